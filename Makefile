@@ -1,0 +1,164 @@
+# rlm -- one non-recursive Makefile. `make help` lists the targets.
+
+BUILD   ?= build
+CC      ?= gcc
+PKGS    := libcurl libcjson sqlite3 libseccomp libmicrohttpd
+SAN     ?=
+
+ifeq ($(CC),cc)
+CC := gcc
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
+        -Wformat=2 -Wcast-qual -Wwrite-strings -Wundef -Wno-format-nonliteral
+ifeq ($(DEVELOPER),1)
+WARN += -Werror
+endif
+
+OPT      ?= -O2
+CPPFLAGS += -D_GNU_SOURCE -MMD -MP -I.
+CFLAGS   ?=
+CFLAGS   += -std=c11 -g $(OPT) -pthread $(WARN)
+LDFLAGS  ?=
+
+# Deferred (=), so that `make deps all` sees the packages deps installed.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS     += $(PKG_CFLAGS)
+LDLIBS     = $(PKG_LIBS) -pthread -lm
+
+ifeq ($(SAN),asan)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+OPT     := -O1
+endif
+ifeq ($(SAN),tsan)
+CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=thread
+OPT     := -O1
+endif
+ifeq ($(SAN),fuzz)
+CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+OPT     := -O1
+endif
+
+# ---- sources: a folder is a module ----
+LIB_SRC := $(wildcard common/*.c) $(wildcard llm/*.c) $(wildcard repl/*.c) \
+           $(wildcard store/*.c) $(filter-out rlm/main.c,$(wildcard rlm/*.c)) \
+           $(wildcard bench/*.c)
+EMBED   := $(sort $(wildcard prompts/*.txt) $(wildcard repl/*.py))
+GEN_SRC := $(BUILD)/gen/embedded.c
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embedded.o
+LIB     := $(BUILD)/librlm.a
+BIN     := $(BUILD)/rlm
+
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BINS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TLIB_SRC  := $(filter-out $(TEST_SRC) $(wildcard tests/fuzz_*.c),$(wildcard tests/*.c))
+TLIB_OBJ  := $(TLIB_SRC:%.c=$(BUILD)/obj/%.o)
+
+FUZZ_SRC  := $(wildcard tests/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test check asan tsan valgrind fuzz fuzz-bins lint format format-check \
+        bench demo deps clean help install
+
+all: $(BIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(GEN_SRC): tools/embed.sh $(EMBED)
+	@mkdir -p $(@D)
+	sh tools/embed.sh $@ $(EMBED)
+
+$(BUILD)/obj/gen/embedded.o: $(GEN_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Icommon $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(BUILD)/obj/rlm/main.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(TLIB_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/fuzz_%: $(BUILD)/obj/tests/fuzz_%.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# ---- tests ----
+# `make test` builds everything and runs every test binary; the last line
+# it prints is "N passed, N failed".
+test: $(BIN) $(TEST_BINS)
+	@sh tests/run.sh $(BUILD)
+
+check: test
+
+asan:
+	$(MAKE) BUILD=build-asan SAN=asan test
+
+tsan:
+	$(MAKE) BUILD=build-tsan SAN=tsan test
+
+valgrind: $(BIN) $(TEST_BINS)
+	@VALGRIND=1 sh tests/run.sh $(BUILD)
+
+fuzz-bins: $(FUZZ_BINS)
+
+# Build the libFuzzer targets with clang and run each for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 20
+fuzz:
+	$(MAKE) BUILD=build-fuzz SAN=fuzz CC=clang fuzz-bins
+	@sh tests/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+# ---- quality ----
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+	    --suppress=missingIncludeSystem --inline-suppr -D_GNU_SOURCE -I. \
+	    common llm rlm repl store bench
+
+format:
+	clang-format -i $(LIB_SRC) rlm/main.c $(wildcard */*.h) $(TEST_SRC) $(TLIB_SRC)
+
+format-check:
+	clang-format --dry-run --Werror $(LIB_SRC) rlm/main.c $(wildcard */*.h)
+
+# ---- benchmarks and demo ----
+bench: $(BIN)
+	@$(BIN) bench perf
+
+DEMO_DIR ?= $(BUILD)/demo
+demo: $(BIN)
+	@sh tools/demo.sh $(BIN) $(DEMO_DIR)
+
+# ---- setup ----
+deps:
+	@sh tools/deps.sh
+
+PREFIX ?= /usr/local
+install: $(BIN)
+	install -D -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/rlm
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+help:
+	@echo "make [all]      build $(BIN)"
+	@echo "make deps       install the Debian packages rlm needs (as root)"
+	@echo "make demo       solve a generated 1M-token haystack on the simulator"
+	@echo "make test       build and run every test (last line: N passed, N failed)"
+	@echo "make asan|tsan  the tests under ASan+UBSan / TSan (build-asan/, build-tsan/)"
+	@echo "make valgrind   the tests under valgrind memcheck"
+	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS"
+	@echo "make bench      the performance suite (rlm bench perf)"
+	@echo "make lint       cppcheck;  make format-check  clang-format"
+	@echo "DEVELOPER=1     warnings are errors (CI sets it)"
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

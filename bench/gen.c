@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/gen.c -- the S-NIAH haystack generator and `rlm bench gen`.
+ *
+ * DESIGN
+ * A haystack is built line by line into a 1 MiB chunk that is written with
+ * one fwrite, so 40 MB take a few hundred milliseconds. The budget is
+ * 4 * tokens bytes: the needle lines are set aside first, haystack lines
+ * fill the rest (the last one cut at a word), and each needle goes in at
+ * the first line boundary at or past its target offset depth * bytes.
+ * The words of keys and word values come from lists that share no word with
+ * the haystack vocabulary (which has no digits and no hyphens either), so
+ * the key, and the value, occur on the needle line only.
+ */
+#include "bench.h"
+
+#include "../common/json.h"
+#include "../rlm/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- keys and values (never in the haystack) ---- */
+
+/* clang-format off */
+static const char *const key_adj[] = {
+	"harmonious", "abrasive", "absurd", "adorable", "aggressive", "agreeable", "alluring",
+	"aloof", "aquatic", "aromatic", "bashful", "beneficial", "bewildered", "boundless",
+	"brawny", "breezy", "bustling", "capricious", "cerulean", "charming", "chivalrous",
+	"clumsy", "colossal", "courageous", "cuddly", "dapper", "dazzling", "defiant",
+	"delightful", "diligent", "dizzy", "eager", "elated", "elegant", "eloquent",
+	"enchanting", "energetic", "enormous", "exuberant", "fabulous", "faithful", "fearless",
+	"feisty", "flamboyant", "flawless", "fluffy", "fragrant", "frantic", "frosty", "fuzzy",
+	"giddy", "glamorous", "gleaming", "glossy", "graceful", "grumpy", "handsome",
+	"hilarious", "humble", "hungry", "illustrious", "imaginary", "immense", "impartial",
+	"jaunty", "jealous", "jittery", "jolly", "jubilant", "juicy", "lavish", "lively",
+	"luminous", "luxuriant", "magnificent", "majestic", "melodic", "mellow", "mighty",
+	"mysterious", "nebulous", "nimble", "nostalgic", "obedient", "opulent", "outrageous",
+	"peaceful", "placid", "playful", "pleasant", "plucky", "polite", "precious", "quaint",
+	"quirky", "radiant", "resilient", "rustic", "scrawny", "serene", "shiny", "silky",
+	"sleepy", "soggy", "sparkling", "spiky", "splendid", "spotless", "sturdy", "swanky",
+	"tangible", "tender", "thirsty", "thoughtful", "tranquil", "tremendous", "vibrant",
+	"vigorous", "vivacious", "wacky", "whimsical", "witty", "zany", "zealous",
+};
+
+static const char *const key_noun[] = {
+	"uniform", "walrus", "accordion", "alligator", "anchor", "antelope", "apricot",
+	"armadillo", "asparagus", "avalanche", "badger", "bagpipe", "balloon", "banjo",
+	"barnacle", "beetle", "biscuit", "blizzard", "bonnet", "boulder", "buffalo",
+	"butterfly", "cabbage", "cactus", "camel", "canoe", "caravan", "cardigan", "carousel",
+	"cathedral", "caterpillar", "cauliflower", "chameleon", "chandelier", "cheetah",
+	"chimney", "chipmunk", "cinnamon", "clarinet", "coconut", "compass", "cormorant",
+	"crocodile", "cucumber", "cupcake", "daffodil", "dolphin", "dragonfly", "dumpling",
+	"eggplant", "elephant", "emerald", "falcon", "ferret", "flamingo", "gazelle", "gecko",
+	"giraffe", "glacier", "goblet", "gondola", "gorilla", "hammock", "harmonica",
+	"hedgehog", "hurricane", "iguana", "jaguar", "jellyfish", "kangaroo", "kettle", "koala",
+	"lantern", "lemur", "lighthouse", "lobster", "lollipop", "mandolin", "marmalade",
+	"meteor", "mongoose", "moose", "narwhal", "nectarine", "octopus", "ostrich", "otter",
+	"pancake", "panther", "parrot", "peacock", "pelican", "penguin", "pickle", "pineapple",
+	"platypus", "porcupine", "pretzel", "pumpkin", "raccoon", "reindeer", "rhubarb",
+	"saxophone", "scarecrow", "seahorse", "squirrel", "starfish", "submarine", "sunflower",
+	"tambourine", "teapot", "tortoise", "toucan", "trombone", "trumpet", "tulip", "turnip",
+	"ukulele", "umbrella", "unicorn", "volcano", "waffle", "walnut", "weasel", "windmill",
+	"wombat", "xylophone", "zebra", "zucchini",
+};
+
+/* No word here contains another word of any list, or is contained in one. */
+static const char *const value_words[] = {
+	"marzipan", "quasar", "zeppelin", "obsidian", "tamarind", "galleon", "paprika",
+	"sapphire", "juniper", "labyrinth", "mosaic", "origami", "papyrus", "quartz",
+	"saffron", "tapestry", "vermilion", "wisteria", "bergamot", "calliope", "dirigible",
+	"escarpment", "fjord", "gargoyle", "hieroglyph", "ironwood", "jasmine", "kaleidoscope",
+	"lagoon", "monsoon", "nutmeg", "oregano", "pagoda", "quicksilver", "rosemary",
+	"sarsaparilla", "tundra", "ultramarine", "velvet", "wolfram", "yarrow", "zephyr",
+	"almanac", "basilisk", "cobalt", "driftwood", "edelweiss", "filigree", "geyser",
+	"halcyon", "indigo", "jacaranda", "kerosene", "lilac", "magnolia", "nocturne", "oasis",
+	"parchment", "rickshaw", "sequoia", "topaz", "undertow", "vortex", "wanderlust",
+	"xenon", "yuzu", "zircon", "amethyst", "bramble", "cardamom", "dulcimer", "ebony",
+	"fennel", "gossamer", "hibiscus", "inkwell", "jamboree", "kumquat", "lavender",
+	"mistletoe", "nautilus", "obelisk", "pistachio", "quinoa", "rhapsody", "sorbet",
+	"trellis", "verbena", "woodwind", "yodel", "zodiac", "anemone", "bonsai", "citadel",
+	"dandelion", "eucalyptus", "flotsam", "gingham", "harpoon", "igloo", "krypton",
+	"lichen", "meringue", "nougat", "okra",
+};
+
+/* ---- the haystack vocabulary: no digits, no hyphens ---- */
+
+static const char *const h_noun[] = {
+	"time", "year", "world", "life", "hand", "part", "place", "week", "case", "point",
+	"company", "group", "problem", "fact", "city", "idea", "house", "money", "story",
+	"night", "road", "river", "town", "garden", "letter", "friend", "teacher", "market",
+	"book", "reason", "school", "family", "morning", "window", "door", "table", "paper",
+	"field", "village", "office", "street", "country", "language", "history", "music",
+	"picture", "student", "doctor", "ship", "train", "bridge", "forest", "island",
+	"kitchen", "machine", "engine", "program", "startup", "product", "customer", "founder",
+	"investor", "essay", "habit", "mistake", "lesson", "answer", "plan", "method", "effort",
+	"journey", "project", "business", "career", "system", "feeling", "memory", "pattern",
+	"purpose", "result", "skill", "tool", "voice", "winter", "summer", "evening", "harbour",
+	"valley", "library", "museum", "painter", "writer", "builder", "farmer", "neighbour",
+	"stranger", "child", "owner", "worker", "reader", "signal", "question", "rule",
+};
+
+static const char *const h_plural[] = {
+	"people", "children", "friends", "farmers", "students", "workers", "writers",
+	"builders", "engineers", "painters", "founders", "investors", "programmers", "readers",
+	"teachers", "neighbours", "customers", "hackers", "users", "strangers", "parents",
+	"doctors", "merchants", "travellers", "scientists", "designers", "critics", "sailors",
+	"owners", "visitors",
+};
+
+static const char *const h_adj[] = {
+	"small", "large", "old", "new", "good", "simple", "quiet", "early", "late", "long",
+	"short", "strange", "useful", "careful", "clever", "honest", "empty", "busy", "cheap",
+	"common", "curious", "distant", "easy", "hard", "famous", "gentle", "heavy", "narrow",
+	"ordinary", "plain", "private", "rare", "rough", "serious", "sharp", "slow", "smooth",
+	"solid", "steady", "sudden", "tall", "thin", "tiny", "warm", "cold", "wide", "wild",
+	"young", "bright", "dark", "patient", "modest", "sensible", "obvious", "practical",
+	"ambitious", "difficult", "valuable", "important", "familiar", "careless", "certain",
+};
+
+static const char *const h_verb[] = {
+	"built", "found", "made", "wrote", "started", "changed", "noticed", "kept", "left",
+	"carried", "opened", "closed", "followed", "learned", "watched", "moved", "fixed",
+	"sold", "bought", "painted", "measured", "visited", "studied", "described",
+	"explained", "improved", "remembered", "ignored", "tested", "planned", "copied",
+	"shared", "finished", "borrowed", "repaired", "gathered", "counted", "traded",
+	"sketched", "answered", "admired", "avoided", "chose", "doubted", "earned", "expected",
+	"forgot", "guarded", "imagined", "questioned",
+};
+
+static const char *const h_adv[] = {
+	"quickly", "slowly", "quietly", "rarely", "often", "usually", "always", "never",
+	"carefully", "suddenly", "easily", "gradually", "probably", "simply", "eventually",
+	"recently", "finally", "certainly", "mostly", "clearly", "nearly", "partly", "seldom",
+	"gladly", "openly", "barely", "honestly", "patiently", "calmly", "boldly",
+};
+
+static const char *const h_prep[] = {
+	"near", "behind", "beside", "across", "beyond", "under",
+	"above", "around", "inside", "through", "along", "past",
+};
+
+static const char *const h_open[] = {
+	"However", "Afterwards", "Meanwhile", "Later", "In the end", "For a while",
+	"At first", "Still", "Even so", "Of course", "Sometimes", "Back then",
+	"In practice", "As it turned out", "Before long", "Oddly enough",
+};
+
+/* %N noun, %P plural noun, %A adjective, %V verb (past), %D adverb,
+ * %R preposition, %O opening phrase. */
+static const char *const templates[] = {
+	"The %A %N %V the %N %R the %N.",
+	"%O, the %N %V the %A %N.",
+	"Nobody %V the %N until the %N %V it.",
+	"%P %D %V the %A %N, and the %N %V %D.",
+	"It was %A to see how the %N %V the %N.",
+	"If the %N is %A, the %N will be %A too.",
+	"Most %P think the %N is %A, but it is %D %A.",
+	"The %N %R the %N was %A and %A.",
+	"%O, %P %V the %N %D.",
+	"What matters is whether the %N %V the %N %R the %N.",
+	"There was one %A %N %R the %N, and %P %D %V it.",
+	"I %D %V the %N when I was %A.",
+	"You can tell a lot about the %N by the way it %V the %N.",
+	"The %N and the %N %V each other %D.",
+	"Every %N %V the same %A %N, which %V the %P.",
+	"%P who %V the %N were %D %A.",
+	"%O, I %V that the %N was more %A than the %N.",
+	"The %A %P %V the %N, so the %N %V %R the %N.",
+	"In the %N, %P %D %V what the %N %V.",
+	"That is why the %N %V the %N %D.",
+	"Looking back, the %N was %A, and the %N was %A.",
+	"The %N %V %D, and nobody knew why.",
+};
+
+/* clang-format on */
+
+static const char noise_line[] =
+    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+
+#define PICK(r, list)	((list)[rng_below((r), ARRAY_SIZE(list))])
+#define LINE_MAX_BYTES	1024 /* longest haystack line, with room to spare */
+#define CHUNK		(1u << 20)
+#define MAX_DISTRACTORS 1000
+
+/* ---- haystack lines ---- */
+
+static size_t put(char *dst, size_t at, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(dst + at, s, n);
+	return at + n;
+}
+
+static size_t sentence(struct rng *r, char *dst)
+{
+	const char *t = PICK(r, templates);
+	size_t n = 0;
+	for (; *t; t++) {
+		if (*t != '%') {
+			dst[n++] = *t;
+			continue;
+		}
+		switch (*++t) {
+		case 'N':
+			n = put(dst, n, PICK(r, h_noun));
+			break;
+		case 'P':
+			n = put(dst, n, PICK(r, h_plural));
+			break;
+		case 'A':
+			n = put(dst, n, PICK(r, h_adj));
+			break;
+		case 'V':
+			n = put(dst, n, PICK(r, h_verb));
+			break;
+		case 'D':
+			n = put(dst, n, PICK(r, h_adv));
+			break;
+		case 'R':
+			n = put(dst, n, PICK(r, h_prep));
+			break;
+		default:
+			n = put(dst, n, PICK(r, h_open));
+			break;
+		}
+	}
+	if (n && dst[0] >= 'a' && dst[0] <= 'z')
+		dst[0] = (char)(dst[0] - 'a' + 'A');
+	return n;
+}
+
+/* A paragraph of 4-8 sentences, 300-700 bytes, without the newline. */
+static size_t essay_line(struct rng *r, char *dst)
+{
+	size_t want = 4 + rng_below(r, 5), count = 0, n = 0;
+	char s[256];
+	while (count < want || n < 300) {
+		size_t k = sentence(r, s);
+		if (n + 1 + k > 700 && count >= 4)
+			break;
+		if (n)
+			dst[n++] = ' ';
+		memcpy(dst + n, s, k);
+		n += k;
+		count++;
+	}
+	return n;
+}
+
+static size_t words_line(struct rng *r, char *dst)
+{
+	size_t want = 10 + rng_below(r, 5), n = 0;
+	for (size_t i = 0; i < want; i++) {
+		const char *w;
+		switch (rng_below(r, 6)) {
+		case 0:
+			w = PICK(r, h_noun);
+			break;
+		case 1:
+			w = PICK(r, h_plural);
+			break;
+		case 2:
+			w = PICK(r, h_adj);
+			break;
+		case 3:
+			w = PICK(r, h_verb);
+			break;
+		case 4:
+			w = PICK(r, h_adv);
+			break;
+		default:
+			w = PICK(r, h_prep);
+			break;
+		}
+		if (i)
+			dst[n++] = ' ';
+		n = put(dst, n, w);
+	}
+	dst[0] = (char)(dst[0] - 'a' + 'A');
+	dst[n++] = '.';
+	return n;
+}
+
+static size_t hay_line(struct rng *r, enum sniah_haystack h, char *dst)
+{
+	switch (h) {
+	case SNIAH_NOISE:
+		return put(dst, 0, noise_line);
+	case SNIAH_WORDS:
+		return words_line(r, dst);
+	default:
+		return essay_line(r, dst);
+	}
+}
+
+/* Cut line[0..n) to at most room - 1 bytes at a word boundary, ending the
+ * fragment with a period; the newline takes the last byte. Returns the new
+ * length, 0 when not even one word fits. */
+static size_t cut_line(char *line, size_t n, size_t room)
+{
+	size_t k;
+	if (room < 3)
+		return 0;
+	k = RLM_MIN(n, room - 2);
+	while (k > 0 && line[k] != ' ')
+		k--;
+	if (k == 0)
+		return 0;
+	if (line[k - 1] == ',')
+		k--;
+	if (line[k - 1] != '.')
+		line[k++] = '.';
+	return k;
+}
+
+/* ---- keys and values ---- */
+
+static void make_key(struct rng *r, char *dst)
+{
+	snprintf(dst, 64, "%s-%s", PICK(r, key_adj), PICK(r, key_noun));
+}
+
+static void make_value(struct rng *r, enum sniah_value v, char *dst)
+{
+	if (v == SNIAH_NUMBER) {
+		snprintf(dst, 64, "%u", (unsigned)(1000000 + rng_below(r, 9000000)));
+	} else if (v == SNIAH_WORD) {
+		snprintf(dst, 64, "%s", PICK(r, value_words));
+	} else {
+		uint64_t a = rng_next(r), b = rng_next(r);
+		/* RFC 4122 version 4, variant 10xx. */
+		a = (a & ~0xf000ULL) | 0x4000ULL;
+		b = (b & ~(3ULL << 62)) | (2ULL << 62);
+		snprintf(dst, 64, "%08x-%04x-%04x-%04x-%012llx", (unsigned)(a >> 32),
+			 (unsigned)(a >> 16) & 0xffff, (unsigned)a & 0xffff, (unsigned)(b >> 48),
+			 (unsigned long long)(b & 0xffffffffffffULL));
+	}
+}
+
+/* a and b can be told apart: neither contains the other. */
+static bool apart(const char *a, const char *b)
+{
+	return !strstr(a, b) && !strstr(b, a);
+}
+
+static const char *value_plural(enum sniah_value v)
+{
+	return v == SNIAH_NUMBER ? "numbers" : v == SNIAH_WORD ? "words" : "uuids";
+}
+
+static const char *value_single(enum sniah_value v)
+{
+	return v == SNIAH_NUMBER ? "number" : v == SNIAH_WORD ? "word" : "uuid";
+}
+
+/* ---- the generator ---- */
+
+struct needle {
+	uint64_t target; /* byte offset it should go at */
+	size_t idx;	 /* 0: the real needle */
+	char line[160];	 /* the sentence and its newline */
+	size_t len;
+};
+
+static int cmp_needle(const void *a, const void *b)
+{
+	const struct needle *x = a, *y = b;
+	if (x->target != y->target)
+		return x->target < y->target ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+struct out {
+	FILE *f;
+	char *buf; /* CHUNK bytes */
+	size_t len;
+	uint64_t total;
+	int err;
+};
+
+static void out_flush(struct out *o)
+{
+	if (o->len && !o->err && fwrite(o->buf, 1, o->len, o->f) != o->len)
+		o->err = errno ? -errno : -EIO;
+	o->len = 0;
+}
+
+static void out_put(struct out *o, const char *s, size_t n)
+{
+	if (o->len + n > CHUNK)
+		out_flush(o);
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->total += n;
+}
+
+void sniah_opts_default(struct sniah_opts *o)
+{
+	o->tokens = 8000;
+	o->seed = 1;
+	o->haystack = SNIAH_ESSAY;
+	o->value = SNIAH_NUMBER;
+	o->depth = -1;
+	o->distractors = 0;
+}
+
+/* The needles, main one first, with distinct keys and values. */
+static struct needle *make_needles(const struct sniah_opts *o, struct rng *r, uint64_t bytes,
+				   struct sniah_item *item)
+{
+	size_t n = 1 + (size_t)o->distractors;
+	struct needle *nd = xcalloc(n, sizeof(*nd));
+	char(*keys)[64] = xcalloc(n, 64), (*vals)[64] = xcalloc(n, 64);
+	double depth = o->depth;
+	if (depth < 0) /* one of RULER's 40 depths, round(linspace(0, 100, 40)) % */
+		depth = (double)(int)(rng_below(r, 40) * 100.0 / 39 + 0.5) / 100;
+	for (size_t i = 0; i < n; i++) {
+		bool ok;
+		do {
+			make_key(r, keys[i]);
+			ok = i == 0 || apart(keys[i], keys[0]);
+			for (size_t j = 1; ok && j < i; j++)
+				ok = strcmp(keys[i], keys[j]) != 0;
+		} while (!ok);
+		do {
+			make_value(r, o->value, vals[i]);
+			ok = true;
+			for (size_t j = 0; ok && j < i; j++)
+				ok = apart(vals[i], vals[j]);
+		} while (!ok);
+		nd[i].idx = i;
+		nd[i].target = (uint64_t)((i ? rng_unit(r) : depth) * (double)bytes);
+		nd[i].len = (size_t)snprintf(nd[i].line, sizeof(nd[i].line),
+					     "One of the special magic %s for %s is: %s.\n",
+					     value_plural(o->value), keys[i], vals[i]);
+	}
+	memcpy(item->key, keys[0], 64);
+	memcpy(item->value, vals[0], 64);
+	snprintf(item->question, sizeof(item->question),
+		 "What is the special magic %s for %s mentioned in the provided text?",
+		 value_single(o->value), keys[0]);
+	free(keys);
+	free(vals);
+	qsort(nd, n, sizeof(*nd), cmp_needle);
+	return nd;
+}
+
+int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
+{
+	struct rng r;
+	struct out out = {f, NULL, 0, 0, 0};
+	struct needle *nd;
+	uint64_t bytes = o->tokens * 4, hay = 0, budget = bytes;
+	size_t n = 1 + (size_t)(o->distractors > 0 ? o->distractors : 0), next = 0;
+	char line[LINE_MAX_BYTES];
+
+	if (o->distractors < 0 || o->distractors > MAX_DISTRACTORS || o->depth > 1 ||
+	    o->tokens > ((uint64_t)1 << 40) ||
+	    (o->value == SNIAH_WORD && (size_t)o->distractors >= ARRAY_SIZE(value_words)))
+		return -EINVAL;
+	memset(item, 0, sizeof(*item));
+	rng_seed(&r, o->seed);
+	nd = make_needles(o, &r, bytes, item);
+	for (size_t i = 0; i < n; i++) {
+		if (nd[i].len > budget / 2) {
+			free(nd);
+			return -EINVAL; /* the needles would be most of the haystack */
+		}
+		budget -= nd[i].len;
+	}
+	out.buf = xmalloc(CHUNK);
+	while (hay < budget) {
+		size_t k;
+		while (next < n && out.total >= nd[next].target) {
+			if (nd[next].idx == 0)
+				item->needle_off = out.total;
+			out_put(&out, nd[next].line, nd[next].len);
+			next++;
+		}
+		k = hay_line(&r, o->haystack, line);
+		if (hay + k + 1 > budget && !(k = cut_line(line, k, (size_t)(budget - hay))))
+			break;
+		line[k++] = '\n';
+		out_put(&out, line, k);
+		hay += k;
+	}
+	for (; next < n; next++) {
+		if (nd[next].idx == 0)
+			item->needle_off = out.total;
+		out_put(&out, nd[next].line, nd[next].len);
+	}
+	out_flush(&out);
+	free(out.buf);
+	free(nd);
+	if (out.err)
+		return out.err;
+	if (fflush(f) != 0)
+		return errno ? -errno : -EIO;
+	item->bytes = out.total;
+	item->depth = out.total ? (double)item->needle_off / (double)out.total : 0;
+	return 0;
+}
+
+/* ---- rlm bench gen ---- */
+
+static const char gen_usage[] =
+    "usage: rlm bench gen SUITE --out DIR [options]\n"
+    "\n"
+    "Generate a seeded benchmark dataset. The only SUITE is sniah: RULER-style\n"
+    "single needle in a haystack. Each item's context is a text file with one\n"
+    "line \"One of the special magic numbers for KEY is: VALUE.\" hidden in it, and\n"
+    "the question asks for the value of KEY.\n"
+    "\n"
+    "options:\n"
+    "  --out DIR           where to write (created if missing); required\n"
+    "  --sizes LIST        comma-separated sizes in tokens (1 token = 4 bytes),\n"
+    "                      with k/M/G for thousands/millions/billions, each >= 1k\n"
+    "                      (default 8k,32k,128k,1M)\n"
+    "  --n N               items per size (default 1)\n"
+    "  --seed S            base seed (default 1); each item's seed is derived\n"
+    "                      from (S, size, index), so items are reproducible alone\n"
+    "  --haystack KIND     essay (default): pseudo-essay paragraphs, one per line;\n"
+    "                      noise: RULER's \"The grass is green. ...\" repeated;\n"
+    "                      words: lines of random words\n"
+    "  --value TYPE        number (default, 7 digits), word, or uuid\n"
+    "  --distractors N     extra needles with other keys and values (default 0,\n"
+    "                      at most 1000; for word values at most 100)\n"
+    "  --depth F           needle position in [0,1] (default: one of RULER's 40\n"
+    "                      depths, drawn per item)\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "output:\n"
+    "  DIR/sniah-SIZE-I.txt   the context of item I at SIZE (as written in --sizes)\n"
+    "  DIR/sniah.jsonl        one item per line (rewritten on each run):\n"
+    "    {\"id\":\"sniah-1M-0\",\"suite\":\"sniah\",\"question\":...,\"answer\":[VALUE],\n"
+    "     \"context_path\":\"sniah-1M-0.txt\",\"scorer\":\"contains_all\",\"tokens\":...,\n"
+    "     \"bytes\":...,\"needle_depth\":...,\"key\":...,\"haystack\":...,\"value_type\":...}\n"
+    "  context_path is relative to the JSONL's directory. The JSONL path is\n"
+    "  printed on stdout, one line per item on stderr.\n"
+    "\n"
+    "example:\n"
+    "  rlm bench gen sniah --sizes 8k,1M,10M --n 5 --out data/sniah\n";
+
+enum { OPT_SIZES = 1, OPT_N, OPT_SEED, OPT_OUT, OPT_HAY, OPT_VALUE, OPT_DISTR, OPT_DEPTH };
+
+struct gen_args {
+	char **size_names; /* as given; owned array, borrowed strings */
+	uint64_t *sizes;
+	size_t n_sizes;
+	long n;
+	uint64_t seed;
+	const char *out;
+	struct sniah_opts so;
+};
+
+static int parse_sizes(struct gen_args *a, char *list)
+{
+	char *save = NULL;
+	free(a->size_names);
+	free(a->sizes);
+	a->size_names = NULL;
+	a->sizes = NULL;
+	a->n_sizes = 0;
+	for (char *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		if (strspn(s, "0123456789.kKmMgG") != strlen(s) || parse_count(s, &v) || v < 1000 ||
+		    v > 1000000000)
+			return cli_fail(2,
+					"bad size '%s' in --sizes: want a token count from 1k "
+					"to 1G, like 8k, 32k or 1M",
+					s);
+		for (size_t i = 0; i < a->n_sizes; i++)
+			if (strcmp(a->size_names[i], s) == 0)
+				return cli_fail(2, "size '%s' is given twice in --sizes", s);
+		a->size_names = xrealloc(a->size_names, (a->n_sizes + 1) * sizeof(char *));
+		a->sizes = xrealloc(a->sizes, (a->n_sizes + 1) * sizeof(uint64_t));
+		a->size_names[a->n_sizes] = s;
+		a->sizes[a->n_sizes++] = v;
+	}
+	if (a->n_sizes == 0)
+		return cli_fail(2, "--sizes is empty: want a list like 8k,32k,1M");
+	return 0;
+}
+
+static int parse_seed(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return RLM_EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **sizes_copy)
+{
+	static const struct option longopts[] = {
+	    {"sizes", required_argument, NULL, OPT_SIZES},
+	    {"n", required_argument, NULL, OPT_N},
+	    {"seed", required_argument, NULL, OPT_SEED},
+	    {"out", required_argument, NULL, OPT_OUT},
+	    {"haystack", required_argument, NULL, OPT_HAY},
+	    {"value", required_argument, NULL, OPT_VALUE},
+	    {"distractors", required_argument, NULL, OPT_DISTR},
+	    {"depth", required_argument, NULL, OPT_DEPTH},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *sizes = "8k,32k,128k,1M";
+	long l;
+	int opt;
+	optind = 0; /* full reset: this may run more than once per process */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_SIZES:
+			sizes = optarg;
+			break;
+		case OPT_N:
+			if (parse_int(optarg, 1, 1000000, &a->n))
+				return cli_fail(2, "bad value '%s' for --n: want 1..1000000",
+						optarg);
+			break;
+		case OPT_SEED:
+			if (parse_seed(optarg, &a->seed))
+				return cli_fail(2,
+						"bad value '%s' for --seed: want an integer "
+						"0..18446744073709551615",
+						optarg);
+			break;
+		case OPT_OUT:
+			a->out = optarg;
+			break;
+		case OPT_HAY:
+			if (strcmp(optarg, "essay") == 0)
+				a->so.haystack = SNIAH_ESSAY;
+			else if (strcmp(optarg, "noise") == 0)
+				a->so.haystack = SNIAH_NOISE;
+			else if (strcmp(optarg, "words") == 0)
+				a->so.haystack = SNIAH_WORDS;
+			else
+				return cli_fail(2,
+						"unknown --haystack '%s' (known: essay, noise, "
+						"words)",
+						optarg);
+			break;
+		case OPT_VALUE:
+			if (strcmp(optarg, "number") == 0)
+				a->so.value = SNIAH_NUMBER;
+			else if (strcmp(optarg, "word") == 0)
+				a->so.value = SNIAH_WORD;
+			else if (strcmp(optarg, "uuid") == 0)
+				a->so.value = SNIAH_UUID;
+			else
+				return cli_fail(2,
+						"unknown --value '%s' (known: number, word, "
+						"uuid)",
+						optarg);
+			break;
+		case OPT_DISTR:
+			if (parse_int(optarg, 0, MAX_DISTRACTORS, &l))
+				return cli_fail(2, "bad value '%s' for --distractors: want 0..%d",
+						optarg, MAX_DISTRACTORS);
+			a->so.distractors = (int)l;
+			break;
+		case OPT_DEPTH:
+			if (parse_double(optarg, 0, 1, &a->so.depth))
+				return cli_fail(2,
+						"bad value '%s' for --depth: want a number in "
+						"[0,1]",
+						optarg);
+			break;
+		case 'h':
+			fputs(gen_usage, stdout);
+			return 1;
+		case ':':
+			return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return cli_fail(2, "unknown option '%s' (see rlm bench gen --help)",
+					argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_fail(2, "no suite: say which, e.g. rlm bench gen sniah --out DIR");
+	if (strcmp(argv[optind], "sniah") != 0)
+		return cli_fail(2, "unknown suite '%s' (known: sniah)", argv[optind]);
+	if (optind + 1 < argc)
+		return cli_fail(2, "unexpected argument '%s' (see rlm bench gen --help)",
+				argv[optind + 1]);
+	if (!a->out || !*a->out)
+		return cli_fail(2, "no output directory: pass --out DIR");
+	if (a->so.value == SNIAH_WORD && (size_t)a->so.distractors >= ARRAY_SIZE(value_words))
+		return cli_fail(2, "too many distractors for word values: at most %zu",
+				ARRAY_SIZE(value_words) - 1);
+	*sizes_copy = xstrdup(sizes);
+	return parse_sizes(a, *sizes_copy);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+	char *p = xstrdup(path);
+	int rc = 0;
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, 0777) < 0 && errno != EEXIST) {
+				rc = -errno;
+				break;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	if (!rc) {
+		struct stat st;
+		if (stat(path, &st) < 0)
+			rc = -errno;
+		else if (!S_ISDIR(st.st_mode))
+			rc = -ENOTDIR;
+	}
+	free(p);
+	return rc;
+}
+
+static uint64_t item_seed(uint64_t seed, uint64_t tokens, uint64_t i)
+{
+	uint64_t st = seed;
+	st = splitmix64(&st) ^ tokens;
+	st = splitmix64(&st) ^ i;
+	return splitmix64(&st);
+}
+
+static const char *hay_name(enum sniah_haystack h)
+{
+	return h == SNIAH_NOISE ? "noise" : h == SNIAH_WORDS ? "words" : "essay";
+}
+
+static char *item_json(const struct gen_args *a, const char *id, const char *ctx, uint64_t tokens,
+		       const struct sniah_item *it)
+{
+	cJSON *j = cJSON_CreateObject(), *ans = cJSON_CreateArray();
+	char *s;
+	json_add_str(j, "id", id);
+	json_add_str(j, "suite", "sniah");
+	json_add_str(j, "question", it->question);
+	json_add_str(ans, NULL, it->value);
+	json_add(j, "answer", ans);
+	json_add_str(j, "context_path", ctx);
+	json_add_str(j, "scorer", "contains_all");
+	json_add_num(j, "tokens", (double)tokens);
+	json_add_num(j, "bytes", (double)it->bytes);
+	json_add_num(j, "needle_depth", (double)(int64_t)(it->depth * 10000 + 0.5) / 10000);
+	json_add_str(j, "key", it->key);
+	json_add_str(j, "haystack", hay_name(a->so.haystack));
+	json_add_str(j, "value_type", value_single(a->so.value));
+	json_add_num(j, "needle_offset", (double)it->needle_off);
+	json_add_num(j, "distractors", a->so.distractors);
+	s = json_print(j);
+	cJSON_Delete(j);
+	return s;
+}
+
+/* Write one item's context file and its JSONL line. */
+static int gen_item(const struct gen_args *a, FILE *jl, const char *jl_path, size_t si, long i)
+{
+	struct sniah_opts so = a->so;
+	struct sniah_item it;
+	char *id = xasprintf("sniah-%s-%ld", a->size_names[si], i);
+	char *name = xasprintf("%s.txt", id), *path = xasprintf("%s/%s", a->out, name), *line;
+	FILE *f = fopen(path, "wb");
+	int rc, status = 1;
+	if (!f) {
+		cli_fail(1, "cannot open '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	so.tokens = a->sizes[si];
+	so.seed = item_seed(a->seed, so.tokens, (uint64_t)i);
+	rc = sniah_generate(&so, f, &it);
+	if (fclose(f) != 0 && !rc)
+		rc = -errno;
+	if (rc == -EINVAL) {
+		status = cli_fail(2, "size '%s' is too small for the needle and %d distractors",
+				  a->size_names[si], a->so.distractors);
+		goto out;
+	}
+	if (rc) {
+		cli_fail(1, "cannot write '%s': %s", path, strerror(-rc));
+		goto out;
+	}
+	line = item_json(a, id, name, so.tokens, &it);
+	if (fprintf(jl, "%s\n", line) < 0) {
+		cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
+		free(line);
+		goto out;
+	}
+	free(line);
+	fprintf(stderr, "%s: %llu bytes, key %s, needle at %.3f\n", path,
+		(unsigned long long)it.bytes, it.key, it.depth);
+	status = 0;
+out:
+	free(id);
+	free(name);
+	free(path);
+	return status;
+}
+
+int cmd_bench_gen(int argc, char **argv)
+{
+	struct gen_args a = {NULL, NULL, 0, 1, 1, NULL, {0, 0, 0, 0, 0, 0}};
+	char *sizes = NULL, *jl_path = NULL;
+	FILE *jl = NULL;
+	int rc, status;
+	sniah_opts_default(&a.so);
+	if (cli_wants_help(argc, argv)) {
+		fputs(gen_usage, stdout);
+		return 0;
+	}
+	if ((status = parse_gen_args(&a, argc, argv, &sizes))) {
+		if (status == 1) /* --help */
+			status = 0;
+		goto out;
+	}
+	if ((rc = make_dirs(a.out))) {
+		status = cli_fail(1, "cannot create directory '%s': %s", a.out, strerror(-rc));
+		goto out;
+	}
+	jl_path = xasprintf("%s/sniah.jsonl", a.out);
+	if (!(jl = fopen(jl_path, "w"))) {
+		status = cli_fail(1, "cannot open '%s': %s", jl_path, strerror(errno));
+		goto out;
+	}
+	for (size_t si = 0; si < a.n_sizes && !status; si++)
+		for (long i = 0; i < a.n && !status; i++)
+			status = gen_item(&a, jl, jl_path, si, i);
+	if (fclose(jl) != 0 && !status)
+		status = cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
+	jl = NULL;
+	if (!status)
+		printf("%s\n", jl_path);
+out:
+	free(jl_path);
+	free(sizes);
+	free(a.size_names);
+	free(a.sizes);
+	return status;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/perf.c -- `rlm bench perf`: the controller's performance suite,
+ * measured against the simulator and printed next to the targets of
+ * DESIGN.md. Each benchmark starts what it needs (an `rlm sim-serve` child
+ * on loopback) and stops it. */
+#include "bench.h"
+#include "../llm/llm.h"
+#include "../rlm/cli.h"
+#include "../common/json.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct row {
+	const char *name;
+	const char *target;
+	double value;      /* the measurement, in `unit` */
+	const char *unit;
+	double limit;      /* pass when value <= limit */
+	char note[160];
+};
+
+static const char usage[] =
+	"usage: rlm bench perf [--calls N] [--concurrency N] [--latency-ms MS] [--json]\n"
+	"\n"
+	"Measure the controller against the simulator and print each measurement\n"
+	"next to its target (DESIGN.md, \"Performance targets\"):\n"
+	"\n"
+	"  fan-out efficiency   N calls (1000) over loopback HTTP to `rlm sim-serve`\n"
+	"                       with MS (100) of modelled latency at concurrency C\n"
+	"                       (64): wall time / (ceil(N/C) x MS); target <= 1.05\n"
+	"  controller CPU/call  user+system CPU of this process per call in that run\n"
+	"                       (the server is another process); target <= 100 us\n"
+	"\n"
+	"  --json   print the results as JSON (for comparing commits)\n"
+	"\n"
+	"Exit status: 0 when every target is met, 1 otherwise.\n";
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Start `rlm sim-serve` on an ephemeral port; returns its pid and port. */
+static pid_t start_server(const char *spec, int *port)
+{
+	char ready[PATH_MAX], self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid;
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	snprintf(ready, sizeof(ready), "/tmp/rlm-perf-%d.port", (int)getpid());
+	unlink(ready);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execl(self, "rlm", "sim-serve", "--port", "0", "--quiet", "--ready-file", ready,
+		      "--sim", spec, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500; i++) {
+		FILE *f = fopen(ready, "r");
+		if (f) {
+			int ok = fscanf(f, "%d", port) == 1;
+			fclose(f);
+			if (ok && *port > 0) {
+				unlink(ready);
+				return pid;
+			}
+		}
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return -1;
+		sleep_ns(10000000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+static void stop_server(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
+static int fanout(long calls, long conc, long latency_ms, struct row *eff, struct row *cpu)
+{
+	char spec[64], url[64];
+	struct llm_pool_cfg pc = {(int)conc};
+	struct llm_model_cfg mc = {0};
+	struct llm_model *m = NULL;
+	struct llm_pool *pool = NULL;
+	struct llm_call *cs = NULL, **ptrs = NULL;
+	struct llm_msg msg = {LLM_USER, "Question: what is the capital of France?\n\nText:\n"
+					"Paris is the capital of France.",
+			      0};
+	struct rlm_err err = {0, ""};
+	double ideal, c0, c1;
+	int64_t t0, t1;
+	int port = 0, rc = 1;
+	size_t failed;
+	pid_t pid;
+
+	snprintf(spec, sizeof(spec), "ttft=%ldms", latency_ms);
+	pid = start_server(spec, &port);
+	if (pid < 0) {
+		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
+		return 1;
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	mc.kind = LLM_OPENAI;
+	mc.name = "sim";
+	mc.base_urls = url;
+	mc.max_retries = 0;
+	if (!(m = llm_model_new(&mc, &err)) || !(pool = llm_pool_new(&pc, &err))) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		goto out;
+	}
+	msg.len = strlen(msg.text);
+	cs = xcalloc((size_t)calls, sizeof(*cs));
+	ptrs = xcalloc((size_t)calls, sizeof(*ptrs));
+	/* Warm the connections first: one wave, not measured. */
+	for (long i = 0; i < conc && i < calls; i++) {
+		llm_call_init(&cs[i], m, &msg, 1);
+		ptrs[i] = &cs[i];
+	}
+	llm_pool_run(pool, ptrs, (size_t)RLM_MIN(conc, calls));
+	for (long i = 0; i < calls; i++) {
+		llm_call_release(&cs[i]);
+		llm_call_init(&cs[i], m, &msg, 1);
+		ptrs[i] = &cs[i];
+	}
+	c0 = cpu_s();
+	t0 = now_ns();
+	failed = llm_pool_run(pool, ptrs, (size_t)calls);
+	t1 = now_ns();
+	c1 = cpu_s();
+	if (failed) {
+		fprintf(stderr, "rlm: error: %zu of %ld benchmark calls failed: %s\n", failed, calls,
+			cs[0].error ? cs[0].error : "?");
+		goto out;
+	}
+	ideal = (double)((calls + conc - 1) / conc) * (double)latency_ms / 1e3;
+	eff->name = "fan-out efficiency";
+	eff->target = "<= 1.05";
+	eff->value = ((double)(t1 - t0) / 1e9) / ideal;
+	eff->unit = "x ideal";
+	eff->limit = 1.05;
+	snprintf(eff->note, sizeof(eff->note), "%ld calls, %ld ms each, concurrency %ld: %.3f s (ideal %.3f s)",
+		 calls, latency_ms, conc, (double)(t1 - t0) / 1e9, ideal);
+	cpu->name = "controller CPU per call";
+	cpu->target = "<= 100 us";
+	cpu->value = (c1 - c0) / (double)calls * 1e6;
+	cpu->unit = "us";
+	cpu->limit = 100;
+	snprintf(cpu->note, sizeof(cpu->note), "%.3f s CPU over %ld HTTP calls", c1 - c0, calls);
+	rc = 0;
+out:
+	if (cs)
+		for (long i = 0; i < calls; i++)
+			llm_call_release(&cs[i]);
+	free(cs);
+	free(ptrs);
+	llm_pool_free(pool);
+	llm_model_free(m);
+	stop_server(pid);
+	return rc;
+}
+
+int cmd_bench_perf(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"calls", required_argument, NULL, 'n'},
+		{"concurrency", required_argument, NULL, 'c'},
+		{"latency-ms", required_argument, NULL, 'l'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	long calls = 1000, conc = 64, latency = 100;
+	bool json = false, all_ok = true;
+	struct row rows[2];
+	size_t n_rows = 0;
+	int opt;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			if (parse_int(optarg, 1, 1000000, &calls))
+				return cli_fail(2, "bad value '%s' for --calls", optarg);
+			break;
+		case 'c':
+			if (parse_int(optarg, 1, 4096, &conc))
+				return cli_fail(2, "bad value '%s' for --concurrency", optarg);
+			break;
+		case 'l':
+			if (parse_int(optarg, 1, 60000, &latency))
+				return cli_fail(2, "bad value '%s' for --latency-ms", optarg);
+			break;
+		case 'j': json = true; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: return cli_fail(2, "unknown option '%s' (see rlm bench perf --help)", argv[optind - 1]);
+		}
+	}
+	memset(rows, 0, sizeof(rows));
+	if (fanout(calls, conc, latency, &rows[0], &rows[1]))
+		return 1;
+	n_rows = 2;
+	for (size_t i = 0; i < n_rows; i++)
+		all_ok &= rows[i].value <= rows[i].limit;
+	if (json) {
+		cJSON *o = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+		char *s;
+		for (size_t i = 0; i < n_rows; i++) {
+			cJSON *r = cJSON_CreateObject();
+			json_add_str(r, "name", rows[i].name);
+			json_add_str(r, "target", rows[i].target);
+			json_add_num(r, "value", rows[i].value);
+			json_add_str(r, "unit", rows[i].unit);
+			json_add_bool(r, "ok", rows[i].value <= rows[i].limit);
+			json_add_str(r, "note", rows[i].note);
+			json_add(arr, NULL, r);
+		}
+		json_add(o, "results", arr);
+		json_add_str(o, "version", RLM_VERSION);
+		s = cJSON_Print(o);
+		puts(s);
+		free(s);
+		cJSON_Delete(o);
+	} else {
+		printf("%-26s %-12s %-18s %s\n", "benchmark", "target", "measured", "");
+		for (size_t i = 0; i < n_rows; i++) {
+			char val[64];
+			snprintf(val, sizeof(val), "%.3f %s", rows[i].value, rows[i].unit);
+			printf("%-26s %-12s %-18s %s  (%s)\n", rows[i].name, rows[i].target, val,
+			       rows[i].value <= rows[i].limit ? "ok" : "MISSED", rows[i].note);
+		}
+	}
+	return all_ok ? 0 : 1;
+}

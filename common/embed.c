@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* common/embed.c -- lookup in the table of embedded files. */
+#include "embed.h"
+
+#include <string.h>
+
+const struct embedded_file *embedded_find(const char *name)
+{
+	for (const struct embedded_file *f = embedded_files; f->name; f++)
+		if (strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}

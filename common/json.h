@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* common/json.h -- cJSON helpers with one ownership rule: an add consumes
+ * the item, whether it succeeds or not, so callers never leak or double-free
+ * on the failure path. */
+#ifndef RLM_JSON_H
+#define RLM_JSON_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Add item under key (or to an array when key is NULL). Consumes item.
+ * Returns 0, or RLM_EINVAL when item is NULL or the add failed. */
+int json_add(cJSON *obj, const char *key, cJSON *item);
+int json_add_str(cJSON *obj, const char *key, const char *s);
+/* s[0..len) need not be NUL-terminated; a NUL inside ends the string. */
+int json_add_strn(cJSON *obj, const char *key, const char *s, size_t len);
+int json_add_num(cJSON *obj, const char *key, double v);
+int json_add_bool(cJSON *obj, const char *key, bool v);
+
+/* Borrowed lookups; NULL or the fallback when absent or of another type. */
+const char *json_str(const cJSON *obj, const char *key);
+double json_num(const cJSON *obj, const char *key, double fallback);
+int64_t json_int(const cJSON *obj, const char *key, int64_t fallback);
+cJSON *json_get(const cJSON *obj, const char *key);
+
+/* Parse exactly len bytes. Returns NULL on malformed input or trailing
+ * garbage other than whitespace. */
+cJSON *json_parse(const char *s, size_t len);
+/* Compact text of item; the caller frees it with free(). */
+char *json_print(const cJSON *item);
+
+#endif

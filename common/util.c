@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/* common/util.c -- time, random numbers, UTF-8 checks, number parsing. */
+#include "common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sleep_ns(int64_t ns)
+{
+	struct timespec ts;
+	if (ns <= 0)
+		return;
+	ts.tv_sec = ns / 1000000000;
+	ts.tv_nsec = ns % 1000000000;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+uint64_t splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void rng_seed(struct rng *r, uint64_t seed)
+{
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t rng_next(struct rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t result = rotl(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return result;
+}
+
+uint64_t rng_below(struct rng *r, uint64_t n)
+{
+	/* Lemire's nearly divisionless method would do; rejection is simpler. */
+	uint64_t lim = UINT64_MAX - UINT64_MAX % n, x;
+	do
+		x = rng_next(r);
+	while (x >= lim);
+	return x % n;
+}
+
+double rng_unit(struct rng *r)
+{
+	return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+bool utf8_valid(const char *str, size_t len, size_t *bad)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+	while (i < len) {
+		unsigned c = s[i];
+		size_t n;
+		unsigned cp;
+		/* Fast path over ASCII, eight bytes at a time. */
+		if (c < 0x80) {
+			i++;
+			while (i + 8 <= len) {
+				uint64_t w;
+				memcpy(&w, s + i, 8);
+				if (w & 0x8080808080808080ULL)
+					break;
+				i += 8;
+			}
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			goto fail;
+		}
+		if (len - i <= n)
+			goto fail;
+		for (size_t k = 1; k <= n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				goto fail;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			goto fail;
+		i += n + 1;
+	}
+	return true;
+fail:
+	if (bad)
+		*bad = i;
+	return false;
+}
+
+size_t utf8_floor(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = len, back = 0;
+	/* Step back over continuation bytes to the lead byte, at most 3. */
+	while (i > 0 && back < 4 && (s[i - 1] & 0xc0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i == 0)
+		return len == back ? 0 : len;
+	{
+		unsigned c = s[i - 1];
+		size_t need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+		if (c < 0x80)
+			return len; /* trailing continuation bytes are stray; keep */
+		if (back >= need)
+			return len;
+		return i - 1;
+	}
+}
+
+int parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+	double v, mul = 1;
+	if (!s || !*s)
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		return RLM_EINVAL;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': mul = 1e3; end++; break;
+	case 'm': case 'M': mul = 1e6; end++; break;
+	case 'g': case 'G': mul = 1e9; end++; break;
+	default: return RLM_EINVAL;
+	}
+	if (*end)
+		return RLM_EINVAL;
+	v *= mul;
+	if (v > 1e18)
+		return RLM_EINVAL;
+	*out = (uint64_t)llround(v);
+	return 0;
+}
+
+int parse_int(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+	if (!s || !*s)
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return RLM_EINVAL;
+	*out = v;
+	return 0;
+}
+
+int parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+	if (!s || !*s)
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v < min || v > max)
+		return RLM_EINVAL;
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* llm/llm.h -- model calls: request and response types, configured models
+ * (provider + endpoints + limits), and the call pool that performs them.
+ *
+ * DESIGN
+ * A pool owns N worker threads (default 64). A worker takes one call from a
+ * FIFO queue, performs it to the end (rate-limit wait, HTTP attempt,
+ * retries with backoff), stores the result in the call and signals its
+ * waiter. A worker never waits on another task, so the pool cannot starve
+ * itself however callers nest. Each worker keeps its own curl easy handle
+ * (keep-alive connections); the pool shares DNS, TLS sessions and the
+ * connection cache through a curl share handle.
+ *
+ * A model (struct llm_model) is one provider configuration: the wire format
+ * (openai, anthropic, or the in-process simulator that speaks the openai
+ * format), the model name, one or more endpoints (base URLs) that spread
+ * the load, credentials, limits, and prices. Calls name their model; root
+ * and sub-calls may use different models of the same pool.
+ *
+ * Threads: llm_pool_* and llm_model_* functions may be called from any
+ * thread once the pool exists; models are created before calls are made to
+ * them and freed after the pool is drained.
+ */
+#ifndef RLM_LLM_H
+#define RLM_LLM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+
+struct sim; /* llm/sim.h */
+
+enum llm_role { LLM_SYSTEM, LLM_USER, LLM_ASSISTANT };
+
+enum llm_kind { LLM_OPENAI, LLM_ANTHROPIC, LLM_SIM };
+
+struct llm_msg {
+	enum llm_role role;
+	const char *text; /* UTF-8, borrowed until the call completes */
+	size_t len;
+};
+
+struct llm_usage {
+	int64_t input_tokens;       /* prompt tokens, cached ones included */
+	int64_t output_tokens;      /* completion tokens */
+	int64_t cached_tokens;      /* prompt tokens read from the provider's cache */
+	int64_t cache_write_tokens; /* prompt tokens written to it (anthropic) */
+};
+
+/* Prices in USD per million tokens. A zero price is free, not unknown. */
+struct llm_price {
+	double input;       /* uncached prompt tokens */
+	double output;      /* completion tokens */
+	double cached;      /* cached prompt tokens (read) */
+	double cache_write; /* prompt tokens written to the cache */
+	bool known;         /* false: no price for this model; cost reported as 0 */
+};
+
+/* Sampling and provider parameters of one call. */
+struct llm_params {
+	int max_tokens;           /* 0: provider default (anthropic needs one: 8192) */
+	double temperature;       /* < 0: not sent */
+	double top_p;             /* < 0: not sent */
+	const char *const *stop;  /* stop sequences, borrowed */
+	size_t n_stop;
+	const char *extra_json;   /* JSON object merged into the request body, or NULL */
+};
+
+#define LLM_PARAMS_DEFAULT {0, -1.0, -1.0, NULL, 0, NULL}
+
+/* Configuration of one model. Strings are copied by llm_model_new. */
+struct llm_model_cfg {
+	enum llm_kind kind;
+	const char *name;        /* model name sent to the provider; "sim" for the simulator */
+	const char *base_urls;   /* comma-separated endpoints; NULL: the provider's default */
+	const char *api_key;     /* NULL or "": none sent */
+	long timeout_ms;         /* per attempt; 0: 300000 */
+	long connect_timeout_ms; /* 0: 10000 */
+	int max_retries;         /* retries after the first attempt; < 0: 6 */
+	int max_inflight;        /* concurrent requests per endpoint; 0: unlimited */
+	double rpm;              /* requests per minute per endpoint; 0: unlimited */
+	double tpm;              /* tokens per minute per endpoint; 0: unlimited */
+	long context_window;     /* tokens; 0: from the built-in table, else 128000 */
+	const struct llm_price *price; /* NULL: from the price table */
+	const char *extra_json;  /* JSON object merged into every request body */
+	struct sim *sim;         /* LLM_SIM: the simulator to call; borrowed */
+	int64_t backoff_base_ms; /* first retry delay; 0: 500 */
+	int64_t backoff_max_ms;  /* cap on one retry delay; 0: 30000 */
+};
+
+struct llm_model;
+struct llm_pool;
+
+/* One model call. The caller fills the request part (llm_call_init and the
+ * fields), the pool fills the result part before signalling completion.
+ * Embedded by callers; release with llm_call_release. */
+struct llm_call {
+	/* request: set by the caller, read-only while the call is in the pool */
+	struct llm_model *model;
+	const struct llm_msg *msgs; /* borrowed until completion */
+	size_t n_msgs;
+	struct llm_params params;
+	const atomic_bool *cancel;  /* optional: when it turns true the call ends
+				     * with RLM_ECANCEL as soon as it can */
+
+	/* result: written by the pool, valid after completion */
+	int rc;                /* 0, or a negative code (RLM_EPROVIDER, ...) */
+	char *text;            /* the reply (never NULL on success); owned */
+	size_t len;
+	char *error;           /* when rc != 0: what went wrong, git-style; owned */
+	char *finish_reason;   /* "stop", "length", ... or NULL; owned */
+	struct llm_usage usage;
+	double cost;           /* USD for this call (all attempts that were billed) */
+	int status;            /* HTTP status of the last attempt, 0 if none */
+	int attempts;          /* attempts made, >= 1 once sent */
+	int endpoint;          /* index of the endpoint that answered */
+	int64_t latency_ns;    /* from submission to completion */
+
+	/* private to the pool */
+	struct llm_latch *latch_;
+	void (*done_)(struct llm_call *, void *);
+	void *done_arg_;
+	struct llm_call *next_;
+	int64_t submitted_ns_;
+};
+
+typedef void llm_done_fn(struct llm_call *c, void *arg);
+
+/* Prepare a call to model m with the given messages (borrowed). */
+void llm_call_init(struct llm_call *c, struct llm_model *m, const struct llm_msg *msgs,
+		   size_t n_msgs);
+/* Free the result strings; the call may be initialised again. */
+void llm_call_release(struct llm_call *c);
+
+/* ---- models ---- */
+
+/* Create a model from cfg. Checks the configuration (known kind, parseable
+ * URLs, credentials present where the provider needs them) and fills err
+ * with a message naming the problem. The model is the caller's; free it
+ * after every call to it has completed. */
+struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err *err);
+void llm_model_free(struct llm_model *m);
+const char *llm_model_name(const struct llm_model *m);
+enum llm_kind llm_model_kind(const struct llm_model *m);
+long llm_model_context_window(const struct llm_model *m);
+size_t llm_model_endpoints(const struct llm_model *m);
+
+/* Parse "openai", "anthropic", "sim"; returns 0 or RLM_EINVAL. */
+int llm_kind_parse(const char *s, enum llm_kind *out);
+const char *llm_kind_name(enum llm_kind k);
+
+/* Look a model up in the built-in price table (exact name, then the longest
+ * known prefix, so "gpt-5-mini-2025-08-07" finds "gpt-5-mini"). Overrides
+ * loaded by llm_prices_load come first. */
+struct llm_price llm_price_lookup(const char *model);
+/* Load price overrides from a JSON file:
+ *   {"model-name": {"input": 1.25, "output": 10, "cached": 0.125}, ...}
+ * Call once at start, before any lookup from another thread. */
+int llm_prices_load(const char *path, struct rlm_err *err);
+double llm_cost(const struct llm_price *p, const struct llm_usage *u);
+
+/* ---- the pool ---- */
+
+struct llm_pool_cfg {
+	int workers; /* worker threads; 0: 64 */
+};
+
+struct llm_stats {
+	int64_t calls;       /* calls completed */
+	int64_t failed;      /* of which ended with an error */
+	int64_t attempts;    /* HTTP attempts, retries included */
+	int64_t retries;     /* attempts beyond the first */
+	struct llm_usage usage;
+	double cost;
+	int64_t in_flight;   /* calls queued or running now */
+};
+
+struct llm_pool *llm_pool_new(const struct llm_pool_cfg *cfg, struct rlm_err *err);
+/* Stop the workers after the queued calls have been performed. */
+void llm_pool_free(struct llm_pool *p);
+
+/* Submit one call; done(c, arg) runs on a pool thread when it completes
+ * (it must not block for long). Never fails: a call that cannot be made
+ * completes with an error. */
+void llm_pool_submit(struct llm_pool *p, struct llm_call *c, llm_done_fn *done, void *arg);
+/* Perform n calls in parallel and wait for all of them. Results are in
+ * each call, so they come back in input order. Returns the number of calls
+ * that failed. Any thread may call it, a pool worker excepted. */
+size_t llm_pool_run(struct llm_pool *p, struct llm_call *const *calls, size_t n);
+/* Perform one call and wait; returns its rc. */
+int llm_pool_call(struct llm_pool *p, struct llm_call *c);
+
+void llm_pool_stats(struct llm_pool *p, struct llm_stats *out);
+
+/* Estimate tokens of a text the way the pool does for rate limits and the
+ * simulator does for usage: ceil(bytes / 4). */
+int64_t llm_estimate_tokens(size_t bytes);
+
+#endif

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* llm/model.c -- configured models: provider kind, endpoints, credentials,
+ * limits and prices, checked once when the model is made. */
+#include "llm_int.h"
+#include "sim.h"
+#include "../common/json.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const kind_names[] = {"openai", "anthropic", "sim"};
+
+int llm_kind_parse(const char *s, enum llm_kind *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++)
+		if (s && strcmp(s, kind_names[i]) == 0) {
+			*out = (enum llm_kind)i;
+			return 0;
+		}
+	return RLM_EINVAL;
+}
+
+const char *llm_kind_name(enum llm_kind k)
+{
+	return (unsigned)k < ARRAY_SIZE(kind_names) ? kind_names[k] : "unknown";
+}
+
+/* Hosts whose APIs always need a key. */
+static bool needs_key(const char *url)
+{
+	static const char *const hosts[] = {"api.openai.com", "api.anthropic.com", "openrouter.ai",
+					    "api.together.xyz", "api.fireworks.ai"};
+	for (size_t i = 0; i < ARRAY_SIZE(hosts); i++)
+		if (strstr(url, hosts[i]))
+			return true;
+	return false;
+}
+
+static int check_url(const char *url, struct rlm_err *err)
+{
+	const char *host;
+	if (strncmp(url, "http://", 7) == 0)
+		host = url + 7;
+	else if (strncmp(url, "https://", 8) == 0)
+		host = url + 8;
+	else
+		return rlm_err_set(err, RLM_EINVAL,
+				   "bad base URL '%s': it must start with http:// or https://", url);
+	if (!*host || *host == '/' || *host == ':')
+		return rlm_err_set(err, RLM_EINVAL, "bad base URL '%s': no host", url);
+	for (const char *p = url; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == '"' || *p == '\\')
+			return rlm_err_set(err, RLM_EINVAL,
+					   "bad base URL '%s': it contains a space or a quote", url);
+	return 0;
+}
+
+/* Split "a, b ,c" into trimmed endpoint URLs without trailing slashes. */
+static int add_endpoints(struct llm_model *m, const char *list, struct rlm_err *err)
+{
+	char *copy = xstrdup(list), *save = NULL, *tok;
+	int rc = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t len;
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		len = strlen(tok);
+		while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t' || tok[len - 1] == '/'))
+			tok[--len] = '\0';
+		if (!len)
+			continue;
+		if ((rc = check_url(tok, err)))
+			break;
+		m->eps = xrealloc(m->eps, (m->n_eps + 1) * sizeof(*m->eps));
+		memset(&m->eps[m->n_eps], 0, sizeof(*m->eps));
+		m->eps[m->n_eps].base_url = xstrdup(tok);
+		m->n_eps++;
+	}
+	free(copy);
+	if (!rc && m->n_eps == 0)
+		rc = rlm_err_set(err, RLM_EINVAL, "no base URL in '%s'", list);
+	return rc;
+}
+
+static void endpoint_init(struct llm_model *m, struct llm_endpoint *ep)
+{
+	pthread_mutex_init(&ep->mu, NULL);
+	pthread_cond_init(&ep->cv, NULL);
+	ep->req_tokens = m->cfg.rpm > 0 ? RLM_MAX(1.0, m->cfg.rpm / 6) : 0;
+	ep->tok_tokens = m->cfg.tpm > 0 ? RLM_MAX(1.0, m->cfg.tpm / 6) : 0;
+	ep->refill_ns = now_ns();
+}
+
+struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err *err)
+{
+	struct llm_model *m = xcalloc(1, sizeof(*m));
+	const char *urls;
+	int rc = 0;
+
+	m->cfg = *cfg;
+	m->name = xstrdup(cfg->name && *cfg->name ? cfg->name : "sim");
+	m->api_key = cfg->api_key && *cfg->api_key ? xstrdup(cfg->api_key) : NULL;
+	m->extra_json = cfg->extra_json ? xstrdup(cfg->extra_json) : NULL;
+	m->cfg.name = m->name;
+	m->cfg.api_key = m->api_key;
+	m->cfg.extra_json = m->extra_json;
+	m->cfg.base_urls = NULL;
+	if (!m->cfg.timeout_ms)
+		m->cfg.timeout_ms = 300000;
+	if (!m->cfg.connect_timeout_ms)
+		m->cfg.connect_timeout_ms = 10000;
+	if (m->cfg.max_retries < 0)
+		m->cfg.max_retries = 6;
+	if (!m->cfg.backoff_base_ms)
+		m->cfg.backoff_base_ms = 500;
+	if (!m->cfg.backoff_max_ms)
+		m->cfg.backoff_max_ms = 30000;
+
+	switch (cfg->kind) {
+	case LLM_OPENAI: m->wire = &llm_wire_openai; break;
+	case LLM_ANTHROPIC: m->wire = &llm_wire_anthropic; break;
+	case LLM_SIM:
+		m->wire = &llm_wire_openai;
+		if (!cfg->sim) {
+			rc = rlm_err_set(err, RLM_EINVAL, "the sim provider needs a simulator");
+			goto out;
+		}
+		break;
+	default: rc = rlm_err_set(err, RLM_EINVAL, "unknown provider kind %d", (int)cfg->kind); goto out;
+	}
+
+	if (m->extra_json) {
+		cJSON *j = json_parse(m->extra_json, strlen(m->extra_json));
+		bool ok = cJSON_IsObject(j);
+		cJSON_Delete(j);
+		if (!ok) {
+			rc = rlm_err_set(err, RLM_EINVAL, "extra parameters are not a JSON object: %.200s",
+					 m->extra_json);
+			goto out;
+		}
+	}
+
+	if (cfg->kind == LLM_SIM) {
+		m->eps = xcalloc(1, sizeof(*m->eps));
+		m->eps[0].base_url = xstrdup("sim://local/v1");
+		m->n_eps = 1;
+	} else {
+		urls = cfg->base_urls && *cfg->base_urls ? cfg->base_urls : m->wire->default_base_url;
+		if ((rc = add_endpoints(m, urls, err)))
+			goto out;
+		if (!m->api_key) {
+			if (cfg->kind == LLM_ANTHROPIC) {
+				rc = rlm_err_set(err, RLM_EAUTH,
+						 "the anthropic provider needs an API key: set "
+						 "ANTHROPIC_API_KEY or pass --api-key");
+				goto out;
+			}
+			for (size_t i = 0; i < m->n_eps; i++)
+				if (needs_key(m->eps[i].base_url)) {
+					rc = rlm_err_set(err, RLM_EAUTH,
+							 "'%s' needs an API key: set OPENAI_API_KEY "
+							 "or pass --api-key",
+							 m->eps[i].base_url);
+					goto out;
+				}
+		}
+	}
+	for (size_t i = 0; i < m->n_eps; i++)
+		endpoint_init(m, &m->eps[i]);
+
+	m->price = cfg->price ? *cfg->price : llm_price_lookup(m->name);
+	if (cfg->kind == LLM_SIM) {
+		m->price = (struct llm_price){0, 0, 0, 0, true};
+	}
+	if (!m->cfg.context_window) {
+		m->cfg.context_window = llm_context_window_lookup(m->name);
+		if (!m->cfg.context_window)
+			m->cfg.context_window = cfg->kind == LLM_SIM ? 32000 : 128000;
+	}
+out:
+	if (rc) {
+		/* Endpoints were not initialised yet: free them by hand. */
+		for (size_t i = 0; i < m->n_eps; i++)
+			free(m->eps[i].base_url);
+		free(m->eps);
+		free(m->name);
+		free(m->api_key);
+		free(m->extra_json);
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void llm_model_free(struct llm_model *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_eps; i++) {
+		pthread_mutex_destroy(&m->eps[i].mu);
+		pthread_cond_destroy(&m->eps[i].cv);
+		free(m->eps[i].base_url);
+	}
+	free(m->eps);
+	free(m->name);
+	free(m->api_key);
+	free(m->extra_json);
+	free(m);
+}
+
+const char *llm_model_name(const struct llm_model *m)
+{
+	return m->name;
+}
+
+enum llm_kind llm_model_kind(const struct llm_model *m)
+{
+	return m->cfg.kind;
+}
+
+long llm_model_context_window(const struct llm_model *m)
+{
+	return m->cfg.context_window;
+}
+
+size_t llm_model_endpoints(const struct llm_model *m)
+{
+	return m->n_eps;
+}
+
+int64_t llm_estimate_tokens(size_t bytes)
+{
+	return (int64_t)((bytes + 3) / 4);
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/cli.h -- the commands of the rlm binary. Each takes the arguments
+ * after its name (argv[0] is the command name) and returns the process exit
+ * status: 0 success, 1 failure, 2 bad usage. Errors go to stderr as
+ * "rlm: error: ..." lines. */
+#ifndef RLM_CLI_H
+#define RLM_CLI_H
+
+int cmd_solve(int argc, char **argv);
+int cmd_sim_serve(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_bench_gen(int argc, char **argv);
+int cmd_bench_perf(int argc, char **argv);
+
+/* Print "rlm: error: <msg>" and return 1 (or 2 for usage errors). */
+int cli_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when --help or -h is among the arguments. */
+int cli_wants_help(int argc, char **argv);
+
+#endif

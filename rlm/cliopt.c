@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/cliopt.c -- model options, their environment variables, and setting
+ * up the pool and models they describe. */
+#include "cliopt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char model_opts_help[] =
+	"Model options:\n"
+	"  --provider NAME      openai, anthropic or sim (env RLM_PROVIDER). Without it a\n"
+	"                       model name decides (claude-* is anthropic, anything else\n"
+	"                       openai); with no model at all the offline simulator runs\n"
+	"  --model NAME         root model (env RLM_MODEL)\n"
+	"  --sub-model NAME     model for sub-calls (env RLM_SUB_MODEL; default: --model)\n"
+	"  --base-url URL[,URL] endpoint(s) of the provider; several spread the load\n"
+	"                       (env OPENAI_BASE_URL / ANTHROPIC_BASE_URL)\n"
+	"  --api-key KEY        (env OPENAI_API_KEY / ANTHROPIC_API_KEY)\n"
+	"  --concurrency N      parallel model calls, pool workers (env RLM_CONCURRENCY; 64)\n"
+	"  --timeout SECS       per call attempt (env RLM_TIMEOUT; 300)\n"
+	"  --max-retries N      retries after a failed attempt (6): 429, 5xx, timeouts\n"
+	"                       and dropped connections are retried with backoff\n"
+	"  --max-inflight N     concurrent requests per endpoint (0: no limit)\n"
+	"  --rpm N, --tpm N     requests / tokens per minute per endpoint (0: no limit)\n"
+	"  --max-tokens N       output tokens per call (provider default; anthropic 8192)\n"
+	"  --temperature T      sampling temperature (not sent unless given)\n"
+	"  --extra-json JSON    object merged into every request body\n"
+	"  --prices FILE        JSON price overrides, USD per 1M tokens (env RLM_PRICES):\n"
+	"                       {\"my-model\": {\"input\": 0.5, \"output\": 1.5, \"cached\": 0.05}}\n"
+	"  --sim SPEC           simulator timing and faults (env RLM_SIM), e.g.\n"
+	"                       ttft=100ms,tps=50,429=0.05,500=0.05,seed=7\n";
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+void model_opts_init(struct model_opts *o)
+{
+	const char *v;
+	memset(o, 0, sizeof(*o));
+	o->concurrency = 64;
+	o->timeout_s = 300;
+	o->max_retries = 6;
+	o->temperature = -1;
+	o->provider = env("RLM_PROVIDER");
+	o->model = env("RLM_MODEL");
+	o->sub_model = env("RLM_SUB_MODEL");
+	o->prices = env("RLM_PRICES");
+	o->sim_spec = env("RLM_SIM");
+	if ((v = env("RLM_CONCURRENCY")))
+		o->concurrency = atol(v) > 0 ? atol(v) : 64;
+	if ((v = env("RLM_TIMEOUT")))
+		o->timeout_s = atof(v) > 0 ? atof(v) : 300;
+}
+
+static int bad(const char *opt, const char *arg, const char *want)
+{
+	fprintf(stderr, "rlm: error: bad value '%s' for --%s: %s\n", arg, opt, want);
+	return 2;
+}
+
+int model_opts_take(struct model_opts *o, int opt, const char *arg)
+{
+	double d;
+	long l;
+	switch (opt) {
+	case OPT_PROVIDER: o->provider = arg; return 1;
+	case OPT_MODEL: o->model = arg; return 1;
+	case OPT_SUB_MODEL: o->sub_model = arg; return 1;
+	case OPT_BASE_URL: o->base_url = arg; return 1;
+	case OPT_API_KEY: o->api_key = arg; return 1;
+	case OPT_EXTRA_JSON: o->extra_json = arg; return 1;
+	case OPT_PRICES: o->prices = arg; return 1;
+	case OPT_SIM: o->sim_spec = arg; return 1;
+	case OPT_CONCURRENCY:
+		if (parse_int(arg, 1, 4096, &l))
+			return bad("concurrency", arg, "want 1..4096");
+		o->concurrency = l;
+		return 1;
+	case OPT_TIMEOUT:
+		if (parse_double(arg, 0.001, 86400, &d))
+			return bad("timeout", arg, "want seconds > 0");
+		o->timeout_s = d;
+		return 1;
+	case OPT_MAX_RETRIES:
+		if (parse_int(arg, 0, 100, &l))
+			return bad("max-retries", arg, "want 0..100");
+		o->max_retries = l;
+		return 1;
+	case OPT_MAX_INFLIGHT:
+		if (parse_int(arg, 0, 100000, &l))
+			return bad("max-inflight", arg, "want 0..100000");
+		o->max_inflight = l;
+		return 1;
+	case OPT_RPM:
+		if (parse_double(arg, 0, 1e9, &d))
+			return bad("rpm", arg, "want a number >= 0");
+		o->rpm = d;
+		return 1;
+	case OPT_TPM:
+		if (parse_double(arg, 0, 1e12, &d))
+			return bad("tpm", arg, "want a number >= 0");
+		o->tpm = d;
+		return 1;
+	case OPT_MAX_TOKENS:
+		if (parse_int(arg, 1, 10000000, &l))
+			return bad("max-tokens", arg, "want a positive integer");
+		o->max_tokens = l;
+		return 1;
+	case OPT_TEMPERATURE:
+		if (parse_double(arg, 0, 2, &d))
+			return bad("temperature", arg, "want 0..2");
+		o->temperature = d;
+		return 1;
+	default: return 0;
+	}
+}
+
+static int make_model(const struct model_opts *o, struct model_setup *s, const char *name,
+		      struct llm_model **out, struct rlm_err *err)
+{
+	struct llm_model_cfg cfg = {0};
+	cfg.kind = s->kind;
+	cfg.name = name;
+	cfg.timeout_ms = (long)(o->timeout_s * 1000);
+	cfg.max_retries = (int)o->max_retries;
+	cfg.max_inflight = (int)o->max_inflight;
+	cfg.rpm = o->rpm;
+	cfg.tpm = o->tpm;
+	cfg.extra_json = o->extra_json;
+	cfg.sim = s->sim;
+	if (s->kind == LLM_OPENAI) {
+		cfg.base_urls = o->base_url ? o->base_url : env("OPENAI_BASE_URL");
+		cfg.api_key = o->api_key ? o->api_key : env("OPENAI_API_KEY");
+	} else if (s->kind == LLM_ANTHROPIC) {
+		cfg.base_urls = o->base_url ? o->base_url : env("ANTHROPIC_BASE_URL");
+		cfg.api_key = o->api_key ? o->api_key : env("ANTHROPIC_API_KEY");
+	}
+	*out = llm_model_new(&cfg, err);
+	return *out ? 0 : (err && err->code ? err->code : RLM_EINVAL);
+}
+
+int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_err *err)
+{
+	struct llm_pool_cfg pc = {0};
+	const char *model = o->model;
+	int rc;
+	memset(s, 0, sizeof(*s));
+	if (o->provider) {
+		if (llm_kind_parse(o->provider, &s->kind))
+			return rlm_err_set(err, RLM_EINVAL,
+					   "unknown provider '%s' (known: openai, anthropic, sim)",
+					   o->provider);
+	} else if (!model || strcmp(model, "sim") == 0) {
+		s->kind = LLM_SIM;
+		if (!model && !o->quiet)
+			fprintf(stderr,
+				"rlm: note: no model configured, using the built-in offline simulator "
+				"'sim'; pass --provider and --model (or set RLM_MODEL and "
+				"OPENAI_API_KEY / ANTHROPIC_API_KEY) for a real model\n");
+	} else {
+		s->kind = strncmp(model, "claude", 6) == 0 ? LLM_ANTHROPIC : LLM_OPENAI;
+	}
+	if (s->kind == LLM_SIM) {
+		struct sim_cfg sc;
+		sim_cfg_default(&sc);
+		if (o->sim_spec && (rc = sim_cfg_parse(o->sim_spec, &sc, err)))
+			return rc;
+		s->sim = sim_new(&sc);
+		if (!model)
+			model = "sim";
+	} else if (!model) {
+		return rlm_err_set(err, RLM_EINVAL,
+				   "no model given for provider '%s': pass --model or set RLM_MODEL",
+				   llm_kind_name(s->kind));
+	}
+	if (o->prices && (rc = llm_prices_load(o->prices, err)))
+		goto fail;
+	if ((rc = make_model(o, s, model, &s->model, err)))
+		goto fail;
+	if (o->sub_model && strcmp(o->sub_model, model) != 0) {
+		if ((rc = make_model(o, s, o->sub_model, &s->sub, err)))
+			goto fail;
+	} else {
+		s->sub = s->model;
+	}
+	s->params = (struct llm_params)LLM_PARAMS_DEFAULT;
+	s->params.max_tokens = (int)o->max_tokens;
+	s->params.temperature = o->temperature;
+	pc.workers = (int)o->concurrency;
+	s->pool = llm_pool_new(&pc, err);
+	if (!s->pool) {
+		rc = err && err->code ? err->code : RLM_EINVAL;
+		goto fail;
+	}
+	return 0;
+fail:
+	model_teardown(s);
+	return rc;
+}
+
+void model_teardown(struct model_setup *s)
+{
+	llm_pool_free(s->pool);
+	if (s->sub != s->model)
+		llm_model_free(s->sub);
+	llm_model_free(s->model);
+	sim_free(s->sim);
+	memset(s, 0, sizeof(*s));
+}

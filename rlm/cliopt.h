@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/cliopt.h -- the model options every command that calls models takes
+ * (--provider, --model, --base-url, ...), their environment variables, and
+ * turning them into a pool and models. */
+#ifndef RLM_CLIOPT_H
+#define RLM_CLIOPT_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "../llm/llm.h"
+#include "../llm/sim.h"
+
+enum {
+	OPT_PROVIDER = 1000,
+	OPT_MODEL,
+	OPT_SUB_MODEL,
+	OPT_BASE_URL,
+	OPT_API_KEY,
+	OPT_CONCURRENCY,
+	OPT_TIMEOUT,
+	OPT_MAX_RETRIES,
+	OPT_MAX_INFLIGHT,
+	OPT_RPM,
+	OPT_TPM,
+	OPT_MAX_TOKENS,
+	OPT_TEMPERATURE,
+	OPT_EXTRA_JSON,
+	OPT_PRICES,
+	OPT_SIM,
+	OPT_MODEL_LAST,
+};
+
+/* Entries for a getopt_long table. */
+#define MODEL_LONGOPTS                                                                             \
+	{"provider", required_argument, NULL, OPT_PROVIDER},                                       \
+	{"model", required_argument, NULL, OPT_MODEL},                                             \
+	{"sub-model", required_argument, NULL, OPT_SUB_MODEL},                                     \
+	{"base-url", required_argument, NULL, OPT_BASE_URL},                                       \
+	{"api-key", required_argument, NULL, OPT_API_KEY},                                         \
+	{"concurrency", required_argument, NULL, OPT_CONCURRENCY},                                 \
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},                                         \
+	{"max-retries", required_argument, NULL, OPT_MAX_RETRIES},                                 \
+	{"max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT},                               \
+	{"rpm", required_argument, NULL, OPT_RPM},                                                 \
+	{"tpm", required_argument, NULL, OPT_TPM},                                                 \
+	{"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},                                   \
+	{"temperature", required_argument, NULL, OPT_TEMPERATURE},                                 \
+	{"extra-json", required_argument, NULL, OPT_EXTRA_JSON},                                   \
+	{"prices", required_argument, NULL, OPT_PRICES},                                           \
+	{"sim", required_argument, NULL, OPT_SIM}
+
+/* Help text for the options above. */
+extern const char model_opts_help[];
+
+struct model_opts {
+	const char *provider;   /* NULL: inferred (see model_setup) */
+	const char *model;
+	const char *sub_model;
+	const char *base_url;
+	const char *api_key;
+	const char *extra_json;
+	const char *prices;
+	const char *sim_spec;
+	long concurrency;       /* pool workers */
+	double timeout_s;       /* per attempt */
+	long max_retries;
+	long max_inflight;
+	double rpm, tpm;
+	long max_tokens;
+	double temperature;     /* < 0: unset */
+	bool quiet;             /* no notice about the simulator */
+};
+
+/* Defaults, then the environment: RLM_PROVIDER, RLM_MODEL, RLM_SUB_MODEL,
+ * RLM_CONCURRENCY, RLM_TIMEOUT, RLM_PRICES, RLM_SIM. Keys and base URLs
+ * are read per provider in model_setup. */
+void model_opts_init(struct model_opts *o);
+/* Take option `opt` with argument `arg`. Returns 1 when taken, 0 when opt
+ * is not a model option, or 2 after printing an error for a bad value. */
+int model_opts_take(struct model_opts *o, int opt, const char *arg);
+
+struct model_setup {
+	struct sim *sim;           /* when the provider is sim */
+	struct llm_pool *pool;
+	struct llm_model *model;   /* root */
+	struct llm_model *sub;     /* sub-calls; may equal model */
+	struct llm_params params;
+	enum llm_kind kind;
+};
+
+/* Build the pool and models. The provider is --provider / RLM_PROVIDER;
+ * without it, a model name decides (claude-* is anthropic, sim is sim, any
+ * other is openai), and with no model at all the simulator is used, with a
+ * notice on stderr. Keys and base URLs come from the flags, else from
+ * OPENAI_API_KEY / OPENAI_BASE_URL or ANTHROPIC_API_KEY /
+ * ANTHROPIC_BASE_URL. Returns 0 or a negative code with err filled. */
+int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_err *err);
+void model_teardown(struct model_setup *s);
+
+#endif

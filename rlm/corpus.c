@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/corpus.c -- loading a context: a mapped text file, a directory walk,
+ * JSONL documents, or standard input.
+ *
+ * DESIGN
+ * A single text file is mapped read-only and checked in place (one pass of
+ * memchr for NUL and one of utf8_valid), so 40 MB costs page faults and two
+ * scans, no copy. A directory is walked first (names only), the relative
+ * paths are sorted, and then each file is read straight into the one growing
+ * buffer; a file that turns out to be binary is cut off again, so the buffer
+ * never holds anything but accepted documents and their '\n' separators.
+ * JSONL is mapped and decoded line by line with cJSON into one buffer. Every
+ * error message names the file (and line); codes are -errno for system
+ * calls, RLM_ETOOBIG for the size cap, RLM_EPARSE for bad content and
+ * RLM_EINVAL for an empty corpus or a path of the wrong kind.
+ */
+#include "corpus.h"
+
+#include "../common/json.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX ((size_t)4 << 30)
+#define MAX_DEPTH   256
+
+/* The public struct plus what corpus_free needs to release. */
+struct corpus_int {
+	struct corpus c; /* first, so a struct corpus * converts back */
+	char *heap;	 /* owned text buffer, or NULL */
+	void *map;	 /* mmap base, or NULL */
+	size_t map_len;	 /* bytes mapped */
+};
+
+static struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source)
+{
+	struct corpus_int *ci = xcalloc(1, sizeof(*ci));
+	ci->c.kind = kind;
+	ci->c.source = source ? xstrdup(source) : NULL;
+	return ci;
+}
+
+void corpus_free(struct corpus *c)
+{
+	struct corpus_int *ci = (struct corpus_int *)c;
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_docs; i++)
+		free(c->docs[i].name);
+	free(c->docs);
+	free(c->source);
+	free(ci->heap);
+	if (ci->map)
+		munmap(ci->map, ci->map_len);
+	free(ci);
+}
+
+/* How messages name a source: 'path', or "standard input" for "-". */
+static const char *label(const char *path, char *tmp, size_t n)
+{
+	if (strcmp(path, "-") == 0)
+		return "standard input";
+	snprintf(tmp, n, "'%s'", path);
+	return tmp;
+}
+
+static void add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *name)
+{
+	if (c->n_docs == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		c->docs = xrealloc(c->docs, *cap * sizeof(*c->docs));
+	}
+	c->docs[c->n_docs++] = (struct corpus_doc){off, len, name};
+}
+
+/* 0 when s[0..len) is UTF-8 without NUL bytes; otherwise the message says
+ * which came first. `what` is already quoted (see label). */
+static int check_text(const char *what, const char *s, size_t len, struct rlm_err *err)
+{
+	const char *nul = memchr(s, 0, len);
+	size_t lim = nul ? (size_t)(nul - s) : len, bad;
+	if (!utf8_valid(s, lim, &bad))
+		return rlm_err_set(err, RLM_EPARSE, "invalid UTF-8 in %s at byte %zu", what, bad);
+	if (nul)
+		return rlm_err_set(err, RLM_EPARSE, "%s contains NUL bytes (a binary file?)", what);
+	return 0;
+}
+
+struct corpus *corpus_from_text(const char *text, size_t len)
+{
+	struct corpus_int *ci = corpus_alloc(CORPUS_TEXT, NULL);
+	size_t cap = 0;
+	ci->heap = xmalloc(len + 1);
+	if (len)
+		memcpy(ci->heap, text, len);
+	ci->heap[len] = '\0';
+	ci->c.buf = ci->heap;
+	ci->c.len = len;
+	add_doc(&ci->c, &cap, 0, len, NULL);
+	return &ci->c;
+}
+
+/* ---- mapping a whole regular file ---- */
+
+/* Map fd (a regular file of st->st_size bytes, not empty). */
+static int map_fd(int fd, const struct stat *st, const char *path, size_t max, void **map,
+		  size_t *len, struct rlm_err *err)
+{
+	void *p;
+	if (st->st_size == 0)
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is empty", path);
+	if ((uint64_t)st->st_size > (uint64_t)max)
+		return rlm_err_set(err, RLM_ETOOBIG, "'%s' is larger than %zu bytes", path, max);
+	p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return rlm_err_set(err, -errno, "cannot map '%s': %s", path, strerror(errno));
+	*map = p;
+	*len = (size_t)st->st_size;
+	return 0;
+}
+
+static int load_text(int fd, const struct stat *st, const char *path, size_t max,
+		     struct corpus **out, struct rlm_err *err)
+{
+	struct corpus_int *ci;
+	char what[600];
+	void *map;
+	size_t len, cap = 0;
+	int rc = map_fd(fd, st, path, max, &map, &len, err);
+	if (rc)
+		return rc;
+	madvise(map, len, MADV_SEQUENTIAL);
+	rc = check_text(label(path, what, sizeof(what)), map, len, err);
+	madvise(map, len, MADV_NORMAL);
+	if (rc) {
+		munmap(map, len);
+		return rc;
+	}
+	ci = corpus_alloc(CORPUS_TEXT, path);
+	ci->map = map;
+	ci->map_len = len;
+	ci->c.buf = map;
+	ci->c.len = len;
+	ci->c.mapped = true;
+	add_doc(&ci->c, &cap, 0, len, NULL);
+	*out = &ci->c;
+	return 0;
+}
+
+/* ---- JSONL ---- */
+
+static const char *const text_keys[] = {"text", "content", "body", "document", "contents"};
+static const char *const name_keys[] = {"id", "docid", "title", "name"};
+
+/* True when a parsed line holds the escape \u0000 (cJSON would decode it to
+ * a NUL and silently cut the string there). Backslashes only occur inside
+ * strings of a line cJSON accepted, so pairs can be skipped blindly. */
+static bool has_nul_escape(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (s[i] != '\\')
+			continue;
+		if (s[i + 1] == 'u' && i + 6 <= n && memcmp(s + i + 2, "0000", 4) == 0)
+			return true;
+		i++;
+	}
+	return false;
+}
+
+static bool is_blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return false;
+	return true;
+}
+
+/* The document name of an object line: the first of name_keys that is a
+ * string or a number. NULL when there is none. */
+static int doc_name(const cJSON *j, const char *what, size_t line, char **name, struct rlm_err *err)
+{
+	*name = NULL;
+	for (size_t k = 0; k < ARRAY_SIZE(name_keys); k++) {
+		const cJSON *it = json_get(j, name_keys[k]);
+		if (cJSON_IsString(it)) {
+			if (!utf8_valid(it->valuestring, strlen(it->valuestring), NULL))
+				return rlm_err_set(err, RLM_EPARSE,
+						   "%s line %zu: invalid UTF-8 in field '%s'", what,
+						   line, name_keys[k]);
+			*name = xstrdup(it->valuestring);
+			return 0;
+		}
+		if (cJSON_IsNumber(it)) {
+			double v = it->valuedouble;
+			if (isfinite(v) && v == floor(v) && fabs(v) < 1e15)
+				*name = xasprintf("%.0f", v);
+			else
+				*name = xasprintf("%.17g", v);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Decode one non-blank line into b and the docs table. */
+static int jsonl_line(struct corpus *c, size_t *cap, struct buf *b, const char *s, size_t n,
+		      const char *what, size_t line, struct rlm_err *err)
+{
+	cJSON *j = NULL;
+	const char *text = NULL, *bad_key = NULL;
+	char *name = NULL;
+	size_t tlen, bad;
+	int rc;
+	if (memchr(s, 0, n))
+		return rlm_err_set(err, RLM_EPARSE, "%s line %zu: contains NUL bytes", what, line);
+	if (!(j = json_parse(s, n)))
+		return rlm_err_set(err, RLM_EPARSE, "%s line %zu: not valid JSON", what, line);
+	if (has_nul_escape(s, n)) {
+		rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: contains a NUL character (\\u0000)",
+				 what, line);
+		goto out;
+	}
+	if (cJSON_IsString(j)) {
+		text = j->valuestring;
+	} else if (cJSON_IsObject(j)) {
+		for (size_t k = 0; k < ARRAY_SIZE(text_keys) && !text; k++) {
+			const cJSON *it = json_get(j, text_keys[k]);
+			if (cJSON_IsString(it))
+				text = it->valuestring;
+			else if (it && !bad_key)
+				bad_key = text_keys[k];
+		}
+		if (!text && bad_key) {
+			rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: field '%s' is not a string",
+					 what, line, bad_key);
+			goto out;
+		}
+		if (!text) {
+			rc = rlm_err_set(
+			    err, RLM_EPARSE,
+			    "%s line %zu: no text field (expected one of text, content, "
+			    "body, document, contents)",
+			    what, line);
+			goto out;
+		}
+		if ((rc = doc_name(j, what, line, &name, err)))
+			goto out;
+	} else {
+		rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: not a JSON object or string", what,
+				 line);
+		goto out;
+	}
+	tlen = strlen(text);
+	if (!utf8_valid(text, tlen, &bad)) {
+		rc = rlm_err_set(err, RLM_EPARSE,
+				 "%s line %zu: invalid UTF-8 in the text at byte %zu", what, line,
+				 bad);
+		goto out;
+	}
+	/* Decoded text is never longer than its line, so the whole corpus fits
+	 * in the input's size; the buffer is uncapped. */
+	buf_append(b, text, tlen);
+	buf_putc(b, '\n');
+	add_doc(c, cap, b->len - tlen - 1, tlen, name);
+	name = NULL;
+	rc = 0;
+out:
+	free(name);
+	cJSON_Delete(j);
+	return rc;
+}
+
+int corpus_from_jsonl_buf(const char *name, const char *s, size_t len, struct corpus **out,
+			  struct rlm_err *err)
+{
+	struct corpus_int *ci;
+	struct buf b;
+	char what[600];
+	const char *w;
+	size_t cap = 0, line = 0, i = 0;
+	int rc = 0;
+	*out = NULL;
+	if (!name)
+		name = "-";
+	w = label(name, what, sizeof(what));
+	ci = corpus_alloc(CORPUS_JSONL, name);
+	buf_init(&b, 0);
+	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
+		i = 3; /* a byte-order mark */
+	while (i < len) {
+		const char *nl = memchr(s + i, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - (s + i)) : len - i;
+		line++;
+		if (!is_blank(s + i, n) &&
+		    (rc = jsonl_line(&ci->c, &cap, &b, s + i, n, w, line, err)))
+			goto fail;
+		i += n + 1;
+	}
+	if (ci->c.n_docs == 0) {
+		rc = rlm_err_set(err, RLM_EINVAL, "no documents in %s", w);
+		goto fail;
+	}
+	ci->heap = buf_detach(&b, &ci->c.len);
+	ci->c.buf = ci->heap;
+	*out = &ci->c;
+	return 0;
+fail:
+	buf_release(&b);
+	corpus_free(&ci->c);
+	return rc;
+}
+
+static int load_jsonl(int fd, const struct stat *st, const char *path, size_t max,
+		      struct corpus **out, struct rlm_err *err)
+{
+	void *map;
+	size_t len;
+	int rc = map_fd(fd, st, path, max, &map, &len, err);
+	if (rc)
+		return rc;
+	madvise(map, len, MADV_SEQUENTIAL);
+	rc = corpus_from_jsonl_buf(path, map, len, out, err);
+	munmap(map, len);
+	return rc;
+}
+
+/* ---- reading whole files and pipes ---- */
+
+/* Append everything fd yields to b without passing b->max; hint is the
+ * expected size. Returns 0, -errno, or RLM_ETOOBIG when there is more. */
+static int read_all(int fd, struct buf *b, size_t hint)
+{
+	size_t max = b->max ? b->max : SIZE_MAX - 1, chunk = hint < 65536 ? 65536 : hint + 1;
+	for (;;) {
+		size_t room = max - b->len;
+		ssize_t n;
+		if (room == 0) {
+			char c;
+			do
+				n = read(fd, &c, 1);
+			while (n < 0 && errno == EINTR);
+			return n < 0 ? -errno : n ? RLM_ETOOBIG : 0;
+		}
+		if (!b->p || b->cap - b->len - 1 == 0)
+			buf_reserve(b, RLM_MIN(room, chunk)); /* fits: <= room */
+		n = read(fd, b->p + b->len, RLM_MIN(b->cap - b->len - 1, room));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		b->len += (size_t)n;
+		b->p[b->len] = '\0';
+		chunk = RLM_MAX(b->len, 65536); /* past the hint: double */
+	}
+}
+
+/* ---- standard input ---- */
+
+static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **out,
+		      struct rlm_err *err)
+{
+	struct corpus_int *ci;
+	struct buf b;
+	size_t cap = 0;
+	int rc;
+	buf_init(&b, max);
+	rc = read_all(0, &b, 0);
+	if (rc == RLM_ETOOBIG) {
+		rc = rlm_err_set(err, rc, "standard input is larger than %zu bytes", max);
+		goto fail;
+	}
+	if (rc) {
+		rc = rlm_err_set(err, rc, "cannot read standard input: %s", strerror(-rc));
+		goto fail;
+	}
+	if (b.len == 0) {
+		rc = rlm_err_set(err, RLM_EINVAL, "standard input is empty");
+		goto fail;
+	}
+	if (o->kind == CORPUS_JSONL) {
+		rc = corpus_from_jsonl_buf("-", b.p, b.len, out, err);
+		buf_release(&b);
+		return rc;
+	}
+	if ((rc = check_text("standard input", b.p, b.len, err)))
+		goto fail;
+	ci = corpus_alloc(CORPUS_TEXT, "-");
+	ci->heap = buf_detach(&b, &ci->c.len);
+	ci->c.buf = ci->heap;
+	add_doc(&ci->c, &cap, 0, ci->c.len, NULL);
+	*out = &ci->c;
+	return 0;
+fail:
+	buf_release(&b);
+	return rc;
+}
+
+/* ---- directories ---- */
+
+struct walk {
+	const char *root; /* the path given, for messages */
+	bool quiet;
+	char **paths; /* relative paths of candidate files; owned */
+	size_t n, cap;
+};
+
+static void walk_push(struct walk *w, char *rel)
+{
+	if (w->n == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 64;
+		w->paths = xrealloc(w->paths, w->cap * sizeof(*w->paths));
+	}
+	w->paths[w->n++] = rel;
+}
+
+static void warn_skip(const struct walk *w, const char *rel, const char *why)
+{
+	if (!w->quiet)
+		log_warn("skipping '%s': %s", rel, why);
+}
+
+/* Collect the regular files under dfd (which this call takes over), whose
+ * path relative to the root is prefix (NULL at the root). */
+static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, struct rlm_err *err)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+	int rc = 0;
+	if (!d) {
+		rc = -errno;
+		close(dfd);
+		return rlm_err_set(err, rc, "cannot read directory '%s/%s': %s", w->root,
+				   prefix ? prefix : "", strerror(-rc));
+	}
+	for (;;) {
+		struct stat st;
+		char *rel;
+		int type;
+		errno = 0;
+		if (!(e = readdir(d))) {
+			if (errno)
+				rc = rlm_err_set(err, -errno, "cannot read directory '%s%s%s': %s",
+						 w->root, prefix ? "/" : "", prefix ? prefix : "",
+						 strerror(errno));
+			break;
+		}
+		if (e->d_name[0] == '.')
+			continue;
+		rel = prefix ? xasprintf("%s/%s", prefix, e->d_name) : xstrdup(e->d_name);
+		type = e->d_type;
+		if (type == DT_UNKNOWN) {
+			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				rc = rlm_err_set(err, -errno, "cannot stat '%s/%s': %s", w->root,
+						 rel, strerror(errno));
+				free(rel);
+				break;
+			}
+			type = S_ISDIR(st.st_mode)   ? DT_DIR
+			       : S_ISREG(st.st_mode) ? DT_REG
+			       : S_ISLNK(st.st_mode) ? DT_LNK
+						     : DT_UNKNOWN;
+		}
+		if (type == DT_LNK) {
+			if (fstatat(dirfd(d), e->d_name, &st, 0) < 0)
+				warn_skip(w, rel, "dangling symbolic link");
+			else if (S_ISREG(st.st_mode))
+				type = DT_REG;
+			else if (S_ISDIR(st.st_mode))
+				warn_skip(w, rel, "symbolic link to a directory (not followed)");
+			else
+				warn_skip(w, rel, "not a regular file");
+			if (type != DT_REG) {
+				free(rel);
+				continue;
+			}
+		}
+		if (type == DT_REG) {
+			walk_push(w, rel);
+		} else if (type == DT_DIR) {
+			int sub;
+			if (depth >= MAX_DEPTH) {
+				rc = rlm_err_set(
+				    err, RLM_EINVAL,
+				    "cannot walk '%s/%s': directories nested too deeply", w->root,
+				    rel);
+				free(rel);
+				break;
+			}
+			sub = openat(dirfd(d), e->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0) {
+				rc = rlm_err_set(err, -errno, "cannot open '%s/%s': %s", w->root,
+						 rel, strerror(errno));
+				free(rel);
+				break;
+			}
+			rc = walk_dir(w, sub, rel, depth + 1, err);
+			free(rel);
+			if (rc)
+				break;
+		} else {
+			warn_skip(w, rel, "not a regular file");
+			free(rel);
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Why s[0..len) is no text, or NULL: the first of a NUL byte and a bad
+ * UTF-8 sequence. */
+static const char *not_text(const char *s, size_t len)
+{
+	const char *nul = memchr(s, 0, len);
+	if (!utf8_valid(s, nul ? (size_t)(nul - s) : len, NULL))
+		return "not UTF-8 text";
+	return nul ? "contains NUL bytes" : NULL;
+}
+
+/* Read into dst until it is full or the file ends. */
+static ssize_t read_head(int fd, char *dst, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = read(fd, dst + got, n - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+/* Read one listed file into b as a document, or skip it. The first 16 KiB
+ * are looked at before anything goes into b, so a big binary file is
+ * skipped after one read, and does not count against the cap. */
+static int dir_file(struct corpus *c, size_t *cap, struct buf *b, struct walk *w, int rootfd,
+		    const char *rel, struct rlm_err *err)
+{
+	char head[16384];
+	struct stat st;
+	size_t start = b->len, len, ok_len;
+	const char *why;
+	ssize_t n;
+	int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
+	if (fd < 0)
+		return rlm_err_set(err, -errno, "cannot open '%s/%s': %s", w->root, rel,
+				   strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = rlm_err_set(err, -errno, "cannot stat '%s/%s': %s", w->root, rel,
+				 strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		warn_skip(w, rel, "not a regular file");
+		goto out;
+	}
+	if ((n = read_head(fd, head, sizeof(head))) < 0) {
+		rc = (int)n;
+		goto read_error;
+	}
+	if (n == 0)
+		goto out; /* empty files are no documents */
+	/* A longer file may cut a sequence at the end of the head. */
+	ok_len = (size_t)n < sizeof(head) ? (size_t)n : utf8_floor(head, (size_t)n);
+	if ((why = not_text(head, ok_len)))
+		goto skip; /* the bytes past ok_len are checked with the rest */
+	/* The rest, then the separator, must fit under the cap. */
+	if ((rc = buf_append(b, head, (size_t)n)) == 0 && (size_t)n == sizeof(head))
+		rc =
+		    read_all(fd, b, (size_t)st.st_size - RLM_MIN((size_t)st.st_size, sizeof(head)));
+	if (rc == 0)
+		rc = buf_reserve(b, 1);
+	if (rc == RLM_ETOOBIG) {
+		rc = rlm_err_set(err, rc, "'%s' is larger than %zu bytes", w->root, b->max);
+		goto out;
+	}
+	if (rc)
+		goto read_error;
+	len = b->len - start;
+	if ((why = not_text(b->p + start + ok_len, len - ok_len))) {
+		b->len = start;
+		b->p[start] = '\0';
+		goto skip;
+	}
+	buf_putc(b, '\n');
+	add_doc(c, cap, start, len, xstrdup(rel));
+	goto out;
+skip:
+	warn_skip(w, rel, why);
+	c->skipped++;
+	goto out;
+read_error:
+	rc = rlm_err_set(err, rc, "cannot read '%s/%s': %s", w->root, rel, strerror(-rc));
+out:
+	close(fd);
+	return rc;
+}
+
+static int load_dir(int fd, const char *path, const struct corpus_opts *o, size_t max,
+		    struct corpus **out, struct rlm_err *err)
+{
+	struct walk w = {path, o->quiet, NULL, 0, 0};
+	struct corpus_int *ci = corpus_alloc(CORPUS_DIR, path);
+	struct buf b;
+	size_t cap = 0;
+	int sub = dup(fd), rc;
+	buf_init(&b, max);
+	if (sub < 0) {
+		rc = rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if ((rc = walk_dir(&w, sub, NULL, 0, err)))
+		goto out;
+	if (w.n)
+		qsort(w.paths, w.n, sizeof(*w.paths), cmp_path);
+	for (size_t i = 0; i < w.n; i++)
+		if ((rc = dir_file(&ci->c, &cap, &b, &w, fd, w.paths[i], err)))
+			goto out;
+	if (ci->c.n_docs == 0) {
+		rc = rlm_err_set(err, RLM_EINVAL, "no text documents in '%s' (%zu skipped)", path,
+				 ci->c.skipped);
+		goto out;
+	}
+	ci->heap = buf_detach(&b, &ci->c.len);
+	ci->c.buf = ci->heap;
+	*out = &ci->c;
+	ci = NULL;
+out:
+	for (size_t i = 0; i < w.n; i++)
+		free(w.paths[i]);
+	free(w.paths);
+	buf_release(&b);
+	if (ci)
+		corpus_free(&ci->c);
+	return rc;
+}
+
+/* ---- entry point ---- */
+
+static const char *file_type(mode_t m)
+{
+	return S_ISFIFO(m)   ? "fifo"
+	       : S_ISSOCK(m) ? "socket"
+	       : S_ISCHR(m)  ? "character device"
+	       : S_ISBLK(m)  ? "block device"
+			     : "special file";
+}
+
+static bool jsonl_name(const char *path)
+{
+	size_t n = strlen(path);
+	return (n > 6 && strcasecmp(path + n - 6, ".jsonl") == 0) ||
+	       (n > 7 && strcasecmp(path + n - 7, ".ndjson") == 0);
+}
+
+int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
+		struct rlm_err *err)
+{
+	static const struct corpus_opts defaults = {CORPUS_AUTO, 0, false};
+	const struct corpus_opts *o = opts ? opts : &defaults;
+	size_t max = o->max_bytes ? o->max_bytes : DEFAULT_MAX;
+	struct stat st;
+	int fd, rc;
+	*out = NULL;
+	if (!path || !*path)
+		return rlm_err_set(err, RLM_EINVAL, "no context path given");
+	if (strcmp(path, "-") == 0 && o->kind != CORPUS_DIR)
+		return load_stdin(o, max, out, err);
+	/* stat before open: opening a socket fails with a confusing errno and
+	 * opening a fifo could block. */
+	if (stat(path, &st) < 0)
+		return rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
+				   path, file_type(st.st_mode));
+	if (S_ISDIR(st.st_mode) && (o->kind == CORPUS_TEXT || o->kind == CORPUS_JSONL))
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is a directory, not a %s file", path,
+				   o->kind == CORPUS_TEXT ? "text" : "JSONL");
+	if (!S_ISDIR(st.st_mode) && o->kind == CORPUS_DIR)
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is not a directory", path);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = rlm_err_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
+	} else if (S_ISDIR(st.st_mode)) {
+		rc = load_dir(fd, path, o, max, out, err);
+	} else if (!S_ISREG(st.st_mode)) {
+		/* Replaced between stat and open. */
+		rc = rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
+				 path, file_type(st.st_mode));
+	} else if (o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(path))) {
+		rc = load_jsonl(fd, &st, path, max, out, err);
+	} else {
+		rc = load_text(fd, &st, path, max, out, err);
+	}
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/main.c -- the rlm command: dispatch to a subcommand. */
+#include "cli.h"
+#include "../common/common.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: rlm COMMAND [options]\n"
+	"\n"
+	"rlm answers questions over contexts far larger than a model's window by\n"
+	"decomposing them into parallel model calls.\n"
+	"\n"
+	"Commands:\n"
+	"  solve       answer a question over a file, a directory, a JSONL, or stdin\n"
+	"  sim-serve   serve the offline simulator model over HTTP (OpenAI-compatible)\n"
+	"  bench gen   generate benchmark datasets (S-NIAH haystacks of any size)\n"
+	"  bench perf  measure the controller: pool fan-out efficiency, CPU per call\n"
+	"\n"
+	"  rlm COMMAND --help    options of a command\n"
+	"  rlm --version         the version\n"
+	"\n"
+	"With no model configured rlm uses its built-in offline simulator 'sim', so\n"
+	"everything runs without a network. See README.md for real providers.\n";
+
+int cmd_bench(int argc, char **argv)
+{
+	static const char bench_usage[] =
+		"usage: rlm bench SUBCOMMAND [options]\n"
+		"\n"
+		"  gen SUITE   generate a dataset (rlm bench gen --help)\n"
+		"  perf        run the controller performance suite (rlm bench perf --help)\n";
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(bench_usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "gen") == 0)
+		return cmd_bench_gen(argc - 1, argv + 1);
+	if (strcmp(argv[1], "perf") == 0)
+		return cmd_bench_perf(argc - 1, argv + 1);
+	return cli_fail(2, "unknown bench subcommand '%s' (known: gen, perf)", argv[1]);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} cmds[] = {
+		{"solve", cmd_solve},
+		{"sim-serve", cmd_sim_serve},
+		{"bench", cmd_bench},
+	};
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("rlm %s\n", RLM_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
+		if (strcmp(argv[1], cmds[i].name) == 0)
+			return cmds[i].fn(argc - 1, argv + 1);
+	return cli_fail(2, "unknown command '%s' (see rlm --help)", argv[1]);
+}

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/tree.c -- the tree strategy: split the context at natural boundaries,
+ * ask every part the question in parallel, combine the partial answers.
+ *
+ * DESIGN
+ * Parts are spans of the corpus buffer; nothing is copied until a part's
+ * prompt is rendered, and at most `window` prompts exist at once, so a
+ * 10M-token context costs the corpus plus window x part size, not twice the
+ * corpus. The solving thread keeps the window full: it renders a prompt and
+ * submits it; pool threads mark calls done and wake it. Answers are kept in
+ * part order so the result does not depend on which call finished first.
+ *
+ * Partial answers of NONE are dropped. If none remain the answer is NONE
+ * without another call; if one remains it is the answer. Otherwise the partials are combined with one call, or,
+ * when they do not fit one call, in groups whose answers are combined in
+ * turn, level by level.
+ */
+#include "rlm.h"
+#include "prompt.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SYSTEM_PROMPT "You are a careful reader. You answer strictly from the text you are given."
+
+/* ---- splitting ---- */
+
+/* Largest cut <= max in s[0..len) at a blank line, else a newline, else a
+ * UTF-8 boundary; never 0 when len > 0. */
+static size_t cut_point(const char *s, size_t len, size_t max)
+{
+	size_t lo, i;
+	if (len <= max)
+		return len;
+	/* Search back at most a quarter of the part for a good boundary. */
+	lo = max - max / 4;
+	for (i = max; i > lo; i--)
+		if (s[i - 1] == '\n' && i >= 2 && s[i - 2] == '\n')
+			return i;
+	for (i = max; i > lo; i--)
+		if (s[i - 1] == '\n')
+			return i;
+	i = utf8_floor(s, max);
+	return i ? i : max;
+}
+
+size_t rlm_split(const struct corpus *ctx, size_t max, struct rlm_span **parts)
+{
+	struct rlm_span *v = NULL;
+	size_t n = 0, cap = 0;
+	struct rlm_span cur = {0, 0, 0};
+	bool open = false;
+	if (max < 64)
+		max = 64;
+	for (size_t d = 0; d < ctx->n_docs; d++) {
+		const struct corpus_doc *doc = &ctx->docs[d];
+		size_t off = doc->off, left = doc->len;
+		/* Docs are separated by one '\n' in the buffer, so consecutive small
+		 * documents form one contiguous span. */
+		if (open && cur.off + cur.len + 1 == off && cur.len + 1 + left <= max) {
+			cur.len += 1 + left;
+			continue;
+		}
+		if (open) {
+			if (n == cap)
+				v = xrealloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+			v[n++] = cur;
+			open = false;
+		}
+		while (left > max) {
+			size_t k = cut_point(ctx->buf + off, left, max);
+			if (n == cap)
+				v = xrealloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+			v[n++] = (struct rlm_span){off, k, d};
+			off += k;
+			left -= k;
+		}
+		if (left) {
+			cur = (struct rlm_span){off, left, d};
+			open = true;
+		}
+	}
+	if (open) {
+		if (n == cap)
+			v = xrealloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+		v[n++] = cur;
+	}
+	*parts = v;
+	return n;
+}
+
+/* ---- answers ---- */
+
+static bool is_none(const char *s)
+{
+	size_t len;
+	while (isspace((unsigned char)*s) || *s == '*' || *s == '"')
+		s++;
+	len = strlen(s);
+	while (len && (isspace((unsigned char)s[len - 1]) || s[len - 1] == '.' ||
+		       s[len - 1] == '*' || s[len - 1] == '"'))
+		len--;
+	return len == 4 && strncasecmp(s, "NONE", 4) == 0;
+}
+
+static char *trim_dup(const char *s)
+{
+	size_t len;
+	while (isspace((unsigned char)*s))
+		s++;
+	len = strlen(s);
+	while (len && isspace((unsigned char)s[len - 1]))
+		len--;
+	return xstrndup(s, len);
+}
+
+/* ---- running a batch of calls with a bounded window ---- */
+
+struct job;
+
+/* Renders the prompt of item i into out. */
+typedef int render_fn(struct job *j, size_t i, struct buf *out, struct rlm_err *err);
+
+struct slot {
+	struct llm_call call;
+	struct llm_msg msgs[2];
+	struct buf prompt;
+	size_t item;
+	struct job *job;
+	struct slot *next_free;
+};
+
+struct job {
+	const struct rlm_opts *opts;
+	struct llm_model *model;
+	const char *question;
+	const char *phase;
+	int level;
+	render_fn *render;
+	const void *ctx;          /* what render reads */
+	char **answers;           /* per item: reply, or NULL when failed */
+	char **errors;            /* per item: error text, or NULL */
+	size_t n, done;
+	struct slot *slots, *free_slots;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct rlm_result *res;
+	int64_t t0;
+};
+
+static void account(struct rlm_result *res, const struct llm_call *c)
+{
+	res->calls++;
+	res->attempts += c->attempts;
+	if (c->rc)
+		res->failed_calls++;
+	res->usage.input_tokens += c->usage.input_tokens;
+	res->usage.output_tokens += c->usage.output_tokens;
+	res->usage.cached_tokens += c->usage.cached_tokens;
+	res->usage.cache_write_tokens += c->usage.cache_write_tokens;
+	res->cost += c->cost;
+}
+
+static void on_done(struct llm_call *c, void *arg)
+{
+	struct slot *s = arg;
+	struct job *j = s->job;
+	pthread_mutex_lock(&j->mu);
+	if (c->rc == 0) {
+		j->answers[s->item] = c->text;
+		c->text = NULL;
+	} else {
+		j->errors[s->item] = xstrdup(c->error ? c->error : rlm_strerror(c->rc));
+	}
+	account(j->res, c);
+	llm_call_release(c);
+	buf_release(&s->prompt);
+	s->next_free = j->free_slots;
+	j->free_slots = s;
+	j->done++;
+	if (j->opts->progress) {
+		struct rlm_progress p = {j->phase, j->done, j->n, j->level, now_ns() - j->t0};
+		j->opts->progress(&p, j->opts->progress_arg);
+	}
+	pthread_cond_signal(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* Perform items [0, n) of j with at most the window in flight. Returns 0,
+ * or an error from rendering (calls already submitted are waited for). */
+static int run_job(struct job *j, struct rlm_err *err)
+{
+	size_t window = j->opts->window ? j->opts->window : 256, next = 0;
+	int rc = 0;
+	j->answers = xcalloc(j->n, sizeof(char *));
+	j->errors = xcalloc(j->n, sizeof(char *));
+	window = RLM_MIN(window, j->n);
+	j->slots = xcalloc(window, sizeof(*j->slots));
+	for (size_t i = 0; i < window; i++) {
+		j->slots[i].next_free = j->free_slots;
+		j->free_slots = &j->slots[i];
+	}
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_cond_init(&j->cv, NULL);
+
+	pthread_mutex_lock(&j->mu);
+	while (j->done < next || next < j->n) {
+		struct slot *s;
+		if (next == j->n || !j->free_slots || rc ||
+		    (j->opts->cancel && atomic_load(j->opts->cancel) && next < j->n)) {
+			if (next < j->n && !rc && j->opts->cancel && atomic_load(j->opts->cancel))
+				rc = rlm_err_set(err, RLM_ECANCEL, "cancelled");
+			if (rc && j->done == next)
+				break;
+			pthread_cond_wait(&j->cv, &j->mu);
+			continue;
+		}
+		s = j->free_slots;
+		j->free_slots = s->next_free;
+		pthread_mutex_unlock(&j->mu);
+
+		s->job = j;
+		s->item = next;
+		buf_init(&s->prompt, 0);
+		rc = j->render(j, next, &s->prompt, err);
+		pthread_mutex_lock(&j->mu);
+		if (rc) {
+			buf_release(&s->prompt);
+			s->next_free = j->free_slots;
+			j->free_slots = s;
+			continue;
+		}
+		next++;
+		pthread_mutex_unlock(&j->mu);
+		s->msgs[0] = (struct llm_msg){LLM_SYSTEM, SYSTEM_PROMPT, strlen(SYSTEM_PROMPT)};
+		s->msgs[1] = (struct llm_msg){LLM_USER, s->prompt.p, s->prompt.len};
+		llm_call_init(&s->call, j->model, s->msgs, 2);
+		s->call.params = j->opts->params;
+		s->call.cancel = j->opts->cancel;
+		llm_pool_submit(j->opts->pool, &s->call, on_done, s);
+		pthread_mutex_lock(&j->mu);
+	}
+	pthread_mutex_unlock(&j->mu);
+	pthread_mutex_destroy(&j->mu);
+	pthread_cond_destroy(&j->cv);
+	free(j->slots);
+	j->slots = NULL;
+	return rc;
+}
+
+static void job_release(struct job *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		free(j->answers ? j->answers[i] : NULL);
+		free(j->errors ? j->errors[i] : NULL);
+	}
+	free(j->answers);
+	free(j->errors);
+	j->answers = j->errors = NULL;
+}
+
+/* ---- leaves ---- */
+
+struct leaf_ctx {
+	const struct corpus *corpus;
+	const struct rlm_span *parts;
+};
+
+static int render_leaf(struct job *j, size_t i, struct buf *out, struct rlm_err *err)
+{
+	const struct leaf_ctx *lc = j->ctx;
+	struct prompt_var vars[2] = {
+		{"question", j->question, 0},
+		{"text", lc->corpus->buf + lc->parts[i].off, lc->parts[i].len},
+	};
+	if (lc->parts[i].len == 0)
+		vars[1].val = "";
+	return prompt_render("tree_leaf.txt", vars, 2, out, err);
+}
+
+/* ---- combining ---- */
+
+struct group_ctx {
+	char **partials;     /* all partial answers of this level */
+	size_t *start;       /* group g holds partials [start[g], start[g+1]) */
+};
+
+static int render_combine(struct job *j, size_t g, struct buf *out, struct rlm_err *err)
+{
+	const struct group_ctx *gc = j->ctx;
+	struct buf list;
+	int rc;
+	struct prompt_var vars[2];
+	buf_init(&list, 0);
+	for (size_t k = gc->start[g]; k < gc->start[g + 1]; k++)
+		buf_printf(&list, "[%zu] %s\n", k - gc->start[g] + 1, gc->partials[k]);
+	vars[0] = (struct prompt_var){"question", j->question, 0};
+	vars[1] = (struct prompt_var){"partials", list.p ? list.p : "", list.len};
+	rc = prompt_render("tree_combine.txt", vars, 2, out, err);
+	buf_release(&list);
+	return rc;
+}
+
+/* Group partials so that each group's text fits max bytes (at least two
+ * per group, so every level shrinks). Returns the number of groups. */
+static size_t group_partials(char **partials, size_t n, size_t max, size_t **start)
+{
+	size_t *s = xcalloc(n + 1, sizeof(*s)), g = 0, used = 0, in_group = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t len = strlen(partials[k]) + 8;
+		if (in_group >= 2 && used + len > max) {
+			s[++g] = k;
+			used = 0;
+			in_group = 0;
+		}
+		used += len;
+		in_group++;
+	}
+	s[++g] = n;
+	*start = s;
+	return g;
+}
+
+int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
+	      struct rlm_result *out, struct rlm_err *err)
+{
+	struct llm_model *sub = opts->sub_model ? opts->sub_model : opts->model;
+	struct rlm_span *parts = NULL;
+	struct leaf_ctx lc;
+	struct job leaves = {0};
+	char **partials = NULL;
+	size_t n_partials = 0, leaf_chars = opts->leaf_chars;
+	int64_t t0 = now_ns();
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!question || !*question)
+		return rlm_err_set(err, RLM_EINVAL, "the question is empty");
+	if (!leaf_chars) {
+		long window = llm_model_context_window(sub);
+		leaf_chars = (size_t)RLM_MIN((int64_t)window * 4 / 2, (int64_t)200000);
+	}
+	out->leaf_chars = leaf_chars;
+	out->leaves = rlm_split(ctx, leaf_chars, &parts);
+	if (out->leaves == 0) {
+		rc = rlm_err_set(err, RLM_EINVAL, "the context is empty");
+		goto out;
+	}
+
+	lc = (struct leaf_ctx){ctx, parts};
+	leaves = (struct job){.opts = opts, .model = sub, .question = question, .phase = "leaves",
+			      .render = render_leaf, .ctx = &lc, .n = out->leaves, .res = out,
+			      .t0 = t0};
+	if ((rc = run_job(&leaves, err)))
+		goto out;
+
+	partials = xcalloc(out->leaves, sizeof(char *));
+	for (size_t i = 0; i < out->leaves; i++) {
+		if (leaves.errors[i]) {
+			if (out->failed_leaves++ == 0)
+				log_warn("part %zu of %zu failed: %s", i + 1, out->leaves,
+					 leaves.errors[i]);
+			continue;
+		}
+		if (!is_none(leaves.answers[i]))
+			partials[n_partials++] = trim_dup(leaves.answers[i]);
+	}
+	if (out->failed_leaves == out->leaves) {
+		rc = rlm_err_set(err, leaves.errors[0] ? RLM_EPROVIDER : RLM_EINVAL,
+				 "every model call failed; the first: %s", leaves.errors[0]);
+		goto out;
+	}
+	if (out->failed_leaves)
+		out->warning = xasprintf("%zu of %zu parts of the context could not be read "
+					 "(their calls failed); the answer may be incomplete",
+					 out->failed_leaves, out->leaves);
+
+	/* Combine level by level until one answer is left. */
+	while (n_partials > 1) {
+		struct group_ctx gc = {partials, NULL};
+		struct job comb;
+		size_t n_groups = group_partials(partials, n_partials, leaf_chars, &gc.start);
+		char **next;
+		size_t n_next = 0;
+		comb = (struct job){.opts = opts, .model = opts->model, .question = question,
+				    .phase = "combine", .level = out->levels + 1,
+				    .render = render_combine, .ctx = &gc, .n = n_groups, .res = out,
+				    .t0 = t0};
+		rc = run_job(&comb, err);
+		out->levels++;
+		next = xcalloc(n_groups, sizeof(char *));
+		for (size_t g = 0; !rc && g < n_groups; g++) {
+			if (comb.errors[g]) {
+				rc = rlm_err_set(err, RLM_EPROVIDER,
+						 "cannot combine the partial answers: %s",
+						 comb.errors[g]);
+				break;
+			}
+			if (!is_none(comb.answers[g]))
+				next[n_next++] = trim_dup(comb.answers[g]);
+		}
+		job_release(&comb);
+		free(gc.start);
+		for (size_t k = 0; k < n_partials; k++)
+			free(partials[k]);
+		free(partials);
+		partials = next;
+		n_partials = n_next;
+		if (rc)
+			goto out;
+		if (n_groups == 1)
+			break;
+	}
+	out->found = n_partials > 0;
+	out->answer = xstrdup(n_partials ? partials[0] : "NONE");
+out:
+	out->solve_ns = now_ns() - t0;
+	job_release(&leaves);
+	if (partials)
+		for (size_t k = 0; k < n_partials; k++)
+			free(partials[k]);
+	free(partials);
+	free(parts);
+	return rc;
+}
+
+void rlm_result_release(struct rlm_result *r)
+{
+	free(r->answer);
+	free(r->warning);
+	r->answer = NULL;
+	r->warning = NULL;
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/harness.c -- the forking test runner behind harness.h. */
+#include "harness.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct test {
+	const char *name;
+	test_fn *fn;
+};
+
+static struct test tests[512];
+static size_t n_tests;
+static bool forking = true;
+static char tmpdir[PATH_MAX];
+
+void harness_register(const char *name, test_fn *fn)
+{
+	if (n_tests == sizeof(tests) / sizeof(tests[0])) {
+		fprintf(stderr, "harness: too many tests\n");
+		exit(2);
+	}
+	tests[n_tests].name = name;
+	tests[n_tests].fn = fn;
+	n_tests++;
+}
+
+void harness_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "  %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	_exit(1);
+}
+
+const char *harness_tmpdir(void)
+{
+	if (!tmpdir[0]) {
+		const char *base = getenv("TMPDIR");
+		snprintf(tmpdir, sizeof(tmpdir), "%s/rlmtest.XXXXXX", base ? base : "/tmp");
+		if (!mkdtemp(tmpdir)) {
+			perror("mkdtemp");
+			_exit(1);
+		}
+	}
+	return tmpdir;
+}
+
+const char *harness_rlm_bin(void)
+{
+	static char path[PATH_MAX];
+	const char *env = getenv("RLM_BIN");
+	if (!path[0]) {
+		if (!realpath(env ? env : "./rlm", path)) {
+			fprintf(stderr, "harness: rlm binary not found (set RLM_BIN)\n");
+			_exit(1);
+		}
+	}
+	return path;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void cleanup_tmpdir(void)
+{
+	if (tmpdir[0])
+		nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir[0] = '\0';
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static bool selected(const char *name, int argc, char **argv)
+{
+	if (argc <= 1)
+		return true;
+	for (int i = 1; i < argc; i++)
+		if (strstr(name, argv[i]))
+			return true;
+	return false;
+}
+
+static int run_one(const struct test *t, unsigned timeout)
+{
+	pid_t pid;
+	int status;
+	if (!forking) {
+		t->fn();
+		cleanup_tmpdir();
+		return 0;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		return 1;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		alarm(timeout);
+		t->fn();
+		cleanup_tmpdir();
+		fflush(stdout);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* Whatever the test started in its process group goes with it. */
+	kill(-pid, SIGKILL);
+	if (WIFSIGNALED(status)) {
+		if (WTERMSIG(status) == SIGALRM)
+			fprintf(stderr, "  timed out after %u s\n", timeout);
+		else
+			fprintf(stderr, "  killed by signal %d (%s)\n", WTERMSIG(status),
+				strsignal(WTERMSIG(status)));
+		return 1;
+	}
+	return WEXITSTATUS(status) != 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned timeout = 120, passed = 0, failed = 0;
+	const char *e;
+	signal(SIGPIPE, SIG_IGN);
+	if ((e = getenv("TEST_NOFORK")) && *e == '1')
+		forking = false;
+	if ((e = getenv("TEST_TIMEOUT")))
+		timeout = (unsigned)atoi(e);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < n_tests; i++) {
+		struct timespec t0;
+		int rc;
+		if (!selected(tests[i].name, argc, argv))
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = run_one(&tests[i], timeout);
+		if (rc) {
+			failed++;
+			printf("FAIL %s (%.0f ms)\n", tests[i].name, ms_since(&t0));
+		} else {
+			passed++;
+			printf("ok   %s (%.0f ms)\n", tests[i].name, ms_since(&t0));
+		}
+	}
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

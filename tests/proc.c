@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/proc.c -- running programs from tests. */
+#include "proc.h"
+#include "harness.h"
+#include "../common/common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void child_env(const char *const *env)
+{
+	for (size_t i = 0; env && env[i]; i++) {
+		char *kv = xstrdup(env[i]), *eq = strchr(kv, '=');
+		if (eq) {
+			*eq = '\0';
+			setenv(kv, eq + 1, 1);
+		} else {
+			unsetenv(kv);
+		}
+		free(kv);
+	}
+}
+
+int proc_run(const char *const *argv, const char *input, const char *const *env,
+	     int timeout_s, struct proc_out *o)
+{
+	int in[2], out[2], err[2], st = 0;
+	struct buf bo, be;
+	size_t in_off = 0, in_len = input ? strlen(input) : 0;
+	int64_t deadline = now_ns() + (int64_t)timeout_s * 1000000000;
+	pid_t pid;
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		child_env(env);
+		execv(argv[0], (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	if (!input) {
+		close(in[1]);
+		in[1] = -1;
+	}
+	buf_init(&bo, 0);
+	buf_init(&be, 0);
+	buf_puts(&bo, "");
+	buf_puts(&be, "");
+	for (;;) {
+		struct pollfd p[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {in[1], POLLOUT, 0}};
+		char chunk[65536];
+		int64_t left = deadline - now_ns();
+		int n;
+		if (out[0] < 0 && err[0] < 0)
+			break;
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		n = poll(p, 3, (int)(left / 1000000) + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			int *fd = k ? &err[0] : &out[0];
+			if (*fd >= 0 && (p[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+				ssize_t r = read(*fd, chunk, sizeof(chunk));
+				if (r > 0) {
+					buf_append(k ? &be : &bo, chunk, (size_t)r);
+				} else {
+					close(*fd);
+					*fd = -1;
+				}
+			}
+		}
+		if (in[1] >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t w = write(in[1], input + in_off, RLM_MIN(in_len - in_off, (size_t)65536));
+			if (w > 0)
+				in_off += (size_t)w;
+			if (w <= 0 || in_off == in_len) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+	}
+	if (in[1] >= 0)
+		close(in[1]);
+	if (out[0] >= 0)
+		close(out[0]);
+	if (err[0] >= 0)
+		close(err[0]);
+	waitpid(pid, &st, 0);
+	o->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	o->out = buf_detach(&bo, NULL);
+	o->err = buf_detach(&be, NULL);
+	return 0;
+}
+
+void proc_out_release(struct proc_out *o)
+{
+	free(o->out);
+	free(o->err);
+	o->out = o->err = NULL;
+}
+
+pid_t proc_start(const char *const *argv, const char *const *env)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+		dup2(fd, 0);
+		dup2(fd, 1);
+		if (!getenv("TEST_VERBOSE"))
+			dup2(fd, 2);
+		child_env(env);
+		execv(argv[0], (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int proc_stop(pid_t pid)
+{
+	int st = 0;
+	kill(pid, SIGTERM);
+	for (int i = 0; i < 500; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		sleep_ns(10000000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return 128 + SIGKILL;
+}
+
+pid_t proc_sim_serve(const char *spec, int *port)
+{
+	char ready[512];
+	pid_t pid;
+	const char *argv[] = {harness_rlm_bin(), "sim-serve", "--port", "0", "--quiet",
+			      "--ready-file", ready, "--sim", spec ? spec : "", NULL};
+	snprintf(ready, sizeof(ready), "%s/port.%d", harness_tmpdir(), (int)getpid());
+	unlink(ready);
+	pid = proc_start(argv, NULL);
+	for (int i = 0; i < 500; i++) {
+		FILE *f = fopen(ready, "r");
+		if (f) {
+			int ok = fscanf(f, "%d", port) == 1;
+			fclose(f);
+			if (ok && *port > 0)
+				return pid;
+		}
+		sleep_ns(10000000);
+	}
+	proc_stop(pid);
+	harness_fail(__FILE__, __LINE__, "rlm sim-serve did not start");
+}
+
+int proc_closed_port(void)
+{
+	struct sockaddr_in a = {0};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(fd, (struct sockaddr *)&a, &len))
+		harness_fail(__FILE__, __LINE__, "cannot find a free port");
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}

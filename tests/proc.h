@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/proc.h -- run the rlm binary (or any program) from a test and
+ * capture its output, or start it in the background. */
+#ifndef RLM_TEST_PROC_H
+#define RLM_TEST_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct proc_out {
+	int status;   /* exit status, or 128 + signal */
+	char *out;    /* stdout, NUL-terminated; owned */
+	char *err;    /* stderr; owned */
+};
+
+/* Run argv (argv[0] a path) with `input` on stdin (NULL: /dev/null) and
+ * extra environment entries env ("NAME=value", NULL-terminated, or NULL),
+ * waiting at most timeout_s. */
+int proc_run(const char *const *argv, const char *input, const char *const *env,
+	     int timeout_s, struct proc_out *o);
+void proc_out_release(struct proc_out *o);
+
+/* Start argv in the background with stdout and stderr to /dev/null. */
+pid_t proc_start(const char *const *argv, const char *const *env);
+/* SIGTERM then wait; returns the exit status (128 + signal when killed). */
+int proc_stop(pid_t pid);
+/* A loopback TCP port with nothing listening on it (connections are
+ * refused): bound once by the kernel's choice, then closed. */
+int proc_closed_port(void);
+/* Start `rlm sim-serve --port 0` with the given spec and return its port. */
+pid_t proc_sim_serve(const char *spec, int *port);
+
+#endif

@@ -1,0 +1,46 @@
+#!/bin/sh
+# tests/run.sh BUILD -- run every test binary in BUILD/tests and close with
+# one line "N passed, N failed" over all of them. VALGRIND=1 runs each under
+# valgrind memcheck.
+set -u
+build=${1:-build}
+RLM_BIN=$(cd "$build" && pwd)/rlm
+export RLM_BIN
+passed=0
+failed=0
+bad=""
+for t in "$build"/tests/test_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    echo "== $name"
+    out=$(mktemp)
+    if [ "${VALGRIND:-0}" = 1 ]; then
+        TEST_TIMEOUT=600 valgrind -q --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite --trace-children=no "$t" > "$out" 2>&1
+    else
+        "$t" > "$out" 2>&1
+    fi
+    rc=$?
+    cat "$out"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
+    rm -f "$out"
+    if [ -n "$line" ]; then
+        p=${line%% passed*}
+        f=${line#*passed, }
+        f=${f%% failed*}
+        passed=$((passed + p))
+        failed=$((failed + f))
+    fi
+    if [ "$rc" != 0 ]; then
+        bad="$bad $name"
+        # A binary that died before its summary still counts as a failure.
+        if [ -z "$line" ] || [ "${f:-0}" = 0 ]; then
+            failed=$((failed + 1))
+        fi
+    fi
+done
+if [ -n "$bad" ]; then
+    echo "failing binaries:$bad"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

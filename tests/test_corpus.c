@@ -1,0 +1,735 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_corpus.c -- loading contexts: text files (mapped), directories,
+ * JSONL, standard input, and every way each of them can be wrong. */
+#include "harness.h"
+#include "../common/common.h"
+#include "../rlm/corpus.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static char *tmp(const char *name)
+{
+	return xasprintf("%s/%s", harness_tmpdir(), name);
+}
+
+static void write_file(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK_MSG(fd >= 0, "cannot create '%s'", path);
+	CHECK_INT(write_all(fd, data, len), 0);
+	close(fd);
+}
+
+/* Write a file under the temporary directory, creating parent folders. */
+static char *put(const char *rel, const char *data, size_t len)
+{
+	char *path = tmp(rel);
+	for (char *s = path + strlen(harness_tmpdir()) + 1; *s; s++) {
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(path, 0755);
+			*s = '/';
+		}
+	}
+	write_file(path, data, len);
+	return path;
+}
+
+static char *put_s(const char *rel, const char *text)
+{
+	return put(rel, text, strlen(text));
+}
+
+/* Load path, expecting failure with code and a message containing want. */
+static void load_fails(const char *path, const struct corpus_opts *o, int code, const char *want)
+{
+	struct corpus *c = (struct corpus *)1;
+	struct rlm_err err = {0, ""};
+	int rc = corpus_load(path, o, &c, &err);
+	CHECK_MSG(rc == code, "rc %d (%s), want %d", rc, err.msg, code);
+	CHECK_INT(err.code, code);
+	CHECK(c == NULL);
+	CHECK_CONTAINS(err.msg, want);
+}
+
+static struct corpus *load_ok(const char *path, const struct corpus_opts *o)
+{
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	int rc = corpus_load(path, o, &c, &err);
+	CHECK_MSG(rc == 0, "corpus_load('%s'): %d %s", path, rc, err.msg);
+	CHECK(c != NULL);
+	return c;
+}
+
+static bool doc_is(const struct corpus *c, size_t i, const char *text, const char *name)
+{
+	const struct corpus_doc *d = &c->docs[i];
+	if (d->len != strlen(text) || memcmp(c->buf + d->off, text, d->len) != 0)
+		return false;
+	if (!name || !d->name)
+		return name == d->name;
+	return strcmp(name, d->name) == 0;
+}
+
+/* Run fn with stderr going to a file; return what it wrote. */
+static char *stderr_of(void (*fn)(void *), void *arg)
+{
+	char *path = tmp("stderr.txt"), *text = NULL;
+	int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	size_t len;
+	struct rlm_err err;
+	CHECK(saved >= 0 && fd >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	close(fd);
+	fn(arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	CHECK_INT(read_file(path, 1 << 20, &text, &len, &err), 0);
+	free(path);
+	return text;
+}
+
+/* ---- single text files ---- */
+
+TEST(text_file_is_mapped_as_one_document)
+{
+	char *p = put_s("a.txt", "hello\nwörld\n");
+	struct corpus *c = load_ok(p, NULL);
+	CHECK_INT(c->kind, CORPUS_TEXT);
+	CHECK(c->mapped);
+	CHECK_STR(c->source, p);
+	CHECK_INT(c->len, 13);
+	CHECK_INT(c->n_docs, 1);
+	CHECK_INT(c->docs[0].off, 0);
+	CHECK_INT(c->docs[0].len, 13);
+	CHECK(c->docs[0].name == NULL);
+	CHECK(memcmp(c->buf, "hello\nwörld\n", 13) == 0);
+	CHECK_INT(c->skipped, 0);
+	corpus_free(c);
+	free(p);
+}
+
+TEST(text_kind_forced_on_jsonl_name)
+{
+	char *p = put_s("x.jsonl", "not json at all\n");
+	struct corpus_opts o = {CORPUS_TEXT, 0, false};
+	struct corpus *c = load_ok(p, &o);
+	CHECK_INT(c->kind, CORPUS_TEXT);
+	CHECK_INT(c->n_docs, 1);
+	corpus_free(c);
+	free(p);
+}
+
+TEST(text_40mb_loads_fast)
+{
+	const size_t size = 40u << 20;
+	char *p = tmp("big.txt"), *data = xmalloc(size);
+	static const char line[] = "The quick brown fox jumps over the lazy dog — façade, naïve.\n";
+	struct corpus *c;
+	int64_t t0;
+	double ms;
+	size_t n = 0;
+	while (n < size) {
+		size_t k = RLM_MIN(sizeof(line) - 1, size - n);
+		memcpy(data + n, line, k);
+		n += k;
+	}
+	/* End on a whole character: back up over a cut sequence. */
+	n = utf8_floor(data, size);
+	write_file(p, data, n);
+	t0 = now_ns();
+	c = load_ok(p, NULL);
+	ms = (double)(now_ns() - t0) / 1e6;
+	printf("     40 MB text file loaded in %.1f ms\n", ms);
+	CHECK(c->mapped);
+	CHECK_INT(c->len, n);
+	CHECK_INT(c->docs[0].len, n);
+	CHECK(memcmp(c->buf + n - 100, data + n - 100, 100) == 0);
+	CHECK(ms < 20000); /* generous: sanitizers and valgrind run this too */
+	corpus_free(c);
+	free(data);
+	free(p);
+}
+
+TEST(text_invalid_utf8_names_the_byte)
+{
+	static const struct {
+		const char *data;
+		size_t len;
+		size_t bad;
+	} cases[] = {
+		{"abc\xc3(def", 7, 3},                /* bad continuation */
+		{"hello \xff world", 13, 6},          /* never valid */
+		{"ok\xc0\xafok", 6, 2},              /* overlong '/' */
+		{"ab\xed\xa0\x80", 5, 2},            /* a UTF-16 surrogate */
+		{"é is fine, then \xe2\x82", 19, 17}, /* cut at the end */
+		{"\xff\xfeh\0i\0", 6, 0},            /* UTF-16 with a BOM */
+	};
+	char *p = tmp("bad.txt");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *want = xasprintf("invalid UTF-8 in '%s' at byte %zu", p, cases[i].bad);
+		write_file(p, cases[i].data, cases[i].len);
+		load_fails(p, NULL, RLM_EPARSE, want);
+		free(want);
+	}
+	free(p);
+}
+
+TEST(text_nul_bytes_rejected)
+{
+	char *p = put("bin.txt", "abc\0def", 7), *want;
+	want = xasprintf("'%s' contains NUL bytes (a binary file?)", p);
+	load_fails(p, NULL, RLM_EPARSE, want);
+	free(want);
+	free(p);
+}
+
+TEST(text_empty_file_rejected)
+{
+	char *p = put("empty.txt", "", 0), *want = xasprintf("'%s' is empty", p);
+	load_fails(p, NULL, RLM_EINVAL, want);
+	free(want);
+	free(p);
+}
+
+TEST(path_missing)
+{
+	char *p = tmp("nope.txt"), *want = xasprintf("cannot open '%s': No such file or directory", p);
+	load_fails(p, NULL, -ENOENT, want);
+	free(want);
+	free(p);
+}
+
+TEST(path_through_a_regular_file)
+{
+	char *f = put_s("file", "x"), *p = tmp("file/x");
+	char *want = xasprintf("cannot open '%s': Not a directory", p);
+	load_fails(p, NULL, -ENOTDIR, want);
+	free(want);
+	free(p);
+	free(f);
+}
+
+TEST(path_fifo_and_socket_rejected)
+{
+	char *fifo = tmp("fifo"), *sock = tmp("sock"), *want;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK_INT(mkfifo(fifo, 0644), 0);
+	want = xasprintf("'%s' is a fifo, not a regular file or directory", fifo);
+	load_fails(fifo, NULL, RLM_EINVAL, want); /* and does not block */
+	free(want);
+	CHECK(strlen(sock) < sizeof(sa.sun_path));
+	strcpy(sa.sun_path, sock);
+	CHECK_INT(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	want = xasprintf("'%s' is a socket, not a regular file or directory", sock);
+	load_fails(sock, NULL, RLM_EINVAL, want);
+	free(want);
+	load_fails("/dev/null", NULL, RLM_EINVAL, "'/dev/null' is a character device");
+	close(s);
+	free(fifo);
+	free(sock);
+}
+
+TEST(text_max_bytes)
+{
+	char *p = put_s("ten.txt", "0123456789");
+	struct corpus_opts o = {CORPUS_AUTO, 9, false};
+	struct corpus *c;
+	char *want = xasprintf("'%s' is larger than 9 bytes", p);
+	load_fails(p, &o, RLM_ETOOBIG, want);
+	o.max_bytes = 10;
+	c = load_ok(p, &o);
+	CHECK_INT(c->len, 10);
+	corpus_free(c);
+	free(want);
+	free(p);
+}
+
+TEST(kind_mismatch)
+{
+	char *d = tmp("d"), *f = put_s("f.txt", "x"), *want;
+	struct corpus_opts o = {CORPUS_TEXT, 0, false};
+	mkdir(d, 0755);
+	want = xasprintf("'%s' is a directory, not a text file", d);
+	load_fails(d, &o, RLM_EINVAL, want);
+	free(want);
+	o.kind = CORPUS_JSONL;
+	load_fails(d, &o, RLM_EINVAL, "is a directory, not a JSONL file");
+	o.kind = CORPUS_DIR;
+	want = xasprintf("'%s' is not a directory", f);
+	load_fails(f, &o, RLM_EINVAL, want);
+	free(want);
+	load_fails("", NULL, RLM_EINVAL, "no context path given");
+	free(d);
+	free(f);
+}
+
+TEST(from_text_copies)
+{
+	char text[] = "abc\ndef";
+	struct corpus *c = corpus_from_text(text, 7);
+	text[0] = 'X';
+	CHECK_INT(c->kind, CORPUS_TEXT);
+	CHECK(!c->mapped);
+	CHECK(c->source == NULL);
+	CHECK_INT(c->len, 7);
+	CHECK_INT(c->n_docs, 1);
+	CHECK(doc_is(c, 0, "abc\ndef", NULL));
+	CHECK_INT(c->buf[7], '\0');
+	corpus_free(c);
+	corpus_free(NULL);
+	c = corpus_from_text("", 0);
+	CHECK_INT(c->n_docs, 1);
+	CHECK_INT(c->docs[0].len, 0);
+	corpus_free(c);
+}
+
+/* ---- directories ---- */
+
+static void make_tree(void)
+{
+	free(put_s("docs/b.txt", "bee"));
+	free(put_s("docs/a/z.txt", "zed"));
+	free(put_s("docs/a/b/c.md", "see\nmore"));
+	free(put_s("docs/a.txt", "ay"));
+	free(put_s("docs/.hidden", "hidden"));
+	free(put_s("docs/.git/config", "git"));
+	free(put_s("docs/a/.secret/x.txt", "secret"));
+	free(put("docs/a/empty.txt", "", 0));
+	free(put("docs/prog.bin", "\x7f" "ELF\2\1\1\0\0\0\0\0\0\0\0\0", 16));
+}
+
+static void load_tree(void *arg)
+{
+	struct corpus **out = arg;
+	char *d = tmp("docs");
+	*out = load_ok(d, NULL);
+	free(d);
+}
+
+TEST(dir_walks_sorted_and_skips)
+{
+	struct corpus *c = NULL;
+	char *d = tmp("docs"), *log;
+	make_tree();
+	log = stderr_of(load_tree, &c);
+	CHECK_INT(c->kind, CORPUS_DIR);
+	CHECK(!c->mapped);
+	CHECK_STR(c->source, d);
+	CHECK_INT(c->n_docs, 4);
+	CHECK_INT(c->skipped, 1);
+	/* bytewise order of relative paths: '.' < '/' */
+	CHECK(doc_is(c, 0, "ay", "a.txt"));
+	CHECK(doc_is(c, 1, "see\nmore", "a/b/c.md"));
+	CHECK(doc_is(c, 2, "zed", "a/z.txt"));
+	CHECK(doc_is(c, 3, "bee", "b.txt"));
+	CHECK_INT(c->len, 2 + 1 + 8 + 1 + 3 + 1 + 3 + 1);
+	CHECK(memcmp(c->buf, "ay\nsee\nmore\nzed\nbee\n", c->len) == 0);
+	CHECK_INT(c->buf[c->len], '\0');
+	CHECK_CONTAINS(log, "rlm: warning: skipping 'prog.bin': contains NUL bytes");
+	CHECK(!strstr(log, "empty")); /* empty files go silently */
+	CHECK(!strstr(log, "hidden") && !strstr(log, "secret"));
+	corpus_free(c);
+	free(log);
+	free(d);
+}
+
+static void load_quiet(void *arg)
+{
+	struct corpus_opts o = {CORPUS_DIR, 0, true};
+	char *d = tmp("docs");
+	corpus_free(load_ok(d, &o));
+	(void)arg;
+	free(d);
+}
+
+TEST(dir_quiet_and_latin1)
+{
+	char *log;
+	make_tree();
+	free(put_s("docs/latin1.txt", "caf\xe9"));
+	log = stderr_of(load_quiet, NULL);
+	CHECK_STR(log, "");
+	free(log);
+	{
+		struct corpus *c = NULL;
+		log = stderr_of(load_tree, &c);
+		CHECK_CONTAINS(log, "skipping 'latin1.txt': not UTF-8 text");
+		CHECK_INT(c->skipped, 2);
+		CHECK_INT(c->n_docs, 4);
+		corpus_free(c);
+		free(log);
+	}
+}
+
+TEST(dir_symlinks)
+{
+	char *d = tmp("docs"), *link, *target, *dlink, *dangling, *outside;
+	struct corpus_opts o = {CORPUS_AUTO, 0, true};
+	struct corpus *c;
+	make_tree();
+	target = put_s("outside/t.txt", "linked");
+	link = tmp("docs/link.txt");
+	dlink = tmp("docs/linkdir");
+	dangling = tmp("docs/dangling.txt");
+	CHECK_INT(symlink(target, link), 0);
+	outside = tmp("outside");
+	CHECK_INT(symlink(outside, dlink), 0);
+	CHECK_INT(symlink("/nonexistent/x", dangling), 0);
+	c = load_ok(d, &o);
+	CHECK_INT(c->n_docs, 5);
+	CHECK(doc_is(c, 4, "linked", "link.txt"));
+	for (size_t i = 0; i < c->n_docs; i++)
+		CHECK(!strstr(c->docs[i].name, "linkdir"));
+	corpus_free(c);
+	free(d);
+	free(link);
+	free(target);
+	free(dlink);
+	free(dangling);
+	free(outside);
+}
+
+TEST(dir_all_binary_is_an_error)
+{
+	char *d = tmp("bin"), *want;
+	struct corpus_opts o = {CORPUS_AUTO, 0, true};
+	free(put("bin/a.o", "\x7f" "ELF\2\1\1\0", 8));
+	free(put("bin/sub/b.dat", "\xff\xfe\xfd", 3));
+	want = xasprintf("no text documents in '%s' (2 skipped)", d);
+	load_fails(d, &o, RLM_EINVAL, want);
+	free(want);
+	free(d);
+}
+
+TEST(dir_empty_is_an_error)
+{
+	char *d = tmp("void"), *want = xasprintf("no text documents in '%s' (0 skipped)", d);
+	mkdir(d, 0755);
+	free(put_s("void/.only-hidden", "x"));
+	load_fails(d, NULL, RLM_EINVAL, want);
+	free(want);
+	free(d);
+}
+
+TEST(dir_unreadable_file_is_an_error)
+{
+	char *d = tmp("docs"), *f, *want;
+	make_tree();
+	f = put_s("docs/locked.txt", "x");
+	chmod(f, 0);
+	if (geteuid() == 0) {
+		/* root reads it anyway: nothing to see */
+		chmod(f, 0644);
+	} else {
+		want = xasprintf("cannot open '%s/locked.txt': Permission denied", d);
+		load_fails(d, NULL, -EACCES, want);
+		free(want);
+	}
+	free(f);
+	free(d);
+}
+
+TEST(dir_max_bytes)
+{
+	char *d = tmp("docs"), *want = xasprintf("'%s' is larger than 12 bytes", d);
+	struct corpus_opts o = {CORPUS_AUTO, 12, true};
+	struct corpus *c;
+	make_tree(); /* accepted text: "ay\nsee\nmore\nzed\nbee\n", 20 bytes */
+	load_fails(d, &o, RLM_ETOOBIG, want);
+	o.max_bytes = 19; /* the last separator must fit too */
+	load_fails(d, &o, RLM_ETOOBIG, "is larger than 19 bytes");
+	o.max_bytes = 20;
+	c = load_ok(d, &o);
+	CHECK_INT(c->len, 20);
+	corpus_free(c);
+	free(want);
+	free(d);
+}
+
+TEST(dir_big_binary_skipped_under_cap)
+{
+	const size_t big = 1 << 20;
+	char *d = tmp("mixed"), *data = xmalloc(big), *log;
+	struct corpus_opts o = {CORPUS_AUTO, 100, true};
+	struct corpus *c;
+	memset(data, 'x', big);
+	free(put_s("mixed/a.txt", "first"));
+	data[0] = '\0';
+	free(put("mixed/b.iso", data, big)); /* far over the cap, but binary */
+	data[0] = 'x';
+	data[big - 1] = '\xff';             /* looks like text for a long while */
+	free(put("mixed/c.txt", data, big));
+	free(put_s("mixed/d.txt", "last"));
+	load_fails(d, &o, RLM_ETOOBIG, "is larger than 100 bytes"); /* c.txt is read */
+	o.max_bytes = 2 * big;
+	c = load_ok(d, &o);
+	CHECK_INT(c->skipped, 2);
+	CHECK_INT(c->n_docs, 2);
+	CHECK(doc_is(c, 0, "first", "a.txt"));
+	CHECK(doc_is(c, 1, "last", "d.txt"));
+	CHECK_INT(c->len, 11);
+	corpus_free(c);
+	/* a multibyte character cut by the first read is fine */
+	data[0] = 'x';
+	for (size_t i = 1; i + 2 <= big; i += 2)
+		memcpy(data + i, "\xc3\xa9", 2);
+	free(put("mixed/c.txt", data, 16385)); /* byte 16383 starts a character */
+	remove(log = tmp("mixed/b.iso"));
+	o.max_bytes = 0;
+	c = load_ok(d, &o);
+	CHECK_INT(c->n_docs, 3);
+	CHECK_INT(c->docs[1].len, 16385);
+	CHECK(memcmp(c->buf + c->docs[1].off, data, 16385) == 0);
+	corpus_free(c);
+	free(log);
+	free(data);
+	free(d);
+}
+
+TEST(dir_10k_files)
+{
+	char *d = tmp("many");
+	struct corpus *c;
+	int64_t t0;
+	double ms;
+	mkdir(d, 0755);
+	for (int i = 0; i < 10000; i++) {
+		char rel[64], text[128];
+		snprintf(rel, sizeof(rel), "many/%02d/f%05d.txt", i % 100, i);
+		snprintf(text, sizeof(text), "document %d: some text to read about item %d.\n", i,
+			 i);
+		free(put_s(rel, text));
+	}
+	t0 = now_ns();
+	c = load_ok(d, NULL);
+	ms = (double)(now_ns() - t0) / 1e6;
+	printf("     10000-file directory loaded in %.1f ms\n", ms);
+	CHECK_INT(c->n_docs, 10000);
+	CHECK_STR(c->docs[0].name, "00/f00000.txt");
+	CHECK_STR(c->docs[1].name, "00/f00100.txt");
+	CHECK_STR(c->docs[9999].name, "99/f09999.txt");
+	CHECK(doc_is(c, 0, "document 0: some text to read about item 0.\n", "00/f00000.txt"));
+	corpus_free(c);
+	free(d);
+}
+
+/* ---- JSONL ---- */
+
+TEST(jsonl_good)
+{
+	static const char text[] =
+		"{\"id\":\"a\",\"text\":\"hello\"}\n"
+		"\n"
+		"   \r\n"
+		"\"just a string\"\r\n"
+		"{\"title\":\"T\",\"content\":\"caf\\u00e9 \\ud83d\\ude00 \\u00E9\"}\n"
+		"{\"docid\":42,\"body\":\"l1\\nl2\\ttab \\\"q\\\" \\\\ back \\/\"}\n"
+		"{\"name\":1.5,\"document\":\"x\"}\n"
+		"{\"contents\":\"y\",\"id\":null,\"title\":\"t2\"}\n"
+		"{\"text\":\"\",\"id\":\"empty\"}\n"
+		"{\"text\":\"raw é and \\\\u0000 spelled out\",\"id\":-7}";
+	char *p = put_s("docs.jsonl", text);
+	struct corpus *c = load_ok(p, NULL);
+	CHECK_INT(c->kind, CORPUS_JSONL);
+	CHECK(!c->mapped);
+	CHECK_STR(c->source, p);
+	CHECK_INT(c->n_docs, 8);
+	CHECK(doc_is(c, 0, "hello", "a"));
+	CHECK(doc_is(c, 1, "just a string", NULL));
+	CHECK(doc_is(c, 2, "caf\xc3\xa9 \xf0\x9f\x98\x80 \xc3\xa9", "T"));
+	CHECK(doc_is(c, 3, "l1\nl2\ttab \"q\" \\ back /", "42"));
+	CHECK(doc_is(c, 4, "x", "1.5"));
+	CHECK(doc_is(c, 5, "y", "t2"));
+	CHECK(doc_is(c, 6, "", "empty"));
+	CHECK(doc_is(c, 7, "raw é and \\u0000 spelled out", "-7"));
+	for (size_t i = 0; i < c->n_docs; i++)
+		CHECK(c->buf[c->docs[i].off + c->docs[i].len] == '\n');
+	CHECK_INT(c->len, c->docs[7].off + c->docs[7].len + 1);
+	corpus_free(c);
+	free(p);
+}
+
+TEST(jsonl_kind_forced_and_ndjson)
+{
+	char *p = put_s("docs.txt", "{\"text\":\"one\"}\n"), *q = put_s("d.NDJSON", "\"two\"\n");
+	struct corpus_opts o = {CORPUS_JSONL, 0, false};
+	struct corpus *c = load_ok(p, &o);
+	CHECK_INT(c->kind, CORPUS_JSONL);
+	CHECK(doc_is(c, 0, "one", NULL));
+	corpus_free(c);
+	c = load_ok(q, NULL);
+	CHECK_INT(c->kind, CORPUS_JSONL);
+	CHECK(doc_is(c, 0, "two", NULL));
+	corpus_free(c);
+	free(p);
+	free(q);
+}
+
+TEST(jsonl_errors_name_the_line)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+		const char *want;
+	} cases[] = {
+		{"{\"text\":\"a\"}\n\n{\"text\":\"b\"}\n\"c\"\n\n{\"text\":\"d\"}\n{\"text\":\"e\"\n", 0,
+		 "line 7: not valid JSON"},
+		{"{\"text\":\"a\"}\n{\"text\":\"b\"} x\n", 0, "line 2: not valid JSON"},
+		{"\"a\"\n\"b\"\n{\"id\":1,\"foo\":\"x\"}\n", 0,
+		 "line 3: no text field (expected one of text, content, body, document, contents)"},
+		{"{\"text\":5}\n", 0, "line 1: field 'text' is not a string"},
+		{"{\"text\":null,\"content\":[1]}\n", 0, "line 1: field 'text' is not a string"},
+		{"42\n", 0, "line 1: not a JSON object or string"},
+		{"[\"text\"]\n", 0, "line 1: not a JSON object or string"},
+		{"{\"text\":\"ab\xff\"}\n", 0, "line 1: invalid UTF-8 in the text at byte 2"},
+		{"\"ok\"\n\"\xc3\xa9\xed\xa0\x80\"\n", 0, "line 2: invalid UTF-8 in the text at byte 2"},
+		{"{\"text\":\"a\\u0000b\"}\n", 0, "line 1: contains a NUL character (\\u0000)"},
+		{"{\"text\":\"a\",\"id\":\"\\u0000\"}\n", 0, "line 1: contains a NUL character"},
+		{"{\"text\":\"a\0b\"}\n", 15, "line 1: contains NUL bytes"},
+		{"{\"text\":\"\\ud800\"}\n", 0, "line 1: not valid JSON"},
+		{"{\"text\":\"\\udc00\\ud800\"}\n", 0, "line 1: not valid JSON"},
+		{"{\"text\":\"x\",\"id\":\"\xff\"}\n", 0, "line 1: invalid UTF-8 in field 'id'"},
+		{"\n  \n\r\n", 0, "no documents in"},
+	};
+	char *p = tmp("docs.jsonl");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *want = xasprintf("'%s' %s", p, cases[i].want);
+		if (strncmp(cases[i].want, "no documents", 12) == 0) {
+			free(want);
+			want = xasprintf("no documents in '%s'", p);
+		}
+		write_file(p, cases[i].text, cases[i].len ? cases[i].len : strlen(cases[i].text));
+		load_fails(p, NULL, strstr(cases[i].want, "no documents") ? RLM_EINVAL : RLM_EPARSE,
+			   want);
+		free(want);
+	}
+	write_file(p, "", 0);
+	load_fails(p, NULL, RLM_EINVAL, "is empty");
+	free(p);
+}
+
+TEST(jsonl_from_buf_and_bom)
+{
+	static const char text[] = "\xef\xbb\xbf{\"text\":\"first\"}\n{\"text\":\"second\"}";
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	CHECK_INT(corpus_from_jsonl_buf("mem", text, sizeof(text) - 1, &c, &err), 0);
+	CHECK_STR(c->source, "mem");
+	CHECK_INT(c->n_docs, 2);
+	CHECK(doc_is(c, 0, "first", NULL));
+	CHECK(doc_is(c, 1, "second", NULL));
+	corpus_free(c);
+	CHECK_INT(corpus_from_jsonl_buf("mem", "{", 1, &c, &err), RLM_EPARSE);
+	CHECK(c == NULL);
+	CHECK_STR(err.msg, "'mem' line 1: not valid JSON");
+	CHECK_INT(corpus_from_jsonl_buf("-", "\n{}", 3, &c, &err), RLM_EPARSE);
+	CHECK_STR(err.msg, "standard input line 2: no text field (expected one of text, content, "
+			   "body, document, contents)");
+}
+
+TEST(jsonl_max_bytes)
+{
+	char *p = put_s("d.jsonl", "\"abc\"\n");
+	struct corpus_opts o = {CORPUS_AUTO, 5, false};
+	load_fails(p, &o, RLM_ETOOBIG, "is larger than 5 bytes");
+	free(p);
+}
+
+/* ---- standard input ---- */
+
+/* Load "-" with data arriving through a pipe from a child process. */
+static int load_stdin(const char *data, size_t len, const struct corpus_opts *o,
+		      struct corpus **c, struct rlm_err *err)
+{
+	int fds[2], status, rc;
+	pid_t pid;
+	CHECK_INT(pipe(fds), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		_exit(write_all(fds[1], data, len) ? 1 : 0);
+	}
+	close(fds[1]);
+	CHECK(dup2(fds[0], 0) == 0);
+	close(fds[0]);
+	rc = corpus_load("-", o, c, err);
+	CHECK_INT(waitpid(pid, &status, 0), pid);
+	return rc;
+}
+
+TEST(stdin_text)
+{
+	const size_t size = 3 << 20; /* several pipe buffers' worth */
+	char *data = xmalloc(size);
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	for (size_t i = 0; i < size; i++)
+		data[i] = (char)('a' + i % 26);
+	CHECK_INT(load_stdin(data, size, NULL, &c, &err), 0);
+	CHECK_INT(c->kind, CORPUS_TEXT);
+	CHECK_STR(c->source, "-");
+	CHECK(!c->mapped);
+	CHECK_INT(c->n_docs, 1);
+	CHECK(c->docs[0].name == NULL);
+	CHECK_INT(c->len, size);
+	CHECK(memcmp(c->buf, data, size) == 0);
+	corpus_free(c);
+	free(data);
+}
+
+TEST(stdin_errors)
+{
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	CHECK_INT(load_stdin("ab\xc3", 3, NULL, &c, &err), RLM_EPARSE);
+	CHECK_STR(err.msg, "invalid UTF-8 in standard input at byte 2");
+	CHECK_INT(load_stdin("a\0b", 3, NULL, &c, &err), RLM_EPARSE);
+	CHECK_STR(err.msg, "standard input contains NUL bytes (a binary file?)");
+	CHECK_INT(load_stdin("", 0, NULL, &c, &err), RLM_EINVAL);
+	CHECK_STR(err.msg, "standard input is empty");
+	CHECK(c == NULL);
+}
+
+TEST(stdin_max_bytes)
+{
+	struct corpus_opts o = {CORPUS_AUTO, 10, false};
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	CHECK_INT(load_stdin("0123456789X", 11, &o, &c, &err), RLM_ETOOBIG);
+	CHECK_STR(err.msg, "standard input is larger than 10 bytes");
+	CHECK_INT(load_stdin("0123456789", 10, &o, &c, &err), 0);
+	CHECK_INT(c->len, 10);
+	corpus_free(c);
+}
+
+TEST(stdin_jsonl)
+{
+	static const char text[] = "{\"id\":\"x\",\"text\":\"from a pipe\"}\n\"two\"\n";
+	struct corpus_opts o = {CORPUS_JSONL, 0, false};
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	CHECK_INT(load_stdin(text, sizeof(text) - 1, &o, &c, &err), 0);
+	CHECK_INT(c->kind, CORPUS_JSONL);
+	CHECK_STR(c->source, "-");
+	CHECK_INT(c->n_docs, 2);
+	CHECK(doc_is(c, 0, "from a pipe", "x"));
+	corpus_free(c);
+	CHECK_INT(load_stdin("{\"t\":1}\n", 8, &o, &c, &err), RLM_EPARSE);
+	CHECK_CONTAINS(err.msg, "standard input line 1: no text field");
+}

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_e2e.c -- the real rlm binary, end to end: generate haystacks,
+ * solve them in-process and over HTTP against `rlm sim-serve`, and every
+ * kind of bad input a user can give. */
+#include "harness.h"
+#include "proc.h"
+#include "../common/common.h"
+#include "../common/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Run rlm with args; returns the captured result. */
+static struct proc_out rlm(const char *const *args, const char *input)
+{
+	const char *argv[32];
+	struct proc_out o;
+	size_t n = 0;
+	argv[n++] = harness_rlm_bin();
+	for (size_t i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	/* No real provider may leak in from the environment. */
+	static const char *const env[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
+					  "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
+					  "ANTHROPIC_BASE_URL", "RLM_SIM", NULL};
+	CHECK_INT(proc_run(argv, input, env, 120, &o), 0);
+	return o;
+}
+
+static char *path_in_tmp(const char *name)
+{
+	return xasprintf("%s/%s", harness_tmpdir(), name);
+}
+
+static void write_text(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "w");
+	CHECK(f);
+	CHECK(fwrite(text, 1, len, f) == len);
+	fclose(f);
+}
+
+/* Generate one S-NIAH item; returns its JSONL line fields. */
+static void gen(const char *size, const char *extra_flag, char **ctx, char **q, char **answer)
+{
+	char *dir = path_in_tmp("gen"), *jl, *line;
+	size_t len;
+	cJSON *j;
+	const char *args[] = {"bench", "gen", "sniah", "--sizes", size, "--seed", "11",
+			      "--out", dir, extra_flag, NULL};
+	struct proc_out o = rlm(args, NULL);
+	struct rlm_err err = {0, ""};
+	CHECK_MSG(o.status == 0, "bench gen failed: %s", o.err);
+	proc_out_release(&o);
+	jl = xasprintf("%s/sniah.jsonl", dir);
+	CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+	j = json_parse(line, strcspn(line, "\n"));
+	CHECK(j);
+	*ctx = xasprintf("%s/%s", dir, json_str(j, "context_path"));
+	*q = xstrdup(json_str(j, "question"));
+	*answer = xstrdup(cJSON_GetArrayItem(json_get(j, "answer"), 0)->valuestring);
+	cJSON_Delete(j);
+	free(line);
+	free(jl);
+	free(dir);
+}
+
+TEST(solve_haystack_in_process)
+{
+	char *ctx, *q, *ans;
+	struct proc_out o;
+	gen("200k", NULL, &ctx, &q, &ans);
+	{
+		const char *args[] = {"solve", "--context", ctx, "--question", q, NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, ans);
+	CHECK_CONTAINS(o.err, "offline simulator");
+	proc_out_release(&o);
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
+TEST(solve_json_output)
+{
+	char *ctx, *q, *ans;
+	struct proc_out o;
+	cJSON *j;
+	gen("100k", "--distractors=3", &ctx, &q, &ans);
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--json", "--quiet", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.err, ""); /* --quiet: not even the simulator notice */
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "answer"), ans);
+	CHECK_STR(json_str(j, "provider"), "sim");
+	CHECK(cJSON_IsTrue(json_get(j, "found")));
+	CHECK(json_num(json_get(j, "usage"), "input_tokens", 0) > 100000 / 1.0);
+	CHECK(json_num(json_get(j, "calls"), "total", 0) >= 2);
+	CHECK(json_num(json_get(j, "context"), "bytes", 0) > 390000);
+	CHECK(json_get(json_get(j, "timings"), "total_ms") != NULL);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
+TEST(solve_over_http_with_sim_serve)
+{
+	char *ctx, *q, *ans, url[64];
+	struct proc_out o;
+	int port = 0;
+	pid_t srv;
+	gen("300k", "--haystack=words", &ctx, &q, &ans);
+	srv = proc_sim_serve("ttft=5ms", &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--provider", "openai",
+				      "--model", "sim", "--base-url", url, "--json", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, ans);
+	CHECK_CONTAINS(o.out, "\"provider\":\t\"openai\"");
+	proc_out_release(&o);
+	CHECK_INT(proc_stop(srv), 0);
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
+TEST(solve_over_http_under_faults)
+{
+	char *ctx, *q, *ans, url[64];
+	struct proc_out o;
+	int port = 0;
+	pid_t srv;
+	gen("200k", NULL, &ctx, &q, &ans);
+	srv = proc_sim_serve("429=0.1,500=0.1,reset=0.05,truncate=0.05,malformed=0.05,"
+			     "retry_after=0,retry_after_ms=20,seed=9",
+			     &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--model", "sim",
+				      "--base-url", url, "--leaf-chars", "20000", "--json", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, ans);
+	CHECK_CONTAINS(o.out, "\"failed\":\t0");
+	proc_out_release(&o);
+	proc_stop(srv);
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
+TEST(solve_directory_and_jsonl_and_stdin)
+{
+	char *dir = path_in_tmp("docs"), *p;
+	struct proc_out o;
+	mkdir(dir, 0755);
+	for (int i = 0; i < 30; i++) {
+		char text[256];
+		p = xasprintf("%s/doc%02d.txt", dir, i);
+		snprintf(text, sizeof(text), "Report %d.\nThe weather was %s that day.\n", i,
+			 i == 17 ? "stormy with hail in Lisbon" : "mild");
+		write_text(p, text, strlen(text));
+		free(p);
+	}
+	p = xasprintf("%s/blob.bin", dir);
+	write_text(p, "\x00\x01\x02\xff", 4);
+	free(p);
+	{
+		const char *args[] = {"solve", "-c", dir, "-q", "Where was there hail?", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "Lisbon");
+	CHECK_CONTAINS(o.err, "skipping");
+	CHECK_CONTAINS(o.err, "blob.bin");
+	proc_out_release(&o);
+
+	p = path_in_tmp("docs.jsonl");
+	{
+		const char *jl = "{\"id\": \"a\", \"text\": \"The meeting moved the launch to May 3.\"}\n"
+				 "{\"id\": \"b\", \"text\": \"Lunch was sandwiches.\"}\n";
+		write_text(p, jl, strlen(jl));
+	}
+	{
+		const char *args[] = {"solve", "-c", p, "-q", "When is the launch?", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "May 3");
+	proc_out_release(&o);
+	free(p);
+
+	{
+		const char *args[] = {"solve", "-c", "-", "-q", "How is the door painted?", NULL};
+		o = rlm(args, "The house is old.\nThe door is painted green.\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "green");
+	proc_out_release(&o);
+	free(dir);
+}
+
+/* A bad input: exit status and a message naming the problem. */
+static void bad(const char *const *args, const char *input, int want_status, const char *want_err)
+{
+	struct proc_out o = rlm(args, input);
+	CHECK_MSG(o.status == want_status, "rlm %s %s ...: exit %d, want %d; stderr: %s", args[0],
+		  args[1] ? args[1] : "", o.status, want_status, o.err);
+	CHECK_CONTAINS(o.err, want_err);
+	CHECK_STR(o.out, "");
+	proc_out_release(&o);
+}
+
+TEST(bad_inputs)
+{
+	char *bin = path_in_tmp("bad.txt"), *jl = path_in_tmp("bad.jsonl"),
+	     *empty = path_in_tmp("empty.d"), *ok = path_in_tmp("ok.txt");
+	write_text(bin, "caf\xe9 au lait\n", 13);
+	{
+		const char *t = "{\"text\": \"fine\"}\n{\"text\": \"fine\"}\nnot json at all\n";
+		write_text(jl, t, strlen(t));
+	}
+	write_text(ok, "hello\n", 6);
+	mkdir(empty, 0755);
+	{
+		const char *a[] = {"solve", "-c", "/nonexistent/x.txt", "-q", "q?", NULL};
+		bad(a, NULL, 1, "cannot open '/nonexistent/x.txt'");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "", NULL};
+		bad(a, NULL, 2, "the question is empty");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, NULL};
+		bad(a, NULL, 2, "the question is empty");
+	}
+	{
+		const char *a[] = {"solve", "-q", "q?", NULL};
+		bad(a, NULL, 2, "no context");
+	}
+	{
+		const char *a[] = {"solve", "-c", bin, "-q", "q?", NULL};
+		bad(a, NULL, 1, "invalid UTF-8");
+	}
+	{
+		const char *a[] = {"solve", "-c", jl, "-q", "q?", NULL};
+		bad(a, NULL, 1, "line 3");
+	}
+	{
+		const char *a[] = {"solve", "-c", empty, "-q", "q?", NULL};
+		bad(a, NULL, 1, "no text documents");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--provider", "gemini", NULL};
+		bad(a, NULL, 2, "unknown provider 'gemini'");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--frobnicate", NULL};
+		bad(a, NULL, 2, "unknown option '--frobnicate'");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--strategy", "magic", NULL};
+		bad(a, NULL, 2, "unknown strategy 'magic'");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--concurrency", "zero", NULL};
+		bad(a, NULL, 2, "--concurrency");
+	}
+	{
+		char url[64], want[96];
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", proc_closed_port());
+		snprintf(want, sizeof(want), "cannot connect to %s", url);
+		{
+			const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "m",
+					   "--base-url", url, NULL};
+			bad(a, NULL, 1, want);
+		}
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "claude-sonnet-4-5", NULL};
+		bad(a, NULL, 1, "ANTHROPIC_API_KEY");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--provider", "openai", NULL};
+		bad(a, NULL, 2, "no model given");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "gpt-5", NULL};
+		bad(a, NULL, 1, "OPENAI_API_KEY");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--sim", "warp=9", NULL};
+		bad(a, NULL, 2, "unknown simulator option 'warp'");
+	}
+	{
+		const char *a[] = {"frobnicate", NULL};
+		bad(a, NULL, 2, "unknown command 'frobnicate'");
+	}
+	{
+		const char *a[] = {"bench", "gen", "oolong", "--out", empty, NULL};
+		bad(a, NULL, 2, "unknown suite 'oolong'");
+	}
+	free(bin);
+	free(jl);
+	free(empty);
+	free(ok);
+}
+
+TEST(help_and_version)
+{
+	static const char *const cmds[][4] = {
+		{"--help", NULL},
+		{"solve", "--help", NULL},
+		{"sim-serve", "--help", NULL},
+		{"bench", "--help", NULL},
+		{"bench", "gen", "--help", NULL},
+		{"bench", "perf", "--help", NULL},
+	};
+	struct proc_out o;
+	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++) {
+		o = rlm((const char *const *)cmds[i], NULL);
+		CHECK_MSG(o.status == 0, "%s %s: exit %d", cmds[i][0], cmds[i][1] ? cmds[i][1] : "",
+			  o.status);
+		CHECK_CONTAINS(o.out, "usage: rlm");
+		proc_out_release(&o);
+	}
+	{
+		const char *a[] = {"--version", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "rlm " RLM_VERSION);
+	proc_out_release(&o);
+}

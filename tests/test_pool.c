@@ -1,0 +1,680 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_pool.c -- the call pool against a fake server on loopback and
+ * the in-process simulator: exact requests, retries, Retry-After, limits,
+ * endpoints, timeouts, cancellation, ordering under faults. */
+#include "harness.h"
+#include "fakesrv.h"
+#include "proc.h"
+#include "../llm/llm.h"
+#include "../llm/sim.h"
+#include "../common/json.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char ok_openai[] =
+	"{\"id\":\"x\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":"
+	"\"Paris\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1000,"
+	"\"completion_tokens\":100,\"prompt_tokens_details\":{\"cached_tokens\":400}}}";
+
+static const char ok_anthropic[] =
+	"{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":"
+	"\"text\",\"text\":\"Paris\"}],\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":10,"
+	"\"cache_read_input_tokens\":20,\"cache_creation_input_tokens\":30,\"output_tokens\":5}}";
+
+static struct llm_model *model_for(enum llm_kind kind, const char *name, const char *urls,
+				   const char *key, int retries)
+{
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	struct llm_model *m;
+	cfg.kind = kind;
+	cfg.name = name;
+	cfg.base_urls = urls;
+	cfg.api_key = key;
+	cfg.max_retries = retries;
+	cfg.backoff_base_ms = 10;
+	cfg.backoff_max_ms = 50;
+	m = llm_model_new(&cfg, &err);
+	CHECK_MSG(m, "llm_model_new: %s", err.msg);
+	return m;
+}
+
+static struct llm_pool *pool_of(int workers)
+{
+	struct llm_pool_cfg pc = {workers};
+	struct rlm_err err = {0, ""};
+	struct llm_pool *p = llm_pool_new(&pc, &err);
+	CHECK_MSG(p, "llm_pool_new: %s", err.msg);
+	return p;
+}
+
+static const struct llm_msg two_msgs[] = {
+	{LLM_SYSTEM, "Be brief.", 9},
+	{LLM_USER, "What is the capital of France?", 30},
+};
+
+TEST(openai_exact_request_and_usage)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply r = {200, NULL, ok_openai, FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(4);
+	struct llm_call c;
+	const struct fake_request *req;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "gpt-5-mini", url, "sk-test", 0);
+	fakesrv_push(s, &r);
+	llm_call_init(&c, m, two_msgs, 2);
+	c.params.max_tokens = 50;
+	CHECK_INT(llm_pool_call(p, &c), 0);
+	CHECK_STR(c.text, "Paris");
+	CHECK_STR(c.finish_reason, "stop");
+	CHECK_INT(c.usage.input_tokens, 1000);
+	CHECK_INT(c.usage.output_tokens, 100);
+	CHECK_INT(c.usage.cached_tokens, 400);
+	CHECK_INT(c.attempts, 1);
+	CHECK_INT(c.status, 200);
+	/* gpt-5-mini: 600 x 0.25 + 400 x 0.025 + 100 x 2.0 per million */
+	CHECK_MSG(c.cost > 0.000359 && c.cost < 0.000361, "cost %g", c.cost);
+	CHECK_INT(fakesrv_count(s), 1);
+	req = fakesrv_request(s, 0);
+	CHECK_STR(req->method, "POST");
+	CHECK_STR(req->path, "/v1/chat/completions");
+	CHECK_STR(fake_header(req, "Authorization"), "Bearer sk-test");
+	CHECK_STR(fake_header(req, "Content-Type"), "application/json");
+	CHECK_STR(req->body, "{\"model\":\"gpt-5-mini\",\"messages\":[{\"role\":\"system\",\"content\":"
+			     "\"Be brief.\"},{\"role\":\"user\",\"content\":\"What is the capital "
+			     "of France?\"}],\"max_tokens\":50}");
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(anthropic_exact_request_and_usage)
+{
+	struct fakesrv *s = fakesrv_start();
+	struct fake_reply r = {200, NULL, ok_anthropic, FAKE_NORMAL, 0};
+	struct llm_model *m = model_for(LLM_ANTHROPIC, "claude-sonnet-4-5", fakesrv_url(s),
+					"ak-test", 0);
+	struct llm_pool *p = pool_of(2);
+	struct llm_call c;
+	const struct fake_request *req;
+	fakesrv_push(s, &r);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), 0);
+	CHECK_STR(c.text, "Paris");
+	CHECK_STR(c.finish_reason, "end_turn");
+	CHECK_INT(c.usage.input_tokens, 60);
+	CHECK_INT(c.usage.cached_tokens, 20);
+	CHECK_INT(c.usage.cache_write_tokens, 30);
+	CHECK_INT(c.usage.output_tokens, 5);
+	req = fakesrv_request(s, 0);
+	CHECK_STR(req->path, "/v1/messages");
+	CHECK_STR(fake_header(req, "x-api-key"), "ak-test");
+	CHECK_STR(fake_header(req, "anthropic-version"), "2023-06-01");
+	CHECK(fake_header(req, "Authorization") == NULL);
+	CHECK_STR(req->body,
+		  "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":8192,\"system\":[{\"type\":"
+		  "\"text\",\"text\":\"Be brief.\",\"cache_control\":{\"type\":\"ephemeral\"}}],"
+		  "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":"
+		  "\"What is the capital of France?\",\"cache_control\":{\"type\":"
+		  "\"ephemeral\"}}]}]}");
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+/* One scripted failure, then success: retried, and the error is gone. */
+static void retried_once(enum fake_action action, int status, const char *body)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply bad = {status, NULL, body, action, 0};
+	struct fake_reply good = {200, NULL, ok_openai, FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", url, NULL, 3);
+	fakesrv_push(s, &bad);
+	fakesrv_push(s, &good);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_MSG(llm_pool_call(p, &c) == 0, "rc %d: %s", c.rc, c.error);
+	CHECK_STR(c.text, "Paris");
+	CHECK_INT(c.attempts, 2);
+	CHECK_INT(fakesrv_count(s), 2);
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(retry_500)
+{
+	retried_once(FAKE_NORMAL, 500, "{\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}");
+}
+
+TEST(retry_502_plain_text)
+{
+	retried_once(FAKE_NORMAL, 502, "<html>Bad Gateway</html>");
+}
+
+TEST(retry_529_overloaded)
+{
+	retried_once(FAKE_NORMAL, 529, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}");
+}
+
+TEST(retry_429)
+{
+	retried_once(FAKE_NORMAL, 429, "{\"error\":{\"message\":\"slow down\"}}");
+}
+
+TEST(retry_reset_connection)
+{
+	retried_once(FAKE_RESET, 200, "");
+}
+
+TEST(retry_closed_without_reply)
+{
+	retried_once(FAKE_CLOSE, 200, "");
+}
+
+TEST(retry_truncated_body)
+{
+	retried_once(FAKE_TRUNCATE, 200, ok_openai);
+}
+
+TEST(retry_malformed_json)
+{
+	retried_once(FAKE_NORMAL, 200, "{\"choices\":[{\"message\":{\"content\":\"Par");
+}
+
+TEST(retry_after_seconds_honoured)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply bad = {429, "Retry-After: 1\r\n", "{\"error\":{\"message\":\"later\"}}",
+				 FAKE_NORMAL, 0};
+	struct fake_reply good = {200, NULL, ok_openai, FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	long long gap;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", url, NULL, 3);
+	fakesrv_push(s, &bad);
+	fakesrv_push(s, &good);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), 0);
+	gap = fakesrv_request(s, 1)->t_ms - fakesrv_request(s, 0)->t_ms;
+	CHECK_MSG(gap >= 990 && gap < 3000, "retried after %lld ms, want >= 1000", gap);
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(retry_after_ms_honoured)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply bad = {503, "retry-after-ms: 300\r\n", "{}", FAKE_NORMAL, 0};
+	struct fake_reply good = {200, NULL, ok_openai, FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	long long gap;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", url, NULL, 3);
+	fakesrv_push(s, &bad);
+	fakesrv_push(s, &good);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), 0);
+	gap = fakesrv_request(s, 1)->t_ms - fakesrv_request(s, 0)->t_ms;
+	CHECK_MSG(gap >= 295 && gap < 2000, "retried after %lld ms, want >= 300", gap);
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+/* A client error is not retried and its message reaches the caller. */
+static void not_retried(int status, const char *body, int want_rc, const char *want_msg)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply bad = {status, NULL, body, FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", url, NULL, 5);
+	fakesrv_set_default(s, &bad);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), want_rc);
+	CHECK_INT(c.attempts, 1);
+	CHECK_INT(fakesrv_count(s), 1);
+	CHECK(c.text == NULL);
+	CHECK_CONTAINS(c.error, want_msg);
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(no_retry_400)
+{
+	not_retried(400,
+		    "{\"error\":{\"message\":\"max_tokens is too large\",\"type\":"
+		    "\"invalid_request_error\"}}",
+		    RLM_EPROVIDER, "400");
+}
+
+TEST(no_retry_401)
+{
+	not_retried(401, "{\"error\":{\"message\":\"Incorrect API key provided\"}}", RLM_EAUTH,
+		    "Incorrect API key provided");
+}
+
+TEST(no_retry_404)
+{
+	not_retried(404, "{\"error\":{\"message\":\"The model `nope` does not exist\"}}",
+		    RLM_EPROVIDER, "does not exist");
+}
+
+TEST(retry_limit_gives_clear_error)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply bad = {503, NULL, "{\"error\":{\"message\":\"engine overloaded\"}}",
+				 FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", url, NULL, 2);
+	fakesrv_set_default(s, &bad);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), RLM_EPROVIDER);
+	CHECK_INT(c.attempts, 3);
+	CHECK_INT(fakesrv_count(s), 3);
+	CHECK_CONTAINS(c.error, "engine overloaded");
+	CHECK_CONTAINS(c.error, "gave up after 3 attempts");
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(refused_connection_fails_fast)
+{
+	char url[64], want[96];
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	int64_t t0 = now_ns();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", proc_closed_port());
+	snprintf(want, sizeof(want), "cannot connect to %s", url);
+	m = model_for(LLM_OPENAI, "m", url, NULL, 6);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), RLM_EHTTP);
+	CHECK_CONTAINS(c.error, want);
+	CHECK_MSG(now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+}
+
+TEST(timeout_is_retried_then_reported)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply hang = {200, NULL, "", FAKE_HANG, 0};
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	cfg.kind = LLM_OPENAI;
+	cfg.name = "m";
+	cfg.base_urls = url;
+	cfg.timeout_ms = 300;
+	cfg.max_retries = 1;
+	cfg.backoff_base_ms = 10;
+	m = llm_model_new(&cfg, &err);
+	CHECK(m);
+	fakesrv_set_default(s, &hang);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), RLM_ETIMEOUT);
+	CHECK_INT(c.attempts, 2);
+	CHECK_CONTAINS(c.error, "gave up after 2 attempts");
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+struct canceller {
+	atomic_bool *flag;
+	int ms;
+};
+
+static void *cancel_later(void *arg)
+{
+	struct canceller *k = arg;
+	sleep_ns((int64_t)k->ms * 1000000);
+	atomic_store(k->flag, true);
+	return NULL;
+}
+
+TEST(cancel_in_flight)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply hang = {200, NULL, "", FAKE_HANG, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(2);
+	struct llm_call c[4], *ptrs[4];
+	atomic_bool flag = false;
+	struct canceller k = {&flag, 200};
+	pthread_t th;
+	int64_t t0 = now_ns();
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", url, NULL, 3);
+	fakesrv_set_default(s, &hang);
+	for (int i = 0; i < 4; i++) {
+		llm_call_init(&c[i], m, two_msgs, 2);
+		c[i].cancel = &flag;
+		ptrs[i] = &c[i];
+	}
+	pthread_create(&th, NULL, cancel_later, &k);
+	CHECK_INT(llm_pool_run(p, ptrs, 4), 4);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 4; i++) {
+		CHECK_INT(c[i].rc, RLM_ECANCEL);
+		llm_call_release(&c[i]);
+	}
+	CHECK_MSG(now_ns() - t0 < 2000000000LL, "cancel took %lld ms",
+		  (long long)(now_ns() - t0) / 1000000);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(keep_alive_reuses_connection)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply good = {200, NULL, ok_openai, FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", url, NULL, 0);
+	fakesrv_set_default(s, &good);
+	for (int i = 0; i < 50; i++) {
+		struct llm_call c;
+		llm_call_init(&c, m, two_msgs, 2);
+		CHECK_INT(llm_pool_call(p, &c), 0);
+		llm_call_release(&c);
+	}
+	CHECK_INT(fakesrv_count(s), 50);
+	CHECK_INT(fakesrv_connections(s), 1);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(endpoints_spread_the_load)
+{
+	struct fakesrv *a = fakesrv_start(), *b = fakesrv_start();
+	char urls[256];
+	struct fake_reply good = {200, NULL, ok_openai, FAKE_NORMAL, 20};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(8);
+	struct llm_call c[64], *ptrs[64];
+	snprintf(urls, sizeof(urls), "%s/v1, %s/v1/", fakesrv_url(a), fakesrv_url(b));
+	m = model_for(LLM_OPENAI, "m", urls, NULL, 0);
+	CHECK_INT(llm_model_endpoints(m), 2);
+	fakesrv_set_default(a, &good);
+	fakesrv_set_default(b, &good);
+	for (int i = 0; i < 64; i++) {
+		llm_call_init(&c[i], m, two_msgs, 2);
+		ptrs[i] = &c[i];
+	}
+	CHECK_INT(llm_pool_run(p, ptrs, 64), 0);
+	CHECK_MSG(fakesrv_count(a) >= 16 && fakesrv_count(b) >= 16, "split %zu / %zu",
+		  fakesrv_count(a), fakesrv_count(b));
+	CHECK_INT(fakesrv_count(a) + fakesrv_count(b), 64);
+	for (int i = 0; i < 64; i++)
+		llm_call_release(&c[i]);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(a);
+	fakesrv_stop(b);
+}
+
+TEST(failing_endpoint_is_backed_off)
+{
+	struct fakesrv *s = fakesrv_start();
+	char urls[256];
+	struct fake_reply good = {200, NULL, ok_openai, FAKE_NORMAL, 5};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(4);
+	struct llm_call c[40], *ptrs[40];
+	struct llm_stats st;
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%d/v1,%s/v1", proc_closed_port(),
+		 fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", urls, NULL, 4);
+	fakesrv_set_default(s, &good);
+	for (int i = 0; i < 40; i++) {
+		llm_call_init(&c[i], m, two_msgs, 2);
+		ptrs[i] = &c[i];
+	}
+	CHECK_INT(llm_pool_run(p, ptrs, 40), 0);
+	CHECK_INT(fakesrv_count(s), 40);
+	llm_pool_stats(p, &st);
+	/* Only the first few calls may try the dead endpoint before it is backed off. */
+	CHECK_MSG(st.attempts - 40 <= 8, "%lld attempts for 40 calls", (long long)st.attempts);
+	for (int i = 0; i < 40; i++)
+		llm_call_release(&c[i]);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(max_inflight_per_endpoint)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply slow = {200, NULL, ok_openai, FAKE_NORMAL, 100};
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(8);
+	struct llm_call c[6], *ptrs[6];
+	int64_t t0;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	cfg.kind = LLM_OPENAI;
+	cfg.name = "m";
+	cfg.base_urls = url;
+	cfg.max_inflight = 2;
+	m = llm_model_new(&cfg, &err);
+	CHECK(m);
+	fakesrv_set_default(s, &slow);
+	for (int i = 0; i < 6; i++) {
+		llm_call_init(&c[i], m, two_msgs, 2);
+		ptrs[i] = &c[i];
+	}
+	t0 = now_ns();
+	CHECK_INT(llm_pool_run(p, ptrs, 6), 0);
+	/* 6 calls, 2 at a time, 100 ms each: at least 3 waves. */
+	CHECK_MSG(now_ns() - t0 >= 290000000LL, "took %lld ms",
+		  (long long)(now_ns() - t0) / 1000000);
+	for (int i = 0; i < 6; i++)
+		llm_call_release(&c[i]);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+TEST(requests_per_minute_limit)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply good = {200, NULL, ok_openai, FAKE_NORMAL, 0};
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(8);
+	struct llm_call c[12], *ptrs[12];
+	int64_t t0;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	cfg.kind = LLM_OPENAI;
+	cfg.name = "m";
+	cfg.base_urls = url;
+	cfg.rpm = 60; /* one a second, bursts of 10 */
+	m = llm_model_new(&cfg, &err);
+	CHECK(m);
+	fakesrv_set_default(s, &good);
+	for (int i = 0; i < 12; i++) {
+		llm_call_init(&c[i], m, two_msgs, 2);
+		ptrs[i] = &c[i];
+	}
+	t0 = now_ns();
+	CHECK_INT(llm_pool_run(p, ptrs, 12), 0);
+	CHECK_MSG(now_ns() - t0 >= 1800000000LL, "12 calls at 60 rpm took %lld ms",
+		  (long long)(now_ns() - t0) / 1000000);
+	for (int i = 0; i < 12; i++)
+		llm_call_release(&c[i]);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
+}
+
+/* Many calls through the in-process simulator with every kind of fault:
+ * each succeeds within the retry limit, answers its own question, in
+ * order; the simulator saw exactly the attempts the pool counted. */
+TEST(batch_under_faults_in_order)
+{
+	enum { N = 600 };
+	struct sim_cfg sc;
+	struct rlm_err err = {0, ""};
+	struct sim *sim;
+	struct llm_model_cfg cfg = {0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(32);
+	static struct llm_call c[N];
+	static struct llm_call *ptrs[N];
+	static struct llm_msg msgs[N];
+	static char text[N][128];
+	struct llm_stats st;
+	int64_t reqs, faults;
+	sim_cfg_default(&sc);
+	CHECK_INT(sim_cfg_parse("429=0.1,500=0.1,reset=0.05,malformed=0.05,truncate=0.05,"
+				"retry_after=0,retry_after_ms=5,seed=3",
+				&sc, &err),
+		  0);
+	sim = sim_new(&sc);
+	cfg.kind = LLM_SIM;
+	cfg.name = "sim";
+	cfg.sim = sim;
+	cfg.max_retries = 10;
+	cfg.backoff_base_ms = 2;
+	cfg.backoff_max_ms = 10;
+	m = llm_model_new(&cfg, &err);
+	CHECK_MSG(m, "%s", err.msg);
+	for (int i = 0; i < N; i++) {
+		snprintf(text[i], sizeof(text[i]),
+			 "Question: what is the code of item-%d?\n\nText:\nthe code of item-%d is "
+			 "c%d\nnothing else here\n",
+			 i, i, i * 7);
+		msgs[i] = (struct llm_msg){LLM_USER, text[i], strlen(text[i])};
+		llm_call_init(&c[i], m, &msgs[i], 1);
+		ptrs[i] = &c[i];
+	}
+	CHECK_INT(llm_pool_run(p, ptrs, N), 0);
+	for (int i = 0; i < N; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "is c%d", i * 7);
+		CHECK_MSG(c[i].rc == 0, "call %d: %s", i, c[i].error);
+		CHECK_CONTAINS(c[i].text, want);
+		llm_call_release(&c[i]);
+	}
+	llm_pool_stats(p, &st);
+	sim_counts(sim, &reqs, &faults);
+	CHECK_INT(st.calls, N);
+	CHECK_INT(reqs, st.attempts);
+	CHECK_INT(faults, st.attempts - N);
+	CHECK_MSG(faults > N / 5, "only %lld faults injected", (long long)faults);
+	llm_pool_free(p);
+	llm_model_free(m);
+	sim_free(sim);
+}
+
+TEST(model_config_errors)
+{
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	cfg.kind = LLM_ANTHROPIC;
+	cfg.name = "claude-sonnet-4-5";
+	CHECK(llm_model_new(&cfg, &err) == NULL);
+	CHECK_CONTAINS(err.msg, "ANTHROPIC_API_KEY");
+	cfg.kind = LLM_OPENAI;
+	cfg.name = "gpt-5";
+	CHECK(llm_model_new(&cfg, &err) == NULL);
+	CHECK_CONTAINS(err.msg, "OPENAI_API_KEY");
+	cfg.base_urls = "ftp://example.com";
+	CHECK(llm_model_new(&cfg, &err) == NULL);
+	CHECK_CONTAINS(err.msg, "must start with http:// or https://");
+	cfg.base_urls = "http://127.0.0.1:8000/v1";
+	cfg.extra_json = "[1,2]";
+	CHECK(llm_model_new(&cfg, &err) == NULL);
+	CHECK_CONTAINS(err.msg, "not a JSON object");
+}
+
+TEST(price_table)
+{
+	struct llm_price p = llm_price_lookup("gpt-5-mini-2025-08-07");
+	struct llm_usage u = {1000000, 1000000, 0, 0};
+	CHECK(p.known);
+	CHECK(p.input == 0.25 && p.output == 2.0);
+	CHECK(llm_cost(&p, &u) == 2.25);
+	p = llm_price_lookup("openai/gpt-5");
+	CHECK(p.known && p.input == 1.25);
+	p = llm_price_lookup("claude-sonnet-4-5-20250929");
+	CHECK(p.known && p.output == 15.0);
+	p = llm_price_lookup("my-local-model");
+	CHECK(!p.known);
+	CHECK(llm_cost(&p, &u) == 0);
+}
+
+TEST(price_overrides_file)
+{
+	char path[512];
+	FILE *f;
+	struct rlm_err err = {0, ""};
+	struct llm_price p;
+	snprintf(path, sizeof(path), "%s/prices.json", harness_tmpdir());
+	f = fopen(path, "w");
+	fputs("{\"my-local-model\": {\"input\": 0.5, \"output\": 1.5}, "
+	      "\"gpt-5\": {\"input\": 1, \"output\": 2, \"cached\": 0.1}}",
+	      f);
+	fclose(f);
+	CHECK_INT(llm_prices_load(path, &err), 0);
+	p = llm_price_lookup("my-local-model");
+	CHECK(p.known && p.input == 0.5 && p.output == 1.5 && p.cached == 0.5);
+	p = llm_price_lookup("gpt-5");
+	CHECK(p.input == 1 && p.cached == 0.1);
+	f = fopen(path, "w");
+	fputs("{\"x\": {\"input\": -1, \"output\": 1}}", f);
+	fclose(f);
+	CHECK(llm_prices_load(path, &err) != 0);
+	CHECK_CONTAINS(err.msg, "non-negative");
+}

@@ -1,0 +1,1412 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_sim.c -- the simulator: its policy on tree prompts and generic
+ * ones, its configuration, fault injection, the OpenAI request and reply
+ * format (JSON and SSE), the in-process transport, and `rlm sim-serve` over
+ * real HTTP (errors, faults at the socket, keep-alive speed, signals). */
+#include "harness.h"
+#include "proc.h"
+#include "../common/common.h"
+#include "../common/json.h"
+#include "../llm/llm_int.h"
+#include "../llm/sim.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static const char leaf_head[] =
+	"You are answering a question about one part of a larger text. Use only the text given "
+	"here.\n\nQuestion: %s\n\nReply with the answer alone, as briefly as the question allows, "
+	"quoting the text where you can. If this part does not contain the answer, reply with "
+	"exactly NONE. For a question that asks how many, reply with the count for this part "
+	"only, as a number.\n\nText:\n";
+
+static const char combine_head[] =
+	"Several readers each answered the question below from a different part of a larger "
+	"text. Combine their partial answers into one final answer. A partial answer of NONE "
+	"means that part held nothing relevant. For a question that asks how many, add the "
+	"counts up. Reply with the final answer alone.\n\nQuestion: %s\n\nPartial answers:\n";
+
+static const char magic_q[] =
+	"What is the special magic number for harmonious-uniform mentioned in the provided text?";
+
+/* Time limits stretch under TSan and valgrind, which slow everything. */
+static int64_t slow_factor(void)
+{
+	const char *v = getenv("VALGRIND");
+	if (v && strcmp(v, "1") == 0)
+		return 20;
+#if defined(__SANITIZE_THREAD__)
+	return 8;
+#elif defined(__SANITIZE_ADDRESS__)
+	return 2;
+#else
+	return 1;
+#endif
+}
+
+static char *reply_to(const char *text)
+{
+	struct llm_msg m = {LLM_USER, text, strlen(text)};
+	return sim_reply_text(&m, 1);
+}
+
+/* An essay-like chunk of about `bytes` bytes; `needles` lines go in at
+ * evenly spread places. Its words include some of the question's. */
+static char *essay(size_t bytes, const char *const *needles, size_t n_needles, const char *q)
+{
+	static const char *const words[] = {
+		"the", "startup", "founders", "number", "of", "users", "grew", "special", "because",
+		"investors", "magic", "wanted", "growth", "and", "product", "market", "a", "essay",
+		"about", "how", "ideas", "work", "when", "you", "write", "code", "every", "day",
+		"city", "harmonious", "uniform", "people", "think", "hard", "problems", "money",
+	};
+	struct buf b;
+	struct rng r;
+	size_t lines = 0, placed = 0;
+	rng_seed(&r, 42);
+	buf_init(&b, 0);
+	buf_printf(&b, leaf_head, q);
+	while (b.len < bytes) {
+		size_t nw = 8 + rng_below(&r, 30);
+		if (placed < n_needles && b.len >= bytes * (placed + 1) / (n_needles + 1)) {
+			buf_printf(&b, "%s\n", needles[placed++]);
+			continue;
+		}
+		for (size_t i = 0; i < nw; i++) {
+			const char *w = words[rng_below(&r, ARRAY_SIZE(words))];
+			if (i)
+				buf_printf(&b, " %s", w);
+			else
+				buf_printf(&b, "%c%s", w[0] - 32, w + 1);
+		}
+		buf_puts(&b, lines % 7 == 6 ? ".\n\n" : ".\n");
+		lines++;
+	}
+	while (placed < n_needles)
+		buf_printf(&b, "%s\n", needles[placed++]);
+	return buf_detach(&b, NULL);
+}
+
+static char *combine_prompt(const char *q, const char *const *partials, size_t n)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_printf(&b, combine_head, q);
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&b, "[%zu] %s\n", i + 1, partials[i]);
+	return buf_detach(&b, NULL);
+}
+
+/* A request body asking `text` as the only user message. */
+static char *request_body(const char *model, const char *text, const char *extra)
+{
+	cJSON *root = cJSON_CreateObject(), *msgs = cJSON_CreateArray(), *m = cJSON_CreateObject();
+	char *s, *out;
+	json_add_str(root, "model", model);
+	json_add_str(m, "role", "user");
+	json_add_str(m, "content", text);
+	json_add(msgs, NULL, m);
+	json_add(root, "messages", msgs);
+	s = json_print(root);
+	cJSON_Delete(root);
+	if (!extra)
+		return s;
+	s[strlen(s) - 1] = '\0';
+	out = xasprintf("%s,%s}", s, extra);
+	free(s);
+	return out;
+}
+
+static struct sim *sim_of(const char *spec)
+{
+	struct sim_cfg c;
+	struct rlm_err err = {0, ""};
+	sim_cfg_default(&c);
+	CHECK_MSG(sim_cfg_parse(spec, &c, &err) == 0, "%s: %s", spec, err.msg);
+	return sim_new(&c);
+}
+
+static const char needle_q_text[] = "Question: what is the code of item-5?\n\nText:\n"
+				    "the code of item-5 is c35\nnothing else here\n";
+
+/* Content of a non-stream reply body, checked to be a well-formed completion. */
+static char *completion_content(const char *body, size_t len, const char **finish, cJSON **root)
+{
+	cJSON *j = json_parse(body, len), *ch, *msg;
+	CHECK_MSG(j, "not JSON: %.300s", body);
+	CHECK_STR(json_str(j, "object"), "chat.completion");
+	ch = cJSON_GetArrayItem(json_get(j, "choices"), 0);
+	CHECK(ch);
+	msg = json_get(ch, "message");
+	CHECK_STR(json_str(msg, "role"), "assistant");
+	CHECK(json_str(msg, "content"));
+	if (finish)
+		*finish = json_str(ch, "finish_reason");
+	*root = j;
+	return xstrdup(json_str(msg, "content"));
+}
+
+/* Check an SSE body event by event; returns the reassembled content. */
+static char *sse_content(const char *body, size_t len, const char **finish_out, bool *saw_usage)
+{
+	struct buf content;
+	const char *p = body, *end = body + len;
+	bool done = false, first = true;
+	static char finish[32];
+	buf_init(&content, 0);
+	buf_puts(&content, "");
+	finish[0] = '\0';
+	*saw_usage = false;
+	while (p < end) {
+		const char *e = strstr(p, "\n\n");
+		cJSON *j, *ch, *delta;
+		CHECK_MSG(e, "event without a blank line after it: %.200s", p);
+		CHECK_MSG(!done, "event after [DONE]");
+		CHECK_MSG(strncmp(p, "data: ", 6) == 0, "event is not data: %.100s", p);
+		p += 6;
+		if ((size_t)(e - p) == 6 && memcmp(p, "[DONE]", 6) == 0) {
+			done = true;
+			p = e + 2;
+			continue;
+		}
+		j = json_parse(p, (size_t)(e - p));
+		CHECK_MSG(j, "event is not JSON: %.*s", (int)(e - p), p);
+		CHECK_STR(json_str(j, "object"), "chat.completion.chunk");
+		CHECK(strncmp(json_str(j, "id"), "simcmpl-", 8) == 0);
+		ch = cJSON_GetArrayItem(json_get(j, "choices"), 0);
+		if (!ch) {
+			CHECK(json_get(j, "usage"));
+			*saw_usage = true;
+		} else {
+			delta = json_get(ch, "delta");
+			CHECK(delta);
+			if (first)
+				CHECK_STR(json_str(delta, "role"), "assistant");
+			if (json_str(delta, "content"))
+				buf_puts(&content, json_str(delta, "content"));
+			if (json_str(ch, "finish_reason"))
+				snprintf(finish, sizeof(finish), "%s", json_str(ch, "finish_reason"));
+		}
+		first = false;
+		cJSON_Delete(j);
+		p = e + 2;
+	}
+	CHECK_MSG(done, "no [DONE] at the end");
+	*finish_out = finish;
+	return buf_detach(&content, NULL);
+}
+
+/* ---- policy ---- */
+
+TEST(policy_needle_in_large_essay)
+{
+	const char *needle = "One of the special magic numbers for harmonious-uniform is: 2338687.";
+	char *text = essay(400000, &needle, 1, magic_q), *got;
+	int64_t t0 = now_ns(), dt;
+	got = reply_to(text);
+	dt = now_ns() - t0;
+	CHECK_STR(got, needle);
+	fprintf(stderr, "  400 KB leaf answered in %.2f ms\n", (double)dt / 1e6);
+	CHECK_MSG(dt < 50000000 * slow_factor(), "took %lld ns", (long long)dt);
+	free(got);
+	free(text);
+}
+
+TEST(policy_none_when_absent)
+{
+	char *text = essay(200000, NULL, 0, magic_q), *got = reply_to(text);
+	CHECK_STR(got, "NONE");
+	free(got);
+	free(text);
+}
+
+TEST(policy_true_needle_beats_distractor_in_one_chunk)
+{
+	const char *needles[] = {
+		"One of the special magic numbers for quiet-harbor is: 1111111.",
+		"One of the special magic numbers for harmonious-uniform is: 2338687.",
+		"One of the special magic numbers for brave-lantern is: 3333333.",
+	};
+	char *text = essay(100000, needles, 3, magic_q), *got = reply_to(text);
+	CHECK_STR(got, needles[1]);
+	free(got);
+	free(text);
+}
+
+TEST(policy_combine_distractor_loses)
+{
+	const char *parts[] = {
+		"NONE",
+		"One of the special magic numbers for quiet-harbor is: 1111111.",
+		"NONE",
+		"One of the special magic numbers for harmonious-uniform is: 2338687.",
+		"One of the special magic numbers for brave-lantern is: 3333333.",
+	};
+	char *p = combine_prompt(magic_q, parts, 5), *got = reply_to(p);
+	CHECK_STR(got, parts[3]);
+	free(got);
+	free(p);
+	/* order does not matter */
+	{
+		const char *rev[] = {parts[4], parts[3], parts[1]};
+		p = combine_prompt(magic_q, rev, 3);
+		got = reply_to(p);
+		CHECK_STR(got, parts[3]);
+		free(got);
+		free(p);
+	}
+}
+
+TEST(policy_combine_ties_and_single)
+{
+	const char *parts[] = {"NONE", "the first", "the second"};
+	char *p = combine_prompt("What is it?", parts, 3), *got = reply_to(p);
+	CHECK_STR(got, "the first"); /* no terms: every score ties, the first wins */
+	free(got);
+	free(p);
+	{
+		const char *one[] = {"  alone here.  "};
+		p = combine_prompt(magic_q, one, 1);
+		got = reply_to(p);
+		CHECK_STR(got, "alone here.");
+		free(got);
+		free(p);
+	}
+}
+
+TEST(policy_combine_multiline_partial)
+{
+	char *got = reply_to("Question: which gate opens at dawn?\n\nPartial answers:\n"
+			     "[1] The north gate\nopens at dawn.\n[2] NONE\n[3] the river\n");
+	CHECK_STR(got, "The north gate\nopens at dawn.");
+	free(got);
+}
+
+TEST(policy_combine_all_none)
+{
+	const char *parts[] = {"NONE", "none", " NONE. "};
+	char *p = combine_prompt(magic_q, parts, 3), *got = reply_to(p);
+	CHECK_STR(got, "NONE");
+	free(got);
+	free(p);
+	got = reply_to("Question: how many cats?\n\nPartial answers:\n");
+	CHECK_STR(got, "NONE");
+	free(got);
+}
+
+TEST(policy_how_many_counts_lines)
+{
+	struct buf b;
+	char *got;
+	buf_init(&b, 0);
+	buf_printf(&b, leaf_head, "How many reports mention a storm in Lisbon?");
+	buf_puts(&b, "Report 1: a storm hit Lisbon.\n"
+		     "Report 2: calm weather in Porto.\n"
+		     "\n"
+		     "Report 3: storms again over the Lisbon harbour.\n"
+		     "Report 4: Lisbon was sunny.\n"
+		     "Report 5: a storm in Faro.\n");
+	got = reply_to(b.p);
+	CHECK_STR(got, "2");
+	free(got);
+	buf_reset(&b);
+	buf_printf(&b, leaf_head, "How many times does the word 'hail' appear?");
+	buf_puts(&b, "rain and sun\nno hail today\nHAIL again\nsnow\n");
+	got = reply_to(b.p);
+	CHECK_STR(got, "2");
+	free(got);
+	buf_reset(&b);
+	buf_printf(&b, leaf_head, "how many reports mention a volcano?");
+	buf_puts(&b, "Report 1: a storm hit Lisbon.\n");
+	got = reply_to(b.p);
+	CHECK_STR(got, "0");
+	free(got);
+	buf_release(&b);
+}
+
+TEST(policy_combine_sums_counts)
+{
+	const char *parts[] = {"3", "NONE", "There are 4 such reports.", "0", "12"};
+	char *p = combine_prompt("How many reports mention a storm in Lisbon?", parts, 5);
+	char *got = reply_to(p);
+	CHECK_STR(got, "19");
+	free(got);
+	free(p);
+}
+
+TEST(policy_generic_prompts)
+{
+	struct {
+		const char *prompt, *want;
+	} cases[] = {
+		/* material first, the question last (a line ending in '?') */
+		{"Some notes from the trip.\nThe access code for the north gate is 4471.\n"
+		 "The south gate has no code.\nWhat is the access code for the north gate?\n",
+		 "The access code for the north gate is 4471."},
+		/* the question first, with no '?' and no markers */
+		{"Find the capital of Freedonia\nThe capital of Sylvania is Vel.\n"
+		 "The capital of Freedonia is Fenwick.\n",
+		 "The capital of Freedonia is Fenwick."},
+		/* Context: first, Question: after it */
+		{"Context:\nalpha team scored 3\nbeta team scored 9\n\nQuestion: what did the beta "
+		 "team score?\n",
+		 "beta team scored 9"},
+		/* the pool tests' format */
+		{needle_q_text, "the code of item-5 is c35"},
+		/* nothing matches */
+		{"Question: who painted the ceiling?\nText:\nthe cat sat on the mat\n", "NONE"},
+		/* nothing at all */
+		{"", "NONE"},
+		{"\n\n  \n", "NONE"},
+		/* Question: alone on its line */
+		{"Question:\nwhere is the key kept?\n\nText:\nthe key is kept under the blue pot\n"
+		 "the door is red\n",
+		 "the key is kept under the blue pot"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *got = reply_to(cases[i].prompt);
+		CHECK_MSG(strcmp(got, cases[i].want) == 0, "case %zu: got \"%s\", want \"%s\"", i,
+			  got, cases[i].want);
+		free(got);
+	}
+}
+
+TEST(policy_last_user_message)
+{
+	struct llm_msg m[3] = {
+		{LLM_SYSTEM, "Question: what is the code?\nText:\nthe code is 1\n", 0},
+		{LLM_USER, needle_q_text, strlen(needle_q_text)},
+		{LLM_ASSISTANT, "ok", 2},
+	};
+	char *got;
+	m[0].len = strlen(m[0].text);
+	got = sim_reply_text(m, 3);
+	CHECK_STR(got, "the code of item-5 is c35");
+	free(got);
+	got = sim_reply_text(m, 0);
+	CHECK_STR(got, "NONE");
+	free(got);
+}
+
+TEST(policy_multibyte_utf8)
+{
+	struct buf b;
+	char *got;
+	buf_init(&b, 0);
+	buf_printf(&b, leaf_head, "Quel est le code secret de la clé «rouge-été» ?");
+	for (int i = 0; i < 200; i++)
+		buf_printf(&b, "Le café de la gare — %d — est fermé le dimanche ☕. 日本語の文章 %d。\n",
+			   i, i);
+	buf_puts(&b, "Le code secret de la clé «rouge-été» est 42 ✓.\n");
+	for (int i = 0; i < 50; i++)
+		buf_puts(&b, "Une clé bleue ouvre la porte du jardin d’hiver.\n");
+	got = reply_to(b.p);
+	CHECK_STR(got, "Le code secret de la clé «rouge-été» est 42 ✓.");
+	free(got);
+
+	/* A matching line longer than 1000 bytes is cut on a character boundary. */
+	buf_reset(&b);
+	buf_printf(&b, leaf_head, magic_q);
+	buf_puts(&b, "One of the special magic numbers for harmonious-uniform is: ");
+	for (int i = 0; i < 700; i++)
+		buf_puts(&b, "é");
+	buf_puts(&b, "\nfiller line\n");
+	got = reply_to(b.p);
+	CHECK(strlen(got) <= 1000 && strlen(got) >= 997);
+	CHECK(utf8_valid(got, strlen(got), NULL));
+	CHECK(strncmp(got, "One of the special", 18) == 0);
+	free(got);
+	buf_release(&b);
+}
+
+/* ---- configuration ---- */
+
+TEST(cfg_parse_good)
+{
+	struct sim_cfg c;
+	struct rlm_err err = {0, ""};
+	sim_cfg_default(&c);
+	CHECK_INT(c.seed, 1);
+	CHECK(c.ttft_ms == 0 && c.decode_tps == 0 && c.p_429 == 0 && c.faults_max < 0);
+	CHECK(c.retry_after_s == 1 && c.retry_after_ms == 0 && c.slow_ms == 2000);
+	CHECK_INT(sim_cfg_parse("ttft=100ms,tps=50,429=0.1,500=0.05,reset=0.05,malformed=0.05,"
+				"slow=0.02,truncate=0.05,faults=3,retry_after=2,retry_after_ms=50,"
+				"slow_ms=1.5s,seed=7",
+				&c, &err),
+		  0);
+	CHECK(c.ttft_ms == 100 && c.decode_tps == 50 && c.p_429 == 0.1 && c.p_500 == 0.05);
+	CHECK(c.p_reset == 0.05 && c.p_malformed == 0.05 && c.p_slow == 0.02 &&
+	      c.p_truncate == 0.05);
+	CHECK(c.faults_max == 3 && c.retry_after_s == 2 && c.retry_after_ms == 50);
+	CHECK(c.slow_ms == 1500 && c.seed == 7);
+	/* over the values already there; spaces, empty items, units */
+	CHECK_INT(sim_cfg_parse(" ttft = 2s ,, retry_after=500ms,", &c, &err), 0);
+	CHECK(c.ttft_ms == 2000 && c.retry_after_s == 0.5 && c.decode_tps == 50);
+	CHECK_INT(sim_cfg_parse("", &c, &err), 0);
+	CHECK_INT(sim_cfg_parse(NULL, &c, &err), 0);
+	CHECK_INT(sim_cfg_parse("ttft=7,faults=-1,429=0.5", &c, &err), 0);
+	CHECK(c.ttft_ms == 7 && c.faults_max == -1);
+}
+
+TEST(cfg_parse_bad)
+{
+	static const struct {
+		const char *spec, *msg;
+	} cases[] = {
+		{"warp=9", "unknown simulator option 'warp' (known: seed, ttft, tps, 429"},
+		{"ttft=abc", "bad value 'abc' for simulator option 'ttft'"},
+		{"ttft=-5", "bad value '-5' for simulator option 'ttft'"},
+		{"ttft=5m", "bad value '5m' for simulator option 'ttft'"},
+		{"ttft=", "bad value '' for simulator option 'ttft'"},
+		{"ttft", "bad value '' for simulator option 'ttft'"},
+		{"tps=-1", "bad value '-1' for simulator option 'tps'"},
+		{"429=1.5", "bad value '1.5' for simulator option '429'"},
+		{"500=-0.1", "bad value '-0.1' for simulator option '500'"},
+		{"reset=x", "bad value 'x' for simulator option 'reset'"},
+		{"malformed=nan", "bad value 'nan' for simulator option 'malformed'"},
+		{"slow=inf", "bad value 'inf' for simulator option 'slow'"},
+		{"truncate=", "bad value '' for simulator option 'truncate'"},
+		{"faults=2.5", "bad value '2.5' for simulator option 'faults'"},
+		{"faults=-2", "bad value '-2' for simulator option 'faults'"},
+		{"seed=-1", "bad value '-1' for simulator option 'seed'"},
+		{"seed=12x", "bad value '12x' for simulator option 'seed'"},
+		{"retry_after=soon", "bad value 'soon' for simulator option 'retry_after'"},
+		{"retry_after_ms=-3", "bad value '-3' for simulator option 'retry_after_ms'"},
+		{"slow_ms=1h", "bad value '1h' for simulator option 'slow_ms'"},
+		{"429=0.6,500=0.5", "fault rates add up to 1.1, more than 1"},
+		{"=3", "unknown simulator option ''"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct sim_cfg c, before;
+		struct rlm_err err = {0, ""};
+		sim_cfg_default(&c);
+		c.ttft_ms = 33;
+		before = c;
+		CHECK_MSG(sim_cfg_parse(cases[i].spec, &c, &err) == RLM_EINVAL, "'%s' accepted",
+			  cases[i].spec);
+		CHECK_MSG(strstr(err.msg, cases[i].msg), "'%s': message \"%s\", want \"%s\"",
+			  cases[i].spec, err.msg, cases[i].msg);
+		CHECK_MSG(memcmp(&c, &before, sizeof(c)) == 0, "'%s' changed cfg", cases[i].spec);
+	}
+}
+
+/* ---- sim_handle: format, timing, faults ---- */
+
+TEST(handle_completion_body)
+{
+	struct sim *s = sim_of("ttft=100ms,tps=10");
+	char *body = request_body("my-model", needle_q_text, "\"temperature\":0"), *content;
+	struct sim_reply r;
+	const char *finish;
+	cJSON *j, *u;
+	CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
+	CHECK_INT(r.status, 200);
+	CHECK_INT(r.fault, SIM_OK);
+	CHECK(!r.stream);
+	CHECK_INT(r.retry_after_s, -1);
+	content = completion_content(r.body, r.len, &finish, &j);
+	CHECK_STR(content, "the code of item-5 is c35");
+	CHECK_STR(finish, "stop");
+	CHECK_STR(json_str(j, "id"), "simcmpl-1");
+	CHECK_STR(json_str(j, "model"), "my-model");
+	CHECK(json_num(j, "created", 0) > 1.6e9);
+	u = json_get(j, "usage");
+	CHECK_INT(json_int(u, "prompt_tokens", -1), (strlen(needle_q_text) + 3) / 4);
+	CHECK_INT(json_int(u, "completion_tokens", -1), (strlen(content) + 3) / 4);
+	CHECK_INT(json_int(u, "total_tokens", -1),
+		  (strlen(needle_q_text) + 3) / 4 + (strlen(content) + 3) / 4);
+	/* ttft + 7 tokens at 10 per second */
+	CHECK_INT(r.delay_ns, 100000000LL + 700000000LL);
+	cJSON_Delete(j);
+	free(content);
+	sim_reply_release(&r);
+	/* array content parts, several messages: prompt tokens count them all */
+	{
+		const char *b2 = "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":"
+				 "\"abcd\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+				 "\"text\":\"Question: what is the code of item-5?\"},{\"type\":"
+				 "\"text\",\"text\":\"Text:\\nthe code of item-5 is c35\"}]}]}";
+		CHECK_INT(sim_handle(s, b2, strlen(b2), &r), 0);
+		CHECK_INT(r.status, 200);
+		content = completion_content(r.body, r.len, NULL, &j);
+		CHECK_STR(content, "the code of item-5 is c35");
+		CHECK_STR(json_str(j, "id"), "simcmpl-2");
+		CHECK_INT(json_int(json_get(j, "usage"), "prompt_tokens", -1),
+			  (4 + 37 + 31 + 3) / 4);
+		cJSON_Delete(j);
+		free(content);
+		sim_reply_release(&r);
+	}
+	free(body);
+	sim_free(s);
+}
+
+TEST(handle_max_tokens_truncates)
+{
+	struct sim *s = sim_of("");
+	char *body, *content;
+	struct sim_reply r;
+	const char *finish;
+	cJSON *j;
+	const char *text = "Question: what is the motto of the élève?\n\nText:\n"
+			   "the motto of the élève is été été été été\nother\n";
+	body = request_body("m", text, "\"max_tokens\":3");
+	CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
+	content = completion_content(r.body, r.len, &finish, &j);
+	CHECK_STR(finish, "length");
+	CHECK(strlen(content) <= 12 && strlen(content) >= 10);
+	CHECK(utf8_valid(content, strlen(content), NULL));
+	CHECK(strncmp(content, "the motto", 9) == 0);
+	CHECK_INT(json_int(json_get(j, "usage"), "completion_tokens", -1), 3);
+	cJSON_Delete(j);
+	free(content);
+	sim_reply_release(&r);
+	free(body);
+	/* max_completion_tokens too; a limit that is not reached changes nothing */
+	body = request_body("m", text, "\"max_completion_tokens\":1000");
+	CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
+	content = completion_content(r.body, r.len, &finish, &j);
+	CHECK_STR(finish, "stop");
+	CHECK_STR(content, "the motto of the élève is été été été été");
+	cJSON_Delete(j);
+	free(content);
+	sim_reply_release(&r);
+	free(body);
+	sim_free(s);
+}
+
+TEST(handle_bad_requests_400)
+{
+	static const struct {
+		const char *body, *msg;
+	} cases[] = {
+		{"", "could not parse the JSON body"},
+		{"{", "could not parse the JSON body"},
+		{"{} x", "could not parse the JSON body"},
+		{"[]", "must be a JSON object"},
+		{"{}", "you must provide a model parameter"},
+		{"{\"model\":1,\"messages\":[]}", "invalid type for 'model'"},
+		{"{\"model\":\"m\"}", "missing required parameter: 'messages'"},
+		{"{\"model\":\"m\",\"messages\":{}}", "invalid type for 'messages'"},
+		{"{\"model\":\"m\",\"messages\":[]}", "empty array"},
+		{"{\"model\":\"m\",\"messages\":[1]}", "'messages[0]': expected an object"},
+		{"{\"model\":\"m\",\"messages\":[{\"content\":\"x\"}]}",
+		 "missing required parameter: 'messages[0].role'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":"
+		 "\"robot\",\"content\":\"x\"}]}",
+		 "invalid value for 'messages[1].role': 'robot'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",
+		 "missing required parameter: 'messages[0].content'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]}",
+		 "invalid type for 'messages[0].content'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+		 "\"image_url\",\"image_url\":{}}]}]}",
+		 "unsupported content part type 'image_url' in 'messages[0].content[0]'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+		 "\"text\"}]}]}",
+		 "missing required parameter: 'messages[0].content[0].text'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[7]}]}",
+		 "'messages[0].content[0].type'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		 "\"max_tokens\":0}",
+		 "invalid value for 'max_tokens'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		 "\"max_completion_tokens\":\"9\"}",
+		 "invalid value for 'max_completion_tokens'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		 "\"max_tokens\":2.5}",
+		 "invalid value for 'max_tokens'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		 "\"stream\":\"yes\"}",
+		 "invalid type for 'stream'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		 "\"stream_options\":{\"include_usage\":1}}",
+		 "invalid value for 'stream_options'"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
+		 "not valid UTF-8"},
+	};
+	struct sim *s = sim_of("429=1"); /* an invalid request draws no fault */
+	int64_t reqs, faults;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct sim_reply r;
+		cJSON *j, *e;
+		CHECK_INT(sim_handle(s, cases[i].body, strlen(cases[i].body), &r), 0);
+		CHECK_MSG(r.status == 400, "case %zu: status %d", i, r.status);
+		CHECK_INT(r.delay_ns, 0);
+		j = json_parse(r.body, r.len);
+		CHECK(j);
+		e = json_get(j, "error");
+		CHECK_STR(json_str(e, "type"), "invalid_request_error");
+		CHECK(cJSON_IsNull(json_get(e, "param")) && cJSON_IsNull(json_get(e, "code")));
+		CHECK_MSG(strstr(json_str(e, "message"), cases[i].msg),
+			  "case %zu: message \"%s\", want \"%s\"", i, json_str(e, "message"),
+			  cases[i].msg);
+		cJSON_Delete(j);
+		sim_reply_release(&r);
+	}
+	sim_counts(s, &reqs, &faults);
+	CHECK_INT(reqs, ARRAY_SIZE(cases));
+	CHECK_INT(faults, 0);
+	sim_free(s);
+}
+
+TEST(handle_stream_sse)
+{
+	struct sim *s = sim_of("");
+	struct buf t;
+	char *body, *got, *plain;
+	const char *finish;
+	struct sim_reply r;
+	bool usage;
+	cJSON *j;
+	buf_init(&t, 0);
+	buf_puts(&t, "Question: what does the long line say about the ledger?\n\nText:\nshort\n"
+		     "the long line about the ledger: ");
+	for (int i = 0; i < 40; i++)
+		buf_puts(&t, "ledger écrit 日本 ");
+	buf_puts(&t, "\nend\n");
+	/* the non-stream content first */
+	body = request_body("m", t.p, NULL);
+	CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
+	plain = completion_content(r.body, r.len, NULL, &j);
+	cJSON_Delete(j);
+	sim_reply_release(&r);
+	free(body);
+	CHECK(strlen(plain) > 300);
+
+	body = request_body("m", t.p, "\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+	CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
+	CHECK(r.stream);
+	CHECK_INT(r.status, 200);
+	got = sse_content(r.body, r.len, &finish, &usage);
+	CHECK_STR(got, plain);
+	CHECK_STR(finish, "stop");
+	CHECK(usage);
+	free(got);
+	sim_reply_release(&r);
+	free(body);
+
+	/* without include_usage, and cut by max_tokens */
+	body = request_body("m", t.p, "\"stream\":true,\"max_tokens\":20");
+	CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
+	got = sse_content(r.body, r.len, &finish, &usage);
+	CHECK_STR(finish, "length");
+	CHECK(!usage);
+	CHECK(strlen(got) <= 80 && strncmp(got, plain, strlen(got)) == 0);
+	free(got);
+	sim_reply_release(&r);
+	free(body);
+	free(plain);
+	buf_release(&t);
+	sim_free(s);
+}
+
+/* The fault of each of n requests. */
+static void fault_sequence(struct sim *s, int n, enum sim_fault *out)
+{
+	char *body = request_body("m", needle_q_text, NULL);
+	for (int i = 0; i < n; i++) {
+		struct sim_reply r;
+		CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
+		out[i] = r.fault;
+		sim_reply_release(&r);
+	}
+	free(body);
+}
+
+TEST(faults_deterministic_by_seed)
+{
+	enum { N = 400 };
+	static enum sim_fault a[N], b[N], c[N];
+	const char *spec = "429=0.1,500=0.1,reset=0.1,malformed=0.1,slow=0.1,truncate=0.1,seed=5";
+	struct sim *s1 = sim_of(spec), *s2 = sim_of(spec);
+	struct sim *s3 = sim_of("429=0.1,500=0.1,reset=0.1,malformed=0.1,slow=0.1,truncate=0.1,"
+				"seed=6");
+	int count[SIM_TRUNCATE + 1] = {0};
+	int64_t reqs, faults;
+	fault_sequence(s1, N, a);
+	fault_sequence(s2, N, b);
+	fault_sequence(s3, N, c);
+	CHECK(memcmp(a, b, sizeof(a)) == 0);
+	CHECK(memcmp(a, c, sizeof(a)) != 0);
+	for (int i = 0; i < N; i++)
+		count[a[i]]++;
+	for (int k = SIM_429; k <= SIM_TRUNCATE; k++)
+		CHECK_MSG(count[k] > N / 20 && count[k] < N / 5, "fault %d: %d of %d", k, count[k],
+			  N);
+	CHECK(count[SIM_OK] > N / 4);
+	sim_counts(s1, &reqs, &faults);
+	CHECK_INT(reqs, N);
+	CHECK_INT(faults, N - count[SIM_OK]);
+	sim_free(s1);
+	sim_free(s2);
+	sim_free(s3);
+}
+
+TEST(faults_cap_and_zero_rate)
+{
+	enum sim_fault f[100];
+	struct sim *s = sim_of("500=1,faults=5");
+	int64_t reqs, faults;
+	fault_sequence(s, 100, f);
+	for (int i = 0; i < 100; i++)
+		CHECK_INT(f[i], i < 5 ? SIM_500 : SIM_OK);
+	sim_counts(s, &reqs, &faults);
+	CHECK_INT(reqs, 100);
+	CHECK_INT(faults, 5);
+	sim_free(s);
+	s = sim_of("seed=99");
+	fault_sequence(s, 100, f);
+	for (int i = 0; i < 100; i++)
+		CHECK_INT(f[i], SIM_OK);
+	sim_free(s);
+	s = sim_of("500=1,faults=0");
+	fault_sequence(s, 10, f);
+	for (int i = 0; i < 10; i++)
+		CHECK_INT(f[i], SIM_OK);
+	sim_free(s);
+}
+
+TEST(faults_each_kind)
+{
+	static const struct {
+		const char *spec;
+		int status;
+		enum sim_fault fault;
+	} cases[] = {
+		{"429=1,retry_after=1.2,retry_after_ms=50,ttft=30", 429, SIM_429},
+		{"500=1,ttft=30", 500, SIM_500},
+		{"reset=1,ttft=30", 0, SIM_RESET},
+		{"malformed=1,ttft=30", 200, SIM_MALFORMED},
+		{"slow=1,slow_ms=40,ttft=30", 200, SIM_SLOW},
+		{"truncate=1,ttft=30", 200, SIM_TRUNCATE},
+	};
+	char *body = request_body("m", needle_q_text, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct sim *s = sim_of(cases[i].spec);
+		struct sim_reply r;
+		cJSON *j;
+		CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
+		CHECK_MSG(r.fault == cases[i].fault, "%s: fault %d", cases[i].spec, r.fault);
+		CHECK_MSG(r.status == cases[i].status, "%s: status %d", cases[i].spec, r.status);
+		j = r.len ? json_parse(r.body, r.len) : NULL;
+		switch (r.fault) {
+		case SIM_429:
+			CHECK_INT(r.retry_after_s, 2);
+			CHECK_INT(r.retry_after_ms, 50);
+			CHECK_INT(r.delay_ns, 30000000);
+			CHECK_STR(json_str(json_get(j, "error"), "type"), "rate_limit_error");
+			CHECK_STR(json_str(json_get(j, "error"), "code"), "rate_limit_exceeded");
+			CHECK_STR(json_str(json_get(j, "error"), "message"),
+				  "Rate limit reached (simulated)");
+			break;
+		case SIM_500:
+			CHECK_INT(r.retry_after_s, -1);
+			CHECK_INT(r.delay_ns, 30000000);
+			CHECK_STR(json_str(json_get(j, "error"), "type"), "server_error");
+			CHECK(cJSON_IsNull(json_get(json_get(j, "error"), "code")));
+			break;
+		case SIM_MALFORMED:
+			CHECK(!j && r.len > 10);
+			CHECK(r.body[0] == '{');
+			break;
+		case SIM_SLOW:
+			CHECK(j);
+			CHECK_INT(r.delay_ns, 70000000);
+			break;
+		case SIM_TRUNCATE:
+			CHECK(j); /* the whole body: the server sends half of it */
+			break;
+		default: break;
+		}
+		cJSON_Delete(j);
+		sim_reply_release(&r);
+		sim_free(s);
+	}
+	free(body);
+}
+
+/* ---- the in-process transport ---- */
+
+static void transport(struct sim *s, const char *text, long timeout_ms, const atomic_bool *cancel,
+		      struct http_resp *resp, int64_t *took_ns)
+{
+	struct http_req req = {0};
+	int64_t t0 = now_ns();
+	req.url = xstrdup("sim://local/v1/chat/completions");
+	req.body = request_body("sim", text, "\"stream\":true");
+	req.len = strlen(req.body);
+	http_resp_init(resp);
+	sim_transport(s, &req, resp, timeout_ms, cancel);
+	*took_ns = now_ns() - t0;
+	http_req_release(&req);
+}
+
+TEST(transport_replies_and_faults)
+{
+	struct sim *s = sim_of("ttft=20");
+	struct http_resp resp;
+	int64_t took;
+	char *content;
+	cJSON *j;
+	transport(s, needle_q_text, 0, NULL, &resp, &took);
+	CHECK_INT(resp.transport_rc, 0);
+	CHECK_INT(resp.status, 200);
+	CHECK_INT(resp.retry_after_ms, -1);
+	CHECK(took >= 20000000);
+	/* never streams, even when asked */
+	content = completion_content(resp.body.p, resp.body.len, NULL, &j);
+	CHECK_STR(content, "the code of item-5 is c35");
+	free(content);
+	cJSON_Delete(j);
+	http_resp_release(&resp);
+	sim_free(s);
+
+	s = sim_of("429=1,retry_after=3");
+	transport(s, needle_q_text, 0, NULL, &resp, &took);
+	CHECK_INT(resp.status, 429);
+	CHECK_INT(resp.retry_after_ms, 3000);
+	CHECK_CONTAINS(resp.body.p, "rate_limit_error");
+	http_resp_release(&resp);
+	sim_free(s);
+
+	s = sim_of("429=1,retry_after=3,retry_after_ms=15");
+	transport(s, needle_q_text, 0, NULL, &resp, &took);
+	CHECK_INT(resp.retry_after_ms, 15);
+	http_resp_release(&resp);
+	sim_free(s);
+
+	s = sim_of("reset=1");
+	transport(s, needle_q_text, 0, NULL, &resp, &took);
+	CHECK_INT(resp.transport_rc, RLM_EHTTP);
+	CHECK_STR(resp.transport_err, "connection reset by peer (simulated)");
+	http_resp_release(&resp);
+	sim_free(s);
+
+	s = sim_of("truncate=1");
+	transport(s, needle_q_text, 0, NULL, &resp, &took);
+	CHECK_INT(resp.transport_rc, RLM_EHTTP);
+	CHECK_CONTAINS(resp.transport_err, "transfer closed with ");
+	CHECK_CONTAINS(resp.transport_err, " bytes remaining to read (simulated)");
+	CHECK(resp.body.len > 0);
+	http_resp_release(&resp);
+	sim_free(s);
+}
+
+TEST(transport_timeout)
+{
+	struct sim *s = sim_of("ttft=5s");
+	struct http_resp resp;
+	int64_t took;
+	transport(s, needle_q_text, 50, NULL, &resp, &took);
+	CHECK_INT(resp.transport_rc, RLM_ETIMEOUT);
+	CHECK_STR(resp.transport_err, "operation timed out after 50 ms (simulated)");
+	CHECK_MSG(took >= 50000000 && took < 1000000000, "took %lld ns", (long long)took);
+	http_resp_release(&resp);
+	sim_free(s);
+}
+
+static void *cancel_later(void *arg)
+{
+	sleep_ns(40000000);
+	atomic_store((atomic_bool *)arg, true);
+	return NULL;
+}
+
+TEST(transport_cancel)
+{
+	struct sim *s = sim_of("ttft=5s");
+	struct http_resp resp;
+	atomic_bool cancel;
+	pthread_t t;
+	int64_t took;
+	atomic_init(&cancel, false);
+	pthread_create(&t, NULL, cancel_later, &cancel);
+	transport(s, needle_q_text, 60000, &cancel, &resp, &took);
+	pthread_join(t, NULL);
+	CHECK_INT(resp.transport_rc, RLM_ECANCEL);
+	CHECK_MSG(took >= 40000000 && took < 1000000000, "took %lld ns", (long long)took);
+	http_resp_release(&resp);
+	sim_free(s);
+}
+
+/* ---- rlm sim-serve over HTTP ---- */
+
+struct http {
+	CURLcode rc;
+	long status;
+	struct buf body;
+	char retry_after[32];
+	char retry_after_ms[32];
+	char ctype[64];
+	int64_t first_byte_ns, last_byte_ns; /* since the start */
+	int64_t t0;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct http *h = arg;
+	int64_t t = now_ns() - h->t0;
+	if (!h->first_byte_ns)
+		h->first_byte_ns = t;
+	h->last_byte_ns = t;
+	buf_append(&h->body, p, size * n);
+	return size * n;
+}
+
+static void header_value(const char *line, size_t n, const char *name, char *out, size_t outlen)
+{
+	size_t k = strlen(name);
+	if (n > k + 1 && strncasecmp(line, name, k) == 0 && line[k] == ':') {
+		const char *v = line + k + 1;
+		size_t vn = n - k - 1;
+		while (vn && (*v == ' '))
+			v++, vn--;
+		while (vn && (v[vn - 1] == '\r' || v[vn - 1] == '\n'))
+			vn--;
+		snprintf(out, outlen, "%.*s", (int)vn, v);
+	}
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct http *h = arg;
+	header_value(p, size * n, "Retry-After", h->retry_after, sizeof(h->retry_after));
+	header_value(p, size * n, "retry-after-ms", h->retry_after_ms, sizeof(h->retry_after_ms));
+	header_value(p, size * n, "Content-Type", h->ctype, sizeof(h->ctype));
+	return size * n;
+}
+
+static void http_setup(CURL *e, struct http *h, int port, const char *method, const char *path,
+		       const char *body)
+{
+	char url[256];
+	memset(h, 0, sizeof(*h));
+	buf_init(&h->body, 0);
+	buf_puts(&h->body, "");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	if (body) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	} else {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	}
+	h->t0 = now_ns();
+}
+
+static struct http http_do(int port, const char *method, const char *path, const char *body)
+{
+	struct http h;
+	CURL *e = curl_easy_init();
+	http_setup(e, &h, port, method, path, body);
+	h.rc = curl_easy_perform(e);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &h.status);
+	curl_easy_cleanup(e);
+	return h;
+}
+
+/* An error reply: JSON {"error": {"message", "type"}}. */
+static void check_json_error(struct http *h, long status, const char *type, const char *msg)
+{
+	cJSON *j;
+	CHECK_MSG(h->rc == CURLE_OK, "curl: %s", curl_easy_strerror(h->rc));
+	CHECK_MSG(h->status == status, "status %ld, want %ld: %s", h->status, status, h->body.p);
+	CHECK_STR(h->ctype, "application/json");
+	j = json_parse(h->body.p, h->body.len);
+	CHECK_MSG(j, "not JSON: %s", h->body.p);
+	CHECK_STR(json_str(json_get(j, "error"), "type"), type);
+	CHECK_CONTAINS(json_str(json_get(j, "error"), "message"), msg);
+	cJSON_Delete(j);
+}
+
+TEST(serve_chat_models_health)
+{
+	int port;
+	pid_t pid;
+	struct http h;
+	char *body = request_body("sim", needle_q_text, NULL), *content;
+	cJSON *j;
+	curl_global_init(CURL_GLOBAL_ALL);
+	pid = proc_sim_serve("ttft=1", &port);
+	h = http_do(port, "POST", "/v1/chat/completions", body);
+	CHECK_INT(h.rc, CURLE_OK);
+	CHECK_INT(h.status, 200);
+	CHECK_STR(h.ctype, "application/json");
+	content = completion_content(h.body.p, h.body.len, NULL, &j);
+	CHECK_STR(content, "the code of item-5 is c35");
+	CHECK_STR(json_str(j, "model"), "sim");
+	free(content);
+	cJSON_Delete(j);
+	buf_release(&h.body);
+
+	h = http_do(port, "POST", "/chat/completions", body);
+	CHECK_INT(h.status, 200);
+	CHECK_CONTAINS(h.body.p, "the code of item-5 is c35");
+	buf_release(&h.body);
+
+	h = http_do(port, "GET", "/v1/models", NULL);
+	CHECK_INT(h.status, 200);
+	CHECK_STR(h.body.p, "{\"object\":\"list\",\"data\":[{\"id\":\"sim\",\"object\":\"model\","
+			    "\"created\":0,\"owned_by\":\"rlm\"}]}");
+	buf_release(&h.body);
+	h = http_do(port, "GET", "/healthz", NULL);
+	CHECK_INT(h.status, 200);
+	CHECK_STR(h.body.p, "{\"status\":\"ok\"}");
+	buf_release(&h.body);
+	CHECK_INT(proc_stop(pid), 0);
+	free(body);
+}
+
+/* Content-Length of a body that is never sent: the server refuses first. */
+static size_t read_zeros(char *p, size_t size, size_t n, void *arg)
+{
+	(void)arg;
+	memset(p, ' ', size * n);
+	return size * n;
+}
+
+TEST(serve_errors_json)
+{
+	int port;
+	pid_t pid;
+	struct http h;
+	curl_global_init(CURL_GLOBAL_ALL);
+	pid = proc_sim_serve("", &port);
+	h = http_do(port, "GET", "/nope", NULL);
+	check_json_error(&h, 404, "not_found", "no route for GET /nope");
+	buf_release(&h.body);
+	h = http_do(port, "POST", "/v2/anything", "{}");
+	check_json_error(&h, 404, "not_found", "no route for POST /v2/anything");
+	buf_release(&h.body);
+	h = http_do(port, "GET", "/v1/chat/completions", NULL);
+	check_json_error(&h, 405, "method_not_allowed", "method GET not allowed");
+	buf_release(&h.body);
+	h = http_do(port, "POST", "/v1/models", "{}");
+	check_json_error(&h, 405, "method_not_allowed", "method POST not allowed");
+	buf_release(&h.body);
+	h = http_do(port, "POST", "/v1/chat/completions", "{\"model\":\"m\"}");
+	check_json_error(&h, 400, "invalid_request_error", "'messages'");
+	buf_release(&h.body);
+	h = http_do(port, "POST", "/v1/chat/completions", "");
+	check_json_error(&h, 400, "invalid_request_error", "could not parse the JSON body");
+	buf_release(&h.body);
+	{
+		CURL *e = curl_easy_init();
+		struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+		http_setup(e, &h, port, "POST", "/v1/chat/completions", NULL);
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, read_zeros);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(64 << 20) + 1);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hd);
+		h.rc = curl_easy_perform(e);
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &h.status);
+		curl_easy_cleanup(e);
+		curl_slist_free_all(hd);
+		/* curl may see the close while it still sends: the reply counts */
+		if (h.rc == CURLE_SEND_ERROR && h.status == 413)
+			h.rc = CURLE_OK;
+		check_json_error(&h, 413, "invalid_request_error", "larger than the limit");
+		buf_release(&h.body);
+	}
+	CHECK_INT(proc_stop(pid), 0);
+}
+
+TEST(serve_stream_sse)
+{
+	int port;
+	pid_t pid;
+	struct http h;
+	char *body, *got;
+	const char *finish;
+	bool usage;
+	curl_global_init(CURL_GLOBAL_ALL);
+	pid = proc_sim_serve("ttft=150ms,tps=100", &port);
+	body = request_body("sim", needle_q_text,
+			    "\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+	h = http_do(port, "POST", "/v1/chat/completions", body);
+	CHECK_INT(h.rc, CURLE_OK);
+	CHECK_INT(h.status, 200);
+	CHECK_STR(h.ctype, "text/event-stream");
+	got = sse_content(h.body.p, h.body.len, &finish, &usage);
+	CHECK_STR(got, "the code of item-5 is c35");
+	CHECK_STR(finish, "stop");
+	CHECK(usage);
+	/* the first event after ttft, the last 7 tokens / 100 per s later */
+	CHECK_MSG(h.first_byte_ns >= 140000000, "first byte after %lld ns",
+		  (long long)h.first_byte_ns);
+	CHECK_MSG(h.last_byte_ns - h.first_byte_ns >= 50000000, "events %lld ns apart",
+		  (long long)(h.last_byte_ns - h.first_byte_ns));
+	CHECK_MSG(h.last_byte_ns < 1000000000, "last byte after %lld ns", (long long)h.last_byte_ns);
+	free(got);
+	buf_release(&h.body);
+	free(body);
+	CHECK_INT(proc_stop(pid), 0);
+}
+
+TEST(serve_faults_at_the_socket)
+{
+	int port;
+	pid_t pid;
+	struct http h;
+	char *body = request_body("sim", needle_q_text, NULL);
+	curl_global_init(CURL_GLOBAL_ALL);
+
+	pid = proc_sim_serve("reset=1", &port);
+	h = http_do(port, "POST", "/v1/chat/completions", body);
+	CHECK_MSG(h.rc == CURLE_RECV_ERROR || h.rc == CURLE_GOT_NOTHING, "reset: curl %d %s",
+		  h.rc, curl_easy_strerror(h.rc));
+	CHECK_INT(h.body.len, 0);
+	buf_release(&h.body);
+	CHECK_INT(proc_stop(pid), 0);
+
+	pid = proc_sim_serve("truncate=1", &port);
+	h = http_do(port, "POST", "/v1/chat/completions", body);
+	CHECK_MSG(h.rc == CURLE_PARTIAL_FILE, "truncate: curl %d %s", h.rc,
+		  curl_easy_strerror(h.rc));
+	CHECK_INT(h.status, 200);
+	CHECK(h.body.len > 0 && !json_parse(h.body.p, h.body.len));
+	buf_release(&h.body);
+	CHECK_INT(proc_stop(pid), 0);
+
+	pid = proc_sim_serve("429=1,retry_after=2", &port);
+	h = http_do(port, "POST", "/v1/chat/completions", body);
+	check_json_error(&h, 429, "rate_limit_error", "Rate limit reached (simulated)");
+	CHECK_STR(h.retry_after, "2");
+	CHECK_STR(h.retry_after_ms, "");
+	buf_release(&h.body);
+	CHECK_INT(proc_stop(pid), 0);
+
+	pid = proc_sim_serve("429=1,retry_after=0,retry_after_ms=20,faults=1", &port);
+	h = http_do(port, "POST", "/v1/chat/completions", body);
+	CHECK_INT(h.status, 429);
+	CHECK_STR(h.retry_after, "0");
+	CHECK_STR(h.retry_after_ms, "20");
+	buf_release(&h.body);
+	h = http_do(port, "POST", "/v1/chat/completions", body); /* the cap reached */
+	CHECK_INT(h.status, 200);
+	buf_release(&h.body);
+	CHECK_INT(proc_stop(pid), 0);
+
+	pid = proc_sim_serve("500=1", &port);
+	h = http_do(port, "POST", "/v1/chat/completions", body);
+	check_json_error(&h, 500, "server_error", "(simulated)");
+	buf_release(&h.body);
+	CHECK_INT(proc_stop(pid), 0);
+
+	pid = proc_sim_serve("malformed=1", &port);
+	h = http_do(port, "POST", "/v1/chat/completions", body);
+	CHECK_INT(h.rc, CURLE_OK);
+	CHECK_INT(h.status, 200);
+	CHECK(h.body.len > 0 && !json_parse(h.body.p, h.body.len));
+	buf_release(&h.body);
+	CHECK_INT(proc_stop(pid), 0);
+	free(body);
+}
+
+/* 200 sequential requests on one keep-alive connection: with a Nagle stall
+ * (~40 ms each) this takes 8 s; without, a few ms each. */
+TEST(serve_keepalive_fast)
+{
+	int port;
+	pid_t pid;
+	CURL *e;
+	struct buf prompt;
+	char *body;
+	long conns = 0, total_conns = 0;
+	int64_t t0, dt;
+	curl_global_init(CURL_GLOBAL_ALL);
+	pid = proc_sim_serve("", &port);
+	buf_init(&prompt, 0);
+	buf_printf(&prompt, leaf_head, "what is the code of item-5?");
+	while (prompt.len < 16000)
+		buf_puts(&prompt, "a line of filler text about nothing in particular at all\n");
+	buf_puts(&prompt, "the code of item-5 is c35\n");
+	body = request_body("sim", prompt.p, NULL);
+	e = curl_easy_init();
+	t0 = now_ns();
+	for (int i = 0; i < 200; i++) {
+		struct http h;
+		http_setup(e, &h, port, "POST", "/v1/chat/completions", body);
+		h.rc = curl_easy_perform(e);
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &h.status);
+		curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &conns);
+		total_conns += conns;
+		CHECK_MSG(h.rc == CURLE_OK && h.status == 200, "request %d: %s %ld", i,
+			  curl_easy_strerror(h.rc), h.status);
+		CHECK_CONTAINS(h.body.p, "the code of item-5 is c35");
+		buf_release(&h.body);
+	}
+	dt = now_ns() - t0;
+	fprintf(stderr, "  200 keep-alive requests: %.1f ms (%.2f ms each), %ld connection(s)\n",
+		(double)dt / 1e6, (double)dt / 2e8, total_conns);
+	CHECK_INT(total_conns, 1);
+	CHECK_MSG(dt < 2000000000, "took %lld ms", (long long)(dt / 1000000));
+	curl_easy_cleanup(e);
+	free(body);
+	buf_release(&prompt);
+	CHECK_INT(proc_stop(pid), 0);
+}
+
+/* 1000 requests at once, each with 100 ms of modelled latency: one thread
+ * per connection serves them together. */
+TEST(serve_many_concurrent)
+{
+	enum { N = 1000 };
+	int port, running = 0, done = 0;
+	pid_t pid;
+	CURLM *m;
+	static CURL *e[N];
+	static struct http h[N];
+	char *body = request_body("sim", needle_q_text, NULL);
+	int64_t t0, dt;
+	CURLMsg *msg;
+	curl_global_init(CURL_GLOBAL_ALL);
+	pid = proc_sim_serve("ttft=100ms", &port);
+	m = curl_multi_init();
+	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+	for (int i = 0; i < N; i++) {
+		e[i] = curl_easy_init();
+		http_setup(e[i], &h[i], port, "POST", "/v1/chat/completions", body);
+		curl_easy_setopt(e[i], CURLOPT_PRIVATE, &h[i]);
+		curl_multi_add_handle(m, e[i]);
+	}
+	t0 = now_ns();
+	do {
+		curl_multi_perform(m, &running);
+		while ((msg = curl_multi_info_read(m, &(int){0}))) {
+			struct http *hh;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&hh);
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &hh->status);
+			hh->rc = msg->data.result;
+			done++;
+		}
+		if (running)
+			curl_multi_poll(m, NULL, 0, 100, NULL);
+	} while (running);
+	dt = now_ns() - t0;
+	fprintf(stderr, "  %d concurrent requests (100 ms each): %.1f ms\n", N, (double)dt / 1e6);
+	CHECK_INT(done, N);
+	for (int i = 0; i < N; i++) {
+		CHECK_MSG(h[i].rc == CURLE_OK && h[i].status == 200, "request %d: %s %ld", i,
+			  curl_easy_strerror(h[i].rc), h[i].status);
+		CHECK_CONTAINS(h[i].body.p, "the code of item-5 is c35");
+		buf_release(&h[i].body);
+		curl_multi_remove_handle(m, e[i]);
+		curl_easy_cleanup(e[i]);
+	}
+	curl_multi_cleanup(m);
+	CHECK_MSG(dt < 5000000000LL * slow_factor(), "took %lld ms", (long long)(dt / 1000000));
+	free(body);
+	CHECK_INT(proc_stop(pid), 0);
+}
+
+TEST(serve_signals_exit_zero)
+{
+	int port, st = 0;
+	pid_t pid = proc_sim_serve("ttft=5s", &port);
+	/* SIGINT while a request sleeps in a handler */
+	pid_t client = fork();
+	if (client == 0) {
+		struct http h;
+		char *body = request_body("sim", needle_q_text, NULL);
+		h = http_do(port, "POST", "/v1/chat/completions", body);
+		_exit(h.rc == CURLE_OK ? 0 : 1);
+	}
+	sleep_ns(200000000);
+	kill(pid, SIGINT);
+	for (int i = 0; i < 300 && waitpid(pid, &st, WNOHANG) != pid; i++)
+		sleep_ns(10000000);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	kill(client, SIGKILL);
+	waitpid(client, NULL, 0);
+	pid = proc_sim_serve("", &port);
+	CHECK_INT(proc_stop(pid), 0); /* SIGTERM */
+}
+
+TEST(serve_command_line)
+{
+	const char *bin = harness_rlm_bin();
+	struct proc_out o;
+	int port;
+	pid_t pid;
+	char ps[16];
+	{
+		const char *argv[] = {bin, "sim-serve", "--help", NULL};
+		CHECK_INT(proc_run(argv, NULL, NULL, 10, &o), 0);
+		CHECK_INT(o.status, 0);
+		CHECK_CONTAINS(o.out, "usage: rlm sim-serve");
+		CHECK_CONTAINS(o.out, "--ready-file");
+		CHECK_CONTAINS(o.out, "retry_after_ms");
+		proc_out_release(&o);
+	}
+	static const struct {
+		const char *a, *b, *msg;
+	} bad[] = {
+		{"--port", "x", "bad value 'x' for --port"},
+		{"--port", "70000", "bad value '70000' for --port"},
+		{"--sim", "warp=9", "unknown simulator option 'warp'"},
+		{"--sim", "429=2", "bad value '2' for simulator option '429'"},
+		{"--bogus", NULL, "unknown option '--bogus'"},
+		{"--port", NULL, "option '--port' needs a value"},
+		{"extra", NULL, "unexpected argument 'extra'"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		const char *argv[] = {bin, "sim-serve", bad[i].a, bad[i].b, NULL};
+		CHECK_INT(proc_run(argv, NULL, NULL, 10, &o), 0);
+		CHECK_MSG(o.status == 2, "%s: status %d", bad[i].a, o.status);
+		CHECK_CONTAINS(o.err, "rlm: error: ");
+		CHECK_CONTAINS(o.err, bad[i].msg);
+		proc_out_release(&o);
+	}
+	/* RLM_SIM is the default spec */
+	{
+		const char *argv[] = {bin, "sim-serve", "--port", "0", NULL};
+		const char *env[] = {"RLM_SIM=frob=1", NULL};
+		CHECK_INT(proc_run(argv, NULL, env, 10, &o), 0);
+		CHECK_INT(o.status, 2);
+		CHECK_CONTAINS(o.err, "unknown simulator option 'frob'");
+		proc_out_release(&o);
+	}
+	/* a port in use */
+	pid = proc_sim_serve("", &port);
+	snprintf(ps, sizeof(ps), "%d", port);
+	{
+		const char *argv[] = {bin, "sim-serve", "--port", ps, NULL};
+		char want[96];
+		CHECK_INT(proc_run(argv, NULL, NULL, 10, &o), 0);
+		CHECK_INT(o.status, 1);
+		snprintf(want, sizeof(want), "rlm: error: cannot listen on 127.0.0.1:%d: ", port);
+		CHECK_CONTAINS(o.err, want);
+		CHECK_CONTAINS(o.err, "in use");
+		proc_out_release(&o);
+	}
+	CHECK_INT(proc_stop(pid), 0);
+	/* the listening line, unless --quiet (killed by proc_run's timeout) */
+	{
+		const char *argv[] = {bin, "sim-serve", "--port", "0", NULL};
+		CHECK_INT(proc_run(argv, NULL, NULL, 1, &o), 0);
+		CHECK_CONTAINS(o.err, "rlm sim-serve: listening on http://127.0.0.1:");
+		CHECK_CONTAINS(o.err, "/v1\n");
+		proc_out_release(&o);
+	}
+}
+

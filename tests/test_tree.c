@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_tree.c -- the tree strategy: splitting at natural boundaries,
+ * solving over the in-process simulator, counting, combining level by
+ * level, partial failures, prompt templates. */
+#include "harness.h"
+#include "../rlm/rlm.h"
+#include "../rlm/prompt.h"
+#include "../llm/sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct env {
+	struct sim *sim;
+	struct llm_model *model;
+	struct llm_pool *pool;
+};
+
+static void env_init(struct env *e, const char *spec, int retries)
+{
+	struct sim_cfg sc;
+	struct rlm_err err = {0, ""};
+	struct llm_model_cfg cfg = {0};
+	struct llm_pool_cfg pc = {16};
+	sim_cfg_default(&sc);
+	if (spec)
+		CHECK_INT(sim_cfg_parse(spec, &sc, &err), 0);
+	e->sim = sim_new(&sc);
+	cfg.kind = LLM_SIM;
+	cfg.name = "sim";
+	cfg.sim = e->sim;
+	cfg.max_retries = retries;
+	cfg.backoff_base_ms = 1;
+	cfg.backoff_max_ms = 5;
+	e->model = llm_model_new(&cfg, &err);
+	CHECK_MSG(e->model, "%s", err.msg);
+	e->pool = llm_pool_new(&pc, &err);
+	CHECK(e->pool);
+}
+
+static void env_free(struct env *e)
+{
+	llm_pool_free(e->pool);
+	llm_model_free(e->model);
+	sim_free(e->sim);
+}
+
+static void opts_for(struct rlm_opts *o, struct env *e, size_t leaf)
+{
+	memset(o, 0, sizeof(*o));
+	o->strategy = RLM_TREE;
+	o->pool = e->pool;
+	o->model = e->model;
+	o->params = (struct llm_params)LLM_PARAMS_DEFAULT;
+	o->leaf_chars = leaf;
+}
+
+/* A haystack of `lines` filler lines with `needle` at line `at`. */
+static char *haystack(size_t lines, size_t at, const char *needle, size_t *len)
+{
+	static const char *const filler[] = {
+		"The harbour was quiet that morning and the boats rocked in the grey water.",
+		"Nobody in the village remembered when the old mill had last turned its wheel.",
+		"A long road wound between the hills, past orchards and low stone walls.",
+		"Children ran along the river bank, shouting at the ducks and the herons.",
+	};
+	struct buf b;
+	buf_init(&b, 0);
+	for (size_t i = 0; i < lines; i++) {
+		if (i == at)
+			buf_printf(&b, "%s\n", needle);
+		buf_printf(&b, "%s\n", filler[i % 4]);
+	}
+	return buf_detach(&b, len);
+}
+
+TEST(split_packs_small_documents)
+{
+	struct corpus c = {0};
+	struct corpus_doc docs[4];
+	struct rlm_span *parts;
+	const char *text = "aaaa\nbbbb\ncccc\ndddd\n";
+	size_t n;
+	for (int i = 0; i < 4; i++)
+		docs[i] = (struct corpus_doc){(size_t)i * 5, 4, NULL};
+	c.buf = text;
+	c.len = strlen(text);
+	c.docs = docs;
+	c.n_docs = 4;
+	n = rlm_split(&c, 64, &parts);
+	CHECK_INT(n, 1);
+	CHECK_INT(parts[0].off, 0);
+	CHECK_INT(parts[0].len, 19);
+	free(parts);
+}
+
+TEST(split_cuts_at_blank_line_then_newline)
+{
+	struct buf b;
+	struct corpus *c;
+	struct rlm_span *parts;
+	size_t n, total = 0;
+	buf_init(&b, 0);
+	for (int i = 0; i < 40; i++)
+		buf_printf(&b, "paragraph %02d line one\nparagraph %02d line two\n\n", i, i);
+	c = corpus_from_text(b.p, b.len);
+	n = rlm_split(c, 300, &parts);
+	CHECK(n > 1);
+	for (size_t i = 0; i < n; i++) {
+		CHECK(parts[i].len <= 300);
+		CHECK_INT(parts[i].off, total);
+		total += parts[i].len;
+		/* every part but the last ends at a paragraph break */
+		if (i + 1 < n)
+			CHECK(c->buf[parts[i].off + parts[i].len - 1] == '\n' &&
+			      c->buf[parts[i].off + parts[i].len - 2] == '\n');
+	}
+	CHECK_INT(total, b.len);
+	free(parts);
+	corpus_free(c);
+	buf_release(&b);
+}
+
+TEST(split_respects_utf8_without_newlines)
+{
+	struct buf b;
+	struct corpus *c;
+	struct rlm_span *parts;
+	size_t n;
+	buf_init(&b, 0);
+	for (int i = 0; i < 500; i++)
+		buf_puts(&b, "\xc3\xa9t\xc3\xa9 "); /* "été " */
+	c = corpus_from_text(b.p, b.len);
+	n = rlm_split(c, 257, &parts);
+	CHECK(n > 1);
+	for (size_t i = 0; i < n; i++)
+		CHECK(utf8_valid(c->buf + parts[i].off, parts[i].len, NULL));
+	free(parts);
+	corpus_free(c);
+	buf_release(&b);
+}
+
+TEST(finds_needle_in_haystack)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	size_t len;
+	char *text = haystack(20000, 13777, "One of the special magic numbers for brave-lantern is: 8264013.",
+			      &len);
+	struct corpus *c = corpus_from_text(text, len);
+	env_init(&e, NULL, 0);
+	opts_for(&o, &e, 20000);
+	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern mentioned in "
+				"the provided text?",
+			    c, &r, &err),
+		  0);
+	CHECK_CONTAINS(r.answer, "8264013");
+	CHECK(r.found);
+	CHECK(r.leaves > 50);
+	CHECK_INT(r.failed_leaves, 0);
+	CHECK_INT(r.calls, (long long)r.leaves); /* one partial: no combine call */
+	CHECK(r.usage.input_tokens > (int64_t)len / 4);
+	rlm_result_release(&r);
+	corpus_free(c);
+	free(text);
+	env_free(&e);
+}
+
+TEST(distractor_loses_in_combine)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	struct buf b;
+	size_t len;
+	char *t1 = haystack(3000, 100, "One of the special magic numbers for quiet-falcon is: 1111111.",
+			    &len);
+	char *t2 = haystack(3000, 2500, "One of the special magic numbers for brave-lantern is: 2222222.",
+			    &len);
+	struct corpus *c;
+	buf_init(&b, 0);
+	buf_puts(&b, t1);
+	buf_puts(&b, t2);
+	c = corpus_from_text(b.p, b.len);
+	env_init(&e, NULL, 0);
+	opts_for(&o, &e, 30000);
+	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern mentioned in "
+				"the provided text?",
+			    c, &r, &err),
+		  0);
+	CHECK_CONTAINS(r.answer, "2222222");
+	CHECK(r.levels >= 1);
+	rlm_result_release(&r);
+	corpus_free(c);
+	buf_release(&b);
+	free(t1);
+	free(t2);
+	env_free(&e);
+}
+
+TEST(counts_are_summed_across_parts)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	struct buf b;
+	struct corpus *c;
+	buf_init(&b, 0);
+	for (int i = 0; i < 3000; i++) {
+		if (i % 100 == 7)
+			buf_printf(&b, "incident %d: a small kitchen fire was reported\n", i);
+		else
+			buf_printf(&b, "entry %d: routine patrol, nothing to report\n", i);
+	}
+	c = corpus_from_text(b.p, b.len);
+	env_init(&e, NULL, 0);
+	opts_for(&o, &e, 8000);
+	CHECK_INT(rlm_solve(&o, "How many lines mention a fire?", c, &r, &err), 0);
+	CHECK_STR(r.answer, "30");
+	CHECK(r.levels >= 1);
+	rlm_result_release(&r);
+	corpus_free(c);
+	buf_release(&b);
+	env_free(&e);
+}
+
+TEST(combines_level_by_level)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	struct buf b;
+	struct corpus *c;
+	buf_init(&b, 0);
+	for (int i = 0; i < 4000; i++)
+		buf_printf(&b, "record %d: the alarm rang at dawn\n", i);
+	c = corpus_from_text(b.p, b.len);
+	env_init(&e, NULL, 0);
+	/* tiny parts: hundreds of partial counts that need several levels */
+	opts_for(&o, &e, 400);
+	CHECK_INT(rlm_solve(&o, "How many records mention an alarm?", c, &r, &err), 0);
+	CHECK_STR(r.answer, "4000");
+	CHECK(r.levels >= 2);
+	rlm_result_release(&r);
+	corpus_free(c);
+	buf_release(&b);
+	env_free(&e);
+}
+
+TEST(answer_none_when_absent)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	size_t len;
+	char *text = haystack(2000, 99999, "", &len);
+	struct corpus *c = corpus_from_text(text, len);
+	env_init(&e, NULL, 0);
+	opts_for(&o, &e, 10000);
+	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern?", c, &r, &err),
+		  0);
+	CHECK_STR(r.answer, "NONE");
+	CHECK(!r.found);
+	rlm_result_release(&r);
+	corpus_free(c);
+	free(text);
+	env_free(&e);
+}
+
+TEST(failed_parts_give_a_warning)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	size_t len;
+	char *text = haystack(20000, 10, "One of the special magic numbers for brave-lantern is: 8264013.",
+			      &len);
+	struct corpus *c = corpus_from_text(text, len);
+	/* no retries and 30% server errors: some parts fail */
+	env_init(&e, "500=0.3,seed=5", 0);
+	opts_for(&o, &e, 20000);
+	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern?", c, &r, &err),
+		  0);
+	CHECK(r.failed_leaves > 0);
+	CHECK(r.failed_leaves < r.leaves);
+	CHECK_CONTAINS(r.warning, "could not be read");
+	rlm_result_release(&r);
+	corpus_free(c);
+	free(text);
+	env_free(&e);
+}
+
+TEST(every_part_failing_is_an_error)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	struct corpus *c = corpus_from_text("some text\n", 10);
+	env_init(&e, "500=1", 1);
+	opts_for(&o, &e, 1000);
+	CHECK(rlm_solve(&o, "What is it?", c, &r, &err) != 0);
+	CHECK_CONTAINS(err.msg, "every model call failed");
+	CHECK_CONTAINS(err.msg, "gave up after 2 attempts");
+	CHECK_INT(r.calls, 1);
+	rlm_result_release(&r);
+	corpus_free(c);
+	env_free(&e);
+}
+
+TEST(empty_question_is_an_error)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	struct corpus *c = corpus_from_text("x\n", 2);
+	env_init(&e, NULL, 0);
+	opts_for(&o, &e, 1000);
+	CHECK_INT(rlm_solve(&o, "", c, &r, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "question is empty");
+	rlm_result_release(&r);
+	corpus_free(c);
+	env_free(&e);
+}
+
+TEST(prompt_templates)
+{
+	struct buf b;
+	struct rlm_err err = {0, ""};
+	struct prompt_var v[2] = {{"question", "Q?", 0}, {"text", "T", 0}};
+	buf_init(&b, 0);
+	CHECK_INT(prompt_render("tree_leaf.txt", v, 2, &b, &err), 0);
+	CHECK_CONTAINS(b.p, "Question: Q?");
+	CHECK_CONTAINS(b.p, "Text:\nT");
+	buf_reset(&b);
+	CHECK_INT(prompt_render_text("a {{nope}} b", 12, v, 2, &b, &err), RLM_EPARSE);
+	CHECK_CONTAINS(err.msg, "unknown placeholder '{{nope}}'");
+	buf_reset(&b);
+	CHECK_INT(prompt_render_text("a {{question", 12, v, 2, &b, &err), RLM_EPARSE);
+	CHECK_CONTAINS(err.msg, "unterminated");
+	buf_reset(&b);
+	CHECK_INT(prompt_render("missing.txt", v, 2, &b, &err), RLM_ENOTFOUND);
+	buf_release(&b);
+}
