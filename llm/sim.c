@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#define SSE_CHUNK 64       /* content bytes per stream event */
-#define SLICE_NS 10000000  /* the transport's wait checks cancel this often */
+#define SSE_CHUNK 64	   /* content bytes per stream event */
+#define SLICE_NS  10000000 /* the transport's wait checks cancel this often */
 
 /* ---- configuration ---- */
 
@@ -94,9 +94,9 @@ static int set_option(struct sim_cfg *c, const char *k, const char *v)
 		return 0;
 	}
 	{
-		static const char *const rates[] = {"429", "500", "reset", "malformed", "slow",
-						    "truncate"};
-		double *dst[] = {&c->p_429,       &c->p_500,  &c->p_reset,
+		static const char *const rates[] = {"429",	 "500",	 "reset",
+						    "malformed", "slow", "truncate"};
+		double *dst[] = {&c->p_429,	  &c->p_500,  &c->p_reset,
 				 &c->p_malformed, &c->p_slow, &c->p_truncate};
 		for (size_t i = 0; i < ARRAY_SIZE(rates); i++)
 			if (strcmp(k, rates[i]) == 0)
@@ -123,24 +123,26 @@ int sim_cfg_parse(const char *spec, struct sim_cfg *cfg, struct rlm_err *err)
 			continue; /* an empty item: "a=1,,b=2" */
 		while (v && (*v == ' ' || *v == '\t'))
 			v++;
-		for (e = v ? v + strlen(v) : NULL; e && e > v && (e[-1] == ' ' || e[-1] == '\t'); e--)
+		for (e = v ? v + strlen(v) : NULL; e && e > v && (e[-1] == ' ' || e[-1] == '\t');
+		     e--)
 			e[-1] = '\0';
 		rc = set_option(&c, k, v ? v : "");
 		if (rc == RLM_ENOTFOUND) {
-			rc = rlm_err_set(err, RLM_EINVAL, "unknown simulator option '%s' (known: %s)",
-					 k, known_keys);
+			rc =
+			    rlm_err_set(err, RLM_EINVAL,
+					"unknown simulator option '%s' (known: %s)", k, known_keys);
 			goto out;
 		}
 		if (rc) {
-			rc = rlm_err_set(err, RLM_EINVAL, "bad value '%s' for simulator option '%s'",
-					 v ? v : "", k);
+			rc = rlm_err_set(err, RLM_EINVAL,
+					 "bad value '%s' for simulator option '%s'", v ? v : "", k);
 			goto out;
 		}
 	}
 	sum = c.p_429 + c.p_500 + c.p_reset + c.p_malformed + c.p_slow + c.p_truncate;
 	if (sum > 1 + 1e-9) {
-		rc = rlm_err_set(err, RLM_EINVAL,
-				 "simulator fault rates add up to %g, more than 1", sum);
+		rc = rlm_err_set(err, RLM_EINVAL, "simulator fault rates add up to %g, more than 1",
+				 sum);
 		goto out;
 	}
 	*cfg = c;
@@ -152,8 +154,8 @@ out:
 /* ---- the simulator object ---- */
 
 struct sim {
-	struct sim_cfg cfg;       /* read-only after sim_new */
-	pthread_mutex_t mu;       /* guards the fields below */
+	struct sim_cfg cfg; /* read-only after sim_new */
+	pthread_mutex_t mu; /* guards the fields below */
 	struct rng rng;
 	int64_t requests;
 	int64_t faults;
@@ -193,9 +195,9 @@ void sim_counts(struct sim *s, int64_t *requests, int64_t *faults)
 static int64_t draw(struct sim *s, bool valid, enum sim_fault *fault)
 {
 	const struct sim_cfg *c = &s->cfg;
-	const double p[] = {c->p_429, c->p_500, c->p_reset, c->p_malformed, c->p_slow,
-			    c->p_truncate};
-	static const enum sim_fault kinds[] = {SIM_429,       SIM_500,  SIM_RESET,
+	const double p[] = {c->p_429,	    c->p_500,  c->p_reset,
+			    c->p_malformed, c->p_slow, c->p_truncate};
+	static const enum sim_fault kinds[] = {SIM_429,	      SIM_500,	SIM_RESET,
 					       SIM_MALFORMED, SIM_SLOW, SIM_TRUNCATE};
 	int64_t serial;
 	*fault = SIM_OK;
@@ -225,10 +227,10 @@ struct request {
 	cJSON *root;
 	const char *model;
 	struct llm_msg *msgs;
-	char **joined;          /* texts joined from content parts; owned */
+	char **joined; /* texts joined from content parts; owned */
 	size_t n;
 	size_t content_bytes;
-	long max_tokens;        /* 0: none */
+	long max_tokens; /* 0: none */
 	bool stream, include_usage;
 };
 
@@ -250,23 +252,27 @@ static int content_parts(const cJSON *arr, size_t i, char **out, size_t *bytes, 
 	size_t j = 0;
 	buf_init(&b, 0);
 	buf_puts(&b, "");
-	cJSON_ArrayForEach(part, arr) {
+	cJSON_ArrayForEach(part, arr)
+	{
 		const char *type = json_str(part, "type"), *text = json_str(part, "text");
 		if (!cJSON_IsObject(part) || !type) {
-			snprintf(why, whylen, "missing required parameter: 'messages[%zu].content[%zu].type'",
-				 i, j);
+			snprintf(why, whylen,
+				 "missing required parameter: 'messages[%zu].content[%zu].type'", i,
+				 j);
 			goto bad;
 		}
 		if (strcmp(type, "text") != 0) {
-			snprintf(why, whylen,
-				 "unsupported content part type '%.64s' in 'messages[%zu].content[%zu]' "
-				 "(only 'text' is supported)",
-				 type, i, j);
+			snprintf(
+			    why, whylen,
+			    "unsupported content part type '%.64s' in 'messages[%zu].content[%zu]' "
+			    "(only 'text' is supported)",
+			    type, i, j);
 			goto bad;
 		}
 		if (!text) {
-			snprintf(why, whylen, "missing required parameter: 'messages[%zu].content[%zu].text'",
-				 i, j);
+			snprintf(why, whylen,
+				 "missing required parameter: 'messages[%zu].content[%zu].text'", i,
+				 j);
 			goto bad;
 		}
 		if (j)
@@ -325,30 +331,35 @@ static int parse_request(const char *body, size_t len, struct request *r, char *
 	}
 	r->n = (size_t)cJSON_GetArraySize(msgs);
 	if (!r->n) {
-		snprintf(why, whylen, "invalid 'messages': empty array, expected at least one message");
+		snprintf(why, whylen,
+			 "invalid 'messages': empty array, expected at least one message");
 		return RLM_EINVAL;
 	}
 	r->msgs = xcalloc(r->n, sizeof(*r->msgs));
 	r->joined = xcalloc(r->n, sizeof(*r->joined));
-	cJSON_ArrayForEach(m, msgs) {
+	cJSON_ArrayForEach(m, msgs)
+	{
 		const char *role = json_str(m, "role");
 		const cJSON *content = json_get(m, "content");
 		size_t k;
 		if (!cJSON_IsObject(m)) {
-			snprintf(why, whylen, "invalid type for 'messages[%zu]': expected an object", i);
+			snprintf(why, whylen,
+				 "invalid type for 'messages[%zu]': expected an object", i);
 			return RLM_EINVAL;
 		}
 		if (!role) {
-			snprintf(why, whylen, "missing required parameter: 'messages[%zu].role'", i);
+			snprintf(why, whylen, "missing required parameter: 'messages[%zu].role'",
+				 i);
 			return RLM_EINVAL;
 		}
 		for (k = 0; k < ARRAY_SIZE(roles) && strcmp(role, roles[k]) != 0; k++)
 			;
 		if (k == ARRAY_SIZE(roles)) {
-			snprintf(why, whylen,
-				 "invalid value for 'messages[%zu].role': '%.64s' (supported: system, "
-				 "developer, user, assistant, tool)",
-				 i, role);
+			snprintf(
+			    why, whylen,
+			    "invalid value for 'messages[%zu].role': '%.64s' (supported: system, "
+			    "developer, user, assistant, tool)",
+			    i, role);
 			return RLM_EINVAL;
 		}
 		r->msgs[i].role = role_of[k];
@@ -357,20 +368,23 @@ static int parse_request(const char *body, size_t len, struct request *r, char *
 			r->msgs[i].len = strlen(content->valuestring);
 			r->content_bytes += r->msgs[i].len;
 		} else if (cJSON_IsArray(content)) {
-			if (content_parts(content, i, &r->joined[i], &r->content_bytes, why, whylen))
+			if (content_parts(content, i, &r->joined[i], &r->content_bytes, why,
+					  whylen))
 				return RLM_EINVAL;
 			r->msgs[i].text = r->joined[i];
 			r->msgs[i].len = strlen(r->joined[i]);
 		} else if ((!content || cJSON_IsNull(content)) && role_of[k] == LLM_ASSISTANT) {
 			r->msgs[i].text = "";
 		} else if (!content || cJSON_IsNull(content)) {
-			snprintf(why, whylen, "missing required parameter: 'messages[%zu].content'", i);
+			snprintf(why, whylen, "missing required parameter: 'messages[%zu].content'",
+				 i);
 			return RLM_EINVAL;
 		} else {
-			snprintf(why, whylen,
-				 "invalid type for 'messages[%zu].content': expected a string or an "
-				 "array of content parts",
-				 i);
+			snprintf(
+			    why, whylen,
+			    "invalid type for 'messages[%zu].content': expected a string or an "
+			    "array of content parts",
+			    i);
 			return RLM_EINVAL;
 		}
 		i++;
@@ -384,7 +398,8 @@ static int parse_request(const char *body, size_t len, struct request *r, char *
 			if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 1e9 ||
 			    it->valuedouble != floor(it->valuedouble)) {
 				snprintf(why, whylen,
-					 "invalid value for '%s': expected an integer >= 1", keys[k]);
+					 "invalid value for '%s': expected an integer >= 1",
+					 keys[k]);
 				return RLM_EINVAL;
 			}
 			r->max_tokens = (long)it->valuedouble;
@@ -400,8 +415,9 @@ static int parse_request(const char *body, size_t len, struct request *r, char *
 	if (it && !cJSON_IsNull(it)) {
 		const cJSON *iu = json_get(it, "include_usage");
 		if (!cJSON_IsObject(it) || (iu && !cJSON_IsBool(iu))) {
-			snprintf(why, whylen, "invalid value for 'stream_options': expected an object "
-					      "{\"include_usage\": boolean}");
+			snprintf(why, whylen,
+				 "invalid value for 'stream_options': expected an object "
+				 "{\"include_usage\": boolean}");
 			return RLM_EINVAL;
 		}
 		r->include_usage = cJSON_IsTrue(iu);

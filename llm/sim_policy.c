@@ -29,9 +29,9 @@
 #include <string.h>
 #include <strings.h>
 
-#define TERM_MAX 96        /* bytes of a term kept; longer terms are cut the same way everywhere */
-#define QTERMS_MAX 1024    /* distinct question terms considered */
-#define ANSWER_MAX 1000    /* bytes of an extracted answer */
+#define TERM_MAX   96	/* bytes of a term kept; longer terms are cut the same way everywhere */
+#define QTERMS_MAX 1024 /* distinct question terms considered */
+#define ANSWER_MAX 1000 /* bytes of an extracted answer */
 
 /* ---- terms ---- */
 
@@ -47,8 +47,8 @@ static bool punct_cp(uint32_t cp)
 	       (cp >= 0x2e00 && cp <= 0x2e7f) || (cp >= 0x3000 && cp <= 0x303f) ||
 	       (cp >= 0xfe10 && cp <= 0xfe1f) || (cp >= 0xfe30 && cp <= 0xfe6f) ||
 	       (cp >= 0xff00 && cp <= 0xff0f) || (cp >= 0xff1a && cp <= 0xff20) ||
-	       (cp >= 0xff3b && cp <= 0xff40) || (cp >= 0xff5b && cp <= 0xff65) ||
-	       cp >= 0xfff0 || (cp >= 0x1f000 && cp <= 0x1faff);
+	       (cp >= 0xff3b && cp <= 0xff40) || (cp >= 0xff5b && cp <= 0xff65) || cp >= 0xfff0 ||
+	       (cp >= 0x1f000 && cp <= 0x1faff);
 }
 
 /* Bytes of the non-ASCII letter at s[0..n) (a well-formed code point that
@@ -166,14 +166,14 @@ static uint64_t hash_bytes(const char *s, size_t n)
 
 /* An open-addressing set of terms; slots hold index + 1, 0 when empty. */
 struct termset {
-	char *chars;      /* the terms back to back */
+	char *chars; /* the terms back to back */
 	size_t chars_len, chars_cap;
-	uint32_t *off;    /* term i is chars[off[i]..off[i]+len[i]) */
+	uint32_t *off; /* term i is chars[off[i]..off[i]+len[i]) */
 	uint8_t *len;
 	uint64_t *hash;
 	size_t n, cap;
 	uint32_t *slot;
-	size_t mask;      /* slots - 1 */
+	size_t mask;	  /* slots - 1 */
 	uint64_t lens[2]; /* bit n: some term is n bytes long (n < 128) */
 };
 
@@ -245,6 +245,7 @@ static void termset_add(struct termset *t, const char *s, size_t n)
 }
 
 /* English function words and the boilerplate of questions about a text. */
+/* clang-format off */
 static const char *const stopwords[] = {
 	"a", "about", "above", "according", "after", "again", "against", "all", "also", "am",
 	"an", "and", "any", "anything", "appear", "appeared", "appearing", "appears", "are",
@@ -267,6 +268,7 @@ static const char *const stopwords[] = {
 	"where", "which", "while", "who", "whom", "whose", "why", "will", "with", "word",
 	"words", "would", "you", "your", "yours", "yourself", "yourselves",
 };
+/* clang-format on */
 
 static struct termset stopset;
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
@@ -274,7 +276,8 @@ static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 static void tables_build(void)
 {
 	for (unsigned c = 0; c < 256; c++) {
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		bool alnum =
+		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 		byte_class[c] = alnum ? 1 : c >= 0xc2 && c <= 0xf4 ? 2 : 0;
 		byte_lower[c] = (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
 	}
@@ -368,26 +371,27 @@ static char *answer_dup(const char *s, size_t n)
 /* ---- the prompt: question, material, partial answers ---- */
 
 struct prompt {
-	const char *q;        /* the question */
+	const char *q; /* the question */
 	size_t qlen;
-	size_t skip_off;      /* the question's lines s[skip_off..skip_end) are */
-	size_t skip_end;      /* not material */
-	size_t mat_off;       /* material (or partial answers): s[mat_off..len) */
-	bool combine;         /* "Partial answers:" came before any material marker */
+	size_t skip_off; /* the question's lines s[skip_off..skip_end) are */
+	size_t skip_end; /* not material */
+	size_t mat_off;	 /* material (or partial answers): s[mat_off..len) */
+	bool combine;	 /* "Partial answers:" came before any material marker */
 };
 
 static void split_prompt(const char *s, size_t len, struct prompt *p)
 {
 	size_t pos = 0, ls, n, k;
-	size_t q_line = 0, q_at = SIZE_MAX, q_end = 0, qm_at = SIZE_MAX, qm_end = 0, first = SIZE_MAX;
+	size_t q_line = 0, q_at = SIZE_MAX, q_end = 0, qm_at = SIZE_MAX, qm_end = 0,
+	       first = SIZE_MAX;
 	size_t first_end = 0, mat = SIZE_MAX, pa = SIZE_MAX;
 	while (next_line(s, len, &pos, &ls, &n)) {
 		const char *l = s + ls;
 		size_t tn = n;
 		if (q_at == SIZE_MAX && (k = after_marker(l, n, "Question:")))
 			q_line = ls, q_at = ls + k, q_end = pos;
-		if (mat == SIZE_MAX && ((k = after_marker(l, n, "Text:")) ||
-					(k = after_marker(l, n, "Context:"))))
+		if (mat == SIZE_MAX &&
+		    ((k = after_marker(l, n, "Text:")) || (k = after_marker(l, n, "Context:"))))
 			mat = ls + k;
 		if (pa == SIZE_MAX && (k = after_marker(l, n, "Partial answers:")))
 			pa = ls + k;
@@ -434,11 +438,11 @@ static void split_prompt(const char *s, size_t len, struct prompt *p)
 /* Scoring state shared by the leaf and the combiner. */
 struct scorer {
 	struct termset q;
-	uint32_t *stamp;   /* per term: the unit (line or partial) that last held it */
-	uint32_t *df;      /* per term: units holding it */
+	uint32_t *stamp; /* per term: the unit (line or partial) that last held it */
+	uint32_t *df;	 /* per term: units holding it */
 	double *w;
-	size_t units;      /* non-empty lines, or partial answers left */
-	uint32_t cur;      /* stamp of the current unit */
+	size_t units; /* non-empty lines, or partial answers left */
+	uint32_t cur; /* stamp of the current unit */
 };
 
 static void scorer_init(struct scorer *sc, const struct prompt *p)
@@ -462,8 +466,8 @@ static void scorer_release(struct scorer *sc)
  * (first pass, count_df) or sum their weights. Returns the number of
  * distinct terms; *weight gets the sum and *set (when not NULL) the
  * terms among the first 64 as bits. */
-static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count_df,
-			  double *weight, uint64_t *set)
+static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count_df, double *weight,
+			  uint64_t *set)
 {
 	char t[TERM_MAX];
 	size_t pos = 0, k, distinct = 0;
@@ -516,7 +520,7 @@ static char *count_reply(uint64_t n)
 #define SETS_MAX 4096
 
 struct sets {
-	uint64_t *key;  /* a set of terms as bits; 0: empty slot */
+	uint64_t *key; /* a set of terms as bits; 0: empty slot */
 	size_t *at, *len;
 	size_t mask, n;
 	bool full;

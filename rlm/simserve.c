@@ -36,49 +36,49 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define BODY_MAX (64u << 20)      /* largest request body accepted */
-#define SLICE_NS 10000000         /* sleeping handlers check the stop flag this often */
+#define BODY_MAX     (64u << 20) /* largest request body accepted */
+#define SLICE_NS     10000000	 /* sleeping handlers check the stop flag this often */
 #define DEFAULT_PORT 8089
 
 static const char usage[] =
-	"usage: rlm sim-serve [--host ADDR] [--port N] [--sim SPEC] [--ready-file PATH] [--quiet]\n"
-	"\n"
-	"Serve the offline simulator model over HTTP as an OpenAI-compatible chat\n"
-	"completions server, so the HTTP path, other RLM implementations and benchmarks\n"
-	"can run against it with no network. Stop it with SIGINT or SIGTERM.\n"
-	"\n"
-	"Routes: POST /v1/chat/completions (also /chat/completions; \"stream\": true gives\n"
-	"server-sent events), GET /v1/models, GET /healthz.\n"
-	"\n"
-	"Options:\n"
-	"  --host ADDR        address to listen on (127.0.0.1)\n"
-	"  --port N           port to listen on; 0 picks a free one (8089)\n"
-	"  --sim SPEC         timing and faults as KEY=VALUE,... (env RLM_SIM; keys below)\n"
-	"  --ready-file PATH  write the bound port number to PATH once listening\n"
-	"  --quiet            do not print the \"listening on\" line\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"SPEC keys (durations take an ms or s suffix, ms by default):\n"
-	"  ttft=D             time to first token (0)\n"
-	"  tps=N              output tokens per second after the first; 0: instant (0)\n"
-	"  429=P, 500=P       rate of 429 (with Retry-After) and 500 replies, in [0,1]\n"
-	"  reset=P            rate of connections reset without a reply\n"
-	"  malformed=P        rate of 200 replies whose JSON is cut off\n"
-	"  slow=P             rate of replies slow_ms later than modelled\n"
-	"  truncate=P         rate of bodies that stop half way (the connection closes)\n"
-	"                     the fault rates add up to at most 1\n"
-	"  faults=N           inject at most N faults in the server's life (-1: no cap)\n"
-	"  retry_after=D      Retry-After of a 429, seconds by default, sent rounded up (1)\n"
-	"  retry_after_ms=D   also send retry-after-ms: D when > 0 (0)\n"
-	"  slow_ms=D          extra delay of a slow reply (2000)\n"
-	"  seed=N             seed of the fault generator (1)\n"
-	"\n"
-	"Example: rlm sim-serve --port 8089 --sim ttft=100ms,tps=50,429=0.05,seed=7\n";
+    "usage: rlm sim-serve [--host ADDR] [--port N] [--sim SPEC] [--ready-file PATH] [--quiet]\n"
+    "\n"
+    "Serve the offline simulator model over HTTP as an OpenAI-compatible chat\n"
+    "completions server, so the HTTP path, other RLM implementations and benchmarks\n"
+    "can run against it with no network. Stop it with SIGINT or SIGTERM.\n"
+    "\n"
+    "Routes: POST /v1/chat/completions (also /chat/completions; \"stream\": true gives\n"
+    "server-sent events), GET /v1/models, GET /healthz.\n"
+    "\n"
+    "Options:\n"
+    "  --host ADDR        address to listen on (127.0.0.1)\n"
+    "  --port N           port to listen on; 0 picks a free one (8089)\n"
+    "  --sim SPEC         timing and faults as KEY=VALUE,... (env RLM_SIM; keys below)\n"
+    "  --ready-file PATH  write the bound port number to PATH once listening\n"
+    "  --quiet            do not print the \"listening on\" line\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "SPEC keys (durations take an ms or s suffix, ms by default):\n"
+    "  ttft=D             time to first token (0)\n"
+    "  tps=N              output tokens per second after the first; 0: instant (0)\n"
+    "  429=P, 500=P       rate of 429 (with Retry-After) and 500 replies, in [0,1]\n"
+    "  reset=P            rate of connections reset without a reply\n"
+    "  malformed=P        rate of 200 replies whose JSON is cut off\n"
+    "  slow=P             rate of replies slow_ms later than modelled\n"
+    "  truncate=P         rate of bodies that stop half way (the connection closes)\n"
+    "                     the fault rates add up to at most 1\n"
+    "  faults=N           inject at most N faults in the server's life (-1: no cap)\n"
+    "  retry_after=D      Retry-After of a 429, seconds by default, sent rounded up (1)\n"
+    "  retry_after_ms=D   also send retry-after-ms: D when > 0 (0)\n"
+    "  slow_ms=D          extra delay of a slow reply (2000)\n"
+    "  seed=N             seed of the fault generator (1)\n"
+    "\n"
+    "Example: rlm sim-serve --port 8089 --sim ttft=100ms,tps=50,429=0.05,seed=7\n";
 
 struct server {
 	struct sim *sim;
-	struct sim_cfg cfg;   /* read-only once serving */
-	atomic_bool stop;     /* set by the main thread on a signal */
+	struct sim_cfg cfg; /* read-only once serving */
+	atomic_bool stop;   /* set by the main thread on a signal */
 };
 
 enum route { ROUTE_NONE, ROUTE_CHAT, ROUTE_MODELS, ROUTE_HEALTH };
@@ -94,12 +94,12 @@ struct upload {
 struct stream {
 	struct server *sv;
 	char *body;
-	size_t len;       /* send body[0..len) */
+	size_t len; /* send body[0..len) */
 	size_t pos;
-	bool truncate;    /* end with an error at len instead of cleanly */
-	bool at_event;    /* pos is at the start of an event */
-	int64_t next_ns;  /* when the next event is due */
-	int64_t gap_ns;   /* between events */
+	bool truncate;	 /* end with an error at len instead of cleanly */
+	bool at_event;	 /* pos is at the start of an event */
+	int64_t next_ns; /* when the next event is due */
+	int64_t gap_ns;	 /* between events */
 };
 
 /* Sleep until `until` (monotonic ns); false when the server is stopping. */
@@ -261,7 +261,7 @@ static enum MHD_Result send_callback(struct server *sv, struct MHD_Connection *c
 static enum MHD_Result reset_connection(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci) {
 		struct linger lg = {1, 0};
 		setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -348,7 +348,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)version;
 	if (!up) {
 		const char *cl =
-			MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > BODY_MAX)
 			return send_error(c, 413, "invalid_request_error",
 					  "request body of %.24s bytes is larger than the limit of "
@@ -454,9 +454,9 @@ static int open_listener(const char *host, long port, int *bound, char *msg, siz
 		socklen_t sl = sizeof(ss);
 		*bound = (int)port;
 		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-			*bound = ntohs(ss.ss_family == AF_INET6
-					       ? ((struct sockaddr_in6 *)&ss)->sin6_port
-					       : ((struct sockaddr_in *)&ss)->sin_port);
+			*bound =
+			    ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							   : ((struct sockaddr_in *)&ss)->sin_port);
 	}
 	return fd;
 }
@@ -478,13 +478,13 @@ static int write_ready(const char *path, int port)
 int cmd_sim_serve(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"host", required_argument, NULL, 'H'},
-		{"port", required_argument, NULL, 'p'},
-		{"sim", required_argument, NULL, 's'},
-		{"ready-file", required_argument, NULL, 'r'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"host", required_argument, NULL, 'H'},
+	    {"port", required_argument, NULL, 'p'},
+	    {"sim", required_argument, NULL, 's'},
+	    {"ready-file", required_argument, NULL, 'r'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct server sv;
 	struct rlm_err err = {0, ""};
@@ -507,13 +507,23 @@ int cmd_sim_serve(int argc, char **argv)
 			break;
 		case 'p':
 			if (parse_int(optarg, 0, 65535, &port))
-				return cli_fail(2, "bad value '%s' for --port: want 0..65535", optarg);
+				return cli_fail(2, "bad value '%s' for --port: want 0..65535",
+						optarg);
 			break;
-		case 's': spec = optarg; break;
-		case 'r': ready = optarg; break;
-		case 'q': quiet = true; break;
-		case 'h': fputs(usage, stdout); return 0;
-		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		case 's':
+			spec = optarg;
+			break;
+		case 'r':
+			ready = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case ':':
+			return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default:
 			return cli_fail(2, "unknown option '%s' (see rlm sim-serve --help)",
 					argv[optind - 1]);
@@ -538,20 +548,19 @@ int cmd_sim_serve(int argc, char **argv)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-				     MHD_USE_POLL,
-			     0, NULL, NULL, on_request, &sv, MHD_OPTION_LISTEN_SOCKET, fd,
-			     MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_CONNECTION_TIMEOUT, 600u,
-			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
-			     MHD_OPTION_NOTIFY_CONNECTION, on_connection, &sv, MHD_OPTION_END);
+	d = MHD_start_daemon(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL,
+	    NULL, on_request, &sv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, 4096u,
+	    MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, &sv, MHD_OPTION_END);
 	if (!d) {
 		close(fd);
 		status = cli_fail(1, "cannot start the HTTP server on %s:%d", host, bound);
 		goto out;
 	}
 	if (ready && (status = write_ready(ready, bound))) {
-		status = cli_fail(1, "cannot write the ready file '%s': %s", ready,
-				  strerror(-status));
+		status =
+		    cli_fail(1, "cannot write the ready file '%s': %s", ready, strerror(-status));
 		goto stop;
 	}
 	if (!quiet) {

@@ -28,7 +28,8 @@ static void check_reply(const struct sim_reply *r)
 		abort();
 	if (r->stream) {
 		static const char done[] = "data: [DONE]\n\n";
-		if (r->len < sizeof(done) - 1 || strcmp(r->body + r->len - (sizeof(done) - 1), done))
+		if (r->len < sizeof(done) - 1 ||
+		    strcmp(r->body + r->len - (sizeof(done) - 1), done))
 			abort();
 		return;
 	}
@@ -67,10 +68,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct rlm_err err = {0, ""};
 		spec = xstrndup(text, size);
 		sim_cfg_default(&cfg);
-		if (sim_cfg_parse(spec, &cfg, &err) == 0 &&
-		    cfg.p_429 + cfg.p_500 + cfg.p_reset + cfg.p_malformed + cfg.p_slow +
-				    cfg.p_truncate >
-			    1 + 1e-6)
+		if (sim_cfg_parse(spec, &cfg, &err) == 0 && cfg.p_429 + cfg.p_500 + cfg.p_reset +
+								    cfg.p_malformed + cfg.p_slow +
+								    cfg.p_truncate >
+								1 + 1e-6)
 			abort();
 		free(spec);
 	}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/run.sh BUILD -- run every test binary in BUILD/tests and close with
-# one line "N passed, N failed" over all of them. VALGRIND=1 runs each under
+# one line "total: N passed, N failed" over all of them. VALGRIND=1 runs each under
 # valgrind memcheck.
 set -u
 build=${1:-build}
@@ -42,5 +42,5 @@ done
 if [ -n "$bad" ]; then
     echo "failing binaries:$bad"
 fi
-echo "$passed passed, $failed failed"
+echo "total: $passed passed, $failed failed"
 [ "$failed" = 0 ]

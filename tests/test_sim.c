@@ -22,20 +22,20 @@
 /* ---- helpers ---- */
 
 static const char leaf_head[] =
-	"You are answering a question about one part of a larger text. Use only the text given "
-	"here.\n\nQuestion: %s\n\nReply with the answer alone, as briefly as the question allows, "
-	"quoting the text where you can. If this part does not contain the answer, reply with "
-	"exactly NONE. For a question that asks how many, reply with the count for this part "
-	"only, as a number.\n\nText:\n";
+    "You are answering a question about one part of a larger text. Use only the text given "
+    "here.\n\nQuestion: %s\n\nReply with the answer alone, as briefly as the question allows, "
+    "quoting the text where you can. If this part does not contain the answer, reply with "
+    "exactly NONE. For a question that asks how many, reply with the count for this part "
+    "only, as a number.\n\nText:\n";
 
 static const char combine_head[] =
-	"Several readers each answered the question below from a different part of a larger "
-	"text. Combine their partial answers into one final answer. A partial answer of NONE "
-	"means that part held nothing relevant. For a question that asks how many, add the "
-	"counts up. Reply with the final answer alone.\n\nQuestion: %s\n\nPartial answers:\n";
+    "Several readers each answered the question below from a different part of a larger "
+    "text. Combine their partial answers into one final answer. A partial answer of NONE "
+    "means that part held nothing relevant. For a question that asks how many, add the "
+    "counts up. Reply with the final answer alone.\n\nQuestion: %s\n\nPartial answers:\n";
 
 static const char magic_q[] =
-	"What is the special magic number for harmonious-uniform mentioned in the provided text?";
+    "What is the special magic number for harmonious-uniform mentioned in the provided text?";
 
 /* Time limits stretch under TSan and valgrind, which slow everything. */
 static int64_t slow_factor(void)
@@ -63,10 +63,12 @@ static char *reply_to(const char *text)
 static char *essay(size_t bytes, const char *const *needles, size_t n_needles, const char *q)
 {
 	static const char *const words[] = {
-		"the", "startup", "founders", "number", "of", "users", "grew", "special", "because",
-		"investors", "magic", "wanted", "growth", "and", "product", "market", "a", "essay",
-		"about", "how", "ideas", "work", "when", "you", "write", "code", "every", "day",
-		"city", "harmonious", "uniform", "people", "think", "hard", "problems", "money",
+	    "the",     "startup", "founders", "number",	   "of",       "users",
+	    "grew",    "special", "because",  "investors", "magic",    "wanted",
+	    "growth",  "and",	  "product",  "market",	   "a",	       "essay",
+	    "about",   "how",	  "ideas",    "work",	   "when",     "you",
+	    "write",   "code",	  "every",    "day",	   "city",     "harmonious",
+	    "uniform", "people",  "think",    "hard",	   "problems", "money",
 	};
 	struct buf b;
 	struct rng r;
@@ -193,7 +195,8 @@ static char *sse_content(const char *body, size_t len, const char **finish_out, 
 			if (json_str(delta, "content"))
 				buf_puts(&content, json_str(delta, "content"));
 			if (json_str(ch, "finish_reason"))
-				snprintf(finish, sizeof(finish), "%s", json_str(ch, "finish_reason"));
+				snprintf(finish, sizeof(finish), "%s",
+					 json_str(ch, "finish_reason"));
 		}
 		first = false;
 		cJSON_Delete(j);
@@ -231,9 +234,9 @@ TEST(policy_none_when_absent)
 TEST(policy_true_needle_beats_distractor_in_one_chunk)
 {
 	const char *needles[] = {
-		"One of the special magic numbers for quiet-harbor is: 1111111.",
-		"One of the special magic numbers for harmonious-uniform is: 2338687.",
-		"One of the special magic numbers for brave-lantern is: 3333333.",
+	    "One of the special magic numbers for quiet-harbor is: 1111111.",
+	    "One of the special magic numbers for harmonious-uniform is: 2338687.",
+	    "One of the special magic numbers for brave-lantern is: 3333333.",
 	};
 	char *text = essay(100000, needles, 3, magic_q), *got = reply_to(text);
 	CHECK_STR(got, needles[1]);
@@ -244,11 +247,11 @@ TEST(policy_true_needle_beats_distractor_in_one_chunk)
 TEST(policy_combine_distractor_loses)
 {
 	const char *parts[] = {
-		"NONE",
-		"One of the special magic numbers for quiet-harbor is: 1111111.",
-		"NONE",
-		"One of the special magic numbers for harmonious-uniform is: 2338687.",
-		"One of the special magic numbers for brave-lantern is: 3333333.",
+	    "NONE",
+	    "One of the special magic numbers for quiet-harbor is: 1111111.",
+	    "NONE",
+	    "One of the special magic numbers for harmonious-uniform is: 2338687.",
+	    "One of the special magic numbers for brave-lantern is: 3333333.",
 	};
 	char *p = combine_prompt(magic_q, parts, 5), *got = reply_to(p);
 	CHECK_STR(got, parts[3]);
@@ -347,29 +350,29 @@ TEST(policy_generic_prompts)
 	struct {
 		const char *prompt, *want;
 	} cases[] = {
-		/* material first, the question last (a line ending in '?') */
-		{"Some notes from the trip.\nThe access code for the north gate is 4471.\n"
-		 "The south gate has no code.\nWhat is the access code for the north gate?\n",
-		 "The access code for the north gate is 4471."},
-		/* the question first, with no '?' and no markers */
-		{"Find the capital of Freedonia\nThe capital of Sylvania is Vel.\n"
-		 "The capital of Freedonia is Fenwick.\n",
-		 "The capital of Freedonia is Fenwick."},
-		/* Context: first, Question: after it */
-		{"Context:\nalpha team scored 3\nbeta team scored 9\n\nQuestion: what did the beta "
-		 "team score?\n",
-		 "beta team scored 9"},
-		/* the pool tests' format */
-		{needle_q_text, "the code of item-5 is c35"},
-		/* nothing matches */
-		{"Question: who painted the ceiling?\nText:\nthe cat sat on the mat\n", "NONE"},
-		/* nothing at all */
-		{"", "NONE"},
-		{"\n\n  \n", "NONE"},
-		/* Question: alone on its line */
-		{"Question:\nwhere is the key kept?\n\nText:\nthe key is kept under the blue pot\n"
-		 "the door is red\n",
-		 "the key is kept under the blue pot"},
+	    /* material first, the question last (a line ending in '?') */
+	    {"Some notes from the trip.\nThe access code for the north gate is 4471.\n"
+	     "The south gate has no code.\nWhat is the access code for the north gate?\n",
+	     "The access code for the north gate is 4471."},
+	    /* the question first, with no '?' and no markers */
+	    {"Find the capital of Freedonia\nThe capital of Sylvania is Vel.\n"
+	     "The capital of Freedonia is Fenwick.\n",
+	     "The capital of Freedonia is Fenwick."},
+	    /* Context: first, Question: after it */
+	    {"Context:\nalpha team scored 3\nbeta team scored 9\n\nQuestion: what did the beta "
+	     "team score?\n",
+	     "beta team scored 9"},
+	    /* the pool tests' format */
+	    {needle_q_text, "the code of item-5 is c35"},
+	    /* nothing matches */
+	    {"Question: who painted the ceiling?\nText:\nthe cat sat on the mat\n", "NONE"},
+	    /* nothing at all */
+	    {"", "NONE"},
+	    {"\n\n  \n", "NONE"},
+	    /* Question: alone on its line */
+	    {"Question:\nwhere is the key kept?\n\nText:\nthe key is kept under the blue pot\n"
+	     "the door is red\n",
+	     "the key is kept under the blue pot"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *got = reply_to(cases[i].prompt);
@@ -382,9 +385,9 @@ TEST(policy_generic_prompts)
 TEST(policy_last_user_message)
 {
 	struct llm_msg m[3] = {
-		{LLM_SYSTEM, "Question: what is the code?\nText:\nthe code is 1\n", 0},
-		{LLM_USER, needle_q_text, strlen(needle_q_text)},
-		{LLM_ASSISTANT, "ok", 2},
+	    {LLM_SYSTEM, "Question: what is the code?\nText:\nthe code is 1\n", 0},
+	    {LLM_USER, needle_q_text, strlen(needle_q_text)},
+	    {LLM_ASSISTANT, "ok", 2},
 	};
 	char *got;
 	m[0].len = strlen(m[0].text);
@@ -403,7 +406,8 @@ TEST(policy_multibyte_utf8)
 	buf_init(&b, 0);
 	buf_printf(&b, leaf_head, "Quel est le code secret de la clé «rouge-été» ?");
 	for (int i = 0; i < 200; i++)
-		buf_printf(&b, "Le café de la gare — %d — est fermé le dimanche ☕. 日本語の文章 %d。\n",
+		buf_printf(&b,
+			   "Le café de la gare — %d — est fermé le dimanche ☕. 日本語の文章 %d。\n",
 			   i, i);
 	buf_puts(&b, "Le code secret de la clé «rouge-été» est 42 ✓.\n");
 	for (int i = 0; i < 50; i++)
@@ -461,28 +465,28 @@ TEST(cfg_parse_bad)
 	static const struct {
 		const char *spec, *msg;
 	} cases[] = {
-		{"warp=9", "unknown simulator option 'warp' (known: seed, ttft, tps, 429"},
-		{"ttft=abc", "bad value 'abc' for simulator option 'ttft'"},
-		{"ttft=-5", "bad value '-5' for simulator option 'ttft'"},
-		{"ttft=5m", "bad value '5m' for simulator option 'ttft'"},
-		{"ttft=", "bad value '' for simulator option 'ttft'"},
-		{"ttft", "bad value '' for simulator option 'ttft'"},
-		{"tps=-1", "bad value '-1' for simulator option 'tps'"},
-		{"429=1.5", "bad value '1.5' for simulator option '429'"},
-		{"500=-0.1", "bad value '-0.1' for simulator option '500'"},
-		{"reset=x", "bad value 'x' for simulator option 'reset'"},
-		{"malformed=nan", "bad value 'nan' for simulator option 'malformed'"},
-		{"slow=inf", "bad value 'inf' for simulator option 'slow'"},
-		{"truncate=", "bad value '' for simulator option 'truncate'"},
-		{"faults=2.5", "bad value '2.5' for simulator option 'faults'"},
-		{"faults=-2", "bad value '-2' for simulator option 'faults'"},
-		{"seed=-1", "bad value '-1' for simulator option 'seed'"},
-		{"seed=12x", "bad value '12x' for simulator option 'seed'"},
-		{"retry_after=soon", "bad value 'soon' for simulator option 'retry_after'"},
-		{"retry_after_ms=-3", "bad value '-3' for simulator option 'retry_after_ms'"},
-		{"slow_ms=1h", "bad value '1h' for simulator option 'slow_ms'"},
-		{"429=0.6,500=0.5", "fault rates add up to 1.1, more than 1"},
-		{"=3", "unknown simulator option ''"},
+	    {"warp=9", "unknown simulator option 'warp' (known: seed, ttft, tps, 429"},
+	    {"ttft=abc", "bad value 'abc' for simulator option 'ttft'"},
+	    {"ttft=-5", "bad value '-5' for simulator option 'ttft'"},
+	    {"ttft=5m", "bad value '5m' for simulator option 'ttft'"},
+	    {"ttft=", "bad value '' for simulator option 'ttft'"},
+	    {"ttft", "bad value '' for simulator option 'ttft'"},
+	    {"tps=-1", "bad value '-1' for simulator option 'tps'"},
+	    {"429=1.5", "bad value '1.5' for simulator option '429'"},
+	    {"500=-0.1", "bad value '-0.1' for simulator option '500'"},
+	    {"reset=x", "bad value 'x' for simulator option 'reset'"},
+	    {"malformed=nan", "bad value 'nan' for simulator option 'malformed'"},
+	    {"slow=inf", "bad value 'inf' for simulator option 'slow'"},
+	    {"truncate=", "bad value '' for simulator option 'truncate'"},
+	    {"faults=2.5", "bad value '2.5' for simulator option 'faults'"},
+	    {"faults=-2", "bad value '-2' for simulator option 'faults'"},
+	    {"seed=-1", "bad value '-1' for simulator option 'seed'"},
+	    {"seed=12x", "bad value '12x' for simulator option 'seed'"},
+	    {"retry_after=soon", "bad value 'soon' for simulator option 'retry_after'"},
+	    {"retry_after_ms=-3", "bad value '-3' for simulator option 'retry_after_ms'"},
+	    {"slow_ms=1h", "bad value '1h' for simulator option 'slow_ms'"},
+	    {"429=0.6,500=0.5", "fault rates add up to 1.1, more than 1"},
+	    {"=3", "unknown simulator option ''"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct sim_cfg c, before;
@@ -588,50 +592,50 @@ TEST(handle_bad_requests_400)
 	static const struct {
 		const char *body, *msg;
 	} cases[] = {
-		{"", "could not parse the JSON body"},
-		{"{", "could not parse the JSON body"},
-		{"{} x", "could not parse the JSON body"},
-		{"[]", "must be a JSON object"},
-		{"{}", "you must provide a model parameter"},
-		{"{\"model\":1,\"messages\":[]}", "invalid type for 'model'"},
-		{"{\"model\":\"m\"}", "missing required parameter: 'messages'"},
-		{"{\"model\":\"m\",\"messages\":{}}", "invalid type for 'messages'"},
-		{"{\"model\":\"m\",\"messages\":[]}", "empty array"},
-		{"{\"model\":\"m\",\"messages\":[1]}", "'messages[0]': expected an object"},
-		{"{\"model\":\"m\",\"messages\":[{\"content\":\"x\"}]}",
-		 "missing required parameter: 'messages[0].role'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":"
-		 "\"robot\",\"content\":\"x\"}]}",
-		 "invalid value for 'messages[1].role': 'robot'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",
-		 "missing required parameter: 'messages[0].content'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]}",
-		 "invalid type for 'messages[0].content'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
-		 "\"image_url\",\"image_url\":{}}]}]}",
-		 "unsupported content part type 'image_url' in 'messages[0].content[0]'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
-		 "\"text\"}]}]}",
-		 "missing required parameter: 'messages[0].content[0].text'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[7]}]}",
-		 "'messages[0].content[0].type'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-		 "\"max_tokens\":0}",
-		 "invalid value for 'max_tokens'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-		 "\"max_completion_tokens\":\"9\"}",
-		 "invalid value for 'max_completion_tokens'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-		 "\"max_tokens\":2.5}",
-		 "invalid value for 'max_tokens'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-		 "\"stream\":\"yes\"}",
-		 "invalid type for 'stream'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-		 "\"stream_options\":{\"include_usage\":1}}",
-		 "invalid value for 'stream_options'"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
-		 "not valid UTF-8"},
+	    {"", "could not parse the JSON body"},
+	    {"{", "could not parse the JSON body"},
+	    {"{} x", "could not parse the JSON body"},
+	    {"[]", "must be a JSON object"},
+	    {"{}", "you must provide a model parameter"},
+	    {"{\"model\":1,\"messages\":[]}", "invalid type for 'model'"},
+	    {"{\"model\":\"m\"}", "missing required parameter: 'messages'"},
+	    {"{\"model\":\"m\",\"messages\":{}}", "invalid type for 'messages'"},
+	    {"{\"model\":\"m\",\"messages\":[]}", "empty array"},
+	    {"{\"model\":\"m\",\"messages\":[1]}", "'messages[0]': expected an object"},
+	    {"{\"model\":\"m\",\"messages\":[{\"content\":\"x\"}]}",
+	     "missing required parameter: 'messages[0].role'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":"
+	     "\"robot\",\"content\":\"x\"}]}",
+	     "invalid value for 'messages[1].role': 'robot'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",
+	     "missing required parameter: 'messages[0].content'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]}",
+	     "invalid type for 'messages[0].content'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+	     "\"image_url\",\"image_url\":{}}]}]}",
+	     "unsupported content part type 'image_url' in 'messages[0].content[0]'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+	     "\"text\"}]}]}",
+	     "missing required parameter: 'messages[0].content[0].text'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[7]}]}",
+	     "'messages[0].content[0].type'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	     "\"max_tokens\":0}",
+	     "invalid value for 'max_tokens'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	     "\"max_completion_tokens\":\"9\"}",
+	     "invalid value for 'max_completion_tokens'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	     "\"max_tokens\":2.5}",
+	     "invalid value for 'max_tokens'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	     "\"stream\":\"yes\"}",
+	     "invalid type for 'stream'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	     "\"stream_options\":{\"include_usage\":1}}",
+	     "invalid value for 'stream_options'"},
+	    {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
+	     "not valid UTF-8"},
 	};
 	struct sim *s = sim_of("429=1"); /* an invalid request draws no fault */
 	int64_t reqs, faults;
@@ -682,7 +686,8 @@ TEST(handle_stream_sse)
 	free(body);
 	CHECK(strlen(plain) > 300);
 
-	body = request_body("m", t.p, "\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+	body =
+	    request_body("m", t.p, "\"stream\":true,\"stream_options\":{\"include_usage\":true}");
 	CHECK_INT(sim_handle(s, body, strlen(body), &r), 0);
 	CHECK(r.stream);
 	CHECK_INT(r.status, 200);
@@ -782,12 +787,12 @@ TEST(faults_each_kind)
 		int status;
 		enum sim_fault fault;
 	} cases[] = {
-		{"429=1,retry_after=1.2,retry_after_ms=50,ttft=30", 429, SIM_429},
-		{"500=1,ttft=30", 500, SIM_500},
-		{"reset=1,ttft=30", 0, SIM_RESET},
-		{"malformed=1,ttft=30", 200, SIM_MALFORMED},
-		{"slow=1,slow_ms=40,ttft=30", 200, SIM_SLOW},
-		{"truncate=1,ttft=30", 200, SIM_TRUNCATE},
+	    {"429=1,retry_after=1.2,retry_after_ms=50,ttft=30", 429, SIM_429},
+	    {"500=1,ttft=30", 500, SIM_500},
+	    {"reset=1,ttft=30", 0, SIM_RESET},
+	    {"malformed=1,ttft=30", 200, SIM_MALFORMED},
+	    {"slow=1,slow_ms=40,ttft=30", 200, SIM_SLOW},
+	    {"truncate=1,ttft=30", 200, SIM_TRUNCATE},
 	};
 	char *body = request_body("m", needle_q_text, NULL);
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -825,7 +830,8 @@ TEST(faults_each_kind)
 		case SIM_TRUNCATE:
 			CHECK(j); /* the whole body: the server sends half of it */
 			break;
-		default: break;
+		default:
+			break;
 		}
 		cJSON_Delete(j);
 		sim_reply_release(&r);
@@ -1155,7 +1161,8 @@ TEST(serve_stream_sse)
 		  (long long)h.first_byte_ns);
 	CHECK_MSG(h.last_byte_ns - h.first_byte_ns >= 50000000, "events %lld ns apart",
 		  (long long)(h.last_byte_ns - h.first_byte_ns));
-	CHECK_MSG(h.last_byte_ns < 1000000000, "last byte after %lld ns", (long long)h.last_byte_ns);
+	CHECK_MSG(h.last_byte_ns < 1000000000, "last byte after %lld ns",
+		  (long long)h.last_byte_ns);
 	free(got);
 	buf_release(&h.body);
 	free(body);
@@ -1172,8 +1179,8 @@ TEST(serve_faults_at_the_socket)
 
 	pid = proc_sim_serve("reset=1", &port);
 	h = http_do(port, "POST", "/v1/chat/completions", body);
-	CHECK_MSG(h.rc == CURLE_RECV_ERROR || h.rc == CURLE_GOT_NOTHING, "reset: curl %d %s",
-		  h.rc, curl_easy_strerror(h.rc));
+	CHECK_MSG(h.rc == CURLE_RECV_ERROR || h.rc == CURLE_GOT_NOTHING, "reset: curl %d %s", h.rc,
+		  curl_easy_strerror(h.rc));
 	CHECK_INT(h.body.len, 0);
 	buf_release(&h.body);
 	CHECK_INT(proc_stop(pid), 0);
@@ -1361,13 +1368,13 @@ TEST(serve_command_line)
 	static const struct {
 		const char *a, *b, *msg;
 	} bad[] = {
-		{"--port", "x", "bad value 'x' for --port"},
-		{"--port", "70000", "bad value '70000' for --port"},
-		{"--sim", "warp=9", "unknown simulator option 'warp'"},
-		{"--sim", "429=2", "bad value '2' for simulator option '429'"},
-		{"--bogus", NULL, "unknown option '--bogus'"},
-		{"--port", NULL, "option '--port' needs a value"},
-		{"extra", NULL, "unexpected argument 'extra'"},
+	    {"--port", "x", "bad value 'x' for --port"},
+	    {"--port", "70000", "bad value '70000' for --port"},
+	    {"--sim", "warp=9", "unknown simulator option 'warp'"},
+	    {"--sim", "429=2", "bad value '2' for simulator option '429'"},
+	    {"--bogus", NULL, "unknown option '--bogus'"},
+	    {"--port", NULL, "option '--port' needs a value"},
+	    {"extra", NULL, "unexpected argument 'extra'"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		const char *argv[] = {bin, "sim-serve", bad[i].a, bad[i].b, NULL};
@@ -1409,4 +1416,3 @@ TEST(serve_command_line)
 		proc_out_release(&o);
 	}
 }
-
