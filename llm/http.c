@@ -135,8 +135,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		double ms;
 		v = line + 15;
 		ms = strtod(v, &end);
-		if (end != v && ms >= 0 && ms < 3600e3)
-			x->resp->retry_after_ms = (int64_t)ms;
+		if (end != v && ms >= 0)
+			x->resp->retry_after_ms = (int64_t)RLM_MIN(ms, 3600e3);
 	} else if (strncasecmp(line, "retry-after:", 12) == 0 && x->resp->retry_after_ms < 0) {
 		x->resp->retry_after_ms = http_parse_retry_after(line + 12, wall_ms());
 	}
@@ -215,6 +215,16 @@ void http_perform(struct http_client *hc, const struct http_req *req, struct htt
 	resp->transport_rc = rc == CURLE_OPERATION_TIMEDOUT ? RLM_ETIMEOUT : RLM_EHTTP;
 	resp->connect_failed = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
 			       rc == CURLE_COULDNT_RESOLVE_PROXY;
+	if (rc == CURLE_OPERATION_TIMEDOUT) {
+		/* A timeout before the connection was made is a connect failure. */
+		double t = 0;
+		curl_easy_getinfo(e, CURLINFO_CONNECT_TIME, &t);
+		resp->connect_failed = t <= 0;
+	}
+	resp->fatal = rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL ||
+		      rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
+		      rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_ISSUER_ERROR ||
+		      rc == CURLE_SSL_PINNEDPUBKEYNOTMATCH || rc == CURLE_NOT_BUILT_IN;
 	/* A transfer that failed midway has no usable status. */
 	resp->status = 0;
 	snprintf(resp->transport_err, sizeof(resp->transport_err), "%s",

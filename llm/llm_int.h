@@ -32,7 +32,9 @@ struct http_resp {
 	int64_t retry_after_ms; /* from Retry-After / retry-after-ms; -1 if absent */
 	int transport_rc;       /* 0, RLM_EHTTP, RLM_ETIMEOUT, RLM_ETOOBIG, RLM_ECANCEL */
 	bool connect_failed;    /* no connection could be made (refused, no route,
-				 * unknown host): set by the transport */
+				 * unknown host, connect timeout): set by the transport */
+	bool fatal;             /* retrying cannot help (malformed URL, unsupported
+				 * scheme, TLS certificate rejected) */
 	char transport_err[256];/* words for transport_rc */
 };
 

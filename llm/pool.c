@@ -17,10 +17,18 @@
  *                failures, timeouts, a 2xx body that does not parse;
  *   not retried: other 4xx (400, 401, 403, 404, 413, 422, ...), cancel,
  *                a body over the size cap.
- * A connection that cannot be made at all (refused, unknown host) is
- * retried at most twice per endpoint, quickly, so a wrong base URL fails
- * in about a second with a clear message instead of after minutes.
+ * A connection that cannot be made at all (refused, unknown host, connect
+ * timeout) is tried at most twice per endpoint, quickly, so a wrong base
+ * URL fails with a clear message instead of after minutes of backoff; a
+ * malformed URL or a rejected TLS certificate is not retried at all.
+ *
+ * Retry-After is a floor under the next delay, except when the model has
+ * another endpoint that is not backed off: then the throttled endpoint is
+ * backed off that long and the retry goes elsewhere after the usual
+ * backoff. A Retry-After longer than five minutes ends the call with the
+ * server's request in the message rather than stalling it for hours.
  */
+#define RETRY_AFTER_MAX_MS 300000
 #include "llm_int.h"
 
 #include <errno.h>
@@ -144,6 +152,23 @@ static void refill(const struct llm_model *m, struct llm_endpoint *ep, int64_t n
 	ep->refill_ns = now;
 }
 
+/* True when an endpoint other than `idx` is not backed off. */
+static bool other_endpoint_ready(struct llm_model *m, int idx)
+{
+	int64_t now = now_ns();
+	for (size_t i = 0; i < m->n_eps; i++) {
+		bool ready;
+		if ((int)i == idx)
+			continue;
+		pthread_mutex_lock(&m->eps[i].mu);
+		ready = m->eps[i].backoff_until_ns <= now;
+		pthread_mutex_unlock(&m->eps[i].mu);
+		if (ready)
+			return true;
+	}
+	return false;
+}
+
 static void abs_deadline(struct timespec *ts, int64_t wait_ns)
 {
 	clock_gettime(CLOCK_REALTIME, ts);
@@ -176,16 +201,17 @@ static bool acquire(struct llm_model *m, struct llm_endpoint *ep, double tokens,
 		if (cfg->max_inflight > 0 && ep->inflight >= cfg->max_inflight) {
 			wait = 50000000; /* woken by release; the timeout re-checks cancel */
 		} else {
+			double w = 0;
 			if (cfg->rpm > 0 && ep->req_tokens < 1)
-				wait = (int64_t)((1 - ep->req_tokens) * 60e9 / cfg->rpm);
+				w = (1 - ep->req_tokens) * 60e9 / cfg->rpm;
 			/* A request larger than the bucket goes when the bucket is full. */
 			if (cfg->tpm > 0 && ep->tok_tokens < RLM_MIN(tokens, tok_cap))
-				wait = RLM_MAX(wait, (int64_t)((RLM_MIN(tokens, tok_cap) -
-								ep->tok_tokens) *
-							       60e9 / cfg->tpm));
-			if (wait == 0)
+				w = RLM_MAX(w, (RLM_MIN(tokens, tok_cap) - ep->tok_tokens) * 60e9 /
+						       cfg->tpm);
+			if (w <= 0)
 				break;
-			wait = RLM_MIN(wait + 1000000, (int64_t)100000000);
+			/* Wake at least every 100 ms to notice cancellation. */
+			wait = (int64_t)RLM_MIN(w + 1e6, 1e8);
 		}
 		abs_deadline(&ts, wait);
 		pthread_cond_timedwait(&ep->cv, &ep->mu, &ts);
@@ -215,7 +241,8 @@ static void release(struct llm_endpoint *ep, bool ok, bool failed, int64_t backo
 			backoff_ms = RLM_MIN(250LL << RLM_MIN(ep->fails - 1, 7), 30000LL);
 		ep->backoff_until_ns = now_ns() + backoff_ms * 1000000;
 	}
-	pthread_cond_signal(&ep->cv);
+	/* Waiters for a slot and for the buckets share the condvar: wake all. */
+	pthread_cond_broadcast(&ep->cv);
 	pthread_mutex_unlock(&ep->mu);
 }
 
@@ -299,6 +326,7 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 		}
 		http_resp_init(&resp);
 		resp.connect_failed = false;
+		resp.fatal = false;
 		if (cfg->kind == LLM_SIM)
 			sim_transport(cfg->sim, &req, &resp, cfg->timeout_ms, c->cancel);
 		else
@@ -318,9 +346,12 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 					connect_fails++;
 				snprintf(last, sizeof(last), "%s: %s", ep->base_url,
 					 resp.transport_err);
-				retry = !connect_failure || connect_fails < max_connect_fails;
+				retry = !resp.fatal &&
+					(!connect_failure || connect_fails < max_connect_fails);
 				ep_failed = true;
-				if (!retry)
+				if (resp.fatal)
+					set_error(c, RLM_EHTTP, "%s", last);
+				else if (!retry)
 					set_error(c, RLM_EHTTP, "cannot connect to %s: %s", ep->base_url,
 						  resp.transport_err);
 			}
@@ -386,7 +417,14 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 			if (connect_failure)
 				ceil_ms = RLM_MIN(ceil_ms, (int64_t)500);
 			delay_ms = ceil_ms / 2 + (int64_t)rng_below(rng, (uint64_t)(ceil_ms / 2) + 1);
-			if (resp.retry_after_ms >= 0)
+			if (resp.retry_after_ms > RETRY_AFTER_MAX_MS) {
+				set_error(c, RLM_EPROVIDER,
+					  "%s (the server asked to retry after %lld s; giving up)", last,
+					  (long long)(resp.retry_after_ms / 1000));
+				http_resp_release(&resp);
+				return;
+			}
+			if (resp.retry_after_ms >= 0 && !other_endpoint_ready(m, idx))
 				delay_ms = RLM_MAX(delay_ms, resp.retry_after_ms);
 		}
 		log_debug("retrying in %lld ms: %s", (long long)delay_ms, last);
@@ -544,7 +582,10 @@ static void enqueue(struct llm_pool *p, struct llm_call *c, struct llm_latch *l,
 		struct rng rng;
 		rng_seed(&rng, (uint64_t)now_ns());
 		pthread_mutex_lock(&p->inline_mu);
-		perform(p, p->inline_http, &rng, c);
+		if (p->inline_http)
+			perform(p, p->inline_http, &rng, c);
+		else
+			set_error(c, RLM_EHTTP, "cannot create a curl handle");
 		pthread_mutex_unlock(&p->inline_mu);
 		finish(p, c);
 		return;

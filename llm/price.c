@@ -16,23 +16,23 @@
 
 struct model_info {
 	const char *name;
-	double input, output, cached, cache_write;
+	double input, output, cached, cache_write; /* cache_write < 0: as input */
 	long window; /* tokens */
 };
 
 static const struct model_info table[] = {
 	/* OpenAI */
-	{"gpt-5", 1.25, 10.0, 0.125, 0, 400000},
-	{"gpt-5-mini", 0.25, 2.0, 0.025, 0, 400000},
-	{"gpt-5-nano", 0.05, 0.40, 0.005, 0, 400000},
-	{"gpt-5.1", 1.25, 10.0, 0.125, 0, 400000},
-	{"gpt-4.1", 2.0, 8.0, 0.50, 0, 1047576},
-	{"gpt-4.1-mini", 0.40, 1.60, 0.10, 0, 1047576},
-	{"gpt-4.1-nano", 0.10, 0.40, 0.025, 0, 1047576},
-	{"gpt-4o", 2.50, 10.0, 1.25, 0, 128000},
-	{"gpt-4o-mini", 0.15, 0.60, 0.075, 0, 128000},
-	{"o3", 2.0, 8.0, 0.50, 0, 200000},
-	{"o4-mini", 1.10, 4.40, 0.275, 0, 200000},
+	{"gpt-5", 1.25, 10.0, 0.125, -1, 400000},
+	{"gpt-5-mini", 0.25, 2.0, 0.025, -1, 400000},
+	{"gpt-5-nano", 0.05, 0.40, 0.005, -1, 400000},
+	{"gpt-5.1", 1.25, 10.0, 0.125, -1, 400000},
+	{"gpt-4.1", 2.0, 8.0, 0.50, -1, 1047576},
+	{"gpt-4.1-mini", 0.40, 1.60, 0.10, -1, 1047576},
+	{"gpt-4.1-nano", 0.10, 0.40, 0.025, -1, 1047576},
+	{"gpt-4o", 2.50, 10.0, 1.25, -1, 128000},
+	{"gpt-4o-mini", 0.15, 0.60, 0.075, -1, 128000},
+	{"o3", 2.0, 8.0, 0.50, -1, 200000},
+	{"o4-mini", 1.10, 4.40, 0.275, -1, 200000},
 	/* Anthropic: cache reads at 0.1x input, 5-minute cache writes at 1.25x */
 	{"claude-opus-4-5", 5.0, 25.0, 0.50, 6.25, 200000},
 	{"claude-opus-4-1", 15.0, 75.0, 1.50, 18.75, 200000},
@@ -42,8 +42,8 @@ static const struct model_info table[] = {
 	{"claude-haiku-4-5", 1.0, 5.0, 0.10, 1.25, 200000},
 	{"claude-3-5-haiku", 0.80, 4.0, 0.08, 1.0, 200000},
 	/* Open models at typical hosted rates */
-	{"qwen3-coder-480b-a35b", 0.45, 1.80, 0.45, 0, 262144},
-	{"Qwen/Qwen3-Coder-480B-A35B-Instruct", 0.45, 1.80, 0.45, 0, 262144},
+	{"qwen3-coder-480b-a35b", 0.45, 1.80, 0.45, -1, 262144},
+	{"Qwen/Qwen3-Coder-480B-A35B-Instruct", 0.45, 1.80, 0.45, -1, 262144},
 	/* The simulator costs nothing. */
 	{"sim", 0, 0, 0, 0, 32000},
 };
@@ -52,14 +52,22 @@ static const struct model_info table[] = {
 static struct model_info *overrides;
 static size_t n_overrides;
 
-static const struct model_info *find(const struct model_info *t, size_t n, const char *model)
+static const struct model_info *exact(const struct model_info *t, size_t n, const char *model)
 {
-	const struct model_info *best = NULL;
-	size_t best_len = 0;
-	for (size_t i = 0; i < n; i++) {
-		size_t l = strlen(t[i].name);
+	for (size_t i = 0; i < n; i++)
 		if (strcmp(t[i].name, model) == 0)
 			return &t[i];
+	return NULL;
+}
+
+/* The longest entry that is a prefix of model ending at a separator; on a
+ * tie the earlier table (the overrides) wins. */
+static const struct model_info *prefix(const struct model_info *t, size_t n, const char *model,
+				       const struct model_info *best)
+{
+	size_t best_len = best ? strlen(best->name) : 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(t[i].name);
 		if (l > best_len && strncmp(t[i].name, model, l) == 0 &&
 		    (model[l] == '-' || model[l] == '@' || model[l] == ':')) {
 			best = &t[i];
@@ -69,13 +77,22 @@ static const struct model_info *find(const struct model_info *t, size_t n, const
 	return best;
 }
 
+static const struct model_info *find(const char *model)
+{
+	const struct model_info *mi;
+	if ((mi = exact(overrides, n_overrides, model)) ||
+	    (mi = exact(table, ARRAY_SIZE(table), model)))
+		return mi;
+	return prefix(table, ARRAY_SIZE(table), model, prefix(overrides, n_overrides, model, NULL));
+}
+
 static const struct model_info *lookup(const char *model)
 {
 	const struct model_info *mi;
 	if (!model)
 		return NULL;
 	/* "provider/model" names (OpenRouter) match on the model part too. */
-	if ((mi = find(overrides, n_overrides, model)) || (mi = find(table, ARRAY_SIZE(table), model)))
+	if ((mi = find(model)))
 		return mi;
 	if (strchr(model, '/'))
 		return lookup(strrchr(model, '/') + 1);
@@ -90,7 +107,7 @@ struct llm_price llm_price_lookup(const char *model)
 		p.input = mi->input;
 		p.output = mi->output;
 		p.cached = mi->cached;
-		p.cache_write = mi->cache_write ? mi->cache_write : mi->input;
+		p.cache_write = mi->cache_write >= 0 ? mi->cache_write : mi->input;
 		p.known = true;
 	}
 	return p;
@@ -147,7 +164,10 @@ int llm_prices_load(const char *path, struct rlm_err *err)
 				 path);
 		goto out;
 	}
+	for (size_t i = 0; i < n_overrides; i++)
+		free((void *)(uintptr_t)overrides[i].name);
 	free(overrides);
+	n_overrides = 0;
 	overrides = xcalloc((size_t)cJSON_GetArraySize(root) + 1, sizeof(*overrides));
 	cJSON_ArrayForEach(it, root)
 	{
@@ -168,12 +188,13 @@ int llm_prices_load(const char *path, struct rlm_err *err)
 			goto out;
 		}
 		if ((rc = price_field(it, "cached", mi->input, &mi->cached, path, it->string, err)) ||
-		    (rc = price_field(it, "cache_write", mi->input, &mi->cache_write, path,
-				      it->string, err)))
+		    (rc = price_field(it, "cache_write", -1, &mi->cache_write, path, it->string,
+				      err)))
 			goto out;
 		mi->window = (long)json_int(it, "context_window", 0);
 		if (!mi->window) {
-			const struct model_info *base = find(table, ARRAY_SIZE(table), mi->name);
+			const struct model_info *base = prefix(table, ARRAY_SIZE(table), mi->name,
+							       exact(table, ARRAY_SIZE(table), mi->name));
 			mi->window = base ? base->window : 0;
 		}
 		n++;

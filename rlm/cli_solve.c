@@ -29,6 +29,7 @@ static const char usage[] =
 	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
 	"                          window, at most 200k); accepts k/M suffixes\n"
 	"      --json              print a JSON object: answer, usage, cost, calls, timings\n"
+	"                          (on failure too: with \"error\" and what was spent)\n"
 	"      --quiet             no progress line or notices on stderr\n"
 	"  -v, --verbose           log retries and other details on stderr\n"
 	"  -h, --help              this help\n"
@@ -82,11 +83,13 @@ static const char *kind_name(enum corpus_kind k)
 
 static void print_json(const struct rlm_result *r, const struct corpus *c,
 		       const struct model_setup *ms, int64_t load_ns, int64_t total_ns,
-		       const struct llm_stats *st)
+		       const struct llm_stats *st, const char *error)
 {
 	cJSON *o = cJSON_CreateObject(), *u, *calls, *ctx, *t, *tree;
 	char *s;
-	json_add_str(o, "answer", r->answer);
+	if (error)
+		json_add_str(o, "error", error);
+	json_add(o, "answer", r->answer ? cJSON_CreateString(r->answer) : cJSON_CreateNull());
 	json_add_bool(o, "found", r->found);
 	json_add_str(o, "strategy", "tree");
 	json_add_str(o, "provider", llm_kind_name(ms->kind));
@@ -228,9 +231,11 @@ int cmd_solve(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_fail(2, "unexpected argument '%s' (see rlm solve --help)", argv[optind]);
-	if (!context)
+	if (!context) {
+		free(qfile);
 		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a "
 				   "JSONL file, or - for stdin)");
+	}
 	if (!question || !*question) {
 		free(qfile);
 		return cli_fail(2, "the question is empty: pass --question TEXT");
@@ -272,11 +277,13 @@ int cmd_solve(int argc, char **argv)
 	llm_pool_stats(ms.pool, &st);
 	if (rc) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		if (json)
+			print_json(&res, corpus, &ms, load_ns, now_ns() - t0, &st, err.msg);
 	} else {
 		if (res.warning)
 			fprintf(stderr, "rlm: warning: %s\n", res.warning);
 		if (json)
-			print_json(&res, corpus, &ms, load_ns, now_ns() - t0, &st);
+			print_json(&res, corpus, &ms, load_ns, now_ns() - t0, &st, NULL);
 		else
 			printf("%s\n", res.answer);
 		status = 0;

@@ -51,7 +51,7 @@ void model_opts_init(struct model_opts *o)
 	o->prices = env("RLM_PRICES");
 	o->sim_spec = env("RLM_SIM");
 	if ((v = env("RLM_CONCURRENCY")))
-		o->concurrency = atol(v) > 0 ? atol(v) : 64;
+		o->concurrency = atol(v) > 0 && atol(v) <= 4096 ? atol(v) : 64;
 	if ((v = env("RLM_TIMEOUT")))
 		o->timeout_s = atof(v) > 0 ? atof(v) : 300;
 }
@@ -119,11 +119,18 @@ int model_opts_take(struct model_opts *o, int opt, const char *arg)
 	}
 }
 
-static int make_model(const struct model_opts *o, struct model_setup *s, const char *name,
-		      struct llm_model **out, struct rlm_err *err)
+static enum llm_kind kind_of(const char *model)
+{
+	if (strcmp(model, "sim") == 0)
+		return LLM_SIM;
+	return strncmp(model, "claude", 6) == 0 ? LLM_ANTHROPIC : LLM_OPENAI;
+}
+
+static int make_model(const struct model_opts *o, struct model_setup *s, enum llm_kind kind,
+		      const char *name, struct llm_model **out, struct rlm_err *err)
 {
 	struct llm_model_cfg cfg = {0};
-	cfg.kind = s->kind;
+	cfg.kind = kind;
 	cfg.name = name;
 	cfg.timeout_ms = (long)(o->timeout_s * 1000);
 	cfg.max_retries = (int)o->max_retries;
@@ -132,10 +139,13 @@ static int make_model(const struct model_opts *o, struct model_setup *s, const c
 	cfg.tpm = o->tpm;
 	cfg.extra_json = o->extra_json;
 	cfg.sim = s->sim;
-	if (s->kind == LLM_OPENAI) {
+	if (kind == LLM_SIM && !s->sim)
+		return rlm_err_set(err, RLM_EINVAL, "the sub-model 'sim' needs the root model to be "
+						    "'sim' too");
+	if (kind == LLM_OPENAI) {
 		cfg.base_urls = o->base_url ? o->base_url : env("OPENAI_BASE_URL");
 		cfg.api_key = o->api_key ? o->api_key : env("OPENAI_API_KEY");
-	} else if (s->kind == LLM_ANTHROPIC) {
+	} else if (kind == LLM_ANTHROPIC) {
 		cfg.base_urls = o->base_url ? o->base_url : env("ANTHROPIC_BASE_URL");
 		cfg.api_key = o->api_key ? o->api_key : env("ANTHROPIC_API_KEY");
 	}
@@ -154,6 +164,9 @@ int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_er
 			return rlm_err_set(err, RLM_EINVAL,
 					   "unknown provider '%s' (known: openai, anthropic, sim)",
 					   o->provider);
+	} else if (!model && (o->base_url || o->api_key)) {
+		/* An endpoint or a key says a real server is meant. */
+		s->kind = LLM_OPENAI;
 	} else if (!model || strcmp(model, "sim") == 0) {
 		s->kind = LLM_SIM;
 		if (!model && !o->quiet)
@@ -162,7 +175,7 @@ int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_er
 				"'sim'; pass --provider and --model (or set RLM_MODEL and "
 				"OPENAI_API_KEY / ANTHROPIC_API_KEY) for a real model\n");
 	} else {
-		s->kind = strncmp(model, "claude", 6) == 0 ? LLM_ANTHROPIC : LLM_OPENAI;
+		s->kind = kind_of(model);
 	}
 	if (s->kind == LLM_SIM) {
 		struct sim_cfg sc;
@@ -179,10 +192,13 @@ int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_er
 	}
 	if (o->prices && (rc = llm_prices_load(o->prices, err)))
 		goto fail;
-	if ((rc = make_model(o, s, model, &s->model, err)))
+	if ((rc = make_model(o, s, s->kind, model, &s->model, err)))
 		goto fail;
 	if (o->sub_model && strcmp(o->sub_model, model) != 0) {
-		if ((rc = make_model(o, s, o->sub_model, &s->sub, err)))
+		/* Without --provider each model's name picks its provider, so a
+		 * claude root can use a gpt sub-model. */
+		enum llm_kind sk = o->provider ? s->kind : kind_of(o->sub_model);
+		if ((rc = make_model(o, s, sk, o->sub_model, &s->sub, err)))
 			goto fail;
 	} else {
 		s->sub = s->model;

@@ -90,9 +90,10 @@ struct model_setup {
 };
 
 /* Build the pool and models. The provider is --provider / RLM_PROVIDER;
- * without it, a model name decides (claude-* is anthropic, sim is sim, any
- * other is openai), and with no model at all the simulator is used, with a
- * notice on stderr. Keys and base URLs come from the flags, else from
+ * without it, each model's name decides (claude-* is anthropic, sim is sim,
+ * any other is openai); a --base-url or --api-key without a model means
+ * openai (and then a model is required); with none of these the simulator
+ * is used, with a notice on stderr. Keys and base URLs come from the flags, else from
  * OPENAI_API_KEY / OPENAI_BASE_URL or ANTHROPIC_API_KEY /
  * ANTHROPIC_BASE_URL. Returns 0 or a negative code with err filled. */
 int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_err *err);

@@ -150,6 +150,7 @@ struct job {
 	pthread_cond_t cv;
 	struct rlm_result *res;
 	int64_t t0;
+	int first_rc;             /* rc of the first call that failed */
 };
 
 static void account(struct rlm_result *res, const struct llm_call *c)
@@ -175,6 +176,8 @@ static void on_done(struct llm_call *c, void *arg)
 		c->text = NULL;
 	} else {
 		j->errors[s->item] = xstrdup(c->error ? c->error : rlm_strerror(c->rc));
+		if (!j->first_rc)
+			j->first_rc = c->rc;
 	}
 	account(j->res, c);
 	llm_call_release(c);
@@ -305,13 +308,22 @@ static int render_combine(struct job *j, size_t g, struct buf *out, struct rlm_e
 	return rc;
 }
 
-/* Group partials so that each group's text fits max bytes (at least two
- * per group, so every level shrinks). Returns the number of groups. */
+/* Group partials so that each group's text fits max bytes, with at least
+ * two per group so that every level shrinks (a trailing single partial
+ * joins the group before it, which may then pass max by up to max / 2:
+ * still inside the window, as max is at most half of it). A partial longer than max / 2 is cut to that
+ * on a UTF-8 boundary first, so that any two of them fit one call. Returns
+ * the number of groups. */
 static size_t group_partials(char **partials, size_t n, size_t max, size_t **start)
 {
 	size_t *s = xcalloc(n + 1, sizeof(*s)), g = 0, used = 0, in_group = 0;
 	for (size_t k = 0; k < n; k++) {
-		size_t len = strlen(partials[k]) + 8;
+		size_t len = strlen(partials[k]);
+		if (len > max / 2) {
+			len = utf8_floor(partials[k], max / 2);
+			partials[k][len] = '\0';
+		}
+		len += 8;
 		if (in_group >= 2 && used + len > max) {
 			s[++g] = k;
 			used = 0;
@@ -320,9 +332,17 @@ static size_t group_partials(char **partials, size_t n, size_t max, size_t **sta
 		used += len;
 		in_group++;
 	}
-	s[++g] = n;
+	if (in_group == 1 && g > 0)
+		s[g] = n; /* extend the previous group over the last partial */
+	else
+		s[++g] = n;
 	*start = s;
 	return g;
+}
+
+static bool is_cancelled(const struct rlm_opts *o)
+{
+	return o->cancel && atomic_load(o->cancel);
 }
 
 int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
@@ -357,27 +377,36 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 			      .t0 = t0};
 	if ((rc = run_job(&leaves, err)))
 		goto out;
+	if (is_cancelled(opts)) {
+		rc = rlm_err_set(err, RLM_ECANCEL, "cancelled");
+		goto out;
+	}
 
 	partials = xcalloc(out->leaves, sizeof(char *));
 	for (size_t i = 0; i < out->leaves; i++) {
 		if (leaves.errors[i]) {
-			if (out->failed_leaves++ == 0)
-				log_warn("part %zu of %zu failed: %s", i + 1, out->leaves,
-					 leaves.errors[i]);
+			out->failed_leaves++;
 			continue;
 		}
 		if (!is_none(leaves.answers[i]))
 			partials[n_partials++] = trim_dup(leaves.answers[i]);
 	}
 	if (out->failed_leaves == out->leaves) {
-		rc = rlm_err_set(err, leaves.errors[0] ? RLM_EPROVIDER : RLM_EINVAL,
-				 "every model call failed; the first: %s", leaves.errors[0]);
+		rc = rlm_err_set(err, leaves.first_rc ? leaves.first_rc : RLM_EPROVIDER,
+				 "%s%s", out->leaves > 1 ? "every model call failed; the first: " : "",
+				 leaves.errors[0]);
 		goto out;
 	}
-	if (out->failed_leaves)
-		out->warning = xasprintf("%zu of %zu parts of the context could not be read "
-					 "(their calls failed); the answer may be incomplete",
-					 out->failed_leaves, out->leaves);
+	if (out->failed_leaves) {
+		for (size_t i = 0; i < out->leaves; i++)
+			if (leaves.errors[i]) {
+				out->warning = xasprintf(
+					"%zu of %zu parts of the context could not be read (the "
+					"first, part %zu: %s); the answer may be incomplete",
+					out->failed_leaves, out->leaves, i + 1, leaves.errors[i]);
+				break;
+			}
+	}
 
 	/* Combine level by level until one answer is left. */
 	while (n_partials > 1) {
@@ -392,10 +421,12 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 				    .t0 = t0};
 		rc = run_job(&comb, err);
 		out->levels++;
+		if (!rc && is_cancelled(opts))
+			rc = rlm_err_set(err, RLM_ECANCEL, "cancelled");
 		next = xcalloc(n_groups, sizeof(char *));
 		for (size_t g = 0; !rc && g < n_groups; g++) {
 			if (comb.errors[g]) {
-				rc = rlm_err_set(err, RLM_EPROVIDER,
+				rc = rlm_err_set(err, comb.first_rc ? comb.first_rc : RLM_EPROVIDER,
 						 "cannot combine the partial answers: %s",
 						 comb.errors[g]);
 				break;

@@ -138,6 +138,8 @@ pid_t proc_start(const char *const *argv, const char *const *env)
 int proc_stop(pid_t pid)
 {
 	int st = 0;
+	if (pid <= 0)
+		return -1; /* never kill(-1, ...) */
 	kill(pid, SIGTERM);
 	for (int i = 0; i < 500; i++) {
 		if (waitpid(pid, &st, WNOHANG) == pid)
@@ -158,6 +160,8 @@ pid_t proc_sim_serve(const char *spec, int *port)
 	snprintf(ready, sizeof(ready), "%s/port.%d", harness_tmpdir(), (int)getpid());
 	unlink(ready);
 	pid = proc_start(argv, NULL);
+	if (pid <= 0)
+		harness_fail(__FILE__, __LINE__, "cannot fork rlm sim-serve");
 	for (int i = 0; i < 500; i++) {
 		FILE *f = fopen(ready, "r");
 		if (f) {
@@ -166,6 +170,8 @@ pid_t proc_sim_serve(const char *spec, int *port)
 			if (ok && *port > 0)
 				return pid;
 		}
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			harness_fail(__FILE__, __LINE__, "rlm sim-serve exited at start");
 		sleep_ns(10000000);
 	}
 	proc_stop(pid);

@@ -293,6 +293,12 @@ TEST(bad_inputs)
 		}
 	}
 	{
+		/* an endpoint without a model is not silently the simulator */
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--base-url",
+				   "http://127.0.0.1:8000/v1", NULL};
+		bad(a, NULL, 2, "no model given for provider 'openai'");
+	}
+	{
 		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "claude-sonnet-4-5", NULL};
 		bad(a, NULL, 1, "ANTHROPIC_API_KEY");
 	}
@@ -347,4 +353,27 @@ TEST(help_and_version)
 	CHECK_INT(o.status, 0);
 	CHECK_CONTAINS(o.out, "rlm " RLM_VERSION);
 	proc_out_release(&o);
+}
+
+TEST(json_on_failure)
+{
+	char *ok = path_in_tmp("ok.txt"), url[64];
+	struct proc_out o;
+	cJSON *j;
+	write_text(ok, "hello\n", 6);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", proc_closed_port());
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "m", "--base-url", url,
+				   "--json", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_INT(o.status, 1);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "error"), "cannot connect");
+	CHECK(cJSON_IsNull(json_get(j, "answer")));
+	CHECK(json_num(json_get(j, "calls"), "total", 0) == 1);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(ok);
 }

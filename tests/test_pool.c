@@ -672,9 +672,85 @@ TEST(price_overrides_file)
 	CHECK(p.known && p.input == 0.5 && p.output == 1.5 && p.cached == 0.5);
 	p = llm_price_lookup("gpt-5");
 	CHECK(p.input == 1 && p.cached == 0.1);
+	/* an override of gpt-5 does not hide the longer built-in gpt-5-mini */
+	p = llm_price_lookup("gpt-5-mini-2025-08-07");
+	CHECK(p.input == 0.25);
+	p = llm_price_lookup("gpt-5-2025-08-07");
+	CHECK(p.input == 1);
+	f = fopen(path, "w");
+	fputs("{\"free-writes\": {\"input\": 2, \"output\": 4, \"cache_write\": 0}}", f);
+	fclose(f);
+	CHECK_INT(llm_prices_load(path, &err), 0);
+	p = llm_price_lookup("free-writes");
+	CHECK(p.cache_write == 0 && p.input == 2);
 	f = fopen(path, "w");
 	fputs("{\"x\": {\"input\": -1, \"output\": 1}}", f);
 	fclose(f);
 	CHECK(llm_prices_load(path, &err) != 0);
 	CHECK_CONTAINS(err.msg, "non-negative");
+}
+
+TEST(malformed_url_is_not_retried)
+{
+	struct llm_model *m = model_for(LLM_OPENAI, "m", "http://127.0.0.1:99999/v1", NULL, 6);
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), RLM_EHTTP);
+	CHECK_INT(c.attempts, 1);
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+}
+
+TEST(retry_after_goes_to_another_endpoint)
+{
+	struct fakesrv *a = fakesrv_start(), *b = fakesrv_start();
+	char urls[256];
+	struct fake_reply busy = {429, "Retry-After: 20\r\n", "{\"error\":{\"message\":\"busy\"}}",
+				  FAKE_NORMAL, 0};
+	struct fake_reply good = {200, NULL, ok_openai, FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	int64_t t0 = now_ns();
+	snprintf(urls, sizeof(urls), "%s/v1,%s/v1", fakesrv_url(a), fakesrv_url(b));
+	m = model_for(LLM_OPENAI, "m", urls, NULL, 4);
+	fakesrv_set_default(a, &busy);
+	fakesrv_set_default(b, &good);
+	for (int i = 0; i < 4; i++) {
+		llm_call_init(&c, m, two_msgs, 2);
+		CHECK_MSG(llm_pool_call(p, &c) == 0, "%s", c.error);
+		llm_call_release(&c);
+	}
+	/* the throttled endpoint is asked at most once, and nobody waits 20 s */
+	CHECK(fakesrv_count(a) <= 1);
+	CHECK_MSG(now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(a);
+	fakesrv_stop(b);
+}
+
+TEST(retry_after_hours_gives_up)
+{
+	struct fakesrv *s = fakesrv_start();
+	char url[128];
+	struct fake_reply busy = {429, "Retry-After: 7200\r\n", "{\"error\":{\"message\":\"quota\"}}",
+				  FAKE_NORMAL, 0};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(1);
+	struct llm_call c;
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
+	m = model_for(LLM_OPENAI, "m", url, NULL, 4);
+	fakesrv_set_default(s, &busy);
+	llm_call_init(&c, m, two_msgs, 2);
+	CHECK_INT(llm_pool_call(p, &c), RLM_EPROVIDER);
+	CHECK_INT(c.attempts, 1);
+	CHECK_CONTAINS(c.error, "the server asked to retry after");
+	CHECK_CONTAINS(c.error, "quota");
+	llm_call_release(&c);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(s);
 }

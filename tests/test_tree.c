@@ -7,6 +7,7 @@
 #include "../rlm/prompt.h"
 #include "../llm/sim.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,7 +309,7 @@ TEST(every_part_failing_is_an_error)
 	env_init(&e, "500=1", 1);
 	opts_for(&o, &e, 1000);
 	CHECK(rlm_solve(&o, "What is it?", c, &r, &err) != 0);
-	CHECK_CONTAINS(err.msg, "every model call failed");
+	CHECK_CONTAINS(err.msg, "500");
 	CHECK_CONTAINS(err.msg, "gave up after 2 attempts");
 	CHECK_INT(r.calls, 1);
 	rlm_result_release(&r);
@@ -350,4 +351,39 @@ TEST(prompt_templates)
 	buf_reset(&b);
 	CHECK_INT(prompt_render("missing.txt", v, 2, &b, &err), RLM_ENOTFOUND);
 	buf_release(&b);
+}
+
+static void *cancel_soon(void *arg)
+{
+	sleep_ns(100000000);
+	atomic_store((atomic_bool *)arg, true);
+	return NULL;
+}
+
+TEST(cancel_ends_the_solve)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	size_t len;
+	char *text = haystack(20000, 10, "One of the special magic numbers for brave-lantern is: 8264013.",
+			      &len);
+	struct corpus *c = corpus_from_text(text, len);
+	atomic_bool flag = false;
+	pthread_t th;
+	int64_t t0 = now_ns();
+	env_init(&e, "ttft=400ms", 0);
+	opts_for(&o, &e, 20000);
+	o.cancel = &flag;
+	pthread_create(&th, NULL, cancel_soon, &flag);
+	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern?", c, &r, &err),
+		  RLM_ECANCEL);
+	pthread_join(th, NULL);
+	CHECK_CONTAINS(err.msg, "cancelled");
+	CHECK_MSG(now_ns() - t0 < 2000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	rlm_result_release(&r);
+	corpus_free(c);
+	free(text);
+	env_free(&e);
 }
