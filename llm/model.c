@@ -56,6 +56,16 @@ static int check_url(const char *url, struct rlm_err *err)
 	return 0;
 }
 
+static void endpoint_init(struct llm_model *m, struct llm_endpoint *ep, const char *url)
+{
+	ep->base_url = xstrdup(url);
+	pthread_mutex_init(&ep->mu, NULL);
+	pthread_cond_init(&ep->cv, NULL);
+	ep->req_tokens = m->cfg.rpm > 0 ? RLM_MAX(1.0, m->cfg.rpm / 6) : 0;
+	ep->tok_tokens = m->cfg.tpm > 0 ? RLM_MAX(1.0, m->cfg.tpm / 6) : 0;
+	ep->refill_ns = now_ns();
+}
+
 /* Split "a, b ,c" into trimmed endpoint URLs without trailing slashes. */
 static int add_endpoints(struct llm_model *m, const char *list, struct rlm_err *err)
 {
@@ -74,22 +84,13 @@ static int add_endpoints(struct llm_model *m, const char *list, struct rlm_err *
 			break;
 		m->eps = xrealloc(m->eps, (m->n_eps + 1) * sizeof(*m->eps));
 		memset(&m->eps[m->n_eps], 0, sizeof(*m->eps));
-		m->eps[m->n_eps].base_url = xstrdup(tok);
+		endpoint_init(m, &m->eps[m->n_eps], tok);
 		m->n_eps++;
 	}
 	free(copy);
 	if (!rc && m->n_eps == 0)
 		rc = rlm_err_set(err, RLM_EINVAL, "no base URL in '%s'", list);
 	return rc;
-}
-
-static void endpoint_init(struct llm_model *m, struct llm_endpoint *ep)
-{
-	pthread_mutex_init(&ep->mu, NULL);
-	pthread_cond_init(&ep->cv, NULL);
-	ep->req_tokens = m->cfg.rpm > 0 ? RLM_MAX(1.0, m->cfg.rpm / 6) : 0;
-	ep->tok_tokens = m->cfg.tpm > 0 ? RLM_MAX(1.0, m->cfg.tpm / 6) : 0;
-	ep->refill_ns = now_ns();
 }
 
 struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err *err)
@@ -143,7 +144,7 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 
 	if (cfg->kind == LLM_SIM) {
 		m->eps = xcalloc(1, sizeof(*m->eps));
-		m->eps[0].base_url = xstrdup("sim://local/v1");
+		endpoint_init(m, &m->eps[0], "sim://local/v1");
 		m->n_eps = 1;
 	} else {
 		urls = cfg->base_urls && *cfg->base_urls ? cfg->base_urls : m->wire->default_base_url;
@@ -166,9 +167,6 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 				}
 		}
 	}
-	for (size_t i = 0; i < m->n_eps; i++)
-		endpoint_init(m, &m->eps[i]);
-
 	m->price = cfg->price ? *cfg->price : llm_price_lookup(m->name);
 	if (cfg->kind == LLM_SIM) {
 		m->price = (struct llm_price){0, 0, 0, 0, true};
@@ -180,14 +178,7 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 	}
 out:
 	if (rc) {
-		/* Endpoints were not initialised yet: free them by hand. */
-		for (size_t i = 0; i < m->n_eps; i++)
-			free(m->eps[i].base_url);
-		free(m->eps);
-		free(m->name);
-		free(m->api_key);
-		free(m->extra_json);
-		free(m);
+		llm_model_free(m);
 		return NULL;
 	}
 	return m;

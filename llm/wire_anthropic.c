@@ -220,17 +220,12 @@ out:
 	return rc;
 }
 
-static char *error_message(const char *body, size_t len)
-{
-	/* {"type":"error","error":{"type":T,"message":M}} is the generic
-	 * "error" object shape one level down. */
-	return wire_generic_error(body, len);
-}
-
 const struct llm_wire llm_wire_anthropic = {
     .name = "anthropic",
     .default_base_url = "https://api.anthropic.com",
     .build = build,
     .parse = parse,
-    .error_message = error_message,
+    /* {"type":"error","error":{"type":T,"message":M}} is the generic
+     * "error" object shape one level down. */
+    .error_message = wire_generic_error,
 };

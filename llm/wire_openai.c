@@ -190,15 +190,10 @@ out:
 	return rc;
 }
 
-static char *error_message(const char *body, size_t len)
-{
-	return wire_generic_error(body, len);
-}
-
 const struct llm_wire llm_wire_openai = {
     .name = "openai",
     .default_base_url = "https://api.openai.com/v1",
     .build = build,
     .parse = parse,
-    .error_message = error_message,
+    .error_message = wire_generic_error,
 };
