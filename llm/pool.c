@@ -325,8 +325,6 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 			return;
 		}
 		http_resp_init(&resp);
-		resp.connect_failed = false;
-		resp.fatal = false;
 		if (cfg->kind == LLM_SIM)
 			sim_transport(cfg->sim, &req, &resp, cfg->timeout_ms, c->cancel);
 		else

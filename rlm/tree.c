@@ -309,11 +309,11 @@ static int render_combine(struct job *j, size_t g, struct buf *out, struct rlm_e
 }
 
 /* Group partials so that each group's text fits max bytes, with at least
- * two per group so that every level shrinks (a trailing single partial
+ * two per group so that every level shrinks. A trailing single partial
  * joins the group before it, which may then pass max by up to max / 2:
- * still inside the window, as max is at most half of it). A partial longer than max / 2 is cut to that
- * on a UTF-8 boundary first, so that any two of them fit one call. Returns
- * the number of groups. */
+ * still inside the window, as max is at most half of it. A partial longer
+ * than max / 2 is first cut to that on a UTF-8 boundary, so that any two
+ * of them fit one call. Returns the number of groups. */
 static size_t group_partials(char **partials, size_t n, size_t max, size_t **start)
 {
 	size_t *s = xcalloc(n + 1, sizeof(*s)), g = 0, used = 0, in_group = 0;
