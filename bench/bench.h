@@ -52,4 +52,14 @@ void sniah_opts_default(struct sniah_opts *o);
  * > 1; needles that would take over half the bytes), or -errno from f. */
 int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item);
 
+/* ---- the REPL worker (bench/perf_repl.c) ---- */
+
+/* Run `x = 1` n times in one worker (empty context); the p50 and p99 of
+ * repl_exec's wall time in microseconds. Returns 0 or a negative code with
+ * err. */
+int perf_repl_roundtrip(size_t n, double *p50_us, double *p99_us, struct rlm_err *err);
+/* Start a worker on ctx_bytes of ASCII text until it is ready (`context`
+ * is a str); the median of 5 starts in milliseconds. */
+int perf_repl_ready(size_t ctx_bytes, double *ms, struct rlm_err *err);
+
 #endif

@@ -6,6 +6,7 @@
 #include "bench.h"
 #include "../llm/llm.h"
 #include "../rlm/cli.h"
+#include "../rlm/rlm.h"
 #include "../common/json.h"
 
 #include <errno.h>
@@ -39,6 +40,14 @@ static const char usage[] =
 	"                       (64): wall time / (ceil(N/C) x MS); target <= 1.05\n"
 	"  controller CPU/call  user+system CPU of this process per call in that run\n"
 	"                       (the server is another process); target <= 100 us\n"
+	"  REPL exec round trip a trivial statement in the Python worker, p50 over\n"
+	"                       1000 execs; target <= 200 us\n"
+	"  40 MB context ready  from starting a worker to `context` being a str in it;\n"
+	"                       target <= 100 ms\n"
+	"  CPU per sub-call     a whole repl solve over HTTP (root and sub-model on\n"
+	"                       `rlm sim-serve`, 4 MB context in 4,000-char chunks,\n"
+	"                       ~1,000 sub-calls from llm_query_batched): this\n"
+	"                       process's CPU over the sub-calls made; target <= 100 us\n"
 	"\n"
 	"  --json   print the results as JSON (for comparing commits)\n"
 	"\n"
@@ -180,6 +189,109 @@ out:
 	return rc;
 }
 
+/* A whole repl solve against sim-serve: the controller's CPU (this
+ * process: the pool, the HTTP client, frames to and from the worker, the
+ * loop) over the sub-calls made. The worker and the server are other
+ * processes, so neither the model nor Python is counted. */
+static int subcall_cpu(struct row *cpu)
+{
+	struct llm_pool_cfg pc = {64};
+	struct llm_model_cfg mc = {0};
+	struct llm_model *m = NULL;
+	struct llm_pool *pool = NULL;
+	struct sniah_opts so;
+	struct sniah_item item;
+	struct corpus *ctx = NULL;
+	struct rlm_opts ro = {0};
+	struct rlm_result res = {0};
+	struct rlm_err err = {0, ""};
+	char url[64], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	double c0, c1;
+	int port = 0, rc = 1;
+	pid_t pid = start_server("chunk=4000", &port);
+	if (pid < 0) {
+		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
+		return 1;
+	}
+	sniah_opts_default(&so);
+	so.tokens = 1000000;
+	so.seed = 5;
+	f = open_memstream(&text, &len);
+	if (!f || sniah_generate(&so, f, &item) || fclose(f)) {
+		fprintf(stderr, "rlm: error: cannot generate the benchmark context\n");
+		goto out;
+	}
+	ctx = corpus_from_text(text, len);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	mc.kind = LLM_OPENAI;
+	mc.name = "sim";
+	mc.base_urls = url;
+	mc.max_retries = 0;
+	if (!(m = llm_model_new(&mc, &err)) || !(pool = llm_pool_new(&pc, &err))) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		goto out;
+	}
+	ro.strategy = RLM_REPL;
+	ro.pool = pool;
+	ro.model = m;
+	c0 = cpu_s();
+	if (rlm_solve(&ro, item.question, ctx, &res, &err)) {
+		fprintf(stderr, "rlm: error: the benchmark solve failed: %s\n", err.msg);
+		goto out;
+	}
+	c1 = cpu_s();
+	if (res.sub_calls < 100 || !res.answer || !strstr(res.answer, item.value)) {
+		fprintf(stderr, "rlm: error: the benchmark solve went wrong: %lld sub-calls, "
+				"answer '%s', expected '%s'\n",
+			(long long)res.sub_calls, res.answer ? res.answer : "(none)", item.value);
+		goto out;
+	}
+	cpu->name = "controller CPU per sub-call";
+	cpu->target = "<= 100 us";
+	cpu->value = (c1 - c0) / (double)res.sub_calls * 1e6;
+	cpu->unit = "us";
+	cpu->limit = 100;
+	snprintf(cpu->note, sizeof(cpu->note),
+		 "repl solve: %lld sub-calls, %d turns, %.3f s CPU, %.3f s wall",
+		 (long long)res.sub_calls, res.iterations, c1 - c0, (double)res.solve_ns / 1e9);
+	rc = 0;
+out:
+	rlm_result_release(&res);
+	corpus_free(ctx);
+	free(text);
+	llm_pool_free(pool);
+	llm_model_free(m);
+	stop_server(pid);
+	return rc;
+}
+
+static int repl_rows(struct row *rt, struct row *ready)
+{
+	struct rlm_err err = {0, ""};
+	double p50, p99, ms;
+	if (perf_repl_roundtrip(1000, &p50, &p99, &err) || perf_repl_ready(40000000, &ms, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		return 1;
+	}
+	rt->name = "REPL exec round trip";
+	rt->target = "p50 <= 200 us";
+	rt->value = p50;
+	rt->unit = "us";
+	rt->limit = 200;
+	snprintf(rt->note, sizeof(rt->note), "x = 1, 1000 execs: p50 %.0f us, p99 %.0f us", p50,
+		 p99);
+	ready->name = "40 MB context ready";
+	ready->target = "<= 100 ms";
+	ready->value = ms;
+	ready->unit = "ms";
+	ready->limit = 100;
+	snprintf(ready->note, sizeof(ready->note),
+		 "start a worker with a 40 MB ASCII context until `context` is a str");
+	return 0;
+}
+
 int cmd_bench_perf(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -192,7 +304,7 @@ int cmd_bench_perf(int argc, char **argv)
 	};
 	long calls = 1000, conc = 64, latency = 100;
 	bool json = false, all_ok = true;
-	struct row rows[2];
+	struct row rows[5];
 	size_t n_rows = 0;
 	int opt;
 	optind = 1;
@@ -219,7 +331,9 @@ int cmd_bench_perf(int argc, char **argv)
 	memset(rows, 0, sizeof(rows));
 	if (fanout(calls, conc, latency, &rows[0], &rows[1]))
 		return 1;
-	n_rows = 2;
+	if (repl_rows(&rows[2], &rows[3]) || subcall_cpu(&rows[4]))
+		return 1;
+	n_rows = 5;
 	for (size_t i = 0; i < n_rows; i++)
 		all_ok &= rows[i].value <= rows[i].limit;
 	if (json) {

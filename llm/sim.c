@@ -2,7 +2,7 @@
 /* llm/sim.c -- the offline simulator: its configuration, timing model and
  * fault injector, the OpenAI chat completions format it speaks (JSON and
  * SSE), and its in-process transport. The answering policy is in
- * llm/sim_policy.c. */
+ * llm/sim_policy.c, the root of the RLM loop in llm/sim_root.c. */
 #include "sim.h"
 #include "llm_int.h"
 #include "../common/json.h"
@@ -30,7 +30,7 @@ void sim_cfg_default(struct sim_cfg *cfg)
 }
 
 static const char known_keys[] = "seed, ttft, tps, 429, 500, reset, malformed, slow, truncate, "
-				 "faults, retry_after, retry_after_ms, slow_ms";
+				 "faults, retry_after, retry_after_ms, slow_ms, code_errors, chunk";
 
 /* A duration in ms: "250", "250ms", "1.5s"; unit_ms is the unit of a bare
  * number. */
@@ -87,6 +87,15 @@ static int set_option(struct sim_cfg *c, const char *k, const char *v)
 	}
 	if (strcmp(k, "tps") == 0)
 		return parse_double(v, 0, 1e9, &c->decode_tps);
+	if (strcmp(k, "code_errors") == 0)
+		return parse_double(v, 0, 1, &c->code_errors);
+	if (strcmp(k, "chunk") == 0) {
+		uint64_t u;
+		if (parse_count(v, &u) || u < 1000 || u > 1000000000000ULL)
+			return RLM_EINVAL;
+		c->chunk_chars = (long)u;
+		return 0;
+	}
 	if (strcmp(k, "faults") == 0) {
 		if (parse_int(v, -1, 1000000000, &l))
 			return RLM_EINVAL;
@@ -592,7 +601,7 @@ static int handle(struct sim *s, const char *body, size_t len, bool allow_stream
 		return 0;
 	}
 
-	text = sim_reply_text(rq.msgs, rq.n);
+	text = sim_reply_text(&s->cfg, rq.msgs, rq.n);
 	tlen = strlen(text);
 	memset(&a, 0, sizeof(a));
 	snprintf(a.id, sizeof(a.id), "simcmpl-%lld", (long long)serial);

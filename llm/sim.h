@@ -19,6 +19,25 @@
  * - Combiner: when the message holds "Partial answers:", it combines them:
  *   for "how many" questions the sum of the numbers, else the partial answer
  *   that best matches the question; NONE when all are NONE.
+ * - Root model (llm/sim_root.c): when the system message describes the
+ *   REPL (it mentions ```repl blocks and llm_query_batched), it plays the
+ *   root of the RLM loop and writes the code a sensible model would, one
+ *   step per turn, reading only the conversation: turn 1 probes the
+ *   context (type, size, a sample); turn 2 cuts it into chunks of the
+ *   size the first user message states ("Sub-calls can read about N
+ *   characters"; `chunk=` overrides), groups documents into chunks when
+ *   the context is a list, asks the question of every chunk with
+ *   llm_query_batched, drops NONE and errors, and prints what it found;
+ *   turn 3 combines (a sum in code for "how many" questions, the answer
+ *   itself when all agree, else one llm_query over the partial answers)
+ *   and sets answer["content"] and answer["ready"]. The question is the
+ *   first user message's "Question:" line. When the last output holds a
+ *   Python traceback it writes the failed step again, correctly. With
+ *   `code_errors=P` each step is written with a bug (a NameError, a
+ *   TypeError, ...) with probability P, drawn from a hash of the seed,
+ *   the question and the turn, so runs repeat exactly. Asked for a final
+ *   answer outright ("out of turns"), it replies FINAL(...) with the best
+ *   answer the outputs so far show, else FINAL(NONE).
  * - Usage: ceil(bytes / 4) tokens in and out.
  *
  * Timing: each reply waits ttft + output_tokens / decode_tps (zero by
@@ -53,6 +72,8 @@ struct sim_cfg {
 	double retry_after_s;   /* Retry-After of a 429, in whole seconds sent */
 	long retry_after_ms;    /* > 0: also send retry-after-ms */
 	double slow_ms;         /* extra delay of a slow reply */
+	double code_errors;     /* root: rate of steps written with a bug */
+	long chunk_chars;       /* root: chunk size; 0: what the prompt states */
 };
 
 /* Defaults: no delay, no faults, seed 1, Retry-After 1 s, slow 2000 ms. */
@@ -60,7 +81,7 @@ void sim_cfg_default(struct sim_cfg *cfg);
 
 /* Parse a spec like "ttft=100ms,tps=50,429=0.1,500=0.05,reset=0.05,
  * malformed=0.05,slow=0.02,truncate=0.05,faults=3,retry_after=1,
- * retry_after_ms=50,slow_ms=500,seed=7" over the values already in cfg.
+ * retry_after_ms=50,slow_ms=500,seed=7,code_errors=0.2,chunk=100000" over the values already in cfg.
  * Durations take ms or s suffixes (ms by default). Unknown keys and bad
  * values are errors naming the key. Returns 0 or RLM_EINVAL. */
 int sim_cfg_parse(const char *spec, struct sim_cfg *cfg, struct rlm_err *err);
@@ -72,8 +93,12 @@ void sim_free(struct sim *s);
 /* Requests handled and faults injected so far (thread-safe). */
 void sim_counts(struct sim *s, int64_t *requests, int64_t *faults);
 
-/* The policy alone: the reply text to a conversation. Fresh string. */
-char *sim_reply_text(const struct llm_msg *msgs, size_t n);
+/* The policy alone: the reply text to a conversation (cfg NULL:
+ * defaults). Fresh string. */
+char *sim_reply_text(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n);
+/* The root policy: the reply when msgs is a conversation of the RLM loop
+ * (see above), else NULL. Fresh string. */
+char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n);
 
 enum sim_fault {
 	SIM_OK,

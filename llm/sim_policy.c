@@ -782,9 +782,12 @@ static char *policy(const char *s, size_t len)
 	return answer_leaf(s, len, &p, how_many);
 }
 
-char *sim_reply_text(const struct llm_msg *msgs, size_t n)
+char *sim_reply_text(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n)
 {
 	const struct llm_msg *m = NULL;
+	char *root = sim_root_reply(cfg, msgs, n);
+	if (root)
+		return root;
 	for (size_t i = n; i-- > 0;) {
 		if (msgs[i].role == LLM_USER) {
 			m = &msgs[i];

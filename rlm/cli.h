@@ -7,6 +7,7 @@
 #define RLM_CLI_H
 
 int cmd_solve(int argc, char **argv);
+int cmd_repl(int argc, char **argv);
 int cmd_sim_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_gen(int argc, char **argv);

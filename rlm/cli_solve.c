@@ -2,6 +2,7 @@
 /* rlm/cli_solve.c -- `rlm solve`: answer a question over a context. */
 #include "cli.h"
 #include "cliopt.h"
+#include "prompt.h"
 #include "rlm.h"
 #include "../common/json.h"
 
@@ -23,29 +24,72 @@ static const char usage[] =
 	"  -q, --question TEXT     the question (env RLM_QUESTION)\n"
 	"      --question-file F   read the question from a file\n"
 	"      --format KIND       how to read --context: auto (default), text, dir, jsonl\n"
-	"  -s, --strategy NAME     tree: the controller cuts the context into parts that\n"
+	"  -s, --strategy NAME     repl (default): the root model sees only the context's\n"
+	"                          size and writes Python that a persistent REPL runs with\n"
+	"                          the context in `context`, calling sub-models from code;\n"
+	"                          tree: the controller cuts the context into parts that\n"
 	"                          fit one call, asks every part in parallel, and combines\n"
-	"                          the partial answers (default and, for now, only)\n"
+	"                          the partial answers (for models that cannot write code)\n"
+	"      --json              print a JSON object: answer, stop reason, usage per\n"
+	"                          model, cost, calls, iterations, timings (on failure too)\n"
+	"      --quiet             no progress line or notices on stderr\n"
+	"  -v, --verbose           show each turn's reply, code and output on stderr (and\n"
+	"                          log retries and other details)\n"
+	"  -h, --help              this help\n"
+	"\n"
+	"Limits (repl strategy; on any limit the best partial answer is printed, the\n"
+	"reason goes to stderr and to the JSON, and the exit status is 3):\n"
+	"      --max-iterations N  root model turns (30); then one last call asks for\n"
+	"                          the final answer\n"
+	"      --max-errors N      consecutive turns whose code failed (5)\n"
+	"      --time-limit SECS   wall clock of the whole solve, enforced mid-call and\n"
+	"                          mid-exec (none)\n"
+	"      --max-total-tokens N  input + output tokens of all calls (none)\n"
+	"      --max-cost USD      cost of all calls, from the price table (none)\n"
+	"      --max-sub-calls N   sub-calls made from code (none)\n"
+	"      --exec-timeout SECS running time of one code block, sub-calls not counted\n"
+	"                          (60): SIGINT first, then the REPL is restarted\n"
+	"      --output-limit N    characters of REPL output shown to the model (20000)\n"
+	"\n"
+	"REPL strategy options:\n"
+	"      --python PATH       the interpreter of the REPL worker (/usr/bin/python3)\n"
+	"      --python-fences     also run ```python blocks, not only ```repl\n"
+	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
+	"                          built-in ones: repl_system.txt, repl_first.txt, ...)\n"
+	"\n"
+	"Tree strategy options:\n"
 	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
 	"                          window, at most 200k); accepts k/M suffixes\n"
-	"      --json              print a JSON object: answer, usage, cost, calls, timings\n"
-	"                          (on failure too: with \"error\" and what was spent)\n"
-	"      --quiet             no progress line or notices on stderr\n"
-	"  -v, --verbose           log retries and other details on stderr\n"
-	"  -h, --help              this help\n"
 	"\n"
 	"%s"
 	"\n"
 	"Exit status: 0 answered (the answer may be NONE: nothing in the context held\n"
-	"it), 1 failed, 2 bad usage.\n"
+	"it), 1 failed, 2 bad usage, 3 a limit stopped the solve (partial answer).\n"
 	"\n"
 	"Examples:\n"
 	"  rlm solve -c notes/ -q 'Which meeting moved the launch date?'\n"
 	"  rlm solve -c corpus.jsonl -q 'How many reports mention a fire?' --json\n"
-	"  rlm solve -c big.txt -q '...' --provider openai --model gpt-5-mini\n"
+	"  rlm solve -c big.txt -q '...' --model gpt-5 --sub-model gpt-5-mini --max-cost 2\n"
 	"  rlm solve -c big.txt -q '...' --base-url http://127.0.0.1:8000/v1 --model qwen3\n";
 
-enum { OPT_JSON = OPT_MODEL_LAST + 1, OPT_QFILE, OPT_FORMAT, OPT_LEAF, OPT_QUIET };
+enum {
+	OPT_JSON = OPT_MODEL_LAST + 1,
+	OPT_QFILE,
+	OPT_FORMAT,
+	OPT_LEAF,
+	OPT_QUIET,
+	OPT_MAX_ITER,
+	OPT_MAX_ERRORS,
+	OPT_TIME_LIMIT,
+	OPT_MAX_TOTAL_TOKENS,
+	OPT_MAX_COST,
+	OPT_MAX_SUB_CALLS,
+	OPT_EXEC_TIMEOUT,
+	OPT_OUTPUT_LIMIT,
+	OPT_PYTHON,
+	OPT_PYTHON_FENCES,
+	OPT_PROMPTS,
+};
 
 struct progress {
 	bool tty;
@@ -60,7 +104,16 @@ static void on_progress(const struct rlm_progress *p, void *arg)
 	pthread_mutex_lock(&pr->mu);
 	if (now - pr->last_ns > 100000000 || p->done == p->total) {
 		pr->last_ns = now;
-		if (strcmp(p->phase, "leaves") == 0)
+		if (strcmp(p->phase, "root") == 0)
+			fprintf(stderr, "\r\033[Kturn %d: the root model is thinking  %.1f s",
+				p->level, (double)p->elapsed_ns / 1e9);
+		else if (strcmp(p->phase, "exec") == 0)
+			fprintf(stderr, "\r\033[Kturn %d: running code  %.1f s", p->level,
+				(double)p->elapsed_ns / 1e9);
+		else if (strcmp(p->phase, "sub") == 0)
+			fprintf(stderr, "\r\033[Kturn %d: sub-calls %zu/%zu  %.1f s", p->level,
+				p->done, p->total, (double)p->elapsed_ns / 1e9);
+		else if (strcmp(p->phase, "leaves") == 0)
 			fprintf(stderr, "\r\033[Kreading parts %zu/%zu  %.1f s", p->done, p->total,
 				(double)p->elapsed_ns / 1e9);
 		else
@@ -71,52 +124,88 @@ static void on_progress(const struct rlm_progress *p, void *arg)
 	pthread_mutex_unlock(&pr->mu);
 }
 
-static const char *kind_name(enum corpus_kind k)
+static void on_event(const struct rlm_event *e, void *arg)
 {
-	switch (k) {
-	case CORPUS_TEXT: return "text";
-	case CORPUS_DIR: return "dir";
-	case CORPUS_JSONL: return "jsonl";
-	default: return "auto";
-	}
+	struct progress *pr = arg;
+	const char *what = strcmp(e->kind, "reply") == 0    ? "model"
+			   : strcmp(e->kind, "code") == 0   ? "code"
+			   : strcmp(e->kind, "output") == 0 ? "output"
+							    : "notice";
+	pthread_mutex_lock(&pr->mu);
+	if (pr->tty)
+		fputs("\r\033[K", stderr);
+	fprintf(stderr, "--- turn %d %s (%.1f s)\n%.*s\n", e->iteration, what,
+		(double)e->elapsed_ns / 1e9, (int)RLM_MIN(e->len, (size_t)INT32_MAX), e->text);
+	pthread_mutex_unlock(&pr->mu);
 }
 
-static void print_json(const struct rlm_result *r, const struct corpus *c,
+static cJSON *usage_json(const struct llm_usage *u, double cost)
+{
+	cJSON *o = cJSON_CreateObject();
+	json_add_num(o, "input_tokens", (double)u->input_tokens);
+	json_add_num(o, "output_tokens", (double)u->output_tokens);
+	json_add_num(o, "cached_tokens", (double)u->cached_tokens);
+	json_add_num(o, "cache_write_tokens", (double)u->cache_write_tokens);
+	if (cost >= 0)
+		json_add_num(o, "cost_usd", cost);
+	return o;
+}
+
+static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, const struct corpus *c,
 		       const struct model_setup *ms, int64_t load_ns, int64_t total_ns,
 		       const struct llm_stats *st, const char *error)
 {
-	cJSON *o = cJSON_CreateObject(), *u, *calls, *ctx, *t, *tree;
+	cJSON *o = cJSON_CreateObject(), *calls, *ctx, *t, *x, *per;
+	bool repl = ro->strategy == RLM_REPL;
 	char *s;
 	if (error)
 		json_add_str(o, "error", error);
 	json_add(o, "answer", r->answer ? cJSON_CreateString(r->answer) : cJSON_CreateNull());
 	json_add_bool(o, "found", r->found);
-	json_add_str(o, "strategy", "tree");
+	if (repl) {
+		json_add_str(o, "stop", rlm_stop_name(r->stop));
+		if (r->stop_detail)
+			json_add_str(o, "stop_detail", r->stop_detail);
+	}
+	json_add_str(o, "strategy", repl ? "repl" : "tree");
 	json_add_str(o, "provider", llm_kind_name(ms->kind));
 	json_add_str(o, "model", llm_model_name(ms->model));
 	json_add_str(o, "sub_model", llm_model_name(ms->sub));
-	u = cJSON_CreateObject();
-	json_add_num(u, "input_tokens", (double)r->usage.input_tokens);
-	json_add_num(u, "output_tokens", (double)r->usage.output_tokens);
-	json_add_num(u, "cached_tokens", (double)r->usage.cached_tokens);
-	json_add_num(u, "cache_write_tokens", (double)r->usage.cache_write_tokens);
-	json_add(o, "usage", u);
+	json_add(o, "usage", usage_json(&r->usage, -1));
 	json_add_num(o, "cost_usd", r->cost);
+	if (repl) {
+		per = cJSON_CreateObject();
+		json_add(per, "root", usage_json(&r->root_usage, r->root_cost));
+		json_add(per, "sub", usage_json(&r->sub_usage, r->sub_cost));
+		json_add(o, "usage_by_role", per);
+	}
 	calls = cJSON_CreateObject();
 	json_add_num(calls, "total", (double)r->calls);
 	json_add_num(calls, "failed", (double)r->failed_calls);
 	json_add_num(calls, "attempts", (double)r->attempts);
 	json_add_num(calls, "retries", (double)st->retries);
+	if (repl) {
+		json_add_num(calls, "root", (double)(r->calls - r->sub_calls));
+		json_add_num(calls, "sub", (double)r->sub_calls);
+	}
 	json_add(o, "calls", calls);
-	tree = cJSON_CreateObject();
-	json_add_num(tree, "parts", (double)r->leaves);
-	json_add_num(tree, "failed_parts", (double)r->failed_leaves);
-	json_add_num(tree, "combine_levels", r->levels);
-	json_add_num(tree, "part_bytes", (double)r->leaf_chars);
-	json_add(o, "tree", tree);
+	x = cJSON_CreateObject();
+	if (repl) {
+		json_add_num(x, "iterations", r->iterations);
+		json_add_num(x, "error_turns", r->error_turns);
+		json_add_num(x, "execs", r->execs);
+		json_add_num(x, "restarts", r->restarts);
+		json_add(o, "repl", x);
+	} else {
+		json_add_num(x, "parts", (double)r->leaves);
+		json_add_num(x, "failed_parts", (double)r->failed_leaves);
+		json_add_num(x, "combine_levels", r->levels);
+		json_add_num(x, "part_bytes", (double)r->leaf_chars);
+		json_add(o, "tree", x);
+	}
 	ctx = cJSON_CreateObject();
 	json_add_str(ctx, "source", c->source);
-	json_add_str(ctx, "kind", kind_name(c->kind));
+	json_add_str(ctx, "kind", corpus_kind_name(c->kind));
 	json_add_num(ctx, "documents", (double)c->n_docs);
 	json_add_num(ctx, "bytes", (double)c->len);
 	json_add_num(ctx, "tokens_estimate", (double)llm_estimate_tokens(c->len));
@@ -126,6 +215,12 @@ static void print_json(const struct rlm_result *r, const struct corpus *c,
 	json_add_num(t, "load_ms", (double)load_ns / 1e6);
 	json_add_num(t, "solve_ms", (double)r->solve_ns / 1e6);
 	json_add_num(t, "total_ms", (double)total_ns / 1e6);
+	if (repl) {
+		json_add_num(t, "root_ms", (double)r->root_ns / 1e6);
+		json_add_num(t, "exec_ms", (double)r->exec_ns / 1e6);
+		json_add_num(t, "sub_calls_ms", (double)r->sub_ns / 1e6);
+		json_add_num(t, "worker_start_ms", (double)r->worker_start_ns / 1e6);
+	}
 	json_add(o, "timings", t);
 	if (r->warning)
 		json_add_str(o, "warning", r->warning);
@@ -158,6 +253,17 @@ int cmd_solve(int argc, char **argv)
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"strategy", required_argument, NULL, 's'},
 		{"leaf-chars", required_argument, NULL, OPT_LEAF},
+		{"max-iterations", required_argument, NULL, OPT_MAX_ITER},
+		{"max-errors", required_argument, NULL, OPT_MAX_ERRORS},
+		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+		{"max-total-tokens", required_argument, NULL, OPT_MAX_TOTAL_TOKENS},
+		{"max-cost", required_argument, NULL, OPT_MAX_COST},
+		{"max-sub-calls", required_argument, NULL, OPT_MAX_SUB_CALLS},
+		{"exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT},
+		{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
+		{"python", required_argument, NULL, OPT_PYTHON},
+		{"python-fences", no_argument, NULL, OPT_PYTHON_FENCES},
+		{"prompts", required_argument, NULL, OPT_PROMPTS},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"verbose", no_argument, NULL, 'v'},
@@ -176,8 +282,10 @@ int cmd_solve(int argc, char **argv)
 	struct llm_stats st;
 	const char *context = NULL, *question = getenv("RLM_QUESTION");
 	char *qfile = NULL;
-	bool json = false;
-	uint64_t leaf = 0;
+	bool json = false, verbose = false;
+	uint64_t leaf = 0, count;
+	long num;
+	double secs;
 	int opt, rc, status = 1;
 	int64_t t0 = now_ns(), load_ns;
 
@@ -200,21 +308,73 @@ int cmd_solve(int argc, char **argv)
 			question = qfile;
 			break;
 		case OPT_FORMAT:
-			if (strcmp(optarg, "auto") == 0)
-				co.kind = CORPUS_AUTO;
-			else if (strcmp(optarg, "text") == 0)
-				co.kind = CORPUS_TEXT;
-			else if (strcmp(optarg, "dir") == 0)
-				co.kind = CORPUS_DIR;
-			else if (strcmp(optarg, "jsonl") == 0)
-				co.kind = CORPUS_JSONL;
-			else
+			if (corpus_kind_parse(optarg, &co.kind))
 				return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
 						optarg);
 			break;
 		case 's':
-			if (strcmp(optarg, "tree") != 0)
-				return cli_fail(2, "unknown strategy '%s' (known: tree)", optarg);
+			if (strcmp(optarg, "repl") == 0)
+				ro.strategy = RLM_REPL;
+			else if (strcmp(optarg, "tree") == 0)
+				ro.strategy = RLM_TREE;
+			else
+				return cli_fail(2, "unknown strategy '%s' (known: repl, tree)", optarg);
+			break;
+		case OPT_MAX_ITER:
+			if (parse_int(optarg, 1, 10000, &num))
+				return cli_fail(2, "bad value '%s' for --max-iterations: want 1..10000",
+						optarg);
+			ro.max_iterations = (int)num;
+			break;
+		case OPT_MAX_ERRORS:
+			if (parse_int(optarg, 1, 10000, &num))
+				return cli_fail(2, "bad value '%s' for --max-errors: want 1..10000",
+						optarg);
+			ro.max_errors = (int)num;
+			break;
+		case OPT_TIME_LIMIT:
+			if (parse_double(optarg, 0.001, 1e7, &secs))
+				return cli_fail(2, "bad value '%s' for --time-limit: want seconds > 0",
+						optarg);
+			ro.timeout_ns = (int64_t)(secs * 1e9);
+			break;
+		case OPT_MAX_TOTAL_TOKENS:
+			if (parse_count(optarg, &count) || count == 0 || count > INT64_MAX)
+				return cli_fail(2, "bad value '%s' for --max-total-tokens: want a count "
+						   "> 0 (k/M suffixes)", optarg);
+			ro.max_tokens = (int64_t)count;
+			break;
+		case OPT_MAX_COST:
+			if (parse_double(optarg, 1e-9, 1e9, &ro.max_cost))
+				return cli_fail(2, "bad value '%s' for --max-cost: want USD > 0", optarg);
+			break;
+		case OPT_MAX_SUB_CALLS:
+			if (parse_count(optarg, &count) || count == 0 || count > INT64_MAX)
+				return cli_fail(2, "bad value '%s' for --max-sub-calls: want a count > 0",
+						optarg);
+			ro.max_sub_calls = (int64_t)count;
+			break;
+		case OPT_EXEC_TIMEOUT:
+			if (parse_double(optarg, 0.001, 1e7, &secs))
+				return cli_fail(2, "bad value '%s' for --exec-timeout: want seconds > 0",
+						optarg);
+			ro.exec_timeout_ns = (int64_t)(secs * 1e9);
+			break;
+		case OPT_OUTPUT_LIMIT:
+			if (parse_count(optarg, &count) || count < 100 || count > (1u << 26))
+				return cli_fail(2, "bad value '%s' for --output-limit: want 100..64M "
+						   "characters", optarg);
+			ro.output_limit = (size_t)count;
+			break;
+		case OPT_PYTHON:
+			if (access(optarg, X_OK))
+				return cli_fail(2, "--python '%s' is not an executable file", optarg);
+			ro.python = optarg;
+			break;
+		case OPT_PYTHON_FENCES: ro.python_fences = true; break;
+		case OPT_PROMPTS:
+			if (prompt_set_dir(optarg, &err))
+				return cli_fail(2, "%s", err.msg);
 			break;
 		case OPT_LEAF:
 			if (parse_count(optarg, &leaf) || leaf < 256 || leaf > (1u << 30))
@@ -223,7 +383,10 @@ int cmd_solve(int argc, char **argv)
 			break;
 		case OPT_JSON: json = true; break;
 		case OPT_QUIET: mo.quiet = true; break;
-		case 'v': rlm_log_level = LOG_DEBUG; break;
+		case 'v':
+			rlm_log_level = LOG_DEBUG;
+			verbose = true;
+			break;
 		case 'h': printf(usage, model_opts_help); return 0;
 		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default: return cli_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
@@ -260,7 +423,6 @@ int cmd_solve(int argc, char **argv)
 	}
 
 	pr.tty = !mo.quiet && isatty(2);
-	ro.strategy = RLM_TREE;
 	ro.pool = ms.pool;
 	ro.model = ms.model;
 	ro.sub_model = ms.sub;
@@ -271,6 +433,10 @@ int cmd_solve(int argc, char **argv)
 		ro.progress = on_progress;
 		ro.progress_arg = &pr;
 	}
+	if (verbose) {
+		ro.event = on_event;
+		ro.event_arg = &pr;
+	}
 	rc = rlm_solve(&ro, question, corpus, &res, &err);
 	if (pr.tty)
 		fprintf(stderr, "\r\033[K");
@@ -278,15 +444,20 @@ int cmd_solve(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		if (json)
-			print_json(&res, corpus, &ms, load_ns, now_ns() - t0, &st, err.msg);
+			print_json(&res, &ro, corpus, &ms, load_ns, now_ns() - t0, &st, err.msg);
 	} else {
+		bool limited = ro.strategy == RLM_REPL && res.stop != RLM_STOP_ANSWER;
 		if (res.warning)
 			fprintf(stderr, "rlm: warning: %s\n", res.warning);
+		if (limited)
+			fprintf(stderr, "rlm: stopped (%s): %s%s\n", rlm_stop_name(res.stop),
+				res.stop_detail ? res.stop_detail : "a limit was reached",
+				res.answer ? "; the answer is partial" : "; no answer");
 		if (json)
-			print_json(&res, corpus, &ms, load_ns, now_ns() - t0, &st, NULL);
-		else
+			print_json(&res, &ro, corpus, &ms, load_ns, now_ns() - t0, &st, NULL);
+		else if (res.answer)
 			printf("%s\n", res.answer);
-		status = 0;
+		status = limited ? 3 : 0;
 	}
 	rlm_result_release(&res);
 	model_teardown(&ms);

@@ -167,13 +167,17 @@ int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_er
 	} else if (!model && (o->base_url || o->api_key)) {
 		/* An endpoint or a key says a real server is meant. */
 		s->kind = LLM_OPENAI;
-	} else if (!model || strcmp(model, "sim") == 0) {
+	} else if (!model || (strcmp(model, "sim") == 0 && !o->base_url)) {
 		s->kind = LLM_SIM;
 		if (!model && !o->quiet)
 			fprintf(stderr,
 				"rlm: note: no model configured, using the built-in offline simulator "
 				"'sim'; pass --provider and --model (or set RLM_MODEL and "
 				"OPENAI_API_KEY / ANTHROPIC_API_KEY) for a real model\n");
+	} else if (strcmp(model, "sim") == 0) {
+		/* --model sim with a --base-url: a server of the simulator
+		 * (rlm sim-serve), spoken to over HTTP. */
+		s->kind = LLM_OPENAI;
 	} else {
 		s->kind = kind_of(model);
 	}

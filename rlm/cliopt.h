@@ -91,7 +91,8 @@ struct model_setup {
 
 /* Build the pool and models. The provider is --provider / RLM_PROVIDER;
  * without it, each model's name decides (claude-* is anthropic, sim is sim,
- * any other is openai); a --base-url or --api-key without a model means
+ * any other is openai; "sim" with a --base-url is openai too: a sim-serve
+ * server); a --base-url or --api-key without a model means
  * openai (and then a model is required); with none of these the simulator
  * is used, with a notice on stderr. Keys and base URLs come from the flags, else from
  * OPENAI_API_KEY / OPENAI_BASE_URL or ANTHROPIC_API_KEY /

@@ -717,3 +717,21 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 	close(fd);
 	return rc;
 }
+
+static const char *const kind_names[] = {"auto", "text", "dir", "jsonl"};
+
+int corpus_kind_parse(const char *s, enum corpus_kind *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++) {
+		if (strcmp(s, kind_names[i]) == 0) {
+			*out = (enum corpus_kind)i;
+			return 0;
+		}
+	}
+	return RLM_EINVAL;
+}
+
+const char *corpus_kind_name(enum corpus_kind k)
+{
+	return (size_t)k < ARRAY_SIZE(kind_names) ? kind_names[k] : "auto";
+}

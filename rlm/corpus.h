@@ -73,6 +73,10 @@ struct corpus *corpus_from_text(const char *text, size_t len);
  * caller's to corpus_free; on error *out is NULL and err says what. */
 int corpus_from_jsonl_buf(const char *name, const char *buf, size_t len, struct corpus **out,
 			  struct rlm_err *err);
+/* "auto", "text", "dir", "jsonl" to a kind and back. Parse returns 0 or
+ * RLM_EINVAL. */
+int corpus_kind_parse(const char *s, enum corpus_kind *out);
+const char *corpus_kind_name(enum corpus_kind k);
 /* Release c and everything it owns (unmaps a mapped file); NULL is a no-op. */
 void corpus_free(struct corpus *c);
 

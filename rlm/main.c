@@ -10,11 +10,13 @@
 static const char usage[] =
 	"usage: rlm COMMAND [options]\n"
 	"\n"
-	"rlm answers questions over contexts far larger than a model's window by\n"
-	"decomposing them into parallel model calls.\n"
+	"rlm answers questions over contexts far larger than a model's window: the\n"
+	"context lives in a sandboxed Python REPL that the model programs, calling\n"
+	"sub-models on pieces of it in parallel.\n"
 	"\n"
 	"Commands:\n"
 	"  solve       answer a question over a file, a directory, a JSONL, or stdin\n"
+	"  repl        run Python cells in the REPL worker a model programs\n"
 	"  sim-serve   serve the offline simulator model over HTTP (OpenAI-compatible)\n"
 	"  bench gen   generate benchmark datasets (S-NIAH haystacks of any size)\n"
 	"  bench perf  measure the controller: pool fan-out efficiency, CPU per call\n"
@@ -50,6 +52,7 @@ int main(int argc, char **argv)
 		int (*fn)(int, char **);
 	} cmds[] = {
 		{"solve", cmd_solve},
+		{"repl", cmd_repl},
 		{"sim-serve", cmd_sim_serve},
 		{"bench", cmd_bench},
 	};

@@ -3,7 +3,14 @@
 #include "prompt.h"
 #include "../common/embed.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define TEMPLATE_MAX (1 << 20)
+
+static char *prompt_dir;
 
 int prompt_render_text(const char *tmpl, size_t tlen, const struct prompt_var *vars, size_t n,
 		       struct buf *out, struct rlm_err *err)
@@ -46,5 +53,47 @@ int prompt_render(const char *name, const struct prompt_var *vars, size_t n, str
 	const struct embedded_file *f = embedded_find(name);
 	if (!f)
 		return rlm_err_set(err, RLM_ENOTFOUND, "no prompt template '%s'", name);
+	if (prompt_dir) {
+		char *path = xasprintf("%s/%s", prompt_dir, name), *text;
+		size_t len;
+		int rc = read_file(path, TEMPLATE_MAX, &text, &len, err);
+		free(path);
+		if (rc == 0) {
+			rc = prompt_render_text(text, len, vars, n, out, err);
+			if (rc)
+				rlm_err_prefix(err, "%s/%s", prompt_dir, name);
+			free(text);
+			return rc;
+		}
+		if (rc != -ENOENT)
+			return rc;
+		rlm_err_clear(err);
+	}
 	return prompt_render_text(f->data, f->len, vars, n, out, err);
+}
+
+int prompt_set_dir(const char *dir, struct rlm_err *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0;
+	if (!d)
+		return rlm_err_set(err, -errno, "cannot open prompt directory '%s': %s", dir,
+				   strerror(errno));
+	while (!rc && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n > 4 && strcmp(e->d_name + n - 4, ".txt") == 0 && !embedded_find(e->d_name))
+			rc = rlm_err_set(err, RLM_EINVAL,
+					 "'%s/%s' is not a known prompt template (known: "
+					 "repl_system.txt, repl_first.txt, repl_next.txt, "
+					 "repl_nocode.txt, repl_last.txt, tree_leaf.txt, "
+					 "tree_combine.txt)",
+					 dir, e->d_name);
+	}
+	closedir(d);
+	if (!rc) {
+		free(prompt_dir);
+		prompt_dir = xstrdup(dir);
+	}
+	return rc;
 }

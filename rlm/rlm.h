@@ -7,6 +7,12 @@
  * (rlm/corpus.h), borrowed for the duration of the call.
  *
  * Strategies:
+ *   repl  (default) the RLM loop: the root model sees metadata about the
+ *         context, never its text, and writes Python that a persistent
+ *         REPL worker (repl/repl.h) runs with `context` in a variable;
+ *         the code calls sub-models (llm_query, llm_query_batched, fanned
+ *         out on the pool) and ends by setting answer["ready"] = True.
+ *         See docs/loop.md.
  *   tree  the controller decomposes: the context is cut at natural
  *         boundaries (documents, paragraphs, lines) into parts that fit one
  *         sub-model call; every part is asked the question in parallel; the
@@ -23,16 +29,48 @@
 #include "../llm/llm.h"
 #include "corpus.h"
 
-enum rlm_strategy { RLM_TREE };
+enum rlm_strategy { RLM_REPL, RLM_TREE };
 
 struct rlm_progress {
-	const char *phase;     /* "leaves", "combine" */
+	const char *phase;     /* tree: "leaves", "combine"; repl: "root" (a root
+				* call is out), "exec" (code runs), "sub" (sub-calls
+				* of an exec: done/total) */
 	size_t done, total;    /* calls of this phase */
-	int level;             /* combine level, 1 = first */
+	int level;             /* tree: combine level, 1 = first; repl: iteration */
 	int64_t elapsed_ns;
 };
 
 typedef void rlm_progress_fn(const struct rlm_progress *p, void *arg);
+
+/* One step of the repl loop, for --verbose and the run record. Strings are
+ * borrowed for the duration of the callback. */
+struct rlm_event {
+	const char *kind;      /* "reply" (text: the root model's reply),
+				* "code" (text: a block about to run),
+				* "output" (text: what the model is shown of it),
+				* "notice" (text: a message from the controller to
+				* the model: a nudge, a restart, a limit) */
+	int iteration;         /* 1-based */
+	const char *text;
+	size_t len;
+	int64_t elapsed_ns;    /* since the solve started */
+};
+
+typedef void rlm_event_fn(const struct rlm_event *e, void *arg);
+
+/* Why a repl solve stopped. */
+enum rlm_stop {
+	RLM_STOP_ANSWER,        /* answer["ready"] or FINAL: a real answer */
+	RLM_STOP_ITERATIONS,    /* max_iterations, then one last call */
+	RLM_STOP_ERRORS,        /* max_errors consecutive error turns */
+	RLM_STOP_TIMEOUT,       /* the solve's wall-clock limit */
+	RLM_STOP_TOKENS,        /* token budget */
+	RLM_STOP_COST,          /* cost budget */
+	RLM_STOP_CALLS,         /* sub-call budget */
+	RLM_STOP_CANCEL,        /* the caller cancelled */
+	RLM_STOP_ERROR,         /* a failure: the root model, the worker */
+};
+const char *rlm_stop_name(enum rlm_stop s); /* "answer", "max_iterations", ... */
 
 struct rlm_opts {
 	enum rlm_strategy strategy;
@@ -45,6 +83,21 @@ struct rlm_opts {
 				      * 200,000 bytes) */
 	size_t window;               /* calls in flight per solve; 0: 256 */
 	const atomic_bool *cancel;   /* optional */
+
+	/* repl strategy */
+	int max_iterations;          /* root turns; 0: 30 */
+	int max_errors;              /* consecutive error turns; 0: 5 */
+	int64_t timeout_ns;          /* wall clock of the whole solve; 0: none */
+	int64_t max_tokens;          /* input + output tokens of all calls; 0: none */
+	double max_cost;             /* USD of all calls; 0: none */
+	int64_t max_sub_calls;       /* sub-calls (prompts) of the solve; 0: none */
+	size_t output_limit;         /* chars of REPL output shown; 0: 20000 */
+	int64_t exec_timeout_ns;     /* per exec (worker time); 0: 60 s */
+	const char *python;          /* NULL: /usr/bin/python3 */
+	bool python_fences;          /* also run ```python blocks */
+	rlm_event_fn *event;         /* optional: each turn's reply, code, output */
+	void *event_arg;
+
 	rlm_progress_fn *progress;   /* optional; called from pool threads and
 				      * the solving thread, never concurrently */
 	void *progress_arg;
@@ -64,11 +117,32 @@ struct rlm_result {
 	size_t leaf_chars;     /* the part size used */
 	int64_t solve_ns;      /* wall time of the solve */
 	char *warning;         /* owned, or NULL: e.g. some parts failed */
+
+	/* repl strategy */
+	enum rlm_stop stop;    /* why it stopped; answer may be partial unless ANSWER */
+	char *stop_detail;     /* owned, or NULL: the limit's words */
+	int iterations;        /* root turns made */
+	int error_turns;       /* turns whose code raised */
+	int64_t sub_calls;     /* sub-calls (prompts) sent from code */
+	int execs;             /* code blocks run */
+	int restarts;          /* worker restarts */
+	struct llm_usage root_usage, sub_usage;
+	double root_cost, sub_cost;
+	int64_t root_ns;       /* time waiting on root calls */
+	int64_t exec_ns;       /* time in execs, sub-calls included */
+	int64_t sub_ns;        /* of which waiting on sub-calls */
+	int64_t worker_start_ns; /* first worker: fork to ready */
 };
 
 /* Answer question over ctx. Returns 0 with out->answer set, or a negative
  * code with err filled (out still holds usage and counts of what was
- * spent). Release out with rlm_result_release either way. */
+ * spent). Release out with rlm_result_release either way.
+ * repl strategy: a limit (iterations, errors, time, budgets, cancel) is
+ * not an error: it returns 0 with out->stop saying which, out->stop_detail
+ * its words, and out->answer the best partial answer (answer["content"]
+ * if the code set one, else the last call's reply), or NULL when there is
+ * none. Failures (the root model failed after retries, the worker cannot
+ * start) return a negative code with stop = RLM_STOP_ERROR. */
 int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
 	      struct rlm_result *out, struct rlm_err *err);
 void rlm_result_release(struct rlm_result *r);

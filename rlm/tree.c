@@ -17,6 +17,7 @@
  */
 #include "rlm.h"
 #include "prompt.h"
+#include "solve_int.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -345,8 +346,8 @@ static bool is_cancelled(const struct rlm_opts *o)
 	return o->cancel && atomic_load(o->cancel);
 }
 
-int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
-	      struct rlm_result *out, struct rlm_err *err)
+int tree_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
+	       struct rlm_result *out, struct rlm_err *err)
 {
 	struct llm_model *sub = opts->sub_model ? opts->sub_model : opts->model;
 	struct rlm_span *parts = NULL;
@@ -457,12 +458,4 @@ out:
 	free(partials);
 	free(parts);
 	return rc;
-}
-
-void rlm_result_release(struct rlm_result *r)
-{
-	free(r->answer);
-	free(r->warning);
-	r->answer = NULL;
-	r->warning = NULL;
 }

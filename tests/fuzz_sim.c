@@ -2,7 +2,9 @@
 /* tests/fuzz_sim.c -- libFuzzer target: any bytes as a chat completions
  * request body get a 200 with a well-formed reply or a 400 with a JSON
  * error; any bytes as a user message get a reply that is valid UTF-8 when
- * the message is; any bytes as a simulator spec parse or fail cleanly. */
+ * the message is; any bytes as the question or a REPL output of a root
+ * conversation get a well-formed root reply; any bytes as a simulator spec
+ * parse or fail cleanly. */
 #include "../common/json.h"
 #include "../llm/sim.h"
 
@@ -39,6 +41,56 @@ static void check_reply(const struct sim_reply *r)
 	cJSON_Delete(j);
 }
 
+/* A root reply is FINAL(...) on one line or a sentence and one ```repl
+ * block of a step, and valid UTF-8 when the conversation is. */
+static void check_root_reply(const char *r, bool valid)
+{
+	size_t n = r ? strlen(r) : 0;
+	if (!r)
+		abort();
+	if (strncmp(r, "FINAL(", 6) == 0) {
+		if (r[n - 1] != ')' || strchr(r, '\n'))
+			abort();
+	} else if (!strstr(r, "\n\n```repl\n# step ") || n < 5 || strcmp(r + n - 5, "\n```\n")) {
+		abort();
+	}
+	if (valid && !utf8_valid(r, n, NULL))
+		abort();
+}
+
+/* The root policy: the bytes as the question of the first user message,
+ * and as the output of a turn after each step. */
+static void check_root(const char *text, size_t size)
+{
+	static const char sys[] = "Write ```repl blocks; llm_query_batched(prompts) asks many.";
+	static const char first[] = "Question: How many cats?\n\nThe context is a str of 9 "
+				    "characters. Sub-calls can read about 1,000 characters each.";
+	static const char *const steps[] = {"ok\n\n```repl\n# step 1: x\n```\n",
+					    "ok\n\n```repl\n# step 2: x\n```\n",
+					    "ok\n\n```repl\n# step 3: x\n```\n", "no code"};
+	struct llm_msg c[4] = {
+	    {LLM_SYSTEM, sys, sizeof(sys) - 1},
+	    {LLM_USER, text, size},
+	};
+	struct sim_cfg cfg;
+	bool valid = utf8_valid(text, size, NULL);
+	char *r;
+	sim_cfg_default(&cfg);
+	cfg.code_errors = 0.5;
+	cfg.seed = size;
+	r = sim_reply_text(&cfg, c, 2);
+	check_root_reply(r, valid);
+	free(r);
+	c[1] = (struct llm_msg){LLM_USER, first, sizeof(first) - 1};
+	c[3] = (struct llm_msg){LLM_USER, text, size};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		c[2] = (struct llm_msg){LLM_ASSISTANT, steps[i], strlen(steps[i])};
+		r = sim_root_reply(&cfg, c, 4);
+		check_root_reply(r, valid);
+		free(r);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct sim *s;
@@ -56,12 +108,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_reply(&r);
 	sim_reply_release(&r);
 
-	reply = sim_reply_text(&m, 1);
+	reply = sim_reply_text(NULL, &m, 1);
 	if (!reply || strlen(reply) > 1000)
 		abort();
 	if (utf8_valid(text, size, NULL) && !utf8_valid(reply, strlen(reply), NULL))
 		abort();
 	free(reply);
+
+	check_root(text, size);
 
 	if (size < 4096) {
 		struct sim_cfg cfg;

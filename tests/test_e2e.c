@@ -315,6 +315,22 @@ TEST(bad_inputs)
 		bad(a, NULL, 2, "unknown simulator option 'warp'");
 	}
 	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--max-iterations", "0", NULL};
+		bad(a, NULL, 2, "--max-iterations");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--python", "/nonexistent/py", NULL};
+		bad(a, NULL, 2, "--python '/nonexistent/py'");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--prompts", "/nonexistent", NULL};
+		bad(a, NULL, 2, "cannot open prompt directory");
+	}
+	{
+		const char *a[] = {"repl", NULL};
+		bad(a, NULL, 2, "no context");
+	}
+	{
 		const char *a[] = {"frobnicate", NULL};
 		bad(a, NULL, 2, "unknown command 'frobnicate'");
 	}
@@ -334,6 +350,7 @@ TEST(help_and_version)
 		{"--help", NULL},
 		{"solve", "--help", NULL},
 		{"sim-serve", "--help", NULL},
+		{"repl", "--help", NULL},
 		{"bench", "--help", NULL},
 		{"bench", "gen", "--help", NULL},
 		{"bench", "perf", "--help", NULL},
@@ -374,6 +391,131 @@ TEST(json_on_failure)
 	CHECK(cJSON_IsNull(json_get(j, "answer")));
 	CHECK(json_num(json_get(j, "calls"), "total", 0) == 1);
 	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(ok);
+}
+
+/* The repl strategy (the default) over haystacks of 1M and 10M tokens:
+ * the simulator writes the code, the REPL runs it, sub-calls fan out. */
+static void solve_repl(const char *size, bool http)
+{
+	char *ctx, *q, *ans, url[64];
+	struct proc_out o;
+	cJSON *j;
+	int port = 0;
+	pid_t srv = 0;
+	gen(size, NULL, &ctx, &q, &ans);
+	if (http) {
+		srv = proc_sim_serve("ttft=1ms", &port);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	}
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--json", "--quiet",
+				      http ? "--base-url" : NULL, url, "--model", "sim", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "answer"), ans);
+	CHECK_STR(json_str(j, "strategy"), "repl");
+	CHECK_STR(json_str(j, "stop"), "answer");
+	CHECK_STR(json_str(j, "provider"), http ? "openai" : "sim");
+	CHECK(json_num(json_get(j, "repl"), "iterations", 0) >= 3);
+	CHECK(json_num(json_get(j, "calls"), "sub", 0) >= 10);
+	CHECK(json_num(json_get(json_get(j, "usage_by_role"), "sub"), "input_tokens", 0) >
+	      json_num(json_get(j, "context"), "tokens_estimate", 0) * 0.9);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	if (http)
+		CHECK_INT(proc_stop(srv), 0);
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
+TEST(solve_repl_1M_in_process) { solve_repl("1M", false); }
+TEST(solve_repl_1M_over_http) { solve_repl("1M", true); }
+TEST(solve_repl_10M_in_process) { solve_repl("10M", false); }
+TEST(solve_repl_10M_over_http) { solve_repl("10M", true); }
+
+TEST(solve_repl_limits_exit_3)
+{
+	char *ctx, *q, *ans;
+	struct proc_out o;
+	cJSON *j;
+	gen("100k", NULL, &ctx, &q, &ans);
+	{
+		/* one turn (the probe), then the last call: a partial answer */
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--max-iterations", "1",
+				      "--json", "--quiet", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "stopped (max_iterations)");
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_STR(json_str(j, "stop"), "max_iterations");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--max-sub-calls", "2",
+				      "--quiet", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "stopped (");
+	proc_out_release(&o);
+	{
+		/* every step written with a bug: the error limit ends it */
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--sim", "code_errors=1",
+				      "--max-errors", "2", "--json", "--quiet", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "\"stop\":\t\"max_errors\"");
+	proc_out_release(&o);
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
+TEST(solve_repl_self_corrects_and_verbose)
+{
+	char *ctx, *q, *ans;
+	struct proc_out o;
+	gen("100k", NULL, &ctx, &q, &ans);
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--sim", "code_errors=0.3,seed=3", "--max-errors", "10",
+				      "--verbose", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, ans);
+	CHECK_CONTAINS(o.err, "--- turn 1 code");
+	CHECK_CONTAINS(o.err, "--- turn 1 output");
+	CHECK_CONTAINS(o.err, "llm_query_batched");
+	proc_out_release(&o);
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
+TEST(repl_command_runs_piped_cells)
+{
+	char *ok = path_in_tmp("repl.txt");
+	struct proc_out o;
+	write_text(ok, "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac\nThe door is green.\n", 32);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", NULL};
+		o = rlm(args, "x = len(context)\nprint(x)\n# %%\nx + 1\n# %%\n"
+			      "print(llm_query('Question: What is the door?\\nText:\\n' + "
+			      "context))\n# %%\n1/0\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "27\n28\n");
+	CHECK_CONTAINS(o.out, "green");
+	CHECK_CONTAINS(o.out, "ZeroDivisionError");
 	proc_out_release(&o);
 	free(ok);
 }

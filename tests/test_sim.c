@@ -9,6 +9,7 @@
 #include "../common/json.h"
 #include "../llm/llm_int.h"
 #include "../llm/sim.h"
+#include "../rlm/prompt.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -55,7 +56,7 @@ static int64_t slow_factor(void)
 static char *reply_to(const char *text)
 {
 	struct llm_msg m = {LLM_USER, text, strlen(text)};
-	return sim_reply_text(&m, 1);
+	return sim_reply_text(NULL, &m, 1);
 }
 
 /* An essay-like chunk of about `bytes` bytes; `needles` lines go in at
@@ -391,10 +392,10 @@ TEST(policy_last_user_message)
 	};
 	char *got;
 	m[0].len = strlen(m[0].text);
-	got = sim_reply_text(m, 3);
+	got = sim_reply_text(NULL, m, 3);
 	CHECK_STR(got, "the code of item-5 is c35");
 	free(got);
-	got = sim_reply_text(m, 0);
+	got = sim_reply_text(NULL, m, 0);
 	CHECK_STR(got, "NONE");
 	free(got);
 }
@@ -429,6 +430,887 @@ TEST(policy_multibyte_utf8)
 	CHECK(strncmp(got, "One of the special", 18) == 0);
 	free(got);
 	buf_release(&b);
+}
+
+/* ---- the root policy (llm/sim_root.c) ---- */
+
+#define ROOT_TURNS 12
+
+/* A root conversation: the system prompt and the first user message
+ * rendered from the real templates, then turns appended. */
+struct convo {
+	struct llm_msg m[64];
+	char *owned[64];
+	size_t n;
+};
+
+static void convo_add(struct convo *c, enum llm_role role, char *text)
+{
+	CHECK(c->n < ARRAY_SIZE(c->m));
+	c->owned[c->n] = text;
+	c->m[c->n] = (struct llm_msg){role, text, strlen(text)};
+	c->n++;
+}
+
+static char *render(const char *name, const struct prompt_var *vars, size_t n)
+{
+	struct buf b;
+	struct rlm_err err = {0, ""};
+	buf_init(&b, 0);
+	CHECK_MSG(prompt_render(name, vars, n, &b, &err) == 0, "%s: %s", name, err.msg);
+	return buf_detach(&b, NULL);
+}
+
+static void convo_init(struct convo *c, const char *question, const char *desc,
+		       const char *sub_chars)
+{
+	struct prompt_var vars[] = {
+	    {"question", question, strlen(question)},
+	    {"context_desc", desc, strlen(desc)},
+	    {"sub_chars", sub_chars, strlen(sub_chars)},
+	    {"max_iterations", "12", 2},
+	    {"output_limit", "20000", 5},
+	};
+	memset(c, 0, sizeof(*c));
+	convo_add(c, LLM_SYSTEM, render("repl_system.txt", vars, ARRAY_SIZE(vars)));
+	convo_add(c, LLM_USER, render("repl_first.txt", vars, ARRAY_SIZE(vars)));
+}
+
+/* The reply, then the user message with its output (repl_next.txt, or
+ * repl_last.txt when last). */
+static void convo_turn(struct convo *c, const char *reply, const char *output, bool last)
+{
+	char *outputs = xasprintf("REPL output:\n%s", output), turn[24];
+	struct prompt_var vars[] = {
+	    {"outputs", outputs, strlen(outputs)},
+	    {"turn", turn, 0},
+	    {"max_iterations", "12", 2},
+	};
+	snprintf(turn, sizeof(turn), "%zu", c->n / 2 + 1);
+	vars[1].len = strlen(turn);
+	convo_add(c, LLM_ASSISTANT, xstrdup(reply));
+	convo_add(c, LLM_USER,
+		  render(last ? "repl_last.txt" : "repl_next.txt", vars, ARRAY_SIZE(vars)));
+	free(outputs);
+}
+
+static void convo_release(struct convo *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->owned[i]);
+}
+
+static struct sim_cfg root_cfg(const char *spec)
+{
+	struct sim_cfg cfg;
+	struct rlm_err err = {0, ""};
+	sim_cfg_default(&cfg);
+	CHECK_MSG(sim_cfg_parse(spec, &cfg, &err) == 0, "%s: %s", spec, err.msg);
+	return cfg;
+}
+
+static char *root_reply(const char *spec, const struct convo *c)
+{
+	struct sim_cfg cfg = root_cfg(spec);
+	char *r = sim_reply_text(&cfg, c->m, c->n), *again = sim_root_reply(&cfg, c->m, c->n);
+	CHECK_STR(r, again); /* sim_reply_text defers to the root policy */
+	free(again);
+	return r;
+}
+
+/* The code of the reply's one ```repl block (fresh), checking the reply's
+ * shape: a sentence, then the block. */
+static char *code_of(const char *reply)
+{
+	const char *open = strstr(reply, "\n\n```repl\n"), *body, *close;
+	CHECK_MSG(open && open > reply, "no prose then ```repl block: %.300s", reply);
+	CHECK_MSG(!memchr(reply, '\n', (size_t)(open - reply)), "prose of many lines: %.300s",
+		  reply);
+	body = open + 10;
+	close = strstr(body, "\n```\n");
+	CHECK_MSG(close && !strcmp(close, "\n```\n"), "block not closed at the end: %.300s", reply);
+	return xstrndup(body, (size_t)(close - body) + 1);
+}
+
+static int step_in(const char *code)
+{
+	const char *p = strstr(code, "# step ");
+	CHECK_MSG(p && code == p, "code does not start with a step marker: %.200s", code);
+	return p[7] - '0';
+}
+
+static int py(const char *program, struct proc_out *o)
+{
+	const char *argv[] = {"/usr/bin/python3", "-I", "-S", "-", NULL};
+	const char *env[] = {"LC_ALL=C.UTF-8", NULL};
+	memset(o, 0, sizeof(*o));
+	CHECK(proc_run(argv, program, env, 60, o) == 0);
+	return o->status;
+}
+
+static void py_compiles(const char *code)
+{
+	const char *argv[] = {"/usr/bin/python3",
+			      "-I",
+			      "-S",
+			      "-c",
+			      "import sys; compile(sys.stdin.buffer.read(), 'x', 'exec')",
+			      NULL};
+	struct proc_out o;
+	CHECK(proc_run(argv, code, NULL, 60, &o) == 0);
+	CHECK_MSG(o.status == 0, "does not compile: %s\n%s", o.err, code);
+	proc_out_release(&o);
+}
+
+/* The REPL, for the tests: stubs of llm_query and llm_query_batched that
+ * answer like a sub-model reading for KEY (the line holding it, its count
+ * for "how many", NONE without it, an error for a chunk holding
+ * FAIL-CHUNK), and check the prompts are shaped like tree_leaf.txt and
+ * tree_combine.txt. */
+static const char py_prelude[] =
+    "KEY = 'zebra-7731'\n"
+    "NEEDLE = 'The access code of the zebra-7731 vault is 55-ALPHA.'\n"
+    "CALLS = []\n"
+    "COMBINES = []\n"
+    "def _leaf(p):\n"
+    "    assert p.startswith('You are answering a question about one part'), p[:80]\n"
+    "    head, text = p.split('\\n\\nText:\\n', 1)\n"
+    "    assert 'reply with exactly NONE' in head and 'the count for this part' in head\n"
+    "    qline = [l for l in head.split('\\n') if l.startswith('Question: ')]\n"
+    "    assert len(qline) == 1, head\n"
+    "    if 'FAIL-CHUNK' in text:\n"
+    "        return 'Error: simulated failure'\n"
+    "    n = text.count(KEY)\n"
+    "    if not n:\n"
+    "        return ' NONE\\n'\n"
+    "    if 'how many' in qline[0].lower():\n"
+    "        return str(n)\n"
+    "    return [l for l in text.split('\\n') if KEY in l][0]\n"
+    "def llm_query_batched(prompts, model=None):\n"
+    "    assert isinstance(prompts, list) and prompts\n"
+    "    CALLS.append(len(prompts))\n"
+    "    return [_leaf(p) for p in prompts]\n"
+    "def llm_query(prompt, model=None):\n"
+    "    assert prompt.startswith('Several readers each answered'), prompt[:80]\n"
+    "    assert '\\nQuestion: ' in prompt and '\\n\\nPartial answers:\\n[1] ' in prompt\n"
+    "    COMBINES.append(prompt)\n"
+    "    return ' ' + prompt.split('Partial answers:\\n[1] ', 1)[1].split('\\n')[0] + '\\n'\n"
+    "answer = {'content': None, 'ready': False}\n";
+
+/* Contexts: a str of lines, and a list of documents (an empty one, one
+ * larger than a chunk); NEEDLES copies of NEEDLE in each. */
+static const char py_ctx_str[] =
+    "_lines = ['Line %d: the market in town %d was busy and the weather mild.' % (i, i % 17)\n"
+    "          for i in range(300)]\n"
+    "for _k in range(NEEDLES):\n"
+    "    _lines.insert(40 + _k * 37, NEEDLE)\n"
+    "context = '\\n'.join(_lines)\n";
+static const char py_ctx_list[] =
+    "context = ['Document %d. ' % d + ' '.join('word%d' % ((d * 7 + j) % 50)\n"
+    "           for j in range(40 + d * 13 % 60)) for d in range(40)]\n"
+    "context[5] = ''\n"
+    "context[25] = 'Big document.\\n' + 'filler text line.\\n' * 400\n"
+    "for _k in range(NEEDLES):\n"
+    "    context[3 + _k * 5] += '\\n' + NEEDLE\n";
+
+/* A persistent REPL played by re-running the blocks that succeeded. */
+struct fake_repl {
+	struct buf hist;
+};
+
+static void fake_repl_init(struct fake_repl *r, bool list, int needles, const char *extra)
+{
+	buf_init(&r->hist, 0);
+	buf_puts(&r->hist, py_prelude);
+	buf_printf(&r->hist, "NEEDLES = %d\n", needles);
+	buf_puts(&r->hist, list ? py_ctx_list : py_ctx_str);
+	if (extra)
+		buf_puts(&r->hist, extra);
+}
+
+/* Run code; returns the output the model sees (stdout, then the
+ * traceback); *ready gets answer["content"] when the code set
+ * answer["ready"] (else NULL), *raised whether it raised. */
+static char *fake_repl_exec(struct fake_repl *r, const char *code, const char *check, char **ready,
+			    bool *raised)
+{
+	struct buf prog;
+	struct proc_out o;
+	char *out, *res;
+	buf_init(&prog, 0);
+	buf_printf(&prog, "%sprint('@@OUT@@')\n%s", r->hist.p, code);
+	buf_puts(&prog, "print('@@RES@@', answer['ready'], answer['content'])\n");
+	if (check)
+		buf_puts(&prog, check);
+	py(prog.p, &o);
+	*raised = o.status != 0;
+	out = strstr(o.out, "@@OUT@@\n");
+	CHECK_MSG(out, "the history failed: %s\n%s", o.err, prog.p);
+	out += 8;
+	res = strstr(out, "@@RES@@ ");
+	*ready = NULL;
+	if (res) {
+		CHECK_MSG(!*raised, "the check failed: %s", o.err);
+		if (strncmp(res + 8, "True ", 5) == 0)
+			*ready = xstrndup(res + 13, strcspn(res + 13, "\n"));
+		*res = '\0';
+	} else {
+		CHECK_MSG(*raised && strstr(o.err, "Traceback (most recent call last):"),
+			  "no result and no traceback: %s", o.err);
+	}
+	if (!*raised)
+		buf_puts(&r->hist, code);
+	out = xasprintf("%s%s", out, o.err);
+	proc_out_release(&o);
+	buf_release(&prog);
+	return out;
+}
+
+/* Drive the loop: reply, run, show the output, until the code sets the
+ * answer or the turns run out. Returns the answer (fresh) or NULL; *turns
+ * and *errors count turns and turns whose code raised. */
+static char *root_solve(const char *spec, struct fake_repl *r, struct convo *c, const char *check,
+			int *turns, int *errors)
+{
+	char *answer = NULL;
+	*turns = *errors = 0;
+	while (!answer) {
+		char *reply = root_reply(spec, c), *code, *out;
+		bool raised;
+		int step;
+		if (*turns == ROOT_TURNS - 1) {
+			/* out of turns: FINAL(...) */
+			CHECK_MSG(!strncmp(reply, "FINAL(", 6) && reply[strlen(reply) - 1] == ')',
+				  "not FINAL: %.200s", reply);
+			answer = xstrndup(reply + 6, strlen(reply) - 7);
+			free(reply);
+			break;
+		}
+		code = code_of(reply);
+		step = step_in(code);
+		(*turns)++;
+		py_compiles(code);
+		out = fake_repl_exec(r, code, step == 2 ? check : NULL, &answer, &raised);
+		*errors += raised;
+		if (getenv("TEST_VERBOSE"))
+			fprintf(stderr, "--- turn %d\n%s--- output\n%s", *turns, reply, out);
+		convo_turn(c, reply, out, *turns == ROOT_TURNS - 1);
+		free(out);
+		free(code);
+		free(reply);
+	}
+	return answer;
+}
+
+/* Checks of step 2's chunks, run right after it. */
+static const char py_check_chunks[] =
+    "assert all(0 < len(c) <= size for c in chunks), [len(c) for c in chunks]\n"
+    "if isinstance(context, str):\n"
+    "    assert ''.join(chunks) == context\n"
+    "else:\n"
+    "    assert len(chunks) < len(context) - 5, len(chunks)\n"
+    "    for d in context:\n"
+    "        if len(d) <= size:\n"
+    "            assert any(d in c for c in chunks), d[:40]\n"
+    "        else:\n"
+    "            assert ''.join(c for c in chunks if c in d) == d\n"
+    "assert CALLS == [len(chunks)], CALLS\n"
+    "print('@@CHUNKS@@', len(chunks))\n";
+
+TEST(root_solves_str_and_list)
+{
+	static const struct {
+		bool list;
+		int needles;
+		const char *q, *want;
+	} cases[] = {
+	    {false, 1, "What is the access code of the zebra-7731 vault?",
+	     "The access code of the zebra-7731 vault is 55-ALPHA."},
+	    {true, 1, "What is the access code of the zebra-7731 vault?",
+	     "The access code of the zebra-7731 vault is 55-ALPHA."},
+	    {false, 0, "What is the access code of the zebra-7731 vault?", "NONE"},
+	    {true, 0, "What is the access code of the zebra-7731 vault?", "NONE"},
+	    {false, 5, "How many times is the zebra-7731 vault mentioned?", "5"},
+	    {true, 6, "How many times is the zebra-7731 vault mentioned?", "6"},
+	    {false, 0, "How many times is the zebra-7731 vault mentioned?", "NONE"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fake_repl r;
+		struct convo c;
+		int turns, errors;
+		char *got;
+		fake_repl_init(&r, cases[i].list, cases[i].needles, NULL);
+		convo_init(&c, cases[i].q,
+			   cases[i].list ? "a list of 40 documents (str), 20,000 characters in all"
+					 : "a str of 19,500 characters",
+			   "2,000");
+		got = root_solve("", &r, &c, py_check_chunks, &turns, &errors);
+		CHECK_MSG(got && !strcmp(got, cases[i].want), "case %zu: got '%s', want '%s'", i,
+			  got ? got : "(none)", cases[i].want);
+		CHECK_INT(turns, 3);
+		CHECK_INT(errors, 0);
+		/* step 2 was asked with the size the prompt stated */
+		CHECK_CONTAINS(c.m[4].text, "size = 2000\n");
+		free(got);
+		convo_release(&c);
+		buf_release(&r.hist);
+	}
+}
+
+TEST(root_combines_different_answers)
+{
+	/* Two different needle lines: step 3 asks llm_query to combine them,
+	 * and ignores a chunk whose call failed. */
+	static const char extra[] = "context[30] += '\\nFAIL-CHUNK'\n"
+				    "context[9] += '\\nThe zebra-7731 vault was sealed in 1999.'\n";
+	struct fake_repl r;
+	struct convo c;
+	int turns, errors;
+	char *got;
+	fake_repl_init(&r, true, 1, extra);
+	convo_init(&c, "What is the access code of the zebra-7731 vault?",
+		   "a list of 40 documents (str)", "2,000");
+	got = root_solve("", &r, &c,
+			 "assert len(found) == 2, found\n"
+			 "assert sum(a.startswith('Error:') for a in answers) == 1\n",
+			 &turns, &errors);
+	CHECK_STR(got, "The access code of the zebra-7731 vault is 55-ALPHA.");
+	CHECK_INT(turns, 3);
+	CHECK_CONTAINS(c.m[6].text, "llm_query(");
+	free(got);
+	convo_release(&c);
+	buf_release(&r.hist);
+}
+
+/* Run a program that prints "@@J@@" and a JSON array last; the array. */
+static cJSON *py_json(const char *program)
+{
+	struct proc_out o;
+	cJSON *j;
+	const char *at;
+	CHECK_MSG(py(program, &o) == 0, "%s", o.err);
+	at = strstr(o.out, "@@J@@");
+	CHECK_MSG(at, "no JSON printed: %.300s", o.out);
+	j = json_parse(at + 5, strlen(at + 5));
+	CHECK_MSG(j && cJSON_IsArray(j), "not a JSON array: %.300s", at);
+	proc_out_release(&o);
+	return j;
+}
+
+TEST(root_prompts_suit_the_sub_model)
+{
+	/* The prompts the root's code builds, answered by the real sub-model
+	 * policy: the needle's chunk gives the needle line, the others NONE;
+	 * counts add up; the combine prompt picks the right partial. */
+	static const char *const qs[] = {"What is the access code of the zebra-7731 vault?",
+					 "How many times is the zebra-7731 vault mentioned?"};
+	for (int k = 0; k < 2; k++) {
+		struct fake_repl r;
+		struct convo c;
+		char *reply, *code, *prog;
+		cJSON *arr, *it;
+		long long sum = 0;
+		int hits = 0;
+		fake_repl_init(&r, k == 0, k ? 3 : 1, NULL);
+		convo_init(&c, qs[k], "a list of 40 documents (str)", "2,000");
+		reply = root_reply("", &c);
+		convo_turn(&c, reply, "type: list length: 40\n", false);
+		free(reply);
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_INT(step_in(code), 2);
+		prog = xasprintf("%s%simport json\nprint('@@J@@' + json.dumps(prompts))\n",
+				 r.hist.p, code);
+		arr = py_json(prog);
+		CHECK(cJSON_GetArraySize(arr) > 5);
+		cJSON_ArrayForEach(it, arr)
+		{
+			struct llm_msg m = {LLM_USER, it->valuestring, strlen(it->valuestring)};
+			char *a = sim_reply_text(NULL, &m, 1);
+			bool has_key = strstr(it->valuestring, "zebra-7731 vault is") != NULL;
+			if (k == 0 && has_key)
+				CHECK_STR(a,
+					  "The access code of the zebra-7731 vault is 55-ALPHA.");
+			else if (k == 0)
+				CHECK_STR(a, "NONE");
+			hits += has_key;
+			sum += atoll(a);
+			free(a);
+		}
+		CHECK_INT(hits, k ? 3 : 1);
+		if (k)
+			CHECK_INT(sum, 3);
+		cJSON_Delete(arr);
+		free(prog);
+		free(code);
+		convo_turn(&c, reply, "12 chunks, 12 answers, 3 found\n", false);
+		free(reply);
+		if (!k) {
+			/* step 3 over three partial answers: the combine prompt */
+			reply = root_reply("", &c);
+			code = code_of(reply);
+			CHECK_INT(step_in(code), 3);
+			prog = xasprintf(
+			    "%sfound = ['The zebra-7731 vault was sealed in 1999.', NEEDLE, "
+			    "'The zebra-7731 vault is in Oslo.']\n%s"
+			    "import json\nprint('@@J@@' + json.dumps(COMBINES))\n",
+			    r.hist.p, code);
+			arr = py_json(prog);
+			CHECK_INT(cJSON_GetArraySize(arr), 1);
+			{
+				const char *p = cJSON_GetArrayItem(arr, 0)->valuestring;
+				struct llm_msg m = {LLM_USER, p, strlen(p)};
+				char *a = sim_reply_text(NULL, &m, 1);
+				CHECK_STR(a,
+					  "The access code of the zebra-7731 vault is 55-ALPHA.");
+				free(a);
+			}
+			cJSON_Delete(arr);
+			free(prog);
+			free(code);
+			free(reply);
+		}
+		convo_release(&c);
+		buf_release(&r.hist);
+	}
+}
+
+TEST(root_step_sequence)
+{
+	struct convo c;
+	char *r1, *r2, *r3, *r, *code;
+	convo_init(&c, "What is the code?", "a str of 5,000,000 characters", "200,000");
+	r1 = root_reply("", &c);
+	code = code_of(r1);
+	CHECK_INT(step_in(code), 1);
+	CHECK(!strstr(code, "answer["));
+	free(code);
+	convo_turn(&c, r1, "type: str length: 5000000\nsample: 'abc'\n", false);
+	r2 = root_reply("", &c);
+	code = code_of(r2);
+	CHECK_INT(step_in(code), 2);
+	CHECK_CONTAINS(code, "size = 200000\n");
+	CHECK_CONTAINS(code, "llm_query_batched(prompts)");
+	free(code);
+	convo_turn(&c, r2, "3 chunks, 3 answers, 1 found\nanswer: the code is 7\n", false);
+	r3 = root_reply("", &c);
+	code = code_of(r3);
+	CHECK_INT(step_in(code), 3);
+	CHECK_CONTAINS(code, "answer[\"ready\"] = True");
+	free(code);
+	/* the solve did not end: step 3 again */
+	convo_turn(&c, r3, "final answer: the code is 7\n", false);
+	r = root_reply("", &c);
+	code = code_of(r);
+	CHECK_INT(step_in(code), 3);
+	free(code);
+	free(r);
+	/* a restart notice: back to step 2 */
+	c.n -= 2;
+	free(c.owned[c.n]);
+	free(c.owned[c.n + 1]);
+	convo_turn(&c, r3,
+		   "The REPL was restarted (the exec timed out): your variables are gone and "
+		   "`context` was reloaded.\n",
+		   false);
+	r = root_reply("", &c);
+	code = code_of(r);
+	CHECK_INT(step_in(code), 2);
+	free(code);
+	free(r);
+	/* a traceback in step 3 that says found is gone: step 2 */
+	c.n -= 2;
+	free(c.owned[c.n]);
+	free(c.owned[c.n + 1]);
+	convo_turn(&c, r3,
+		   "Traceback (most recent call last):\n  File \"<repl>\", line 2, in "
+		   "<module>\nNameError: name 'found' is not defined\n",
+		   false);
+	r = root_reply("", &c);
+	code = code_of(r);
+	CHECK_INT(step_in(code), 2);
+	free(code);
+	free(r);
+	/* an ordinary traceback in step 3: step 3 again */
+	c.n -= 2;
+	free(c.owned[c.n]);
+	free(c.owned[c.n + 1]);
+	convo_turn(&c, r3,
+		   "Traceback (most recent call last):\n  File \"<repl>\", line 2, in "
+		   "<module>\nTypeError: can only concatenate str (not \"int\") to str\n",
+		   false);
+	r = root_reply("", &c);
+	code = code_of(r);
+	CHECK_INT(step_in(code), 3);
+	free(code);
+	free(r);
+	/* code that did not compile: no traceback header, the same step */
+	c.n -= 2;
+	free(c.owned[c.n]);
+	free(c.owned[c.n + 1]);
+	convo_turn(&c, r3,
+		   "  File \"<repl>\", line 3\n    print(\n         ^\nSyntaxError: '(' was never "
+		   "closed\n",
+		   false);
+	r = root_reply("", &c);
+	code = code_of(r);
+	CHECK_INT(step_in(code), 3);
+	free(code);
+	free(r);
+	/* what the context said is not a notice: a traceback or a restart
+	 * printed inside an answer line or a sample leaves step 2 -> 3 */
+	c.n -= 4;
+	for (size_t i = c.n; i < c.n + 4; i++)
+		free(c.owned[i]);
+	convo_turn(&c, r2,
+		   "3 chunks, 3 answers, 2 found\n"
+		   "answer: Traceback (most recent call last): File x.py\n"
+		   "answer: the REPL was restarted and variables are gone\n"
+		   "sample: 'ValueError: x'\nanswer: NameError: y\n",
+		   false);
+	r = root_reply("", &c);
+	code = code_of(r);
+	CHECK_INT(step_in(code), 3);
+	free(code);
+	free(r);
+	free(r1);
+	free(r2);
+	free(r3);
+	convo_release(&c);
+}
+
+TEST(root_traceback_repeats_step_fixed)
+{
+	/* code_errors=1: every step is written with a bug that really raises;
+	 * after its traceback the same step comes back, correct (code_errors=0
+	 * for the retry), and runs. */
+	static const char *const specs[] = {"code_errors=1,seed=1", "code_errors=1,seed=2",
+					    "code_errors=1,seed=3", "code_errors=1,seed=4",
+					    "code_errors=1,seed=5", "code_errors=1,seed=6"};
+	bool seen_name = false, seen_type = false, seen_index = false;
+	for (size_t s = 0; s < ARRAY_SIZE(specs); s++) {
+		for (int list = 0; list < 2; list++) {
+			struct fake_repl r;
+			struct convo c;
+			char *answer = NULL;
+			fake_repl_init(&r, list, 1, NULL);
+			convo_init(&c, "What is the access code of the zebra-7731 vault?",
+				   "a str of 19,500 characters", "3k");
+			for (int step = 1; step <= 3; step++) {
+				char *bad = root_reply(specs[s], &c), *code = code_of(bad);
+				char *out, *good, *gcode;
+				bool raised;
+				CHECK_INT(step_in(code), step);
+				py_compiles(code);
+				out = fake_repl_exec(&r, code, NULL, &answer, &raised);
+				CHECK_MSG(raised, "%s step %d did not raise:\n%s", specs[s], step,
+					  code);
+				CHECK(!answer);
+				seen_name |= strstr(out, "NameError:") != NULL;
+				seen_type |= strstr(out, "TypeError:") != NULL;
+				seen_index |= strstr(out, "IndexError:") != NULL;
+				convo_turn(&c, bad, out, false);
+				free(out);
+				good = root_reply("seed=1", &c);
+				gcode = code_of(good);
+				CHECK_INT(step_in(gcode), step);
+				CHECK_CONTAINS(good, "fixed");
+				out = fake_repl_exec(&r, gcode, NULL, &answer, &raised);
+				CHECK_MSG(!raised, "the retry raised: %s", out);
+				convo_turn(&c, good, out, false);
+				free(out);
+				free(gcode);
+				free(good);
+				free(code);
+				free(bad);
+				CHECK(step == 3 ? answer != NULL : answer == NULL);
+			}
+			CHECK_STR(answer, "The access code of the zebra-7731 vault is 55-ALPHA.");
+			free(answer);
+			convo_release(&c);
+			buf_release(&r.hist);
+		}
+	}
+	CHECK(seen_name && seen_type && seen_index);
+}
+
+TEST(root_code_errors_still_solve)
+{
+	/* At a rate of 0.4 the loop stumbles but gets there, and the same seed
+	 * makes the same run. */
+	int bumpy = 0;
+	for (int seed = 1; seed <= 6; seed++) {
+		char spec[64];
+		int turns[2], errors[2];
+		char *got[2];
+		snprintf(spec, sizeof(spec), "code_errors=0.4,seed=%d", seed);
+		for (int k = 0; k < 2; k++) {
+			struct fake_repl r;
+			struct convo c;
+			fake_repl_init(&r, seed % 2, 4, NULL);
+			convo_init(&c, "How many times is the zebra-7731 vault mentioned?",
+				   "a str of 19,500 characters", "2,500");
+			got[k] = root_solve(spec, &r, &c, py_check_chunks, &turns[k], &errors[k]);
+			CHECK_MSG(got[k] && !strcmp(got[k], "4"), "%s: got %s after %d turns", spec,
+				  got[k] ? got[k] : "(none)", turns[k]);
+			CHECK_INT(turns[k], 3 + errors[k]);
+			convo_release(&c);
+			buf_release(&r.hist);
+		}
+		CHECK_INT(turns[0], turns[1]);
+		bumpy += errors[0] > 0;
+		free(got[0]);
+		free(got[1]);
+	}
+	CHECK(bumpy > 0);
+}
+
+TEST(root_question_escaping)
+{
+	/* Quotes, backslashes (one at the end), newlines, tabs, control
+	 * characters, non-ASCII: the code compiles and q is the question. */
+	static const char *const qs[] = {
+	    "What did \"Bob\" say about 'the zebra-7731 vault'?",
+	    "Is C:\\temp\\new the path of the zebra-7731 vault\\",
+	    "First line of the question\nsecond line\twith a tab\r\nand \"\"\" triple quotes?",
+	    "Quel est le code de la clé «zebra-7731» — 日本語 ✓ 🙂 \xe2\x80\xa8 sep?",
+	    "control \x01\x02\x1b[0m and del \x7f and nul-free end '''",
+	    "{{braces}} %s %d \\n \\x41 \\u0041 f\"{x}\" ?",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(qs); i++) {
+		struct fake_repl r;
+		struct convo c;
+		struct buf hex;
+		char *reply, *code, *out, *answer, *check;
+		bool raised;
+		buf_init(&hex, 0);
+		buf_puts(&hex, "");
+		for (const unsigned char *p = (const unsigned char *)qs[i]; *p; p++)
+			buf_printf(&hex, "%02x", *p);
+		fake_repl_init(&r, false, 1, NULL);
+		convo_init(&c, qs[i], "a str of 19,500 characters", "5,000");
+		reply = root_reply("", &c);
+		convo_turn(&c, reply, "type: str length: 19500\n", false);
+		free(reply);
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_INT(step_in(code), 2);
+		py_compiles(code);
+		check = xasprintf("assert q.encode('utf-8').hex() == '%s', repr(q)\n"
+				  "assert all(p.count('\\nQuestion: ') == 1 for p in prompts)\n",
+				  hex.p);
+		out = fake_repl_exec(&r, code, check, &answer, &raised);
+		CHECK_MSG(!raised, "question %zu: %s\n%s", i, out, code);
+		convo_turn(&c, reply, out, false);
+		free(out);
+		free(code);
+		free(reply);
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_INT(step_in(code), 3);
+		py_compiles(code);
+		free(code);
+		free(reply);
+		free(check);
+		buf_release(&hex);
+		convo_release(&c);
+		buf_release(&r.hist);
+	}
+}
+
+TEST(root_out_of_turns_final)
+{
+	struct convo c;
+	char *r, *step2 = NULL, *step3;
+	convo_init(&c, "What is the code?", "a str of 100 characters", "200,000");
+	/* nothing found yet: FINAL(NONE) */
+	r = root_reply("", &c);
+	convo_turn(&c, r, "type: str length: 100\n", true);
+	free(r);
+	r = root_reply("", &c);
+	CHECK_STR(r, "FINAL(NONE)");
+	free(r);
+	/* after step 2: the first answer it printed */
+	c.n -= 1;
+	free(c.owned[c.n]);
+	convo_add(&c, LLM_USER, xstrdup("REPL output:\ntype: str\n\nTurn 2/12: go on."));
+	step2 = root_reply("", &c);
+	convo_turn(&c, step2,
+		   "2 chunks, 2 answers, 2 found\nanswer: the code is 7\nanswer: the code is 9\n",
+		   true);
+	r = root_reply("", &c);
+	CHECK_STR(r, "FINAL(the code is 7)");
+	free(r);
+	/* after step 3 printed its answer: that one */
+	c.n -= 1;
+	free(c.owned[c.n]);
+	convo_add(&c, LLM_USER, xstrdup("REPL output:\n2 found\nanswer: the code is 7\n\ngo on"));
+	step3 = root_reply("", &c);
+	convo_turn(&c, step3, "final answer: the code is 9\n", true);
+	r = root_reply("", &c);
+	CHECK_STR(r, "FINAL(the code is 9)");
+	free(r);
+	free(step2);
+	free(step3);
+	convo_release(&c);
+
+	/* "how many": the sum of the counts printed */
+	convo_init(&c, "How many cats are there?", "a str of 100 characters", "200,000");
+	r = root_reply("", &c);
+	convo_turn(&c, r, "type: str\n", false);
+	free(r);
+	r = root_reply("", &c);
+	convo_turn(&c, r, "3 chunks, 3 answers, 3 found\nanswer: 2\nanswer: 5 cats\nanswer: 0\n",
+		   true);
+	free(r);
+	r = root_reply("", &c);
+	CHECK_STR(r, "FINAL(7)");
+	free(r);
+	convo_release(&c);
+}
+
+TEST(root_deterministic)
+{
+	/* The same seed gives the same replies; seeds differ in where the bugs
+	 * fall. */
+	static const char *const outs[] = {"type: str\n", "1 chunks, 1 answers, 1 found\n",
+					   "final answer: x\n", "final answer: x\n"};
+	char *first[ARRAY_SIZE(outs)] = {NULL};
+	bool differs = false;
+	for (int seed = 1; seed <= 8; seed++) {
+		char spec[64];
+		struct convo c[2];
+		snprintf(spec, sizeof(spec), "code_errors=0.5,seed=%d", seed);
+		for (int k = 0; k < 2; k++)
+			convo_init(&c[k], "What is the zebra?", "a str of 100 characters", "1k");
+		for (size_t t = 0; t < ARRAY_SIZE(outs); t++) {
+			char *a = root_reply(spec, &c[0]), *b = root_reply(spec, &c[1]);
+			CHECK_STR(a, b);
+			if (seed == 1)
+				first[t] = xstrdup(a);
+			else if (strcmp(first[t], a) != 0)
+				differs = true;
+			convo_turn(&c[0], a, outs[t], false);
+			convo_turn(&c[1], b, outs[t], false);
+			free(a);
+			free(b);
+		}
+		convo_release(&c[0]);
+		convo_release(&c[1]);
+	}
+	CHECK(differs);
+	for (size_t t = 0; t < ARRAY_SIZE(outs); t++)
+		free(first[t]);
+}
+
+TEST(root_only_for_root_conversations)
+{
+	/* No system message about the REPL: the sub-model policy, as before. */
+	struct llm_msg m[3] = {
+	    {LLM_SYSTEM, "You are a helpful assistant. Use ```python blocks.", 0},
+	    {LLM_USER, needle_q_text, strlen(needle_q_text)},
+	};
+	struct sim_cfg cfg = root_cfg("code_errors=1,chunk=5000");
+	struct convo c;
+	char *got;
+	m[0].len = strlen(m[0].text);
+	CHECK(sim_root_reply(&cfg, m, 2) == NULL);
+	CHECK(sim_root_reply(&cfg, m + 1, 1) == NULL);
+	CHECK(sim_root_reply(NULL, m, 0) == NULL);
+	got = sim_reply_text(&cfg, m, 2);
+	CHECK_STR(got, "the code of item-5 is c35");
+	free(got);
+	got = sim_reply_text(NULL, m + 1, 1);
+	CHECK_STR(got, "the code of item-5 is c35");
+	free(got);
+	/* a root conversation with the defaults (cfg NULL) */
+	convo_init(&c, "What is x?", "a str of 10 characters", "about 50k");
+	got = sim_reply_text(NULL, c.m, c.n);
+	CHECK_CONTAINS(got, "# step 1: ");
+	CHECK(!strstr(got, "contxt"));
+	free(got);
+	got = sim_root_reply(NULL, c.m, c.n);
+	CHECK_CONTAINS(got, "# step 1: ");
+	convo_turn(&c, got, "type: str\n", false);
+	free(got);
+	got = sim_reply_text(NULL, c.m, c.n);
+	CHECK_CONTAINS(got, "size = 100000\n"); /* "about about 50k": not a number */
+	free(got);
+	/* chunk= overrides the size the prompt states */
+	got = sim_reply_text(&cfg, c.m, c.n);
+	CHECK_CONTAINS(got, "size = 5000\n");
+	free(got);
+	convo_release(&c);
+	convo_init(&c, "What is x?", "a str of 10 characters", "50k");
+	got = sim_reply_text(NULL, c.m, c.n);
+	convo_turn(&c, got, "type: str\n", false);
+	free(got);
+	got = sim_reply_text(NULL, c.m, c.n);
+	CHECK_CONTAINS(got, "size = 50000\n");
+	free(got);
+	convo_release(&c);
+}
+
+TEST(root_through_handle)
+{
+	/* Over the OpenAI format: the simulator's cfg reaches the root policy. */
+	struct convo c;
+	struct sim *s = sim_of("code_errors=1,seed=3");
+	struct sim_reply rep;
+	cJSON *root = cJSON_CreateObject(), *msgs = cJSON_CreateArray(), *j;
+	char *body, *content;
+	convo_init(&c, "What is x?", "a str of 10 characters", "50,000");
+	for (size_t i = 0; i < c.n; i++) {
+		cJSON *m = cJSON_CreateObject();
+		json_add_str(m, "role", i ? "user" : "system");
+		json_add_str(m, "content", c.m[i].text);
+		json_add(msgs, NULL, m);
+	}
+	json_add_str(root, "model", "sim");
+	json_add(root, "messages", msgs);
+	body = json_print(root);
+	CHECK_INT(sim_handle(s, body, strlen(body), &rep), 0);
+	CHECK_INT(rep.status, 200);
+	content = completion_content(rep.body, rep.len, NULL, &j);
+	CHECK_CONTAINS(content, "# step 1: ");
+	{
+		struct sim_cfg cfg = root_cfg("code_errors=1,seed=3");
+		char *direct = sim_root_reply(&cfg, c.m, c.n);
+		CHECK_STR(content, direct);
+		free(direct);
+	}
+	free(content);
+	cJSON_Delete(j);
+	sim_reply_release(&rep);
+	free(body);
+	cJSON_Delete(root);
+	convo_release(&c);
+	sim_free(s);
+}
+
+TEST(root_cfg_keys)
+{
+	struct sim_cfg c;
+	struct rlm_err err = {0, ""};
+	static const char *const bad[] = {"code_errors=1.5", "code_errors=-0.1", "code_errors=x",
+					  "chunk=999",	     "chunk=abc",	 "chunk=-5k",
+					  "chunk=",	     "chunk=5q"};
+	sim_cfg_default(&c);
+	CHECK(c.code_errors == 0 && c.chunk_chars == 0);
+	CHECK_INT(sim_cfg_parse("code_errors=0.25,chunk=100k", &c, &err), 0);
+	CHECK(c.code_errors == 0.25 && c.chunk_chars == 100000);
+	CHECK_INT(sim_cfg_parse("chunk=1.5M,code_errors=1", &c, &err), 0);
+	CHECK(c.code_errors == 1 && c.chunk_chars == 1500000);
+	CHECK_INT(sim_cfg_parse("chunk=1000", &c, &err), 0);
+	CHECK_INT(c.chunk_chars, 1000);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct sim_cfg before = c;
+		CHECK_MSG(sim_cfg_parse(bad[i], &c, &err) == RLM_EINVAL, "'%s' accepted", bad[i]);
+		CHECK_CONTAINS(err.msg, "bad value");
+		CHECK(memcmp(&c, &before, sizeof(c)) == 0);
+	}
+	CHECK(sim_cfg_parse("warp=1", &c, &err) == RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "code_errors, chunk");
 }
 
 /* ---- configuration ---- */

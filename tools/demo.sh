@@ -11,8 +11,10 @@ line=$(head -n 1 "$dir/sniah.jsonl")
 question=$(printf '%s\n' "$line" | sed 's/.*"question":"\([^"]*\)".*/\1/')
 expected=$(printf '%s\n' "$line" | sed 's/.*"answer":\["\([^"]*\)"\].*/\1/')
 echo "== question: $question"
-echo "== rlm solve --context $dir/sniah-1M-0.txt --question '...' (simulator, tree strategy)"
-answer=$("$bin" solve --context "$dir/sniah-1M-0.txt" --question "$question")
+echo "== rlm solve --context $dir/sniah-1M-0.txt --question '...' (simulator as root and sub-model, repl strategy)"
+answer=$("$bin" solve --context "$dir/sniah-1M-0.txt" --question "$question" --verbose 2>"$dir/trace.txt")
+echo "== every turn's code and output is in $dir/trace.txt; what the REPL showed the model:"
+awk '/^--- turn/ { show = ($4 == "output") } show' "$dir/trace.txt" | cut -c1-120
 echo "answer:   $answer"
 echo "expected: $expected"
 case "$answer" in

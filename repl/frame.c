@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/* repl/frame.c -- the frame protocol with the worker: checking what it
+ * sends (it is hostile), encoding what we send, and cutting output. */
+#include "repl_int.h"
+#include "../common/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- parsing frames from the worker ---- */
+
+enum field_kind {
+	F_INT,	 /* an integer that a double holds exactly */
+	F_COUNT, /* an integer >= 0 */
+	F_BOOL,
+	F_STR,
+	F_STR_NULL, /* a string or null */
+	F_STRS,	    /* an array of strings */
+};
+
+struct field {
+	const char *name;
+	enum field_kind kind;
+};
+
+static const struct field ready_fields[] = {
+    {"pid", F_INT},
+    {"python", F_STR},
+    {"context_chars", F_COUNT},
+    {"documents", F_COUNT},
+};
+static const struct field call_fields[] = {
+    {"id", F_INT},	 {"exec", F_INT},	{"kind", F_STR},
+    {"batched", F_BOOL}, {"model", F_STR_NULL}, {"prompts", F_STRS},
+};
+static const struct field result_fields[] = {
+    {"id", F_INT},	    {"output", F_STR},	     {"output_chars", F_COUNT},
+    {"error", F_BOOL},	    {"interrupted", F_BOOL}, {"ready", F_BOOL},
+    {"answer", F_STR_NULL}, {"content", F_STR_NULL}, {"vars", F_STRS},
+};
+static const struct field fatal_fields[] = {
+    {"error", F_STR},
+};
+
+static const struct {
+	const char *type;
+	const struct field *fields;
+	size_t n;
+	size_t max_items; /* of the F_STRS field */
+} frame_types[] = {
+    {"ready", ready_fields, ARRAY_SIZE(ready_fields), 0},
+    {"call", call_fields, ARRAY_SIZE(call_fields), REPL_MAX_PROMPTS},
+    {"result", result_fields, ARRAY_SIZE(result_fields), REPL_MAX_VARS},
+    {"fatal", fatal_fields, ARRAY_SIZE(fatal_fields), 0},
+};
+
+static bool str_ok(const cJSON *it)
+{
+	return cJSON_IsString(it) && it->valuestring &&
+	       utf8_valid(it->valuestring, strlen(it->valuestring), NULL);
+}
+
+static int check_field(const cJSON *f, const struct field *fd, size_t max_items,
+		       struct rlm_err *err)
+{
+	const cJSON *it = json_get(f, fd->name), *el;
+	size_t n = 0;
+	switch (fd->kind) {
+	case F_INT:
+	case F_COUNT:
+		if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int64_t)it->valuedouble ||
+		    it->valuedouble > 9007199254740992.0 || it->valuedouble < -9007199254740992.0 ||
+		    (fd->kind == F_COUNT && it->valuedouble < 0))
+			goto bad;
+		return 0;
+	case F_BOOL:
+		if (!cJSON_IsBool(it))
+			goto bad;
+		return 0;
+	case F_STR_NULL:
+		if (cJSON_IsNull(it))
+			return 0;
+		/* fall through */
+	case F_STR:
+		if (!str_ok(it))
+			goto bad;
+		return 0;
+	case F_STRS:
+		if (!cJSON_IsArray(it))
+			goto bad;
+		cJSON_ArrayForEach(el, it)
+		{
+			if (++n > max_items)
+				return rlm_err_set(err, RLM_ETOOBIG, "'%s' has more than %zu items",
+						   fd->name, max_items);
+			if (!str_ok(el))
+				goto bad;
+		}
+		return 0;
+	}
+bad:
+	return rlm_err_set(err, RLM_EPARSE, "field '%s' is missing or of the wrong type", fd->name);
+}
+
+static int check_call(const cJSON *f, struct rlm_err *err)
+{
+	const char *kind = json_str(f, "kind");
+	int n = cJSON_GetArraySize(json_get(f, "prompts"));
+	if (strcmp(kind, "llm") != 0 && strcmp(kind, "rlm") != 0)
+		return rlm_err_set(err, RLM_EPARSE, "a call of unknown kind '%.40s'", kind);
+	if (n < 1)
+		return rlm_err_set(err, RLM_EPARSE, "a call without prompts");
+	if (!cJSON_IsTrue(json_get(f, "batched")) && n != 1)
+		return rlm_err_set(err, RLM_EPARSE, "a single call with %d prompts", n);
+	return 0;
+}
+
+cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err *err)
+{
+	cJSON *f;
+	const char *type;
+	size_t bad;
+	if (len > max) {
+		rlm_err_set(err, RLM_ETOOBIG, "a frame of %zu bytes (the cap is %zu)", len, max);
+		return NULL;
+	}
+	if (!utf8_valid(body, len, &bad)) {
+		rlm_err_set(err, RLM_EPARSE, "a frame that is not UTF-8 (byte %zu)", bad);
+		return NULL;
+	}
+	f = json_parse(body, len);
+	if (!f || !cJSON_IsObject(f)) {
+		cJSON_Delete(f);
+		rlm_err_set(err, RLM_EPARSE, "a frame that is not a JSON object");
+		return NULL;
+	}
+	type = json_str(f, "type");
+	for (size_t i = 0; type && i < ARRAY_SIZE(frame_types); i++) {
+		if (strcmp(type, frame_types[i].type) != 0)
+			continue;
+		for (size_t k = 0; k < frame_types[i].n; k++) {
+			if (check_field(f, &frame_types[i].fields[k], frame_types[i].max_items,
+					err) < 0) {
+				rlm_err_prefix(err, "a '%s' frame", type);
+				cJSON_Delete(f);
+				return NULL;
+			}
+		}
+		if (strcmp(type, "call") == 0 && check_call(f, err) < 0) {
+			cJSON_Delete(f);
+			return NULL;
+		}
+		return f;
+	}
+	if (type)
+		rlm_err_set(err, RLM_EPARSE, "a frame of unknown type '%.40s'", type);
+	else
+		rlm_err_set(err, RLM_EPARSE, "a frame without a string 'type'");
+	cJSON_Delete(f);
+	return NULL;
+}
+
+/* ---- encoding frames to the worker ---- */
+
+size_t repl__frame_begin(struct buf *b)
+{
+	size_t start = b->len;
+	buf_append(b, "\0\0\0\0", 4);
+	return start;
+}
+
+int repl__frame_end(struct buf *b, size_t start)
+{
+	size_t n = b->len - start - 4;
+	unsigned char *h = (unsigned char *)b->p + start;
+	if (n > UINT32_MAX)
+		return RLM_ETOOBIG;
+	h[0] = (unsigned char)(n >> 24);
+	h[1] = (unsigned char)(n >> 16);
+	h[2] = (unsigned char)(n >> 8);
+	h[3] = (unsigned char)n;
+	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t k = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	if (s[0] < 0xc2 || s[0] > 0xf4 || k > n)
+		return 0;
+	return utf8_valid((const char *)s, k, NULL) ? k : 0;
+}
+
+void repl__json_str(struct buf *b, const char *str, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, run = 0;
+	if (len == 0) {
+		buf_puts(b, "\"\"");
+		return;
+	}
+	buf_reserve(b, len + 2);
+	buf_putc(b, '"');
+	while (i < len) {
+		unsigned char c = s[i];
+		char esc[8];
+		size_t k;
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			i++;
+			run++;
+			continue;
+		}
+		if (c >= 0x80 && (k = utf8_seq(s + i, len - i)) > 0) {
+			i += k;
+			run += k;
+			continue;
+		}
+		buf_append(b, s + i - run, run);
+		run = 0;
+		if (c >= 0x80) {
+			buf_puts(b, "\\ufffd");
+		} else if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			buf_append(b, esc, 2);
+		} else if (c == '\n') {
+			buf_puts(b, "\\n");
+		} else if (c == '\t') {
+			buf_puts(b, "\\t");
+		} else if (c == '\r') {
+			buf_puts(b, "\\r");
+		} else {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			buf_append(b, esc, 6);
+		}
+		i++;
+	}
+	buf_append(b, s + i - run, run);
+	buf_putc(b, '"');
+}
+
+/* ---- text ---- */
+
+size_t repl__chars(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += (s[i] & 0xc0) != 0x80;
+	return n;
+}
+
+char *repl__clean(const char *str, size_t len, size_t *out_len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	char *out = xmalloc(len + 1);
+	size_t i = 0, o = 0, k;
+	while (i < len) {
+		if (s[i] >= 0x80 && (k = utf8_seq(s + i, len - i)) > 0) {
+			memcpy(out + o, s + i, k);
+			o += k;
+			i += k;
+			continue;
+		}
+		out[o++] = s[i] >= 0x80 ? '?' : s[i] == 0 ? ' ' : (char)s[i];
+		i++;
+	}
+	out[o] = '\0';
+	if (out_len)
+		*out_len = o;
+	return out;
+}
+
+/* Byte offset of code point number `n` in s (len when past the end). */
+static size_t char_offset(const char *str, size_t len, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+	for (; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			if (n == 0)
+				return i;
+			n--;
+		}
+	}
+	return len;
+}
+
+/* n with thousands separators: 1234567 -> "1,234,567". */
+static void fmt_count(char *dst, size_t cap, size_t n)
+{
+	char tmp[32];
+	int len = snprintf(tmp, sizeof(tmp), "%zu", n), o = 0;
+	for (int i = 0; i < len && (size_t)o + 2 < cap; i++) {
+		if (i > 0 && (len - i) % 3 == 0)
+			dst[o++] = ',';
+		dst[o++] = tmp[i];
+	}
+	dst[o] = '\0';
+}
+
+char *repl_truncate(const char *s, size_t len, size_t limit, size_t *out_len)
+{
+	size_t chars = repl__chars(s, len), head, tail, h_end, t_start;
+	char omitted[32], total[32];
+	struct buf b = BUF_INIT;
+	if (chars <= limit) {
+		if (out_len)
+			*out_len = len;
+		return xstrndup(s, len);
+	}
+	head = limit / 2;
+	tail = limit - head;
+	h_end = char_offset(s, len, head);
+	t_start = char_offset(s, len, chars - tail);
+	fmt_count(omitted, sizeof(omitted), chars - head - tail);
+	fmt_count(total, sizeof(total), chars);
+	buf_append(&b, s, h_end);
+	buf_printf(&b, "%s[... %s of %s characters omitted ...]\n",
+		   h_end > 0 && s[h_end - 1] == '\n' ? "" : "\n", omitted, total);
+	buf_append(&b, s + t_start, len - t_start);
+	return buf_detach(&b, out_len);
+}

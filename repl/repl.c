@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: MIT */
+/* repl/repl.c -- the REPL API: start a worker on a context, run code in it
+ * with time limits and sub-calls, restart it when it misbehaves.
+ *
+ * DESIGN
+ * An exec is a small state machine around repl__pump: send the exec frame,
+ * then take frames until the result. Call frames are answered on this
+ * thread through cfg.on_call while the exec's clock is stopped. Past the
+ * time limit, the deadline or a cancel, the worker gets SIGINT (to its
+ * main thread, where Python runs signal handlers) and a grace period; then
+ * SIGKILL. Whatever ends a worker (a kill, a crash, a fatal frame, a
+ * protocol violation, a frame that arrived while no code ran) is followed
+ * by a restart on the same memfd, and the output starts with a notice the
+ * model can act on. SIGPIPE is ignored process-wide (once, and only when
+ * it is at its default), so writing to a dead worker gives EPIPE. */
+#include "repl_int.h"
+#include "../common/embed.h"
+#include "../common/json.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define NS		 1000000000LL
+#define DEF_OUTPUT_LIMIT 20000
+#define DEF_TIMEOUT_NS	 (60 * NS)
+#define DEF_GRACE_NS	 NS
+#define DEF_MAX_FRAME	 ((size_t)64 << 20)
+#define DEF_CALLS_EXEC	 10000
+#define DEF_CALLS_TOTAL	 100000
+#define CANCEL_POLL_NS	 10000000LL
+
+enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL };
+
+/* One exec or final_var in flight. */
+struct run {
+	int64_t id;
+	int64_t begin;           /* repl_exec was called */
+	int64_t t0;              /* the exec frame was sent: the limit's clock */
+	int64_t deadline; /* absolute, 0: none */
+	int64_t limit;	  /* worker time, 0: none */
+	int64_t call_ns;  /* time spent in on_call */
+	enum cause cause; /* why SIGINT was sent, C_NONE: not sent */
+	int64_t kill_at;  /* SIGKILL then */
+	struct repl_result *out;
+	struct buf note; /* before the output: restarts */
+	char *body;	 /* the worker's output */
+	size_t body_len;
+	struct buf after; /* after the output: the interrupt */
+};
+
+enum { AGAIN = 1 };
+
+static pthread_once_t sigpipe_once = PTHREAD_ONCE_INIT;
+
+static void ignore_sigpipe(void)
+{
+	struct sigaction old;
+	if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+	    !(old.sa_flags & SA_SIGINFO))
+		signal(SIGPIPE, SIG_IGN);
+}
+
+static int ms_until(int64_t t, int64_t now)
+{
+	int64_t ms;
+	if (t == 0)
+		return -1;
+	if (t <= now)
+		return 0;
+	ms = (t - now + 999999) / 1000000;
+	return ms > 1000000 ? 1000000 : (int)ms;
+}
+
+static void fmt_secs(char *dst, size_t cap, int64_t ns)
+{
+	snprintf(dst, cap, "%.3g s", (double)ns / 1e9);
+}
+
+/* ---- the scratch directory ---- */
+
+static void rm_tree_at(int dfd, const char *name, int depth)
+{
+	for (int pass = 0; pass < 3; pass++) {
+		DIR *d;
+		struct dirent *e;
+		int fd;
+		if (unlinkat(dfd, name, 0) == 0 || (errno != EISDIR && errno != EPERM))
+			return;
+		if (depth > 64)
+			return;
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
+			fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			return;
+		}
+		while ((e = readdir(d)) != NULL) {
+			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+				rm_tree_at(dirfd(d), e->d_name, depth + 1);
+		}
+		closedir(d);
+		if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno != ENOTEMPTY)
+			return;
+	}
+}
+
+static int make_scratch(struct repl *r, struct rlm_err *err)
+{
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base)
+		base = "/tmp";
+	r->scratch = xasprintf("%s/rlm-repl-XXXXXX", base);
+	if (!mkdtemp(r->scratch)) {
+		int e = errno;
+		free(r->scratch);
+		r->scratch = NULL;
+		return rlm_err_set(err, -e, "cannot create a scratch directory in '%s': %s", base,
+				   strerror(e));
+	}
+	return 0;
+}
+
+/* ---- the context memfd ---- */
+
+/* Check the context and create the memfd; it is filled once the first
+ * worker is forked (repl__fill_context), while Python starts up. */
+static int open_memfd(struct repl *r, const struct repl_context *c, struct rlm_err *err)
+{
+	if (c->len && !c->text)
+		return rlm_err_set(err, RLM_EINVAL, "the context has a length but no text");
+	if (c->docs && c->n_docs && (!c->doc_off || !c->doc_len))
+		return rlm_err_set(err, RLM_EINVAL, "the context has documents but no offsets");
+	for (size_t i = 0; c->docs && i < c->n_docs; i++)
+		if (c->doc_off[i] > c->len || c->doc_len[i] > c->len - c->doc_off[i])
+			return rlm_err_set(err, RLM_EINVAL,
+					   "document %zu lies outside the context text", i);
+	r->text_len = c->len;
+	r->n_docs = c->docs ? (long long)c->n_docs : -1;
+	r->memfd = memfd_create("rlm-context", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->memfd < 0)
+		return rlm_err_set(err, -errno, "cannot create the context memfd: %s",
+				   strerror(errno));
+	r->ctx_pending = c;
+	return 0;
+}
+
+int repl__fill_context(struct repl *r, struct rlm_err *err)
+{
+	const struct repl_context *c = r->ctx_pending;
+	unsigned char table[16 * 256];
+	int rc;
+	r->ctx_pending = NULL;
+	rc = c->len ? write_all(r->memfd, c->text, c->len) : 0;
+	for (size_t i = 0; rc == 0 && c->docs && i < c->n_docs;) {
+		size_t k = 0;
+		for (; k < 256 && i < c->n_docs; k++, i++) {
+			uint64_t v[2] = {c->doc_off[i], c->doc_len[i]};
+			for (int j = 0; j < 16; j++)
+				table[16 * k + j] = (unsigned char)(v[j / 8] >> (8 * (j % 8)));
+		}
+		rc = write_all(r->memfd, table, 16 * k);
+	}
+	if (rc < 0)
+		return rlm_err_set(err, RLM_EIO, "cannot fill the context memfd: %s",
+				   strerror(-rc));
+	if (fcntl(r->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <
+	    0)
+		return rlm_err_set(err, RLM_EIO, "cannot seal the context memfd: %s",
+				   strerror(errno));
+	return 0;
+}
+
+/* ---- start and free ---- */
+
+static void fill_defaults(struct repl_cfg *c)
+{
+	if (!c->output_limit)
+		c->output_limit = DEF_OUTPUT_LIMIT;
+	if (!c->exec_timeout_ns)
+		c->exec_timeout_ns = DEF_TIMEOUT_NS;
+	if (!c->grace_ns)
+		c->grace_ns = DEF_GRACE_NS;
+	if (!c->max_frame)
+		c->max_frame = DEF_MAX_FRAME;
+	if (c->max_frame > UINT32_MAX)
+		c->max_frame = UINT32_MAX;
+	if (!c->max_calls_exec)
+		c->max_calls_exec = DEF_CALLS_EXEC;
+	if (!c->max_calls_total)
+		c->max_calls_total = DEF_CALLS_TOTAL;
+}
+
+static void build_args(struct repl *r, const char *runtime)
+{
+	struct rlimit rl;
+	int n = 0;
+	r->own[n++] = xasprintf("%zu", r->text_len);
+	r->own[n++] = xasprintf("%lld", r->n_docs);
+	r->own[n++] = xasprintf("%zu", r->cfg.output_limit);
+	r->own[n++] = xasprintf("%zu", r->cfg.max_frame);
+	r->own[n++] = xasprintf("TMPDIR=%s", r->scratch);
+	r->argv[0] = r->python;
+	r->argv[1] = (char *)(uintptr_t) "-I";
+	r->argv[2] = (char *)(uintptr_t) "-S";
+	r->argv[3] = (char *)(uintptr_t) "-B";
+	r->argv[4] = (char *)(uintptr_t) "-c";
+	r->argv[5] = (char *)(uintptr_t)runtime;
+	r->argv[6] = r->own[0];
+	r->argv[7] = r->own[1];
+	r->argv[8] = r->own[2];
+	r->argv[9] = r->own[3];
+	r->argv[10] = NULL;
+	r->envp[0] = (char *)(uintptr_t) "LANG=C.UTF-8";
+	r->envp[1] = (char *)(uintptr_t) "PYTHONDONTWRITEBYTECODE=1";
+	r->envp[2] = (char *)(uintptr_t) "PYTHONIOENCODING=utf-8";
+	r->envp[3] = (char *)(uintptr_t) "MALLOC_ARENA_MAX=2";
+	r->envp[4] = (char *)(uintptr_t) "HOME=/nonexistent";
+	r->envp[5] = r->own[4];
+	r->envp[6] = NULL;
+	r->max_fd = 65536;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)r->max_fd)
+		r->max_fd = (int)rl.rlim_cur;
+}
+
+int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *err)
+{
+	const struct embedded_file *rt = embedded_find("runtime.py");
+	struct repl *r;
+	int rc;
+	*out = NULL;
+	pthread_once(&sigpipe_once, ignore_sigpipe);
+	r = xcalloc(1, sizeof(*r));
+	r->cfg = *cfg;
+	memset(&r->cfg.ctx, 0, sizeof(r->cfg.ctx));
+	fill_defaults(&r->cfg);
+	r->memfd = r->devnull = r->to_w = r->from_w = r->log_r = r->pidfd = -1;
+	r->python = xstrdup(cfg->python ? cfg->python : "/usr/bin/python3");
+	r->cfg.python = r->python;
+	if (access(r->python, X_OK) < 0) {
+		rc = rlm_err_set(err, errno == ENOENT ? RLM_ENOTFOUND : -errno,
+				 "cannot run python '%s': %s", r->python, strerror(errno));
+		goto fail;
+	}
+	if (!rt) {
+		rc = rlm_err_set(err, RLM_ENOTFOUND,
+				 "the REPL runtime is not embedded in this binary");
+		goto fail;
+	}
+	rc = open_memfd(r, &cfg->ctx, err);
+	if (rc < 0)
+		goto fail;
+	rc = make_scratch(r, err);
+	if (rc < 0)
+		goto fail;
+	r->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (r->devnull < 0) {
+		rc = rlm_err_set(err, RLM_EIO, "cannot open /dev/null: %s", strerror(errno));
+		goto fail;
+	}
+	build_args(r, rt->data);
+	rc = repl__worker_start(r, err);
+	r->ctx_pending = NULL; /* borrowed from cfg: gone after this call */
+	if (rc < 0)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	repl_free(r);
+	return rc;
+}
+
+void repl_free(struct repl *r)
+{
+	if (!r)
+		return;
+	repl__worker_stop(r);
+	if (r->memfd >= 0)
+		close(r->memfd);
+	if (r->devnull >= 0)
+		close(r->devnull);
+	if (r->scratch) {
+		rm_tree_at(AT_FDCWD, r->scratch, 0);
+		free(r->scratch);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(r->own); i++)
+		free(r->own[i]);
+	free(r->in);
+	buf_release(&r->out);
+	free(r->python);
+	free(r);
+}
+
+void repl_stats(const struct repl *r, struct repl_stats *out)
+{
+	*out = r->st;
+	out->pid = r->pid;
+}
+
+void repl_result_release(struct repl_result *res)
+{
+	if (!res)
+		return;
+	free(res->output);
+	free(res->answer);
+	free(res->content);
+	for (size_t i = 0; i < res->n_vars; i++)
+		free(res->vars[i]);
+	free(res->vars);
+	memset(res, 0, sizeof(*res));
+}
+
+/* ---- restarts ---- */
+
+static int cause_rc(const struct run *x, struct rlm_err *err)
+{
+	if (x->cause == C_DEADLINE)
+		return rlm_err_set(err, RLM_ETIMEOUT,
+				   "the deadline passed while the REPL ran code");
+	if (x->cause == C_CANCEL)
+		return rlm_err_set(err, RLM_ECANCEL, "cancelled while the REPL ran code");
+	return 0;
+}
+
+/* Stop the worker (if it still runs), say why in the output, start a new
+ * one. with_log: show what it last wrote on fds 1 and 2. */
+static int restart(struct repl *r, struct run *x, const char *reason, bool with_log,
+		   struct rlm_err *err)
+{
+	struct rlm_err why = {0, ""};
+	char *tail = NULL;
+	int rc;
+	repl__worker_stop(r);
+	if (with_log)
+		tail = repl__log_tail(r, 2000);
+	buf_printf(&x->note,
+		   "[the REPL was restarted: %s. All variables are gone; `context` and the helper "
+		   "functions were reloaded.]\n",
+		   reason);
+	if (tail && *tail)
+		buf_printf(&x->note, "The worker's last output on stdout/stderr:\n%s%s", tail,
+			   tail[strlen(tail) - 1] == '\n' ? "" : "\n");
+	free(tail);
+	x->out->restarted = true;
+	r->st.restarts++;
+	rc = repl__worker_start(r, &why);
+	if (rc < 0) {
+		r->broken = true;
+		buf_printf(&x->note, "[the REPL could not be restarted: %s]\n", why.msg);
+		rlm_err_set(err, rc, "cannot restart the REPL: %s", why.msg);
+		return rc;
+	}
+	return 0;
+}
+
+static int violation(struct repl *r, struct run *x, const char *why, struct rlm_err *err)
+{
+	char reason[600];
+	int rc;
+	snprintf(reason, sizeof(reason), "the worker broke the protocol (%s)", why);
+	x->out->error = true;
+	rc = restart(r, x, reason, false, err);
+	return rc < 0 ? rc : cause_rc(x, err);
+}
+
+static int died(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	char how[200], reason[300];
+	int rc;
+	repl__worker_reap(r, how, sizeof(how));
+	snprintf(reason, sizeof(reason), "the worker died (%s)", how);
+	x->out->error = true;
+	rc = restart(r, x, reason, true, err);
+	return rc < 0 ? rc : cause_rc(x, err);
+}
+
+static int killed(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	char lim[32], grace[32], reason[300];
+	int rc;
+	fmt_secs(lim, sizeof(lim), x->limit);
+	fmt_secs(grace, sizeof(grace), r->cfg.grace_ns);
+	if (x->cause == C_LIMIT)
+		snprintf(reason, sizeof(reason),
+			 "the code ran past its time limit of %s and did not stop within %s of an "
+			 "interrupt",
+			 lim, grace);
+	else
+		snprintf(reason, sizeof(reason),
+			 "%s and the code did not stop within %s of an interrupt",
+			 x->cause == C_DEADLINE ? "the deadline of the run passed"
+						: "the run was cancelled",
+			 grace);
+	x->out->error = x->out->interrupted = true;
+	rc = restart(r, x, reason, false, err);
+	return rc < 0 ? rc : cause_rc(x, err);
+}
+
+static int fatal(struct repl *r, struct run *x, const char *msg, struct rlm_err *err)
+{
+	char reason[1200];
+	int rc;
+	snprintf(reason, sizeof(reason), "its runtime failed: %.1000s", msg);
+	x->out->error = true;
+	rc = restart(r, x, reason, true, err);
+	return rc < 0 ? rc : cause_rc(x, err);
+}
+
+/* Before an exec: anything the worker sent since the last one, or its
+ * death, means it is not in a state to run code. */
+static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	struct rlm_err why = {0, ""};
+	cJSON *f = NULL;
+	int k;
+	repl__pump(r, 0);
+	if (r->exited)
+		repl__pump(r, 0);
+	if (r->in_len > r->in_off || r->in_oom) {
+		char reason[600];
+		k = repl__take_frame(r, &f, &why);
+		if (k > 0 && strcmp(json_str(f, "type"), "call") == 0)
+			snprintf(reason, sizeof(reason),
+				 "a call arrived after its exec had ended (from a thread?)");
+		else if (k > 0)
+			snprintf(reason, sizeof(reason),
+				 "it sent a '%s' frame while no code was running",
+				 json_str(f, "type"));
+		else
+			snprintf(reason, sizeof(reason),
+				 "it wrote to the controller while no code was "
+				 "running: %s",
+				 k < 0 ? why.msg : "an incomplete frame");
+		cJSON_Delete(f);
+		k = violation(r, x, reason, err);
+		x->out->error = false; /* the code has not run yet */
+		return k;
+	}
+	if (r->eof || r->wdead) {
+		char how[200], reason[300];
+		repl__worker_reap(r, how, sizeof(how));
+		snprintf(reason, sizeof(reason), "the worker died between execs (%s)", how);
+		return restart(r, x, reason, true, err);
+	}
+	return 0;
+}
+
+/* ---- calls ---- */
+
+static void answer_call(struct repl *r, struct run *x, const cJSON *f)
+{
+	const cJSON *ps = json_get(f, "prompts"), *p;
+	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start;
+	const char **prompts = xcalloc(n, sizeof(*prompts));
+	size_t *lens = xcalloc(n, sizeof(*lens));
+	char **texts = xcalloc(n, sizeof(*texts));
+	bool *errors = xcalloc(n, sizeof(*errors));
+	struct repl_call c;
+	cJSON_ArrayForEach(p, ps)
+	{
+		prompts[i] = p->valuestring;
+		lens[i] = strlen(p->valuestring);
+		i++;
+	}
+	memset(&c, 0, sizeof(c));
+	c.rlm = strcmp(json_str(f, "kind"), "rlm") == 0;
+	c.batched = cJSON_IsTrue(json_get(f, "batched"));
+	c.model = json_str(f, "model");
+	c.prompts = prompts;
+	c.lens = lens;
+	c.n = n;
+	c.deadline_ns = x->deadline;
+	x->out->calls += n;
+	r->st.calls += (int64_t)n;
+	if (x->cause != C_NONE || !r->cfg.on_call) {
+		const char *why = x->cause != C_NONE
+				      ? "Error: the code was interrupted; this call was not made"
+				      : "Error: sub-calls are not available in this REPL";
+		for (i = 0; i < n; i++) {
+			texts[i] = xstrdup(why);
+			errors[i] = true;
+		}
+	} else {
+		int64_t t = now_ns(), dt;
+		r->cfg.on_call(r->cfg.call_arg, &c, texts, errors);
+		dt = now_ns() - t;
+		x->call_ns += dt;
+		x->out->call_ns += dt;
+	}
+	start = repl__frame_begin(&r->out);
+	buf_printf(&r->out, "{\"type\":\"reply\",\"id\":%lld,\"texts\":[",
+		   (long long)json_int(f, "id", 0));
+	for (i = 0; i < n; i++) {
+		if (!texts[i]) {
+			texts[i] = xstrdup("Error: no answer");
+			errors[i] = true;
+		}
+		if (i)
+			buf_putc(&r->out, ',');
+		repl__json_str(&r->out, texts[i], strlen(texts[i]));
+		free(texts[i]);
+	}
+	buf_puts(&r->out, "],\"errors\":[");
+	for (i = 0; i < n; i++)
+		buf_puts(&r->out,
+			 i ? (errors[i] ? ",true" : ",false") : (errors[i] ? "true" : "false"));
+	buf_puts(&r->out, "]}");
+	repl__frame_end(&r->out, start);
+	repl__flush(r);
+	free(prompts);
+	free(lens);
+	free(texts);
+	free(errors);
+}
+
+/* ---- results ---- */
+
+static char *dup_str_or_null(const cJSON *f, const char *key)
+{
+	const char *s = json_str(f, key);
+	return s ? xstrdup(s) : NULL;
+}
+
+static void take_result(struct repl *r, struct run *x, const cJSON *f)
+{
+	struct repl_result *out = x->out;
+	const char *o = json_str(f, "output");
+	size_t len = strlen(o), i = 0;
+	const cJSON *vars = json_get(f, "vars"), *v;
+	if (repl__chars(o, len) > r->cfg.output_limit + REPL_MARK_SLACK)
+		x->body = repl_truncate(o, len, r->cfg.output_limit, &x->body_len);
+	else
+		x->body = xstrndup(o, len), x->body_len = len;
+	out->output_chars = (size_t)json_int(f, "output_chars", 0);
+	out->error |= cJSON_IsTrue(json_get(f, "error"));
+	out->interrupted = cJSON_IsTrue(json_get(f, "interrupted"));
+	out->ready = cJSON_IsTrue(json_get(f, "ready"));
+	out->answer = out->ready ? dup_str_or_null(f, "answer") : NULL;
+	if (out->ready && !out->answer)
+		out->answer = xstrdup("");
+	out->content = out->ready ? NULL : dup_str_or_null(f, "content");
+	out->n_vars = (size_t)cJSON_GetArraySize(vars);
+	out->vars = xcalloc(out->n_vars + 1, sizeof(*out->vars));
+	cJSON_ArrayForEach(v, vars)
+	{
+		out->vars[i++] = xstrdup(v->valuestring);
+	}
+	if (out->interrupted && x->cause != C_NONE) {
+		char lim[32];
+		fmt_secs(lim, sizeof(lim), x->limit);
+		if (x->cause == C_LIMIT)
+			buf_printf(&x->after,
+				   "[the code was interrupted: it ran past its time limit of "
+				   "%s. Its variables are kept.]\n",
+				   lim);
+		else
+			buf_printf(&x->after,
+				   "[the code was interrupted: %s. Its variables are kept.]\n",
+				   x->cause == C_DEADLINE ? "the deadline of the run passed"
+							  : "the run was cancelled");
+	}
+}
+
+static int on_frame(struct repl *r, struct run *x, const cJSON *f, struct rlm_err *err)
+{
+	const char *type = json_str(f, "type");
+	char why[300];
+	if (strcmp(type, "result") == 0) {
+		int64_t id = json_int(f, "id", -1);
+		if (id != x->id) {
+			snprintf(why, sizeof(why), "a result for %lld while %lld was running",
+				 (long long)id, (long long)x->id);
+			return violation(r, x, why, err);
+		}
+		take_result(r, x, f);
+		return cause_rc(x, err);
+	}
+	if (strcmp(type, "call") == 0) {
+		int64_t e = json_int(f, "exec", -1);
+		size_t n = (size_t)cJSON_GetArraySize(json_get(f, "prompts"));
+		if (e != x->id) {
+			snprintf(why, sizeof(why), "a call for exec %lld during exec %lld",
+				 (long long)e, (long long)x->id);
+			return violation(r, x, why, err);
+		}
+		if (x->out->calls + n > r->cfg.max_calls_exec) {
+			snprintf(why, sizeof(why), "more than %zu sub-calls (prompts) in one exec",
+				 r->cfg.max_calls_exec);
+			return violation(r, x, why, err);
+		}
+		if ((size_t)r->st.calls + n > r->cfg.max_calls_total) {
+			snprintf(why, sizeof(why), "more than %zu sub-calls (prompts) in this REPL",
+				 r->cfg.max_calls_total);
+			return violation(r, x, why, err);
+		}
+		answer_call(r, x, f);
+		return AGAIN;
+	}
+	if (strcmp(type, "fatal") == 0)
+		return fatal(r, x, json_str(f, "error"), err);
+	return violation(r, x, "a second 'ready' frame", err);
+}
+
+/* ---- the loop ---- */
+
+static enum cause due(const struct repl *r, const struct run *x, int64_t now)
+{
+	if (x->limit > 0 && now >= x->t0 + x->call_ns + x->limit)
+		return C_LIMIT;
+	if (x->deadline > 0 && now >= x->deadline)
+		return C_DEADLINE;
+	if (r->cfg.cancel && atomic_load(r->cfg.cancel))
+		return C_CANCEL;
+	return C_NONE;
+}
+
+static int64_t next_event(const struct repl *r, const struct run *x, int64_t now)
+{
+	int64_t t = 0;
+#define EARLIER(v)                                                                                 \
+	do {                                                                                       \
+		int64_t v_ = (v);                                                                  \
+		if (t == 0 || v_ < t)                                                              \
+			t = v_;                                                                    \
+	} while (0)
+	if (x->cause != C_NONE) {
+		EARLIER(x->kill_at);
+		return t;
+	}
+	if (x->limit > 0)
+		EARLIER(x->t0 + x->call_ns + x->limit);
+	if (x->deadline > 0)
+		EARLIER(x->deadline);
+	if (r->cfg.cancel)
+		EARLIER(now + CANCEL_POLL_NS);
+#undef EARLIER
+	return t;
+}
+
+static int wait_result(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	for (;;) {
+		struct rlm_err why = {0, ""};
+		cJSON *f = NULL;
+		int64_t now;
+		int k = repl__take_frame(r, &f, &why);
+		if (k < 0)
+			return violation(r, x, why.msg, err);
+		if (k > 0) {
+			int rc = on_frame(r, x, f, err);
+			cJSON_Delete(f);
+			if (rc != AGAIN)
+				return rc;
+			continue;
+		}
+		if (r->eof || r->wdead)
+			return died(r, x, err);
+		now = now_ns();
+		if (x->cause == C_NONE) {
+			x->cause = due(r, x, now);
+			if (x->cause != C_NONE) {
+				/* To the main thread: Python runs handlers there, and a
+				 * sleep elsewhere would not wake. */
+				syscall(SYS_tgkill, r->pid, r->pid, SIGINT);
+				x->kill_at = now + r->cfg.grace_ns;
+			}
+		} else if (now >= x->kill_at) {
+			return killed(r, x, err);
+		}
+		repl__pump(r, ms_until(next_event(r, x, now), now));
+	}
+}
+
+/* Set up x for one run; NULL-safe on the result. */
+static void run_init(struct repl *r, struct run *x, struct repl_result *out, int64_t deadline)
+{
+	memset(out, 0, sizeof(*out));
+	memset(x, 0, sizeof(*x));
+	x->begin = x->t0 = now_ns();
+	x->deadline = deadline;
+	x->limit = r->cfg.exec_timeout_ns > 0 ? r->cfg.exec_timeout_ns : 0;
+	x->out = out;
+	buf_init(&x->note, 0);
+	buf_init(&x->after, 0);
+}
+
+static void run_finish(struct run *x)
+{
+	struct buf b = BUF_INIT;
+	buf_append(&b, x->note.p ? x->note.p : "", x->note.len);
+	if (x->body)
+		buf_append(&b, x->body, x->body_len);
+	if (x->after.len)
+		buf_append(&b, x->after.p, x->after.len);
+	x->out->output = buf_detach(&b, &x->out->len);
+	x->out->ns = now_ns() - x->begin;
+	free(x->body);
+	buf_release(&x->note);
+	buf_release(&x->after);
+}
+
+/* Before repl_exec and repl_final_var send their frame: refuse when the
+ * deadline passed or the run was cancelled, make sure the worker is in a
+ * state to run code, and take an id. */
+static int run(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	int rc;
+	if (r->broken || r->pid <= 0)
+		return rlm_err_set(err, RLM_EIO,
+				   "the REPL is unusable: its worker could not be "
+				   "restarted");
+	if (x->deadline > 0 && now_ns() >= x->deadline) {
+		buf_puts(&x->note, "[the code was not run: the deadline of the run had passed]\n");
+		x->out->error = true;
+		return rlm_err_set(err, RLM_ETIMEOUT,
+				   "the deadline passed before the REPL ran code");
+	}
+	if (r->cfg.cancel && atomic_load(r->cfg.cancel)) {
+		buf_puts(&x->note, "[the code was not run: the run was cancelled]\n");
+		x->out->error = true;
+		return rlm_err_set(err, RLM_ECANCEL, "cancelled before the REPL ran code");
+	}
+	rc = check_idle(r, x, err);
+	if (rc < 0)
+		return rc;
+	r->log_len = 0;
+	x->id = ++r->next_id;
+	return 0;
+}
+
+int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
+	      struct repl_result *out, struct rlm_err *err)
+{
+	struct run x;
+	size_t start;
+	int rc;
+	run_init(r, &x, out, deadline_ns);
+	rc = run(r, &x, err);
+	if (rc == 0) {
+		start = repl__frame_begin(&r->out);
+		buf_printf(&r->out, "{\"type\":\"exec\",\"id\":%lld,\"code\":", (long long)x.id);
+		repl__json_str(&r->out, code, len);
+		buf_putc(&r->out, '}');
+		if (repl__frame_end(&r->out, start) < 0) {
+			r->out.len = start;
+			rc = rlm_err_set(err, RLM_ETOOBIG, "the code is too large for a frame");
+		} else {
+			repl__flush(r);
+			x.t0 = now_ns();
+			rc = wait_result(r, &x, err);
+			r->st.execs++;
+		}
+	}
+	run_finish(&x);
+	return rc;
+}
+
+int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct repl_result *out,
+		   struct rlm_err *err)
+{
+	struct run x;
+	size_t start;
+	int rc;
+	run_init(r, &x, out, deadline_ns);
+	rc = run(r, &x, err);
+	if (rc == 0) {
+		start = repl__frame_begin(&r->out);
+		buf_printf(&r->out,
+			   "{\"type\":\"final_var\",\"id\":%lld,\"name\":", (long long)x.id);
+		repl__json_str(&r->out, name, strlen(name));
+		buf_putc(&r->out, '}');
+		repl__frame_end(&r->out, start);
+		repl__flush(r);
+		x.t0 = now_ns();
+		rc = wait_result(r, &x, err);
+	}
+	run_finish(&x);
+	return rc;
+}

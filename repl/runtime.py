@@ -1,0 +1,739 @@
+# SPDX-License-Identifier: MIT
+# repl/runtime.py -- the Python side of the REPL worker, run as
+#   python3 -I -S -B -c <this file> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
+# by repl/repl.c. Standard library only. repl/repl.h has the contract: the
+# fd layout, the context memfd and the frames. It imports what it needs,
+# waits for the "context" frame on fd 3, maps the context from fd 5, says
+# "ready" on fd 4, then runs "exec" frames from fd 3 in one persistent
+# namespace until fd 3 reaches EOF, which ends the process at once.
+#
+# DESIGN
+# Output is captured by a stream that keeps only the head and the tail the
+# output limit needs, so a print flood costs time, never memory. SIGINT
+# raises KeyboardInterrupt only while model code runs and no frame is being
+# read or written: inside protocol I/O it is deferred until the I/O is done,
+# so a frame is never cut in half. One lock serialises every frame exchange
+# (a call and its reply are one exchange), so threads in model code can call
+# too. Anything the runtime did not expect ends it with a "fatal" frame.
+#
+# Start-up time matters (a worker is started per node and after every
+# restart), so only built-in modules are imported up front: _ast instead of
+# ast, _json instead of json, _thread instead of threading, posix instead of
+# os. traceback and linecache are imported on the first error.
+import _ast
+import _collections
+import _signal
+import _thread
+import builtins
+import io
+import mmap
+import posix
+import sys
+try:
+    import _json
+except ImportError:  # a Python built without it
+    _json = None
+
+_FD_IN, _FD_OUT, _FD_CTX = 3, 4, 5
+_MAX_VARS = 1000     # names in a result frame
+_max_frame = 1 << 26  # bytes of a frame to the controller (argv)
+_SCAFFOLD_NAMES = ('context', 'llm_query', 'llm_query_batched', 'rlm_query',
+                   'rlm_query_batched', 'SHOW_VARS', 'answer', 'FINAL', 'FINAL_VAR')
+
+
+class _State:
+    user = False       # model code is running (SIGINT may raise)
+    io = 0             # the main thread is inside a frame exchange
+    pending = False    # a SIGINT arrived during the exchange
+    sigint = False     # a SIGINT arrived during this exec
+    exec_id = None     # the exec in flight, None between execs
+    call_id = 0
+    ready_set = False  # answer["ready"] was set truthy during this exec
+    codes = ()         # code objects compiled by this exec (tracebacks)
+    lines = ()         # its source lines
+
+
+_st = _State()
+_io_lock = _thread.RLock()
+_get_ident = _thread.get_ident
+_main_tid = _get_ident()
+_ModuleType = type(sys)
+_CodeType = type((lambda: None).__code__)
+
+
+def _fatal(msg):
+    try:
+        _send({'type': 'fatal', 'error': msg})
+    finally:
+        posix._exit(70)
+
+
+# ---- frames ----
+
+_rbuf = bytearray()
+
+
+def _no_default(o):
+    raise TypeError('cannot send a %s' % type(o).__name__)
+
+
+def _no_constant(name):
+    raise ValueError('%s in a frame' % name)
+
+
+class _ScanCtx:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_no_constant)
+
+
+if _json is not None:
+    _c_encode = _json.make_encoder(None, _no_default, _json.encode_basestring, None, ':', ',',
+                                   False, False, False)
+    _c_scan = _json.make_scanner(_ScanCtx())
+
+    def _encode(obj):
+        return ''.join(_c_encode(obj, 0))
+
+    def _decode(data):
+        s = data.decode('utf-8')
+        try:
+            obj, end = _c_scan(s, 0)
+        except StopIteration:
+            raise ValueError('a frame that is not JSON') from None
+        if end != len(s) and s[end:].strip():
+            raise ValueError('a frame with trailing garbage')
+        return obj
+else:
+    import json as _jsonmod
+    _encode = _jsonmod.JSONEncoder(ensure_ascii=False, separators=(',', ':')).encode
+    _decode = _jsonmod.loads
+
+
+def _readn(n):
+    while len(_rbuf) < n:
+        chunk = posix.read(_FD_IN, max(65536, n - len(_rbuf)))
+        if not chunk:
+            posix._exit(0)  # the controller is gone: so are we
+        _rbuf.extend(chunk)
+    data = bytes(_rbuf[:n])
+    del _rbuf[:n]
+    return data
+
+
+def _read_frame():
+    n = int.from_bytes(_readn(4), 'big')
+    msg = _decode(_readn(n))
+    if type(msg) is not dict:
+        raise ValueError('a frame that is not a JSON object')
+    return msg
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _send(obj):
+    # Lone surrogates cannot be UTF-8: they become '?'.
+    body = _encode(obj).encode('utf-8', 'replace')
+    if len(body) > _max_frame:
+        raise _TooBig(len(body))
+    data = memoryview(len(body).to_bytes(4, 'big') + body)
+    try:
+        while data:
+            data = data[posix.write(_FD_OUT, data):]
+    except BrokenPipeError:
+        posix._exit(0)
+
+
+def _clean(s):
+    # A NUL would cut the string short in the controller's JSON parser.
+    return s.replace('\0', '\ufffd') if '\0' in s else s
+
+
+# ---- output capture ----
+
+class _Capture(io.TextIOBase):
+    """stdout and stderr of model code: the first `head` and the last `tail`
+    characters, and the true length."""
+
+    def __init__(self, limit):
+        super().__init__()
+        self.limit = limit
+        self.head_max = limit // 2
+        self.tail_max = limit - self.head_max
+        self.reset()
+
+    def reset(self):
+        self.total = 0
+        self.head = []
+        self.hlen = 0
+        self.tail = _collections.deque()
+        self.tlen = 0
+
+    @property
+    def encoding(self):
+        return 'utf-8'
+
+    @property
+    def errors(self):
+        return 'strict'
+
+    @property
+    def buffer(self):
+        return _ByteSink(self)
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        if type(s) is not str:
+            if not isinstance(s, str):
+                raise TypeError('write() argument must be str, not %s' % type(s).__name__)
+            s = str.__str__(s)
+        n = len(s)
+        self.total += n
+        room = self.head_max - self.hlen
+        if room > 0:
+            if n <= room:
+                self.head.append(s)
+                self.hlen += n
+                return n
+            self.head.append(s[:room])
+            self.hlen = self.head_max
+            s = s[room:]
+        m = len(s)
+        tail_max = self.tail_max
+        if m >= tail_max:
+            self.tail.clear()
+            if tail_max:
+                self.tail.append(s[-tail_max:])
+            self.tlen = tail_max
+        else:
+            tail = self.tail
+            tail.append(s)
+            self.tlen += m
+            while self.tlen - len(tail[0]) >= tail_max:
+                self.tlen -= len(tail.popleft())
+        return n
+
+    def take(self):
+        """The output cut to the limit (head, a line saying how much was
+        left out, tail) and the true length; then empty."""
+        total = self.total
+        head = ''.join(self.head)
+        tail = ''.join(self.tail)
+        if total > self.hlen + len(tail) or total > self.limit:
+            tail = tail[len(tail) - self.tail_max:] if self.tail_max else ''
+            omitted = total - len(head) - len(tail)
+            out = '%s%s[... %s of %s characters omitted ...]\n%s' % (
+                head, '' if head.endswith('\n') else '\n', format(omitted, ','),
+                format(total, ','), tail)
+        else:
+            out = head + tail
+        self.reset()
+        return out, total
+
+
+class _ByteSink:
+    def __init__(self, cap):
+        self.cap = cap
+
+    def write(self, b):
+        self.cap.write(bytes(b).decode('utf-8', 'replace'))
+        return len(b)
+
+    def flush(self):
+        pass
+
+
+# ---- tracebacks without the runtime's frames ----
+
+def _code_tree(co, acc):
+    acc.add(co)
+    for c in co.co_consts:
+        if type(c) is _CodeType and c not in acc:
+            _code_tree(c, acc)
+    return acc
+
+
+_RT_CODES = _code_tree(sys._getframe(0).f_code, set())
+
+
+def _source_line(co, filename, lineno):
+    if filename == '<repl>':
+        if co in _st.codes and 0 < lineno <= len(_st.lines):
+            return _st.lines[lineno - 1].strip()
+        return ''
+    import linecache
+    return linecache.getline(filename, lineno).strip()
+
+
+def _format_exc(e, seen):
+    seen.add(id(e))
+    out = []
+    cause, ctx = e.__cause__, e.__context__
+    if cause is not None and id(cause) not in seen:
+        out += _format_exc(cause, seen)
+        out.append('\nThe above exception was the direct cause of the following exception:\n\n')
+    elif ctx is not None and not e.__suppress_context__ and id(ctx) not in seen:
+        out += _format_exc(ctx, seen)
+        out.append('\nDuring handling of the above exception, another exception occurred:\n\n')
+    frames = []
+    tb = e.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
+        tb = tb.tb_next
+    i = 0
+    while i < len(frames) and frames[i][0].co_filename != '<repl>':
+        i += 1
+    frames = frames[i:]
+    while frames and frames[-1][0] in _RT_CODES:
+        frames.pop()
+    if frames:
+        out.append('Traceback (most recent call last):\n')
+        for co, lineno in frames:
+            out.append('  File "%s", line %d, in %s\n' % (co.co_filename, lineno, co.co_name))
+            line = _source_line(co, co.co_filename, lineno)
+            if line:
+                out.append('    %s\n' % line)
+    out += _exc_only(e)
+    return out
+
+
+def _exc_only(e):
+    import traceback
+    return traceback.format_exception_only(type(e), e)
+
+
+def _traceback_text(e):
+    try:
+        return ''.join(_format_exc(e, set()))
+    except Exception:
+        return '%s: %s\n' % (type(e).__name__, e)
+
+
+# ---- SIGINT ----
+
+def _on_sigint(signum, frame):
+    st = _st
+    if not st.user:
+        return
+    st.sigint = True
+    if st.io:
+        st.pending = True
+        return
+    raise KeyboardInterrupt
+
+
+# ---- calls to the controller ----
+
+def _check_model(model, fn):
+    if model is not None and type(model) is not str:
+        raise TypeError('%s(): model must be a str or None, not %s' % (fn, type(model).__name__))
+
+
+def _call(kind, batched, prompts, model):
+    st = _st
+    main = _get_ident() == _main_tid
+    with _io_lock:
+        if st.exec_id is None:
+            raise RuntimeError('%s_query: no code is running (a thread that outlives its '
+                               'exec cannot make calls)' % kind)
+        st.call_id += 1
+        cid = st.call_id
+        if main:
+            st.io += 1
+        try:
+            try:
+                _send({'type': 'call', 'id': cid, 'exec': st.exec_id, 'kind': kind,
+                       'batched': batched, 'model': model, 'prompts': prompts})
+            except _TooBig as e:
+                raise ValueError('%s_query%s: the prompts take %s bytes, over the limit of %s '
+                                 'for one call; send fewer or shorter prompts per call'
+                                 % (kind, '_batched' if batched else '', format(e.args[0], ','),
+                                    format(_max_frame, ','))) from None
+            try:
+                msg = _read_frame()
+            except (ValueError, OSError) as e:
+                _fatal('cannot read the reply to call %d: %s' % (cid, e))
+        finally:
+            if main:
+                st.io -= 1
+    if msg.get('type') != 'reply' or msg.get('id') != cid:
+        _fatal('expected the reply to call %d, got %.200r' % (cid, msg))
+    texts = msg.get('texts')
+    if type(texts) is not list or len(texts) != len(prompts) or \
+            not all(type(t) is str for t in texts):
+        _fatal('a malformed reply to call %d' % cid)
+    if main and st.pending:
+        st.pending = False
+        raise KeyboardInterrupt
+    return texts
+
+
+def _prompt_list(prompts, fn):
+    if isinstance(prompts, str) or not isinstance(prompts, (list, tuple)):
+        raise TypeError('%s() takes a list of str prompts, not %s' % (fn, type(prompts).__name__))
+    out = []
+    for i, p in enumerate(prompts):
+        if type(p) is not str:
+            if not isinstance(p, str):
+                raise TypeError('%s(): prompts[%d] must be a str, not %s' % (fn, i, type(p).__name__))
+            p = str.__str__(p)
+        out.append(_clean(p))
+    return out
+
+
+def _single(kind):
+    fn = kind + '_query'
+
+    def query(prompt, model=None):
+        if type(prompt) is not str:
+            if not isinstance(prompt, str):
+                hint = ' (use %s_batched for several prompts)' % fn \
+                    if isinstance(prompt, (list, tuple)) else ''
+                raise TypeError('%s() takes the prompt as a str, not %s%s'
+                                % (fn, type(prompt).__name__, hint))
+            prompt = str.__str__(prompt)
+        _check_model(model, fn)
+        return _call(kind, False, [_clean(prompt)], model)[0]
+    query.__name__ = query.__qualname__ = fn
+    query.__doc__ = ('%s(prompt, model=None) -> str: ask a %s and return its answer '
+                     '(a str starting "Error:" when the call failed).'
+                     % (fn, 'sub-model' if kind == 'llm' else 'child RLM'))
+    return query
+
+
+def _batched(kind):
+    fn = kind + '_query_batched'
+
+    def query_batched(prompts, model=None):
+        ps = _prompt_list(prompts, fn)
+        _check_model(model, fn)
+        if not ps:
+            return []
+        return _call(kind, True, ps, model)
+    query_batched.__name__ = query_batched.__qualname__ = fn
+    query_batched.__doc__ = ('%s(prompts, model=None) -> list[str]: ask about every prompt '
+                             'in parallel; answers in order (failed ones start "Error:").' % fn)
+    return query_batched
+
+
+llm_query = _single('llm')
+llm_query_batched = _batched('llm')
+rlm_query = _single('rlm')
+rlm_query_batched = _batched('rlm')
+
+
+# ---- the answer ----
+
+class _Answer(dict):
+    """answer["content"] is the answer; setting answer["ready"] truthy makes
+    it final."""
+
+    def __setitem__(self, key, value):
+        dict.__setitem__(self, key, value)
+        if key == 'ready' and value:
+            _st.ready_set = True
+
+
+_answer = _Answer(content='', ready=False)
+
+
+def FINAL(x):
+    """FINAL(x): x (as a str) is the final answer."""
+    _answer['content'] = str(x)
+    _answer['ready'] = True
+
+
+def _resolve(name):
+    if type(name) is str:
+        key = name.strip()
+        if key.isidentifier():
+            if key not in _ns:
+                raise NameError('FINAL_VAR: there is no variable named %r; assign it first '
+                                '(%s = ...) or call FINAL(value)' % (key, key))
+            return _ns[key]
+    return name
+
+
+def FINAL_VAR(name):
+    """FINAL_VAR(name): the variable called name is the final answer (a
+    value that is not a str, or not a name, is taken as the answer itself)."""
+    value = _resolve(name)
+    _answer['content'] = value
+    _answer['ready'] = True
+
+
+def _user_vars():
+    out = []
+    for k, v in list(_ns.items()):
+        if type(k) is str and k[:1] != '_' and k not in _SCAFFOLD_SET and \
+                not isinstance(v, _ModuleType):
+            out.append(k)
+    return out
+
+
+def SHOW_VARS():
+    """SHOW_VARS(): print the variables defined so far, with their types."""
+    names = _user_vars()
+    if not names:
+        print('No variables defined yet.')
+        return
+    print('Variables:')
+    for k in names:
+        print('  %s: %s' % (k, type(_ns.get(k)).__name__))
+
+
+# ---- the namespace ----
+
+_mod = _ModuleType('__main__')
+_ns = _mod.__dict__
+_ns['__builtins__'] = builtins
+
+
+def _restore_scaffold():
+    a = _ns.get('answer')
+    if a is not _answer:
+        if isinstance(a, dict):
+            try:
+                content, ready = dict.get(a, 'content', ''), dict.get(a, 'ready', False)
+            except Exception:
+                content, ready = '', False
+            dict.clear(_answer)
+            dict.__setitem__(_answer, 'content', content)
+            _answer['ready'] = ready
+        _ns['answer'] = _answer
+    for name, obj in _scaffold:
+        if _ns.get(name) is not obj:
+            _ns[name] = obj
+
+
+# ---- running code ----
+
+def _compile(code):
+    tree = compile(code, '<repl>', 'exec', _ast.PyCF_ONLY_AST)
+    expr = None
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        expr = compile(_ast.Expression(tree.body.pop().value), '<repl>', 'eval')
+    mod = compile(tree, '<repl>', 'exec')
+    return mod, expr
+
+
+def _run_user(fn, arg):
+    st = _st
+    try:
+        st.user = True
+        fn(arg)
+        st.user = False
+        return None
+    except BaseException as e:
+        st.user = False
+        return e
+
+
+def _exec_code(compiled):
+    mod, expr = compiled
+    exec(mod, _ns)
+    if expr is not None:
+        v = eval(expr, _ns)
+        if v is not None:
+            _cap.write(repr(v))
+            _cap.write('\n')
+
+
+def _answer_out(_):
+    ready = bool(_answer.get('ready')) or _st.ready_set
+    c = _answer.get('content')
+    if ready:
+        return _clean(str(c)), None
+    if c is None or (type(c) is str and c == ''):
+        return None, None
+    return None, _clean(str(c))
+
+
+def _finish(eid, err):
+    """Send the result of exec eid."""
+    st = _st
+    out = [None, None]
+
+    def answer(_):
+        out[0], out[1] = _answer_out(None)
+
+    _restore_scaffold()
+    if _signal.getsignal(_signal.SIGINT) is not _on_sigint:
+        _signal.signal(_signal.SIGINT, _on_sigint)
+    e = _run_user(answer, None)
+    if e is not None:
+        err = True
+        dict.__setitem__(_answer, 'content', '')
+        dict.__setitem__(_answer, 'ready', False)
+        _cap.write('error: the answer could not be made a str (answer["content"] was '
+                   'emptied): ')
+        _cap.write(_traceback_text(e))
+    if out[0] is not None:
+        # Reported once: the next question in a session starts unanswered.
+        dict.__setitem__(_answer, 'ready', False)
+    sys.stdout = sys.stderr = _cap
+    text, total = _cap.take()
+    names = _user_vars()
+    if len(names) > _MAX_VARS:
+        names = names[:_MAX_VARS]
+    text = _clean(text)
+    with _io_lock:
+        st.exec_id = None
+        try:
+            _send({'type': 'result', 'id': eid, 'output': text, 'output_chars': total,
+                   'error': err, 'interrupted': st.sigint, 'ready': out[0] is not None,
+                   'answer': out[0], 'content': out[1], 'vars': names})
+        except _TooBig as e:
+            # The answer is what can be that large.
+            dict.__setitem__(_answer, 'content', '')
+            dict.__setitem__(_answer, 'ready', False)
+            text += ('error: the answer is too large to send (%s bytes in all, the limit is '
+                     '%s); answer["content"] was emptied\n'
+                     % (format(e.args[0], ','), format(_max_frame, ',')))
+            _send({'type': 'result', 'id': eid, 'output': text, 'output_chars': total,
+                   'error': True, 'interrupted': st.sigint, 'ready': False,
+                   'answer': None, 'content': None, 'vars': names[:100]})
+
+
+def _begin(eid):
+    global _cap
+    st = _st
+    if _cap.closed:  # the code closed sys.stdout
+        _cap = _Capture(_cap.limit)
+    st.exec_id = eid
+    st.ready_set = st.pending = st.sigint = False
+    st.codes, st.lines = (), ()
+    sys.stdout = sys.stderr = _cap
+
+
+def _do_exec(eid, code):
+    _begin(eid)
+    err = False
+    try:
+        try:
+            compiled = _compile(code)
+        except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as e:
+            err = True
+            _cap.write(''.join(_exc_only(e)))
+        else:
+            e = _run_user(_exec_code, compiled)
+            if e is not None:
+                err = True
+                _st.codes = _code_tree(compiled[0], set())
+                if compiled[1] is not None:
+                    _code_tree(compiled[1], _st.codes)
+                _st.lines = code.splitlines()
+                _cap.write(_traceback_text(e))
+    except KeyboardInterrupt:
+        # A SIGINT on the edge of the model's code, in the runtime's frames.
+        err = _st.sigint = True
+        _cap.write('KeyboardInterrupt\n')
+    _finish(eid, err)
+
+
+def _final_var_strict(name):
+    # From the controller, which found FINAL_VAR(name) in the model's reply:
+    # always a name, maybe quoted.
+    key = name.strip()
+    if len(key) >= 2 and key[0] == key[-1] and key[0] in '\'"':
+        key = key[1:-1].strip()
+    if not key.isidentifier() or key not in _ns:
+        raise NameError('FINAL_VAR: there is no variable named %r; assign it first '
+                        '(or call FINAL(value))' % key)
+    FINAL_VAR(key)
+
+
+def _do_final_var(eid, name):
+    _begin(eid)
+    err = False
+    try:
+        e = _run_user(_final_var_strict, name)
+        if e is not None:
+            err = True
+            _cap.write(''.join(_exc_only(e)))
+    except KeyboardInterrupt:
+        err = _st.sigint = True
+        _cap.write('KeyboardInterrupt\n')
+    _finish(eid, err)
+
+
+# ---- start ----
+
+def _load_context(text_len, n_docs):
+    size = text_len + (16 * n_docs if n_docs > 0 else 0)
+    if size == 0:
+        return ('' if n_docs < 0 else []), 0
+    mm = mmap.mmap(_FD_CTX, size, mmap.MAP_SHARED, mmap.PROT_READ)
+    try:
+        with memoryview(mm) as mv:
+            if n_docs < 0:
+                ctx = str(mv[:text_len], 'utf-8', 'replace')
+                return ctx, len(ctx)
+            raw = mv[text_len:size]
+            if sys.byteorder == 'little':
+                table = raw.cast('Q').tolist()
+            else:
+                table = [int.from_bytes(raw[i:i + 8], 'little') for i in range(0, len(raw), 8)]
+            raw.release()
+            ctx = []
+            chars = 0
+            for i in range(0, 2 * n_docs, 2):
+                off, n = table[i], table[i + 1]
+                if off > text_len or n > text_len - off:
+                    raise ValueError('document %d is outside the text' % (i // 2))
+                d = str(mv[off:off + n], 'utf-8', 'replace')
+                chars += len(d)
+                ctx.append(d)
+            return ctx, chars
+    finally:
+        mm.close()  # and the fd mmap duplicated
+
+
+def _main():
+    global _cap, _scaffold, _SCAFFOLD_SET, _max_frame
+    text_len, n_docs, limit, _max_frame = (int(a) for a in sys.argv[1:5])
+    sys.argv = ['']
+    _cap = _Capture(max(limit, 0))
+    # The controller fills the memfd while we start up; it says when.
+    msg = _read_frame()
+    if msg.get('type') != 'context':
+        _fatal('expected the context frame, got %.200r' % (msg,))
+    context, chars = _load_context(text_len, n_docs)
+    _ns.update(context=context, llm_query=llm_query, llm_query_batched=llm_query_batched,
+               rlm_query=rlm_query, rlm_query_batched=rlm_query_batched,
+               SHOW_VARS=SHOW_VARS, answer=_answer, FINAL=FINAL, FINAL_VAR=FINAL_VAR)
+    _scaffold = tuple((k, _ns[k]) for k in _SCAFFOLD_NAMES if k != 'answer')
+    _SCAFFOLD_SET = frozenset(_SCAFFOLD_NAMES)
+    sys.modules['__main__'] = _mod
+    _signal.signal(_signal.SIGINT, _on_sigint)
+    sys.stdout = sys.stderr = _cap
+    _send({'type': 'ready', 'pid': posix.getpid(), 'python': sys.version.split()[0],
+           'context_chars': chars, 'documents': max(n_docs, 0)})
+    while True:
+        msg = _read_frame()
+        t = msg.get('type')
+        if t == 'exec' and type(msg.get('id')) is int and type(msg.get('code')) is str:
+            _do_exec(msg['id'], msg['code'])
+        elif t == 'final_var' and type(msg.get('id')) is int and type(msg.get('name')) is str:
+            _do_final_var(msg['id'], msg['name'])
+        else:
+            _fatal('an unexpected frame from the controller: %.200r' % (msg,))
+
+
+try:
+    _main()
+except SystemExit:
+    raise
+except BaseException as _e:
+    import traceback
+    _fatal('the runtime failed: ' + ''.join(traceback.format_exception(_e))[-4000:])

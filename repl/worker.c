@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/* repl/worker.c -- one worker process: start it, move bytes to and from it
+ * without ever blocking on it, take its frames, stop it.
+ *
+ * DESIGN
+ * Our ends of the pipes are nonblocking and everything goes through one
+ * poll loop (repl__pump): frames for fd 3 are queued in r->out and written
+ * as the pipe takes them, while fd 4 and the log pipe keep being read, so
+ * neither side can wait on the other forever. Input is capped: the length
+ * of a frame is checked as soon as its 4-byte header is in, before any
+ * memory is set aside for it. Death is seen as EOF on fd 4 or, where the
+ * kernel has pidfds, as the process exiting (a grandchild that kept fd 4
+ * open cannot hide it). */
+#include "repl_int.h"
+#include "../common/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define START_TIMEOUT_NS (30 * 1000000000LL)
+#define READ_CHUNK	 65536
+
+static uint32_t be32(const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int ms_until(int64_t t, int64_t now)
+{
+	int64_t ms;
+	if (t <= now)
+		return 0;
+	ms = (t - now + 999999) / 1000000;
+	return ms > 1000000 ? 1000000 : (int)ms;
+}
+
+/* ---- the log pipe (fds 1 and 2) ---- */
+
+static void keep_log(struct repl *r, const char *p, size_t n)
+{
+	size_t cap = sizeof(r->log);
+	if (n >= cap) {
+		memcpy(r->log, p + n - cap, cap);
+		r->log_len = cap;
+		return;
+	}
+	if (r->log_len + n > cap) {
+		size_t drop = r->log_len + n - cap;
+		memmove(r->log, r->log + drop, r->log_len - drop);
+		r->log_len -= drop;
+	}
+	memcpy(r->log + r->log_len, p, n);
+	r->log_len += n;
+}
+
+static void drain_log(struct repl *r)
+{
+	char tmp[READ_CHUNK];
+	/* Bounded, so that a flood on fd 1 cannot starve the frames. */
+	for (int i = 0; i < 16 && r->log_r >= 0; i++) {
+		ssize_t k = read(r->log_r, tmp, sizeof(tmp));
+		if (k > 0) {
+			keep_log(r, tmp, (size_t)k);
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k == 0 || errno != EAGAIN)
+			close_fd(&r->log_r);
+		return;
+	}
+}
+
+char *repl__log_tail(const struct repl *r, size_t max)
+{
+	size_t n = RLM_MIN(r->log_len, max), off = r->log_len - n;
+	/* Start on a character boundary. */
+	while (n > 0 && ((unsigned char)r->log[off] & 0xc0) == 0x80) {
+		off++;
+		n--;
+	}
+	return repl__clean(r->log + off, n, NULL);
+}
+
+/* ---- fd 4 ---- */
+
+static void read_in(struct repl *r)
+{
+	size_t max = r->cfg.max_frame;
+	for (;;) {
+		size_t have, room, want = READ_CHUNK;
+		ssize_t k;
+		if (r->in_off > 0 &&
+		    (r->in_off == r->in_len || r->in_cap - r->in_len < READ_CHUNK)) {
+			memmove(r->in, r->in + r->in_off, r->in_len - r->in_off);
+			r->in_len -= r->in_off;
+			r->in_off = 0;
+		}
+		have = r->in_len - r->in_off;
+		if (have >= 4) {
+			uint32_t n = be32(r->in + r->in_off);
+			if (n > max)
+				return; /* a violation: repl__take_frame says so */
+			if ((size_t)n + 4 > have)
+				want = RLM_MAX(want, (size_t)n + 4 - have);
+			else if (have > max + 4)
+				return; /* whole frames waiting: take them first */
+		}
+		if (r->in_cap - r->in_len < want) {
+			size_t cap = r->in_len + want;
+			char *p = realloc(r->in, cap);
+			if (!p) {
+				r->in_oom = true;
+				return;
+			}
+			r->in = p;
+			r->in_cap = cap;
+		}
+		room = r->in_cap - r->in_len;
+		k = read(r->from_w, r->in + r->in_len, room);
+		if (k > 0) {
+			r->in_len += (size_t)k;
+			if ((size_t)k < room)
+				return; /* the pipe is empty */
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			return;
+		r->eof = true;
+		return;
+	}
+}
+
+int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
+{
+	size_t have = r->in_len - r->in_off;
+	uint32_t n;
+	*f = NULL;
+	if (r->in_oom)
+		return rlm_err_set(why, RLM_ETOOBIG, "no memory for the frame it sent");
+	if (have < 4)
+		return 0;
+	n = be32(r->in + r->in_off);
+	if (n > r->cfg.max_frame)
+		return rlm_err_set(why, RLM_ETOOBIG, "a frame of %u bytes (the cap is %zu)", n,
+				   r->cfg.max_frame);
+	if (have - 4 < n)
+		return 0;
+	*f = repl_frame_parse(r->in + r->in_off + 4, n, r->cfg.max_frame, why);
+	r->in_off += 4 + (size_t)n;
+	if (r->in_off == r->in_len)
+		r->in_off = r->in_len = 0;
+	return *f ? 1 : why->code;
+}
+
+/* ---- fd 3 ---- */
+
+void repl__flush(struct repl *r)
+{
+	while (r->out_off < r->out.len && !r->wdead) {
+		ssize_t k = write(r->to_w, r->out.p + r->out_off, r->out.len - r->out_off);
+		if (k > 0) {
+			r->out_off += (size_t)k;
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			return;
+		r->wdead = true; /* EPIPE: it no longer reads */
+	}
+	r->out_off = 0;
+	if (r->out.cap > (1u << 20))
+		buf_release(&r->out);
+	else
+		buf_reset(&r->out);
+}
+
+void repl__pump(struct repl *r, int ms)
+{
+	struct pollfd p[4];
+	int n = 0, in = -1, log = -1, out = -1, pid = -1;
+	if (r->exited) {
+		/* Gone: what it wrote is in the pipes; no EOF may ever come if
+		 * a grandchild holds fd 4. */
+		size_t before = r->in_len - r->in_off;
+		read_in(r);
+		drain_log(r);
+		if (r->in_len - r->in_off == before)
+			r->eof = true;
+		return;
+	}
+	if (!r->eof) {
+		p[n] = (struct pollfd){r->from_w, POLLIN, 0};
+		in = n++;
+	}
+	if (r->log_r >= 0) {
+		p[n] = (struct pollfd){r->log_r, POLLIN, 0};
+		log = n++;
+	}
+	if (r->out_off < r->out.len && !r->wdead) {
+		p[n] = (struct pollfd){r->to_w, POLLOUT, 0};
+		out = n++;
+	}
+	if (r->pidfd >= 0) {
+		p[n] = (struct pollfd){r->pidfd, POLLIN, 0};
+		pid = n++;
+	}
+	if (poll(p, (nfds_t)n, ms) <= 0)
+		return;
+	if (log >= 0 && p[log].revents)
+		drain_log(r);
+	if (out >= 0 && p[out].revents)
+		repl__flush(r);
+	if (in >= 0 && p[in].revents)
+		read_in(r);
+	if (pid >= 0 && p[pid].revents)
+		r->exited = true;
+}
+
+/* ---- start and stop ---- */
+
+void repl__describe_status(int status, char *dst, size_t cap)
+{
+	if (status < 0)
+		snprintf(dst, cap, "status unknown");
+	else if (WIFEXITED(status))
+		snprintf(dst, cap, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(dst, cap, "killed by signal %d, SIG%s: %s", WTERMSIG(status),
+			 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?",
+			 sigdescr_np(WTERMSIG(status)) ? sigdescr_np(WTERMSIG(status)) : "?");
+	else
+		snprintf(dst, cap, "wait status %#x", (unsigned)status);
+}
+
+int repl__worker_stop(struct repl *r)
+{
+	int status = -1;
+	if (r->pid > 0) {
+		kill(-r->pid, SIGKILL); /* its session: whatever it forked */
+		kill(r->pid, SIGKILL);
+		while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
+			;
+		r->pid = 0;
+		drain_log(r); /* what a crash printed */
+	}
+	close_fd(&r->to_w);
+	close_fd(&r->from_w);
+	close_fd(&r->log_r);
+	close_fd(&r->pidfd);
+	r->in_off = r->in_len = 0;
+	r->in_oom = false;
+	r->out_off = 0;
+	buf_reset(&r->out);
+	return status;
+}
+
+void repl__worker_reap(struct repl *r, char *dst, size_t cap)
+{
+	int status;
+	bool gone = r->exited;
+	/* It usually is exiting already: let it, so that its own status is
+	 * what we report. A worker that only closed fd 4 gets SIGKILL. */
+	if (!gone && r->pidfd >= 0) {
+		struct pollfd p = {r->pidfd, POLLIN, 0};
+		gone = poll(&p, 1, 200) == 1;
+	} else if (!gone) {
+		for (int i = 0; i < 40 && !gone; i++) {
+			gone = waitpid(r->pid, &status, WNOHANG) == r->pid;
+			if (gone) {
+				r->pid = 0;
+				drain_log(r);
+				repl__worker_stop(r);
+				repl__describe_status(status, dst, cap);
+				return;
+			}
+			sleep_ns(5000000);
+		}
+	}
+	status = repl__worker_stop(r);
+	if (gone)
+		repl__describe_status(status, dst, cap);
+	else
+		snprintf(dst, cap, "it closed its channel to the controller and was killed");
+}
+
+static void set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* "execve: errno 2" from the child, in words. */
+static void explain_fatal(const struct repl *r, const char *msg, struct rlm_err *err)
+{
+	int e = 0;
+	if (sscanf(msg, "execve: errno %d", &e) == 1 && e > 0)
+		rlm_err_set(err, e == ENOENT ? RLM_ENOTFOUND : RLM_EIO, "cannot run '%s': %s",
+			    r->python, strerror(e));
+	else
+		rlm_err_set(err, RLM_EIO, "the worker failed to start: %.400s", msg);
+}
+
+static int wait_ready(struct repl *r, int64_t t0, struct rlm_err *err)
+{
+	int64_t deadline = t0 + START_TIMEOUT_NS;
+	for (;;) {
+		struct rlm_err why = {0, ""};
+		cJSON *f = NULL;
+		int k = repl__take_frame(r, &f, &why);
+		int64_t now;
+		if (k < 0)
+			return rlm_err_set(err, RLM_EIO,
+					   "the worker broke the protocol while starting: %s",
+					   why.msg);
+		if (k > 0) {
+			const char *type = json_str(f, "type");
+			int rc = 0;
+			if (strcmp(type, "ready") == 0) {
+				snprintf(r->st.python, sizeof(r->st.python), "%s",
+					 json_str(f, "python"));
+			} else if (strcmp(type, "fatal") == 0) {
+				explain_fatal(r, json_str(f, "error"), err);
+				rc = err ? err->code : RLM_EIO;
+			} else {
+				rc = rlm_err_set(err, RLM_EIO,
+						 "the worker sent a '%s' frame before 'ready'",
+						 type);
+			}
+			cJSON_Delete(f);
+			return rc;
+		}
+		if (r->eof || r->wdead) {
+			char how[128], *tail;
+			repl__worker_reap(r, how, sizeof(how));
+			tail = repl__log_tail(r, 1000);
+			rlm_err_set(err, RLM_EIO, "the worker exited while starting (%s)%s%s", how,
+				    *tail ? ": " : "", tail);
+			free(tail);
+			return RLM_EIO;
+		}
+		now = now_ns();
+		if (now >= deadline)
+			return rlm_err_set(err, RLM_ETIMEOUT,
+					   "the worker was not ready after %lld s",
+					   (long long)(START_TIMEOUT_NS / 1000000000LL));
+		repl__pump(r, ms_until(deadline, now));
+	}
+}
+
+int repl__worker_start(struct repl *r, struct rlm_err *err)
+{
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, log[2] = {-1, -1}, rc;
+	struct repl_spawn sp;
+	int64_t t0;
+	size_t start;
+	pid_t pid = 0;
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(log, O_CLOEXEC) < 0) {
+		rc = -errno;
+		for (int i = 0; i < 2; i++) {
+			close_fd(&in[i]);
+			close_fd(&out[i]);
+			close_fd(&log[i]);
+		}
+		return rlm_err_set(err, RLM_EIO, "cannot start the worker: pipe: %s",
+				   strerror(-rc));
+	}
+	memset(&sp, 0, sizeof(sp));
+	sp.path = r->python;
+	sp.argv = r->argv;
+	sp.envp = r->envp;
+	sp.fds[0] = r->devnull;
+	sp.fds[1] = log[1];
+	sp.fds[2] = log[1];
+	sp.fds[3] = in[0];
+	sp.fds[4] = out[1];
+	sp.fds[5] = r->memfd;
+	sp.dir = r->scratch;
+	sp.max_fd = r->max_fd;
+	sp.sandbox = NULL; /* the sandbox issue fills this in */
+	t0 = now_ns();
+	rc = repl__spawn(&sp, &pid);
+	close_fd(&in[0]);
+	close_fd(&out[1]);
+	close_fd(&log[1]);
+	if (rc < 0) {
+		close_fd(&in[1]);
+		close_fd(&out[0]);
+		close_fd(&log[0]);
+		return rlm_err_set(err, RLM_EIO, "cannot start the worker: fork: %s",
+				   strerror(-rc));
+	}
+	r->pid = pid;
+	r->to_w = in[1];
+	r->from_w = out[0];
+	r->log_r = log[0];
+	set_nonblock(r->to_w);
+	set_nonblock(r->from_w);
+	set_nonblock(r->log_r);
+#ifdef SYS_pidfd_open
+	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	r->pidfd = -1;
+#endif
+	r->eof = r->exited = r->wdead = r->in_oom = false;
+	r->in_off = r->in_len = 0;
+	r->log_len = 0;
+	if (r->ctx_pending) {
+		rc = repl__fill_context(r, err);
+		if (rc < 0) {
+			repl__worker_stop(r);
+			return rc;
+		}
+	}
+	start = repl__frame_begin(&r->out);
+	buf_puts(&r->out, "{\"type\":\"context\"}");
+	repl__frame_end(&r->out, start);
+	repl__flush(r);
+	rc = wait_ready(r, t0, err);
+	if (rc < 0) {
+		repl__worker_stop(r);
+		return rc;
+	}
+	r->st.pid = pid;
+	r->st.start_ns = now_ns() - t0;
+	return 0;
+}

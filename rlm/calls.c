@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/calls.c -- the calls of one RLM node: waiting on the pool with the
+ * solve's deadline and the caller's cancel, accounting, the stop reason,
+ * and the worker's sub-calls (llm_query, llm_query_batched, ...).
+ *
+ * DESIGN
+ * The node's thread submits calls and waits on c->cv; pool threads store
+ * a result, account it and signal, under c->mu, and touch nothing else.
+ * A wait wakes at least every POLL_NS to notice the caller's cancel flag,
+ * which nobody signals, and at the deadline; either sets the flag its
+ * calls were given, so they end (within about a second), and is waited
+ * out: a call is never abandoned while the pool may still write to it.
+ *
+ * Sub-calls of one call frame are all submitted at once, at most `window`
+ * in flight, each checked against the budget first; a refused one gets an
+ * "Error: ..." string in its slot and the node stops after the exec.
+ */
+#include "solve_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_WINDOW 256
+#define POLL_NS	       50000000LL
+
+void calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,
+		struct rlm_budget *b, int64_t t0)
+{
+	pthread_condattr_t ca;
+	memset(c, 0, sizeof(*c));
+	c->o = o;
+	c->out = out;
+	c->budget = b;
+	c->sub = o->sub_model ? o->sub_model : o->model;
+	c->window = o->window ? o->window : DEFAULT_WINDOW;
+	c->t0 = t0;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void calls_release(struct calls *c)
+{
+	free(c->stop_detail);
+	free(c->sub_first_error);
+	c->stop_detail = c->sub_first_error = NULL;
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+}
+
+bool calls_cancelled(const struct calls *c)
+{
+	return c->o->cancel && atomic_load(c->o->cancel);
+}
+
+void calls_stop(struct calls *c, enum rlm_stop why, const char *fmt, ...)
+{
+	struct buf b;
+	va_list ap;
+	if (c->stopping)
+		return;
+	buf_init(&b, 0);
+	va_start(ap, fmt);
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	c->stopping = true;
+	c->stop = why;
+	c->stop_detail = buf_detach(&b, NULL);
+}
+
+void calls_timeout(struct calls *c, const char *during)
+{
+	char d[32];
+	calls_stop(c, RLM_STOP_TIMEOUT, "the solve's time limit of %s passed %s",
+		   fmt_duration(d, sizeof(d), c->budget->timeout_ns), during);
+}
+
+void calls_progress(struct calls *c, const char *phase, size_t done, size_t total)
+{
+	struct rlm_progress p;
+	if (!c->o->progress)
+		return;
+	p = (struct rlm_progress){phase, done, total, c->level, now_ns() - c->t0};
+	c->o->progress(&p, c->o->progress_arg);
+}
+
+static void usage_add(struct llm_usage *a, const struct llm_usage *b)
+{
+	a->input_tokens += b->input_tokens;
+	a->output_tokens += b->output_tokens;
+	a->cached_tokens += b->cached_tokens;
+	a->cache_write_tokens += b->cache_write_tokens;
+}
+
+void calls_account(struct calls *c, const struct llm_call *call, int64_t est, bool sub)
+{
+	struct rlm_result *r = c->out;
+	int64_t used = call->usage.input_tokens + call->usage.output_tokens;
+	if (!used && call->rc == 0)
+		used = est + llm_estimate_tokens(call->len);
+	budget_settle(c->budget, est, used, call->cost);
+	r->calls++;
+	r->attempts += call->attempts;
+	if (call->rc)
+		r->failed_calls++;
+	usage_add(&r->usage, &call->usage);
+	r->cost += call->cost;
+	usage_add(sub ? &r->sub_usage : &r->root_usage, &call->usage);
+	if (sub)
+		r->sub_cost += call->cost;
+	else
+		r->root_cost += call->cost;
+}
+
+bool calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
+{
+	int64_t now = now_ns();
+	if (!atomic_load(flag)) {
+		if (calls_cancelled(c)) {
+			atomic_store(flag, true);
+			calls_stop(c, RLM_STOP_CANCEL, "cancelled by the caller");
+		} else if (deadline && now >= deadline) {
+			atomic_store(flag, true);
+			if (budget_expired(c->budget, now))
+				calls_timeout(c, during);
+		}
+	}
+	return atomic_load(flag);
+}
+
+void calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
+{
+	int64_t now, until;
+	struct timespec ts;
+	calls_check(c, flag, deadline, during);
+	now = now_ns();
+	until = now + POLL_NS;
+	if (!atomic_load(flag) && deadline && deadline > now && deadline < until)
+		until = deadline;
+	ts.tv_sec = (time_t)(until / 1000000000LL);
+	ts.tv_nsec = (long)(until % 1000000000LL);
+	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
+/* ---- sub-calls ---- */
+
+/* One sub-call of a frame in flight. */
+struct sub_slot {
+	struct llm_call call;
+	struct llm_msg msg;
+	int64_t est; /* tokens reserved */
+	size_t item;
+	struct sub_frame *frame;
+	struct sub_slot *next_free;
+};
+
+/* One call frame of the worker (llm_query, llm_query_batched, ...). */
+struct sub_frame {
+	struct calls *c;
+	const struct repl_call *call;
+	char **texts;
+	bool *errors;
+	size_t finished; /* slots with their text set */
+	struct sub_slot *free_slots;
+	atomic_bool cancel; /* handed to the calls: set at the deadline */
+};
+
+static void on_sub_done(struct llm_call *call, void *arg)
+{
+	struct sub_slot *s = arg;
+	struct sub_frame *f = s->frame;
+	struct calls *c = f->c;
+	pthread_mutex_lock(&c->mu);
+	if (call->rc == 0) {
+		f->texts[s->item] = call->text;
+		call->text = NULL;
+	} else {
+		const char *why = call->error ? call->error : rlm_strerror(call->rc);
+		f->texts[s->item] = xasprintf("Error: %s", why);
+		f->errors[s->item] = true;
+		if (call->rc != RLM_ECANCEL) {
+			c->sub_failed++;
+			if (!c->sub_first_error)
+				c->sub_first_error = xstrdup(why);
+		}
+	}
+	calls_account(c, call, s->est, true);
+	llm_call_release(call);
+	s->next_free = f->free_slots;
+	f->free_slots = s;
+	f->finished++;
+	calls_progress(c, "sub", f->finished, f->call->n);
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The model a call names: none is the sub-model; the sub-model or the
+ * root model by name; else NULL. */
+static struct llm_model *route(const struct calls *c, const char *name)
+{
+	if (!name || !*name || strcmp(name, llm_model_name(c->sub)) == 0)
+		return c->sub;
+	if (strcmp(name, llm_model_name(c->o->model)) == 0)
+		return c->o->model;
+	return NULL;
+}
+
+static void unknown_model(const struct calls *c, const struct repl_call *call, char **texts,
+			  bool *errors)
+{
+	const char *root = llm_model_name(c->o->model), *sub = llm_model_name(c->sub);
+	for (size_t i = 0; i < call->n; i++) {
+		texts[i] =
+		    strcmp(root, sub) == 0
+			? xasprintf("Error: unknown model '%s' (available: %s)", call->model, root)
+			: xasprintf("Error: unknown model '%s' (available: %s, %s)", call->model,
+				    sub, root);
+		errors[i] = true;
+	}
+}
+
+/* rlm_query / rlm_query_batched (call->rlm) are answered like llm_query
+ * until recursion lands: one sub-model call per prompt. */
+void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors)
+{
+	struct calls *c = arg;
+	struct sub_frame f;
+	struct sub_slot *slots;
+	struct llm_model *model = route(c, call->model);
+	size_t n = call->n, next = 0, window;
+	int64_t t0 = now_ns(), deadline = c->budget->deadline_ns;
+
+	if (!model) {
+		unknown_model(c, call, texts, errors);
+		return;
+	}
+	if (n == 0)
+		return;
+	if (call->deadline_ns && (!deadline || call->deadline_ns < deadline))
+		deadline = call->deadline_ns;
+	memset(&f, 0, sizeof(f));
+	f.c = c;
+	f.call = call;
+	f.texts = texts;
+	f.errors = errors;
+	atomic_init(&f.cancel, false);
+	window = RLM_MIN(c->window, n);
+	slots = xcalloc(window, sizeof(*slots));
+	for (size_t i = 0; i < window; i++) {
+		slots[i].next_free = f.free_slots;
+		f.free_slots = &slots[i];
+	}
+
+	pthread_mutex_lock(&c->mu);
+	while (f.finished < n) {
+		struct sub_slot *s;
+		enum rlm_stop why;
+		char msg[256];
+		int64_t est;
+		if (next < n && calls_check(c, &f.cancel, deadline, "during a sub-call")) {
+			/* The deadline or a cancel: the rest is not sent. */
+			const char *e = calls_cancelled(c) ? "Error: cancelled"
+					: budget_expired(c->budget, now_ns())
+					    ? "Error: time budget exhausted (the solve's time "
+					      "limit passed)"
+					    : "Error: the call's time limit passed";
+			for (; next < n; next++) {
+				texts[next] = xstrdup(e);
+				errors[next] = true;
+				f.finished++;
+			}
+			continue;
+		}
+		if (next == n || !f.free_slots) {
+			calls_wait(c, &f.cancel, deadline, "during a sub-call");
+			continue;
+		}
+		est = llm_estimate_tokens(call->lens[next]);
+		if (!budget_reserve(c->budget, est, true, &why, msg, sizeof(msg))) {
+			texts[next] = xasprintf("Error: %s", msg);
+			errors[next] = true;
+			calls_stop(c, why, "%s: a sub-call was refused", msg);
+			next++;
+			f.finished++;
+			continue;
+		}
+		s = f.free_slots;
+		f.free_slots = s->next_free;
+		s->frame = &f;
+		s->item = next++;
+		s->est = est;
+		c->out->sub_calls++;
+		pthread_mutex_unlock(&c->mu);
+		s->msg = (struct llm_msg){LLM_USER, call->prompts[s->item], call->lens[s->item]};
+		llm_call_init(&s->call, model, &s->msg, 1);
+		s->call.params = c->o->params;
+		s->call.cancel = &f.cancel;
+		llm_pool_submit(c->o->pool, &s->call, on_sub_done, s);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	free(slots);
+	c->out->sub_ns += now_ns() - t0;
+}

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/cli_repl.c -- `rlm repl`: the REPL worker a model programs, driven by
+ * hand: cells from stdin, each result printed exactly as a model gets it. */
+#include "cli.h"
+#include "cliopt.h"
+#include "rlm.h"
+#include "solve_int.h"
+#include "../repl/repl.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: rlm repl --context PATH [options]\n"
+	"\n"
+	"Start the REPL worker the root model programs, with the context loaded as\n"
+	"`context`, and run Python cells from stdin. Each result is printed exactly as\n"
+	"the model would see it (cut to the output limit, tracebacks, restart notices).\n"
+	"llm_query, llm_query_batched, rlm_query and rlm_query_batched call the\n"
+	"sub-model for real (the offline simulator unless a model is configured);\n"
+	"answer, FINAL and FINAL_VAR work as in a solve.\n"
+	"\n"
+	"At a terminal a blank line ends a cell. From a pipe or file, cells are\n"
+	"separated by lines reading '# %%%%', and the end of input ends the last one.\n"
+	"\n"
+	"  -c, --context PATH      a text file, a directory, a JSONL file, or - (stdin\n"
+	"                          cannot then carry the cells)\n"
+	"      --format KIND       auto (default), text, dir, jsonl\n"
+	"      --output-limit N    characters of output shown (20000)\n"
+	"      --exec-timeout SECS running time of one cell, sub-calls not counted (60)\n"
+	"      --python PATH       the worker's interpreter (/usr/bin/python3)\n"
+	"      --quiet             no prompts or notices on stderr\n"
+	"  -h, --help              this help\n"
+	"\n"
+	"%s"
+	"\n"
+	"Exit status: 0 at the end of input, 1 when the worker cannot be started, 2 bad\n"
+	"usage.\n"
+	"\n"
+	"Example:\n"
+	"  printf 'print(len(context))\\n# %%%%\\nllm_query(\"Say hi\")\\n' | rlm repl -c notes/\n";
+
+enum { OPT_FORMAT = OPT_MODEL_LAST + 1, OPT_OUTPUT_LIMIT, OPT_EXEC_TIMEOUT, OPT_PYTHON, OPT_QUIET };
+
+struct subcalls {
+	struct model_setup *ms;
+};
+
+/* llm_query and friends from a cell: every prompt to the sub-model (or the
+ * root model when named), all at once on the pool. No budgets here: the
+ * user is at the keyboard. */
+static void on_call(void *arg, const struct repl_call *call, char **texts, bool *errors)
+{
+	struct subcalls *sc = arg;
+	struct llm_call *cs = xcalloc(call->n, sizeof(*cs)), **ptrs = xcalloc(call->n, sizeof(*ptrs));
+	struct llm_msg *msgs = xcalloc(call->n, sizeof(*msgs));
+	struct llm_model *m = sc->ms->sub;
+	if (call->model && strcmp(call->model, llm_model_name(sc->ms->model)) == 0)
+		m = sc->ms->model;
+	for (size_t i = 0; i < call->n; i++) {
+		msgs[i] = (struct llm_msg){LLM_USER, call->prompts[i], call->lens[i]};
+		llm_call_init(&cs[i], m, &msgs[i], 1);
+		cs[i].params = sc->ms->params;
+		ptrs[i] = &cs[i];
+	}
+	if (call->model && strcmp(call->model, llm_model_name(m)) != 0) {
+		for (size_t i = 0; i < call->n; i++) {
+			texts[i] = xasprintf("Error: unknown model '%s' (available: %s, %s)",
+					     call->model, llm_model_name(sc->ms->model),
+					     llm_model_name(sc->ms->sub));
+			errors[i] = true;
+		}
+	} else {
+		llm_pool_run(sc->ms->pool, ptrs, call->n);
+		for (size_t i = 0; i < call->n; i++) {
+			errors[i] = cs[i].rc != 0;
+			texts[i] = errors[i] ? xasprintf("Error: %s", cs[i].error ? cs[i].error : "failed")
+					     : xstrndup(cs[i].text, cs[i].len);
+		}
+	}
+	for (size_t i = 0; i < call->n; i++)
+		llm_call_release(&cs[i]);
+	free(cs);
+	free(ptrs);
+	free(msgs);
+}
+
+/* The corpus as the worker's context: one str for a text, a list[str] for
+ * documents. *off and *lens (owned) back the offsets table. */
+static void corpus_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
+				size_t **lens)
+{
+	*off = *lens = NULL;
+	if (ctx->kind != CORPUS_TEXT) {
+		*off = xcalloc(ctx->n_docs ? ctx->n_docs : 1, sizeof(**off));
+		*lens = xcalloc(ctx->n_docs ? ctx->n_docs : 1, sizeof(**lens));
+		for (size_t i = 0; i < ctx->n_docs; i++) {
+			(*off)[i] = ctx->docs[i].off;
+			(*lens)[i] = ctx->docs[i].len;
+		}
+		*out = (struct repl_context){ctx->buf, ctx->len, true, *off, *lens, ctx->n_docs};
+	} else {
+		size_t o = ctx->n_docs ? ctx->docs[0].off : 0;
+		size_t n = ctx->n_docs ? ctx->docs[0].len : ctx->len;
+		*out = (struct repl_context){ctx->buf ? ctx->buf + o : "", n, false, NULL, NULL, 0};
+	}
+}
+
+/* Read the next cell into b; false at the end of input with nothing read. */
+static bool read_cell(FILE *in, bool tty, bool quiet, struct buf *b)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	bool any = false;
+	buf_reset(b);
+	for (;;) {
+		if (tty && !quiet)
+			fputs(any ? "... " : ">>> ", stderr);
+		if ((n = getline(&line, &cap, in)) < 0)
+			break;
+		if (tty && (n == 1 && line[0] == '\n')) {
+			if (any)
+				break;
+			continue;
+		}
+		if (!tty && strncmp(line, "# %%", 4) == 0 &&
+		    strspn(line + 4, " \t\r\n") == (size_t)n - 4)
+			break;
+		buf_append(b, line, (size_t)n);
+		any = true;
+	}
+	if (n < 0 && tty && !quiet)
+		fputc('\n', stderr);
+	free(line);
+	return any || n >= 0;
+}
+
+int cmd_repl(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"context", required_argument, NULL, 'c'},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
+		{"exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT},
+		{"python", required_argument, NULL, OPT_PYTHON},
+		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"help", no_argument, NULL, 'h'},
+		MODEL_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	struct model_opts mo;
+	struct model_setup ms;
+	struct corpus_opts co = {0};
+	struct corpus *corpus = NULL;
+	struct repl_cfg cfg = {0};
+	struct repl *r = NULL;
+	struct subcalls sc = {NULL};
+	size_t *off = NULL, *lens = NULL;
+	struct rlm_err err = {0, ""};
+	struct buf cell = BUF_INIT;
+	const char *context = NULL;
+	uint64_t count;
+	double secs;
+	bool tty;
+	int opt, rc, status = 0;
+
+	model_opts_init(&mo);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
+		int taken = model_opts_take(&mo, opt, optarg);
+		if (taken == 2)
+			return 2;
+		if (taken)
+			continue;
+		switch (opt) {
+		case 'c': context = optarg; break;
+		case OPT_FORMAT:
+			if (corpus_kind_parse(optarg, &co.kind))
+				return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+						optarg);
+			break;
+		case OPT_OUTPUT_LIMIT:
+			if (parse_count(optarg, &count) || count < 100 || count > (1u << 26))
+				return cli_fail(2, "bad value '%s' for --output-limit: want 100..64M "
+						   "characters", optarg);
+			cfg.output_limit = (size_t)count;
+			break;
+		case OPT_EXEC_TIMEOUT:
+			if (parse_double(optarg, 0.001, 1e7, &secs))
+				return cli_fail(2, "bad value '%s' for --exec-timeout: want seconds > 0",
+						optarg);
+			cfg.exec_timeout_ns = (int64_t)(secs * 1e9);
+			break;
+		case OPT_PYTHON:
+			if (access(optarg, X_OK))
+				return cli_fail(2, "--python '%s' is not an executable file", optarg);
+			cfg.python = optarg;
+			break;
+		case OPT_QUIET: mo.quiet = true; break;
+		case 'h': printf(usage, model_opts_help); return 0;
+		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		default: return cli_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_fail(2, "unexpected argument '%s' (see rlm repl --help)", argv[optind]);
+	if (!context)
+		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a JSONL "
+				   "file, or -)");
+	if (strcmp(context, "-") == 0 && co.kind != CORPUS_JSONL)
+		co.kind = CORPUS_TEXT;
+
+	co.quiet = mo.quiet;
+	if (corpus_load(context, &co, &corpus, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		return 1;
+	}
+	if ((rc = model_setup(&mo, &ms, &err))) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		corpus_free(corpus);
+		return rc == RLM_EINVAL ? 2 : 1;
+	}
+	sc.ms = &ms;
+	corpus_repl_context(corpus, &cfg.ctx, &off, &lens);
+	cfg.on_call = on_call;
+	cfg.call_arg = &sc;
+	rc = repl_start(&cfg, &r, &err);
+	free(off);
+	free(lens);
+	if (rc) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		status = 1;
+		goto out;
+	}
+	tty = isatty(0) && strcmp(context, "-") != 0;
+	if (tty && !mo.quiet)
+		fprintf(stderr, "rlm repl: `context` is loaded (%zu bytes, %zu document%s); a blank "
+				"line runs a cell, Ctrl-D quits\n",
+			corpus->len, corpus->n_docs, corpus->n_docs == 1 ? "" : "s");
+	while (read_cell(stdin, tty, mo.quiet, &cell)) {
+		struct repl_result res;
+		if (!cell.len)
+			continue;
+		rc = repl_exec(r, cell.p, cell.len, 0, &res, &err);
+		if (rc && rc != RLM_ETIMEOUT && rc != RLM_ECANCEL) {
+			fprintf(stderr, "rlm: error: %s\n", err.msg);
+			status = 1;
+			break;
+		}
+		fwrite(res.output, 1, res.len, stdout);
+		if (res.len && res.output[res.len - 1] != '\n')
+			putchar('\n');
+		if (res.ready && !mo.quiet)
+			fprintf(stderr, "[answer ready: %s]\n", res.answer);
+		fflush(stdout);
+		repl_result_release(&res);
+	}
+out:
+	buf_release(&cell);
+	repl_free(r);
+	model_teardown(&ms);
+	corpus_free(corpus);
+	return status;
+}

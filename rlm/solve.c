@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/solve.c -- rlm_solve: pick the strategy; the result's release; the
+ * budget a solve shares between all its calls. */
+#include "solve_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
+	      struct rlm_result *out, struct rlm_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	switch (opts->strategy) {
+	case RLM_REPL:
+		return loop_solve(opts, question, ctx, out, err);
+	case RLM_TREE:
+		return tree_solve(opts, question, ctx, out, err);
+	}
+	out->stop = RLM_STOP_ERROR;
+	return rlm_err_set(err, RLM_EINVAL, "unknown strategy %d", (int)opts->strategy);
+}
+
+void rlm_result_release(struct rlm_result *r)
+{
+	free(r->answer);
+	free(r->warning);
+	free(r->stop_detail);
+	r->answer = NULL;
+	r->warning = NULL;
+	r->stop_detail = NULL;
+}
+
+const char *rlm_stop_name(enum rlm_stop s)
+{
+	switch (s) {
+	case RLM_STOP_ANSWER:
+		return "answer";
+	case RLM_STOP_ITERATIONS:
+		return "max_iterations";
+	case RLM_STOP_ERRORS:
+		return "max_errors";
+	case RLM_STOP_TIMEOUT:
+		return "timeout";
+	case RLM_STOP_TOKENS:
+		return "max_tokens";
+	case RLM_STOP_COST:
+		return "max_cost";
+	case RLM_STOP_CALLS:
+		return "max_sub_calls";
+	case RLM_STOP_CANCEL:
+		return "cancelled";
+	case RLM_STOP_ERROR:
+		return "error";
+	}
+	return "unknown";
+}
+
+/* ---- formatting ---- */
+
+char *fmt_count(char *buf, size_t n, int64_t v)
+{
+	char digits[32], *p = buf, *end = buf + n - 1;
+	int len, i;
+	if (v < 0 && p < end) {
+		*p++ = '-';
+		v = v == INT64_MIN ? INT64_MAX : -v;
+	}
+	len = snprintf(digits, sizeof(digits), "%lld", (long long)v);
+	for (i = 0; i < len && p < end; i++) {
+		if (i && (len - i) % 3 == 0 && p < end)
+			*p++ = ',';
+		if (p < end)
+			*p++ = digits[i];
+	}
+	*p = '\0';
+	return buf;
+}
+
+char *fmt_duration(char *buf, size_t n, int64_t ns)
+{
+	if (ns < 1000000000LL)
+		snprintf(buf, n, "%lld ms", (long long)(ns / 1000000));
+	else if (ns % 1000000000LL == 0)
+		snprintf(buf, n, "%lld s", (long long)(ns / 1000000000LL));
+	else
+		snprintf(buf, n, "%.1f s", (double)ns / 1e9);
+	return buf;
+}
+
+/* ---- the budget ---- */
+
+static int64_t to_nusd(double usd)
+{
+	if (!(usd > 0))
+		return 0;
+	if (usd > 9e9)
+		return INT64_MAX / 2;
+	return (int64_t)llround(usd * 1e9);
+}
+
+void budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0)
+{
+	memset(b, 0, sizeof(*b));
+	b->max_tokens = o->max_tokens > 0 ? o->max_tokens : 0;
+	b->max_cost_nusd = o->max_cost > 0 ? RLM_MAX(to_nusd(o->max_cost), (int64_t)1) : 0;
+	b->max_sub_calls = o->max_sub_calls > 0 ? o->max_sub_calls : 0;
+	b->timeout_ns = o->timeout_ns > 0 ? o->timeout_ns : 0;
+	b->deadline_ns = b->timeout_ns ? t0 + b->timeout_ns : 0;
+	atomic_init(&b->tokens, 0);
+	atomic_init(&b->cost_nusd, 0);
+	atomic_init(&b->sub_calls, 0);
+}
+
+bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, bool sub, enum rlm_stop *why,
+		    char *msg, size_t n)
+{
+	char x[32], y[32], z[32];
+	int64_t cost = atomic_load(&b->cost_nusd), t;
+	if (b->max_cost_nusd && cost >= b->max_cost_nusd) {
+		*why = RLM_STOP_COST;
+		snprintf(msg, n, "cost budget exhausted ($%.4f of $%.4f spent)", (double)cost / 1e9,
+			 (double)b->max_cost_nusd / 1e9);
+		return false;
+	}
+	if (sub && b->max_sub_calls) {
+		int64_t k = atomic_fetch_add(&b->sub_calls, 1);
+		if (k >= b->max_sub_calls) {
+			atomic_fetch_sub(&b->sub_calls, 1);
+			*why = RLM_STOP_CALLS;
+			snprintf(msg, n, "sub-call budget exhausted (%s of %s sub-calls made)",
+				 fmt_count(x, sizeof(x), k),
+				 fmt_count(y, sizeof(y), b->max_sub_calls));
+			return false;
+		}
+	} else if (sub) {
+		atomic_fetch_add(&b->sub_calls, 1);
+	}
+	t = atomic_load(&b->tokens);
+	for (;;) {
+		if (b->max_tokens && t + est_tokens > b->max_tokens) {
+			if (sub)
+				atomic_fetch_sub(&b->sub_calls, 1);
+			*why = RLM_STOP_TOKENS;
+			snprintf(
+			    msg, n,
+			    "token budget exhausted (%s of %s tokens used; this call needs about "
+			    "%s more)",
+			    fmt_count(x, sizeof(x), t), fmt_count(y, sizeof(y), b->max_tokens),
+			    fmt_count(z, sizeof(z), est_tokens));
+			return false;
+		}
+		if (atomic_compare_exchange_weak(&b->tokens, &t, t + est_tokens))
+			return true;
+	}
+}
+
+void budget_settle(struct rlm_budget *b, int64_t est_tokens, int64_t used_tokens, double cost)
+{
+	atomic_fetch_add(&b->tokens, used_tokens - est_tokens);
+	atomic_fetch_add(&b->cost_nusd, to_nusd(cost));
+}
+
+bool budget_expired(const struct rlm_budget *b, int64_t now)
+{
+	return b->deadline_ns && now >= b->deadline_ns;
+}

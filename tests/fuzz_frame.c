@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/fuzz_frame.c -- libFuzzer target: any bytes as a frame body from
+ * the worker fail cleanly or give a frame whose fields all check out; the
+ * same bytes cut for the model and escaped as a JSON string stay valid. */
+#include "../repl/repl_int.h"
+#include "../common/json.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const types[] = {"ready", "call", "result", "fatal"};
+
+static void check_frame(const cJSON *f)
+{
+	const char *type = json_str(f, "type");
+	const cJSON *it;
+	bool known = false;
+	if (!type)
+		abort();
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+		known |= strcmp(type, types[i]) == 0;
+	if (!known)
+		abort();
+	/* Every string anywhere in an accepted frame is UTF-8. */
+	cJSON_ArrayForEach(it, f)
+	{
+		const cJSON *el;
+		if (cJSON_IsString(it) &&
+		    !utf8_valid(it->valuestring, strlen(it->valuestring), NULL))
+			abort();
+		if (cJSON_IsArray(it))
+			cJSON_ArrayForEach(el, it)
+			{
+				if (cJSON_IsString(el) &&
+				    !utf8_valid(el->valuestring, strlen(el->valuestring), NULL))
+					abort();
+			}
+	}
+	if (strcmp(type, "call") == 0) {
+		int n = cJSON_GetArraySize(json_get(f, "prompts"));
+		if (n < 1 || n > REPL_MAX_PROMPTS)
+			abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* An exact-size copy, so that reading past len is caught. */
+	char *body = malloc(size ? size : 1);
+	struct rlm_err err = {0, ""};
+	struct buf b = BUF_INIT;
+	cJSON *f, *s;
+	size_t n, limit = size ? data[0] : 0;
+	char *cut;
+	if (size)
+		memcpy(body, data, size);
+	f = repl_frame_parse(body, size, 4096, &err);
+	if (f)
+		check_frame(f);
+	else if (!err.msg[0] || (err.code != RLM_EPARSE && err.code != RLM_ETOOBIG))
+		abort();
+	cJSON_Delete(f);
+
+	/* Cutting: never more than limit characters plus the marker line. */
+	cut = repl_truncate(body, size, limit, &n);
+	if (strlen(cut) > n || repl__chars(cut, n) > limit + REPL_MARK_SLACK)
+		abort();
+	free(cut);
+
+	/* Escaping: always one valid JSON string of valid UTF-8. */
+	repl__json_str(&b, body, size);
+	s = json_parse(b.p, b.len);
+	if (!s || !cJSON_IsString(s) || !utf8_valid(s->valuestring, strlen(s->valuestring), NULL))
+		abort();
+	cJSON_Delete(s);
+	buf_release(&b);
+	free(body);
+	return 0;
+}

@@ -1,0 +1,1075 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_loop.c -- the RLM loop with real parts: a real Python worker,
+ * a fake server on loopback playing the root model with scripted replies
+ * (whose recorded requests show what the model was sent), and the
+ * simulator or a second fake server as the sub-model. */
+#include "harness.h"
+#include "fakesrv.h"
+#include "../rlm/rlm.h"
+#include "../llm/sim.h"
+#include "../common/json.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Time limits stretch under sanitizers and valgrind. */
+static int64_t slow_factor(void)
+{
+	const char *v = getenv("VALGRIND");
+	if (v && strcmp(v, "1") == 0)
+		return 20;
+#if defined(__SANITIZE_THREAD__)
+	return 8;
+#elif defined(__SANITIZE_ADDRESS__)
+	return 2;
+#else
+	return 1;
+#endif
+}
+
+#define SEC 1000000000LL
+
+/* n with thousands separators, into buf (32 bytes). */
+static char *commas(char *buf, size_t n)
+{
+	char d[24];
+	int len = snprintf(d, sizeof(d), "%zu", n), k = 0;
+	for (int i = 0; i < len; i++) {
+		if (i && (len - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = d[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+struct env {
+	struct fakesrv *root_srv;   /* the root model */
+	struct fakesrv *sub_srv;    /* a fake sub-model, when asked for */
+	struct sim *sim;            /* the simulator sub-model otherwise */
+	struct llm_model *root, *sub;
+	struct llm_pool *pool;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err;
+	struct corpus *ctx;
+	struct buf events;          /* "kind:iteration\n" per event */
+	pthread_mutex_t mu;
+};
+
+static void on_event(const struct rlm_event *e, void *arg)
+{
+	struct env *v = arg;
+	pthread_mutex_lock(&v->mu);
+	buf_printf(&v->events, "%s:%d\n", e->kind, e->iteration);
+	pthread_mutex_unlock(&v->mu);
+}
+
+static struct llm_model *model_at(const char *name, const char *url, const struct llm_price *price)
+{
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	struct llm_model *m;
+	char base[160];
+	snprintf(base, sizeof(base), "%s/v1", url);
+	cfg.kind = LLM_OPENAI;
+	cfg.name = name;
+	cfg.base_urls = base;
+	cfg.max_retries = 0;
+	cfg.price = price;
+	cfg.context_window = 100000;
+	m = llm_model_new(&cfg, &err);
+	CHECK_MSG(m, "llm_model_new: %s", err.msg);
+	return m;
+}
+
+enum sub_kind { SUB_SIM, SUB_FAKE };
+
+/* The root model on a fake server; the sub-model the simulator (sim_spec
+ * for its configuration) or a second fake server. */
+static void env_init_full(struct env *v, enum sub_kind sk, const char *sim_spec,
+			  const struct llm_price *price)
+{
+	struct llm_pool_cfg pc = {16};
+	struct fake_reply def = {
+		200, NULL,
+		"{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"FINAL(unscripted)\"},"
+		"\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5}}",
+		FAKE_NORMAL, 0};
+	memset(v, 0, sizeof(*v));
+	pthread_mutex_init(&v->mu, NULL);
+	buf_init(&v->events, 0);
+	v->root_srv = fakesrv_start();
+	CHECK(v->root_srv);
+	fakesrv_set_default(v->root_srv, &def);
+	v->root = model_at("root-m", fakesrv_url(v->root_srv), price);
+	if (sk == SUB_FAKE) {
+		v->sub_srv = fakesrv_start();
+		CHECK(v->sub_srv);
+		v->sub = model_at("sub-m", fakesrv_url(v->sub_srv), NULL);
+	} else {
+		struct sim_cfg sc;
+		struct llm_model_cfg cfg = {0};
+		struct rlm_err err = {0, ""};
+		sim_cfg_default(&sc);
+		if (sim_spec)
+			CHECK_INT(sim_cfg_parse(sim_spec, &sc, &err), 0);
+		v->sim = sim_new(&sc);
+		cfg.kind = LLM_SIM;
+		cfg.name = "sim";
+		cfg.sim = v->sim;
+		cfg.max_retries = 0;
+		v->sub = llm_model_new(&cfg, &err);
+		CHECK_MSG(v->sub, "%s", err.msg);
+	}
+	v->pool = llm_pool_new(&pc, &v->err);
+	CHECK(v->pool);
+	v->o.strategy = RLM_REPL;
+	v->o.pool = v->pool;
+	v->o.model = v->root;
+	v->o.sub_model = v->sub;
+	v->o.params = (struct llm_params)LLM_PARAMS_DEFAULT;
+	v->o.event = on_event;
+	v->o.event_arg = v;
+	v->ctx = corpus_from_text("alpha beta gamma\n", 17);
+}
+
+static void env_init(struct env *v, enum sub_kind sk)
+{
+	env_init_full(v, sk, NULL, NULL);
+}
+
+static void env_free(struct env *v)
+{
+	rlm_result_release(&v->r);
+	llm_pool_free(v->pool);
+	llm_model_free(v->root);
+	llm_model_free(v->sub);
+	fakesrv_stop(v->root_srv);
+	fakesrv_stop(v->sub_srv);
+	sim_free(v->sim);
+	corpus_free(v->ctx);
+	buf_release(&v->events);
+	pthread_mutex_destroy(&v->mu);
+}
+
+/* An OpenAI chat completions body with content as the reply. */
+static char *completion(const char *content, const char *finish, long in, long out)
+{
+	cJSON *o = cJSON_CreateObject(), *choices = cJSON_CreateArray(), *ch = cJSON_CreateObject();
+	cJSON *msg = cJSON_CreateObject(), *usage = cJSON_CreateObject();
+	char *s;
+	json_add_str(msg, "role", "assistant");
+	json_add_str(msg, "content", content);
+	json_add(ch, "message", msg);
+	json_add_str(ch, "finish_reason", finish);
+	json_add(choices, NULL, ch);
+	json_add(o, "choices", choices);
+	json_add_num(usage, "prompt_tokens", (double)in);
+	json_add_num(usage, "completion_tokens", (double)out);
+	json_add(o, "usage", usage);
+	s = json_print(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+static void says_full(struct fakesrv *s, const char *content, const char *finish, long in,
+		      long out, int delay_ms)
+{
+	char *body = completion(content, finish, in, out);
+	struct fake_reply r = {200, NULL, body, FAKE_NORMAL, delay_ms};
+	fakesrv_push(s, &r);
+	free(body);
+}
+
+/* Script the root model's next reply. */
+static void says(struct env *v, const char *content)
+{
+	says_full(v->root_srv, content, "stop", 100, 20, 0);
+}
+
+static int solve(struct env *v, const char *question)
+{
+	return rlm_solve(&v->o, question, v->ctx, &v->r, &v->err);
+}
+
+/* Request i to the fake server s as JSON (the caller deletes it). */
+static cJSON *request(struct fakesrv *s, size_t i)
+{
+	const struct fake_request *q = fakesrv_request(s, i);
+	cJSON *j;
+	CHECK_MSG(q, "no request %zu", i);
+	j = json_parse(q->body, q->body_len);
+	CHECK_MSG(j, "request %zu is not JSON", i);
+	return j;
+}
+
+/* The content of message k of request i (k < 0: from the end), fresh. */
+static char *message(struct fakesrv *s, size_t i, int k, const char **role)
+{
+	cJSON *j = request(s, i), *msgs = json_get(j, "messages"), *m;
+	int n = cJSON_GetArraySize(msgs);
+	char *text;
+	m = cJSON_GetArrayItem(msgs, k < 0 ? n + k : k);
+	CHECK_MSG(m, "request %zu has no message %d", i, k);
+	text = xstrdup(json_str(m, "content") ? json_str(m, "content") : "");
+	if (role) {
+		static char r[16];
+		snprintf(r, sizeof(r), "%s", json_str(m, "role") ? json_str(m, "role") : "");
+		*role = r;
+	}
+	cJSON_Delete(j);
+	return text;
+}
+
+static int n_messages(struct fakesrv *s, size_t i)
+{
+	cJSON *j = request(s, i);
+	int n = cJSON_GetArraySize(json_get(j, "messages"));
+	cJSON_Delete(j);
+	return n;
+}
+
+#define CHECK_MSG_HAS(v, i, k, needle)                                                             \
+	do {                                                                                       \
+		char *m_ = message((v)->root_srv, (i), (k), NULL);                                 \
+		CHECK_CONTAINS(m_, needle);                                                        \
+		free(m_);                                                                          \
+	} while (0)
+
+/* ---- answers ---- */
+
+TEST(answer_dict_over_two_turns_keeps_variables)
+{
+	struct env v;
+	const char *t1 = "Let me compute.\n```repl\nx = 6 * 7\nprint('x is', x)\n```\n";
+	char *m, *a, *b;
+	const char *role;
+	env_init(&v, SUB_SIM);
+	says(&v, t1);
+	says(&v, "```repl\nanswer['content'] = str(x)\nanswer['ready'] = True\n```");
+	CHECK_INT(solve(&v, "What is x?"), 0);
+	CHECK_STR(v.r.answer, "42");
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	CHECK(v.r.found);
+	CHECK_INT(v.r.iterations, 2);
+	CHECK_INT(v.r.execs, 2);
+	CHECK_INT(v.r.error_turns, 0);
+	CHECK_INT(v.r.calls, 2);
+	CHECK_INT(v.r.root_usage.input_tokens, 200);
+	CHECK_INT(v.r.usage.output_tokens, 40);
+	CHECK_INT(v.r.sub_calls, 0);
+	CHECK(v.r.worker_start_ns > 0);
+	CHECK(v.r.stop_detail != NULL);
+	CHECK_INT(fakesrv_count(v.root_srv), 2);
+	/* The second request: the first two messages unchanged, the reply
+	 * verbatim, then the output. */
+	CHECK_INT(n_messages(v.root_srv, 0), 2);
+	CHECK_INT(n_messages(v.root_srv, 1), 4);
+	for (int k = 0; k < 2; k++) {
+		a = message(v.root_srv, 0, k, NULL);
+		b = message(v.root_srv, 1, k, NULL);
+		CHECK_STR(a, b);
+		free(a);
+		free(b);
+	}
+	m = message(v.root_srv, 1, 2, &role);
+	CHECK_STR(role, "assistant");
+	CHECK_STR(m, t1);
+	free(m);
+	m = message(v.root_srv, 1, 3, &role);
+	CHECK_STR(role, "user");
+	CHECK(strncmp(m, "REPL output:\nx is 42\n\nTurn 2/30", 31) == 0);
+	free(m);
+	CHECK_STR(v.events.p, "reply:1\ncode:1\noutput:1\nreply:2\ncode:2\noutput:2\n");
+	env_free(&v);
+}
+
+TEST(metadata_not_text_in_first_messages)
+{
+	struct env v;
+	struct buf b;
+	char *sys, *first;
+	env_init(&v, SUB_FAKE); /* its window: 100,000 tokens */
+	corpus_free(v.ctx);
+	buf_init(&b, 0);
+	for (int i = 0; i < 1000; i++)
+		buf_printf(&b, "line %d of the caf\xc3\xa9 log\n", i); /* é: 2 bytes, 1 char */
+	buf_puts(&b, "ZEBRA-UNIQUE-MARKER\n");
+	v.ctx = corpus_from_text(b.p, b.len);
+	says(&v, "```repl\nprint(type(context).__name__, len(context), context.count('\\u00e9'))\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "Which line mentions a zebra?"), 0);
+	CHECK_STR(v.r.answer, "done");
+	CHECK(strstr(fakesrv_request(v.root_srv, 0)->body, "ZEBRA") == NULL);
+	CHECK(strstr(fakesrv_request(v.root_srv, 1)->body, "ZEBRA") == NULL);
+	sys = message(v.root_srv, 0, 0, NULL);
+	first = message(v.root_srv, 0, 1, NULL);
+	CHECK_CONTAINS(sys, "```repl");
+	CHECK_CONTAINS(sys, "llm_query_batched");
+	CHECK_CONTAINS(sys, "200,000 characters"); /* window 100,000 tokens x 2 */
+	CHECK_CONTAINS(sys, "20,000 characters");  /* the output limit */
+	CHECK(strncmp(first, "Question: Which line mentions a zebra?\n", 39) == 0);
+	{
+		char want[128], a[32], t[32];
+		size_t chars = b.len - 1000; /* one byte less per é */
+		snprintf(want, sizeof(want), "a str of %s characters (about %s tokens)",
+			 commas(a, chars), commas(t, (b.len + 3) / 4));
+		CHECK_CONTAINS(first, want);
+		CHECK_CONTAINS(first, "Sub-calls can read about 200,000 characters");
+		CHECK_CONTAINS(first, "Turn 1/30");
+		snprintf(want, sizeof(want), "REPL output:\nstr %zu 1000", chars);
+		CHECK_MSG_HAS(&v, 1, -1, want);
+	}
+	free(sys);
+	free(first);
+	buf_release(&b);
+	env_free(&v);
+}
+
+TEST(metadata_of_documents_is_small)
+{
+	struct env v;
+	struct buf b;
+	char *first;
+	struct rlm_err err = {0, ""};
+	env_init(&v, SUB_SIM);
+	corpus_free(v.ctx);
+	buf_init(&b, 0);
+	for (int i = 0; i < 3000; i++)
+		buf_printf(&b, "{\"text\": \"document %d %.*s\"}\n", i, i % 50 + 1,
+			   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	CHECK_INT(corpus_from_jsonl_buf("docs", b.p, b.len, &v.ctx, &err), 0);
+	says(&v, "```repl\nprint(type(context).__name__, len(context), context[2])\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "How many documents?"), 0);
+	first = message(v.root_srv, 0, 1, NULL);
+	CHECK_CONTAINS(first, "a list of 3,000 documents (str), ");
+	CHECK_CONTAINS(first, "documents are 12 to 64 characters long; the first 10 lengths: 12, "
+			      "13, 14, 15, 16, 17, 18, 19, 20, 21, ...");
+	CHECK(strlen(first) < 1000);
+	CHECK(strstr(first, "document 7") == NULL);
+	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nlist 3000 document 2 xxx\n");
+	free(first);
+	buf_release(&b);
+	env_free(&v);
+}
+
+TEST(final_in_text)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "I already know.\nFINAL(\"Paris\")\n");
+	CHECK_INT(solve(&v, "Capital of France?"), 0);
+	CHECK_STR(v.r.answer, "Paris");
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	CHECK_INT(v.r.execs, 0);
+	CHECK_INT(v.r.iterations, 1);
+	env_free(&v);
+}
+
+TEST(final_inside_a_fence_does_not_count)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "Like this:\n```text\nFINAL(wrong)\n```\n");
+	says(&v, "```repl\n# FINAL(wrong too)\nprint('still going')\n```\n");
+	says(&v, "FINAL(right)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "right");
+	CHECK_INT(v.r.iterations, 3);
+	/* The other fence did not run: a nudge that says why. */
+	CHECK_MSG_HAS(&v, 1, -1, "only ```repl blocks run");
+	CHECK_MSG_HAS(&v, 2, -1, "REPL output:\nstill going");
+	env_free(&v);
+}
+
+TEST(final_var_resolved_after_blocks)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\nres = 'forty' + '-two'\n```\nFINAL_VAR(res)\n");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "forty-two");
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	CHECK_INT(v.r.execs, 1);
+	env_free(&v);
+}
+
+TEST(final_var_missing_is_told_and_goes_on)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "FINAL_VAR(nothing_here)");
+	says(&v, "```repl\nnothing_here = 'now it exists'\n```\nFINAL_VAR(nothing_here)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "now it exists");
+	CHECK_INT(v.r.iterations, 2);
+	CHECK_MSG_HAS(&v, 1, -1, "FINAL_VAR(nothing_here):\n");
+	CHECK_MSG_HAS(&v, 1, -1, "nothing_here");
+	CHECK_MSG_HAS(&v, 1, -1, "Turn 2/30");
+	env_free(&v);
+}
+
+TEST(no_code_gets_a_nudge)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "Let me think about this first.");
+	says(&v, "FINAL(ok)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "ok");
+	CHECK_INT(v.r.iterations, 2);
+	CHECK_INT(v.r.execs, 0);
+	CHECK_MSG_HAS(&v, 1, -1, "Your reply had no ```repl block, so nothing ran.");
+	CHECK_MSG_HAS(&v, 1, -1, "Turn 2/30");
+	CHECK_CONTAINS(v.events.p, "reply:1\nnotice:1\nreply:2\n");
+	env_free(&v);
+}
+
+TEST(blocks_run_in_order_with_one_message)
+{
+	struct env v;
+	char *m;
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\na = [1]\n```\nthen\n```repl\na.append(2); print(a)\n```\n"
+		 "```repl\na.append(3)\nprint(a)\n```\n");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.execs, 3);
+	m = message(v.root_srv, 1, -1, NULL);
+	CHECK(strncmp(m,
+		      "REPL output (block 1 of 3):\n(no output)\n\n"
+		      "REPL output (block 2 of 3):\n[1, 2]\n\n"
+		      "REPL output (block 3 of 3):\n[1, 2, 3]\n\nTurn 2/30",
+		      strlen("REPL output (block 1 of 3):\n(no output)\n\n"
+			     "REPL output (block 2 of 3):\n[1, 2]\n\n"
+			     "REPL output (block 3 of 3):\n[1, 2, 3]\n\nTurn 2/30")) == 0);
+	free(m);
+	env_free(&v);
+}
+
+TEST(block_after_ready_is_not_run)
+{
+	struct env v;
+	env_init(&v, SUB_FAKE);
+	says(&v, "```repl\nanswer['content'] = 'A'\nanswer['ready'] = True\n```\n"
+		 "```repl\nprint(llm_query('should never be asked'))\n```\n");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "A");
+	CHECK_INT(v.r.execs, 1);
+	CHECK_INT(fakesrv_count(v.sub_srv), 0);
+	CHECK_STR(v.events.p, "reply:1\ncode:1\noutput:1\n");
+	env_free(&v);
+}
+
+TEST(blocks_then_final_in_text)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\nprint('ran')\n```\nFINAL(after the code)\n");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "after the code");
+	CHECK_INT(v.r.execs, 1);
+	env_free(&v);
+}
+
+TEST(none_answer_is_not_found)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "FINAL(NONE)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	CHECK(!v.r.found);
+	env_free(&v);
+}
+
+/* ---- errors and limits on turns ---- */
+
+TEST(error_turn_feeds_the_traceback)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\nprint(undefined_name)\n```");
+	says(&v, "FINAL(ok)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "ok");
+	CHECK_INT(v.r.error_turns, 1);
+	CHECK_MSG_HAS(&v, 1, -1, "Traceback");
+	CHECK_MSG_HAS(&v, 1, -1, "NameError");
+	CHECK_MSG_HAS(&v, 1, -1, "undefined_name");
+	env_free(&v);
+}
+
+TEST(max_errors_stops_with_partial_answer)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_errors = 2;
+	says(&v, "```repl\nanswer['content'] = 'partial'\n1/0\n```");
+	says(&v, "```repl\n1/0\n```");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_ERRORS);
+	CHECK_STR(v.r.answer, "partial");
+	CHECK(!v.r.found);
+	CHECK_INT(v.r.error_turns, 2);
+	CHECK_CONTAINS(v.r.stop_detail, "2 turns in a row");
+	CHECK_CONTAINS(v.r.stop_detail, "ZeroDivisionError");
+	CHECK_INT(fakesrv_count(v.root_srv), 2);
+	env_free(&v);
+}
+
+TEST(error_count_resets_after_a_good_turn)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_errors = 2;
+	says(&v, "```repl\n1/0\n```");
+	says(&v, "```repl\nprint('fine')\n```");
+	says(&v, "```repl\n1/0\n```");
+	says(&v, "FINAL(made it)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "made it");
+	CHECK_INT(v.r.error_turns, 2);
+	env_free(&v);
+}
+
+TEST(worker_crash_is_an_error_turn_and_it_goes_on)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\nkept = 1\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n```");
+	says(&v, "```repl\nprint('kept' in globals(), len(context))\n```");
+	says(&v, "FINAL(recovered)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "recovered");
+	CHECK_INT(v.r.restarts, 1);
+	CHECK_INT(v.r.error_turns, 1);
+	CHECK_CONTAINS(v.r.warning, "restarted 1 time");
+	CHECK_CONTAINS(v.events.p, "reply:1\ncode:1\nnotice:1\noutput:1\n");
+	CHECK_MSG_HAS(&v, 2, -1, "REPL output:\nFalse 17");
+	env_free(&v);
+}
+
+TEST(exec_time_limit_interrupts_and_it_goes_on)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.exec_timeout_ns = 300000000LL * slow_factor();
+	says(&v, "```repl\nx = 'survives'\nimport time\ntime.sleep(20)\n```");
+	says(&v, "```repl\nprint(x)\n```");
+	says(&v, "FINAL(ok)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "ok");
+	CHECK_INT(v.r.error_turns, 1);
+	CHECK_MSG_HAS(&v, 1, -1, "KeyboardInterrupt");
+	CHECK_MSG_HAS(&v, 2, -1, "REPL output:\nsurvives");
+	env_free(&v);
+}
+
+TEST(reply_cut_before_any_block_gets_told)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says_full(v.root_srv, "Let me write a long plan first: 1. 2. 3. and then\n```repl\nx = ",
+		  "length", 100, 50, 0);
+	says(&v, "FINAL(ok)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "cut off at the output token limit");
+	env_free(&v);
+}
+
+TEST(empty_final_is_not_found)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "FINAL()");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "");
+	CHECK(!v.r.found);
+	env_free(&v);
+}
+
+TEST(max_iterations_then_last_call_with_final)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_iterations = 2;
+	says(&v, "```repl\nprint('one')\n```");
+	says(&v, "```repl\nprint('two')\n```");
+	says(&v, "I think it is seven.\nFINAL(7)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_ITERATIONS);
+	CHECK_STR(v.r.answer, "7");
+	CHECK(!v.r.found);
+	CHECK_INT(v.r.iterations, 2);
+	CHECK_INT(fakesrv_count(v.root_srv), 3);
+	CHECK_MSG_HAS(&v, 1, -1, "Turn 2/2");
+	CHECK_MSG_HAS(&v, 2, -1, "REPL output:\ntwo");
+	CHECK_MSG_HAS(&v, 2, -1, "out of turns");
+	CHECK_CONTAINS(v.r.stop_detail, "2 turns");
+	env_free(&v);
+}
+
+TEST(max_iterations_last_call_prose_is_the_answer)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_iterations = 1;
+	says(&v, "```repl\nprint('one')\n```");
+	says(&v, "  The answer is probably 12.\n");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_ITERATIONS);
+	CHECK_STR(v.r.answer, "The answer is probably 12.");
+	env_free(&v);
+}
+
+TEST(root_failure_is_an_error)
+{
+	struct env v;
+	struct fake_reply bad = {400, NULL, "{\"error\":{\"message\":\"model overloaded today\"}}",
+				 FAKE_NORMAL, 0};
+	env_init(&v, SUB_SIM);
+	fakesrv_push(v.root_srv, &bad);
+	CHECK(solve(&v, "q?") < 0);
+	CHECK_INT(v.r.stop, RLM_STOP_ERROR);
+	CHECK_CONTAINS(v.err.msg, "model overloaded today");
+	CHECK(v.r.answer == NULL);
+	env_free(&v);
+}
+
+TEST(worker_that_cannot_start_is_an_error)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.python = "/nonexistent/python3";
+	says(&v, "```repl\nprint(1)\n```");
+	CHECK(solve(&v, "q?") < 0);
+	CHECK_INT(v.r.stop, RLM_STOP_ERROR);
+	CHECK(v.err.msg[0] != '\0');
+	env_free(&v);
+}
+
+TEST(empty_question_is_refused)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	CHECK_INT(solve(&v, ""), RLM_EINVAL);
+	CHECK_INT(fakesrv_count(v.root_srv), 0);
+	env_free(&v);
+}
+
+/* ---- sub-calls ---- */
+
+TEST(batched_sub_calls_parallel_and_in_order)
+{
+	struct env v;
+	char want[512];
+	struct buf b;
+	env_init_full(&v, SUB_SIM, "ttft=300ms", NULL);
+	says(&v, "```repl\nps = ['Question: What is the colour?\\nText:\\nThe colour is c%d.' % i "
+		 "for i in range(8)]\nrs = llm_query_batched(ps)\nprint('|'.join(rs))\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	buf_init(&b, 0);
+	for (int i = 0; i < 8; i++)
+		buf_printf(&b, "%sThe colour is c%d.", i ? "|" : "", i);
+	snprintf(want, sizeof(want), "REPL output:\n%s", b.p);
+	CHECK_MSG_HAS(&v, 1, -1, want);
+	CHECK_INT(v.r.sub_calls, 8);
+	CHECK_INT(v.r.calls, 10);
+	CHECK(v.r.sub_usage.input_tokens > 0);
+	CHECK_INT(v.r.usage.input_tokens,
+		  v.r.root_usage.input_tokens + v.r.sub_usage.input_tokens);
+	/* 8 calls of 300 ms in parallel, not 2.4 s one after another. */
+	CHECK_MSG(v.r.sub_ns < 1500000000LL * slow_factor(), "sub_ns %lld",
+		  (long long)v.r.sub_ns);
+	CHECK(v.r.sub_ns >= 300000000LL);
+	CHECK(v.r.exec_ns >= v.r.sub_ns);
+	buf_release(&b);
+	env_free(&v);
+}
+
+TEST(window_bounds_sub_calls_in_flight)
+{
+	struct env v;
+	env_init_full(&v, SUB_SIM, "ttft=200ms", NULL);
+	v.o.window = 2;
+	says(&v, "```repl\nrs = llm_query_batched(['Question: x?\\nText:\\nx is %d.' % i for i in "
+		 "range(6)])\nprint(rs[5])\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nx is 5.");
+	/* 6 calls of 200 ms, 2 at a time: 3 rounds. */
+	CHECK_MSG(v.r.sub_ns >= 580000000LL, "sub_ns %lld", (long long)v.r.sub_ns);
+	CHECK_INT(v.r.sub_calls, 6);
+	env_free(&v);
+}
+
+TEST(sub_call_failure_is_an_error_string)
+{
+	struct env v;
+	struct fake_reply bad = {400, NULL, "{\"error\":{\"message\":\"prompt rejected by policy\"}}",
+				 FAKE_NORMAL, 0};
+	env_init(&v, SUB_FAKE);
+	fakesrv_set_default(v.sub_srv, &bad);
+	says(&v, "```repl\nr = llm_query('hi')\nprint('got:', r)\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "got: Error: ");
+	CHECK_MSG_HAS(&v, 1, -1, "prompt rejected by policy");
+	CHECK_INT(v.r.failed_calls, 1);
+	CHECK_CONTAINS(v.r.warning, "1 of 1 sub-calls failed");
+	/* The sub-call was one user message with the prompt. */
+	{
+		const char *role;
+		char *m = message(v.sub_srv, 0, 0, &role);
+		CHECK_STR(m, "hi");
+		CHECK_STR(role, "user");
+		CHECK_INT(n_messages(v.sub_srv, 0), 1);
+		free(m);
+	}
+	env_free(&v);
+}
+
+TEST(sub_call_model_routing)
+{
+	struct env v;
+	env_init(&v, SUB_FAKE);
+	says(&v, "```repl\nprint(llm_query('a', model='nope'))\nprint(llm_query('b', "
+		 "model='root-m'))\nprint(llm_query('c', model='sub-m'))\n```");
+	says(&v, "the root answers a sub-call");
+	says(&v, "FINAL(done)");
+	says_full(v.sub_srv, "the sub answers", "stop", 5, 5, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "done");
+	CHECK_MSG_HAS(&v, 2, -1,
+		      "REPL output:\nError: unknown model 'nope' (available: sub-m, root-m)\nthe "
+		      "root answers a sub-call\nthe sub answers");
+	CHECK_INT(fakesrv_count(v.sub_srv), 1);
+	CHECK_INT(fakesrv_count(v.root_srv), 3);
+	CHECK_INT(v.r.sub_calls, 2);
+	env_free(&v);
+}
+
+/* ---- budgets ---- */
+
+TEST(token_budget_refuses_a_sub_call)
+{
+	struct env v;
+	env_init(&v, SUB_FAKE);
+	v.o.max_tokens = 8000;
+	says_full(v.root_srv,
+		  "```repl\nanswer['content'] = 'partial'\nr = llm_query('x' * 20000)\nprint(r)\n```",
+		  "stop", 5000, 100, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_TOKENS);
+	CHECK_STR(v.r.answer, "partial");
+	CHECK_CONTAINS(v.r.stop_detail, "token budget exhausted");
+	CHECK_INT(fakesrv_count(v.sub_srv), 0);
+	CHECK_INT(fakesrv_count(v.root_srv), 1);
+	CHECK_INT(v.r.sub_calls, 0);
+	CHECK_INT(v.r.execs, 1);
+	env_free(&v);
+}
+
+TEST(token_budget_refuses_a_root_call)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_tokens = 5500;
+	says_full(v.root_srv, "```repl\nanswer['content'] = 'so far'\nprint('x' * 4000)\n```", "stop",
+		  5000, 100, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_TOKENS);
+	CHECK_STR(v.r.answer, "so far");
+	CHECK_CONTAINS(v.r.stop_detail, "root call of turn 2 was not sent");
+	CHECK_INT(fakesrv_count(v.root_srv), 1);
+	CHECK_INT(v.r.iterations, 2);
+	env_free(&v);
+}
+
+TEST(cost_budget_stops_the_solve)
+{
+	struct env v;
+	struct llm_price price = {1000.0, 1000.0, 1000.0, 1000.0, true}; /* $1 per 1,000 tokens */
+	env_init_full(&v, SUB_FAKE, NULL, &price);
+	v.o.max_cost = 1.0;
+	says_full(v.root_srv, "```repl\nanswer['content'] = 'cheap'\nprint(llm_query('hi'))\n```",
+		  "stop", 5000, 100, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_COST);
+	CHECK_STR(v.r.answer, "cheap");
+	CHECK_CONTAINS(v.r.stop_detail, "cost budget exhausted ($5.1000 of $1.0000 spent)");
+	CHECK_MSG(v.r.cost > 5.09 && v.r.cost < 5.11, "cost %f", v.r.cost);
+	CHECK(v.r.root_cost == v.r.cost);
+	CHECK_INT(fakesrv_count(v.sub_srv), 0);
+	env_free(&v);
+}
+
+TEST(sub_call_budget)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_sub_calls = 3;
+	says(&v, "```repl\nanswer['content'] = 'some'\nrs = llm_query_batched(['Question: "
+		 "x?\\nText:\\nx is 1.'] * 5)\nprint(sum(r.startswith('Error: sub-call budget "
+		 "exhausted') for r in rs))\n```");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_CALLS);
+	CHECK_STR(v.r.answer, "some");
+	CHECK_INT(v.r.sub_calls, 3);
+	CHECK_CONTAINS(v.r.stop_detail, "sub-call budget exhausted (3 of 3 sub-calls made)");
+	CHECK_CONTAINS(v.events.p, "output:1\nnotice:1\n");
+	env_free(&v);
+}
+
+/* ---- time and cancel ---- */
+
+TEST(timeout_mid_exec)
+{
+	struct env v;
+	int64_t t0;
+	env_init(&v, SUB_SIM);
+	v.o.timeout_ns = 1500000000LL;
+	says(&v, "```repl\nanswer['content'] = 'slow'\nimport time\ntime.sleep(30)\n```");
+	t0 = now_ns();
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_TIMEOUT);
+	CHECK_STR(v.r.answer, "slow");
+	CHECK_CONTAINS(v.r.stop_detail, "time limit of 1.5 s passed while code was running");
+	CHECK_MSG(now_ns() - t0 < (1500000000LL + 2 * SEC) * slow_factor(), "took %lld ms",
+		  (long long)((now_ns() - t0) / 1000000));
+	env_free(&v);
+}
+
+TEST(timeout_mid_sub_call)
+{
+	struct env v;
+	struct fake_reply hang = {200, NULL, NULL, FAKE_HANG, 0};
+	int64_t t0;
+	env_init(&v, SUB_FAKE);
+	fakesrv_set_default(v.sub_srv, &hang);
+	v.o.timeout_ns = 1500000000LL;
+	says(&v, "```repl\nanswer['content'] = 'waiting'\nprint(llm_query('hi'))\n```");
+	t0 = now_ns();
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_TIMEOUT);
+	CHECK_STR(v.r.answer, "waiting");
+	CHECK_CONTAINS(v.r.stop_detail, "passed during a sub-call");
+	CHECK_MSG(now_ns() - t0 < (1500000000LL + 2 * SEC) * slow_factor(), "took %lld ms",
+		  (long long)((now_ns() - t0) / 1000000));
+	env_free(&v);
+}
+
+TEST(timeout_mid_root_call)
+{
+	struct env v;
+	int64_t t0;
+	env_init(&v, SUB_SIM);
+	v.o.timeout_ns = 1000000000LL;
+	says_full(v.root_srv, "FINAL(too late)", "stop", 10, 10, 10000);
+	t0 = now_ns();
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_TIMEOUT);
+	CHECK(v.r.answer == NULL);
+	CHECK_CONTAINS(v.r.stop_detail, "1 s passed while the root model was answering");
+	CHECK_MSG(now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
+		  (long long)((now_ns() - t0) / 1000000));
+	env_free(&v);
+}
+
+struct canceller {
+	atomic_bool flag;
+	int64_t after_ns;
+};
+
+static void *cancel_later(void *arg)
+{
+	struct canceller *c = arg;
+	sleep_ns(c->after_ns);
+	atomic_store(&c->flag, true);
+	return NULL;
+}
+
+TEST(cancel_mid_exec)
+{
+	struct env v;
+	struct canceller c;
+	pthread_t th;
+	int64_t t0;
+	env_init(&v, SUB_SIM);
+	atomic_init(&c.flag, false);
+	c.after_ns = 500000000LL;
+	v.o.cancel = &c.flag;
+	says(&v, "```repl\nanswer['content'] = 'so far'\nimport time\ntime.sleep(30)\n```");
+	t0 = now_ns();
+	pthread_create(&th, NULL, cancel_later, &c);
+	CHECK_INT(solve(&v, "q?"), 0);
+	pthread_join(th, NULL);
+	CHECK_INT(v.r.stop, RLM_STOP_CANCEL);
+	CHECK_STR(v.r.answer, "so far");
+	CHECK_MSG(now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
+		  (long long)((now_ns() - t0) / 1000000));
+	env_free(&v);
+}
+
+TEST(cancel_mid_sub_call)
+{
+	struct env v;
+	struct canceller c;
+	struct fake_reply hang = {200, NULL, NULL, FAKE_HANG, 0};
+	pthread_t th;
+	int64_t t0;
+	env_init(&v, SUB_FAKE);
+	fakesrv_set_default(v.sub_srv, &hang);
+	atomic_init(&c.flag, false);
+	c.after_ns = 500000000LL;
+	v.o.cancel = &c.flag;
+	says(&v, "```repl\nprint(llm_query_batched(['a', 'b', 'c']))\n```");
+	t0 = now_ns();
+	pthread_create(&th, NULL, cancel_later, &c);
+	CHECK_INT(solve(&v, "q?"), 0);
+	pthread_join(th, NULL);
+	CHECK_INT(v.r.stop, RLM_STOP_CANCEL);
+	CHECK(v.r.answer == NULL);
+	CHECK_MSG(now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
+		  (long long)((now_ns() - t0) / 1000000));
+	env_free(&v);
+}
+
+/* ---- outputs ---- */
+
+TEST(huge_print_is_cut_in_the_next_request)
+{
+	struct env v;
+	const struct fake_request *q;
+	env_init(&v, SUB_SIM);
+	v.o.output_limit = 1000;
+	says(&v, "```repl\nprint('y' * 200000)\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	q = fakesrv_request(v.root_srv, 1);
+	CHECK(q);
+	CHECK_MSG(q->body_len < 10000, "request of %zu bytes", q->body_len);
+	CHECK_MSG_HAS(&v, 1, -1, "yyyyyyyyyy");
+	CHECK_MSG_HAS(&v, 1, -1, "characters omitted");
+	CHECK_MSG_HAS(&v, 1, -1, "200,001"); /* the true length, newline included */
+	env_free(&v);
+}
+
+TEST(unterminated_block_of_a_cut_reply_still_runs)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says_full(v.root_srv,
+		  "```repl\nanswer['content'] = 'cut'\nanswer['ready'] = True\nprint('this line is "
+		  "cu",
+		  "length", 100, 50, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "cut");
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	env_free(&v);
+}
+
+TEST(indented_fence_code_is_dedented)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "1. Compute:\r\n   ```repl\r\n   x = 5\r\n   if x:\r\n       FINAL(x * 2)\r\n   ```\r\n");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "10");
+	env_free(&v);
+}
+
+/* ---- progress ---- */
+
+struct prog {
+	pthread_mutex_t mu;
+	struct buf log;
+	int concurrent, max_concurrent;
+};
+
+static void on_progress(const struct rlm_progress *p, void *arg)
+{
+	struct prog *pr = arg;
+	pthread_mutex_lock(&pr->mu);
+	buf_printf(&pr->log, "%s %zu/%zu @%d\n", p->phase, p->done, p->total, p->level);
+	pthread_mutex_unlock(&pr->mu);
+}
+
+TEST(progress_phases)
+{
+	struct env v;
+	struct prog pr;
+	env_init(&v, SUB_SIM);
+	pthread_mutex_init(&pr.mu, NULL);
+	buf_init(&pr.log, 0);
+	v.o.progress = on_progress;
+	v.o.progress_arg = &pr;
+	says(&v, "```repl\nllm_query_batched(['a', 'b'])\n```");
+	says(&v, "FINAL(x)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(pr.log.p, "root 0/1 @1\nexec 0/1 @1\nsub 1/2 @1\nsub 2/2 @1\nroot 0/1 @2\n");
+	buf_release(&pr.log);
+	pthread_mutex_destroy(&pr.mu);
+	env_free(&v);
+}
+
+/* ---- the simulator plays both parts ---- */
+
+TEST(sim_root_and_sub_find_the_needle)
+{
+	struct sim_cfg sc;
+	struct sim *sim;
+	struct llm_model_cfg cfg = {0};
+	struct llm_pool_cfg pc = {16};
+	struct rlm_err err = {0, ""};
+	struct llm_model *m;
+	struct llm_pool *pool;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct buf b;
+	struct corpus *ctx;
+	static const char *const filler[] = {
+		"The harbour was quiet that morning and the boats rocked in the grey water.",
+		"Nobody in the village remembered when the old mill had last turned its wheel.",
+		"A long road wound between the hills, past orchards and low stone walls.",
+	};
+	buf_init(&b, 0);
+	for (size_t i = 0; b.len < 300000; i++) {
+		if (i == 2500)
+			buf_puts(&b, "The secret code is 4417.\n");
+		buf_printf(&b, "%s\n", filler[i % 3]);
+	}
+	ctx = corpus_from_text(b.p, b.len);
+	sim_cfg_default(&sc);
+	sim = sim_new(&sc);
+	cfg.kind = LLM_SIM;
+	cfg.name = "sim";
+	cfg.sim = sim;
+	m = llm_model_new(&cfg, &err);
+	CHECK_MSG(m, "%s", err.msg);
+	pool = llm_pool_new(&pc, &err);
+	CHECK(pool);
+	memset(&o, 0, sizeof(o));
+	o.strategy = RLM_REPL;
+	o.pool = pool;
+	o.model = m;
+	o.params = (struct llm_params)LLM_PARAMS_DEFAULT;
+	CHECK_MSG(rlm_solve(&o, "What is the secret code?", ctx, &r, &err) == 0, "%s", err.msg);
+	CHECK_INT(r.stop, RLM_STOP_ANSWER);
+	CHECK_CONTAINS(r.answer, "4417");
+	CHECK(r.found);
+	CHECK(r.sub_calls >= 2);
+	CHECK(r.iterations >= 2);
+	rlm_result_release(&r);
+	llm_pool_free(pool);
+	llm_model_free(m);
+	sim_free(sim);
+	corpus_free(ctx);
+	buf_release(&b);
+}

@@ -1,0 +1,1121 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_repl.c -- the REPL worker, driven for real: /usr/bin/python3
+ * running the embedded runtime. Contexts, persistence, output cutting,
+ * tracebacks, interrupts and restarts, crashes, hostile frames, sub-calls,
+ * answers, the worker's environment and fds, deadlines and cancels, and
+ * the frame parser. */
+#include "harness.h"
+#include "../common/common.h"
+#include "../common/json.h"
+#include "../repl/repl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MS 1000000LL
+
+/* ---- helpers ---- */
+
+static const char ctx_text[] = "héllo 日本 😀\nsecond line\n";
+
+static void cfg_init(struct repl_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ctx.text = ctx_text;
+	cfg->ctx.len = strlen(ctx_text);
+	cfg->exec_timeout_ns = 20000 * MS;
+}
+
+static struct repl *start(const struct repl_cfg *cfg)
+{
+	struct repl *r = NULL;
+	struct rlm_err err = {0, ""};
+	int rc = repl_start(cfg, &r, &err);
+	CHECK_MSG(rc == 0, "repl_start: %d %s", rc, err.msg);
+	CHECK(r != NULL);
+	return r;
+}
+
+static struct repl *start_default(void)
+{
+	struct repl_cfg cfg;
+	cfg_init(&cfg);
+	return start(&cfg);
+}
+
+/* Run code, expecting rc 0; res is filled (release it). */
+static void run(struct repl *r, const char *code, struct repl_result *res)
+{
+	struct rlm_err err = {0, ""};
+	int rc = repl_exec(r, code, strlen(code), 0, res, &err);
+	CHECK_MSG(rc == 0, "repl_exec(%s): %d %s", code, rc, err.msg);
+	CHECK(res->output != NULL);
+	CHECK_INT(strlen(res->output), res->len);
+}
+
+/* Run code and compare its whole output. */
+static void expect(struct repl *r, const char *code, const char *want)
+{
+	struct repl_result res;
+	run(r, code, &res);
+	CHECK_MSG(strcmp(res.output, want) == 0, "%s: output \"%s\", want \"%s\"", code, res.output,
+		  want);
+	repl_result_release(&res);
+}
+
+static pid_t worker_pid(const struct repl *r)
+{
+	struct repl_stats st;
+	repl_stats(r, &st);
+	return st.pid;
+}
+
+/* Wait (up to 3 s) until pid has exited: a zombie, or gone. */
+static bool wait_zombie(pid_t pid)
+{
+	char path[64], st[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 300; i++) {
+		FILE *f = fopen(path, "r");
+		bool z;
+		if (!f)
+			return true;
+		z = fgets(st, sizeof(st), f) && strstr(st, ") Z ");
+		fclose(f);
+		if (z)
+			return true;
+		sleep_ns(10 * MS);
+	}
+	return false;
+}
+
+/* Model code that writes a frame (JSON text) to fd 4 itself. */
+static char *raw_frame_code(const char *json)
+{
+	return xasprintf("import os\nb = '''%s'''.encode()\n"
+			 "os.write(4, len(b).to_bytes(4, 'big') + b)\n",
+			 json);
+}
+
+/* ---- contexts ---- */
+
+TEST(context_str_counts_characters)
+{
+	struct repl *r = start_default();
+	struct repl_stats st;
+	expect(r, "len(context)", "23\n");
+	expect(r, "context[6:8]", "'日本'\n");
+	expect(r, "context[9]", "'😀'\n");
+	expect(r, "type(context).__name__", "'str'\n");
+	repl_stats(r, &st);
+	CHECK(st.pid > 0);
+	CHECK(strncmp(st.python, "3.", 2) == 0);
+	CHECK(st.start_ns > 0);
+	CHECK_INT(st.restarts, 0);
+	repl_free(r);
+}
+
+TEST(context_documents)
+{
+	static const char text[] = "é日本😀xyz";
+	size_t off[] = {0, 2, 8, 13, 15}, len[] = {2, 6, 5, 2, 0};
+	struct repl_cfg cfg;
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.ctx.text = text;
+	cfg.ctx.len = strlen(text);
+	cfg.ctx.docs = true;
+	cfg.ctx.doc_off = off;
+	cfg.ctx.doc_len = len;
+	cfg.ctx.n_docs = 5;
+	r = start(&cfg);
+	expect(r, "[len(d) for d in context]", "[1, 2, 2, 2, 0]\n");
+	expect(r, "context", "['é', '日本', '😀x', 'yz', '']\n");
+	repl_free(r);
+}
+
+TEST(context_empty_and_invalid)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct rlm_err err = {0, ""};
+	size_t off = 3, len = 5;
+	cfg_init(&cfg);
+	cfg.ctx.text = "";
+	cfg.ctx.len = 0;
+	r = start(&cfg);
+	expect(r, "context", "''\n");
+	repl_free(r);
+	cfg.ctx.docs = true;
+	r = start(&cfg);
+	expect(r, "context", "[]\n");
+	repl_free(r);
+	/* A document outside the text. */
+	cfg.ctx.text = "abcd";
+	cfg.ctx.len = 4;
+	cfg.ctx.doc_off = &off;
+	cfg.ctx.doc_len = &len;
+	cfg.ctx.n_docs = 1;
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
+	CHECK(r == NULL);
+	CHECK_CONTAINS(err.msg, "document 0");
+	/* Invalid UTF-8 becomes U+FFFD. */
+	cfg.ctx.docs = false;
+	cfg.ctx.text = "a\xff"
+		       "b";
+	cfg.ctx.len = 3;
+	r = start(&cfg);
+	expect(r, "context",
+	       "'a\xef\xbf\xbd"
+	       "b'\n");
+	repl_free(r);
+}
+
+/* ---- running code ---- */
+
+TEST(variables_persist_and_expressions_echo)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	expect(r, "x = 41", "");
+	expect(r, "x + 1", "42\n");
+	expect(r, "def f(a):\n    return a * 2\n", "");
+	expect(r, "f(x)", "82\n");
+	expect(r, "None", "");
+	expect(r, "print('a'); 'b'", "a\n'b'\n");
+	expect(r, "import sys\nprint('out')\nprint('err', file=sys.stderr)\n", "out\nerr\n");
+	expect(r, "import json", "");
+	run(r, "_hidden = 1\ny = [1]", &res);
+	CHECK_INT(res.n_vars, 3);
+	CHECK_STR(res.vars[0], "x");
+	CHECK_STR(res.vars[1], "f");
+	CHECK_STR(res.vars[2], "y");
+	CHECK(res.vars[3] == NULL);
+	CHECK(!res.error && !res.interrupted && !res.restarted && !res.ready);
+	CHECK(res.ns > 0);
+	repl_result_release(&res);
+	expect(r, "SHOW_VARS()", "Variables:\n  x: int\n  f: function\n  y: list\n");
+	repl_free(r);
+}
+
+TEST(code_with_bad_bytes_is_an_error_not_a_crash)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	struct rlm_err err;
+	static const char nul[] = "x = 1\0 + 2";
+	CHECK_INT(repl_exec(r, nul, sizeof(nul) - 1, 0, &res, &err), 0);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "null bytes");
+	repl_result_release(&res);
+	expect(r, "s = 'a\xff'\nlen(s)", "2\n");
+	repl_free(r);
+}
+
+TEST(tracebacks_show_only_model_frames)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	run(r, "def f():\n    return g()\ndef g():\n    return 1 / 0\nf()\n", &res);
+	CHECK(res.error);
+	CHECK_CONTAINS(res.output, "Traceback (most recent call last):\n"
+				   "  File \"<repl>\", line 5, in <module>\n    f()\n");
+	CHECK_CONTAINS(res.output, "  File \"<repl>\", line 4, in g\n    return 1 / 0\n");
+	CHECK_CONTAINS(res.output, "ZeroDivisionError: division by zero\n");
+	CHECK(!strstr(res.output, "<string>"));
+	CHECK(!strstr(res.output, "_run_user"));
+	repl_result_release(&res);
+	/* An error raised by a helper: its frames are the runtime's. */
+	run(r, "llm_query(3)", &res);
+	CHECK(res.error);
+	CHECK_CONTAINS(res.output, "TypeError: llm_query() takes the prompt as a str, not int");
+	CHECK(!strstr(res.output, "<string>"));
+	repl_result_release(&res);
+	run(r, "llm_query_batched(['a', 2])", &res);
+	CHECK_CONTAINS(res.output,
+		       "TypeError: llm_query_batched(): prompts[1] must be a str, not int");
+	repl_result_release(&res);
+	run(r, "llm_query(['a'])", &res);
+	CHECK_CONTAINS(res.output, "use llm_query_batched");
+	repl_result_release(&res);
+	run(r, "def (", &res);
+	CHECK(res.error);
+	CHECK_CONTAINS(res.output, "SyntaxError");
+	repl_result_release(&res);
+	/* A function from an earlier exec and stdlib frames. */
+	run(r, "import json\njson.loads('{')", &res);
+	CHECK_CONTAINS(res.output, "json.decoder.JSONDecodeError");
+	CHECK_CONTAINS(res.output, "File \"<repl>\", line 2, in <module>");
+	repl_result_release(&res);
+	expect(r, "f2 = 1", "");
+	repl_free(r);
+}
+
+TEST(odd_code_does_not_break_the_runtime)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	run(r, "globals()[1] = 2\nimport sys\nsys.stdout.close()\nsys.stdout = None", &res);
+	CHECK(!res.restarted);
+	repl_result_release(&res);
+	expect(r, "print('still here')", "still here\n");
+	run(r, "class D(dict):\n    def get(self, *a):\n        raise ValueError\n"
+	       "answer = D(content='c', ready=True)",
+	    &res);
+	CHECK(!res.restarted && res.ready);
+	CHECK_STR(res.answer, "c");
+	repl_result_release(&res);
+	run(r, "class S:\n    def __str__(self):\n        raise ValueError('no str')\nFINAL_VAR(S())",
+	    &res);
+	CHECK(!res.restarted && !res.ready && res.error);
+	CHECK_CONTAINS(res.output, "no str");
+	repl_result_release(&res);
+	expect(r, "print('\\0x'); print('\\udc80')", "\xef\xbf\xbdx\n?\n");
+	repl_free(r);
+}
+
+/* ---- output limits ---- */
+
+TEST(output_is_cut_head_and_tail)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	cfg.output_limit = 1000;
+	r = start(&cfg);
+	run(r, "print('A' * 3000 + '日' * 2000 + 'Z' * 1000)", &res);
+	CHECK_INT(res.output_chars, 6001);
+	CHECK(strncmp(res.output, "AAAA", 4) == 0);
+	CHECK_CONTAINS(res.output, "\n[... 5,001 of 6,001 characters omitted ...]\n");
+	CHECK(res.len > 1000 && res.len < 1200);
+	CHECK(strcmp(res.output + res.len - 6, "ZZZZZ\n") == 0);
+	repl_result_release(&res);
+	/* Exactly at the limit: untouched. */
+	run(r, "print('日' * 999)", &res);
+	CHECK_INT(res.output_chars, 1000);
+	CHECK(!strstr(res.output, "omitted"));
+	repl_result_release(&res);
+	repl_free(r);
+}
+
+TEST(print_flood_does_not_take_memory)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	long rss;
+	/* 50 MB in 500 prints, then 200,000 small ones. */
+	run(r, "for i in range(500):\n    print('x' * 99999)\n", &res);
+	CHECK_INT(res.output_chars, 50000000);
+	CHECK(res.len < 21000);
+	CHECK_CONTAINS(res.output, "[... 49,980,000 of 50,000,000 characters omitted ...]");
+	repl_result_release(&res);
+	run(r, "for i in range(200000):\n    print(i)\n", &res);
+	CHECK_CONTAINS(res.output, "199999\n");
+	CHECK_CONTAINS(res.output, "characters omitted");
+	repl_result_release(&res);
+	run(r, "import resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)", &res);
+	rss = atol(res.output);
+	CHECK_MSG(rss > 0 && rss < 80000, "the worker's peak RSS is %ld KiB", rss);
+	repl_result_release(&res);
+	repl_free(r);
+}
+
+TEST(truncate_function)
+{
+	size_t n;
+	char *s = repl_truncate("abcdef", 6, 6, &n);
+	CHECK_STR(s, "abcdef");
+	CHECK_INT(n, 6);
+	free(s);
+	s = repl_truncate("aé日😀bcdefgh", strlen("aé日😀bcdefgh"), 4, &n);
+	CHECK_STR(s, "aé\n[... 7 of 11 characters omitted ...]\ngh");
+	CHECK_INT(n, strlen(s));
+	free(s);
+	s = repl_truncate("line\nline\nline\n", 15, 10, NULL);
+	CHECK_STR(s, "line\n[... 5 of 15 characters omitted ...]\nline\n");
+	free(s);
+	s = repl_truncate("xyz", 3, 0, NULL);
+	CHECK_STR(s, "\n[... 3 of 3 characters omitted ...]\n");
+	free(s);
+}
+
+/* ---- interrupts and restarts ---- */
+
+TEST(sigint_interrupts_and_keeps_variables)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	int64_t t0;
+	cfg_init(&cfg);
+	cfg.exec_timeout_ns = 200 * MS;
+	r = start(&cfg);
+	expect(r, "kept = 7", "");
+	t0 = now_ns();
+	run(r, "import time\nprint('before')\ntime.sleep(60)", &res);
+	CHECK(now_ns() - t0 < 2000 * MS);
+	CHECK(res.interrupted && res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "before\n");
+	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+	CHECK_CONTAINS(res.output, "time limit of 0.2 s");
+	repl_result_release(&res);
+	expect(r, "kept", "7\n");
+	/* A busy loop is interrupted too. */
+	run(r, "while True:\n    pass\n", &res);
+	CHECK(res.interrupted && !res.restarted);
+	repl_result_release(&res);
+	expect(r, "kept + 1", "8\n");
+	repl_free(r);
+}
+
+TEST(sigkill_restarts_when_sigint_is_ignored)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	struct repl_stats st;
+	pid_t old;
+	cfg_init(&cfg);
+	cfg.exec_timeout_ns = 200 * MS;
+	cfg.grace_ns = 300 * MS;
+	r = start(&cfg);
+	expect(r, "lost = 1", "");
+	old = worker_pid(r);
+	run(r,
+	    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
+	    &res);
+	CHECK(res.restarted && res.interrupted && res.error);
+	CHECK_CONTAINS(res.output, "REPL was restarted");
+	CHECK_CONTAINS(res.output, "variables are gone");
+	CHECK_CONTAINS(res.output, "time limit of 0.2 s");
+	repl_result_release(&res);
+	CHECK(worker_pid(r) != old);
+	CHECK(kill(old, 0) < 0 && errno == ESRCH);
+	run(r, "lost", &res);
+	CHECK(res.error);
+	CHECK_CONTAINS(res.output, "NameError");
+	repl_result_release(&res);
+	expect(r, "len(context)", "23\n");
+	repl_stats(r, &st);
+	CHECK_INT(st.restarts, 1);
+	repl_free(r);
+}
+
+TEST(crash_exit_is_reported_with_its_output)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	expect(r, "v = 1", "");
+	run(r, "import os\nos.write(2, b'last words\\n')\nos._exit(3)", &res);
+	CHECK(res.restarted && res.error);
+	CHECK_CONTAINS(res.output, "REPL was restarted: the worker died (exit status 3)");
+	CHECK_CONTAINS(res.output, "variables are gone");
+	CHECK_CONTAINS(res.output, "last words");
+	repl_result_release(&res);
+	expect(r, "context[:5]", "'héllo'\n");
+	repl_free(r);
+}
+
+TEST(crash_segfault_is_reported)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	run(r, "import ctypes\nctypes.string_at(0)", &res);
+	CHECK(res.restarted && res.error);
+	CHECK_CONTAINS(res.output, "REPL was restarted");
+	CHECK_CONTAINS(res.output, "signal 11");
+	repl_result_release(&res);
+	expect(r, "1 + 1", "2\n");
+	repl_free(r);
+}
+
+TEST(worker_killed_between_execs_is_restarted)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	pid_t pid = worker_pid(r);
+	kill(pid, SIGKILL);
+	CHECK(wait_zombie(pid));
+	run(r, "3 * 3", &res);
+	CHECK_MSG(res.restarted && !res.error, "%s", res.output);
+	CHECK_CONTAINS(res.output, "REPL was restarted: the worker died between execs");
+	CHECK_CONTAINS(res.output, "\n9\n");
+	repl_result_release(&res);
+	repl_free(r);
+}
+
+/* ---- hostile frames ---- */
+
+static void hostile(const char *code, const char *reason)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	int64_t t0 = now_ns();
+	expect(r, "gone = 1", "");
+	run(r, code, &res);
+	CHECK_MSG(now_ns() - t0 < 3000 * MS, "took %lld ms", (long long)((now_ns() - t0) / MS));
+	CHECK(res.restarted);
+	CHECK_CONTAINS(res.output, "REPL was restarted: the worker broke the protocol");
+	CHECK_CONTAINS(res.output, reason);
+	repl_result_release(&res);
+	run(r, "gone", &res);
+	CHECK_CONTAINS(res.output, "NameError");
+	repl_result_release(&res);
+	expect(r, "len(context)", "23\n");
+	repl_free(r);
+}
+
+TEST(hostile_huge_length_header)
+{
+	hostile("import os, time\nos.write(4, b'\\x80\\x00\\x00\\x00')\ntime.sleep(30)",
+		"a frame of 2147483648 bytes (the cap is 67108864)");
+}
+
+TEST(hostile_garbage_json)
+{
+	hostile("import os, time\nos.write(4, b'\\x00\\x00\\x00\\x05hello')\ntime.sleep(30)",
+		"not a JSON object");
+}
+
+TEST(hostile_result_with_wrong_id)
+{
+	char *code = raw_frame_code(
+	    "{\"type\":\"result\",\"id\":999,\"output\":\"\",\"output_chars\":0,\"error\":false,"
+	    "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[]}");
+	hostile(code, "a result for 999");
+	free(code);
+}
+
+TEST(hostile_unknown_type_and_bad_fields)
+{
+	char *code = raw_frame_code("{\"type\":\"exec\",\"id\":1,\"code\":\"x\"}");
+	hostile(code, "unknown type 'exec'");
+	free(code);
+	code = raw_frame_code("{\"type\":\"call\",\"id\":1,\"exec\":2,\"kind\":\"llm\",\"batched\":"
+			      "false,\"model\":5,\"prompts\":[\"a\"]}");
+	hostile(code, "field 'model'");
+	free(code);
+}
+
+TEST(hostile_call_from_thread_after_exec)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	char *raw = raw_frame_code("{\"type\":\"call\",\"id\":77,\"exec\":1,\"kind\":\"llm\","
+				   "\"batched\":false,\"model\":null,\"prompts\":[\"x\"]}");
+	struct buf code = BUF_INIT;
+	buf_printf(&code, "import threading, time\ndef late():\n    time.sleep(0.1)\n");
+	for (char *line = strtok(raw, "\n"); line; line = strtok(NULL, "\n"))
+		buf_printf(&code, "    %s\n", line);
+	buf_puts(&code, "threading.Thread(target=late).start()\n");
+	expect(r, code.p, "");
+	sleep_ns(400 * MS);
+	run(r, "2 + 2", &res);
+	CHECK(res.restarted && !res.error);
+	CHECK_CONTAINS(res.output, "REPL was restarted: the worker broke the protocol (a call "
+				   "arrived after its exec had ended");
+	CHECK_CONTAINS(res.output, "\n4\n");
+	repl_result_release(&res);
+	/* The runtime's own helpers refuse such calls instead. */
+	run(r,
+	    "import threading, time\nerrs = []\ndef late():\n    time.sleep(0.1)\n"
+	    "    try:\n        llm_query('x')\n    except RuntimeError as e:\n"
+	    "        errs.append(str(e))\nthreading.Thread(target=late).start()\n",
+	    &res);
+	repl_result_release(&res);
+	sleep_ns(300 * MS);
+	run(r, "errs", &res);
+	CHECK(!res.restarted);
+	CHECK_CONTAINS(res.output, "no code is running");
+	repl_result_release(&res);
+	buf_release(&code);
+	free(raw);
+	repl_free(r);
+}
+
+static void big_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	(void)arg;
+	for (size_t i = 0; i < c->n; i++) {
+		texts[i] = xmalloc(4 << 20);
+		memset(texts[i], 'y', (4 << 20) - 1);
+		texts[i][(4 << 20) - 1] = '\0';
+		errors[i] = false;
+	}
+}
+
+/* A worker that sends a call and never reads the (4 MiB) reply, nor stops
+ * on SIGINT: the write must not hang us. */
+TEST(hostile_worker_that_stops_reading)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	char *raw, *code;
+	int64_t t0;
+	cfg_init(&cfg);
+	cfg.exec_timeout_ns = 300 * MS;
+	cfg.grace_ns = 200 * MS;
+	cfg.on_call = big_call;
+	r = start(&cfg);
+	raw = raw_frame_code("{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"llm\","
+			     "\"batched\":false,\"model\":null,\"prompts\":[\"x\"]}");
+	code = xasprintf("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n%s"
+			 "while True:\n    pass\n",
+			 raw);
+	t0 = now_ns();
+	run(r, code, &res);
+	CHECK_MSG(now_ns() - t0 < 3000 * MS, "took %lld ms", (long long)((now_ns() - t0) / MS));
+	CHECK(res.restarted && res.interrupted);
+	CHECK_CONTAINS(res.output, "REPL was restarted: the code ran past its time limit");
+	repl_result_release(&res);
+	expect(r, "1 + 1", "2\n");
+	free(raw);
+	free(code);
+	repl_free(r);
+}
+
+/* ---- sub-calls ---- */
+
+struct seen {
+	int calls;
+	int prompts;
+	bool rlm, batched;
+	char model[32];
+	int64_t deadline;
+};
+
+static void echo_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	struct seen *s = arg;
+	s->calls++;
+	s->prompts += (int)c->n;
+	s->rlm = c->rlm;
+	s->batched = c->batched;
+	snprintf(s->model, sizeof(s->model), "%s", c->model ? c->model : "(null)");
+	s->deadline = c->deadline_ns;
+	for (size_t i = 0; i < c->n; i++) {
+		CHECK_INT(strlen(c->prompts[i]), c->lens[i]);
+		if (strcmp(c->prompts[i], "slow") == 0)
+			sleep_ns(300 * MS);
+		if (strcmp(c->prompts[i], "fail") == 0) {
+			texts[i] = xstrdup("Error: boom");
+			errors[i] = true;
+		} else {
+			texts[i] = xasprintf("echo:%s", c->prompts[i]);
+		}
+	}
+}
+
+TEST(calls_reach_the_handler_in_order)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	cfg.on_call = echo_call;
+	cfg.call_arg = &s;
+	r = start(&cfg);
+	expect(r, "llm_query('hi')", "'echo:hi'\n");
+	CHECK(s.calls == 1 && !s.rlm && !s.batched);
+	CHECK_STR(s.model, "(null)");
+	run(r, "llm_query_batched(['a', 'fail', 'c日本'], model='small')", &res);
+	CHECK_STR(res.output, "['echo:a', 'Error: boom', 'echo:c日本']\n");
+	CHECK_INT(res.calls, 3);
+	repl_result_release(&res);
+	CHECK(s.calls == 2 && s.batched);
+	CHECK_STR(s.model, "small");
+	expect(r, "rlm_query('q', model='m')", "'echo:q'\n");
+	CHECK(s.rlm && !s.batched);
+	expect(r, "rlm_query_batched(['p', 'q'])", "['echo:p', 'echo:q']\n");
+	CHECK(s.rlm && s.batched);
+	expect(r, "llm_query_batched([])", "[]\n");
+	CHECK_INT(s.calls, 4);
+	/* Threads may call too. */
+	expect(r,
+	       "import threading\nout = [None] * 8\n"
+	       "def w(i):\n    out[i] = llm_query(str(i))\n"
+	       "ts = [threading.Thread(target=w, args=(i,)) for i in range(8)]\n"
+	       "[t.start() for t in ts]; [t.join() for t in ts]\nout == ['echo:%d' % i for i in "
+	       "range(8)]",
+	       "True\n");
+	CHECK_INT(s.calls, 12);
+	repl_free(r);
+}
+
+TEST(calls_without_handler_get_errors)
+{
+	struct repl *r = start_default();
+	expect(r, "llm_query('x')", "'Error: sub-calls are not available in this REPL'\n");
+	repl_free(r);
+}
+
+TEST(call_time_does_not_count_against_the_limit)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	cfg.exec_timeout_ns = 200 * MS;
+	cfg.on_call = echo_call;
+	cfg.call_arg = &s;
+	r = start(&cfg);
+	run(r, "a = llm_query('slow')\nb = llm_query('slow')\na + b", &res);
+	CHECK(!res.interrupted && !res.error);
+	CHECK_STR(res.output, "'echo:slowecho:slow'\n");
+	CHECK(res.call_ns >= 600 * MS);
+	repl_result_release(&res);
+	repl_free(r);
+}
+
+static void sigint_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	pid_t pid = worker_pid(*(struct repl **)arg);
+	(void)errors;
+	if (strcmp(c->prompts[0], "int") == 0) {
+		kill(pid, SIGINT); /* while it waits for this reply */
+		sleep_ns(50 * MS);
+	}
+	texts[0] = xstrdup("reply");
+}
+
+/* A SIGINT that lands while the worker waits for a reply must not tear the
+ * frame: it is raised when the call returns. */
+TEST(sigint_during_a_call_is_deferred)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	cfg.on_call = sigint_call;
+	cfg.call_arg = &r;
+	r = start(&cfg);
+	run(r, "got = llm_query('int')\nafter = 1", &res);
+	CHECK(res.error && res.interrupted && !res.restarted);
+	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+	CHECK_CONTAINS(res.output, "line 1, in <module>");
+	repl_result_release(&res);
+	expect(r, "'got' in globals(), 'after' in globals(), llm_query('again')",
+	       "(False, False, 'reply')\n");
+	repl_free(r);
+}
+
+TEST(call_caps_are_violations)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	cfg.max_calls_exec = 3;
+	cfg.max_calls_total = 4;
+	cfg.on_call = echo_call;
+	cfg.call_arg = &s;
+	r = start(&cfg);
+	run(r, "llm_query_batched(['a', 'b', 'c', 'd'])", &res);
+	CHECK(res.restarted);
+	CHECK_CONTAINS(res.output, "more than 3 sub-calls (prompts) in one exec");
+	CHECK_INT(s.calls, 0);
+	repl_result_release(&res);
+	expect(r, "llm_query_batched(['a', 'b', 'c'])", "['echo:a', 'echo:b', 'echo:c']\n");
+	expect(r, "llm_query('d')", "'echo:d'\n");
+	run(r, "llm_query('e')", &res);
+	CHECK(res.restarted);
+	CHECK_CONTAINS(res.output, "more than 4 sub-calls (prompts) in this REPL");
+	repl_result_release(&res);
+	repl_free(r);
+}
+
+TEST(frames_over_the_cap_are_refused_in_the_worker)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	cfg.max_frame = 4096;
+	cfg.output_limit = 1000;
+	cfg.on_call = echo_call;
+	cfg.call_arg = &s;
+	r = start(&cfg);
+	run(r, "llm_query_batched(['x' * 3000, 'y' * 3000])", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: llm_query_batched: the prompts take ");
+	CHECK_CONTAINS(res.output, "over the limit of 4,096 for one call");
+	CHECK_INT(s.calls, 0);
+	repl_result_release(&res);
+	run(r, "FINAL('z' * 5000)", &res);
+	CHECK(res.error && !res.ready && !res.restarted);
+	CHECK_CONTAINS(res.output, "error: the answer is too large to send");
+	repl_result_release(&res);
+	expect(r, "llm_query('ok')", "'echo:ok'\n");
+	repl_free(r);
+}
+
+/* ---- answers ---- */
+
+TEST(answer_dict_final_and_final_var)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	struct rlm_err err;
+	run(r, "answer['content'] = 'part'", &res);
+	CHECK(!res.ready && res.answer == NULL);
+	CHECK_STR(res.content, "part");
+	repl_result_release(&res);
+	run(r, "answer['content'] = 'done'\nanswer['ready'] = True", &res);
+	CHECK(res.ready && res.content == NULL);
+	CHECK_STR(res.answer, "done");
+	repl_result_release(&res);
+	/* Reported once, then cleared. */
+	run(r, "answer['ready']", &res);
+	CHECK(!res.ready);
+	CHECK_STR(res.output, "False\n");
+	repl_result_release(&res);
+	run(r, "FINAL(6 * 7)", &res);
+	CHECK(res.ready);
+	CHECK_STR(res.answer, "42");
+	repl_result_release(&res);
+	run(r, "v = [1, 'b']\nFINAL_VAR('v')", &res);
+	CHECK(res.ready);
+	CHECK_STR(res.answer, "[1, 'b']");
+	repl_result_release(&res);
+	run(r, "FINAL_VAR(v)", &res);
+	CHECK_STR(res.answer, "[1, 'b']");
+	repl_result_release(&res);
+	run(r, "FINAL_VAR('missing')", &res);
+	CHECK(!res.ready && res.error);
+	CHECK_CONTAINS(res.output, "NameError: FINAL_VAR: there is no variable named 'missing'");
+	repl_result_release(&res);
+	/* Set, then an error: still the answer. */
+	run(r, "FINAL('early')\n1 / 0", &res);
+	CHECK(res.ready && res.error);
+	CHECK_STR(res.answer, "early");
+	repl_result_release(&res);
+	CHECK_INT(repl_final_var(r, "v", 0, &res, &err), 0);
+	CHECK(res.ready && !res.error);
+	CHECK_STR(res.answer, "[1, 'b']");
+	repl_result_release(&res);
+	CHECK_INT(repl_final_var(r, " \"v\" ", 0, &res, &err), 0);
+	CHECK(res.ready);
+	CHECK_STR(res.answer, "[1, 'b']");
+	repl_result_release(&res);
+	CHECK_INT(repl_final_var(r, "not a name", 0, &res, &err), 0);
+	CHECK(!res.ready && res.error);
+	repl_result_release(&res);
+	CHECK_INT(repl_final_var(r, "nope", 0, &res, &err), 0);
+	CHECK(!res.ready && res.error);
+	CHECK_CONTAINS(res.output, "no variable named 'nope'");
+	repl_result_release(&res);
+	repl_free(r);
+}
+
+TEST(scaffold_names_are_restored)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	cfg.on_call = echo_call;
+	cfg.call_arg = &s;
+	r = start(&cfg);
+	expect(r, "llm_query = 5\ncontext = None\nFINAL = 'x'\ndel SHOW_VARS", "");
+	expect(r, "llm_query('back')", "'echo:back'\n");
+	expect(r, "len(context)", "23\n");
+	run(r, "answer = {'content': 'plain', 'ready': True}", &res);
+	CHECK(res.ready);
+	CHECK_STR(res.answer, "plain");
+	repl_result_release(&res);
+	expect(r, "isinstance(answer, dict), answer['content'], answer['ready']",
+	       "(True, 'plain', False)\n");
+	run(r, "answer = 'not a dict'", &res);
+	CHECK(!res.ready);
+	repl_result_release(&res);
+	expect(r, "answer['content']", "'plain'\n");
+	expect(r, "FINAL('ok')", "");
+	repl_free(r);
+}
+
+/* ---- the worker's process ---- */
+
+TEST(environment_is_scrubbed)
+{
+	struct repl *r;
+	struct repl_result res;
+	setenv("OPENAI_API_KEY", "sk-secret", 1);
+	setenv("PYTHONPATH", "/evil", 1);
+	r = start_default();
+	run(r, "import os\nprint(sorted(os.environ))", &res);
+	CHECK_STR(res.output, "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PYTHONDONTWRITEBYTECODE', "
+			      "'PYTHONIOENCODING', 'TMPDIR']\n");
+	repl_result_release(&res);
+	expect(r, "os.getcwd() == os.environ['TMPDIR'], os.environ['HOME']",
+	       "(True, '/nonexistent')\n");
+	expect(r, "open('/proc/self/environ', 'rb').read().count(b'sk-secret')", "0\n");
+	repl_free(r);
+}
+
+TEST(only_fds_0_to_5_are_open)
+{
+	struct repl *r;
+	int stray = open("/dev/null", O_RDONLY); /* not O_CLOEXEC: must still not leak */
+	CHECK(stray >= 0);
+	r = start_default();
+	expect(r,
+	       "import os\nsorted(int(f) for f in os.listdir('/proc/self/fd') "
+	       "if os.path.exists('/proc/self/fd/' + f))",
+	       "[0, 1, 2, 3, 4, 5]\n");
+	expect(r, "os.readlink('/proc/self/fd/0'), os.readlink('/proc/self/fd/5')[:18]",
+	       "('/dev/null', '/memfd:rlm-context')\n");
+	expect(r, "os.getsid(0) == os.getpid()", "True\n");
+	close(stray);
+	repl_free(r);
+}
+
+TEST(free_leaves_no_process_and_no_scratch)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	struct stat sb;
+	char dir[512];
+	pid_t pid = worker_pid(r);
+	run(r,
+	    "import os\nos.makedirs('a/b/c')\nopen('a/b/c/f', 'w').write('x')\n"
+	    "os.symlink('/etc', 'link')\nos.chmod('a/b', 0)\nprint(os.getcwd())",
+	    &res);
+	snprintf(dir, sizeof(dir), "%.*s", (int)res.len - 1, res.output);
+	repl_result_release(&res);
+	CHECK(stat(dir, &sb) == 0);
+	repl_free(r);
+	CHECK(kill(pid, 0) < 0 && errno == ESRCH);
+	CHECK(stat(dir, &sb) < 0 && errno == ENOENT);
+	CHECK(stat("/etc/passwd", &sb) == 0);
+}
+
+/* The worker exits by itself when fd 3 closes: the controller's process
+ * keeps running (its spawner thread too, so no parent-death signal), but
+ * its fds are gone. */
+TEST(worker_exits_when_its_input_closes)
+{
+	int p[2];
+	pid_t g, w = 0;
+	bool zombie;
+	CHECK(pipe(p) == 0);
+	g = fork();
+	CHECK(g >= 0);
+	if (g == 0) {
+		struct repl *r = start_default();
+		pid_t pid = worker_pid(r);
+		if (write(p[1], &pid, sizeof(pid)) != sizeof(pid))
+			_exit(1);
+		close_range(3, ~0U, 0);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	CHECK(read(p[0], &w, sizeof(w)) == sizeof(w));
+	close(p[0]);
+	zombie = wait_zombie(w);
+	kill(g, SIGKILL);
+	waitpid(g, NULL, 0);
+	CHECK_MSG(zombie, "the worker %d still runs after its input closed", (int)w);
+}
+
+TEST(missing_python_is_a_clear_error)
+{
+	struct repl_cfg cfg;
+	struct repl *r = (struct repl *)1;
+	struct rlm_err err = {0, ""};
+	cfg_init(&cfg);
+	cfg.python = "/nonexistent/python3";
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_ENOTFOUND);
+	CHECK(r == NULL);
+	CHECK_STR(err.msg, "cannot run python '/nonexistent/python3': No such file or directory");
+	cfg.python = "/bin/false";
+	CHECK(repl_start(&cfg, &r, &err) < 0);
+	CHECK(r == NULL);
+	CHECK_CONTAINS(err.msg, "the worker exited while starting (exit status 1)");
+}
+
+static void *one_worker(void *arg)
+{
+	struct repl *r = start_default();
+	char code[64], want[64];
+	int k = *(int *)arg;
+	for (int i = 0; i < 20; i++) {
+		snprintf(code, sizeof(code), "%d * %d", k, i);
+		snprintf(want, sizeof(want), "%d\n", k * i);
+		expect(r, code, want);
+	}
+	repl_free(r);
+	return NULL;
+}
+
+TEST(workers_on_several_threads)
+{
+	pthread_t t[4];
+	int k[4] = {1, 2, 3, 4};
+	for (int i = 0; i < 4; i++)
+		CHECK(pthread_create(&t[i], NULL, one_worker, &k[i]) == 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---- deadlines and cancels ---- */
+
+TEST(deadline_returns_etimeout)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	const char *code = "import time\ntime.sleep(60)";
+	int64_t t0 = now_ns();
+	expect(r, "keep = 3", "");
+	CHECK_INT(repl_exec(r, code, strlen(code), t0 + 300 * MS, &res, &err), RLM_ETIMEOUT);
+	CHECK(now_ns() - t0 < 2000 * MS);
+	CHECK(res.output && res.interrupted && !res.restarted);
+	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+	CHECK_CONTAINS(res.output, "the deadline of the run passed");
+	CHECK_CONTAINS(err.msg, "deadline");
+	repl_result_release(&res);
+	/* Already past: nothing runs. */
+	CHECK_INT(repl_exec(r, "keep = 4", 8, t0, &res, &err), RLM_ETIMEOUT);
+	CHECK_CONTAINS(res.output, "not run");
+	repl_result_release(&res);
+	expect(r, "keep", "3\n");
+	repl_free(r);
+}
+
+static void *set_later(void *arg)
+{
+	sleep_ns(200 * MS);
+	atomic_store((atomic_bool *)arg, true);
+	return NULL;
+}
+
+TEST(cancel_returns_ecancel)
+{
+	struct repl_cfg cfg;
+	atomic_bool cancel = false;
+	struct repl *r;
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	pthread_t t;
+	const char *code = "import time\ntime.sleep(60)";
+	int64_t t0;
+	cfg_init(&cfg);
+	cfg.cancel = &cancel;
+	r = start(&cfg);
+	t0 = now_ns();
+	pthread_create(&t, NULL, set_later, &cancel);
+	CHECK_INT(repl_exec(r, code, strlen(code), 0, &res, &err), RLM_ECANCEL);
+	pthread_join(t, NULL);
+	CHECK(now_ns() - t0 < 2000 * MS);
+	CHECK(res.output && res.interrupted);
+	CHECK_CONTAINS(res.output, "cancelled");
+	repl_result_release(&res);
+	repl_free(r);
+}
+
+TEST(deadline_during_a_call_interrupts_after_it)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	struct repl_result res;
+	struct rlm_err err;
+	const char *code = "got = llm_query('slow')\nimport time\ntime.sleep(60)";
+	int64_t t0;
+	cfg_init(&cfg);
+	cfg.on_call = echo_call;
+	cfg.call_arg = &s;
+	r = start(&cfg);
+	t0 = now_ns();
+	CHECK_INT(repl_exec(r, code, strlen(code), t0 + 100 * MS, &res, &err), RLM_ETIMEOUT);
+	CHECK(res.interrupted && !res.restarted);
+	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+	CHECK_INT(s.deadline, t0 + 100 * MS);
+	CHECK_INT(s.calls, 1);
+	repl_result_release(&res);
+	/* The interrupt came after the reply (or during it, then raised as the
+	 * call returned): the worker is in step either way. */
+	expect(r, "1 + 1", "2\n");
+	repl_free(r);
+}
+
+/* ---- the frame parser ---- */
+
+TEST(frame_parser_table)
+{
+	static const struct {
+		const char *body;
+		const char *want; /* NULL: accepted; else in the error */
+	} cases[] = {
+	    {"{\"type\":\"fatal\",\"error\":\"x\"}", NULL},
+	    {"{\"type\":\"ready\",\"pid\":1,\"python\":\"3.11.2\",\"context_chars\":0,"
+	     "\"documents\":0}",
+	     NULL},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\",\"b\"]}",
+	     NULL},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"llm\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\",\"b\"]}",
+	     "a single call with 2 prompts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"xx\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\"]}",
+	     "unknown kind"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"llm\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[]}",
+	     "without prompts"},
+	    {"{\"type\":\"call\",\"id\":1.5,\"exec\":1,\"kind\":\"llm\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\"]}",
+	     "field 'id'"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"llm\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\",3]}",
+	     "field 'prompts'"},
+	    {"{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":-1,\"error\":false,"
+	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[]}",
+	     "field 'output_chars'"},
+	    {"{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":0,\"error\":false,"
+	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[]}",
+	     NULL},
+	    {"{\"type\":\"result\",\"id\":1}", "field 'output'"},
+	    {"{\"type\":\"fatal\",\"error\":\"\\udc80\"}", "not a JSON object"},
+	    {"{\"type\":\"fatal\",\"error\":\"\xff\"}", "not UTF-8"},
+	    {"{\"type\":\"nope\"}", "unknown type 'nope'"},
+	    {"{\"type\":3}", "without a string 'type'"},
+	    {"[1]", "not a JSON object"},
+	    {"{\"type\":\"fatal\",\"error\":\"x\"} x", "not a JSON object"},
+	    {"", "not a JSON object"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct rlm_err err = {0, ""};
+		cJSON *f = repl_frame_parse(cases[i].body, strlen(cases[i].body), 1 << 20, &err);
+		if (!cases[i].want) {
+			CHECK_MSG(f != NULL, "case %zu: %s", i, err.msg);
+		} else {
+			CHECK_MSG(f == NULL, "case %zu accepted", i);
+			CHECK_MSG(strstr(err.msg, cases[i].want), "case %zu: \"%s\", want \"%s\"",
+				  i, err.msg, cases[i].want);
+		}
+		cJSON_Delete(f);
+	}
+	{
+		struct rlm_err err = {0, ""};
+		CHECK(repl_frame_parse("{\"type\":\"fatal\",\"error\":\"x\"}", 28, 10, &err) ==
+		      NULL);
+		CHECK_INT(err.code, RLM_ETOOBIG);
+	}
+}
