@@ -356,11 +356,11 @@ int cmd_bench_perf(int argc, char **argv)
 		free(s);
 		cJSON_Delete(o);
 	} else {
-		printf("%-26s %-12s %-18s %s\n", "benchmark", "target", "measured", "");
+		printf("%-28s %-14s %-18s %s\n", "benchmark", "target", "measured", "");
 		for (size_t i = 0; i < n_rows; i++) {
 			char val[64];
 			snprintf(val, sizeof(val), "%.3f %s", rows[i].value, rows[i].unit);
-			printf("%-26s %-12s %-18s %s  (%s)\n", rows[i].name, rows[i].target, val,
+			printf("%-28s %-14s %-18s %s  (%s)\n", rows[i].name, rows[i].target, val,
 			       rows[i].value <= rows[i].limit ? "ok" : "MISSED", rows[i].note);
 		}
 	}

@@ -66,14 +66,16 @@
  * FINAL(x) or FINAL_VAR(name)), else null; content is str(content) when
  * content is set (not "" or None) but ready is not (a partial answer), else
  * null. Once reported, ready is cleared in the worker (content is kept), so
- * the next question of a session starts unanswered. Strings the worker
+ * the next question of a session starts unanswered. FINAL_VAR("x") in code
+ * takes the variable x (NameError when there is none); any other argument,
+ * or a str that is not a name, is the answer itself. Strings the worker
  * sends have NULs replaced by U+FFFD and lone surrogates by '?'.
  * A call from a thread of the model's code after its exec ended does not
  * reach the wire: it raises RuntimeError in that thread.
  *
  * The worker is hostile: a frame longer than the cap, not JSON, of an
  * unknown type, a call outside an exec, a result for another id, or more
- * calls (prompts) than the per-exec or per-worker caps allow, is a
+ * calls (prompts) than the per-exec or per-repl caps allow, is a
  * violation: the worker is killed (SIGKILL) and restarted, and the exec's
  * output says so. Anything the worker sent between execs, or its death
  * then, is found at the start of the next exec: the worker is restarted and
@@ -144,7 +146,8 @@ struct repl_cfg {
 	int64_t grace_ns;            /* SIGINT to SIGKILL; 0: 1 s */
 	size_t max_frame;            /* bytes of a frame from the worker; 0: 64 MiB */
 	size_t max_calls_exec;       /* prompts per exec; 0: 10000 */
-	size_t max_calls_total;      /* prompts over the worker's life; 0: 100000 */
+	size_t max_calls_total;      /* prompts over the repl's life, restarts
+				      * included; 0: 100000 */
 	repl_call_fn *on_call;       /* NULL: every call gets an error string */
 	void *call_arg;
 	const atomic_bool *cancel;   /* optional: ends an exec like its deadline */

@@ -166,8 +166,14 @@ int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 		return 0;
 	*f = repl_frame_parse(r->in + r->in_off + 4, n, r->cfg.max_frame, why);
 	r->in_off += 4 + (size_t)n;
-	if (r->in_off == r->in_len)
+	if (r->in_off == r->in_len) {
 		r->in_off = r->in_len = 0;
+		if (r->in_cap > (1u << 20)) { /* after a large frame */
+			free(r->in);
+			r->in = NULL;
+			r->in_cap = 0;
+		}
+	}
 	return *f ? 1 : why->code;
 }
 
