@@ -45,49 +45,6 @@ static const char usage[] =
 
 enum { OPT_FORMAT = OPT_MODEL_LAST + 1, OPT_OUTPUT_LIMIT, OPT_EXEC_TIMEOUT, OPT_PYTHON, OPT_QUIET };
 
-struct subcalls {
-	struct model_setup *ms;
-};
-
-/* llm_query and friends from a cell: every prompt to the sub-model (or the
- * root model when named), all at once on the pool. No budgets here: the
- * user is at the keyboard. */
-static void on_call(void *arg, const struct repl_call *call, char **texts, bool *errors)
-{
-	struct subcalls *sc = arg;
-	struct llm_call *cs = xcalloc(call->n, sizeof(*cs)), **ptrs = xcalloc(call->n, sizeof(*ptrs));
-	struct llm_msg *msgs = xcalloc(call->n, sizeof(*msgs));
-	struct llm_model *m = sc->ms->sub;
-	if (call->model && strcmp(call->model, llm_model_name(sc->ms->model)) == 0)
-		m = sc->ms->model;
-	for (size_t i = 0; i < call->n; i++) {
-		msgs[i] = (struct llm_msg){LLM_USER, call->prompts[i], call->lens[i]};
-		llm_call_init(&cs[i], m, &msgs[i], 1);
-		cs[i].params = sc->ms->params;
-		ptrs[i] = &cs[i];
-	}
-	if (call->model && strcmp(call->model, llm_model_name(m)) != 0) {
-		for (size_t i = 0; i < call->n; i++) {
-			texts[i] = xasprintf("Error: unknown model '%s' (available: %s, %s)",
-					     call->model, llm_model_name(sc->ms->model),
-					     llm_model_name(sc->ms->sub));
-			errors[i] = true;
-		}
-	} else {
-		llm_pool_run(sc->ms->pool, ptrs, call->n);
-		for (size_t i = 0; i < call->n; i++) {
-			errors[i] = cs[i].rc != 0;
-			texts[i] = errors[i] ? xasprintf("Error: %s", cs[i].error ? cs[i].error : "failed")
-					     : xstrndup(cs[i].text, cs[i].len);
-		}
-	}
-	for (size_t i = 0; i < call->n; i++)
-		llm_call_release(&cs[i]);
-	free(cs);
-	free(ptrs);
-	free(msgs);
-}
-
 /* The corpus as the worker's context: one str for a text, a list[str] for
  * documents. *off and *lens (owned) back the offsets table. */
 static void corpus_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
@@ -158,7 +115,10 @@ int cmd_repl(int argc, char **argv)
 	struct corpus *corpus = NULL;
 	struct repl_cfg cfg = {0};
 	struct repl *r = NULL;
-	struct subcalls sc = {NULL};
+	struct rlm_opts ro = {0};
+	struct rlm_result counts = {0};
+	struct rlm_budget budget;
+	struct calls calls;
 	size_t *off = NULL, *lens = NULL;
 	struct rlm_err err = {0, ""};
 	struct buf cell = BUF_INIT;
@@ -225,10 +185,17 @@ int cmd_repl(int argc, char **argv)
 		corpus_free(corpus);
 		return rc == RLM_EINVAL ? 2 : 1;
 	}
-	sc.ms = &ms;
+	/* Sub-calls go through the solve's own handler, without budgets: the
+	 * user is at the keyboard. */
+	ro.pool = ms.pool;
+	ro.model = ms.model;
+	ro.sub_model = ms.sub;
+	ro.params = ms.params;
+	budget_init(&budget, &ro, now_ns());
+	calls_init(&calls, &ro, &counts, &budget, now_ns());
 	corpus_repl_context(corpus, &cfg.ctx, &off, &lens);
-	cfg.on_call = on_call;
-	cfg.call_arg = &sc;
+	cfg.on_call = calls_on_call;
+	cfg.call_arg = &calls;
 	rc = repl_start(&cfg, &r, &err);
 	free(off);
 	free(lens);
@@ -263,6 +230,8 @@ int cmd_repl(int argc, char **argv)
 out:
 	buf_release(&cell);
 	repl_free(r);
+	calls_release(&calls);
+	rlm_result_release(&counts);
 	model_teardown(&ms);
 	corpus_free(corpus);
 	return status;

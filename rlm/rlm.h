@@ -140,8 +140,8 @@ struct rlm_result {
  * repl strategy: a limit (iterations, errors, time, budgets, cancel) is
  * not an error: it returns 0 with out->stop saying which, out->stop_detail
  * its words, and out->answer the best partial answer (answer["content"]
- * if the code set one, else the last call's reply), or NULL when there is
- * none. Failures (the root model failed after retries, the worker cannot
+ * if the code set one; after max_iterations, what the last call gave), or
+ * NULL when there is none. Failures (the root model failed after retries, the worker cannot
  * start) return a negative code with stop = RLM_STOP_ERROR. */
 int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
 	      struct rlm_result *out, struct rlm_err *err);
