@@ -114,6 +114,21 @@ static bool is_none(const char *s)
 	return len == 4 && strncasecmp(s, "NONE", 4) == 0;
 }
 
+/* Was the reply cut off at the output token limit? "length" is the
+ * OpenAI-compatible finish reason, "max_tokens" Anthropic's stop reason. */
+static bool cut_off(const char *finish)
+{
+	return finish && (strcmp(finish, "length") == 0 || strcmp(finish, "max_tokens") == 0);
+}
+
+static bool blank(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!isspace((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
 /* s[0..len) trimmed of blanks, in a fresh string. */
 static char *trim_dup(const char *s, size_t len)
 {
@@ -475,7 +490,7 @@ static int turn(struct loop *l, bool last, struct rlm_err *err)
 	struct reply rp;
 	struct buf outs;
 	bool error_turn = false, ready = false;
-	bool cut = l->root.finish_reason && strcmp(l->root.finish_reason, "length") == 0;
+	bool cut = cut_off(l->root.finish_reason);
 	char turn_s[16], max_s[16];
 	int rc = 0;
 
@@ -503,10 +518,13 @@ static int turn(struct loop *l, bool last, struct rlm_err *err)
 
 	if (last) {
 		/* A limit hit by its code keeps its reason (the content, if any,
-		 * is the answer); else the answer is what the call gave. */
+		 * is the answer); else the answer is what the call gave. The
+		 * prose of a reply that wrote code instead ("Let me check
+		 * once more:") does not beat an answer["content"] set before. */
 		out->answer = answer;
 		answer = NULL;
-		if (!out->answer && !l->c.stopping && rp.final != REPLY_FINAL_VAR)
+		if (!out->answer && !l->c.stopping && rp.final != REPLY_FINAL_VAR &&
+		    !(rp.n_blocks && l->content))
 			out->answer = prose_of(text, len, &rp);
 		if (!l->c.stopping)
 			calls_stop(
@@ -546,6 +564,13 @@ static int turn(struct loop *l, bool last, struct rlm_err *err)
 		l->consecutive_errors = 0;
 	}
 
+	/* Every block ran; the last may have lost its cut last line. */
+	if (cut && outs.len && rp.n_blocks && !rp.blocks[rp.n_blocks - 1].closed)
+		buf_puts(&outs,
+			 "\n\n(Your reply was cut off at the output token limit: its "
+			 "unfinished last block ran without its cut last line. Write shorter "
+			 "replies.)");
+
 	/* The next user message. */
 	snprintf(turn_s, sizeof(turn_s), "%d", l->iteration + 1);
 	snprintf(max_s, sizeof(max_s), "%d", l->max_iterations);
@@ -563,9 +588,10 @@ static int turn(struct loop *l, bool last, struct rlm_err *err)
 		    {"why",
 		     cut ? "Your reply was cut off at the output token limit before any ```repl "
 			   "block was complete, so nothing ran; write shorter replies."
-		     : rp.other_fences ? "Your reply had no ```repl block (only ```repl blocks "
-					 "run, not other fences), so nothing ran."
-				       : "Your reply had no ```repl block, so nothing ran.",
+		     : blank(text, len) ? "Your reply was empty, so nothing ran."
+		     : rp.other_fences	? "Your reply had no ```repl block (only ```repl blocks "
+					  "run, not other fences), so nothing ran."
+					: "Your reply had no ```repl block, so nothing ran.",
 		     0},
 		    {"turn", turn_s, 0},
 		    {"max_iterations", max_s, 0},
@@ -584,6 +610,13 @@ static int turn(struct loop *l, bool last, struct rlm_err *err)
 	if (rc) {
 		calls_stop(&l->c, RLM_STOP_ERROR, "%s", err->msg);
 		goto out;
+	}
+	if (blank(text, len)) {
+		/* Providers refuse an empty assistant message (Anthropic: "text
+		 * content blocks must be non-empty"); the history needs one. */
+		free(text);
+		len = strlen("(empty reply)");
+		text = xstrndup("(empty reply)", len);
 	}
 	add_msg(l, LLM_ASSISTANT, text, len);
 	text = NULL;

@@ -15,9 +15,10 @@
  * FINAL(answer) and FINAL_VAR(name) count only outside every fence
  * (inside a fence they are code, which may call them). FINAL_VAR is
  * looked for first. The call must start a line (after blanks), as in the
- * paper-era reference; the first such line wins. FINAL's argument runs to the matching close parenthesis, balanced,
- * across lines, else to the last ')' of the reply; one level of quotes
- * around it is removed. FINAL_VAR's argument is a name, quoted or not.
+ * paper-era reference; the first such line wins. FINAL's argument runs to
+ * the matching close parenthesis, balanced, across lines, else to the last
+ * ')' of the reply; one level of quotes around it is removed. FINAL_VAR's
+ * argument is a name, quoted or not.
  */
 #ifndef RLM_REPLY_H
 #define RLM_REPLY_H

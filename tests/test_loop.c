@@ -232,6 +232,33 @@ static int n_messages(struct fakesrv *s, size_t i)
 	return n;
 }
 
+/* Every request to s starts with all the messages of the one before it,
+ * unchanged (append-only history, a stable prefix for prompt caches), and
+ * no message is empty (providers refuse an empty assistant message). */
+static void check_append_only(struct fakesrv *s)
+{
+	for (size_t i = 0; i < fakesrv_count(s); i++) {
+		cJSON *cur = request(s, i), *cm = json_get(cur, "messages");
+		for (int k = 0; k < cJSON_GetArraySize(cm); k++) {
+			const char *t = json_str(cJSON_GetArrayItem(cm, k), "content");
+			CHECK_MSG(t && *t, "request %zu: message %d is empty", i, k);
+		}
+		if (i) {
+			cJSON *prev = request(s, i - 1), *pm = json_get(prev, "messages");
+			int n = cJSON_GetArraySize(pm);
+			CHECK_MSG(cJSON_GetArraySize(cm) > n, "request %zu has %d messages, not more "
+				  "than the %d of the one before", i, cJSON_GetArraySize(cm), n);
+			for (int k = 0; k < n; k++)
+				CHECK_MSG(cJSON_Compare(cJSON_GetArrayItem(pm, k),
+							cJSON_GetArrayItem(cm, k), true),
+					  "request %zu: message %d differs from request %zu's", i, k,
+					  i - 1);
+			cJSON_Delete(prev);
+		}
+		cJSON_Delete(cur);
+	}
+}
+
 #define CHECK_MSG_HAS(v, i, k, needle)                                                             \
 	do {                                                                                       \
 		char *m_ = message((v)->root_srv, (i), (k), NULL);                                 \
@@ -284,6 +311,7 @@ TEST(answer_dict_over_two_turns_keeps_variables)
 	CHECK(strncmp(m, "REPL output:\nx is 42\n\nTurn 2/30", 31) == 0);
 	free(m);
 	CHECK_STR(v.events.p, "reply:1\ncode:1\noutput:1\nreply:2\ncode:2\noutput:2\n");
+	check_append_only(v.root_srv);
 	env_free(&v);
 }
 
@@ -534,6 +562,7 @@ TEST(error_count_resets_after_a_good_turn)
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_STR(v.r.answer, "made it");
 	CHECK_INT(v.r.error_turns, 2);
+	check_append_only(v.root_srv);
 	env_free(&v);
 }
 
@@ -582,6 +611,46 @@ TEST(reply_cut_before_any_block_gets_told)
 	env_free(&v);
 }
 
+TEST(reply_cut_at_anthropic_max_tokens_gets_told)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	/* Anthropic's stop reason for the same thing. */
+	says_full(v.root_srv, "Plan: first\n```repl\nx = ", "max_tokens", 100, 50, 0);
+	says(&v, "FINAL(ok)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "cut off at the output token limit");
+	env_free(&v);
+}
+
+TEST(cut_reply_whose_block_ran_is_told)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says_full(v.root_srv, "```repl\nprint('ran')\nprint('this line is cu", "length", 100, 50,
+		  0);
+	says(&v, "FINAL(ok)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nran\n\n(Your reply was cut off");
+	CHECK_MSG_HAS(&v, 1, -1, "Turn 2/30");
+	env_free(&v);
+}
+
+TEST(empty_reply_gets_a_nudge_and_a_valid_history)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "");
+	says(&v, " \n");
+	says(&v, "FINAL(ok)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "ok");
+	CHECK_INT(v.r.iterations, 3);
+	CHECK_MSG_HAS(&v, 1, -1, "Your reply was empty");
+	check_append_only(v.root_srv);
+	env_free(&v);
+}
+
 TEST(empty_final_is_not_found)
 {
 	struct env v;
@@ -611,6 +680,7 @@ TEST(max_iterations_then_last_call_with_final)
 	CHECK_MSG_HAS(&v, 2, -1, "REPL output:\ntwo");
 	CHECK_MSG_HAS(&v, 2, -1, "out of turns");
 	CHECK_CONTAINS(v.r.stop_detail, "2 turns");
+	check_append_only(v.root_srv);
 	env_free(&v);
 }
 
@@ -624,6 +694,20 @@ TEST(max_iterations_last_call_prose_is_the_answer)
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_INT(v.r.stop, RLM_STOP_ITERATIONS);
 	CHECK_STR(v.r.answer, "The answer is probably 12.");
+	env_free(&v);
+}
+
+TEST(max_iterations_last_call_code_keeps_the_content)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_iterations = 1;
+	says(&v, "```repl\nanswer['content'] = 'partial'\n```");
+	says(&v, "Let me check once more:\n```repl\nprint('x')\n```\n");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_ITERATIONS);
+	CHECK_STR(v.r.answer, "partial");
+	CHECK_INT(v.r.execs, 2);
 	env_free(&v);
 }
 
@@ -1020,6 +1104,70 @@ TEST(progress_phases)
 }
 
 /* ---- the simulator plays both parts ---- */
+
+/* The simulator as root and sub-model over ctx; code_errors as given. */
+static void sim_solve(const char *spec, const struct corpus *ctx, const char *question,
+		      struct rlm_result *r)
+{
+	struct sim_cfg sc;
+	struct sim *sim;
+	struct llm_model_cfg cfg = {0};
+	struct llm_pool_cfg pc = {16};
+	struct rlm_err err = {0, ""};
+	struct llm_model *m;
+	struct llm_pool *pool;
+	struct rlm_opts o;
+	sim_cfg_default(&sc);
+	if (spec)
+		CHECK_INT(sim_cfg_parse(spec, &sc, &err), 0);
+	sim = sim_new(&sc);
+	cfg.kind = LLM_SIM;
+	cfg.name = "sim";
+	cfg.sim = sim;
+	m = llm_model_new(&cfg, &err);
+	CHECK_MSG(m, "%s", err.msg);
+	pool = llm_pool_new(&pc, &err);
+	CHECK(pool);
+	memset(&o, 0, sizeof(o));
+	o.strategy = RLM_REPL;
+	o.pool = pool;
+	o.model = m;
+	o.params = (struct llm_params)LLM_PARAMS_DEFAULT;
+	o.max_errors = 10;
+	CHECK_MSG(rlm_solve(&o, question, ctx, r, &err) == 0, "%s", err.msg);
+	llm_pool_free(pool);
+	llm_model_free(m);
+	sim_free(sim);
+}
+
+TEST(sim_root_code_errors_fed_back_and_fixed)
+{
+	/* The real worker's tracebacks go back to the simulator, which writes
+	 * the step again, fixed; every seed still finds the needle. */
+	struct buf b;
+	struct corpus *ctx;
+	int bumpy = 0;
+	buf_init(&b, 0);
+	for (size_t i = 0; b.len < 50000; i++)
+		buf_printf(&b, "%s\n", i == 300 ? "The secret code is 4417."
+						 : "Nothing of note happened on this day.");
+	ctx = corpus_from_text(b.p, b.len);
+	for (int seed = 1; seed <= 4; seed++) {
+		struct rlm_result r;
+		char spec[64];
+		snprintf(spec, sizeof(spec), "code_errors=0.5,seed=%d", seed);
+		sim_solve(spec, ctx, "What is the secret code?", &r);
+		CHECK_MSG(r.stop == RLM_STOP_ANSWER, "%s: stop %s: %s", spec, rlm_stop_name(r.stop),
+			  r.stop_detail ? r.stop_detail : "");
+		CHECK_CONTAINS(r.answer, "4417");
+		CHECK_INT(r.iterations, 3 + r.error_turns);
+		bumpy += r.error_turns > 0;
+		rlm_result_release(&r);
+	}
+	CHECK(bumpy > 0);
+	corpus_free(ctx);
+	buf_release(&b);
+}
 
 TEST(sim_root_and_sub_find_the_needle)
 {
