@@ -34,10 +34,10 @@
 
 #define NS		 1000000000LL
 #define DEF_OUTPUT_LIMIT 20000
-#define DEF_TIMEOUT_NS	 (60 * NS)
+#define DEF_TIMEOUT_NS	 REPL_DEF_EXEC_TIMEOUT_NS
 #define DEF_GRACE_NS	 NS
 #define DEF_MAX_FRAME	 ((size_t)64 << 20)
-#define DEF_CALLS_EXEC	 10000
+#define DEF_CALLS_EXEC	 REPL_DEF_CALLS_EXEC
 #define DEF_CALLS_TOTAL	 100000
 #define CANCEL_POLL_NS	 10000000LL
 
@@ -214,6 +214,7 @@ static void build_args(struct repl *r, const char *runtime)
 	r->own[n++] = xasprintf("%lld", r->n_docs);
 	r->own[n++] = xasprintf("%zu", r->cfg.output_limit);
 	r->own[n++] = xasprintf("%zu", r->cfg.max_frame);
+	r->own[n++] = xasprintf("%zu", r->cfg.max_calls_exec);
 	r->own[n++] = xasprintf("TMPDIR=%s", r->scratch);
 	r->argv[0] = r->python;
 	r->argv[1] = (char *)(uintptr_t) "-I";
@@ -225,13 +226,14 @@ static void build_args(struct repl *r, const char *runtime)
 	r->argv[7] = r->own[1];
 	r->argv[8] = r->own[2];
 	r->argv[9] = r->own[3];
-	r->argv[10] = NULL;
+	r->argv[10] = r->own[4];
+	r->argv[11] = NULL;
 	r->envp[0] = (char *)(uintptr_t) "LANG=C.UTF-8";
 	r->envp[1] = (char *)(uintptr_t) "PYTHONDONTWRITEBYTECODE=1";
 	r->envp[2] = (char *)(uintptr_t) "PYTHONIOENCODING=utf-8";
 	r->envp[3] = (char *)(uintptr_t) "MALLOC_ARENA_MAX=2";
 	r->envp[4] = (char *)(uintptr_t) "HOME=/nonexistent";
-	r->envp[5] = r->own[4];
+	r->envp[5] = r->own[5];
 	r->envp[6] = NULL;
 	r->max_fd = 65536;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&

@@ -29,8 +29,12 @@
  * (invalid UTF-8 becomes U+FFFD). The memfd is filled once and reused when
  * the worker is restarted. The worker's command line is
  *   python3 -I -S -B -c <repl/runtime.py> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
- * with N_DOCS -1 when `context` is a str. The worker keeps its frames under
- * MAX_FRAME: prompts that would not fit raise ValueError in the code, an
+ *           MAX_CALLS_EXEC
+ * with N_DOCS -1 when `context` is a str. Prompts past MAX_CALLS_EXEC in one
+ * exec raise ValueError in the code before any frame is sent (the
+ * controller's kill on that cap is a backstop for a hostile worker). The
+ * worker keeps its frames under MAX_FRAME: prompts that would not fit
+ * raise ValueError in the code, an
  * answer that would not fit is dropped with an error in the output, and
  * "vars" lists at most 1000 names.
  *
@@ -137,6 +141,10 @@ struct repl_call {
  * why, e.g. "Error: the sub-call budget is spent"). Runs on the thread that
  * called repl_exec. */
 typedef void repl_call_fn(void *arg, const struct repl_call *call, char **texts, bool *errors);
+
+/* Defaults of struct repl_cfg (also for prompts that state them). */
+#define REPL_DEF_EXEC_TIMEOUT_NS (60 * (int64_t)1000000000)
+#define REPL_DEF_CALLS_EXEC	 10000
 
 struct repl_cfg {
 	const char *python;          /* NULL: /usr/bin/python3 */

@@ -54,7 +54,7 @@ struct repl {
 	size_t text_len;
 	long long n_docs;         /* -1: `context` is a str */
 	char *scratch;            /* the worker's cwd and TMPDIR */
-	char *argv[11];           /* prebuilt for every spawn; the strings... */
+	char *argv[12];           /* prebuilt for every spawn; the strings... */
 	char *envp[8];
 	char *own[10];            /* ...that we allocated */
 	int max_fd;

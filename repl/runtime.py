@@ -37,6 +37,7 @@ except ImportError:  # a Python built without it
 _FD_IN, _FD_OUT, _FD_CTX = 3, 4, 5
 _MAX_VARS = 1000     # names in a result frame
 _max_frame = 1 << 26  # bytes of a frame to the controller (argv)
+_max_calls = 10000   # prompts per exec (argv)
 _SCAFFOLD_NAMES = ('context', 'llm_query', 'llm_query_batched', 'rlm_query',
                    'rlm_query_batched', 'SHOW_VARS', 'answer', 'FINAL', 'FINAL_VAR')
 
@@ -48,6 +49,7 @@ class _State:
     sigint = False     # a SIGINT arrived during this exec
     exec_id = None     # the exec in flight, None between execs
     call_id = 0
+    calls = 0          # prompts sent during this exec
     ready_set = False  # answer["ready"] was set truthy during this exec
     codes = ()         # code objects compiled by this exec (tracebacks)
     lines = ()         # its source lines
@@ -346,6 +348,13 @@ def _call(kind, batched, prompts, model):
         if st.exec_id is None:
             raise RuntimeError('%s_query: no code is running (a thread that outlives its '
                                'exec cannot make calls)' % kind)
+        if st.calls + len(prompts) > _max_calls:
+            raise ValueError('%s_query%s: %s more sub-calls would pass the limit of %s per '
+                             'block (%s sent so far); do fewer, larger chunks, or go on '
+                             'in the next block'
+                             % (kind, '_batched' if batched else '', format(len(prompts), ','),
+                                format(_max_calls, ','), format(st.calls, ',')))
+        st.calls += len(prompts)
         st.call_id += 1
         cid = st.call_id
         if main:
@@ -456,17 +465,15 @@ def FINAL(x):
 def _resolve(name):
     if type(name) is str:
         key = name.strip()
-        if key.isidentifier():
-            if key not in _ns:
-                raise NameError('FINAL_VAR: there is no variable named %r; assign it first '
-                                '(%s = ...) or call FINAL(value)' % (key, key))
+        if key.isidentifier() and key in _ns:
             return _ns[key]
     return name
 
 
 def FINAL_VAR(name):
     """FINAL_VAR(name): the variable called name is the final answer (a
-    value that is not a str, or not a name, is taken as the answer itself)."""
+    value that is not the name of a variable, as in FINAL_VAR(city) with
+    city = 'Paris', is taken as the answer itself)."""
     value = _resolve(name)
     _answer['content'] = value
     _answer['ready'] = True
@@ -612,6 +619,7 @@ def _begin(eid):
         _cap = _Capture(_cap.limit)
     st.exec_id = eid
     st.ready_set = st.pending = st.sigint = False
+    st.calls = 0
     st.codes, st.lines = (), ()
     sys.stdout = sys.stderr = _cap
 
@@ -700,8 +708,8 @@ def _load_context(text_len, n_docs):
 
 
 def _main():
-    global _cap, _scaffold, _SCAFFOLD_SET, _max_frame
-    text_len, n_docs, limit, _max_frame = (int(a) for a in sys.argv[1:5])
+    global _cap, _scaffold, _SCAFFOLD_SET, _max_frame, _max_calls
+    text_len, n_docs, limit, _max_frame, _max_calls = (int(a) for a in sys.argv[1:6])
     sys.argv = ['']
     _cap = _Capture(max(limit, 0))
     # The controller fills the memfd while we start up; it says when.

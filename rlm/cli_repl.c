@@ -45,27 +45,6 @@ static const char usage[] =
 
 enum { OPT_FORMAT = OPT_MODEL_LAST + 1, OPT_OUTPUT_LIMIT, OPT_EXEC_TIMEOUT, OPT_PYTHON, OPT_QUIET };
 
-/* The corpus as the worker's context: one str for a text, a list[str] for
- * documents. *off and *lens (owned) back the offsets table. */
-static void corpus_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
-				size_t **lens)
-{
-	*off = *lens = NULL;
-	if (ctx->kind != CORPUS_TEXT) {
-		*off = xcalloc(ctx->n_docs ? ctx->n_docs : 1, sizeof(**off));
-		*lens = xcalloc(ctx->n_docs ? ctx->n_docs : 1, sizeof(**lens));
-		for (size_t i = 0; i < ctx->n_docs; i++) {
-			(*off)[i] = ctx->docs[i].off;
-			(*lens)[i] = ctx->docs[i].len;
-		}
-		*out = (struct repl_context){ctx->buf, ctx->len, true, *off, *lens, ctx->n_docs};
-	} else {
-		size_t o = ctx->n_docs ? ctx->docs[0].off : 0;
-		size_t n = ctx->n_docs ? ctx->docs[0].len : ctx->len;
-		*out = (struct repl_context){ctx->buf ? ctx->buf + o : "", n, false, NULL, NULL, 0};
-	}
-}
-
 /* Read the next cell into b; false at the end of input with nothing read. */
 static bool read_cell(FILE *in, bool tty, bool quiet, struct buf *b)
 {
@@ -193,7 +172,7 @@ int cmd_repl(int argc, char **argv)
 	ro.params = ms.params;
 	budget_init(&budget, &ro, now_ns());
 	calls_init(&calls, &ro, &counts, &budget, now_ns());
-	corpus_repl_context(corpus, &cfg.ctx, &off, &lens);
+	loop_repl_context(corpus, &cfg.ctx, &off, &lens);
 	cfg.on_call = calls_on_call;
 	cfg.call_arg = &calls;
 	rc = repl_start(&cfg, &r, &err);

@@ -634,7 +634,27 @@ out:
 
 /* ---- the solve ---- */
 
-static int start_worker(struct loop *l, const struct corpus *ctx, bool docs, struct rlm_err *err)
+void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
+		       size_t **lens)
+{
+	*off = *lens = NULL;
+	if (ctx->kind != CORPUS_TEXT) {
+		size_t n = ctx->n_docs ? ctx->n_docs : 1;
+		*off = xcalloc(n, sizeof(**off));
+		*lens = xcalloc(n, sizeof(**lens));
+		for (size_t i = 0; i < ctx->n_docs; i++) {
+			(*off)[i] = ctx->docs[i].off;
+			(*lens)[i] = ctx->docs[i].len;
+		}
+		*out = (struct repl_context){ctx->buf, ctx->len, true, *off, *lens, ctx->n_docs};
+	} else {
+		size_t o = ctx->n_docs ? ctx->docs[0].off : 0;
+		size_t n = ctx->n_docs ? ctx->docs[0].len : ctx->len;
+		*out = (struct repl_context){ctx->buf ? ctx->buf + o : "", n, false, NULL, NULL, 0};
+	}
+}
+
+static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err *err)
 {
 	struct repl_cfg cfg;
 	struct repl_stats st;
@@ -647,20 +667,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, bool docs, str
 	cfg.on_call = calls_on_call;
 	cfg.call_arg = &l->c;
 	cfg.cancel = l->o->cancel;
-	if (docs) {
-		off = xcalloc(ctx->n_docs ? ctx->n_docs : 1, sizeof(*off));
-		lens = xcalloc(ctx->n_docs ? ctx->n_docs : 1, sizeof(*lens));
-		for (size_t i = 0; i < ctx->n_docs; i++) {
-			off[i] = ctx->docs[i].off;
-			lens[i] = ctx->docs[i].len;
-		}
-		cfg.ctx = (struct repl_context){ctx->buf, ctx->len, true, off, lens, ctx->n_docs};
-	} else {
-		size_t o = ctx->n_docs ? ctx->docs[0].off : 0;
-		size_t n = ctx->n_docs ? ctx->docs[0].len : ctx->len;
-		cfg.ctx =
-		    (struct repl_context){ctx->buf ? ctx->buf + o : "", n, false, NULL, NULL, 0};
-	}
+	loop_repl_context(ctx, &cfg.ctx, &off, &lens);
 	rc = repl_start(&cfg, &l->repl, err);
 	free(off);
 	free(lens);
@@ -676,17 +683,31 @@ static int start_worker(struct loop *l, const struct corpus *ctx, bool docs, str
 static int first_messages(struct loop *l, const char *question, const struct corpus *ctx, bool docs,
 			  struct rlm_err *err)
 {
-	char sub_s[32], limit_s[32], max_s[16], *desc = context_desc(ctx, docs), *text;
+	char sub_s[32], limit_s[32], max_s[16], time_s[32], calls_s[32], blocks_s[400];
+	char *desc = context_desc(ctx, docs), *text;
+	int64_t t = l->o->exec_timeout_ns ? l->o->exec_timeout_ns : REPL_DEF_EXEC_TIMEOUT_NS;
 	size_t len;
 	int rc;
 	fmt_count(sub_s, sizeof(sub_s), (int64_t)l->sub_chars);
 	fmt_count(limit_s, sizeof(limit_s), (int64_t)l->output_limit);
 	snprintf(max_s, sizeof(max_s), "%d", l->max_iterations);
+	fmt_count(calls_s, sizeof(calls_s), REPL_DEF_CALLS_EXEC);
+	if (t > 0)
+		snprintf(blocks_s, sizeof(blocks_s),
+			 "A block may make up to %s sub-calls and run for %s of its own time "
+			 "(waiting on sub-calls does not count); past that it is interrupted "
+			 "(KeyboardInterrupt), and if it does not stop, the REPL is restarted and "
+			 "your variables are lost.",
+			 calls_s, fmt_duration(time_s, sizeof(time_s), t));
+	else
+		snprintf(blocks_s, sizeof(blocks_s), "A block may make up to %s sub-calls.",
+			 calls_s);
 	{
-		struct prompt_var v[3] = {{"sub_chars", sub_s, 0},
+		struct prompt_var v[4] = {{"sub_chars", sub_s, 0},
 					  {"output_limit", limit_s, 0},
-					  {"max_iterations", max_s, 0}};
-		rc = render("repl_system.txt", v, 3, &text, &len, err);
+					  {"max_iterations", max_s, 0},
+					  {"block_limits", blocks_s, 0}};
+		rc = render("repl_system.txt", v, 4, &text, &len, err);
 		if (!rc)
 			add_msg(l, LLM_SYSTEM, text, len);
 	}
@@ -781,7 +802,7 @@ int loop_solve(const struct rlm_opts *o, const char *question, const struct corp
 			break;
 		if (!l.repl) {
 			/* The worker starts while the first root call is out. */
-			rc = start_worker(&l, ctx, docs, err);
+			rc = start_worker(&l, ctx, err);
 			if (rc) {
 				atomic_store(&l.root_cancel, true);
 				pthread_mutex_lock(&l.c.mu);

@@ -20,6 +20,11 @@ int tree_solve(const struct rlm_opts *o, const char *question, const struct corp
 	       struct rlm_result *out, struct rlm_err *err);
 int loop_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
 	       struct rlm_result *out, struct rlm_err *err);
+/* The corpus as a worker's context: one str for a text, a list[str] for
+ * documents (any kind but CORPUS_TEXT). *off and *lens (owned; NULL for a
+ * text) back the offsets table and must outlive the repl_start call. */
+void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
+		       size_t **lens);
 
 /* Limits of one solve, shared by every call of it from any thread: each
  * call is checked and its share reserved before it is sent

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,8 +65,13 @@ const char *harness_rlm_bin(void)
 	static char path[PATH_MAX];
 	const char *env = getenv("RLM_BIN");
 	if (!path[0]) {
-		if (!realpath(env ? env : "./rlm", path)) {
-			fprintf(stderr, "harness: rlm binary not found (set RLM_BIN)\n");
+		/* Run from the repo root, ./rlm is the source directory. */
+		const char *want = env && *env ? env : "build/rlm";
+		struct stat st;
+		if (!realpath(want, path) || stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    access(path, X_OK) != 0) {
+			fprintf(stderr, "harness: no rlm binary at %s (build it, or set RLM_BIN)\n",
+				want);
 			_exit(1);
 		}
 	}

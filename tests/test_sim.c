@@ -470,6 +470,7 @@ static void convo_init(struct convo *c, const char *question, const char *desc,
 	    {"sub_chars", sub_chars, strlen(sub_chars)},
 	    {"max_iterations", "12", 2},
 	    {"output_limit", "20000", 5},
+	    {"block_limits", "A block may make up to 10,000 sub-calls.", 40},
 	};
 	memset(c, 0, sizeof(*c));
 	convo_add(c, LLM_SYSTEM, render("repl_system.txt", vars, ARRAY_SIZE(vars)));
