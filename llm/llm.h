@@ -146,6 +146,9 @@ void llm_model_free(struct llm_model *m);
 const char *llm_model_name(const struct llm_model *m);
 enum llm_kind llm_model_kind(const struct llm_model *m);
 long llm_model_context_window(const struct llm_model *m);
+/* USD for input_tokens of uncached prompt at the model's price (0 when its
+ * price is unknown): what a budget reserves before sending a call. */
+double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens);
 size_t llm_model_endpoints(const struct llm_model *m);
 
 /* Parse "openai", "anthropic", "sim"; returns 0 or RLM_EINVAL. */

@@ -215,6 +215,13 @@ long llm_model_context_window(const struct llm_model *m)
 	return m->cfg.context_window;
 }
 
+double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens)
+{
+	struct llm_usage u = {0};
+	u.input_tokens = input_tokens;
+	return llm_cost(&m->price, &u);
+}
+
 size_t llm_model_endpoints(const struct llm_model *m)
 {
 	return m->n_eps;

@@ -103,7 +103,7 @@ void calls_account(struct calls *c, const struct llm_call *call, int64_t est, bo
 	int64_t used = call->usage.input_tokens + call->usage.output_tokens;
 	if (!used && call->rc == 0)
 		used = est + llm_estimate_tokens(call->len);
-	budget_settle(c->budget, est, used, call->cost);
+	budget_settle(c->budget, est, llm_model_input_cost(call->model, est), used, call->cost);
 	r->calls++;
 	r->attempts += call->attempts;
 	if (call->rc)
@@ -276,12 +276,24 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 			}
 			continue;
 		}
+		if (next < n && c->stopping) {
+			/* A budget ran out earlier: the solve ends after this
+			 * exec, so the rest would be wasted. */
+			for (; next < n; next++) {
+				texts[next] = xasprintf("Error: not sent: the solve is stopping (%s)",
+							c->stop_detail);
+				errors[next] = true;
+				f.finished++;
+			}
+			continue;
+		}
 		if (next == n || !f.free_slots) {
 			calls_wait(c, &f.cancel, deadline, "during a sub-call");
 			continue;
 		}
 		est = llm_estimate_tokens(call->lens[next]);
-		if (!budget_reserve(c->budget, est, true, &why, msg, sizeof(msg))) {
+		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), true, &why, msg,
+				    sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);
 			errors[next] = true;
 			calls_stop(c, why, "%s: a sub-call was refused", msg);

@@ -113,21 +113,35 @@ void budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0)
 	atomic_init(&b->sub_calls, 0);
 }
 
-bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, bool sub, enum rlm_stop *why,
-		    char *msg, size_t n)
+bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost, bool sub,
+		    enum rlm_stop *why, char *msg, size_t n)
 {
 	char x[32], y[32], z[32];
-	int64_t cost = atomic_load(&b->cost_nusd), t;
-	if (b->max_cost_nusd && cost >= b->max_cost_nusd) {
-		*why = RLM_STOP_COST;
-		snprintf(msg, n, "cost budget exhausted ($%.4f of $%.4f spent)", (double)cost / 1e9,
-			 (double)b->max_cost_nusd / 1e9);
-		return false;
+	int64_t est_nusd = to_nusd(est_cost), cost, t;
+	cost = atomic_load(&b->cost_nusd);
+	for (;;) {
+		if (b->max_cost_nusd && (cost >= b->max_cost_nusd ||
+					 (est_nusd && cost + est_nusd > b->max_cost_nusd))) {
+			*why = RLM_STOP_COST;
+			if (cost >= b->max_cost_nusd)
+				snprintf(msg, n, "cost budget exhausted ($%.4f of $%.4f spent)",
+					 (double)cost / 1e9, (double)b->max_cost_nusd / 1e9);
+			else
+				snprintf(msg, n,
+					 "cost budget exhausted ($%.4f of $%.4f spent or reserved; "
+					 "this call's input costs about $%.4f)",
+					 (double)cost / 1e9, (double)b->max_cost_nusd / 1e9,
+					 (double)est_nusd / 1e9);
+			return false;
+		}
+		if (atomic_compare_exchange_weak(&b->cost_nusd, &cost, cost + est_nusd))
+			break;
 	}
 	if (sub && b->max_sub_calls) {
 		int64_t k = atomic_fetch_add(&b->sub_calls, 1);
 		if (k >= b->max_sub_calls) {
 			atomic_fetch_sub(&b->sub_calls, 1);
+			atomic_fetch_sub(&b->cost_nusd, est_nusd);
 			*why = RLM_STOP_CALLS;
 			snprintf(msg, n, "sub-call budget exhausted (%s of %s sub-calls made)",
 				 fmt_count(x, sizeof(x), k),
@@ -142,6 +156,7 @@ bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, bool sub, enum rlm
 		if (b->max_tokens && t + est_tokens > b->max_tokens) {
 			if (sub)
 				atomic_fetch_sub(&b->sub_calls, 1);
+			atomic_fetch_sub(&b->cost_nusd, est_nusd);
 			*why = RLM_STOP_TOKENS;
 			snprintf(
 			    msg, n,
@@ -156,10 +171,11 @@ bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, bool sub, enum rlm
 	}
 }
 
-void budget_settle(struct rlm_budget *b, int64_t est_tokens, int64_t used_tokens, double cost)
+void budget_settle(struct rlm_budget *b, int64_t est_tokens, double est_cost, int64_t used_tokens,
+		   double cost)
 {
 	atomic_fetch_add(&b->tokens, used_tokens - est_tokens);
-	atomic_fetch_add(&b->cost_nusd, to_nusd(cost));
+	atomic_fetch_add(&b->cost_nusd, to_nusd(cost) - to_nusd(est_cost));
 }
 
 bool budget_expired(const struct rlm_budget *b, int64_t now)

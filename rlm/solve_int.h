@@ -39,21 +39,24 @@ struct rlm_budget {
 	int64_t deadline_ns;	   /* now_ns() clock; 0: none */
 	int64_t timeout_ns;	   /* the limit it came from, for messages */
 	_Atomic int64_t tokens;	   /* used, plus the estimates of calls out */
-	_Atomic int64_t cost_nusd; /* spent */
+	_Atomic int64_t cost_nusd; /* spent, plus the input costs of calls out */
 	_Atomic int64_t sub_calls; /* sub-calls sent */
 };
 
 void budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0);
-/* May a call with est_tokens of input be sent (sub: it is a sub-call)?
- * true: its estimate (and its sub-call) is reserved. false: *why is the
- * stop reason (RLM_STOP_TOKENS, _COST, _CALLS) and msg[0..n) says which
- * budget and by how much, e.g. "token budget exhausted (9,800 of 10,000
- * tokens used; this call needs about 600)". */
-bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, bool sub, enum rlm_stop *why,
-		    char *msg, size_t n);
-/* A reserved call completed: replace its estimate by what it used (0 for a
- * call that failed before the provider billed it) and add its cost. */
-void budget_settle(struct rlm_budget *b, int64_t est_tokens, int64_t used_tokens, double cost);
+/* May a call with est_tokens of input, costing about est_cost USD at the
+ * full input price, be sent (sub: it is a sub-call)? true: both estimates
+ * (and its sub-call) are reserved, so calls in flight together cannot
+ * overshoot the budget by more than their output. false: *why is the stop
+ * reason (RLM_STOP_TOKENS, _COST, _CALLS) and msg[0..n) says which budget
+ * and by how much, e.g. "token budget exhausted (9,800 of 10,000 tokens
+ * used; this call needs about 600)". */
+bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost, bool sub,
+		    enum rlm_stop *why, char *msg, size_t n);
+/* A reserved call completed: replace its estimates by what it used (0 for
+ * a call that failed before the provider billed it) and what it cost. */
+void budget_settle(struct rlm_budget *b, int64_t est_tokens, double est_cost, int64_t used_tokens,
+		   double cost);
 /* Has the deadline passed? */
 bool budget_expired(const struct rlm_budget *b, int64_t now);
 

@@ -108,7 +108,7 @@ static void env_init_full(struct env *v, enum sub_kind sk, const char *sim_spec,
 	if (sk == SUB_FAKE) {
 		v->sub_srv = fakesrv_start();
 		CHECK(v->sub_srv);
-		v->sub = model_at("sub-m", fakesrv_url(v->sub_srv), NULL);
+		v->sub = model_at("sub-m", fakesrv_url(v->sub_srv), price);
 	} else {
 		struct sim_cfg sc;
 		struct llm_model_cfg cfg = {0};
@@ -901,13 +901,42 @@ TEST(sub_call_budget)
 	v.o.max_sub_calls = 3;
 	says(&v, "```repl\nanswer['content'] = 'some'\nrs = llm_query_batched(['Question: "
 		 "x?\\nText:\\nx is 1.'] * 5)\nprint(sum(r.startswith('Error: sub-call budget "
-		 "exhausted') for r in rs))\n```");
+		 "exhausted') for r in rs))\nanswer['content'] = rs[4]\n```");
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_INT(v.r.stop, RLM_STOP_CALLS);
-	CHECK_STR(v.r.answer, "some");
+	/* Once the solve is stopping, the rest of the frame is not tried. */
+	CHECK_STR(v.r.answer, "Error: not sent: the solve is stopping (sub-call budget exhausted "
+			      "(3 of 3 sub-calls made): a sub-call was refused)");
 	CHECK_INT(v.r.sub_calls, 3);
 	CHECK_CONTAINS(v.r.stop_detail, "sub-call budget exhausted (3 of 3 sub-calls made)");
 	CHECK_CONTAINS(v.events.p, "output:1\nnotice:1\n");
+	env_free(&v);
+}
+
+TEST(cost_budget_counts_calls_in_flight)
+{
+	struct env v;
+	struct llm_price price = {1000.0, 1000.0, 1000.0, 1000.0, true}; /* $1 per 1,000 tokens */
+	char *body = completion("ok", "stop", 1000, 0);
+	struct fake_reply sub = {200, NULL, body, FAKE_NORMAL, 200};
+	env_init_full(&v, SUB_FAKE, NULL, &price);
+	fakesrv_set_default(v.sub_srv, &sub);
+	v.o.max_cost = 3.5;
+	/* $1 for the root call, then ten sub-calls of ~$1 input each, all at
+	 * once: only two fit, though nothing of them is spent yet. */
+	says_full(v.root_srv,
+		  "```repl\nanswer['content'] = 'partial'\nrs = llm_query_batched(['x' * 3996] * "
+		  "10)\nanswer['content'] = ' | '.join(rs[1:4])\n```",
+		  "stop", 1000, 0, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_COST);
+	CHECK_INT(v.r.sub_calls, 2);
+	CHECK_INT(fakesrv_count(v.sub_srv), 2);
+	CHECK_MSG(v.r.cost > 2.99 && v.r.cost < 3.01, "cost %f", v.r.cost);
+	CHECK_CONTAINS(v.r.stop_detail, "spent or reserved; this call's input costs about $0.99");
+	CHECK_CONTAINS(v.r.answer, "ok | Error: cost budget exhausted");
+	CHECK_CONTAINS(v.r.answer, "| Error: not sent: the solve is stopping");
+	free(body);
 	env_free(&v);
 }
 
