@@ -499,7 +499,7 @@ static int turn(struct loop *l, bool last, struct rlm_err *err)
 	l->root.text = NULL;
 	llm_call_release(&l->root);
 	emit(l, "reply", text, len);
-	reply_parse(text, len, l->o->python_fences, &rp);
+	reply_parse(text, len, l->o->python_fences, cut, &rp);
 	buf_init(&outs, 0);
 
 	/* The last call: a FINAL in the text first, its code only after. */

@@ -191,7 +191,7 @@ static void note_finals(const char *t, const struct line *l, struct finals *f)
 		f->fin_line = l->start;
 }
 
-void reply_parse(const char *text, size_t len, bool python, struct reply *out)
+void reply_parse(const char *text, size_t len, bool python, bool cut, struct reply *out)
 {
 	struct finals f = {SIZE_MAX, SIZE_MAX};
 	size_t pos = 0, cap = 0;
@@ -217,7 +217,7 @@ void reply_parse(const char *text, size_t len, bool python, struct reply *out)
 				/* Unterminated: drop a last line cut mid-way. */
 				size_t end = len;
 				if (k == FENCE_RUN) {
-					if (end > body && text[end - 1] != '\n') {
+					if (cut && end > body && text[end - 1] != '\n') {
 						while (end > body && text[end - 1] != '\n')
 							end--;
 					}

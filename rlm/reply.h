@@ -7,8 +7,8 @@
  * indentation) whose info string is `repl` (or `python` / `py` when
  * python fences are on), then lines up to a closing fence line of at
  * least as many backticks, or the end of the reply (an unterminated
- * block, as from a reply cut off at the token limit, still runs: its last
- * line is dropped if the reply ended mid-line, since it may be cut).
+ * block still runs; when the reply was cut off at the token limit, its
+ * last line is dropped if the reply ended mid-line, since it is cut).
  * Fences of other languages are skipped whole, so a ``` inside them does
  * not open a block.
  *
@@ -41,9 +41,10 @@ struct reply {
 	size_t final_off, final_len; /* FINAL's answer or FINAL_VAR's name in the text */
 };
 
-/* Parse text[0..len). python: also run ```python / ```py blocks. Never
- * fails; release with reply_release. */
-void reply_parse(const char *text, size_t len, bool python, struct reply *out);
+/* Parse text[0..len). python: also run ```python / ```py blocks. cut: the
+ * reply was cut off at the output token limit. Never fails; release with
+ * reply_release. */
+void reply_parse(const char *text, size_t len, bool python, bool cut, struct reply *out);
 void reply_release(struct reply *r);
 
 #endif

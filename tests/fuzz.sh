@@ -1,9 +1,15 @@
 #!/bin/sh
 # tests/fuzz.sh BUILD SECONDS -- run each libFuzzer target for SECONDS with
-# its seed corpus from tests/corpus/<target>/ (if any).
+# its seed corpus from tests/corpus/<target>/ (if any). Fails on the first
+# target that finds a crash (its log and the crashing input are kept in
+# BUILD/fuzz-logs/). Prints "total: N passed, N failed" last.
 set -eu
 build=$1
 secs=$2
+logs="$build/fuzz-logs"
+mkdir -p "$logs"
+pass=0
+fail=0
 for f in "$build"/tests/fuzz_*; do
     [ -x "$f" ] || continue
     name=$(basename "$f")
@@ -13,5 +19,15 @@ for f in "$build"/tests/fuzz_*; do
         cp -n tests/corpus/"$name"/* "$corpus"/ 2>/dev/null || true
     fi
     echo "== $name ($secs s)"
-    "$f" -max_total_time="$secs" -max_len=65536 -print_final_stats=0 "$corpus" 2>&1 | tail -n 3
+    if "$f" -max_total_time="$secs" -max_len=65536 -print_final_stats=0 \
+        -artifact_prefix="$logs/$name-" "$corpus" >"$logs/$name.log" 2>&1; then
+        tail -n 1 "$logs/$name.log"
+        pass=$((pass + 1))
+    else
+        tail -n 30 "$logs/$name.log"
+        echo "FAIL $name (log: $logs/$name.log)"
+        fail=$((fail + 1))
+    fi
 done
+echo "total: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -11,10 +11,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check(const char *text, size_t len, bool python, struct reply *r)
+static void check(const char *text, size_t len, bool python, bool cut, struct reply *r)
 {
 	size_t end = 0;
-	reply_parse(text, len, python, r);
+	reply_parse(text, len, python, cut, r);
 	for (size_t i = 0; i < r->n_blocks; i++) {
 		const struct reply_block *b = &r->blocks[i];
 		/* In the text, in order, disjoint, a fence line before each. */
@@ -51,11 +51,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* An exact-size copy, so that reading past len is caught. */
 	char *text = malloc(size ? size : 1);
-	struct reply a, b;
+	struct reply a, b, c;
 	if (size)
 		memcpy(text, data, size);
-	check(text, size, false, &a);
-	check(text, size, true, &b);
+	check(text, size, false, true, &a);
+	check(text, size, true, true, &b);
+	check(text, size, false, false, &c);
+	/* Not cut, an unterminated block keeps its last line: never fewer
+	 * blocks. */
+	if (c.n_blocks < a.n_blocks || c.n_blocks > a.n_blocks + 1)
+		abort();
+	reply_release(&c);
 	/* Python fences on only turn skipped fences into blocks (or into
 	 * nothing, when unterminated and empty): fences keep their extent. */
 	if (b.n_blocks < a.n_blocks || b.n_blocks + b.other_fences > a.n_blocks + a.other_fences)

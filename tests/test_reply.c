@@ -135,7 +135,7 @@ static void check_case(const struct rcase *c)
 	/* An exact-size copy, so a read past the end is caught under ASan. */
 	char *t = malloc(len ? len : 1);
 	memcpy(t, c->text, len);
-	reply_parse(t, len, c->python, &r);
+	reply_parse(t, len, c->python, true, &r);
 	CHECK_MSG((int)r.n_blocks == c->n_blocks, "%s: %zu blocks, want %d", c->name, r.n_blocks,
 		  c->n_blocks);
 	for (int i = 0; i < c->n_blocks; i++) {
@@ -173,15 +173,30 @@ TEST(reply_null_and_nul_bytes)
 {
 	struct reply r;
 	static const char t[] = "```repl\nx = '\0'\n```\nFINAL(a\0b)";
-	reply_parse(NULL, 0, false, &r);
+	reply_parse(NULL, 0, false, false, &r);
 	CHECK_INT(r.n_blocks, 0);
 	CHECK_INT(r.final, REPLY_NO_FINAL);
 	reply_release(&r);
-	reply_parse(t, sizeof(t) - 1, false, &r);
+	reply_parse(t, sizeof(t) - 1, false, false, &r);
 	CHECK_INT(r.n_blocks, 1);
 	CHECK_INT(r.blocks[0].len, 8);
 	CHECK_INT(r.final, REPLY_FINAL);
 	CHECK_INT(r.final_len, 3);
+	reply_release(&r);
+}
+
+TEST(reply_unterminated_not_cut_keeps_its_last_line)
+{
+	static const char t[] = "```repl\nx = 1\nprint(x)";
+	struct reply r;
+	reply_parse(t, sizeof(t) - 1, false, false, &r);
+	CHECK_INT(r.n_blocks, 1);
+	CHECK(!r.blocks[0].closed);
+	CHECK_INT(r.blocks[0].len, sizeof(t) - 1 - 8);
+	reply_release(&r);
+	reply_parse(t, sizeof(t) - 1, false, true, &r);
+	CHECK_INT(r.n_blocks, 1);
+	CHECK_INT(r.blocks[0].len, 6);
 	reply_release(&r);
 }
 
@@ -192,7 +207,7 @@ TEST(reply_many_blocks)
 	buf_init(&b, 0);
 	for (int i = 0; i < 100; i++)
 		buf_printf(&b, "step %d\n```repl\nprint(%d)\n```\n", i, i);
-	reply_parse(b.p, b.len, false, &r);
+	reply_parse(b.p, b.len, false, false, &r);
 	CHECK_INT(r.n_blocks, 100);
 	for (int i = 0; i < 100; i++) {
 		char want[32];
