@@ -549,6 +549,11 @@ static int turn(struct loop *l, bool last, struct rlm_err *err)
 		goto out;
 	}
 	if (l->c.stopping) {
+		/* A limit hit by this turn's code: a FINAL(...) in its text,
+		 * written before the code ran, is a better partial answer than
+		 * none (an answer["content"] the code set beats it). */
+		if (rp.final == REPLY_FINAL && !l->content)
+			out->answer = xstrndup(text + rp.final_off, rp.final_len);
 		rc = TURN_DONE;
 		goto out;
 	}

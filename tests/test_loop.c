@@ -940,6 +940,20 @@ TEST(cost_budget_counts_calls_in_flight)
 	env_free(&v);
 }
 
+TEST(final_in_text_is_the_partial_answer_on_a_limit)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_sub_calls = 1;
+	says(&v, "```repl\nrs = llm_query_batched(['Question: x?\\nText:\\nx is 1.'] * 2)\n```\n"
+		 "FINAL(my guess)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_CALLS);
+	CHECK_STR(v.r.answer, "my guess");
+	CHECK(!v.r.found);
+	env_free(&v);
+}
+
 /* ---- time and cancel ---- */
 
 TEST(timeout_mid_exec)
