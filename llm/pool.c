@@ -105,39 +105,6 @@ static void reset_result(struct llm_call *c)
 
 /* ---- endpoints: choice, limits, health ---- */
 
-static struct llm_endpoint *choose_endpoint(struct llm_model *m, int *index)
-{
-	int64_t now = now_ns(), soonest = INT64_MAX;
-	unsigned start = atomic_fetch_add(&m->rr, 1);
-	size_t best = SIZE_MAX, fallback = 0;
-	int best_load = 0;
-	for (size_t k = 0; k < m->n_eps; k++) {
-		size_t i = (start + k) % m->n_eps;
-		struct llm_endpoint *ep = &m->eps[i];
-		int load;
-		int64_t until;
-		pthread_mutex_lock(&ep->mu);
-		load = ep->inflight;
-		until = ep->backoff_until_ns;
-		pthread_mutex_unlock(&ep->mu);
-		if (until > now) {
-			if (until < soonest) {
-				soonest = until;
-				fallback = i;
-			}
-			continue;
-		}
-		if (best == SIZE_MAX || load < best_load) {
-			best = i;
-			best_load = load;
-		}
-	}
-	if (best == SIZE_MAX)
-		best = fallback; /* all backed off: the one that recovers first */
-	*index = (int)best;
-	return &m->eps[best];
-}
-
 static void refill(const struct llm_model *m, struct llm_endpoint *ep, int64_t now)
 {
 	double secs = (double)(now - ep->refill_ns) / 1e9;
@@ -150,6 +117,65 @@ static void refill(const struct llm_model *m, struct llm_endpoint *ep, int64_t n
 		ep->tok_tokens = RLM_MIN(RLM_MAX(1.0, m->cfg.tpm / 6),
 					 ep->tok_tokens + secs * m->cfg.tpm / 60);
 	ep->refill_ns = now;
+}
+
+/* ep->mu held, buckets refilled: how long until ep may send a call of
+ * `tokens` (0: now; the rate buckets only, not max_inflight). */
+static double bucket_wait_ns(const struct llm_model *m, const struct llm_endpoint *ep,
+			     double tokens)
+{
+	const struct llm_model_cfg *cfg = &m->cfg;
+	double tok_cap = cfg->tpm > 0 ? RLM_MAX(1.0, cfg->tpm / 6) : 0, w = 0;
+	if (cfg->rpm > 0 && ep->req_tokens < 1)
+		w = (1 - ep->req_tokens) * 60e9 / cfg->rpm;
+	/* A request larger than the bucket goes when the bucket is full. */
+	if (cfg->tpm > 0 && ep->tok_tokens < RLM_MIN(tokens, tok_cap))
+		w = RLM_MAX(w, (RLM_MIN(tokens, tok_cap) - ep->tok_tokens) * 60e9 / cfg->tpm);
+	return w;
+}
+
+/* The endpoint for the next attempt: of those not backed off, one that can
+ * send at once (rate buckets and max_inflight), the least loaded; else the
+ * one that can send soonest; when all are backed off, the one that
+ * recovers first. */
+static struct llm_endpoint *choose_endpoint(struct llm_model *m, double tokens, int *index)
+{
+	int64_t now = now_ns(), soonest = INT64_MAX;
+	unsigned start = atomic_fetch_add(&m->rr, 1);
+	size_t best = SIZE_MAX, fallback = 0;
+	int best_load = 0;
+	double best_wait = 0;
+	for (size_t k = 0; k < m->n_eps; k++) {
+		size_t i = (start + k) % m->n_eps;
+		struct llm_endpoint *ep = &m->eps[i];
+		int load;
+		int64_t until;
+		double wait;
+		pthread_mutex_lock(&ep->mu);
+		refill(m, ep, now);
+		load = ep->inflight;
+		until = ep->backoff_until_ns;
+		wait = bucket_wait_ns(m, ep, tokens);
+		if (m->cfg.max_inflight > 0 && load >= m->cfg.max_inflight && wait < 5e7)
+			wait = 5e7; /* full: as good as a short wait */
+		pthread_mutex_unlock(&ep->mu);
+		if (until > now) {
+			if (until < soonest) {
+				soonest = until;
+				fallback = i;
+			}
+			continue;
+		}
+		if (best == SIZE_MAX || wait < best_wait || (wait == best_wait && load < best_load)) {
+			best = i;
+			best_load = load;
+			best_wait = wait;
+		}
+	}
+	if (best == SIZE_MAX)
+		best = fallback; /* all backed off: the one that recovers first */
+	*index = (int)best;
+	return &m->eps[best];
 }
 
 /* True when an endpoint other than `idx` is not backed off. */
@@ -188,7 +214,6 @@ static bool acquire(struct llm_model *m, struct llm_endpoint *ep, double tokens,
 		    const struct llm_call *c)
 {
 	const struct llm_model_cfg *cfg = &m->cfg;
-	double tok_cap = cfg->tpm > 0 ? RLM_MAX(1.0, cfg->tpm / 6) : 0;
 	pthread_mutex_lock(&ep->mu);
 	for (;;) {
 		int64_t now = now_ns(), wait = 0;
@@ -201,13 +226,7 @@ static bool acquire(struct llm_model *m, struct llm_endpoint *ep, double tokens,
 		if (cfg->max_inflight > 0 && ep->inflight >= cfg->max_inflight) {
 			wait = 50000000; /* woken by release; the timeout re-checks cancel */
 		} else {
-			double w = 0;
-			if (cfg->rpm > 0 && ep->req_tokens < 1)
-				w = (1 - ep->req_tokens) * 60e9 / cfg->rpm;
-			/* A request larger than the bucket goes when the bucket is full. */
-			if (cfg->tpm > 0 && ep->tok_tokens < RLM_MIN(tokens, tok_cap))
-				w = RLM_MAX(w, (RLM_MIN(tokens, tok_cap) - ep->tok_tokens) * 60e9 /
-						       cfg->tpm);
+			double w = bucket_wait_ns(m, ep, tokens);
 			if (w <= 0)
 				break;
 			/* Wake at least every 100 ms to notice cancellation. */
@@ -312,7 +331,7 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 			set_error(c, RLM_ECANCEL, "cancelled");
 			return;
 		}
-		ep = choose_endpoint(m, &idx);
+		ep = choose_endpoint(m, tokens, &idx);
 		rc = m->wire->build(c, m, ep->base_url, &req, &err);
 		if (rc) {
 			set_error(c, rc, "%s", err.msg[0] ? err.msg : rlm_strerror(rc));

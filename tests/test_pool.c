@@ -558,6 +558,50 @@ TEST(requests_per_minute_limit)
 	fakesrv_stop(s);
 }
 
+/* A throttled endpoint is passed over for one that can send at once, even
+ * when it is the less loaded: a fast endpoint spends its burst, the rest
+ * goes to the slow one instead of waiting seconds for the fast one's
+ * bucket. */
+TEST(rate_limited_endpoint_is_passed_over)
+{
+	struct fakesrv *fast = fakesrv_start(), *slow = fakesrv_start();
+	struct fake_reply quick = {200, NULL, ok_openai, FAKE_NORMAL, 0};
+	struct fake_reply lazy = {200, NULL, ok_openai, FAKE_NORMAL, 200};
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	struct llm_model *m;
+	struct llm_pool *p = pool_of(8);
+	struct llm_call c[20], *ptrs[20];
+	char urls[256];
+	int64_t t0;
+	snprintf(urls, sizeof(urls), "%s/v1,%s/v1", fakesrv_url(fast), fakesrv_url(slow));
+	cfg.kind = LLM_OPENAI;
+	cfg.name = "m";
+	cfg.base_urls = urls;
+	cfg.rpm = 60; /* per endpoint: one a second, bursts of 10 */
+	m = llm_model_new(&cfg, &err);
+	CHECK_MSG(m, "%s", err.msg);
+	fakesrv_set_default(fast, &quick);
+	fakesrv_set_default(slow, &lazy);
+	for (int i = 0; i < 20; i++) {
+		llm_call_init(&c[i], m, two_msgs, 2);
+		ptrs[i] = &c[i];
+	}
+	t0 = now_ns();
+	CHECK_INT(llm_pool_run(p, ptrs, 20), 0);
+	/* Both bursts cover the 20 calls: no wait on a bucket (~10 s if the
+	 * fast endpoint took them all). */
+	CHECK_MSG(now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	CHECK_INT(fakesrv_count(fast), 10);
+	CHECK_INT(fakesrv_count(slow), 10);
+	for (int i = 0; i < 20; i++)
+		llm_call_release(&c[i]);
+	llm_pool_free(p);
+	llm_model_free(m);
+	fakesrv_stop(fast);
+	fakesrv_stop(slow);
+}
+
 /* Many calls through the in-process simulator with every kind of fault:
  * each succeeds within the retry limit, answers its own question, in
  * order; the simulator saw exactly the attempts the pool counted. */
