@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +18,40 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void child_env(const char *const *env)
+extern char **environ;
+
+/* The child's environment, built in the parent (after fork a child of a
+ * threaded test may not malloc): ours with env's "NAME=value" entries set
+ * and its bare "NAME" entries removed. Free with free_env. */
+static char **make_env(const char *const *env)
 {
-	for (size_t i = 0; env && env[i]; i++) {
-		char *kv = xstrdup(env[i]), *eq = strchr(kv, '=');
-		if (eq) {
-			*eq = '\0';
-			setenv(kv, eq + 1, 1);
-		} else {
-			unsetenv(kv);
-		}
-		free(kv);
+	size_t n = 0, k = 0, extra = 0;
+	char **out;
+	while (environ[n])
+		n++;
+	while (env && env[extra])
+		extra++;
+	out = xcalloc(n + extra + 1, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strcspn(environ[i], "=");
+		bool drop = false;
+		for (size_t j = 0; j < extra && !drop; j++)
+			drop = strncmp(env[j], environ[i], len) == 0 &&
+			       (env[j][len] == '=' || env[j][len] == '\0');
+		if (!drop)
+			out[k++] = xstrdup(environ[i]);
 	}
+	for (size_t j = 0; j < extra; j++)
+		if (strchr(env[j], '='))
+			out[k++] = xstrdup(env[j]);
+	return out;
+}
+
+static void free_env(char **e)
+{
+	for (size_t i = 0; e[i]; i++)
+		free(e[i]);
+	free(e);
 }
 
 int proc_run(const char *const *argv, const char *input, const char *const *env,
@@ -39,19 +62,23 @@ int proc_run(const char *const *argv, const char *input, const char *const *env,
 	size_t in_off = 0, in_len = input ? strlen(input) : 0;
 	int64_t deadline = now_ns() + (int64_t)timeout_s * 1000000000;
 	pid_t pid;
+	char **envp;
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
 		return -errno;
+	envp = make_env(env);
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		free_env(envp);
 		return -errno;
+	}
 	if (pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(err[1], 2);
-		child_env(env);
-		execv(argv[0], (char *const *)(uintptr_t)argv);
+		execve(argv[0], (char *const *)(uintptr_t)argv, envp);
 		_exit(127);
 	}
+	free_env(envp);
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
@@ -121,17 +148,19 @@ void proc_out_release(struct proc_out *o)
 
 pid_t proc_start(const char *const *argv, const char *const *env)
 {
+	char **envp = make_env(env);
+	bool quiet = !getenv("TEST_VERBOSE");
 	pid_t pid = fork();
 	if (pid == 0) {
 		int fd = open("/dev/null", O_RDWR);
 		dup2(fd, 0);
 		dup2(fd, 1);
-		if (!getenv("TEST_VERBOSE"))
+		if (quiet)
 			dup2(fd, 2);
-		child_env(env);
-		execv(argv[0], (char *const *)(uintptr_t)argv);
+		execve(argv[0], (char *const *)(uintptr_t)argv, envp);
 		_exit(127);
 	}
+	free_env(envp);
 	return pid;
 }
 
