@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -40,14 +41,15 @@
 #define DEF_CALLS_EXEC	 REPL_DEF_CALLS_EXEC
 #define DEF_CALLS_TOTAL	 100000
 #define CANCEL_POLL_NS	 10000000LL
+#define DEF_SCRATCH	 ((size_t)256 << 20)
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL };
 
 /* One exec or final_var in flight. */
 struct run {
 	int64_t id;
-	int64_t begin;           /* repl_exec was called */
-	int64_t t0;              /* the exec frame was sent: the limit's clock */
+	int64_t begin;	  /* repl_exec was called */
+	int64_t t0;	  /* the exec frame was sent: the limit's clock */
 	int64_t deadline; /* absolute, 0: none */
 	int64_t limit;	  /* worker time, 0: none */
 	int64_t call_ns;  /* time spent in on_call */
@@ -62,14 +64,19 @@ struct run {
 
 enum { AGAIN = 1 };
 
-static pthread_once_t sigpipe_once = PTHREAD_ONCE_INIT;
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 
-static void ignore_sigpipe(void)
+/* Once per process: SIGPIPE ignored (when at its default), and the
+ * controller not dumpable, so that a worker of the same uid can neither
+ * ptrace it nor read its /proc files (the API keys are in its memory and
+ * environment). */
+static void process_setup(void)
 {
 	struct sigaction old;
 	if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
 	    !(old.sa_flags & SA_SIGINFO))
 		signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 static int ms_until(int64_t t, int64_t now)
@@ -120,12 +127,82 @@ static void rm_tree_at(int dfd, const char *name, int depth)
 	}
 }
 
+/* Remove what the worker left in the scratch directory, keep the
+ * directory. */
+static void empty_dir(const char *path)
+{
+	DIR *d;
+	struct dirent *e;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			rm_tree_at(dirfd(d), e->d_name, 1);
+	}
+	closedir(d);
+}
+
+/* Scratch directories are named rlm-repl-PID-XXXXXX after the controller
+ * that made them. A controller killed by SIGKILL cannot remove its own;
+ * the next one to start in the same base removes those whose controller is
+ * gone (no such process) and which belong to its own uid (or, as root, to
+ * nobody, whom the identity layer gave it). Once per process and base. */
+static void sweep_stale(const char *base)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static char swept[256];
+	DIR *d;
+	struct dirent *e;
+	int fd;
+	pthread_mutex_lock(&mu);
+	if (strcmp(swept, base) == 0) {
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	snprintf(swept, sizeof(swept), "%s", base);
+	pthread_mutex_unlock(&mu);
+	fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		struct stat st;
+		char *end;
+		long pid;
+		if (strncmp(e->d_name, "rlm-repl-", 9) != 0)
+			continue;
+		errno = 0;
+		pid = strtol(e->d_name + 9, &end, 10);
+		if (errno || end == e->d_name + 9 || *end != '-' || pid <= 0 || pid > INT_MAX)
+			continue;
+		if (pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) ||
+		    (st.st_uid != geteuid() && !(geteuid() == 0 && st.st_uid == REPL_NOBODY)))
+			continue;
+		rm_tree_at(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 static int make_scratch(struct repl *r, struct rlm_err *err)
 {
 	const char *base = getenv("TMPDIR");
 	if (!base || !*base)
 		base = "/tmp";
-	r->scratch = xasprintf("%s/rlm-repl-XXXXXX", base);
+	sweep_stale(base);
+	r->scratch = xasprintf("%s/rlm-repl-%ld-XXXXXX", base, (long)getpid());
 	if (!mkdtemp(r->scratch)) {
 		int e = errno;
 		free(r->scratch);
@@ -204,6 +281,8 @@ static void fill_defaults(struct repl_cfg *c)
 		c->max_calls_exec = DEF_CALLS_EXEC;
 	if (!c->max_calls_total)
 		c->max_calls_total = DEF_CALLS_TOTAL;
+	if (!c->sandbox.scratch_limit)
+		c->sandbox.scratch_limit = DEF_SCRATCH;
 }
 
 static void build_args(struct repl *r, const char *runtime)
@@ -227,7 +306,8 @@ static void build_args(struct repl *r, const char *runtime)
 	r->argv[8] = r->own[2];
 	r->argv[9] = r->own[3];
 	r->argv[10] = r->own[4];
-	r->argv[11] = NULL;
+	r->argv[11] = (char *)(uintptr_t) "-"; /* LATE_FILTER: set per spawn */
+	r->argv[12] = NULL;
 	r->envp[0] = (char *)(uintptr_t) "LANG=C.UTF-8";
 	r->envp[1] = (char *)(uintptr_t) "PYTHONDONTWRITEBYTECODE=1";
 	r->envp[2] = (char *)(uintptr_t) "PYTHONIOENCODING=utf-8";
@@ -244,15 +324,23 @@ static void build_args(struct repl *r, const char *runtime)
 int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *err)
 {
 	const struct embedded_file *rt = embedded_find("runtime.py");
+	const char *env = getenv("RLM_SANDBOX_DISABLE");
 	struct repl *r;
 	int rc;
 	*out = NULL;
-	pthread_once(&sigpipe_once, ignore_sigpipe);
+	pthread_once(&process_once, process_setup);
 	r = xcalloc(1, sizeof(*r));
 	r->cfg = *cfg;
 	memset(&r->cfg.ctx, 0, sizeof(r->cfg.ctx));
 	fill_defaults(&r->cfg);
 	r->memfd = r->devnull = r->to_w = r->from_w = r->log_r = r->pidfd = -1;
+	r->sb.landlock_fd = -1;
+	if (env && repl_sandbox_parse(env, &r->sb_env_disable, err) < 0) {
+		rlm_err_prefix(err, "RLM_SANDBOX_DISABLE");
+		rc = RLM_EINVAL;
+		goto fail;
+	}
+	r->cfg.sandbox.disable |= r->sb_env_disable;
 	r->python = xstrdup(cfg->python ? cfg->python : "/usr/bin/python3");
 	r->cfg.python = r->python;
 	if (access(r->python, X_OK) < 0) {
@@ -277,6 +365,9 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 		goto fail;
 	}
 	build_args(r, rt->data);
+	rc = repl__sandbox_plan(r, err);
+	if (rc < 0)
+		goto fail;
 	rc = repl__worker_start(r, err);
 	r->ctx_pending = NULL; /* borrowed from cfg: gone after this call */
 	if (rc < 0)
@@ -297,6 +388,9 @@ void repl_free(struct repl *r)
 		close(r->memfd);
 	if (r->devnull >= 0)
 		close(r->devnull);
+	if (r->sb.landlock_fd >= 0)
+		close(r->sb.landlock_fd);
+	free(r->sb_bpf);
 	if (r->scratch) {
 		rm_tree_at(AT_FDCWD, r->scratch, 0);
 		free(r->scratch);
@@ -340,14 +434,30 @@ static int cause_rc(const struct run *x, struct rlm_err *err)
 	return 0;
 }
 
+/* Start a new worker after the old one was stopped; a failure is said in
+ * note and makes the repl unusable. */
+static int respawn(struct repl *r, struct run *x, struct buf *note, struct rlm_err *err)
+{
+	struct rlm_err why = {0, ""};
+	int rc;
+	x->out->restarted = true;
+	r->st.restarts++;
+	rc = repl__worker_start(r, &why);
+	if (rc < 0) {
+		r->broken = true;
+		buf_printf(note, "[the REPL could not be restarted: %s]\n", why.msg);
+		rlm_err_set(err, rc, "cannot restart the REPL: %s", why.msg);
+		return rc;
+	}
+	return 0;
+}
+
 /* Stop the worker (if it still runs), say why in the output, start a new
  * one. with_log: show what it last wrote on fds 1 and 2. */
 static int restart(struct repl *r, struct run *x, const char *reason, bool with_log,
 		   struct rlm_err *err)
 {
-	struct rlm_err why = {0, ""};
 	char *tail = NULL;
-	int rc;
 	repl__worker_stop(r);
 	if (with_log)
 		tail = repl__log_tail(r, 2000);
@@ -359,16 +469,23 @@ static int restart(struct repl *r, struct run *x, const char *reason, bool with_
 		buf_printf(&x->note, "The worker's last output on stdout/stderr:\n%s%s", tail,
 			   tail[strlen(tail) - 1] == '\n' ? "" : "\n");
 	free(tail);
-	x->out->restarted = true;
-	r->st.restarts++;
-	rc = repl__worker_start(r, &why);
-	if (rc < 0) {
-		r->broken = true;
-		buf_printf(&x->note, "[the REPL could not be restarted: %s]\n", why.msg);
-		rlm_err_set(err, rc, "cannot restart the REPL: %s", why.msg);
-		return rc;
-	}
-	return 0;
+	return respawn(r, x, &x->note, err);
+}
+
+/* After a worker scratch directory (a plain directory) grew past its
+ * limit: a new worker on an empty directory, said after the output. */
+static int scratch_check(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	char what[200];
+	if (r->pid <= 0 || r->broken || !repl__scratch_over(r, what, sizeof(what)))
+		return 0;
+	repl__worker_stop(r);
+	empty_dir(r->scratch);
+	buf_printf(&x->after,
+		   "[the REPL was restarted: %s. All variables and scratch files are gone; "
+		   "`context` and the helper functions were reloaded.]\n",
+		   what);
+	return respawn(r, x, &x->after, err);
 }
 
 static int violation(struct repl *r, struct run *x, const char *why, struct rlm_err *err)
@@ -767,6 +884,8 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 			x.t0 = now_ns();
 			rc = wait_result(r, &x, err);
 			r->st.execs++;
+			if (rc == 0)
+				rc = scratch_check(r, &x, err);
 		}
 	}
 	run_finish(&x);

@@ -5,11 +5,10 @@
  * DESIGN
  * The worker is started once and kept: variables survive between execs.
  * Its Python side (repl/runtime.py) is embedded in the binary and passed
- * with -c, so there is nothing to install. The child is forked from a
+ * with -c, so there is nothing to install. The child is cloned from a
  * long-lived spawner thread (PR_SET_PDEATHSIG fires when the creating
- * *thread* exits) and set up with async-signal-safe calls only, then
- * exec's python3 -I -S -B: the sandbox (seccomp, Landlock, ...) slots in
- * between fork and exec.
+ * *thread* exits) with the sandbox's namespaces, set up with raw system
+ * calls only (the sandbox layers below), then exec's python3 -I -S -B.
  *
  * Child file descriptors, nothing else open:
  *   0  /dev/null
@@ -29,8 +28,10 @@
  * (invalid UTF-8 becomes U+FFFD). The memfd is filled once and reused when
  * the worker is restarted. The worker's command line is
  *   python3 -I -S -B -c <repl/runtime.py> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
- *           MAX_CALLS_EXEC
- * with N_DOCS -1 when `context` is a str. Prompts past MAX_CALLS_EXEC in one
+ *           MAX_CALLS_EXEC LATE_FILTER
+ * with N_DOCS -1 when `context` is a str, and LATE_FILTER the hex of a
+ * seccomp program (struct sock_filter bytes) the runtime stacks with
+ * prctl before it reads the context frame, or "-" for none. Prompts past MAX_CALLS_EXEC in one
  * exec raise ValueError in the code before any frame is sent (the
  * controller's kill on that cap is a backstop for a hostile worker). The
  * worker keeps its frames under MAX_FRAME: prompts that would not fit
@@ -142,6 +143,106 @@ struct repl_call {
  * called repl_exec. */
 typedef void repl_call_fn(void *arg, const struct repl_call *call, char **texts, bool *errors);
 
+struct repl;
+
+/* ---- the sandbox ----
+ *
+ * Model-written code is hostile. Every worker is confined by layers, each
+ * probed on first use and applied where the machine supports it (the
+ * measurements and the policy behind them: docs/sandbox.md):
+ *   seccomp   an allow-list built with libseccomp in the parent: no sockets,
+ *             no fork or non-thread clone, no ptrace, io_uring, bpf,
+ *             mount, unshare, no signals but to itself; a second filter,
+ *             stacked by the runtime once Python is up, denies execve.
+ *             Mandatory: without it no worker starts unless unsafe is set.
+ *   identity  as root, the worker runs as uid/gid 65534 (nobody), mapped
+ *             from a user namespace when there is one, else setresuid;
+ *             no capabilities either way; mandatory as root (disabling it
+ *             needs unsafe). Not root: the controller's own uid, reported
+ *             on (nothing to drop; why stays empty).
+ *   landlock  reads only of what Python needs (/usr, /etc/ld.so.cache,
+ *             /etc/localtime, ...), reads and writes only in its scratch
+ *             directory, no TCP, no signals out of the domain (by ABI).
+ *   userns    a user namespace: the base of the namespaces below, which
+ *             are off when it is.
+ *   mntns     a mount namespace: the tree read-only, a fresh /proc, the
+ *             scratch directory a tmpfs of scratch_limit bytes.
+ *   netns, pidns, ipcns, utsns   no network at all; its own pid 1 (so
+ *             signals it sends itself with a default action are ignored).
+ *   rlimits   address space, open files, file size, core 0, CPU seconds.
+ * and always: only its own fds, a scrubbed environment, its own session,
+ * the parent-death signal, no_new_privs, the wall clock per exec, and a
+ * controller that is not dumpable (set by the first repl_start). A layer
+ * that fails in the child is left out for the rest of the process and the
+ * worker started again without it (seccomp only with unsafe);
+ * RLM_SANDBOX_DISABLE=<list> turns layers off (a bad name fails
+ * repl_start with RLM_EINVAL). */
+enum repl_layer {
+	REPL_L_SECCOMP,
+	REPL_L_IDENTITY,
+	REPL_L_LANDLOCK,
+	REPL_L_USERNS,
+	REPL_L_MNTNS,
+	REPL_L_NETNS,
+	REPL_L_PIDNS,
+	REPL_L_IPCNS,
+	REPL_L_UTSNS,
+	REPL_L_RLIMITS,
+	REPL_L_COUNT
+};
+#define REPL_L_ALL ((1u << REPL_L_COUNT) - 1)
+
+struct repl_sandbox_cfg {
+	unsigned disable;     /* bits (1u << REPL_L_...) turned off on request;
+			       * RLM_SANDBOX_DISABLE is OR-ed in by repl_start */
+	bool unsafe;          /* run even where seccomp cannot be applied, or
+			       * is disabled, or (as root) with identity
+			       * disabled: the explicit --unsafe-no-sandbox */
+	size_t mem_limit;     /* RLIMIT_AS bytes; 0: max(2 GiB, 16 x context) */
+	size_t scratch_limit; /* scratch bytes (tmpfs size, or the quota of a
+			       * plain directory, checked after each exec and
+			       * RLIMIT_FSIZE); 0: 256 MiB */
+	int64_t cpu_limit_s;  /* RLIMIT_CPU for a worker's life; 0: 3600 */
+	int max_files;        /* RLIMIT_NOFILE; 0: 64 */
+};
+
+struct repl_sandbox_status {
+	bool on[REPL_L_COUNT];        /* applied to the worker */
+	char why[REPL_L_COUNT][120];  /* for a layer that is off: why
+				       * ("disabled by RLM_SANDBOX_DISABLE",
+				       * "not root: already unprivileged",
+				       * "clone(CLONE_NEWUSER): errno 1 (EPERM)") */
+	int landlock_abi;             /* 0: none */
+	int seccomp_filters;          /* stacked, as the kernel reports them
+				       * (/proc/PID/status): 2 when the late
+				       * filter is on */
+	unsigned uid, gid;            /* of the worker, as seen from outside */
+	bool scratch_tmpfs;           /* the scratch is a sized tmpfs */
+	bool unsafe;                  /* it runs without seccomp, or as root */
+	char fs[48];                  /* "landlock+ro-mount", "landlock",
+				       * "ro-mount", "uid-65534", "unconfined" */
+	char line[512];               /* one line of all of it: "seccomp=on(2)
+				       * landlock=abi7 userns=on ... uid=65534
+				       * fs=landlock+ro-mount scratch=tmpfs(256M)
+				       * rlimits=AS2G,NOFILE64,FSIZE256M,CPU3600" */
+};
+
+const char *repl_layer_name(enum repl_layer l); /* "seccomp", "userns", ... */
+/* Parse "userns,landlock" (names as above, "all", "ns" for every
+ * namespace; blanks and empty items ignored) into disable bits. Returns 0
+ * or RLM_EINVAL with err naming the unknown layer and listing the known. */
+int repl_sandbox_parse(const char *list, unsigned *bits, struct rlm_err *err);
+/* Check a sandbox configuration before anything starts (no probe, no
+ * process): RLM_SANDBOX_DISABLE must parse, and a mandatory layer (seccomp;
+ * identity when the caller is root) may be disabled, by cfg or by the
+ * variable, only with unsafe. Returns 0, RLM_EINVAL (a bad layer name) or
+ * RLM_ESANDBOX, with a message that names the fix. repl_start makes the
+ * same checks; this lets a caller refuse bad options before it spends a
+ * model call. What the kernel lacks is still only known to repl_start. */
+int repl_sandbox_check(const struct repl_sandbox_cfg *c, struct rlm_err *err);
+/* The sandbox of the current worker. */
+void repl_sandbox_status(const struct repl *r, struct repl_sandbox_status *out);
+
 /* Defaults of struct repl_cfg (also for prompts that state them). */
 #define REPL_DEF_EXEC_TIMEOUT_NS (60 * (int64_t)1000000000)
 #define REPL_DEF_CALLS_EXEC	 10000
@@ -159,9 +260,8 @@ struct repl_cfg {
 	repl_call_fn *on_call;       /* NULL: every call gets an error string */
 	void *call_arg;
 	const atomic_bool *cancel;   /* optional: ends an exec like its deadline */
+	struct repl_sandbox_cfg sandbox; /* zero: every layer the machine has */
 };
-
-struct repl;
 
 /* Start a worker and wait until it has `context` (its "ready" frame).
  * Returns 0, or a negative code with err naming the problem (python3

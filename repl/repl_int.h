@@ -9,18 +9,90 @@
 #define REPL_MAX_PROMPTS 100000 /* prompts in one call frame */
 #define REPL_MAX_VARS 100000    /* names in one result frame */
 #define REPL_MARK_SLACK 128     /* the omission line, over the output limit */
+#define REPL_NOBODY 65534       /* the uid and gid a root controller's worker gets */
 
-/* THE SANDBOX SLOT. The sandbox issue adds its layers here: child() runs in
- * the forked child after setsid, the parent-death signal, the fd layout
- * (0-5, everything else closed) and chdir to the scratch directory, and
- * right before execve. It may only make async-signal-safe calls (raw
- * syscalls: no malloc, no locks, no stdio, no libseccomp -- compile BPF in
- * the parent and pass it through arg). Returns 0, or an errno value: the
- * child then reports "sandbox: errno N" in a fatal frame and exits 126. */
-struct repl_sandbox {
-	int (*child)(const void *arg);
-	const void *arg;          /* prepared in the parent, read-only here */
+/* ---- the sandbox plan (sandbox.c, seccomp.c) ----
+ *
+ * Everything the child needs is prepared in the parent: between fork and
+ * execve the child of a multithreaded process may only make raw system
+ * calls (no malloc, no locks, no stdio, no libseccomp). */
+
+/* A compiled seccomp program: struct sock_filter insns[len]. */
+struct repl_bpf {
+	void *insns;              /* struct sock_filter *; owned by seccomp.c */
+	unsigned short len;
 };
+
+/* The placeholder for the worker's own pid in the first filter (the rules
+ * that let kill/tgkill/tkill target only itself): the child replaces every
+ * BPF_K operand equal to it by its getpid() before applying the filter. */
+#define REPL_BPF_SELF 0x7ff0be11u
+
+/* Build the two filters once per process (thread-safe; later calls return
+ * the same programs). first: applied by the child last, right before
+ * execve: the allow-list of docs/sandbox.md, default ENOSYS, explicit
+ * EPERM for the dangerous families, a foreign architecture kills the
+ * process, execve still allowed. late: stacked by the runtime once Python
+ * is up: execve and execveat get EPERM. Returns 0, or a negative code
+ * with err saying why (libseccomp missing a syscall is not an error). */
+int repl__seccomp_build(const struct repl_bpf **first, const struct repl_bpf **late,
+			struct rlm_err *err);
+/* The late filter as lowercase hex of its sock_filter bytes, for the
+ * worker's argv (the runtime applies it with ctypes prctl). */
+const char *repl__seccomp_late_hex(void);
+/* In the child: copy of `first` patched with self for REPL_BPF_SELF into
+ * scratch (at least first->len entries of struct sock_filter), then
+ * prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER). no_new_privs must be set.
+ * Async-signal-safe. Returns 0 or an errno value. */
+int repl__seccomp_apply(const struct repl_bpf *first, void *scratch, pid_t self);
+
+/* One worker's sandbox, planned by repl__sandbox_plan in the parent. */
+struct repl_sandbox {
+	unsigned layers;          /* (1u << REPL_L_...) to apply */
+	int clone_flags;          /* CLONE_NEW* for the spawner; 0: fork */
+	unsigned uid, gid;        /* the identity to take, as seen from outside */
+	unsigned ns_uid, ns_gid;  /* the same inside the user namespace */
+	bool setgroups_deny;      /* write "deny" to setgroups (non-root) */
+	const struct repl_bpf *seccomp; /* the first filter; NULL: none */
+	void *bpf_scratch;        /* room for the patched copy */
+	int landlock_fd;          /* a ruleset built in the parent; -1: none */
+	const char *scratch;      /* the scratch directory (mntns: a tmpfs) */
+	char tmpfs_opts[96];      /* "size=268435456,mode=0700,uid=1000,gid=1000" */
+	struct { int res; unsigned long cur, max; } rl[8];
+	int n_rl;
+	int fault;                /* tests (RLM_SANDBOX_FAULT=<layer>): the
+				   * child fails at this layer; -1: none */
+};
+
+/* Plan the sandbox of r's next worker from r->cfg.sandbox, the machine's
+ * probed layers and the layers found broken so far (process-wide, with
+ * why). Fills r->sb and r->sb_status (the layers' on/why; what the kernel
+ * reports is added once the worker is up). Returns 0, or a negative code
+ * when seccomp is needed but cannot be had (err says why and names
+ * --unsafe-no-sandbox). */
+int repl__sandbox_plan(struct repl *r, struct rlm_err *err);
+/* In the spawner thread, right after clone with sb->clone_flags: write the
+ * child's uid_map, setgroups and gid_map. Returns 0 or an errno value
+ * (what names the step). */
+int repl__sandbox_parent(const struct repl_sandbox *sb, pid_t pid, const char **what);
+/* In the child, before the fd layout: mounts, identity, rlimits,
+ * no_new_privs, Landlock (in that order). Async-signal-safe. Returns 0, or
+ * an errno value with *layer (REPL_L_...) and *what naming the step. */
+int repl__sandbox_child(const struct repl_sandbox *sb, int *layer, const char **what);
+/* A worker failed to start at a layer ("layer":"userns" in its fatal
+ * frame): remember it as broken for this process, with why, so that the
+ * next plan leaves it out. Returns false when the layer may not be left
+ * out (seccomp without unsafe). */
+bool repl__sandbox_broken(struct repl *r, enum repl_layer l, const char *why);
+/* After the worker said "ready": read Seccomp_filters and the uids from
+ * /proc/PID/status into r->sb_status and build its line. Returns 0, or
+ * RLM_EIO when seccomp should be on but the kernel shows fewer filters
+ * than planned (the worker is then not used). */
+int repl__sandbox_verify(struct repl *r, struct rlm_err *err);
+/* After an exec, for a scratch that is a plain directory: its size over
+ * the limit? Fills what ("the scratch directory holds 300 MB, over its
+ * limit of 256 MB"). */
+bool repl__scratch_over(const struct repl *r, char *what, size_t cap);
 
 /* One worker to start: everything prepared in the parent, so that the
  * child allocates nothing. */
@@ -31,15 +103,20 @@ struct repl_spawn {
 	int fds[6];               /* parent fds that become the child's 0..5 */
 	const char *dir;          /* the child's working directory */
 	int max_fd;               /* close() bound when close_range is missing */
-	const struct repl_sandbox *sandbox; /* NULL: none yet */
+	const struct repl_sandbox *sandbox; /* NULL: none (only with unsafe) */
 };
 
-/* Fork and exec a worker from the long-lived spawner thread (started on
- * first use), because PR_SET_PDEATHSIG fires when the forking *thread*
- * exits. Blocks until the fork is done. Returns 0 with *pid, or -errno.
- * Thread-safe; execve errors are reported by the child on fds[4] as a
- * fatal frame {"error":"execve: errno N"}, then it exits 127. */
-int repl__spawn(const struct repl_spawn *sp, pid_t *pid);
+/* Fork (clone with the sandbox's namespaces) and exec a worker from the
+ * long-lived spawner thread (started on first use), because
+ * PR_SET_PDEATHSIG fires when the forking *thread* exits. Blocks until the
+ * child is set going (its maps written). Returns 0 with *pid, or -errno
+ * with *what naming the step ("clone", "write uid_map"; static) and
+ * *layer REPL_L_USERNS when namespaces were asked for, else -1 (no child
+ * is left then). Thread-safe. The child reports its own failures on
+ * fds[4] as a fatal frame {"error":"execve: errno N"} or
+ * {"error":"sandbox: mount /proc: errno 1","layer":"mntns"}, then exits
+ * 127 (execve) or 126 (sandbox). */
+int repl__spawn(const struct repl_spawn *sp, pid_t *pid, int *layer, const char **what);
 
 /* ---- one REPL: the context, the scratch directory, the current worker ---- */
 
@@ -54,7 +131,7 @@ struct repl {
 	size_t text_len;
 	long long n_docs;         /* -1: `context` is a str */
 	char *scratch;            /* the worker's cwd and TMPDIR */
-	char *argv[12];           /* prebuilt for every spawn; the strings... */
+	char *argv[14];           /* prebuilt for every spawn; the strings... */
 	char *envp[8];
 	char *own[10];            /* ...that we allocated */
 	int max_fd;
@@ -75,6 +152,11 @@ struct repl {
 	size_t out_off;           /* ... of which written */
 	char log[4096];           /* the last bytes of fds 1 and 2 */
 	size_t log_len;
+
+	struct repl_sandbox sb;   /* the plan of the current worker */
+	struct repl_sandbox_status sb_status;
+	unsigned sb_env_disable;  /* the layers RLM_SANDBOX_DISABLE turned off */
+	void *sb_bpf;             /* sb.bpf_scratch: owned */
 
 	bool broken;              /* a restart failed: unusable */
 	int64_t next_id;

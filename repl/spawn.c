@@ -9,16 +9,31 @@
  * and a controller that dies does. Requests are handed over one at a time
  * under a mutex. The child runs in a copy of a multithreaded process, so
  * until execve it only makes raw system calls on data the parent prepared
- * (argv, the environment, the fds, the error frame). */
+ * (argv, the environment, the fds, the sandbox plan).
+ *
+ * With a sandbox the child is made by a raw clone(2) with the plan's
+ * namespace flags. Its order: default signal dispositions, setsid, the
+ * parent-death signal (and, outside a pid namespace, a check that the
+ * parent is still there), then with a user namespace a handshake: it
+ * makes itself dumpable again (the controller is not, and /proc/PID/
+ * uid_map would be root's), says so on one pipe, the spawner writes
+ * setgroups, gid_map and uid_map and answers on the other pipe (EOF: the
+ * parent gave up or died, the child exits). Then the fd layout, the
+ * sandbox layers (repl__sandbox_child: mounts, identity, rlimits,
+ * no_new_privs, Landlock), chdir to the scratch directory, seccomp last,
+ * and execve. A failed step is a fatal frame on fd 4 naming it (and its
+ * layer), then exit 126 (sandbox) or 127. */
 #include "repl_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static pthread_once_t spawner_once = PTHREAD_ONCE_INIT;
@@ -29,100 +44,244 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static const struct repl_spawn *slot_req; /* the request, NULL when none */
 static pid_t slot_pid;
 static int slot_err;
+static int slot_layer;
+static const char *slot_what;
 static bool slot_done;
 
-/* ---- the child, between fork and execve ---- */
+/* ---- the child, between clone and execve ----
+ *
+ * Raw system calls only (syscall(2) is not intercepted by the sanitizers,
+ * whose interceptors may take locks another thread held at clone time). */
 
-/* Write {"type":"fatal","error":"WHAT: errno N"} to fd, without malloc or
- * stdio. */
-static void child_report(int fd, const char *what, int e)
+struct k_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	unsigned long mask;
+};
+
+static void child_put(char *msg, size_t *n, size_t cap, const char *s)
 {
-	static const char pre[] = "{\"type\":\"fatal\",\"error\":\"";
-	char msg[160], num[16];
-	size_t n = 4, k = 0;
-	memcpy(msg + n, pre, sizeof(pre) - 1);
-	n += sizeof(pre) - 1;
-	while (*what && n < 100)
-		msg[n++] = *what++;
-	memcpy(msg + n, ": errno ", 8);
-	n += 8;
+	while (*s && *n < cap)
+		msg[(*n)++] = *s++;
+}
+
+/* Write {"type":"fatal","error":"WHAT: errno N"} (with "layer":"L" when a
+ * sandbox layer failed) to fd, without malloc or stdio. */
+static void child_report(int fd, const char *what, int e, int layer)
+{
+	char msg[320], num[16];
+	size_t n = 4, k = 0, cap = sizeof(msg) - 8;
+	long w;
+	child_put(msg, &n, 4 + 25, "{\"type\":\"fatal\",\"error\":\"");
+	if (layer >= 0)
+		child_put(msg, &n, cap, "sandbox: ");
+	child_put(msg, &n, 150, what);
+	child_put(msg, &n, cap, ": errno ");
 	do
 		num[k++] = (char)('0' + e % 10);
 	while ((e /= 10) > 0 && k < sizeof(num));
-	while (k > 0)
+	while (k > 0 && n < cap)
 		msg[n++] = num[--k];
-	msg[n++] = '"';
-	msg[n++] = '}';
+	child_put(msg, &n, cap, "\"");
+	if (layer >= 0) {
+		child_put(msg, &n, cap, ",\"layer\":\"");
+		child_put(msg, &n, cap, repl_layer_name((enum repl_layer)layer));
+		child_put(msg, &n, cap, "\"");
+	}
+	child_put(msg, &n, sizeof(msg), "}");
 	msg[0] = 0;
 	msg[1] = 0;
 	msg[2] = (char)((n - 4) >> 8);
 	msg[3] = (char)((n - 4) & 0xff);
-	while (write(fd, msg, n) < 0 && errno == EINTR)
-		;
+	do
+		w = syscall(SYS_write, fd, msg, n);
+	while (w < 0 && errno == EINTR);
 }
 
-__attribute__((noreturn)) static void child_fail(int fd, const char *what, int e, int status)
+__attribute__((noreturn)) static void child_exit(int status)
 {
-	child_report(fd, what, e);
-	_exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
 }
 
-__attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid_t parent)
+__attribute__((noreturn)) static void child_fail(int fd, const char *what, int e, int layer,
+						 int status)
 {
-	struct sigaction sa;
-	sigset_t none;
-	int tmp[6], report = sp->fds[4], e;
+	child_report(fd, what, e, layer);
+	child_exit(status);
+}
+
+/* The handshake of a user namespace: the parent writes our maps, which
+ * needs us dumpable (the controller is not, and we inherited that). */
+static void child_handshake(const int c2p[2], const int p2c[2])
+{
+	char b = 'r';
+	syscall(SYS_close, c2p[0]);
+	syscall(SYS_close, p2c[1]);
+	if (syscall(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_write, c2p[1], &b, 1) != 1)
+		child_exit(126);
+	/* EOF: the parent gave up on us, or died. */
+	while (syscall(SYS_read, p2c[0], &b, 1) != 1)
+		if (errno != EINTR)
+			child_exit(126);
+}
+
+__attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid_t parent,
+						const int c2p[2], const int p2c[2])
+{
+	const struct repl_sandbox *sb = sp->sandbox;
+	struct repl_sandbox sbc;
+	struct k_sigaction sa = {SIG_DFL, 0, NULL, 0};
+	unsigned long none = 0;
+	int src[7], tmp[7], nfd = 6, report = sp->fds[4], e, layer;
+	const char *what;
 
 	/* Signal dispositions back to the default (SIG_IGN survives exec);
 	 * the mask stays full (the spawner's) until just before execve. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &sa, NULL);
-	if (setsid() < 0)
-		child_fail(report, "setsid", errno, 127);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		child_fail(report, "prctl(PR_SET_PDEATHSIG)", errno, 127);
-	if (getppid() != parent)
-		_exit(127); /* the controller died before we could watch it */
+	for (int s = 1; s < 65; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			syscall(SYS_rt_sigaction, s, &sa, NULL, sizeof(none));
+	if (syscall(SYS_setsid) < 0)
+		child_fail(report, "setsid", errno, -1, 127);
+	if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(report, "prctl(PR_SET_PDEATHSIG)", errno, -1, 127);
+	/* In a pid namespace our parent is out of sight (getppid() is 0):
+	 * the handshake's EOF tells then that it died. */
+	if (!(sb && (sb->clone_flags & CLONE_NEWPID)) && syscall(SYS_getppid) != parent)
+		child_exit(127); /* the controller died before we could watch it */
+	if (c2p[0] >= 0)
+		child_handshake(c2p, p2c);
 
-	/* fds 0..5. Moving everything above 5 first means no source is
-	 * overwritten by another's dup2, and dup2 onto a different number
-	 * always clears FD_CLOEXEC (dup2(fd, fd) would keep it). */
-	for (int i = 0; i < 6; i++) {
-		tmp[i] = fcntl(sp->fds[i], F_DUPFD, 6);
-		if (tmp[i] < 0)
-			child_fail(report, "fcntl(F_DUPFD)", errno, 127);
-	}
+	/* fds 0..5 (and 6, the Landlock ruleset, until it is used). Moving
+	 * everything above them first means no source is overwritten by
+	 * another's dup2, and dup2 onto a different number always clears
+	 * FD_CLOEXEC (dup2(fd, fd) would keep it). */
 	for (int i = 0; i < 6; i++)
-		if (dup2(tmp[i], i) < 0)
-			child_fail(report, "dup2", errno, 127);
+		src[i] = sp->fds[i];
+	if (sb && sb->landlock_fd >= 0)
+		src[nfd++] = sb->landlock_fd;
+	for (int i = 0; i < nfd; i++) {
+		tmp[i] = (int)syscall(SYS_fcntl, src[i], F_DUPFD, nfd);
+		if (tmp[i] < 0)
+			child_fail(report, "fcntl(F_DUPFD)", errno, -1, 127);
+	}
+	for (int i = 0; i < nfd; i++)
+		if (syscall(SYS_dup2, tmp[i], i) < 0)
+			child_fail(report, "dup2", errno, -1, 127);
 	report = 4;
-#ifdef SYS_close_range
-	if (syscall(SYS_close_range, 6U, ~0U, 0U) < 0)
-#endif
-	{
-		for (int fd = 6; fd < sp->max_fd; fd++)
-			close(fd);
+	if (syscall(SYS_close_range, (unsigned)nfd, ~0U, 0U) < 0) {
+		for (int fd = nfd; fd < sp->max_fd; fd++)
+			syscall(SYS_close, fd);
 	}
-	if (chdir(sp->dir) < 0)
-		child_fail(report, "chdir", errno, 127);
 
-	/* THE SANDBOX SLOT: identity, rlimits, no_new_privs, Landlock and
-	 * seccomp go here (see struct repl_sandbox). */
-	if (sp->sandbox && sp->sandbox->child) {
-		e = sp->sandbox->child(sp->sandbox->arg);
+	if (sb) {
+		memcpy(&sbc, sb, sizeof(sbc));
+		if (sbc.landlock_fd >= 0)
+			sbc.landlock_fd = 6;
+		e = repl__sandbox_child(&sbc, &layer, &what);
 		if (e)
-			child_fail(report, "sandbox", e, 126);
+			child_fail(report, what, e, layer, 126);
+	}
+	if (syscall(SYS_chdir, sp->dir) < 0)
+		child_fail(report, "chdir", errno, -1, 127);
+	/* Last: from here on only what the filter allows. */
+	if (sb && sb->seccomp) {
+		e = sb->fault == REPL_L_SECCOMP ? EPERM
+						: repl__seccomp_apply(sb->seccomp, sb->bpf_scratch,
+								      (pid_t)syscall(SYS_getpid));
+		if (e)
+			child_fail(report, "seccomp", e, REPL_L_SECCOMP, 126);
 	}
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	execve(sp->path, sp->argv, sp->envp);
-	child_fail(report, "execve", errno, 127);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	syscall(SYS_execve, sp->path, sp->argv, sp->envp);
+	child_fail(report, "execve", errno, -1, 127);
 }
 
 /* ---- the spawner thread ---- */
+
+static void close2(int p[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if (p[i] >= 0)
+			close(p[i]);
+		p[i] = -1;
+	}
+}
+
+/* Start one child. Returns its pid, or -errno with *layer and *what. */
+static pid_t spawn_one(const struct repl_spawn *sp, int *layer, const char **what)
+{
+	const struct repl_sandbox *sb = sp->sandbox;
+	int c2p[2] = {-1, -1}, p2c[2] = {-1, -1}, e, status;
+	bool userns = sb && (sb->clone_flags & CLONE_NEWUSER);
+	pid_t parent = getpid(), pid;
+	char b;
+
+	*layer = -1;
+	*what = "fork";
+	if (userns && (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0)) {
+		e = errno;
+		close2(c2p);
+		close2(p2c);
+		*what = "pipe";
+		return -e;
+	}
+	if (sb) {
+		*what = "clone";
+		/* Raw clone, like fork, but with namespaces and without the
+		 * atfork handlers: the child only makes raw system calls. */
+		pid = (pid_t)syscall(SYS_clone, (unsigned long)(sb->clone_flags | SIGCHLD), 0UL,
+				     NULL, NULL, 0UL);
+	} else {
+		pid = fork();
+	}
+	if (pid == 0)
+		child_run(sp, parent, c2p, p2c);
+	e = errno;
+	if (pid < 0) {
+		close2(c2p);
+		close2(p2c);
+		/* Refused by policy or limits on namespaces: the layer is
+		 * broken here. EAGAIN or ENOMEM is the machine being busy,
+		 * not a reason to start the worker with fewer layers. */
+		if (sb && sb->clone_flags && (e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS))
+			*layer = REPL_L_USERNS;
+		return -e;
+	}
+	if (!userns)
+		return pid;
+
+	close(c2p[1]);
+	c2p[1] = -1;
+	close(p2c[0]);
+	p2c[0] = -1;
+	*layer = REPL_L_USERNS;
+	*what = "the handshake";
+	e = 0;
+	while (read(c2p[0], &b, 1) != 1) {
+		if (errno != EINTR) {
+			e = EIO; /* it died before it was ready */
+			break;
+		}
+	}
+	if (!e)
+		e = repl__sandbox_parent(sb, pid, what);
+	if (!e && write(p2c[1], "g", 1) != 1)
+		e = errno;
+	close2(c2p);
+	close2(p2c);
+	if (e) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		return -e;
+	}
+	*layer = -1;
+	return pid;
+}
 
 static void *spawner_main(void *arg)
 {
@@ -130,20 +289,21 @@ static void *spawner_main(void *arg)
 	pthread_mutex_lock(&mu);
 	for (;;) {
 		const struct repl_spawn *sp;
-		pid_t parent, pid;
+		const char *what;
+		int layer;
+		pid_t pid;
 		while (!slot_req)
 			pthread_cond_wait(&cv, &mu);
 		sp = slot_req;
 		pthread_mutex_unlock(&mu);
 
-		parent = getpid();
-		pid = fork();
-		if (pid == 0)
-			child_run(sp, parent);
+		pid = spawn_one(sp, &layer, &what);
 
 		pthread_mutex_lock(&mu);
-		slot_pid = pid;
-		slot_err = pid < 0 ? errno : 0;
+		slot_pid = pid > 0 ? pid : 0;
+		slot_err = pid < 0 ? -pid : 0;
+		slot_layer = layer;
+		slot_what = what;
 		slot_req = NULL;
 		slot_done = true;
 		pthread_cond_broadcast(&cv);
@@ -167,9 +327,11 @@ static void spawner_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-int repl__spawn(const struct repl_spawn *sp, pid_t *pid)
+int repl__spawn(const struct repl_spawn *sp, pid_t *pid, int *layer, const char **what)
 {
 	int rc;
+	*layer = -1;
+	*what = "pthread_create";
 	pthread_once(&spawner_once, spawner_start);
 	if (spawner_err)
 		return -spawner_err;
@@ -182,6 +344,8 @@ int repl__spawn(const struct repl_spawn *sp, pid_t *pid)
 		pthread_cond_wait(&cv, &mu);
 	*pid = slot_pid;
 	rc = -slot_err;
+	*layer = slot_layer;
+	*what = slot_what;
 	pthread_mutex_unlock(&mu);
 	pthread_mutex_unlock(&one_at_a_time);
 	return rc;

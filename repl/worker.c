@@ -27,6 +27,7 @@
 
 #define START_TIMEOUT_NS (30 * 1000000000LL)
 #define READ_CHUNK	 65536
+#define WDEAD_NS	 (500 * 1000000LL)
 
 static uint32_t be32(const char *p)
 {
@@ -327,9 +328,20 @@ static void explain_fatal(const struct repl *r, const char *msg, struct rlm_err 
 		rlm_err_set(err, RLM_EIO, "the worker failed to start: %.400s", msg);
 }
 
-static int wait_ready(struct repl *r, int64_t t0, struct rlm_err *err)
+/* "sandbox: mount /proc: errno 1" and its "layer" from the child. */
+static int fatal_layer(const cJSON *f)
 {
-	int64_t deadline = t0 + START_TIMEOUT_NS;
+	const char *l = json_str(f, "layer");
+	for (int i = 0; l && i < REPL_L_COUNT; i++)
+		if (strcmp(l, repl_layer_name((enum repl_layer)i)) == 0)
+			return i;
+	return -1;
+}
+
+static int wait_ready(struct repl *r, int64_t t0, int *layer, char *lwhy, size_t cap,
+		      struct rlm_err *err)
+{
+	int64_t deadline = t0 + START_TIMEOUT_NS, wdead_at = 0;
 	for (;;) {
 		struct rlm_err why = {0, ""};
 		cJSON *f = NULL;
@@ -348,6 +360,8 @@ static int wait_ready(struct repl *r, int64_t t0, struct rlm_err *err)
 			} else if (strcmp(type, "fatal") == 0) {
 				explain_fatal(r, json_str(f, "error"), err);
 				rc = err ? err->code : RLM_EIO;
+				*layer = fatal_layer(f);
+				snprintf(lwhy, cap, "%s", json_str(f, "error"));
 			} else {
 				rc = rlm_err_set(err, RLM_EIO,
 						 "the worker sent a '%s' frame before 'ready'",
@@ -356,7 +370,11 @@ static int wait_ready(struct repl *r, int64_t t0, struct rlm_err *err)
 			cJSON_Delete(f);
 			return rc;
 		}
-		if (r->eof || r->wdead) {
+		/* A worker that stopped reading is usually exiting: what it
+		 * wrote first (a fatal frame) comes before its death. */
+		if (r->wdead && !r->eof && !wdead_at)
+			wdead_at = now_ns() + WDEAD_NS;
+		if (r->eof || (r->wdead && now_ns() >= wdead_at)) {
 			char how[128], *tail;
 			repl__worker_reap(r, how, sizeof(how));
 			tail = repl__log_tail(r, 1000);
@@ -370,17 +388,21 @@ static int wait_ready(struct repl *r, int64_t t0, struct rlm_err *err)
 			return rlm_err_set(err, RLM_ETIMEOUT,
 					   "the worker was not ready after %lld s",
 					   (long long)(START_TIMEOUT_NS / 1000000000LL));
-		repl__pump(r, ms_until(deadline, now));
+		repl__pump(r, ms_until(wdead_at && wdead_at < deadline ? wdead_at : deadline, now));
 	}
 }
 
-int repl__worker_start(struct repl *r, struct rlm_err *err)
+/* One attempt: spawn, fill the context, wait for "ready". On failure at a
+ * sandbox layer, *layer names it and why says what happened. */
+static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct rlm_err *err)
 {
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, log[2] = {-1, -1}, rc;
 	struct repl_spawn sp;
+	const char *what = "";
 	int64_t t0;
 	size_t start;
 	pid_t pid = 0;
+	*layer = -1;
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(log, O_CLOEXEC) < 0) {
 		rc = -errno;
 		for (int i = 0; i < 2; i++) {
@@ -403,9 +425,10 @@ int repl__worker_start(struct repl *r, struct rlm_err *err)
 	sp.fds[5] = r->memfd;
 	sp.dir = r->scratch;
 	sp.max_fd = r->max_fd;
-	sp.sandbox = NULL; /* the sandbox issue fills this in */
+	sp.sandbox = &r->sb;
+	r->argv[11] = (char *)(uintptr_t)(r->sb.seccomp ? repl__seccomp_late_hex() : "-");
 	t0 = now_ns();
-	rc = repl__spawn(&sp, &pid);
+	rc = repl__spawn(&sp, &pid, layer, &what);
 	close_fd(&in[0]);
 	close_fd(&out[1]);
 	close_fd(&log[1]);
@@ -413,8 +436,10 @@ int repl__worker_start(struct repl *r, struct rlm_err *err)
 		close_fd(&in[1]);
 		close_fd(&out[0]);
 		close_fd(&log[0]);
-		return rlm_err_set(err, RLM_EIO, "cannot start the worker: fork: %s",
-				   strerror(-rc));
+		snprintf(why, cap, "%s: %s", what, strerror(-rc));
+		if (*layer == REPL_L_USERNS && strcmp(what, "clone") == 0)
+			snprintf(why, cap, "clone(CLONE_NEWUSER): %s", strerror(-rc));
+		return rlm_err_set(err, RLM_EIO, "cannot start the worker: %s", why);
 	}
 	r->pid = pid;
 	r->to_w = in[1];
@@ -442,7 +467,9 @@ int repl__worker_start(struct repl *r, struct rlm_err *err)
 	buf_puts(&r->out, "{\"type\":\"context\"}");
 	repl__frame_end(&r->out, start);
 	repl__flush(r);
-	rc = wait_ready(r, t0, err);
+	rc = wait_ready(r, t0, layer, why, cap, err);
+	if (rc == 0)
+		rc = repl__sandbox_verify(r, err);
 	if (rc < 0) {
 		repl__worker_stop(r);
 		return rc;
@@ -450,4 +477,24 @@ int repl__worker_start(struct repl *r, struct rlm_err *err)
 	r->st.pid = pid;
 	r->st.start_ns = now_ns() - t0;
 	return 0;
+}
+
+int repl__worker_start(struct repl *r, struct rlm_err *err)
+{
+	/* Each retry leaves one more layer out: bounded by their number. */
+	for (int attempt = 0;; attempt++) {
+		char why[120];
+		int layer, rc = start_once(r, &layer, why, sizeof(why), err);
+		if (rc == 0 || layer < 0 || attempt >= REPL_L_COUNT)
+			return rc;
+		if (!repl__sandbox_broken(r, (enum repl_layer)layer, why))
+			return rlm_err_set(err, RLM_ESANDBOX,
+					   "the %s layer of the sandbox failed (%s), and model "
+					   "code does not run without it: pass --unsafe-no-sandbox "
+					   "to run it anyway",
+					   repl_layer_name((enum repl_layer)layer), why);
+		rc = repl__sandbox_plan(r, err);
+		if (rc < 0)
+			return rc;
+	}
 }

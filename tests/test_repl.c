@@ -267,13 +267,15 @@ TEST(odd_code_does_not_break_the_runtime)
 	CHECK(!res.restarted);
 	repl_result_release(&res);
 	expect(r, "print('still here')", "still here\n");
-	run(r, "class D(dict):\n    def get(self, *a):\n        raise ValueError\n"
-	       "answer = D(content='c', ready=True)",
+	run(r,
+	    "class D(dict):\n    def get(self, *a):\n        raise ValueError\n"
+	    "answer = D(content='c', ready=True)",
 	    &res);
 	CHECK(!res.restarted && res.ready);
 	CHECK_STR(res.answer, "c");
 	repl_result_release(&res);
-	run(r, "class S:\n    def __str__(self):\n        raise ValueError('no str')\nFINAL_VAR(S())",
+	run(r,
+	    "class S:\n    def __str__(self):\n        raise ValueError('no str')\nFINAL_VAR(S())",
 	    &res);
 	CHECK(!res.restarted && !res.ready && res.error);
 	CHECK_CONTAINS(res.output, "no str");
@@ -872,9 +874,13 @@ TEST(environment_is_scrubbed)
 {
 	struct repl *r;
 	struct repl_result res;
+	struct repl_cfg cfg;
 	setenv("OPENAI_API_KEY", "sk-secret", 1);
 	setenv("PYTHONPATH", "/evil", 1);
-	r = start_default();
+	cfg_init(&cfg);
+	/* Landlock denies /proc; its own (pidns) /proc has its environ. */
+	cfg.sandbox.disable = 1u << REPL_L_LANDLOCK;
+	r = start(&cfg);
 	run(r, "import os\nprint(sorted(os.environ))", &res);
 	CHECK_STR(res.output, "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PYTHONDONTWRITEBYTECODE', "
 			      "'PYTHONIOENCODING', 'TMPDIR']\n");
@@ -891,12 +897,19 @@ TEST(only_fds_0_to_5_are_open)
 	int stray = open("/dev/null", O_RDONLY); /* not O_CLOEXEC: must still not leak */
 	CHECK(stray >= 0);
 	r = start_default();
+	/* No /proc under Landlock: ask the fds themselves. */
 	expect(r,
-	       "import os\nsorted(int(f) for f in os.listdir('/proc/self/fd') "
-	       "if os.path.exists('/proc/self/fd/' + f))",
+	       "import os, fcntl\n"
+	       "def is_open(f):\n"
+	       "    try:\n"
+	       "        os.fstat(f)\n"
+	       "        return True\n"
+	       "    except OSError:\n"
+	       "        return False\n"
+	       "[f for f in range(4096) if is_open(f)]",
 	       "[0, 1, 2, 3, 4, 5]\n");
-	expect(r, "os.readlink('/proc/self/fd/0'), os.readlink('/proc/self/fd/5')[:18]",
-	       "('/dev/null', '/memfd:rlm-context')\n");
+	expect(r, "os.fstat(0).st_rdev == os.stat('/dev/null').st_rdev", "True\n");
+	expect(r, "fcntl.fcntl(5, fcntl.F_GET_SEALS) & fcntl.F_SEAL_WRITE != 0", "True\n");
 	expect(r, "os.getsid(0) == os.getpid()", "True\n");
 	close(stray);
 	repl_free(r);
@@ -920,6 +933,56 @@ TEST(free_leaves_no_process_and_no_scratch)
 	CHECK(kill(pid, 0) < 0 && errno == ESRCH);
 	CHECK(stat(dir, &sb) < 0 && errno == ENOENT);
 	CHECK(stat("/etc/passwd", &sb) == 0);
+}
+
+/* A controller killed by SIGKILL leaves its scratch directory behind; the
+ * next one to start in the same base removes it, and only it: not the
+ * directory of a live controller, not one of another name. */
+TEST(stale_scratch_directories_are_swept)
+{
+	char base[] = "/tmp/rlm-test-sweep-XXXXXX", dead[600], live[600], other[600], f[700];
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? xstrdup(old) : NULL;
+	struct repl *r;
+	struct stat sb;
+	pid_t pid;
+	int st;
+	CHECK(mkdtemp(base) != NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	snprintf(dead, sizeof(dead), "%s/rlm-repl-%ld-abcdef", base, (long)pid);
+	snprintf(live, sizeof(live), "%s/rlm-repl-%ld-abcdef", base, (long)getppid());
+	snprintf(other, sizeof(other), "%s/rlm-repl-abcdef", base);
+	CHECK(mkdir(dead, 0700) == 0 && mkdir(live, 0700) == 0 && mkdir(other, 0700) == 0);
+	snprintf(f, sizeof(f), "%s/sub", dead);
+	CHECK(mkdir(f, 0700) == 0);
+	snprintf(f, sizeof(f), "%s/sub/file", dead);
+	CHECK(close(open(f, O_WRONLY | O_CREAT, 0600)) == 0);
+	setenv("TMPDIR", base, 1);
+	if (geteuid() == 0) {
+		/* A worker as nobody cannot enter a 0700 base: a clear error. */
+		struct repl_cfg cfg;
+		struct rlm_err err = {0, ""};
+		cfg_init(&cfg);
+		r = NULL;
+		CHECK(repl_start(&cfg, &r, &err) == RLM_ESANDBOX && r == NULL);
+		CHECK_CONTAINS(err.msg, "is not searchable by others; set TMPDIR");
+		CHECK(stat(dead, &sb) < 0 && errno == ENOENT); /* swept all the same */
+	}
+	CHECK(chmod(base, 0711) == 0);
+	r = start_default();
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	CHECK(stat(dead, &sb) < 0 && errno == ENOENT);
+	CHECK(stat(live, &sb) == 0);
+	CHECK(stat(other, &sb) == 0);
+	repl_free(r);
+	CHECK(rmdir(live) == 0 && rmdir(other) == 0 && rmdir(base) == 0);
 }
 
 /* The worker exits by itself when fd 3 closes: the controller's process
@@ -1070,6 +1133,290 @@ TEST(deadline_during_a_call_interrupts_after_it)
 	/* The interrupt came after the reply (or during it, then raised as the
 	 * call returned): the worker is in step either way. */
 	expect(r, "1 + 1", "2\n");
+	repl_free(r);
+}
+
+/* ---- the sandbox ---- */
+
+TEST(sandbox_parse_table)
+{
+	static const struct {
+		const char *in;
+		unsigned want;
+		const char *err; /* NULL: accepted */
+	} cases[] = {
+	    {"", 0, NULL},
+	    {" , ,", 0, NULL},
+	    {"userns", 1u << REPL_L_USERNS, NULL},
+	    {"landlock,userns", 1u << REPL_L_LANDLOCK | 1u << REPL_L_USERNS, NULL},
+	    {" seccomp , rlimits ", 1u << REPL_L_SECCOMP | 1u << REPL_L_RLIMITS, NULL},
+	    {"all", REPL_L_ALL, NULL},
+	    {"ns",
+	     1u << REPL_L_USERNS | 1u << REPL_L_MNTNS | 1u << REPL_L_NETNS | 1u << REPL_L_PIDNS |
+		 1u << REPL_L_IPCNS | 1u << REPL_L_UTSNS,
+	     NULL},
+	    {"ns,identity",
+	     1u << REPL_L_USERNS | 1u << REPL_L_MNTNS | 1u << REPL_L_NETNS | 1u << REPL_L_PIDNS |
+		 1u << REPL_L_IPCNS | 1u << REPL_L_UTSNS | 1u << REPL_L_IDENTITY,
+	     NULL},
+	    {"utsns,ipcns,netns,pidns,mntns",
+	     1u << REPL_L_UTSNS | 1u << REPL_L_IPCNS | 1u << REPL_L_NETNS | 1u << REPL_L_PIDNS |
+		 1u << REPL_L_MNTNS,
+	     NULL},
+	    {"userns,bogus", 0, "unknown sandbox layer 'bogus'"},
+	    {"user", 0, "unknown sandbox layer 'user'"},
+	    {"usernsx", 0, "known: all, ns, seccomp"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct rlm_err err = {0, ""};
+		unsigned bits = 99;
+		int rc = repl_sandbox_parse(cases[i].in, &bits, &err);
+		if (!cases[i].err) {
+			CHECK_MSG(rc == 0, "case %zu: %s", i, err.msg);
+			CHECK_MSG(bits == cases[i].want, "case %zu: %#x, want %#x", i, bits,
+				  cases[i].want);
+		} else {
+			CHECK_INT(rc, RLM_EINVAL);
+			CHECK_CONTAINS(err.msg, cases[i].err);
+		}
+	}
+	CHECK_STR(repl_layer_name(REPL_L_SECCOMP), "seccomp");
+	CHECK_STR(repl_layer_name(REPL_L_RLIMITS), "rlimits");
+}
+
+/* The check before anything starts: names, and the mandatory layers. */
+TEST(sandbox_check_table)
+{
+	static const struct {
+		const char *env; /* RLM_SANDBOX_DISABLE, NULL: unset */
+		unsigned disable;
+		bool unsafe;
+		int rc;
+		const char *msg;
+	} cases[] = {
+	    {NULL, 0, false, 0, NULL},
+	    {NULL, 1u << REPL_L_LANDLOCK | 1u << REPL_L_USERNS, false, 0, NULL},
+	    {"ns, landlock", 0, false, 0, NULL},
+	    {"bogus", 0, false, RLM_EINVAL, "RLM_SANDBOX_DISABLE: unknown sandbox layer 'bogus'"},
+	    {NULL, 1u << REPL_L_SECCOMP, false, RLM_ESANDBOX,
+	     "seccomp is disabled (by request), and model code does not run without it"},
+	    {"seccomp", 0, false, RLM_ESANDBOX, "seccomp is disabled (by RLM_SANDBOX_DISABLE)"},
+	    {"all", 0, true, 0, NULL},
+	    {NULL, 1u << REPL_L_IDENTITY, false, -1, "identity is disabled (by request), and model "
+						    "code does not run as root"},
+	    {NULL, 1u << REPL_L_IDENTITY, true, 0, NULL},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct repl_sandbox_cfg c = {0};
+		struct rlm_err err = {0, ""};
+		int want = cases[i].rc, rc;
+		if (want == -1) /* identity: mandatory only as root */
+			want = geteuid() == 0 ? RLM_ESANDBOX : 0;
+		c.disable = cases[i].disable;
+		c.unsafe = cases[i].unsafe;
+		if (cases[i].env)
+			setenv("RLM_SANDBOX_DISABLE", cases[i].env, 1);
+		else
+			unsetenv("RLM_SANDBOX_DISABLE");
+		rc = repl_sandbox_check(&c, &err);
+		unsetenv("RLM_SANDBOX_DISABLE");
+		CHECK_MSG(rc == want, "case %zu: %d, want %d (%s)", i, rc, want, err.msg);
+		if (want)
+			CHECK_CONTAINS(err.msg, cases[i].msg);
+		if (want == RLM_ESANDBOX)
+			CHECK_CONTAINS(err.msg, "--unsafe-no-sandbox");
+	}
+}
+
+static struct repl *start_status(const struct repl_cfg *cfg, struct repl_sandbox_status *st)
+{
+	struct repl *r = start(cfg);
+	repl_sandbox_status(r, st);
+	return r;
+}
+
+/* This machine has every layer (seccomp, Landlock, user namespaces). */
+TEST(full_sandbox_reports_every_layer)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r;
+	unsigned uid = getuid() == 0 ? 65534 : getuid();
+	char want[64];
+	cfg_init(&cfg);
+	r = start_status(&cfg, &st);
+	for (int l = 0; l < REPL_L_COUNT; l++)
+		CHECK_MSG(st.on[l], "%s is off: %s", repl_layer_name(l), st.why[l]);
+	CHECK_INT(st.seccomp_filters, 2);
+	CHECK(st.landlock_abi >= 1);
+	CHECK(!st.unsafe);
+	CHECK(st.scratch_tmpfs);
+	CHECK_INT(st.uid, uid);
+	CHECK_STR(st.fs, "landlock+ro-mount");
+	CHECK_CONTAINS(st.line, "seccomp=on(2) landlock=abi");
+	CHECK_CONTAINS(st.line, "userns=on mntns=on netns=on pidns=on ipcns=on utsns=on");
+	snprintf(want, sizeof(want), "uid=%u fs=landlock+ro-mount scratch=tmpfs(256M)", uid);
+	CHECK_CONTAINS(st.line, want);
+	CHECK_CONTAINS(st.line, "rlimits=AS2G,NOFILE64,FSIZE256M,CPU3600");
+	/* Inside: uid 1000 of its namespace, pid 1, no way out. */
+	expect(r, "import os\n(os.getuid(), os.getgid(), os.getgroups(), os.getpid())",
+	       "(1000, 1000, [], 1)\n");
+	expect(r, "try:\n    open('/etc/passwd')\nexcept OSError as e:\n    print(e.errno)",
+	       "13\n");
+	expect(r,
+	       "try:\n    open('/tmp/rlm-sandbox-escape', 'w')\nexcept OSError as e:\n"
+	       "    print(e.errno in (13, 30))",
+	       "True\n");
+	expect(r, "import socket\ntry:\n    socket.socket()\nexcept OSError as e:\n    print(1)",
+	       "1\n");
+	expect(r, "try:\n    os.fork()\nexcept OSError as e:\n    print(e.errno)", "1\n");
+	expect(
+	    r,
+	    "open('f', 'w').write('x' * 100), open('f').read(3), open(os.devnull, 'w').write('x')",
+	    "(100, 'xxx', 1)\n");
+	expect(r,
+	       "import hashlib, json, decimal, datetime, "
+	       "threading\nlen(hashlib.sha256(b'').hexdigest())",
+	       "64\n");
+	repl_free(r);
+}
+
+/* Without a user namespace: no namespaces, identity by setresuid. */
+TEST(sandbox_without_userns_uses_setresuid)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r;
+	char want[64];
+	unsigned uid = getuid() == 0 ? 65534 : getuid();
+	setenv("RLM_SANDBOX_DISABLE", "userns", 1);
+	cfg_init(&cfg);
+	r = start_status(&cfg, &st);
+	CHECK(!st.on[REPL_L_USERNS]);
+	CHECK_STR(st.why[REPL_L_USERNS], "disabled by RLM_SANDBOX_DISABLE");
+	for (int l = REPL_L_MNTNS; l <= REPL_L_UTSNS; l++) {
+		CHECK(!st.on[l]);
+		CHECK_STR(st.why[l], "needs userns");
+	}
+	CHECK(st.on[REPL_L_IDENTITY] && st.on[REPL_L_SECCOMP] && st.on[REPL_L_LANDLOCK]);
+	CHECK(!st.scratch_tmpfs);
+	CHECK_INT(st.uid, uid);
+	CHECK_INT(st.seccomp_filters, 2);
+	CHECK_STR(st.fs, "landlock");
+	CHECK_CONTAINS(st.line, "scratch=dir(256M)");
+	snprintf(want, sizeof(want), "(%u, %u, [])\n", uid, uid);
+	expect(r, "import os\n(os.getuid(), os.getgid(), os.getgroups())", want);
+	expect(r, "open('f', 'w').write('x'), os.listdir('.')", "(1, ['f'])\n");
+	repl_free(r);
+}
+
+/* A layer that fails in the child is left out, said why, and the worker
+ * starts without it. */
+TEST(broken_layer_falls_back)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r;
+	setenv("RLM_SANDBOX_FAULT", "mntns", 1);
+	cfg_init(&cfg);
+	r = start_status(&cfg, &st);
+	CHECK(!st.on[REPL_L_MNTNS]);
+	CHECK_CONTAINS(st.why[REPL_L_MNTNS], "sandbox: injected fault: errno 1");
+	CHECK(!st.on[REPL_L_PIDNS]);
+	CHECK_CONTAINS(st.why[REPL_L_PIDNS], "needs mntns");
+	CHECK(st.on[REPL_L_USERNS] && st.on[REPL_L_NETNS] && st.on[REPL_L_SECCOMP]);
+	CHECK(!st.scratch_tmpfs);
+	CHECK_CONTAINS(st.line, "mntns=off");
+	expect(r, "1 + 1", "2\n");
+	repl_free(r);
+	/* Broken for the whole process: the next worker does not try it. */
+	unsetenv("RLM_SANDBOX_FAULT");
+	r = start_status(&cfg, &st);
+	CHECK(!st.on[REPL_L_MNTNS]);
+	repl_free(r);
+
+	setenv("RLM_SANDBOX_FAULT", "userns", 1);
+	r = start_status(&cfg, &st);
+	CHECK(!st.on[REPL_L_USERNS] && !st.on[REPL_L_NETNS]);
+	CHECK_STR(st.why[REPL_L_NETNS], "needs userns");
+	CHECK(st.on[REPL_L_IDENTITY] && st.on[REPL_L_SECCOMP]);
+	expect(r, "2 + 2", "4\n");
+	repl_free(r);
+}
+
+TEST(no_seccomp_no_worker_unless_unsafe)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r = (struct repl *)1;
+	struct rlm_err err = {0, ""};
+	setenv("RLM_SANDBOX_DISABLE", "seccomp", 1);
+	cfg_init(&cfg);
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_ESANDBOX);
+	CHECK(r == NULL);
+	CHECK_CONTAINS(err.msg, "--unsafe-no-sandbox");
+	CHECK_CONTAINS(err.msg, "RLM_SANDBOX_DISABLE");
+	cfg.sandbox.unsafe = true;
+	r = start_status(&cfg, &st);
+	CHECK(st.unsafe && !st.on[REPL_L_SECCOMP]);
+	CHECK_INT(st.seccomp_filters, 0);
+	CHECK_CONTAINS(st.line, "seccomp=off(UNSAFE)");
+	expect(r, "1 + 1", "2\n");
+	repl_free(r);
+
+	/* seccomp failing in the child is not left out without unsafe. */
+	unsetenv("RLM_SANDBOX_DISABLE");
+	setenv("RLM_SANDBOX_FAULT", "seccomp", 1);
+	cfg.sandbox.unsafe = false;
+	r = (struct repl *)1;
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_ESANDBOX);
+	CHECK(r == NULL);
+	CHECK_CONTAINS(err.msg, "the seccomp layer of the sandbox failed");
+	CHECK_CONTAINS(err.msg, "--unsafe-no-sandbox");
+
+	setenv("RLM_SANDBOX_DISABLE", "userns,nonsense", 1);
+	unsetenv("RLM_SANDBOX_FAULT");
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "RLM_SANDBOX_DISABLE: unknown sandbox layer 'nonsense'");
+}
+
+/* A plain scratch directory past its limit: the worker is restarted on an
+ * empty one. A tmpfs one is full instead. */
+TEST(scratch_limits)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl_result res;
+	struct repl *r;
+	setenv("RLM_SANDBOX_DISABLE", "userns", 1);
+	cfg_init(&cfg);
+	cfg.sandbox.scratch_limit = 1 << 20;
+	r = start_status(&cfg, &st);
+	CHECK(!st.scratch_tmpfs);
+	expect(r, "kept = 1\nopen('a', 'wb').write(b'x' * 600000)", "600000\n");
+	run(r, "open('b', 'wb').write(b'x' * 600000)", &res);
+	CHECK(res.restarted);
+	CHECK_CONTAINS(res.output, "600000\n[the REPL was restarted: the scratch directory "
+				   "passed its limit of 1 MB");
+	CHECK_CONTAINS(res.output, "All variables and scratch files are gone");
+	repl_result_release(&res);
+	expect(r, "import os\nos.listdir('.'), 'kept' in globals()", "([], False)\n");
+	/* RLIMIT_FSIZE: one file cannot pass the limit at all. */
+	expect(r,
+	       "try:\n    open('c', 'wb').write(b'x' * 2000000)\nexcept OSError as e:\n"
+	       "    print(e.errno)",
+	       "27\n");
+	repl_free(r);
+
+	unsetenv("RLM_SANDBOX_DISABLE");
+	r = start_status(&cfg, &st);
+	CHECK(st.scratch_tmpfs);
+	CHECK_CONTAINS(st.line, "scratch=tmpfs(1M)");
+	expect(r,
+	       "try:\n    for i in range(4):\n"
+	       "        open(str(i), 'wb').write(b'x' * 400000)\nexcept OSError as e:\n"
+	       "    print(e.errno)",
+	       "28\n");
 	repl_free(r);
 }
 

@@ -1,0 +1,865 @@
+/* SPDX-License-Identifier: MIT */
+/* repl/sandbox.c -- the worker's sandbox: probe the layers the machine has,
+ * plan them for a worker, apply them in the child, check them afterwards.
+ *
+ * DESIGN
+ * Everything that needs memory or words happens in the parent: the probe
+ * (once per process), the plan (per repl, again after a layer broke), the
+ * Landlock ruleset (an fd the child inherits), the seccomp programs
+ * (seccomp.c), the limits and the tmpfs options. The child between clone
+ * and execve (repl__sandbox_child) only makes raw system calls on that
+ * plan. A layer the machine claims to have may still fail in the child
+ * (a masked /proc, userns forbidden by policy): the child then names the
+ * layer in its fatal frame, the layer is remembered as broken for the
+ * rest of the process and the worker is started again without it.
+ * Namespaces all hang on the user namespace: without one, none is made,
+ * even as root (one way to build them keeps the plan simple). After
+ * "ready", /proc/PID/status says what the kernel actually applied. The
+ * full picture and the reasons: docs/sandbox.md. */
+#include "repl_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---- kernel constants newer than the headers (linux-libc-dev 6.1) ---- */
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule	    445
+#define SYS_landlock_restrict_self  446
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+
+#define LL_CREATE_VERSION  (1U << 0)
+#define LL_RULE_PATH	   1
+#define LL_FS_EXECUTE	   (1ULL << 0)
+#define LL_FS_WRITE_FILE   (1ULL << 1)
+#define LL_FS_READ_FILE	   (1ULL << 2)
+#define LL_FS_READ_DIR	   (1ULL << 3)
+#define LL_FS_REMOVE_DIR   (1ULL << 4)
+#define LL_FS_REMOVE_FILE  (1ULL << 5)
+#define LL_FS_MAKE_CHAR	   (1ULL << 6)
+#define LL_FS_MAKE_DIR	   (1ULL << 7)
+#define LL_FS_MAKE_REG	   (1ULL << 8)
+#define LL_FS_MAKE_SOCK	   (1ULL << 9)
+#define LL_FS_MAKE_FIFO	   (1ULL << 10)
+#define LL_FS_MAKE_BLOCK   (1ULL << 11)
+#define LL_FS_MAKE_SYM	   (1ULL << 12)
+#define LL_FS_REFER	   (1ULL << 13) /* ABI 2 */
+#define LL_FS_TRUNCATE	   (1ULL << 14) /* ABI 3 */
+#define LL_FS_IOCTL_DEV	   (1ULL << 15) /* ABI 5 */
+#define LL_NET_BIND_TCP	   (1ULL << 0)	/* ABI 4 */
+#define LL_NET_CONNECT_TCP (1ULL << 1)
+#define LL_SCOPE_ABSTRACT  (1ULL << 0) /* ABI 6 */
+#define LL_SCOPE_SIGNAL	   (1ULL << 1)
+
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net;
+	uint64_t scoped;
+};
+
+struct ll_path_beneath {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
+
+#define M_RDONLY 0x1
+#define M_NOSUID 0x2
+#define M_NODEV	 0x4
+
+struct m_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+#define GiB	    ((size_t)1 << 30)
+#define MiB	    ((size_t)1 << 20)
+#define DEF_SCRATCH (256 * MiB)
+#define DEF_FILES   64
+#define DEF_CPU_S   3600
+#define NS_UID	    1000 /* the worker's ids inside its user namespace */
+
+#define WALK_MAX    100000 /* entries repl__scratch_over looks at */
+
+/* The first directory above `path` that others cannot search (mode
+ * without o+x), into `out`; false when every one can be. A worker under
+ * another uid cannot chdir into a scratch directory below it. */
+static bool closed_ancestor(const char *path, char *out, size_t cap)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *slash = strrchr(dir, '/'); slash; slash = strrchr(dir, '/')) {
+		struct stat st;
+		*slash = 0;
+		const char *d = *dir ? dir : "/";
+		if (stat(d, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+			size_t n = strlen(d) < cap ? strlen(d) : cap - 1;
+			memcpy(out, d, n);
+			out[n] = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- the probe: once per process ---- */
+
+static struct {
+	bool seccomp;
+	int seccomp_errno;
+	int landlock_abi;
+	int landlock_errno;
+	uid_t euid;
+	gid_t egid;
+	uint64_t ll_fs;	     /* handled rights by ABI */
+	uint64_t ll_scratch; /* what the scratch directory gets */
+} probe;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+/* Layers that failed in a child, process-wide, with why. */
+static pthread_mutex_t broken_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned broken_bits;
+static char broken_why[REPL_L_COUNT][120];
+
+static void probe_run(void)
+{
+	long k;
+	errno = 0;
+	k = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, NULL, 0, 0);
+	probe.seccomp = k < 0 && errno == EFAULT;
+	probe.seccomp_errno = errno;
+	k = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_VERSION);
+	probe.landlock_abi = k > 0 ? (int)k : 0;
+	probe.landlock_errno = k > 0 ? 0 : errno;
+	probe.euid = geteuid();
+	probe.egid = getegid();
+
+	probe.ll_fs = (LL_FS_MAKE_SYM << 1) - 1; /* ABI 1: bits 0-12 */
+	if (probe.landlock_abi >= 2)
+		probe.ll_fs |= LL_FS_REFER;
+	if (probe.landlock_abi >= 3)
+		probe.ll_fs |= LL_FS_TRUNCATE;
+	if (probe.landlock_abi >= 5)
+		probe.ll_fs |= LL_FS_IOCTL_DEV;
+	probe.ll_scratch = (LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_READ_DIR | LL_FS_REMOVE_DIR |
+			    LL_FS_REMOVE_FILE | LL_FS_MAKE_DIR | LL_FS_MAKE_REG | LL_FS_MAKE_SYM |
+			    LL_FS_MAKE_FIFO | LL_FS_REFER | LL_FS_TRUNCATE) &
+			   probe.ll_fs;
+}
+
+/* ---- names ---- */
+
+static const char *const layer_names[REPL_L_COUNT] = {
+    "seccomp", "identity", "landlock", "userns", "mntns",
+    "netns",   "pidns",	   "ipcns",    "utsns",	 "rlimits",
+};
+
+#define NS_BITS                                                                                    \
+	(1u << REPL_L_USERNS | 1u << REPL_L_MNTNS | 1u << REPL_L_NETNS | 1u << REPL_L_PIDNS |      \
+	 1u << REPL_L_IPCNS | 1u << REPL_L_UTSNS)
+
+const char *repl_layer_name(enum repl_layer l)
+{
+	return (unsigned)l < REPL_L_COUNT ? layer_names[l] : "?";
+}
+
+int repl_sandbox_parse(const char *list, unsigned *bits, struct rlm_err *err)
+{
+	const char *p = list ? list : "";
+	*bits = 0;
+	while (*p) {
+		size_t n = strcspn(p, ", \t\n");
+		int i;
+		if (n == 0) {
+			p++;
+			continue;
+		}
+		if (n == 3 && strncmp(p, "all", 3) == 0) {
+			*bits |= REPL_L_ALL;
+		} else if (n == 2 && strncmp(p, "ns", 2) == 0) {
+			*bits |= NS_BITS;
+		} else {
+			for (i = 0; i < REPL_L_COUNT; i++)
+				if (strlen(layer_names[i]) == n &&
+				    strncmp(p, layer_names[i], n) == 0)
+					break;
+			if (i == REPL_L_COUNT)
+				return rlm_err_set(err, RLM_EINVAL,
+						   "unknown sandbox layer '%.*s' (known: all, ns, "
+						   "seccomp, identity, landlock, userns, mntns, "
+						   "netns, pidns, ipcns, utsns, rlimits)",
+						   (int)RLM_MIN(n, 40), p);
+			*bits |= 1u << i;
+		}
+		p += n;
+	}
+	return 0;
+}
+
+int repl_sandbox_check(const struct repl_sandbox_cfg *c, struct rlm_err *err)
+{
+	const char *env = getenv("RLM_SANDBOX_DISABLE");
+	unsigned from_env = 0, off;
+	if (env && repl_sandbox_parse(env, &from_env, err) < 0) {
+		rlm_err_prefix(err, "RLM_SANDBOX_DISABLE");
+		return RLM_EINVAL;
+	}
+	off = c->disable | from_env;
+	if (c->unsafe)
+		return 0;
+	for (int l = REPL_L_SECCOMP; l <= REPL_L_IDENTITY; l++) {
+		const char *by = from_env & (1u << l) ? "RLM_SANDBOX_DISABLE" : "request";
+		if (!(off & (1u << l)) || (l == REPL_L_IDENTITY && geteuid() != 0))
+			continue;
+		return rlm_err_set(err, RLM_ESANDBOX,
+				   "%s is disabled (by %s), and model code does not run %s: "
+				   "stop disabling it, or pass --unsafe-no-sandbox to run it "
+				   "anyway",
+				   layer_names[l], by,
+				   l == REPL_L_SECCOMP ? "without it" : "as root");
+	}
+	return 0;
+}
+
+void repl_sandbox_status(const struct repl *r, struct repl_sandbox_status *out)
+{
+	*out = r->sb_status;
+}
+
+/* ---- the plan ---- */
+
+static void off(struct repl_sandbox_status *st, int l, const char *fmt, ...) RLM_PRINTF(3, 4);
+static void off(struct repl_sandbox_status *st, int l, const char *fmt, ...)
+{
+	va_list ap;
+	st->on[l] = false;
+	va_start(ap, fmt);
+	vsnprintf(st->why[l], sizeof(st->why[l]), fmt, ap);
+	va_end(ap);
+}
+
+static void add_rl(struct repl_sandbox *sb, int res, unsigned long cur, unsigned long max)
+{
+	if (sb->n_rl < (int)ARRAY_SIZE(sb->rl)) {
+		sb->rl[sb->n_rl].res = res;
+		sb->rl[sb->n_rl].cur = cur;
+		sb->rl[sb->n_rl].max = max;
+		sb->n_rl++;
+	}
+}
+
+/* Allow `rights` beneath path; a missing optional path is skipped. */
+static int ll_rule(int rs, const char *path, uint64_t rights, bool optional)
+{
+	struct ll_path_beneath pb;
+	int fd = open(path, O_PATH | O_CLOEXEC), e;
+	if (fd < 0)
+		return optional && errno == ENOENT ? 0 : -errno;
+	pb.allowed_access = rights & probe.ll_fs;
+	pb.parent_fd = fd;
+	e = syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH, &pb, 0) < 0 ? -errno : 0;
+	close(fd);
+	return e;
+}
+
+/* The Landlock ruleset of every worker of r: what Python needs to read and
+ * run. The scratch directory is added by the child, after its mounts (a
+ * tmpfs over it is another inode). Returns the fd, or -1 with why. */
+static int ll_build(const struct repl *r, char *why, size_t cap)
+{
+	const uint64_t rx = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR;
+	struct ll_ruleset_attr attr;
+	char real[PATH_MAX];
+	int rs, e = 0;
+	const char *step = "";
+	memset(&attr, 0, sizeof(attr));
+	attr.handled_access_fs = probe.ll_fs;
+	if (probe.landlock_abi >= 4)
+		attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+	if (probe.landlock_abi >= 6)
+		attr.scoped = LL_SCOPE_ABSTRACT | LL_SCOPE_SIGNAL;
+	rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	if (rs < 0) {
+		snprintf(why, cap, "landlock_create_ruleset: %s", strerror(errno));
+		return -1;
+	}
+	fcntl(rs, F_SETFD, FD_CLOEXEC);
+#define RULE(p, rights, opt)                                                                       \
+	do {                                                                                       \
+		if (!e) {                                                                          \
+			step = (p);                                                                \
+			e = ll_rule(rs, (p), (rights), (opt));                                     \
+		}                                                                                  \
+	} while (0)
+	RULE("/usr", rx, false);
+	RULE("/etc/ld.so.cache", LL_FS_READ_FILE, true);
+	RULE("/etc/localtime", LL_FS_READ_FILE, true);
+	RULE("/dev/null", LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE, true);
+	RULE("/dev/urandom", LL_FS_READ_FILE, true);
+	/* An interpreter outside /usr (--python): its prefix, the directory
+	 * above its bin/. */
+	if (!e && realpath(r->python, real) && strncmp(real, "/usr/", 5) != 0) {
+		for (int up = 0; up < 2; up++) {
+			char *slash = strrchr(real, '/');
+			if (slash && slash != real)
+				*slash = 0;
+		}
+		RULE(real, rx, false);
+	}
+#undef RULE
+	if (e) {
+		snprintf(why, cap, "landlock_add_rule '%.60s': %s", step, strerror(-e));
+		close(rs);
+		return -1;
+	}
+	return rs;
+}
+
+static void fmt_size(char *dst, size_t cap, unsigned long v)
+{
+	if (v && v % GiB == 0)
+		snprintf(dst, cap, "%luG", v / GiB);
+	else if (v && v % MiB == 0)
+		snprintf(dst, cap, "%luM", v / MiB);
+	else if (v && v % 1024 == 0)
+		snprintf(dst, cap, "%luK", v / 1024);
+	else
+		snprintf(dst, cap, "%lu", v);
+}
+
+/* The status line and fs, from r->sb_status and the plan. */
+static void build_line(struct repl *r)
+{
+	struct repl_sandbox_status *st = &r->sb_status;
+	const struct repl_sandbox_cfg *c = &r->cfg.sandbox;
+	struct buf b = BUF_INIT;
+	char s1[32], s2[32];
+	bool ll = st->on[REPL_L_LANDLOCK], mnt = st->on[REPL_L_MNTNS];
+	if (ll && mnt)
+		snprintf(st->fs, sizeof(st->fs), "landlock+ro-mount");
+	else if (ll)
+		snprintf(st->fs, sizeof(st->fs), "landlock");
+	else if (mnt)
+		snprintf(st->fs, sizeof(st->fs), "ro-mount");
+	else if (st->uid != 0 && probe.euid == 0)
+		snprintf(st->fs, sizeof(st->fs), "uid-%u", st->uid);
+	else
+		snprintf(st->fs, sizeof(st->fs), "unconfined");
+
+	if (st->on[REPL_L_SECCOMP])
+		buf_printf(&b, "seccomp=on(%d)", st->seccomp_filters);
+	else
+		buf_printf(&b, "seccomp=off%s", st->unsafe ? "(UNSAFE)" : "");
+	if (ll)
+		buf_printf(&b, " landlock=abi%d", st->landlock_abi);
+	else
+		buf_puts(&b, " landlock=off");
+	for (int l = REPL_L_USERNS; l <= REPL_L_UTSNS; l++)
+		buf_printf(&b, " %s=%s", layer_names[l], st->on[l] ? "on" : "off");
+	buf_printf(&b, " uid=%u%s fs=%s", st->uid,
+		   st->uid == 0 && !st->on[REPL_L_IDENTITY] ? "(UNSAFE)" : "", st->fs);
+	fmt_size(s1, sizeof(s1), c->scratch_limit);
+	buf_printf(&b, " scratch=%s(%s)", st->scratch_tmpfs ? "tmpfs" : "dir", s1);
+	if (st->on[REPL_L_RLIMITS]) {
+		fmt_size(s1, sizeof(s1), r->sb.rl[0].cur);
+		fmt_size(s2, sizeof(s2), r->sb.rl[2].cur);
+		buf_printf(&b, " rlimits=AS%s,NOFILE%lu,FSIZE%s,CPU%lu", s1, r->sb.rl[1].cur, s2,
+			   r->sb.rl[3].cur);
+	} else {
+		buf_puts(&b, " rlimits=off");
+	}
+	snprintf(st->line, sizeof(st->line), "%s", b.p ? b.p : "");
+	buf_release(&b);
+}
+
+int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
+{
+	struct repl_sandbox *sb = &r->sb;
+	struct repl_sandbox_status *st = &r->sb_status;
+	struct repl_sandbox_cfg *c = &r->cfg.sandbox;
+	const struct repl_bpf *first = NULL, *late = NULL;
+	unsigned broken;
+	bool root;
+	const char *fault = getenv("RLM_SANDBOX_FAULT");
+	char why[200];
+
+	pthread_once(&probe_once, probe_run);
+	root = probe.euid == 0;
+	if (sb->landlock_fd >= 0)
+		close(sb->landlock_fd);
+	memset(sb, 0, sizeof(*sb));
+	memset(st, 0, sizeof(*st));
+	sb->landlock_fd = -1;
+	sb->fault = -1;
+	sb->scratch = r->scratch;
+	if (!c->scratch_limit)
+		c->scratch_limit = DEF_SCRATCH;
+
+	for (int l = 0; l < REPL_L_COUNT; l++)
+		st->on[l] = true;
+	pthread_mutex_lock(&broken_mu);
+	broken = broken_bits;
+	for (int l = 0; l < REPL_L_COUNT; l++)
+		if (broken & (1u << l))
+			off(st, l, "%s", broken_why[l]);
+	pthread_mutex_unlock(&broken_mu);
+	for (int l = 0; l < REPL_L_COUNT; l++) {
+		if (!(c->disable & (1u << l)))
+			continue;
+		off(st, l, "disabled by %s",
+		    r->sb_env_disable & (1u << l) ? "RLM_SANDBOX_DISABLE" : "request");
+	}
+
+	/* seccomp: the kernel, then the programs. */
+	if (st->on[REPL_L_SECCOMP] && !probe.seccomp)
+		off(st, REPL_L_SECCOMP, "the kernel has no seccomp filters (prctl: %s)",
+		    strerror(probe.seccomp_errno));
+	if (st->on[REPL_L_SECCOMP]) {
+		struct rlm_err e2 = {0, ""};
+		if (repl__seccomp_build(&first, &late, &e2) < 0)
+			off(st, REPL_L_SECCOMP, "%s", e2.msg);
+		else
+			sb->seccomp = first;
+	}
+	if (!st->on[REPL_L_SECCOMP]) {
+		if (!c->unsafe) {
+			const char *w = st->why[REPL_L_SECCOMP];
+			const char *fix = strstr(w, "RLM_SANDBOX_DISABLE")
+					      ? "take it out of RLM_SANDBOX_DISABLE"
+					  : strstr(w, "request") ? "stop disabling it"
+								 : "see `rlm doctor`";
+			return rlm_err_set(err, RLM_ESANDBOX,
+					   "seccomp is off (%s), and model code does not run "
+					   "without it: %s, or pass --unsafe-no-sandbox to run it "
+					   "anyway (the layers RLM_SANDBOX_DISABLE leaves on still "
+					   "apply)",
+					   w, fix);
+		}
+		st->unsafe = true;
+		sb->seccomp = NULL;
+	}
+	sb->bpf_scratch = NULL;
+	if (sb->seccomp) {
+		/* Room for the child's patched copy: 8 bytes per insn. */
+		r->sb_bpf = xrealloc(r->sb_bpf, (size_t)sb->seccomp->len * 8 + 8);
+		sb->bpf_scratch = r->sb_bpf;
+	}
+
+	/* Landlock. */
+	st->landlock_abi = probe.landlock_abi;
+	if (st->on[REPL_L_LANDLOCK] && !probe.landlock_abi)
+		off(st, REPL_L_LANDLOCK, "the kernel has no Landlock (%s)",
+		    strerror(probe.landlock_errno));
+	if (st->on[REPL_L_LANDLOCK]) {
+		sb->landlock_fd = ll_build(r, why, sizeof(why));
+		if (sb->landlock_fd < 0)
+			off(st, REPL_L_LANDLOCK, "%s", why);
+	}
+
+	/* Namespaces: all of them hang on the user namespace. */
+	for (int l = REPL_L_MNTNS; l <= REPL_L_UTSNS; l++)
+		if (st->on[l] && !st->on[REPL_L_USERNS])
+			off(st, l, "needs userns");
+	if (st->on[REPL_L_USERNS]) {
+		sb->clone_flags = CLONE_NEWUSER;
+		if (st->on[REPL_L_MNTNS])
+			sb->clone_flags |= CLONE_NEWNS;
+		if (st->on[REPL_L_NETNS])
+			sb->clone_flags |= CLONE_NEWNET;
+		if (st->on[REPL_L_PIDNS])
+			sb->clone_flags |= CLONE_NEWPID;
+		if (st->on[REPL_L_IPCNS])
+			sb->clone_flags |= CLONE_NEWIPC;
+		if (st->on[REPL_L_UTSNS])
+			sb->clone_flags |= CLONE_NEWUTS;
+	}
+	/* A fresh /proc needs a mount namespace to put it in. */
+	if (st->on[REPL_L_PIDNS] && !st->on[REPL_L_MNTNS]) {
+		off(st, REPL_L_PIDNS, "needs mntns (for its own /proc)");
+		sb->clone_flags &= ~CLONE_NEWPID;
+	}
+
+	/* Identity: as root, nobody; else the controller's own uid, with no
+	 * capabilities either way. As root it cannot be missing, only
+	 * disabled, and without it model code would run as root with every
+	 * capability (the controller's /proc/PID/mem is then open to it):
+	 * mandatory, like seccomp. */
+	if (root && !st->on[REPL_L_IDENTITY]) {
+		if (!c->unsafe)
+			return rlm_err_set(err, RLM_ESANDBOX,
+					   "identity is off (%s), and as root model code does not "
+					   "run as root: stop disabling it, or pass "
+					   "--unsafe-no-sandbox to run it anyway",
+					   st->why[REPL_L_IDENTITY]);
+		st->unsafe = true;
+	}
+	sb->uid = probe.euid;
+	sb->gid = probe.egid;
+	if (st->on[REPL_L_IDENTITY] && root) {
+		sb->uid = REPL_NOBODY;
+		sb->gid = REPL_NOBODY;
+	}
+	if (st->on[REPL_L_USERNS]) {
+		sb->ns_uid = NS_UID;
+		sb->ns_gid = NS_UID;
+		sb->setgroups_deny = !root;
+	} else {
+		sb->ns_uid = sb->uid;
+		sb->ns_gid = sb->gid;
+	}
+	st->uid = sb->uid;
+	st->gid = sb->gid;
+	if (sb->uid != probe.euid || sb->gid != probe.egid) {
+		if (chown(r->scratch, sb->uid, sb->gid) < 0)
+			return rlm_err_set(err, RLM_ESANDBOX,
+					   "cannot hand the scratch directory '%s' to uid %u: %s",
+					   r->scratch, sb->uid, strerror(errno));
+		if (closed_ancestor(r->scratch, why, sizeof(why)))
+			return rlm_err_set(err, RLM_ESANDBOX,
+					   "the worker (uid %u) cannot reach its scratch directory: "
+					   "'%s' is not searchable by others; set TMPDIR to a "
+					   "directory everyone can enter, such as /tmp",
+					   sb->uid, why);
+	}
+
+	/* The scratch: a sized tmpfs in the mount namespace, else the plain
+	 * directory, checked after each exec. */
+	st->scratch_tmpfs = st->on[REPL_L_MNTNS];
+	snprintf(sb->tmpfs_opts, sizeof(sb->tmpfs_opts), "size=%zu,mode=0700,uid=%u,gid=%u",
+		 c->scratch_limit, sb->ns_uid, sb->ns_gid);
+
+	/* rlimits (this order: build_line reads them by index). */
+	if (st->on[REPL_L_RLIMITS]) {
+		size_t as = c->mem_limit;
+		unsigned long cpu = c->cpu_limit_s > 0 ? (unsigned long)c->cpu_limit_s : DEF_CPU_S;
+		unsigned long files = c->max_files > 0 ? (unsigned long)c->max_files : DEF_FILES;
+		if (!as) {
+			as = 2 * GiB;
+			if (r->text_len > as / 16)
+				as = r->text_len > SIZE_MAX / 16 ? SIZE_MAX : 16 * r->text_len;
+		}
+		add_rl(sb, RLIMIT_AS, as, as);
+		add_rl(sb, RLIMIT_NOFILE, files, files);
+		add_rl(sb, RLIMIT_FSIZE, c->scratch_limit, c->scratch_limit);
+		add_rl(sb, RLIMIT_CPU, cpu, cpu + 5);
+		add_rl(sb, RLIMIT_CORE, 0, 0);
+		add_rl(sb, RLIMIT_MSGQUEUE, 0, 0);
+	}
+
+	for (int l = 0; l < REPL_L_COUNT; l++)
+		if (st->on[l])
+			sb->layers |= 1u << l;
+	/* Tests: make the child fail at a layer, as a broken machine would. */
+	if (fault && *fault) {
+		for (int l = 0; l < REPL_L_COUNT; l++)
+			if (strcmp(fault, layer_names[l]) == 0 && (sb->layers & (1u << l)))
+				sb->fault = l;
+	}
+	st->seccomp_filters = 0;
+	build_line(r);
+	return 0;
+}
+
+bool repl__sandbox_broken(struct repl *r, enum repl_layer l, const char *why)
+{
+	if ((unsigned)l >= REPL_L_COUNT)
+		return false;
+	if (l == REPL_L_SECCOMP && !r->cfg.sandbox.unsafe)
+		return false;
+	pthread_mutex_lock(&broken_mu);
+	if (!(broken_bits & (1u << l))) {
+		broken_bits |= 1u << l;
+		snprintf(broken_why[l], sizeof(broken_why[l]), "%s", why);
+	}
+	pthread_mutex_unlock(&broken_mu);
+	return true;
+}
+
+/* ---- in the spawner thread ---- */
+
+static int write_proc(pid_t pid, const char *file, const char *text)
+{
+	char path[64];
+	int fd, e = 0;
+	size_t n = strlen(text);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (write(fd, text, n) != (ssize_t)n)
+		e = errno ? errno : EIO;
+	close(fd);
+	return e;
+}
+
+int repl__sandbox_parent(const struct repl_sandbox *sb, pid_t pid, const char **what)
+{
+	char map[64];
+	int e;
+	if (!(sb->clone_flags & CLONE_NEWUSER))
+		return 0;
+	if (sb->setgroups_deny) {
+		*what = "write setgroups";
+		e = write_proc(pid, "setgroups", "deny");
+		if (e)
+			return e;
+	}
+	*what = "write gid_map";
+	snprintf(map, sizeof(map), "%u %u 1\n", sb->ns_gid, sb->gid);
+	e = write_proc(pid, "gid_map", map);
+	if (e)
+		return e;
+	*what = "write uid_map";
+	snprintf(map, sizeof(map), "%u %u 1\n", sb->ns_uid, sb->uid);
+	return write_proc(pid, "uid_map", map);
+}
+
+/* ---- in the child: raw system calls only ---- */
+
+static int sc(long rc)
+{
+	return rc < 0 ? errno : 0;
+}
+
+#define STEP(l, name, call)                                                                        \
+	do {                                                                                       \
+		*layer = (l);                                                                      \
+		*what = (name);                                                                    \
+		if ((e = sc(call)) != 0)                                                           \
+			return e;                                                                  \
+	} while (0)
+
+static int child_mounts(const struct repl_sandbox *sb, int *layer, const char **what)
+{
+	struct m_attr ro = {M_RDONLY | M_NOSUID | M_NODEV, 0, 0, 0};
+	struct m_attr dev = {0, M_NODEV, 0, 0};
+	int e;
+	STEP(REPL_L_MNTNS, "mount / private",
+	     syscall(SYS_mount, "none", "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	if (sb->clone_flags & CLONE_NEWPID)
+		STEP(REPL_L_PIDNS, "mount /proc",
+		     syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			     NULL));
+	else
+		/* The host's /proc (other processes, the controller's
+		 * environ) is covered by an empty directory. */
+		STEP(REPL_L_MNTNS, "cover /proc",
+		     syscall(SYS_mount, "none", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			     "size=4k,mode=0555"));
+	STEP(REPL_L_MNTNS, "mount_setattr / read-only",
+	     syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)));
+	/* Device nodes stay usable in /dev itself (/dev/null; Landlock and
+	 * the uid say which); not in /dev/shm, /dev/pts or anywhere else. */
+	(void)syscall(SYS_mount_setattr, AT_FDCWD, "/dev", 0, &dev, sizeof(dev));
+	/* After the read-only pass: a new mount is writable. */
+	STEP(REPL_L_MNTNS, "mount the scratch tmpfs",
+	     syscall(SYS_mount, "rlm-scratch", sb->scratch, "tmpfs",
+		     MS_NOSUID | MS_NODEV | MS_NOEXEC, sb->tmpfs_opts));
+	return 0;
+}
+
+static int child_identity(const struct repl_sandbox *sb, int *layer, const char **what)
+{
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	bool userns = sb->clone_flags & CLONE_NEWUSER;
+	int e;
+	if (!userns &&
+	    (!(sb->layers & (1u << REPL_L_IDENTITY)) || (long)sb->uid == syscall(SYS_geteuid)))
+		return 0; /* nothing to change */
+	if (!sb->setgroups_deny && (sb->layers & (1u << REPL_L_IDENTITY)))
+		STEP(REPL_L_IDENTITY, "setgroups", syscall(SYS_setgroups, 0, NULL));
+	/* In a user namespace a failure here is the namespace's: without it,
+	 * plain setresuid takes over. */
+	STEP(userns ? REPL_L_USERNS : REPL_L_IDENTITY, "setresgid",
+	     syscall(SYS_setresgid, sb->ns_gid, sb->ns_gid, sb->ns_gid));
+	STEP(userns ? REPL_L_USERNS : REPL_L_IDENTITY, "setresuid",
+	     syscall(SYS_setresuid, sb->ns_uid, sb->ns_uid, sb->ns_uid));
+	/* In a user namespace the caps survive the uid change until execve:
+	 * drop them now. */
+	for (int i = 0; i < 2; i++)
+		data[i] = (struct __user_cap_data_struct){0, 0, 0};
+	STEP(REPL_L_IDENTITY, "capset", syscall(SYS_capset, &hdr, data));
+	return 0;
+}
+
+static int child_landlock(const struct repl_sandbox *sb, int *layer, const char **what)
+{
+	struct ll_path_beneath pb;
+	int e, fd;
+	*layer = REPL_L_LANDLOCK;
+	*what = "open the scratch directory";
+	fd = (int)syscall(SYS_openat, AT_FDCWD, sb->scratch, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	pb.allowed_access = probe.ll_scratch;
+	pb.parent_fd = fd;
+	e = sc(syscall(SYS_landlock_add_rule, sb->landlock_fd, LL_RULE_PATH, &pb, 0));
+	syscall(SYS_close, fd);
+	if (e) {
+		*what = "landlock_add_rule scratch";
+		return e;
+	}
+	STEP(REPL_L_LANDLOCK, "landlock_restrict_self",
+	     syscall(SYS_landlock_restrict_self, sb->landlock_fd, 0));
+	syscall(SYS_close, sb->landlock_fd);
+	return 0;
+}
+
+int repl__sandbox_child(const struct repl_sandbox *sb, int *layer, const char **what)
+{
+	int e;
+	*layer = -1;
+	*what = "";
+	if (sb->fault >= 0 && sb->fault != REPL_L_SECCOMP) {
+		*layer = sb->fault; /* RLM_SANDBOX_FAULT: a test */
+		*what = "injected fault";
+		return EPERM;
+	}
+	if (sb->clone_flags & CLONE_NEWNS) {
+		e = child_mounts(sb, layer, what);
+		if (e)
+			return e;
+	}
+	e = child_identity(sb, layer, what);
+	if (e)
+		return e;
+	for (int i = 0; i < sb->n_rl; i++) {
+		struct rlimit rl = {sb->rl[i].cur, sb->rl[i].max};
+		STEP(REPL_L_RLIMITS, "setrlimit",
+		     syscall(SYS_prlimit64, 0, sb->rl[i].res, &rl, NULL));
+	}
+	*layer = -1;
+	*what = "prctl(PR_SET_NO_NEW_PRIVS)";
+	if ((e = sc(syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))) != 0)
+		return e;
+	if (sb->landlock_fd >= 0) {
+		e = child_landlock(sb, layer, what);
+		if (e)
+			return e;
+	}
+	*layer = -1;
+	*what = "";
+	return 0;
+}
+
+#undef STEP
+
+/* ---- after "ready" ---- */
+
+int repl__sandbox_verify(struct repl *r, struct rlm_err *err)
+{
+	struct repl_sandbox_status *st = &r->sb_status;
+	char path[64], line[256];
+	unsigned long long cap_eff = ~0ULL;
+	int nnp = -1, filters = -1;
+	unsigned uid = ~0u, gid = ~0u;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)r->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return rlm_err_set(err, RLM_EIO, "cannot check the worker's sandbox: %s: %s", path,
+				   strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u", &uid) == 1 || sscanf(line, "Gid: %u", &gid) == 1 ||
+		    sscanf(line, "CapEff: %llx", &cap_eff) == 1 ||
+		    sscanf(line, "NoNewPrivs: %d", &nnp) == 1 ||
+		    sscanf(line, "Seccomp_filters: %d", &filters) == 1)
+			continue;
+	}
+	fclose(f);
+	st->uid = uid;
+	st->gid = gid;
+	st->seccomp_filters = filters < 0 ? 0 : filters;
+	build_line(r);
+	if (st->on[REPL_L_SECCOMP] && filters < 2)
+		return rlm_err_set(err, RLM_EIO,
+				   "the worker runs with %d seccomp filter%s, not 2: its sandbox "
+				   "is not what was planned",
+				   filters, filters == 1 ? "" : "s");
+	if (nnp != 1)
+		return rlm_err_set(err, RLM_EIO, "the worker runs without no_new_privs");
+	if (st->on[REPL_L_IDENTITY] && cap_eff != 0)
+		return rlm_err_set(err, RLM_EIO, "the worker kept capabilities (CapEff %llx)",
+				   cap_eff);
+	if (st->on[REPL_L_IDENTITY] && uid != r->sb.uid)
+		return rlm_err_set(err, RLM_EIO, "the worker runs as uid %u, not %u", uid,
+				   r->sb.uid);
+	return 0;
+}
+
+/* ---- the scratch quota of a plain directory ---- */
+
+static void walk(int dfd, int depth, unsigned long long *bytes, size_t *n)
+{
+	DIR *d;
+	struct dirent *e;
+	if (depth > 64)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL && *n < WALK_MAX) {
+		struct stat s;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		(*n)++;
+		*bytes += (unsigned long long)s.st_blocks * 512;
+		if (S_ISDIR(s.st_mode)) {
+			int fd = openat(dirfd(d), e->d_name,
+					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0)
+				walk(fd, depth + 1, bytes, n);
+		}
+	}
+	closedir(d);
+}
+
+bool repl__scratch_over(const struct repl *r, char *what, size_t cap)
+{
+	unsigned long long bytes = 0, lim = r->cfg.sandbox.scratch_limit;
+	size_t n = 0;
+	int fd;
+	if (r->sb_status.scratch_tmpfs || !r->scratch || !lim)
+		return false;
+	fd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	walk(fd, 0, &bytes, &n);
+	if (n >= WALK_MAX) {
+		snprintf(what, cap, "the scratch directory passed its limit of %d files", WALK_MAX);
+		return true;
+	}
+	if (bytes <= lim)
+		return false;
+	snprintf(what, cap, "the scratch directory passed its limit of %llu MB (it held %.1f MB)",
+		 lim >> 20, (double)bytes / (double)MiB);
+	return true;
+}
