@@ -8,6 +8,7 @@
 
 int cmd_solve(int argc, char **argv);
 int cmd_repl(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 int cmd_sim_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_gen(int argc, char **argv);

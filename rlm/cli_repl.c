@@ -32,8 +32,11 @@ static const char usage[] =
 	"      --output-limit N    characters of output shown (20000)\n"
 	"      --exec-timeout SECS running time of one cell, sub-calls not counted (60)\n"
 	"      --python PATH       the worker's interpreter (/usr/bin/python3)\n"
-	"      --quiet             no prompts or notices on stderr\n"
+	"      --quiet             no prompts or notices on stderr (at a terminal they\n"
+	"                          include the worker's sandbox line)\n"
 	"  -h, --help              this help\n"
+	"\n"
+	"%s"
 	"\n"
 	"%s"
 	"\n"
@@ -86,6 +89,7 @@ int cmd_repl(int argc, char **argv)
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"help", no_argument, NULL, 'h'},
 		MODEL_LONGOPTS,
+		SANDBOX_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct model_opts mo;
@@ -94,6 +98,7 @@ int cmd_repl(int argc, char **argv)
 	struct corpus *corpus = NULL;
 	struct repl_cfg cfg = {0};
 	struct repl *r = NULL;
+	struct repl_sandbox_status sb;
 	struct rlm_opts ro = {0};
 	struct rlm_result counts = {0};
 	struct rlm_budget budget;
@@ -112,6 +117,8 @@ int cmd_repl(int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
 		int taken = model_opts_take(&mo, opt, optarg);
+		if (!taken)
+			taken = sandbox_opts_take(&cfg.sandbox, opt, optarg);
 		if (taken == 2)
 			return 2;
 		if (taken)
@@ -141,7 +148,7 @@ int cmd_repl(int argc, char **argv)
 			cfg.python = optarg;
 			break;
 		case OPT_QUIET: mo.quiet = true; break;
-		case 'h': printf(usage, model_opts_help); return 0;
+		case 'h': printf(usage, model_opts_help, sandbox_opts_help); return 0;
 		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default: return cli_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
 		}
@@ -184,10 +191,14 @@ int cmd_repl(int argc, char **argv)
 		goto out;
 	}
 	tty = isatty(0) && strcmp(context, "-") != 0;
+	repl_sandbox_status(r, &sb);
+	if (sb.unsafe)
+		fprintf(stderr, "rlm: WARNING: the REPL worker runs WITHOUT seccomp "
+				"(--unsafe-no-sandbox): %s\n", sb.line);
 	if (tty && !mo.quiet)
 		fprintf(stderr, "rlm repl: `context` is loaded (%zu bytes, %zu document%s); a blank "
-				"line runs a cell, Ctrl-D quits\n",
-			corpus->len, corpus->n_docs, corpus->n_docs == 1 ? "" : "s");
+				"line runs a cell, Ctrl-D quits\nrlm repl: sandbox: %s\n",
+			corpus->len, corpus->n_docs, corpus->n_docs == 1 ? "" : "s", sb.line);
 	while (read_cell(stdin, tty, mo.quiet, &cell)) {
 		struct repl_result res;
 		if (!cell.len)

@@ -31,10 +31,11 @@ static const char usage[] =
 	"                          fit one call, asks every part in parallel, and combines\n"
 	"                          the partial answers (for models that cannot write code)\n"
 	"      --json              print a JSON object: answer, stop reason, usage per\n"
-	"                          model, cost, calls, iterations, timings (on failure too)\n"
+	"                          model, cost, calls, iterations, timings, the worker's\n"
+	"                          sandbox (on failure too)\n"
 	"      --quiet             no progress line or notices on stderr\n"
-	"  -v, --verbose           show each turn's reply, code and output on stderr (and\n"
-	"                          log retries and other details)\n"
+	"  -v, --verbose           show the worker's sandbox and each turn's reply, code\n"
+	"                          and output on stderr (and log retries and other details)\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Limits (repl strategy; on any limit the best partial answer is printed, the\n"
@@ -60,6 +61,8 @@ static const char usage[] =
 	"Tree strategy options:\n"
 	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
 	"                          window, at most 200k); accepts k/M suffixes\n"
+	"\n"
+	"%s"
 	"\n"
 	"%s"
 	"\n"
@@ -134,8 +137,13 @@ static void on_event(const struct rlm_event *e, void *arg)
 	pthread_mutex_lock(&pr->mu);
 	if (pr->tty)
 		fputs("\r\033[K", stderr);
-	fprintf(stderr, "--- turn %d %s (%.1f s)\n%.*s\n", e->iteration, what,
-		(double)e->elapsed_ns / 1e9, (int)RLM_MIN(e->len, (size_t)INT32_MAX), e->text);
+	if (strcmp(e->kind, "sandbox") == 0)
+		fprintf(stderr, "rlm: sandbox: %.*s\n", (int)RLM_MIN(e->len, (size_t)INT32_MAX),
+			e->text);
+	else
+		fprintf(stderr, "--- turn %d %s (%.1f s)\n%.*s\n", e->iteration, what,
+			(double)e->elapsed_ns / 1e9, (int)RLM_MIN(e->len, (size_t)INT32_MAX),
+			e->text);
 	pthread_mutex_unlock(&pr->mu);
 }
 
@@ -222,6 +230,8 @@ static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, co
 		json_add_num(t, "worker_start_ms", (double)r->worker_start_ns / 1e6);
 	}
 	json_add(o, "timings", t);
+	if (repl && r->sandbox)
+		json_add(o, "sandbox", sandbox_status_json(r->sandbox));
 	if (r->warning)
 		json_add_str(o, "warning", r->warning);
 	s = cJSON_Print(o);
@@ -269,6 +279,7 @@ int cmd_solve(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		MODEL_LONGOPTS,
+		SANDBOX_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct model_opts mo;
@@ -294,8 +305,12 @@ int cmd_solve(int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":c:q:s:vh", longopts, NULL)) != -1) {
 		int taken = model_opts_take(&mo, opt, optarg);
-		if (taken == 2)
+		if (!taken)
+			taken = sandbox_opts_take(&ro.sandbox, opt, optarg);
+		if (taken == 2) {
+			free(qfile);
 			return 2;
+		}
 		if (taken)
 			continue;
 		switch (opt) {
@@ -387,7 +402,7 @@ int cmd_solve(int argc, char **argv)
 			rlm_log_level = LOG_DEBUG;
 			verbose = true;
 			break;
-		case 'h': printf(usage, model_opts_help); return 0;
+		case 'h': printf(usage, model_opts_help, sandbox_opts_help); return 0;
 		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default: return cli_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
 		}
@@ -440,6 +455,9 @@ int cmd_solve(int argc, char **argv)
 	rc = rlm_solve(&ro, question, corpus, &res, &err);
 	if (pr.tty)
 		fprintf(stderr, "\r\033[K");
+	if (res.sandbox && res.sandbox->unsafe)
+		fprintf(stderr, "rlm: WARNING: the REPL worker ran WITHOUT seccomp "
+				"(--unsafe-no-sandbox): %s\n", res.sandbox->line);
 	llm_pool_stats(ms.pool, &st);
 	if (rc) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);

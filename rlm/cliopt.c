@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/cliopt.c -- model options, their environment variables, and setting
- * up the pool and models they describe. */
+ * up the pool and models they describe; the sandbox options. */
 #include "cliopt.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char model_opts_help[] =
 	"Model options:\n"
@@ -230,4 +233,112 @@ void model_teardown(struct model_setup *s)
 	llm_model_free(s->model);
 	sim_free(s->sim);
 	memset(s, 0, sizeof(*s));
+}
+
+/* ---- the sandbox options ---- */
+
+const char sandbox_opts_help[] =
+	"Sandbox options (of the REPL worker; `rlm doctor` shows what this machine has).\n"
+	"Layers: seccomp, identity, landlock, userns, mntns, netns, pidns, ipcns, utsns,\n"
+	"rlimits; ns is every namespace, all every layer. Sizes take K, M, G, T.\n"
+	"  --sandbox-disable LIST  turn layers off (env RLM_SANDBOX_DISABLE adds to it)\n"
+	"  --unsafe-no-sandbox     run model code even without seccomp (or, as root,\n"
+	"                          as root when identity is disabled): dangerous, loud\n"
+	"  --mem-limit SIZE        worker address space, e.g. 4G (2G, or 16 x context)\n"
+	"  --scratch-limit SIZE    bytes the code may write in its scratch dir (256M)\n";
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v, mul = 1;
+	if (!s || !*s || *s == '-' || *s == '+')
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		return RLM_EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mul = 1024.0; end++; break;
+	case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (mul > 1 && (strcasecmp(end, "b") == 0 || strcasecmp(end, "ib") == 0))
+		end += strlen(end);
+	else if (mul == 1 && strcasecmp(end, "b") == 0)
+		end++;
+	if (*end)
+		return RLM_EINVAL;
+	v *= mul;
+	if (v > 9e18)
+		return RLM_EINVAL;
+	*out = (uint64_t)llround(v);
+	return 0;
+}
+
+static int size_opt(const char *opt, const char *arg, uint64_t min, const char *min_s,
+		    size_t *out)
+{
+	uint64_t v;
+	if (parse_size(arg, &v) || v < min || v > (uint64_t)SIZE_MAX / 2) {
+		fprintf(stderr,
+			"rlm: error: bad value '%s' for --%s: want a size of at least %s, such as "
+			"512M or 2G (K, M, G, T: powers of 1024)\n",
+			arg, opt, min_s);
+		return 2;
+	}
+	*out = (size_t)v;
+	return 1;
+}
+
+int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg)
+{
+	struct rlm_err err = {0, ""};
+	unsigned bits = 0;
+	switch (opt) {
+	case OPT_SANDBOX_DISABLE:
+		if (repl_sandbox_parse(arg, &bits, &err)) {
+			fprintf(stderr, "rlm: error: bad value '%s' for --sandbox-disable: %s\n",
+				arg, err.msg);
+			return 2;
+		}
+		c->disable |= bits;
+		return 1;
+	case OPT_UNSAFE_NO_SANDBOX:
+		if (!c->unsafe)
+			fputs("rlm: WARNING: --unsafe-no-sandbox: if seccomp cannot be applied, "
+			      "the model's code runs WITHOUT it: nothing then stops it from "
+			      "opening sockets, starting processes or tracing this user's "
+			      "processes; as root with identity disabled, it runs as root\n",
+			      stderr);
+		c->unsafe = true;
+		return 1;
+	case OPT_MEM_LIMIT: return size_opt("mem-limit", arg, 16u << 20, "16M", &c->mem_limit);
+	case OPT_SCRATCH_LIMIT:
+		return size_opt("scratch-limit", arg, 64u << 10, "64K", &c->scratch_limit);
+	default: return 0;
+	}
+}
+
+cJSON *sandbox_status_json(const struct repl_sandbox_status *st)
+{
+	cJSON *o = cJSON_CreateObject(), *layers = cJSON_CreateObject();
+	json_add_str(o, "line", st->line);
+	for (int i = 0; i < REPL_L_COUNT; i++) {
+		const char *name = repl_layer_name((enum repl_layer)i);
+		if (st->on[i])
+			json_add_bool(layers, name, true);
+		else
+			json_add_str(layers, name, st->why[i][0] ? st->why[i] : "off");
+	}
+	json_add(o, "layers", layers);
+	json_add_num(o, "landlock_abi", st->landlock_abi);
+	json_add_num(o, "seccomp_filters", st->seccomp_filters);
+	json_add_num(o, "uid", st->uid);
+	json_add_num(o, "gid", st->gid);
+	json_add_str(o, "fs", st->fs);
+	json_add_bool(o, "scratch_tmpfs", st->scratch_tmpfs);
+	json_add_bool(o, "unsafe", st->unsafe);
+	return o;
 }

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/cliopt.h -- the model options every command that calls models takes
  * (--provider, --model, --base-url, ...), their environment variables, and
- * turning them into a pool and models. */
+ * turning them into a pool and models; the sandbox options of the commands
+ * that start a REPL worker, and the sandbox status as JSON. */
 #ifndef RLM_CLIOPT_H
 #define RLM_CLIOPT_H
 
 #include <getopt.h>
 #include <stdbool.h>
 
+#include "../common/json.h"
 #include "../llm/llm.h"
 #include "../llm/sim.h"
+#include "../repl/repl.h"
 
 enum {
 	OPT_PROVIDER = 1000,
@@ -99,5 +102,38 @@ struct model_setup {
  * ANTHROPIC_BASE_URL. Returns 0 or a negative code with err filled. */
 int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_err *err);
 void model_teardown(struct model_setup *s);
+
+/* ---- the sandbox of the REPL worker (solve, repl, doctor) ---- */
+
+enum {
+	OPT_SANDBOX_DISABLE = 1100,
+	OPT_UNSAFE_NO_SANDBOX,
+	OPT_MEM_LIMIT,
+	OPT_SCRATCH_LIMIT,
+};
+
+#define SANDBOX_LONGOPTS                                                                           \
+	{"sandbox-disable", required_argument, NULL, OPT_SANDBOX_DISABLE},                         \
+	{"unsafe-no-sandbox", no_argument, NULL, OPT_UNSAFE_NO_SANDBOX},                           \
+	{"mem-limit", required_argument, NULL, OPT_MEM_LIMIT},                                     \
+	{"scratch-limit", required_argument, NULL, OPT_SCRATCH_LIMIT}
+
+/* Help text for the options above (and RLM_SANDBOX_DISABLE). */
+extern const char sandbox_opts_help[];
+
+/* Take option `opt` with argument `arg` into c. Returns 1 when taken, 0
+ * when opt is not a sandbox option, or 2 after printing an error for a bad
+ * value. --unsafe-no-sandbox prints its warning on stderr here, always. */
+int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg);
+
+/* Parse a size: "512M", "2G", "1024K", "1.5G", plain bytes; K, M, G, T are
+ * powers of 1024, an optional "B" or "iB" may follow. Returns 0 or
+ * RLM_EINVAL. */
+int parse_size(const char *s, uint64_t *out);
+
+/* The sandbox status as a JSON object: line, layers (true when on, else
+ * the words why it is off), landlock_abi, seccomp_filters, uid, gid, fs,
+ * scratch_tmpfs, unsafe. The caller owns the result. */
+cJSON *sandbox_status_json(const struct repl_sandbox_status *st);
 
 #endif

@@ -674,6 +674,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.on_call = calls_on_call;
 	cfg.call_arg = &l->c;
 	cfg.cancel = l->o->cancel;
+	cfg.sandbox = l->o->sandbox;
 	loop_repl_context(ctx, &cfg.ctx, &off, &lens);
 	rc = repl_start(&cfg, &l->repl, err);
 	free(off);
@@ -682,7 +683,25 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 		return rc;
 	repl_stats(l->repl, &st);
 	l->out->worker_start_ns = st.start_ns;
+	l->out->sandbox = xmalloc(sizeof(*l->out->sandbox));
+	repl_sandbox_status(l->repl, l->out->sandbox);
+	emit(l, "sandbox", l->out->sandbox->line, strlen(l->out->sandbox->line));
 	return 0;
+}
+
+/* The system prompt's sentence about the sandbox. It is rendered before
+ * the worker is up (the first root call overlaps its start), so it follows
+ * the configuration: without unsafe, seccomp is certain (no worker starts
+ * without it), and with it the sockets and processes it forbids. */
+static const char *sandbox_sentence(const struct repl_sandbox_cfg *sb)
+{
+	if (!sb->unsafe)
+		return "The REPL is sandboxed: no network or sockets (so no asyncio event loop; "
+		       "llm_query_batched and threads run things in parallel), no subprocesses or "
+		       "shell commands, and files can be written only in the current directory (a "
+		       "scratch directory).";
+	return "The REPL may not be sandboxed: do not use the network or start processes, and "
+	       "write files only in the current directory (a scratch directory).";
 }
 
 /* The first two messages: the system prompt and the question with the
@@ -710,11 +729,12 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 		snprintf(blocks_s, sizeof(blocks_s), "A block may make up to %s sub-calls.",
 			 calls_s);
 	{
-		struct prompt_var v[4] = {{"sub_chars", sub_s, 0},
+		struct prompt_var v[5] = {{"sub_chars", sub_s, 0},
 					  {"output_limit", limit_s, 0},
 					  {"max_iterations", max_s, 0},
-					  {"block_limits", blocks_s, 0}};
-		rc = render("repl_system.txt", v, 4, &text, &len, err);
+					  {"block_limits", blocks_s, 0},
+					  {"sandbox", sandbox_sentence(&l->o->sandbox), 0}};
+		rc = render("repl_system.txt", v, 5, &text, &len, err);
 		if (!rc)
 			add_msg(l, LLM_SYSTEM, text, len);
 	}

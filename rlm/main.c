@@ -17,6 +17,7 @@ static const char usage[] =
 	"Commands:\n"
 	"  solve       answer a question over a file, a directory, a JSONL, or stdin\n"
 	"  repl        run Python cells in the REPL worker a model programs\n"
+	"  doctor      show the REPL sandbox's layers on this machine and test them live\n"
 	"  sim-serve   serve the offline simulator model over HTTP (OpenAI-compatible)\n"
 	"  bench gen   generate benchmark datasets (S-NIAH haystacks of any size)\n"
 	"  bench perf  measure the controller: pool fan-out efficiency, CPU per call\n"
@@ -53,6 +54,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{"solve", cmd_solve},
 		{"repl", cmd_repl},
+		{"doctor", cmd_doctor},
 		{"sim-serve", cmd_sim_serve},
 		{"bench", cmd_bench},
 	};

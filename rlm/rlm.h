@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "../llm/llm.h"
+#include "../repl/repl.h"
 #include "corpus.h"
 
 enum rlm_strategy { RLM_REPL, RLM_TREE };
@@ -45,7 +46,9 @@ typedef void rlm_progress_fn(const struct rlm_progress *p, void *arg);
 /* One step of the repl loop, for --verbose and the run record. Strings are
  * borrowed for the duration of the callback. */
 struct rlm_event {
-	const char *kind;      /* "reply" (text: the root model's reply),
+	const char *kind;      /* "sandbox" (text: the worker's sandbox status
+				* line, once, when the worker is up),
+				* "reply" (text: the root model's reply),
 				* "code" (text: a block about to run),
 				* "output" (text: what the model is shown of it),
 				* "notice" (text: a message from the controller to
@@ -95,6 +98,10 @@ struct rlm_opts {
 	int64_t exec_timeout_ns;     /* per exec (worker time); 0: 60 s */
 	const char *python;          /* NULL: /usr/bin/python3 */
 	bool python_fences;          /* also run ```python blocks */
+	struct repl_sandbox_cfg sandbox; /* the worker's confinement; zero: every
+				      * layer the machine has (repl/repl.h). The
+				      * system prompt's sandbox sentence follows
+				      * sandbox.unsafe */
 	rlm_event_fn *event;         /* optional: each turn's reply, code, output */
 	void *event_arg;
 
@@ -132,6 +139,8 @@ struct rlm_result {
 	int64_t exec_ns;       /* time in execs, sub-calls included */
 	int64_t sub_ns;        /* of which waiting on sub-calls */
 	int64_t worker_start_ns; /* first worker: fork to ready */
+	struct repl_sandbox_status *sandbox; /* owned, or NULL (no worker started):
+				* the layers of the solve's first worker */
 };
 
 /* Answer question over ctx. Returns 0 with out->answer set, or a negative

@@ -27,6 +27,8 @@ void rlm_result_release(struct rlm_result *r)
 	free(r->answer);
 	free(r->warning);
 	free(r->stop_detail);
+	free(r->sandbox);
+	r->sandbox = NULL;
 	r->answer = NULL;
 	r->warning = NULL;
 	r->stop_detail = NULL;

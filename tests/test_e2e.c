@@ -13,22 +13,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Run rlm with args; returns the captured result. */
-static struct proc_out rlm(const char *const *args, const char *input)
+/* Run rlm with args and the extra environment entries extra ("NAME=value",
+ * NULL-terminated, or NULL); returns the captured result. */
+static struct proc_out rlm_env(const char *const *args, const char *input,
+			       const char *const *extra)
 {
-	const char *argv[32];
+	const char *argv[32], *env[24];
 	struct proc_out o;
-	size_t n = 0;
+	size_t n = 0, k = 0;
+	/* No real provider may leak in from the environment, nor a sandbox
+	 * setting. */
+	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
+					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
+					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_SANDBOX_DISABLE",
+					    NULL};
 	argv[n++] = harness_rlm_bin();
 	for (size_t i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	/* No real provider may leak in from the environment. */
-	static const char *const env[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
-					  "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
-					  "ANTHROPIC_BASE_URL", "RLM_SIM", NULL};
+	for (size_t i = 0; clean[i]; i++)
+		env[k++] = clean[i];
+	for (size_t i = 0; extra && extra[i] && k < 23; i++)
+		env[k++] = extra[i];
+	env[k] = NULL;
 	CHECK_INT(proc_run(argv, input, env, 120, &o), 0);
 	return o;
+}
+
+static struct proc_out rlm(const char *const *args, const char *input)
+{
+	return rlm_env(args, input, NULL);
 }
 
 static char *path_in_tmp(const char *name)
@@ -351,6 +365,7 @@ TEST(help_and_version)
 		{"solve", "--help", NULL},
 		{"sim-serve", "--help", NULL},
 		{"repl", "--help", NULL},
+		{"doctor", "--help", NULL},
 		{"bench", "--help", NULL},
 		{"bench", "gen", "--help", NULL},
 		{"bench", "perf", "--help", NULL},
@@ -518,4 +533,174 @@ TEST(repl_command_runs_piped_cells)
 	CHECK_CONTAINS(o.out, "ZeroDivisionError");
 	proc_out_release(&o);
 	free(ok);
+}
+
+/* ---- the sandbox ---- */
+
+static const char *const layers[] = {"seccomp", "identity", "landlock", "userns", "mntns",
+				     "netns",   "pidns",    "ipcns",    "utsns",  "rlimits"};
+
+/* No probe file of `rlm doctor` is left in /tmp. */
+static void check_no_probe_left(void)
+{
+	char *out = NULL;
+	struct proc_out o;
+	const char *argv[] = {"/bin/sh", "-c", "ls /tmp | grep '^rlm-doctor-probe' || true", NULL};
+	CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+	out = o.out;
+	CHECK_MSG(!out || !*out, "rlm doctor left files in /tmp: %s", out);
+	proc_out_release(&o);
+}
+
+/* This machine (root, seccomp, Landlock ABI 7, user namespaces) has every
+ * layer: the doctor says each is on, and every check holds. */
+TEST(doctor_every_layer_on)
+{
+	struct proc_out o;
+	const char *args[] = {"doctor", NULL};
+	o = rlm(args, NULL);
+	CHECK_MSG(o.status == 0, "exit %d: %s%s", o.status, o.out, o.err);
+	for (size_t i = 0; i < ARRAY_SIZE(layers); i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "\n  %-10s on", layers[i]);
+		CHECK_CONTAINS(o.out, want);
+	}
+	CHECK_CONTAINS(o.out, "python    /usr/bin/python3 (Python 3.");
+	CHECK_CONTAINS(o.out, "landlock  ABI 7\n");
+	CHECK_CONTAINS(o.out, "identity  uid 65534");
+	CHECK_CONTAINS(o.out, "OK    TCP connect to 127.0.0.1:9");
+	CHECK_CONTAINS(o.out, "OK    os.fork()");
+	CHECK_CONTAINS(o.out, "OK    write a file in the scratch directory");
+	CHECK_CONTAINS(o.out, "result: OK");
+	CHECK(strstr(o.out, "FAIL") == NULL);
+	CHECK(strstr(o.out, "WARN") == NULL);
+	CHECK(strstr(o.err, "BREACH") == NULL);
+	proc_out_release(&o);
+	check_no_probe_left();
+}
+
+/* Layers turned off through the environment are reported off with why,
+ * the rest still hold, and the doctor still passes: seccomp is on. */
+TEST(doctor_json_with_layers_disabled)
+{
+	struct proc_out o;
+	const char *args[] = {"doctor", "--json", NULL};
+	const char *env[] = {"RLM_SANDBOX_DISABLE=userns,landlock", NULL};
+	cJSON *j, *sb, *ly, *cs, *c;
+	o = rlm_env(args, NULL, env);
+	CHECK_MSG(o.status == 0, "exit %d: %s%s", o.status, o.out, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK(cJSON_IsTrue(json_get(j, "ok")));
+	CHECK_INT(json_num(j, "exit", -1), 0);
+	CHECK_CONTAINS(json_str(json_get(j, "python"), "version"), "3.");
+	sb = json_get(j, "sandbox");
+	ly = json_get(sb, "layers");
+	CHECK(cJSON_IsTrue(json_get(ly, "seccomp")));
+	CHECK(cJSON_IsTrue(json_get(ly, "identity")));
+	CHECK(cJSON_IsTrue(json_get(ly, "rlimits")));
+	CHECK_MSG(json_str(ly, "userns") && *json_str(ly, "userns"), "userns: %s", o.out);
+	CHECK_MSG(json_str(ly, "landlock") && *json_str(ly, "landlock"), "landlock: %s", o.out);
+	CHECK_CONTAINS(json_str(ly, "userns"), "RLM_SANDBOX_DISABLE");
+	CHECK_CONTAINS(json_str(ly, "landlock"), "RLM_SANDBOX_DISABLE");
+	/* the namespaces stand on the user namespace */
+	CHECK(json_str(ly, "netns") != NULL);
+	CHECK(json_str(sb, "line") != NULL);
+	CHECK(json_num(sb, "uid", -1) == 65534);
+	CHECK(cJSON_IsFalse(json_get(sb, "unsafe")));
+	cs = json_get(j, "checks");
+	CHECK(cJSON_GetArraySize(cs) >= 10);
+	cJSON_ArrayForEach(c, cs)
+	{
+		CHECK_MSG(strcmp(json_str(c, "mark"), "FAIL") != 0, "check %s failed: %s",
+			  json_str(c, "name"), json_str(c, "detail"));
+		const char *name = json_str(c, "name");
+		if (strcmp(name, "tcp") == 0 || strcmp(name, "fork") == 0)
+			CHECK_STR(json_str(c, "result"), "blocked");
+		if (strcmp(name, "scratch") == 0)
+			CHECK_STR(json_str(c, "result"), "allowed");
+	}
+	CHECK(json_get(json_get(j, "rlimits"), "nofile") != NULL);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	check_no_probe_left();
+}
+
+TEST(sandbox_bad_flags)
+{
+	char *ok = path_in_tmp("ok.txt");
+	write_text(ok, "hello\n", 6);
+	{
+		const char *a[] = {"doctor", "--sandbox-disable", "bogus", NULL};
+		bad(a, NULL, 2, "bogus");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--sandbox-disable",
+				   "userns,bogus", NULL};
+		bad(a, NULL, 2, "bogus");
+	}
+	{
+		const char *a[] = {"repl", "-c", ok, "--sandbox-disable", "bogus", NULL};
+		bad(a, NULL, 2, "bogus");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--mem-limit", "lots", NULL};
+		bad(a, NULL, 2, "--mem-limit");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--scratch-limit", "-5M", NULL};
+		bad(a, NULL, 2, "--scratch-limit");
+	}
+	{
+		const char *a[] = {"doctor", "extra", NULL};
+		bad(a, NULL, 2, "unexpected argument 'extra'");
+	}
+	free(ok);
+}
+
+/* `rlm solve --json` carries the worker's sandbox; --verbose shows its line. */
+TEST(solve_json_reports_the_sandbox)
+{
+	char *p = path_in_tmp("door.txt");
+	struct proc_out o;
+	cJSON *j, *sb;
+	write_text(p, "The house is old.\nThe door is painted green.\n", 45);
+	{
+		const char *args[] = {"solve", "-c", p, "-q", "How is the door painted?",
+				      "--json", "--quiet", "--mem-limit", "1G",
+				      "--scratch-limit", "64M", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "answer"), "green");
+	sb = json_get(j, "sandbox");
+	CHECK_MSG(cJSON_IsObject(sb), "no sandbox object: %s", o.out);
+	CHECK(cJSON_IsTrue(json_get(json_get(sb, "layers"), "seccomp")));
+	CHECK_CONTAINS(json_str(sb, "line"), "seccomp=on");
+	CHECK(json_num(sb, "landlock_abi", 0) >= 1);
+	CHECK(cJSON_IsFalse(json_get(sb, "unsafe")));
+	CHECK(json_str(sb, "fs") != NULL);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", p, "-q", "How is the door painted?",
+				      "--verbose", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "rlm: sandbox: seccomp=on");
+	proc_out_release(&o);
+	{
+		/* the unsafe flag is loud even when seccomp works */
+		const char *args[] = {"solve", "-c", p, "-q", "How is the door painted?",
+				      "--unsafe-no-sandbox", "--quiet", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "WARNING: --unsafe-no-sandbox");
+	CHECK_CONTAINS(o.out, "green");
+	proc_out_release(&o);
+	free(p);
 }

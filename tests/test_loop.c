@@ -310,7 +310,8 @@ TEST(answer_dict_over_two_turns_keeps_variables)
 	CHECK_STR(role, "user");
 	CHECK(strncmp(m, "REPL output:\nx is 42\n\nTurn 2/30", 31) == 0);
 	free(m);
-	CHECK_STR(v.events.p, "reply:1\ncode:1\noutput:1\nreply:2\ncode:2\noutput:2\n");
+	CHECK_STR(v.events.p,
+		  "sandbox:1\nreply:1\ncode:1\noutput:1\nreply:2\ncode:2\noutput:2\n");
 	check_append_only(v.root_srv);
 	env_free(&v);
 }
@@ -354,6 +355,42 @@ TEST(metadata_not_text_in_first_messages)
 	free(sys);
 	free(first);
 	buf_release(&b);
+	env_free(&v);
+}
+
+/* The system prompt says what the sandbox forbids, from the configuration
+ * (it is sent before the worker is up); the result carries the worker's
+ * sandbox status, and the event stream its line, once. */
+TEST(system_prompt_states_the_sandbox)
+{
+	struct env v;
+	char *sys;
+	env_init(&v, SUB_FAKE);
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	sys = message(v.root_srv, 0, 0, NULL);
+	CHECK_CONTAINS(sys, "The REPL is sandboxed: no network or sockets (so no asyncio event "
+			    "loop; llm_query_batched and threads run things in parallel), no "
+			    "subprocesses or shell commands, and files can be written only in the "
+			    "current directory (a scratch directory).");
+	CHECK(strstr(sys, "{{") == NULL);
+	free(sys);
+	CHECK_MSG(v.r.sandbox, "no sandbox status in the result");
+	CHECK(v.r.sandbox->on[REPL_L_SECCOMP]);
+	CHECK(!v.r.sandbox->unsafe);
+	CHECK_CONTAINS(v.r.sandbox->line, "seccomp");
+	CHECK(strncmp(v.events.p, "sandbox:1\nreply:1\n", 18) == 0);
+	CHECK(strstr(v.events.p + 1, "sandbox:") == NULL);
+	env_free(&v);
+
+	env_init(&v, SUB_FAKE);
+	v.o.sandbox.unsafe = true;
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	sys = message(v.root_srv, 0, 0, NULL);
+	CHECK_CONTAINS(sys, "The REPL may not be sandboxed");
+	CHECK_CONTAINS(sys, "write files only in the current directory");
+	free(sys);
 	env_free(&v);
 }
 
@@ -489,7 +526,7 @@ TEST(block_after_ready_is_not_run)
 	CHECK_STR(v.r.answer, "A");
 	CHECK_INT(v.r.execs, 1);
 	CHECK_INT(fakesrv_count(v.sub_srv), 0);
-	CHECK_STR(v.events.p, "reply:1\ncode:1\noutput:1\n");
+	CHECK_STR(v.events.p, "sandbox:1\nreply:1\ncode:1\noutput:1\n");
 	env_free(&v);
 }
 

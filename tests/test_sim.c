@@ -461,6 +461,12 @@ static char *render(const char *name, const struct prompt_var *vars, size_t n)
 	return buf_detach(&b, NULL);
 }
 
+#define SANDBOX_LINE                                                                       \
+	"The REPL is sandboxed: no network or sockets (so no asyncio event loop; "                \
+	"llm_query_batched and threads run things in parallel), no subprocesses or shell "       \
+	"commands, and files can be written only in the current directory (a scratch "           \
+	"directory)."
+
 static void convo_init(struct convo *c, const char *question, const char *desc,
 		       const char *sub_chars)
 {
@@ -471,6 +477,7 @@ static void convo_init(struct convo *c, const char *question, const char *desc,
 	    {"max_iterations", "12", 2},
 	    {"output_limit", "20000", 5},
 	    {"block_limits", "A block may make up to 10,000 sub-calls.", 40},
+	    {"sandbox", SANDBOX_LINE, sizeof(SANDBOX_LINE) - 1},
 	};
 	memset(c, 0, sizeof(*c));
 	convo_add(c, LLM_SYSTEM, render("repl_system.txt", vars, ARRAY_SIZE(vars)));

@@ -13,6 +13,7 @@ expected=$(printf '%s\n' "$line" | sed 's/.*"answer":\["\([^"]*\)"\].*/\1/')
 echo "== question: $question"
 echo "== rlm solve --context $dir/sniah-1M-0.txt --question '...' (simulator as root and sub-model, repl strategy)"
 answer=$("$bin" solve --context "$dir/sniah-1M-0.txt" --question "$question" --verbose 2>"$dir/trace.txt")
+echo "== the REPL worker's sandbox (rlm doctor explains it): $(sed -n 's/^rlm: sandbox: //p' "$dir/trace.txt" | head -n 1)"
 echo "== every turn's code and output is in $dir/trace.txt; what the REPL showed the model:"
 awk '/^--- turn/ { show = ($4 == "output") } show' "$dir/trace.txt" | cut -c1-120
 echo "answer:   $answer"
