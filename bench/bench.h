@@ -11,6 +11,7 @@
 #ifndef RLM_BENCH_H
 #define RLM_BENCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -54,12 +55,18 @@ int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
 
 /* ---- the REPL worker (bench/perf_repl.c) ---- */
 
-/* Run `x = 1` n times in one worker (empty context); the p50 and p99 of
- * repl_exec's wall time in microseconds. Returns 0 or a negative code with
- * err. */
-int perf_repl_roundtrip(size_t n, double *p50_us, double *p99_us, struct rlm_err *err);
+/* Run `x = 1` n times in each of two workers (tiny context), taking
+ * turns: [0] with every layer of the sandbox the machine has, [1] with none
+ * (sandbox.disable = REPL_L_ALL, unsafe); the p50 and p99 of repl_exec's
+ * wall time in microseconds. Returns 0 or a negative code with err. */
+int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm_err *err);
+/* Start a worker on a tiny context until it is ready, n times each (after
+ * one not counted), taking turns: [0] sandboxed, [1] not, as above; the
+ * medians in milliseconds. */
+int perf_repl_start(size_t n, double ms[2], struct rlm_err *err);
 /* Start a worker on ctx_bytes of ASCII text until it is ready (`context`
- * is a str); the median of 5 starts in milliseconds. */
+ * is a str), with the full sandbox; the median of 5 starts in
+ * milliseconds. */
 int perf_repl_ready(size_t ctx_bytes, double *ms, struct rlm_err *err);
 
 #endif
