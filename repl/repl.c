@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -42,19 +43,21 @@
 #define DEF_CALLS_TOTAL	 100000
 #define CANCEL_POLL_NS	 10000000LL
 #define DEF_SCRATCH	 ((size_t)256 << 20)
+#define SCRATCH_POLL_NS	 (25 * 1000000LL)
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL };
 
 /* One exec or final_var in flight. */
 struct run {
 	int64_t id;
-	int64_t begin;	  /* repl_exec was called */
-	int64_t t0;	  /* the exec frame was sent: the limit's clock */
-	int64_t deadline; /* absolute, 0: none */
-	int64_t limit;	  /* worker time, 0: none */
-	int64_t call_ns;  /* time spent in on_call */
-	enum cause cause; /* why SIGINT was sent, C_NONE: not sent */
-	int64_t kill_at;  /* SIGKILL then */
+	int64_t begin;	    /* repl_exec was called */
+	int64_t t0;	    /* the exec frame was sent: the limit's clock */
+	int64_t deadline;   /* absolute, 0: none */
+	int64_t limit;	    /* worker time, 0: none */
+	int64_t call_ns;    /* time spent in on_call */
+	enum cause cause;   /* why SIGINT was sent, C_NONE: not sent */
+	int64_t kill_at;    /* SIGKILL then */
+	int64_t scratch_at; /* next look at a plain scratch's size; 0: none */
 	struct repl_result *out;
 	struct buf note; /* before the output: restarts */
 	char *body;	 /* the worker's output */
@@ -95,64 +98,169 @@ static void fmt_secs(char *dst, size_t cap, int64_t ns)
 	snprintf(dst, cap, "%.3g s", (double)ns / 1e9);
 }
 
-/* ---- the scratch directory ---- */
+/* ---- the scratch directory ----
+ *
+ * $TMPDIR/rlm-repl-PID-XXXXXX is ours (mode 0711: others may pass, not
+ * list); the worker's scratch inside it has a random name, mode 0700, and
+ * is handed to the worker's uid by the plan. The worker cannot rename its
+ * scratch (that needs write access to the outer directory) and so cannot
+ * put a symlink in its place for our removals to follow, and a second
+ * worker of the same uid cannot find the first's. */
 
-static void rm_tree_at(int dfd, const char *name, int depth)
+#define RM_DEPTH 32 /* directories open at once while removing a tree */
+
+struct rm {
+	int top;	    /* the tree's root: deeper directories move here */
+	unsigned long next; /* for their names */
+	bool moved;	    /* a directory was moved up: another pass */
+	bool left;	    /* something at the top could not be removed */
+};
+
+static bool is_dot(const char *name)
 {
-	for (int pass = 0; pass < 3; pass++) {
-		DIR *d;
-		struct dirent *e;
-		int fd;
-		if (unlinkat(dfd, name, 0) == 0 || (errno != EISDIR && errno != EPERM))
-			return;
-		if (depth > 64)
-			return;
-		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
-			fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return;
-		d = fdopendir(fd);
-		if (!d) {
-			close(fd);
+	return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+}
+
+/* The directory dfd/name, never through a symlink; a directory the worker
+ * made unreadable (as the same uid) is opened up first. */
+static int open_dir_at(int dfd, const char *name)
+{
+	const int fl = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dfd, name, fl);
+	if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
+		fd = openat(dfd, name, fl);
+	return fd;
+}
+
+/* Move dfd/name, a directory too deep to descend into now, up into the
+ * tree's root under a fresh name: a later pass removes it from there. */
+static void hoist(struct rm *rm, int dfd, const char *name)
+{
+	bool opened = false;
+	char to[40];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(to, sizeof(to), ".rlm-rm-%lu", rm->next++);
+		if (renameat2(dfd, name, rm->top, to, RENAME_NOREPLACE) == 0) {
+			rm->moved = true;
 			return;
 		}
-		while ((e = readdir(d)) != NULL) {
-			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-				rm_tree_at(dirfd(d), e->d_name, depth + 1);
+		/* Moving a directory writes to it (its "..") and to dfd. */
+		if (errno == EACCES && !opened) {
+			opened = true;
+			fchmod(dfd, 0700);
+			fchmodat(dfd, name, 0700, 0);
+			continue;
 		}
-		closedir(d);
-		if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno != ENOTEMPTY)
+		if (errno != EEXIST)
 			return;
 	}
+}
+
+/* unlinkat, again after opening up a directory inside the tree that the
+ * worker (as our own uid) made read-only. */
+static int unlink_in(int dfd, const char *name, int flags)
+{
+	int rc = unlinkat(dfd, name, flags);
+	if (rc < 0 && errno == EACCES && fchmod(dfd, 0700) == 0)
+		rc = unlinkat(dfd, name, flags);
+	return rc;
+}
+
+static void rm_contents(struct rm *rm, int fd, int depth);
+
+/* Remove dfd/name, with what is in it when it is a directory. Returns
+ * whether it is gone. */
+static bool rm_entry(struct rm *rm, int dfd, const char *name, int depth)
+{
+	int fd;
+	if (unlink_in(dfd, name, 0) == 0 || errno == ENOENT)
+		return true;
+	if (errno != EISDIR && errno != EPERM)
+		return false;
+	if (unlink_in(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+		return true;
+	if (errno != ENOTEMPTY && errno != EEXIST)
+		return false;
+	if (depth >= RM_DEPTH) {
+		hoist(rm, dfd, name);
+		return false;
+	}
+	fd = open_dir_at(dfd, name);
+	if (fd < 0)
+		return false;
+	rm_contents(rm, fd, depth + 1);
+	return unlink_in(dfd, name, AT_REMOVEDIR) == 0;
+}
+
+/* Remove what the directory fd (closed here) holds, at depth below the
+ * tree's root. */
+static void rm_contents(struct rm *rm, int fd, int depth)
+{
+	struct dirent *e;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (!is_dot(e->d_name) && !rm_entry(rm, dirfd(d), e->d_name, depth) && depth == 1)
+			rm->left = true;
+	}
+	closedir(d);
+}
+
+/* Remove everything in the directory top, however deep: at most RM_DEPTH
+ * directories are open at once (no stack or fd limit is reached), and
+ * what lies deeper is moved up and removed by another pass. A pass that
+ * moved nothing and left nothing ends it; a few more are allowed for
+ * entries that would not go (one made while we looked). */
+static void rm_below(int top)
+{
+	struct rm rm = {top, 0, false, false};
+	for (int idle = 0; idle < 3;) {
+		int fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		rm.moved = rm.left = false;
+		rm_contents(&rm, fd, 1);
+		if (!rm.moved && !rm.left)
+			return;
+		if (!rm.moved)
+			idle++;
+	}
+}
+
+/* Remove dfd/name and everything below it; a symlink is removed, not
+ * followed. */
+static void rm_tree_at(int dfd, const char *name)
+{
+	int fd;
+	if (unlinkat(dfd, name, 0) == 0 || (errno != EISDIR && errno != EPERM))
+		return;
+	fd = open_dir_at(dfd, name);
+	if (fd < 0)
+		return;
+	rm_below(fd);
+	close(fd);
+	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
 /* Remove what the worker left in the scratch directory, keep the
  * directory. */
 static void empty_dir(const char *path)
 {
-	DIR *d;
-	struct dirent *e;
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			rm_tree_at(dirfd(d), e->d_name, 1);
-	}
-	closedir(d);
+	rm_below(fd);
+	close(fd);
 }
 
-/* Scratch directories are named rlm-repl-PID-XXXXXX after the controller
- * that made them. A controller killed by SIGKILL cannot remove its own;
- * the next one to start in the same base removes those whose controller is
- * gone (no such process) and which belong to its own uid (or, as root, to
- * nobody, whom the identity layer gave it). Once per process and base. */
+/* Outer scratch directories are named rlm-repl-PID-XXXXXX after the
+ * controller that made them. A controller killed by SIGKILL cannot remove
+ * its own; the next one to start in the same base removes those whose
+ * controller is gone (no such process) and which belong to its own euid:
+ * never one another user could have made. Once per process and base. */
 static void sweep_stale(const char *base)
 {
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -188,27 +296,63 @@ static void sweep_stale(const char *base)
 		if (pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) ||
-		    (st.st_uid != geteuid() && !(geteuid() == 0 && st.st_uid == REPL_NOBODY)))
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
 			continue;
-		rm_tree_at(dirfd(d), e->d_name, 0);
+		rm_tree_at(dirfd(d), e->d_name);
 	}
 	closedir(d);
+}
+
+/* "w" and 16 random hex digits: a name a neighbour cannot guess. */
+static int random_name(char *dst, size_t cap)
+{
+	unsigned char b[8];
+	size_t got = 0;
+	while (got < sizeof(b)) {
+		ssize_t k = getrandom(b + got, sizeof(b) - got, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -errno;
+		got += (size_t)k;
+	}
+	snprintf(dst, cap, "w%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
+		 b[6], b[7]);
+	return 0;
 }
 
 static int make_scratch(struct repl *r, struct rlm_err *err)
 {
 	const char *base = getenv("TMPDIR");
+	char name[24];
+	int e;
 	if (!base || !*base)
 		base = "/tmp";
 	sweep_stale(base);
-	r->scratch = xasprintf("%s/rlm-repl-%ld-XXXXXX", base, (long)getpid());
-	if (!mkdtemp(r->scratch)) {
-		int e = errno;
-		free(r->scratch);
-		r->scratch = NULL;
+	r->scratch_root = xasprintf("%s/rlm-repl-%ld-XXXXXX", base, (long)getpid());
+	if (!mkdtemp(r->scratch_root)) {
+		e = errno;
+		free(r->scratch_root);
+		r->scratch_root = NULL;
 		return rlm_err_set(err, -e, "cannot create a scratch directory in '%s': %s", base,
 				   strerror(e));
+	}
+	/* mkdtemp made it 0700: the worker (maybe another uid) must pass. */
+	if (chmod(r->scratch_root, 0711) < 0) {
+		e = errno;
+		return rlm_err_set(err, -e,
+				   "cannot open the scratch directory '%s' to the worker: %s",
+				   r->scratch_root, strerror(e));
+	}
+	e = random_name(name, sizeof(name));
+	if (e < 0)
+		return rlm_err_set(err, e, "cannot name a scratch directory: getrandom: %s",
+				   strerror(-e));
+	r->scratch = xasprintf("%s/%s", r->scratch_root, name);
+	if (mkdir(r->scratch, 0700) < 0) {
+		e = errno;
+		return rlm_err_set(err, -e, "cannot create the scratch directory '%s': %s",
+				   r->scratch, strerror(e));
 	}
 	return 0;
 }
@@ -232,6 +376,13 @@ static int open_memfd(struct repl *r, const struct repl_context *c, struct rlm_e
 	r->memfd = memfd_create("rlm-context", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (r->memfd < 0)
 		return rlm_err_set(err, -errno, "cannot create the context memfd: %s",
+				   strerror(errno));
+	/* A memfd is 0777: a peer of the worker's uid that can see its /proc
+	 * (no pidns, no Landlock) could reopen /proc/PID/fd/5 before the
+	 * runtime makes the worker non-dumpable. Reopening checks the mode;
+	 * the worker's inherited fd and its mmap do not. */
+	if (fchmod(r->memfd, 0) < 0)
+		return rlm_err_set(err, -errno, "cannot close the context memfd's mode: %s",
 				   strerror(errno));
 	r->ctx_pending = c;
 	return 0;
@@ -391,10 +542,10 @@ void repl_free(struct repl *r)
 	if (r->sb.landlock_fd >= 0)
 		close(r->sb.landlock_fd);
 	free(r->sb_bpf);
-	if (r->scratch) {
-		rm_tree_at(AT_FDCWD, r->scratch, 0);
-		free(r->scratch);
-	}
+	if (r->scratch_root)
+		rm_tree_at(AT_FDCWD, r->scratch_root);
+	free(r->scratch);
+	free(r->scratch_root);
 	for (size_t i = 0; i < ARRAY_SIZE(r->own); i++)
 		free(r->own[i]);
 	free(r->in);
@@ -472,13 +623,11 @@ static int restart(struct repl *r, struct run *x, const char *reason, bool with_
 	return respawn(r, x, &x->note, err);
 }
 
-/* After a worker scratch directory (a plain directory) grew past its
- * limit: a new worker on an empty directory, said after the output. */
-static int scratch_check(struct repl *r, struct run *x, struct rlm_err *err)
+/* A worker's scratch directory (a plain directory) grew past its limit
+ * (what says how): a new worker on an empty directory, said after the
+ * output. */
+static int scratch_restart(struct repl *r, struct run *x, const char *what, struct rlm_err *err)
 {
-	char what[200];
-	if (r->pid <= 0 || r->broken || !repl__scratch_over(r, what, sizeof(what)))
-		return 0;
 	repl__worker_stop(r);
 	empty_dir(r->scratch);
 	buf_printf(&x->after,
@@ -486,6 +635,34 @@ static int scratch_check(struct repl *r, struct run *x, struct rlm_err *err)
 		   "`context` and the helper functions were reloaded.]\n",
 		   what);
 	return respawn(r, x, &x->after, err);
+}
+
+/* After an exec. */
+static int scratch_check(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	char what[200];
+	if (r->pid <= 0 || r->broken || !repl__scratch_over(r, what, sizeof(what)))
+		return 0;
+	return scratch_restart(r, x, what, err);
+}
+
+/* During an exec, every SCRATCH_POLL_NS, or ten times as long as a look
+ * takes when that is longer (a walk of up to WALK_MAX entries): without
+ * it, one exec could fill the disk before the check after it. Returns
+ * AGAIN while the scratch is within its limit. */
+static int scratch_poll(struct repl *r, struct run *x, int64_t now, struct rlm_err *err)
+{
+	char what[200];
+	bool over = repl__scratch_over(r, what, sizeof(what));
+	int64_t cost = now_ns() - now;
+	int rc;
+	x->scratch_at = now + (10 * cost > SCRATCH_POLL_NS ? 10 * cost : SCRATCH_POLL_NS);
+	if (!over)
+		return AGAIN;
+	x->scratch_at = 0;
+	x->out->error = true;
+	rc = scratch_restart(r, x, what, err);
+	return rc < 0 ? rc : cause_rc(x, err);
 }
 
 static int violation(struct repl *r, struct run *x, const char *why, struct rlm_err *err)
@@ -758,6 +935,8 @@ static int64_t next_event(const struct repl *r, const struct run *x, int64_t now
 		if (t == 0 || v_ < t)                                                              \
 			t = v_;                                                                    \
 	} while (0)
+	if (x->scratch_at)
+		EARLIER(x->scratch_at);
 	if (x->cause != C_NONE) {
 		EARLIER(x->kill_at);
 		return t;
@@ -802,6 +981,11 @@ static int wait_result(struct repl *r, struct run *x, struct rlm_err *err)
 		} else if (now >= x->kill_at) {
 			return killed(r, x, err);
 		}
+		if (x->scratch_at && now >= x->scratch_at) {
+			int rc = scratch_poll(r, x, now, err);
+			if (rc != AGAIN)
+				return rc;
+		}
 		repl__pump(r, ms_until(next_event(r, x, now), now));
 	}
 }
@@ -814,6 +998,8 @@ static void run_init(struct repl *r, struct run *x, struct repl_result *out, int
 	x->begin = x->t0 = now_ns();
 	x->deadline = deadline;
 	x->limit = r->cfg.exec_timeout_ns > 0 ? r->cfg.exec_timeout_ns : 0;
+	if (!r->sb_status.scratch_tmpfs)
+		x->scratch_at = x->begin + SCRATCH_POLL_NS;
 	x->out = out;
 	buf_init(&x->note, 0);
 	buf_init(&x->after, 0);

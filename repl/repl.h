@@ -31,7 +31,8 @@
  *           MAX_CALLS_EXEC LATE_FILTER
  * with N_DOCS -1 when `context` is a str, and LATE_FILTER the hex of a
  * seccomp program (struct sock_filter bytes) the runtime stacks with
- * prctl before it reads the context frame, or "-" for none. Prompts past MAX_CALLS_EXEC in one
+ * prctl before it reads the context frame, or "-" for none (it makes
+ * itself non-dumpable first, either way). Prompts past MAX_CALLS_EXEC in one
  * exec raise ValueError in the code before any frame is sent (the
  * controller's kill on that cap is a backstop for a hostile worker). The
  * worker keeps its frames under MAX_FRAME: prompts that would not fit
@@ -152,9 +153,12 @@ struct repl;
  * measurements and the policy behind them: docs/sandbox.md):
  *   seccomp   an allow-list built with libseccomp in the parent: no sockets,
  *             no fork or non-thread clone, no ptrace, io_uring, bpf,
- *             mount, unshare, no signals but to itself; a second filter,
- *             stacked by the runtime once Python is up, denies execve.
- *             Mandatory: without it no worker starts unless unsafe is set.
+ *             mount, unshare, memfd_create; kill, tkill and tgkill only
+ *             to its own pid, and no fcntl that would have the kernel
+ *             signal another process (F_SETOWN, F_SETSIG, O_ASYNC, ...);
+ *             a second filter, stacked by the runtime once Python is up,
+ *             denies execve. Mandatory: without it no worker starts
+ *             unless unsafe is set.
  *   identity  as root, the worker runs as uid/gid 65534 (nobody), mapped
  *             from a user namespace when there is one, else setresuid;
  *             no capabilities either way; mandatory as root (disabling it
@@ -165,14 +169,19 @@ struct repl;
  *             directory, no TCP, no signals out of the domain (by ABI).
  *   userns    a user namespace: the base of the namespaces below, which
  *             are off when it is.
- *   mntns     a mount namespace: the tree read-only, a fresh /proc, the
- *             scratch directory a tmpfs of scratch_limit bytes.
- *   netns, pidns, ipcns, utsns   no network at all; its own pid 1 (so
- *             signals it sends itself with a default action are ignored).
- *   rlimits   address space, open files, file size, core 0, CPU seconds.
+ *   mntns     a mount namespace: the tree read-only, the host's /proc
+ *             covered by an empty tmpfs, the scratch directory a tmpfs of
+ *             scratch_limit bytes.
+ *   netns, pidns, ipcns, utsns   no network at all; its own pid 1 with a
+ *             fresh /proc that shows only it (so signals it sends itself
+ *             with a default action are ignored).
+ *   rlimits   address space, open files, file size, core 0, CPU seconds,
+ *             each at most the controller's own hard limit.
  * and always: only its own fds, a scrubbed environment, its own session,
- * the parent-death signal, no_new_privs, the wall clock per exec, and a
- * controller that is not dumpable (set by the first repl_start). A layer
+ * the parent-death signal, no_new_privs, no ambient capabilities, the wall
+ * clock per exec, a worker that makes itself non-dumpable once Python is
+ * up (its peers of the same uid cannot open its /proc/PID/fd or mem), and
+ * a controller that is not dumpable (set by the first repl_start). A layer
  * that fails in the child is left out for the rest of the process and the
  * worker started again without it (seccomp only with unsafe);
  * RLM_SANDBOX_DISABLE=<list> turns layers off (a bad name fails

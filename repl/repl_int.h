@@ -60,8 +60,9 @@ struct repl_sandbox {
 	char tmpfs_opts[96];      /* "size=268435456,mode=0700,uid=1000,gid=1000" */
 	struct { int res; unsigned long cur, max; } rl[8];
 	int n_rl;
-	int fault;                /* tests (RLM_SANDBOX_FAULT=<layer>): the
-				   * child fails at this layer; -1: none */
+	int fault;                /* tests (RLM_SANDBOX_FAULT=<layer>[:ERRNO]):
+				   * the child fails at this layer; -1: none */
+	int fault_errno;          /* ... with this errno (default EPERM) */
 };
 
 /* Plan the sandbox of r's next worker from r->cfg.sandbox, the machine's
@@ -75,9 +76,11 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err);
  * child's uid_map, setgroups and gid_map. Returns 0 or an errno value
  * (what names the step). */
 int repl__sandbox_parent(const struct repl_sandbox *sb, pid_t pid, const char **what);
-/* In the child, before the fd layout: mounts, identity, rlimits,
- * no_new_privs, Landlock (in that order). Async-signal-safe. Returns 0, or
- * an errno value with *layer (REPL_L_...) and *what naming the step. */
+/* In the child, after the fd layout (0-5, and the Landlock ruleset as 6)
+ * and before chdir and seccomp: mounts, identity, rlimits, no_new_privs,
+ * Landlock (in that order). Async-signal-safe. Returns 0, or an errno
+ * value with *layer (REPL_L_...) and *what naming the step; an injected
+ * fault (RLM_SANDBOX_FAULT) returns sb->fault_errno. */
 int repl__sandbox_child(const struct repl_sandbox *sb, int *layer, const char **what);
 /* A worker failed to start at a layer ("layer":"userns" in its fatal
  * frame): remember it as broken for this process, with why, so that the
@@ -131,6 +134,9 @@ struct repl {
 	size_t text_len;
 	long long n_docs;         /* -1: `context` is a str */
 	char *scratch;            /* the worker's cwd and TMPDIR */
+	char *scratch_root;       /* $TMPDIR/rlm-repl-PID-XXXXXX above it: ours,
+				   * 0711, so that the worker can neither rename
+				   * its scratch nor list its neighbours' */
 	char *argv[14];           /* prebuilt for every spawn; the strings... */
 	char *envp[8];
 	char *own[10];            /* ...that we allocated */

@@ -4,7 +4,8 @@
 #           MAX_CALLS_EXEC LATE_FILTER
 # by repl/repl.c. Standard library only. repl/repl.h has the contract: the
 # fd layout, the context memfd and the frames. It imports what it needs,
-# stacks the late seccomp filter (no execve from here on), waits for the
+# makes itself non-dumpable (no /proc/PID/fd or mem for its peers), stacks
+# the late seccomp filter (no execve from here on), waits for the
 # "context" frame on fd 3, maps the context from fd 5, says
 # "ready" on fd 4, then runs "exec" frames from fd 3 in one persistent
 # namespace until fd 3 reaches EOF, which ends the process at once.
@@ -681,6 +682,37 @@ def _do_final_var(eid, name):
 
 def _load_context(text_len, n_docs):
     size = text_len + (16 * n_docs if n_docs > 0 else 0)
+    try:
+        return _map_context(text_len, n_docs, size)
+    except MemoryError:
+        pass
+    except OSError as e:
+        if e.errno != 12:  # ENOMEM: the mapping itself did not fit
+            raise
+    # Out here the mapping and the half-built str are gone: there is room
+    # to say why, and the limit is what the model's operator can change.
+    _fatal(_no_room(size))
+
+
+def _no_room(size):
+    def mib(n):
+        return '%d GiB' % (n >> 30) if n and n % (1 << 30) == 0 else (
+            '%d MiB' % (n >> 20) if n % (1 << 20) == 0 else '%.1f MiB' % (n / (1 << 20)))
+    what = 'the context (%.1f MiB)' % (size / (1 << 20))
+    try:
+        import resource
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except Exception:
+        return what + (" does not fit the worker's memory limit (RLIMIT_AS): raise "
+                       '--mem-limit')
+    if limit == resource.RLIM_INFINITY:
+        return what + (" does not fit in the worker's memory, which has no limit "
+                       '(RLIMIT_AS): the machine is out of memory')
+    return what + (" does not fit the worker's memory limit (%s, RLIMIT_AS): raise "
+                   '--mem-limit' % mib(limit))
+
+
+def _map_context(text_len, n_docs, size):
     if size == 0:
         return ('' if n_docs < 0 else []), 0
     mm = mmap.mmap(_FD_CTX, size, mmap.MAP_SHARED, mmap.PROT_READ)
@@ -709,13 +741,27 @@ def _load_context(text_len, n_docs):
         mm.close()  # and the fd mmap duplicated
 
 
-# ---- the late seccomp filter ----
+# ---- non-dumpable, and the late seccomp filter ----
 
-def _late_filter(hexprog):
-    """Stack the seccomp program hexprog (struct sock_filter bytes, from
-    repl/seccomp.c) on the filter the worker was started under: from here
-    on execve fails. Runs before any model code; a failure is fatal. Uses
-    _ctypes directly: `import ctypes` costs 3 ms, this 0.5 ms."""
+def _harden(hexprog):
+    """Make the worker non-dumpable, then stack the seccomp program hexprog
+    (struct sock_filter bytes, from repl/seccomp.c; '-': none) on the
+    filter the worker was started under: from here on execve fails.
+
+    execve made the worker dumpable again, and a dumpable process's
+    /proc/PID/fd and mem are open to every process of its uid: another
+    worker of that uid (a root controller's are all nobody) could read our
+    context through /proc/PID/fd/5 wherever neither a pid namespace nor
+    Landlock hides /proc. Non-dumpable, only a holder of CAP_SYS_PTRACE
+    gets in; /proc/PID/status, which the controller reads, stays
+    readable. Both run before the context frame and
+    any model code, and a failure of either is fatal (the first filter
+    allows PR_SET_DUMPABLE 0 for this: failing, something is wrong). Only
+    without seccomp (hexprog '-', unsafe) is a failure to become
+    non-dumpable ignored: such a worker can ptrace its peers anyway, and a
+    Python without _ctypes still runs there. Uses _ctypes directly:
+    `import ctypes` costs 3 ms, this 0.5 ms."""
+    step = 'dumpable'
     try:
         import _ctypes
 
@@ -739,6 +785,14 @@ def _late_filter(hexprog):
             _restype_ = _int
             _argtypes_ = (_int, _ulong, _ulong, _ulong, _ulong)
 
+        prctl = _prctl(_ctypes.dlsym(_ctypes.dlopen(None), 'prctl'))
+        # PR_SET_DUMPABLE, SUID_DUMP_DISABLE
+        if prctl(4, 0, 0, 0, 0) != 0:
+            e = _ctypes.get_errno()
+            raise OSError(e, 'errno %d (%s)' % (e, posix.strerror(e)))
+        if hexprog == '-':
+            return
+        step = 'late'
         code = bytearray.fromhex(hexprog)
         if not code or len(code) % 8 or len(code) // 8 > 4096:
             raise ValueError('a program of %d bytes' % len(code))
@@ -749,16 +803,22 @@ def _late_filter(hexprog):
 
         insns = _insns.from_buffer(code)
         prog = _fprog(len(code) // 8, _ctypes.addressof(insns))
-        prctl = _prctl(_ctypes.dlsym(_ctypes.dlopen(None), 'prctl'))
         # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         if prctl(22, 2, _ctypes.addressof(prog), 0, 0) != 0:
             e = _ctypes.get_errno()
             raise OSError(e, 'errno %d (%s)' % (e, posix.strerror(e)))
     except BaseException as e:
         msg = e.strerror if isinstance(e, OSError) and e.strerror else repr(e)
+        if step == 'dumpable':
+            if hexprog == '-':
+                return
+            # No layer: no layer is missing, it is the filter or a bug.
+            frame = {'type': 'fatal', 'error': 'cannot make the worker non-dumpable: ' + msg}
+        else:
+            frame = {'type': 'fatal', 'error': 'late seccomp filter: ' + msg,
+                     'layer': 'seccomp'}
         try:
-            _send({'type': 'fatal', 'error': 'late seccomp filter: ' + msg,
-                   'layer': 'seccomp'})
+            _send(frame)
         finally:
             posix._exit(70)
 
@@ -768,8 +828,7 @@ def _main():
     text_len, n_docs, limit, _max_frame, _max_calls = (int(a) for a in sys.argv[1:6])
     late = sys.argv[6] if len(sys.argv) > 6 else '-'
     sys.argv = ['']
-    if late != '-':
-        _late_filter(late)
+    _harden(late)
     _cap = _Capture(max(limit, 0))
     # The controller fills the memfd while we start up; it says when.
     msg = _read_frame()

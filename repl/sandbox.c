@@ -102,7 +102,8 @@ struct m_attr {
 #define DEF_CPU_S   3600
 #define NS_UID	    1000 /* the worker's ids inside its user namespace */
 
-#define WALK_MAX    100000 /* entries repl__scratch_over looks at */
+#define WALK_MAX   100000 /* entries repl__scratch_over looks at */
+#define WALK_DEPTH 64	  /* directory levels it descends */
 
 /* The first directory above `path` that others cannot search (mode
  * without o+x), into `out`; false when every one can be. A worker under
@@ -219,6 +220,30 @@ int repl_sandbox_parse(const char *list, unsigned *bits, struct rlm_err *err)
 	return 0;
 }
 
+/* The error for a mandatory layer (seccomp; identity as root) that is off
+ * without unsafe, in one wording for repl_sandbox_check and the plan. by:
+ * what disabled it ("RLM_SANDBOX_DISABLE", "request"), or NULL when it is
+ * off for another reason, which why gives (the kernel lacks it, it broke).
+ * The fix follows from that: the variable, the option, or `rlm doctor`. */
+static int mandatory_off(struct rlm_err *err, int l, const char *by, const char *why)
+{
+	bool env = by && strcmp(by, "RLM_SANDBOX_DISABLE") == 0;
+	const char *fix = env  ? "take it out of RLM_SANDBOX_DISABLE"
+			  : by ? "stop disabling it"
+			       : "see `rlm doctor`";
+	char cause[160];
+	if (by)
+		snprintf(cause, sizeof(cause), "is disabled (by %s)", by);
+	else
+		snprintf(cause, sizeof(cause), "is off (%s)", why);
+	return rlm_err_set(err, RLM_ESANDBOX,
+			   "%s %s, and model code does not run %s: %s, or pass "
+			   "--unsafe-no-sandbox to run it anyway (%s still apply)",
+			   layer_names[l], cause, l == REPL_L_SECCOMP ? "without it" : "as root",
+			   fix,
+			   env ? "the layers RLM_SANDBOX_DISABLE leaves on" : "the other layers");
+}
+
 int repl_sandbox_check(const struct repl_sandbox_cfg *c, struct rlm_err *err)
 {
 	const char *env = getenv("RLM_SANDBOX_DISABLE");
@@ -231,15 +256,10 @@ int repl_sandbox_check(const struct repl_sandbox_cfg *c, struct rlm_err *err)
 	if (c->unsafe)
 		return 0;
 	for (int l = REPL_L_SECCOMP; l <= REPL_L_IDENTITY; l++) {
-		const char *by = from_env & (1u << l) ? "RLM_SANDBOX_DISABLE" : "request";
 		if (!(off & (1u << l)) || (l == REPL_L_IDENTITY && geteuid() != 0))
 			continue;
-		return rlm_err_set(err, RLM_ESANDBOX,
-				   "%s is disabled (by %s), and model code does not run %s: "
-				   "stop disabling it, or pass --unsafe-no-sandbox to run it "
-				   "anyway",
-				   layer_names[l], by,
-				   l == REPL_L_SECCOMP ? "without it" : "as root");
+		return mandatory_off(
+		    err, l, from_env & (1u << l) ? "RLM_SANDBOX_DISABLE" : "request", NULL);
 	}
 	return 0;
 }
@@ -261,8 +281,30 @@ static void off(struct repl_sandbox_status *st, int l, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* What turned layer l off on request: the variable or the caller's
+ * configuration; NULL when nothing did. */
+static const char *disabled_by(const struct repl *r, int l)
+{
+	if (!(r->cfg.sandbox.disable & (1u << l)))
+		return NULL;
+	return r->sb_env_disable & (1u << l) ? "RLM_SANDBOX_DISABLE" : "request";
+}
+
+/* Plan a limit, at most the controller's own hard limit: the child can
+ * only lower it (raising needs CAP_SYS_RESOURCE, which the identity step
+ * has just dropped), and one setrlimit failing with EPERM would cost the
+ * whole layer, CORE 0 and NOFILE with it. So a controller started under
+ * `ulimit -Ht 100` gives its workers CPU 100 (soft and hard) rather than
+ * no limits at all. */
 static void add_rl(struct repl_sandbox *sb, int res, unsigned long cur, unsigned long max)
 {
+	struct rlimit have;
+	if (getrlimit(res, &have) == 0 && have.rlim_max != RLIM_INFINITY) {
+		if (max > have.rlim_max)
+			max = have.rlim_max;
+		if (cur > max)
+			cur = max;
+	}
 	if (sb->n_rl < (int)ARRAY_SIZE(sb->rl)) {
 		sb->rl[sb->n_rl].res = res;
 		sb->rl[sb->n_rl].cur = cur;
@@ -395,6 +437,46 @@ static void build_line(struct repl *r)
 	buf_release(&b);
 }
 
+/* RLM_SANDBOX_FAULT=<layer>[:ERRNO] (tests only): the layer the child
+ * fails at, and the errno it fails with (EPERM without one), so that a
+ * test can tell a refused layer from a busy machine (ENOMEM, EAGAIN). */
+static const struct {
+	const char *name;
+	int e;
+} fault_errnos[] = {
+    {"EPERM", EPERM},	{"EACCES", EACCES}, {"EINVAL", EINVAL}, {"ENOMEM", ENOMEM},
+    {"ENOSPC", ENOSPC}, {"EAGAIN", EAGAIN}, {"EUSERS", EUSERS}, {"EBUSY", EBUSY},
+    {"ENOENT", ENOENT}, {"EIO", EIO},
+};
+
+static int parse_fault(const char *v, int *layer, int *e, struct rlm_err *err)
+{
+	size_t n = strcspn(v, ":");
+	const char *en = v[n] == ':' ? v + n + 1 : NULL;
+	*layer = -1;
+	*e = EPERM;
+	for (int l = 0; l < REPL_L_COUNT; l++)
+		if (strlen(layer_names[l]) == n && strncmp(v, layer_names[l], n) == 0)
+			*layer = l;
+	if (*layer < 0)
+		return rlm_err_set(err, RLM_EINVAL,
+				   "RLM_SANDBOX_FAULT: unknown sandbox layer '%.*s' (a test "
+				   "switch: <layer> or <layer>:<ERRNO>, such as mntns:ENOMEM)",
+				   (int)RLM_MIN(n, 40), v);
+	if (!en)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(fault_errnos); i++)
+		if (strcmp(en, fault_errnos[i].name) == 0) {
+			*e = fault_errnos[i].e;
+			return 0;
+		}
+	return rlm_err_set(
+	    err, RLM_EINVAL,
+	    "RLM_SANDBOX_FAULT: unknown errno '%.40s' (known: EPERM, EACCES, EINVAL, "
+	    "ENOMEM, ENOSPC, EAGAIN, EUSERS, EBUSY, ENOENT, EIO)",
+	    en);
+}
+
 int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 {
 	struct repl_sandbox *sb = &r->sb;
@@ -414,6 +496,7 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 	memset(st, 0, sizeof(*st));
 	sb->landlock_fd = -1;
 	sb->fault = -1;
+	sb->fault_errno = EPERM;
 	sb->scratch = r->scratch;
 	if (!c->scratch_limit)
 		c->scratch_limit = DEF_SCRATCH;
@@ -429,8 +512,7 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 	for (int l = 0; l < REPL_L_COUNT; l++) {
 		if (!(c->disable & (1u << l)))
 			continue;
-		off(st, l, "disabled by %s",
-		    r->sb_env_disable & (1u << l) ? "RLM_SANDBOX_DISABLE" : "request");
+		off(st, l, "disabled by %s", disabled_by(r, l));
 	}
 
 	/* seccomp: the kernel, then the programs. */
@@ -445,19 +527,9 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 			sb->seccomp = first;
 	}
 	if (!st->on[REPL_L_SECCOMP]) {
-		if (!c->unsafe) {
-			const char *w = st->why[REPL_L_SECCOMP];
-			const char *fix = strstr(w, "RLM_SANDBOX_DISABLE")
-					      ? "take it out of RLM_SANDBOX_DISABLE"
-					  : strstr(w, "request") ? "stop disabling it"
-								 : "see `rlm doctor`";
-			return rlm_err_set(err, RLM_ESANDBOX,
-					   "seccomp is off (%s), and model code does not run "
-					   "without it: %s, or pass --unsafe-no-sandbox to run it "
-					   "anyway (the layers RLM_SANDBOX_DISABLE leaves on still "
-					   "apply)",
-					   w, fix);
-		}
+		if (!c->unsafe)
+			return mandatory_off(err, REPL_L_SECCOMP, disabled_by(r, REPL_L_SECCOMP),
+					     st->why[REPL_L_SECCOMP]);
 		st->unsafe = true;
 		sb->seccomp = NULL;
 	}
@@ -509,11 +581,8 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 	 * mandatory, like seccomp. */
 	if (root && !st->on[REPL_L_IDENTITY]) {
 		if (!c->unsafe)
-			return rlm_err_set(err, RLM_ESANDBOX,
-					   "identity is off (%s), and as root model code does not "
-					   "run as root: stop disabling it, or pass "
-					   "--unsafe-no-sandbox to run it anyway",
-					   st->why[REPL_L_IDENTITY]);
+			return mandatory_off(err, REPL_L_IDENTITY, disabled_by(r, REPL_L_IDENTITY),
+					     st->why[REPL_L_IDENTITY]);
 		st->unsafe = true;
 	}
 	sb->uid = probe.euid;
@@ -572,11 +641,16 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 	for (int l = 0; l < REPL_L_COUNT; l++)
 		if (st->on[l])
 			sb->layers |= 1u << l;
-	/* Tests: make the child fail at a layer, as a broken machine would. */
+	/* Tests: make the child fail at a layer, as a broken or a busy
+	 * machine would (a layer that is not planned is not failed). */
 	if (fault && *fault) {
-		for (int l = 0; l < REPL_L_COUNT; l++)
-			if (strcmp(fault, layer_names[l]) == 0 && (sb->layers & (1u << l)))
-				sb->fault = l;
+		int l, e;
+		if (parse_fault(fault, &l, &e, err) < 0)
+			return RLM_EINVAL;
+		if (sb->layers & (1u << l)) {
+			sb->fault = l;
+			sb->fault_errno = e;
+		}
 	}
 	st->seccomp_filters = 0;
 	build_line(r);
@@ -686,20 +760,34 @@ static int child_identity(const struct repl_sandbox *sb, int *layer, const char 
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct data[2];
 	bool userns = sb->clone_flags & CLONE_NEWUSER;
+	bool id = sb->layers & (1u << REPL_L_IDENTITY);
 	int e;
-	if (!userns &&
-	    (!(sb->layers & (1u << REPL_L_IDENTITY)) || (long)sb->uid == syscall(SYS_geteuid)))
-		return 0; /* nothing to change */
-	if (!sb->setgroups_deny && (sb->layers & (1u << REPL_L_IDENTITY)))
-		STEP(REPL_L_IDENTITY, "setgroups", syscall(SYS_setgroups, 0, NULL));
-	/* In a user namespace a failure here is the namespace's: without it,
-	 * plain setresuid takes over. */
-	STEP(userns ? REPL_L_USERNS : REPL_L_IDENTITY, "setresgid",
-	     syscall(SYS_setresgid, sb->ns_gid, sb->ns_gid, sb->ns_gid));
-	STEP(userns ? REPL_L_USERNS : REPL_L_IDENTITY, "setresuid",
-	     syscall(SYS_setresuid, sb->ns_uid, sb->ns_uid, sb->ns_uid));
-	/* In a user namespace the caps survive the uid change until execve:
-	 * drop them now. */
+	/* Ambient capabilities survive execve into a file without any: a
+	 * non-root controller started with some (systemd's
+	 * AmbientCapabilities=, capsh --addamb) would hand them to python3,
+	 * and verify would then refuse every worker. Cleared whatever else
+	 * happens; EINVAL is a kernel before 4.3, which has none. */
+	*layer = REPL_L_IDENTITY;
+	*what = "prctl(PR_CAP_AMBIENT_CLEAR_ALL)";
+	if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
+	    errno != EINVAL)
+		return errno;
+	if (userns || (id && (long)sb->uid != syscall(SYS_geteuid))) {
+		if (!sb->setgroups_deny && id)
+			STEP(REPL_L_IDENTITY, "setgroups", syscall(SYS_setgroups, 0, NULL));
+		/* In a user namespace a failure here is the namespace's:
+		 * without it, plain setresuid takes over. */
+		STEP(userns ? REPL_L_USERNS : REPL_L_IDENTITY, "setresgid",
+		     syscall(SYS_setresgid, sb->ns_gid, sb->ns_gid, sb->ns_gid));
+		STEP(userns ? REPL_L_USERNS : REPL_L_IDENTITY, "setresuid",
+		     syscall(SYS_setresuid, sb->ns_uid, sb->ns_uid, sb->ns_uid));
+	}
+	/* No capabilities: in a user namespace they survive the uid change
+	 * until execve, and a non-root controller may hold permitted ones.
+	 * Kept only by a worker meant to stay root (identity disabled as
+	 * root, unsafe), which runs with everything root has anyway. */
+	if (!id && !userns && sb->uid == 0)
+		return 0;
 	for (int i = 0; i < 2; i++)
 		data[i] = (struct __user_cap_data_struct){0, 0, 0};
 	STEP(REPL_L_IDENTITY, "capset", syscall(SYS_capset, &hdr, data));
@@ -737,7 +825,7 @@ int repl__sandbox_child(const struct repl_sandbox *sb, int *layer, const char **
 	if (sb->fault >= 0 && sb->fault != REPL_L_SECCOMP) {
 		*layer = sb->fault; /* RLM_SANDBOX_FAULT: a test */
 		*what = "injected fault";
-		return EPERM;
+		return sb->fault_errno;
 	}
 	if (sb->clone_flags & CLONE_NEWNS) {
 		e = child_mounts(sb, layer, what);
@@ -813,30 +901,59 @@ int repl__sandbox_verify(struct repl *r, struct rlm_err *err)
 
 /* ---- the scratch quota of a plain directory ---- */
 
-static void walk(int dfd, int depth, unsigned long long *bytes, size_t *n)
+struct walk {
+	unsigned long long bytes;
+	size_t n;   /* entries seen */
+	bool deep;  /* a directory below WALK_DEPTH: over the limit */
+	int denied; /* errno of an entry we may not look at: over too */
+};
+
+/* A failure the worker caused: with its uid (a controller that is not
+ * root) it can chmod a directory to 0 or 0444 and hide what is inside.
+ * ENOENT is an entry removed meanwhile, ELOOP or ENOTDIR one replaced by
+ * a symlink or a file: nothing to count below it. */
+static void walk_failed(struct walk *w, int e)
+{
+	if ((e == EACCES || e == EPERM) && !w->denied)
+		w->denied = e;
+}
+
+/* Sum the blocks below dfd (which it closes). Recursive, one fd per
+ * level: a tree deeper than WALK_DEPTH is not walked but counted as over
+ * the limit, so that what is down there is neither missed nor costs an
+ * fd per level; so is a directory we are denied. */
+static void walk(int dfd, int depth, struct walk *w)
 {
 	DIR *d;
 	struct dirent *e;
-	if (depth > 64)
-		return;
-	d = fdopendir(dfd);
-	if (!d) {
+	if (depth > WALK_DEPTH) {
+		w->deep = true;
 		close(dfd);
 		return;
 	}
-	while ((e = readdir(d)) != NULL && *n < WALK_MAX) {
+	d = fdopendir(dfd);
+	if (!d) {
+		walk_failed(w, errno);
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL && w->n < WALK_MAX && !w->deep && !w->denied) {
 		struct stat s;
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		if (fstatat(dirfd(d), e->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+		if (fstatat(dirfd(d), e->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0) {
+			walk_failed(w, errno);
 			continue;
-		(*n)++;
-		*bytes += (unsigned long long)s.st_blocks * 512;
+		}
+		w->n++;
+		w->bytes += (unsigned long long)s.st_blocks * 512;
 		if (S_ISDIR(s.st_mode)) {
 			int fd = openat(dirfd(d), e->d_name,
 					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd >= 0)
-				walk(fd, depth + 1, bytes, n);
+				walk(fd, depth + 1, w);
+			else
+				walk_failed(w, errno);
 		}
 	}
 	closedir(d);
@@ -844,22 +961,43 @@ static void walk(int dfd, int depth, unsigned long long *bytes, size_t *n)
 
 bool repl__scratch_over(const struct repl *r, char *what, size_t cap)
 {
-	unsigned long long bytes = 0, lim = r->cfg.sandbox.scratch_limit;
-	size_t n = 0;
+	unsigned long long lim = r->cfg.sandbox.scratch_limit;
+	struct walk w = {0, 0, false, 0};
 	int fd;
 	if (r->sb_status.scratch_tmpfs || !r->scratch || !lim)
 		return false;
-	fd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* A worker of our own uid (we are not root) may have made the whole
+	 * scratch unreadable: it is a 0700 directory of ours, so open it up
+	 * again, or emptying it and the next worker's chdir would fail too.
+	 * The name is in our directory; a worker that could swap it for a
+	 * symlink (no Landlock) can chmod our files itself anyway. */
+	if (fd < 0 && errno == EACCES && chmod(r->scratch, 0700) == 0)
+		fd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return false;
-	walk(fd, 0, &bytes, &n);
-	if (n >= WALK_MAX) {
+		walk_failed(&w, errno);
+	else
+		walk(fd, 0, &w);
+	if (w.denied) {
+		snprintf(what, cap,
+			 "the scratch directory could not be measured (the worker made a "
+			 "directory in it unreadable: %s)",
+			 strerror(w.denied));
+		return true;
+	}
+	if (w.deep) {
+		snprintf(what, cap,
+			 "the scratch directory passed its limit of %d nested directories",
+			 WALK_DEPTH);
+		return true;
+	}
+	if (w.n >= WALK_MAX) {
 		snprintf(what, cap, "the scratch directory passed its limit of %d files", WALK_MAX);
 		return true;
 	}
-	if (bytes <= lim)
+	if (w.bytes <= lim)
 		return false;
 	snprintf(what, cap, "the scratch directory passed its limit of %llu MB (it held %.1f MB)",
-		 lim >> 20, (double)bytes / (double)MiB);
+		 lim >> 20, (double)w.bytes / (double)MiB);
 	return true;
 }

@@ -37,15 +37,19 @@
  *   libseccomp silently lets an unconditional rule replace conditional
  *   ones (and drops conditional rules after an unconditional one), and it
  *   rejects two compares on one argument, so "ioctl but not these five"
- *   cannot be written: other ioctl commands and prctl options fall to the
- *   default ENOSYS (a few prctl options get EPERM by EQ; bypassing that
- *   with high bits only lands on ENOSYS, still denied).
- * - Signals only to itself. The worker's pid is not known when the
- *   filter is compiled, so the rules compare against the placeholder
- *   REPL_BPF_SELF and repl__seccomp_apply rewrites every such operand
- *   with the child's getpid() (1 in a pid namespace) before prctl. The
- *   placeholder sits in the low half; the high half is compared with 0,
- *   which holds for every real pid.
+ *   cannot be written: other ioctl commands, fcntl commands and prctl
+ *   options fall to the default ENOSYS (a few get EPERM by EQ; bypassing
+ *   that with high bits only lands on ENOSYS, still denied).
+ * - Signals only to itself. kill, tkill and tgkill name their target:
+ *   the worker's pid is not known when the filter is compiled, so the
+ *   rules compare against the placeholder REPL_BPF_SELF and
+ *   repl__seccomp_apply rewrites every such operand with the child's
+ *   getpid() (1 in a pid namespace) before prctl. The placeholder sits
+ *   in the low half; the high half is compared with 0, which holds for
+ *   every real pid. The other ways to have a signal sent are denied:
+ *   rt_sigqueueinfo, pidfd_send_signal, and the fcntl commands that set
+ *   a SIGIO owner or signal (F_SETOWN, F_SETOWN_EX, F_SETSIG, F_NOTIFY,
+ *   F_SETLEASE) or turn O_ASYNC on (a tty picks its own owner).
  * - Foreign architectures kill the process. On x86_64 a process can make
  *   i386 system calls with int 0x80, whose numbers mean other calls; the
  *   filters are for the native architecture only and any other audit arch
@@ -60,6 +64,7 @@
 #include "repl_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -87,10 +92,9 @@ static const char *const allow_names[] = {
 	"access", "faccessat", "faccessat2", "mkdir", "mkdirat", "unlink", "unlinkat",
 	"rename", "renameat", "renameat2", "rmdir", "link", "linkat", "symlink", "symlinkat",
 	"ftruncate", "truncate", "fsync", "fdatasync", "fallocate", "fadvise64", "sendfile",
-	"copy_file_range", "dup", "dup2", "dup3", "pipe", "pipe2", "fcntl", "flock", "utime",
+	"copy_file_range", "dup", "dup2", "dup3", "pipe", "pipe2", "flock", "utime",
 	"utimes", "utimensat", "futimesat", "chmod", "fchmod", "fchmodat", "fchmodat2", "umask",
 	"getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
-	"memfd_create",
 	/* waiting */
 	"poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
 	"epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "timerfd_create",
@@ -136,8 +140,13 @@ static const char *const eperm_names[] = {
 	"open_by_handle_at",
 	/* kernel attack surface */
 	"bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
-	"personality", "memfd_secret", "iopl", "ioperm", "syslog", "mknod", "mknodat",
-	"fanotify_init", "quotactl", "acct",
+	"personality", "iopl", "ioperm", "syslog", "mknod", "mknodat", "fanotify_init",
+	"quotactl", "acct",
+	/* memory that RLIMIT_AS does not count: a memfd grown with fallocate
+	 * or write holds its pages in no address space (3 GiB were held under
+	 * an AS limit of 2 GiB). SysV shm and POSIX message queues are not
+	 * listed (ENOSYS); shm_open is a file in /dev/shm: see docs/sandbox.md */
+	"memfd_create", "memfd_secret",
 	/* identity */
 	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
 	"setfsuid", "setfsgid",
@@ -151,7 +160,32 @@ static const char *const eperm_names[] = {
  * non-blocking); compared on the low 32 bits, as the kernel reads them. */
 static const uint32_t ioctl_ok[] = { TCGETS, FIONREAD, FIOCLEX, FIONCLEX, FIONBIO };
 
-/* prctl options allowed: stacking the late filter, and harmless reads. */
+/* fcntl commands allowed, compared on the low 32 bits (the kernel's cmd is
+ * an unsigned int): duplicating, the fd and file flags (F_SETFL below),
+ * record locks, pipe sizes (at most pipe-max-size, 1 MiB, each: with
+ * RLIMIT_NOFILE some 30 MiB of kernel memory in all) and seals (which
+ * only take rights away). The rest falls to the default ENOSYS: F_GETOWN,
+ * F_GETSIG, F_GETLEASE, F_CANCELLK, the write hints. There is no fcntl64
+ * on x86_64 (rule() skips the name where the arch lacks it); where it
+ * exists it is not listed, so it gets ENOSYS too. */
+static const uint32_t fcntl_ok[] = {
+	F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_GETLK, F_SETLK, F_SETLKW,
+	F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_GETPIPE_SZ, F_SETPIPE_SZ, F_ADD_SEALS,
+	F_GET_SEALS,
+};
+
+/* fcntl commands that get EPERM: the ones that make the kernel send a
+ * signal to a process the caller names. F_SETOWN with F_SETSIG and
+ * O_ASYNC on a pipe sent SIGKILL to another process of the same uid (the
+ * controller, by getppid(), when it is not root); F_NOTIFY (dnotify) and
+ * F_SETLEASE signal the owner too. */
+static const uint32_t fcntl_eperm[] = {
+	F_SETOWN, F_SETOWN_EX, F_SETSIG, F_NOTIFY, F_SETLEASE,
+};
+
+/* prctl options allowed: stacking the late filter, and harmless reads.
+ * PR_SET_DUMPABLE is allowed with 0 only (below): the runtime makes the
+ * worker non-dumpable after execve, which made it dumpable again. */
 static const uint32_t prctl_ok[] = {
 	PR_SET_SECCOMP, PR_GET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS,
 	PR_GET_NAME, PR_SET_NAME, PR_GET_DUMPABLE, PR_GET_PDEATHSIG, PR_CAPBSET_READ,
@@ -159,10 +193,10 @@ static const uint32_t prctl_ok[] = {
 };
 
 /* prctl options that get EPERM (the rest: ENOSYS): leaving the parent-death
- * signal, becoming dumpable or a subreaper, capabilities, the mm layout. */
+ * signal, becoming a subreaper, capabilities, the mm layout. */
 static const uint32_t prctl_eperm[] = {
-	PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_PTRACER, PR_SET_CHILD_SUBREAPER,
-	PR_SET_MM, PR_SET_SECUREBITS, PR_SET_KEEPCAPS, PR_CAPBSET_DROP, PR_CAP_AMBIENT,
+	PR_SET_PDEATHSIG, PR_SET_PTRACER, PR_SET_CHILD_SUBREAPER, PR_SET_MM,
+	PR_SET_SECUREBITS, PR_SET_KEEPCAPS, PR_CAPBSET_DROP, PR_CAP_AMBIENT,
 };
 
 /* clang-format on */
@@ -225,8 +259,47 @@ static int first_rules(scmp_filter_ctx ctx)
 		c = SCMP_A0(SCMP_CMP_EQ, prctl_eperm[i]);
 		rc = rule(ctx, SCMP_ACT_ERRNO(EPERM), "prctl", 1, &c);
 	}
+	for (i = 0; rc == 0 && i < ARRAY_SIZE(fcntl_ok); i++) {
+		c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, fcntl_ok[i]);
+		rc = rule(ctx, SCMP_ACT_ALLOW, "fcntl", 1, &c);
+	}
+	for (i = 0; rc == 0 && i < ARRAY_SIZE(fcntl_eperm); i++) {
+		c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, fcntl_eperm[i]);
+		rc = rule(ctx, SCMP_ACT_ERRNO(EPERM), "fcntl", 1, &c);
+	}
 	if (rc)
 		return rc;
+	/* F_SETFL without O_ASYNC. Without an owner O_ASYNC signals nobody
+	 * (F_SETOWN is denied, and a pipe's owner stays 0), but a terminal
+	 * sets its own owner when O_ASYNC is turned on: the foreground
+	 * process group of the tty (__tty_fasync), which SIGIO would kill
+	 * when input arrives. A worker that can open a tty (not root, no
+	 * Landlock: the user's /dev/pts/N) must not get that far. Nothing in
+	 * the standard library sets O_ASYNC. The kernel reads the flags as
+	 * an unsigned int: the bit is in the low half. */
+	{
+		struct scmp_arg_cmp fl[2] = {
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, F_SETFL),
+		    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, 0),
+		};
+		if ((rc = rule(ctx, SCMP_ACT_ALLOW, "fcntl", 2, fl)))
+			return rc;
+		fl[1] = SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, O_ASYNC);
+		if ((rc = rule(ctx, SCMP_ACT_ERRNO(EPERM), "fcntl", 2, fl)))
+			return rc;
+	}
+	/* Non-dumpable yes, dumpable no: EQ 0 and its exact complement. */
+	{
+		struct scmp_arg_cmp d[2] = {
+		    SCMP_A0(SCMP_CMP_EQ, PR_SET_DUMPABLE),
+		    SCMP_A1(SCMP_CMP_EQ, 0),
+		};
+		if ((rc = rule(ctx, SCMP_ACT_ALLOW, "prctl", 2, d)))
+			return rc;
+		d[1] = SCMP_A1(SCMP_CMP_NE, 0);
+		if ((rc = rule(ctx, SCMP_ACT_ERRNO(EPERM), "prctl", 2, d)))
+			return rc;
+	}
 	/* Threads yes, processes no. */
 	c = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
 	if ((rc = rule(ctx, SCMP_ACT_ALLOW, "clone", 1, &c)))

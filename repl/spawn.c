@@ -18,7 +18,8 @@
  * makes itself dumpable again (the controller is not, and /proc/PID/
  * uid_map would be root's), says so on one pipe, the spawner writes
  * setgroups, gid_map and uid_map and answers on the other pipe (EOF: the
- * parent gave up or died, the child exits). Then the fd layout, the
+ * parent gave up or died, the child exits), and the child is not dumpable
+ * again: its memory is a copy of the controller's. Then the fd layout, the
  * sandbox layers (repl__sandbox_child: mounts, identity, rlimits,
  * no_new_privs, Landlock), chdir to the scratch directory, seccomp last,
  * and execve. A failed step is a fatal frame on fd 4 naming it (and its
@@ -113,19 +114,25 @@ __attribute__((noreturn)) static void child_fail(int fd, const char *what, int e
 }
 
 /* The handshake of a user namespace: the parent writes our maps, which
- * needs us dumpable (the controller is not, and we inherited that). */
+ * needs us dumpable (the controller is not, and we inherited that). Only
+ * for the handshake: our memory is a copy of the controller's (its
+ * environment, API keys included), and a dumpable process's /proc/PID/
+ * environ and mem are open to every process of its uid. */
 static void child_handshake(const int c2p[2], const int p2c[2])
 {
 	char b = 'r';
+	long n;
 	syscall(SYS_close, c2p[0]);
 	syscall(SYS_close, p2c[1]);
 	if (syscall(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
 	    syscall(SYS_write, c2p[1], &b, 1) != 1)
 		child_exit(126);
 	/* EOF: the parent gave up on us, or died. */
-	while (syscall(SYS_read, p2c[0], &b, 1) != 1)
-		if (errno != EINTR)
-			child_exit(126);
+	do
+		n = syscall(SYS_read, p2c[0], &b, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1 || syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		child_exit(126);
 }
 
 __attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid_t parent,
@@ -188,7 +195,7 @@ __attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid
 		child_fail(report, "chdir", errno, -1, 127);
 	/* Last: from here on only what the filter allows. */
 	if (sb && sb->seccomp) {
-		e = sb->fault == REPL_L_SECCOMP ? EPERM
+		e = sb->fault == REPL_L_SECCOMP ? sb->fault_errno
 						: repl__seccomp_apply(sb->seccomp, sb->bpf_scratch,
 								      (pid_t)syscall(SYS_getpid));
 		if (e)
@@ -211,6 +218,74 @@ static void close2(int p[2])
 	}
 }
 
+/* clone with namespaces failed with e: refused by policy or by a kernel
+ * without them, or a passing shortage? Returns the layer that is broken
+ * here (userns for a refusal), or -1 for a shortage, which is no reason to
+ * start this or any later worker with fewer layers: EAGAIN, ENOMEM, and
+ * ENOSPC, a count of namespaces per user shared with the workers running
+ * now -- unless that limit is 0, a namespace type turned off by sysctl. */
+static int clone_refused(int flags, int e, const char **what)
+{
+	static const struct {
+		int flag, layer;
+		const char *sysctl, *what;
+	} ns[] = {
+#define NS(f, l, name) {f, l, "/proc/sys/user/" name, "clone: " name " is 0"}
+	    NS(CLONE_NEWUSER, REPL_L_USERNS, "max_user_namespaces"),
+	    NS(CLONE_NEWNS, REPL_L_MNTNS, "max_mnt_namespaces"),
+	    NS(CLONE_NEWPID, REPL_L_PIDNS, "max_pid_namespaces"),
+	    NS(CLONE_NEWNET, REPL_L_NETNS, "max_net_namespaces"),
+	    NS(CLONE_NEWIPC, REPL_L_IPCNS, "max_ipc_namespaces"),
+	    NS(CLONE_NEWUTS, REPL_L_UTSNS, "max_uts_namespaces"),
+#undef NS
+	};
+	if (e == EPERM || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EUSERS)
+		return REPL_L_USERNS; /* EUSERS: kernels before 4.9, over a limit of 0 */
+	if (e != ENOSPC)
+		return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
+		char v[32];
+		ssize_t n;
+		int fd;
+		if (!(flags & ns[i].flag))
+			continue;
+		fd = open(ns[i].sysctl, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, v, sizeof(v) - 1);
+		close(fd);
+		if (n > 0 && v[0] == '0' && (n == 1 || v[1] == '\n')) {
+			*what = ns[i].what;
+			return ns[i].layer;
+		}
+	}
+	return -1;
+}
+
+/* The parent's side of the handshake with the child pid: wait for it to
+ * be ready, write its maps, let it go. Returns 0 or an errno value, with
+ * what naming the step. */
+static int handshake(const struct repl_sandbox *sb, pid_t pid, int from, int to, const char **what)
+{
+	ssize_t n;
+	char b;
+	int e;
+	*what = "the user-namespace handshake: the child exited";
+	do
+		n = read(from, &b, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		return EIO; /* it died before it was ready */
+	e = repl__sandbox_parent(sb, pid, what);
+	if (e)
+		return e;
+	*what = "the user-namespace handshake: the child exited";
+	do
+		n = write(to, "g", 1);
+	while (n < 0 && errno == EINTR);
+	return n == 1 ? 0 : EIO;
+}
+
 /* Start one child. Returns its pid, or -errno with *layer and *what. */
 static pid_t spawn_one(const struct repl_spawn *sp, int *layer, const char **what)
 {
@@ -218,7 +293,6 @@ static pid_t spawn_one(const struct repl_spawn *sp, int *layer, const char **wha
 	int c2p[2] = {-1, -1}, p2c[2] = {-1, -1}, e, status;
 	bool userns = sb && (sb->clone_flags & CLONE_NEWUSER);
 	pid_t parent = getpid(), pid;
-	char b;
 
 	*layer = -1;
 	*what = "fork";
@@ -244,11 +318,8 @@ static pid_t spawn_one(const struct repl_spawn *sp, int *layer, const char **wha
 	if (pid < 0) {
 		close2(c2p);
 		close2(p2c);
-		/* Refused by policy or limits on namespaces: the layer is
-		 * broken here. EAGAIN or ENOMEM is the machine being busy,
-		 * not a reason to start the worker with fewer layers. */
-		if (sb && sb->clone_flags && (e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS))
-			*layer = REPL_L_USERNS;
+		if (sb && sb->clone_flags)
+			*layer = clone_refused(sb->clone_flags, e, what);
 		return -e;
 	}
 	if (!userns)
@@ -258,28 +329,20 @@ static pid_t spawn_one(const struct repl_spawn *sp, int *layer, const char **wha
 	c2p[1] = -1;
 	close(p2c[0]);
 	p2c[0] = -1;
-	*layer = REPL_L_USERNS;
-	*what = "the handshake";
-	e = 0;
-	while (read(c2p[0], &b, 1) != 1) {
-		if (errno != EINTR) {
-			e = EIO; /* it died before it was ready */
-			break;
-		}
-	}
-	if (!e)
-		e = repl__sandbox_parent(sb, pid, what);
-	if (!e && write(p2c[1], "g", 1) != 1)
-		e = errno;
+	e = handshake(sb, pid, c2p[0], p2c[1], what);
 	close2(c2p);
 	close2(p2c);
 	if (e) {
+		/* Only the kernel refusing the maps is the layer's fault: a
+		 * child that died or a shortage of memory fails this start
+		 * and leaves the layer in. */
+		if (e == EPERM || e == EACCES)
+			*layer = REPL_L_USERNS;
 		kill(pid, SIGKILL);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 		return -e;
 	}
-	*layer = -1;
 	return pid;
 }
 

@@ -338,6 +338,71 @@ static int fatal_layer(const cJSON *f)
 	return -1;
 }
 
+/* An errno that says the machine lacks a layer, or forbids it: the layer
+ * is broken for the rest of the process. Anything else (ENOMEM, ENOSPC,
+ * EAGAIN, EMFILE, ...) is a shortage that passes; leaving the layer out
+ * for good because of it would weaken every later worker. */
+static bool layer_errno(int e)
+{
+	return e == EPERM || e == EACCES || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP ||
+	       e == ENODEV;
+}
+
+/* What to do about a failure e of a layer that is kept, for a message. */
+static void shortage_fix(char *dst, size_t cap, int e, int layer)
+{
+	const char *fix = NULL;
+	switch (e) {
+	case ENOSPC:
+		fix = "too many namespaces, mounts or files at once: try again when fewer "
+		      "workers run; if it persists (a low /proc/sys/user/max_*_namespaces, or "
+		      "namespaces nested too deep), turn the namespaces off with "
+		      "RLM_SANDBOX_DISABLE=ns";
+		break;
+	case EAGAIN:
+		fix = "too many processes at once: try again when fewer run";
+		break;
+	case ENOMEM:
+		fix = "the machine is short of memory: try again when it has some to spare";
+		break;
+	case EMFILE:
+	case ENFILE:
+		fix = "too many open files: try again when fewer are open";
+		break;
+	}
+	if (fix)
+		snprintf(dst, cap, "%s", fix);
+	else
+		snprintf(dst, cap,
+			 "try again, and if it persists turn the layer off with "
+			 "RLM_SANDBOX_DISABLE=%s (--sandbox-disable %s)",
+			 repl_layer_name((enum repl_layer)layer),
+			 repl_layer_name((enum repl_layer)layer));
+}
+
+/* A sandbox layer failed in the child (msg: "sandbox: STEP: errno N").
+ * With an errno of a missing layer, returns the layer, to be left out;
+ * else -1 and err saying why: this start fails, the layer stays. */
+static int layer_failed(int layer, const char *msg, struct rlm_err *err)
+{
+	const char *at = strstr(msg, ": errno "), *step = msg;
+	int e = at ? atoi(at + 8) : 0;
+	char fix[256];
+	if (layer < 0 || layer_errno(e))
+		return layer;
+	if (!at)
+		return -1; /* not a system call's failure: explain_fatal said what */
+	if (strncmp(step, "sandbox: ", 9) == 0)
+		step += 9;
+	shortage_fix(fix, sizeof(fix), e, layer);
+	rlm_err_set(err, RLM_ESANDBOX,
+		    "cannot start the worker: the %s layer of the sandbox failed at '%.*s' with "
+		    "errno %d (%s), which does not say the layer is missing, so it is kept: %s",
+		    repl_layer_name((enum repl_layer)layer),
+		    at ? (int)RLM_MIN(at - step, 120) : 120, step, e, strerror(e), fix);
+	return -1;
+}
+
 static int wait_ready(struct repl *r, int64_t t0, int *layer, char *lwhy, size_t cap,
 		      struct rlm_err *err)
 {
@@ -359,8 +424,8 @@ static int wait_ready(struct repl *r, int64_t t0, int *layer, char *lwhy, size_t
 					 json_str(f, "python"));
 			} else if (strcmp(type, "fatal") == 0) {
 				explain_fatal(r, json_str(f, "error"), err);
+				*layer = layer_failed(fatal_layer(f), json_str(f, "error"), err);
 				rc = err ? err->code : RLM_EIO;
-				*layer = fatal_layer(f);
 				snprintf(lwhy, cap, "%s", json_str(f, "error"));
 			} else {
 				rc = rlm_err_set(err, RLM_EIO,
@@ -437,8 +502,16 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 		close_fd(&out[0]);
 		close_fd(&log[0]);
 		snprintf(why, cap, "%s: %s", what, strerror(-rc));
-		if (*layer == REPL_L_USERNS && strcmp(what, "clone") == 0)
+		if (strcmp(what, "clone") == 0 && r->sb.clone_flags)
 			snprintf(why, cap, "clone(CLONE_NEWUSER): %s", strerror(-rc));
+		if (*layer < 0 && strcmp(what, "clone") == 0 && r->sb.clone_flags) {
+			char fix[256];
+			shortage_fix(fix, sizeof(fix), -rc, REPL_L_USERNS);
+			return rlm_err_set(err, RLM_ESANDBOX,
+					   "cannot start the worker: %s, which does not say the "
+					   "namespaces are missing, so they are kept: %s",
+					   why, fix);
+		}
 		return rlm_err_set(err, RLM_EIO, "cannot start the worker: %s", why);
 	}
 	r->pid = pid;

@@ -11,12 +11,22 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +78,22 @@ static void expect(struct repl *r, const char *code, const char *want)
 	run(r, code, &res);
 	CHECK_MSG(strcmp(res.output, want) == 0, "%s: output \"%s\", want \"%s\"", code, res.output,
 		  want);
+	repl_result_release(&res);
+}
+
+static struct repl *start_status(const struct repl_cfg *cfg, struct repl_sandbox_status *st)
+{
+	struct repl *r = start(cfg);
+	repl_sandbox_status(r, st);
+	return r;
+}
+
+/* The output of run() without its newline, in dst. */
+static void output_line(struct repl *r, const char *code, char *dst, size_t cap)
+{
+	struct repl_result res;
+	run(r, code, &res);
+	snprintf(dst, cap, "%.*s", res.len ? (int)res.len - 1 : 0, res.output);
 	repl_result_release(&res);
 }
 
@@ -887,7 +913,24 @@ TEST(environment_is_scrubbed)
 	repl_result_release(&res);
 	expect(r, "os.getcwd() == os.environ['TMPDIR'], os.environ['HOME']",
 	       "(True, '/nonexistent')\n");
-	expect(r, "open('/proc/self/environ', 'rb').read().count(b'sk-secret')", "0\n");
+	/* The environment the worker started with: the worker, not
+	 * dumpable, cannot open its own /proc/self/environ; root can. */
+	if (geteuid() == 0) {
+		char path[64], env[8192];
+		ssize_t n;
+		int fd;
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)worker_pid(r));
+		fd = open(path, O_RDONLY);
+		CHECK_MSG(fd >= 0, "%s: %s", path, strerror(errno));
+		n = read(fd, env, sizeof(env) - 1);
+		close(fd);
+		CHECK(n > 0);
+		env[n] = 0;
+		for (ssize_t i = 0; i < n; i++)
+			env[i] = env[i] ? env[i] : '\n';
+		CHECK_CONTAINS(env, "HOME=/nonexistent");
+		CHECK_MSG(!strstr(env, "sk-secret"), "the worker's environ: %s", env);
+	}
 	repl_free(r);
 }
 
@@ -933,6 +976,53 @@ TEST(free_leaves_no_process_and_no_scratch)
 	CHECK(kill(pid, 0) < 0 && errno == ESRCH);
 	CHECK(stat(dir, &sb) < 0 && errno == ENOENT);
 	CHECK(stat("/etc/passwd", &sb) == 0);
+}
+
+/* A tree of any depth goes, files at the bottom included: 200 levels,
+ * where removal used to stop at 64 and leave them on disk. The worker's
+ * tree is too deep for the quota, which empties the directory; one made
+ * behind the quota's back goes with repl_free. */
+TEST(deep_scratch_trees_are_removed)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl_result res;
+	struct repl *r;
+	struct stat sb;
+	char dir[512], root[512];
+	int fd;
+	cfg_init(&cfg);
+	cfg.sandbox.disable = 1u << REPL_L_USERNS; /* a plain directory on disk */
+	r = start_status(&cfg, &st);
+	CHECK(!st.scratch_tmpfs);
+	output_line(r, "import os\nprint(os.getcwd())", dir, sizeof(dir));
+	snprintf(root, sizeof(root), "%.*s", (int)(strrchr(dir, '/') - dir), dir);
+	run(r,
+	    "for i in range(200):\n"
+	    "    os.mkdir('d')\n"
+	    "    os.chdir('d')\n"
+	    "open('bottom', 'wb').write(b'x' * 100000)\n"
+	    "os.mkdir('ro')\n"
+	    "os.chmod('.', 0o500)\n"
+	    "os.chdir(os.environ['TMPDIR'])",
+	    &res);
+	if (res.restarted)
+		expect(r, "import os\nos.listdir('.')", "[]\n");
+	repl_result_release(&res);
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	for (int i = 0; fd >= 0 && i < 200; i++) {
+		int sub;
+		CHECK(mkdirat(fd, "d", 0700) == 0);
+		sub = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		close(fd);
+		fd = sub;
+	}
+	CHECK(fd >= 0);
+	CHECK(close(openat(fd, "bottom", O_WRONLY | O_CREAT, 0600)) == 0);
+	close(fd);
+	repl_free(r);
+	CHECK_MSG(stat(root, &sb) < 0 && errno == ENOENT, "'%s' is still there", root);
 }
 
 /* A controller killed by SIGKILL leaves its scratch directory behind; the
@@ -983,6 +1073,80 @@ TEST(stale_scratch_directories_are_swept)
 	CHECK(stat(other, &sb) == 0);
 	repl_free(r);
 	CHECK(rmdir(live) == 0 && rmdir(other) == 0 && rmdir(base) == 0);
+}
+
+/* As root without Landlock or a user namespace, file permissions are all
+ * that holds the worker (nobody). Its scratch directory lies in one of
+ * ours (0711): it cannot move the scratch away and leave a symlink to a
+ * victim in its place for our cleanup to follow, nor list the directory
+ * above it; a second worker, also nobody, cannot find the first's files. */
+TEST(scratch_is_private_without_landlock)
+{
+	char victim[] = "/tmp/rlm-test-victim-XXXXXX", file[600], dir_a[512], code[2048];
+	struct repl *a, *b;
+	struct stat sb;
+	if (geteuid() != 0)
+		return; /* a worker of our own uid may do what we may */
+	CHECK(mkdtemp(victim) != NULL);
+	snprintf(file, sizeof(file), "%s/precious", victim);
+	CHECK(close(open(file, O_WRONLY | O_CREAT, 0644)) == 0);
+	setenv("RLM_SANDBOX_DISABLE", "userns,landlock", 1);
+	a = start_default();
+	b = start_default();
+	output_line(a, "import os\nopen('secret', 'w').write('s')\nprint(os.getcwd())", dir_a,
+		    sizeof(dir_a));
+	snprintf(code, sizeof(code),
+		 "import os\n"
+		 "cwd = os.getcwd()\n"
+		 "try:\n"
+		 "    os.rename(cwd, cwd + '.moved')\n"
+		 "    os.symlink('%s', cwd)\n"
+		 "except OSError as e:\n"
+		 "    print(e.errno)",
+		 victim);
+	expect(a, code, "13\n");
+	expect(a, "try:\n    os.listdir('..')\nexcept OSError as e:\n    print(e.errno)", "13\n");
+	/* The second worker: the outer directory is there to see, not to
+	 * list; the secret is not where a guess would look. */
+	snprintf(code, sizeof(code),
+		 "import os\n"
+		 "root = os.path.dirname('%s')\n"
+		 "print(os.path.basename(root) in os.listdir('/tmp'))\n"
+		 "try:\n"
+		 "    os.listdir(root)\n"
+		 "except OSError as e:\n"
+		 "    print(e.errno)\n"
+		 "print([os.path.exists(root + '/' + p)\n"
+		 "       for p in ('secret', 'w/secret', 'w0000000000000000/secret')])",
+		 dir_a);
+	expect(b, code, "True\n13\n[False, False, False]\n");
+	/* Nor through /proc: the runtime makes itself non-dumpable. */
+	snprintf(code, sizeof(code),
+		 "try:\n    os.listdir('/proc/%d/cwd')\nexcept OSError as e:\n    print(e.errno)",
+		 (int)worker_pid(a));
+	expect(b, code, "13\n");
+	repl_free(a);
+	repl_free(b);
+	CHECK(stat(dir_a, &sb) < 0 && errno == ENOENT);
+	CHECK_MSG(stat(file, &sb) == 0, "the victim's file is gone: %s", strerror(errno));
+	CHECK(unlink(file) == 0 && rmdir(victim) == 0);
+}
+
+/* The context memfd's mode is 0: a peer cannot reopen it through
+ * /proc/PID/fd/5, whatever the timing; the worker reads it all the same. */
+TEST(context_memfd_cannot_be_reopened)
+{
+	struct repl *r;
+	struct stat sb;
+	char path[64];
+	if (geteuid() != 0)
+		return; /* only root sees a non-dumpable worker's fds */
+	r = start_default();
+	snprintf(path, sizeof(path), "/proc/%d/fd/5", (int)worker_pid(r));
+	CHECK(stat(path, &sb) == 0);
+	CHECK_MSG((sb.st_mode & 07777) == 0, "mode %o", (unsigned)(sb.st_mode & 07777));
+	expect(r, "print(len(context))", "23\n");
+	repl_free(r);
 }
 
 /* The worker exits by itself when fd 3 closes: the controller's process
@@ -1202,8 +1366,9 @@ TEST(sandbox_check_table)
 	     "seccomp is disabled (by request), and model code does not run without it"},
 	    {"seccomp", 0, false, RLM_ESANDBOX, "seccomp is disabled (by RLM_SANDBOX_DISABLE)"},
 	    {"all", 0, true, 0, NULL},
-	    {NULL, 1u << REPL_L_IDENTITY, false, -1, "identity is disabled (by request), and model "
-						    "code does not run as root"},
+	    {NULL, 1u << REPL_L_IDENTITY, false, -1,
+	     "identity is disabled (by request), and model "
+	     "code does not run as root"},
 	    {NULL, 1u << REPL_L_IDENTITY, true, 0, NULL},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -1226,13 +1391,6 @@ TEST(sandbox_check_table)
 		if (want == RLM_ESANDBOX)
 			CHECK_CONTAINS(err.msg, "--unsafe-no-sandbox");
 	}
-}
-
-static struct repl *start_status(const struct repl_cfg *cfg, struct repl_sandbox_status *st)
-{
-	struct repl *r = start(cfg);
-	repl_sandbox_status(r, st);
-	return r;
 }
 
 /* This machine has every layer (seccomp, Landlock, user namespaces). */
@@ -1418,6 +1576,280 @@ TEST(scratch_limits)
 	       "    print(e.errno)",
 	       "28\n");
 	repl_free(r);
+}
+
+/* A plain scratch directory is watched during an exec, not only after
+ * it: a cell writing 400 MB in 1 MB files (each under RLIMIT_FSIZE)
+ * against a 16 MB limit is stopped early, the worker restarted. */
+TEST(scratch_fill_is_stopped_during_the_exec)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl_result res;
+	struct repl *r;
+	const char *held;
+	double mb = 0;
+	cfg_init(&cfg);
+	cfg.sandbox.disable = 1u << REPL_L_USERNS;
+	cfg.sandbox.scratch_limit = 16 << 20;
+	r = start_status(&cfg, &st);
+	CHECK(!st.scratch_tmpfs);
+	run(r,
+	    "chunk = b'\\0' * (1 << 20)\n"
+	    "for i in range(400):\n"
+	    "    with open(f'fill{i}', 'wb') as f:\n"
+	    "        f.write(chunk)\n"
+	    "print('wrote 400 MB')",
+	    &res);
+	CHECK(res.restarted && res.error);
+	CHECK_CONTAINS(res.output, "[the REPL was restarted: the scratch directory passed its "
+				   "limit of 16 MB (it held ");
+	CHECK(!strstr(res.output, "wrote 400 MB"));
+	held = strstr(res.output, "(it held ");
+	CHECK(held && sscanf(held, "(it held %lf MB", &mb) == 1);
+	CHECK_MSG(mb > 16 && mb < 200, "the scratch held %.1f MB when it was stopped", mb);
+	repl_result_release(&res);
+	expect(r, "import os\nos.listdir('.')", "[]\n");
+	repl_free(r);
+}
+
+/* ---- a kernel that fails on cue ----
+ *
+ * A seccomp filter in a test's own process (the spawner thread and the
+ * worker's child inherit it) makes one system call fail with a chosen
+ * errno, or stop for a listener, as a busy or locked-down machine would. */
+
+#if defined(__x86_64__)
+#define TEST_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define TEST_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+struct cond {
+	int arg; /* args[arg] (its low 32 bits) & mask == value */
+	uint32_t mask, value;
+};
+
+/* Install a filter: syscall nr, when every cond holds, returns ret.
+ * Returns the listener fd for SECCOMP_RET_USER_NOTIF, else 0. */
+static int filter_syscall(int nr, const struct cond *c, int n, uint32_t ret)
+{
+#ifdef TEST_ARCH
+	struct sock_filter f[16];
+	struct sock_fprog prog;
+	unsigned k = 0, allow;
+	unsigned flags = ret == SECCOMP_RET_USER_NOTIF ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+	int fd;
+	allow = 4 + 3 * (unsigned)n + 1;
+	f[k] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					    offsetof(struct seccomp_data, arch));
+	k++;
+	f[k] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TEST_ARCH, 0,
+					    (unsigned char)(allow - k - 1));
+	k++;
+	f[k] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					    offsetof(struct seccomp_data, nr));
+	k++;
+	f[k] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0,
+					    (unsigned char)(allow - k - 1));
+	k++;
+	for (int i = 0; i < n; i++) {
+		f[k] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						    offsetof(struct seccomp_data, args[c[i].arg]));
+		k++;
+		f[k] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, c[i].mask);
+		k++;
+		f[k] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c[i].value, 0,
+						    (unsigned char)(allow - k - 1));
+		k++;
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ret);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	CHECK(k == allow + 1);
+	prog.len = (unsigned short)k;
+	prog.filter = f;
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+	CHECK_MSG(fd >= 0, "seccomp: %s", strerror(errno));
+	return fd;
+#else
+	(void)nr, (void)c, (void)n, (void)ret;
+	return -1;
+#endif
+}
+
+/* Run fn in a process of its own, where its filters stay. */
+static void in_child(void (*fn)(void))
+{
+	int st;
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the check in a child failed");
+}
+
+/* repl_start fails with code and a message containing want. */
+static void start_fails(int code, const char *want)
+{
+	struct repl_cfg cfg;
+	struct repl *r = (struct repl *)1;
+	struct rlm_err err = {0, ""};
+	int rc;
+	cfg_init(&cfg);
+	rc = repl_start(&cfg, &r, &err);
+	CHECK_MSG(rc == code, "repl_start: %d, want %d: %s", rc, code, err.msg);
+	CHECK(r == NULL);
+	CHECK_CONTAINS(err.msg, want);
+}
+
+static void clone_enospc(void)
+{
+	struct cond c = {0, CLONE_NEWUSER, CLONE_NEWUSER};
+	if (filter_syscall(SYS_clone, &c, 1, SECCOMP_RET_ERRNO | ENOSPC) < 0)
+		return;
+	start_fails(RLM_ESANDBOX, "clone(CLONE_NEWUSER): No space left on device, which does "
+				  "not say the namespaces are missing, so they are kept: too many "
+				  "namespaces");
+}
+
+static void clone_eperm(void)
+{
+	struct cond c = {0, CLONE_NEWUSER, CLONE_NEWUSER};
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r;
+	if (filter_syscall(SYS_clone, &c, 1, SECCOMP_RET_ERRNO | EPERM) < 0)
+		return;
+	cfg_init(&cfg);
+	r = start_status(&cfg, &st);
+	CHECK(!st.on[REPL_L_USERNS] && !st.on[REPL_L_MNTNS]);
+	CHECK_STR(st.why[REPL_L_USERNS], "clone(CLONE_NEWUSER): Operation not permitted");
+	expect(r, "1 + 1", "2\n");
+	repl_free(r);
+}
+
+static void mount_enomem(void)
+{
+	if (filter_syscall(SYS_mount, NULL, 0, SECCOMP_RET_ERRNO | ENOMEM) < 0)
+		return;
+	start_fails(RLM_ESANDBOX,
+		    "the mntns layer of the sandbox failed at 'mount / private' "
+		    "with errno 12 (Cannot allocate memory), which does not say the "
+		    "layer is missing, so it is kept: the machine is short of memory");
+}
+
+static void mount_eperm(void)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r;
+	if (filter_syscall(SYS_mount, NULL, 0, SECCOMP_RET_ERRNO | EPERM) < 0)
+		return;
+	cfg_init(&cfg);
+	r = start_status(&cfg, &st);
+	CHECK(!st.on[REPL_L_MNTNS] && st.on[REPL_L_USERNS]);
+	CHECK_STR(st.why[REPL_L_MNTNS], "sandbox: mount / private: errno 1");
+	repl_free(r);
+}
+
+/* The child dies in the handshake (it cannot make itself dumpable). */
+static void handshake_dies(void)
+{
+	struct cond c[2] = {{0, ~0u, PR_SET_DUMPABLE}, {1, ~0u, 1}};
+	if (filter_syscall(SYS_prctl, c, 2, SECCOMP_RET_ERRNO | EPERM) < 0)
+		return;
+	start_fails(RLM_EIO, "cannot start the worker: the user-namespace handshake: the child "
+			     "exited: Input/output error");
+}
+
+/* A machine that is only busy (ENOSPC from clone: namespaces per user,
+ * shared with the running workers; ENOMEM in a mount; a child that died
+ * in the handshake) fails the start and leaves the layer in; a refusal
+ * (EPERM) leaves it out for the process, as before. */
+TEST(passing_shortages_do_not_weaken_the_sandbox)
+{
+	in_child(clone_enospc);
+	in_child(clone_eperm);
+	in_child(mount_enomem);
+	in_child(mount_eperm);
+	in_child(handshake_dies);
+}
+
+/* Between the handshake and execve the child's memory is a copy of the
+ * controller's, its environment (API keys) included, and a dumpable
+ * process's /proc/PID/environ is open to its uid. A non-root controller's
+ * child, held in its first mount by a seccomp listener, is looked at by
+ * another thread of that uid. */
+struct watch {
+	int fd;
+	atomic_bool stop;
+	int seen;	/* notifications */
+	int open_errno; /* opening the child's environ: 0 when it opened */
+};
+
+static void *watch_mounts(void *arg)
+{
+	struct watch *w = arg;
+	while (!atomic_load(&w->stop)) {
+		struct pollfd p = {w->fd, POLLIN, 0};
+		struct seccomp_notif req;
+		struct seccomp_notif_resp resp;
+		char path[64];
+		int fd;
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		memset(&req, 0, sizeof(req));
+		if (ioctl(w->fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
+			continue;
+		if (w->seen++ == 0) {
+			snprintf(path, sizeof(path), "/proc/%d/environ", (int)req.pid);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			w->open_errno = fd < 0 ? errno : 0;
+			if (fd >= 0)
+				close(fd);
+		}
+		memset(&resp, 0, sizeof(resp));
+		resp.id = req.id;
+		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		ioctl(w->fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
+	return NULL;
+}
+
+static void dumpable_window(void)
+{
+	struct watch w = {-1, false, 0, -1};
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r;
+	pthread_t t;
+	CHECK(setgroups(0, NULL) == 0);
+	CHECK(setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0);
+	w.fd = filter_syscall(SYS_mount, NULL, 0, SECCOMP_RET_USER_NOTIF);
+	if (w.fd < 0)
+		return;
+	CHECK(pthread_create(&t, NULL, watch_mounts, &w) == 0);
+	cfg_init(&cfg);
+	r = start_status(&cfg, &st);
+	atomic_store(&w.stop, true);
+	pthread_join(t, NULL);
+	CHECK_MSG(st.on[REPL_L_MNTNS], "mntns is off: %s", st.why[REPL_L_MNTNS]);
+	CHECK(w.seen > 0);
+	CHECK_MSG(w.open_errno == EACCES, "the child's /proc/PID/environ, after the handshake: %s",
+		  w.open_errno ? strerror(w.open_errno) : "open to its uid");
+	expect(r, "1 + 1", "2\n");
+	repl_free(r);
+}
+
+TEST(child_is_not_dumpable_after_the_handshake)
+{
+	if (geteuid() != 0)
+		return; /* the check needs a second uid to become */
+	in_child(dumpable_window);
 }
 
 /* ---- the frame parser ---- */

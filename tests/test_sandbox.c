@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/test_sandbox.c -- the sandbox attack suite: hostile cells run in the
- * real worker at five levels of the sandbox, and the ordinary code that must
- * keep working under the full one.
+ * real worker at eight levels of the sandbox (five fallbacks as root, one
+ * without seccomp, two as a non-root controller), and the ordinary code
+ * that must keep working at every one of them.
  *
  * DESIGN
  * A level is a set of layers turned off (repl_cfg.sandbox.disable). Each
@@ -17,8 +18,21 @@
  * After every attack the worker must answer `print(1+1)` (on a restarted
  * worker, when the attack was contained by a restart).
  *
+ * Besides the worker against the controller, the rows cover: a second
+ * worker of the same controller (its /proc files, its scratch, signals);
+ * the kernel's own signal routes (fcntl F_SETOWN/F_SETSIG on a pipe, at a
+ * `sleep` of the worker's uid and at the controller); memory outside
+ * RLIMIT_AS (memfds); the controller's cleanup of a scratch the worker
+ * renamed and replaced by a symlink; the scratch quota of a plain
+ * directory, measured from here while the cell writes (the bytes that
+ * reached the disk) and for a tree deeper than a walk would go; the DNS
+ * row, which must fail because of the sandbox (socket refused, or no
+ * route), not merely offline; nothing left on disk after repl_free.
+ *
  * A level's attacks all run, whatever fails, and every verdict is appended
- * to a file; the last test prints the attack x level matrix to stderr. The
+ * to a file; the last test prints the attack x level matrix to stderr.
+ * Cells that would really harm the machine without seccomp (the fork
+ * loop) are reduced to one harmless instance at -seccomp. The
  * controller's environment holds RLM_TEST_SECRET from its start (the binary
  * re-executes itself to put it there, so that /proc/PID/environ shows it),
  * and no output of any cell may contain it. */
@@ -26,17 +40,24 @@
 #include "../common/common.h"
 #include "../repl/repl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <glob.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #define MS   1000000LL
@@ -49,19 +70,32 @@ static const char secret[] = "sk-rlmtest-5b2f9c1e7d3a44f0";
 struct level {
 	const char *name;
 	unsigned disable;
+	bool nonroot; /* run by a controller that dropped root (see run_nonroot) */
 };
 
+/* -seccomp runs without the mandatory layer (unsafe): the namespaces and
+ * Landlock carry the network, signal and file rows alone, and the cells
+ * that would really fork or exec are bounded there. The nonroot levels
+ * run in a child that gave up root, so that the worker has the
+ * controller's own uid. */
 static const struct level levels[] = {
-    {"full", 0},
-    {"-landlock", L(REPL_L_LANDLOCK)},
-    {"-userns", L(REPL_L_USERNS)},
-    {"-userns-ll", L(REPL_L_USERNS) | L(REPL_L_LANDLOCK)},
-    {"sc+rl", L(REPL_L_IDENTITY) | L(REPL_L_LANDLOCK) | L(REPL_L_USERNS)},
+    {"full", 0, false},
+    {"-landlock", L(REPL_L_LANDLOCK), false},
+    {"-userns", L(REPL_L_USERNS), false},
+    {"-userns-ll", L(REPL_L_USERNS) | L(REPL_L_LANDLOCK), false},
+    {"sc+rl", L(REPL_L_IDENTITY) | L(REPL_L_LANDLOCK) | L(REPL_L_USERNS), false},
+    {"-seccomp", L(REPL_L_SECCOMP), false},
+    {"nonroot", 0, true},
+    {"nr-sc+rl", L(REPL_L_LANDLOCK) | L(REPL_L_USERNS), true},
 };
 #define N_LEVELS (sizeof(levels) / sizeof(levels[0]))
 
-enum verdict { V_BLOCKED, V_CONTAINED, V_ALLOWED, V_SKIPPED, V_HOLE, V_BROKEN };
-static const char *const vname[] = {"BLOCKED", "CONTAINED", "ALLOWED", "skipped", "HOLE", "BROKEN"};
+/* The unprivileged uid of the nonroot levels (when the suite runs as root). */
+#define NONROOT_UID 65533
+
+enum verdict { V_BLOCKED, V_CONTAINED, V_ALLOWED, V_SKIPPED, V_HOLE, V_BROKEN, V_OK };
+static const char *const vname[] = {"BLOCKED", "CONTAINED", "ALLOWED", "skipped",
+				    "HOLE",    "BROKEN",    "works"};
 
 /* Flags of an attack cell. */
 #define A_RESTART_OK  1u /* a restart (the worker killed) contains it */
@@ -74,6 +108,7 @@ struct run {
 	struct repl *r;		       /* the attacks; exec time 10 s */
 	struct repl_sandbox_status st; /* of the worker at the start */
 	pid_t self;		       /* the controller: this process */
+	unsigned ctl_uid;	       /* its euid */
 	bool dumpable;		       /* this process, after repl_start */
 	int fails;
 	FILE *matrix;
@@ -161,8 +196,10 @@ static void cfg_level(struct repl_cfg *cfg, int level)
 	cfg->exec_timeout_ns = 10000 * MS;
 	cfg->max_frame = 1 << 20;
 	cfg->sandbox.disable = levels[level].disable;
-	/* As root, identity off runs model code as root: only with unsafe. */
-	cfg->sandbox.unsafe = geteuid() == 0 && (levels[level].disable & L(REPL_L_IDENTITY));
+	/* As root, identity off runs model code as root: only with unsafe;
+	 * seccomp off only with unsafe, whoever we are. */
+	cfg->sandbox.unsafe = (geteuid() == 0 && (levels[level].disable & L(REPL_L_IDENTITY))) ||
+			      (levels[level].disable & L(REPL_L_SECCOMP));
 	cfg->sandbox.scratch_limit = 64 << 20;
 }
 
@@ -416,6 +453,27 @@ static bool world(const char *path, mode_t bits)
 	return stat(path, &s) == 0 && (s.st_mode & bits) == bits;
 }
 
+/* The kernel's ptrace-mode checks (/proc/PID/mem, environ, fd/, ptrace,
+ * process_vm_*) stop the worker at the controller: the worker is neither
+ * root nor of the controller's uid, or it is of that uid and the
+ * controller is not dumpable. */
+static bool ptrace_walled(const struct run *t)
+{
+	return t->st.uid != 0 && (t->st.uid != t->ctl_uid || !t->dumpable);
+}
+
+/* kill(2)'s permission check stops the worker at a process of uid `to`. */
+static bool signal_walled(const struct run *t, unsigned to)
+{
+	return t->st.uid != 0 && t->st.uid != to;
+}
+
+/* Landlock scopes signals to its domain from ABI 6 (and ptrace from 1). */
+static bool ll_signals(const struct run *t)
+{
+	return t->st.on[REPL_L_LANDLOCK] && t->st.landlock_abi >= 6;
+}
+
 static void files_and_secrets(struct run *t)
 {
 	const struct repl_sandbox_status *st = &t->st;
@@ -424,7 +482,7 @@ static void files_and_secrets(struct run *t)
 	bool pidns = st->on[REPL_L_PIDNS] && mnt;
 	/* The controller's /proc/PID/environ is 0400 and owned by root when we
 	 * are root or not dumpable: an unprivileged worker cannot read it. */
-	bool environ_closed = ll || pidns || (unpriv && (getuid() == 0 || !t->dumpable));
+	bool environ_closed = ll || pidns || ptrace_walled(t);
 	char *code;
 
 	attack(t, "read /etc/shadow", ll || (unpriv && !world("/etc/shadow", S_IROTH)), 0, NULL,
@@ -470,7 +528,7 @@ static void files_and_secrets(struct run *t)
 			 "except OSError as e:\n"
 			 "    _bl(e)\n",
 			 (int)t->self);
-	attack(t, "open /proc/<controller>/mem", ll || pidns || unpriv, 0, NULL, code);
+	attack(t, "open /proc/<controller>/mem", ll || pidns || ptrace_walled(t), 0, NULL, code);
 	free(code);
 	/* Opened for writing and closed unwritten: proof enough. */
 	attack(t, "open core_pattern for writing", ll || mnt || unpriv, 0, NULL,
@@ -511,15 +569,121 @@ static void files_and_secrets(struct run *t)
 	free(code);
 }
 
+/* ---- the scratch seen from here ---- */
+
+/* Bytes in blocks under the directory dfd (closed here), not following
+ * symlinks; depth-bounded only by the fd limit. */
+static unsigned long long du_fd(int dfd, int depth)
+{
+	unsigned long long sum = 0;
+	struct dirent *e;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	while ((e = readdir(d)) != NULL) {
+		struct stat s;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		sum += (unsigned long long)s.st_blocks * 512;
+		if (S_ISDIR(s.st_mode) && depth < 400) {
+			int fd = openat(dirfd(d), e->d_name,
+					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0)
+				sum += du_fd(fd, depth + 1);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+static unsigned long long du(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? 0 : du_fd(fd, 0);
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DNR)
+		chmod(p, 0700);
+	remove(p);
+	return 0;
+}
+
+/* rm -rf that follows no symlink (the tree may be the worker's). */
+static void rm_rf(const char *path)
+{
+	chmod(path, 0700);
+	nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+	rmdir(path);
+}
+
+/* The worker's scratch directory (its cwd, the same path outside in every
+ * mode), into dst; "" when the worker does not say. */
+static void scratch_of(struct run *t, struct repl *r, char *dst, size_t cap)
+{
+	struct repl_result res;
+	exec_cell(t, r, "import os\nprint(os.getcwd(), end='')\n", &res);
+	snprintf(dst, cap, "%s", res.restarted || res.error ? "" : res.output);
+	repl_result_release(&res);
+}
+
+/* The directory a scratch lies in when it is one of ours (the 0711 outer
+ * directory rlm-repl-PID-XXXXXX), else "". */
+static void scratch_outer(const char *scratch, char *dst, size_t cap)
+{
+	const char *slash = strrchr(scratch, '/'), *prev;
+	dst[0] = '\0';
+	if (!slash || slash == scratch)
+		return;
+	for (prev = slash - 1; prev > scratch && *prev != '/'; prev--)
+		;
+	if (strncmp(prev + 1, "rlm-repl-", 9) == 0)
+		snprintf(dst, cap, "%.*s", (int)(slash - scratch), scratch);
+}
+
+/* Samples the size of a scratch directory every 2 ms, from here: what
+ * reached the disk whatever the worker says (and whether it lives). */
+struct monitor {
+	pthread_t th;
+	const char *dir;
+	atomic_bool stop;
+	unsigned long long max;
+};
+
+static void *monitor_main(void *arg)
+{
+	struct monitor *m = arg;
+	while (!atomic_load(&m->stop)) {
+		unsigned long long n = du(m->dir);
+		if (n > m->max)
+			m->max = n;
+		sleep_ns(2 * MS);
+	}
+	return NULL;
+}
+
 /* 400 MB into the scratch, in 16 MiB files (each under RLIMIT_FSIZE): the
- * tmpfs fills (ENOSPC), or the quota check after the exec restarts the
- * worker. When it is stopped, the cell removes its files, as the model's
- * own cleanup would; when it is not, they stay for the quota check. */
+ * tmpfs fills (ENOSPC), or, in a plain directory, the controller's quota
+ * check restarts the worker. A check only after the exec lets the whole
+ * 400 MB reach the disk first: what the monitor saw must stay under 4 x
+ * the limit (the check must run during the exec). When it is stopped,
+ * the cell removes its files, as the model's own cleanup would; when it
+ * is not, they stay for the quota check. */
 static void fill_disk(struct run *t)
 {
 	struct repl_result res;
-	char detail[160];
+	struct monitor m;
+	char detail[160], dir[512];
 	enum verdict v;
+	unsigned long long lim = 64ull << 20;
+	bool plain = !t->st.scratch_tmpfs;
 	char *code = xasprintf("%s"
 			       "n = 0\n"
 			       "try:\n"
@@ -537,14 +701,39 @@ static void fill_disk(struct run *t)
 			       "        except OSError:\n"
 			       "            pass\n",
 			       prelude);
+	scratch_of(t, t->r, dir, sizeof(dir));
+	memset(&m, 0, sizeof(m));
+	m.dir = dir;
+	atomic_init(&m.stop, false);
+	if (plain && dir[0])
+		CHECK(pthread_create(&m.th, NULL, monitor_main, &m) == 0);
 	exec_cell(t, t->r, code, &res);
 	free(code);
+	if (plain && dir[0]) {
+		atomic_store(&m.stop, true);
+		pthread_join(m.th, NULL);
+	}
 	if (res.restarted && strstr(res.output, "REPL was restarted")) {
 		v = V_CONTAINED;
 		one_line(detail, sizeof(detail), res.output);
 	} else {
 		/* An exec that wrote 400 MB without a restart is a hole. */
 		v = judge(&res, true, 0, detail, sizeof(detail));
+	}
+	if (plain && !dir[0]) {
+		v = V_BROKEN;
+		snprintf(detail, sizeof(detail), "the worker did not say where its scratch is");
+	} else if (plain && m.max >= 4 * lim && v != V_BROKEN) {
+		v = V_HOLE;
+		snprintf(detail, sizeof(detail),
+			 "%.1f MB reached the disk against a limit of %llu MB before the worker "
+			 "was stopped (restarted %d)",
+			 (double)m.max / 1048576.0, lim >> 20, res.restarted);
+	} else if (plain) {
+		char d2[320];
+		snprintf(d2, sizeof(d2), "at most %.1f MB on disk; %s", (double)m.max / 1048576.0,
+			 detail);
+		one_line(detail, sizeof(detail), d2);
 	}
 	record(t, "fill the disk (400 MB, 64 MB limit)", v, detail);
 	followup(t, t->r, "fill the disk", res.restarted);
@@ -562,21 +751,34 @@ static void fill_disk(struct run *t)
 static void processes(struct run *t)
 {
 	bool sc = t->st.on[REPL_L_SECCOMP];
-	attack(t, "fork bomb (os.fork loop)", sc, 0, NULL,
-	       "n = 0\n"
-	       "try:\n"
-	       "    for i in range(50):\n"
-	       "        pid = os.fork()\n"
-	       "        if pid == 0:\n"
-	       "            os._exit(0)\n"
-	       "        os.waitpid(pid, 0)\n"
-	       "        n += 1\n"
-	       "    print('ESCAPED forked', n)\n"
-	       "except OSError as e:\n"
-	       "    if n:\n"
-	       "        print('ESCAPED forked', n, 'then', e)\n"
-	       "    else:\n"
-	       "        _bl(e, 'on the first fork')\n");
+	/* Without seccomp nothing stops fork: one child, which exits at once,
+	 * is proof enough and harms nothing. */
+	if (!sc)
+		attack(t, "fork bomb (os.fork loop)", sc, 0, NULL,
+		       "try:\n"
+		       "    pid = os.fork()\n"
+		       "    if pid == 0:\n"
+		       "        os._exit(0)\n"
+		       "    os.waitpid(pid, 0)\n"
+		       "    print('ESCAPED forked once (a single fork without seccomp)')\n"
+		       "except OSError as e:\n"
+		       "    _bl(e, 'on the first fork')\n");
+	else
+		attack(t, "fork bomb (os.fork loop)", sc, 0, NULL,
+		       "n = 0\n"
+		       "try:\n"
+		       "    for i in range(50):\n"
+		       "        pid = os.fork()\n"
+		       "        if pid == 0:\n"
+		       "            os._exit(0)\n"
+		       "        os.waitpid(pid, 0)\n"
+		       "        n += 1\n"
+		       "    print('ESCAPED forked', n)\n"
+		       "except OSError as e:\n"
+		       "    if n:\n"
+		       "        print('ESCAPED forked', n, 'then', e)\n"
+		       "    else:\n"
+		       "        _bl(e, 'on the first fork')\n");
 	attack(t, "subprocess.run", sc, 0, NULL,
 	       "import subprocess\n"
 	       "try:\n"
@@ -670,12 +872,39 @@ static void sockets(struct run *t)
 	       "    print('ESCAPED AF_NETLINK socket')\n"
 	       "except OSError as e:\n"
 	       "    _bl(e)\n");
-	attack(t, "DNS getaddrinfo", sc || net, 0, NULL,
-	       "try:\n"
-	       "    r = socket.getaddrinfo('example.com', 80)\n"
-	       "    print('ESCAPED resolved', r[0][4])\n"
-	       "except OSError as e:\n"
-	       "    _bl(e)\n");
+	/* getaddrinfo fails offline with or without a sandbox: the row looks
+	 * at the cause. A UDP socket must be refused (seccomp: EPERM), or its
+	 * query must not leave (an empty netns: ENETUNREACH); the query goes
+	 * to the test's UDP socket, playing the resolver, which must hear
+	 * nothing. getaddrinfo's own error is reported alongside. */
+	code = xasprintf(
+	    "q = bytes.fromhex('123401000001000000000000076578616d706c6503636f6d0000010001')\n"
+	    "cause = None\n"
+	    "try:\n"
+	    "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+	    "except OSError as e:\n"
+	    "    cause = ('socket()', e.errno)\n"
+	    "else:\n"
+	    "    try:\n"
+	    "        s.sendto(q, ('127.0.0.1', %d))\n"
+	    "        print('ESCAPED a DNS query left the worker (to the test resolver)')\n"
+	    "    except OSError as e:\n"
+	    "        cause = ('sendto', e.errno)\n"
+	    "    s.close()\n"
+	    "try:\n"
+	    "    r = socket.getaddrinfo('example.com', 80)\n"
+	    "    print('ESCAPED resolved', r[0][4])\n"
+	    "    gai = 'resolved'\n"
+	    "except OSError as e:\n"
+	    "    gai = f'{type(e).__name__} {e.errno} {e.strerror}'\n"
+	    "ok = (errno.EPERM, errno.EACCES, errno.ENETUNREACH, errno.ENETDOWN)\n"
+	    "if cause and cause[1] in ok:\n"
+	    "    print('BLOCKED', cause[0], errno.errorcode[cause[1]], '; getaddrinfo:', gai)\n"
+	    "else:\n"
+	    "    print('UNPROVEN the cause is not the sandbox:', cause, gai)\n",
+	    t->udp_port);
+	attack(t, "DNS: socket refused, no query leaves", sc || net, 0, post_udp, code);
+	free(code);
 	attack(t, "io_uring_setup", sc, 0, NULL,
 	       "p = ctypes.create_string_buffer(120)\n"
 	       "fd = _libc.syscall(ctypes.c_long(425), ctypes.c_long(1), p)\n"
@@ -687,8 +916,10 @@ static void sockets(struct run *t)
 static void controller(struct run *t)
 {
 	const struct repl_sandbox_status *st = &t->st;
-	bool sc = st->on[REPL_L_SECCOMP], unpriv = st->uid != 0;
+	bool sc = st->on[REPL_L_SECCOMP], ll = st->on[REPL_L_LANDLOCK];
 	bool pidns = st->on[REPL_L_PIDNS];
+	bool ptr = sc || pidns || ll || ptrace_walled(t);
+	bool sig = sc || pidns || ll_signals(t) || signal_walled(t, t->ctl_uid);
 	char *code;
 	/* An attached tracer is detached again, so that a hole does not
 	 * leave this process stopped. */
@@ -698,7 +929,7 @@ static void controller(struct run *t)
 			 "    _libc.ptrace(17, %d, None, None)\n"
 			 "    print('ESCAPED attached to the controller')\n",
 			 (int)t->self, (int)t->self, (int)t->self);
-	attack(t, "ptrace(ATTACH) the controller", sc || unpriv || pidns, 0, NULL, code);
+	attack(t, "ptrace(ATTACH) the controller", ptr, 0, NULL, code);
 	free(code);
 	code = xasprintf("class V(ctypes.Structure):\n"
 			 "    _fields_ = [('b', ctypes.c_void_p), ('n', ctypes.c_size_t)]\n"
@@ -713,7 +944,7 @@ static void controller(struct run *t)
 			 "elif not _ce(r, 'process_vm_readv'):\n"
 			 "    print('ESCAPED process_vm_readv read', r)\n",
 			 (int)t->self);
-	attack(t, "process_vm_readv the controller", sc || unpriv || pidns, 0, NULL, code);
+	attack(t, "process_vm_readv the controller", ptr, 0, NULL, code);
 	free(code);
 	code = xasprintf("try:\n"
 			 "    os.kill(%d, 0)\n"
@@ -721,7 +952,7 @@ static void controller(struct run *t)
 			 "except OSError as e:\n"
 			 "    _bl(e)\n",
 			 (int)t->self);
-	attack(t, "kill(controller, 0)", sc || unpriv || pidns, 0, NULL, code);
+	attack(t, "kill(controller, 0)", sig, 0, NULL, code);
 	free(code);
 	code = xasprintf("try:\n"
 			 "    os.kill(%d, signal.SIGTERM)\n"
@@ -729,7 +960,7 @@ static void controller(struct run *t)
 			 "except OSError as e:\n"
 			 "    _bl(e)\n",
 			 (int)t->self);
-	attack(t, "kill(controller, SIGTERM)", sc || unpriv || pidns, 0, NULL, code);
+	attack(t, "kill(controller, SIGTERM)", sig, 0, NULL, code);
 	free(code);
 	code = xasprintf("si = ctypes.create_string_buffer(struct.pack('<iii', 15, 0, -1), 128)\n"
 			 "C = ctypes.c_long\n"
@@ -743,16 +974,16 @@ static void controller(struct run *t)
 			 "    print('BLOCKED rt_sigqueueinfo', errno.errorcode.get(e1),\n"
 			 "          'tkill', errno.errorcode.get(e2))\n",
 			 (int)t->self, (int)t->self);
-	attack(t, "rt_sigqueueinfo/tkill(controller)", sc || unpriv || pidns, 0, NULL, code);
+	attack(t, "rt_sigqueueinfo/tkill(controller)", sig, 0, NULL, code);
 	free(code);
-	attack(t, "kill(-1, 0)", sc || pidns, 0, NULL,
+	attack(t, "kill(-1, 0)", sc || pidns || ll_signals(t), 0, NULL,
 	       "try:\n"
 	       "    os.kill(-1, 0)\n"
 	       "    print('ESCAPED kill(-1, 0) found processes to signal')\n"
 	       "except OSError as e:\n"
 	       "    _bl(e)\n");
 	/* getppid() is 0 in a pid namespace: kill(0) would be its own group. */
-	attack(t, "kill(getppid(), SIGTERM)", sc || unpriv || pidns, 0, NULL,
+	attack(t, "kill(getppid(), SIGTERM)", sig, 0, NULL,
 	       "p = os.getppid()\n"
 	       "if p == 0:\n"
 	       "    print('BLOCKED no parent in sight (getppid() is 0)')\n"
@@ -1013,7 +1244,7 @@ static void kill_self_mid_call(struct run *t)
 	repl_result_release(&res);
 }
 
-/* Timeouts on a worker with a 1 s limit: a Python loop is interrupted
+/* Timeouts on a worker with a 0.5 s limit: a Python loop is interrupted
  * (state kept); loops that ignore SIGINT or sit in C are killed. */
 static void timeouts(struct run *t)
 {
@@ -1021,7 +1252,7 @@ static void timeouts(struct run *t)
 		const char *name, *code;
 		bool kill;
 	} cases[] = {
-	    {"infinite Python loop (1 s limit)", "while True:\n    pass\n", false},
+	    {"infinite Python loop (0.5 s limit)", "while True:\n    pass\n", false},
 	    {"loop ignoring SIGINT",
 	     "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
 	     "while True:\n    pass\n",
@@ -1032,8 +1263,8 @@ static void timeouts(struct run *t)
 	struct repl *r;
 	struct repl_result res;
 	cfg_level(&cfg, t->level);
-	cfg.exec_timeout_ns = 1000 * MS;
-	cfg.grace_ns = 300 * MS;
+	cfg.exec_timeout_ns = 500 * MS;
+	cfg.grace_ns = 200 * MS;
 	r = start(&cfg);
 	exec_cell(t, r, "survivor = 42", &res);
 	repl_result_release(&res);
@@ -1046,11 +1277,11 @@ static void timeouts(struct run *t)
 		if (cases[i].kill)
 			ok = res.restarted && res.interrupted &&
 			     strstr(res.output, "REPL was restarted") &&
-			     strstr(res.output, "time limit of 1 s");
+			     strstr(res.output, "time limit of 0.5 s");
 		else
 			ok = res.interrupted && !res.restarted &&
 			     strstr(res.output, "KeyboardInterrupt");
-		ok = ok && ms < 3000;
+		ok = ok && ms < 2000;
 		snprintf(d, sizeof(d), "%lld ms: %.110s", (long long)ms, res.output);
 		record(t, cases[i].name, ok ? V_CONTAINED : V_BROKEN, d);
 		followup(t, r, cases[i].name, res.restarted);
@@ -1110,23 +1341,617 @@ static void scratch_symlinks(struct run *t)
 	rmdir(victim);
 }
 
+/* Run a cell where the attack may leave the repl unusable (a restart that
+ * fails): rc, and why in err; res always safe to read and release. */
+static int exec_soft(struct run *t, struct repl *r, const char *code, struct repl_result *res,
+		     char *why, size_t cap)
+{
+	struct rlm_err err = {0, ""};
+	int rc;
+	memset(res, 0, sizeof(*res));
+	rc = repl_exec(r, code, strlen(code), now_ns() + 60000 * MS, res, &err);
+	if (!res->output) {
+		res->output = xstrdup("");
+		res->len = 0;
+	}
+	if (rc < 0)
+		snprintf(why, cap, "repl_exec: %d %s", rc, err.msg);
+	else if (t && strstr(res->output, secret))
+		record(t, "secret in the output", V_HOLE, code);
+	return rc;
+}
+
+struct freer {
+	struct repl *r;
+	atomic_bool done;
+};
+
+static void *free_main(void *arg)
+{
+	struct freer *f = arg;
+	repl_free(f->r);
+	atomic_store(&f->done, true);
+	return NULL;
+}
+
+/* repl_free, given at most ns: false when it has not returned by then
+ * (it goes on in a thread of its own; its state is leaked). */
+static bool free_within(struct repl *r, int64_t ns)
+{
+	struct freer *f = xmalloc(sizeof(*f));
+	pthread_t th;
+	int64_t end = now_ns() + ns;
+	f->r = r;
+	atomic_init(&f->done, false);
+	CHECK(pthread_create(&th, NULL, free_main, f) == 0);
+	while (!atomic_load(&f->done) && now_ns() < end)
+		sleep_ns(5 * MS);
+	if (!atomic_load(&f->done)) {
+		pthread_detach(th);
+		return false;
+	}
+	pthread_join(th, NULL);
+	free(f);
+	return true;
+}
+
+/* ---- a second worker, a sleeper ---- */
+
+static const char w2_ctx_secret[] = "sk-rlmtest-w2ctx-8d41c0a95e27";
+static const char w2_file_secret[] = "sk-rlmtest-w2file-3f6b7e0d12ac";
+
+/* One attack from the first worker on the second: a secret of the second
+ * in the output is a hole (allowed where nothing should stop it) whatever
+ * the cell says; afterwards the second must live on, unrestarted, its
+ * file intact. */
+static void attack_w2(struct run *t, const char *name, bool must, const char *code, struct repl *r2,
+		      pid_t pid2)
+{
+	struct repl_result res, r1;
+	struct repl_stats s2;
+	char d[160];
+	const char *which;
+	char *full = xasprintf("%s%s", prelude, code);
+	enum verdict v;
+	exec_cell(t, t->r, full, &r1);
+	free(full);
+	which = strstr(r1.output, w2_ctx_secret)    ? "its context"
+		: strstr(r1.output, w2_file_secret) ? "its scratch file"
+						    : NULL;
+	if (which) {
+		snprintf(d, sizeof(d), "the first worker printed the second's secret (%s)", which);
+		v = must ? V_HOLE : V_ALLOWED;
+	} else {
+		v = judge(&r1, must, 0, d, sizeof(d));
+	}
+	exec_cell(NULL, r2, "print(open('w2secret.txt').read()[:7])", &res);
+	repl_stats(r2, &s2);
+	if (res.restarted || s2.pid != pid2 || strcmp(res.output, "W2FILE:\n") != 0) {
+		snprintf(d, sizeof(d), "the second worker was hit: restarted %d, pid %d->%d: %.60s",
+			 res.restarted, (int)pid2, (int)s2.pid, res.output);
+		v = must ? V_HOLE : V_ALLOWED;
+	}
+	repl_result_release(&res);
+	record(t, name, v, d);
+	followup(t, t->r, name, r1.restarted);
+	repl_result_release(&r1);
+}
+
+/* Two workers of one controller at once, at the same level: the first
+ * (t->r) must not read the second's context or scratch, nor signal it. */
+static void two_workers(struct run *t)
+{
+	const struct repl_sandbox_status *st = &t->st;
+	bool ll = st->on[REPL_L_LANDLOCK], mnt = st->on[REPL_L_MNTNS];
+	bool pidns = st->on[REPL_L_PIDNS], sc = st->on[REPL_L_SECCOMP];
+	struct repl_cfg cfg;
+	struct repl *r2;
+	struct repl_result res;
+	char ctx2[128], *code;
+	pid_t pid2;
+	snprintf(ctx2, sizeof(ctx2), "the second context: %s\n", w2_ctx_secret);
+	cfg_level(&cfg, t->level);
+	cfg.ctx.text = ctx2;
+	cfg.ctx.len = strlen(ctx2);
+	r2 = start(&cfg);
+	pid2 = worker_pid(r2);
+	code = xasprintf("with open('w2secret.txt', 'w') as f:\n"
+			 "    f.write('W2FILE:%s')\n"
+			 "print('ok')\n",
+			 w2_file_secret);
+	exec_cell(NULL, r2, code, &res);
+	free(code);
+	CHECK_MSG(strcmp(res.output, "ok\n") == 0, "second worker: %s", res.output);
+	repl_result_release(&res);
+
+	/* (a) Its /proc files: the context memfd, the environment (which
+	 * names its scratch), its memory. The second makes itself not
+	 * dumpable, so that they are root's; a root worker without Landlock
+	 * or a pid namespace passes every ptrace check (unsafe level). */
+	code = xasprintf("p = %d\n"
+			 "got, miss = [], []\n"
+			 "def rd(name):\n"
+			 "    try:\n"
+			 "        with open(f'/proc/{p}/{name}', 'rb') as f:\n"
+			 "            d = f.read(4096)\n"
+			 "        got.append(f'{name}: {len(d)} bytes {d[:90]!r}')\n"
+			 "    except OSError as e:\n"
+			 "        miss.append(f'{name} {errno.errorcode.get(e.errno, e.errno)}')\n"
+			 "rd('fd/5')\n"
+			 "rd('environ')\n"
+			 "try:\n"
+			 "    open(f'/proc/{p}/mem', 'rb').close()\n"
+			 "    got.append('mem opened')\n"
+			 "except OSError as e:\n"
+			 "    miss.append(f'mem {errno.errorcode.get(e.errno, e.errno)}')\n"
+			 "if got:\n"
+			 "    print('ESCAPED', '; '.join(got))\n"
+			 "else:\n"
+			 "    print('BLOCKED', ', '.join(miss))\n",
+			 (int)pid2);
+	attack_w2(t, "2nd worker: /proc/<pid2>/fd/5, environ, mem", ll || pidns || st->uid != 0,
+		  code, r2, pid2);
+	free(code);
+
+	/* (b) Its scratch: list the directory above ours, glob the usual
+	 * names, read whatever is found (and through /proc/<pid2>/cwd). */
+	code = xasprintf(
+	    "import glob\n"
+	    "me = os.path.realpath(os.getcwd())\n"
+	    "parent = os.path.dirname(me)\n"
+	    "base = os.path.dirname(parent)\n"
+	    "cands, notes = set(), []\n"
+	    "try:\n"
+	    "    cands.update(os.path.join(parent, n) for n in os.listdir(parent))\n"
+	    "    notes.append(f'listed {parent}')\n"
+	    "except OSError as e:\n"
+	    "    notes.append(f'list {parent}: {errno.errorcode.get(e.errno, e.errno)}')\n"
+	    "for pat in ('/tmp/rlm-repl-*', '/tmp/rlm-repl-*/*', parent + '/*',\n"
+	    "            base + '/rlm-repl-*', base + '/rlm-repl-*/*'):\n"
+	    "    cands.update(glob.glob(pat))\n"
+	    "cands.add('/proc/%d/cwd')\n"
+	    "nread, hit = 0, None\n"
+	    "for c in sorted(cands):\n"
+	    "    try:\n"
+	    "        if os.path.realpath(c) == me:\n"
+	    "            continue\n"
+	    "        names = os.listdir(c)\n"
+	    "    except OSError:\n"
+	    "        continue\n"
+	    "    for n in names:\n"
+	    "        try:\n"
+	    "            with open(os.path.join(c, n), 'rb') as f:\n"
+	    "                data = f.read(200)\n"
+	    "        except OSError:\n"
+	    "            continue\n"
+	    "        nread += 1\n"
+	    "        if data.startswith(b'W2FILE:'):\n"
+	    "            hit = (os.path.join(c, n), data)\n"
+	    "if hit:\n"
+	    "    print('ESCAPED read', hit[0], hit[1][:60])\n"
+	    "else:\n"
+	    "    print('BLOCKED', len(cands), 'candidates,', nread, 'other files read;',\n"
+	    "          '; '.join(notes))\n",
+	    (int)pid2);
+	/* Another worker's tmpfs is in its own mount namespace; Landlock
+	 * allows only our scratch; as nobody, the controller's 0711
+	 * directory above each scratch and its random name are the wall.
+	 * A worker of the controller's own uid owns those directories:
+	 * without Landlock or a mount namespace nothing separates two
+	 * workers of one user (nor a root worker from anything). */
+	attack_w2(t, "2nd worker: find and read its scratch",
+		  ll || mnt || signal_walled(t, t->ctl_uid), code, r2, pid2);
+	free(code);
+
+	/* (c) Signal it: seccomp allows signals to itself only; a pid
+	 * namespace hides it; Landlock scopes signals. */
+	code = xasprintf(
+	    "p = %d\n"
+	    "done, miss = [], []\n"
+	    "for sig in (0, signal.SIGKILL):\n"
+	    "    try:\n"
+	    "        os.kill(p, sig)\n"
+	    "        done.append(f'kill({sig})')\n"
+	    "    except OSError as e:\n"
+	    "        miss.append(f'kill({sig}) {errno.errorcode.get(e.errno, e.errno)}')\n"
+	    "r = _libc.syscall(ctypes.c_long(234), ctypes.c_long(p), ctypes.c_long(p),\n"
+	    "                  ctypes.c_long(9))\n"
+	    "if r == 0:\n"
+	    "    done.append('tgkill(9)')\n"
+	    "else:\n"
+	    "    miss.append('tgkill ' + str(errno.errorcode.get(ctypes.get_errno())))\n"
+	    "if done:\n"
+	    "    print('ESCAPED', ', '.join(done))\n"
+	    "else:\n"
+	    "    print('BLOCKED', ', '.join(miss))\n",
+	    (int)pid2);
+	attack_w2(t, "2nd worker: signal it (kill, tgkill)", sc || pidns || ll_signals(t), code, r2,
+		  pid2);
+	free(code);
+	repl_free(r2);
+}
+
+/* A `sleep 30` of the given uid (when we are root), in its own process
+ * group, killed with us. */
+static pid_t sleeper(unsigned uid)
+{
+	static char a0[] = "sleep", a1[] = "30";
+	char *const argv[] = {a0, a1, NULL};
+	char exe[64], path[64];
+	pid_t p = fork();
+	CHECK(p >= 0);
+	if (p == 0) {
+		setpgid(0, 0);
+		if (geteuid() == 0 && uid != 0 &&
+		    (syscall(SYS_setgroups, 0, NULL) < 0 ||
+		     syscall(SYS_setresgid, uid, uid, uid) < 0 ||
+		     syscall(SYS_setresuid, uid, uid, uid) < 0))
+			_exit(126);
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		execv("/bin/sleep", argv);
+		_exit(127);
+	}
+	/* Wait until it is sleep, under its uid: a sleeper that never was
+	 * must not pass for one that an attack killed. */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p);
+	exe[0] = '\0';
+	for (int i = 0; i < 500 && !strstr(exe, "sleep"); i++) {
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		if (!strstr(exe, "sleep"))
+			sleep_ns(2 * MS);
+	}
+	CHECK_MSG(strstr(exe, "sleep") != NULL, "the sleeper %d did not start: exe '%s'", (int)p,
+		  exe);
+	return p;
+}
+
+/* F_SETOWN + F_SETSIG + O_ASYNC on a pipe, then a write: the kernel sends
+ * the signal to the owner, past any filter on kill(2). The cell arms what
+ * it can and says BLOCKED; whether the signal arrived is checked here. */
+static char *sigio_cell(int target, int sig)
+{
+	return xasprintf(
+	    "import fcntl\n"
+	    "F_SETSIG, F_SETOWN_EX = 10, 15\n"
+	    "steps = []\n"
+	    "def st(name, f):\n"
+	    "    try:\n"
+	    "        f()\n"
+	    "        steps.append(name)\n"
+	    "        return True\n"
+	    "    except OSError as e:\n"
+	    "        steps.append(f'{name}:{errno.errorcode.get(e.errno, e.errno)}')\n"
+	    "        return False\n"
+	    "def arm(owner):\n"
+	    "    r, w = os.pipe()\n"
+	    "    if not st(f'F_SETOWN({owner})',\n"
+	    "              lambda: fcntl.fcntl(r, fcntl.F_SETOWN, owner)):\n"
+	    "        kind, who = (1, owner) if owner > 0 else (2, -owner)\n"
+	    "        st('F_SETOWN_EX', lambda: fcntl.fcntl(r, F_SETOWN_EX,\n"
+	    "                                             struct.pack('ii', kind, who)))\n"
+	    "    st('F_SETSIG', lambda: fcntl.fcntl(r, F_SETSIG, %d))\n"
+	    "    st('O_ASYNC', lambda: fcntl.fcntl(r, fcntl.F_SETFL,\n"
+	    "                                      fcntl.fcntl(r, fcntl.F_GETFL) | 0o20000))\n"
+	    "    os.write(w, b'x')\n"
+	    "    return r, w\n"
+	    "t = %d\n"
+	    "if t == -1:\n"
+	    "    t = os.getppid()\n"
+	    "keep = [arm(t)]\n"
+	    "try:\n"
+	    "    keep.append(arm(-os.getpgid(t)) if t > 0 else arm(0))\n"
+	    "except OSError as e:\n"
+	    "    steps.append(f'getpgid:{errno.errorcode.get(e.errno, e.errno)}')\n"
+	    "time.sleep(0.2)\n"
+	    "for r, w in keep:\n"
+	    "    os.close(r); os.close(w)\n"
+	    "print('BLOCKED unless the target got it:', ' '.join(steps))\n",
+	    sig, target);
+}
+
+static pid_t g_sleeper;
+static bool g_sleeper_must; /* its death is a hole (else: allowed) */
+
+static void post_sleeper(struct run *t, enum verdict *v, char *detail, size_t cap)
+{
+	int status;
+	(void)t;
+	if (waitpid(g_sleeper, &status, WNOHANG) == g_sleeper) {
+		char d[160];
+		snprintf(d, sizeof(d), "the sleeper (pid %d) died of signal %d: %.80s",
+			 (int)g_sleeper, WIFSIGNALED(status) ? WTERMSIG(status) : 0, detail);
+		snprintf(detail, cap, "%s", d);
+		*v = g_sleeper_must ? V_HOLE : V_ALLOWED;
+		g_sleeper = 0;
+	}
+}
+
+static void fcntl_sigio(struct run *t)
+{
+	const struct repl_sandbox_status *st = &t->st;
+	bool base = st->on[REPL_L_SECCOMP] || st->on[REPL_L_PIDNS] || ll_signals(t);
+	/* Of the worker's uid: the kernel's own check (sigio_perm) passes. */
+	unsigned uid = st->uid ? st->uid : 65534;
+	char *code;
+	g_sleeper = sleeper(geteuid() == 0 ? uid : geteuid());
+	g_sleeper_must = base || signal_walled(t, uid);
+	code = sigio_cell((int)g_sleeper, SIGKILL);
+	attack(t, "fcntl F_SETOWN+F_SETSIG(KILL) on a sleeper", g_sleeper_must, 0, post_sleeper,
+	       code);
+	free(code);
+	if (g_sleeper > 0) {
+		kill(g_sleeper, SIGKILL);
+		waitpid(g_sleeper, NULL, 0);
+	}
+	/* The controller (getppid() outside a pid namespace) with SIGTERM,
+	 * which it catches: a hole is seen, and the test goes on. */
+	code = sigio_cell(-1, SIGTERM);
+	attack(t, "fcntl F_SETOWN(getppid())+F_SETSIG(TERM)", base || signal_walled(t, t->ctl_uid),
+	       0, NULL, code);
+	free(code);
+}
+
+/* Memory outside the address space: memfds grown with fallocate are not
+ * counted by RLIMIT_AS. 3 GiB against AS 2G, freed at once. */
+static void memfd_bomb(struct run *t)
+{
+	long long avail = 0;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lld kB", &avail) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (avail < 8ll << 20) {
+		record(t, "memfd_create + fallocate 3 x 1 GiB (AS 2G)", V_SKIPPED,
+		       "less than 8 GiB of memory available");
+		return;
+	}
+	/* RLIMIT_FSIZE caps each memfd too: 1 GiB, or as much as it allows
+	 * in as many memfds (48 of 64 MiB), to 3 GiB. */
+	attack(t, "memfd_create + fallocate 3 x 1 GiB (AS 2G)", t->st.on[REPL_L_SECCOMP], 0, NULL,
+	       "import resource\n"
+	       "fs = resource.getrlimit(resource.RLIMIT_FSIZE)[0]\n"
+	       "chunk = 1 << 30 if fs == resource.RLIM_INFINITY else min(1 << 30, fs)\n"
+	       "fds, n = [], 0\n"
+	       "try:\n"
+	       "    while n < 3 << 30:\n"
+	       "        fds.append(os.memfd_create(f'm{len(fds)}'))\n"
+	       "        os.posix_fallocate(fds[-1], 0, chunk)\n"
+	       "        n += chunk\n"
+	       "    print('ESCAPED held', n >> 20, 'MiB in', len(fds), 'memfds past RLIMIT_AS')\n"
+	       "except OSError as e:\n"
+	       "    if fds:\n"
+	       "        print('ESCAPED memfd_create worked;', n >> 20, 'MiB held, then', e)\n"
+	       "    else:\n"
+	       "        _bl(e, 'memfd_create')\n"
+	       "finally:\n"
+	       "    for fd in fds:\n"
+	       "        os.close(fd)\n");
+}
+
+/* The worker renames its scratch away and puts a symlink to a victim in
+ * its place; then the quota path (past the limit: the controller empties
+ * "the scratch") and repl_free run. The victim directory holds more than
+ * the limit, so that a quota walk through the symlink finds it over. The
+ * file must survive wherever the worker could not remove it itself. */
+static void scratch_rename(struct run *t)
+{
+	const struct repl_sandbox_status *st = &t->st;
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	char victim[64], keep[96], scratch[512], moved[600], d[200];
+	char *code, *buf;
+	FILE *f;
+	bool intact, must, rc_bad = false;
+	struct stat sb;
+	snprintf(victim, sizeof(victim), "/tmp/rlm-victim2-%d", (int)t->self);
+	snprintf(keep, sizeof(keep), "%s/keep", victim);
+	rm_rf(victim);
+	CHECK(mkdir(victim, 0700) == 0);
+	CHECK((f = fopen(keep, "w")) != NULL);
+	buf = xmalloc(1 << 20);
+	memset(buf, 'v', 1 << 20);
+	for (int i = 0; i < 12; i++)
+		CHECK(fwrite(buf, 1, 1 << 20, f) == 1 << 20);
+	free(buf);
+	CHECK(fclose(f) == 0);
+	cfg_level(&cfg, t->level);
+	cfg.sandbox.scratch_limit = 8 << 20;
+	r = start(&cfg);
+	scratch_of(t, r, scratch, sizeof(scratch));
+	code = xasprintf("%s"
+			 "cwd = os.getcwd()\n"
+			 "try:\n"
+			 "    os.rename(cwd, cwd + '.moved')\n"
+			 "except OSError as e:\n"
+			 "    _bl(e, 'rename of the scratch')\n"
+			 "else:\n"
+			 "    try:\n"
+			 "        os.symlink('%s', cwd)\n"
+			 "        how = 'symlinked'\n"
+			 "    except OSError as e:\n"
+			 "        how = f'not symlinked: {e}'\n"
+			 "    for i in range(2):\n"
+			 "        with open(f'big{i}', 'wb') as f:\n"
+			 "            f.write(b'\\0' * (5 << 20))\n"
+			 "    print('RENAMED the scratch,', how)\n",
+			 prelude, victim);
+	/* The quota path may leave the repl unable to restart (its scratch
+	 * gone): that ends the attack, not the level. */
+	if (exec_soft(t, r, code, &res, d, sizeof(d)) == 0)
+		one_line(d, sizeof(d), res.output);
+	else
+		rc_bad = true;
+	free(code);
+	repl_result_release(&res);
+	/* Past the limit again, in whatever the worker's cwd is now. */
+	if (!rc_bad) {
+		char why[200];
+		exec_soft(t, r,
+			  "import os\n"
+			  "try:\n"
+			  "    for i in range(2):\n"
+			  "        with open(f'more{i}', 'wb') as f:\n"
+			  "            f.write(b'\\0' * (5 << 20))\n"
+			  "except OSError as e:\n"
+			  "    print(e)\n",
+			  &res, why, sizeof(why));
+		repl_result_release(&res);
+	}
+	repl_free(r);
+	intact = stat(keep, &sb) == 0 && sb.st_size == 12 << 20;
+	/* Could the worker have removed the file itself? */
+	must = st->on[REPL_L_LANDLOCK] || st->on[REPL_L_MNTNS] ||
+	       (st->uid != 0 && st->uid != t->ctl_uid);
+	if (intact)
+		record(t, "rename the scratch, symlink it to a victim", V_BLOCKED, d);
+	else {
+		char d2[320];
+		snprintf(d2, sizeof(d2),
+			 "the victim's file is gone or cut (the controller followed "
+			 "the symlink): %s",
+			 d);
+		record(t, "rename the scratch, symlink it to a victim", must ? V_HOLE : V_ALLOWED,
+		       d2);
+	}
+	/* What the rename left behind (the controller knows only the old
+	 * path): ours to remove. */
+	if ((strstr(d, "RENAMED") || rc_bad) && scratch[0]) {
+		snprintf(moved, sizeof(moved), "%s.moved", scratch);
+		if (lstat(moved, &sb) == 0)
+			rm_rf(moved);
+	}
+	rm_rf(victim);
+}
+
+/* Files deeper than the quota walk looked (64 levels), in a plain
+ * directory: they must count (a restart) and go (nothing on disk after
+ * repl_free). In a tmpfs the write fails with ENOSPC. */
+static void deep_tree(struct run *t)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	char scratch[512], outer[512], d[640];
+	bool tmpfs = t->st.scratch_tmpfs;
+	unsigned long long left;
+	enum verdict v;
+	int rc;
+	cfg_level(&cfg, t->level);
+	r = start(&cfg);
+	scratch_of(t, r, scratch, sizeof(scratch));
+	scratch_outer(scratch, outer, sizeof(outer));
+	rc = exec_soft(
+	    t, r,
+	    "import os, errno\n"
+	    "d = '/'.join(['d'] * 100)\n"
+	    "os.makedirs(d)\n"
+	    "n = 0\n"
+	    "try:\n"
+	    "    for i in range(5):\n"
+	    "        with open(f'{d}/f{i}', 'wb') as f:\n"
+	    "            for j in range(16):\n"
+	    "                f.write(b'\\0' * (1 << 20))\n"
+	    "        n += 16\n"
+	    "    print('wrote', n, 'MiB at depth 100')\n"
+	    "except OSError as e:\n"
+	    "    print('BLOCKED', errno.errorcode.get(e.errno, e.errno), 'after', n, 'MiB')\n",
+	    &res, d, sizeof(d));
+	if (rc < 0)
+		v = V_BROKEN; /* d says why */
+	else if (tmpfs)
+		v = line_with(res.output, "BLOCKED") ? V_BLOCKED : V_HOLE;
+	else if (res.restarted && strstr(res.output, "REPL was restarted"))
+		v = V_CONTAINED;
+	else
+		v = V_HOLE;
+	if (rc == 0)
+		snprintf(d, sizeof(d), "restarted %d: %.150s", res.restarted, res.output);
+	if (v == V_HOLE && !tmpfs)
+		snprintf(d, sizeof(d), "80 MB at depth 100 were not counted (no restart): %.100s",
+			 res.output);
+	record(t, "deep tree (depth 100) past the quota", v, d);
+	repl_result_release(&res);
+	/* A removal that retries each level of a deep tree takes forever. */
+	if (!free_within(r, 5000 * MS)) {
+		record(t, "deep tree: nothing left after repl_free", V_HOLE,
+		       "repl_free did not return within 5 s (the removal of the deep tree)");
+		if (outer[0])
+			rm_rf(outer);
+		else if (scratch[0])
+			rm_rf(scratch);
+		return;
+	}
+	left = (scratch[0] ? du(scratch) : 0) + (outer[0] ? du(outer) : 0);
+	if (scratch[0] && (access(scratch, F_OK) == 0 || (outer[0] && access(outer, F_OK) == 0))) {
+		snprintf(d, sizeof(d), "after repl_free %s is still there, %.1f MB in it",
+			 access(scratch, F_OK) == 0 ? "the scratch" : "its outer directory",
+			 (double)left / 1048576.0);
+		record(t, "deep tree: nothing left after repl_free", V_HOLE, d);
+		if (outer[0])
+			rm_rf(outer);
+		else
+			rm_rf(scratch);
+	} else {
+		record(t, "deep tree: nothing left after repl_free",
+		       scratch[0] ? V_BLOCKED : V_BROKEN,
+		       scratch[0] ? "the scratch and its directory are gone" : "no scratch path");
+	}
+}
+
+/* After a level: no scratch directory of this controller is left. */
+static void leftovers(struct run *t)
+{
+	const char *base = getenv("TMPDIR");
+	char pat[512], d[200];
+	glob_t g;
+	if (!base || !*base)
+		base = "/tmp";
+	snprintf(pat, sizeof(pat), "%s/rlm-repl-%d-*", base, (int)t->self);
+	if (glob(pat, 0, NULL, &g) == 0 && g.gl_pathc) {
+		snprintf(d, sizeof(d), "%zu left, e.g. %s", (size_t)g.gl_pathc, g.gl_pathv[0]);
+		record(t, "no scratch directory left behind", V_HOLE, d);
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			rm_rf(g.gl_pathv[i]);
+	} else {
+		record(t, "no scratch directory left behind", V_BLOCKED, pat);
+	}
+	globfree(&g);
+}
+
 /* ---- one level ---- */
 
-static void run_level(int level)
+static void coverage(struct run *t);
+
+/* The matrix file of this run: the harness (our parent) names it. */
+static FILE *open_matrix(void)
+{
+	char path[128];
+	FILE *f;
+	matrix_path(path, sizeof(path), getppid());
+	CHECK((f = fopen(path, "a")) != NULL);
+	return f;
+}
+
+static void run_level(int level, FILE *matrix)
 {
 	struct repl_cfg cfg;
 	struct repl_result res;
 	struct run t;
-	char path[128];
+	bool sc_off = levels[level].disable & L(REPL_L_SECCOMP);
 	int64_t t0 = now_ns();
 
 	memset(&t, 0, sizeof(t));
 	t.level = level;
 	t.self = getpid();
+	t.ctl_uid = geteuid();
+	t.matrix = matrix;
 	unsetenv("RLM_SANDBOX_DISABLE");
 	signal(SIGTERM, on_term);
-	matrix_path(path, sizeof(path), getppid());
-	CHECK((t.matrix = fopen(path, "a")) != NULL);
 	t.tcp = listener(SOCK_STREAM, &t.tcp_port);
 	t.udp = listener(SOCK_DGRAM, &t.udp_port);
 	snprintf(t.evil_tmp, sizeof(t.evil_tmp), "/tmp/rlm-evil-%d", (int)t.self);
@@ -1141,15 +1966,22 @@ static void run_level(int level)
 	repl_sandbox_status(t.r, &t.st);
 	fprintf(stderr, "  [%s] sandbox: %s\n", levels[level].name, t.st.line);
 	/* The level is what was asked for: the disabled layers are off, and
-	 * seccomp and rlimits are always on. */
+	 * seccomp (but at -seccomp, with unsafe) and rlimits are always on. */
 	for (int l = 0; l < REPL_L_COUNT; l++)
 		if ((levels[level].disable & L(l)) && t.st.on[l])
 			record(&t, "status matches the level", V_BROKEN, repl_layer_name(l));
-	CHECK_MSG(t.st.on[REPL_L_SECCOMP], "seccomp is off: %s", t.st.why[REPL_L_SECCOMP]);
+	if (sc_off)
+		CHECK_MSG(!t.st.on[REPL_L_SECCOMP] && t.st.unsafe && strstr(t.st.line, "UNSAFE"),
+			  "seccomp disabled, yet: %s", t.st.line);
+	else
+		CHECK_MSG(t.st.on[REPL_L_SECCOMP], "seccomp is off: %s", t.st.why[REPL_L_SECCOMP]);
 	CHECK(t.st.unsafe == cfg.sandbox.unsafe);
 	CHECK_MSG(t.st.on[REPL_L_RLIMITS], "rlimits are off: %s", t.st.why[REPL_L_RLIMITS]);
 	if ((levels[level].disable & L(REPL_L_USERNS)) && t.st.on[REPL_L_MNTNS])
 		record(&t, "status matches the level", V_BROKEN, "mntns on without userns");
+	if (levels[level].nonroot && (t.ctl_uid == 0 || t.st.uid != t.ctl_uid))
+		record(&t, "status matches the level", V_BROKEN,
+		       "nonroot: the worker's uid is not ours");
 
 	exec_cell(&t, t.r, "survivor = 42", &res);
 	repl_result_release(&res);
@@ -1159,8 +1991,11 @@ static void run_level(int level)
 	processes(&t);
 	sockets(&t);
 	controller(&t);
+	fcntl_sigio(&t);
+	two_workers(&t);
 	filter_tricks(&t);
 	resources(&t);
+	memfd_bomb(&t);
 	fill_disk(&t);
 	frames(&t);
 	kill_self_mid_call(&t);
@@ -1174,7 +2009,11 @@ static void run_level(int level)
 	}
 	repl_free(t.r);
 	scratch_symlinks(&t);
+	scratch_rename(&t);
+	deep_tree(&t);
+	coverage(&t);
 	timeouts(&t);
+	leftovers(&t);
 
 	close(t.tcp);
 	close(t.udp);
@@ -1186,52 +2025,123 @@ static void run_level(int level)
 
 TEST(attacks_full)
 {
-	run_level(0);
+	run_level(0, open_matrix());
 }
 
 TEST(attacks_no_landlock)
 {
-	run_level(1);
+	run_level(1, open_matrix());
 }
 
 TEST(attacks_no_userns)
 {
-	run_level(2);
+	run_level(2, open_matrix());
 }
 
 TEST(attacks_no_userns_no_landlock)
 {
-	run_level(3);
+	run_level(3, open_matrix());
 }
 
 TEST(attacks_seccomp_rlimits_only)
 {
-	run_level(4);
+	run_level(4, open_matrix());
+}
+
+TEST(attacks_no_seccomp_unsafe)
+{
+	run_level(5, open_matrix());
+}
+
+/* A controller that is not root: its worker has its own uid, and only
+ * the controller's being non-dumpable, seccomp and what layers remain
+ * stand between them. As root, the level runs in a child that drops to
+ * NONROOT_UID (no groups), with HOME and TMPDIR in a 0711 directory of
+ * its own; it starts dumpable, as any user's process. */
+static void run_nonroot(int level)
+{
+	char base[64];
+	FILE *matrix;
+	pid_t c;
+	int status;
+	if (geteuid() != 0) {
+		run_level(level, open_matrix());
+		return;
+	}
+	snprintf(base, sizeof(base), "/tmp/rlm-nonroot-%d", (int)getpid());
+	rm_rf(base);
+	CHECK(mkdir(base, 0711) == 0);
+	CHECK(chown(base, NONROOT_UID, NONROOT_UID) == 0);
+	CHECK(chmod(base, 0711) == 0);
+	matrix = open_matrix();
+	/* The child's SIGTERM rows must not end us (same process group). */
+	signal(SIGTERM, SIG_IGN);
+	fflush(stderr);
+	c = fork();
+	CHECK(c >= 0);
+	if (c == 0) {
+		if (setgroups(0, NULL) < 0 ||
+		    setresgid(NONROOT_UID, NONROOT_UID, NONROOT_UID) < 0 ||
+		    setresuid(NONROOT_UID, NONROOT_UID, NONROOT_UID) < 0) {
+			fprintf(stderr, "  cannot drop to uid %d: %s\n", NONROOT_UID,
+				strerror(errno));
+			_exit(1);
+		}
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		setenv("HOME", base, 1);
+		setenv("TMPDIR", base, 1);
+		run_level(level, matrix);
+		_exit(0);
+	}
+	fclose(matrix);
+	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
+		;
+	rm_rf(base);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the nonroot level failed (status %#x, above)", status);
+}
+
+TEST(attacks_nonroot)
+{
+	run_nonroot(6);
+}
+
+TEST(attacks_nonroot_seccomp_rlimits)
+{
+	run_nonroot(7);
 }
 
 /* ---- ordinary code under the full sandbox ---- */
 
-static void covered(struct repl *r, const char *name, const char *code, const char *want)
+/* One part of the coverage set: on failure, the first says why (in fail)
+ * and the rest still run. */
+static void covered(struct run *t, struct repl *r, const char *name, const char *code,
+		    const char *want, char *fail, size_t cap)
 {
 	struct repl_result res;
-	exec_cell(NULL, r, code, &res);
-	CHECK_MSG(!res.error && !res.restarted && strcmp(res.output, want) == 0,
-		  "coverage %s: output \"%.1500s\", want \"%s\"", name, res.output, want);
+	exec_cell(t, r, code, &res);
+	if (res.error || res.restarted || strcmp(res.output, want) != 0) {
+		fprintf(stderr, "  [%s] coverage %s: output \"%.1500s\", want \"%s\"\n",
+			levels[t->level].name, name, res.output, want);
+		if (!fail[0])
+			snprintf(fail, cap, "%s: %.100s", name, res.output);
+	}
 	repl_result_release(&res);
 }
 
-TEST(coverage_full_sandbox)
+/* Ordinary code must work at every level: the standard library the model
+ * uses, threads, scratch files, llm_query and batched calls. */
+static void coverage(struct run *t)
 {
 	struct repl_cfg cfg;
 	struct repl *r;
 	struct repl_result res;
 	bool tz = access("/usr/share/zoneinfo/Europe/Paris", R_OK) == 0;
-	char *code;
-	unsetenv("RLM_SANDBOX_DISABLE");
-	cfg_level(&cfg, 0);
+	char *code, fail[160] = "";
+	cfg_level(&cfg, t->level);
 	cfg.on_call = echo_call;
 	r = start(&cfg);
-	covered(r, "json re math statistics collections itertools",
+	covered(t, r, "json re math statistics collections itertools",
 		"import json, re, math, statistics, collections, itertools, string, copy, enum\n"
 		"d = json.loads(json.dumps({'a': [1, 2.5, None, '\\u00e9']}))\n"
 		"assert d['a'][3] == '\\u00e9'\n"
@@ -1246,7 +2156,7 @@ TEST(coverage_full_sandbox)
 		"[('a', 'b', 'c'), ('a', 'c', 'b')]\n"
 		"assert copy.deepcopy({'x': [1]}) == {'x': [1]}\n"
 		"print('ok1')\n",
-		"ok1\n");
+		"ok1\n", fail, sizeof(fail));
 	code = xasprintf(
 	    "import datetime, decimal, fractions, time\n"
 	    "now = datetime.datetime.now(datetime.timezone.utc)\n"
@@ -1268,9 +2178,10 @@ TEST(coverage_full_sandbox)
 	    "assert time.process_time() >= 0\n"
 	    "print('ok2')\n",
 	    tz);
-	covered(r, "datetime zoneinfo decimal fractions time", code, "ok2\n");
+	covered(t, r, "datetime zoneinfo decimal fractions time", code, "ok2\n", fail,
+		sizeof(fail));
 	free(code);
-	covered(r, "hashlib random textwrap difflib heapq bisect functools ...",
+	covered(t, r, "hashlib random textwrap difflib heapq bisect functools ...",
 		"import hashlib, random, textwrap, difflib, heapq, bisect, functools\n"
 		"import base64, zlib\n"
 		"import uuid, secrets, unicodedata, csv, io, struct, array, pickle, gzip, os\n"
@@ -1299,8 +2210,8 @@ TEST(coverage_full_sandbox)
 		"assert pickle.loads(pickle.dumps(array.array('i', [1, 2]))).tolist() == [1, 2]\n"
 		"assert os.cpu_count() >= 1\n"
 		"print('ok3')\n",
-		"ok3\n");
-	covered(r, "threads, a lock, a pool, llm_query and llm_query_batched from threads",
+		"ok3\n", fail, sizeof(fail));
+	covered(t, r, "threads, a lock, a pool, llm_query and llm_query_batched from threads",
 		"import threading, concurrent.futures\n"
 		"lock = threading.Lock(); total = [0]\n"
 		"def work(k):\n"
@@ -1324,8 +2235,8 @@ TEST(coverage_full_sandbox)
 		"ev = threading.Event(); threading.Timer(0.01, ev.set).start()\n"
 		"assert ev.wait(2)\n"
 		"print('ok4', llm_query('main'))\n",
-		"ok4 echo:main\n");
-	covered(r, "scratch file I/O",
+		"ok4 echo:main\n", fail, sizeof(fail));
+	covered(t, r, "scratch file I/O",
 		"import os, tempfile, shutil, pathlib\n"
 		"with open('notes.txt', 'w') as f:\n"
 		"    f.write('hello\\n')\n"
@@ -1346,21 +2257,27 @@ TEST(coverage_full_sandbox)
 		"assert os.path.realpath(tempfile.gettempdir()) == os.path.realpath(os.getcwd())\n"
 		"assert os.listdir('.') == [], os.listdir('.')\n"
 		"print('ok5')\n",
-		"ok5\n");
-	covered(r, "context and state", "print(len(context), context.split()[1])\n",
-		"33 context:\n");
+		"ok5\n", fail, sizeof(fail));
+	covered(t, r, "context and state", "print(len(context), context.split()[1])\n",
+		"33 context:\n", fail, sizeof(fail));
 	/* Not in the required set: asyncio's loop makes a socketpair, which
 	 * the sandbox denies. Reported, not failed. */
-	exec_cell(NULL, r,
+	exec_cell(t, r,
 		  "import asyncio\n"
 		  "try:\n"
 		  "    print('asyncio', asyncio.run(asyncio.sleep(0, 'works')))\n"
 		  "except OSError as e:\n"
 		  "    print('asyncio fails:', type(e).__name__, e)\n",
 		  &res);
-	fprintf(stderr, "  [full] note: %.*s\n", (int)strcspn(res.output, "\n"), res.output);
+	if (verbose() || t->level == 0)
+		fprintf(stderr, "  [%s] note: %.*s\n", levels[t->level].name,
+			(int)strcspn(res.output, "\n"), res.output);
 	repl_result_release(&res);
 	repl_free(r);
+	record(t, "ordinary code (coverage set)", fail[0] ? V_BROKEN : V_OK,
+	       fail[0] ? fail
+		       : "json re math statistics collections itertools datetime decimal hashlib "
+			 "threads files llm_query batched");
 }
 
 /* ---- the switches ---- */
@@ -1401,7 +2318,8 @@ TEST(identity_is_mandatory_as_root)
 	cfg.sandbox.unsafe = false;
 	CHECK(repl_start(&cfg, &r, &err) == RLM_ESANDBOX);
 	CHECK(r == NULL);
-	CHECK_CONTAINS(err.msg, "identity is off (disabled by request)");
+	CHECK_CONTAINS(err.msg, "identity");
+	CHECK_CONTAINS(err.msg, "disabled");
 	CHECK_CONTAINS(err.msg, "--unsafe-no-sandbox");
 	cfg.sandbox.unsafe = true;
 	r = start(&cfg);
@@ -1511,8 +2429,14 @@ TEST(worker_dies_with_its_controller)
 			break;
 		sleep_ns(10 * MS);
 	}
-	if (strncmp(w.scratch, "/tmp/rlm-repl-", 14) == 0)
+	/* The scratch, and the directory of ours above it (rlm-repl-PID-*). */
+	if (strncmp(w.scratch, "/tmp/rlm-repl-", 14) == 0) {
+		char outer[256];
+		scratch_outer(w.scratch, outer, sizeof(outer));
 		rmdir(w.scratch);
+		if (outer[0])
+			rmdir(outer);
+	}
 	CHECK_MSG(!state[0] || state[0] == 'Z', "the worker %d lives on: %s", (int)w.pid, state);
 }
 
@@ -1522,8 +2446,8 @@ TEST(worker_dies_with_its_controller)
 TEST(zz_matrix)
 {
 	char path[128], line[512];
-	char names[96][64];
-	char cell[96][N_LEVELS][12];
+	char names[128][64];
+	char cell[128][N_LEVELS][12];
 	size_t n = 0;
 	FILE *f;
 	matrix_path(path, sizeof(path), getppid());
@@ -1541,7 +2465,7 @@ TEST(zz_matrix)
 		for (i = 0; i < n && strcmp(names[i], a) != 0; i++)
 			;
 		if (i == n) {
-			if (n == 96)
+			if (n == 128)
 				continue;
 			snprintf(names[n++], sizeof(names[0]), "%s", a);
 		}

@@ -3,14 +3,22 @@
  * /usr/bin/python3 started under the first filter stacks the late one and
  * runs function cells (they must work) and attack cells (they must get
  * the errno the policy names); foreign-arch syscalls kill it; the runtime
- * applies LATE_FILTER from its argv. */
+ * applies LATE_FILTER from its argv and makes itself non-dumpable. Then,
+ * through repl_start, the parts of sandbox.c around them: limits clamped
+ * to the controller's, ambient capabilities, peers' /proc, the fault
+ * switch, the mandatory-layer messages, a context over RLIMIT_AS, and the
+ * scratch quota walk. */
 #include "harness.h"
 #include "../common/common.h"
 #include "../common/embed.h"
 #include "../repl/repl_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +26,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,12 +106,12 @@ static pid_t spawn(const struct kid *k, const char *const argv[], int *out_fd)
 	return pid;
 }
 
-/* Run python3 -I -S -B -c script [args] under both filters; returns its
- * combined output, *status its wait status. */
-static char *run_py(const char *script, const char *a1, const char *a2, int *status)
+/* Run python3 -I -S -B -c script [args] under the first filter (when
+ * first) or none; returns its combined output, *status its wait status. */
+static char *run_py_as(bool first, const char *script, const char *a1, const char *a2, int *status)
 {
 	const char *argv[] = {PYTHON, "-I", "-S", "-B", "-c", script, a1, a2, NULL};
-	struct kid k = {{-1, -1, -1}, true};
+	struct kid k = {{-1, -1, -1}, first};
 	int fd;
 	pid_t pid = spawn(&k, argv, &fd);
 	char *out = slurp(fd);
@@ -108,6 +119,12 @@ static char *run_py(const char *script, const char *a1, const char *a2, int *sta
 	close(fd);
 	CHECK(waitpid(pid, status, 0) == pid);
 	return out;
+}
+
+/* The same under the first filter (the script stacks the late one). */
+static char *run_py(const char *script, const char *a1, const char *a2, int *status)
+{
+	return run_py_as(true, script, a1, a2, status);
 }
 
 /* The value of "name: value" lines in out, copied into dst. */
@@ -230,7 +247,18 @@ static const char policy_py[] =
 	"    assert str(decimal.Decimal('1.1') * 3) == '3.3'\n"
 	"    assert zlib.decompress(zlib.compress(b'abc' * 99)) == b'abc' * 99\n"
 	"    datetime.datetime.now(); random.random(); os.urandom(8)\n"
+	"    assert statistics.mean([1, 2, 3]) == 2 and math.isqrt(17) == 4\n"
+	"    assert list(itertools.islice(itertools.count(), 3)) == [0, 1, 2]\n"
+	"    assert collections.Counter('aab')['a'] == 2\n"
+	"    import sqlite3\n"
+	"    db = sqlite3.connect(':memory:'); db.execute('create table t (x)')\n"
+	"    db.executemany('insert into t values (?)', [(1,), (2,)])\n"
+	"    assert db.execute('select sum(x) from t').fetchone() == (3,); db.close()\n"
 	"T('modules', modules)\n"
+	"def callback():\n"
+	"    # a libffi closure: its trampoline must not need memfd_create\n"
+	"    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda x: x + 1)(6)\n"
+	"T('ctypes_callback', callback)\n"
 	"def threads():\n"
 	"    from concurrent.futures import ThreadPoolExecutor\n"
 	"    r = []\n"
@@ -250,12 +278,51 @@ static const char policy_py[] =
 	"    assert sorted(os.listdir(d)) == ['f.txt', 'f.txt.3'], os.listdir(d)\n"
 	"    os.unlink(p); os.unlink(p + '.3')\n"
 	"    with tempfile.TemporaryDirectory(dir=d) as t: open(os.path.join(t, 'x'), 'w').close()\n"
+	"    with tempfile.TemporaryFile(dir=d) as t: t.write(b'x'); t.seek(0); assert t.read() == b'x'\n"
+	"    db = __import__('sqlite3').connect(os.path.join(d, 'x.db'))\n"
+	"    db.execute('create table t (x)'); db.commit(); db.close(); os.unlink(os.path.join(d, 'x.db'))\n"
 	"T('files', files)\n"
+	"def fcntl_ok():\n"
+	"    import fcntl, struct\n"
+	"    r, w = os.pipe()\n"
+	"    for fd in (fcntl.fcntl(r, fcntl.F_DUPFD, 10), fcntl.fcntl(r, fcntl.F_DUPFD_CLOEXEC, 10)):\n"
+	"        assert fd >= 10; os.close(fd)\n"
+	"    fcntl.fcntl(r, fcntl.F_SETFD, fcntl.fcntl(r, fcntl.F_GETFD) | fcntl.FD_CLOEXEC)\n"
+	"    fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_NONBLOCK)\n"
+	"    os.set_blocking(w, False); os.set_inheritable(w, True)\n"
+	"    assert fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 16) >= 1 << 16\n"
+	"    assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) >= 1 << 16\n"
+	"    p = os.path.join(sys.argv[2], 'lock')\n"
+	"    with open(p, 'w') as f:\n"
+	"        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.lockf(f, fcntl.LOCK_UN)\n"
+	"        fcntl.lockf(f, fcntl.LOCK_EX); fcntl.lockf(f, fcntl.LOCK_UN)\n"
+	"        lk = struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0)\n"
+	"        fcntl.fcntl(f, fcntl.F_GETLK, lk)\n"
+	"        fcntl.fcntl(f, fcntl.F_OFD_SETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n"
+	"        fcntl.fcntl(f, fcntl.F_OFD_GETLK, lk)\n"
+	"        fcntl.flock(f, fcntl.LOCK_EX); fcntl.flock(f, fcntl.LOCK_UN)\n"
+	"    os.unlink(p); os.close(r); os.close(w)\n"
+	"T('fcntl_ok', fcntl_ok)\n"
+	"def fc(cmd, arg, hi=0):\n"
+	"    r, w = os.pipe()\n"
+	"    try: return sc(72, r, cmd | hi, arg)\n"
+	"    finally: os.close(r); os.close(w)\n"
+	"def fl_async():\n"
+	"    import fcntl\n"
+	"    r, w = os.pipe()\n"
+	"    try: fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)\n"
+	"    finally: os.close(r); os.close(w)\n"
+	"T('fcntl_setown', lambda: __import__('fcntl').fcntl(0, 8, os.getppid()))\n"
+	"T('fcntl_setown_high_bits', lambda: fc(8, os.getppid(), 1 << 32))\n"
+	"T('fcntl_setown_ex', lambda: fc(15, ctypes.addressof(ctypes.create_string_buffer(8))))\n"
+	"T('fcntl_setsig', lambda: fc(10, 9))\n"
+	"T('fcntl_notify', lambda: fc(1026, 0x80000001))\n"
+	"T('fcntl_setlease', lambda: fc(1024, 1))\n"
+	"T('fcntl_async', fl_async)\n"
+	"T('fcntl_async_high_bits', lambda: fc(4, os.O_ASYNC, 1 << 32))\n"
+	"T('fcntl_getown', lambda: fc(9, 0))\n"
 	"def memfd():\n"
-	"    import mmap\n"
-	"    fd = os.memfd_create('x'); os.write(fd, b'abc' * 1000)\n"
-	"    m = mmap.mmap(fd, 3000, mmap.MAP_SHARED, mmap.PROT_READ)\n"
-	"    assert m[:3] == b'abc'; m.close(); os.close(fd)\n"
+	"    fd = os.memfd_create('x'); os.close(fd)\n"
 	"T('memfd', memfd)\n"
 	"def sigself():\n"
 	"    got = []\n"
@@ -309,6 +376,10 @@ static const char policy_py[] =
 	"T('prlimit_parent', lambda: __import__('resource').prlimit(os.getppid(), 7))\n"
 	"T('prctl_pdeathsig', lambda: pr(1, 0, 0, 0, 0))\n"
 	"T('prctl_other', lambda: pr(29, 1, 0, 0, 0))\n"
+	"T('prctl_dumpable', lambda: pr(4, 1, 0, 0, 0))\n"
+	"T('prctl_dumpable_high_bits', lambda: pr(4, 1 << 32, 0, 0, 0))\n"
+	"T('prctl_nondumpable', lambda: pr(4, 0, 0, 0, 0))\n"
+	"T('dumpable_now', lambda: libc.prctl(3, 0, 0, 0, 0))\n"
 	"T('ioctl_tiocsti', lambda: sc(16, 0, 0x5412, ctypes.addressof(ctypes.c_char(b'x'))))\n"
 	"print('end: ok', flush=True)\n";
 
@@ -324,7 +395,8 @@ static const struct expect policy_want[] = {
 	{"modules", "ok"},
 	{"threads", "ok"},
 	{"files", "ok"},
-	{"memfd", "ok"},
+	{"ctypes_callback", "7"},
+	{"fcntl_ok", "ok"},
 	{"signal_self", "ok"},
 	{"kill_self", "ok"},
 	{"pthread_kill", "ok"},
@@ -359,11 +431,27 @@ static const struct expect policy_want[] = {
 	{"setuid", "PermissionError EPERM"},
 	{"prlimit_parent", "PermissionError EPERM"},
 	{"prctl_pdeathsig", "EPERM"},
+	{"prctl_dumpable", "EPERM"},
+	{"prctl_dumpable_high_bits", "EPERM"},
+	{"prctl_nondumpable", "ok"},
+	{"dumpable_now", "0"},
+	/* memory outside RLIMIT_AS */
+	{"memfd", "PermissionError EPERM"},
+	/* signals to others by SIGIO: the owner, the signal, O_ASYNC */
+	{"fcntl_setown", "PermissionError EPERM"},
+	{"fcntl_setown_high_bits", "EPERM"},
+	{"fcntl_setown_ex", "EPERM"},
+	{"fcntl_setsig", "EPERM"},
+	{"fcntl_notify", "EPERM"},
+	{"fcntl_setlease", "EPERM"},
+	{"fcntl_async", "PermissionError EPERM"},
+	{"fcntl_async_high_bits", "EPERM"},
 	/* denied by the default: glibc falls back, or it is simply absent */
 	{"clone3", "ENOSYS"},
 	{"pidfd_open", "ENOSYS"},
 	{"prctl_other", "ENOSYS"},
 	{"ioctl_tiocsti", "ENOSYS"},
+	{"fcntl_getown", "ENOSYS"},
 	{"end", "ok"},
 };
 
@@ -387,6 +475,139 @@ TEST(python_under_both_filters)
 	/* os.system cannot start a shell: any answer but 0 */
 	CHECK(line_value(out, "system", got, sizeof(got)));
 	CHECK_MSG(strcmp(got, "0") != 0, "os.system('true') returned 0");
+	free(out);
+}
+
+/* SIGIO as a weapon: F_SETOWN names another process, F_SETSIG makes the
+ * signal SIGKILL, O_ASYNC on a pipe sends it when the pipe gets data. It
+ * killed a process of the same uid; under the filter every step fails
+ * and the victim lives. Unfiltered, the same script kills it (so the
+ * attack itself is sound). */
+static const char sigio_py[] =
+	"import os, sys, fcntl\n"
+	"victim = int(sys.argv[1])\n"
+	"r, w = os.pipe()\n"
+	"def step(name, fn):\n"
+	"    try:\n"
+	"        fn(); print(name, 'ok', flush=True)\n"
+	"    except OSError as e:\n"
+	"        print(name, e.errno, flush=True)\n"
+	"step('setown', lambda: fcntl.fcntl(r, fcntl.F_SETOWN, victim))\n"
+	"step('setsig', lambda: fcntl.fcntl(r, fcntl.F_SETSIG, 9))\n"
+	"step('async', lambda: fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC))\n"
+	"os.write(w, b'x')\n";
+
+static bool sigio_kills(bool filtered, char **out)
+{
+	pid_t victim = fork();
+	char arg[16];
+	int status;
+	bool dead;
+
+	CHECK(victim >= 0);
+	if (victim == 0) {
+		for (;;)
+			pause();
+	}
+	snprintf(arg, sizeof(arg), "%d", (int)victim);
+	*out = run_py_as(filtered, sigio_py, arg, "-", &status);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, *out);
+	usleep(100 * 1000);
+	dead = waitpid(victim, &status, WNOHANG) == victim;
+	if (!dead) {
+		kill(victim, SIGKILL);
+		CHECK(waitpid(victim, &status, 0) == victim);
+	}
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	return dead;
+}
+
+TEST(sigio_cannot_signal_others)
+{
+	char *out;
+
+	build();
+	CHECK_MSG(sigio_kills(false, &out), "the unfiltered attack did not kill: %s", out);
+	free(out);
+	CHECK_MSG(!sigio_kills(true, &out), "SIGIO killed another process: %s", out);
+	CHECK_CONTAINS(out, "setown 1\nsetsig 1\nasync 1\n");
+	free(out);
+}
+
+/* O_ASYNC alone on a terminal: the tty makes its foreground process group
+ * the owner, and input then sends it SIGIO, whose default action kills.
+ * A worker that can open the user's terminal (not root, no Landlock)
+ * would kill the controller's job. The victim here is a session leader
+ * whose controlling terminal is a fresh pty. */
+static const char tty_py[] =
+	"import os, sys, fcntl, time\n"
+	"fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY)\n"
+	"try:\n"
+	"    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)\n"
+	"    print('async ok', flush=True)\n"
+	"except OSError as e:\n"
+	"    print('async', e.errno, flush=True)\n"
+	"# the user types (fd 3: the pty's master, only the test's way to type)\n"
+	"os.write(3, b'x\\n')\n"
+	"time.sleep(0.2)\n";
+
+static bool tty_async_kills(bool filtered, char **out)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), status;
+	char slave[64];
+	pid_t victim;
+	bool dead;
+
+	CHECK(m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0);
+	CHECK(ptsname_r(m, slave, sizeof(slave)) == 0);
+	victim = fork();
+	CHECK(victim >= 0);
+	if (victim == 0) {
+		/* a session leader opening a tty takes it as its terminal */
+		if (setsid() < 0 || open(slave, O_RDWR) < 0)
+			_exit(99);
+		for (;;)
+			pause();
+	}
+	usleep(100 * 1000);
+	{
+		const char *argv[] = {PYTHON, "-I", "-S", "-B", "-c", tty_py, slave, NULL};
+		/* out of the way of 3 before the child dup2s it there */
+		struct kid k = {{fcntl(m, F_DUPFD_CLOEXEC, 20), -1, -1}, filtered};
+		int fd;
+		pid_t py = spawn(&k, argv, &fd);
+
+		close(k.fds[0]);
+		*out = slurp(fd);
+		close(fd);
+		CHECK(waitpid(py, &status, 0) == py);
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status,
+			  *out);
+	}
+	dead = waitpid(victim, &status, WNOHANG) == victim;
+	if (!dead) {
+		kill(victim, SIGKILL);
+		CHECK(waitpid(victim, &status, 0) == victim);
+	}
+	close(m);
+	return dead && WIFSIGNALED(status) && WTERMSIG(status) == SIGIO;
+}
+
+TEST(tty_async_cannot_signal_its_foreground)
+{
+	char *out;
+	int m = posix_openpt(O_RDWR | O_NOCTTY);
+
+	if (m < 0) {
+		fprintf(stderr, "  (skipped: no pseudo-terminals here: %s)\n", strerror(errno));
+		return;
+	}
+	close(m);
+	build();
+	CHECK_MSG(tty_async_kills(false, &out), "the unfiltered attack did not kill: %s", out);
+	free(out);
+	CHECK_MSG(!tty_async_kills(true, &out), "SIGIO from a tty killed its session: %s", out);
+	CHECK_STR(out, "async 1\n");
 	free(out);
 }
 
@@ -574,4 +795,459 @@ TEST(runtime_bad_late_filter_is_fatal)
 		st = stop_runtime(&w);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 70);
 	}
+}
+
+/* ---- through repl_start: the sandbox around the runtime ---- */
+
+static void cfg_ctx(struct repl_cfg *cfg, const char *text, size_t len)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ctx.text = text;
+	cfg->ctx.len = len;
+	cfg->exec_timeout_ns = 20000 * (int64_t)1000000;
+}
+
+static struct repl *start_ok(const struct repl_cfg *cfg)
+{
+	struct repl *r = NULL;
+	struct rlm_err err = {0, ""};
+	int rc = repl_start(cfg, &r, &err);
+
+	CHECK_MSG(rc == 0 && r, "repl_start: %d %s", rc, err.msg);
+	return r;
+}
+
+/* Run code; its output (a fresh string). */
+static char *exec_out(struct repl *r, const char *code)
+{
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	char *out;
+	int rc = repl_exec(r, code, strlen(code), 0, &res, &err);
+
+	CHECK_MSG(rc == 0, "repl_exec: %d %s", rc, err.msg);
+	out = xstrdup(res.output);
+	repl_result_release(&res);
+	return out;
+}
+
+/* Run fn in a child process (it changes its limits, its uid, its
+ * environment) and check that it passed. */
+static void in_child(void (*fn)(void))
+{
+	pid_t pid = fork();
+	int status;
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed: status %d",
+		  status);
+}
+
+/* A controller whose hard limits are below the plan (ulimit -Ht 100, -Hn
+ * 48) clamps the plan to them: before, setrlimit failed with EPERM and
+ * the whole rlimits layer (CORE 0, NOFILE, FSIZE) was left out. */
+static void clamped(void)
+{
+	struct rlimit cpu = {100, 100}, files = {48, 48};
+	struct repl_sandbox_status st;
+	struct repl_cfg cfg;
+	struct repl *r;
+	char *out;
+
+	CHECK(setrlimit(RLIMIT_CPU, &cpu) == 0 && setrlimit(RLIMIT_NOFILE, &files) == 0);
+	unsetenv("RLM_SANDBOX_DISABLE");
+	unsetenv("RLM_SANDBOX_FAULT");
+	cfg_ctx(&cfg, "hello", 5);
+	r = start_ok(&cfg);
+	repl_sandbox_status(r, &st);
+	CHECK_MSG(st.on[REPL_L_RLIMITS], "rlimits off: %s", st.why[REPL_L_RLIMITS]);
+	CHECK_CONTAINS(st.line, ",NOFILE48,");
+	CHECK_CONTAINS(st.line, ",CPU100");
+	out = exec_out(r, "import resource as R\n"
+			  "print(R.getrlimit(R.RLIMIT_CPU), R.getrlimit(R.RLIMIT_NOFILE), "
+			  "R.getrlimit(R.RLIMIT_CORE), R.getrlimit(R.RLIMIT_FSIZE)[0] > 0)");
+	CHECK_STR(out, "(100, 100) (48, 48) (0, 0) True\n");
+	free(out);
+	repl_free(r);
+}
+
+TEST(rlimits_clamped_to_the_controllers_hard_limits)
+{
+	in_child(clamped);
+}
+
+/* A non-root controller with ambient capabilities (capsh --addamb,
+ * AmbientCapabilities=) must not hand them to python3 across execve.
+ * Without a user namespace nothing else clears them: verify refused
+ * every worker ("kept capabilities"). */
+#define CAP_BIT 10 /* CAP_NET_BIND_SERVICE */
+
+static void ambient(void)
+{
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2] = {{1u << CAP_BIT, 1u << CAP_BIT, 1u << CAP_BIT},
+						 {0, 0, 0}};
+	struct repl_stats rs;
+	struct repl_cfg cfg;
+	struct repl *r;
+	char path[64], line[256], *out;
+	unsigned long long amb = ~0ULL, eff = ~0ULL, prm = ~0ULL;
+	FILE *f;
+
+	CHECK(prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0);
+	CHECK(setgroups(0, NULL) == 0);
+	CHECK(setresgid(4242, 4242, 4242) == 0 && setresuid(4242, 4242, 4242) == 0);
+	CHECK(syscall(SYS_capset, &hdr, data) == 0);
+	CHECK(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_BIT, 0, 0) == 0);
+	setenv("TMPDIR", "/tmp", 1);
+	setenv("RLM_SANDBOX_DISABLE", "userns", 1);
+	unsetenv("RLM_SANDBOX_FAULT");
+	cfg_ctx(&cfg, "hello", 5);
+	r = start_ok(&cfg);
+	repl_stats(r, &rs);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)rs.pid);
+	CHECK((f = fopen(path, "re")) != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		(void)(sscanf(line, "CapAmb: %llx", &amb) == 1 ||
+		       sscanf(line, "CapEff: %llx", &eff) == 1 ||
+		       sscanf(line, "CapPrm: %llx", &prm) == 1);
+	}
+	fclose(f);
+	CHECK_MSG(amb == 0 && eff == 0 && prm == 0,
+		  "the worker has CapAmb %llx CapEff %llx CapPrm %llx", amb, eff, prm);
+	out = exec_out(r, "import os\nprint(os.geteuid())");
+	CHECK_STR(out, "4242\n");
+	free(out);
+	repl_free(r);
+}
+
+TEST(ambient_capabilities_do_not_reach_the_worker)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "  (skipped: needs root to set up ambient capabilities)\n");
+		return;
+	}
+	in_child(ambient);
+}
+
+/* Two workers of one uid (root controller, no pid namespace, no
+ * Landlock: fs=uid-65534): each is non-dumpable after start-up, so one
+ * cannot open the other's context through /proc/PID/fd/5 (or its
+ * environ, mem). The controller still reads /proc/PID/status (verify ran:
+ * two filters). */
+static void peers(void)
+{
+	static const char secret[] = "the context of worker B: do not read";
+	struct repl_sandbox_status st;
+	struct repl_stats sb;
+	struct repl_cfg cfg;
+	struct repl *a, *b;
+	char code[512], *out;
+
+	setenv("RLM_SANDBOX_DISABLE", "userns,landlock", 1);
+	unsetenv("RLM_SANDBOX_FAULT");
+	cfg_ctx(&cfg, "worker A", 8);
+	a = start_ok(&cfg);
+	cfg_ctx(&cfg, secret, strlen(secret));
+	b = start_ok(&cfg);
+	repl_sandbox_status(b, &st);
+	CHECK_STR(st.fs, "uid-65534");
+	CHECK_INT(st.seccomp_filters, 2);
+	repl_stats(b, &sb);
+	snprintf(code, sizeof(code),
+		 "import ctypes\n"
+		 "print('dumpable', ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))\n"
+		 "for f in ('fd/5', 'environ', 'mem'):\n"
+		 "    try:\n"
+		 "        print(f, open('/proc/%d/' + f, 'rb').read(64))\n"
+		 "    except OSError as e:\n"
+		 "        print(f, 'errno', e.errno)\n",
+		 (int)sb.pid);
+	out = exec_out(a, code);
+	CHECK(!strstr(out, "worker B"));
+	CHECK_STR(out, "dumpable 0\nfd/5 errno 13\nenviron errno 13\nmem errno 13\n");
+	free(out);
+	repl_free(a);
+	repl_free(b);
+}
+
+TEST(workers_cannot_read_each_other)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "  (skipped: the uid-65534 level needs a root controller)\n");
+		return;
+	}
+	in_child(peers);
+}
+
+/* RLM_SANDBOX_FAULT=<layer>:<ERRNO> fails the child at that layer with
+ * that errno; a bad name is an error, not silently no fault. */
+static void faults(void)
+{
+	struct repl_sandbox_status st;
+	struct repl_cfg cfg;
+	struct rlm_err err = {0, ""};
+	struct repl *r = NULL;
+	int rc;
+
+	unsetenv("RLM_SANDBOX_DISABLE");
+	cfg_ctx(&cfg, "hello", 5);
+	setenv("RLM_SANDBOX_FAULT", "mntns:EFOO", 1);
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "RLM_SANDBOX_FAULT: unknown errno 'EFOO'");
+	setenv("RLM_SANDBOX_FAULT", "nosuchlayer", 1);
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "RLM_SANDBOX_FAULT: unknown sandbox layer 'nosuchlayer'");
+
+	/* A refusal: the layer is left out, with the errno in its why. */
+	setenv("RLM_SANDBOX_FAULT", "mntns:EACCES", 1);
+	r = start_ok(&cfg);
+	repl_sandbox_status(r, &st);
+	CHECK(!st.on[REPL_L_MNTNS]);
+	CHECK_CONTAINS(st.why[REPL_L_MNTNS], "errno 13");
+	repl_free(r);
+
+	/* A transient error reaches the controller as itself (whether it
+	 * fails the start or is retried is worker.c's policy). */
+	setenv("RLM_SANDBOX_FAULT", "netns:ENOMEM", 1);
+	r = NULL;
+	rc = repl_start(&cfg, &r, &err);
+	if (rc == 0) {
+		repl_sandbox_status(r, &st);
+		CHECK_CONTAINS(st.why[REPL_L_NETNS], "errno 12");
+		repl_free(r);
+	} else {
+		CHECK_CONTAINS(err.msg, "errno 12");
+	}
+	unsetenv("RLM_SANDBOX_FAULT");
+}
+
+TEST(fault_injection_takes_an_errno)
+{
+	in_child(faults);
+}
+
+/* A mandatory layer that is off: repl_sandbox_check and repl_start say
+ * the same, and name what turned it off (the variable or the request),
+ * with the fix for that. */
+static void mandatory(void)
+{
+	static const struct {
+		const char *env;
+		unsigned disable;
+		const char *want, *absent;
+	} cases[] = {
+	    {NULL, 1u << REPL_L_SECCOMP,
+	     "seccomp is disabled (by request), and model code does not run without it: stop "
+	     "disabling it, or pass --unsafe-no-sandbox to run it anyway (the other layers still "
+	     "apply)",
+	     "RLM_SANDBOX_DISABLE"},
+	    {"seccomp,landlock", 0,
+	     "seccomp is disabled (by RLM_SANDBOX_DISABLE), and model code does not run without "
+	     "it: take it out of RLM_SANDBOX_DISABLE, or pass --unsafe-no-sandbox to run it anyway "
+	     "(the layers RLM_SANDBOX_DISABLE leaves on still apply)",
+	     "request"},
+	    {NULL, 1u << REPL_L_IDENTITY,
+	     "identity is disabled (by request), and model code does not run as root: stop "
+	     "disabling it, or pass --unsafe-no-sandbox to run it anyway (the other layers still "
+	     "apply)",
+	     "RLM_SANDBOX_DISABLE"},
+	};
+
+	unsetenv("RLM_SANDBOX_FAULT");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct rlm_err e1 = {0, ""}, e2 = {0, ""};
+		struct repl_cfg cfg;
+		struct repl *r = NULL;
+
+		if ((cases[i].disable & (1u << REPL_L_IDENTITY)) && geteuid() != 0)
+			continue;
+		if (cases[i].env)
+			setenv("RLM_SANDBOX_DISABLE", cases[i].env, 1);
+		else
+			unsetenv("RLM_SANDBOX_DISABLE");
+		cfg_ctx(&cfg, "hello", 5);
+		cfg.sandbox.disable = cases[i].disable;
+		CHECK_INT(repl_sandbox_check(&cfg.sandbox, &e1), RLM_ESANDBOX);
+		CHECK_INT(repl_start(&cfg, &r, &e2), RLM_ESANDBOX);
+		CHECK_STR(e1.msg, cases[i].want);
+		CHECK_STR(e2.msg, cases[i].want);
+		CHECK(!strstr(e2.msg, cases[i].absent));
+	}
+	unsetenv("RLM_SANDBOX_DISABLE");
+}
+
+TEST(mandatory_layer_messages)
+{
+	in_child(mandatory);
+}
+
+/* A context larger than RLIMIT_AS allows: the start fails with the cause
+ * and the fix, whether the mapping or the decoded str does not fit. */
+static void too_big(void)
+{
+	/* the mapping does not fit; the mapping does, the str does not */
+	static const size_t sizes[] = {60000000, 30000000};
+	static const char *const want[] = {
+	    "the context (57.2 MiB) does not fit the worker's memory limit (64 MiB, RLIMIT_AS): "
+	    "raise --mem-limit",
+	    "the context (28.6 MiB) does not fit the worker's memory limit (64 MiB, RLIMIT_AS): "
+	    "raise --mem-limit",
+	};
+	char *text = xmalloc(sizes[0]);
+
+	memset(text, 'a', sizes[0]);
+	unsetenv("RLM_SANDBOX_DISABLE");
+	unsetenv("RLM_SANDBOX_FAULT");
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct repl_cfg cfg;
+		struct rlm_err err = {0, ""};
+		struct repl *r = NULL;
+		int rc;
+
+		cfg_ctx(&cfg, text, sizes[i]);
+		cfg.sandbox.mem_limit = 64 << 20;
+		rc = repl_start(&cfg, &r, &err);
+		CHECK_MSG(rc < 0, "a %zu-byte context started under AS 64 MiB", sizes[i]);
+		CHECK_CONTAINS(err.msg, want[i]);
+	}
+	free(text);
+}
+
+TEST(context_over_the_memory_limit_says_so)
+{
+	in_child(too_big);
+}
+
+/* ---- the scratch quota walk ---- */
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	CHECK(d != NULL);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* depth directories below dir, a 4 KiB file at the bottom. */
+static void nest(const char *dir, int depth)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), f;
+
+	CHECK(fd >= 0);
+	for (int i = 0; i < depth; i++) {
+		int next;
+
+		CHECK(mkdirat(fd, "d", 0700) == 0);
+		next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		CHECK(next >= 0);
+		close(fd);
+		fd = next;
+	}
+	f = openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(f >= 0 && ftruncate(f, 0) == 0 && write(f, "x", 1) == 1);
+	close(f);
+	close(fd);
+}
+
+/* A tree deeper than the walk descends is over the limit (not ignored),
+ * and walking it leaks no fd (it leaked one per exec). */
+TEST(scratch_walk_deep_tree)
+{
+	struct repl r;
+	char dir[PATH_MAX], what[200] = "";
+	int before;
+
+	memset(&r, 0, sizeof(r));
+	r.cfg.sandbox.scratch_limit = 1 << 30;
+	snprintf(dir, sizeof(dir), "%s/shallow", harness_tmpdir());
+	CHECK(mkdir(dir, 0700) == 0);
+	nest(dir, 60);
+	r.scratch = dir;
+	before = count_fds();
+	CHECK_MSG(!repl__scratch_over(&r, what, sizeof(what)), "over: %s", what);
+	CHECK_INT(count_fds(), before);
+
+	snprintf(dir, sizeof(dir), "%s/deep", harness_tmpdir());
+	CHECK(mkdir(dir, 0700) == 0);
+	nest(dir, 70);
+	r.scratch = dir;
+	for (int i = 0; i < 3; i++) {
+		what[0] = '\0';
+		CHECK(repl__scratch_over(&r, what, sizeof(what)));
+		CHECK_STR(what, "the scratch directory passed its limit of 64 nested directories");
+	}
+	CHECK_INT(count_fds(), before);
+}
+
+/* A non-root controller shares its uid with the worker, which can chmod
+ * a directory of its scratch to 0 (or 0444: listable, not searchable)
+ * and hide what is inside from the walk: 40 MB under a 16 MB quota went
+ * unnoticed. Such a directory is over the limit; the scratch itself is
+ * opened up again and measured. */
+static char hide_dir[PATH_MAX];
+
+static void hidden(void)
+{
+	static const mode_t modes[] = {0, 0444, 0311};
+	struct repl r;
+	char sub[PATH_MAX + 8], what[200];
+
+	memset(&r, 0, sizeof(r));
+	r.cfg.sandbox.scratch_limit = 1 << 30;
+	r.scratch = hide_dir;
+	CHECK(setresgid(4242, 4242, 4242) == 0 && setresuid(4242, 4242, 4242) == 0);
+	snprintf(sub, sizeof(sub), "%s/d", hide_dir);
+	for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
+		what[0] = '\0';
+		CHECK(chmod(sub, 0700) == 0);
+		CHECK_MSG(!repl__scratch_over(&r, what, sizeof(what)), "over: %s", what);
+		CHECK(chmod(sub, modes[i]) == 0);
+		CHECK_MSG(repl__scratch_over(&r, what, sizeof(what)), "mode %o was not over",
+			  (unsigned)modes[i]);
+		CHECK_STR(what, "the scratch directory could not be measured (the worker made a "
+				"directory in it unreadable: Permission denied)");
+	}
+	CHECK(chmod(sub, 0700) == 0);
+
+	/* The scratch itself: ours, opened up again and measured. */
+	CHECK(chmod(hide_dir, 0) == 0);
+	CHECK_MSG(!repl__scratch_over(&r, what, sizeof(what)), "over: %s", what);
+	{
+		struct stat st;
+		CHECK(stat(hide_dir, &st) == 0);
+		CHECK_INT(st.st_mode & 07777, 0700);
+	}
+	r.cfg.sandbox.scratch_limit = 1;
+	CHECK(chmod(hide_dir, 0) == 0);
+	CHECK(repl__scratch_over(&r, what, sizeof(what)));
+	CHECK_CONTAINS(what, "passed its limit of 0 MB");
+}
+
+TEST(scratch_walk_unreadable_directory)
+{
+	char path[PATH_MAX + 8];
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "  (skipped: needs root to become another uid)\n");
+		return;
+	}
+	snprintf(hide_dir, sizeof(hide_dir), "%s/hide", harness_tmpdir());
+	CHECK(chmod(harness_tmpdir(), 0755) == 0);
+	CHECK(mkdir(hide_dir, 0700) == 0);
+	nest(hide_dir, 1);
+	snprintf(path, sizeof(path), "%s/d/f", hide_dir);
+	CHECK(chown(hide_dir, 4242, 4242) == 0 && chown(path, 4242, 4242) == 0);
+	snprintf(path, sizeof(path), "%s/d", hide_dir);
+	CHECK(chown(path, 4242, 4242) == 0);
+	in_child(hidden);
 }
