@@ -67,7 +67,9 @@ static const char usage[] =
 	"            a thread. Each shows what happened and a mark:\n"
 	"              OK    as promised: blocked by an active layer, or allowed when\n"
 	"                    it must work (scratch files, threads)\n"
-	"              WARN  allowed, and no active layer promises to stop it\n"
+	"              WARN  allowed, and no active layer promises to stop it (for\n"
+	"                    /etc/shadow and /root, the worker's uid promises only\n"
+	"                    what the file's mode keeps from it)\n"
 	"              FAIL  an active layer should have blocked it, or something that\n"
 	"                    must work was refused\n"
 	"\n"
@@ -77,10 +79,15 @@ static const char usage[] =
 	"\n"
 	"%s"
 	"\n"
-	"Exit status: 0 seccomp is on and every check is as the layers promise; 1 the\n"
-	"sandbox cannot start (see --sandbox-disable, RLM_SANDBOX_DISABLE and\n"
-	"--unsafe-no-sandbox), seccomp is off, the worker runs as root, or a check\n"
-	"failed; 2 bad usage.\n"
+	"The last line is \"result: OK\", \"result: OK with warnings: ...\" (WARN rows:\n"
+	"each is also named on stderr, and in the JSON's \"warnings\") or\n"
+	"\"result: NOT OK: ...\".\n"
+	"\n"
+	"Exit status: 0 seccomp is on and every check is as the layers promise (WARN\n"
+	"rows included: no layer promised to stop those); 1 the sandbox cannot start,\n"
+	"seccomp is off, the worker runs as root, or a check failed; 2 bad usage,\n"
+	"including a bad RLM_SANDBOX_DISABLE and seccomp (or, as root, identity)\n"
+	"disabled without --unsafe-no-sandbox.\n"
 	"\n"
 	"Examples:\n"
 	"  rlm doctor\n"
@@ -220,6 +227,25 @@ static void add_by(struct check *c, bool on, const char *layer)
 		snprintf(c->by + n, sizeof(c->by) - n, "%s%s", n ? ", " : "", layer);
 }
 
+/* Whether the worker's identity alone keeps it from reading path: it is
+ * not root, and the file's mode (stat here, in the controller) does not
+ * let its uid, gid or others read it. A /root of 0755 or a world-readable
+ * /etc/shadow is readable by any uid: identity promises nothing there. A
+ * worker with our own (unprivileged) uid can read what we can. */
+static bool identity_denies(const struct repl_sandbox_status *st, const char *path)
+{
+	struct stat s;
+	if (st->uid == 0 || stat(path, &s))
+		return false;
+	if (st->uid == getuid())
+		return access(path, R_OK) != 0;
+	if (s.st_uid == st->uid)
+		return !(s.st_mode & S_IRUSR);
+	if (s.st_gid == st->gid)
+		return !(s.st_mode & S_IRGRP);
+	return !(s.st_mode & S_IROTH);
+}
+
 /* What the active layers promise for each check: blocked (c->by lists the
  * layers that promise it), allowed (it must work), or either (nothing
  * stops it on this configuration). */
@@ -239,7 +265,8 @@ static void expectations(const struct repl_sandbox_status *st)
 			add_by(c, on[REPL_L_SECCOMP], "seccomp");
 		} else if (strcmp(n, "shadow") == 0 || strcmp(n, "root") == 0) {
 			add_by(c, ll, "landlock");
-			add_by(c, notroot, "identity");
+			add_by(c, identity_denies(st, n[0] == 's' ? "/etc/shadow" : "/root"),
+			       "identity");
 		} else if (strcmp(n, "environ") == 0) {
 			add_by(c, ll, "landlock");
 			add_by(c, on[REPL_L_PIDNS], "pidns");
@@ -343,7 +370,8 @@ struct doctor {
 	cJSON *probe;            /* the probe's output */
 	char tmp[64];            /* the /tmp path the probe tries */
 	char problem[512];       /* the first problem, for the summary */
-	int fails;
+	char warnings[512];      /* the WARN checks, for the summary */
+	int fails, warns;
 };
 
 static void problem(struct doctor *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -495,15 +523,40 @@ static void print_text(const struct doctor *d, int status)
 	}
 	if (status)
 		printf("\nresult: NOT OK: %s\n", d->problem);
+	else if (d->warns)
+		printf("\nresult: OK with warnings: seccomp is on and every promise holds, but no "
+		       "active layer stops: %s\n", d->warnings);
 	else
 		printf("\nresult: OK: seccomp is on and every check is as the layers promise\n");
 }
 
-/* Loud lines on stderr for every failed check, in both output modes. */
-static void report_fails(void)
+/* The WARN checks, as a list for the summary, and their number. */
+static void collect_warnings(struct doctor *d)
+{
+	size_t n;
+	d->warnings[0] = '\0';
+	d->warns = 0;
+	for (size_t i = 0; d->probe && i < ARRAY_SIZE(checks); i++) {
+		const struct check *c = &checks[i];
+		if (strcmp(c->mark, "WARN") != 0)
+			continue;
+		n = strlen(d->warnings);
+		snprintf(d->warnings + n, sizeof(d->warnings) - n, "%s%s", n ? "; " : "", c->what);
+		d->warns++;
+	}
+}
+
+/* Loud lines on stderr for every failed check, and a line for every check
+ * no active layer stops, in both output modes. */
+static void report_checks(void)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(checks); i++) {
 		const struct check *c = &checks[i];
+		if (c->mark && strcmp(c->mark, "WARN") == 0)
+			fprintf(stderr,
+				"rlm: warning: %s is allowed (%s): no active sandbox layer stops "
+				"it\n",
+				c->what, c->detail);
 		if (!c->mark || strcmp(c->mark, "FAIL") != 0)
 			continue;
 		if (c->expect == EXPECT_BLOCKED)
@@ -527,6 +580,13 @@ static void print_json(const struct doctor *d, int status)
 	json_add_num(o, "exit", status);
 	if (status)
 		json_add_str(o, "problem", d->problem);
+	if (d->probe) {
+		cJSON *w = cJSON_CreateArray();
+		for (size_t i = 0; i < ARRAY_SIZE(checks); i++)
+			if (strcmp(checks[i].mark, "WARN") == 0)
+				json_add(w, NULL, cJSON_CreateString(checks[i].name));
+		json_add(o, "warnings", w);
+	}
 	json_add_str(py, "path", python_path(d));
 	json_add_str(py, "version", d->rs.python);
 	json_add(o, "python", py);
@@ -580,15 +640,30 @@ static int start(struct doctor *d)
 {
 	static const char ctx[] = "rlm doctor\n";
 	struct rlm_err err = {0, ""};
+	char buf[512];
+	const char *hint;
 	d->cfg.python = d->python;
 	d->cfg.ctx = (struct repl_context){ctx, sizeof(ctx) - 1, false, NULL, NULL, 0};
 	d->cfg.exec_timeout_ns = 30 * (int64_t)1000000000;
-	const char *hint;
 	if (repl_start(&d->cfg, &d->r, &err) == 0)
 		return 0;
-	/* A refusal of the sandbox's own names its fix; other failures
-	 * (a layer the kernel breaks, no python) get the general one. */
-	hint = err.code == RLM_ESANDBOX ? NULL : start_hint;
+	/* A refusal of the sandbox's own names its fix; a python that is
+	 * not one, or is missing, is no matter of the sandbox; other failures
+	 * (a layer the kernel breaks) get the general hint. */
+	if (err.code == RLM_ESANDBOX) {
+		hint = NULL;
+	} else if (d->python) {
+		snprintf(buf, sizeof(buf),
+			 "'%s' did not start a REPL worker: check that it is a Python 3 "
+			 "interpreter ('%s --version'); without --python the worker runs "
+			 "/usr/bin/python3",
+			 d->python, d->python);
+		hint = buf;
+	} else if (err.code == RLM_ENOTFOUND) {
+		hint = "install Python 3 as /usr/bin/python3, or pass --python PATH";
+	} else {
+		hint = start_hint;
+	}
 	if (d->json) {
 		cJSON *o = cJSON_CreateObject();
 		char *s;
@@ -648,6 +723,8 @@ int cmd_doctor(int argc, char **argv)
 	if (optind < argc)
 		return cli_fail(2, "unexpected argument '%s' (see rlm doctor --help)",
 				argv[optind]);
+	if (repl_sandbox_check(&d.cfg.sandbox, &err))
+		return cli_fail(2, "%s", err.msg);
 
 	if (start(&d))
 		return 1;
@@ -672,12 +749,13 @@ int cmd_doctor(int argc, char **argv)
 				should_block ? c->by : "");
 	}
 	status = d.problem[0] ? 1 : 0;
+	collect_warnings(&d);
 	if (d.json)
 		print_json(&d, status);
 	else
 		print_text(&d, status);
 	if (d.probe)
-		report_fails();
+		report_checks();
 	if (status)
 		fprintf(stderr, "rlm: error: %s\n", d.problem);
 	cJSON_Delete(d.probe);

@@ -41,7 +41,8 @@ static const char usage[] =
 	"%s"
 	"\n"
 	"Exit status: 0 at the end of input, 1 when the worker cannot be started, 2 bad\n"
-	"usage.\n"
+	"usage (a bad option or RLM_SANDBOX_DISABLE, a mandatory sandbox layer disabled\n"
+	"without --unsafe-no-sandbox).\n"
 	"\n"
 	"Example:\n"
 	"  printf 'print(len(context))\\n# %%%%\\nllm_query(\"Say hi\")\\n' | rlm repl -c notes/\n";
@@ -158,6 +159,8 @@ int cmd_repl(int argc, char **argv)
 	if (!context)
 		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a JSONL "
 				   "file, or -)");
+	if (repl_sandbox_check(&cfg.sandbox, &err))
+		return cli_fail(2, "%s", err.msg);
 	if (strcmp(context, "-") == 0 && co.kind != CORPUS_JSONL)
 		co.kind = CORPUS_TEXT;
 

@@ -67,7 +67,9 @@ static const char usage[] =
 	"%s"
 	"\n"
 	"Exit status: 0 answered (the answer may be NONE: nothing in the context held\n"
-	"it), 1 failed, 2 bad usage, 3 a limit stopped the solve (partial answer).\n"
+	"it), 1 failed, 2 bad usage (a bad option or RLM_SANDBOX_DISABLE, a mandatory\n"
+	"sandbox layer disabled without --unsafe-no-sandbox: found before any model\n"
+	"call), 3 a limit stopped the solve (partial answer).\n"
 	"\n"
 	"Examples:\n"
 	"  rlm solve -c notes/ -q 'Which meeting moved the launch date?'\n"
@@ -421,6 +423,12 @@ int cmd_solve(int argc, char **argv)
 	if (!utf8_valid(question, strlen(question), NULL)) {
 		free(qfile);
 		return cli_fail(2, "the question is not valid UTF-8");
+	}
+	/* A sandbox the worker would refuse is a usage error, found before
+	 * the context is read or a model is called. */
+	if (ro.strategy == RLM_REPL && repl_sandbox_check(&ro.sandbox, &err)) {
+		free(qfile);
+		return cli_fail(2, "%s", err.msg);
 	}
 
 	co.quiet = mo.quiet;

@@ -3,7 +3,7 @@
  * up the pool and models they describe; the sandbox options. */
 #include "cliopt.h"
 
-#include <errno.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,36 +244,46 @@ const char sandbox_opts_help[] =
 	"  --sandbox-disable LIST  turn layers off (env RLM_SANDBOX_DISABLE adds to it)\n"
 	"  --unsafe-no-sandbox     run model code even without seccomp (or, as root,\n"
 	"                          as root when identity is disabled): dangerous, loud\n"
-	"  --mem-limit SIZE        worker address space, e.g. 4G (2G, or 16 x context)\n"
+	"  --mem-limit SIZE        worker address space, at least 64M, e.g. 4G (2G, or\n"
+	"                          16 x context)\n"
 	"  --scratch-limit SIZE    bytes the code may write in its scratch dir (256M)\n";
 
 int parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	double v, mul = 1;
-	if (!s || !*s || *s == '-' || *s == '+')
+	static const char units[] = "KMGT";
+	const char *p = s, *u;
+	uint64_t whole = 0, mul = 1;
+	long double frac = 0, scale = 1, v;
+	/* Plain decimal only: strtod would take "0x10", "1e3", " 2", "inf". */
+	if (!s || !isdigit((unsigned char)*p))
 		return RLM_EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0 || !isfinite(v))
-		return RLM_EINVAL;
-	switch (*end) {
-	case 'k': case 'K': mul = 1024.0; end++; break;
-	case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-	case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-	case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
-	default: break;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return RLM_EINVAL;
+		whole = whole * 10 + (uint64_t)(*p - '0');
 	}
-	if (mul > 1 && (strcasecmp(end, "b") == 0 || strcasecmp(end, "ib") == 0))
-		end += strlen(end);
-	else if (mul == 1 && strcasecmp(end, "b") == 0)
-		end++;
-	if (*end)
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			return RLM_EINVAL;
+		for (; isdigit((unsigned char)*p); p++) {
+			scale /= 10;
+			frac += (*p - '0') * scale;
+		}
+	}
+	if (*p && (u = strchr(units, toupper((unsigned char)*p)))) {
+		mul = (uint64_t)1 << (10 * (u - units + 1));
+		p++;
+		if (strcasecmp(p, "b") == 0 || strcasecmp(p, "ib") == 0)
+			p += strlen(p);
+	} else if (strcasecmp(p, "b") == 0) {
+		p++;
+	}
+	if (*p)
 		return RLM_EINVAL;
-	v *= mul;
-	if (v > 9e18)
+	v = ((long double)whole + frac) * (long double)mul;
+	if (v > 9e18L)
 		return RLM_EINVAL;
-	*out = (uint64_t)llround(v);
+	*out = (uint64_t)llroundl(v);
 	return 0;
 }
 
@@ -314,7 +324,9 @@ int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg)
 			      stderr);
 		c->unsafe = true;
 		return 1;
-	case OPT_MEM_LIMIT: return size_opt("mem-limit", arg, 16u << 20, "16M", &c->mem_limit);
+	case OPT_MEM_LIMIT:
+		/* Below about 28M Python cannot start threads; 64M leaves room. */
+		return size_opt("mem-limit", arg, (uint64_t)64 << 20, "64M", &c->mem_limit);
 	case OPT_SCRATCH_LIMIT:
 		return size_opt("scratch-limit", arg, 64u << 10, "64K", &c->scratch_limit);
 	default: return 0;

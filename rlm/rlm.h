@@ -151,7 +151,11 @@ struct rlm_result {
  * its words, and out->answer the best partial answer (answer["content"]
  * if the code set one; after max_iterations, what the last call gave), or
  * NULL when there is none. Failures (the root model failed after retries, the worker cannot
- * start) return a negative code with stop = RLM_STOP_ERROR. */
+ * start) return a negative code with stop = RLM_STOP_ERROR. So does a
+ * sandbox the worker would refuse (repl_sandbox_check), before any model
+ * call: RLM_EINVAL for an unknown layer in RLM_SANDBOX_DISABLE,
+ * RLM_ESANDBOX for seccomp (or, as root, identity) disabled without
+ * sandbox.unsafe. */
 int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
 	      struct rlm_result *out, struct rlm_err *err);
 void rlm_result_release(struct rlm_result *r);

@@ -11,9 +11,16 @@
 int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
 	      struct rlm_result *out, struct rlm_err *err)
 {
+	int rc;
 	memset(out, 0, sizeof(*out));
 	switch (opts->strategy) {
 	case RLM_REPL:
+		/* A sandbox the worker would refuse fails here, before the
+		 * first root call is paid for, not when the worker starts. */
+		if ((rc = repl_sandbox_check(&opts->sandbox, err))) {
+			out->stop = RLM_STOP_ERROR;
+			return rc;
+		}
 		return loop_solve(opts, question, ctx, out, err);
 	case RLM_TREE:
 		return tree_solve(opts, question, ctx, out, err);

@@ -3,6 +3,7 @@
  * solve them in-process and over HTTP against `rlm sim-serve`, and every
  * kind of bad input a user can give. */
 #include "harness.h"
+#include "fakesrv.h"
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
@@ -552,39 +553,259 @@ static void check_no_probe_left(void)
 	proc_out_release(&o);
 }
 
-/* This machine (root, seccomp, Landlock ABI 7, user namespaces) has every
- * layer: the doctor says each is on, and every check holds. */
-TEST(doctor_every_layer_on)
+/* `rlm doctor` in text says what `rlm doctor --json` says, on whatever this
+ * machine has (root or not, any Landlock ABI, user namespaces or not):
+ * every layer on, or off with its reason, the same checks with the same
+ * marks, and a result line that matches the exit status. Seccomp is
+ * mandatory, so the doctor passes on any machine the tests run on. */
+TEST(doctor_text_matches_json)
 {
-	struct proc_out o;
-	const char *args[] = {"doctor", NULL};
+	struct proc_out o, oj;
+	const char *args[] = {"doctor", NULL}, *jargs[] = {"doctor", "--json", NULL};
+	cJSON *j, *sb, *ly, *c;
+	char want[400];
+	int abi;
+	oj = rlm(jargs, NULL);
+	CHECK_MSG(oj.status == 0, "exit %d: %s%s", oj.status, oj.out, oj.err);
+	j = json_parse(oj.out, strlen(oj.out));
+	CHECK_MSG(j, "not JSON: %s", oj.out);
+	sb = json_get(j, "sandbox");
+	ly = json_get(sb, "layers");
+	CHECK(cJSON_IsTrue(json_get(ly, "seccomp")));
+	CHECK(cJSON_IsTrue(json_get(j, "ok")));
 	o = rlm(args, NULL);
 	CHECK_MSG(o.status == 0, "exit %d: %s%s", o.status, o.out, o.err);
+	snprintf(want, sizeof(want), "status    %s\n", json_str(sb, "line"));
+	CHECK_CONTAINS(o.out, want);
 	for (size_t i = 0; i < ARRAY_SIZE(layers); i++) {
-		char want[32];
-		snprintf(want, sizeof(want), "\n  %-10s on", layers[i]);
+		const cJSON *l = json_get(ly, layers[i]);
+		CHECK_MSG(l, "no layer %s in %s", layers[i], oj.out);
+		if (cJSON_IsTrue(l))
+			snprintf(want, sizeof(want), "\n  %-10s on", layers[i]);
+		else
+			snprintf(want, sizeof(want), "\n  %-10s off   %s\n", layers[i],
+				 cJSON_GetStringValue(l));
 		CHECK_CONTAINS(o.out, want);
 	}
 	CHECK_CONTAINS(o.out, "python    /usr/bin/python3 (Python 3.");
-	CHECK_CONTAINS(o.out, "landlock  ABI 7\n");
-	CHECK_CONTAINS(o.out, "identity  uid 65534");
+	abi = (int)json_num(sb, "landlock_abi", -1);
+	if (abi > 0)
+		snprintf(want, sizeof(want), "\nlandlock  ABI %d%s\n", abi,
+			 cJSON_IsTrue(json_get(ly, "landlock")) ? "" : " (not applied)");
+	else
+		snprintf(want, sizeof(want), "\nlandlock  none in this kernel\n");
+	CHECK_CONTAINS(o.out, want);
+	snprintf(want, sizeof(want), "identity  uid %.0f, gid %.0f", json_num(sb, "uid", -1),
+		 json_num(sb, "gid", -1));
+	CHECK_CONTAINS(o.out, want);
+	/* root runs the worker as nobody; anyone else as themselves */
+	CHECK(json_num(sb, "uid", -1) == (geteuid() == 0 ? 65534 : (double)geteuid()));
+	snprintf(want, sizeof(want), "\nfs        %s\n", json_str(sb, "fs"));
+	CHECK_CONTAINS(o.out, want);
+	CHECK(cJSON_GetArraySize(json_get(j, "checks")) == 11);
+	cJSON_ArrayForEach(c, json_get(j, "checks"))
+	{
+		snprintf(want, sizeof(want), "  %-4s  %-40s  %s (", json_str(c, "mark"),
+			 json_str(c, "what"), json_str(c, "result"));
+		CHECK_CONTAINS(o.out, want);
+		CHECK_MSG(strcmp(json_str(c, "mark"), "FAIL") != 0, "check %s failed: %s",
+			  json_str(c, "name"), json_str(c, "detail"));
+	}
 	CHECK_CONTAINS(o.out, "OK    TCP connect to 127.0.0.1:9");
 	CHECK_CONTAINS(o.out, "OK    os.fork()");
 	CHECK_CONTAINS(o.out, "OK    write a file in the scratch directory");
-	CHECK_CONTAINS(o.out, "result: OK");
-	CHECK(strstr(o.out, "FAIL") == NULL);
-	CHECK(strstr(o.out, "WARN") == NULL);
+	CHECK_CONTAINS(o.out, "OK    start a thread");
+	if (cJSON_GetArraySize(json_get(j, "warnings")) == 0) {
+		CHECK_CONTAINS(o.out, "\nresult: OK: seccomp is on");
+		CHECK(strstr(o.out, "WARN") == NULL);
+	} else {
+		CHECK_CONTAINS(o.out, "\nresult: OK with warnings: ");
+	}
 	CHECK(strstr(o.err, "BREACH") == NULL);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	proc_out_release(&oj);
+	check_no_probe_left();
+}
+
+/* An interpreter that runs with no room to write files (RLIMIT_FSIZE 0,
+ * set by a wrapper script): the scratch check fails, and the doctor says
+ * so in every way it can. Landlock is off so that the wrapper may be run
+ * from the test's directory on any kernel. */
+TEST(doctor_failed_check_exits_1)
+{
+	char *py;
+	struct proc_out o;
+	cJSON *j, *c;
+	bool seen = false;
+	static const char wrapper[] = "#!/bin/sh\nulimit -f 0\nexec /usr/bin/python3 \"$@\"\n";
+	/* the worker runs as nobody when we are root: let it in */
+	CHECK_INT(chmod(harness_tmpdir(), 0755), 0);
+	py = path_in_tmp("python-nofsize");
+	write_text(py, wrapper, sizeof(wrapper) - 1);
+	CHECK_INT(chmod(py, 0755), 0);
+	{
+		const char *args[] = {"doctor", "--python", py, "--sandbox-disable", "landlock",
+				      NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 1, "exit %d: %s%s", o.status, o.out, o.err);
+	CHECK_CONTAINS(o.out, "\n  FAIL  write a file in the scratch directory     blocked (");
+	CHECK_CONTAINS(o.out, "\nresult: NOT OK: write a file in the scratch directory: blocked (");
+	CHECK_CONTAINS(o.out, "but model code needs it\n");
+	CHECK_CONTAINS(o.err, "rlm: error: write a file in the scratch directory failed in the "
+			      "sandbox (");
+	CHECK(strstr(o.err, "BREACH") == NULL);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"doctor", "--json", "--python", py, "--sandbox-disable",
+				      "landlock", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 1, "exit %d: %s%s", o.status, o.out, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK(cJSON_IsFalse(json_get(j, "ok")));
+	CHECK_INT(json_num(j, "exit", -1), 1);
+	CHECK_CONTAINS(json_str(j, "problem"), "write a file in the scratch directory");
+	CHECK_STR(json_str(json_get(j, "python"), "path"), py);
+	cJSON_ArrayForEach(c, json_get(j, "checks"))
+	{
+		if (strcmp(json_str(c, "name"), "scratch") != 0)
+			continue;
+		CHECK_STR(json_str(c, "mark"), "FAIL");
+		CHECK_STR(json_str(c, "expected"), "allowed");
+		seen = true;
+	}
+	CHECK(seen);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(py);
+	check_no_probe_left();
+}
+
+/* Without Landlock or a mount namespace a write to /tmp gets through, and
+ * no active layer promised to stop it: WARN, and the result says so while
+ * the exit status stays 0. */
+TEST(doctor_warns_but_passes)
+{
+	struct proc_out o;
+	cJSON *j, *w;
+	const char *args[] = {"doctor", "--sandbox-disable", "landlock,userns", NULL};
+	const char *jargs[] = {"doctor", "--json", "--sandbox-disable", "landlock,userns", NULL};
+	struct stat st;
+	if (stat("/tmp", &st) || !(st.st_mode & S_IWOTH)) {
+		printf("  (skipped: /tmp is not world-writable)\n");
+		return;
+	}
+	o = rlm(args, NULL);
+	CHECK_MSG(o.status == 0, "exit %d: %s%s", o.status, o.out, o.err);
+	CHECK_CONTAINS(o.out, "\n  WARN  write a file in /tmp (outside scratch)    allowed (");
+	CHECK_CONTAINS(o.out, "\nresult: OK with warnings: seccomp is on and every promise "
+			      "holds, but no active layer stops: ");
+	CHECK_CONTAINS(o.out, "write a file in /tmp (outside scratch)\n");
+	CHECK_CONTAINS(o.err, "rlm: warning: write a file in /tmp (outside scratch) is allowed");
+	CHECK(strstr(o.out, "FAIL") == NULL);
+	proc_out_release(&o);
+	o = rlm(jargs, NULL);
+	CHECK_MSG(o.status == 0, "exit %d: %s%s", o.status, o.out, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK(cJSON_IsTrue(json_get(j, "ok")));
+	w = json_get(j, "warnings");
+	CHECK(cJSON_IsArray(w));
+	CHECK_MSG(cJSON_GetArraySize(w) >= 1 &&
+		  strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(w, cJSON_GetArraySize(w) - 1)),
+			 "tmp") == 0,
+		  "warnings: %s", o.out);
+	cJSON_Delete(j);
 	proc_out_release(&o);
 	check_no_probe_left();
 }
 
+/* As root, identity off (which takes --unsafe-no-sandbox) means the code
+ * runs as root: WARN rows for what only the uid kept from it, and exit 1. */
+TEST(doctor_as_root_without_identity)
+{
+	struct proc_out o;
+	const char *args[] = {"doctor", "--sandbox-disable", "identity,landlock,userns",
+			      "--unsafe-no-sandbox", NULL};
+	if (geteuid() != 0) {
+		printf("  (skipped: needs root)\n");
+		return;
+	}
+	o = rlm(args, NULL);
+	CHECK_MSG(o.status == 1, "exit %d: %s%s", o.status, o.out, o.err);
+	CHECK_CONTAINS(o.out, "\n  identity   off   disabled by request\n");
+	CHECK_CONTAINS(o.out, "\n  WARN  read /etc/shadow  ");
+	CHECK_CONTAINS(o.out, "\n  WARN  list /root  ");
+	CHECK_CONTAINS(o.out, "\n  WARN  read the controller's /proc/PID/environ   allowed (");
+	CHECK_CONTAINS(o.out, "\n  OK    os.fork()  ");
+	CHECK_CONTAINS(o.out, "\nresult: NOT OK: identity is off (disabled by request): the "
+			      "model's code runs as root\n");
+	CHECK_CONTAINS(o.err, "rlm: WARNING: --unsafe-no-sandbox");
+	CHECK_CONTAINS(o.err, "rlm: warning: read /etc/shadow is allowed");
+	CHECK_CONTAINS(o.err, "rlm: error: identity is off (disabled by request): the model's "
+			      "code runs as root");
+	CHECK(strstr(o.out, "FAIL") == NULL);
+	proc_out_release(&o);
+	check_no_probe_left();
+}
+
+/* What identity promises follows the files' modes: with a /root of 0755
+ * and a world-readable /etc/shadow (bind-mounted over the real ones in a
+ * mount namespace of its own), reading them is a WARN, not a breach. */
+TEST(doctor_identity_follows_file_modes)
+{
+	char *dir, *file, *script;
+	struct proc_out o;
+	if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0) {
+		printf("  (skipped: needs root and /usr/bin/unshare)\n");
+		return;
+	}
+	dir = path_in_tmp("open-root");
+	file = path_in_tmp("open-shadow");
+	CHECK_INT(mkdir(dir, 0755), 0);
+	CHECK_INT(chmod(dir, 0755), 0);
+	write_text(file, "nobody:*:1:0:99999:7:::\n", 24);
+	CHECK_INT(chmod(file, 0644), 0);
+	script = xasprintf("mount --make-rprivate / && mount --bind '%s' /root && "
+			   "mount --bind '%s' /etc/shadow && exec '%s' doctor "
+			   "--sandbox-disable landlock",
+			   dir, file, harness_rlm_bin());
+	{
+		const char *argv[] = {"/usr/bin/unshare", "-m", "/bin/sh", "-c", script, NULL};
+		const char *env[] = {"RLM_SANDBOX_DISABLE", NULL};
+		CHECK_INT(proc_run(argv, NULL, env, 120, &o), 0);
+	}
+	if (strstr(o.err, "unshare failed") || strstr(o.err, "mount: ")) {
+		printf("  (skipped: no mount namespace here: %.200s)\n", o.err);
+		proc_out_release(&o);
+		goto out;
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s%s", o.status, o.out, o.err);
+	CHECK_CONTAINS(o.out, "\n  WARN  read /etc/shadow                          allowed (read 24 "
+			      "bytes)");
+	CHECK_CONTAINS(o.out, "\n  WARN  list /root                                allowed (listed 0 "
+			      "entries)");
+	CHECK_CONTAINS(o.out, "\nresult: OK with warnings: ");
+	CHECK(strstr(o.err, "BREACH") == NULL);
+	CHECK(strstr(o.out, "FAIL") == NULL);
+	proc_out_release(&o);
+out:
+	free(script);
+	free(dir);
+	free(file);
+	check_no_probe_left();
+}
+
 /* Layers turned off through the environment are reported off with why,
- * the rest still hold, and the doctor still passes: seccomp is on. */
+ * the rest still hold, and the doctor still passes: seccomp is on. A
+ * fractional --mem-limit reaches the worker's rlimit exactly. */
 TEST(doctor_json_with_layers_disabled)
 {
 	struct proc_out o;
-	const char *args[] = {"doctor", "--json", NULL};
+	const char *args[] = {"doctor", "--json", "--mem-limit", "1.5G", NULL};
 	const char *env[] = {"RLM_SANDBOX_DISABLE=userns,landlock", NULL};
 	cJSON *j, *sb, *ly, *cs, *c;
 	o = rlm_env(args, NULL, env);
@@ -606,8 +827,9 @@ TEST(doctor_json_with_layers_disabled)
 	/* the namespaces stand on the user namespace */
 	CHECK(json_str(ly, "netns") != NULL);
 	CHECK(json_str(sb, "line") != NULL);
-	CHECK(json_num(sb, "uid", -1) == 65534);
+	CHECK(json_num(sb, "uid", -1) == (geteuid() == 0 ? 65534 : (double)geteuid()));
 	CHECK(cJSON_IsFalse(json_get(sb, "unsafe")));
+	CHECK_CONTAINS(json_str(sb, "line"), "rlimits=AS1536M,");
 	cs = json_get(j, "checks");
 	CHECK(cJSON_GetArraySize(cs) >= 10);
 	cJSON_ArrayForEach(c, cs)
@@ -621,6 +843,7 @@ TEST(doctor_json_with_layers_disabled)
 			CHECK_STR(json_str(c, "result"), "allowed");
 	}
 	CHECK(json_get(json_get(j, "rlimits"), "nofile") != NULL);
+	CHECK(json_num(json_get(j, "rlimits"), "as", 0) == 1536.0 * 1024 * 1024);
 	cJSON_Delete(j);
 	proc_out_release(&o);
 	check_no_probe_left();
@@ -682,6 +905,23 @@ TEST(solve_json_reports_the_sandbox)
 	CHECK(json_num(sb, "landlock_abi", 0) >= 1);
 	CHECK(cJSON_IsFalse(json_get(sb, "unsafe")));
 	CHECK(json_str(sb, "fs") != NULL);
+	/* the limits reached the worker (the defaults are AS2G and 256M) */
+	CHECK_CONTAINS(json_str(sb, "line"), "rlimits=AS1G,");
+	CHECK_CONTAINS(json_str(sb, "line"), "(64M)");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", p, "-q", "How is the door painted?",
+				      "--json", "--quiet", "--sandbox-disable", "landlock", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	sb = json_get(j, "sandbox");
+	CHECK(cJSON_IsTrue(json_get(json_get(sb, "layers"), "seccomp")));
+	CHECK_STR(json_str(json_get(sb, "layers"), "landlock"), "disabled by request");
+	CHECK(strstr(json_str(sb, "line"), "landlock=abi") == NULL);
 	cJSON_Delete(j);
 	proc_out_release(&o);
 	{
@@ -701,6 +941,156 @@ TEST(solve_json_reports_the_sandbox)
 	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
 	CHECK_CONTAINS(o.err, "WARNING: --unsafe-no-sandbox");
 	CHECK_CONTAINS(o.out, "green");
+	/* seccomp worked: no warning that it ran without */
+	CHECK(strstr(o.err, "ran WITHOUT seccomp") == NULL);
 	proc_out_release(&o);
 	free(p);
+}
+
+/* Seccomp disabled with --unsafe-no-sandbox: the solve runs (on the
+ * simulator), says so before and after, even with --quiet, and the JSON
+ * says unsafe. */
+TEST(solve_unsafe_without_seccomp)
+{
+	char *p = path_in_tmp("door.txt");
+	struct proc_out o;
+	cJSON *j, *sb;
+	write_text(p, "The house is old.\nThe door is painted green.\n", 45);
+	{
+		const char *args[] = {"solve", "-c", p, "-q", "How is the door painted?",
+				      "--json", "--quiet", "--unsafe-no-sandbox",
+				      "--sandbox-disable", "seccomp", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "rlm: WARNING: --unsafe-no-sandbox:");
+	CHECK_CONTAINS(o.err, "rlm: WARNING: the REPL worker ran WITHOUT seccomp "
+			      "(--unsafe-no-sandbox): ");
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "answer"), "green");
+	sb = json_get(j, "sandbox");
+	CHECK_MSG(cJSON_IsTrue(json_get(sb, "unsafe")), "not unsafe: %s", o.out);
+	CHECK_STR(json_str(json_get(sb, "layers"), "seccomp"), "disabled by request");
+	CHECK(json_str(sb, "line") != NULL);
+	CHECK_CONTAINS(o.err, json_str(sb, "line"));
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(p);
+}
+
+/* A sandbox the worker would refuse is bad usage, found before anything
+ * starts: exit 2, the fix named, nothing on stdout (not even with --json),
+ * and no request reaches the model's server. */
+TEST(sandbox_config_refused_before_any_model_call)
+{
+	char *ok = path_in_tmp("ok.txt");
+	struct fakesrv *srv = fakesrv_start();
+	char url[160];
+	/* want, then why: the layer and who disabled it */
+	static const struct {
+		const char *flag, *env, *want, *why;
+	} cases[] = {
+		{NULL, "RLM_SANDBOX_DISABLE=bogus",
+		 "RLM_SANDBOX_DISABLE: unknown sandbox layer 'bogus'", "(known: all, ns, seccomp,"},
+		{NULL, "RLM_SANDBOX_DISABLE=userns,seccomp", "seccomp is ", "by RLM_SANDBOX_DISABLE"},
+		{"seccomp", NULL, "seccomp is ", "by request"},
+		{"all", NULL, "seccomp is ", "by request"},
+		{"identity", NULL, "identity is ", "by request"},
+	};
+	CHECK(srv);
+	write_text(ok, "hello\n", 6);
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(srv));
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *env[] = {cases[i].env, NULL};
+		const char *solve[] = {"solve", "-c", ok, "-q", "q?", "--json", "--model", "m",
+				       "--base-url", url, "--api-key", "k", "--sandbox-disable",
+				       cases[i].flag, NULL};
+		const char *repl[] = {"repl", "-c", ok, "--sandbox-disable", cases[i].flag, NULL};
+		const char *doctor[] = {"doctor", "--json", "--sandbox-disable", cases[i].flag,
+					NULL};
+		const char *const *cmds[] = {solve, repl, doctor};
+		if (!cases[i].flag) {
+			solve[12] = NULL;
+			repl[3] = NULL;
+			doctor[2] = NULL;
+		}
+		/* as root, identity is mandatory; otherwise there is none to drop */
+		if (strcmp(cases[i].want, "identity is ") == 0 && geteuid())
+			continue;
+		for (size_t k = 0; k < ARRAY_SIZE(cmds); k++) {
+			struct proc_out o = rlm_env(cmds[k], "", env);
+			CHECK_MSG(o.status == 2, "rlm %s with %s: exit %d, want 2; stderr: %s",
+				  cmds[k][0], cases[i].flag ? cases[i].flag : cases[i].env,
+				  o.status, o.err);
+			CHECK_CONTAINS(o.err, "rlm: error: ");
+			CHECK_CONTAINS(o.err, cases[i].want);
+			CHECK_CONTAINS(o.err, cases[i].why);
+			if (cases[i].flag || strstr(cases[i].env, "seccomp"))
+				CHECK_CONTAINS(o.err, "--unsafe-no-sandbox");
+			CHECK_STR(o.out, "");
+			proc_out_release(&o);
+		}
+		CHECK_MSG(fakesrv_count(srv) == 0, "%zu request(s) reached the model with %s",
+			  fakesrv_count(srv), cases[i].flag ? cases[i].flag : cases[i].env);
+	}
+	{
+		/* the tree strategy starts no worker: the variable is not its
+		 * business */
+		const char *env[] = {"RLM_SANDBOX_DISABLE=seccomp", NULL};
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--strategy", "tree", "--quiet",
+				   NULL};
+		struct proc_out o = rlm_env(a, NULL, env);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		proc_out_release(&o);
+	}
+	fakesrv_stop(srv);
+	free(ok);
+}
+
+/* Sizes: plain decimal with an optional fraction and unit; --help after
+ * the option shows whether it was taken (0) or refused (2). */
+TEST(sandbox_size_values)
+{
+	static const struct {
+		const char *opt, *val;
+		int status;
+	} cases[] = {
+		{"--mem-limit", "64M", 0},      {"--mem-limit", "64m", 0},
+		{"--mem-limit", "1.5G", 0},     {"--mem-limit", "2GB", 0},
+		{"--mem-limit", "2GiB", 0},     {"--mem-limit", "2gib", 0},
+		{"--mem-limit", "0.0625G", 0},  {"--mem-limit", "67108864", 0},
+		{"--mem-limit", "67108864B", 0}, {"--mem-limit", "65536K", 0},
+		{"--mem-limit", "1T", 0},
+		{"--mem-limit", "63M", 2},      {"--mem-limit", "16M", 2},
+		{"--mem-limit", "67108863", 2}, {"--mem-limit", "0x10M", 2},
+		{"--mem-limit", "0x4000000", 2}, {"--mem-limit", "1e3M", 2},
+		{"--mem-limit", "1E9", 2},      {"--mem-limit", " 2G", 2},
+		{"--mem-limit", "2G ", 2},      {"--mem-limit", "+2G", 2},
+		{"--mem-limit", "-2G", 2},      {"--mem-limit", "inf", 2},
+		{"--mem-limit", "infinity", 2}, {"--mem-limit", "nan", 2},
+		{"--mem-limit", "", 2},         {"--mem-limit", "G", 2},
+		{"--mem-limit", ".5G", 2},      {"--mem-limit", "1.G", 2},
+		{"--mem-limit", "1..5G", 2},    {"--mem-limit", "1,5G", 2},
+		{"--mem-limit", "2Gx", 2},      {"--mem-limit", "2GBB", 2},
+		{"--mem-limit", "2iB", 2},      {"--mem-limit", "2P", 2},
+		{"--mem-limit", "99999999999999999999999G", 2},
+		{"--scratch-limit", "64K", 0},  {"--scratch-limit", "65536", 0},
+		{"--scratch-limit", "65536b", 0}, {"--scratch-limit", "0.5M", 0},
+		{"--scratch-limit", "65535", 2}, {"--scratch-limit", "1e5", 2},
+		{"--scratch-limit", "-5M", 2},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *a[] = {"doctor", cases[i].opt, cases[i].val, "--help", NULL};
+		struct proc_out o = rlm(a, NULL);
+		CHECK_MSG(o.status == cases[i].status, "%s '%s': exit %d, want %d: %s",
+			  cases[i].opt, cases[i].val, o.status, cases[i].status, o.err);
+		if (cases[i].status == 2) {
+			CHECK_CONTAINS(o.err, cases[i].opt);
+			CHECK_CONTAINS(o.err, strcmp(cases[i].opt, "--mem-limit") == 0
+						  ? "want a size of at least 64M"
+						  : "want a size of at least 64K");
+		}
+		proc_out_release(&o);
+	}
 }

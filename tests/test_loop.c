@@ -786,6 +786,49 @@ TEST(empty_question_is_refused)
 	env_free(&v);
 }
 
+/* A sandbox configuration the worker would refuse fails the solve before
+ * the first root call: no request reaches the server, nothing is spent. */
+TEST(sandbox_refused_before_the_first_root_call)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.sandbox.disable = 1u << REPL_L_SECCOMP;
+	says(&v, "```repl\nprint(1)\n```");
+	CHECK_INT(solve(&v, "q?"), RLM_ESANDBOX);
+	CHECK_INT(v.r.stop, RLM_STOP_ERROR);
+	CHECK_CONTAINS(v.err.msg, "seccomp is ");
+	CHECK_CONTAINS(v.err.msg, "by request");
+	CHECK_CONTAINS(v.err.msg, "--unsafe-no-sandbox");
+	CHECK_INT(fakesrv_count(v.root_srv), 0);
+	CHECK_INT(v.r.calls, 0);
+	CHECK(v.r.sandbox == NULL);
+	CHECK(v.r.answer == NULL);
+	env_free(&v);
+
+	env_init(&v, SUB_SIM);
+	CHECK_INT(setenv("RLM_SANDBOX_DISABLE", "landlock,bogus", 1), 0);
+	says(&v, "```repl\nprint(1)\n```");
+	CHECK_INT(solve(&v, "q?"), RLM_EINVAL);
+	unsetenv("RLM_SANDBOX_DISABLE");
+	CHECK_INT(v.r.stop, RLM_STOP_ERROR);
+	CHECK_CONTAINS(v.err.msg, "RLM_SANDBOX_DISABLE: unknown sandbox layer 'bogus'");
+	CHECK_INT(fakesrv_count(v.root_srv), 0);
+	CHECK_INT(v.r.calls, 0);
+	env_free(&v);
+
+	/* with unsafe the same configuration runs */
+	env_init(&v, SUB_SIM);
+	v.o.sandbox.disable = 1u << REPL_L_SECCOMP;
+	v.o.sandbox.unsafe = true;
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "done");
+	CHECK_INT(fakesrv_count(v.root_srv), 1);
+	CHECK_MSG(v.r.sandbox && v.r.sandbox->unsafe && !v.r.sandbox->on[REPL_L_SECCOMP],
+		  "the worker's sandbox: %s", v.r.sandbox ? v.r.sandbox->line : "none");
+	env_free(&v);
+}
+
 /* ---- sub-calls ---- */
 
 TEST(batched_sub_calls_parallel_and_in_order)
