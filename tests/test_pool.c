@@ -592,8 +592,11 @@ TEST(rate_limited_endpoint_is_passed_over)
 	/* Both bursts cover the 20 calls: no wait on a bucket (~10 s if the
 	 * fast endpoint took them all). */
 	CHECK_MSG(now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
-	CHECK_INT(fakesrv_count(fast), 10);
-	CHECK_INT(fakesrv_count(slow), 10);
+	/* A burst of 10 each; a slow run (ASan) may see one or two more
+	 * tokens refill on the fast one (one a second). */
+	CHECK_MSG(fakesrv_count(fast) >= 10 && fakesrv_count(fast) <= 12, "fast %d",
+		  (int)fakesrv_count(fast));
+	CHECK_INT(fakesrv_count(fast) + fakesrv_count(slow), 20);
 	for (int i = 0; i < 20; i++)
 		llm_call_release(&c[i]);
 	llm_pool_free(p);
