@@ -29,6 +29,7 @@ struct sniah_opts {
 	enum sniah_value value;         /* default SNIAH_NUMBER */
 	double depth;                   /* needle position in [0,1]; < 0: drawn from the seed */
 	int distractors;                /* other needles with other keys */
+	bool utf8;                      /* haystack words in multi-byte UTF-8 too */
 };
 
 struct sniah_item {
@@ -41,7 +42,7 @@ struct sniah_item {
 };
 
 /* 8000 tokens, seed 1, essay haystack, number value, drawn depth, no
- * distractors. */
+ * distractors, ASCII. */
 void sniah_opts_default(struct sniah_opts *o);
 /* Write one haystack of o->tokens * 4 bytes (give or take one word; within
  * 0.5% from 1000 tokens up) to f, with the needle "One of the special magic
@@ -52,6 +53,26 @@ void sniah_opts_default(struct sniah_opts *o);
  * (distractors > 1000, or more than the word values for SNIAH_WORD; depth
  * > 1; needles that would take over half the bytes), or -errno from f. */
 int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item);
+
+enum sniah_format { SNIAH_TEXT, SNIAH_DIR, SNIAH_JSONL };
+
+/* mkdir -p path; 0, or -errno (-ENOTDIR when it is something else). */
+int bench_make_dirs(const char *path);
+
+#define SNIAH_MAX_DOCS 10000000
+
+/* (bench/gen_docs.c) Generate the haystack of o into path: a text file (SNIAH_TEXT, as
+ * sniah_generate), a directory of at most `docs` files doc-00000.txt ...
+ * (SNIAH_DIR: created if missing, doc-*.txt files already in it removed),
+ * or a JSONL file of at most `docs` lines {"id":"doc-00000","text":"..."}
+ * (SNIAH_JSONL). Documents are runs of whole lines of about equal size,
+ * without their last '\n', so that rlm's corpus of them (documents joined
+ * and ended by '\n') is the haystack byte for byte, and item->needle_off is
+ * an offset into it. *n_docs gets the documents written (1 for text),
+ * *needle_doc the index of the one holding the needle. Returns 0, -EINVAL
+ * (as sniah_generate, or docs 0 or over SNIAH_MAX_DOCS), or -errno. */
+int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, const char *path,
+		struct sniah_item *item, size_t *n_docs, size_t *needle_doc);
 
 /* ---- the REPL worker (bench/perf_repl.c) ---- */
 
@@ -68,5 +89,33 @@ int perf_repl_start(size_t n, double ms[2], struct rlm_err *err);
  * is a str), with the full sandbox; the median of 5 starts in
  * milliseconds. */
 int perf_repl_ready(size_t ctx_bytes, double *ms, struct rlm_err *err);
+
+/* ---- 10M-token scale (bench/perf_scale.c) ---- */
+
+struct perf_scale {
+	uint64_t bytes;    /* context bytes */
+	double peak_mb;    /* the controller's VmHWM over a repl solve, in 1e6 bytes */
+	double solve_s;    /* that solve's wall time (rlm solve, start to end) */
+	long sub_calls;    /* its sub-calls */
+	double dir_ms;     /* corpus_load of the directory */
+	double dir_held;   /* peak RSS growth of that load / the text's bytes */
+	size_t dir_docs;
+	double jsonl_ms;   /* corpus_load of the JSONL file */
+	double jsonl_held;
+	size_t jsonl_docs;
+};
+
+/* Generate a `tokens`-token S-NIAH haystack as a text file, a directory of
+ * a document per 2,000 tokens and a JSONL of a document per 1,000 tokens;
+ * solve the text on the simulator (`rlm solve --provider sim`, repl
+ * strategy) and load the other two, each in a fresh child process (this
+ * binary's `rlm bench perf --child`), and fill out. A wrong answer is an
+ * error. Returns 0 or a negative code with err. */
+int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err);
+/* `rlm bench perf --child REPORT solve ARGS...` runs `rlm solve ARGS...`,
+ * `... load PATH` loads PATH; either writes "key value" lines to REPORT
+ * (peak_kb and wall_ns, or load_ns, held_kb, bytes and docs). Returns an
+ * exit status. */
+int perf_scale_child(int argc, char **argv);
 
 #endif

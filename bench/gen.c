@@ -175,10 +175,26 @@ static const char *const templates[] = {
 	"The %N %V %D, and nobody knew why.",
 };
 
+/* Words of the --utf8 haystack, drawn one time in four for a noun or an
+ * adjective: 2-, 3- and 4-byte UTF-8 sequences, Latin, Greek, Cyrillic,
+ * CJK and emoji; no digits, no hyphens, no key or value word. */
+static const char *const u_noun[] = {
+	"café", "façade", "naïveté", "jalapeño", "smörgåsbord", "piñata", "Zürich", "Köln",
+	"fjörður", "東京", "寿司", "図書館", "книга", "москва", "λόγος", "θάλασσα",
+	"☕", "🙂", "🌍", "𝄞", "ångström", "œuvre", "kræfter", "страница",
+};
+
+static const char *const u_adj[] = {
+	"naïve", "blasé", "soigné", "über", "schön", "élégant", "красивый", "καλός",
+	"静かな", "新しい", "✓", "🔥", "açaí", "grøn", "žlutý", "ağır",
+};
+
 /* clang-format on */
 
 static const char noise_line[] =
     "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+static const char noise_line_utf8[] =
+    "The grass is green. Le ciel est bleu. Die Sonne ist gelb. Вот и мы. 行って帰る. 🌍.";
 
 #define PICK(r, list)	((list)[rng_below((r), ARRAY_SIZE(list))])
 #define LINE_MAX_BYTES	1024 /* longest haystack line, with room to spare */
@@ -194,7 +210,18 @@ static size_t put(char *dst, size_t at, const char *s)
 	return at + n;
 }
 
-static size_t sentence(struct rng *r, char *dst)
+/* A noun or an adjective; with utf8, one time in four a non-ASCII one. */
+static const char *noun(struct rng *r, bool utf8)
+{
+	return utf8 && rng_below(r, 4) == 0 ? PICK(r, u_noun) : PICK(r, h_noun);
+}
+
+static const char *adj(struct rng *r, bool utf8)
+{
+	return utf8 && rng_below(r, 4) == 0 ? PICK(r, u_adj) : PICK(r, h_adj);
+}
+
+static size_t sentence(struct rng *r, bool utf8, char *dst)
 {
 	const char *t = PICK(r, templates);
 	size_t n = 0;
@@ -205,13 +232,13 @@ static size_t sentence(struct rng *r, char *dst)
 		}
 		switch (*++t) {
 		case 'N':
-			n = put(dst, n, PICK(r, h_noun));
+			n = put(dst, n, noun(r, utf8));
 			break;
 		case 'P':
 			n = put(dst, n, PICK(r, h_plural));
 			break;
 		case 'A':
-			n = put(dst, n, PICK(r, h_adj));
+			n = put(dst, n, adj(r, utf8));
 			break;
 		case 'V':
 			n = put(dst, n, PICK(r, h_verb));
@@ -233,12 +260,12 @@ static size_t sentence(struct rng *r, char *dst)
 }
 
 /* A paragraph of 4-8 sentences, 300-700 bytes, without the newline. */
-static size_t essay_line(struct rng *r, char *dst)
+static size_t essay_line(struct rng *r, bool utf8, char *dst)
 {
 	size_t want = 4 + rng_below(r, 5), count = 0, n = 0;
 	char s[256];
 	while (count < want || n < 300) {
-		size_t k = sentence(r, s);
+		size_t k = sentence(r, utf8, s);
 		if (n + 1 + k > 700 && count >= 4)
 			break;
 		if (n)
@@ -250,20 +277,20 @@ static size_t essay_line(struct rng *r, char *dst)
 	return n;
 }
 
-static size_t words_line(struct rng *r, char *dst)
+static size_t words_line(struct rng *r, bool utf8, char *dst)
 {
 	size_t want = 10 + rng_below(r, 5), n = 0;
 	for (size_t i = 0; i < want; i++) {
 		const char *w;
 		switch (rng_below(r, 6)) {
 		case 0:
-			w = PICK(r, h_noun);
+			w = noun(r, utf8);
 			break;
 		case 1:
 			w = PICK(r, h_plural);
 			break;
 		case 2:
-			w = PICK(r, h_adj);
+			w = adj(r, utf8);
 			break;
 		case 3:
 			w = PICK(r, h_verb);
@@ -279,20 +306,21 @@ static size_t words_line(struct rng *r, char *dst)
 			dst[n++] = ' ';
 		n = put(dst, n, w);
 	}
-	dst[0] = (char)(dst[0] - 'a' + 'A');
+	if (dst[0] >= 'a' && dst[0] <= 'z')
+		dst[0] = (char)(dst[0] - 'a' + 'A');
 	dst[n++] = '.';
 	return n;
 }
 
-static size_t hay_line(struct rng *r, enum sniah_haystack h, char *dst)
+static size_t hay_line(struct rng *r, enum sniah_haystack h, bool utf8, char *dst)
 {
 	switch (h) {
 	case SNIAH_NOISE:
-		return put(dst, 0, noise_line);
+		return put(dst, 0, utf8 ? noise_line_utf8 : noise_line);
 	case SNIAH_WORDS:
-		return words_line(r, dst);
+		return words_line(r, utf8, dst);
 	default:
-		return essay_line(r, dst);
+		return essay_line(r, utf8, dst);
 	}
 }
 
@@ -405,6 +433,7 @@ void sniah_opts_default(struct sniah_opts *o)
 	o->value = SNIAH_NUMBER;
 	o->depth = -1;
 	o->distractors = 0;
+	o->utf8 = false;
 }
 
 /* The needles, main one first, with distinct keys and values. */
@@ -480,7 +509,7 @@ int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
 			out_put(&out, nd[next].line, nd[next].len);
 			next++;
 		}
-		k = hay_line(&r, o->haystack, line);
+		k = hay_line(&r, o->haystack, o->utf8, line);
 		if (hay + k + 1 > budget && !(k = cut_line(line, k, (size_t)(budget - hay))))
 			break;
 		line[k++] = '\n';
@@ -530,21 +559,44 @@ static const char gen_usage[] =
     "                      at most 1000; for word values at most 100)\n"
     "  --depth F           needle position in [0,1] (default: one of RULER's 40\n"
     "                      depths, drawn per item)\n"
+    "  --format KIND       text (default): one file; dir: a directory of files\n"
+    "                      doc-00000.txt ...; jsonl: a JSONL file of documents\n"
+    "                      {\"id\":\"doc-00000\",\"text\":...}; documents are runs of\n"
+    "                      whole lines of about equal size\n"
+    "  --docs N            documents per item for dir and jsonl, at most (default:\n"
+    "                      one per 2,000 tokens)\n"
+    "  --utf8              haystack words in multi-byte UTF-8 too (accents, Greek,\n"
+    "                      Cyrillic, CJK, emoji: 2-, 3- and 4-byte sequences)\n"
     "  -h, --help          this text\n"
     "\n"
     "output:\n"
-    "  DIR/sniah-SIZE-I.txt   the context of item I at SIZE (as written in --sizes)\n"
+    "  DIR/sniah-SIZE-I.txt   the context of item I at SIZE (as written in --sizes);\n"
+    "                         DIR/sniah-SIZE-I/ or DIR/sniah-SIZE-I.jsonl with --format\n"
     "  DIR/sniah.jsonl        one item per line (rewritten on each run):\n"
     "    {\"id\":\"sniah-1M-0\",\"suite\":\"sniah\",\"question\":...,\"answer\":[VALUE],\n"
     "     \"context_path\":\"sniah-1M-0.txt\",\"scorer\":\"contains_all\",\"tokens\":...,\n"
     "     \"bytes\":...,\"needle_depth\":...,\"key\":...,\"haystack\":...,\"value_type\":...}\n"
-    "  context_path is relative to the JSONL's directory. The JSONL path is\n"
-    "  printed on stdout, one line per item on stderr.\n"
+    "  With --format dir or jsonl an item also has \"format\", \"documents\" and\n"
+    "  \"needle_doc\" (the index of the document with the needle), and with --utf8\n"
+    "  \"utf8\": true. context_path is relative to the JSONL's directory. The JSONL\n"
+    "  path is printed on stdout, one line per item on stderr.\n"
     "\n"
     "example:\n"
     "  rlm bench gen sniah --sizes 8k,1M,10M --n 5 --out data/sniah\n";
 
-enum { OPT_SIZES = 1, OPT_N, OPT_SEED, OPT_OUT, OPT_HAY, OPT_VALUE, OPT_DISTR, OPT_DEPTH };
+enum {
+	OPT_SIZES = 1,
+	OPT_N,
+	OPT_SEED,
+	OPT_OUT,
+	OPT_HAY,
+	OPT_VALUE,
+	OPT_DISTR,
+	OPT_DEPTH,
+	OPT_FORMAT,
+	OPT_DOCS,
+	OPT_UTF8
+};
 
 struct gen_args {
 	char **size_names; /* as given; owned array, borrowed strings */
@@ -554,6 +606,8 @@ struct gen_args {
 	uint64_t seed;
 	const char *out;
 	struct sniah_opts so;
+	enum sniah_format format;
+	long docs; /* 0: one per 2,000 tokens */
 };
 
 static int parse_sizes(struct gen_args *a, char *list)
@@ -610,6 +664,9 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 	    {"value", required_argument, NULL, OPT_VALUE},
 	    {"distractors", required_argument, NULL, OPT_DISTR},
 	    {"depth", required_argument, NULL, OPT_DEPTH},
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"docs", required_argument, NULL, OPT_DOCS},
+	    {"utf8", no_argument, NULL, OPT_UTF8},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -677,6 +734,25 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 						"[0,1]",
 						optarg);
 			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "text") == 0)
+				a->format = SNIAH_TEXT;
+			else if (strcmp(optarg, "dir") == 0)
+				a->format = SNIAH_DIR;
+			else if (strcmp(optarg, "jsonl") == 0)
+				a->format = SNIAH_JSONL;
+			else
+				return cli_fail(
+				    2, "unknown --format '%s' (known: text, dir, jsonl)", optarg);
+			break;
+		case OPT_DOCS:
+			if (parse_int(optarg, 1, SNIAH_MAX_DOCS, &a->docs))
+				return cli_fail(2, "bad value '%s' for --docs: want 1..%d", optarg,
+						SNIAH_MAX_DOCS);
+			break;
+		case OPT_UTF8:
+			a->so.utf8 = true;
+			break;
 		case 'h':
 			fputs(gen_usage, stdout);
 			return 1;
@@ -696,40 +772,13 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 				argv[optind + 1]);
 	if (!a->out || !*a->out)
 		return cli_fail(2, "no output directory: pass --out DIR");
+	if (a->docs && a->format == SNIAH_TEXT)
+		return cli_fail(2, "--docs needs --format dir or jsonl");
 	if (a->so.value == SNIAH_WORD && (size_t)a->so.distractors >= ARRAY_SIZE(value_words))
 		return cli_fail(2, "too many distractors for word values: at most %zu",
 				ARRAY_SIZE(value_words) - 1);
 	*sizes_copy = xstrdup(sizes);
 	return parse_sizes(a, *sizes_copy);
-}
-
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-	char *p = xstrdup(path);
-	int rc = 0;
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-			*s = '\0';
-			if (mkdir(p, 0777) < 0 && errno != EEXIST) {
-				rc = -errno;
-				break;
-			}
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	if (!rc) {
-		struct stat st;
-		if (stat(path, &st) < 0)
-			rc = -errno;
-		else if (!S_ISDIR(st.st_mode))
-			rc = -ENOTDIR;
-	}
-	free(p);
-	return rc;
 }
 
 static uint64_t item_seed(uint64_t seed, uint64_t tokens, uint64_t i)
@@ -745,8 +794,13 @@ static const char *hay_name(enum sniah_haystack h)
 	return h == SNIAH_NOISE ? "noise" : h == SNIAH_WORDS ? "words" : "essay";
 }
 
+static const char *format_name(enum sniah_format f)
+{
+	return f == SNIAH_DIR ? "dir" : f == SNIAH_JSONL ? "jsonl" : "text";
+}
+
 static char *item_json(const struct gen_args *a, const char *id, const char *ctx, uint64_t tokens,
-		       const struct sniah_item *it)
+		       const struct sniah_item *it, size_t n_docs, size_t needle_doc)
 {
 	cJSON *j = cJSON_CreateObject(), *ans = cJSON_CreateArray();
 	char *s;
@@ -765,29 +819,34 @@ static char *item_json(const struct gen_args *a, const char *id, const char *ctx
 	json_add_str(j, "value_type", value_single(a->so.value));
 	json_add_num(j, "needle_offset", (double)it->needle_off);
 	json_add_num(j, "distractors", a->so.distractors);
+	if (a->format != SNIAH_TEXT) {
+		json_add_str(j, "format", format_name(a->format));
+		json_add_num(j, "documents", (double)n_docs);
+		json_add_num(j, "needle_doc", (double)needle_doc);
+	}
+	if (a->so.utf8)
+		json_add_bool(j, "utf8", true);
 	s = json_print(j);
 	cJSON_Delete(j);
 	return s;
 }
 
-/* Write one item's context file and its JSONL line. */
+/* Write one item's context (file, directory or JSONL) and its JSONL line. */
 static int gen_item(const struct gen_args *a, FILE *jl, const char *jl_path, size_t si, long i)
 {
+	static const char *const ext[] = {".txt", "", ".jsonl"};
 	struct sniah_opts so = a->so;
 	struct sniah_item it;
 	char *id = xasprintf("sniah-%s-%ld", a->size_names[si], i);
-	char *name = xasprintf("%s.txt", id), *path = xasprintf("%s/%s", a->out, name), *line;
-	FILE *f = fopen(path, "wb");
+	char *name = xasprintf("%s%s", id, ext[a->format]),
+	     *path = xasprintf("%s/%s", a->out, name);
+	char *line;
+	size_t docs, n_docs, needle_doc;
 	int rc, status = 1;
-	if (!f) {
-		cli_fail(1, "cannot open '%s': %s", path, strerror(errno));
-		goto out;
-	}
 	so.tokens = a->sizes[si];
 	so.seed = item_seed(a->seed, so.tokens, (uint64_t)i);
-	rc = sniah_generate(&so, f, &it);
-	if (fclose(f) != 0 && !rc)
-		rc = -errno;
+	docs = a->docs ? (size_t)a->docs : (size_t)RLM_MAX(so.tokens / 2000, 1);
+	rc = sniah_write(&so, a->format, docs, path, &it, &n_docs, &needle_doc);
 	if (rc == -EINVAL) {
 		status = cli_fail(2, "size '%s' is too small for the needle and %d distractors",
 				  a->size_names[si], a->so.distractors);
@@ -797,15 +856,20 @@ static int gen_item(const struct gen_args *a, FILE *jl, const char *jl_path, siz
 		cli_fail(1, "cannot write '%s': %s", path, strerror(-rc));
 		goto out;
 	}
-	line = item_json(a, id, name, so.tokens, &it);
+	line = item_json(a, id, name, so.tokens, &it, n_docs, needle_doc);
 	if (fprintf(jl, "%s\n", line) < 0) {
 		cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
 		free(line);
 		goto out;
 	}
 	free(line);
-	fprintf(stderr, "%s: %llu bytes, key %s, needle at %.3f\n", path,
-		(unsigned long long)it.bytes, it.key, it.depth);
+	if (a->format == SNIAH_TEXT)
+		fprintf(stderr, "%s: %llu bytes, key %s, needle at %.3f\n", path,
+			(unsigned long long)it.bytes, it.key, it.depth);
+	else
+		fprintf(stderr,
+			"%s: %llu bytes in %zu documents, key %s, needle at %.3f (document %zu)\n",
+			path, (unsigned long long)it.bytes, n_docs, it.key, it.depth, needle_doc);
 	status = 0;
 out:
 	free(id);
@@ -816,7 +880,7 @@ out:
 
 int cmd_bench_gen(int argc, char **argv)
 {
-	struct gen_args a = {NULL, NULL, 0, 1, 1, NULL, {0, 0, 0, 0, 0, 0}};
+	struct gen_args a = {NULL, NULL, 0, 1, 1, NULL, {0, 0, 0, 0, 0, 0, false}, SNIAH_TEXT, 0};
 	char *sizes = NULL, *jl_path = NULL;
 	FILE *jl = NULL;
 	int rc, status;
@@ -830,7 +894,7 @@ int cmd_bench_gen(int argc, char **argv)
 			status = 0;
 		goto out;
 	}
-	if ((rc = make_dirs(a.out))) {
+	if ((rc = bench_make_dirs(a.out))) {
 		status = cli_fail(1, "cannot create directory '%s': %s", a.out, strerror(-rc));
 		goto out;
 	}

@@ -54,6 +54,14 @@ static const char usage[] =
 	"                       `rlm sim-serve`, 4 MB context in 4,000-char chunks,\n"
 	"                       ~1,000 sub-calls from llm_query_batched): this\n"
 	"                       process's CPU over the sub-calls made; target <= 100 us\n"
+	"  controller memory    the peak RSS (VmHWM) of `rlm solve` over a 10M-token\n"
+	"                       (40 MB) S-NIAH text on the simulator, repl strategy,\n"
+	"                       the REPL worker not counted; target <= 2 x the\n"
+	"                       context + 64 MB\n"
+	"  10M-token dir load   corpus_load of 40 MB in 5,000 files, in a fresh process,\n"
+	"                       with its peak RSS growth in units of the text (copies);\n"
+	"                       target <= 500 ms\n"
+	"  10M-token JSONL load the same for 40 MB in 10,000 JSONL documents\n"
 	"\n"
 	"  --json   print the results as JSON (for comparing commits)\n"
 	"\n"
@@ -337,6 +345,44 @@ static int repl_rows(struct row *rt, struct row *rt_bare, struct row *rt_cost, s
 	return 0;
 }
 
+static int scale_rows(struct row *mem, struct row *dir, struct row *jsonl)
+{
+	struct perf_scale ps;
+	struct rlm_err err = {0, ""};
+	double ctx_mb;
+	if (perf_scale_run(10000000, &ps, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		return 1;
+	}
+	ctx_mb = (double)ps.bytes / 1e6;
+	mem->name = "controller memory, 10M";
+	mem->target = "<= 2 ctx + 64";
+	mem->value = ps.peak_mb;
+	mem->unit = "MB";
+	mem->limit = 2 * ctx_mb + 64;
+	snprintf(mem->note, sizeof(mem->note),
+		 "peak RSS of rlm solve, %.0f MB text: limit %.0f MB; %ld sub-calls, %.2f s; the "
+		 "%.0f MB context memfd is outside RSS",
+		 ctx_mb, mem->limit, ps.sub_calls, ps.solve_s, ctx_mb);
+	dir->name = "10M-token dir load";
+	dir->target = "<= 500 ms";
+	dir->value = ps.dir_ms;
+	dir->unit = "ms";
+	dir->limit = 500;
+	snprintf(dir->note, sizeof(dir->note),
+		 "%.0f MB in %zu files; peak RSS growth %.2f x the text", ctx_mb, ps.dir_docs,
+		 ps.dir_held);
+	jsonl->name = "10M-token JSONL load";
+	jsonl->target = "<= 500 ms";
+	jsonl->value = ps.jsonl_ms;
+	jsonl->unit = "ms";
+	jsonl->limit = 500;
+	snprintf(jsonl->note, sizeof(jsonl->note),
+		 "%.0f MB in %zu documents; peak RSS growth %.2f x the text", ctx_mb,
+		 ps.jsonl_docs, ps.jsonl_held);
+	return 0;
+}
+
 int cmd_bench_perf(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -349,9 +395,11 @@ int cmd_bench_perf(int argc, char **argv)
 	};
 	long calls = 1000, conc = 64, latency = 100;
 	bool json = false, all_ok = true;
-	struct row rows[10];
+	struct row rows[13];
 	size_t n_rows = 0;
 	int opt;
+	if (argc >= 2 && strcmp(argv[1], "--child") == 0)
+		return perf_scale_child(argc - 1, argv + 1);
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -377,9 +425,9 @@ int cmd_bench_perf(int argc, char **argv)
 	if (fanout(calls, conc, latency, &rows[0], &rows[1]))
 		return 1;
 	if (repl_rows(&rows[2], &rows[3], &rows[4], &rows[5], &rows[6], &rows[7], &rows[8]) ||
-	    subcall_cpu(&rows[9]))
+	    subcall_cpu(&rows[9]) || scale_rows(&rows[10], &rows[11], &rows[12]))
 		return 1;
-	n_rows = 10;
+	n_rows = 13;
 	for (size_t i = 0; i < n_rows; i++)
 		all_ok &= rows[i].value <= rows[i].limit;
 	if (json) {

@@ -5,14 +5,22 @@
  * DESIGN
  * A single text file is mapped read-only and checked in place (one pass of
  * memchr for NUL and one of utf8_valid), so 40 MB costs page faults and two
- * scans, no copy. A directory is walked first (names only), the relative
- * paths are sorted, and then each file is read straight into the one growing
- * buffer; a file that turns out to be binary is cut off again, so the buffer
- * never holds anything but accepted documents and their '\n' separators.
- * JSONL is mapped and decoded line by line with cJSON into one buffer. Every
- * error message names the file (and line); codes are -errno for system
- * calls, RLM_ETOOBIG for the size cap, RLM_EPARSE for bad content and
- * RLM_EINVAL for an empty corpus or a path of the wrong kind.
+ * scans, no copy. Everything else is built in one growing buffer (struct
+ * tbuf): a memfd mapped shared and writable, grown with ftruncate and
+ * mremap, then unmapped, sealed like the REPL's context memfd, and mapped
+ * again read-only. Its pages are the memfd's: after the build the
+ * controller holds none of them until it reads the text, and
+ * corpus_release_pages() can drop them again. A directory is walked first
+ * (names only), the relative paths are sorted, and then each file is read
+ * straight into the buffer; a file that turns out to be binary is cut off
+ * again, so the buffer never holds anything but accepted documents and
+ * their '\n' separators. JSONL is mapped and decoded line by line with
+ * cJSON, and the pages of the input behind the decoder are dropped as it
+ * goes (MADV_DONTNEED for a file, MADV_REMOVE for standard input read into
+ * a memfd), so a 40 MB JSONL peaks near 40 MB, not 80. Every error message
+ * names the file (and line); codes are -errno for system calls, RLM_ETOOBIG
+ * for the size cap, RLM_EPARSE for bad content and RLM_EINVAL for an empty
+ * corpus or a path of the wrong kind.
  */
 #include "corpus.h"
 
@@ -32,12 +40,18 @@
 
 #define DEFAULT_MAX ((size_t)4 << 30)
 #define MAX_DEPTH   256
+#define TB_MIN	    ((size_t)64 << 10) /* first size of a growing buffer */
+#define DROP_STEP   ((size_t)4 << 20)  /* JSONL input released in steps of this */
+#define READY_STEP  ((size_t)1 << 20)  /* memfd pages populated in steps of this */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 /* The public struct plus what corpus_free needs to release. */
 struct corpus_int {
 	struct corpus c; /* first, so a struct corpus * converts back */
 	char *heap;	 /* owned text buffer, or NULL */
-	void *map;	 /* mmap base, or NULL */
+	void *map;	 /* mmap base (of the file or of c.fd), or NULL */
 	size_t map_len;	 /* bytes mapped */
 };
 
@@ -46,7 +60,193 @@ static struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source
 	struct corpus_int *ci = xcalloc(1, sizeof(*ci));
 	ci->c.kind = kind;
 	ci->c.source = source ? xstrdup(source) : NULL;
+	ci->c.fd = -1;
 	return ci;
+}
+
+static size_t page_size(void)
+{
+	static size_t ps;
+	if (!ps) {
+		long v = sysconf(_SC_PAGESIZE);
+		ps = v > 0 ? (size_t)v : 4096;
+	}
+	return ps;
+}
+
+/* ---- the buffer being built ---- */
+
+/* The text of a directory, JSONL or standard input while it is read: a
+ * memfd mapped shared and writable, or the heap when there is no memfd.
+ * p[len] is always a NUL (cap > len once anything was reserved). */
+struct tbuf {
+	int fd;	      /* the memfd, or -1: p is on the heap */
+	char *p;      /* cap bytes */
+	size_t len;   /* bytes of text */
+	size_t cap;
+	size_t max;   /* cap on len; 0: none */
+	size_t ready; /* bytes of the mapping populated (memfd), or SIZE_MAX:
+		       * the kernel cannot */
+};
+
+static void tb_init(struct tbuf *b, size_t max, bool heap)
+{
+	memset(b, 0, sizeof(*b));
+	b->max = max;
+	b->fd = heap ? -1 : memfd_create("rlm-corpus", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* Mode 0, as the REPL's own context memfd: the worker may be handed
+	 * this one, and a peer of its uid must not reopen it through /proc. */
+	if (b->fd >= 0 && fchmod(b->fd, 0) < 0) {
+		close(b->fd);
+		b->fd = -1;
+	}
+}
+
+static void tb_release(struct tbuf *b)
+{
+	if (b->fd >= 0) {
+		if (b->p)
+			munmap(b->p, b->cap);
+		close(b->fd);
+	} else {
+		free(b->p);
+	}
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+}
+
+/* Populate the memfd's pages up to the step past len + n (at most 8 steps
+ * ahead), before the writes: a fault per page of shared memory costs about
+ * half again as much as the heap's, one madvise per step about the same.
+ * Best effort. */
+static void tb_ready(struct tbuf *b, size_t n)
+{
+	size_t want;
+	if (b->fd < 0 || b->ready == SIZE_MAX || b->len + n <= b->ready)
+		return;
+	/* not far ahead: a reservation may be much more than what comes */
+	want = b->len + RLM_MIN(n, 8 * READY_STEP) + READY_STEP;
+	want = RLM_MIN(want & ~(READY_STEP - 1), b->cap);
+	if (want <= b->ready)
+		return;
+	if (madvise(b->p + b->ready, want - b->ready, MADV_POPULATE_WRITE) < 0)
+		b->ready = SIZE_MAX; /* an older kernel: fault page by page */
+	else
+		b->ready = want;
+}
+
+/* Room for n more bytes and the NUL after them, whatever max says.
+ * Returns 0 or -errno when the memfd cannot grow. */
+static int tb_grow(struct tbuf *b, size_t n)
+{
+	size_t need = b->len + n + 1, cap;
+	void *p;
+	if (need <= b->cap) {
+		tb_ready(b, n + 1);
+		return 0;
+	}
+	cap = RLM_MAX(need, RLM_MAX(b->cap * 2, TB_MIN));
+	if (b->fd < 0) {
+		b->p = xrealloc(b->p, cap);
+		b->cap = cap;
+		return 0;
+	}
+	cap = (cap + page_size() - 1) & ~(page_size() - 1);
+	if (ftruncate(b->fd, (off_t)cap) < 0)
+		return -errno;
+	p = b->p ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
+		 : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	b->p = p;
+	b->cap = cap;
+	tb_ready(b, n + 1);
+	return 0;
+}
+
+/* tb_grow within max: RLM_ETOOBIG when len + n would pass it. */
+static int tb_reserve(struct tbuf *b, size_t n)
+{
+	size_t max = b->max ? b->max : SIZE_MAX / 4;
+	if (n > max || b->len > max - n)
+		return RLM_ETOOBIG;
+	return tb_grow(b, n);
+}
+
+/* Write the documents' (offset, length) pairs at the end of the memfd, as
+ * little-endian uint64s. */
+static int tb_write_table(struct tbuf *b, const struct corpus *c)
+{
+	unsigned char t[16 * 256];
+	off_t at = (off_t)b->len;
+	for (size_t i = 0; i < c->n_docs;) {
+		size_t k = 0, done = 0;
+		for (; k < 256 && i < c->n_docs; k++, i++) {
+			uint64_t v[2] = {c->docs[i].off, c->docs[i].len};
+			for (int j = 0; j < 16; j++)
+				t[16 * k + j] = (unsigned char)(v[j / 8] >> (8 * (j % 8)));
+		}
+		while (done < 16 * k) {
+			ssize_t w = pwrite(b->fd, t + done, 16 * k - done, at);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+			done += (size_t)w;
+			at += w;
+		}
+	}
+	return 0;
+}
+
+/* Hand the text over to ci (buf, len, fd). A memfd is cut to the text,
+ * given the documents table when `table`, sealed and mapped read-only.
+ * Returns 0 or -errno; b is released either way. */
+static int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
+{
+	void *p;
+	int rc = 0;
+	if (b->fd < 0) {
+		ci->heap = b->p ? b->p : xstrdup("");
+		ci->c.buf = ci->heap;
+		ci->c.len = b->len;
+		b->p = NULL;
+		tb_release(b);
+		return 0;
+	}
+	munmap(b->p, b->cap); /* the text stays in the memfd */
+	b->p = NULL;
+	if (ftruncate(b->fd, (off_t)b->len) < 0 || (table && (rc = tb_write_table(b, &ci->c))) ||
+	    fcntl(b->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <
+		0) {
+		rc = rc ? rc : -errno;
+		tb_release(b);
+		return rc;
+	}
+	p = mmap(NULL, b->len, PROT_READ, MAP_SHARED, b->fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		tb_release(b);
+		return rc;
+	}
+	ci->map = p;
+	ci->map_len = b->len;
+	ci->c.buf = p;
+	ci->c.len = b->len;
+	ci->c.fd = b->fd;
+	b->fd = -1;
+	tb_release(b);
+	return 0;
+}
+
+/* Release the pages of s[from, to) (page-aligned from) behind a reader:
+ * madvise `advice`. Returns the new `from`. */
+static size_t drop_behind(const char *s, size_t from, size_t to, int advice)
+{
+	to &= ~(page_size() - 1);
+	if (to > from)
+		madvise((void *)(uintptr_t)(s + from), to - from, advice);
+	return RLM_MAX(from, to);
 }
 
 void corpus_free(struct corpus *c)
@@ -61,7 +261,21 @@ void corpus_free(struct corpus *c)
 	free(ci->heap);
 	if (ci->map)
 		munmap(ci->map, ci->map_len);
+	if (c->fd >= 0)
+		close(c->fd);
 	free(ci);
+}
+
+size_t corpus_release_pages(const struct corpus *c)
+{
+	const struct corpus_int *ci = (const struct corpus_int *)c;
+	if (!c || !ci->map || !ci->map_len)
+		return 0;
+	/* A read-only mapping of a file or a memfd: the pages come back from
+	 * the page cache or the memfd when read again. */
+	if (madvise(ci->map, ci->map_len, MADV_DONTNEED) < 0)
+		return 0;
+	return ci->map_len;
 }
 
 /* How messages name a source: 'path', or "standard input" for "-". */
@@ -212,7 +426,7 @@ static int doc_name(const cJSON *j, const char *what, size_t line, char **name, 
 }
 
 /* Decode one non-blank line into b and the docs table. */
-static int jsonl_line(struct corpus *c, size_t *cap, struct buf *b, const char *s, size_t n,
+static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char *s, size_t n,
 		      const char *what, size_t line, struct rlm_err *err)
 {
 	cJSON *j = NULL;
@@ -268,8 +482,15 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct buf *b, const char *
 	}
 	/* Decoded text is never longer than its line, so the whole corpus fits
 	 * in the input's size; the buffer is uncapped. */
-	buf_append(b, text, tlen);
-	buf_putc(b, '\n');
+	if ((rc = tb_reserve(b, tlen + 1))) {
+		rc = rlm_err_set(err, rc, "%s line %zu: cannot grow the corpus buffer: %s", what,
+				 line, strerror(-rc));
+		goto out;
+	}
+	memcpy(b->p + b->len, text, tlen);
+	b->len += tlen;
+	b->p[b->len++] = '\n';
+	b->p[b->len] = '\0';
 	add_doc(c, cap, b->len - tlen - 1, tlen, name);
 	name = NULL;
 	rc = 0;
@@ -279,21 +500,25 @@ out:
 	return rc;
 }
 
-int corpus_from_jsonl_buf(const char *name, const char *s, size_t len, struct corpus **out,
-			  struct rlm_err *err)
+/* Decode the JSONL in s[0..len) into a new corpus. With `drop` (an
+ * madvise advice, or 0 for none) the pages of s behind the decoder are
+ * released in steps: s is then page-aligned and a mapping the caller no
+ * longer needs behind the decoder. */
+static int jsonl_decode(const char *name, const char *s, size_t len, int drop, bool heap,
+			struct corpus **out, struct rlm_err *err)
 {
 	struct corpus_int *ci;
-	struct buf b;
+	struct tbuf b;
 	char what[600];
 	const char *w;
-	size_t cap = 0, line = 0, i = 0;
+	size_t cap = 0, line = 0, i = 0, dropped = 0;
 	int rc = 0;
 	*out = NULL;
 	if (!name)
 		name = "-";
 	w = label(name, what, sizeof(what));
 	ci = corpus_alloc(CORPUS_JSONL, name);
-	buf_init(&b, 0);
+	tb_init(&b, 0, heap);
 	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
 		i = 3; /* a byte-order mark */
 	while (i < len) {
@@ -304,23 +529,33 @@ int corpus_from_jsonl_buf(const char *name, const char *s, size_t len, struct co
 		    (rc = jsonl_line(&ci->c, &cap, &b, s + i, n, w, line, err)))
 			goto fail;
 		i += n + 1;
+		if (drop && i - dropped >= DROP_STEP)
+			dropped = drop_behind(s, dropped, RLM_MIN(i, len), drop);
 	}
 	if (ci->c.n_docs == 0) {
 		rc = rlm_err_set(err, RLM_EINVAL, "no documents in %s", w);
 		goto fail;
 	}
-	ci->heap = buf_detach(&b, &ci->c.len);
-	ci->c.buf = ci->heap;
+	if ((rc = tb_finish(&b, ci, true))) {
+		rc = rlm_err_set(err, rc, "cannot keep the documents of %s: %s", w, strerror(-rc));
+		goto fail;
+	}
 	*out = &ci->c;
 	return 0;
 fail:
-	buf_release(&b);
+	tb_release(&b);
 	corpus_free(&ci->c);
 	return rc;
 }
 
-static int load_jsonl(int fd, const struct stat *st, const char *path, size_t max,
-		      struct corpus **out, struct rlm_err *err)
+int corpus_from_jsonl_buf(const char *name, const char *s, size_t len, struct corpus **out,
+			  struct rlm_err *err)
+{
+	return jsonl_decode(name, s, len, 0, false, out, err);
+}
+
+static int load_jsonl(int fd, const struct stat *st, const char *path, const struct corpus_opts *o,
+		      size_t max, struct corpus **out, struct rlm_err *err)
 {
 	void *map;
 	size_t len;
@@ -328,7 +563,7 @@ static int load_jsonl(int fd, const struct stat *st, const char *path, size_t ma
 	if (rc)
 		return rc;
 	madvise(map, len, MADV_SEQUENTIAL);
-	rc = corpus_from_jsonl_buf(path, map, len, out, err);
+	rc = jsonl_decode(path, map, len, MADV_DONTNEED, o->heap, out, err);
 	munmap(map, len);
 	return rc;
 }
@@ -337,12 +572,13 @@ static int load_jsonl(int fd, const struct stat *st, const char *path, size_t ma
 
 /* Append everything fd yields to b without passing b->max; hint is the
  * expected size. Returns 0, -errno, or RLM_ETOOBIG when there is more. */
-static int read_all(int fd, struct buf *b, size_t hint)
+static int read_all(int fd, struct tbuf *b, size_t hint)
 {
-	size_t max = b->max ? b->max : SIZE_MAX - 1, chunk = hint < 65536 ? 65536 : hint + 1;
+	size_t max = b->max ? b->max : SIZE_MAX / 4, chunk = hint < 65536 ? 65536 : hint + 1;
 	for (;;) {
 		size_t room = max - b->len;
 		ssize_t n;
+		int rc;
 		if (room == 0) {
 			char c;
 			do
@@ -350,8 +586,8 @@ static int read_all(int fd, struct buf *b, size_t hint)
 			while (n < 0 && errno == EINTR);
 			return n < 0 ? -errno : n ? RLM_ETOOBIG : 0;
 		}
-		if (!b->p || b->cap - b->len - 1 == 0)
-			buf_reserve(b, RLM_MIN(room, chunk)); /* fits: <= room */
+		if (b->cap <= b->len + 1 && (rc = tb_reserve(b, RLM_MIN(room, chunk))))
+			return rc; /* not RLM_ETOOBIG: the size fits in room */
 		n = read(fd, b->p + b->len, RLM_MIN(b->cap - b->len - 1, room));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -371,10 +607,10 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 		      struct rlm_err *err)
 {
 	struct corpus_int *ci;
-	struct buf b;
+	struct tbuf b;
 	size_t cap = 0;
 	int rc;
-	buf_init(&b, max);
+	tb_init(&b, max, o->heap);
 	rc = read_all(0, &b, 0);
 	if (rc == RLM_ETOOBIG) {
 		rc = rlm_err_set(err, rc, "standard input is larger than %zu bytes", max);
@@ -389,20 +625,25 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 		goto fail;
 	}
 	if (o->kind == CORPUS_JSONL) {
-		rc = corpus_from_jsonl_buf("-", b.p, b.len, out, err);
-		buf_release(&b);
+		/* The input is read once, so it is held; but what the decoder
+		 * has passed is given back to the system (a hole punched in
+		 * the memfd). */
+		rc = jsonl_decode("-", b.p, b.len, b.fd >= 0 ? MADV_REMOVE : 0, o->heap, out, err);
+		tb_release(&b);
 		return rc;
 	}
 	if ((rc = check_text("standard input", b.p, b.len, err)))
 		goto fail;
 	ci = corpus_alloc(CORPUS_TEXT, "-");
-	ci->heap = buf_detach(&b, &ci->c.len);
-	ci->c.buf = ci->heap;
-	add_doc(&ci->c, &cap, 0, ci->c.len, NULL);
+	add_doc(&ci->c, &cap, 0, b.len, NULL);
+	if ((rc = tb_finish(&b, ci, false))) {
+		corpus_free(&ci->c);
+		return rlm_err_set(err, rc, "cannot keep standard input: %s", strerror(-rc));
+	}
 	*out = &ci->c;
 	return 0;
 fail:
-	buf_release(&b);
+	tb_release(&b);
 	return rc;
 }
 
@@ -550,15 +791,17 @@ static ssize_t read_head(int fd, char *dst, size_t n)
 	return (ssize_t)got;
 }
 
+#define HEAD ((size_t)16384)
+
 /* Read one listed file into b as a document, or skip it. The first 16 KiB
- * are looked at before anything goes into b, so a big binary file is
- * skipped after one read, and does not count against the cap. */
-static int dir_file(struct corpus *c, size_t *cap, struct buf *b, struct walk *w, int rootfd,
+ * are looked at before the rest is read, so a big binary file is skipped
+ * after one read; they go into b past its cap if need be, and are cut off
+ * again unless the file is text, which alone counts against the cap. */
+static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *w, int rootfd,
 		    const char *rel, struct rlm_err *err)
 {
-	char head[16384];
 	struct stat st;
-	size_t start = b->len, len, ok_len;
+	size_t start = b->len, len, ok_len, max = b->max ? b->max : SIZE_MAX / 4;
 	const char *why;
 	ssize_t n;
 	int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
@@ -574,42 +817,52 @@ static int dir_file(struct corpus *c, size_t *cap, struct buf *b, struct walk *w
 		warn_skip(w, rel, "not a regular file");
 		goto out;
 	}
-	if ((n = read_head(fd, head, sizeof(head))) < 0) {
+	if ((rc = tb_grow(b, HEAD)))
+		goto read_error;
+	if ((n = read_head(fd, b->p + start, HEAD)) < 0) {
 		rc = (int)n;
 		goto read_error;
 	}
 	if (n == 0)
 		goto out; /* empty files are no documents */
+	b->len += (size_t)n;
+	b->p[b->len] = '\0';
 	/* A longer file may cut a sequence at the end of the head. */
-	ok_len = (size_t)n < sizeof(head) ? (size_t)n : utf8_floor(head, (size_t)n);
-	if ((why = not_text(head, ok_len)))
-		goto skip; /* the bytes past ok_len are checked with the rest */
+	ok_len = (size_t)n < HEAD ? (size_t)n : utf8_floor(b->p + start, (size_t)n);
+	if ((why = not_text(b->p + start, ok_len)))
+		goto cut; /* the bytes past ok_len are checked with the rest */
 	/* The rest, then the separator, must fit under the cap. */
-	if ((rc = buf_append(b, head, (size_t)n)) == 0 && (size_t)n == sizeof(head))
-		rc =
-		    read_all(fd, b, (size_t)st.st_size - RLM_MIN((size_t)st.st_size, sizeof(head)));
+	if (b->len > max)
+		rc = RLM_ETOOBIG;
+	else if ((size_t)n == HEAD)
+		rc = read_all(fd, b, (size_t)st.st_size - RLM_MIN((size_t)st.st_size, HEAD));
 	if (rc == 0)
-		rc = buf_reserve(b, 1);
+		rc = tb_reserve(b, 1);
 	if (rc == RLM_ETOOBIG) {
+		b->len = start;
+		b->p[start] = '\0';
 		rc = rlm_err_set(err, rc, "'%s' is larger than %zu bytes", w->root, b->max);
 		goto out;
 	}
 	if (rc)
 		goto read_error;
 	len = b->len - start;
-	if ((why = not_text(b->p + start + ok_len, len - ok_len))) {
-		b->len = start;
-		b->p[start] = '\0';
-		goto skip;
-	}
-	buf_putc(b, '\n');
+	if ((why = not_text(b->p + start + ok_len, len - ok_len)))
+		goto cut;
+	b->p[b->len++] = '\n'; /* reserved above */
+	b->p[b->len] = '\0';
 	add_doc(c, cap, start, len, xstrdup(rel));
 	goto out;
-skip:
+cut:
+	b->len = start;
+	b->p[start] = '\0';
 	warn_skip(w, rel, why);
 	c->skipped++;
 	goto out;
 read_error:
+	b->len = start;
+	if (b->p)
+		b->p[start] = '\0';
 	rc = rlm_err_set(err, rc, "cannot read '%s/%s': %s", w->root, rel, strerror(-rc));
 out:
 	close(fd);
@@ -621,10 +874,10 @@ static int load_dir(int fd, const char *path, const struct corpus_opts *o, size_
 {
 	struct walk w = {path, o->quiet, NULL, 0, 0};
 	struct corpus_int *ci = corpus_alloc(CORPUS_DIR, path);
-	struct buf b;
+	struct tbuf b;
 	size_t cap = 0;
 	int sub = dup(fd), rc;
-	buf_init(&b, max);
+	tb_init(&b, max, o->heap);
 	if (sub < 0) {
 		rc = rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
 		goto out;
@@ -641,15 +894,18 @@ static int load_dir(int fd, const char *path, const struct corpus_opts *o, size_
 				 ci->c.skipped);
 		goto out;
 	}
-	ci->heap = buf_detach(&b, &ci->c.len);
-	ci->c.buf = ci->heap;
+	if ((rc = tb_finish(&b, ci, true))) {
+		rc = rlm_err_set(err, rc, "cannot keep the documents of '%s': %s", path,
+				 strerror(-rc));
+		goto out;
+	}
 	*out = &ci->c;
 	ci = NULL;
 out:
 	for (size_t i = 0; i < w.n; i++)
 		free(w.paths[i]);
 	free(w.paths);
-	buf_release(&b);
+	tb_release(&b);
 	if (ci)
 		corpus_free(&ci->c);
 	return rc;
@@ -676,7 +932,7 @@ static bool jsonl_name(const char *path)
 int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
 		struct rlm_err *err)
 {
-	static const struct corpus_opts defaults = {CORPUS_AUTO, 0, false};
+	static const struct corpus_opts defaults = {CORPUS_AUTO, 0, false, false};
 	const struct corpus_opts *o = opts ? opts : &defaults;
 	size_t max = o->max_bytes ? o->max_bytes : DEFAULT_MAX;
 	struct stat st;
@@ -710,7 +966,7 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 		rc = rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
 				 path, file_type(st.st_mode));
 	} else if (o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(path))) {
-		rc = load_jsonl(fd, &st, path, max, out, err);
+		rc = load_jsonl(fd, &st, path, o, max, out, err);
 	} else {
 		rc = load_text(fd, &st, path, max, out, err);
 	}

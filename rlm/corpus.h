@@ -6,11 +6,18 @@
  * All documents live in one buffer, back to back, each followed by one '\n'
  * that belongs to no document, plus an offsets table. A single text file is
  * mapped (mmap), not copied, and is one document covering the whole buffer
- * (no separator, not NUL-terminated); a directory or JSONL is read into one
- * heap buffer, NUL-terminated after the last separator.
+ * (no separator). A directory, JSONL or standard input is built straight
+ * into a memfd, which is then sealed and mapped read-only: the text, then
+ * (for DIR and JSONL) the documents' (offset, length) table, which is the
+ * layout of the REPL's context memfd (repl/repl.h), so the worker can map
+ * this very memfd instead of a copy. Its pages belong to the memfd, not to
+ * the heap: corpus_release_pages() takes them out of the controller's
+ * resident set without losing them. Where memfd_create is refused, or with
+ * corpus_opts.heap, the buffer is on the heap, NUL-terminated.
  * Every document is checked to be UTF-8 without NUL bytes, so any slice of
  * it can go into a JSON request and a Python str. 10M tokens (~40 MB) load
- * with at most one copy.
+ * with at most one copy of the text, and a JSONL file's pages are released
+ * behind the decoder, so loading one holds little more than its text.
  */
 #ifndef RLM_CORPUS_H
 #define RLM_CORPUS_H
@@ -33,9 +40,16 @@ struct corpus {
 	enum corpus_kind kind;   /* what was loaded (never AUTO) */
 	char *source;            /* the path given, "-" for stdin, NULL from
 				  * corpus_from_text; owned */
-	const char *buf;         /* all text; mapped or heap, see `mapped` */
+	const char *buf;         /* all text; a mapping (of the file, or of fd)
+				  * or the heap; NUL-terminated only on the
+				  * heap */
 	size_t len;              /* bytes in buf */
-	bool mapped;             /* buf is an mmap of the whole file */
+	bool mapped;             /* buf is an mmap of the whole text file */
+	int fd;                  /* a sealed memfd holding buf's len bytes and,
+				  * for DIR and JSONL, n_docs little-endian
+				  * uint64 pairs (off, len) right after them;
+				  * -1 for a mapped file or a heap buffer.
+				  * Owned: borrow it (dup to keep it) */
 	struct corpus_doc *docs; /* n_docs entries, in order; owned */
 	size_t n_docs;
 	size_t skipped;          /* directory files skipped as binary or not UTF-8 */
@@ -47,6 +61,7 @@ struct corpus_opts {
 				  * JSONL with "-" decodes stdin as JSONL */
 	size_t max_bytes;        /* 0: 4 GiB */
 	bool quiet;              /* no warnings on stderr for skipped files */
+	bool heap;               /* build in the heap, not in a memfd */
 };
 
 /* Load the context at path. On error returns a negative code and a message
@@ -62,22 +77,33 @@ struct corpus_opts {
  * caller's to corpus_free. */
 int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
 		struct rlm_err *err);
-/* Build a corpus from memory (copied), one document. For tests and the API. */
+/* Build a corpus from memory (copied, on the heap), one document. For
+ * tests and the API. */
 struct corpus *corpus_from_text(const char *text, size_t len);
-/* Decode JSONL held in memory (the file path of corpus_load uses this, and
- * the fuzz target): each non-blank line a JSON string or an object with a
+/* Decode JSONL held in memory (corpus_load decodes a file the same way;
+ * the fuzz target uses this): each non-blank line a JSON string or an object with a
  * string "text" (else "content", "body", "document", "contents") and an
  * optional name from "id", "docid", "title" or "name" (string or number).
  * name labels the source in messages ("'name' line 7: not valid JSON"; "-"
- * reads "standard input") and becomes corpus.source. On success *out is the
- * caller's to corpus_free; on error *out is NULL and err says what. */
+ * reads "standard input") and becomes corpus.source. The text goes into a
+ * memfd as corpus_load's does. On success *out is the caller's to
+ * corpus_free; on error *out is NULL and err says what. */
 int corpus_from_jsonl_buf(const char *name, const char *buf, size_t len, struct corpus **out,
 			  struct rlm_err *err);
+/* Take the pages of a mapped file or of a memfd out of this process's
+ * resident set: the controller will not read the text for a while (once
+ * the REPL's context memfd is filled, say). Nothing is lost: they stay in
+ * the page cache or the memfd, and reading buf again faults them back in,
+ * without I/O while memory lasts. Returns the bytes released; 0 for a heap
+ * buffer, which is left alone. Any thread; readers of buf may run at the
+ * same time. */
+size_t corpus_release_pages(const struct corpus *c);
 /* "auto", "text", "dir", "jsonl" to a kind and back. Parse returns 0 or
  * RLM_EINVAL. */
 int corpus_kind_parse(const char *s, enum corpus_kind *out);
 const char *corpus_kind_name(enum corpus_kind k);
-/* Release c and everything it owns (unmaps a mapped file); NULL is a no-op. */
+/* Release c and everything it owns (unmaps the mapping, closes fd); NULL
+ * is a no-op. */
 void corpus_free(struct corpus *c);
 
 #endif

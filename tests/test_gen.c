@@ -7,6 +7,7 @@
 #include "../common/common.h"
 #include "../common/json.h"
 #include "../rlm/cli.h"
+#include "../rlm/corpus.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -430,6 +431,134 @@ TEST(gen_10m_tokens_fast)
 	free(p);
 }
 
+/* ---- --utf8 ---- */
+
+/* How many sequences of 1, 2, 3 and 4 bytes s[0..len) has. */
+static void seq_counts(const char *s, size_t len, size_t n[5])
+{
+	memset(n, 0, 5 * sizeof(size_t));
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c & 0xc0) != 0x80)
+			n[c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4]++;
+	}
+}
+
+TEST(gen_utf8_haystacks)
+{
+	for (int h = 0; h < 3; h++) {
+		struct sniah_opts o = opts(30000, 4);
+		struct hay a, b, plain;
+		size_t n[5];
+		o.haystack = (enum sniah_haystack)h;
+		plain = gen(&o);
+		o.utf8 = true;
+		a = gen(&o);
+		b = gen(&o);
+		CHECK(a.len == b.len && memcmp(a.p, b.p, a.len) == 0); /* deterministic */
+		CHECK(size_ok(o.tokens, a.len));
+		CHECK(utf8_valid(a.p, a.len, NULL));
+		check_needle(&a, o.value);
+		seq_counts(a.p, a.len, n);
+		CHECK_MSG(n[2] > 0 && n[3] > 0 && n[4] > 0, "haystack %d: %zu/%zu/%zu multi-byte", h,
+			  n[2], n[3], n[4]);
+		CHECK(n[1] + n[2] + n[3] + n[4] < a.len);
+		seq_counts(plain.p, plain.len, n); /* without --utf8: ASCII as before */
+		CHECK(n[2] == 0 && n[3] == 0 && n[4] == 0);
+		free(a.p);
+		free(b.p);
+		free(plain.p);
+	}
+	for (uint64_t seed = 0; seed < 100; seed++) {
+		struct sniah_opts o = opts(2000, seed);
+		struct hay x;
+		o.utf8 = true;
+		o.haystack = (enum sniah_haystack)(seed % 3);
+		x = gen(&o);
+		CHECK_INT(count(x.p, x.it.key), 1);
+		CHECK_INT(count(x.p, x.it.value), 1);
+		free(x.p);
+	}
+}
+
+/* ---- documents: dir and jsonl ---- */
+
+TEST(gen_docs_load_back_as_the_haystack)
+{
+	static const enum sniah_format fmts[] = {SNIAH_DIR, SNIAH_JSONL};
+	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
+		for (int utf8 = 0; utf8 < 2; utf8++) {
+			struct sniah_opts o = opts(40000, 21);
+			struct corpus_opts co = {CORPUS_AUTO, 0, true, false};
+			struct corpus *c = NULL;
+			struct rlm_err err = {0, ""};
+			struct hay h;
+			struct sniah_item it;
+			char *path = xasprintf("%s/d%zu%d%s", harness_tmpdir(), f, utf8,
+					       fmts[f] == SNIAH_JSONL ? ".jsonl" : "");
+			char *needle;
+			size_t n, nd, biggest = 0;
+			o.utf8 = utf8;
+			h = gen(&o);
+			CHECK_INT(sniah_write(&o, fmts[f], 37, path, &it, &n, &nd), 0);
+			CHECK_INT(it.bytes, h.len);
+			CHECK_INT(it.needle_off, h.it.needle_off);
+			CHECK_MSG(corpus_load(path, &co, &c, &err) == 0, "%s", err.msg);
+			CHECK_INT(c->kind, fmts[f] == SNIAH_DIR ? CORPUS_DIR : CORPUS_JSONL);
+			CHECK_INT(c->n_docs, n);
+			CHECK(n >= 30 && n <= 37);
+			/* the documents, joined and ended by '\n', are the haystack */
+			CHECK_INT(c->len, h.len);
+			CHECK(memcmp(c->buf, h.p, h.len) == 0);
+			needle = xasprintf("for %s is: %s.", it.key, it.value);
+			CHECK(nd < n);
+			CHECK(memmem(c->buf + c->docs[nd].off, c->docs[nd].len, needle,
+				     strlen(needle)) != NULL);
+			for (size_t i = 0; i < n; i++) {
+				CHECK(c->docs[i].len > 0);
+				biggest = RLM_MAX(biggest, c->docs[i].len);
+			}
+			CHECK(biggest < 2 * h.len / 37); /* about equal shares */
+			{
+				char want[32];
+				snprintf(want, sizeof(want), "doc-%05zu%s", n - 1,
+					 fmts[f] == SNIAH_DIR ? ".txt" : "");
+				CHECK_STR(c->docs[n - 1].name, want);
+			}
+			free(needle);
+			corpus_free(c);
+			free(h.p);
+			free(path);
+		}
+	}
+}
+
+TEST(gen_docs_dir_rewritten_and_bad_counts)
+{
+	struct sniah_opts o = opts(8000, 2);
+	struct sniah_item it;
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	char *dir = xasprintf("%s/rw", harness_tmpdir());
+	size_t n, nd;
+	CHECK_INT(sniah_write(&o, SNIAH_DIR, 20, dir, &it, &n, &nd), 0);
+	CHECK_INT(n, 20);
+	CHECK_INT(sniah_write(&o, SNIAH_DIR, 3, dir, &it, &n, &nd), 0);
+	CHECK_INT(n, 3); /* the 17 other files of the first run are gone */
+	CHECK_INT(corpus_load(dir, NULL, &c, &err), 0);
+	CHECK_INT(c->n_docs, 3);
+	corpus_free(c);
+	CHECK_INT(sniah_write(&o, SNIAH_DIR, 0, dir, &it, &n, &nd), -EINVAL);
+	CHECK_INT(sniah_write(&o, SNIAH_JSONL, SNIAH_MAX_DOCS + 1, dir, &it, &n, &nd), -EINVAL);
+	CHECK_INT(sniah_write(&o, SNIAH_JSONL, 5, dir, &it, &n, &nd), -EISDIR);
+	free(dir);
+	/* more documents asked for than there are lines: a line each */
+	dir = xasprintf("%s/many.jsonl", harness_tmpdir());
+	CHECK_INT(sniah_write(&o, SNIAH_JSONL, 100000, dir, &it, &n, &nd), 0);
+	CHECK(n > 20 && n < 200);
+	free(dir);
+}
+
 /* ---- rlm bench gen ---- */
 
 TEST(cli_writes_jsonl_and_files)
@@ -522,6 +651,48 @@ TEST(cli_items_are_independent_and_jsonl_truncated)
 	free(dir);
 }
 
+TEST(cli_formats_docs_and_utf8)
+{
+	char *dir = xasprintf("%s/f", harness_tmpdir()), *jl = xasprintf("%s/sniah.jsonl", dir);
+	const char *a1[] = {"sniah", "--sizes", "8k", "--out", dir, "--format", "dir", "--docs",
+			    "7", "--utf8", NULL};
+	const char *a2[] = {"sniah", "--sizes", "8k", "--out", dir, "--format", "jsonl", NULL};
+	char *out, *err, *text, *p;
+	size_t len;
+	cJSON *j;
+	struct stat st;
+	CHECK_INT(run_gen(a1, &out, &err), 0);
+	CHECK_CONTAINS(err, "in 7 documents");
+	text = slurp(jl, &len);
+	j = json_parse(text, len);
+	CHECK(j);
+	CHECK_STR(json_str(j, "context_path"), "sniah-8k-0");
+	CHECK_STR(json_str(j, "format"), "dir");
+	CHECK_INT(json_int(j, "documents", 0), 7);
+	CHECK(json_int(j, "needle_doc", -1) >= 0 && json_int(j, "needle_doc", -1) < 7);
+	CHECK(cJSON_IsTrue(json_get(j, "utf8")));
+	p = xasprintf("%s/sniah-8k-0/doc-00006.txt", dir);
+	CHECK_INT(stat(p, &st), 0);
+	free(p);
+	cJSON_Delete(j);
+	free(text);
+	free(out);
+	free(err);
+	CHECK_INT(run_gen(a2, &out, &err), 0);
+	text = slurp(jl, &len);
+	j = json_parse(text, len);
+	CHECK_STR(json_str(j, "context_path"), "sniah-8k-0.jsonl");
+	CHECK_STR(json_str(j, "format"), "jsonl");
+	CHECK_INT(json_int(j, "documents", 0), 4); /* one per 2,000 tokens */
+	CHECK(json_get(j, "utf8") == NULL);
+	cJSON_Delete(j);
+	free(text);
+	free(out);
+	free(err);
+	free(jl);
+	free(dir);
+}
+
 TEST(cli_bad_options_exit_2)
 {
 	static const struct {
@@ -547,6 +718,9 @@ TEST(cli_bad_options_exit_2)
 		{{"sniah", "--out", "D", "--value", "word", "--distractors", "200", NULL},
 		 "too many distractors for word values"},
 		{{"sniah", "--out", "D", "--frob", NULL}, "unknown option '--frob'"},
+		{{"sniah", "--out", "D", "--format", "csv", NULL}, "unknown --format 'csv'"},
+		{{"sniah", "--out", "D", "--docs", "0", NULL}, "bad value '0' for --docs"},
+		{{"sniah", "--out", "D", "--docs", "5", NULL}, "--docs needs --format dir or jsonl"},
 		{{"sniah", "--out", NULL}, "option '--out' needs a value"},
 		{{"sniah", "extra", "--out", "D", NULL}, "unexpected argument 'extra'"},
 		{{"sniah", "--out", "D", "--sizes", "1k", "--distractors", "100", NULL},
@@ -595,6 +769,9 @@ TEST(cli_help)
 	CHECK_CONTAINS(out, "--value");
 	CHECK_CONTAINS(out, "--distractors");
 	CHECK_CONTAINS(out, "--depth");
+	CHECK_CONTAINS(out, "--format KIND");
+	CHECK_CONTAINS(out, "--docs N");
+	CHECK_CONTAINS(out, "--utf8");
 	CHECK_CONTAINS(out, "sniah.jsonl");
 	free(out);
 	free(err);

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/perf_scale.c -- the 10M-token rows of `rlm bench perf`: the
+ * controller's peak memory over a whole solve, and how fast a directory
+ * and a JSONL file of documents load (and how much they hold meanwhile).
+ *
+ * DESIGN
+ * Peak memory is a process's high-water mark (VmHWM), so each measurement
+ * runs in a fresh process: this binary again, as `rlm bench perf --child
+ * REPORT solve|load ...`, which does the one thing and writes what it saw
+ * to REPORT. A solve's child runs `rlm solve` itself (cmd_solve), so the
+ * number is what a user's `rlm solve` costs. The REPL worker is a process
+ * of its own and is not counted; wait4's ru_maxrss (what `/usr/bin/time
+ * -v` prints) would count it, as the largest of the waited-for children.
+ * The context memfd is shared memory that the controller writes but never
+ * maps, so it is outside the controller's RSS too; the note says so. The
+ * corpora go to /dev/shm when it is writable and roomy, since creating
+ * 5,000 files on a slow disk takes seconds, and are removed afterwards.
+ */
+#include "bench.h"
+#include "../common/json.h"
+#include "../rlm/cli.h"
+#include "../rlm/corpus.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A field of /proc/self/status in kB ("VmHWM", "VmRSS"), or -1. */
+static long status_kb(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t n = strlen(field);
+	long v = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, field, n) == 0 && line[n] == ':')
+			v = strtol(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* ---- the child ---- */
+
+static int child_load(FILE *rep, const char *path)
+{
+	struct corpus_opts o = {CORPUS_AUTO, 0, true, false};
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	long base = status_kb("VmRSS");
+	int64_t t0 = now_ns(), t1;
+	if (corpus_load(path, &o, &c, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		return 1;
+	}
+	t1 = now_ns();
+	fprintf(rep, "load_ns %lld\nheld_kb %ld\nbytes %zu\ndocs %zu\n", (long long)(t1 - t0),
+		status_kb("VmHWM") - base, c->len, c->n_docs);
+	corpus_free(c);
+	return 0;
+}
+
+int perf_scale_child(int argc, char **argv)
+{
+	FILE *rep;
+	int status;
+	int64_t t0;
+	if (argc < 3)
+		return cli_fail(2,
+				"usage: rlm bench perf --child REPORT solve ARGS... | load PATH");
+	if (!(rep = fopen(argv[1], "w")))
+		return cli_fail(1, "cannot open '%s': %s", argv[1], strerror(errno));
+	if (strcmp(argv[2], "load") == 0 && argc == 4) {
+		status = child_load(rep, argv[3]);
+	} else if (strcmp(argv[2], "solve") == 0) {
+		t0 = now_ns();
+		status = cmd_solve(argc - 2, argv + 2);
+		fflush(stdout);
+		fprintf(rep, "status %d\nwall_ns %lld\npeak_kb %ld\n", status,
+			(long long)(now_ns() - t0), status_kb("VmHWM"));
+	} else {
+		status = cli_fail(2, "unknown child job '%s'", argv[2]);
+	}
+	if (fclose(rep) != 0 && !status)
+		status = 1;
+	return status;
+}
+
+/* ---- the parent ---- */
+
+/* Run `rlm bench perf --child REPORT args...` with stdout going to out and
+ * stderr to /dev/null; read REPORT's "key value" lines into a JSON-less
+ * table: get(key) after it. Returns the child's exit status, or -1. */
+static int run_child(const char *dir, const char *const *args, const char *out)
+{
+	char self[PATH_MAX], *rep = xasprintf("%s/report", dir);
+	const char *argv[32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t k = 0;
+	int st;
+	pid_t pid;
+	if (n <= 0) {
+		free(rep);
+		return -1;
+	}
+	self[n] = '\0';
+	argv[k++] = "rlm";
+	argv[k++] = "bench";
+	argv[k++] = "perf";
+	argv[k++] = "--child";
+	argv[k++] = rep;
+	for (size_t i = 0; args[i] && k < ARRAY_SIZE(argv) - 1; i++)
+		argv[k++] = args[i];
+	argv[k] = NULL;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		free(rep);
+		return -1;
+	}
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		int e = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		execv(self, (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	free(rep);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The number after `key ` in the child's report, or -1. */
+static double report_get(const char *dir, const char *key)
+{
+	char *path = xasprintf("%s/report", dir), line[256];
+	FILE *f = fopen(path, "r");
+	size_t n = strlen(key);
+	double v = -1;
+	free(path);
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, n) == 0 && line[n] == ' ')
+			v = strtod(line + n + 1, NULL);
+	fclose(f);
+	return v;
+}
+
+/* A fresh directory for `need` bytes of corpora: under /dev/shm when it
+ * is writable and has the room (a container's is often 64 MB), else under
+ * $TMPDIR or /tmp. */
+static char *make_workdir(uint64_t need)
+{
+	const char *bases[] = {"/dev/shm", getenv("TMPDIR"), "/tmp"};
+	for (size_t i = 0; i < ARRAY_SIZE(bases); i++) {
+		struct statvfs sv;
+		char *t;
+		if (!bases[i] || !*bases[i] || access(bases[i], W_OK) != 0)
+			continue;
+		if (i == 0 && (statvfs(bases[i], &sv) != 0 ||
+			       (uint64_t)sv.f_bavail * sv.f_frsize < need + (need >> 2)))
+			continue;
+		t = xasprintf("%s/rlm-perf-XXXXXX", bases[i]);
+		if (mkdtemp(t))
+			return t;
+		free(t);
+	}
+	return NULL;
+}
+
+/* rm -r of the work directory: files, and the one level of documents. */
+static void remove_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	if (!d) {
+		unlink(path);
+		return;
+	}
+	while ((e = readdir(d))) {
+		char *p;
+		struct stat st;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		p = xasprintf("%s/%s", path, e->d_name);
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			remove_tree(p);
+		else
+			unlink(p);
+		free(p);
+	}
+	closedir(d);
+	rmdir(path);
+}
+
+static int load_row(const char *dir, const char *path, double *ms, double *held, size_t *docs,
+		    struct rlm_err *err)
+{
+	const char *args[] = {"load", path, NULL};
+	char *out = xasprintf("%s/load.out", dir);
+	int rc = run_child(dir, args, out);
+	double bytes = report_get(dir, "bytes");
+	free(out);
+	if (rc != 0 || bytes <= 0)
+		return rlm_err_set(err, RLM_EIO, "loading '%s' in a child failed (status %d)", path,
+				   rc);
+	*ms = report_get(dir, "load_ns") / 1e6;
+	*held = report_get(dir, "held_kb") * 1024 / bytes;
+	*docs = (size_t)report_get(dir, "docs");
+	return 0;
+}
+
+int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err)
+{
+	struct sniah_opts so;
+	struct sniah_item item;
+	char *dir = make_workdir(3 * 4 * tokens), *text = NULL, *docs = NULL, *jsonl = NULL,
+	     *json = NULL;
+	char *answer_text = NULL;
+	size_t n, needle_doc, len;
+	cJSON *j = NULL;
+	int rc;
+	memset(out, 0, sizeof(*out));
+	if (!dir)
+		return rlm_err_set(err, -errno, "cannot make a work directory: %s",
+				   strerror(errno));
+	sniah_opts_default(&so);
+	so.tokens = tokens;
+	so.seed = 11;
+	text = xasprintf("%s/hay.txt", dir);
+	docs = xasprintf("%s/docs", dir);
+	jsonl = xasprintf("%s/docs.jsonl", dir);
+	json = xasprintf("%s/solve.json", dir);
+	if ((rc = sniah_write(&so, SNIAH_TEXT, 1, text, &item, &n, &needle_doc)) ||
+	    (rc = sniah_write(&so, SNIAH_DIR, (size_t)RLM_MAX(tokens / 2000, 1), docs, &item,
+			      &out->dir_docs, &needle_doc)) ||
+	    (rc = sniah_write(&so, SNIAH_JSONL, (size_t)RLM_MAX(tokens / 1000, 1), jsonl, &item,
+			      &out->jsonl_docs, &needle_doc))) {
+		rc = rlm_err_set(err, rc, "cannot write the corpora in '%s': %s", dir,
+				 strerror(-rc));
+		goto out;
+	}
+	out->bytes = item.bytes;
+	{
+		const char *args[] = {"solve",	     "--context",   text,  "--question",
+				      item.question, "--provider",  "sim", "--model",
+				      "sim",	     "--sub-model", "sim", "--json",
+				      "--quiet",     NULL};
+		int st = run_child(dir, args, json);
+		struct rlm_err e2;
+		const char *a;
+		out->peak_mb = report_get(dir, "peak_kb") * 1024 / 1e6;
+		out->solve_s = report_get(dir, "wall_ns") / 1e9;
+		if (st == 0 && read_file(json, 1 << 20, &answer_text, &len, &e2) == 0)
+			j = json_parse(answer_text, len);
+		a = j ? json_str(j, "answer") : NULL;
+		if (st != 0 || out->peak_mb <= 0 || !a || !strstr(a, item.value)) {
+			rc = rlm_err_set(
+			    err, RLM_EIO,
+			    "the 10M-token solve went wrong: status %d, answer '%.80s', "
+			    "expected '%s'",
+			    st, a ? a : "(none)", item.value);
+			goto out;
+		}
+		out->sub_calls = (long)json_int(json_get(j, "calls"), "sub", 0);
+	}
+	if ((rc = load_row(dir, docs, &out->dir_ms, &out->dir_held, &out->dir_docs, err)) ||
+	    (rc = load_row(dir, jsonl, &out->jsonl_ms, &out->jsonl_held, &out->jsonl_docs, err)))
+		goto out;
+	rc = 0;
+out:
+	cJSON_Delete(j);
+	free(answer_text);
+	remove_tree(dir);
+	free(dir);
+	free(text);
+	free(docs);
+	free(jsonl);
+	free(json);
+	return rc;
+}
