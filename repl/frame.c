@@ -106,6 +106,7 @@ bad:
 static int check_call(const cJSON *f, struct rlm_err *err)
 {
 	const char *kind = json_str(f, "kind");
+	const cJSON *cs = json_get(f, "contexts"), *el;
 	int n = cJSON_GetArraySize(json_get(f, "prompts"));
 	if (strcmp(kind, "llm") != 0 && strcmp(kind, "rlm") != 0)
 		return rlm_err_set(err, RLM_EPARSE, "a call of unknown kind '%.40s'", kind);
@@ -113,6 +114,22 @@ static int check_call(const cJSON *f, struct rlm_err *err)
 		return rlm_err_set(err, RLM_EPARSE, "a call without prompts");
 	if (!cJSON_IsTrue(json_get(f, "batched")) && n != 1)
 		return rlm_err_set(err, RLM_EPARSE, "a single call with %d prompts", n);
+	/* Optional, rlm only: one str or null per prompt. */
+	if (!cs)
+		return 0;
+	if (strcmp(kind, "rlm") != 0)
+		return rlm_err_set(err, RLM_EPARSE, "an llm call with contexts");
+	if (!cJSON_IsArray(cs) || cJSON_GetArraySize(cs) != n)
+		return rlm_err_set(err, RLM_EPARSE,
+				   "a call whose 'contexts' is not an array of %d "
+				   "items (one per prompt)",
+				   n);
+	cJSON_ArrayForEach(el, cs)
+	{
+		if (!cJSON_IsNull(el) && !str_ok(el))
+			return rlm_err_set(err, RLM_EPARSE,
+					   "a call with a context that is not a string or null");
+	}
 	return 0;
 }
 

@@ -761,10 +761,12 @@ static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
 
 static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 {
-	const cJSON *ps = json_get(f, "prompts"), *p;
+	const cJSON *ps = json_get(f, "prompts"), *cs = json_get(f, "contexts"), *p;
 	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start;
 	const char **prompts = xcalloc(n, sizeof(*prompts));
 	size_t *lens = xcalloc(n, sizeof(*lens));
+	const char **contexts = NULL;
+	size_t *ctx_lens = NULL;
 	char **texts = xcalloc(n, sizeof(*texts));
 	bool *errors = xcalloc(n, sizeof(*errors));
 	struct repl_call c;
@@ -775,6 +777,22 @@ static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 		i++;
 	}
 	memset(&c, 0, sizeof(c));
+	if (cs) {
+		/* repl_frame_parse checked it: n items, each a str or null. */
+		contexts = xcalloc(n, sizeof(*contexts));
+		ctx_lens = xcalloc(n, sizeof(*ctx_lens));
+		i = 0;
+		cJSON_ArrayForEach(p, cs)
+		{
+			if (cJSON_IsString(p)) {
+				contexts[i] = p->valuestring;
+				ctx_lens[i] = strlen(p->valuestring);
+			}
+			i++;
+		}
+		c.contexts = contexts;
+		c.ctx_lens = ctx_lens;
+	}
 	c.rlm = strcmp(json_str(f, "kind"), "rlm") == 0;
 	c.batched = cJSON_IsTrue(json_get(f, "batched"));
 	c.model = json_str(f, "model");
@@ -821,6 +839,8 @@ static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 	repl__flush(r);
 	free(prompts);
 	free(lens);
+	free(contexts);
+	free(ctx_lens);
 	free(texts);
 	free(errors);
 }

@@ -58,7 +58,11 @@
  *   {"type":"call","id":N,"exec":E,"kind":"llm"|"rlm","batched":B,
  *    "model":null|"name","prompts":["..."]}   during exec (or final_var) E
  *                                              only; the worker blocks
- *                                              until reply N
+ *                                              until reply N. An rlm call
+ *                                              given context= (contexts=)
+ *                                              adds "contexts":["..."|null,
+ *                                              ...], one per prompt; it is
+ *                                              absent when none was given
  *   {"type":"result","id":E,"output":"...","output_chars":T,"error":B,
  *    "interrupted":B,"ready":B,"answer":null|"...","content":null|"...",
  *    "vars":["name",...]}                      the end of exec E
@@ -135,6 +139,10 @@ struct repl_call {
 	const char *const *prompts;
 	const size_t *lens;
 	size_t n;
+	/* rlm only: the context= (contexts= for the batch) argument, one per
+	 * prompt (a str; NULL entry: none given), or NULL when none was */
+	const char *const *contexts;
+	const size_t *ctx_lens;
 	int64_t deadline_ns;     /* now_ns() clock: answer by then (0: none) */
 };
 

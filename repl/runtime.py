@@ -344,7 +344,7 @@ def _check_model(model, fn):
         raise TypeError('%s(): model must be a str or None, not %s' % (fn, type(model).__name__))
 
 
-def _call(kind, batched, prompts, model):
+def _call(kind, batched, prompts, model, contexts=None):
     st = _st
     main = _get_ident() == _main_tid
     with _io_lock:
@@ -363,14 +363,20 @@ def _call(kind, batched, prompts, model):
         if main:
             st.io += 1
         try:
+            frame = {'type': 'call', 'id': cid, 'exec': st.exec_id, 'kind': kind,
+                     'batched': batched, 'model': model, 'prompts': prompts}
+            if contexts is not None:
+                frame['contexts'] = contexts
             try:
-                _send({'type': 'call', 'id': cid, 'exec': st.exec_id, 'kind': kind,
-                       'batched': batched, 'model': model, 'prompts': prompts})
+                _send(frame)
             except _TooBig as e:
-                raise ValueError('%s_query%s: the prompts take %s bytes, over the limit of %s '
-                                 'for one call; send fewer or shorter prompts per call'
-                                 % (kind, '_batched' if batched else '', format(e.args[0], ','),
-                                    format(_max_frame, ','))) from None
+                raise ValueError('%s_query%s: the prompts%s take %s bytes, over the limit of %s '
+                                 'for one call; send fewer or shorter %s per call'
+                                 % (kind, '_batched' if batched else '',
+                                    '' if contexts is None else ' and contexts',
+                                    format(e.args[0], ','), format(_max_frame, ','),
+                                    'prompts' if contexts is None else 'prompts or contexts')
+                                 ) from None
             try:
                 msg = _read_frame()
             except (ValueError, OSError) as e:
@@ -403,45 +409,83 @@ def _prompt_list(prompts, fn):
     return out
 
 
-def _single(kind):
-    fn = kind + '_query'
-
-    def query(prompt, model=None):
-        if type(prompt) is not str:
-            if not isinstance(prompt, str):
-                hint = ' (use %s_batched for several prompts)' % fn \
-                    if isinstance(prompt, (list, tuple)) else ''
-                raise TypeError('%s() takes the prompt as a str, not %s%s'
-                                % (fn, type(prompt).__name__, hint))
-            prompt = str.__str__(prompt)
-        _check_model(model, fn)
-        return _call(kind, False, [_clean(prompt)], model)[0]
-    query.__name__ = query.__qualname__ = fn
-    query.__doc__ = ('%s(prompt, model=None) -> str: ask a %s and return its answer '
-                     '(a str starting "Error:" when the call failed).'
-                     % (fn, 'sub-model' if kind == 'llm' else 'child RLM'))
-    return query
+def _one_prompt(prompt, fn):
+    if type(prompt) is not str:
+        if not isinstance(prompt, str):
+            hint = ' (use %s_batched for several prompts)' % fn \
+                if isinstance(prompt, (list, tuple)) else ''
+            raise TypeError('%s() takes the prompt as a str, not %s%s'
+                            % (fn, type(prompt).__name__, hint))
+        prompt = str.__str__(prompt)
+    return _clean(prompt)
 
 
-def _batched(kind):
-    fn = kind + '_query_batched'
-
-    def query_batched(prompts, model=None):
-        ps = _prompt_list(prompts, fn)
-        _check_model(model, fn)
-        if not ps:
-            return []
-        return _call(kind, True, ps, model)
-    query_batched.__name__ = query_batched.__qualname__ = fn
-    query_batched.__doc__ = ('%s(prompts, model=None) -> list[str]: ask about every prompt '
-                             'in parallel; answers in order (failed ones start "Error:").' % fn)
-    return query_batched
+def _one_context(context, fn, what):
+    if context is None or type(context) is str:
+        return context if context is None else _clean(context)
+    if isinstance(context, str):
+        return _clean(str.__str__(context))
+    hint = " (join documents first: '\\n\\n'.join(docs))" \
+        if isinstance(context, (list, tuple)) else ''
+    raise TypeError('%s(): %s must be a str or None, not %s%s'
+                    % (fn, what, type(context).__name__, hint))
 
 
-llm_query = _single('llm')
-llm_query_batched = _batched('llm')
-rlm_query = _single('rlm')
-rlm_query_batched = _batched('rlm')
+def _context_list(contexts, n, fn):
+    # None for all, or one str-or-None per prompt. None when no context
+    # is given at all, so the frame carries none.
+    if contexts is None:
+        return None
+    if isinstance(contexts, str) or not isinstance(contexts, (list, tuple)):
+        raise TypeError('%s() takes contexts as a list (one str or None per prompt), not %s'
+                        % (fn, type(contexts).__name__))
+    if len(contexts) != n:
+        raise ValueError('%s(): %d contexts for %d prompts; give one per prompt (None where '
+                         'the prompt is its own context)' % (fn, len(contexts), n))
+    out = [_one_context(c, fn, 'contexts[%d]' % i) for i, c in enumerate(contexts)]
+    return out if any(c is not None for c in out) else None
+
+
+def llm_query(prompt, model=None):
+    """llm_query(prompt, model=None) -> str: ask a sub-model and return its
+    answer (a str starting "Error:" when the call failed)."""
+    prompt = _one_prompt(prompt, 'llm_query')
+    _check_model(model, 'llm_query')
+    return _call('llm', False, [prompt], model)[0]
+
+
+def llm_query_batched(prompts, model=None):
+    """llm_query_batched(prompts, model=None) -> list[str]: ask about every
+    prompt in parallel; answers in order (failed ones start "Error:")."""
+    ps = _prompt_list(prompts, 'llm_query_batched')
+    _check_model(model, 'llm_query_batched')
+    if not ps:
+        return []
+    return _call('llm', True, ps, model)
+
+
+def rlm_query(prompt, model=None, context=None):
+    """rlm_query(prompt, model=None, context=None) -> str: hand a sub-problem
+    to a child RLM with a REPL of its own, whose `context` is the prompt, or
+    context when given (the prompt is then its question); returns its answer
+    (a str starting "Error:" when it failed). At the last depth of recursion,
+    a plain sub-call like llm_query."""
+    prompt = _one_prompt(prompt, 'rlm_query')
+    _check_model(model, 'rlm_query')
+    context = _one_context(context, 'rlm_query', 'context')
+    return _call('rlm', False, [prompt], model, None if context is None else [context])[0]
+
+
+def rlm_query_batched(prompts, model=None, contexts=None):
+    """rlm_query_batched(prompts, model=None, contexts=None) -> list[str]: a
+    child RLM per prompt, in parallel; answers in order (failed ones start
+    "Error:"). contexts: one str or None per prompt."""
+    ps = _prompt_list(prompts, 'rlm_query_batched')
+    _check_model(model, 'rlm_query_batched')
+    cs = _context_list(contexts, len(ps), 'rlm_query_batched')
+    if not ps:
+        return []
+    return _call('rlm', True, ps, model, cs)
 
 
 # ---- the answer ----

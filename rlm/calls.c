@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/calls.c -- the calls of one RLM node: waiting on the pool with the
  * solve's deadline and the caller's cancel, accounting, the stop reason,
- * and the worker's sub-calls (llm_query, llm_query_batched, ...).
+ * and the worker's sub-calls (llm_query, llm_query_batched, and rlm_query*
+ * at the last depth; above it rlm/node.c runs child RLMs).
  *
  * DESIGN
  * The node's thread submits calls and waits on c->cv; pool threads store
@@ -14,6 +15,10 @@
  * Sub-calls of one call frame are all submitted at once, at most `window`
  * in flight, each checked against the budget first; a refused one gets an
  * "Error: ..." string in its slot and the node stops after the exec.
+ *
+ * The stop reason is the node's; a limit of the whole solve (a budget,
+ * the deadline, the cancel) is also told to the tree, where every other
+ * node finds it (calls_adopt) before its next call and stops too.
  */
 #include "solve_int.h"
 
@@ -27,16 +32,19 @@
 #define POLL_NS	       50000000LL
 
 void calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,
-		struct rlm_budget *b, int64_t t0)
+		struct rlm_tree *tree, int depth, int node)
 {
 	pthread_condattr_t ca;
 	memset(c, 0, sizeof(*c));
 	c->o = o;
 	c->out = out;
-	c->budget = b;
+	c->tree = tree;
+	c->budget = &tree->budget;
 	c->sub = o->sub_model ? o->sub_model : o->model;
 	c->window = o->window ? o->window : DEFAULT_WINDOW;
-	c->t0 = t0;
+	c->t0 = tree->t0;
+	c->depth = depth;
+	c->node = node;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -71,6 +79,24 @@ void calls_stop(struct calls *c, enum rlm_stop why, const char *fmt, ...)
 	c->stopping = true;
 	c->stop = why;
 	c->stop_detail = buf_detach(&b, NULL);
+	if (tree_limit(why))
+		tree_stop(c->tree, why, c->stop_detail, c->depth, c->node);
+}
+
+bool calls_adopt(struct calls *c)
+{
+	struct rlm_tree *t = c->tree;
+	enum rlm_stop why;
+	char *detail;
+	if (c->stopping || !atomic_load(&t->stopping))
+		return c->stopping;
+	pthread_mutex_lock(&t->stop_mu);
+	why = t->stop;
+	detail = xstrdup(t->stop_detail ? t->stop_detail : rlm_stop_name(why));
+	pthread_mutex_unlock(&t->stop_mu);
+	calls_stop(c, why, "%s", detail);
+	free(detail);
+	return true;
 }
 
 void calls_timeout(struct calls *c, const char *during)
@@ -86,7 +112,9 @@ void calls_progress(struct calls *c, const char *phase, size_t done, size_t tota
 	if (!c->o->progress)
 		return;
 	p = (struct rlm_progress){phase, done, total, c->level, now_ns() - c->t0};
+	pthread_mutex_lock(&c->tree->cb_mu);
 	c->o->progress(&p, c->o->progress_arg);
+	pthread_mutex_unlock(&c->tree->cb_mu);
 }
 
 static void usage_add(struct llm_usage *a, const struct llm_usage *b)
@@ -111,10 +139,26 @@ void calls_account(struct calls *c, const struct llm_call *call, int64_t est, bo
 	usage_add(&r->usage, &call->usage);
 	r->cost += call->cost;
 	usage_add(sub ? &r->sub_usage : &r->root_usage, &call->usage);
-	if (sub)
+	if (sub) {
 		r->sub_cost += call->cost;
-	else
+	} else {
 		r->root_cost += call->cost;
+		r->root_calls++;
+	}
+}
+
+void calls_add_child(struct calls *c, const struct rlm_result *child)
+{
+	struct rlm_result *r = c->out;
+	r->calls += child->calls;
+	r->attempts += child->attempts;
+	r->failed_calls += child->failed_calls;
+	usage_add(&r->usage, &child->usage);
+	usage_add(&r->sub_usage, &child->usage);
+	r->cost += child->cost;
+	r->sub_cost += child->cost;
+	r->sub_calls += child->sub_calls;
+	r->nodes += 1 + child->nodes;
 }
 
 bool calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
@@ -153,6 +197,7 @@ void calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char
 struct sub_slot {
 	struct llm_call call;
 	struct llm_msg msg;
+	char *joined; /* owned: the prompt and a context= given at the last depth */
 	int64_t est; /* tokens reserved */
 	size_t item;
 	struct sub_frame *frame;
@@ -191,6 +236,8 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	}
 	calls_account(c, call, s->est, true);
 	llm_call_release(call);
+	free(s->joined);
+	s->joined = NULL;
 	s->next_free = f->free_slots;
 	f->free_slots = s;
 	f->finished++;
@@ -199,21 +246,24 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* The model a call names: none is the sub-model; the sub-model or the
- * root model by name; else NULL. */
-static struct llm_model *route(const struct calls *c, const char *name)
+/* The model a call names: the sub-model or the solve's root model by name,
+ * none is dflt; else NULL. */
+static struct llm_model *route(const struct calls *c, const char *name, struct llm_model *dflt)
 {
-	if (!name || !*name || strcmp(name, llm_model_name(c->sub)) == 0)
+	struct llm_model *root = c->tree->o->model;
+	if (!name || !*name)
+		return dflt;
+	if (strcmp(name, llm_model_name(c->sub)) == 0)
 		return c->sub;
-	if (strcmp(name, llm_model_name(c->o->model)) == 0)
-		return c->o->model;
+	if (strcmp(name, llm_model_name(root)) == 0)
+		return root;
 	return NULL;
 }
 
 static void unknown_model(const struct calls *c, const struct repl_call *call, char **texts,
 			  bool *errors)
 {
-	const char *root = llm_model_name(c->o->model), *sub = llm_model_name(c->sub);
+	const char *root = llm_model_name(c->tree->o->model), *sub = llm_model_name(c->sub);
 	for (size_t i = 0; i < call->n; i++) {
 		texts[i] =
 		    strcmp(root, sub) == 0
@@ -224,14 +274,17 @@ static void unknown_model(const struct calls *c, const struct repl_call *call, c
 	}
 }
 
-/* rlm_query / rlm_query_batched (call->rlm) are answered like llm_query
- * until recursion lands: one sub-model call per prompt. */
+/* llm_query / llm_query_batched, and rlm_query / rlm_query_batched at the
+ * last depth: one sub-model call per prompt. Above the last depth an
+ * rlm_query frame goes to child RLMs (rlm/node.c), whose root model is the
+ * one named, by default the solve's root model. */
 void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors)
 {
 	struct calls *c = arg;
 	struct sub_frame f;
 	struct sub_slot *slots;
-	struct llm_model *model = route(c, call->model);
+	bool children = call->rlm && c->depth + 1 < c->tree->max_depth;
+	struct llm_model *model = route(c, call->model, children ? c->tree->o->model : c->sub);
 	size_t n = call->n, next = 0, window;
 	int64_t t0 = now_ns(), deadline = c->budget->deadline_ns;
 
@@ -241,6 +294,11 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 	}
 	if (n == 0)
 		return;
+	if (children) {
+		node_children(c, call, model, texts, errors);
+		c->out->sub_ns += now_ns() - t0;
+		return;
+	}
 	if (call->deadline_ns && (!deadline || call->deadline_ns < deadline))
 		deadline = call->deadline_ns;
 	memset(&f, 0, sizeof(f));
@@ -276,7 +334,7 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 			}
 			continue;
 		}
-		if (next < n && c->stopping) {
+		if (next < n && calls_adopt(c)) {
 			/* A budget ran out earlier: the solve ends after this
 			 * exec, so the rest would be wasted. */
 			for (; next < n; next++) {
@@ -291,7 +349,10 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 			calls_wait(c, &f.cancel, deadline, "during a sub-call");
 			continue;
 		}
-		est = llm_estimate_tokens(call->lens[next]);
+		est = llm_estimate_tokens(call->lens[next] +
+					  (call->contexts && call->contexts[next]
+					       ? call->ctx_lens[next] + 2
+					       : 0));
 		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), true, &why, msg,
 				    sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);
@@ -308,7 +369,17 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 		s->est = est;
 		c->out->sub_calls++;
 		pthread_mutex_unlock(&c->mu);
-		s->msg = (struct llm_msg){LLM_USER, call->prompts[s->item], call->lens[s->item]};
+		if (call->contexts && call->contexts[s->item]) {
+			/* rlm_query(prompt, context=...) at the last depth: one
+			 * plain call reads both, the request first. */
+			s->joined = xasprintf("%.*s\n\n%.*s", (int)call->lens[s->item],
+					      call->prompts[s->item], (int)call->ctx_lens[s->item],
+					      call->contexts[s->item]);
+			s->msg = (struct llm_msg){LLM_USER, s->joined, strlen(s->joined)};
+		} else {
+			s->msg = (struct llm_msg){LLM_USER, call->prompts[s->item],
+						  call->lens[s->item]};
+		}
 		llm_call_init(&s->call, model, &s->msg, 1);
 		s->call.params = c->o->params;
 		s->call.cancel = &f.cancel;

@@ -19,8 +19,9 @@ static const char usage[] =
 	"Start the REPL worker the root model programs, with the context loaded as\n"
 	"`context`, and run Python cells from stdin. Each result is printed exactly as\n"
 	"the model would see it (cut to the output limit, tracebacks, restart notices).\n"
-	"llm_query, llm_query_batched, rlm_query and rlm_query_batched call the\n"
-	"sub-model for real (the offline simulator unless a model is configured);\n"
+	"llm_query and llm_query_batched call the sub-model for real (the offline\n"
+	"simulator unless a model is configured), and rlm_query and rlm_query_batched\n"
+	"run child RLMs (the root model, with a REPL of their own) as in a solve;\n"
 	"answer, FINAL and FINAL_VAR work as in a solve.\n"
 	"\n"
 	"At a terminal a blank line ends a cell. From a pipe or file, cells are\n"
@@ -32,6 +33,8 @@ static const char usage[] =
 	"      --output-limit N    characters of output shown (20000)\n"
 	"      --exec-timeout SECS running time of one cell, sub-calls not counted (60)\n"
 	"      --python PATH       the worker's interpreter (/usr/bin/python3)\n"
+	"      --max-depth N       levels of RLMs, this REPL's included, 1..16 (env\n"
+	"                          RLM_MAX_DEPTH; 2); 1: rlm_query is a plain sub-call\n"
 	"      --quiet             no prompts or notices on stderr (at a terminal they\n"
 	"                          include the worker's sandbox line)\n"
 	"  -h, --help              this help\n"
@@ -47,7 +50,14 @@ static const char usage[] =
 	"Example:\n"
 	"  printf 'print(len(context))\\n# %%%%\\nllm_query(\"Say hi\")\\n' | rlm repl -c notes/\n";
 
-enum { OPT_FORMAT = OPT_MODEL_LAST + 1, OPT_OUTPUT_LIMIT, OPT_EXEC_TIMEOUT, OPT_PYTHON, OPT_QUIET };
+enum {
+	OPT_FORMAT = OPT_MODEL_LAST + 1,
+	OPT_OUTPUT_LIMIT,
+	OPT_EXEC_TIMEOUT,
+	OPT_PYTHON,
+	OPT_QUIET,
+	OPT_MAX_DEPTH,
+};
 
 /* Read the next cell into b; false at the end of input with nothing read. */
 static bool read_cell(FILE *in, bool tty, bool quiet, struct buf *b)
@@ -88,6 +98,7 @@ int cmd_repl(int argc, char **argv)
 		{"exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT},
 		{"python", required_argument, NULL, OPT_PYTHON},
 		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
 		{"help", no_argument, NULL, 'h'},
 		MODEL_LONGOPTS,
 		SANDBOX_LONGOPTS,
@@ -102,18 +113,24 @@ int cmd_repl(int argc, char **argv)
 	struct repl_sandbox_status sb;
 	struct rlm_opts ro = {0};
 	struct rlm_result counts = {0};
-	struct rlm_budget budget;
+	struct rlm_tree tree;
 	struct calls calls;
 	size_t *off = NULL, *lens = NULL;
 	struct rlm_err err = {0, ""};
 	struct buf cell = BUF_INIT;
-	const char *context = NULL;
+	const char *context = NULL, *v;
 	uint64_t count;
 	double secs;
+	long num;
 	bool tty;
 	int opt, rc, status = 0;
 
 	model_opts_init(&mo);
+	if ((v = getenv("RLM_MAX_DEPTH")) && *v) {
+		if (parse_int(v, 1, 16, &num))
+			return cli_fail(2, "bad value '%s' for RLM_MAX_DEPTH: want 1..16", v);
+		ro.max_depth = (int)num;
+	}
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
@@ -149,6 +166,11 @@ int cmd_repl(int argc, char **argv)
 			cfg.python = optarg;
 			break;
 		case OPT_QUIET: mo.quiet = true; break;
+		case OPT_MAX_DEPTH:
+			if (parse_int(optarg, 1, 16, &num))
+				return cli_fail(2, "bad value '%s' for --max-depth: want 1..16", optarg);
+			ro.max_depth = (int)num;
+			break;
 		case 'h': printf(usage, model_opts_help, sandbox_opts_help); return 0;
 		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default: return cli_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
@@ -175,13 +197,18 @@ int cmd_repl(int argc, char **argv)
 		return rc == RLM_EINVAL ? 2 : 1;
 	}
 	/* Sub-calls go through the solve's own handler, without budgets: the
-	 * user is at the keyboard. */
+	 * user is at the keyboard. Child RLMs get this REPL's settings. */
 	ro.pool = ms.pool;
 	ro.model = ms.model;
 	ro.sub_model = ms.sub;
 	ro.params = ms.params;
-	budget_init(&budget, &ro, now_ns());
-	calls_init(&calls, &ro, &counts, &budget, now_ns());
+	ro.strategy = RLM_REPL;
+	ro.output_limit = cfg.output_limit;
+	ro.exec_timeout_ns = cfg.exec_timeout_ns;
+	ro.python = cfg.python;
+	ro.sandbox = cfg.sandbox;
+	tree_init(&tree, &ro, now_ns());
+	calls_init(&calls, &ro, &counts, &tree, 0, 0);
 	loop_repl_context(corpus, &cfg.ctx, &off, &lens);
 	cfg.on_call = calls_on_call;
 	cfg.call_arg = &calls;
@@ -224,6 +251,7 @@ out:
 	buf_release(&cell);
 	repl_free(r);
 	calls_release(&calls);
+	tree_release(&tree);
 	rlm_result_release(&counts);
 	model_teardown(&ms);
 	corpus_free(corpus);

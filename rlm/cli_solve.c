@@ -32,10 +32,11 @@ static const char usage[] =
 	"                          the partial answers (for models that cannot write code)\n"
 	"      --json              print a JSON object: answer, stop reason, usage per\n"
 	"                          model, cost, calls, iterations, timings, the worker's\n"
-	"                          sandbox (on failure too)\n"
+	"                          sandbox (on failure too), and the child RLMs, nested\n"
 	"      --quiet             no progress line or notices on stderr\n"
 	"  -v, --verbose           show the worker's sandbox and each turn's reply, code\n"
-	"                          and output on stderr (and log retries and other details)\n"
+	"                          and output on stderr (and log retries and other details);\n"
+	"                          a child RLM's lines start [dDEPTH nNODE]\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Limits (repl strategy; on any limit the best partial answer is printed, the\n"
@@ -47,12 +48,19 @@ static const char usage[] =
 	"                          mid-exec (none)\n"
 	"      --max-total-tokens N  input + output tokens of all calls (none)\n"
 	"      --max-cost USD      cost of all calls, from the price table (none)\n"
-	"      --max-sub-calls N   sub-calls made from code (none)\n"
+	"      --max-sub-calls N   sub-calls made from code, at any depth; a child RLM\n"
+	"                          is one (none)\n"
 	"      --exec-timeout SECS running time of one code block, sub-calls not counted\n"
 	"                          (60): SIGINT first, then the REPL is restarted\n"
 	"      --output-limit N    characters of REPL output shown to the model (20000)\n"
 	"\n"
 	"REPL strategy options:\n"
+	"      --max-depth N       levels of RLMs, 1..16 (env RLM_MAX_DEPTH; 2): below the\n"
+	"                          last, rlm_query runs a child RLM with a REPL of its own;\n"
+	"                          at the last it is a plain sub-call; 1: recursion off\n"
+	"      --max-nodes N       child RLMs running on threads of their own at once, in\n"
+	"                          the whole solve, 1..1024 (env RLM_MAX_NODES; 8); past it\n"
+	"                          a parent runs its children itself, one at a time\n"
 	"      --python PATH       the interpreter of the REPL worker (/usr/bin/python3)\n"
 	"      --python-fences     also run ```python blocks, not only ```repl\n"
 	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
@@ -75,7 +83,8 @@ static const char usage[] =
 	"  rlm solve -c notes/ -q 'Which meeting moved the launch date?'\n"
 	"  rlm solve -c corpus.jsonl -q 'How many reports mention a fire?' --json\n"
 	"  rlm solve -c big.txt -q '...' --model gpt-5 --sub-model gpt-5-mini --max-cost 2\n"
-	"  rlm solve -c big.txt -q '...' --base-url http://127.0.0.1:8000/v1 --model qwen3\n";
+	"  rlm solve -c big.txt -q '...' --base-url http://127.0.0.1:8000/v1 --model qwen3\n"
+	"  rlm solve -c reports/ -q '...' --max-depth 3 --max-nodes 16 --json\n";
 
 enum {
 	OPT_JSON = OPT_MODEL_LAST + 1,
@@ -94,6 +103,8 @@ enum {
 	OPT_PYTHON,
 	OPT_PYTHON_FENCES,
 	OPT_PROMPTS,
+	OPT_MAX_DEPTH,
+	OPT_MAX_NODES,
 };
 
 struct progress {
@@ -136,14 +147,18 @@ static void on_event(const struct rlm_event *e, void *arg)
 			   : strcmp(e->kind, "code") == 0   ? "code"
 			   : strcmp(e->kind, "output") == 0 ? "output"
 							    : "notice";
+	char node[48] = "";
+	/* Child RLMs interleave with their parents: say whose line it is. */
+	if (e->depth > 0)
+		snprintf(node, sizeof(node), "[d%d n%d] ", e->depth, e->node);
 	pthread_mutex_lock(&pr->mu);
 	if (pr->tty)
 		fputs("\r\033[K", stderr);
 	if (strcmp(e->kind, "sandbox") == 0)
-		fprintf(stderr, "rlm: sandbox: %.*s\n", (int)RLM_MIN(e->len, (size_t)INT32_MAX),
-			e->text);
+		fprintf(stderr, "rlm: %ssandbox: %.*s\n", node,
+			(int)RLM_MIN(e->len, (size_t)INT32_MAX), e->text);
 	else
-		fprintf(stderr, "--- turn %d %s (%.1f s)\n%.*s\n", e->iteration, what,
+		fprintf(stderr, "--- %sturn %d %s (%.1f s)\n%.*s\n", node, e->iteration, what,
 			(double)e->elapsed_ns / 1e9, (int)RLM_MIN(e->len, (size_t)INT32_MAX),
 			e->text);
 	pthread_mutex_unlock(&pr->mu);
@@ -159,6 +174,56 @@ static cJSON *usage_json(const struct llm_usage *u, double cost)
 	if (cost >= 0)
 		json_add_num(o, "cost_usd", cost);
 	return o;
+}
+
+/* s cut to max characters (code points), with "..." when cut. */
+static cJSON *cut_string(const char *s, size_t max)
+{
+	size_t chars = 0, i = 0;
+	cJSON *j;
+	char *t;
+	for (; s[i]; i++) {
+		if (((unsigned char)s[i] & 0xC0) == 0x80)
+			continue;
+		if (chars++ == max)
+			break;
+	}
+	if (!s[i])
+		return cJSON_CreateString(s);
+	t = xasprintf("%.*s...", (int)i, s);
+	j = cJSON_CreateString(t);
+	free(t);
+	return j;
+}
+
+/* The child RLMs of r, each with its own children. */
+static cJSON *children_json(const struct rlm_result *r)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < r->n_children; i++) {
+		const struct rlm_result *ch = &r->children[i];
+		cJSON *o = cJSON_CreateObject();
+		json_add_num(o, "depth", ch->depth);
+		json_add_num(o, "node", ch->node);
+		json_add(o, "question", cut_string(ch->question ? ch->question : "", 200));
+		json_add(o, "answer",
+			 ch->answer ? cJSON_CreateString(ch->answer) : cJSON_CreateNull());
+		json_add_str(o, "stop", rlm_stop_name(ch->stop));
+		if (ch->stop_detail)
+			json_add_str(o, "stop_detail", ch->stop_detail);
+		json_add(o, "usage", usage_json(&ch->usage, -1));
+		json_add_num(o, "cost_usd", ch->cost);
+		json_add_num(o, "calls", (double)ch->calls);
+		json_add_num(o, "iterations", ch->iterations);
+		json_add_num(o, "sub_calls", (double)ch->sub_calls);
+		json_add_num(o, "nodes", (double)ch->nodes);
+		json_add_num(o, "solve_ms", (double)ch->solve_ns / 1e6);
+		if (ch->warning)
+			json_add_str(o, "warning", ch->warning);
+		json_add(o, "children", children_json(ch));
+		json_add(a, NULL, o);
+	}
+	return a;
 }
 
 static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, const struct corpus *c,
@@ -195,8 +260,10 @@ static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, co
 	json_add_num(calls, "attempts", (double)r->attempts);
 	json_add_num(calls, "retries", (double)st->retries);
 	if (repl) {
-		json_add_num(calls, "root", (double)(r->calls - r->sub_calls));
-		json_add_num(calls, "sub", (double)r->sub_calls);
+		/* Model calls: the root node's own, and the rest (its
+		 * sub-calls and its child RLMs' calls), as usage_by_role. */
+		json_add_num(calls, "root", (double)r->root_calls);
+		json_add_num(calls, "sub", (double)(r->calls - r->root_calls));
 	}
 	json_add(o, "calls", calls);
 	x = cJSON_CreateObject();
@@ -236,10 +303,36 @@ static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, co
 		json_add(o, "sandbox", sandbox_status_json(r->sandbox));
 	if (r->warning)
 		json_add_str(o, "warning", r->warning);
+	if (repl) {
+		json_add_num(o, "depth", r->depth);
+		json_add_num(o, "max_depth", ro->max_depth ? ro->max_depth : RLM_DEF_MAX_DEPTH);
+		json_add_num(o, "sub_calls", (double)r->sub_calls);
+		json_add_num(o, "nodes", (double)r->nodes);
+		json_add(o, "children", children_json(r));
+	}
 	s = cJSON_Print(o);
 	puts(s);
 	free(s);
 	cJSON_Delete(o);
+}
+
+/* RLM_MAX_DEPTH and RLM_MAX_NODES, which the flags override. Returns 0,
+ * or 2 after saying which variable is bad. */
+static int recursion_env(struct rlm_opts *ro)
+{
+	const char *v;
+	long num;
+	if ((v = getenv("RLM_MAX_DEPTH")) && *v) {
+		if (parse_int(v, 1, 16, &num))
+			return cli_fail(2, "bad value '%s' for RLM_MAX_DEPTH: want 1..16", v);
+		ro->max_depth = (int)num;
+	}
+	if ((v = getenv("RLM_MAX_NODES")) && *v) {
+		if (parse_int(v, 1, 1024, &num))
+			return cli_fail(2, "bad value '%s' for RLM_MAX_NODES: want 1..1024", v);
+		ro->max_nodes = (int)num;
+	}
+	return 0;
 }
 
 static char *read_question_file(const char *path)
@@ -276,6 +369,8 @@ int cmd_solve(int argc, char **argv)
 		{"python", required_argument, NULL, OPT_PYTHON},
 		{"python-fences", no_argument, NULL, OPT_PYTHON_FENCES},
 		{"prompts", required_argument, NULL, OPT_PROMPTS},
+		{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+		{"max-nodes", required_argument, NULL, OPT_MAX_NODES},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"verbose", no_argument, NULL, 'v'},
@@ -303,6 +398,8 @@ int cmd_solve(int argc, char **argv)
 	int64_t t0 = now_ns(), load_ns;
 
 	model_opts_init(&mo);
+	if ((rc = recursion_env(&ro)))
+		return rc;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":c:q:s:vh", longopts, NULL)) != -1) {
@@ -389,6 +486,17 @@ int cmd_solve(int argc, char **argv)
 			ro.python = optarg;
 			break;
 		case OPT_PYTHON_FENCES: ro.python_fences = true; break;
+		case OPT_MAX_DEPTH:
+			if (parse_int(optarg, 1, 16, &num))
+				return cli_fail(2, "bad value '%s' for --max-depth: want 1..16", optarg);
+			ro.max_depth = (int)num;
+			break;
+		case OPT_MAX_NODES:
+			if (parse_int(optarg, 1, 1024, &num))
+				return cli_fail(2, "bad value '%s' for --max-nodes: want 1..1024",
+						optarg);
+			ro.max_nodes = (int)num;
+			break;
 		case OPT_PROMPTS:
 			if (prompt_set_dir(optarg, &err))
 				return cli_fail(2, "%s", err.msg);

@@ -4,7 +4,9 @@
  * runs it with the context in `context`; its sub-calls go to the pool.
  *
  * DESIGN
- * One solve is one thread (the caller's) and one worker. The conversation
+ * One node is one thread and one worker: the root node runs on the
+ * caller's thread, each child RLM (rlm_query, rlm/node.c) on a thread of
+ * its own or on its parent's. The conversation
  * is append-only -- [system, first user, (assistant, user)*] -- so the
  * prefix sent with each root call never changes and provider prompt
  * caches hit. A turn: check the limits, send the root call, parse the
@@ -17,8 +19,11 @@
  * handler of rlm/calls.c), which also holds what root and sub-calls
  * share: the waits, the accounting, the stop reason.
  *
- * Limits share one struct rlm_budget (rlm/solve_int.h), checked before a
- * call is sent. A root call that may not be sent stops the solve; a
+ * Limits share one struct rlm_budget (rlm/solve_int.h), the tree's, so
+ * every node of the solve spends from it; it is checked before a call is
+ * sent. A limit of the whole solve met by any node stops every node
+ * (calls_adopt, before each turn, after each block, and when a root reply
+ * arrives). A root call that may not be sent stops the node; a
  * sub-call that may not be sent gets an "Error: ..." string the code can
  * see, and the solve stops after the current exec. Time is enforced
  * everywhere: waits for calls wake at the deadline and cancel their calls
@@ -49,10 +54,12 @@
 #define FIRST_LENGTHS	     10 /* document lengths shown in the metadata */
 
 struct loop {
-	const struct rlm_opts *o;
+	const struct rlm_opts *o; /* the node's (a child's root model may differ) */
 	struct rlm_result *out;
-	struct calls c; /* its stop reason is the solve's */
-	struct rlm_budget budget;
+	struct calls c; /* its stop reason is the node's */
+	struct rlm_tree *tree;
+	struct rlm_budget *budget; /* &tree->budget */
+	int depth, node;
 	struct repl *repl;
 	int64_t t0;
 	int iteration; /* 1-based; max_iterations + 1 for the last call */
@@ -81,9 +88,17 @@ static void emit(struct loop *l, const char *kind, const char *text, size_t len)
 	struct rlm_event e;
 	if (!l->o->event)
 		return;
-	e = (struct rlm_event){kind, l->iteration, text ? text : "", text ? len : 0,
-			       now_ns() - l->t0};
+	e = (struct rlm_event){.kind = kind,
+			       .iteration = l->iteration,
+			       .text = text ? text : "",
+			       .len = text ? len : 0,
+			       .elapsed_ns = now_ns() - l->t0,
+			       .depth = l->depth,
+			       .node = l->node};
+	/* Nodes run on many threads; the callback sees one event at a time. */
+	pthread_mutex_lock(&l->tree->cb_mu);
 	l->o->event(&e, l->o->event_arg);
+	pthread_mutex_unlock(&l->tree->cb_mu);
 }
 
 static void progress(struct loop *l, const char *phase, size_t done, size_t total)
@@ -284,9 +299,8 @@ static int root_submit(struct loop *l)
 	for (size_t i = 0; i < l->n_msgs; i++)
 		bytes += l->msgs[i].len;
 	l->root_est = llm_estimate_tokens(bytes);
-	if (!budget_reserve(&l->budget, l->root_est,
-			    llm_model_input_cost(l->o->model, l->root_est), false, &why, msg,
-			    sizeof(msg))) {
+	if (!budget_reserve(l->budget, l->root_est, llm_model_input_cost(l->o->model, l->root_est),
+			    false, &why, msg, sizeof(msg))) {
 		calls_stop(&l->c, why, "%s: the root call of turn %d was not sent", msg,
 			   l->iteration);
 		return 1;
@@ -308,12 +322,13 @@ static int root_wait(struct loop *l, struct rlm_err *err)
 	int64_t t0 = now_ns();
 	pthread_mutex_lock(&l->c.mu);
 	while (!l->root_done)
-		calls_wait(&l->c, &l->root_cancel, l->budget.deadline_ns,
+		calls_wait(&l->c, &l->root_cancel, l->budget->deadline_ns,
 			   "while the root model was answering");
 	pthread_mutex_unlock(&l->c.mu);
 	l->out->root_ns += now_ns() - t0;
-	/* A reply that came as the limit passed comes too late. */
-	if (l->c.stopping)
+	/* A reply that came as the limit passed comes too late, and so does
+	 * one that came after another node ended the solve. */
+	if (l->c.stopping || calls_adopt(&l->c))
 		return 1;
 	if (l->root.rc == 0)
 		return 0;
@@ -382,7 +397,7 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 		emit(l, "code", code, clen);
 		progress(l, "exec", i, rp->n_blocks);
 		memset(&res, 0, sizeof(res));
-		rc = repl_exec(l->repl, code, clen, l->budget.deadline_ns, &res, err);
+		rc = repl_exec(l->repl, code, clen, l->budget->deadline_ns, &res, err);
 		free(code);
 		l->out->execs++;
 		l->out->exec_ns += res.ns;
@@ -411,7 +426,7 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 		add_section(outs, head, &res);
 		emit(l, "output", res.len ? res.output : "(no output)", res.len ? res.len : 11);
 		repl_result_release(&res);
-		if (l->c.stopping)
+		if (calls_adopt(&l->c))
 			return 0;
 	}
 	return 0;
@@ -426,7 +441,7 @@ static int final_var(struct loop *l, const char *t, const struct reply *rp, stru
 	char *name = xstrndup(t + rp->final_off, rp->final_len), *head;
 	int rc;
 	memset(&res, 0, sizeof(res));
-	rc = repl_final_var(l->repl, name, l->budget.deadline_ns, &res, err);
+	rc = repl_final_var(l->repl, name, l->budget->deadline_ns, &res, err);
 	if (exec_outcome(l, rc, &res, err)) {
 		repl_result_release(&res);
 		free(name);
@@ -681,6 +696,10 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	free(lens);
 	if (rc)
 		return rc;
+	/* The worker has its own copy (the memfd, which a restart reuses):
+	 * nothing here reads the text again, so its pages need not stay in
+	 * this process (40 MB of 10M tokens). */
+	corpus_release_pages(ctx);
 	repl_stats(l->repl, &st);
 	l->out->worker_start_ns = st.start_ns;
 	l->out->sandbox = xmalloc(sizeof(*l->out->sandbox));
@@ -702,6 +721,20 @@ static const char *sandbox_sentence(const struct repl_sandbox_cfg *sb)
 		       "scratch directory).";
 	return "The REPL may not be sandboxed: do not use the network or start processes, and "
 	       "write files only in the current directory (a scratch directory).";
+}
+
+/* The system prompt's note on rlm_query where it is not a child RLM: at
+ * the last depth, or everywhere when recursion is off. */
+static const char *rlm_query_note(const struct loop *l)
+{
+	if (l->depth + 1 < l->tree->max_depth)
+		return "";
+	if (l->depth == 0)
+		return " Recursion is off in this session: here rlm_query and rlm_query_batched "
+		       "are plain sub-calls, the same as llm_query and llm_query_batched.";
+	return " You are yourself a child RLM at the last level of recursion: here rlm_query and "
+	       "rlm_query_batched are plain sub-calls, the same as llm_query and "
+	       "llm_query_batched.";
 }
 
 /* The first two messages: the system prompt and the question with the
@@ -729,12 +762,13 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 		snprintf(blocks_s, sizeof(blocks_s), "A block may make up to %s sub-calls.",
 			 calls_s);
 	{
-		struct prompt_var v[5] = {{"sub_chars", sub_s, 0},
+		struct prompt_var v[6] = {{"sub_chars", sub_s, 0},
 					  {"output_limit", limit_s, 0},
 					  {"max_iterations", max_s, 0},
 					  {"block_limits", blocks_s, 0},
-					  {"sandbox", sandbox_sentence(&l->o->sandbox), 0}};
-		rc = render("repl_system.txt", v, 5, &text, &len, err);
+					  {"sandbox", sandbox_sentence(&l->o->sandbox), 0},
+					  {"rlm_query_note", rlm_query_note(l), 0}};
+		rc = render("repl_system.txt", v, 6, &text, &len, err);
 		if (!rc)
 			add_msg(l, LLM_SYSTEM, text, len);
 	}
@@ -774,28 +808,48 @@ static void set_warning(struct loop *l)
 }
 
 int loop_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
-	       struct rlm_result *out, struct rlm_err *caller_err)
+	       struct rlm_result *out, struct rlm_err *err)
+{
+	struct rlm_tree t;
+	int rc;
+	tree_init(&t, o, now_ns());
+	rc = loop_node(&t, o, 0, 0, question, ctx, out, err);
+	tree_release(&t);
+	return rc;
+}
+
+int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
+	      const char *question, const struct corpus *ctx, struct rlm_result *out,
+	      struct rlm_err *caller_err)
 {
 	struct rlm_err local = {0, ""}, *err = &local;
 	struct loop l;
 	bool docs;
 	int rc = 0;
+	int64_t start = now_ns();
 
 	memset(out, 0, sizeof(*out));
+	out->depth = depth;
+	out->node = node;
 	if (!question || !*question) {
 		out->stop = RLM_STOP_ERROR;
+		out->stop_detail = xstrdup("the question is empty");
 		return rlm_err_set(caller_err, RLM_EINVAL, "the question is empty");
 	}
 	if (!o->pool || !o->model) {
 		out->stop = RLM_STOP_ERROR;
+		out->stop_detail = xstrdup("no pool or no model to solve with");
 		return rlm_err_set(caller_err, RLM_EINVAL, "no pool or no model to solve with");
 	}
 	memset(&l, 0, sizeof(l));
 	l.o = o;
 	l.out = out;
-	l.t0 = now_ns();
-	budget_init(&l.budget, o, l.t0);
-	calls_init(&l.c, o, out, &l.budget, l.t0);
+	l.tree = t;
+	l.budget = &t->budget;
+	l.depth = depth;
+	l.node = node;
+	l.t0 = t->t0;
+	calls_init(&l.c, o, out, t, depth, node);
 	l.max_iterations = o->max_iterations > 0 ? o->max_iterations : DEFAULT_ITERATIONS;
 	l.max_errors = o->max_errors > 0 ? o->max_errors : DEFAULT_ERRORS;
 	l.output_limit = o->output_limit ? o->output_limit : DEFAULT_OUTPUT_LIMIT;
@@ -816,7 +870,9 @@ int loop_solve(const struct rlm_opts *o, const char *question, const struct corp
 			calls_stop(&l.c, RLM_STOP_CANCEL, "cancelled by the caller");
 			break;
 		}
-		if (budget_expired(&l.budget, now_ns())) {
+		if (calls_adopt(&l.c))
+			break;
+		if (budget_expired(l.budget, now_ns())) {
 			char when[48];
 			snprintf(when, sizeof(when), "before turn %d", l.iteration + 1);
 			calls_timeout(&l.c, when);
@@ -891,7 +947,7 @@ out:
 	free(l.content);
 	free(l.last_error);
 	calls_release(&l.c);
-	out->solve_ns = now_ns() - l.t0;
+	out->solve_ns = now_ns() - start;
 	if (rc && caller_err)
 		*caller_err = local;
 	return rc;

@@ -11,8 +11,10 @@
  *         context, never its text, and writes Python that a persistent
  *         REPL worker (repl/repl.h) runs with `context` in a variable;
  *         the code calls sub-models (llm_query, llm_query_batched, fanned
- *         out on the pool) and ends by setting answer["ready"] = True.
- *         See docs/loop.md.
+ *         out on the pool) and child RLMs (rlm_query, rlm_query_batched:
+ *         each a node with its own loop and worker, on a thread of its
+ *         own while the solve has a slot), and ends by setting
+ *         answer["ready"] = True. See docs/loop.md.
  *   tree  the controller decomposes: the context is cut at natural
  *         boundaries (documents, paragraphs, lines) into parts that fit one
  *         sub-model call; every part is asked the question in parallel; the
@@ -44,7 +46,8 @@ struct rlm_progress {
 typedef void rlm_progress_fn(const struct rlm_progress *p, void *arg);
 
 /* One step of the repl loop, for --verbose and the run record. Strings are
- * borrowed for the duration of the callback. */
+ * borrowed for the duration of the callback. With recursion, events come
+ * from every node's thread, one at a time (the solve serialises them). */
 struct rlm_event {
 	const char *kind;      /* "sandbox" (text: the worker's sandbox status
 				* line, once, when the worker is up),
@@ -57,6 +60,9 @@ struct rlm_event {
 	const char *text;
 	size_t len;
 	int64_t elapsed_ns;    /* since the solve started */
+	int depth;             /* of the node: 0 the root */
+	int node;              /* 0 the root; children numbered from 1 in the
+				* order they start, across the whole solve */
 };
 
 typedef void rlm_event_fn(const struct rlm_event *e, void *arg);
@@ -75,6 +81,10 @@ enum rlm_stop {
 };
 const char *rlm_stop_name(enum rlm_stop s); /* "answer", "max_iterations", ... */
 
+/* Defaults of rlm_opts.max_depth and max_nodes (also for what states them). */
+#define RLM_DEF_MAX_DEPTH 2
+#define RLM_DEF_MAX_NODES 8
+
 struct rlm_opts {
 	enum rlm_strategy strategy;
 	struct llm_pool *pool;       /* borrowed */
@@ -89,11 +99,21 @@ struct rlm_opts {
 
 	/* repl strategy */
 	int max_iterations;          /* root turns; 0: 30 */
+	int max_depth;               /* recursion: a node at depth d (the root
+				      * is 0) answers rlm_query with a child RLM
+				      * at depth d + 1 when d + 1 < max_depth,
+				      * else with one plain sub-model call (as
+				      * llm_query); 0: 2; 1: no child ever */
+	int max_nodes;               /* child nodes on threads of their own at
+				      * once, in the whole solve; past it the
+				      * parent runs the child on its own thread
+				      * (so nothing waits on a slot); 0: 8 */
 	int max_errors;              /* consecutive error turns; 0: 5 */
 	int64_t timeout_ns;          /* wall clock of the whole solve; 0: none */
 	int64_t max_tokens;          /* input + output tokens of all calls; 0: none */
 	double max_cost;             /* USD of all calls; 0: none */
-	int64_t max_sub_calls;       /* sub-calls (prompts) of the solve; 0: none */
+	int64_t max_sub_calls;       /* sub-calls (prompts) of the solve, at any
+				      * depth (a child RLM is one); 0: none */
 	size_t output_limit;         /* chars of REPL output shown; 0: 20000 */
 	int64_t exec_timeout_ns;     /* per exec (worker time); 0: 60 s */
 	const char *python;          /* NULL: /usr/bin/python3 */
@@ -102,11 +122,13 @@ struct rlm_opts {
 				      * layer the machine has (repl/repl.h). The
 				      * system prompt's sandbox sentence follows
 				      * sandbox.unsafe */
-	rlm_event_fn *event;         /* optional: each turn's reply, code, output */
+	rlm_event_fn *event;         /* optional: each turn's reply, code, output,
+				      * of every node, one at a time */
 	void *event_arg;
 
-	rlm_progress_fn *progress;   /* optional; called from pool threads and
-				      * the solving thread, never concurrently */
+	rlm_progress_fn *progress;   /* optional: the root node's; called from
+				      * pool threads, the solving thread and
+				      * child nodes' threads, never concurrently */
 	void *progress_arg;
 };
 
@@ -130,7 +152,8 @@ struct rlm_result {
 	char *stop_detail;     /* owned, or NULL: the limit's words */
 	int iterations;        /* root turns made */
 	int error_turns;       /* turns whose code raised */
-	int64_t sub_calls;     /* sub-calls (prompts) sent from code */
+	int64_t sub_calls;     /* sub-calls (prompts) sent from code: a child
+				* RLM is one, plus its own */
 	int execs;             /* code blocks run */
 	int restarts;          /* worker restarts */
 	struct llm_usage root_usage, sub_usage;
@@ -141,6 +164,20 @@ struct rlm_result {
 	int64_t worker_start_ns; /* first worker: fork to ready */
 	struct repl_sandbox_status *sandbox; /* owned, or NULL (no worker started):
 				* the layers of the solve's first worker */
+	/* recursion: usage, cost, calls, sub_calls, failed_calls and attempts
+	 * count the node's whole subtree; root_usage and root_cost its own
+	 * root-model calls; sub_usage and sub_cost the rest (its plain
+	 * sub-calls and its children's totals) */
+	int depth;                   /* 0: the solve's root */
+	char *question;              /* owned; a child's question (NULL at the root) */
+	struct rlm_result *children; /* owned: n_children child nodes, in the
+				      * order their calls were made */
+	size_t n_children;
+	int64_t nodes;               /* child nodes under this one, any depth */
+	int node;                    /* its id: 0 the root, children from 1 in
+				      * the order they started (rlm_event.node) */
+	int64_t root_calls;          /* this node's own root-model calls (the
+				      * last call after max_iterations included) */
 };
 
 /* Answer question over ctx. Returns 0 with out->answer set, or a negative

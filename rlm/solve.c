@@ -31,6 +31,13 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 
 void rlm_result_release(struct rlm_result *r)
 {
+	for (size_t i = 0; i < r->n_children; i++)
+		rlm_result_release(&r->children[i]);
+	free(r->children);
+	free(r->question);
+	r->children = NULL;
+	r->n_children = 0;
+	r->question = NULL;
 	free(r->answer);
 	free(r->warning);
 	free(r->stop_detail);

@@ -60,6 +60,36 @@ void budget_settle(struct rlm_budget *b, int64_t est_tokens, double est_cost, in
 /* Has the deadline passed? */
 bool budget_expired(const struct rlm_budget *b, int64_t now);
 
+/* The state every node of one repl solve shares, from any thread: made by
+ * loop_solve for the root, and given to each child node as a pointer. The
+ * fields above the mutexes are set by tree_init and only read afterwards. */
+struct rlm_tree {
+	const struct rlm_opts *o; /* the caller's: pool, models, params,
+				   * cancel, callbacks, limits */
+	struct rlm_budget budget; /* tokens, cost, sub-calls, deadline */
+	int max_depth;		  /* o->max_depth, or 2 */
+	int max_nodes;		  /* o->max_nodes, or 8 */
+	int64_t t0;		  /* the solve's start */
+	atomic_int running;	  /* child nodes on threads of their own */
+	atomic_int last_id;	  /* the last node id handed out */
+	pthread_mutex_t cb_mu;	  /* one event or progress callback at a time */
+	/* The first limit of the whole solve a node ran into (a budget, the
+	 * deadline, the caller's cancel): every node stops on it. */
+	atomic_bool stopping;
+	pthread_mutex_t stop_mu;
+	enum rlm_stop stop; /* guarded by stop_mu */
+	char *stop_detail;  /* owned, guarded by stop_mu */
+};
+
+void tree_init(struct rlm_tree *t, const struct rlm_opts *o, int64_t t0);
+void tree_release(struct rlm_tree *t);
+/* Is why a limit of the whole solve (tokens, cost, sub-calls, time,
+ * cancel), which ends every node, not just the one that met it? */
+bool tree_limit(enum rlm_stop why);
+/* Node `node` at `depth` met the limit why (detail: its words): every node
+ * stops on it. The first limit told wins. Any thread. */
+void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int depth, int node);
+
 /* n with thousands separators: "1,234,567". Returns buf. */
 char *fmt_count(char *buf, size_t n, int64_t v);
 /* A duration in words: "30 s", "1.5 s", "250 ms". Returns buf. */
@@ -67,13 +97,17 @@ char *fmt_duration(char *buf, size_t n, int64_t ns);
 
 /* The calls of one node of the repl strategy: its root calls and the
  * sub-calls its code makes. Owned by the node's thread; pool threads
- * (done callbacks) touch only what mu guards: out's counters, usage and
- * cost, the node's done flags and slots, sub_failed, and progress. */
+ * (done callbacks) and its child nodes' threads (when they end) touch
+ * only what mu guards: out's counters, usage and cost, the node's done
+ * flags and slots, sub_failed, and progress. */
 struct calls {
-	const struct rlm_opts *o;  /* pool, models, params, cancel, progress */
+	const struct rlm_opts *o;  /* the node's: pool, its root model, params,
+				    * cancel, progress (the root's only) */
 	struct rlm_result *out;	   /* counted into; guarded by mu */
-	struct rlm_budget *budget; /* borrowed, shared */
+	struct rlm_tree *tree;	   /* borrowed, shared by the solve's nodes */
+	struct rlm_budget *budget; /* &tree->budget */
 	struct llm_model *sub;	   /* the default sub-model */
+	int depth, node;	   /* where the node is in the tree */
 	size_t window;		   /* sub-calls in flight; o->window or 256 */
 	int64_t t0;		   /* the solve's start */
 	int level;		   /* progress level: the iteration */
@@ -88,12 +122,19 @@ struct calls {
 	char *sub_first_error; /* owned */
 };
 
+/* o: the node's options (o->sub_model set); tree: the solve's. */
 void calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,
-		struct rlm_budget *b, int64_t t0);
+		struct rlm_tree *tree, int depth, int node);
 void calls_release(struct calls *c);
 bool calls_cancelled(const struct calls *c);
-/* Decide the stop (ignored when one is decided already). */
+/* Decide the stop (ignored when one is decided already). A limit of the
+ * whole solve (tree_limit) is told to the tree too, so that every node
+ * stops on it. */
 void calls_stop(struct calls *c, enum rlm_stop why, const char *fmt, ...) RLM_PRINTF(3, 4);
+/* Has another node met a limit of the whole solve? Then this node stops on
+ * it too (its stop is decided, with the same reason and words). Returns
+ * c->stopping. The node's thread only. */
+bool calls_adopt(struct calls *c);
 /* The time limit passed `during` ("during a sub-call"). */
 void calls_timeout(struct calls *c, const char *during);
 /* mu held: call the progress callback (never concurrently). */
@@ -108,7 +149,32 @@ bool calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const cha
 /* mu held: calls_check, then wait on cv for a signal, at most until the
  * deadline or a short poll interval. Loop on your own condition. */
 void calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during);
+/* mu held: add what a finished child node spent to c->out (its totals
+ * count as this node's sub-calls). */
+void calls_add_child(struct calls *c, const struct rlm_result *child);
 /* The worker's call handler (repl_call_fn; arg: the struct calls). */
 void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors);
+
+/* ---- child nodes (rlm/node.c) ---- */
+
+/* Run one node of the repl strategy on the calling thread: its loop, its
+ * worker, over ctx (borrowed until it returns). out is zeroed first and
+ * filled as rlm_solve's; its children are joined and its worker freed
+ * before it returns. Same return as rlm_solve. (rlm/loop.c) */
+int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
+	      const char *question, const struct corpus *ctx, struct rlm_result *out,
+	      struct rlm_err *err);
+/* Answer the prompts of an rlm_query frame of node c with child RLMs at
+ * c->depth + 1 (the caller checked the depth allows it), whose root model
+ * is root. Same contract as a repl_call_fn: texts[i] and errors[i] for
+ * every prompt, in order. Each child runs on a thread of its own while the
+ * solve has a slot (tree->max_nodes), else on this thread; all have ended
+ * when it returns. Their results go to c->out->children, in prompt order. */
+void node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
+		   char **texts, bool *errors);
+/* The question a child is asked when its context is the prompt: the
+ * prompt, or when it is long its start and a note that the whole of it is
+ * in `context`. Returns a fresh string. */
+char *node_question(const char *prompt, size_t len);
 
 #endif

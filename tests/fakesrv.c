@@ -3,6 +3,7 @@
  * thread, a thread per connection, recorded requests, scripted replies. */
 #include "fakesrv.h"
 #include "../common/common.h"
+#include "../common/json.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -633,4 +634,24 @@ void fakesrv_stop(struct fakesrv *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+char *fakesrv_chat_body(const char *content, const char *finish, long in_tokens,
+			long out_tokens)
+{
+	cJSON *o = cJSON_CreateObject(), *choices = cJSON_CreateArray(), *ch = cJSON_CreateObject();
+	cJSON *msg = cJSON_CreateObject(), *usage = cJSON_CreateObject();
+	char *s;
+	json_add_str(msg, "role", "assistant");
+	json_add_str(msg, "content", content);
+	json_add(ch, "message", msg);
+	json_add_str(ch, "finish_reason", finish);
+	json_add(choices, NULL, ch);
+	json_add(o, "choices", choices);
+	json_add_num(usage, "prompt_tokens", (double)in_tokens);
+	json_add_num(usage, "completion_tokens", (double)out_tokens);
+	json_add(o, "usage", usage);
+	s = json_print(o);
+	cJSON_Delete(o);
+	return s;
 }

@@ -77,4 +77,9 @@ size_t fakesrv_connections(struct fakesrv *s);
  * NULL is a no-op. */
 void fakesrv_stop(struct fakesrv *s);
 
+/* An OpenAI chat completions body (malloc'd) whose reply is content, with
+ * that finish_reason ("stop", "length") and usage. */
+char *fakesrv_chat_body(const char *content, const char *finish, long in_tokens,
+			long out_tokens);
+
 #endif

@@ -27,7 +27,7 @@ static struct proc_out rlm_env(const char *const *args, const char *input,
 	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
 					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
 					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_SANDBOX_DISABLE",
-					    NULL};
+					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", NULL};
 	argv[n++] = harness_rlm_bin();
 	for (size_t i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
@@ -123,11 +123,155 @@ TEST(solve_json_output)
 	CHECK(json_num(json_get(j, "calls"), "total", 0) >= 2);
 	CHECK(json_num(json_get(j, "context"), "bytes", 0) > 390000);
 	CHECK(json_get(json_get(j, "timings"), "total_ms") != NULL);
+	/* recursion: the simulator writes no rlm_query, so no child */
+	CHECK(cJSON_IsArray(json_get(j, "children")));
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "children")), 0);
+	CHECK(json_num(j, "nodes", -1) == 0);
+	CHECK(json_num(j, "depth", -1) == 0);
+	CHECK(json_num(j, "max_depth", -1) == 2);
+	CHECK(json_num(j, "sub_calls", -1) >= 1);
+	CHECK(json_num(json_get(j, "calls"), "root", 0) + json_num(json_get(j, "calls"), "sub", 0) ==
+	      json_num(json_get(j, "calls"), "total", -1));
 	cJSON_Delete(j);
 	proc_out_release(&o);
 	free(ctx);
 	free(q);
 	free(ans);
+}
+
+/* Child RLMs through the real binary: a fake model's root asks two
+ * children; each answers from its context. --json nests them, --verbose
+ * marks their lines, and --max-depth 1 turns them into plain sub-calls. */
+TEST(solve_json_nests_child_rlms)
+{
+	struct fakesrv *srv = fakesrv_start();
+	char *ok = path_in_tmp("ok.txt"), url[64], *body;
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	struct proc_out o;
+	cJSON *j, *kids, *k;
+	CHECK(srv);
+	write_text(ok, "hello\n", 6);
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(srv));
+	/* every call but the first: a child's turn (or a plain sub-call) */
+	body = fakesrv_chat_body(
+	    "```repl\nanswer['content'] = 'child:' + context\nanswer['ready'] = True\n```", "stop",
+	    100, 10);
+	r.body = body;
+	fakesrv_set_default(srv, &r);
+	free(body);
+	body = fakesrv_chat_body("```repl\nrs = rlm_query_batched(['L1:0', 'L1:1'])\n"
+				 "answer['content'] = '|'.join(rs)\nanswer['ready'] = True\n```",
+				 "stop", 100, 10);
+	r.body = body;
+	fakesrv_push(srv, &r);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "m", "--base-url", url,
+				   "--max-nodes", "1", "--json", "--verbose", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_STR(json_str(j, "answer"), "child:L1:0|child:L1:1");
+	CHECK(json_num(j, "nodes", -1) == 2);
+	CHECK(json_num(j, "sub_calls", -1) == 2);
+	CHECK(json_num(json_get(j, "calls"), "total", 0) == 3);
+	CHECK(json_num(json_get(j, "calls"), "root", 0) == 1);
+	CHECK(json_num(json_get(j, "calls"), "sub", 0) == 2);
+	CHECK(json_num(json_get(json_get(j, "usage_by_role"), "sub"), "input_tokens", 0) == 200);
+	kids = json_get(j, "children");
+	CHECK_INT(cJSON_GetArraySize(kids), 2);
+	for (int i = 0; i < 2; i++) {
+		char q[16], want[32];
+		k = cJSON_GetArrayItem(kids, i);
+		snprintf(q, sizeof(q), "L1:%d", i);
+		snprintf(want, sizeof(want), "child:L1:%d", i);
+		CHECK(json_num(k, "depth", 0) == 1);
+		CHECK(json_num(k, "node", 0) >= 1);
+		CHECK_STR(json_str(k, "question"), q);
+		CHECK_STR(json_str(k, "answer"), want);
+		CHECK_STR(json_str(k, "stop"), "answer");
+		CHECK(json_num(json_get(k, "usage"), "input_tokens", 0) == 100);
+		CHECK(json_get(k, "cost_usd") != NULL);
+		CHECK(json_num(k, "iterations", 0) == 1);
+		CHECK(json_num(k, "sub_calls", -1) == 0);
+		CHECK_INT(cJSON_GetArraySize(json_get(k, "children")), 0);
+	}
+	CHECK_CONTAINS(o.err, "--- turn 1 code");
+	CHECK_CONTAINS(o.err, "--- [d1 n1] turn 1 code");
+	CHECK_CONTAINS(o.err, "rlm: [d1 n2] sandbox: ");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+
+	/* --max-depth 1: the two prompts are plain calls (the default reply) */
+	body = fakesrv_chat_body("```repl\nrs = rlm_query_batched(['L1:0', 'L1:1'])\n"
+				 "answer['content'] = str(len(rs))\nanswer['ready'] = True\n```",
+				 "stop", 100, 10);
+	r.body = body;
+	fakesrv_push(srv, &r);
+	free(body);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "m", "--base-url", url,
+				   "--max-depth", "1", "--json", "--quiet", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_STR(json_str(j, "answer"), "2");
+	CHECK(json_num(j, "nodes", -1) == 0);
+	CHECK(json_num(j, "max_depth", -1) == 1);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "children")), 0);
+	CHECK(json_num(json_get(j, "calls"), "sub", 0) == 2);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	fakesrv_stop(srv);
+	free(ok);
+}
+
+TEST(recursion_options_are_checked)
+{
+	char *ok = path_in_tmp("ok.txt");
+	struct proc_out o;
+	write_text(ok, "hello\n", 6);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--max-depth", "0", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '0' for --max-depth: want 1..16");
+	proc_out_release(&o);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--max-nodes", "2000", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '2000' for --max-nodes: want 1..1024");
+	proc_out_release(&o);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", NULL};
+		const char *env[] = {"RLM_MAX_DEPTH=deep", NULL};
+		o = rlm_env(a, NULL, env);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value 'deep' for RLM_MAX_DEPTH: want 1..16");
+	proc_out_release(&o);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--json", "--quiet", NULL};
+		const char *env[] = {"RLM_MAX_DEPTH=3", "RLM_MAX_NODES=4", NULL};
+		o = rlm_env(a, NULL, env);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "\"max_depth\":\t3");
+	proc_out_release(&o);
+	{
+		const char *a[] = {"solve", "--help", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_CONTAINS(o.out, "--max-depth N");
+	CHECK_CONTAINS(o.out, "--max-nodes N");
+	proc_out_release(&o);
+	free(ok);
 }
 
 TEST(solve_over_http_with_sim_serve)

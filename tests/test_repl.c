@@ -618,6 +618,7 @@ struct seen {
 	int calls;
 	int prompts;
 	bool rlm, batched;
+	bool contexts; /* the last call carried contexts */
 	char model[32];
 	int64_t deadline;
 };
@@ -631,6 +632,8 @@ static void echo_call(void *arg, const struct repl_call *c, char **texts, bool *
 	s->batched = c->batched;
 	snprintf(s->model, sizeof(s->model), "%s", c->model ? c->model : "(null)");
 	s->deadline = c->deadline_ns;
+	s->contexts = c->contexts != NULL;
+	CHECK(!c->contexts || c->rlm);
 	for (size_t i = 0; i < c->n; i++) {
 		CHECK_INT(strlen(c->prompts[i]), c->lens[i]);
 		if (strcmp(c->prompts[i], "slow") == 0)
@@ -638,6 +641,9 @@ static void echo_call(void *arg, const struct repl_call *c, char **texts, bool *
 		if (strcmp(c->prompts[i], "fail") == 0) {
 			texts[i] = xstrdup("Error: boom");
 			errors[i] = true;
+		} else if (c->contexts && c->contexts[i]) {
+			CHECK_INT(strlen(c->contexts[i]), c->ctx_lens[i]);
+			texts[i] = xasprintf("echo:%s@%s", c->prompts[i], c->contexts[i]);
 		} else {
 			texts[i] = xasprintf("echo:%s", c->prompts[i]);
 		}
@@ -678,6 +684,52 @@ TEST(calls_reach_the_handler_in_order)
 	       "range(8)]",
 	       "True\n");
 	CHECK_INT(s.calls, 12);
+	repl_free(r);
+}
+
+/* rlm_query(context=) and rlm_query_batched(contexts=) reach the handler
+ * as repl_call.contexts; none given, the frame has none; bad ones raise in
+ * the code before anything is sent. */
+TEST(rlm_query_contexts_reach_the_handler)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.on_call = echo_call;
+	cfg.call_arg = &s;
+	r = start(&cfg);
+	expect(r, "rlm_query('q', context='big text')", "'echo:q@big text'\n");
+	CHECK(s.rlm && !s.batched && s.contexts);
+	expect(r, "rlm_query('q', context=None)", "'echo:q'\n");
+	CHECK(!s.contexts);
+	expect(r, "rlm_query_batched(['p', 'q', 'r'], contexts=['one', None, 'th\\x00ree'])",
+	       "['echo:p@one', 'echo:q', 'echo:r@th\ufffdree']\n");
+	CHECK(s.contexts && s.batched);
+	expect(r, "rlm_query_batched(['p', 'q'], contexts=[None, None])", "['echo:p', 'echo:q']\n");
+	CHECK(!s.contexts);
+	CHECK_INT(s.calls, 4);
+	expect(r,
+	       "try:\n    rlm_query_batched(['a', 'b'], contexts=['x'])\nexcept ValueError as e:\n"
+	       "    print(e)",
+	       "rlm_query_batched(): 1 contexts for 2 prompts; give one per prompt (None where the "
+	       "prompt is its own context)\n");
+	expect(r,
+	       "try:\n    rlm_query('a', context=['x', 'y'])\nexcept TypeError as e:\n    print(e)",
+	       "rlm_query(): context must be a str or None, not list (join documents first: "
+	       "'\\n\\n'.join(docs))\n");
+	expect(r,
+	       "try:\n    rlm_query_batched(['a'], contexts='x')\nexcept TypeError as e:\n"
+	       "    print(e)",
+	       "rlm_query_batched() takes contexts as a list (one str or None per prompt), not "
+	       "str\n");
+	expect(r,
+	       "try:\n    rlm_query_batched(['a'], contexts=[3])\nexcept TypeError as e:\n"
+	       "    print(e)",
+	       "rlm_query_batched(): contexts[0] must be a str or None, not int\n");
+	expect(r, "try:\n    llm_query('a', context='x')\nexcept TypeError as e:\n    print('TE')",
+	       "TE\n");
+	CHECK_INT(s.calls, 4);
 	repl_free(r);
 }
 
@@ -1882,6 +1934,25 @@ TEST(frame_parser_table)
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"llm\",\"batched\":true,"
 	     "\"model\":null,\"prompts\":[\"a\",3]}",
 	     "field 'prompts'"},
+	    /* contexts: rlm only, one str or null per prompt */
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\",\"b\"],\"contexts\":[\"x\",null]}",
+	     NULL},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"llm\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[\"x\"]}",
+	     "an llm call with contexts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\",\"b\"],\"contexts\":[\"x\"]}",
+	     "not an array of 2 items"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":\"x\"}",
+	     "not an array of 1 items"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[3]}",
+	     "not a string or null"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[\"\xff\"]}",
+	     "not UTF-8"},
 	    {"{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":-1,\"error\":false,"
 	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[]}",
 	     "field 'output_chars'"},

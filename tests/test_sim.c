@@ -478,6 +478,7 @@ static void convo_init(struct convo *c, const char *question, const char *desc,
 	    {"output_limit", "20000", 5},
 	    {"block_limits", "A block may make up to 10,000 sub-calls.", 40},
 	    {"sandbox", SANDBOX_LINE, sizeof(SANDBOX_LINE) - 1},
+	    {"rlm_query_note", "", 0},
 	};
 	memset(c, 0, sizeof(*c));
 	convo_add(c, LLM_SYSTEM, render("repl_system.txt", vars, ARRAY_SIZE(vars)));

@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/node.c -- recursion: the state the nodes of one solve share (struct
+ * rlm_tree), and the child RLMs that answer rlm_query: their questions,
+ * their threads and slots, and their results.
+ *
+ * DESIGN
+ * A node's code asks for child RLMs with one call frame: rlm_query, or
+ * rlm_query_batched with many prompts. The node's thread first reserves
+ * every child as one sub-call (the budget may refuse some), gives each
+ * accepted one its slot in out->children, in prompt order, and then starts
+ * them: on a thread of their own while the solve has fewer than max_nodes
+ * such threads, else on its own thread, one after another, after starting
+ * the others (and trying for a slot again before each). So no child ever
+ * waits for a slot, whatever the depth and the fan-out, and no pool worker
+ * ever waits on a node (it only makes HTTP calls): progress is always
+ * possible. The node's thread then joins its threaded children: when the
+ * frame is answered, nothing it started runs any more, and every worker
+ * of its subtree has been freed.
+ *
+ * A child is a whole node (loop_node in rlm/loop.c): its own loop, root
+ * calls and REPL worker, on the solve's pool, sub-model, params and
+ * sandbox, under the solve's one budget, deadline and cancel flag. A limit
+ * of the whole solve met by any node is told to the tree (calls_stop) and
+ * every node stops on it at its next step (calls_adopt), so the solve ends
+ * with that reason and the best partial answers.
+ */
+#include "solve_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A child whose context is its prompt is asked the prompt itself when it
+ * has at most QUESTION_MAX characters; else its first QUESTION_HEAD and a
+ * note that the whole request is in `context`. */
+#define QUESTION_MAX  2000
+#define QUESTION_HEAD 1000
+#define MAX_DEPTH     16   /* levels of RLMs, as the CLI allows */
+#define MAX_CHILDREN  1000 /* child RLMs one call frame may start */
+
+/* ---- the tree ---- */
+
+void tree_init(struct rlm_tree *t, const struct rlm_opts *o, int64_t t0)
+{
+	memset(t, 0, sizeof(*t));
+	t->o = o;
+	budget_init(&t->budget, o, t0);
+	t->max_depth = o->max_depth > 0 ? o->max_depth : RLM_DEF_MAX_DEPTH;
+	/* Children run inline on their parent's thread when no slot is free:
+	 * some 8 KB of stack a level, so keep the chain short whatever a
+	 * library caller asks. */
+	if (t->max_depth > MAX_DEPTH)
+		t->max_depth = MAX_DEPTH;
+	t->max_nodes = o->max_nodes > 0 ? o->max_nodes : RLM_DEF_MAX_NODES;
+	t->t0 = t0;
+	atomic_init(&t->running, 0);
+	atomic_init(&t->last_id, 0);
+	atomic_init(&t->stopping, false);
+	pthread_mutex_init(&t->cb_mu, NULL);
+	pthread_mutex_init(&t->stop_mu, NULL);
+}
+
+void tree_release(struct rlm_tree *t)
+{
+	free(t->stop_detail);
+	t->stop_detail = NULL;
+	pthread_mutex_destroy(&t->cb_mu);
+	pthread_mutex_destroy(&t->stop_mu);
+}
+
+bool tree_limit(enum rlm_stop why)
+{
+	return why == RLM_STOP_TIMEOUT || why == RLM_STOP_TOKENS || why == RLM_STOP_COST ||
+	       why == RLM_STOP_CALLS || why == RLM_STOP_CANCEL;
+}
+
+void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int depth, int node)
+{
+	pthread_mutex_lock(&t->stop_mu);
+	if (!atomic_load(&t->stopping)) {
+		t->stop = why;
+		/* Where it happened, for the nodes that adopt it. */
+		t->stop_detail =
+		    depth ? xasprintf("%s (in child RLM %d, at depth %d)", detail, node, depth)
+			  : xstrdup(detail);
+		atomic_store(&t->stopping, true);
+	}
+	pthread_mutex_unlock(&t->stop_mu);
+}
+
+/* ---- questions ---- */
+
+char *node_question(const char *prompt, size_t len)
+{
+	size_t chars = 0, head = len;
+	char n[32];
+	for (size_t i = 0; i < len; i++) {
+		if (((unsigned char)prompt[i] & 0xC0) == 0x80)
+			continue;
+		if (chars == QUESTION_HEAD)
+			head = i;
+		chars++;
+	}
+	if (chars <= QUESTION_MAX)
+		return xstrndup(prompt, len);
+	return xasprintf(
+	    "%.*s ...\n\n[This is the start of a request of %s characters, too long to "
+	    "repeat here: the whole request is the variable `context`. Read it there.]",
+	    (int)head, prompt, fmt_count(n, sizeof(n), (int64_t)chars));
+}
+
+/* ---- children ---- */
+
+/* One child RLM of a call frame. */
+struct child {
+	struct batch *b;
+	size_t item;	   /* its prompt in the frame */
+	struct rlm_opts o; /* the solve's, with the child's root model */
+	const char *text;  /* its context: borrowed from the frame */
+	size_t len;
+	char *question;		/* owned until handed to out */
+	struct rlm_result *out; /* its slot in the parent's children */
+	struct rlm_err err;
+	int rc, id;
+	bool threaded;
+	bool ended;  /* its node has ended; guarded by the parent's mu */
+	bool joined; /* its thread was joined */
+	pthread_t th;
+};
+
+/* The children of one frame. */
+struct batch {
+	struct calls *c; /* the parent */
+	size_t n;	 /* children started */
+	size_t finished; /* guarded by c->mu */
+	/* the first refusal of the budget: the node's stop, decided once the
+	 * children it did accept have run (deciding it at once would stop
+	 * them before their first call) */
+	bool refused;
+	enum rlm_stop why;
+	char msg[256];
+};
+
+static void child_run(struct child *ch)
+{
+	struct calls *p = ch->b->c;
+	/* A copy, like any text corpus, made only while the child runs: the
+	 * worker copies it into its memfd anyway. */
+	struct corpus *ctx = corpus_from_text(ch->text, ch->len);
+	ch->rc =
+	    loop_node(p->tree, &ch->o, p->depth + 1, ch->id, ch->question, ctx, ch->out, &ch->err);
+	corpus_free(ctx);
+	ch->out->question = ch->question;
+	ch->question = NULL;
+}
+
+/* A child ended: count it for the parent's progress. */
+static void child_finished(struct child *ch)
+{
+	struct batch *b = ch->b;
+	pthread_mutex_lock(&b->c->mu);
+	ch->ended = true;
+	b->finished++;
+	calls_progress(b->c, "sub", b->finished, b->n);
+	pthread_mutex_unlock(&b->c->mu);
+}
+
+static void *child_main(void *arg)
+{
+	struct child *ch = arg;
+	/* For top -H and the tests that check nothing is left running. */
+	pthread_setname_np(pthread_self(), "rlm-node");
+	child_run(ch);
+	child_finished(ch);
+	/* The slot is free once the node has ended, worker freed; the thread
+	 * itself is joined by the parent. */
+	atomic_fetch_sub(&ch->b->c->tree->running, 1);
+	return NULL;
+}
+
+static bool take_slot(struct rlm_tree *t)
+{
+	if (atomic_fetch_add(&t->running, 1) < t->max_nodes)
+		return true;
+	atomic_fetch_sub(&t->running, 1);
+	return false;
+}
+
+/* Start ch on a thread of its own when the solve has a slot; false when
+ * it must run on the caller's thread. */
+static bool start_thread(struct child *ch)
+{
+	struct rlm_tree *t = ch->b->c->tree;
+	if (!take_slot(t))
+		return false;
+	ch->id = atomic_fetch_add(&t->last_id, 1) + 1;
+	if (pthread_create(&ch->th, NULL, child_main, ch) != 0) {
+		/* Out of threads: the caller's thread does it instead. */
+		atomic_fetch_sub(&t->running, 1);
+		return false;
+	}
+	ch->threaded = true;
+	return true;
+}
+
+/* Join the threads of children that have ended, so that a long batch run
+ * mostly inline does not keep the stacks of its early threads. */
+static void reap(struct child *kids, size_t n)
+{
+	struct calls *c;
+	if (!n)
+		return;
+	c = kids[0].b->c;
+	for (size_t k = 0; k < n; k++) {
+		bool ended;
+		if (!kids[k].threaded || kids[k].joined)
+			continue;
+		pthread_mutex_lock(&c->mu);
+		ended = kids[k].ended;
+		pthread_mutex_unlock(&c->mu);
+		if (ended) {
+			/* It has only its return left to do. */
+			pthread_join(kids[k].th, NULL);
+			kids[k].joined = true;
+		}
+	}
+}
+
+static void run_inline(struct child *ch)
+{
+	struct rlm_tree *t = ch->b->c->tree;
+	if (!ch->id)
+		ch->id = atomic_fetch_add(&t->last_id, 1) + 1;
+	child_run(ch);
+	child_finished(ch);
+}
+
+/* What the parent's code gets: the child's answer, or "Error: ..." (then
+ * *error) when it failed or stopped on a limit before it answered. After
+ * max_iterations the last call's answer counts: the child was asked for
+ * its final answer and gave one. */
+static char *child_text(const struct child *ch, bool *error)
+{
+	const struct rlm_result *r = ch->out;
+	const char *stop = rlm_stop_name(r->stop);
+	const char *detail = r->stop_detail ? r->stop_detail : "no detail";
+	if (ch->rc < 0) {
+		*error = true;
+		return xasprintf("Error: child RLM failed: %s",
+				 ch->err.msg[0] ? ch->err.msg : rlm_strerror(ch->rc));
+	}
+	if (r->answer && (r->stop == RLM_STOP_ANSWER || r->stop == RLM_STOP_ITERATIONS))
+		return xstrdup(r->answer);
+	*error = true;
+	if (r->answer)
+		return xasprintf(
+		    "Error: child RLM stopped before it finished (%s: %s); its partial "
+		    "answer: %s",
+		    stop, detail, r->answer);
+	return xasprintf("Error: child RLM stopped without an answer (%s: %s)", stop, detail);
+}
+
+/* May prompt i start a child? Else its text says why, and a limit met is
+ * the node's stop. */
+static bool may_start(struct calls *c, struct batch *b, size_t i, char **texts, bool *errors)
+{
+	enum rlm_stop why;
+	char msg[256];
+	const char *e = NULL;
+	if (calls_cancelled(c)) {
+		calls_stop(c, RLM_STOP_CANCEL, "cancelled by the caller");
+		e = "Error: cancelled";
+	} else if (budget_expired(c->budget, now_ns())) {
+		calls_timeout(c, "before a child RLM started");
+		e = "Error: time budget exhausted (the solve's time limit passed)";
+	} else if (calls_adopt(c)) {
+		texts[i] = xasprintf("Error: not sent: the solve is stopping (%s)", c->stop_detail);
+		errors[i] = true;
+		return false;
+	} else if (!budget_reserve(c->budget, 0, 0, true, &why, msg, sizeof(msg))) {
+		/* A child is one sub-call; its own calls reserve their tokens
+		 * and cost as they go. */
+		texts[i] = xasprintf("Error: %s", msg);
+		errors[i] = true;
+		if (!b->refused) {
+			b->refused = true;
+			b->why = why;
+			snprintf(b->msg, sizeof(b->msg), "%s", msg);
+		}
+		return false;
+	}
+	if (e) {
+		texts[i] = xstrdup(e);
+		errors[i] = true;
+		return false;
+	}
+	return true;
+}
+
+static void child_prepare(struct child *ch, struct calls *c, const struct repl_call *call,
+			  struct llm_model *root)
+{
+	size_t i = ch->item;
+	ch->o = *c->tree->o;
+	ch->o.model = root;
+	ch->o.sub_model = c->sub;
+	/* One progress line: the root's. */
+	ch->o.progress = NULL;
+	ch->o.progress_arg = NULL;
+	if (call->contexts && call->contexts[i]) {
+		/* context= given: the prompt is the question. */
+		ch->question = xstrndup(call->prompts[i], call->lens[i]);
+		ch->text = call->contexts[i];
+		ch->len = call->ctx_lens[i];
+	} else {
+		ch->question = node_question(call->prompts[i], call->lens[i]);
+		ch->text = call->prompts[i];
+		ch->len = call->lens[i];
+	}
+}
+
+void node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
+		   char **texts, bool *errors)
+{
+	struct batch b = {c, 0, 0, false, RLM_STOP_CALLS, ""};
+	struct child *kids;
+	size_t base;
+
+	if (call->n > MAX_CHILDREN) {
+		for (size_t i = 0; i < call->n; i++) {
+			texts[i] = xasprintf("Error: too many child RLMs in one call (%zu; at "
+					     "most %d): use llm_query_batched for plain calls, "
+					     "or fewer, larger pieces",
+					     call->n, MAX_CHILDREN);
+			errors[i] = true;
+		}
+		return;
+	}
+	kids = xcalloc(call->n, sizeof(*kids));
+	/* Which prompts start a child: all of them are reserved before any
+	 * starts, so a budget that allows k children starts the first k. */
+	for (size_t i = 0; i < call->n; i++) {
+		if (!may_start(c, &b, i, texts, errors))
+			continue;
+		kids[b.n].b = &b;
+		kids[b.n].item = i;
+		b.n++;
+	}
+	if (!b.n) {
+		free(kids);
+		if (b.refused)
+			calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
+		return;
+	}
+	/* Their slots, in prompt order, before any runs: children of earlier
+	 * frames have all ended, so nothing points into the array. */
+	pthread_mutex_lock(&c->mu);
+	base = c->out->n_children;
+	c->out->children = xrealloc(c->out->children, (base + b.n) * sizeof(*c->out->children));
+	memset(c->out->children + base, 0, b.n * sizeof(*c->out->children));
+	c->out->n_children += b.n;
+	c->out->sub_calls += (int64_t)b.n;
+	pthread_mutex_unlock(&c->mu);
+	for (size_t k = 0; k < b.n; k++) {
+		kids[k].out = &c->out->children[base + k];
+		child_prepare(&kids[k], c, call, root);
+	}
+
+	/* Threads where there are slots; the rest on this thread, each after
+	 * one more try for a slot (a threaded sibling may have ended). */
+	for (size_t k = 0; k < b.n; k++)
+		start_thread(&kids[k]);
+	for (size_t k = 0; k < b.n; k++) {
+		if (kids[k].threaded)
+			continue;
+		reap(kids, b.n);
+		if (!start_thread(&kids[k]))
+			run_inline(&kids[k]);
+	}
+	for (size_t k = 0; k < b.n; k++)
+		if (kids[k].threaded && !kids[k].joined)
+			pthread_join(kids[k].th, NULL);
+
+	for (size_t k = 0; k < b.n; k++) {
+		struct child *ch = &kids[k];
+		size_t i = ch->item;
+		texts[i] = child_text(ch, &errors[i]);
+		pthread_mutex_lock(&c->mu);
+		calls_add_child(c, ch->out);
+		if (ch->rc < 0) {
+			c->sub_failed++;
+			if (!c->sub_first_error)
+				c->sub_first_error = xstrdup(texts[i] + strlen("Error: "));
+		}
+		pthread_mutex_unlock(&c->mu);
+		free(ch->question);
+	}
+	if (b.refused)
+		calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
+	/* A limit of the whole solve met below stops this node too. */
+	calls_adopt(c);
+	free(kids);
+}
