@@ -27,10 +27,12 @@ void sim_cfg_default(struct sim_cfg *cfg)
 	cfg->retry_after_s = 1;
 	cfg->retry_after_ms = 0;
 	cfg->slow_ms = 2000;
+	cfg->rlm_chunks = 128;
 }
 
 static const char known_keys[] = "seed, ttft, tps, 429, 500, reset, malformed, slow, truncate, "
-				 "faults, retry_after, retry_after_ms, slow_ms, code_errors, chunk";
+				 "faults, retry_after, retry_after_ms, slow_ms, code_errors, chunk, "
+				 "rlm_chunks";
 
 /* A duration in ms: "250", "250ms", "1.5s"; unit_ms is the unit of a bare
  * number. */
@@ -94,6 +96,12 @@ static int set_option(struct sim_cfg *c, const char *k, const char *v)
 		if (parse_count(v, &u) || u < 1000 || u > 1000000000000ULL)
 			return RLM_EINVAL;
 		c->chunk_chars = (long)u;
+		return 0;
+	}
+	if (strcmp(k, "rlm_chunks") == 0) {
+		if (parse_int(v, 1, 1000000000, &l))
+			return RLM_EINVAL;
+		c->rlm_chunks = l;
 		return 0;
 	}
 	if (strcmp(k, "faults") == 0) {

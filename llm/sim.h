@@ -28,6 +28,9 @@
  *   characters"; `chunk=` overrides), groups documents into chunks when
  *   the context is a list, asks the question of every chunk with
  *   llm_query_batched, drops NONE and errors, and prints what it found;
+ *   past `rlm_chunks=` chunks (128), when the system message does not say
+ *   rlm_query is a plain call, it hands 8 to 16 pieces of the context to
+ *   child RLMs with rlm_query_batched instead, each asked the question;
  *   turn 3 combines (a sum in code for "how many" questions, the answer
  *   itself when all agree, else one llm_query over the partial answers)
  *   and sets answer["content"] and answer["ready"]. The question is the
@@ -74,9 +77,11 @@ struct sim_cfg {
 	double slow_ms;         /* extra delay of a slow reply */
 	double code_errors;     /* root: rate of steps written with a bug */
 	long chunk_chars;       /* root: chunk size; 0: what the prompt states */
+	long rlm_chunks;        /* root: more chunks than this go to child RLMs */
 };
 
-/* Defaults: no delay, no faults, seed 1, Retry-After 1 s, slow 2000 ms. */
+/* Defaults: no delay, no faults, seed 1, Retry-After 1 s, slow 2000 ms,
+ * rlm_chunks 128. */
 void sim_cfg_default(struct sim_cfg *cfg);
 
 /* Parse a spec like "ttft=100ms,tps=50,429=0.1,500=0.05,reset=0.05,

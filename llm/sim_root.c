@@ -286,8 +286,15 @@ static void step1(struct buf *b, enum bug bug)
 			   SAMPLE_CHARS / 2);
 }
 
-static void step2(struct buf *b, const char *q, size_t qn, long size, enum bug bug)
+/* Step 2. rlm_chunks > 0: recursion is available, and past that many
+ * chunks the context goes to child RLMs in 8 to 16 pieces (each piece a run
+ * of whole chunks, so a child cuts the same chunks again) with the question
+ * alone as their prompt: each child maps its piece and answers like a root,
+ * the value or NONE (for "how many", its count). */
+static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_chunks,
+		  enum bug bug)
 {
+	const char *indent = rlm_chunks > 0 ? "    " : "";
 	buf_puts(b, "# step 2: ask every chunk of the context\nq = ");
 	py_str(b, q, qn);
 	buf_printf(b,
@@ -310,11 +317,29 @@ static void step2(struct buf *b, const char *q, size_t qn, long size, enum bug b
 		   "    if cur:\n"
 		   "        chunks.append(cur)\n"
 		   "head = (\"%s\" + \" \".join(q.split()) +\n"
-		   "        \"%s\")\n"
-		   "prompts = [head + c for c in chunks]\n",
+		   "        \"%s\")\n",
 		   size, leaf_intro, leaf_rules);
 	if (bug == BUG_TYPE)
-		buf_puts(b, "print(\"asking \" + len(prompts) + \" chunks\")\n");
+		buf_puts(b, "print(\"asking \" + len(chunks) + \" chunks\")\n");
+	if (rlm_chunks > 0) {
+		/* ceil(n / k) in Python: -(-n // k) */
+		buf_printf(b,
+			   "if len(chunks) > %ld:\n"
+			   "    # too many chunks for one batch: child RLMs take a piece each\n"
+			   "    per = -(-len(chunks) // min(16, max(8, -(-len(chunks) // %ld))))\n"
+			   "    if isinstance(context, str):\n"
+			   "        pieces = [context[i:i + per * size] for i in range(0, "
+			   "len(context), per * size)]\n"
+			   "    else:\n"
+			   "        pieces = [\"\\n\\n\".join(chunks[i:i + per]) for i in range(0, "
+			   "len(chunks), per)]\n"
+			   "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
+			   "    answers = %s([q] * len(pieces), contexts=pieces)\n"
+			   "else:\n",
+			   rlm_chunks, rlm_chunks,
+			   bug == BUG_NAME ? "rlm_query_batch" : "rlm_query_batched");
+	}
+	buf_printf(b, "%sprompts = [head + c for c in chunks]\n%s", indent, indent);
 	if (bug == BUG_NAME)
 		buf_puts(b, "answers = llm_query_batch(prompts)\n");
 	else
@@ -477,6 +502,16 @@ static enum bug draw_bug(const struct sim_cfg *cfg, const char *q, size_t qn, si
 	return (enum bug)(BUG_NAME + splitmix64(&st) % 3);
 }
 
+/* Whether rlm_query starts a child RLM: the system message offers it and
+ * does not say it is a plain sub-call here (recursion off, or this node at
+ * the last level). */
+static bool can_recurse(const struct llm_msg *system)
+{
+	return system && has(system->text, system->len, "rlm_query_batched") &&
+	       !has(system->text, system->len, "Recursion is off") &&
+	       !has(system->text, system->len, "last level of recursion");
+}
+
 static bool is_root(const struct llm_msg *msgs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -556,7 +591,8 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		step1(&b, draw_bug(cfg, q, qn, turn));
 		break;
 	case 2:
-		step2(&b, q, qn, size, draw_bug(cfg, q, qn, turn));
+		step2(&b, q, qn, size, can_recurse(system) ? cfg->rlm_chunks : 0,
+		      draw_bug(cfg, q, qn, turn));
 		break;
 	default:
 		step3(&b, q, qn, how_many, draw_bug(cfg, q, qn, turn));

@@ -323,6 +323,16 @@ struct corpus *corpus_from_text(const char *text, size_t len)
 	return &ci->c;
 }
 
+struct corpus *corpus_borrow_text(const char *text, size_t len)
+{
+	struct corpus_int *ci = corpus_alloc(CORPUS_TEXT, NULL);
+	size_t cap = 0;
+	ci->c.buf = len ? text : "";
+	ci->c.len = len;
+	add_doc(&ci->c, &cap, 0, len, NULL);
+	return &ci->c;
+}
+
 /* ---- mapping a whole regular file ---- */
 
 /* Map fd (a regular file of st->st_size bytes, not empty). */

@@ -80,6 +80,8 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 /* Build a corpus from memory (copied, on the heap), one document. For
  * tests and the API. */
 struct corpus *corpus_from_text(const char *text, size_t len);
+/* The same without the copy: text must outlive the corpus. */
+struct corpus *corpus_borrow_text(const char *text, size_t len);
 /* Decode JSONL held in memory (corpus_load decodes a file the same way;
  * the fuzz target uses this): each non-blank line a JSON string or an object with a
  * string "text" (else "content", "body", "document", "contents") and an

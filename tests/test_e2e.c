@@ -599,6 +599,80 @@ TEST(solve_repl_1M_over_http) { solve_repl("1M", true); }
 TEST(solve_repl_10M_in_process) { solve_repl("10M", false); }
 TEST(solve_repl_10M_over_http) { solve_repl("10M", true); }
 
+/* sim's root goes recursive past rlm_chunks chunks (128 by default; 4 here,
+ * so 800 KB in 64,000-character chunks, 13 of them, is enough): child RLMs
+ * at depth 1 map their pieces with sub-calls; over a str, a directory and
+ * JSONL, with distractor needles too. */
+TEST(solve_sim_recursive_text_dir_jsonl)
+{
+	static const char *const fmts[][4] = {
+	    {"--seed", "11", NULL, NULL},
+	    {"--format", "dir", "--docs", "40"},
+	    {"--format", "jsonl", "--docs", "40"},
+	    {"--distractors", "5", NULL, NULL},
+	};
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=4", NULL};
+	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
+		char *dir = path_in_tmp("genr"), *jl, *line, *ctx, *ans, *q;
+		const char *args[] = {"bench", "gen",	  "sniah",    "--sizes",  "200k",
+				      "--out", dir,	  fmts[f][0], fmts[f][1], fmts[f][2],
+				      fmts[f][3], NULL};
+		struct rlm_err err = {0, ""};
+		struct proc_out o = rlm(args, NULL);
+		cJSON *j, *kids;
+		bool seen = false;
+		size_t len;
+		CHECK_MSG(o.status == 0, "bench gen failed: %s", o.err);
+		proc_out_release(&o);
+		jl = xasprintf("%s/sniah.jsonl", dir);
+		CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+		j = json_parse(line, strcspn(line, "\n"));
+		CHECK(j);
+		ctx = xasprintf("%s/%s", dir, json_str(j, "context_path"));
+		q = xstrdup(json_str(j, "question"));
+		ans = xstrdup(cJSON_GetArrayItem(json_get(j, "answer"), 0)->valuestring);
+		cJSON_Delete(j);
+		for (int flat = 0; flat < 2; flat++) {
+			/* flat: --max-depth 1, where rlm_query is a plain call */
+			const char *a[] = {"solve", "-c", ctx, "-q", q, "--json", "--quiet",
+					   flat ? "--max-depth" : NULL, "1", NULL};
+			o = rlm_env(a, NULL, env);
+			CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+			j = json_parse(o.out, strlen(o.out));
+			CHECK_MSG(j, "not JSON: %s", o.out);
+			CHECK_CONTAINS(json_str(j, "answer"), ans);
+			CHECK_STR(json_str(j, "stop"), "answer");
+			kids = json_get(j, "children");
+			if (flat) {
+				CHECK(json_num(j, "nodes", -1) == 0);
+				CHECK_INT(cJSON_GetArraySize(kids), 0);
+				CHECK(json_num(j, "sub_calls", 0) >= 13);
+			} else {
+				CHECK(json_num(j, "nodes", 0) >= 2);
+				CHECK(cJSON_GetArraySize(kids) >= 2);
+				for (int i = 0; i < cJSON_GetArraySize(kids); i++) {
+					cJSON *k = cJSON_GetArrayItem(kids, i);
+					CHECK(json_num(k, "depth", 0) == 1);
+					CHECK_STR(json_str(k, "question"), q);
+					CHECK_STR(json_str(k, "stop"), "answer");
+					CHECK(json_num(k, "sub_calls", 0) >= 1);
+					CHECK_INT(cJSON_GetArraySize(json_get(k, "children")), 0);
+					seen |= strstr(json_str(k, "answer"), ans) != NULL;
+				}
+				CHECK_MSG(seen, "no child found %s", ans);
+			}
+			cJSON_Delete(j);
+			proc_out_release(&o);
+		}
+		free(line);
+		free(jl);
+		free(ctx);
+		free(q);
+		free(ans);
+		free(dir);
+	}
+}
+
 TEST(solve_repl_limits_exit_3)
 {
 	char *ctx, *q, *ans;

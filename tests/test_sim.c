@@ -467,8 +467,9 @@ static char *render(const char *name, const struct prompt_var *vars, size_t n)
 	"commands, and files can be written only in the current directory (a scratch "           \
 	"directory)."
 
-static void convo_init(struct convo *c, const char *question, const char *desc,
-		       const char *sub_chars)
+/* note: what rlm/loop.c puts in {{rlm_query_note}} ("": recursion on). */
+static void convo_init_note(struct convo *c, const char *question, const char *desc,
+			    const char *sub_chars, const char *note)
 {
 	struct prompt_var vars[] = {
 	    {"question", question, strlen(question)},
@@ -478,11 +479,17 @@ static void convo_init(struct convo *c, const char *question, const char *desc,
 	    {"output_limit", "20000", 5},
 	    {"block_limits", "A block may make up to 10,000 sub-calls.", 40},
 	    {"sandbox", SANDBOX_LINE, sizeof(SANDBOX_LINE) - 1},
-	    {"rlm_query_note", "", 0},
+	    {"rlm_query_note", note, strlen(note)},
 	};
 	memset(c, 0, sizeof(*c));
 	convo_add(c, LLM_SYSTEM, render("repl_system.txt", vars, ARRAY_SIZE(vars)));
 	convo_add(c, LLM_USER, render("repl_first.txt", vars, ARRAY_SIZE(vars)));
+}
+
+static void convo_init(struct convo *c, const char *question, const char *desc,
+		       const char *sub_chars)
+{
+	convo_init_note(c, question, desc, sub_chars, "");
 }
 
 /* The reply, then the user message with its output (repl_next.txt, or
@@ -760,6 +767,93 @@ TEST(root_solves_str_and_list)
 		CHECK_INT(errors, 0);
 		/* step 2 was asked with the size the prompt stated */
 		CHECK_CONTAINS(c.m[4].text, "size = 2000\n");
+		free(got);
+		convo_release(&c);
+		buf_release(&r.hist);
+	}
+}
+
+/* A stub of rlm_query_batched: each child answers like a root solving its
+ * piece (the needle line, its count for "how many", else NONE). */
+static const char py_children[] =
+    "CHILDREN = []\n"
+    "def rlm_query_batched(prompts, model=None, contexts=None):\n"
+    "    assert isinstance(prompts, list) and contexts and len(contexts) == len(prompts)\n"
+    "    CHILDREN.append(len(prompts))\n"
+    "    out = []\n"
+    "    for p, c in zip(prompts, contexts):\n"
+    "        assert p.endswith('?') and 'Text:' not in p and isinstance(c, str) and c, p\n"
+    "        n = c.count(KEY)\n"
+    "        if not n:\n"
+    "            out.append('NONE')\n"
+    "        elif 'how many' in p.lower():\n"
+    "            out.append(str(n))\n"
+    "        else:\n"
+    "            out.append([l for l in c.split('\\n') if KEY in l][0])\n"
+    "    return out\n";
+
+/* Checks of step 2 when it went to child RLMs. */
+static const char py_check_pieces[] =
+    "assert CALLS == [] and CHILDREN == [len(pieces)], (CALLS, CHILDREN)\n"
+    "assert len(chunks) > 4 and 1 < len(pieces) <= 16, (len(chunks), len(pieces))\n"
+    "if isinstance(context, str):\n"
+    "    assert ''.join(pieces) == context\n"
+    "else:\n"
+    "    assert '\\n\\n'.join(pieces) == '\\n\\n'.join(chunks)\n";
+
+TEST(root_recurses_past_rlm_chunks)
+{
+	static const char *const notes[] = {
+	    " Recursion is off in this session: here rlm_query and rlm_query_batched are plain "
+	    "sub-calls, the same as llm_query and llm_query_batched.",
+	    " You are yourself a child RLM at the last level of recursion: here rlm_query and "
+	    "rlm_query_batched are plain sub-calls, the same as llm_query and "
+	    "llm_query_batched."};
+	static const struct {
+		bool list;
+		int needles;
+		const char *q, *want;
+	} cases[] = {
+	    {false, 1, "What is the access code of the zebra-7731 vault?",
+	     "The access code of the zebra-7731 vault is 55-ALPHA."},
+	    {true, 1, "What is the access code of the zebra-7731 vault?",
+	     "The access code of the zebra-7731 vault is 55-ALPHA."},
+	    {false, 0, "What is the access code of the zebra-7731 vault?", "NONE"},
+	    {false, 5, "How many times is the zebra-7731 vault mentioned?", "5"},
+	    {true, 6, "How many times is the zebra-7731 vault mentioned?", "6"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fake_repl r;
+		struct convo c;
+		int turns, errors;
+		char *got;
+		fake_repl_init(&r, cases[i].list, cases[i].needles, py_children);
+		convo_init(&c, cases[i].q,
+			   cases[i].list ? "a list of 40 documents (str), 20,000 characters in all"
+					 : "a str of 19,500 characters",
+			   "2,000");
+		got = root_solve("rlm_chunks=4", &r, &c, py_check_pieces, &turns, &errors);
+		CHECK_MSG(got && !strcmp(got, cases[i].want), "case %zu: got '%s', want '%s'", i,
+			  got ? got : "(none)", cases[i].want);
+		CHECK_INT(turns, 3);
+		CHECK_INT(errors, 0);
+		CHECK_CONTAINS(c.m[4].text, "if len(chunks) > 4:\n");
+		CHECK_CONTAINS(c.m[4].text, "rlm_query_batched([q] * len(pieces), contexts=pieces)");
+		free(got);
+		convo_release(&c);
+		buf_release(&r.hist);
+	}
+	/* where rlm_query is a plain call, step 2 stays flat */
+	for (size_t i = 0; i < ARRAY_SIZE(notes); i++) {
+		struct fake_repl r;
+		struct convo c;
+		int turns, errors;
+		char *got;
+		fake_repl_init(&r, false, 1, NULL);
+		convo_init_note(&c, cases[0].q, "a str of 19,500 characters", "2,000", notes[i]);
+		got = root_solve("rlm_chunks=4", &r, &c, py_check_chunks, &turns, &errors);
+		CHECK_STR(got, cases[0].want);
+		CHECK(!strstr(c.m[4].text, "rlm_query"));
 		free(got);
 		convo_release(&c);
 		buf_release(&r.hist);
