@@ -390,6 +390,7 @@ int cmd_solve(int argc, char **argv)
 	struct llm_stats st;
 	const char *context = NULL, *question = getenv("RLM_QUESTION");
 	char *qfile = NULL;
+	const char *qpath = NULL; /* --question-file, the last of -q and it */
 	bool json = false, verbose = false;
 	uint64_t leaf = 0, count;
 	long num;
@@ -406,20 +407,19 @@ int cmd_solve(int argc, char **argv)
 		int taken = model_opts_take(&mo, opt, optarg);
 		if (!taken)
 			taken = sandbox_opts_take(&ro.sandbox, opt, optarg);
-		if (taken == 2) {
-			free(qfile);
+		if (taken == 2)
 			return 2;
-		}
 		if (taken)
 			continue;
 		switch (opt) {
 		case 'c': context = optarg; break;
-		case 'q': question = optarg; break;
-		case OPT_QFILE:
-			free(qfile);
-			if (!(qfile = read_question_file(optarg)))
-				return 2;
-			question = qfile;
+		case 'q':
+			question = optarg;
+			qpath = NULL;
+			break;
+		case OPT_QFILE: /* read once the options are known good */
+			qpath = optarg;
+			question = NULL;
 			break;
 		case OPT_FORMAT:
 			if (corpus_kind_parse(optarg, &co.kind))
@@ -519,6 +519,11 @@ int cmd_solve(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_fail(2, "unexpected argument '%s' (see rlm solve --help)", argv[optind]);
+	if (qpath) {
+		if (!(qfile = read_question_file(qpath)))
+			return 2;
+		question = qfile;
+	}
 	if (!context) {
 		free(qfile);
 		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a "

@@ -503,6 +503,42 @@ TEST(bad_inputs)
 	free(ok);
 }
 
+/* --question-file: read once the options are good; the last of it and -q
+ * wins; a missing file or a bad option after it is a usage error. */
+TEST(question_file)
+{
+	char *ok = path_in_tmp("qf-ctx.txt"), *q = path_in_tmp("qf-q.txt");
+	struct proc_out o;
+	write_text(ok, "The magic number is 4711.\n", 26);
+	write_text(q, "What is the magic number?\n", 26);
+	{
+		const char *a[] = {"solve", "-c", ok, "--question-file", q, "--quiet", NULL};
+		o = rlm(a, NULL);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.out, "4711");
+		proc_out_release(&o);
+	}
+	{
+		/* -q after it wins: sim finds no color in the context */
+		const char *a[] = {"solve", "-c", ok, "--question-file", q, "-q",
+				   "What is the color?", "--quiet", NULL};
+		o = rlm(a, NULL);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_STR(o.out, "NONE\n");
+		proc_out_release(&o);
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "--question-file", "/nonexistent/q", NULL};
+		bad(a, NULL, 2, "cannot open '/nonexistent/q'");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "--question-file", q, "--bogus", NULL};
+		bad(a, NULL, 2, "unknown option '--bogus'");
+	}
+	free(ok);
+	free(q);
+}
+
 TEST(help_and_version)
 {
 	static const char *const cmds[][4] = {
