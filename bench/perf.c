@@ -27,7 +27,7 @@ struct row {
 	double value;      /* the measurement, in `unit` */
 	const char *unit;
 	double limit;      /* pass when value <= limit */
-	char note[160];
+	char note[200];
 };
 
 static const char usage[] =
@@ -39,6 +39,15 @@ static const char usage[] =
 	"  fan-out efficiency   N calls (1000) over loopback HTTP to `rlm sim-serve`\n"
 	"                       with MS (100) of modelled latency at concurrency C\n"
 	"                       (64): wall time / (ceil(N/C) x MS); target <= 1.05\n"
+	"  recursive fan-out    a repl solve through depth 2 on `rlm sim-serve`, MS\n"
+	"                       on every call (root, child root and leaf): 4 MB in\n"
+	"                       1,000 4,000-char chunks, past rlm_chunks=100 handed\n"
+	"                       to 10 child RLMs (--max-nodes 16) of 100 leaf calls\n"
+	"                       each, all on one pool of C slots. Ideal: the serial\n"
+	"                       root-model calls on the critical path (the root's\n"
+	"                       turns + the longest child's) x MS + ceil(leaves/C)\n"
+	"                       x MS, from the solve's result (6 + 16 waves = 2.2 s\n"
+	"                       at the defaults); wall time / ideal, target <= 1.10\n"
 	"  controller CPU/call  user+system CPU of this process per call in that run\n"
 	"                       (the server is another process); target <= 100 us\n"
 	"  REPL exec round trip a trivial statement in the sandboxed Python worker, p50\n"
@@ -224,7 +233,10 @@ static int subcall_cpu(struct row *cpu)
 	FILE *f;
 	double c0, c1;
 	int port = 0, rc = 1;
-	pid_t pid = start_server("chunk=4000", &port);
+	/* The flat path (rlm_chunks past the 1,000 chunks): the loop's cost
+	 * per sub-call. What child RLMs add (a worker each) is per node, and
+	 * the recursive fan-out row covers that path. */
+	pid_t pid = start_server("chunk=4000,rlm_chunks=100000", &port);
 	if (pid < 0) {
 		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
 		return 1;
@@ -268,8 +280,129 @@ static int subcall_cpu(struct row *cpu)
 	cpu->unit = "us";
 	cpu->limit = 100;
 	snprintf(cpu->note, sizeof(cpu->note),
-		 "repl solve: %lld sub-calls, %d turns, %.3f s CPU, %.3f s wall",
+		 "flat repl solve: %lld sub-calls, %d turns, %.3f s CPU, %.3f s wall",
 		 (long long)res.sub_calls, res.iterations, c1 - c0, (double)res.solve_ns / 1e9);
+	rc = 0;
+out:
+	rlm_result_release(&res);
+	corpus_free(ctx);
+	free(text);
+	llm_pool_free(pool);
+	llm_model_free(m);
+	stop_server(pid);
+	return rc;
+}
+
+/* Leaf calls under a node: its sub-calls (which count each child RLM as
+ * one plus the child's own) less the children and the children's own
+ * child RLMs, at any depth. */
+static int64_t leaf_calls(const struct rlm_result *r)
+{
+	int64_t n = r->sub_calls - (int64_t)r->n_children;
+	for (size_t i = 0; i < r->n_children; i++)
+		n += leaf_calls(&r->children[i]) - r->children[i].sub_calls;
+	return n;
+}
+
+/* Serial root-model calls on the critical path under a node: its own,
+ * plus the longest chain among its children (each child's are serial). */
+static int64_t serial_calls(const struct rlm_result *r)
+{
+	int64_t most = 0;
+	for (size_t i = 0; i < r->n_children; i++) {
+		int64_t c = serial_calls(&r->children[i]);
+		if (c > most)
+			most = c;
+	}
+	return (r->root_calls ? r->root_calls : r->iterations) + most;
+}
+
+/* A repl solve through depth 2 on sim-serve with the same latency on every
+ * call: the root hands 4 MB (1,000 chunks of 4,000 characters; past
+ * rlm_chunks=100 chunks it recurses) to 10 child RLMs of 100 chunks each,
+ * which ask their chunks with llm_query_batched: 1,000 leaf calls on the
+ * one pool of `conc` slots. No schedule can beat the serial root-model
+ * calls (the root's turns plus the longest child's) one after another,
+ * plus the leaf calls in full waves of the pool between them: that is the
+ * ideal. */
+static int recursive_fanout(long conc, long latency_ms, struct row *eff)
+{
+	struct llm_pool_cfg pc = {(int)conc};
+	struct llm_model_cfg mc = {0};
+	struct llm_model *m = NULL;
+	struct llm_pool *pool = NULL;
+	struct sniah_opts so;
+	struct sniah_item item;
+	struct corpus *ctx = NULL;
+	struct rlm_opts ro = {0};
+	struct rlm_result res = {0};
+	struct rlm_err err = {0, ""};
+	char spec[96], url[64], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int64_t leaves, serial, waves, t0, t1;
+	double ideal, wall;
+	int port = 0, rc = 1;
+	pid_t pid;
+
+	snprintf(spec, sizeof(spec), "ttft=%ldms,chunk=4000,rlm_chunks=100", latency_ms);
+	pid = start_server(spec, &port);
+	if (pid < 0) {
+		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
+		return 1;
+	}
+	sniah_opts_default(&so);
+	so.tokens = 1000000;
+	so.seed = 7;
+	f = open_memstream(&text, &len);
+	if (!f || sniah_generate(&so, f, &item) || fclose(f)) {
+		fprintf(stderr, "rlm: error: cannot generate the benchmark context\n");
+		goto out;
+	}
+	ctx = corpus_from_text(text, len);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	mc.kind = LLM_OPENAI;
+	mc.name = "sim";
+	mc.base_urls = url;
+	mc.max_retries = 0;
+	if (!(m = llm_model_new(&mc, &err)) || !(pool = llm_pool_new(&pc, &err))) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		goto out;
+	}
+	ro.strategy = RLM_REPL;
+	ro.pool = pool;
+	ro.model = m;
+	ro.max_depth = 2;
+	ro.max_nodes = 16;
+	t0 = now_ns();
+	if (rlm_solve(&ro, item.question, ctx, &res, &err)) {
+		fprintf(stderr, "rlm: error: the recursive benchmark solve failed: %s\n", err.msg);
+		goto out;
+	}
+	t1 = now_ns();
+	leaves = leaf_calls(&res);
+	serial = serial_calls(&res);
+	if (res.n_children < 8 || res.n_children > 16 || leaves < 900 || !res.answer ||
+	    !strstr(res.answer, item.value)) {
+		fprintf(stderr, "rlm: error: the recursive benchmark solve went wrong: %zu children, "
+				"%lld leaf calls, answer '%s', expected '%s'\n",
+			res.n_children, (long long)leaves, res.answer ? res.answer : "(none)",
+			item.value);
+		goto out;
+	}
+	waves = (leaves + conc - 1) / conc;
+	ideal = (double)(serial + waves) * (double)latency_ms / 1e3;
+	wall = (double)(t1 - t0) / 1e9;
+	eff->name = "recursive fan-out";
+	eff->target = "<= 1.10";
+	eff->value = wall / ideal;
+	eff->unit = "x ideal";
+	eff->limit = 1.10;
+	snprintf(eff->note, sizeof(eff->note),
+		 "depth 2: %zu children, %lld leaves, conc %ld, %ld ms/call: %.3f s; ideal "
+		 "(%lld serial root calls + %lld leaf waves) x %ld ms = %.3f s",
+		 res.n_children, (long long)leaves, conc, latency_ms, wall, (long long)serial,
+		 (long long)waves, latency_ms, ideal);
 	rc = 0;
 out:
 	rlm_result_release(&res);
@@ -395,7 +528,7 @@ int cmd_bench_perf(int argc, char **argv)
 	};
 	long calls = 1000, conc = 64, latency = 100;
 	bool json = false, all_ok = true;
-	struct row rows[13];
+	struct row rows[14];
 	size_t n_rows = 0;
 	int opt;
 	if (argc >= 2 && strcmp(argv[1], "--child") == 0)
@@ -422,12 +555,15 @@ int cmd_bench_perf(int argc, char **argv)
 		}
 	}
 	memset(rows, 0, sizeof(rows));
+	/* The recursive row runs last (printed third): its ten workers and
+	 * threads are gone by then, so the CPU rows do not see their end. */
 	if (fanout(calls, conc, latency, &rows[0], &rows[1]))
 		return 1;
-	if (repl_rows(&rows[2], &rows[3], &rows[4], &rows[5], &rows[6], &rows[7], &rows[8]) ||
-	    subcall_cpu(&rows[9]) || scale_rows(&rows[10], &rows[11], &rows[12]))
+	if (repl_rows(&rows[3], &rows[4], &rows[5], &rows[6], &rows[7], &rows[8], &rows[9]) ||
+	    subcall_cpu(&rows[10]) || scale_rows(&rows[11], &rows[12], &rows[13]) ||
+	    recursive_fanout(conc, latency, &rows[2]))
 		return 1;
-	n_rows = 13;
+	n_rows = 14;
 	for (size_t i = 0; i < n_rows; i++)
 		all_ok &= rows[i].value <= rows[i].limit;
 	if (json) {
