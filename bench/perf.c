@@ -212,40 +212,45 @@ out:
 	return rc;
 }
 
-/* A whole repl solve against sim-serve: the controller's CPU (this
- * process: the pool, the HTTP client, frames to and from the worker, the
- * loop) over the sub-calls made. The worker and the server are other
- * processes, so neither the model nor Python is counted. */
-static int subcall_cpu(struct row *cpu)
+/* A repl solve of a 1M-token S-NIAH haystack (seed) against an
+ * `rlm sim-serve` started with spec, on a pool of conc slots: the
+ * controller's CPU and the wall time of the solve alone (not the set-up),
+ * and its result, whose answer has been checked. */
+struct sim_solve {
+	struct sniah_item item;
+	struct rlm_result res;
+	double cpu_s;
+	int64_t wall_ns;
+};
+
+static int sim_solve(const char *spec, uint64_t seed, int conc, int max_depth, int max_nodes,
+		     struct sim_solve *out)
 {
-	struct llm_pool_cfg pc = {64};
+	struct llm_pool_cfg pc = {conc};
 	struct llm_model_cfg mc = {0};
 	struct llm_model *m = NULL;
 	struct llm_pool *pool = NULL;
 	struct sniah_opts so;
-	struct sniah_item item;
 	struct corpus *ctx = NULL;
 	struct rlm_opts ro = {0};
-	struct rlm_result res = {0};
 	struct rlm_err err = {0, ""};
 	char url[64], *text = NULL;
 	size_t len = 0;
 	FILE *f;
-	double c0, c1;
+	double c0;
+	int64_t t0;
 	int port = 0, rc = 1;
-	/* The flat path (rlm_chunks past the 1,000 chunks): the loop's cost
-	 * per sub-call. What child RLMs add (a worker each) is per node, and
-	 * the recursive fan-out row covers that path. */
-	pid_t pid = start_server("chunk=4000,rlm_chunks=100000", &port);
+	pid_t pid = start_server(spec, &port);
+	memset(out, 0, sizeof(*out));
 	if (pid < 0) {
 		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
 		return 1;
 	}
 	sniah_opts_default(&so);
 	so.tokens = 1000000;
-	so.seed = 5;
+	so.seed = seed;
 	f = open_memstream(&text, &len);
-	if (!f || sniah_generate(&so, f, &item) || fclose(f)) {
+	if (!f || sniah_generate(&so, f, &out->item) || fclose(f)) {
 		fprintf(stderr, "rlm: error: cannot generate the benchmark context\n");
 		goto out;
 	}
@@ -262,34 +267,60 @@ static int subcall_cpu(struct row *cpu)
 	ro.strategy = RLM_REPL;
 	ro.pool = pool;
 	ro.model = m;
+	ro.max_depth = max_depth;
+	ro.max_nodes = max_nodes;
 	c0 = cpu_s();
-	if (rlm_solve(&ro, item.question, ctx, &res, &err)) {
+	t0 = now_ns();
+	if (rlm_solve(&ro, out->item.question, ctx, &out->res, &err)) {
 		fprintf(stderr, "rlm: error: the benchmark solve failed: %s\n", err.msg);
 		goto out;
 	}
-	c1 = cpu_s();
-	if (res.sub_calls < 100 || !res.answer || !strstr(res.answer, item.value)) {
-		fprintf(stderr, "rlm: error: the benchmark solve went wrong: %lld sub-calls, "
-				"answer '%s', expected '%s'\n",
-			(long long)res.sub_calls, res.answer ? res.answer : "(none)", item.value);
+	out->wall_ns = now_ns() - t0;
+	out->cpu_s = cpu_s() - c0;
+	if (!out->res.answer || !strstr(out->res.answer, out->item.value)) {
+		fprintf(stderr, "rlm: error: the benchmark solve went wrong: answer '%s', "
+				"expected '%s'\n",
+			out->res.answer ? out->res.answer : "(none)", out->item.value);
 		goto out;
 	}
-	cpu->name = "controller CPU per sub-call";
-	cpu->target = "<= 100 us";
-	cpu->value = (c1 - c0) / (double)res.sub_calls * 1e6;
-	cpu->unit = "us";
-	cpu->limit = 100;
-	snprintf(cpu->note, sizeof(cpu->note),
-		 "flat repl solve: %lld sub-calls, %d turns, %.3f s CPU, %.3f s wall",
-		 (long long)res.sub_calls, res.iterations, c1 - c0, (double)res.solve_ns / 1e9);
 	rc = 0;
 out:
-	rlm_result_release(&res);
 	corpus_free(ctx);
 	free(text);
 	llm_pool_free(pool);
 	llm_model_free(m);
 	stop_server(pid);
+	return rc;
+}
+
+/* The controller's CPU (this process: the pool, the HTTP client, frames
+ * to and from the worker, the loop) over the sub-calls of a whole repl
+ * solve. The worker and the server are other processes, so neither the
+ * model nor Python is counted. The flat path (rlm_chunks past the 1,000
+ * chunks): what child RLMs add (a worker each) is per node, and the
+ * recursive fan-out row covers that path. */
+static int subcall_cpu(struct row *cpu)
+{
+	struct sim_solve s;
+	int rc = 1;
+	if (sim_solve("chunk=4000,rlm_chunks=100000", 5, 64, 0, 0, &s))
+		goto out;
+	if (s.res.sub_calls < 100) {
+		fprintf(stderr, "rlm: error: the benchmark solve made %lld sub-calls\n",
+			(long long)s.res.sub_calls);
+		goto out;
+	}
+	cpu->name = "controller CPU per sub-call";
+	cpu->target = "<= 100 us";
+	cpu->value = s.cpu_s / (double)s.res.sub_calls * 1e6;
+	cpu->unit = "us";
+	cpu->limit = 100;
+	snprintf(cpu->note, sizeof(cpu->note),
+		 "flat repl solve: %lld sub-calls, %d turns, %.3f s CPU, %.3f s wall",
+		 (long long)s.res.sub_calls, s.res.iterations, s.cpu_s, (double)s.wall_ns / 1e9);
+	rc = 0;
+out:
+	rlm_result_release(&s.res);
 	return rc;
 }
 
@@ -327,72 +358,26 @@ static int64_t serial_calls(const struct rlm_result *r)
  * ideal. */
 static int recursive_fanout(long conc, long latency_ms, struct row *eff)
 {
-	struct llm_pool_cfg pc = {(int)conc};
-	struct llm_model_cfg mc = {0};
-	struct llm_model *m = NULL;
-	struct llm_pool *pool = NULL;
-	struct sniah_opts so;
-	struct sniah_item item;
-	struct corpus *ctx = NULL;
-	struct rlm_opts ro = {0};
-	struct rlm_result res = {0};
-	struct rlm_err err = {0, ""};
-	char spec[96], url[64], *text = NULL;
-	size_t len = 0;
-	FILE *f;
-	int64_t leaves, serial, waves, t0, t1;
+	struct sim_solve s;
+	char spec[96];
+	int64_t leaves, serial, waves;
 	double ideal, wall;
-	int port = 0, rc = 1;
-	pid_t pid;
+	int rc = 1;
 
 	snprintf(spec, sizeof(spec), "ttft=%ldms,chunk=4000,rlm_chunks=100", latency_ms);
-	pid = start_server(spec, &port);
-	if (pid < 0) {
-		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
-		return 1;
-	}
-	sniah_opts_default(&so);
-	so.tokens = 1000000;
-	so.seed = 7;
-	f = open_memstream(&text, &len);
-	if (!f || sniah_generate(&so, f, &item) || fclose(f)) {
-		fprintf(stderr, "rlm: error: cannot generate the benchmark context\n");
+	if (sim_solve(spec, 7, (int)conc, 2, 16, &s))
 		goto out;
-	}
-	ctx = corpus_from_text(text, len);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
-	mc.kind = LLM_OPENAI;
-	mc.name = "sim";
-	mc.base_urls = url;
-	mc.max_retries = 0;
-	if (!(m = llm_model_new(&mc, &err)) || !(pool = llm_pool_new(&pc, &err))) {
-		fprintf(stderr, "rlm: error: %s\n", err.msg);
-		goto out;
-	}
-	ro.strategy = RLM_REPL;
-	ro.pool = pool;
-	ro.model = m;
-	ro.max_depth = 2;
-	ro.max_nodes = 16;
-	t0 = now_ns();
-	if (rlm_solve(&ro, item.question, ctx, &res, &err)) {
-		fprintf(stderr, "rlm: error: the recursive benchmark solve failed: %s\n", err.msg);
-		goto out;
-	}
-	t1 = now_ns();
-	leaves = leaf_calls(&res);
-	serial = serial_calls(&res);
-	if (res.n_children < 8 || res.n_children > 16 || leaves < 900 || !res.answer ||
-	    !strstr(res.answer, item.value)) {
+	leaves = leaf_calls(&s.res);
+	serial = serial_calls(&s.res);
+	if (s.res.n_children < 8 || s.res.n_children > 16 || leaves < 900) {
 		fprintf(stderr, "rlm: error: the recursive benchmark solve went wrong: %zu children, "
-				"%lld leaf calls, answer '%s', expected '%s'\n",
-			res.n_children, (long long)leaves, res.answer ? res.answer : "(none)",
-			item.value);
+				"%lld leaf calls\n",
+			s.res.n_children, (long long)leaves);
 		goto out;
 	}
 	waves = (leaves + conc - 1) / conc;
 	ideal = (double)(serial + waves) * (double)latency_ms / 1e3;
-	wall = (double)(t1 - t0) / 1e9;
+	wall = (double)s.wall_ns / 1e9;
 	eff->name = "recursive fan-out";
 	eff->target = "<= 1.10";
 	eff->value = wall / ideal;
@@ -401,16 +386,11 @@ static int recursive_fanout(long conc, long latency_ms, struct row *eff)
 	snprintf(eff->note, sizeof(eff->note),
 		 "depth 2: %zu children, %lld leaves, conc %ld, %ld ms/call: %.3f s; ideal "
 		 "(%lld serial root calls + %lld leaf waves) x %ld ms = %.3f s",
-		 res.n_children, (long long)leaves, conc, latency_ms, wall, (long long)serial,
+		 s.res.n_children, (long long)leaves, conc, latency_ms, wall, (long long)serial,
 		 (long long)waves, latency_ms, ideal);
 	rc = 0;
 out:
-	rlm_result_release(&res);
-	corpus_free(ctx);
-	free(text);
-	llm_pool_free(pool);
-	llm_model_free(m);
-	stop_server(pid);
+	rlm_result_release(&s.res);
 	return rc;
 }
 
