@@ -82,9 +82,11 @@ int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, 
  * wall time in microseconds. Returns 0 or a negative code with err. */
 int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm_err *err);
 /* Start a worker on a tiny context until it is ready, n times each (after
- * one not counted), taking turns: [0] sandboxed, [1] not, as above; the
- * medians in milliseconds. */
-int perf_repl_start(size_t n, double ms[2], struct rlm_err *err);
+ * one not counted), taking turns: [0] sandboxed and [1] not, as above,
+ * both started cold (python3 itself); [2] sandboxed and forked by the
+ * zygote, while another REPL holds it (a child node's start); the medians
+ * in milliseconds. */
+int perf_repl_start(size_t n, double ms[3], struct rlm_err *err);
 /* Start a worker on ctx_bytes of ASCII text until it is ready (`context`
  * is a str), with the full sandbox; the median of 5 starts in
  * milliseconds. */

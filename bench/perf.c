@@ -55,8 +55,12 @@ static const char usage[] =
 	"                       every sandbox layer off, and the difference: the\n"
 	"                       sandbox's cost per exec, target <= 50 us\n"
 	"  worker start         a worker on a tiny context from fork to ready, median\n"
-	"                       of 20, sandboxed and not (reported), and the\n"
-	"                       difference: the sandbox's cost per start, target <= 10 ms\n"
+	"                       of 20, started cold (python3 itself), sandboxed and\n"
+	"                       not (reported), and the difference: the sandbox's\n"
+	"                       cost per start, target <= 10 ms\n"
+	"  zygote worker ready  a sandboxed worker forked by the zygote while another\n"
+	"                       REPL holds it (a child node's start), request to\n"
+	"                       ready, median of 20; target <= 10 ms\n"
 	"  40 MB context ready  from starting a sandboxed worker to `context` being a\n"
 	"                       str in it; target <= 100 ms\n"
 	"  CPU per sub-call     a whole repl solve over HTTP (root and sub-model on\n"
@@ -395,10 +399,10 @@ out:
 }
 
 static int repl_rows(struct row *rt, struct row *rt_bare, struct row *rt_cost, struct row *st,
-		     struct row *st_bare, struct row *st_cost, struct row *ready)
+		     struct row *st_bare, struct row *st_cost, struct row *zyg, struct row *ready)
 {
 	struct rlm_err err = {0, ""};
-	double p50[2], p99[2], sms[2], ms;
+	double p50[2], p99[2], sms[3], ms;
 	if (perf_repl_roundtrip(1000, p50, p99, &err) || perf_repl_start(20, sms, &err) ||
 	    perf_repl_ready(40000000, &ms, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
@@ -432,15 +436,14 @@ static int repl_rows(struct row *rt, struct row *rt_bare, struct row *rt_cost, s
 	st->unit = "ms";
 	st->limit = INFINITY;
 	snprintf(st->note, sizeof(st->note),
-		 "tiny context, fork to ready, median of 20 (DESIGN's <= 10 ms is for a "
-		 "zygote fork)");
+		 "cold (python3 itself), tiny context, fork to ready, median of 20");
 	st_bare->name = "worker start, no sandbox";
 	st_bare->target = "(reported)";
 	st_bare->value = sms[1];
 	st_bare->unit = "ms";
 	st_bare->limit = INFINITY;
 	snprintf(st_bare->note, sizeof(st_bare->note),
-		 "tiny context, every layer off (unsafe), median of 20");
+		 "cold, tiny context, every layer off (unsafe), median of 20");
 	st_cost->name = "sandbox cost per start";
 	st_cost->target = "<= 10 ms";
 	st_cost->value = sms[0] - sms[1];
@@ -448,6 +451,15 @@ static int repl_rows(struct row *rt, struct row *rt_bare, struct row *rt_cost, s
 	st_cost->limit = 10;
 	snprintf(st_cost->note, sizeof(st_cost->note),
 		 "start median sandboxed minus not (probes, namespaces, filters, Landlock)");
+	zyg->name = "zygote worker ready";
+	zyg->target = "p50 <= 10 ms";
+	zyg->value = sms[2];
+	zyg->unit = "ms";
+	zyg->limit = 10;
+	snprintf(zyg->note, sizeof(zyg->note),
+		 "sandboxed, forked by the zygote, request to ready, median of 20 (cold: "
+		 "%.1f ms)",
+		 sms[0]);
 	ready->name = "40 MB context ready";
 	ready->target = "<= 100 ms";
 	ready->value = ms;
@@ -508,7 +520,7 @@ int cmd_bench_perf(int argc, char **argv)
 	};
 	long calls = 1000, conc = 64, latency = 100;
 	bool json = false, all_ok = true;
-	struct row rows[14];
+	struct row rows[15];
 	size_t n_rows = 0;
 	int opt;
 	if (argc >= 2 && strcmp(argv[1], "--child") == 0)
@@ -539,11 +551,12 @@ int cmd_bench_perf(int argc, char **argv)
 	 * threads are gone by then, so the CPU rows do not see their end. */
 	if (fanout(calls, conc, latency, &rows[0], &rows[1]))
 		return 1;
-	if (repl_rows(&rows[3], &rows[4], &rows[5], &rows[6], &rows[7], &rows[8], &rows[9]) ||
-	    subcall_cpu(&rows[10]) || scale_rows(&rows[11], &rows[12], &rows[13]) ||
+	if (repl_rows(&rows[3], &rows[4], &rows[5], &rows[6], &rows[7], &rows[8], &rows[9],
+		      &rows[10]) ||
+	    subcall_cpu(&rows[11]) || scale_rows(&rows[12], &rows[13], &rows[14]) ||
 	    recursive_fanout(conc, latency, &rows[2]))
 		return 1;
-	n_rows = 14;
+	n_rows = 15;
 	for (size_t i = 0; i < n_rows; i++)
 		all_ok &= rows[i].value <= rows[i].limit;
 	if (json) {

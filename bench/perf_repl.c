@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/perf_repl.c -- the REPL worker's performance numbers: the round
  * trip of a trivial exec and the start of a worker, each with the sandbox
- * and without it (its cost), and the start with a large context. */
+ * and without it (its cost), a worker forked by the zygote, and the start
+ * with a large context. */
 #include "bench.h"
 #include "../repl/repl.h"
 
@@ -34,6 +35,8 @@ int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm
 		return rlm_err_set(err, RLM_EINVAL, "no execs to time");
 	cfg_init(&cfg[0], true);
 	cfg_init(&cfg[1], false);
+	/* Both cold: the zygote serves one plan at a time. */
+	cfg[0].no_zygote = cfg[1].no_zygote = true;
 	for (int k = 0; k < 2 && rc == 0; k++)
 		rc = repl_start(&cfg[k], &r[k], err);
 	t[0] = xcalloc(n, sizeof(int64_t));
@@ -64,36 +67,50 @@ int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm
 	return rc;
 }
 
-int perf_repl_start(size_t n, double ms[2], struct rlm_err *err)
+int perf_repl_start(size_t n, double ms[3], struct rlm_err *err)
 {
-	struct repl_cfg cfg[2];
-	int64_t *t[2];
+	struct repl_cfg cfg[3];
+	struct repl *parent = NULL;
+	int64_t *t[3];
 	int rc = 0;
 	if (n == 0)
 		return rlm_err_set(err, RLM_EINVAL, "no starts to time");
-	for (int k = 0; k < 2; k++) {
-		cfg_init(&cfg[k], k == 0);
+	for (int k = 0; k < 3; k++) {
+		cfg_init(&cfg[k], k != 1);
 		cfg[k].ctx.text = "tiny";
 		cfg[k].ctx.len = 4;
+		cfg[k].no_zygote = k < 2;
 		t[k] = xcalloc(n, sizeof(int64_t));
 	}
+	/* [2]: a node's REPL while its parent's is up, which holds the
+	 * zygote, as in a solve. */
+	rc = repl_start(&cfg[2], &parent, err);
 	/* One of each to warm up: the spawner thread, the filters, the probes. */
 	for (size_t i = 0; i < n + 1 && rc == 0; i++) {
-		for (int k = 0; k < 2 && rc == 0; k++) {
+		for (int k = 0; k < 3 && rc == 0; k++) {
 			struct repl *r = NULL;
+			struct repl_stats st;
 			int64_t t0 = now_ns();
 			rc = repl_start(&cfg[k], &r, err);
 			if (i >= 1)
 				t[k][i - 1] = now_ns() - t0;
+			if (rc == 0) {
+				repl_stats(r, &st);
+				if (st.zygote != (k == 2))
+					rc = rlm_err_set(err, RLM_EIO, "worker %d was %s", k,
+							 st.zygote ? "forked by the zygote"
+								   : "started cold");
+			}
 			repl_free(r);
 		}
 	}
-	for (int k = 0; k < 2 && rc == 0; k++) {
+	repl_free(parent);
+	for (int k = 0; k < 3 && rc == 0; k++) {
 		qsort(t[k], n, sizeof(int64_t), cmp_i64);
 		ms[k] = (double)t[k][n / 2] / 1e6;
 	}
-	free(t[0]);
-	free(t[1]);
+	for (int k = 0; k < 3; k++)
+		free(t[k]);
 	return rc;
 }
 

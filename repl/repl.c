@@ -535,6 +535,7 @@ void repl_free(struct repl *r)
 	if (!r)
 		return;
 	repl__worker_stop(r);
+	repl__zygote_release(r);
 	if (r->memfd >= 0)
 		close(r->memfd);
 	if (r->devnull >= 0)

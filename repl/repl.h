@@ -278,6 +278,8 @@ struct repl_cfg {
 	void *call_arg;
 	const atomic_bool *cancel;   /* optional: ends an exec like its deadline */
 	struct repl_sandbox_cfg sandbox; /* zero: every layer the machine has */
+	bool no_zygote;              /* start every worker cold, not from the
+				      * zygote (so does RLM_ZYGOTE=0) */
 };
 
 /* Start a worker and wait until it has `context` (its "ready" frame).
@@ -330,7 +332,8 @@ struct repl_stats {
 	int restarts;
 	int64_t execs;
 	int64_t calls;           /* prompts over the life of the repl */
-	int64_t start_ns;        /* last start: fork to ready */
+	int64_t start_ns;        /* last start: request to ready */
+	bool zygote;             /* the last start was a fork of the zygote */
 	char python[32];         /* the worker's Python version */
 };
 void repl_stats(const struct repl *r, struct repl_stats *out);

@@ -60,6 +60,8 @@ struct repl_sandbox {
 	char tmpfs_opts[96];      /* "size=268435456,mode=0700,uid=1000,gid=1000" */
 	struct { int res; unsigned long cur, max; } rl[8];
 	int n_rl;
+	bool keep_admin;          /* the zygote's: CAP_SYS_ADMIN in its user
+				   * namespace kept through execve (ambient) */
 	int fault;                /* tests (RLM_SANDBOX_FAULT=<layer>[:ERRNO]):
 				   * the child fails at this layer; -1: none */
 	int fault_errno;          /* ... with this errno (default EPERM) */
@@ -121,6 +123,31 @@ struct repl_spawn {
  * 127 (execve) or 126 (sandbox). */
 int repl__spawn(const struct repl_spawn *sp, pid_t *pid, int *layer, const char **what);
 
+/* The zygote's sandbox, from a worker's w: its user namespace and
+ * identity only (keep_admin when the workers have namespaces to make), no
+ * seccomp filter, no Landlock, core dumps off. */
+void repl__sandbox_zygote(const struct repl_sandbox *w, struct repl_sandbox *z);
+/* The Landlock rights a worker gets in its scratch directory. */
+uint64_t repl__sandbox_scratch_rights(void);
+/* The first filter as hex, placeholders unpatched (for the zygote). */
+const char *repl__seccomp_first_hex(void);
+/* clone with namespaces failed with e: the layer it says is missing, or
+ * -1 for a shortage (spawn.c; what names why). */
+int repl__clone_refused(int flags, int e, const char **what);
+
+/* ---- the zygote (zygote.c) ----
+ *
+ * Start the worker of sp through the process's zygote, starting the
+ * zygote first when there is none for r's plan. Returns as repl__spawn
+ * does, or REPL_NO_ZYGOTE when the zygote cannot be used for this worker
+ * (off, another plan in use, failed): the caller then spawns it cold. The
+ * worker is the caller's child either way. Thread-safe. */
+#define REPL_NO_ZYGOTE (-100000)
+int repl__zygote_spawn(struct repl *r, const struct repl_spawn *sp, pid_t *pid, int *layer,
+		       const char **what);
+/* r no longer needs the zygote (repl_free): the last one stops it. */
+void repl__zygote_release(struct repl *r);
+
 /* ---- one REPL: the context, the scratch directory, the current worker ---- */
 
 struct repl {
@@ -165,6 +192,7 @@ struct repl {
 	void *sb_bpf;             /* sb.bpf_scratch: owned */
 
 	bool broken;              /* a restart failed: unusable */
+	bool zref;                /* holds a reference on the zygote */
 	int64_t next_id;
 	struct repl_stats st;
 };

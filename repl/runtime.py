@@ -2,7 +2,9 @@
 # repl/runtime.py -- the Python side of the REPL worker, run as
 #   python3 -I -S -B -c <this file> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
 #           MAX_CALLS_EXEC LATE_FILTER
-# by repl/repl.c. Standard library only. repl/repl.h has the contract: the
+# by repl/repl.c (or forked by the zygote, repl/zygote.py, which runs this
+# file with the arguments "zygote <zygote.py> <plan>" and returns in each
+# worker with the worker's arguments). Standard library only. repl/repl.h has the contract: the
 # fd layout, the context memfd and the frames. It imports what it needs,
 # makes itself non-dumpable (no /proc/PID/fd or mem for its peers), stacks
 # the late seccomp filter (no execve from here on), waits for the
@@ -867,10 +869,10 @@ def _harden(hexprog):
             posix._exit(70)
 
 
-def _main():
+def _main(args):
     global _cap, _scaffold, _SCAFFOLD_SET, _max_frame, _max_calls
-    text_len, n_docs, limit, _max_frame, _max_calls = (int(a) for a in sys.argv[1:6])
-    late = sys.argv[6] if len(sys.argv) > 6 else '-'
+    text_len, n_docs, limit, _max_frame, _max_calls = (int(a) for a in args[0:5])
+    late = args[5] if len(args) > 5 else '-'
     sys.argv = ['']
     _harden(late)
     _cap = _Capture(max(limit, 0))
@@ -901,7 +903,12 @@ def _main():
 
 
 try:
-    _main()
+    if sys.argv[1:2] == ['zygote']:
+        # The zygote (repl/zygote.py, in argv 2): it returns in each worker
+        # it forks, with that worker's arguments.
+        _main(exec(compile(sys.argv[2], '<zygote>', 'exec')) or _zygote(sys.argv[3]))
+    else:
+        _main(sys.argv[1:])
 except SystemExit:
     raise
 except BaseException as _e:

@@ -711,6 +711,29 @@ int repl__sandbox_parent(const struct repl_sandbox *sb, pid_t pid, const char **
 	return write_proc(pid, "uid_map", map);
 }
 
+/* ---- the zygote ---- */
+
+void repl__sandbox_zygote(const struct repl_sandbox *w, struct repl_sandbox *z)
+{
+	*z = *w;
+	/* Its user namespace and identity are the workers'; the rest is
+	 * each worker's own, made by the worker. */
+	z->clone_flags = w->clone_flags & CLONE_NEWUSER;
+	z->keep_admin = (w->clone_flags & CLONE_NEWUSER) && (w->clone_flags & ~CLONE_NEWUSER);
+	z->layers &= (1u << REPL_L_IDENTITY) | (1u << REPL_L_USERNS);
+	z->seccomp = NULL;
+	z->landlock_fd = -1;
+	z->n_rl = 0;
+	add_rl(z, RLIMIT_CORE, 0, 0);
+	z->fault = -1;
+}
+
+uint64_t repl__sandbox_scratch_rights(void)
+{
+	pthread_once(&probe_once, probe_run);
+	return probe.ll_scratch;
+}
+
 /* ---- in the child: raw system calls only ---- */
 
 static int sc(long rc)
@@ -790,6 +813,16 @@ static int child_identity(const struct repl_sandbox *sb, int *layer, const char 
 		return 0;
 	for (int i = 0; i < 2; i++)
 		data[i] = (struct __user_cap_data_struct){0, 0, 0};
+	if (sb->keep_admin) {
+		/* The zygote: CAP_SYS_ADMIN in its user namespace, through
+		 * execve (ambient), to give each worker its namespaces. */
+		data[0].effective = data[0].permitted = data[0].inheritable =
+		    1u << CAP_SYS_ADMIN;
+		STEP(REPL_L_USERNS, "capset", syscall(SYS_capset, &hdr, data));
+		STEP(REPL_L_USERNS, "prctl(PR_CAP_AMBIENT_RAISE)",
+		     syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_ADMIN, 0, 0));
+		return 0;
+	}
 	STEP(REPL_L_IDENTITY, "capset", syscall(SYS_capset, &hdr, data));
 	return 0;
 }

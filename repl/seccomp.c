@@ -206,6 +206,7 @@ struct built {
 	char msg[256]; /* why it failed */
 	struct repl_bpf first, late;
 	char *late_hex;
+	char *first_hex;
 };
 
 static struct built g;
@@ -429,11 +430,24 @@ static int check_self(const struct repl_bpf *b)
 	return 0;
 }
 
-static void build_once(void)
+/* A program's struct sock_filter bytes as lowercase hex, for a runtime's
+ * argv. */
+static char *to_hex(const struct repl_bpf *p)
 {
 	static const char hexd[] = "0123456789abcdef";
-	const unsigned char *b;
-	size_t n, i;
+	const unsigned char *b = p->insns;
+	size_t n = (size_t)p->len * sizeof(struct sock_filter);
+	char *h = xmalloc(2 * n + 1);
+	for (size_t i = 0; i < n; i++) {
+		h[2 * i] = hexd[b[i] >> 4];
+		h[2 * i + 1] = hexd[b[i] & 15];
+	}
+	h[2 * n] = '\0';
+	return h;
+}
+
+static void build_once(void)
+{
 
 	g.rc = compile(SCMP_ACT_ERRNO(ENOSYS), first_rules, &g.first);
 	if (g.rc == 0)
@@ -442,14 +456,8 @@ static void build_once(void)
 		g.rc = compile(SCMP_ACT_ALLOW, late_rules, &g.late);
 	if (g.rc)
 		return;
-	b = g.late.insns;
-	n = (size_t)g.late.len * sizeof(struct sock_filter);
-	g.late_hex = xmalloc(2 * n + 1);
-	for (i = 0; i < n; i++) {
-		g.late_hex[2 * i] = hexd[b[i] >> 4];
-		g.late_hex[2 * i + 1] = hexd[b[i] & 15];
-	}
-	g.late_hex[2 * n] = '\0';
+	g.late_hex = to_hex(&g.late);
+	g.first_hex = to_hex(&g.first);
 }
 
 int repl__seccomp_build(const struct repl_bpf **first, const struct repl_bpf **late,
@@ -468,6 +476,11 @@ int repl__seccomp_build(const struct repl_bpf **first, const struct repl_bpf **l
 const char *repl__seccomp_late_hex(void)
 {
 	return g.late_hex;
+}
+
+const char *repl__seccomp_first_hex(void)
+{
+	return g.first_hex;
 }
 
 int repl__seccomp_apply(const struct repl_bpf *first, void *scratch, pid_t self)

@@ -224,7 +224,7 @@ static void close2(int p[2])
  * start this or any later worker with fewer layers: EAGAIN, ENOMEM, and
  * ENOSPC, a count of namespaces per user shared with the workers running
  * now -- unless that limit is 0, a namespace type turned off by sysctl. */
-static int clone_refused(int flags, int e, const char **what)
+int repl__clone_refused(int flags, int e, const char **what)
 {
 	static const struct {
 		int flag, layer;
@@ -319,7 +319,7 @@ static pid_t spawn_one(const struct repl_spawn *sp, int *layer, const char **wha
 		close2(c2p);
 		close2(p2c);
 		if (sb && sb->clone_flags)
-			*layer = clone_refused(sb->clone_flags, e, what);
+			*layer = repl__clone_refused(sb->clone_flags, e, what);
 		return -e;
 	}
 	if (!userns)

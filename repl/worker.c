@@ -467,6 +467,7 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 	int64_t t0;
 	size_t start;
 	pid_t pid = 0;
+	bool zygote;
 	*layer = -1;
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(log, O_CLOEXEC) < 0) {
 		rc = -errno;
@@ -493,7 +494,10 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 	sp.sandbox = &r->sb;
 	r->argv[11] = (char *)(uintptr_t)(r->sb.seccomp ? repl__seccomp_late_hex() : "-");
 	t0 = now_ns();
-	rc = repl__spawn(&sp, &pid, layer, &what);
+	rc = repl__zygote_spawn(r, &sp, &pid, layer, &what);
+	zygote = rc != REPL_NO_ZYGOTE;
+	if (!zygote)
+		rc = repl__spawn(&sp, &pid, layer, &what);
 	close_fd(&in[0]);
 	close_fd(&out[1]);
 	close_fd(&log[1]);
@@ -549,6 +553,7 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 	}
 	r->st.pid = pid;
 	r->st.start_ns = now_ns() - t0;
+	r->st.zygote = zygote;
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "../common/json.h"
 #include "../repl/repl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -1258,6 +1259,161 @@ static void *one_worker(void *arg)
 	}
 	repl_free(r);
 	return NULL;
+}
+
+/* ---- the zygote ---- */
+
+/* Our children, from /proc: their pids into pids (up to cap), how many;
+ * zygote: the one that is none of the workers given (a worker forked by
+ * the zygote shows the zygote's command line), or 0. */
+static int children(pid_t *pids, int cap, pid_t *zygote, pid_t w1, pid_t w2)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+	*zygote = 0;
+	CHECK(d != NULL);
+	while (d && (e = readdir(d))) {
+		char path[300], st[512], *rp;
+		int ppid = 0;
+		pid_t pid;
+		FILE *f;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		rp = fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
+		fclose(f);
+		if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1 || ppid != getpid())
+			continue;
+		pid = atoi(e->d_name);
+		if (n < cap)
+			pids[n] = pid;
+		n++;
+		if (pid != w1 && pid != w2 && !strstr(rp, ") Z "))
+			*zygote = pid;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static bool started_by_zygote(const struct repl *r)
+{
+	struct repl_stats st;
+	repl_stats(r, &st);
+	return st.zygote;
+}
+
+/* Workers are forked by one zygote, are our children (CLONE_PARENT), each
+ * in namespaces and a sandbox of its own, and the zygote goes with the
+ * last REPL. */
+TEST(zygote_forks_workers_that_are_our_children)
+{
+	struct repl *a = start_default(), *b = start_default();
+	struct repl_sandbox_status sa, sb;
+	pid_t kids[16], zyg;
+	int n = children(kids, 16, &zyg, worker_pid(a), worker_pid(b));
+	CHECK(started_by_zygote(a));
+	CHECK(started_by_zygote(b));
+	CHECK_INT(n, 3); /* the zygote and two workers */
+	CHECK(zyg > 0 && zyg != worker_pid(a) && zyg != worker_pid(b));
+	repl_sandbox_status(a, &sa);
+	repl_sandbox_status(b, &sb);
+	CHECK_STR(sa.line, sb.line);
+	if (sa.on[REPL_L_PIDNS]) {
+		/* each pid 1 of a pid namespace of its own */
+		expect(a, "import os\nprint(os.getpid())", "1\n");
+		expect(b, "import os\nprint(os.getpid())", "1\n");
+	}
+	if (sa.on[REPL_L_MNTNS]) {
+		/* each its own scratch tmpfs: a's file is not in b's */
+		expect(a, "open('mine', 'w').write('a')\nimport os\nprint(os.listdir('.'))",
+		       "['mine']\n");
+		expect(b, "import os\nprint(os.listdir('.'))", "[]\n");
+	}
+	expect(a, "print(context.count('日本'), 6 * 7)", "1 42\n");
+	repl_free(a);
+	CHECK_INT(children(kids, 16, &zyg, worker_pid(b), 0), 2);
+	CHECK(zyg > 0);
+	repl_free(b);
+	CHECK_INT(children(kids, 16, &zyg, 0, 0), 0);
+}
+
+/* A worker that crashes is forked again; cfg.no_zygote and RLM_ZYGOTE=0
+ * start workers cold. */
+TEST(zygote_restarts_and_can_be_turned_off)
+{
+	struct repl_cfg cfg;
+	struct repl *r = start_default(), *c;
+	struct repl_result res;
+	pid_t before = worker_pid(r);
+	run(r, "import os\nos._exit(3)", &res);
+	CHECK(res.restarted);
+	repl_result_release(&res);
+	CHECK(worker_pid(r) != before);
+	CHECK(started_by_zygote(r));
+	expect(r, "print(len(context))", "23\n");
+	repl_free(r);
+
+	cfg_init(&cfg);
+	cfg.no_zygote = true;
+	c = start(&cfg);
+	CHECK(!started_by_zygote(c));
+	expect(c, "print(len(context))", "23\n");
+	repl_free(c);
+	setenv("RLM_ZYGOTE", "0", 1);
+	c = start_default();
+	unsetenv("RLM_ZYGOTE");
+	CHECK(!started_by_zygote(c));
+	repl_free(c);
+}
+
+/* A zygote that dies is not fatal: the next worker starts cold, the one
+ * after from a new zygote. */
+TEST(zygote_killed_falls_back_to_cold)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	pid_t kids[16], zyg, old;
+	children(kids, 16, &zyg, worker_pid(r), 0);
+	CHECK(zyg > 0);
+	CHECK(kill(zyg, SIGKILL) == 0);
+	CHECK(wait_zombie(zyg));
+	run(r, "import os\nos._exit(3)", &res);
+	CHECK(res.restarted);
+	repl_result_release(&res);
+	CHECK(!started_by_zygote(r));
+	expect(r, "print(len(context))", "23\n");
+	old = zyg;
+	run(r, "import os\nos._exit(3)", &res);
+	repl_result_release(&res);
+	CHECK(started_by_zygote(r));
+	children(kids, 16, &zyg, worker_pid(r), 0);
+	CHECK(zyg > 0 && zyg != old);
+	expect(r, "print(len(context))", "23\n");
+	repl_free(r);
+}
+
+/* A layer that fails in a zygote-forked worker is handled as in a cold
+ * one: left out, and the worker forked again without it. */
+TEST(zygote_worker_fault_falls_back)
+{
+	struct repl_sandbox_status st;
+	struct repl_cfg cfg;
+	struct repl *r;
+	setenv("RLM_SANDBOX_FAULT", "landlock", 1);
+	cfg_init(&cfg);
+	r = start(&cfg);
+	unsetenv("RLM_SANDBOX_FAULT");
+	repl_sandbox_status(r, &st);
+	CHECK(started_by_zygote(r));
+	CHECK(!st.on[REPL_L_LANDLOCK]);
+	CHECK_CONTAINS(st.why[REPL_L_LANDLOCK], "injected fault");
+	expect(r, "print(2 + 2)", "4\n");
+	repl_free(r);
 }
 
 TEST(workers_on_several_threads)

@@ -71,22 +71,26 @@ struct level {
 	const char *name;
 	unsigned disable;
 	bool nonroot; /* run by a controller that dropped root (see run_nonroot) */
+	bool cold;    /* workers started cold, not forked by the zygote */
 };
 
 /* -seccomp runs without the mandatory layer (unsafe): the namespaces and
  * Landlock carry the network, signal and file rows alone, and the cells
  * that would really fork or exec are bounded there. The nonroot levels
  * run in a child that gave up root, so that the worker has the
- * controller's own uid. */
+ * controller's own uid. Every level's workers are forked by the zygote
+ * but the -cold ones', started from python3 itself. */
 static const struct level levels[] = {
-    {"full", 0, false},
-    {"-landlock", L(REPL_L_LANDLOCK), false},
-    {"-userns", L(REPL_L_USERNS), false},
-    {"-userns-ll", L(REPL_L_USERNS) | L(REPL_L_LANDLOCK), false},
-    {"sc+rl", L(REPL_L_IDENTITY) | L(REPL_L_LANDLOCK) | L(REPL_L_USERNS), false},
-    {"-seccomp", L(REPL_L_SECCOMP), false},
-    {"nonroot", 0, true},
-    {"nr-sc+rl", L(REPL_L_LANDLOCK) | L(REPL_L_USERNS), true},
+    {"full", 0, false, false},
+    {"-landlock", L(REPL_L_LANDLOCK), false, false},
+    {"-userns", L(REPL_L_USERNS), false, false},
+    {"-userns-ll", L(REPL_L_USERNS) | L(REPL_L_LANDLOCK), false, false},
+    {"sc+rl", L(REPL_L_IDENTITY) | L(REPL_L_LANDLOCK) | L(REPL_L_USERNS), false, false},
+    {"-seccomp", L(REPL_L_SECCOMP), false, false},
+    {"nonroot", 0, true, false},
+    {"nr-sc+rl", L(REPL_L_LANDLOCK) | L(REPL_L_USERNS), true, false},
+    {"full-cold", 0, false, true},
+    {"nr-cold", 0, true, true},
 };
 #define N_LEVELS (sizeof(levels) / sizeof(levels[0]))
 
@@ -201,6 +205,7 @@ static void cfg_level(struct repl_cfg *cfg, int level)
 	cfg->sandbox.unsafe = (geteuid() == 0 && (levels[level].disable & L(REPL_L_IDENTITY))) ||
 			      (levels[level].disable & L(REPL_L_SECCOMP));
 	cfg->sandbox.scratch_limit = 64 << 20;
+	cfg->no_zygote = levels[level].cold;
 }
 
 static struct repl *start(const struct repl_cfg *cfg)
@@ -1963,6 +1968,14 @@ static void run_level(int level, FILE *matrix)
 	cfg.on_call = echo_call;
 	t.r = start(&cfg);
 	t.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1;
+	{
+		const char *zv = getenv("RLM_ZYGOTE");
+		struct repl_stats rs;
+		repl_stats(t.r, &rs);
+		CHECK_MSG(rs.zygote == (!levels[level].cold && !(zv && strcmp(zv, "0") == 0)),
+			  "level %s: the worker was %s", levels[level].name,
+			  rs.zygote ? "forked by the zygote" : "started cold");
+	}
 	repl_sandbox_status(t.r, &t.st);
 	fprintf(stderr, "  [%s] sandbox: %s\n", levels[level].name, t.st.line);
 	/* The level is what was asked for: the disabled layers are off, and
@@ -2109,6 +2122,16 @@ TEST(attacks_nonroot)
 TEST(attacks_nonroot_seccomp_rlimits)
 {
 	run_nonroot(7);
+}
+
+TEST(attacks_full_cold)
+{
+	run_level(8, open_matrix());
+}
+
+TEST(attacks_nonroot_cold)
+{
+	run_nonroot(9);
 }
 
 /* ---- ordinary code under the full sandbox ---- */

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/* repl/zygote.c -- the zygote: one python3 per process that has loaded the
+ * REPL runtime and forks workers, so that a worker (a child RLM's, or one
+ * restarted after a crash) is ready in milliseconds, not a Python
+ * start-up.
+ *
+ * DESIGN
+ * The zygote is started by the spawner thread like a worker, in the
+ * workers' user namespace and identity, with CAP_SYS_ADMIN in that
+ * namespace kept through execve (ambient) when the workers have
+ * namespaces to make; no seccomp filter and no Landlock domain (both forbid
+ * the mounts a worker makes), not dumpable, core dumps off. It runs no
+ * model code: it reads requests from us on a SOCK_SEQPACKET socket (fd
+ * 3), each a frame with the worker's plan and SCM_RIGHTS with the worker's
+ * fds, and clones with CLONE_PARENT and the worker's namespaces. So the
+ * worker is our child, exactly as one started cold: we reap it, signal
+ * it, watch its pidfd and read its /proc status; its parent-death signal
+ * is tied to the spawner thread through the zygote's parent. The worker
+ * then applies its own sandbox before any of its code runs (the steps of
+ * repl/spawn.c, done by repl/zygote.py), with the same fatal frames, so a
+ * layer that fails is handled by worker.c as for a cold start.
+ *
+ * One zygote per process, for one plan at a time (the interpreter, the
+ * identity, the user namespace, seccomp on or off: what a zygote's
+ * workers inherit). A REPL whose plan differs starts its workers cold,
+ * unless no other REPL holds the zygote, which is then restarted with the
+ * new plan. REPLs hold a reference from their first zygote start; the
+ * last repl_free stops the zygote, so nothing outlives the solve. A
+ * zygote that fails to start, or stops answering, is stopped and the
+ * worker started cold; after ZMAX_FAILURES failures the process gives up
+ * on zygotes (with a warning). Requests are serialised under one mutex: a
+ * clone takes about a millisecond. RLM_ZYGOTE=0 (or repl_cfg.no_zygote)
+ * starts every worker cold. */
+#include "repl_int.h"
+#include "../common/embed.h"
+#include "../common/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule	   445
+#define SYS_landlock_restrict_self 446
+#endif
+
+#define ZSTART_MS     30000 /* python3 up and the runtime loaded */
+#define ZREPLY_MS     10000 /* one clone */
+#define ZMAX_FAILURES 3
+#define ZMSG_MAX      65536
+
+static pthread_mutex_t zmu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	pid_t pid;    /* 0: none */
+	int sock;     /* our end of its fd 3 */
+	int log_r;    /* its fds 1 and 2 */
+	char *key;    /* the plan it serves */
+	int refs;     /* REPLs holding it */
+	int failures; /* starts or requests that failed, for the process */
+} z = {0, -1, -1, NULL, 0, 0};
+
+static bool wanted(const struct repl *r)
+{
+	const char *v = getenv("RLM_ZYGOTE");
+	return !r->cfg.no_zygote && !(v && strcmp(v, "0") == 0);
+}
+
+/* What a zygote's workers inherit from it. */
+static char *plan_key(const struct repl *r)
+{
+	const struct repl_sandbox *sb = &r->sb;
+	return xasprintf("%s|%d|%d|%u:%u|%u:%u|%d|%d|%d", r->python,
+			 !!(sb->clone_flags & CLONE_NEWUSER),
+			 sb->clone_flags != 0 && sb->clone_flags != CLONE_NEWUSER, sb->uid, sb->gid,
+			 sb->ns_uid, sb->ns_gid, sb->setgroups_deny,
+			 !!(sb->layers & (1u << REPL_L_IDENTITY)), sb->seccomp != NULL);
+}
+
+static void stop_locked(void)
+{
+	int status;
+	if (z.sock >= 0)
+		close(z.sock); /* EOF: it exits */
+	z.sock = -1;
+	if (z.pid > 0) {
+		kill(z.pid, SIGKILL);
+		while (waitpid(z.pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	z.pid = 0;
+	if (z.log_r >= 0)
+		close(z.log_r);
+	z.log_r = -1;
+	free(z.key);
+	z.key = NULL;
+}
+
+/* One message from the zygote within ms: a frame's JSON, or NULL with why. */
+static cJSON *recv_msg(int ms, char *why, size_t cap)
+{
+	static char msg[ZMSG_MAX];
+	struct pollfd p = {z.sock, POLLIN, 0};
+	int64_t end = now_ns() + (int64_t)ms * 1000000;
+	ssize_t n;
+	cJSON *j;
+	for (;;) {
+		int64_t left = (end - now_ns()) / 1000000;
+		int k = poll(&p, 1, left > 0 ? (int)left : 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k == 0) {
+			snprintf(why, cap, "no answer in %d ms", ms);
+			return NULL;
+		}
+		break;
+	}
+	do
+		n = recv(z.sock, msg, sizeof(msg), MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		snprintf(why, cap, "%s", n == 0 ? "it exited" : strerror(errno));
+		return NULL;
+	}
+	if (n < 4 || ((uint32_t)(unsigned char)msg[0] << 24 | (uint32_t)(unsigned char)msg[1] << 16 |
+		      (uint32_t)(unsigned char)msg[2] << 8 | (unsigned char)msg[3]) != (size_t)n - 4) {
+		snprintf(why, cap, "a message that is not one frame (%zd bytes)", n);
+		return NULL;
+	}
+	j = json_parse(msg + 4, (size_t)n - 4);
+	if (!j || !cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		snprintf(why, cap, "a message that is not a JSON object");
+		return NULL;
+	}
+	return j;
+}
+
+/* The zygote's last words on fds 1 and 2, for a failure report. */
+static void log_tail(char *dst, size_t cap)
+{
+	char tmp[2048];
+	ssize_t n = z.log_r >= 0 ? read(z.log_r, tmp, sizeof(tmp) - 1) : -1;
+	size_t k;
+	char *c;
+	dst[0] = 0;
+	if (n <= 0)
+		return;
+	c = repl__clean(tmp, (size_t)n, &k);
+	snprintf(dst, cap, ": %.*s", (int)RLM_MIN(k, 600), c);
+	free(c);
+}
+
+static void plan_json(struct buf *b, const struct repl_sandbox *sb)
+{
+	static const struct {
+		const char *name;
+		long nr;
+	} nr[] = {
+	    {"clone", SYS_clone},
+	    {"prctl", SYS_prctl},
+	    {"fcntl", SYS_fcntl},
+	    {"close_range", SYS_close_range},
+	    {"capset", SYS_capset},
+	    {"prlimit64", SYS_prlimit64},
+	    {"openat", SYS_openat},
+	    {"mount", SYS_mount},
+	    {"mount_setattr", SYS_mount_setattr},
+	    {"landlock_add_rule", SYS_landlock_add_rule},
+	    {"landlock_restrict_self", SYS_landlock_restrict_self},
+	};
+	buf_puts(b, "{\"nr\":{");
+	for (size_t i = 0; i < ARRAY_SIZE(nr); i++)
+		buf_printf(b, "%s\"%s\":%ld", i ? "," : "", nr[i].name, nr[i].nr);
+	buf_printf(b, "},\"first\":\"%s\",\"late\":\"%s\",\"ppid\":%d}",
+		   sb->seccomp ? repl__seccomp_first_hex() : "-",
+		   sb->seccomp ? repl__seccomp_late_hex() : "-", (int)getpid());
+}
+
+/* Start the zygote for r's plan. Returns 0, or -1 with why. */
+static int start_locked(struct repl *r, char *key, char *why, size_t cap)
+{
+	struct repl_sandbox zsb;
+	struct repl_spawn sp;
+	struct buf plan = BUF_INIT;
+	int sv[2] = {-1, -1}, lg[2] = {-1, -1}, layer, rc;
+	const char *what = "";
+	char *argv[10], tail[700];
+	cJSON *hello;
+	pid_t pid = 0;
+	const struct embedded_file *zy = embedded_find("zygote.py");
+
+	if (!zy) {
+		snprintf(why, cap, "zygote.py is not embedded in this binary");
+		free(key);
+		return -1;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    pipe2(lg, O_CLOEXEC) < 0) {
+		snprintf(why, cap, "socketpair/pipe: %s", strerror(errno));
+		for (int i = 0; i < 2; i++) {
+			if (sv[i] >= 0)
+				close(sv[i]);
+			if (lg[i] >= 0)
+				close(lg[i]);
+		}
+		free(key);
+		return -1;
+	}
+	repl__sandbox_zygote(&r->sb, &zsb);
+	plan_json(&plan, &r->sb);
+	for (int i = 0; i < 6; i++)
+		argv[i] = r->argv[i]; /* python3 -I -S -B -c <runtime.py> */
+	argv[6] = (char *)(uintptr_t) "zygote";
+	argv[7] = (char *)(uintptr_t)zy->data;
+	argv[8] = plan.p;
+	argv[9] = NULL;
+	memset(&sp, 0, sizeof(sp));
+	sp.path = r->python;
+	sp.argv = argv;
+	sp.envp = r->envp;
+	sp.fds[0] = r->devnull;
+	sp.fds[1] = sp.fds[2] = lg[1];
+	sp.fds[3] = sp.fds[4] = sv[1];
+	sp.fds[5] = r->devnull;
+	sp.dir = "/";
+	sp.max_fd = r->max_fd;
+	sp.sandbox = &zsb;
+	rc = repl__spawn(&sp, &pid, &layer, &what);
+	buf_release(&plan);
+	close(sv[1]);
+	close(lg[1]);
+	z.sock = sv[0];
+	z.log_r = lg[0];
+	fcntl(z.log_r, F_SETFL, O_NONBLOCK);
+	z.key = key;
+	if (rc < 0) {
+		snprintf(why, cap, "%s: %s", what, strerror(-rc));
+		stop_locked();
+		return -1;
+	}
+	z.pid = pid;
+	hello = recv_msg(ZSTART_MS, why, cap);
+	if (!hello || strcmp(json_str(hello, "type"), "zygote") != 0) {
+		if (hello)
+			snprintf(why, cap, "%.300s", json_str(hello, "error"));
+		cJSON_Delete(hello);
+		log_tail(tail, sizeof(tail));
+		snprintf(why + strlen(why), cap - strlen(why), "%s", tail);
+		stop_locked();
+		return -1;
+	}
+	cJSON_Delete(hello);
+	return 0;
+}
+
+static void request_json(struct buf *b, const struct repl *r, const struct repl_sandbox *sb)
+{
+	bool ns = sb->clone_flags & CLONE_NEWUSER;
+	bool keep = !(sb->layers & (1u << REPL_L_IDENTITY)) && !ns && sb->uid == 0;
+	buf_printf(b, "{\"type\":\"fork\",\"flags\":%d,\"pidns\":%s,\"args\":[",
+		   sb->clone_flags & ~CLONE_NEWUSER, sb->clone_flags & CLONE_NEWPID ? "true" : "false");
+	for (int i = 6; i <= 10; i++)
+		buf_printf(b, "%s\"%s\"", i > 6 ? "," : "", r->argv[i]);
+	buf_puts(b, "],\"scratch\":");
+	repl__json_str(b, sb->scratch, strlen(sb->scratch));
+	buf_puts(b, ",\"tmpdir\":");
+	repl__json_str(b, r->scratch, strlen(r->scratch));
+	buf_printf(b, ",\"tmpfs\":\"%s\",\"rl\":[", sb->tmpfs_opts);
+	for (int i = 0; i < sb->n_rl; i++)
+		buf_printf(b, "%s[%d,%lu,%lu]", i ? "," : "", sb->rl[i].res, sb->rl[i].cur,
+			   sb->rl[i].max);
+	buf_printf(b, "],\"ll\":%llu,\"seccomp\":%s,\"keepcaps\":%s",
+		   sb->landlock_fd >= 0 ? (unsigned long long)repl__sandbox_scratch_rights() : 0ULL,
+		   sb->seccomp ? "true" : "false", keep ? "true" : "false");
+	if (sb->fault >= 0)
+		buf_printf(b, ",\"fault\":[\"%s\",%d]", repl_layer_name((enum repl_layer)sb->fault),
+			   sb->fault_errno);
+	buf_puts(b, "}");
+}
+
+/* Send one request with the worker's fds; 0 or an errno value. */
+static int send_request(const struct buf *b, const int *fds, int nfd)
+{
+	char hdr[4] = {(char)(b->len >> 24), (char)(b->len >> 16), (char)(b->len >> 8),
+		       (char)b->len};
+	struct iovec iov[2] = {{hdr, 4}, {b->p, b->len}};
+	union {
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m;
+	struct cmsghdr *c;
+	ssize_t n;
+	memset(&u, 0, sizeof(u));
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = iov;
+	m.msg_iovlen = 2;
+	m.msg_control = u.buf;
+	m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfd);
+	do
+		n = sendmsg(z.sock, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? errno : 0;
+}
+
+static void failed_locked(const char *step, const char *why)
+{
+	stop_locked();
+	if (++z.failures == ZMAX_FAILURES)
+		log_warn("the REPL zygote failed %d times (last: %s: %s): workers start cold "
+			 "from now on",
+			 ZMAX_FAILURES, step, why);
+	else
+		log_debug("the REPL zygote failed (%s: %s): this worker starts cold", step, why);
+}
+
+int repl__zygote_spawn(struct repl *r, const struct repl_spawn *sp, pid_t *pid, int *layer,
+		       const char **what)
+{
+	const struct repl_sandbox *sb = sp->sandbox;
+	struct buf req = BUF_INIT;
+	char why[1024], *key;
+	int fds[5], nfd = 0, e, rc = REPL_NO_ZYGOTE;
+	cJSON *ans;
+
+	*layer = -1;
+	*what = "zygote";
+	if (!sb || !wanted(r))
+		return REPL_NO_ZYGOTE;
+	key = plan_key(r);
+	pthread_mutex_lock(&zmu);
+	if (z.pid && strcmp(z.key, key) != 0) {
+		if (z.refs - (r->zref ? 1 : 0) > 0) {
+			free(key); /* in use by another plan: this REPL starts cold */
+			goto out;
+		}
+		stop_locked();
+	}
+	if (!z.pid) {
+		if (z.failures >= ZMAX_FAILURES) {
+			free(key);
+			goto out;
+		}
+		if (start_locked(r, key, why, sizeof(why)) < 0) {
+			failed_locked("start", why);
+			goto out;
+		}
+	} else {
+		free(key);
+	}
+	if (!r->zref) {
+		r->zref = true;
+		z.refs++;
+	}
+	fds[nfd++] = sp->fds[1];
+	fds[nfd++] = sp->fds[3];
+	fds[nfd++] = sp->fds[4];
+	fds[nfd++] = sp->fds[5];
+	if (sb->landlock_fd >= 0)
+		fds[nfd++] = sb->landlock_fd;
+	request_json(&req, r, sb);
+	e = send_request(&req, fds, nfd);
+	if (e) {
+		failed_locked("send", strerror(e));
+		goto out;
+	}
+	ans = recv_msg(ZREPLY_MS, why, sizeof(why));
+	if (!ans) {
+		failed_locked("fork", why);
+		goto out;
+	}
+	if (json_num(ans, "pid", 0) > 0) {
+		*pid = (pid_t)json_num(ans, "pid", 0);
+		rc = 0;
+	} else {
+		e = (int)json_num(ans, "errno", 0);
+		if (e <= 0) {
+			snprintf(why, sizeof(why), "%.300s", json_str(ans, "error"));
+			cJSON_Delete(ans);
+			failed_locked("fork", why);
+			goto out;
+		}
+		*what = "clone";
+		if (sb->clone_flags)
+			*layer = repl__clone_refused(sb->clone_flags, e, what);
+		rc = -e;
+	}
+	cJSON_Delete(ans);
+out:
+	pthread_mutex_unlock(&zmu);
+	buf_release(&req);
+	return rc;
+}
+
+void repl__zygote_release(struct repl *r)
+{
+	if (!r->zref)
+		return;
+	pthread_mutex_lock(&zmu);
+	r->zref = false;
+	if (--z.refs == 0)
+		stop_locked();
+	pthread_mutex_unlock(&zmu);
+}

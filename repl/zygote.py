@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: MIT
+# repl/zygote.py -- the zygote: a python3 that has loaded the REPL runtime
+# once and forks every worker from there, so that a worker is ready in a
+# few milliseconds instead of a Python start-up. Run inside the runtime's
+# namespace (repl/runtime.py, started as "... zygote <this file> <plan>");
+# _zygote returns only in a worker, with the worker's arguments.
+#
+# DESIGN
+# The controller's side and the reasons are in repl/zygote.c and
+# docs/repl.md. The zygote runs no model code. It is started by the
+# spawner like a worker, in the workers' user namespace and identity when
+# they have one, keeping CAP_SYS_ADMIN there (ambient) to make each
+# worker's namespaces; it has no seccomp filter and no Landlock domain of
+# its own (both would forbid the mounts), and is not dumpable.
+#
+# A request is one SOCK_SEQPACKET message on fd 3: a frame (4-byte
+# big-endian length, JSON) with the worker's plan, and SCM_RIGHTS with its
+# fds: the log pipe, fd 3 and fd 4 of the worker, the context memfd, and
+# the Landlock ruleset when it has one. The zygote clones with
+# CLONE_PARENT, so the worker is the controller's child (it waits for it,
+# signals it, reads its status) and the zygote keeps none, and with the
+# worker's namespaces (mount, pid, network, IPC, UTS: its own, as a
+# worker started cold gets). It answers {"pid":P} (P as the controller
+# sees it: the zygote shares its pid namespace), or {"error":...,
+# "errno":E} when clone failed.
+#
+# The worker then does what repl/spawn.c and repl/sandbox.c do between
+# clone and execve, in the same order and with the same fatal frames on
+# its fd 4 (a step that fails names its layer; exit 126 for the sandbox,
+# 127 otherwise): its own session, the parent-death signal, the fd layout,
+# its mounts (the tree read-only, a fresh /proc, the scratch tmpfs), no
+# capabilities, its rlimits, no_new_privs, Landlock with its scratch
+# directory, chdir, and the first seccomp filter (its own pid patched in).
+# The runtime's start then stacks the late filter as in any worker.
+# System calls go through libc's syscall(), with the numbers the
+# controller passes in the plan.
+
+import _ctypes
+import _socket
+
+_CLONE_PARENT = 0x8000
+_SIGCHLD = 17
+_SELF = 0x7ff0be11  # REPL_BPF_SELF: the pid placeholder of the first filter
+
+
+class _Z:
+    nr = None        # system call numbers, from the plan
+    sys = None       # libc syscall()
+    before = None    # PyOS_BeforeFork and friends
+    parent = None
+    child = None
+    first = None     # the first seccomp filter (bytes), None: none
+    late = '-'       # the late filter, hex
+    ppid = 0         # the controller
+    errno = None
+
+
+class _ZFail(Exception):
+    def __init__(self, what, e, layer=None):
+        Exception.__init__(self, what)
+        self.what, self.e, self.layer = what, e, layer
+
+
+def _z_setup(plan):
+    class _long(_ctypes._SimpleCData):
+        _type_ = 'l'
+
+    class _syscall(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+        _restype_ = _long
+        _argtypes_ = (_long,) * 7
+
+    class _pyapi(_ctypes.CFuncPtr):  # void f(void), called with the GIL held
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_PYTHONAPI
+        _restype_ = None
+        _argtypes_ = ()
+
+    libc = _ctypes.dlopen(None)
+    _Z.sys = _syscall(_ctypes.dlsym(libc, 'syscall'))
+    _Z.before = _pyapi(_ctypes.dlsym(libc, 'PyOS_BeforeFork'))
+    _Z.parent = _pyapi(_ctypes.dlsym(libc, 'PyOS_AfterFork_Parent'))
+    _Z.child = _pyapi(_ctypes.dlsym(libc, 'PyOS_AfterFork_Child'))
+    _Z.errno = _ctypes.get_errno
+    _Z.nr = plan['nr']
+    _Z.first = bytes.fromhex(plan['first']) if plan['first'] != '-' else None
+    _Z.late = plan['late']
+    _Z.ppid = plan['ppid']
+
+
+class _ubyte(_ctypes._SimpleCData):
+    _type_ = 'B'
+
+
+class _Mem:
+    """Bytes at a fixed address for a system call, kept alive with it."""
+
+    def __init__(self, data):
+        class _a(_ctypes.Array):
+            _type_ = _ubyte
+            _length_ = max(len(data), 1)
+        self.buf = bytearray(data) or bytearray(1)
+        self.arr = _a.from_buffer(self.buf)
+        self.addr = _ctypes.addressof(self.arr)
+
+
+def _cstr(s):
+    return _Mem(s.encode('utf-8', 'surrogateescape') + b'\0')
+
+
+def _u64s(*vals):
+    return b''.join((v & (2 ** 64 - 1)).to_bytes(8, 'little') for v in vals)
+
+
+def _sc(name, *args, what=None, layer=None):
+    """syscall(name, args...): the result, or _ZFail naming the step."""
+    keep = []
+    argv = [0] * 6
+    for i, a in enumerate(args):
+        if isinstance(a, _Mem):
+            keep.append(a)
+            a = a.addr
+        elif a is None:
+            a = 0
+        argv[i] = a if a < 2 ** 63 else a - 2 ** 64
+    r = _Z.sys(_Z.nr[name], *argv)
+    if r == -1:
+        raise _ZFail(what or name, _Z.errno(), layer)
+    return r
+
+
+# ---- the zygote's loop ----
+
+def _z_recv(sock):
+    """One request: (plan, fds), or None at EOF."""
+    cmsg_space = 64  # CMSG_SPACE(6 fds * 4)
+    data, anc, _flags, _addr = sock.recvmsg(1 << 16, cmsg_space)
+    fds = []
+    for level, kind, payload in anc:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += [int.from_bytes(payload[i:i + 4], sys.byteorder, signed=True)
+                    for i in range(0, len(payload) - len(payload) % 4, 4)]
+    if not data:
+        return None, fds
+    n = int.from_bytes(data[:4], 'big')
+    return _decode(data[4:4 + n]), fds
+
+
+def _zygote(plan_json):
+    """Serve requests on fd 3 until EOF; return only in a forked worker,
+    with its arguments."""
+    plan = _decode(plan_json.encode('utf-8'))
+    _z_setup(plan)
+    sys.argv = ['']
+    # Not dumpable: the zygote is a copy of nothing secret, but its
+    # workers inherit the flag until the runtime sets it again.
+    _harden('-')
+    for fd in (4, 5):
+        try:
+            posix.close(fd)
+        except OSError:
+            pass
+    posix.dup2(3, 4)  # _send writes to fd 4: the socket too
+    sock = _socket.socket(fileno=3)
+    _send({'type': 'zygote', 'pid': posix.getpid(), 'python': sys.version.split()[0]})
+    while True:
+        try:
+            req, fds = _z_recv(sock)
+        except InterruptedError:
+            continue
+        if req is None:
+            posix._exit(0)  # the controller is gone: so are we
+        pid, err = 0, None
+        try:
+            if type(req) is not dict or len(fds) not in (4, 5):
+                raise ValueError('a request with %d fds' % len(fds))
+            pid = _z_fork(req.get('flags', 0))
+        except _ZFail as e:
+            err = {'error': '%s: errno %d' % (e.what, e.e), 'errno': e.e}
+        except Exception as e:
+            err = {'error': repr(e)[:300], 'errno': 0}
+        if pid == 0 and err is None:
+            sock.detach()  # fd 3 is about to be the worker's pipe
+            return _z_worker(req, fds)
+        for fd in fds:
+            posix.close(fd)
+        _send(err or {'pid': pid})
+
+
+def _z_fork(flags):
+    """clone(CLONE_PARENT | flags): 0 in the child, its pid in the zygote."""
+    _Z.before()
+    try:
+        pid = _sc('clone', flags | _CLONE_PARENT | _SIGCHLD, 0, 0, 0, 0, what='clone')
+    except BaseException:
+        _Z.parent()
+        raise
+    if pid == 0:
+        _Z.child()
+    else:
+        _Z.parent()
+    return pid
+
+
+# ---- in the worker, before any of its code ----
+
+def _z_fatal(fd, what, e, layer):
+    msg = {'type': 'fatal', 'error': ('sandbox: ' if layer else '') + '%s: errno %d' % (what, e)}
+    if layer:
+        msg['layer'] = layer
+    body = _encode(msg).encode()
+    data = len(body).to_bytes(4, 'big') + body
+    try:
+        posix.write(fd, data)
+    finally:
+        posix._exit(126 if layer else 127)
+
+
+def _z_worker(req, fds):
+    report = fds[2]
+    try:
+        _z_prepare(req, fds)
+        report = 4
+        _z_sandbox(req)
+    except _ZFail as e:
+        _z_fatal(report, e.what, e.e, e.layer)
+    except BaseException as e:
+        _z_fatal(report, 'zygote: ' + repr(e)[:200], 0, None)
+    args = list(req['args'])
+    args.append(_Z.late)
+    return args
+
+
+def _z_prepare(req, fds):
+    """Session, parent death, fd layout: 0 stays /dev/null, 1 and 2 the
+    log pipe, 3 and 4 the frames, 5 the context, 6 the Landlock ruleset."""
+    posix.setsid()
+    _sc('prctl', 1, 9, what='prctl(PR_SET_PDEATHSIG)')  # SIGKILL
+    if not req.get('pidns') and posix.getppid() != _Z.ppid:
+        posix._exit(127)  # the controller died before we could watch it
+    src = [fds[0], fds[0], fds[1], fds[2], fds[3]] + fds[4:5]
+    tmp = [_sc('fcntl', fd, 1030, 16, what='fcntl(F_DUPFD_CLOEXEC)') for fd in src]
+    for i, fd in enumerate(tmp):
+        posix.dup2(fd, i + 1)
+    try:
+        _sc('close_range', len(tmp) + 1, 2 ** 32 - 1, 0)
+    except _ZFail:
+        posix.closerange(len(tmp) + 1, 65536)
+    env = req['tmpdir'].encode()
+    posix.putenv(b'TMPDIR', env)
+    posix.environ[b'TMPDIR'] = env
+
+
+def _z_sandbox(req):
+    fault = req.get('fault')
+    if fault and fault[0] != 'seccomp':
+        raise _ZFail('injected fault', fault[1], fault[0])
+    if req['flags'] & 0x20000:  # CLONE_NEWNS
+        _z_mounts(req)
+    # No capabilities (the zygote's CAP_SYS_ADMIN was for the mounts).
+    try:
+        _sc('prctl', 47, 4, what='prctl(PR_CAP_AMBIENT_CLEAR_ALL)', layer='identity')
+    except _ZFail as e:
+        if e.e != 22:  # EINVAL: a kernel before 4.3
+            raise
+    if not req.get('keepcaps'):
+        _sc('capset', _Mem(_u64s(0x20080522)[:4] + b'\0' * 4), _Mem(b'\0' * 24),
+            what='capset', layer='identity')
+    for res, cur, mx in req.get('rl', ()):
+        _sc('prlimit64', 0, res, _Mem(_u64s(cur, mx)), 0, what='setrlimit', layer='rlimits')
+    _sc('prctl', 38, 1, 0, 0, 0, what='prctl(PR_SET_NO_NEW_PRIVS)')
+    if req.get('ll'):
+        d = _sc('openat', -100, _cstr(req['scratch']), 0o10000000 | 0o200000 | 0o2000000,
+                0, what='open the scratch directory', layer='landlock')
+        pb = _Mem(_u64s(req['ll']) + d.to_bytes(4, 'little'))
+        try:
+            _sc('landlock_add_rule', 6, 1, pb, 0, what='landlock_add_rule scratch',
+                layer='landlock')
+        finally:
+            posix.close(d)
+        _sc('landlock_restrict_self', 6, 0, what='landlock_restrict_self', layer='landlock')
+        posix.close(6)
+    try:
+        posix.chdir(req['scratch'])
+    except OSError as e:
+        raise _ZFail('chdir', e.errno) from None
+    if fault and fault[0] == 'seccomp':
+        raise _ZFail('seccomp', fault[1], 'seccomp')
+    if _Z.first is not None and req.get('seccomp'):
+        _z_seccomp(posix.getpid())
+
+
+def _z_mounts(req):
+    ro = _Mem(_u64s(0x1 | 0x2 | 0x4, 0, 0, 0))  # MOUNT_ATTR_RDONLY|NOSUID|NODEV
+    nodev = _Mem(_u64s(0, 0x4, 0, 0))
+    flags = 0x2 | 0x4 | 0x8  # MS_NOSUID|MS_NODEV|MS_NOEXEC
+    _sc('mount', _cstr('none'), _cstr('/'), None, 0x4000 | 0x40000, None,
+        what='mount / private', layer='mntns')  # MS_REC|MS_PRIVATE
+    if req.get('pidns'):
+        _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
+            what='mount /proc', layer='pidns')
+    else:
+        _sc('mount', _cstr('none'), _cstr('/proc'), _cstr('tmpfs'), flags,
+            _cstr('size=4k,mode=0555'), what='cover /proc', layer='mntns')
+    _sc('mount_setattr', -100, _cstr('/'), 0x8000, ro, 32,
+        what='mount_setattr / read-only', layer='mntns')
+    try:
+        _sc('mount_setattr', -100, _cstr('/dev'), 0, nodev, 32)
+    except _ZFail:
+        pass
+    _sc('mount', _cstr('rlm-scratch'), _cstr(req['scratch']), _cstr('tmpfs'), flags,
+        _cstr(req['tmpfs']), what='mount the scratch tmpfs', layer='mntns')
+
+
+def _z_seccomp(self_pid):
+    """The first filter, with every jump operand REPL_BPF_SELF replaced by
+    our pid (as in repl__seccomp_apply), set with prctl."""
+    code = bytearray(_Z.first)
+    self_k = _SELF.to_bytes(4, 'little')
+    for i in range(0, len(code), 8):
+        if code[i + 4:i + 8] == self_k:
+            code[i + 4:i + 8] = self_pid.to_bytes(4, 'little')
+    insns = _Mem(bytes(code))
+    prog = _Mem((len(code) // 8).to_bytes(2, 'little') + b'\0' * 6 + _u64s(insns.addr))
+    _sc('prctl', 22, 2, prog, 0, 0, what='seccomp', layer='seccomp')
+    return insns  # alive until the kernel has copied it
