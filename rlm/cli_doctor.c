@@ -57,6 +57,9 @@ static const char usage[] =
 	"  identity  the worker's uid and gid, as seen from outside\n"
 	"  fs        how its file access is confined: landlock, ro-mount, uid-65534\n"
 	"            (plain permissions) or unconfined\n"
+	"  zygote    whether workers are forked by the zygote (a pre-loaded python3,\n"
+	"            docs/repl.md), and how long a second worker took to be ready\n"
+	"            (RLM_ZYGOTE=0: every worker starts cold)\n"
 	"  scratch   the worker's working directory and TMPDIR: a tmpfs of a fixed size,\n"
 	"            or a directory whose size is checked after each exec\n"
 	"  rlimits   the limits as the worker sees them\n"
@@ -367,6 +370,9 @@ struct doctor {
 	struct repl *r;
 	struct repl_stats rs;
 	struct repl_sandbox_status st;
+	struct repl_stats rs2;   /* a second worker, started while the first
+				  * is up (forked by the zygote when it is on) */
+	bool second;             /* rs2 is filled in */
 	cJSON *probe;            /* the probe's output */
 	char tmp[64];            /* the /tmp path the probe tries */
 	char problem[512];       /* the first problem, for the summary */
@@ -491,6 +497,14 @@ static void print_text(const struct doctor *d, int status)
 		       json_num(d->probe, "gid", -1));
 	putchar('\n');
 	printf("%-10s%s\n", "fs", d->st.fs);
+	if (d->second && d->rs2.zygote)
+		printf("%-10son: a second worker was forked and sandboxed in %.1f ms (the first, "
+		       "with the zygote's own start: %.1f ms)\n",
+		       "zygote", (double)d->rs2.start_ns / 1e6, (double)d->rs.start_ns / 1e6);
+	else if (d->second)
+		printf("%-10soff: workers start cold, in %.1f ms (RLM_ZYGOTE=0, or it failed: "
+		       "RLM_LOG=debug says why)\n",
+		       "zygote", (double)d->rs2.start_ns / 1e6);
 	if (d->st.scratch_tmpfs)
 		printf("%-10sa tmpfs of %s", "scratch",
 		       human(b, sizeof(b),
@@ -591,6 +605,13 @@ static void print_json(const struct doctor *d, int status)
 	json_add_str(py, "version", d->rs.python);
 	json_add(o, "python", py);
 	json_add(o, "sandbox", sandbox_status_json(&d->st));
+	if (d->second) {
+		cJSON *z = cJSON_CreateObject();
+		json_add_bool(z, "on", d->rs2.zygote);
+		json_add_num(z, "worker_ms", (double)d->rs2.start_ns / 1e6);
+		json_add_num(z, "first_worker_ms", (double)d->rs.start_ns / 1e6);
+		json_add(o, "zygote", z);
+	}
 	json_add_bool(sc, "tmpfs", d->st.scratch_tmpfs);
 	json_add_num(sc, "limit", (double)scratch_limit(d));
 	if (d->probe) {
@@ -643,7 +664,7 @@ static int start(struct doctor *d)
 	char buf[512];
 	const char *hint;
 	d->cfg.python = d->python;
-	d->cfg.ctx = (struct repl_context){ctx, sizeof(ctx) - 1, false, NULL, NULL, 0};
+	d->cfg.ctx = (struct repl_context){.text = ctx, .len = sizeof(ctx) - 1};
 	d->cfg.exec_timeout_ns = 30 * (int64_t)1000000000;
 	if (repl_start(&d->cfg, &d->r, &err) == 0)
 		return 0;
@@ -733,6 +754,16 @@ int cmd_doctor(int argc, char **argv)
 	expectations(&d.st);
 	if (run_probe(&d, &err))
 		problem(&d, "the checks could not run: %s", err.msg);
+	{
+		/* A child node's start: the zygote, while the first holds it. */
+		struct repl *r2 = NULL;
+		struct rlm_err err2 = {0, ""};
+		if (repl_start(&d.cfg, &r2, &err2) == 0) {
+			repl_stats(r2, &d.rs2);
+			d.second = true;
+		}
+		repl_free(r2);
+	}
 	if (!d.st.on[REPL_L_SECCOMP])
 		problem(&d, "seccomp is off (%s): the model's code is not filtered",
 			d.st.why[REPL_L_SECCOMP][0] ? d.st.why[REPL_L_SECCOMP] : "unsafe");
