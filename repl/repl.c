@@ -359,6 +359,31 @@ static int make_scratch(struct repl *r, struct rlm_err *err)
 
 /* ---- the context memfd ---- */
 
+/* A memfd of the caller's with the layout already in it: a duplicate,
+ * once it is known to be sealed and of the right size. */
+static int borrow_memfd(struct repl *r, const struct repl_context *c, struct rlm_err *err)
+{
+	const int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+	uint64_t size = (uint64_t)c->len + (c->docs ? 16 * (uint64_t)c->n_docs : 0);
+	struct stat st;
+	int seals = fcntl(c->fd, F_GET_SEALS);
+	if (seals < 0 || (seals & need) != need)
+		return rlm_err_set(err, RLM_EINVAL,
+				   "the context fd %d is not a memfd sealed against writes and "
+				   "resizing",
+				   c->fd);
+	if (fstat(c->fd, &st) < 0 || (uint64_t)st.st_size != size)
+		return rlm_err_set(err, RLM_EINVAL,
+				   "the context fd %d holds %lld bytes, not the %llu of its text "
+				   "and documents table",
+				   c->fd, (long long)st.st_size, (unsigned long long)size);
+	r->memfd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3);
+	if (r->memfd < 0)
+		return rlm_err_set(err, -errno, "cannot duplicate the context fd: %s",
+				   strerror(errno));
+	return 0;
+}
+
 /* Check the context and create the memfd; it is filled once the first
  * worker is forked (repl__fill_context), while Python starts up. */
 static int open_memfd(struct repl *r, const struct repl_context *c, struct rlm_err *err)
@@ -373,6 +398,8 @@ static int open_memfd(struct repl *r, const struct repl_context *c, struct rlm_e
 					   "document %zu lies outside the context text", i);
 	r->text_len = c->len;
 	r->n_docs = c->docs ? (long long)c->n_docs : -1;
+	if (c->has_fd)
+		return borrow_memfd(r, c, err);
 	r->memfd = memfd_create("rlm-context", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (r->memfd < 0)
 		return rlm_err_set(err, -errno, "cannot create the context memfd: %s",

@@ -127,6 +127,13 @@ struct repl_context {
 	const size_t *doc_off;   /* n_docs offsets into text (docs only) */
 	const size_t *doc_len;   /* n_docs lengths */
 	size_t n_docs;
+	/* Optional: a memfd that already holds the worker's layout (the len
+	 * bytes of text, then for docs the n_docs (offset, length) pairs) and
+	 * is sealed against writes, growing and shrinking. The worker maps a
+	 * duplicate of it and nothing is copied; repl_start refuses one that is
+	 * not sealed or not of that size (RLM_EINVAL). */
+	bool has_fd;
+	int fd;
 };
 
 /* One call frame from the worker: llm_query (n == 1, !batched),

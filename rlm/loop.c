@@ -668,11 +668,22 @@ void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_
 			(*off)[i] = ctx->docs[i].off;
 			(*lens)[i] = ctx->docs[i].len;
 		}
-		*out = (struct repl_context){ctx->buf, ctx->len, true, *off, *lens, ctx->n_docs};
+		/* The corpus's memfd has the worker's layout: no copy. */
+		*out = (struct repl_context){.text = ctx->buf,
+					     .len = ctx->len,
+					     .docs = true,
+					     .doc_off = *off,
+					     .doc_len = *lens,
+					     .n_docs = ctx->n_docs,
+					     .has_fd = ctx->fd >= 0,
+					     .fd = ctx->fd};
 	} else {
 		size_t o = ctx->n_docs ? ctx->docs[0].off : 0;
 		size_t n = ctx->n_docs ? ctx->docs[0].len : ctx->len;
-		*out = (struct repl_context){ctx->buf ? ctx->buf + o : "", n, false, NULL, NULL, 0};
+		*out = (struct repl_context){.text = ctx->buf ? ctx->buf + o : "",
+					     .len = n,
+					     .has_fd = ctx->fd >= 0 && o == 0 && n == ctx->len,
+					     .fd = ctx->fd};
 	}
 }
 

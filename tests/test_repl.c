@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -166,6 +167,48 @@ TEST(context_documents)
 	r = start(&cfg);
 	expect(r, "[len(d) for d in context]", "[1, 2, 2, 2, 0]\n");
 	expect(r, "context", "['é', '日本', '😀x', 'yz', '']\n");
+	repl_free(r);
+}
+
+/* A sealed memfd that already holds the layout is mapped, not copied; one
+ * that is not sealed, or of another size, is refused. */
+TEST(context_from_a_sealed_memfd)
+{
+	static const char text[] = "alpha beta gamma";
+	const size_t off[] = {0, 6, 11}, len[] = {5, 4, 5};
+	unsigned char table[48];
+	struct repl_cfg cfg;
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	struct repl *r = NULL;
+	int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	CHECK(fd >= 0);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 16; j++)
+			table[16 * i + j] =
+			    (unsigned char)((j < 8 ? off[i] : len[i]) >> (8 * (j % 8)));
+	CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	CHECK(write(fd, table, sizeof(table)) == (ssize_t)sizeof(table));
+	cfg_init(&cfg);
+	cfg.ctx = (struct repl_context){.text = text, .len = strlen(text), .docs = true,
+					.doc_off = off, .doc_len = len, .n_docs = 3,
+					.has_fd = true, .fd = fd};
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "not a memfd sealed");
+	CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW) == 0);
+	cfg.ctx.n_docs = 2;
+	cfg.ctx.len = 11;
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "holds 64 bytes, not the 43");
+	cfg.ctx.n_docs = 3;
+	cfg.ctx.len = strlen(text);
+	r = start(&cfg);
+	close(fd); /* the repl keeps its own duplicate */
+	expect(r, "print(context)", "['alpha', 'beta', 'gamma']\n");
+	run(r, "import os\nos._exit(1)", &res);
+	CHECK(res.restarted);
+	repl_result_release(&res);
+	expect(r, "print(len(context), context[2])", "3 gamma\n");
 	repl_free(r);
 }
 
