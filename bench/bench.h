@@ -17,10 +17,12 @@
 
 #include "../common/common.h"
 
-/* ---- S-NIAH (RULER-style single needle in a haystack) ---- */
+/* ---- S-NIAH (RULER-style needles in a haystack) ---- */
 
 enum sniah_haystack { SNIAH_NOISE, SNIAH_WORDS, SNIAH_ESSAY };
 enum sniah_value { SNIAH_NUMBER, SNIAH_WORD, SNIAH_UUID };
+
+#define SNIAH_MAX_VALUES 8 /* values of one key (RULER's multi-value NIAH) */
 
 struct sniah_opts {
 	uint64_t tokens;                /* target size; bytes = 4 * tokens */
@@ -29,29 +31,40 @@ struct sniah_opts {
 	enum sniah_value value;         /* default SNIAH_NUMBER */
 	double depth;                   /* needle position in [0,1]; < 0: drawn from the seed */
 	int distractors;                /* other needles with other keys */
+	int values;                     /* values of the key, 1..SNIAH_MAX_VALUES */
 	bool utf8;                      /* haystack words in multi-byte UTF-8 too */
 };
 
 struct sniah_item {
-	char key[64];        /* e.g. "harmonious-uniform" */
-	char value[64];      /* e.g. "2338687" */
+	char key[64];                          /* e.g. "harmonious-uniform" */
+	char value[64];                        /* e.g. "2338687": the key's first value in the text */
 	char question[256];
-	double depth;        /* where the needle went, in [0,1] */
-	uint64_t bytes;      /* bytes written */
-	uint64_t needle_off; /* byte offset of the needle sentence */
+	double depth;                          /* where that value's needle went, in [0,1] */
+	uint64_t bytes;                        /* bytes written */
+	uint64_t needle_off;                   /* byte offset of that needle sentence */
+	int n_values;                          /* the key's values: o->values */
+	char values[SNIAH_MAX_VALUES][64];     /* all of them, in the order of the text */
+	uint64_t value_offs[SNIAH_MAX_VALUES]; /* byte offset of each one's needle sentence */
+	size_t value_docs[SNIAH_MAX_VALUES];   /* the document holding each (sniah_write) */
 };
 
 /* 8000 tokens, seed 1, essay haystack, number value, drawn depth, no
- * distractors, ASCII. */
+ * distractors, one value, ASCII. */
 void sniah_opts_default(struct sniah_opts *o);
 /* Write one haystack of o->tokens * 4 bytes (give or take one word; within
  * 0.5% from 1000 tokens up) to f, with the needle "One of the special magic
  * numbers for KEY is: VALUE." ("words", "uuids" for the other value types)
  * on a line of its own at the first line boundary at or past depth * bytes;
- * fill item. The key and the value occur on that line only. The same opts
- * give the same bytes. Returns 0, -EINVAL when the options are out of range
- * (distractors > 1000, or more than the word values for SNIAH_WORD; depth
- * > 1; needles that would take over half the bytes), or -errno from f. */
+ * fill item. The key and the value occur on that line only.
+ * With o->values K > 1 (RULER's multi-value NIAH) the key has K distinct
+ * values, each in a needle of its own at one of K distinct depths drawn
+ * from RULER's 40, and the question asks for all of them; the key occurs on
+ * those K lines only, each value on its line only. Distractors have other
+ * keys and values. The same opts give the same bytes. Returns 0, -EINVAL
+ * when the options are out of range (distractors > 1000, or more values
+ * and distractors than the word values for SNIAH_WORD; depth > 1; values
+ * out of 1..SNIAH_MAX_VALUES, or values > 1 with a depth; needles that
+ * would take over half the bytes), or -errno from f. */
 int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item);
 
 enum sniah_format { SNIAH_TEXT, SNIAH_DIR, SNIAH_JSONL };
@@ -68,9 +81,13 @@ int bench_make_dirs(const char *path);
  * (SNIAH_JSONL). Documents are runs of whole lines of about equal size,
  * without their last '\n', so that rlm's corpus of them (documents joined
  * and ended by '\n') is the haystack byte for byte, and item->needle_off is
- * an offset into it. *n_docs gets the documents written (1 for text),
- * *needle_doc the index of the one holding the needle. Returns 0, -EINVAL
- * (as sniah_generate, or docs 0 or over SNIAH_MAX_DOCS), or -errno. */
+ * an offset into it. With o->values K > 1 and dir or jsonl, the K values go
+ * in K distinct documents, drawn, each in the middle half of its own.
+ * *n_docs gets the documents written (1 for text), *needle_doc the index
+ * of the one holding the needle (the key's first), item->value_docs that
+ * of each value (0 for text). Returns 0, -EINVAL (as sniah_generate, or
+ * docs 0 or over SNIAH_MAX_DOCS, or fewer docs than values, or documents
+ * too small to keep the values apart), or -errno. */
 int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, const char *path,
 		struct sniah_item *item, size_t *n_docs, size_t *needle_doc);
 

@@ -10,8 +10,15 @@
  * The words of keys and word values come from lists that share no word with
  * the haystack vocabulary (which has no digits and no hyphens either), so
  * the key, and the value, occur on the needle line only.
+ *
+ * Multi-value (RULER's "niah_multivalue"): the key gets K needles with K
+ * values told apart from each other and from every distractor's, at K
+ * distinct depths (a sample of RULER's 40, or K distinct documents' middles
+ * when sniah_write cuts the haystack into documents). The random draws of
+ * a one-value haystack are the same as before multi-value existed, so old
+ * seeds give the same bytes.
  */
-#include "bench.h"
+#include "bench_int.h"
 
 #include "../common/json.h"
 #include "../rlm/cli.h"
@@ -388,9 +395,10 @@ static const char *value_single(enum sniah_value v)
 
 struct needle {
 	uint64_t target; /* byte offset it should go at */
-	size_t idx;	 /* 0: the real needle */
+	size_t idx;	 /* below o->values: a value of the key; else a distractor */
 	char line[160];	 /* the sentence and its newline */
 	size_t len;
+	char value[64];
 };
 
 static int cmp_needle(const void *a, const void *b)
@@ -433,27 +441,60 @@ void sniah_opts_default(struct sniah_opts *o)
 	o->value = SNIAH_NUMBER;
 	o->depth = -1;
 	o->distractors = 0;
+	o->values = 1;
 	o->utf8 = false;
 }
 
-/* The needles, main one first, with distinct keys and values. */
-static struct needle *make_needles(const struct sniah_opts *o, struct rng *r, uint64_t bytes,
-				   struct sniah_item *item)
+/* One of RULER's 40 depths, round(linspace(0, 100, 40)) %. */
+static double ruler_depth(size_t i)
 {
-	size_t n = 1 + (size_t)o->distractors;
-	struct needle *nd = xcalloc(n, sizeof(*nd));
-	char(*keys)[64] = xcalloc(n, 64), (*vals)[64] = xcalloc(n, 64);
-	double depth = o->depth;
-	if (depth < 0) /* one of RULER's 40 depths, round(linspace(0, 100, 40)) % */
-		depth = (double)(int)(rng_below(r, 40) * 100.0 / 39 + 0.5) / 100;
-	for (size_t i = 0; i < n; i++) {
+	return (double)(int)((double)i * 100.0 / 39 + 0.5) / 100;
+}
+
+/* The depths of k > 1 values: k distinct RULER depths (parts 0), or the
+ * middle half of k distinct parts out of `parts`. */
+static void spread_depths(struct rng *r, size_t k, size_t parts, double *depth)
+{
+	uint64_t pick[SNIAH_MAX_VALUES];
+	for (size_t i = 0; i < k; i++) {
 		bool ok;
 		do {
-			make_key(r, keys[i]);
-			ok = i == 0 || apart(keys[i], keys[0]);
-			for (size_t j = 1; ok && j < i; j++)
-				ok = strcmp(keys[i], keys[j]) != 0;
+			pick[i] = rng_below(r, parts ? parts : 40);
+			ok = true;
+			for (size_t j = 0; ok && j < i; j++)
+				ok = pick[i] != pick[j];
 		} while (!ok);
+		depth[i] = parts ? ((double)pick[i] + 0.25 + 0.5 * rng_unit(r)) / (double)parts
+				 : ruler_depth(pick[i]);
+	}
+}
+
+/* The needles, the key's values first (o->values of them, one key), then
+ * the distractors, with distinct keys and values; sorted by target. */
+static struct needle *make_needles(const struct sniah_opts *o, size_t parts, struct rng *r,
+				   uint64_t bytes, struct sniah_item *item)
+{
+	size_t k = (size_t)o->values, n = k + (size_t)o->distractors;
+	struct needle *nd = xcalloc(n, sizeof(*nd));
+	char(*keys)[64] = xcalloc(n, 64), (*vals)[64] = xcalloc(n, 64);
+	double depth[SNIAH_MAX_VALUES];
+	depth[0] = o->depth;
+	if (k > 1)
+		spread_depths(r, k, parts, depth);
+	else if (depth[0] < 0)
+		depth[0] = ruler_depth(rng_below(r, 40));
+	for (size_t i = 0; i < n; i++) {
+		bool ok;
+		if (i > 0 && i < k) {
+			memcpy(keys[i], keys[0], 64); /* another value of the key */
+		} else {
+			do {
+				make_key(r, keys[i]);
+				ok = i == 0 || apart(keys[i], keys[0]);
+				for (size_t j = k; ok && j < i; j++)
+					ok = strcmp(keys[i], keys[j]) != 0;
+			} while (!ok);
+		}
 		do {
 			make_value(r, o->value, vals[i]);
 			ok = true;
@@ -461,38 +502,62 @@ static struct needle *make_needles(const struct sniah_opts *o, struct rng *r, ui
 				ok = apart(vals[i], vals[j]);
 		} while (!ok);
 		nd[i].idx = i;
-		nd[i].target = (uint64_t)((i ? rng_unit(r) : depth) * (double)bytes);
+		nd[i].target = (uint64_t)((i < k ? depth[i] : rng_unit(r)) * (double)bytes);
 		nd[i].len = (size_t)snprintf(nd[i].line, sizeof(nd[i].line),
 					     "One of the special magic %s for %s is: %s.\n",
 					     value_plural(o->value), keys[i], vals[i]);
+		memcpy(nd[i].value, vals[i], 64);
 	}
 	memcpy(item->key, keys[0], 64);
-	memcpy(item->value, vals[0], 64);
-	snprintf(item->question, sizeof(item->question),
-		 "What is the special magic %s for %s mentioned in the provided text?",
-		 value_single(o->value), keys[0]);
+	if (k > 1)
+		snprintf(item->question, sizeof(item->question),
+			 "What are all the special magic %s for %s mentioned in the provided "
+			 "text?",
+			 value_plural(o->value), keys[0]);
+	else
+		snprintf(item->question, sizeof(item->question),
+			 "What is the special magic %s for %s mentioned in the provided text?",
+			 value_single(o->value), keys[0]);
 	free(keys);
 	free(vals);
 	qsort(nd, n, sizeof(*nd), cmp_needle);
 	return nd;
 }
 
+/* Write a needle; a value of the key is noted in item, in text order. */
+static void put_needle(struct out *out, const struct needle *nd, size_t nv, struct sniah_item *item)
+{
+	if (nd->idx < nv && item->n_values < SNIAH_MAX_VALUES) {
+		item->value_offs[item->n_values] = out->total;
+		memcpy(item->values[item->n_values], nd->value, 64);
+		item->n_values++;
+	}
+	out_put(out, nd->line, nd->len);
+}
+
 int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
+{
+	return sniah_generate_parts(o, 0, f, item);
+}
+
+int sniah_generate_parts(const struct sniah_opts *o, size_t parts, FILE *f, struct sniah_item *item)
 {
 	struct rng r;
 	struct out out = {f, NULL, 0, 0, 0};
 	struct needle *nd;
 	uint64_t bytes = o->tokens * 4, hay = 0, budget = bytes;
-	size_t n = 1 + (size_t)(o->distractors > 0 ? o->distractors : 0), next = 0;
+	size_t nv = (size_t)o->values, n, next = 0;
 	char line[LINE_MAX_BYTES];
 
 	if (o->distractors < 0 || o->distractors > MAX_DISTRACTORS || o->depth > 1 ||
-	    o->tokens > ((uint64_t)1 << 40) ||
-	    (o->value == SNIAH_WORD && (size_t)o->distractors >= ARRAY_SIZE(value_words)))
+	    o->tokens > ((uint64_t)1 << 40) || o->values < 1 || o->values > SNIAH_MAX_VALUES ||
+	    (o->values > 1 && (o->depth >= 0 || (parts && parts < nv))) ||
+	    (o->value == SNIAH_WORD && nv + (size_t)o->distractors > ARRAY_SIZE(value_words)))
 		return -EINVAL;
+	n = nv + (size_t)o->distractors;
 	memset(item, 0, sizeof(*item));
 	rng_seed(&r, o->seed);
-	nd = make_needles(o, &r, bytes, item);
+	nd = make_needles(o, parts, &r, bytes, item);
 	for (size_t i = 0; i < n; i++) {
 		if (nd[i].len > budget / 2) {
 			free(nd);
@@ -503,12 +568,8 @@ int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
 	out.buf = xmalloc(CHUNK);
 	while (hay < budget) {
 		size_t k;
-		while (next < n && out.total >= nd[next].target) {
-			if (nd[next].idx == 0)
-				item->needle_off = out.total;
-			out_put(&out, nd[next].line, nd[next].len);
-			next++;
-		}
+		while (next < n && out.total >= nd[next].target)
+			put_needle(&out, &nd[next++], nv, item);
 		k = hay_line(&r, o->haystack, o->utf8, line);
 		if (hay + k + 1 > budget && !(k = cut_line(line, k, (size_t)(budget - hay))))
 			break;
@@ -516,11 +577,8 @@ int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
 		out_put(&out, line, k);
 		hay += k;
 	}
-	for (; next < n; next++) {
-		if (nd[next].idx == 0)
-			item->needle_off = out.total;
-		out_put(&out, nd[next].line, nd[next].len);
-	}
+	for (; next < n; next++)
+		put_needle(&out, &nd[next], nv, item);
 	out_flush(&out);
 	free(out.buf);
 	free(nd);
@@ -529,6 +587,8 @@ int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
 	if (fflush(f) != 0)
 		return errno ? -errno : -EIO;
 	item->bytes = out.total;
+	item->needle_off = item->value_offs[0];
+	memcpy(item->value, item->values[0], 64);
 	item->depth = out.total ? (double)item->needle_off / (double)out.total : 0;
 	return 0;
 }
@@ -539,9 +599,12 @@ static const char gen_usage[] =
     "usage: rlm bench gen SUITE --out DIR [options]\n"
     "\n"
     "Generate a seeded benchmark dataset. The only SUITE is sniah: RULER-style\n"
-    "single needle in a haystack. Each item's context is a text file with one\n"
-    "line \"One of the special magic numbers for KEY is: VALUE.\" hidden in it, and\n"
-    "the question asks for the value of KEY.\n"
+    "needles in a haystack. Each item's context is a text file with one line\n"
+    "\"One of the special magic numbers for KEY is: VALUE.\" hidden in it, and the\n"
+    "question asks for the value of KEY. With --values K (RULER's multi-value\n"
+    "NIAH) KEY has K such lines with K distinct values, and the question asks\n"
+    "\"What are all the special magic numbers for KEY mentioned in the provided\n"
+    "text?\"; the answer is all K of them.\n"
     "\n"
     "options:\n"
     "  --out DIR           where to write (created if missing); required\n"
@@ -556,15 +619,20 @@ static const char gen_usage[] =
     "                      words: lines of random words\n"
     "  --value TYPE        number (default, 7 digits), word, or uuid\n"
     "  --distractors N     extra needles with other keys and values (default 0,\n"
-    "                      at most 1000; for word values at most 100)\n"
+    "                      at most 1000; for word values, at most 105 together\n"
+    "                      with --values)\n"
+    "  --values K          values of the key, 1..8 (default 1): K needles at K\n"
+    "                      distinct depths drawn from RULER's 40 (with --format\n"
+    "                      dir or jsonl, in K distinct documents), each value on\n"
+    "                      its own line only; the question asks for all of them\n"
     "  --depth F           needle position in [0,1] (default: one of RULER's 40\n"
-    "                      depths, drawn per item)\n"
+    "                      depths, drawn per item); not with --values\n"
     "  --format KIND       text (default): one file; dir: a directory of files\n"
     "                      doc-00000.txt ...; jsonl: a JSONL file of documents\n"
     "                      {\"id\":\"doc-00000\",\"text\":...}; documents are runs of\n"
     "                      whole lines of about equal size\n"
     "  --docs N            documents per item for dir and jsonl, at most (default:\n"
-    "                      one per 2,000 tokens)\n"
+    "                      one per 2,000 tokens, and at least --values)\n"
     "  --utf8              haystack words in multi-byte UTF-8 too (accents, Greek,\n"
     "                      Cyrillic, CJK, emoji: 2-, 3- and 4-byte sequences)\n"
     "  -h, --help          this text\n"
@@ -578,11 +646,18 @@ static const char gen_usage[] =
     "     \"bytes\":...,\"needle_depth\":...,\"key\":...,\"haystack\":...,\"value_type\":...}\n"
     "  With --format dir or jsonl an item also has \"format\", \"documents\" and\n"
     "  \"needle_doc\" (the index of the document with the needle), and with --utf8\n"
-    "  \"utf8\": true. context_path is relative to the JSONL's directory. The JSONL\n"
-    "  path is printed on stdout, one line per item on stderr.\n"
+    "  \"utf8\": true. With --values K > 1, \"answer\" holds the K values in the\n"
+    "  order of the text, needle_depth, needle_offset and needle_doc are those of\n"
+    "  the first, and the item also has \"values\": K, \"needle_offsets\",\n"
+    "  \"needle_depths\" (and \"needle_docs\") of all K. The scorer contains_all is\n"
+    "  RULER's string_match_all: the share of the answer's values that occur in\n"
+    "  the prediction, ignoring case. context_path is relative to the JSONL's\n"
+    "  directory. The JSONL path is printed on stdout, one line per item on\n"
+    "  stderr.\n"
     "\n"
-    "example:\n"
-    "  rlm bench gen sniah --sizes 8k,1M,10M --n 5 --out data/sniah\n";
+    "examples:\n"
+    "  rlm bench gen sniah --sizes 8k,1M,10M --n 5 --out data/sniah\n"
+    "  rlm bench gen sniah --sizes 10M --values 4 --format dir --out data/mv\n";
 
 enum {
 	OPT_SIZES = 1,
@@ -595,7 +670,8 @@ enum {
 	OPT_DEPTH,
 	OPT_FORMAT,
 	OPT_DOCS,
-	OPT_UTF8
+	OPT_UTF8,
+	OPT_VALUES
 };
 
 struct gen_args {
@@ -667,6 +743,7 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 	    {"format", required_argument, NULL, OPT_FORMAT},
 	    {"docs", required_argument, NULL, OPT_DOCS},
 	    {"utf8", no_argument, NULL, OPT_UTF8},
+	    {"values", required_argument, NULL, OPT_VALUES},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -753,6 +830,12 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 		case OPT_UTF8:
 			a->so.utf8 = true;
 			break;
+		case OPT_VALUES:
+			if (parse_int(optarg, 1, SNIAH_MAX_VALUES, &l))
+				return cli_fail(2, "bad value '%s' for --values: want 1..%d",
+						optarg, SNIAH_MAX_VALUES);
+			a->so.values = (int)l;
+			break;
 		case 'h':
 			fputs(gen_usage, stdout);
 			return 1;
@@ -774,9 +857,18 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 		return cli_fail(2, "no output directory: pass --out DIR");
 	if (a->docs && a->format == SNIAH_TEXT)
 		return cli_fail(2, "--docs needs --format dir or jsonl");
-	if (a->so.value == SNIAH_WORD && (size_t)a->so.distractors >= ARRAY_SIZE(value_words))
+	if (a->so.values > 1 && a->so.depth >= 0)
+		return cli_fail(2, "--depth places one needle: it cannot go with --values %d",
+				a->so.values);
+	if (a->docs && a->docs < a->so.values)
+		return cli_fail(2,
+				"--docs %ld is fewer than --values %d: each value goes in a "
+				"document of its own",
+				a->docs, a->so.values);
+	if (a->so.value == SNIAH_WORD &&
+	    (size_t)(a->so.values + a->so.distractors) > ARRAY_SIZE(value_words))
 		return cli_fail(2, "too many distractors for word values: at most %zu",
-				ARRAY_SIZE(value_words) - 1);
+				ARRAY_SIZE(value_words) - (size_t)a->so.values);
 	*sizes_copy = xstrdup(sizes);
 	return parse_sizes(a, *sizes_copy);
 }
@@ -807,7 +899,8 @@ static char *item_json(const struct gen_args *a, const char *id, const char *ctx
 	json_add_str(j, "id", id);
 	json_add_str(j, "suite", "sniah");
 	json_add_str(j, "question", it->question);
-	json_add_str(ans, NULL, it->value);
+	for (int v = 0; v < it->n_values; v++)
+		json_add_str(ans, NULL, it->values[v]);
 	json_add(j, "answer", ans);
 	json_add_str(j, "context_path", ctx);
 	json_add_str(j, "scorer", "contains_all");
@@ -823,6 +916,23 @@ static char *item_json(const struct gen_args *a, const char *id, const char *ctx
 		json_add_str(j, "format", format_name(a->format));
 		json_add_num(j, "documents", (double)n_docs);
 		json_add_num(j, "needle_doc", (double)needle_doc);
+	}
+	if (it->n_values > 1) {
+		cJSON *offs = cJSON_CreateArray(), *depths = cJSON_CreateArray();
+		json_add_num(j, "values", it->n_values);
+		for (int v = 0; v < it->n_values; v++) {
+			double d = it->bytes ? (double)it->value_offs[v] / (double)it->bytes : 0;
+			json_add_num(offs, NULL, (double)it->value_offs[v]);
+			json_add_num(depths, NULL, (double)(int64_t)(d * 10000 + 0.5) / 10000);
+		}
+		json_add(j, "needle_offsets", offs);
+		json_add(j, "needle_depths", depths);
+		if (a->format != SNIAH_TEXT) {
+			cJSON *docs = cJSON_CreateArray();
+			for (int v = 0; v < it->n_values; v++)
+				json_add_num(docs, NULL, (double)it->value_docs[v]);
+			json_add(j, "needle_docs", docs);
+		}
 	}
 	if (a->so.utf8)
 		json_add_bool(j, "utf8", true);
@@ -845,8 +955,15 @@ static int gen_item(const struct gen_args *a, FILE *jl, const char *jl_path, siz
 	int rc, status = 1;
 	so.tokens = a->sizes[si];
 	so.seed = item_seed(a->seed, so.tokens, (uint64_t)i);
-	docs = a->docs ? (size_t)a->docs : (size_t)RLM_MAX(so.tokens / 2000, 1);
+	docs = a->docs ? (size_t)a->docs : (size_t)RLM_MAX(so.tokens / 2000, (uint64_t)so.values);
 	rc = sniah_write(&so, a->format, docs, path, &it, &n_docs, &needle_doc);
+	if (rc == -EINVAL && so.values > 1) {
+		status = cli_fail(2, "size '%s' is too small for %d values%s and %d distractors",
+				  a->size_names[si], so.values,
+				  a->format == SNIAH_TEXT ? "" : " in documents of their own",
+				  so.distractors);
+		goto out;
+	}
 	if (rc == -EINVAL) {
 		status = cli_fail(2, "size '%s' is too small for the needle and %d distractors",
 				  a->size_names[si], a->so.distractors);
@@ -863,13 +980,18 @@ static int gen_item(const struct gen_args *a, FILE *jl, const char *jl_path, siz
 		goto out;
 	}
 	free(line);
-	if (a->format == SNIAH_TEXT)
-		fprintf(stderr, "%s: %llu bytes, key %s, needle at %.3f\n", path,
-			(unsigned long long)it.bytes, it.key, it.depth);
+	fprintf(stderr, "%s: %llu bytes", path, (unsigned long long)it.bytes);
+	if (a->format != SNIAH_TEXT)
+		fprintf(stderr, " in %zu documents", n_docs);
+	if (it.n_values > 1)
+		fprintf(stderr, ", key %s, %d needles from %.3f", it.key, it.n_values, it.depth);
 	else
-		fprintf(stderr,
-			"%s: %llu bytes in %zu documents, key %s, needle at %.3f (document %zu)\n",
-			path, (unsigned long long)it.bytes, n_docs, it.key, it.depth, needle_doc);
+		fprintf(stderr, ", key %s, needle at %.3f", it.key, it.depth);
+	for (int v = 0; a->format != SNIAH_TEXT && v < it.n_values; v++) {
+		const char *sep = it.n_values > 1 ? " (documents " : " (document ";
+		fprintf(stderr, "%s%zu", v ? ", " : sep, it.value_docs[v]);
+	}
+	fputs(a->format != SNIAH_TEXT ? ")\n" : "\n", stderr);
 	status = 0;
 out:
 	free(id);
@@ -880,7 +1002,7 @@ out:
 
 int cmd_bench_gen(int argc, char **argv)
 {
-	struct gen_args a = {NULL, NULL, 0, 1, 1, NULL, {0, 0, 0, 0, 0, 0, false}, SNIAH_TEXT, 0};
+	struct gen_args a = {NULL, NULL, 0, 1, 1, NULL, {0}, SNIAH_TEXT, 0};
 	char *sizes = NULL, *jl_path = NULL;
 	FILE *jl = NULL;
 	int rc, status;

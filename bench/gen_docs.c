@@ -9,9 +9,10 @@
  * the bytes closes it, its '\n' held back and dropped. So 40 MB become
  * 5,000 files or 10,000 JSONL lines in one pass, with no copy of the
  * haystack in memory, and the documents joined and ended by '\n' are the
- * haystack byte for byte.
+ * haystack byte for byte. The generator is told the number of documents,
+ * so that the values of a multi-value key go in distinct ones.
  */
-#include "bench.h"
+#include "bench_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -213,6 +214,20 @@ static int clear_docs(const char *dir)
 	return rc;
 }
 
+/* The document of n, starting at starts[], that holds offset off. */
+static size_t doc_of(const uint64_t *starts, size_t n, uint64_t off)
+{
+	size_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (starts[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, const char *path,
 		struct sniah_item *item, size_t *n_docs, size_t *needle_doc)
 {
@@ -230,7 +245,7 @@ int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, 
 		*n_docs = 1;
 		return rc;
 	}
-	if (docs == 0 || docs > SNIAH_MAX_DOCS)
+	if (docs == 0 || docs > SNIAH_MAX_DOCS || (o->values > 1 && docs < (size_t)o->values))
 		return -EINVAL;
 	memset(&w, 0, sizeof(w));
 	w.fmt = fmt;
@@ -251,14 +266,19 @@ int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, 
 		goto out;
 	}
 	setvbuf(f, NULL, _IOFBF, 1 << 16);
-	rc = sniah_generate(o, f, item);
+	rc = sniah_generate_parts(o, docs, f, item);
 	if (fclose(f) != 0 && !rc)
 		rc = w.err ? w.err : -EIO;
 	if (!rc)
 		rc = w.err;
 	*n_docs = w.n;
-	for (size_t i = 0; i < w.n && w.starts[i] <= item->needle_off; i++)
-		*needle_doc = i;
+	for (int i = 0; !rc && i < item->n_values; i++) {
+		item->value_docs[i] = doc_of(w.starts, w.n, item->value_offs[i]);
+		if (i && item->value_docs[i] == item->value_docs[i - 1])
+			rc = -EINVAL; /* documents of a few lines: values share one */
+	}
+	if (!rc)
+		*needle_doc = item->value_docs[0];
 out:
 	if (w.jl && fclose(w.jl) != 0 && !rc)
 		rc = errno ? -errno : -EIO;

@@ -16,9 +16,14 @@
  * - Sub-model: it answers extractively from the material: the line that best
  *   matches the question's terms (rare terms weigh more), or, for "how many"
  *   questions, the count of matching lines, or NONE when nothing matches.
+ *   A question that asks for "all" of something (sim_asks_all) gets every
+ *   distinct line that matches as well as the best one, one per line.
  * - Combiner: when the message holds "Partial answers:", it combines them:
  *   for "how many" questions the sum of the numbers, else the partial answer
- *   that best matches the question; NONE when all are NONE.
+ *   that best matches the question; NONE when all are NONE. For "all", the
+ *   distinct lines of the partial answers that match best, one per line
+ *   (so values found by different readers are listed together, and lines
+ *   about something else are dropped).
  * - Root model (llm/sim_root.c): when the system message describes the
  *   REPL (it mentions ```repl blocks and llm_query_batched), it plays the
  *   root of the RLM loop and writes the code a sensible model would, one
@@ -32,8 +37,10 @@
  *   rlm_query is a plain call, it hands 8 to 16 pieces of the context to
  *   child RLMs with rlm_query_batched instead, each asked the question;
  *   turn 3 combines (a sum in code for "how many" questions, the answer
- *   itself when all agree, else one llm_query over the partial answers)
- *   and sets answer["content"] and answer["ready"]. The question is the
+ *   itself when all agree, else one llm_query over the partial answers;
+ *   for "all" questions, the distinct lines of the answers, combined by
+ *   one llm_query when there are several) and sets answer["content"] and
+ *   answer["ready"]. The question is the
  *   first user message's "Question:" line. When the last output holds a
  *   Python traceback it writes the failed step again, correctly. With
  *   `code_errors=P` each step is written with a bug (a NameError, a
@@ -104,6 +111,10 @@ char *sim_reply_text(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 /* The root policy: the reply when msgs is a conversation of the RLM loop
  * (see above), else NULL. Fresh string. */
 char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n);
+/* Whether the question q[0..n) asks for all of something, every answer
+ * and not the best one ("What are all the special magic numbers for
+ * ...?"): it has the word "all", in any case, and does not ask how many. */
+bool sim_asks_all(const char *q, size_t n);
 
 enum sim_fault {
 	SIM_OK,

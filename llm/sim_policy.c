@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* llm/sim_policy.c -- the simulator's answering policy: question and
  * material from a prompt, the best matching line, counts for "how many"
- * questions, and the combination of partial answers.
+ * questions, every best line for "all" questions, and the combination of
+ * partial answers.
  *
  * DESIGN
  * The policy works on terms: lower-cased runs of letters and digits (a
@@ -19,7 +20,15 @@
  * known. Memory is the question's terms, the sets (at most SETS_MAX) and one
  * bit per line; only a question of more than 64 terms, or material with
  * more than SETS_MAX distinct sets, needs a second pass over the flagged
- * lines. */
+ * lines.
+ *
+ * A question that asks for "all" of something (RULER's multi-value NIAH:
+ * "What are all the special magic numbers for KEY ...?") wants every
+ * line that scores as well as the best one, not just the first: a second
+ * pass over the flagged lines lists them, distinct, one per line. Lines
+ * that match less well (a needle with another key, which holds "special
+ * magic numbers" but not KEY) stay out, in the leaf and in the combiner,
+ * which scores the lines of the partial answers, not the answers whole. */
 #include "sim.h"
 
 #include <math.h>
@@ -32,6 +41,7 @@
 #define TERM_MAX   96	/* bytes of a term kept; longer terms are cut the same way everywhere */
 #define QTERMS_MAX 1024 /* distinct question terms considered */
 #define ANSWER_MAX 1000 /* bytes of an extracted answer */
+#define LIST_MAX   4000 /* bytes of an answer that lists every match ("all") */
 
 /* ---- terms ---- */
 
@@ -368,6 +378,45 @@ static char *answer_dup(const char *s, size_t n)
 	return xstrndup(s, n);
 }
 
+static bool ascii_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_';
+}
+
+bool sim_asks_all(const char *q, size_t n)
+{
+	if (!q || contains_ci(q, n, "how many"))
+		return false;
+	for (size_t i = 0; i + 3 <= n; i++)
+		if (strncasecmp(q + i, "all", 3) == 0 && (i == 0 || !ascii_word_char(q[i - 1])) &&
+		    (i + 3 == n || !ascii_word_char(q[i + 3])))
+			return true;
+	return false;
+}
+
+/* Add the line s[0..n), trimmed and cut like an answer, to the list b
+ * unless it is there already or would take b past LIST_MAX. */
+static void list_add(struct buf *b, const char *s, size_t n)
+{
+	const char *p = b->p, *end = b->p + b->len;
+	trim(&s, &n);
+	if (n > ANSWER_MAX)
+		n = utf8_floor(s, ANSWER_MAX);
+	if (!n || b->len + 1 + n > LIST_MAX)
+		return;
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t k = (size_t)((nl ? nl : end) - p);
+		if (k == n && memcmp(p, s, n) == 0)
+			return;
+		p = nl ? nl + 1 : end;
+	}
+	if (b->len)
+		buf_putc(b, '\n');
+	buf_append(b, s, n);
+}
+
 /* ---- the prompt: question, material, partial answers ---- */
 
 struct prompt {
@@ -587,9 +636,32 @@ static bool better(double w, size_t at, double best, size_t best_at)
 	return w >= best * (1 - 1e-12) && at < best_at;
 }
 
-/* Sub-model: the best line of the material, or a count of lines. One pass
- * tokenizes the lines; a second one runs only when the sets gave up. */
-static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool how_many)
+/* For "all": every distinct flagged line of the material that scores at
+ * least best, one per line. */
+static char *leaf_list(const char *s, size_t len, const struct prompt *p, struct scorer *sc,
+		       const unsigned char *flag, double best)
+{
+	struct buf b;
+	size_t pos = p->mat_off, ls, n, line = 0;
+	double w;
+	buf_init(&b, 0);
+	while (next_line(s, len, &pos, &ls, &n)) {
+		if ((ls >= p->skip_off && ls < p->skip_end) || blank(s + ls, n))
+			continue;
+		if (flag[line / 8] & (1u << (line % 8))) {
+			scorer_unit(sc, s + ls, n, false, &w, NULL);
+			if (w >= best * (1 - 1e-12))
+				list_add(&b, s + ls, n);
+		}
+		line++;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Sub-model: the best line of the material (for "all", every line as good
+ * as it), or a count of lines. One pass tokenizes the lines; a second one
+ * runs only when the sets gave up, or to list the lines for "all". */
+static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool how_many, bool all)
 {
 	struct scorer sc;
 	struct sets st = {0};
@@ -646,7 +718,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 		line++;
 	}
 	if (total > 0 && best > 0 && best >= 0.5 * total * (1 - 1e-12))
-		out = answer_dup(s + best_at, best_n);
+		out = all ? leaf_list(s, len, p, &sc, flag, best) : answer_dup(s + best_at, best_n);
 	else
 		out = xstrdup("NONE");
 done:
@@ -770,16 +842,61 @@ done:
 	return out;
 }
 
+/* Combiner for "all": the distinct lines of the partial answers that
+ * score best, one per line (every line when none holds a question term);
+ * NONE when all are NONE. Pass 0 counts, 1 finds the best, 2 lists. */
+static char *combine_list(const char *s, size_t len, const struct prompt *p)
+{
+	struct scorer sc;
+	struct buf b;
+	const char *a;
+	size_t pos, an;
+	double best = 0, w;
+	scorer_init(&sc, p);
+	buf_init(&b, 0);
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 1 && !sc.units)
+			break;
+		if (pass == 1)
+			scorer_weigh(&sc);
+		pos = p->mat_off;
+		while (next_partial(s, len, p, &pos, &a, &an)) {
+			size_t at = 0, ls, n;
+			while (next_line(a, an, &at, &ls, &n)) {
+				if (blank(a + ls, n) || is_none(a + ls, n))
+					continue;
+				if (pass == 0) {
+					sc.units++;
+					scorer_unit(&sc, a + ls, n, true, NULL, NULL);
+					continue;
+				}
+				scorer_unit(&sc, a + ls, n, false, &w, NULL);
+				if (pass == 1 && w > best)
+					best = w;
+				if (pass == 2 && w >= best * (1 - 1e-12))
+					list_add(&b, a + ls, n);
+			}
+		}
+	}
+	scorer_release(&sc);
+	if (!b.len) {
+		buf_release(&b);
+		return xstrdup("NONE");
+	}
+	return buf_detach(&b, NULL);
+}
+
 static char *policy(const char *s, size_t len)
 {
 	struct prompt p;
-	bool how_many;
+	bool how_many, all;
 	pthread_once(&tables_once, tables_build);
 	split_prompt(s, len, &p);
 	how_many = contains_ci(p.q, p.qlen, "how many");
+	all = sim_asks_all(p.q, p.qlen);
 	if (p.combine)
-		return answer_combine(s, len, &p, how_many);
-	return answer_leaf(s, len, &p, how_many);
+		return all ? combine_list(s, len, &p) : answer_combine(s, len, &p, how_many);
+	return answer_leaf(s, len, &p, how_many, all);
 }
 
 char *sim_reply_text(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n)

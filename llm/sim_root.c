@@ -27,7 +27,14 @@
  * NONE, empty or "Error:", and prints them one per line; 3 finishes: a sum
  * in Python for "how many", the answer itself when all agree, else one
  * llm_query in the shape of tree_combine.txt ("[i] answer" lines, which is
- * how the sub-model policy tells partial answers apart).
+ * how the sub-model policy tells partial answers apart). A question that
+ * asks for all of something (sim_asks_all: RULER's multi-value NIAH) may
+ * have its answers spread over many chunks, or many child RLMs, each with
+ * some of them: step 3 then takes the distinct lines of every answer, in
+ * Python, and when there are several has one llm_query list those that
+ * answer the question (the sub-model drops lines about something else),
+ * falling back on all of them; a child RLM answers the same way, so its
+ * parent gets every value it found.
  *
  * Bugs: with probability code_errors a step is written with a bug that
  * raises whatever the context (a NameError from a typo, a TypeError from
@@ -54,13 +61,15 @@ static const char leaf_intro[] = "You are answering a question about one part of
 static const char leaf_rules[] =
     "\\n\\nReply with the answer alone, as briefly as the question allows, quoting the text "
     "where you can. If this part does not contain the answer, reply with exactly NONE. For a "
-    "question that asks how many, reply with the count for this part only, as a "
-    "number.\\n\\nText:\\n";
+    "question that asks how many, reply with the count for this part only, as a number. For "
+    "a question that asks for all of something, reply with every one this part holds, one "
+    "per line.\\n\\nText:\\n";
 static const char combine_intro[] =
     "Several readers each answered the question below from a different part of a larger text. "
     "Combine their partial answers into one final answer. A partial answer of NONE means that "
-    "part held nothing relevant. For a question that asks how many, add the counts up. Reply "
-    "with the final answer alone.\\n\\nQuestion: ";
+    "part held nothing relevant. For a question that asks how many, add the counts up. For a "
+    "question that asks for all of something, list every distinct one that the partial "
+    "answers give, one per line. Reply with the final answer alone.\\n\\nQuestion: ";
 
 /* ---- reading the conversation ---- */
 
@@ -289,8 +298,10 @@ static void step1(struct buf *b, enum bug bug)
 /* Step 2. rlm_chunks > 0: recursion is available, and past that many
  * chunks the context goes to child RLMs in 8 to 16 pieces (each piece a run
  * of whole chunks, so a child cuts the same chunks again) with the question
- * alone as their prompt: each child maps its piece and answers like a root,
- * the value or NONE (for "how many", its count). */
+ * alone as their prompt: each child maps its piece (recursing again when it
+ * may and the piece still has too many chunks) and answers like a root,
+ * the value or NONE (for "how many", its count; for "all", every value it
+ * found, one per line). */
 static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_chunks,
 		  enum bug bug)
 {
@@ -360,10 +371,12 @@ static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_c
 		buf_puts(b, "print(\"last answer:\", answers[len(answers)])\n");
 }
 
-static void step3(struct buf *b, const char *q, size_t qn, bool how_many, enum bug bug)
+static void step3(struct buf *b, const char *q, size_t qn, bool how_many, bool all, enum bug bug)
 {
 	buf_printf(b, "# step 3: %s and finish\n",
-		   how_many ? "add up the counts" : "combine the answers");
+		   how_many ? "add up the counts"
+		   : all    ? "gather every answer"
+			    : "combine the answers");
 	if (bug == BUG_NAME)
 		buf_puts(b, "print(len(fuond), \"answers to combine\")\n");
 	else if (bug == BUG_TYPE)
@@ -379,6 +392,33 @@ static void step3(struct buf *b, const char *q, size_t qn, bool how_many, enum b
 			    "        counts.append(int(m.group()))\n"
 			    "final = str(sum(counts)) if found else \"NONE\"\n"
 			    "print(len(counts), \"counts\")\n");
+	} else if (all) {
+		/* every distinct line of every answer; several: the sub-model
+		 * keeps those that answer the question */
+		buf_puts(b, "q = ");
+		py_str(b, q, qn);
+		buf_printf(
+		    b,
+		    "\nvals = []\n"
+		    "for a in found:\n"
+		    "    for v in a.split(\"\\n\"):\n"
+		    "        v = v.strip()\n"
+		    "        if v and v.rstrip(\".\").upper() != \"NONE\" and v not in vals:\n"
+		    "            vals.append(v)\n"
+		    "print(len(vals), \"distinct answers\")\n"
+		    "if not vals:\n"
+		    "    final = \"NONE\"\n"
+		    "elif len(vals) == 1:\n"
+		    "    final = vals[0]\n"
+		    "else:\n"
+		    "    partials = \"\\n\".join(f\"[{i + 1}] {v}\" for i, v in "
+		    "enumerate(vals))\n"
+		    "    final = llm_query(\"%s\" + \" \".join(q.split()) +\n"
+		    "                      \"\\n\\nPartial answers:\\n\" + partials).strip()\n"
+		    "    if (not final or final.startswith(\"Error:\") or\n"
+		    "            final.rstrip(\".\").upper() == \"NONE\"):\n"
+		    "        final = \"\\n\".join(vals)\n",
+		    combine_intro);
 	} else {
 		buf_puts(b, "q = ");
 		py_str(b, q, qn);
@@ -421,10 +461,26 @@ static long long first_int(const char *s, size_t n)
 	return v;
 }
 
+/* Whether s[0..n) has a line that is l[0..ln). */
+static bool has_line(const char *s, size_t n, const char *l, size_t ln)
+{
+	const char *end = s ? s + n : NULL;
+	while (s && s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t k = (size_t)((nl ? nl : end) - s);
+		if (k == ln && memcmp(s, l, ln) == 0)
+			return true;
+		s = nl ? nl + 1 : end;
+	}
+	return false;
+}
+
 /* The best answer the outputs show: the last "final answer:" line printed;
  * else from the latest output with "answer:" lines, the first (for "how
- * many", their sum). NULL when none. */
-static char *best_seen(const struct llm_msg *msgs, size_t n, size_t first_user, bool how_many)
+ * many", their sum; for "all", the distinct ones, one per line). NULL
+ * when none. */
+static char *best_seen(const struct llm_msg *msgs, size_t n, size_t first_user, bool how_many,
+		       bool all)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		const char *prefix = pass ? "answer: " : "final answer: ";
@@ -433,22 +489,38 @@ static char *best_seen(const struct llm_msg *msgs, size_t n, size_t first_user, 
 			const char *got = NULL;
 			size_t got_n = 0, lines = 0;
 			long long sum = 0;
+			struct buf list;
 			if (msgs[i].role != LLM_USER)
 				continue;
+			buf_init(&list, 0);
 			while (s && s < end) {
 				const char *nl = memchr(s, '\n', (size_t)(end - s));
 				size_t ln = (size_t)((nl ? nl : end) - s), k = strlen(prefix);
 				if (starts(s, ln, prefix)) {
-					long long v = first_int(s + k, ln - k);
+					const char *v = s + k;
+					size_t vn = ln - k;
+					long long num = first_int(v, vn);
 					if (!got || !pass)
-						got = s + k, got_n = ln - k;
-					sum += v > 0 ? v : 0;
+						got = v, got_n = vn;
+					sum += num > 0 ? num : 0;
 					lines++;
+					trim(&v, &vn);
+					if (pass && all && vn &&
+					    !has_line(list.p, list.len, v, vn)) {
+						if (list.len)
+							buf_putc(&list, '\n');
+						buf_append(&list, v, vn);
+					}
 				}
 				s = nl ? nl + 1 : end;
 			}
-			if (!got)
+			if (!got) {
+				buf_release(&list);
 				continue;
+			}
+			if (pass && all)
+				return buf_detach(&list, NULL);
+			buf_release(&list);
 			if (pass && how_many)
 				return xasprintf("%lld", sum);
 			trim(&got, &got_n);
@@ -458,9 +530,10 @@ static char *best_seen(const struct llm_msg *msgs, size_t n, size_t first_user, 
 	return NULL;
 }
 
-static char *final_reply(const struct llm_msg *msgs, size_t n, size_t first_user, bool how_many)
+static char *final_reply(const struct llm_msg *msgs, size_t n, size_t first_user, bool how_many,
+			 bool all)
 {
-	char *best = best_seen(msgs, n, first_user, how_many), *out;
+	char *best = best_seen(msgs, n, first_user, how_many, all), *out;
 	struct buf b;
 	buf_init(&b, 0);
 	buf_puts(&b, "FINAL(");
@@ -528,7 +601,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	size_t first_i = 0, turn = 1, qn;
 	int prev = 0, step;
 	const char *q, *why;
-	bool how_many;
+	bool how_many, all;
 	long size;
 	struct buf b;
 	if (!is_root(msgs, n))
@@ -549,8 +622,9 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	}
 	question_of(first, &q, &qn);
 	how_many = has_ci(q, qn, "how many");
+	all = sim_asks_all(q, qn);
 	if (last && last != first && notice(last, "You are out of turns"))
-		return final_reply(msgs, n, first_i, how_many);
+		return final_reply(msgs, n, first_i, how_many, all);
 
 	if (last != first &&
 	    (notice(last, "REPL was restarted") || notice(last, "variables are gone"))) {
@@ -572,6 +646,8 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		why = step == 1	  ? "First I will look at the context: its type, its size and a "
 				    "short sample."
 		      : step == 3 ? (how_many ? "I will add up the counts and finish."
+				     : all    ? "I will gather every answer the chunks found and "
+						"finish."
 					      : "I will combine what the chunks found and finish.")
 		      : how_many  ? "Now I will cut the context into chunks and have each one "
 				    "counted with llm_query_batched."
@@ -595,7 +671,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		      draw_bug(cfg, q, qn, turn));
 		break;
 	default:
-		step3(&b, q, qn, how_many, draw_bug(cfg, q, qn, turn));
+		step3(&b, q, qn, how_many, all, draw_bug(cfg, q, qn, turn));
 		break;
 	}
 	buf_puts(&b, "```\n");

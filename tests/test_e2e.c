@@ -709,6 +709,152 @@ TEST(solve_sim_recursive_text_dir_jsonl)
 	}
 }
 
+/* Depth 2 at 10M tokens (40 MB in 2,000 documents). sim's root cuts 625
+ * chunks of 64,000 characters; past rlm_chunks (8 here) it hands 16 pieces
+ * of 40 chunks to child RLMs, and each child, with 40 chunks still past 8,
+ * hands 8 pieces of 5 to children of its own: depth 2 needs more than
+ * 16 * rlm_chunks chunks at the root, and --max-depth 3 (at the default 2,
+ * depth 1 is the last level, where rlm_query is a plain call). values > 1:
+ * RULER's multi-value NIAH, the key's values in as many documents, among
+ * distractor needles: every node answers with every value it found, and
+ * the parents put them together. */
+static void solve_depth2(const char *format, int values)
+{
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=8", NULL};
+	char *dir = path_in_tmp(format), *jl = xasprintf("%s/sniah.jsonl", dir), *line, *ctx;
+	char nv[16];
+	const char *q, *key;
+	struct rlm_err err = {0, ""};
+	struct proc_out o;
+	cJSON *item, *j, *gold, *kids, *g;
+	size_t len, grandkids = 0, finders = 0;
+	int64_t t0 = now_ns();
+	snprintf(nv, sizeof(nv), "%d", values);
+	{
+		const char *args[] = {"bench",	  "gen", "sniah",    "--sizes",	 "10M",	 "--seed",
+				      "11",	  "--format", format, "--docs", "2000", "--values",
+				      nv,	  "--distractors", "5", "--out", dir,	   NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "bench gen failed: %s", o.err);
+	proc_out_release(&o);
+	CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+	item = json_parse(line, strcspn(line, "\n"));
+	CHECK(item);
+	ctx = xasprintf("%s/%s", dir, json_str(item, "context_path"));
+	q = json_str(item, "question");
+	key = json_str(item, "key");
+	gold = json_get(item, "answer");
+	CHECK_INT(cJSON_GetArraySize(gold), values);
+	fprintf(stderr, "  generated in %.2f s\n", (double)(now_ns() - t0) / 1e9);
+	t0 = now_ns();
+	{
+		const char *a[] = {"solve",	  "-c", ctx, "-q", q, "--max-depth", "3", "--json",
+				   "--quiet", NULL};
+		o = rlm_env(a, NULL, env);
+	}
+	fprintf(stderr, "  solved in %.2f s\n", (double)(now_ns() - t0) / 1e9);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_STR(json_str(j, "stop"), "answer");
+	CHECK(json_num(j, "max_depth", -1) == 3);
+	cJSON_ArrayForEach(g, gold)
+		CHECK_CONTAINS(json_str(j, "answer"), g->valuestring);
+	{
+		/* every line of the answer is about the key: no distractor */
+		char *a = xstrdup(json_str(j, "answer")), *save = NULL;
+		int n = 0;
+		for (char *l = strtok_r(a, "\n", &save); l; l = strtok_r(NULL, "\n", &save), n++)
+			CHECK_MSG(strstr(l, key), "a line of the answer is not about %s: %s", key, l);
+		CHECK_INT(n, values);
+		free(a);
+	}
+	kids = json_get(j, "children");
+	CHECK_INT(cJSON_GetArraySize(kids), 16);
+	for (int i = 0; i < cJSON_GetArraySize(kids); i++) {
+		cJSON *k = cJSON_GetArrayItem(kids, i), *gk = json_get(k, "children");
+		bool found = false;
+		CHECK(json_num(k, "depth", 0) == 1);
+		CHECK_STR(json_str(k, "stop"), "answer");
+		CHECK_MSG(cJSON_GetArraySize(gk) >= 2, "child %d has %d children", i,
+			  cJSON_GetArraySize(gk));
+		for (int m = 0; m < cJSON_GetArraySize(gk); m++) {
+			cJSON *x = cJSON_GetArrayItem(gk, m);
+			CHECK(json_num(x, "depth", 0) == 2);
+			CHECK_STR(json_str(x, "question"), q);
+			CHECK_STR(json_str(x, "stop"), "answer");
+			CHECK(json_num(x, "sub_calls", 0) >= 1);
+			CHECK_INT(cJSON_GetArraySize(json_get(x, "children")), 0);
+			grandkids++;
+		}
+		cJSON_ArrayForEach(g, gold)
+			found |= strstr(json_str(k, "answer"), g->valuestring) != NULL;
+		finders += found;
+	}
+	CHECK(grandkids >= 16 * 8 - 8);
+	CHECK(json_num(j, "nodes", 0) == 16 + (double)grandkids);
+	/* values in distinct documents: more than one child found some */
+	CHECK(finders >= (values > 1 ? 2u : 1u));
+	cJSON_Delete(j);
+	cJSON_Delete(item);
+	proc_out_release(&o);
+	free(ctx);
+	free(line);
+	free(jl);
+	free(dir);
+}
+
+TEST(solve_sim_depth2_10M_dir) { solve_depth2("dir", 1); }
+TEST(solve_sim_depth2_10M_jsonl) { solve_depth2("jsonl", 1); }
+TEST(solve_sim_depth2_10M_multi_value_dir) { solve_depth2("dir", 4); }
+TEST(solve_sim_depth2_10M_multi_value_jsonl) { solve_depth2("jsonl", 4); }
+
+/* --max-depth counts levels of RLMs: at the default 2 the root's children
+ * are the last level, where rlm_query is a plain call, so they map their
+ * pieces flat however many chunks they hold; at 3 they recurse. 4 MB, 63
+ * chunks, rlm_chunks=2: 16 children of 4 chunks, each past 2. */
+TEST(solve_sim_depth2_needs_max_depth_3)
+{
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=2", NULL};
+	char *ctx, *q, *ans;
+	gen("1M", "--values=3", &ctx, &q, &ans);
+	for (int deep = 0; deep < 2; deep++) {
+		const char *a[] = {"solve",	 "-c",	  ctx, "-q", q, "--json", "--quiet",
+				   deep ? "--max-depth" : NULL, "3", NULL};
+		struct proc_out o = rlm_env(a, NULL, env);
+		cJSON *j, *kids;
+		size_t grandkids = 0;
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		j = json_parse(o.out, strlen(o.out));
+		CHECK_MSG(j, "not JSON: %s", o.out);
+		CHECK_STR(json_str(j, "stop"), "answer");
+		CHECK_CONTAINS(json_str(j, "answer"), ans);
+		CHECK(json_num(j, "max_depth", -1) == (deep ? 3 : 2));
+		kids = json_get(j, "children");
+		CHECK_INT(cJSON_GetArraySize(kids), 16);
+		for (int i = 0; i < cJSON_GetArraySize(kids); i++) {
+			cJSON *gk = json_get(cJSON_GetArrayItem(kids, i), "children"), *x;
+			CHECK(json_num(cJSON_GetArrayItem(kids, i), "sub_calls", 0) >= 1);
+			cJSON_ArrayForEach(x, gk)
+			{
+				CHECK(json_num(x, "depth", 0) == 2);
+				grandkids++;
+			}
+		}
+		if (deep)
+			CHECK(grandkids >= 16 * 2);
+		else
+			CHECK_INT(grandkids, 0);
+		CHECK(json_num(j, "nodes", 0) == 16 + (double)grandkids);
+		cJSON_Delete(j);
+		proc_out_release(&o);
+	}
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
 TEST(solve_repl_limits_exit_3)
 {
 	char *ctx, *q, *ans;

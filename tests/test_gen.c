@@ -29,7 +29,7 @@ struct hay {
 
 static struct hay gen(const struct sniah_opts *o)
 {
-	struct hay h = {NULL, 0, {{0}, {0}, {0}, 0, 0, 0}};
+	struct hay h = {0};
 	FILE *f = open_memstream(&h.p, &h.len);
 	CHECK(f);
 	CHECK_INT(sniah_generate(o, f, &h.it), 0);
@@ -410,6 +410,181 @@ TEST(gen_rejects_bad_opts)
 	fclose(f);
 }
 
+/* Neither of a and b contains the other. */
+static bool told_apart(const char *a, const char *b)
+{
+	return !strstr(a, b) && !strstr(b, a);
+}
+
+/* RULER's multi-value NIAH: K needles of one key, each value distinct,
+ * told apart from the others, on its own line only, at K distinct RULER
+ * depths, in the order of the text; distractors keep other keys; the
+ * question asks for all of them. */
+TEST(gen_values_distinct_each_once)
+{
+	for (int v = SNIAH_NUMBER; v <= SNIAH_UUID; v++) {
+		for (int k = 2; k <= SNIAH_MAX_VALUES; k += 3) {
+			struct sniah_opts o = opts(200000, (uint64_t)(5 * v + k));
+			struct hay x, y;
+			char *q, prefix[64];
+			int ruler[SNIAH_MAX_VALUES];
+			size_t needles = 0;
+			o.value = (enum sniah_value)v;
+			o.values = k;
+			o.distractors = 4;
+			x = gen(&o);
+			CHECK(size_ok(o.tokens, x.len));
+			CHECK_INT(x.it.n_values, k);
+			CHECK_INT(count(x.p, x.it.key), k);
+			CHECK_STR(x.it.value, x.it.values[0]);
+			CHECK_INT(x.it.needle_off, x.it.value_offs[0]);
+			for (int i = 0; i < k; i++) {
+				char *line = xasprintf("One of the special magic %s for %s is: %s.\n",
+						       value_plural(o.value), x.it.key,
+						       x.it.values[i]);
+				uint64_t off = x.it.value_offs[i];
+				CHECK(value_ok(o.value, x.it.values[i]));
+				CHECK_INT(count(x.p, x.it.values[i]), 1);
+				CHECK(off == 0 || x.p[off - 1] == '\n');
+				CHECK_MSG(memcmp(x.p + off, line, strlen(line)) == 0,
+					  "value %d at %llu", i, (unsigned long long)off);
+				CHECK(i == 0 || off > x.it.value_offs[i - 1]);
+				for (int j = 0; j < i; j++)
+					CHECK(told_apart(x.it.values[i], x.it.values[j]));
+				/* just past one of RULER's depths, each a different one */
+				ruler[i] = -1;
+				for (int d = 0; d < 40; d++) {
+					double at = (double)(int)(d * 100.0 / 39 + 0.5) / 100 *
+						    (double)(4 * o.tokens);
+					/* a needle at depth 1 goes after the
+					 * haystack, which is its needles short */
+					if ((double)off >= at - 2000 && (double)off <= at + 3000)
+						ruler[i] = d;
+				}
+				CHECK_MSG(ruler[i] >= 0, "value %d at %llu: no RULER depth", i,
+					  (unsigned long long)off);
+				for (int j = 0; j < i; j++)
+					CHECK(ruler[i] != ruler[j]);
+				free(line);
+			}
+			snprintf(prefix, sizeof(prefix), "One of the special magic %s for ",
+				 value_plural(o.value));
+			needles = count(x.p, prefix);
+			CHECK_INT(needles, (size_t)k + 4);
+			q = xasprintf("What are all the special magic %s for %s mentioned in the "
+				      "provided text?",
+				      value_plural(o.value), x.it.key);
+			CHECK_STR(x.it.question, q);
+			/* the same options, the same bytes */
+			y = gen(&o);
+			CHECK(x.len == y.len && memcmp(x.p, y.p, x.len) == 0);
+			free(q);
+			free(x.p);
+			free(y.p);
+		}
+	}
+}
+
+/* One value is the default, and its haystack is what it always was: the
+ * multi-value draws come only when asked for. */
+TEST(gen_one_value_is_the_single_needle)
+{
+	struct sniah_opts o = opts(20000, 42);
+	struct hay x;
+	o.distractors = 3;
+	CHECK_INT(o.values, 1);
+	x = gen(&o);
+	check_needle(&x, o.value);
+	CHECK_INT(x.it.n_values, 1);
+	CHECK_STR(x.it.values[0], x.it.value);
+	CHECK(strncmp(x.it.question, "What is the special magic number for ", 37) == 0);
+	/* pinned: what seed 42 gave before --values existed */
+	CHECK_STR(x.it.key, "jealous-dumpling");
+	CHECK_STR(x.it.value, "4124193");
+	CHECK_INT(x.it.needle_off, 44878);
+	free(x.p);
+}
+
+/* As documents: each value in a document of its own, and only there. */
+TEST(gen_values_in_distinct_documents)
+{
+	static const enum sniah_format fmts[] = {SNIAH_DIR, SNIAH_JSONL};
+	static const struct {
+		int values;
+		size_t docs;
+		uint64_t tokens;
+	} cases[] = {{4, 4, 8000}, {8, 8, 8000}, {3, 40, 40000}, {5, 2000, 400000}};
+	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
+		for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+			struct sniah_opts o = opts(cases[i].tokens, 60 + i);
+			struct corpus_opts co = {CORPUS_AUTO, 0, true, false};
+			struct corpus *c = NULL;
+			struct rlm_err err = {0, ""};
+			struct sniah_item it;
+			char *path = xasprintf("%s/v%zu%zu%s", harness_tmpdir(), f, i,
+					       fmts[f] == SNIAH_JSONL ? ".jsonl" : "");
+			char *text;
+			size_t n, nd;
+			o.values = cases[i].values;
+			o.distractors = 3;
+			CHECK_INT(sniah_write(&o, fmts[f], cases[i].docs, path, &it, &n, &nd), 0);
+			CHECK_INT(it.n_values, cases[i].values);
+			CHECK_INT(nd, it.value_docs[0]);
+			CHECK_MSG(corpus_load(path, &co, &c, &err) == 0, "%s", err.msg);
+			CHECK_INT(c->n_docs, n);
+			CHECK_INT(n, cases[i].docs);
+			text = xstrndup(c->buf, c->len);
+			CHECK_INT(count(text, it.key), (size_t)cases[i].values);
+			for (int v = 0; v < it.n_values; v++) {
+				char *needle = xasprintf("for %s is: %s.", it.key, it.values[v]);
+				size_t d = it.value_docs[v];
+				CHECK(d < n);
+				CHECK(v == 0 || d > it.value_docs[v - 1]);
+				CHECK_INT(count(text, it.values[v]), 1);
+				CHECK(it.value_offs[v] >= c->docs[d].off &&
+				      it.value_offs[v] < c->docs[d].off + c->docs[d].len);
+				CHECK_MSG(memmem(c->buf + c->docs[d].off, c->docs[d].len, needle,
+						 strlen(needle)) != NULL,
+					  "%s not in document %zu", needle, d);
+				free(needle);
+			}
+			free(text);
+			corpus_free(c);
+			free(path);
+		}
+	}
+}
+
+TEST(gen_values_rejects_bad_opts)
+{
+	struct sniah_opts o = opts(200000, 1);
+	struct sniah_item it;
+	char *dir = xasprintf("%s/vbad", harness_tmpdir());
+	size_t n, nd;
+	FILE *f = fopen("/dev/null", "w");
+	o.values = 0;
+	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	o.values = SNIAH_MAX_VALUES + 1;
+	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	o.values = 2;
+	o.depth = 0.5; /* one depth for two needles */
+	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	o.depth = -1;
+	o.value = SNIAH_WORD; /* 105 word values in all */
+	o.values = 8;
+	o.distractors = 98;
+	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	o.distractors = 97;
+	CHECK_INT(sniah_generate(&o, f, &it), 0);
+	CHECK_INT(it.n_values, 8);
+	o.distractors = 0;
+	CHECK_INT(sniah_write(&o, SNIAH_DIR, 7, dir, &it, &n, &nd), -EINVAL); /* 8 values */
+	CHECK_INT(sniah_write(&o, SNIAH_DIR, 8, dir, &it, &n, &nd), 0);
+	CHECK_INT(n, 8);
+	fclose(f);
+	free(dir);
+}
+
 TEST(gen_10m_tokens_fast)
 {
 	struct sniah_opts o = opts(10000000, 3);
@@ -693,10 +868,81 @@ TEST(cli_formats_docs_and_utf8)
 	free(dir);
 }
 
+/* --values: the answer holds every value, in the order of the text; the
+ * item says where each went; the default --docs makes room for them. */
+TEST(cli_values_items)
+{
+	static const char *const fmts[] = {"text", "dir", "jsonl"};
+	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
+		char *dir = xasprintf("%s/mv%zu", harness_tmpdir(), f),
+		     *jl = xasprintf("%s/sniah.jsonl", dir);
+		const char *args[] = {"sniah",	  "--sizes", "8k",	  "--out", dir,
+				      "--values", "8",	     "--distractors", "2",   "--format",
+				      fmts[f],	  NULL};
+		char *out, *err, *text, *ctx, *body = NULL, *q;
+		size_t len;
+		cJSON *j, *ans, *offs, *docs;
+		CHECK_INT(run_gen(args, &out, &err), 0);
+		CHECK_CONTAINS(err, "8 needles from ");
+		text = slurp(jl, &len);
+		j = json_parse(text, len);
+		CHECK(j);
+		ans = json_get(j, "answer");
+		offs = json_get(j, "needle_offsets");
+		docs = json_get(j, "needle_docs");
+		CHECK_INT(cJSON_GetArraySize(ans), 8);
+		CHECK_INT(cJSON_GetArraySize(offs), 8);
+		CHECK_INT(cJSON_GetArraySize(json_get(j, "needle_depths")), 8);
+		CHECK_INT(json_int(j, "values", 0), 8);
+		CHECK_INT(json_int(j, "needle_offset", -1), cJSON_GetArrayItem(offs, 0)->valuedouble);
+		q = xasprintf("What are all the special magic numbers for %s mentioned in the "
+			      "provided text?",
+			      json_str(j, "key"));
+		CHECK_STR(json_str(j, "question"), q);
+		ctx = xasprintf("%s/%s", dir, json_str(j, "context_path"));
+		if (f == 0) {
+			body = slurp(ctx, &len);
+			CHECK(docs == NULL);
+		} else {
+			struct corpus *c = NULL;
+			struct rlm_err e = {0, ""};
+			CHECK_INT(corpus_load(ctx, NULL, &c, &e), 0);
+			CHECK_INT(json_int(j, "documents", 0), 8); /* 4 by size, 8 for the values */
+			CHECK_INT(c->n_docs, 8);
+			CHECK_INT(cJSON_GetArraySize(docs), 8);
+			for (int i = 0; i < 8; i++)
+				CHECK_INT(cJSON_GetArrayItem(docs, i)->valueint, i);
+			body = xstrndup(c->buf, c->len);
+			corpus_free(c);
+		}
+		CHECK_INT(count(body, json_str(j, "key")), 8);
+		for (int i = 0; i < 8; i++) {
+			const char *v = cJSON_GetArrayItem(ans, i)->valuestring;
+			char *line = xasprintf("for %s is: %s.\n", json_str(j, "key"), v);
+			const char *at = strstr(body, line);
+			CHECK(value_ok(SNIAH_NUMBER, v));
+			CHECK_INT(count(body, v), 1);
+			CHECK(at);
+			CHECK_INT((double)(at - body) - strlen("One of the special magic numbers "),
+				  cJSON_GetArrayItem(offs, i)->valuedouble);
+			free(line);
+		}
+		free(q);
+		free(ctx);
+		free(body);
+		cJSON_Delete(j);
+		free(text);
+		free(out);
+		free(err);
+		free(jl);
+		free(dir);
+	}
+}
+
 TEST(cli_bad_options_exit_2)
 {
 	static const struct {
-		const char *args[8];
+		const char *args[12];
 		const char *msg;
 	} cases[] = {
 		{{"nope", "--out", "D", NULL}, "unknown suite 'nope' (known: sniah)"},
@@ -725,6 +971,18 @@ TEST(cli_bad_options_exit_2)
 		{{"sniah", "extra", "--out", "D", NULL}, "unexpected argument 'extra'"},
 		{{"sniah", "--out", "D", "--sizes", "1k", "--distractors", "100", NULL},
 		 "size '1k' is too small for the needle and 100 distractors"},
+		{{"sniah", "--out", "D", "--values", "0", NULL}, "bad value '0' for --values: want 1..8"},
+		{{"sniah", "--out", "D", "--values", "9", NULL}, "bad value '9' for --values"},
+		{{"sniah", "--out", "D", "--values", "2", "--depth", "0.5", NULL},
+		 "--depth places one needle: it cannot go with --values 2"},
+		{{"sniah", "--out", "D", "--format", "dir", "--docs", "3", "--values", "4", NULL},
+		 "--docs 3 is fewer than --values 4: each value goes in a document of its own"},
+		{{"sniah", "--out", "D", "--value", "word", "--values", "8", "--distractors", "98",
+		  NULL},
+		 "too many distractors for word values: at most 97"},
+		{{"sniah", "--out", "D", "--sizes", "1k", "--values", "8", "--distractors", "60",
+		  NULL},
+		 "size '1k' is too small for 8 values and 60 distractors"},
 	};
 	char *cwd = getcwd(NULL, 0);
 	CHECK_INT(chdir(harness_tmpdir()), 0);
@@ -772,6 +1030,9 @@ TEST(cli_help)
 	CHECK_CONTAINS(out, "--format KIND");
 	CHECK_CONTAINS(out, "--docs N");
 	CHECK_CONTAINS(out, "--utf8");
+	CHECK_CONTAINS(out, "--values K");
+	CHECK_CONTAINS(out, "What are all the special magic numbers for KEY");
+	CHECK_CONTAINS(out, "string_match_all");
 	CHECK_CONTAINS(out, "sniah.jsonl");
 	free(out);
 	free(err);

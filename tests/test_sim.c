@@ -432,6 +432,100 @@ TEST(policy_multibyte_utf8)
 	buf_release(&b);
 }
 
+static const char magic_all_q[] = "What are all the special magic numbers for "
+				   "harmonious-uniform mentioned in the provided text?";
+
+TEST(policy_asks_all)
+{
+	static const struct {
+		const char *q;
+		bool all;
+	} cases[] = {
+	    {magic_all_q, true},
+	    {"List ALL the codes of the vault.", true},
+	    {"all of them?", true},
+	    {"What are the codes, all told?", true},
+	    {magic_q, false},
+	    {"How many numbers are there at all?", false}, /* a count */
+	    {"Who called the small hall?", false},
+	    {"What is the all-time high?", false},
+	    {"What does allow mean?", false},
+	    {"", false},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		CHECK_MSG(sim_asks_all(cases[i].q, strlen(cases[i].q)) == cases[i].all,
+			  "case %zu: '%s'", i, cases[i].q);
+}
+
+/* RULER's multi-value NIAH: a leaf lists every value of the key it sees,
+ * in the order of the text, each once, and not the needles of other
+ * keys; asked for one value, it still gives the first. */
+TEST(policy_all_lists_every_value_of_the_key)
+{
+	const char *needles[] = {
+	    "One of the special magic numbers for harmonious-uniform is: 2338687.",
+	    "One of the special magic numbers for quiet-harbor is: 1111111.",
+	    "One of the special magic numbers for harmonious-uniform is: 7150309.",
+	    "One of the special magic numbers for harmonious-uniform is: 2338687.",
+	    "One of the special magic numbers for brave-lantern is: 3333333.",
+	    "One of the special magic numbers for harmonious-uniform is: 4090771.",
+	};
+	char *text = essay(200000, needles, ARRAY_SIZE(needles), magic_all_q), *got;
+	got = reply_to(text);
+	CHECK_STR(got, "One of the special magic numbers for harmonious-uniform is: 2338687.\n"
+		       "One of the special magic numbers for harmonious-uniform is: 7150309.\n"
+		       "One of the special magic numbers for harmonious-uniform is: 4090771.");
+	free(got);
+	free(text);
+	text = essay(200000, needles, ARRAY_SIZE(needles), magic_q);
+	got = reply_to(text);
+	CHECK_STR(got, needles[0]);
+	free(got);
+	free(text);
+	text = essay(100000, NULL, 0, magic_all_q);
+	got = reply_to(text);
+	CHECK_STR(got, "NONE");
+	free(got);
+	free(text);
+}
+
+/* The combiner for "all": the lines of every partial answer that match
+ * best, distinct, in order; lines about other keys are dropped. */
+TEST(policy_combine_all_unions_the_partials)
+{
+	const char *k1 = "One of the special magic numbers for harmonious-uniform is: 2338687.";
+	const char *k2 = "One of the special magic numbers for harmonious-uniform is: 7150309.";
+	const char *k3 = "One of the special magic numbers for harmonious-uniform is: 4090771.";
+	const char *d = "One of the special magic numbers for quiet-harbor is: 1111111.";
+	char *two = xasprintf("%s\n%s", k1, k2), *again = xasprintf("%s\n%s", k3, k1);
+	const char *parts[] = {two, "NONE", d, again, " NONE. "};
+	char *p = combine_prompt(magic_all_q, parts, ARRAY_SIZE(parts)), *got = reply_to(p);
+	char *want = xasprintf("%s\n%s\n%s", k1, k2, k3);
+	CHECK_STR(got, want);
+	free(got);
+	free(p);
+	/* bare values hold no term of the question: all of them */
+	{
+		const char *bare[] = {"2338687", "NONE", "7150309\n2338687", "4090771"};
+		p = combine_prompt(magic_all_q, bare, ARRAY_SIZE(bare));
+		got = reply_to(p);
+		CHECK_STR(got, "2338687\n7150309\n4090771");
+		free(got);
+		free(p);
+	}
+	{
+		const char *none[] = {"NONE", "none"};
+		p = combine_prompt(magic_all_q, none, 2);
+		got = reply_to(p);
+		CHECK_STR(got, "NONE");
+		free(got);
+		free(p);
+	}
+	free(want);
+	free(two);
+	free(again);
+}
+
 /* ---- the root policy (llm/sim_root.c) ---- */
 
 #define ROOT_TURNS 12
@@ -900,6 +994,147 @@ static cJSON *py_json(const char *program)
 	return j;
 }
 
+/* For "all" questions: leaves (and children) that give every line with
+ * KEY, two more values of it (one twice), a needle of another key, and a
+ * combiner that checks it is given the distinct lines and joins them. */
+static const char py_all[] =
+    "ALL = ['The access code of the zebra-7731 vault is 55-ALPHA.',\n"
+    "       'The access code of the zebra-7731 vault is 77-BRAVO.',\n"
+    "       'The access code of the zebra-7731 vault is 99-CHARLIE.']\n"
+    "def _every(text):\n"
+    "    got = [l for l in text.split('\\n') if KEY in l]\n"
+    "    return '\\n'.join(dict.fromkeys(got)) if got else 'NONE'\n"
+    "_one_leaf = _leaf\n"
+    "def _leaf(p):\n"
+    "    a = _one_leaf(p)\n"
+    "    return _every(p.split('\\n\\nText:\\n', 1)[1]) if a.startswith('The access') else a\n"
+    "def rlm_query_batched(prompts, model=None, contexts=None):\n"
+    "    CHILDREN.append(len(prompts))\n"
+    "    return [_every(c) for c in contexts]\n"
+    "CHILDREN = []\n"
+    "def llm_query(prompt, model=None):\n"
+    "    assert prompt.startswith('Several readers each answered'), prompt[:80]\n"
+    "    COMBINES.append(prompt)\n"
+    "    parts = prompt.split('Partial answers:\\n', 1)[1].split('\\n')\n"
+    "    assert parts == ['[%d] %s' % (i + 1, v) for i, v in enumerate(ALL)], parts\n"
+    "    return ' ; '.join(ALL)\n";
+
+TEST(root_gathers_every_value)
+{
+	static const char str_extra[] =
+	    "_l = context.split('\\n')\n"
+	    "_l.insert(120, ALL[1])\n"
+	    "_l.insert(123, ALL[2])\n"
+	    "_l.insert(200, 'The access code of the yak-1234 vault is 11-DELTA.')\n"
+	    "_l.insert(260, ALL[1])\n"
+	    "context = '\\n'.join(_l)\n";
+	static const char list_extra[] =
+	    "context[17] += '\\n' + ALL[1] + '\\n' + ALL[2]\n"
+	    "context[22] += '\\nThe access code of the yak-1234 vault is 11-DELTA.'\n"
+	    "context[33] += '\\n' + ALL[2]\n";
+	static const char *const specs[] = {"", "rlm_chunks=4"};
+	static const char q[] = "What are all the access codes of the zebra-7731 vault?";
+	for (int list = 0; list < 2; list++) {
+		for (size_t k = 0; k < ARRAY_SIZE(specs); k++) {
+			struct fake_repl r;
+			struct convo c;
+			int turns, errors;
+			char *got, *extra = xasprintf("%s%s", py_all, list ? list_extra : str_extra);
+			fake_repl_init(&r, list, 1, extra);
+			convo_init(&c, q,
+				   list ? "a list of 40 documents (str), 20,000 characters in all"
+					: "a str of 19,500 characters",
+				   "2,000");
+			got = root_solve(specs[k], &r, &c,
+					 k ? "assert CHILDREN and not CALLS, (CHILDREN, CALLS)\n"
+					   : "assert CALLS and not CHILDREN, (CHILDREN, CALLS)\n",
+					 &turns, &errors);
+			CHECK_MSG(got && !strcmp(got, "The access code of the zebra-7731 vault is "
+						      "55-ALPHA. ; The access code of the "
+						      "zebra-7731 vault is 77-BRAVO. ; The access "
+						      "code of the zebra-7731 vault is 99-CHARLIE."),
+				  "list %d, %s: got '%s'", list, specs[k], got ? got : "(none)");
+			CHECK_INT(turns, 3);
+			CHECK_INT(errors, 0);
+			CHECK_CONTAINS(c.m[6].text, "# step 3: gather every answer");
+			free(got);
+			free(extra);
+			convo_release(&c);
+			buf_release(&r.hist);
+		}
+	}
+}
+
+/* Step 3 for "all", answered by the real combiner: the distinct lines of
+ * the answers, those of another key dropped; one distinct line needs no
+ * call; a failed call falls back on all the lines. */
+TEST(root_all_combine_prompt_suits_the_sub_model)
+{
+	static const struct {
+		const char *found, *want;
+		int calls;
+	} cases[] = {
+	    {"['The access code of the zebra-7731 vault is 55-ALPHA.\\nThe access code of the "
+	     "zebra-7731 vault is 77-BRAVO.', 'The access code of the yak-1234 vault is 11-DELTA.', "
+	     "' NONE ', 'The access code of the zebra-7731 vault is 99-CHARLIE.\\nThe access code "
+	     "of the zebra-7731 vault is 55-ALPHA.']",
+	     "The access code of the zebra-7731 vault is 55-ALPHA.\n"
+	     "The access code of the zebra-7731 vault is 77-BRAVO.\n"
+	     "The access code of the zebra-7731 vault is 99-CHARLIE.",
+	     1},
+	    {"['The access code of the zebra-7731 vault is 55-ALPHA.', "
+	     "'The access code of the zebra-7731 vault is 55-ALPHA.\\n']",
+	     "The access code of the zebra-7731 vault is 55-ALPHA.", 0},
+	    {"[]", "NONE", 0},
+	    {"['FAIL one', 'FAIL two\\none']", "FAIL one\nFAIL two\none", 1},
+	};
+	struct fake_repl r;
+	struct convo c;
+	char *reply, *code;
+	fake_repl_init(&r, false, 1, NULL);
+	convo_init(&c, "What are all the access codes of the zebra-7731 vault?",
+		   "a str of 19,500 characters", "2,000");
+	reply = root_reply("", &c);
+	convo_turn(&c, reply, "type: str length: 19500\n", false);
+	free(reply);
+	reply = root_reply("", &c);
+	convo_turn(&c, reply, "10 chunks, 10 answers, 3 found\n", false);
+	free(reply);
+	reply = root_reply("", &c);
+	code = code_of(reply);
+	CHECK_INT(step_in(code), 3);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		/* the sub-model answers the combine prompt; one holding FAIL fails */
+		char *prog = xasprintf(
+		    "%sfound = %s\n"
+		    "def llm_query(prompt, model=None):\n"
+		    "    COMBINES.append(prompt)\n"
+		    "    return 'Error: down' if 'FAIL' in prompt else ''\n"
+		    "%simport json\nprint('@@J@@' + json.dumps([answer['content']] + COMBINES))\n",
+		    r.hist.p, cases[i].found, code);
+		cJSON *arr = py_json(prog);
+		const char *final = cJSON_GetArrayItem(arr, 0)->valuestring;
+		CHECK_INT(cJSON_GetArraySize(arr), 1 + cases[i].calls);
+		if (cases[i].calls && !strstr(cases[i].found, "FAIL")) {
+			const char *p = cJSON_GetArrayItem(arr, 1)->valuestring;
+			struct llm_msg m = {LLM_USER, p, strlen(p)};
+			char *a = sim_reply_text(NULL, &m, 1);
+			CHECK_CONTAINS(p, "\n\nPartial answers:\n[1] ");
+			CHECK_CONTAINS(p, "list every distinct one");
+			CHECK_STR(a, cases[i].want);
+			free(a);
+		} else {
+			CHECK_STR(final, cases[i].want);
+		}
+		cJSON_Delete(arr);
+		free(prog);
+	}
+	free(code);
+	free(reply);
+	convo_release(&c);
+	buf_release(&r.hist);
+}
+
 TEST(root_prompts_suit_the_sub_model)
 {
 	/* The prompts the root's code builds, answered by the real sub-model
@@ -1268,6 +1503,22 @@ TEST(root_out_of_turns_final)
 	free(r);
 	r = root_reply("", &c);
 	CHECK_STR(r, "FINAL(7)");
+	free(r);
+	convo_release(&c);
+
+	/* "all": every distinct answer printed */
+	convo_init(&c, "What are all the codes?", "a str of 100 characters", "200,000");
+	r = root_reply("", &c);
+	convo_turn(&c, r, "type: str\n", false);
+	free(r);
+	r = root_reply("", &c);
+	convo_turn(&c, r,
+		   "4 chunks, 4 answers, 4 found\nanswer: code 7 code 8\nanswer: code 9\n"
+		   "answer: code 7 code 8\nanswer: code 7\n",
+		   true);
+	free(r);
+	r = root_reply("", &c);
+	CHECK_STR(r, "FINAL(code 7 code 8 code 9 code 7)");
 	free(r);
 	convo_release(&c);
 }
