@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* rlm/corpus.c -- loading a context: a mapped text file, a directory walk,
- * JSONL documents, or standard input.
+/* rlm/corpus.c -- loading a context: a mapped text file, JSONL documents or
+ * standard input, and the buffer they are built in (directories:
+ * rlm/corpus_dir.c).
  *
  * DESIGN
  * A single text file is mapped read-only and checked in place (one pass of
@@ -10,23 +11,19 @@
  * mremap, then unmapped, sealed like the REPL's context memfd, and mapped
  * again read-only. Its pages are the memfd's: after the build the
  * controller holds none of them until it reads the text, and
- * corpus_release_pages() can drop them again. A directory is walked first
- * (names only), the relative paths are sorted, and then each file is read
- * straight into the buffer; a file that turns out to be binary is cut off
- * again, so the buffer never holds anything but accepted documents and
- * their '\n' separators. JSONL is mapped and decoded line by line with
- * cJSON, and the pages of the input behind the decoder are dropped as it
- * goes (MADV_DONTNEED for a file, MADV_REMOVE for standard input read into
- * a memfd), so a 40 MB JSONL peaks near 40 MB, not 80. Every error message
- * names the file (and line); codes are -errno for system calls, RLM_ETOOBIG
- * for the size cap, RLM_EPARSE for bad content and RLM_EINVAL for an empty
- * corpus or a path of the wrong kind.
+ * corpus_release_pages() can drop them again. JSONL is mapped and decoded
+ * line by line with cJSON, and the pages of the input behind the decoder
+ * are dropped as it goes (MADV_DONTNEED for a file, MADV_REMOVE for
+ * standard input read into a memfd), so a 40 MB JSONL peaks near 40 MB,
+ * not 80. Every error message, here and in rlm/corpus_dir.c, names the
+ * file (and line); codes are -errno for system calls, RLM_ETOOBIG for the
+ * size cap, RLM_EPARSE for bad content and RLM_EINVAL for an empty corpus
+ * or a path of the wrong kind.
  */
-#include "corpus.h"
+#include "corpus_int.h"
 
 #include "../common/json.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -39,7 +36,6 @@
 #include <unistd.h>
 
 #define DEFAULT_MAX ((size_t)4 << 30)
-#define MAX_DEPTH   256
 #define TB_MIN	    ((size_t)64 << 10) /* first size of a growing buffer */
 #define DROP_STEP   ((size_t)4 << 20)  /* JSONL input released in steps of this */
 #define READY_STEP  ((size_t)1 << 20)  /* memfd pages populated in steps of this */
@@ -47,15 +43,7 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
-/* The public struct plus what corpus_free needs to release. */
-struct corpus_int {
-	struct corpus c; /* first, so a struct corpus * converts back */
-	char *heap;	 /* owned text buffer, or NULL */
-	void *map;	 /* mmap base (of the file or of c.fd), or NULL */
-	size_t map_len;	 /* bytes mapped */
-};
-
-static struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source)
+struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source)
 {
 	struct corpus_int *ci = xcalloc(1, sizeof(*ci));
 	ci->c.kind = kind;
@@ -76,20 +64,7 @@ static size_t page_size(void)
 
 /* ---- the buffer being built ---- */
 
-/* The text of a directory, JSONL or standard input while it is read: a
- * memfd mapped shared and writable, or the heap when there is no memfd.
- * p[len] is always a NUL (cap > len once anything was reserved). */
-struct tbuf {
-	int fd;	      /* the memfd, or -1: p is on the heap */
-	char *p;      /* cap bytes */
-	size_t len;   /* bytes of text */
-	size_t cap;
-	size_t max;   /* cap on len; 0: none */
-	size_t ready; /* bytes of the mapping populated (memfd), or SIZE_MAX:
-		       * the kernel cannot */
-};
-
-static void tb_init(struct tbuf *b, size_t max, bool heap)
+void tb_init(struct tbuf *b, size_t max, bool heap)
 {
 	memset(b, 0, sizeof(*b));
 	b->max = max;
@@ -102,7 +77,7 @@ static void tb_init(struct tbuf *b, size_t max, bool heap)
 	}
 }
 
-static void tb_release(struct tbuf *b)
+void tb_release(struct tbuf *b)
 {
 	if (b->fd >= 0) {
 		if (b->p)
@@ -135,9 +110,7 @@ static void tb_ready(struct tbuf *b, size_t n)
 		b->ready = want;
 }
 
-/* Room for n more bytes and the NUL after them, whatever max says.
- * Returns 0 or -errno when the memfd cannot grow. */
-static int tb_grow(struct tbuf *b, size_t n)
+int tb_grow(struct tbuf *b, size_t n)
 {
 	size_t need = b->len + n + 1, cap;
 	void *p;
@@ -164,8 +137,7 @@ static int tb_grow(struct tbuf *b, size_t n)
 	return 0;
 }
 
-/* tb_grow within max: RLM_ETOOBIG when len + n would pass it. */
-static int tb_reserve(struct tbuf *b, size_t n)
+int tb_reserve(struct tbuf *b, size_t n)
 {
 	size_t max = b->max ? b->max : SIZE_MAX / 4;
 	if (n > max || b->len > max - n)
@@ -199,10 +171,7 @@ static int tb_write_table(struct tbuf *b, const struct corpus *c)
 	return 0;
 }
 
-/* Hand the text over to ci (buf, len, fd). A memfd is cut to the text,
- * given the documents table when `table`, sealed and mapped read-only.
- * Returns 0 or -errno; b is released either way. */
-static int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
+int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
 {
 	void *p;
 	int rc = 0;
@@ -287,7 +256,7 @@ static const char *label(const char *path, char *tmp, size_t n)
 	return tmp;
 }
 
-static void add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *name)
+void corpus_add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *name)
 {
 	if (c->n_docs == *cap) {
 		*cap = *cap ? *cap * 2 : 16;
@@ -319,7 +288,7 @@ struct corpus *corpus_from_text(const char *text, size_t len)
 	ci->heap[len] = '\0';
 	ci->c.buf = ci->heap;
 	ci->c.len = len;
-	add_doc(&ci->c, &cap, 0, len, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
 	return &ci->c;
 }
 
@@ -329,7 +298,7 @@ struct corpus *corpus_borrow_text(const char *text, size_t len)
 	size_t cap = 0;
 	ci->c.buf = len ? text : "";
 	ci->c.len = len;
-	add_doc(&ci->c, &cap, 0, len, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
 	return &ci->c;
 }
 
@@ -375,7 +344,7 @@ static int load_text(int fd, const struct stat *st, const char *path, size_t max
 	ci->c.buf = map;
 	ci->c.len = len;
 	ci->c.mapped = true;
-	add_doc(&ci->c, &cap, 0, len, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
 	*out = &ci->c;
 	return 0;
 }
@@ -501,7 +470,7 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 	b->len += tlen;
 	b->p[b->len++] = '\n';
 	b->p[b->len] = '\0';
-	add_doc(c, cap, b->len - tlen - 1, tlen, name);
+	corpus_add_doc(c, cap, b->len - tlen - 1, tlen, name);
 	name = NULL;
 	rc = 0;
 out:
@@ -580,9 +549,7 @@ static int load_jsonl(int fd, const struct stat *st, const char *path, const str
 
 /* ---- reading whole files and pipes ---- */
 
-/* Append everything fd yields to b without passing b->max; hint is the
- * expected size. Returns 0, -errno, or RLM_ETOOBIG when there is more. */
-static int read_all(int fd, struct tbuf *b, size_t hint)
+int tb_read_all(int fd, struct tbuf *b, size_t hint)
 {
 	size_t max = b->max ? b->max : SIZE_MAX / 4, chunk = hint < 65536 ? 65536 : hint + 1;
 	for (;;) {
@@ -621,7 +588,7 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 	size_t cap = 0;
 	int rc;
 	tb_init(&b, max, o->heap);
-	rc = read_all(0, &b, 0);
+	rc = tb_read_all(0, &b, 0);
 	if (rc == RLM_ETOOBIG) {
 		rc = rlm_err_set(err, rc, "standard input is larger than %zu bytes", max);
 		goto fail;
@@ -645,7 +612,7 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 	if ((rc = check_text("standard input", b.p, b.len, err)))
 		goto fail;
 	ci = corpus_alloc(CORPUS_TEXT, "-");
-	add_doc(&ci->c, &cap, 0, b.len, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, b.len, NULL);
 	if ((rc = tb_finish(&b, ci, false))) {
 		corpus_free(&ci->c);
 		return rlm_err_set(err, rc, "cannot keep standard input: %s", strerror(-rc));
@@ -654,270 +621,6 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 	return 0;
 fail:
 	tb_release(&b);
-	return rc;
-}
-
-/* ---- directories ---- */
-
-struct walk {
-	const char *root; /* the path given, for messages */
-	bool quiet;
-	char **paths; /* relative paths of candidate files; owned */
-	size_t n, cap;
-};
-
-static void walk_push(struct walk *w, char *rel)
-{
-	if (w->n == w->cap) {
-		w->cap = w->cap ? w->cap * 2 : 64;
-		w->paths = xrealloc(w->paths, w->cap * sizeof(*w->paths));
-	}
-	w->paths[w->n++] = rel;
-}
-
-static void warn_skip(const struct walk *w, const char *rel, const char *why)
-{
-	if (!w->quiet)
-		log_warn("skipping '%s': %s", rel, why);
-}
-
-/* Collect the regular files under dfd (which this call takes over), whose
- * path relative to the root is prefix (NULL at the root). */
-static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, struct rlm_err *err)
-{
-	DIR *d = fdopendir(dfd);
-	struct dirent *e;
-	int rc = 0;
-	if (!d) {
-		rc = -errno;
-		close(dfd);
-		return rlm_err_set(err, rc, "cannot read directory '%s/%s': %s", w->root,
-				   prefix ? prefix : "", strerror(-rc));
-	}
-	for (;;) {
-		struct stat st;
-		char *rel;
-		int type;
-		errno = 0;
-		if (!(e = readdir(d))) {
-			if (errno)
-				rc = rlm_err_set(err, -errno, "cannot read directory '%s%s%s': %s",
-						 w->root, prefix ? "/" : "", prefix ? prefix : "",
-						 strerror(errno));
-			break;
-		}
-		if (e->d_name[0] == '.')
-			continue;
-		rel = prefix ? xasprintf("%s/%s", prefix, e->d_name) : xstrdup(e->d_name);
-		type = e->d_type;
-		if (type == DT_UNKNOWN) {
-			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-				rc = rlm_err_set(err, -errno, "cannot stat '%s/%s': %s", w->root,
-						 rel, strerror(errno));
-				free(rel);
-				break;
-			}
-			type = S_ISDIR(st.st_mode)   ? DT_DIR
-			       : S_ISREG(st.st_mode) ? DT_REG
-			       : S_ISLNK(st.st_mode) ? DT_LNK
-						     : DT_UNKNOWN;
-		}
-		if (type == DT_LNK) {
-			if (fstatat(dirfd(d), e->d_name, &st, 0) < 0)
-				warn_skip(w, rel, "dangling symbolic link");
-			else if (S_ISREG(st.st_mode))
-				type = DT_REG;
-			else if (S_ISDIR(st.st_mode))
-				warn_skip(w, rel, "symbolic link to a directory (not followed)");
-			else
-				warn_skip(w, rel, "not a regular file");
-			if (type != DT_REG) {
-				free(rel);
-				continue;
-			}
-		}
-		if (type == DT_REG) {
-			walk_push(w, rel);
-		} else if (type == DT_DIR) {
-			int sub;
-			if (depth >= MAX_DEPTH) {
-				rc = rlm_err_set(
-				    err, RLM_EINVAL,
-				    "cannot walk '%s/%s': directories nested too deeply", w->root,
-				    rel);
-				free(rel);
-				break;
-			}
-			sub = openat(dirfd(d), e->d_name,
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0) {
-				rc = rlm_err_set(err, -errno, "cannot open '%s/%s': %s", w->root,
-						 rel, strerror(errno));
-				free(rel);
-				break;
-			}
-			rc = walk_dir(w, sub, rel, depth + 1, err);
-			free(rel);
-			if (rc)
-				break;
-		} else {
-			warn_skip(w, rel, "not a regular file");
-			free(rel);
-		}
-	}
-	closedir(d);
-	return rc;
-}
-
-static int cmp_path(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Why s[0..len) is no text, or NULL: the first of a NUL byte and a bad
- * UTF-8 sequence. */
-static const char *not_text(const char *s, size_t len)
-{
-	const char *nul = memchr(s, 0, len);
-	if (!utf8_valid(s, nul ? (size_t)(nul - s) : len, NULL))
-		return "not UTF-8 text";
-	return nul ? "contains NUL bytes" : NULL;
-}
-
-/* Read into dst until it is full or the file ends. */
-static ssize_t read_head(int fd, char *dst, size_t n)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t k = read(fd, dst + got, n - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			break;
-		got += (size_t)k;
-	}
-	return (ssize_t)got;
-}
-
-#define HEAD ((size_t)16384)
-
-/* Read one listed file into b as a document, or skip it. The first 16 KiB
- * are looked at before the rest is read, so a big binary file is skipped
- * after one read; they go into b past its cap if need be, and are cut off
- * again unless the file is text, which alone counts against the cap. */
-static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *w, int rootfd,
-		    const char *rel, struct rlm_err *err)
-{
-	struct stat st;
-	size_t start = b->len, len, ok_len, max = b->max ? b->max : SIZE_MAX / 4;
-	const char *why;
-	ssize_t n;
-	int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
-	if (fd < 0)
-		return rlm_err_set(err, -errno, "cannot open '%s/%s': %s", w->root, rel,
-				   strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		rc = rlm_err_set(err, -errno, "cannot stat '%s/%s': %s", w->root, rel,
-				 strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		warn_skip(w, rel, "not a regular file");
-		goto out;
-	}
-	if ((rc = tb_grow(b, HEAD)))
-		goto read_error;
-	if ((n = read_head(fd, b->p + start, HEAD)) < 0) {
-		rc = (int)n;
-		goto read_error;
-	}
-	if (n == 0)
-		goto out; /* empty files are no documents */
-	b->len += (size_t)n;
-	b->p[b->len] = '\0';
-	/* A longer file may cut a sequence at the end of the head. */
-	ok_len = (size_t)n < HEAD ? (size_t)n : utf8_floor(b->p + start, (size_t)n);
-	if ((why = not_text(b->p + start, ok_len)))
-		goto cut; /* the bytes past ok_len are checked with the rest */
-	/* The rest, then the separator, must fit under the cap. */
-	if (b->len > max)
-		rc = RLM_ETOOBIG;
-	else if ((size_t)n == HEAD)
-		rc = read_all(fd, b, (size_t)st.st_size - RLM_MIN((size_t)st.st_size, HEAD));
-	if (rc == 0)
-		rc = tb_reserve(b, 1);
-	if (rc == RLM_ETOOBIG) {
-		b->len = start;
-		b->p[start] = '\0';
-		rc = rlm_err_set(err, rc, "'%s' is larger than %zu bytes", w->root, b->max);
-		goto out;
-	}
-	if (rc)
-		goto read_error;
-	len = b->len - start;
-	if ((why = not_text(b->p + start + ok_len, len - ok_len)))
-		goto cut;
-	b->p[b->len++] = '\n'; /* reserved above */
-	b->p[b->len] = '\0';
-	add_doc(c, cap, start, len, xstrdup(rel));
-	goto out;
-cut:
-	b->len = start;
-	b->p[start] = '\0';
-	warn_skip(w, rel, why);
-	c->skipped++;
-	goto out;
-read_error:
-	b->len = start;
-	if (b->p)
-		b->p[start] = '\0';
-	rc = rlm_err_set(err, rc, "cannot read '%s/%s': %s", w->root, rel, strerror(-rc));
-out:
-	close(fd);
-	return rc;
-}
-
-static int load_dir(int fd, const char *path, const struct corpus_opts *o, size_t max,
-		    struct corpus **out, struct rlm_err *err)
-{
-	struct walk w = {path, o->quiet, NULL, 0, 0};
-	struct corpus_int *ci = corpus_alloc(CORPUS_DIR, path);
-	struct tbuf b;
-	size_t cap = 0;
-	int sub = dup(fd), rc;
-	tb_init(&b, max, o->heap);
-	if (sub < 0) {
-		rc = rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
-		goto out;
-	}
-	if ((rc = walk_dir(&w, sub, NULL, 0, err)))
-		goto out;
-	if (w.n)
-		qsort(w.paths, w.n, sizeof(*w.paths), cmp_path);
-	for (size_t i = 0; i < w.n; i++)
-		if ((rc = dir_file(&ci->c, &cap, &b, &w, fd, w.paths[i], err)))
-			goto out;
-	if (ci->c.n_docs == 0) {
-		rc = rlm_err_set(err, RLM_EINVAL, "no text documents in '%s' (%zu skipped)", path,
-				 ci->c.skipped);
-		goto out;
-	}
-	if ((rc = tb_finish(&b, ci, true))) {
-		rc = rlm_err_set(err, rc, "cannot keep the documents of '%s': %s", path,
-				 strerror(-rc));
-		goto out;
-	}
-	*out = &ci->c;
-	ci = NULL;
-out:
-	for (size_t i = 0; i < w.n; i++)
-		free(w.paths[i]);
-	free(w.paths);
-	tb_release(&b);
-	if (ci)
-		corpus_free(&ci->c);
 	return rc;
 }
 
@@ -970,7 +673,7 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 	if (fstat(fd, &st) < 0) {
 		rc = rlm_err_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
 	} else if (S_ISDIR(st.st_mode)) {
-		rc = load_dir(fd, path, o, max, out, err);
+		rc = corpus_load_dir(fd, path, o, max, out, err);
 	} else if (!S_ISREG(st.st_mode)) {
 		/* Replaced between stat and open. */
 		rc = rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",

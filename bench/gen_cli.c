@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/gen_cli.c -- `rlm bench gen`: its options, each item's seed, and
+ * the dataset's JSONL of items. */
+#include "bench_int.h"
+
+#include "../common/json.h"
+#include "../rlm/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char gen_usage[] =
+    "usage: rlm bench gen SUITE --out DIR [options]\n"
+    "\n"
+    "Generate a seeded benchmark dataset. The only SUITE is sniah: RULER-style\n"
+    "needles in a haystack. Each item's context is a text file with one line\n"
+    "\"One of the special magic numbers for KEY is: VALUE.\" hidden in it, and the\n"
+    "question asks for the value of KEY. With --values K (RULER's multi-value\n"
+    "NIAH) KEY has K such lines with K distinct values, and the question asks\n"
+    "\"What are all the special magic numbers for KEY mentioned in the provided\n"
+    "text?\"; the answer is all K of them.\n"
+    "\n"
+    "options:\n"
+    "  --out DIR           where to write (created if missing); required\n"
+    "  --sizes LIST        comma-separated sizes in tokens (1 token = 4 bytes),\n"
+    "                      with k/M/G for thousands/millions/billions, each >= 1k\n"
+    "                      (default 8k,32k,128k,1M)\n"
+    "  --n N               items per size (default 1)\n"
+    "  --seed S            base seed (default 1); each item's seed is derived\n"
+    "                      from (S, size, index), so items are reproducible alone\n"
+    "  --haystack KIND     essay (default): pseudo-essay paragraphs, one per line;\n"
+    "                      noise: RULER's \"The grass is green. ...\" repeated;\n"
+    "                      words: lines of random words\n"
+    "  --value TYPE        number (default, 7 digits), word, or uuid\n"
+    "  --distractors N     extra needles with other keys and values (default 0,\n"
+    "                      at most 1000; for word values, at most 105 together\n"
+    "                      with --values)\n"
+    "  --values K          values of the key, 1..8 (default 1): K needles at K\n"
+    "                      distinct depths drawn from RULER's 40 (with --format\n"
+    "                      dir or jsonl, in K distinct documents), each value on\n"
+    "                      its own line only; the question asks for all of them\n"
+    "  --depth F           needle position in [0,1] (default: one of RULER's 40\n"
+    "                      depths, drawn per item); not with --values\n"
+    "  --format KIND       text (default): one file; dir: a directory of files\n"
+    "                      doc-00000.txt ...; jsonl: a JSONL file of documents\n"
+    "                      {\"id\":\"doc-00000\",\"text\":...}; documents are runs of\n"
+    "                      whole lines of about equal size\n"
+    "  --docs N            documents per item for dir and jsonl, at most (default:\n"
+    "                      one per 2,000 tokens, and at least --values)\n"
+    "  --utf8              haystack words in multi-byte UTF-8 too (accents, Greek,\n"
+    "                      Cyrillic, CJK, emoji: 2-, 3- and 4-byte sequences)\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "output:\n"
+    "  DIR/sniah-SIZE-I.txt   the context of item I at SIZE (as written in --sizes);\n"
+    "                         DIR/sniah-SIZE-I/ or DIR/sniah-SIZE-I.jsonl with --format\n"
+    "  DIR/sniah.jsonl        one item per line (rewritten on each run):\n"
+    "    {\"id\":\"sniah-1M-0\",\"suite\":\"sniah\",\"question\":...,\"answer\":[VALUE],\n"
+    "     \"context_path\":\"sniah-1M-0.txt\",\"scorer\":\"contains_all\",\"tokens\":...,\n"
+    "     \"bytes\":...,\"needle_depth\":...,\"key\":...,\"haystack\":...,\"value_type\":...}\n"
+    "  With --format dir or jsonl an item also has \"format\", \"documents\" and\n"
+    "  \"needle_doc\" (the index of the document with the needle), and with --utf8\n"
+    "  \"utf8\": true. With --values K > 1, \"answer\" holds the K values in the\n"
+    "  order of the text, needle_depth, needle_offset and needle_doc are those of\n"
+    "  the first, and the item also has \"values\": K, \"needle_offsets\",\n"
+    "  \"needle_depths\" (and \"needle_docs\") of all K. The scorer contains_all is\n"
+    "  RULER's string_match_all: the share of the answer's values that occur in\n"
+    "  the prediction, ignoring case. context_path is relative to the JSONL's\n"
+    "  directory. The JSONL path is printed on stdout, one line per item on\n"
+    "  stderr.\n"
+    "\n"
+    "examples:\n"
+    "  rlm bench gen sniah --sizes 8k,1M,10M --n 5 --out data/sniah\n"
+    "  rlm bench gen sniah --sizes 10M --values 4 --format dir --out data/mv\n";
+
+enum {
+	OPT_SIZES = 1,
+	OPT_N,
+	OPT_SEED,
+	OPT_OUT,
+	OPT_HAY,
+	OPT_VALUE,
+	OPT_DISTR,
+	OPT_DEPTH,
+	OPT_FORMAT,
+	OPT_DOCS,
+	OPT_UTF8,
+	OPT_VALUES
+};
+
+struct gen_args {
+	char **size_names; /* as given; owned array, borrowed strings */
+	uint64_t *sizes;
+	size_t n_sizes;
+	long n;
+	uint64_t seed;
+	const char *out;
+	struct sniah_opts so;
+	enum sniah_format format;
+	long docs; /* 0: one per 2,000 tokens */
+};
+
+static int parse_sizes(struct gen_args *a, char *list)
+{
+	char *save = NULL;
+	free(a->size_names);
+	free(a->sizes);
+	a->size_names = NULL;
+	a->sizes = NULL;
+	a->n_sizes = 0;
+	for (char *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		if (strspn(s, "0123456789.kKmMgG") != strlen(s) || parse_count(s, &v) || v < 1000 ||
+		    v > 1000000000)
+			return cli_fail(2,
+					"bad size '%s' in --sizes: want a token count from 1k "
+					"to 1G, like 8k, 32k or 1M",
+					s);
+		for (size_t i = 0; i < a->n_sizes; i++)
+			if (strcmp(a->size_names[i], s) == 0)
+				return cli_fail(2, "size '%s' is given twice in --sizes", s);
+		a->size_names = xrealloc(a->size_names, (a->n_sizes + 1) * sizeof(char *));
+		a->sizes = xrealloc(a->sizes, (a->n_sizes + 1) * sizeof(uint64_t));
+		a->size_names[a->n_sizes] = s;
+		a->sizes[a->n_sizes++] = v;
+	}
+	if (a->n_sizes == 0)
+		return cli_fail(2, "--sizes is empty: want a list like 8k,32k,1M");
+	return 0;
+}
+
+static int parse_seed(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return RLM_EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **sizes_copy)
+{
+	static const struct option longopts[] = {
+	    {"sizes", required_argument, NULL, OPT_SIZES},
+	    {"n", required_argument, NULL, OPT_N},
+	    {"seed", required_argument, NULL, OPT_SEED},
+	    {"out", required_argument, NULL, OPT_OUT},
+	    {"haystack", required_argument, NULL, OPT_HAY},
+	    {"value", required_argument, NULL, OPT_VALUE},
+	    {"distractors", required_argument, NULL, OPT_DISTR},
+	    {"depth", required_argument, NULL, OPT_DEPTH},
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"docs", required_argument, NULL, OPT_DOCS},
+	    {"utf8", no_argument, NULL, OPT_UTF8},
+	    {"values", required_argument, NULL, OPT_VALUES},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *sizes = "8k,32k,128k,1M";
+	long l;
+	int opt;
+	optind = 0; /* full reset: this may run more than once per process */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_SIZES:
+			sizes = optarg;
+			break;
+		case OPT_N:
+			if (parse_int(optarg, 1, 1000000, &a->n))
+				return cli_fail(2, "bad value '%s' for --n: want 1..1000000",
+						optarg);
+			break;
+		case OPT_SEED:
+			if (parse_seed(optarg, &a->seed))
+				return cli_fail(2,
+						"bad value '%s' for --seed: want an integer "
+						"0..18446744073709551615",
+						optarg);
+			break;
+		case OPT_OUT:
+			a->out = optarg;
+			break;
+		case OPT_HAY:
+			if (strcmp(optarg, "essay") == 0)
+				a->so.haystack = SNIAH_ESSAY;
+			else if (strcmp(optarg, "noise") == 0)
+				a->so.haystack = SNIAH_NOISE;
+			else if (strcmp(optarg, "words") == 0)
+				a->so.haystack = SNIAH_WORDS;
+			else
+				return cli_fail(2,
+						"unknown --haystack '%s' (known: essay, noise, "
+						"words)",
+						optarg);
+			break;
+		case OPT_VALUE:
+			if (strcmp(optarg, "number") == 0)
+				a->so.value = SNIAH_NUMBER;
+			else if (strcmp(optarg, "word") == 0)
+				a->so.value = SNIAH_WORD;
+			else if (strcmp(optarg, "uuid") == 0)
+				a->so.value = SNIAH_UUID;
+			else
+				return cli_fail(2,
+						"unknown --value '%s' (known: number, word, "
+						"uuid)",
+						optarg);
+			break;
+		case OPT_DISTR:
+			if (parse_int(optarg, 0, SNIAH_MAX_DISTRACTORS, &l))
+				return cli_fail(2, "bad value '%s' for --distractors: want 0..%d",
+						optarg, SNIAH_MAX_DISTRACTORS);
+			a->so.distractors = (int)l;
+			break;
+		case OPT_DEPTH:
+			if (parse_double(optarg, 0, 1, &a->so.depth))
+				return cli_fail(2,
+						"bad value '%s' for --depth: want a number in "
+						"[0,1]",
+						optarg);
+			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "text") == 0)
+				a->format = SNIAH_TEXT;
+			else if (strcmp(optarg, "dir") == 0)
+				a->format = SNIAH_DIR;
+			else if (strcmp(optarg, "jsonl") == 0)
+				a->format = SNIAH_JSONL;
+			else
+				return cli_fail(
+				    2, "unknown --format '%s' (known: text, dir, jsonl)", optarg);
+			break;
+		case OPT_DOCS:
+			if (parse_int(optarg, 1, SNIAH_MAX_DOCS, &a->docs))
+				return cli_fail(2, "bad value '%s' for --docs: want 1..%d", optarg,
+						SNIAH_MAX_DOCS);
+			break;
+		case OPT_UTF8:
+			a->so.utf8 = true;
+			break;
+		case OPT_VALUES:
+			if (parse_int(optarg, 1, SNIAH_MAX_VALUES, &l))
+				return cli_fail(2, "bad value '%s' for --values: want 1..%d",
+						optarg, SNIAH_MAX_VALUES);
+			a->so.values = (int)l;
+			break;
+		case 'h':
+			fputs(gen_usage, stdout);
+			return 1;
+		case ':':
+			return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return cli_fail(2, "unknown option '%s' (see rlm bench gen --help)",
+					argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_fail(2, "no suite: say which, e.g. rlm bench gen sniah --out DIR");
+	if (strcmp(argv[optind], "sniah") != 0)
+		return cli_fail(2, "unknown suite '%s' (known: sniah)", argv[optind]);
+	if (optind + 1 < argc)
+		return cli_fail(2, "unexpected argument '%s' (see rlm bench gen --help)",
+				argv[optind + 1]);
+	if (!a->out || !*a->out)
+		return cli_fail(2, "no output directory: pass --out DIR");
+	if (a->docs && a->format == SNIAH_TEXT)
+		return cli_fail(2, "--docs needs --format dir or jsonl");
+	if (a->so.values > 1 && a->so.depth >= 0)
+		return cli_fail(2, "--depth places one needle: it cannot go with --values %d",
+				a->so.values);
+	if (a->docs && a->docs < a->so.values)
+		return cli_fail(2,
+				"--docs %ld is fewer than --values %d: each value goes in a "
+				"document of its own",
+				a->docs, a->so.values);
+	if (a->so.value == SNIAH_WORD &&
+	    (size_t)(a->so.values + a->so.distractors) > SNIAH_WORD_VALUES)
+		return cli_fail(2, "too many distractors for word values: at most %zu",
+				SNIAH_WORD_VALUES - (size_t)a->so.values);
+	*sizes_copy = xstrdup(sizes);
+	return parse_sizes(a, *sizes_copy);
+}
+
+static uint64_t item_seed(uint64_t seed, uint64_t tokens, uint64_t i)
+{
+	uint64_t st = seed;
+	st = splitmix64(&st) ^ tokens;
+	st = splitmix64(&st) ^ i;
+	return splitmix64(&st);
+}
+
+static const char *hay_name(enum sniah_haystack h)
+{
+	return h == SNIAH_NOISE ? "noise" : h == SNIAH_WORDS ? "words" : "essay";
+}
+
+static const char *format_name(enum sniah_format f)
+{
+	return f == SNIAH_DIR ? "dir" : f == SNIAH_JSONL ? "jsonl" : "text";
+}
+
+static char *item_json(const struct gen_args *a, const char *id, const char *ctx, uint64_t tokens,
+		       const struct sniah_item *it, size_t n_docs, size_t needle_doc)
+{
+	cJSON *j = cJSON_CreateObject(), *ans = cJSON_CreateArray();
+	char *s;
+	json_add_str(j, "id", id);
+	json_add_str(j, "suite", "sniah");
+	json_add_str(j, "question", it->question);
+	for (int v = 0; v < it->n_values; v++)
+		json_add_str(ans, NULL, it->values[v]);
+	json_add(j, "answer", ans);
+	json_add_str(j, "context_path", ctx);
+	json_add_str(j, "scorer", "contains_all");
+	json_add_num(j, "tokens", (double)tokens);
+	json_add_num(j, "bytes", (double)it->bytes);
+	json_add_num(j, "needle_depth", (double)(int64_t)(it->depth * 10000 + 0.5) / 10000);
+	json_add_str(j, "key", it->key);
+	json_add_str(j, "haystack", hay_name(a->so.haystack));
+	json_add_str(j, "value_type", sniah_value_name(a->so.value));
+	json_add_num(j, "needle_offset", (double)it->needle_off);
+	json_add_num(j, "distractors", a->so.distractors);
+	if (a->format != SNIAH_TEXT) {
+		json_add_str(j, "format", format_name(a->format));
+		json_add_num(j, "documents", (double)n_docs);
+		json_add_num(j, "needle_doc", (double)needle_doc);
+	}
+	if (it->n_values > 1) {
+		cJSON *offs = cJSON_CreateArray(), *depths = cJSON_CreateArray();
+		json_add_num(j, "values", it->n_values);
+		for (int v = 0; v < it->n_values; v++) {
+			double d = it->bytes ? (double)it->value_offs[v] / (double)it->bytes : 0;
+			json_add_num(offs, NULL, (double)it->value_offs[v]);
+			json_add_num(depths, NULL, (double)(int64_t)(d * 10000 + 0.5) / 10000);
+		}
+		json_add(j, "needle_offsets", offs);
+		json_add(j, "needle_depths", depths);
+		if (a->format != SNIAH_TEXT) {
+			cJSON *docs = cJSON_CreateArray();
+			for (int v = 0; v < it->n_values; v++)
+				json_add_num(docs, NULL, (double)it->value_docs[v]);
+			json_add(j, "needle_docs", docs);
+		}
+	}
+	if (a->so.utf8)
+		json_add_bool(j, "utf8", true);
+	s = json_print(j);
+	cJSON_Delete(j);
+	return s;
+}
+
+/* Write one item's context (file, directory or JSONL) and its JSONL line. */
+static int gen_item(const struct gen_args *a, FILE *jl, const char *jl_path, size_t si, long i)
+{
+	static const char *const ext[] = {".txt", "", ".jsonl"};
+	struct sniah_opts so = a->so;
+	struct sniah_item it;
+	char *id = xasprintf("sniah-%s-%ld", a->size_names[si], i);
+	char *name = xasprintf("%s%s", id, ext[a->format]),
+	     *path = xasprintf("%s/%s", a->out, name);
+	char *line;
+	size_t docs, n_docs, needle_doc;
+	int rc, status = 1;
+	so.tokens = a->sizes[si];
+	so.seed = item_seed(a->seed, so.tokens, (uint64_t)i);
+	docs = a->docs ? (size_t)a->docs : (size_t)RLM_MAX(so.tokens / 2000, (uint64_t)so.values);
+	rc = sniah_write(&so, a->format, docs, path, &it, &n_docs, &needle_doc);
+	if (rc == -EINVAL && so.values > 1) {
+		status = cli_fail(2, "size '%s' is too small for %d values%s and %d distractors",
+				  a->size_names[si], so.values,
+				  a->format == SNIAH_TEXT ? "" : " in documents of their own",
+				  so.distractors);
+		goto out;
+	}
+	if (rc == -EINVAL) {
+		status = cli_fail(2, "size '%s' is too small for the needle and %d distractors",
+				  a->size_names[si], a->so.distractors);
+		goto out;
+	}
+	if (rc) {
+		cli_fail(1, "cannot write '%s': %s", path, strerror(-rc));
+		goto out;
+	}
+	line = item_json(a, id, name, so.tokens, &it, n_docs, needle_doc);
+	if (fprintf(jl, "%s\n", line) < 0) {
+		cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
+		free(line);
+		goto out;
+	}
+	free(line);
+	fprintf(stderr, "%s: %llu bytes", path, (unsigned long long)it.bytes);
+	if (a->format != SNIAH_TEXT)
+		fprintf(stderr, " in %zu documents", n_docs);
+	if (it.n_values > 1)
+		fprintf(stderr, ", key %s, %d needles from %.3f", it.key, it.n_values, it.depth);
+	else
+		fprintf(stderr, ", key %s, needle at %.3f", it.key, it.depth);
+	for (int v = 0; a->format != SNIAH_TEXT && v < it.n_values; v++) {
+		const char *sep = it.n_values > 1 ? " (documents " : " (document ";
+		fprintf(stderr, "%s%zu", v ? ", " : sep, it.value_docs[v]);
+	}
+	fputs(a->format != SNIAH_TEXT ? ")\n" : "\n", stderr);
+	status = 0;
+out:
+	free(id);
+	free(name);
+	free(path);
+	return status;
+}
+
+int cmd_bench_gen(int argc, char **argv)
+{
+	struct gen_args a = {NULL, NULL, 0, 1, 1, NULL, {0}, SNIAH_TEXT, 0};
+	char *sizes = NULL, *jl_path = NULL;
+	FILE *jl = NULL;
+	int rc, status;
+	sniah_opts_default(&a.so);
+	if (cli_wants_help(argc, argv)) {
+		fputs(gen_usage, stdout);
+		return 0;
+	}
+	if ((status = parse_gen_args(&a, argc, argv, &sizes))) {
+		if (status == 1) /* --help */
+			status = 0;
+		goto out;
+	}
+	if ((rc = bench_make_dirs(a.out))) {
+		status = cli_fail(1, "cannot create directory '%s': %s", a.out, strerror(-rc));
+		goto out;
+	}
+	jl_path = xasprintf("%s/sniah.jsonl", a.out);
+	if (!(jl = fopen(jl_path, "w"))) {
+		status = cli_fail(1, "cannot open '%s': %s", jl_path, strerror(errno));
+		goto out;
+	}
+	for (size_t si = 0; si < a.n_sizes && !status; si++)
+		for (long i = 0; i < a.n && !status; i++)
+			status = gen_item(&a, jl, jl_path, si, i);
+	if (fclose(jl) != 0 && !status)
+		status = cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
+	jl = NULL;
+	if (!status)
+		printf("%s\n", jl_path);
+out:
+	free(jl_path);
+	free(sizes);
+	free(a.size_names);
+	free(a.sizes);
+	return status;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/loop_int.h -- inside the repl strategy: the state of one node's
+ * loop, shared by the loop (rlm/loop.c) and its turns (rlm/loop_turn.c).
+ * Everything here runs on the node's thread. */
+#ifndef RLM_LOOP_INT_H
+#define RLM_LOOP_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "solve_int.h"
+#include "prompt.h"
+
+/* One node of the repl strategy: made and freed by loop_node. */
+struct loop {
+	const struct rlm_opts *o; /* the node's (a child's root model may differ) */
+	struct rlm_result *out;
+	struct calls c; /* its stop reason is the node's */
+	struct rlm_tree *tree;
+	struct rlm_budget *budget; /* &tree->budget */
+	int depth, node;
+	struct repl *repl;
+	int64_t t0;
+	int iteration; /* 1-based; max_iterations + 1 for the last call */
+	int max_iterations, max_errors;
+	size_t output_limit, sub_chars;
+
+	/* the conversation, append-only; texts owned */
+	struct llm_msg *msgs;
+	size_t n_msgs, cap_msgs;
+
+	/* the root call out */
+	struct llm_call root;
+	atomic_bool root_cancel;
+	int64_t root_est;
+	bool root_done; /* guarded by c.mu */
+
+	char *content; /* the latest answer["content"] the code set */
+	int consecutive_errors;
+	char *last_error; /* the last error line of the last error turn */
+};
+
+/* Tell the caller's event callback (if any) an event of kind with
+ * text[0..len) (NULL: ""), at this iteration, depth and node; one event at
+ * a time across the solve's nodes. */
+void loop_emit(struct loop *l, const char *kind, const char *text, size_t len);
+/* Call the progress callback at this iteration's level (phase: done of
+ * total). Takes c.mu. */
+void loop_progress(struct loop *l, const char *phase, size_t done, size_t total);
+/* Append a message to the conversation; takes text (malloc'd). */
+void loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t len);
+/* Render the template `name` with vars into a fresh *text of *len bytes
+ * (the caller's to free). Returns 0 or prompt_render's code with err. */
+int loop_render(const char *name, const struct prompt_var *vars, size_t n, char **text, size_t *len,
+		struct rlm_err *err);
+
+enum turn_end { TURN_GO_ON, TURN_DONE };
+
+/* One turn on the reply in l->root (taken). Returns TURN_GO_ON with the
+ * next user message appended, TURN_DONE with the stop set (and
+ * out->answer), or a negative code. (rlm/loop_turn.c) */
+int loop_turn(struct loop *l, bool last, struct rlm_err *err);
+
+#endif

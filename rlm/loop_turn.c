@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/loop_turn.c -- one turn of the RLM loop: the root model's reply,
+ * its code run in the REPL worker, and the next user message.
+ *
+ * DESIGN
+ * A turn parses the reply (rlm/reply.h), runs its ```repl blocks in order
+ * until one sets answer["ready"], then honours a FINAL / FINAL_VAR written
+ * in the text, and answers with the blocks' outputs (or a nudge when there
+ * was no code). The last call, after max_iterations turns, takes a FINAL
+ * in its text first and runs its code only after.
+ */
+#include "loop_int.h"
+#include "reply.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers ---- */
+
+/* Was the reply cut off at the output token limit? "length" is the
+ * OpenAI-compatible finish reason, "max_tokens" Anthropic's stop reason. */
+static bool cut_off(const char *finish)
+{
+	return finish && (strcmp(finish, "length") == 0 || strcmp(finish, "max_tokens") == 0);
+}
+
+static bool blank(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!isspace((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* s[0..len) trimmed of blanks, in a fresh string. */
+static char *trim_dup(const char *s, size_t len)
+{
+	while (len && isspace((unsigned char)*s))
+		s++, len--;
+	while (len && isspace((unsigned char)s[len - 1]))
+		len--;
+	return xstrndup(s, len);
+}
+
+/* The code of a block as the worker gets it: CRLF made LF, and the
+ * indentation common to all its non-blank lines removed (a fence indented
+ * inside a list indents its code, which Python would refuse). */
+static char *block_code(const char *s, size_t len, size_t *out_len)
+{
+	struct buf b;
+	size_t common = SIZE_MAX, i = 0;
+	while (i < len) {
+		const char *nl = memchr(s + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - s) : len, k = i;
+		while (k < end && (s[k] == ' ' || s[k] == '\t'))
+			k++;
+		if (k < end && !(k + 1 == end && s[k] == '\r') && k - i < common)
+			common = k - i;
+		i = end + 1;
+	}
+	if (common == SIZE_MAX)
+		common = 0;
+	buf_init(&b, 0);
+	buf_reserve(&b, len + 1);
+	for (i = 0; i < len;) {
+		const char *nl = memchr(s + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - s) : len, start = i, e = end;
+		size_t skip = RLM_MIN(common, end - start);
+		if (e > start && s[e - 1] == '\r')
+			e--;
+		if (start + skip <= e)
+			buf_append(&b, s + start + skip, e - start - skip);
+		if (nl)
+			buf_putc(&b, '\n');
+		i = end + 1;
+	}
+	return buf_detach(&b, out_len);
+}
+
+/* The last non-blank line of s (an exception's "Name: message"), at most
+ * 200 bytes, in a fresh string. */
+static char *last_line(const char *s, size_t len)
+{
+	size_t end = len, start;
+	while (end && isspace((unsigned char)s[end - 1]))
+		end--;
+	start = end;
+	while (start && s[start - 1] != '\n')
+		start--;
+	if (end - start > 200)
+		end = start + utf8_floor(s + start, 200);
+	return xstrndup(s + start, end - start);
+}
+
+/* ---- running code ---- */
+
+/* Handle a repl_exec / repl_final_var outcome common to both: content,
+ * restarts, limits. Returns a negative code for a dead worker. */
+static int exec_outcome(struct loop *l, int rc, const struct repl_result *res, struct rlm_err *err)
+{
+	if (res->content && *res->content) {
+		free(l->content);
+		l->content = xstrdup(res->content);
+	}
+	if (res->restarted) {
+		static const char m[] = "the REPL worker was restarted: its variables are gone and "
+					"`context` was reloaded";
+		loop_emit(l, "notice", m, sizeof(m) - 1);
+	}
+	if (rc == RLM_ETIMEOUT) {
+		calls_timeout(&l->c, "while code was running");
+	} else if (rc == RLM_ECANCEL) {
+		calls_stop(&l->c, RLM_STOP_CANCEL, "cancelled by the caller");
+	} else if (rc < 0) {
+		calls_stop(&l->c, RLM_STOP_ERROR, "the REPL worker failed: %s",
+			   err->msg[0] ? err->msg : rlm_strerror(rc));
+		return rc;
+	}
+	return 0;
+}
+
+static void add_section(struct buf *outs, const char *head, const struct repl_result *res)
+{
+	if (outs->len)
+		buf_puts(outs, "\n\n");
+	size_t len = res->len;
+	/* Sections are one blank line apart: drop the output's own final
+	 * newlines. */
+	while (len && res->output[len - 1] == '\n')
+		len--;
+	buf_puts(outs, head);
+	buf_putc(outs, '\n');
+	if (len)
+		buf_append(outs, res->output, len);
+	else
+		buf_puts(outs, "(no output)");
+}
+
+/* Run the blocks of reply rp (text t) in order, outputs into outs. Stops
+ * at a block that sets the answer (*ready, answer in *answer) or at a
+ * limit (l->c.stopping). Returns 0 or a negative code for a dead worker. */
+static int run_blocks(struct loop *l, const char *t, const struct reply *rp, struct buf *outs,
+		      bool *error_turn, bool *ready, char **answer, struct rlm_err *err)
+{
+	for (size_t i = 0; i < rp->n_blocks; i++) {
+		struct repl_result res;
+		size_t clen;
+		char *code = block_code(t + rp->blocks[i].off, rp->blocks[i].len, &clen);
+		char head[64];
+		int rc;
+		loop_emit(l, "code", code, clen);
+		loop_progress(l, "exec", i, rp->n_blocks);
+		memset(&res, 0, sizeof(res));
+		rc = repl_exec(l->repl, code, clen, l->budget->deadline_ns, &res, err);
+		free(code);
+		l->out->execs++;
+		l->out->exec_ns += res.ns;
+		if (exec_outcome(l, rc, &res, err)) {
+			repl_result_release(&res);
+			return rc;
+		}
+		if (res.ready) {
+			loop_emit(l, "output", res.len ? res.output : "(no output)",
+				  res.len ? res.len : 11);
+			*ready = true;
+			*answer = xstrdup(res.answer ? res.answer : "");
+			repl_result_release(&res);
+			return 0;
+		}
+		if (res.error || res.restarted) {
+			*error_turn = true;
+			free(l->last_error);
+			l->last_error = res.len ? last_line(res.output, res.len) : NULL;
+		}
+		if (rp->n_blocks == 1)
+			snprintf(head, sizeof(head), "REPL output:");
+		else
+			snprintf(head, sizeof(head), "REPL output (block %zu of %zu):", i + 1,
+				 rp->n_blocks);
+		add_section(outs, head, &res);
+		loop_emit(l, "output", res.len ? res.output : "(no output)",
+			  res.len ? res.len : 11);
+		repl_result_release(&res);
+		if (calls_adopt(&l->c))
+			return 0;
+	}
+	return 0;
+}
+
+/* Resolve FINAL_VAR(name): *ready and *answer when it exists; else what
+ * the worker said goes into outs. */
+static int final_var(struct loop *l, const char *t, const struct reply *rp, struct buf *outs,
+		     bool *ready, char **answer, struct rlm_err *err)
+{
+	struct repl_result res;
+	char *name = xstrndup(t + rp->final_off, rp->final_len), *head;
+	int rc;
+	memset(&res, 0, sizeof(res));
+	rc = repl_final_var(l->repl, name, l->budget->deadline_ns, &res, err);
+	if (exec_outcome(l, rc, &res, err)) {
+		repl_result_release(&res);
+		free(name);
+		return rc;
+	}
+	if (res.ready) {
+		*ready = true;
+		*answer = xstrdup(res.answer ? res.answer : "");
+	} else if (!l->c.stopping) {
+		head = xasprintf("FINAL_VAR(%s):", name);
+		add_section(outs, head, &res);
+		loop_emit(l, "output", res.len ? res.output : "(no output)",
+			  res.len ? res.len : 11);
+		free(head);
+	}
+	repl_result_release(&res);
+	free(name);
+	return 0;
+}
+
+/* The reply's text outside its fences, trimmed: the answer of a last call
+ * that wrote no FINAL. NULL when there is none. */
+static char *prose_of(const char *t, size_t len, const struct reply *rp)
+{
+	struct buf b;
+	size_t pos = 0;
+	char *s;
+	buf_init(&b, 0);
+	for (size_t i = 0; i <= rp->n_blocks; i++) {
+		size_t end = i < rp->n_blocks ? rp->blocks[i].off : len;
+		/* Drop the fence line before the block and the one after it. */
+		size_t cut = end;
+		if (i < rp->n_blocks) {
+			while (cut > pos && t[cut - 1] == '\n')
+				cut--;
+			while (cut > pos && t[cut - 1] != '\n')
+				cut--;
+		}
+		buf_append(&b, t + pos, cut - pos);
+		if (i < rp->n_blocks) {
+			const char *nl;
+			pos = rp->blocks[i].off + rp->blocks[i].len;
+			nl = memchr(t + pos, '\n', len - pos);
+			pos = nl ? (size_t)(nl - t) + 1 : len;
+		}
+	}
+	s = trim_dup(b.p ? b.p : "", b.len);
+	buf_release(&b);
+	if (!*s) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+int loop_turn(struct loop *l, bool last, struct rlm_err *err)
+{
+	struct rlm_result *out = l->out;
+	char *text = l->root.text, *answer = NULL, *msg = NULL;
+	size_t len = l->root.len, msg_len = 0;
+	struct reply rp;
+	struct buf outs;
+	bool error_turn = false, ready = false;
+	bool cut = cut_off(l->root.finish_reason);
+	char turn_s[16], max_s[16];
+	int rc = 0;
+
+	l->root.text = NULL;
+	llm_call_release(&l->root);
+	loop_emit(l, "reply", text, len);
+	reply_parse(text, len, l->o->python_fences, cut, &rp);
+	buf_init(&outs, 0);
+
+	/* The last call: a FINAL in the text first, its code only after. */
+	if (last && rp.final == REPLY_FINAL) {
+		answer = xstrndup(text + rp.final_off, rp.final_len);
+		ready = true;
+	}
+	if (!ready)
+		rc = run_blocks(l, text, &rp, &outs, &error_turn, &ready, &answer, err);
+	if (!rc && !ready && !l->c.stopping && rp.final == REPLY_FINAL) {
+		answer = xstrndup(text + rp.final_off, rp.final_len);
+		ready = true;
+	}
+	if (!rc && !ready && !l->c.stopping && rp.final == REPLY_FINAL_VAR)
+		rc = final_var(l, text, &rp, &outs, &ready, &answer, err);
+	if (rc)
+		goto out;
+
+	if (last) {
+		/* A limit hit by its code keeps its reason (the content, if any,
+		 * is the answer); else the answer is what the call gave. The
+		 * prose of a reply that wrote code instead ("Let me check
+		 * once more:") does not beat an answer["content"] set before. */
+		out->answer = answer;
+		answer = NULL;
+		if (!out->answer && !l->c.stopping && rp.final != REPLY_FINAL_VAR &&
+		    !(rp.n_blocks && l->content))
+			out->answer = prose_of(text, len, &rp);
+		if (!l->c.stopping)
+			calls_stop(
+			    &l->c, RLM_STOP_ITERATIONS,
+			    "%d turns passed without an answer (max_iterations); one last call "
+			    "asked for it",
+			    l->max_iterations);
+		rc = TURN_DONE;
+		goto out;
+	}
+	if (ready) {
+		out->answer = answer;
+		answer = NULL;
+		/* A real answer wins over a limit its own exec ran into. */
+		l->c.stopping = false;
+		free(l->c.stop_detail);
+		l->c.stop_detail = NULL;
+		calls_stop(&l->c, RLM_STOP_ANSWER, "the answer is ready");
+		rc = TURN_DONE;
+		goto out;
+	}
+	if (l->c.stopping) {
+		/* A limit hit by this turn's code: a FINAL(...) in its text,
+		 * written before the code ran, is a better partial answer than
+		 * none (an answer["content"] the code set beats it). */
+		if (rp.final == REPLY_FINAL && !l->content)
+			out->answer = xstrndup(text + rp.final_off, rp.final_len);
+		rc = TURN_DONE;
+		goto out;
+	}
+	if (error_turn) {
+		out->error_turns++;
+		if (++l->consecutive_errors >= l->max_errors) {
+			calls_stop(&l->c, RLM_STOP_ERRORS,
+				   "%d turns in a row ended in an error (max_errors)%s%s",
+				   l->consecutive_errors, l->last_error ? "; the last: " : "",
+				   l->last_error ? l->last_error : "");
+			rc = TURN_DONE;
+			goto out;
+		}
+	} else {
+		l->consecutive_errors = 0;
+	}
+
+	/* Every block ran; the last may have lost its cut last line. */
+	if (cut && outs.len && rp.n_blocks && !rp.blocks[rp.n_blocks - 1].closed)
+		buf_puts(&outs,
+			 "\n\n(Your reply was cut off at the output token limit: its "
+			 "unfinished last block ran without its cut last line. Write shorter "
+			 "replies.)");
+
+	/* The next user message. */
+	snprintf(turn_s, sizeof(turn_s), "%d", l->iteration + 1);
+	snprintf(max_s, sizeof(max_s), "%d", l->max_iterations);
+	if (l->iteration >= l->max_iterations) {
+		struct prompt_var v[3] = {
+		    {"outputs",
+		     outs.len ? outs.p : "(your last reply had no ```repl block, so nothing ran)",
+		     outs.len},
+		    {"turn", turn_s, 0},
+		    {"max_iterations", max_s, 0},
+		};
+		rc = loop_render("repl_last.txt", v, 3, &msg, &msg_len, err);
+	} else if (!outs.len) {
+		struct prompt_var v[3] = {
+		    {"why",
+		     cut ? "Your reply was cut off at the output token limit before any ```repl "
+			   "block was complete, so nothing ran; write shorter replies."
+		     : blank(text, len) ? "Your reply was empty, so nothing ran."
+		     : rp.other_fences	? "Your reply had no ```repl block (only ```repl blocks "
+					  "run, not other fences), so nothing ran."
+					: "Your reply had no ```repl block, so nothing ran.",
+		     0},
+		    {"turn", turn_s, 0},
+		    {"max_iterations", max_s, 0},
+		};
+		rc = loop_render("repl_nocode.txt", v, 3, &msg, &msg_len, err);
+		if (!rc)
+			loop_emit(l, "notice", msg, msg_len);
+	} else {
+		struct prompt_var v[3] = {
+		    {"outputs", outs.p, outs.len},
+		    {"turn", turn_s, 0},
+		    {"max_iterations", max_s, 0},
+		};
+		rc = loop_render("repl_next.txt", v, 3, &msg, &msg_len, err);
+	}
+	if (rc) {
+		calls_stop(&l->c, RLM_STOP_ERROR, "%s", err->msg);
+		goto out;
+	}
+	if (blank(text, len)) {
+		/* Providers refuse an empty assistant message (Anthropic: "text
+		 * content blocks must be non-empty"); the history needs one. */
+		free(text);
+		len = strlen("(empty reply)");
+		text = xstrndup("(empty reply)", len);
+	}
+	loop_add_msg(l, LLM_ASSISTANT, text, len);
+	text = NULL;
+	loop_add_msg(l, LLM_USER, msg, msg_len);
+	msg = NULL;
+	rc = TURN_GO_ON;
+out:
+	free(answer);
+	free(msg);
+	free(text);
+	reply_release(&rp);
+	buf_release(&outs);
+	return rc;
+}
