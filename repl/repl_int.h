@@ -143,6 +143,9 @@ int repl__clone_refused(int flags, int e, const char **what);
  * (off, another plan in use, failed): the caller then spawns it cold. The
  * worker is the caller's child either way. Thread-safe. */
 #define REPL_NO_ZYGOTE (-100000)
+/* The zygote went quiet after it was sent the fds: it may have forked a
+ * worker on them, so the caller starts one cold on new pipes. */
+#define REPL_ZYGOTE_LOST (-100001)
 int repl__zygote_spawn(struct repl *r, const struct repl_spawn *sp, pid_t *pid, int *layer,
 		       const char **what);
 /* r no longer needs the zygote (repl_free): the last one stops it. */

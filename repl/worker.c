@@ -459,6 +459,27 @@ static int wait_ready(struct repl *r, int64_t t0, int *layer, char *lwhy, size_t
 
 /* One attempt: spawn, fill the context, wait for "ready". On failure at a
  * sandbox layer, *layer names it and why says what happened. */
+static void close_pair(int p[2])
+{
+	close_fd(&p[0]);
+	close_fd(&p[1]);
+}
+
+/* The three pipes of a worker; 0 or -errno (none left open). */
+static int open_pipes(int in[2], int out[2], int log[2])
+{
+	int e;
+	if (pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(log, O_CLOEXEC) == 0)
+		return 0;
+	e = -errno;
+	close_pair(in);
+	close_pair(out);
+	close_pair(log);
+	return e;
+}
+
+/* One attempt: spawn, fill the context, wait for "ready". On failure at a
+ * sandbox layer, *layer names it and why says what happened. */
 static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct rlm_err *err)
 {
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, log[2] = {-1, -1}, rc;
@@ -469,35 +490,39 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 	pid_t pid = 0;
 	bool zygote;
 	*layer = -1;
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(log, O_CLOEXEC) < 0) {
-		rc = -errno;
-		for (int i = 0; i < 2; i++) {
-			close_fd(&in[i]);
-			close_fd(&out[i]);
-			close_fd(&log[i]);
-		}
-		return rlm_err_set(err, RLM_EIO, "cannot start the worker: pipe: %s",
-				   strerror(-rc));
+	for (int pass = 0; pass < 2; pass++) {
+		if ((rc = open_pipes(in, out, log)) < 0)
+			return rlm_err_set(err, RLM_EIO, "cannot start the worker: pipe: %s",
+					   strerror(-rc));
+		memset(&sp, 0, sizeof(sp));
+		sp.path = r->python;
+		sp.argv = r->argv;
+		sp.envp = r->envp;
+		sp.fds[0] = r->devnull;
+		sp.fds[1] = log[1];
+		sp.fds[2] = log[1];
+		sp.fds[3] = in[0];
+		sp.fds[4] = out[1];
+		sp.fds[5] = r->memfd;
+		sp.dir = r->scratch;
+		sp.max_fd = r->max_fd;
+		sp.sandbox = &r->sb;
+		r->argv[11] = (char *)(uintptr_t)(r->sb.seccomp ? repl__seccomp_late_hex() : "-");
+		t0 = now_ns();
+		rc = pass == 0 ? repl__zygote_spawn(r, &sp, &pid, layer, &what) : REPL_NO_ZYGOTE;
+		if (rc != REPL_ZYGOTE_LOST)
+			break;
+		/* A worker the zygote may have forked on these pipes reads EOF
+		 * and exits; this one starts cold on new ones. */
+		close_pair(in);
+		close_pair(out);
+		close_pair(log);
 	}
-	memset(&sp, 0, sizeof(sp));
-	sp.path = r->python;
-	sp.argv = r->argv;
-	sp.envp = r->envp;
-	sp.fds[0] = r->devnull;
-	sp.fds[1] = log[1];
-	sp.fds[2] = log[1];
-	sp.fds[3] = in[0];
-	sp.fds[4] = out[1];
-	sp.fds[5] = r->memfd;
-	sp.dir = r->scratch;
-	sp.max_fd = r->max_fd;
-	sp.sandbox = &r->sb;
-	r->argv[11] = (char *)(uintptr_t)(r->sb.seccomp ? repl__seccomp_late_hex() : "-");
-	t0 = now_ns();
-	rc = repl__zygote_spawn(r, &sp, &pid, layer, &what);
 	zygote = rc != REPL_NO_ZYGOTE;
-	if (!zygote)
+	if (!zygote) {
+		t0 = now_ns();
 		rc = repl__spawn(&sp, &pid, layer, &what);
+	}
 	close_fd(&in[0]);
 	close_fd(&out[1]);
 	close_fd(&log[1]);

@@ -60,20 +60,26 @@
 #define SYS_landlock_restrict_self 446
 #endif
 
-#define ZSTART_MS     30000 /* python3 up and the runtime loaded */
-#define ZREPLY_MS     10000 /* one clone */
+#define ZSTART_MS     10000 /* python3 up and the runtime loaded */
+#define ZREPLY_MS     5000  /* one clone (about a millisecond) */
 #define ZMAX_FAILURES 3
 #define ZMSG_MAX      65536
 
+/* One zygote process. */
+struct zyg {
+	pid_t pid;  /* 0: none */
+	int sock;   /* our end of its fd 3 */
+	int log_r;  /* its fds 1 and 2 */
+	char *key;  /* the plan it serves */
+};
+
 static pthread_mutex_t zmu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-	pid_t pid;    /* 0: none */
-	int sock;     /* our end of its fd 3 */
-	int log_r;    /* its fds 1 and 2 */
-	char *key;    /* the plan it serves */
-	int refs;     /* REPLs holding it */
-	int failures; /* starts or requests that failed, for the process */
-} z = {0, -1, -1, NULL, 0, 0};
+	struct zyg cur;  /* the running one */
+	bool starting;   /* a thread is starting one (without zmu) */
+	int refs;        /* REPLs holding it */
+	int failures;    /* failures in a row, for the process */
+} z = {{0, -1, -1, NULL}, false, 0, 0};
 
 static bool wanted(const struct repl *r)
 {
@@ -92,30 +98,30 @@ static char *plan_key(const struct repl *r)
 			 !!(sb->layers & (1u << REPL_L_IDENTITY)), sb->seccomp != NULL);
 }
 
-static void stop_locked(void)
+static void zyg_stop(struct zyg *g)
 {
 	int status;
-	if (z.sock >= 0)
-		close(z.sock); /* EOF: it exits */
-	z.sock = -1;
-	if (z.pid > 0) {
-		kill(z.pid, SIGKILL);
-		while (waitpid(z.pid, &status, 0) < 0 && errno == EINTR)
+	if (g->sock >= 0)
+		close(g->sock); /* EOF: it exits */
+	g->sock = -1;
+	if (g->pid > 0) {
+		kill(g->pid, SIGKILL);
+		while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
 			;
 	}
-	z.pid = 0;
-	if (z.log_r >= 0)
-		close(z.log_r);
-	z.log_r = -1;
-	free(z.key);
-	z.key = NULL;
+	g->pid = 0;
+	if (g->log_r >= 0)
+		close(g->log_r);
+	g->log_r = -1;
+	free(g->key);
+	g->key = NULL;
 }
 
-/* One message from the zygote within ms: a frame's JSON, or NULL with why. */
-static cJSON *recv_msg(int ms, char *why, size_t cap)
+/* One message from zygote g within ms: a frame's JSON, or NULL with why. */
+static cJSON *recv_msg(const struct zyg *g, int ms, char *why, size_t cap)
 {
-	static char msg[ZMSG_MAX];
-	struct pollfd p = {z.sock, POLLIN, 0};
+	char *msg = xmalloc(ZMSG_MAX);
+	struct pollfd p = {g->sock, POLLIN, 0};
 	int64_t end = now_ns() + (int64_t)ms * 1000000;
 	ssize_t n;
 	cJSON *j;
@@ -126,23 +132,27 @@ static cJSON *recv_msg(int ms, char *why, size_t cap)
 			continue;
 		if (k == 0) {
 			snprintf(why, cap, "no answer in %d ms", ms);
+			free(msg);
 			return NULL;
 		}
 		break;
 	}
 	do
-		n = recv(z.sock, msg, sizeof(msg), MSG_DONTWAIT);
+		n = recv(g->sock, msg, ZMSG_MAX, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0) {
 		snprintf(why, cap, "%s", n == 0 ? "it exited" : strerror(errno));
+		free(msg);
 		return NULL;
 	}
 	if (n < 4 || ((uint32_t)(unsigned char)msg[0] << 24 | (uint32_t)(unsigned char)msg[1] << 16 |
 		      (uint32_t)(unsigned char)msg[2] << 8 | (unsigned char)msg[3]) != (size_t)n - 4) {
 		snprintf(why, cap, "a message that is not one frame (%zd bytes)", n);
+		free(msg);
 		return NULL;
 	}
 	j = json_parse(msg + 4, (size_t)n - 4);
+	free(msg);
 	if (!j || !cJSON_IsObject(j)) {
 		cJSON_Delete(j);
 		snprintf(why, cap, "a message that is not a JSON object");
@@ -152,10 +162,10 @@ static cJSON *recv_msg(int ms, char *why, size_t cap)
 }
 
 /* The zygote's last words on fds 1 and 2, for a failure report. */
-static void log_tail(char *dst, size_t cap)
+static void log_tail(const struct zyg *g, char *dst, size_t cap)
 {
 	char tmp[2048];
-	ssize_t n = z.log_r >= 0 ? read(z.log_r, tmp, sizeof(tmp) - 1) : -1;
+	ssize_t n = g->log_r >= 0 ? read(g->log_r, tmp, sizeof(tmp) - 1) : -1;
 	size_t k;
 	char *c;
 	dst[0] = 0;
@@ -192,8 +202,9 @@ static void plan_json(struct buf *b, const struct repl_sandbox *sb)
 		   sb->seccomp ? repl__seccomp_late_hex() : "-", (int)getpid());
 }
 
-/* Start the zygote for r's plan. Returns 0, or -1 with why. */
-static int start_locked(struct repl *r, char *key, char *why, size_t cap)
+/* Start a zygote for r's plan into g (key: owned by g from here). Runs
+ * without zmu. Returns 0, or -1 with why (g is then empty). */
+static int zyg_start(struct zyg *g, struct repl *r, char *key, char *why, size_t cap)
 {
 	struct repl_sandbox zsb;
 	struct repl_spawn sp;
@@ -245,24 +256,23 @@ static int start_locked(struct repl *r, char *key, char *why, size_t cap)
 	buf_release(&plan);
 	close(sv[1]);
 	close(lg[1]);
-	z.sock = sv[0];
-	z.log_r = lg[0];
-	fcntl(z.log_r, F_SETFL, O_NONBLOCK);
-	z.key = key;
+	*g = (struct zyg){0, sv[0], lg[0], key};
+	fcntl(g->log_r, F_SETFL, O_NONBLOCK);
 	if (rc < 0) {
 		snprintf(why, cap, "%s: %s", what, strerror(-rc));
-		stop_locked();
+		zyg_stop(g);
 		return -1;
 	}
-	z.pid = pid;
-	hello = recv_msg(ZSTART_MS, why, cap);
-	if (!hello || strcmp(json_str(hello, "type"), "zygote") != 0) {
+	g->pid = pid;
+	hello = recv_msg(g, ZSTART_MS, why, cap);
+	if (!hello || !json_str(hello, "type") || strcmp(json_str(hello, "type"), "zygote") != 0) {
 		if (hello)
-			snprintf(why, cap, "%.300s", json_str(hello, "error"));
+			snprintf(why, cap, "%.300s",
+				 json_str(hello, "error") ? json_str(hello, "error") : "no hello");
 		cJSON_Delete(hello);
-		log_tail(tail, sizeof(tail));
+		log_tail(g, tail, sizeof(tail));
 		snprintf(why + strlen(why), cap - strlen(why), "%s", tail);
-		stop_locked();
+		zyg_stop(g);
 		return -1;
 	}
 	cJSON_Delete(hello);
@@ -319,14 +329,14 @@ static int send_request(const struct buf *b, const int *fds, int nfd)
 	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
 	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfd);
 	do
-		n = sendmsg(z.sock, &m, MSG_NOSIGNAL);
+		n = sendmsg(z.cur.sock, &m, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? errno : 0;
 }
 
 static void failed_locked(const char *step, const char *why)
 {
-	stop_locked();
+	zyg_stop(&z.cur);
 	if (++z.failures == ZMAX_FAILURES)
 		log_warn("the REPL zygote failed %d times (last: %s: %s): workers start cold "
 			 "from now on",
@@ -350,22 +360,31 @@ int repl__zygote_spawn(struct repl *r, const struct repl_spawn *sp, pid_t *pid, 
 		return REPL_NO_ZYGOTE;
 	key = plan_key(r);
 	pthread_mutex_lock(&zmu);
-	if (z.pid && strcmp(z.key, key) != 0) {
+	if (z.cur.pid && strcmp(z.cur.key, key) != 0) {
 		if (z.refs - (r->zref ? 1 : 0) > 0) {
 			free(key); /* in use by another plan: this REPL starts cold */
 			goto out;
 		}
-		stop_locked();
+		zyg_stop(&z.cur);
 	}
-	if (!z.pid) {
-		if (z.failures >= ZMAX_FAILURES) {
+	if (!z.cur.pid) {
+		struct zyg g;
+		/* Another thread is starting one, or zygotes failed here:
+		 * cold, rather than wait. */
+		if (z.starting || z.failures >= ZMAX_FAILURES) {
 			free(key);
 			goto out;
 		}
-		if (start_locked(r, key, why, sizeof(why)) < 0) {
+		z.starting = true;
+		pthread_mutex_unlock(&zmu);
+		e = zyg_start(&g, r, key, why, sizeof(why));
+		pthread_mutex_lock(&zmu);
+		z.starting = false;
+		if (e < 0) {
 			failed_locked("start", why);
 			goto out;
 		}
+		z.cur = g;
 	} else {
 		free(key);
 	}
@@ -385,26 +404,25 @@ int repl__zygote_spawn(struct repl *r, const struct repl_spawn *sp, pid_t *pid, 
 		failed_locked("send", strerror(e));
 		goto out;
 	}
-	ans = recv_msg(ZREPLY_MS, why, sizeof(why));
+	ans = recv_msg(&z.cur, ZREPLY_MS, why, sizeof(why));
 	if (!ans) {
+		/* It may have forked a worker on these fds before it went
+		 * quiet: they must not be used again (REPL_ZYGOTE_LOST). */
 		failed_locked("fork", why);
+		rc = REPL_ZYGOTE_LOST;
 		goto out;
 	}
 	if (json_num(ans, "pid", 0) > 0) {
 		*pid = (pid_t)json_num(ans, "pid", 0);
+		z.failures = 0;
 		rc = 0;
 	} else {
-		e = (int)json_num(ans, "errno", 0);
-		if (e <= 0) {
-			snprintf(why, sizeof(why), "%.300s", json_str(ans, "error"));
-			cJSON_Delete(ans);
-			failed_locked("fork", why);
-			goto out;
-		}
-		*what = "clone";
-		if (sb->clone_flags)
-			*layer = repl__clone_refused(sb->clone_flags, e, what);
-		rc = -e;
+		/* No worker was made. A clone the zygote could not make (no
+		 * CAP_SYS_ADMIN in its namespace, a limit) is the zygote's
+		 * failure, not a missing layer: the cold start decides that. */
+		snprintf(why, sizeof(why), "%.300s",
+			 json_str(ans, "error") ? json_str(ans, "error") : "no pid in its answer");
+		failed_locked("fork", why);
 	}
 	cJSON_Delete(ans);
 out:
@@ -420,6 +438,6 @@ void repl__zygote_release(struct repl *r)
 	pthread_mutex_lock(&zmu);
 	r->zref = false;
 	if (--z.refs == 0)
-		stop_locked();
+		zyg_stop(&z.cur);
 	pthread_mutex_unlock(&zmu);
 }

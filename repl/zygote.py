@@ -218,9 +218,9 @@ def _z_fatal(fd, what, e, layer):
 def _z_worker(req, fds):
     report = fds[2]
     try:
-        _z_prepare(req, fds)
+        nfd = _z_prepare(req, fds)
         report = 4
-        _z_sandbox(req)
+        _z_sandbox(req, nfd)
     except _ZFail as e:
         _z_fatal(report, e.what, e.e, e.layer)
     except BaseException as e:
@@ -241,16 +241,18 @@ def _z_prepare(req, fds):
     tmp = [_sc('fcntl', fd, 1030, 16, what='fcntl(F_DUPFD_CLOEXEC)') for fd in src]
     for i, fd in enumerate(tmp):
         posix.dup2(fd, i + 1)
+    return len(tmp) + 1
+
+
+def _z_sandbox(req, nfd):
+    # Only fds 0 .. nfd - 1 from here: failures are reported on fd 4.
     try:
-        _sc('close_range', len(tmp) + 1, 2 ** 32 - 1, 0)
+        _sc('close_range', nfd, 2 ** 32 - 1, 0)
     except _ZFail:
-        posix.closerange(len(tmp) + 1, 65536)
+        posix.closerange(nfd, 65536)
     env = req['tmpdir'].encode()
     posix.putenv(b'TMPDIR', env)
     posix.environ[b'TMPDIR'] = env
-
-
-def _z_sandbox(req):
     fault = req.get('fault')
     if fault and fault[0] != 'seccomp':
         raise _ZFail('injected fault', fault[1], fault[0])

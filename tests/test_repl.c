@@ -1373,9 +1373,15 @@ TEST(zygote_forks_workers_that_are_our_children)
 	}
 	if (sa.on[REPL_L_MNTNS]) {
 		/* each its own scratch tmpfs: a's file is not in b's */
+		char da[64], db[64], dr[64];
 		expect(a, "open('mine', 'w').write('a')\nimport os\nprint(os.listdir('.'))",
 		       "['mine']\n");
 		expect(b, "import os\nprint(os.listdir('.'))", "[]\n");
+		/* a mount of its own: another device than its neighbour's and /'s */
+		output_line(a, "import os\nprint(os.stat('.').st_dev)", da, sizeof(da));
+		output_line(b, "import os\nprint(os.stat('.').st_dev)", db, sizeof(db));
+		output_line(a, "import os\nprint(os.stat('/').st_dev)", dr, sizeof(dr));
+		CHECK(strcmp(da, db) != 0 && strcmp(da, dr) != 0);
 	}
 	expect(a, "print(context.count('日本'), 6 * 7)", "1 42\n");
 	repl_free(a);
@@ -1438,6 +1444,34 @@ TEST(zygote_killed_falls_back_to_cold)
 	CHECK(zyg > 0 && zyg != old);
 	expect(r, "print(len(context))", "23\n");
 	repl_free(r);
+}
+
+/* An interpreter whose zygote dies at start (argv 6 is "zygote"): the
+ * worker starts cold, as if there were no zygote, and works. */
+TEST(zygote_that_dies_at_start_falls_back_to_cold)
+{
+	char dir[256], bin[300], script[400];
+	struct repl_cfg cfg;
+	struct repl *r;
+	FILE *f;
+	snprintf(dir, sizeof(dir), "/tmp/rlm-zyg-%d", (int)getpid());
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	CHECK(mkdir(dir, 0755) == 0 && mkdir(bin, 0755) == 0);
+	snprintf(script, sizeof(script), "%s/python3", bin);
+	f = fopen(script, "w");
+	CHECK(f);
+	fputs("#!/bin/sh\n[ \"$6\" = zygote ] && exit 3\nexec /usr/bin/python3 \"$@\"\n", f);
+	fclose(f);
+	CHECK(chmod(script, 0755) == 0);
+	cfg_init(&cfg);
+	cfg.python = script;
+	r = start(&cfg);
+	CHECK(!started_by_zygote(r));
+	expect(r, "print(6 * 7)", "42\n");
+	repl_free(r);
+	unlink(script);
+	rmdir(bin);
+	rmdir(dir);
 }
 
 /* A layer that fails in a zygote-forked worker is handled as in a cold

@@ -2020,6 +2020,14 @@ static void run_level(int level, FILE *matrix)
 			if (now.on[l] != t.st.on[l])
 				record(&t, "status after restarts", V_BROKEN, repl_layer_name(l));
 	}
+	{
+		/* ... and the workers after the restarts came the same way */
+		const char *zv = getenv("RLM_ZYGOTE");
+		struct repl_stats rs;
+		repl_stats(t.r, &rs);
+		CHECK(rs.restarts > 0);
+		CHECK(rs.zygote == (!levels[level].cold && !(zv && strcmp(zv, "0") == 0)));
+	}
 	repl_free(t.r);
 	scratch_symlinks(&t);
 	scratch_rename(&t);
@@ -2509,4 +2517,13 @@ TEST(zz_matrix)
 		fputc('\n', stderr);
 	}
 	fputc('\n', stderr);
+	/* Workers forked by the zygote and workers started cold: one matrix
+	 * (full against full-cold, nonroot against nr-cold). */
+	for (size_t i = 0; i < n; i++) {
+		CHECK_MSG(strcmp(cell[i][0], cell[i][8]) == 0, "%s: %s from the zygote, %s cold",
+			  names[i], cell[i][0], cell[i][8]);
+		CHECK_MSG(strcmp(cell[i][6], cell[i][9]) == 0,
+			  "%s: %s from the zygote, %s cold (nonroot)", names[i], cell[i][6],
+			  cell[i][9]);
+	}
 }
