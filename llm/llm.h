@@ -93,6 +93,19 @@ struct llm_model_cfg {
 
 struct llm_model;
 struct llm_pool;
+struct llm_call;
+
+/* A cache in front of the pool (rlm's store; llm/ knows nothing of it).
+ * Both run on the pool thread that performs the call, before its caller
+ * sees the result. */
+struct llm_front {
+	/* c is about to be sent: true when it is answered instead (c's text,
+	 * len, finish_reason, usage and cost filled in, rc 0). */
+	bool (*lookup)(void *arg, struct llm_call *c);
+	/* c succeeded over the network (rc 0): keep it. */
+	void (*save)(void *arg, const struct llm_call *c);
+	void *arg;
+};
 
 /* One model call. The caller fills the request part (llm_call_init and the
  * fields), the pool fills the result part before signalling completion.
@@ -105,6 +118,7 @@ struct llm_call {
 	struct llm_params params;
 	const atomic_bool *cancel;  /* optional: when it turns true the call ends
 				     * with RLM_ECANCEL as soon as it can */
+	const struct llm_front *front; /* optional: a cache asked first */
 
 	/* result: written by the pool, valid after completion */
 	int rc;                /* 0, or a negative code (RLM_EPROVIDER, ...) */
@@ -118,6 +132,8 @@ struct llm_call {
 	int attempts;          /* attempts made, >= 1 once sent */
 	int endpoint;          /* index of the endpoint that answered */
 	int64_t latency_ns;    /* from submission to completion */
+	bool cached;           /* answered by front->lookup: nothing was sent;
+				* usage and cost are what the stored call spent */
 
 	/* private to the pool */
 	struct llm_latch *latch_;
@@ -150,6 +166,11 @@ long llm_model_context_window(const struct llm_model *m);
  * price is unknown): what a budget reserves before sending a call. */
 double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens);
 size_t llm_model_endpoints(const struct llm_model *m);
+/* What of the model decides its answers, for a cache key: "openai:gpt-5",
+ * "anthropic:claude-...", with ":" and its extra JSON when it has one,
+ * "sim:seed=1,code_errors=0,chunk=0,rlm_chunks=128" (not the endpoints,
+ * the key or the limits). */
+const char *llm_model_cache_id(const struct llm_model *m);
 
 /* Parse "openai", "anthropic", "sim"; returns 0 or RLM_EINVAL. */
 int llm_kind_parse(const char *s, enum llm_kind *out);
@@ -179,6 +200,7 @@ struct llm_stats {
 	struct llm_usage usage;
 	double cost;
 	int64_t in_flight;   /* calls queued or running now */
+	int64_t cached;      /* calls answered by their front (counted in calls) */
 };
 
 struct llm_pool *llm_pool_new(const struct llm_pool_cfg *cfg, struct rlm_err *err);

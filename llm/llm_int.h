@@ -92,6 +92,7 @@ struct llm_model {
 	struct llm_endpoint *eps;
 	size_t n_eps;
 	atomic_uint rr;            /* round-robin cursor */
+	char *cache_id;            /* llm_model_cache_id */
 };
 
 /* ---- the curl transport (llm/http.c) ----

@@ -171,6 +171,15 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 	if (cfg->kind == LLM_SIM) {
 		m->price = (struct llm_price){0, 0, 0, 0, true};
 	}
+	if (cfg->kind == LLM_SIM) {
+		char id[160];
+		sim_cache_id(cfg->sim, id, sizeof(id));
+		m->cache_id = xasprintf("sim:%s", id);
+	} else {
+		/* The model's own extra JSON shapes its answers too. */
+		m->cache_id = xasprintf("%s:%s%s%s", llm_kind_name(cfg->kind), m->name,
+					m->extra_json ? ":" : "", m->extra_json ? m->extra_json : "");
+	}
 	if (!m->cfg.context_window) {
 		m->cfg.context_window = llm_context_window_lookup(m->name);
 		if (!m->cfg.context_window)
@@ -194,6 +203,7 @@ void llm_model_free(struct llm_model *m)
 		free(m->eps[i].base_url);
 	}
 	free(m->eps);
+	free(m->cache_id);
 	free(m->name);
 	free(m->api_key);
 	free(m->extra_json);
@@ -230,4 +240,9 @@ size_t llm_model_endpoints(const struct llm_model *m)
 int64_t llm_estimate_tokens(size_t bytes)
 {
 	return (int64_t)((bytes + 3) / 4);
+}
+
+const char *llm_model_cache_id(const struct llm_model *m)
+{
+	return m->cache_id;
 }

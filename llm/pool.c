@@ -101,6 +101,7 @@ static void reset_result(struct llm_call *c)
 	c->attempts = 0;
 	c->endpoint = -1;
 	c->latency_ns = 0;
+	c->cached = false;
 }
 
 /* ---- endpoints: choice, limits, health ---- */
@@ -456,6 +457,21 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 	}
 }
 
+/* Perform c, unless its front answers it; a call that succeeded goes to
+ * the front before anyone sees it. */
+static void perform_front(struct llm_pool *p, struct http_client *http, struct rng *rng,
+			  struct llm_call *c)
+{
+	const struct llm_front *f = c->front;
+	if (f && f->lookup && !cancelled(c) && f->lookup(f->arg, c)) {
+		c->cached = true;
+		return;
+	}
+	perform(p, http, rng, c);
+	if (f && f->save && c->rc == 0)
+		f->save(f->arg, c);
+}
+
 static void finish(struct llm_pool *p, struct llm_call *c)
 {
 	struct llm_latch *l = c->latch_;
@@ -467,6 +483,8 @@ static void finish(struct llm_pool *p, struct llm_call *c)
 	p->stats.attempts += c->attempts;
 	if (c->rc)
 		p->stats.failed++;
+	if (c->cached)
+		p->stats.cached++;
 	p->stats.usage.input_tokens += c->usage.input_tokens;
 	p->stats.usage.output_tokens += c->usage.output_tokens;
 	p->stats.usage.cached_tokens += c->usage.cached_tokens;
@@ -506,7 +524,7 @@ static void *worker_main(void *arg)
 			p->tail = NULL;
 		pthread_mutex_unlock(&p->mu);
 		c->next_ = NULL;
-		perform(p, w->http, &w->rng, c);
+		perform_front(p, w->http, &w->rng, c);
 		finish(p, c);
 	}
 	return NULL;
@@ -600,7 +618,7 @@ static void enqueue(struct llm_pool *p, struct llm_call *c, struct llm_latch *l,
 		rng_seed(&rng, (uint64_t)now_ns());
 		pthread_mutex_lock(&p->inline_mu);
 		if (p->inline_http)
-			perform(p, p->inline_http, &rng, c);
+			perform_front(p, p->inline_http, &rng, c);
 		else
 			set_error(c, RLM_EHTTP, "cannot create a curl handle");
 		pthread_mutex_unlock(&p->inline_mu);

@@ -178,6 +178,13 @@ struct sim {
 	int64_t faults;
 };
 
+void sim_cache_id(const struct sim *s, char *dst, size_t cap)
+{
+	snprintf(dst, cap, "seed=%llu,code_errors=%g,chunk=%ld,rlm_chunks=%ld",
+		 (unsigned long long)s->cfg.seed, s->cfg.code_errors, s->cfg.chunk_chars,
+		 s->cfg.rlm_chunks);
+}
+
 struct sim *sim_new(const struct sim_cfg *cfg)
 {
 	struct sim *s = xcalloc(1, sizeof(*s));

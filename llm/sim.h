@@ -101,6 +101,9 @@ int sim_cfg_parse(const char *spec, struct sim_cfg *cfg, struct rlm_err *err);
 struct sim;
 
 struct sim *sim_new(const struct sim_cfg *cfg);
+/* What of its configuration decides its replies (not timing or faults):
+ * "seed=1,code_errors=0,chunk=0,rlm_chunks=128". */
+void sim_cache_id(const struct sim *s, char *dst, size_t cap);
 void sim_free(struct sim *s);
 /* Requests handled and faults injected so far (thread-safe). */
 void sim_counts(struct sim *s, int64_t *requests, int64_t *faults);
