@@ -2,7 +2,7 @@
 
 BUILD   ?= build
 CC      ?= gcc
-PKGS    := libcurl libcjson sqlite3 libseccomp libmicrohttpd
+PKGS    := libcurl libcjson sqlite3 libseccomp libmicrohttpd libxxhash
 SAN     ?=
 
 ifeq ($(CC),cc)

@@ -43,6 +43,7 @@ enum {
 	RLM_ESANDBOX,       /* the sandbox refused or could not be set up */
 	RLM_EIO,            /* file or pipe I/O failed */
 	RLM_ENOTFOUND,      /* a named thing does not exist */
+	RLM_ESTORE,         /* the store's database failed: corrupt, locked, newer */
 };
 
 struct rlm_err {

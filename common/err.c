@@ -64,6 +64,7 @@ const char *rlm_strerror(int code)
 	case RLM_ESANDBOX: return "sandbox error";
 	case RLM_EIO: return "i/o error";
 	case RLM_ENOTFOUND: return "not found";
+	case RLM_ESTORE: return "store error";
 	default:
 		if (code < 0 && code > -4096)
 			return strerror(-code);

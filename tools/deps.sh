@@ -3,8 +3,11 @@
 # run. Run as root (or with sudo available). `--fuzz` adds clang and its
 # runtime for `make fuzz`.
 set -eu
+# chromium: tests/test_export.c opens the exported HTML viewer headless and
+# fails without it.
 pkgs="gcc make pkg-config ca-certificates python3
-libcurl4-openssl-dev libcjson-dev libsqlite3-dev libseccomp-dev libmicrohttpd-dev"
+libcurl4-openssl-dev libcjson-dev libsqlite3-dev libseccomp-dev libmicrohttpd-dev
+libxxhash-dev chromium"
 if [ "${1:-}" = "--fuzz" ]; then
     pkgs="$pkgs clang libclang-rt-14-dev"
 fi

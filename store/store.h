@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/* store/store.h -- the SQLite store: the cache of model calls and of child
+ * RLM results, the record of every run (a solve) and its events, and what
+ * resume needs.
+ *
+ * DESIGN
+ * One database file (default $XDG_CACHE_HOME/rlm/rlm.db, else
+ * ~/.cache/rlm/rlm.db; RLM_CACHE or --cache PATH) in WAL mode with
+ * synchronous=NORMAL: readers never wait for the writer, a commit is one
+ * append to the WAL, and a process killed at any point (kill -9) leaves
+ * every committed transaction whole. Writes go through one connection under
+ * a mutex (SQLite allows one writer at a time anyway), each in its own
+ * transaction, so a call's answer is on disk before the solve uses it:
+ * a run killed and resumed never pays for a call twice. Reads use a pool of
+ * read-only connections, one per thread at a time, so lookups from the
+ * call pool's 64 workers run in parallel with the writer.
+ *
+ * Keys are 128-bit XXH3 hashes (libxxhash) of length-prefixed fields under
+ * a domain string ("call/1", "result/1"), so no two different field lists
+ * hash the same input and a format change is a new domain, never a wrong
+ * hit. A call's key covers the provider kind, the model (for the
+ * simulator, its configuration), every message (role and text), the
+ * sampling parameters and the extra JSON: whatever changes the answer, and
+ * nothing that does not (the endpoint, the API key, timeouts).
+ *
+ * Schema (version 1, in PRAGMA user_version):
+ *   calls(key BLOB PRIMARY KEY, model TEXT, text TEXT, finish TEXT,
+ *         input_tokens, output_tokens, cached_tokens, cache_write_tokens,
+ *         cost REAL, created INTEGER (unix ms), hits INTEGER, last_hit INTEGER)
+ *   results(key BLOB PRIMARY KEY, answer TEXT, stop TEXT, usage_json TEXT,
+ *         cost REAL, calls INTEGER, created, hits, last_hit)
+ *   runs(id TEXT PRIMARY KEY, created, ended, status TEXT, question TEXT,
+ *        context_digest TEXT, context_bytes INTEGER, context_source TEXT,
+ *        config_json TEXT, note_json TEXT, answer TEXT, result_json TEXT,
+ *        resumed_from TEXT, pid INTEGER, pid_start INTEGER (the process that
+ *        runs it: a "running" row whose process is gone is "interrupted"))
+ *   indexes runs_created, runs_digest
+ * Hit counts are kept in memory and written with the next write, within a
+ * second, or at close: a kill can lose a count, never an answer.
+ *   events(run TEXT, seq INTEGER, t_ns INTEGER, node INTEGER, parent
+ *          INTEGER, depth INTEGER, iteration INTEGER, kind TEXT, text TEXT,
+ *          data_json TEXT, PRIMARY KEY(run, seq))
+ * A database with a newer user_version is refused (RLM_ESTORE, naming the
+ * file); an older one is migrated in a transaction.
+ *
+ * Errors: every function that can fail returns 0 (or 1 for a hit) or a
+ * negative code, RLM_ESTORE for the database's own trouble, with err
+ * naming the file and SQLite's words ("database disk image is malformed",
+ * "database is locked"). A locked database is waited on for busy_timeout,
+ * then reported; a corrupt one is reported, never crashed on.
+ *
+ * Threads: every function may be called from any thread once the store is
+ * open; store_close after all of them have returned.
+ */
+#ifndef RLM_STORE_H
+#define RLM_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+#include "../llm/llm.h"
+
+struct cJSON;
+struct store;
+
+/* ---- keys ---- */
+
+struct store_key {
+	unsigned char b[16];
+};
+
+/* A key being built: fields are appended with their lengths. */
+struct store_kb {
+	void *st; /* XXH3_state_t, owned */
+};
+
+void store_kb_init(struct store_kb *kb, const char *domain);
+void store_kb_str(struct store_kb *kb, const char *s, size_t len); /* s may be NULL: "none" */
+void store_kb_i64(struct store_kb *kb, int64_t v);
+void store_kb_f64(struct store_kb *kb, double v);
+/* Finish (and free the state). */
+void store_kb_final(struct store_kb *kb, struct store_key *out);
+/* The digest of a buffer: one XXH3-128 of the bytes. */
+void store_digest(const void *p, size_t len, struct store_key *out);
+/* 32 lowercase hex digits and a NUL. */
+void store_key_hex(const struct store_key *k, char out[33]);
+/* The key of a model call: its model's llm_model_cache_id, the messages and
+ * the parameters. */
+void store_call_key(const struct llm_call *c, struct store_key *out);
+
+/* ---- opening ---- */
+
+struct store_cfg {
+	const char *path;       /* NULL: store_default_path() */
+	bool readonly;          /* no writes (rlm runs list/show/export) */
+	int busy_timeout_ms;    /* waiting on another writer; 0: 5000 */
+};
+
+/* The default path: $RLM_CACHE, else $XDG_CACHE_HOME/rlm/rlm.db, else
+ * $HOME/.cache/rlm/rlm.db; malloc'd. NULL (err set) when none can be
+ * formed (no HOME). */
+char *store_default_path(struct rlm_err *err);
+/* Open (creating the file and its directory, mode 0700, unless readonly)
+ * and check or create the schema. Returns 0 or a negative code: RLM_ESTORE
+ * for a file that is not a database, is corrupt, is newer, or stays
+ * locked; -errno for the directory. */
+int store_open(const struct store_cfg *cfg, struct store **out, struct rlm_err *err);
+void store_close(struct store *s);
+const char *store_path(const struct store *s);
+
+/* ---- the call cache ---- */
+
+/* Answer c from the cache: on a hit fill c's result (text, len,
+ * finish_reason, usage, cost; rc 0) and return 1; 0 on a miss; a negative
+ * code when the lookup failed (err says why; the caller goes on as for a
+ * miss). Counts the hit. */
+int store_call_get(struct store *s, const struct store_key *k, struct llm_call *c,
+		   struct rlm_err *err);
+/* Store a successful call (rc 0) under k, replacing any older answer. */
+int store_call_put(struct store *s, const struct store_key *k, const struct llm_call *c,
+		   struct rlm_err *err);
+
+/* ---- the result cache (child RLMs) ---- */
+
+struct store_result {
+	char *answer;            /* owned */
+	char *stop;              /* "answer", ...; owned */
+	struct llm_usage usage;  /* of the whole subtree */
+	double cost;
+	int64_t calls;           /* model calls of the subtree */
+};
+int store_result_get(struct store *s, const struct store_key *k, struct store_result *out,
+		     struct rlm_err *err);
+int store_result_put(struct store *s, const struct store_key *k, const struct store_result *r,
+		     struct rlm_err *err);
+void store_result_release(struct store_result *r);
+
+/* ---- runs and events ---- */
+
+struct store_run {
+	char id[40];             /* "20261123-181500-3fa9c1": time and random */
+	int64_t created_ms;      /* unix ms */
+	int64_t ended_ms;        /* 0: not ended (running, or killed) */
+	const char *status;      /* "running", "done", "failed", "interrupted" */
+	const char *question;
+	const char *context_digest; /* 32 hex digits */
+	int64_t context_bytes;
+	const char *context_source; /* the path given, "-", or NULL */
+	const char *config_json; /* the options that shape the answer, a JSON object
+				  * (what store_run_unfinished compares) */
+	const char *note_json;   /* how it was run (the command line), a JSON
+				  * object or NULL; loaded as "note" */
+	const char *answer;      /* when ended */
+	const char *result_json; /* the solve's --json object, when ended */
+	const char *resumed_from; /* a run id, or NULL */
+};
+
+/* Record a new run (status "running"); fills r->id and r->created_ms. */
+int store_run_begin(struct store *s, struct store_run *r, struct rlm_err *err);
+/* Its end: status, answer and result_json (r->ended_ms is set). */
+int store_run_end(struct store *s, const struct store_run *r, struct rlm_err *err);
+
+struct store_event {
+	int64_t t_ns;            /* since the run began */
+	int node;                /* 0 the root */
+	int parent;              /* the parent node, -1 for the root */
+	int depth;
+	int iteration;           /* 1-based; 0: none */
+	const char *kind;        /* "reply", "code", "output", "notice", "sandbox",
+				  * "call" (a model call: data has key, role,
+				  * cached, usage, cost, ms), "child" (a child
+				  * node starts: text its question), "child_end"
+				  * (text its answer; data its stop, usage),
+				  * "end" (the run's result) */
+	const char *text;        /* may be NULL */
+	size_t len;
+	const char *data_json;   /* a JSON object, or NULL */
+};
+/* Append an event to a run; seq is assigned in order of arrival. */
+int store_event_add(struct store *s, const char *run, const struct store_event *e,
+		    struct rlm_err *err);
+
+/* A run with all of its events, as one JSON object:
+ *   {"id","created_ms","ended_ms","status","question","context_digest",
+ *    "context_bytes","context_source","config":{...},"note":{...}|null,"answer",
+ *    "result":{...}|null,"resumed_from",
+ *    "events":[{"seq","t_ns","node","parent","depth","iteration","kind",
+ *               "text","data":{...}|null}, ...]}
+ * (what the exporters take). NULL with err when there is no such run; id
+ * may be a unique prefix. The caller frees it with cJSON_Delete. */
+struct cJSON *store_run_load(struct store *s, const char *id, struct rlm_err *err);
+/* Runs, newest first, at most limit (0: all): a JSON array of objects
+ * without "events", "config" and "result". */
+struct cJSON *store_runs_list(struct store *s, size_t limit, struct rlm_err *err);
+/* The newest run of the same question, context digest and config that did
+ * not end ("running" and not alive, or "interrupted"), into id; 1 found, 0
+ * none. */
+int store_run_unfinished(struct store *s, const char *question, const char *context_digest,
+			 const char *config_json, char id[40], struct rlm_err *err);
+
+/* ---- upkeep ---- */
+
+struct store_stats {
+	int64_t calls, results, runs, events;
+	int64_t call_hits, result_hits;   /* over the life of the file */
+	int64_t bytes;                    /* the file and its WAL */
+	struct llm_usage saved_usage;     /* what the hits did not spend */
+	double saved_cost;
+};
+int store_stats(struct store *s, struct store_stats *out, struct rlm_err *err);
+/* Delete cached calls and results not used (created or hit) in the last
+ * max_age_ms, and runs ended that long ago with their events; then shrink
+ * the file (VACUUM). *removed counts rows. */
+int store_prune(struct store *s, int64_t max_age_ms, int64_t *removed, struct rlm_err *err);
+/* Delete everything (calls, results, runs, events). */
+int store_clear(struct store *s, struct rlm_err *err);
+
+#endif
