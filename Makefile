@@ -47,7 +47,7 @@ endif
 LIB_SRC := $(wildcard common/*.c) $(wildcard llm/*.c) $(wildcard repl/*.c) \
            $(wildcard store/*.c) $(filter-out rlm/main.c,$(wildcard rlm/*.c)) \
            $(wildcard bench/*.c)
-EMBED   := $(sort $(wildcard prompts/*.txt) $(wildcard repl/*.py))
+EMBED   := $(sort $(wildcard prompts/*.txt) $(wildcard repl/*.py) $(wildcard store/*.html))
 GEN_SRC := $(BUILD)/gen/embedded.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embedded.o
 LIB     := $(BUILD)/librlm.a
