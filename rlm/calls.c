@@ -45,6 +45,7 @@ void calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *ou
 	c->t0 = tree->t0;
 	c->depth = depth;
 	c->node = node;
+	c->parent = -1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -139,6 +140,11 @@ void calls_account(struct calls *c, const struct llm_call *call, int64_t est, bo
 	usage_add(&r->usage, &call->usage);
 	r->cost += call->cost;
 	usage_add(sub ? &r->sub_usage : &r->root_usage, &call->usage);
+	if (call->cached) {
+		r->cache_hits++;
+		usage_add(&r->saved_usage, &call->usage);
+		r->saved_cost += call->cost;
+	}
 	if (sub) {
 		r->sub_cost += call->cost;
 	} else {
@@ -159,6 +165,10 @@ void calls_add_child(struct calls *c, const struct rlm_result *child)
 	r->sub_cost += child->cost;
 	r->sub_calls += child->sub_calls;
 	r->nodes += 1 + child->nodes;
+	r->cache_hits += child->cache_hits;
+	r->memo_hits += child->memo_hits;
+	usage_add(&r->saved_usage, &child->saved_usage);
+	r->saved_cost += child->saved_cost;
 }
 
 bool calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
@@ -220,6 +230,7 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	struct sub_slot *s = arg;
 	struct sub_frame *f = s->frame;
 	struct calls *c = f->c;
+	record_call(c->o, c->node, c->parent, c->depth, c->level, call, true);
 	pthread_mutex_lock(&c->mu);
 	if (call->rc == 0) {
 		f->texts[s->item] = call->text;
@@ -383,6 +394,7 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 		llm_call_init(&s->call, model, &s->msg, 1);
 		s->call.params = c->o->params;
 		s->call.cancel = &f.cancel;
+		s->call.front = record_front(c->o);
 		llm_pool_submit(c->o->pool, &s->call, on_sub_done, s);
 		pthread_mutex_lock(&c->mu);
 	}

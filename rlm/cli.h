@@ -11,6 +11,8 @@ int cmd_repl(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_sim_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
 int cmd_bench_gen(int argc, char **argv);
 int cmd_bench_perf(int argc, char **argv);
 

@@ -5,7 +5,9 @@
 #include "prompt.h"
 #include "rlm.h"
 #include "../common/json.h"
+#include "../store/store.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -66,6 +68,19 @@ static const char usage[] =
 	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
 	"                          built-in ones: repl_system.txt, repl_first.txt, ...)\n"
 	"\n"
+	"The store (a SQLite file: every model call is kept and answered from it when\n"
+	"asked again; child RLMs' answers too; every solve is a run, see `rlm runs`):\n"
+	"      --cache PATH        the store (env RLM_CACHE; default\n"
+	"                          $XDG_CACHE_HOME/rlm/rlm.db or ~/.cache/rlm/rlm.db)\n"
+	"      --no-cache          no store: nothing is looked up, kept or recorded\n"
+	"                          (env RLM_NO_CACHE=1, unless --cache is given)\n"
+	"      --refresh           look nothing up, but keep what is made (replacing)\n"
+	"      --resume ID         run run ID again as it was run (its question, context\n"
+	"                          and options; flags given here win): its calls come\n"
+	"                          from the store and it goes on where it stopped. A\n"
+	"                          solve run again with the same question, context and\n"
+	"                          options resumes the same way by itself\n"
+	"\n"
 	"Tree strategy options:\n"
 	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
 	"                          window, at most 200k); accepts k/M suffixes\n"
@@ -105,6 +120,10 @@ enum {
 	OPT_PROMPTS,
 	OPT_MAX_DEPTH,
 	OPT_MAX_NODES,
+	OPT_CACHE,
+	OPT_NO_CACHE,
+	OPT_REFRESH,
+	OPT_RESUME,
 };
 
 struct progress {
@@ -164,122 +183,16 @@ static void on_event(const struct rlm_event *e, void *arg)
 	pthread_mutex_unlock(&pr->mu);
 }
 
-static cJSON *usage_json(const struct llm_usage *u, double cost)
-{
-	cJSON *o = cJSON_CreateObject();
-	json_add_num(o, "input_tokens", (double)u->input_tokens);
-	json_add_num(o, "output_tokens", (double)u->output_tokens);
-	json_add_num(o, "cached_tokens", (double)u->cached_tokens);
-	json_add_num(o, "cache_write_tokens", (double)u->cache_write_tokens);
-	if (cost >= 0)
-		json_add_num(o, "cost_usd", cost);
-	return o;
-}
-
-/* s cut to max characters (code points), with "..." when cut. */
-static cJSON *cut_string(const char *s, size_t max)
-{
-	size_t chars = 0, i = 0;
-	cJSON *j;
-	char *t;
-	for (; s[i]; i++) {
-		if (((unsigned char)s[i] & 0xC0) == 0x80)
-			continue;
-		if (chars++ == max)
-			break;
-	}
-	if (!s[i])
-		return cJSON_CreateString(s);
-	t = xasprintf("%.*s...", (int)i, s);
-	j = cJSON_CreateString(t);
-	free(t);
-	return j;
-}
-
-/* The child RLMs of r, each with its own children. */
-static cJSON *children_json(const struct rlm_result *r)
-{
-	cJSON *a = cJSON_CreateArray();
-	for (size_t i = 0; i < r->n_children; i++) {
-		const struct rlm_result *ch = &r->children[i];
-		cJSON *o = cJSON_CreateObject();
-		json_add_num(o, "depth", ch->depth);
-		json_add_num(o, "node", ch->node);
-		json_add(o, "question", cut_string(ch->question ? ch->question : "", 200));
-		json_add(o, "answer",
-			 ch->answer ? cJSON_CreateString(ch->answer) : cJSON_CreateNull());
-		json_add_str(o, "stop", rlm_stop_name(ch->stop));
-		if (ch->stop_detail)
-			json_add_str(o, "stop_detail", ch->stop_detail);
-		json_add(o, "usage", usage_json(&ch->usage, -1));
-		json_add_num(o, "cost_usd", ch->cost);
-		json_add_num(o, "calls", (double)ch->calls);
-		json_add_num(o, "iterations", ch->iterations);
-		json_add_num(o, "sub_calls", (double)ch->sub_calls);
-		json_add_num(o, "nodes", (double)ch->nodes);
-		json_add_num(o, "solve_ms", (double)ch->solve_ns / 1e6);
-		if (ch->warning)
-			json_add_str(o, "warning", ch->warning);
-		json_add(o, "children", children_json(ch));
-		json_add(a, NULL, o);
-	}
-	return a;
-}
-
 static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, const struct corpus *c,
 		       const struct model_setup *ms, int64_t load_ns, int64_t total_ns,
 		       const struct llm_stats *st, const char *error)
 {
-	cJSON *o = cJSON_CreateObject(), *calls, *ctx, *t, *x, *per;
-	bool repl = ro->strategy == RLM_REPL;
+	cJSON *o = rlm_result_json(r, ro), *ctx, *t;
 	char *s;
 	if (error)
 		json_add_str(o, "error", error);
-	json_add(o, "answer", r->answer ? cJSON_CreateString(r->answer) : cJSON_CreateNull());
-	json_add_bool(o, "found", r->found);
-	if (repl) {
-		json_add_str(o, "stop", rlm_stop_name(r->stop));
-		if (r->stop_detail)
-			json_add_str(o, "stop_detail", r->stop_detail);
-	}
-	json_add_str(o, "strategy", repl ? "repl" : "tree");
 	json_add_str(o, "provider", llm_kind_name(ms->kind));
-	json_add_str(o, "model", llm_model_name(ms->model));
-	json_add_str(o, "sub_model", llm_model_name(ms->sub));
-	json_add(o, "usage", usage_json(&r->usage, -1));
-	json_add_num(o, "cost_usd", r->cost);
-	if (repl) {
-		per = cJSON_CreateObject();
-		json_add(per, "root", usage_json(&r->root_usage, r->root_cost));
-		json_add(per, "sub", usage_json(&r->sub_usage, r->sub_cost));
-		json_add(o, "usage_by_role", per);
-	}
-	calls = cJSON_CreateObject();
-	json_add_num(calls, "total", (double)r->calls);
-	json_add_num(calls, "failed", (double)r->failed_calls);
-	json_add_num(calls, "attempts", (double)r->attempts);
-	json_add_num(calls, "retries", (double)st->retries);
-	if (repl) {
-		/* Model calls: the root node's own, and the rest (its
-		 * sub-calls and its child RLMs' calls), as usage_by_role. */
-		json_add_num(calls, "root", (double)r->root_calls);
-		json_add_num(calls, "sub", (double)(r->calls - r->root_calls));
-	}
-	json_add(o, "calls", calls);
-	x = cJSON_CreateObject();
-	if (repl) {
-		json_add_num(x, "iterations", r->iterations);
-		json_add_num(x, "error_turns", r->error_turns);
-		json_add_num(x, "execs", r->execs);
-		json_add_num(x, "restarts", r->restarts);
-		json_add(o, "repl", x);
-	} else {
-		json_add_num(x, "parts", (double)r->leaves);
-		json_add_num(x, "failed_parts", (double)r->failed_leaves);
-		json_add_num(x, "combine_levels", r->levels);
-		json_add_num(x, "part_bytes", (double)r->leaf_chars);
-		json_add(o, "tree", x);
-	}
+	json_add_num(json_get(o, "calls"), "retries", (double)st->retries);
 	ctx = cJSON_CreateObject();
 	json_add_str(ctx, "source", c->source);
 	json_add_str(ctx, "kind", corpus_kind_name(c->kind));
@@ -288,28 +201,9 @@ static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, co
 	json_add_num(ctx, "tokens_estimate", (double)llm_estimate_tokens(c->len));
 	json_add_num(ctx, "skipped_files", (double)c->skipped);
 	json_add(o, "context", ctx);
-	t = cJSON_CreateObject();
+	t = json_get(o, "timings");
 	json_add_num(t, "load_ms", (double)load_ns / 1e6);
-	json_add_num(t, "solve_ms", (double)r->solve_ns / 1e6);
 	json_add_num(t, "total_ms", (double)total_ns / 1e6);
-	if (repl) {
-		json_add_num(t, "root_ms", (double)r->root_ns / 1e6);
-		json_add_num(t, "exec_ms", (double)r->exec_ns / 1e6);
-		json_add_num(t, "sub_calls_ms", (double)r->sub_ns / 1e6);
-		json_add_num(t, "worker_start_ms", (double)r->worker_start_ns / 1e6);
-	}
-	json_add(o, "timings", t);
-	if (repl && r->sandbox)
-		json_add(o, "sandbox", sandbox_status_json(r->sandbox));
-	if (r->warning)
-		json_add_str(o, "warning", r->warning);
-	if (repl) {
-		json_add_num(o, "depth", r->depth);
-		json_add_num(o, "max_depth", ro->max_depth ? ro->max_depth : RLM_DEF_MAX_DEPTH);
-		json_add_num(o, "sub_calls", (double)r->sub_calls);
-		json_add_num(o, "nodes", (double)r->nodes);
-		json_add(o, "children", children_json(r));
-	}
 	s = cJSON_Print(o);
 	puts(s);
 	free(s);
@@ -349,7 +243,9 @@ static char *read_question_file(const char *path)
 	return q;
 }
 
-int cmd_solve(int argc, char **argv)
+static char *run_note(int argc, char **argv);
+
+static int solve_main(int argc, char **argv, const char *resumed_from)
 {
 	static const struct option longopts[] = {
 		{"context", required_argument, NULL, 'c'},
@@ -371,6 +267,10 @@ int cmd_solve(int argc, char **argv)
 		{"prompts", required_argument, NULL, OPT_PROMPTS},
 		{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
 		{"max-nodes", required_argument, NULL, OPT_MAX_NODES},
+		{"cache", required_argument, NULL, OPT_CACHE},
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{"refresh", no_argument, NULL, OPT_REFRESH},
+		{"resume", required_argument, NULL, OPT_RESUME},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"verbose", no_argument, NULL, 'v'},
@@ -391,7 +291,11 @@ int cmd_solve(int argc, char **argv)
 	const char *context = NULL, *question = getenv("RLM_QUESTION");
 	char *qfile = NULL;
 	const char *qpath = NULL; /* --question-file, the last of -q and it */
+	const char *cache_path = NULL, *no_cache_env = getenv("RLM_NO_CACHE");
+	struct store *store = NULL;
+	char *note = NULL;
 	bool json = false, verbose = false;
+	bool no_cache = false;
 	uint64_t leaf = 0, count;
 	long num;
 	double secs;
@@ -506,6 +410,10 @@ int cmd_solve(int argc, char **argv)
 				return cli_fail(2, "bad value '%s' for --leaf-chars: want 256..1G",
 						optarg);
 			break;
+		case OPT_CACHE: cache_path = optarg; break;
+		case OPT_NO_CACHE: no_cache = true; break;
+		case OPT_REFRESH: ro.refresh = true; break;
+		case OPT_RESUME: break; /* taken by resume_argv */
 		case OPT_JSON: json = true; break;
 		case OPT_QUIET: mo.quiet = true; break;
 		case 'v':
@@ -558,6 +466,24 @@ int cmd_solve(int argc, char **argv)
 		return rc == RLM_EINVAL ? 2 : 1;
 	}
 
+	/* RLM_NO_CACHE=1 unless --cache names a store; --no-cache always. */
+	if (!no_cache && !cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
+		no_cache = true;
+	if (!no_cache) {
+		struct store_cfg sc = {cache_path, false, 0};
+		if ((rc = store_open(&sc, &store, &err))) {
+			fprintf(stderr, "rlm: error: %s (or pass --no-cache)\n", err.msg);
+			model_teardown(&ms);
+			corpus_free(corpus);
+			free(qfile);
+			return 1;
+		}
+		note = run_note(argc, argv);
+		ro.store = store;
+		ro.run_note_json = note;
+		ro.resumed_from = resumed_from;
+	}
+
 	pr.tty = !mo.quiet && isatty(2);
 	ro.pool = ms.pool;
 	ro.model = ms.model;
@@ -598,9 +524,126 @@ int cmd_solve(int argc, char **argv)
 			printf("%s\n", res.answer);
 		status = limited ? 3 : 0;
 	}
+	if (res.run_id[0] && !json && (verbose || (status != 0 && !mo.quiet)))
+		fprintf(stderr, "rlm: run %s (rlm runs show %s; rlm solve --resume %s)\n", res.run_id,
+			res.run_id, res.run_id);
 	rlm_result_release(&res);
 	model_teardown(&ms);
+	store_close(store);
+	free(note);
 	corpus_free(corpus);
 	free(qfile);
 	return status;
+}
+
+/* ---- runs: the note that lets a run be run again ---- */
+
+/* Variables that shape a solve (no API keys), kept with the run. */
+static const char *const note_env[] = {
+    "RLM_PROVIDER",	   "RLM_MODEL",		  "RLM_SUB_MODEL", "RLM_PRICES",  "RLM_SIM",
+    "RLM_CONCURRENCY", "RLM_TIMEOUT",	  "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_QUESTION",
+    "RLM_SANDBOX_DISABLE", "RLM_ZYGOTE",
+};
+
+/* {"argv":[...],"env":{...},"cwd":"..."}: how this solve was run. */
+static char *run_note(int argc, char **argv)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *e = cJSON_CreateObject();
+	char cwd[4096], *s;
+	for (int i = 1; i < argc; i++)
+		json_add(a, NULL, cJSON_CreateString(argv[i]));
+	json_add(o, "argv", a);
+	for (size_t i = 0; i < ARRAY_SIZE(note_env); i++) {
+		const char *v = getenv(note_env[i]);
+		if (v && *v)
+			json_add_str(e, note_env[i], v);
+	}
+	json_add(o, "env", e);
+	if (getcwd(cwd, sizeof(cwd)))
+		json_add_str(o, "cwd", cwd);
+	s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+/* rlm solve --resume ID [flags]: the run's own command line, then the
+ * flags given now (the later wins), in its directory, with its
+ * variables where they are not set now. */
+static int resume(int argc, char **argv, const char *id, const char *cache)
+{
+	struct store_cfg sc = {cache, true, 0};
+	struct store *s = NULL;
+	struct rlm_err err = {0, ""};
+	cJSON *run, *note, *args, *env, *it;
+	char **nargv, *full;
+	const char *cwd;
+	int n = 0, rc;
+	if ((rc = store_open(&sc, &s, &err)))
+		return cli_fail(rc == RLM_ENOTFOUND ? 2 : 1, "--resume %s: %s", id, err.msg);
+	run = store_run_load(s, id, &err);
+	store_close(s);
+	if (!run)
+		return cli_fail(2, "--resume %s: %s", id, err.msg);
+	note = json_get(run, "note");
+	args = json_get(note, "argv");
+	if (!cJSON_IsArray(args)) {
+		cJSON_Delete(run);
+		return cli_fail(2,
+				"--resume %s: the run was not started by `rlm solve`, so there is no "
+				"command line to run again (see `rlm runs show %s`)",
+				id, id);
+	}
+	nargv = xcalloc((size_t)(cJSON_GetArraySize(args) + argc + 1), sizeof(*nargv));
+	nargv[n++] = argv[0];
+	cJSON_ArrayForEach(it, args)
+	{
+		if (cJSON_IsString(it))
+			nargv[n++] = it->valuestring;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--resume") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(argv[i], "--resume=", 9) == 0)
+			continue;
+		nargv[n++] = argv[i];
+	}
+	env = json_get(note, "env");
+	cJSON_ArrayForEach(it, env)
+	{
+		if (cJSON_IsString(it) && !getenv(it->string))
+			setenv(it->string, it->valuestring, 0);
+	}
+	cwd = json_str(note, "cwd");
+	if (cwd && *cwd && chdir(cwd) < 0)
+		fprintf(stderr, "rlm: warning: cannot go to the run's directory '%s' (%s): relative "
+				"paths are taken from here\n",
+			cwd, strerror(errno));
+	full = xstrdup(json_str(run, "id"));
+	rc = solve_main(n, nargv, full);
+	free(full);
+	free(nargv);
+	cJSON_Delete(run);
+	return rc;
+}
+
+int cmd_solve(int argc, char **argv)
+{
+	const char *id = NULL, *cache = NULL;
+	/* --resume and --cache, found before the rest is parsed: the run's
+	 * own options come first. */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc)
+			id = argv[++i];
+		else if (strncmp(argv[i], "--resume=", 9) == 0)
+			id = argv[i] + 9;
+		else if (strcmp(argv[i], "--cache") == 0 && i + 1 < argc)
+			cache = argv[++i];
+		else if (strncmp(argv[i], "--cache=", 8) == 0)
+			cache = argv[i] + 8;
+	}
+	return id ? resume(argc, argv, id, cache) : solve_main(argc, argv, NULL);
 }

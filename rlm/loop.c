@@ -35,6 +35,7 @@
  */
 #include "loop_int.h"
 #include "../repl/repl.h"
+#include "../common/json.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -54,6 +55,7 @@
 void loop_emit(struct loop *l, const char *kind, const char *text, size_t len)
 {
 	struct rlm_event e;
+	record_event(l->o, l->node, l->parent, l->depth, l->iteration, kind, text, len, NULL);
 	if (!l->o->event)
 		return;
 	e = (struct rlm_event){.kind = kind,
@@ -174,6 +176,7 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 static void on_root_done(struct llm_call *c, void *arg)
 {
 	struct loop *l = arg;
+	record_call(l->o, l->node, l->parent, l->depth, l->iteration, c, false);
 	pthread_mutex_lock(&l->c.mu);
 	calls_account(&l->c, c, l->root_est, false);
 	l->root_done = true;
@@ -203,6 +206,7 @@ static int root_submit(struct loop *l)
 	atomic_store(&l->root_cancel, false);
 	l->root.cancel = &l->root_cancel;
 	l->root_done = false;
+	l->root.front = record_front(l->o);
 	llm_pool_submit(l->o->pool, &l->root, on_root_done, l);
 	return 0;
 }
@@ -398,12 +402,12 @@ int loop_solve(const struct rlm_opts *o, const char *question, const struct corp
 	struct rlm_tree t;
 	int rc;
 	tree_init(&t, o, now_ns());
-	rc = loop_node(&t, o, 0, 0, question, ctx, out, err);
+	rc = loop_node(&t, o, 0, 0, -1, question, ctx, out, err);
 	tree_release(&t);
 	return rc;
 }
 
-int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
+int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node, int parent,
 	      const char *question, const struct corpus *ctx, struct rlm_result *out,
 	      struct rlm_err *caller_err)
 {
@@ -433,8 +437,10 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 	l.budget = &t->budget;
 	l.depth = depth;
 	l.node = node;
+	l.parent = parent;
 	l.t0 = t->t0;
 	calls_init(&l.c, o, out, t, depth, node);
+	l.c.parent = parent;
 	l.max_iterations = o->max_iterations > 0 ? o->max_iterations : DEFAULT_ITERATIONS;
 	l.max_errors = o->max_errors > 0 ? o->max_errors : DEFAULT_ERRORS;
 	l.output_limit = o->output_limit ? o->output_limit : DEFAULT_OUTPUT_LIMIT;
@@ -448,6 +454,16 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 
 	if ((rc = first_messages(&l, question, ctx, docs, err)))
 		goto out;
+	if (l.n_msgs >= 2) {
+		/* What the node's model is told first, for the record. */
+		cJSON *d = cJSON_CreateObject();
+		char *ds;
+		json_add(d, "user", cJSON_CreateString(l.msgs[1].text));
+		ds = cJSON_PrintUnformatted(d);
+		cJSON_Delete(d);
+		record_event(o, node, parent, depth, 0, "prompt", l.msgs[0].text, l.msgs[0].len, ds);
+		free(ds);
+	}
 
 	for (;;) {
 		bool last = l.iteration >= l.max_iterations;

@@ -21,6 +21,7 @@ struct loop {
 	struct rlm_tree *tree;
 	struct rlm_budget *budget; /* &tree->budget */
 	int depth, node;
+	int parent; /* the parent node's id; -1 for the root */
 	struct repl *repl;
 	int64_t t0;
 	int iteration; /* 1-based; max_iterations + 1 for the last call */

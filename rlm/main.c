@@ -21,6 +21,8 @@ static const char usage[] =
 	"  sim-serve   serve the offline simulator model over HTTP (OpenAI-compatible)\n"
 	"  bench gen   generate benchmark datasets (S-NIAH haystacks of any size)\n"
 	"  bench perf  measure the controller: pool fan-out efficiency, CPU per call\n"
+	"  runs        list, show and export recorded solves (JSONL trajectory, HTML)\n"
+	"  cache       the store's statistics, pruning and clearing\n"
 	"\n"
 	"  rlm COMMAND --help    options of a command\n"
 	"  rlm --version         the version\n"
@@ -57,6 +59,8 @@ int main(int argc, char **argv)
 		{"doctor", cmd_doctor},
 		{"sim-serve", cmd_sim_serve},
 		{"bench", cmd_bench},
+		{"cache", cmd_cache},
+		{"runs", cmd_runs},
 	};
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {

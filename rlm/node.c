@@ -147,10 +147,33 @@ static void child_run(struct child *ch)
 	/* Borrowed from the call frame, which lives until the frame is
 	 * answered, after every child has ended: no copy (a 10M-token solve
 	 * hands its children 40 MB); the worker has its own in its memfd. */
-	struct corpus *ctx = corpus_borrow_text(ch->text, ch->len);
-	ch->rc =
-	    loop_node(p->tree, &ch->o, p->depth + 1, ch->id, ch->question, ctx, ch->out, &ch->err);
-	corpus_free(ctx);
+	struct corpus *ctx;
+	char *data;
+	record_event(&ch->o, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
+		     strlen(ch->question), NULL);
+	if (record_memo_get(&ch->o, p->depth + 1, ch->question, ch->text, ch->len, ch->out)) {
+		/* Asked and answered before: no node runs. */
+		ch->rc = 0;
+		ch->out->depth = p->depth + 1;
+		ch->out->node = ch->id;
+	} else {
+		ctx = corpus_borrow_text(ch->text, ch->len);
+		ch->rc = loop_node(p->tree, &ch->o, p->depth + 1, ch->id, p->node, ch->question,
+				   ctx, ch->out, &ch->err);
+		corpus_free(ctx);
+		if (ch->rc == 0)
+			record_memo_put(&ch->o, p->depth + 1, ch->question, ch->text, ch->len,
+					ch->out);
+	}
+	data = xasprintf("{\"stop\":\"%s\",\"memo\":%s,\"calls\":%lld,\"cost\":%.9g,"
+			 "\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}}",
+			 rlm_stop_name(ch->out->stop), ch->out->memo ? "true" : "false",
+			 (long long)ch->out->calls, ch->out->cost,
+			 (long long)ch->out->usage.input_tokens,
+			 (long long)ch->out->usage.output_tokens);
+	record_event(&ch->o, ch->id, p->node, p->depth + 1, 0, "child_end", ch->out->answer,
+		     ch->out->answer ? strlen(ch->out->answer) : 0, data);
+	free(data);
 	ch->out->question = ch->question;
 	ch->question = NULL;
 }

@@ -85,6 +85,10 @@ const char *rlm_stop_name(enum rlm_stop s); /* "answer", "max_iterations", ... *
 #define RLM_DEF_MAX_DEPTH 2
 #define RLM_DEF_MAX_NODES 8
 
+struct cJSON;
+struct rlm_record; /* rlm/record.c */
+struct store;      /* store/store.h */
+
 struct rlm_opts {
 	enum rlm_strategy strategy;
 	struct llm_pool *pool;       /* borrowed */
@@ -130,6 +134,22 @@ struct rlm_opts {
 				      * pool threads, the solving thread and
 				      * child nodes' threads, never concurrently */
 	void *progress_arg;
+
+	/* the store (store/store.h): optional */
+	struct store *store;         /* every model call is asked of its cache
+				      * first and kept once answered; child
+				      * RLMs' answers are memoised; the solve
+				      * is recorded as a run with its events */
+	bool refresh;                /* with store: ask nothing of the cache
+				      * (what is made replaces what was kept) */
+	const char *run_note_json;   /* with store: a JSON object kept in the
+				      * run's config as "cli" (how it was run:
+				      * `rlm solve --resume` reads it back) */
+	const char *resumed_from;    /* with store: the run this one resumes;
+				      * NULL: the newest unfinished run of the
+				      * same question, context and config, if
+				      * any */
+	const struct rlm_record *record_; /* private: set by rlm_solve */
 };
 
 struct rlm_result {
@@ -178,6 +198,17 @@ struct rlm_result {
 				      * the order they started (rlm_event.node) */
 	int64_t root_calls;          /* this node's own root-model calls (the
 				      * last call after max_iterations included) */
+
+	/* the store: calls answered from its cache (counted in calls, usage
+	 * and cost as well), child RLMs answered from its memo, and what
+	 * they did not spend again; the subtree's, like calls */
+	int64_t cache_hits;
+	int64_t memo_hits;
+	struct llm_usage saved_usage;
+	double saved_cost;
+	bool memo;                   /* this node's answer came from the memo */
+	char run_id[40];             /* the root's run in the store; "" when
+				      * none was recorded */
 };
 
 /* Answer question over ctx. Returns 0 with out->answer set, or a negative
@@ -196,6 +227,10 @@ struct rlm_result {
 int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
 	      struct rlm_result *out, struct rlm_err *err);
 void rlm_result_release(struct rlm_result *r);
+/* r as a JSON object (what `rlm solve --json` prints, less what only the
+ * command knows: provider, context, load time): answer, stop, usage,
+ * calls, cache, timings, sandbox, children (nested), run. */
+struct cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *o);
 
 /* Cut ctx into parts of at most max bytes at natural boundaries. Small
  * consecutive documents share a part; a large one is cut at a blank line,

@@ -8,11 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
-	      struct rlm_result *out, struct rlm_err *err)
+static int solve_strategy(const struct rlm_opts *opts, const char *question,
+			  const struct corpus *ctx, struct rlm_result *out, struct rlm_err *err)
 {
 	int rc;
-	memset(out, 0, sizeof(*out));
 	switch (opts->strategy) {
 	case RLM_REPL:
 		/* A sandbox the worker would refuse fails here, before the
@@ -27,6 +26,38 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	}
 	out->stop = RLM_STOP_ERROR;
 	return rlm_err_set(err, RLM_EINVAL, "unknown strategy %d", (int)opts->strategy);
+}
+
+int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
+	      struct rlm_result *out, struct rlm_err *err)
+{
+	struct rlm_record rec;
+	struct rlm_opts o;
+	struct rlm_err local = {0, ""};
+	int rc;
+	memset(out, 0, sizeof(*out));
+	if (!opts->store)
+		return solve_strategy(opts, question, ctx, out, err);
+	/* With a store: the run is recorded, and every node finds the cache
+	 * and the record through o.record_. */
+	o = *opts;
+	record_init(&rec, &o);
+	o.record_ = &rec;
+	record_begin(&rec, &o, question, ctx);
+	/* The whole solve asked before: its answer, and nothing runs. The
+	 * context stands in the key by its digest. */
+	if (question && record_memo_get(&o, 0, question, rec.digest, strlen(rec.digest), out)) {
+		rc = 0;
+	} else {
+		int64_t t0 = now_ns();
+		rc = solve_strategy(&o, question, ctx, out, err ? err : &local);
+		if (rc == 0)
+			record_memo_put(&o, 0, question, rec.digest, strlen(rec.digest), out);
+		out->solve_ns = out->solve_ns ? out->solve_ns : now_ns() - t0;
+	}
+	record_end(&rec, &o, out, rc, rc < 0 ? (err ? err->msg : local.msg) : NULL);
+	memcpy(out->run_id, rec.run, sizeof(out->run_id));
+	return rc;
 }
 
 void rlm_result_release(struct rlm_result *r)

@@ -13,6 +13,7 @@
 
 #include "rlm.h"
 #include "../repl/repl.h"
+#include "../store/store.h"
 
 /* The strategies; rlm_solve (rlm/solve.c) zeroes out and dispatches. Same
  * contract as rlm_solve. */
@@ -25,6 +26,47 @@ int loop_solve(const struct rlm_opts *o, const char *question, const struct corp
  * text) back the offsets table and must outlive the repl_start call. */
 void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
 		       size_t **lens);
+
+/* ---- the store (rlm/record.c) ----
+ *
+ * With rlm_opts.store, rlm_solve records the solve as a run and hands
+ * every node an rlm_record through opts.record_: the front of the call pool
+ * (the call cache), the child memo and the run's events. Without a store
+ * record_ is NULL and every record_* function does nothing. */
+struct rlm_record {
+	struct store *store;
+	bool refresh;
+	struct llm_front front; /* arg: this record */
+	char run[40];		/* the run's id; "" when it could not be begun */
+	char digest[33];	/* the context's (record_begin) */
+	int64_t t0;		/* the solve's start (now_ns clock) */
+};
+
+/* Set rec up for o (o->store set). */
+void record_init(struct rlm_record *rec, const struct rlm_opts *o);
+/* Begin the run of question over ctx (rlm_solve, before the strategy).
+ * A failure to record is not the solve's: it is logged, run stays "". */
+void record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *question,
+		  const struct corpus *ctx);
+/* End it with the result (and the strategy's rc). */
+void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct rlm_result *r,
+		int rc, const char *error);
+/* The front for a call of o's solve, or NULL. */
+const struct llm_front *record_front(const struct rlm_opts *o);
+/* One event of node (parent: its parent's id, -1 for the root). */
+void record_event(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
+		  const char *kind, const char *text, size_t len, const char *data_json);
+/* A model call of node completed: its "call" event. */
+void record_call(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
+		 const struct llm_call *call, bool sub);
+/* The memo of a child RLM: its answer, usage and calls into out (stop
+ * ANSWER, memo set) and true, when a child of the same question, context
+ * and configuration answered before. */
+bool record_memo_get(const struct rlm_opts *o, int depth, const char *question,
+		     const char *text, size_t len, struct rlm_result *out);
+/* Keep a child's answer (only a real one: stop ANSWER). */
+void record_memo_put(const struct rlm_opts *o, int depth, const char *question,
+		     const char *text, size_t len, const struct rlm_result *r);
 
 /* Limits of one solve, shared by every call of it from any thread: each
  * call is checked and its share reserved before it is sent
@@ -108,6 +150,7 @@ struct calls {
 	struct rlm_budget *budget; /* &tree->budget */
 	struct llm_model *sub;	   /* the default sub-model */
 	int depth, node;	   /* where the node is in the tree */
+	int parent;		   /* the parent node's id; -1 for the root */
 	size_t window;		   /* sub-calls in flight; o->window or 256 */
 	int64_t t0;		   /* the solve's start */
 	int level;		   /* progress level: the iteration */
@@ -157,11 +200,12 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 
 /* ---- child nodes (rlm/node.c) ---- */
 
-/* Run one node of the repl strategy on the calling thread: its loop, its
+/* Run one node of the repl strategy on the calling thread (parent: the
+ * id of the node whose code asked for it, -1 for the root): its loop, its
  * worker, over ctx (borrowed until it returns). out is zeroed first and
  * filled as rlm_solve's; its children are joined and its worker freed
  * before it returns. Same return as rlm_solve. (rlm/loop.c) */
-int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
+int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node, int parent,
 	      const char *question, const struct corpus *ctx, struct rlm_result *out,
 	      struct rlm_err *err);
 /* Answer the prompts of an rlm_query frame of node c with child RLMs at

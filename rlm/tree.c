@@ -165,12 +165,21 @@ static void account(struct rlm_result *res, const struct llm_call *c)
 	res->usage.cached_tokens += c->usage.cached_tokens;
 	res->usage.cache_write_tokens += c->usage.cache_write_tokens;
 	res->cost += c->cost;
+	if (c->cached) {
+		res->cache_hits++;
+		res->saved_usage.input_tokens += c->usage.input_tokens;
+		res->saved_usage.output_tokens += c->usage.output_tokens;
+		res->saved_usage.cached_tokens += c->usage.cached_tokens;
+		res->saved_usage.cache_write_tokens += c->usage.cache_write_tokens;
+		res->saved_cost += c->cost;
+	}
 }
 
 static void on_done(struct llm_call *c, void *arg)
 {
 	struct slot *s = arg;
 	struct job *j = s->job;
+	record_call(j->opts, 0, -1, 0, 0, c, true);
 	pthread_mutex_lock(&j->mu);
 	if (c->rc == 0) {
 		j->answers[s->item] = c->text;
@@ -245,6 +254,7 @@ static int run_job(struct job *j, struct rlm_err *err)
 		llm_call_init(&s->call, j->model, s->msgs, 2);
 		s->call.params = j->opts->params;
 		s->call.cancel = j->opts->cancel;
+		s->call.front = record_front(j->opts);
 		llm_pool_submit(j->opts->pool, &s->call, on_done, s);
 		pthread_mutex_lock(&j->mu);
 	}

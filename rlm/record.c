@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/record.c -- a solve and its store: the call cache in front of the
+ * pool, the memo of child RLMs, and the run with its events.
+ *
+ * DESIGN
+ * The store answers before the network: the front's lookup runs on the
+ * pool thread that would send the call, and a call that succeeded is kept
+ * (store_call_put commits) before its caller sees it, so a run killed at
+ * any point and run again makes no call twice. A hit is a call like any
+ * other for budgets and usage (a resumed run must stop where the first one
+ * would have), and is also counted as saved.
+ *
+ * A child RLM is memoised under its question, its context's digest and
+ * everything of the solve that shapes its answer (the models, the
+ * sampling, the limits, the depth it runs at): a child asked again is not
+ * started at all. Only answers (stop ANSWER) are kept: a child cut short
+ * by a limit is not an answer to reuse.
+ *
+ * The record never fails the solve: a store that errs is logged (once per
+ * kind of trouble) and the solve goes on uncached. */
+#include "solve_int.h"
+#include "../common/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct rlm_record *rec_of(const struct rlm_opts *o)
+{
+	return o && o->record_ && o->record_->store ? o->record_ : NULL;
+}
+
+static void store_trouble(const char *what, const struct rlm_err *err)
+{
+	static atomic_int said;
+	if (atomic_fetch_add(&said, 1) < 3)
+		log_warn("the store failed (%s): %s; the solve goes on without it", what,
+			 err->msg);
+}
+
+/* ---- the front of the pool ---- */
+
+static bool front_lookup(void *arg, struct llm_call *c)
+{
+	const struct rlm_record *rec = arg;
+	struct store_key k;
+	struct rlm_err err = {0, ""};
+	int rc;
+	if (rec->refresh)
+		return false;
+	store_call_key(c, &k);
+	rc = store_call_get(rec->store, &k, c, &err);
+	if (rc < 0)
+		store_trouble("a cache lookup", &err);
+	return rc == 1;
+}
+
+static void front_save(void *arg, const struct llm_call *c)
+{
+	const struct rlm_record *rec = arg;
+	struct store_key k;
+	struct rlm_err err = {0, ""};
+	store_call_key(c, &k);
+	if (store_call_put(rec->store, &k, c, &err) < 0)
+		store_trouble("keeping a call", &err);
+}
+
+const struct llm_front *record_front(const struct rlm_opts *o)
+{
+	const struct rlm_record *rec = rec_of(o);
+	return rec ? &rec->front : NULL;
+}
+
+/* ---- the run ---- */
+
+static const char *model_id(const struct llm_model *m)
+{
+	return m ? llm_model_cache_id(m) : "";
+}
+
+/* What of o shapes the answer, as JSON: the run's config. */
+static char *config_json(const struct rlm_opts *o)
+{
+	cJSON *j = cJSON_CreateObject(), *p = cJSON_CreateObject(), *stop = cJSON_CreateArray();
+	char *s;
+	json_add_str(j, "strategy", o->strategy == RLM_REPL ? "repl" : "tree");
+	json_add_str(j, "model", model_id(o->model));
+	json_add_str(j, "sub_model", model_id(o->sub_model ? o->sub_model : o->model));
+	json_add_num(p, "max_tokens", o->params.max_tokens);
+	json_add_num(p, "temperature", o->params.temperature);
+	json_add_num(p, "top_p", o->params.top_p);
+	for (size_t i = 0; i < o->params.n_stop; i++)
+		json_add(stop, NULL, cJSON_CreateString(o->params.stop[i]));
+	json_add(p, "stop", stop);
+	if (o->params.extra_json)
+		json_add_str(p, "extra_json", o->params.extra_json);
+	json_add(j, "params", p);
+	json_add_num(j, "max_iterations", o->max_iterations);
+	json_add_num(j, "max_depth", o->max_depth ? o->max_depth : RLM_DEF_MAX_DEPTH);
+	json_add_num(j, "max_errors", o->max_errors);
+	json_add_num(j, "output_limit", (double)o->output_limit);
+	json_add_num(j, "leaf_chars", (double)o->leaf_chars);
+	json_add_num(j, "exec_timeout_ms", (double)(o->exec_timeout_ns / 1000000));
+	json_add_bool(j, "python_fences", o->python_fences);
+	json_add_num(j, "timeout_ms", (double)(o->timeout_ns / 1000000));
+	json_add_num(j, "max_tokens", (double)o->max_tokens);
+	json_add_num(j, "max_cost", o->max_cost);
+	json_add_num(j, "max_sub_calls", (double)o->max_sub_calls);
+	s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return s;
+}
+
+/* The digest of the context: its text and, for documents, their bounds. */
+static void context_digest(const struct corpus *ctx, char hex[33])
+{
+	struct store_kb kb;
+	struct store_key k;
+	store_kb_init(&kb, "context/1");
+	store_kb_i64(&kb, ctx->kind == CORPUS_TEXT ? 0 : 1);
+	store_kb_str(&kb, ctx->buf ? ctx->buf : "", ctx->len);
+	store_kb_i64(&kb, (int64_t)ctx->n_docs);
+	for (size_t i = 0; ctx->kind != CORPUS_TEXT && i < ctx->n_docs; i++) {
+		store_kb_i64(&kb, (int64_t)ctx->docs[i].off);
+		store_kb_i64(&kb, (int64_t)ctx->docs[i].len);
+	}
+	store_kb_final(&kb, &k);
+	store_key_hex(&k, hex);
+}
+
+void record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *question,
+		  const struct corpus *ctx)
+{
+	struct store_run run;
+	struct rlm_err err = {0, ""};
+	char digest[33], prev[40];
+	char *config = config_json(o);
+	memset(&run, 0, sizeof(run));
+	rec->run[0] = 0;
+	context_digest(ctx, digest);
+	memcpy(rec->digest, digest, sizeof(rec->digest));
+	run.question = question ? question : "";
+	run.context_digest = digest;
+	run.context_bytes = (int64_t)ctx->len;
+	run.context_source = ctx->source;
+	run.config_json = config;
+	run.note_json = o->run_note_json;
+	run.resumed_from = o->resumed_from;
+	if (!run.resumed_from &&
+	    store_run_unfinished(rec->store, run.question, digest, config, prev, &err) == 1)
+		run.resumed_from = prev;
+	if (store_run_begin(rec->store, &run, &err) < 0)
+		store_trouble("recording the run", &err);
+	else
+		memcpy(rec->run, run.id, sizeof(rec->run));
+	free(config);
+}
+
+void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct rlm_result *r,
+		int rc, const char *error)
+{
+	struct store_run run;
+	struct rlm_err err = {0, ""};
+	cJSON *j;
+	char *res;
+	if (!rec->run[0])
+		return;
+	j = rlm_result_json(r, o);
+	if (error)
+		json_add_str(j, "error", error);
+	res = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	record_event(o, 0, -1, 0, r->iterations, "end", NULL, 0, res);
+	memset(&run, 0, sizeof(run));
+	memcpy(run.id, rec->run, sizeof(run.id));
+	run.status = rc < 0 ? "failed"
+		     : r->stop == RLM_STOP_CANCEL || r->stop == RLM_STOP_TIMEOUT ? "interrupted"
+										 : "done";
+	run.answer = r->answer;
+	run.result_json = res;
+	if (store_run_end(rec->store, &run, &err) < 0)
+		store_trouble("ending the run", &err);
+	free(res);
+}
+
+void record_event(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
+		  const char *kind, const char *text, size_t len, const char *data_json)
+{
+	const struct rlm_record *rec = rec_of(o);
+	struct store_event e;
+	struct rlm_err err = {0, ""};
+	if (!rec || !rec->run[0])
+		return;
+	e = (struct store_event){.t_ns = now_ns() - rec->t0,
+				 .node = node,
+				 .parent = parent,
+				 .depth = depth,
+				 .iteration = iteration,
+				 .kind = kind,
+				 .text = text,
+				 .len = text ? len : 0,
+				 .data_json = data_json};
+	if (store_event_add(rec->store, rec->run, &e, &err) < 0)
+		store_trouble("recording an event", &err);
+}
+
+void record_call(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
+		 const struct llm_call *call, bool sub)
+{
+	const struct rlm_record *rec = rec_of(o);
+	struct store_key k;
+	char hex[33], *data;
+	size_t chars = 0;
+	if (!rec || !rec->run[0])
+		return;
+	store_call_key(call, &k);
+	store_key_hex(&k, hex);
+	for (size_t i = 0; i < call->n_msgs; i++)
+		chars += call->msgs[i].len;
+	data = xasprintf("{\"key\":\"%s\",\"role\":\"%s\",\"cached\":%s,\"ok\":%s,"
+			 "\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld},"
+			 "\"cost\":%.9g,\"ms\":%.3f,\"prompt_chars\":%zu}",
+			 hex, sub ? "sub" : "root", call->cached ? "true" : "false",
+			 call->rc == 0 ? "true" : "false", (long long)call->usage.input_tokens,
+			 (long long)call->usage.output_tokens, call->cost,
+			 (double)call->latency_ns / 1e6, chars);
+	record_event(o, node, parent, depth, iteration, "call", NULL, 0, data);
+	free(data);
+}
+
+/* ---- the memo of child RLMs ---- */
+
+static void memo_key(const struct rlm_opts *o, int depth, const char *question, const char *text,
+		     size_t len, struct store_key *k)
+{
+	struct store_kb kb;
+	char *config = config_json(o);
+	int max_depth = o->max_depth ? o->max_depth : RLM_DEF_MAX_DEPTH;
+	store_kb_init(&kb, "result/1");
+	store_kb_str(&kb, config, strlen(config));
+	store_kb_i64(&kb, max_depth - depth); /* the levels left below it */
+	store_kb_str(&kb, question, strlen(question));
+	store_kb_str(&kb, text, len);
+	store_kb_final(&kb, k);
+	free(config);
+}
+
+bool record_memo_get(const struct rlm_opts *o, int depth, const char *question,
+		     const char *text, size_t len, struct rlm_result *out)
+{
+	const struct rlm_record *rec = rec_of(o);
+	struct store_result sr;
+	struct store_key k;
+	struct rlm_err err = {0, ""};
+	int rc;
+	if (!rec || rec->refresh)
+		return false;
+	memo_key(o, depth, question, text, len, &k);
+	memset(&sr, 0, sizeof(sr));
+	rc = store_result_get(rec->store, &k, &sr, &err);
+	if (rc < 0)
+		store_trouble("a memo lookup", &err);
+	if (rc != 1) {
+		store_result_release(&sr);
+		return false;
+	}
+	out->answer = sr.answer;
+	sr.answer = NULL;
+	out->found = true;
+	out->stop = RLM_STOP_ANSWER;
+	out->memo = true;
+	out->memo_hits = 1;
+	out->usage = sr.usage;
+	out->cost = sr.cost;
+	out->saved_usage = sr.usage;
+	out->saved_cost = sr.cost;
+	store_result_release(&sr);
+	return true;
+}
+
+void record_memo_put(const struct rlm_opts *o, int depth, const char *question,
+		     const char *text, size_t len, const struct rlm_result *r)
+{
+	const struct rlm_record *rec = rec_of(o);
+	struct store_result sr;
+	struct store_key k;
+	struct rlm_err err = {0, ""};
+	if (!rec || r->stop != RLM_STOP_ANSWER || !r->answer || r->memo)
+		return;
+	memo_key(o, depth, question, text, len, &k);
+	sr = (struct store_result){.answer = r->answer,
+				   .stop = (char *)(uintptr_t)rlm_stop_name(r->stop),
+				   .usage = r->usage,
+				   .cost = r->cost,
+				   .calls = r->calls};
+	if (store_result_put(rec->store, &k, &sr, &err) < 0)
+		store_trouble("keeping a child's answer", &err);
+}
+
+/* ---- rlm_solve's side ---- */
+
+void record_init(struct rlm_record *rec, const struct rlm_opts *o)
+{
+	memset(rec, 0, sizeof(*rec));
+	rec->store = o->store;
+	rec->refresh = o->refresh;
+	rec->front = (struct llm_front){front_lookup, front_save, rec};
+	rec->t0 = now_ns();
+}

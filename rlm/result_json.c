@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/result_json.c -- a solve's result as JSON: what `rlm solve --json`
+ * prints and what the store keeps as a run's result. */
+#include "solve_int.h"
+#include "cliopt.h"
+#include "../common/json.h"
+
+#include <stdlib.h>
+
+static cJSON *usage_json(const struct llm_usage *u, double cost)
+{
+	cJSON *o = cJSON_CreateObject();
+	json_add_num(o, "input_tokens", (double)u->input_tokens);
+	json_add_num(o, "output_tokens", (double)u->output_tokens);
+	json_add_num(o, "cached_tokens", (double)u->cached_tokens);
+	json_add_num(o, "cache_write_tokens", (double)u->cache_write_tokens);
+	if (cost >= 0)
+		json_add_num(o, "cost_usd", cost);
+	return o;
+}
+
+/* s cut to max characters (code points), with "..." when cut. */
+static cJSON *cut_string(const char *s, size_t max)
+{
+	size_t chars = 0, i = 0;
+	cJSON *j;
+	char *t;
+	for (; s[i]; i++) {
+		if (((unsigned char)s[i] & 0xC0) == 0x80)
+			continue;
+		if (chars++ == max)
+			break;
+	}
+	if (!s[i])
+		return cJSON_CreateString(s);
+	t = xasprintf("%.*s...", (int)i, s);
+	j = cJSON_CreateString(t);
+	free(t);
+	return j;
+}
+
+static cJSON *cache_json(const struct rlm_result *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	json_add_num(o, "hits", (double)r->cache_hits);
+	json_add_num(o, "memo_hits", (double)r->memo_hits);
+	json_add(o, "saved", usage_json(&r->saved_usage, r->saved_cost));
+	return o;
+}
+
+/* The child RLMs of r, each with its own children. */
+static cJSON *children_json(const struct rlm_result *r)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < r->n_children; i++) {
+		const struct rlm_result *ch = &r->children[i];
+		cJSON *o = cJSON_CreateObject();
+		json_add_num(o, "depth", ch->depth);
+		json_add_num(o, "node", ch->node);
+		json_add(o, "question", cut_string(ch->question ? ch->question : "", 200));
+		json_add(o, "answer",
+			 ch->answer ? cJSON_CreateString(ch->answer) : cJSON_CreateNull());
+		json_add_str(o, "stop", rlm_stop_name(ch->stop));
+		if (ch->stop_detail)
+			json_add_str(o, "stop_detail", ch->stop_detail);
+		json_add(o, "usage", usage_json(&ch->usage, -1));
+		json_add_num(o, "cost_usd", ch->cost);
+		json_add_num(o, "calls", (double)ch->calls);
+		json_add_num(o, "iterations", ch->iterations);
+		json_add_num(o, "sub_calls", (double)ch->sub_calls);
+		json_add_num(o, "nodes", (double)ch->nodes);
+		json_add_num(o, "solve_ms", (double)ch->solve_ns / 1e6);
+		json_add_bool(o, "memo", ch->memo);
+		if (ch->cache_hits || ch->memo_hits)
+			json_add(o, "cache", cache_json(ch));
+		if (ch->warning)
+			json_add_str(o, "warning", ch->warning);
+		json_add(o, "children", children_json(ch));
+		json_add(a, NULL, o);
+	}
+	return a;
+}
+
+cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
+{
+	cJSON *o = cJSON_CreateObject(), *calls, *t, *x, *per;
+	bool repl = ro->strategy == RLM_REPL;
+	json_add(o, "answer", r->answer ? cJSON_CreateString(r->answer) : cJSON_CreateNull());
+	json_add_bool(o, "found", r->found);
+	if (repl) {
+		json_add_str(o, "stop", rlm_stop_name(r->stop));
+		if (r->stop_detail)
+			json_add_str(o, "stop_detail", r->stop_detail);
+	}
+	json_add_str(o, "strategy", repl ? "repl" : "tree");
+	if (ro->model)
+		json_add_str(o, "model", llm_model_name(ro->model));
+	if (ro->model)
+		json_add_str(o, "sub_model",
+			     llm_model_name(ro->sub_model ? ro->sub_model : ro->model));
+	json_add(o, "usage", usage_json(&r->usage, -1));
+	json_add_num(o, "cost_usd", r->cost);
+	if (repl) {
+		per = cJSON_CreateObject();
+		json_add(per, "root", usage_json(&r->root_usage, r->root_cost));
+		json_add(per, "sub", usage_json(&r->sub_usage, r->sub_cost));
+		json_add(o, "usage_by_role", per);
+	}
+	calls = cJSON_CreateObject();
+	json_add_num(calls, "total", (double)r->calls);
+	json_add_num(calls, "failed", (double)r->failed_calls);
+	json_add_num(calls, "attempts", (double)r->attempts);
+	if (repl) {
+		/* Model calls: the root node's own, and the rest (its
+		 * sub-calls and its child RLMs' calls), as usage_by_role. */
+		json_add_num(calls, "root", (double)r->root_calls);
+		json_add_num(calls, "sub", (double)(r->calls - r->root_calls));
+	}
+	json_add_num(calls, "cached", (double)r->cache_hits);
+	json_add(o, "calls", calls);
+	json_add(o, "cache", cache_json(r));
+	x = cJSON_CreateObject();
+	if (repl) {
+		json_add_num(x, "iterations", r->iterations);
+		json_add_num(x, "error_turns", r->error_turns);
+		json_add_num(x, "execs", r->execs);
+		json_add_num(x, "restarts", r->restarts);
+		json_add(o, "repl", x);
+	} else {
+		json_add_num(x, "parts", (double)r->leaves);
+		json_add_num(x, "failed_parts", (double)r->failed_leaves);
+		json_add_num(x, "combine_levels", r->levels);
+		json_add_num(x, "part_bytes", (double)r->leaf_chars);
+		json_add(o, "tree", x);
+	}
+	t = cJSON_CreateObject();
+	json_add_num(t, "solve_ms", (double)r->solve_ns / 1e6);
+	if (repl) {
+		json_add_num(t, "root_ms", (double)r->root_ns / 1e6);
+		json_add_num(t, "exec_ms", (double)r->exec_ns / 1e6);
+		json_add_num(t, "sub_calls_ms", (double)r->sub_ns / 1e6);
+		json_add_num(t, "worker_start_ms", (double)r->worker_start_ns / 1e6);
+	}
+	json_add(o, "timings", t);
+	if (repl && r->sandbox)
+		json_add(o, "sandbox", sandbox_status_json(r->sandbox));
+	if (r->warning)
+		json_add_str(o, "warning", r->warning);
+	if (repl) {
+		json_add_num(o, "depth", r->depth);
+		json_add_num(o, "max_depth", ro->max_depth ? ro->max_depth : RLM_DEF_MAX_DEPTH);
+		json_add_num(o, "sub_calls", (double)r->sub_calls);
+		json_add_num(o, "nodes", (double)r->nodes);
+		json_add(o, "children", children_json(r));
+	}
+	json_add(o, "run", r->run_id[0] ? cJSON_CreateString(r->run_id) : cJSON_CreateNull());
+	return o;
+}

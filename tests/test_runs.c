@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_runs.c -- the store from the command line, end to end: the
+ * call cache and the memo (hit, miss, refresh, off), runs recorded and
+ * shown and exported, a run killed with SIGKILL and resumed without a call
+ * made twice, a corrupt or locked store, and the HTML viewer in headless
+ * Chromium. The real rlm binary, the simulator in process or served over
+ * loopback, and real SQLite files. */
+#include "harness.h"
+#include "proc.h"
+#include "../common/common.h"
+#include "../common/json.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* rlm with args and extra environment entries (NULL-terminated); the
+ * store is on (RLM_NO_CACHE unset), no real provider leaks in. */
+static struct proc_out rlm_env(const char *const *args, const char *const *extra)
+{
+	const char *argv[40], *env[24];
+	struct proc_out o;
+	size_t n = 0, k = 0;
+	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
+					    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RLM_SIM",
+					    "RLM_SANDBOX_DISABLE", "RLM_MAX_DEPTH", "RLM_MAX_NODES",
+					    "RLM_NO_CACHE", "RLM_CACHE", NULL};
+	argv[n++] = harness_rlm_bin();
+	for (size_t i = 0; args[i] && n < 39; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	for (size_t i = 0; clean[i]; i++)
+		env[k++] = clean[i];
+	for (size_t i = 0; extra && extra[i] && k < 23; i++)
+		env[k++] = extra[i];
+	env[k] = NULL;
+	CHECK_INT(proc_run(argv, NULL, env, 120, &o), 0);
+	return o;
+}
+
+static struct proc_out rlm(const char *const *args)
+{
+	return rlm_env(args, NULL);
+}
+
+static cJSON *parse_out(const struct proc_out *o)
+{
+	cJSON *j = json_parse(o->out, strlen(o->out));
+	CHECK_MSG(j, "not JSON (exit %d): %.300s / %.300s", o->status, o->out, o->err);
+	return j;
+}
+
+struct item {
+	char *dir, *ctx, *q, *answer;
+};
+
+/* One S-NIAH haystack of size (seed 3). */
+static void item_gen(struct item *it, const char *size)
+{
+	char *jl, *line;
+	size_t len;
+	cJSON *j;
+	struct rlm_err err = {0, ""};
+	struct proc_out o;
+	it->dir = xasprintf("%s/gen-%s", harness_tmpdir(), size);
+	{
+		const char *args[] = {"bench", "gen", "sniah", "--sizes", size, "--seed", "3",
+				      "--out", it->dir, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "bench gen: %s", o.err);
+	proc_out_release(&o);
+	jl = xasprintf("%s/sniah.jsonl", it->dir);
+	CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+	j = json_parse(line, strcspn(line, "\n"));
+	CHECK(j);
+	it->ctx = xasprintf("%s/%s", it->dir, json_str(j, "context_path"));
+	it->q = xstrdup(json_str(j, "question"));
+	it->answer = xstrdup(cJSON_GetArrayItem(json_get(j, "answer"), 0)->valuestring);
+	cJSON_Delete(j);
+	free(line);
+	free(jl);
+}
+
+static void item_free(struct item *it)
+{
+	free(it->dir);
+	free(it->ctx);
+	free(it->q);
+	free(it->answer);
+}
+
+/* rlm solve over it with the store at db and more args; the JSON. */
+static cJSON *solve(const struct item *it, const char *db, const char *const *more,
+		    const char *const *env)
+{
+	const char *args[40] = {"solve", "-c", it->ctx, "-q", it->q, "--json", "--quiet",
+				"--cache", db};
+	size_t n = 9;
+	struct proc_out o;
+	cJSON *j;
+	for (size_t i = 0; more && more[i] && n < 39; i++)
+		args[n++] = more[i];
+	args[n] = NULL;
+	o = rlm_env(args, env);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = parse_out(&o);
+	proc_out_release(&o);
+	return j;
+}
+
+static double calls_of(const cJSON *j, const char *what)
+{
+	return json_num(json_get(j, "calls"), what, -1);
+}
+
+/* Rows of a table in the store (read-only, beside a writer). */
+static int64_t rows(const char *db, const char *table)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	char sql[64];
+	int64_t n = -1;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+		sqlite3_busy_timeout(h, 2000);
+		if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(h);
+	return n;
+}
+
+/* A miss, then the memo (nothing runs), then --refresh (everything is
+ * asked again), then --no-cache (nothing recorded). */
+TEST(cache_hit_miss_refresh_and_off)
+{
+	struct item it;
+	char *db = xasprintf("%s/c.db", harness_tmpdir());
+	cJSON *a, *b, *c, *d;
+	static const char *const refresh[] = {"--refresh", NULL};
+	static const char *const off[] = {"--no-cache", NULL};
+	double n;
+	int64_t runs;
+	item_gen(&it, "100k");
+	a = solve(&it, db, NULL, NULL);
+	CHECK_CONTAINS(json_str(a, "answer"), it.answer);
+	n = calls_of(a, "total");
+	CHECK(n >= 4);
+	CHECK(calls_of(a, "attempts") >= n - calls_of(a, "cached"));
+	CHECK(json_str(a, "run") != NULL);
+	CHECK_INT(rows(db, "calls") > 0, 1);
+
+	b = solve(&it, db, NULL, NULL);
+	CHECK_STR(json_str(b, "answer"), json_str(a, "answer"));
+	CHECK(calls_of(b, "total") == 0);
+	CHECK(calls_of(b, "attempts") == 0);
+	CHECK(json_num(json_get(b, "cache"), "memo_hits", 0) == 1);
+	CHECK(strcmp(json_str(b, "run"), json_str(a, "run")) != 0);
+
+	c = solve(&it, db, refresh, NULL);
+	CHECK_STR(json_str(c, "answer"), json_str(a, "answer"));
+	CHECK(calls_of(c, "total") == n);
+	CHECK(calls_of(c, "cached") == 0);
+	CHECK(json_num(json_get(c, "cache"), "memo_hits", -1) == 0);
+
+	runs = rows(db, "runs");
+	CHECK_INT(runs, 3);
+	d = solve(&it, db, off, NULL);
+	CHECK(calls_of(d, "total") == n);
+	CHECK(json_get(d, "run") == NULL || cJSON_IsNull(json_get(d, "run")));
+	CHECK_INT(rows(db, "runs"), runs);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(c);
+	cJSON_Delete(d);
+	item_free(&it);
+	free(db);
+}
+
+/* Run SQL on the store (the test's own connection). */
+static void sql(const char *db, const char *q)
+{
+	sqlite3 *h = NULL;
+	char *msg = NULL;
+	CHECK_INT(sqlite3_open(db, &h), SQLITE_OK);
+	sqlite3_busy_timeout(h, 2000);
+	CHECK_MSG(sqlite3_exec(h, q, NULL, NULL, &msg) == SQLITE_OK, "%s: %s", q,
+		  msg ? msg : "?");
+	sqlite3_free(msg);
+	sqlite3_close(h);
+}
+
+/* Child RLMs are memoised: with the root's own answer forgotten (the
+ * last result kept), the root runs again, and its children come from the
+ * memo: none of them runs, no sub-call is made. */
+TEST(child_rlms_are_memoised)
+{
+	struct item it;
+	char *db = xasprintf("%s/m.db", harness_tmpdir());
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=4", NULL};
+	cJSON *a, *b;
+	item_gen(&it, "200k");
+	a = solve(&it, db, NULL, env);
+	CHECK(json_num(a, "nodes", 0) >= 2);
+	CHECK(json_num(json_get(a, "cache"), "memo_hits", -1) == 0);
+	sql(db, "DELETE FROM results WHERE rowid = (SELECT max(rowid) FROM results)");
+	b = solve(&it, db, NULL, env);
+	CHECK_STR(json_str(b, "answer"), json_str(a, "answer"));
+	CHECK(json_num(json_get(b, "cache"), "memo_hits", 0) == json_num(a, "nodes", -1));
+	CHECK(json_num(json_get(b, "calls"), "cached", 0) >= 1); /* the root's calls */
+	CHECK(json_num(json_get(b, "calls"), "attempts", -1) == 0);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	item_free(&it);
+	free(db);
+}
+
+/* ---- kill -9 and resume ---- */
+
+static cJSON *runs_list(const char *db)
+{
+	const char *args[] = {"runs", "list", "--json", "-n", "0", "--cache", db, NULL};
+	struct proc_out o = rlm(args);
+	cJSON *j;
+	CHECK_MSG(o.status == 0, "runs list: %s", o.err);
+	j = parse_out(&o);
+	proc_out_release(&o);
+	return j;
+}
+
+/* A flat solve over HTTP, 150 ms a call: killed with SIGKILL once some of
+ * its calls are in the store, then resumed with --resume. Every call the
+ * killed run got an answer for comes from the store; the resumed run
+ * makes only the rest; together they make as many calls as a run that
+ * was never killed, and answer the same. Run again without --resume, a
+ * killed run is found and resumed by itself. */
+TEST(killed_run_resumes_without_repeating_calls)
+{
+	struct item it;
+	char *db = xasprintf("%s/k.db", harness_tmpdir());
+	char *db2 = xasprintf("%s/u.db", harness_tmpdir());
+	char url[64], *id;
+	int port = 0, status;
+	pid_t srv, p;
+	cJSON *u, *list, *r, *auto_run;
+	int64_t killed_rows;
+	double u_net, r_net;
+	item_gen(&it, "100k");
+	srv = proc_sim_serve("ttft=150ms", &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	{
+		const char *const more[] = {"--base-url", url, "--model", "sim", "--max-depth", "1",
+					    NULL};
+		/* the uninterrupted run, in a store of its own */
+		u = solve(&it, db2, more, NULL);
+		CHECK_CONTAINS(json_str(u, "answer"), it.answer);
+		u_net = calls_of(u, "total") - calls_of(u, "cached");
+		CHECK(u_net >= 5);
+		{
+			const char *argv[] = {harness_rlm_bin(), "solve", "-c", it.ctx, "-q", it.q,
+					      "--quiet", "--cache", db, "--base-url", url, "--model",
+					      "sim", "--max-depth", "1", NULL};
+			static const char *const env[] = {"RLM_NO_CACHE", "RLM_PROVIDER", "RLM_MODEL",
+							  "RLM_SIM", NULL};
+			int64_t t0 = now_ns();
+			p = proc_start(argv, env);
+			CHECK(p > 0);
+			/* once the first root call and some sub-calls are in */
+			while (rows(db, "calls") < 3 && now_ns() - t0 < 20000000000LL)
+				sleep_ns(5000000);
+			CHECK(kill(p, SIGKILL) == 0);
+			while (waitpid(p, &status, 0) < 0 && errno == EINTR)
+				;
+			CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		}
+		killed_rows = rows(db, "calls");
+		CHECK_MSG(killed_rows >= 3 && killed_rows < (int64_t)u_net, "%lld calls kept of %.0f",
+			  (long long)killed_rows, u_net);
+		list = runs_list(db);
+		CHECK_INT(cJSON_GetArraySize(list), 1);
+		id = xstrdup(json_str(cJSON_GetArrayItem(list, 0), "id"));
+		CHECK_STR(json_str(cJSON_GetArrayItem(list, 0), "status"), "interrupted");
+		cJSON_Delete(list);
+		{
+			const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", NULL};
+			struct proc_out o = rlm(args);
+			CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
+			r = parse_out(&o);
+			proc_out_release(&o);
+		}
+		CHECK_STR(json_str(r, "answer"), json_str(u, "answer"));
+		r_net = calls_of(r, "total") - calls_of(r, "cached");
+		CHECK_MSG((double)killed_rows + r_net == u_net,
+			  "%lld calls before the kill + %.0f after != %.0f uninterrupted",
+			  (long long)killed_rows, r_net, u_net);
+		CHECK(calls_of(r, "cached") >= (double)killed_rows);
+		/* the resumed run names the one it resumed */
+		{
+			const char *args[] = {"runs", "show", json_str(r, "run"), "--json", "--cache", db,
+					      NULL};
+			struct proc_out o = rlm(args);
+			cJSON *s = parse_out(&o);
+			CHECK_STR(json_str(s, "resumed_from"), id);
+			CHECK_STR(json_str(s, "status"), "done");
+			cJSON_Delete(s);
+			proc_out_release(&o);
+		}
+		/* killed again, and just run again: resumed by itself */
+		{
+			const char *argv[] = {harness_rlm_bin(), "solve", "-c", it.ctx, "-q", it.q,
+					      "--quiet", "--cache", db2, "--base-url", url, "--model",
+					      "sim", "--max-depth", "1", "--refresh", NULL};
+			static const char *const env[] = {"RLM_NO_CACHE", NULL};
+			int64_t before = rows(db2, "runs"), t0 = now_ns();
+			p = proc_start(argv, env);
+			while (rows(db2, "runs") == before && now_ns() - t0 < 20000000000LL)
+				sleep_ns(5000000);
+			sleep_ns(200000000);
+			kill(p, SIGKILL);
+			while (waitpid(p, &status, 0) < 0 && errno == EINTR)
+				;
+		}
+		list = runs_list(db2);
+		auto_run = cJSON_GetArrayItem(list, 0);
+		CHECK_STR(json_str(auto_run, "status"), "interrupted");
+		{
+			static const char *const refresh[] = {"--base-url", NULL, "--model", "sim",
+							      "--max-depth", "1", "--refresh", NULL};
+			const char *m[8];
+			cJSON *again, *s;
+			struct proc_out o;
+			memcpy(m, refresh, sizeof(m));
+			m[1] = url;
+			again = solve(&it, db2, m, NULL);
+			{
+				const char *args[] = {"runs", "show", json_str(again, "run"), "--json",
+						      "--cache", db2, NULL};
+				o = rlm(args);
+			}
+			s = parse_out(&o);
+			CHECK_STR(json_str(s, "resumed_from"), json_str(auto_run, "id"));
+			cJSON_Delete(s);
+			proc_out_release(&o);
+			cJSON_Delete(again);
+		}
+		cJSON_Delete(list);
+		free(id);
+		cJSON_Delete(r);
+	}
+	cJSON_Delete(u);
+	CHECK_INT(proc_stop(srv), 0);
+	item_free(&it);
+	free(db);
+	free(db2);
+}
+
+/* ---- broken stores ---- */
+
+TEST(corrupt_store_is_a_clear_error)
+{
+	struct item it;
+	char *db = xasprintf("%s/bad.db", harness_tmpdir());
+	FILE *f = fopen(db, "w");
+	struct proc_out o;
+	CHECK(f);
+	for (int i = 0; i < 8192; i++)
+		fputc((i * 7919) & 0xff, f);
+	fclose(f);
+	item_gen(&it, "8k");
+	{
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--quiet", "--cache", db,
+				      NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, db);
+	CHECK_CONTAINS(o.err, "--no-cache");
+	CHECK(strstr(o.err, "corrupt") || strstr(o.err, "not a database"));
+	proc_out_release(&o);
+	{
+		const char *args[] = {"runs", "list", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, db);
+	proc_out_release(&o);
+	item_free(&it);
+	free(db);
+}
+
+TEST(locked_store_is_a_clear_error)
+{
+	struct item it;
+	char *db = xasprintf("%s/locked.db", harness_tmpdir());
+	char *code = xasprintf("import sqlite3, sys, time\n"
+			       "c = sqlite3.connect(%s, isolation_level=None)\n"
+			       "c.execute('PRAGMA journal_mode=DELETE')\n"
+			       "c.execute('CREATE TABLE IF NOT EXISTS t(x)')\n"
+			       "c.execute('BEGIN EXCLUSIVE')\n"
+			       "c.execute('INSERT INTO t VALUES (1)')\n"
+			       "print('locked', flush=True)\n"
+			       "time.sleep(30)\n",
+			       "sys.argv[1]");
+	const char *py[] = {"/usr/bin/python3", "-c", code, db, NULL};
+	struct proc_out o;
+	pid_t p;
+	item_gen(&it, "8k");
+	p = proc_start(py, NULL);
+	CHECK(p > 0);
+	/* until the lock is held: the file exists with its journal */
+	for (int i = 0; i < 500; i++) {
+		char *j = xasprintf("%s-journal", db);
+		struct stat st;
+		bool there = stat(j, &st) == 0;
+		free(j);
+		if (there)
+			break;
+		sleep_ns(10000000);
+	}
+	{
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--quiet", "--cache", db,
+				      NULL};
+		int64_t t0 = now_ns();
+		o = rlm(args);
+		CHECK((now_ns() - t0) / 1000000 < 30000);
+	}
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, db);
+	CHECK_CONTAINS(o.err, "locked");
+	proc_out_release(&o);
+	item_free(&it);
+	free(code);
+	free(db);
+}
+
+/* ---- show and export ---- */
+
+/* A recursive run: runs show draws its tree, export jsonl is the
+ * reference trajectory, export html renders in headless Chromium with
+ * every node and no console error. */
+TEST(show_and_export_a_recursive_run)
+{
+	struct item it;
+	char *db = xasprintf("%s/e.db", harness_tmpdir());
+	char *html = xasprintf("%s/run.html", harness_tmpdir());
+	char *prof = xasprintf("%s/chromium", harness_tmpdir());
+	char *url = xasprintf("file://%s", html);
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=4", NULL};
+	cJSON *a, *line;
+	const char *id;
+	struct proc_out o;
+	int nodes;
+	item_gen(&it, "200k");
+	a = solve(&it, db, NULL, env);
+	id = json_str(a, "run");
+	nodes = (int)json_num(a, "nodes", 0);
+	CHECK(nodes >= 2);
+	{
+		const char *args[] = {"runs", "show", id, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "child node 1 (depth 1)");
+	CHECK_CONTAINS(o.out, "node 0 (root)");
+	CHECK_CONTAINS(o.out, it.answer);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"runs", "export", id, "--format", "jsonl", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	{
+		char *save = NULL, *l = strtok_r(o.out, "\n", &save);
+		int n = 0;
+		for (; l; l = strtok_r(NULL, "\n", &save), n++) {
+			line = json_parse(l, strlen(l));
+			CHECK_MSG(line, "line %d is not JSON", n + 1);
+			CHECK_STR(json_str(line, "type"), n == 0 ? "metadata" : "iteration");
+			if (n > 0) {
+				CHECK(cJSON_IsArray(json_get(line, "prompt")));
+				CHECK(cJSON_IsArray(json_get(line, "code_blocks")));
+				CHECK(json_get(line, "response") != NULL);
+			}
+			cJSON_Delete(line);
+		}
+		CHECK(n >= 3);
+	}
+	proc_out_release(&o);
+	{
+		const char *args[] = {"runs", "export", id, "--format", "html", "-o", html, "--cache",
+				      db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "export html: %s", o.err);
+	proc_out_release(&o);
+	{
+		char *dir = xasprintf("--user-data-dir=%s", prof);
+		const char *argv[] = {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+				      "--enable-logging=stderr", "--v=0", dir, "--dump-dom", url,
+				      NULL};
+		struct stat st;
+		CHECK_MSG(stat(argv[0], &st) == 0,
+			  "headless Chromium is needed for this test: run `make deps`");
+		CHECK_INT(proc_run(argv, NULL, NULL, 60, &o), 0);
+		CHECK_MSG(o.status == 0, "chromium exit %d: %.500s", o.status, o.err);
+		for (int k = 0; k <= nodes && k < 4; k++) {
+			char want[32];
+			snprintf(want, sizeof(want), "data-node=\"%d\"", k);
+			CHECK_CONTAINS(o.out, want);
+		}
+		CHECK_CONTAINS(o.out, it.answer);
+		CHECK_MSG(!strstr(o.err, "Uncaught"), "a script error: %.500s", o.err);
+		/* Chromium logs every console message of the page as a
+		 * CONSOLE line, whatever its level; the viewer logs none. */
+		CHECK_MSG(!strstr(o.err, ":CONSOLE"), "a console message: %.500s",
+			  strstr(o.err, ":CONSOLE"));
+		proc_out_release(&o);
+		free(dir);
+	}
+	cJSON_Delete(a);
+	item_free(&it);
+	free(db);
+	free(html);
+	free(prof);
+	free(url);
+}
