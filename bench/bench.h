@@ -109,6 +109,13 @@ int perf_repl_start(size_t n, double ms[3], struct rlm_err *err);
  * milliseconds. */
 int perf_repl_ready(size_t ctx_bytes, double *ms, struct rlm_err *err);
 
+/* ---- the store (bench/perf_store.c) ---- */
+
+/* Keep n_keys model calls in a fresh store, then look n of them up (all
+ * hits): per_s[0] lookups per second from one thread, per_s[1] from eight
+ * at once. Returns 0 or a negative code with err. */
+int perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err *err);
+
 /* ---- 10M-token scale (bench/perf_scale.c) ---- */
 
 struct perf_scale {

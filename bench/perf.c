@@ -4,6 +4,7 @@
  * DESIGN.md. Each benchmark starts what it needs (an `rlm sim-serve` child
  * on loopback) and stops it. */
 #include "bench.h"
+#include "../store/store.h"
 #include "../llm/llm.h"
 #include "../rlm/cli.h"
 #include "../rlm/rlm.h"
@@ -75,6 +76,12 @@ static const char usage[] =
 	"                       with its peak RSS growth in units of the text (copies);\n"
 	"                       target <= 500 ms\n"
 	"  10M-token JSONL load the same for 40 MB in 10,000 JSONL documents\n"
+	"  warm-cache solve     a 1M-token repl solve on `rlm sim-serve` (--latency-ms a\n"
+	"                       call) twice on one store: the second, answered by the\n"
+	"                       store, must make no model call and take <= 2% of the\n"
+	"                       first's wall time\n"
+	"  cache lookups        call-cache hits per second among 10,000 stored calls,\n"
+	"                       key hashing included, one thread (and eight: reported)\n"
 	"\n"
 	"  --json   print the results as JSON (for comparing commits)\n"
 	"\n"
@@ -228,7 +235,7 @@ struct sim_solve {
 };
 
 static int sim_solve(const char *spec, uint64_t seed, int conc, int max_depth, int max_nodes,
-		     struct sim_solve *out)
+		     struct store *store, struct sim_solve *out)
 {
 	struct llm_pool_cfg pc = {conc};
 	struct llm_model_cfg mc = {0};
@@ -273,6 +280,7 @@ static int sim_solve(const char *spec, uint64_t seed, int conc, int max_depth, i
 	ro.model = m;
 	ro.max_depth = max_depth;
 	ro.max_nodes = max_nodes;
+	ro.store = store;
 	c0 = cpu_s();
 	t0 = now_ns();
 	if (rlm_solve(&ro, out->item.question, ctx, &out->res, &err)) {
@@ -307,7 +315,7 @@ static int subcall_cpu(struct row *cpu)
 {
 	struct sim_solve s;
 	int rc = 1;
-	if (sim_solve("chunk=4000,rlm_chunks=100000", 5, 64, 0, 0, &s))
+	if (sim_solve("chunk=4000,rlm_chunks=100000", 5, 64, 0, 0, NULL, &s))
 		goto out;
 	if (s.res.sub_calls < 100) {
 		fprintf(stderr, "rlm: error: the benchmark solve made %lld sub-calls\n",
@@ -325,6 +333,70 @@ static int subcall_cpu(struct row *cpu)
 	rc = 0;
 out:
 	rlm_result_release(&s.res);
+	return rc;
+}
+
+/* The same repl solve twice on one store in a temporary directory: cold
+ * (every call to the model, 100 ms each), then warm: the warm one must
+ * make no model call (the solve's memo answers it) and take at most 2% of
+ * the cold one's wall time. And the store's lookups per second. */
+static int store_rows(long latency_ms, struct row *warm, struct row *look)
+{
+	char dir[] = "/tmp/rlm-bench-cache-XXXXXX", path[64], spec[64], side[80];
+	struct store_cfg sc = {path, false, 0};
+	struct store *st = NULL;
+	struct sim_solve cold, hot;
+	struct rlm_err err = {0, ""};
+	double per_s[2];
+	int rc = 1;
+	memset(&cold, 0, sizeof(cold));
+	memset(&hot, 0, sizeof(hot));
+	if (!mkdtemp(dir)) {
+		perror("rlm: error: mkdtemp");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	snprintf(spec, sizeof(spec), "ttft=%ldms,chunk=20000", latency_ms);
+	if (store_open(&sc, &st, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		goto out;
+	}
+	if (sim_solve(spec, 9, 64, 0, 0, st, &cold) || sim_solve(spec, 9, 64, 0, 0, st, &hot))
+		goto out;
+	warm->name = "warm-cache solve";
+	warm->target = "<= 2% of cold";
+	warm->value = 100.0 * (double)hot.wall_ns / (double)cold.wall_ns;
+	warm->unit = "% of cold";
+	warm->limit = hot.res.calls == 0 ? 2 : -1; /* a call made fails the row */
+	snprintf(warm->note, sizeof(warm->note),
+		 "1M tokens, %ld ms a call: cold %.3f s, %lld calls; warm %.2f ms, %lld calls "
+		 "(the solve's memo)",
+		 latency_ms, (double)cold.wall_ns / 1e9, (long long)cold.res.calls,
+		 (double)hot.wall_ns / 1e6, (long long)hot.res.calls);
+	if (perf_store_lookups(10000, 200000, per_s, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		goto out;
+	}
+	look->name = "cache lookups";
+	look->target = "(reported)";
+	look->value = per_s[0] / 1000;
+	look->unit = "k/s";
+	look->limit = INFINITY;
+	snprintf(look->note, sizeof(look->note),
+		 "hits among 10,000 stored calls, key hashing included: %.0f/s on one thread, "
+		 "%.0f/s on eight",
+		 per_s[0], per_s[1]);
+	rc = 0;
+out:
+	rlm_result_release(&cold.res);
+	rlm_result_release(&hot.res);
+	store_close(st);
+	unlink(path);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	unlink(side);
+	rmdir(dir);
 	return rc;
 }
 
@@ -369,7 +441,7 @@ static int recursive_fanout(long conc, long latency_ms, struct row *eff)
 	int rc = 1;
 
 	snprintf(spec, sizeof(spec), "ttft=%ldms,chunk=4000,rlm_chunks=100", latency_ms);
-	if (sim_solve(spec, 7, (int)conc, 2, 16, &s))
+	if (sim_solve(spec, 7, (int)conc, 2, 16, NULL, &s))
 		goto out;
 	leaves = leaf_calls(&s.res);
 	serial = serial_calls(&s.res);
@@ -520,7 +592,7 @@ int cmd_bench_perf(int argc, char **argv)
 	};
 	long calls = 1000, conc = 64, latency = 100;
 	bool json = false, all_ok = true;
-	struct row rows[15];
+	struct row rows[17];
 	size_t n_rows = 0;
 	int opt;
 	if (argc >= 2 && strcmp(argv[1], "--child") == 0)
@@ -554,9 +626,9 @@ int cmd_bench_perf(int argc, char **argv)
 	if (repl_rows(&rows[3], &rows[4], &rows[5], &rows[6], &rows[7], &rows[8], &rows[9],
 		      &rows[10]) ||
 	    subcall_cpu(&rows[11]) || scale_rows(&rows[12], &rows[13], &rows[14]) ||
-	    recursive_fanout(conc, latency, &rows[2]))
+	    store_rows(latency, &rows[15], &rows[16]) || recursive_fanout(conc, latency, &rows[2]))
 		return 1;
-	n_rows = 15;
+	n_rows = 17;
 	for (size_t i = 0; i < n_rows; i++)
 		all_ok &= rows[i].value <= rows[i].limit;
 	if (json) {
