@@ -145,6 +145,11 @@ struct rlm_opts {
 	const char *run_note_json;   /* with store: a JSON object kept in the
 				      * run's config as "cli" (how it was run:
 				      * `rlm solve --resume` reads it back) */
+	void (*on_run)(const char *run_id, void *arg); /* optional, with store:
+				      * called once the run is recorded, before
+				      * anything is solved, with its id ("" when
+				      * it could not be recorded) */
+	void *on_run_arg;
 	const char *resumed_from;    /* with store: the run this one resumes;
 				      * NULL: the newest unfinished run of the
 				      * same question, context and config, if

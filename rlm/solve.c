@@ -44,6 +44,8 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	record_init(&rec, &o);
 	o.record_ = &rec;
 	record_begin(&rec, &o, question, ctx);
+	if (o.on_run)
+		o.on_run(rec.run, o.on_run_arg);
 	/* The whole solve asked before: its answer, and nothing runs. The
 	 * context stands in the key by its digest. */
 	if (question && record_memo_get(&o, 0, question, rec.digest, strlen(rec.digest), out)) {
