@@ -6,19 +6,26 @@
 #ifndef RLM_CLI_H
 #define RLM_CLI_H
 
+#include <stddef.h>
+
 int cmd_solve(int argc, char **argv);
 int cmd_repl(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_sim_serve(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 int cmd_bench_gen(int argc, char **argv);
 int cmd_bench_perf(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 
 /* Print "rlm: error: <msg>" and return 1 (or 2 for usage errors). */
 int cli_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when --help or -h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
+/* Bind and listen on host:port (rlm/simserve.c); returns the socket, with
+ * the port bound in *bound, or -1 with a message in msg. */
+int cli_listen(const char *host, long port, int *bound, char *msg, size_t msglen);
 
 #endif

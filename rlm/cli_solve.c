@@ -2,7 +2,6 @@
 /* rlm/cli_solve.c -- `rlm solve`: answer a question over a context. */
 #include "cli.h"
 #include "cliopt.h"
-#include "prompt.h"
 #include "rlm.h"
 #include "../common/json.h"
 #include "../store/store.h"
@@ -41,33 +40,6 @@ static const char usage[] =
 	"                          a child RLM's lines start [dDEPTH nNODE]\n"
 	"  -h, --help              this help\n"
 	"\n"
-	"Limits (repl strategy; on any limit the best partial answer is printed, the\n"
-	"reason goes to stderr and to the JSON, and the exit status is 3):\n"
-	"      --max-iterations N  root model turns (30); then one last call asks for\n"
-	"                          the final answer\n"
-	"      --max-errors N      consecutive turns whose code failed (5)\n"
-	"      --time-limit SECS   wall clock of the whole solve, enforced mid-call and\n"
-	"                          mid-exec (none)\n"
-	"      --max-total-tokens N  input + output tokens of all calls (none)\n"
-	"      --max-cost USD      cost of all calls, from the price table (none)\n"
-	"      --max-sub-calls N   sub-calls made from code, at any depth; a child RLM\n"
-	"                          is one (none)\n"
-	"      --exec-timeout SECS running time of one code block, sub-calls not counted\n"
-	"                          (60): SIGINT first, then the REPL is restarted\n"
-	"      --output-limit N    characters of REPL output shown to the model (20000)\n"
-	"\n"
-	"REPL strategy options:\n"
-	"      --max-depth N       levels of RLMs, 1..16 (env RLM_MAX_DEPTH; 2): below the\n"
-	"                          last, rlm_query runs a child RLM with a REPL of its own;\n"
-	"                          at the last it is a plain sub-call; 1: recursion off\n"
-	"      --max-nodes N       child RLMs running on threads of their own at once, in\n"
-	"                          the whole solve, 1..1024 (env RLM_MAX_NODES; 8); past it\n"
-	"                          a parent runs its children itself, one at a time\n"
-	"      --python PATH       the interpreter of the REPL worker (/usr/bin/python3)\n"
-	"      --python-fences     also run ```python blocks, not only ```repl\n"
-	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
-	"                          built-in ones: repl_system.txt, repl_first.txt, ...)\n"
-	"\n"
 	"The store (a SQLite file: every model call is kept and answered from it when\n"
 	"asked again; child RLMs' answers too; every solve is a run, see `rlm runs`):\n"
 	"      --cache PATH        the store (env RLM_CACHE; default\n"
@@ -81,9 +53,7 @@ static const char usage[] =
 	"                          solve run again with the same question, context and\n"
 	"                          options resumes the same way by itself\n"
 	"\n"
-	"Tree strategy options:\n"
-	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
-	"                          window, at most 200k); accepts k/M suffixes\n"
+	"%s"
 	"\n"
 	"%s"
 	"\n"
@@ -105,24 +75,9 @@ enum {
 	OPT_JSON = OPT_MODEL_LAST + 1,
 	OPT_QFILE,
 	OPT_FORMAT,
-	OPT_LEAF,
 	OPT_QUIET,
-	OPT_MAX_ITER,
-	OPT_MAX_ERRORS,
-	OPT_TIME_LIMIT,
-	OPT_MAX_TOTAL_TOKENS,
-	OPT_MAX_COST,
-	OPT_MAX_SUB_CALLS,
-	OPT_EXEC_TIMEOUT,
-	OPT_OUTPUT_LIMIT,
-	OPT_PYTHON,
-	OPT_PYTHON_FENCES,
-	OPT_PROMPTS,
-	OPT_MAX_DEPTH,
-	OPT_MAX_NODES,
 	OPT_CACHE,
 	OPT_NO_CACHE,
-	OPT_REFRESH,
 	OPT_RESUME,
 };
 
@@ -210,25 +165,6 @@ static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, co
 	cJSON_Delete(o);
 }
 
-/* RLM_MAX_DEPTH and RLM_MAX_NODES, which the flags override. Returns 0,
- * or 2 after saying which variable is bad. */
-static int recursion_env(struct rlm_opts *ro)
-{
-	const char *v;
-	long num;
-	if ((v = getenv("RLM_MAX_DEPTH")) && *v) {
-		if (parse_int(v, 1, 16, &num))
-			return cli_fail(2, "bad value '%s' for RLM_MAX_DEPTH: want 1..16", v);
-		ro->max_depth = (int)num;
-	}
-	if ((v = getenv("RLM_MAX_NODES")) && *v) {
-		if (parse_int(v, 1, 1024, &num))
-			return cli_fail(2, "bad value '%s' for RLM_MAX_NODES: want 1..1024", v);
-		ro->max_nodes = (int)num;
-	}
-	return 0;
-}
-
 static char *read_question_file(const char *path)
 {
 	char *q;
@@ -252,24 +188,8 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		{"question", required_argument, NULL, 'q'},
 		{"question-file", required_argument, NULL, OPT_QFILE},
 		{"format", required_argument, NULL, OPT_FORMAT},
-		{"strategy", required_argument, NULL, 's'},
-		{"leaf-chars", required_argument, NULL, OPT_LEAF},
-		{"max-iterations", required_argument, NULL, OPT_MAX_ITER},
-		{"max-errors", required_argument, NULL, OPT_MAX_ERRORS},
-		{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
-		{"max-total-tokens", required_argument, NULL, OPT_MAX_TOTAL_TOKENS},
-		{"max-cost", required_argument, NULL, OPT_MAX_COST},
-		{"max-sub-calls", required_argument, NULL, OPT_MAX_SUB_CALLS},
-		{"exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT},
-		{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
-		{"python", required_argument, NULL, OPT_PYTHON},
-		{"python-fences", no_argument, NULL, OPT_PYTHON_FENCES},
-		{"prompts", required_argument, NULL, OPT_PROMPTS},
-		{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-		{"max-nodes", required_argument, NULL, OPT_MAX_NODES},
 		{"cache", required_argument, NULL, OPT_CACHE},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
-		{"refresh", no_argument, NULL, OPT_REFRESH},
 		{"resume", required_argument, NULL, OPT_RESUME},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"quiet", no_argument, NULL, OPT_QUIET},
@@ -277,6 +197,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		{"help", no_argument, NULL, 'h'},
 		MODEL_LONGOPTS,
 		SANDBOX_LONGOPTS,
+		SOLVE_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct model_opts mo;
@@ -296,14 +217,11 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 	char *note = NULL;
 	bool json = false, verbose = false;
 	bool no_cache = false;
-	uint64_t leaf = 0, count;
-	long num;
-	double secs;
 	int opt, rc, status = 1;
 	int64_t t0 = now_ns(), load_ns;
 
 	model_opts_init(&mo);
-	if ((rc = recursion_env(&ro)))
+	if ((rc = solve_opts_env(&ro)))
 		return rc;
 	optind = 1;
 	opterr = 0;
@@ -311,6 +229,8 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		int taken = model_opts_take(&mo, opt, optarg);
 		if (!taken)
 			taken = sandbox_opts_take(&ro.sandbox, opt, optarg);
+		if (!taken)
+			taken = solve_opts_take(&ro, opt, optarg);
 		if (taken == 2)
 			return 2;
 		if (taken)
@@ -330,97 +250,19 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 				return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
 						optarg);
 			break;
-		case 's':
-			if (strcmp(optarg, "repl") == 0)
-				ro.strategy = RLM_REPL;
-			else if (strcmp(optarg, "tree") == 0)
-				ro.strategy = RLM_TREE;
-			else
-				return cli_fail(2, "unknown strategy '%s' (known: repl, tree)", optarg);
-			break;
-		case OPT_MAX_ITER:
-			if (parse_int(optarg, 1, 10000, &num))
-				return cli_fail(2, "bad value '%s' for --max-iterations: want 1..10000",
-						optarg);
-			ro.max_iterations = (int)num;
-			break;
-		case OPT_MAX_ERRORS:
-			if (parse_int(optarg, 1, 10000, &num))
-				return cli_fail(2, "bad value '%s' for --max-errors: want 1..10000",
-						optarg);
-			ro.max_errors = (int)num;
-			break;
-		case OPT_TIME_LIMIT:
-			if (parse_double(optarg, 0.001, 1e7, &secs))
-				return cli_fail(2, "bad value '%s' for --time-limit: want seconds > 0",
-						optarg);
-			ro.timeout_ns = (int64_t)(secs * 1e9);
-			break;
-		case OPT_MAX_TOTAL_TOKENS:
-			if (parse_count(optarg, &count) || count == 0 || count > INT64_MAX)
-				return cli_fail(2, "bad value '%s' for --max-total-tokens: want a count "
-						   "> 0 (k/M suffixes)", optarg);
-			ro.max_tokens = (int64_t)count;
-			break;
-		case OPT_MAX_COST:
-			if (parse_double(optarg, 1e-9, 1e9, &ro.max_cost))
-				return cli_fail(2, "bad value '%s' for --max-cost: want USD > 0", optarg);
-			break;
-		case OPT_MAX_SUB_CALLS:
-			if (parse_count(optarg, &count) || count == 0 || count > INT64_MAX)
-				return cli_fail(2, "bad value '%s' for --max-sub-calls: want a count > 0",
-						optarg);
-			ro.max_sub_calls = (int64_t)count;
-			break;
-		case OPT_EXEC_TIMEOUT:
-			if (parse_double(optarg, 0.001, 1e7, &secs))
-				return cli_fail(2, "bad value '%s' for --exec-timeout: want seconds > 0",
-						optarg);
-			ro.exec_timeout_ns = (int64_t)(secs * 1e9);
-			break;
-		case OPT_OUTPUT_LIMIT:
-			if (parse_count(optarg, &count) || count < 100 || count > (1u << 26))
-				return cli_fail(2, "bad value '%s' for --output-limit: want 100..64M "
-						   "characters", optarg);
-			ro.output_limit = (size_t)count;
-			break;
-		case OPT_PYTHON:
-			if (access(optarg, X_OK))
-				return cli_fail(2, "--python '%s' is not an executable file", optarg);
-			ro.python = optarg;
-			break;
-		case OPT_PYTHON_FENCES: ro.python_fences = true; break;
-		case OPT_MAX_DEPTH:
-			if (parse_int(optarg, 1, 16, &num))
-				return cli_fail(2, "bad value '%s' for --max-depth: want 1..16", optarg);
-			ro.max_depth = (int)num;
-			break;
-		case OPT_MAX_NODES:
-			if (parse_int(optarg, 1, 1024, &num))
-				return cli_fail(2, "bad value '%s' for --max-nodes: want 1..1024",
-						optarg);
-			ro.max_nodes = (int)num;
-			break;
-		case OPT_PROMPTS:
-			if (prompt_set_dir(optarg, &err))
-				return cli_fail(2, "%s", err.msg);
-			break;
-		case OPT_LEAF:
-			if (parse_count(optarg, &leaf) || leaf < 256 || leaf > (1u << 30))
-				return cli_fail(2, "bad value '%s' for --leaf-chars: want 256..1G",
-						optarg);
-			break;
 		case OPT_CACHE: cache_path = optarg; break;
 		case OPT_NO_CACHE: no_cache = true; break;
-		case OPT_REFRESH: ro.refresh = true; break;
-		case OPT_RESUME: break; /* taken by resume_argv */
+		case OPT_RESUME:
+			/* cmd_solve takes --resume before parsing; getopt got here
+			 * through an abbreviation it does not see. */
+			return cli_fail(2, "spell --resume out in full");
 		case OPT_JSON: json = true; break;
 		case OPT_QUIET: mo.quiet = true; break;
 		case 'v':
 			rlm_log_level = LOG_DEBUG;
 			verbose = true;
 			break;
-		case 'h': printf(usage, model_opts_help, sandbox_opts_help); return 0;
+		case 'h': printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help); return 0;
 		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default: return cli_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
 		}
@@ -489,7 +331,6 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 	ro.model = ms.model;
 	ro.sub_model = ms.sub;
 	ro.params = ms.params;
-	ro.leaf_chars = (size_t)leaf;
 	ro.window = (size_t)mo.concurrency * 2;
 	if (pr.tty) {
 		ro.progress = on_progress;
@@ -545,13 +386,71 @@ static const char *const note_env[] = {
     "RLM_SANDBOX_DISABLE", "RLM_ZYGOTE",
 };
 
-/* {"argv":[...],"env":{...},"cwd":"..."}: how this solve was run. */
+/* Options of rlm solve whose value is a path (kept absolute in the note,
+ * so that a run resumed from another directory finds its files). */
+static const char *const path_opts[] = {"-c", "--context", "--question-file", "--cache",
+					"--prompts", "--python", "--prices"};
+/* Options left out of the note: a secret, and what only this run asked. */
+static const char *const drop_opts[] = {"--api-key", "--resume"};
+static const char *const drop_flags[] = {"--refresh"};
+
+static bool among(const char *a, const char *const *list, size_t n, size_t *eq)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strlen(list[i]);
+		if (strcmp(a, list[i]) == 0) {
+			*eq = 0;
+			return true;
+		}
+		if (list[i][1] == '-' && strncmp(a, list[i], k) == 0 && a[k] == '=') {
+			*eq = k + 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+static cJSON *abs_path(const char *prefix, const char *p)
+{
+	char cwd[4096], *t;
+	cJSON *j;
+	if (p[0] == '/' || strcmp(p, "-") == 0 || !getcwd(cwd, sizeof(cwd)))
+		t = xasprintf("%s%s", prefix, p);
+	else
+		t = xasprintf("%s%s/%s", prefix, cwd, p);
+	j = cJSON_CreateString(t);
+	free(t);
+	return j;
+}
+
+/* {"argv":[...],"env":{...},"cwd":"..."}: how this solve was run, to run
+ * it again: no API key, no --refresh or --resume, paths absolute. */
 static char *run_note(int argc, char **argv)
 {
 	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *e = cJSON_CreateObject();
 	char cwd[4096], *s;
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
+		size_t eq;
+		if (among(argv[i], drop_opts, ARRAY_SIZE(drop_opts), &eq)) {
+			i += eq ? 0 : 1;
+			continue;
+		}
+		if (among(argv[i], drop_flags, ARRAY_SIZE(drop_flags), &eq) && !eq)
+			continue;
+		if (among(argv[i], path_opts, ARRAY_SIZE(path_opts), &eq)) {
+			if (eq) {
+				char pre[64];
+				snprintf(pre, sizeof(pre), "%.*s", (int)RLM_MIN(eq, (size_t)63), argv[i]);
+				json_add(a, NULL, abs_path(pre, argv[i] + eq));
+			} else {
+				json_add(a, NULL, cJSON_CreateString(argv[i]));
+				if (i + 1 < argc)
+					json_add(a, NULL, abs_path("", argv[++i]));
+			}
+			continue;
+		}
 		json_add(a, NULL, cJSON_CreateString(argv[i]));
+	}
 	json_add(o, "argv", a);
 	for (size_t i = 0; i < ARRAY_SIZE(note_env); i++) {
 		const char *v = getenv(note_env[i]);
@@ -566,21 +465,21 @@ static char *run_note(int argc, char **argv)
 	return s;
 }
 
-/* rlm solve --resume ID [flags]: the run's own command line, then the
- * flags given now (the later wins), in its directory, with its
- * variables where they are not set now. */
+/* rlm solve --resume ID [flags]: the run's own command line (its paths
+ * absolute), on the store it was found in, then the flags given now (the
+ * later wins), with the run's variables. */
 static int resume(int argc, char **argv, const char *id, const char *cache)
 {
 	struct store_cfg sc = {cache, true, 0};
 	struct store *s = NULL;
 	struct rlm_err err = {0, ""};
 	cJSON *run, *note, *args, *env, *it;
-	char **nargv, *full;
-	const char *cwd;
+	char **nargv, *full, *path;
 	int n = 0, rc;
 	if ((rc = store_open(&sc, &s, &err)))
 		return cli_fail(rc == RLM_ENOTFOUND ? 2 : 1, "--resume %s: %s", id, err.msg);
 	run = store_run_load(s, id, &err);
+	path = xstrdup(store_path(s));
 	store_close(s);
 	if (!run)
 		return cli_fail(2, "--resume %s: %s", id, err.msg);
@@ -588,18 +487,22 @@ static int resume(int argc, char **argv, const char *id, const char *cache)
 	args = json_get(note, "argv");
 	if (!cJSON_IsArray(args)) {
 		cJSON_Delete(run);
+		free(path);
 		return cli_fail(2,
 				"--resume %s: the run was not started by `rlm solve`, so there is no "
 				"command line to run again (see `rlm runs show %s`)",
 				id, id);
 	}
-	nargv = xcalloc((size_t)(cJSON_GetArraySize(args) + argc + 1), sizeof(*nargv));
+	nargv = xcalloc((size_t)(cJSON_GetArraySize(args) + argc + 3), sizeof(*nargv));
 	nargv[n++] = argv[0];
 	cJSON_ArrayForEach(it, args)
 	{
 		if (cJSON_IsString(it))
 			nargv[n++] = it->valuestring;
 	}
+	/* The store the run was found in (RLM_NO_CACHE or not). */
+	nargv[n++] = (char *)(uintptr_t) "--cache";
+	nargv[n++] = path;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--resume") == 0) {
 			i++;
@@ -609,20 +512,18 @@ static int resume(int argc, char **argv, const char *id, const char *cache)
 			continue;
 		nargv[n++] = argv[i];
 	}
+	/* The run's variables win over this shell's: they shaped it (flags
+	 * given now still win over both). */
 	env = json_get(note, "env");
 	cJSON_ArrayForEach(it, env)
 	{
-		if (cJSON_IsString(it) && !getenv(it->string))
-			setenv(it->string, it->valuestring, 0);
+		if (cJSON_IsString(it))
+			setenv(it->string, it->valuestring, 1);
 	}
-	cwd = json_str(note, "cwd");
-	if (cwd && *cwd && chdir(cwd) < 0)
-		fprintf(stderr, "rlm: warning: cannot go to the run's directory '%s' (%s): relative "
-				"paths are taken from here\n",
-			cwd, strerror(errno));
 	full = xstrdup(json_str(run, "id"));
 	rc = solve_main(n, nargv, full);
 	free(full);
+	free(path);
 	free(nargv);
 	cJSON_Delete(run);
 	return rc;

@@ -55,6 +55,8 @@ static const char runs_usage[] =
 
 enum { OPT_CACHE = 1000, OPT_JSON, OPT_OLDER, OPT_FORMAT };
 
+#define MAX_SHOW_DEPTH 32 /* levels of nodes rlm runs show follows */
+
 struct store_args {
 	const char *cache;
 	bool json;
@@ -282,7 +284,10 @@ static void show_node(const cJSON *events, int node, int depth)
 			       (int)json_num(e, "depth", 0));
 			oneline(text, 100);
 			putchar('\n');
-			show_node(events, en, depth + 1);
+			/* A record that says a node is its own ancestor is not
+			 * followed further than a tree could be deep. */
+			if (en != node && depth < MAX_SHOW_DEPTH)
+				show_node(events, en, depth + 1);
 			continue;
 		}
 		if (en != node)

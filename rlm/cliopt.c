@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/cliopt.c -- model options, their environment variables, and setting
- * up the pool and models they describe; the sandbox options. */
+ * up the pool and models they describe; the sandbox options; the strategy
+ * and limits of a solve. */
 #include "cliopt.h"
+#include "prompt.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 const char model_opts_help[] =
 	"Model options:\n"
@@ -353,4 +356,160 @@ cJSON *sandbox_status_json(const struct repl_sandbox_status *st)
 	json_add_bool(o, "scratch_tmpfs", st->scratch_tmpfs);
 	json_add_bool(o, "unsafe", st->unsafe);
 	return o;
+}
+
+/* ---- the strategy and limits of a solve ---- */
+
+const char solve_opts_help[] =
+	"Limits (repl strategy; a limit stops the solve with its best partial answer\n"
+	"and says which limit it was):\n"
+	"      --max-iterations N  root model turns (30); then one last call asks for\n"
+	"                          the final answer\n"
+	"      --max-errors N      consecutive turns whose code failed (5)\n"
+	"      --time-limit SECS   wall clock of the whole solve, enforced mid-call and\n"
+	"                          mid-exec (none)\n"
+	"      --max-total-tokens N  input + output tokens of all calls (none)\n"
+	"      --max-cost USD      cost of all calls, from the price table (none)\n"
+	"      --max-sub-calls N   sub-calls made from code, at any depth; a child RLM\n"
+	"                          is one (none)\n"
+	"      --exec-timeout SECS running time of one code block, sub-calls not counted\n"
+	"                          (60): SIGINT first, then the REPL is restarted\n"
+	"      --output-limit N    characters of REPL output shown to the model (20000)\n"
+	"\n"
+	"REPL strategy options:\n"
+	"      --max-depth N       levels of RLMs, 1..16 (env RLM_MAX_DEPTH; 2): below the\n"
+	"                          last, rlm_query runs a child RLM with a REPL of its own;\n"
+	"                          at the last it is a plain sub-call; 1: recursion off\n"
+	"      --max-nodes N       child RLMs running on threads of their own at once, in\n"
+	"                          the whole solve, 1..1024 (env RLM_MAX_NODES; 8); past it\n"
+	"                          a parent runs its children itself, one at a time\n"
+	"      --python PATH       the interpreter of the REPL worker (/usr/bin/python3)\n"
+	"      --python-fences     also run ```python blocks, not only ```repl\n"
+	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
+	"                          built-in ones: repl_system.txt, repl_first.txt, ...)\n"
+	"\n"
+	"Tree strategy options:\n"
+	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
+	"                          window, at most 200k); accepts k/M suffixes\n";
+
+int solve_opts_env(struct rlm_opts *ro)
+{
+	const char *v;
+	long num;
+	if ((v = getenv("RLM_MAX_DEPTH")) && *v) {
+		if (parse_int(v, 1, 16, &num)) {
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_DEPTH: want 1..16\n", v);
+			return 2;
+		}
+		ro->max_depth = (int)num;
+	}
+	if ((v = getenv("RLM_MAX_NODES")) && *v) {
+		if (parse_int(v, 1, 1024, &num)) {
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_NODES: want 1..1024\n",
+				v);
+			return 2;
+		}
+		ro->max_nodes = (int)num;
+	}
+	return 0;
+}
+
+/* A count > 0 with k/M suffixes, at most max. */
+static int count_opt(const char *opt, const char *arg, uint64_t min, uint64_t max,
+		     const char *want, uint64_t *out)
+{
+	if (parse_count(arg, out) || *out < min || *out > max)
+		return bad(opt, arg, want);
+	return 1;
+}
+
+int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
+{
+	struct rlm_err err = {0, ""};
+	uint64_t count;
+	double secs;
+	long num;
+	int rc;
+	switch (opt) {
+	case 's':
+		if (strcmp(arg, "repl") == 0)
+			ro->strategy = RLM_REPL;
+		else if (strcmp(arg, "tree") == 0)
+			ro->strategy = RLM_TREE;
+		else {
+			fprintf(stderr, "rlm: error: unknown strategy '%s' (known: repl, tree)\n",
+				arg);
+			return 2;
+		}
+		return 1;
+	case OPT_S_LEAF_CHARS:
+		if ((rc = count_opt("leaf-chars", arg, 256, 1u << 30, "want 256..1G", &count)) == 1)
+			ro->leaf_chars = (size_t)count;
+		return rc;
+	case OPT_S_MAX_ITERATIONS:
+		if (parse_int(arg, 1, 10000, &num))
+			return bad("max-iterations", arg, "want 1..10000");
+		ro->max_iterations = (int)num;
+		return 1;
+	case OPT_S_MAX_ERRORS:
+		if (parse_int(arg, 1, 10000, &num))
+			return bad("max-errors", arg, "want 1..10000");
+		ro->max_errors = (int)num;
+		return 1;
+	case OPT_S_TIME_LIMIT:
+		if (parse_double(arg, 0.001, 1e7, &secs))
+			return bad("time-limit", arg, "want seconds > 0");
+		ro->timeout_ns = (int64_t)(secs * 1e9);
+		return 1;
+	case OPT_S_MAX_TOTAL_TOKENS:
+		if ((rc = count_opt("max-total-tokens", arg, 1, INT64_MAX,
+				    "want a count > 0 (k/M suffixes)", &count)) == 1)
+			ro->max_tokens = (int64_t)count;
+		return rc;
+	case OPT_S_MAX_COST:
+		if (parse_double(arg, 1e-9, 1e9, &ro->max_cost))
+			return bad("max-cost", arg, "want USD > 0");
+		return 1;
+	case OPT_S_MAX_SUB_CALLS:
+		if ((rc = count_opt("max-sub-calls", arg, 1, INT64_MAX, "want a count > 0",
+				    &count)) == 1)
+			ro->max_sub_calls = (int64_t)count;
+		return rc;
+	case OPT_S_EXEC_TIMEOUT:
+		if (parse_double(arg, 0.001, 1e7, &secs))
+			return bad("exec-timeout", arg, "want seconds > 0");
+		ro->exec_timeout_ns = (int64_t)(secs * 1e9);
+		return 1;
+	case OPT_S_OUTPUT_LIMIT:
+		if ((rc = count_opt("output-limit", arg, 100, 1u << 26, "want 100..64M characters",
+				    &count)) == 1)
+			ro->output_limit = (size_t)count;
+		return rc;
+	case OPT_S_PYTHON:
+		if (access(arg, X_OK)) {
+			fprintf(stderr, "rlm: error: --python '%s' is not an executable file\n", arg);
+			return 2;
+		}
+		ro->python = arg;
+		return 1;
+	case OPT_S_PYTHON_FENCES: ro->python_fences = true; return 1;
+	case OPT_S_PROMPTS:
+		if (prompt_set_dir(arg, &err)) {
+			fprintf(stderr, "rlm: error: %s\n", err.msg);
+			return 2;
+		}
+		return 1;
+	case OPT_S_MAX_DEPTH:
+		if (parse_int(arg, 1, 16, &num))
+			return bad("max-depth", arg, "want 1..16");
+		ro->max_depth = (int)num;
+		return 1;
+	case OPT_S_MAX_NODES:
+		if (parse_int(arg, 1, 1024, &num))
+			return bad("max-nodes", arg, "want 1..1024");
+		ro->max_nodes = (int)num;
+		return 1;
+	case OPT_S_REFRESH: ro->refresh = true; return 1;
+	default: return 0;
+	}
 }

@@ -2,7 +2,8 @@
 /* rlm/cliopt.h -- the model options every command that calls models takes
  * (--provider, --model, --base-url, ...), their environment variables, and
  * turning them into a pool and models; the sandbox options of the commands
- * that start a REPL worker, and the sandbox status as JSON. */
+ * that start a REPL worker, and the sandbox status as JSON; the strategy
+ * and limits of the commands that solve (solve, serve). */
 #ifndef RLM_CLIOPT_H
 #define RLM_CLIOPT_H
 
@@ -13,6 +14,7 @@
 #include "../llm/llm.h"
 #include "../llm/sim.h"
 #include "../repl/repl.h"
+#include "rlm.h"
 
 enum {
 	OPT_PROVIDER = 1000,
@@ -136,5 +138,56 @@ int parse_size(const char *s, uint64_t *out);
  * the words why it is off), landlock_abi, seccomp_filters, uid, gid, fs,
  * scratch_tmpfs, unsafe. The caller owns the result. */
 cJSON *sandbox_status_json(const struct repl_sandbox_status *st);
+
+/* ---- the strategy and limits of a solve (solve, serve) ---- */
+
+enum {
+	OPT_S_LEAF_CHARS = 1200,
+	OPT_S_MAX_ITERATIONS,
+	OPT_S_MAX_ERRORS,
+	OPT_S_TIME_LIMIT,
+	OPT_S_MAX_TOTAL_TOKENS,
+	OPT_S_MAX_COST,
+	OPT_S_MAX_SUB_CALLS,
+	OPT_S_EXEC_TIMEOUT,
+	OPT_S_OUTPUT_LIMIT,
+	OPT_S_PYTHON,
+	OPT_S_PYTHON_FENCES,
+	OPT_S_PROMPTS,
+	OPT_S_MAX_DEPTH,
+	OPT_S_MAX_NODES,
+	OPT_S_REFRESH,
+};
+
+/* --strategy is 's', so that a command may also take -s. */
+#define SOLVE_LONGOPTS                                                                             \
+	{"strategy", required_argument, NULL, 's'},                                                \
+	{"leaf-chars", required_argument, NULL, OPT_S_LEAF_CHARS},                                   \
+	{"max-iterations", required_argument, NULL, OPT_S_MAX_ITERATIONS},                           \
+	{"max-errors", required_argument, NULL, OPT_S_MAX_ERRORS},                                   \
+	{"time-limit", required_argument, NULL, OPT_S_TIME_LIMIT},                                   \
+	{"max-total-tokens", required_argument, NULL, OPT_S_MAX_TOTAL_TOKENS},                       \
+	{"max-cost", required_argument, NULL, OPT_S_MAX_COST},                                       \
+	{"max-sub-calls", required_argument, NULL, OPT_S_MAX_SUB_CALLS},                             \
+	{"exec-timeout", required_argument, NULL, OPT_S_EXEC_TIMEOUT},                               \
+	{"output-limit", required_argument, NULL, OPT_S_OUTPUT_LIMIT},                               \
+	{"python", required_argument, NULL, OPT_S_PYTHON},                                           \
+	{"python-fences", no_argument, NULL, OPT_S_PYTHON_FENCES},                                   \
+	{"prompts", required_argument, NULL, OPT_S_PROMPTS},                                         \
+	{"max-depth", required_argument, NULL, OPT_S_MAX_DEPTH},                                     \
+	{"max-nodes", required_argument, NULL, OPT_S_MAX_NODES},                                     \
+	{"refresh", no_argument, NULL, OPT_S_REFRESH}
+
+/* Help text for the options above but --strategy and --refresh, which
+ * each command words its own way. */
+extern const char solve_opts_help[];
+
+/* RLM_MAX_DEPTH and RLM_MAX_NODES into ro (the flags override them).
+ * Returns 0, or 2 after printing which variable is bad. */
+int solve_opts_env(struct rlm_opts *ro);
+/* Take option `opt` with argument `arg` into ro. Returns 1 when taken, 0
+ * when opt is not a solve option, or 2 after printing an error for a bad
+ * value. */
+int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg);
 
 #endif

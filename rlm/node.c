@@ -151,7 +151,8 @@ static void child_run(struct child *ch)
 	char *data;
 	record_event(&ch->o, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
 		     strlen(ch->question), NULL);
-	if (record_memo_get(&ch->o, p->depth + 1, ch->question, ch->text, ch->len, ch->out)) {
+	if (record_memo_get(&ch->o, &p->tree->budget, p->depth + 1, ch->question, ch->text,
+			    ch->len, ch->out)) {
 		/* Asked and answered before: no node runs. */
 		ch->rc = 0;
 		ch->out->depth = p->depth + 1;

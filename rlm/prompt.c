@@ -97,3 +97,8 @@ int prompt_set_dir(const char *dir, struct rlm_err *err)
 	}
 	return rc;
 }
+
+const char *prompt_dir_in_use(void)
+{
+	return prompt_dir;
+}

@@ -32,5 +32,7 @@ int prompt_render(const char *name, const struct prompt_var *vars, size_t n, str
  * fails here instead of being ignored. Call once at start, before any
  * render. Returns 0 or a negative code with err naming the problem. */
 int prompt_set_dir(const char *dir, struct rlm_err *err);
+/* The directory set by prompt_set_dir, or NULL (the built-in templates). */
+const char *prompt_dir_in_use(void);
 
 #endif

@@ -19,6 +19,8 @@
  * The record never fails the solve: a store that errs is logged (once per
  * kind of trouble) and the solve goes on uncached. */
 #include "solve_int.h"
+#include "prompt.h"
+#include "../common/embed.h"
 #include "../common/json.h"
 
 #include <stdio.h>
@@ -27,13 +29,18 @@
 
 static const struct rlm_record *rec_of(const struct rlm_opts *o)
 {
-	return o && o->record_ && o->record_->store ? o->record_ : NULL;
+	return o && o->record_ && o->record_->store && !atomic_load(&o->record_->broken)
+		   ? o->record_
+		   : NULL;
 }
 
-static void store_trouble(const char *what, const struct rlm_err *err)
+/* The store failed: said once, and the solve goes on without it (a locked
+ * or broken store would cost a busy timeout on every write). */
+static void store_trouble(const struct rlm_record *rec, const char *what,
+			  const struct rlm_err *err)
 {
-	static atomic_int said;
-	if (atomic_fetch_add(&said, 1) < 3)
+	struct rlm_record *r = (struct rlm_record *)(uintptr_t)rec;
+	if (!atomic_exchange(&r->broken, true))
 		log_warn("the store failed (%s): %s; the solve goes on without it", what,
 			 err->msg);
 }
@@ -46,12 +53,12 @@ static bool front_lookup(void *arg, struct llm_call *c)
 	struct store_key k;
 	struct rlm_err err = {0, ""};
 	int rc;
-	if (rec->refresh)
+	if (rec->refresh || atomic_load(&rec->broken))
 		return false;
 	store_call_key(c, &k);
 	rc = store_call_get(rec->store, &k, c, &err);
 	if (rc < 0)
-		store_trouble("a cache lookup", &err);
+		store_trouble(rec, "a cache lookup", &err);
 	return rc == 1;
 }
 
@@ -60,9 +67,11 @@ static void front_save(void *arg, const struct llm_call *c)
 	const struct rlm_record *rec = arg;
 	struct store_key k;
 	struct rlm_err err = {0, ""};
+	if (atomic_load(&rec->broken))
+		return;
 	store_call_key(c, &k);
 	if (store_call_put(rec->store, &k, c, &err) < 0)
-		store_trouble("keeping a call", &err);
+		store_trouble(rec, "keeping a call", &err);
 }
 
 const struct llm_front *record_front(const struct rlm_opts *o)
@@ -78,14 +87,50 @@ static const char *model_id(const struct llm_model *m)
 	return m ? llm_model_cache_id(m) : "";
 }
 
-/* What of o shapes the answer, as JSON: the run's config. */
+/* The prompt templates in effect (a --prompts directory's overrides, or
+ * the built-in ones), as a digest. */
+static void prompts_digest(char hex[33])
+{
+	static const char *const names[] = {"repl_system.txt", "repl_first.txt", "repl_next.txt",
+					    "repl_nocode.txt", "repl_last.txt",	 "tree_leaf.txt",
+					    "tree_combine.txt"};
+	const char *dir = prompt_dir_in_use();
+	struct store_kb kb;
+	struct store_key k;
+	store_kb_init(&kb, "prompts/1");
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		const struct embedded_file *f = embedded_find(names[i]);
+		struct rlm_err err = {0, ""};
+		char *path = dir ? xasprintf("%s/%s", dir, names[i]) : NULL, *text = NULL;
+		size_t len = 0;
+		if (path && read_file(path, 1 << 20, &text, &len, &err) == 0)
+			store_kb_str(&kb, text, len);
+		else
+			store_kb_str(&kb, f ? f->data : "", f ? f->len : 0);
+		free(text);
+		free(path);
+	}
+	store_kb_final(&kb, &k);
+	store_key_hex(&k, hex);
+}
+
+/* What of o shapes the answer, as JSON: the run's config (and the memo's
+ * key). */
 static char *config_json(const struct rlm_opts *o)
 {
 	cJSON *j = cJSON_CreateObject(), *p = cJSON_CreateObject(), *stop = cJSON_CreateArray();
-	char *s;
+	const struct llm_model *sub = o->sub_model ? o->sub_model : o->model;
+	char *s, prompts[33];
 	json_add_str(j, "strategy", o->strategy == RLM_REPL ? "repl" : "tree");
-	json_add_str(j, "model", model_id(o->model));
-	json_add_str(j, "sub_model", model_id(o->sub_model ? o->sub_model : o->model));
+	json_add_str(j, "provider", o->model ? llm_kind_name(llm_model_kind(o->model)) : "");
+	json_add_str(j, "model", o->model ? llm_model_name(o->model) : "");
+	json_add_str(j, "model_id", model_id(o->model));
+	json_add_str(j, "sub_model", sub ? llm_model_name(sub) : "");
+	json_add_str(j, "sub_model_id", model_id(sub));
+	prompts_digest(prompts);
+	json_add_str(j, "prompts", prompts);
+	json_add_str(j, "python", o->python ? o->python : "/usr/bin/python3");
+	json_add_bool(j, "unsafe", o->sandbox.unsafe);
 	json_add_num(p, "max_tokens", o->params.max_tokens);
 	json_add_num(p, "temperature", o->params.temperature);
 	json_add_num(p, "top_p", o->params.top_p);
@@ -95,7 +140,7 @@ static char *config_json(const struct rlm_opts *o)
 	if (o->params.extra_json)
 		json_add_str(p, "extra_json", o->params.extra_json);
 	json_add(j, "params", p);
-	json_add_num(j, "max_iterations", o->max_iterations);
+	json_add_num(j, "max_iterations", o->max_iterations > 0 ? o->max_iterations : 30);
 	json_add_num(j, "max_depth", o->max_depth ? o->max_depth : RLM_DEF_MAX_DEPTH);
 	json_add_num(j, "max_errors", o->max_errors);
 	json_add_num(j, "output_limit", (double)o->output_limit);
@@ -150,7 +195,7 @@ void record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *
 	    store_run_unfinished(rec->store, run.question, digest, config, prev, &err) == 1)
 		run.resumed_from = prev;
 	if (store_run_begin(rec->store, &run, &err) < 0)
-		store_trouble("recording the run", &err);
+		store_trouble(rec, "recording the run", &err);
 	else
 		memcpy(rec->run, run.id, sizeof(rec->run));
 	free(config);
@@ -179,7 +224,7 @@ void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct r
 	run.answer = r->answer;
 	run.result_json = res;
 	if (store_run_end(rec->store, &run, &err) < 0)
-		store_trouble("ending the run", &err);
+		store_trouble(rec, "ending the run", &err);
 	free(res);
 }
 
@@ -201,7 +246,7 @@ void record_event(const struct rlm_opts *o, int node, int parent, int depth, int
 				 .len = text ? len : 0,
 				 .data_json = data_json};
 	if (store_event_add(rec->store, rec->run, &e, &err) < 0)
-		store_trouble("recording an event", &err);
+		store_trouble(rec, "recording an event", &err);
 }
 
 void record_call(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
@@ -245,8 +290,27 @@ static void memo_key(const struct rlm_opts *o, int depth, const char *question, 
 	free(config);
 }
 
-bool record_memo_get(const struct rlm_opts *o, int depth, const char *question,
-		     const char *text, size_t len, struct rlm_result *out)
+/* What a memo hit spent still fits b (then charged), or o's limits. */
+static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
+		      const struct store_result *sr)
+{
+	int64_t t = sr->usage.input_tokens + sr->usage.output_tokens;
+	if (!b)
+		return !((o->max_tokens > 0 && t > o->max_tokens) ||
+			 (o->max_cost > 0 && sr->cost > o->max_cost) ||
+			 (o->max_sub_calls > 0 && sr->sub_calls + 1 > o->max_sub_calls));
+	if ((b->max_tokens && atomic_load(&b->tokens) + t > b->max_tokens) ||
+	    (b->max_cost_nusd &&
+	     atomic_load(&b->cost_nusd) + (int64_t)(sr->cost * 1e9) > b->max_cost_nusd) ||
+	    (b->max_sub_calls && atomic_load(&b->sub_calls) + sr->sub_calls > b->max_sub_calls))
+		return false;
+	budget_settle(b, 0, 0, t, sr->cost);
+	atomic_fetch_add(&b->sub_calls, sr->sub_calls);
+	return true;
+}
+
+bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, int depth,
+		     const char *question, const char *text, size_t len, struct rlm_result *out)
 {
 	const struct rlm_record *rec = rec_of(o);
 	struct store_result sr;
@@ -259,19 +323,22 @@ bool record_memo_get(const struct rlm_opts *o, int depth, const char *question,
 	memset(&sr, 0, sizeof(sr));
 	rc = store_result_get(rec->store, &k, &sr, &err);
 	if (rc < 0)
-		store_trouble("a memo lookup", &err);
-	if (rc != 1) {
+		store_trouble(rec, "a memo lookup", &err);
+	if (rc != 1 || !memo_fits(o, b, &sr)) {
 		store_result_release(&sr);
 		return false;
 	}
 	out->answer = sr.answer;
 	sr.answer = NULL;
-	out->found = true;
+	out->found = sr.found;
 	out->stop = RLM_STOP_ANSWER;
 	out->memo = true;
 	out->memo_hits = 1;
 	out->usage = sr.usage;
 	out->cost = sr.cost;
+	out->calls = sr.calls;
+	out->sub_calls = sr.sub_calls;
+	out->nodes = sr.nodes;
 	out->saved_usage = sr.usage;
 	out->saved_cost = sr.cost;
 	store_result_release(&sr);
@@ -285,16 +352,22 @@ void record_memo_put(const struct rlm_opts *o, int depth, const char *question,
 	struct store_result sr;
 	struct store_key k;
 	struct rlm_err err = {0, ""};
-	if (!rec || r->stop != RLM_STOP_ANSWER || !r->answer || r->memo)
+	/* Only whole answers: one made with failed calls or parts, or with
+	 * a warning, is not to be served again. */
+	if (!rec || r->stop != RLM_STOP_ANSWER || !r->answer || r->memo || r->failed_calls > 0 ||
+	    r->failed_leaves > 0 || r->warning)
 		return;
 	memo_key(o, depth, question, text, len, &k);
 	sr = (struct store_result){.answer = r->answer,
 				   .stop = (char *)(uintptr_t)rlm_stop_name(r->stop),
 				   .usage = r->usage,
 				   .cost = r->cost,
-				   .calls = r->calls};
+				   .calls = r->calls,
+				   .sub_calls = r->sub_calls,
+				   .nodes = r->nodes,
+				   .found = r->found};
 	if (store_result_put(rec->store, &k, &sr, &err) < 0)
-		store_trouble("keeping a child's answer", &err);
+		store_trouble(rec, "keeping a child's answer", &err);
 }
 
 /* ---- rlm_solve's side ---- */
@@ -306,4 +379,5 @@ void record_init(struct rlm_record *rec, const struct rlm_opts *o)
 	rec->refresh = o->refresh;
 	rec->front = (struct llm_front){front_lookup, front_save, rec};
 	rec->t0 = now_ns();
+	atomic_init(&rec->broken, false);
 }

@@ -414,8 +414,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* Bind and listen on host:port; returns the socket or -1 with a message. */
-static int open_listener(const char *host, long port, int *bound, char *msg, size_t msglen)
+int cli_listen(const char *host, long port, int *bound, char *msg, size_t msglen)
 {
 	struct addrinfo hints, *res = NULL, *ai;
 	char ps[16];
@@ -537,7 +536,7 @@ int cmd_sim_serve(int argc, char **argv)
 	if (spec && sim_cfg_parse(spec, &sv.cfg, &err))
 		return cli_fail(2, "%s", err.msg);
 
-	fd = open_listener(host, port, &bound, msg, sizeof(msg));
+	fd = cli_listen(host, port, &bound, msg, sizeof(msg));
 	if (fd < 0)
 		return cli_fail(1, "%s", msg);
 	sv.sim = sim_new(&sv.cfg);

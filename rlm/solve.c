@@ -34,6 +34,7 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	struct rlm_record rec;
 	struct rlm_opts o;
 	struct rlm_err local = {0, ""};
+	int64_t t0;
 	int rc;
 	memset(out, 0, sizeof(*out));
 	if (!opts->store)
@@ -48,17 +49,18 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 		o.on_run(rec.run, o.on_run_arg);
 	/* The whole solve asked before: its answer, and nothing runs. The
 	 * context stands in the key by its digest. */
-	if (question && record_memo_get(&o, 0, question, rec.digest, strlen(rec.digest), out)) {
+	t0 = now_ns();
+	if (question &&
+	    record_memo_get(&o, NULL, 0, question, rec.digest, strlen(rec.digest), out)) {
 		rc = 0;
+		out->solve_ns = now_ns() - t0;
 	} else {
-		int64_t t0 = now_ns();
 		rc = solve_strategy(&o, question, ctx, out, err ? err : &local);
 		if (rc == 0)
 			record_memo_put(&o, 0, question, rec.digest, strlen(rec.digest), out);
-		out->solve_ns = out->solve_ns ? out->solve_ns : now_ns() - t0;
 	}
-	record_end(&rec, &o, out, rc, rc < 0 ? (err ? err->msg : local.msg) : NULL);
 	memcpy(out->run_id, rec.run, sizeof(out->run_id));
+	record_end(&rec, &o, out, rc, rc < 0 ? (err ? err->msg : local.msg) : NULL);
 	return rc;
 }
 

@@ -27,6 +27,8 @@ int loop_solve(const struct rlm_opts *o, const char *question, const struct corp
 void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
 		       size_t **lens);
 
+struct rlm_budget; /* below */
+
 /* ---- the store (rlm/record.c) ----
  *
  * With rlm_opts.store, rlm_solve records the solve as a run and hands
@@ -39,6 +41,7 @@ struct rlm_record {
 	struct llm_front front; /* arg: this record */
 	char run[40];		/* the run's id; "" when it could not be begun */
 	char digest[33];	/* the context's (record_begin) */
+	atomic_bool broken;	/* the store failed once: no more store work */
 	int64_t t0;		/* the solve's start (now_ns clock) */
 };
 
@@ -59,12 +62,15 @@ void record_event(const struct rlm_opts *o, int node, int parent, int depth, int
 /* A model call of node completed: its "call" event. */
 void record_call(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
 		 const struct llm_call *call, bool sub);
-/* The memo of a child RLM: its answer, usage and calls into out (stop
- * ANSWER, memo set) and true, when a child of the same question, context
- * and configuration answered before. */
-bool record_memo_get(const struct rlm_opts *o, int depth, const char *question,
-		     const char *text, size_t len, struct rlm_result *out);
-/* Keep a child's answer (only a real one: stop ANSWER). */
+/* The memo of a child RLM (or, at depth 0, of the whole solve): its
+ * answer, usage and counts into out (stop ANSWER, memo set) and true, when
+ * one of the same question, context and configuration answered before and
+ * what it spent still fits budget b (charged then; NULL: the limits of o):
+ * a memo never lets a run go further than the run it stands for. */
+bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, int depth,
+		     const char *question, const char *text, size_t len, struct rlm_result *out);
+/* Keep a child's answer: only a whole one (stop ANSWER, no failed call,
+ * no warning, no failed part). */
 void record_memo_put(const struct rlm_opts *o, int depth, const char *question,
 		     const char *text, size_t len, const struct rlm_result *r);
 

@@ -296,6 +296,11 @@ static cJSON *iso_time(const struct xrun *x, int64_t t_ns)
 	return cJSON_CreateString(b);
 }
 
+/* How a run was run, without what may be a credential: an --api-key and
+ * its value in the command line (rlm solve leaves them out; a note
+ * written otherwise may not), and variables named like secrets. */
+static cJSON *note_public(const cJSON *note);
+
 /* A key of the configuration that may hold a credential. */
 static bool secret_key(const char *k)
 {
@@ -303,6 +308,39 @@ static bool secret_key(const char *k)
 	return strcasestr(k, "key") || strcasestr(k, "secret") || strcasestr(k, "password") ||
 	       strcasestr(k, "auth") || strcasestr(k, "credential") ||
 	       (n >= 5 && strcasecmp(k + n - 5, "token") == 0);
+}
+
+static cJSON *note_public(const cJSON *note)
+{
+	cJSON *out = cJSON_CreateObject();
+	for (const cJSON *it = note->child; it; it = it->next) {
+		if (!it->string)
+			continue;
+		if (strcmp(it->string, "argv") == 0 && cJSON_IsArray(it)) {
+			cJSON *a = cJSON_CreateArray();
+			for (const cJSON *v = it->child; v; v = v->next) {
+				const char *t = cJSON_IsString(v) ? v->valuestring : "";
+				if (strcmp(t, "--api-key") == 0) {
+					if (v->next)
+						v = v->next;
+					continue;
+				}
+				if (strncmp(t, "--api-key=", 10) == 0)
+					continue;
+				json_add(a, NULL, cJSON_Duplicate(v, 1));
+			}
+			json_add(out, it->string, a);
+		} else if (strcmp(it->string, "env") == 0 && cJSON_IsObject(it)) {
+			cJSON *e = cJSON_CreateObject();
+			for (const cJSON *v = it->child; v; v = v->next)
+				if (v->string && !secret_key(v->string))
+					json_add(e, v->string, cJSON_Duplicate(v, 1));
+			json_add(out, it->string, e);
+		} else {
+			json_add(out, it->string, cJSON_Duplicate(it, 1));
+		}
+	}
+	return out;
 }
 
 /* The config without its credentials (none should be there: this is
@@ -747,6 +785,8 @@ char *store_export_html(const struct cJSON *run, struct rlm_err *err)
 				continue;
 			if (strcmp(it->string, "config") == 0 && cJSON_IsObject(it))
 				json_add(view, it->string, config_public(it));
+			else if (strcmp(it->string, "note") == 0 && cJSON_IsObject(it))
+				json_add(view, it->string, note_public(it));
 			else
 				cJSON_AddItemReferenceToObject(view, it->string, it);
 		}

@@ -672,6 +672,10 @@ int store_open(const struct store_cfg *cfg, struct store **out, struct rlm_err *
 	if ((rc = setup_writer(s, err)))
 		goto out;
 	rc = check_schema(s, s->w, err);
+	/* A store another process keeps locked for writing is said now, not
+	 * found one busy timeout per write into a solve. */
+	if (!rc && !(rc = begin_locked(s, err)))
+		rc = end_locked(s, 0, err);
 out:
 	if (rc) {
 		store_close(s);
@@ -818,7 +822,9 @@ int store_result_get(struct store *s, const struct store_key *k, struct store_re
 			 "SELECT answer, stop, json_extract(usage_json, '$.input_tokens'),"
 			 " json_extract(usage_json, '$.output_tokens'),"
 			 " json_extract(usage_json, '$.cached_tokens'),"
-			 " json_extract(usage_json, '$.cache_write_tokens'), cost, calls"
+			 " json_extract(usage_json, '$.cache_write_tokens'), cost, calls,"
+			 " json_extract(usage_json, '$.sub_calls'), json_extract(usage_json, '$.nodes'),"
+			 " coalesce(json_extract(usage_json, '$.found'), 1)"
 			 " FROM results WHERE key = ?1",
 			 err);
 	if (!st) {
@@ -838,6 +844,9 @@ int store_result_get(struct store *s, const struct store_key *k, struct store_re
 		out->usage.cache_write_tokens = sqlite3_column_int64(st, 5);
 		out->cost = sqlite3_column_double(st, 6);
 		out->calls = sqlite3_column_int64(st, 7);
+		out->sub_calls = sqlite3_column_int64(st, 8);
+		out->nodes = sqlite3_column_int64(st, 9);
+		out->found = sqlite3_column_int64(st, 10) != 0;
 		rc = 1;
 	} else if (rc == SQLITE_DONE) {
 		rc = 0;
@@ -854,14 +863,15 @@ int store_result_get(struct store *s, const struct store_key *k, struct store_re
 int store_result_put(struct store *s, const struct store_key *k, const struct store_result *r,
 		     struct rlm_err *err)
 {
-	char usage[256];
+	char usage[320];
 	sqlite3_stmt *st;
 	int rc;
 	snprintf(usage, sizeof(usage),
 		 "{\"input_tokens\":%lld,\"output_tokens\":%lld,\"cached_tokens\":%lld,"
-		 "\"cache_write_tokens\":%lld}",
+		 "\"cache_write_tokens\":%lld,\"sub_calls\":%lld,\"nodes\":%lld,\"found\":%d}",
 		 (long long)r->usage.input_tokens, (long long)r->usage.output_tokens,
-		 (long long)r->usage.cached_tokens, (long long)r->usage.cache_write_tokens);
+		 (long long)r->usage.cached_tokens, (long long)r->usage.cache_write_tokens,
+		 (long long)r->sub_calls, (long long)r->nodes, r->found ? 1 : 0);
 	if ((rc = store__wbegin(s, err)))
 		return rc;
 	st = store__stmt(s, s->w, ST_RES_PUT,

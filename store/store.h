@@ -130,6 +130,9 @@ struct store_result {
 	struct llm_usage usage;  /* of the whole subtree */
 	double cost;
 	int64_t calls;           /* model calls of the subtree */
+	int64_t sub_calls;       /* its sub-calls (rlm_result.sub_calls) */
+	int64_t nodes;           /* child nodes under it */
+	bool found;              /* rlm_result.found */
 };
 int store_result_get(struct store *s, const struct store_key *k, struct store_result *out,
 		     struct rlm_err *err);

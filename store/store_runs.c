@@ -455,6 +455,8 @@ int store_run_unfinished(struct store *s, const char *question, const char *cont
 			 "SELECT id, status, pid, pid_start FROM runs WHERE context_digest IS ?2"
 			 " AND question IS ?1 AND config_json IS ?3"
 			 " AND status IN ('running', 'interrupted')"
+			 " AND NOT EXISTS (SELECT 1 FROM runs AS r2 WHERE r2.resumed_from = runs.id"
+			 " AND r2.status = 'done')"
 			 " ORDER BY created DESC, rowid DESC",
 			 err);
 	if (!st) {

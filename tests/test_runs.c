@@ -161,9 +161,14 @@ TEST(cache_hit_miss_refresh_and_off)
 
 	b = solve(&it, db, NULL, NULL);
 	CHECK_STR(json_str(b, "answer"), json_str(a, "answer"));
-	CHECK(calls_of(b, "total") == 0);
+	/* the memo: nothing sent, what the first spent counted as spent
+	 * and as saved */
 	CHECK(calls_of(b, "attempts") == 0);
+	CHECK(calls_of(b, "total") == n);
 	CHECK(json_num(json_get(b, "cache"), "memo_hits", 0) == 1);
+	CHECK(json_num(json_get(json_get(b, "cache"), "saved"), "input_tokens", 0) ==
+	      json_num(json_get(a, "usage"), "input_tokens", -1));
+	CHECK(cJSON_IsTrue(json_get(b, "found")) == cJSON_IsTrue(json_get(a, "found")));
 	CHECK(strcmp(json_str(b, "run"), json_str(a, "run")) != 0);
 
 	c = solve(&it, db, refresh, NULL);
@@ -222,6 +227,146 @@ TEST(child_rlms_are_memoised)
 	cJSON_Delete(b);
 	item_free(&it);
 	free(db);
+}
+
+/* A run stopped by a budget is not made to go further by the memo: run
+ * again with the same budget, it stops where it stopped. */
+TEST(memo_keeps_to_the_budget)
+{
+	struct item it;
+	char *db = xasprintf("%s/b.db", harness_tmpdir());
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=4", NULL};
+	cJSON *a, *b, *c;
+	item_gen(&it, "200k");
+	/* whole: every child answers (its memo kept) */
+	a = solve(&it, db, NULL, env);
+	CHECK(json_num(a, "sub_calls", 0) > 6);
+	{
+		/* a budget the whole run overshoots: on the same store, the
+		 * memo of the children must not carry it past the limit */
+		char lim[16];
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--json", "--quiet",
+				      "--cache", db, "--max-sub-calls", lim, NULL};
+		struct proc_out o;
+		snprintf(lim, sizeof(lim), "%d", (int)json_num(a, "sub_calls", 0) / 2);
+		o = rlm_env(args, env);
+		CHECK_INT(o.status, 3);
+		b = parse_out(&o);
+		proc_out_release(&o);
+		CHECK_STR(json_str(b, "stop"), "max_sub_calls");
+		CHECK(json_num(b, "sub_calls", 0) <= atoi(lim));
+		o = rlm_env(args, env);
+		CHECK_INT(o.status, 3);
+		c = parse_out(&o);
+		proc_out_release(&o);
+		CHECK_STR(json_str(c, "stop"), "max_sub_calls");
+	}
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(c);
+	item_free(&it);
+	free(db);
+}
+
+/* An answer made with failed calls is not kept: a tree solve whose parts
+ * failed (a sim that fails every request) answers from what it had; run
+ * again without faults, it is made again, not served from the memo. */
+TEST(degraded_answers_are_not_memoised)
+{
+	struct item it;
+	char *db = xasprintf("%s/d.db", harness_tmpdir());
+	static const char *const faulty[] = {"RLM_SIM=500=1,faults=12", NULL};
+	static const char *const more[] = {"-s", "tree", "--max-retries", "0", NULL};
+	cJSON *a, *b;
+	item_gen(&it, "200k");
+	a = solve(&it, db, more, faulty);
+	CHECK(calls_of(a, "failed") > 0);
+	b = solve(&it, db, more, NULL);
+	CHECK(json_num(json_get(b, "cache"), "memo_hits", -1) == 0);
+	CHECK(calls_of(b, "failed") == 0);
+	CHECK_CONTAINS(json_str(b, "answer"), it.answer);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	item_free(&it);
+	free(db);
+}
+
+/* The API key given on the command line is not kept with the run, nor
+ * shown or exported; --refresh is not kept either. */
+TEST(run_note_keeps_no_secret)
+{
+	struct item it;
+	char *db = xasprintf("%s/n.db", harness_tmpdir());
+	static const char *const more[] = {"--provider", "sim", "--api-key", "sk-rlmtest-SECRET-1234",
+					   "--refresh", NULL};
+	cJSON *a;
+	struct proc_out o;
+	item_gen(&it, "8k");
+	a = solve(&it, db, more, NULL);
+	{
+		const char *args[] = {"runs", "show", json_str(a, "run"), "--json", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK(!strstr(o.out, "SECRET"));
+	CHECK(!strstr(o.out, "--refresh"));
+	CHECK_CONTAINS(o.out, "\"argv\"");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"runs", "export", json_str(a, "run"), "--format", "html",
+				      "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK(!strstr(o.out, "SECRET"));
+	proc_out_release(&o);
+	CHECK(rows(db, "runs") == 1);
+	cJSON_Delete(a);
+	item_free(&it);
+	free(db);
+}
+
+/* --resume from another directory, the store named by a relative path
+ * when the run was made: the run's paths were kept absolute, and its
+ * calls come from the store it was found in. */
+TEST(resume_from_another_directory)
+{
+	struct item it;
+	char *dir = xasprintf("%s/d1", harness_tmpdir());
+	char *db = xasprintf("%s/sub/x.db", dir), *cmd, *id;
+	const char *sh[] = {"/bin/sh", "-c", NULL, NULL};
+	struct proc_out o;
+	cJSON *a, *r;
+	item_gen(&it, "100k");
+	CHECK(mkdir(dir, 0755) == 0);
+	cmd = xasprintf("cd '%s' && mkdir sub && '%s' solve -c '%s' -q '%s' --cache sub/x.db "
+			"--json --quiet",
+			dir, harness_rlm_bin(), it.ctx, it.q);
+	sh[2] = cmd;
+	CHECK_INT(proc_run(sh, NULL, (const char *const[]){"RLM_NO_CACHE", NULL}, 120, &o), 0);
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	a = parse_out(&o);
+	proc_out_release(&o);
+	id = xstrdup(json_str(a, "run"));
+	/* forget the answer, keep the calls: the resume replays them */
+	sql(db, "DELETE FROM results");
+	{
+		const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", NULL};
+		o = rlm_env(args, (const char *const[]){"RLM_NO_CACHE=1", NULL});
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	r = parse_out(&o);
+	proc_out_release(&o);
+	CHECK_STR(json_str(r, "answer"), json_str(a, "answer"));
+	CHECK(calls_of(r, "attempts") == 0);
+	CHECK(calls_of(r, "cached") == calls_of(a, "total"));
+	cJSON_Delete(a);
+	cJSON_Delete(r);
+	free(id);
+	free(cmd);
+	item_free(&it);
+	free(db);
+	free(dir);
 }
 
 /* ---- kill -9 and resume ---- */
