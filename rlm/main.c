@@ -18,11 +18,14 @@ static const char usage[] =
 	"  solve       answer a question over a file, a directory, a JSONL, or stdin\n"
 	"  repl        run Python cells in the REPL worker a model programs\n"
 	"  doctor      show the REPL sandbox's layers on this machine and test them live\n"
+	"  serve       serve solves over HTTP: a solve API with live events, and an\n"
+	"              OpenAI-compatible chat completions endpoint\n"
 	"  sim-serve   serve the offline simulator model over HTTP (OpenAI-compatible)\n"
 	"  bench gen   generate benchmark datasets (S-NIAH haystacks of any size)\n"
 	"  bench perf  measure the controller: pool fan-out efficiency, CPU per call\n"
 	"  runs        list, show and export recorded solves (JSONL trajectory, HTML)\n"
 	"  cache       the store's statistics, pruning and clearing\n"
+	"  mcp         an MCP server (stdio) for agents: tools solve, load_corpus, ask\n"
 	"\n"
 	"  rlm COMMAND --help    options of a command\n"
 	"  rlm --version         the version\n"
@@ -58,9 +61,11 @@ int main(int argc, char **argv)
 		{"repl", cmd_repl},
 		{"doctor", cmd_doctor},
 		{"sim-serve", cmd_sim_serve},
+		{"serve", cmd_serve},
 		{"bench", cmd_bench},
 		{"cache", cmd_cache},
 		{"runs", cmd_runs},
+		{"mcp", cmd_mcp},
 	};
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {

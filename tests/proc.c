@@ -164,6 +164,68 @@ pid_t proc_start(const char *const *argv, const char *const *env)
 	return pid;
 }
 
+pid_t proc_start_line(const char *const *argv, const char *const *env, const char *err_path,
+		      int timeout_s, char *line, size_t n)
+{
+	char **envp = make_env(env);
+	bool quiet = !getenv("TEST_VERBOSE");
+	int out[2], efd = -1, st;
+	size_t len = 0;
+	int64_t deadline = now_ns() + (int64_t)timeout_s * 1000000000;
+	pid_t pid;
+	if (pipe2(out, O_CLOEXEC)) {
+		free_env(envp);
+		return -1;
+	}
+	if (err_path)
+		efd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+		dup2(fd, 0);
+		dup2(out[1], 1);
+		if (efd >= 0)
+			dup2(efd, 2);
+		else if (quiet)
+			dup2(fd, 2);
+		execve(argv[0], (char *const *)(uintptr_t)argv, envp);
+		_exit(127);
+	}
+	free_env(envp);
+	close(out[1]);
+	if (efd >= 0)
+		close(efd);
+	if (pid < 0) {
+		close(out[0]);
+		return -1;
+	}
+	line[0] = '\0';
+	while (len + 1 < n) {
+		struct pollfd p = {out[0], POLLIN, 0};
+		int64_t left = deadline - now_ns();
+		char c;
+		ssize_t r;
+		if (left <= 0)
+			break;
+		if (poll(&p, 1, (int)(left / 1000000) + 1) <= 0)
+			continue;
+		r = read(out[0], &c, 1);
+		if (r <= 0)
+			break;
+		if (c == '\n') {
+			line[len] = '\0';
+			close(out[0]);
+			return pid;
+		}
+		line[len++] = c;
+		line[len] = '\0';
+	}
+	close(out[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
 int proc_stop(pid_t pid)
 {
 	int st = 0;

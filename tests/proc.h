@@ -27,6 +27,13 @@ int proc_stop(pid_t pid);
 /* A loopback TCP port with nothing listening on it (connections are
  * refused): bound once by the kernel's choice, then closed. */
 int proc_closed_port(void);
+/* Start argv in the background with stdout on a pipe and wait, at most
+ * timeout_s, for the first line it writes there: into line[0..n), without
+ * its newline. stderr goes to err_path (NULL: /dev/null, or ours with
+ * TEST_VERBOSE). Returns the pid, or -1 when it exited or said nothing in
+ * time (then it is killed and reaped). */
+pid_t proc_start_line(const char *const *argv, const char *const *env, const char *err_path,
+		      int timeout_s, char *line, size_t n);
 /* Start `rlm sim-serve --port 0` with the given spec and return its port. */
 pid_t proc_sim_serve(const char *spec, int *port);
 

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/serve_int.h -- inside `rlm serve`: the server, one request, the
+ * responses every route sends, and the routes (serve.c: the command, the
+ * daemon, dispatch, auth, health and metrics; serve_routes.c: solves, runs,
+ * events and corpora; serve_openai.c: chat completions and models).
+ * See docs/serve.md for the protocol. */
+#ifndef RLM_SERVE_INT_H
+#define RLM_SERVE_INT_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "service.h"
+#include "../common/common.h"
+#include "../common/json.h"
+
+#define SRV_KEEPALIVE_NS (15 * 1000000000LL) /* a comment on a quiet stream */
+#define SRV_SLICE_NS	 (250 * 1000000LL)   /* streams wait on a run this long at once */
+
+/* The server: made by cmd_serve, read-only once serving but for the
+ * atomics. */
+struct server {
+	struct service *svc;
+	const char *api_key;	    /* NULL: no auth */
+	size_t max_body;	    /* bytes of a request body */
+	int64_t request_timeout_ns; /* a synchronous solve's */
+	int64_t started_s;	    /* unix seconds, for "created" */
+	bool verbose;		    /* log every request */
+	atomic_bool stopping;	    /* a signal came: streams end early */
+	atomic_int active;	    /* requests begun and not completed */
+	_Atomic int64_t codes[600]; /* responses sent, by status */
+};
+
+/* One request, from its headers to its completion; owned by its
+ * connection's thread. */
+struct req {
+	struct server *sv;
+	struct MHD_Connection *c;
+	char method[16];  /* "GET", "POST", ... (cut) */
+	char *url;	  /* owned: for the log */
+	struct buf body;  /* capped at max_body */
+	bool too_big;	  /* the body passed the cap: it is dropped */
+	uint64_t dropped; /* bytes read and dropped */
+	int64_t t0;	  /* now_ns at its start */
+	unsigned status;  /* the status queued, for the log */
+};
+
+/* ---- responses (serve.c); each returns what the access handler returns ---- */
+
+/* Queue r (destroyed here) with status, counting it. */
+enum MHD_Result srv_queue(struct req *rq, unsigned status, struct MHD_Response *r);
+/* j (consumed) as the body. */
+enum MHD_Result srv_json(struct req *rq, unsigned status, cJSON *j);
+/* {"error": {"type", "message"}} with status; 429 adds Retry-After: 1,
+ * 401 WWW-Authenticate. */
+enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
+    RLM_PRINTF(4, 5);
+/* A service error (svc_* rc and its message) with the status it maps to:
+ * SVC_EBUSY 429, SVC_EFORBIDDEN 403, RLM_ENOTFOUND 404, a bad value or a
+ * file problem 400, anything else 500. */
+enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg);
+/* The body as a JSON object, or NULL after answering invalid_json. */
+cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret);
+
+/* ---- checking request fields (serve_routes.c) ---- */
+
+/* What is wrong with a request, in words ("options.max_depth: want an
+ * integer 1..16"); the first fault wins. */
+struct check {
+	bool bad;
+	char msg[512];
+};
+void check_fail(struct check *k, const char *fmt, ...) RLM_PRINTF(2, 3);
+/* Every member of o must be named in known (NULL-terminated); where: the
+ * object's name for messages ("" at the top, "options."). */
+void check_fields(struct check *k, const cJSON *o, const char *const *known, const char *where);
+/* o[key] as a string (NULL when absent or, with k->bad set, not a string). */
+const char *check_str(struct check *k, const cJSON *o, const char *key, const char *where);
+/* The context of a request: exactly one of text, path (with format) and
+ * corpus id, loaded into the service; 0 with id, or an answer sent
+ * (*ret). */
+int srv_context(struct req *rq, const char *text, const char *path, const char *format,
+		const char *corpus_id, char id[24], enum MHD_Result *ret);
+/* Wait for r to end within the request's time; past it cancel r, wait a
+ * little for it to end, and return false. */
+bool srv_wait_run(struct req *rq, struct svc_run *r);
+
+/* Send st as an event stream (text/event-stream, chunked): read fills it,
+ * done frees st, even when this fails (serve_routes.c). */
+enum MHD_Result srv_stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
+			   MHD_ContentReaderFreeCallback done);
+
+/* ---- routes ---- */
+enum MHD_Result route_solve(struct req *rq);
+enum MHD_Result route_run(struct req *rq, const char *id);
+enum MHD_Result route_events(struct req *rq, const char *id);
+enum MHD_Result route_corpora_post(struct req *rq);
+enum MHD_Result route_corpus_get(struct req *rq, const char *id);
+enum MHD_Result route_chat(struct req *rq);
+enum MHD_Result route_models(struct req *rq);
+
+#endif

@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/serve_openai.c -- the OpenAI-compatible door of `rlm serve`:
+ * POST /v1/chat/completions answered by a solve, and GET /v1/models.
+ *
+ * DESIGN
+ * A chat request is a solve: the last user message is the question; the
+ * context is the rlm_context extension (a text, a corpus id or a path) or
+ * else the earlier system and user messages, in order. Known OpenAI
+ * fields that mean nothing to a solve (temperature, user, ...) are taken
+ * and ignored; any other field is an error, as everywhere in this API. A
+ * stream sends the role chunk at once, comments while the solve runs (so
+ * proxies keep the connection), then the answer in content chunks, the
+ * finish chunk, an optional usage chunk and [DONE]. */
+#include "serve_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_BYTES 1024 /* of the answer per content chunk */
+
+/* ---- the request ---- */
+
+struct chat {
+	const char *question; /* borrowed from the body */
+	struct buf context;   /* the earlier messages, when no rlm_context */
+	const char *text, *path, *format, *corpus_id; /* rlm_context, borrowed */
+	const char *model;			      /* as asked ("rlm" when absent) */
+	bool stream, include_usage;
+};
+
+/* The text of a message's content: a string, or an array of text parts.
+ * NULL (with k->bad) when it is neither; *owned to free. */
+static const char *content_text(struct check *k, const cJSON *m, size_t i, char **owned)
+{
+	const cJSON *c = json_get(m, "content"), *it;
+	struct buf b = BUF_INIT;
+	*owned = NULL;
+	if (!c || cJSON_IsNull(c))
+		return "";
+	if (cJSON_IsString(c))
+		return c->valuestring;
+	if (!cJSON_IsArray(c)) {
+		check_fail(k, "messages[%zu].content: want a string or an array of text parts", i);
+		return NULL;
+	}
+	cJSON_ArrayForEach(it, c)
+	{
+		const char *type = json_str(it, "type"), *t = json_str(it, "text");
+		if (!type || strcmp(type, "text") != 0 || !t) {
+			check_fail(k, "messages[%zu].content: only text parts are understood", i);
+			buf_release(&b);
+			return NULL;
+		}
+		if (b.len)
+			buf_putc(&b, '\n');
+		buf_puts(&b, t);
+	}
+	*owned = buf_detach(&b, NULL);
+	return *owned;
+}
+
+/* messages: the question and, when ctx, the earlier messages' text. */
+static void check_messages(struct check *k, const cJSON *msgs, struct chat *ch, bool ctx,
+			   char **qown)
+{
+	const cJSON *m;
+	size_t n, last = SIZE_MAX, i = 0;
+	if (!cJSON_IsArray(msgs) || !(n = (size_t)cJSON_GetArraySize(msgs))) {
+		check_fail(k, "messages: want a non-empty array of messages");
+		return;
+	}
+	cJSON_ArrayForEach(m, msgs)
+	{
+		const char *role = json_str(m, "role");
+		if (!cJSON_IsObject(m) || !role) {
+			check_fail(k, "messages[%zu]: want an object with a role", i);
+			return;
+		}
+		if (strcmp(role, "user") == 0)
+			last = i;
+		i++;
+	}
+	if (last == SIZE_MAX) {
+		check_fail(k, "messages: want a user message (the question)");
+		return;
+	}
+	i = 0;
+	cJSON_ArrayForEach(m, msgs)
+	{
+		const char *role = json_str(m, "role"), *t;
+		char *own = NULL;
+		bool text_role = strcmp(role, "user") == 0 || strcmp(role, "system") == 0 ||
+				 strcmp(role, "developer") == 0;
+		if (i > last)
+			break;
+		if (i < last && (!ctx || !text_role)) {
+			i++;
+			continue;
+		}
+		if (!(t = content_text(k, m, i, &own)))
+			return;
+		if (i == last) {
+			*qown = own ? own : xstrdup(t);
+			ch->question = *qown;
+			break;
+		}
+		if (*t) {
+			if (ch->context.len)
+				buf_puts(&ch->context, "\n\n");
+			buf_puts(&ch->context, t);
+		}
+		free(own);
+		i++;
+	}
+}
+
+static void check_rlm_context(struct check *k, const cJSON *c, struct chat *ch)
+{
+	static const char *const known[] = {"corpus_id", "path", "format", NULL};
+	const char *w = "rlm_context.";
+	if (cJSON_IsString(c)) {
+		ch->text = c->valuestring;
+		return;
+	}
+	if (!cJSON_IsObject(c)) {
+		check_fail(k, "rlm_context: want a string or an object with corpus_id or path");
+		return;
+	}
+	check_fields(k, c, known, w);
+	ch->corpus_id = check_str(k, c, "corpus_id", w);
+	ch->path = check_str(k, c, "path", w);
+	ch->format = check_str(k, c, "format", w);
+	if (!k->bad && !!ch->corpus_id + !!ch->path != 1)
+		check_fail(k, "rlm_context: want exactly one of corpus_id and path");
+	if (!k->bad && ch->format && !ch->path)
+		check_fail(k, "rlm_context.format: only with path");
+}
+
+static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char **qown)
+{
+	static const char *const known[] = {
+	    "model", "messages", "stream", "stream_options", "rlm_context",
+	    /* OpenAI's, taken and ignored */
+	    "temperature", "top_p", "n", "stop", "max_tokens", "max_completion_tokens",
+	    "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
+	    "user", "seed", "response_format", "tools", "tool_choice", "parallel_tool_calls",
+	    "functions", "function_call", "metadata", "store", "service_tier", "reasoning_effort",
+	    "modalities", "audio", "prediction", "web_search_options", NULL};
+	const cJSON *ctx = json_get(body, "rlm_context"), *so = json_get(body, "stream_options");
+	bool usage = false;
+	check_fields(k, body, known, "");
+	ch->model = check_str(k, body, "model", "");
+	if (!ch->model)
+		ch->model = "rlm";
+	if (json_get(body, "stream") && !cJSON_IsNull(json_get(body, "stream"))) {
+		if (!cJSON_IsBool(json_get(body, "stream")))
+			check_fail(k, "stream: want true or false");
+		ch->stream = cJSON_IsTrue(json_get(body, "stream"));
+	}
+	if (so && cJSON_IsObject(so) && cJSON_IsBool(json_get(so, "include_usage")))
+		usage = cJSON_IsTrue(json_get(so, "include_usage"));
+	ch->include_usage = usage;
+	if (ctx && !cJSON_IsNull(ctx))
+		check_rlm_context(k, ctx, ch);
+	else
+		ctx = NULL;
+	if (!k->bad)
+		check_messages(k, json_get(body, "messages"), ch, ctx == NULL, qown);
+	if (!k->bad && (!ch->question || !*ch->question))
+		check_fail(k, "messages: the last user message is empty");
+	if (!k->bad && !ctx) {
+		if (!ch->context.len)
+			check_fail(k, "no context: give rlm_context, or messages before the "
+				      "question (system or user)");
+		else
+			ch->text = ch->context.p;
+	}
+}
+
+/* ---- answers ---- */
+
+static cJSON *usage_json(const cJSON *run)
+{
+	const cJSON *u = json_get(run, "usage");
+	cJSON *o = cJSON_CreateObject();
+	double in = json_num(u, "input_tokens", 0), out = json_num(u, "output_tokens", 0);
+	json_add_num(o, "prompt_tokens", in);
+	json_add_num(o, "completion_tokens", out);
+	json_add_num(o, "total_tokens", in + out);
+	return o;
+}
+
+static const char *finish_reason(const cJSON *run)
+{
+	const char *st = json_str(run, "status");
+	return st && strcmp(st, "done") == 0 ? "stop" : "length";
+}
+
+/* The common head of a completion or a chunk. */
+static cJSON *head(const char *object, const char *run_id, const char *model, int64_t created)
+{
+	cJSON *o = cJSON_CreateObject();
+	char id[64];
+	snprintf(id, sizeof(id), "chatcmpl-%s", run_id);
+	json_add_str(o, "id", id);
+	json_add_str(o, "object", object);
+	json_add_num(o, "created", (double)created);
+	json_add_str(o, "model", model);
+	return o;
+}
+
+static cJSON *rlm_ext(const cJSON *run)
+{
+	cJSON *o = cJSON_CreateObject();
+	json_add_str(o, "run_id", json_str(run, "run_id"));
+	json_add_str(o, "status", json_str(run, "status"));
+	json_add(o, "stop", cJSON_Duplicate(json_get(run, "stop"), true));
+	json_add_num(o, "cost_usd", json_num(run, "cost_usd", 0));
+	return o;
+}
+
+static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char *model)
+{
+	cJSON *run = svc_run_json(r), *o, *choices, *c, *m;
+	const char *answer = json_str(run, "answer");
+	if (strcmp(json_str(run, "status"), "failed") == 0) {
+		enum MHD_Result ret = srv_error(
+		    rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "the solve failed (run %s): %s",
+		    svc_run_id(r), json_str(run, "error") ? json_str(run, "error") : "");
+		cJSON_Delete(run);
+		return ret;
+	}
+	o = head("chat.completion", svc_run_id(r), model, wall_ms() / 1000);
+	choices = cJSON_CreateArray();
+	c = cJSON_CreateObject();
+	m = cJSON_CreateObject();
+	json_add_num(c, "index", 0);
+	json_add_str(m, "role", "assistant");
+	json_add(m, "content", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
+	json_add(c, "message", m);
+	json_add_str(c, "finish_reason", finish_reason(run));
+	json_add(choices, NULL, c);
+	json_add(o, "choices", choices);
+	json_add(o, "usage", usage_json(run));
+	json_add(o, "rlm", rlm_ext(run));
+	cJSON_Delete(run);
+	return srv_json(rq, MHD_HTTP_OK, o);
+}
+
+/* ---- the stream ---- */
+
+enum cs_state { CS_ROLE, CS_WAIT, CS_CONTENT, CS_FINISH, CS_USAGE, CS_DONE, CS_OVER };
+
+/* A streamed completion. Owned by the library's response. */
+struct chat_stream {
+	struct server *sv;
+	struct svc_run *r; /* a reference */
+	char *model;	   /* owned */
+	int64_t created, deadline_ns, last_ns;
+	bool include_usage;
+	enum cs_state state;
+	cJSON *run;	/* svc_run_json once ended */
+	size_t sent;	/* bytes of the answer sent */
+	struct buf out; /* formatted, not yet sent from off */
+	size_t off;
+};
+
+/* One chunk: choices [{index 0, delta, finish_reason}] (delta NULL: no
+ * choices, usage instead). */
+static void cs_chunk(struct chat_stream *cs, cJSON *delta, const char *finish)
+{
+	cJSON *o = head("chat.completion.chunk", svc_run_id(cs->r), cs->model, cs->created);
+	cJSON *choices = cJSON_CreateArray();
+	char *s;
+	if (delta) {
+		cJSON *c = cJSON_CreateObject();
+		json_add_num(c, "index", 0);
+		json_add(c, "delta", delta);
+		json_add(c, "finish_reason",
+			 finish ? cJSON_CreateString(finish) : cJSON_CreateNull());
+		json_add(choices, NULL, c);
+	}
+	json_add(o, "choices", choices);
+	if (!delta)
+		json_add(o, "usage", usage_json(cs->run));
+	s = json_print(o);
+	cJSON_Delete(o);
+	buf_printf(&cs->out, "data: %s\n\n", s ? s : "{}");
+	free(s);
+}
+
+static void cs_error(struct chat_stream *cs, const char *type, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject(), *e = cJSON_CreateObject();
+	char *s;
+	json_add_str(e, "type", type);
+	json_add_str(e, "message", msg);
+	json_add(o, "error", e);
+	s = json_print(o);
+	cJSON_Delete(o);
+	buf_printf(&cs->out, "data: %s\n\n", s ? s : "{}");
+	free(s);
+}
+
+/* Format what comes next; false when the stream is over. */
+static bool cs_next(struct chat_stream *cs)
+{
+	cJSON *d;
+	buf_reset(&cs->out);
+	cs->off = 0;
+	switch (cs->state) {
+	case CS_ROLE:
+		d = cJSON_CreateObject();
+		json_add_str(d, "role", "assistant");
+		json_add_str(d, "content", "");
+		cs_chunk(cs, d, NULL);
+		cs->state = CS_WAIT;
+		break;
+	case CS_WAIT:
+		for (;;) {
+			int64_t now = now_ns();
+			if (svc_run_wait(cs->r, RLM_MIN(now + SRV_SLICE_NS, cs->deadline_ns))) {
+				cs->run = svc_run_json(cs->r);
+				if (strcmp(json_str(cs->run, "status"), "failed") == 0) {
+					char msg[600];
+					snprintf(msg, sizeof(msg), "the solve failed (run %s): %s",
+						 svc_run_id(cs->r),
+						 json_str(cs->run, "error")
+						     ? json_str(cs->run, "error")
+						     : "");
+					cs_error(cs, "internal", msg);
+					cs->state = CS_DONE;
+				} else {
+					cs->state = CS_CONTENT;
+					return cs_next(cs);
+				}
+				break;
+			}
+			if (now_ns() >= cs->deadline_ns) {
+				char msg[300];
+				svc_run_cancel(cs->r);
+				svc_run_wait(cs->r, now_ns() + 10 * 1000000000LL);
+				snprintf(msg, sizeof(msg),
+					 "the solve ran past the request timeout of %.0f s and was "
+					 "cancelled (run %s)",
+					 (double)cs->sv->request_timeout_ns / 1e9,
+					 svc_run_id(cs->r));
+				cs_error(cs, "timeout", msg);
+				cs->state = CS_DONE;
+				break;
+			}
+			if (now_ns() - cs->last_ns >= SRV_KEEPALIVE_NS) {
+				buf_puts(&cs->out, ": solving\n\n");
+				break;
+			}
+		}
+		break;
+	case CS_CONTENT: {
+		const char *a = json_str(cs->run, "answer");
+		size_t len = a ? strlen(a) : 0, n;
+		if (cs->sent >= len) {
+			cs->state = CS_FINISH;
+			return cs_next(cs);
+		}
+		n = len - cs->sent <= CHUNK_BYTES ? len - cs->sent
+						  : utf8_floor(a + cs->sent, CHUNK_BYTES);
+		if (!n)
+			n = len - cs->sent; /* not UTF-8 after all: send the rest */
+		d = cJSON_CreateObject();
+		json_add_strn(d, "content", a + cs->sent, n);
+		cs_chunk(cs, d, NULL);
+		cs->sent += n;
+		break;
+	}
+	case CS_FINISH:
+		cs_chunk(cs, cJSON_CreateObject(), finish_reason(cs->run));
+		cs->state = cs->include_usage ? CS_USAGE : CS_DONE;
+		break;
+	case CS_USAGE:
+		cs_chunk(cs, NULL, NULL);
+		cs->state = CS_DONE;
+		break;
+	case CS_DONE:
+		buf_puts(&cs->out, "data: [DONE]\n\n");
+		cs->state = CS_OVER;
+		break;
+	case CS_OVER:
+		return false;
+	}
+	cs->last_ns = now_ns();
+	return true;
+}
+
+static ssize_t cs_read(void *cls, uint64_t off, char *out, size_t max)
+{
+	struct chat_stream *cs = cls;
+	size_t n;
+	(void)off;
+	if (cs->off >= cs->out.len && !cs_next(cs))
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	n = RLM_MIN(max, cs->out.len - cs->off);
+	memcpy(out, cs->out.p + cs->off, n);
+	cs->off += n;
+	return (ssize_t)n;
+}
+
+static void cs_free(void *cls)
+{
+	struct chat_stream *cs = cls;
+	/* A client gone before the answer: its solve is of no use. */
+	if (cs->state <= CS_WAIT)
+		svc_run_cancel(cs->r);
+	svc_run_put(cs->r);
+	cJSON_Delete(cs->run);
+	buf_release(&cs->out);
+	free(cs->model);
+	free(cs);
+}
+
+/* ---- routes ---- */
+
+enum MHD_Result route_chat(struct req *rq)
+{
+	struct check k = {false, ""};
+	struct chat ch;
+	struct svc_opts so;
+	struct svc_run *r = NULL;
+	struct rlm_err err = {0, ""};
+	enum MHD_Result ret;
+	char id[24], *qown = NULL;
+	cJSON *body = srv_body_json(rq, &ret);
+	int rc;
+	if (!body)
+		return ret;
+	memset(&ch, 0, sizeof(ch));
+	buf_init(&ch.context, 0);
+	svc_opts_init(&so);
+	check_chat(&k, body, &ch, &qown);
+	if (k.bad) {
+		ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", k.msg);
+		goto out;
+	}
+	if (strcmp(ch.model, "rlm") != 0)
+		so.model = ch.model;
+	if (srv_context(rq, ch.text, ch.path, ch.format, ch.corpus_id, id, &ret))
+		goto out;
+	if ((rc = svc_solve(rq->sv->svc, ch.question, id, &so, &r, &err))) {
+		ret = srv_svc_error(rq, rc, err.msg);
+		goto out;
+	}
+	if (ch.stream) {
+		struct chat_stream *cs = xcalloc(1, sizeof(*cs));
+		cs->sv = rq->sv;
+		cs->r = r;
+		r = NULL;
+		cs->model = xstrdup(ch.model);
+		cs->created = wall_ms() / 1000;
+		cs->deadline_ns = rq->t0 + rq->sv->request_timeout_ns;
+		cs->last_ns = now_ns();
+		cs->include_usage = ch.include_usage;
+		ret = srv_stream(rq, cs, cs_read, cs_free);
+		goto out;
+	}
+	if (!srv_wait_run(rq, r))
+		ret = srv_error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
+				"the solve ran past the request timeout of %.0f s and was "
+				"cancelled (run %s)",
+				(double)rq->sv->request_timeout_ns / 1e9, svc_run_id(r));
+	else
+		ret = chat_answer(rq, r, ch.model);
+out:
+	svc_run_put(r);
+	buf_release(&ch.context);
+	free(qown);
+	cJSON_Delete(body);
+	return ret;
+}
+
+static cJSON *model_json(const char *id, int64_t created)
+{
+	cJSON *m = cJSON_CreateObject();
+	json_add_str(m, "id", id);
+	json_add_str(m, "object", "model");
+	json_add_num(m, "created", (double)created);
+	json_add_str(m, "owned_by", "rlm");
+	return m;
+}
+
+enum MHD_Result route_models(struct req *rq)
+{
+	cJSON *o = cJSON_CreateObject(), *data = cJSON_CreateArray();
+	const char *root = svc_model_name(rq->sv->svc), *sub = svc_sub_model_name(rq->sv->svc);
+	json_add_str(o, "object", "list");
+	json_add(data, NULL, model_json("rlm", rq->sv->started_s));
+	json_add(data, NULL, model_json(root, rq->sv->started_s));
+	if (strcmp(sub, root) != 0)
+		json_add(data, NULL, model_json(sub, rq->sv->started_s));
+	json_add(o, "data", data);
+	return srv_json(rq, MHD_HTTP_OK, o);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/service_int.h -- inside the service (rlm/service.h): the service
+ * itself, shared by service.c (solves and runs) and service_corpus.c (the
+ * corpora and the roots). */
+#ifndef RLM_SERVICE_INT_H
+#define RLM_SERVICE_INT_H
+
+#include <pthread.h>
+
+#include "service.h"
+
+#define SVC_SECS_MAX 10000 /* solve times kept for svc_stats */
+#define SVC_N_LE     14	   /* bounds of the solve-time histogram (then +Inf) */
+
+/* A corpus the service holds, until it is freed. */
+struct svc_corp {
+	struct svc_corpus_info info;
+	struct corpus *c; /* owned */
+};
+
+/* Made by svc_new; the fields above mu are read-only afterwards. */
+struct service {
+	struct model_setup ms; /* the pool and models */
+	struct store *store;   /* NULL with no_cache */
+	struct rlm_opts base;  /* the command line's, with pool, models, store */
+	char **roots;	       /* realpaths; n_roots of them */
+	size_t n_roots;
+	int max_solves;
+
+	pthread_mutex_t mu;    /* guards everything below */
+	pthread_cond_t cv;     /* a run thread ended; a run got its id */
+	struct svc_run **runs; /* the registry, oldest first; one reference each */
+	size_t n_runs, cap_runs;
+	struct svc_corp **corp; /* loaded corpora */
+	size_t n_corp, cap_corp;
+	int running;		   /* solves between start and end */
+	int threads;		   /* run threads alive */
+	bool closing;		   /* svc_shutdown or svc_free began: no new solves */
+	struct rng rng;		   /* ids */
+	int64_t ended[4];	   /* done, stopped, failed, cancelled */
+	double secs[SVC_SECS_MAX]; /* a ring of the last solve times */
+	size_t n_secs, secs_next;
+	int64_t hist[SVC_N_LE + 1]; /* lifetime, not cumulative; last: +Inf */
+	double secs_sum;
+	int64_t secs_count;
+};
+
+/* Grow *pp, an array of *cap elements of size bytes, to hold n + 1. */
+void svc__grow(void *pp, size_t *cap, size_t n, size_t size);
+/* The corpus of id (s->mu held), or NULL. */
+struct svc_corp *svc__corp_find(struct service *s, const char *id);
+/* Is t[0..len) text the corpus module takes (UTF-8, no NUL)? 0, or
+ * RLM_EINVAL with err naming what (e.g. "the question"). */
+int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err *err);
+/* Free the corpora. */
+void svc__corpora_free(struct service *s);
+
+#endif

@@ -1,0 +1,1468 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_serve.c -- `rlm serve` end to end: the real binary on the
+ * simulator, driven over HTTP with libcurl: every route, every bad input
+ * and its error type and status, auth, limits, cancel, the event stream,
+ * the OpenAI-compatible endpoint, metrics and a graceful shutdown. */
+#include "harness.h"
+#include "proc.h"
+#include "../common/common.h"
+#include "../common/json.h"
+
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NEEDLE_Q "What is the secret launch code?"
+#define NEEDLE_CTX                                                                                 \
+	"The weather was mild all week.\nThe secret launch code is 7340-alpha.\nLunch was at "     \
+	"noon.\n"
+
+/* ---- the server ---- */
+
+struct srv {
+	pid_t pid;
+	int port;
+	char err[512]; /* its stderr, a file */
+};
+
+/* Start `rlm serve --port 0 --cache TMP/s.db ARGS...` with env (entries
+ * "NAME=value"; the provider variables are cleared). */
+static struct srv srv_start_env(const char *const *args, const char *const *env)
+{
+	static const char *const clean[] = {"RLM_PROVIDER",	  "RLM_MODEL",
+					    "RLM_SUB_MODEL",	  "OPENAI_API_KEY",
+					    "OPENAI_BASE_URL",	  "ANTHROPIC_API_KEY",
+					    "ANTHROPIC_BASE_URL", "RLM_SIM",
+					    "RLM_API_KEY",	  "RLM_MAX_DEPTH",
+					    "RLM_MAX_NODES",	  "RLM_NO_CACHE",
+					    "RLM_CACHE",	  NULL};
+	const char *argv[48], *envp[32];
+	char line[256], *db = xasprintf("%s/s.db", harness_tmpdir());
+	struct srv s;
+	size_t n = 0, k = 0;
+	const char *p;
+	memset(&s, 0, sizeof(s));
+	snprintf(s.err, sizeof(s.err), "%s/serve.%d.err", harness_tmpdir(), (int)now_ns() % 100000);
+	argv[n++] = harness_rlm_bin();
+	argv[n++] = "serve";
+	argv[n++] = "--port";
+	argv[n++] = "0";
+	argv[n++] = "--cache";
+	argv[n++] = db;
+	for (size_t i = 0; args && args[i] && n < 47; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	for (size_t i = 0; clean[i]; i++)
+		envp[k++] = clean[i];
+	for (size_t i = 0; env && env[i] && k < 31; i++)
+		envp[k++] = env[i];
+	envp[k] = NULL;
+	s.pid = proc_start_line(argv, envp, s.err, 60, line, sizeof(line));
+	free(db);
+	CHECK_MSG(s.pid > 0, "rlm serve did not start (stderr in %s)", s.err);
+	CHECK_CONTAINS(line, "rlm serve: listening on http://");
+	p = strrchr(line, ':');
+	s.port = atoi(p + 1);
+	CHECK(s.port > 0);
+	return s;
+}
+
+static struct srv srv_start(const char *const *args)
+{
+	return srv_start_env(args, NULL);
+}
+
+/* SIGTERM, and its exit status (128 + signal when killed). */
+static int srv_stop(struct srv *s)
+{
+	int st = proc_stop(s->pid);
+	s->pid = 0;
+	return st;
+}
+
+static char *slurp(const char *path)
+{
+	char *s = NULL;
+	size_t len;
+	if (read_file(path, 1 << 20, &s, &len, NULL))
+		return xstrdup("");
+	return s;
+}
+
+/* Child processes of pid (its workers), from /proc. */
+static int children_of(pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(path)))
+		return 0;
+	while ((e = readdir(d))) {
+		char cp[300], *s;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(cp, sizeof(cp), "/proc/%d/task/%s/children", (int)pid, e->d_name);
+		s = slurp(cp);
+		for (char *t = strtok(s, " \n"); t; t = strtok(NULL, " \n"))
+			n++;
+		free(s);
+	}
+	closedir(d);
+	return n;
+}
+
+/* ---- HTTP ---- */
+
+struct resp {
+	long status;
+	char *body;    /* owned */
+	char *headers; /* owned */
+	cJSON *json;   /* the body parsed, or NULL */
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	buf_append(arg, p, size * n);
+	return size * n;
+}
+
+/* method path [body] with headers (NULL-terminated, or NULL). */
+static struct resp http_h(const struct srv *s, const char *method, const char *path,
+			  const char *body, const char *const *headers)
+{
+	CURL *e = curl_easy_init();
+	struct curl_slist *hl = NULL;
+	struct buf b = BUF_INIT, h = BUF_INIT;
+	struct resp r = {0, NULL, NULL, NULL};
+	char url[512];
+	CURLcode rc;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", s->port, path);
+	buf_puts(&b, "");
+	buf_puts(&h, "");
+	for (size_t i = 0; headers && headers[i]; i++)
+		hl = curl_slist_append(hl, headers[i]);
+	hl = curl_slist_append(hl, "Expect:");
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, &h);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 90L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	if (body) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	}
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	rc = curl_easy_perform(e);
+	CHECK_MSG(rc == CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.status);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(e);
+	r.body = buf_detach(&b, NULL);
+	r.headers = buf_detach(&h, NULL);
+	r.json = json_parse(r.body, strlen(r.body));
+	return r;
+}
+
+static struct resp http(const struct srv *s, const char *method, const char *path, const char *body)
+{
+	return http_h(s, method, path, body, NULL);
+}
+
+static void resp_release(struct resp *r)
+{
+	free(r->body);
+	free(r->headers);
+	cJSON_Delete(r->json);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The error type of an error answer. */
+static const char *err_type(const struct resp *r)
+{
+	return json_str(json_get(r->json, "error"), "type");
+}
+
+/* Check that r is an error of status and type. */
+#define CHECK_ERR(r, st, type)                                                                     \
+	do {                                                                                       \
+		CHECK_MSG((r).status == (st), "status %ld, want %d: %s", (r).status, (st),         \
+			  (r).body);                                                               \
+		CHECK_STR(err_type(&(r)), type);                                                   \
+		CHECK(json_str(json_get((r).json, "error"), "message"));                           \
+	} while (0)
+
+static char *solve_body(const char *extra)
+{
+	return xasprintf("{\"question\": \"%s\", \"context\": \"%s\"%s%s}", NEEDLE_Q,
+			 "The weather was mild all week.\\nThe secret launch code is "
+			 "7340-alpha.\\nLunch was at noon.\\n",
+			 extra ? ", " : "", extra ? extra : "");
+}
+
+/* GET the run until its status is not "running" (at most secs). */
+static char *wait_status(const struct srv *s, const char *id, int secs)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/runs/%s", id);
+	for (int i = 0; i < secs * 20; i++) {
+		struct resp r = http(s, "GET", path, NULL);
+		const char *st = json_str(r.json, "status");
+		CHECK_MSG(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
+		if (st && strcmp(st, "running") != 0) {
+			char *out = xstrdup(st);
+			resp_release(&r);
+			return out;
+		}
+		resp_release(&r);
+		sleep_ns(50000000);
+	}
+	harness_fail(__FILE__, __LINE__, "run %s still running after %d s", id, secs);
+}
+
+/* ---- server-sent events ---- */
+
+struct sse_ev {
+	long id;
+	char event[32];
+	cJSON *data;
+};
+
+/* Parse a whole event stream; returns the count (at most max). */
+static size_t sse_parse(const char *body, struct sse_ev *ev, size_t max)
+{
+	size_t n = 0;
+	const char *p = body;
+	while (*p && n < max) {
+		const char *end = strstr(p, "\n\n");
+		char *block = end ? xstrndup(p, (size_t)(end - p)) : xstrdup(p);
+		struct sse_ev e = {-1, "", NULL};
+		for (char *line = strtok(block, "\n"); line; line = strtok(NULL, "\n")) {
+			if (strncmp(line, "id: ", 4) == 0)
+				e.id = atol(line + 4);
+			else if (strncmp(line, "event: ", 7) == 0)
+				snprintf(e.event, sizeof(e.event), "%s", line + 7);
+			else if (strncmp(line, "data: ", 6) == 0)
+				e.data = json_parse(line + 6, strlen(line + 6));
+		}
+		free(block);
+		if (e.event[0])
+			ev[n++] = e;
+		if (!end)
+			break;
+		p = end + 2;
+	}
+	return n;
+}
+
+static void sse_release(struct sse_ev *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cJSON_Delete(ev[i].data);
+}
+
+/* ---- tests ---- */
+
+TEST(serve_usage)
+{
+	const char *bin = harness_rlm_bin();
+	struct proc_out o;
+	{
+		const char *argv[] = {bin, "serve", "--help", NULL};
+		CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+		CHECK_INT(o.status, 0);
+		CHECK_CONTAINS(o.out, "/v1/chat/completions");
+		CHECK_CONTAINS(o.out, "--shutdown-grace");
+		CHECK_CONTAINS(o.out, "--max-depth");
+		CHECK_CONTAINS(o.out, "--sandbox-disable");
+		proc_out_release(&o);
+	}
+	{
+		const char *argv[] = {bin, "serve", "--bogus", NULL};
+		CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+		CHECK_INT(o.status, 2);
+		CHECK_CONTAINS(o.err, "unknown option '--bogus'");
+		proc_out_release(&o);
+	}
+	{
+		const char *argv[] = {bin, "serve", "--max-body", "12Q", NULL};
+		CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+		CHECK_INT(o.status, 2);
+		CHECK_CONTAINS(o.err, "--max-body");
+		proc_out_release(&o);
+	}
+	{
+		/* Another address than loopback needs a key. */
+		const char *argv[] = {bin, "serve", "--host", "0.0.0.0", "--port", "0", NULL};
+		const char *env[] = {"RLM_API_KEY", NULL};
+		CHECK_INT(proc_run(argv, NULL, env, 30, &o), 0);
+		CHECK_INT(o.status, 2);
+		CHECK_CONTAINS(o.err, "without an API key");
+		CHECK_STR(o.out, "");
+		proc_out_release(&o);
+	}
+	{
+		const char *argv[] = {bin, "serve", "--root", "/nonexistent/dir", NULL};
+		CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+		CHECK_INT(o.status, 2);
+		CHECK_CONTAINS(o.err, "--root '/nonexistent/dir'");
+		proc_out_release(&o);
+	}
+	{
+		/* With a key it starts, and says where. */
+		const char *args[] = {"--host", "0.0.0.0", "--api-key", "k", NULL};
+		struct srv s = srv_start(args);
+		struct resp r = http(&s, "GET", "/healthz", NULL);
+		CHECK_INT(r.status, 200);
+		resp_release(&r);
+		CHECK_INT(srv_stop(&s), 0);
+	}
+}
+
+TEST(serve_solve_sync)
+{
+	struct srv s = srv_start(NULL);
+	char *body = solve_body(NULL), path[128];
+	struct resp r = http(&s, "POST", "/v1/solve", body), g;
+	const char *id;
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "done");
+	CHECK_STR(json_str(r.json, "stop"), "answer");
+	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	CHECK(json_get(r.json, "usage") &&
+	      json_num(json_get(r.json, "usage"), "input_tokens", 0) > 0);
+	CHECK(cJSON_IsNumber(json_get(r.json, "cost_usd")));
+	CHECK(json_get(r.json, "timings"));
+	CHECK_STR(json_str(json_get(r.json, "result"), "stop"), "answer");
+	CHECK_CONTAINS(r.headers, "Content-Type: application/json");
+	id = json_str(r.json, "run_id");
+	CHECK(id && *id);
+	CHECK_STR(json_str(json_get(r.json, "result"), "run"), id);
+
+	/* The run, by id. */
+	snprintf(path, sizeof(path), "/v1/runs/%s", id);
+	g = http(&s, "GET", path, NULL);
+	CHECK_INT(g.status, 200);
+	CHECK_STR(json_str(g.json, "run_id"), id);
+	CHECK_STR(json_str(g.json, "status"), "done");
+	CHECK_STR(json_str(g.json, "question"), NEEDLE_Q);
+	CHECK_CONTAINS(json_str(g.json, "answer"), "7340-alpha");
+	CHECK(cJSON_IsObject(json_get(g.json, "result")));
+	resp_release(&g);
+
+	/* A run id that is a prefix of a real one is not that run. */
+	snprintf(path, sizeof(path), "/v1/runs/%.8s", id);
+	g = http(&s, "GET", path, NULL);
+	CHECK_ERR(g, 404, "not_found");
+	resp_release(&g);
+
+	/* Options over the server's: one iteration stops the solve. */
+	free(body);
+	body = xasprintf("{\"question\": \"Where was lunch?\", \"context\": \"%s\", \"options\": "
+			 "{\"max_iterations\": 1, \"max_depth\": 1, \"strategy\": \"repl\", "
+			 "\"model\": \"sim\", \"sub_model\": \"sim\", \"timeout\": 60, "
+			 "\"max_tokens\": 0, \"max_cost\": 0, \"max_sub_calls\": 100}}",
+			 "lunch was in the park\\nrain later\\n");
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "stopped");
+	CHECK_STR(json_str(r.json, "stop"), "max_iterations");
+	resp_release(&r);
+
+	/* The tree strategy answers too. */
+	free(body);
+	body = solve_body("\"options\": {\"strategy\": \"tree\"}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "done");
+	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	CHECK_STR(json_str(json_get(r.json, "result"), "strategy"), "tree");
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* Without a store: ids of the server's own, runs known while it runs. */
+TEST(serve_no_cache)
+{
+	const char *args[] = {"--no-cache", NULL};
+	struct srv s = srv_start(args);
+	char *body = solve_body(NULL), path[128];
+	struct resp r = http(&s, "POST", "/v1/solve", body), g;
+	const char *id;
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	id = json_str(r.json, "run_id");
+	CHECK(id && strncmp(id, "r-", 2) == 0 && strlen(id) == 18);
+	CHECK(cJSON_IsNull(json_get(json_get(r.json, "result"), "run")));
+	snprintf(path, sizeof(path), "/v1/runs/%s", id);
+	g = http(&s, "GET", path, NULL);
+	CHECK_INT(g.status, 200);
+	CHECK_STR(json_str(g.json, "status"), "done");
+	resp_release(&g);
+	snprintf(path, sizeof(path), "/v1/runs/%s/events", id);
+	g = http(&s, "GET", path, NULL);
+	CHECK_INT(g.status, 200);
+	CHECK_CONTAINS(g.body, "event: end\n");
+	resp_release(&g);
+	g = http(&s, "GET", "/v1/runs/20260101-000000-abcdef", NULL);
+	CHECK_ERR(g, 404, "not_found");
+	resp_release(&g);
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+	snprintf(path, sizeof(path), "%s/s.db", harness_tmpdir());
+	CHECK(access(path, F_OK) != 0); /* no store was made */
+}
+
+/* A solve's events, live: the stream starts while the run runs, its ids
+ * count up from 0, a turn comes before its code and its output, and it
+ * ends with "end" holding the result. A finished run replays the same. */
+TEST(serve_events)
+{
+	const char *env[] = {"RLM_SIM=ttft=150ms", NULL};
+	struct srv s = srv_start_env(NULL, env);
+	char *body = solve_body("\"async\": true"), path[160], *id;
+	struct resp r = http(&s, "POST", "/v1/solve", body), e, g;
+	struct sse_ev ev[256], ev2[256];
+	size_t n, n2, turn = 0, code = 0, output = 0;
+	CHECK_MSG(r.status == 202, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "running");
+	id = xstrdup(json_str(r.json, "run_id"));
+	resp_release(&r);
+	snprintf(path, sizeof(path), "/v1/runs/%s", id);
+	g = http(&s, "GET", path, NULL);
+	CHECK_STR(json_str(g.json, "status"), "running");
+	CHECK(cJSON_IsNull(json_get(g.json, "answer")));
+	CHECK(!json_get(g.json, "result"));
+	resp_release(&g);
+
+	snprintf(path, sizeof(path), "/v1/runs/%s/events", id);
+	e = http(&s, "GET", path, NULL);
+	CHECK_INT(e.status, 200);
+	CHECK_CONTAINS(e.headers, "Content-Type: text/event-stream");
+	n = sse_parse(e.body, ev, ARRAY_SIZE(ev));
+	CHECK(n >= 5);
+	for (size_t i = 0; i < n; i++) {
+		CHECK_INT(ev[i].id, (long)i);
+		CHECK_MSG(ev[i].data, "event %zu has no JSON data", i);
+		CHECK_STR(json_str(ev[i].data, "kind"), ev[i].event);
+		CHECK(cJSON_IsNumber(json_get(ev[i].data, "t_ms")));
+		if (strcmp(ev[i].event, "turn") == 0 && !turn)
+			turn = i + 1;
+		if (strcmp(ev[i].event, "code") == 0 && !code)
+			code = i + 1;
+		if (strcmp(ev[i].event, "output") == 0 && !output)
+			output = i + 1;
+		if (strcmp(ev[i].event, "progress") == 0)
+			CHECK(json_str(ev[i].data, "phase"));
+		CHECK_MSG(strcmp(ev[i].event, "end") != 0 || i == n - 1, "end at %zu of %zu", i, n);
+	}
+	CHECK(turn && code && output && turn < code && code < output);
+	CHECK_STR(ev[n - 1].event, "end");
+	CHECK_STR(json_str(ev[n - 1].data, "status"), "done");
+	CHECK_STR(json_str(ev[n - 1].data, "run_id"), id);
+	CHECK_STR(json_str(json_get(ev[n - 1].data, "result"), "stop"), "answer");
+	CHECK_INT(json_num(ev[0].data, "depth", -1), 0);
+
+	/* A finished run replays the same events. */
+	resp_release(&e);
+	e = http(&s, "GET", path, NULL);
+	n2 = sse_parse(e.body, ev2, ARRAY_SIZE(ev2));
+	CHECK_INT(n2, n);
+	for (size_t i = 0; i < n; i++)
+		CHECK_STR(ev2[i].event, ev[i].event);
+	sse_release(ev2, n2);
+	resp_release(&e);
+
+	/* From an event on, with Last-Event-ID. */
+	{
+		char h[64];
+		const char *hs[] = {h, NULL};
+		snprintf(h, sizeof(h), "Last-Event-ID: %zu", n - 3);
+		e = http_h(&s, "GET", path, NULL, hs);
+		n2 = sse_parse(e.body, ev2, ARRAY_SIZE(ev2));
+		CHECK_INT(n2, 2);
+		CHECK_INT(ev2[0].id, (long)(n - 2));
+		CHECK_STR(ev2[1].event, "end");
+		sse_release(ev2, n2);
+		resp_release(&e);
+	}
+	/* The events of an unknown run. */
+	e = http(&s, "GET", "/v1/runs/no-such-run/events", NULL);
+	CHECK_ERR(e, 404, "not_found");
+	resp_release(&e);
+	sse_release(ev, n);
+	free(body);
+
+	/* After a restart on the same store: the run and its events come from
+	 * the store's record. */
+	CHECK_INT(srv_stop(&s), 0);
+	s = srv_start(NULL);
+	snprintf(path, sizeof(path), "/v1/runs/%s", id);
+	g = http(&s, "GET", path, NULL);
+	CHECK_MSG(g.status == 200, "%ld %s", g.status, g.body);
+	CHECK_STR(json_str(g.json, "status"), "done");
+	CHECK_CONTAINS(json_str(g.json, "answer"), "7340-alpha");
+	CHECK(cJSON_IsTrue(json_get(g.json, "stored")));
+	resp_release(&g);
+	snprintf(path, sizeof(path), "/v1/runs/%s/events", id);
+	e = http(&s, "GET", path, NULL);
+	CHECK_INT(e.status, 200);
+	n = sse_parse(e.body, ev, ARRAY_SIZE(ev));
+	CHECK(n >= 5);
+	CHECK_STR(ev[n - 1].event, "end");
+	CHECK_STR(json_str(ev[n - 1].data, "status"), "done");
+	{
+		bool call = false;
+		for (size_t i = 0; i < n; i++)
+			call = call || strcmp(ev[i].event, "call") == 0;
+		CHECK_MSG(call, "the stored replay has no call event");
+	}
+	sse_release(ev, n);
+	resp_release(&e);
+	free(id);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CHECK(f);
+	CHECK(fputs(text, f) >= 0);
+	fclose(f);
+}
+
+TEST(serve_context_path)
+{
+	const char *tmp = harness_tmpdir();
+	char *root = xasprintf("%s/root", tmp), *out = xasprintf("%s/outside.txt", tmp);
+	char *in = xasprintf("%s/root/notes.txt", tmp), *jl = xasprintf("%s/root/docs.jsonl", tmp);
+	char *dir = xasprintf("%s/root/dir", tmp), *d1 = xasprintf("%s/root/dir/a.txt", tmp);
+	char *link = xasprintf("%s/root/escape.txt", tmp), *body;
+	const char *args[] = {"--root", root, NULL};
+	struct srv s;
+	struct resp r;
+	CHECK(mkdir(root, 0755) == 0 && mkdir(dir, 0755) == 0);
+	write_text(in, NEEDLE_CTX);
+	write_text(out, NEEDLE_CTX);
+	write_text(d1, NEEDLE_CTX);
+	write_text(jl, "{\"text\": \"The weather was mild.\"}\n{\"text\": \"The secret launch code "
+		       "is 7340-alpha.\"}\n");
+	CHECK(symlink(out, link) == 0);
+	s = srv_start(args);
+
+	/* Inside the root: a text file, a JSONL, a directory. */
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\"}", NEEDLE_Q, in);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	resp_release(&r);
+	free(body);
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\", \"format\": \"jsonl\"}",
+			 NEEDLE_Q, jl);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	resp_release(&r);
+	free(body);
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\"}", NEEDLE_Q, dir);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	resp_release(&r);
+	free(body);
+
+	/* Outside it, by name or by a symlink inside: forbidden. */
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\"}", NEEDLE_Q, out);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 403, "forbidden");
+	resp_release(&r);
+	free(body);
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\"}", NEEDLE_Q, link);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 403, "forbidden");
+	resp_release(&r);
+	free(body);
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s/../outside.txt\"}",
+			 NEEDLE_Q, root);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 403, "forbidden");
+	resp_release(&r);
+	free(body);
+	/* A root's sibling that shares its prefix is not under it. */
+	{
+		char *sib = xasprintf("%s/rootx", tmp), *f = xasprintf("%s/rootx/a.txt", tmp);
+		CHECK(mkdir(sib, 0755) == 0);
+		write_text(f, NEEDLE_CTX);
+		body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\"}", NEEDLE_Q, f);
+		r = http(&s, "POST", "/v1/solve", body);
+		CHECK_ERR(r, 403, "forbidden");
+		resp_release(&r);
+		free(body);
+		free(sib);
+		free(f);
+	}
+	/* Missing inside the root: a bad request; missing outside: forbidden. */
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s/missing.txt\"}", NEEDLE_Q,
+			 root);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 400, "invalid_request");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "missing.txt");
+	resp_release(&r);
+	free(body);
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"/etc/nope/missing.txt\"}",
+			 NEEDLE_Q);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 403, "forbidden");
+	resp_release(&r);
+	free(body);
+	/* A bad format. */
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\", \"format\": \"pdf\"}",
+			 NEEDLE_Q, in);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 400, "invalid_request");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "format");
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+
+	/* Without --root every path is refused. */
+	s = srv_start(NULL);
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\"}", NEEDLE_Q, in);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 403, "forbidden");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "--root");
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+	free(root);
+	free(out);
+	free(in);
+	free(jl);
+	free(dir);
+	free(d1);
+	free(link);
+}
+
+TEST(serve_corpora)
+{
+	const char *tmp = harness_tmpdir();
+	char *root = xasprintf("%s/r", tmp), *f = xasprintf("%s/r/a.txt", tmp), *body, path[96];
+	const char *args[] = {"--root", root, NULL};
+	struct srv s;
+	struct resp r, r2;
+	char id[32];
+	CHECK(mkdir(root, 0755) == 0);
+	write_text(f, NEEDLE_CTX);
+	s = srv_start(args);
+
+	r = http(&s, "POST", "/v1/corpora", "{\"text\": \"alpha beta\\ngamma\\n\"}");
+	CHECK_MSG(r.status == 201, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "kind"), "text");
+	CHECK_INT(json_num(r.json, "documents", 0), 1);
+	CHECK_INT(json_num(r.json, "bytes", 0), 17);
+	CHECK_INT(json_num(r.json, "tokens_estimate", 0), 5);
+	snprintf(id, sizeof(id), "%s", json_str(r.json, "corpus_id"));
+	CHECK_INT(strlen(id), 18);
+	CHECK(strncmp(id, "c-", 2) == 0);
+	/* The same text again: the same corpus. */
+	r2 = http(&s, "POST", "/v1/corpora", "{\"text\": \"alpha beta\\ngamma\\n\"}");
+	CHECK_INT(r2.status, 201);
+	CHECK_STR(json_str(r2.json, "corpus_id"), id);
+	resp_release(&r2);
+	snprintf(path, sizeof(path), "/v1/corpora/%s", id);
+	r2 = http(&s, "GET", path, NULL);
+	CHECK_INT(r2.status, 200);
+	CHECK_STR(json_str(r2.json, "corpus_id"), id);
+	CHECK_STR(json_str(r2.json, "kind"), "text");
+	resp_release(&r2);
+	resp_release(&r);
+
+	r = http(&s, "POST", "/v1/corpora",
+		 "{\"documents\": [\"The weather was mild.\", \"The secret launch code is "
+		 "7340-alpha.\", \"Lunch was at noon.\"]}");
+	CHECK_MSG(r.status == 201, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "kind"), "jsonl");
+	CHECK_INT(json_num(r.json, "documents", 0), 3);
+	body = xasprintf("{\"question\": \"%s\", \"corpus_id\": \"%s\"}", NEEDLE_Q,
+			 json_str(r.json, "corpus_id"));
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	resp_release(&r);
+	free(body);
+
+	body = xasprintf("{\"path\": \"%s\", \"format\": \"dir\"}", root);
+	r = http(&s, "POST", "/v1/corpora", body);
+	CHECK_MSG(r.status == 201, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "kind"), "dir");
+	CHECK_INT(json_num(r.json, "documents", 0), 1);
+	resp_release(&r);
+	free(body);
+
+	/* Bad ones. */
+	{
+		static const struct {
+			const char *body;
+			int status;
+			const char *type, *says;
+		} cases[] = {
+		    {"{}", 400, "invalid_request", "exactly one"},
+		    {"{\"text\": \"a\", \"documents\": [\"b\"]}", 400, "invalid_request",
+		     "exactly one"},
+		    {"{\"text\": \"\"}", 400, "invalid_request", "empty"},
+		    {"{\"documents\": []}", 400, "invalid_request", "no documents"},
+		    {"{\"documents\": [\"a\", 3]}", 400, "invalid_request", "documents"},
+		    {"{\"documents\": \"a\"}", 400, "invalid_request", "documents"},
+		    {"{\"text\": \"a\", \"format\": \"text\"}", 400, "invalid_request", "format"},
+		    {"{\"text\": \"a\", \"colour\": 1}", 400, "invalid_request", "colour"},
+		    {"{\"text\": 5}", 400, "invalid_request", "text: want a string"},
+		    {"{\"path\": \"/etc/passwd\"}", 403, "forbidden", "outside"},
+		    {"[1, 2]", 400, "invalid_json", "not an object"},
+		    {"{\"text\": ", 400, "invalid_json", "not valid JSON"},
+		};
+		for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+			r = http(&s, "POST", "/v1/corpora", cases[i].body);
+			CHECK_MSG(r.status == cases[i].status, "%s: %ld %s", cases[i].body,
+				  r.status, r.body);
+			CHECK_STR(err_type(&r), cases[i].type);
+			CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"),
+				       cases[i].says);
+			resp_release(&r);
+		}
+	}
+	r = http(&s, "GET", "/v1/corpora/c-0000000000000000", NULL);
+	CHECK_ERR(r, 404, "not_found");
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/solve",
+		 "{\"question\": \"q?\", \"corpus_id\": \"c-0000000000000000\"}");
+	CHECK_ERR(r, 404, "not_found");
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+	free(root);
+	free(f);
+}
+
+TEST(serve_cancel)
+{
+	const char *env[] = {"RLM_SIM=ttft=300ms", NULL};
+	struct srv s = srv_start_env(NULL, env);
+	char *body = solve_body("\"async\": true"), path[128], *id, *st;
+	struct resp r = http(&s, "POST", "/v1/solve", body);
+	int kids = 0;
+	CHECK_MSG(r.status == 202, "%ld %s", r.status, r.body);
+	id = xstrdup(json_str(r.json, "run_id"));
+	resp_release(&r);
+	/* Mid-run: its worker is up. */
+	for (int i = 0; i < 200 && !(kids = children_of(s.pid)); i++)
+		sleep_ns(10000000);
+	CHECK_MSG(kids > 0, "no worker process under the server");
+	snprintf(path, sizeof(path), "/v1/runs/%s", id);
+	r = http(&s, "DELETE", path, NULL);
+	CHECK_MSG(r.status == 202, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "cancelling");
+	CHECK_STR(json_str(r.json, "run_id"), id);
+	resp_release(&r);
+	st = wait_status(&s, id, 20);
+	CHECK_STR(st, "cancelled");
+	free(st);
+	r = http(&s, "GET", path, NULL);
+	CHECK_STR(json_str(r.json, "stop"), "cancelled");
+	resp_release(&r);
+	/* Cancelled again: it has ended. */
+	r = http(&s, "DELETE", path, NULL);
+	CHECK_ERR(r, 409, "conflict");
+	resp_release(&r);
+	/* Its worker processes are gone. */
+	for (int i = 0; i < 500 && (kids = children_of(s.pid)); i++)
+		sleep_ns(10000000);
+	CHECK_MSG(kids == 0, "%d processes left under the server", kids);
+	r = http(&s, "DELETE", "/v1/runs/no-such-run", NULL);
+	CHECK_ERR(r, 404, "not_found");
+	resp_release(&r);
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"cancelled\"} 1\n");
+	resp_release(&r);
+	free(body);
+	free(id);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(serve_chat)
+{
+	struct srv s = srv_start(NULL);
+	struct resp r;
+	const cJSON *msg;
+	char *id;
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"model\": \"rlm\", \"temperature\": 0.2, \"user\": \"u1\", \"messages\": ["
+		 "{\"role\": \"system\", \"content\": \"The weather was mild all week.\"},"
+		 "{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"The secret "
+		 "launch code is 7340-alpha.\"}]},"
+		 "{\"role\": \"assistant\", \"content\": \"Noted.\"},"
+		 "{\"role\": \"user\", \"content\": \"" NEEDLE_Q "\"}]}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "object"), "chat.completion");
+	CHECK_STR(json_str(r.json, "model"), "rlm");
+	CHECK(strncmp(json_str(r.json, "id"), "chatcmpl-", 9) == 0);
+	msg = json_get(cJSON_GetArrayItem(json_get(r.json, "choices"), 0), "message");
+	CHECK_STR(json_str(msg, "role"), "assistant");
+	CHECK_CONTAINS(json_str(msg, "content"), "7340-alpha");
+	CHECK_STR(json_str(cJSON_GetArrayItem(json_get(r.json, "choices"), 0), "finish_reason"),
+		  "stop");
+	CHECK(json_num(json_get(r.json, "usage"), "prompt_tokens", 0) > 0);
+	CHECK(json_num(json_get(r.json, "usage"), "total_tokens", 0) >=
+	      json_num(json_get(r.json, "usage"), "prompt_tokens", 0));
+	/* The run behind it. */
+	id = xasprintf("/v1/runs/%s", json_str(r.json, "id") + 9);
+	resp_release(&r);
+	r = http(&s, "GET", id, NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(json_str(r.json, "question"), NEEDLE_Q);
+	resp_release(&r);
+	free(id);
+
+	/* rlm_context as a string, and the root model by name. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"model\": \"sim\", \"rlm_context\": \"the pet is a cat named Tom\\nthe car is "
+		 "red\\n\", \"messages\": [{\"role\": \"user\", \"content\": \"What is the pet "
+		 "named?\"}]}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(r.body, "Tom");
+	CHECK_STR(json_str(r.json, "model"), "sim");
+	resp_release(&r);
+
+	/* Streaming: a role chunk, content chunks that make the answer, a
+	 * finish chunk, [DONE]. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"model\": \"rlm\", \"stream\": true, \"stream_options\": {\"include_usage\": "
+		 "true}, \"messages\": [{\"role\": \"system\", \"content\": \"" NEEDLE_CTX
+		 "\"}, {\"role\": \"user\", \"content\": \"" NEEDLE_Q "\"}]}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(r.headers, "Content-Type: text/event-stream");
+	{
+		struct buf content = BUF_INIT;
+		const char *p = r.body;
+		int chunks = 0, finish = 0, usage = 0, done = 0;
+		char *cid = NULL;
+		buf_puts(&content, "");
+		while ((p = strstr(p, "data: "))) {
+			const char *end = strstr(p, "\n\n");
+			char *d = xstrndup(p + 6, (size_t)(end - p - 6));
+			cJSON *j, *c, *delta;
+			CHECK(end);
+			CHECK_MSG(!done, "data after [DONE]");
+			if (strcmp(d, "[DONE]") == 0) {
+				done = 1;
+				free(d);
+				p = end;
+				continue;
+			}
+			j = json_parse(d, strlen(d));
+			CHECK_MSG(j, "chunk is not JSON: %s", d);
+			CHECK_STR(json_str(j, "object"), "chat.completion.chunk");
+			if (!cid)
+				cid = xstrdup(json_str(j, "id"));
+			CHECK_STR(json_str(j, "id"), cid);
+			c = cJSON_GetArrayItem(json_get(j, "choices"), 0);
+			delta = json_get(c, "delta");
+			if (!c) {
+				usage++;
+				CHECK(json_num(json_get(j, "usage"), "prompt_tokens", 0) > 0);
+			} else if (chunks++ == 0) {
+				CHECK_STR(json_str(delta, "role"), "assistant");
+			} else if (json_str(c, "finish_reason")) {
+				CHECK_STR(json_str(c, "finish_reason"), "stop");
+				finish++;
+			} else {
+				CHECK_MSG(!finish, "content after the finish chunk");
+				buf_puts(&content, json_str(delta, "content"));
+			}
+			cJSON_Delete(j);
+			free(d);
+			p = end;
+		}
+		CHECK(done && finish == 1 && usage == 1 && chunks >= 3);
+		CHECK_CONTAINS(content.p, "7340-alpha");
+		buf_release(&content);
+		free(cid);
+	}
+	resp_release(&r);
+
+	/* A corpus by id as rlm_context. */
+	r = http(&s, "POST", "/v1/corpora", "{\"text\": \"" NEEDLE_CTX "\"}");
+	CHECK_INT(r.status, 201);
+	{
+		char *b = xasprintf("{\"rlm_context\": {\"corpus_id\": \"%s\"}, \"messages\": "
+				    "[{\"role\": \"user\", \"content\": \"%s\"}]}",
+				    json_str(r.json, "corpus_id"), NEEDLE_Q);
+		struct resp c = http(&s, "POST", "/v1/chat/completions", b);
+		CHECK_MSG(c.status == 200, "%ld %s", c.status, c.body);
+		CHECK_CONTAINS(c.body, "7340-alpha");
+		resp_release(&c);
+		free(b);
+	}
+	resp_release(&r);
+
+	/* Bad ones. */
+	{
+		static const struct {
+			const char *body;
+			int status;
+			const char *type, *says;
+		} cases[] = {
+		    {"{\"model\": \"gpt-9\", \"messages\": [{\"role\": \"system\", \"content\": "
+		     "\"x\"}, {\"role\": \"user\", \"content\": \"q?\"}]}",
+		     400, "invalid_request", "gpt-9"},
+		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}]}", 400,
+		     "invalid_request", "no context"},
+		    {"{\"messages\": [{\"role\": \"system\", \"content\": \"x\"}]}", 400,
+		     "invalid_request", "user message"},
+		    {"{\"messages\": []}", 400, "invalid_request", "messages"},
+		    {"{\"model\": \"rlm\"}", 400, "invalid_request", "messages"},
+		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}], \"rlm_context\": "
+		     "\"x\", \"temprature\": 1}",
+		     400, "invalid_request", "temprature"},
+		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}], \"rlm_context\": "
+		     "{\"corpus_id\": \"c-0000000000000000\"}}",
+		     404, "not_found", "c-0000000000000000"},
+		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}], \"rlm_context\": "
+		     "{\"path\": \"/etc/passwd\"}}",
+		     403, "forbidden", "--root"},
+		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}], \"rlm_context\": "
+		     "{\"colour\": 1}}",
+		     400, "invalid_request", "rlm_context.colour"},
+		    {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+		     "\"image_url\"}]}], "
+		     "\"rlm_context\": \"x\"}",
+		     400, "invalid_request", "text parts"},
+		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}], \"rlm_context\": "
+		     "\"x\", \"stream\": \"yes\"}",
+		     400, "invalid_request", "stream"},
+		    {"not json", 400, "invalid_json", "JSON"},
+		};
+		for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+			r = http(&s, "POST", "/v1/chat/completions", cases[i].body);
+			CHECK_MSG(r.status == cases[i].status, "%s: %ld %s", cases[i].body,
+				  r.status, r.body);
+			CHECK_STR(err_type(&r), cases[i].type);
+			CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"),
+				       cases[i].says);
+			resp_release(&r);
+		}
+	}
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(serve_models_health_metrics)
+{
+	const char *args[] = {"--sub-model", "sim", NULL};
+	struct srv s = srv_start(args);
+	struct resp r = http(&s, "GET", "/v1/models", NULL);
+	const cJSON *data;
+	char *body;
+	CHECK_INT(r.status, 200);
+	CHECK_STR(json_str(r.json, "object"), "list");
+	data = json_get(r.json, "data");
+	CHECK_INT(cJSON_GetArraySize(data), 2);
+	CHECK_STR(json_str(cJSON_GetArrayItem(data, 0), "id"), "rlm");
+	CHECK_STR(json_str(cJSON_GetArrayItem(data, 0), "object"), "model");
+	CHECK_STR(json_str(cJSON_GetArrayItem(data, 0), "owned_by"), "rlm");
+	CHECK_STR(json_str(cJSON_GetArrayItem(data, 1), "id"), "sim");
+	resp_release(&r);
+
+	r = http(&s, "GET", "/healthz", NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(json_str(r.json, "status"), "ok");
+	CHECK_INT(json_num(r.json, "solves_running", -1), 0);
+	resp_release(&r);
+	r = http(&s, "HEAD", "/healthz", NULL);
+	CHECK_INT(r.status, 200);
+	resp_release(&r);
+
+	body = solve_body(NULL);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_INT(r.status, 200);
+	resp_release(&r);
+	/* The same solve again comes from the store. */
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_INT(r.status, 200);
+	resp_release(&r);
+	free(body);
+	r = http(&s, "GET", "/v1/nothing-here", NULL);
+	CHECK_INT(r.status, 404);
+	resp_release(&r);
+
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.headers, "text/plain; version=0.0.4");
+	CHECK_CONTAINS(r.body, "# TYPE rlm_solves_total counter\n");
+	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"done\"} 2\n");
+	CHECK_CONTAINS(r.body, "rlm_solves_running 0\n");
+	CHECK_CONTAINS(r.body, "# TYPE rlm_solve_seconds histogram\n");
+	CHECK_CONTAINS(r.body, "rlm_solve_seconds_bucket{le=\"+Inf\"} 2\n");
+	CHECK_CONTAINS(r.body, "rlm_solve_seconds_count 2\n");
+	CHECK_CONTAINS(r.body, "rlm_http_requests_total{code=\"200\"} ");
+	CHECK_CONTAINS(r.body, "rlm_http_requests_total{code=\"404\"} 1\n");
+	{
+		/* Every sample line is NAME{labels} VALUE with a number. */
+		char *copy = xstrdup(r.body);
+		long calls = -1, input = -1, hits = -1;
+		for (char *l = strtok(copy, "\n"); l; l = strtok(NULL, "\n")) {
+			char *sp = strrchr(l, ' '), *end;
+			if (l[0] == '#')
+				continue;
+			CHECK_MSG(sp, "bad line '%s'", l);
+			strtod(sp + 1, &end);
+			CHECK_MSG(*end == '\0' && end > sp + 1, "bad value in '%s'", l);
+			if (strncmp(l, "rlm_model_calls_total ", 22) == 0)
+				calls = atol(sp + 1);
+			if (strncmp(l, "rlm_tokens_total{kind=\"input\"} ", 31) == 0)
+				input = atol(sp + 1);
+			if (strncmp(l, "rlm_cache_hits_total ", 21) == 0)
+				hits = atol(sp + 1);
+		}
+		CHECK(calls > 0 && input > 0 && hits >= 0);
+		free(copy);
+	}
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(serve_auth)
+{
+	const char *args[] = {"--api-key", "s3cret-key", NULL};
+	const char *none[] = {NULL};
+	const char *wrong[] = {"Authorization: Bearer s3cret-kez", NULL};
+	const char *shorter[] = {"Authorization: Bearer s3cret", NULL};
+	const char *longer[] = {"Authorization: Bearer s3cret-key2", NULL};
+	const char *basic[] = {"Authorization: Basic s3cret-key", NULL};
+	const char *right[] = {"Authorization: Bearer s3cret-key", NULL};
+	const char *const *bad[] = {none, wrong, shorter, longer, basic};
+	struct srv s = srv_start(args);
+	struct resp r;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		r = http_h(&s, "GET", "/v1/models", NULL, bad[i]);
+		CHECK_ERR(r, 401, "unauthorized");
+		CHECK_CONTAINS(r.headers, "WWW-Authenticate: Bearer");
+		resp_release(&r);
+	}
+	/* Unknown routes too: nothing is told without the key. */
+	r = http(&s, "GET", "/v1/nothing", NULL);
+	CHECK_ERR(r, 401, "unauthorized");
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/solve", "{}");
+	CHECK_ERR(r, 401, "unauthorized");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/models", NULL, right);
+	CHECK_INT(r.status, 200);
+	resp_release(&r);
+	r = http(&s, "GET", "/healthz", NULL);
+	CHECK_INT(r.status, 200);
+	resp_release(&r);
+	{
+		char *body = solve_body(NULL);
+		r = http_h(&s, "POST", "/v1/solve", body, right);
+		CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+		resp_release(&r);
+		free(body);
+	}
+	CHECK_INT(srv_stop(&s), 0);
+
+	/* The key from the environment. */
+	{
+		const char *env[] = {"RLM_API_KEY=env-key", NULL};
+		const char *ok[] = {"Authorization: Bearer env-key", NULL};
+		s = srv_start_env(NULL, env);
+		r = http(&s, "GET", "/metrics", NULL);
+		CHECK_ERR(r, 401, "unauthorized");
+		resp_release(&r);
+		r = http_h(&s, "GET", "/metrics", NULL, ok);
+		CHECK_INT(r.status, 200);
+		resp_release(&r);
+		CHECK_INT(srv_stop(&s), 0);
+	}
+}
+
+TEST(serve_limit_body)
+{
+	const char *args[] = {"--max-body", "1K", NULL};
+	struct srv s = srv_start(args);
+	struct buf b = BUF_INIT;
+	struct resp r;
+	buf_puts(&b, "{\"question\": \"q?\", \"context\": \"");
+	for (int i = 0; i < 200; i++)
+		buf_puts(&b, "0123456789");
+	buf_puts(&b, "\"}");
+	r = http(&s, "POST", "/v1/solve", b.p);
+	CHECK_ERR(r, 413, "too_large");
+	resp_release(&r);
+	/* Without a length (chunked), found as it is read. */
+	{
+		const char *h[] = {"Transfer-Encoding: chunked", NULL};
+		r = http_h(&s, "POST", "/v1/corpora", b.p, h);
+		CHECK_ERR(r, 413, "too_large");
+		resp_release(&r);
+	}
+	/* Under the limit it is served. */
+	r = http(&s, "POST", "/v1/corpora", "{\"text\": \"small\"}");
+	CHECK_INT(r.status, 201);
+	resp_release(&r);
+	buf_release(&b);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(serve_limit_busy)
+{
+	const char *args[] = {"--max-solves", "1", NULL};
+	const char *env[] = {"RLM_SIM=ttft=300ms", NULL};
+	struct srv s = srv_start_env(args, env);
+	char *body = solve_body("\"async\": true"), *id, *st;
+	struct resp r = http(&s, "POST", "/v1/solve", body), r2;
+	CHECK_INT(r.status, 202);
+	id = xstrdup(json_str(r.json, "run_id"));
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 429, "busy");
+	CHECK_CONTAINS(r.headers, "Retry-After: 1");
+	resp_release(&r);
+	r2 = http(&s, "POST", "/v1/chat/completions",
+		  "{\"rlm_context\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": "
+		  "\"q?\"}]}");
+	CHECK_ERR(r2, 429, "busy");
+	resp_release(&r2);
+	r = http(&s, "GET", "/healthz", NULL);
+	CHECK_INT(json_num(r.json, "solves_running", -1), 1);
+	resp_release(&r);
+	st = wait_status(&s, id, 30);
+	CHECK_STR(st, "done");
+	free(st);
+	/* Room again. */
+	free(body);
+	body = solve_body(NULL);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	resp_release(&r);
+	free(body);
+	free(id);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(serve_limit_timeout)
+{
+	const char *args[] = {"--request-timeout", "0.5", NULL};
+	const char *env[] = {"RLM_SIM=ttft=300ms", NULL};
+	struct srv s = srv_start_env(args, env);
+	char *body = solve_body(NULL), *id, *st;
+	const char *msg, *p;
+	int64_t t0 = now_ns();
+	struct resp r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 504, "timeout");
+	CHECK((now_ns() - t0) < 10 * 1000000000LL);
+	msg = json_str(json_get(r.json, "error"), "message");
+	p = strstr(msg, "(run ");
+	CHECK_MSG(p, "no run id in '%s'", msg);
+	id = xstrndup(p + 5, strcspn(p + 5, ")"));
+	resp_release(&r);
+	st = wait_status(&s, id, 20);
+	CHECK_STR(st, "cancelled");
+	free(st);
+	/* A chat request too. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"rlm_context\": \"" NEEDLE_CTX "\", \"messages\": [{\"role\": \"user\", "
+		 "\"content\": \"Where was the timeout?\"}]}");
+	CHECK_ERR(r, 504, "timeout");
+	resp_release(&r);
+	/* Streamed: an error event, then [DONE]. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"stream\": true, \"rlm_context\": \"" NEEDLE_CTX
+		 "\", \"messages\": [{\"role\": "
+		 "\"user\", \"content\": \"Where did the stream time out?\"}]}");
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.body, "\"role\":\"assistant\"");
+	CHECK_CONTAINS(r.body, "data: {\"error\":{\"type\":\"timeout\"");
+	CHECK_CONTAINS(r.body, "data: [DONE]\n\n");
+	resp_release(&r);
+	/* An async solve is not bound by it. */
+	free(body);
+	body = solve_body("\"async\": true");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_INT(r.status, 202);
+	free(id);
+	id = xstrdup(json_str(r.json, "run_id"));
+	resp_release(&r);
+	st = wait_status(&s, id, 30);
+	CHECK_STR(st, "done");
+	free(st);
+	free(id);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* Every error type of the table, with its status. */
+TEST(serve_errors)
+{
+	static const struct {
+		const char *method, *path, *body;
+		int status;
+		const char *type, *says;
+	} cases[] = {
+	    {"POST", "/v1/solve", "nope", 400, "invalid_json", "not valid JSON"},
+	    {"POST", "/v1/solve", "", 400, "invalid_json", "empty"},
+	    {"POST", "/v1/solve", "\"a string\"", 400, "invalid_json", "not an object"},
+	    {"POST", "/v1/solve", "{\"context\": \"x\"}", 400, "invalid_request", "question"},
+	    {"POST", "/v1/solve", "{\"question\": \"\", \"context\": \"x\"}", 400,
+	     "invalid_request", "question"},
+	    {"POST", "/v1/solve", "{\"question\": 7, \"context\": \"x\"}", 400, "invalid_request",
+	     "question: want a string"},
+	    {"POST", "/v1/solve", "{\"question\": \"q?\"}", 400, "invalid_request", "exactly one"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"corpus_id\": \"c\"}", 400,
+	     "invalid_request", "exactly one"},
+	    {"POST", "/v1/solve", "{\"question\": \"q?\", \"context\": \"x\", \"contxt\": \"y\"}",
+	     400, "invalid_request", "contxt: unknown field"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"format\": \"text\"}", 400,
+	     "invalid_request", "format"},
+	    {"POST", "/v1/solve", "{\"question\": \"q?\", \"context\": \"x\", \"async\": 1}", 400,
+	     "invalid_request", "async"},
+	    {"POST", "/v1/solve", "{\"question\": \"q?\", \"context\": \"\"}", 400,
+	     "invalid_request", "empty"},
+	    {"POST", "/v1/solve", "{\"question\": \"q?\", \"context\": \"x\", \"options\": 3}", 400,
+	     "invalid_request", "options: want an object"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"max_depth\": 99}}", 400,
+	     "invalid_request", "options.max_depth: want an integer 1..16"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"max_depth\": 1.5}}", 400,
+	     "invalid_request", "options.max_depth"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"max_iterations\": 0}}",
+	     400, "invalid_request", "options.max_iterations"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"max_cost\": -1}}", 400,
+	     "invalid_request", "options.max_cost"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"timeout\": 0}}", 400,
+	     "invalid_request", "options.timeout"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"strategy\": \"magic\"}}",
+	     400, "invalid_request", "options.strategy"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"model\": \"gpt-9\"}}", 400,
+	     "invalid_request", "gpt-9"},
+	    {"POST", "/v1/solve",
+	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"depth\": 2}}", 400,
+	     "invalid_request", "options.depth: unknown field"},
+	    {"GET", "/v1/solve", NULL, 405, "method_not_allowed", "POST"},
+	    {"DELETE", "/v1/corpora", NULL, 405, "method_not_allowed", "POST"},
+	    {"POST", "/v1/models", "{}", 405, "method_not_allowed", "GET"},
+	    {"PUT", "/v1/runs/abc", "{}", 405, "method_not_allowed", "DELETE"},
+	    {"GET", "/v1/unknown", NULL, 404, "not_found", "/v1/unknown"},
+	    {"GET", "/v1/runs/abc/other", NULL, 404, "not_found", "no route"},
+	    {"GET", "/v1/runs/no-such-run", NULL, 404, "not_found", "no-such-run"},
+	    {"GET", "/v1/runs/..%2f..%2fetc", NULL, 404, "not_found", "/v1/runs/"},
+	    {"GET", "/v1/runs/a%20b", NULL, 404, "not_found", "no run"},
+	    {"GET", "/v1/corpora/nope", NULL, 404, "not_found", "nope"},
+	};
+	struct srv s = srv_start(NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct resp r = http(&s, cases[i].method, cases[i].path, cases[i].body);
+		CHECK_MSG(r.status == cases[i].status, "%s %s %s: %ld, want %d: %s",
+			  cases[i].method, cases[i].path, cases[i].body ? cases[i].body : "",
+			  r.status, cases[i].status, r.body);
+		CHECK_MSG(err_type(&r) && strcmp(err_type(&r), cases[i].type) == 0,
+			  "%s %s: type %s, want %s", cases[i].method, cases[i].path,
+			  err_type(&r) ? err_type(&r) : "(none)", cases[i].type);
+		CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), cases[i].says);
+		if (r.status == 405)
+			CHECK_CONTAINS(r.headers, "Allow: ");
+		resp_release(&r);
+	}
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* A solve that fails (every model call does): /v1/solve says so with
+ * status "failed" and the error; a chat completion is a 500 internal. */
+TEST(serve_failed_solve)
+{
+	const char *args[] = {"--max-retries", "0", NULL};
+	const char *env[] = {"RLM_SIM=500=1", NULL};
+	struct srv s = srv_start_env(args, env);
+	char *body = solve_body(NULL);
+	struct resp r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "failed");
+	CHECK(cJSON_IsNull(json_get(r.json, "answer")));
+	CHECK_CONTAINS(json_str(r.json, "error"), "500");
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"rlm_context\": \"x y z\", \"messages\": [{\"role\": \"user\", \"content\": "
+		 "\"Why did it fail?\"}]}");
+	CHECK_ERR(r, 500, "internal");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "the solve failed");
+	resp_release(&r);
+	/* Streamed, the failure is an error event before [DONE]. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"stream\": true, \"rlm_context\": \"x y z\", \"messages\": [{\"role\": "
+		 "\"user\", \"content\": \"Why did it fail again?\"}]}");
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.body, "data: {\"error\":{\"type\":\"internal\"");
+	CHECK_CONTAINS(r.body, "data: [DONE]\n\n");
+	resp_release(&r);
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"failed\"} 3\n");
+	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"done\"} 0\n");
+	CHECK_CONTAINS(r.body, "rlm_http_requests_total{code=\"500\"} 1\n");
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* A sync solve on a thread of the test. */
+struct bg_solve {
+	const struct srv *s;
+	const char *body;
+	struct resp r;
+	pthread_t th;
+};
+
+static void *bg_main(void *arg)
+{
+	struct bg_solve *b = arg;
+	b->r = http(b->s, "POST", "/v1/solve", b->body);
+	return NULL;
+}
+
+/* Wait until the server runs n solves. */
+static void wait_running(const struct srv *s, int n)
+{
+	for (int i = 0; i < 500; i++) {
+		struct resp r = http(s, "GET", "/healthz", NULL);
+		int k = (int)json_num(r.json, "solves_running", -1);
+		resp_release(&r);
+		if (k == n)
+			return;
+		sleep_ns(10000000);
+	}
+	harness_fail(__FILE__, __LINE__, "the server never ran %d solves", n);
+}
+
+/* Exit status of pid within secs (-1: still running). */
+static int wait_exit(pid_t pid, int secs)
+{
+	int st;
+	for (int i = 0; i < secs * 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		sleep_ns(10000000);
+	}
+	return -1;
+}
+
+/* Orphans come to the test: none may be left once the server is gone. */
+static void check_no_orphans(void)
+{
+	int st;
+	pid_t p;
+	for (int i = 0; i < 300; i++) {
+		p = waitpid(-1, &st, WNOHANG);
+		if (p < 0 && errno == ECHILD)
+			return;
+		sleep_ns(10000000);
+	}
+	harness_fail(__FILE__, __LINE__, "processes of the server outlived it");
+}
+
+/* SIGTERM while a solve runs: within the grace it finishes, its request is
+ * answered, and the server exits 0. */
+TEST(serve_shutdown_finishes)
+{
+	const char *env[] = {"RLM_SIM=ttft=200ms", NULL};
+	struct srv s;
+	struct bg_solve b;
+	char *body = solve_body(NULL), *err;
+	int st;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	s = srv_start_env(NULL, env);
+	memset(&b, 0, sizeof(b));
+	b.s = &s;
+	b.body = body;
+	CHECK(pthread_create(&b.th, NULL, bg_main, &b) == 0);
+	wait_running(&s, 1);
+	kill(s.pid, SIGTERM);
+	st = wait_exit(s.pid, 30);
+	pthread_join(b.th, NULL);
+	CHECK_INT(st, 0);
+	CHECK_MSG(b.r.status == 200, "%ld %s", b.r.status, b.r.body);
+	CHECK_STR(json_str(b.r.json, "status"), "done");
+	CHECK_CONTAINS(json_str(b.r.json, "answer"), "7340-alpha");
+	resp_release(&b.r);
+	err = slurp(s.err);
+	CHECK_CONTAINS(err, "stopping");
+	free(err);
+	check_no_orphans();
+	free(body);
+}
+
+/* Past the grace the solve is cancelled: answered as such, kept in the
+ * store, and the server exits 0 with no worker left. */
+TEST(serve_shutdown_cancels)
+{
+	const char *args[] = {"--shutdown-grace", "0.3", NULL};
+	const char *env[] = {"RLM_SIM=ttft=400ms", NULL};
+	struct srv s;
+	struct bg_solve b;
+	struct resp r;
+	char *body = solve_body(NULL), *err, path[128];
+	int st;
+	int64_t t0;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	s = srv_start_env(args, env);
+	memset(&b, 0, sizeof(b));
+	b.s = &s;
+	b.body = body;
+	CHECK(pthread_create(&b.th, NULL, bg_main, &b) == 0);
+	wait_running(&s, 1);
+	sleep_ns(100000000);
+	t0 = now_ns();
+	kill(s.pid, SIGTERM);
+	st = wait_exit(s.pid, 30);
+	pthread_join(b.th, NULL);
+	CHECK_INT(st, 0);
+	CHECK_MSG(now_ns() - t0 < 10 * 1000000000LL, "shutdown took %.1f s",
+		  (double)(now_ns() - t0) / 1e9);
+	CHECK_MSG(b.r.status == 200, "%ld %s", b.r.status, b.r.body);
+	CHECK_STR(json_str(b.r.json, "status"), "cancelled");
+	err = slurp(s.err);
+	CHECK_CONTAINS(err, "cancelled 1 solve");
+	free(err);
+	check_no_orphans();
+
+	/* The run is in the store: a new server answers for it. */
+	s = srv_start(NULL);
+	snprintf(path, sizeof(path), "/v1/runs/%s", json_str(b.r.json, "run_id"));
+	r = http(&s, "GET", path, NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "cancelled");
+	resp_release(&r);
+	resp_release(&b.r);
+	CHECK_INT(srv_stop(&s), 0);
+	free(body);
+}
