@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+// tests/js/openai_client.mjs -- the official `openai` JavaScript SDK against
+// `rlm serve`'s OpenAI-compatible endpoint (docs/serve.md): a chat
+// completion with the `rlm_context` extension field (a string, and a
+// {"path"} when given one), one whose context is the earlier messages, the
+// same streamed (SDK chunks, then the raw SSE body to see it end with
+// `data: [DONE]`), the runs behind their ids (GET /v1/runs/{id}),
+// models.list, and the error shapes (an unknown model, a wrong key, a path
+// outside the roots) as the SDK's typed errors.
+//
+// Prints one line of JSON (the summary) on stdout; exits 0 when every check
+// passed, 1 when one failed (the reason on stderr), 2 on bad usage.
+// tests/test_clients.c runs it; `make deps` installs its node_modules.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+const USAGE = `usage: node openai_client.mjs --base-url URL --context-file FILE
+                          --question Q --expect ANSWER [--api-key KEY]
+                          [--context-path PATH] [--timeout SECS]
+  --base-url URL      the server, http://127.0.0.1:PORT (a trailing /v1 is optional);
+                      env RLM_BASE_URL
+  --api-key KEY       the server's key (env RLM_API_KEY); with one, a wrong key
+                      must get 401
+  --context-file FILE the context the question is asked about
+  --context-path PATH also ask with rlm_context {"path": PATH} (a file under
+                      the server's --root, as the server sees it), and with
+                      a path outside it (403)
+  --question Q        the question; --expect ANSWER must be in every answer
+  --timeout SECS      per request (default 120)`;
+
+function usage(msg) {
+	if (msg)
+		process.stderr.write(`openai_client: ${msg}\n`);
+	process.stderr.write(USAGE + '\n');
+	process.exit(2);
+}
+
+let args;
+try {
+	args = parseArgs({
+		options: {
+			'base-url': { type: 'string' },
+			'api-key': { type: 'string' },
+			'context-file': { type: 'string' },
+			'context-path': { type: 'string' },
+			question: { type: 'string' },
+			expect: { type: 'string' },
+			timeout: { type: 'string', default: '120' },
+			help: { type: 'boolean', short: 'h' },
+		},
+	}).values;
+} catch (e) {
+	usage(e.message);
+}
+if (args.help) {
+	process.stdout.write(USAGE + '\n');
+	process.exit(0);
+}
+let baseURL = args['base-url'] ?? process.env.RLM_BASE_URL;
+const apiKey = args['api-key'] ?? process.env.RLM_API_KEY ?? '';
+const timeoutMs = Number(args.timeout) * 1000;
+if (!baseURL)
+	usage('no base URL (--base-url or RLM_BASE_URL)');
+for (const k of ['context-file', 'question', 'expect'])
+	if (!args[k])
+		usage(`missing --${k}`);
+if (!(timeoutMs > 0))
+	usage(`bad --timeout '${args.timeout}'`);
+baseURL = baseURL.replace(/\/+$/, '');
+if (!baseURL.endsWith('/v1'))
+	baseURL += '/v1';
+
+const summary = { ok: false, client: 'openai', sdk: null, node: process.version,
+		  base_url: baseURL, checks: [], ms: {} };
+let step = 'setup';
+
+function done(code, msg) {
+	if (msg)
+		process.stderr.write(`openai_client: ${step}: ${msg}\n`);
+	process.stdout.write(JSON.stringify(summary) + '\n');
+	process.exit(code);
+}
+
+class CheckFailed extends Error {}
+
+function check(cond, what, got) {
+	if (!cond) {
+		const shown = got === undefined ? '' : `: got ${JSON.stringify(got)?.slice(0, 600)}`;
+		throw new CheckFailed(`${what}${shown}`);
+	}
+}
+
+// Run one named step, timing it; the first failure ends the run.
+async function run(name, fn) {
+	const t0 = Date.now();
+	step = name;
+	await fn();
+	summary.ms[name] = Date.now() - t0;
+	summary.checks.push(name);
+}
+
+// An error's message and its causes' ("fetch failed: other side closed").
+function causes(e) {
+	const parts = [];
+	for (let c = e; c && parts.length < 5; c = c.cause)
+		parts.push(c.message ?? String(c));
+	return parts.join(': ');
+}
+
+let OpenAI;
+try {
+	({ default: OpenAI } = await import('openai'));
+	const pkg = new URL('./node_modules/openai/package.json', import.meta.url);
+	summary.sdk = 'openai@' + JSON.parse(readFileSync(pkg, 'utf8')).version;
+} catch (e) {
+	done(1, `cannot load the 'openai' package (run \`make deps\`): ${e.message}`);
+}
+
+let context;
+try {
+	context = readFileSync(args['context-file'], 'utf8');
+} catch (e) {
+	done(2, `cannot read context file '${args['context-file']}': ${e.message}`);
+}
+const question = args.question, expect = args.expect;
+
+// The server needs no key when it was started without one; the SDK wants
+// some string all the same.
+const client = new OpenAI({ baseURL, apiKey: apiKey || 'no-key', maxRetries: 0,
+			    timeout: timeoutMs });
+
+function checkCompletion(c, label) {
+	check(c && c.object === 'chat.completion', `${label}: object is not chat.completion`, c?.object);
+	check(typeof c.id === 'string' && c.id.startsWith('chatcmpl-'),
+	      `${label}: id does not start with chatcmpl-`, c.id);
+	check(Array.isArray(c.choices) && c.choices.length === 1, `${label}: want one choice`,
+	      c.choices);
+	const ch = c.choices[0];
+	check(ch.message?.role === 'assistant', `${label}: message role`, ch.message?.role);
+	check(typeof ch.message.content === 'string' && ch.message.content.includes(expect),
+	      `${label}: answer does not contain '${expect}'`, ch.message.content);
+	check(ch.finish_reason === 'stop', `${label}: finish_reason`, ch.finish_reason);
+	const u = c.usage;
+	check(u && u.prompt_tokens > 0 && u.completion_tokens >= 0 &&
+	      u.total_tokens === u.prompt_tokens + u.completion_tokens,
+	      `${label}: usage`, u);
+}
+
+function streamRequest() {
+	return { model: 'rlm', messages: [{ role: 'user', content: question }],
+		 rlm_context: context, stream: true };
+}
+
+try {
+	await run('chat_rlm_context', async () => {
+		const c = await client.chat.completions.create({
+			model: 'rlm',
+			messages: [{ role: 'user', content: question }],
+			rlm_context: context, // the extension field (docs/serve.md)
+			temperature: 0,       // accepted and ignored
+			user: 'rlm-tests',
+		});
+		checkCompletion(c, 'rlm_context');
+		summary.answer = c.choices[0].message.content;
+		summary.id = c.id;
+	});
+
+	await run('chat_messages_context', async () => {
+		const c = await client.chat.completions.create({
+			model: 'rlm',
+			messages: [
+				{ role: 'system', content: 'Answer from the document below.' },
+				{ role: 'user', content: context },
+				{ role: 'user', content: question },
+			],
+		});
+		checkCompletion(c, 'earlier messages as context');
+	});
+
+	await run('chat_stream', async () => {
+		const stream = await client.chat.completions.create(streamRequest());
+		let text = '', n = 0, id = null, role = null, finish = null, afterFinish = 0;
+		for await (const chunk of stream) {
+			n++;
+			check(chunk.object === 'chat.completion.chunk', `chunk ${n}: object`, chunk);
+			check(typeof chunk.id === 'string' && chunk.id.startsWith('chatcmpl-'),
+			      `chunk ${n}: id`, chunk.id);
+			if (id === null)
+				id = chunk.id;
+			check(chunk.id === id, `chunk ${n}: id changed from ${id}`, chunk.id);
+			check(Array.isArray(chunk.choices) && chunk.choices.length === 1,
+			      `chunk ${n}: want one choice`, chunk.choices);
+			const ch = chunk.choices[0];
+			if (finish !== null)
+				afterFinish++;
+			if (n === 1)
+				role = ch.delta?.role;
+			if (typeof ch.delta?.content === 'string')
+				text += ch.delta.content;
+			if (ch.finish_reason)
+				finish = ch.finish_reason;
+		}
+		check(n >= 2, 'too few chunks', n);
+		check(role === 'assistant', 'first chunk: delta.role', role);
+		check(text.includes(expect), `streamed answer does not contain '${expect}'`, text);
+		check(finish === 'stop', 'no chunk with finish_reason "stop"', finish);
+		check(afterFinish === 0, 'chunks after the finish_reason chunk', afterFinish);
+		summary.stream_chunks = n;
+		summary.stream_id = id;
+	});
+
+	await run('runs_of_ids', async () => {
+		// The id is chatcmpl-<run id>: the solve API knows both runs (a
+		// custom request, as the SDK's README shows them).
+		for (const id of [summary.id, summary.stream_id]) {
+			const r = await client.get(`/runs/${encodeURIComponent(id.slice(9))}`);
+			check(r && r.run_id === id.slice(9) && r.status === 'done', `GET /v1/runs for ${id}`,
+			      r);
+			check(typeof r.answer === 'string' && r.answer.includes(expect),
+			      `run ${r.run_id}: answer`, r.answer);
+		}
+	});
+
+	await run('chat_stream_raw', async () => {
+		// The SDK ends its iteration quietly on EOF, [DONE] or not: read the
+		// bytes the SDK received to see the stream end as OpenAI's does.
+		const res = await client.chat.completions.create(streamRequest()).asResponse();
+		check(res.status === 200, 'status', res.status);
+		check((res.headers.get('content-type') ?? '').startsWith('text/event-stream'),
+		      'content-type', res.headers.get('content-type'));
+		const body = await res.text();
+		const data = body.split('\n').filter((l) => l.startsWith('data:'))
+			.map((l) => l.slice(5).trim());
+		check(data.length >= 3, 'too few data lines', body);
+		check(data[data.length - 1] === '[DONE]', 'the last data line is not [DONE]',
+		      body.slice(-300));
+		check(data.indexOf('[DONE]') === data.length - 1, 'data after [DONE]', body.slice(-300));
+		for (const d of data.slice(0, -1))
+			JSON.parse(d); // throws on a line that is not JSON
+		check(/\n\n$/.test(body), 'the body does not end with a blank line', body.slice(-40));
+	});
+
+	await run('models_list', async () => {
+		const ids = [];
+		for await (const m of client.models.list()) {
+			check(m.object === 'model' && typeof m.id === 'string', 'model entry', m);
+			ids.push(m.id);
+		}
+		check(ids.includes('rlm'), "no model 'rlm'", ids);
+		summary.models = ids;
+	});
+
+	await run('error_unknown_model', async () => {
+		let err = null;
+		try {
+			await client.chat.completions.create({
+				model: 'no-such-model-xyz', rlm_context: 'x',
+				messages: [{ role: 'user', content: 'q?' }] });
+		} catch (e) {
+			err = e;
+		}
+		check(err instanceof OpenAI.APIError, 'an unknown model did not fail with an APIError',
+		      err ? String(err) : 'it succeeded');
+		check(err.status === 400 && err instanceof OpenAI.BadRequestError, 'status',
+		      err.status);
+		check(err.type === 'invalid_request' && typeof err.error?.message === 'string' &&
+		      err.error.message.length > 0, 'error body', err.error);
+	});
+
+	if (apiKey) {
+		await run('error_wrong_key', async () => {
+			const bad = new OpenAI({ baseURL, apiKey: apiKey + 'x', maxRetries: 0,
+						 timeout: timeoutMs });
+			let err = null;
+			try {
+				await bad.models.list();
+			} catch (e) {
+				err = e;
+			}
+			check(err instanceof OpenAI.AuthenticationError,
+			      'a wrong key did not fail with AuthenticationError (401)',
+			      err ? `${err.status} ${err.message}` : 'it succeeded');
+			check(err.type === 'unauthorized', 'error type', err.error);
+		});
+	}
+
+	if (args['context-path']) {
+		await run('chat_rlm_context_path', async () => {
+			const c = await client.chat.completions.create({
+				model: 'rlm',
+				messages: [{ role: 'user', content: question }],
+				rlm_context: { path: args['context-path'] },
+			});
+			checkCompletion(c, 'rlm_context {path}');
+		});
+
+		await run('error_path_outside_root', async () => {
+			let err = null;
+			try {
+				await client.chat.completions.create({
+					model: 'rlm', rlm_context: { path: '/etc/hostname' },
+					messages: [{ role: 'user', content: 'q?' }] });
+			} catch (e) {
+				err = e;
+			}
+			check(err instanceof OpenAI.PermissionDeniedError,
+			      'a path outside the roots did not fail with PermissionDeniedError (403)',
+			      err ? `${err.status} ${err.message}` : 'it succeeded');
+			check(err.type === 'forbidden', 'error type', err.error);
+		});
+	}
+} catch (e) {
+	let msg = e instanceof CheckFailed ? e.message : (e?.stack ?? String(e));
+	if (e instanceof OpenAI.APIError)
+		msg = `${e.constructor.name} status=${e.status} error=${JSON.stringify(e.error)}: ` +
+		      causes(e);
+	summary.failed = step;
+	done(1, msg);
+}
+summary.ok = true;
+done(0);
