@@ -230,7 +230,7 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	struct sub_slot *s = arg;
 	struct sub_frame *f = s->frame;
 	struct calls *c = f->c;
-	record_call(c->o, c->node, c->parent, c->depth, c->level, call, true);
+	record_call(c->o, c->tree, c->node, c->parent, c->depth, c->level, call, true);
 	pthread_mutex_lock(&c->mu);
 	if (call->rc == 0) {
 		f->texts[s->item] = call->text;

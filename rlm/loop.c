@@ -176,7 +176,7 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 static void on_root_done(struct llm_call *c, void *arg)
 {
 	struct loop *l = arg;
-	record_call(l->o, l->node, l->parent, l->depth, l->iteration, c, false);
+	record_call(l->o, l->tree, l->node, l->parent, l->depth, l->iteration, c, false);
 	pthread_mutex_lock(&l->c.mu);
 	calls_account(&l->c, c, l->root_est, false);
 	l->root_done = true;

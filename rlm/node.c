@@ -149,8 +149,8 @@ static void child_run(struct child *ch)
 	 * hands its children 40 MB); the worker has its own in its memfd. */
 	struct corpus *ctx;
 	char *data;
-	record_event(&ch->o, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
-		     strlen(ch->question), NULL);
+	record_detail(&ch->o, p->tree, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
+		      strlen(ch->question), NULL);
 	if (record_memo_get(&ch->o, &p->tree->budget, p->depth + 1, ch->question, ch->text,
 			    ch->len, ch->out)) {
 		/* Asked and answered before: no node runs. */
@@ -172,8 +172,8 @@ static void child_run(struct child *ch)
 			 (long long)ch->out->calls, ch->out->cost,
 			 (long long)ch->out->usage.input_tokens,
 			 (long long)ch->out->usage.output_tokens);
-	record_event(&ch->o, ch->id, p->node, p->depth + 1, 0, "child_end", ch->out->answer,
-		     ch->out->answer ? strlen(ch->out->answer) : 0, data);
+	record_detail(&ch->o, p->tree, ch->id, p->node, p->depth + 1, 0, "child_end",
+		      ch->out->answer, ch->out->answer ? strlen(ch->out->answer) : 0, data);
 	free(data);
 	ch->out->question = ch->question;
 	ch->question = NULL;

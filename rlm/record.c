@@ -249,14 +249,36 @@ void record_event(const struct rlm_opts *o, int node, int parent, int depth, int
 		store_trouble(rec, "recording an event", &err);
 }
 
-void record_call(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
-		 const struct llm_call *call, bool sub)
+void record_detail(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
+		   int depth, int iteration, const char *kind, const char *text, size_t len,
+		   const char *data_json)
+{
+	struct rlm_event e;
+	record_event(o, node, parent, depth, iteration, kind, text, len, data_json);
+	if (!o->event || !o->detail_events || !tree)
+		return;
+	e = (struct rlm_event){.kind = kind,
+			       .iteration = iteration,
+			       .text = text ? text : "",
+			       .len = text ? len : 0,
+			       .elapsed_ns = now_ns() - tree->t0,
+			       .depth = depth,
+			       .node = node,
+			       .data_json = data_json};
+	pthread_mutex_lock(&tree->cb_mu);
+	o->event(&e, o->event_arg);
+	pthread_mutex_unlock(&tree->cb_mu);
+}
+
+void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
+		 int depth, int iteration, const struct llm_call *call, bool sub)
 {
 	const struct rlm_record *rec = rec_of(o);
 	struct store_key k;
 	char hex[33], *data;
 	size_t chars = 0;
-	if (!rec || !rec->run[0])
+	bool to_store = rec && rec->run[0];
+	if (!to_store && !(o->event && o->detail_events && tree))
 		return;
 	store_call_key(call, &k);
 	store_key_hex(&k, hex);
@@ -269,7 +291,7 @@ void record_call(const struct rlm_opts *o, int node, int parent, int depth, int 
 			 call->rc == 0 ? "true" : "false", (long long)call->usage.input_tokens,
 			 (long long)call->usage.output_tokens, call->cost,
 			 (double)call->latency_ns / 1e6, chars);
-	record_event(o, node, parent, depth, iteration, "call", NULL, 0, data);
+	record_detail(o, tree, node, parent, depth, iteration, "call", NULL, 0, data);
 	free(data);
 }
 

@@ -63,6 +63,12 @@ struct rlm_event {
 	int depth;             /* of the node: 0 the root */
 	int node;              /* 0 the root; children numbered from 1 in the
 				* order they start, across the whole solve */
+	const char *data_json; /* with rlm_opts.detail_events, for "call" (a
+				* model call completed: key, role, cached, ok,
+				* usage, cost, ms), "child" (node starts: text
+				* its question) and "child_end" (text its
+				* answer; stop, memo, calls, cost, usage): a
+				* JSON object; NULL for the other kinds */
 };
 
 typedef void rlm_event_fn(const struct rlm_event *e, void *arg);
@@ -129,6 +135,8 @@ struct rlm_opts {
 	rlm_event_fn *event;         /* optional: each turn's reply, code, output,
 				      * of every node, one at a time */
 	void *event_arg;
+	bool detail_events;          /* event also gets "call", "child" and
+				      * "child_end" (rlm_event.data_json) */
 
 	rlm_progress_fn *progress;   /* optional: the root node's; called from
 				      * pool threads, the solving thread and

@@ -298,6 +298,11 @@ static void on_event(const struct rlm_event *e, void *arg)
 	json_add_num(o, "iteration", e->iteration);
 	json_add_strn(o, "text", e->text ? e->text : "", e->text ? e->len : 0);
 	json_add_num(o, "t_ms", (double)e->elapsed_ns / 1e6);
+	if (e->data_json) {
+		cJSON *d = json_parse(e->data_json, strlen(e->data_json));
+		if (d)
+			json_add(o, "data", d);
+	}
 	log_add(r, o, e->len, false);
 }
 
@@ -518,6 +523,7 @@ int svc_solve(struct service *s, const char *question, const char *corpus_id,
 	r->status = ST_RUNNING;
 	o.cancel = &r->cancel;
 	o.event = on_event;
+	o.detail_events = true;
 	o.event_arg = r;
 	o.progress = on_progress;
 	o.progress_arg = r;

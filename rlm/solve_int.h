@@ -28,6 +28,7 @@ void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_
 		       size_t **lens);
 
 struct rlm_budget; /* below */
+struct rlm_tree;   /* below */
 
 /* ---- the store (rlm/record.c) ----
  *
@@ -59,9 +60,15 @@ const struct llm_front *record_front(const struct rlm_opts *o);
 /* One event of node (parent: its parent's id, -1 for the root). */
 void record_event(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
 		  const char *kind, const char *text, size_t len, const char *data_json);
-/* A model call of node completed: its "call" event. */
-void record_call(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
-		 const struct llm_call *call, bool sub);
+/* A model call of node completed: its "call" event (tree: the solve's, for
+ * the event callback; NULL: the store only). */
+void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
+		 int depth, int iteration, const struct llm_call *call, bool sub);
+/* A "call", "child" or "child_end" event: to the store, and to the event
+ * callback when o asks for detail_events (under tree->cb_mu). */
+void record_detail(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
+		   int depth, int iteration, const char *kind, const char *text, size_t len,
+		   const char *data_json);
 /* The memo of a child RLM (or, at depth 0, of the whole solve): its
  * answer, usage and counts into out (stop ANSWER, memo set) and true, when
  * one of the same question, context and configuration answered before and

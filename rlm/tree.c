@@ -179,7 +179,7 @@ static void on_done(struct llm_call *c, void *arg)
 {
 	struct slot *s = arg;
 	struct job *j = s->job;
-	record_call(j->opts, 0, -1, 0, 0, c, true);
+	record_call(j->opts, NULL, 0, -1, 0, 0, c, true);
 	pthread_mutex_lock(&j->mu);
 	if (c->rc == 0) {
 		j->answers[s->item] = c->text;

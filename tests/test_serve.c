@@ -440,7 +440,7 @@ TEST(serve_events)
 	char *body = solve_body("\"async\": true"), path[160], *id;
 	struct resp r = http(&s, "POST", "/v1/solve", body), e, g;
 	struct sse_ev ev[256], ev2[256];
-	size_t n, n2, turn = 0, code = 0, output = 0;
+	size_t n, n2, turn = 0, code = 0, output = 0, calls = 0;
 	CHECK_MSG(r.status == 202, "%ld %s", r.status, r.body);
 	CHECK_STR(json_str(r.json, "status"), "running");
 	id = xstrdup(json_str(r.json, "run_id"));
@@ -471,9 +471,18 @@ TEST(serve_events)
 			output = i + 1;
 		if (strcmp(ev[i].event, "progress") == 0)
 			CHECK(json_str(ev[i].data, "phase"));
+		if (strcmp(ev[i].event, "call") == 0) {
+			/* live model calls, with their details */
+			const cJSON *d = json_get(ev[i].data, "data");
+			calls++;
+			CHECK(json_str(d, "key") && strlen(json_str(d, "key")) == 32);
+			CHECK(json_str(d, "role"));
+			CHECK(cJSON_IsBool(json_get(d, "cached")));
+		}
 		CHECK_MSG(strcmp(ev[i].event, "end") != 0 || i == n - 1, "end at %zu of %zu", i, n);
 	}
 	CHECK(turn && code && output && turn < code && code < output);
+	CHECK(calls >= 2);
 	CHECK_STR(ev[n - 1].event, "end");
 	CHECK_STR(json_str(ev[n - 1].data, "status"), "done");
 	CHECK_STR(json_str(ev[n - 1].data, "run_id"), id);
