@@ -53,7 +53,7 @@ static long status_kb(const char *field)
 
 static int child_load(FILE *rep, const char *path)
 {
-	struct corpus_opts o = {CORPUS_AUTO, 0, true, false};
+	struct corpus_opts o = {CORPUS_AUTO, 0, true, false, false};
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	long base = status_kb("VmRSS");

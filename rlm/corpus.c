@@ -645,7 +645,7 @@ static bool jsonl_name(const char *path)
 int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
 		struct rlm_err *err)
 {
-	static const struct corpus_opts defaults = {CORPUS_AUTO, 0, false, false};
+	static const struct corpus_opts defaults = {CORPUS_AUTO, 0, false, false, false};
 	const struct corpus_opts *o = opts ? opts : &defaults;
 	size_t max = o->max_bytes ? o->max_bytes : DEFAULT_MAX;
 	struct stat st;

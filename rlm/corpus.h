@@ -62,6 +62,10 @@ struct corpus_opts {
 	size_t max_bytes;        /* 0: 4 GiB */
 	bool quiet;              /* no warnings on stderr for skipped files */
 	bool heap;               /* build in the heap, not in a memfd */
+	bool no_symlinks;        /* a directory's symbolic links are skipped
+				  * (and a file swapped for one is not opened):
+				  * for a server that serves only what lies
+				  * under its roots */
 };
 
 /* Load the context at path. On error returns a negative code and a message

@@ -23,6 +23,7 @@
 struct walk {
 	const char *root; /* the path given, for messages */
 	bool quiet;
+	bool no_symlinks; /* symbolic links are skipped, not followed */
 	char **paths; /* relative paths of candidate files; owned */
 	size_t n, cap;
 };
@@ -82,6 +83,11 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, stru
 			       : S_ISREG(st.st_mode) ? DT_REG
 			       : S_ISLNK(st.st_mode) ? DT_LNK
 						     : DT_UNKNOWN;
+		}
+		if (type == DT_LNK && w->no_symlinks) {
+			warn_skip(w, rel, "symbolic link (not followed here)");
+			free(rel);
+			continue;
 		}
 		if (type == DT_LNK) {
 			if (fstatat(dirfd(d), e->d_name, &st, 0) < 0)
@@ -175,7 +181,7 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	size_t start = b->len, len, ok_len, max = b->max ? b->max : SIZE_MAX / 4;
 	const char *why;
 	ssize_t n;
-	int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
+	int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (w->no_symlinks ? O_NOFOLLOW : 0)), rc = 0;
 	if (fd < 0)
 		return rlm_err_set(err, -errno, "cannot open '%s/%s': %s", w->root, rel,
 				   strerror(errno));
@@ -243,7 +249,7 @@ out:
 int corpus_load_dir(int fd, const char *path, const struct corpus_opts *o, size_t max,
 		    struct corpus **out, struct rlm_err *err)
 {
-	struct walk w = {path, o->quiet, NULL, 0, 0};
+	struct walk w = {path, o->quiet, o->no_symlinks, NULL, 0, 0};
 	struct corpus_int *ci = corpus_alloc(CORPUS_DIR, path);
 	struct tbuf b;
 	size_t cap = 0;

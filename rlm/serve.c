@@ -283,6 +283,9 @@ static enum MHD_Result route_metrics(struct req *rq)
 
 /* ---- routing ---- */
 
+#define IDLE_TIMEOUT_S	   30u  /* a connection's, but a solve's or a stream's */
+#define PER_IP_CONNECTIONS 256u /* open at once from one address */
+
 enum route {
 	R_NONE,
 	R_HEALTH,
@@ -378,14 +381,9 @@ static bool authorized(const struct server *sv, struct MHD_Connection *c)
 	return diff == 0;
 }
 
-static enum MHD_Result dispatch(struct req *rq)
+static enum MHD_Result not_allowed(struct req *rq, enum route rt)
 {
-	const char *id = NULL;
-	enum route rt = route_of(rq->url, &id);
-	if (rt == R_NONE)
-		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
-				 rq->method, rq->url);
-	if (!method_ok(rt, rq->method)) {
+	{
 		cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
 		char *s, msg[320];
 		struct MHD_Response *r;
@@ -405,6 +403,22 @@ static enum MHD_Result dispatch(struct req *rq)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allowed(rt));
 		return srv_queue(rq, MHD_HTTP_METHOD_NOT_ALLOWED, r);
 	}
+}
+
+static enum MHD_Result dispatch(struct req *rq)
+{
+	const char *id = NULL;
+	enum route rt = route_of(rq->url, &id);
+	if (rt == R_NONE)
+		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
+				 rq->method, rq->url);
+	if (!method_ok(rt, rq->method))
+		return not_allowed(rq, rt);
+	/* A solve or a stream may be quiet longer than the idle timeout. */
+	if (rt == R_SOLVE || rt == R_CHAT || rt == R_EVENTS)
+		MHD_set_connection_option(rq->c, MHD_CONNECTION_OPTION_TIMEOUT,
+					  (unsigned)RLM_MIN(rq->sv->request_timeout_ns / 1000000000LL + 60,
+							    86400));
 	if (rq->too_big)
 		return srv_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
 				 "the request body is larger than the limit of %zu bytes",
@@ -447,6 +461,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!rq) {
 		const char *cl =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *id = NULL;
+		enum route rt = route_of(url, &id);
+		bool health = rt == R_HEALTH && method_ok(rt, method);
 		rq = xcalloc(1, sizeof(*rq));
 		rq->sv = sv;
 		rq->c = c;
@@ -456,9 +473,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		buf_init(&rq->body, sv->max_body);
 		*con_cls = rq;
 		atomic_fetch_add(&sv->active, 1);
-		if (strcmp(url, "/healthz") != 0 && !authorized(sv, c))
+		/* Everything is answered before a body is read but a request
+		 * that may have one: only GET /healthz goes without the key. */
+		if (!health && !authorized(sv, c))
 			return srv_error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 					 "a valid `Authorization: Bearer KEY` header is needed");
+		if (rt == R_NONE)
+			return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
+					 rq->method, rq->url);
+		if (!method_ok(rt, method))
+			return not_allowed(rq, rt);
 		if (cl && strtoull(cl, NULL, 10) > sv->max_body)
 			return srv_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
 					 "the request body of %.24s bytes is larger than the limit "
@@ -687,9 +711,10 @@ static int serve(struct server *sv, const struct serve_args *a, int fd, int port
 	sigset_t block, old;
 	int sig = 0, cancelled;
 	bool v6 = strchr(a->host, ':') != NULL;
-	/* The library closes a connection idle this long, and a handler that
-	 * waits on a solve is idle to it: it must outlast the request timeout. */
-	unsigned idle_s = (unsigned)RLM_MIN(a->request_timeout + 60, 4e9);
+	/* The library closes a connection idle this long: short, so that
+	 * slow clients cannot hold the connections; a solve or a stream
+	 * raises its own (dispatch) to outlast the request timeout. */
+	unsigned idle_s = IDLE_TIMEOUT_S;
 	/* Connection and solve threads inherit the mask: only sigwait() sees
 	 * the signals. */
 	sigemptyset(&block);
@@ -699,8 +724,9 @@ static int serve(struct server *sv, const struct serve_args *a, int fd, int port
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 				 MHD_USE_POLL | MHD_USE_ITC,
 			     0, NULL, NULL, on_request, sv, MHD_OPTION_LISTEN_SOCKET, fd,
-			     MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_CONNECTION_TIMEOUT,
-			     idle_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
+			     MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+			     PER_IP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
 			     MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv, MHD_OPTION_END);
 	if (!d) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -443,6 +443,10 @@ enum MHD_Result route_chat(struct req *rq)
 	}
 	if (strcmp(ch.model, "rlm") != 0)
 		so.model = ch.model;
+	if ((rc = svc_can_start(rq->sv->svc, &err))) {
+		ret = srv_svc_error(rq, rc, err.msg);
+		goto out;
+	}
 	if (srv_context(rq, ch.text, ch.path, ch.format, ch.corpus_id, id, &ret))
 		goto out;
 	if ((rc = svc_solve(rq->sv->svc, ch.question, id, &so, &r, &err))) {

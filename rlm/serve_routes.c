@@ -236,9 +236,11 @@ enum MHD_Result route_solve(struct req *rq)
 		cJSON_Delete(body);
 		return check_answer(rq, &k);
 	}
-	if (srv_context(rq, text, path, format, cid, id, &ret)) {
+	/* Refused solves load no context (it would be kept for nothing). */
+	if ((rc = svc_can_start(rq->sv->svc, &err)) ||
+	    srv_context(rq, text, path, format, cid, id, &ret)) {
 		cJSON_Delete(body);
-		return ret;
+		return rc ? srv_svc_error(rq, rc, err.msg) : ret;
 	}
 	rc = svc_solve(rq->sv->svc, question, id, &so, &r, &err);
 	cJSON_Delete(body);

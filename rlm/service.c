@@ -34,6 +34,7 @@
 #define SVC_EV_MAX	 200000	     /* events kept per run */
 #define SVC_EV_BYTES_MAX (64u << 20) /* text kept per run's log */
 #define SVC_DEF_SOLVES	 4
+#define EVENT_OVERHEAD   256         /* bytes an event weighs beyond its text */
 
 /* Upper bounds of the solve-time histogram, seconds (then +Inf). */
 static const double hist_le[SVC_N_LE] = {0.1, 0.25, 0.5, 1,   2.5, 5,	 10,
@@ -303,7 +304,8 @@ static void on_event(const struct rlm_event *e, void *arg)
 		if (d)
 			json_add(o, "data", d);
 	}
-	log_add(r, o, e->len, false);
+	/* what the event holds, with its JSON's own weight */
+	log_add(r, o, e->len + (e->data_json ? strlen(e->data_json) : 0) + EVENT_OVERHEAD, false);
 }
 
 static void on_progress(const struct rlm_progress *p, void *arg)
@@ -318,7 +320,7 @@ static void on_progress(const struct rlm_progress *p, void *arg)
 	json_add_num(o, "done", (double)p->done);
 	json_add_num(o, "total", (double)p->total);
 	json_add_num(o, "t_ms", (double)p->elapsed_ns / 1e6);
-	log_add(r, o, 0, false);
+	log_add(r, o, EVENT_OVERHEAD, false);
 }
 
 /* The store recorded the run (or could not: ""). */
@@ -494,6 +496,21 @@ static void *run_main(void *arg)
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
+}
+
+int svc_can_start(struct service *s, struct rlm_err *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (s->closing)
+		rc = rlm_err_set(err, SVC_EBUSY, "the server is shutting down");
+	else if (s->running >= s->max_solves)
+		rc = rlm_err_set(err, SVC_EBUSY,
+				 "%d solves are running (the most this server runs at once); try "
+				 "again later",
+				 s->running);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
 }
 
 int svc_solve(struct service *s, const char *question, const char *corpus_id,

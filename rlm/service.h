@@ -114,6 +114,10 @@ struct svc_opts {
 };
 void svc_opts_init(struct svc_opts *o); /* all "keep the service's" */
 
+/* Would a solve be refused now (max_solves running, or shutting down)?
+ * Returns 0, or SVC_EBUSY with err saying why: a door checks before it
+ * loads a context the solve would not use. svc_solve checks again. */
+int svc_can_start(struct service *s, struct rlm_err *err);
 /* Start a solve of question over corpus corpus_id (from svc_corpus_*) on
  * a thread of its own. Returns 0 with *run (a reference the caller drops
  * with svc_run_put), SVC_EBUSY, RLM_ENOTFOUND (the corpus), RLM_EINVAL (a

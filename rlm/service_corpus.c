@@ -120,6 +120,8 @@ int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind,
 		return rlm_err_set(err, SVC_EFORBIDDEN, "'%s' is outside the server's roots", path);
 	co.kind = kind;
 	co.quiet = true;
+	/* A link in a directory under a root could point anywhere. */
+	co.no_symlinks = true;
 	if ((rc = corpus_load(real, &co, &c, err)))
 		return rc;
 	corpus_keep(s, c, info);

@@ -126,7 +126,7 @@ TEST(text_file_is_mapped_as_one_document)
 TEST(text_kind_forced_on_jsonl_name)
 {
 	char *p = put_s("x.jsonl", "not json at all\n");
-	struct corpus_opts o = {CORPUS_TEXT, 0, false, false};
+	struct corpus_opts o = {CORPUS_TEXT, 0, false, false, false};
 	struct corpus *c = load_ok(p, &o);
 	CHECK_INT(c->kind, CORPUS_TEXT);
 	CHECK_INT(c->n_docs, 1);
@@ -248,7 +248,7 @@ TEST(path_fifo_and_socket_rejected)
 TEST(text_max_bytes)
 {
 	char *p = put_s("ten.txt", "0123456789");
-	struct corpus_opts o = {CORPUS_AUTO, 9, false, false};
+	struct corpus_opts o = {CORPUS_AUTO, 9, false, false, false};
 	struct corpus *c;
 	char *want = xasprintf("'%s' is larger than 9 bytes", p);
 	load_fails(p, &o, RLM_ETOOBIG, want);
@@ -263,7 +263,7 @@ TEST(text_max_bytes)
 TEST(kind_mismatch)
 {
 	char *d = tmp("d"), *f = put_s("f.txt", "x"), *want;
-	struct corpus_opts o = {CORPUS_TEXT, 0, false, false};
+	struct corpus_opts o = {CORPUS_TEXT, 0, false, false, false};
 	mkdir(d, 0755);
 	want = xasprintf("'%s' is a directory, not a text file", d);
 	load_fails(d, &o, RLM_EINVAL, want);
@@ -350,7 +350,7 @@ TEST(dir_walks_sorted_and_skips)
 
 static void load_quiet(void *arg)
 {
-	struct corpus_opts o = {CORPUS_DIR, 0, true, false};
+	struct corpus_opts o = {CORPUS_DIR, 0, true, false, false};
 	char *d = tmp("docs");
 	corpus_free(load_ok(d, &o));
 	(void)arg;
@@ -379,7 +379,7 @@ TEST(dir_quiet_and_latin1)
 TEST(dir_symlinks)
 {
 	char *d = tmp("docs"), *link, *target, *dlink, *dangling, *outside;
-	struct corpus_opts o = {CORPUS_AUTO, 0, true, false};
+	struct corpus_opts o = {CORPUS_AUTO, 0, true, false, false};
 	struct corpus *c;
 	make_tree();
 	target = put_s("outside/t.txt", "linked");
@@ -407,7 +407,7 @@ TEST(dir_symlinks)
 TEST(dir_all_binary_is_an_error)
 {
 	char *d = tmp("bin"), *want;
-	struct corpus_opts o = {CORPUS_AUTO, 0, true, false};
+	struct corpus_opts o = {CORPUS_AUTO, 0, true, false, false};
 	free(put("bin/a.o", "\x7f" "ELF\2\1\1\0", 8));
 	free(put("bin/sub/b.dat", "\xff\xfe\xfd", 3));
 	want = xasprintf("no text documents in '%s' (2 skipped)", d);
@@ -447,7 +447,7 @@ TEST(dir_unreadable_file_is_an_error)
 TEST(dir_max_bytes)
 {
 	char *d = tmp("docs"), *want = xasprintf("'%s' is larger than 12 bytes", d);
-	struct corpus_opts o = {CORPUS_AUTO, 12, true, false};
+	struct corpus_opts o = {CORPUS_AUTO, 12, true, false, false};
 	struct corpus *c;
 	make_tree(); /* accepted text: "ay\nsee\nmore\nzed\nbee\n", 20 bytes */
 	load_fails(d, &o, RLM_ETOOBIG, want);
@@ -465,7 +465,7 @@ TEST(dir_big_binary_skipped_under_cap)
 {
 	const size_t big = 1 << 20;
 	char *d = tmp("mixed"), *data = xmalloc(big), *log;
-	struct corpus_opts o = {CORPUS_AUTO, 100, true, false};
+	struct corpus_opts o = {CORPUS_AUTO, 100, true, false, false};
 	struct corpus *c;
 	memset(data, 'x', big);
 	free(put_s("mixed/a.txt", "first"));
@@ -567,7 +567,7 @@ TEST(jsonl_good)
 TEST(jsonl_kind_forced_and_ndjson)
 {
 	char *p = put_s("docs.txt", "{\"text\":\"one\"}\n"), *q = put_s("d.NDJSON", "\"two\"\n");
-	struct corpus_opts o = {CORPUS_JSONL, 0, false, false};
+	struct corpus_opts o = {CORPUS_JSONL, 0, false, false, false};
 	struct corpus *c = load_ok(p, &o);
 	CHECK_INT(c->kind, CORPUS_JSONL);
 	CHECK(doc_is(c, 0, "one", NULL));
@@ -645,7 +645,7 @@ TEST(jsonl_from_buf_and_bom)
 TEST(jsonl_max_bytes)
 {
 	char *p = put_s("d.jsonl", "\"abc\"\n");
-	struct corpus_opts o = {CORPUS_AUTO, 5, false, false};
+	struct corpus_opts o = {CORPUS_AUTO, 5, false, false, false};
 	load_fails(p, &o, RLM_ETOOBIG, "is larger than 5 bytes");
 	free(p);
 }
@@ -708,7 +708,7 @@ TEST(stdin_errors)
 
 TEST(stdin_max_bytes)
 {
-	struct corpus_opts o = {CORPUS_AUTO, 10, false, false};
+	struct corpus_opts o = {CORPUS_AUTO, 10, false, false, false};
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	CHECK_INT(load_stdin("0123456789X", 11, &o, &c, &err), RLM_ETOOBIG);
@@ -721,7 +721,7 @@ TEST(stdin_max_bytes)
 TEST(stdin_jsonl)
 {
 	static const char text[] = "{\"id\":\"x\",\"text\":\"from a pipe\"}\n\"two\"\n";
-	struct corpus_opts o = {CORPUS_JSONL, 0, false, false};
+	struct corpus_opts o = {CORPUS_JSONL, 0, false, false, false};
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	CHECK_INT(load_stdin(text, sizeof(text) - 1, &o, &c, &err), 0);
@@ -805,7 +805,7 @@ static void check_memfd(const struct corpus *c, bool table)
 TEST(dir_jsonl_and_stdin_live_in_a_sealed_memfd)
 {
 	static const char jl[] = "{\"id\":\"a\",\"text\":\"alpha\"}\n\"beta\"\n{\"text\":\"gamma\"}\n";
-	struct corpus_opts heap = {CORPUS_AUTO, 0, true, true}, sin = {CORPUS_AUTO, 0, false, false};
+	struct corpus_opts heap = {CORPUS_AUTO, 0, true, true, false}, sin = {CORPUS_AUTO, 0, false, false, false};
 	struct corpus *c = NULL, *h;
 	struct rlm_err err = {0, ""};
 	char *d = tmp("docs"), *j = put("d.jsonl", jl, sizeof(jl) - 1);
@@ -937,7 +937,7 @@ TEST(stdin_jsonl_big_is_decoded_past_released_input)
 {
 	/* Past DROP_STEP (4 MiB) the input behind the decoder is punched out of
 	 * its memfd: the documents must still come out whole. */
-	struct corpus_opts o = {CORPUS_JSONL, 0, false, false};
+	struct corpus_opts o = {CORPUS_JSONL, 0, false, false, false};
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	struct buf b;

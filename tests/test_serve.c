@@ -595,6 +595,20 @@ TEST(serve_context_path)
 	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
 	resp_release(&r);
 	free(body);
+	{
+		/* A link inside a directory under the root to a file outside:
+		 * not followed (the directory is one document, not two). */
+		char *l2 = xasprintf("%s/zz-link.txt", dir);
+		CHECK(symlink(out, l2) == 0);
+		body = xasprintf("{\"path\": \"%s\"}", dir);
+		r = http(&s, "POST", "/v1/corpora", body);
+		CHECK_MSG(r.status == 201, "%ld %s", r.status, r.body);
+		CHECK_INT(json_num(r.json, "documents", -1), 1);
+		resp_release(&r);
+		free(body);
+		unlink(l2);
+		free(l2);
+	}
 
 	/* Outside it, by name or by a symlink inside: forbidden. */
 	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\"}", NEEDLE_Q, out);
@@ -1084,6 +1098,14 @@ TEST(serve_auth)
 	resp_release(&r);
 	r = http(&s, "GET", "/healthz", NULL);
 	CHECK_INT(r.status, 200);
+	resp_release(&r);
+	/* Only GET /healthz goes without the key: a body sent to it is not
+	 * read into memory on the way to a 405. */
+	r = http(&s, "POST", "/healthz", "{\"x\": 1}");
+	CHECK_ERR(r, 401, "unauthorized");
+	resp_release(&r);
+	r = http_h(&s, "POST", "/healthz", "{}", right);
+	CHECK_ERR(r, 405, "method_not_allowed");
 	resp_release(&r);
 	{
 		char *body = solve_body(NULL);
