@@ -144,4 +144,41 @@ int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err)
  * exit status. */
 int perf_scale_child(int argc, char **argv);
 
+/* ---- `rlm serve` under load (bench/perf_serve.c) ---- */
+
+struct perf_serve {
+	int clients;            /* concurrent clients, one keep-alive connection each */
+	size_t requests;        /* solves measured, after a warm-up of one per client */
+	double wall_s;          /* the measured requests, first sent to last answered */
+	double solves_per_s;    /* requests / wall_s */
+	double p50_ms, p99_ms;  /* a request's wall time at the client (nearest rank) */
+	double max_ms;
+	double calls_per_solve; /* model calls per measured solve, from the results */
+	long cached_calls;      /* of those, answered by the store (0: all distinct) */
+	double cpu_ms_per_solve; /* busy CPU of the whole machine per measured solve
+				  * (server, workers, clients); -1 unknown */
+	int cores;              /* online CPUs */
+	long errors;            /* measured requests that failed or answered wrong */
+	long warm_errors;       /* the same in the warm-up batch */
+	char first_error[160];  /* the first failure, over both batches; "" none */
+	double rss_warm_mb;     /* the server's VmRSS after the warm-up, 1e6 bytes */
+	double rss_end_mb;      /* and after the measured requests */
+	double hwm_mb;          /* its VmHWM then */
+	int exit_status;        /* the server's after SIGTERM (128 + signal), -1 unknown */
+	double stop_ms;         /* SIGTERM to its exit */
+};
+
+/* Start the real `rlm serve` (this binary) on the simulator with every
+ * model call taking latency_ms, a store of its own in a temporary
+ * directory and --max-solves 64; post `clients` synchronous solves (POST
+ * /v1/solve, an 8k-token S-NIAH haystack and needle key of its own each)
+ * as a warm-up, then `requests` more from `clients` threads at once,
+ * checking that each is 200, "done" and holds its needle; SIGTERM the
+ * server and fill out. A request
+ * that fails is counted in out, not an error. Returns 0, or a negative
+ * code with err when the load could not run (the server did not start,
+ * no threads). Call from one thread. */
+int perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_serve *out,
+		   struct rlm_err *err);
+
 #endif
