@@ -91,6 +91,187 @@ int bench_make_dirs(const char *path);
 int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, const char *path,
 		struct sniah_item *item, size_t *n_docs, size_t *needle_doc);
 
+/* ---- OOLONG-style windows (bench/gen_oolong.c, bench/gen_pairs.c) ----
+ *
+ * A window is OOLONG's trec_coarse context, synthesized: an instruction
+ * header, then one line per instance
+ *   Date: Dec 12, 2022 || User: 63685 || Instance: How far is Oslo from Lima ?
+ * and a closing reminder. Each instance is a general-knowledge question of
+ * one of the six TREC coarse classes, written so that its class follows from
+ * its wording (docs/bench.md lists the rule), but never stated. Users are
+ * Zipf-distributed over a pool of distinct 5-digit IDs, dates uniform over
+ * 2022-2024. The questions (OOLONG's counting, user and timeline families,
+ * and OOLONG-Pairs' pair questions) are answered from the hidden labels. */
+
+enum oolong_label {
+	OOLONG_NUM,  /* "numeric value" */
+	OOLONG_ENTY, /* "entity" */
+	OOLONG_LOC,  /* "location" */
+	OOLONG_DESC, /* "description and abstract concept" */
+	OOLONG_ABBR, /* "abbreviation" */
+	OOLONG_HUM,  /* "human being" */
+	OOLONG_LABELS
+};
+
+#define OOLONG_MAX_USERS 1000
+#define OOLONG_DAYS	 1096 /* 2022-01-01 (day 0) to 2024-12-31 */
+
+struct oolong_opts {
+	uint64_t tokens; /* target size; bytes = 4 * tokens */
+	uint64_t seed;
+	int users;       /* the user pool, 2..OOLONG_MAX_USERS; 0: oolong_default_users */
+};
+
+/* What a window holds, counted from its hidden labels while it is written. */
+struct oolong_window {
+	uint64_t bytes;                                  /* bytes written */
+	size_t lines;                                    /* instances */
+	int n_users;                                     /* the pool (users with no line count too) */
+	uint32_t user_id[OOLONG_MAX_USERS];              /* distinct, 10000..99999, by Zipf rank */
+	size_t user_lines[OOLONG_MAX_USERS];             /* instances of each user */
+	size_t user_label[OOLONG_MAX_USERS][OOLONG_LABELS];
+	uint16_t first_day[OOLONG_MAX_USERS][OOLONG_LABELS]; /* earliest day of a user's label, */
+	uint16_t last_day[OOLONG_MAX_USERS][OOLONG_LABELS];  /* latest; when user_label > 0 */
+	size_t label_count[OOLONG_LABELS];
+	size_t day_count[OOLONG_DAYS];
+};
+
+/* OOLONG's name of a label: "numeric value", ..., "human being". */
+const char *oolong_label_name(enum oolong_label l);
+/* The pool size when oolong_opts.users is 0: one user per ~8 instances,
+ * from 8 to 100, so that OOLONG-Pairs' gold sets stay under 5,000 pairs. */
+int oolong_default_users(uint64_t tokens);
+/* Write one window of o->tokens * 4 bytes (at most, and within one line of
+ * it) to f and count it into a new *out, the caller's to
+ * oolong_window_free. The same opts give the same bytes. Returns 0,
+ * -EINVAL (users out of range, or fewer than 10 instances fit), or -errno
+ * from f. */
+int oolong_generate(const struct oolong_opts *o, FILE *f, struct oolong_window **out);
+void oolong_window_free(struct oolong_window *w);
+
+/* OOLONG's question types, by family: counting, user, timeline. */
+enum oolong_task {
+	OOLONG_MOST_FREQ,    /* the most common label: "Label: X" */
+	OOLONG_LEAST_FREQ,   /* the least common label */
+	OOLONG_RELATIVE_FREQ, /* 'A' more common, less common or the same frequency as 'B' */
+	OOLONG_NUMERIC_ONE_CLASS, /* how many instances of label X: a number */
+	OOLONG_MOST_USER,    /* the user represented most often: "User: X" */
+	OOLONG_USER_LABEL,   /* the user with the most instances of label X */
+	OOLONG_MOST_DATE,    /* the date represented most often: "Date: MM/DD/YYYY" */
+	OOLONG_DATE_N_TIMES, /* how many dates are represented exactly n times */
+	OOLONG_TASKS
+};
+
+struct oolong_question {
+	enum oolong_task task;
+	char question[512];
+	char answer[64]; /* the gold: a label, a comparison phrase, a user ID,
+			  * MM/DD/YYYY or a count */
+	bool numeric;    /* answer is a count (a JSON number in the dataset) */
+};
+
+/* "most_freq", ... (as --task spells it); its family "counting", "user" or
+ * "timeline"; OOLONG's TASK_TYPE ("MOST_FREQ", ...) and ANSWER_TYPE
+ * ("LABEL", "NUMERIC", "COMPARISON", "USER", "DATE"). */
+const char *oolong_task_name(enum oolong_task t);
+const char *oolong_task_group(enum oolong_task t);
+const char *oolong_task_type(enum oolong_task t);
+const char *oolong_answer_type(enum oolong_task t);
+/* Ask a question of type t about w, drawing its parameters (labels, the
+ * pair compared) from r, into q. OOLONG asks some only when the gold is
+ * clear: MOST_FREQ when one label leads the next by over 2% of the
+ * instances; LEAST_FREQ, MOST_USER, USER_LABEL and MOST_DATE when one
+ * answer is alone; RELATIVE_FREQ for labels over 2% apart or tied. Returns
+ * 0, or -EAGAIN when w allows no such question. */
+int oolong_ask(const struct oolong_window *w, enum oolong_task t, struct rng *r,
+	       struct oolong_question *q);
+
+/* ---- OOLONG-Pairs questions (bench/gen_pairs.c) ---- */
+
+enum pairs_kind {
+	PAIRS_SYMMETRIC,  /* both users have at least one instance with label A or B
+			   * (and, half of the time, all of a label's instances
+			   * after or before a date) */
+	PAIRS_ASYMMETRIC, /* one user meets C1 and the other C2: conjunctions of
+			   * "at least / exactly one / two instances with L" */
+	PAIRS_KINDS
+};
+
+struct pairs_question {
+	enum pairs_kind kind;
+	char question[1024];
+	uint32_t (*pairs)[2]; /* the gold: user ID pairs, a < b, sorted, distinct;
+			       * owned (pairs_question_release) */
+	size_t n_pairs;
+	size_t users;         /* users with an instance in the window */
+	size_t qualifying;    /* symmetric: users meeting the condition;
+			       * asymmetric: those meeting C1 or C2 */
+};
+
+/* "symmetric" or "asymmetric". */
+const char *pairs_kind_name(enum pairs_kind k);
+/* Ask a pair question of kind k about w, drawing its labels, counts and
+ * date from r, and fill q. Of up to 32 predicates drawn it takes the first
+ * whose gold is neither empty nor every pair, else the first that is not
+ * empty, else the last (large windows, where every user has every label,
+ * leave little else). Returns 0. */
+int pairs_ask(const struct oolong_window *w, enum pairs_kind k, struct rng *r,
+	      struct pairs_question *q);
+void pairs_question_release(struct pairs_question *q);
+
+/* ---- BrowseComp-Plus-style bridge questions (bench/gen_browse.c) ----
+ *
+ * A corpus of documents (encyclopedic filler around a topic, with facts of
+ * a few shapes about invented people, places, works and firms) and a
+ * two-hop question: fact A in the bridge document names an entity B; fact B
+ * in the answer document, about B, holds the answer. Near-duplicates of
+ * both documents (a sibling subject and a namesake of B, leading to another
+ * answer) and a document that names B beside another town are the
+ * distractors. The answer and its aliases occur in the answer document
+ * only. */
+
+#define BROWSE_MIN_DOCS	 5
+#define BROWSE_DOC_BYTES 1000 /* a document's bytes, at least */
+
+struct browse_opts {
+	uint64_t tokens; /* the corpus size; bytes = 4 * tokens, documents
+			  * joined and ended by '\n' */
+	uint64_t seed;
+	size_t docs;     /* BROWSE_MIN_DOCS..SNIAH_MAX_DOCS; 0: browse_default_docs */
+};
+
+struct browse_item {
+	char question[512];
+	char answers[4][128];   /* the answer, then its aliases */
+	int n_answers;
+	const char *chain;      /* "architect", "founder", "captain", "author" */
+	char subject[128];      /* what the question names (in fact A) */
+	char bridge[128];       /* B: named by fact A, the topic of fact B */
+	char fact_a[320];       /* the sentence in the bridge document */
+	char fact_b[320];       /* the sentence with the answer */
+	size_t bridge_doc;      /* document index of fact A */
+	size_t answer_doc;      /* of fact B */
+	uint64_t fact_a_off;    /* byte offset of fact A in its document's text */
+	uint64_t fact_b_off;
+	size_t dup_docs[2];     /* near-duplicates of the bridge and answer documents */
+	size_t trap_doc;        /* names B beside another town */
+	size_t n_docs;
+	uint64_t bytes;         /* of the documents joined and ended by '\n' */
+};
+
+/* One document per ~1,000 tokens, from 10 to 1,000 (BrowseComp-Plus' 1K
+ * documents at 10M tokens), and at most one per BROWSE_DOC_BYTES; 0 when
+ * not even BROWSE_MIN_DOCS fit. */
+size_t browse_default_docs(uint64_t tokens);
+/* Write a corpus to path as a directory of doc-00000.txt ... (SNIAH_DIR:
+ * created if missing, doc-*.txt files in it removed first) or a JSONL file
+ * of {"id":"doc-00000","text":...} (SNIAH_JSONL), and fill it. Documents
+ * are of about equal size; the same opts give the same bytes. Returns 0,
+ * -EINVAL (SNIAH_TEXT, docs out of range, documents under
+ * BROWSE_DOC_BYTES), or -errno. */
+int browse_write(const struct browse_opts *o, enum sniah_format fmt, const char *path,
+		 struct browse_item *it);
+
 /* ---- the REPL worker (bench/perf_repl.c) ---- */
 
 /* Run `x = 1` n times in each of two workers (tiny context), taking
@@ -115,6 +296,8 @@ int perf_repl_ready(size_t ctx_bytes, double *ms, struct rlm_err *err);
  * hits): per_s[0] lookups per second from one thread, per_s[1] from eight
  * at once. Returns 0 or a negative code with err. */
 int perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err *err);
+/* Remove a store file and its -wal and -shm. */
+void bench_store_remove(const char *path);
 
 /* ---- 10M-token scale (bench/perf_scale.c) ---- */
 

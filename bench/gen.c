@@ -279,6 +279,11 @@ static size_t essay_line(struct rng *r, bool utf8, char *dst)
 	return n;
 }
 
+size_t gen_essay_line(struct rng *r, char *dst)
+{
+	return essay_line(r, false, dst);
+}
+
 static size_t words_line(struct rng *r, bool utf8, char *dst)
 {
 	size_t want = 10 + rng_below(r, 5), n = 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* bench/gen_cli.c -- `rlm bench gen`: its options, each item's seed, and
- * the dataset's JSONL of items. */
+/* bench/gen_cli.c -- `rlm bench gen`: its options, each item's seed, the
+ * S-NIAH items, and the dataset's JSONL of items (the other suites' items
+ * are gen_suites.c's). */
 #include "bench_int.h"
 
 #include "../common/json.h"
@@ -15,22 +16,65 @@
 static const char gen_usage[] =
     "usage: rlm bench gen SUITE --out DIR [options]\n"
     "\n"
-    "Generate a seeded benchmark dataset. The only SUITE is sniah: RULER-style\n"
-    "needles in a haystack. Each item's context is a text file with one line\n"
-    "\"One of the special magic numbers for KEY is: VALUE.\" hidden in it, and the\n"
-    "question asks for the value of KEY. With --values K (RULER's multi-value\n"
-    "NIAH) KEY has K such lines with K distinct values, and the question asks\n"
-    "\"What are all the special magic numbers for KEY mentioned in the provided\n"
-    "text?\"; the answer is all K of them.\n"
+    "Generate a seeded benchmark dataset: a JSONL file of items (question, gold\n"
+    "answer, scorer) and each item's context next to it. SUITE is one of:\n"
+    "\n"
+    "  sniah         RULER-style needles in a haystack. Each item's context is a\n"
+    "                text file with one line \"One of the special magic numbers for\n"
+    "                KEY is: VALUE.\" hidden in it, and the question asks for the\n"
+    "                value of KEY. With --values K (RULER's multi-value NIAH) KEY\n"
+    "                has K such lines with K distinct values, and the question asks\n"
+    "                \"What are all the special magic numbers for KEY mentioned in\n"
+    "                the provided text?\"; the answer is all K of them. Scorer\n"
+    "                contains_all (RULER's string_match_all).\n"
+    "  oolong        OOLONG trec_coarse, synthesized: a window of lines \"Date: Dec\n"
+    "                12, 2022 || User: 63685 || Instance: QUESTION\" between an\n"
+    "                instruction header and a closing reminder; each QUESTION is of\n"
+    "                one of the 6 TREC coarse classes ('numeric value', 'entity',\n"
+    "                'location', 'description and abstract concept', 'abbreviation',\n"
+    "                'human being'), never stated but clear from its wording; users\n"
+    "                Zipf-distributed over 5-digit IDs, dates uniform over 2022-2024.\n"
+    "                One question per item, OOLONG's wording and answer format:\n"
+    "                counting (most_freq, least_freq \"Label: X\"; relative_freq\n"
+    "                \"Answer: A is more common than B\"; numeric_one_class \"Answer:\n"
+    "                number\"), user (most_user, user_label \"User: X\"), timeline\n"
+    "                (most_date \"Date: MM/DD/YYYY\", date_n_times). Scorer oolong\n"
+    "                (0.75^|error| for counts).\n"
+    "  oolong-pairs  OOLONG-Pairs: the same windows (byte for byte, for the same\n"
+    "                seed, size, index and --users); the question asks for every\n"
+    "                pair of user IDs meeting a symmetric predicate (\"both users\n"
+    "                have at least one instance with A or B\", maybe with a date\n"
+    "                condition) or an asymmetric one (\"one user has at least two\n"
+    "                instances with X, and the other exactly one with Y\"); the\n"
+    "                answer is the sorted \"a,b\" pairs, a < b. Scorer set_f1.\n"
+    "                Up to ~1M tokens, as in the paper: past that every user has\n"
+    "                every label, and the gold is every pair or none.\n"
+    "  browse        BrowseComp-Plus-style retrieval: a corpus of documents and a\n"
+    "                two-hop question: fact A in one document names a person B,\n"
+    "                fact B in another (about B) holds the answer; near-duplicates\n"
+    "                of both lead to a wrong answer. Scorer exact, against the\n"
+    "                answer and its aliases.\n"
     "\n"
     "options:\n"
     "  --out DIR           where to write (created if missing); required\n"
     "  --sizes LIST        comma-separated sizes in tokens (1 token = 4 bytes),\n"
     "                      with k/M/G for thousands/millions/billions, each >= 1k\n"
-    "                      (default 8k,32k,128k,1M)\n"
+    "                      (default 8k,32k,128k,1M; 10M works for every suite)\n"
     "  --n N               items per size (default 1)\n"
     "  --seed S            base seed (default 1); each item's seed is derived\n"
     "                      from (S, size, index), so items are reproducible alone\n"
+    "  --format KIND       sniah: text (default): one file; dir: a directory of\n"
+    "                      files doc-00000.txt ...; jsonl: a JSONL file of\n"
+    "                      documents {\"id\":\"doc-00000\",\"text\":...}; documents are\n"
+    "                      runs of whole lines of about equal size.\n"
+    "                      browse: jsonl (default) or dir. oolong and oolong-pairs:\n"
+    "                      text only (a window is one file)\n"
+    "  --docs N            documents per item: sniah with dir or jsonl, at most\n"
+    "                      (default: one per 2,000 tokens, and at least --values);\n"
+    "                      browse, at least 5, each of at least 1,000 bytes\n"
+    "                      (default: one per 1,000 tokens, from 10 to 1,000)\n"
+    "\n"
+    "sniah options:\n"
     "  --haystack KIND     essay (default): pseudo-essay paragraphs, one per line;\n"
     "                      noise: RULER's \"The grass is green. ...\" repeated;\n"
     "                      words: lines of random words\n"
@@ -44,20 +88,24 @@ static const char gen_usage[] =
     "                      its own line only; the question asks for all of them\n"
     "  --depth F           needle position in [0,1] (default: one of RULER's 40\n"
     "                      depths, drawn per item); not with --values\n"
-    "  --format KIND       text (default): one file; dir: a directory of files\n"
-    "                      doc-00000.txt ...; jsonl: a JSONL file of documents\n"
-    "                      {\"id\":\"doc-00000\",\"text\":...}; documents are runs of\n"
-    "                      whole lines of about equal size\n"
-    "  --docs N            documents per item for dir and jsonl, at most (default:\n"
-    "                      one per 2,000 tokens, and at least --values)\n"
     "  --utf8              haystack words in multi-byte UTF-8 too (accents, Greek,\n"
     "                      Cyrillic, CJK, emoji: 2-, 3- and 4-byte sequences)\n"
+    "\n"
+    "oolong and oolong-pairs options:\n"
+    "  --users N           the pool of user IDs, 2..1000 (default: one per ~8\n"
+    "                      instances, from 8 to 100; pair answers grow as N^2/2)\n"
+    "  --task KIND         what to ask, drawn per item among: oolong: a task named\n"
+    "                      above, a family (counting, user, timeline) or any\n"
+    "                      (default); oolong-pairs: symmetric, asymmetric or any\n"
+    "                      (default)\n"
     "  -h, --help          this text\n"
     "\n"
     "output:\n"
-    "  DIR/sniah-SIZE-I.txt   the context of item I at SIZE (as written in --sizes);\n"
-    "                         DIR/sniah-SIZE-I/ or DIR/sniah-SIZE-I.jsonl with --format\n"
-    "  DIR/sniah.jsonl        one item per line (rewritten on each run):\n"
+    "  DIR/SUITE-SIZE-I.txt   the context of item I at SIZE (as written in --sizes);\n"
+    "                         DIR/SUITE-SIZE-I/ (dir) or DIR/SUITE-SIZE-I.jsonl\n"
+    "                         (jsonl) for documents\n"
+    "  DIR/SUITE.jsonl        one item per line (sniah.jsonl, oolong.jsonl, ...;\n"
+    "                         rewritten on each run):\n"
     "    {\"id\":\"sniah-1M-0\",\"suite\":\"sniah\",\"question\":...,\"answer\":[VALUE],\n"
     "     \"context_path\":\"sniah-1M-0.txt\",\"scorer\":\"contains_all\",\"tokens\":...,\n"
     "     \"bytes\":...,\"needle_depth\":...,\"key\":...,\"haystack\":...,\"value_type\":...}\n"
@@ -68,13 +116,22 @@ static const char gen_usage[] =
     "  the first, and the item also has \"values\": K, \"needle_offsets\",\n"
     "  \"needle_depths\" (and \"needle_docs\") of all K. The scorer contains_all is\n"
     "  RULER's string_match_all: the share of the answer's values that occur in\n"
-    "  the prediction, ignoring case. context_path is relative to the JSONL's\n"
-    "  directory. The JSONL path is printed on stdout, one line per item on\n"
-    "  stderr.\n"
+    "  the prediction, ignoring case.\n"
+    "  oolong items have \"task\", \"task_group\", \"task_type\", \"answer_type\",\n"
+    "  \"instances\", \"users\" and \"label_counts\" (a count answer is a JSON number);\n"
+    "  oolong-pairs items \"task\", \"pairs\" and \"qualifying_users\"; browse items\n"
+    "  \"chain\", \"subject\", \"bridge_entity\", \"bridge_doc\" and \"answer_doc\"\n"
+    "  (document indexes), \"fact_a\", \"fact_b\" and their byte offsets in their\n"
+    "  documents, \"near_duplicate_docs\" and \"trap_doc\". context_path is\n"
+    "  relative to the JSONL's directory. The JSONL path is printed on stdout,\n"
+    "  one line per item on stderr.\n"
     "\n"
     "examples:\n"
     "  rlm bench gen sniah --sizes 8k,1M,10M --n 5 --out data/sniah\n"
-    "  rlm bench gen sniah --sizes 10M --values 4 --format dir --out data/mv\n";
+    "  rlm bench gen sniah --sizes 10M --values 4 --format dir --out data/mv\n"
+    "  rlm bench gen oolong --sizes 32k,128k --n 50 --task counting --out data/oolong\n"
+    "  rlm bench gen oolong-pairs --sizes 32k --n 20 --out data/pairs\n"
+    "  rlm bench gen browse --sizes 10M --docs 1000 --out data/browse\n";
 
 enum {
 	OPT_SIZES = 1,
@@ -88,8 +145,14 @@ enum {
 	OPT_FORMAT,
 	OPT_DOCS,
 	OPT_UTF8,
-	OPT_VALUES
+	OPT_VALUES,
+	OPT_USERS,
+	OPT_TASK
 };
+
+#define GIVEN(opt) (1u << (opt)) /* gen_args.given: the option was given */
+
+static const char *const suite_names[] = {"sniah", "oolong", "oolong-pairs", "browse"};
 
 struct gen_args {
 	char **size_names; /* as given; owned array, borrowed strings */
@@ -100,7 +163,12 @@ struct gen_args {
 	const char *out;
 	struct sniah_opts so;
 	enum sniah_format format;
-	long docs; /* 0: one per 2,000 tokens */
+	long docs; /* 0: by size */
+	enum gen_suite suite;
+	int users;	  /* oolong, oolong-pairs: 0 by size */
+	const char *task; /* oolong, oolong-pairs: --task */
+	unsigned tasks;	  /* its mask (gen_task_parse) */
+	unsigned given;	  /* GIVEN(OPT_...) of each option given */
 };
 
 static int parse_sizes(struct gen_args *a, char *list)
@@ -146,6 +214,53 @@ static int parse_seed(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* The options that oolong, oolong-pairs and browse take, and their
+ * defaults. Returns 0 or the exit status of the message printed. */
+static int check_suite_args(struct gen_args *a)
+{
+	const char *suite = suite_names[a->suite];
+	bool oolong = a->suite == GEN_OOLONG || a->suite == GEN_PAIRS;
+	static const struct {
+		int opt;
+		const char *name;
+	} only[] = {
+	    /* the options of sniah alone */
+	    {OPT_HAY, "--haystack"}, {OPT_VALUE, "--value"}, {OPT_DISTR, "--distractors"},
+	    {OPT_DEPTH, "--depth"},  {OPT_UTF8, "--utf8"},   {OPT_VALUES, "--values"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(only); i++)
+		if (a->given & GIVEN(only[i].opt))
+			return cli_fail(2, "%s is for sniah only, not %s", only[i].name, suite);
+	if (!oolong && (a->given & (GIVEN(OPT_USERS) | GIVEN(OPT_TASK))))
+		return cli_fail(2, "%s is for oolong and oolong-pairs, not %s",
+				a->given & GIVEN(OPT_USERS) ? "--users" : "--task", suite);
+	if (oolong) {
+		if (a->format != SNIAH_TEXT)
+			return cli_fail(2, "--format %s does not fit %s: a window is one text file",
+					a->format == SNIAH_DIR ? "dir" : "jsonl", suite);
+		if (a->docs)
+			return cli_fail(2, "--docs is for sniah and browse, not %s", suite);
+		if (gen_task_parse(a->suite, a->task ? a->task : "any", &a->tasks))
+			return cli_fail(
+			    2, "unknown --task '%s' for %s (known: %s)", a->task, suite,
+			    a->suite == GEN_PAIRS
+				? "symmetric, asymmetric, any"
+				: "most_freq, least_freq, relative_freq, "
+				  "numeric_one_class, most_user, user_label, most_date, "
+				  "date_n_times, counting, user, timeline, any");
+		return 0;
+	}
+	if (!(a->given & GIVEN(OPT_FORMAT)))
+		a->format = SNIAH_JSONL;
+	else if (a->format == SNIAH_TEXT)
+		return cli_fail(2, "--format text does not fit browse: its documents go in a "
+				   "directory (dir) or a JSONL file (jsonl)");
+	if (a->docs && a->docs < BROWSE_MIN_DOCS)
+		return cli_fail(2, "bad value '%ld' for --docs: browse needs at least %d documents",
+				a->docs, BROWSE_MIN_DOCS);
+	return 0;
+}
+
 static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **sizes_copy)
 {
 	static const struct option longopts[] = {
@@ -161,15 +276,19 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 	    {"docs", required_argument, NULL, OPT_DOCS},
 	    {"utf8", no_argument, NULL, OPT_UTF8},
 	    {"values", required_argument, NULL, OPT_VALUES},
+	    {"users", required_argument, NULL, OPT_USERS},
+	    {"task", required_argument, NULL, OPT_TASK},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *sizes = "8k,32k,128k,1M";
 	long l;
-	int opt;
+	int opt, status;
 	optind = 0; /* full reset: this may run more than once per process */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt > 0 && opt <= OPT_TASK)
+			a->given |= GIVEN(opt);
 		switch (opt) {
 		case OPT_SIZES:
 			sizes = optarg;
@@ -253,6 +372,15 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 						optarg, SNIAH_MAX_VALUES);
 			a->so.values = (int)l;
 			break;
+		case OPT_USERS:
+			if (parse_int(optarg, 2, OOLONG_MAX_USERS, &l))
+				return cli_fail(2, "bad value '%s' for --users: want 2..%d", optarg,
+						OOLONG_MAX_USERS);
+			a->users = (int)l;
+			break;
+		case OPT_TASK:
+			a->task = optarg;
+			break;
 		case 'h':
 			fputs(gen_usage, stdout);
 			return 1;
@@ -265,13 +393,23 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 	}
 	if (optind >= argc)
 		return cli_fail(2, "no suite: say which, e.g. rlm bench gen sniah --out DIR");
-	if (strcmp(argv[optind], "sniah") != 0)
-		return cli_fail(2, "unknown suite '%s' (known: sniah)", argv[optind]);
+	for (a->suite = GEN_SNIAH; a->suite <= GEN_BROWSE; a->suite++)
+		if (strcmp(argv[optind], suite_names[a->suite]) == 0)
+			break;
+	if (a->suite > GEN_BROWSE)
+		return cli_fail(2,
+				"unknown suite '%s' (known: sniah, oolong, oolong-pairs, browse)",
+				argv[optind]);
 	if (optind + 1 < argc)
 		return cli_fail(2, "unexpected argument '%s' (see rlm bench gen --help)",
 				argv[optind + 1]);
 	if (!a->out || !*a->out)
 		return cli_fail(2, "no output directory: pass --out DIR");
+	if (a->suite != GEN_SNIAH && (status = check_suite_args(a)))
+		return status;
+	if (a->suite == GEN_SNIAH && (a->given & (GIVEN(OPT_USERS) | GIVEN(OPT_TASK))))
+		return cli_fail(2, "%s is for oolong and oolong-pairs, not sniah",
+				a->given & GIVEN(OPT_USERS) ? "--users" : "--task");
 	if (a->docs && a->format == SNIAH_TEXT)
 		return cli_fail(2, "--docs needs --format dir or jsonl");
 	if (a->so.values > 1 && a->so.depth >= 0)
@@ -417,12 +555,38 @@ out:
 	return status;
 }
 
+/* An item of the other suites: its request, for gen_suites.c. */
+static int suite_item(const struct gen_args *a, FILE *jl, const char *jl_path, size_t si, long i)
+{
+	struct gen_req r;
+	char *id = xasprintf("%s-%s-%ld", suite_names[a->suite], a->size_names[si], i);
+	int status;
+	memset(&r, 0, sizeof(r));
+	r.suite = a->suite;
+	r.dir = a->out;
+	r.id = id;
+	r.size_name = a->size_names[si];
+	r.tokens = a->sizes[si];
+	r.seed = item_seed(a->seed, r.tokens, (uint64_t)i);
+	r.users = a->users;
+	r.tasks = a->tasks;
+	r.docs = (size_t)a->docs;
+	r.format = a->format;
+	status = gen_suite_item(&r, jl, jl_path);
+	free(id);
+	return status;
+}
+
 int cmd_bench_gen(int argc, char **argv)
 {
-	struct gen_args a = {NULL, NULL, 0, 1, 1, NULL, {0}, SNIAH_TEXT, 0};
+	struct gen_args a;
 	char *sizes = NULL, *jl_path = NULL;
 	FILE *jl = NULL;
 	int rc, status;
+	memset(&a, 0, sizeof(a));
+	a.n = 1;
+	a.seed = 1;
+	a.format = SNIAH_TEXT;
 	sniah_opts_default(&a.so);
 	if (cli_wants_help(argc, argv)) {
 		fputs(gen_usage, stdout);
@@ -437,14 +601,15 @@ int cmd_bench_gen(int argc, char **argv)
 		status = cli_fail(1, "cannot create directory '%s': %s", a.out, strerror(-rc));
 		goto out;
 	}
-	jl_path = xasprintf("%s/sniah.jsonl", a.out);
+	jl_path = xasprintf("%s/%s.jsonl", a.out, suite_names[a.suite]);
 	if (!(jl = fopen(jl_path, "w"))) {
 		status = cli_fail(1, "cannot open '%s': %s", jl_path, strerror(errno));
 		goto out;
 	}
 	for (size_t si = 0; si < a.n_sizes && !status; si++)
 		for (long i = 0; i < a.n && !status; i++)
-			status = gen_item(&a, jl, jl_path, si, i);
+			status = a.suite == GEN_SNIAH ? gen_item(&a, jl, jl_path, si, i)
+						      : suite_item(&a, jl, jl_path, si, i);
 	if (fclose(jl) != 0 && !status)
 		status = cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
 	jl = NULL;

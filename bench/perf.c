@@ -366,7 +366,7 @@ out:
  * the cold one's wall time. And the store's lookups per second. */
 static int store_rows(long latency_ms, struct row *warm, struct row *look)
 {
-	char dir[] = "/tmp/rlm-bench-cache-XXXXXX", path[64], spec[64], side[80];
+	char dir[] = "/tmp/rlm-bench-cache-XXXXXX", path[64], spec[64];
 	struct store_cfg sc = {path, false, 0};
 	struct store *st = NULL;
 	struct sim_solve cold, hot;
@@ -416,11 +416,7 @@ out:
 	rlm_result_release(&cold.res);
 	rlm_result_release(&hot.res);
 	store_close(st);
-	unlink(path);
-	snprintf(side, sizeof(side), "%s-wal", path);
-	unlink(side);
-	snprintf(side, sizeof(side), "%s-shm", path);
-	unlink(side);
+	bench_store_remove(path);
 	rmdir(dir);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include "bench.h"
 #include "../store/store.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,14 +110,17 @@ int perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err 
 out:
 	store_close(s);
 	llm_model_free(m);
-	unlink(path);
-	{
-		char side[80];
-		snprintf(side, sizeof(side), "%s-wal", path);
-		unlink(side);
-		snprintf(side, sizeof(side), "%s-shm", path);
-		unlink(side);
-	}
+	bench_store_remove(path);
 	rmdir(dir);
 	return rc;
+}
+
+void bench_store_remove(const char *path)
+{
+	char side[PATH_MAX];
+	unlink(path);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	unlink(side);
 }

@@ -18,6 +18,7 @@ int cmd_cache(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 int cmd_bench_gen(int argc, char **argv);
 int cmd_bench_perf(int argc, char **argv);
+int cmd_bench_run(int argc, char **argv); /* bench/run_cli.c */
 int cmd_mcp(int argc, char **argv);
 
 /* Print "rlm: error: <msg>" and return 1 (or 2 for usage errors). */

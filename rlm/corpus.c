@@ -131,6 +131,10 @@ int tb_grow(struct tbuf *b, size_t n)
 		 : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
+	/* Not into a child forked meanwhile (a worker starting on another
+	 * thread): a writable mapping there, until its execve, would make
+	 * sealing the memfd fail with EBUSY. */
+	(void)madvise(p, cap, MADV_DONTFORK);
 	b->p = p;
 	b->cap = cap;
 	tb_ready(b, n + 1);

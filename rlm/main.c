@@ -21,7 +21,8 @@ static const char usage[] =
 	"  serve       serve solves over HTTP: a solve API with live events, and an\n"
 	"              OpenAI-compatible chat completions endpoint\n"
 	"  sim-serve   serve the offline simulator model over HTTP (OpenAI-compatible)\n"
-	"  bench gen   generate benchmark datasets (S-NIAH haystacks of any size)\n"
+	"  bench gen   generate benchmark datasets (S-NIAH, OOLONG, OOLONG-Pairs, browse)\n"
+	"  bench run   run datasets through strategies in parallel, score, and report\n"
 	"  bench perf  measure the controller: pool fan-out efficiency, CPU per call\n"
 	"  runs        list, show and export recorded solves (JSONL trajectory, HTML)\n"
 	"  cache       the store's statistics, pruning and clearing\n"
@@ -39,6 +40,8 @@ int cmd_bench(int argc, char **argv)
 		"usage: rlm bench SUBCOMMAND [options]\n"
 		"\n"
 		"  gen SUITE   generate a dataset (rlm bench gen --help)\n"
+		"  run DATASET.jsonl ...\n"
+		"              run, score and report a benchmark (rlm bench run --help)\n"
 		"  perf        run the controller performance suite (rlm bench perf --help)\n";
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fputs(bench_usage, argc < 2 ? stderr : stdout);
@@ -48,7 +51,9 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_gen(argc - 1, argv + 1);
 	if (strcmp(argv[1], "perf") == 0)
 		return cmd_bench_perf(argc - 1, argv + 1);
-	return cli_fail(2, "unknown bench subcommand '%s' (known: gen, perf)", argv[1]);
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_bench_run(argc - 1, argv + 1);
+	return cli_fail(2, "unknown bench subcommand '%s' (known: gen, run, perf)", argv[1]);
 }
 
 int main(int argc, char **argv)

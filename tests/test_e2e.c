@@ -494,8 +494,8 @@ TEST(bad_inputs)
 		bad(a, NULL, 2, "unknown command 'frobnicate'");
 	}
 	{
-		const char *a[] = {"bench", "gen", "oolong", "--out", empty, NULL};
-		bad(a, NULL, 2, "unknown suite 'oolong'");
+		const char *a[] = {"bench", "gen", "nope", "--out", empty, NULL};
+		bad(a, NULL, 2, "unknown suite 'nope'");
 	}
 	free(bin);
 	free(jl);

@@ -16,7 +16,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- helpers ---- */
@@ -945,7 +947,8 @@ TEST(cli_bad_options_exit_2)
 		const char *args[12];
 		const char *msg;
 	} cases[] = {
-		{{"nope", "--out", "D", NULL}, "unknown suite 'nope' (known: sniah)"},
+		{{"nope", "--out", "D", NULL},
+		 "unknown suite 'nope' (known: sniah, oolong, oolong-pairs, browse)"},
 		{{"sniah", NULL}, "no output directory: pass --out DIR"},
 		{{"--out", "D", NULL}, "no suite"},
 		{{"sniah", "--out", "D", "--sizes", "abc", NULL}, "bad size 'abc' in --sizes"},
@@ -1034,6 +1037,1014 @@ TEST(cli_help)
 	CHECK_CONTAINS(out, "What are all the special magic numbers for KEY");
 	CHECK_CONTAINS(out, "string_match_all");
 	CHECK_CONTAINS(out, "sniah.jsonl");
+	free(out);
+	free(err);
+}
+
+/* ---- oolong and oolong-pairs: windows read back ---- */
+
+static const char *const labels6[6] = {
+    "numeric value", "entity",	    "location", "description and abstract concept",
+    "abbreviation",  "human being",
+};
+
+static bool starts(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+static bool ends(const char *s, const char *p)
+{
+	size_t n = strlen(s), k = strlen(p);
+	return n >= k && strcmp(s + n - k, p) == 0;
+}
+
+/* The TREC coarse class of an instance, by the rule of docs/bench.md, with
+ * lists of this test's own: ABBR, HUM, LOC, NUM, DESC, else ENTY. Returns
+ * the index in labels6. */
+static int classify(const char *q)
+{
+	static const char *const hum[] = {"Who ", "Whose ", "Name the "};
+	static const char *const loc[] = {"Where ",	      "What country ", "What city ",
+					  "In what country ", "What river ",   "What mountain "};
+	static const char *const num[] = {
+	    "How many ", "How much ", "How tall ", "How far ",	 "How long ",
+	    "How hot ",	 "How fast ", "When ",	   "What year ", "What is the population of "};
+	static const char *const desc[] = {"Why ",
+					   "How do ",
+					   "How does ",
+					   "How can ",
+					   "What is the origin of ",
+					   "What causes ",
+					   "What is the meaning of ",
+					   "What is the definition of "};
+	if (ends(q, " stand for ?") || ends(q, " an acronym for ?") ||
+	    starts(q, "What is the short form of ") || starts(q, "What is the full form of "))
+		return 4;
+	for (size_t i = 0; i < ARRAY_SIZE(hum); i++)
+		if (starts(q, hum[i]))
+			return 5;
+	for (size_t i = 0; i < ARRAY_SIZE(loc); i++)
+		if (starts(q, loc[i]))
+			return 2;
+	for (size_t i = 0; i < ARRAY_SIZE(num); i++)
+		if (starts(q, num[i]))
+			return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(desc); i++)
+		if (starts(q, desc[i]))
+			return 3;
+	return 1;
+}
+
+#define MAXU 1000
+#define DAYS 1096
+
+/* A window parsed back: per line, the class, the user and the day. */
+struct parsed {
+	size_t lines;
+	size_t n_users;
+	unsigned ids[MAXU];
+	size_t ul[MAXU][6]; /* instances per user and class */
+	int first[MAXU][6], last[MAXU][6];
+	size_t label[6];
+	size_t day[DAYS];
+	size_t user_lines[MAXU];
+};
+
+/* Days since 2022-01-01 of "Mon DD, YYYY", by timegm. */
+static int day_of(const char *s)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	struct tm tm = {0}, t0 = {0};
+	char mon[4];
+	int d, y;
+	const char *m;
+	CHECK_MSG(sscanf(s, "%3s %d, %d", mon, &d, &y) == 3, "bad date '%.20s'", s);
+	m = strstr(months, mon);
+	CHECK(m && (m - months) % 3 == 0);
+	tm.tm_year = y - 1900;
+	tm.tm_mon = (int)(m - months) / 3;
+	tm.tm_mday = d;
+	t0.tm_year = 122;
+	t0.tm_mday = 1;
+	return (int)((timegm(&tm) - timegm(&t0)) / 86400);
+}
+
+static size_t user_index(struct parsed *w, unsigned id)
+{
+	for (size_t i = 0; i < w->n_users; i++)
+		if (w->ids[i] == id)
+			return i;
+	CHECK(w->n_users < MAXU);
+	w->ids[w->n_users] = id;
+	return w->n_users++;
+}
+
+/* Parse a window: the header's count, one "Date: ... || User: ... ||
+ * Instance: ..." line per instance, and the reminder's count. */
+static struct parsed *parse_window(const char *text)
+{
+	struct parsed *w = xcalloc(1, sizeof(*w));
+	char *copy = xstrdup(text), *save = NULL;
+	size_t head = 0, tail = 0, tail2 = 0;
+	CHECK(sscanf(text, "The following lines contain %zu general-knowledge questions", &head) ==
+	      1);
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *u, *inst;
+		unsigned id;
+		size_t ui;
+		int l, day;
+		if (starts(line, "Recall: ")) {
+			CHECK(sscanf(line, "Recall: the preceding lines contain %zu", &tail) == 1);
+			CHECK(strstr(line, "across all "));
+			CHECK(sscanf(strstr(line, "across all ") + 11, "%zu examples", &tail2) ==
+			      1);
+			continue;
+		}
+		if (!starts(line, "Date: "))
+			continue;
+		u = strstr(line, " || User: ");
+		inst = strstr(line, " || Instance: ");
+		CHECK(u && inst && inst > u);
+		CHECK(sscanf(u, " || User: %u ||", &id) == 1);
+		CHECK(id >= 10000 && id <= 99999);
+		day = day_of(line + 6);
+		CHECK(day >= 0 && day < DAYS);
+		inst += 14;
+		CHECK(ends(inst, " ?") || ends(inst, " ."));
+		/* no label is ever named */
+		CHECK(!strcasestr(inst, "abbreviation") && !strcasestr(inst, "human") &&
+		      !strcasestr(inst, "location") && !strcasestr(inst, "entity") &&
+		      !strcasestr(inst, "numeric") && !strcasestr(inst, "concept"));
+		l = classify(inst);
+		ui = user_index(w, id);
+		if (w->ul[ui][l] == 0 || day < w->first[ui][l])
+			w->first[ui][l] = day;
+		if (w->ul[ui][l] == 0 || day > w->last[ui][l])
+			w->last[ui][l] = day;
+		w->ul[ui][l]++;
+		w->user_lines[ui]++;
+		w->label[l]++;
+		w->day[day]++;
+		w->lines++;
+	}
+	CHECK_INT(head, w->lines);
+	CHECK_INT(tail, w->lines);
+	CHECK_INT(tail2, w->lines);
+	free(copy);
+	return w;
+}
+
+static struct parsed *gen_window(const struct oolong_opts *o, char **text, size_t *len,
+				 struct oolong_window **win)
+{
+	FILE *f = open_memstream(text, len);
+	CHECK(f);
+	CHECK_INT(oolong_generate(o, f, win), 0);
+	CHECK_INT(fclose(f), 0);
+	CHECK_INT((*win)->bytes, *len);
+	return parse_window(*text);
+}
+
+TEST(oolong_window_recounts)
+{
+	/* the hidden labels, users and days, recounted from the text by this
+	 * test's own rule, are those the generator counted */
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		struct oolong_opts o = {seed < 6 ? 8000 : 40000, seed, seed == 3 ? 5 : 0};
+		struct oolong_window *w;
+		char *text;
+		size_t len, present = 0;
+		struct parsed *p = gen_window(&o, &text, &len, &w);
+		CHECK_INT(p->lines, w->lines);
+		for (int l = 0; l < 6; l++)
+			CHECK_MSG(p->label[l] == w->label_count[l], "seed %llu, %s: %zu, want %zu",
+				  (unsigned long long)seed, labels6[l], p->label[l],
+				  w->label_count[l]);
+		for (int d = 0; d < DAYS; d++)
+			CHECK_INT(p->day[d], w->day_count[d]);
+		for (int u = 0; u < w->n_users; u++) {
+			size_t i;
+			if (!w->user_lines[u])
+				continue;
+			present++;
+			for (i = 0; i < p->n_users && p->ids[i] != w->user_id[u]; i++)
+				;
+			CHECK(i < p->n_users);
+			CHECK_INT(p->user_lines[i], w->user_lines[u]);
+			for (int l = 0; l < 6; l++) {
+				CHECK_INT(p->ul[i][l], w->user_label[u][l]);
+				if (p->ul[i][l]) {
+					CHECK_INT(p->first[i][l], w->first_day[u][l]);
+					CHECK_INT(p->last[i][l], w->last_day[u][l]);
+				}
+			}
+		}
+		CHECK_INT(present, p->n_users);
+		CHECK_INT(w->n_users, o.users ? o.users : oolong_default_users(o.tokens));
+		for (int l = 0; l < 6; l++) /* every class turns up in 300+ lines */
+			CHECK(w->label_count[l] > 0 || l == 4);
+		free(p);
+		free(text);
+		oolong_window_free(w);
+	}
+}
+
+TEST(oolong_deterministic_and_sized)
+{
+	static const uint64_t sizes[] = {1000, 1234, 8000, 32768, 100000, 1000000};
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		for (uint64_t seed = 1; seed <= 2; seed++) {
+			struct oolong_opts o = {sizes[i], seed, 0};
+			struct oolong_window *w1, *w2;
+			char *a, *b;
+			size_t al, bl;
+			FILE *f = open_memstream(&a, &al);
+			CHECK_INT(oolong_generate(&o, f, &w1), 0);
+			fclose(f);
+			f = open_memstream(&b, &bl);
+			CHECK_INT(oolong_generate(&o, f, &w2), 0);
+			fclose(f);
+			CHECK(al == bl && memcmp(a, b, al) == 0);
+			/* at most the bytes, and short of them by less than a line */
+			CHECK_MSG(al <= 4 * sizes[i] && al + 160 > 4 * sizes[i],
+				  "%llu tokens: %zu bytes", (unsigned long long)sizes[i], al);
+			free(b);
+			oolong_window_free(w2);
+			o.seed += 100;
+			f = open_memstream(&b, &bl);
+			CHECK_INT(oolong_generate(&o, f, &w2), 0);
+			fclose(f);
+			CHECK(al != bl || memcmp(a, b, al) != 0);
+			free(a);
+			free(b);
+			oolong_window_free(w1);
+			oolong_window_free(w2);
+		}
+	}
+}
+
+TEST(oolong_rejects_bad_opts)
+{
+	struct oolong_opts o = {8000, 1, 1};
+	struct oolong_window *w = (struct oolong_window *)1;
+	FILE *f = fopen("/dev/null", "w");
+	CHECK_INT(oolong_generate(&o, f, &w), -EINVAL); /* one user */
+	CHECK(w == NULL);
+	o.users = OOLONG_MAX_USERS + 1;
+	CHECK_INT(oolong_generate(&o, f, &w), -EINVAL);
+	o.users = 0;
+	o.tokens = 200; /* 800 bytes: not even the header */
+	CHECK_INT(oolong_generate(&o, f, &w), -EINVAL);
+	fclose(f);
+}
+
+/* Run `rlm bench gen` (in-process) and return the JSONL's items. */
+static cJSON **gen_items(const char *const *args, const char *jl, size_t *n)
+{
+	char *out, *err, *text, *save = NULL;
+	size_t len;
+	cJSON **items = NULL;
+	CHECK_MSG(run_gen(args, &out, &err) == 0, "%s", err);
+	text = slurp(jl, &len);
+	*n = 0;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		cJSON *j = json_parse(line, strlen(line));
+		CHECK_MSG(j, "bad JSONL line: %.200s", line);
+		items = xrealloc(items, (*n + 1) * sizeof(*items));
+		items[(*n)++] = j;
+	}
+	free(text);
+	free(out);
+	free(err);
+	return items;
+}
+
+static void free_items(cJSON **items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cJSON_Delete(items[i]);
+	free(items);
+}
+
+/* The fields every item has. */
+static void check_common(const cJSON *j, const char *suite, const char *scorer, const char *dir)
+{
+	struct stat st;
+	char *ctx;
+	CHECK_STR(json_str(j, "suite"), suite);
+	CHECK_STR(json_str(j, "scorer"), scorer);
+	CHECK(json_str(j, "id") && starts(json_str(j, "id"), suite));
+	CHECK(json_str(j, "question") && strlen(json_str(j, "question")) > 20);
+	CHECK(cJSON_IsArray(json_get(j, "answer")));
+	CHECK(json_int(j, "tokens", 0) >= 1000);
+	CHECK(json_int(j, "bytes", 0) > 0);
+	CHECK(json_str(j, "context_path") && json_str(j, "context_path")[0] != '/');
+	ctx = xasprintf("%s/%s", dir, json_str(j, "context_path"));
+	CHECK_MSG(stat(ctx, &st) == 0, "no context '%s'", ctx);
+	free(ctx);
+}
+
+static const char *ans_str(const cJSON *j)
+{
+	const cJSON *a = cJSON_GetArrayItem(json_get(j, "answer"), 0);
+	CHECK(cJSON_IsString(a));
+	return a->valuestring;
+}
+
+static double ans_num(const cJSON *j)
+{
+	const cJSON *a = cJSON_GetArrayItem(json_get(j, "answer"), 0);
+	CHECK(cJSON_IsNumber(a)); /* counts are JSON numbers */
+	return a->valuedouble;
+}
+
+/* The index of the sole largest (most) or smallest non-zero of v[0..n) by
+ * stride, -1 on a tie. */
+static int sole(const size_t *v, size_t n, size_t stride, bool most)
+{
+	int best = -1;
+	bool tie = false;
+	for (size_t i = 0; i < n; i++) {
+		size_t x = v[i * stride];
+		if (!most && x == 0)
+			continue;
+		if (best < 0 ||
+		    (most ? x > v[(size_t)best * stride] : x < v[(size_t)best * stride])) {
+			best = (int)i;
+			tie = false;
+		} else if (x == v[(size_t)best * stride]) {
+			tie = true;
+		}
+	}
+	return tie ? -1 : best;
+}
+
+static int label_in(const char *s, const char *after)
+{
+	const char *p = strstr(s, after);
+	CHECK_MSG(p, "no '%s' in '%s'", after, s);
+	p += strlen(after);
+	if (starts(p, "an "))
+		p += 3;
+	else if (starts(p, "a "))
+		p += 2;
+	for (int l = 5; l >= 0; l--) /* "human being" before a shorter match */
+		if (starts(p, labels6[l]))
+			return l;
+	CHECK_MSG(0, "no label after '%s' in '%s'", after, s);
+	return -1;
+}
+
+/* The gold of an oolong item, recomputed from its window, and its wording. */
+static void check_oolong_item(const cJSON *j, const struct parsed *p)
+{
+	const char *task = json_str(j, "task"), *q = json_str(j, "question");
+	char want[600], list[200] = "";
+	size_t n = 0;
+	for (int l = 0; l < 6; l++)
+		if (p->label[l])
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", n ? ", " : "",
+					      labels6[l]);
+	CHECK_INT(json_int(j, "instances", 0), p->lines);
+	CHECK_INT(json_int(j, "users", 0), p->n_users);
+	for (int l = 0; l < 6; l++)
+		CHECK_INT(json_int(json_get(j, "label_counts"), labels6[l], -1), p->label[l]);
+	if (strcmp(task, "most_freq") == 0 || strcmp(task, "least_freq") == 0) {
+		bool most = task[0] == 'm';
+		int l = sole(p->label, 6, 1, most);
+		CHECK(l >= 0);
+		CHECK_STR(ans_str(j), labels6[l]);
+		for (int k = 0; most && k < 6; k++) /* over 2% ahead of the next */
+			CHECK(k == l ||
+			      (double)(p->label[l] - p->label[k]) > 0.02 * (double)p->lines);
+		snprintf(
+		    want, sizeof(want),
+		    "In the above data, which of the labels is the %s common? Give your final "
+		    "answer in the form 'Label: answer' where answer is one of the labels: %s.",
+		    most ? "most" : "least", list);
+		CHECK_STR(q, want);
+		CHECK_STR(json_str(j, "answer_type"), "LABEL");
+	} else if (strcmp(task, "relative_freq") == 0) {
+		int a = label_in(q, "is label '"), b = label_in(q, "same frequency as label '");
+		size_t ca = p->label[a], cb = p->label[b];
+		CHECK(a != b);
+		CHECK_STR(ans_str(j), ca > cb	? "more common than"
+				      : ca < cb ? "less common than"
+						: "same frequency as");
+		CHECK(ca == cb || fabs((double)ca - (double)cb) > 0.02 * (double)p->lines);
+		snprintf(
+		    want, sizeof(want),
+		    "In the above data, is label '%s' more common, less common, or the same "
+		    "frequency as label '%s'? Give your final answer in the form 'Answer: %s is "
+		    "[X] %s', where [X] is 'more common than', 'less common than', or 'same "
+		    "frequency as'.",
+		    labels6[a], labels6[b], labels6[a], labels6[b]);
+		CHECK_STR(q, want);
+	} else if (strcmp(task, "numeric_one_class") == 0) {
+		int l = label_in(q, "classified as label '");
+		CHECK_INT(ans_num(j), p->label[l]);
+		snprintf(want, sizeof(want),
+			 "In the above data, how many data points should be classified as label "
+			 "'%s'? Give your final answer in the form 'Answer: number'.",
+			 labels6[l]);
+		CHECK_STR(q, want);
+		CHECK_STR(json_str(j, "answer_type"), "NUMERIC");
+	} else if (strcmp(task, "most_user") == 0) {
+		int u = sole(p->user_lines, p->n_users, 1, true);
+		CHECK(u >= 0);
+		snprintf(want, sizeof(want), "%u", p->ids[u]);
+		CHECK_STR(ans_str(j), want);
+		CHECK_STR(q, "In the above data, which user is represented most often? Give your "
+			     "final answer in the form 'User: [X]', where [X] is the user ID.");
+	} else if (strcmp(task, "user_label") == 0) {
+		int l = label_in(q, "instances with the label "), u;
+		u = sole(&p->ul[0][l], p->n_users, 6, true);
+		CHECK(u >= 0);
+		snprintf(want, sizeof(want), "%u", p->ids[u]);
+		CHECK_STR(ans_str(j), want);
+		snprintf(
+		    want, sizeof(want),
+		    "In the above data, which user has the most instances with the label %s? "
+		    "Give your final answer in the form 'User: [X]', where [X] is the user ID.",
+		    labels6[l]);
+		CHECK_STR(q, want);
+	} else if (strcmp(task, "most_date") == 0) {
+		int d = sole(p->day, DAYS, 1, true);
+		struct tm tm = {0};
+		time_t t;
+		CHECK(d >= 0);
+		tm.tm_year = 122;
+		tm.tm_mday = 1 + d; /* timegm normalizes */
+		t = timegm(&tm);
+		gmtime_r(&t, &tm);
+		snprintf(want, sizeof(want), "%02d/%02d/%d", tm.tm_mon + 1, tm.tm_mday,
+			 tm.tm_year + 1900);
+		CHECK_STR(ans_str(j), want);
+		CHECK_STR(q, "In the above data, which date is represented most often? Give your "
+			     "final answer in the form 'Date: [X]', where [X] is the date in the "
+			     "format MM/DD/YYYY.");
+		CHECK_STR(json_str(j, "answer_type"), "DATE");
+	} else {
+		size_t k, top[4] = {0}, dates = 0;
+		CHECK_STR(task, "date_n_times");
+		CHECK(sscanf(q, "In the above data, how many dates are represented exactly %zu",
+			     &k) == 1);
+		for (int d = 0; d < DAYS; d++) { /* k: the fourth largest count */
+			size_t c = p->day[d];
+			for (int i = 0; i < 4; i++)
+				if (c > top[i]) {
+					memmove(top + i + 1, top + i,
+						(3 - (size_t)i) * sizeof(size_t));
+					top[i] = c;
+					break;
+				}
+		}
+		CHECK_INT(k, top[3]);
+		for (int d = 0; d < DAYS; d++)
+			dates += p->day[d] == k;
+		CHECK_INT(ans_num(j), dates);
+		CHECK_STR(json_str(j, "task_group"), "timeline");
+	}
+}
+
+TEST(cli_oolong_gold_recomputed)
+{
+	static const char *const tasks[] = {"most_freq",	 "least_freq",	 "relative_freq",
+					    "numeric_one_class", "most_user",	 "user_label",
+					    "most_date",	 "date_n_times", "any"};
+	for (size_t t = 0; t < ARRAY_SIZE(tasks); t++) {
+		char *dir = xasprintf("%s/o%zu", harness_tmpdir(), t),
+		     *jl = xasprintf("%s/oolong.jsonl", dir);
+		const char *args[] = {"oolong", "--sizes", "8k,20k", "--n",   "3", "--seed",
+				      "9",	"--task",  tasks[t], "--out", dir, NULL};
+		size_t n;
+		cJSON **items = gen_items(args, jl, &n);
+		CHECK_INT(n, 6);
+		for (size_t i = 0; i < n; i++) {
+			char *ctx, *text;
+			size_t len;
+			struct parsed *p;
+			check_common(items[i], "oolong", "oolong", dir);
+			CHECK_STR(json_str(items[i], "dataset"), "trec_coarse");
+			if (t < 8)
+				CHECK_STR(json_str(items[i], "task"), tasks[t]);
+			ctx = xasprintf("%s/%s", dir, json_str(items[i], "context_path"));
+			text = slurp(ctx, &len);
+			p = parse_window(text);
+			CHECK_INT(json_int(items[i], "bytes", 0), len);
+			check_oolong_item(items[i], p);
+			free(p);
+			free(text);
+			free(ctx);
+		}
+		free_items(items, n);
+		free(jl);
+		free(dir);
+	}
+}
+
+/* ---- oolong-pairs: the predicate parsed from the question ---- */
+
+struct atom_t {
+	int label, n;
+	bool exactly;
+};
+
+/* Parse "at least one instance with L and exactly two instances with M"
+ * up to end into a. Returns the atoms. */
+static int parse_conj(const char *s, const char *end, struct atom_t *a)
+{
+	int n = 0;
+	while (s < end) {
+		const char *at = strstr(s, "at least "), *ex = strstr(s, "exactly "), *p;
+		bool exactly;
+		if ((!at || at >= end) && (!ex || ex >= end))
+			break;
+		exactly = ex && ex < end && (!at || at >= end || ex < at);
+		p = exactly ? ex + 8 : at + 9;
+		CHECK(n < 3);
+		a[n].exactly = exactly;
+		a[n].n = starts(p, "one ") ? 1 : starts(p, "two ") ? 2 : 0;
+		CHECK(a[n].n);
+		a[n].label = label_in(p, a[n].n == 1 ? "instance with " : "instances with ");
+		s = strstr(p, labels6[a[n].label]) + strlen(labels6[a[n].label]);
+		n++;
+	}
+	CHECK(n >= 1);
+	return n;
+}
+
+static bool conj_ok(const struct parsed *p, size_t u, const struct atom_t *a, int n)
+{
+	for (int i = 0; i < n; i++) {
+		size_t k = p->ul[u][a[i].label];
+		if (a[i].exactly ? k != (size_t)a[i].n : k < (size_t)a[i].n)
+			return false;
+	}
+	return true;
+}
+
+static const char pairs_suffix[] =
+    ". Each of the questions can be labelled as one of the labels (the data does not provide "
+    "the labels, you need to figure out the label from the semantics of the question): "
+    "description and abstract concept, entity, human being, numeric value, location, "
+    "abbreviation. In your answer, list all pairs in the format (user_id_1, user_id_2), "
+    "separated by newlines. If no pair qualifies, answer [].";
+
+static const char pairs_prefix[] = "In the above data, list all pairs of user IDs (no duplicate "
+				   "pairs, list lower ID first) ";
+
+/* The gold pairs of an oolong-pairs item, recomputed from its window. */
+static void check_pairs_item(const cJSON *j, const struct parsed *p)
+{
+	const char *q = json_str(j, "question"), *body;
+	const cJSON *ans = json_get(j, "answer");
+	bool s1[MAXU] = {false}, s2[MAXU] = {false};
+	size_t want = 0, got = (size_t)cJSON_GetArraySize(ans);
+	unsigned prev[2] = {0, 0};
+	CHECK(starts(q, pairs_prefix));
+	CHECK(ends(q, pairs_suffix));
+	body = q + strlen(pairs_prefix);
+	if (strcmp(json_str(j, "task"), "symmetric") == 0) {
+		int a, b, dl = -1, cut = 0;
+		bool after = false;
+		const char *date = strstr(body, "for both users must be ");
+		CHECK(starts(body, "where both users have at least one instance with "));
+		a = label_in(body, "instance with ");
+		b = label_in(body, " or ");
+		if (date) {
+			char mon[16];
+			int d, y;
+			struct tm tm = {0}, t0 = {0};
+			static const char *const months[] = {
+			    "January", "February", "March",	"April",   "May",      "June",
+			    "July",    "August",   "September", "October", "November", "December"};
+			dl = label_in(body, "all instances that are ");
+			CHECK(dl == a || dl == b);
+			date += strlen("for both users must be ");
+			after = starts(date, "after ");
+			CHECK(after || starts(date, "before "));
+			CHECK(sscanf(strchr(date, ' ') + 1, "%15s %d, %d", mon, &d, &y) == 3);
+			for (int m = 0; m < 12; m++)
+				if (strcmp(mon, months[m]) == 0)
+					tm.tm_mon = m, tm.tm_year = y - 1900, tm.tm_mday = d;
+			CHECK(tm.tm_mday);
+			t0.tm_year = 122;
+			t0.tm_mday = 1;
+			cut = (int)((timegm(&tm) - timegm(&t0)) / 86400);
+		}
+		for (size_t u = 0; u < p->n_users; u++) {
+			s1[u] = p->ul[u][a] + p->ul[u][b] > 0;
+			if (s1[u] && dl >= 0 && p->ul[u][dl])
+				s1[u] = after ? p->first[u][dl] > cut : p->last[u][dl] < cut;
+			s2[u] = s1[u];
+		}
+	} else {
+		const char *mid = strstr(body, ", and the other user has ");
+		struct atom_t c1[3], c2[3];
+		int n1, n2;
+		CHECK_STR(json_str(j, "task"), "asymmetric");
+		CHECK(starts(body, "such that one user has ") && mid);
+		n1 = parse_conj(body, mid, c1);
+		n2 = parse_conj(mid, q + strlen(q), c2);
+		for (size_t u = 0; u < p->n_users; u++) {
+			s1[u] = conj_ok(p, u, c1, n1);
+			s2[u] = conj_ok(p, u, c2, n2);
+		}
+	}
+	for (size_t u = 0; u < p->n_users; u++)
+		for (size_t v = u + 1; v < p->n_users; v++)
+			want += (s1[u] && s2[v]) || (s1[v] && s2[u]);
+	CHECK_INT(got, want);
+	CHECK_INT(json_int(j, "pairs", -1), want);
+	for (size_t i = 0; i < got; i++) {
+		const char *s = cJSON_GetArrayItem(ans, (int)i)->valuestring;
+		unsigned a, b;
+		size_t ua, ub;
+		CHECK(s && sscanf(s, "%u,%u", &a, &b) == 2);
+		CHECK(a < b);					     /* lower ID first */
+		CHECK(a > prev[0] || (a == prev[0] && b > prev[1])); /* sorted, no duplicate */
+		prev[0] = a;
+		prev[1] = b;
+		for (ua = 0; ua < p->n_users && p->ids[ua] != a; ua++)
+			;
+		for (ub = 0; ub < p->n_users && p->ids[ub] != b; ub++)
+			;
+		CHECK(ua < p->n_users && ub < p->n_users);
+		CHECK((s1[ua] && s2[ub]) || (s1[ub] && s2[ua]));
+	}
+}
+
+TEST(cli_pairs_gold_recomputed)
+{
+	static const char *const kinds[] = {"symmetric", "asymmetric"};
+	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
+		char *dir = xasprintf("%s/p%zu", harness_tmpdir(), k),
+		     *jl = xasprintf("%s/oolong-pairs.jsonl", dir);
+		const char *args[] = {
+		    "oolong-pairs", "--sizes", "8k,32k", "--n", "8", "--seed", "4",
+		    "--task",	    kinds[k],  "--out",	 dir,	NULL};
+		size_t n, nonempty = 0;
+		cJSON **items = gen_items(args, jl, &n);
+		CHECK_INT(n, 16);
+		for (size_t i = 0; i < n; i++) {
+			char *ctx = xasprintf("%s/%s", dir, json_str(items[i], "context_path"));
+			size_t len;
+			char *text = slurp(ctx, &len);
+			struct parsed *p = parse_window(text);
+			check_common(items[i], "oolong-pairs", "set_f1", dir);
+			CHECK_STR(json_str(items[i], "task"), kinds[k]);
+			CHECK_INT(json_int(items[i], "users", 0), p->n_users);
+			check_pairs_item(items[i], p);
+			nonempty += cJSON_GetArraySize(json_get(items[i], "answer")) > 0;
+			free(p);
+			free(text);
+			free(ctx);
+		}
+		CHECK(nonempty >= 12); /* predicates with a gold are preferred */
+		free_items(items, n);
+		free(jl);
+		free(dir);
+	}
+}
+
+/* oolong and oolong-pairs read the same windows; --users sets the pool. */
+TEST(cli_pairs_share_oolong_windows)
+{
+	char *dir = xasprintf("%s/same", harness_tmpdir()), *a, *b, *jl;
+	const char *a1[] = {"oolong",  "--sizes", "8k",	   "--n", "2",
+			    "--users", "12",	  "--out", dir,	  NULL};
+	const char *a2[] = {"oolong-pairs", "--sizes", "8k",	"--n", "2",
+			    "--users",	    "12",      "--out", dir,   NULL};
+	size_t al, bl, n;
+	cJSON **items;
+	char *out, *err;
+	CHECK_INT(run_gen(a1, &out, &err), 0);
+	free(out);
+	free(err);
+	jl = xasprintf("%s/oolong-pairs.jsonl", dir);
+	items = gen_items(a2, jl, &n);
+	CHECK_INT(n, 2);
+	for (int i = 0; i < 2; i++) {
+		char *pa = xasprintf("%s/oolong-8k-%d.txt", dir, i),
+		     *pb = xasprintf("%s/oolong-pairs-8k-%d.txt", dir, i);
+		struct parsed *p;
+		a = slurp(pa, &al);
+		b = slurp(pb, &bl);
+		CHECK(al == bl && memcmp(a, b, al) == 0);
+		p = parse_window(a);
+		CHECK(p->n_users <= 12);
+		CHECK_INT(json_int(items[i], "user_pool", 0), 12);
+		free(p);
+		free(a);
+		free(b);
+		free(pa);
+		free(pb);
+	}
+	free_items(items, n);
+	free(jl);
+	free(dir);
+}
+
+/* ---- browse ---- */
+
+/* Occurrences of w in s[0..n) as a whole word, ignoring case. */
+static size_t count_word(const char *s, size_t n, const char *w)
+{
+	size_t k = strlen(w), c = 0;
+	for (size_t i = 0; i + k <= n; i++) {
+		if (strncasecmp(s + i, w, k) != 0)
+			continue;
+		if ((i == 0 || !isalnum((unsigned char)s[i - 1])) &&
+		    (i + k == n || !isalnum((unsigned char)s[i + k])))
+			c++;
+	}
+	return c;
+}
+
+static void check_browse_item(const cJSON *j, const char *dir)
+{
+	struct corpus *c = NULL;
+	struct rlm_err e = {0, ""};
+	char *ctx = xasprintf("%s/%s", dir, json_str(j, "context_path"));
+	const char *fa = json_str(j, "fact_a"), *fb = json_str(j, "fact_b"),
+		   *bridge = json_str(j, "bridge_entity"), *subject = json_str(j, "subject");
+	size_t bd = (size_t)json_int(j, "bridge_doc", -1),
+	       ad = (size_t)json_int(j, "answer_doc", -1), td = (size_t)json_int(j, "trap_doc", -1),
+	       fao = (size_t)json_int(j, "fact_a_offset", -1),
+	       fbo = (size_t)json_int(j, "fact_b_offset", -1), same = 0, lines = 0;
+	const cJSON *ans = json_get(j, "answer"), *dups = json_get(j, "near_duplicate_docs");
+	size_t d1, d2;
+	check_common(j, "browse", "exact", dir);
+	CHECK_MSG(corpus_load(ctx, NULL, &c, &e) == 0, "%s", e.msg);
+	CHECK_INT(c->n_docs, json_int(j, "documents", 0));
+	CHECK_INT(c->len, json_int(j, "bytes", 0));
+	CHECK(fa && fb && bridge && subject);
+	CHECK(bd < c->n_docs && ad < c->n_docs && td < c->n_docs && bd != ad);
+	/* the facts, exactly where stated */
+	CHECK(fao + strlen(fa) <= c->docs[bd].len);
+	CHECK_MSG(memcmp(c->buf + c->docs[bd].off + fao, fa, strlen(fa)) == 0, "fact A not at %zu",
+		  fao);
+	CHECK(fbo + strlen(fb) <= c->docs[ad].len);
+	CHECK_MSG(memcmp(c->buf + c->docs[ad].off + fbo, fb, strlen(fb)) == 0, "fact B not at %zu",
+		  fbo);
+	/* fact A names the subject and B; fact B is about B and holds the answer */
+	CHECK(strstr(fa, subject) && strstr(fa, bridge));
+	CHECK(strstr(fb, bridge));
+	CHECK(strstr(json_str(j, "question"), subject));
+	CHECK(!strstr(json_str(j, "question"), bridge));
+	CHECK(cJSON_GetArraySize(ans) >= 1);
+	for (int i = 0; i < cJSON_GetArraySize(ans); i++) {
+		const char *a = cJSON_GetArrayItem(ans, i)->valuestring;
+		CHECK(!strstr(json_str(j, "question"), a));
+		if (i == 0 || strcmp(json_str(j, "chain"), "architect") == 0)
+			CHECK_MSG(strstr(fb, a), "'%s' not in fact B", a);
+		/* the answer and its aliases: in the answer document only */
+		for (size_t d = 0; d < c->n_docs; d++) {
+			size_t k = count_word(c->buf + c->docs[d].off, c->docs[d].len, a);
+			if (d == ad)
+				CHECK_MSG(k >= 1 || i > 0, "'%s' not in its document", a);
+			else
+				CHECK_MSG(k == 0, "'%s' in document %zu too", a, d);
+		}
+	}
+	/* B: in the bridge, answer and trap documents only; the subject in the
+	 * bridge document only */
+	for (size_t d = 0; d < c->n_docs; d++) {
+		size_t kb = count_word(c->buf + c->docs[d].off, c->docs[d].len, bridge),
+		       ks = count_word(c->buf + c->docs[d].off, c->docs[d].len, subject);
+		CHECK_MSG((kb > 0) == (d == bd || d == ad || d == td), "B in document %zu: %zu", d,
+			  kb);
+		CHECK_MSG((ks > 0) == (d == bd), "the subject in document %zu: %zu", d, ks);
+	}
+	/* near-duplicates: mostly the same lines as the bridge document */
+	CHECK_INT(cJSON_GetArraySize(dups), 2);
+	d1 = (size_t)cJSON_GetArrayItem(dups, 0)->valueint;
+	d2 = (size_t)cJSON_GetArrayItem(dups, 1)->valueint;
+	CHECK(d1 < c->n_docs && d2 < c->n_docs && d1 != bd && d2 != ad && d1 != d2);
+	{
+		char *x = xstrndup(c->buf + c->docs[bd].off, c->docs[bd].len),
+		     *y = xstrndup(c->buf + c->docs[d1].off, c->docs[d1].len), *sx = NULL,
+		     *sy = NULL;
+		for (char *lx = strtok_r(x, "\n", &sx), *ly = strtok_r(y, "\n", &sy); lx && ly;
+		     lx = strtok_r(NULL, "\n", &sx), ly = strtok_r(NULL, "\n", &sy), lines++)
+			same += strcmp(lx, ly) == 0;
+		/* all but the title, the opening, fact A's and the last paragraph
+		 * (and, rarely, one more where the end moved fact A up) */
+		CHECK_MSG(same + 5 >= lines && same < lines, "%zu of %zu lines alike", same, lines);
+		free(x);
+		free(y);
+	}
+	corpus_free(c);
+	free(ctx);
+}
+
+TEST(cli_browse_bridge_facts)
+{
+	static const char *const fmts[] = {"jsonl", "dir"};
+	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
+		char *dir = xasprintf("%s/b%zu", harness_tmpdir(), f),
+		     *jl = xasprintf("%s/browse.jsonl", dir);
+		const char *args[] = {"browse", "--sizes",  "8k,40k", "--n",   "6", "--seed",
+				      "3",	"--format", fmts[f],  "--out", dir, NULL};
+		size_t n;
+		bool chains[4] = {false};
+		cJSON **items = gen_items(args, jl, &n);
+		CHECK_INT(n, 12);
+		for (size_t i = 0; i < n; i++) {
+			const char *ch = json_str(items[i], "chain");
+			int64_t tokens = json_int(items[i], "tokens", 0),
+				bytes = json_int(items[i], "bytes", 0);
+			CHECK_STR(json_str(items[i], "format"), fmts[f]);
+			CHECK_INT(json_int(items[i], "documents", 0),
+				  tokens / 1000 < 10 ? 10 : tokens / 1000);
+			CHECK(bytes <= 4 * tokens && bytes + 40 > 4 * tokens);
+			check_browse_item(items[i], dir);
+			chains[0] |= strcmp(ch, "architect") == 0;
+			chains[1] |= strcmp(ch, "founder") == 0;
+			chains[2] |= strcmp(ch, "captain") == 0;
+			chains[3] |= strcmp(ch, "author") == 0;
+		}
+		CHECK(chains[0] + chains[1] + chains[2] + chains[3] >= 3);
+		free_items(items, n);
+		free(jl);
+		free(dir);
+	}
+}
+
+TEST(browse_deterministic_many_seeds)
+{
+	for (uint64_t seed = 0; seed < 40; seed++) {
+		struct browse_opts o = {6000 + seed * 100, seed, seed % 3 ? 0 : 5 + seed % 7};
+		struct browse_item a, b;
+		char *p1 = xasprintf("%s/x%llu.jsonl", harness_tmpdir(), (unsigned long long)seed),
+		     *p2 = xasprintf("%s/y%llu.jsonl", harness_tmpdir(), (unsigned long long)seed);
+		char *t1, *t2;
+		size_t l1, l2;
+		cJSON *j = cJSON_CreateObject(), *ans = cJSON_CreateArray(),
+		      *dups = cJSON_CreateArray();
+		CHECK_INT(browse_write(&o, SNIAH_JSONL, p1, &a), 0);
+		CHECK_INT(browse_write(&o, SNIAH_JSONL, p2, &b), 0);
+		t1 = slurp(p1, &l1);
+		t2 = slurp(p2, &l2);
+		CHECK(l1 == l2 && memcmp(t1, t2, l1) == 0);
+		CHECK_STR(a.question, b.question);
+		/* the same checks as the CLI's items, on many more draws */
+		json_add_str(j, "id", "browse-x");
+		json_add_str(j, "suite", "browse");
+		json_add_str(j, "question", a.question);
+		for (int i = 0; i < a.n_answers; i++)
+			json_add_str(ans, NULL, a.answers[i]);
+		json_add(j, "answer", ans);
+		json_add_str(j, "context_path", strrchr(p1, '/') + 1);
+		json_add_str(j, "scorer", "exact");
+		json_add_num(j, "tokens", (double)o.tokens);
+		json_add_num(j, "bytes", (double)a.bytes);
+		json_add_num(j, "documents", (double)a.n_docs);
+		json_add_str(j, "chain", a.chain);
+		json_add_str(j, "subject", a.subject);
+		json_add_str(j, "bridge_entity", a.bridge);
+		json_add_num(j, "bridge_doc", (double)a.bridge_doc);
+		json_add_num(j, "answer_doc", (double)a.answer_doc);
+		json_add_num(j, "trap_doc", (double)a.trap_doc);
+		json_add_str(j, "fact_a", a.fact_a);
+		json_add_str(j, "fact_b", a.fact_b);
+		json_add_num(j, "fact_a_offset", (double)a.fact_a_off);
+		json_add_num(j, "fact_b_offset", (double)a.fact_b_off);
+		json_add_num(dups, NULL, (double)a.dup_docs[0]);
+		json_add_num(dups, NULL, (double)a.dup_docs[1]);
+		json_add(j, "near_duplicate_docs", dups);
+		check_browse_item(j, harness_tmpdir());
+		cJSON_Delete(j);
+		free(t1);
+		free(t2);
+		free(p1);
+		free(p2);
+	}
+}
+
+TEST(browse_rejects_bad_opts)
+{
+	struct browse_opts o = {8000, 1, 4};
+	struct browse_item it;
+	char *p = xasprintf("%s/bad.jsonl", harness_tmpdir());
+	CHECK_INT(browse_write(&o, SNIAH_JSONL, p, &it), -EINVAL); /* 4 documents */
+	o.docs = 33; /* 32,000 bytes: 969 a document */
+	CHECK_INT(browse_write(&o, SNIAH_JSONL, p, &it), -EINVAL);
+	o.docs = 32;
+	CHECK_INT(browse_write(&o, SNIAH_TEXT, p, &it), -EINVAL);
+	CHECK_INT(browse_write(&o, SNIAH_JSONL, p, &it), 0);
+	CHECK_INT(browse_default_docs(1000), 0);
+	CHECK_INT(browse_default_docs(8000), 10);
+	CHECK_INT(browse_default_docs(128000), 128);
+	CHECK_INT(browse_default_docs(10000000), 1000);
+	free(p);
+}
+
+TEST(gen_suites_10m_tokens_fast)
+{
+	struct oolong_opts oo = {10000000, 5, 0};
+	struct browse_opts bo = {10000000, 5, 0};
+	struct oolong_window *w;
+	struct browse_item it;
+	char *p = xasprintf("%s/big-oolong.txt", harness_tmpdir()),
+	     *q = xasprintf("%s/big-browse.jsonl", harness_tmpdir());
+	FILE *f = fopen(p, "wb");
+	int64_t t0 = now_ns();
+	double ms[2];
+	struct stat st;
+	CHECK_INT(oolong_generate(&oo, f, &w), 0);
+	CHECK_INT(fclose(f), 0);
+	ms[0] = (double)(now_ns() - t0) / 1e6;
+	t0 = now_ns();
+	CHECK_INT(browse_write(&bo, SNIAH_JSONL, q, &it), 0);
+	ms[1] = (double)(now_ns() - t0) / 1e6;
+	printf(
+	    "     10M tokens: oolong window in %.0f ms (%zu instances), browse corpus in %.0f ms "
+	    "(%zu documents)\n",
+	    ms[0], w->lines, ms[1], it.n_docs);
+	CHECK_INT(stat(p, &st), 0);
+	CHECK_INT(st.st_size, w->bytes);
+	CHECK(w->bytes <= 40000000 && w->bytes > 40000000 - 160);
+	CHECK(it.bytes <= 40000000 && it.bytes > 40000000 - 40);
+	CHECK_INT(it.n_docs, 1000);
+	CHECK(ms[0] < 60000 && ms[1] < 60000);
+	oolong_window_free(w);
+	free(p);
+	free(q);
+}
+
+TEST(cli_suites_bad_options_exit_2)
+{
+	static const struct {
+		const char *args[12];
+		const char *msg;
+	} cases[] = {
+	    {{"oolong", "--out", "D", "--values", "2", NULL},
+	     "--values is for sniah only, not oolong"},
+	    {{"browse", "--out", "D", "--haystack", "noise", NULL},
+	     "--haystack is for sniah only, not browse"},
+	    {{"oolong-pairs", "--out", "D", "--utf8", NULL}, "--utf8 is for sniah only"},
+	    {{"oolong", "--out", "D", "--format", "dir", NULL},
+	     "--format dir does not fit oolong: a window is one text file"},
+	    {{"oolong-pairs", "--out", "D", "--format", "jsonl", NULL},
+	     "--format jsonl does not fit oolong-pairs"},
+	    {{"oolong", "--out", "D", "--docs", "9", NULL},
+	     "--docs is for sniah and browse, not oolong"},
+	    {{"oolong", "--out", "D", "--users", "1", NULL},
+	     "bad value '1' for --users: want 2..1000"},
+	    {{"oolong", "--out", "D", "--users", "1001", NULL}, "bad value '1001' for --users"},
+	    {{"oolong", "--out", "D", "--task", "symmetric", NULL},
+	     "unknown --task 'symmetric' for oolong (known: most_freq"},
+	    {{"oolong-pairs", "--out", "D", "--task", "most_freq", NULL},
+	     "unknown --task 'most_freq' for oolong-pairs (known: symmetric, asymmetric, any)"},
+	    {{"browse", "--out", "D", "--users", "5", NULL},
+	     "--users is for oolong and oolong-pairs, not browse"},
+	    {{"sniah", "--out", "D", "--task", "any", NULL},
+	     "--task is for oolong and oolong-pairs, not sniah"},
+	    {{"browse", "--out", "D", "--format", "text", NULL},
+	     "--format text does not fit browse: its documents go in a directory (dir) or a "
+	     "JSONL file (jsonl)"},
+	    {{"browse", "--out", "D", "--docs", "4", NULL},
+	     "bad value '4' for --docs: browse needs at least 5 documents"},
+	    {{"browse", "--out", "D", "--sizes", "1k", NULL},
+	     "size '1k' is too small for browse with 0 documents"},
+	    {{"browse", "--out", "D", "--sizes", "8k", "--docs", "40", NULL},
+	     "size '8k' is too small for browse with 40 documents: each needs 1000 bytes"},
+	    {{"oolong", "--out", "D", "--sizes", "0.2k", NULL}, "bad size '0.2k'"},
+	};
+	char *cwd = getcwd(NULL, 0);
+	CHECK_INT(chdir(harness_tmpdir()), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *out, *err;
+		int status = run_gen(cases[i].args, &out, &err);
+		CHECK_MSG(status == 2, "case %zu: status %d: %s", i, status, err);
+		CHECK_CONTAINS(err, "rlm: error: ");
+		CHECK_CONTAINS(err, cases[i].msg);
+		CHECK_STR(out, "");
+		free(out);
+		free(err);
+	}
+	CHECK_INT(chdir(cwd), 0);
+	free(cwd);
+}
+
+TEST(cli_help_names_every_suite)
+{
+	const char *args[] = {"--help", NULL};
+	char *out, *err;
+	CHECK_INT(run_gen(args, &out, &err), 0);
+	CHECK_CONTAINS(out, "  sniah ");
+	CHECK_CONTAINS(out, "  oolong ");
+	CHECK_CONTAINS(out, "  oolong-pairs ");
+	CHECK_CONTAINS(out, "  browse ");
+	CHECK_CONTAINS(out, "--users N");
+	CHECK_CONTAINS(out, "--task KIND");
+	CHECK_CONTAINS(out, "set_f1");
+	CHECK_CONTAINS(out, "Scorer oolong");
+	CHECK_CONTAINS(out, "Scorer exact");
+	CHECK(!strstr(out, "The only SUITE"));
 	free(out);
 	free(err);
 }

@@ -1,0 +1,638 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_bench_run.c -- `rlm bench run` end to end on the simulator:
+ * results.jsonl's lines and scores, report.md, SVGs that parse as XML, a
+ * rerun that skips what is done without a model call, failed solves run
+ * again, bad datasets named by FILE:LINE; and the report's quantiles and
+ * sizes, table-driven. */
+#include "harness.h"
+#include "proc.h"
+#include "../bench/bench_int.h"
+#include "../common/common.h"
+#include "../common/json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+/* No real provider, sandbox setting or store from the environment. */
+static const char *const clean_env[] = {
+    "RLM_PROVIDER",	  "RLM_MODEL",	     "RLM_SUB_MODEL",
+    "OPENAI_API_KEY",	  "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL", "RLM_SIM",	     "RLM_SANDBOX_DISABLE",
+    "RLM_MAX_DEPTH",	  "RLM_MAX_NODES",   "RLM_CACHE",
+    "RLM_NO_CACHE",	  "RLM_PRICES",	     NULL};
+
+/* Run rlm with args (NULL-terminated). */
+static struct proc_out rlm(const char *const *args)
+{
+	const char *argv[40];
+	struct proc_out o;
+	size_t n = 0;
+	argv[n++] = harness_rlm_bin();
+	for (size_t i = 0; args[i] && n < 39; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	CHECK_INT(proc_run(argv, NULL, clean_env, 120, &o), 0);
+	return o;
+}
+
+static char *tmp(const char *name)
+{
+	return xasprintf("%s/%s", harness_tmpdir(), name);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CHECK(f);
+	CHECK(fputs(text, f) >= 0);
+	CHECK_INT(fclose(f), 0);
+}
+
+static char *slurp(const char *path)
+{
+	char *s;
+	size_t len;
+	struct rlm_err err = {0, ""};
+	CHECK_MSG(read_file(path, 1 << 26, &s, &len, &err) == 0, "%s", err.msg);
+	return s;
+}
+
+/* Generate S-NIAH 8k and 32k, one item each, into DIR/ds; its JSONL path. */
+static char *gen_sniah(void)
+{
+	char *dir = tmp("ds");
+	const char *args[] = {"bench", "gen", "sniah", "--sizes", "8k,32k",
+			      "--n",   "1",   "--out", dir,	  NULL};
+	struct proc_out o = rlm(args);
+	CHECK_MSG(o.status == 0, "bench gen: %s", o.err);
+	proc_out_release(&o);
+	free(dir);
+	return tmp("ds/sniah.jsonl");
+}
+
+/* The lines of results.jsonl, parsed; a line that is not JSON fails. */
+static cJSON *results(const char *out, size_t *n)
+{
+	char *path = xasprintf("%s/results.jsonl", out), *s = slurp(path), *p = s, *nl;
+	cJSON *arr = cJSON_CreateArray();
+	*n = 0;
+	for (; *p; p = nl + 1) {
+		cJSON *j;
+		nl = strchr(p, '\n');
+		CHECK_MSG(nl, "results.jsonl does not end with a newline");
+		j = json_parse(p, (size_t)(nl - p));
+		CHECK_MSG(j, "not JSON: %.*s", (int)(nl - p), p);
+		json_add(arr, NULL, j);
+		(*n)++;
+	}
+	free(s);
+	free(path);
+	return arr;
+}
+
+static const cJSON *find(const cJSON *arr, const char *id, const char *strategy)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, arr)
+	{
+		if (strcmp(json_str(it, "id"), id) == 0 &&
+		    strcmp(json_str(it, "strategy"), strategy) == 0)
+			return it;
+	}
+	harness_fail(__FILE__, __LINE__, "no result for %s (%s)", id, strategy);
+}
+
+static void check_svg(const char *path)
+{
+	const char *argv[] = {"/usr/bin/python3", "-c",
+			      "import sys, xml.dom.minidom as m\n"
+			      "d = m.parse(sys.argv[1]).documentElement\n"
+			      "assert d.tagName == 'svg', d.tagName\n"
+			      "assert d.getAttribute('xmlns') == 'http://www.w3.org/2000/svg'\n",
+			      path, NULL};
+	struct proc_out o;
+	CHECK_INT(proc_run(argv, NULL, NULL, 60, &o), 0);
+	CHECK_MSG(o.status == 0, "%s is not valid SVG: %s", path, o.err);
+	proc_out_release(&o);
+}
+
+/* The store's "calls", "results" and "runs" counts as one string. */
+static char *store_counts(const char *db)
+{
+	const char *args[] = {"cache", "stats", "--json", "--cache", db, NULL};
+	struct proc_out o = rlm(args);
+	cJSON *j;
+	char *s;
+	CHECK_MSG(o.status == 0, "cache stats: %s", o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK(j);
+	s = xasprintf("calls %lld results %lld runs %lld hits %lld",
+		      (long long)json_int(j, "calls", -1), (long long)json_int(j, "results", -1),
+		      (long long)json_int(j, "runs", -1), (long long)json_int(j, "call_hits", -1));
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	return s;
+}
+
+/* ---- the run ---- */
+
+TEST(run_repl_direct_then_rerun_skips)
+{
+	char *ds = gen_sniah(), *out = tmp("out"), *db = tmp("store.db"), *md, *before, *after;
+	char *svg1 = xasprintf("%s/score_vs_length.svg", out),
+	     *svg2 = xasprintf("%s/cost_latency.svg", out);
+	const char *args[] = {"bench",	    "run",	   ds,	    "--jobs", "2",
+			      "--strategy", "repl,direct", "--out", out,      "--cache",
+			      db,	    "--quiet",	   NULL};
+	const char *again[] = {"bench",	      "run",   ds,  "--jobs",  "2", "--strategy",
+			       "repl,direct", "--out", out, "--cache", db,  NULL};
+	struct proc_out o = rlm(args);
+	const cJSON *r;
+	cJSON *arr;
+	size_t n;
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.err, ""); /* --quiet */
+	CHECK_CONTAINS(o.out, "score (mean over items");
+	CHECK_CONTAINS(o.out, "sniah  8k");
+	CHECK_CONTAINS(o.out, "sniah  32k");
+	CHECK_CONTAINS(o.out, "latency (s)");
+	proc_out_release(&o);
+
+	arr = results(out, &n);
+	CHECK_INT(n, 4);
+	/* repl finds every needle; each line has every field */
+	r = find(arr, "sniah-8k-0", "repl");
+	CHECK_STR(json_str(r, "suite"), "sniah");
+	CHECK_INT(json_int(r, "tokens", 0), 8000);
+	CHECK_STR(json_str(r, "scorer"), "contains_all");
+	CHECK_STR(json_str(r, "model"), "sim");
+	CHECK_STR(json_str(r, "sub_model"), "sim");
+	CHECK(json_num(r, "score", -1) == 1);
+	CHECK_CONTAINS(json_str(r, "answer"),
+		       cJSON_GetArrayItem(json_get(r, "gold"), 0)->valuestring);
+	CHECK(json_int(json_get(json_get(r, "usage"), "root"), "input_tokens", 0) > 0);
+	CHECK(json_int(json_get(json_get(r, "usage"), "sub"), "input_tokens", 0) > 0);
+	CHECK(json_int(r, "iterations", 0) >= 2);
+	CHECK(json_int(r, "sub_calls", 0) >= 1);
+	CHECK_INT(json_int(r, "errors", -1), 0);
+	CHECK(json_num(r, "wall_ms", -1) > 0);
+	CHECK(json_num(r, "cost_usd", -1) == 0);
+	CHECK(strlen(json_str(r, "run_id")) > 10);
+	CHECK_STR(json_str(r, "stop"), "answer");
+	CHECK(!json_get(r, "error"));
+	r = find(arr, "sniah-32k-0", "repl");
+	CHECK(json_num(r, "score", -1) == 1);
+	CHECK_INT(json_int(r, "tokens", 0), 32000);
+	/* direct: one call; 8k fits sim's 32,000-token window, 32k is cut */
+	r = find(arr, "sniah-8k-0", "direct");
+	CHECK(json_num(r, "score", -1) == 1);
+	CHECK_INT(json_int(r, "calls", 0), 1);
+	CHECK_INT(json_int(r, "sub_calls", -1), 0);
+	CHECK_INT(json_int(r, "context_cut_tokens", -1), 0);
+	CHECK(json_int(json_get(json_get(r, "usage"), "root"), "input_tokens", 0) > 8000);
+	r = find(arr, "sniah-32k-0", "direct");
+	CHECK(json_int(r, "context_cut_tokens", 0) > 4000);
+	CHECK(json_int(json_get(json_get(r, "usage"), "root"), "input_tokens", 0) < 32000);
+	cJSON_Delete(arr);
+
+	md = slurp(xasprintf("%s/report.md", out));
+	CHECK_CONTAINS(md, "# rlm bench run");
+	CHECK_CONTAINS(md, "- command: `rlm bench run ");
+	CHECK_CONTAINS(md, "--strategy repl,direct");
+	CHECK_CONTAINS(md, " UTC\n");
+	CHECK_CONTAINS(md, "`sim` (provider sim");
+	CHECK_CONTAINS(md, "| suite | size | repl | direct |");
+	CHECK_CONTAINS(md, "| sniah | 8k | 1.000 (1) | 1.000 (1) |");
+	CHECK_CONTAINS(md, "| sniah | 32k | 1.000 (1) |");
+	CHECK_CONTAINS(md, "| **all** | | **1.000 (2)** |");
+	CHECK_CONTAINS(md, "| repl | 2 |");
+	CHECK_CONTAINS(md, "![mean score against context length](score_vs_length.svg)");
+	CHECK_CONTAINS(md, "direct: 1 of 2 contexts were longer");
+	check_svg(svg1);
+	check_svg(svg2);
+	CHECK_CONTAINS(slurp(svg1), "sniah / direct");
+	CHECK_CONTAINS(slurp(svg2), "Latency per item");
+
+	/* Again: everything is skipped, nothing is asked of a model or the store. */
+	before = store_counts(db);
+	o = rlm(again);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "4 of them already in");
+	CHECK_CONTAINS(o.err, "skipped (resuming");
+	CHECK_CONTAINS(o.err, "0 run (0 failed), 4 skipped; 0 model calls");
+	CHECK_CONTAINS(o.out, "1.000 (1)");
+	proc_out_release(&o);
+	after = store_counts(db);
+	CHECK_STR(after, before);
+	arr = results(out, &n);
+	CHECK_INT(n, 4);
+	cJSON_Delete(arr);
+	md = slurp(xasprintf("%s/report.md", out));
+	CHECK_CONTAINS(md, "4 of them were read back from an earlier run");
+	CHECK_CONTAINS(md, "| sniah | 32k | 1.000 (1) |");
+}
+
+/* Every suite, from 8k up to 1M tokens, generated and run on the
+ * simulator with repl and direct, in one bench run: what the issue asks
+ * CI to show (the simulator cannot classify or join facts, so only S-NIAH
+ * scores; the run must complete and score every item). */
+TEST(run_every_suite_up_to_1M)
+{
+	static const char *const suites[] = {"sniah", "oolong", "oolong-pairs", "browse"};
+	char *dir = tmp("all"), *out = tmp("all-out"), *db = tmp("all.db");
+	char *paths[4];
+	const char *args[16] = {"bench", "run"};
+	struct proc_out o;
+	cJSON *arr;
+	size_t n, k = 2;
+	int64_t t0 = now_ns();
+	for (size_t i = 0; i < 4; i++) {
+		const char *g[] = {"bench", "gen", suites[i], "--sizes", "8k,128k,1M", "--n", "1",
+				   "--out", dir, NULL};
+		o = rlm(g);
+		CHECK_MSG(o.status == 0, "bench gen %s: %s", suites[i], o.err);
+		proc_out_release(&o);
+		paths[i] = xasprintf("%s/%s.jsonl", dir, suites[i]);
+		args[k++] = paths[i];
+	}
+	args[k++] = "--jobs";
+	args[k++] = "2";
+	args[k++] = "--strategy";
+	args[k++] = "repl,direct";
+	args[k++] = "--out";
+	args[k++] = out;
+	args[k++] = "--cache";
+	args[k++] = db;
+	args[k++] = "--quiet";
+	args[k] = NULL;
+	o = rlm(args);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	for (size_t i = 0; i < 4; i++)
+		CHECK_CONTAINS(o.out, suites[i]);
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 4 * 3 * 2);
+	for (int i = 0; i < (int)n; i++) {
+		const cJSON *r = cJSON_GetArrayItem(arr, i);
+		double sc = json_num(r, "score", -1);
+		CHECK_MSG(sc >= 0 && sc <= 1, "%s: score %g", json_str(r, "id"), sc);
+		CHECK_MSG(!json_get(r, "error"), "%s (%s): %s", json_str(r, "id"),
+			  json_str(r, "strategy"), json_str(r, "error"));
+	}
+	CHECK(json_num(find(arr, "sniah-1M-0", "repl"), "score", -1) == 1);
+	{
+		char *md = xasprintf("%s/report.md", out), *text = slurp(md);
+		CHECK_CONTAINS(text, "oolong-pairs");
+		free(text);
+		free(md);
+	}
+	fprintf(stderr, "  4 suites x 8k/128k/1M x repl,direct: %.1f s\n",
+		(double)(now_ns() - t0) / 1e9);
+	cJSON_Delete(arr);
+	for (size_t i = 0; i < 4; i++)
+		free(paths[i]);
+	free(dir);
+	free(out);
+	free(db);
+}
+
+TEST(run_resumes_a_killed_run)
+{
+	char *ds = gen_sniah(), *out = tmp("out"), *db = tmp("store.db"), *path, *s, *cut;
+	const char *args[] = {"bench", "run",	  ds, "--strategy", "direct,tree", "--out",
+			      out,     "--cache", db, "--jobs",	    "1",	   NULL};
+	struct proc_out o = rlm(args);
+	cJSON *arr;
+	size_t n;
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	proc_out_release(&o);
+	/* Keep the first two lines, and half of the third: a kill mid-write. */
+	path = xasprintf("%s/results.jsonl", out);
+	s = slurp(path);
+	cut = strchr(strchr(s, '\n') + 1, '\n') + 1;
+	cut[20] = '\0';
+	write_text(path, s);
+	o = rlm(args);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "2 of them already in");
+	CHECK_CONTAINS(o.err, "2 run (0 failed), 2 skipped");
+	CHECK_CONTAINS(o.out, "sniah  32k");
+	proc_out_release(&o);
+	/* The half line stands alone, and is not read as a result. */
+	free(s);
+	s = slurp(path);
+	CHECK_INT(strlen(s) > 0 && s[strlen(s) - 1] == '\n', 1);
+	CHECK_CONTAINS(s, "\n{\"id\":\"sniah-32k-0\",\n{");
+	unlink(path);
+	o = rlm(args);
+	/* Run afresh: every call comes from the store. */
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "4 run (0 failed), 0 skipped");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 4);
+	CHECK(json_num(find(arr, "sniah-32k-0", "tree"), "score", -1) == 1);
+	CHECK(cJSON_IsTrue(json_get(find(arr, "sniah-32k-0", "tree"), "from_cache")));
+	CHECK(cJSON_IsTrue(json_get(find(arr, "sniah-8k-0", "direct"), "from_cache")));
+	cJSON_Delete(arr);
+	CHECK_CONTAINS(slurp(xasprintf("%s/report.md", out)), "answered wholly from the store");
+	/* A line of another model is not this run's result. */
+	free(s);
+	s = slurp(path);
+	cut = strstr(s, "\"model\":\"sim\"");
+	CHECK(cut);
+	memcpy(cut, "\"model\":\"mis\"", 13);
+	write_text(path, s);
+	o = rlm(args);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "3 of them already in");
+	CHECK_CONTAINS(o.err, "1 results in ");
+	CHECK_CONTAINS(o.err, " are of another model");
+	CHECK_CONTAINS(o.err, "1 run (0 failed), 3 skipped");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 5);
+	CHECK_STR(json_str(cJSON_GetArrayItem(arr, 0), "sub_model"), "sim");
+	cJSON_Delete(arr);
+	free(s);
+	free(path);
+}
+
+TEST(run_failed_solves_exit_1_and_run_again)
+{
+	char *ds = gen_sniah(), *out = tmp("out");
+	const char *fail[] = {"bench",	       "run", ds,	    "--strategy", "direct",
+			      "--out",	       out,   "--no-cache", "--sim",	  "500=1",
+			      "--max-retries", "0",   "--limit",    "1",	  NULL};
+	const char *ok[] = {"bench", "run",	   ds,	      "--strategy", "direct", "--out",
+			    out,     "--no-cache", "--limit", "1",	    NULL};
+	struct proc_out o = rlm(fail);
+	const cJSON *r;
+	cJSON *arr;
+	size_t n;
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, "rlm: error: sniah-8k-0 (direct): ");
+	CHECK_CONTAINS(o.out, "0.000 (1, 1 failed)");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 1);
+	r = find(arr, "sniah-8k-0", "direct");
+	CHECK_STR(json_str(r, "stop"), "error");
+	CHECK_CONTAINS(json_str(r, "error"), "500");
+	CHECK_INT(json_int(r, "errors", 0), 1);
+	CHECK(cJSON_IsNull(json_get(r, "answer")));
+	cJSON_Delete(arr);
+	CHECK_CONTAINS(slurp(xasprintf("%s/report.md", out)), "1 solves failed");
+	/* A failure is not a result: the next run tries it again. */
+	o = rlm(ok);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "1 run (0 failed), 0 skipped");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 2);
+	CHECK(json_num(cJSON_GetArrayItem(arr, 1), "score", -1) == 1);
+	cJSON_Delete(arr);
+}
+
+TEST(run_inline_contexts_and_limit)
+{
+	char *ds = tmp("mine.jsonl"), *out = tmp("out");
+	const char *args[] = {"bench", "run",	  ds,  "--strategy", "tree,repl", "--out",
+			      out,     "--limit", "2", "--no-cache", "--quiet",	  NULL};
+	struct proc_out o;
+	cJSON *arr;
+	size_t n;
+	write_text(ds, "{\"id\":\"a\",\"question\":\"What is the code word for the vault?\","
+		       "\"answer\":\"The code word for the vault is: saffron.\","
+		       "\"context\":\"The weather was mild.\\nThe code word for the vault is: "
+		       "saffron.\\nNothing else happened.\",\"scorer\":\"exact\"}\n"
+		       "\n"
+		       "{\"id\":\"b\",\"question\":\"What is the code word for the vault?\","
+		       "\"answer\":[\"thistle\"],\"context\":\"The code word for the vault is: "
+		       "thistle.\",\"scorer\":\"contains_all\",\"suite\":\"tiny\",\"tokens\":9}\n"
+		       "{\"id\":\"c\",\"question\":\"q?\",\"answer\":[\"x\"],\"context\":\"x\","
+		       "\"scorer\":\"exact\"}\n");
+	o = rlm(args);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.err, "");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 4); /* --limit 2: a and b, each with two strategies */
+	CHECK_STR(json_str(find(arr, "a", "tree"), "suite"), "mine");
+	CHECK_INT(json_int(find(arr, "a", "tree"), "tokens", 0), 22); /* 85 bytes / 4, up */
+	CHECK(json_num(find(arr, "a", "tree"), "score", -1) == 1);
+	CHECK_STR(json_str(find(arr, "b", "repl"), "suite"), "tiny");
+	CHECK_INT(json_int(find(arr, "b", "repl"), "tokens", 0), 9);
+	CHECK(json_num(find(arr, "b", "repl"), "score", -1) == 1);
+	CHECK_STR(json_str(find(arr, "b", "repl"), "run_id"), ""); /* --no-cache: no run */
+	cJSON_Delete(arr);
+}
+
+/* On a terminal (script(1) gives it one) the progress bar is drawn on
+ * stderr; elsewhere it is not (every other test). */
+TEST(run_progress_bar_on_a_terminal)
+{
+	char *ds = gen_sniah(), *out = tmp("out"), *cmd;
+	const char *argv[] = {"/usr/bin/script", "-qec", NULL, "/dev/null", NULL};
+	struct proc_out o;
+	if (access("/usr/bin/script", X_OK) != 0) {
+		fprintf(stderr, "  skipped: no /usr/bin/script\n");
+		return;
+	}
+	cmd = xasprintf("%s bench run %s --strategy direct --no-cache --out %s >/dev/null",
+			harness_rlm_bin(), ds, out);
+	argv[2] = cmd;
+	CHECK_INT(proc_run(argv, NULL, clean_env, 60, &o), 0);
+	CHECK_MSG(o.status == 0, "exit %d: %s %s", o.status, o.out, o.err);
+	CHECK_CONTAINS(o.out, "\r\033[K[");
+	CHECK_CONTAINS(o.out, "] 2/2 solves");
+	CHECK_CONTAINS(o.out, "ETA ");
+	proc_out_release(&o);
+	free(cmd);
+}
+
+/* ---- bad input ---- */
+
+TEST(run_bad_dataset_lines_are_named)
+{
+	char *ds = tmp("bad.jsonl"), *out = tmp("out"), *ctx = tmp("here.txt"), *want;
+	const char *args[] = {"bench", "run", ds, "--out", out, "--no-cache", NULL};
+	struct proc_out o;
+	struct stat st;
+	write_text(ctx, "some text\n");
+	write_text(ds,
+		   "{\"id\":\"a\",\"question\":\"q?\",\"answer\":[\"x\"],\"context\":\"x\","
+		   "\"scorer\":\"exact\"}\n"
+		   "{\"id\":\"b\",\"question\":\"q?\"\n"
+		   "{\"id\":\"c\",\"question\":\"q?\",\"answer\":[\"x\"],\"context\":\"x\","
+		   "\"scorer\":\"rouge\"}\n"
+		   "{\"id\":\"d\",\"question\":\"q?\",\"answer\":[\"x\"],"
+		   "\"context_path\":\"nowhere.txt\",\"scorer\":\"exact\"}\n"
+		   "{\"id\":\"a\",\"question\":\"q?\",\"answer\":[\"x\"],"
+		   "\"context_path\":\"here.txt\",\"scorer\":\"exact\"}\n"
+		   "[1, 2]\n"
+		   "{\"id\":\"e\",\"answer\":[\"x\"],\"context\":\"x\",\"scorer\":\"exact\"}\n"
+		   "{\"id\":\"f\",\"question\":\"q?\",\"answer\":[\"x\"],\"scorer\":\"exact\"}\n"
+		   "{\"id\":\"g\",\"question\":\"q?\",\"answer\":{\"x\":1},\"context\":\"x\","
+		   "\"scorer\":\"exact\"}\n");
+	o = rlm(args);
+	CHECK_INT(o.status, 1);
+	want = xasprintf("rlm: error: %s:2: not valid JSON\n", ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:3: item 'c': unknown scorer 'rouge' (known: contains_all, exact, "
+			 "oolong, set_f1, mc)",
+			 ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:4: item 'd': cannot read context '%s/nowhere.txt': No such file", ds,
+			 harness_tmpdir());
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:5: duplicate id 'a' (also at %s:1)", ds, ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:6: not a JSON object", ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:7: item 'e': no \"question\"", ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:8: item 'f': want one of \"context\"", ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:9: item 'g': no \"answer\"", ds);
+	CHECK_CONTAINS(o.err, want);
+	CHECK_CONTAINS(o.err, "nothing was run");
+	CHECK(stat(out, &st) != 0); /* nothing was written */
+	proc_out_release(&o);
+}
+
+TEST(run_usage)
+{
+	static const struct {
+		const char *args[6];
+		int status;
+		const char *err;
+	} cases[] = {
+	    {{"bench", "run", NULL}, 2, "no dataset"},
+	    {{"bench", "run", "x.jsonl", "--strategy", "repl,rag", NULL},
+	     2,
+	     "unknown strategy 'rag' in --strategy (known: repl, tree, direct)"},
+	    {{"bench", "run", "x.jsonl", "--strategy", ",", NULL}, 2, "--strategy is empty"},
+	    {{"bench", "run", "x.jsonl", "--jobs", "0", NULL}, 2, "bad value '0' for --jobs"},
+	    {{"bench", "run", "x.jsonl", "--limit", "-1", NULL}, 2, "bad value '-1' for --limit"},
+	    {{"bench", "run", "x.jsonl", "--frobnicate", NULL}, 2, "unknown option '--frobnicate'"},
+	    {{"bench", "run", "x.jsonl", "--out", NULL}, 2, "needs a value"},
+	    {{"bench", "run", "x.jsonl", "--max-depth", "99", NULL}, 2, "max-depth"},
+	    {{"bench", "run", "/nonexistent/x.jsonl", "--no-cache", NULL},
+	     1,
+	     "cannot open dataset '/nonexistent/x.jsonl'"},
+	    {{"bench", "frob", NULL}, 2, "known: gen, run, perf"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct proc_out o = rlm(cases[i].args);
+		CHECK_MSG(o.status == cases[i].status, "case %zu: exit %d: %s", i, o.status, o.err);
+		CHECK_CONTAINS(o.err, cases[i].err);
+		proc_out_release(&o);
+	}
+	{
+		const char *args[] = {"bench", "run", "--help", NULL};
+		struct proc_out o = rlm(args);
+		CHECK_INT(o.status, 0);
+		CHECK_CONTAINS(o.out, "usage: rlm bench run DATASET.jsonl");
+		CHECK_CONTAINS(o.out, "direct  the baseline");
+		CHECK_CONTAINS(o.out, "results.jsonl");
+		CHECK_CONTAINS(o.out, "Resuming:");
+		CHECK_CONTAINS(o.out, "--sub-model");	   /* the model options */
+		CHECK_CONTAINS(o.out, "--max-iterations"); /* the limits */
+		CHECK_CONTAINS(o.out, "Exit status: 0 the run completed");
+		proc_out_release(&o);
+	}
+}
+
+/* ---- the report, in-process ---- */
+
+TEST(report_quantiles_and_sizes)
+{
+	static const struct {
+		double v[6];
+		size_t n;
+		double q, want;
+	} qs[] = {
+	    {{0}, 0, 0.5, 0},
+	    {{7}, 1, 0.95, 7},
+	    {{1, 2, 3, 4}, 4, 0.5, 2.5},
+	    {{4, 3, 2, 1}, 4, 0.25, 1.75},
+	    {{1, 2, 3, 4, 5}, 5, 0.95, 4.8},
+	    {{10, 0, 5}, 3, 0.75, 7.5},
+	    {{1, 2, 3, 4, 5}, 5, 1.0, 5},
+	};
+	static const struct {
+		int64_t t;
+		const char *want;
+	} sizes[] = {
+	    {8000, "8k"},   {32000, "32k"},    {128000, "128k"}, {1000000, "1M"}, {10000000, "10M"},
+	    {1500, "1.5k"}, {2500000, "2.5M"}, {999, "999"},	 {8123, "8123"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(qs); i++) {
+		double v[6];
+		memcpy(v, qs[i].v, sizeof(v));
+		CHECK_MSG(fabs(bench_quantile(v, qs[i].n, qs[i].q) - qs[i].want) < 1e-9,
+			  "case %zu: %g", i, bench_quantile(v, qs[i].n, qs[i].q));
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		char buf[16];
+		bench_fmt_tokens(sizes[i].t, buf, sizeof(buf));
+		CHECK_STR(buf, sizes[i].want);
+	}
+}
+
+#define S(x) ((char *)(uintptr_t)(x))
+
+TEST(report_escapes_what_users_name)
+{
+	struct bench_res res[] = {
+	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false},
+	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false},
+	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false},
+	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false},
+	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false},
+	};
+	const char *strategies[] = {"repl", "direct"}, *datasets[] = {"x.jsonl"};
+	struct bench_report r = {res,
+				 ARRAY_SIZE(res),
+				 strategies,
+				 2,
+				 "rlm bench run x.jsonl",
+				 "2026-01-02 03:04 UTC",
+				 "`sim`",
+				 datasets,
+				 1,
+				 "- a note\n"};
+	struct rlm_err err = {0, ""};
+	char *dir = tmp("rep"), *md, *p;
+	CHECK_INT(mkdir(dir, 0755), 0);
+	CHECK_INT(bench_report_write(&r, dir, &err), 0);
+	md = slurp(xasprintf("%s/report.md", dir));
+	CHECK_CONTAINS(md, "| a<b&\"c' | 8k | 1.000 (1) | 1.000 (1) |");
+	CHECK_CONTAINS(md, "| a<b&\"c' | 1M | 0.500 (1) | 0.000 (1, 1 failed) |");
+	CHECK_CONTAINS(md, "| pipes\\|here | 32k | - | 0.250 (1) |");
+	CHECK_CONTAINS(md, "| repl | 2 | 3.38 s | 5.25 s | 7.12 s | 8.62 s |");
+	CHECK_CONTAINS(md, "## Notes\n\n- a note\n");
+	p = xasprintf("%s/score_vs_length.svg", dir);
+	check_svg(p);
+	CHECK_CONTAINS(slurp(p), "a&lt;b&amp;&quot;c&#39; / repl");
+	check_svg(xasprintf("%s/cost_latency.svg", dir));
+	/* One size, one strategy, nothing: still plots that parse. */
+	r.n = 1;
+	r.n_strategies = 1;
+	CHECK_INT(bench_report_write(&r, dir, &err), 0);
+	check_svg(p);
+	r.n = 0;
+	CHECK_INT(bench_report_write(&r, dir, &err), 0);
+	check_svg(p);
+	check_svg(xasprintf("%s/cost_latency.svg", dir));
+	/* A directory that is not there is an error naming the file. */
+	CHECK(bench_report_write(&r, "/nonexistent/dir", &err) < 0);
+	CHECK_CONTAINS(err.msg, "cannot write '/nonexistent/dir/report.md'");
+}
