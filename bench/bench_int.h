@@ -109,4 +109,8 @@ int gen_task_parse(enum gen_suite suite, const char *s, unsigned *mask);
  * (I/O), or 2 (the size cannot hold the item), with the message printed. */
 int gen_suite_item(const struct gen_req *r, FILE *jl, const char *jl_path);
 
+/* Remove the doc-*.txt files an earlier run left in dir (bench/gen_docs.c).
+ * Returns 0 or -errno. */
+int gen_clear_docs(const char *dir);
+
 #endif

@@ -614,27 +614,6 @@ static void spec_of(struct plan *pl, size_t k, size_t share, struct doc_spec *d)
 	}
 }
 
-/* Remove the doc-*.txt files of an earlier run from dir. */
-static int clear_docs(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = 0;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		if (n > 8 && strncmp(e->d_name, "doc-", 4) == 0 &&
-		    strcmp(e->d_name + n - 4, ".txt") == 0 &&
-		    unlinkat(dirfd(d), e->d_name, 0) < 0) {
-			rc = -errno;
-			break;
-		}
-	}
-	closedir(d);
-	return rc;
-}
-
 static int write_doc(enum sniah_format fmt, const char *path, FILE *jl, int width, size_t k,
 		     const char *text, size_t len)
 {
@@ -705,7 +684,7 @@ int browse_write(const struct browse_opts *o, enum sniah_format fmt, const char 
 	for (size_t k = docs - 1; k >= 100000; k /= 10)
 		width++;
 	if (fmt == SNIAH_DIR) {
-		if ((rc = bench_make_dirs(path)) || (rc = clear_docs(path)))
+		if ((rc = bench_make_dirs(path)) || (rc = gen_clear_docs(path)))
 			return rc;
 	} else if (!(jl = fopen(path, "wb"))) {
 		return -errno;

@@ -194,7 +194,7 @@ static int dw_close_fn(void *cookie)
 }
 
 /* Remove the doc-*.txt files of an earlier run from dir. */
-static int clear_docs(const char *dir)
+int gen_clear_docs(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -256,7 +256,7 @@ int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, 
 	for (size_t k = docs - 1; k >= 100000; k /= 10)
 		w.width++;
 	if (fmt == SNIAH_DIR) {
-		if ((rc = bench_make_dirs(path)) || (rc = clear_docs(path)))
+		if ((rc = bench_make_dirs(path)) || (rc = gen_clear_docs(path)))
 			return rc;
 	} else if (!(w.jl = fopen(path, "wb"))) {
 		return -errno;
