@@ -473,8 +473,15 @@ static void build_args(struct repl *r, const char *runtime)
 	r->own[n++] = xasprintf("%zu", r->cfg.max_frame);
 	r->own[n++] = xasprintf("%zu", r->cfg.max_calls_exec);
 	r->own[n++] = xasprintf("TMPDIR=%s", r->scratch);
+	/* Not -I: its -E would ignore PYTHONHASHSEED. -s -S -B and the
+	 * environment below (nothing else of ours) do the rest of what -I
+	 * did, and runtime.py drops the cwd from sys.path (what -P does,
+	 * for any python3). A fixed hash seed makes str hashes, so the
+	 * order of a printed set, the same in every worker, cold or forked
+	 * by the zygote: a resumed solve sends the same prompts and hits
+	 * the call cache. */
 	r->argv[0] = r->python;
-	r->argv[1] = (char *)(uintptr_t) "-I";
+	r->argv[1] = (char *)(uintptr_t) "-s";
 	r->argv[2] = (char *)(uintptr_t) "-S";
 	r->argv[3] = (char *)(uintptr_t) "-B";
 	r->argv[4] = (char *)(uintptr_t) "-c";
@@ -487,12 +494,11 @@ static void build_args(struct repl *r, const char *runtime)
 	r->argv[11] = (char *)(uintptr_t) "-"; /* LATE_FILTER: set per spawn */
 	r->argv[12] = NULL;
 	r->envp[0] = (char *)(uintptr_t) "LANG=C.UTF-8";
-	r->envp[1] = (char *)(uintptr_t) "PYTHONDONTWRITEBYTECODE=1";
-	r->envp[2] = (char *)(uintptr_t) "PYTHONIOENCODING=utf-8";
-	r->envp[3] = (char *)(uintptr_t) "MALLOC_ARENA_MAX=2";
-	r->envp[4] = (char *)(uintptr_t) "HOME=/nonexistent";
-	r->envp[5] = r->own[5];
-	r->envp[6] = NULL;
+	r->envp[1] = (char *)(uintptr_t) "PYTHONHASHSEED=0";
+	r->envp[2] = (char *)(uintptr_t) "MALLOC_ARENA_MAX=2";
+	r->envp[3] = (char *)(uintptr_t) "HOME=/nonexistent";
+	r->envp[4] = r->own[5];
+	r->envp[5] = NULL;
 	r->max_fd = 65536;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < (rlim_t)r->max_fd)

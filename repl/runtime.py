@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # repl/runtime.py -- the Python side of the REPL worker, run as
-#   python3 -I -S -B -c <this file> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
+#   python3 -s -S -B -c <this file> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
 #           MAX_CALLS_EXEC LATE_FILTER
 # by repl/repl.c (or forked by the zygote, repl/zygote.py, which runs this
 # file with the arguments "zygote <zygote.py> <plan>" and returns in each
@@ -25,6 +25,12 @@
 # restart), so only built-in modules are imported up front: _ast instead of
 # ast, _json instead of json, _thread instead of threading, posix instead of
 # os. traceback and linecache are imported on the first error.
+import sys
+# Started without -I (it would ignore PYTHONHASHSEED) and without -P (not
+# in every python3): drop the '' that -c puts first in sys.path, so the
+# scratch directory, the cwd, never shadows a module.
+if sys.path[:1] == ['']:
+    del sys.path[0]
 import _ast
 import _collections
 import _signal
@@ -33,7 +39,6 @@ import builtins
 import io
 import mmap
 import posix
-import sys
 try:
     import _json
 except ImportError:  # a Python built without it

@@ -1004,8 +1004,7 @@ TEST(environment_is_scrubbed)
 	cfg.sandbox.disable = 1u << REPL_L_LANDLOCK;
 	r = start(&cfg);
 	run(r, "import os\nprint(sorted(os.environ))", &res);
-	CHECK_STR(res.output, "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PYTHONDONTWRITEBYTECODE', "
-			      "'PYTHONIOENCODING', 'TMPDIR']\n");
+	CHECK_STR(res.output, "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PYTHONHASHSEED', 'TMPDIR']\n");
 	repl_result_release(&res);
 	expect(r, "os.getcwd() == os.environ['TMPDIR'], os.environ['HOME']",
 	       "(True, '/nonexistent')\n");
@@ -1444,6 +1443,44 @@ TEST(zygote_killed_falls_back_to_cold)
 	CHECK(zyg > 0 && zyg != old);
 	expect(r, "print(len(context))", "23\n");
 	repl_free(r);
+}
+
+/* String hashing is the same in every worker, started cold or forked by
+ * the zygote, in this process or another: model code that prints a set
+ * shows the same text, so a resumed solve sends the same prompts (with a
+ * random seed each worker orders 50 strings its own way). And the cwd
+ * (the scratch directory, writable by model code) is not on sys.path. */
+TEST(set_order_is_the_same_in_every_worker)
+{
+	static const char code[] = "print(list({'s%d' % i for i in range(50)}))";
+	struct repl_cfg cfg;
+	struct repl *cold, *a, *b;
+	char want[1024], got[1024];
+	cfg_init(&cfg);
+	cfg.no_zygote = true;
+	cold = start(&cfg);
+	a = start_default();
+	b = start_default();
+	CHECK(!started_by_zygote(cold));
+	CHECK(started_by_zygote(a) && started_by_zygote(b));
+	output_line(cold, code, want, sizeof(want));
+	CHECK_CONTAINS(want, "'s49'");
+	output_line(a, code, got, sizeof(got));
+	CHECK_STR(got, want);
+	output_line(b, code, got, sizeof(got));
+	CHECK_STR(got, want);
+	expect(a, "import sys\nprint(sys.flags.hash_randomization, '' in sys.path)",
+	       "0 False\n");
+	expect(cold, "open('json.py', 'w').write('raise SystemExit(9)')\n"
+		     "import json\nprint(json.dumps([1]))", "[1]\n");
+	repl_free(cold);
+	repl_free(a);
+	repl_free(b);
+	/* A controller of its own (a resumed solve): a new zygote. */
+	a = start_default();
+	output_line(a, code, got, sizeof(got));
+	CHECK_STR(got, want);
+	repl_free(a);
 }
 
 /* An interpreter whose zygote dies at start (argv 6 is "zygote"): the
