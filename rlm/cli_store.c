@@ -336,9 +336,11 @@ static int runs_show(const cJSON *run, bool json)
 	const cJSON *res = json_get(run, "result");
 	char a[32];
 	if (json) {
-		char *t = cJSON_Print(run);
+		cJSON *view = store_run_public(run);
+		char *t = cJSON_Print(view);
 		puts(t);
 		free(t);
+		cJSON_Delete(view);
 		return 0;
 	}
 	age(a, sizeof(a), (int64_t)json_num(run, "created_ms", 0));

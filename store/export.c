@@ -296,11 +296,6 @@ static cJSON *iso_time(const struct xrun *x, int64_t t_ns)
 	return cJSON_CreateString(b);
 }
 
-/* How a run was run, without what may be a credential: an --api-key and
- * its value in the command line (rlm solve leaves them out; a note
- * written otherwise may not), and variables named like secrets. */
-static cJSON *note_public(const cJSON *note);
-
 /* A key of the configuration that may hold a credential. */
 static bool secret_key(const char *k)
 {
@@ -310,6 +305,33 @@ static bool secret_key(const char *k)
 	       (n >= 5 && strcasecmp(k + n - 5, "token") == 0);
 }
 
+/* A word of a command line that gives --api-key, spelt out or as
+ * getopt_long takes it abbreviated (--a, --ap, ..., each with =VALUE or
+ * its value in the next word). *inline_value: the value is in the word. */
+static bool api_key_word(const char *t, bool *inline_value)
+{
+	size_t n;
+	if (strncmp(t, "--", 2) != 0)
+		return false;
+	t += 2;
+	n = strcspn(t, "=");
+	*inline_value = t[n] == '=';
+	return n > 0 && n <= 7 && strncmp("api-key", t, n) == 0;
+}
+
+/* A string with the user:password@ of its URLs left out. */
+static cJSON *public_string(const char *t)
+{
+	char *p = url_without_userinfo(t);
+	cJSON *j = cJSON_CreateString(p);
+	free(p);
+	return j;
+}
+
+/* How a run was run, without what may be a credential: an --api-key (any
+ * spelling) and its value in the command line, variables named like
+ * secrets, and the user:password@ of URLs. rlm solve keeps none of them;
+ * a note written otherwise or by an older version may. */
 static cJSON *note_public(const cJSON *note)
 {
 	cJSON *out = cJSON_CreateObject();
@@ -319,22 +341,24 @@ static cJSON *note_public(const cJSON *note)
 		if (strcmp(it->string, "argv") == 0 && cJSON_IsArray(it)) {
 			cJSON *a = cJSON_CreateArray();
 			for (const cJSON *v = it->child; v; v = v->next) {
-				const char *t = cJSON_IsString(v) ? v->valuestring : "";
-				if (strcmp(t, "--api-key") == 0) {
-					if (v->next)
+				bool inl;
+				if (!cJSON_IsString(v)) {
+					json_add(a, NULL, cJSON_Duplicate(v, 1));
+				} else if (api_key_word(v->valuestring, &inl)) {
+					if (!inl && v->next)
 						v = v->next;
-					continue;
+				} else {
+					json_add(a, NULL, public_string(v->valuestring));
 				}
-				if (strncmp(t, "--api-key=", 10) == 0)
-					continue;
-				json_add(a, NULL, cJSON_Duplicate(v, 1));
 			}
 			json_add(out, it->string, a);
 		} else if (strcmp(it->string, "env") == 0 && cJSON_IsObject(it)) {
 			cJSON *e = cJSON_CreateObject();
 			for (const cJSON *v = it->child; v; v = v->next)
 				if (v->string && !secret_key(v->string))
-					json_add(e, v->string, cJSON_Duplicate(v, 1));
+					json_add(e, v->string,
+						 cJSON_IsString(v) ? public_string(v->valuestring)
+								   : cJSON_Duplicate(v, 1));
 			json_add(out, it->string, e);
 		} else {
 			json_add(out, it->string, cJSON_Duplicate(it, 1));
@@ -777,19 +801,7 @@ char *store_export_html(const struct cJSON *run, struct rlm_err *err)
 		return NULL;
 	}
 	{
-		/* The run as it is, but for credentials in its config: the
-		 * members are borrowed (references), the config copied. */
-		cJSON *view = cJSON_CreateObject();
-		for (cJSON *it = run->child; it; it = it->next) {
-			if (!it->string)
-				continue;
-			if (strcmp(it->string, "config") == 0 && cJSON_IsObject(it))
-				json_add(view, it->string, config_public(it));
-			else if (strcmp(it->string, "note") == 0 && cJSON_IsObject(it))
-				json_add(view, it->string, note_public(it));
-			else
-				cJSON_AddItemReferenceToObject(view, it->string, it);
-		}
+		cJSON *view = store_run_public(run);
 		json = json_print(view);
 		cJSON_Delete(view);
 	}
@@ -807,4 +819,20 @@ char *store_export_html(const struct cJSON *run, struct rlm_err *err)
 	}
 	xrun_release(&x);
 	return buf_detach(&out, NULL);
+}
+
+cJSON *store_run_public(const cJSON *run)
+{
+	cJSON *view = cJSON_CreateObject();
+	for (cJSON *it = run->child; it; it = it->next) {
+		if (!it->string)
+			continue;
+		if (strcmp(it->string, "config") == 0 && cJSON_IsObject(it))
+			json_add(view, it->string, config_public(it));
+		else if (strcmp(it->string, "note") == 0 && cJSON_IsObject(it))
+			json_add(view, it->string, note_public(it));
+		else
+			cJSON_AddItemReferenceToObject(view, it->string, it);
+	}
+	return view;
 }

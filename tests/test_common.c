@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* tests/test_common.c -- buffers, errors, UTF-8, number parsing, random
+/* tests/test_common.c -- buffers, errors, UTF-8, number parsing, URLs, random
  * numbers, JSON helpers. */
 #include "harness.h"
 #include "../common/common.h"
 #include "../common/json.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 TEST(buf_grows_and_caps)
 {
@@ -110,6 +111,30 @@ TEST(parse_numbers)
 	CHECK(parse_int("1e3", 0, 10000, &l) == RLM_EINVAL);
 	CHECK(parse_double("0.5", 0, 1, &d) == 0 && d == 0.5);
 	CHECK(parse_double("nan", 0, 1, &d) == RLM_EINVAL);
+}
+
+TEST(url_without_userinfo_table)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"},
+	    {"http://user:pass@host/v1", "http://host/v1"},
+	    {"https://sk-abc@host:443", "https://host:443"},
+	    {"http://a:b@c@host/x@y?q=u@v#f@g", "http://host/x@y?q=u@v#f@g"},
+	    {"http://u:p@h1/v1, https://h2/v1,http://x:y@h3", "http://h1/v1, https://h2/v1,http://h3"},
+	    {"http://u:p@h?x", "http://h?x"},
+	    {"http://@h/", "http://h/"},
+	    {"no url here@all", "no url here@all"},
+	    {"", ""},
+	    {"://@", "://"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *got = url_without_userinfo(cases[i].in);
+		CHECK_MSG(strcmp(got, cases[i].want) == 0, "case %zu: '%s', want '%s'", i, got,
+			  cases[i].want);
+		free(got);
+	}
 }
 
 TEST(rng_is_seeded)

@@ -548,6 +548,44 @@ TEST(html_escapes_hostile_text)
 	cJSON_Delete(run);
 }
 
+/* A note written by an older version (or by hand) with an API key in
+ * any spelling, a secret-named variable and a base URL with a password:
+ * store_run_public() shows none of them and keeps the rest, and the run
+ * itself is not changed. */
+TEST(public_run_has_no_credentials)
+{
+	static const char note[] =
+	    "{\"argv\":[\"-c\",\"/x\",\"--api-key\",\"" SECRET "\",\"--api\",\"" SECRET
+	    "\",\"--a=" SECRET "\",\"--api-key=" SECRET "\",\"--base-url\","
+	    "\"http://me:" SECRET "@h:1/v1\",\"--apis\",\"--json\"],"
+	    "\"env\":{\"OPENAI_API_KEY\":\"" SECRET "\",\"OPENAI_BASE_URL\":"
+	    "\"http://a:" SECRET "@h1/v1, http://h2/v1\",\"RLM_SIM\":\"seed=3\"},"
+	    "\"cwd\":\"/w\"}";
+	cJSON *run = make_run(), *view;
+	char *text, *html;
+	struct rlm_err err = {0, ""};
+	json_add(run, "note", json_parse(note, strlen(note)));
+	view = store_run_public(run);
+	text = cJSON_PrintUnformatted(view);
+	CHECK_MSG(!strstr(text, "SECRET"), "%s", text);
+	CHECK_CONTAINS(text, "\"argv\":[\"-c\",\"/x\",\"--base-url\",\"http://h:1/v1\","
+			     "\"--apis\",\"--json\"]");
+	CHECK_CONTAINS(text, "\"env\":{\"OPENAI_BASE_URL\":\"http://h1/v1, http://h2/v1\","
+			     "\"RLM_SIM\":\"seed=3\"}");
+	CHECK_CONTAINS(text, "\"cwd\":\"/w\"");
+	CHECK_CONTAINS(text, "\"question\":");
+	CHECK_INT(cJSON_GetArraySize(json_get(view, "events")),
+		  cJSON_GetArraySize(json_get(run, "events")));
+	free(text);
+	cJSON_Delete(view);
+	CHECK_STR(json_str(json_get(run, "config"), "api_key"), SECRET); /* untouched */
+	html = store_export_html(run, &err);
+	CHECK_MSG(html, "%s", err.msg);
+	CHECK(!strstr(html, "SECRET"));
+	free(html);
+	cJSON_Delete(run);
+}
+
 /* ---- malformed runs ---- */
 
 static const struct {

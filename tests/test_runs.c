@@ -30,7 +30,8 @@ static struct proc_out rlm_env(const char *const *args, const char *const *extra
 	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
 					    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RLM_SIM",
 					    "RLM_SANDBOX_DISABLE", "RLM_MAX_DEPTH", "RLM_MAX_NODES",
-					    "RLM_NO_CACHE", "RLM_CACHE", NULL};
+					    "RLM_NO_CACHE", "RLM_CACHE", "OPENAI_BASE_URL",
+					    "ANTHROPIC_BASE_URL", NULL};
 	argv[n++] = harness_rlm_bin();
 	for (size_t i = 0; args[i] && n < 39; i++)
 		argv[n++] = args[i];
@@ -291,37 +292,133 @@ TEST(degraded_answers_are_not_memoised)
 	free(db);
 }
 
-/* The API key given on the command line is not kept with the run, nor
- * shown or exported; --refresh is not kept either. */
+/* Whether the store's files (the database and its WAL) hold s anywhere. */
+static bool store_has(const char *db, const char *s)
+{
+	bool found = false;
+	for (int i = 0; i < 2 && !found; i++) {
+		char *path = xasprintf("%s%s", db, i ? "-wal" : ""), *data = NULL;
+		size_t len = 0;
+		struct rlm_err err = {0, ""};
+		if (read_file(path, 1 << 28, &data, &len, &err) == 0)
+			found = memmem(data, len, s, strlen(s)) != NULL;
+		free(data);
+		free(path);
+	}
+	return found;
+}
+
+/* runs show ID --json and both exports: none holds secret. */
+static void check_run_public(const char *db, const char *id, const char *secret)
+{
+	static const char *const views[][5] = {{"show", "--json", NULL},
+					       {"export", "--format", "html", NULL},
+					       {"export", "--format", "jsonl", NULL}};
+	for (size_t i = 0; i < ARRAY_SIZE(views); i++) {
+		const char *args[12] = {"runs"};
+		size_t n = 1;
+		struct proc_out o;
+		args[n++] = views[i][0];
+		args[n++] = id;
+		for (size_t k = 1; views[i][k]; k++)
+			args[n++] = views[i][k];
+		args[n++] = "--cache";
+		args[n++] = db;
+		args[n] = NULL;
+		o = rlm(args);
+		CHECK_MSG(o.status == 0, "runs %s: %s", views[i][0], o.err);
+		CHECK_MSG(!strstr(o.out, secret), "runs %s shows '%s'", views[i][0], secret);
+		proc_out_release(&o);
+	}
+}
+
+/* The API key given on the command line, in any spelling getopt_long
+ * takes (abbreviated, with = or not), is not kept with the run, nor shown
+ * or exported; neither is --refresh, even abbreviated (a resumed run
+ * would refresh again); and base URLs, from a flag or OPENAI_BASE_URL,
+ * are kept without their user:password@. */
 TEST(run_note_keeps_no_secret)
 {
+	static const char *const spellings[][3] = {
+	    {"--api-key", "sk-rlmtest-SECRET-1", "--refresh"},
+	    {"--api-key=sk-rlmtest-SECRET-2", "--ref", NULL},
+	    {"--api", "sk-rlmtest-SECRET-3", "--refr"},
+	    {"--api-k=sk-rlmtest-SECRET-4", "--refresh", NULL},
+	    {"--a", "sk-rlmtest-SECRET-5", "--re"},
+	};
 	struct item it;
-	char *db = xasprintf("%s/n.db", harness_tmpdir());
-	static const char *const more[] = {"--provider", "sim", "--api-key", "sk-rlmtest-SECRET-1234",
-					   "--refresh", NULL};
-	cJSON *a;
+	char *db = xasprintf("%s/n.db", harness_tmpdir()), url[128], bare[64];
 	struct proc_out o;
+	cJSON *a, *r, *show;
+	int port = 0;
+	pid_t srv;
 	item_gen(&it, "8k");
-	a = solve(&it, db, more, NULL);
-	{
-		const char *args[] = {"runs", "show", json_str(a, "run"), "--json", "--cache", db, NULL};
-		o = rlm(args);
+	for (size_t i = 0; i < ARRAY_SIZE(spellings); i++) {
+		const char *more[6] = {"--provider", "sim"};
+		for (size_t k = 0; k < 3 && spellings[i][k]; k++)
+			more[2 + k] = spellings[i][k];
+		if (strcmp(spellings[i][0], "--a") == 0) {
+			/* --re is ambiguous (--refresh, --resume): refused */
+			const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--quiet", "--cache",
+					      db, "--a", "x", "--re", NULL};
+			o = rlm(args);
+			CHECK_INT(o.status, 2);
+			proc_out_release(&o);
+			more[4] = NULL;
+		}
+		a = solve(&it, db, more, NULL);
+		check_run_public(db, json_str(a, "run"), "SECRET");
+		{
+			const char *args[] = {"runs", "show", json_str(a, "run"), "--json", "--cache", db,
+					      NULL};
+			o = rlm(args);
+		}
+		CHECK_MSG(!strstr(o.out, "--re"), "%s", o.out);
+		CHECK_CONTAINS(o.out, "\"argv\"");
+		proc_out_release(&o);
+		/* resumed, it does not refresh: the memo answers, nothing is sent */
+		{
+			const char *args[] = {"solve", "--resume", json_str(a, "run"), "--json", "--cache",
+					      db, NULL};
+			o = rlm(args);
+			CHECK_MSG(o.status == 0, "resume: %s", o.err);
+			r = parse_out(&o);
+			proc_out_release(&o);
+		}
+		CHECK(calls_of(r, "attempts") == 0);
+		CHECK(json_num(json_get(r, "cache"), "memo_hits", 0) == 1);
+		cJSON_Delete(r);
+		cJSON_Delete(a);
 	}
-	CHECK_INT(o.status, 0);
-	CHECK(!strstr(o.out, "SECRET"));
-	CHECK(!strstr(o.out, "--refresh"));
-	CHECK_CONTAINS(o.out, "\"argv\"");
-	proc_out_release(&o);
+	CHECK(!store_has(db, "SECRET"));
+
+	/* credentials in base URLs: a flag, then the variable */
+	srv = proc_sim_serve("", &port);
+	snprintf(url, sizeof(url), "http://user:sk-rlmtest-PASSWORD@127.0.0.1:%d/v1", port);
+	snprintf(bare, sizeof(bare), "http://127.0.0.1:%d/v1", port);
 	{
-		const char *args[] = {"runs", "export", json_str(a, "run"), "--format", "html",
-				      "--cache", db, NULL};
-		o = rlm(args);
+		const char *more[] = {"--base-url", url, "--model", "sim", NULL};
+		char *env_url = xasprintf("OPENAI_BASE_URL=%s", url);
+		const char *env[] = {env_url, "RLM_MODEL=sim", NULL};
+		a = solve(&it, db, more, NULL);
+		r = solve(&it, db, NULL, env);
+		check_run_public(db, json_str(a, "run"), "PASSWORD");
+		check_run_public(db, json_str(r, "run"), "PASSWORD");
+		{
+			const char *args[] = {"runs", "show", json_str(r, "run"), "--json", "--cache", db,
+					      NULL};
+			o = rlm(args);
+			show = parse_out(&o);
+			proc_out_release(&o);
+		}
+		CHECK_STR(json_str(json_get(json_get(show, "note"), "env"), "OPENAI_BASE_URL"), bare);
+		cJSON_Delete(show);
+		free(env_url);
 	}
-	CHECK_INT(o.status, 0);
-	CHECK(!strstr(o.out, "SECRET"));
-	proc_out_release(&o);
-	CHECK(rows(db, "runs") == 1);
+	CHECK(!store_has(db, "PASSWORD"));
+	CHECK_INT(proc_stop(srv), 0);
 	cJSON_Delete(a);
+	cJSON_Delete(r);
 	item_free(&it);
 	free(db);
 }
@@ -367,6 +464,44 @@ TEST(resume_from_another_directory)
 	item_free(&it);
 	free(db);
 	free(dir);
+}
+
+/* A run whose endpoint came from OPENAI_BASE_URL, resumed from a shell
+ * without it (its calls and answer forgotten, so that the resume must ask
+ * the network): it reaches the same server, not the provider's default. */
+TEST(resume_reaches_the_same_endpoint)
+{
+	struct item it;
+	char *db = xasprintf("%s/ep.db", harness_tmpdir()), *env_url;
+	int port = 0;
+	pid_t srv = proc_sim_serve("", &port);
+	struct proc_out o;
+	cJSON *a, *r;
+	item_gen(&it, "8k");
+	env_url = xasprintf("OPENAI_BASE_URL=http://127.0.0.1:%d/v1", port);
+	{
+		const char *env[] = {env_url, "RLM_MODEL=qwen-on-sim", NULL};
+		a = solve(&it, db, NULL, env);
+	}
+	CHECK(calls_of(a, "attempts") > 0);
+	sql(db, "DELETE FROM results; DELETE FROM calls");
+	{
+		const char *args[] = {"solve", "--resume", json_str(a, "run"), "--cache", db, "--json",
+				      NULL};
+		o = rlm(args); /* no OPENAI_BASE_URL, no RLM_MODEL */
+	}
+	CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
+	r = parse_out(&o);
+	proc_out_release(&o);
+	CHECK_STR(json_str(r, "answer"), json_str(a, "answer"));
+	CHECK(calls_of(r, "attempts") == calls_of(a, "attempts"));
+	CHECK_STR(json_str(r, "provider"), "openai");
+	CHECK_INT(proc_stop(srv), 0);
+	cJSON_Delete(a);
+	cJSON_Delete(r);
+	free(env_url);
+	item_free(&it);
+	free(db);
 }
 
 /* ---- kill -9 and resume ---- */
