@@ -168,8 +168,13 @@ double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens);
 size_t llm_model_endpoints(const struct llm_model *m);
 /* What of the model decides its answers, for a cache key: "openai:gpt-5",
  * "anthropic:claude-...", with ":" and its extra JSON when it has one,
- * "sim:seed=1,code_errors=0,chunk=0,rlm_chunks=128" (not the endpoints,
- * the key or the limits). */
+ * then, unless it is only the provider's default endpoint, "@[" its
+ * endpoints "]" (without user:password@, scheme and host in lower case,
+ * no default port, sorted, without repeats, joined by ','):
+ * "openai:qwen3@[http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1]";
+ * "sim:seed=1,code_errors=0,chunk=0,rlm_chunks=128" for the simulator.
+ * Not the API key or the limits. The string is m's, until
+ * llm_model_free. */
 const char *llm_model_cache_id(const struct llm_model *m);
 
 /* Parse "openai", "anthropic", "sim"; returns 0 or RLM_EINVAL. */

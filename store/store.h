@@ -19,9 +19,11 @@
  * a domain string ("call/1", "result/1"), so no two different field lists
  * hash the same input and a format change is a new domain, never a wrong
  * hit. A call's key covers the provider kind, the model (for the
- * simulator, its configuration), every message (role and text), the
+ * simulator, its configuration; else its name, extra JSON and set of
+ * endpoints: llm_model_cache_id), every message (role and text), the
  * sampling parameters and the extra JSON: whatever changes the answer, and
- * nothing that does not (the endpoint, the API key, timeouts).
+ * nothing that does not (the API key, the order of the endpoints,
+ * timeouts).
  *
  * Schema (version 1, in PRAGMA user_version):
  *   calls(key BLOB PRIMARY KEY, model TEXT, text TEXT, finish TEXT,

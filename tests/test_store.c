@@ -211,10 +211,19 @@ TEST(keys_cover_what_changes_the_answer)
 {
 	static const char *const stop1[] = {"END"}, *const stop2[] = {"END", "X"},
 				 *const stop3[] = {"ENE"};
-	struct llm_model *m = model_of("gpt-x", "http://127.0.0.1:9/v1", "k1");
-	struct llm_model *same =
-		model_of("gpt-x", "http://127.0.0.2:9/v1,http://127.0.0.3:9/v1", "k2");
-	struct llm_model *other = model_of("gpt-y", "http://127.0.0.1:9/v1", "k1");
+	struct llm_model *m =
+		model_of("gpt-x", "http://127.0.0.3:9/v1,http://127.0.0.2:9/v1", "k1");
+	/* the same servers: another order, a repeat, spelt another way,
+	 * with credentials in the URL, another API key */
+	struct llm_model *same = model_of(
+		"gpt-x", "http://u:p@127.0.0.2:9/v1/, http://127.0.0.3:9/v1,http://127.0.0.2:9/v1",
+		"k2");
+	struct llm_model *other = model_of("gpt-y", "http://127.0.0.3:9/v1,http://127.0.0.2:9/v1",
+					   "k1");
+	/* another server serving the same model name (vLLM and OpenRouter) */
+	struct llm_model *elsewhere = model_of("gpt-x", "http://127.0.0.2:9/v1", "k1");
+	struct llm_model *def = model_of("gpt-x", NULL, "k1");
+	struct llm_model *def2 = model_of("gpt-x", "https://API.openai.com:443/v1", "k2");
 	struct keyreq base = {m, {{LLM_SYSTEM, "sys", 3}, {LLM_USER, "hello", 5}}, 2,
 			      LLM_PARAMS_DEFAULT};
 	struct keyreq r;
@@ -229,11 +238,17 @@ TEST(keys_cover_what_changes_the_answer)
 	key_of(&base, &k);
 	CHECK(key_eq(&k0, &k));
 
-	/* The endpoints and the API key do not change the answer. */
+	/* The API key, and the order or spelling of the endpoints, do not
+	 * change the answer. */
 	r = base;
 	r.model = same;
 	key_of(&r, &k);
 	CHECK(key_eq(&k0, &k));
+	CHECK_STR(llm_model_cache_id(same), "openai:gpt-x@[http://127.0.0.2:9/v1,"
+					    "http://127.0.0.3:9/v1]");
+	/* The provider's default endpoint is the id it always was. */
+	CHECK_STR(llm_model_cache_id(def), "openai:gpt-x");
+	CHECK_STR(llm_model_cache_id(def2), "openai:gpt-x");
 
 	/* Every field that does. */
 #define DIFFERS(stmt)                                                                              \
@@ -244,6 +259,8 @@ TEST(keys_cover_what_changes_the_answer)
 		CHECK_MSG(!key_eq(&k0, &k), "same key after %s", #stmt);                           \
 	} while (0)
 	DIFFERS(r.model = other);
+	DIFFERS(r.model = elsewhere);
+	DIFFERS(r.model = def);
 	DIFFERS(r.model = NULL);
 	DIFFERS(r.n = 1);
 	DIFFERS((r.msgs[2] = (struct llm_msg){LLM_USER, "", 0}, r.n = 3));
@@ -288,6 +305,9 @@ TEST(keys_cover_what_changes_the_answer)
 	llm_model_free(m);
 	llm_model_free(same);
 	llm_model_free(other);
+	llm_model_free(elsewhere);
+	llm_model_free(def);
+	llm_model_free(def2);
 	check_no_leaks();
 }
 
