@@ -62,6 +62,7 @@ struct run {
 	struct buf note; /* before the output: restarts */
 	char *body;	 /* the worker's output */
 	size_t body_len;
+	size_t body_err; /* where in body its error begins; SIZE_MAX: none */
 	struct buf after; /* after the output: the interrupt */
 };
 
@@ -893,10 +894,15 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	const char *o = json_str(f, "output");
 	size_t len = strlen(o), i = 0;
 	const cJSON *vars = json_get(f, "vars"), *v;
-	if (repl__chars(o, len) > r->cfg.output_limit + REPL_MARK_SLACK)
+	const cJSON *at = json_get(f, "error_at");
+	if (repl__chars(o, len) > r->cfg.output_limit + REPL_MARK_SLACK) {
+		/* A worker that did not cut: where its error is, is lost. */
 		x->body = repl_truncate(o, len, r->cfg.output_limit, &x->body_len);
-	else
+	} else {
 		x->body = xstrndup(o, len), x->body_len = len;
+		if (at)
+			x->body_err = repl__char_offset(o, len, (size_t)at->valuedouble);
+	}
 	out->output_chars = (size_t)json_int(f, "output_chars", 0);
 	out->error |= cJSON_IsTrue(json_get(f, "error"));
 	out->interrupted = cJSON_IsTrue(json_get(f, "interrupted"));
@@ -1055,6 +1061,7 @@ static void run_init(struct repl *r, struct run *x, struct repl_result *out, int
 	if (!r->sb_status.scratch_tmpfs)
 		x->scratch_at = x->begin + SCRATCH_POLL_NS;
 	x->out = out;
+	x->body_err = SIZE_MAX;
 	buf_init(&x->note, 0);
 	buf_init(&x->after, 0);
 }
@@ -1068,6 +1075,9 @@ static void run_finish(struct run *x)
 	if (x->after.len)
 		buf_append(&b, x->after.p, x->after.len);
 	x->out->output = buf_detach(&b, &x->out->len);
+	x->out->error_at = x->out->error && x->body && x->body_err != SIZE_MAX
+				   ? x->note.len + x->body_err
+				   : x->out->len;
 	x->out->ns = now_ns() - x->begin;
 	free(x->body);
 	buf_release(&x->note);

@@ -69,13 +69,15 @@
  *                                              absent when none was given
  *   {"type":"result","id":E,"output":"...","output_chars":T,"error":B,
  *    "interrupted":B,"ready":B,"answer":null|"...","content":null|"...",
- *    "vars":["name",...]}                      the end of exec E
+ *    "vars":["name",...][,"error_at":A]}       the end of exec E
  *   {"type":"fatal","error":"..."}            the runtime cannot go on
  *                                              (also sent by the child when
  *                                              execve fails)
  * output is what the model sees: captured stdout and stderr, in order,
  * already cut to the output limit (head and tail kept, the true length T
- * stated); a traceback, when the code raised, comes last. answer is
+ * stated); a traceback, when the code raised, comes last, from character
+ * A of output on (when it started in the part left out, A is the line
+ * that says so; error_at is only sent with error true). answer is
  * str(answer["content"]) when answer["ready"] was set truthy (by the code,
  * FINAL(x) or FINAL_VAR(name)), else null; content is str(content) when
  * content is set (not "" or None) but ready is not (a partial answer), else
@@ -308,6 +310,10 @@ struct repl_result {
 	size_t len;
 	size_t output_chars;     /* true length of the captured output */
 	bool error;              /* the code raised (traceback in output) */
+	size_t error_at;         /* when error: where in output the error's
+				  * text (traceback, message) begins, what
+				  * follows it included; len when not known
+				  * or no error */
 	bool interrupted;        /* the time limit interrupted it (SIGINT) */
 	bool restarted;          /* the worker was killed and restarted: state lost */
 	bool ready;              /* answer["ready"] was set: answer is final */
