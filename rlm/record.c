@@ -270,6 +270,22 @@ void record_detail(const struct rlm_opts *o, struct rlm_tree *tree, int node, in
 	pthread_mutex_unlock(&tree->cb_mu);
 }
 
+/* A sub-call's prompt and reply are kept cut to these many characters,
+ * head and tail with a line saying how many were left out (the true
+ * sizes are kept too): a 10M-token solve makes ~600 sub-calls of ~64 KB,
+ * which would be ~40 MB of events; cut, at most ~12 MB and mostly much
+ * less. */
+#define SUB_PROMPT_KEEP 4000
+#define SUB_REPLY_KEEP	16000
+
+static void add_cut(cJSON *o, const char *key, const char *s, size_t len, size_t keep)
+{
+	size_t n;
+	char *t = repl_truncate(s ? s : "", s ? len : 0, keep, &n);
+	json_add_strn(o, key, t, n);
+	free(t);
+}
+
 void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
 		 int depth, int iteration, const struct llm_call *call, bool sub)
 {
@@ -278,19 +294,43 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 	char hex[33], *data;
 	size_t chars = 0;
 	bool to_store = rec && rec->run[0];
+	cJSON *d, *u;
 	if (!to_store && !(o->event && o->detail_events && tree))
 		return;
 	store_call_key(call, &k);
 	store_key_hex(&k, hex);
 	for (size_t i = 0; i < call->n_msgs; i++)
 		chars += call->msgs[i].len;
-	data = xasprintf("{\"key\":\"%s\",\"role\":\"%s\",\"cached\":%s,\"ok\":%s,"
-			 "\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld},"
-			 "\"cost\":%.9g,\"ms\":%.3f,\"prompt_chars\":%zu}",
-			 hex, sub ? "sub" : "root", call->cached ? "true" : "false",
-			 call->rc == 0 ? "true" : "false", (long long)call->usage.input_tokens,
-			 (long long)call->usage.output_tokens, call->cost,
-			 (double)call->latency_ns / 1e6, chars);
+	d = cJSON_CreateObject();
+	u = cJSON_CreateObject();
+	json_add_str(d, "key", hex);
+	json_add_str(d, "role", sub ? "sub" : "root");
+	json_add_bool(d, "cached", call->cached);
+	json_add_bool(d, "ok", call->rc == 0);
+	json_add_num(u, "input_tokens", (double)call->usage.input_tokens);
+	json_add_num(u, "output_tokens", (double)call->usage.output_tokens);
+	json_add(d, "usage", u);
+	json_add_num(d, "cost", call->cost);
+	json_add_num(d, "ms", (double)call->latency_ns / 1e6);
+	json_add_num(d, "prompt_chars", (double)chars);
+	/* A sub-call's prompt (its last message: what was asked) and reply,
+	 * for the exports; a root call's are the node's prompt and reply
+	 * events already. */
+	if (sub && call->n_msgs > 0) {
+		const struct llm_msg *m = &call->msgs[call->n_msgs - 1];
+		if (call->model)
+			json_add_str(d, "model", llm_model_name(call->model));
+		add_cut(d, "prompt", m->text, m->len, SUB_PROMPT_KEEP);
+		if (call->rc == 0) {
+			add_cut(d, "response", call->text, call->len, SUB_REPLY_KEEP);
+			json_add_num(d, "response_chars", (double)call->len);
+		} else {
+			json_add_str(d, "error",
+				     call->error ? call->error : rlm_strerror(call->rc));
+		}
+	}
+	data = json_print(d);
+	cJSON_Delete(d);
 	record_detail(o, tree, node, parent, depth, iteration, "call", NULL, 0, data);
 	free(data);
 }

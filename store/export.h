@@ -49,5 +49,9 @@ char *store_export_html(const struct cJSON *run, struct rlm_err *err);
  * one, an --api-key in any spelling and its value, the user:password@ of
  * URLs). What rlm runs show --json and the HTML page print. */
 struct cJSON *store_run_public(const struct cJSON *run);
+/* A run's config (a JSON object) without its members named like a
+ * credential (*key*, *secret*, *password*, *auth*, *credential*, *token):
+ * a fresh object the caller frees. */
+struct cJSON *store_config_public(const struct cJSON *config);
 
 #endif

@@ -173,9 +173,12 @@ struct store_event {
 	int parent;              /* the parent node, -1 for the root */
 	int depth;
 	int iteration;           /* 1-based; 0: none */
-	const char *kind;        /* "reply", "code", "output", "notice", "sandbox",
+	const char *kind;        /* "reply", "code", "output" (data: error_at
+				  * when the code raised), "notice", "sandbox",
 				  * "call" (a model call: data has key, role,
-				  * cached, usage, cost, ms), "child" (a child
+				  * cached, ok, usage, cost, ms, prompt_chars; a
+				  * sub-call's model, prompt, response or error,
+				  * cut: docs/store.md), "child" (a child
 				  * node starts: text its question), "child_end"
 				  * (text its answer; data its stop, usage),
 				  * "end" (the run's result) */

@@ -643,6 +643,56 @@ TEST(killed_run_resumes_without_repeating_calls)
 	free(db2);
 }
 
+/* A flat run (max depth 1) exported as JSONL: every sub-call it made is
+ * in the rlm_calls of its code block, with its prompt (cut to 4,000
+ * characters, head and tail) and reply, tokens and time. */
+TEST(export_lists_a_flat_runs_sub_calls)
+{
+	struct item it;
+	char *db = xasprintf("%s/f.db", harness_tmpdir());
+	static const char *const more[] = {"--max-depth", "1", NULL};
+	cJSON *a;
+	struct proc_out o;
+	int listed = 0, cut = 0;
+	item_gen(&it, "200k");
+	a = solve(&it, db, more, NULL);
+	CHECK(json_num(a, "sub_calls", 0) >= 2);
+	{
+		const char *args[] = {"runs", "export", json_str(a, "run"), "--format", "jsonl",
+				      "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	for (char *save = NULL, *l = strtok_r(o.out, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		cJSON *line = json_parse(l, strlen(l));
+		const cJSON *b, *c;
+		CHECK(line);
+		cJSON_ArrayForEach(b, json_get(line, "code_blocks"))
+		{
+			cJSON_ArrayForEach(c, json_get(json_get(b, "result"), "rlm_calls"))
+			{
+				const char *p = json_str(c, "prompt");
+				CHECK(p && json_str(c, "response") && *json_str(c, "response"));
+				CHECK(json_num(c, "prompt_tokens", 0) > 0);
+				CHECK(json_num(c, "completion_tokens", 0) > 0);
+				CHECK(cJSON_IsNumber(json_get(c, "execution_time")));
+				CHECK_MSG(strlen(p) < 4000 * 3 + 100, "a prompt of %zu bytes", strlen(p));
+				cut += strstr(p, "characters omitted ...]") != NULL;
+				listed++;
+			}
+		}
+		cJSON_Delete(line);
+	}
+	CHECK_MSG(listed == (int)json_num(a, "sub_calls", -1), "%d sub-calls listed of %.0f", listed,
+		  json_num(a, "sub_calls", -1));
+	CHECK(cut > 0); /* the simulator's sub-calls carry chunks of 200k */
+	proc_out_release(&o);
+	cJSON_Delete(a);
+	item_free(&it);
+	free(db);
+}
+
 /* ---- broken stores ---- */
 
 TEST(corrupt_store_is_a_clear_error)
