@@ -37,8 +37,11 @@
  *        resumed_from TEXT, pid INTEGER, pid_start INTEGER (the process that
  *        runs it: a "running" row whose process is gone is "interrupted"))
  *   indexes runs_created, runs_digest
- * Hit counts are kept in memory and written with the next write, within a
- * second, or at close: a kill can lose a count, never an answer.
+ * Hit counts are kept in memory and written with the next write, at
+ * close, or by a lookup once 4096 keys or a second old, but only if the
+ * writer is free at that moment: a lookup never waits for a writer (its
+ * mutex or another process's lock). A kill can lose a count, never an
+ * answer.
  *   events(run TEXT, seq INTEGER, t_ns INTEGER, node INTEGER, parent
  *          INTEGER, depth INTEGER, iteration INTEGER, kind TEXT, text TEXT,
  *          data_json TEXT, PRIMARY KEY(run, seq))
