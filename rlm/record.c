@@ -352,7 +352,8 @@ static void memo_key(const struct rlm_opts *o, int depth, const char *question, 
 	free(config);
 }
 
-/* What a memo hit spent still fits b (then charged), or o's limits. */
+/* What a memo hit spent still fits b (then charged), or, for the whole
+ * solve (b NULL), o's limits: a solve that used exactly its limit fits. */
 static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 		      const struct store_result *sr)
 {
@@ -360,7 +361,7 @@ static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 	if (!b)
 		return !((o->max_tokens > 0 && t > o->max_tokens) ||
 			 (o->max_cost > 0 && sr->cost > o->max_cost) ||
-			 (o->max_sub_calls > 0 && sr->sub_calls + 1 > o->max_sub_calls));
+			 (o->max_sub_calls > 0 && sr->sub_calls > o->max_sub_calls));
 	if ((b->max_tokens && atomic_load(&b->tokens) + t > b->max_tokens) ||
 	    (b->max_cost_nusd &&
 	     atomic_load(&b->cost_nusd) + (int64_t)(sr->cost * 1e9) > b->max_cost_nusd) ||

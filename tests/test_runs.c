@@ -269,6 +269,34 @@ TEST(memo_keeps_to_the_budget)
 	free(db);
 }
 
+/* A solve that used exactly its --max-sub-calls is answered from the
+ * memo when run again (the whole-solve memo checked sub_calls + 1). */
+TEST(memo_answers_a_solve_at_its_sub_call_limit)
+{
+	struct item it;
+	char *db = xasprintf("%s/x.db", harness_tmpdir());
+	char lim[16];
+	const char *more[] = {"--max-sub-calls", lim, NULL};
+	cJSON *a, *b, *c;
+	item_gen(&it, "100k");
+	a = solve(&it, db, NULL, NULL);
+	CHECK(json_num(a, "sub_calls", 0) >= 2);
+	snprintf(lim, sizeof(lim), "%d", (int)json_num(a, "sub_calls", 0));
+	b = solve(&it, db, more, NULL); /* another config: made again, from the call cache */
+	CHECK_STR(json_str(b, "stop"), "answer");
+	CHECK(json_num(b, "sub_calls", -1) == json_num(a, "sub_calls", 0));
+	CHECK(json_num(json_get(b, "cache"), "memo_hits", -1) == 0);
+	c = solve(&it, db, more, NULL);
+	CHECK_STR(json_str(c, "answer"), json_str(b, "answer"));
+	CHECK(json_num(json_get(c, "cache"), "memo_hits", -1) == 1);
+	CHECK(calls_of(c, "attempts") == 0);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(c);
+	item_free(&it);
+	free(db);
+}
+
 /* An answer made with failed calls is not kept: a tree solve whose parts
  * failed (a sim that fails every request) answers from what it had; run
  * again without faults, it is made again, not served from the memo. */
