@@ -174,7 +174,11 @@ struct rlm_result {
 	bool found;            /* false when every part answered NONE */
 	struct llm_usage usage;
 	double cost;           /* USD */
-	int64_t calls;         /* model calls made */
+	int64_t calls;         /* model calls, whether sent or answered by the
+				* call cache (cache_hits of them), and those
+				* of answers taken from the memo (memo_hits):
+				* what the solve cost, not what it sent
+				* (attempts) */
 	int64_t failed_calls;  /* of which failed after retries */
 	int64_t attempts;      /* HTTP attempts, retries included */
 	size_t leaves;         /* parts the context was cut into */

@@ -854,7 +854,8 @@ int store_call_put(struct store *s, const struct store_key *k, const struct llm_
 			 " output_tokens = excluded.output_tokens,"
 			 " cached_tokens = excluded.cached_tokens,"
 			 " cache_write_tokens = excluded.cache_write_tokens,"
-			 " cost = excluded.cost, created = excluded.created",
+			 " cost = excluded.cost, created = excluded.created,"
+			 " hits = 0, last_hit = 0",
 			 err);
 	if (!st)
 		return store__wend(s, RLM_ESTORE, err);
@@ -949,7 +950,7 @@ int store_result_put(struct store *s, const struct store_key *k, const struct st
 			 " ON CONFLICT(key) DO UPDATE SET answer = excluded.answer,"
 			 " stop = excluded.stop, usage_json = excluded.usage_json,"
 			 " cost = excluded.cost, calls = excluded.calls,"
-			 " created = excluded.created",
+			 " created = excluded.created, hits = 0, last_hit = 0",
 			 err);
 	if (!st)
 		return store__wend(s, RLM_ESTORE, err);

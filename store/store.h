@@ -203,7 +203,8 @@ int store_event_add(struct store *s, const char *run, const struct store_event *
  * may be a unique prefix. The caller frees it with cJSON_Delete. */
 struct cJSON *store_run_load(struct store *s, const char *id, struct rlm_err *err);
 /* Runs, newest first, at most limit (0: all): a JSON array of objects
- * without "events", "config" and "result". */
+ * without "events", "config" and "result", but with "calls" (the
+ * result's calls.total; null while a run has no result). */
 struct cJSON *store_runs_list(struct store *s, size_t limit, struct rlm_err *err);
 /* The newest run of the same question, context digest and config that did
  * not end ("running" and not alive, or "interrupted"), into id; 1 found, 0
@@ -222,10 +223,16 @@ struct store_stats {
 };
 int store_stats(struct store *s, struct store_stats *out, struct rlm_err *err);
 /* Delete cached calls and results not used (created or hit) in the last
- * max_age_ms, and runs ended that long ago with their events; then shrink
- * the file (VACUUM). *removed counts rows. */
+ * max_age_ms, and runs ended that long ago with their events, in one
+ * transaction. *removed counts rows. The file keeps its size: see
+ * store_shrink. */
 int store_prune(struct store *s, int64_t max_age_ms, int64_t *removed, struct rlm_err *err);
-/* Delete everything (calls, results, runs, events). */
+/* Delete everything (calls, results, runs, events), in one transaction. */
 int store_clear(struct store *s, struct rlm_err *err);
+/* Give the space of deleted rows back (VACUUM, and the WAL truncated).
+ * It rewrites the file, so it needs the write lock for a while: another
+ * process's write past the busy timeout makes it fail (RLM_ESTORE, the
+ * rows deleted before stay deleted). */
+int store_shrink(struct store *s, struct rlm_err *err);
 
 #endif

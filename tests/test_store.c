@@ -441,14 +441,16 @@ TEST(calls_put_get_hits_replace)
 	CHECK_INT(st.saved_usage.cache_write_tokens, 120);
 	CHECK(st.saved_cost == 15.0);
 
-	/* Replacing keeps one row, with the new answer and the old hits. */
+	/* Replacing (--refresh) keeps one row, with the new answer and its
+	 * own hits: the old answer's would count as saved at the new usage. */
 	CHECK_INT(put_text(s, &k, "second", 6, 1, &e), 0);
 	t = get_text(s, &k);
 	CHECK_STR(t, "second");
 	free(t);
 	stats_ok(s, &st);
 	CHECK_INT(st.calls, 1);
-	CHECK_INT(st.call_hits, 4);
+	CHECK_INT(st.call_hits, 1);
+	CHECK_INT(st.saved_usage.input_tokens, 1);
 
 	/* Only successful calls are kept. */
 	memset(&c, 0, sizeof(c));
@@ -460,7 +462,7 @@ TEST(calls_put_get_hits_replace)
 	store_close(s);
 	s = open_ok(path);
 	stats_ok(s, &st);
-	CHECK_INT(st.call_hits, 5);
+	CHECK_INT(st.call_hits, 2);
 	t = get_text(s, &k);
 	CHECK_STR(t, "second");
 	free(t);
@@ -512,6 +514,11 @@ TEST(results_put_get)
 	CHECK_INT(st.saved_usage.input_tokens, 2000);
 	CHECK_INT(st.saved_usage.cache_write_tokens, 80);
 	CHECK(st.saved_cost == 0.5);
+	/* Replaced (--refresh): its hits start again. */
+	CHECK_INT(store_result_put(s, &k, &r, &e), 0);
+	stats_ok(s, &st);
+	CHECK_INT(st.result_hits, 0);
+	CHECK(st.saved_cost == 0);
 	store_result_release(&r);
 	store_close(s);
 	free(path);
@@ -1461,7 +1468,7 @@ TEST(stats_prune_clear)
 		_exit(0);
 	}
 	CHECK_INT(waitpid(pid, NULL, 0), pid);
-	s = open_ok(path);
+	CHECK_INT(open_rc(path, false, 300, &s, &e), 0);
 	memset(text, 'z', sizeof(text));
 	for (int i = 0; i < 100; i++) {
 		key_n(&k, i);
@@ -1510,6 +1517,17 @@ TEST(stats_prune_clear)
 
 	CHECK_INT(store_prune(s, 86400000, &removed, &e), 0);
 	CHECK_INT(removed, 49 + 5 + 2);
+	/* Shrinking needs the write lock for a while: held elsewhere, it
+	 * fails, and what was deleted stays deleted. */
+	pid = lock_child(path, false);
+	CHECK_INT(store_shrink(s, &e), RLM_ESTORE);
+	CHECK_CONTAINS(e.msg, "locked");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	stats_ok(s, &st);
+	CHECK_INT(st.calls, 51);
+	CHECK(st.bytes >= big);
+	CHECK_INT(store_shrink(s, &e), 0);
 	stats_ok(s, &st);
 	CHECK_INT(st.calls, 51);
 	CHECK_INT(st.results, 5);
@@ -1528,6 +1546,7 @@ TEST(stats_prune_clear)
 	CHECK_INT(removed, 0);
 
 	CHECK_INT(store_clear(s, &e), 0);
+	CHECK_INT(store_shrink(s, &e), 0);
 	stats_ok(s, &st);
 	CHECK_INT(st.calls + st.results + st.runs + st.events, 0);
 	CHECK_INT(st.call_hits, 0);
