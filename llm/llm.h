@@ -96,8 +96,9 @@ struct llm_pool;
 struct llm_call;
 
 /* A cache in front of the pool (rlm's store; llm/ knows nothing of it).
- * Both run on the pool thread that performs the call, before its caller
- * sees the result. */
+ * All run on the pool thread that performs the call, before its caller
+ * sees the result; lookup may block (until another call it waits for
+ * completes). */
 struct llm_front {
 	/* c is about to be sent: true when it is answered instead (c's text,
 	 * len, finish_reason, usage and cost filled in, rc 0). */
@@ -105,6 +106,9 @@ struct llm_front {
 	/* c succeeded over the network (rc 0): keep it. */
 	void (*save)(void *arg, const struct llm_call *c);
 	void *arg;
+	/* Optional: c, which lookup did not answer, was performed (whatever
+	 * its rc), after save. */
+	void (*release)(void *arg, const struct llm_call *c);
 };
 
 /* One model call. The caller fills the request part (llm_call_init and the

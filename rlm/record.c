@@ -8,7 +8,8 @@
  * (store_call_put commits) before its caller sees it, so a run killed at
  * any point and run again makes no call twice. A hit is a call like any
  * other for budgets and usage (a resumed run must stop where the first one
- * would have), and is also counted as saved.
+ * would have), and is also counted as saved. A call asked while the same
+ * call is out waits for it (struct record_flight) and is a hit too.
  *
  * A child RLM is memoised under its question, its context's digest and
  * everything of the solve that shapes its answer (the models, the
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const struct rlm_record *rec_of(const struct rlm_opts *o)
 {
@@ -47,19 +49,78 @@ static void store_trouble(const struct rlm_record *rec, const char *what,
 
 /* ---- the front of the pool ---- */
 
+/* A call sent by this solve and not done yet: the same call asked meanwhile
+ * (children whose first prompts are alike, a batch with repeats) waits for
+ * it and takes its answer from the store, instead of going out twice. So a
+ * solve makes each distinct call once, as a resumed one does (each is in
+ * the store by then), and every copy of a call gets the same answer. */
+struct record_flight {
+	struct store_key k;
+	const struct llm_call *call; /* the one sent */
+	struct record_flight *next;
+};
+
+#define FLIGHT_POLL_NS 50000000LL /* a waiter looks at its cancel flag */
+
+static struct record_flight *flight_find(struct rlm_record *rec, const struct store_key *k)
+{
+	struct record_flight *f = rec->flights;
+	while (f && memcmp(f->k.b, k->b, sizeof(k->b)) != 0)
+		f = f->next;
+	return f;
+}
+
+static bool call_cancelled(const struct llm_call *c)
+{
+	return c->cancel && atomic_load(c->cancel);
+}
+
+/* Wait (under fl_mu) until no flight of k is up, or c is cancelled. */
+static void flight_wait(struct rlm_record *rec, const struct store_key *k,
+			const struct llm_call *c)
+{
+	while (flight_find(rec, k) && !call_cancelled(c)) {
+		int64_t until = now_ns() + FLIGHT_POLL_NS;
+		struct timespec ts = {(time_t)(until / 1000000000LL), (long)(until % 1000000000LL)};
+		pthread_cond_timedwait(&rec->fl_cv, &rec->fl_mu, &ts);
+	}
+}
+
 static bool front_lookup(void *arg, struct llm_call *c)
 {
-	const struct rlm_record *rec = arg;
+	struct rlm_record *rec = arg;
 	struct store_key k;
 	struct rlm_err err = {0, ""};
 	int rc;
 	if (rec->refresh || atomic_load(&rec->broken))
 		return false;
 	store_call_key(c, &k);
-	rc = store_call_get(rec->store, &k, c, &err);
-	if (rc < 0)
-		store_trouble(rec, "a cache lookup", &err);
-	return rc == 1;
+	for (;;) {
+		struct record_flight *f;
+		int64_t gen;
+		pthread_mutex_lock(&rec->fl_mu);
+		gen = rec->fl_gen;
+		pthread_mutex_unlock(&rec->fl_mu);
+		rc = store_call_get(rec->store, &k, c, &err);
+		if (rc < 0)
+			store_trouble(rec, "a cache lookup", &err);
+		if (rc != 0)
+			return rc == 1;
+		pthread_mutex_lock(&rec->fl_mu);
+		if (flight_find(rec, &k)) {
+			/* the same call is out: its answer, once stored, is ours */
+			flight_wait(rec, &k, c);
+		} else if (gen == rec->fl_gen) {
+			f = xmalloc(sizeof(*f));
+			*f = (struct record_flight){k, c, rec->flights};
+			rec->flights = f;
+			pthread_mutex_unlock(&rec->fl_mu);
+			return false; /* this one goes out */
+		} /* else one landed since the lookup: look again */
+		pthread_mutex_unlock(&rec->fl_mu);
+		if (call_cancelled(c))
+			return false; /* the pool ends it as cancelled */
+	}
 }
 
 static void front_save(void *arg, const struct llm_call *c)
@@ -72,6 +133,25 @@ static void front_save(void *arg, const struct llm_call *c)
 	store_call_key(c, &k);
 	if (store_call_put(rec->store, &k, c, &err) < 0)
 		store_trouble(rec, "keeping a call", &err);
+}
+
+/* c went out (saved first when it succeeded): its waiters look again,
+ * and take its answer or, when it failed, send their own. */
+static void front_release(void *arg, const struct llm_call *c)
+{
+	struct rlm_record *rec = arg;
+	struct record_flight **p, *f = NULL;
+	pthread_mutex_lock(&rec->fl_mu);
+	for (p = &rec->flights; *p; p = &(*p)->next)
+		if ((*p)->call == c) {
+			f = *p;
+			*p = f->next;
+			break;
+		}
+	rec->fl_gen++;
+	pthread_cond_broadcast(&rec->fl_cv);
+	pthread_mutex_unlock(&rec->fl_mu);
+	free(f);
 }
 
 const struct llm_front *record_front(const struct rlm_opts *o)
@@ -208,6 +288,9 @@ void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct r
 	struct rlm_err err = {0, ""};
 	cJSON *j;
 	char *res;
+	/* Every call of the solve is done: no flight is up. */
+	pthread_mutex_destroy(&rec->fl_mu);
+	pthread_cond_destroy(&rec->fl_cv);
 	if (!rec->run[0])
 		return;
 	j = rlm_result_json(r, o);
@@ -440,7 +523,15 @@ void record_init(struct rlm_record *rec, const struct rlm_opts *o)
 	memset(rec, 0, sizeof(*rec));
 	rec->store = o->store;
 	rec->refresh = o->refresh;
-	rec->front = (struct llm_front){front_lookup, front_save, rec};
+	rec->front = (struct llm_front){front_lookup, front_save, rec, front_release};
 	rec->t0 = now_ns();
 	atomic_init(&rec->broken, false);
+	pthread_mutex_init(&rec->fl_mu, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&rec->fl_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 }

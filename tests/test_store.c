@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/test_store.c -- the SQLite store: keys, the call and result caches,
- * runs and events, resume's view of killed runs, 64 threads at once, kill -9
- * while committing, corrupt, locked, newer and missing files, upkeep, and
- * the lookup and event rates. */
+ * runs and events, resume's view of killed runs, 64 threads at once, the
+ * cache in front of a real pool of 64 workers, two processes writing at
+ * once, kill -9 while committing, corrupt, locked, newer and missing
+ * files, upkeep, and the lookup and event rates. */
 #include "harness.h"
+#include "fakesrv.h"
+#include "../rlm/solve_int.h"
 #include "../store/store.h"
 #include "../common/json.h"
 
@@ -924,6 +927,262 @@ TEST(threads_64_put_and_get)
 		}
 	store_close(s);
 	free(args);
+	free(path);
+	check_no_leaks();
+}
+
+/* The call cache as a solve uses it: rlm/record.c's front on every call of
+ * a real pool of 64 workers, to a fake OpenAI server on loopback. The
+ * first pass sends every call once and stores each once; the second sends
+ * nothing and gets back, call by call, the answer stored for its key. */
+TEST(pool_64_workers_through_the_front)
+{
+	enum { N = 400 };
+	char *path = tpath("rlm.db"), *url;
+	struct store *s = open_ok(path);
+	struct fakesrv *srv = fakesrv_start();
+	struct rlm_opts o = {0};
+	struct rlm_record rec;
+	struct llm_pool_cfg pc = {64};
+	struct llm_model_cfg mc = {0};
+	struct rlm_err e = {0, ""};
+	struct llm_pool *pool;
+	struct llm_model *m;
+	struct llm_msg *msgs = xcalloc(N, sizeof(*msgs));
+	struct llm_call *calls = xcalloc(N, sizeof(*calls)), **pc_calls = xcalloc(N, sizeof(*pc_calls));
+	char **first = xcalloc(N, sizeof(*first)), **prompts = xcalloc(N, sizeof(*prompts));
+	struct llm_stats st;
+	struct store_stats ss;
+	CHECK(srv);
+	for (int i = 0; i < N; i++) {
+		char *text = xasprintf("answer %d", i);
+		char *body = fakesrv_chat_body(text, "stop", 10 + i, 2);
+		fakesrv_push(srv, &(struct fake_reply){200, NULL, body, FAKE_NORMAL, 5});
+		free(body);
+		free(text);
+		prompts[i] = xasprintf("question %d", i);
+		msgs[i] = (struct llm_msg){LLM_USER, prompts[i], strlen(prompts[i])};
+	}
+	url = xasprintf("%s/v1", fakesrv_url(srv));
+	mc.kind = LLM_OPENAI;
+	mc.name = "gpt-test";
+	mc.base_urls = url;
+	mc.max_retries = 0;
+	CHECK((m = llm_model_new(&mc, &e)) != NULL);
+	CHECK((pool = llm_pool_new(&pc, &e)) != NULL);
+	o.store = s;
+	record_init(&rec, &o);
+	o.record_ = &rec;
+	CHECK(record_front(&o) == &rec.front);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < N; i++) {
+			llm_call_init(&calls[i], m, &msgs[i], 1);
+			calls[i].front = record_front(&o);
+			pc_calls[i] = &calls[i];
+		}
+		CHECK_INT(llm_pool_run(pool, pc_calls, N), 0);
+		for (int i = 0; i < N; i++) {
+			CHECK_INT(calls[i].rc, 0);
+			CHECK(calls[i].cached == (pass == 1));
+			if (pass == 0)
+				first[i] = xstrdup(calls[i].text);
+			else
+				CHECK_STR(calls[i].text, first[i]); /* its own answer, not another's */
+			llm_call_release(&calls[i]);
+		}
+		/* pass 0: every call sent and kept once; pass 1: none sent */
+		CHECK_INT(fakesrv_count(srv), N);
+		stats_ok(s, &ss);
+		CHECK_INT(ss.calls, N);
+	}
+	llm_pool_stats(pool, &st);
+	CHECK_INT(st.cached, N);
+	CHECK_INT(st.attempts, N);
+	llm_pool_free(pool);
+	store_close(s);
+	s = open_ok(path);
+	stats_ok(s, &ss);
+	CHECK_INT(ss.call_hits, N);
+	store_close(s);
+	llm_model_free(m);
+	fakesrv_stop(srv);
+	for (int i = 0; i < N; i++) {
+		free(first[i]);
+		free(prompts[i]);
+	}
+	free(first);
+	free(prompts);
+	free(calls);
+	free(pc_calls);
+	free(msgs);
+	free(url);
+	free(path);
+	check_no_leaks();
+}
+
+/* Copies of a call asked while it is out wait for it: 64 calls of 4
+ * prompts go out 4 times, and each copy gets the answer of its prompt.
+ * When the one out fails, a copy goes out in its place. */
+TEST(same_call_in_flight_goes_out_once)
+{
+	enum { N = 64, P = 4 };
+	char *path = tpath("rlm.db"), *url;
+	struct store *s = open_ok(path);
+	struct fakesrv *srv = fakesrv_start();
+	struct rlm_opts o = {0};
+	struct rlm_record rec;
+	struct llm_pool_cfg pc = {64};
+	struct llm_model_cfg mc = {0};
+	struct rlm_err e = {0, ""};
+	struct llm_pool *pool;
+	struct llm_model *m;
+	struct llm_msg msgs[P + 1];
+	struct llm_call calls[N], *pcs[N];
+	char *body;
+	CHECK(srv);
+	/* the server answers after 200 ms: every copy is asked meanwhile */
+	for (int i = 0; i < P; i++) {
+		char text[32];
+		snprintf(text, sizeof(text), "answer %d", i);
+		body = fakesrv_chat_body(text, "stop", 10, 2);
+		fakesrv_push(srv, &(struct fake_reply){200, NULL, body, FAKE_NORMAL, 200});
+		free(body);
+	}
+	url = xasprintf("%s/v1", fakesrv_url(srv));
+	mc.kind = LLM_OPENAI;
+	mc.name = "gpt-test";
+	mc.base_urls = url;
+	mc.max_retries = 0;
+	CHECK((m = llm_model_new(&mc, &e)) != NULL);
+	CHECK((pool = llm_pool_new(&pc, &e)) != NULL);
+	o.store = s;
+	record_init(&rec, &o);
+	o.record_ = &rec;
+	msgs[0] = (struct llm_msg){LLM_USER, "same", 4};
+	msgs[1] = (struct llm_msg){LLM_USER, "alike", 5};
+	msgs[2] = (struct llm_msg){LLM_USER, "twin", 4};
+	msgs[3] = (struct llm_msg){LLM_USER, "copy", 4};
+	msgs[4] = (struct llm_msg){LLM_USER, "fails first", 11};
+	for (int i = 0; i < N; i++) {
+		llm_call_init(&calls[i], m, &msgs[i % P], 1);
+		calls[i].front = record_front(&o);
+		pcs[i] = &calls[i];
+	}
+	CHECK_INT(llm_pool_run(pool, pcs, N), 0);
+	CHECK_INT(fakesrv_count(srv), P);
+	for (int i = 0; i < N; i++) {
+		CHECK_INT(calls[i].rc, 0);
+		CHECK_STR(calls[i].text, calls[i % P].text);
+		CHECK(calls[i].cached == (calls[i].attempts == 0));
+	}
+	for (int i = 0; i < N; i++)
+		llm_call_release(&calls[i]);
+	/* the one out fails (500, no retry): the next copy goes out */
+	fakesrv_push(srv, &(struct fake_reply){500, NULL, "{}", FAKE_NORMAL, 200});
+	body = fakesrv_chat_body("at last", "stop", 10, 2);
+	fakesrv_push(srv, &(struct fake_reply){200, NULL, body, FAKE_NORMAL, 0});
+	free(body);
+	for (int i = 0; i < 8; i++) {
+		llm_call_init(&calls[i], m, &msgs[P], 1);
+		calls[i].front = record_front(&o);
+	}
+	CHECK_INT(llm_pool_run(pool, pcs, 8), 1);
+	CHECK_INT(fakesrv_count(srv), P + 2);
+	for (int i = 0, failed = 0; i < 8; i++) {
+		if (calls[i].rc)
+			CHECK_INT(++failed, 1);
+		else
+			CHECK_STR(calls[i].text, "at last");
+		llm_call_release(&calls[i]);
+	}
+	CHECK(rec.flights == NULL);
+	llm_pool_free(pool);
+	llm_model_free(m);
+	fakesrv_stop(srv);
+	store_close(s);
+	free(url);
+	free(path);
+	check_no_leaks();
+}
+
+/* Two processes writing one store at once (calls, and a run's events
+ * each): both finish, the file passes integrity_check, every row is
+ * there. */
+TEST(two_processes_write_one_store)
+{
+	enum { N = 1500 };
+	char *path = tpath("rlm.db");
+	struct store *s = open_ok(path);
+	struct store_stats st;
+	int go[2], status;
+	pid_t kids[2];
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	store_close(s); /* made, in WAL mode: each child opens its own */
+	CHECK(pipe(go) == 0);
+	for (int c = 0; c < 2; c++) {
+		kids[c] = fork();
+		CHECK(kids[c] >= 0);
+		if (kids[c] == 0) {
+			struct store *cs;
+			struct store_run r;
+			struct rlm_err e = {0, ""};
+			char b;
+			close(go[1]);
+			if (read(go[0], &b, 1) != 0) /* EOF: go */
+				_exit(3);
+			cs = open_ok(path);
+			begin_run(cs, &r, c ? "two" : "one", "{}");
+			for (int i = 0; i < N; i++) {
+				struct store_key k;
+				char text[32];
+				struct store_event ev = {0};
+				key_n(&k, (int64_t)c * 1000000 + i);
+				snprintf(text, sizeof(text), "%d/%d", c, i);
+				ev.kind = "call";
+				ev.text = text;
+				ev.len = strlen(text);
+				if (put_text(cs, &k, text, strlen(text), 1, &e) ||
+				    store_event_add(cs, r.id, &ev, &e))
+					_exit(1);
+			}
+			r.status = "done";
+			if (store_run_end(cs, &r, &e))
+				_exit(2);
+			store_close(cs);
+			_exit(0);
+		}
+	}
+	close(go[0]);
+	close(go[1]); /* both start together */
+	for (int c = 0; c < 2; c++) {
+		CHECK_INT(waitpid(kids[c], &status, 0), kids[c]);
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d: status %d", c,
+			  status);
+	}
+	db = raw_open(path);
+	CHECK_INT(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL), SQLITE_OK);
+	CHECK_INT(sqlite3_step(q), SQLITE_ROW);
+	CHECK_STR((const char *)sqlite3_column_text(q, 0), "ok");
+	sqlite3_finalize(q);
+	CHECK_INT(raw_int(db, "SELECT count(*) FROM runs WHERE status = 'done'"), 2);
+	CHECK_INT(raw_int(db, "SELECT count(DISTINCT run || '/' || seq) FROM events"), 2 * N);
+	sqlite3_close(db);
+	s = open_ok(path);
+	stats_ok(s, &st);
+	CHECK_INT(st.calls, 2 * N);
+	CHECK_INT(st.events, 2 * N);
+	for (int c = 0; c < 2; c++)
+		for (int i = 0; i < N; i += 97) {
+			struct store_key k;
+			char want[32], *t;
+			key_n(&k, (int64_t)c * 1000000 + i);
+			snprintf(want, sizeof(want), "%d/%d", c, i);
+			t = get_text(s, &k);
+			CHECK_STR(t, want);
+			free(t);
+		}
+	store_close(s);
 	free(path);
 	check_no_leaks();
 }
