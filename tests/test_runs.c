@@ -671,6 +671,210 @@ TEST(killed_run_resumes_without_repeating_calls)
 	free(db2);
 }
 
+/* Rows of the store's events of a kind. */
+static int64_t events_of(const char *db, const char *kind)
+{
+	char *t = xasprintf("events WHERE kind = '%s'", kind);
+	int64_t n = rows(db, t);
+	free(t);
+	return n;
+}
+
+/* A recursive solve over HTTP (--max-depth 2, the simulator recursing past
+ * 4 chunks), killed with SIGKILL while its children run, then resumed:
+ * the calls the killed run kept plus the resumed run's HTTP attempts are
+ * an uninterrupted run's attempts, and the answer is the same. */
+TEST(killed_recursive_run_resumes_without_repeating_calls)
+{
+	struct item it;
+	char *db = xasprintf("%s/kr.db", harness_tmpdir());
+	char *db2 = xasprintf("%s/ur.db", harness_tmpdir());
+	char url[64], *id;
+	int port = 0, status;
+	pid_t srv, p;
+	cJSON *u, *r, *list;
+	int64_t kept;
+	double u_net;
+	item_gen(&it, "200k");
+	srv = proc_sim_serve("ttft=100ms,rlm_chunks=4", &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	{
+		const char *const more[] = {"--base-url", url, "--model", "sim", "--max-depth", "2",
+					    NULL};
+		u = solve(&it, db2, more, NULL);
+	}
+	CHECK_CONTAINS(json_str(u, "answer"), it.answer);
+	CHECK(json_num(u, "nodes", 0) >= 2);
+	/* its calls: each distinct one sent once (a copy asked while it was
+	 * out waited for its answer: a hit) */
+	u_net = calls_of(u, "attempts");
+	CHECK(u_net >= 10 && u_net + calls_of(u, "cached") == calls_of(u, "total"));
+	CHECK(u_net == (double)rows(db2, "calls"));
+	{
+		const char *argv[] = {harness_rlm_bin(), "solve", "-c", it.ctx, "-q", it.q, "--quiet",
+				      "--cache", db, "--base-url", url, "--model", "sim",
+				      "--max-depth", "2", NULL};
+		static const char *const env[] = {"RLM_NO_CACHE", "RLM_PROVIDER", "RLM_MODEL",
+						  "RLM_SIM", "RLM_MAX_DEPTH", NULL};
+		int64_t t0 = now_ns();
+		p = proc_start(argv, env);
+		CHECK(p > 0);
+		/* killed once a child has begun and a third of the calls are in */
+		while ((events_of(db, "child") < 1 || rows(db, "calls") < (int64_t)u_net / 3) &&
+		       now_ns() - t0 < 30000000000LL)
+			sleep_ns(2000000);
+		CHECK(kill(p, SIGKILL) == 0);
+		while (waitpid(p, &status, 0) < 0 && errno == EINTR)
+			;
+		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	}
+	kept = rows(db, "calls");
+	CHECK_MSG(kept >= 1 && kept < (int64_t)u_net, "%lld calls kept of %.0f", (long long)kept,
+		  u_net);
+	CHECK(events_of(db, "child") >= 1);
+	list = runs_list(db);
+	id = xstrdup(json_str(cJSON_GetArrayItem(list, 0), "id"));
+	CHECK_STR(json_str(cJSON_GetArrayItem(list, 0), "status"), "interrupted");
+	cJSON_Delete(list);
+	{
+		const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", NULL};
+		struct proc_out o = rlm(args);
+		CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
+		r = parse_out(&o);
+		proc_out_release(&o);
+	}
+	CHECK_STR(json_str(r, "answer"), json_str(u, "answer"));
+	CHECK_MSG((double)kept + calls_of(r, "attempts") == u_net,
+		  "%lld calls before the kill + %.0f after != %.0f uninterrupted", (long long)kept,
+		  calls_of(r, "attempts"), u_net);
+	CHECK(json_num(r, "nodes", 0) == json_num(u, "nodes", -1));
+	cJSON_Delete(r);
+	cJSON_Delete(u);
+	free(id);
+	CHECK_INT(proc_stop(srv), 0);
+	item_free(&it);
+	free(db);
+	free(db2);
+}
+
+/* A repeated recursive solve answered by the call cache alone (every
+ * memo, whole-solve and children's, forgotten): every call, root, sub and
+ * children's, is a hit, and not one HTTP attempt is made. */
+TEST(warm_run_from_the_call_cache_sends_nothing)
+{
+	struct item it;
+	char *db = xasprintf("%s/w.db", harness_tmpdir());
+	char url[64];
+	int port = 0;
+	pid_t srv;
+	cJSON *a, *b;
+	item_gen(&it, "200k");
+	srv = proc_sim_serve("rlm_chunks=4", &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	{
+		const char *const more[] = {"--base-url", url, "--model", "sim", NULL};
+		a = solve(&it, db, more, NULL);
+		CHECK(json_num(a, "nodes", 0) >= 2);
+		CHECK(calls_of(a, "attempts") > 0);
+		CHECK(calls_of(a, "attempts") + calls_of(a, "cached") == calls_of(a, "total"));
+		sql(db, "DELETE FROM results");
+		b = solve(&it, db, more, NULL);
+	}
+	CHECK_STR(json_str(b, "answer"), json_str(a, "answer"));
+	CHECK(json_num(json_get(b, "cache"), "memo_hits", -1) == 0);
+	CHECK(calls_of(b, "attempts") == 0);
+	CHECK(calls_of(b, "total") == calls_of(a, "total"));
+	CHECK(calls_of(b, "cached") == calls_of(b, "total"));
+	CHECK(json_num(b, "nodes", 0) == json_num(a, "nodes", -1));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	CHECK_INT(proc_stop(srv), 0);
+	item_free(&it);
+	free(db);
+}
+
+/* rlm cache stats, prune and clear, and runs list's calls column, from
+ * the command line. */
+TEST(cache_prune_and_clear_from_the_command_line)
+{
+	struct item it;
+	char *db = xasprintf("%s/cp.db", harness_tmpdir());
+	struct proc_out o;
+	cJSON *a, *st;
+	char want[128];
+	int64_t calls;
+	item_gen(&it, "8k");
+	a = solve(&it, db, NULL, NULL);
+	calls = rows(db, "calls");
+	CHECK(calls > 0 && rows(db, "results") == 1 && rows(db, "runs") == 1);
+	{
+		const char *args[] = {"runs", "list", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	snprintf(want, sizeof(want), "%s   done        ", json_str(a, "run"));
+	CHECK_CONTAINS(o.out, want);
+	snprintf(want, sizeof(want), " %6.0f  %.40s", calls_of(a, "total"), it.q);
+	CHECK_CONTAINS(o.out, want);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"cache", "prune", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "--older-than");
+	proc_out_release(&o);
+	/* nothing a day old yet */
+	{
+		const char *args[] = {"cache", "prune", "--older-than", "1", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	snprintf(want, sizeof(want), "removed 0 rows from %s\n", db);
+	CHECK_STR(o.out, want);
+	CHECK_STR(o.err, "");
+	proc_out_release(&o);
+	CHECK(rows(db, "calls") == calls);
+	/* made two days ago */
+	sql(db, "UPDATE calls SET created = created - 172800000, last_hit = 0;"
+		"UPDATE results SET created = created - 172800000, last_hit = 0;"
+		"UPDATE runs SET ended = ended - 172800000");
+	{
+		const char *args[] = {"cache", "prune", "--older-than", "1", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	snprintf(want, sizeof(want), "removed %lld rows from %s\n", (long long)calls + 2, db);
+	CHECK_STR(o.out, want);
+	proc_out_release(&o);
+	CHECK(rows(db, "calls") == 0 && rows(db, "results") == 0 && rows(db, "runs") == 0 &&
+	      rows(db, "events") == 0);
+	cJSON_Delete(a);
+	/* again, then clear */
+	a = solve(&it, db, NULL, NULL);
+	CHECK(rows(db, "calls") == calls && rows(db, "runs") == 1);
+	{
+		const char *args[] = {"cache", "clear", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	snprintf(want, sizeof(want), "cleared %s\n", db);
+	CHECK_STR(o.out, want);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"cache", "stats", "--json", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	st = parse_out(&o);
+	proc_out_release(&o);
+	CHECK(json_num(st, "calls", -1) == 0 && json_num(st, "results", -1) == 0 &&
+	      json_num(st, "runs", -1) == 0 && json_num(st, "events", -1) == 0);
+	cJSON_Delete(st);
+	cJSON_Delete(a);
+	item_free(&it);
+	free(db);
+}
+
 /* A flat run (max depth 1) exported as JSONL: every sub-call it made is
  * in the rlm_calls of its code block, with its prompt (cut to 4,000
  * characters, head and tail) and reply, tokens and time. */
