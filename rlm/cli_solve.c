@@ -397,6 +397,10 @@ static const char *const path_opts[] = {"context", "question-file", "cache",
 					"prompts", "python",	    "prices"};
 /* Left out of the note: a secret, and what only this run asked. */
 static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help"};
+/* Kept without the user:password@ of their URLs (nothing else is touched:
+ * a question may hold a URL and must stay as it was asked). */
+static const char *const url_opts[] = {"base-url"};
+static const char *const url_env[] = {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"};
 
 static bool among(const char *name, const char *const *list, size_t n)
 {
@@ -423,7 +427,7 @@ static cJSON *abs_path(const char *prefix, const char *p)
  * longopts or -1 for a short option), into the note's argv spelt out in
  * full: --name or --name=VALUE. Built from what was parsed, not from the
  * raw words, so that no spelling (--api sk-..., --api-key=..., --ap=...)
- * gets a key in; URLs lose their user:password@. */
+ * gets a key in; base URLs lose their user:password@. */
 static void note_opt(cJSON *args, const struct option *longopts, int opt, int idx,
 		     const char *arg)
 {
@@ -444,7 +448,8 @@ static void note_opt(cJSON *args, const struct option *longopts, int opt, int id
 	if (among(o->name, path_opts, ARRAY_SIZE(path_opts))) {
 		json_add(args, NULL, abs_path(pre, arg));
 	} else {
-		char *v = url_without_userinfo(arg);
+		char *v = among(o->name, url_opts, ARRAY_SIZE(url_opts)) ? url_without_userinfo(arg)
+									   : xstrdup(arg);
 		t = xasprintf("%s%s", pre, v);
 		json_add(args, NULL, cJSON_CreateString(t));
 		free(t);
@@ -473,7 +478,9 @@ static char *run_note(int argc, char **argv, const struct option *longopts)
 	for (size_t i = 0; i < ARRAY_SIZE(note_env); i++) {
 		const char *v = getenv(note_env[i]);
 		if (v && *v) {
-			char *pub = url_without_userinfo(v);
+			char *pub = among(note_env[i], url_env, ARRAY_SIZE(url_env))
+					    ? url_without_userinfo(v)
+					    : xstrdup(v);
 			json_add_str(e, note_env[i], pub);
 			free(pub);
 		}

@@ -419,6 +419,27 @@ TEST(run_note_keeps_no_secret)
 		cJSON_Delete(a);
 	}
 	CHECK(!store_has(db, "SECRET"));
+	/* a question that holds a URL is kept as it was asked: resumed, it is
+	 * the same solve (the memo answers) */
+	{
+		const char *args[] = {"solve", "-c", it.ctx, "-q", "Is http://me:pw@example.org/ in it?",
+				      "--json", "--quiet", "--cache", db, NULL};
+		o = rlm(args);
+		CHECK_MSG(o.status == 0, "%s", o.err);
+		a = parse_out(&o);
+		proc_out_release(&o);
+	}
+	{
+		const char *args[] = {"solve", "--resume", json_str(a, "run"), "--json", "--cache",
+				      db, NULL};
+		o = rlm(args);
+		CHECK_MSG(o.status == 0, "resume: %s", o.err);
+		r = parse_out(&o);
+		proc_out_release(&o);
+	}
+	CHECK(json_num(json_get(r, "cache"), "memo_hits", 0) == 1);
+	cJSON_Delete(r);
+	cJSON_Delete(a);
 
 	/* credentials in base URLs: a flag, then the variable */
 	srv = proc_sim_serve("", &port);
@@ -545,6 +566,35 @@ static cJSON *runs_list(const char *db)
 	return j;
 }
 
+/* The newest run of db, which must be interrupted, resumed with --resume:
+ * its JSON; *id its id (the caller frees it). */
+static cJSON *resume_newest(const char *db, char **id)
+{
+	cJSON *list = runs_list(db), *r;
+	struct proc_out o;
+	*id = xstrdup(json_str(cJSON_GetArrayItem(list, 0), "id"));
+	CHECK_STR(json_str(cJSON_GetArrayItem(list, 0), "status"), "interrupted");
+	cJSON_Delete(list);
+	{
+		const char *args[] = {"solve", "--resume", *id, "--cache", db, "--json", NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
+	r = parse_out(&o);
+	proc_out_release(&o);
+	return r;
+}
+
+/* SIGKILL p (a solve in the background) and reap it: it died of it. */
+static void kill9(pid_t p)
+{
+	int status;
+	CHECK(kill(p, SIGKILL) == 0);
+	while (waitpid(p, &status, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
 /* A flat solve over HTTP, 150 ms a call: killed with SIGKILL once some of
  * its calls are in the store, then resumed with --resume. Every call the
  * killed run got an answer for comes from the store; the resumed run
@@ -585,26 +635,13 @@ TEST(killed_run_resumes_without_repeating_calls)
 			/* once the first root call and some sub-calls are in */
 			while (rows(db, "calls") < 3 && now_ns() - t0 < 20000000000LL)
 				sleep_ns(5000000);
-			CHECK(kill(p, SIGKILL) == 0);
-			while (waitpid(p, &status, 0) < 0 && errno == EINTR)
-				;
-			CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+			kill9(p);
 		}
 		killed_rows = rows(db, "calls");
 		CHECK_MSG(killed_rows >= 3 && killed_rows < (int64_t)u_net, "%lld calls kept of %.0f",
 			  (long long)killed_rows, u_net);
-		list = runs_list(db);
-		CHECK_INT(cJSON_GetArraySize(list), 1);
-		id = xstrdup(json_str(cJSON_GetArrayItem(list, 0), "id"));
-		CHECK_STR(json_str(cJSON_GetArrayItem(list, 0), "status"), "interrupted");
-		cJSON_Delete(list);
-		{
-			const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", NULL};
-			struct proc_out o = rlm(args);
-			CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
-			r = parse_out(&o);
-			proc_out_release(&o);
-		}
+		CHECK_INT(rows(db, "runs"), 1);
+		r = resume_newest(db, &id);
 		CHECK_STR(json_str(r, "answer"), json_str(u, "answer"));
 		r_net = calls_of(r, "total") - calls_of(r, "cached");
 		CHECK_MSG((double)killed_rows + r_net == u_net,
@@ -690,9 +727,9 @@ TEST(killed_recursive_run_resumes_without_repeating_calls)
 	char *db = xasprintf("%s/kr.db", harness_tmpdir());
 	char *db2 = xasprintf("%s/ur.db", harness_tmpdir());
 	char url[64], *id;
-	int port = 0, status;
+	int port = 0;
 	pid_t srv, p;
-	cJSON *u, *r, *list;
+	cJSON *u, *r;
 	int64_t kept;
 	double u_net;
 	item_gen(&it, "200k");
@@ -723,26 +760,13 @@ TEST(killed_recursive_run_resumes_without_repeating_calls)
 		while ((events_of(db, "child") < 1 || rows(db, "calls") < (int64_t)u_net / 3) &&
 		       now_ns() - t0 < 30000000000LL)
 			sleep_ns(2000000);
-		CHECK(kill(p, SIGKILL) == 0);
-		while (waitpid(p, &status, 0) < 0 && errno == EINTR)
-			;
-		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		kill9(p);
 	}
 	kept = rows(db, "calls");
 	CHECK_MSG(kept >= 1 && kept < (int64_t)u_net, "%lld calls kept of %.0f", (long long)kept,
 		  u_net);
 	CHECK(events_of(db, "child") >= 1);
-	list = runs_list(db);
-	id = xstrdup(json_str(cJSON_GetArrayItem(list, 0), "id"));
-	CHECK_STR(json_str(cJSON_GetArrayItem(list, 0), "status"), "interrupted");
-	cJSON_Delete(list);
-	{
-		const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", NULL};
-		struct proc_out o = rlm(args);
-		CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
-		r = parse_out(&o);
-		proc_out_release(&o);
-	}
+	r = resume_newest(db, &id);
 	CHECK_STR(json_str(r, "answer"), json_str(u, "answer"));
 	CHECK_MSG((double)kept + calls_of(r, "attempts") == u_net,
 		  "%lld calls before the kill + %.0f after != %.0f uninterrupted", (long long)kept,
