@@ -420,7 +420,7 @@ static void grow_hits_locked(struct store *s)
  * under hmu. The table grows while a flush is not possible, up to
  * STORE_HIT_MAX keys; returns false when it holds that many and not k
  * (nothing counted). *due: it holds STORE_HIT_KEYS keys or more, or its
- * oldest hit is STORE_HIT_AGE_NS old. */
+ * oldest hit is STORE_HIT_AGE_NS old (and no flush failed just now). */
 static bool add_hits_locked(struct store *s, const struct store_key *k, bool result, int64_t n,
 			    int64_t t, int64_t at, bool *due)
 {
@@ -432,7 +432,7 @@ static bool add_hits_locked(struct store *s, const struct store_key *k, bool res
 	}
 	if (s->n_hits == s->hit_cap) {
 		if (s->hit_cap >= STORE_HIT_MAX) {
-			*due = true;
+			*due = t >= s->hits_retry_ns;
 			return false;
 		}
 		grow_hits_locked(s);
@@ -449,40 +449,37 @@ static bool add_hits_locked(struct store *s, const struct store_key *k, bool res
 found:
 	h->n += n;
 	h->at = RLM_MAX(h->at, at);
-	*due = s->n_hits >= STORE_HIT_KEYS || t - s->hits_since_ns >= STORE_HIT_AGE_NS;
+	*due = (s->n_hits >= STORE_HIT_KEYS || t - s->hits_since_ns >= STORE_HIT_AGE_NS) &&
+	       t >= s->hits_retry_ns;
 	return true;
 }
 
 /* Write the pending hits now if that needs no waiting: not for wmu (a
  * write of this process in progress) and not for another process's lock
- * (busy timeout 0 for this one transaction). The table is emptied first,
- * so that other lookups find room at once; when the write cannot start,
- * its hits go back (those that no longer fit are not counted). */
+ * (busy timeout 0 for this one transaction). When the lock is taken, the
+ * next lookup tries again STORE_HIT_RETRY_NS later, not at once. */
 static void try_flush_hits(struct store *s)
 {
 	struct store_hit *h;
 	size_t n;
+	int rc;
 	if (pthread_mutex_trylock(&s->wmu) != 0)
 		return;
-	take_hits(s, &h, &n);
-	if (n) {
-		sqlite3_busy_timeout(s->w->db, 0);
-		if (begin_locked(s, NULL) == 0) {
-			struct rlm_err e = {0, ""};
-			if (end_locked(s, apply_hits(s, h, n, &e), &e))
-				log_debug("hits not counted: %s", e.msg);
-		} else {
-			int64_t t = now_ns();
-			bool due;
-			pthread_mutex_lock(&s->hmu);
-			for (size_t i = 0; i < n; i++)
-				add_hits_locked(s, &h[i].k, h[i].result, h[i].n, t, h[i].at, &due);
-			pthread_mutex_unlock(&s->hmu);
-		}
-		sqlite3_busy_timeout(s->w->db, s->busy_ms);
+	sqlite3_busy_timeout(s->w->db, 0);
+	rc = begin_locked(s, NULL);
+	sqlite3_busy_timeout(s->w->db, s->busy_ms);
+	if (rc) {
+		pthread_mutex_lock(&s->hmu);
+		s->hits_retry_ns = now_ns() + STORE_HIT_RETRY_NS;
+		pthread_mutex_unlock(&s->hmu);
+	} else {
+		struct rlm_err e = {0, ""};
+		take_hits(s, &h, &n);
+		if (end_locked(s, apply_hits(s, h, n, &e), &e))
+			log_debug("hits not counted: %s", e.msg);
+		free(h);
 	}
 	pthread_mutex_unlock(&s->wmu);
-	free(h);
 }
 
 /* Count a hit in memory. The lookup that finds the table due writes it,

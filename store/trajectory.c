@@ -190,6 +190,27 @@ static void add_tokens(cJSON *o, const cJSON *usage)
 		 cJSON_IsNumber(out) ? cJSON_CreateNumber(out->valuedouble) : cJSON_CreateNull());
 }
 
+/* The reference's usage_summary: {"model_usage_summaries": {model:
+ * {"total_calls", "total_input_tokens", "total_output_tokens"}},
+ * "total_cost"}, from a usage object (none: an empty summary) and the
+ * cost in data (none: left out). */
+static cJSON *usage_summary(const char *model, const cJSON *usage, double calls,
+			    const cJSON *data)
+{
+	cJSON *us = cJSON_CreateObject(), *mus = cJSON_CreateObject();
+	if (cJSON_IsObject(usage)) {
+		cJSON *m = cJSON_CreateObject();
+		json_add_num(m, "total_calls", calls);
+		json_add_num(m, "total_input_tokens", json_num(usage, "input_tokens", 0));
+		json_add_num(m, "total_output_tokens", json_num(usage, "output_tokens", 0));
+		json_add(mus, model, m);
+	}
+	json_add(us, "model_usage_summaries", mus);
+	if (cJSON_IsNumber(json_get(data, "cost")))
+		json_add_num(us, "total_cost", json_num(data, "cost", 0));
+	return us;
+}
+
 /* A plain sub-call (llm_query: a "call" event of role "sub" that kept its
  * prompt) as the reference's RLMChatCompletion: the prompt and reply as
  * the event kept them (cut, docs/store.md), a failed call's reply being
@@ -199,14 +220,12 @@ static cJSON *sub_completion(const struct xrun *x, const struct ev *e)
 	const cJSON *d = e->data, *usage = json_get(d, "usage");
 	const char *role = json_str(d, "role"), *prompt = json_str(d, "prompt");
 	const char *model = json_str(d, "model"), *resp = json_str(d, "response");
-	cJSON *o, *us, *mus;
+	cJSON *o;
 	if (!role || strcmp(role, "sub") != 0 || !prompt)
 		return NULL;
 	if (!model)
 		model = x->sub_model ? x->sub_model : "unknown";
 	o = cJSON_CreateObject();
-	us = cJSON_CreateObject();
-	mus = cJSON_CreateObject();
 	json_add(o, "root_model", ref(model));
 	json_add(o, "prompt", ref(prompt));
 	if (resp) {
@@ -217,17 +236,7 @@ static cJSON *sub_completion(const struct xrun *x, const struct ev *e)
 		free(t);
 	}
 	add_tokens(o, usage);
-	if (cJSON_IsObject(usage)) {
-		cJSON *m = cJSON_CreateObject();
-		json_add_num(m, "total_calls", 1);
-		json_add_num(m, "total_input_tokens", json_num(usage, "input_tokens", 0));
-		json_add_num(m, "total_output_tokens", json_num(usage, "output_tokens", 0));
-		json_add(mus, model, m);
-	}
-	json_add(us, "model_usage_summaries", mus);
-	if (cJSON_IsNumber(json_get(d, "cost")))
-		json_add_num(us, "total_cost", json_num(d, "cost", 0));
-	json_add(o, "usage_summary", us);
+	json_add(o, "usage_summary", usage_summary(model, usage, 1, d));
 	json_add(o, "execution_time",
 		 cJSON_IsNumber(json_get(d, "ms")) ? cJSON_CreateNumber(json_num(d, "ms", 0) / 1e3)
 						   : cJSON_CreateNull());
@@ -243,24 +252,14 @@ static cJSON *child_completion(const struct xrun *x, const struct node *c, char 
 	const struct ev *end = c->end != NO_EV ? &x->ev[c->end] : NULL;
 	const cJSON *data = end ? end->data : NULL, *usage = json_get(data, "usage");
 	const char *model = x->model ? x->model : "unknown";
-	cJSON *o = cJSON_CreateObject(), *us = cJSON_CreateObject(), *mus = cJSON_CreateObject();
-	cJSON *traj = cJSON_CreateObject();
+	cJSON *o = cJSON_CreateObject(), *traj = cJSON_CreateObject();
 	json_add(o, "root_model", ref(model));
 	json_add(o, "prompt", ref(c->start != NO_EV ? start->text : NULL));
 	json_add(o, "response", ref(end ? end->text : NULL));
 	add_tokens(o, usage);
-	if (cJSON_IsObject(usage)) {
-		cJSON *m = cJSON_CreateObject();
-		json_add_num(m, "total_calls",
-			     json_num(data, "calls", (double)subtree_calls(x, c)));
-		json_add_num(m, "total_input_tokens", json_num(usage, "input_tokens", 0));
-		json_add_num(m, "total_output_tokens", json_num(usage, "output_tokens", 0));
-		json_add(mus, model, m);
-	}
-	json_add(us, "model_usage_summaries", mus);
-	if (cJSON_IsNumber(json_get(data, "cost")))
-		json_add_num(us, "total_cost", json_num(data, "cost", 0));
-	json_add(o, "usage_summary", us);
+	json_add(o, "usage_summary",
+		 usage_summary(model, usage, json_num(data, "calls", (double)subtree_calls(x, c)),
+			       data));
 	json_add(o, "execution_time", secs(end ? end->t_ns - start->t_ns : 0));
 	json_add(traj, "run_metadata", cJSON_Duplicate(x->meta, true));
 	json_add(traj, "iterations", node_iterations(x, c, NULL, owned, n_owned));

@@ -140,6 +140,17 @@ static char *get_text(struct store *s, const struct store_key *k)
 	return c.text;
 }
 
+/* The text stored under key_n(n) is want. */
+static void check_text(struct store *s, int64_t n, const char *want)
+{
+	struct store_key k;
+	char *t;
+	key_n(&k, n);
+	t = get_text(s, &k);
+	CHECK_STR(t, want);
+	free(t);
+}
+
 static double secs_since(int64_t t0)
 {
 	return (double)(now_ns() - t0) / 1e9;
@@ -917,18 +928,84 @@ TEST(threads_64_put_and_get)
 	CHECK(st.call_hits >= T * N && st.call_hits <= 2 * T * N);
 	for (int i = 0; i < T; i++)
 		for (int j = 0; j < N; j++) {
-			struct store_key k;
-			char want[64], *t;
-			key_n(&k, (int64_t)i * 100000 + j);
+			char want[64];
 			snprintf(want, sizeof(want), "answer %d/%d", i, j);
-			t = get_text(s, &k);
-			CHECK_STR(t, want);
-			free(t);
+			check_text(s, (int64_t)i * 100000 + j, want);
 		}
 	store_close(s);
 	free(args);
 	free(path);
 	check_no_leaks();
+}
+
+/* What a solve has for its calls: the store with rlm/record.c's front in
+ * o, a pool of 64 workers, and a model on a fake OpenAI server (no
+ * retries). */
+struct rig {
+	char *path, *url;
+	struct store *s;
+	struct fakesrv *srv;
+	struct rlm_opts o;
+	struct rlm_record rec;
+	struct llm_pool *pool;
+	struct llm_model *m;
+};
+
+static void rig_start(struct rig *r)
+{
+	struct llm_pool_cfg pc = {64};
+	struct llm_model_cfg mc = {0};
+	struct rlm_err e = {0, ""};
+	memset(r, 0, sizeof(*r));
+	r->path = tpath("rlm.db");
+	r->s = open_ok(r->path);
+	CHECK((r->srv = fakesrv_start()) != NULL);
+	r->url = xasprintf("%s/v1", fakesrv_url(r->srv));
+	mc.kind = LLM_OPENAI;
+	mc.name = "gpt-test";
+	mc.base_urls = r->url;
+	mc.max_retries = 0;
+	CHECK_MSG((r->m = llm_model_new(&mc, &e)) != NULL, "%s", e.msg);
+	CHECK_MSG((r->pool = llm_pool_new(&pc, &e)) != NULL, "%s", e.msg);
+	r->o.store = r->s;
+	record_init(&r->rec, &r->o);
+	r->o.record_ = &r->rec;
+	CHECK(record_front(&r->o) == &r->rec.front);
+}
+
+/* Queue a 200 reply of text after delay_ms. */
+static void rig_reply(struct rig *r, const char *text, int delay_ms)
+{
+	char *body = fakesrv_chat_body(text, "stop", 10, 2);
+	fakesrv_push(r->srv, &(struct fake_reply){200, NULL, body, FAKE_NORMAL, delay_ms});
+	free(body);
+}
+
+/* Run calls[0..n) through the pool, each with msgs[i % n_msgs] and the
+ * front; returns how many failed. */
+static size_t rig_run(struct rig *r, struct llm_call *calls, size_t n, const struct llm_msg *msgs,
+		      size_t n_msgs)
+{
+	struct llm_call **pcs = xcalloc(n, sizeof(*pcs));
+	size_t failed;
+	for (size_t i = 0; i < n; i++) {
+		llm_call_init(&calls[i], r->m, &msgs[i % n_msgs], 1);
+		calls[i].front = record_front(&r->o);
+		pcs[i] = &calls[i];
+	}
+	failed = llm_pool_run(r->pool, pcs, n);
+	free(pcs);
+	return failed;
+}
+
+static void rig_stop(struct rig *r)
+{
+	llm_pool_free(r->pool);
+	llm_model_free(r->m);
+	fakesrv_stop(r->srv);
+	store_close(r->s);
+	free(r->url);
+	free(r->path);
 }
 
 /* The call cache as a solve uses it: rlm/record.c's front on every call of
@@ -938,49 +1015,22 @@ TEST(threads_64_put_and_get)
 TEST(pool_64_workers_through_the_front)
 {
 	enum { N = 400 };
-	char *path = tpath("rlm.db"), *url;
-	struct store *s = open_ok(path);
-	struct fakesrv *srv = fakesrv_start();
-	struct rlm_opts o = {0};
-	struct rlm_record rec;
-	struct llm_pool_cfg pc = {64};
-	struct llm_model_cfg mc = {0};
-	struct rlm_err e = {0, ""};
-	struct llm_pool *pool;
-	struct llm_model *m;
+	struct rig r;
 	struct llm_msg *msgs = xcalloc(N, sizeof(*msgs));
-	struct llm_call *calls = xcalloc(N, sizeof(*calls)), **pc_calls = xcalloc(N, sizeof(*pc_calls));
+	struct llm_call *calls = xcalloc(N, sizeof(*calls));
 	char **first = xcalloc(N, sizeof(*first)), **prompts = xcalloc(N, sizeof(*prompts));
 	struct llm_stats st;
 	struct store_stats ss;
-	CHECK(srv);
+	rig_start(&r);
 	for (int i = 0; i < N; i++) {
 		char *text = xasprintf("answer %d", i);
-		char *body = fakesrv_chat_body(text, "stop", 10 + i, 2);
-		fakesrv_push(srv, &(struct fake_reply){200, NULL, body, FAKE_NORMAL, 5});
-		free(body);
+		rig_reply(&r, text, 5);
 		free(text);
 		prompts[i] = xasprintf("question %d", i);
 		msgs[i] = (struct llm_msg){LLM_USER, prompts[i], strlen(prompts[i])};
 	}
-	url = xasprintf("%s/v1", fakesrv_url(srv));
-	mc.kind = LLM_OPENAI;
-	mc.name = "gpt-test";
-	mc.base_urls = url;
-	mc.max_retries = 0;
-	CHECK((m = llm_model_new(&mc, &e)) != NULL);
-	CHECK((pool = llm_pool_new(&pc, &e)) != NULL);
-	o.store = s;
-	record_init(&rec, &o);
-	o.record_ = &rec;
-	CHECK(record_front(&o) == &rec.front);
 	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < N; i++) {
-			llm_call_init(&calls[i], m, &msgs[i], 1);
-			calls[i].front = record_front(&o);
-			pc_calls[i] = &calls[i];
-		}
-		CHECK_INT(llm_pool_run(pool, pc_calls, N), 0);
+		CHECK_INT(rig_run(&r, calls, N, msgs, N), 0);
 		for (int i = 0; i < N; i++) {
 			CHECK_INT(calls[i].rc, 0);
 			CHECK(calls[i].cached == (pass == 1));
@@ -991,21 +1041,18 @@ TEST(pool_64_workers_through_the_front)
 			llm_call_release(&calls[i]);
 		}
 		/* pass 0: every call sent and kept once; pass 1: none sent */
-		CHECK_INT(fakesrv_count(srv), N);
-		stats_ok(s, &ss);
+		CHECK_INT(fakesrv_count(r.srv), N);
+		stats_ok(r.s, &ss);
 		CHECK_INT(ss.calls, N);
 	}
-	llm_pool_stats(pool, &st);
+	llm_pool_stats(r.pool, &st);
 	CHECK_INT(st.cached, N);
 	CHECK_INT(st.attempts, N);
-	llm_pool_free(pool);
-	store_close(s);
-	s = open_ok(path);
-	stats_ok(s, &ss);
+	store_close(r.s);
+	r.s = open_ok(r.path);
+	stats_ok(r.s, &ss);
 	CHECK_INT(ss.call_hits, N);
-	store_close(s);
-	llm_model_free(m);
-	fakesrv_stop(srv);
+	rig_stop(&r);
 	for (int i = 0; i < N; i++) {
 		free(first[i]);
 		free(prompts[i]);
@@ -1013,10 +1060,7 @@ TEST(pool_64_workers_through_the_front)
 	free(first);
 	free(prompts);
 	free(calls);
-	free(pc_calls);
 	free(msgs);
-	free(url);
-	free(path);
 	check_no_leaks();
 }
 
@@ -1026,50 +1070,22 @@ TEST(pool_64_workers_through_the_front)
 TEST(same_call_in_flight_goes_out_once)
 {
 	enum { N = 64, P = 4 };
-	char *path = tpath("rlm.db"), *url;
-	struct store *s = open_ok(path);
-	struct fakesrv *srv = fakesrv_start();
-	struct rlm_opts o = {0};
-	struct rlm_record rec;
-	struct llm_pool_cfg pc = {64};
-	struct llm_model_cfg mc = {0};
-	struct rlm_err e = {0, ""};
-	struct llm_pool *pool;
-	struct llm_model *m;
-	struct llm_msg msgs[P + 1];
-	struct llm_call calls[N], *pcs[N];
-	char *body;
-	CHECK(srv);
-	/* the server answers after 200 ms: every copy is asked meanwhile */
+	static const struct llm_msg msgs[P] = {{LLM_USER, "same", 4},
+					       {LLM_USER, "alike", 5},
+					       {LLM_USER, "twin", 4},
+					       {LLM_USER, "copy", 4}};
+	static const struct llm_msg fails[1] = {{LLM_USER, "fails first", 11}};
+	struct rig r;
+	struct llm_call calls[N];
+	rig_start(&r);
+	/* answers after 200 ms: every copy is asked meanwhile */
 	for (int i = 0; i < P; i++) {
 		char text[32];
 		snprintf(text, sizeof(text), "answer %d", i);
-		body = fakesrv_chat_body(text, "stop", 10, 2);
-		fakesrv_push(srv, &(struct fake_reply){200, NULL, body, FAKE_NORMAL, 200});
-		free(body);
+		rig_reply(&r, text, 200);
 	}
-	url = xasprintf("%s/v1", fakesrv_url(srv));
-	mc.kind = LLM_OPENAI;
-	mc.name = "gpt-test";
-	mc.base_urls = url;
-	mc.max_retries = 0;
-	CHECK((m = llm_model_new(&mc, &e)) != NULL);
-	CHECK((pool = llm_pool_new(&pc, &e)) != NULL);
-	o.store = s;
-	record_init(&rec, &o);
-	o.record_ = &rec;
-	msgs[0] = (struct llm_msg){LLM_USER, "same", 4};
-	msgs[1] = (struct llm_msg){LLM_USER, "alike", 5};
-	msgs[2] = (struct llm_msg){LLM_USER, "twin", 4};
-	msgs[3] = (struct llm_msg){LLM_USER, "copy", 4};
-	msgs[4] = (struct llm_msg){LLM_USER, "fails first", 11};
-	for (int i = 0; i < N; i++) {
-		llm_call_init(&calls[i], m, &msgs[i % P], 1);
-		calls[i].front = record_front(&o);
-		pcs[i] = &calls[i];
-	}
-	CHECK_INT(llm_pool_run(pool, pcs, N), 0);
-	CHECK_INT(fakesrv_count(srv), P);
+	CHECK_INT(rig_run(&r, calls, N, msgs, P), 0);
+	CHECK_INT(fakesrv_count(r.srv), P);
 	for (int i = 0; i < N; i++) {
 		CHECK_INT(calls[i].rc, 0);
 		CHECK_STR(calls[i].text, calls[i % P].text);
@@ -1078,16 +1094,10 @@ TEST(same_call_in_flight_goes_out_once)
 	for (int i = 0; i < N; i++)
 		llm_call_release(&calls[i]);
 	/* the one out fails (500, no retry): the next copy goes out */
-	fakesrv_push(srv, &(struct fake_reply){500, NULL, "{}", FAKE_NORMAL, 200});
-	body = fakesrv_chat_body("at last", "stop", 10, 2);
-	fakesrv_push(srv, &(struct fake_reply){200, NULL, body, FAKE_NORMAL, 0});
-	free(body);
-	for (int i = 0; i < 8; i++) {
-		llm_call_init(&calls[i], m, &msgs[P], 1);
-		calls[i].front = record_front(&o);
-	}
-	CHECK_INT(llm_pool_run(pool, pcs, 8), 1);
-	CHECK_INT(fakesrv_count(srv), P + 2);
+	fakesrv_push(r.srv, &(struct fake_reply){500, NULL, "{}", FAKE_NORMAL, 200});
+	rig_reply(&r, "at last", 0);
+	CHECK_INT(rig_run(&r, calls, 8, fails, 1), 1);
+	CHECK_INT(fakesrv_count(r.srv), P + 2);
 	for (int i = 0, failed = 0; i < 8; i++) {
 		if (calls[i].rc)
 			CHECK_INT(++failed, 1);
@@ -1095,13 +1105,8 @@ TEST(same_call_in_flight_goes_out_once)
 			CHECK_STR(calls[i].text, "at last");
 		llm_call_release(&calls[i]);
 	}
-	CHECK(rec.flights == NULL);
-	llm_pool_free(pool);
-	llm_model_free(m);
-	fakesrv_stop(srv);
-	store_close(s);
-	free(url);
-	free(path);
+	CHECK(r.rec.flights == NULL);
+	rig_stop(&r);
 	check_no_leaks();
 }
 
@@ -1174,13 +1179,9 @@ TEST(two_processes_write_one_store)
 	CHECK_INT(st.events, 2 * N);
 	for (int c = 0; c < 2; c++)
 		for (int i = 0; i < N; i += 97) {
-			struct store_key k;
-			char want[32], *t;
-			key_n(&k, (int64_t)c * 1000000 + i);
+			char want[32];
 			snprintf(want, sizeof(want), "%d/%d", c, i);
-			t = get_text(s, &k);
-			CHECK_STR(t, want);
-			free(t);
+			check_text(s, (int64_t)c * 1000000 + i, want);
 		}
 	store_close(s);
 	free(path);
