@@ -320,6 +320,18 @@ TEST(degraded_answers_are_not_memoised)
 	free(db);
 }
 
+/* rlm solve --resume id on db: its JSON (it must succeed). */
+static cJSON *resume_run(const char *db, const char *id)
+{
+	const char *args[] = {"solve", "--resume", id, "--json", "--cache", db, NULL};
+	struct proc_out o = rlm(args);
+	cJSON *r;
+	CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
+	r = parse_out(&o);
+	proc_out_release(&o);
+	return r;
+}
+
 /* Whether the store's files (the database and its WAL) hold s anywhere. */
 static bool store_has(const char *db, const char *s)
 {
@@ -405,14 +417,7 @@ TEST(run_note_keeps_no_secret)
 		CHECK_CONTAINS(o.out, "\"argv\"");
 		proc_out_release(&o);
 		/* resumed, it does not refresh: the memo answers, nothing is sent */
-		{
-			const char *args[] = {"solve", "--resume", json_str(a, "run"), "--json", "--cache",
-					      db, NULL};
-			o = rlm(args);
-			CHECK_MSG(o.status == 0, "resume: %s", o.err);
-			r = parse_out(&o);
-			proc_out_release(&o);
-		}
+		r = resume_run(db, json_str(a, "run"));
 		CHECK(calls_of(r, "attempts") == 0);
 		CHECK(json_num(json_get(r, "cache"), "memo_hits", 0) == 1);
 		cJSON_Delete(r);
@@ -429,14 +434,7 @@ TEST(run_note_keeps_no_secret)
 		a = parse_out(&o);
 		proc_out_release(&o);
 	}
-	{
-		const char *args[] = {"solve", "--resume", json_str(a, "run"), "--json", "--cache",
-				      db, NULL};
-		o = rlm(args);
-		CHECK_MSG(o.status == 0, "resume: %s", o.err);
-		r = parse_out(&o);
-		proc_out_release(&o);
-	}
+	r = resume_run(db, json_str(a, "run"));
 	CHECK(json_num(json_get(r, "cache"), "memo_hits", 0) == 1);
 	cJSON_Delete(r);
 	cJSON_Delete(a);
@@ -524,7 +522,6 @@ TEST(resume_reaches_the_same_endpoint)
 	char *db = xasprintf("%s/ep.db", harness_tmpdir()), *env_url;
 	int port = 0;
 	pid_t srv = proc_sim_serve("", &port);
-	struct proc_out o;
 	cJSON *a, *r;
 	item_gen(&it, "8k");
 	env_url = xasprintf("OPENAI_BASE_URL=http://127.0.0.1:%d/v1", port);
@@ -534,14 +531,7 @@ TEST(resume_reaches_the_same_endpoint)
 	}
 	CHECK(calls_of(a, "attempts") > 0);
 	sql(db, "DELETE FROM results; DELETE FROM calls");
-	{
-		const char *args[] = {"solve", "--resume", json_str(a, "run"), "--cache", db, "--json",
-				      NULL};
-		o = rlm(args); /* no OPENAI_BASE_URL, no RLM_MODEL */
-	}
-	CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
-	r = parse_out(&o);
-	proc_out_release(&o);
+	r = resume_run(db, json_str(a, "run")); /* no OPENAI_BASE_URL, no RLM_MODEL */
 	CHECK_STR(json_str(r, "answer"), json_str(a, "answer"));
 	CHECK(calls_of(r, "attempts") == calls_of(a, "attempts"));
 	CHECK_STR(json_str(r, "provider"), "openai");
@@ -570,19 +560,11 @@ static cJSON *runs_list(const char *db)
  * its JSON; *id its id (the caller frees it). */
 static cJSON *resume_newest(const char *db, char **id)
 {
-	cJSON *list = runs_list(db), *r;
-	struct proc_out o;
+	cJSON *list = runs_list(db);
 	*id = xstrdup(json_str(cJSON_GetArrayItem(list, 0), "id"));
 	CHECK_STR(json_str(cJSON_GetArrayItem(list, 0), "status"), "interrupted");
 	cJSON_Delete(list);
-	{
-		const char *args[] = {"solve", "--resume", *id, "--cache", db, "--json", NULL};
-		o = rlm(args);
-	}
-	CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
-	r = parse_out(&o);
-	proc_out_release(&o);
-	return r;
+	return resume_run(db, *id);
 }
 
 /* SIGKILL p (a solve in the background) and reap it: it died of it. */
