@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/serve_int.h -- inside `rlm serve`: the server, one request, the
  * responses every route sends, and the routes (serve.c: the command, the
- * daemon, dispatch, auth, health and metrics; serve_routes.c: solves, runs,
- * events and corpora; serve_openai.c: chat completions and models).
+ * daemon and shutdown; serve_http.c: answers, dispatch, auth, health and
+ * metrics; serve_routes.c: solves, runs, events and corpora;
+ * serve_openai.c: chat completions and models).
  * See docs/serve.md for the protocol. */
 #ifndef RLM_SERVE_INT_H
 #define RLM_SERVE_INT_H
@@ -18,6 +19,8 @@
 
 #define SRV_KEEPALIVE_NS (15 * 1000000000LL) /* a comment on a quiet stream */
 #define SRV_SLICE_NS	 (250 * 1000000LL)   /* streams wait on a run this long at once */
+#define IDLE_TIMEOUT_S	   30u  /* a connection's, but a solve's or a stream's */
+#define PER_IP_CONNECTIONS 256u /* open at once from one address */
 
 /* The server: made by cmd_serve, read-only once serving but for the
  * atomics. */
@@ -47,7 +50,20 @@ struct req {
 	unsigned status;  /* the status queued, for the log */
 };
 
-/* ---- responses (serve.c); each returns what the access handler returns ---- */
+/* ---- the library's callbacks (serve_http.c), for MHD_start_daemon ---- */
+
+/* MHD_AccessHandlerCallback: cls is the server. */
+enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *data,
+			       size_t *data_size, void **con_cls);
+/* MHD_OPTION_NOTIFY_COMPLETED: frees the request (and logs it with -v). */
+void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode code);
+/* MHD_OPTION_NOTIFY_CONNECTION: TCP_NODELAY on accepted sockets. */
+void srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+		       enum MHD_ConnectionNotificationCode code);
+
+/* ---- responses (serve_http.c); each returns what the access handler returns ---- */
 
 /* Queue r (destroyed here) with status, counting it. */
 enum MHD_Result srv_queue(struct req *rq, unsigned status, struct MHD_Response *r);
