@@ -323,9 +323,9 @@ static enum MHD_Result dispatch(struct req *rq)
 		return not_allowed(rq, rt);
 	/* A solve or a stream may be quiet longer than the idle timeout. */
 	if (rt == R_SOLVE || rt == R_CHAT || rt == R_EVENTS)
-		MHD_set_connection_option(rq->c, MHD_CONNECTION_OPTION_TIMEOUT,
-					  (unsigned)RLM_MIN(rq->sv->request_timeout_ns / 1000000000LL + 60,
-							    86400));
+		MHD_set_connection_option(
+		    rq->c, MHD_CONNECTION_OPTION_TIMEOUT,
+		    (unsigned)RLM_MIN(rq->sv->request_timeout_ns / 1000000000LL + 60, 86400));
 	if (rq->too_big)
 		return srv_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
 				 "the request body is larger than the limit of %zu bytes",
@@ -359,8 +359,8 @@ static enum MHD_Result dispatch(struct req *rq)
  * its end, when the answer is made. Auth and a declared body over the
  * limit are answered at once. */
 enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *url,
-				  const char *method, const char *version, const char *data,
-				  size_t *data_size, void **con_cls)
+			       const char *method, const char *version, const char *data,
+			       size_t *data_size, void **con_cls)
 {
 	struct server *sv = cls;
 	struct req *rq = *con_cls;
@@ -417,7 +417,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *
 }
 
 void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-			 enum MHD_RequestTerminationCode code)
+		      enum MHD_RequestTerminationCode code)
 {
 	struct server *sv = cls;
 	struct req *rq = *con_cls;
@@ -436,7 +436,7 @@ void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 void srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-			  enum MHD_ConnectionNotificationCode code)
+		       enum MHD_ConnectionNotificationCode code)
 {
 	const union MHD_ConnectionInfo *ci;
 	int one = 1;
