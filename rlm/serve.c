@@ -6,10 +6,11 @@
  * One thread per connection, so a synchronous solve simply waits on its
  * run and a stream blocks in its reader until the run has more to say;
  * solves themselves run on the service's threads (rlm/service.h), never
- * on a connection's. SIGINT and SIGTERM are taken by sigwait() in the main thread: the
- * listening socket is closed, running solves get --shutdown-grace to end
- * before they are cancelled, waiting requests are answered, and the
- * process exits 0. */
+ * on a connection's. SIGINT and SIGTERM are blocked in every thread and
+ * taken by sigwait() in the main thread: the listening socket is closed,
+ * running solves get --shutdown-grace to end before they are cancelled (a
+ * second signal cancels them at once), waiting requests are answered, and
+ * the process exits 0. */
 #include "cli.h"
 #include "serve_int.h"
 
@@ -62,7 +63,9 @@ static const char usage[] =
     "      --root DIR          a directory context_path and corpora may name (any\n"
     "                          number; none: paths are refused)\n"
     "      --shutdown-grace SECS  on SIGTERM or SIGINT, how long running solves\n"
-    "                          may go on before they are cancelled (30)\n"
+    "                          may go on before they are cancelled (30); a second\n"
+    "                          signal cancels them at once (their runs stay\n"
+    "                          resumable: the same request again resumes one)\n"
     "      --cache PATH        the store (env RLM_CACHE; default\n"
     "                          $XDG_CACHE_HOME/rlm/rlm.db or ~/.cache/rlm/rlm.db)\n"
     "      --no-cache          no store: nothing cached or recorded; runs are known\n"
@@ -84,8 +87,9 @@ static const char usage[] =
     "\n"
     "%s"
     "\n"
-    "Exit status: 0 after a clean shutdown, 1 a failure to start, 2 bad usage\n"
-    "(including another address than loopback without --api-key).\n"
+    "Exit status: 0 after a shutdown on SIGTERM or SIGINT (one or two), 1 a\n"
+    "failure to start, 2 bad usage (including another address than loopback\n"
+    "without --api-key).\n"
     "\n"
     "Examples:\n"
     "  rlm serve --port 8080 --root ~/docs\n"
@@ -268,23 +272,48 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	return 0;
 }
 
-/* Serve until SIGINT or SIGTERM, then shut down gracefully. */
-static int serve(struct server *sv, const struct serve_args *a, int fd, int port)
+/* Wait for a signal of set until deadline_ns (now_ns clock) or, with
+ * done, until done(arg) is true (checked every 20 ms). Returns the signal,
+ * or 0. */
+static int wait_signal(const sigset_t *set, int64_t deadline_ns, bool (*done)(void *), void *arg)
+{
+	for (;;) {
+		int64_t left = deadline_ns - now_ns();
+		struct timespec ts = {0, 20000000};
+		int sig;
+		if ((done && done(arg)) || left <= 0)
+			return 0;
+		if (left < ts.tv_nsec)
+			ts.tv_nsec = (long)left;
+		sig = sigtimedwait(set, NULL, &ts);
+		if (sig > 0)
+			return sig;
+	}
+}
+
+static bool service_idle(void *arg)
+{
+	return svc_idle(arg);
+}
+
+static bool no_request(void *arg)
+{
+	const struct server *sv = arg;
+	return atomic_load(&sv->active) == 0;
+}
+
+/* Serve until SIGINT or SIGTERM, then shut down gracefully: a second
+ * signal cuts the grace short. sigs is blocked in every thread. */
+static int serve(struct server *sv, const struct serve_args *a, int fd, int port,
+		 const sigset_t *sigs)
 {
 	struct MHD_Daemon *d;
-	sigset_t block, old;
 	int sig = 0, cancelled;
 	bool v6 = strchr(a->host, ':') != NULL;
 	/* The library closes a connection idle this long: short, so that
 	 * slow clients cannot hold the connections; a solve or a stream
 	 * raises its own (dispatch) to outlast the request timeout. */
 	unsigned idle_s = IDLE_TIMEOUT_S;
-	/* Connection and solve threads inherit the mask: only sigwait() sees
-	 * the signals. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 				 MHD_USE_POLL | MHD_USE_ITC,
 			     0, NULL, NULL, srv_on_request, sv, MHD_OPTION_LISTEN_SOCKET, fd,
@@ -293,31 +322,36 @@ static int serve(struct server *sv, const struct serve_args *a, int fd, int port
 			     MHD_OPTION_NOTIFY_COMPLETED, srv_on_completed, sv,
 			     MHD_OPTION_NOTIFY_CONNECTION, srv_on_connection, sv, MHD_OPTION_END);
 	if (!d) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		close(fd);
 		return cli_fail(1, "cannot start the HTTP server on %s:%d", a->host, port);
 	}
 	printf("rlm serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", a->host, v6 ? "]" : "",
 	       port);
 	fflush(stdout);
-	while (sigwait(&block, &sig) != 0)
+	while (sigwait(sigs, &sig) != 0)
 		;
-	fprintf(stderr, "rlm serve: %s: stopping (running solves have %.0f s to end)\n",
+	fprintf(stderr,
+		"rlm serve: %s: stopping (running solves have %.0f s to end; a second signal "
+		"cancels them now)\n",
 		strsignal(sig), a->grace);
 	atomic_store(&sv->stopping, true);
 	fd = MHD_quiesce_daemon(d);
 	if (fd >= 0)
 		close(fd);
-	cancelled = svc_shutdown(sv->svc, (int64_t)(a->grace * 1e9));
+	svc_close(sv->svc);
+	sig = wait_signal(sigs, now_ns() + (int64_t)(a->grace * 1e9), service_idle, sv->svc);
+	if (sig)
+		fprintf(stderr, "rlm serve: %s again: cancelling the running solves now\n",
+			strsignal(sig));
+	cancelled = svc_shutdown(sv->svc, 0);
 	if (cancelled)
 		fprintf(stderr, "rlm serve: cancelled %d solve%s (their runs stay in the store)\n",
 			cancelled, cancelled == 1 ? "" : "s");
-	/* Answer what is pending: waiting requests and streams see their
-	 * runs end. */
-	for (int i = 0; i < 1000 && atomic_load(&sv->active) > 0; i++)
-		sleep_ns(10000000);
+	/* Answer what is pending (waiting requests and streams see their runs
+	 * end) for up to 10 s, or until one more signal. */
+	if (wait_signal(sigs, now_ns() + 10 * 1000000000LL, no_request, sv))
+		fprintf(stderr, "rlm serve: closing the connections now\n");
 	MHD_stop_daemon(d);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return 0;
 }
 
@@ -327,6 +361,7 @@ int cmd_serve(int argc, char **argv)
 	struct server *sv;
 	struct rlm_err err = {0, ""};
 	char msg[512];
+	sigset_t sigs, old;
 	int rc, fd, port = 0, status;
 	memset(&a, 0, sizeof(a));
 	a.host = "127.0.0.1";
@@ -344,6 +379,14 @@ int cmd_serve(int argc, char **argv)
 		free(a.roots);
 		return cli_fail(2, "%s", err.msg);
 	}
+	/* SIGINT and SIGTERM are taken by sigwait() in this thread only:
+	 * blocked before the service starts its pool's threads, so that every
+	 * thread (the pool's, the daemon's, the solves') inherits the mask
+	 * and none can be killed by one (REPL workers clear it). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
 	sv = xcalloc(1, sizeof(*sv));
 	sv->api_key = a.api_key;
 	sv->max_body = a.max_body;
@@ -359,10 +402,11 @@ int cmd_serve(int argc, char **argv)
 		status = cli_fail(1, "%s", msg);
 		goto out;
 	}
-	status = serve(sv, &a, fd, port);
+	status = serve(sv, &a, fd, port, &sigs);
 out:
 	svc_free(sv->svc);
 	free(sv);
 	free(a.roots);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return status;
 }

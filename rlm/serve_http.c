@@ -58,6 +58,8 @@ static enum MHD_Result respond(struct req *rq, unsigned status, cJSON *j, const 
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (status == MHD_HTTP_TOO_MANY_REQUESTS)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "5");
 	if (status == MHD_HTTP_UNAUTHORIZED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 	if (allow)
@@ -87,7 +89,7 @@ enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, con
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (status >= 500)
+	if (status >= 500 && status != MHD_HTTP_SERVICE_UNAVAILABLE)
 		log_warn("serve: %s %s: %s", rq->method, rq->url, msg);
 	return srv_json(rq, status, error_json(type, msg));
 }
@@ -97,6 +99,8 @@ enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg)
 	switch (rc) {
 	case SVC_EBUSY:
 		return srv_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "busy", "%s", msg);
+	case SVC_ECLOSING:
+		return srv_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "%s", msg);
 	case SVC_EFORBIDDEN:
 		return srv_error(rq, MHD_HTTP_FORBIDDEN, "forbidden", "%s", msg);
 	case RLM_ENOTFOUND:

@@ -184,6 +184,22 @@ static void cancel_all_locked(struct service *s)
 		atomic_store(&s->runs[i]->cancel, true);
 }
 
+void svc_close(struct service *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->closing = true;
+	pthread_mutex_unlock(&s->mu);
+}
+
+bool svc_idle(struct service *s)
+{
+	bool idle;
+	pthread_mutex_lock(&s->mu);
+	idle = s->threads == 0;
+	pthread_mutex_unlock(&s->mu);
+	return idle;
+}
+
 int svc_shutdown(struct service *s, int64_t grace_ns)
 {
 	int64_t deadline = now_ns() + (grace_ns > 0 ? grace_ns : 0);
@@ -233,8 +249,7 @@ const char *svc_sub_model_name(const struct service *s)
 
 cJSON *svc_stats(struct service *s)
 {
-	cJSON *o = cJSON_CreateObject(), *t = cJSON_CreateObject(), *a = cJSON_CreateArray();
-	cJSON *h = cJSON_CreateArray();
+	cJSON *o = cJSON_CreateObject(), *t = cJSON_CreateObject(), *h = cJSON_CreateArray();
 	struct llm_stats st;
 	int64_t cum = 0;
 	llm_pool_stats(s->ms.pool, &st);
@@ -243,10 +258,6 @@ cJSON *svc_stats(struct service *s)
 	for (int i = 0; i < 4; i++)
 		json_add_num(t, status_names[i + 1], (double)s->ended[i]);
 	json_add(o, "solves_total", t);
-	for (size_t i = 0; i < s->n_secs; i++) {
-		size_t k = s->n_secs < SVC_SECS_MAX ? i : (s->secs_next + i) % SVC_SECS_MAX;
-		json_add(a, NULL, cJSON_CreateNumber(s->secs[k]));
-	}
 	/* The histogram over the service's life, cumulative as Prometheus
 	 * wants it: [[le, count], ...], the last le null (+Inf). */
 	for (size_t i = 0; i <= N_LE; i++) {
@@ -264,7 +275,6 @@ cJSON *svc_stats(struct service *s)
 	json_add_num(o, "input_tokens", (double)st.usage.input_tokens);
 	json_add_num(o, "output_tokens", (double)st.usage.output_tokens);
 	json_add_num(o, "cost_usd", st.cost);
-	json_add(o, "solve_seconds", a);
 	json_add(o, "solve_seconds_buckets", h);
 	return o;
 }
@@ -414,10 +424,6 @@ static void count_end_locked(struct service *s, enum run_status st, double secs)
 {
 	size_t b = 0;
 	s->ended[st - 1]++;
-	s->secs[s->secs_next] = secs;
-	s->secs_next = (s->secs_next + 1) % SVC_SECS_MAX;
-	if (s->n_secs < SVC_SECS_MAX)
-		s->n_secs++;
 	while (b < N_LE && secs > hist_le[b])
 		b++;
 	s->hist[b]++;
@@ -498,17 +504,24 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
+/* svc_can_start with s->mu held. */
+static int can_start_locked(struct service *s, struct rlm_err *err)
+{
+	if (s->closing)
+		return rlm_err_set(err, SVC_ECLOSING, "the server is shutting down");
+	if (s->running >= s->max_solves)
+		return rlm_err_set(err, SVC_EBUSY,
+				   "%d solves are running (the most this server runs at once); try "
+				   "again later",
+				   s->running);
+	return 0;
+}
+
 int svc_can_start(struct service *s, struct rlm_err *err)
 {
-	int rc = 0;
+	int rc;
 	pthread_mutex_lock(&s->mu);
-	if (s->closing)
-		rc = rlm_err_set(err, SVC_EBUSY, "the server is shutting down");
-	else if (s->running >= s->max_solves)
-		rc = rlm_err_set(err, SVC_EBUSY,
-				 "%d solves are running (the most this server runs at once); try "
-				 "again later",
-				 s->running);
+	rc = can_start_locked(s, err);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
@@ -552,13 +565,8 @@ int svc_solve(struct service *s, const char *question, const char *corpus_id,
 	k = svc__corp_find(s, corpus_id ? corpus_id : "");
 	if (!k)
 		rc = rlm_err_set(err, RLM_ENOTFOUND, "no corpus '%s'", corpus_id ? corpus_id : "");
-	else if (s->closing)
-		rc = rlm_err_set(err, SVC_EBUSY, "the server is shutting down");
-	else if (s->running >= s->max_solves)
-		rc = rlm_err_set(err, SVC_EBUSY,
-				 "%d solves are running (the most this server runs "
-				 "at once); try again later",
-				 s->running);
+	else
+		rc = can_start_locked(s, err);
 	if (rc) {
 		pthread_mutex_unlock(&s->mu);
 		run_free(r);

@@ -16,8 +16,9 @@
  * run stays answerable; past the newest 1,000 finished runs the oldest
  * leave memory, and the store answers for them: svc_run_record), each
  * caller that looks one up holds one. At most
- * max_solves run at once; svc_solve refuses more (RLM_EBUSY-like:
- * SVC_EBUSY) rather than queueing, so the door can answer 429.
+ * max_solves run at once; svc_solve refuses more (SVC_EBUSY) rather than
+ * queueing, so the door can answer 429; once the service is closing it
+ * refuses every solve (SVC_ECLOSING: 503).
  *
  * Corpora are loaded once (corpus_load, or from text or documents given
  * in the request) and kept until the service is freed; a path must lie
@@ -42,6 +43,7 @@ struct store;
 
 #define SVC_EBUSY      (-2001) /* max_solves are running */
 #define SVC_EFORBIDDEN (-2002) /* a path outside the roots */
+#define SVC_ECLOSING   (-2003) /* the service is shutting down */
 
 struct svc_cfg {
 	struct model_opts mo;        /* as parsed by model_opts_take */
@@ -62,7 +64,11 @@ struct svc_run;
 /* Set up the pool, the models and the store. Returns 0 or a negative code
  * with err (RLM_EINVAL for a bad configuration). */
 int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err);
-/* Refuse new solves (SVC_EBUSY), let the running ones finish for up to
+/* Refuse new solves from now on (SVC_ECLOSING); the running ones go on. */
+void svc_close(struct service *s);
+/* True when no solve runs (every solve's thread has ended). */
+bool svc_idle(struct service *s);
+/* Refuse new solves (SVC_ECLOSING), let the running ones finish for up to
  * grace_ns, then cancel the rest and wait until they have ended (their
  * runs stay in the store, resumable). Returns how many were cancelled.
  * Waiting callers (svc_run_wait, svc_run_event) see the ends. */
@@ -75,10 +81,9 @@ const char *svc_sub_model_name(const struct service *s);
 /* Counters for /metrics and /healthz, a JSON object:
  * {"solves_running", "solves_total": {"done", "stopped", "failed",
  *  "cancelled"}, "model_calls", "cache_hits", "input_tokens",
- *  "output_tokens", "cost_usd", "solve_seconds": [each finished solve's
- *  wall time, at most the last 10,000], "solve_seconds_buckets": [[le,
- *  count], ...] (cumulative over the service's life, the last le null
- *  for +Inf), "solve_seconds_sum", "solve_seconds_count"} */
+ *  "output_tokens", "cost_usd", "solve_seconds_buckets": [[le, count],
+ *  ...] (cumulative over the service's life, the last le null for +Inf),
+ *  "solve_seconds_sum", "solve_seconds_count"} */
 struct cJSON *svc_stats(struct service *s);
 
 /* ---- corpora ---- */
@@ -115,13 +120,14 @@ struct svc_opts {
 void svc_opts_init(struct svc_opts *o); /* all "keep the service's" */
 
 /* Would a solve be refused now (max_solves running, or shutting down)?
- * Returns 0, or SVC_EBUSY with err saying why: a door checks before it
- * loads a context the solve would not use. svc_solve checks again. */
+ * Returns 0, or SVC_EBUSY or SVC_ECLOSING with err saying why: a door
+ * checks before it loads a context the solve would not use. svc_solve
+ * checks again. */
 int svc_can_start(struct service *s, struct rlm_err *err);
 /* Start a solve of question over corpus corpus_id (from svc_corpus_*) on
  * a thread of its own. Returns 0 with *run (a reference the caller drops
- * with svc_run_put), SVC_EBUSY, RLM_ENOTFOUND (the corpus), RLM_EINVAL (a
- * model that is not the service's), with err. */
+ * with svc_run_put), SVC_EBUSY, SVC_ECLOSING, RLM_ENOTFOUND (the corpus),
+ * RLM_EINVAL (a model that is not the service's), with err. */
 int svc_solve(struct service *s, const char *question, const char *corpus_id,
 	      const struct svc_opts *o, struct svc_run **run, struct rlm_err *err);
 /* A run by id (this service's), with a reference; NULL when unknown. */

@@ -9,8 +9,7 @@
 
 #include "service.h"
 
-#define SVC_SECS_MAX 10000 /* solve times kept for svc_stats */
-#define SVC_N_LE     14	   /* bounds of the solve-time histogram (then +Inf) */
+#define SVC_N_LE 14 /* bounds of the solve-time histogram (then +Inf) */
 
 /* A corpus the service holds, until it is freed. */
 struct svc_corp {
@@ -38,8 +37,6 @@ struct service {
 	bool closing;		   /* svc_shutdown or svc_free began: no new solves */
 	struct rng rng;		   /* ids */
 	int64_t ended[4];	   /* done, stopped, failed, cancelled */
-	double secs[SVC_SECS_MAX]; /* a ring of the last solve times */
-	size_t n_secs, secs_next;
 	int64_t hist[SVC_N_LE + 1]; /* lifetime, not cumulative; last: +Inf */
 	double secs_sum;
 	int64_t secs_count;

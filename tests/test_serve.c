@@ -8,15 +8,19 @@
 #include "../common/common.h"
 #include "../common/json.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,16 +141,20 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-/* method path [body] with headers (NULL-terminated, or NULL). */
-static struct resp http_h(const struct srv *s, const char *method, const char *path,
-			  const char *body, const char *const *headers)
+/* method path [body] with headers (NULL-terminated, or NULL) on handle
+ * e (a connection kept open between requests), or on a new one when e is
+ * NULL. */
+static struct resp http_on(CURL *e, const struct srv *s, const char *method, const char *path,
+			   const char *body, const char *const *headers)
 {
-	CURL *e = curl_easy_init();
+	CURL *own = e ? NULL : curl_easy_init();
 	struct curl_slist *hl = NULL;
 	struct buf b = BUF_INIT, h = BUF_INIT;
 	struct resp r = {0, NULL, NULL, NULL};
 	char url[512];
 	CURLcode rc;
+	if (!e)
+		e = own;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", s->port, path);
 	buf_puts(&b, "");
 	buf_puts(&h, "");
@@ -161,22 +169,29 @@ static struct resp http_h(const struct srv *s, const char *method, const char *p
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 90L);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	if (body) {
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, body ? (long)strlen(body) : -1L);
+	curl_easy_setopt(e, CURLOPT_NOBODY, strcmp(method, "HEAD") == 0 ? 1L : 0L);
+	if (!body && strcmp(method, "HEAD") != 0)
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-	if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	rc = curl_easy_perform(e);
 	CHECK_MSG(rc == CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.status);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hl);
-	curl_easy_cleanup(e);
+	if (own)
+		curl_easy_cleanup(own);
 	r.body = buf_detach(&b, NULL);
 	r.headers = buf_detach(&h, NULL);
 	r.json = json_parse(r.body, strlen(r.body));
 	return r;
+}
+
+static struct resp http_h(const struct srv *s, const char *method, const char *path,
+			  const char *body, const char *const *headers)
+{
+	return http_on(NULL, s, method, path, body, headers);
 }
 
 static struct resp http(const struct srv *s, const char *method, const char *path, const char *body)
@@ -511,6 +526,19 @@ TEST(serve_events)
 		CHECK_STR(ev2[1].event, "end");
 		sse_release(ev2, n2);
 		resp_release(&e);
+	}
+	/* A Last-Event-ID that is not an event number. */
+	{
+		static const char *const bad[] = {"Last-Event-ID: abc", "Last-Event-ID: -3",
+						  "Last-Event-ID: 99999999999", NULL};
+		for (size_t i = 0; bad[i]; i++) {
+			const char *hs[] = {bad[i], NULL};
+			e = http_h(&s, "GET", path, NULL, hs);
+			CHECK_ERR(e, 400, "invalid_request");
+			CHECK_CONTAINS(json_str(json_get(e.json, "error"), "message"),
+				       "Last-Event-ID");
+			resp_release(&e);
+		}
 	}
 	/* The events of an unknown run. */
 	e = http(&s, "GET", "/v1/runs/no-such-run/events", NULL);
@@ -1496,4 +1524,217 @@ TEST(serve_shutdown_cancels)
 	resp_release(&b.r);
 	CHECK_INT(srv_stop(&s), 0);
 	free(body);
+}
+
+/* ---- raw connections ---- */
+
+/* A TCP connection to the server, or the test fails. */
+static int tcp_connect(const struct srv *s)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)s->port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK_MSG(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "connect: %s",
+		  strerror(errno));
+	return fd;
+}
+
+/* Read fd until needle shows up, EOF or timeout_ms; what was read (the
+ * caller's). */
+static char *read_until(int fd, const char *needle, int timeout_ms)
+{
+	struct buf b = BUF_INIT;
+	int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	buf_puts(&b, "");
+	while (!strstr(b.p, needle)) {
+		struct pollfd p = {fd, POLLIN, 0};
+		char chunk[4096];
+		int64_t left = deadline - now_ns();
+		ssize_t n;
+		if (left <= 0 || poll(&p, 1, (int)(left / 1000000) + 1) <= 0)
+			break;
+		if ((n = read(fd, chunk, sizeof(chunk))) <= 0)
+			break;
+		buf_append(&b, chunk, (size_t)n);
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Can a new connection be made to the server? */
+static bool accepts(const struct srv *s)
+{
+	CURL *e = curl_easy_init();
+	char url[128];
+	CURLcode rc;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", s->port);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 5L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	rc = curl_easy_perform(e);
+	curl_easy_cleanup(e);
+	CHECK_MSG(rc == CURLE_OK || rc == CURLE_COULDNT_CONNECT, "healthz: %s",
+		  curl_easy_strerror(rc));
+	return rc == CURLE_OK;
+}
+
+/* After SIGTERM the server takes no new connection, tells a connection it
+ * had open that it is stopping and refuses solves there (503), and lets
+ * the running solve finish. */
+TEST(serve_shutdown_stops_accepting)
+{
+	const char *env[] = {"RLM_SIM=ttft=300ms", NULL};
+	CURL *k = curl_easy_init();
+	struct srv s;
+	struct bg_solve b;
+	struct resp r;
+	char *body = solve_body(NULL);
+	bool refused = false;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	s = srv_start_env(NULL, env);
+	r = http_on(k, &s, "GET", "/healthz", NULL, NULL);
+	CHECK_STR(json_str(r.json, "status"), "ok");
+	resp_release(&r);
+	memset(&b, 0, sizeof(b));
+	b.s = &s;
+	b.body = body;
+	CHECK(pthread_create(&b.th, NULL, bg_main, &b) == 0);
+	wait_running(&s, 1);
+	kill(s.pid, SIGTERM);
+	for (int i = 0; i < 200 && !refused; i++) {
+		refused = !accepts(&s);
+		if (!refused)
+			sleep_ns(10000000);
+	}
+	CHECK_MSG(refused, "the server still takes new connections after SIGTERM");
+	/* The connection opened before. */
+	r = http_on(k, &s, "GET", "/healthz", NULL, NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "stopping");
+	CHECK_INT(json_num(r.json, "solves_running", -1), 1);
+	resp_release(&r);
+	r = http_on(k, &s, "POST", "/v1/solve", body, NULL);
+	CHECK_ERR(r, 503, "unavailable");
+	CHECK_CONTAINS(r.headers, "Retry-After: ");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "shutting down");
+	resp_release(&r);
+	curl_easy_cleanup(k);
+	/* The running solve ends as it would have. */
+	CHECK_INT(wait_exit(s.pid, 30), 0);
+	pthread_join(b.th, NULL);
+	CHECK_MSG(b.r.status == 200, "%ld %s", b.r.status, b.r.body);
+	CHECK_STR(json_str(b.r.json, "status"), "done");
+	CHECK_CONTAINS(json_str(b.r.json, "answer"), "7340-alpha");
+	resp_release(&b.r);
+	check_no_orphans();
+	free(body);
+}
+
+/* The id of the run in the server's store whose resumed_from is id ("" when
+ * none). */
+static char *resumer_of(const char *id)
+{
+	char *db = xasprintf("%s/s.db", harness_tmpdir()), *out = xstrdup("");
+	const char *argv[] = {harness_rlm_bin(), "runs", "list", "--cache", db, "--json", NULL};
+	struct proc_out o;
+	cJSON *j, *it;
+	CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+	CHECK_MSG(o.status == 0, "rlm runs list: %s", o.err);
+	j = json_parse(o.out, strlen(o.out));
+	cJSON_ArrayForEach(it, j)
+	{
+		const char *from = json_str(it, "resumed_from");
+		if (from && strcmp(from, id) == 0) {
+			free(out);
+			out = xstrdup(json_str(it, "id"));
+		}
+	}
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(db);
+	return out;
+}
+
+/* A run's events stream live (one is read while it runs); a second
+ * SIGTERM cancels it at once (exit 0); a new server on the same store
+ * resumes it when asked the same again: its model calls come from the
+ * store. */
+TEST(serve_second_signal_then_resume)
+{
+	const char *args[] = {"--shutdown-grace", "60", NULL};
+	const char *env[] = {"RLM_SIM=ttft=400ms", NULL};
+	struct srv s;
+	struct resp r;
+	char *body = solve_body("\"async\": true"), *sync = solve_body(NULL), *id, *got, *err;
+	char req[256], path[160], *next;
+	int fd;
+	int64_t t0;
+	double done_calls;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	s = srv_start_env(args, env);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 202, "%ld %s", r.status, r.body);
+	id = xstrdup(json_str(r.json, "run_id"));
+	resp_release(&r);
+	/* Live: a model call's event arrives while the run runs. */
+	fd = tcp_connect(&s);
+	snprintf(req, sizeof(req), "GET /v1/runs/%s/events HTTP/1.1\r\nHost: t\r\n\r\n", id);
+	CHECK_INT(write_all(fd, req, strlen(req)), 0);
+	got = read_until(fd, "event: call\n", 20000);
+	CHECK_CONTAINS(got, "text/event-stream");
+	CHECK_CONTAINS(got, "event: call\n");
+	free(got);
+	snprintf(path, sizeof(path), "/v1/runs/%s", id);
+	r = http(&s, "GET", path, NULL);
+	CHECK_STR(json_str(r.json, "status"), "running");
+	resp_release(&r);
+	/* Two signals: the grace of 60 s is cut short. */
+	t0 = now_ns();
+	kill(s.pid, SIGTERM);
+	sleep_ns(100000000);
+	kill(s.pid, SIGTERM);
+	CHECK_INT(wait_exit(s.pid, 20), 0);
+	CHECK_MSG(now_ns() - t0 < 8 * 1000000000LL, "shutdown took %.1f s",
+		  (double)(now_ns() - t0) / 1e9);
+	/* The stream saw the end. */
+	got = read_until(fd, "event: end\n", 5000);
+	CHECK_CONTAINS(got, "event: end\n");
+	CHECK_CONTAINS(got, "\"status\":\"cancelled\"");
+	free(got);
+	close(fd);
+	err = slurp(s.err);
+	CHECK_CONTAINS(err, "again: cancelling the running solves now");
+	CHECK_CONTAINS(err, "cancelled 1 solve");
+	free(err);
+	check_no_orphans();
+
+	/* A new server on the store: the run is there, cancelled. */
+	s = srv_start_env(NULL, env);
+	r = http(&s, "GET", path, NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "cancelled");
+	done_calls = json_num(json_get(json_get(r.json, "result"), "calls"), "total", 0) -
+		     json_num(json_get(json_get(r.json, "result"), "calls"), "failed", 0);
+	CHECK_MSG(done_calls >= 1, "the cancelled run made no call: %s", r.body);
+	resp_release(&r);
+	/* Asked again, it resumes: the calls it made come from the store. */
+	r = http(&s, "POST", "/v1/solve", sync);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "done");
+	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	CHECK_MSG(json_num(json_get(json_get(r.json, "result"), "calls"), "cached", 0) >=
+		      done_calls,
+		  "%g calls were made before, the resumed run has %s", done_calls, r.body);
+	next = resumer_of(id);
+	CHECK_STR(next, json_str(r.json, "run_id"));
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+	free(next);
+	free(id);
+	free(body);
+	free(sync);
 }
