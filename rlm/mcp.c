@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/mcp.c -- `rlm mcp`: an MCP server over stdio (JSON-RPC 2.0, one
- * message per line, protocol revision 2025-06-18) whose tools solve
- * questions over contexts of any size (rlm/mcp_tools.c).
+ * message per line, protocol revision 2025-11-25, and the earlier ones
+ * negotiated) whose tools solve questions over contexts of any size
+ * (rlm/mcp_tools.c).
  *
  * DESIGN
  * The main thread reads stdin and answers what is quick itself:
@@ -18,7 +19,12 @@
  * corrupt the stream. EOF on stdin, SIGTERM or SIGINT (read through a
  * signalfd; blocked in every thread) cancel the running solves, wait for
  * their threads and exit 0. Batches (JSON arrays) are refused: revision
- * 2025-06-18 dropped them. */
+ * 2025-06-18 dropped them. What changed after 2024-11-05 and applies to a
+ * server of tools only: structured tool output and titles (2025-06-18),
+ * serverInfo.description and a tool's execution (task support, 2025-11-25,
+ * where rlm's tools are plain requests: "forbidden"); bad tool arguments
+ * are tool errors (isError) in every revision, as 2025-11-25 spells out
+ * (SEP-1303). */
 #include "cli.h"
 #include "mcp_int.h"
 #include "../common/common.h"
@@ -36,18 +42,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MCP_VERSION  "2025-06-18"
 #define MCP_MAX_LINE ((size_t)64 << 20) /* one message, context included */
 
-/* The revisions whose initialize is answered in kind. */
-static const char *const versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+/* The revisions whose initialize is answered in kind: those the official
+ * TypeScript SDK supports (SUPPORTED_PROTOCOL_VERSIONS), newest first. */
+static const char *const versions[] = {MCP_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
+				       "2024-10-07"};
 
 static const char usage[] =
 	"usage: rlm mcp [--root DIR]... [options]\n"
 	"\n"
 	"Serve rlm to an agent as an MCP server over stdio (JSON-RPC 2.0, one message\n"
-	"per line; protocol revision " MCP_VERSION "). Add it to a client as the command\n"
-	"`rlm mcp --root DIR`. stdout carries only the protocol; logs go to stderr.\n"
+	"per line; protocol revision " MCP_VERSION ", and 2025-06-18, 2025-03-26,\n"
+	"2024-11-05 and 2024-10-07 to clients that ask for them). Add it to a client as\n"
+	"the command `rlm mcp --root DIR`. stdout carries only the protocol; logs go to\n"
+	"stderr.\n"
 	"\n"
 	"Tools:\n"
 	"  solve        answer a question over a context of any size. Arguments:\n"
@@ -146,6 +155,11 @@ static void reply_error(struct mcp *m, const cJSON *id, int code, const char *fm
 
 /* ---- calls ---- */
 
+bool mcp_since(const char *version, const char *since)
+{
+	return strcmp(version, since) >= 0;
+}
+
 bool mcp_call_cancelled(struct mcp_call *c)
 {
 	bool v;
@@ -189,7 +203,7 @@ static void *call_main(void *arg)
 	bool cancelled, structured;
 	pthread_mutex_lock(&c->m->mu);
 	cancelled = c->cancelled;
-	structured = c->m->structured;
+	structured = mcp_since(c->m->version, MCP_STRUCTURED);
 	c->done = true;
 	pthread_mutex_unlock(&c->m->mu);
 	if (!structured) /* the serialised copy in content stays */
@@ -327,7 +341,7 @@ static void initialize(struct mcp *m, const cJSON *id, const cJSON *params)
 		if (strcmp(want, versions[i]) == 0)
 			version = versions[i];
 	pthread_mutex_lock(&m->mu);
-	m->structured = strcmp(version, "2025-06-18") >= 0;
+	snprintf(m->version, sizeof(m->version), "%s", version);
 	pthread_mutex_unlock(&m->mu);
 	if (strcmp(version, want) != 0)
 		log_info("mcp: the client asked for protocol revision '%.40s': offering %s", want,
@@ -341,6 +355,12 @@ static void initialize(struct mcp *m, const cJSON *id, const cJSON *params)
 	json_add_str(info, "name", "rlm");
 	json_add_str(info, "title", "rlm: Recursive Language Model");
 	json_add_str(info, "version", RLM_VERSION);
+	if (mcp_since(version, MCP_TOOL_META))
+		json_add_str(info, "description",
+			     "Recursive Language Model: answers questions over contexts far "
+			     "larger than a model's window (texts, files, directories, JSONL "
+			     "corpora) by programming a sandboxed Python REPL that calls "
+			     "sub-models");
 	json_add(r, "serverInfo", info);
 	json_add_str(r, "instructions",
 		     "Use solve to answer a question over a context too large for your window: "
@@ -413,7 +433,7 @@ static void handle(struct mcp *m, const char *s, size_t len)
 		reply_error(m, id, MCP_INVALID_REQUEST,
 			    "not initialized: the first request must be initialize");
 	else if (strcmp(method, "tools/list") == 0)
-		reply(m, id, mcp_tools_list(m->structured));
+		reply(m, id, mcp_tools_list(m->version));
 	else if (strcmp(method, "tools/call") == 0)
 		tools_call(m, msg, id);
 	else

@@ -90,11 +90,18 @@ static const char answer_schema[] =
 
 static const char *const tool_names[] = {"solve", "load_corpus", "ask"};
 
-cJSON *mcp_tools_list(bool structured)
+cJSON *mcp_tools_list(const char *version)
 {
 	cJSON *list = json_parse(tools_json, sizeof(tools_json) - 1), *t;
+	bool structured = mcp_since(version, MCP_STRUCTURED);
 	cJSON_ArrayForEach(t, json_get(list, "tools"))
 	{
+		if (mcp_since(version, MCP_TOOL_META)) {
+			/* A solve is a plain request (progress, cancel), not a task. */
+			cJSON *x = cJSON_CreateObject();
+			json_add_str(x, "taskSupport", "forbidden");
+			json_add(t, "execution", x);
+		}
 		if (!structured) {
 			cJSON_DeleteItemFromObjectCaseSensitive(t, "outputSchema");
 			cJSON_DeleteItemFromObjectCaseSensitive(t, "title");
