@@ -184,6 +184,7 @@ static void call_free(struct mcp_call *c)
 	cJSON_Delete(c->id);
 	cJSON_Delete(c->params);
 	free(c->key);
+	free(c->nul_arg);
 	free(c);
 }
 
@@ -240,8 +241,9 @@ static void reap(struct mcp *m, bool wait)
 }
 
 /* tools/call: check the envelope here (its faults are JSON-RPC errors),
- * then run the tool on a thread of its own. Takes msg's params. */
-static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id)
+ * then run the tool on a thread of its own. Takes msg's params. nul_arg:
+ * an argument whose string holds \u0000 (the tool says so), or NULL. */
+static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id, const char *nul_arg)
 {
 	cJSON *params = json_get(msg, "params"), *name = json_get(params, "name");
 	cJSON *args = json_get(params, "arguments");
@@ -283,6 +285,7 @@ static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id)
 	c->tool = name->valuestring;
 	c->args = cJSON_IsObject(args) ? args : NULL;
 	c->token = cJSON_IsString(token) || cJSON_IsNumber(token) ? token : NULL;
+	c->nul_arg = nul_arg ? xstrdup(nul_arg) : NULL;
 	rc = pthread_create(&c->thread, NULL, call_main, c);
 	if (rc) {
 		pthread_mutex_unlock(&m->mu);
@@ -373,9 +376,11 @@ static void initialize(struct mcp *m, const cJSON *id, const cJSON *params)
 /* One message. */
 static void handle(struct mcp *m, const char *s, size_t len)
 {
+	static const char args_at[] = "params.arguments.";
 	cJSON *msg = json_parse(s, len), *id, *params;
-	const char *method;
-	bool ready;
+	const char *method, *nul_arg = NULL;
+	char nul[128];
+	bool ready, has_nul;
 	if (m->verbose)
 		rlm_log(LOG_INFO, "mcp: <- %.300s", s);
 	if (!msg) {
@@ -415,6 +420,20 @@ static void handle(struct mcp *m, const char *s, size_t len)
 				    "%.100s: params must be an object", method);
 		goto out;
 	}
+	/* cJSON cuts a string at \u0000: only a tool's argument may hold one
+	 * (the tool says what is wrong with it), nothing of the protocol. */
+	has_nul = json_nul_path(s, len, nul, sizeof(nul));
+	if (has_nul && strcmp(method, "tools/call") == 0 &&
+	    strncmp(nul, args_at, sizeof(args_at) - 1) == 0) {
+		nul_arg = nul + sizeof(args_at) - 1;
+	} else if (has_nul) {
+		if (id)
+			reply_error(m, id, MCP_INVALID_REQUEST,
+				    "invalid request: %s holds a NUL character (\\u0000)", nul);
+		else
+			log_info("mcp: notification dropped: %s holds a NUL character", nul);
+		goto out;
+	}
 	if (!id) { /* a notification: never answered */
 		if (strcmp(method, "notifications/cancelled") == 0)
 			cancelled(m, params);
@@ -435,7 +454,7 @@ static void handle(struct mcp *m, const char *s, size_t len)
 	else if (strcmp(method, "tools/list") == 0)
 		reply(m, id, mcp_tools_list(m->version));
 	else if (strcmp(method, "tools/call") == 0)
-		tools_call(m, msg, id);
+		tools_call(m, msg, id, nul_arg);
 	else
 		reply_error(m, id, MCP_METHOD_NOT_FOUND, "unknown method '%.100s'", method);
 out:

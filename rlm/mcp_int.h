@@ -57,6 +57,8 @@ struct mcp_call {
 	const char *tool;           /* params.name, borrowed from params */
 	const cJSON *args;          /* params.arguments or NULL, borrowed */
 	const cJSON *token;         /* params._meta.progressToken or NULL */
+	char *nul_arg;              /* the argument (path under arguments) whose
+				     * string holds \u0000, or NULL; owned */
 	struct svc_run *run;        /* mu: its solve once started (a reference) */
 	bool cancelled;             /* mu: notifications/cancelled or EOF: no
 				     * response is sent */

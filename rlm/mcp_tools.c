@@ -457,6 +457,10 @@ static cJSON *tool_load_corpus(struct mcp_call *c)
 
 cJSON *mcp_tool_call(struct mcp_call *c)
 {
+	if (c->nul_arg)
+		return tool_error("argument '%s' holds a NUL character (\\u0000): give text without "
+				  "one",
+				  c->nul_arg);
 	if (strcmp(c->tool, "solve") == 0)
 		return tool_solve(c, false);
 	if (strcmp(c->tool, "ask") == 0)

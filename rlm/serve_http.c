@@ -124,6 +124,7 @@ enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg)
 cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret)
 {
 	cJSON *j = rq->body.len ? json_parse(rq->body.p, rq->body.len) : NULL;
+	char where[128];
 	if (!j) {
 		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_json",
 				 rq->body.len ? "the body is not valid JSON"
@@ -135,6 +136,14 @@ cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret)
 		cJSON_Delete(j);
 		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_json",
 				 "the body is JSON but not an object");
+		return NULL;
+	}
+	/* cJSON would cut such a string at the NUL without a word. */
+	if (json_nul_path(rq->body.p, rq->body.len, where, sizeof(where))) {
+		cJSON_Delete(j);
+		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
+				 "%s: holds a NUL character (\\u0000), which this API does not take",
+				 where);
 		return NULL;
 	}
 	return j;

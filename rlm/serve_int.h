@@ -77,7 +77,8 @@ enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, con
  * SVC_EBUSY 429, SVC_EFORBIDDEN 403, RLM_ENOTFOUND 404, a bad value or a
  * file problem 400, anything else 500. */
 enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg);
-/* The body as a JSON object, or NULL after answering invalid_json. */
+/* The body as a JSON object, or NULL after answering invalid_json (or
+ * invalid_request naming a string that holds \u0000). */
 cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret);
 
 /* ---- checking request fields (serve_routes.c) ---- */

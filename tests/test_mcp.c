@@ -892,6 +892,10 @@ TEST(json_rpc_errors)
 		 "{\"name\":\"rm_rf\",\"arguments\":{}}}", -32602, 13},
 		{"{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\",\"params\":"
 		 "{\"name\":\"solve\",\"arguments\":[]}}", -32602, 14},
+		/* \u0000 outside a tool's arguments: the message is refused */
+		{"{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"ping\\u0000x\"}", -32600, 15},
+		{"{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"tools/call\",\"params\":"
+		 "{\"name\":\"solve\\u0000\",\"arguments\":{}}}", -32600, 16},
 	};
 	struct server s;
 	cJSON *r;
@@ -959,6 +963,11 @@ TEST(tool_argument_errors_are_tool_errors)
 		{"solve", "{\"question\":\"q\",\"context\":[\"x\"]}", "'context' must be a string"},
 		{"load_corpus", "{\"path\":7}", "'path' must be a string"},
 		{"ask", "{\"corpus_id\":null,\"question\":\"q\"}", "'corpus_id' must be a string"},
+		/* \u0000 would cut the string short: named, not cut */
+		{"solve", "{\"question\":\"q\\u0000 more\",\"context\":\"x\"}",
+		 "argument 'question' holds a NUL character"},
+		{"solve", "{\"question\":\"q\",\"context\":\"x\\u0000\"}",
+		 "argument 'context' holds a NUL character"},
 	};
 	struct server s;
 	server_start(&s, NULL, NULL);

@@ -1329,6 +1329,20 @@ TEST(serve_errors)
 	    {"POST", "/v1/solve",
 	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"depth\": 2}}", 400,
 	     "invalid_request", "options.depth: unknown field"},
+	    /* \u0000 would cut a string short: refused, naming the field */
+	    {"POST", "/v1/solve", "{\"question\": \"q?\\u0000 and more\", \"context\": \"x\"}", 400,
+	     "invalid_request", "question: holds a NUL character"},
+	    {"POST", "/v1/solve", "{\"question\": \"q?\", \"context\": \"x\\u0000y\"}", 400,
+	     "invalid_request", "context: holds a NUL character"},
+	    {"POST", "/v1/corpora", "{\"documents\": [\"a\", \"b\\u0000\"]}", 400, "invalid_request",
+	     "documents[1]: holds a NUL character"},
+	    {"POST", "/v1/chat/completions",
+	     "{\"rlm_context\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": "
+	     "[{\"type\": \"text\", \"text\": \"a\\u0000\"}]}]}",
+	     400, "invalid_request", "messages[0].content[0].text: holds a NUL character"},
+	    /* spelled out, it is text like any other */
+	    {"POST", "/v1/corpora", "{\"text\": \"\\\\u0000\", \"format\": 1}", 400, "invalid_request",
+	     "format: want a string"},
 	    {"GET", "/v1/solve", NULL, 405, "method_not_allowed", "POST"},
 	    {"DELETE", "/v1/corpora", NULL, 405, "method_not_allowed", "POST"},
 	    {"POST", "/v1/models", "{}", 405, "method_not_allowed", "GET"},

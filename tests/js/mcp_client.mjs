@@ -264,6 +264,13 @@ try {
 		checkToolError(await client.callTool({ name: 'load_corpus',
 						       arguments: { path: corpusFile, colour: 'red' } },
 						     undefined, opts), 'load_corpus with an unknown argument');
+		// JSON.stringify writes U+0000 as \u0000: named, never cut short
+		const r = await client.callTool({ name: 'solve',
+						  arguments: { question: `${question}\u0000 and more`, context } },
+						undefined, opts);
+		checkToolError(r, 'solve with a NUL in the question');
+		check(textOf(r).includes("'question' holds a NUL character"), 'the NUL is named',
+		      r.content);
 	});
 
 	await run('error_outside_root', async () => {
