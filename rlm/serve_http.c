@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,20 @@ cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret)
 		return NULL;
 	}
 	return j;
+}
+
+bool srv_client_gone(int fd)
+{
+	struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+	char c;
+	ssize_t n;
+	if (fd < 0 || poll(&p, 1, 0) <= 0)
+		return false;
+	if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL))
+		return true;
+	/* Readable: the next request of a keep-alive client, or the end. */
+	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* ---- health and metrics ---- */
@@ -384,12 +399,15 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *
 		const char *id = NULL;
 		enum route rt = route_of(url, &id);
 		bool health = rt == R_HEALTH && method_ok(rt, method);
+		const union MHD_ConnectionInfo *ci;
 		rq = xcalloc(1, sizeof(*rq));
 		rq->sv = sv;
 		rq->c = c;
 		snprintf(rq->method, sizeof(rq->method), "%s", method);
 		rq->url = xstrdup(url);
 		rq->t0 = now_ns();
+		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		rq->fd = ci ? ci->connect_fd : -1;
 		buf_init(&rq->body, sv->max_body);
 		*con_cls = rq;
 		atomic_fetch_add(&sv->active, 1);

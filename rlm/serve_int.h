@@ -48,6 +48,7 @@ struct req {
 	uint64_t dropped; /* bytes read and dropped */
 	int64_t t0;	  /* now_ns at its start */
 	unsigned status;  /* the status queued, for the log */
+	int fd;		  /* the connection's socket (the library's), or -1 */
 };
 
 /* ---- the library's callbacks (serve_http.c), for MHD_start_daemon ---- */
@@ -100,9 +101,21 @@ const char *check_str(struct check *k, const cJSON *o, const char *key, const ch
  * (*ret). */
 int srv_context(struct req *rq, const char *text, const char *path, const char *format,
 		const char *corpus_id, char id[24], enum MHD_Result *ret);
-/* Wait for r to end within the request's time; past it cancel r, wait a
- * little for it to end, and return false. */
-bool srv_wait_run(struct req *rq, struct svc_run *r);
+/* Has the client at the other end of socket fd gone (closed, reset, or
+ * shut its side)? Looks without reading what it may have sent next. */
+bool srv_client_gone(int fd);
+/* Cancel r, for the reason why, and wait a little for it to end. */
+void srv_cancel_run(struct svc_run *r, const char *why);
+
+enum srv_wait {
+	SRV_ENDED,   /* the run ended */
+	SRV_TIMEOUT, /* the request's time ran out: the run was cancelled */
+	SRV_GONE,    /* the client went away: the run was cancelled */
+};
+/* Wait for r to end within the request's time, looking at the client
+ * every SRV_SLICE_NS; past the time, or once the client is gone, cancel
+ * r and wait a little for it to end. */
+enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r);
 
 /* Send st as an event stream (text/event-stream, chunked): read fills it,
  * done frees st, even when this fails (serve_routes.c). */

@@ -144,15 +144,30 @@ int srv_context(struct req *rq, const char *text, const char *path, const char *
 	return 0;
 }
 
-bool srv_wait_run(struct req *rq, struct svc_run *r)
+void srv_cancel_run(struct svc_run *r, const char *why)
 {
-	if (svc_run_wait(r, rq->t0 + rq->sv->request_timeout_ns))
-		return true;
-	svc_run_cancel(r);
+	if (svc_run_cancel(r))
+		log_info("serve: run %s cancelled: %s", svc_run_id(r), why);
 	/* Its run ends in the store as cancelled; a cancel is seen within
 	 * milliseconds, but a stuck worker is not waited on for long. */
 	svc_run_wait(r, now_ns() + 10 * 1000000000LL);
-	return false;
+}
+
+enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r)
+{
+	int64_t deadline = rq->t0 + rq->sv->request_timeout_ns;
+	for (;;) {
+		if (svc_run_wait(r, RLM_MIN(now_ns() + SRV_SLICE_NS, deadline)))
+			return SRV_ENDED;
+		if (srv_client_gone(rq->fd)) {
+			srv_cancel_run(r, "the client went away");
+			return SRV_GONE;
+		}
+		if (now_ns() >= deadline) {
+			srv_cancel_run(r, "past the request timeout");
+			return SRV_TIMEOUT;
+		}
+	}
 }
 
 /* ---- POST /v1/solve ---- */
@@ -253,15 +268,20 @@ enum MHD_Result route_solve(struct req *rq)
 		svc_run_put(r);
 		return srv_json(rq, MHD_HTTP_ACCEPTED, j);
 	}
-	if (!srv_wait_run(rq, r)) {
+	switch (srv_wait_run(rq, r)) {
+	case SRV_ENDED:
+		ret = srv_json(rq, MHD_HTTP_OK, solve_answer(r));
+		break;
+	case SRV_TIMEOUT:
 		ret = srv_error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
 				"the solve ran past the request timeout of %.0f s and was "
 				"cancelled (run %s)",
 				(double)rq->sv->request_timeout_ns / 1e9, svc_run_id(r));
-		svc_run_put(r);
-		return ret;
+		break;
+	default:
+		ret = MHD_NO; /* no one to answer: the connection is closed */
+		break;
 	}
-	ret = srv_json(rq, MHD_HTTP_OK, solve_answer(r));
 	svc_run_put(r);
 	return ret;
 }
@@ -371,6 +391,8 @@ struct sse {
 	struct buf out;	   /* formatted, not yet sent from off */
 	size_t off;
 	bool done;	 /* the end was formatted */
+	bool gone;	 /* the client went away */
+	int fd;		 /* the connection's socket */
 	int64_t last_ns; /* the last bytes formatted */
 };
 
@@ -439,6 +461,11 @@ static bool sse_next(struct sse *st)
 		}
 		if (ended)
 			return false;
+		/* A watcher that left need not hold its connection's thread. */
+		if (srv_client_gone(st->fd)) {
+			st->gone = true;
+			return false;
+		}
 		if (now_ns() - st->last_ns >= SRV_KEEPALIVE_NS) {
 			buf_reset(&st->out);
 			st->off = 0;
@@ -455,7 +482,7 @@ static ssize_t sse_read(void *cls, uint64_t off, char *out, size_t max)
 	size_t n;
 	(void)off;
 	if (st->off >= st->out.len && !sse_next(st))
-		return MHD_CONTENT_READER_END_OF_STREAM;
+		return st->gone ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 	n = RLM_MIN(max, st->out.len - st->off);
 	memcpy(out, st->out.p + st->off, n);
 	st->off += n;
@@ -503,6 +530,7 @@ enum MHD_Result route_events(struct req *rq, const char *full)
 				 "Last-Event-ID: want an event number");
 	st = xcalloc(1, sizeof(*st));
 	st->sv = rq->sv;
+	st->fd = rq->fd;
 	st->last_ns = now_ns();
 	st->pos = (size_t)(from + 1);
 	if (id_ok(id))

@@ -855,6 +855,89 @@ TEST(serve_cancel)
 	CHECK_INT(srv_stop(&s), 0);
 }
 
+/* What a streamed chat completion held. */
+struct chat_chunks {
+	int role, finish, usage, done, reasoning_chunks, content_chunks;
+	char finish_reason[16];
+	struct buf content, reasoning;
+};
+
+/* Parse a chat completion stream, checking each chunk's shape: one id, a
+ * role chunk first, reasoning before content, nothing after the finish
+ * but the usage chunk, "usage": null on the others when usage was asked
+ * for, data after [DONE] never. */
+static void chunks_parse(const char *body, bool usage_asked, struct chat_chunks *c)
+{
+	const char *p = body;
+	char *cid = NULL;
+	int n = 0;
+	memset(c, 0, sizeof(*c));
+	buf_puts(&c->content, "");
+	buf_puts(&c->reasoning, "");
+	while ((p = strstr(p, "data: "))) {
+		const char *end = strstr(p, "\n\n");
+		char *d;
+		cJSON *j, *ch, *delta;
+		CHECK(end);
+		d = xstrndup(p + 6, (size_t)(end - p - 6));
+		p = end;
+		CHECK_MSG(!c->done, "data after [DONE]");
+		if (strcmp(d, "[DONE]") == 0) {
+			c->done = 1;
+			free(d);
+			continue;
+		}
+		j = json_parse(d, strlen(d));
+		CHECK_MSG(j, "chunk is not JSON: %s", d);
+		free(d);
+		CHECK_STR(json_str(j, "object"), "chat.completion.chunk");
+		if (!cid)
+			cid = xstrdup(json_str(j, "id"));
+		CHECK_STR(json_str(j, "id"), cid);
+		ch = cJSON_GetArrayItem(json_get(j, "choices"), 0);
+		delta = json_get(ch, "delta");
+		if (!ch) {
+			c->usage++;
+			CHECK(json_num(json_get(j, "usage"), "prompt_tokens", 0) > 0);
+		} else {
+			CHECK_MSG(!c->usage, "a chunk after the usage chunk");
+			if (usage_asked)
+				CHECK_MSG(cJSON_IsNull(json_get(j, "usage")),
+					  "chunk %d: no \"usage\": null", n);
+			else
+				CHECK(!json_get(j, "usage"));
+			CHECK_MSG(!c->finish, "a choice after the finish chunk");
+		}
+		if (ch && n == 0) {
+			CHECK_STR(json_str(delta, "role"), "assistant");
+			c->role++;
+		} else if (ch && json_str(ch, "finish_reason")) {
+			snprintf(c->finish_reason, sizeof(c->finish_reason), "%s",
+				 json_str(ch, "finish_reason"));
+			CHECK(cJSON_IsObject(json_get(j, "rlm")));
+			c->finish++;
+		} else if (ch && json_str(delta, "reasoning_content")) {
+			CHECK_MSG(!c->content_chunks, "reasoning after content");
+			CHECK(!json_get(delta, "content"));
+			buf_puts(&c->reasoning, json_str(delta, "reasoning_content"));
+			c->reasoning_chunks++;
+		} else if (ch) {
+			CHECK_MSG(json_str(delta, "content"), "chunk %d has no content", n);
+			buf_puts(&c->content, json_str(delta, "content"));
+			c->content_chunks++;
+		}
+		cJSON_Delete(j);
+		n++;
+	}
+	free(cid);
+}
+
+static void chunks_release(struct chat_chunks *c)
+{
+	buf_release(&c->content);
+	buf_release(&c->reasoning);
+}
+
 TEST(serve_chat)
 {
 	struct srv s = srv_start(NULL);
@@ -899,8 +982,8 @@ TEST(serve_chat)
 	CHECK_STR(json_str(r.json, "model"), "sim");
 	resp_release(&r);
 
-	/* Streaming: a role chunk, content chunks that make the answer, a
-	 * finish chunk, [DONE]. */
+	/* Streaming: a role chunk, progress as reasoning_content, content
+	 * chunks that make the answer, a finish chunk, usage, [DONE]. */
 	r = http(&s, "POST", "/v1/chat/completions",
 		 "{\"model\": \"rlm\", \"stream\": true, \"stream_options\": {\"include_usage\": "
 		 "true}, \"messages\": [{\"role\": \"system\", \"content\": \"" NEEDLE_CTX
@@ -908,52 +991,33 @@ TEST(serve_chat)
 	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
 	CHECK_CONTAINS(r.headers, "Content-Type: text/event-stream");
 	{
-		struct buf content = BUF_INIT;
-		const char *p = r.body;
-		int chunks = 0, finish = 0, usage = 0, done = 0;
-		char *cid = NULL;
-		buf_puts(&content, "");
-		while ((p = strstr(p, "data: "))) {
-			const char *end = strstr(p, "\n\n");
-			char *d = xstrndup(p + 6, (size_t)(end - p - 6));
-			cJSON *j, *c, *delta;
-			CHECK(end);
-			CHECK_MSG(!done, "data after [DONE]");
-			if (strcmp(d, "[DONE]") == 0) {
-				done = 1;
-				free(d);
-				p = end;
-				continue;
-			}
-			j = json_parse(d, strlen(d));
-			CHECK_MSG(j, "chunk is not JSON: %s", d);
-			CHECK_STR(json_str(j, "object"), "chat.completion.chunk");
-			if (!cid)
-				cid = xstrdup(json_str(j, "id"));
-			CHECK_STR(json_str(j, "id"), cid);
-			c = cJSON_GetArrayItem(json_get(j, "choices"), 0);
-			delta = json_get(c, "delta");
-			if (!c) {
-				usage++;
-				CHECK(json_num(json_get(j, "usage"), "prompt_tokens", 0) > 0);
-			} else if (chunks++ == 0) {
-				CHECK_STR(json_str(delta, "role"), "assistant");
-			} else if (json_str(c, "finish_reason")) {
-				CHECK_STR(json_str(c, "finish_reason"), "stop");
-				finish++;
-			} else {
-				CHECK_MSG(!finish, "content after the finish chunk");
-				buf_puts(&content, json_str(delta, "content"));
-			}
-			cJSON_Delete(j);
-			free(d);
-			p = end;
-		}
-		CHECK(done && finish == 1 && usage == 1 && chunks >= 3);
-		CHECK_CONTAINS(content.p, "7340-alpha");
-		buf_release(&content);
-		free(cid);
+		struct chat_chunks c;
+		chunks_parse(r.body, true, &c);
+		CHECK_MSG(c.done && c.finish == 1 && c.usage == 1 && c.role == 1, "%s", r.body);
+		CHECK_CONTAINS(c.content.p, "7340-alpha");
+		/* the turns and the code, live, before the answer */
+		CHECK_CONTAINS(c.reasoning.p, "Turn 1: the root model is thinking.\n");
+		CHECK_CONTAINS(c.reasoning.p, "Turn 1: running code: ");
+		CHECK_MSG(c.reasoning_chunks >= 3, "%s", r.body);
+		CHECK_STR(c.finish_reason, "stop");
+		chunks_release(&c);
 	}
+	resp_release(&r);
+	/* Without progress (rlm_progress false): no reasoning_content. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"stream\": true, \"rlm_progress\": false, \"rlm_context\": \"" NEEDLE_CTX
+		 "\", \"messages\": [{\"role\": \"user\", \"content\": \"What is the secret "
+		 "launch code, again?\"}]}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	{
+		struct chat_chunks c;
+		chunks_parse(r.body, false, &c);
+		CHECK_MSG(c.done && c.finish == 1 && c.usage == 0, "%s", r.body);
+		CHECK_INT(c.reasoning_chunks, 0);
+		CHECK_CONTAINS(c.content.p, "7340-alpha");
+		chunks_release(&c);
+	}
+	CHECK(!strstr(r.body, "reasoning_content"));
 	resp_release(&r);
 
 	/* A corpus by id as rlm_context. */
@@ -1751,4 +1815,72 @@ TEST(serve_second_signal_then_resume)
 	free(id);
 	free(body);
 	free(sync);
+}
+
+/* A client that goes away cancels its solve: a synchronous POST
+ * /v1/solve, a chat completion and a streamed one. The run ends cancelled
+ * well before it would have answered, and its --max-solves slot is free
+ * again at once. */
+TEST(serve_client_gone_cancels)
+{
+	static const struct {
+		const char *path, *body, *wait_for;
+	} cases[] = {
+	    {"/v1/solve",
+	     "{\"question\": \"" NEEDLE_Q "\", \"context\": \"" NEEDLE_CTX "\"}", NULL},
+	    {"/v1/chat/completions",
+	     "{\"rlm_context\": \"" NEEDLE_CTX "\", \"messages\": [{\"role\": \"user\", "
+	     "\"content\": \"Where was lunch?\"}]}",
+	     NULL},
+	    {"/v1/chat/completions",
+	     "{\"stream\": true, \"rlm_context\": \"" NEEDLE_CTX "\", \"messages\": [{\"role\": "
+	     "\"user\", \"content\": \"How was the weather?\"}]}",
+	     "\"role\":\"assistant\""},
+	};
+	const char *args[] = {"--max-solves", "1", NULL};
+	const char *env[] = {"RLM_SIM=ttft=1s", NULL};
+	struct srv s = srv_start_env(args, env);
+	struct resp r;
+	char *body;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int fd = tcp_connect(&s);
+		char *req = xasprintf("POST %s HTTP/1.1\r\nHost: t\r\nContent-Type: "
+				      "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+				      cases[i].path, strlen(cases[i].body), cases[i].body);
+		int64_t t0;
+		CHECK_INT(write_all(fd, req, strlen(req)), 0);
+		free(req);
+		if (cases[i].wait_for) {
+			char *got = read_until(fd, cases[i].wait_for, 10000);
+			CHECK_CONTAINS(got, cases[i].wait_for);
+			free(got);
+		}
+		wait_running(&s, 1);
+		t0 = now_ns();
+		close(fd);
+		/* a solve is 4 calls of 1 s: it did not end by itself */
+		wait_running(&s, 0);
+		printf("  %s%s: cancelled %.0f ms after the client left\n", cases[i].path,
+		       cases[i].wait_for ? " (streamed)" : "", (double)(now_ns() - t0) / 1e6);
+		CHECK_MSG(now_ns() - t0 < 2500000000LL, "%s: the solve went on %.1f s after the "
+			  "client left", cases[i].path, (double)(now_ns() - t0) / 1e9);
+	}
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"cancelled\"} 3\n");
+	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"done\"} 0\n");
+	resp_release(&r);
+	/* The one slot is free. */
+	body = solve_body("\"async\": true");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 202, "%ld %s", r.status, r.body);
+	{
+		char *path = xasprintf("/v1/runs/%s", json_str(r.json, "run_id"));
+		struct resp d = http(&s, "DELETE", path, NULL);
+		CHECK_INT(d.status, 202);
+		resp_release(&d);
+		free(path);
+	}
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
 }
