@@ -73,26 +73,52 @@ enum MHD_Result srv_json(struct req *rq, unsigned status, cJSON *j)
 	return respond(rq, status, j, NULL);
 }
 
-/* {"error": {"type", "message"}} */
-static cJSON *error_json(const char *type, const char *msg)
+/* {"error": {"type", "message"}}, with "code" and "param" when given. */
+static cJSON *error_json(const char *type, const char *code, const char *param, const char *msg)
 {
 	cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
 	json_add_str(e, "type", type);
+	if (code)
+		json_add_str(e, "code", code);
+	if (param)
+		json_add_str(e, "param", param);
 	json_add_str(e, "message", msg);
 	json_add(root, "error", e);
 	return root;
 }
 
-enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
+static enum MHD_Result verror(struct req *rq, unsigned status, const char *type, const char *code,
+			      const char *param, const char *fmt, va_list ap) RLM_PRINTF(6, 0);
+
+static enum MHD_Result verror(struct req *rq, unsigned status, const char *type, const char *code,
+			      const char *param, const char *fmt, va_list ap)
 {
 	char msg[768];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (status >= 500 && status != MHD_HTTP_SERVICE_UNAVAILABLE)
 		log_warn("serve: %s %s: %s", rq->method, rq->url, msg);
-	return srv_json(rq, status, error_json(type, msg));
+	return srv_json(rq, status, error_json(type, code, param, msg));
+}
+
+enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
+{
+	enum MHD_Result ret;
+	va_list ap;
+	va_start(ap, fmt);
+	ret = verror(rq, status, type, NULL, NULL, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+enum MHD_Result srv_error_code(struct req *rq, unsigned status, const char *type, const char *code,
+			       const char *param, const char *fmt, ...)
+{
+	enum MHD_Result ret;
+	va_list ap;
+	va_start(ap, fmt);
+	ret = verror(rq, status, type, code, param, fmt, ap);
+	va_end(ap);
+	return ret;
 }
 
 enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg)
@@ -336,7 +362,7 @@ static enum MHD_Result not_allowed(struct req *rq, enum route rt)
 	char msg[320];
 	snprintf(msg, sizeof(msg), "method %.16s is not allowed for %.200s (allowed: %s)",
 		 rq->method, rq->url, allowed(rt));
-	return respond(rq, MHD_HTTP_METHOD_NOT_ALLOWED, error_json("method_not_allowed", msg),
+	return respond(rq, MHD_HTTP_METHOD_NOT_ALLOWED, error_json("method_not_allowed", NULL, NULL, msg),
 		       allowed(rt));
 }
 

@@ -74,6 +74,10 @@ enum MHD_Result srv_json(struct req *rq, unsigned status, cJSON *j);
  * 401 WWW-Authenticate. */
 enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
     RLM_PRINTF(4, 5);
+/* The same with "code" (OpenAI's machine-readable one, as
+ * "model_not_found") and "param" (the field at fault); either may be NULL. */
+enum MHD_Result srv_error_code(struct req *rq, unsigned status, const char *type, const char *code,
+			       const char *param, const char *fmt, ...) RLM_PRINTF(6, 7);
 /* A service error (svc_* rc and its message) with the status it maps to:
  * SVC_EBUSY 429, SVC_EFORBIDDEN 403, RLM_ENOTFOUND 404, a bad value or a
  * file problem 400, anything else 500. */
@@ -96,6 +100,8 @@ void check_fail(struct check *k, const char *fmt, ...) RLM_PRINTF(2, 3);
 void check_fields(struct check *k, const cJSON *o, const char *const *known, const char *where);
 /* o[key] as a string (NULL when absent or, with k->bad set, not a string). */
 const char *check_str(struct check *k, const cJSON *o, const char *key, const char *where);
+/* o[key] as true or false into *out (left alone when absent or null). */
+void check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out);
 /* The context of a request: exactly one of text, path (with format) and
  * corpus id, loaded into the service; 0 with id, or an answer sent
  * (*ret). */

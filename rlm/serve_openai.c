@@ -138,36 +138,176 @@ static void check_rlm_context(struct check *k, const cJSON *c, struct chat *ch)
 		check_fail(k, "rlm_context.format: only with path");
 }
 
+/* JSON types a field may have (null is always taken). */
+enum { J_NUM = 1, J_INT = 2, J_STR = 4, J_BOOL = 8, J_OBJ = 16, J_ARR = 32 };
+
+/* Fields of OpenAI's chat completion request that mean nothing to a solve,
+ * with their types: checked, then ignored. */
+static const struct {
+	const char *name;
+	unsigned types;
+} ignored[] = {
+    {"temperature", J_NUM},
+    {"top_p", J_NUM},
+    {"max_tokens", J_INT},
+    {"max_completion_tokens", J_INT},
+    {"presence_penalty", J_NUM},
+    {"frequency_penalty", J_NUM},
+    {"logit_bias", J_OBJ},
+    {"seed", J_INT},
+    {"stop", J_STR | J_ARR},
+    {"user", J_STR},
+    {"safety_identifier", J_STR},
+    {"prompt_cache_key", J_STR},
+    {"prompt_cache_retention", J_STR},
+    {"prompt_cache_options", J_OBJ},
+    {"metadata", J_OBJ},
+    {"store", J_BOOL},
+    {"service_tier", J_STR},
+    {"reasoning_effort", J_STR},
+    {"verbosity", J_STR},
+    {"parallel_tool_calls", J_BOOL},
+    {"prediction", J_OBJ},
+};
+
+/* OpenAI's fields that would change what the answer is: taken only with
+ * a value that asks for what a solve gives (check_unsupported). */
+static const char *const guarded[] = {
+    "n",	     "tools",	      "functions", "tool_choice", "function_call",	"response_format",
+    "logprobs",	     "top_logprobs", "modalities", "audio",	    "web_search_options", "moderation",
+};
+
+/* Ours: OpenAI's request, and the rlm_ extensions. */
+static const char *const own[] = {"model",	 "messages",	"stream",
+				  "stream_options", "rlm_context", "rlm_progress"};
+
+static bool in_list(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool of_type(const cJSON *j, unsigned types)
+{
+	return ((types & J_NUM) && cJSON_IsNumber(j)) ||
+	       ((types & J_INT) && cJSON_IsNumber(j) && j->valuedouble == (double)(int64_t)j->valuedouble) ||
+	       ((types & J_STR) && cJSON_IsString(j)) || ((types & J_BOOL) && cJSON_IsBool(j)) ||
+	       ((types & J_OBJ) && cJSON_IsObject(j)) || ((types & J_ARR) && cJSON_IsArray(j));
+}
+
+/* body[key] when present and not null. */
+static const cJSON *given(const cJSON *body, const char *key)
+{
+	const cJSON *j = json_get(body, key);
+	return j && !cJSON_IsNull(j) ? j : NULL;
+}
+
+static bool is_str(const cJSON *j, const char *a, const char *b)
+{
+	return cJSON_IsString(j) && (strcmp(j->valuestring, a) == 0 || (b && strcmp(j->valuestring, b) == 0));
+}
+
+/* Every member of body is known, and of its type. */
+static void check_known(struct check *k, const cJSON *body)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, body)
+	{
+		size_t i = 0;
+		if (in_list(it->string, own, ARRAY_SIZE(own)) ||
+		    in_list(it->string, guarded, ARRAY_SIZE(guarded)))
+			continue;
+		while (i < ARRAY_SIZE(ignored) && strcmp(ignored[i].name, it->string) != 0)
+			i++;
+		if (i == ARRAY_SIZE(ignored)) {
+			check_fail(k, "%.100s: unknown field", it->string);
+			return;
+		}
+		if (!cJSON_IsNull(it) && !of_type(it, ignored[i].types)) {
+			check_fail(k, "%s: want %s", it->string,
+				   ignored[i].types == J_NUM    ? "a number"
+				   : ignored[i].types == J_INT  ? "an integer"
+				   : ignored[i].types == J_STR  ? "a string"
+				   : ignored[i].types == J_BOOL ? "true or false"
+				   : ignored[i].types == J_OBJ	? "an object"
+								: "a string or an array of strings");
+			return;
+		}
+	}
+}
+
+/* What a solve cannot give: several choices, tool calls, a promised JSON
+ * shape, log-probabilities, audio, web search, moderation. */
+static void check_unsupported(struct check *k, const cJSON *body)
+{
+	const cJSON *j, *it;
+	if ((j = given(body, "n")) && (!of_type(j, J_INT) || j->valuedouble != 1))
+		check_fail(k, "n: only 1 is served (a solve gives one answer)");
+	if ((j = given(body, "tools")) && (!cJSON_IsArray(j) || cJSON_GetArraySize(j)))
+		check_fail(k, "tools: function calling is not served (an RLM answers in text)");
+	if ((j = given(body, "functions")) && (!cJSON_IsArray(j) || cJSON_GetArraySize(j)))
+		check_fail(k, "functions: function calling is not served (an RLM answers in text)");
+	if ((j = given(body, "tool_choice")) && !is_str(j, "none", "auto"))
+		check_fail(k, "tool_choice: only \"none\" or \"auto\" (there are no tools)");
+	if ((j = given(body, "function_call")) && !is_str(j, "none", "auto"))
+		check_fail(k, "function_call: only \"none\" or \"auto\" (there are no functions)");
+	if ((j = given(body, "response_format")) &&
+	    (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1 || !is_str(json_get(j, "type"), "text", NULL)))
+		check_fail(k, "response_format: only {\"type\": \"text\"} is served (the answer's "
+			      "shape cannot be promised)");
+	if ((j = given(body, "logprobs")) && !cJSON_IsFalse(j))
+		check_fail(k, "logprobs: not served (an RLM's answer has no token log-probabilities)");
+	if ((j = given(body, "top_logprobs")) && (!of_type(j, J_INT) || j->valuedouble != 0))
+		check_fail(k, "top_logprobs: not served (an RLM's answer has no token "
+			      "log-probabilities)");
+	if ((j = given(body, "modalities"))) {
+		if (!cJSON_IsArray(j))
+			check_fail(k, "modalities: want an array of strings");
+		cJSON_ArrayForEach(it, j)
+		{
+			if (!is_str(it, "text", NULL))
+				check_fail(k, "modalities: only \"text\" is served");
+		}
+	}
+	if (given(body, "audio"))
+		check_fail(k, "audio: not served (the answer is text)");
+	if (given(body, "web_search_options"))
+		check_fail(k, "web_search_options: web search is not served (the context is what "
+			      "the solve reads)");
+	if (given(body, "moderation"))
+		check_fail(k, "moderation: not served");
+}
+
+static void check_stream_options(struct check *k, const cJSON *so, struct chat *ch)
+{
+	static const char *const known[] = {"include_usage", "include_obfuscation", NULL};
+	bool ignored_flag = false;
+	if (!so || cJSON_IsNull(so))
+		return;
+	if (!cJSON_IsObject(so)) {
+		check_fail(k, "stream_options: want an object");
+		return;
+	}
+	check_fields(k, so, known, "stream_options.");
+	check_bool(k, so, "include_usage", "stream_options.", &ch->include_usage);
+	/* chunks are not padded against length side channels: nothing to turn off */
+	check_bool(k, so, "include_obfuscation", "stream_options.", &ignored_flag);
+}
+
 static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char **qown)
 {
-	static const char *const known[] = {
-	    "model", "messages", "stream", "stream_options", "rlm_context", "rlm_progress",
-	    /* OpenAI's, taken and ignored */
-	    "temperature", "top_p", "n", "stop", "max_tokens", "max_completion_tokens",
-	    "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
-	    "user", "seed", "response_format", "tools", "tool_choice", "parallel_tool_calls",
-	    "functions", "function_call", "metadata", "store", "service_tier", "reasoning_effort",
-	    "modalities", "audio", "prediction", "web_search_options", NULL};
-	const cJSON *ctx = json_get(body, "rlm_context"), *so = json_get(body, "stream_options");
-	bool usage = false;
-	check_fields(k, body, known, "");
+	const cJSON *ctx = json_get(body, "rlm_context");
+	check_known(k, body);
+	check_unsupported(k, body);
 	ch->model = check_str(k, body, "model", "");
 	if (!ch->model)
 		ch->model = "rlm";
-	if (json_get(body, "stream") && !cJSON_IsNull(json_get(body, "stream"))) {
-		if (!cJSON_IsBool(json_get(body, "stream")))
-			check_fail(k, "stream: want true or false");
-		ch->stream = cJSON_IsTrue(json_get(body, "stream"));
-	}
-	if (so && cJSON_IsObject(so) && cJSON_IsBool(json_get(so, "include_usage")))
-		usage = cJSON_IsTrue(json_get(so, "include_usage"));
-	ch->include_usage = usage;
+	check_bool(k, body, "stream", "", &ch->stream);
+	check_stream_options(k, json_get(body, "stream_options"), ch);
 	ch->progress = true;
-	if (json_get(body, "rlm_progress") && !cJSON_IsNull(json_get(body, "rlm_progress"))) {
-		if (!cJSON_IsBool(json_get(body, "rlm_progress")))
-			check_fail(k, "rlm_progress: want true or false");
-		ch->progress = cJSON_IsTrue(json_get(body, "rlm_progress"));
-	}
+	check_bool(k, body, "rlm_progress", "", &ch->progress);
 	if (ctx && !cJSON_IsNull(ctx))
 		check_rlm_context(k, ctx, ch);
 	else
@@ -580,8 +720,18 @@ enum MHD_Result route_chat(struct req *rq)
 		ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", k.msg);
 		goto out;
 	}
-	if (strcmp(ch.model, "rlm") != 0)
+	if (strcmp(ch.model, "rlm") != 0) {
+		if (strcmp(ch.model, svc_model_name(rq->sv->svc)) != 0 &&
+		    strcmp(ch.model, svc_sub_model_name(rq->sv->svc)) != 0) {
+			ret = srv_error_code(rq, MHD_HTTP_NOT_FOUND, "not_found", "model_not_found",
+					     "model",
+					     "the model '%.100s' does not exist here (see GET /v1/models: "
+					     "rlm, or a model this server was started with)",
+					     ch.model);
+			goto out;
+		}
 		so.model = ch.model;
+	}
 	if ((rc = svc_can_start(rq->sv->svc, &err))) {
 		ret = srv_svc_error(rq, rc, err.msg);
 		goto out;

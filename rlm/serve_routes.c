@@ -96,8 +96,7 @@ static void check_num(struct check *k, const cJSON *o, const char *key, const ch
 	*out = v;
 }
 
-static void check_bool(struct check *k, const cJSON *o, const char *key, const char *where,
-		       bool *out)
+void check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
 	if (!j || cJSON_IsNull(j))

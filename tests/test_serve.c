@@ -1044,7 +1044,46 @@ TEST(serve_chat)
 		} cases[] = {
 		    {"{\"model\": \"gpt-9\", \"messages\": [{\"role\": \"system\", \"content\": "
 		     "\"x\"}, {\"role\": \"user\", \"content\": \"q?\"}]}",
-		     400, "invalid_request", "gpt-9"},
+		     404, "not_found", "gpt-9"},
+#define Q_CTX "\"rlm_context\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": \"q?\"}]"
+		    /* what a solve cannot give */
+		    {"{" Q_CTX ", \"n\": 2}", 400, "invalid_request", "n: only 1"},
+		    {"{" Q_CTX ", \"n\": 1.5}", 400, "invalid_request", "n: only 1"},
+		    {"{" Q_CTX ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": "
+		     "\"f\"}}]}",
+		     400, "invalid_request", "tools: function calling"},
+		    {"{" Q_CTX ", \"functions\": [{\"name\": \"f\"}]}", 400, "invalid_request",
+		     "functions: function calling"},
+		    {"{" Q_CTX ", \"tool_choice\": \"required\"}", 400, "invalid_request",
+		     "tool_choice"},
+		    {"{" Q_CTX ", \"function_call\": {\"name\": \"f\"}}", 400, "invalid_request",
+		     "function_call"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+		     "{\"name\": \"x\", \"schema\": {}}}}",
+		     400, "invalid_request", "response_format"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_object\"}}", 400,
+		     "invalid_request", "response_format"},
+		    {"{" Q_CTX ", \"logprobs\": true}", 400, "invalid_request", "logprobs"},
+		    {"{" Q_CTX ", \"top_logprobs\": 3}", 400, "invalid_request", "top_logprobs"},
+		    {"{" Q_CTX ", \"modalities\": [\"text\", \"audio\"]}", 400, "invalid_request",
+		     "modalities"},
+		    {"{" Q_CTX ", \"audio\": {\"voice\": \"alloy\", \"format\": \"mp3\"}}", 400,
+		     "invalid_request", "audio"},
+		    {"{" Q_CTX ", \"web_search_options\": {}}", 400, "invalid_request", "web search"},
+		    /* the ones ignored still have their types */
+		    {"{" Q_CTX ", \"temperature\": \"hot\"}", 400, "invalid_request",
+		     "temperature: want a number"},
+		    {"{" Q_CTX ", \"seed\": 1.5}", 400, "invalid_request", "seed: want an integer"},
+		    {"{" Q_CTX ", \"metadata\": []}", 400, "invalid_request", "metadata: want an object"},
+		    {"{" Q_CTX ", \"stop\": 3}", 400, "invalid_request", "stop: want a string or"},
+		    {"{" Q_CTX ", \"stream_options\": true}", 400, "invalid_request",
+		     "stream_options: want an object"},
+		    {"{" Q_CTX ", \"stream_options\": {\"include_usage\": 1}}", 400, "invalid_request",
+		     "stream_options.include_usage: want true or false"},
+		    {"{" Q_CTX ", \"stream_options\": {\"include_usag\": true}}", 400,
+		     "invalid_request", "stream_options.include_usag: unknown field"},
+		    {"{" Q_CTX ", \"rlm_progress\": \"no\"}", 400, "invalid_request", "rlm_progress"},
+#undef Q_CTX
 		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}]}", 400,
 		     "invalid_request", "no context"},
 		    {"{\"messages\": [{\"role\": \"system\", \"content\": \"x\"}]}", 400,
@@ -1079,9 +1118,35 @@ TEST(serve_chat)
 			CHECK_STR(err_type(&r), cases[i].type);
 			CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"),
 				       cases[i].says);
+			if (r.status == 404 && strstr(cases[i].body, "gpt-9")) {
+				CHECK_STR(json_str(json_get(r.json, "error"), "code"),
+					  "model_not_found");
+				CHECK_STR(json_str(json_get(r.json, "error"), "param"), "model");
+			}
 			resp_release(&r);
 		}
 	}
+	/* OpenAI's other fields of today are taken (and, where they mean
+	 * nothing to a solve, ignored), and the ones above with the values
+	 * a solve gives. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"rlm_context\": \"the pet is a cat named Tom\\nthe car is red\\n\", "
+		 "\"messages\": [{\"role\": \"developer\", \"content\": \"Be brief.\"}, "
+		 "{\"role\": \"user\", \"content\": \"What is the pet named?\"}], "
+		 "\"temperature\": 0, \"top_p\": 1, \"max_tokens\": 100, "
+		 "\"max_completion_tokens\": 100, \"presence_penalty\": 0, \"frequency_penalty\": 0, "
+		 "\"logit_bias\": {\"50256\": -100}, \"seed\": 7, \"stop\": [\"END\"], \"user\": \"u\", "
+		 "\"safety_identifier\": \"s-1\", \"prompt_cache_key\": \"k\", "
+		 "\"prompt_cache_retention\": \"24h\", \"metadata\": {\"a\": \"b\"}, \"store\": false, "
+		 "\"service_tier\": \"auto\", \"reasoning_effort\": \"low\", \"verbosity\": \"low\", "
+		 "\"parallel_tool_calls\": false, \"prediction\": {\"type\": \"content\", "
+		 "\"content\": \"x\"}, \"n\": 1, \"tools\": [], \"tool_choice\": \"none\", "
+		 "\"response_format\": {\"type\": \"text\"}, \"logprobs\": false, \"top_logprobs\": 0, "
+		 "\"modalities\": [\"text\"], \"audio\": null, \"stream\": false, "
+		 "\"stream_options\": {\"include_usage\": false, \"include_obfuscation\": false}}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(r.body, "Tom");
+	resp_release(&r);
 	CHECK_INT(srv_stop(&s), 0);
 }
 

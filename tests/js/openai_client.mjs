@@ -5,7 +5,8 @@
 // {"path"} when given one), one whose context is the earlier messages, the
 // same streamed (SDK chunks, then the raw SSE body to see it end with
 // `data: [DONE]`), the runs behind their ids (GET /v1/runs/{id}),
-// models.list, and the error shapes (an unknown model, a wrong key, a path
+// models.list, and the error shapes (an unknown model: 404 model_not_found;
+// fields a solve cannot honour, as tools or n > 1: 400; a wrong key, a path
 // outside the roots) as the SDK's typed errors.
 //
 // Prints one line of JSON (the summary) on stdout; exits 0 when every check
@@ -215,8 +216,18 @@ try {
 			model: 'rlm',
 			messages: [{ role: 'user', content: question }],
 			rlm_context: context, // the extension field (docs/serve.md)
-			temperature: 0,       // accepted and ignored
+			// today's OpenAI fields: accepted, ignored where they mean
+			// nothing to a solve
+			temperature: 0,
 			user: 'rlm-tests',
+			safety_identifier: 'rlm-tests',
+			prompt_cache_key: 'rlm-tests',
+			verbosity: 'low',
+			reasoning_effort: 'low',
+			metadata: { suite: 'rlm' },
+			store: false,
+			service_tier: 'auto',
+			seed: 7,
 		});
 		checkCompletion(c, 'rlm_context');
 		summary.answer = c.choices[0].message.content;
@@ -310,12 +321,32 @@ try {
 		} catch (e) {
 			err = e;
 		}
-		check(err instanceof OpenAI.APIError, 'an unknown model did not fail with an APIError',
-		      err ? String(err) : 'it succeeded');
-		check(err.status === 400 && err instanceof OpenAI.BadRequestError, 'status',
-		      err.status);
-		check(err.type === 'invalid_request' && typeof err.error?.message === 'string' &&
-		      err.error.message.length > 0, 'error body', err.error);
+		check(err instanceof OpenAI.NotFoundError,
+		      'an unknown model did not fail with NotFoundError (404), as OpenAI does',
+		      err ? `${err.status} ${err.message}` : 'it succeeded');
+		check(err.code === 'model_not_found' && err.param === 'model' &&
+		      typeof err.error?.message === 'string' && err.error.message.length > 0,
+		      'error body', err.error);
+	});
+
+	await run('error_unsupported', async () => {
+		// fields whose meaning a solve cannot honour are refused, by name
+		for (const [field, value] of [['tools', [{ type: 'function', function: { name: 'f' } }]],
+					      ['n', 2],
+					      ['response_format', { type: 'json_object' }]]) {
+			let err = null;
+			try {
+				await client.chat.completions.create({
+					model: 'rlm', rlm_context: 'x', [field]: value,
+					messages: [{ role: 'user', content: 'q?' }] });
+			} catch (e) {
+				err = e;
+			}
+			check(err instanceof OpenAI.BadRequestError && err.type === 'invalid_request' &&
+			      err.message.includes(`${field}:`),
+			      `${field} was not refused with a 400 naming it`,
+			      err ? `${err.status} ${err.message}` : 'it succeeded');
+		}
 	});
 
 	if (apiKey) {
