@@ -168,9 +168,9 @@ cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret)
 	/* cJSON would cut such a string at the NUL without a word. */
 	if (json_nul_path(rq->body.p, rq->body.len, where, sizeof(where))) {
 		cJSON_Delete(j);
-		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
-				 "%s: holds a NUL character (\\u0000), which this API does not take",
-				 where);
+		*ret = srv_error(
+		    rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		    "%s: holds a NUL character (\\u0000), which this API does not take", where);
 		return NULL;
 	}
 	return j;
@@ -362,8 +362,8 @@ static enum MHD_Result not_allowed(struct req *rq, enum route rt)
 	char msg[320];
 	snprintf(msg, sizeof(msg), "method %.16s is not allowed for %.200s (allowed: %s)",
 		 rq->method, rq->url, allowed(rt));
-	return respond(rq, MHD_HTTP_METHOD_NOT_ALLOWED, error_json("method_not_allowed", NULL, NULL, msg),
-		       allowed(rt));
+	return respond(rq, MHD_HTTP_METHOD_NOT_ALLOWED,
+		       error_json("method_not_allowed", NULL, NULL, msg), allowed(rt));
 }
 
 static enum MHD_Result dispatch(struct req *rq)

@@ -3,7 +3,8 @@
  * responses every route sends, and the routes (serve.c: the command, the
  * daemon and shutdown; serve_http.c: answers, dispatch, auth, health and
  * metrics; serve_routes.c: solves, runs, events and corpora;
- * serve_openai.c: chat completions and models).
+ * serve_openai.c: chat completions and models; serve_stream.c: streamed
+ * chat completions).
  * See docs/serve.md for the protocol. */
 #ifndef RLM_SERVE_INT_H
 #define RLM_SERVE_INT_H
@@ -127,6 +128,22 @@ enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r);
  * done frees st, even when this fails (serve_routes.c). */
 enum MHD_Result srv_stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
 			   MHD_ContentReaderFreeCallback done);
+
+/* ---- OpenAI's shapes (serve_openai.c), for serve_stream.c ---- */
+
+/* The common head of a completion or a chunk: id ("chatcmpl-" run_id),
+ * object, created, model. */
+cJSON *oai_head(const char *object, const char *run_id, const char *model, int64_t created);
+/* OpenAI's usage of run (svc_run_json). */
+cJSON *oai_usage_json(const cJSON *run);
+/* "stop" when run answered, else "length". */
+const char *oai_finish_reason(const cJSON *run);
+/* The "rlm" member: run_id, status, stop, cost_usd. */
+cJSON *oai_rlm_ext(const cJSON *run);
+/* Answer rq with r streamed as chat.completion.chunk events (serve_stream.c);
+ * takes over the reference r. */
+enum MHD_Result srv_chat_stream(struct req *rq, struct svc_run *r, const char *model,
+				bool include_usage, bool progress);
 
 /* ---- routes ---- */
 enum MHD_Result route_solve(struct req *rq);

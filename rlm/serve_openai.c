@@ -7,17 +7,14 @@
  * context is the rlm_context extension (a text, a corpus id or a path) or
  * else the earlier system and user messages, in order. Known OpenAI
  * fields that mean nothing to a solve (temperature, user, ...) are taken
- * and ignored; any other field is an error, as everywhere in this API. A
- * stream sends the role chunk at once, comments while the solve runs (so
- * proxies keep the connection), then the answer in content chunks, the
- * finish chunk, an optional usage chunk and [DONE]. */
+ * and ignored, those that would change the answer only with the value a
+ * solve gives; any other field is an error, as everywhere in this API. A
+ * stream is rlm/serve_stream.c's. */
 #include "serve_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHUNK_BYTES 1024 /* of the answer per content chunk */
 
 /* ---- the request ---- */
 
@@ -173,12 +170,22 @@ static const struct {
 /* OpenAI's fields that would change what the answer is: taken only with
  * a value that asks for what a solve gives (check_unsupported). */
 static const char *const guarded[] = {
-    "n",	     "tools",	      "functions", "tool_choice", "function_call",	"response_format",
-    "logprobs",	     "top_logprobs", "modalities", "audio",	    "web_search_options", "moderation",
+    "n",
+    "tools",
+    "functions",
+    "tool_choice",
+    "function_call",
+    "response_format",
+    "logprobs",
+    "top_logprobs",
+    "modalities",
+    "audio",
+    "web_search_options",
+    "moderation",
 };
 
 /* Ours: OpenAI's request, and the rlm_ extensions. */
-static const char *const own[] = {"model",	 "messages",	"stream",
+static const char *const own[] = {"model",	    "messages",	   "stream",
 				  "stream_options", "rlm_context", "rlm_progress"};
 
 static bool in_list(const char *name, const char *const *list, size_t n)
@@ -192,7 +199,8 @@ static bool in_list(const char *name, const char *const *list, size_t n)
 static bool of_type(const cJSON *j, unsigned types)
 {
 	return ((types & J_NUM) && cJSON_IsNumber(j)) ||
-	       ((types & J_INT) && cJSON_IsNumber(j) && j->valuedouble == (double)(int64_t)j->valuedouble) ||
+	       ((types & J_INT) && cJSON_IsNumber(j) &&
+		j->valuedouble == (double)(int64_t)j->valuedouble) ||
 	       ((types & J_STR) && cJSON_IsString(j)) || ((types & J_BOOL) && cJSON_IsBool(j)) ||
 	       ((types & J_OBJ) && cJSON_IsObject(j)) || ((types & J_ARR) && cJSON_IsArray(j));
 }
@@ -206,7 +214,8 @@ static const cJSON *given(const cJSON *body, const char *key)
 
 static bool is_str(const cJSON *j, const char *a, const char *b)
 {
-	return cJSON_IsString(j) && (strcmp(j->valuestring, a) == 0 || (b && strcmp(j->valuestring, b) == 0));
+	return cJSON_IsString(j) &&
+	       (strcmp(j->valuestring, a) == 0 || (b && strcmp(j->valuestring, b) == 0));
 }
 
 /* Every member of body is known, and of its type. */
@@ -227,12 +236,12 @@ static void check_known(struct check *k, const cJSON *body)
 		}
 		if (!cJSON_IsNull(it) && !of_type(it, ignored[i].types)) {
 			check_fail(k, "%s: want %s", it->string,
-				   ignored[i].types == J_NUM    ? "a number"
-				   : ignored[i].types == J_INT  ? "an integer"
-				   : ignored[i].types == J_STR  ? "a string"
+				   ignored[i].types == J_NUM	? "a number"
+				   : ignored[i].types == J_INT	? "an integer"
+				   : ignored[i].types == J_STR	? "a string"
 				   : ignored[i].types == J_BOOL ? "true or false"
 				   : ignored[i].types == J_OBJ	? "an object"
-								: "a string or an array of strings");
+							       : "a string or an array of strings");
 			return;
 		}
 	}
@@ -254,11 +263,13 @@ static void check_unsupported(struct check *k, const cJSON *body)
 	if ((j = given(body, "function_call")) && !is_str(j, "none", "auto"))
 		check_fail(k, "function_call: only \"none\" or \"auto\" (there are no functions)");
 	if ((j = given(body, "response_format")) &&
-	    (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1 || !is_str(json_get(j, "type"), "text", NULL)))
+	    (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1 ||
+	     !is_str(json_get(j, "type"), "text", NULL)))
 		check_fail(k, "response_format: only {\"type\": \"text\"} is served (the answer's "
 			      "shape cannot be promised)");
 	if ((j = given(body, "logprobs")) && !cJSON_IsFalse(j))
-		check_fail(k, "logprobs: not served (an RLM's answer has no token log-probabilities)");
+		check_fail(k,
+			   "logprobs: not served (an RLM's answer has no token log-probabilities)");
 	if ((j = given(body, "top_logprobs")) && (!of_type(j, J_INT) || j->valuedouble != 0))
 		check_fail(k, "top_logprobs: not served (an RLM's answer has no token "
 			      "log-probabilities)");
@@ -327,7 +338,7 @@ static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char
 
 /* ---- answers ---- */
 
-static cJSON *usage_json(const cJSON *run)
+cJSON *oai_usage_json(const cJSON *run)
 {
 	const cJSON *u = json_get(run, "usage");
 	cJSON *o = cJSON_CreateObject();
@@ -338,14 +349,13 @@ static cJSON *usage_json(const cJSON *run)
 	return o;
 }
 
-static const char *finish_reason(const cJSON *run)
+const char *oai_finish_reason(const cJSON *run)
 {
 	const char *st = json_str(run, "status");
 	return st && strcmp(st, "done") == 0 ? "stop" : "length";
 }
 
-/* The common head of a completion or a chunk. */
-static cJSON *head(const char *object, const char *run_id, const char *model, int64_t created)
+cJSON *oai_head(const char *object, const char *run_id, const char *model, int64_t created)
 {
 	cJSON *o = cJSON_CreateObject();
 	char id[64];
@@ -357,7 +367,7 @@ static cJSON *head(const char *object, const char *run_id, const char *model, in
 	return o;
 }
 
-static cJSON *rlm_ext(const cJSON *run)
+cJSON *oai_rlm_ext(const cJSON *run)
 {
 	cJSON *o = cJSON_CreateObject();
 	json_add_str(o, "run_id", json_str(run, "run_id"));
@@ -378,7 +388,7 @@ static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char
 		cJSON_Delete(run);
 		return ret;
 	}
-	o = head("chat.completion", svc_run_id(r), model, wall_ms() / 1000);
+	o = oai_head("chat.completion", svc_run_id(r), model, wall_ms() / 1000);
 	choices = cJSON_CreateArray();
 	c = cJSON_CreateObject();
 	m = cJSON_CreateObject();
@@ -386,315 +396,13 @@ static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char
 	json_add_str(m, "role", "assistant");
 	json_add(m, "content", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
 	json_add(c, "message", m);
-	json_add_str(c, "finish_reason", finish_reason(run));
+	json_add_str(c, "finish_reason", oai_finish_reason(run));
 	json_add(choices, NULL, c);
 	json_add(o, "choices", choices);
-	json_add(o, "usage", usage_json(run));
-	json_add(o, "rlm", rlm_ext(run));
+	json_add(o, "usage", oai_usage_json(run));
+	json_add(o, "rlm", oai_rlm_ext(run));
 	cJSON_Delete(run);
 	return srv_json(rq, MHD_HTTP_OK, o);
-}
-
-/* ---- the stream ---- */
-
-#define PROGRESS_EVERY_NS (1000 * 1000000LL) /* mid-wave progress lines, at most */
-
-enum cs_state { CS_ROLE, CS_WAIT, CS_CONTENT, CS_FINISH, CS_USAGE, CS_DONE, CS_OVER };
-
-/* A streamed completion. Owned by the library's response; used on the
- * connection's thread only. */
-struct chat_stream {
-	struct server *sv;
-	struct svc_run *r; /* a reference */
-	char *model;	   /* owned */
-	int fd;		   /* the connection's socket, to see the client go */
-	int64_t created, deadline_ns, last_ns;
-	bool include_usage;
-	bool progress;	   /* progress lines as reasoning_content */
-	bool gone;	   /* the client went away: end with an error */
-	size_t pos;	   /* the next event of the run's log */
-	int64_t wave_ns;   /* when a mid-wave line was last sent */
-	enum cs_state state;
-	cJSON *run;	/* svc_run_json once ended */
-	size_t sent;	/* bytes of the answer sent */
-	struct buf out; /* formatted, not yet sent from off */
-	size_t off;
-};
-
-/* One chunk: choices [{index 0, delta, finish_reason}] (delta NULL: no
- * choices, usage instead; with include_usage the others carry "usage":
- * null, as OpenAI's do); ext: an "rlm" member (consumed), or NULL. */
-static void cs_chunk(struct chat_stream *cs, cJSON *delta, const char *finish, cJSON *ext)
-{
-	cJSON *o = head("chat.completion.chunk", svc_run_id(cs->r), cs->model, cs->created);
-	cJSON *choices = cJSON_CreateArray();
-	char *s;
-	if (delta) {
-		cJSON *c = cJSON_CreateObject();
-		json_add_num(c, "index", 0);
-		json_add(c, "delta", delta);
-		json_add(c, "finish_reason",
-			 finish ? cJSON_CreateString(finish) : cJSON_CreateNull());
-		json_add(choices, NULL, c);
-	}
-	json_add(o, "choices", choices);
-	if (!delta)
-		json_add(o, "usage", usage_json(cs->run));
-	else if (cs->include_usage)
-		json_add(o, "usage", cJSON_CreateNull());
-	if (ext)
-		json_add(o, "rlm", ext);
-	s = json_print(o);
-	cJSON_Delete(o);
-	buf_printf(&cs->out, "data: %s\n\n", s ? s : "{}");
-	free(s);
-}
-
-/* A delta of one string field. */
-static cJSON *delta_of(const char *key, const char *s, size_t len)
-{
-	cJSON *d = cJSON_CreateObject();
-	json_add_strn(d, key, s, len);
-	return d;
-}
-
-static void cs_error(struct chat_stream *cs, const char *type, const char *msg)
-{
-	cJSON *o = cJSON_CreateObject(), *e = cJSON_CreateObject();
-	char *s;
-	json_add_str(e, "type", type);
-	json_add_str(e, "message", msg);
-	json_add(o, "error", e);
-	s = json_print(o);
-	cJSON_Delete(o);
-	buf_printf(&cs->out, "data: %s\n\n", s ? s : "{}");
-	free(s);
-}
-
-/* The first line of t, at most max bytes (on a UTF-8 boundary), into b. */
-static void first_line(struct buf *b, const char *t, size_t max)
-{
-	size_t n;
-	while (t && (*t == '\n' || *t == ' ' || *t == '\t'))
-		t++;
-	if (!t || !*t)
-		return;
-	n = strcspn(t, "\n");
-	if (n > max) {
-		n = utf8_floor(t, max);
-		buf_printf(b, "%.*s...", (int)n, t);
-	} else {
-		buf_printf(b, "%.*s", (int)n, t);
-	}
-}
-
-/* True when a wave's report (done of total) is to be skipped: one in the
- * middle of a wave, less than PROGRESS_EVERY_NS after the last one. */
-static bool wave_throttled(struct chat_stream *cs, double done, double total)
-{
-	int64_t now = now_ns();
-	if (done > 0 && done < total && now - cs->wave_ns < PROGRESS_EVERY_NS)
-		return true;
-	cs->wave_ns = now;
-	return false;
-}
-
-/* A progress line for event e of the run's log into b (nothing for
- * events not worth a line). */
-static void progress_line(struct chat_stream *cs, const cJSON *e, struct buf *b)
-{
-	const char *kind = json_str(e, "kind"), *phase = json_str(e, "phase");
-	const char *text = json_str(e, "text");
-	const cJSON *data = json_get(e, "data");
-	int depth = (int)json_int(e, "depth", 0), it = (int)json_int(e, "iteration", 0);
-	int node = (int)json_int(e, "node", 0);
-	double done = json_num(e, "done", 0), total = json_num(e, "total", 0);
-	if (!kind)
-		return;
-	if (strcmp(kind, "progress") == 0 && phase) {
-		if (strcmp(phase, "root") == 0) {
-			buf_printf(b, "Turn %d: the root model is thinking.", it);
-		} else if (strcmp(phase, "sub") == 0) {
-			if (!wave_throttled(cs, done, total))
-				buf_printf(b, "Turn %d: sub-calls %.0f/%.0f.", it, done, total);
-		} else if (strcmp(phase, "leaves") == 0) {
-			if (!wave_throttled(cs, done, total))
-				buf_printf(b, "Reading parts %.0f/%.0f.", done, total);
-		} else if (strcmp(phase, "combine") == 0) {
-			if (!wave_throttled(cs, done, total))
-				buf_printf(b, "Combining, level %d: %.0f/%.0f.", it, done, total);
-		}
-	} else if (strcmp(kind, "code") == 0 && depth == 0) {
-		buf_printf(b, "Turn %d: running code: ", it);
-		first_line(b, text, 100);
-	} else if (strcmp(kind, "notice") == 0 && depth == 0) {
-		buf_printf(b, "Turn %d: ", it);
-		first_line(b, text, 160);
-	} else if (strcmp(kind, "child") == 0) {
-		buf_printf(b, "%*sChild RLM %d (depth %d) asks: ", 2 * (depth - 1), "", node, depth);
-		first_line(b, text, 120);
-	} else if (strcmp(kind, "child_end") == 0) {
-		const char *stop = json_str(data, "stop");
-		buf_printf(b, "%*sChild RLM %d %s (%.0f calls%s).", 2 * (depth - 1), "", node,
-			   stop && strcmp(stop, "answer") == 0 ? "answered" : "stopped",
-			   json_num(data, "calls", 0),
-			   cJSON_IsTrue(json_get(data, "memo")) ? ", from the store" : "");
-	}
-	if (b->len)
-		buf_putc(b, '\n');
-}
-
-/* The run ended: its state, then the answer or the error. */
-static void cs_ended(struct chat_stream *cs)
-{
-	cs->run = svc_run_json(cs->r);
-	if (strcmp(json_str(cs->run, "status"), "failed") == 0) {
-		char msg[600];
-		snprintf(msg, sizeof(msg), "the solve failed (run %s): %s", svc_run_id(cs->r),
-			 json_str(cs->run, "error") ? json_str(cs->run, "error") : "");
-		cs_error(cs, "internal", msg);
-		cs->state = CS_DONE;
-	} else {
-		cs->state = CS_CONTENT;
-	}
-}
-
-/* While the run runs: its next progress line, a keepalive comment, or
- * (returning false) nothing more to wait for: it ended, ran out of time,
- * or its client went away. */
-static bool cs_wait(struct chat_stream *cs)
-{
-	int64_t check_at = now_ns() + SRV_SLICE_NS; /* the client, the time */
-	for (;;) {
-		int64_t until = RLM_MIN(now_ns() + SRV_SLICE_NS, cs->deadline_ns);
-		bool ended = false;
-		if (cs->progress) {
-			cJSON *e = svc_run_event(cs->r, cs->pos, until, &ended);
-			if (e) {
-				const char *kind = json_str(e, "kind");
-				struct buf line = BUF_INIT;
-				cs->pos++;
-				ended = kind && strcmp(kind, "end") == 0;
-				if (!ended)
-					progress_line(cs, e, &line);
-				cJSON_Delete(e);
-				if (line.len)
-					cs_chunk(cs, delta_of("reasoning_content", line.p, line.len),
-						 NULL, NULL);
-				buf_release(&line);
-				if (cs->out.len)
-					return true;
-				if (!ended && now_ns() < check_at)
-					continue;
-			}
-		} else {
-			ended = svc_run_wait(cs->r, until);
-		}
-		check_at = now_ns() + SRV_SLICE_NS;
-		if (ended || svc_run_wait(cs->r, now_ns())) {
-			cs_ended(cs);
-			return false;
-		}
-		if (srv_client_gone(cs->fd)) {
-			srv_cancel_run(cs->r, "the client of a stream went away");
-			cs->gone = true;
-			return false;
-		}
-		if (now_ns() >= cs->deadline_ns) {
-			char msg[300];
-			srv_cancel_run(cs->r, "past the request timeout");
-			snprintf(msg, sizeof(msg),
-				 "the solve ran past the request timeout of %.0f s and was "
-				 "cancelled (run %s)",
-				 (double)cs->sv->request_timeout_ns / 1e9, svc_run_id(cs->r));
-			cs_error(cs, "timeout", msg);
-			cs->state = CS_DONE;
-			return false;
-		}
-		if (now_ns() - cs->last_ns >= SRV_KEEPALIVE_NS) {
-			buf_puts(&cs->out, ": solving\n\n");
-			return true;
-		}
-	}
-}
-
-/* Format what comes next; false when the stream is over. */
-static bool cs_next(struct chat_stream *cs)
-{
-	cJSON *d;
-	buf_reset(&cs->out);
-	cs->off = 0;
-	switch (cs->state) {
-	case CS_ROLE:
-		d = cJSON_CreateObject();
-		json_add_str(d, "role", "assistant");
-		json_add_str(d, "content", "");
-		cs_chunk(cs, d, NULL, NULL);
-		cs->state = CS_WAIT;
-		break;
-	case CS_WAIT:
-		if (!cs_wait(cs) && !cs->out.len)
-			return cs->gone ? false : cs_next(cs);
-		break;
-	case CS_CONTENT: {
-		const char *a = json_str(cs->run, "answer");
-		size_t len = a ? strlen(a) : 0, n;
-		if (cs->sent >= len) {
-			cs->state = CS_FINISH;
-			return cs_next(cs);
-		}
-		n = len - cs->sent <= CHUNK_BYTES ? len - cs->sent
-						  : utf8_floor(a + cs->sent, CHUNK_BYTES);
-		if (!n)
-			n = len - cs->sent; /* not UTF-8 after all: send the rest */
-		cs_chunk(cs, delta_of("content", a + cs->sent, n), NULL, NULL);
-		cs->sent += n;
-		break;
-	}
-	case CS_FINISH:
-		cs_chunk(cs, cJSON_CreateObject(), finish_reason(cs->run), rlm_ext(cs->run));
-		cs->state = cs->include_usage ? CS_USAGE : CS_DONE;
-		break;
-	case CS_USAGE:
-		cs_chunk(cs, NULL, NULL, NULL);
-		cs->state = CS_DONE;
-		break;
-	case CS_DONE:
-		buf_puts(&cs->out, "data: [DONE]\n\n");
-		cs->state = CS_OVER;
-		break;
-	case CS_OVER:
-		return false;
-	}
-	cs->last_ns = now_ns();
-	return true;
-}
-
-static ssize_t cs_read(void *cls, uint64_t off, char *out, size_t max)
-{
-	struct chat_stream *cs = cls;
-	size_t n;
-	(void)off;
-	if (cs->off >= cs->out.len && !cs_next(cs))
-		return cs->gone ? MHD_CONTENT_READER_END_WITH_ERROR
-				: MHD_CONTENT_READER_END_OF_STREAM;
-	n = RLM_MIN(max, cs->out.len - cs->off);
-	memcpy(out, cs->out.p + cs->off, n);
-	cs->off += n;
-	return (ssize_t)n;
-}
-
-static void cs_free(void *cls)
-{
-	struct chat_stream *cs = cls;
-	/* A client gone before the answer: its solve is of no use. */
-	if (cs->state <= CS_WAIT)
-		srv_cancel_run(cs->r, "its stream ended early");
-	svc_run_put(cs->r);
-	cJSON_Delete(cs->run);
-	buf_release(&cs->out);
-	free(cs->model);
-	free(cs);
 }
 
 /* ---- routes ---- */
@@ -723,11 +431,11 @@ enum MHD_Result route_chat(struct req *rq)
 	if (strcmp(ch.model, "rlm") != 0) {
 		if (strcmp(ch.model, svc_model_name(rq->sv->svc)) != 0 &&
 		    strcmp(ch.model, svc_sub_model_name(rq->sv->svc)) != 0) {
-			ret = srv_error_code(rq, MHD_HTTP_NOT_FOUND, "not_found", "model_not_found",
-					     "model",
-					     "the model '%.100s' does not exist here (see GET /v1/models: "
-					     "rlm, or a model this server was started with)",
-					     ch.model);
+			ret = srv_error_code(
+			    rq, MHD_HTTP_NOT_FOUND, "not_found", "model_not_found", "model",
+			    "the model '%.100s' does not exist here (see GET /v1/models: "
+			    "rlm, or a model this server was started with)",
+			    ch.model);
 			goto out;
 		}
 		so.model = ch.model;
@@ -743,18 +451,8 @@ enum MHD_Result route_chat(struct req *rq)
 		goto out;
 	}
 	if (ch.stream) {
-		struct chat_stream *cs = xcalloc(1, sizeof(*cs));
-		cs->sv = rq->sv;
-		cs->r = r;
+		ret = srv_chat_stream(rq, r, ch.model, ch.include_usage, ch.progress);
 		r = NULL;
-		cs->model = xstrdup(ch.model);
-		cs->created = wall_ms() / 1000;
-		cs->deadline_ns = rq->t0 + rq->sv->request_timeout_ns;
-		cs->last_ns = now_ns();
-		cs->include_usage = ch.include_usage;
-		cs->progress = ch.progress;
-		cs->fd = rq->fd;
-		ret = srv_stream(rq, cs, cs_read, cs_free);
 		goto out;
 	}
 	switch (srv_wait_run(rq, r)) {

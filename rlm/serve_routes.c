@@ -481,7 +481,8 @@ static ssize_t sse_read(void *cls, uint64_t off, char *out, size_t max)
 	size_t n;
 	(void)off;
 	if (st->off >= st->out.len && !sse_next(st))
-		return st->gone ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+		return st->gone ? MHD_CONTENT_READER_END_WITH_ERROR
+				: MHD_CONTENT_READER_END_OF_STREAM;
 	n = RLM_MIN(max, st->out.len - st->off);
 	memcpy(out, st->out.p + st->off, n);
 	st->off += n;
