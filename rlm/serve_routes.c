@@ -171,11 +171,47 @@ enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r)
 
 /* ---- POST /v1/solve ---- */
 
+/* options.budgets: the issue's names for the flat limits. A budget given
+ * both ways must say the same. */
+static void check_budgets(struct check *k, const cJSON *o, struct svc_opts *so)
+{
+	static const char *const known[] = {"tokens", "cost", "sub_calls", "time", NULL};
+	static const struct {
+		const char *budget, *flat;
+	} same[] = {{"tokens", "max_tokens"},
+		    {"cost", "max_cost"},
+		    {"sub_calls", "max_sub_calls"},
+		    {"time", "timeout"}};
+	const cJSON *b = json_get(o, "budgets");
+	const char *w = "options.budgets.";
+	if (!b || cJSON_IsNull(b))
+		return;
+	if (!cJSON_IsObject(b)) {
+		check_fail(k, "options.budgets: want an object");
+		return;
+	}
+	if (json_get(b, "calls"))
+		check_fail(k, "options.budgets.calls: this server has no budget of all model calls; "
+			      "sub_calls limits the sub-calls");
+	check_fields(k, b, known, w);
+	check_int(k, b, "tokens", w, 0, (int64_t)1 << 50, &so->max_tokens);
+	check_num(k, b, "cost", w, 0, 1e9, false, &so->max_cost);
+	check_int(k, b, "sub_calls", w, 0, (int64_t)1 << 50, &so->max_sub_calls);
+	check_num(k, b, "time", w, 0, 1e7, true, &so->timeout_s);
+	for (size_t i = 0; i < ARRAY_SIZE(same); i++) {
+		const cJSON *x = json_get(b, same[i].budget), *y = json_get(o, same[i].flat);
+		if (x && y && !cJSON_IsNull(x) && !cJSON_IsNull(y) && !cJSON_Compare(x, y, true))
+			check_fail(k, "options.budgets.%s: says another than options.%s (give one)",
+				   same[i].budget, same[i].flat);
+	}
+}
+
 static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 {
-	static const char *const known[] = {
-	    "model",	  "sub_model", "strategy",	"max_depth", "max_iterations",
-	    "max_tokens", "max_cost",  "max_sub_calls", "timeout",   NULL};
+	static const char *const known[] = {"model",	      "sub_model", "strategy",
+					    "max_depth",      "max_iterations", "max_tokens",
+					    "max_cost",	      "max_sub_calls",	"timeout",
+					    "budgets",	      NULL};
 	const char *w = "options.", *st;
 	int64_t v;
 	if (!o || cJSON_IsNull(o))
@@ -205,6 +241,7 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	check_int(k, o, "max_sub_calls", w, 0, (int64_t)1 << 50, &so->max_sub_calls);
 	check_num(k, o, "max_cost", w, 0, 1e9, false, &so->max_cost);
 	check_num(k, o, "timeout", w, 0, 1e7, true, &so->timeout_s);
+	check_budgets(k, o, so);
 }
 
 /* A run's JSON as the answer of a synchronous solve. */
@@ -328,8 +365,11 @@ static cJSON *stored_json(const cJSON *run)
 	json_add(o, "answer", dup_or_null(json_get(run, "answer")));
 	json_add(o, "stop", dup_or_null(json_get(res, "stop")));
 	json_add(o, "usage", dup_or_null(json_get(res, "usage")));
+	json_add_num(o, "cost", json_num(res, "cost_usd", 0));
 	json_add_num(o, "cost_usd", json_num(res, "cost_usd", 0));
 	json_add(o, "timings", dup_or_null(json_get(res, "timings")));
+	if (json_str(run, "resumed_from"))
+		json_add_str(o, "resumed_from", json_str(run, "resumed_from"));
 	if (json_str(res, "error"))
 		json_add_str(o, "error", json_str(res, "error"));
 	if (strcmp(st, "running") != 0)

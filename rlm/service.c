@@ -667,6 +667,7 @@ cJSON *svc_run_json(struct svc_run *r)
 		json_add(o, "answer", cJSON_CreateNull());
 		json_add(o, "stop", cJSON_CreateNull());
 		json_add(o, "usage", cJSON_CreateNull());
+		json_add_num(o, "cost", 0);
 		json_add_num(o, "cost_usd", 0);
 		t = cJSON_CreateObject();
 		json_add_num(t, "elapsed_ms", (double)(now_ns() - r->t0) / 1e6);
@@ -680,6 +681,7 @@ cJSON *svc_run_json(struct svc_run *r)
 			 : r->error ? cJSON_CreateString("error")
 				    : cJSON_CreateString("answer"));
 		json_add(o, "usage", dup_or(json_get(r->result, "usage"), cJSON_CreateNull()));
+		json_add_num(o, "cost", json_num(r->result, "cost_usd", 0));
 		json_add_num(o, "cost_usd", json_num(r->result, "cost_usd", 0));
 		t = dup_or(json_get(r->result, "timings"), cJSON_CreateObject());
 		json_add_num(t, "wall_ms", (double)r->wall_ns / 1e6);

@@ -143,8 +143,9 @@ bool svc_run_wait(struct svc_run *r, int64_t deadline_ns);
 /* Cancel it (its whole tree stops). false when it had ended already. */
 bool svc_run_cancel(struct svc_run *r);
 /* Its state as JSON: {"run_id", "status": "running|done|stopped|failed|
- * cancelled", "question", "answer", "stop", "usage", "cost_usd",
- * "timings", "result"} (result: rlm_result_json, when ended). */
+ * cancelled", "question", "answer", "stop", "usage", "cost" (USD; also as
+ * "cost_usd"), "timings", "result"} (result: rlm_result_json, when
+ * ended). */
 struct cJSON *svc_run_json(struct svc_run *r);
 /* The event at position pos (0-based) of its log, as a new JSON object
  * {"kind", "node", "depth", "iteration", "text", "t_ms", ...} ("progress"

@@ -400,6 +400,26 @@ TEST(serve_solve_sync)
 	CHECK_STR(json_str(r.json, "stop"), "max_iterations");
 	resp_release(&r);
 
+	/* Budgets as the issue names them: a token budget too small to
+	 * finish stops the solve there; roomy ones let it answer; cost is the
+	 * same as cost_usd. */
+	free(body);
+	body = solve_body("\"options\": {\"budgets\": {\"tokens\": 3000}}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "stopped");
+	CHECK_STR(json_str(r.json, "stop"), "max_tokens");
+	resp_release(&r);
+	free(body);
+	body = solve_body("\"options\": {\"budgets\": {\"tokens\": 1000000, \"cost\": 5, "
+			  "\"sub_calls\": 50, \"time\": 120}, \"max_sub_calls\": 50}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "done");
+	CHECK(cJSON_IsNumber(json_get(r.json, "cost")));
+	CHECK(json_num(r.json, "cost", -1) == json_num(r.json, "cost_usd", -2));
+	resp_release(&r);
+
 	/* The tree strategy answers too. */
 	free(body);
 	body = solve_body("\"options\": {\"strategy\": \"tree\"}");
@@ -1458,6 +1478,24 @@ TEST(serve_errors)
 	    {"POST", "/v1/solve",
 	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"depth\": 2}}", 400,
 	     "invalid_request", "options.depth: unknown field"},
+#define OPT(o) "{\"question\": \"q?\", \"context\": \"x\", \"options\": {" o "}}"
+	    {"POST", "/v1/solve", OPT("\"budgets\": 5"), 400, "invalid_request",
+	     "options.budgets: want an object"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"tokens\": -1}"), 400, "invalid_request",
+	     "options.budgets.tokens: want an integer"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"time\": 0}"), 400, "invalid_request",
+	     "options.budgets.time: want a number > 0"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"cost\": \"1\"}"), 400, "invalid_request",
+	     "options.budgets.cost"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"dollars\": 1}"), 400, "invalid_request",
+	     "options.budgets.dollars: unknown field"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"calls\": 10}"), 400, "invalid_request",
+	     "options.budgets.calls: this server has no budget of all model calls"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"tokens\": 10}, \"max_tokens\": 20"), 400,
+	     "invalid_request", "options.budgets.tokens: says another than options.max_tokens"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"time\": 10}, \"timeout\": 20"), 400,
+	     "invalid_request", "options.budgets.time: says another than options.timeout"},
+#undef OPT
 	    /* \u0000 would cut a string short: refused, naming the field */
 	    {"POST", "/v1/solve", "{\"question\": \"q?\\u0000 and more\", \"context\": \"x\"}", 400,
 	     "invalid_request", "question: holds a NUL character"},
