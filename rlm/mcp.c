@@ -635,6 +635,7 @@ int cmd_mcp(int argc, char **argv)
 	if (!cfg.cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
 		cfg.no_cache = true;
 	cfg.roots = roots;
+	cfg.corpus_cache = SVC_CORPUS_CACHE;
 	m.max_iterations = cfg.base.max_iterations;
 
 	/* Signals are read from a signalfd: blocked here, before any thread

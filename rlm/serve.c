@@ -43,7 +43,7 @@ static const char usage[] =
     "  GET    /v1/runs/ID/events    its events as server-sent events, replayed then live\n"
     "  DELETE /v1/runs/ID           cancel it\n"
     "  POST   /v1/corpora           load a context once: {\"path\"} | {\"text\"} |\n"
-    "                               {\"documents\": [...]}; GET /v1/corpora/ID\n"
+    "                               {\"documents\": [...]}; GET, DELETE /v1/corpora/ID\n"
     "  POST   /v1/chat/completions  OpenAI-compatible (\"stream\" too); the context is\n"
     "                               \"rlm_context\" or the earlier messages\n"
     "  GET    /v1/models, /healthz (no auth), /metrics (Prometheus)\n"
@@ -62,6 +62,12 @@ static const char usage[] =
     "                          cancelled and answered 504 (600)\n"
     "      --root DIR          a directory context_path and corpora may name (any\n"
     "                          number; none: paths are refused)\n"
+    "      --corpus-cache SIZE  contexts sent inline or by context_path are kept\n"
+    "                          once unused, the least recently used leaving first,\n"
+    "                          up to SIZE bytes (256M; 0: none); corpora posted to\n"
+    "                          /v1/corpora stay until deleted\n"
+    "      --keep-runs N       finished runs kept in memory (1000); older ones are\n"
+    "                          answered from the store\n"
     "      --shutdown-grace SECS  on SIGTERM or SIGINT, how long running solves\n"
     "                          may go on before they are cancelled (30); a second\n"
     "                          signal cancels them at once (their runs stay\n"
@@ -105,6 +111,8 @@ enum {
 	OPT_REQUEST_TIMEOUT,
 	OPT_ROOT,
 	OPT_GRACE,
+	OPT_CORPUS_CACHE,
+	OPT_KEEP_RUNS,
 	OPT_CACHE,
 	OPT_NO_CACHE,
 	OPT_QUIET,
@@ -147,6 +155,8 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	    {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
 	    {"root", required_argument, NULL, OPT_ROOT},
 	    {"shutdown-grace", required_argument, NULL, OPT_GRACE},
+	    {"corpus-cache", required_argument, NULL, OPT_CORPUS_CACHE},
+	    {"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
 	    {"cache", required_argument, NULL, OPT_CACHE},
 	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	    {"quiet", no_argument, NULL, OPT_QUIET},
@@ -223,6 +233,20 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 						"bad value '%s' for --shutdown-grace: want seconds "
 						">= 0",
 						optarg);
+			break;
+		case OPT_CORPUS_CACHE:
+			if (parse_size(optarg, &size) || size > ((uint64_t)1 << 40))
+				return cli_fail(2,
+						"bad value '%s' for --corpus-cache: want a size such "
+						"as 256M (0: keep no unused context)",
+						optarg);
+			a->cfg.corpus_cache = (size_t)size;
+			break;
+		case OPT_KEEP_RUNS:
+			if (parse_int(optarg, 1, 1000000, &num))
+				return cli_fail(2, "bad value '%s' for --keep-runs: want 1..1000000",
+						optarg);
+			a->cfg.keep_runs = (int)num;
 			break;
 		case OPT_ROOT:
 			if (access(optarg, R_OK | X_OK))
@@ -369,6 +393,7 @@ int cmd_serve(int argc, char **argv)
 	a.max_body = 64u << 20;
 	a.request_timeout = 600;
 	a.grace = 30;
+	a.cfg.corpus_cache = SVC_CORPUS_CACHE;
 	a.cfg.base.run_note_json = "{\"via\":\"rlm serve\"}";
 	if ((rc = parse_args(argc, argv, &a))) {
 		free(a.roots);

@@ -213,6 +213,7 @@ static enum MHD_Result route_metrics(struct req *rq)
 	struct buf b = BUF_INIT;
 	struct MHD_Response *r;
 	static const char *const statuses[] = {"done", "stopped", "failed", "cancelled"};
+	static const char *const states[] = {"registered", "in_use", "cached"};
 	metric(&b, "rlm_solves_total", "counter", "Solves ended, by status.");
 	for (size_t i = 0; i < ARRAY_SIZE(statuses); i++)
 		buf_printf(&b, "rlm_solves_total{status=\"%s\"} %.0f\n", statuses[i],
@@ -242,6 +243,19 @@ static enum MHD_Result route_metrics(struct req *rq)
 	}
 	buf_printf(&b, "rlm_solve_seconds_sum %.6f\n", json_num(st, "solve_seconds_sum", 0));
 	buf_printf(&b, "rlm_solve_seconds_count %.0f\n", json_num(st, "solve_seconds_count", 0));
+	metric(&b, "rlm_corpora", "gauge",
+	       "Corpora held: registered (until deleted), in use by a solve, cached (unused).");
+	metric(&b, "rlm_corpora_bytes", "gauge", "Memory of the corpora held, by state.");
+	for (size_t i = 0; i < ARRAY_SIZE(states); i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "%s_bytes", states[i]);
+		buf_printf(&b, "rlm_corpora{state=\"%s\"} %.0f\n", states[i],
+			   json_num(json_get(st, "corpora"), states[i], 0));
+		buf_printf(&b, "rlm_corpora_bytes{state=\"%s\"} %.0f\n", states[i],
+			   json_num(json_get(st, "corpora"), key, 0));
+	}
+	metric(&b, "rlm_runs_kept", "gauge", "Finished runs held in memory (--keep-runs).");
+	buf_printf(&b, "rlm_runs_kept %.0f\n", json_num(st, "runs_kept", 0));
 	metric(&b, "rlm_http_requests_total", "counter", "HTTP responses sent, by status code.");
 	for (size_t i = 100; i < ARRAY_SIZE(sv->codes); i++) {
 		int64_t n = atomic_load(&sv->codes[i]);
@@ -312,6 +326,7 @@ static const char *allowed(enum route rt)
 	case R_CORPORA:
 		return "POST";
 	case R_RUN:
+	case R_CORPUS:
 		return "GET, HEAD, DELETE";
 	default:
 		return "GET, HEAD";
@@ -327,6 +342,7 @@ static bool method_ok(enum route rt, const char *m)
 	case R_CORPORA:
 		return strcmp(m, "POST") == 0;
 	case R_RUN:
+	case R_CORPUS:
 		return get || strcmp(m, "DELETE") == 0;
 	default:
 		return get;
@@ -398,7 +414,7 @@ static enum MHD_Result dispatch(struct req *rq)
 	case R_CORPORA:
 		return route_corpora_post(rq);
 	case R_CORPUS:
-		return route_corpus_get(rq, id);
+		return route_corpus(rq, id);
 	case R_RUN:
 		return route_run(rq, id);
 	case R_EVENTS:

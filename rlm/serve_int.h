@@ -104,10 +104,11 @@ const char *check_str(struct check *k, const cJSON *o, const char *key, const ch
 /* o[key] as true or false into *out (left alone when absent or null). */
 void check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out);
 /* The context of a request: exactly one of text, path (with format) and
- * corpus id, loaded into the service; 0 with id, or an answer sent
- * (*ret). */
+ * corpus id, loaded into the service (an inline one unregistered); 0 with
+ * *hold (the request's hold on it, for svc_solve, dropped with
+ * svc_corpus_put), or an answer sent (*ret). */
 int srv_context(struct req *rq, const char *text, const char *path, const char *format,
-		const char *corpus_id, char id[24], enum MHD_Result *ret);
+		const char *corpus_id, struct svc_corp **hold, enum MHD_Result *ret);
 /* Has the client at the other end of socket fd gone (closed, reset, or
  * shut its side)? Looks without reading what it may have sent next. */
 bool srv_client_gone(int fd);
@@ -150,7 +151,7 @@ enum MHD_Result route_solve(struct req *rq);
 enum MHD_Result route_run(struct req *rq, const char *id);
 enum MHD_Result route_events(struct req *rq, const char *id);
 enum MHD_Result route_corpora_post(struct req *rq);
-enum MHD_Result route_corpus_get(struct req *rq, const char *id);
+enum MHD_Result route_corpus(struct req *rq, const char *id); /* GET, DELETE */
 enum MHD_Result route_chat(struct req *rq);
 enum MHD_Result route_models(struct req *rq);
 

@@ -415,7 +415,8 @@ enum MHD_Result route_chat(struct req *rq)
 	struct svc_run *r = NULL;
 	struct rlm_err err = {0, ""};
 	enum MHD_Result ret;
-	char id[24], *qown = NULL;
+	struct svc_corp *hold = NULL;
+	char *qown = NULL;
 	cJSON *body = srv_body_json(rq, &ret);
 	int rc;
 	if (!body)
@@ -444,9 +445,11 @@ enum MHD_Result route_chat(struct req *rq)
 		ret = srv_svc_error(rq, rc, err.msg);
 		goto out;
 	}
-	if (srv_context(rq, ch.text, ch.path, ch.format, ch.corpus_id, id, &ret))
+	if (srv_context(rq, ch.text, ch.path, ch.format, ch.corpus_id, &hold, &ret))
 		goto out;
-	if ((rc = svc_solve(rq->sv->svc, ch.question, id, &so, &r, &err))) {
+	rc = svc_solve(rq->sv->svc, ch.question, hold, &so, &r, &err);
+	svc_corpus_put(rq->sv->svc, hold);
+	if (rc) {
 		ret = srv_svc_error(rq, rc, err.msg);
 		goto out;
 	}

@@ -116,30 +116,32 @@ static enum MHD_Result check_answer(struct req *rq, const struct check *k)
 /* ---- the context of a request ---- */
 
 int srv_context(struct req *rq, const char *text, const char *path, const char *format,
-		const char *corpus_id, char id[24], enum MHD_Result *ret)
+		const char *corpus_id, struct svc_corp **hold, enum MHD_Result *ret)
 {
 	struct svc_corpus_info info;
 	struct rlm_err err = {0, ""};
 	enum corpus_kind kind = CORPUS_AUTO;
 	int rc;
+	*hold = NULL;
 	if (format && corpus_kind_parse(format, &kind)) {
 		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
 				 "format: unknown '%.40s' (known: auto, text, dir, jsonl)", format);
 		return -1;
 	}
 	if (corpus_id)
-		rc = svc_corpus_get(rq->sv->svc, corpus_id, &info);
+		rc = svc_corpus_get(rq->sv->svc, corpus_id, SVC_CORPUS_HOLD, &info);
 	else if (path)
-		rc = svc_corpus_load(rq->sv->svc, path, kind, &info, &err);
+		rc = svc_corpus_load(rq->sv->svc, path, kind, SVC_CORPUS_HOLD, &info, &err);
 	else
-		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0, &info, &err);
+		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0,
+				     SVC_CORPUS_HOLD, &info, &err);
 	if (rc == RLM_ENOTFOUND && corpus_id)
 		snprintf(err.msg, sizeof(err.msg), "no corpus '%.40s'", corpus_id);
 	if (rc) {
 		*ret = srv_svc_error(rq, rc, err.msg);
 		return -1;
 	}
-	memcpy(id, info.id, sizeof(info.id));
+	*hold = info.hold;
 	return 0;
 }
 
@@ -263,7 +265,7 @@ enum MHD_Result route_solve(struct req *rq)
 	enum MHD_Result ret;
 	const char *question, *text, *path, *cid, *format;
 	bool async = false;
-	char id[24];
+	struct svc_corp *hold = NULL;
 	cJSON *body = srv_body_json(rq, &ret);
 	int rc;
 	if (!body)
@@ -289,11 +291,12 @@ enum MHD_Result route_solve(struct req *rq)
 	}
 	/* Refused solves load no context (it would be kept for nothing). */
 	if ((rc = svc_can_start(rq->sv->svc, &err)) ||
-	    srv_context(rq, text, path, format, cid, id, &ret)) {
+	    srv_context(rq, text, path, format, cid, &hold, &ret)) {
 		cJSON_Delete(body);
 		return rc ? srv_svc_error(rq, rc, err.msg) : ret;
 	}
-	rc = svc_solve(rq->sv->svc, question, id, &so, &r, &err);
+	rc = svc_solve(rq->sv->svc, question, hold, &so, &r, &err);
+	svc_corpus_put(rq->sv->svc, hold);
 	cJSON_Delete(body);
 	if (rc)
 		return srv_svc_error(rq, rc, err.msg);
@@ -605,6 +608,8 @@ static cJSON *corpus_json(const struct svc_corpus_info *info)
 	json_add_num(o, "documents", (double)info->documents);
 	json_add_num(o, "bytes", (double)info->bytes);
 	json_add_num(o, "tokens_estimate", (double)info->tokens_estimate);
+	json_add_bool(o, "registered", info->registered);
+	json_add_num(o, "in_use", info->in_use);
 	return o;
 }
 
@@ -645,9 +650,10 @@ enum MHD_Result route_corpora_post(struct req *rq)
 		return check_answer(rq, &k);
 	}
 	if (path) {
-		rc = svc_corpus_load(rq->sv->svc, path, kind, &info, &err);
+		rc = svc_corpus_load(rq->sv->svc, path, kind, SVC_CORPUS_KEEP, &info, &err);
 	} else if (text) {
-		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0, &info, &err);
+		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0, SVC_CORPUS_KEEP,
+				     &info, &err);
 	} else {
 		size_t n = (size_t)cJSON_GetArraySize(docs), i = 0;
 		const char **d = xcalloc(n + 1, sizeof(*d));
@@ -657,7 +663,7 @@ enum MHD_Result route_corpora_post(struct req *rq)
 			d[i] = it->valuestring;
 			lens[i++] = strlen(it->valuestring);
 		}
-		rc = svc_corpus_text(rq->sv->svc, NULL, 0, d, lens, n, &info, &err);
+		rc = svc_corpus_text(rq->sv->svc, NULL, 0, d, lens, n, SVC_CORPUS_KEEP, &info, &err);
 		free(d);
 		free(lens);
 	}
@@ -667,10 +673,22 @@ enum MHD_Result route_corpora_post(struct req *rq)
 	return srv_json(rq, MHD_HTTP_CREATED, corpus_json(&info));
 }
 
-enum MHD_Result route_corpus_get(struct req *rq, const char *id)
+enum MHD_Result route_corpus(struct req *rq, const char *id)
 {
 	struct svc_corpus_info info;
-	if (svc_corpus_get(rq->sv->svc, id, &info))
+	cJSON *j;
+	if (strcmp(rq->method, "DELETE") == 0) {
+		if (svc_corpus_delete(rq->sv->svc, id, &info))
+			return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'",
+					 id);
+		j = cJSON_CreateObject();
+		json_add_str(j, "corpus_id", info.id);
+		json_add_str(j, "status", "deleted");
+		/* the runs still reading it keep it until they end */
+		json_add_num(j, "in_use", info.in_use);
+		return srv_json(rq, MHD_HTTP_OK, j);
+	}
+	if (svc_corpus_get(rq->sv->svc, id, 0, &info))
 		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'", id);
 	return srv_json(rq, MHD_HTTP_OK, corpus_json(&info));
 }

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SVC_KEEP_RUNS	 1000	     /* finished runs kept in memory */
+#define SVC_KEEP_RUNS	 1000	     /* finished runs kept in memory, by default */
 #define SVC_EV_MAX	 200000	     /* events kept per run */
 #define SVC_EV_BYTES_MAX (64u << 20) /* text kept per run's log */
 #define SVC_DEF_SOLVES	 4
@@ -52,7 +52,8 @@ struct svc_run {
 	char id[40];	/* "" until on_run (or the start, without a store) */
 	char *question; /* owned */
 	char corpus_id[24];
-	const struct corpus *ctx; /* borrowed from the service's corpora */
+	struct svc_corp *corp;	  /* held until the run ends */
+	const struct corpus *ctx; /* corp's */
 	struct rlm_opts o;	  /* the service's with the request's over them */
 	atomic_bool cancel;
 	int64_t t0; /* now_ns at start */
@@ -144,6 +145,8 @@ int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err
 	s->base.resumed_from = NULL;
 	s->base.record_ = NULL;
 	s->max_solves = cfg->max_solves ? cfg->max_solves : SVC_DEF_SOLVES;
+	s->keep_runs = cfg->keep_runs > 0 ? cfg->keep_runs : SVC_KEEP_RUNS;
+	s->corpus_cache = cfg->corpus_cache;
 	pthread_mutex_init(&s->mu, NULL);
 	cond_init_mono(&s->cv);
 	rng_seed(&s->rng, (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)wall_ms());
@@ -247,6 +250,15 @@ const char *svc_sub_model_name(const struct service *s)
 	return llm_model_name(s->ms.sub);
 }
 
+/* Finished runs in the registry (s->mu held). */
+static size_t finished_locked(struct service *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n_runs; i++)
+		n += atomic_load(&s->runs[i]->over);
+	return n;
+}
+
 cJSON *svc_stats(struct service *s)
 {
 	cJSON *o = cJSON_CreateObject(), *t = cJSON_CreateObject(), *h = cJSON_CreateArray();
@@ -269,6 +281,8 @@ cJSON *svc_stats(struct service *s)
 	}
 	json_add_num(o, "solve_seconds_sum", s->secs_sum);
 	json_add_num(o, "solve_seconds_count", (double)s->secs_count);
+	svc__corpora_stats_locked(s, o);
+	json_add_num(o, "runs_kept", (double)finished_locked(s));
 	pthread_mutex_unlock(&s->mu);
 	json_add_num(o, "model_calls", (double)st.calls);
 	json_add_num(o, "cache_hits", (double)st.cached);
@@ -431,15 +445,13 @@ static void count_end_locked(struct service *s, enum run_status st, double secs)
 	s->secs_count++;
 }
 
-/* Drop the oldest finished runs past SVC_KEEP_RUNS (s->mu held). */
+/* Drop the oldest finished runs past keep_runs (s->mu held). */
 static void evict_locked(struct service *s)
 {
-	size_t finished = 0, k = 0;
-	for (size_t i = 0; i < s->n_runs; i++)
-		finished += atomic_load(&s->runs[i]->over);
+	size_t finished = finished_locked(s), k = 0;
 	for (size_t i = 0; i < s->n_runs; i++) {
 		struct svc_run *r = s->runs[i];
-		if (finished > SVC_KEEP_RUNS && atomic_load(&r->over)) {
+		if (finished > (size_t)s->keep_runs && atomic_load(&r->over)) {
 			finished--;
 			svc_run_put(r);
 			continue;
@@ -470,6 +482,9 @@ static void *run_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	s->running--;
 	count_end_locked(s, st, (double)wall / 1e9);
+	svc__corp_put_locked(s, r->corp);
+	r->corp = NULL;
+	r->ctx = NULL;
 	pthread_mutex_unlock(&s->mu);
 
 	pthread_mutex_lock(&r->mu);
@@ -526,16 +541,17 @@ int svc_can_start(struct service *s, struct rlm_err *err)
 	return rc;
 }
 
-int svc_solve(struct service *s, const char *question, const char *corpus_id,
+int svc_solve(struct service *s, const char *question, struct svc_corp *k,
 	      const struct svc_opts *q, struct svc_run **run, struct rlm_err *err)
 {
 	struct svc_run *r;
-	struct svc_corp *k;
 	struct rlm_opts o = s->base;
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;
 	*run = NULL;
+	if (!k)
+		return rlm_err_set(err, RLM_EINVAL, "no corpus to solve over");
 	if (!question || !*question)
 		return rlm_err_set(err, RLM_EINVAL, "the question is empty");
 	if ((rc = svc__check_text("the question", question, strlen(question), err)))
@@ -562,12 +578,7 @@ int svc_solve(struct service *s, const char *question, const char *corpus_id,
 	r->o = o;
 
 	pthread_mutex_lock(&s->mu);
-	k = svc__corp_find(s, corpus_id ? corpus_id : "");
-	if (!k)
-		rc = rlm_err_set(err, RLM_ENOTFOUND, "no corpus '%s'", corpus_id ? corpus_id : "");
-	else
-		rc = can_start_locked(s, err);
-	if (rc) {
+	if ((rc = can_start_locked(s, err))) {
 		pthread_mutex_unlock(&s->mu);
 		run_free(r);
 		return rc;
@@ -576,6 +587,7 @@ int svc_solve(struct service *s, const char *question, const char *corpus_id,
 		snprintf(r->id, sizeof(r->id), "r-%016llx", (unsigned long long)rng_next(&s->rng));
 		r->id_ready = true;
 	}
+	r->corp = k;
 	r->ctx = k->c;
 	memcpy(r->corpus_id, k->info.id, sizeof(r->corpus_id));
 	r->t0 = now_ns();
@@ -590,6 +602,7 @@ int svc_solve(struct service *s, const char *question, const char *corpus_id,
 	}
 	s->running++;
 	s->threads++;
+	k->refs++; /* the run's */
 	svc__grow(&s->runs, &s->cap_runs, s->n_runs, sizeof(*s->runs));
 	s->runs[s->n_runs++] = r;
 	pthread_mutex_unlock(&s->mu);

@@ -21,9 +21,15 @@
  * refuses every solve (SVC_ECLOSING: 503).
  *
  * Corpora are loaded once (corpus_load, or from text or documents given
- * in the request) and kept until the service is freed; a path must lie
- * under one of the service's roots (realpath, then a prefix check on
- * whole components), or it is refused (SVC_EFORBIDDEN).
+ * in the request), deduplicated by a digest of their content, and
+ * reference counted: a run holds its corpus until it ends, a request the
+ * one it loaded until its solve has started. A registered corpus
+ * (SVC_CORPUS_KEEP: POST /v1/corpora, load_corpus) stays until
+ * svc_corpus_delete; any other, once no one holds it, stays in a cache of
+ * corpus_cache bytes, the least recently used leaving first, so inline
+ * contexts sent again are not loaded twice and memory stays bounded. A
+ * path must lie under one of the service's roots (realpath, then a prefix
+ * check on whole components), or it is refused (SVC_EFORBIDDEN).
  *
  * Threads: every function may be called from any thread.
  */
@@ -56,10 +62,18 @@ struct svc_cfg {
 	const char *const *roots;    /* directories context paths may name;
 				      * NULL-terminated; NULL or empty: none */
 	int max_solves;              /* running at once; 0: 4 */
+	int keep_runs;               /* finished runs kept in memory (the
+				      * store answers for older ones); 0: 1000 */
+	size_t corpus_cache;         /* bytes of unused unregistered corpora
+				      * kept (SVC_CORPUS_CACHE is a sane
+				      * default); 0: none */
 };
+
+#define SVC_CORPUS_CACHE ((size_t)256 << 20)
 
 struct service;
 struct svc_run;
+struct svc_corp;
 
 /* Set up the pool, the models and the store. Returns 0 or a negative code
  * with err (RLM_EINVAL for a bad configuration). */
@@ -83,7 +97,9 @@ const char *svc_sub_model_name(const struct service *s);
  *  "cancelled"}, "model_calls", "cache_hits", "input_tokens",
  *  "output_tokens", "cost_usd", "solve_seconds_buckets": [[le, count],
  *  ...] (cumulative over the service's life, the last le null for +Inf),
- *  "solve_seconds_sum", "solve_seconds_count"} */
+ *  "solve_seconds_sum", "solve_seconds_count", "corpora": {"registered",
+ *  "in_use", "cached", and each with "_bytes"}, "runs_kept": finished runs
+ *  held in memory} */
 struct cJSON *svc_stats(struct service *s);
 
 /* ---- corpora ---- */
@@ -93,16 +109,34 @@ struct svc_corpus_info {
 	const char *kind;            /* "text", "dir", "jsonl" */
 	size_t documents, bytes;
 	int64_t tokens_estimate;
+	bool registered;             /* kept until deleted; else cached */
+	int in_use;                  /* runs and requests holding it */
+	struct svc_corp *hold;       /* with SVC_CORPUS_HOLD: the caller's
+				      * hold, for svc_solve and svc_corpus_put;
+				      * else NULL */
 };
+
+/* How a corpus is taken (flags of the three calls below). */
+#define SVC_CORPUS_KEEP 1u /* register it: kept until svc_corpus_delete */
+#define SVC_CORPUS_HOLD 2u /* the caller holds it (info.hold: neither
+			    * evicted nor freed) until svc_corpus_put */
+
 /* Load path (under a root; kind as corpus_opts.kind) once. Returns 0 with
  * info, SVC_EFORBIDDEN, or what corpus_load returns, with err. */
-int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind,
+int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
 		    struct svc_corpus_info *info, struct rlm_err *err);
 /* A corpus of one text, or of documents (docs != NULL: n of them). */
 int svc_corpus_text(struct service *s, const char *text, size_t len, const char *const *docs,
-		    const size_t *lens, size_t n, struct svc_corpus_info *info, struct rlm_err *err);
-/* Look one up: 0 with info, RLM_ENOTFOUND. */
-int svc_corpus_get(struct service *s, const char *id, struct svc_corpus_info *info);
+		    const size_t *lens, size_t n, unsigned flags, struct svc_corpus_info *info,
+		    struct rlm_err *err);
+/* Look one up (flags: SVC_CORPUS_HOLD or 0): 0 with info, RLM_ENOTFOUND. */
+int svc_corpus_get(struct service *s, const char *id, unsigned flags,
+		   struct svc_corpus_info *info);
+/* Drop a hold taken with SVC_CORPUS_HOLD (NULL: none). */
+void svc_corpus_put(struct service *s, struct svc_corp *hold);
+/* Take corpus id out of the registry: 0 with info (its in_use: the runs
+ * still reading it, which keep it until they end), or RLM_ENOTFOUND. */
+int svc_corpus_delete(struct service *s, const char *id, struct svc_corpus_info *info);
 
 /* ---- solves ---- */
 
@@ -124,11 +158,12 @@ void svc_opts_init(struct svc_opts *o); /* all "keep the service's" */
  * checks before it loads a context the solve would not use. svc_solve
  * checks again. */
 int svc_can_start(struct service *s, struct rlm_err *err);
-/* Start a solve of question over corpus corpus_id (from svc_corpus_*) on
- * a thread of its own. Returns 0 with *run (a reference the caller drops
- * with svc_run_put), SVC_EBUSY, SVC_ECLOSING, RLM_ENOTFOUND (the corpus),
- * RLM_EINVAL (a model that is not the service's), with err. */
-int svc_solve(struct service *s, const char *question, const char *corpus_id,
+/* Start a solve of question over corpus (a hold from svc_corpus_*; the run
+ * takes a hold of its own, the caller still drops its one) on a thread of
+ * its own. Returns 0 with *run (a reference the caller drops with
+ * svc_run_put), SVC_EBUSY, SVC_ECLOSING, RLM_EINVAL (a model that is not
+ * the service's), with err. */
+int svc_solve(struct service *s, const char *question, struct svc_corp *corpus,
 	      const struct svc_opts *o, struct svc_run **run, struct rlm_err *err);
 /* A run by id (this service's), with a reference; NULL when unknown. */
 struct svc_run *svc_run_get(struct service *s, const char *id);

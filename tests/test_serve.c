@@ -322,6 +322,17 @@ TEST(serve_usage)
 		proc_out_release(&o);
 	}
 	{
+		static const char *const bad[][2] = {{"--corpus-cache", "lots"},
+						     {"--keep-runs", "0"}};
+		for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+			const char *argv[] = {bin, "serve", bad[i][0], bad[i][1], NULL};
+			CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+			CHECK_INT(o.status, 2);
+			CHECK_CONTAINS(o.err, bad[i][0]);
+			proc_out_release(&o);
+		}
+	}
+	{
 		/* Another address than loopback needs a key. */
 		const char *argv[] = {bin, "serve", "--host", "0.0.0.0", "--port", "0", NULL};
 		const char *env[] = {"RLM_API_KEY", NULL};
@@ -1988,4 +1999,157 @@ TEST(serve_client_gone_cancels)
 	resp_release(&r);
 	free(body);
 	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* A context of about 600 bytes with the needle, told apart by tag. */
+static char *padded_ctx(const char *tag)
+{
+	struct buf b = BUF_INIT;
+	buf_printf(&b, "Notes %s.\\nThe weather was mild all week.\\nThe secret launch code is "
+		       "7340-alpha.\\n", tag);
+	for (int i = 0; i < 12; i++)
+		buf_printf(&b, "Line %d of the %s notes says nothing.\\n", i, tag);
+	return buf_detach(&b, NULL);
+}
+
+static long get_status(const struct srv *s, const char *path)
+{
+	struct resp r = http(s, "GET", path, NULL);
+	long st = r.status;
+	resp_release(&r);
+	return st;
+}
+
+/* Inline contexts are kept once unused only up to --corpus-cache (the
+ * least recently used leave first); registered corpora stay until
+ * DELETE, which a run still reading one outlives. */
+TEST(serve_corpus_cache_and_delete)
+{
+	const char *args[] = {"--corpus-cache", "1K", NULL};
+	const char *env[] = {"RLM_SIM=ttft=100ms", NULL};
+	struct srv s = srv_start_env(args, env);
+	char *t[4], path[3][64], *body, *run, *st;
+	struct resp r;
+	for (int i = 0; i < 4; i++) {
+		char tag[8];
+		snprintf(tag, sizeof(tag), "t%d", i);
+		t[i] = padded_ctx(tag);
+	}
+	/* registered */
+	body = xasprintf("{\"text\": \"%s\"}", t[0]);
+	r = http(&s, "POST", "/v1/corpora", body);
+	CHECK_MSG(r.status == 201, "%ld %s", r.status, r.body);
+	CHECK(cJSON_IsTrue(json_get(r.json, "registered")));
+	CHECK_INT(json_num(r.json, "bytes", 0) > 500, 1);
+	snprintf(path[0], sizeof(path[0]), "/v1/corpora/%s", json_str(r.json, "corpus_id"));
+	resp_release(&r);
+	free(body);
+	/* two inline contexts: the second pushes the first out */
+	for (int i = 1; i <= 2; i++) {
+		body = xasprintf("{\"question\": \"%s\", \"context\": \"%s\"}", NEEDLE_Q, t[i]);
+		r = http(&s, "POST", "/v1/solve", body);
+		CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+		CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+		snprintf(path[i], sizeof(path[i]), "/v1/corpora/%s", json_str(r.json, "corpus_id"));
+		resp_release(&r);
+		free(body);
+		r = http(&s, "GET", path[i], NULL);
+		CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+		CHECK(cJSON_IsFalse(json_get(r.json, "registered")));
+		CHECK_INT(json_num(r.json, "in_use", -1), 0);
+		resp_release(&r);
+	}
+	CHECK_INT(get_status(&s, path[1]), 404);
+	CHECK_INT(get_status(&s, path[2]), 200);
+	CHECK_INT(get_status(&s, path[0]), 200);
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_CONTAINS(r.body, "rlm_corpora{state=\"registered\"} 1\n");
+	CHECK_CONTAINS(r.body, "rlm_corpora{state=\"cached\"} 1\n");
+	CHECK_CONTAINS(r.body, "rlm_corpora{state=\"in_use\"} 0\n");
+	resp_release(&r);
+
+	/* DELETE while a run reads it: gone from the registry at once, the
+	 * run answers all the same */
+	body = xasprintf("{\"text\": \"%s\"}", t[3]);
+	r = http(&s, "POST", "/v1/corpora", body);
+	CHECK_INT(r.status, 201);
+	free(body);
+	body = xasprintf("{\"question\": \"%s\", \"corpus_id\": \"%s\", \"async\": true}", NEEDLE_Q,
+			 json_str(r.json, "corpus_id"));
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_INT(r.status, 202);
+	run = xstrdup(json_str(r.json, "run_id"));
+	resp_release(&r);
+	{
+		const char *cid = strstr(body, "c-");
+		char *p = xasprintf("/v1/corpora/%.18s", cid);
+		r = http(&s, "DELETE", p, NULL);
+		CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+		CHECK_STR(json_str(r.json, "status"), "deleted");
+		CHECK_INT(json_num(r.json, "in_use", -1), 1);
+		resp_release(&r);
+		CHECK_INT(get_status(&s, p), 404);
+		r = http(&s, "DELETE", p, NULL);
+		CHECK_ERR(r, 404, "not_found");
+		resp_release(&r);
+		free(p);
+	}
+	st = wait_status(&s, run, 30);
+	CHECK_STR(st, "done");
+	free(st);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 404, "not_found");
+	resp_release(&r);
+	free(body);
+	/* a registered one, deleted while unused */
+	r = http(&s, "DELETE", path[0], NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_INT(json_num(r.json, "in_use", -1), 0);
+	resp_release(&r);
+	CHECK_INT(get_status(&s, path[0]), 404);
+	r = http(&s, "PUT", path[0], "{}");
+	CHECK_ERR(r, 405, "method_not_allowed");
+	CHECK_CONTAINS(r.headers, "Allow: GET, HEAD, DELETE");
+	resp_release(&r);
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_CONTAINS(r.body, "rlm_corpora{state=\"registered\"} 0\n");
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+	free(run);
+
+	/* No cache: an inline context leaves with its run; --keep-runs 1: the
+	 * older run is answered from the store. */
+	{
+		const char *args0[] = {"--corpus-cache", "0", "--keep-runs", "1", NULL};
+		char *ids[2];
+		s = srv_start(args0);
+		for (int i = 0; i < 2; i++) {
+			body = xasprintf("{\"question\": \"%s\", \"context\": \"%s\"}", NEEDLE_Q, t[i]);
+			r = http(&s, "POST", "/v1/solve", body);
+			CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+			ids[i] = xstrdup(json_str(r.json, "run_id"));
+			snprintf(path[0], sizeof(path[0]), "/v1/corpora/%s",
+				 json_str(r.json, "corpus_id"));
+			resp_release(&r);
+			free(body);
+			CHECK_INT(get_status(&s, path[0]), 404);
+		}
+		for (int i = 0; i < 2; i++) {
+			char *p = xasprintf("/v1/runs/%s", ids[i]);
+			r = http(&s, "GET", p, NULL);
+			CHECK_INT(r.status, 200);
+			CHECK_INT(cJSON_IsTrue(json_get(r.json, "stored")), i == 0);
+			CHECK_STR(json_str(r.json, "status"), "done");
+			resp_release(&r);
+			free(p);
+			free(ids[i]);
+		}
+		r = http(&s, "GET", "/metrics", NULL);
+		CHECK_CONTAINS(r.body, "rlm_runs_kept 1\n");
+		resp_release(&r);
+		CHECK_INT(srv_stop(&s), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		free(t[i]);
 }
