@@ -2031,7 +2031,7 @@ TEST(serve_corpus_cache_and_delete)
 	char *t[4], path[3][64], *body, *run, *st;
 	struct resp r;
 	for (int i = 0; i < 4; i++) {
-		char tag[8];
+		char tag[16];
 		snprintf(tag, sizeof(tag), "t%d", i);
 		t[i] = padded_ctx(tag);
 	}
