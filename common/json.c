@@ -103,6 +103,18 @@ char *json_print(const cJSON *item)
 	return s;
 }
 
+bool json_has_nul_escape(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (s[i] != '\\')
+			continue;
+		if (s[i + 1] == 'u' && i + 6 <= n && memcmp(s + i + 2, "0000", 4) == 0)
+			return true;
+		i++;
+	}
+	return false;
+}
+
 /* One container of the text json_nul_path walks: what its child being read
  * is called. */
 struct nul_frame {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/fuzz_json_nul.c -- libFuzzer target: json_nul_path on any bytes
  * reads nothing outside them and always terminates its path; on JSON that
- * json_parse accepts it finds a \u0000 exactly when one is written inside
- * a string (in valid JSON a backslash only occurs in one), and names a
- * place for it whenever the text is a container. */
+ * json_parse accepts it finds a \u0000 exactly when json_has_nul_escape,
+ * the blind scan (in valid JSON a backslash only occurs in a string), does,
+ * and names a place for it whenever the text is a container. */
 #include "../common/common.h"
 #include "../common/json.h"
 
@@ -12,19 +12,6 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* The escape \u0000, written anywhere: backslash pairs skipped blindly. */
-static bool has_nul_escape(const char *s, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (s[i] != '\\')
-			continue;
-		if (s[i + 1] == 'u' && i + 6 <= n && memcmp(s + i + 2, "0000", 4) == 0)
-			return true;
-		i++;
-	}
-	return false;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -41,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	j = json_parse(s, size);
 	if (j) {
-		if (found != has_nul_escape(s, size))
+		if (found != json_has_nul_escape(s, size))
 			abort();
 		if (found && (cJSON_IsObject(j) || cJSON_IsArray(j)) && cJSON_GetArraySize(j) &&
 		    !path[0])
