@@ -37,7 +37,7 @@ struct mcp {
 				     * (they sort as strings); "" before */
 };
 
-/* The revisions rlm mcp speaks, newest first (its own is the first). */
+/* The protocol revision rlm mcp speaks (older ones are negotiated: mcp.c). */
 #define MCP_VERSION "2025-11-25"
 /* Revisions that changed what this server sends. */
 #define MCP_STRUCTURED "2025-06-18" /* outputSchema, structuredContent, titles */
@@ -66,6 +66,9 @@ struct mcp_call {
 				     * free again, its thread about to end */
 };
 
+/* True when version, a revision agreed on (mcp.version: read under mcp.mu,
+ * or on the reader thread, which alone writes it), is since or later. */
+bool mcp_since(const char *version, const char *since);
 /* Send one message (a line of compact JSON) on the protocol's stdout;
  * consumes msg. Any thread. */
 void mcp_send(struct mcp *m, cJSON *msg);
@@ -78,9 +81,6 @@ bool mcp_call_set_run(struct mcp_call *c, struct svc_run *run);
 
 /* ---- the tools (mcp_tools.c) ---- */
 
-/* True when the revision agreed on (m->version; under m->mu, or from the
- * reader thread) is since (or later). */
-bool mcp_since(const char *version, const char *since);
 /* The tools/list result for revision version: {"tools": [...]}, the
  * caller's; without titles and output schemas before MCP_STRUCTURED,
  * without execution before MCP_TOOL_META. */

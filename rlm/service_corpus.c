@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CACHED_MAX 4096 /* unused unregistered corpora kept, at most */
+
 void svc__grow(void *pp, size_t *cap, size_t n, size_t size)
 {
 	void **p = pp;
@@ -93,22 +95,24 @@ static bool cached(const struct svc_corp *k)
 	return !k->registered && !k->refs;
 }
 
-/* Cut the cache of unused unregistered corpora to its size, the least
+/* Cut the cache of unused unregistered corpora to its size (and to
+ * CACHED_MAX of them, which bounds the scans of the registry), the least
  * recently used first (s->mu held). */
 static void trim_locked(struct service *s)
 {
 	for (;;) {
 		struct svc_corp *lru = NULL;
-		size_t bytes = 0;
+		size_t bytes = 0, n = 0;
 		for (size_t i = 0; i < s->n_corp; i++) {
 			struct svc_corp *k = s->corp[i];
 			if (!cached(k))
 				continue;
 			bytes += k->mem;
+			n++;
 			if (!lru || k->used < lru->used)
 				lru = k;
 		}
-		if (!lru || bytes <= s->corpus_cache)
+		if (!lru || (bytes <= s->corpus_cache && n <= CACHED_MAX))
 			return;
 		corp_unlink(s, lru);
 		corp_free(lru);
