@@ -311,9 +311,10 @@ static ssize_t cs_read(void *cls, uint64_t off, char *out, size_t max)
 static void cs_free(void *cls)
 {
 	struct chat_stream *cs = cls;
-	/* A client gone before the answer: its solve is of no use. */
-	if (cs->state <= CS_WAIT)
-		srv_cancel_run(cs->r, "its stream ended early");
+	/* A client gone before the answer: its solve is of no use (and is
+	 * not waited for here, on the library's thread). */
+	if (cs->state <= CS_WAIT && svc_run_cancel(cs->r))
+		log_info("serve: run %s cancelled: its stream ended early", svc_run_id(cs->r));
 	svc_run_put(cs->r);
 	cJSON_Delete(cs->run);
 	buf_release(&cs->out);
