@@ -119,14 +119,14 @@ bool json_has_nul_escape(const char *s, size_t n)
  * is called. */
 struct nul_frame {
 	bool array;
-	size_t index;  /* an array's */
-	char key[56];  /* an object's, raw (escapes as written), maybe cut */
+	size_t index; /* an array's */
+	char key[56]; /* an object's, raw (escapes as written), maybe cut */
 };
 
 #define NUL_DEPTH 32 /* containers named in a path; deeper ones are "..." */
 
-static void nul_path(const struct nul_frame *st, size_t depth, size_t over, bool key,
-		     char *path, size_t cap)
+static void nul_path(const struct nul_frame *st, size_t depth, size_t over, bool key, char *path,
+		     size_t cap)
 {
 	size_t n = 0;
 	path[0] = '\0';
@@ -188,7 +188,8 @@ bool json_nul_path(const char *s, size_t len, char *path, size_t cap)
 			for (; i < len && s[i] != '"'; i++) {
 				if (s[i] != '\\' || i + 1 >= len)
 					continue;
-				if (s[i + 1] == 'u' && i + 6 <= len && memcmp(s + i + 2, "0000", 4) == 0)
+				if (s[i + 1] == 'u' && i + 6 <= len &&
+				    memcmp(s + i + 2, "0000", 4) == 0)
 					nul = true;
 				i++;
 			}

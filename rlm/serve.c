@@ -236,16 +236,17 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 			break;
 		case OPT_CORPUS_CACHE:
 			if (parse_size(optarg, &size) || size > ((uint64_t)1 << 40))
-				return cli_fail(2,
-						"bad value '%s' for --corpus-cache: want a size such "
-						"as 256M (0: keep no unused context)",
-						optarg);
+				return cli_fail(
+				    2,
+				    "bad value '%s' for --corpus-cache: want a size such "
+				    "as 256M (0: keep no unused context)",
+				    optarg);
 			a->cfg.corpus_cache = (size_t)size;
 			break;
 		case OPT_KEEP_RUNS:
 			if (parse_int(optarg, 1, 1000000, &num))
-				return cli_fail(2, "bad value '%s' for --keep-runs: want 1..1000000",
-						optarg);
+				return cli_fail(
+				    2, "bad value '%s' for --keep-runs: want 1..1000000", optarg);
 			a->cfg.keep_runs = (int)num;
 			break;
 		case OPT_ROOT:

@@ -18,10 +18,10 @@
 #include "../common/common.h"
 #include "../common/json.h"
 
-#define SRV_KEEPALIVE_NS (15 * 1000000000LL) /* a comment on a quiet stream */
-#define SRV_SLICE_NS	 (250 * 1000000LL)   /* streams wait on a run this long at once */
-#define IDLE_TIMEOUT_S	   30u  /* a connection's, but a solve's or a stream's */
-#define PER_IP_CONNECTIONS 256u /* open at once from one address */
+#define SRV_KEEPALIVE_NS   (15 * 1000000000LL) /* a comment on a quiet stream */
+#define SRV_SLICE_NS	   (250 * 1000000LL)   /* streams wait on a run this long at once */
+#define IDLE_TIMEOUT_S	   30u		       /* a connection's, but a solve's or a stream's */
+#define PER_IP_CONNECTIONS 256u		       /* open at once from one address */
 
 /* The server: made by cmd_serve, read-only once serving but for the
  * atomics. */

@@ -193,8 +193,9 @@ static void check_budgets(struct check *k, const cJSON *o, struct svc_opts *so)
 		return;
 	}
 	if (json_get(b, "calls"))
-		check_fail(k, "options.budgets.calls: this server has no budget of all model calls; "
-			      "sub_calls limits the sub-calls");
+		check_fail(k,
+			   "options.budgets.calls: this server has no budget of all model calls; "
+			   "sub_calls limits the sub-calls");
 	check_fields(k, b, known, w);
 	check_int(k, b, "tokens", w, 0, (int64_t)1 << 50, &so->max_tokens);
 	check_num(k, b, "cost", w, 0, 1e9, false, &so->max_cost);
@@ -210,10 +211,10 @@ static void check_budgets(struct check *k, const cJSON *o, struct svc_opts *so)
 
 static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 {
-	static const char *const known[] = {"model",	      "sub_model", "strategy",
-					    "max_depth",      "max_iterations", "max_tokens",
-					    "max_cost",	      "max_sub_calls",	"timeout",
-					    "budgets",	      NULL};
+	static const char *const known[] = {
+	    "model",	      "sub_model",  "strategy", "max_depth",
+	    "max_iterations", "max_tokens", "max_cost", "max_sub_calls",
+	    "timeout",	      "budgets",    NULL};
 	const char *w = "options.", *st;
 	int64_t v;
 	if (!o || cJSON_IsNull(o))
@@ -652,8 +653,8 @@ enum MHD_Result route_corpora_post(struct req *rq)
 	if (path) {
 		rc = svc_corpus_load(rq->sv->svc, path, kind, SVC_CORPUS_KEEP, &info, &err);
 	} else if (text) {
-		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0, SVC_CORPUS_KEEP,
-				     &info, &err);
+		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0,
+				     SVC_CORPUS_KEEP, &info, &err);
 	} else {
 		size_t n = (size_t)cJSON_GetArraySize(docs), i = 0;
 		const char **d = xcalloc(n + 1, sizeof(*d));
@@ -663,7 +664,8 @@ enum MHD_Result route_corpora_post(struct req *rq)
 			d[i] = it->valuestring;
 			lens[i++] = strlen(it->valuestring);
 		}
-		rc = svc_corpus_text(rq->sv->svc, NULL, 0, d, lens, n, SVC_CORPUS_KEEP, &info, &err);
+		rc =
+		    svc_corpus_text(rq->sv->svc, NULL, 0, d, lens, n, SVC_CORPUS_KEEP, &info, &err);
 		free(d);
 		free(lens);
 	}

@@ -541,8 +541,8 @@ int svc_can_start(struct service *s, struct rlm_err *err)
 	return rc;
 }
 
-int svc_solve(struct service *s, const char *question, struct svc_corp *k,
-	      const struct svc_opts *q, struct svc_run **run, struct rlm_err *err)
+int svc_solve(struct service *s, const char *question, struct svc_corp *k, const struct svc_opts *q,
+	      struct svc_run **run, struct rlm_err *err)
 {
 	struct svc_run *r;
 	struct rlm_opts o = s->base;

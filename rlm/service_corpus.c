@@ -83,7 +83,8 @@ static void corp_unlink(struct service *s, struct svc_corp *k)
 {
 	for (size_t i = 0; i < s->n_corp; i++) {
 		if (s->corp[i] == k) {
-			memmove(s->corp + i, s->corp + i + 1, (s->n_corp - i - 1) * sizeof(*s->corp));
+			memmove(s->corp + i, s->corp + i + 1,
+				(s->n_corp - i - 1) * sizeof(*s->corp));
 			s->n_corp--;
 			return;
 		}
@@ -278,8 +279,7 @@ int svc_corpus_text(struct service *s, const char *text, size_t len, const char 
 	return 0;
 }
 
-int svc_corpus_get(struct service *s, const char *id, unsigned flags,
-		   struct svc_corpus_info *info)
+int svc_corpus_get(struct service *s, const char *id, unsigned flags, struct svc_corpus_info *info)
 {
 	struct svc_corp *k;
 	pthread_mutex_lock(&s->mu);

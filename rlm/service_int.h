@@ -35,8 +35,8 @@ struct service {
 	char **roots;	       /* realpaths; n_roots of them */
 	size_t n_roots;
 	int max_solves;
-	int keep_runs;	       /* finished runs kept in memory */
-	size_t corpus_cache;   /* bytes of unused unregistered corpora kept */
+	int keep_runs;	     /* finished runs kept in memory */
+	size_t corpus_cache; /* bytes of unused unregistered corpora kept */
 
 	pthread_mutex_t mu;    /* guards everything below */
 	pthread_cond_t cv;     /* a run thread ended; a run got its id */
@@ -44,12 +44,12 @@ struct service {
 	size_t n_runs, cap_runs;
 	struct svc_corp **corp; /* the registry of corpora */
 	size_t n_corp, cap_corp;
-	uint64_t tick;		/* counts corpus puts, for LRU */
-	int running;		   /* solves between start and end */
-	int threads;		   /* run threads alive */
-	bool closing;		   /* svc_shutdown or svc_free began: no new solves */
-	struct rng rng;		   /* ids */
-	int64_t ended[4];	   /* done, stopped, failed, cancelled */
+	uint64_t tick;		    /* counts corpus puts, for LRU */
+	int running;		    /* solves between start and end */
+	int threads;		    /* run threads alive */
+	bool closing;		    /* svc_shutdown or svc_free began: no new solves */
+	struct rng rng;		    /* ids */
+	int64_t ended[4];	    /* done, stopped, failed, cancelled */
 	int64_t hist[SVC_N_LE + 1]; /* lifetime, not cumulative; last: +Inf */
 	double secs_sum;
 	int64_t secs_count;
