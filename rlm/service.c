@@ -19,6 +19,7 @@
  */
 #include "service_int.h"
 #include "../common/json.h"
+#include "../store/export.h"
 #include "../store/store.h"
 
 #include <errno.h>
@@ -734,7 +735,7 @@ cJSON *svc_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns, bool *e
 
 cJSON *svc_run_record(struct service *s, const char *id, struct rlm_err *err)
 {
-	cJSON *run;
+	cJSON *run, *view, *pub;
 	const char *got;
 	if (!s->store) {
 		rlm_err_set(err, RLM_ENOTFOUND, "no run '%s' (the server keeps no store)", id);
@@ -748,7 +749,16 @@ cJSON *svc_run_record(struct service *s, const char *id, struct rlm_err *err)
 		rlm_err_set(err, RLM_ENOTFOUND, "no run '%s'", id);
 		return NULL;
 	}
-	if (!run && err && err->code != RLM_ESTORE)
-		err->code = RLM_ENOTFOUND;
-	return run;
+	if (!run) {
+		if (err && err->code != RLM_ESTORE)
+			err->code = RLM_ENOTFOUND;
+		return NULL;
+	}
+	/* What a client sees of a run: no key or credential of its note or
+	 * config (a run of an older rlm may hold one). */
+	view = store_run_public(run);
+	pub = cJSON_Duplicate(view, true);
+	cJSON_Delete(view);
+	cJSON_Delete(run);
+	return pub;
 }
