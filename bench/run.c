@@ -51,6 +51,7 @@ static void item_release(struct bench_item *it)
 	free(it->question);
 	free(it->scorer);
 	cJSON_Delete(it->gold);
+	free(it->answer_type);
 	free(it->context);
 	free(it->path);
 }
@@ -69,6 +70,7 @@ static void parse_item(const cJSON *j, const char *dir, const char *suite, struc
 	const char *id = str_field(j, "id"), *q = str_field(j, "question");
 	const char *sc = str_field(j, "scorer"), *ctx = json_str(j, "context");
 	const char *cp = str_field(j, "context_path"), *fmt = str_field(j, "format");
+	const char *at = json_str(j, "answer_type");
 	const cJSON *gold = json_get(j, "answer"), *tok = json_get(j, "tokens");
 	struct rlm_err err = {0, ""};
 	struct stat st;
@@ -94,7 +96,9 @@ static void parse_item(const cJSON *j, const char *dir, const char *suite, struc
 			 "item '%s': unknown scorer '%s' (known: contains_all, exact, oolong, "
 			 "set_f1, mc)",
 			 id, sc);
-	else if (bench_score(sc, "", gold, &score, &err))
+	else if (json_get(j, "answer_type") && !(at && *at))
+		snprintf(msg, n, "item '%s': \"answer_type\" is not a non-empty string", id);
+	else if (bench_score_typed(sc, at, "", gold, &score, &err))
 		snprintf(msg, n, "item '%s': %s", id, err.msg);
 	else if (!!ctx == !!cp)
 		snprintf(msg, n,
@@ -119,6 +123,7 @@ static void parse_item(const cJSON *j, const char *dir, const char *suite, struc
 	it->scorer = xstrdup(sc);
 	it->suite = xstrdup(str_field(j, "suite") ? str_field(j, "suite") : suite);
 	it->gold = cJSON_Duplicate(gold, true);
+	it->answer_type = at ? xstrdup(at) : NULL;
 	it->context = ctx ? xstrdup(ctx) : NULL;
 	it->tokens = tok ? (int64_t)tok->valuedouble : 0;
 }
@@ -434,7 +439,7 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	}
 	wall_ms = (double)((now_ns() - t0) / 1000) / 1e3; /* to the microsecond */
 	corpus_free(c);
-	if (!rc && bench_score(it->scorer, res.answer, it->gold, &score, &err))
+	if (!rc && bench_score_typed(it->scorer, it->answer_type, res.answer, it->gold, &score, &err))
 		rc = err.code ? err.code : RLM_EINVAL;
 	cached = !rc && (res.memo || (res.calls && res.cache_hits == res.calls));
 
@@ -449,6 +454,8 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	json_add_num(o, "score", score);
 	json_add(o, "answer", res.answer ? cJSON_CreateString(res.answer) : cJSON_CreateNull());
 	json_add(o, "gold", cJSON_Duplicate(it->gold, true));
+	if (it->answer_type)
+		json_add_str(o, "answer_type", it->answer_type);
 	json_add(u, "root", usage_json(&res.root_usage));
 	json_add(u, "sub", usage_json(&res.sub_usage));
 	json_add(u, "total", usage_json(&res.usage));

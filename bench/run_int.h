@@ -28,6 +28,7 @@ struct bench_item {
 	char *question;
 	char *scorer;
 	cJSON *gold;	       /* the item's "answer"; owned */
+	char *answer_type;     /* "answer_type" (OOLONG's), or NULL */
 	char *context;	       /* the context inline, or NULL */
 	char *path;	       /* context_path joined to the dataset's directory, or NULL */
 	enum corpus_kind kind; /* "format"; AUTO when absent */

@@ -480,7 +480,13 @@ TEST(run_bad_dataset_lines_are_named)
 		   "{\"id\":\"e\",\"answer\":[\"x\"],\"context\":\"x\",\"scorer\":\"exact\"}\n"
 		   "{\"id\":\"f\",\"question\":\"q?\",\"answer\":[\"x\"],\"scorer\":\"exact\"}\n"
 		   "{\"id\":\"g\",\"question\":\"q?\",\"answer\":{\"x\":1},\"context\":\"x\","
-		   "\"scorer\":\"exact\"}\n");
+		   "\"scorer\":\"exact\"}\n"
+		   "{\"id\":\"h\",\"question\":\"q?\",\"answer\":\"['x']\",\"context\":\"x\","
+		   "\"scorer\":\"oolong\",\"answer_type\":\"ANSWER_TYPE.NUMERIC\"}\n"
+		   "{\"id\":\"i\",\"question\":\"q?\",\"answer\":\"['x'\",\"context\":\"x\","
+		   "\"scorer\":\"oolong\"}\n"
+		   "{\"id\":\"j\",\"question\":\"q?\",\"answer\":[\"x\"],\"context\":\"x\","
+		   "\"scorer\":\"oolong\",\"answer_type\":7}\n");
 	o = rlm(args);
 	CHECK_INT(o.status, 1);
 	want = xasprintf("rlm: error: %s:2: not valid JSON\n", ds);
@@ -501,6 +507,16 @@ TEST(run_bad_dataset_lines_are_named)
 	want = xasprintf("%s:8: item 'f': want one of \"context\"", ds);
 	CHECK_CONTAINS(o.err, want);
 	want = xasprintf("%s:9: item 'g': no \"answer\"", ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:10: item 'h': gold answer for scorer 'oolong' is 'x', which is no "
+			 "integer (answer_type NUMERIC)",
+			 ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:11: item 'i': gold answer for scorer 'oolong': bad Python literal at "
+			 "byte 4: want ',' or ']'",
+			 ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:12: item 'j': \"answer_type\" is not a non-empty string", ds);
 	CHECK_CONTAINS(o.err, want);
 	CHECK_CONTAINS(o.err, "nothing was run");
 	CHECK(stat(out, &st) != 0); /* nothing was written */
