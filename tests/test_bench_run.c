@@ -457,6 +457,213 @@ TEST(run_progress_bar_on_a_terminal)
 	free(cmd);
 }
 
+/* ---- importing the real benchmarks (tools/bench_import.py) ---- */
+
+/* tools/bench_import.py: under the current directory (make runs the tests
+ * from the top), else next to the rlm binary's folder (build/rlm). */
+static char *import_tool(void)
+{
+	const char *bin = harness_rlm_bin(), *slash = strrchr(bin, '/');
+	char *alt;
+	if (access("tools/bench_import.py", R_OK) == 0)
+		return xstrdup("tools/bench_import.py");
+	alt = xasprintf("%.*s/../tools/bench_import.py", (int)(slash ? slash - bin : 0), bin);
+	CHECK_MSG(access(alt, R_OK) == 0, "no tools/bench_import.py (run from the top)");
+	return alt;
+}
+
+static struct proc_out import(const char *const *args)
+{
+	const char *argv[24];
+	char *tool = import_tool();
+	struct proc_out o;
+	size_t n = 0;
+	argv[n++] = "/usr/bin/python3";
+	argv[n++] = tool;
+	for (size_t i = 0; args[i] && n < 23; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	CHECK_INT(proc_run(argv, NULL, NULL, 60, &o), 0);
+	free(tool);
+	return o;
+}
+
+/* OOLONG rows in the shape of oolongbench/oolong-synth (anchors-paper.md
+ * section 3): golds as Python list literals, answer types, several rows
+ * per context window, and a row of another source dataset. */
+static const char oolong_rows[] =
+    "{\"id\": 101, \"context_len\": 1024, \"dataset\": \"trec_coarse\", "
+    "\"context_window_text\": \"The following lines contain general-knowledge questions, one "
+    "per line.\\nDate: Dec 12, 2022 || User: 63685 || Instance: How many years old is Benny "
+    "Carter ?\\nDate: Mar 04, 2023 || User: 44120 || Instance: What is the capital of Peru "
+    "?\\nDate: Mar 04, 2023 || User: 63685 || Instance: Who wrote Hamlet ?\\n\", "
+    "\"context_window_text_with_labels\": \"(labelled)\", \"question\": \"In the above data, "
+    "which of the labels is the most common? Give your final answer in the form 'Label: "
+    "answer'.\", \"task_group\": \"counting\", \"task\": \"TASK_TYPE.MOST_FREQ\", \"answer\": "
+    "\"['entity']\", \"answer_type\": \"ANSWER_TYPE.LABEL\", \"input_subset\": \"False\", "
+    "\"num_labels\": 6, \"context_window_id\": 7}\n"
+    "{\"id\": 102, \"context_len\": 1024, \"dataset\": \"trec_coarse\", "
+    "\"context_window_text\": \"The following lines contain general-knowledge questions, one "
+    "per line.\\nDate: Dec 12, 2022 || User: 63685 || Instance: How many years old is Benny "
+    "Carter ?\\nDate: Mar 04, 2023 || User: 44120 || Instance: What is the capital of Peru "
+    "?\\nDate: Mar 04, 2023 || User: 63685 || Instance: Who wrote Hamlet ?\\n\", "
+    "\"question\": \"How many data points should be classified as label 'location'? Give your "
+    "final answer in the form 'Answer: number'.\", \"task_group\": \"counting\", \"task\": "
+    "\"TASK_TYPE.NUMERIC_ONE_CLASS\", \"answer\": \"[1]\", \"answer_type\": "
+    "\"ANSWER_TYPE.NUMERIC\", \"context_window_id\": 7}\n"
+    "\n"
+    "{\"id\": 103, \"context_len\": 1024, \"dataset\": \"trec_coarse\", "
+    "\"context_window_text\": \"Date: Jan 02, 2024 || User: 11111 || Instance: What does NASA "
+    "stand for ?\\n\", \"question\": \"Which date is the most common? Give your final answer in "
+    "the form 'Date: MM/DD/YYYY'.\", \"task_group\": \"timeline\", \"task\": "
+    "\"TASK_TYPE.MOST_FREQ_DATE\", \"answer\": \"[datetime.date(2024, 1, 2)]\", "
+    "\"answer_type\": \"ANSWER_TYPE.DATE\", \"context_window_id\": 8}\n"
+    "{\"id\": 104, \"context_len\": 1024, \"dataset\": \"trec_coarse\", "
+    "\"context_window_text\": \"Date: Jan 02, 2024 || User: 11111 || Instance: What does NASA "
+    "stand for ?\\n\", \"question\": \"Which user is the most common? Give your final answer "
+    "in the form 'User: X'.\", \"task_group\": \"user\", \"task\": "
+    "\"TASK_TYPE.MOST_FREQ_USER\", \"answer\": \"[11111]\", \"answer_type\": "
+    "\"ANSWER_TYPE.USER\", \"context_window_id\": 8}\n"
+    "{\"id\": 105, \"context_len\": 1024, \"dataset\": \"spam\", \"context_window_text\": "
+    "\"spam or ham\", \"question\": \"q?\", \"answer\": \"['spam']\", \"answer_type\": "
+    "\"ANSWER_TYPE.LABEL\", \"context_window_id\": 9}\n";
+
+TEST(run_imports_real_oolong_rows)
+{
+	char *rows = tmp("oolong-rows.jsonl"), *ds = tmp("oo"), *jl = tmp("oo/oolong.jsonl");
+	char *out = tmp("oo-out"), *w7 = tmp("oo/contexts/w-7.txt"), *s;
+	const char *imp[] = {"oolong", rows, "--out", ds, "--dataset", "trec_coarse", NULL};
+	const char *run[] = {"bench", "run",	    jl,	   "--strategy", "direct,repl",
+			     "--out", out,	    "--no-cache", "--quiet", NULL};
+	struct proc_out o;
+	const cJSON *r;
+	cJSON *arr, *item;
+	size_t n;
+	struct stat st;
+	write_text(rows, oolong_rows);
+	o = import(imp);
+	CHECK_MSG(o.status == 0, "import: %s", o.err);
+	CHECK_CONTAINS(o.err, "4 items over 2 context windows");
+	proc_out_release(&o);
+	/* one file per window, the golds as OOLONG stores them */
+	CHECK(stat(w7, &st) == 0 && st.st_size > 100);
+	CHECK(stat(tmp("oo/contexts/w-9.txt"), &st) != 0); /* spam: filtered out */
+	s = slurp(jl);
+	item = json_parse(s, strcspn(s, "\n"));
+	CHECK(item);
+	CHECK_STR(json_str(item, "id"), "oolong-101");
+	CHECK_STR(json_str(item, "suite"), "oolong-trec_coarse");
+	CHECK_STR(json_str(item, "answer"), "['entity']");
+	CHECK_STR(json_str(item, "answer_type"), "ANSWER_TYPE.LABEL");
+	CHECK_STR(json_str(item, "context_path"), "contexts/w-7.txt");
+	CHECK_STR(json_str(item, "scorer"), "oolong");
+	CHECK_INT(json_int(item, "tokens", 0), 1024);
+	CHECK_STR(json_str(item, "task"), "TASK_TYPE.MOST_FREQ");
+	cJSON_Delete(item);
+	free(s);
+
+	/* bench run takes them as they are */
+	o = rlm(run);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "oolong-trec_coarse");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 8);
+	for (size_t i = 0; i < n; i++) {
+		r = cJSON_GetArrayItem(arr, (int)i);
+		CHECK_MSG(!json_get(r, "error"), "%s: %s", json_str(r, "id"), json_str(r, "error"));
+		CHECK(json_str(r, "answer_type"));
+	}
+	/* The simulator counts no line as a location ("0"): off by one from the
+	 * gold "[1]", a NUMERIC answer: 0.75, read from OOLONG's literal. */
+	r = find(arr, "oolong-102", "direct");
+	CHECK_STR(json_str(r, "answer"), "0");
+	CHECK_STR(json_str(r, "gold"), "[1]");
+	CHECK(fabs(json_num(r, "score", -1) - 0.75) < 1e-9);
+	cJSON_Delete(arr);
+
+	/* a row without its question is named, and nothing is written */
+	write_text(rows, "{\"id\": 1, \"dataset\": \"trec_coarse\", \"context_window_text\": "
+			 "\"x\", \"answer\": \"[1]\"}\n");
+	o = import(imp);
+	CHECK_INT(o.status, 1);
+	s = xasprintf("bench_import.py: error: %s:1: no 'question' (a string)", rows);
+	CHECK_CONTAINS(o.err, s);
+	CHECK(!strstr(o.err, "Traceback"));
+	proc_out_release(&o);
+	free(s);
+}
+
+/* BrowseComp-Plus queries (decrypted) with their own documents, and a
+ * corpus to draw the others from. */
+TEST(run_imports_real_browsecomp_rows)
+{
+	char *q = tmp("queries.jsonl"), *corpus = tmp("corpus.jsonl"), *ds = tmp("bc"),
+	     *ds2 = tmp("bc2"), *out = tmp("bc-out"), *s, *s2, *p1 = tmp("bc/docs/1.jsonl");
+	const char *imp[] = {"browsecomp", q,	 "--corpus", corpus, "--docs", "8",
+			     "--out",	   ds,	 "--seed",   "3",    NULL};
+	const char *imp2[] = {"browsecomp", q,	"--corpus", corpus, "--docs", "8",
+			      "--out",	    ds2, "--seed",   "3",    NULL};
+	const char *run[] = {"bench", "run", NULL, "--strategy", "repl", "--out", out,
+			     "--no-cache", "--quiet", NULL};
+	struct buf b = BUF_INIT;
+	struct proc_out o;
+	cJSON *arr;
+	size_t n, docs = 0;
+	write_text(q, "{\"query_id\": \"1\", \"query\": \"Which festival did La Union hold in "
+		      "1998?\", \"answer\": \"Kawayan Festival\", \"gold_docs\": [{\"docid\": "
+		      "\"900\", \"text\": \"La Union held the Kawayan Festival in 1998.\", \"url\": "
+		      "\"u\"}], \"evidence_docs\": [{\"docid\": \"900\", \"text\": \"La Union held "
+		      "the Kawayan Festival in 1998.\"}, {\"docid\": 901, \"text\": \"La Union lies "
+		      "on the coast.\"}], \"negative_docs\": [{\"docid\": \"902\", \"text\": "
+		      "\"Another town held another festival.\"}]}\n"
+		      "{\"query_id\": 2, \"query\": \"Who founded Zanifell?\", \"answer\": \"Lucan "
+		      "Tovoquist\", \"gold_docs\": [{\"docid\": \"910\", \"text\": \"Lucan Tovoquist "
+		      "founded Zanifell.\"}]}\n");
+	for (int i = 0; i < 20; i++)
+		buf_printf(&b, "{\"docid\": \"%d\", \"text\": \"Filler document %d.\", \"url\": "
+			       "\"u\"}\n", i, i);
+	write_text(corpus, b.p);
+	buf_release(&b);
+	o = import(imp);
+	CHECK_MSG(o.status == 0, "import: %s", o.err);
+	proc_out_release(&o);
+	/* 8 documents: the query's 3, then 5 drawn, each once */
+	s = slurp(p1);
+	for (char *p = s; (p = strchr(p, '\n')); p++)
+		docs++;
+	CHECK_INT(docs, 8);
+	CHECK_CONTAINS(s, "{\"docid\":\"900\",\"text\":\"La Union held the Kawayan Festival");
+	CHECK_CONTAINS(s, "\"docid\":\"901\"");
+	CHECK_CONTAINS(s, "\"docid\":\"902\"");
+	CHECK_CONTAINS(s, "Filler document");
+	free(s);
+	s = slurp(xasprintf("%s/browsecomp.jsonl", ds));
+	CHECK_CONTAINS(s, "\"id\":\"bcp-1\",\"suite\":\"browsecomp-plus\"");
+	CHECK_CONTAINS(s, "\"answer\":[\"Kawayan Festival\"],\"context_path\":\"docs/1.jsonl\","
+			  "\"format\":\"jsonl\",\"scorer\":\"exact\",\"documents\":8");
+	CHECK_CONTAINS(s, "Reply with the exact answer alone.");
+	CHECK_CONTAINS(s, "\"gold_docids\":[\"900\"]");
+	/* seeded: the same options give the same bytes */
+	o = import(imp2);
+	CHECK_INT(o.status, 0);
+	proc_out_release(&o);
+	s2 = slurp(xasprintf("%s/browsecomp.jsonl", ds2));
+	CHECK_STR(s2, s);
+	CHECK_STR(slurp(xasprintf("%s/docs/1.jsonl", ds2)), slurp(p1));
+	free(s);
+	free(s2);
+	run[2] = xasprintf("%s/browsecomp.jsonl", ds);
+	o = rlm(run);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "browsecomp-plus");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 2);
+	CHECK(!json_get(find(arr, "bcp-2", "repl"), "error"));
+	cJSON_Delete(arr);
+}
+
 /* ---- bad input ---- */
 
 TEST(run_bad_dataset_lines_are_named)
