@@ -389,6 +389,19 @@ static int run_direct(struct bench_run *r, const struct bench_item *it, const st
 	return rc;
 }
 
+/* The REPL error turns over a solve's tree of nodes, and its deepest
+ * child's depth (a solve the memo answered keeps no tree: 1 when it had
+ * children). */
+static void tree_stats(const struct rlm_result *r, int64_t *errors, int *depth)
+{
+	*errors += r->error_turns;
+	*depth = RLM_MAX(*depth, r->depth);
+	if (r->depth == 0 && r->nodes > 0 && !r->n_children)
+		*depth = RLM_MAX(*depth, 1);
+	for (size_t i = 0; i < r->n_children; i++)
+		tree_stats(&r->children[i], errors, depth);
+}
+
 static cJSON *usage_json(const struct llm_usage *u)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -405,7 +418,8 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	struct corpus *c = NULL;
 	struct rlm_result res = {0};
 	struct rlm_err err = {0, ""};
-	int64_t t0 = now_ns(), tokens = it->tokens, cut = -1;
+	int64_t t0 = now_ns(), tokens = it->tokens, cut = -1, repl_errors = 0;
+	int depth = 0;
 	double score = 0, wall_ms;
 	bool cached;
 	cJSON *o = cJSON_CreateObject(), *u = cJSON_CreateObject();
@@ -442,6 +456,7 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	if (!rc && bench_score_typed(it->scorer, it->answer_type, res.answer, it->gold, &score, &err))
 		rc = err.code ? err.code : RLM_EINVAL;
 	cached = !rc && (res.memo || (res.calls && res.cache_hits == res.calls));
+	tree_stats(&res, &repl_errors, &depth);
 
 	json_add_str(o, "id", it->id);
 	json_add_str(o, "suite", it->suite);
@@ -466,6 +481,9 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	json_add_num(o, "iterations", res.iterations);
 	json_add_num(o, "sub_calls", (double)res.sub_calls);
 	json_add_num(o, "errors", (double)res.failed_calls);
+	json_add_num(o, "repl_errors", (double)repl_errors);
+	json_add_num(o, "depth", depth);
+	json_add_num(o, "nodes", (double)res.nodes);
 	json_add_num(o, "wall_ms", wall_ms);
 	json_add_num(o, "cost_usd", res.cost);
 	json_add_str(o, "run_id", res.run_id);

@@ -181,6 +181,9 @@ TEST(run_repl_direct_then_rerun_skips)
 	CHECK(json_int(r, "iterations", 0) >= 2);
 	CHECK(json_int(r, "sub_calls", 0) >= 1);
 	CHECK_INT(json_int(r, "errors", -1), 0);
+	CHECK_INT(json_int(r, "repl_errors", -1), 0);
+	CHECK_INT(json_int(r, "depth", -1), 0);
+	CHECK_INT(json_int(r, "nodes", -1), 0);
 	CHECK(json_num(r, "wall_ms", -1) > 0);
 	CHECK(json_num(r, "cost_usd", -1) == 0);
 	CHECK(strlen(json_str(r, "run_id")) > 10);
@@ -300,6 +303,35 @@ TEST(run_every_suite_up_to_1M)
 	free(dir);
 	free(out);
 	free(db);
+}
+
+/* What a harness should record of each query (anchors-paper.md section 6):
+ * REPL errors over the whole tree of nodes, the depth reached and the child
+ * RLMs. The simulator writes every other step with a bug (code_errors) and
+ * at 32k tokens in 2,000-character chunks, past 2 chunks, hands pieces to
+ * children that hand theirs on again: depth 2. */
+TEST(run_records_repl_errors_depth_and_nodes)
+{
+	char *ds = gen_sniah(), *out = tmp("out");
+	const char *args[] = {"bench", "run", ds, "--out", out, "--no-cache", "--quiet", "--sim",
+			      "code_errors=0.5,chunk=2000,rlm_chunks=2", "--max-depth", "3", NULL};
+	struct proc_out o = rlm(args);
+	const cJSON *r;
+	cJSON *arr;
+	size_t n;
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 2);
+	r = find(arr, "sniah-32k-0", "repl");
+	CHECK(json_num(r, "score", -1) == 1);
+	CHECK_INT(json_int(r, "depth", -1), 2);
+	CHECK_MSG(json_int(r, "nodes", 0) > 16, "nodes %lld", (long long)json_int(r, "nodes", 0));
+	/* more than the root's own: the children's errors count too */
+	CHECK_MSG(json_int(r, "repl_errors", 0) > json_int(r, "iterations", 0),
+		  "repl_errors %lld", (long long)json_int(r, "repl_errors", 0));
+	CHECK_INT(json_int(r, "errors", -1), 0); /* no model call failed */
+	cJSON_Delete(arr);
 }
 
 TEST(run_resumes_a_killed_run)
