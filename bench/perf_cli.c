@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 bool perf_row_ok(const struct perf_row *r)
@@ -118,8 +119,30 @@ int perf_run_section(const struct perf_section *s, const struct perf_opts *o, st
 	return 1;
 }
 
+/* What makes two runs comparable besides the code: when, and on what. */
+struct machine {
+	char when[32];	/* UTC, ISO 8601 */
+	long cpus;	/* online */
+	double load[3]; /* 1, 5, 15 minutes; -1 unknown */
+};
+
+static void machine_now(struct machine *m)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(m->when, sizeof(m->when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	m->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (getloadavg(m->load, 3) != 3)
+		m->load[0] = m->load[1] = m->load[2] = -1;
+}
+
 void perf_print_table(const struct perf_row *rows, size_t n, FILE *f)
 {
+	struct machine m;
+	machine_now(&m);
+	fprintf(f, "rlm %s, commit %s, %s, %ld CPUs, load average %.2f %.2f %.2f\n\n", RLM_VERSION,
+		rlm_git_commit, m.when, m.cpus, m.load[0], m.load[1], m.load[2]);
 	fprintf(f, "%-28s %-18s %-18s %s\n", "benchmark", "target", "measured", "");
 	for (size_t i = 0; i < n; i++) {
 		const struct perf_row *r = &rows[i];
@@ -168,12 +191,23 @@ void perf_print_json(const struct perf_row *rows, size_t n, const struct perf_op
 		     const char *only, FILE *f)
 {
 	cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray(), *opt = cJSON_CreateObject();
+	cJSON *load;
+	struct machine m;
 	char *s;
+	machine_now(&m);
 	for (size_t i = 0; i < n; i++)
 		if (rows[i].name)
 			json_add(arr, NULL, row_json(&rows[i]));
 	json_add(root, "results", arr);
 	json_add_str(root, "version", RLM_VERSION);
+	json_add_str(root, "commit", rlm_git_commit);
+	json_add_str(root, "timestamp", m.when);
+	json_add_num(root, "cpus", m.cpus);
+	load = cJSON_CreateArray();
+	for (int i = 0; i < 3; i++)
+		json_add(load, NULL,
+			 m.load[i] >= 0 ? cJSON_CreateNumber(m.load[i]) : cJSON_CreateNull());
+	json_add(root, "loadavg", load);
 	json_add_num(opt, "calls", (double)o->calls);
 	json_add_num(opt, "concurrency", (double)o->conc);
 	json_add_num(opt, "latency_ms", (double)o->latency_ms);

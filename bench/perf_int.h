@@ -80,8 +80,11 @@ int perf_run_section(const struct perf_section *s, const struct perf_opts *o, st
 /* The table on f: name, target, measured value, ok / MISSED / FAILED, the
  * note or the error. */
 void perf_print_table(const struct perf_row *rows, size_t n, FILE *f);
-/* The JSON on f: {"results": [rows...], "version", and what makes runs
- * comparable: the options, ...}. Rows not run (--only) are left out. */
+/* The JSON on f: {"results": [rows...], and what makes two runs
+ * comparable: "version", "commit" (rlm_git_commit), "timestamp" (UTC),
+ * "cpus" (online), "loadavg" (1, 5 and 15 minutes, as the run ends),
+ * "options"}. Rows not run (--only) are left out. The table starts with a
+ * line of the same. */
 void perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
 		     const char *only, FILE *f);
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* No real provider or sandbox setting from the environment; extra adds
  * "NAME=value" entries. */
@@ -63,6 +64,16 @@ static void check_measured(const cJSON *r)
 	CHECK_MSG(json_str(r, "note") && *json_str(r, "note"), "%s: no note", name);
 	CHECK_MSG(cJSON_IsNumber(json_get(r, "limit")) || cJSON_IsNull(json_get(r, "limit")),
 		  "%s: no limit", name);
+}
+
+/* The commit baked in at build time: 12 hex digits, maybe "-dirty", or
+ * "unknown" outside a git checkout. */
+static void check_commit(const char *c)
+{
+	size_t n = c ? strspn(c, "0123456789abcdef") : 0;
+	CHECK_MSG(c && ((n == 12 && (!c[12] || strcmp(c + 12, "-dirty") == 0)) ||
+			strcmp(c, "unknown") == 0),
+		  "commit '%s'", c ? c : "(none)");
 }
 
 /* DESIGN.md's performance table, row by row, and what answers it; then
@@ -119,6 +130,12 @@ TEST(perf_quick_json_has_every_row)
 	      (json_num(r, "value", 0) >= json_num(r, "limit", 0)));
 	/* what makes two runs comparable */
 	CHECK_STR(json_str(j, "version"), RLM_VERSION);
+	check_commit(json_str(j, "commit"));
+	CHECK_MSG(strlen(json_str(j, "timestamp")) == 20 && json_str(j, "timestamp")[19] == 'Z',
+		  "timestamp %s", json_str(j, "timestamp"));
+	CHECK(json_int(j, "cpus", 0) >= 1);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "loadavg")), 3);
+	CHECK(cJSON_IsNumber(cJSON_GetArrayItem(json_get(j, "loadavg"), 0)));
 	opts = json_get(j, "options");
 	CHECK(cJSON_IsTrue(json_get(opts, "quick")));
 	CHECK_INT(json_int(opts, "calls", 0), 200);
@@ -190,4 +207,39 @@ TEST(perf_usage)
 		CHECK_CONTAINS(o.out, "--only SECTIONS");
 		proc_out_release(&o);
 	}
+}
+
+TEST(version_has_the_commit)
+{
+	const char *a[] = {"--version", NULL};
+	struct proc_out o = rlm(a, NULL);
+	char *p;
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "rlm " RLM_VERSION " (commit ");
+	p = strstr(o.out, "(commit ") + 8;
+	p[strcspn(p, ")")] = '\0';
+	check_commit(p);
+	proc_out_release(&o);
+}
+
+/* A tree that is no git checkout (a tarball) builds with "unknown"; the
+ * file is rewritten only when the commit changes. */
+TEST(version_script_outside_git_says_unknown)
+{
+	const char *bin = harness_rlm_bin(), *slash = strrchr(bin, '/');
+	char *script = access("tools/version.sh", R_OK) == 0
+			   ? realpath("tools/version.sh", NULL)
+			   : xasprintf("%.*s/../tools/version.sh", (int)(slash - bin), bin);
+	char *cmd = xasprintf("cd '%s' && sh '%s' out.c && cat out.c && touch -d @978307200 out.c "
+			      "&& sh '%s' out.c && stat -c %%Y out.c",
+			      harness_tmpdir(), script, script);
+	const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	struct proc_out o;
+	CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "const char rlm_git_commit[] = \"unknown\";");
+	CHECK_CONTAINS(o.out, "\n978307200\n"); /* not rewritten: same mtime */
+	proc_out_release(&o);
+	free(cmd);
+	free(script);
 }
