@@ -257,6 +257,7 @@ static void res_fill(struct bench_task *t, struct bench_res v)
 	t->res.id = xstrdup(t->it->id);
 	t->res.suite = xstrdup(t->it->suite);
 	t->res.strategy = xstrdup(bench_strat_names[t->strat]);
+	t->res.approx = t->it->tokens == 0;
 	t->done = true;
 }
 
@@ -453,7 +454,8 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	}
 	wall_ms = (double)((now_ns() - t0) / 1000) / 1e3; /* to the microsecond */
 	corpus_free(c);
-	if (!rc && bench_score_typed(it->scorer, it->answer_type, res.answer, it->gold, &score, &err))
+	if (!rc &&
+	    bench_score_typed(it->scorer, it->answer_type, res.answer, it->gold, &score, &err))
 		rc = err.code ? err.code : RLM_EINVAL;
 	cached = !rc && (res.memo || (res.calls && res.cache_hits == res.calls));
 	tree_stats(&res, &repl_errors, &depth);

@@ -40,7 +40,8 @@ static const char usage[] =
     "                decides); oolong also takes OOLONG's own gold, a Python list\n"
     "                in a string such as \"['entity']\" or \"[1542]\"\n"
     "  suite         optional: the summary's row (default: the file's name)\n"
-    "  tokens        optional: the context's length (default: its bytes / 4)\n"
+    "  tokens        optional: the context's length, the summary's size (default:\n"
+    "                its bytes / 4, grouped to the nearest power of two: ~8k)\n"
     "Other fields are ignored. Every line is checked before anything runs: a bad\n"
     "one, an unknown scorer or a missing context file is an error naming FILE:LINE.\n"
     "\n"
@@ -76,7 +77,10 @@ static const char usage[] =
     "                       run_id (rlm runs show ID), stop; \"error\" when the solve\n"
     "                       failed, and for direct \"context_cut_tokens\". For tree,\n"
     "                       iterations are the combine levels, sub_calls the parts\n"
-    "  report.md            the tables, the command line, the date, the models\n"
+    "  report.md            the tables (score per suite x size x strategy; latency\n"
+    "                       and cost per strategy, and per suite x size x strategy),\n"
+    "                       the command line, the date, rlm's commit, the models\n"
+    "  summary.json         the same numbers, for programs\n"
     "  score_vs_length.svg  mean score against context length (log), a line per\n"
     "                       suite and strategy\n"
     "  cost_latency.svg     latency and cost per item, p25/p50/p75/p95 per strategy\n"
@@ -263,6 +267,8 @@ static int summarise(const struct bench_run *r, int argc, char **argv, char *con
 	rep.command = cmd;
 	rep.date = date;
 	rep.models = models;
+	rep.model = root;
+	rep.sub_model = sub;
 	rep.datasets = (const char *const *)datasets;
 	rep.n_datasets = n_datasets;
 	rep.notes = note;

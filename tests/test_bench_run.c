@@ -217,6 +217,8 @@ TEST(run_repl_direct_then_rerun_skips)
 	CHECK_CONTAINS(md, "| repl | 2 |");
 	CHECK_CONTAINS(md, "![mean score against context length](score_vs_length.svg)");
 	CHECK_CONTAINS(md, "direct: 1 of 2 contexts were longer");
+	CHECK_CONTAINS(md, "| sniah | 32k | direct | 1 |");
+	CHECK_CONTAINS(slurp(xasprintf("%s/summary.json", out)), "\"size_label\":\t\"32k\"");
 	check_svg(svg1);
 	check_svg(svg2);
 	CHECK_CONTAINS(slurp(svg1), "sniah / direct");
@@ -688,7 +690,9 @@ TEST(run_imports_real_browsecomp_rows)
 	run[2] = xasprintf("%s/browsecomp.jsonl", ds);
 	o = rlm(run);
 	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
-	CHECK_CONTAINS(o.out, "browsecomp-plus");
+	/* no tokens given: the sizes are estimated, to a power of two */
+	CHECK_CONTAINS(o.out, "browsecomp-plus  ~32     0.000 (1)");
+	CHECK_CONTAINS(o.out, "browsecomp-plus  ~64     0.000 (1)");
 	proc_out_release(&o);
 	arr = results(out, &n);
 	CHECK_INT(n, 2);
@@ -835,10 +839,29 @@ TEST(report_quantiles_and_sizes)
 		CHECK_MSG(fabs(bench_quantile(v, qs[i].n, qs[i].q) - qs[i].want) < 1e-9,
 			  "case %zu: %g", i, bench_quantile(v, qs[i].n, qs[i].q));
 	}
+	static const struct {
+		int64_t t, bucket;
+		const char *label;
+	} buckets[] = {
+	    {0, 1, "~1"},	      {1, 1, "~1"},		{3, 4, "~4"},
+	    {90, 64, "~64"},	      {91, 128, "~128"},	{1000, 1024, "~1k"},
+	    {8000, 8192, "~8k"},      {131072, 131072, "~128k"}, {185363, 131072, "~128k"},
+	    {185364, 262144, "~256k"}, {1000000, 1048576, "~1M"}, {10000000, 8388608, "~8M"},
+	};
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		char buf[16];
 		bench_fmt_tokens(sizes[i].t, buf, sizeof(buf));
 		CHECK_STR(buf, sizes[i].want);
+		bench_fmt_size(sizes[i].t, false, buf, sizeof(buf));
+		CHECK_STR(buf, sizes[i].want);
+	}
+	/* estimated lengths: the nearest power of two on a log scale */
+	for (size_t i = 0; i < ARRAY_SIZE(buckets); i++) {
+		char buf[16];
+		CHECK_MSG(bench_size_bucket(buckets[i].t) == buckets[i].bucket, "%lld: %lld",
+			  (long long)buckets[i].t, (long long)bench_size_bucket(buckets[i].t));
+		bench_fmt_size(buckets[i].bucket, true, buf, sizeof(buf));
+		CHECK_STR(buf, buckets[i].label);
 	}
 }
 
@@ -847,25 +870,32 @@ TEST(report_quantiles_and_sizes)
 TEST(report_escapes_what_users_name)
 {
 	struct bench_res res[] = {
-	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false},
-	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false},
-	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false},
-	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false},
-	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false},
+	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false, false},
+	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false, false},
+	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false, false},
+	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false, false},
+	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false, false},
+	    /* no tokens given: 91 and 120 tokens estimated, both ~128 */
+	    {S("4"), S("mine"), S("repl"), 91, 1, 100, 0.003, false, false, false, true},
+	    {S("5"), S("mine"), S("repl"), 120, 0, 300, 0.001, false, false, false, true},
 	};
 	const char *strategies[] = {"repl", "direct"}, *datasets[] = {"x.jsonl"};
-	struct bench_report r = {res,
-				 ARRAY_SIZE(res),
-				 strategies,
-				 2,
-				 "rlm bench run x.jsonl",
-				 "2026-01-02 03:04 UTC",
-				 "`sim`",
-				 datasets,
-				 1,
-				 "- a note\n"};
+	struct bench_report r = {.res = res,
+				 .n = 5,
+				 .strategies = strategies,
+				 .n_strategies = 2,
+				 .command = "rlm bench run x.jsonl",
+				 .date = "2026-01-02 03:04 UTC",
+				 .models = "`sim`",
+				 .model = "sim",
+				 .sub_model = "sim-mini",
+				 .datasets = datasets,
+				 .n_datasets = 1,
+				 .notes = "- a note\n"};
 	struct rlm_err err = {0, ""};
 	char *dir = tmp("rep"), *md, *p;
+	const cJSON *g;
+	cJSON *sum;
 	CHECK_INT(mkdir(dir, 0755), 0);
 	CHECK_INT(bench_report_write(&r, dir, &err), 0);
 	md = slurp(xasprintf("%s/report.md", dir));
@@ -874,6 +904,44 @@ TEST(report_escapes_what_users_name)
 	CHECK_CONTAINS(md, "| pipes\\|here | 32k | - | 0.250 (1) |");
 	CHECK_CONTAINS(md, "| repl | 2 | 3.38 s | 5.25 s | 7.12 s | 8.62 s |");
 	CHECK_CONTAINS(md, "## Notes\n\n- a note\n");
+	CHECK(!strstr(md, "A size marked ~"));
+	/* per suite and size: p25..p95 of one item are that item's */
+	CHECK_CONTAINS(md, "| suite | size | strategy | items | latency p25 |");
+	CHECK_CONTAINS(md, "| a<b&\"c' | 1M | repl | 1 | 9.00 s | 9.00 s | 9.00 s | 9.00 s | "
+			   "$0.2000 | $0.2000 | $0.2000 | $0.2000 | $0.2000 |");
+	CHECK_CONTAINS(md, "| pipes\\|here | 32k | direct | 1 | 0.350 s |");
+	CHECK_CONTAINS(md, "- rlm: " RLM_VERSION " (commit ");
+	p = slurp(xasprintf("%s/summary.json", dir));
+	sum = json_parse(p, strlen(p));
+	CHECK(sum);
+	CHECK_STR(json_str(sum, "model"), "sim");
+	CHECK_STR(json_str(sum, "sub_model"), "sim-mini");
+	CHECK_STR(json_str(sum, "commit"), rlm_git_commit);
+	g = cJSON_GetArrayItem(json_get(sum, "strategies"), 0);
+	CHECK_STR(json_str(g, "strategy"), "repl");
+	CHECK_INT(json_int(g, "items", 0), 2);
+	CHECK(fabs(json_num(g, "score_mean", 0) - 0.75) < 1e-9);
+	CHECK(fabs(json_num(json_get(g, "latency_s"), "p50", 0) - 5.25) < 1e-9);
+	CHECK_INT(cJSON_GetArraySize(json_get(sum, "groups")), 5);
+	g = cJSON_GetArrayItem(json_get(sum, "groups"), 3); /* a<b 1M direct */
+	CHECK_STR(json_str(g, "size_label"), "1M");
+	CHECK_STR(json_str(g, "strategy"), "direct");
+	CHECK_INT(json_int(g, "failed", -1), 1);
+	CHECK(fabs(json_num(json_get(g, "cost_usd"), "p95", 0) - 0.002) < 1e-12);
+	cJSON_Delete(sum);
+	free(p);
+	/* estimated lengths are grouped and labelled as such */
+	r.n = ARRAY_SIZE(res);
+	CHECK_INT(bench_report_write(&r, dir, &err), 0);
+	md = slurp(xasprintf("%s/report.md", dir));
+	CHECK_CONTAINS(md, "| mine | ~128 | 0.500 (2) | - |");
+	CHECK_CONTAINS(md, "| mine | ~128 | repl | 2 | 0.150 s | 0.200 s | 0.250 s | 0.290 s |");
+	CHECK_CONTAINS(md, "A size marked ~ groups items that gave no `tokens`");
+	p = slurp(xasprintf("%s/summary.json", dir));
+	CHECK_CONTAINS(p, "\"size\":\t128,\n\t\t\t\"size_label\":\t\"~128\",\n\t\t\t"
+			  "\"size_estimated\":\ttrue");
+	free(p);
+	r.n = 5;
 	p = xasprintf("%s/score_vs_length.svg", dir);
 	check_svg(p);
 	CHECK_CONTAINS(slurp(p), "a&lt;b&amp;&quot;c&#39; / repl");
