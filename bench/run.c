@@ -14,7 +14,9 @@
  *
  * Resuming: a finished task is appended to DIR/results.jsonl at once, as
  * one write(2) of one line, under the run's mutex; a rerun reads the file
- * back and skips every (id, strategy) it holds, failed ones excepted. A
+ * back and skips every (id, strategy) it holds, failed ones excepted, and
+ * those of other models or of other solve options (a digest of
+ * rlm_config_json in each line: --max-depth, a budget, sampling). A
  * solve killed halfway is resumed by the store instead: its calls are
  * answered from the cache, and its run is marked as resuming the killed
  * one. */
@@ -263,7 +265,18 @@ static void res_fill(struct bench_task *t, struct bench_res v)
 
 /* Mark the tasks whose results are in path as done. Returns how many; a
  * line that does not parse (a run killed mid-write) is passed over. */
-size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other)
+void bench_run_digest(struct bench_run *r)
+{
+	char *cfg = rlm_config_json(&r->ro), hex[33];
+	struct store_key k;
+	store_digest(cfg, strlen(cfg), &k);
+	store_key_hex(&k, hex);
+	snprintf(r->digest, sizeof(r->digest), "%.16s", hex);
+	free(cfg);
+}
+
+size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other_model,
+			size_t *other_opts)
 {
 	const char *model = llm_model_name(r->ms.model), *sub = llm_model_name(r->ms.sub);
 	FILE *f = fopen(path, "r");
@@ -271,7 +284,7 @@ size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other)
 	char *line = NULL;
 	size_t cap = 0, found = 0;
 	ssize_t len;
-	*other = 0;
+	*other_model = *other_opts = 0;
 	if (!f)
 		return 0;
 	idx = xcalloc(r->n_tasks + 1, sizeof(*idx));
@@ -282,6 +295,7 @@ size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other)
 		cJSON *j = json_parse(line, (size_t)len);
 		const char *id = json_str(j, "id"), *st = json_str(j, "strategy");
 		const char *m = json_str(j, "model"), *sm = json_str(j, "sub_model");
+		const char *dg = json_str(j, "options_digest");
 		struct bench_item key_it = {0};
 		struct bench_task key = {0}, *kp = &key, **hit;
 		if (!id || !st || json_get(j, "error")) {
@@ -295,9 +309,13 @@ size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other)
 			if (strcmp(st, bench_strat_names[s]) == 0)
 				key.strat = (enum bench_strat)s;
 		hit = bsearch(&kp, idx, r->n_tasks, sizeof(*idx), cmp_task);
-		/* Another model's answer is not this run's result. */
+		/* Another model's answer is not this run's result, nor one made
+		 * with other options (a line of before the digest included). */
 		if (hit && ((m && strcmp(m, model) != 0) || (sm && strcmp(sm, sub) != 0))) {
-			(*other)++;
+			(*other_model)++;
+			hit = NULL;
+		} else if (hit && (!dg || strcmp(dg, r->digest) != 0)) {
+			(*other_opts)++;
 			hit = NULL;
 		}
 		if (hit) {
@@ -468,6 +486,7 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	json_add_str(o, "scorer", it->scorer);
 	json_add_str(o, "model", llm_model_name(r->ms.model));
 	json_add_str(o, "sub_model", llm_model_name(r->ms.sub));
+	json_add_str(o, "options_digest", r->digest);
 	json_add_num(o, "score", score);
 	json_add(o, "answer", res.answer ? cJSON_CreateString(res.answer) : cJSON_CreateNull());
 	json_add(o, "gold", cJSON_Duplicate(it->gold, true));

@@ -66,17 +66,18 @@ static const char usage[] =
     "Output, in DIR:\n"
     "  results.jsonl        one line per (item, strategy), appended as each ends:\n"
     "                       id, suite, dataset, tokens, strategy, scorer, model,\n"
-    "                       sub_model, score, answer, gold, usage {root, sub,\n"
-    "                       total: {input_tokens, output_tokens}}, calls,\n"
+    "                       sub_model, options_digest, score, answer, gold,\n"
+    "                       answer_type (when the item has one), usage {root,\n"
+    "                       sub, total: {input_tokens, output_tokens}}, calls,\n"
     "                       cache_hits, from_cache (every answer came from the\n"
-    "                       store), iterations, sub_calls,\n"
-    "                       errors (model calls that failed), repl_errors (turns\n"
-    "                       whose code raised, over every node), depth (of the\n"
-    "                       deepest child RLM; 0: none), nodes (child RLMs),\n"
-    "                       wall_ms, cost_usd,\n"
-    "                       run_id (rlm runs show ID), stop; \"error\" when the solve\n"
-    "                       failed, and for direct \"context_cut_tokens\". For tree,\n"
-    "                       iterations are the combine levels, sub_calls the parts\n"
+    "                       store), iterations, sub_calls, errors (model calls\n"
+    "                       that failed), repl_errors (turns whose code raised,\n"
+    "                       over every node), depth (of the deepest child RLM;\n"
+    "                       0: none), nodes (child RLMs), wall_ms, cost_usd,\n"
+    "                       run_id (rlm runs show ID), stop; \"error\" when the\n"
+    "                       solve failed, and for direct \"context_cut_tokens\".\n"
+    "                       For tree, iterations are the combine levels,\n"
+    "                       sub_calls the parts\n"
     "  report.md            the tables (score per suite x size x strategy; latency\n"
     "                       and cost per strategy, and per suite x size x strategy),\n"
     "                       the command line, the date, rlm's commit, the models\n"
@@ -89,8 +90,10 @@ static const char usage[] =
     "\n"
     "Resuming: a run stopped at any point (Ctrl-C, kill -9) and run again with the\n"
     "same --out skips every (item, strategy) already in DIR/results.jsonl, failed\n"
-    "ones and other models' excepted, and says how many; the summary covers them\n"
-    "all. A solve cut short goes on from the store, its calls answered from the\n"
+    "ones excepted, and those of other models or other solve options (each line\n"
+    "has an options_digest of what shapes an answer: the models and their\n"
+    "settings, sampling, prompts, --max-depth, --max-iterations, budgets, limits),\n"
+    "and says how many; the summary covers them all. A solve cut short goes on from the store, its calls answered from the\n"
     "cache. Delete DIR/results.jsonl to run everything again (then from the\n"
     "cache: nearly free, but the latencies measured are the cache's).\n"
     "\n"
@@ -354,7 +357,7 @@ int cmd_bench_run(int argc, char **argv)
 	struct rlm_err err = {0, ""};
 	struct llm_stats st;
 	enum bench_strat strats[BST_COUNT] = {BST_REPL};
-	size_t n_strats = 1, skipped, other;
+	size_t n_strats = 1, skipped, other, other_opts;
 	const char *out = "bench-out", *cache_path = NULL, *no_cache_env = getenv("RLM_NO_CACHE");
 	char *results = NULL;
 	bool no_cache = false, quiet = false, set_up = false;
@@ -456,7 +459,8 @@ int cmd_bench_run(int argc, char **argv)
 	status = 1;
 	results = xasprintf("%s/results.jsonl", out);
 	bench_run_plan(&r, strats, n_strats);
-	skipped = bench_run_resume(&r, results, &other);
+	bench_run_digest(&r);
+	skipped = bench_run_resume(&r, results, &other, &other_opts);
 	if ((r.fd = open_results(results)) < 0)
 		goto out;
 	r.jobs = jobs;
@@ -477,6 +481,11 @@ int cmd_bench_run(int argc, char **argv)
 				"rlm: bench: %zu results in %s are of another model: run again "
 				"with this one (give each model its own --out)\n",
 				other, results);
+		if (other_opts)
+			fprintf(stderr,
+				"rlm: bench: %zu results in %s were made with other solve options "
+				"(depth, limits, sampling, prompts): run again with these\n",
+				other_opts, results);
 	}
 	bench_run_all(&r);
 	llm_pool_stats(r.ms.pool, &st);

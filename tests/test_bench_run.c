@@ -241,6 +241,33 @@ TEST(run_repl_direct_then_rerun_skips)
 	md = slurp(xasprintf("%s/report.md", out));
 	CHECK_CONTAINS(md, "4 of them were read back from an earlier run");
 	CHECK_CONTAINS(md, "| sniah | 32k | 1.000 (1) |");
+
+	/* Other solve options are other results: --max-depth 3 runs all four
+	 * again (the store answers their calls), then skips them. */
+	{
+		const char *deeper[] = {"bench", "run",	      ds,	  "--jobs",	 "2",
+					"--strategy", "repl,direct", "--out", out,	 "--cache",
+					db,	      "--max-depth", "3",	  NULL};
+		char *digest = NULL;
+		o = rlm(deeper);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.err, "4 results in ");
+		CHECK_CONTAINS(o.err, " were made with other solve options");
+		CHECK_CONTAINS(o.err, "4 run (0 failed), 0 skipped");
+		proc_out_release(&o);
+		arr = results(out, &n);
+		CHECK_INT(n, 8);
+		digest = xstrdup(json_str(cJSON_GetArrayItem(arr, 7), "options_digest"));
+		CHECK_INT(strlen(digest), 16);
+		CHECK(strcmp(digest, json_str(cJSON_GetArrayItem(arr, 0), "options_digest")) != 0);
+		cJSON_Delete(arr);
+		o = rlm(deeper);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.err, "4 of them already in");
+		CHECK_CONTAINS(o.err, "0 run (0 failed), 4 skipped");
+		proc_out_release(&o);
+		free(digest);
+	}
 }
 
 /* Every suite, from 8k up to 1M tokens, generated and run on the
