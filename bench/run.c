@@ -33,7 +33,9 @@
 
 const char *const bench_strat_names[BST_COUNT] = {"repl", "tree", "direct"};
 
-#define DIRECT_RESERVE 8192 /* reply tokens kept free by direct without --max-tokens */
+#define DIRECT_RESERVE                                                                             \
+	8192 /* reply tokens kept free by direct without --max-tokens                              \
+	      * (a quarter of the window, when that is less) */
 
 /* ---- the datasets ---- */
 
@@ -359,27 +361,47 @@ static void direct_save(void *arg, const struct llm_call *c)
 		log_warn("the store failed (keeping a call): %s", err.msg);
 }
 
+static const char direct_head[] = "Answer the question about the text below. Reply with the "
+				  "answer alone, as briefly as the question allows.\n\nText:\n";
+
+int64_t bench_direct_reserve(const struct bench_run *r)
+{
+	long window = llm_model_context_window(r->ms.model);
+	if (r->ms.params.max_tokens > 0)
+		return r->ms.params.max_tokens;
+	return RLM_MIN(DIRECT_RESERVE, window / 4);
+}
+
+int64_t bench_direct_room(const struct bench_run *r, const char *question)
+{
+	int64_t prompt = llm_estimate_tokens(sizeof(direct_head) + strlen(question) + 32);
+	return llm_model_context_window(r->ms.model) - bench_direct_reserve(r) - prompt;
+}
+
 /* The direct baseline: one call with the question and the head of the
  * context that fits the root model's window. Fills res as rlm_solve would
- * (answer, usage, calls, stop) and *cut with the tokens left out. */
+ * (answer, usage, calls, stop) and *cut with the tokens left out. A
+ * context that would not fit at all is an error, not a call without it. */
 static int run_direct(struct bench_run *r, const struct bench_item *it, const struct corpus *c,
 		      struct rlm_result *res, int64_t *cut, struct rlm_err *err)
 {
-	static const char head[] = "Answer the question about the text below. Reply with the "
-				   "answer alone, as briefly as the question allows.\n\nText:\n";
-	long window = llm_model_context_window(r->ms.model);
-	int64_t reserve = r->ms.params.max_tokens > 0 ? r->ms.params.max_tokens : DIRECT_RESERVE;
-	int64_t room =
-	    window - reserve - llm_estimate_tokens(sizeof(head) + strlen(it->question) + 32);
+	int64_t room = bench_direct_room(r, it->question);
 	size_t keep = room > 0 ? (size_t)((double)room * 0.95) * 4 : 0;
 	struct buf b = BUF_INIT;
 	struct llm_msg msg;
 	struct llm_call call;
 	int rc;
+	if (c->len && keep == 0)
+		return rlm_err_set(
+		    err, RLM_EINVAL,
+		    "direct: the question and the reply's %lld tokens fill %s's window "
+		    "of %ld: no room for the context (lower --max-tokens)",
+		    (long long)bench_direct_reserve(r), llm_model_name(r->ms.model),
+		    llm_model_context_window(r->ms.model));
 	keep = keep < c->len ? utf8_floor(c->buf, keep) : c->len;
 	*cut = llm_estimate_tokens(c->len) - llm_estimate_tokens(keep);
-	buf_reserve(&b, keep + sizeof(head) + strlen(it->question) + 32);
-	buf_puts(&b, head);
+	buf_reserve(&b, keep + sizeof(direct_head) + strlen(it->question) + 32);
+	buf_puts(&b, direct_head);
 	buf_append(&b, c->buf, keep);
 	buf_printf(&b, "\n\nQuestion: %s\n", it->question);
 	msg = (struct llm_msg){LLM_USER, b.p, b.len};

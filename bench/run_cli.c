@@ -51,7 +51,9 @@ static const char usage[] =
     "                            direct  the baseline: ONE call to --model with the\n"
     "                                    question and the context cut to the model's\n"
     "                                    window (its head kept: 4 bytes a token, less\n"
-    "                                    the reply's --max-tokens or 8192 and 5%%)\n"
+    "                                    the reply's --max-tokens or 8192 (a quarter\n"
+    "                                    of a smaller window) and 5%%); refused when\n"
+    "                                    fewer than 1,000 tokens would fit\n"
     "  -j, --jobs N            items solved at once, 1..256 (4)\n"
     "  -o, --out DIR           where the results go, created if missing (bench-out)\n"
     "  -n, --limit N           only the first N items of each dataset\n"
@@ -93,7 +95,8 @@ static const char usage[] =
     "ones excepted, and those of other models or other solve options (each line\n"
     "has an options_digest of what shapes an answer: the models and their\n"
     "settings, sampling, prompts, --max-depth, --max-iterations, budgets, limits),\n"
-    "and says how many; the summary covers them all. A solve cut short goes on from the store, its calls answered from the\n"
+    "and says how many; the summary covers them all. A solve cut short goes on from the store, its "
+    "calls answered from the\n"
     "cache. Delete DIR/results.jsonl to run everything again (then from the\n"
     "cache: nearly free, but the latencies measured are the cache's).\n"
     "\n"
@@ -456,6 +459,22 @@ int cmd_bench_run(int argc, char **argv)
 	if ((status = setup(&r, &mo, cache_path, no_cache)))
 		goto out;
 	set_up = true;
+	status = 2;
+	for (size_t k = 0; k < n_strats; k++) {
+		int64_t room = bench_direct_room(&r, "");
+		if (strats[k] == BST_DIRECT && room < BENCH_DIRECT_MIN_ROOM) {
+			cli_fail(
+			    2,
+			    "--strategy direct would send at most %lld tokens of context: %s's "
+			    "window is %ld tokens and %lld are kept for the reply (--max-tokens); "
+			    "lower --max-tokens to %lld or less",
+			    (long long)RLM_MAX(room, 0), llm_model_name(r.ms.model),
+			    llm_model_context_window(r.ms.model),
+			    (long long)bench_direct_reserve(&r),
+			    (long long)(bench_direct_reserve(&r) + room - BENCH_DIRECT_MIN_ROOM));
+			goto out;
+		}
+	}
 	status = 1;
 	results = xasprintf("%s/results.jsonl", out);
 	bench_run_plan(&r, strats, n_strats);

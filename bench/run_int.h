@@ -100,6 +100,14 @@ void bench_run_digest(struct bench_run *r);
  * bench_run_digest. */
 size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other_model,
 			size_t *other_opts);
+/* direct: the tokens kept free for the reply (--max-tokens; else 8,192, or
+ * a quarter of the root model's window when that is less), and the tokens
+ * of context that fit beside the question and the reply (<= 0: none). */
+int64_t bench_direct_reserve(const struct bench_run *r);
+int64_t bench_direct_room(const struct bench_run *r, const char *question);
+/* The least room direct needs at the start, in tokens: below it, a run
+ * with direct is refused. */
+#define BENCH_DIRECT_MIN_ROOM 1000
 /* Run every task not done on r->jobs threads, appending a line to r->fd
  * as each ends, with the progress bar when r->tty. */
 void bench_run_all(struct bench_run *r);

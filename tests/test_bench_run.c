@@ -495,6 +495,57 @@ TEST(run_inline_contexts_and_limit)
 	cJSON_Delete(arr);
 }
 
+/* direct never sends a question without its context: a run whose
+ * --max-tokens leaves under 1,000 tokens of sim's 32,000-token window is
+ * refused before anything runs, and an item whose question fills what is
+ * left fails with the reason. */
+TEST(run_direct_refuses_no_room)
+{
+	char *ds = tmp("room.jsonl"), *out = tmp("out"), *q = xmalloc(6001);
+	const char *full[] = {"bench",	      "run",   ds,  "--strategy", "repl,direct",
+			      "--max-tokens", "31500", "--out", out,	  "--no-cache",
+			      NULL};
+	const char *tight[] = {"bench", "run", ds, "--strategy", "direct", "--max-tokens", "30900",
+			       "--out", out, "--no-cache", NULL};
+	struct proc_out o;
+	const cJSON *r;
+	cJSON *arr;
+	struct stat st;
+	size_t n;
+	memset(q, 'w', 6000);
+	q[6000] = '\0';
+	for (int i = 5; i < 6000; i += 6)
+		q[i] = ' ';
+	write_text(ds, xasprintf("{\"id\":\"short\",\"question\":\"What is the code word?\","
+				 "\"answer\":[\"saffron\"],\"context\":\"The code word is: "
+				 "saffron.\",\"scorer\":\"contains_all\"}\n"
+				 "{\"id\":\"long\",\"question\":\"%s?\",\"answer\":[\"x\"],"
+				 "\"context\":\"x\",\"scorer\":\"exact\"}\n",
+				 q));
+	o = rlm(full);
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "rlm: error: --strategy direct would send at most 463 tokens of "
+			      "context: sim's window is 32000 tokens and 31500 are kept for the "
+			      "reply (--max-tokens); lower --max-tokens to 30963 or less");
+	CHECK(stat(xasprintf("%s/results.jsonl", out), &st) != 0); /* nothing ran */
+	proc_out_release(&o);
+	o = rlm(tight);
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, "rlm: error: long (direct): direct: the question and the reply's "
+			      "30900 tokens fill sim's window of 32000: no room for the context");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 2);
+	r = find(arr, "short", "direct");
+	CHECK(json_num(r, "score", -1) == 1);
+	CHECK_INT(json_int(r, "context_cut_tokens", -1), 0);
+	r = find(arr, "long", "direct");
+	CHECK_STR(json_str(r, "stop"), "error");
+	CHECK_INT(json_int(r, "calls", -1), 0); /* no call without the context */
+	cJSON_Delete(arr);
+	free(q);
+}
+
 /* On a terminal (script(1) gives it one) the progress bar is drawn on
  * stderr; elsewhere it is not (every other test). */
 TEST(run_progress_bar_on_a_terminal)
