@@ -495,6 +495,82 @@ TEST(run_inline_contexts_and_limit)
 	cJSON_Delete(arr);
 }
 
+/* The root and sub-calls on two models, each priced by --prices: every
+ * cost is the tokens of each role at its own model's price, and the cost
+ * quantiles of the report are real numbers. Over HTTP (rlm sim-serve),
+ * where "sim" is a model name like any other and the file prices it. */
+TEST(run_sub_model_and_prices)
+{
+	char *ds = gen_sniah(), *out = tmp("out"), *prices = tmp("prices.json"), *url, *s;
+	const char *args[] = {"bench",	     "run",	    ds,		"--provider", "openai",
+			      "--model",     "sim",	    "--sub-model", "sim-mini", "--base-url",
+			      NULL,	     "--prices",    prices,	"--strategy", "repl,direct",
+			      "--out",	     out,	    "--no-cache", "--quiet",	NULL};
+	struct proc_out o;
+	const cJSON *g, *r;
+	cJSON *arr, *sum;
+	double repl_cost[2];
+	size_t n;
+	int port;
+	pid_t srv = proc_sim_serve("", &port);
+	url = xasprintf("http://127.0.0.1:%d/v1", port);
+	args[10] = url;
+	write_text(prices, "{\"sim\": {\"input\": 0.25, \"output\": 2.0},\n"
+			   " \"sim-mini\": {\"input\": 1.0, \"output\": 4.0}}\n");
+	o = rlm(args);
+	proc_stop(srv);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 4);
+	for (int i = 0; i < 4; i++) {
+		const cJSON *u;
+		double want;
+		r = cJSON_GetArrayItem(arr, i);
+		u = json_get(r, "usage");
+		CHECK_STR(json_str(r, "model"), "sim");
+		CHECK_STR(json_str(r, "sub_model"), "sim-mini");
+		/* the root's tokens at sim's price, the sub-calls' at sim-mini's */
+		want = (double)json_int(json_get(u, "root"), "input_tokens", 0) * 0.25e-6 +
+		       (double)json_int(json_get(u, "root"), "output_tokens", 0) * 2e-6 +
+		       (double)json_int(json_get(u, "sub"), "input_tokens", 0) * 1e-6 +
+		       (double)json_int(json_get(u, "sub"), "output_tokens", 0) * 4e-6;
+		CHECK_MSG(want > 0 && fabs(json_num(r, "cost_usd", 0) - want) < 1e-9,
+			  "%s (%s): cost %.9f, want %.9f", json_str(r, "id"),
+			  json_str(r, "strategy"), json_num(r, "cost_usd", 0), want);
+	}
+	r = find(arr, "sniah-32k-0", "repl");
+	CHECK(json_int(json_get(json_get(r, "usage"), "sub"), "input_tokens", 0) > 30000);
+	CHECK(json_num(r, "score", -1) == 1);
+	repl_cost[0] = json_num(find(arr, "sniah-8k-0", "repl"), "cost_usd", 0);
+	repl_cost[1] = json_num(r, "cost_usd", 0);
+	cJSON_Delete(arr);
+	/* p25..p95 of two items, linear between them */
+	s = slurp(xasprintf("%s/summary.json", out));
+	sum = json_parse(s, strlen(s));
+	CHECK(sum);
+	g = cJSON_GetArrayItem(json_get(sum, "strategies"), 0);
+	CHECK_STR(json_str(g, "strategy"), "repl");
+	{
+		double lo = RLM_MIN(repl_cost[0], repl_cost[1]),
+		       hi = RLM_MAX(repl_cost[0], repl_cost[1]);
+		const cJSON *q = json_get(g, "cost_usd");
+		CHECK(lo > 0 && hi > lo);
+		CHECK(fabs(json_num(q, "p25", 0) - (lo + 0.25 * (hi - lo))) < 1e-12);
+		CHECK(fabs(json_num(q, "p95", 0) - (lo + 0.95 * (hi - lo))) < 1e-12);
+		CHECK(fabs(json_num(g, "cost_total_usd", 0) - (lo + hi)) < 1e-12);
+	}
+	CHECK_STR(json_str(sum, "sub_model"), "sim-mini");
+	cJSON_Delete(sum);
+	free(s);
+	s = slurp(xasprintf("%s/report.md", out));
+	CHECK(!strstr(s, "Every cost is 0"));
+	CHECK_CONTAINS(s, "`sim` (provider openai");
+	CHECK_CONTAINS(s, "`sim-mini` for sub-calls");
+	free(s);
+	free(url);
+}
+
 /* direct never sends a question without its context: a run whose
  * --max-tokens leaves under 1,000 tokens of sim's 32,000-token window is
  * refused before anything runs, and an item whose question fills what is
