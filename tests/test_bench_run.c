@@ -217,6 +217,8 @@ TEST(run_repl_direct_then_rerun_skips)
 	CHECK_CONTAINS(md, "| repl | 2 |");
 	CHECK_CONTAINS(md, "![mean score against context length](score_vs_length.svg)");
 	CHECK_CONTAINS(md, "direct: 1 of 2 contexts were longer");
+	CHECK_CONTAINS(md, "- The model is the simulator (docs/simulator.md): it answers "
+			   "extractively");
 	CHECK_CONTAINS(md, "| sniah | 32k | direct | 1 |");
 	CHECK_CONTAINS(slurp(xasprintf("%s/summary.json", out)), "\"size_label\":\t\"32k\"");
 	check_svg(svg1);
