@@ -170,7 +170,8 @@ static void stop_server(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
-static int fanout(long calls, long conc, long latency_ms, struct perf_row *eff, struct perf_row *cpu)
+static int fanout(long calls, long conc, long latency_ms, struct perf_row *eff,
+		  struct perf_row *cpu)
 {
 	char spec[64], url[64];
 	struct llm_pool_cfg pc = {(int)conc};
@@ -500,8 +501,8 @@ out:
 
 /* The worker's rows, over `execs` execs and `starts` starts. */
 static int repl_rows(long execs, long starts, struct perf_row *rt, struct perf_row *rt_bare,
-		     struct perf_row *rt_cost, struct perf_row *st, struct perf_row *st_bare, struct perf_row *st_cost,
-		     struct perf_row *zyg, struct perf_row *ready)
+		     struct perf_row *rt_cost, struct perf_row *st, struct perf_row *st_bare,
+		     struct perf_row *st_cost, struct perf_row *zyg, struct perf_row *ready)
 {
 	struct rlm_err err = {0, ""};
 	double p50[2], p99[2], sms[3], ms, copies;
@@ -573,7 +574,8 @@ static int repl_rows(long execs, long starts, struct perf_row *rt, struct perf_r
 	if (copies >= 0)
 		snprintf(ready->note, sizeof(ready->note),
 			 "start a sandboxed worker with a 40 MB ASCII context until `context` is a "
-			 "str; the worker then holds %.2f copies of it (the memfd it read is shared)",
+			 "str; the worker then holds %.2f copies of it (the memfd it read is "
+			 "shared)",
 			 copies);
 	else
 		snprintf(ready->note, sizeof(ready->note),
@@ -628,8 +630,8 @@ static int scale_rows(struct perf_row *mem, struct perf_row *dir, struct perf_ro
  * no server can beat SERVE_CLIENTS / (4 x latency) solves a second; half
  * of that leaves room for the worker each solve starts and for a 2-core
  * machine running 32 of them. */
-static int serve_rows(long latency_ms, struct perf_row *tput, struct perf_row *p99, struct perf_row *errs,
-		      struct perf_row *mem)
+static int serve_rows(long latency_ms, struct perf_row *tput, struct perf_row *p99,
+		      struct perf_row *errs, struct perf_row *mem)
 {
 	static char tput_target[32], p99_target[32];
 	struct perf_serve ps;
@@ -733,10 +735,14 @@ static const struct perf_label fanout_labels[] = {{"fan-out efficiency", "<= 1.0
 						{"controller CPU per call", "<= 100 us"}};
 static const struct perf_label recursive_labels[] = {{"recursive fan-out", "<= 1.10"}};
 static const struct perf_label repl_labels[] = {
-    {"REPL exec round trip", "p50 <= 200 us"},	  {"REPL round trip, no sandbox", "p50 <= 200 us"},
-    {"sandbox cost per exec", "<= 50 us"},	  {"worker start, sandboxed", "(reported)"},
-    {"worker start, no sandbox", "(reported)"},	  {"sandbox cost per start", "<= 10 ms"},
-    {"zygote worker ready", "p50 <= 10 ms"},	  {"40 MB context ready", "<= 100 ms, 1 copy"}};
+    {"REPL exec round trip", "p50 <= 200 us"},
+    {"REPL round trip, no sandbox", "p50 <= 200 us"},
+    {"sandbox cost per exec", "<= 50 us"},
+    {"worker start, sandboxed", "(reported)"},
+    {"worker start, no sandbox", "(reported)"},
+    {"sandbox cost per start", "<= 10 ms"},
+    {"zygote worker ready", "p50 <= 10 ms"},
+    {"40 MB context ready", "<= 100 ms, 1 copy"}};
 static const struct perf_label subcall_labels[] = {{"controller CPU per sub-call", "<= 100 us"}};
 static const struct perf_label scale_labels[] = {{"controller memory, 10M", "<= 2 ctx + 64"},
 						{"10M-token dir load", "<= 500 ms, 1 copy"},

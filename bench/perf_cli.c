@@ -113,7 +113,7 @@ int perf_run_section(const struct perf_section *s, const struct perf_opts *o, st
 		r->target = s->labels[i].target;
 		r->unit = "";
 		r->failed = true;
-		snprintf(r->error, sizeof(r->error), "section '%s' failed: %s", s->name,
+		snprintf(r->error, sizeof(r->error), "section '%.16s' failed: %.200s", s->name,
 			 *error ? error : "(it said nothing on stderr)");
 	}
 	return 1;

@@ -260,9 +260,9 @@ TEST(run_repl_direct_then_rerun_skips)
 	/* Other solve options are other results: --max-depth 3 runs all four
 	 * again (the store answers their calls), then skips them. */
 	{
-		const char *deeper[] = {"bench", "run",	      ds,	  "--jobs",	 "2",
-					"--strategy", "repl,direct", "--out", out,	 "--cache",
-					db,	      "--max-depth", "3",	  NULL};
+		const char *deeper[] = {"bench", "run", ds, "--jobs", "2", "--strategy",
+					"repl,direct", "--out", out, "--cache", db, "--max-depth",
+					"3", NULL};
 		char *digest = NULL;
 		o = rlm(deeper);
 		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
@@ -511,10 +511,10 @@ TEST(run_inline_contexts_and_limit)
 TEST(run_sub_model_and_prices)
 {
 	char *ds = gen_sniah(), *out = tmp("out"), *prices = tmp("prices.json"), *url, *s;
-	const char *args[] = {"bench",	     "run",	    ds,		"--provider", "openai",
-			      "--model",     "sim",	    "--sub-model", "sim-mini", "--base-url",
-			      NULL,	     "--prices",    prices,	"--strategy", "repl,direct",
-			      "--out",	     out,	    "--no-cache", "--quiet",	NULL};
+	const char *args[] = {"bench", "run", ds, "--provider", "openai", "--model", "sim",
+			      "--sub-model", "sim-mini", "--base-url", NULL, "--prices", prices,
+			      "--strategy", "repl,direct", "--out", out, "--no-cache", "--quiet",
+			      NULL};
 	struct proc_out o;
 	const cJSON *g, *r;
 	cJSON *arr, *sum;
@@ -587,9 +587,8 @@ TEST(run_sub_model_and_prices)
 TEST(run_direct_refuses_no_room)
 {
 	char *ds = tmp("room.jsonl"), *out = tmp("out"), *q = xmalloc(6001);
-	const char *full[] = {"bench",	      "run",   ds,  "--strategy", "repl,direct",
-			      "--max-tokens", "31500", "--out", out,	  "--no-cache",
-			      NULL};
+	const char *full[] = {"bench", "run", ds, "--strategy", "repl,direct", "--max-tokens",
+			      "31500", "--out", out, "--no-cache", NULL};
 	const char *tight[] = {"bench", "run", ds, "--strategy", "direct", "--max-tokens", "30900",
 			       "--out", out, "--no-cache", NULL};
 	struct proc_out o;
