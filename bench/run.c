@@ -33,9 +33,9 @@
 
 const char *const bench_strat_names[BST_COUNT] = {"repl", "tree", "direct"};
 
-#define DIRECT_RESERVE                                                                             \
-	8192 /* reply tokens kept free by direct without --max-tokens                              \
-	      * (a quarter of the window, when that is less) */
+/* Reply tokens kept free by direct without --max-tokens (a quarter of the
+ * window, when that is less). */
+#define DIRECT_RESERVE 8192
 
 /* ---- the datasets ---- */
 
@@ -265,8 +265,6 @@ static void res_fill(struct bench_task *t, struct bench_res v)
 	t->done = true;
 }
 
-/* Mark the tasks whose results are in path as done. Returns how many; a
- * line that does not parse (a run killed mid-write) is passed over. */
 void bench_run_digest(struct bench_run *r)
 {
 	char *cfg = rlm_config_json(&r->ro), hex[33];
@@ -277,6 +275,8 @@ void bench_run_digest(struct bench_run *r)
 	free(cfg);
 }
 
+/* Mark the tasks whose results are in path as done. Returns how many; a
+ * line that does not parse (a run killed mid-write) is passed over. */
 size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other_model,
 			size_t *other_opts)
 {
