@@ -49,7 +49,9 @@ LIB_SRC := $(wildcard common/*.c) $(wildcard llm/*.c) $(wildcard repl/*.c) \
            $(wildcard bench/*.c)
 EMBED   := $(sort $(wildcard prompts/*.txt) $(wildcard repl/*.py) $(wildcard store/*.html))
 GEN_SRC := $(BUILD)/gen/embedded.c
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embedded.o
+VER_SRC := $(BUILD)/gen/version.c
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embedded.o \
+           $(BUILD)/obj/gen/version.o
 LIB     := $(BUILD)/librlm.a
 BIN     := $(BUILD)/rlm
 
@@ -77,6 +79,20 @@ $(GEN_SRC): tools/embed.sh $(EMBED)
 $(BUILD)/obj/gen/embedded.o: $(GEN_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Icommon $(CFLAGS) -c -o $@ $<
+
+# The commit being built (`rlm --version`, `rlm bench perf --json`): looked
+# up on every make, the file rewritten only when it changes; "unknown"
+# outside a git checkout, so a tarball builds as well.
+$(VER_SRC): FORCE
+	@mkdir -p $(@D)
+	@sh tools/version.sh $@
+
+$(BUILD)/obj/gen/version.o: $(VER_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+.PHONY: FORCE
+FORCE:
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

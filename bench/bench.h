@@ -287,8 +287,11 @@ int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm
 int perf_repl_start(size_t n, double ms[3], struct rlm_err *err);
 /* Start a worker on ctx_bytes of ASCII text until it is ready (`context`
  * is a str), with the full sandbox; the median of 5 starts in
- * milliseconds. */
-int perf_repl_ready(size_t ctx_bytes, double *ms, struct rlm_err *err);
+ * milliseconds, and the copies of the text the worker holds once ready:
+ * its private memory (RssAnon) over a worker's on a tiny context, in units
+ * of the text, the largest of the 5 (the str is one; the memfd it decoded
+ * is shared and unmapped by then); -1 when /proc does not tell. */
+int perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct rlm_err *err);
 
 /* ---- the store (bench/perf_store.c) ---- */
 

@@ -39,6 +39,8 @@ struct bench_res {
 	bool failed;       /* the solve failed (error): scored 0 */
 	bool cut;          /* direct: the context was cut to the model's window */
 	bool cached;       /* every answer came from the store: wall_ms is the cache's */
+	bool approx;       /* tokens is the context's bytes / 4 (the item gave
+			    * none): the summary groups it by bench_size_bucket */
 };
 
 void bench_res_release(struct bench_res *r);
@@ -52,6 +54,7 @@ struct bench_report {
 	const char *command;             /* the command line, as typed (no API key) */
 	const char *date;                /* e.g. "2026-11-23 18:15 UTC" */
 	const char *models;              /* a Markdown line naming the models */
+	const char *model, *sub_model;   /* their names (summary.json) */
 	const char *const *datasets;
 	size_t n_datasets;
 	const char *notes;               /* Markdown paragraphs for the end, or NULL */
@@ -62,15 +65,24 @@ struct bench_report {
 double bench_quantile(double *v, size_t n, double q);
 /* "8k", "128k", "1M", "10M", "1.5k", "500": tokens as sizes are written. */
 void bench_fmt_tokens(int64_t tokens, char *buf, size_t n);
+/* The power of two nearest tokens on a log scale (1 for 0): the size at
+ * which an item of estimated length is summarised. */
+int64_t bench_size_bucket(int64_t tokens);
+/* A row's size: bench_fmt_tokens, or for a bucket (approx) "~" and the
+ * power of two in binary units: "~128", "~8k", "~1M". */
+void bench_fmt_size(int64_t tokens, bool approx, char *buf, size_t n);
 /* The summary as plain-text tables: the mean score per suite x size x
  * strategy, then latency and cost per item at p25/p50/p75/p95 per
  * strategy. */
 void bench_report_print(const struct bench_report *r, FILE *f);
-/* Write dir/report.md (the command, date, models, datasets, the tables,
- * the plots, the notes), dir/score_vs_length.svg (the mean score against
- * the context length, log x, one line per suite x strategy) and
- * dir/cost_latency.svg (latency and cost per item at p25/p50/p75/p95 per
- * strategy). Returns 0 or -errno with err naming the file. */
+/* Write dir/report.md (the command, date, rlm's version and commit,
+ * models, datasets, the tables: score per suite x size x strategy, latency
+ * and cost per item at p25/p50/p75/p95 per strategy and per suite x size
+ * x strategy; the plots, the notes), dir/summary.json (the same numbers),
+ * dir/score_vs_length.svg (the mean score against the context length, log
+ * x, one line per suite x strategy) and dir/cost_latency.svg (latency and
+ * cost per item at p25/p50/p75/p95 per strategy). Returns 0 or -errno with
+ * err naming the file. */
 int bench_report_write(const struct bench_report *r, const char *dir, struct rlm_err *err);
 
 /* ---- the other suites (gen_oolong.c, gen_pairs.c, gen_browse.c,

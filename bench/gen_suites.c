@@ -217,11 +217,25 @@ static int browse_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 	int rc, status = 1;
 
 	if (docs < BROWSE_MIN_DOCS || r->tokens * 4 / docs < BROWSE_DOC_BYTES) {
-		status = cli_fail(
-		    2,
-		    "size '%s' is too small for browse with %zu documents: each needs "
-		    "%d bytes (%d tokens), and there are at least %d",
-		    r->size_name, docs, BROWSE_DOC_BYTES, BROWSE_DOC_BYTES / 4, BROWSE_MIN_DOCS);
+		/* what it takes: the documents asked for (at least the fewest
+		 * browse makes), each of at least BROWSE_DOC_BYTES */
+		size_t need = RLM_MAX(r->docs, (size_t)BROWSE_MIN_DOCS);
+		if (r->docs)
+			status =
+			    cli_fail(2,
+				     "size '%s' is too small for browse with --docs %zu: %zu "
+				     "documents of at least %d bytes need %zu tokens; pass --sizes "
+				     "%zu or more, or fewer --docs",
+				     r->size_name, r->docs, need, BROWSE_DOC_BYTES,
+				     need * BROWSE_DOC_BYTES / 4, need * BROWSE_DOC_BYTES / 4);
+		else
+			status =
+			    cli_fail(2,
+				     "size '%s' is too small for browse: its %zu documents (the "
+				     "fewest it makes) of at least %d bytes need %zu tokens; pass "
+				     "--sizes %zu or more",
+				     r->size_name, need, BROWSE_DOC_BYTES,
+				     need * BROWSE_DOC_BYTES / 4, need * BROWSE_DOC_BYTES / 4);
 		goto out;
 	}
 	if ((rc = browse_write(&o, r->format, path, &it))) {

@@ -6,6 +6,7 @@
 #include "bench.h"
 #include "../repl/repl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,29 +115,71 @@ int perf_repl_start(size_t n, double ms[3], struct rlm_err *err)
 	return rc;
 }
 
-int perf_repl_ready(size_t ctx_bytes, double *ms, struct rlm_err *err)
+/* RssAnon of process pid in bytes: its private memory (a str the worker
+ * decoded is; the context memfd it maps is shared, and unmapped once
+ * decoded); -1 when /proc does not say. */
+static long long rss_anon(pid_t pid)
+{
+	char path[64], line[256];
+	long long kb = -1;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "RssAnon:", 8) == 0)
+			kb = strtoll(line + 8, NULL, 10);
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Start a worker on text[0..len) with cfg; its RssAnon once ready into
+ * *anon (-1: unknown) and the start's wall time into *ns. */
+static int start_measured(struct repl_cfg *cfg, const char *text, size_t len, long long *anon,
+			  int64_t *ns, struct rlm_err *err)
+{
+	struct repl *r = NULL;
+	struct repl_stats st;
+	int64_t t0 = now_ns();
+	int rc;
+	cfg->ctx.text = text;
+	cfg->ctx.len = len;
+	rc = repl_start(cfg, &r, err);
+	*ns = now_ns() - t0;
+	*anon = -1;
+	if (rc == 0) {
+		repl_stats(r, &st);
+		*anon = rss_anon(st.pid);
+	}
+	repl_free(r);
+	return rc;
+}
+
+int perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct rlm_err *err)
 {
 	static const char words[] = "the quick brown fox jumps over a lazy dog and keeps going\n";
 	struct repl_cfg cfg;
-	int64_t t[5];
+	int64_t t[5], ns;
+	long long base = -1, anon, most = -1;
 	char *text = xmalloc(ctx_bytes + 1);
-	int rc = 0;
+	int rc;
 	for (size_t i = 0; i < ctx_bytes; i++)
 		text[i] = words[i % (sizeof(words) - 1)];
 	text[ctx_bytes] = '\0';
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.ctx.text = text;
-	cfg.ctx.len = ctx_bytes;
+	/* the same start with a tiny context: what a worker holds anyway */
+	rc = start_measured(&cfg, "tiny", 4, &base, &ns, err);
 	for (int i = 0; i < 5 && rc == 0; i++) {
-		struct repl *r = NULL;
-		int64_t t0 = now_ns();
-		rc = repl_start(&cfg, &r, err);
-		t[i] = now_ns() - t0;
-		repl_free(r);
+		rc = start_measured(&cfg, text, ctx_bytes, &anon, &t[i], err);
+		if (anon < 0 || base < 0)
+			most = -1, base = -1;
+		else if (anon > most)
+			most = anon;
 	}
 	if (rc == 0) {
 		qsort(t, 5, sizeof(t[0]), cmp_i64);
 		*ms = (double)t[2] / 1e6;
+		*copies = base >= 0 && ctx_bytes ? (double)(most - base) / (double)ctx_bytes : -1;
 	}
 	free(text);
 	return rc;

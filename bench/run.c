@@ -14,7 +14,9 @@
  *
  * Resuming: a finished task is appended to DIR/results.jsonl at once, as
  * one write(2) of one line, under the run's mutex; a rerun reads the file
- * back and skips every (id, strategy) it holds, failed ones excepted. A
+ * back and skips every (id, strategy) it holds, failed ones excepted, and
+ * those of other models or of other solve options (a digest of
+ * rlm_config_json in each line: --max-depth, a budget, sampling). A
  * solve killed halfway is resumed by the store instead: its calls are
  * answered from the cache, and its run is marked as resuming the killed
  * one. */
@@ -31,7 +33,9 @@
 
 const char *const bench_strat_names[BST_COUNT] = {"repl", "tree", "direct"};
 
-#define DIRECT_RESERVE 8192 /* reply tokens kept free by direct without --max-tokens */
+/* Reply tokens kept free by direct without --max-tokens (a quarter of the
+ * window, when that is less). */
+#define DIRECT_RESERVE 8192
 
 /* ---- the datasets ---- */
 
@@ -51,6 +55,7 @@ static void item_release(struct bench_item *it)
 	free(it->question);
 	free(it->scorer);
 	cJSON_Delete(it->gold);
+	free(it->answer_type);
 	free(it->context);
 	free(it->path);
 }
@@ -69,6 +74,7 @@ static void parse_item(const cJSON *j, const char *dir, const char *suite, struc
 	const char *id = str_field(j, "id"), *q = str_field(j, "question");
 	const char *sc = str_field(j, "scorer"), *ctx = json_str(j, "context");
 	const char *cp = str_field(j, "context_path"), *fmt = str_field(j, "format");
+	const char *at = json_str(j, "answer_type");
 	const cJSON *gold = json_get(j, "answer"), *tok = json_get(j, "tokens");
 	struct rlm_err err = {0, ""};
 	struct stat st;
@@ -94,7 +100,9 @@ static void parse_item(const cJSON *j, const char *dir, const char *suite, struc
 			 "item '%s': unknown scorer '%s' (known: contains_all, exact, oolong, "
 			 "set_f1, mc)",
 			 id, sc);
-	else if (bench_score(sc, "", gold, &score, &err))
+	else if (json_get(j, "answer_type") && !(at && *at))
+		snprintf(msg, n, "item '%s': \"answer_type\" is not a non-empty string", id);
+	else if (bench_score_typed(sc, at, "", gold, &score, &err))
 		snprintf(msg, n, "item '%s': %s", id, err.msg);
 	else if (!!ctx == !!cp)
 		snprintf(msg, n,
@@ -119,6 +127,7 @@ static void parse_item(const cJSON *j, const char *dir, const char *suite, struc
 	it->scorer = xstrdup(sc);
 	it->suite = xstrdup(str_field(j, "suite") ? str_field(j, "suite") : suite);
 	it->gold = cJSON_Duplicate(gold, true);
+	it->answer_type = at ? xstrdup(at) : NULL;
 	it->context = ctx ? xstrdup(ctx) : NULL;
 	it->tokens = tok ? (int64_t)tok->valuedouble : 0;
 }
@@ -252,12 +261,24 @@ static void res_fill(struct bench_task *t, struct bench_res v)
 	t->res.id = xstrdup(t->it->id);
 	t->res.suite = xstrdup(t->it->suite);
 	t->res.strategy = xstrdup(bench_strat_names[t->strat]);
+	t->res.approx = t->it->tokens == 0;
 	t->done = true;
+}
+
+void bench_run_digest(struct bench_run *r)
+{
+	char *cfg = rlm_config_json(&r->ro), hex[33];
+	struct store_key k;
+	store_digest(cfg, strlen(cfg), &k);
+	store_key_hex(&k, hex);
+	snprintf(r->digest, sizeof(r->digest), "%.16s", hex);
+	free(cfg);
 }
 
 /* Mark the tasks whose results are in path as done. Returns how many; a
  * line that does not parse (a run killed mid-write) is passed over. */
-size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other)
+size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other_model,
+			size_t *other_opts)
 {
 	const char *model = llm_model_name(r->ms.model), *sub = llm_model_name(r->ms.sub);
 	FILE *f = fopen(path, "r");
@@ -265,7 +286,7 @@ size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other)
 	char *line = NULL;
 	size_t cap = 0, found = 0;
 	ssize_t len;
-	*other = 0;
+	*other_model = *other_opts = 0;
 	if (!f)
 		return 0;
 	idx = xcalloc(r->n_tasks + 1, sizeof(*idx));
@@ -276,6 +297,7 @@ size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other)
 		cJSON *j = json_parse(line, (size_t)len);
 		const char *id = json_str(j, "id"), *st = json_str(j, "strategy");
 		const char *m = json_str(j, "model"), *sm = json_str(j, "sub_model");
+		const char *dg = json_str(j, "options_digest");
 		struct bench_item key_it = {0};
 		struct bench_task key = {0}, *kp = &key, **hit;
 		if (!id || !st || json_get(j, "error")) {
@@ -289,9 +311,13 @@ size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other)
 			if (strcmp(st, bench_strat_names[s]) == 0)
 				key.strat = (enum bench_strat)s;
 		hit = bsearch(&kp, idx, r->n_tasks, sizeof(*idx), cmp_task);
-		/* Another model's answer is not this run's result. */
+		/* Another model's answer is not this run's result, nor one made
+		 * with other options (a line of before the digest included). */
 		if (hit && ((m && strcmp(m, model) != 0) || (sm && strcmp(sm, sub) != 0))) {
-			(*other)++;
+			(*other_model)++;
+			hit = NULL;
+		} else if (hit && (!dg || strcmp(dg, r->digest) != 0)) {
+			(*other_opts)++;
 			hit = NULL;
 		}
 		if (hit) {
@@ -335,27 +361,47 @@ static void direct_save(void *arg, const struct llm_call *c)
 		log_warn("the store failed (keeping a call): %s", err.msg);
 }
 
+static const char direct_head[] = "Answer the question about the text below. Reply with the "
+				  "answer alone, as briefly as the question allows.\n\nText:\n";
+
+int64_t bench_direct_reserve(const struct bench_run *r)
+{
+	long window = llm_model_context_window(r->ms.model);
+	if (r->ms.params.max_tokens > 0)
+		return r->ms.params.max_tokens;
+	return RLM_MIN(DIRECT_RESERVE, window / 4);
+}
+
+int64_t bench_direct_room(const struct bench_run *r, const char *question)
+{
+	int64_t prompt = llm_estimate_tokens(sizeof(direct_head) + strlen(question) + 32);
+	return llm_model_context_window(r->ms.model) - bench_direct_reserve(r) - prompt;
+}
+
 /* The direct baseline: one call with the question and the head of the
  * context that fits the root model's window. Fills res as rlm_solve would
- * (answer, usage, calls, stop) and *cut with the tokens left out. */
+ * (answer, usage, calls, stop) and *cut with the tokens left out. A
+ * context that would not fit at all is an error, not a call without it. */
 static int run_direct(struct bench_run *r, const struct bench_item *it, const struct corpus *c,
 		      struct rlm_result *res, int64_t *cut, struct rlm_err *err)
 {
-	static const char head[] = "Answer the question about the text below. Reply with the "
-				   "answer alone, as briefly as the question allows.\n\nText:\n";
-	long window = llm_model_context_window(r->ms.model);
-	int64_t reserve = r->ms.params.max_tokens > 0 ? r->ms.params.max_tokens : DIRECT_RESERVE;
-	int64_t room =
-	    window - reserve - llm_estimate_tokens(sizeof(head) + strlen(it->question) + 32);
+	int64_t room = bench_direct_room(r, it->question);
 	size_t keep = room > 0 ? (size_t)((double)room * 0.95) * 4 : 0;
 	struct buf b = BUF_INIT;
 	struct llm_msg msg;
 	struct llm_call call;
 	int rc;
+	if (c->len && keep == 0)
+		return rlm_err_set(
+		    err, RLM_EINVAL,
+		    "direct: the question and the reply's %lld tokens fill %s's window "
+		    "of %ld: no room for the context (lower --max-tokens)",
+		    (long long)bench_direct_reserve(r), llm_model_name(r->ms.model),
+		    llm_model_context_window(r->ms.model));
 	keep = keep < c->len ? utf8_floor(c->buf, keep) : c->len;
 	*cut = llm_estimate_tokens(c->len) - llm_estimate_tokens(keep);
-	buf_reserve(&b, keep + sizeof(head) + strlen(it->question) + 32);
-	buf_puts(&b, head);
+	buf_reserve(&b, keep + sizeof(direct_head) + strlen(it->question) + 32);
+	buf_puts(&b, direct_head);
 	buf_append(&b, c->buf, keep);
 	buf_printf(&b, "\n\nQuestion: %s\n", it->question);
 	msg = (struct llm_msg){LLM_USER, b.p, b.len};
@@ -384,6 +430,19 @@ static int run_direct(struct bench_run *r, const struct bench_item *it, const st
 	return rc;
 }
 
+/* The REPL error turns over a solve's tree of nodes, and its deepest
+ * child's depth (a solve the memo answered keeps no tree: 1 when it had
+ * children). */
+static void tree_stats(const struct rlm_result *r, int64_t *errors, int *depth)
+{
+	*errors += r->error_turns;
+	*depth = RLM_MAX(*depth, r->depth);
+	if (r->depth == 0 && r->nodes > 0 && !r->n_children)
+		*depth = RLM_MAX(*depth, 1);
+	for (size_t i = 0; i < r->n_children; i++)
+		tree_stats(&r->children[i], errors, depth);
+}
+
 static cJSON *usage_json(const struct llm_usage *u)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -400,7 +459,8 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	struct corpus *c = NULL;
 	struct rlm_result res = {0};
 	struct rlm_err err = {0, ""};
-	int64_t t0 = now_ns(), tokens = it->tokens, cut = -1;
+	int64_t t0 = now_ns(), tokens = it->tokens, cut = -1, repl_errors = 0;
+	int depth = 0;
 	double score = 0, wall_ms;
 	bool cached;
 	cJSON *o = cJSON_CreateObject(), *u = cJSON_CreateObject();
@@ -434,9 +494,11 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	}
 	wall_ms = (double)((now_ns() - t0) / 1000) / 1e3; /* to the microsecond */
 	corpus_free(c);
-	if (!rc && bench_score(it->scorer, res.answer, it->gold, &score, &err))
+	if (!rc &&
+	    bench_score_typed(it->scorer, it->answer_type, res.answer, it->gold, &score, &err))
 		rc = err.code ? err.code : RLM_EINVAL;
 	cached = !rc && (res.memo || (res.calls && res.cache_hits == res.calls));
+	tree_stats(&res, &repl_errors, &depth);
 
 	json_add_str(o, "id", it->id);
 	json_add_str(o, "suite", it->suite);
@@ -446,9 +508,12 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	json_add_str(o, "scorer", it->scorer);
 	json_add_str(o, "model", llm_model_name(r->ms.model));
 	json_add_str(o, "sub_model", llm_model_name(r->ms.sub));
+	json_add_str(o, "options_digest", r->digest);
 	json_add_num(o, "score", score);
 	json_add(o, "answer", res.answer ? cJSON_CreateString(res.answer) : cJSON_CreateNull());
 	json_add(o, "gold", cJSON_Duplicate(it->gold, true));
+	if (it->answer_type)
+		json_add_str(o, "answer_type", it->answer_type);
 	json_add(u, "root", usage_json(&res.root_usage));
 	json_add(u, "sub", usage_json(&res.sub_usage));
 	json_add(u, "total", usage_json(&res.usage));
@@ -459,6 +524,9 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	json_add_num(o, "iterations", res.iterations);
 	json_add_num(o, "sub_calls", (double)res.sub_calls);
 	json_add_num(o, "errors", (double)res.failed_calls);
+	json_add_num(o, "repl_errors", (double)repl_errors);
+	json_add_num(o, "depth", depth);
+	json_add_num(o, "nodes", (double)res.nodes);
 	json_add_num(o, "wall_ms", wall_ms);
 	json_add_num(o, "cost_usd", res.cost);
 	json_add_str(o, "run_id", res.run_id);

@@ -35,8 +35,13 @@ static const char usage[] =
     "                documents, relative to the dataset's directory (\"format\":\n"
     "                \"text\", \"dir\" or \"jsonl\" says which; else as rlm solve guesses)\n"
     "  scorer        contains_all, exact, oolong, set_f1 or mc (docs/bench.md)\n"
+    "  answer_type   optional, for oolong: OOLONG's ANSWER_TYPE.NUMERIC, DATE, LABEL,\n"
+    "                USER, COMPARISON or MONTH_YEAR (else the gold's JSON type\n"
+    "                decides); oolong also takes OOLONG's own gold, a Python list\n"
+    "                in a string such as \"['entity']\" or \"[1542]\"\n"
     "  suite         optional: the summary's row (default: the file's name)\n"
-    "  tokens        optional: the context's length (default: its bytes / 4)\n"
+    "  tokens        optional: the context's length, the summary's size (default:\n"
+    "                its bytes / 4, grouped to the nearest power of two: ~8k)\n"
     "Other fields are ignored. Every line is checked before anything runs: a bad\n"
     "one, an unknown scorer or a missing context file is an error naming FILE:LINE.\n"
     "\n"
@@ -46,7 +51,9 @@ static const char usage[] =
     "                            direct  the baseline: ONE call to --model with the\n"
     "                                    question and the context cut to the model's\n"
     "                                    window (its head kept: 4 bytes a token, less\n"
-    "                                    the reply's --max-tokens or 8192 and 5%%)\n"
+    "                                    the reply's --max-tokens or 8192 (a quarter\n"
+    "                                    of a smaller window) and 5%%); refused when\n"
+    "                                    fewer than 1,000 tokens would fit\n"
     "  -j, --jobs N            items solved at once, 1..256 (4)\n"
     "  -o, --out DIR           where the results go, created if missing (bench-out)\n"
     "  -n, --limit N           only the first N items of each dataset\n"
@@ -61,15 +68,22 @@ static const char usage[] =
     "Output, in DIR:\n"
     "  results.jsonl        one line per (item, strategy), appended as each ends:\n"
     "                       id, suite, dataset, tokens, strategy, scorer, model,\n"
-    "                       sub_model, score, answer, gold, usage {root, sub,\n"
-    "                       total: {input_tokens, output_tokens}}, calls,\n"
+    "                       sub_model, options_digest, score, answer, gold,\n"
+    "                       answer_type (when the item has one), usage {root,\n"
+    "                       sub, total: {input_tokens, output_tokens}}, calls,\n"
     "                       cache_hits, from_cache (every answer came from the\n"
-    "                       store), iterations, sub_calls,\n"
-    "                       errors (model calls that failed), wall_ms, cost_usd,\n"
-    "                       run_id (rlm runs show ID), stop; \"error\" when the solve\n"
-    "                       failed, and for direct \"context_cut_tokens\". For tree,\n"
-    "                       iterations are the combine levels, sub_calls the parts\n"
-    "  report.md            the tables, the command line, the date, the models\n"
+    "                       store), iterations, sub_calls, errors (model calls\n"
+    "                       that failed), repl_errors (turns whose code raised,\n"
+    "                       over every node), depth (of the deepest child RLM;\n"
+    "                       0: none), nodes (child RLMs), wall_ms, cost_usd,\n"
+    "                       run_id (rlm runs show ID), stop; \"error\" when the\n"
+    "                       solve failed, and for direct \"context_cut_tokens\".\n"
+    "                       For tree, iterations are the combine levels,\n"
+    "                       sub_calls the parts\n"
+    "  report.md            the tables (score per suite x size x strategy; latency\n"
+    "                       and cost per strategy, and per suite x size x strategy),\n"
+    "                       the command line, the date, rlm's commit, the models\n"
+    "  summary.json         the same numbers, for programs\n"
     "  score_vs_length.svg  mean score against context length (log), a line per\n"
     "                       suite and strategy\n"
     "  cost_latency.svg     latency and cost per item, p25/p50/p75/p95 per strategy\n"
@@ -78,8 +92,11 @@ static const char usage[] =
     "\n"
     "Resuming: a run stopped at any point (Ctrl-C, kill -9) and run again with the\n"
     "same --out skips every (item, strategy) already in DIR/results.jsonl, failed\n"
-    "ones and other models' excepted, and says how many; the summary covers them\n"
-    "all. A solve cut short goes on from the store, its calls answered from the\n"
+    "ones excepted, and those of other models or other solve options (each line\n"
+    "has an options_digest of what shapes an answer: the models and their\n"
+    "settings, sampling, prompts, --max-depth, --max-iterations, budgets, limits),\n"
+    "and says how many; the summary covers them all. A solve cut short goes on from the store, its "
+    "calls answered from the\n"
     "cache. Delete DIR/results.jsonl to run everything again (then from the\n"
     "cache: nearly free, but the latencies measured are the cache's).\n"
     "\n"
@@ -219,6 +236,13 @@ static char *notes(const struct bench_run *r, size_t skipped, const char *result
 			   "- %zu solves failed and scored 0 (their `error` is in "
 			   "`results.jsonl`); a rerun runs them again.\n",
 			   failed);
+	if (r->ms.kind == LLM_SIM || strcmp(llm_model_name(r->ms.model), "sim") == 0)
+		buf_puts(&b, "- The model is the simulator (docs/simulator.md): it answers "
+			     "extractively (the line that best matches the question, or a count of "
+			     "matching lines) and never sees the gold, so only a suite whose answer "
+			     "is one line of the context (S-NIAH) can score. OOLONG, OOLONG-Pairs "
+			     "and browse need a model that classifies, counts, pairs or follows two "
+			     "facts: near 0 here is expected, and says nothing of the controller.\n");
 	if (cost == 0 && r->ms.kind == LLM_SIM)
 		buf_puts(&b, "- Every cost is 0: the in-process simulator is free.\n");
 	else if (cost == 0)
@@ -256,6 +280,8 @@ static int summarise(const struct bench_run *r, int argc, char **argv, char *con
 	rep.command = cmd;
 	rep.date = date;
 	rep.models = models;
+	rep.model = root;
+	rep.sub_model = sub;
 	rep.datasets = (const char *const *)datasets;
 	rep.n_datasets = n_datasets;
 	rep.notes = note;
@@ -341,7 +367,7 @@ int cmd_bench_run(int argc, char **argv)
 	struct rlm_err err = {0, ""};
 	struct llm_stats st;
 	enum bench_strat strats[BST_COUNT] = {BST_REPL};
-	size_t n_strats = 1, skipped, other;
+	size_t n_strats = 1, skipped, other, other_opts;
 	const char *out = "bench-out", *cache_path = NULL, *no_cache_env = getenv("RLM_NO_CACHE");
 	char *results = NULL;
 	bool no_cache = false, quiet = false, set_up = false;
@@ -440,10 +466,27 @@ int cmd_bench_run(int argc, char **argv)
 	if ((status = setup(&r, &mo, cache_path, no_cache)))
 		goto out;
 	set_up = true;
+	status = 2;
+	for (size_t k = 0; k < n_strats; k++) {
+		int64_t room = bench_direct_room(&r, "");
+		if (strats[k] == BST_DIRECT && room < BENCH_DIRECT_MIN_ROOM) {
+			cli_fail(
+			    2,
+			    "--strategy direct would send at most %lld tokens of context: %s's "
+			    "window is %ld tokens and %lld are kept for the reply (--max-tokens); "
+			    "lower --max-tokens to %lld or less",
+			    (long long)RLM_MAX(room, 0), llm_model_name(r.ms.model),
+			    llm_model_context_window(r.ms.model),
+			    (long long)bench_direct_reserve(&r),
+			    (long long)(bench_direct_reserve(&r) + room - BENCH_DIRECT_MIN_ROOM));
+			goto out;
+		}
+	}
 	status = 1;
 	results = xasprintf("%s/results.jsonl", out);
 	bench_run_plan(&r, strats, n_strats);
-	skipped = bench_run_resume(&r, results, &other);
+	bench_run_digest(&r);
+	skipped = bench_run_resume(&r, results, &other, &other_opts);
 	if ((r.fd = open_results(results)) < 0)
 		goto out;
 	r.jobs = jobs;
@@ -464,6 +507,11 @@ int cmd_bench_run(int argc, char **argv)
 				"rlm: bench: %zu results in %s are of another model: run again "
 				"with this one (give each model its own --out)\n",
 				other, results);
+		if (other_opts)
+			fprintf(stderr,
+				"rlm: bench: %zu results in %s were made with other solve options "
+				"(depth, limits, sampling, prompts): run again with these\n",
+				other_opts, results);
 	}
 	bench_run_all(&r);
 	llm_pool_stats(r.ms.pool, &st);

@@ -28,6 +28,7 @@ struct bench_item {
 	char *question;
 	char *scorer;
 	cJSON *gold;	       /* the item's "answer"; owned */
+	char *answer_type;     /* "answer_type" (OOLONG's), or NULL */
 	char *context;	       /* the context inline, or NULL */
 	char *path;	       /* context_path joined to the dataset's directory, or NULL */
 	enum corpus_kind kind; /* "format"; AUTO when absent */
@@ -57,6 +58,8 @@ struct bench_run {
 	struct bench_task *tasks; /* item-major: an item's strategies together */
 	size_t n_tasks;
 	long jobs;
+	char digest[17];     /* of the solve options that shape an answer
+			      * (rlm_config_json): bench_run_digest */
 	size_t bad_said; /* bad dataset lines said so far */
 	bool tty;	 /* draw the progress bar on stderr */
 	bool quiet;	 /* no notices on stderr */
@@ -85,11 +88,26 @@ long bench_run_load(struct bench_run *r, const char *path, long limit);
 size_t bench_run_check_ids(const struct bench_run *r);
 /* The tasks: every item with every strategy of strats, item-major. */
 void bench_run_plan(struct bench_run *r, const enum bench_strat *strats, size_t n);
+/* r->digest: 16 hex digits of the digest of rlm_config_json(r->ro), the
+ * options that change results (models, sampling, prompts, limits, depth).
+ * Call once the models are set up. */
+void bench_run_digest(struct bench_run *r);
 /* Mark the tasks whose result is a line of path (an earlier run's
  * results.jsonl) done and skipped; returns how many. Lines with "error"
  * are not results, nor lines of another model or sub-model than r->ms's
- * (counted in *other). Call once the models are set up. */
-size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other);
+ * (counted in *other_model), nor lines whose "options_digest" is not
+ * r->digest, or absent (counted in *other_opts). Call after
+ * bench_run_digest. */
+size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other_model,
+			size_t *other_opts);
+/* direct: the tokens kept free for the reply (--max-tokens; else 8,192, or
+ * a quarter of the root model's window when that is less), and the tokens
+ * of context that fit beside the question and the reply (<= 0: none). */
+int64_t bench_direct_reserve(const struct bench_run *r);
+int64_t bench_direct_room(const struct bench_run *r, const char *question);
+/* The least room direct needs at the start, in tokens: below it, a run
+ * with direct is refused. */
+#define BENCH_DIRECT_MIN_ROOM 1000
 /* Run every task not done on r->jobs threads, appending a line to r->fd
  * as each ends, with the progress bar when r->tty. */
 void bench_run_all(struct bench_run *r);

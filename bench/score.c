@@ -14,34 +14,7 @@
  * through unchanged, so UTF-8 stays valid); an empty gold string is always
  * found, an empty gold array is an error (RULER divides by zero).
  *
- * oolong is abertsch72/oolong eval_helpers.py synth_attempt_answer_parse +
- * synth_process_response, rule for rule: no ':' in the whole output: the
- * output itself, unstripped, when it is under 20 characters (code points),
- * else its last whitespace-separated word; else the text after the last
- * ':' stripped of whitespace and then of every '*', '[' and ']' (not
- * stripped again, so "[ entity ]" gives " entity "); when that is 20 or
- * more characters and holds "more common", "less common" or "same
- * frequency" it becomes that phrase. Matching is case-sensitive, as there.
- * Whitespace is Python's str.isspace set: ASCII \t\n\v\f\r \x1c-\x1f and
- * space, and the UTF-8 forms of U+0085, U+00A0, U+1680, U+2000-200A,
- * U+2028/9, U+202F, U+205F, U+3000. The reference knows the answer type
- * from the dataset; here it comes from the gold: a JSON number (which must
- * be an integer within int64) is numeric, a string YYYY-MM-DD or M/D/YYYY
- * that is a real date is a date, any other string a label (a string of
- * digits too: a user ID off by one is wrong, not 0.75 right). Numbers in
- * the prediction are read as Python's int(): ASCII digits, surrounding
- * whitespace, one sign, single '_' between digits ("1_542" is 1542);
- * "1,542", "1542.0" and "1e3" are not numbers (score 0,
- * as int() raises there), nor is anything beyond int64 (score 0 here; a
- * big integer there, which scores 0.75^huge = 0 unless the gold is as big).
- * Dates in the prediction are read like a subset of dateutil.parser.parse:
- * Y-M-D and M/D/Y with '-', '/', '.' or spaces, M/D/Y read day-first when
- * the month would be over 12, YYYYMMDD, month names and abbreviations
- * ("Dec 25, 2023", "25th of December 2023"), weekday names ignored,
- * two-digit years 00-75 as 20xx and 76-99 as 19xx (dateutil's pivot in
- * 2026; there it moves with the clock). A date without a day or a year is
- * no date (dateutil fills it in from today, so scores would depend on the
- * run date); times are never seen, the ':' split cuts them off.
+ * oolong is OOLONG's synth scorer: bench/score_oolong.c.
  *
  * set_f1 follows the community scorers of OOLONG-Pairs: every match of
  * \(?\s*(\d+)\s*,\s*(\d+)\s*\)? scanned left to right without overlap, as
@@ -62,7 +35,7 @@
  * not). A sentence opening with the article "A" and no marker reads as
  * choice A: a known limit.
  */
-#include "score.h"
+#include "score_int.h"
 
 #include "../common/json.h"
 
@@ -72,28 +45,15 @@
 #include <string.h>
 #include <strings.h>
 
-typedef int score_fn(const char *pred, const cJSON *gold, double *score, struct rlm_err *err);
+/* A scorer; answer_type is the item's, which only oolong reads. */
+typedef int score_fn(const char *pred, const cJSON *gold, const char *answer_type, double *score,
+		     struct rlm_err *err);
 
 /* ---- characters (ASCII classes; bytes >= 0x80 count as word characters) ---- */
-
-static bool is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static bool is_alpha(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
 
 static bool is_word(int c)
 {
 	return is_digit(c) || is_alpha(c) || c == '_' || (unsigned char)c >= 0x80;
-}
-
-static bool is_space(int c)
-{
-	return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
 static bool is_punct(int c)
@@ -114,8 +74,7 @@ static char *lower_dup(const char *s)
 	return d;
 }
 
-/* Length in bytes of the Python whitespace character at s[0..n), or 0. */
-static size_t py_space_len(const char *str, size_t n)
+size_t score_py_space_len(const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	if (n == 0)
@@ -138,13 +97,12 @@ static size_t py_space_len(const char *str, size_t n)
 	return 0;
 }
 
-/* Python's s.strip(): [*b, *e) of s[0..n) without the whitespace around. */
-static void py_strip(const char *s, size_t n, size_t *b, size_t *e)
+void score_py_strip(const char *s, size_t n, size_t *b, size_t *e)
 {
 	size_t i = 0, k, start = n, end = n;
 	bool seen = false;
 	while (i < n) {
-		if ((k = py_space_len(s + i, n - i))) {
+		if ((k = score_py_space_len(s + i, n - i))) {
 			i += k;
 			continue;
 		}
@@ -158,8 +116,7 @@ static void py_strip(const char *s, size_t n, size_t *b, size_t *e)
 	*e = seen ? end : 0;
 }
 
-/* Code points of s[0..n), as Python's len() counts them. */
-static size_t cp_len(const char *s, size_t n)
+size_t score_cp_len(const char *s, size_t n)
 {
 	size_t c = 0;
 	for (size_t i = 0; i < n; i++)
@@ -169,15 +126,14 @@ static size_t cp_len(const char *s, size_t n)
 
 /* ---- gold elements ---- */
 
-/* The elements of gold: the array's, or gold itself as a string or number. */
-static const cJSON *gold_next(const cJSON *gold, const cJSON *prev)
+const cJSON *score_gold_next(const cJSON *gold, const cJSON *prev)
 {
 	if (cJSON_IsArray(gold))
 		return prev ? prev->next : gold->child;
 	return prev ? NULL : gold;
 }
 
-static int gold_shape(const char *scorer, const cJSON *gold, struct rlm_err *err)
+int score_gold_shape(const char *scorer, const cJSON *gold, struct rlm_err *err)
 {
 	if (!gold)
 		return rlm_err_set(err, RLM_EINVAL, "no gold answer for scorer '%s'", scorer);
@@ -188,16 +144,14 @@ static int gold_shape(const char *scorer, const cJSON *gold, struct rlm_err *err
 	return 0;
 }
 
-static bool num_is_int(double v)
+bool score_num_is_int(double v)
 {
 	return isfinite(v) && v == trunc(v) && fabs(v) < 9.2e18;
 }
 
-/* A number as Python prints it, near enough: integers without a point,
- * others with the fewest digits that read back the same. */
-static void num_text(double v, char *out, size_t n)
+void score_num_text(double v, char *out, size_t n)
 {
-	if (num_is_int(v)) {
+	if (score_num_is_int(v)) {
 		snprintf(out, n, "%lld", (long long)v);
 		return;
 	}
@@ -217,7 +171,7 @@ static int gold_text(const char *scorer, const cJSON *e, char *tmp, size_t n, co
 		return 0;
 	}
 	if (cJSON_IsNumber(e)) {
-		num_text(e->valuedouble, tmp, n);
+		score_num_text(e->valuedouble, tmp, n);
 		*out = tmp;
 		return 0;
 	}
@@ -226,21 +180,21 @@ static int gold_text(const char *scorer, const cJSON *e, char *tmp, size_t n, co
 			   scorer);
 }
 
-static int gold_empty(const char *scorer, struct rlm_err *err)
+int score_gold_empty(const char *scorer, struct rlm_err *err)
 {
 	return rlm_err_set(err, RLM_EINVAL, "gold answer for scorer '%s' is empty", scorer);
 }
 
 /* ---- contains_all: RULER string_match_all ---- */
 
-static int score_contains_all(const char *pred, const cJSON *gold, double *score,
-			      struct rlm_err *err)
+static int score_contains_all(const char *pred, const cJSON *gold, const char *type RLM_UNUSED,
+			      double *score, struct rlm_err *err)
 {
 	char tmp[64], *lp = pred ? lower_dup(pred) : NULL;
 	const char *t = NULL;
 	size_t n = 0, hit = 0;
-	int rc = gold_shape("contains_all", gold, err);
-	for (const cJSON *e = gold_next(gold, NULL); !rc && e; e = gold_next(gold, e)) {
+	int rc = score_gold_shape("contains_all", gold, err);
+	for (const cJSON *e = score_gold_next(gold, NULL); !rc && e; e = score_gold_next(gold, e)) {
 		if ((rc = gold_text("contains_all", e, tmp, sizeof(tmp), &t, err)))
 			break;
 		n++;
@@ -251,7 +205,7 @@ static int score_contains_all(const char *pred, const cJSON *gold, double *score
 		}
 	}
 	if (!rc && n == 0)
-		rc = gold_empty("contains_all", err);
+		rc = score_gold_empty("contains_all", err);
 	if (!rc)
 		*score = (double)hit / (double)n;
 	free(lp);
@@ -298,13 +252,14 @@ static char *exact_norm(const char *s)
 	return out;
 }
 
-static int score_exact(const char *pred, const cJSON *gold, double *score, struct rlm_err *err)
+static int score_exact(const char *pred, const cJSON *gold, const char *type RLM_UNUSED,
+		       double *score, struct rlm_err *err)
 {
 	char tmp[64], *np = pred ? exact_norm(pred) : NULL;
 	const char *t = NULL;
 	size_t n = 0;
-	int rc = gold_shape("exact", gold, err);
-	for (const cJSON *e = gold_next(gold, NULL); !rc && e; e = gold_next(gold, e)) {
+	int rc = score_gold_shape("exact", gold, err);
+	for (const cJSON *e = score_gold_next(gold, NULL); !rc && e; e = score_gold_next(gold, e)) {
 		if ((rc = gold_text("exact", e, tmp, sizeof(tmp), &t, err)))
 			break;
 		n++;
@@ -315,298 +270,9 @@ static int score_exact(const char *pred, const cJSON *gold, double *score, struc
 		}
 	}
 	if (!rc && n == 0)
-		rc = gold_empty("exact", err);
+		rc = score_gold_empty("exact", err);
 	free(np);
 	return rc;
-}
-
-/* ---- oolong: synth_attempt_answer_parse + synth_process_response ---- */
-
-struct ymd {
-	int y, m, d;
-};
-
-static bool date_valid(const struct ymd *t)
-{
-	static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	bool leap = (t->y % 4 == 0 && t->y % 100 != 0) || t->y % 400 == 0;
-	if (t->y < 1 || t->y > 9999 || t->m < 1 || t->m > 12 || t->d < 1)
-		return false;
-	return t->d <= days[t->m - 1] + (t->m == 2 && leap);
-}
-
-/* Read 1..max digits at s + *i into *v; false if there are none or more. */
-static bool read_digits(const char *s, size_t *i, int min, int max, int *v)
-{
-	int n = 0;
-	*v = 0;
-	while (is_digit(s[*i]) && n <= max) {
-		*v = *v * 10 + (s[*i] - '0');
-		(*i)++;
-		n++;
-	}
-	return n >= min && n <= max;
-}
-
-/* A date gold: exactly YYYY-MM-DD or M/D/YYYY (one or two digit M and D). */
-static bool gold_date(const char *s, struct ymd *t)
-{
-	size_t i = 0;
-	if (read_digits(s, &i, 4, 4, &t->y) && s[i] == '-') {
-		i++;
-		if (!read_digits(s, &i, 1, 2, &t->m) || s[i++] != '-' ||
-		    !read_digits(s, &i, 1, 2, &t->d))
-			return false;
-	} else {
-		i = 0;
-		if (!read_digits(s, &i, 1, 2, &t->m) || s[i++] != '/' ||
-		    !read_digits(s, &i, 1, 2, &t->d) || s[i++] != '/' ||
-		    !read_digits(s, &i, 4, 4, &t->y))
-			return false;
-	}
-	return s[i] == '\0' && date_valid(t);
-}
-
-static const char *const month_names[] = {"january",   "february", "march",    "april",
-					  "may",       "june",	   "july",     "august",
-					  "september", "october",  "november", "december"};
-static const char *const skip_words[] = {
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue",
-    "wed",    "thu",	 "fri",	      "sat",	  "sun",    "at",	"on",	  "and", "of"};
-
-/* 1-12 for a month name or its 3-letter (or "sept") abbreviation; -1 for a
- * word dateutil skips; 0 for anything else. */
-static int date_word(const char *w, size_t n)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(month_names); i++) {
-		size_t full = strlen(month_names[i]);
-		if ((n == full || n == 3 || (i == 8 && n == 4)) && n <= full &&
-		    strncasecmp(w, month_names[i], n) == 0)
-			return (int)i + 1;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(skip_words); i++)
-		if (strlen(skip_words[i]) == n && strncasecmp(w, skip_words[i], n) == 0)
-			return -1;
-	return 0;
-}
-
-static int year_of(int v, int ndig)
-{
-	if (ndig > 2)
-		return v;
-	return v <= 75 ? 2000 + v : 1900 + v;
-}
-
-/* A date in a prediction, as the subset of dateutil.parser.parse that the
- * DESIGN note lists. */
-static bool pred_date(const char *s, struct ymd *t)
-{
-	int num[3], ndig[3], nn = 0, month = 0;
-	size_t i = 0, n = strlen(s), k;
-	while (i < n) {
-		if ((k = py_space_len(s + i, n - i))) {
-			i += k;
-		} else if (strchr(",-/.;'", s[i])) {
-			i++;
-		} else if (is_digit(s[i])) {
-			size_t st = i, nd;
-			int v = 0;
-			while (i < n && is_digit(s[i]) && i - st < 9)
-				v = v * 10 + (s[i++] - '0');
-			if ((i < n && is_digit(s[i])) || nn == 3)
-				return false;
-			nd = i - st;
-			if (i + 1 < n &&
-			    (!strncasecmp(s + i, "st", 2) || !strncasecmp(s + i, "nd", 2) ||
-			     !strncasecmp(s + i, "rd", 2) || !strncasecmp(s + i, "th", 2)))
-				i += 2;
-			if (i < n && is_alpha(s[i]))
-				return false;
-			num[nn] = v;
-			ndig[nn++] = (int)nd;
-		} else if (is_alpha(s[i])) {
-			size_t st = i;
-			while (i < n && is_alpha(s[i]))
-				i++;
-			int w = date_word(s + st, i - st);
-			if (w == 0 || (w > 0 && month))
-				return false;
-			if (w > 0)
-				month = w;
-		} else {
-			return false;
-		}
-	}
-	if (!month && nn == 1 && ndig[0] == 8) {
-		t->y = num[0] / 10000, t->m = num[0] / 100 % 100, t->d = num[0] % 100;
-	} else if (month && nn == 2) {
-		bool first_year = ndig[0] > 2 || num[0] > 31;
-		int yi = first_year ? 0 : 1;
-		t->m = month;
-		t->y = year_of(num[yi], ndig[yi]);
-		t->d = num[1 - yi];
-	} else if (!month && nn == 3) {
-		bool ymd = ndig[0] > 2 || num[0] > 31;
-		int a = ymd ? num[1] : num[0], b = ymd ? num[2] : num[1];
-		int yi = ymd ? 0 : 2;
-		bool swap = !ymd && a > 12 && b <= 12;
-		t->y = year_of(num[yi], ndig[yi]);
-		t->m = swap ? b : a;
-		t->d = swap ? a : b;
-	} else {
-		return false;
-	}
-	return date_valid(t);
-}
-
-/* Python's int(s) for base 10 within int64: 1 a number, 0 not a number,
- * -1 a number beyond int64. */
-static int py_int(const char *s, int64_t *out)
-{
-	size_t n = strlen(s), b, e;
-	bool neg = false, digit = false;
-	uint64_t v = 0, lim;
-	int big = 0;
-	py_strip(s, n, &b, &e);
-	if (b < e && (s[b] == '+' || s[b] == '-'))
-		neg = s[b++] == '-';
-	lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-	for (size_t i = b; i < e; i++) {
-		if (s[i] == '_' && digit && i + 1 < e && is_digit(s[i + 1])) {
-			continue;
-		}
-		if (!is_digit(s[i]))
-			return 0;
-		digit = true;
-		if (v > (lim - (uint64_t)(s[i] - '0')) / 10)
-			big = 1;
-		else
-			v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (!digit)
-		return 0;
-	if (big)
-		return -1;
-	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
-	return 1;
-}
-
-enum { OOL_LABEL, OOL_NUMERIC, OOL_DATE };
-
-struct oolong_gold {
-	int type;	  /* OOL_* */
-	const char *text; /* str(gold) */
-	int64_t num;	  /* OOL_NUMERIC */
-	struct ymd date;  /* OOL_DATE */
-	char buf[32];	  /* text of a number gold */
-};
-
-static int oolong_gold(const cJSON *gold, struct oolong_gold *g, struct rlm_err *err)
-{
-	const cJSON *e;
-	int rc = gold_shape("oolong", gold, err);
-	if (rc)
-		return rc;
-	if (!(e = gold_next(gold, NULL)))
-		return gold_empty("oolong", err);
-	g->type = OOL_LABEL;
-	if (cJSON_IsNumber(e)) {
-		if (!num_is_int(e->valuedouble))
-			return rlm_err_set(err, RLM_EINVAL,
-					   "gold answer for scorer 'oolong' is a number but no "
-					   "integer: %g",
-					   e->valuedouble);
-		g->type = OOL_NUMERIC;
-		g->num = (int64_t)e->valuedouble;
-		snprintf(g->buf, sizeof(g->buf), "%lld", (long long)g->num);
-		g->text = g->buf;
-		return 0;
-	}
-	if (!cJSON_IsString(e))
-		return rlm_err_set(err, RLM_EINVAL,
-				   "gold answer for scorer 'oolong' is not a string or number");
-	g->text = e->valuestring;
-	if (gold_date(g->text, &g->date))
-		g->type = OOL_DATE;
-	return 0;
-}
-
-/* synth_attempt_answer_parse: the candidate answer in a fresh string, or
- * NULL for a long answer without a word (where the reference raises). */
-static char *oolong_candidate(const char *a)
-{
-	static const char *const phrases[] = {"more common", "less common", "same frequency"};
-	size_t n = strlen(a), b, e, k, o = 0;
-	const char *colon = strrchr(a, ':');
-	char *c;
-	if (!colon) {
-		size_t i = 0, ws = 0, we = 0;
-		if (cp_len(a, n) < 20)
-			return xstrdup(a);
-		while (i < n) {
-			if ((k = py_space_len(a + i, n - i))) {
-				i += k;
-				continue;
-			}
-			ws = i;
-			while (i < n && !py_space_len(a + i, n - i))
-				i++;
-			we = i;
-		}
-		return we > ws ? xstrndup(a + ws, we - ws) : NULL;
-	}
-	colon++;
-	py_strip(colon, strlen(colon), &b, &e);
-	c = xmalloc(e - b + 1);
-	for (size_t i = b; i < e; i++)
-		if (colon[i] != '*' && colon[i] != '[' && colon[i] != ']')
-			c[o++] = colon[i];
-	c[o] = '\0';
-	if (cp_len(c, o) < 20)
-		return c;
-	for (size_t i = 0; i < ARRAY_SIZE(phrases); i++) {
-		if (strstr(c, phrases[i])) {
-			free(c);
-			return xstrdup(phrases[i]);
-		}
-	}
-	return c;
-}
-
-static double oolong_match(const char *cand, const struct oolong_gold *g)
-{
-	struct ymd d;
-	int64_t v;
-	if (strcmp(cand, g->text) == 0)
-		return 1;
-	if (!strcmp(cand, "more common") || !strcmp(cand, "less common") ||
-	    !strcmp(cand, "same frequency"))
-		return strstr(g->text, cand) ? 1 : 0;
-	if (g->type == OOL_NUMERIC) {
-		if (py_int(cand, &v) != 1)
-			return 0;
-		uint64_t diff =
-		    g->num >= v ? (uint64_t)g->num - (uint64_t)v : (uint64_t)v - (uint64_t)g->num;
-		return pow(0.75, (double)diff);
-	}
-	if (g->type == OOL_DATE)
-		return pred_date(cand, &d) && d.y == g->date.y && d.m == g->date.m &&
-		       d.d == g->date.d;
-	return 0;
-}
-
-static int score_oolong(const char *pred, const cJSON *gold, double *score, struct rlm_err *err)
-{
-	struct oolong_gold g;
-	char *cand;
-	int rc = oolong_gold(gold, &g, err);
-	if (rc || !pred)
-		return rc;
-	if ((cand = oolong_candidate(pred))) {
-		*score = oolong_match(cand, &g);
-		free(cand);
-	}
-	return 0;
 }
 
 /* ---- set_f1: OOLONG-Pairs ---- */
@@ -732,7 +398,7 @@ static int gold_pair(const cJSON *e, size_t idx, struct buf *text, struct rlm_er
 		int k = 0;
 		for (const cJSON *x = e->child; x; x = x->next, k++) {
 			const char *d = x->valuestring;
-			if (cJSON_IsNumber(x) && num_is_int(x->valuedouble) &&
+			if (cJSON_IsNumber(x) && score_num_is_int(x->valuedouble) &&
 			    x->valuedouble >= 0) {
 				snprintf(part[k], sizeof(part[k]), "%lld",
 					 (long long)x->valuedouble);
@@ -752,18 +418,19 @@ static int gold_pair(const cJSON *e, size_t idx, struct buf *text, struct rlm_er
 			   idx);
 }
 
-static int score_set_f1(const char *pred, const cJSON *gold, double *score, struct rlm_err *err)
+static int score_set_f1(const char *pred, const cJSON *gold, const char *type RLM_UNUSED,
+			double *score, struct rlm_err *err)
 {
 	struct pairs gp = {NULL, 0, 0}, pp = {NULL, 0, 0};
 	struct buf text;
 	size_t idx = 0, tp = 0, i = 0, j = 0;
-	int rc = gold_shape("set_f1", gold, err);
+	int rc = score_gold_shape("set_f1", gold, err);
 	if (!rc && cJSON_IsNumber(gold))
 		rc = rlm_err_set(err, RLM_EINVAL, "gold answer for scorer 'set_f1' is a number");
 	if (rc)
 		return rc;
 	buf_init(&text, 0);
-	for (const cJSON *e = gold_next(gold, NULL); e; e = gold_next(gold, e), idx++)
+	for (const cJSON *e = score_gold_next(gold, NULL); e; e = score_gold_next(gold, e), idx++)
 		if ((rc = gold_pair(e, idx, &text, err)))
 			goto out;
 	if (!pred)
@@ -862,15 +529,16 @@ static int mc_choice(const char *s)
 	return -1;
 }
 
-static int score_mc(const char *pred, const cJSON *gold, double *score, struct rlm_err *err)
+static int score_mc(const char *pred, const cJSON *gold, const char *type RLM_UNUSED, double *score,
+		    struct rlm_err *err)
 {
 	const cJSON *e;
-	int want = -1, rc = gold_shape("mc", gold, err);
+	int want = -1, rc = score_gold_shape("mc", gold, err);
 	if (rc)
 		return rc;
-	if (!(e = gold_next(gold, NULL)))
-		return gold_empty("mc", err);
-	if (cJSON_IsNumber(e) && num_is_int(e->valuedouble) && e->valuedouble >= 0 &&
+	if (!(e = score_gold_next(gold, NULL)))
+		return score_gold_empty("mc", err);
+	if (cJSON_IsNumber(e) && score_num_is_int(e->valuedouble) && e->valuedouble >= 0 &&
 	    e->valuedouble <= 3) {
 		want = (int)e->valuedouble;
 	} else if (cJSON_IsString(e)) {
@@ -910,10 +578,16 @@ bool bench_scorer_known(const char *name)
 int bench_score(const char *scorer, const char *prediction, const struct cJSON *gold, double *score,
 		struct rlm_err *err)
 {
+	return bench_score_typed(scorer, NULL, prediction, gold, score, err);
+}
+
+int bench_score_typed(const char *scorer, const char *answer_type, const char *prediction,
+		      const struct cJSON *gold, double *score, struct rlm_err *err)
+{
 	*score = 0;
 	for (size_t i = 0; scorer && i < ARRAY_SIZE(scorers); i++) {
 		if (strcmp(scorer, scorers[i].name) == 0) {
-			int rc = scorers[i].fn(prediction, gold, score, err);
+			int rc = scorers[i].fn(prediction, gold, answer_type, score, err);
 			if (rc)
 				*score = 0;
 			return rc;

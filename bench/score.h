@@ -21,11 +21,18 @@
  *                    holds "more common", "less common" or "same
  *                    frequency" becomes that phrase);
  *                    exact string match 1; a comparison phrase within the
- *                    gold 1; a numeric gold (answer[0] a JSON number: a
- *                    count; a string of digits such as a user ID is text,
- *                    as OOLONG's USER answers are) 0.75^|gold - pred| (a
- *                    prediction that is no number: 0); a date gold
- *                    (YYYY-MM-DD, or MM/DD/YYYY) equal dates 1; else 0
+ *                    gold 1; then by the item's "answer_type", OOLONG's
+ *                    ANSWER_TYPE (NUMERIC, DATE, LABEL, USER, COMPARISON,
+ *                    MONTH_YEAR, with or without "ANSWER_TYPE."): NUMERIC
+ *                    0.75^|gold - pred| (a prediction that is no number:
+ *                    0), DATE equal dates 1, the others text only; without
+ *                    one, from the gold: a JSON number is numeric (a
+ *                    string of digits such as a user ID is text, as
+ *                    OOLONG's USER answers are), a date string (YYYY-MM-DD
+ *                    or MM/DD/YYYY) a date; else 0. The gold may be
+ *                    OOLONG's own Python list literal in a string,
+ *                    "['entity']", "[1542]", "[datetime.date(2023, 3, 4)]"
+ *                    (bench_pylit_parse); its first element counts
  *   "set_f1"         OOLONG-Pairs: pairs "(a, b)" parsed from the
  *                    prediction with the pattern \(?\s*(\d+)\s*,\s*(\d+)\s*\)?,
  *                    each normalized to (min, max), duplicates dropped; the
@@ -49,7 +56,21 @@ struct cJSON;
  * or RLM_EINVAL (unknown scorer, gold of the wrong shape) with err. */
 int bench_score(const char *scorer, const char *prediction, const struct cJSON *gold, double *score,
 		struct rlm_err *err);
+/* bench_score for an item with an answer_type (NULL: none), which the
+ * oolong scorer follows and the others ignore; an unknown one is
+ * RLM_EINVAL for oolong. */
+int bench_score_typed(const char *scorer, const char *answer_type, const char *prediction,
+		      const struct cJSON *gold, double *score, struct rlm_err *err);
 /* Whether name is a known scorer. */
 bool bench_scorer_known(const char *name);
+
+/* (bench/pylit.c) Parse s[0..len), a Python literal as ast.literal_eval
+ * reads it, in the subset datasets store golds in: lists and tuples (both
+ * become arrays), strings (quotes, triple quotes, u and r prefixes, every
+ * escape but \N{...}), integers within +-2^53, floats, True, False, None,
+ * and datetime.date(Y, M, D) (the string "YYYY-MM-DD"). *out gets the
+ * value, the caller's to cJSON_Delete. Returns 0, or RLM_EINVAL with err
+ * naming the byte where it went wrong (*out NULL). */
+int bench_pylit_parse(const char *s, size_t len, struct cJSON **out, struct rlm_err *err);
 
 #endif

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,14 +53,29 @@ struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source)
 	return ci;
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define CORPUS_NO_MREMAP 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CORPUS_NO_MREMAP 1
+#endif
+#endif
+#ifndef CORPUS_NO_MREMAP
+#define CORPUS_NO_MREMAP 0
+#endif
+
+/* Corpora load on several threads at once (rlm bench run): the cached
+ * value is atomic, and each thread that finds none stores the same one. */
 static size_t page_size(void)
 {
-	static size_t ps;
-	if (!ps) {
-		long v = sysconf(_SC_PAGESIZE);
-		ps = v > 0 ? (size_t)v : 4096;
+	static atomic_size_t ps;
+	size_t v = atomic_load_explicit(&ps, memory_order_relaxed);
+	if (!v) {
+		long p = sysconf(_SC_PAGESIZE);
+		v = p > 0 ? (size_t)p : 4096;
+		atomic_store_explicit(&ps, v, memory_order_relaxed);
 	}
-	return ps;
+	return v;
 }
 
 /* ---- the buffer being built ---- */
@@ -127,8 +143,20 @@ int tb_grow(struct tbuf *b, size_t n)
 	cap = (cap + page_size() - 1) & ~(page_size() - 1);
 	if (ftruncate(b->fd, (off_t)cap) < 0)
 		return -errno;
+#if CORPUS_NO_MREMAP
+	/* TSan does not intercept mremap: the range it moves keeps its shadow,
+	 * and a mapping another thread makes there later reads as a race with
+	 * this one. The memfd keeps the text; map it afresh. */
+	if (b->p) {
+		munmap(b->p, b->cap);
+		b->p = NULL;
+		b->cap = 0;
+	}
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+#else
 	p = b->p ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
 		 : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+#endif
 	if (p == MAP_FAILED)
 		return -errno;
 	/* Not into a child forked meanwhile (a worker starting on another

@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-		printf("rlm %s\n", RLM_VERSION);
+		printf("rlm %s (commit %s)\n", RLM_VERSION, rlm_git_commit);
 		return 0;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)

@@ -196,7 +196,7 @@ static void prompts_digest(char hex[33])
 
 /* What of o shapes the answer, as JSON: the run's config (and the memo's
  * key). */
-static char *config_json(const struct rlm_opts *o)
+char *rlm_config_json(const struct rlm_opts *o)
 {
 	cJSON *j = cJSON_CreateObject(), *p = cJSON_CreateObject(), *stop = cJSON_CreateArray();
 	const struct llm_model *sub = o->sub_model ? o->sub_model : o->model;
@@ -259,7 +259,7 @@ void record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *
 	struct store_run run;
 	struct rlm_err err = {0, ""};
 	char digest[33], prev[40];
-	char *config = config_json(o);
+	char *config = rlm_config_json(o);
 	memset(&run, 0, sizeof(run));
 	rec->run[0] = 0;
 	context_digest(ctx, digest);
@@ -424,7 +424,7 @@ static void memo_key(const struct rlm_opts *o, int depth, const char *question, 
 		     size_t len, struct store_key *k)
 {
 	struct store_kb kb;
-	char *config = config_json(o);
+	char *config = rlm_config_json(o);
 	int max_depth = o->max_depth ? o->max_depth : RLM_DEF_MAX_DEPTH;
 	store_kb_init(&kb, "result/1");
 	store_kb_str(&kb, config, strlen(config));

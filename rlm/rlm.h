@@ -232,6 +232,13 @@ struct rlm_result {
 				      * none was recorded */
 };
 
+/* What of o shapes an answer, as compact JSON: the strategy, the models
+ * (their cache ids: a simulator's settings too), the prompt templates'
+ * digest, sampling, and every limit (iterations, depth, errors, output,
+ * leaf size, time, tokens, cost, sub-calls). The config a run is recorded
+ * with and its memo keyed by; the caller frees it. */
+char *rlm_config_json(const struct rlm_opts *o);
+
 /* Answer question over ctx. Returns 0 with out->answer set, or a negative
  * code with err filled (out still holds usage and counts of what was
  * spent). Release out with rlm_result_release either way.

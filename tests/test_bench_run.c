@@ -96,6 +96,19 @@ static cJSON *results(const char *out, size_t *n)
 	return arr;
 }
 
+/* Every line of arr was scored, in [0, 1], without an error. */
+static void check_all_scored(const cJSON *arr)
+{
+	const cJSON *r;
+	cJSON_ArrayForEach(r, arr)
+	{
+		double sc = json_num(r, "score", -1);
+		CHECK_MSG(sc >= 0 && sc <= 1, "%s: score %g", json_str(r, "id"), sc);
+		CHECK_MSG(!json_get(r, "error"), "%s (%s): %s", json_str(r, "id"),
+			  json_str(r, "strategy"), json_str(r, "error"));
+	}
+}
+
 static const cJSON *find(const cJSON *arr, const char *id, const char *strategy)
 {
 	const cJSON *it;
@@ -181,6 +194,9 @@ TEST(run_repl_direct_then_rerun_skips)
 	CHECK(json_int(r, "iterations", 0) >= 2);
 	CHECK(json_int(r, "sub_calls", 0) >= 1);
 	CHECK_INT(json_int(r, "errors", -1), 0);
+	CHECK_INT(json_int(r, "repl_errors", -1), 0);
+	CHECK_INT(json_int(r, "depth", -1), 0);
+	CHECK_INT(json_int(r, "nodes", -1), 0);
 	CHECK(json_num(r, "wall_ms", -1) > 0);
 	CHECK(json_num(r, "cost_usd", -1) == 0);
 	CHECK(strlen(json_str(r, "run_id")) > 10);
@@ -214,6 +230,10 @@ TEST(run_repl_direct_then_rerun_skips)
 	CHECK_CONTAINS(md, "| repl | 2 |");
 	CHECK_CONTAINS(md, "![mean score against context length](score_vs_length.svg)");
 	CHECK_CONTAINS(md, "direct: 1 of 2 contexts were longer");
+	CHECK_CONTAINS(md, "- The model is the simulator (docs/simulator.md): it answers "
+			   "extractively");
+	CHECK_CONTAINS(md, "| sniah | 32k | direct | 1 |");
+	CHECK_CONTAINS(slurp(xasprintf("%s/summary.json", out)), "\"size_label\":\t\"32k\"");
 	check_svg(svg1);
 	check_svg(svg2);
 	CHECK_CONTAINS(slurp(svg1), "sniah / direct");
@@ -236,6 +256,33 @@ TEST(run_repl_direct_then_rerun_skips)
 	md = slurp(xasprintf("%s/report.md", out));
 	CHECK_CONTAINS(md, "4 of them were read back from an earlier run");
 	CHECK_CONTAINS(md, "| sniah | 32k | 1.000 (1) |");
+
+	/* Other solve options are other results: --max-depth 3 runs all four
+	 * again (the store answers their calls), then skips them. */
+	{
+		const char *deeper[] = {"bench", "run", ds, "--jobs", "2", "--strategy",
+					"repl,direct", "--out", out, "--cache", db, "--max-depth",
+					"3", NULL};
+		char *digest = NULL;
+		o = rlm(deeper);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.err, "4 results in ");
+		CHECK_CONTAINS(o.err, " were made with other solve options");
+		CHECK_CONTAINS(o.err, "4 run (0 failed), 0 skipped");
+		proc_out_release(&o);
+		arr = results(out, &n);
+		CHECK_INT(n, 8);
+		digest = xstrdup(json_str(cJSON_GetArrayItem(arr, 7), "options_digest"));
+		CHECK_INT(strlen(digest), 16);
+		CHECK(strcmp(digest, json_str(cJSON_GetArrayItem(arr, 0), "options_digest")) != 0);
+		cJSON_Delete(arr);
+		o = rlm(deeper);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.err, "4 of them already in");
+		CHECK_CONTAINS(o.err, "0 run (0 failed), 4 skipped");
+		proc_out_release(&o);
+		free(digest);
+	}
 }
 
 /* Every suite, from 8k up to 1M tokens, generated and run on the
@@ -278,13 +325,7 @@ TEST(run_every_suite_up_to_1M)
 	proc_out_release(&o);
 	arr = results(out, &n);
 	CHECK_INT(n, 4 * 3 * 2);
-	for (int i = 0; i < (int)n; i++) {
-		const cJSON *r = cJSON_GetArrayItem(arr, i);
-		double sc = json_num(r, "score", -1);
-		CHECK_MSG(sc >= 0 && sc <= 1, "%s: score %g", json_str(r, "id"), sc);
-		CHECK_MSG(!json_get(r, "error"), "%s (%s): %s", json_str(r, "id"),
-			  json_str(r, "strategy"), json_str(r, "error"));
-	}
+	check_all_scored(arr);
 	CHECK(json_num(find(arr, "sniah-1M-0", "repl"), "score", -1) == 1);
 	{
 		char *md = xasprintf("%s/report.md", out), *text = slurp(md);
@@ -300,6 +341,35 @@ TEST(run_every_suite_up_to_1M)
 	free(dir);
 	free(out);
 	free(db);
+}
+
+/* What a harness should record of each query (anchors-paper.md section 6):
+ * REPL errors over the whole tree of nodes, the depth reached and the child
+ * RLMs. The simulator writes every other step with a bug (code_errors) and
+ * at 32k tokens in 2,000-character chunks, past 2 chunks, hands pieces to
+ * children that hand theirs on again: depth 2. */
+TEST(run_records_repl_errors_depth_and_nodes)
+{
+	char *ds = gen_sniah(), *out = tmp("out");
+	const char *args[] = {"bench", "run", ds, "--out", out, "--no-cache", "--quiet", "--sim",
+			      "code_errors=0.5,chunk=2000,rlm_chunks=2", "--max-depth", "3", NULL};
+	struct proc_out o = rlm(args);
+	const cJSON *r;
+	cJSON *arr;
+	size_t n;
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 2);
+	r = find(arr, "sniah-32k-0", "repl");
+	CHECK(json_num(r, "score", -1) == 1);
+	CHECK_INT(json_int(r, "depth", -1), 2);
+	CHECK_MSG(json_int(r, "nodes", 0) > 16, "nodes %lld", (long long)json_int(r, "nodes", 0));
+	/* more than the root's own: the children's errors count too */
+	CHECK_MSG(json_int(r, "repl_errors", 0) > json_int(r, "iterations", 0),
+		  "repl_errors %lld", (long long)json_int(r, "repl_errors", 0));
+	CHECK_INT(json_int(r, "errors", -1), 0); /* no model call failed */
+	cJSON_Delete(arr);
 }
 
 TEST(run_resumes_a_killed_run)
@@ -434,6 +504,132 @@ TEST(run_inline_contexts_and_limit)
 	cJSON_Delete(arr);
 }
 
+/* The root and sub-calls on two models, each priced by --prices: every
+ * cost is the tokens of each role at its own model's price, and the cost
+ * quantiles of the report are real numbers. Over HTTP (rlm sim-serve),
+ * where "sim" is a model name like any other and the file prices it. */
+TEST(run_sub_model_and_prices)
+{
+	char *ds = gen_sniah(), *out = tmp("out"), *prices = tmp("prices.json"), *url, *s;
+	const char *args[] = {"bench", "run", ds, "--provider", "openai", "--model", "sim",
+			      "--sub-model", "sim-mini", "--base-url", NULL, "--prices", prices,
+			      "--strategy", "repl,direct", "--out", out, "--no-cache", "--quiet",
+			      NULL};
+	struct proc_out o;
+	const cJSON *g, *r;
+	cJSON *arr, *sum;
+	double repl_cost[2];
+	size_t n;
+	int port;
+	pid_t srv = proc_sim_serve("", &port);
+	url = xasprintf("http://127.0.0.1:%d/v1", port);
+	args[10] = url;
+	write_text(prices, "{\"sim\": {\"input\": 0.25, \"output\": 2.0},\n"
+			   " \"sim-mini\": {\"input\": 1.0, \"output\": 4.0}}\n");
+	o = rlm(args);
+	proc_stop(srv);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 4);
+	for (int i = 0; i < 4; i++) {
+		const cJSON *u;
+		double want;
+		r = cJSON_GetArrayItem(arr, i);
+		u = json_get(r, "usage");
+		CHECK_STR(json_str(r, "model"), "sim");
+		CHECK_STR(json_str(r, "sub_model"), "sim-mini");
+		/* the root's tokens at sim's price, the sub-calls' at sim-mini's */
+		want = (double)json_int(json_get(u, "root"), "input_tokens", 0) * 0.25e-6 +
+		       (double)json_int(json_get(u, "root"), "output_tokens", 0) * 2e-6 +
+		       (double)json_int(json_get(u, "sub"), "input_tokens", 0) * 1e-6 +
+		       (double)json_int(json_get(u, "sub"), "output_tokens", 0) * 4e-6;
+		CHECK_MSG(want > 0 && fabs(json_num(r, "cost_usd", 0) - want) < 1e-9,
+			  "%s (%s): cost %.9f, want %.9f", json_str(r, "id"),
+			  json_str(r, "strategy"), json_num(r, "cost_usd", 0), want);
+	}
+	r = find(arr, "sniah-32k-0", "repl");
+	CHECK(json_int(json_get(json_get(r, "usage"), "sub"), "input_tokens", 0) > 30000);
+	CHECK(json_num(r, "score", -1) == 1);
+	repl_cost[0] = json_num(find(arr, "sniah-8k-0", "repl"), "cost_usd", 0);
+	repl_cost[1] = json_num(r, "cost_usd", 0);
+	cJSON_Delete(arr);
+	/* p25..p95 of two items, linear between them */
+	s = slurp(xasprintf("%s/summary.json", out));
+	sum = json_parse(s, strlen(s));
+	CHECK(sum);
+	g = cJSON_GetArrayItem(json_get(sum, "strategies"), 0);
+	CHECK_STR(json_str(g, "strategy"), "repl");
+	{
+		double lo = RLM_MIN(repl_cost[0], repl_cost[1]),
+		       hi = RLM_MAX(repl_cost[0], repl_cost[1]);
+		const cJSON *q = json_get(g, "cost_usd");
+		CHECK(lo > 0 && hi > lo);
+		CHECK(fabs(json_num(q, "p25", 0) - (lo + 0.25 * (hi - lo))) < 1e-12);
+		CHECK(fabs(json_num(q, "p95", 0) - (lo + 0.95 * (hi - lo))) < 1e-12);
+		CHECK(fabs(json_num(g, "cost_total_usd", 0) - (lo + hi)) < 1e-12);
+	}
+	CHECK_STR(json_str(sum, "sub_model"), "sim-mini");
+	cJSON_Delete(sum);
+	free(s);
+	s = slurp(xasprintf("%s/report.md", out));
+	CHECK(!strstr(s, "Every cost is 0"));
+	CHECK_CONTAINS(s, "`sim` (provider openai");
+	CHECK_CONTAINS(s, "`sim-mini` for sub-calls");
+	free(s);
+	free(url);
+}
+
+/* direct never sends a question without its context: a run whose
+ * --max-tokens leaves under 1,000 tokens of sim's 32,000-token window is
+ * refused before anything runs, and an item whose question fills what is
+ * left fails with the reason. */
+TEST(run_direct_refuses_no_room)
+{
+	char *ds = tmp("room.jsonl"), *out = tmp("out"), *q = xmalloc(6001);
+	const char *full[] = {"bench", "run", ds, "--strategy", "repl,direct", "--max-tokens",
+			      "31500", "--out", out, "--no-cache", NULL};
+	const char *tight[] = {"bench", "run", ds, "--strategy", "direct", "--max-tokens", "30900",
+			       "--out", out, "--no-cache", NULL};
+	struct proc_out o;
+	const cJSON *r;
+	cJSON *arr;
+	struct stat st;
+	size_t n;
+	memset(q, 'w', 6000);
+	q[6000] = '\0';
+	for (int i = 5; i < 6000; i += 6)
+		q[i] = ' ';
+	write_text(ds, xasprintf("{\"id\":\"short\",\"question\":\"What is the code word?\","
+				 "\"answer\":[\"saffron\"],\"context\":\"The code word is: "
+				 "saffron.\",\"scorer\":\"contains_all\"}\n"
+				 "{\"id\":\"long\",\"question\":\"%s?\",\"answer\":[\"x\"],"
+				 "\"context\":\"x\",\"scorer\":\"exact\"}\n",
+				 q));
+	o = rlm(full);
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "rlm: error: --strategy direct would send at most 463 tokens of "
+			      "context: sim's window is 32000 tokens and 31500 are kept for the "
+			      "reply (--max-tokens); lower --max-tokens to 30963 or less");
+	CHECK(stat(xasprintf("%s/results.jsonl", out), &st) != 0); /* nothing ran */
+	proc_out_release(&o);
+	o = rlm(tight);
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, "rlm: error: long (direct): direct: the question and the reply's "
+			      "30900 tokens fill sim's window of 32000: no room for the context");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 2);
+	r = find(arr, "short", "direct");
+	CHECK(json_num(r, "score", -1) == 1);
+	CHECK_INT(json_int(r, "context_cut_tokens", -1), 0);
+	r = find(arr, "long", "direct");
+	CHECK_STR(json_str(r, "stop"), "error");
+	CHECK_INT(json_int(r, "calls", -1), 0); /* no call without the context */
+	cJSON_Delete(arr);
+	free(q);
+}
+
 /* On a terminal (script(1) gives it one) the progress bar is drawn on
  * stderr; elsewhere it is not (every other test). */
 TEST(run_progress_bar_on_a_terminal)
@@ -455,6 +651,215 @@ TEST(run_progress_bar_on_a_terminal)
 	CHECK_CONTAINS(o.out, "ETA ");
 	proc_out_release(&o);
 	free(cmd);
+}
+
+/* ---- importing the real benchmarks (tools/bench_import.py) ---- */
+
+/* tools/bench_import.py: under the current directory (make runs the tests
+ * from the top), else next to the rlm binary's folder (build/rlm). */
+static char *import_tool(void)
+{
+	const char *bin = harness_rlm_bin(), *slash = strrchr(bin, '/');
+	char *alt;
+	if (access("tools/bench_import.py", R_OK) == 0)
+		return xstrdup("tools/bench_import.py");
+	alt = xasprintf("%.*s/../tools/bench_import.py", (int)(slash ? slash - bin : 0), bin);
+	CHECK_MSG(access(alt, R_OK) == 0, "no tools/bench_import.py (run from the top)");
+	return alt;
+}
+
+static struct proc_out import(const char *const *args)
+{
+	const char *argv[24];
+	char *tool = import_tool();
+	struct proc_out o;
+	size_t n = 0;
+	argv[n++] = "/usr/bin/python3";
+	argv[n++] = tool;
+	for (size_t i = 0; args[i] && n < 23; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	CHECK_INT(proc_run(argv, NULL, NULL, 60, &o), 0);
+	free(tool);
+	return o;
+}
+
+/* OOLONG rows in the shape of oolongbench/oolong-synth (anchors-paper.md
+ * section 3): golds as Python list literals, answer types, several rows
+ * per context window, and a row of another source dataset. */
+static const char oolong_rows[] =
+    "{\"id\": 101, \"context_len\": 1024, \"dataset\": \"trec_coarse\", "
+    "\"context_window_text\": \"The following lines contain general-knowledge questions, one "
+    "per line.\\nDate: Dec 12, 2022 || User: 63685 || Instance: How many years old is Benny "
+    "Carter ?\\nDate: Mar 04, 2023 || User: 44120 || Instance: What is the capital of Peru "
+    "?\\nDate: Mar 04, 2023 || User: 63685 || Instance: Who wrote Hamlet ?\\n\", "
+    "\"context_window_text_with_labels\": \"(labelled)\", \"question\": \"In the above data, "
+    "which of the labels is the most common? Give your final answer in the form 'Label: "
+    "answer'.\", \"task_group\": \"counting\", \"task\": \"TASK_TYPE.MOST_FREQ\", \"answer\": "
+    "\"['entity']\", \"answer_type\": \"ANSWER_TYPE.LABEL\", \"input_subset\": \"False\", "
+    "\"num_labels\": 6, \"context_window_id\": 7}\n"
+    "{\"id\": 102, \"context_len\": 1024, \"dataset\": \"trec_coarse\", "
+    "\"context_window_text\": \"The following lines contain general-knowledge questions, one "
+    "per line.\\nDate: Dec 12, 2022 || User: 63685 || Instance: How many years old is Benny "
+    "Carter ?\\nDate: Mar 04, 2023 || User: 44120 || Instance: What is the capital of Peru "
+    "?\\nDate: Mar 04, 2023 || User: 63685 || Instance: Who wrote Hamlet ?\\n\", "
+    "\"question\": \"How many data points should be classified as label 'location'? Give your "
+    "final answer in the form 'Answer: number'.\", \"task_group\": \"counting\", \"task\": "
+    "\"TASK_TYPE.NUMERIC_ONE_CLASS\", \"answer\": \"[1]\", \"answer_type\": "
+    "\"ANSWER_TYPE.NUMERIC\", \"context_window_id\": 7}\n"
+    "\n"
+    "{\"id\": 103, \"context_len\": 1024, \"dataset\": \"trec_coarse\", "
+    "\"context_window_text\": \"Date: Jan 02, 2024 || User: 11111 || Instance: What does NASA "
+    "stand for ?\\n\", \"question\": \"Which date is the most common? Give your final answer in "
+    "the form 'Date: MM/DD/YYYY'.\", \"task_group\": \"timeline\", \"task\": "
+    "\"TASK_TYPE.MOST_FREQ_DATE\", \"answer\": \"[datetime.date(2024, 1, 2)]\", "
+    "\"answer_type\": \"ANSWER_TYPE.DATE\", \"context_window_id\": 8}\n"
+    "{\"id\": 104, \"context_len\": 1024, \"dataset\": \"trec_coarse\", "
+    "\"context_window_text\": \"Date: Jan 02, 2024 || User: 11111 || Instance: What does NASA "
+    "stand for ?\\n\", \"question\": \"Which user is the most common? Give your final answer "
+    "in the form 'User: X'.\", \"task_group\": \"user\", \"task\": "
+    "\"TASK_TYPE.MOST_FREQ_USER\", \"answer\": \"[11111]\", \"answer_type\": "
+    "\"ANSWER_TYPE.USER\", \"context_window_id\": 8}\n"
+    "{\"id\": 105, \"context_len\": 1024, \"dataset\": \"spam\", \"context_window_text\": "
+    "\"spam or ham\", \"question\": \"q?\", \"answer\": \"['spam']\", \"answer_type\": "
+    "\"ANSWER_TYPE.LABEL\", \"context_window_id\": 9}\n";
+
+TEST(run_imports_real_oolong_rows)
+{
+	char *rows = tmp("oolong-rows.jsonl"), *ds = tmp("oo"), *jl = tmp("oo/oolong.jsonl");
+	char *out = tmp("oo-out"), *w7 = tmp("oo/contexts/w-7.txt"), *s;
+	const char *imp[] = {"oolong", rows, "--out", ds, "--dataset", "trec_coarse", NULL};
+	const char *run[] = {"bench", "run",	    jl,	   "--strategy", "direct,repl",
+			     "--out", out,	    "--no-cache", "--quiet", NULL};
+	struct proc_out o;
+	const cJSON *r;
+	cJSON *arr, *item;
+	size_t n;
+	struct stat st;
+	write_text(rows, oolong_rows);
+	o = import(imp);
+	CHECK_MSG(o.status == 0, "import: %s", o.err);
+	CHECK_CONTAINS(o.err, "4 items over 2 context windows");
+	proc_out_release(&o);
+	/* one file per window, the golds as OOLONG stores them */
+	CHECK(stat(w7, &st) == 0 && st.st_size > 100);
+	CHECK(stat(tmp("oo/contexts/w-9.txt"), &st) != 0); /* spam: filtered out */
+	s = slurp(jl);
+	item = json_parse(s, strcspn(s, "\n"));
+	CHECK(item);
+	CHECK_STR(json_str(item, "id"), "oolong-101");
+	CHECK_STR(json_str(item, "suite"), "oolong-trec_coarse");
+	CHECK_STR(json_str(item, "answer"), "['entity']");
+	CHECK_STR(json_str(item, "answer_type"), "ANSWER_TYPE.LABEL");
+	CHECK_STR(json_str(item, "context_path"), "contexts/w-7.txt");
+	CHECK_STR(json_str(item, "scorer"), "oolong");
+	CHECK_INT(json_int(item, "tokens", 0), 1024);
+	CHECK_STR(json_str(item, "task"), "TASK_TYPE.MOST_FREQ");
+	cJSON_Delete(item);
+	free(s);
+
+	/* bench run takes them as they are */
+	o = rlm(run);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "oolong-trec_coarse");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 8);
+	check_all_scored(arr);
+	cJSON_ArrayForEach(r, arr)
+	{
+		CHECK(json_str(r, "answer_type"));
+	}
+	/* The simulator counts no line as a location ("0"): off by one from the
+	 * gold "[1]", a NUMERIC answer: 0.75, read from OOLONG's literal. */
+	r = find(arr, "oolong-102", "direct");
+	CHECK_STR(json_str(r, "answer"), "0");
+	CHECK_STR(json_str(r, "gold"), "[1]");
+	CHECK(fabs(json_num(r, "score", -1) - 0.75) < 1e-9);
+	cJSON_Delete(arr);
+
+	/* a row without its question is named, and nothing is written */
+	write_text(rows, "{\"id\": 1, \"dataset\": \"trec_coarse\", \"context_window_text\": "
+			 "\"x\", \"answer\": \"[1]\"}\n");
+	o = import(imp);
+	CHECK_INT(o.status, 1);
+	s = xasprintf("bench_import.py: error: %s:1: no 'question' (a string)", rows);
+	CHECK_CONTAINS(o.err, s);
+	CHECK(!strstr(o.err, "Traceback"));
+	proc_out_release(&o);
+	free(s);
+}
+
+/* BrowseComp-Plus queries (decrypted) with their own documents, and a
+ * corpus to draw the others from. */
+TEST(run_imports_real_browsecomp_rows)
+{
+	char *q = tmp("queries.jsonl"), *corpus = tmp("corpus.jsonl"), *ds = tmp("bc"),
+	     *ds2 = tmp("bc2"), *out = tmp("bc-out"), *s, *s2, *p1 = tmp("bc/docs/1.jsonl");
+	const char *imp[] = {"browsecomp", q,	 "--corpus", corpus, "--docs", "8",
+			     "--out",	   ds,	 "--seed",   "3",    NULL};
+	const char *imp2[] = {"browsecomp", q,	"--corpus", corpus, "--docs", "8",
+			      "--out",	    ds2, "--seed",   "3",    NULL};
+	const char *run[] = {"bench", "run", NULL, "--strategy", "repl", "--out", out,
+			     "--no-cache", "--quiet", NULL};
+	struct buf b = BUF_INIT;
+	struct proc_out o;
+	cJSON *arr;
+	size_t n, docs = 0;
+	write_text(q, "{\"query_id\": \"1\", \"query\": \"Which festival did La Union hold in "
+		      "1998?\", \"answer\": \"Kawayan Festival\", \"gold_docs\": [{\"docid\": "
+		      "\"900\", \"text\": \"La Union held the Kawayan Festival in 1998.\", \"url\": "
+		      "\"u\"}], \"evidence_docs\": [{\"docid\": \"900\", \"text\": \"La Union held "
+		      "the Kawayan Festival in 1998.\"}, {\"docid\": 901, \"text\": \"La Union lies "
+		      "on the coast.\"}], \"negative_docs\": [{\"docid\": \"902\", \"text\": "
+		      "\"Another town held another festival.\"}]}\n"
+		      "{\"query_id\": 2, \"query\": \"Who founded Zanifell?\", \"answer\": \"Lucan "
+		      "Tovoquist\", \"gold_docs\": [{\"docid\": \"910\", \"text\": \"Lucan Tovoquist "
+		      "founded Zanifell.\"}]}\n");
+	for (int i = 0; i < 20; i++)
+		buf_printf(&b, "{\"docid\": \"%d\", \"text\": \"Filler document %d.\", \"url\": "
+			       "\"u\"}\n", i, i);
+	write_text(corpus, b.p);
+	buf_release(&b);
+	o = import(imp);
+	CHECK_MSG(o.status == 0, "import: %s", o.err);
+	proc_out_release(&o);
+	/* 8 documents: the query's 3, then 5 drawn, each once */
+	s = slurp(p1);
+	for (char *p = s; (p = strchr(p, '\n')); p++)
+		docs++;
+	CHECK_INT(docs, 8);
+	CHECK_CONTAINS(s, "{\"docid\":\"900\",\"text\":\"La Union held the Kawayan Festival");
+	CHECK_CONTAINS(s, "\"docid\":\"901\"");
+	CHECK_CONTAINS(s, "\"docid\":\"902\"");
+	CHECK_CONTAINS(s, "Filler document");
+	free(s);
+	s = slurp(xasprintf("%s/browsecomp.jsonl", ds));
+	CHECK_CONTAINS(s, "\"id\":\"bcp-1\",\"suite\":\"browsecomp-plus\"");
+	CHECK_CONTAINS(s, "\"answer\":[\"Kawayan Festival\"],\"context_path\":\"docs/1.jsonl\","
+			  "\"format\":\"jsonl\",\"scorer\":\"exact\",\"documents\":8");
+	CHECK_CONTAINS(s, "Reply with the exact answer alone.");
+	CHECK_CONTAINS(s, "\"gold_docids\":[\"900\"]");
+	/* seeded: the same options give the same bytes */
+	o = import(imp2);
+	CHECK_INT(o.status, 0);
+	proc_out_release(&o);
+	s2 = slurp(xasprintf("%s/browsecomp.jsonl", ds2));
+	CHECK_STR(s2, s);
+	CHECK_STR(slurp(xasprintf("%s/docs/1.jsonl", ds2)), slurp(p1));
+	free(s);
+	free(s2);
+	run[2] = xasprintf("%s/browsecomp.jsonl", ds);
+	o = rlm(run);
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	/* no tokens given: the sizes are estimated, to a power of two */
+	CHECK_CONTAINS(o.out, "browsecomp-plus  ~32     0.000 (1)");
+	CHECK_CONTAINS(o.out, "browsecomp-plus  ~64     0.000 (1)");
+	proc_out_release(&o);
+	arr = results(out, &n);
+	CHECK_INT(n, 2);
+	check_all_scored(arr);
+	cJSON_Delete(arr);
 }
 
 /* ---- bad input ---- */
@@ -480,7 +885,13 @@ TEST(run_bad_dataset_lines_are_named)
 		   "{\"id\":\"e\",\"answer\":[\"x\"],\"context\":\"x\",\"scorer\":\"exact\"}\n"
 		   "{\"id\":\"f\",\"question\":\"q?\",\"answer\":[\"x\"],\"scorer\":\"exact\"}\n"
 		   "{\"id\":\"g\",\"question\":\"q?\",\"answer\":{\"x\":1},\"context\":\"x\","
-		   "\"scorer\":\"exact\"}\n");
+		   "\"scorer\":\"exact\"}\n"
+		   "{\"id\":\"h\",\"question\":\"q?\",\"answer\":\"['x']\",\"context\":\"x\","
+		   "\"scorer\":\"oolong\",\"answer_type\":\"ANSWER_TYPE.NUMERIC\"}\n"
+		   "{\"id\":\"i\",\"question\":\"q?\",\"answer\":\"['x'\",\"context\":\"x\","
+		   "\"scorer\":\"oolong\"}\n"
+		   "{\"id\":\"j\",\"question\":\"q?\",\"answer\":[\"x\"],\"context\":\"x\","
+		   "\"scorer\":\"oolong\",\"answer_type\":7}\n");
 	o = rlm(args);
 	CHECK_INT(o.status, 1);
 	want = xasprintf("rlm: error: %s:2: not valid JSON\n", ds);
@@ -501,6 +912,16 @@ TEST(run_bad_dataset_lines_are_named)
 	want = xasprintf("%s:8: item 'f': want one of \"context\"", ds);
 	CHECK_CONTAINS(o.err, want);
 	want = xasprintf("%s:9: item 'g': no \"answer\"", ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:10: item 'h': gold answer for scorer 'oolong' is 'x', which is no "
+			 "integer (answer_type NUMERIC)",
+			 ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:11: item 'i': gold answer for scorer 'oolong': bad Python literal at "
+			 "byte 4: want ',' or ']'",
+			 ds);
+	CHECK_CONTAINS(o.err, want);
+	want = xasprintf("%s:12: item 'j': \"answer_type\" is not a non-empty string", ds);
 	CHECK_CONTAINS(o.err, want);
 	CHECK_CONTAINS(o.err, "nothing was run");
 	CHECK(stat(out, &st) != 0); /* nothing was written */
@@ -580,10 +1001,29 @@ TEST(report_quantiles_and_sizes)
 		CHECK_MSG(fabs(bench_quantile(v, qs[i].n, qs[i].q) - qs[i].want) < 1e-9,
 			  "case %zu: %g", i, bench_quantile(v, qs[i].n, qs[i].q));
 	}
+	static const struct {
+		int64_t t, bucket;
+		const char *label;
+	} buckets[] = {
+	    {0, 1, "~1"},	      {1, 1, "~1"},		{3, 4, "~4"},
+	    {90, 64, "~64"},	      {91, 128, "~128"},	{1000, 1024, "~1k"},
+	    {8000, 8192, "~8k"},      {131072, 131072, "~128k"}, {185363, 131072, "~128k"},
+	    {185364, 262144, "~256k"}, {1000000, 1048576, "~1M"}, {10000000, 8388608, "~8M"},
+	};
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		char buf[16];
 		bench_fmt_tokens(sizes[i].t, buf, sizeof(buf));
 		CHECK_STR(buf, sizes[i].want);
+		bench_fmt_size(sizes[i].t, false, buf, sizeof(buf));
+		CHECK_STR(buf, sizes[i].want);
+	}
+	/* estimated lengths: the nearest power of two on a log scale */
+	for (size_t i = 0; i < ARRAY_SIZE(buckets); i++) {
+		char buf[16];
+		CHECK_MSG(bench_size_bucket(buckets[i].t) == buckets[i].bucket, "%lld: %lld",
+			  (long long)buckets[i].t, (long long)bench_size_bucket(buckets[i].t));
+		bench_fmt_size(buckets[i].bucket, true, buf, sizeof(buf));
+		CHECK_STR(buf, buckets[i].label);
 	}
 }
 
@@ -592,25 +1032,32 @@ TEST(report_quantiles_and_sizes)
 TEST(report_escapes_what_users_name)
 {
 	struct bench_res res[] = {
-	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false},
-	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false},
-	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false},
-	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false},
-	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false},
+	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false, false},
+	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false, false},
+	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false, false},
+	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false, false},
+	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false, false},
+	    /* no tokens given: 91 and 120 tokens estimated, both ~128 */
+	    {S("4"), S("mine"), S("repl"), 91, 1, 100, 0.003, false, false, false, true},
+	    {S("5"), S("mine"), S("repl"), 120, 0, 300, 0.001, false, false, false, true},
 	};
 	const char *strategies[] = {"repl", "direct"}, *datasets[] = {"x.jsonl"};
-	struct bench_report r = {res,
-				 ARRAY_SIZE(res),
-				 strategies,
-				 2,
-				 "rlm bench run x.jsonl",
-				 "2026-01-02 03:04 UTC",
-				 "`sim`",
-				 datasets,
-				 1,
-				 "- a note\n"};
+	struct bench_report r = {.res = res,
+				 .n = 5,
+				 .strategies = strategies,
+				 .n_strategies = 2,
+				 .command = "rlm bench run x.jsonl",
+				 .date = "2026-01-02 03:04 UTC",
+				 .models = "`sim`",
+				 .model = "sim",
+				 .sub_model = "sim-mini",
+				 .datasets = datasets,
+				 .n_datasets = 1,
+				 .notes = "- a note\n"};
 	struct rlm_err err = {0, ""};
 	char *dir = tmp("rep"), *md, *p;
+	const cJSON *g;
+	cJSON *sum;
 	CHECK_INT(mkdir(dir, 0755), 0);
 	CHECK_INT(bench_report_write(&r, dir, &err), 0);
 	md = slurp(xasprintf("%s/report.md", dir));
@@ -619,6 +1066,44 @@ TEST(report_escapes_what_users_name)
 	CHECK_CONTAINS(md, "| pipes\\|here | 32k | - | 0.250 (1) |");
 	CHECK_CONTAINS(md, "| repl | 2 | 3.38 s | 5.25 s | 7.12 s | 8.62 s |");
 	CHECK_CONTAINS(md, "## Notes\n\n- a note\n");
+	CHECK(!strstr(md, "A size marked ~"));
+	/* per suite and size: p25..p95 of one item are that item's */
+	CHECK_CONTAINS(md, "| suite | size | strategy | items | latency p25 |");
+	CHECK_CONTAINS(md, "| a<b&\"c' | 1M | repl | 1 | 9.00 s | 9.00 s | 9.00 s | 9.00 s | "
+			   "$0.2000 | $0.2000 | $0.2000 | $0.2000 | $0.2000 |");
+	CHECK_CONTAINS(md, "| pipes\\|here | 32k | direct | 1 | 0.350 s |");
+	CHECK_CONTAINS(md, "- rlm: " RLM_VERSION " (commit ");
+	p = slurp(xasprintf("%s/summary.json", dir));
+	sum = json_parse(p, strlen(p));
+	CHECK(sum);
+	CHECK_STR(json_str(sum, "model"), "sim");
+	CHECK_STR(json_str(sum, "sub_model"), "sim-mini");
+	CHECK_STR(json_str(sum, "commit"), rlm_git_commit);
+	g = cJSON_GetArrayItem(json_get(sum, "strategies"), 0);
+	CHECK_STR(json_str(g, "strategy"), "repl");
+	CHECK_INT(json_int(g, "items", 0), 2);
+	CHECK(fabs(json_num(g, "score_mean", 0) - 0.75) < 1e-9);
+	CHECK(fabs(json_num(json_get(g, "latency_s"), "p50", 0) - 5.25) < 1e-9);
+	CHECK_INT(cJSON_GetArraySize(json_get(sum, "groups")), 5);
+	g = cJSON_GetArrayItem(json_get(sum, "groups"), 3); /* a<b 1M direct */
+	CHECK_STR(json_str(g, "size_label"), "1M");
+	CHECK_STR(json_str(g, "strategy"), "direct");
+	CHECK_INT(json_int(g, "failed", -1), 1);
+	CHECK(fabs(json_num(json_get(g, "cost_usd"), "p95", 0) - 0.002) < 1e-12);
+	cJSON_Delete(sum);
+	free(p);
+	/* estimated lengths are grouped and labelled as such */
+	r.n = ARRAY_SIZE(res);
+	CHECK_INT(bench_report_write(&r, dir, &err), 0);
+	md = slurp(xasprintf("%s/report.md", dir));
+	CHECK_CONTAINS(md, "| mine | ~128 | 0.500 (2) | - |");
+	CHECK_CONTAINS(md, "| mine | ~128 | repl | 2 | 0.150 s | 0.200 s | 0.250 s | 0.290 s |");
+	CHECK_CONTAINS(md, "A size marked ~ groups items that gave no `tokens`");
+	p = slurp(xasprintf("%s/summary.json", dir));
+	CHECK_CONTAINS(p, "\"size\":\t128,\n\t\t\t\"size_label\":\t\"~128\",\n\t\t\t"
+			  "\"size_estimated\":\ttrue");
+	free(p);
+	r.n = 5;
 	p = xasprintf("%s/score_vs_length.svg", dir);
 	check_svg(p);
 	CHECK_CONTAINS(slurp(p), "a&lt;b&amp;&quot;c&#39; / repl");

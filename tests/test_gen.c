@@ -2009,9 +2009,11 @@ TEST(cli_suites_bad_options_exit_2)
 	    {{"browse", "--out", "D", "--docs", "4", NULL},
 	     "bad value '4' for --docs: browse needs at least 5 documents"},
 	    {{"browse", "--out", "D", "--sizes", "1k", NULL},
-	     "size '1k' is too small for browse with 0 documents"},
+	     "size '1k' is too small for browse: its 5 documents (the fewest it makes) of at "
+	     "least 1000 bytes need 1250 tokens; pass --sizes 1250 or more"},
 	    {{"browse", "--out", "D", "--sizes", "8k", "--docs", "40", NULL},
-	     "size '8k' is too small for browse with 40 documents: each needs 1000 bytes"},
+	     "size '8k' is too small for browse with --docs 40: 40 documents of at least 1000 "
+	     "bytes need 10000 tokens; pass --sizes 10000 or more, or fewer --docs"},
 	    {{"oolong", "--out", "D", "--sizes", "0.2k", NULL}, "bad size '0.2k'"},
 	};
 	char *cwd = getcwd(NULL, 0);

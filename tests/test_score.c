@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/test_score.c -- the bench scorers: a table of (prediction, gold,
  * score) rows per scorer taken from the reference rules in
- * ../shared/research/anchors-paper.md section 2, the error rows, and a
- * random-bytes loop that checks every score stays in [0, 1]. */
+ * ../shared/research/anchors-paper.md section 2 (OOLONG's answer types and
+ * its Python-literal golds too), the Python literal parser, the error
+ * rows, and a random-bytes loop that checks every score stays in [0, 1]. */
 #include "harness.h"
 #include "../bench/score.h"
 #include "../common/json.h"
@@ -180,6 +181,191 @@ TEST(score_oolong_dates)
 	RUN_ROWS("oolong", rows);
 }
 
+/* A row under an item's answer_type (NULL: none). */
+struct trow {
+	const char *pred;
+	const char *gold; /* JSON */
+	const char *type;
+	double want;
+};
+
+static void run_typed(const struct trow *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct trow *r = &rows[i];
+		cJSON *gold = json_parse(r->gold, strlen(r->gold));
+		struct rlm_err err = {0, ""};
+		double got = -1;
+		int rc;
+		CHECK_MSG(gold, "row %zu: bad gold JSON %s", i, r->gold);
+		rc = bench_score_typed("oolong", r->type, r->pred, gold, &got, &err);
+		CHECK_MSG(rc == 0, "row %zu: rc %d (%s)", i, rc, err.msg);
+		CHECK_MSG(fabs(got - r->want) < 1e-9,
+			  "row %zu: \"%s\" vs %s (%s): got %.6f, want %.6f", i, r->pred, r->gold,
+			  r->type ? r->type : "no type", got, r->want);
+		cJSON_Delete(gold);
+	}
+}
+
+/* OOLONG's answer types decide, not the gold's JSON type
+ * (synth_process_response's answer_type branches). */
+TEST(score_oolong_answer_types)
+{
+	static const struct trow rows[] = {
+	    /* a user ID stored as a number is text: off by one is wrong */
+	    {"User: 63686", "[63685]", "ANSWER_TYPE.USER", 0},
+	    {"User: 63685", "[63685]", "ANSWER_TYPE.USER", 1},
+	    {"User: 63686", "[63685]", NULL, 0.75}, /* no type: a number is numeric */
+	    /* a count stored as a string is numeric: int(gold) */
+	    {"Answer: 13", "[\"12\"]", "ANSWER_TYPE.NUMERIC", 0.75},
+	    {"Answer: 12", "[\"12\"]", "ANSWER_TYPE.NUMERIC", 1},
+	    {"Answer: 10", "[\" 1_2 \"]", "ANSWER_TYPE.NUMERIC", 0.5625},
+	    {"Answer: 13", "[\"12\"]", NULL, 0},     /* no type: a digit string is text */
+	    {"Answer: 11", "[12]", "numeric", 0.75}, /* any case, no prefix */
+	    {"Answer: twelve", "[12]", "NUMERIC", 0},
+	    {"Date: 12/25/2023", "[\"2023-12-25\"]", "ANSWER_TYPE.DATE", 1},
+	    {"Date: Dec 25, 2023", "[\"12/25/2023\"]", "DATE", 1},
+	    {"Date: 12/26/2023", "[\"2023-12-25\"]", "DATE", 0},
+	    /* a label that looks like a date is matched as text */
+	    {"Label: 2023-12-25", "[\"2023-12-25\"]", "ANSWER_TYPE.LABEL", 1},
+	    {"Label: 12/25/2023", "[\"2023-12-25\"]", "ANSWER_TYPE.LABEL", 0},
+	    {"Answer: A is more common than B", "[\"more common than\"]", "ANSWER_TYPE.COMPARISON",
+	     1},
+	    {"Answer: less common", "[\"more common than\"]", "COMPARISON", 0},
+	    {"Answer: January 2023", "[\"January 2023\"]", "ANSWER_TYPE.MONTH_YEAR", 1},
+	    {"Answer: Jan 2023", "[\"January 2023\"]", "ANSWER_TYPE.MONTH_YEAR", 0},
+	    {"Label: 5", "[5]", "ANSWER_TYPE.LABEL", 1},
+	};
+	run_typed(rows, ARRAY_SIZE(rows));
+}
+
+/* Real OOLONG rows store the gold as a Python list literal in a string. */
+TEST(score_oolong_python_golds)
+{
+	static const struct trow rows[] = {
+	    {"Label: entity", "\"['entity']\"", "ANSWER_TYPE.LABEL", 1},
+	    {"Label: location", "\"['entity']\"", "ANSWER_TYPE.LABEL", 0},
+	    {"Label: entity", "\"[\\\"entity\\\"]\"", "ANSWER_TYPE.LABEL", 1},
+	    {"Label: entity", "\"  [ 'entity' , ]  \"", NULL, 1},
+	    {"Label: human being", "\"['human being', 'location']\"", NULL, 1},
+	    {"Answer: 1543", "\"[1542]\"", "ANSWER_TYPE.NUMERIC", 0.75},
+	    {"Answer: 1543", "\"[1542]\"", NULL, 0.75},
+	    {"Answer: 1543", "\"['1542']\"", "ANSWER_TYPE.NUMERIC", 0.75},
+	    {"User: 63685", "\"[63685]\"", "ANSWER_TYPE.USER", 1},
+	    {"User: 63686", "\"[63685]\"", "ANSWER_TYPE.USER", 0},
+	    {"Date: 03/04/2023", "\"[datetime.date(2023, 3, 4)]\"", "ANSWER_TYPE.DATE", 1},
+	    {"Date: March 4, 2023", "\"[datetime.date(2023, 3, 4)]\"", "ANSWER_TYPE.DATE", 1},
+	    {"Date: 2023-03-05", "\"[datetime.date(2023, 3, 4)]\"", "ANSWER_TYPE.DATE", 0},
+	    {"Answer: more common", "\"['more common than']\"", "ANSWER_TYPE.COMPARISON", 1},
+	    {"Answer: it's", "\"['it\\\\'s']\"", "ANSWER_TYPE.LABEL", 1},
+	    {"Answer: caf\xc3\xa9", "\"['caf\\\\xe9']\"", "ANSWER_TYPE.LABEL", 1},
+	    /* not a list: a label that holds a bracket later */
+	    {"Label: a [b]", "\"a [b]\"", NULL, 0},
+	};
+	run_typed(rows, ARRAY_SIZE(rows));
+}
+
+/* bench_pylit_parse: what ast.literal_eval makes of each, as JSON. */
+TEST(pylit_parse)
+{
+	static const struct {
+		const char *lit;
+		const char *json; /* NULL: an error whose message holds msg */
+		const char *msg;
+	} rows[] = {
+	    {"['entity']", "[\"entity\"]", NULL},
+	    {"[\"entity\"]", "[\"entity\"]", NULL},
+	    {"[1542]", "[1542]", NULL},
+	    {"[-3, +4, 1_000, - 5]", "[-3,4,1000,-5]", NULL},
+	    {"[1.5, 2e3, .5, 1., 1E-2, 0, 00]", "[1.5,2000,0.5,1,0.01,0,0]", NULL},
+	    {"['a' 'b'  \"c\"]", "[\"abc\"]", NULL},
+	    {"['it\\'s', \"say \\\"hi\\\"\"]", "[\"it's\",\"say \\\"hi\\\"\"]", NULL},
+	    {"['\\n\\t\\\\\\a\\b\\f\\v\\r']", "[\"\\n\\t\\\\\\u0007\\b\\f\\u000b\\r\"]", NULL},
+	    {"['\\x41\\u00e9\\U0001F600\\101\\1010']",
+	     "[\"A\xc3\xa9\xf0\x9f\x98\x80"
+	     "AA0\"]",
+	     NULL},
+	    {"['\\d\\w']", "[\"\\\\d\\\\w\"]", NULL}, /* unknown escapes keep the backslash */
+	    {"[r'\\d\\'', R\"x\"]", "[\"\\\\d\\\\'\",\"x\"]", NULL},
+	    {"[u'x', U'y']", "[\"x\",\"y\"]", NULL},
+	    {"['a\\\nb']", "[\"ab\"]", NULL}, /* backslash-newline */
+	    {"['''tri'ple''', \"\"\"two\nlines\"\"\"]", "[\"tri'ple\",\"two\\nlines\"]", NULL},
+	    {"[('a', 1), ['b'], ()]", "[[\"a\",1],[\"b\"],[]]", NULL},
+	    {"(1)", "1", NULL},
+	    {"(1,)", "[1]", NULL},
+	    {" [ ] ", "[]", NULL},
+	    {"[True, False, None]", "[true,false,null]", NULL},
+	    {"[datetime.date(2023, 3, 4)]", "[\"2023-03-04\"]", NULL},
+	    {"[datetime.date(2024,2,29)]", "[\"2024-02-29\"]", NULL},
+	    {"[datetime.date( 2023 , 03 , 04 )]", "[\"2023-03-04\"]", NULL}, /* as strptime */
+	    {"['caf\xc3\xa9']", "[\"caf\xc3\xa9\"]", NULL},
+	    /* errors */
+	    {"", NULL, "ends where a value"},
+	    {"[", NULL, "ends where a value"},
+	    {"['a'", NULL, "want ',' or ']'"},
+	    {"['a", NULL, "not closed"},
+	    {"['a\n']", NULL, "line ends inside"},
+	    {"[1,,2]", NULL, "want a list"},
+	    {"[1 2]", NULL, "want ',' or ']'"},
+	    {"(1 2)", NULL, "want ',' or ')'"},
+	    {"{1: 2}", NULL, "want a list"},
+	    {"[x]", NULL, "want a list"},
+	    {"[b'x']", NULL, "bytes, f-strings"},
+	    {"[f'x']", NULL, "bytes, f-strings"},
+	    {"[rb'x']", NULL, "bytes, f-strings"},
+	    {"[0x1f]", NULL, "hex, octal"},
+	    {"[1j]", NULL, "complex"},
+	    {"[01]", NULL, "leading zero"},
+	    {"[1e]", NULL, "exponent"},
+	    {"[1e5e3]", NULL, "hex, octal"},
+	    {"[1.2.3]", NULL, "hex, octal"},
+	    {"[9007199254740993]", NULL, "beyond 2^53"},
+	    {"[1e999]", NULL, "out of range"},
+	    {"['\\N{EM DASH}']", NULL, "\\N{...}"},
+	    {"['\\ud800']", NULL, "no Unicode scalar"},
+	    {"['\\U00110000']", NULL, "no Unicode scalar"},
+	    {"['\\x4']", NULL, "hex digits"},
+	    {"['\\x00']", NULL, "NUL"},
+	    {"['\\0']", NULL, "NUL"},
+	    {"['a\\", NULL, "backslash"},
+	    {"[datetime.date(2023, 2, 29)]", NULL, "no real date"},
+	    {"[datetime.date(2023, 13, 1)]", NULL, "no real date"},
+	    {"[datetime.date(2023, 1)]", NULL, "want ','"},
+	    {"[datetime.datetime(2023, 1, 1)]", NULL, "want a list"},
+	    {"[1] x", NULL, "text after the value"},
+	    {"['a' # note\n]", NULL, "want ',' or ']'"},
+	    {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]"
+	     "]]]"
+	     "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+	     NULL, "nested too deep"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct rlm_err err = {0, ""};
+		cJSON *v = NULL;
+		int rc = bench_pylit_parse(rows[i].lit, strlen(rows[i].lit), &v, &err);
+		if (!rows[i].json) {
+			CHECK_MSG(rc == RLM_EINVAL, "row %zu (%s): rc %d", i, rows[i].lit, rc);
+			CHECK(v == NULL);
+			CHECK_CONTAINS(err.msg, rows[i].msg);
+			CHECK_CONTAINS(err.msg, "Python literal");
+		} else {
+			char *got;
+			CHECK_MSG(rc == 0, "row %zu (%s): %s", i, rows[i].lit, err.msg);
+			got = json_print(v);
+			CHECK_MSG(strcmp(got, rows[i].json) == 0, "row %zu (%s): %s, want %s", i,
+				  rows[i].lit, got, rows[i].json);
+			free(got);
+			cJSON_Delete(v);
+		}
+	}
+	/* a NUL byte inside the text is refused, not cut at */
+	{
+		cJSON *v = NULL;
+		CHECK_INT(bench_pylit_parse("['a']\0x", 7, &v, NULL), RLM_EINVAL);
+		CHECK(v == NULL);
+	}
+}
+
 TEST(score_set_f1)
 {
 	static const struct row rows[] = {
@@ -274,6 +460,10 @@ TEST(score_errors)
 	    {"mc", "[1.5]", "not a choice"},
 	    {"mc", "[null]", "not a choice"},
 	    {"mc", "[]", "is empty"},
+	    {"oolong", "\"[]\"", "is empty"},
+	    {"oolong", "\"['a'\"", "bad Python literal"},
+	    {"oolong", "\"[{1: 2}]\"", "bad Python literal at byte 1"},
+	    {"oolong", "\"[['a']]\"", "not a string or number"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		cJSON *gold = rows[i].gold ? json_parse(rows[i].gold, strlen(rows[i].gold)) : NULL;
@@ -295,6 +485,44 @@ TEST(score_errors)
 	double got = 1;
 	CHECK_INT(bench_score(NULL, "x", NULL, &got, NULL), RLM_EINVAL); /* err is optional */
 	CHECK(got == 0);
+}
+
+/* Golds that contradict their answer_type, and unknown types. */
+TEST(score_oolong_type_errors)
+{
+	static const struct {
+		const char *gold, *type, *msg;
+	} rows[] = {
+	    {"[\"entity\"]", "ANSWER_TYPE.NUMERIC", "'entity', which is no integer"},
+	    {"\"['entity']\"", "NUMERIC", "which is no integer"},
+	    {"[\"12.5\"]", "NUMERIC", "which is no integer"},
+	    {"[2.5]", "ANSWER_TYPE.NUMERIC", "which is no integer"},
+	    {"[\"tomorrow\"]", "ANSWER_TYPE.DATE", "which is no date"},
+	    {"[5]", "DATE", "which is no date"},
+	    {"[\"entity\"]", "ANSWER_TYPE.COLOUR", "unknown answer_type 'ANSWER_TYPE.COLOUR'"},
+	    {"[\"entity\"]", "", "unknown answer_type ''"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		cJSON *gold = json_parse(rows[i].gold, strlen(rows[i].gold));
+		for (int with = 0; with < 2; with++) {
+			struct rlm_err err = {0, ""};
+			double got = 0.5;
+			int rc = bench_score_typed("oolong", rows[i].type,
+						   with ? "Answer: 12" : NULL, gold, &got, &err);
+			CHECK_MSG(rc == RLM_EINVAL, "row %zu: rc %d", i, rc);
+			CHECK_CONTAINS(err.msg, rows[i].msg);
+			CHECK(got == 0);
+		}
+		cJSON_Delete(gold);
+	}
+	/* the other scorers ignore an answer type */
+	{
+		cJSON *gold = json_parse("[\"x\"]", 5);
+		double got = 0;
+		CHECK_INT(bench_score_typed("exact", "COLOUR", "x", gold, &got, NULL), 0);
+		CHECK(got == 1);
+		cJSON_Delete(gold);
+	}
 }
 
 TEST(score_known)

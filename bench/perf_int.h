@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/perf_int.h -- what `rlm bench perf`'s files share: a row of its
+ * table, the sections of measurements (bench/perf.c, with its perf_*.c
+ * helpers), and the frame around them (bench/perf_cli.c): a section run
+ * with its errors kept, the table and the JSON. */
+#ifndef RLM_BENCH_PERF_INT_H
+#define RLM_BENCH_PERF_INT_H
+
+#include "bench.h"
+
+#include <stdio.h>
+
+/* One measurement next to its target. */
+struct perf_row {
+	const char *name;
+	const char *target;
+	double value; /* the measurement, in `unit` */
+	const char *unit;
+	double limit;  /* pass when value <= limit (>= with at_least) */
+	bool at_least; /* more is better: pass when value >= limit */
+	char note[200];
+	double copies;	 /* copies of the text held (DESIGN: "one copy at most"):
+			  * the memory held over the text's size; 0: not counted */
+	bool failed;	 /* its section failed: no measurement */
+	char error[240]; /* why, when failed */
+};
+
+/* A row holds one copy of the text when it holds at most this many times
+ * its size: the text and its working buffers (a second copy makes 2). */
+#define PERF_COPIES_MAX 1.25
+
+/* The options every section sees. */
+struct perf_opts {
+	long calls;	 /* fan-out calls */
+	long conc;	 /* the pool's slots */
+	long latency_ms; /* the simulator's latency a call */
+	long execs;	 /* REPL round trips timed */
+	long starts;	 /* worker starts timed */
+	bool quick;	 /* scaled down (--quick): not for comparing */
+};
+
+/* A row's name and target before it is measured. */
+struct perf_label {
+	const char *name, *target;
+};
+
+/* A group of rows measured together; fails as a whole. */
+struct perf_section {
+	const char *name;		 /* as --only spells it */
+	size_t first, n;		 /* its rows: rows[first .. first + n) */
+	const struct perf_label *labels; /* theirs, for the table when it fails */
+	int (*run)(const struct perf_opts *o, struct perf_row *rows); /* 0 or 1 */
+};
+
+/* The sections in the order they run, and their rows: rows
+ * [0, PERF_ROWS) in the order they print; the usage text (bench/perf.c). */
+#define PERF_ROWS 21
+extern const struct perf_section perf_sections[];
+extern const size_t perf_n_sections;
+extern const char perf_usage[];
+
+/* r met its target: measured, within its limit, and within
+ * PERF_COPIES_MAX copies where it counts them. */
+bool perf_row_ok(const struct perf_row *r);
+
+/* Whether name is in the comma-separated list (NULL: any name is). */
+bool perf_listed(const char *list, const char *name);
+/* 0 when every name of the comma-separated list only is a section's;
+ * else 2, after saying which is not (cli_fail). */
+int perf_only_check(const struct perf_section *secs, size_t n_secs, const char *only);
+/* Run section s into rows (its own at rows + s->first) with this
+ * process's stderr (fd 2, its threads' and children's too) going to a
+ * temporary file, copied to stderr afterwards. When it fails (or
+ * `inject`, for tests: RLM_PERF_FAIL), mark its rows failed, named from
+ * s->labels, with the last "rlm: error: " line it wrote as their error.
+ * Returns 0, or 1 when it failed. */
+int perf_run_section(const struct perf_section *s, const struct perf_opts *o, struct perf_row *rows,
+		     bool inject);
+
+/* The table on f: name, target, measured value, ok / MISSED / FAILED, the
+ * note or the error. */
+void perf_print_table(const struct perf_row *rows, size_t n, FILE *f);
+/* The JSON on f: {"results": [rows...], and what makes two runs
+ * comparable: "version", "commit" (rlm_git_commit), "timestamp" (UTC),
+ * "cpus" (online), "loadavg" (1, 5 and 15 minutes, as the run ends),
+ * "options"}. Rows not run (--only) are left out. The table starts with a
+ * line of the same. */
+void perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
+		     const char *only, FILE *f);
+
+#endif
