@@ -28,7 +28,12 @@
  * (each wait has its own flag, handed to its calls), and repl_exec gets
  * the deadline itself. The worker watches the caller's cancel flag
  * directly: a flag of ours could only be set between frames, while the
- * worker's own wait polls the flag it is given even while code runs.
+ * worker's own wait polls the flag it is given even while code runs. It
+ * watches the tree's stopping flag too (repl_cfg.stop): when any node
+ * meets a limit of the whole solve, every node's running code is
+ * interrupted (after a short grace of its own time, so that code which
+ * has just been answered "Error: ..." can still keep a partial answer),
+ * not left to compute until its exec time limit.
  *
  * The first root call is sent before the worker starts, so the worker's
  * start-up overlaps the model's first answer.
@@ -278,6 +283,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.on_call = calls_on_call;
 	cfg.call_arg = &l->c;
 	cfg.cancel = l->o->cancel;
+	cfg.stop = &l->tree->stopping;
 	cfg.sandbox = l->o->sandbox;
 	loop_repl_context(ctx, &cfg.ctx, &off, &lens);
 	rc = repl_start(&cfg, &l->repl, err);

@@ -531,3 +531,224 @@ TEST(recursion_context_argument_and_long_prompts)
 	env_free(&v);
 }
 
+/* ---- a stop of the whole solve reaches running code ---- */
+
+/* The default reply of every child: the one whose context is "loop" sets
+ * a partial answer and computes for ever; the others wait a second (the
+ * looper is in its loop by then), then spend the budget with five plain
+ * calls. */
+static void loop_and_spend_script(struct env *v)
+{
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	char *body = fakesrv_chat_body(
+	    "```repl\nif context == 'loop':\n    answer['content'] = 'looping'\n"
+	    "    while True:\n        pass\nimport time\ntime.sleep(1)\n"
+	    "rs = llm_query_batched(['a'] * 5)\nanswer['content'] = 'spent: ' + rs[4]\n```",
+	    "stop", 100, 20);
+	r.body = body;
+	fakesrv_set_default(v->root_srv, &r);
+	free(body);
+	body = fakesrv_chat_body("x", "stop", 10, 1);
+	r.body = body;
+	fakesrv_set_default(v->sub_srv, &r);
+	free(body);
+	says(v, "```repl\nanswer['content'] = 'root partial'\n"
+		"rs = rlm_query_batched(['spend', 'loop'])\nanswer['content'] = ' | '.join(rs)\n```");
+}
+
+/* One child spends the sub-call budget while its sibling's block is in a
+ * CPU loop: the loop is interrupted at once (not left to its exec time
+ * limit of 30 s), the solve ends with the reason and the partial answers
+ * (the looper's kept, as its variables: it was interrupted, not killed),
+ * and nothing is left running. */
+TEST(recursion_budget_stop_interrupts_a_sibling_in_a_loop)
+{
+	struct env v;
+	const struct rlm_result *spend, *loop;
+	int64_t t0, ms;
+	env_init(&v, SUB_FAKE);
+	v.o.max_sub_calls = 5; /* 2 children, then 3 of the spender's 5 */
+	v.o.exec_timeout_ns = 30 * SEC;
+	loop_and_spend_script(&v);
+	t0 = now_ns();
+	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+	ms = (now_ns() - t0) / 1000000;
+	fprintf(stderr, "  budget spent 1 s in, the sibling looping: rlm_solve returned after %lld "
+			"ms\n",
+		(long long)ms);
+	CHECK_MSG(ms < 5000 * slow_factor(), "took %lld ms", (long long)ms);
+	CHECK_MSG(v.r.stop == RLM_STOP_CALLS, "stop %s: %s", rlm_stop_name(v.r.stop),
+		  v.r.stop_detail ? v.r.stop_detail : "");
+	CHECK_CONTAINS(v.r.stop_detail, "sub-call budget exhausted (5 of 5 sub-calls made)");
+	CHECK_CONTAINS(v.r.stop_detail, "(in child RLM");
+	CHECK_INT(v.r.n_children, 2);
+	spend = &v.r.children[0];
+	loop = &v.r.children[1];
+	CHECK_INT(spend->stop, RLM_STOP_CALLS);
+	CHECK_CONTAINS(spend->answer, "spent: Error: not sent: the solve is stopping");
+	CHECK_INT(loop->stop, RLM_STOP_CALLS);
+	CHECK_CONTAINS(loop->stop_detail, "(in child RLM");
+	CHECK_STR(loop->answer, "looping");
+	CHECK_INT(loop->execs, 1);
+	CHECK_INT(loop->restarts, 0);
+	/* The root's code got both partial answers and kept them. */
+	CHECK_CONTAINS(v.r.answer, "its partial answer: spent: Error: not sent");
+	CHECK_CONTAINS(v.r.answer, "its partial answer: looping");
+	CHECK_INT(fakesrv_count(v.sub_srv), 3);
+	CHECK_INT(worker_processes(), 0);
+	CHECK_INT(threads("rlm-node"), 0);
+	env_free(&v);
+}
+
+/* The threads of the process once a first solve has started what lives
+ * as long as the process (the spawner thread, the zygote's). */
+static int base_threads(void)
+{
+	struct env v;
+	int base;
+	env_init(&v, SUB_FAKE);
+	says(&v, "```repl\nprint(llm_query('warm'))\n```");
+	says(&v, "FINAL(warm)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	env_free(&v);
+	base = threads(NULL);
+	CHECK_INT(worker_processes(), 0);
+	return base;
+}
+
+/* Cancel or time out a solve 1 s in, while a child's block computes in a
+ * loop and its sibling sleeps: both are interrupted at once, the solve
+ * returns promptly, and nothing is left running. */
+static void stop_a_looping_child(bool cancel)
+{
+	struct env v;
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	struct canceller c;
+	pthread_t th;
+	char *body;
+	int base = base_threads();
+	int64_t t0, ms;
+	env_init(&v, SUB_FAKE);
+	v.o.exec_timeout_ns = 30 * SEC;
+	body = fakesrv_chat_body("```repl\nanswer['content'] = 'at ' + context\n"
+				 "if context == 'loop':\n    while True:\n        pass\n"
+				 "import time\ntime.sleep(30)\n```",
+				 "stop", 100, 20);
+	r.body = body;
+	fakesrv_set_default(v.root_srv, &r);
+	free(body);
+	says(&v, "```repl\nanswer['content'] = 'root partial'\n"
+		 "rs = rlm_query_batched(['loop', 'sleep'])\nanswer['content'] = '|'.join(rs)\n```");
+	atomic_init(&c.flag, false);
+	c.after_ns = SEC;
+	if (cancel) {
+		v.o.cancel = &c.flag;
+		pthread_create(&th, NULL, cancel_later, &c);
+	} else {
+		v.o.timeout_ns = SEC;
+	}
+	t0 = now_ns();
+	CHECK_INT(solve(&v, "q?"), 0);
+	ms = (now_ns() - t0) / 1000000;
+	if (cancel)
+		pthread_join(th, NULL);
+	fprintf(stderr, "  %s 1 s in, a child looping: rlm_solve returned after %lld ms\n",
+		cancel ? "cancelled" : "timed out", (long long)ms);
+	CHECK_MSG(v.r.stop == (cancel ? RLM_STOP_CANCEL : RLM_STOP_TIMEOUT), "stop %s: %s",
+		  rlm_stop_name(v.r.stop), v.r.stop_detail ? v.r.stop_detail : "");
+	CHECK_MSG(ms < 3000 * slow_factor(), "took %lld ms", (long long)ms);
+	CHECK_INT(v.r.n_children, 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct rlm_result *ch = &v.r.children[i];
+		CHECK_MSG(ch->stop == v.r.stop, "child %zu: stop %s", i, rlm_stop_name(ch->stop));
+		CHECK_STR(ch->answer, i ? "at sleep" : "at loop");
+		CHECK_INT(ch->execs, 1);
+	}
+	CHECK_MSG(strcmp(v.r.answer, "root partial") == 0 || v.r.answer[0] == 'E', "answer %s",
+		  v.r.answer);
+	CHECK_INT(worker_processes(), 0);
+	CHECK_INT(threads("rlm-node"), 0);
+	env_free(&v);
+	CHECK_MSG(threads(NULL) == base, "%d threads, %d before", threads(NULL), base);
+}
+
+TEST(recursion_cancel_while_a_child_loops)
+{
+	stop_a_looping_child(true);
+}
+
+TEST(recursion_timeout_while_a_child_loops)
+{
+	stop_a_looping_child(false);
+}
+
+/* Stops the solve as its first child node starts: sets the cancel flag,
+ * or sleeps (holding up that child) until the deadline has passed. */
+struct at_start {
+	atomic_bool cancel;
+	int64_t sleep_ns;
+	bool done;
+};
+
+static void stop_at_first_child(const struct rlm_event *e, void *arg)
+{
+	struct at_start *s = arg;
+	if (strcmp(e->kind, "child") != 0 || s->done)
+		return;
+	s->done = true; /* events come one at a time */
+	if (s->sleep_ns)
+		sleep_ns(s->sleep_ns);
+	else
+		atomic_store(&s->cancel, true);
+}
+
+/* Cancel or time out while 8 children are starting (on 8 slots): the
+ * children not yet started are refused, those starting stop before their
+ * first turn or during it, and nothing is left running. */
+static void stop_while_children_start(bool cancel)
+{
+	struct env v;
+	struct at_start s = {false, 0, false};
+	int base = base_threads();
+	int64_t t0, ms;
+	env_init(&v, SUB_FAKE);
+	v.o.max_nodes = 8;
+	v.o.event = stop_at_first_child;
+	v.o.event_arg = &s;
+	v.o.detail_events = true;
+	atomic_init(&s.cancel, false);
+	if (cancel) {
+		v.o.cancel = &s.cancel;
+	} else {
+		v.o.timeout_ns = SEC;
+		s.sleep_ns = 1200000000LL;
+	}
+	tree_script(&v, 2, 100);
+	tree_root(&v, 8, false);
+	t0 = now_ns();
+	CHECK_INT(solve(&v, "q?"), 0);
+	ms = (now_ns() - t0) / 1000000;
+	fprintf(stderr, "  %s as children start: rlm_solve returned after %lld ms\n",
+		cancel ? "cancelled" : "timed out", (long long)ms);
+	CHECK(s.done);
+	CHECK_MSG(v.r.stop == (cancel ? RLM_STOP_CANCEL : RLM_STOP_TIMEOUT), "stop %s: %s",
+		  rlm_stop_name(v.r.stop), v.r.stop_detail ? v.r.stop_detail : "");
+	CHECK_MSG(ms < (cancel ? 2000 : 3500) * slow_factor(), "took %lld ms", (long long)ms);
+	for (size_t i = 0; i < v.r.n_children; i++)
+		CHECK_MSG(v.r.children[i].stop == v.r.stop, "child %zu: stop %s", i,
+			  rlm_stop_name(v.r.children[i].stop));
+	CHECK_INT(worker_processes(), 0);
+	CHECK_INT(threads("rlm-node"), 0);
+	env_free(&v);
+	CHECK_MSG(threads(NULL) == base, "%d threads, %d before", threads(NULL), base);
+}
+
+TEST(recursion_cancel_while_children_start)
+{
+	stop_while_children_start(true);
+}
+
+TEST(recursion_timeout_while_children_start)
+{
+	stop_while_children_start(false);
+}

@@ -1559,6 +1559,52 @@ TEST(cancel_returns_ecancel)
 	repl_free(r);
 }
 
+/* A call whose answer stops the whole run (as a spent budget does). */
+static void stopping_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	sleep_ns(300 * MS); /* waiting on calls does not count in the grace */
+	atomic_store((atomic_bool *)arg, true);
+	for (size_t i = 0; i < c->n; i++) {
+		texts[i] = xstrdup("Error: budget exhausted");
+		errors[i] = true;
+	}
+}
+
+/* cfg.stop set while code waits on a call: the code keeps what the call
+ * answered (its grace, in its own time), then a loop is interrupted, its
+ * variables kept; with the stop set nothing more runs. */
+TEST(stop_interrupts_after_its_grace)
+{
+	struct repl_cfg cfg;
+	atomic_bool stop = false;
+	struct repl *r;
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	const char *code = "got = llm_query('a')\nwhile True:\n    pass";
+	int64_t t0, dt;
+	cfg_init(&cfg);
+	cfg.stop = &stop;
+	cfg.stop_grace_ns = 200 * MS;
+	cfg.on_call = stopping_call;
+	cfg.call_arg = &stop;
+	r = start(&cfg);
+	t0 = now_ns();
+	CHECK_INT(repl_exec(r, code, strlen(code), 0, &res, &err), RLM_ECANCEL);
+	dt = now_ns() - t0;
+	CHECK_MSG(dt >= 500 * MS && dt < 2000 * MS, "took %lld ms", (long long)(dt / 1000000));
+	CHECK(res.interrupted && !res.restarted);
+	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+	CHECK_CONTAINS(res.output, "the run was stopped (a limit of the whole run was reached)");
+	CHECK_CONTAINS(err.msg, "the run stopped while the REPL ran code");
+	repl_result_release(&res);
+	CHECK_INT(repl_exec(r, "got = 1", 7, 0, &res, &err), RLM_ECANCEL);
+	CHECK_CONTAINS(res.output, "[the code was not run: the run was stopped]");
+	repl_result_release(&res);
+	atomic_store(&stop, false);
+	expect(r, "print(got)", "Error: budget exhausted\n");
+	repl_free(r);
+}
+
 TEST(deadline_during_a_call_interrupts_after_it)
 {
 	struct repl_cfg cfg;
