@@ -364,7 +364,7 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 					  (call->contexts && call->contexts[next]
 					       ? call->ctx_lens[next] + 2
 					       : 0));
-		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), true, &why, msg,
+		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB, &why, msg,
 				    sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);
 			errors[next] = true;

@@ -200,7 +200,7 @@ static int root_submit(struct loop *l)
 		bytes += l->msgs[i].len;
 	l->root_est = llm_estimate_tokens(bytes);
 	if (!budget_reserve(l->budget, l->root_est, llm_model_input_cost(l->o->model, l->root_est),
-			    false, &why, msg, sizeof(msg))) {
+			    BUDGET_ROOT, &why, msg, sizeof(msg))) {
 		calls_stop(&l->c, why, "%s: the root call of turn %d was not sent", msg,
 			   l->iteration);
 		return 1;

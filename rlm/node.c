@@ -71,7 +71,7 @@ void tree_release(struct rlm_tree *t)
 bool tree_limit(enum rlm_stop why)
 {
 	return why == RLM_STOP_TIMEOUT || why == RLM_STOP_TOKENS || why == RLM_STOP_COST ||
-	       why == RLM_STOP_CALLS || why == RLM_STOP_CANCEL;
+	       why == RLM_STOP_CALLS || why == RLM_STOP_MAX_CALLS || why == RLM_STOP_CANCEL;
 }
 
 void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int depth, int node)
@@ -302,7 +302,7 @@ static bool may_start(struct calls *c, struct batch *b, size_t i, char **texts, 
 		texts[i] = xasprintf("Error: not sent: the solve is stopping (%s)", c->stop_detail);
 		errors[i] = true;
 		return false;
-	} else if (!budget_reserve(c->budget, 0, 0, true, &why, msg, sizeof(msg))) {
+	} else if (!budget_reserve(c->budget, 0, 0, BUDGET_CHILD, &why, msg, sizeof(msg))) {
 		/* A child is one sub-call; its own calls reserve their tokens
 		 * and cost as they go. */
 		texts[i] = xasprintf("Error: %s", msg);

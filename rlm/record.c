@@ -151,6 +151,10 @@ static char *config_json(const struct rlm_opts *o)
 	json_add_num(j, "max_tokens", (double)o->max_tokens);
 	json_add_num(j, "max_cost", o->max_cost);
 	json_add_num(j, "max_sub_calls", (double)o->max_sub_calls);
+	/* Only when set: the config is in every memo key, and keys made
+	 * before this limit existed stay good. */
+	if (o->max_calls > 0)
+		json_add_num(j, "max_calls", (double)o->max_calls);
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;
@@ -320,14 +324,17 @@ static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 	if (!b)
 		return !((o->max_tokens > 0 && t > o->max_tokens) ||
 			 (o->max_cost > 0 && sr->cost > o->max_cost) ||
-			 (o->max_sub_calls > 0 && sr->sub_calls + 1 > o->max_sub_calls));
+			 (o->max_sub_calls > 0 && sr->sub_calls + 1 > o->max_sub_calls) ||
+			 (o->max_calls > 0 && sr->calls > o->max_calls));
 	if ((b->max_tokens && atomic_load(&b->tokens) + t > b->max_tokens) ||
 	    (b->max_cost_nusd &&
 	     atomic_load(&b->cost_nusd) + (int64_t)(sr->cost * 1e9) > b->max_cost_nusd) ||
-	    (b->max_sub_calls && atomic_load(&b->sub_calls) + sr->sub_calls > b->max_sub_calls))
+	    (b->max_sub_calls && atomic_load(&b->sub_calls) + sr->sub_calls > b->max_sub_calls) ||
+	    (b->max_calls && atomic_load(&b->calls) + sr->calls > b->max_calls))
 		return false;
 	budget_settle(b, 0, 0, t, sr->cost);
 	atomic_fetch_add(&b->sub_calls, sr->sub_calls);
+	atomic_fetch_add(&b->calls, sr->calls);
 	return true;
 }
 

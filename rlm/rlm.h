@@ -82,6 +82,7 @@ enum rlm_stop {
 	RLM_STOP_TOKENS,        /* token budget */
 	RLM_STOP_COST,          /* cost budget */
 	RLM_STOP_CALLS,         /* sub-call budget */
+	RLM_STOP_MAX_CALLS,     /* model-call budget (every call, any depth) */
 	RLM_STOP_CANCEL,        /* the caller cancelled */
 	RLM_STOP_ERROR,         /* a failure: the root model, the worker */
 };
@@ -124,6 +125,10 @@ struct rlm_opts {
 	double max_cost;             /* USD of all calls; 0: none */
 	int64_t max_sub_calls;       /* sub-calls (prompts) of the solve, at any
 				      * depth (a child RLM is one); 0: none */
+	int64_t max_calls;           /* model calls of the solve, at any depth:
+				      * every node's root calls and every plain
+				      * sub-call (a child RLM is none itself; its
+				      * calls count); 0: none */
 	size_t output_limit;         /* chars of REPL output shown; 0: 20000 */
 	int64_t exec_timeout_ns;     /* per exec (worker time); 0: 60 s */
 	const char *python;          /* NULL: /usr/bin/python3 */

@@ -27,7 +27,7 @@ static struct proc_out rlm_env(const char *const *args, const char *input,
 	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
 					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
 					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_SANDBOX_DISABLE",
-					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", NULL};
+					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS", NULL};
 	argv[n++] = harness_rlm_bin();
 	for (size_t i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
@@ -270,6 +270,22 @@ TEST(recursion_options_are_checked)
 	}
 	CHECK_CONTAINS(o.out, "--max-depth N");
 	CHECK_CONTAINS(o.out, "--max-nodes N");
+	CHECK_CONTAINS(o.out, "--max-calls N");
+	proc_out_release(&o);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--max-calls", "0", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '0' for --max-calls: want a count > 0");
+	proc_out_release(&o);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", NULL};
+		const char *env[] = {"RLM_MAX_CALLS=-3", NULL};
+		o = rlm_env(a, NULL, env);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '-3' for RLM_MAX_CALLS: want a count > 0");
 	proc_out_release(&o);
 	free(ok);
 }
@@ -882,6 +898,22 @@ TEST(solve_repl_limits_exit_3)
 	CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
 	CHECK_CONTAINS(o.err, "stopped (");
 	proc_out_release(&o);
+	for (int by_env = 0; by_env < 2; by_env++) {
+		/* the probe, then step 2's calls: the third model call is refused */
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--json", "--quiet",
+				      by_env ? NULL : "--max-calls", "2", NULL};
+		const char *env[] = {"RLM_MAX_CALLS=2", NULL};
+		o = rlm_env(args, NULL, by_env ? env : NULL);
+		CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.err, "stopped (max_calls): call budget exhausted (2 of 2 model calls "
+				      "made)");
+		j = json_parse(o.out, strlen(o.out));
+		CHECK_MSG(j, "not JSON: %s", o.out);
+		CHECK_STR(json_str(j, "stop"), "max_calls");
+		CHECK(json_num(json_get(j, "calls"), "total", -1) == 2);
+		cJSON_Delete(j);
+		proc_out_release(&o);
+	}
 	{
 		/* every step written with a bug: the error limit ends it */
 		const char *args[] = {"solve", "-c", ctx, "-q", q, "--sim", "code_errors=1",

@@ -781,6 +781,45 @@ TEST(sub_call_budget)
 	env_free(&v);
 }
 
+/* max_calls counts every model call, root and sub alike, and is checked
+ * before each is sent. */
+TEST(call_budget_counts_root_and_sub_calls)
+{
+	struct env v;
+	env_init(&v, SUB_FAKE);
+	v.o.max_calls = 4;
+	says_full(v.sub_srv, "s", "stop", 5, 1, 0);
+	says_full(v.sub_srv, "s", "stop", 5, 1, 0);
+	says_full(v.sub_srv, "s", "stop", 5, 1, 0);
+	says(&v, "```repl\nanswer['content'] = 'some'\nrs = llm_query_batched(['a'] * 5)\n"
+		 "answer['content'] = '|'.join(r[:30] for r in rs)\n```");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG(v.r.stop == RLM_STOP_MAX_CALLS, "stop %s: %s", rlm_stop_name(v.r.stop),
+		  v.r.stop_detail ? v.r.stop_detail : "");
+	CHECK_STR(rlm_stop_name(v.r.stop), "max_calls");
+	CHECK_CONTAINS(v.r.stop_detail, "call budget exhausted (4 of 4 model calls made): a "
+					"sub-call was refused");
+	CHECK_STR(v.r.answer, "s|s|s|Error: call budget exhausted (|Error: not sent: the solve is ");
+	CHECK_INT(v.r.calls, 4);
+	CHECK_INT(v.r.sub_calls, 3);
+	CHECK_INT(fakesrv_count(v.root_srv), 1);
+	CHECK_INT(fakesrv_count(v.sub_srv), 3);
+	env_free(&v);
+
+	/* A root call is refused the same way. */
+	env_init(&v, SUB_FAKE);
+	v.o.max_calls = 2;
+	says(&v, "```repl\nanswer['content'] = llm_query('a')\n```");
+	says_full(v.sub_srv, "one", "stop", 5, 1, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_MAX_CALLS);
+	CHECK_CONTAINS(v.r.stop_detail, "call budget exhausted (2 of 2 model calls made): the root "
+					"call of turn 2 was not sent");
+	CHECK_STR(v.r.answer, "one");
+	CHECK_INT(v.r.calls, 2);
+	env_free(&v);
+}
+
 TEST(cost_budget_counts_calls_in_flight)
 {
 	struct env v;

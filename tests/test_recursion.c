@@ -369,6 +369,33 @@ TEST(recursion_token_budget_spent_deep_ends_the_solve)
 	env_free(&v);
 }
 
+/* max_calls counts the model calls of every node: root turns and plain
+ * sub-calls. The tree of fan-out 2 and depth 3 makes 1 + 2 + 4 root calls
+ * and 8 plain calls at depth 2: at 10 the budget runs out at depth 2. */
+TEST(recursion_call_budget_spent_deep_ends_the_solve)
+{
+	struct env v;
+	const struct rlm_result *deep;
+	env_init(&v, SUB_FAKE);
+	v.o.max_depth = 3;
+	v.o.max_calls = 10;
+	tree_script(&v, 2, 100);
+	tree_root(&v, 2, false);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG(v.r.stop == RLM_STOP_MAX_CALLS, "stop %s: %s", rlm_stop_name(v.r.stop),
+		  v.r.stop_detail ? v.r.stop_detail : "");
+	CHECK_CONTAINS(v.r.stop_detail, "call budget exhausted (10 of 10 model calls made)");
+	CHECK_CONTAINS(v.r.stop_detail, "at depth 2)");
+	CHECK_INT(v.r.calls, 10);
+	CHECK_INT(fakesrv_count(v.root_srv) + fakesrv_count(v.sub_srv), 10);
+	deep = find_stop(&v.r, RLM_STOP_MAX_CALLS);
+	CHECK_MSG(deep, "no child stopped on the budget");
+	CHECK_INT(deep->depth, 2);
+	CHECK_MSG(v.r.answer && v.r.answer[0] == '(', "answer %s", v.r.answer);
+	CHECK_INT(worker_processes(), 0);
+	env_free(&v);
+}
+
 /* Cancel or time out a deep tree whose last nodes wait on hanging
  * sub-calls: rlm_solve comes back promptly, and leaves no worker and no
  * thread behind. */
