@@ -57,10 +57,58 @@
 
 /* ---- small helpers ---- */
 
+/* The turn this iteration's events go to, made when it is the first. */
+static struct rlm_turn *turn_now(struct loop *l)
+{
+	struct rlm_result *out = l->out;
+	if (!out->n_turns || out->turns[out->n_turns - 1].iteration != l->iteration) {
+		out->turns = xrealloc(out->turns, (out->n_turns + 1) * sizeof(*out->turns));
+		memset(&out->turns[out->n_turns], 0, sizeof(*out->turns));
+		out->turns[out->n_turns++].iteration = l->iteration;
+	}
+	return &out->turns[out->n_turns - 1];
+}
+
+/* Keep an event in the node's trajectory (rlm_opts.trajectory). */
+static void keep_turn(struct loop *l, const char *kind, const char *text, size_t len)
+{
+	struct rlm_turn *t;
+	struct rlm_block *b;
+	char *s;
+	if (strcmp(kind, "sandbox") == 0)
+		return;
+	t = turn_now(l);
+	s = xstrndup(text ? text : "", text ? len : 0);
+	if (strcmp(kind, "reply") == 0) {
+		free(t->reply);
+		t->reply = s;
+	} else if (strcmp(kind, "notice") == 0) {
+		t->notices = xrealloc(t->notices, (t->n_notices + 1) * sizeof(*t->notices));
+		t->notices[t->n_notices++] = s;
+	} else {
+		/* "code" begins a block; "output" ends it, or stands alone
+		 * (FINAL_VAR's) */
+		b = t->n_blocks ? &t->blocks[t->n_blocks - 1] : NULL;
+		if (strcmp(kind, "output") == 0 && b && !b->output) {
+			b->output = s;
+			return;
+		}
+		t->blocks = xrealloc(t->blocks, (t->n_blocks + 1) * sizeof(*t->blocks));
+		b = &t->blocks[t->n_blocks++];
+		*b = (struct rlm_block){NULL, NULL};
+		if (strcmp(kind, "code") == 0)
+			b->code = s;
+		else
+			b->output = s;
+	}
+}
+
 void loop_emit(struct loop *l, const char *kind, const char *text, size_t len)
 {
 	struct rlm_event e;
 	record_event(l->o, l->node, l->parent, l->depth, l->iteration, kind, text, len, NULL);
+	if (l->o->trajectory)
+		keep_turn(l, kind, text, len);
 	if (!l->o->event)
 		return;
 	e = (struct rlm_event){.kind = kind,

@@ -210,11 +210,14 @@ void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct r
 {
 	struct store_run run;
 	struct rlm_err err = {0, ""};
+	struct rlm_opts no_turns = *o;
 	cJSON *j;
 	char *res;
 	if (!rec->run[0])
 		return;
-	j = rlm_result_json(r, o);
+	/* The turns are the run's events already. */
+	no_turns.trajectory = false;
+	j = rlm_result_json(r, &no_turns);
 	if (error)
 		json_add_str(j, "error", error);
 	res = cJSON_PrintUnformatted(j);

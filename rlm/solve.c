@@ -64,11 +64,30 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	return rc;
 }
 
+static void turns_release(struct rlm_turn *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < t[i].n_blocks; k++) {
+			free(t[i].blocks[k].code);
+			free(t[i].blocks[k].output);
+		}
+		for (size_t k = 0; k < t[i].n_notices; k++)
+			free(t[i].notices[k]);
+		free(t[i].blocks);
+		free(t[i].notices);
+		free(t[i].reply);
+	}
+	free(t);
+}
+
 void rlm_result_release(struct rlm_result *r)
 {
 	for (size_t i = 0; i < r->n_children; i++)
 		rlm_result_release(&r->children[i]);
 	free(r->children);
+	turns_release(r->turns, r->n_turns);
+	r->turns = NULL;
+	r->n_turns = 0;
 	free(r->question);
 	r->children = NULL;
 	r->n_children = 0;

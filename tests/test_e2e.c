@@ -148,7 +148,7 @@ TEST(solve_json_nests_child_rlms)
 	char *ok = path_in_tmp("ok.txt"), url[64], *body;
 	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
 	struct proc_out o;
-	cJSON *j, *kids, *k;
+	cJSON *j, *kids, *k, *t, *b;
 	CHECK(srv);
 	write_text(ok, "hello\n", 6);
 	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(srv));
@@ -196,7 +196,24 @@ TEST(solve_json_nests_child_rlms)
 		CHECK(json_num(k, "iterations", 0) == 1);
 		CHECK(json_num(k, "sub_calls", -1) == 0);
 		CHECK_INT(cJSON_GetArraySize(json_get(k, "children")), 0);
+		/* its trajectory: the one turn, its code and what it printed */
+		CHECK_INT(cJSON_GetArraySize(json_get(k, "turns")), 1);
+		t = cJSON_GetArrayItem(json_get(k, "turns"), 0);
+		CHECK(json_num(t, "iteration", 0) == 1);
+		CHECK_CONTAINS(json_str(t, "reply"), "```repl\nanswer['content'] = 'child:'");
+		b = cJSON_GetArrayItem(json_get(t, "blocks"), 0);
+		CHECK_STR(json_str(b, "code"),
+			  "answer['content'] = 'child:' + context\nanswer['ready'] = True\n");
+		CHECK_STR(json_str(b, "output"), "(no output)");
 	}
+	/* the root's turn: its reply, its block, no notice */
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "turns")), 1);
+	t = cJSON_GetArrayItem(json_get(j, "turns"), 0);
+	CHECK_CONTAINS(json_str(t, "reply"), "rlm_query_batched(['L1:0', 'L1:1'])");
+	CHECK_INT(cJSON_GetArraySize(json_get(t, "blocks")), 1);
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(json_get(t, "blocks"), 0), "code"),
+		       "rs = rlm_query_batched(['L1:0', 'L1:1'])\n");
+	CHECK_INT(cJSON_GetArraySize(json_get(t, "notices")), 0);
 	CHECK_CONTAINS(o.err, "--- turn 1 code");
 	CHECK_CONTAINS(o.err, "--- [d1 n1] turn 1 code");
 	CHECK_CONTAINS(o.err, "rlm: [d1 n2] sandbox: ");
@@ -212,13 +229,14 @@ TEST(solve_json_nests_child_rlms)
 	free(body);
 	{
 		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "m", "--base-url", url,
-				   "--max-depth", "1", "--json", "--quiet", NULL};
+				   "--max-depth", "1", "--json", "--no-trajectory", "--quiet", NULL};
 		o = rlm(a, NULL);
 	}
 	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
 	j = json_parse(o.out, strlen(o.out));
 	CHECK_MSG(j, "not JSON: %s", o.out);
 	CHECK_STR(json_str(j, "answer"), "2");
+	CHECK(json_get(j, "turns") == NULL);
 	CHECK(json_num(j, "nodes", -1) == 0);
 	CHECK(json_num(j, "max_depth", -1) == 1);
 	CHECK_INT(cJSON_GetArraySize(json_get(j, "children")), 0);
@@ -862,6 +880,18 @@ TEST(solve_sim_depth2_needs_max_depth_3)
 			CHECK(grandkids >= 16 * 2);
 		else
 			CHECK_INT(grandkids, 0);
+		/* the trajectory of every level: the simulator's real code and
+		 * what the REPL printed of it */
+		for (cJSON *n = j; n; n = cJSON_GetArrayItem(json_get(n, "children"), 0)) {
+			cJSON *turns = json_get(n, "turns"), *b;
+			int depth = (int)json_num(n, "depth", 0);
+			CHECK_MSG(cJSON_GetArraySize(turns) >= 3, "%d turns at depth %d",
+				  cJSON_GetArraySize(turns), depth);
+			b = cJSON_GetArrayItem(json_get(cJSON_GetArrayItem(turns, 1), "blocks"), 0);
+			CHECK_CONTAINS(json_str(b, "code"), "# step 2: ask every chunk of the context");
+			CHECK_CONTAINS(json_str(b, "output"),
+				       depth < (deep ? 2 : 1) ? "child RLMs" : "chunks,");
+		}
 		CHECK(json_num(j, "nodes", 0) == 16 + (double)grandkids);
 		cJSON_Delete(j);
 		proc_out_release(&o);

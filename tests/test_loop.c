@@ -1006,6 +1006,60 @@ TEST(indented_fence_code_is_dedented)
 	env_free(&v);
 }
 
+/* ---- the trajectory ---- */
+
+/* With o.trajectory each turn is kept: the reply, its blocks with the
+ * output shown, the notices; a limit's notice goes with the last turn. */
+TEST(trajectory_keeps_each_turn)
+{
+	struct env v;
+	const struct rlm_turn *t;
+	env_init(&v, SUB_SIM);
+	says(&v, "Thinking, no code.");
+	says(&v, "```repl\nx = 'v'\nprint('hi')\n```\n```repl\nprint(1 / 0)\n```");
+	says(&v, "```repl\nanswer['content'] = x\n```\nFINAL_VAR(y)");
+	v.o.trajectory = true;
+	v.o.max_iterations = 3;
+	v.o.max_calls = 3;
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_MAX_CALLS);
+	CHECK_INT(v.r.n_turns, 4);
+	t = &v.r.turns[0];
+	CHECK_INT(t->iteration, 1);
+	CHECK_STR(t->reply, "Thinking, no code.");
+	CHECK_INT(t->n_blocks, 0);
+	CHECK_INT(t->n_notices, 1);
+	CHECK_CONTAINS(t->notices[0], "Your reply had no ```repl block");
+	t = &v.r.turns[1];
+	CHECK_INT(t->n_blocks, 2);
+	CHECK_STR(t->blocks[0].code, "x = 'v'\nprint('hi')\n");
+	CHECK_STR(t->blocks[0].output, "hi\n");
+	CHECK_STR(t->blocks[1].code, "print(1 / 0)\n");
+	CHECK_CONTAINS(t->blocks[1].output, "ZeroDivisionError");
+	CHECK_INT(t->n_notices, 0);
+	/* FINAL_VAR of a name that is not there: its output, with no code */
+	t = &v.r.turns[2];
+	CHECK_INT(t->n_blocks, 2);
+	CHECK_STR(t->blocks[0].output, "(no output)");
+	CHECK(t->blocks[1].code == NULL);
+	CHECK_CONTAINS(t->blocks[1].output, "y");
+	/* the last call was refused: a turn with the limit's notice alone */
+	t = &v.r.turns[3];
+	CHECK_INT(t->iteration, 4);
+	CHECK(t->reply == NULL);
+	CHECK_INT(t->n_blocks, 0);
+	CHECK_INT(t->n_notices, 1);
+	CHECK_CONTAINS(t->notices[0], "call budget exhausted");
+	env_free(&v);
+
+	/* Off by default. */
+	env_init(&v, SUB_SIM);
+	says(&v, "FINAL(x)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK(v.r.turns == NULL && v.r.n_turns == 0);
+	env_free(&v);
+}
+
 /* ---- progress ---- */
 
 struct prog {
