@@ -901,6 +901,61 @@ TEST(solve_sim_depth2_needs_max_depth_3)
 	free(ans);
 }
 
+/* The node under n that met limit `stop` itself (the others that stopped
+ * on it say in which child it was met), or NULL. */
+static cJSON *met_limit(cJSON *n, const char *stop)
+{
+	cJSON *c, *f;
+	cJSON_ArrayForEach(c, json_get(n, "children"))
+	{
+		const char *d = json_str(c, "stop_detail");
+		if (strcmp(json_str(c, "stop"), stop) == 0 && d && !strstr(d, "(in child RLM"))
+			return c;
+		if ((f = met_limit(c, stop)))
+			return f;
+	}
+	return NULL;
+}
+
+/* A price file makes the simulator cost money (it is free otherwise), and
+ * --max-cost is spent deep in a depth-2 tree ($141 in all at $100 per
+ * million tokens): the whole solve stops there, exit 3, with the reason
+ * and where it was met, and no more spent than the budget. */
+TEST(solve_sim_cost_budget_spent_deep)
+{
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=2", NULL};
+	char *ctx, *q, *ans, *prices = path_in_tmp("prices.json");
+	struct proc_out o;
+	cJSON *j, *deep;
+	gen("1M", "--values=3", &ctx, &q, &ans);
+	write_text(prices, "{\"sim\": {\"input\": 100, \"output\": 100}}", 40);
+	{
+		const char *a[] = {"solve", "-c",     ctx,	  "-q",	      q,    "--max-depth", "3",
+				   "--prices", prices, "--max-cost", "60", "--json", "--quiet", NULL};
+		o = rlm_env(a, NULL, env);
+	}
+	CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_STR(json_str(j, "stop"), "max_cost");
+	CHECK_CONTAINS(json_str(j, "stop_detail"), "cost budget exhausted ($");
+	CHECK_CONTAINS(json_str(j, "stop_detail"), "(in child RLM");
+	CHECK_MSG(json_num(j, "cost_usd", 0) > 30 && json_num(j, "cost_usd", 0) <= 60.5,
+		  "cost $%.4f", json_num(j, "cost_usd", 0));
+	deep = met_limit(j, "max_cost");
+	CHECK_MSG(deep, "no child met the limit: %s", json_str(j, "stop_detail"));
+	CHECK(json_num(deep, "depth", 0) >= 1);
+	fprintf(stderr, "  $%.2f spent of $60; met in node %d at depth %d\n",
+		json_num(j, "cost_usd", 0), (int)json_num(deep, "node", 0),
+		(int)json_num(deep, "depth", 0));
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(prices);
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
 TEST(solve_repl_limits_exit_3)
 {
 	char *ctx, *q, *ans;
