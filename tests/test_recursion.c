@@ -200,6 +200,75 @@ TEST(recursion_deep_and_wide_on_two_slots)
 	env_free(&v);
 }
 
+/* When each child started and ended (the "child" and "child_end" detail
+ * events), by its question. */
+struct child_times {
+	int64_t start[3], end[3];
+};
+
+static void on_child_times(const struct rlm_event *e, void *arg)
+{
+	struct child_times *t = arg;
+	static const char *const q[] = {"fast", "slow", "fast2"};
+	bool start = strcmp(e->kind, "child") == 0;
+	if (!start && strcmp(e->kind, "child_end") != 0)
+		return;
+	/* a child's question is its context; its answer "ok:" and it */
+	for (int i = 0; i < 3; i++) {
+		char want[16];
+		snprintf(want, sizeof(want), "%s%s", start ? "" : "ok:", q[i]);
+		if (e->len == strlen(want) && memcmp(e->text, want, e->len) == 0)
+			*(start ? &t->start[i] : &t->end[i]) = e->elapsed_ns;
+	}
+}
+
+/* One slot, three children: whichever child the parent runs itself, the
+ * one left does not wait for it: it starts as soon as the slot's runner
+ * (or the parent) is free, while the slow one still runs. */
+TEST(recursion_pending_child_takes_a_free_slot)
+{
+	struct env v;
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	struct child_times t;
+	char *body;
+	memset(&t, 0, sizeof(t));
+	env_init(&v, SUB_FAKE);
+	v.o.max_nodes = 1;
+	v.o.event = on_child_times;
+	v.o.event_arg = &t;
+	v.o.detail_events = true;
+	body = fakesrv_chat_body("```repl\nimport time\nif context == 'slow':\n    time.sleep(2)\n"
+				 "answer['content'] = 'ok:' + context\nanswer['ready'] = True\n```",
+				 "stop", 10, 10);
+	r.body = body;
+	fakesrv_set_default(v.root_srv, &r);
+	free(body);
+	says(&v, "```repl\nrs = rlm_query_batched(['fast', 'slow', 'fast2'])\n"
+		 "answer['content'] = '|'.join(rs)\nanswer['ready'] = True\n```");
+	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+	CHECK_STR(v.r.answer, "ok:fast|ok:slow|ok:fast2");
+	CHECK_INT(v.r.n_children, 3);
+	CHECK_STR(v.r.children[2].question, "fast2");
+	CHECK_MSG(t.start[2] && t.end[1], "start %lld, end %lld", (long long)t.start[2],
+		  (long long)t.end[1]);
+	fprintf(stderr, "  the slow child ran %lld to %lld ms; the last started at %lld ms\n",
+		(long long)(t.start[1] / 1000000), (long long)(t.end[1] / 1000000),
+		(long long)(t.start[2] / 1000000));
+	CHECK_MSG(t.start[2] < t.end[1] - SEC, "the last child started at %lld ms, the slow one "
+		  "ended at %lld ms", (long long)(t.start[2] / 1000000),
+		  (long long)(t.end[1] / 1000000));
+	/* node ids count from 1 in the order nodes start, none skipped */
+	for (size_t i = 0; i < 3; i++)
+		CHECK_MSG(v.r.children[i].node >= 1 && v.r.children[i].node <= 3, "node %d",
+			  v.r.children[i].node);
+	CHECK(v.r.children[0].node != v.r.children[1].node &&
+	      v.r.children[1].node != v.r.children[2].node &&
+	      v.r.children[0].node != v.r.children[2].node);
+	CHECK_INT(worker_processes(), 0);
+	CHECK_INT(threads("rlm-node"), 0);
+	env_free(&v);
+}
+
 /* max_depth 1: rlm_query is a plain sub-call: no child, no worker. */
 TEST(recursion_off_makes_rlm_query_a_sub_call)
 {
