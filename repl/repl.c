@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@
 #define DEF_STOP_GRACE_NS (250 * 1000000LL)
 #define DEF_SCRATCH	 ((size_t)256 << 20)
 #define SCRATCH_POLL_NS	 (25 * 1000000LL)
+#define TRIM_AFTER	 ((size_t)1 << 20) /* bytes of a call frame's strings */
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL, C_STOP };
 
@@ -802,21 +804,27 @@ static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
 
 /* ---- calls ---- */
 
-static void answer_call(struct repl *r, struct run *x, const cJSON *f)
+/* The frame's strings change hands (repl_call.bufs): the handler may
+ * keep some, and frees them when it is done, so that a large context is
+ * not held twice while its child runs. */
+static void answer_call(struct repl *r, struct run *x, cJSON *f)
 {
-	const cJSON *ps = json_get(f, "prompts"), *cs = json_get(f, "contexts"), *p;
-	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start;
+	cJSON *ps = json_get(f, "prompts"), *cs = json_get(f, "contexts"), *p;
+	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start, total = 0;
 	const char **prompts = xcalloc(n, sizeof(*prompts));
 	size_t *lens = xcalloc(n, sizeof(*lens));
 	const char **contexts = NULL;
 	size_t *ctx_lens = NULL;
 	char **texts = xcalloc(n, sizeof(*texts));
+	char **bufs = xcalloc(2 * n, sizeof(*bufs));
 	bool *errors = xcalloc(n, sizeof(*errors));
 	struct repl_call c;
 	cJSON_ArrayForEach(p, ps)
 	{
-		prompts[i] = p->valuestring;
+		prompts[i] = bufs[i] = p->valuestring;
 		lens[i] = strlen(p->valuestring);
+		total += lens[i];
+		p->valuestring = NULL;
 		i++;
 	}
 	memset(&c, 0, sizeof(c));
@@ -828,8 +836,10 @@ static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 		cJSON_ArrayForEach(p, cs)
 		{
 			if (cJSON_IsString(p)) {
-				contexts[i] = p->valuestring;
+				contexts[i] = bufs[n + i] = p->valuestring;
 				ctx_lens[i] = strlen(p->valuestring);
+				total += ctx_lens[i];
+				p->valuestring = NULL;
 			}
 			i++;
 		}
@@ -841,6 +851,7 @@ static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 	c.model = json_str(f, "model");
 	c.prompts = prompts;
 	c.lens = lens;
+	c.bufs = bufs;
 	c.n = n;
 	c.deadline_ns = x->deadline;
 	x->out->calls += n;
@@ -880,6 +891,13 @@ static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 	buf_puts(&r->out, "]}");
 	repl__frame_end(&r->out, start);
 	repl__flush(r);
+	for (i = 0; i < 2 * n; i++)
+		free(bufs[i]);
+	free(bufs);
+	/* A large frame's strings came from this thread's malloc arena:
+	 * hand the pages back rather than keep them for the next one. */
+	if (total >= TRIM_AFTER)
+		malloc_trim(0);
 	free(prompts);
 	free(lens);
 	free(contexts);
@@ -935,7 +953,7 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	}
 }
 
-static int on_frame(struct repl *r, struct run *x, const cJSON *f, struct rlm_err *err)
+static int on_frame(struct repl *r, struct run *x, cJSON *f, struct rlm_err *err)
 {
 	const char *type = json_str(f, "type");
 	char why[300];

@@ -151,6 +151,13 @@ struct repl_call {
 	const char *const *contexts;
 	const size_t *ctx_lens;
 	int64_t deadline_ns;     /* now_ns() clock: answer by then (0: none) */
+	/* The strings behind prompts and contexts: bufs[i] is prompts[i],
+	 * bufs[n + i] contexts[i] (NULL: none). The handler may take one: it
+	 * sets the entry to NULL, stops reading it through prompts or
+	 * contexts when it frees it, and frees it once done with it (so a
+	 * large context need not be held twice while a child works on a copy
+	 * of its own). The others are freed once the handler returns. */
+	char **bufs;
 };
 
 /* Answer a call: set texts[i] (malloc'd, owned by the repl afterwards) for

@@ -120,8 +120,12 @@ struct child {
 	struct batch *b;
 	size_t item;	   /* its prompt in the frame */
 	struct rlm_opts o; /* the solve's, with the child's root model */
-	const char *text;  /* its context: borrowed from the frame */
+	const char *text;  /* its context: own's, the frame's, or (once it
+			    * runs) its memfd's */
 	size_t len;
+	char *own;	   /* the frame's string behind text, taken from the
+			    * frame (repl_call.bufs), freed once the child's
+			    * memfd holds the text; NULL: not taken */
 	char *question;		/* owned until handed to out */
 	struct rlm_result *out; /* its slot in the parent's children */
 	struct rlm_err err;
@@ -151,11 +155,19 @@ struct batch {
 static void child_run(struct child *ch)
 {
 	struct calls *p = ch->b->c;
-	/* Borrowed from the call frame, which lives until the frame is
-	 * answered, after every child has ended: no copy (a 10M-token solve
-	 * hands its children 40 MB); the worker has its own in its memfd. */
 	struct corpus *ctx;
 	char *data;
+	/* Its context goes into a memfd of its own, which its worker borrows
+	 * (the one copy a worker needs anyway), and the frame's string is
+	 * freed now, not when the last sibling ends: a 10M-token solve hands
+	 * its children 40 MB in one frame. */
+	if (corpus_from_text_memfd(ch->text, ch->len, &ctx) == 0) {
+		ch->text = ctx->buf;
+		free(ch->own);
+		ch->own = NULL;
+	} else {
+		ctx = corpus_borrow_text(ch->text, ch->len);
+	}
 	record_detail(&ch->o, p->tree, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
 		      strlen(ch->question), NULL);
 	if (record_memo_get(&ch->o, &p->tree->budget, p->depth + 1, ch->question, ch->text,
@@ -165,10 +177,8 @@ static void child_run(struct child *ch)
 		ch->out->depth = p->depth + 1;
 		ch->out->node = ch->id;
 	} else {
-		ctx = corpus_borrow_text(ch->text, ch->len);
 		ch->rc = loop_node(p->tree, &ch->o, p->depth + 1, ch->id, p->node, ch->question,
 				   ctx, ch->out, &ch->err);
-		corpus_free(ctx);
 		if (ch->rc == 0)
 			record_memo_put(&ch->o, p->depth + 1, ch->question, ch->text, ch->len,
 					ch->out);
@@ -184,6 +194,8 @@ static void child_run(struct child *ch)
 	free(data);
 	ch->out->question = ch->question;
 	ch->question = NULL;
+	corpus_free(ctx);
+	ch->text = NULL;
 }
 
 /* The next child of the queue, with its node id, or NULL when every one
@@ -357,7 +369,7 @@ static bool may_start(struct calls *c, struct batch *b, size_t i, char **texts, 
 static void child_prepare(struct child *ch, struct calls *c, const struct repl_call *call,
 			  struct llm_model *root)
 {
-	size_t i = ch->item;
+	size_t i = ch->item, slot;
 	ch->o = *c->tree->o;
 	ch->o.model = root;
 	ch->o.sub_model = c->sub;
@@ -369,10 +381,17 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 		ch->question = xstrndup(call->prompts[i], call->lens[i]);
 		ch->text = call->contexts[i];
 		ch->len = call->ctx_lens[i];
+		slot = call->n + i;
 	} else {
 		ch->question = node_question(call->prompts[i], call->lens[i]);
 		ch->text = call->prompts[i];
 		ch->len = call->lens[i];
+		slot = i;
+	}
+	/* The string is the child's from here: freed as soon as it runs. */
+	if (call->bufs && call->bufs[slot] == ch->text) {
+		ch->own = call->bufs[slot];
+		call->bufs[slot] = NULL;
 	}
 }
 
@@ -440,6 +459,7 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 		}
 		pthread_mutex_unlock(&c->mu);
 		free(ch->question);
+		free(ch->own);
 	}
 	if (b.refused)
 		calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);

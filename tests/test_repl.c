@@ -731,6 +731,51 @@ TEST(calls_reach_the_handler_in_order)
 	repl_free(r);
 }
 
+/* Takes the strings of every other prompt and of every context (as a
+ * child RLM does with its context), answers from them after freeing what
+ * it took of the frame, and leaves the rest to the repl. */
+static void taking_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	(void)arg;
+	(void)errors;
+	CHECK(c->bufs != NULL);
+	for (size_t i = 0; i < c->n; i++) {
+		char *p = NULL, *x = NULL;
+		CHECK(c->bufs[i] == c->prompts[i]);
+		if (i % 2 == 0) {
+			p = c->bufs[i];
+			c->bufs[i] = NULL;
+		}
+		if (c->contexts && c->contexts[i]) {
+			CHECK(c->bufs[c->n + i] == c->contexts[i]);
+			x = c->bufs[c->n + i];
+			c->bufs[c->n + i] = NULL;
+		} else {
+			CHECK(c->bufs[c->n + i] == NULL);
+		}
+		texts[i] = xasprintf("%s:%s|%s", p ? "took" : "left", c->prompts[i],
+				     x ? x : "-");
+		free(p);
+		free(x);
+	}
+}
+
+/* The handler may take a frame's strings (repl_call.bufs) and free them
+ * itself; the repl frees the others. (ASan checks none leaks or is freed
+ * twice.) */
+TEST(handler_may_take_the_frame_strings)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.on_call = taking_call;
+	r = start(&cfg);
+	expect(r, "rlm_query_batched(['a', 'b', 'c'], contexts=['x' * 3, None, 'z'])",
+	       "['took:a|xxx', 'left:b|-', 'took:c|z']\n");
+	expect(r, "llm_query_batched(['p', 'q'])", "['took:p|-', 'left:q|-']\n");
+	repl_free(r);
+}
+
 /* rlm_query(context=) and rlm_query_batched(contexts=) reach the handler
  * as repl_call.contexts; none given, the frame has none; bad ones raise in
  * the code before anything is sent. */
