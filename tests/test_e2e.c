@@ -627,14 +627,34 @@ TEST(json_on_failure)
 
 /* The repl strategy (the default) over haystacks of 1M and 10M tokens:
  * the simulator writes the code, the REPL runs it, sub-calls fan out. */
-static void solve_repl(const char *size, bool http)
+/* A share of bytes of the file at path that are part of multi-byte UTF-8
+ * sequences. */
+static double multibyte_share(const char *path)
+{
+	char *text;
+	size_t len, n = 0;
+	struct rlm_err err = {0, ""};
+	CHECK_INT(read_file(path, (size_t)1 << 30, &text, &len, &err), 0);
+	for (size_t i = 0; i < len; i++)
+		n += (unsigned char)text[i] >= 0x80;
+	CHECK(utf8_valid(text, len, NULL));
+	free(text);
+	return len ? (double)n / (double)len : 0;
+}
+
+static void solve_repl(const char *size, bool http, const char *gen_flag)
 {
 	char *ctx, *q, *ans, url[64];
 	struct proc_out o;
 	cJSON *j;
 	int port = 0;
 	pid_t srv = 0;
-	gen(size, NULL, &ctx, &q, &ans);
+	gen(size, gen_flag, &ctx, &q, &ans);
+	if (gen_flag && strcmp(gen_flag, "--utf8") == 0) {
+		double share = multibyte_share(ctx);
+		fprintf(stderr, "  %.1f%% of the bytes in multi-byte characters\n", 100 * share);
+		CHECK_MSG(share > 0.02, "%.3f%% of the bytes multi-byte", 100 * share);
+	}
 	if (http) {
 		srv = proc_sim_serve("ttft=1ms", &port);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
@@ -664,10 +684,13 @@ static void solve_repl(const char *size, bool http)
 	free(ans);
 }
 
-TEST(solve_repl_1M_in_process) { solve_repl("1M", false); }
-TEST(solve_repl_1M_over_http) { solve_repl("1M", true); }
-TEST(solve_repl_10M_in_process) { solve_repl("10M", false); }
-TEST(solve_repl_10M_over_http) { solve_repl("10M", true); }
+TEST(solve_repl_1M_in_process) { solve_repl("1M", false, NULL); }
+TEST(solve_repl_1M_over_http) { solve_repl("1M", true, NULL); }
+TEST(solve_repl_10M_in_process) { solve_repl("10M", false, NULL); }
+TEST(solve_repl_10M_over_http) { solve_repl("10M", true, NULL); }
+/* 10M tokens of multi-byte UTF-8 (2- to 4-byte sequences): the str the
+ * worker decodes, the chunks cut by characters, the needle found. */
+TEST(solve_repl_10M_utf8_in_process) { solve_repl("10M", false, "--utf8"); }
 
 /* sim's root goes recursive past rlm_chunks chunks (128 by default; 4 here,
  * so 800 KB in 64,000-character chunks, 13 of them, is enough): child RLMs
