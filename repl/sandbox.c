@@ -383,9 +383,9 @@ static int ll_build(const struct repl *r, char *why, size_t cap)
 static void fmt_size(char *dst, size_t cap, unsigned long v)
 {
 	if (v && v % GiB == 0)
-		snprintf(dst, cap, "%luG", v / GiB);
+		snprintf(dst, cap, "%luG", (unsigned long)(v / GiB));
 	else if (v && v % MiB == 0)
-		snprintf(dst, cap, "%luM", v / MiB);
+		snprintf(dst, cap, "%luM", (unsigned long)(v / MiB));
 	else if (v && v % 1024 == 0)
 		snprintf(dst, cap, "%luK", v / 1024);
 	else
