@@ -465,6 +465,23 @@ TEST(recursion_call_budget_spent_deep_ends_the_solve)
 	env_free(&v);
 }
 
+/* The threads of this process once a first solve has started what lives
+ * as long as the process (the spawner thread) and its pool and servers are
+ * gone: what a solve must leave behind it, and no more. */
+static int base_threads(void)
+{
+	struct env v;
+	int base;
+	env_init(&v, SUB_FAKE);
+	says(&v, "```repl\nprint(llm_query('warm'))\n```");
+	says(&v, "FINAL(warm)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	env_free(&v);
+	base = threads(NULL);
+	CHECK_INT(worker_processes(), 0);
+	return base;
+}
+
 /* Cancel or time out a deep tree whose last nodes wait on hanging
  * sub-calls: rlm_solve comes back promptly, and leaves no worker and no
  * thread behind. */
@@ -474,19 +491,8 @@ static void stop_deep_tree(bool cancel)
 	struct fake_reply hang = {200, NULL, NULL, FAKE_HANG, 0};
 	struct canceller c;
 	pthread_t th;
-	int base;
+	int base = base_threads();
 	int64_t t0, ms;
-	/* A first solve starts what lives as long as the process (the
-	 * spawner thread); with its pool and servers gone, what is left is
-	 * the base. */
-	env_init(&v, SUB_FAKE);
-	says(&v, "```repl\nprint(llm_query('warm'))\n```");
-	says(&v, "FINAL(warm)");
-	CHECK_INT(solve(&v, "q?"), 0);
-	env_free(&v);
-	base = threads(NULL);
-	CHECK_INT(worker_processes(), 0);
-
 	env_init(&v, SUB_FAKE);
 	v.o.max_depth = 3;
 	tree_script(&v, 3, 100);
@@ -694,22 +700,6 @@ TEST(recursion_budget_stop_interrupts_a_sibling_in_a_loop)
 	CHECK_INT(worker_processes(), 0);
 	CHECK_INT(threads("rlm-node"), 0);
 	env_free(&v);
-}
-
-/* The threads of the process once a first solve has started what lives
- * as long as the process (the spawner thread, the zygote's). */
-static int base_threads(void)
-{
-	struct env v;
-	int base;
-	env_init(&v, SUB_FAKE);
-	says(&v, "```repl\nprint(llm_query('warm'))\n```");
-	says(&v, "FINAL(warm)");
-	CHECK_INT(solve(&v, "q?"), 0);
-	env_free(&v);
-	base = threads(NULL);
-	CHECK_INT(worker_processes(), 0);
-	return base;
 }
 
 /* Cancel or time out a solve 1 s in, while a child's block computes in a
