@@ -358,7 +358,10 @@ struct perf_serve {
 	long errors;            /* measured requests that failed or answered wrong */
 	long warm_errors;       /* the same in the warm-up batch */
 	char first_error[160];  /* the first failure, over both batches; "" none */
+	int keep_runs;          /* the server's --keep-runs (clients) */
+	size_t corpus_cache;    /* its --corpus-cache: the warm-up's bodies */
 	double rss_warm_mb;     /* the server's VmRSS after the warm-up, 1e6 bytes */
+	double rss_half_mb;     /* once half the measured requests were answered */
 	double rss_end_mb;      /* and after the measured requests */
 	double hwm_mb;          /* its VmHWM then */
 	int exit_status;        /* the server's after SIGTERM (128 + signal), -1 unknown */
@@ -367,7 +370,8 @@ struct perf_serve {
 
 /* Start the real `rlm serve` (this binary) on the simulator with every
  * model call taking latency_ms, a store of its own in a temporary
- * directory and --max-solves 64; post `clients` synchronous solves (POST
+ * directory, --max-solves 64, --keep-runs clients and a --corpus-cache the
+ * size of the warm-up's contexts; post `clients` synchronous solves (POST
  * /v1/solve, an 8k-token S-NIAH haystack and needle key of its own each)
  * as a warm-up, then `requests` more from `clients` threads at once,
  * checking that each is 200, "done" and holds its needle; SIGTERM the

@@ -15,9 +15,14 @@
  * next request off a shared counter until there are none left, so the
  * server always has `clients` solves running. A first batch of one
  * request per client warms everything (connections, the store, the
- * zygote) and is not measured; the server's VmRSS after it and at the end
- * gives the memory growth under load. Last the server gets SIGTERM and
- * must exit 0 with nothing running. */
+ * zygote) and is not measured. The server keeps as many finished runs in
+ * memory as there are clients (--keep-runs) and a cache of unused inline
+ * contexts as big as the warm-up's (--corpus-cache): both are full once
+ * the warm-up is over, so what grows after is a leak. The server's VmRSS
+ * is read after the warm-up, once half the measured requests are answered
+ * (read while the clients go on: no barrier) and at the end: the growth
+ * over the second half, per solve, must be near zero. Last the server
+ * gets SIGTERM and must exit 0 with nothing running. */
 #include "bench.h"
 #include "../common/json.h"
 
@@ -50,6 +55,7 @@ struct load {
 	size_t end;	       /* requests [0, end) of this phase */
 	bool measured;	       /* this phase is measured: count the calls */
 	atomic_size_t next;    /* the next request to send */
+	atomic_size_t done;    /* requests of this phase answered */
 	atomic_long errors;    /* requests that failed, over both phases */
 	atomic_long calls;     /* model calls the measured solves made */
 	atomic_long cached;    /* of those, answered by the store */
@@ -133,8 +139,10 @@ static void *client_run(void *arg)
 	struct client *c = arg;
 	struct load *L = c->L;
 	size_t i;
-	while ((i = L->next++) < L->end)
+	while ((i = L->next++) < L->end) {
 		post_one(L, c->h, &c->resp, i, L->measured);
+		L->done++;
+	}
 	return NULL;
 }
 
@@ -165,27 +173,6 @@ static void client_release(struct client *c)
 	buf_release(&c->resp);
 }
 
-/* Run requests [from, to) on the n clients at once and wait for them. */
-static int run_phase(struct load *L, struct client *cs, int n, size_t from, size_t to,
-		     bool measured, struct rlm_err *err)
-{
-	int started = 0, rc = 0;
-	L->next = from;
-	L->end = to;
-	L->measured = measured;
-	for (; started < n; started++)
-		if (pthread_create(&cs[started].th, NULL, client_run, &cs[started]) != 0)
-			break;
-	if (started < n) {
-		/* the clients that run take the rest */
-		rc = rlm_err_set(err, -EAGAIN, "cannot start client thread %d of %d", started + 1,
-				 n);
-	}
-	for (int i = 0; i < started; i++)
-		pthread_join(cs[i].th, NULL);
-	return rc;
-}
-
 /* VmRSS or VmHWM of pid in MB (1e6 bytes), or -1. */
 static double proc_mb(pid_t pid, const char *field)
 {
@@ -201,6 +188,35 @@ static double proc_mb(pid_t pid, const char *field)
 			v = strtod(line + n + 1, NULL) * 1024 / 1e6;
 	fclose(f);
 	return v;
+}
+
+/* Run requests [from, to) on the n clients at once and wait for them;
+ * with rss_pid > 0, read its VmRSS into *rss_mb once half of them are
+ * answered (the clients going on meanwhile). */
+static int run_phase(struct load *L, struct client *cs, int n, size_t from, size_t to,
+		     bool measured, pid_t rss_pid, double *rss_mb, struct rlm_err *err)
+{
+	int started = 0, rc = 0;
+	L->next = from;
+	L->done = 0;
+	L->end = to;
+	L->measured = measured;
+	for (; started < n; started++)
+		if (pthread_create(&cs[started].th, NULL, client_run, &cs[started]) != 0)
+			break;
+	if (started < n) {
+		/* the clients that run take the rest */
+		rc = rlm_err_set(err, -EAGAIN, "cannot start client thread %d of %d", started + 1,
+				 n);
+	}
+	if (rss_pid > 0 && started) {
+		while (L->done < (to - from) / 2)
+			sleep_ns(1000000);
+		*rss_mb = proc_mb(rss_pid, "VmRSS");
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(cs[i].th, NULL);
+	return rc;
 }
 
 /* CPU time the whole machine has spent busy (all processes, all cores),
@@ -235,13 +251,14 @@ static void err_tail(const char *path, char *dst, size_t cap)
 		close(fd);
 }
 
-/* Start `rlm serve --port 0 --cache DIR/s.db --max-solves 64` with every
- * model call taking latency_ms, its stderr in DIR/serve.err: its pid in
+/* Start `rlm serve --port 0 --cache DIR/s.db --max-solves 64 --keep-runs
+ * CLIENTS --corpus-cache CACHE` with every model call taking latency_ms,
+ * its stderr in DIR/serve.err: its pid in
  * *pid, its port in *port, and in *out_fd the read end of its stdout (kept
  * open so that a later write cannot kill it with SIGPIPE). Returns 0 or a
  * negative code with err (then nothing is left running). */
-static int serve_start(const char *dir, long latency_ms, pid_t *pid, int *port, int *out_fd,
-		       struct rlm_err *err)
+static int serve_start(const char *dir, long latency_ms, int clients, size_t cache, pid_t *pid,
+		       int *port, int *out_fd, struct rlm_err *err)
 {
 	static const char *const clean[] = {"RLM_PROVIDER",	  "RLM_MODEL",
 					    "RLM_SUB_MODEL",	  "OPENAI_API_KEY",
@@ -250,7 +267,7 @@ static int serve_start(const char *dir, long latency_ms, pid_t *pid, int *port, 
 					    "RLM_MAX_DEPTH",	  "RLM_MAX_NODES",
 					    "RLM_NO_CACHE",	  "RLM_CACHE",
 					    "RLM_CONCURRENCY",	  NULL};
-	char self[PATH_MAX], line[256], spec[64], tail[200];
+	char self[PATH_MAX], line[256], spec[64], tail[200], keep[16], csize[32];
 	char *db = xasprintf("%s/s.db", dir), *errp = xasprintf("%s/serve.err", dir);
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	size_t got = 0;
@@ -267,6 +284,8 @@ static int serve_start(const char *dir, long latency_ms, pid_t *pid, int *port, 
 	}
 	self[n] = '\0';
 	snprintf(spec, sizeof(spec), "ttft=%ldms", latency_ms);
+	snprintf(keep, sizeof(keep), "%d", clients);
+	snprintf(csize, sizeof(csize), "%zu", cache);
 	fflush(stdout);
 	fflush(stderr);
 	if ((*pid = fork()) < 0) {
@@ -281,7 +300,8 @@ static int serve_start(const char *dir, long latency_ms, pid_t *pid, int *port, 
 			unsetenv(clean[i]);
 		setenv("RLM_SIM", spec, 1);
 		execl(self, "rlm", "serve", "--port", "0", "--cache", db, "--max-solves", "64",
-		      "--provider", "sim", "--model", "sim", (char *)NULL);
+		      "--keep-runs", keep, "--corpus-cache", csize, "--provider", "sim", "--model",
+		      "sim", (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -458,7 +478,12 @@ int perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_se
 		rc = rlm_err_set(err, RLM_EHTTP, "cannot initialise libcurl");
 		goto out;
 	}
-	if ((rc = serve_start(dir, latency_ms, &pid, &port, &out_fd, err)))
+	/* the warm-up's contexts fill the cache of unused ones */
+	for (size_t i = 0; i < warm; i++)
+		out->corpus_cache += strlen(L.bodies[i]);
+	out->keep_runs = clients;
+	if ((rc = serve_start(dir, latency_ms, clients, out->corpus_cache, &pid, &port, &out_fd,
+			      err)))
 		goto out;
 	snprintf(L.url, sizeof(L.url), "http://127.0.0.1:%d/v1/solve", port);
 	for (int i = 0; i < clients; i++)
@@ -467,13 +492,13 @@ int perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_se
 			goto out;
 		}
 	/* the warm-up batch: one request per client, not measured */
-	if ((rc = run_phase(&L, cs, clients, 0, warm, false, err)))
+	if ((rc = run_phase(&L, cs, clients, 0, warm, false, 0, NULL, err)))
 		goto out;
 	out->rss_warm_mb = proc_mb(pid, "VmRSS");
 	out->warm_errors = L.errors;
 	busy0 = machine_busy_s();
 	t0 = now_ns();
-	if ((rc = run_phase(&L, cs, clients, warm, total, true, err)))
+	if ((rc = run_phase(&L, cs, clients, warm, total, true, pid, &out->rss_half_mb, err)))
 		goto out;
 	out->wall_s = (double)(now_ns() - t0) / 1e9;
 	out->cpu_ms_per_solve =

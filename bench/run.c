@@ -545,7 +545,7 @@ void bench_run_all(struct bench_run *r)
 {
 	pthread_t *th;
 	long started = 0, jobs;
-	r->front = (struct llm_front){direct_lookup, direct_save, r};
+	r->front = (struct llm_front){direct_lookup, direct_save, r, NULL};
 	r->n_run = r->n_done = r->n_failed = 0;
 	for (size_t i = 0; i < r->n_tasks; i++)
 		r->n_run += !r->tasks[i].done;

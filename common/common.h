@@ -120,6 +120,13 @@ int parse_count(const char *s, uint64_t *out);
 int parse_int(const char *s, long min, long max, long *out);
 int parse_double(const char *s, double min, double max, double *out);
 
+/* ---- URLs ---- */
+/* s with the "user:password@" of every URL in it removed (s may be a
+ * comma-separated list of URLs): a URL as it may be stored or shown, a
+ * credential left out. Text that is no URL is copied as it is. The
+ * caller frees the result. */
+char *url_without_userinfo(const char *s);
+
 /* ---- logging to stderr, thread-safe, one line per call ---- */
 enum { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 extern int rlm_log_level; /* default LOG_WARN; set once at start */

@@ -4,6 +4,7 @@
 #include "common.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,4 +101,111 @@ char *json_print(const cJSON *item)
 		abort();
 	}
 	return s;
+}
+
+bool json_has_nul_escape(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (s[i] != '\\')
+			continue;
+		if (s[i + 1] == 'u' && i + 6 <= n && memcmp(s + i + 2, "0000", 4) == 0)
+			return true;
+		i++;
+	}
+	return false;
+}
+
+/* One container of the text json_nul_path walks: what its child being read
+ * is called. */
+struct nul_frame {
+	bool array;
+	size_t index; /* an array's */
+	char key[56]; /* an object's, raw (escapes as written), maybe cut */
+};
+
+#define NUL_DEPTH 32 /* containers named in a path; deeper ones are "..." */
+
+static void nul_path(const struct nul_frame *st, size_t depth, size_t over, bool key, char *path,
+		     size_t cap)
+{
+	size_t n = 0;
+	path[0] = '\0';
+	for (size_t k = 0; k < depth && n < cap; k++) {
+		int w = st[k].array ? snprintf(path + n, cap - n, "[%zu]", st[k].index)
+				    : snprintf(path + n, cap - n, "%s%s", n ? "." : "",
+					       st[k].key[0] ? st[k].key : "\"\"");
+		n += w > 0 ? (size_t)w : 0;
+	}
+	if (n < cap && over)
+		n += (size_t)snprintf(path + n, cap - n, "...");
+	if (n < cap && key)
+		snprintf(path + n, cap - n, " (a key)");
+}
+
+bool json_nul_path(const char *s, size_t len, char *path, size_t cap)
+{
+	struct nul_frame st[NUL_DEPTH];
+	size_t depth = 0, over = 0;
+	bool want_key = false; /* a string now is an object's key */
+	if (cap)
+		path[0] = '\0';
+	if (!s || len < 6 || !memmem(s, len, "\\u0000", 6))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		struct nul_frame *top = depth && !over ? &st[depth - 1] : NULL;
+		size_t start;
+		bool nul = false, key;
+		switch (s[i]) {
+		case '{':
+		case '[':
+			if (depth < NUL_DEPTH && !over) {
+				memset(&st[depth], 0, sizeof(st[depth]));
+				st[depth++].array = s[i] == '[';
+			} else {
+				over++;
+			}
+			want_key = s[i] == '{';
+			break;
+		case '}':
+		case ']':
+			if (over)
+				over--;
+			else if (depth)
+				depth--;
+			want_key = false;
+			break;
+		case ',':
+			if (top && top->array)
+				top->index++;
+			else if (top)
+				want_key = true;
+			break;
+		case ':':
+			want_key = false;
+			break;
+		case '"':
+			start = ++i;
+			for (; i < len && s[i] != '"'; i++) {
+				if (s[i] != '\\' || i + 1 >= len)
+					continue;
+				if (s[i + 1] == 'u' && i + 6 <= len &&
+				    memcmp(s + i + 2, "0000", 4) == 0)
+					nul = true;
+				i++;
+			}
+			key = want_key && top && !top->array;
+			if (key)
+				snprintf(top->key, sizeof(top->key), "%.*s",
+					 (int)RLM_MIN(i - start, sizeof(top->key) - 1), s + start);
+			if (nul) {
+				if (cap)
+					nul_path(st, depth, over, key, path, cap);
+				return true;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	return false;
 }

@@ -31,4 +31,19 @@ cJSON *json_parse(const char *s, size_t len);
 /* Compact text of item; the caller frees it with free(). */
 char *json_print(const cJSON *item);
 
+/* Does the JSON text s[0..n), which json_parse accepted, hold the escape
+ * \u0000 (cJSON would decode it to a NUL and silently cut the string
+ * there)? Backslashes only occur inside strings of such text, so pairs are
+ * skipped blindly. */
+bool json_has_nul_escape(const char *s, size_t n);
+/* Does a string of the JSON text s[0..len) (a key or a value) hold the
+ * escape \u0000? cJSON decodes it to a NUL byte, which cuts the string
+ * there, so a caller that parsed s cannot see it. When one does: true,
+ * with its path in path[0..cap) ("question", "messages[2].content",
+ * "documents[0]"; "" for a string at the top; a key that holds one is
+ * named with " (a key)" after it). s should be text json_parse accepted:
+ * for anything else the answer is arbitrary, but nothing outside s is
+ * read and path is always terminated. */
+bool json_nul_path(const char *s, size_t len, char *path, size_t cap);
+
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* common/util.c -- time, random numbers, UTF-8 checks, number parsing. */
+/* common/util.c -- time, random numbers, UTF-8 checks, number parsing, URLs
+ * without their credentials. */
 #include "common.h"
 
 #include <errno.h>
@@ -206,4 +207,28 @@ int parse_double(const char *s, double min, double max, double *out)
 		return RLM_EINVAL;
 	*out = v;
 	return 0;
+}
+
+char *url_without_userinfo(const char *s)
+{
+	char *out = xmalloc(strlen(s) + 1), *o = out;
+	while (*s) {
+		const char *sep = strstr(s, "://"), *end, *at = NULL;
+		if (!sep) {
+			strcpy(o, s);
+			return out;
+		}
+		sep += 3;
+		memcpy(o, s, (size_t)(sep - s));
+		o += sep - s;
+		/* The authority ends at the path, query, fragment or the next
+		 * URL of a list; its last '@' ends the userinfo. */
+		end = sep + strcspn(sep, "/?#, \t");
+		for (const char *p = sep; p < end; p++)
+			if (*p == '@')
+				at = p;
+		s = at ? at + 1 : sep;
+	}
+	*o = 0;
+	return out;
 }

@@ -96,8 +96,9 @@ struct llm_pool;
 struct llm_call;
 
 /* A cache in front of the pool (rlm's store; llm/ knows nothing of it).
- * Both run on the pool thread that performs the call, before its caller
- * sees the result. */
+ * All run on the pool thread that performs the call, before its caller
+ * sees the result; lookup may block (until another call it waits for
+ * completes). */
 struct llm_front {
 	/* c is about to be sent: true when it is answered instead (c's text,
 	 * len, finish_reason, usage and cost filled in, rc 0). */
@@ -105,6 +106,9 @@ struct llm_front {
 	/* c succeeded over the network (rc 0): keep it. */
 	void (*save)(void *arg, const struct llm_call *c);
 	void *arg;
+	/* Optional: c, which lookup did not answer, was performed (whatever
+	 * its rc), after save. */
+	void (*release)(void *arg, const struct llm_call *c);
 };
 
 /* One model call. The caller fills the request part (llm_call_init and the
@@ -168,8 +172,13 @@ double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens);
 size_t llm_model_endpoints(const struct llm_model *m);
 /* What of the model decides its answers, for a cache key: "openai:gpt-5",
  * "anthropic:claude-...", with ":" and its extra JSON when it has one,
- * "sim:seed=1,code_errors=0,chunk=0,rlm_chunks=128" (not the endpoints,
- * the key or the limits). */
+ * then, unless it is only the provider's default endpoint, "@[" its
+ * endpoints "]" (without user:password@, scheme and host in lower case,
+ * no default port, sorted, without repeats, joined by ','):
+ * "openai:qwen3@[http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1]";
+ * "sim:seed=1,code_errors=0,chunk=0,rlm_chunks=128" for the simulator.
+ * Not the API key or the limits. The string is m's, until
+ * llm_model_free. */
 const char *llm_model_cache_id(const struct llm_model *m);
 
 /* Parse "openai", "anthropic", "sim"; returns 0 or RLM_EINVAL. */

@@ -5,6 +5,7 @@
 #include "sim.h"
 #include "../common/json.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -91,6 +92,58 @@ static int add_endpoints(struct llm_model *m, const char *list, struct rlm_err *
 	if (!rc && m->n_eps == 0)
 		rc = rlm_err_set(err, RLM_EINVAL, "no base URL in '%s'", list);
 	return rc;
+}
+
+/* An endpoint as the cache id names it: no user:password@, the scheme and
+ * host in lower case, no default port (":80" for http, ":443" for https);
+ * the path as it is (add_endpoints removed trailing slashes). */
+static char *endpoint_norm(const char *url)
+{
+	char *u = url_without_userinfo(url), *host = strstr(u, "://"), *end, *port;
+	if (!host)
+		return u;
+	host += 3;
+	end = host + strcspn(host, "/?#");
+	for (char *p = u; p < end; p++)
+		*p = (char)tolower((unsigned char)*p);
+	port = memchr(host, ':', (size_t)(end - host));
+	if (port && ((strncmp(u, "http:", 5) == 0 && end - port == 3 && !strncmp(port, ":80", 3)) ||
+		     (strncmp(u, "https:", 6) == 0 && end - port == 4 && !strncmp(port, ":443", 4))))
+		memmove(port, end, strlen(end) + 1);
+	return u;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The endpoints that answer for m, for its cache id: two servers that
+ * serve the same model name (a vLLM of one's own and OpenRouter) may not
+ * answer the same, but replicas listed in any order, or one URL spelt
+ * two ways, are one set: normalised, sorted, without repeats, joined by
+ * ','. NULL for the provider's default endpoint alone, so that the ids,
+ * and the keys, made before endpoints were in them stay valid. */
+static char *endpoints_id(const struct llm_model *m)
+{
+	char **v = xcalloc(m->n_eps, sizeof(*v)), *def = endpoint_norm(m->wire->default_base_url);
+	struct buf b = BUF_INIT;
+	size_t n = 0;
+	for (size_t i = 0; i < m->n_eps; i++)
+		v[i] = endpoint_norm(m->eps[i].base_url);
+	qsort(v, m->n_eps, sizeof(*v), cmp_str);
+	for (size_t i = 0; i < m->n_eps; i++) {
+		if (i && strcmp(v[i], v[i - 1]) == 0)
+			continue;
+		buf_printf(&b, "%s%s", n++ ? "," : "", v[i]);
+	}
+	for (size_t i = 0; i < m->n_eps; i++)
+		free(v[i]);
+	free(v);
+	if (n == 1 && strcmp(b.p, def) == 0)
+		buf_release(&b);
+	free(def);
+	return b.p;
 }
 
 struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err *err)
@@ -181,9 +234,13 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 		sim_cache_id(cfg->sim, id, sizeof(id));
 		m->cache_id = xasprintf("sim:%s", id);
 	} else {
-		/* The model's own extra JSON shapes its answers too. */
-		m->cache_id = xasprintf("%s:%s%s%s", llm_kind_name(cfg->kind), m->name,
-					m->extra_json ? ":" : "", m->extra_json ? m->extra_json : "");
+		/* The model's own extra JSON shapes its answers too, and so do
+		 * the servers that answer (unless they are the default). */
+		char *eps = endpoints_id(m);
+		m->cache_id = xasprintf("%s:%s%s%s%s%s%s", llm_kind_name(cfg->kind), m->name,
+					m->extra_json ? ":" : "", m->extra_json ? m->extra_json : "",
+					eps ? "@[" : "", eps ? eps : "", eps ? "]" : "");
+		free(eps);
 	}
 	if (!m->cfg.context_window) {
 		m->cfg.context_window = llm_context_window_lookup(m->name);

@@ -463,13 +463,16 @@ static void perform_front(struct llm_pool *p, struct http_client *http, struct r
 			  struct llm_call *c)
 {
 	const struct llm_front *f = c->front;
-	if (f && f->lookup && !cancelled(c) && f->lookup(f->arg, c)) {
+	bool asked = f && f->lookup && !cancelled(c);
+	if (asked && f->lookup(f->arg, c)) {
 		c->cached = true;
 		return;
 	}
 	perform(p, http, rng, c);
 	if (f && f->save && c->rc == 0)
 		f->save(f->arg, c);
+	if (asked && f->release)
+		f->release(f->arg, c);
 }
 
 static void finish(struct llm_pool *p, struct llm_call *c)

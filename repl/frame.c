@@ -13,6 +13,7 @@
 enum field_kind {
 	F_INT,	 /* an integer that a double holds exactly */
 	F_COUNT, /* an integer >= 0 */
+	F_COUNT_OPT, /* absent, or an integer >= 0 */
 	F_BOOL,
 	F_STR,
 	F_STR_NULL, /* a string or null */
@@ -38,6 +39,7 @@ static const struct field result_fields[] = {
     {"id", F_INT},	    {"output", F_STR},	     {"output_chars", F_COUNT},
     {"error", F_BOOL},	    {"interrupted", F_BOOL}, {"ready", F_BOOL},
     {"answer", F_STR_NULL}, {"content", F_STR_NULL}, {"vars", F_STRS},
+    {"error_at", F_COUNT_OPT},
 };
 static const struct field fatal_fields[] = {
     {"error", F_STR},
@@ -67,11 +69,15 @@ static int check_field(const cJSON *f, const struct field *fd, size_t max_items,
 	const cJSON *it = json_get(f, fd->name), *el;
 	size_t n = 0;
 	switch (fd->kind) {
+	case F_COUNT_OPT:
+		if (!it)
+			return 0;
+		/* fall through */
 	case F_INT:
 	case F_COUNT:
 		if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int64_t)it->valuedouble ||
 		    it->valuedouble > 9007199254740992.0 || it->valuedouble < -9007199254740992.0 ||
-		    (fd->kind == F_COUNT && it->valuedouble < 0))
+		    (fd->kind != F_INT && it->valuedouble < 0))
 			goto bad;
 		return 0;
 	case F_BOOL:
@@ -293,7 +299,7 @@ char *repl__clean(const char *str, size_t len, size_t *out_len)
 }
 
 /* Byte offset of code point number `n` in s (len when past the end). */
-static size_t char_offset(const char *str, size_t len, size_t n)
+size_t repl__char_offset(const char *str, size_t len, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0;
@@ -332,8 +338,8 @@ char *repl_truncate(const char *s, size_t len, size_t limit, size_t *out_len)
 	}
 	head = limit / 2;
 	tail = limit - head;
-	h_end = char_offset(s, len, head);
-	t_start = char_offset(s, len, chars - tail);
+	h_end = repl__char_offset(s, len, head);
+	t_start = repl__char_offset(s, len, chars - tail);
 	fmt_count(omitted, sizeof(omitted), chars - head - tail);
 	fmt_count(total, sizeof(total), chars);
 	buf_append(&b, s, h_end);

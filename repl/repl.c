@@ -69,6 +69,7 @@ struct run {
 	struct buf note; /* before the output: restarts */
 	char *body;	 /* the worker's output */
 	size_t body_len;
+	size_t body_err; /* where in body its error begins; SIZE_MAX: none */
 	struct buf after; /* after the output: the interrupt */
 };
 
@@ -482,8 +483,15 @@ static void build_args(struct repl *r, const char *runtime)
 	r->own[n++] = xasprintf("%zu", r->cfg.max_frame);
 	r->own[n++] = xasprintf("%zu", r->cfg.max_calls_exec);
 	r->own[n++] = xasprintf("TMPDIR=%s", r->scratch);
+	/* Not -I: its -E would ignore PYTHONHASHSEED. -s -S -B and the
+	 * environment below (nothing else of ours) do the rest of what -I
+	 * did, and runtime.py drops the cwd from sys.path (what -P does,
+	 * for any python3). A fixed hash seed makes str hashes, so the
+	 * order of a printed set, the same in every worker, cold or forked
+	 * by the zygote: a resumed solve sends the same prompts and hits
+	 * the call cache. */
 	r->argv[0] = r->python;
-	r->argv[1] = (char *)(uintptr_t) "-I";
+	r->argv[1] = (char *)(uintptr_t) "-s";
 	r->argv[2] = (char *)(uintptr_t) "-S";
 	r->argv[3] = (char *)(uintptr_t) "-B";
 	r->argv[4] = (char *)(uintptr_t) "-c";
@@ -496,12 +504,11 @@ static void build_args(struct repl *r, const char *runtime)
 	r->argv[11] = (char *)(uintptr_t) "-"; /* LATE_FILTER: set per spawn */
 	r->argv[12] = NULL;
 	r->envp[0] = (char *)(uintptr_t) "LANG=C.UTF-8";
-	r->envp[1] = (char *)(uintptr_t) "PYTHONDONTWRITEBYTECODE=1";
-	r->envp[2] = (char *)(uintptr_t) "PYTHONIOENCODING=utf-8";
-	r->envp[3] = (char *)(uintptr_t) "MALLOC_ARENA_MAX=2";
-	r->envp[4] = (char *)(uintptr_t) "HOME=/nonexistent";
-	r->envp[5] = r->own[5];
-	r->envp[6] = NULL;
+	r->envp[1] = (char *)(uintptr_t) "PYTHONHASHSEED=0";
+	r->envp[2] = (char *)(uintptr_t) "MALLOC_ARENA_MAX=2";
+	r->envp[3] = (char *)(uintptr_t) "HOME=/nonexistent";
+	r->envp[4] = r->own[5];
+	r->envp[5] = NULL;
 	r->max_fd = 65536;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < (rlim_t)r->max_fd)
@@ -920,10 +927,15 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	const char *o = json_str(f, "output");
 	size_t len = strlen(o), i = 0;
 	const cJSON *vars = json_get(f, "vars"), *v;
-	if (repl__chars(o, len) > r->cfg.output_limit + REPL_MARK_SLACK)
+	const cJSON *at = json_get(f, "error_at");
+	if (repl__chars(o, len) > r->cfg.output_limit + REPL_MARK_SLACK) {
+		/* A worker that did not cut: where its error is, is lost. */
 		x->body = repl_truncate(o, len, r->cfg.output_limit, &x->body_len);
-	else
+	} else {
 		x->body = xstrndup(o, len), x->body_len = len;
+		if (at)
+			x->body_err = repl__char_offset(o, len, (size_t)at->valuedouble);
+	}
 	out->output_chars = (size_t)json_int(f, "output_chars", 0);
 	out->error |= cJSON_IsTrue(json_get(f, "error"));
 	out->interrupted = cJSON_IsTrue(json_get(f, "interrupted"));
@@ -1098,6 +1110,7 @@ static void run_init(struct repl *r, struct run *x, struct repl_result *out, int
 	if (!r->sb_status.scratch_tmpfs)
 		x->scratch_at = x->begin + SCRATCH_POLL_NS;
 	x->out = out;
+	x->body_err = SIZE_MAX;
 	buf_init(&x->note, 0);
 	buf_init(&x->after, 0);
 }
@@ -1111,6 +1124,9 @@ static void run_finish(struct run *x)
 	if (x->after.len)
 		buf_append(&b, x->after.p, x->after.len);
 	x->out->output = buf_detach(&b, &x->out->len);
+	x->out->error_at = x->out->error && x->body && x->body_err != SIZE_MAX
+				   ? x->note.len + x->body_err
+				   : x->out->len;
 	x->out->ns = now_ns() - x->begin;
 	free(x->body);
 	buf_release(&x->note);

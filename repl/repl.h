@@ -8,7 +8,7 @@
  * with -c, so there is nothing to install. The child is cloned from a
  * long-lived spawner thread (PR_SET_PDEATHSIG fires when the creating
  * *thread* exits) with the sandbox's namespaces, set up with raw system
- * calls only (the sandbox layers below), then exec's python3 -I -S -B.
+ * calls only (the sandbox layers below), then exec's python3 -s -S -B.
  *
  * Child file descriptors, nothing else open:
  *   0  /dev/null
@@ -17,17 +17,21 @@
  *   3  frames from the controller (the worker reads)
  *   4  frames to the controller (the worker writes)
  *   5  the context: a sealed memfd, read-only, mapped by the worker
- * Environment: LANG=C.UTF-8, PYTHONDONTWRITEBYTECODE=1, PYTHONIOENCODING=utf-8,
- * MALLOC_ARENA_MAX=2, HOME=/nonexistent, TMPDIR (the worker's scratch
- * directory, created by the controller and removed by repl_free). No API
- * keys, nothing else of the controller's environment.
+ * Environment: LANG=C.UTF-8, PYTHONHASHSEED=0, MALLOC_ARENA_MAX=2,
+ * HOME=/nonexistent, TMPDIR (the worker's scratch directory, created by
+ * the controller and removed by repl_free). No API keys, nothing else of
+ * the controller's environment. The fixed hash seed (the reason for -s
+ * instead of -I, whose -E would ignore it) gives every worker, cold or
+ * forked by the zygote, the same str hashes: a printed set reads the
+ * same in a resumed solve, whose prompts then hit the call cache. The
+ * runtime removes the cwd ('') from sys.path, as -P would.
  *
  * The context memfd: the text bytes [0, text_len), then, for a list of
  * documents, n_docs pairs of little-endian uint64 (offset, length) into the
  * text. The worker decodes it once into `context`: a str, or a list[str]
  * (invalid UTF-8 becomes U+FFFD). The memfd is filled once and reused when
  * the worker is restarted. The worker's command line is
- *   python3 -I -S -B -c <repl/runtime.py> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
+ *   python3 -s -S -B -c <repl/runtime.py> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
  *           MAX_CALLS_EXEC LATE_FILTER
  * with N_DOCS -1 when `context` is a str, and LATE_FILTER the hex of a
  * seccomp program (struct sock_filter bytes) the runtime stacks with
@@ -65,13 +69,15 @@
  *                                              absent when none was given
  *   {"type":"result","id":E,"output":"...","output_chars":T,"error":B,
  *    "interrupted":B,"ready":B,"answer":null|"...","content":null|"...",
- *    "vars":["name",...]}                      the end of exec E
+ *    "vars":["name",...][,"error_at":A]}       the end of exec E
  *   {"type":"fatal","error":"..."}            the runtime cannot go on
  *                                              (also sent by the child when
  *                                              execve fails)
  * output is what the model sees: captured stdout and stderr, in order,
  * already cut to the output limit (head and tail kept, the true length T
- * stated); a traceback, when the code raised, comes last. answer is
+ * stated); a traceback, when the code raised, comes last, from character
+ * A of output on (when it started in the part left out, A is the line
+ * that says so; error_at is only sent with error true). answer is
  * str(answer["content"]) when answer["ready"] was set truthy (by the code,
  * FINAL(x) or FINAL_VAR(name)), else null; content is str(content) when
  * content is set (not "" or None) but ready is not (a partial answer), else
@@ -318,6 +324,10 @@ struct repl_result {
 	size_t len;
 	size_t output_chars;     /* true length of the captured output */
 	bool error;              /* the code raised (traceback in output) */
+	size_t error_at;         /* when error: where in output the error's
+				  * text (traceback, message) begins, what
+				  * follows it included; len when not known
+				  * or no error */
 	bool interrupted;        /* the time limit interrupted it (SIGINT) */
 	bool restarted;          /* the worker was killed and restarted: state lost */
 	bool ready;              /* answer["ready"] was set: answer is final */

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # repl/runtime.py -- the Python side of the REPL worker, run as
-#   python3 -I -S -B -c <this file> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
+#   python3 -s -S -B -c <this file> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
 #           MAX_CALLS_EXEC LATE_FILTER
 # by repl/repl.c (or forked by the zygote, repl/zygote.py, which runs this
 # file with the arguments "zygote <zygote.py> <plan>" and returns in each
@@ -25,6 +25,12 @@
 # restart), so only built-in modules are imported up front: _ast instead of
 # ast, _json instead of json, _thread instead of threading, posix instead of
 # os. traceback and linecache are imported on the first error.
+import sys
+# Started without -I (it would ignore PYTHONHASHSEED) and without -P (not
+# in every python3): drop the '' that -c puts first in sys.path, so the
+# scratch directory, the cwd, never shadows a module.
+if sys.path[:1] == ['']:
+    del sys.path[0]
 import _ast
 import _collections
 import _signal
@@ -33,7 +39,6 @@ import builtins
 import io
 import mmap
 import posix
-import sys
 try:
     import _json
 except ImportError:  # a Python built without it
@@ -52,6 +57,7 @@ class _State:
     io = 0             # the main thread is inside a frame exchange
     pending = False    # a SIGINT arrived during the exchange
     sigint = False     # a SIGINT arrived during this exec
+    err_at = None      # where in this exec's output its error text begins
     exec_id = None     # the exec in flight, None between execs
     call_id = 0
     calls = 0          # prompts sent during this exec
@@ -230,9 +236,11 @@ class _Capture(io.TextIOBase):
                 self.tlen -= len(tail.popleft())
         return n
 
-    def take(self):
+    def take(self, at=None):
         """The output cut to the limit (head, a line saying how much was
-        left out, tail) and the true length; then empty."""
+        left out, tail), the true length, and where in the cut output the
+        character `at` of the whole output is (the line when it was left
+        out; None for None); then empty."""
         total = self.total
         head = ''.join(self.head)
         tail = ''.join(self.tail)
@@ -242,10 +250,18 @@ class _Capture(io.TextIOBase):
             out = '%s%s[... %s of %s characters omitted ...]\n%s' % (
                 head, '' if head.endswith('\n') else '\n', format(omitted, ','),
                 format(total, ','), tail)
+            if at is not None and at >= len(head):
+                at = len(out) - (total - at) if total - at <= len(tail) else len(head)
         else:
             out = head + tail
         self.reset()
-        return out, total
+        return out, total, at
+
+    def error_starts(self):
+        """What is written from here on is the exec's error (the first
+        call counts)."""
+        if _st.err_at is None:
+            _st.err_at = self.total
 
 
 class _ByteSink:
@@ -631,6 +647,7 @@ def _finish(eid, err):
         err = True
         dict.__setitem__(_answer, 'content', '')
         dict.__setitem__(_answer, 'ready', False)
+        _cap.error_starts()
         _cap.write('error: the answer could not be made a str (answer["content"] was '
                    'emptied): ')
         _cap.write(_traceback_text(e))
@@ -638,7 +655,7 @@ def _finish(eid, err):
         # Reported once: the next question in a session starts unanswered.
         dict.__setitem__(_answer, 'ready', False)
     sys.stdout = sys.stderr = _cap
-    text, total = _cap.take()
+    text, total, err_at = _cap.take(st.err_at if err else None)
     names = _user_vars()
     if len(names) > _MAX_VARS:
         names = names[:_MAX_VARS]
@@ -646,19 +663,27 @@ def _finish(eid, err):
     with _io_lock:
         st.exec_id = None
         try:
-            _send({'type': 'result', 'id': eid, 'output': text, 'output_chars': total,
-                   'error': err, 'interrupted': st.sigint, 'ready': out[0] is not None,
-                   'answer': out[0], 'content': out[1], 'vars': names})
+            _send(_result(eid, text, total, err, err_at, out[0] is not None, out[0], out[1],
+                          names))
         except _TooBig as e:
             # The answer is what can be that large.
             dict.__setitem__(_answer, 'content', '')
             dict.__setitem__(_answer, 'ready', False)
+            if err_at is None:
+                err_at = len(text)
             text += ('error: the answer is too large to send (%s bytes in all, the limit is '
                      '%s); answer["content"] was emptied\n'
                      % (format(e.args[0], ','), format(_max_frame, ',')))
-            _send({'type': 'result', 'id': eid, 'output': text, 'output_chars': total,
-                   'error': True, 'interrupted': st.sigint, 'ready': False,
-                   'answer': None, 'content': None, 'vars': names[:100]})
+            _send(_result(eid, text, total, True, err_at, False, None, None, names[:100]))
+
+
+def _result(eid, text, total, err, err_at, ready, answer, content, names):
+    r = {'type': 'result', 'id': eid, 'output': text, 'output_chars': total, 'error': err,
+         'interrupted': _st.sigint, 'ready': ready, 'answer': answer, 'content': content,
+         'vars': names}
+    if err and err_at is not None:
+        r['error_at'] = err_at
+    return r
 
 
 def _begin(eid):
@@ -668,6 +693,7 @@ def _begin(eid):
         _cap = _Capture(_cap.limit)
     st.exec_id = eid
     st.ready_set = st.pending = st.sigint = False
+    st.err_at = None
     st.calls = 0
     st.codes, st.lines = (), ()
     sys.stdout = sys.stderr = _cap
@@ -681,6 +707,7 @@ def _do_exec(eid, code):
             compiled = _compile(code)
         except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as e:
             err = True
+            _cap.error_starts()
             _cap.write(''.join(_exc_only(e)))
         else:
             e = _run_user(_exec_code, compiled)
@@ -690,10 +717,12 @@ def _do_exec(eid, code):
                 if compiled[1] is not None:
                     _code_tree(compiled[1], _st.codes)
                 _st.lines = code.splitlines()
+                _cap.error_starts()
                 _cap.write(_traceback_text(e))
     except KeyboardInterrupt:
         # A SIGINT on the edge of the model's code, in the runtime's frames.
         err = _st.sigint = True
+        _cap.error_starts()
         _cap.write('KeyboardInterrupt\n')
     _finish(eid, err)
 
@@ -717,9 +746,11 @@ def _do_final_var(eid, name):
         e = _run_user(_final_var_strict, name)
         if e is not None:
             err = True
+            _cap.error_starts()
             _cap.write(''.join(_exc_only(e)))
     except KeyboardInterrupt:
         err = _st.sigint = True
+        _cap.error_starts()
         _cap.write('KeyboardInterrupt\n')
     _finish(eid, err)
 

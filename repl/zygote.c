@@ -236,7 +236,7 @@ static int zyg_start(struct zyg *g, struct repl *r, char *key, char *why, size_t
 	repl__sandbox_zygote(&r->sb, &zsb);
 	plan_json(&plan, &r->sb);
 	for (int i = 0; i < 6; i++)
-		argv[i] = r->argv[i]; /* python3 -I -S -B -c <runtime.py> */
+		argv[i] = r->argv[i]; /* python3 -s -S -B -c <runtime.py> */
 	argv[6] = (char *)(uintptr_t) "zygote";
 	argv[7] = (char *)(uintptr_t)zy->data;
 	argv[8] = plan.p;

@@ -50,11 +50,12 @@ static const char usage[] =
 	"      --no-cache          no store: nothing is looked up, kept or recorded\n"
 	"                          (env RLM_NO_CACHE=1, unless --cache is given)\n"
 	"      --refresh           look nothing up, but keep what is made (replacing)\n"
-	"      --resume ID         run run ID again as it was run (its question, context\n"
-	"                          and options; flags given here win): its calls come\n"
-	"                          from the store and it goes on where it stopped. A\n"
-	"                          solve run again with the same question, context and\n"
-	"                          options resumes the same way by itself\n"
+	"      --resume ID         run run ID again as it was run (its question, context,\n"
+	"                          options and RLM_* / *_BASE_URL variables; flags given\n"
+	"                          here win; API keys come from here, never kept): its\n"
+	"                          calls come from the store and it goes on where it\n"
+	"                          stopped. A solve run again with the same question,\n"
+	"                          context and options resumes the same way by itself\n"
 	"\n"
 	"%s"
 	"\n"
@@ -183,7 +184,9 @@ static char *read_question_file(const char *path)
 	return q;
 }
 
-static char *run_note(int argc, char **argv);
+static const char shortopts[] = ":c:q:s:vh";
+
+static char *run_note(int argc, char **argv, const struct option *longopts);
 
 static int solve_main(int argc, char **argv, const char *resumed_from)
 {
@@ -230,7 +233,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		return rc;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":c:q:s:vh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		int taken = model_opts_take(&mo, opt, optarg);
 		if (!taken)
 			taken = sandbox_opts_take(&ro.sandbox, opt, optarg);
@@ -326,7 +329,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 			free(qfile);
 			return 1;
 		}
-		note = run_note(argc, argv);
+		note = run_note(argc, argv, longopts);
 		ro.store = store;
 		ro.run_note_json = note;
 		ro.resumed_from = resumed_from;
@@ -386,34 +389,31 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 
 /* ---- runs: the note that lets a run be run again ---- */
 
-/* Variables that shape a solve (no API keys), kept with the run. */
+/* Variables that shape a solve (no API keys), kept with the run: a run
+ * resumed from another shell reaches the same models and endpoints. */
 static const char *const note_env[] = {
-    "RLM_PROVIDER",	   "RLM_MODEL",		  "RLM_SUB_MODEL", "RLM_PRICES",  "RLM_SIM",
-    "RLM_CONCURRENCY", "RLM_TIMEOUT",	  "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS", "RLM_QUESTION",
-    "RLM_SANDBOX_DISABLE", "RLM_ZYGOTE",
+    "RLM_PROVIDER",	"RLM_MODEL",	    "RLM_SUB_MODEL", "RLM_PRICES",	"RLM_SIM",
+    "RLM_CONCURRENCY",	"RLM_TIMEOUT",	    "RLM_MAX_DEPTH", "RLM_MAX_NODES",	"RLM_MAX_CALLS",
+    "RLM_QUESTION",	"RLM_SANDBOX_DISABLE", "RLM_ZYGOTE", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
 };
 
-/* Options of rlm solve whose value is a path (kept absolute in the note,
- * so that a run resumed from another directory finds its files). */
-static const char *const path_opts[] = {"-c", "--context", "--question-file", "--cache",
-					"--prompts", "--python", "--prices"};
-/* Options left out of the note: a secret, and what only this run asked. */
-static const char *const drop_opts[] = {"--api-key", "--resume"};
-static const char *const drop_flags[] = {"--refresh"};
+/* Options (long names, as getopt_long matched them, abbreviated or not)
+ * whose value is a path: kept absolute in the note, so that a run resumed
+ * from another directory finds its files. */
+static const char *const path_opts[] = {"context", "question-file", "cache",
+					"prompts", "python",	    "prices"};
+/* Left out of the note: a secret, and what only this run asked. */
+static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help"};
+/* Kept without the user:password@ of their URLs (nothing else is touched:
+ * a question may hold a URL and must stay as it was asked). */
+static const char *const url_opts[] = {"base-url"};
+static const char *const url_env[] = {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"};
 
-static bool among(const char *a, const char *const *list, size_t n, size_t *eq)
+static bool among(const char *name, const char *const *list, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		size_t k = strlen(list[i]);
-		if (strcmp(a, list[i]) == 0) {
-			*eq = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, list[i]) == 0)
 			return true;
-		}
-		if (list[i][1] == '-' && strncmp(a, list[i], k) == 0 && a[k] == '=') {
-			*eq = k + 1;
-			return true;
-		}
-	}
 	return false;
 }
 
@@ -430,39 +430,67 @@ static cJSON *abs_path(const char *prefix, const char *p)
 	return j;
 }
 
-/* {"argv":[...],"env":{...},"cwd":"..."}: how this solve was run, to run
- * it again: no API key, no --refresh or --resume, paths absolute. */
-static char *run_note(int argc, char **argv)
+/* One option as getopt_long parsed it (opt its value, idx its entry in
+ * longopts or -1 for a short option), into the note's argv spelt out in
+ * full: --name or --name=VALUE. Built from what was parsed, not from the
+ * raw words, so that no spelling (--api sk-..., --api-key=..., --ap=...)
+ * gets a key in; base URLs lose their user:password@. */
+static void note_opt(cJSON *args, const struct option *longopts, int opt, int idx,
+		     const char *arg)
 {
-	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *e = cJSON_CreateObject();
-	char cwd[4096], *s;
-	for (int i = 1; i < argc; i++) {
-		size_t eq;
-		if (among(argv[i], drop_opts, ARRAY_SIZE(drop_opts), &eq)) {
-			i += eq ? 0 : 1;
-			continue;
-		}
-		if (among(argv[i], drop_flags, ARRAY_SIZE(drop_flags), &eq) && !eq)
-			continue;
-		if (among(argv[i], path_opts, ARRAY_SIZE(path_opts), &eq)) {
-			if (eq) {
-				char pre[64];
-				snprintf(pre, sizeof(pre), "%.*s", (int)RLM_MIN(eq, (size_t)63), argv[i]);
-				json_add(a, NULL, abs_path(pre, argv[i] + eq));
-			} else {
-				json_add(a, NULL, cJSON_CreateString(argv[i]));
-				if (i + 1 < argc)
-					json_add(a, NULL, abs_path("", argv[++i]));
-			}
-			continue;
-		}
-		json_add(a, NULL, cJSON_CreateString(argv[i]));
+	const struct option *o = idx >= 0 ? &longopts[idx] : NULL;
+	char *t, *pre;
+	for (const struct option *p = longopts; !o && p->name; p++)
+		if (!p->flag && p->val == opt)
+			o = p;
+	if (!o || among(o->name, drop_opts, ARRAY_SIZE(drop_opts)))
+		return;
+	if (!arg) {
+		t = xasprintf("--%s", o->name);
+		json_add(args, NULL, cJSON_CreateString(t));
+		free(t);
+		return;
 	}
-	json_add(o, "argv", a);
+	pre = xasprintf("--%s=", o->name);
+	if (among(o->name, path_opts, ARRAY_SIZE(path_opts))) {
+		json_add(args, NULL, abs_path(pre, arg));
+	} else {
+		char *v = among(o->name, url_opts, ARRAY_SIZE(url_opts)) ? url_without_userinfo(arg)
+									   : xstrdup(arg);
+		t = xasprintf("%s%s", pre, v);
+		json_add(args, NULL, cJSON_CreateString(t));
+		free(t);
+		free(v);
+	}
+	free(pre);
+}
+
+/* {"argv":[...],"env":{...},"cwd":"..."}: how this solve was run, to run
+ * it again. argv is parsed a second time, as solve_main parsed it (which
+ * found no error and no operand), and each option kept as note_opt says. */
+static char *run_note(int argc, char **argv, const struct option *longopts)
+{
+	cJSON *o = cJSON_CreateObject(), *e = cJSON_CreateObject();
+	cJSON *args = cJSON_CreateArray();
+	char cwd[4096], *s;
+	int opt, idx = -1;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
+		if (opt != '?' && opt != ':')
+			note_opt(args, longopts, opt, idx, optarg);
+		idx = -1;
+	}
+	json_add(o, "argv", args);
 	for (size_t i = 0; i < ARRAY_SIZE(note_env); i++) {
 		const char *v = getenv(note_env[i]);
-		if (v && *v)
-			json_add_str(e, note_env[i], v);
+		if (v && *v) {
+			char *pub = among(note_env[i], url_env, ARRAY_SIZE(url_env))
+					    ? url_without_userinfo(v)
+					    : xstrdup(v);
+			json_add_str(e, note_env[i], pub);
+			free(pub);
+		}
 	}
 	json_add(o, "env", e);
 	if (getcwd(cwd, sizeof(cwd)))
@@ -520,12 +548,16 @@ static int resume(int argc, char **argv, const char *id, const char *cache)
 		nargv[n++] = argv[i];
 	}
 	/* The run's variables win over this shell's: they shaped it (flags
-	 * given now still win over both). */
+	 * given now still win over both). But a URL kept without its
+	 * user:password@ stays as this shell has it when it is the same. */
 	env = json_get(note, "env");
 	cJSON_ArrayForEach(it, env)
 	{
-		if (cJSON_IsString(it))
+		const char *cur = getenv(it->string);
+		char *pub = cur ? url_without_userinfo(cur) : NULL;
+		if (cJSON_IsString(it) && (!pub || strcmp(pub, it->valuestring) != 0))
 			setenv(it->string, it->valuestring, 1);
+		free(pub);
 	}
 	full = xstrdup(json_str(run, "id"));
 	rc = solve_main(n, nargv, full);

@@ -37,7 +37,8 @@ static const char runs_usage[] =
 	"options, status, answer, usage and every step (turns, code, output, model\n"
 	"calls, child RLMs). A run id may be shortened to any unique prefix.\n"
 	"\n"
-	"  list [-n N]       the newest N runs (20; 0: all): id, status, age, calls,\n"
+	"  list [-n N]       the newest N runs (20; 0: all): id, status, age, model\n"
+	"                    calls (memo and cache hits included; - while running),\n"
 	"                    question\n"
 	"      --json        as a JSON array\n"
 	"  show ID           the run as a tree of nodes, each with its turns, code,\n"
@@ -205,19 +206,21 @@ int cmd_cache(int argc, char **argv)
 			       (long long)st.saved_usage.input_tokens,
 			       (long long)st.saved_usage.output_tokens, st.saved_cost);
 		}
-	} else if (strcmp(sub, "prune") == 0) {
-		int64_t removed = 0;
-		if (store_prune(s, (int64_t)(a.older_days * 86400e3), &removed, &err) < 0) {
-			store_close(s);
-			return cli_fail(1, "%s", err.msg);
-		}
-		printf("removed %lld rows from %s\n", (long long)removed, store_path(s));
 	} else {
-		if (store_clear(s, &err) < 0) {
+		int64_t removed = 0;
+		bool prune = strcmp(sub, "prune") == 0;
+		if ((prune ? store_prune(s, (int64_t)(a.older_days * 86400e3), &removed, &err)
+			   : store_clear(s, &err)) < 0) {
 			store_close(s);
 			return cli_fail(1, "%s", err.msg);
 		}
-		printf("cleared %s\n", store_path(s));
+		if (prune)
+			printf("removed %lld rows from %s\n", (long long)removed, store_path(s));
+		else
+			printf("cleared %s\n", store_path(s));
+		/* The rows are gone either way; a file not shrunk is no failure. */
+		if (store_shrink(s, &err) < 0)
+			fprintf(stderr, "rlm: warning: the file was not shrunk: %s\n", err.msg);
 	}
 	store_close(s);
 	return 0;
@@ -336,9 +339,11 @@ static int runs_show(const cJSON *run, bool json)
 	const cJSON *res = json_get(run, "result");
 	char a[32];
 	if (json) {
-		char *t = cJSON_Print(run);
+		cJSON *view = store_run_public(run);
+		char *t = cJSON_Print(view);
 		puts(t);
 		free(t);
+		cJSON_Delete(view);
 		return 0;
 	}
 	age(a, sizeof(a), (int64_t)json_num(run, "created_ms", 0));
@@ -394,17 +399,29 @@ int cmd_runs(int argc, char **argv)
 		if (!list)
 			return cli_fail(1, "%s", err.msg);
 		if (a.json) {
-			char *t = cJSON_Print(list);
+			cJSON *pub = cJSON_CreateArray();
+			char *t;
+			cJSON_ArrayForEach(r, list)
+			{
+				cJSON *view = store_run_public(r);
+				json_add(pub, NULL, cJSON_Duplicate(view, true));
+				cJSON_Delete(view);
+			}
+			t = cJSON_Print(pub);
 			puts(t);
 			free(t);
+			cJSON_Delete(pub);
 			cJSON_Delete(list);
 			return 0;
 		}
+		printf("%-24s %-11s %-9s %6s  %s\n", "id", "status", "age", "calls", "question");
 		cJSON_ArrayForEach(r, list)
 		{
-			char ag[32];
+			char ag[32], calls[24] = "-";
 			age(ag, sizeof(ag), (int64_t)json_num(r, "created_ms", 0));
-			printf("%-24s %-11s %-9s ", js(r, "id"), js(r, "status"), ag);
+			if (cJSON_IsNumber(json_get(r, "calls")))
+				snprintf(calls, sizeof(calls), "%.0f", json_num(r, "calls", 0));
+			printf("%-24s %-11s %-9s %6s  ", js(r, "id"), js(r, "status"), ag, calls);
 			oneline(js(r, "question"), 60);
 			putchar('\n');
 		}

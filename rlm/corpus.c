@@ -393,21 +393,6 @@ static int load_text(int fd, const struct stat *st, const char *path, size_t max
 static const char *const text_keys[] = {"text", "content", "body", "document", "contents"};
 static const char *const name_keys[] = {"id", "docid", "title", "name"};
 
-/* True when a parsed line holds the escape \u0000 (cJSON would decode it to
- * a NUL and silently cut the string there). Backslashes only occur inside
- * strings of a line cJSON accepted, so pairs can be skipped blindly. */
-static bool has_nul_escape(const char *s, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (s[i] != '\\')
-			continue;
-		if (s[i + 1] == 'u' && i + 6 <= n && memcmp(s + i + 2, "0000", 4) == 0)
-			return true;
-		i++;
-	}
-	return false;
-}
-
 static bool is_blank(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -456,7 +441,7 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 		return rlm_err_set(err, RLM_EPARSE, "%s line %zu: contains NUL bytes", what, line);
 	if (!(j = json_parse(s, n)))
 		return rlm_err_set(err, RLM_EPARSE, "%s line %zu: not valid JSON", what, line);
-	if (has_nul_escape(s, n)) {
+	if (json_has_nul_escape(s, n)) {
 		rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: contains a NUL character (\\u0000)",
 				 what, line);
 		goto out;

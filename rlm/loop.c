@@ -105,8 +105,14 @@ static void keep_turn(struct loop *l, const char *kind, const char *text, size_t
 
 void loop_emit(struct loop *l, const char *kind, const char *text, size_t len)
 {
+	loop_emit_data(l, kind, text, len, NULL);
+}
+
+void loop_emit_data(struct loop *l, const char *kind, const char *text, size_t len,
+		    const char *data_json)
+{
 	struct rlm_event e;
-	record_event(l->o, l->node, l->parent, l->depth, l->iteration, kind, text, len, NULL);
+	record_event(l->o, l->node, l->parent, l->depth, l->iteration, kind, text, len, data_json);
 	if (l->o->trajectory)
 		keep_turn(l, kind, text, len);
 	if (!l->o->event)
@@ -117,7 +123,8 @@ void loop_emit(struct loop *l, const char *kind, const char *text, size_t len)
 			       .len = text ? len : 0,
 			       .elapsed_ns = now_ns() - l->t0,
 			       .depth = l->depth,
-			       .node = l->node};
+			       .node = l->node,
+			       .data_json = data_json};
 	/* Nodes run on many threads; the callback sees one event at a time. */
 	pthread_mutex_lock(&l->tree->cb_mu);
 	l->o->event(&e, l->o->event_arg);

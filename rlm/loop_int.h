@@ -48,6 +48,10 @@ struct loop {
  * a time across the solve's nodes. With o->trajectory, keep it in the
  * node's out->turns too. */
 void loop_emit(struct loop *l, const char *kind, const char *text, size_t len);
+/* The same with data_json (a JSON object, or NULL) for the store and the
+ * callback. */
+void loop_emit_data(struct loop *l, const char *kind, const char *text, size_t len,
+		    const char *data_json);
 /* Call the progress callback at this iteration's level (phase: done of
  * total). Takes c.mu. */
 void loop_progress(struct loop *l, const char *phase, size_t done, size_t total);

@@ -141,6 +141,18 @@ static void add_section(struct buf *outs, const char *head, const struct repl_re
 		buf_puts(outs, "(no output)");
 }
 
+/* The "output" event of an exec: what the model is shown, and where in it
+ * the error begins when the code raised (the JSONL export's stderr). */
+static void emit_output(struct loop *l, const struct repl_result *res)
+{
+	char data[48];
+	bool at = res->error && res->error_at < res->len;
+	if (at)
+		snprintf(data, sizeof(data), "{\"error_at\":%zu}", res->error_at);
+	loop_emit_data(l, "output", res->len ? res->output : "(no output)", res->len ? res->len : 11,
+		       at ? data : NULL);
+}
+
 /* Run the blocks of reply rp (text t) in order, outputs into outs. Stops
  * at a block that sets the answer (*ready, answer in *answer) or at a
  * limit (l->c.stopping). Returns 0 or a negative code for a dead worker. */
@@ -165,8 +177,7 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 			return rc;
 		}
 		if (res.ready) {
-			loop_emit(l, "output", res.len ? res.output : "(no output)",
-				  res.len ? res.len : 11);
+			emit_output(l, &res);
 			*ready = true;
 			*answer = xstrdup(res.answer ? res.answer : "");
 			repl_result_release(&res);
@@ -183,8 +194,7 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 			snprintf(head, sizeof(head), "REPL output (block %zu of %zu):", i + 1,
 				 rp->n_blocks);
 		add_section(outs, head, &res);
-		loop_emit(l, "output", res.len ? res.output : "(no output)",
-			  res.len ? res.len : 11);
+		emit_output(l, &res);
 		repl_result_release(&res);
 		if (calls_adopt(&l->c))
 			return 0;
@@ -213,8 +223,7 @@ static int final_var(struct loop *l, const char *t, const struct reply *rp, stru
 	} else if (!l->c.stopping) {
 		head = xasprintf("FINAL_VAR(%s):", name);
 		add_section(outs, head, &res);
-		loop_emit(l, "output", res.len ? res.output : "(no output)",
-			  res.len ? res.len : 11);
+		emit_output(l, &res);
 		free(head);
 	}
 	repl_result_release(&res);

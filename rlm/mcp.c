@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/mcp.c -- `rlm mcp`: an MCP server over stdio (JSON-RPC 2.0, one
- * message per line, protocol revision 2025-06-18) whose tools solve
- * questions over contexts of any size (rlm/mcp_tools.c).
+ * message per line, protocol revision 2025-11-25, and the earlier ones
+ * negotiated) whose tools solve questions over contexts of any size
+ * (rlm/mcp_tools.c).
  *
  * DESIGN
  * The main thread reads stdin and answers what is quick itself:
@@ -18,7 +19,12 @@
  * corrupt the stream. EOF on stdin, SIGTERM or SIGINT (read through a
  * signalfd; blocked in every thread) cancel the running solves, wait for
  * their threads and exit 0. Batches (JSON arrays) are refused: revision
- * 2025-06-18 dropped them. */
+ * 2025-06-18 dropped them. What changed after 2024-11-05 and applies to a
+ * server of tools only: structured tool output and titles (2025-06-18),
+ * serverInfo.description and a tool's execution (task support, 2025-11-25,
+ * where rlm's tools are plain requests: "forbidden"); bad tool arguments
+ * are tool errors (isError) in every revision, as 2025-11-25 spells out
+ * (SEP-1303). */
 #include "cli.h"
 #include "mcp_int.h"
 #include "../common/common.h"
@@ -36,18 +42,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MCP_VERSION  "2025-06-18"
 #define MCP_MAX_LINE ((size_t)64 << 20) /* one message, context included */
 
-/* The revisions whose initialize is answered in kind. */
-static const char *const versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+/* The revisions whose initialize is answered in kind: those the official
+ * TypeScript SDK supports (SUPPORTED_PROTOCOL_VERSIONS), newest first. */
+static const char *const versions[] = {MCP_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
+				       "2024-10-07"};
 
 static const char usage[] =
 	"usage: rlm mcp [--root DIR]... [options]\n"
 	"\n"
 	"Serve rlm to an agent as an MCP server over stdio (JSON-RPC 2.0, one message\n"
-	"per line; protocol revision " MCP_VERSION "). Add it to a client as the command\n"
-	"`rlm mcp --root DIR`. stdout carries only the protocol; logs go to stderr.\n"
+	"per line; protocol revision " MCP_VERSION ", and 2025-06-18, 2025-03-26,\n"
+	"2024-11-05 and 2024-10-07 to clients that ask for them). Add it to a client as\n"
+	"the command `rlm mcp --root DIR`. stdout carries only the protocol; logs go to\n"
+	"stderr.\n"
 	"\n"
 	"Tools:\n"
 	"  solve        answer a question over a context of any size. Arguments:\n"
@@ -146,6 +155,11 @@ static void reply_error(struct mcp *m, const cJSON *id, int code, const char *fm
 
 /* ---- calls ---- */
 
+bool mcp_since(const char *version, const char *since)
+{
+	return strcmp(version, since) >= 0;
+}
+
 bool mcp_call_cancelled(struct mcp_call *c)
 {
 	bool v;
@@ -170,6 +184,7 @@ static void call_free(struct mcp_call *c)
 	cJSON_Delete(c->id);
 	cJSON_Delete(c->params);
 	free(c->key);
+	free(c->nul_arg);
 	free(c);
 }
 
@@ -189,7 +204,7 @@ static void *call_main(void *arg)
 	bool cancelled, structured;
 	pthread_mutex_lock(&c->m->mu);
 	cancelled = c->cancelled;
-	structured = c->m->structured;
+	structured = mcp_since(c->m->version, MCP_STRUCTURED);
 	c->done = true;
 	pthread_mutex_unlock(&c->m->mu);
 	if (!structured) /* the serialised copy in content stays */
@@ -226,8 +241,9 @@ static void reap(struct mcp *m, bool wait)
 }
 
 /* tools/call: check the envelope here (its faults are JSON-RPC errors),
- * then run the tool on a thread of its own. Takes msg's params. */
-static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id)
+ * then run the tool on a thread of its own. Takes msg's params. nul_arg:
+ * an argument whose string holds \u0000 (the tool says so), or NULL. */
+static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id, const char *nul_arg)
 {
 	cJSON *params = json_get(msg, "params"), *name = json_get(params, "name");
 	cJSON *args = json_get(params, "arguments");
@@ -269,6 +285,7 @@ static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id)
 	c->tool = name->valuestring;
 	c->args = cJSON_IsObject(args) ? args : NULL;
 	c->token = cJSON_IsString(token) || cJSON_IsNumber(token) ? token : NULL;
+	c->nul_arg = nul_arg ? xstrdup(nul_arg) : NULL;
 	rc = pthread_create(&c->thread, NULL, call_main, c);
 	if (rc) {
 		pthread_mutex_unlock(&m->mu);
@@ -327,7 +344,7 @@ static void initialize(struct mcp *m, const cJSON *id, const cJSON *params)
 		if (strcmp(want, versions[i]) == 0)
 			version = versions[i];
 	pthread_mutex_lock(&m->mu);
-	m->structured = strcmp(version, "2025-06-18") >= 0;
+	snprintf(m->version, sizeof(m->version), "%s", version);
 	pthread_mutex_unlock(&m->mu);
 	if (strcmp(version, want) != 0)
 		log_info("mcp: the client asked for protocol revision '%.40s': offering %s", want,
@@ -341,6 +358,12 @@ static void initialize(struct mcp *m, const cJSON *id, const cJSON *params)
 	json_add_str(info, "name", "rlm");
 	json_add_str(info, "title", "rlm: Recursive Language Model");
 	json_add_str(info, "version", RLM_VERSION);
+	if (mcp_since(version, MCP_TOOL_META))
+		json_add_str(info, "description",
+			     "Recursive Language Model: answers questions over contexts far "
+			     "larger than a model's window (texts, files, directories, JSONL "
+			     "corpora) by programming a sandboxed Python REPL that calls "
+			     "sub-models");
 	json_add(r, "serverInfo", info);
 	json_add_str(r, "instructions",
 		     "Use solve to answer a question over a context too large for your window: "
@@ -353,9 +376,11 @@ static void initialize(struct mcp *m, const cJSON *id, const cJSON *params)
 /* One message. */
 static void handle(struct mcp *m, const char *s, size_t len)
 {
+	static const char args_at[] = "params.arguments.";
 	cJSON *msg = json_parse(s, len), *id, *params;
-	const char *method;
-	bool ready;
+	const char *method, *nul_arg = NULL;
+	char nul[128];
+	bool ready, has_nul;
 	if (m->verbose)
 		rlm_log(LOG_INFO, "mcp: <- %.300s", s);
 	if (!msg) {
@@ -395,6 +420,20 @@ static void handle(struct mcp *m, const char *s, size_t len)
 				    "%.100s: params must be an object", method);
 		goto out;
 	}
+	/* cJSON cuts a string at \u0000: only a tool's argument may hold one
+	 * (the tool says what is wrong with it), nothing of the protocol. */
+	has_nul = json_nul_path(s, len, nul, sizeof(nul));
+	if (has_nul && strcmp(method, "tools/call") == 0 &&
+	    strncmp(nul, args_at, sizeof(args_at) - 1) == 0) {
+		nul_arg = nul + sizeof(args_at) - 1;
+	} else if (has_nul) {
+		if (id)
+			reply_error(m, id, MCP_INVALID_REQUEST,
+				    "invalid request: %s holds a NUL character (\\u0000)", nul);
+		else
+			log_info("mcp: notification dropped: %s holds a NUL character", nul);
+		goto out;
+	}
 	if (!id) { /* a notification: never answered */
 		if (strcmp(method, "notifications/cancelled") == 0)
 			cancelled(m, params);
@@ -413,9 +452,9 @@ static void handle(struct mcp *m, const char *s, size_t len)
 		reply_error(m, id, MCP_INVALID_REQUEST,
 			    "not initialized: the first request must be initialize");
 	else if (strcmp(method, "tools/list") == 0)
-		reply(m, id, mcp_tools_list(m->structured));
+		reply(m, id, mcp_tools_list(m->version));
 	else if (strcmp(method, "tools/call") == 0)
-		tools_call(m, msg, id);
+		tools_call(m, msg, id, nul_arg);
 	else
 		reply_error(m, id, MCP_METHOD_NOT_FOUND, "unknown method '%.100s'", method);
 out:
@@ -596,6 +635,7 @@ int cmd_mcp(int argc, char **argv)
 	if (!cfg.cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
 		cfg.no_cache = true;
 	cfg.roots = roots;
+	cfg.corpus_cache = SVC_CORPUS_CACHE;
 	m.max_iterations = cfg.base.max_iterations;
 
 	/* Signals are read from a signalfd: blocked here, before any thread

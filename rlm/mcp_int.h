@@ -33,10 +33,15 @@ struct mcp {
 	struct mcp_call *calls;     /* tools/call requests and their threads,
 				     * until the reader joins them */
 	bool initialized;           /* initialize was answered */
-	bool structured;            /* the revision agreed has structured tool
-				     * output (outputSchema, structuredContent:
-				     * 2025-06-18) */
+	char version[16];           /* the protocol revision agreed on, a date
+				     * (they sort as strings); "" before */
 };
+
+/* The protocol revision rlm mcp speaks (older ones are negotiated: mcp.c). */
+#define MCP_VERSION "2025-11-25"
+/* Revisions that changed what this server sends. */
+#define MCP_STRUCTURED "2025-06-18" /* outputSchema, structuredContent, titles */
+#define MCP_TOOL_META  "2025-11-25" /* serverInfo.description, tools' execution */
 
 /* One tools/call request, served on a thread of its own. Made, joined
  * and freed by the reader thread; the fields marked "mu" are read and
@@ -52,6 +57,8 @@ struct mcp_call {
 	const char *tool;           /* params.name, borrowed from params */
 	const cJSON *args;          /* params.arguments or NULL, borrowed */
 	const cJSON *token;         /* params._meta.progressToken or NULL */
+	char *nul_arg;              /* the argument (path under arguments) whose
+				     * string holds \u0000, or NULL; owned */
 	struct svc_run *run;        /* mu: its solve once started (a reference) */
 	bool cancelled;             /* mu: notifications/cancelled or EOF: no
 				     * response is sent */
@@ -59,6 +66,9 @@ struct mcp_call {
 				     * free again, its thread about to end */
 };
 
+/* True when version, a revision agreed on (mcp.version: read under mcp.mu,
+ * or on the reader thread, which alone writes it), is since or later. */
+bool mcp_since(const char *version, const char *since);
 /* Send one message (a line of compact JSON) on the protocol's stdout;
  * consumes msg. Any thread. */
 void mcp_send(struct mcp *m, cJSON *msg);
@@ -71,9 +81,10 @@ bool mcp_call_set_run(struct mcp_call *c, struct svc_run *run);
 
 /* ---- the tools (mcp_tools.c) ---- */
 
-/* The tools/list result: {"tools": [...]}, the caller's; without titles
- * and output schemas unless structured (revisions before 2025-06-18). */
-cJSON *mcp_tools_list(bool structured);
+/* The tools/list result for revision version: {"tools": [...]}, the
+ * caller's; without titles and output schemas before MCP_STRUCTURED,
+ * without execution before MCP_TOOL_META. */
+cJSON *mcp_tools_list(const char *version);
 /* True when name is one of the tools. */
 bool mcp_tool_known(const char *name);
 /* Run c's tool to its end on the calling thread (a call's thread),

@@ -90,11 +90,18 @@ static const char answer_schema[] =
 
 static const char *const tool_names[] = {"solve", "load_corpus", "ask"};
 
-cJSON *mcp_tools_list(bool structured)
+cJSON *mcp_tools_list(const char *version)
 {
 	cJSON *list = json_parse(tools_json, sizeof(tools_json) - 1), *t;
+	bool structured = mcp_since(version, MCP_STRUCTURED);
 	cJSON_ArrayForEach(t, json_get(list, "tools"))
 	{
+		if (mcp_since(version, MCP_TOOL_META)) {
+			/* A solve is a plain request (progress, cancel), not a task. */
+			cJSON *x = cJSON_CreateObject();
+			json_add_str(x, "taskSupport", "forbidden");
+			json_add(t, "execution", x);
+		}
 		if (!structured) {
 			cJSON_DeleteItemFromObjectCaseSensitive(t, "outputSchema");
 			cJSON_DeleteItemFromObjectCaseSensitive(t, "title");
@@ -376,7 +383,7 @@ static cJSON *tool_solve(struct mcp_call *c, bool ask)
 	struct rlm_err err = {0, ""};
 	char msg[256];
 	cJSON *res;
-	int given;
+	int given, rc;
 
 	svc_opts_init(&o);
 	if ((bad = unknown_arg(c->args, ask ? ask_args : solve_args)))
@@ -396,14 +403,22 @@ static cJSON *tool_solve(struct mcp_call *c, bool ask)
 		return tool_error("%s: give exactly one of 'context', 'path' and 'corpus_id'",
 				  given ? "too many contexts" : "missing argument");
 
-	if (context && svc_corpus_text(c->m->svc, context, strlen(context), NULL, NULL, 0, &info,
-				       &err))
-		return tool_error("%s", err.msg);
-	if (path && svc_corpus_load(c->m->svc, path, CORPUS_AUTO, &info, &err))
+	/* The context, held until its solve has started (it holds it then). */
+	if (context)
+		rc = svc_corpus_text(c->m->svc, context, strlen(context), NULL, NULL, 0,
+				     SVC_CORPUS_HOLD, &info, &err);
+	else if (path)
+		rc = svc_corpus_load(c->m->svc, path, CORPUS_AUTO, SVC_CORPUS_HOLD, &info, &err);
+	else if ((rc = svc_corpus_get(c->m->svc, corpus_id, SVC_CORPUS_HOLD, &info)))
+		rlm_err_set(&err, rc, "no corpus '%s' (load_corpus gives ids)", corpus_id);
+	if (rc)
 		return tool_error("%s", err.msg);
 	if (mcp_call_cancelled(c))
-		return tool_error("cancelled");
-	if (svc_solve(c->m->svc, question, corpus_id ? corpus_id : info.id, &o, &r, &err))
+		rc = rlm_err_set(&err, RLM_ECANCEL, "cancelled");
+	else
+		rc = svc_solve(c->m->svc, question, info.hold, &o, &r, &err);
+	svc_corpus_put(c->m->svc, info.hold);
+	if (rc)
 		return tool_error("%s", err.msg);
 	if (mcp_call_set_run(c, r))
 		svc_run_cancel(r);
@@ -436,7 +451,7 @@ static cJSON *tool_load_corpus(struct mcp_call *c)
 		return tool_error("%s", msg);
 	if (format && corpus_kind_parse(format, &kind))
 		return tool_error("unknown format '%s' (known: auto, text, dir, jsonl)", format);
-	if (svc_corpus_load(c->m->svc, path, kind, &info, &err))
+	if (svc_corpus_load(c->m->svc, path, kind, SVC_CORPUS_KEEP, &info, &err))
 		return tool_error("%s", err.msg);
 	sc = cJSON_CreateObject();
 	json_add_str(sc, "corpus_id", info.id);
@@ -450,6 +465,10 @@ static cJSON *tool_load_corpus(struct mcp_call *c)
 
 cJSON *mcp_tool_call(struct mcp_call *c)
 {
+	if (c->nul_arg)
+		return tool_error("argument '%s' holds a NUL character (\\u0000): give text without "
+				  "one",
+				  c->nul_arg);
 	if (strcmp(c->tool, "solve") == 0)
 		return tool_solve(c, false);
 	if (strcmp(c->tool, "ask") == 0)

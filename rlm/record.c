@@ -8,7 +8,8 @@
  * (store_call_put commits) before its caller sees it, so a run killed at
  * any point and run again makes no call twice. A hit is a call like any
  * other for budgets and usage (a resumed run must stop where the first one
- * would have), and is also counted as saved.
+ * would have), and is also counted as saved. A call asked while the same
+ * call is out waits for it (struct record_flight) and is a hit too.
  *
  * A child RLM is memoised under its question, its context's digest and
  * everything of the solve that shapes its answer (the models, the
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const struct rlm_record *rec_of(const struct rlm_opts *o)
 {
@@ -47,19 +49,78 @@ static void store_trouble(const struct rlm_record *rec, const char *what,
 
 /* ---- the front of the pool ---- */
 
+/* A call sent by this solve and not done yet: the same call asked meanwhile
+ * (children whose first prompts are alike, a batch with repeats) waits for
+ * it and takes its answer from the store, instead of going out twice. So a
+ * solve makes each distinct call once, as a resumed one does (each is in
+ * the store by then), and every copy of a call gets the same answer. */
+struct record_flight {
+	struct store_key k;
+	const struct llm_call *call; /* the one sent */
+	struct record_flight *next;
+};
+
+#define FLIGHT_POLL_NS 50000000LL /* a waiter looks at its cancel flag */
+
+static struct record_flight *flight_find(struct rlm_record *rec, const struct store_key *k)
+{
+	struct record_flight *f = rec->flights;
+	while (f && memcmp(f->k.b, k->b, sizeof(k->b)) != 0)
+		f = f->next;
+	return f;
+}
+
+static bool call_cancelled(const struct llm_call *c)
+{
+	return c->cancel && atomic_load(c->cancel);
+}
+
+/* Wait (under fl_mu) until no flight of k is up, or c is cancelled. */
+static void flight_wait(struct rlm_record *rec, const struct store_key *k,
+			const struct llm_call *c)
+{
+	while (flight_find(rec, k) && !call_cancelled(c)) {
+		int64_t until = now_ns() + FLIGHT_POLL_NS;
+		struct timespec ts = {(time_t)(until / 1000000000LL), (long)(until % 1000000000LL)};
+		pthread_cond_timedwait(&rec->fl_cv, &rec->fl_mu, &ts);
+	}
+}
+
 static bool front_lookup(void *arg, struct llm_call *c)
 {
-	const struct rlm_record *rec = arg;
+	struct rlm_record *rec = arg;
 	struct store_key k;
 	struct rlm_err err = {0, ""};
 	int rc;
 	if (rec->refresh || atomic_load(&rec->broken))
 		return false;
 	store_call_key(c, &k);
-	rc = store_call_get(rec->store, &k, c, &err);
-	if (rc < 0)
-		store_trouble(rec, "a cache lookup", &err);
-	return rc == 1;
+	for (;;) {
+		struct record_flight *f;
+		int64_t gen;
+		pthread_mutex_lock(&rec->fl_mu);
+		gen = rec->fl_gen;
+		pthread_mutex_unlock(&rec->fl_mu);
+		rc = store_call_get(rec->store, &k, c, &err);
+		if (rc < 0)
+			store_trouble(rec, "a cache lookup", &err);
+		if (rc != 0)
+			return rc == 1;
+		pthread_mutex_lock(&rec->fl_mu);
+		if (flight_find(rec, &k)) {
+			/* the same call is out: its answer, once stored, is ours */
+			flight_wait(rec, &k, c);
+		} else if (gen == rec->fl_gen) {
+			f = xmalloc(sizeof(*f));
+			*f = (struct record_flight){k, c, rec->flights};
+			rec->flights = f;
+			pthread_mutex_unlock(&rec->fl_mu);
+			return false; /* this one goes out */
+		} /* else one landed since the lookup: look again */
+		pthread_mutex_unlock(&rec->fl_mu);
+		if (call_cancelled(c))
+			return false; /* the pool ends it as cancelled */
+	}
 }
 
 static void front_save(void *arg, const struct llm_call *c)
@@ -72,6 +133,25 @@ static void front_save(void *arg, const struct llm_call *c)
 	store_call_key(c, &k);
 	if (store_call_put(rec->store, &k, c, &err) < 0)
 		store_trouble(rec, "keeping a call", &err);
+}
+
+/* c went out (saved first when it succeeded): its waiters look again,
+ * and take its answer or, when it failed, send their own. */
+static void front_release(void *arg, const struct llm_call *c)
+{
+	struct rlm_record *rec = arg;
+	struct record_flight **p, *f = NULL;
+	pthread_mutex_lock(&rec->fl_mu);
+	for (p = &rec->flights; *p; p = &(*p)->next)
+		if ((*p)->call == c) {
+			f = *p;
+			*p = f->next;
+			break;
+		}
+	rec->fl_gen++;
+	pthread_cond_broadcast(&rec->fl_cv);
+	pthread_mutex_unlock(&rec->fl_mu);
+	free(f);
 }
 
 const struct llm_front *record_front(const struct rlm_opts *o)
@@ -213,6 +293,9 @@ void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct r
 	struct rlm_opts no_turns = *o;
 	cJSON *j;
 	char *res;
+	/* Every call of the solve is done: no flight is up. */
+	pthread_mutex_destroy(&rec->fl_mu);
+	pthread_cond_destroy(&rec->fl_cv);
 	if (!rec->run[0])
 		return;
 	/* The turns are the run's events already. */
@@ -277,6 +360,22 @@ void record_detail(const struct rlm_opts *o, struct rlm_tree *tree, int node, in
 	pthread_mutex_unlock(&tree->cb_mu);
 }
 
+/* A sub-call's prompt and reply are kept cut to these many characters,
+ * head and tail with a line saying how many were left out (the true
+ * sizes are kept too): a 10M-token solve makes ~600 sub-calls of ~64 KB,
+ * which would be ~40 MB of events; cut, at most ~12 MB and mostly much
+ * less. */
+#define SUB_PROMPT_KEEP 4000
+#define SUB_REPLY_KEEP	16000
+
+static void add_cut(cJSON *o, const char *key, const char *s, size_t len, size_t keep)
+{
+	size_t n;
+	char *t = repl_truncate(s ? s : "", s ? len : 0, keep, &n);
+	json_add_strn(o, key, t, n);
+	free(t);
+}
+
 void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
 		 int depth, int iteration, const struct llm_call *call, bool sub)
 {
@@ -285,19 +384,43 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 	char hex[33], *data;
 	size_t chars = 0;
 	bool to_store = rec && rec->run[0];
+	cJSON *d, *u;
 	if (!to_store && !(o->event && o->detail_events && tree))
 		return;
 	store_call_key(call, &k);
 	store_key_hex(&k, hex);
 	for (size_t i = 0; i < call->n_msgs; i++)
 		chars += call->msgs[i].len;
-	data = xasprintf("{\"key\":\"%s\",\"role\":\"%s\",\"cached\":%s,\"ok\":%s,"
-			 "\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld},"
-			 "\"cost\":%.9g,\"ms\":%.3f,\"prompt_chars\":%zu}",
-			 hex, sub ? "sub" : "root", call->cached ? "true" : "false",
-			 call->rc == 0 ? "true" : "false", (long long)call->usage.input_tokens,
-			 (long long)call->usage.output_tokens, call->cost,
-			 (double)call->latency_ns / 1e6, chars);
+	d = cJSON_CreateObject();
+	u = cJSON_CreateObject();
+	json_add_str(d, "key", hex);
+	json_add_str(d, "role", sub ? "sub" : "root");
+	json_add_bool(d, "cached", call->cached);
+	json_add_bool(d, "ok", call->rc == 0);
+	json_add_num(u, "input_tokens", (double)call->usage.input_tokens);
+	json_add_num(u, "output_tokens", (double)call->usage.output_tokens);
+	json_add(d, "usage", u);
+	json_add_num(d, "cost", call->cost);
+	json_add_num(d, "ms", (double)call->latency_ns / 1e6);
+	json_add_num(d, "prompt_chars", (double)chars);
+	/* A sub-call's prompt (its last message: what was asked) and reply,
+	 * for the exports; a root call's are the node's prompt and reply
+	 * events already. */
+	if (sub && call->n_msgs > 0) {
+		const struct llm_msg *m = &call->msgs[call->n_msgs - 1];
+		if (call->model)
+			json_add_str(d, "model", llm_model_name(call->model));
+		add_cut(d, "prompt", m->text, m->len, SUB_PROMPT_KEEP);
+		if (call->rc == 0) {
+			add_cut(d, "response", call->text, call->len, SUB_REPLY_KEEP);
+			json_add_num(d, "response_chars", (double)call->len);
+		} else {
+			json_add_str(d, "error",
+				     call->error ? call->error : rlm_strerror(call->rc));
+		}
+	}
+	data = json_print(d);
+	cJSON_Delete(d);
 	record_detail(o, tree, node, parent, depth, iteration, "call", NULL, 0, data);
 	free(data);
 }
@@ -319,7 +442,8 @@ static void memo_key(const struct rlm_opts *o, int depth, const char *question, 
 	free(config);
 }
 
-/* What a memo hit spent still fits b (then charged), or o's limits. */
+/* What a memo hit spent still fits b (then charged), or, for the whole
+ * solve (b NULL), o's limits: a solve that used exactly its limit fits. */
 static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 		      const struct store_result *sr)
 {
@@ -327,7 +451,7 @@ static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 	if (!b)
 		return !((o->max_tokens > 0 && t > o->max_tokens) ||
 			 (o->max_cost > 0 && sr->cost > o->max_cost) ||
-			 (o->max_sub_calls > 0 && sr->sub_calls + 1 > o->max_sub_calls) ||
+			 (o->max_sub_calls > 0 && sr->sub_calls > o->max_sub_calls) ||
 			 (o->max_calls > 0 && sr->calls > o->max_calls));
 	if ((b->max_tokens && atomic_load(&b->tokens) + t > b->max_tokens) ||
 	    (b->max_cost_nusd &&
@@ -409,7 +533,15 @@ void record_init(struct rlm_record *rec, const struct rlm_opts *o)
 	memset(rec, 0, sizeof(*rec));
 	rec->store = o->store;
 	rec->refresh = o->refresh;
-	rec->front = (struct llm_front){front_lookup, front_save, rec};
+	rec->front = (struct llm_front){front_lookup, front_save, rec, front_release};
 	rec->t0 = now_ns();
 	atomic_init(&rec->broken, false);
+	pthread_mutex_init(&rec->fl_mu, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&rec->fl_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 }

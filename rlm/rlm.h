@@ -65,10 +65,14 @@ struct rlm_event {
 				* order they start, across the whole solve */
 	const char *data_json; /* with rlm_opts.detail_events, for "call" (a
 				* model call completed: key, role, cached, ok,
-				* usage, cost, ms), "child" (node starts: text
-				* its question) and "child_end" (text its
-				* answer; stop, memo, calls, cost, usage): a
-				* JSON object; NULL for the other kinds */
+				* usage, cost, ms, prompt_chars; a sub-call's
+				* model, prompt and response or error, cut as
+				* docs/store.md says), "child" (node starts:
+				* text its question) and "child_end" (text its
+				* answer; stop, memo, calls, cost, usage); for
+				* "output" of code that raised, always:
+				* error_at, the byte of text where its error
+				* begins. A JSON object; NULL otherwise */
 };
 
 typedef void rlm_event_fn(const struct rlm_event *e, void *arg);
@@ -196,7 +200,11 @@ struct rlm_result {
 	bool found;            /* false when every part answered NONE */
 	struct llm_usage usage;
 	double cost;           /* USD */
-	int64_t calls;         /* model calls made */
+	int64_t calls;         /* model calls, whether sent or answered by the
+				* call cache (cache_hits of them), and those
+				* of answers taken from the memo (memo_hits):
+				* what the solve cost, not what it sent
+				* (attempts) */
 	int64_t failed_calls;  /* of which failed after retries */
 	int64_t attempts;      /* HTTP attempts, retries included */
 	size_t leaves;         /* parts the context was cut into */

@@ -7,17 +7,14 @@
  * context is the rlm_context extension (a text, a corpus id or a path) or
  * else the earlier system and user messages, in order. Known OpenAI
  * fields that mean nothing to a solve (temperature, user, ...) are taken
- * and ignored; any other field is an error, as everywhere in this API. A
- * stream sends the role chunk at once, comments while the solve runs (so
- * proxies keep the connection), then the answer in content chunks, the
- * finish chunk, an optional usage chunk and [DONE]. */
+ * and ignored, those that would change the answer only with the value a
+ * solve gives; any other field is an error, as everywhere in this API. A
+ * stream is rlm/serve_stream.c's. */
 #include "serve_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHUNK_BYTES 1024 /* of the answer per content chunk */
 
 /* ---- the request ---- */
 
@@ -27,6 +24,7 @@ struct chat {
 	const char *text, *path, *format, *corpus_id; /* rlm_context, borrowed */
 	const char *model;			      /* as asked ("rlm" when absent) */
 	bool stream, include_usage;
+	bool progress; /* rlm_progress: progress lines in a stream (true) */
 };
 
 /* The text of a message's content: a string, or an array of text parts.
@@ -137,30 +135,190 @@ static void check_rlm_context(struct check *k, const cJSON *c, struct chat *ch)
 		check_fail(k, "rlm_context.format: only with path");
 }
 
+/* JSON types a field may have (null is always taken). */
+enum { J_NUM = 1, J_INT = 2, J_STR = 4, J_BOOL = 8, J_OBJ = 16, J_ARR = 32 };
+
+/* Fields of OpenAI's chat completion request that mean nothing to a solve,
+ * with their types: checked, then ignored. */
+static const struct {
+	const char *name;
+	unsigned types;
+} ignored[] = {
+    {"temperature", J_NUM},
+    {"top_p", J_NUM},
+    {"max_tokens", J_INT},
+    {"max_completion_tokens", J_INT},
+    {"presence_penalty", J_NUM},
+    {"frequency_penalty", J_NUM},
+    {"logit_bias", J_OBJ},
+    {"seed", J_INT},
+    {"stop", J_STR | J_ARR},
+    {"user", J_STR},
+    {"safety_identifier", J_STR},
+    {"prompt_cache_key", J_STR},
+    {"prompt_cache_retention", J_STR},
+    {"prompt_cache_options", J_OBJ},
+    {"metadata", J_OBJ},
+    {"store", J_BOOL},
+    {"service_tier", J_STR},
+    {"reasoning_effort", J_STR},
+    {"verbosity", J_STR},
+    {"parallel_tool_calls", J_BOOL},
+    {"prediction", J_OBJ},
+};
+
+/* OpenAI's fields that would change what the answer is: taken only with
+ * a value that asks for what a solve gives (check_unsupported). */
+static const char *const guarded[] = {
+    "n",
+    "tools",
+    "functions",
+    "tool_choice",
+    "function_call",
+    "response_format",
+    "logprobs",
+    "top_logprobs",
+    "modalities",
+    "audio",
+    "web_search_options",
+    "moderation",
+};
+
+/* Ours: OpenAI's request, and the rlm_ extensions. */
+static const char *const own[] = {"model",	    "messages",	   "stream",
+				  "stream_options", "rlm_context", "rlm_progress"};
+
+static bool in_list(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool of_type(const cJSON *j, unsigned types)
+{
+	return ((types & J_NUM) && cJSON_IsNumber(j)) ||
+	       ((types & J_INT) && cJSON_IsNumber(j) &&
+		j->valuedouble == (double)(int64_t)j->valuedouble) ||
+	       ((types & J_STR) && cJSON_IsString(j)) || ((types & J_BOOL) && cJSON_IsBool(j)) ||
+	       ((types & J_OBJ) && cJSON_IsObject(j)) || ((types & J_ARR) && cJSON_IsArray(j));
+}
+
+/* body[key] when present and not null. */
+static const cJSON *given(const cJSON *body, const char *key)
+{
+	const cJSON *j = json_get(body, key);
+	return j && !cJSON_IsNull(j) ? j : NULL;
+}
+
+static bool is_str(const cJSON *j, const char *a, const char *b)
+{
+	return cJSON_IsString(j) &&
+	       (strcmp(j->valuestring, a) == 0 || (b && strcmp(j->valuestring, b) == 0));
+}
+
+/* Every member of body is known, and of its type. */
+static void check_known(struct check *k, const cJSON *body)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, body)
+	{
+		size_t i = 0;
+		if (in_list(it->string, own, ARRAY_SIZE(own)) ||
+		    in_list(it->string, guarded, ARRAY_SIZE(guarded)))
+			continue;
+		while (i < ARRAY_SIZE(ignored) && strcmp(ignored[i].name, it->string) != 0)
+			i++;
+		if (i == ARRAY_SIZE(ignored)) {
+			check_fail(k, "%.100s: unknown field", it->string);
+			return;
+		}
+		if (!cJSON_IsNull(it) && !of_type(it, ignored[i].types)) {
+			check_fail(k, "%s: want %s", it->string,
+				   ignored[i].types == J_NUM	? "a number"
+				   : ignored[i].types == J_INT	? "an integer"
+				   : ignored[i].types == J_STR	? "a string"
+				   : ignored[i].types == J_BOOL ? "true or false"
+				   : ignored[i].types == J_OBJ	? "an object"
+							       : "a string or an array of strings");
+			return;
+		}
+	}
+}
+
+/* What a solve cannot give: several choices, tool calls, a promised JSON
+ * shape, log-probabilities, audio, web search, moderation. */
+static void check_unsupported(struct check *k, const cJSON *body)
+{
+	const cJSON *j, *it;
+	if ((j = given(body, "n")) && (!of_type(j, J_INT) || j->valuedouble != 1))
+		check_fail(k, "n: only 1 is served (a solve gives one answer)");
+	if ((j = given(body, "tools")) && (!cJSON_IsArray(j) || cJSON_GetArraySize(j)))
+		check_fail(k, "tools: function calling is not served (an RLM answers in text)");
+	if ((j = given(body, "functions")) && (!cJSON_IsArray(j) || cJSON_GetArraySize(j)))
+		check_fail(k, "functions: function calling is not served (an RLM answers in text)");
+	if ((j = given(body, "tool_choice")) && !is_str(j, "none", "auto"))
+		check_fail(k, "tool_choice: only \"none\" or \"auto\" (there are no tools)");
+	if ((j = given(body, "function_call")) && !is_str(j, "none", "auto"))
+		check_fail(k, "function_call: only \"none\" or \"auto\" (there are no functions)");
+	if ((j = given(body, "response_format")) &&
+	    (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1 ||
+	     !is_str(json_get(j, "type"), "text", NULL)))
+		check_fail(k, "response_format: only {\"type\": \"text\"} is served (the answer's "
+			      "shape cannot be promised)");
+	if ((j = given(body, "logprobs")) && !cJSON_IsFalse(j))
+		check_fail(k,
+			   "logprobs: not served (an RLM's answer has no token log-probabilities)");
+	if ((j = given(body, "top_logprobs")) && (!of_type(j, J_INT) || j->valuedouble != 0))
+		check_fail(k, "top_logprobs: not served (an RLM's answer has no token "
+			      "log-probabilities)");
+	if ((j = given(body, "modalities"))) {
+		if (!cJSON_IsArray(j))
+			check_fail(k, "modalities: want an array of strings");
+		cJSON_ArrayForEach(it, j)
+		{
+			if (!is_str(it, "text", NULL))
+				check_fail(k, "modalities: only \"text\" is served");
+		}
+	}
+	if (given(body, "audio"))
+		check_fail(k, "audio: not served (the answer is text)");
+	if (given(body, "web_search_options"))
+		check_fail(k, "web_search_options: web search is not served (the context is what "
+			      "the solve reads)");
+	if (given(body, "moderation"))
+		check_fail(k, "moderation: not served");
+}
+
+static void check_stream_options(struct check *k, const cJSON *so, struct chat *ch)
+{
+	static const char *const known[] = {"include_usage", "include_obfuscation", NULL};
+	bool ignored_flag = false;
+	if (!so || cJSON_IsNull(so))
+		return;
+	if (!cJSON_IsObject(so)) {
+		check_fail(k, "stream_options: want an object");
+		return;
+	}
+	check_fields(k, so, known, "stream_options.");
+	check_bool(k, so, "include_usage", "stream_options.", &ch->include_usage);
+	/* chunks are not padded against length side channels: nothing to turn off */
+	check_bool(k, so, "include_obfuscation", "stream_options.", &ignored_flag);
+}
+
 static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char **qown)
 {
-	static const char *const known[] = {
-	    "model", "messages", "stream", "stream_options", "rlm_context",
-	    /* OpenAI's, taken and ignored */
-	    "temperature", "top_p", "n", "stop", "max_tokens", "max_completion_tokens",
-	    "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
-	    "user", "seed", "response_format", "tools", "tool_choice", "parallel_tool_calls",
-	    "functions", "function_call", "metadata", "store", "service_tier", "reasoning_effort",
-	    "modalities", "audio", "prediction", "web_search_options", NULL};
-	const cJSON *ctx = json_get(body, "rlm_context"), *so = json_get(body, "stream_options");
-	bool usage = false;
-	check_fields(k, body, known, "");
+	const cJSON *ctx = json_get(body, "rlm_context");
+	check_known(k, body);
+	check_unsupported(k, body);
 	ch->model = check_str(k, body, "model", "");
 	if (!ch->model)
 		ch->model = "rlm";
-	if (json_get(body, "stream") && !cJSON_IsNull(json_get(body, "stream"))) {
-		if (!cJSON_IsBool(json_get(body, "stream")))
-			check_fail(k, "stream: want true or false");
-		ch->stream = cJSON_IsTrue(json_get(body, "stream"));
-	}
-	if (so && cJSON_IsObject(so) && cJSON_IsBool(json_get(so, "include_usage")))
-		usage = cJSON_IsTrue(json_get(so, "include_usage"));
-	ch->include_usage = usage;
+	check_bool(k, body, "stream", "", &ch->stream);
+	check_stream_options(k, json_get(body, "stream_options"), ch);
+	ch->progress = true;
+	check_bool(k, body, "rlm_progress", "", &ch->progress);
 	if (ctx && !cJSON_IsNull(ctx))
 		check_rlm_context(k, ctx, ch);
 	else
@@ -180,7 +338,7 @@ static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char
 
 /* ---- answers ---- */
 
-static cJSON *usage_json(const cJSON *run)
+cJSON *oai_usage_json(const cJSON *run)
 {
 	const cJSON *u = json_get(run, "usage");
 	cJSON *o = cJSON_CreateObject();
@@ -191,14 +349,13 @@ static cJSON *usage_json(const cJSON *run)
 	return o;
 }
 
-static const char *finish_reason(const cJSON *run)
+const char *oai_finish_reason(const cJSON *run)
 {
 	const char *st = json_str(run, "status");
 	return st && strcmp(st, "done") == 0 ? "stop" : "length";
 }
 
-/* The common head of a completion or a chunk. */
-static cJSON *head(const char *object, const char *run_id, const char *model, int64_t created)
+cJSON *oai_head(const char *object, const char *run_id, const char *model, int64_t created)
 {
 	cJSON *o = cJSON_CreateObject();
 	char id[64];
@@ -210,7 +367,7 @@ static cJSON *head(const char *object, const char *run_id, const char *model, in
 	return o;
 }
 
-static cJSON *rlm_ext(const cJSON *run)
+cJSON *oai_rlm_ext(const cJSON *run)
 {
 	cJSON *o = cJSON_CreateObject();
 	json_add_str(o, "run_id", json_str(run, "run_id"));
@@ -231,7 +388,7 @@ static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char
 		cJSON_Delete(run);
 		return ret;
 	}
-	o = head("chat.completion", svc_run_id(r), model, wall_ms() / 1000);
+	o = oai_head("chat.completion", svc_run_id(r), model, wall_ms() / 1000);
 	choices = cJSON_CreateArray();
 	c = cJSON_CreateObject();
 	m = cJSON_CreateObject();
@@ -239,183 +396,13 @@ static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char
 	json_add_str(m, "role", "assistant");
 	json_add(m, "content", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
 	json_add(c, "message", m);
-	json_add_str(c, "finish_reason", finish_reason(run));
+	json_add_str(c, "finish_reason", oai_finish_reason(run));
 	json_add(choices, NULL, c);
 	json_add(o, "choices", choices);
-	json_add(o, "usage", usage_json(run));
-	json_add(o, "rlm", rlm_ext(run));
+	json_add(o, "usage", oai_usage_json(run));
+	json_add(o, "rlm", oai_rlm_ext(run));
 	cJSON_Delete(run);
 	return srv_json(rq, MHD_HTTP_OK, o);
-}
-
-/* ---- the stream ---- */
-
-enum cs_state { CS_ROLE, CS_WAIT, CS_CONTENT, CS_FINISH, CS_USAGE, CS_DONE, CS_OVER };
-
-/* A streamed completion. Owned by the library's response. */
-struct chat_stream {
-	struct server *sv;
-	struct svc_run *r; /* a reference */
-	char *model;	   /* owned */
-	int64_t created, deadline_ns, last_ns;
-	bool include_usage;
-	enum cs_state state;
-	cJSON *run;	/* svc_run_json once ended */
-	size_t sent;	/* bytes of the answer sent */
-	struct buf out; /* formatted, not yet sent from off */
-	size_t off;
-};
-
-/* One chunk: choices [{index 0, delta, finish_reason}] (delta NULL: no
- * choices, usage instead). */
-static void cs_chunk(struct chat_stream *cs, cJSON *delta, const char *finish)
-{
-	cJSON *o = head("chat.completion.chunk", svc_run_id(cs->r), cs->model, cs->created);
-	cJSON *choices = cJSON_CreateArray();
-	char *s;
-	if (delta) {
-		cJSON *c = cJSON_CreateObject();
-		json_add_num(c, "index", 0);
-		json_add(c, "delta", delta);
-		json_add(c, "finish_reason",
-			 finish ? cJSON_CreateString(finish) : cJSON_CreateNull());
-		json_add(choices, NULL, c);
-	}
-	json_add(o, "choices", choices);
-	if (!delta)
-		json_add(o, "usage", usage_json(cs->run));
-	s = json_print(o);
-	cJSON_Delete(o);
-	buf_printf(&cs->out, "data: %s\n\n", s ? s : "{}");
-	free(s);
-}
-
-static void cs_error(struct chat_stream *cs, const char *type, const char *msg)
-{
-	cJSON *o = cJSON_CreateObject(), *e = cJSON_CreateObject();
-	char *s;
-	json_add_str(e, "type", type);
-	json_add_str(e, "message", msg);
-	json_add(o, "error", e);
-	s = json_print(o);
-	cJSON_Delete(o);
-	buf_printf(&cs->out, "data: %s\n\n", s ? s : "{}");
-	free(s);
-}
-
-/* Format what comes next; false when the stream is over. */
-static bool cs_next(struct chat_stream *cs)
-{
-	cJSON *d;
-	buf_reset(&cs->out);
-	cs->off = 0;
-	switch (cs->state) {
-	case CS_ROLE:
-		d = cJSON_CreateObject();
-		json_add_str(d, "role", "assistant");
-		json_add_str(d, "content", "");
-		cs_chunk(cs, d, NULL);
-		cs->state = CS_WAIT;
-		break;
-	case CS_WAIT:
-		for (;;) {
-			int64_t now = now_ns();
-			if (svc_run_wait(cs->r, RLM_MIN(now + SRV_SLICE_NS, cs->deadline_ns))) {
-				cs->run = svc_run_json(cs->r);
-				if (strcmp(json_str(cs->run, "status"), "failed") == 0) {
-					char msg[600];
-					snprintf(msg, sizeof(msg), "the solve failed (run %s): %s",
-						 svc_run_id(cs->r),
-						 json_str(cs->run, "error")
-						     ? json_str(cs->run, "error")
-						     : "");
-					cs_error(cs, "internal", msg);
-					cs->state = CS_DONE;
-				} else {
-					cs->state = CS_CONTENT;
-					return cs_next(cs);
-				}
-				break;
-			}
-			if (now_ns() >= cs->deadline_ns) {
-				char msg[300];
-				svc_run_cancel(cs->r);
-				svc_run_wait(cs->r, now_ns() + 10 * 1000000000LL);
-				snprintf(msg, sizeof(msg),
-					 "the solve ran past the request timeout of %.0f s and was "
-					 "cancelled (run %s)",
-					 (double)cs->sv->request_timeout_ns / 1e9,
-					 svc_run_id(cs->r));
-				cs_error(cs, "timeout", msg);
-				cs->state = CS_DONE;
-				break;
-			}
-			if (now_ns() - cs->last_ns >= SRV_KEEPALIVE_NS) {
-				buf_puts(&cs->out, ": solving\n\n");
-				break;
-			}
-		}
-		break;
-	case CS_CONTENT: {
-		const char *a = json_str(cs->run, "answer");
-		size_t len = a ? strlen(a) : 0, n;
-		if (cs->sent >= len) {
-			cs->state = CS_FINISH;
-			return cs_next(cs);
-		}
-		n = len - cs->sent <= CHUNK_BYTES ? len - cs->sent
-						  : utf8_floor(a + cs->sent, CHUNK_BYTES);
-		if (!n)
-			n = len - cs->sent; /* not UTF-8 after all: send the rest */
-		d = cJSON_CreateObject();
-		json_add_strn(d, "content", a + cs->sent, n);
-		cs_chunk(cs, d, NULL);
-		cs->sent += n;
-		break;
-	}
-	case CS_FINISH:
-		cs_chunk(cs, cJSON_CreateObject(), finish_reason(cs->run));
-		cs->state = cs->include_usage ? CS_USAGE : CS_DONE;
-		break;
-	case CS_USAGE:
-		cs_chunk(cs, NULL, NULL);
-		cs->state = CS_DONE;
-		break;
-	case CS_DONE:
-		buf_puts(&cs->out, "data: [DONE]\n\n");
-		cs->state = CS_OVER;
-		break;
-	case CS_OVER:
-		return false;
-	}
-	cs->last_ns = now_ns();
-	return true;
-}
-
-static ssize_t cs_read(void *cls, uint64_t off, char *out, size_t max)
-{
-	struct chat_stream *cs = cls;
-	size_t n;
-	(void)off;
-	if (cs->off >= cs->out.len && !cs_next(cs))
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	n = RLM_MIN(max, cs->out.len - cs->off);
-	memcpy(out, cs->out.p + cs->off, n);
-	cs->off += n;
-	return (ssize_t)n;
-}
-
-static void cs_free(void *cls)
-{
-	struct chat_stream *cs = cls;
-	/* A client gone before the answer: its solve is of no use. */
-	if (cs->state <= CS_WAIT)
-		svc_run_cancel(cs->r);
-	svc_run_put(cs->r);
-	cJSON_Delete(cs->run);
-	buf_release(&cs->out);
-	free(cs->model);
-	free(cs);
 }
 
 /* ---- routes ---- */
@@ -428,7 +415,8 @@ enum MHD_Result route_chat(struct req *rq)
 	struct svc_run *r = NULL;
 	struct rlm_err err = {0, ""};
 	enum MHD_Result ret;
-	char id[24], *qown = NULL;
+	struct svc_corp *hold = NULL;
+	char *qown = NULL;
 	cJSON *body = srv_body_json(rq, &ret);
 	int rc;
 	if (!body)
@@ -441,38 +429,49 @@ enum MHD_Result route_chat(struct req *rq)
 		ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", k.msg);
 		goto out;
 	}
-	if (strcmp(ch.model, "rlm") != 0)
+	if (strcmp(ch.model, "rlm") != 0) {
+		if (strcmp(ch.model, svc_model_name(rq->sv->svc)) != 0 &&
+		    strcmp(ch.model, svc_sub_model_name(rq->sv->svc)) != 0) {
+			ret = srv_error_code(
+			    rq, MHD_HTTP_NOT_FOUND, "not_found", "model_not_found", "model",
+			    "the model '%.100s' does not exist here (see GET /v1/models: "
+			    "rlm, or a model this server was started with)",
+			    ch.model);
+			goto out;
+		}
 		so.model = ch.model;
+	}
 	if ((rc = svc_can_start(rq->sv->svc, &err))) {
 		ret = srv_svc_error(rq, rc, err.msg);
 		goto out;
 	}
-	if (srv_context(rq, ch.text, ch.path, ch.format, ch.corpus_id, id, &ret))
+	if (srv_context(rq, ch.text, ch.path, ch.format, ch.corpus_id, &hold, &ret))
 		goto out;
-	if ((rc = svc_solve(rq->sv->svc, ch.question, id, &so, &r, &err))) {
+	rc = svc_solve(rq->sv->svc, ch.question, hold, &so, &r, &err);
+	svc_corpus_put(rq->sv->svc, hold);
+	if (rc) {
 		ret = srv_svc_error(rq, rc, err.msg);
 		goto out;
 	}
 	if (ch.stream) {
-		struct chat_stream *cs = xcalloc(1, sizeof(*cs));
-		cs->sv = rq->sv;
-		cs->r = r;
+		ret = srv_chat_stream(rq, r, ch.model, ch.include_usage, ch.progress);
 		r = NULL;
-		cs->model = xstrdup(ch.model);
-		cs->created = wall_ms() / 1000;
-		cs->deadline_ns = rq->t0 + rq->sv->request_timeout_ns;
-		cs->last_ns = now_ns();
-		cs->include_usage = ch.include_usage;
-		ret = srv_stream(rq, cs, cs_read, cs_free);
 		goto out;
 	}
-	if (!srv_wait_run(rq, r))
+	switch (srv_wait_run(rq, r)) {
+	case SRV_ENDED:
+		ret = chat_answer(rq, r, ch.model);
+		break;
+	case SRV_TIMEOUT:
 		ret = srv_error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
 				"the solve ran past the request timeout of %.0f s and was "
 				"cancelled (run %s)",
 				(double)rq->sv->request_timeout_ns / 1e9, svc_run_id(r));
-	else
-		ret = chat_answer(rq, r, ch.model);
+		break;
+	default:
+		ret = MHD_NO; /* the client went away */
+		break;
+	}
 out:
 	svc_run_put(r);
 	buf_release(&ch.context);

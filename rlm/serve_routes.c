@@ -96,8 +96,7 @@ static void check_num(struct check *k, const cJSON *o, const char *key, const ch
 	*out = v;
 }
 
-static void check_bool(struct check *k, const cJSON *o, const char *key, const char *where,
-		       bool *out)
+void check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
 	if (!j || cJSON_IsNull(j))
@@ -117,51 +116,105 @@ static enum MHD_Result check_answer(struct req *rq, const struct check *k)
 /* ---- the context of a request ---- */
 
 int srv_context(struct req *rq, const char *text, const char *path, const char *format,
-		const char *corpus_id, char id[24], enum MHD_Result *ret)
+		const char *corpus_id, struct svc_corp **hold, enum MHD_Result *ret)
 {
 	struct svc_corpus_info info;
 	struct rlm_err err = {0, ""};
 	enum corpus_kind kind = CORPUS_AUTO;
 	int rc;
+	*hold = NULL;
 	if (format && corpus_kind_parse(format, &kind)) {
 		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
 				 "format: unknown '%.40s' (known: auto, text, dir, jsonl)", format);
 		return -1;
 	}
 	if (corpus_id)
-		rc = svc_corpus_get(rq->sv->svc, corpus_id, &info);
+		rc = svc_corpus_get(rq->sv->svc, corpus_id, SVC_CORPUS_HOLD, &info);
 	else if (path)
-		rc = svc_corpus_load(rq->sv->svc, path, kind, &info, &err);
+		rc = svc_corpus_load(rq->sv->svc, path, kind, SVC_CORPUS_HOLD, &info, &err);
 	else
-		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0, &info, &err);
+		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0,
+				     SVC_CORPUS_HOLD, &info, &err);
 	if (rc == RLM_ENOTFOUND && corpus_id)
 		snprintf(err.msg, sizeof(err.msg), "no corpus '%.40s'", corpus_id);
 	if (rc) {
 		*ret = srv_svc_error(rq, rc, err.msg);
 		return -1;
 	}
-	memcpy(id, info.id, sizeof(info.id));
+	*hold = info.hold;
 	return 0;
 }
 
-bool srv_wait_run(struct req *rq, struct svc_run *r)
+void srv_cancel_run(struct svc_run *r, const char *why)
 {
-	if (svc_run_wait(r, rq->t0 + rq->sv->request_timeout_ns))
-		return true;
-	svc_run_cancel(r);
+	if (svc_run_cancel(r))
+		log_info("serve: run %s cancelled: %s", svc_run_id(r), why);
 	/* Its run ends in the store as cancelled; a cancel is seen within
 	 * milliseconds, but a stuck worker is not waited on for long. */
 	svc_run_wait(r, now_ns() + 10 * 1000000000LL);
-	return false;
+}
+
+enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r)
+{
+	int64_t deadline = rq->t0 + rq->sv->request_timeout_ns;
+	for (;;) {
+		if (svc_run_wait(r, RLM_MIN(now_ns() + SRV_SLICE_NS, deadline)))
+			return SRV_ENDED;
+		if (srv_client_gone(rq->fd)) {
+			srv_cancel_run(r, "the client went away");
+			return SRV_GONE;
+		}
+		if (now_ns() >= deadline) {
+			srv_cancel_run(r, "past the request timeout");
+			return SRV_TIMEOUT;
+		}
+	}
 }
 
 /* ---- POST /v1/solve ---- */
 
+/* options.budgets: the issue's names for the flat limits. A budget given
+ * both ways must say the same. */
+static void check_budgets(struct check *k, const cJSON *o, struct svc_opts *so)
+{
+	static const char *const known[] = {"tokens", "cost", "sub_calls", "time", NULL};
+	static const struct {
+		const char *budget, *flat;
+	} same[] = {{"tokens", "max_tokens"},
+		    {"cost", "max_cost"},
+		    {"sub_calls", "max_sub_calls"},
+		    {"time", "timeout"}};
+	const cJSON *b = json_get(o, "budgets");
+	const char *w = "options.budgets.";
+	if (!b || cJSON_IsNull(b))
+		return;
+	if (!cJSON_IsObject(b)) {
+		check_fail(k, "options.budgets: want an object");
+		return;
+	}
+	if (json_get(b, "calls"))
+		check_fail(k,
+			   "options.budgets.calls: this server has no budget of all model calls; "
+			   "sub_calls limits the sub-calls");
+	check_fields(k, b, known, w);
+	check_int(k, b, "tokens", w, 0, (int64_t)1 << 50, &so->max_tokens);
+	check_num(k, b, "cost", w, 0, 1e9, false, &so->max_cost);
+	check_int(k, b, "sub_calls", w, 0, (int64_t)1 << 50, &so->max_sub_calls);
+	check_num(k, b, "time", w, 0, 1e7, true, &so->timeout_s);
+	for (size_t i = 0; i < ARRAY_SIZE(same); i++) {
+		const cJSON *x = json_get(b, same[i].budget), *y = json_get(o, same[i].flat);
+		if (x && y && !cJSON_IsNull(x) && !cJSON_IsNull(y) && !cJSON_Compare(x, y, true))
+			check_fail(k, "options.budgets.%s: says another than options.%s (give one)",
+				   same[i].budget, same[i].flat);
+	}
+}
+
 static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 {
 	static const char *const known[] = {
-	    "model",	  "sub_model", "strategy",	"max_depth", "max_iterations",
-	    "max_tokens", "max_cost",  "max_sub_calls", "timeout",   NULL};
+	    "model",	      "sub_model",  "strategy", "max_depth",
+	    "max_iterations", "max_tokens", "max_cost", "max_sub_calls",
+	    "timeout",	      "budgets",    NULL};
 	const char *w = "options.", *st;
 	int64_t v;
 	if (!o || cJSON_IsNull(o))
@@ -191,6 +244,7 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	check_int(k, o, "max_sub_calls", w, 0, (int64_t)1 << 50, &so->max_sub_calls);
 	check_num(k, o, "max_cost", w, 0, 1e9, false, &so->max_cost);
 	check_num(k, o, "timeout", w, 0, 1e7, true, &so->timeout_s);
+	check_budgets(k, o, so);
 }
 
 /* A run's JSON as the answer of a synchronous solve. */
@@ -212,7 +266,7 @@ enum MHD_Result route_solve(struct req *rq)
 	enum MHD_Result ret;
 	const char *question, *text, *path, *cid, *format;
 	bool async = false;
-	char id[24];
+	struct svc_corp *hold = NULL;
 	cJSON *body = srv_body_json(rq, &ret);
 	int rc;
 	if (!body)
@@ -238,11 +292,12 @@ enum MHD_Result route_solve(struct req *rq)
 	}
 	/* Refused solves load no context (it would be kept for nothing). */
 	if ((rc = svc_can_start(rq->sv->svc, &err)) ||
-	    srv_context(rq, text, path, format, cid, id, &ret)) {
+	    srv_context(rq, text, path, format, cid, &hold, &ret)) {
 		cJSON_Delete(body);
 		return rc ? srv_svc_error(rq, rc, err.msg) : ret;
 	}
-	rc = svc_solve(rq->sv->svc, question, id, &so, &r, &err);
+	rc = svc_solve(rq->sv->svc, question, hold, &so, &r, &err);
+	svc_corpus_put(rq->sv->svc, hold);
 	cJSON_Delete(body);
 	if (rc)
 		return srv_svc_error(rq, rc, err.msg);
@@ -253,15 +308,20 @@ enum MHD_Result route_solve(struct req *rq)
 		svc_run_put(r);
 		return srv_json(rq, MHD_HTTP_ACCEPTED, j);
 	}
-	if (!srv_wait_run(rq, r)) {
+	switch (srv_wait_run(rq, r)) {
+	case SRV_ENDED:
+		ret = srv_json(rq, MHD_HTTP_OK, solve_answer(r));
+		break;
+	case SRV_TIMEOUT:
 		ret = srv_error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
 				"the solve ran past the request timeout of %.0f s and was "
 				"cancelled (run %s)",
 				(double)rq->sv->request_timeout_ns / 1e9, svc_run_id(r));
-		svc_run_put(r);
-		return ret;
+		break;
+	default:
+		ret = MHD_NO; /* no one to answer: the connection is closed */
+		break;
 	}
-	ret = srv_json(rq, MHD_HTTP_OK, solve_answer(r));
 	svc_run_put(r);
 	return ret;
 }
@@ -309,8 +369,11 @@ static cJSON *stored_json(const cJSON *run)
 	json_add(o, "answer", dup_or_null(json_get(run, "answer")));
 	json_add(o, "stop", dup_or_null(json_get(res, "stop")));
 	json_add(o, "usage", dup_or_null(json_get(res, "usage")));
+	json_add_num(o, "cost", json_num(res, "cost_usd", 0));
 	json_add_num(o, "cost_usd", json_num(res, "cost_usd", 0));
 	json_add(o, "timings", dup_or_null(json_get(res, "timings")));
+	if (json_str(run, "resumed_from"))
+		json_add_str(o, "resumed_from", json_str(run, "resumed_from"));
 	if (json_str(res, "error"))
 		json_add_str(o, "error", json_str(res, "error"));
 	if (strcmp(st, "running") != 0)
@@ -371,6 +434,8 @@ struct sse {
 	struct buf out;	   /* formatted, not yet sent from off */
 	size_t off;
 	bool done;	 /* the end was formatted */
+	bool gone;	 /* the client went away */
+	int fd;		 /* the connection's socket */
 	int64_t last_ns; /* the last bytes formatted */
 };
 
@@ -439,6 +504,11 @@ static bool sse_next(struct sse *st)
 		}
 		if (ended)
 			return false;
+		/* A watcher that left need not hold its connection's thread. */
+		if (srv_client_gone(st->fd)) {
+			st->gone = true;
+			return false;
+		}
 		if (now_ns() - st->last_ns >= SRV_KEEPALIVE_NS) {
 			buf_reset(&st->out);
 			st->off = 0;
@@ -455,7 +525,8 @@ static ssize_t sse_read(void *cls, uint64_t off, char *out, size_t max)
 	size_t n;
 	(void)off;
 	if (st->off >= st->out.len && !sse_next(st))
-		return MHD_CONTENT_READER_END_OF_STREAM;
+		return st->gone ? MHD_CONTENT_READER_END_WITH_ERROR
+				: MHD_CONTENT_READER_END_OF_STREAM;
 	n = RLM_MIN(max, st->out.len - st->off);
 	memcpy(out, st->out.p + st->off, n);
 	st->off += n;
@@ -503,6 +574,7 @@ enum MHD_Result route_events(struct req *rq, const char *full)
 				 "Last-Event-ID: want an event number");
 	st = xcalloc(1, sizeof(*st));
 	st->sv = rq->sv;
+	st->fd = rq->fd;
 	st->last_ns = now_ns();
 	st->pos = (size_t)(from + 1);
 	if (id_ok(id))
@@ -537,6 +609,8 @@ static cJSON *corpus_json(const struct svc_corpus_info *info)
 	json_add_num(o, "documents", (double)info->documents);
 	json_add_num(o, "bytes", (double)info->bytes);
 	json_add_num(o, "tokens_estimate", (double)info->tokens_estimate);
+	json_add_bool(o, "registered", info->registered);
+	json_add_num(o, "in_use", info->in_use);
 	return o;
 }
 
@@ -577,9 +651,10 @@ enum MHD_Result route_corpora_post(struct req *rq)
 		return check_answer(rq, &k);
 	}
 	if (path) {
-		rc = svc_corpus_load(rq->sv->svc, path, kind, &info, &err);
+		rc = svc_corpus_load(rq->sv->svc, path, kind, SVC_CORPUS_KEEP, &info, &err);
 	} else if (text) {
-		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0, &info, &err);
+		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0,
+				     SVC_CORPUS_KEEP, &info, &err);
 	} else {
 		size_t n = (size_t)cJSON_GetArraySize(docs), i = 0;
 		const char **d = xcalloc(n + 1, sizeof(*d));
@@ -589,7 +664,8 @@ enum MHD_Result route_corpora_post(struct req *rq)
 			d[i] = it->valuestring;
 			lens[i++] = strlen(it->valuestring);
 		}
-		rc = svc_corpus_text(rq->sv->svc, NULL, 0, d, lens, n, &info, &err);
+		rc =
+		    svc_corpus_text(rq->sv->svc, NULL, 0, d, lens, n, SVC_CORPUS_KEEP, &info, &err);
 		free(d);
 		free(lens);
 	}
@@ -599,10 +675,22 @@ enum MHD_Result route_corpora_post(struct req *rq)
 	return srv_json(rq, MHD_HTTP_CREATED, corpus_json(&info));
 }
 
-enum MHD_Result route_corpus_get(struct req *rq, const char *id)
+enum MHD_Result route_corpus(struct req *rq, const char *id)
 {
 	struct svc_corpus_info info;
-	if (svc_corpus_get(rq->sv->svc, id, &info))
+	cJSON *j;
+	if (strcmp(rq->method, "DELETE") == 0) {
+		if (svc_corpus_delete(rq->sv->svc, id, &info))
+			return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'",
+					 id);
+		j = cJSON_CreateObject();
+		json_add_str(j, "corpus_id", info.id);
+		json_add_str(j, "status", "deleted");
+		/* the runs still reading it keep it until they end */
+		json_add_num(j, "in_use", info.in_use);
+		return srv_json(rq, MHD_HTTP_OK, j);
+	}
+	if (svc_corpus_get(rq->sv->svc, id, 0, &info))
 		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'", id);
 	return srv_json(rq, MHD_HTTP_OK, corpus_json(&info));
 }

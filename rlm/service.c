@@ -19,6 +19,7 @@
  */
 #include "service_int.h"
 #include "../common/json.h"
+#include "../store/export.h"
 #include "../store/store.h"
 
 #include <errno.h>
@@ -30,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SVC_KEEP_RUNS	 1000	     /* finished runs kept in memory */
+#define SVC_KEEP_RUNS	 1000	     /* finished runs kept in memory, by default */
 #define SVC_EV_MAX	 200000	     /* events kept per run */
 #define SVC_EV_BYTES_MAX (64u << 20) /* text kept per run's log */
 #define SVC_DEF_SOLVES	 4
@@ -52,7 +53,8 @@ struct svc_run {
 	char id[40];	/* "" until on_run (or the start, without a store) */
 	char *question; /* owned */
 	char corpus_id[24];
-	const struct corpus *ctx; /* borrowed from the service's corpora */
+	struct svc_corp *corp;	  /* held until the run ends */
+	const struct corpus *ctx; /* corp's */
 	struct rlm_opts o;	  /* the service's with the request's over them */
 	atomic_bool cancel;
 	int64_t t0; /* now_ns at start */
@@ -144,6 +146,8 @@ int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err
 	s->base.resumed_from = NULL;
 	s->base.record_ = NULL;
 	s->max_solves = cfg->max_solves ? cfg->max_solves : SVC_DEF_SOLVES;
+	s->keep_runs = cfg->keep_runs > 0 ? cfg->keep_runs : SVC_KEEP_RUNS;
+	s->corpus_cache = cfg->corpus_cache;
 	pthread_mutex_init(&s->mu, NULL);
 	cond_init_mono(&s->cv);
 	rng_seed(&s->rng, (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)wall_ms());
@@ -182,6 +186,22 @@ static void cancel_all_locked(struct service *s)
 {
 	for (size_t i = 0; i < s->n_runs; i++)
 		atomic_store(&s->runs[i]->cancel, true);
+}
+
+void svc_close(struct service *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->closing = true;
+	pthread_mutex_unlock(&s->mu);
+}
+
+bool svc_idle(struct service *s)
+{
+	bool idle;
+	pthread_mutex_lock(&s->mu);
+	idle = s->threads == 0;
+	pthread_mutex_unlock(&s->mu);
+	return idle;
 }
 
 int svc_shutdown(struct service *s, int64_t grace_ns)
@@ -231,10 +251,18 @@ const char *svc_sub_model_name(const struct service *s)
 	return llm_model_name(s->ms.sub);
 }
 
+/* Finished runs in the registry (s->mu held). */
+static size_t finished_locked(struct service *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n_runs; i++)
+		n += atomic_load(&s->runs[i]->over);
+	return n;
+}
+
 cJSON *svc_stats(struct service *s)
 {
-	cJSON *o = cJSON_CreateObject(), *t = cJSON_CreateObject(), *a = cJSON_CreateArray();
-	cJSON *h = cJSON_CreateArray();
+	cJSON *o = cJSON_CreateObject(), *t = cJSON_CreateObject(), *h = cJSON_CreateArray();
 	struct llm_stats st;
 	int64_t cum = 0;
 	llm_pool_stats(s->ms.pool, &st);
@@ -243,10 +271,6 @@ cJSON *svc_stats(struct service *s)
 	for (int i = 0; i < 4; i++)
 		json_add_num(t, status_names[i + 1], (double)s->ended[i]);
 	json_add(o, "solves_total", t);
-	for (size_t i = 0; i < s->n_secs; i++) {
-		size_t k = s->n_secs < SVC_SECS_MAX ? i : (s->secs_next + i) % SVC_SECS_MAX;
-		json_add(a, NULL, cJSON_CreateNumber(s->secs[k]));
-	}
 	/* The histogram over the service's life, cumulative as Prometheus
 	 * wants it: [[le, count], ...], the last le null (+Inf). */
 	for (size_t i = 0; i <= N_LE; i++) {
@@ -258,13 +282,14 @@ cJSON *svc_stats(struct service *s)
 	}
 	json_add_num(o, "solve_seconds_sum", s->secs_sum);
 	json_add_num(o, "solve_seconds_count", (double)s->secs_count);
+	svc__corpora_stats_locked(s, o);
+	json_add_num(o, "runs_kept", (double)finished_locked(s));
 	pthread_mutex_unlock(&s->mu);
 	json_add_num(o, "model_calls", (double)st.calls);
 	json_add_num(o, "cache_hits", (double)st.cached);
 	json_add_num(o, "input_tokens", (double)st.usage.input_tokens);
 	json_add_num(o, "output_tokens", (double)st.usage.output_tokens);
 	json_add_num(o, "cost_usd", st.cost);
-	json_add(o, "solve_seconds", a);
 	json_add(o, "solve_seconds_buckets", h);
 	return o;
 }
@@ -414,10 +439,6 @@ static void count_end_locked(struct service *s, enum run_status st, double secs)
 {
 	size_t b = 0;
 	s->ended[st - 1]++;
-	s->secs[s->secs_next] = secs;
-	s->secs_next = (s->secs_next + 1) % SVC_SECS_MAX;
-	if (s->n_secs < SVC_SECS_MAX)
-		s->n_secs++;
 	while (b < N_LE && secs > hist_le[b])
 		b++;
 	s->hist[b]++;
@@ -425,15 +446,13 @@ static void count_end_locked(struct service *s, enum run_status st, double secs)
 	s->secs_count++;
 }
 
-/* Drop the oldest finished runs past SVC_KEEP_RUNS (s->mu held). */
+/* Drop the oldest finished runs past keep_runs (s->mu held). */
 static void evict_locked(struct service *s)
 {
-	size_t finished = 0, k = 0;
-	for (size_t i = 0; i < s->n_runs; i++)
-		finished += atomic_load(&s->runs[i]->over);
+	size_t finished = finished_locked(s), k = 0;
 	for (size_t i = 0; i < s->n_runs; i++) {
 		struct svc_run *r = s->runs[i];
-		if (finished > SVC_KEEP_RUNS && atomic_load(&r->over)) {
+		if (finished > (size_t)s->keep_runs && atomic_load(&r->over)) {
 			finished--;
 			svc_run_put(r);
 			continue;
@@ -464,6 +483,9 @@ static void *run_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	s->running--;
 	count_end_locked(s, st, (double)wall / 1e9);
+	svc__corp_put_locked(s, r->corp);
+	r->corp = NULL;
+	r->ctx = NULL;
 	pthread_mutex_unlock(&s->mu);
 
 	pthread_mutex_lock(&r->mu);
@@ -498,31 +520,39 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
+/* svc_can_start with s->mu held. */
+static int can_start_locked(struct service *s, struct rlm_err *err)
+{
+	if (s->closing)
+		return rlm_err_set(err, SVC_ECLOSING, "the server is shutting down");
+	if (s->running >= s->max_solves)
+		return rlm_err_set(err, SVC_EBUSY,
+				   "%d solves are running (the most this server runs at once); try "
+				   "again later",
+				   s->running);
+	return 0;
+}
+
 int svc_can_start(struct service *s, struct rlm_err *err)
 {
-	int rc = 0;
+	int rc;
 	pthread_mutex_lock(&s->mu);
-	if (s->closing)
-		rc = rlm_err_set(err, SVC_EBUSY, "the server is shutting down");
-	else if (s->running >= s->max_solves)
-		rc = rlm_err_set(err, SVC_EBUSY,
-				 "%d solves are running (the most this server runs at once); try "
-				 "again later",
-				 s->running);
+	rc = can_start_locked(s, err);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
 
-int svc_solve(struct service *s, const char *question, const char *corpus_id,
-	      const struct svc_opts *q, struct svc_run **run, struct rlm_err *err)
+int svc_solve(struct service *s, const char *question, struct svc_corp *k, const struct svc_opts *q,
+	      struct svc_run **run, struct rlm_err *err)
 {
 	struct svc_run *r;
-	struct svc_corp *k;
 	struct rlm_opts o = s->base;
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;
 	*run = NULL;
+	if (!k)
+		return rlm_err_set(err, RLM_EINVAL, "no corpus to solve over");
 	if (!question || !*question)
 		return rlm_err_set(err, RLM_EINVAL, "the question is empty");
 	if ((rc = svc__check_text("the question", question, strlen(question), err)))
@@ -549,17 +579,7 @@ int svc_solve(struct service *s, const char *question, const char *corpus_id,
 	r->o = o;
 
 	pthread_mutex_lock(&s->mu);
-	k = svc__corp_find(s, corpus_id ? corpus_id : "");
-	if (!k)
-		rc = rlm_err_set(err, RLM_ENOTFOUND, "no corpus '%s'", corpus_id ? corpus_id : "");
-	else if (s->closing)
-		rc = rlm_err_set(err, SVC_EBUSY, "the server is shutting down");
-	else if (s->running >= s->max_solves)
-		rc = rlm_err_set(err, SVC_EBUSY,
-				 "%d solves are running (the most this server runs "
-				 "at once); try again later",
-				 s->running);
-	if (rc) {
+	if ((rc = can_start_locked(s, err))) {
 		pthread_mutex_unlock(&s->mu);
 		run_free(r);
 		return rc;
@@ -568,6 +588,7 @@ int svc_solve(struct service *s, const char *question, const char *corpus_id,
 		snprintf(r->id, sizeof(r->id), "r-%016llx", (unsigned long long)rng_next(&s->rng));
 		r->id_ready = true;
 	}
+	r->corp = k;
 	r->ctx = k->c;
 	memcpy(r->corpus_id, k->info.id, sizeof(r->corpus_id));
 	r->t0 = now_ns();
@@ -582,6 +603,7 @@ int svc_solve(struct service *s, const char *question, const char *corpus_id,
 	}
 	s->running++;
 	s->threads++;
+	k->refs++; /* the run's */
 	svc__grow(&s->runs, &s->cap_runs, s->n_runs, sizeof(*s->runs));
 	s->runs[s->n_runs++] = r;
 	pthread_mutex_unlock(&s->mu);
@@ -659,6 +681,7 @@ cJSON *svc_run_json(struct svc_run *r)
 		json_add(o, "answer", cJSON_CreateNull());
 		json_add(o, "stop", cJSON_CreateNull());
 		json_add(o, "usage", cJSON_CreateNull());
+		json_add_num(o, "cost", 0);
 		json_add_num(o, "cost_usd", 0);
 		t = cJSON_CreateObject();
 		json_add_num(t, "elapsed_ms", (double)(now_ns() - r->t0) / 1e6);
@@ -672,6 +695,7 @@ cJSON *svc_run_json(struct svc_run *r)
 			 : r->error ? cJSON_CreateString("error")
 				    : cJSON_CreateString("answer"));
 		json_add(o, "usage", dup_or(json_get(r->result, "usage"), cJSON_CreateNull()));
+		json_add_num(o, "cost", json_num(r->result, "cost_usd", 0));
 		json_add_num(o, "cost_usd", json_num(r->result, "cost_usd", 0));
 		t = dup_or(json_get(r->result, "timings"), cJSON_CreateObject());
 		json_add_num(t, "wall_ms", (double)r->wall_ns / 1e6);
@@ -711,7 +735,7 @@ cJSON *svc_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns, bool *e
 
 cJSON *svc_run_record(struct service *s, const char *id, struct rlm_err *err)
 {
-	cJSON *run;
+	cJSON *run, *view, *pub;
 	const char *got;
 	if (!s->store) {
 		rlm_err_set(err, RLM_ENOTFOUND, "no run '%s' (the server keeps no store)", id);
@@ -725,7 +749,16 @@ cJSON *svc_run_record(struct service *s, const char *id, struct rlm_err *err)
 		rlm_err_set(err, RLM_ENOTFOUND, "no run '%s'", id);
 		return NULL;
 	}
-	if (!run && err && err->code != RLM_ESTORE)
-		err->code = RLM_ENOTFOUND;
-	return run;
+	if (!run) {
+		if (err && err->code != RLM_ESTORE)
+			err->code = RLM_ENOTFOUND;
+		return NULL;
+	}
+	/* What a client sees of a run: no key or credential of its note or
+	 * config (a run of an older rlm may hold one). */
+	view = store_run_public(run);
+	pub = cJSON_Duplicate(view, true);
+	cJSON_Delete(view);
+	cJSON_Delete(run);
+	return pub;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/service_corpus.c -- the service's corpora: loaded once from a path
  * under a root, or made from text or documents, and kept by the digest of
- * their content (a context sent twice is held once and keeps its id). */
+ * their content (a context sent twice is held once and keeps its id);
+ * reference counted, registered ones kept until deleted, the others in a
+ * cache of a fixed size once unused (the least recently used leave
+ * first). */
 #include "service_int.h"
 #include "../common/json.h"
 #include "../store/store.h"
@@ -11,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define CACHED_MAX 4096 /* unused unregistered corpora kept, at most */
 
 void svc__grow(void *pp, size_t *cap, size_t n, size_t size)
 {
@@ -58,7 +63,8 @@ static void corpus_id(const struct corpus *c, char id[24])
 	snprintf(id, 24, "c-%016llx", (unsigned long long)v);
 }
 
-struct svc_corp *svc__corp_find(struct service *s, const char *id)
+/* The corpus of id in the registry (s->mu held), or NULL. */
+static struct svc_corp *corp_find(struct service *s, const char *id)
 {
 	for (size_t i = 0; i < s->n_corp; i++)
 		if (strcmp(s->corp[i]->info.id, id) == 0)
@@ -66,14 +72,86 @@ struct svc_corp *svc__corp_find(struct service *s, const char *id)
 	return NULL;
 }
 
-/* Keep c (consumed) unless the same content is kept already. */
-static void corpus_keep(struct service *s, struct corpus *c, struct svc_corpus_info *info)
+static void corp_free(struct svc_corp *k)
+{
+	corpus_free(k->c);
+	free(k);
+}
+
+/* Take k out of the registry (s->mu held). */
+static void corp_unlink(struct service *s, struct svc_corp *k)
+{
+	for (size_t i = 0; i < s->n_corp; i++) {
+		if (s->corp[i] == k) {
+			memmove(s->corp + i, s->corp + i + 1,
+				(s->n_corp - i - 1) * sizeof(*s->corp));
+			s->n_corp--;
+			return;
+		}
+	}
+}
+
+static bool cached(const struct svc_corp *k)
+{
+	return !k->registered && !k->refs;
+}
+
+/* Cut the cache of unused unregistered corpora to its size (and to
+ * CACHED_MAX of them, which bounds the scans of the registry), the least
+ * recently used first (s->mu held). */
+static void trim_locked(struct service *s)
+{
+	for (;;) {
+		struct svc_corp *lru = NULL;
+		size_t bytes = 0, n = 0;
+		for (size_t i = 0; i < s->n_corp; i++) {
+			struct svc_corp *k = s->corp[i];
+			if (!cached(k))
+				continue;
+			bytes += k->mem;
+			n++;
+			if (!lru || k->used < lru->used)
+				lru = k;
+		}
+		if (!lru || (bytes <= s->corpus_cache && n <= CACHED_MAX))
+			return;
+		corp_unlink(s, lru);
+		corp_free(lru);
+	}
+}
+
+void svc__corp_put_locked(struct service *s, struct svc_corp *k)
+{
+	if (--k->refs > 0)
+		return;
+	k->used = ++s->tick;
+	if (k->deleted)
+		corp_free(k);
+	else if (!k->registered)
+		trim_locked(s);
+}
+
+/* info of k, with its state; hold: the caller takes one (s->mu held). */
+static void corp_info(struct svc_corp *k, bool hold, struct svc_corpus_info *info)
+{
+	if (hold)
+		k->refs++;
+	*info = k->info;
+	info->registered = k->registered;
+	info->in_use = k->refs;
+	info->hold = hold ? k : NULL;
+}
+
+/* Keep c (consumed) unless the same content is kept already; flags as
+ * svc_corpus_load's. */
+static void corpus_keep(struct service *s, struct corpus *c, unsigned flags,
+			struct svc_corpus_info *info)
 {
 	struct svc_corp *k;
 	char id[24];
 	corpus_id(c, id);
 	pthread_mutex_lock(&s->mu);
-	if ((k = svc__corp_find(s, id))) {
+	if ((k = corp_find(s, id))) {
 		corpus_free(c);
 	} else {
 		k = xcalloc(1, sizeof(*k));
@@ -83,14 +161,21 @@ static void corpus_keep(struct service *s, struct corpus *c, struct svc_corpus_i
 		k->info.documents = c->n_docs;
 		k->info.bytes = c->len;
 		k->info.tokens_estimate = llm_estimate_tokens(c->len);
+		k->mem = c->len + c->n_docs * sizeof(*c->docs) + sizeof(*k);
+		k->used = ++s->tick;
 		svc__grow(&s->corp, &s->cap_corp, s->n_corp, sizeof(*s->corp));
 		s->corp[s->n_corp++] = k;
 	}
-	*info = k->info;
+	if (flags & SVC_CORPUS_KEEP)
+		k->registered = true;
+	corp_info(k, flags & SVC_CORPUS_HOLD, info);
+	/* neither kept nor held: it may go at once */
+	if (!(flags & (SVC_CORPUS_KEEP | SVC_CORPUS_HOLD)))
+		trim_locked(s);
 	pthread_mutex_unlock(&s->mu);
 }
 
-int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind,
+int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
 		    struct svc_corpus_info *info, struct rlm_err *err)
 {
 	struct corpus_opts co = {0};
@@ -124,7 +209,7 @@ int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind,
 	co.no_symlinks = true;
 	if ((rc = corpus_load(real, &co, &c, err)))
 		return rc;
-	corpus_keep(s, c, info);
+	corpus_keep(s, c, flags, info);
 	return 0;
 }
 
@@ -140,7 +225,8 @@ int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err 
 }
 
 int svc_corpus_text(struct service *s, const char *text, size_t len, const char *const *docs,
-		    const size_t *lens, size_t n, struct svc_corpus_info *info, struct rlm_err *err)
+		    const size_t *lens, size_t n, unsigned flags, struct svc_corpus_info *info,
+		    struct rlm_err *err)
 {
 	struct corpus *c = NULL;
 	int rc;
@@ -149,7 +235,7 @@ int svc_corpus_text(struct service *s, const char *text, size_t len, const char 
 			return rlm_err_set(err, RLM_EINVAL, "the context is empty");
 		if ((rc = svc__check_text("the context", text, len, err)))
 			return rc;
-		corpus_keep(s, corpus_from_text(text, len), info);
+		corpus_keep(s, corpus_from_text(text, len), flags, info);
 		return 0;
 	}
 	/* Documents: one JSON string per line, decoded as a JSONL file is. */
@@ -189,27 +275,69 @@ int svc_corpus_text(struct service *s, const char *text, size_t len, const char 
 		if (rc)
 			return rc;
 	}
-	corpus_keep(s, c, info);
+	corpus_keep(s, c, flags, info);
 	return 0;
 }
 
-int svc_corpus_get(struct service *s, const char *id, struct svc_corpus_info *info)
+int svc_corpus_get(struct service *s, const char *id, unsigned flags, struct svc_corpus_info *info)
 {
 	struct svc_corp *k;
 	pthread_mutex_lock(&s->mu);
-	k = svc__corp_find(s, id);
+	k = corp_find(s, id);
 	if (k)
-		*info = k->info;
+		corp_info(k, flags & SVC_CORPUS_HOLD, info);
 	pthread_mutex_unlock(&s->mu);
 	return k ? 0 : RLM_ENOTFOUND;
 }
 
+void svc_corpus_put(struct service *s, struct svc_corp *hold)
+{
+	if (!hold)
+		return;
+	pthread_mutex_lock(&s->mu);
+	svc__corp_put_locked(s, hold);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int svc_corpus_delete(struct service *s, const char *id, struct svc_corpus_info *info)
+{
+	struct svc_corp *k;
+	pthread_mutex_lock(&s->mu);
+	if ((k = corp_find(s, id))) {
+		corp_info(k, false, info);
+		corp_unlink(s, k);
+		if (k->refs)
+			k->deleted = true; /* its runs free it */
+		else
+			corp_free(k);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return k ? 0 : RLM_ENOTFOUND;
+}
+
+void svc__corpora_stats_locked(struct service *s, cJSON *o)
+{
+	cJSON *c = cJSON_CreateObject();
+	size_t n[3] = {0, 0, 0}, bytes[3] = {0, 0, 0};
+	for (size_t i = 0; i < s->n_corp; i++) {
+		const struct svc_corp *k = s->corp[i];
+		int st = k->registered ? 0 : k->refs ? 1 : 2;
+		n[st]++;
+		bytes[st] += k->mem;
+	}
+	json_add_num(c, "registered", (double)n[0]);
+	json_add_num(c, "registered_bytes", (double)bytes[0]);
+	json_add_num(c, "in_use", (double)n[1]);
+	json_add_num(c, "in_use_bytes", (double)bytes[1]);
+	json_add_num(c, "cached", (double)n[2]);
+	json_add_num(c, "cached_bytes", (double)bytes[2]);
+	json_add(o, "corpora", c);
+}
+
 void svc__corpora_free(struct service *s)
 {
-	for (size_t i = 0; i < s->n_corp; i++) {
-		corpus_free(s->corp[i]->c);
-		free(s->corp[i]);
-	}
+	for (size_t i = 0; i < s->n_corp; i++)
+		corp_free(s->corp[i]);
 	free(s->corp);
 	s->corp = NULL;
 	s->n_corp = s->cap_corp = 0;

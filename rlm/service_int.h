@@ -9,13 +9,22 @@
 
 #include "service.h"
 
-#define SVC_SECS_MAX 10000 /* solve times kept for svc_stats */
-#define SVC_N_LE     14	   /* bounds of the solve-time histogram (then +Inf) */
+#define SVC_N_LE 14 /* bounds of the solve-time histogram (then +Inf) */
 
-/* A corpus the service holds, until it is freed. */
+/* A corpus the service holds. Reference counted under the service's
+ * mutex: each run that reads it and each request between loading it and
+ * starting its solve (SVC_CORPUS_HOLD) holds one. A registered corpus
+ * stays until deleted; another (an inline context, a context_path) stays
+ * while held, then while the cache of unused ones has room (the least
+ * recently used leave first). */
 struct svc_corp {
-	struct svc_corpus_info info;
-	struct corpus *c; /* owned */
+	struct svc_corpus_info info; /* its refs and registered are below */
+	struct corpus *c;	     /* owned */
+	int refs;		     /* runs and requests that hold it */
+	bool registered;	     /* kept until svc_corpus_delete */
+	bool deleted;		     /* out of the registry: freed at the last put */
+	uint64_t used;		     /* service tick of its last put: LRU */
+	size_t mem;		     /* bytes it holds (text and document table) */
 };
 
 /* Made by svc_new; the fields above mu are read-only afterwards. */
@@ -26,20 +35,21 @@ struct service {
 	char **roots;	       /* realpaths; n_roots of them */
 	size_t n_roots;
 	int max_solves;
+	int keep_runs;	     /* finished runs kept in memory */
+	size_t corpus_cache; /* bytes of unused unregistered corpora kept */
 
 	pthread_mutex_t mu;    /* guards everything below */
 	pthread_cond_t cv;     /* a run thread ended; a run got its id */
 	struct svc_run **runs; /* the registry, oldest first; one reference each */
 	size_t n_runs, cap_runs;
-	struct svc_corp **corp; /* loaded corpora */
+	struct svc_corp **corp; /* the registry of corpora */
 	size_t n_corp, cap_corp;
-	int running;		   /* solves between start and end */
-	int threads;		   /* run threads alive */
-	bool closing;		   /* svc_shutdown or svc_free began: no new solves */
-	struct rng rng;		   /* ids */
-	int64_t ended[4];	   /* done, stopped, failed, cancelled */
-	double secs[SVC_SECS_MAX]; /* a ring of the last solve times */
-	size_t n_secs, secs_next;
+	uint64_t tick;		    /* counts corpus puts, for LRU */
+	int running;		    /* solves between start and end */
+	int threads;		    /* run threads alive */
+	bool closing;		    /* svc_shutdown or svc_free began: no new solves */
+	struct rng rng;		    /* ids */
+	int64_t ended[4];	    /* done, stopped, failed, cancelled */
 	int64_t hist[SVC_N_LE + 1]; /* lifetime, not cumulative; last: +Inf */
 	double secs_sum;
 	int64_t secs_count;
@@ -47,12 +57,16 @@ struct service {
 
 /* Grow *pp, an array of *cap elements of size bytes, to hold n + 1. */
 void svc__grow(void *pp, size_t *cap, size_t n, size_t size);
-/* The corpus of id (s->mu held), or NULL. */
-struct svc_corp *svc__corp_find(struct service *s, const char *id);
+/* Drop a hold on k (s->mu held): a deleted corpus is freed at its last,
+ * an unregistered one joins the cache of unused ones (which is then cut
+ * to its size). */
+void svc__corp_put_locked(struct service *s, struct svc_corp *k);
 /* Is t[0..len) text the corpus module takes (UTF-8, no NUL)? 0, or
  * RLM_EINVAL with err naming what (e.g. "the question"). */
 int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err *err);
 /* Free the corpora. */
 void svc__corpora_free(struct service *s);
+/* Add "corpora" to o (s->mu held): svc_stats's. */
+void svc__corpora_stats_locked(struct service *s, cJSON *o);
 
 #endif

@@ -44,6 +44,12 @@ struct rlm_record {
 	char digest[33];	/* the context's (record_begin) */
 	atomic_bool broken;	/* the store failed once: no more store work */
 	int64_t t0;		/* the solve's start (now_ns clock) */
+	/* calls sent and not done yet, by key, so that the same call asked
+	 * again meanwhile waits for its answer instead of going out twice */
+	pthread_mutex_t fl_mu;
+	pthread_cond_t fl_cv;		/* a flight landed */
+	struct record_flight *flights;	/* under fl_mu */
+	int64_t fl_gen;			/* flights landed; under fl_mu */
 };
 
 /* Set rec up for o (o->store set). */
@@ -52,7 +58,8 @@ void record_init(struct rlm_record *rec, const struct rlm_opts *o);
  * A failure to record is not the solve's: it is logged, run stays "". */
 void record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *question,
 		  const struct corpus *ctx);
-/* End it with the result (and the strategy's rc). */
+/* End it with the result (and the strategy's rc), and release rec (no
+ * call of the solve may be out). */
 void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct rlm_result *r,
 		int rc, const char *error);
 /* The front for a call of o's solve, or NULL. */

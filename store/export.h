@@ -43,4 +43,15 @@ char *store_export_jsonl(const struct cJSON *run, struct rlm_err *err);
  * malloc'd text the caller frees, or NULL with err as above. */
 char *store_export_html(const struct cJSON *run, struct rlm_err *err);
 
+/* The run as it may be shown: its members shared with run (references:
+ * free the view with cJSON_Delete before run), but for the config and
+ * the note, copied without what may be a credential (keys named like
+ * one, an --api-key in any spelling and its value, the user:password@ of
+ * URLs). What rlm runs show --json and the HTML page print. */
+struct cJSON *store_run_public(const struct cJSON *run);
+/* A run's config (a JSON object) without its members named like a
+ * credential (*key*, *secret*, *password*, *auth*, *credential*, *token):
+ * a fresh object the caller frees. */
+struct cJSON *store_config_public(const struct cJSON *config);
+
 #endif

@@ -14,9 +14,12 @@
  * calls table is a page (4 KiB) in the WAL, five times the cost of the
  * lookup. The lookup adds it to a table in memory (one entry per key), and
  * the table is written with the next write transaction (a solve writes an
- * event per step), or in one of its own once it holds STORE_HIT_KEYS keys
- * or its oldest hit is STORE_HIT_AGE_NS old, and at close. A process
- * killed meanwhile loses those hit counts, never an answer.
+ * event per step), and at close. Once it holds STORE_HIT_KEYS keys or its
+ * oldest hit is STORE_HIT_AGE_NS old, a lookup writes it in a transaction
+ * of its own, but only when that costs no wait (the writer mutex free, no
+ * other process holding the lock): lookups never wait for a writer. A
+ * process killed meanwhile loses those hit counts, never an answer; a hit
+ * that finds the table full while the writer is busy may not be counted.
  */
 #include "store_int.h"
 
@@ -293,19 +296,15 @@ void store__rput(struct store *s, struct store_conn *c)
 
 /* ---- pending hits ---- */
 
-#define HIT_SLOTS (2 * STORE_HIT_KEYS) /* a power of two, half full at most */
-
 /* The pending hits, handed over to the caller, who frees them; under hmu. */
 static void take_hits_locked(struct store *s, struct store_hit **h, size_t *n)
 {
 	*n = s->n_hits;
-	*h = NULL;
-	if (s->n_hits) {
-		*h = s->hits;
-		s->hits = NULL;
-		s->n_hits = 0;
-		memset(s->hit_slots, 0, HIT_SLOTS * sizeof(*s->hit_slots));
-	}
+	*h = s->hits;
+	free(s->hit_slots);
+	s->hits = NULL;
+	s->hit_slots = NULL;
+	s->n_hits = s->hit_cap = 0;
 }
 
 static void take_hits(struct store *s, struct store_hit **h, size_t *n)
@@ -385,44 +384,59 @@ int store__flush_hits_locked(struct store *s, struct rlm_err *err)
 	return rc;
 }
 
-/* Write hits taken from the table, and free them; hit counts that cannot
- * be written are dropped. */
-static void write_hits(struct store *s, struct store_hit *h, size_t n)
+/* The slot of k in the table (true), or the free slot where it would go
+ * (false); under hmu, the table allocated. */
+static bool find_hit_locked(const struct store *s, const struct store_key *k, bool result,
+			    size_t *slot)
 {
-	struct rlm_err e;
-	pthread_mutex_lock(&s->wmu);
-	if (write_hits_locked(s, h, n, &e))
-		log_debug("hits not counted: %s", e.msg);
-	pthread_mutex_unlock(&s->wmu);
-	free(h);
+	size_t mask = 2 * s->hit_cap - 1, i;
+	uint64_t x;
+	memcpy(&x, k->b, sizeof(x)); /* a hash already */
+	for (i = (size_t)(x ^ result) & mask; s->hit_slots[i]; i = (i + 1) & mask) {
+		const struct store_hit *h = &s->hits[s->hit_slots[i] - 1];
+		if (h->result == result && memcmp(h->k.b, k->b, sizeof(k->b)) == 0)
+			break;
+	}
+	*slot = i;
+	return s->hit_slots[i] != 0;
 }
 
-/* Count a hit in memory (one entry per key); write the lot once there are
- * STORE_HIT_KEYS keys or the oldest is STORE_HIT_AGE_NS old. */
-static void count_hit(struct store *s, const struct store_key *k, bool result)
+/* Twice the room (STORE_HIT_KEYS at first), the slots (twice as many:
+ * half full at most) rebuilt; under hmu. */
+static void grow_hits_locked(struct store *s)
 {
-	struct store_hit *h, *full = NULL;
-	uint64_t x;
-	size_t i, n = 0;
-	int64_t t = now_ns(), at = wall_ms();
-	if (!s->w)
-		return; /* read-only: nowhere to count */
-	memcpy(&x, k->b, sizeof(x)); /* a hash already */
-	pthread_mutex_lock(&s->hmu);
-again:
-	if (!s->hit_slots)
-		s->hit_slots = xcalloc(HIT_SLOTS, sizeof(*s->hit_slots));
-	if (!s->hits)
-		s->hits = xmalloc(STORE_HIT_KEYS * sizeof(*s->hits));
-	for (i = (size_t)(x ^ result) & (HIT_SLOTS - 1); s->hit_slots[i];
-	     i = (i + 1) & (HIT_SLOTS - 1)) {
-		h = &s->hits[s->hit_slots[i] - 1];
-		if (h->result == result && memcmp(h->k.b, k->b, sizeof(k->b)) == 0)
-			goto found;
+	size_t cap = s->hit_cap ? 2 * s->hit_cap : STORE_HIT_KEYS, slot;
+	s->hits = xrealloc(s->hits, cap * sizeof(*s->hits));
+	free(s->hit_slots);
+	s->hit_slots = xcalloc(2 * cap, sizeof(*s->hit_slots));
+	s->hit_cap = cap;
+	for (size_t j = 0; j < s->n_hits; j++) {
+		find_hit_locked(s, &s->hits[j].k, s->hits[j].result, &slot);
+		s->hit_slots[slot] = (uint32_t)(j + 1);
 	}
-	if (s->n_hits == STORE_HIT_KEYS) { /* full: this thread writes them */
-		take_hits_locked(s, &full, &n);
-		goto again;
+}
+
+/* Add n hits of k, the last at `at`, to the table (one entry per key);
+ * under hmu. The table grows while a flush is not possible, up to
+ * STORE_HIT_MAX keys; returns false when it holds that many and not k
+ * (nothing counted). *due: it holds STORE_HIT_KEYS keys or more, or its
+ * oldest hit is STORE_HIT_AGE_NS old (and no flush failed just now). */
+static bool add_hits_locked(struct store *s, const struct store_key *k, bool result, int64_t n,
+			    int64_t t, int64_t at, bool *due)
+{
+	struct store_hit *h;
+	size_t i;
+	if (s->hit_cap && find_hit_locked(s, k, result, &i)) {
+		h = &s->hits[s->hit_slots[i] - 1];
+		goto found;
+	}
+	if (s->n_hits == s->hit_cap) {
+		if (s->hit_cap >= STORE_HIT_MAX) {
+			*due = t >= s->hits_retry_ns;
+			return false;
+		}
+		grow_hits_locked(s);
+		find_hit_locked(s, k, result, &i);
 	}
 	if (!s->n_hits)
 		s->hits_since_ns = t;
@@ -430,15 +444,67 @@ again:
 	s->hit_slots[i] = (uint32_t)s->n_hits;
 	h->k = *k;
 	h->n = 0;
+	h->at = 0;
 	h->result = result;
 found:
-	h->n++;
-	h->at = at;
-	if (!full && t - s->hits_since_ns >= STORE_HIT_AGE_NS)
-		take_hits_locked(s, &full, &n);
+	h->n += n;
+	h->at = RLM_MAX(h->at, at);
+	*due = (s->n_hits >= STORE_HIT_KEYS || t - s->hits_since_ns >= STORE_HIT_AGE_NS) &&
+	       t >= s->hits_retry_ns;
+	return true;
+}
+
+/* Write the pending hits now if that needs no waiting: not for wmu (a
+ * write of this process in progress) and not for another process's lock
+ * (busy timeout 0 for this one transaction). When the lock is taken, the
+ * next lookup tries again STORE_HIT_RETRY_NS later, not at once. */
+static void try_flush_hits(struct store *s)
+{
+	struct store_hit *h;
+	size_t n;
+	int rc;
+	if (pthread_mutex_trylock(&s->wmu) != 0)
+		return;
+	sqlite3_busy_timeout(s->w->db, 0);
+	rc = begin_locked(s, NULL);
+	sqlite3_busy_timeout(s->w->db, s->busy_ms);
+	if (rc) {
+		pthread_mutex_lock(&s->hmu);
+		s->hits_retry_ns = now_ns() + STORE_HIT_RETRY_NS;
+		pthread_mutex_unlock(&s->hmu);
+	} else {
+		struct rlm_err e = {0, ""};
+		take_hits(s, &h, &n);
+		if (end_locked(s, apply_hits(s, h, n, &e), &e))
+			log_debug("hits not counted: %s", e.msg);
+		free(h);
+	}
+	pthread_mutex_unlock(&s->wmu);
+}
+
+/* Count a hit in memory. The lookup that finds the table due writes it,
+ * if the writer is free at that moment: a lookup never waits for a write
+ * (store.h: readers never blocked). Meanwhile the table grows; a hit that
+ * finds it at STORE_HIT_MAX keys, and still after that, is not counted. */
+static void count_hit(struct store *s, const struct store_key *k, bool result)
+{
+	int64_t t = now_ns(), at = wall_ms();
+	bool due = false, added;
+	if (!s->w)
+		return; /* read-only: nowhere to count */
+	pthread_mutex_lock(&s->hmu);
+	added = add_hits_locked(s, k, result, 1, t, at, &due);
 	pthread_mutex_unlock(&s->hmu);
-	if (full)
-		write_hits(s, full, n);
+	if (!due)
+		return;
+	try_flush_hits(s);
+	if (added)
+		return;
+	pthread_mutex_lock(&s->hmu);
+	added = add_hits_locked(s, k, result, 1, t, at, &due);
+	pthread_mutex_unlock(&s->hmu);
+	if (!added)
+		log_debug("a hit not counted: %d keys of hits pending", STORE_HIT_MAX);
 }
 
 /* ---- the writer's transactions ---- */
@@ -785,7 +851,8 @@ int store_call_put(struct store *s, const struct store_key *k, const struct llm_
 			 " output_tokens = excluded.output_tokens,"
 			 " cached_tokens = excluded.cached_tokens,"
 			 " cache_write_tokens = excluded.cache_write_tokens,"
-			 " cost = excluded.cost, created = excluded.created",
+			 " cost = excluded.cost, created = excluded.created,"
+			 " hits = 0, last_hit = 0",
 			 err);
 	if (!st)
 		return store__wend(s, RLM_ESTORE, err);
@@ -880,7 +947,7 @@ int store_result_put(struct store *s, const struct store_key *k, const struct st
 			 " ON CONFLICT(key) DO UPDATE SET answer = excluded.answer,"
 			 " stop = excluded.stop, usage_json = excluded.usage_json,"
 			 " cost = excluded.cost, calls = excluded.calls,"
-			 " created = excluded.created",
+			 " created = excluded.created, hits = 0, last_hit = 0",
 			 err);
 	if (!st)
 		return store__wend(s, RLM_ESTORE, err);

@@ -19,9 +19,11 @@
  * a domain string ("call/1", "result/1"), so no two different field lists
  * hash the same input and a format change is a new domain, never a wrong
  * hit. A call's key covers the provider kind, the model (for the
- * simulator, its configuration), every message (role and text), the
+ * simulator, its configuration; else its name, extra JSON and set of
+ * endpoints: llm_model_cache_id), every message (role and text), the
  * sampling parameters and the extra JSON: whatever changes the answer, and
- * nothing that does not (the endpoint, the API key, timeouts).
+ * nothing that does not (the API key, the order of the endpoints,
+ * timeouts).
  *
  * Schema (version 1, in PRAGMA user_version):
  *   calls(key BLOB PRIMARY KEY, model TEXT, text TEXT, finish TEXT,
@@ -35,8 +37,11 @@
  *        resumed_from TEXT, pid INTEGER, pid_start INTEGER (the process that
  *        runs it: a "running" row whose process is gone is "interrupted"))
  *   indexes runs_created, runs_digest
- * Hit counts are kept in memory and written with the next write, within a
- * second, or at close: a kill can lose a count, never an answer.
+ * Hit counts are kept in memory and written with the next write, at
+ * close, or by a lookup once 4096 keys or a second old, but only if the
+ * writer is free at that moment: a lookup never waits for a writer (its
+ * mutex or another process's lock). A kill can lose a count, never an
+ * answer.
  *   events(run TEXT, seq INTEGER, t_ns INTEGER, node INTEGER, parent
  *          INTEGER, depth INTEGER, iteration INTEGER, kind TEXT, text TEXT,
  *          data_json TEXT, PRIMARY KEY(run, seq))
@@ -171,9 +176,12 @@ struct store_event {
 	int parent;              /* the parent node, -1 for the root */
 	int depth;
 	int iteration;           /* 1-based; 0: none */
-	const char *kind;        /* "reply", "code", "output", "notice", "sandbox",
+	const char *kind;        /* "reply", "code", "output" (data: error_at
+				  * when the code raised), "notice", "sandbox",
 				  * "call" (a model call: data has key, role,
-				  * cached, usage, cost, ms), "child" (a child
+				  * cached, ok, usage, cost, ms, prompt_chars; a
+				  * sub-call's model, prompt, response or error,
+				  * cut: docs/store.md), "child" (a child
 				  * node starts: text its question), "child_end"
 				  * (text its answer; data its stop, usage),
 				  * "end" (the run's result) */
@@ -195,7 +203,8 @@ int store_event_add(struct store *s, const char *run, const struct store_event *
  * may be a unique prefix. The caller frees it with cJSON_Delete. */
 struct cJSON *store_run_load(struct store *s, const char *id, struct rlm_err *err);
 /* Runs, newest first, at most limit (0: all): a JSON array of objects
- * without "events", "config" and "result". */
+ * without "events", "config" and "result", but with "calls" (the
+ * result's calls.total; null while a run has no result). */
 struct cJSON *store_runs_list(struct store *s, size_t limit, struct rlm_err *err);
 /* The newest run of the same question, context digest and config that did
  * not end ("running" and not alive, or "interrupted"), into id; 1 found, 0
@@ -214,10 +223,16 @@ struct store_stats {
 };
 int store_stats(struct store *s, struct store_stats *out, struct rlm_err *err);
 /* Delete cached calls and results not used (created or hit) in the last
- * max_age_ms, and runs ended that long ago with their events; then shrink
- * the file (VACUUM). *removed counts rows. */
+ * max_age_ms, and runs ended that long ago with their events, in one
+ * transaction. *removed counts rows. The file keeps its size: see
+ * store_shrink. */
 int store_prune(struct store *s, int64_t max_age_ms, int64_t *removed, struct rlm_err *err);
-/* Delete everything (calls, results, runs, events). */
+/* Delete everything (calls, results, runs, events), in one transaction. */
 int store_clear(struct store *s, struct rlm_err *err);
+/* Give the space of deleted rows back (VACUUM, and the WAL truncated).
+ * It rewrites the file, so it needs the write lock for a while: another
+ * process's write past the busy timeout makes it fail (RLM_ESTORE, the
+ * rows deleted before stay deleted). */
+int store_shrink(struct store *s, struct rlm_err *err);
 
 #endif

@@ -18,6 +18,8 @@
 #define STORE_SCHEMA	  1
 #define STORE_MAX_READERS 16
 #define STORE_HIT_KEYS	  4096		/* pending keys that force a flush */
+#define STORE_HIT_MAX	  (1 << 18)	/* more while the writer is busy: then dropped */
+#define STORE_HIT_RETRY_NS 100000000LL	/* after a flush found the lock taken */
 #define STORE_HIT_AGE_NS  1000000000LL	/* or the age of the oldest hit */
 
 /* Every statement a connection may cache, by the SQL it was prepared from
@@ -85,9 +87,11 @@ struct store {
 	int n_readers;		   /* opened or being opened */
 
 	pthread_mutex_t hmu;	   /* pending hits, one entry per key */
-	struct store_hit *hits;	   /* STORE_HIT_KEYS of them */
-	uint32_t *hit_slots;	   /* open addressing: index + 1 into hits, 0 free */
-	size_t n_hits;
+	struct store_hit *hits;	   /* hit_cap of them */
+	uint32_t *hit_slots;	   /* open addressing (2 * hit_cap): index + 1
+				    * into hits, 0 free */
+	size_t n_hits, hit_cap;
+	int64_t hits_retry_ns;	   /* no flush by a lookup before (now_ns) */
 	int64_t hits_since_ns;	   /* when the oldest pending hit came */
 };
 

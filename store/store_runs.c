@@ -275,7 +275,9 @@ static int add_json_col(cJSON *o, const char *key, sqlite3_stmt *st, int i, bool
 	return json_add(o, key, j);
 }
 
-/* A row of RUN_COLS as an object; with the config and result when full. */
+/* A row of RUN_COLS as an object; with the config and result when full,
+ * else with the result's calls.total as "calls" (column 15; null when the
+ * run has no result). */
 static cJSON *run_json(sqlite3_stmt *st, bool full)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -295,6 +297,10 @@ static cJSON *run_json(sqlite3_stmt *st, bool full)
 	add_opt_str(o, "answer", st, 8);
 	if (full)
 		add_json_col(o, "result", st, 13, false);
+	else
+		json_add(o, "calls", sqlite3_column_type(st, 15) == SQLITE_NULL
+					     ? cJSON_CreateNull()
+					     : cJSON_CreateNumber(sqlite3_column_double(st, 15)));
 	add_opt_str(o, "resumed_from", st, 9);
 	return o;
 }
@@ -423,7 +429,9 @@ cJSON *store_runs_list(struct store *s, size_t limit, struct rlm_err *err)
 	if (!c)
 		return NULL;
 	st = store__stmt(s, c, ST_RUN_LIST,
-			 "SELECT " RUN_COLS " FROM runs ORDER BY created DESC, rowid DESC LIMIT ?1",
+			 "SELECT " RUN_COLS ", CASE WHEN json_valid(result_json) THEN"
+			 " json_extract(result_json, '$.calls.total') END"
+			 " FROM runs ORDER BY created DESC, rowid DESC LIMIT ?1",
 			 err);
 	if (!st) {
 		store__rput(s, c);
@@ -577,10 +585,11 @@ static int delete_rows(struct store *s, const char *sql, int64_t cutoff, int64_t
 	return 0;
 }
 
-/* VACUUM and truncate the WAL; the writer is not in a transaction. */
-static int shrink(struct store *s, struct rlm_err *err)
+int store_shrink(struct store *s, struct rlm_err *err)
 {
 	int e;
+	if (!s->w)
+		return rlm_err_set(err, RLM_EINVAL, "the store '%s' is open read-only", s->path);
 	pthread_mutex_lock(&s->wmu);
 	e = sqlite3_exec(s->w->db, "VACUUM", NULL, NULL, NULL);
 	if (e != SQLITE_OK)
@@ -617,7 +626,7 @@ int store_prune(struct store *s, int64_t max_age_ms, int64_t *removed, struct rl
 		return rc;
 	if (removed)
 		*removed = n;
-	return shrink(s, err);
+	return 0;
 }
 
 int store_clear(struct store *s, struct rlm_err *err)
@@ -630,7 +639,5 @@ int store_clear(struct store *s, struct rlm_err *err)
 	    !(rc = delete_rows(s, "DELETE FROM runs", 0, NULL, err)) &&
 	    !(rc = delete_rows(s, "DELETE FROM events", 0, NULL, err)))
 		store__seq_forget_locked(s, NULL);
-	if ((rc = store__wend(s, rc, err)))
-		return rc;
-	return shrink(s, err);
+	return store__wend(s, rc, err);
 }

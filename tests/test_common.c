@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* tests/test_common.c -- buffers, errors, UTF-8, number parsing, random
+/* tests/test_common.c -- buffers, errors, UTF-8, number parsing, URLs, random
  * numbers, JSON helpers. */
 #include "harness.h"
 #include "../common/common.h"
 #include "../common/json.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 TEST(buf_grows_and_caps)
 {
@@ -112,6 +113,30 @@ TEST(parse_numbers)
 	CHECK(parse_double("nan", 0, 1, &d) == RLM_EINVAL);
 }
 
+TEST(url_without_userinfo_table)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"},
+	    {"http://user:pass@host/v1", "http://host/v1"},
+	    {"https://sk-abc@host:443", "https://host:443"},
+	    {"http://a:b@c@host/x@y?q=u@v#f@g", "http://host/x@y?q=u@v#f@g"},
+	    {"http://u:p@h1/v1, https://h2/v1,http://x:y@h3", "http://h1/v1, https://h2/v1,http://h3"},
+	    {"http://u:p@h?x", "http://h?x"},
+	    {"http://@h/", "http://h/"},
+	    {"no url here@all", "no url here@all"},
+	    {"", ""},
+	    {"://@", "://"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *got = url_without_userinfo(cases[i].in);
+		CHECK_MSG(strcmp(got, cases[i].want) == 0, "case %zu: '%s', want '%s'", i, got,
+			  cases[i].want);
+		free(got);
+	}
+}
+
 TEST(rng_is_seeded)
 {
 	struct rng a, b;
@@ -153,4 +178,56 @@ TEST(json_parse_exact_length)
 	CHECK(json_parse("{\"a\":1} x", 9) == NULL);
 	CHECK(json_parse("{\"a\":1", 6) == NULL);
 	CHECK(json_parse("", 0) == NULL);
+}
+
+TEST(json_nul_path_names_the_string)
+{
+	static const struct {
+		const char *json;
+		bool found;
+		const char *path;
+	} cases[] = {
+	    {"{\"question\": \"a\\u0000b\", \"context\": \"x\"}", true, "question"},
+	    {"{\"question\": \"ab\", \"context\": \"x\\u0000\"}", true, "context"},
+	    {"{\"q\": \"a\\\\u0000 spelled out\"}", false, ""},
+	    {"{\"q\": \"a\\\\\\u0000\"}", true, "q"},
+	    {"{\"q\": \"\\u00000\"}", true, "q"},
+	    {"{\"q\": \"\\u0001\", \"r\": \"\\u1000\"}", false, ""},
+	    {"{\"documents\": [\"a\", \"b\", \"c\\u0000\"]}", true, "documents[2]"},
+	    {"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"user\", "
+	     "\"content\": [{\"type\": \"text\", \"text\": \"\\u0000\"}]}]}",
+	     true, "messages[1].content[0].text"},
+	    {"{\"options\": {\"budgets\": {}, \"model\": \"m\\u0000\"}}", true, "options.model"},
+	    {"{\"a\": {\"b\": 1}, \"c\": [1, {\"d\": [[], \"\\u0000\"]}]}", true, "c[1].d[1]"},
+	    {"{\"ke\\u0000y\": 1}", true, "ke\\u0000y (a key)"},
+	    {"\"\\u0000\"", true, ""},
+	    {"[\"x\", \"\\u0000\"]", true, "[1]"},
+	    {"{\"a\": \"}\\\"]\", \"b\": \"\\u0000\"}", true, "b"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char path[128];
+		bool got;
+		cJSON *j = json_parse(cases[i].json, strlen(cases[i].json));
+		CHECK_MSG(j, "case %zu is not JSON: %s", i, cases[i].json);
+		cJSON_Delete(j);
+		got = json_nul_path(cases[i].json, strlen(cases[i].json), path, sizeof(path));
+		CHECK_MSG(got == cases[i].found, "%s: %d", cases[i].json, got);
+		CHECK_STR(path, cases[i].path);
+	}
+	{
+		/* Deeper than the path holds, and a path cut to its buffer. */
+		struct buf b = BUF_INIT;
+		char small[8], path[256];
+		const char *cut = "{\"abcdefghijkl\": \"\\u0000\"}";
+		for (int i = 0; i < 40; i++)
+			buf_puts(&b, "[");
+		buf_puts(&b, "\"\\u0000\"");
+		for (int i = 0; i < 40; i++)
+			buf_puts(&b, "]");
+		CHECK(json_nul_path(b.p, b.len, path, sizeof(path)));
+		CHECK_CONTAINS(path, "[0][0]...");
+		CHECK(json_nul_path(cut, strlen(cut), small, sizeof(small)));
+		CHECK_STR(small, "abcdefg");
+		buf_release(&b);
+	}
 }

@@ -77,6 +77,23 @@ static cJSON *call(const char *role, bool cached, int in, int out, double cost, 
 	return d;
 }
 
+/* A plain sub-call's data as rlm/record.c keeps it: its prompt and reply
+ * (NULL: it failed). */
+static cJSON *sub_call(const char *prompt, const char *response, int in, int out, int ms)
+{
+	cJSON *d = call("sub", false, in, out, 0.0001, ms);
+	json_add_str(d, "model", "sim-sub");
+	json_add_str(d, "prompt", prompt);
+	if (response) {
+		json_add_str(d, "response", response);
+		json_add_num(d, "response_chars", (double)strlen(response));
+	} else {
+		cJSON_ReplaceItemInObject(d, "ok", cJSON_CreateFalse());
+		json_add_str(d, "error", "the provider answered 500");
+	}
+	return d;
+}
+
 static cJSON *prompt_data(const char *user)
 {
 	cJSON *d = cJSON_CreateObject();
@@ -139,6 +156,7 @@ static cJSON *make_run(void)
 	add_ev(evs, 8, ROOT, 2, "call", NULL, call("root", false, 150, 40, 0.002, 1100));
 	add_ev(evs, 9, ROOT, 2, "reply", REPLY2, NULL);
 	add_ev(evs, 10, ROOT, 2, "code", CODE2A, NULL);
+	add_ev(evs, 10, ROOT, 2, "call", NULL, sub_call("Q-before", "A-before", 40, 4, 250));
 	add_ev(evs, 11, N1, 0, "child", CHILD_Q, NULL);
 	add_ev(evs, 12, N1, 0, "prompt", "SYSTEM 1", prompt_data("USER 1: " CHILD_Q));
 	add_ev(evs, 13, N1, 1, "call", NULL, call("root", false, 80, 30, 0.0007, 500));
@@ -154,6 +172,7 @@ static cJSON *make_run(void)
 	add_ev(evs, 22, N2, 0, "child_end", GRAND_ANSWER, child_end(1, 0.0002));
 	add_ev(evs, 23, N1, 1, "output", "(no output)", NULL);
 	add_ev(evs, 24, N1, 0, "child_end", "Paris", child_end(3, 0.0009));
+	add_ev(evs, 24, ROOT, 2, "call", NULL, sub_call("Q-after", NULL, 0, 0, 5));
 	add_ev(evs, 25, ROOT, 2, "output", "(no output)", NULL);
 	add_ev(evs, 26, ROOT, 2, "code", CODE2B, NULL);
 	add_ev(evs, 27, ROOT, 2, "output", "(no output)", NULL);
@@ -220,15 +239,31 @@ static void check_iteration_shape(const cJSON *it)
 	CHECK(cJSON_IsNumber(json_get(it, "iteration_time")));
 	cJSON_ArrayForEach(b, json_get(it, "code_blocks"))
 	{
-		const cJSON *r = json_get(b, "result");
+		const cJSON *r = json_get(b, "result"), *c;
 		CHECK(cJSON_IsString(json_get(b, "code")));
 		CHECK(cJSON_IsObject(r));
 		CHECK(cJSON_IsString(json_get(r, "stdout")));
-		CHECK_STR(json_str(r, "stderr"), "");
+		CHECK(cJSON_IsString(json_get(r, "stderr")));
 		CHECK(cJSON_IsObject(json_get(r, "locals")));
 		CHECK(cJSON_IsNumber(json_get(r, "execution_time")));
 		CHECK(cJSON_IsArray(json_get(r, "rlm_calls")));
 		CHECK(json_get(r, "final_answer"));
+		/* each call as the reference's RLMChatCompletion, with the
+		 * visualizer's token counts */
+		cJSON_ArrayForEach(c, json_get(r, "rlm_calls"))
+		{
+			CHECK(cJSON_IsString(json_get(c, "root_model")));
+			CHECK(cJSON_IsString(json_get(c, "prompt")));
+			CHECK(cJSON_IsString(json_get(c, "response")));
+			/* null when the run does not have them (a child cut short) */
+			CHECK(cJSON_IsNumber(json_get(c, "prompt_tokens")) ||
+			      cJSON_IsNull(json_get(c, "prompt_tokens")));
+			CHECK(cJSON_IsNumber(json_get(c, "completion_tokens")) ||
+			      cJSON_IsNull(json_get(c, "completion_tokens")));
+			CHECK(cJSON_IsNumber(json_get(c, "execution_time")));
+			CHECK(cJSON_IsObject(json_get(json_get(c, "usage_summary"),
+						      "model_usage_summaries")));
+		}
 	}
 	for (const cJSON *m = json_get(it, "prompt")->child; m; m = m->next) {
 		CHECK(cJSON_IsString(json_get(m, "role")));
@@ -365,11 +400,16 @@ TEST(jsonl_children_nest_under_their_block)
 	CHECK_INT(cJSON_GetArraySize(json_get(json_get(item(blocks, 1), "result"), "rlm_calls")),
 		  0);
 	calls = json_get(json_get(item(blocks, 0), "result"), "rlm_calls");
-	CHECK_INT(cJSON_GetArraySize(calls), 1);
-	c = item(calls, 0);
+	/* in the order they were made: a sub-call, the child, a sub-call */
+	CHECK_INT(cJSON_GetArraySize(calls), 3);
+	CHECK_STR(json_str(item(calls, 0), "prompt"), "Q-before");
+	CHECK_STR(json_str(item(calls, 2), "prompt"), "Q-after");
+	c = item(calls, 1);
 	CHECK_STR(json_str(c, "root_model"), "sim-root");
 	CHECK_STR(json_str(c, "prompt"), CHILD_Q);
 	CHECK_STR(json_str(c, "response"), "Paris");
+	CHECK_INT(json_int(c, "prompt_tokens", -1), 900);
+	CHECK_INT(json_int(c, "completion_tokens", -1), 120);
 	check_close(json_num(c, "execution_time", -1), 0.013); /* 11 -> 24 ms */
 	us = json_get(c, "usage_summary");
 	m = json_get(json_get(us, "model_usage_summaries"), "sim-root");
@@ -403,6 +443,83 @@ TEST(jsonl_children_nest_under_their_block)
 	CHECK_INT(cJSON_GetArraySize(json_get(
 		      json_get(item(json_get(cit, "code_blocks"), 0), "result"), "rlm_calls")),
 		  0);
+	free_lines(lines, n);
+	free(text);
+	cJSON_Delete(run);
+}
+
+/* A flat run (max depth 1): one block makes three sub-calls (one of them
+ * failed), another raises. rlm_calls lists the sub-calls as the
+ * reference does, in order; a call recorded without its prompt (an
+ * older run) is left out; the error's text goes to stderr. */
+TEST(jsonl_flat_run_lists_its_sub_calls)
+{
+	static const char out2[] = "before\nTraceback (most recent call last):\n  File \"<repl>\", "
+				   "line 1, in <module>\nZeroDivisionError: division by zero\n";
+	struct rlm_err err = {0, ""};
+	cJSON *run = cJSON_CreateObject(), *evs = cJSON_CreateArray(), *cfg = cJSON_CreateObject();
+	cJSON **lines, *od = cJSON_CreateObject();
+	const cJSON *calls, *c, *m, *r;
+	char *text;
+	size_t n;
+	json_add_str(run, "id", "20261123-181500-flat01");
+	json_add_num(run, "created_ms", CREATED_MS);
+	json_add_str(run, "status", "done");
+	json_add_str(run, "question", QUESTION);
+	json_add_str(cfg, "model", "sim-root");
+	json_add_str(cfg, "sub_model", "sim-sub");
+	json_add_num(cfg, "max_depth", 1);
+	json_add(run, "config", cfg);
+	json_add_str(run, "answer", "42");
+	add_ev(evs, 0, ROOT, 0, "prompt", "SYSTEM 0", prompt_data("USER 0"));
+	add_ev(evs, 1, ROOT, 1, "reply", "```repl\nr = llm_query_batched(qs)\n```", NULL);
+	add_ev(evs, 2, ROOT, 1, "code", "r = llm_query_batched(qs)", NULL);
+	add_ev(evs, 3, ROOT, 1, "call", NULL, sub_call("Q1 日本", "A1", 100, 10, 1500));
+	add_ev(evs, 4, ROOT, 1, "call", NULL, sub_call("Q2", NULL, 0, 0, 20));
+	add_ev(evs, 5, ROOT, 1, "call", NULL, call("sub", true, 7, 1, 0, 0)); /* no prompt */
+	add_ev(evs, 6, ROOT, 1, "call", NULL, sub_call("Q3", "A3", 30, 3, 2));
+	add_ev(evs, 7, ROOT, 1, "output", "['A1', 'Error: ...', 'x', 'A3']\n", NULL);
+	add_ev(evs, 8, ROOT, 2, "reply", "```repl\nprint('before')\n1/0\n```", NULL);
+	add_ev(evs, 9, ROOT, 2, "code", "print('before')\n1/0", NULL);
+	json_add_num(od, "error_at", 7);
+	add_ev(evs, 10, ROOT, 2, "output", out2, od);
+	add_ev(evs, 11, ROOT, 3, "reply", "FINAL(42)", NULL);
+	json_add(run, "events", evs);
+	text = store_export_jsonl(run, &err);
+	CHECK_MSG(text, "%s", err.msg);
+	lines = parse_lines(text, &n);
+	CHECK_INT(n, 4);
+	for (size_t i = 1; i < n; i++)
+		check_iteration_shape(lines[i]);
+	r = json_get(item(json_get(lines[1], "code_blocks"), 0), "result");
+	calls = json_get(r, "rlm_calls");
+	CHECK_INT(cJSON_GetArraySize(calls), 3);
+	c = item(calls, 0);
+	CHECK_STR(json_str(c, "root_model"), "sim-sub");
+	CHECK_STR(json_str(c, "prompt"), "Q1 日本");
+	CHECK_STR(json_str(c, "response"), "A1");
+	CHECK_INT(json_int(c, "prompt_tokens", -1), 100);
+	CHECK_INT(json_int(c, "completion_tokens", -1), 10);
+	check_close(json_num(c, "execution_time", -1), 1.5);
+	m = json_get(json_get(json_get(c, "usage_summary"), "model_usage_summaries"), "sim-sub");
+	CHECK_INT(json_int(m, "total_calls", -1), 1);
+	CHECK_INT(json_int(m, "total_input_tokens", -1), 100);
+	CHECK_INT(json_int(m, "total_output_tokens", -1), 10);
+	check_close(json_num(json_get(c, "usage_summary"), "total_cost", -1), 0.0001);
+	CHECK(!json_get(c, "metadata")); /* a plain call has no trajectory */
+	c = item(calls, 1);
+	CHECK_STR(json_str(c, "prompt"), "Q2");
+	CHECK_STR(json_str(c, "response"), "Error: the provider answered 500");
+	CHECK_STR(json_str(item(calls, 2), "prompt"), "Q3");
+	CHECK_STR(json_str(r, "stderr"), "");
+	/* the block that raised: what it printed, then its error */
+	r = json_get(item(json_get(lines[2], "code_blocks"), 0), "result");
+	CHECK_STR(json_str(r, "stdout"), "before\n");
+	CHECK_STR(json_str(r, "stderr"), out2 + 7);
+	CHECK_INT(cJSON_GetArraySize(json_get(r, "rlm_calls")), 0);
+	/* the history the root saw keeps the whole output */
+	CHECK_CONTAINS(json_str(item(json_get(lines[3], "prompt"), 5), "content"),
+		       "REPL output:\nbefore\nTraceback (most recent call last):\n");
 	free_lines(lines, n);
 	free(text);
 	cJSON_Delete(run);
@@ -466,6 +583,7 @@ TEST(jsonl_partial_run)
 	CHECK_STR(json_str(c, "prompt"), CHILD_Q);
 	CHECK_STR(json_str(c, "response"), "");
 	CHECK_STR(json_str(c, "root_model"), "unknown");
+	CHECK(cJSON_IsNull(json_get(c, "prompt_tokens")));
 	CHECK_INT(
 	    cJSON_GetArraySize(json_get(json_get(c, "usage_summary"), "model_usage_summaries")), 0);
 	CHECK_INT(cJSON_GetArraySize(json_get(json_get(c, "metadata"), "iterations")), 1);
@@ -544,6 +662,44 @@ TEST(html_escapes_hostile_text)
 	CHECK_INT(cJSON_GetArraySize(json_get(back, "events")),
 		  cJSON_GetArraySize(json_get(run, "events")));
 	cJSON_Delete(back);
+	free(html);
+	cJSON_Delete(run);
+}
+
+/* A note written by an older version (or by hand) with an API key in
+ * any spelling, a secret-named variable and a base URL with a password:
+ * store_run_public() shows none of them and keeps the rest, and the run
+ * itself is not changed. */
+TEST(public_run_has_no_credentials)
+{
+	static const char note[] =
+	    "{\"argv\":[\"-c\",\"/x\",\"--api-key\",\"" SECRET "\",\"--api\",\"" SECRET
+	    "\",\"--a=" SECRET "\",\"--api-key=" SECRET "\",\"--base-url\","
+	    "\"http://me:" SECRET "@h:1/v1\",\"--apis\",\"--json\"],"
+	    "\"env\":{\"OPENAI_API_KEY\":\"" SECRET "\",\"OPENAI_BASE_URL\":"
+	    "\"http://a:" SECRET "@h1/v1, http://h2/v1\",\"RLM_SIM\":\"seed=3\"},"
+	    "\"cwd\":\"/w\"}";
+	cJSON *run = make_run(), *view;
+	char *text, *html;
+	struct rlm_err err = {0, ""};
+	json_add(run, "note", json_parse(note, strlen(note)));
+	view = store_run_public(run);
+	text = cJSON_PrintUnformatted(view);
+	CHECK_MSG(!strstr(text, "SECRET"), "%s", text);
+	CHECK_CONTAINS(text, "\"argv\":[\"-c\",\"/x\",\"--base-url\",\"http://h:1/v1\","
+			     "\"--apis\",\"--json\"]");
+	CHECK_CONTAINS(text, "\"env\":{\"OPENAI_BASE_URL\":\"http://h1/v1, http://h2/v1\","
+			     "\"RLM_SIM\":\"seed=3\"}");
+	CHECK_CONTAINS(text, "\"cwd\":\"/w\"");
+	CHECK_CONTAINS(text, "\"question\":");
+	CHECK_INT(cJSON_GetArraySize(json_get(view, "events")),
+		  cJSON_GetArraySize(json_get(run, "events")));
+	free(text);
+	cJSON_Delete(view);
+	CHECK_STR(json_str(json_get(run, "config"), "api_key"), SECRET); /* untouched */
+	html = store_export_html(run, &err);
+	CHECK_MSG(html, "%s", err.msg);
+	CHECK(!strstr(html, "SECRET"));
 	free(html);
 	cJSON_Delete(run);
 }
@@ -753,6 +909,10 @@ TEST(html_renders_in_chromium)
 	CHECK_CONTAINS(o.out, "Paris &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; and");
 	CHECK(!strstr(o.out, "<script>alert"));
 	CHECK_CONTAINS(o.out, "cached"); /* the cached sub-call */
+	/* the sub-calls' prompts and replies, folded under their block */
+	CHECK_CONTAINS(o.out, "<summary>sub-call 1: prompt (160 chars)</summary><pre>Q-before</pre>");
+	CHECK_CONTAINS(o.out, "<summary>sub-call 1: reply</summary><pre>A-before</pre>");
+	CHECK_CONTAINS(o.out, "<summary>sub-call 2: error</summary><pre>the provider answered 500</pre>");
 	CHECK(!strstr(o.out, SECRET));
 	proc_out_release(&o);
 	free(html);

@@ -166,9 +166,9 @@ static cJSON *server_call(struct server *s, int id, const char *method, const ch
 static void server_init(struct server *s)
 {
 	cJSON *r = server_call(s, 0, "initialize",
-			       "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+			       "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
 			       "\"clientInfo\":{\"name\":\"test_mcp\",\"version\":\"1\"}}");
-	CHECK_STR(json_str(json_get(r, "result"), "protocolVersion"), "2025-06-18");
+	CHECK_STR(json_str(json_get(r, "result"), "protocolVersion"), "2025-11-25");
 	cJSON_Delete(r);
 	server_send(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 }
@@ -380,15 +380,24 @@ TEST(initialize_negotiates_the_version)
 	static const struct {
 		const char *asked, *answered;
 	} cases[] = {
+		{"2025-11-25", "2025-11-25"},
 		{"2025-06-18", "2025-06-18"},
 		{"2025-03-26", "2025-03-26"},
 		{"2024-11-05", "2024-11-05"},
-		{"1999-01-01", "2025-06-18"}, /* unknown: the server's own */
-		{"2099-12-31", "2025-06-18"},
+		{"2024-10-07", "2024-10-07"},
+		{"1999-01-01", "2025-11-25"}, /* unknown: the server's own */
+		{"2099-12-31", "2025-11-25"},
 	};
+	char *file = xasprintf("%s/small.txt", harness_tmpdir()), *args;
+	FILE *f = fopen(file, "w");
+	CHECK(f && fputs("a small corpus\n", f) >= 0 && fclose(f) == 0);
+	args = xasprintf("{\"path\":\"%s\"}", file);
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct server s;
-		cJSON *r, *res, *tools;
+		cJSON *r, *res, *tools, *t;
+		/* what came after 2024-11-05, by the revision that brought it */
+		bool structured = strcmp(cases[i].answered, "2025-06-18") >= 0;
+		bool meta = strcmp(cases[i].answered, "2025-11-25") >= 0;
 		char *params = xasprintf("{\"protocolVersion\":\"%s\",\"capabilities\":{},"
 					 "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}",
 					 cases[i].asked);
@@ -408,22 +417,44 @@ TEST(initialize_negotiates_the_version)
 		CHECK(cJSON_IsObject(json_get(json_get(res, "capabilities"), "tools")));
 		CHECK_STR(json_str(json_get(res, "serverInfo"), "name"), "rlm");
 		CHECK(json_str(json_get(res, "serverInfo"), "version"));
+		CHECK_INT(json_str(json_get(res, "serverInfo"), "description") != NULL, meta);
+		CHECK(json_str(res, "instructions"));
 		cJSON_Delete(r);
 		/* initialize once only */
 		r = server_call(&s, 4, "initialize", params);
 		CHECK_INT(error_code(r), -32600);
 		cJSON_Delete(r);
 		server_send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-		/* structured output (outputSchema) only from 2025-06-18 on */
+		/* outputSchema and title from 2025-06-18 on, execution from
+		 * 2025-11-25 on */
 		r = server_call(&s, 5, "tools/list", NULL);
 		tools = json_get(json_get(r, "result"), "tools");
 		CHECK_INT(cJSON_GetArraySize(tools), 3);
-		CHECK_INT(!!json_get(cJSON_GetArrayItem(tools, 0), "outputSchema"),
-			  strcmp(cases[i].answered, "2025-06-18") == 0);
+		cJSON_ArrayForEach(t, tools)
+		{
+			CHECK_INT(!!json_get(t, "outputSchema"), structured);
+			CHECK_INT(!!json_get(t, "title"), structured);
+			CHECK_INT(!!json_get(t, "execution"), meta);
+			if (meta)
+				CHECK_STR(json_str(json_get(t, "execution"), "taskSupport"),
+					  "forbidden");
+		}
+		cJSON_Delete(r);
+		/* structuredContent from 2025-06-18 on; the same JSON as text in
+		 * every revision */
+		call_tool(&s, 6, "load_corpus", args, NULL);
+		r = server_wait(&s, 6, 30000, NULL);
+		res = json_get(r, "result");
+		CHECK_MSG(res && !cJSON_IsTrue(json_get(res, "isError")), "%s", json_print(r));
+		CHECK_INT(!!json_get(res, "structuredContent"), structured);
+		CHECK_CONTAINS(json_str(cJSON_GetArrayItem(json_get(res, "content"), 1), "text"),
+			       "\"corpus_id\"");
 		cJSON_Delete(r);
 		CHECK_INT(server_close(&s, 20), 0);
 		free(params);
 	}
+	free(args);
+	free(file);
 }
 
 TEST(tools_list_has_three_tools_with_schemas)
@@ -443,6 +474,12 @@ TEST(tools_list_has_three_tools_with_schemas)
 		cJSON *in = json_get(t, "inputSchema"), *out = json_get(t, "outputSchema");
 		char *req;
 		CHECK(name);
+		/* SEP-986: 1 to 128 of A-Z a-z 0-9 _ - . */
+		CHECK(strlen(name) >= 1 && strlen(name) <= 128 &&
+		      strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") ==
+			  strlen(name));
+		CHECK(json_str(t, "title"));
+		CHECK(cJSON_IsObject(json_get(t, "annotations")));
 		CHECK(json_str(t, "description") && strlen(json_str(t, "description")) > 20);
 		CHECK_STR(json_str(in, "type"), "object");
 		CHECK(cJSON_IsObject(json_get(in, "properties")));
@@ -855,6 +892,10 @@ TEST(json_rpc_errors)
 		 "{\"name\":\"rm_rf\",\"arguments\":{}}}", -32602, 13},
 		{"{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\",\"params\":"
 		 "{\"name\":\"solve\",\"arguments\":[]}}", -32602, 14},
+		/* \u0000 outside a tool's arguments: the message is refused */
+		{"{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"ping\\u0000x\"}", -32600, 15},
+		{"{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"tools/call\",\"params\":"
+		 "{\"name\":\"solve\\u0000\",\"arguments\":{}}}", -32600, 16},
 	};
 	struct server s;
 	cJSON *r;
@@ -916,6 +957,17 @@ TEST(tool_argument_errors_are_tool_errors)
 		 "unknown argument 'path'"},
 		{"load_corpus", "{}", "missing argument 'path'"},
 		{"load_corpus", "{\"path\":\"x\",\"format\":\"xml\"}", "unknown format 'xml'"},
+		/* wrong types too (SEP-1303: input validation is the tool's) */
+		{"solve", "{\"question\":\"q\",\"context\":\"x\",\"max_depth\":\"2\"}",
+		 "'max_depth' must be an integer"},
+		{"solve", "{\"question\":\"q\",\"context\":[\"x\"]}", "'context' must be a string"},
+		{"load_corpus", "{\"path\":7}", "'path' must be a string"},
+		{"ask", "{\"corpus_id\":null,\"question\":\"q\"}", "'corpus_id' must be a string"},
+		/* \u0000 would cut the string short: named, not cut */
+		{"solve", "{\"question\":\"q\\u0000 more\",\"context\":\"x\"}",
+		 "argument 'question' holds a NUL character"},
+		{"solve", "{\"question\":\"q\",\"context\":\"x\\u0000\"}",
+		 "argument 'context' holds a NUL character"},
 	};
 	struct server s;
 	server_start(&s, NULL, NULL);

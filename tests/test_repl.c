@@ -379,6 +379,53 @@ TEST(output_is_cut_head_and_tail)
 	repl_free(r);
 }
 
+/* error_at: where in the output the error's text begins (what was
+ * printed before it is not the error), also when the output was cut. */
+TEST(error_at_splits_output_from_the_error)
+{
+	static const struct {
+		const char *code;
+		const char *before; /* the output up to error_at */
+		const char *from;   /* how the rest starts; NULL: no error */
+	} cases[] = {
+	    {"print('before')\n1/0", "before\n", "Traceback (most recent call last):\n"},
+	    {"x = (", "", "  File \"<repl>\", line 1"},
+	    {"print('ok')", "ok\n", NULL},
+	    {"import sys\nsys.stderr.write('warn\\n')\nraise KeyError('k')", "warn\n",
+	     "Traceback"},
+	    {"print('日本')\ntry:\n    1/0\nexcept Exception as e:\n    raise ValueError('v') from e",
+	     "日本\n", "Traceback (most recent call last):\n"},
+	    /* cut: the error in the tail, then an error that began in the
+	     * part left out */
+	    {"print('A' * 5000)\nraise ValueError('v')", NULL, "Traceback"},
+	    {"import sys\nsys.stdout.write('B' * 600)\nraise ValueError('E' * 3000)", NULL,
+	     "\n[... "},
+	};
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	cfg.output_limit = 1000;
+	r = start(&cfg);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		run(r, cases[i].code, &res);
+		CHECK_MSG(res.error == (cases[i].from != NULL), "case %zu: error %d", i, res.error);
+		CHECK_MSG(res.error_at <= res.len, "case %zu", i);
+		if (cases[i].before)
+			CHECK_MSG(res.error_at == strlen(cases[i].before) &&
+					  strncmp(res.output, cases[i].before, res.error_at) == 0,
+				  "case %zu: error_at %zu in \"%s\"", i, res.error_at, res.output);
+		if (cases[i].from)
+			CHECK_MSG(strncmp(res.output + res.error_at, cases[i].from,
+					  strlen(cases[i].from)) == 0,
+				  "case %zu: \"%s\" from %zu", i, res.output, res.error_at);
+		else
+			CHECK_INT(res.error_at, res.len);
+		repl_result_release(&res);
+	}
+	repl_free(r);
+}
+
 TEST(print_flood_does_not_take_memory)
 {
 	struct repl *r = start_default();
@@ -1049,8 +1096,7 @@ TEST(environment_is_scrubbed)
 	cfg.sandbox.disable = 1u << REPL_L_LANDLOCK;
 	r = start(&cfg);
 	run(r, "import os\nprint(sorted(os.environ))", &res);
-	CHECK_STR(res.output, "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PYTHONDONTWRITEBYTECODE', "
-			      "'PYTHONIOENCODING', 'TMPDIR']\n");
+	CHECK_STR(res.output, "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PYTHONHASHSEED', 'TMPDIR']\n");
 	repl_result_release(&res);
 	expect(r, "os.getcwd() == os.environ['TMPDIR'], os.environ['HOME']",
 	       "(True, '/nonexistent')\n");
@@ -1489,6 +1535,44 @@ TEST(zygote_killed_falls_back_to_cold)
 	CHECK(zyg > 0 && zyg != old);
 	expect(r, "print(len(context))", "23\n");
 	repl_free(r);
+}
+
+/* String hashing is the same in every worker, started cold or forked by
+ * the zygote, in this process or another: model code that prints a set
+ * shows the same text, so a resumed solve sends the same prompts (with a
+ * random seed each worker orders 50 strings its own way). And the cwd
+ * (the scratch directory, writable by model code) is not on sys.path. */
+TEST(set_order_is_the_same_in_every_worker)
+{
+	static const char code[] = "print(list({'s%d' % i for i in range(50)}))";
+	struct repl_cfg cfg;
+	struct repl *cold, *a, *b;
+	char want[1024], got[1024];
+	cfg_init(&cfg);
+	cfg.no_zygote = true;
+	cold = start(&cfg);
+	a = start_default();
+	b = start_default();
+	CHECK(!started_by_zygote(cold));
+	CHECK(started_by_zygote(a) && started_by_zygote(b));
+	output_line(cold, code, want, sizeof(want));
+	CHECK_CONTAINS(want, "'s49'");
+	output_line(a, code, got, sizeof(got));
+	CHECK_STR(got, want);
+	output_line(b, code, got, sizeof(got));
+	CHECK_STR(got, want);
+	expect(a, "import sys\nprint(sys.flags.hash_randomization, '' in sys.path)",
+	       "0 False\n");
+	expect(cold, "open('json.py', 'w').write('raise SystemExit(9)')\n"
+		     "import json\nprint(json.dumps([1]))", "[1]\n");
+	repl_free(cold);
+	repl_free(a);
+	repl_free(b);
+	/* A controller of its own (a resumed solve): a new zygote. */
+	a = start_default();
+	output_line(a, code, got, sizeof(got));
+	CHECK_STR(got, want);
+	repl_free(a);
 }
 
 /* An interpreter whose zygote dies at start (argv 6 is "zygote"): the
@@ -2284,6 +2368,18 @@ TEST(frame_parser_table)
 	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[]}",
 	     NULL},
 	    {"{\"type\":\"result\",\"id\":1}", "field 'output'"},
+	    {"{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":0,\"error\":true,"
+	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[],"
+	     "\"error_at\":0}",
+	     NULL},
+	    {"{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":0,\"error\":true,"
+	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[],"
+	     "\"error_at\":-1}",
+	     "field 'error_at'"},
+	    {"{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":0,\"error\":true,"
+	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[],"
+	     "\"error_at\":\"3\"}",
+	     "field 'error_at'"},
 	    {"{\"type\":\"fatal\",\"error\":\"\\udc80\"}", "not a JSON object"},
 	    {"{\"type\":\"fatal\",\"error\":\"\xff\"}", "not UTF-8"},
 	    {"{\"type\":\"nope\"}", "unknown type 'nope'"},

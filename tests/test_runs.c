@@ -30,7 +30,8 @@ static struct proc_out rlm_env(const char *const *args, const char *const *extra
 	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
 					    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RLM_SIM",
 					    "RLM_SANDBOX_DISABLE", "RLM_MAX_DEPTH", "RLM_MAX_NODES",
-					    "RLM_NO_CACHE", "RLM_CACHE", NULL};
+					    "RLM_NO_CACHE", "RLM_CACHE", "OPENAI_BASE_URL",
+					    "ANTHROPIC_BASE_URL", NULL};
 	argv[n++] = harness_rlm_bin();
 	for (size_t i = 0; args[i] && n < 39; i++)
 		argv[n++] = args[i];
@@ -268,6 +269,34 @@ TEST(memo_keeps_to_the_budget)
 	free(db);
 }
 
+/* A solve that used exactly its --max-sub-calls is answered from the
+ * memo when run again (the whole-solve memo checked sub_calls + 1). */
+TEST(memo_answers_a_solve_at_its_sub_call_limit)
+{
+	struct item it;
+	char *db = xasprintf("%s/x.db", harness_tmpdir());
+	char lim[16];
+	const char *more[] = {"--max-sub-calls", lim, NULL};
+	cJSON *a, *b, *c;
+	item_gen(&it, "100k");
+	a = solve(&it, db, NULL, NULL);
+	CHECK(json_num(a, "sub_calls", 0) >= 2);
+	snprintf(lim, sizeof(lim), "%d", (int)json_num(a, "sub_calls", 0));
+	b = solve(&it, db, more, NULL); /* another config: made again, from the call cache */
+	CHECK_STR(json_str(b, "stop"), "answer");
+	CHECK(json_num(b, "sub_calls", -1) == json_num(a, "sub_calls", 0));
+	CHECK(json_num(json_get(b, "cache"), "memo_hits", -1) == 0);
+	c = solve(&it, db, more, NULL);
+	CHECK_STR(json_str(c, "answer"), json_str(b, "answer"));
+	CHECK(json_num(json_get(c, "cache"), "memo_hits", -1) == 1);
+	CHECK(calls_of(c, "attempts") == 0);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(c);
+	item_free(&it);
+	free(db);
+}
+
 /* An answer made with failed calls is not kept: a tree solve whose parts
  * failed (a sim that fails every request) answers from what it had; run
  * again without faults, it is made again, not served from the memo. */
@@ -291,37 +320,152 @@ TEST(degraded_answers_are_not_memoised)
 	free(db);
 }
 
-/* The API key given on the command line is not kept with the run, nor
- * shown or exported; --refresh is not kept either. */
+/* rlm solve --resume id on db: its JSON (it must succeed). */
+static cJSON *resume_run(const char *db, const char *id)
+{
+	const char *args[] = {"solve", "--resume", id, "--json", "--cache", db, NULL};
+	struct proc_out o = rlm(args);
+	cJSON *r;
+	CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
+	r = parse_out(&o);
+	proc_out_release(&o);
+	return r;
+}
+
+/* Whether the store's files (the database and its WAL) hold s anywhere. */
+static bool store_has(const char *db, const char *s)
+{
+	bool found = false;
+	for (int i = 0; i < 2 && !found; i++) {
+		char *path = xasprintf("%s%s", db, i ? "-wal" : ""), *data = NULL;
+		size_t len = 0;
+		struct rlm_err err = {0, ""};
+		if (read_file(path, 1 << 28, &data, &len, &err) == 0)
+			found = memmem(data, len, s, strlen(s)) != NULL;
+		free(data);
+		free(path);
+	}
+	return found;
+}
+
+/* runs show ID --json and both exports: none holds secret. */
+static void check_run_public(const char *db, const char *id, const char *secret)
+{
+	static const char *const views[][5] = {{"show", "--json", NULL},
+					       {"export", "--format", "html", NULL},
+					       {"export", "--format", "jsonl", NULL}};
+	for (size_t i = 0; i < ARRAY_SIZE(views); i++) {
+		const char *args[12] = {"runs"};
+		size_t n = 1;
+		struct proc_out o;
+		args[n++] = views[i][0];
+		args[n++] = id;
+		for (size_t k = 1; views[i][k]; k++)
+			args[n++] = views[i][k];
+		args[n++] = "--cache";
+		args[n++] = db;
+		args[n] = NULL;
+		o = rlm(args);
+		CHECK_MSG(o.status == 0, "runs %s: %s", views[i][0], o.err);
+		CHECK_MSG(!strstr(o.out, secret), "runs %s shows '%s'", views[i][0], secret);
+		proc_out_release(&o);
+	}
+}
+
+/* The API key given on the command line, in any spelling getopt_long
+ * takes (abbreviated, with = or not), is not kept with the run, nor shown
+ * or exported; neither is --refresh, even abbreviated (a resumed run
+ * would refresh again); and base URLs, from a flag or OPENAI_BASE_URL,
+ * are kept without their user:password@. */
 TEST(run_note_keeps_no_secret)
 {
+	static const char *const spellings[][3] = {
+	    {"--api-key", "sk-rlmtest-SECRET-1", "--refresh"},
+	    {"--api-key=sk-rlmtest-SECRET-2", "--ref", NULL},
+	    {"--api", "sk-rlmtest-SECRET-3", "--refr"},
+	    {"--api-k=sk-rlmtest-SECRET-4", "--refresh", NULL},
+	    {"--a", "sk-rlmtest-SECRET-5", "--re"},
+	};
 	struct item it;
-	char *db = xasprintf("%s/n.db", harness_tmpdir());
-	static const char *const more[] = {"--provider", "sim", "--api-key", "sk-rlmtest-SECRET-1234",
-					   "--refresh", NULL};
-	cJSON *a;
+	char *db = xasprintf("%s/n.db", harness_tmpdir()), url[128], bare[64];
 	struct proc_out o;
+	cJSON *a, *r, *show;
+	int port = 0;
+	pid_t srv;
 	item_gen(&it, "8k");
-	a = solve(&it, db, more, NULL);
-	{
-		const char *args[] = {"runs", "show", json_str(a, "run"), "--json", "--cache", db, NULL};
-		o = rlm(args);
+	for (size_t i = 0; i < ARRAY_SIZE(spellings); i++) {
+		const char *more[6] = {"--provider", "sim"};
+		for (size_t k = 0; k < 3 && spellings[i][k]; k++)
+			more[2 + k] = spellings[i][k];
+		if (strcmp(spellings[i][0], "--a") == 0) {
+			/* --re is ambiguous (--refresh, --resume): refused */
+			const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--quiet", "--cache",
+					      db, "--a", "x", "--re", NULL};
+			o = rlm(args);
+			CHECK_INT(o.status, 2);
+			proc_out_release(&o);
+			more[4] = NULL;
+		}
+		a = solve(&it, db, more, NULL);
+		check_run_public(db, json_str(a, "run"), "SECRET");
+		{
+			const char *args[] = {"runs", "show", json_str(a, "run"), "--json", "--cache", db,
+					      NULL};
+			o = rlm(args);
+		}
+		CHECK_MSG(!strstr(o.out, "--re"), "%s", o.out);
+		CHECK_CONTAINS(o.out, "\"argv\"");
+		proc_out_release(&o);
+		/* resumed, it does not refresh: the memo answers, nothing is sent */
+		r = resume_run(db, json_str(a, "run"));
+		CHECK(calls_of(r, "attempts") == 0);
+		CHECK(json_num(json_get(r, "cache"), "memo_hits", 0) == 1);
+		cJSON_Delete(r);
+		cJSON_Delete(a);
 	}
-	CHECK_INT(o.status, 0);
-	CHECK(!strstr(o.out, "SECRET"));
-	CHECK(!strstr(o.out, "--refresh"));
-	CHECK_CONTAINS(o.out, "\"argv\"");
-	proc_out_release(&o);
+	CHECK(!store_has(db, "SECRET"));
+	/* a question that holds a URL is kept as it was asked: resumed, it is
+	 * the same solve (the memo answers) */
 	{
-		const char *args[] = {"runs", "export", json_str(a, "run"), "--format", "html",
-				      "--cache", db, NULL};
+		const char *args[] = {"solve", "-c", it.ctx, "-q", "Is http://me:pw@example.org/ in it?",
+				      "--json", "--quiet", "--cache", db, NULL};
 		o = rlm(args);
+		CHECK_MSG(o.status == 0, "%s", o.err);
+		a = parse_out(&o);
+		proc_out_release(&o);
 	}
-	CHECK_INT(o.status, 0);
-	CHECK(!strstr(o.out, "SECRET"));
-	proc_out_release(&o);
-	CHECK(rows(db, "runs") == 1);
+	r = resume_run(db, json_str(a, "run"));
+	CHECK(json_num(json_get(r, "cache"), "memo_hits", 0) == 1);
+	cJSON_Delete(r);
 	cJSON_Delete(a);
+
+	/* credentials in base URLs: a flag, then the variable */
+	srv = proc_sim_serve("", &port);
+	snprintf(url, sizeof(url), "http://user:sk-rlmtest-PASSWORD@127.0.0.1:%d/v1", port);
+	snprintf(bare, sizeof(bare), "http://127.0.0.1:%d/v1", port);
+	{
+		const char *more[] = {"--base-url", url, "--model", "sim", NULL};
+		char *env_url = xasprintf("OPENAI_BASE_URL=%s", url);
+		const char *env[] = {env_url, "RLM_MODEL=sim", NULL};
+		a = solve(&it, db, more, NULL);
+		r = solve(&it, db, NULL, env);
+		check_run_public(db, json_str(a, "run"), "PASSWORD");
+		check_run_public(db, json_str(r, "run"), "PASSWORD");
+		{
+			const char *args[] = {"runs", "show", json_str(r, "run"), "--json", "--cache", db,
+					      NULL};
+			o = rlm(args);
+			show = parse_out(&o);
+			proc_out_release(&o);
+		}
+		CHECK_STR(json_str(json_get(json_get(show, "note"), "env"), "OPENAI_BASE_URL"), bare);
+		cJSON_Delete(show);
+		free(env_url);
+	}
+	CHECK(!store_has(db, "PASSWORD"));
+	CHECK_INT(proc_stop(srv), 0);
+	cJSON_Delete(a);
+	cJSON_Delete(r);
 	item_free(&it);
 	free(db);
 }
@@ -369,6 +513,36 @@ TEST(resume_from_another_directory)
 	free(dir);
 }
 
+/* A run whose endpoint came from OPENAI_BASE_URL, resumed from a shell
+ * without it (its calls and answer forgotten, so that the resume must ask
+ * the network): it reaches the same server, not the provider's default. */
+TEST(resume_reaches_the_same_endpoint)
+{
+	struct item it;
+	char *db = xasprintf("%s/ep.db", harness_tmpdir()), *env_url;
+	int port = 0;
+	pid_t srv = proc_sim_serve("", &port);
+	cJSON *a, *r;
+	item_gen(&it, "8k");
+	env_url = xasprintf("OPENAI_BASE_URL=http://127.0.0.1:%d/v1", port);
+	{
+		const char *env[] = {env_url, "RLM_MODEL=qwen-on-sim", NULL};
+		a = solve(&it, db, NULL, env);
+	}
+	CHECK(calls_of(a, "attempts") > 0);
+	sql(db, "DELETE FROM results; DELETE FROM calls");
+	r = resume_run(db, json_str(a, "run")); /* no OPENAI_BASE_URL, no RLM_MODEL */
+	CHECK_STR(json_str(r, "answer"), json_str(a, "answer"));
+	CHECK(calls_of(r, "attempts") == calls_of(a, "attempts"));
+	CHECK_STR(json_str(r, "provider"), "openai");
+	CHECK_INT(proc_stop(srv), 0);
+	cJSON_Delete(a);
+	cJSON_Delete(r);
+	free(env_url);
+	item_free(&it);
+	free(db);
+}
+
 /* ---- kill -9 and resume ---- */
 
 static cJSON *runs_list(const char *db)
@@ -380,6 +554,27 @@ static cJSON *runs_list(const char *db)
 	j = parse_out(&o);
 	proc_out_release(&o);
 	return j;
+}
+
+/* The newest run of db, which must be interrupted, resumed with --resume:
+ * its JSON; *id its id (the caller frees it). */
+static cJSON *resume_newest(const char *db, char **id)
+{
+	cJSON *list = runs_list(db);
+	*id = xstrdup(json_str(cJSON_GetArrayItem(list, 0), "id"));
+	CHECK_STR(json_str(cJSON_GetArrayItem(list, 0), "status"), "interrupted");
+	cJSON_Delete(list);
+	return resume_run(db, *id);
+}
+
+/* SIGKILL p (a solve in the background) and reap it: it died of it. */
+static void kill9(pid_t p)
+{
+	int status;
+	CHECK(kill(p, SIGKILL) == 0);
+	while (waitpid(p, &status, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
 /* A flat solve over HTTP, 150 ms a call: killed with SIGKILL once some of
@@ -422,26 +617,13 @@ TEST(killed_run_resumes_without_repeating_calls)
 			/* once the first root call and some sub-calls are in */
 			while (rows(db, "calls") < 3 && now_ns() - t0 < 20000000000LL)
 				sleep_ns(5000000);
-			CHECK(kill(p, SIGKILL) == 0);
-			while (waitpid(p, &status, 0) < 0 && errno == EINTR)
-				;
-			CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+			kill9(p);
 		}
 		killed_rows = rows(db, "calls");
 		CHECK_MSG(killed_rows >= 3 && killed_rows < (int64_t)u_net, "%lld calls kept of %.0f",
 			  (long long)killed_rows, u_net);
-		list = runs_list(db);
-		CHECK_INT(cJSON_GetArraySize(list), 1);
-		id = xstrdup(json_str(cJSON_GetArrayItem(list, 0), "id"));
-		CHECK_STR(json_str(cJSON_GetArrayItem(list, 0), "status"), "interrupted");
-		cJSON_Delete(list);
-		{
-			const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", NULL};
-			struct proc_out o = rlm(args);
-			CHECK_MSG(o.status == 0, "resume: exit %d: %s", o.status, o.err);
-			r = parse_out(&o);
-			proc_out_release(&o);
-		}
+		CHECK_INT(rows(db, "runs"), 1);
+		r = resume_newest(db, &id);
 		CHECK_STR(json_str(r, "answer"), json_str(u, "answer"));
 		r_net = calls_of(r, "total") - calls_of(r, "cached");
 		CHECK_MSG((double)killed_rows + r_net == u_net,
@@ -506,6 +688,247 @@ TEST(killed_run_resumes_without_repeating_calls)
 	item_free(&it);
 	free(db);
 	free(db2);
+}
+
+/* Rows of the store's events of a kind. */
+static int64_t events_of(const char *db, const char *kind)
+{
+	char *t = xasprintf("events WHERE kind = '%s'", kind);
+	int64_t n = rows(db, t);
+	free(t);
+	return n;
+}
+
+/* A recursive solve over HTTP (--max-depth 2, the simulator recursing past
+ * 4 chunks), killed with SIGKILL while its children run, then resumed:
+ * the calls the killed run kept plus the resumed run's HTTP attempts are
+ * an uninterrupted run's attempts, and the answer is the same. */
+TEST(killed_recursive_run_resumes_without_repeating_calls)
+{
+	struct item it;
+	char *db = xasprintf("%s/kr.db", harness_tmpdir());
+	char *db2 = xasprintf("%s/ur.db", harness_tmpdir());
+	char url[64], *id;
+	int port = 0;
+	pid_t srv, p;
+	cJSON *u, *r;
+	int64_t kept;
+	double u_net;
+	item_gen(&it, "200k");
+	srv = proc_sim_serve("ttft=100ms,rlm_chunks=4", &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	{
+		const char *const more[] = {"--base-url", url, "--model", "sim", "--max-depth", "2",
+					    NULL};
+		u = solve(&it, db2, more, NULL);
+	}
+	CHECK_CONTAINS(json_str(u, "answer"), it.answer);
+	CHECK(json_num(u, "nodes", 0) >= 2);
+	/* its calls: each distinct one sent once (a copy asked while it was
+	 * out waited for its answer: a hit) */
+	u_net = calls_of(u, "attempts");
+	CHECK(u_net >= 10 && u_net + calls_of(u, "cached") == calls_of(u, "total"));
+	CHECK(u_net == (double)rows(db2, "calls"));
+	{
+		const char *argv[] = {harness_rlm_bin(), "solve", "-c", it.ctx, "-q", it.q, "--quiet",
+				      "--cache", db, "--base-url", url, "--model", "sim",
+				      "--max-depth", "2", NULL};
+		static const char *const env[] = {"RLM_NO_CACHE", "RLM_PROVIDER", "RLM_MODEL",
+						  "RLM_SIM", "RLM_MAX_DEPTH", NULL};
+		int64_t t0 = now_ns();
+		p = proc_start(argv, env);
+		CHECK(p > 0);
+		/* killed once a child has begun and a third of the calls are in */
+		while ((events_of(db, "child") < 1 || rows(db, "calls") < (int64_t)u_net / 3) &&
+		       now_ns() - t0 < 30000000000LL)
+			sleep_ns(2000000);
+		kill9(p);
+	}
+	kept = rows(db, "calls");
+	CHECK_MSG(kept >= 1 && kept < (int64_t)u_net, "%lld calls kept of %.0f", (long long)kept,
+		  u_net);
+	CHECK(events_of(db, "child") >= 1);
+	r = resume_newest(db, &id);
+	CHECK_STR(json_str(r, "answer"), json_str(u, "answer"));
+	CHECK_MSG((double)kept + calls_of(r, "attempts") == u_net,
+		  "%lld calls before the kill + %.0f after != %.0f uninterrupted", (long long)kept,
+		  calls_of(r, "attempts"), u_net);
+	CHECK(json_num(r, "nodes", 0) == json_num(u, "nodes", -1));
+	cJSON_Delete(r);
+	cJSON_Delete(u);
+	free(id);
+	CHECK_INT(proc_stop(srv), 0);
+	item_free(&it);
+	free(db);
+	free(db2);
+}
+
+/* A repeated recursive solve answered by the call cache alone (every
+ * memo, whole-solve and children's, forgotten): every call, root, sub and
+ * children's, is a hit, and not one HTTP attempt is made. */
+TEST(warm_run_from_the_call_cache_sends_nothing)
+{
+	struct item it;
+	char *db = xasprintf("%s/w.db", harness_tmpdir());
+	char url[64];
+	int port = 0;
+	pid_t srv;
+	cJSON *a, *b;
+	item_gen(&it, "200k");
+	srv = proc_sim_serve("rlm_chunks=4", &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
+	{
+		const char *const more[] = {"--base-url", url, "--model", "sim", NULL};
+		a = solve(&it, db, more, NULL);
+		CHECK(json_num(a, "nodes", 0) >= 2);
+		CHECK(calls_of(a, "attempts") > 0);
+		CHECK(calls_of(a, "attempts") + calls_of(a, "cached") == calls_of(a, "total"));
+		sql(db, "DELETE FROM results");
+		b = solve(&it, db, more, NULL);
+	}
+	CHECK_STR(json_str(b, "answer"), json_str(a, "answer"));
+	CHECK(json_num(json_get(b, "cache"), "memo_hits", -1) == 0);
+	CHECK(calls_of(b, "attempts") == 0);
+	CHECK(calls_of(b, "total") == calls_of(a, "total"));
+	CHECK(calls_of(b, "cached") == calls_of(b, "total"));
+	CHECK(json_num(b, "nodes", 0) == json_num(a, "nodes", -1));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	CHECK_INT(proc_stop(srv), 0);
+	item_free(&it);
+	free(db);
+}
+
+/* rlm cache stats, prune and clear, and runs list's calls column, from
+ * the command line. */
+TEST(cache_prune_and_clear_from_the_command_line)
+{
+	struct item it;
+	char *db = xasprintf("%s/cp.db", harness_tmpdir());
+	struct proc_out o;
+	cJSON *a, *st;
+	char want[128];
+	int64_t calls;
+	item_gen(&it, "8k");
+	a = solve(&it, db, NULL, NULL);
+	calls = rows(db, "calls");
+	CHECK(calls > 0 && rows(db, "results") == 1 && rows(db, "runs") == 1);
+	{
+		const char *args[] = {"runs", "list", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	snprintf(want, sizeof(want), "%s   done        ", json_str(a, "run"));
+	CHECK_CONTAINS(o.out, want);
+	snprintf(want, sizeof(want), " %6.0f  %.40s", calls_of(a, "total"), it.q);
+	CHECK_CONTAINS(o.out, want);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"cache", "prune", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "--older-than");
+	proc_out_release(&o);
+	/* nothing a day old yet */
+	{
+		const char *args[] = {"cache", "prune", "--older-than", "1", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	snprintf(want, sizeof(want), "removed 0 rows from %s\n", db);
+	CHECK_STR(o.out, want);
+	CHECK_STR(o.err, "");
+	proc_out_release(&o);
+	CHECK(rows(db, "calls") == calls);
+	/* made two days ago */
+	sql(db, "UPDATE calls SET created = created - 172800000, last_hit = 0;"
+		"UPDATE results SET created = created - 172800000, last_hit = 0;"
+		"UPDATE runs SET ended = ended - 172800000");
+	{
+		const char *args[] = {"cache", "prune", "--older-than", "1", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	snprintf(want, sizeof(want), "removed %lld rows from %s\n", (long long)calls + 2, db);
+	CHECK_STR(o.out, want);
+	proc_out_release(&o);
+	CHECK(rows(db, "calls") == 0 && rows(db, "results") == 0 && rows(db, "runs") == 0 &&
+	      rows(db, "events") == 0);
+	cJSON_Delete(a);
+	/* again, then clear */
+	a = solve(&it, db, NULL, NULL);
+	CHECK(rows(db, "calls") == calls && rows(db, "runs") == 1);
+	{
+		const char *args[] = {"cache", "clear", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	snprintf(want, sizeof(want), "cleared %s\n", db);
+	CHECK_STR(o.out, want);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"cache", "stats", "--json", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	st = parse_out(&o);
+	proc_out_release(&o);
+	CHECK(json_num(st, "calls", -1) == 0 && json_num(st, "results", -1) == 0 &&
+	      json_num(st, "runs", -1) == 0 && json_num(st, "events", -1) == 0);
+	cJSON_Delete(st);
+	cJSON_Delete(a);
+	item_free(&it);
+	free(db);
+}
+
+/* A flat run (max depth 1) exported as JSONL: every sub-call it made is
+ * in the rlm_calls of its code block, with its prompt (cut to 4,000
+ * characters, head and tail) and reply, tokens and time. */
+TEST(export_lists_a_flat_runs_sub_calls)
+{
+	struct item it;
+	char *db = xasprintf("%s/f.db", harness_tmpdir());
+	static const char *const more[] = {"--max-depth", "1", NULL};
+	cJSON *a;
+	struct proc_out o;
+	int listed = 0, cut = 0;
+	item_gen(&it, "200k");
+	a = solve(&it, db, more, NULL);
+	CHECK(json_num(a, "sub_calls", 0) >= 2);
+	{
+		const char *args[] = {"runs", "export", json_str(a, "run"), "--format", "jsonl",
+				      "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	for (char *save = NULL, *l = strtok_r(o.out, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		cJSON *line = json_parse(l, strlen(l));
+		const cJSON *b, *c;
+		CHECK(line);
+		cJSON_ArrayForEach(b, json_get(line, "code_blocks"))
+		{
+			cJSON_ArrayForEach(c, json_get(json_get(b, "result"), "rlm_calls"))
+			{
+				const char *p = json_str(c, "prompt");
+				CHECK(p && json_str(c, "response") && *json_str(c, "response"));
+				CHECK(json_num(c, "prompt_tokens", 0) > 0);
+				CHECK(json_num(c, "completion_tokens", 0) > 0);
+				CHECK(cJSON_IsNumber(json_get(c, "execution_time")));
+				CHECK_MSG(strlen(p) < 4000 * 3 + 100, "a prompt of %zu bytes", strlen(p));
+				cut += strstr(p, "characters omitted ...]") != NULL;
+				listed++;
+			}
+		}
+		cJSON_Delete(line);
+	}
+	CHECK_MSG(listed == (int)json_num(a, "sub_calls", -1), "%d sub-calls listed of %.0f", listed,
+		  json_num(a, "sub_calls", -1));
+	CHECK(cut > 0); /* the simulator's sub-calls carry chunks of 200k */
+	proc_out_release(&o);
+	cJSON_Delete(a);
+	item_free(&it);
+	free(db);
 }
 
 /* ---- broken stores ---- */

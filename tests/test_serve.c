@@ -8,15 +8,19 @@
 #include "../common/common.h"
 #include "../common/json.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,16 +141,20 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-/* method path [body] with headers (NULL-terminated, or NULL). */
-static struct resp http_h(const struct srv *s, const char *method, const char *path,
-			  const char *body, const char *const *headers)
+/* method path [body] with headers (NULL-terminated, or NULL) on handle
+ * e (a connection kept open between requests), or on a new one when e is
+ * NULL. */
+static struct resp http_on(CURL *e, const struct srv *s, const char *method, const char *path,
+			   const char *body, const char *const *headers)
 {
-	CURL *e = curl_easy_init();
+	CURL *own = e ? NULL : curl_easy_init();
 	struct curl_slist *hl = NULL;
 	struct buf b = BUF_INIT, h = BUF_INIT;
 	struct resp r = {0, NULL, NULL, NULL};
 	char url[512];
 	CURLcode rc;
+	if (!e)
+		e = own;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", s->port, path);
 	buf_puts(&b, "");
 	buf_puts(&h, "");
@@ -161,22 +169,29 @@ static struct resp http_h(const struct srv *s, const char *method, const char *p
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 90L);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	if (body) {
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, body ? (long)strlen(body) : -1L);
+	curl_easy_setopt(e, CURLOPT_NOBODY, strcmp(method, "HEAD") == 0 ? 1L : 0L);
+	if (!body && strcmp(method, "HEAD") != 0)
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-	if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	rc = curl_easy_perform(e);
 	CHECK_MSG(rc == CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.status);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hl);
-	curl_easy_cleanup(e);
+	if (own)
+		curl_easy_cleanup(own);
 	r.body = buf_detach(&b, NULL);
 	r.headers = buf_detach(&h, NULL);
 	r.json = json_parse(r.body, strlen(r.body));
 	return r;
+}
+
+static struct resp http_h(const struct srv *s, const char *method, const char *path,
+			  const char *body, const char *const *headers)
+{
+	return http_on(NULL, s, method, path, body, headers);
 }
 
 static struct resp http(const struct srv *s, const char *method, const char *path, const char *body)
@@ -307,6 +322,17 @@ TEST(serve_usage)
 		proc_out_release(&o);
 	}
 	{
+		static const char *const bad[][2] = {{"--corpus-cache", "lots"},
+						     {"--keep-runs", "0"}};
+		for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+			const char *argv[] = {bin, "serve", bad[i][0], bad[i][1], NULL};
+			CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+			CHECK_INT(o.status, 2);
+			CHECK_CONTAINS(o.err, bad[i][0]);
+			proc_out_release(&o);
+		}
+	}
+	{
 		/* Another address than loopback needs a key. */
 		const char *argv[] = {bin, "serve", "--host", "0.0.0.0", "--port", "0", NULL};
 		const char *env[] = {"RLM_API_KEY", NULL};
@@ -383,6 +409,26 @@ TEST(serve_solve_sync)
 	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
 	CHECK_STR(json_str(r.json, "status"), "stopped");
 	CHECK_STR(json_str(r.json, "stop"), "max_iterations");
+	resp_release(&r);
+
+	/* Budgets as the issue names them: a token budget too small to
+	 * finish stops the solve there; roomy ones let it answer; cost is the
+	 * same as cost_usd. */
+	free(body);
+	body = solve_body("\"options\": {\"budgets\": {\"tokens\": 3000}}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "stopped");
+	CHECK_STR(json_str(r.json, "stop"), "max_tokens");
+	resp_release(&r);
+	free(body);
+	body = solve_body("\"options\": {\"budgets\": {\"tokens\": 1000000, \"cost\": 5, "
+			  "\"sub_calls\": 50, \"time\": 120}, \"max_sub_calls\": 50}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "done");
+	CHECK(cJSON_IsNumber(json_get(r.json, "cost")));
+	CHECK(json_num(r.json, "cost", -1) == json_num(r.json, "cost_usd", -2));
 	resp_release(&r);
 
 	/* The tree strategy answers too. */
@@ -511,6 +557,19 @@ TEST(serve_events)
 		CHECK_STR(ev2[1].event, "end");
 		sse_release(ev2, n2);
 		resp_release(&e);
+	}
+	/* A Last-Event-ID that is not an event number. */
+	{
+		static const char *const bad[] = {"Last-Event-ID: abc", "Last-Event-ID: -3",
+						  "Last-Event-ID: 99999999999", NULL};
+		for (size_t i = 0; bad[i]; i++) {
+			const char *hs[] = {bad[i], NULL};
+			e = http_h(&s, "GET", path, NULL, hs);
+			CHECK_ERR(e, 400, "invalid_request");
+			CHECK_CONTAINS(json_str(json_get(e.json, "error"), "message"),
+				       "Last-Event-ID");
+			resp_release(&e);
+		}
 	}
 	/* The events of an unknown run. */
 	e = http(&s, "GET", "/v1/runs/no-such-run/events", NULL);
@@ -827,6 +886,89 @@ TEST(serve_cancel)
 	CHECK_INT(srv_stop(&s), 0);
 }
 
+/* What a streamed chat completion held. */
+struct chat_chunks {
+	int role, finish, usage, done, reasoning_chunks, content_chunks;
+	char finish_reason[16];
+	struct buf content, reasoning;
+};
+
+/* Parse a chat completion stream, checking each chunk's shape: one id, a
+ * role chunk first, reasoning before content, nothing after the finish
+ * but the usage chunk, "usage": null on the others when usage was asked
+ * for, data after [DONE] never. */
+static void chunks_parse(const char *body, bool usage_asked, struct chat_chunks *c)
+{
+	const char *p = body;
+	char *cid = NULL;
+	int n = 0;
+	memset(c, 0, sizeof(*c));
+	buf_puts(&c->content, "");
+	buf_puts(&c->reasoning, "");
+	while ((p = strstr(p, "data: "))) {
+		const char *end = strstr(p, "\n\n");
+		char *d;
+		cJSON *j, *ch, *delta;
+		CHECK(end);
+		d = xstrndup(p + 6, (size_t)(end - p - 6));
+		p = end;
+		CHECK_MSG(!c->done, "data after [DONE]");
+		if (strcmp(d, "[DONE]") == 0) {
+			c->done = 1;
+			free(d);
+			continue;
+		}
+		j = json_parse(d, strlen(d));
+		CHECK_MSG(j, "chunk is not JSON: %s", d);
+		free(d);
+		CHECK_STR(json_str(j, "object"), "chat.completion.chunk");
+		if (!cid)
+			cid = xstrdup(json_str(j, "id"));
+		CHECK_STR(json_str(j, "id"), cid);
+		ch = cJSON_GetArrayItem(json_get(j, "choices"), 0);
+		delta = json_get(ch, "delta");
+		if (!ch) {
+			c->usage++;
+			CHECK(json_num(json_get(j, "usage"), "prompt_tokens", 0) > 0);
+		} else {
+			CHECK_MSG(!c->usage, "a chunk after the usage chunk");
+			if (usage_asked)
+				CHECK_MSG(cJSON_IsNull(json_get(j, "usage")),
+					  "chunk %d: no \"usage\": null", n);
+			else
+				CHECK(!json_get(j, "usage"));
+			CHECK_MSG(!c->finish, "a choice after the finish chunk");
+		}
+		if (ch && n == 0) {
+			CHECK_STR(json_str(delta, "role"), "assistant");
+			c->role++;
+		} else if (ch && json_str(ch, "finish_reason")) {
+			snprintf(c->finish_reason, sizeof(c->finish_reason), "%s",
+				 json_str(ch, "finish_reason"));
+			CHECK(cJSON_IsObject(json_get(j, "rlm")));
+			c->finish++;
+		} else if (ch && json_str(delta, "reasoning_content")) {
+			CHECK_MSG(!c->content_chunks, "reasoning after content");
+			CHECK(!json_get(delta, "content"));
+			buf_puts(&c->reasoning, json_str(delta, "reasoning_content"));
+			c->reasoning_chunks++;
+		} else if (ch) {
+			CHECK_MSG(json_str(delta, "content"), "chunk %d has no content", n);
+			buf_puts(&c->content, json_str(delta, "content"));
+			c->content_chunks++;
+		}
+		cJSON_Delete(j);
+		n++;
+	}
+	free(cid);
+}
+
+static void chunks_release(struct chat_chunks *c)
+{
+	buf_release(&c->content);
+	buf_release(&c->reasoning);
+}
+
 TEST(serve_chat)
 {
 	struct srv s = srv_start(NULL);
@@ -871,8 +1013,8 @@ TEST(serve_chat)
 	CHECK_STR(json_str(r.json, "model"), "sim");
 	resp_release(&r);
 
-	/* Streaming: a role chunk, content chunks that make the answer, a
-	 * finish chunk, [DONE]. */
+	/* Streaming: a role chunk, progress as reasoning_content, content
+	 * chunks that make the answer, a finish chunk, usage, [DONE]. */
 	r = http(&s, "POST", "/v1/chat/completions",
 		 "{\"model\": \"rlm\", \"stream\": true, \"stream_options\": {\"include_usage\": "
 		 "true}, \"messages\": [{\"role\": \"system\", \"content\": \"" NEEDLE_CTX
@@ -880,52 +1022,33 @@ TEST(serve_chat)
 	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
 	CHECK_CONTAINS(r.headers, "Content-Type: text/event-stream");
 	{
-		struct buf content = BUF_INIT;
-		const char *p = r.body;
-		int chunks = 0, finish = 0, usage = 0, done = 0;
-		char *cid = NULL;
-		buf_puts(&content, "");
-		while ((p = strstr(p, "data: "))) {
-			const char *end = strstr(p, "\n\n");
-			char *d = xstrndup(p + 6, (size_t)(end - p - 6));
-			cJSON *j, *c, *delta;
-			CHECK(end);
-			CHECK_MSG(!done, "data after [DONE]");
-			if (strcmp(d, "[DONE]") == 0) {
-				done = 1;
-				free(d);
-				p = end;
-				continue;
-			}
-			j = json_parse(d, strlen(d));
-			CHECK_MSG(j, "chunk is not JSON: %s", d);
-			CHECK_STR(json_str(j, "object"), "chat.completion.chunk");
-			if (!cid)
-				cid = xstrdup(json_str(j, "id"));
-			CHECK_STR(json_str(j, "id"), cid);
-			c = cJSON_GetArrayItem(json_get(j, "choices"), 0);
-			delta = json_get(c, "delta");
-			if (!c) {
-				usage++;
-				CHECK(json_num(json_get(j, "usage"), "prompt_tokens", 0) > 0);
-			} else if (chunks++ == 0) {
-				CHECK_STR(json_str(delta, "role"), "assistant");
-			} else if (json_str(c, "finish_reason")) {
-				CHECK_STR(json_str(c, "finish_reason"), "stop");
-				finish++;
-			} else {
-				CHECK_MSG(!finish, "content after the finish chunk");
-				buf_puts(&content, json_str(delta, "content"));
-			}
-			cJSON_Delete(j);
-			free(d);
-			p = end;
-		}
-		CHECK(done && finish == 1 && usage == 1 && chunks >= 3);
-		CHECK_CONTAINS(content.p, "7340-alpha");
-		buf_release(&content);
-		free(cid);
+		struct chat_chunks c;
+		chunks_parse(r.body, true, &c);
+		CHECK_MSG(c.done && c.finish == 1 && c.usage == 1 && c.role == 1, "%s", r.body);
+		CHECK_CONTAINS(c.content.p, "7340-alpha");
+		/* the turns and the code, live, before the answer */
+		CHECK_CONTAINS(c.reasoning.p, "Turn 1: the root model is thinking.\n");
+		CHECK_CONTAINS(c.reasoning.p, "Turn 1: running code: ");
+		CHECK_MSG(c.reasoning_chunks >= 3, "%s", r.body);
+		CHECK_STR(c.finish_reason, "stop");
+		chunks_release(&c);
 	}
+	resp_release(&r);
+	/* Without progress (rlm_progress false): no reasoning_content. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"stream\": true, \"rlm_progress\": false, \"rlm_context\": \"" NEEDLE_CTX
+		 "\", \"messages\": [{\"role\": \"user\", \"content\": \"What is the secret "
+		 "launch code, again?\"}]}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	{
+		struct chat_chunks c;
+		chunks_parse(r.body, false, &c);
+		CHECK_MSG(c.done && c.finish == 1 && c.usage == 0, "%s", r.body);
+		CHECK_INT(c.reasoning_chunks, 0);
+		CHECK_CONTAINS(c.content.p, "7340-alpha");
+		chunks_release(&c);
+	}
+	CHECK(!strstr(r.body, "reasoning_content"));
 	resp_release(&r);
 
 	/* A corpus by id as rlm_context. */
@@ -952,7 +1075,46 @@ TEST(serve_chat)
 		} cases[] = {
 		    {"{\"model\": \"gpt-9\", \"messages\": [{\"role\": \"system\", \"content\": "
 		     "\"x\"}, {\"role\": \"user\", \"content\": \"q?\"}]}",
-		     400, "invalid_request", "gpt-9"},
+		     404, "not_found", "gpt-9"},
+#define Q_CTX "\"rlm_context\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": \"q?\"}]"
+		    /* what a solve cannot give */
+		    {"{" Q_CTX ", \"n\": 2}", 400, "invalid_request", "n: only 1"},
+		    {"{" Q_CTX ", \"n\": 1.5}", 400, "invalid_request", "n: only 1"},
+		    {"{" Q_CTX ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": "
+		     "\"f\"}}]}",
+		     400, "invalid_request", "tools: function calling"},
+		    {"{" Q_CTX ", \"functions\": [{\"name\": \"f\"}]}", 400, "invalid_request",
+		     "functions: function calling"},
+		    {"{" Q_CTX ", \"tool_choice\": \"required\"}", 400, "invalid_request",
+		     "tool_choice"},
+		    {"{" Q_CTX ", \"function_call\": {\"name\": \"f\"}}", 400, "invalid_request",
+		     "function_call"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+		     "{\"name\": \"x\", \"schema\": {}}}}",
+		     400, "invalid_request", "response_format"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_object\"}}", 400,
+		     "invalid_request", "response_format"},
+		    {"{" Q_CTX ", \"logprobs\": true}", 400, "invalid_request", "logprobs"},
+		    {"{" Q_CTX ", \"top_logprobs\": 3}", 400, "invalid_request", "top_logprobs"},
+		    {"{" Q_CTX ", \"modalities\": [\"text\", \"audio\"]}", 400, "invalid_request",
+		     "modalities"},
+		    {"{" Q_CTX ", \"audio\": {\"voice\": \"alloy\", \"format\": \"mp3\"}}", 400,
+		     "invalid_request", "audio"},
+		    {"{" Q_CTX ", \"web_search_options\": {}}", 400, "invalid_request", "web search"},
+		    /* the ones ignored still have their types */
+		    {"{" Q_CTX ", \"temperature\": \"hot\"}", 400, "invalid_request",
+		     "temperature: want a number"},
+		    {"{" Q_CTX ", \"seed\": 1.5}", 400, "invalid_request", "seed: want an integer"},
+		    {"{" Q_CTX ", \"metadata\": []}", 400, "invalid_request", "metadata: want an object"},
+		    {"{" Q_CTX ", \"stop\": 3}", 400, "invalid_request", "stop: want a string or"},
+		    {"{" Q_CTX ", \"stream_options\": true}", 400, "invalid_request",
+		     "stream_options: want an object"},
+		    {"{" Q_CTX ", \"stream_options\": {\"include_usage\": 1}}", 400, "invalid_request",
+		     "stream_options.include_usage: want true or false"},
+		    {"{" Q_CTX ", \"stream_options\": {\"include_usag\": true}}", 400,
+		     "invalid_request", "stream_options.include_usag: unknown field"},
+		    {"{" Q_CTX ", \"rlm_progress\": \"no\"}", 400, "invalid_request", "rlm_progress"},
+#undef Q_CTX
 		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}]}", 400,
 		     "invalid_request", "no context"},
 		    {"{\"messages\": [{\"role\": \"system\", \"content\": \"x\"}]}", 400,
@@ -987,9 +1149,35 @@ TEST(serve_chat)
 			CHECK_STR(err_type(&r), cases[i].type);
 			CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"),
 				       cases[i].says);
+			if (r.status == 404 && strstr(cases[i].body, "gpt-9")) {
+				CHECK_STR(json_str(json_get(r.json, "error"), "code"),
+					  "model_not_found");
+				CHECK_STR(json_str(json_get(r.json, "error"), "param"), "model");
+			}
 			resp_release(&r);
 		}
 	}
+	/* OpenAI's other fields of today are taken (and, where they mean
+	 * nothing to a solve, ignored), and the ones above with the values
+	 * a solve gives. */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"rlm_context\": \"the pet is a cat named Tom\\nthe car is red\\n\", "
+		 "\"messages\": [{\"role\": \"developer\", \"content\": \"Be brief.\"}, "
+		 "{\"role\": \"user\", \"content\": \"What is the pet named?\"}], "
+		 "\"temperature\": 0, \"top_p\": 1, \"max_tokens\": 100, "
+		 "\"max_completion_tokens\": 100, \"presence_penalty\": 0, \"frequency_penalty\": 0, "
+		 "\"logit_bias\": {\"50256\": -100}, \"seed\": 7, \"stop\": [\"END\"], \"user\": \"u\", "
+		 "\"safety_identifier\": \"s-1\", \"prompt_cache_key\": \"k\", "
+		 "\"prompt_cache_retention\": \"24h\", \"metadata\": {\"a\": \"b\"}, \"store\": false, "
+		 "\"service_tier\": \"auto\", \"reasoning_effort\": \"low\", \"verbosity\": \"low\", "
+		 "\"parallel_tool_calls\": false, \"prediction\": {\"type\": \"content\", "
+		 "\"content\": \"x\"}, \"n\": 1, \"tools\": [], \"tool_choice\": \"none\", "
+		 "\"response_format\": {\"type\": \"text\"}, \"logprobs\": false, \"top_logprobs\": 0, "
+		 "\"modalities\": [\"text\"], \"audio\": null, \"stream\": false, "
+		 "\"stream_options\": {\"include_usage\": false, \"include_obfuscation\": false}}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(r.body, "Tom");
+	resp_release(&r);
 	CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -1301,6 +1489,38 @@ TEST(serve_errors)
 	    {"POST", "/v1/solve",
 	     "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"depth\": 2}}", 400,
 	     "invalid_request", "options.depth: unknown field"},
+#define OPT(o) "{\"question\": \"q?\", \"context\": \"x\", \"options\": {" o "}}"
+	    {"POST", "/v1/solve", OPT("\"budgets\": 5"), 400, "invalid_request",
+	     "options.budgets: want an object"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"tokens\": -1}"), 400, "invalid_request",
+	     "options.budgets.tokens: want an integer"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"time\": 0}"), 400, "invalid_request",
+	     "options.budgets.time: want a number > 0"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"cost\": \"1\"}"), 400, "invalid_request",
+	     "options.budgets.cost"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"dollars\": 1}"), 400, "invalid_request",
+	     "options.budgets.dollars: unknown field"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"calls\": 10}"), 400, "invalid_request",
+	     "options.budgets.calls: this server has no budget of all model calls"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"tokens\": 10}, \"max_tokens\": 20"), 400,
+	     "invalid_request", "options.budgets.tokens: says another than options.max_tokens"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"time\": 10}, \"timeout\": 20"), 400,
+	     "invalid_request", "options.budgets.time: says another than options.timeout"},
+#undef OPT
+	    /* \u0000 would cut a string short: refused, naming the field */
+	    {"POST", "/v1/solve", "{\"question\": \"q?\\u0000 and more\", \"context\": \"x\"}", 400,
+	     "invalid_request", "question: holds a NUL character"},
+	    {"POST", "/v1/solve", "{\"question\": \"q?\", \"context\": \"x\\u0000y\"}", 400,
+	     "invalid_request", "context: holds a NUL character"},
+	    {"POST", "/v1/corpora", "{\"documents\": [\"a\", \"b\\u0000\"]}", 400, "invalid_request",
+	     "documents[1]: holds a NUL character"},
+	    {"POST", "/v1/chat/completions",
+	     "{\"rlm_context\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": "
+	     "[{\"type\": \"text\", \"text\": \"a\\u0000\"}]}]}",
+	     400, "invalid_request", "messages[0].content[0].text: holds a NUL character"},
+	    /* spelled out, it is text like any other */
+	    {"POST", "/v1/corpora", "{\"text\": \"\\\\u0000\", \"format\": 1}", 400, "invalid_request",
+	     "format: want a string"},
 	    {"GET", "/v1/solve", NULL, 405, "method_not_allowed", "POST"},
 	    {"DELETE", "/v1/corpora", NULL, 405, "method_not_allowed", "POST"},
 	    {"POST", "/v1/models", "{}", 405, "method_not_allowed", "GET"},
@@ -1496,4 +1716,440 @@ TEST(serve_shutdown_cancels)
 	resp_release(&b.r);
 	CHECK_INT(srv_stop(&s), 0);
 	free(body);
+}
+
+/* ---- raw connections ---- */
+
+/* A TCP connection to the server, or the test fails. */
+static int tcp_connect(const struct srv *s)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)s->port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK_MSG(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "connect: %s",
+		  strerror(errno));
+	return fd;
+}
+
+/* Read fd until needle shows up, EOF or timeout_ms; what was read (the
+ * caller's). */
+static char *read_until(int fd, const char *needle, int timeout_ms)
+{
+	struct buf b = BUF_INIT;
+	int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	buf_puts(&b, "");
+	while (!strstr(b.p, needle)) {
+		struct pollfd p = {fd, POLLIN, 0};
+		char chunk[4096];
+		int64_t left = deadline - now_ns();
+		ssize_t n;
+		if (left <= 0 || poll(&p, 1, (int)(left / 1000000) + 1) <= 0)
+			break;
+		if ((n = read(fd, chunk, sizeof(chunk))) <= 0)
+			break;
+		buf_append(&b, chunk, (size_t)n);
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Is a new connection to the server refused? (A connection the kernel
+ * queued before the listening socket closed is reset: not refused yet.) */
+static bool refuses(const struct srv *s)
+{
+	CURL *e = curl_easy_init();
+	char url[128];
+	CURLcode rc;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", s->port);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 5L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	rc = curl_easy_perform(e);
+	curl_easy_cleanup(e);
+	CHECK_MSG(rc == CURLE_OK || rc == CURLE_COULDNT_CONNECT || rc == CURLE_RECV_ERROR ||
+		      rc == CURLE_GOT_NOTHING,
+		  "healthz: %s", curl_easy_strerror(rc));
+	return rc == CURLE_COULDNT_CONNECT;
+}
+
+/* After SIGTERM the server takes no new connection, tells a connection it
+ * had open that it is stopping and refuses solves there (503), and lets
+ * the running solve finish. */
+TEST(serve_shutdown_stops_accepting)
+{
+	const char *env[] = {"RLM_SIM=ttft=300ms", NULL};
+	CURL *k = curl_easy_init();
+	struct srv s;
+	struct bg_solve b;
+	struct resp r;
+	char *body = solve_body(NULL);
+	bool refused = false;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	s = srv_start_env(NULL, env);
+	r = http_on(k, &s, "GET", "/healthz", NULL, NULL);
+	CHECK_STR(json_str(r.json, "status"), "ok");
+	resp_release(&r);
+	memset(&b, 0, sizeof(b));
+	b.s = &s;
+	b.body = body;
+	CHECK(pthread_create(&b.th, NULL, bg_main, &b) == 0);
+	wait_running(&s, 1);
+	kill(s.pid, SIGTERM);
+	for (int i = 0; i < 200 && !refused; i++) {
+		refused = refuses(&s);
+		if (!refused)
+			sleep_ns(10000000);
+	}
+	CHECK_MSG(refused, "the server still takes new connections after SIGTERM");
+	/* The connection opened before. */
+	r = http_on(k, &s, "GET", "/healthz", NULL, NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "stopping");
+	CHECK_INT(json_num(r.json, "solves_running", -1), 1);
+	resp_release(&r);
+	r = http_on(k, &s, "POST", "/v1/solve", body, NULL);
+	CHECK_ERR(r, 503, "unavailable");
+	CHECK_CONTAINS(r.headers, "Retry-After: ");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "shutting down");
+	resp_release(&r);
+	curl_easy_cleanup(k);
+	/* The running solve ends as it would have. */
+	CHECK_INT(wait_exit(s.pid, 30), 0);
+	pthread_join(b.th, NULL);
+	CHECK_MSG(b.r.status == 200, "%ld %s", b.r.status, b.r.body);
+	CHECK_STR(json_str(b.r.json, "status"), "done");
+	CHECK_CONTAINS(json_str(b.r.json, "answer"), "7340-alpha");
+	resp_release(&b.r);
+	check_no_orphans();
+	free(body);
+}
+
+/* The id of the run in the server's store whose resumed_from is id ("" when
+ * none). */
+static char *resumer_of(const char *id)
+{
+	char *db = xasprintf("%s/s.db", harness_tmpdir()), *out = xstrdup("");
+	const char *argv[] = {harness_rlm_bin(), "runs", "list", "--cache", db, "--json", NULL};
+	struct proc_out o;
+	cJSON *j, *it;
+	CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+	CHECK_MSG(o.status == 0, "rlm runs list: %s", o.err);
+	j = json_parse(o.out, strlen(o.out));
+	cJSON_ArrayForEach(it, j)
+	{
+		const char *from = json_str(it, "resumed_from");
+		if (from && strcmp(from, id) == 0) {
+			free(out);
+			out = xstrdup(json_str(it, "id"));
+		}
+	}
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(db);
+	return out;
+}
+
+/* A run's events stream live (one is read while it runs); a second
+ * SIGTERM cancels it at once (exit 0); a new server on the same store
+ * resumes it when asked the same again: its model calls come from the
+ * store. */
+TEST(serve_second_signal_then_resume)
+{
+	const char *args[] = {"--shutdown-grace", "60", NULL};
+	const char *env[] = {"RLM_SIM=ttft=400ms", NULL};
+	struct srv s;
+	struct resp r;
+	char *body = solve_body("\"async\": true"), *sync = solve_body(NULL), *id, *got, *err;
+	char req[256], path[160], *next;
+	int fd;
+	int64_t t0;
+	double done_calls;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	s = srv_start_env(args, env);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 202, "%ld %s", r.status, r.body);
+	id = xstrdup(json_str(r.json, "run_id"));
+	resp_release(&r);
+	/* Live: a model call's event arrives while the run runs. */
+	fd = tcp_connect(&s);
+	snprintf(req, sizeof(req), "GET /v1/runs/%s/events HTTP/1.1\r\nHost: t\r\n\r\n", id);
+	CHECK_INT(write_all(fd, req, strlen(req)), 0);
+	got = read_until(fd, "event: call\n", 20000);
+	CHECK_CONTAINS(got, "text/event-stream");
+	CHECK_CONTAINS(got, "event: call\n");
+	free(got);
+	snprintf(path, sizeof(path), "/v1/runs/%s", id);
+	r = http(&s, "GET", path, NULL);
+	CHECK_STR(json_str(r.json, "status"), "running");
+	resp_release(&r);
+	/* Two signals: the grace of 60 s is cut short. */
+	t0 = now_ns();
+	kill(s.pid, SIGTERM);
+	sleep_ns(100000000);
+	kill(s.pid, SIGTERM);
+	CHECK_INT(wait_exit(s.pid, 20), 0);
+	CHECK_MSG(now_ns() - t0 < 8 * 1000000000LL, "shutdown took %.1f s",
+		  (double)(now_ns() - t0) / 1e9);
+	/* The stream saw the end. */
+	got = read_until(fd, "event: end\n", 5000);
+	CHECK_CONTAINS(got, "event: end\n");
+	CHECK_CONTAINS(got, "\"status\":\"cancelled\"");
+	free(got);
+	close(fd);
+	err = slurp(s.err);
+	CHECK_CONTAINS(err, "again: cancelling the running solves now");
+	CHECK_CONTAINS(err, "cancelled 1 solve");
+	free(err);
+	check_no_orphans();
+
+	/* A new server on the store: the run is there, cancelled. */
+	s = srv_start_env(NULL, env);
+	r = http(&s, "GET", path, NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "cancelled");
+	done_calls = json_num(json_get(json_get(r.json, "result"), "calls"), "total", 0) -
+		     json_num(json_get(json_get(r.json, "result"), "calls"), "failed", 0);
+	CHECK_MSG(done_calls >= 1, "the cancelled run made no call: %s", r.body);
+	resp_release(&r);
+	/* Asked again, it resumes: the calls it made come from the store. */
+	r = http(&s, "POST", "/v1/solve", sync);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "done");
+	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	CHECK_MSG(json_num(json_get(json_get(r.json, "result"), "calls"), "cached", 0) >=
+		      done_calls,
+		  "%g calls were made before, the resumed run has %s", done_calls, r.body);
+	next = resumer_of(id);
+	CHECK_STR(next, json_str(r.json, "run_id"));
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+	free(next);
+	free(id);
+	free(body);
+	free(sync);
+}
+
+/* A client that goes away cancels its solve: a synchronous POST
+ * /v1/solve, a chat completion and a streamed one. The run ends cancelled
+ * well before it would have answered, and its --max-solves slot is free
+ * again at once. */
+TEST(serve_client_gone_cancels)
+{
+	static const struct {
+		const char *path, *body, *wait_for;
+	} cases[] = {
+	    {"/v1/solve",
+	     "{\"question\": \"" NEEDLE_Q "\", \"context\": \"" NEEDLE_CTX "\"}", NULL},
+	    {"/v1/chat/completions",
+	     "{\"rlm_context\": \"" NEEDLE_CTX "\", \"messages\": [{\"role\": \"user\", "
+	     "\"content\": \"Where was lunch?\"}]}",
+	     NULL},
+	    {"/v1/chat/completions",
+	     "{\"stream\": true, \"rlm_context\": \"" NEEDLE_CTX "\", \"messages\": [{\"role\": "
+	     "\"user\", \"content\": \"How was the weather?\"}]}",
+	     "\"role\":\"assistant\""},
+	};
+	const char *args[] = {"--max-solves", "1", NULL};
+	const char *env[] = {"RLM_SIM=ttft=1s", NULL};
+	struct srv s = srv_start_env(args, env);
+	struct resp r;
+	char *body;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int fd = tcp_connect(&s);
+		char *req = xasprintf("POST %s HTTP/1.1\r\nHost: t\r\nContent-Type: "
+				      "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+				      cases[i].path, strlen(cases[i].body), cases[i].body);
+		int64_t t0;
+		CHECK_INT(write_all(fd, req, strlen(req)), 0);
+		free(req);
+		if (cases[i].wait_for) {
+			char *got = read_until(fd, cases[i].wait_for, 10000);
+			CHECK_CONTAINS(got, cases[i].wait_for);
+			free(got);
+		}
+		wait_running(&s, 1);
+		t0 = now_ns();
+		close(fd);
+		/* a solve is 4 calls of 1 s: it did not end by itself */
+		wait_running(&s, 0);
+		printf("  %s%s: cancelled %.0f ms after the client left\n", cases[i].path,
+		       cases[i].wait_for ? " (streamed)" : "", (double)(now_ns() - t0) / 1e6);
+		CHECK_MSG(now_ns() - t0 < 2500000000LL, "%s: the solve went on %.1f s after the "
+			  "client left", cases[i].path, (double)(now_ns() - t0) / 1e9);
+	}
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"cancelled\"} 3\n");
+	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"done\"} 0\n");
+	resp_release(&r);
+	/* The one slot is free. */
+	body = solve_body("\"async\": true");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 202, "%ld %s", r.status, r.body);
+	{
+		char *path = xasprintf("/v1/runs/%s", json_str(r.json, "run_id"));
+		struct resp d = http(&s, "DELETE", path, NULL);
+		CHECK_INT(d.status, 202);
+		resp_release(&d);
+		free(path);
+	}
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* A context of about 600 bytes with the needle, told apart by tag. */
+static char *padded_ctx(const char *tag)
+{
+	struct buf b = BUF_INIT;
+	buf_printf(&b, "Notes %s.\\nThe weather was mild all week.\\nThe secret launch code is "
+		       "7340-alpha.\\n", tag);
+	for (int i = 0; i < 12; i++)
+		buf_printf(&b, "Line %d of the %s notes says nothing.\\n", i, tag);
+	return buf_detach(&b, NULL);
+}
+
+static long get_status(const struct srv *s, const char *path)
+{
+	struct resp r = http(s, "GET", path, NULL);
+	long st = r.status;
+	resp_release(&r);
+	return st;
+}
+
+/* Inline contexts are kept once unused only up to --corpus-cache (the
+ * least recently used leave first); registered corpora stay until
+ * DELETE, which a run still reading one outlives. */
+TEST(serve_corpus_cache_and_delete)
+{
+	const char *args[] = {"--corpus-cache", "1K", NULL};
+	const char *env[] = {"RLM_SIM=ttft=100ms", NULL};
+	struct srv s = srv_start_env(args, env);
+	char *t[4], path[3][64], *body, *run, *st;
+	struct resp r;
+	for (int i = 0; i < 4; i++) {
+		char tag[16];
+		snprintf(tag, sizeof(tag), "t%d", i);
+		t[i] = padded_ctx(tag);
+	}
+	/* registered */
+	body = xasprintf("{\"text\": \"%s\"}", t[0]);
+	r = http(&s, "POST", "/v1/corpora", body);
+	CHECK_MSG(r.status == 201, "%ld %s", r.status, r.body);
+	CHECK(cJSON_IsTrue(json_get(r.json, "registered")));
+	CHECK_INT(json_num(r.json, "bytes", 0) > 500, 1);
+	snprintf(path[0], sizeof(path[0]), "/v1/corpora/%s", json_str(r.json, "corpus_id"));
+	resp_release(&r);
+	free(body);
+	/* two inline contexts: the second pushes the first out */
+	for (int i = 1; i <= 2; i++) {
+		body = xasprintf("{\"question\": \"%s\", \"context\": \"%s\"}", NEEDLE_Q, t[i]);
+		r = http(&s, "POST", "/v1/solve", body);
+		CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+		CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+		snprintf(path[i], sizeof(path[i]), "/v1/corpora/%s", json_str(r.json, "corpus_id"));
+		resp_release(&r);
+		free(body);
+		r = http(&s, "GET", path[i], NULL);
+		CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+		CHECK(cJSON_IsFalse(json_get(r.json, "registered")));
+		CHECK_INT(json_num(r.json, "in_use", -1), 0);
+		resp_release(&r);
+	}
+	CHECK_INT(get_status(&s, path[1]), 404);
+	CHECK_INT(get_status(&s, path[2]), 200);
+	CHECK_INT(get_status(&s, path[0]), 200);
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_CONTAINS(r.body, "rlm_corpora{state=\"registered\"} 1\n");
+	CHECK_CONTAINS(r.body, "rlm_corpora{state=\"cached\"} 1\n");
+	CHECK_CONTAINS(r.body, "rlm_corpora{state=\"in_use\"} 0\n");
+	resp_release(&r);
+
+	/* DELETE while a run reads it: gone from the registry at once, the
+	 * run answers all the same */
+	body = xasprintf("{\"text\": \"%s\"}", t[3]);
+	r = http(&s, "POST", "/v1/corpora", body);
+	CHECK_INT(r.status, 201);
+	free(body);
+	body = xasprintf("{\"question\": \"%s\", \"corpus_id\": \"%s\", \"async\": true}", NEEDLE_Q,
+			 json_str(r.json, "corpus_id"));
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_INT(r.status, 202);
+	run = xstrdup(json_str(r.json, "run_id"));
+	resp_release(&r);
+	{
+		const char *cid = strstr(body, "c-");
+		char *p = xasprintf("/v1/corpora/%.18s", cid);
+		r = http(&s, "DELETE", p, NULL);
+		CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+		CHECK_STR(json_str(r.json, "status"), "deleted");
+		CHECK_INT(json_num(r.json, "in_use", -1), 1);
+		resp_release(&r);
+		CHECK_INT(get_status(&s, p), 404);
+		r = http(&s, "DELETE", p, NULL);
+		CHECK_ERR(r, 404, "not_found");
+		resp_release(&r);
+		free(p);
+	}
+	st = wait_status(&s, run, 30);
+	CHECK_STR(st, "done");
+	free(st);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_ERR(r, 404, "not_found");
+	resp_release(&r);
+	free(body);
+	/* a registered one, deleted while unused */
+	r = http(&s, "DELETE", path[0], NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_INT(json_num(r.json, "in_use", -1), 0);
+	resp_release(&r);
+	CHECK_INT(get_status(&s, path[0]), 404);
+	r = http(&s, "PUT", path[0], "{}");
+	CHECK_ERR(r, 405, "method_not_allowed");
+	CHECK_CONTAINS(r.headers, "Allow: GET, HEAD, DELETE");
+	resp_release(&r);
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_CONTAINS(r.body, "rlm_corpora{state=\"registered\"} 0\n");
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+	free(run);
+
+	/* No cache: an inline context leaves with its run; --keep-runs 1: the
+	 * older run is answered from the store. */
+	{
+		const char *args0[] = {"--corpus-cache", "0", "--keep-runs", "1", NULL};
+		char *ids[2];
+		s = srv_start(args0);
+		for (int i = 0; i < 2; i++) {
+			body = xasprintf("{\"question\": \"%s\", \"context\": \"%s\"}", NEEDLE_Q, t[i]);
+			r = http(&s, "POST", "/v1/solve", body);
+			CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+			ids[i] = xstrdup(json_str(r.json, "run_id"));
+			snprintf(path[0], sizeof(path[0]), "/v1/corpora/%s",
+				 json_str(r.json, "corpus_id"));
+			resp_release(&r);
+			free(body);
+			CHECK_INT(get_status(&s, path[0]), 404);
+		}
+		for (int i = 0; i < 2; i++) {
+			char *p = xasprintf("/v1/runs/%s", ids[i]);
+			r = http(&s, "GET", p, NULL);
+			CHECK_INT(r.status, 200);
+			CHECK_INT(cJSON_IsTrue(json_get(r.json, "stored")), i == 0);
+			CHECK_STR(json_str(r.json, "status"), "done");
+			resp_release(&r);
+			free(p);
+			free(ids[i]);
+		}
+		r = http(&s, "GET", "/metrics", NULL);
+		CHECK_CONTAINS(r.body, "rlm_runs_kept 1\n");
+		resp_release(&r);
+		CHECK_INT(srv_stop(&s), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		free(t[i]);
 }

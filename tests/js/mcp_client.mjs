@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // tests/js/mcp_client.mjs -- the official MCP TypeScript SDK's Client over
 // StdioClientTransport against `rlm mcp` (docs/serve.md): it spawns
-// `rlm mcp --cache DB --root DIR`, initializes, lists the three tools,
+// `rlm mcp --cache DB --root DIR`, initializes (the SDK's latest protocol
+// revision must be the one agreed on), lists the three tools,
 // calls `solve` on a context (with a progress token), `load_corpus` on a
 // file under the root and `ask` on that corpus, then the errors: missing
-// arguments and a path outside the root as tool errors (isError), an
-// unknown tool as a JSON-RPC error; last, that it exits 0 when its input
-// ends (the SDK's close).
+// arguments, arguments of the wrong type (SEP-1303: input validation
+// errors are tool errors) and a path outside the root as tool errors
+// (isError), an unknown tool as a JSON-RPC error; last, that it exits 0
+// when its input ends (the SDK's close).
 //
 // Prints one line of JSON (the summary) on stdout; exits 0 when every check
 // passed, 1 when one failed (the reason on stderr, with the tail of the
@@ -108,11 +110,11 @@ async function run(name, fn) {
 	summary.checks.push(name);
 }
 
-let Client, StdioClientTransport, McpError;
+let Client, StdioClientTransport, McpError, LATEST_PROTOCOL_VERSION;
 try {
 	({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
 	({ StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js'));
-	({ McpError } = await import('@modelcontextprotocol/sdk/types.js'));
+	({ McpError, LATEST_PROTOCOL_VERSION } = await import('@modelcontextprotocol/sdk/types.js'));
 	const pkg = new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url);
 	summary.sdk = '@modelcontextprotocol/sdk@' + JSON.parse(readFileSync(pkg, 'utf8')).version;
 } catch (e) {
@@ -163,6 +165,20 @@ try {
 		transport.stderr.on('data', (d) => {
 			serverErr = (serverErr + d.toString()).slice(-4000);
 		});
+		// The revision the server answers initialize with: seen on the
+		// way in (the Transport's onmessage, which the client sets).
+		let onmessage;
+		Object.defineProperty(transport, 'onmessage', {
+			configurable: true,
+			get: () => onmessage,
+			set: (fn) => {
+				onmessage = fn && ((msg, extra) => {
+					if (typeof msg?.result?.protocolVersion === 'string')
+						summary.protocol = msg.result.protocolVersion;
+					return fn(msg, extra);
+				});
+			},
+		});
 		client = new Client({ name: 'rlm-tests', version: '1.0.0' });
 		await client.connect(transport, opts);
 		// The child process is not public API: used only to say how the
@@ -173,6 +189,11 @@ try {
 		const v = client.getServerVersion();
 		check(v && typeof v.name === 'string', 'serverInfo', v);
 		summary.server = v;
+		check(summary.protocol === LATEST_PROTOCOL_VERSION,
+		      `the protocol revision agreed on is not the SDK's latest (${LATEST_PROTOCOL_VERSION})`,
+		      summary.protocol);
+		check(typeof v.description === 'string' && v.description.length > 0,
+		      'serverInfo.description (2025-11-25)', v);
 		check(client.getServerCapabilities()?.tools, 'no tools capability',
 		      client.getServerCapabilities());
 	});
@@ -186,6 +207,10 @@ try {
 			      `tool ${t.name}: inputSchema or description`, t);
 		const solve = tools.find((t) => t.name === 'solve');
 		check(solve.inputSchema.properties?.question, 'solve: no question property', solve);
+		for (const t of tools)
+			check(t.execution?.taskSupport === 'forbidden' && typeof t.title === 'string' &&
+			      t.outputSchema?.type === 'object',
+			      `tool ${t.name}: execution, title or outputSchema`, t);
 	});
 
 	await run('call_solve', async () => {
@@ -226,6 +251,26 @@ try {
 			       'solve {}');
 		checkToolError(await client.callTool({ name: 'ask', arguments: { question } },
 						     undefined, opts), 'ask without corpus_id');
+	});
+
+	await run('error_invalid_arguments', async () => {
+		// SEP-1303: wrong types and values reach the model as tool errors
+		checkToolError(await client.callTool({ name: 'solve',
+						       arguments: { question: 42, context: 'x' } },
+						     undefined, opts), 'solve with a number for question');
+		checkToolError(await client.callTool({ name: 'solve',
+						       arguments: { question, context: 'x', max_depth: 0 } },
+						     undefined, opts), 'solve with max_depth 0');
+		checkToolError(await client.callTool({ name: 'load_corpus',
+						       arguments: { path: corpusFile, colour: 'red' } },
+						     undefined, opts), 'load_corpus with an unknown argument');
+		// JSON.stringify writes U+0000 as \u0000: named, never cut short
+		const r = await client.callTool({ name: 'solve',
+						  arguments: { question: `${question}\u0000 and more`, context } },
+						undefined, opts);
+		checkToolError(r, 'solve with a NUL in the question');
+		check(textOf(r).includes("'question' holds a NUL character"), 'the NUL is named',
+		      r.content);
 	});
 
 	await run('error_outside_root', async () => {

@@ -5,7 +5,8 @@
 // {"path"} when given one), one whose context is the earlier messages, the
 // same streamed (SDK chunks, then the raw SSE body to see it end with
 // `data: [DONE]`), the runs behind their ids (GET /v1/runs/{id}),
-// models.list, and the error shapes (an unknown model, a wrong key, a path
+// models.list, and the error shapes (an unknown model: 404 model_not_found;
+// fields a solve cannot honour, as tools or n > 1: 400; a wrong key, a path
 // outside the roots) as the SDK's typed errors.
 //
 // Prints one line of JSON (the summary) on stdout; exits 0 when every check
@@ -146,9 +147,67 @@ function checkCompletion(c, label) {
 	      `${label}: usage`, u);
 }
 
-function streamRequest() {
+// A streamed request on a context of its own (tag: a line added at its
+// end), so that neither the solve memo nor the call cache can answer it.
+function streamRequest(tag, extra = {}) {
 	return { model: 'rlm', messages: [{ role: 'user', content: question }],
-		 rlm_context: context, stream: true };
+		 rlm_context: `${context}\n(${tag})\n`, stream: true, ...extra };
+}
+
+// Read a stream from the SDK: every chunk checked, the text and the
+// progress lines collected.
+async function readStream(stream, label, usageAsked) {
+	const got = { text: '', reasoning: '', n: 0, id: null, role: null, finish: null,
+		      usage: null, reasoningChunks: 0 };
+	for await (const chunk of stream) {
+		got.n++;
+		check(chunk.object === 'chat.completion.chunk', `${label}: chunk ${got.n}: object`,
+		      chunk);
+		check(typeof chunk.id === 'string' && chunk.id.startsWith('chatcmpl-'),
+		      `${label}: chunk ${got.n}: id`, chunk.id);
+		if (got.id === null)
+			got.id = chunk.id;
+		check(chunk.id === got.id, `${label}: chunk ${got.n}: id changed from ${got.id}`,
+		      chunk.id);
+		check(got.usage === null, `${label}: a chunk after the usage chunk`, chunk);
+		if (Array.isArray(chunk.choices) && chunk.choices.length === 0) {
+			check(usageAsked && chunk.usage && chunk.usage.prompt_tokens > 0,
+			      `${label}: a chunk without choices that is not the usage chunk`, chunk);
+			got.usage = chunk.usage;
+			continue;
+		}
+		check(Array.isArray(chunk.choices) && chunk.choices.length === 1,
+		      `${label}: chunk ${got.n}: want one choice`, chunk.choices);
+		check(usageAsked ? chunk.usage === null : chunk.usage === undefined,
+		      `${label}: chunk ${got.n}: usage`, chunk.usage);
+		check(got.finish === null, `${label}: a choice after the finish_reason chunk`, chunk);
+		const ch = chunk.choices[0];
+		if (got.n === 1)
+			got.role = ch.delta?.role;
+		if (typeof ch.delta?.reasoning_content === 'string') {
+			check(got.text === '', `${label}: progress after the answer began`, chunk);
+			got.reasoning += ch.delta.reasoning_content;
+			got.reasoningChunks++;
+		}
+		if (typeof ch.delta?.content === 'string')
+			got.text += ch.delta.content;
+		if (ch.finish_reason)
+			got.finish = ch.finish_reason;
+	}
+	check(got.n >= 2, `${label}: too few chunks`, got.n);
+	check(got.role === 'assistant', `${label}: first chunk: delta.role`, got.role);
+	check(got.text.includes(expect), `${label}: streamed answer does not contain '${expect}'`,
+	      got.text);
+	check(got.finish === 'stop', `${label}: no chunk with finish_reason "stop"`, got.finish);
+	check(!usageAsked || got.usage, `${label}: no usage chunk`, got);
+	return got;
+}
+
+// The run behind a completion id solved live: calls made, no memo.
+async function checkLive(id, label) {
+	const r = await client.get(`/runs/${encodeURIComponent(id.slice(9))}`);
+	check(r?.result?.cache?.memo_hits === 0 && r.result.calls.total > r.result.calls.cached,
+	      `${label}: the run was not solved live`, r?.result);
 }
 
 try {
@@ -157,8 +216,18 @@ try {
 			model: 'rlm',
 			messages: [{ role: 'user', content: question }],
 			rlm_context: context, // the extension field (docs/serve.md)
-			temperature: 0,       // accepted and ignored
+			// today's OpenAI fields: accepted, ignored where they mean
+			// nothing to a solve
+			temperature: 0,
 			user: 'rlm-tests',
+			safety_identifier: 'rlm-tests',
+			prompt_cache_key: 'rlm-tests',
+			verbosity: 'low',
+			reasoning_effort: 'low',
+			metadata: { suite: 'rlm' },
+			store: false,
+			service_tier: 'auto',
+			seed: 7,
 		});
 		checkCompletion(c, 'rlm_context');
 		summary.answer = c.choices[0].message.content;
@@ -178,35 +247,28 @@ try {
 	});
 
 	await run('chat_stream', async () => {
-		const stream = await client.chat.completions.create(streamRequest());
-		let text = '', n = 0, id = null, role = null, finish = null, afterFinish = 0;
-		for await (const chunk of stream) {
-			n++;
-			check(chunk.object === 'chat.completion.chunk', `chunk ${n}: object`, chunk);
-			check(typeof chunk.id === 'string' && chunk.id.startsWith('chatcmpl-'),
-			      `chunk ${n}: id`, chunk.id);
-			if (id === null)
-				id = chunk.id;
-			check(chunk.id === id, `chunk ${n}: id changed from ${id}`, chunk.id);
-			check(Array.isArray(chunk.choices) && chunk.choices.length === 1,
-			      `chunk ${n}: want one choice`, chunk.choices);
-			const ch = chunk.choices[0];
-			if (finish !== null)
-				afterFinish++;
-			if (n === 1)
-				role = ch.delta?.role;
-			if (typeof ch.delta?.content === 'string')
-				text += ch.delta.content;
-			if (ch.finish_reason)
-				finish = ch.finish_reason;
-		}
-		check(n >= 2, 'too few chunks', n);
-		check(role === 'assistant', 'first chunk: delta.role', role);
-		check(text.includes(expect), `streamed answer does not contain '${expect}'`, text);
-		check(finish === 'stop', 'no chunk with finish_reason "stop"', finish);
-		check(afterFinish === 0, 'chunks after the finish_reason chunk', afterFinish);
-		summary.stream_chunks = n;
-		summary.stream_id = id;
+		const got = await readStream(await client.chat.completions.create(streamRequest('s1')),
+					     'stream', false);
+		check(got.reasoningChunks >= 2 &&
+		      got.reasoning.includes('Turn 1: the root model is thinking.\n') &&
+		      got.reasoning.includes('running code: '),
+		      'stream: progress as reasoning_content before the answer', got.reasoning);
+		await checkLive(got.id, 'stream');
+		summary.stream_chunks = got.n;
+		summary.stream_progress = got.reasoning.split('\n').slice(0, 4);
+		summary.stream_id = got.id;
+	});
+
+	await run('chat_stream_usage_no_progress', async () => {
+		const got = await readStream(await client.chat.completions.create(
+			streamRequest('s2', { rlm_progress: false,
+					       stream_options: { include_usage: true } })),
+					     'stream without progress', true);
+		check(got.reasoningChunks === 0, 'rlm_progress false: reasoning_content sent',
+		      got.reasoning);
+		check(got.usage.total_tokens === got.usage.prompt_tokens + got.usage.completion_tokens,
+		      'usage totals', got.usage);
+		await checkLive(got.id, 'stream without progress');
 	});
 
 	await run('runs_of_ids', async () => {
@@ -224,7 +286,7 @@ try {
 	await run('chat_stream_raw', async () => {
 		// The SDK ends its iteration quietly on EOF, [DONE] or not: read the
 		// bytes the SDK received to see the stream end as OpenAI's does.
-		const res = await client.chat.completions.create(streamRequest()).asResponse();
+		const res = await client.chat.completions.create(streamRequest('s3')).asResponse();
 		check(res.status === 200, 'status', res.status);
 		check((res.headers.get('content-type') ?? '').startsWith('text/event-stream'),
 		      'content-type', res.headers.get('content-type'));
@@ -259,12 +321,32 @@ try {
 		} catch (e) {
 			err = e;
 		}
-		check(err instanceof OpenAI.APIError, 'an unknown model did not fail with an APIError',
-		      err ? String(err) : 'it succeeded');
-		check(err.status === 400 && err instanceof OpenAI.BadRequestError, 'status',
-		      err.status);
-		check(err.type === 'invalid_request' && typeof err.error?.message === 'string' &&
-		      err.error.message.length > 0, 'error body', err.error);
+		check(err instanceof OpenAI.NotFoundError,
+		      'an unknown model did not fail with NotFoundError (404), as OpenAI does',
+		      err ? `${err.status} ${err.message}` : 'it succeeded');
+		check(err.code === 'model_not_found' && err.param === 'model' &&
+		      typeof err.error?.message === 'string' && err.error.message.length > 0,
+		      'error body', err.error);
+	});
+
+	await run('error_unsupported', async () => {
+		// fields whose meaning a solve cannot honour are refused, by name
+		for (const [field, value] of [['tools', [{ type: 'function', function: { name: 'f' } }]],
+					      ['n', 2],
+					      ['response_format', { type: 'json_object' }]]) {
+			let err = null;
+			try {
+				await client.chat.completions.create({
+					model: 'rlm', rlm_context: 'x', [field]: value,
+					messages: [{ role: 'user', content: 'q?' }] });
+			} catch (e) {
+				err = e;
+			}
+			check(err instanceof OpenAI.BadRequestError && err.type === 'invalid_request' &&
+			      err.message.includes(`${field}:`),
+			      `${field} was not refused with a 400 naming it`,
+			      err ? `${err.status} ${err.message}` : 'it succeeded');
+		}
 	});
 
 	if (apiKey) {

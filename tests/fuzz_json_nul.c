@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/fuzz_json_nul.c -- libFuzzer target: json_nul_path on any bytes
+ * reads nothing outside them and always terminates its path; on JSON that
+ * json_parse accepts it finds a \u0000 exactly when json_has_nul_escape,
+ * the blind scan (in valid JSON a backslash only occurs in a string), does,
+ * and names a place for it whenever the text is a container. */
+#include "../common/common.h"
+#include "../common/json.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* a copy of exactly size bytes, so a read past them is caught */
+	char *s = malloc(size ? size : 1), path[96], tiny[1];
+	cJSON *j;
+	bool found;
+	memcpy(s, data, size);
+	memset(path, 'x', sizeof(path));
+	found = json_nul_path(s, size, path, sizeof(path));
+	if (!memchr(path, '\0', sizeof(path)))
+		abort();
+	if (json_nul_path(s, size, tiny, sizeof(tiny)) != found || tiny[0] != '\0')
+		abort();
+	j = json_parse(s, size);
+	if (j) {
+		if (found != json_has_nul_escape(s, size))
+			abort();
+		if (found && (cJSON_IsObject(j) || cJSON_IsArray(j)) && cJSON_GetArraySize(j) &&
+		    !path[0])
+			abort();
+		cJSON_Delete(j);
+	}
+	free(s);
+	return 0;
+}
