@@ -119,9 +119,11 @@ struct llm_price llm_price_lookup(const char *model)
 
 struct llm_price llm_price_override(const char *model)
 {
+	const struct model_info *mi;
 	if (!model)
 		return price_of(NULL);
-	return price_of(prefix(overrides, n_overrides, model, exact(overrides, n_overrides, model)));
+	mi = exact(overrides, n_overrides, model);
+	return price_of(prefix(overrides, n_overrides, model, mi));
 }
 
 long llm_context_window_lookup(const char *model)

@@ -10,10 +10,11 @@
  * main thread, where Python runs signal handlers) and a grace period; then
  * SIGKILL. A stop of the whole run (cfg.stop) does the same once the code
  * has had stop_grace_ns of its own time after it: enough to keep what the
- * call that saw the stop answered, too little to keep computing. Whatever ends a worker (a kill, a crash, a fatal frame, a
- * protocol violation, a frame that arrived while no code ran) is followed
- * by a restart on the same memfd, and the output starts with a notice the
- * model can act on. SIGPIPE is ignored process-wide (once, and only when
+ * call that saw the stop answered, too little to keep computing. Whatever
+ * ends a worker (a kill, a crash, a fatal frame, a protocol violation, a
+ * frame that arrived while no code ran) is followed by a restart on the
+ * same memfd, and the output starts with a notice the model can act on.
+ * SIGPIPE is ignored process-wide (once, and only when
  * it is at its default), so writing to a dead worker gives EPIPE. */
 #include "repl_int.h"
 #include "../common/embed.h"
@@ -1134,8 +1135,8 @@ static void run_finish(struct run *x)
 }
 
 /* Before repl_exec and repl_final_var send their frame: refuse when the
- * deadline passed or the run was cancelled or stopped, make sure the worker is in a
- * state to run code, and take an id. */
+ * deadline passed or the run was cancelled or stopped, make sure the
+ * worker is in a state to run code, and take an id. */
 static int run(struct repl *r, struct run *x, struct rlm_err *err)
 {
 	int rc;

@@ -158,11 +158,11 @@ struct repl_call {
 	const size_t *ctx_lens;
 	int64_t deadline_ns;     /* now_ns() clock: answer by then (0: none) */
 	/* The strings behind prompts and contexts: bufs[i] is prompts[i],
-	 * bufs[n + i] contexts[i] (NULL: none). The handler may take one: it
-	 * sets the entry to NULL, stops reading it through prompts or
-	 * contexts when it frees it, and frees it once done with it (so a
-	 * large context need not be held twice while a child works on a copy
-	 * of its own). The others are freed once the handler returns. */
+	 * bufs[n + i] contexts[i] (NULL: none). The handler may take any: it
+	 * sets the entry to NULL and frees the string itself once done with
+	 * it (then prompts[i] or contexts[i] must not be read again), so that
+	 * a large context need not be held while a child works on a copy of
+	 * its own. The repl frees the others once the handler returns. */
 	char **bufs;
 };
 

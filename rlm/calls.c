@@ -370,8 +370,8 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 					  (call->contexts && call->contexts[next]
 					       ? call->ctx_lens[next] + 2
 					       : 0));
-		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB, &why, msg,
-				    sizeof(msg))) {
+		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB,
+				    &why, msg, sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);
 			errors[next] = true;
 			calls_stop(c, why, "%s: a sub-call was refused", msg);

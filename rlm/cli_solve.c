@@ -392,9 +392,10 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 /* Variables that shape a solve (no API keys), kept with the run: a run
  * resumed from another shell reaches the same models and endpoints. */
 static const char *const note_env[] = {
-    "RLM_PROVIDER",	"RLM_MODEL",	    "RLM_SUB_MODEL", "RLM_PRICES",	"RLM_SIM",
-    "RLM_CONCURRENCY",	"RLM_TIMEOUT",	    "RLM_MAX_DEPTH", "RLM_MAX_NODES",	"RLM_MAX_CALLS",
-    "RLM_QUESTION",	"RLM_SANDBOX_DISABLE", "RLM_ZYGOTE", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+    "RLM_PROVIDER",	   "RLM_MODEL",	      "RLM_SUB_MODEL",	 "RLM_PRICES",
+    "RLM_SIM",		   "RLM_CONCURRENCY", "RLM_TIMEOUT",	 "RLM_MAX_DEPTH",
+    "RLM_MAX_NODES",	   "RLM_MAX_CALLS",   "RLM_QUESTION",	 "RLM_SANDBOX_DISABLE",
+    "RLM_ZYGOTE",	   "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
 };
 
 /* Options (long names, as getopt_long matched them, abbreviated or not)

@@ -417,8 +417,8 @@ int solve_opts_env(struct rlm_opts *ro)
 	if ((v = getenv("RLM_MAX_CALLS")) && *v) {
 		uint64_t count;
 		if (parse_count(v, &count) || count < 1 || count > INT64_MAX) {
-			fprintf(stderr,
-				"rlm: error: bad value '%s' for RLM_MAX_CALLS: want a count > 0\n", v);
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_CALLS: %s\n", v,
+				"want a count > 0");
 			return 2;
 		}
 		ro->max_calls = (int64_t)count;
