@@ -11,21 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Time limits stretch under sanitizers and valgrind. */
-int64_t slow_factor(void)
-{
-	const char *v = getenv("VALGRIND");
-	if (v && strcmp(v, "1") == 0)
-		return 20;
-#if defined(__SANITIZE_THREAD__)
-	return 8;
-#elif defined(__SANITIZE_ADDRESS__)
-	return 2;
-#else
-	return 1;
-#endif
-}
-
 void on_event(const struct rlm_event *e, void *arg)
 {
 	struct env *v = arg;

@@ -18,9 +18,6 @@
 
 #define SEC 1000000000LL
 
-/* Time limits stretch under sanitizers and valgrind: multiply by this. */
-int64_t slow_factor(void);
-
 struct env {
 	struct fakesrv *root_srv;   /* the root model */
 	struct fakesrv *sub_srv;    /* a fake sub-model, when asked for */
