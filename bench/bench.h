@@ -304,11 +304,25 @@ void bench_store_remove(const char *path);
 
 /* ---- 10M-token scale (bench/perf_scale.c) ---- */
 
+/* One 10M-token repl solve, in a process of its own (rlm solve). */
+struct perf_scale_solve {
+	double peak_mb;    /* what the controller held at its peak, in 1e6 bytes:
+			    * its private and file pages plus its shared memory,
+			    * the memfds it made included, mapped or not
+			    * (RssAnon + RssFile + max(RssShmem, memfds), sampled
+			    * every 2 ms, and at least VmHWM) */
+	double hwm_mb;     /* VmHWM alone: mapped pages only */
+	double memfd_mb;   /* the memfds it held at that peak */
+	double solve_s;    /* wall time (rlm solve, start to end) */
+	long sub_calls;    /* sub-calls and child nodes of the solve */
+	long nodes;
+};
+
 struct perf_scale {
 	uint64_t bytes;    /* context bytes */
-	double peak_mb;    /* the controller's VmHWM over a repl solve, in 1e6 bytes */
-	double solve_s;    /* that solve's wall time (rlm solve, start to end) */
-	long sub_calls;    /* its sub-calls */
+	struct perf_scale_solve text, dir, jsonl; /* the three kinds of corpus */
+	bool tmpfs;        /* the corpora were on a tmpfs: their mapped pages
+			    * may be counted in place of a memfd's */
 	double dir_ms;     /* corpus_load of the directory */
 	double dir_held;   /* peak RSS growth of that load / the text's bytes */
 	size_t dir_docs;
@@ -319,15 +333,15 @@ struct perf_scale {
 
 /* Generate a `tokens`-token S-NIAH haystack as a text file, a directory of
  * a document per 2,000 tokens and a JSONL of a document per 1,000 tokens;
- * solve the text on the simulator (`rlm solve --provider sim`, repl
- * strategy) and load the other two, each in a fresh child process (this
- * binary's `rlm bench perf --child`), and fill out. A wrong answer is an
- * error. Returns 0 or a negative code with err. */
+ * solve each on the simulator (`rlm solve --provider sim`, repl strategy,
+ * recursive at 10M tokens) and load the directory and the JSONL, each in a
+ * fresh child process (this binary's `rlm bench perf --child`), and fill
+ * out. A wrong answer is an error. Returns 0 or a negative code with err. */
 int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err);
 /* `rlm bench perf --child REPORT solve ARGS...` runs `rlm solve ARGS...`,
  * `... load PATH` loads PATH; either writes "key value" lines to REPORT
- * (peak_kb and wall_ns, or load_ns, held_kb, bytes and docs). Returns an
- * exit status. */
+ * (status, wall_ns, peak_kb, hwm_kb, memfd_kb and memfd_peak_kb, or
+ * load_ns, held_kb, bytes and docs). Returns an exit status. */
 int perf_scale_child(int argc, char **argv);
 
 /* ---- `rlm serve` under load (bench/perf_serve.c) ---- */

@@ -4,17 +4,21 @@
  * and a JSONL file of documents load (and how much they hold meanwhile).
  *
  * DESIGN
- * Peak memory is a process's high-water mark (VmHWM), so each measurement
- * runs in a fresh process: this binary again, as `rlm bench perf --child
- * REPORT solve|load ...`, which does the one thing and writes what it saw
- * to REPORT. A solve's child runs `rlm solve` itself (cmd_solve), so the
- * number is what a user's `rlm solve` costs. The REPL worker is a process
- * of its own and is not counted; wait4's ru_maxrss (what `/usr/bin/time
- * -v` prints) would count it, as the largest of the waited-for children.
- * The context memfd is shared memory that the controller writes but never
- * maps, so it is outside the controller's RSS too; the note says so. The
- * corpora go to /dev/shm when it is writable and roomy, since creating
- * 5,000 files on a slow disk takes seconds, and are removed afterwards.
+ * Each measurement runs in a fresh process: this binary again, as `rlm
+ * bench perf --child REPORT solve|load ...`, which does the one thing and
+ * writes what it saw to REPORT. A solve's child runs `rlm solve` itself
+ * (cmd_solve), so the number is what a user's `rlm solve` costs. The REPL
+ * workers are processes of their own and are not counted; wait4's
+ * ru_maxrss (what `/usr/bin/time -v` prints) would count the largest of
+ * them. What is counted is what the controller holds: VmHWM alone counts
+ * the pages it maps, but the context memfds it creates and writes (each
+ * worker's, the root's 40 MB and every child's piece; a directory's or a
+ * JSONL's corpus) hold shared memory whether it maps them or not. So a
+ * thread samples, every 2 ms, RssAnon + RssFile + the larger of RssShmem
+ * and the size of every memfd in /proc/self/fd, and the peak of that (at
+ * least VmHWM) is the number. The corpora go to a directory that is not
+ * a tmpfs when there is one with the room (a tmpfs file the controller
+ * maps would count in RssShmem too), and are removed afterwards.
  */
 #include "bench.h"
 #include "../common/json.h"
@@ -25,10 +29,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +58,79 @@ static long status_kb(const char *field)
 }
 
 /* ---- the child ---- */
+
+/* The shared memory of the memfds this process holds, in kB: what it
+ * created and wrote (contexts, corpora) whether it maps them or not; a
+ * memfd open twice (a REPL borrows a corpus's) counts once. */
+static long memfd_kb(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	ino_t seen[256];
+	size_t n_seen = 0;
+	long kb = 0;
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char path[300], link[64];
+		struct stat st;
+		bool dup = false;
+		ssize_t n;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (strncmp(link, "/memfd:", 7) != 0 || stat(path, &st) != 0)
+			continue;
+		for (size_t i = 0; i < n_seen && !dup; i++)
+			dup = seen[i] == st.st_ino;
+		if (dup)
+			continue;
+		if (n_seen < ARRAY_SIZE(seen))
+			seen[n_seen++] = st.st_ino;
+		kb += (long)(st.st_blocks / 2); /* 512-byte blocks */
+	}
+	closedir(d);
+	return kb;
+}
+
+/* What the controller holds: its private and file pages (RssAnon,
+ * RssFile) and its shared memory, which is at least what it maps
+ * (RssShmem) and at least its memfds, mapped or not. */
+struct held {
+	atomic_bool stop;
+	long peak_kb, memfd_at_peak_kb, memfd_peak_kb, anon_at_peak_kb, file_at_peak_kb;
+	pthread_t th;
+};
+
+static long held_now(long *memfd, long *anon, long *file)
+{
+	long shmem = status_kb("RssShmem");
+	*anon = status_kb("RssAnon");
+	*file = status_kb("RssFile");
+	*memfd = memfd_kb();
+	return *anon + *file + RLM_MAX(shmem, *memfd);
+}
+
+static void *held_sample(void *arg)
+{
+	struct held *h = arg;
+	do {
+		long m, a, f, kb = held_now(&m, &a, &f);
+		if (kb > h->peak_kb) {
+			h->peak_kb = kb;
+			h->memfd_at_peak_kb = m;
+			h->anon_at_peak_kb = a;
+			h->file_at_peak_kb = f;
+		}
+		h->memfd_peak_kb = RLM_MAX(h->memfd_peak_kb, m);
+		sleep_ns(2000000);
+	} while (!atomic_load(&h->stop));
+	return NULL;
+}
 
 static int child_load(FILE *rep, const char *path)
 {
@@ -82,11 +163,22 @@ int perf_scale_child(int argc, char **argv)
 	if (strcmp(argv[2], "load") == 0 && argc == 4) {
 		status = child_load(rep, argv[3]);
 	} else if (strcmp(argv[2], "solve") == 0) {
+		struct held h = {false, 0, 0, 0, 0, 0, 0};
+		bool sampling = pthread_create(&h.th, NULL, held_sample, &h) == 0;
 		t0 = now_ns();
 		status = cmd_solve(argc - 2, argv + 2);
 		fflush(stdout);
-		fprintf(rep, "status %d\nwall_ns %lld\npeak_kb %ld\n", status,
-			(long long)(now_ns() - t0), status_kb("VmHWM"));
+		if (sampling) {
+			atomic_store(&h.stop, true);
+			pthread_join(h.th, NULL);
+		}
+		/* the high-water mark, in case a peak fell between samples */
+		h.peak_kb = RLM_MAX(h.peak_kb, status_kb("VmHWM"));
+		fprintf(rep,
+			"status %d\nwall_ns %lld\npeak_kb %ld\nhwm_kb %ld\nmemfd_kb %ld\n"
+			"memfd_peak_kb %ld\nanon_kb %ld\nfile_kb %ld\n",
+			status, (long long)(now_ns() - t0), h.peak_kb, status_kb("VmHWM"),
+			h.memfd_at_peak_kb, h.memfd_peak_kb, h.anon_at_peak_kb, h.file_at_peak_kb);
 	} else {
 		status = cli_fail(2, "unknown child job '%s'", argv[2]);
 	}
@@ -160,25 +252,31 @@ static double report_get(const char *dir, const char *key)
 	return v;
 }
 
-/* A fresh directory for `need` bytes of corpora: under /dev/shm when it
- * is writable and has the room (a container's is often 64 MB), else under
- * $TMPDIR or /tmp. */
-static char *make_workdir(uint64_t need)
+/* A fresh directory for `need` bytes of corpora, with the room: under
+ * $TMPDIR, /var/tmp or /tmp when one is not a tmpfs (a corpus file mapped
+ * from a tmpfs would count as the controller's shared memory, beside its
+ * memfds), else under one of them or /dev/shm. *tmpfs says which. */
+static char *make_workdir(uint64_t need, bool *tmpfs)
 {
-	const char *bases[] = {"/dev/shm", getenv("TMPDIR"), "/tmp"};
-	for (size_t i = 0; i < ARRAY_SIZE(bases); i++) {
-		struct statvfs sv;
-		char *t;
-		if (!bases[i] || !*bases[i] || access(bases[i], W_OK) != 0)
-			continue;
-		if (i == 0 && (statvfs(bases[i], &sv) != 0 ||
-			       (uint64_t)sv.f_bavail * sv.f_frsize < need + (need >> 2)))
-			continue;
-		t = xasprintf("%s/rlm-perf-XXXXXX", bases[i]);
-		if (mkdtemp(t))
-			return t;
-		free(t);
-	}
+	const char *bases[] = {getenv("TMPDIR"), "/var/tmp", "/tmp", "/dev/shm"};
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < ARRAY_SIZE(bases); i++) {
+			struct statvfs sv;
+			struct statfs sf;
+			char *t;
+			if (!bases[i] || !*bases[i] || access(bases[i], W_OK) != 0 ||
+			    statvfs(bases[i], &sv) != 0 ||
+			    (uint64_t)sv.f_bavail * sv.f_frsize < need + (need >> 2) ||
+			    statfs(bases[i], &sf) != 0)
+				continue;
+			*tmpfs = sf.f_type == TMPFS_MAGIC;
+			if (pass == 0 && *tmpfs)
+				continue;
+			t = xasprintf("%s/rlm-perf-XXXXXX", bases[i]);
+			if (mkdtemp(t))
+				return t;
+			free(t);
+		}
 	return NULL;
 }
 
@@ -224,17 +322,57 @@ static int load_row(const char *dir, const char *path, double *ms, double *held,
 	return 0;
 }
 
+/* Solve path (a corpus of `bytes`) in a child process: its memory, time
+ * and counts into out. A wrong answer is an error. */
+static int solve_row(const char *dir, const char *path, const struct sniah_item *item,
+		     struct perf_scale_solve *out, struct rlm_err *err)
+{
+	/* A store of its own: what a solve costs with one, and nothing from
+	 * an earlier run answers it. */
+	char *cache = xasprintf("%s/cache.db", dir), *json = xasprintf("%s/solve.json", dir);
+	char *text = NULL;
+	const char *args[] = {"solve",	     "--context",   path,  "--question",
+			      item->question, "--provider",  "sim", "--model",
+			      "sim",	     "--sub-model", "sim", "--json",
+			      "--quiet",     "--cache",	    cache, NULL};
+	struct rlm_err e2;
+	size_t len;
+	cJSON *j = NULL;
+	const char *a;
+	int st = run_child(dir, args, json), rc = 0;
+	unlink(cache);
+	out->peak_mb = report_get(dir, "peak_kb") * 1024 / 1e6;
+	out->hwm_mb = report_get(dir, "hwm_kb") * 1024 / 1e6;
+	out->memfd_mb = report_get(dir, "memfd_kb") * 1024 / 1e6;
+	out->solve_s = report_get(dir, "wall_ns") / 1e9;
+	if (st == 0 && read_file(json, 64 << 20, &text, &len, &e2) == 0)
+		j = json_parse(text, len);
+	a = j ? json_str(j, "answer") : NULL;
+	if (st != 0 || out->peak_mb <= 0 || !a || !strstr(a, item->value))
+		rc = rlm_err_set(err, RLM_EIO,
+				 "the 10M-token solve of '%s' went wrong: status %d, answer '%.80s', "
+				 "expected '%s'",
+				 path, st, a ? a : "(none)", item->value);
+	else {
+		out->sub_calls = (long)json_num(j, "sub_calls", 0);
+		out->nodes = (long)json_num(j, "nodes", 0);
+	}
+	cJSON_Delete(j);
+	free(text);
+	free(cache);
+	free(json);
+	return rc;
+}
+
 int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err)
 {
 	struct sniah_opts so;
 	struct sniah_item item;
-	char *dir = make_workdir(3 * 4 * tokens), *text = NULL, *docs = NULL, *jsonl = NULL,
-	     *json = NULL;
-	char *answer_text = NULL;
-	size_t n, needle_doc, len;
-	cJSON *j = NULL;
+	char *dir, *text = NULL, *docs = NULL, *jsonl = NULL;
+	size_t n, needle_doc;
 	int rc;
 	memset(out, 0, sizeof(*out));
+	dir = make_workdir(3 * 4 * tokens, &out->tmpfs);
 	if (!dir)
 		return rlm_err_set(err, -errno, "cannot make a work directory: %s",
 				   strerror(errno));
@@ -244,7 +382,6 @@ int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err)
 	text = xasprintf("%s/hay.txt", dir);
 	docs = xasprintf("%s/docs", dir);
 	jsonl = xasprintf("%s/docs.jsonl", dir);
-	json = xasprintf("%s/solve.json", dir);
 	if ((rc = sniah_write(&so, SNIAH_TEXT, 1, text, &item, &n, &needle_doc)) ||
 	    (rc = sniah_write(&so, SNIAH_DIR, (size_t)RLM_MAX(tokens / 2000, 1), docs, &item,
 			      &out->dir_docs, &needle_doc)) ||
@@ -255,45 +392,18 @@ int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err)
 		goto out;
 	}
 	out->bytes = item.bytes;
-	{
-		/* A store of its own: what a solve costs with one, and nothing
-		 * from an earlier run answers it. */
-		char *cache = xasprintf("%s/cache.db", dir);
-		const char *args[] = {"solve",	     "--context",   text,  "--question",
-				      item.question, "--provider",  "sim", "--model",
-				      "sim",	     "--sub-model", "sim", "--json",
-				      "--quiet",     "--cache",	    cache, NULL};
-		int st = run_child(dir, args, json);
-		struct rlm_err e2;
-		const char *a;
-		free(cache);
-		out->peak_mb = report_get(dir, "peak_kb") * 1024 / 1e6;
-		out->solve_s = report_get(dir, "wall_ns") / 1e9;
-		if (st == 0 && read_file(json, 1 << 20, &answer_text, &len, &e2) == 0)
-			j = json_parse(answer_text, len);
-		a = j ? json_str(j, "answer") : NULL;
-		if (st != 0 || out->peak_mb <= 0 || !a || !strstr(a, item.value)) {
-			rc = rlm_err_set(
-			    err, RLM_EIO,
-			    "the 10M-token solve went wrong: status %d, answer '%.80s', "
-			    "expected '%s'",
-			    st, a ? a : "(none)", item.value);
-			goto out;
-		}
-		out->sub_calls = (long)json_int(json_get(j, "calls"), "sub", 0);
-	}
-	if ((rc = load_row(dir, docs, &out->dir_ms, &out->dir_held, &out->dir_docs, err)) ||
+	if ((rc = solve_row(dir, text, &item, &out->text, err)) ||
+	    (rc = solve_row(dir, docs, &item, &out->dir, err)) ||
+	    (rc = solve_row(dir, jsonl, &item, &out->jsonl, err)) ||
+	    (rc = load_row(dir, docs, &out->dir_ms, &out->dir_held, &out->dir_docs, err)) ||
 	    (rc = load_row(dir, jsonl, &out->jsonl_ms, &out->jsonl_held, &out->jsonl_docs, err)))
 		goto out;
 	rc = 0;
 out:
-	cJSON_Delete(j);
-	free(answer_text);
 	remove_tree(dir);
 	free(dir);
 	free(text);
 	free(docs);
 	free(jsonl);
-	free(json);
 	return rc;
 }

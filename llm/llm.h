@@ -189,6 +189,9 @@ const char *llm_kind_name(enum llm_kind k);
  * known prefix, so "gpt-5-mini-2025-08-07" finds "gpt-5-mini"). Overrides
  * loaded by llm_prices_load come first. */
 struct llm_price llm_price_lookup(const char *model);
+/* The same in the overrides alone (known is false when none names it):
+ * the simulator's price, which is 0 unless a price file gives one. */
+struct llm_price llm_price_override(const char *model);
 /* Load price overrides from a JSON file:
  *   {"model-name": {"input": 1.25, "output": 10, "cached": 0.125}, ...}
  * Call once at start, before any lookup from another thread. */

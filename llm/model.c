@@ -221,8 +221,13 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 		}
 	}
 	m->price = cfg->price ? *cfg->price : llm_price_lookup(m->name);
-	if (cfg->kind == LLM_SIM) {
-		m->price = (struct llm_price){0, 0, 0, 0, true};
+	if (cfg->kind == LLM_SIM && !cfg->price) {
+		/* The simulator costs nothing, whatever model it plays,
+		 * unless a price file says what it should cost (to try
+		 * --max-cost offline). */
+		m->price = llm_price_override(m->name);
+		if (!m->price.known)
+			m->price = (struct llm_price){0, 0, 0, 0, true};
 	}
 	if (cfg->kind == LLM_SIM) {
 		char id[160];

@@ -99,10 +99,9 @@ static const struct model_info *lookup(const char *model)
 	return NULL;
 }
 
-struct llm_price llm_price_lookup(const char *model)
+static struct llm_price price_of(const struct model_info *mi)
 {
 	struct llm_price p = {0, 0, 0, 0, false};
-	const struct model_info *mi = lookup(model);
 	if (mi && mi->input >= 0) {
 		p.input = mi->input;
 		p.output = mi->output;
@@ -111,6 +110,20 @@ struct llm_price llm_price_lookup(const char *model)
 		p.known = true;
 	}
 	return p;
+}
+
+struct llm_price llm_price_lookup(const char *model)
+{
+	return price_of(lookup(model));
+}
+
+struct llm_price llm_price_override(const char *model)
+{
+	const struct model_info *mi;
+	if (!model)
+		return price_of(NULL);
+	mi = exact(overrides, n_overrides, model);
+	return price_of(prefix(overrides, n_overrides, model, mi));
 }
 
 long llm_context_window_lookup(const char *model)

@@ -8,10 +8,13 @@
  * thread through cfg.on_call while the exec's clock is stopped. Past the
  * time limit, the deadline or a cancel, the worker gets SIGINT (to its
  * main thread, where Python runs signal handlers) and a grace period; then
- * SIGKILL. Whatever ends a worker (a kill, a crash, a fatal frame, a
- * protocol violation, a frame that arrived while no code ran) is followed
- * by a restart on the same memfd, and the output starts with a notice the
- * model can act on. SIGPIPE is ignored process-wide (once, and only when
+ * SIGKILL. A stop of the whole run (cfg.stop) does the same once the code
+ * has had stop_grace_ns of its own time after it: enough to keep what the
+ * call that saw the stop answered, too little to keep computing. Whatever
+ * ends a worker (a kill, a crash, a fatal frame, a protocol violation, a
+ * frame that arrived while no code ran) is followed by a restart on the
+ * same memfd, and the output starts with a notice the model can act on.
+ * SIGPIPE is ignored process-wide (once, and only when
  * it is at its default), so writing to a dead worker gives EPIPE. */
 #include "repl_int.h"
 #include "../common/embed.h"
@@ -21,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,10 +46,12 @@
 #define DEF_CALLS_EXEC	 REPL_DEF_CALLS_EXEC
 #define DEF_CALLS_TOTAL	 100000
 #define CANCEL_POLL_NS	 10000000LL
+#define DEF_STOP_GRACE_NS (250 * 1000000LL)
 #define DEF_SCRATCH	 ((size_t)256 << 20)
 #define SCRATCH_POLL_NS	 (25 * 1000000LL)
+#define TRIM_AFTER	 ((size_t)1 << 20) /* bytes of a call frame's strings */
 
-enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL };
+enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL, C_STOP };
 
 /* One exec or final_var in flight. */
 struct run {
@@ -55,6 +61,8 @@ struct run {
 	int64_t deadline;   /* absolute, 0: none */
 	int64_t limit;	    /* worker time, 0: none */
 	int64_t call_ns;    /* time spent in on_call */
+	int64_t stop_seen;  /* worker time when cfg.stop was first seen set;
+			     * -1: not yet */
 	enum cause cause;   /* why SIGINT was sent, C_NONE: not sent */
 	int64_t kill_at;    /* SIGKILL then */
 	int64_t scratch_at; /* next look at a plain scratch's size; 0: none */
@@ -452,6 +460,8 @@ static void fill_defaults(struct repl_cfg *c)
 		c->exec_timeout_ns = DEF_TIMEOUT_NS;
 	if (!c->grace_ns)
 		c->grace_ns = DEF_GRACE_NS;
+	if (!c->stop_grace_ns)
+		c->stop_grace_ns = DEF_STOP_GRACE_NS;
 	if (!c->max_frame)
 		c->max_frame = DEF_MAX_FRAME;
 	if (c->max_frame > UINT32_MAX)
@@ -610,6 +620,14 @@ void repl_result_release(struct repl_result *res)
 
 /* ---- restarts ---- */
 
+/* Why the run interrupted the code (not its own time limit), in words. */
+static const char *cause_words(enum cause c)
+{
+	return c == C_DEADLINE ? "the deadline of the run passed"
+	       : c == C_STOP   ? "the run was stopped (a limit of the whole run was reached)"
+			       : "the run was cancelled";
+}
+
 static int cause_rc(const struct run *x, struct rlm_err *err)
 {
 	if (x->cause == C_DEADLINE)
@@ -617,6 +635,8 @@ static int cause_rc(const struct run *x, struct rlm_err *err)
 				   "the deadline passed while the REPL ran code");
 	if (x->cause == C_CANCEL)
 		return rlm_err_set(err, RLM_ECANCEL, "cancelled while the REPL ran code");
+	if (x->cause == C_STOP)
+		return rlm_err_set(err, RLM_ECANCEL, "the run stopped while the REPL ran code");
 	return 0;
 }
 
@@ -704,7 +724,7 @@ static int violation(struct repl *r, struct run *x, const char *why, struct rlm_
 {
 	char reason[600];
 	int rc;
-	snprintf(reason, sizeof(reason), "the worker broke the protocol (%s)", why);
+	snprintf(reason, sizeof(reason), "the worker broke the protocol (%.500s)", why);
 	x->out->error = true;
 	rc = restart(r, x, reason, false, err);
 	return rc < 0 ? rc : cause_rc(x, err);
@@ -735,9 +755,7 @@ static int killed(struct repl *r, struct run *x, struct rlm_err *err)
 	else
 		snprintf(reason, sizeof(reason),
 			 "%s and the code did not stop within %s of an interrupt",
-			 x->cause == C_DEADLINE ? "the deadline of the run passed"
-						: "the run was cancelled",
-			 grace);
+			 cause_words(x->cause), grace);
 	x->out->error = x->out->interrupted = true;
 	rc = restart(r, x, reason, false, err);
 	return rc < 0 ? rc : cause_rc(x, err);
@@ -794,21 +812,27 @@ static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
 
 /* ---- calls ---- */
 
-static void answer_call(struct repl *r, struct run *x, const cJSON *f)
+/* The frame's strings change hands (repl_call.bufs): the handler may
+ * keep some, and frees them when it is done, so that a large context is
+ * not held twice while its child runs. */
+static void answer_call(struct repl *r, struct run *x, cJSON *f)
 {
-	const cJSON *ps = json_get(f, "prompts"), *cs = json_get(f, "contexts"), *p;
-	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start;
+	cJSON *ps = json_get(f, "prompts"), *cs = json_get(f, "contexts"), *p;
+	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start, total = 0;
 	const char **prompts = xcalloc(n, sizeof(*prompts));
 	size_t *lens = xcalloc(n, sizeof(*lens));
 	const char **contexts = NULL;
 	size_t *ctx_lens = NULL;
 	char **texts = xcalloc(n, sizeof(*texts));
+	char **bufs = xcalloc(2 * n, sizeof(*bufs));
 	bool *errors = xcalloc(n, sizeof(*errors));
 	struct repl_call c;
 	cJSON_ArrayForEach(p, ps)
 	{
-		prompts[i] = p->valuestring;
+		prompts[i] = bufs[i] = p->valuestring;
 		lens[i] = strlen(p->valuestring);
+		total += lens[i];
+		p->valuestring = NULL;
 		i++;
 	}
 	memset(&c, 0, sizeof(c));
@@ -820,8 +844,10 @@ static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 		cJSON_ArrayForEach(p, cs)
 		{
 			if (cJSON_IsString(p)) {
-				contexts[i] = p->valuestring;
+				contexts[i] = bufs[n + i] = p->valuestring;
 				ctx_lens[i] = strlen(p->valuestring);
+				total += ctx_lens[i];
+				p->valuestring = NULL;
 			}
 			i++;
 		}
@@ -833,6 +859,7 @@ static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 	c.model = json_str(f, "model");
 	c.prompts = prompts;
 	c.lens = lens;
+	c.bufs = bufs;
 	c.n = n;
 	c.deadline_ns = x->deadline;
 	x->out->calls += n;
@@ -872,6 +899,13 @@ static void answer_call(struct repl *r, struct run *x, const cJSON *f)
 	buf_puts(&r->out, "]}");
 	repl__frame_end(&r->out, start);
 	repl__flush(r);
+	for (i = 0; i < 2 * n; i++)
+		free(bufs[i]);
+	free(bufs);
+	/* A large frame's strings came from this thread's malloc arena:
+	 * hand the pages back rather than keep them for the next one. */
+	if (total >= TRIM_AFTER)
+		malloc_trim(0);
 	free(prompts);
 	free(lens);
 	free(contexts);
@@ -928,12 +962,11 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 		else
 			buf_printf(&x->after,
 				   "[the code was interrupted: %s. Its variables are kept.]\n",
-				   x->cause == C_DEADLINE ? "the deadline of the run passed"
-							  : "the run was cancelled");
+				   cause_words(x->cause));
 	}
 }
 
-static int on_frame(struct repl *r, struct run *x, const cJSON *f, struct rlm_err *err)
+static int on_frame(struct repl *r, struct run *x, cJSON *f, struct rlm_err *err)
 {
 	const char *type = json_str(f, "type");
 	char why[300];
@@ -975,14 +1008,30 @@ static int on_frame(struct repl *r, struct run *x, const cJSON *f, struct rlm_er
 
 /* ---- the loop ---- */
 
-static enum cause due(const struct repl *r, const struct run *x, int64_t now)
+static bool stopped(const struct repl *r)
 {
+	return r->cfg.stop && atomic_load(r->cfg.stop);
+}
+
+/* Why the code must be interrupted now, if it must. A stop counts from
+ * when it is first seen here, in the worker's own time (not the time it
+ * waits on calls): the code that gets a call's answer after the stop still
+ * has its grace to keep it. */
+static enum cause due(const struct repl *r, struct run *x, int64_t now)
+{
+	int64_t own = now - x->call_ns;
 	if (x->limit > 0 && now >= x->t0 + x->call_ns + x->limit)
 		return C_LIMIT;
 	if (x->deadline > 0 && now >= x->deadline)
 		return C_DEADLINE;
 	if (r->cfg.cancel && atomic_load(r->cfg.cancel))
 		return C_CANCEL;
+	if (stopped(r)) {
+		if (x->stop_seen < 0)
+			x->stop_seen = own;
+		if (own >= x->stop_seen + r->cfg.stop_grace_ns)
+			return C_STOP;
+	}
 	return C_NONE;
 }
 
@@ -1005,7 +1054,7 @@ static int64_t next_event(const struct repl *r, const struct run *x, int64_t now
 		EARLIER(x->t0 + x->call_ns + x->limit);
 	if (x->deadline > 0)
 		EARLIER(x->deadline);
-	if (r->cfg.cancel)
+	if (r->cfg.cancel || r->cfg.stop)
 		EARLIER(now + CANCEL_POLL_NS);
 #undef EARLIER
 	return t;
@@ -1057,6 +1106,7 @@ static void run_init(struct repl *r, struct run *x, struct repl_result *out, int
 	memset(x, 0, sizeof(*x));
 	x->begin = x->t0 = now_ns();
 	x->deadline = deadline;
+	x->stop_seen = -1;
 	x->limit = r->cfg.exec_timeout_ns > 0 ? r->cfg.exec_timeout_ns : 0;
 	if (!r->sb_status.scratch_tmpfs)
 		x->scratch_at = x->begin + SCRATCH_POLL_NS;
@@ -1085,8 +1135,8 @@ static void run_finish(struct run *x)
 }
 
 /* Before repl_exec and repl_final_var send their frame: refuse when the
- * deadline passed or the run was cancelled, make sure the worker is in a
- * state to run code, and take an id. */
+ * deadline passed or the run was cancelled or stopped, make sure the
+ * worker is in a state to run code, and take an id. */
 static int run(struct repl *r, struct run *x, struct rlm_err *err)
 {
 	int rc;
@@ -1104,6 +1154,11 @@ static int run(struct repl *r, struct run *x, struct rlm_err *err)
 		buf_puts(&x->note, "[the code was not run: the run was cancelled]\n");
 		x->out->error = true;
 		return rlm_err_set(err, RLM_ECANCEL, "cancelled before the REPL ran code");
+	}
+	if (stopped(r)) {
+		buf_puts(&x->note, "[the code was not run: the run was stopped]\n");
+		x->out->error = true;
+		return rlm_err_set(err, RLM_ECANCEL, "the run stopped before the REPL ran code");
 	}
 	rc = check_idle(r, x, err);
 	if (rc < 0)

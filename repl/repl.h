@@ -157,6 +157,13 @@ struct repl_call {
 	const char *const *contexts;
 	const size_t *ctx_lens;
 	int64_t deadline_ns;     /* now_ns() clock: answer by then (0: none) */
+	/* The strings behind prompts and contexts: bufs[i] is prompts[i],
+	 * bufs[n + i] contexts[i] (NULL: none). The handler may take any: it
+	 * sets the entry to NULL and frees the string itself once done with
+	 * it (then prompts[i] or contexts[i] must not be read again), so that
+	 * a large context need not be held while a child works on a copy of
+	 * its own. The repl frees the others once the handler returns. */
+	char **bufs;
 };
 
 /* Answer a call: set texts[i] (malloc'd, owned by the repl afterwards) for
@@ -290,6 +297,13 @@ struct repl_cfg {
 	repl_call_fn *on_call;       /* NULL: every call gets an error string */
 	void *call_arg;
 	const atomic_bool *cancel;   /* optional: ends an exec like its deadline */
+	const atomic_bool *stop;     /* optional: a stop of the whole run (rlm:
+				      * any node of the solve met a limit): ends
+				      * an exec like cancel, once the code has
+				      * had stop_grace_ns of its own time after
+				      * it was seen (so code that was waiting on
+				      * a call can keep what the call answered) */
+	int64_t stop_grace_ns;       /* 0: 250 ms */
 	struct repl_sandbox_cfg sandbox; /* zero: every layer the machine has */
 	bool no_zygote;              /* start every worker cold, not from the
 				      * zygote (so does RLM_ZYGOTE=0) */
@@ -331,9 +345,9 @@ struct repl_result {
  * error: it is reported in out (output says what happened, restarted is
  * set) and the worker is alive again afterwards. Returns 0, RLM_ETIMEOUT
  * when deadline_ns (now_ns() clock; 0: none) passed, RLM_ECANCEL when
- * cfg.cancel turned true -- out is filled in both cases, the worker
- * interrupted or restarted -- or another negative code when the worker
- * could not be restarted (err says why; the repl is then unusable). */
+ * cfg.cancel or cfg.stop turned true -- out is filled in these cases, the
+ * worker interrupted or restarted -- or another negative code when the
+ * worker could not be restarted (err says why; the repl is then unusable). */
 int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 	      struct repl_result *out, struct rlm_err *err);
 /* Resolve FINAL_VAR(name) in the worker: out->ready and out->answer when

@@ -8,7 +8,9 @@
  * as the pipe takes them, while fd 4 and the log pipe keep being read, so
  * neither side can wait on the other forever. Input is capped: the length
  * of a frame is checked as soon as its 4-byte header is in, before any
- * memory is set aside for it. Death is seen as EOF on fd 4 or, where the
+ * memory is set aside for it; a frame of a megabyte or more is parsed
+ * while no other such frame is, in the whole process (it is held twice
+ * meanwhile). Death is seen as EOF on fd 4 or, where the
  * kernel has pidfds, as the process exiting (a grandchild that kept fd 4
  * open cannot hide it). */
 #include "repl_int.h"
@@ -17,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,9 @@
 #define START_TIMEOUT_NS (30 * 1000000000LL)
 #define READ_CHUNK	 65536
 #define WDEAD_NS	 (500 * 1000000LL)
+#define BIG_FRAME	 ((uint32_t)1 << 20) /* parsed one at a time */
+
+static pthread_mutex_t big_parse = PTHREAD_MUTEX_INITIALIZER;
 
 static uint32_t be32(const char *p)
 {
@@ -165,7 +171,15 @@ int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 				   r->cfg.max_frame);
 	if (have - 4 < n)
 		return 0;
+	/* A large frame is held twice while it is parsed (its bytes and the
+	 * strings made of them): one at a time in the process, so that the
+	 * children of a 10M-token solve, which send their batches together,
+	 * do not all hold theirs twice at once. The parse is all CPU. */
+	if (n >= BIG_FRAME)
+		pthread_mutex_lock(&big_parse);
 	*f = repl_frame_parse(r->in + r->in_off + 4, n, r->cfg.max_frame, why);
+	if (n >= BIG_FRAME)
+		pthread_mutex_unlock(&big_parse);
 	r->in_off += 4 + (size_t)n;
 	if (r->in_off == r->in_len) {
 		r->in_off = r->in_len = 0;

@@ -208,6 +208,8 @@ struct sub_slot {
 	struct llm_call call;
 	struct llm_msg msg;
 	char *joined; /* owned: the prompt and a context= given at the last depth */
+	char *own[2]; /* the frame's prompt and context strings, taken
+		       * (repl_call.bufs): freed as soon as the call is done */
 	int64_t est; /* tokens reserved */
 	size_t item;
 	struct sub_frame *frame;
@@ -249,6 +251,10 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	llm_call_release(call);
 	free(s->joined);
 	s->joined = NULL;
+	/* A large batch's prompts go as their calls end, not all at its end. */
+	free(s->own[0]);
+	free(s->own[1]);
+	s->own[0] = s->own[1] = NULL;
 	s->next_free = f->free_slots;
 	f->free_slots = s;
 	f->finished++;
@@ -364,8 +370,8 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 					  (call->contexts && call->contexts[next]
 					       ? call->ctx_lens[next] + 2
 					       : 0));
-		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), true, &why, msg,
-				    sizeof(msg))) {
+		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB,
+				    &why, msg, sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);
 			errors[next] = true;
 			calls_stop(c, why, "%s: a sub-call was refused", msg);
@@ -378,6 +384,11 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 		s->frame = &f;
 		s->item = next++;
 		s->est = est;
+		if (call->bufs) {
+			s->own[0] = call->bufs[s->item];
+			s->own[1] = call->bufs[n + s->item];
+			call->bufs[s->item] = call->bufs[n + s->item] = NULL;
+		}
 		c->out->sub_calls++;
 		pthread_mutex_unlock(&c->mu);
 		if (call->contexts && call->contexts[s->item]) {

@@ -33,7 +33,10 @@ static const char usage[] =
 	"                          the partial answers (for models that cannot write code)\n"
 	"      --json              print a JSON object: answer, stop reason, usage per\n"
 	"                          model, cost, calls, iterations, timings, the worker's\n"
-	"                          sandbox (on failure too), and the child RLMs, nested\n"
+	"                          sandbox (on failure too), the turns (each reply, its\n"
+	"                          code blocks, the output shown, the notices), and the\n"
+	"                          child RLMs with theirs, nested\n"
+	"      --no-trajectory     leave the turns out of --json\n"
 	"      --quiet             no progress line or notices on stderr\n"
 	"  -v, --verbose           show the worker's sandbox and each turn's reply, code\n"
 	"                          and output on stderr (and log retries and other details);\n"
@@ -80,6 +83,7 @@ enum {
 	OPT_CACHE,
 	OPT_NO_CACHE,
 	OPT_RESUME,
+	OPT_NO_TRAJECTORY,
 };
 
 struct progress {
@@ -195,6 +199,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
 		{"resume", required_argument, NULL, OPT_RESUME},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"no-trajectory", no_argument, NULL, OPT_NO_TRAJECTORY},
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
@@ -219,7 +224,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 	struct store *store = NULL;
 	char *note = NULL;
 	bool json = false, verbose = false;
-	bool no_cache = false;
+	bool no_cache = false, no_trajectory = false;
 	int opt, rc, status = 1;
 	int64_t t0 = now_ns(), load_ns;
 
@@ -260,6 +265,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 			 * through an abbreviation it does not see. */
 			return cli_fail(2, "spell --resume out in full");
 		case OPT_JSON: json = true; break;
+		case OPT_NO_TRAJECTORY: no_trajectory = true; break;
 		case OPT_QUIET: mo.quiet = true; break;
 		case 'v':
 			rlm_log_level = LOG_DEBUG;
@@ -335,6 +341,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 	ro.sub_model = ms.sub;
 	ro.params = ms.params;
 	ro.window = (size_t)mo.concurrency * 2;
+	ro.trajectory = json && !no_trajectory;
 	if (pr.tty) {
 		ro.progress = on_progress;
 		ro.progress_arg = &pr;
@@ -385,9 +392,10 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 /* Variables that shape a solve (no API keys), kept with the run: a run
  * resumed from another shell reaches the same models and endpoints. */
 static const char *const note_env[] = {
-    "RLM_PROVIDER",	"RLM_MODEL",	    "RLM_SUB_MODEL", "RLM_PRICES",	"RLM_SIM",
-    "RLM_CONCURRENCY",	"RLM_TIMEOUT",	    "RLM_MAX_DEPTH", "RLM_MAX_NODES",	"RLM_QUESTION",
-    "RLM_SANDBOX_DISABLE", "RLM_ZYGOTE", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+    "RLM_PROVIDER",	   "RLM_MODEL",	      "RLM_SUB_MODEL",	 "RLM_PRICES",
+    "RLM_SIM",		   "RLM_CONCURRENCY", "RLM_TIMEOUT",	 "RLM_MAX_DEPTH",
+    "RLM_MAX_NODES",	   "RLM_MAX_CALLS",   "RLM_QUESTION",	 "RLM_SANDBOX_DISABLE",
+    "RLM_ZYGOTE",	   "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
 };
 
 /* Options (long names, as getopt_long matched them, abbreviated or not)

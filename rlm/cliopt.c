@@ -372,6 +372,9 @@ const char solve_opts_help[] =
 	"      --max-cost USD      cost of all calls, from the price table (none)\n"
 	"      --max-sub-calls N   sub-calls made from code, at any depth; a child RLM\n"
 	"                          is one (none)\n"
+	"      --max-calls N       model calls of the whole solve, at any depth: every\n"
+	"                          node's root calls and every sub-call (env\n"
+	"                          RLM_MAX_CALLS; none)\n"
 	"      --exec-timeout SECS running time of one code block, sub-calls not counted\n"
 	"                          (60): SIGINT first, then the REPL is restarted\n"
 	"      --output-limit N    characters of REPL output shown to the model (20000)\n"
@@ -410,6 +413,15 @@ int solve_opts_env(struct rlm_opts *ro)
 			return 2;
 		}
 		ro->max_nodes = (int)num;
+	}
+	if ((v = getenv("RLM_MAX_CALLS")) && *v) {
+		uint64_t count;
+		if (parse_count(v, &count) || count < 1 || count > INT64_MAX) {
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_CALLS: %s\n", v,
+				"want a count > 0");
+			return 2;
+		}
+		ro->max_calls = (int64_t)count;
 	}
 	return 0;
 }
@@ -474,6 +486,11 @@ int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 		if ((rc = count_opt("max-sub-calls", arg, 1, INT64_MAX, "want a count > 0",
 				    &count)) == 1)
 			ro->max_sub_calls = (int64_t)count;
+		return rc;
+	case OPT_S_MAX_CALLS:
+		if ((rc = count_opt("max-calls", arg, 1, INT64_MAX, "want a count > 0", &count)) ==
+		    1)
+			ro->max_calls = (int64_t)count;
 		return rc;
 	case OPT_S_EXEC_TIMEOUT:
 		if (parse_double(arg, 0.001, 1e7, &secs))

@@ -157,6 +157,7 @@ enum {
 	OPT_S_MAX_DEPTH,
 	OPT_S_MAX_NODES,
 	OPT_S_REFRESH,
+	OPT_S_MAX_CALLS,
 };
 
 /* --strategy is 's', so that a command may also take -s. */
@@ -169,6 +170,7 @@ enum {
 	{"max-total-tokens", required_argument, NULL, OPT_S_MAX_TOTAL_TOKENS},                       \
 	{"max-cost", required_argument, NULL, OPT_S_MAX_COST},                                       \
 	{"max-sub-calls", required_argument, NULL, OPT_S_MAX_SUB_CALLS},                             \
+	{"max-calls", required_argument, NULL, OPT_S_MAX_CALLS},                                     \
 	{"exec-timeout", required_argument, NULL, OPT_S_EXEC_TIMEOUT},                               \
 	{"output-limit", required_argument, NULL, OPT_S_OUTPUT_LIMIT},                               \
 	{"python", required_argument, NULL, OPT_S_PYTHON},                                           \
@@ -182,7 +184,7 @@ enum {
  * each command words its own way. */
 extern const char solve_opts_help[];
 
-/* RLM_MAX_DEPTH and RLM_MAX_NODES into ro (the flags override them).
+/* RLM_MAX_DEPTH, RLM_MAX_NODES and RLM_MAX_CALLS into ro (the flags override them).
  * Returns 0, or 2 after printing which variable is bad. */
 int solve_opts_env(struct rlm_opts *ro);
 /* Take option `opt` with argument `arg` into ro. Returns 1 when taken, 0

@@ -324,6 +324,41 @@ struct corpus *corpus_from_text(const char *text, size_t len)
 	return &ci->c;
 }
 
+int corpus_from_text_memfd(const char *text, size_t len, struct corpus **out)
+{
+	struct corpus_int *ci;
+	size_t cap = 0;
+	void *p;
+	int fd = memfd_create("rlm-context", MFD_CLOEXEC | MFD_ALLOW_SEALING), rc;
+	*out = NULL;
+	if (fd < 0)
+		return -errno;
+	/* mode 0: see tb_init */
+	rc = fchmod(fd, 0) < 0 ? -errno : write_all(fd, text, len);
+	if (rc == 0 &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	p = len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : NULL;
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	ci = corpus_alloc(CORPUS_TEXT, NULL);
+	ci->map = p;
+	ci->map_len = len;
+	ci->c.buf = len ? p : "";
+	ci->c.len = len;
+	ci->c.fd = fd;
+	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+	*out = &ci->c;
+	return 0;
+}
+
 struct corpus *corpus_borrow_text(const char *text, size_t len)
 {
 	struct corpus_int *ci = corpus_alloc(CORPUS_TEXT, NULL);

@@ -86,6 +86,12 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 struct corpus *corpus_from_text(const char *text, size_t len);
 /* The same without the copy: text must outlive the corpus. */
 struct corpus *corpus_borrow_text(const char *text, size_t len);
+/* The same copied into a sealed memfd (corpus.fd) and mapped read-only,
+ * none of its pages resident: what a child RLM's context is made of, so
+ * that the text it came from can be freed at once and its REPL worker
+ * borrows the memfd rather than copying it again. Returns 0 with *out the
+ * caller's to corpus_free, or -errno. */
+int corpus_from_text_memfd(const char *text, size_t len, struct corpus **out);
 /* Decode JSONL held in memory (corpus_load decodes a file the same way;
  * the fuzz target uses this): each non-blank line a JSON string or an object with a
  * string "text" (else "content", "body", "document", "contents") and an

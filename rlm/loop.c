@@ -28,7 +28,12 @@
  * (each wait has its own flag, handed to its calls), and repl_exec gets
  * the deadline itself. The worker watches the caller's cancel flag
  * directly: a flag of ours could only be set between frames, while the
- * worker's own wait polls the flag it is given even while code runs.
+ * worker's own wait polls the flag it is given even while code runs. It
+ * watches the tree's stopping flag too (repl_cfg.stop): when any node
+ * meets a limit of the whole solve, every node's running code is
+ * interrupted (after a short grace of its own time, so that code which
+ * has just been answered "Error: ..." can still keep a partial answer),
+ * not left to compute until its exec time limit.
  *
  * The first root call is sent before the worker starts, so the worker's
  * start-up overlaps the model's first answer.
@@ -52,6 +57,52 @@
 
 /* ---- small helpers ---- */
 
+/* The turn this iteration's events go to, made when it is the first. */
+static struct rlm_turn *turn_now(struct loop *l)
+{
+	struct rlm_result *out = l->out;
+	if (!out->n_turns || out->turns[out->n_turns - 1].iteration != l->iteration) {
+		out->turns = xrealloc(out->turns, (out->n_turns + 1) * sizeof(*out->turns));
+		memset(&out->turns[out->n_turns], 0, sizeof(*out->turns));
+		out->turns[out->n_turns++].iteration = l->iteration;
+	}
+	return &out->turns[out->n_turns - 1];
+}
+
+/* Keep an event in the node's trajectory (rlm_opts.trajectory). */
+static void keep_turn(struct loop *l, const char *kind, const char *text, size_t len)
+{
+	struct rlm_turn *t;
+	struct rlm_block *b;
+	char *s;
+	if (strcmp(kind, "sandbox") == 0)
+		return;
+	t = turn_now(l);
+	s = xstrndup(text ? text : "", text ? len : 0);
+	if (strcmp(kind, "reply") == 0) {
+		free(t->reply);
+		t->reply = s;
+	} else if (strcmp(kind, "notice") == 0) {
+		t->notices = xrealloc(t->notices, (t->n_notices + 1) * sizeof(*t->notices));
+		t->notices[t->n_notices++] = s;
+	} else {
+		/* "code" begins a block; "output" ends it, or stands alone
+		 * (FINAL_VAR's) */
+		b = t->n_blocks ? &t->blocks[t->n_blocks - 1] : NULL;
+		if (strcmp(kind, "output") == 0 && b && !b->output) {
+			b->output = s;
+			return;
+		}
+		t->blocks = xrealloc(t->blocks, (t->n_blocks + 1) * sizeof(*t->blocks));
+		b = &t->blocks[t->n_blocks++];
+		*b = (struct rlm_block){NULL, NULL};
+		if (strcmp(kind, "code") == 0)
+			b->code = s;
+		else
+			b->output = s;
+	}
+}
+
 void loop_emit(struct loop *l, const char *kind, const char *text, size_t len)
 {
 	loop_emit_data(l, kind, text, len, NULL);
@@ -62,6 +113,8 @@ void loop_emit_data(struct loop *l, const char *kind, const char *text, size_t l
 {
 	struct rlm_event e;
 	record_event(l->o, l->node, l->parent, l->depth, l->iteration, kind, text, len, data_json);
+	if (l->o->trajectory)
+		keep_turn(l, kind, text, len);
 	if (!l->o->event)
 		return;
 	e = (struct rlm_event){.kind = kind,
@@ -202,7 +255,7 @@ static int root_submit(struct loop *l)
 		bytes += l->msgs[i].len;
 	l->root_est = llm_estimate_tokens(bytes);
 	if (!budget_reserve(l->budget, l->root_est, llm_model_input_cost(l->o->model, l->root_est),
-			    false, &why, msg, sizeof(msg))) {
+			    BUDGET_ROOT, &why, msg, sizeof(msg))) {
 		calls_stop(&l->c, why, "%s: the root call of turn %d was not sent", msg,
 			   l->iteration);
 		return 1;
@@ -285,6 +338,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.on_call = calls_on_call;
 	cfg.call_arg = &l->c;
 	cfg.cancel = l->o->cancel;
+	cfg.stop = &l->tree->stopping;
 	cfg.sandbox = l->o->sandbox;
 	loop_repl_context(ctx, &cfg.ctx, &off, &lens);
 	rc = repl_start(&cfg, &l->repl, err);

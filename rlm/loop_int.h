@@ -45,7 +45,8 @@ struct loop {
 
 /* Tell the caller's event callback (if any) an event of kind with
  * text[0..len) (NULL: ""), at this iteration, depth and node; one event at
- * a time across the solve's nodes. */
+ * a time across the solve's nodes. With o->trajectory, keep it in the
+ * node's out->turns too. */
 void loop_emit(struct loop *l, const char *kind, const char *text, size_t len);
 /* The same with data_json (a JSON object, or NULL) for the store and the
  * callback. */

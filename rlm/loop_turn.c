@@ -112,7 +112,10 @@ static int exec_outcome(struct loop *l, int rc, const struct repl_result *res, s
 	if (rc == RLM_ETIMEOUT) {
 		calls_timeout(&l->c, "while code was running");
 	} else if (rc == RLM_ECANCEL) {
-		calls_stop(&l->c, RLM_STOP_CANCEL, "cancelled by the caller");
+		/* The caller's cancel, or a limit another node met (the
+		 * tree's stop, which the worker watches too). */
+		if (calls_cancelled(&l->c) || !calls_adopt(&l->c))
+			calls_stop(&l->c, RLM_STOP_CANCEL, "cancelled by the caller");
 	} else if (rc < 0) {
 		calls_stop(&l->c, RLM_STOP_ERROR, "the REPL worker failed: %s",
 			   err->msg[0] ? err->msg : rlm_strerror(rc));

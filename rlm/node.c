@@ -7,15 +7,19 @@
  * A node's code asks for child RLMs with one call frame: rlm_query, or
  * rlm_query_batched with many prompts. The node's thread first reserves
  * every child as one sub-call (the budget may refuse some), gives each
- * accepted one its slot in out->children, in prompt order, and then starts
- * them: on a thread of their own while the solve has fewer than max_nodes
- * such threads, else on its own thread, one after another, after starting
- * the others (and trying for a slot again before each). So no child ever
- * waits for a slot, whatever the depth and the fan-out, and no pool worker
- * ever waits on a node (it only makes HTTP calls): progress is always
- * possible. The node's thread then joins its threaded children: when the
- * frame is answered, nothing it started runs any more, and every worker
- * of its subtree has been freed.
+ * accepted one its slot in out->children, in prompt order, and puts them
+ * in a queue. Runners drain it: threads of their own, each holding one of
+ * the solve's max_nodes slots for as long as the queue has children for
+ * it, and the node's own thread, which takes the next child itself
+ * whenever it has none running, and tries for more slots before each (one
+ * may have freed up anywhere in the tree). A runner whose child ends takes
+ * the next one, so a pending child never waits for a sibling the parent
+ * runs inline, and none ever waits for a slot, whatever the depth and the
+ * fan-out; no pool worker ever waits on a node (it only makes HTTP calls):
+ * progress is always possible. The node's thread then joins its runners:
+ * when the frame is answered, nothing it started runs any more, and every
+ * worker of its subtree has been freed. A child's node id is taken when it
+ * starts, once.
  *
  * A child is a whole node (loop_node in rlm/loop.c): its own loop, root
  * calls and REPL worker, on the solve's pool, sub-model, params and
@@ -71,7 +75,7 @@ void tree_release(struct rlm_tree *t)
 bool tree_limit(enum rlm_stop why)
 {
 	return why == RLM_STOP_TIMEOUT || why == RLM_STOP_TOKENS || why == RLM_STOP_COST ||
-	       why == RLM_STOP_CALLS || why == RLM_STOP_CANCEL;
+	       why == RLM_STOP_CALLS || why == RLM_STOP_MAX_CALLS || why == RLM_STOP_CANCEL;
 }
 
 void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int depth, int node)
@@ -116,23 +120,30 @@ struct child {
 	struct batch *b;
 	size_t item;	   /* its prompt in the frame */
 	struct rlm_opts o; /* the solve's, with the child's root model */
-	const char *text;  /* its context: borrowed from the frame */
+	const char *text;  /* its context: own's, the frame's, or (once it
+			    * runs) its memfd's */
 	size_t len;
+	char *own;	   /* the frame's string behind text, taken from the
+			    * frame (repl_call.bufs), freed once the child's
+			    * memfd holds the text; NULL: not taken */
 	char *question;		/* owned until handed to out */
 	struct rlm_result *out; /* its slot in the parent's children */
 	struct rlm_err err;
 	int rc, id;
-	bool threaded;
-	bool ended;  /* its node has ended; guarded by the parent's mu */
-	bool joined; /* its thread was joined */
-	pthread_t th;
 };
 
-/* The children of one frame. */
+/* The children of one frame: a queue that the parent's thread and the
+ * runner threads it started drain in order. */
 struct batch {
 	struct calls *c; /* the parent */
-	size_t n;	 /* children started */
+	struct child *kids;
+	size_t n;	 /* children accepted */
+	size_t next;	 /* the next one to run; guarded by c->mu */
 	size_t finished; /* guarded by c->mu */
+	size_t starting; /* runners started that have not taken a child yet;
+			  * guarded by c->mu */
+	pthread_t *runners; /* the parent's thread only */
+	size_t n_runners;
 	/* the first refusal of the budget: the node's stop, decided once the
 	 * children it did accept have run (deciding it at once would stop
 	 * them before their first call) */
@@ -144,11 +155,19 @@ struct batch {
 static void child_run(struct child *ch)
 {
 	struct calls *p = ch->b->c;
-	/* Borrowed from the call frame, which lives until the frame is
-	 * answered, after every child has ended: no copy (a 10M-token solve
-	 * hands its children 40 MB); the worker has its own in its memfd. */
 	struct corpus *ctx;
 	char *data;
+	/* Its context goes into a memfd of its own, which its worker borrows
+	 * (the one copy a worker needs anyway), and the frame's string is
+	 * freed now, not when the last sibling ends: a 10M-token solve hands
+	 * its children 40 MB in one frame. */
+	if (corpus_from_text_memfd(ch->text, ch->len, &ctx) == 0) {
+		ch->text = ctx->buf;
+		free(ch->own);
+		ch->own = NULL;
+	} else {
+		ctx = corpus_borrow_text(ch->text, ch->len);
+	}
 	record_detail(&ch->o, p->tree, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
 		      strlen(ch->question), NULL);
 	if (record_memo_get(&ch->o, &p->tree->budget, p->depth + 1, ch->question, ch->text,
@@ -158,10 +177,8 @@ static void child_run(struct child *ch)
 		ch->out->depth = p->depth + 1;
 		ch->out->node = ch->id;
 	} else {
-		ctx = corpus_borrow_text(ch->text, ch->len);
 		ch->rc = loop_node(p->tree, &ch->o, p->depth + 1, ch->id, p->node, ch->question,
 				   ctx, ch->out, &ch->err);
-		corpus_free(ctx);
 		if (ch->rc == 0)
 			record_memo_put(&ch->o, p->depth + 1, ch->question, ch->text, ch->len,
 					ch->out);
@@ -177,29 +194,55 @@ static void child_run(struct child *ch)
 	free(data);
 	ch->out->question = ch->question;
 	ch->question = NULL;
+	corpus_free(ctx);
+	ch->text = NULL;
 }
 
-/* A child ended: count it for the parent's progress. */
-static void child_finished(struct child *ch)
+/* The next child of the queue, with its node id, or NULL when every one
+ * has been taken or is kept for a runner on its way (first: a runner
+ * taking its first, whose own is kept until now). */
+static struct child *take(struct batch *b, bool first)
+{
+	struct child *ch = NULL;
+	pthread_mutex_lock(&b->c->mu);
+	if (first)
+		b->starting--;
+	if (b->next + b->starting < b->n)
+		ch = &b->kids[b->next++];
+	pthread_mutex_unlock(&b->c->mu);
+	/* Ids count in the order nodes start, so taken here, once. */
+	if (ch)
+		ch->id = atomic_fetch_add(&b->c->tree->last_id, 1) + 1;
+	return ch;
+}
+
+/* Run ch on this thread and count it for the parent's progress. */
+static void run_child(struct child *ch)
 {
 	struct batch *b = ch->b;
+	child_run(ch);
 	pthread_mutex_lock(&b->c->mu);
-	ch->ended = true;
 	b->finished++;
 	calls_progress(b->c, "sub", b->finished, b->n);
 	pthread_mutex_unlock(&b->c->mu);
 }
 
-static void *child_main(void *arg)
+/* A runner: a thread that holds one of the solve's node slots and runs
+ * children of the queue one after another until none is left. */
+static void *runner_main(void *arg)
 {
-	struct child *ch = arg;
+	struct batch *b = arg;
+	struct child *ch;
+	bool first = true;
 	/* For top -H and the tests that check nothing is left running. */
 	pthread_setname_np(pthread_self(), "rlm-node");
-	child_run(ch);
-	child_finished(ch);
-	/* The slot is free once the node has ended, worker freed; the thread
-	 * itself is joined by the parent. */
-	atomic_fetch_sub(&ch->b->c->tree->running, 1);
+	while ((ch = take(b, first))) {
+		first = false;
+		run_child(ch);
+	}
+	/* The slot is free once its last node has ended, worker freed; the
+	 * thread itself is joined by the parent. */
+	atomic_fetch_sub(&b->c->tree->running, 1);
 	return NULL;
 }
 
@@ -211,53 +254,54 @@ static bool take_slot(struct rlm_tree *t)
 	return false;
 }
 
-/* Start ch on a thread of its own when the solve has a slot; false when
- * it must run on the caller's thread. */
-static bool start_thread(struct child *ch)
+/* Start runners while the solve has free slots and the queue has children
+ * no runner is on its way to take. */
+static void add_runners(struct batch *b)
 {
-	struct rlm_tree *t = ch->b->c->tree;
-	if (!take_slot(t))
-		return false;
-	ch->id = atomic_fetch_add(&t->last_id, 1) + 1;
-	if (pthread_create(&ch->th, NULL, child_main, ch) != 0) {
-		/* Out of threads: the caller's thread does it instead. */
-		atomic_fetch_sub(&t->running, 1);
-		return false;
-	}
-	ch->threaded = true;
-	return true;
-}
-
-/* Join the threads of children that have ended, so that a long batch run
- * mostly inline does not keep the stacks of its early threads. */
-static void reap(struct child *kids, size_t n)
-{
-	struct calls *c;
-	if (!n)
-		return;
-	c = kids[0].b->c;
-	for (size_t k = 0; k < n; k++) {
-		bool ended;
-		if (!kids[k].threaded || kids[k].joined)
-			continue;
-		pthread_mutex_lock(&c->mu);
-		ended = kids[k].ended;
-		pthread_mutex_unlock(&c->mu);
-		if (ended) {
-			/* It has only its return left to do. */
-			pthread_join(kids[k].th, NULL);
-			kids[k].joined = true;
+	struct rlm_tree *t = b->c->tree;
+	for (;;) {
+		bool more;
+		pthread_mutex_lock(&b->c->mu);
+		more = b->next + b->starting < b->n;
+		if (more)
+			b->starting++;
+		pthread_mutex_unlock(&b->c->mu);
+		if (!more)
+			return;
+		if (take_slot(t)) {
+			if (pthread_create(&b->runners[b->n_runners], NULL, runner_main, b) == 0) {
+				b->n_runners++;
+				continue;
+			}
+			/* Out of threads: this thread does it instead. */
+			atomic_fetch_sub(&t->running, 1);
 		}
+		pthread_mutex_lock(&b->c->mu);
+		b->starting--;
+		pthread_mutex_unlock(&b->c->mu);
+		return;
 	}
 }
 
-static void run_inline(struct child *ch)
+/* Run the batch: runners where there are slots, and this thread takes the
+ * next child of the queue itself whenever it has none, trying for more
+ * slots before each (a slot may have freed up anywhere in the tree). A
+ * runner whose child ends takes the next one. So no child waits for a
+ * slot, and none waits behind a sibling that runs inline. */
+static void run_batch(struct batch *b)
 {
-	struct rlm_tree *t = ch->b->c->tree;
-	if (!ch->id)
-		ch->id = atomic_fetch_add(&t->last_id, 1) + 1;
-	child_run(ch);
-	child_finished(ch);
+	struct child *ch;
+	b->runners = xcalloc(b->n, sizeof(*b->runners));
+	for (;;) {
+		add_runners(b);
+		if (!(ch = take(b, false)))
+			break;
+		run_child(ch);
+	}
+	for (size_t i = 0; i < b->n_runners; i++)
+		pthread_join(b->runners[i], NULL);
+	free(b->runners);
+	b->runners = NULL;
 }
 
 /* What the parent's code gets: the child's answer, or "Error: ..." (then
@@ -302,7 +346,7 @@ static bool may_start(struct calls *c, struct batch *b, size_t i, char **texts, 
 		texts[i] = xasprintf("Error: not sent: the solve is stopping (%s)", c->stop_detail);
 		errors[i] = true;
 		return false;
-	} else if (!budget_reserve(c->budget, 0, 0, true, &why, msg, sizeof(msg))) {
+	} else if (!budget_reserve(c->budget, 0, 0, BUDGET_CHILD, &why, msg, sizeof(msg))) {
 		/* A child is one sub-call; its own calls reserve their tokens
 		 * and cost as they go. */
 		texts[i] = xasprintf("Error: %s", msg);
@@ -325,7 +369,7 @@ static bool may_start(struct calls *c, struct batch *b, size_t i, char **texts, 
 static void child_prepare(struct child *ch, struct calls *c, const struct repl_call *call,
 			  struct llm_model *root)
 {
-	size_t i = ch->item;
+	size_t i = ch->item, slot;
 	ch->o = *c->tree->o;
 	ch->o.model = root;
 	ch->o.sub_model = c->sub;
@@ -337,18 +381,24 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 		ch->question = xstrndup(call->prompts[i], call->lens[i]);
 		ch->text = call->contexts[i];
 		ch->len = call->ctx_lens[i];
+		slot = call->n + i;
 	} else {
 		ch->question = node_question(call->prompts[i], call->lens[i]);
 		ch->text = call->prompts[i];
 		ch->len = call->lens[i];
+		slot = i;
+	}
+	/* The string is the child's from here: freed as soon as it runs. */
+	if (call->bufs && call->bufs[slot] == ch->text) {
+		ch->own = call->bufs[slot];
+		call->bufs[slot] = NULL;
 	}
 }
 
 void node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
 		   char **texts, bool *errors)
 {
-	struct batch b = {c, 0, 0, false, RLM_STOP_CALLS, ""};
-	struct child *kids;
+	struct batch b;
 	size_t base;
 
 	if (call->n > MAX_CHILDREN) {
@@ -361,18 +411,21 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 		}
 		return;
 	}
-	kids = xcalloc(call->n, sizeof(*kids));
+	memset(&b, 0, sizeof(b));
+	b.c = c;
+	b.why = RLM_STOP_CALLS;
+	b.kids = xcalloc(call->n, sizeof(*b.kids));
 	/* Which prompts start a child: all of them are reserved before any
 	 * starts, so a budget that allows k children starts the first k. */
 	for (size_t i = 0; i < call->n; i++) {
 		if (!may_start(c, &b, i, texts, errors))
 			continue;
-		kids[b.n].b = &b;
-		kids[b.n].item = i;
+		b.kids[b.n].b = &b;
+		b.kids[b.n].item = i;
 		b.n++;
 	}
 	if (!b.n) {
-		free(kids);
+		free(b.kids);
 		if (b.refused)
 			calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
 		return;
@@ -387,27 +440,14 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 	c->out->sub_calls += (int64_t)b.n;
 	pthread_mutex_unlock(&c->mu);
 	for (size_t k = 0; k < b.n; k++) {
-		kids[k].out = &c->out->children[base + k];
-		child_prepare(&kids[k], c, call, root);
+		b.kids[k].out = &c->out->children[base + k];
+		child_prepare(&b.kids[k], c, call, root);
 	}
 
-	/* Threads where there are slots; the rest on this thread, each after
-	 * one more try for a slot (a threaded sibling may have ended). */
-	for (size_t k = 0; k < b.n; k++)
-		start_thread(&kids[k]);
-	for (size_t k = 0; k < b.n; k++) {
-		if (kids[k].threaded)
-			continue;
-		reap(kids, b.n);
-		if (!start_thread(&kids[k]))
-			run_inline(&kids[k]);
-	}
-	for (size_t k = 0; k < b.n; k++)
-		if (kids[k].threaded && !kids[k].joined)
-			pthread_join(kids[k].th, NULL);
+	run_batch(&b);
 
 	for (size_t k = 0; k < b.n; k++) {
-		struct child *ch = &kids[k];
+		struct child *ch = &b.kids[k];
 		size_t i = ch->item;
 		texts[i] = child_text(ch, &errors[i]);
 		pthread_mutex_lock(&c->mu);
@@ -419,10 +459,11 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 		}
 		pthread_mutex_unlock(&c->mu);
 		free(ch->question);
+		free(ch->own);
 	}
 	if (b.refused)
 		calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
 	/* A limit of the whole solve met below stops this node too. */
 	calls_adopt(c);
-	free(kids);
+	free(b.kids);
 }

@@ -231,6 +231,10 @@ char *rlm_config_json(const struct rlm_opts *o)
 	json_add_num(j, "max_tokens", (double)o->max_tokens);
 	json_add_num(j, "max_cost", o->max_cost);
 	json_add_num(j, "max_sub_calls", (double)o->max_sub_calls);
+	/* Only when set: the config is in every memo key, and keys made
+	 * before this limit existed stay good. */
+	if (o->max_calls > 0)
+		json_add_num(j, "max_calls", (double)o->max_calls);
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;
@@ -286,6 +290,7 @@ void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct r
 {
 	struct store_run run;
 	struct rlm_err err = {0, ""};
+	struct rlm_opts no_turns = *o;
 	cJSON *j;
 	char *res;
 	/* Every call of the solve is done: no flight is up. */
@@ -293,7 +298,9 @@ void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct r
 	pthread_cond_destroy(&rec->fl_cv);
 	if (!rec->run[0])
 		return;
-	j = rlm_result_json(r, o);
+	/* The turns are the run's events already. */
+	no_turns.trajectory = false;
+	j = rlm_result_json(r, &no_turns);
 	if (error)
 		json_add_str(j, "error", error);
 	res = cJSON_PrintUnformatted(j);
@@ -444,14 +451,17 @@ static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 	if (!b)
 		return !((o->max_tokens > 0 && t > o->max_tokens) ||
 			 (o->max_cost > 0 && sr->cost > o->max_cost) ||
-			 (o->max_sub_calls > 0 && sr->sub_calls > o->max_sub_calls));
+			 (o->max_sub_calls > 0 && sr->sub_calls > o->max_sub_calls) ||
+			 (o->max_calls > 0 && sr->calls > o->max_calls));
 	if ((b->max_tokens && atomic_load(&b->tokens) + t > b->max_tokens) ||
 	    (b->max_cost_nusd &&
 	     atomic_load(&b->cost_nusd) + (int64_t)(sr->cost * 1e9) > b->max_cost_nusd) ||
-	    (b->max_sub_calls && atomic_load(&b->sub_calls) + sr->sub_calls > b->max_sub_calls))
+	    (b->max_sub_calls && atomic_load(&b->sub_calls) + sr->sub_calls > b->max_sub_calls) ||
+	    (b->max_calls && atomic_load(&b->calls) + sr->calls > b->max_calls))
 		return false;
 	budget_settle(b, 0, 0, t, sr->cost);
 	atomic_fetch_add(&b->sub_calls, sr->sub_calls);
+	atomic_fetch_add(&b->calls, sr->calls);
 	return true;
 }
 

@@ -48,8 +48,39 @@ static cJSON *cache_json(const struct rlm_result *r)
 	return o;
 }
 
-/* The child RLMs of r, each with its own children. */
-static cJSON *children_json(const struct rlm_result *r)
+static cJSON *str_or_null(const char *s)
+{
+	return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+/* The node's turns: [{iteration, reply, blocks: [{code, output}],
+ * notices: [...]}]. */
+static cJSON *turns_json(const struct rlm_result *r)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < r->n_turns; i++) {
+		const struct rlm_turn *t = &r->turns[i];
+		cJSON *o = cJSON_CreateObject(), *blocks = cJSON_CreateArray(),
+		      *notices = cJSON_CreateArray();
+		json_add_num(o, "iteration", t->iteration);
+		json_add(o, "reply", str_or_null(t->reply));
+		for (size_t k = 0; k < t->n_blocks; k++) {
+			cJSON *b = cJSON_CreateObject();
+			json_add(b, "code", str_or_null(t->blocks[k].code));
+			json_add(b, "output", str_or_null(t->blocks[k].output));
+			json_add(blocks, NULL, b);
+		}
+		for (size_t k = 0; k < t->n_notices; k++)
+			json_add(notices, NULL, cJSON_CreateString(t->notices[k]));
+		json_add(o, "blocks", blocks);
+		json_add(o, "notices", notices);
+		json_add(a, NULL, o);
+	}
+	return a;
+}
+
+/* The child RLMs of r, each with its own children (and turns). */
+static cJSON *children_json(const struct rlm_result *r, bool turns)
 {
 	cJSON *a = cJSON_CreateArray();
 	for (size_t i = 0; i < r->n_children; i++) {
@@ -58,8 +89,7 @@ static cJSON *children_json(const struct rlm_result *r)
 		json_add_num(o, "depth", ch->depth);
 		json_add_num(o, "node", ch->node);
 		json_add(o, "question", cut_string(ch->question ? ch->question : "", 200));
-		json_add(o, "answer",
-			 ch->answer ? cJSON_CreateString(ch->answer) : cJSON_CreateNull());
+		json_add(o, "answer", str_or_null(ch->answer));
 		json_add_str(o, "stop", rlm_stop_name(ch->stop));
 		if (ch->stop_detail)
 			json_add_str(o, "stop_detail", ch->stop_detail);
@@ -75,7 +105,9 @@ static cJSON *children_json(const struct rlm_result *r)
 			json_add(o, "cache", cache_json(ch));
 		if (ch->warning)
 			json_add_str(o, "warning", ch->warning);
-		json_add(o, "children", children_json(ch));
+		if (turns)
+			json_add(o, "turns", turns_json(ch));
+		json_add(o, "children", children_json(ch, turns));
 		json_add(a, NULL, o);
 	}
 	return a;
@@ -85,7 +117,7 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 {
 	cJSON *o = cJSON_CreateObject(), *calls, *t, *x, *per;
 	bool repl = ro->strategy == RLM_REPL;
-	json_add(o, "answer", r->answer ? cJSON_CreateString(r->answer) : cJSON_CreateNull());
+	json_add(o, "answer", str_or_null(r->answer));
 	json_add_bool(o, "found", r->found);
 	if (repl) {
 		json_add_str(o, "stop", rlm_stop_name(r->stop));
@@ -151,7 +183,9 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 		json_add_num(o, "max_depth", ro->max_depth ? ro->max_depth : RLM_DEF_MAX_DEPTH);
 		json_add_num(o, "sub_calls", (double)r->sub_calls);
 		json_add_num(o, "nodes", (double)r->nodes);
-		json_add(o, "children", children_json(r));
+		if (ro->trajectory)
+			json_add(o, "turns", turns_json(r));
+		json_add(o, "children", children_json(r, ro->trajectory));
 	}
 	json_add(o, "run", r->run_id[0] ? cJSON_CreateString(r->run_id) : cJSON_CreateNull());
 	return o;

@@ -86,6 +86,7 @@ enum rlm_stop {
 	RLM_STOP_TOKENS,        /* token budget */
 	RLM_STOP_COST,          /* cost budget */
 	RLM_STOP_CALLS,         /* sub-call budget */
+	RLM_STOP_MAX_CALLS,     /* model-call budget (every call, any depth) */
 	RLM_STOP_CANCEL,        /* the caller cancelled */
 	RLM_STOP_ERROR,         /* a failure: the root model, the worker */
 };
@@ -128,6 +129,10 @@ struct rlm_opts {
 	double max_cost;             /* USD of all calls; 0: none */
 	int64_t max_sub_calls;       /* sub-calls (prompts) of the solve, at any
 				      * depth (a child RLM is one); 0: none */
+	int64_t max_calls;           /* model calls of the solve, at any depth:
+				      * every node's root calls and every plain
+				      * sub-call (a child RLM is none itself; its
+				      * calls count); 0: none */
 	size_t output_limit;         /* chars of REPL output shown; 0: 20000 */
 	int64_t exec_timeout_ns;     /* per exec (worker time); 0: 60 s */
 	const char *python;          /* NULL: /usr/bin/python3 */
@@ -141,6 +146,10 @@ struct rlm_opts {
 	void *event_arg;
 	bool detail_events;          /* event also gets "call", "child" and
 				      * "child_end" (rlm_event.data_json) */
+	bool trajectory;             /* keep every node's turns in its
+				      * rlm_result.turns (rlm_result_json prints
+				      * them): costs memory, about the size of
+				      * the conversations */
 
 	rlm_progress_fn *progress;   /* optional: the root node's; called from
 				      * pool threads, the solving thread and
@@ -167,6 +176,23 @@ struct rlm_opts {
 				      * same question, context and config, if
 				      * any */
 	const struct rlm_record *record_; /* private: set by rlm_solve */
+};
+
+/* A code block of a turn and what the model was shown of its run. */
+struct rlm_block {
+	char *code;            /* owned; NULL: output not from a block (FINAL_VAR) */
+	char *output;          /* owned, cut to output_limit; NULL: it did not run */
+};
+
+/* One turn of a node (with rlm_opts.trajectory): the root model's reply,
+ * the blocks that ran, in order, and the controller's notices. */
+struct rlm_turn {
+	int iteration;         /* 1-based (max_iterations + 1: the last call) */
+	char *reply;           /* owned; NULL: the turn stopped before its call */
+	struct rlm_block *blocks; /* owned */
+	size_t n_blocks;
+	char **notices;        /* owned: nudges, restarts, the limit that stopped it */
+	size_t n_notices;
 };
 
 struct rlm_result {
@@ -228,6 +254,10 @@ struct rlm_result {
 	struct llm_usage saved_usage;
 	double saved_cost;
 	bool memo;                   /* this node's answer came from the memo */
+	struct rlm_turn *turns;      /* owned, with rlm_opts.trajectory: this
+				      * node's turns, in order (its children's
+				      * are in theirs); NULL otherwise */
+	size_t n_turns;
 	char run_id[40];             /* the root's run in the store; "" when
 				      * none was recorded */
 };
@@ -257,7 +287,9 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 void rlm_result_release(struct rlm_result *r);
 /* r as a JSON object (what `rlm solve --json` prints, less what only the
  * command knows: provider, context, load time): answer, stop, usage,
- * calls, cache, timings, sandbox, children (nested), run. */
+ * calls, cache, timings, sandbox, children (nested), run; with
+ * o->trajectory, "turns" on every node: [{iteration, reply, blocks:
+ * [{code, output}], notices: [...]}]. */
 struct cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *o);
 
 /* Cut ctx into parts of at most max bytes at natural boundaries. Small

@@ -64,11 +64,30 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	return rc;
 }
 
+static void turns_release(struct rlm_turn *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < t[i].n_blocks; k++) {
+			free(t[i].blocks[k].code);
+			free(t[i].blocks[k].output);
+		}
+		for (size_t k = 0; k < t[i].n_notices; k++)
+			free(t[i].notices[k]);
+		free(t[i].blocks);
+		free(t[i].notices);
+		free(t[i].reply);
+	}
+	free(t);
+}
+
 void rlm_result_release(struct rlm_result *r)
 {
 	for (size_t i = 0; i < r->n_children; i++)
 		rlm_result_release(&r->children[i]);
 	free(r->children);
+	turns_release(r->turns, r->n_turns);
+	r->turns = NULL;
+	r->n_turns = 0;
 	free(r->question);
 	r->children = NULL;
 	r->n_children = 0;
@@ -100,6 +119,8 @@ const char *rlm_stop_name(enum rlm_stop s)
 		return "max_cost";
 	case RLM_STOP_CALLS:
 		return "max_sub_calls";
+	case RLM_STOP_MAX_CALLS:
+		return "max_calls";
 	case RLM_STOP_CANCEL:
 		return "cancelled";
 	case RLM_STOP_ERROR:
@@ -157,18 +178,34 @@ void budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0)
 	b->max_tokens = o->max_tokens > 0 ? o->max_tokens : 0;
 	b->max_cost_nusd = o->max_cost > 0 ? RLM_MAX(to_nusd(o->max_cost), (int64_t)1) : 0;
 	b->max_sub_calls = o->max_sub_calls > 0 ? o->max_sub_calls : 0;
+	b->max_calls = o->max_calls > 0 ? o->max_calls : 0;
 	b->timeout_ns = o->timeout_ns > 0 ? o->timeout_ns : 0;
 	b->deadline_ns = b->timeout_ns ? t0 + b->timeout_ns : 0;
 	atomic_init(&b->tokens, 0);
 	atomic_init(&b->cost_nusd, 0);
 	atomic_init(&b->sub_calls, 0);
+	atomic_init(&b->calls, 0);
 }
 
-bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost, bool sub,
-		    enum rlm_stop *why, char *msg, size_t n)
+/* One more against max (0: none): true, else false with the count it was
+ * at in *had, and nothing taken. */
+static bool take_one(_Atomic int64_t *used, int64_t max, int64_t *had)
+{
+	int64_t k = atomic_fetch_add(used, 1);
+	if (max && k >= max) {
+		atomic_fetch_sub(used, 1);
+		*had = k;
+		return false;
+	}
+	return true;
+}
+
+bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
+		    enum budget_kind kind, enum rlm_stop *why, char *msg, size_t n)
 {
 	char x[32], y[32], z[32];
-	int64_t est_nusd = to_nusd(est_cost), cost, t;
+	int64_t est_nusd = to_nusd(est_cost), cost, t, k;
+	bool sub = kind != BUDGET_ROOT, call = kind != BUDGET_CHILD;
 	cost = atomic_load(&b->cost_nusd);
 	for (;;) {
 		if (b->max_cost_nusd && (cost >= b->max_cost_nusd ||
@@ -188,25 +225,29 @@ bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost, b
 		if (atomic_compare_exchange_weak(&b->cost_nusd, &cost, cost + est_nusd))
 			break;
 	}
-	if (sub && b->max_sub_calls) {
-		int64_t k = atomic_fetch_add(&b->sub_calls, 1);
-		if (k >= b->max_sub_calls) {
+	if (sub && !take_one(&b->sub_calls, b->max_sub_calls, &k)) {
+		atomic_fetch_sub(&b->cost_nusd, est_nusd);
+		*why = RLM_STOP_CALLS;
+		snprintf(msg, n, "sub-call budget exhausted (%s of %s sub-calls made)",
+			 fmt_count(x, sizeof(x), k), fmt_count(y, sizeof(y), b->max_sub_calls));
+		return false;
+	}
+	if (call && !take_one(&b->calls, b->max_calls, &k)) {
+		if (sub)
 			atomic_fetch_sub(&b->sub_calls, 1);
-			atomic_fetch_sub(&b->cost_nusd, est_nusd);
-			*why = RLM_STOP_CALLS;
-			snprintf(msg, n, "sub-call budget exhausted (%s of %s sub-calls made)",
-				 fmt_count(x, sizeof(x), k),
-				 fmt_count(y, sizeof(y), b->max_sub_calls));
-			return false;
-		}
-	} else if (sub) {
-		atomic_fetch_add(&b->sub_calls, 1);
+		atomic_fetch_sub(&b->cost_nusd, est_nusd);
+		*why = RLM_STOP_MAX_CALLS;
+		snprintf(msg, n, "call budget exhausted (%s of %s model calls made)",
+			 fmt_count(x, sizeof(x), k), fmt_count(y, sizeof(y), b->max_calls));
+		return false;
 	}
 	t = atomic_load(&b->tokens);
 	for (;;) {
 		if (b->max_tokens && t + est_tokens > b->max_tokens) {
 			if (sub)
 				atomic_fetch_sub(&b->sub_calls, 1);
+			if (call)
+				atomic_fetch_sub(&b->calls, 1);
 			atomic_fetch_sub(&b->cost_nusd, est_nusd);
 			*why = RLM_STOP_TOKENS;
 			snprintf(

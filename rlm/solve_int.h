@@ -98,23 +98,33 @@ struct rlm_budget {
 	int64_t max_tokens;	   /* input + output tokens; 0: none */
 	int64_t max_cost_nusd;	   /* USD in units of 1e-9; 0: none */
 	int64_t max_sub_calls;	   /* 0: none */
+	int64_t max_calls;	   /* model calls; 0: none */
 	int64_t deadline_ns;	   /* now_ns() clock; 0: none */
 	int64_t timeout_ns;	   /* the limit it came from, for messages */
 	_Atomic int64_t tokens;	   /* used, plus the estimates of calls out */
 	_Atomic int64_t cost_nusd; /* spent, plus the input costs of calls out */
 	_Atomic int64_t sub_calls; /* sub-calls sent */
+	_Atomic int64_t calls;	   /* model calls sent */
+};
+
+/* What a reservation is for. */
+enum budget_kind {
+	BUDGET_ROOT,  /* a root-model call: one model call */
+	BUDGET_SUB,   /* a plain sub-call: a model call and a sub-call */
+	BUDGET_CHILD, /* a child RLM: a sub-call (its own calls reserve theirs) */
 };
 
 void budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0);
-/* May a call with est_tokens of input, costing about est_cost USD at the
- * full input price, be sent (sub: it is a sub-call)? true: both estimates
- * (and its sub-call) are reserved, so calls in flight together cannot
- * overshoot the budget by more than their output. false: *why is the stop
- * reason (RLM_STOP_TOKENS, _COST, _CALLS) and msg[0..n) says which budget
- * and by how much, e.g. "token budget exhausted (9,800 of 10,000 tokens
- * used; this call needs about 600)". */
-bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost, bool sub,
-		    enum rlm_stop *why, char *msg, size_t n);
+/* May a call of this kind with est_tokens of input, costing about
+ * est_cost USD at the full input price, be sent? true: both estimates,
+ * its sub-call and its model call (as kind says) are reserved, so calls
+ * in flight together cannot overshoot the budget by more than their
+ * output. false: *why is the stop reason (RLM_STOP_TOKENS, _COST, _CALLS,
+ * _MAX_CALLS) and msg[0..n) says which budget and by how much, e.g.
+ * "token budget exhausted (9,800 of 10,000 tokens used; this call needs
+ * about 600 more)"; nothing is reserved. */
+bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
+		    enum budget_kind kind, enum rlm_stop *why, char *msg, size_t n);
 /* A reserved call completed: replace its estimates by what it used (0 for
  * a call that failed before the provider billed it) and what it cost. */
 void budget_settle(struct rlm_budget *b, int64_t est_tokens, double est_cost, int64_t used_tokens,
@@ -128,7 +138,7 @@ bool budget_expired(const struct rlm_budget *b, int64_t now);
 struct rlm_tree {
 	const struct rlm_opts *o; /* the caller's: pool, models, params,
 				   * cancel, callbacks, limits */
-	struct rlm_budget budget; /* tokens, cost, sub-calls, deadline */
+	struct rlm_budget budget; /* tokens, cost, sub-calls, calls, deadline */
 	int max_depth;		  /* o->max_depth, or 2 */
 	int max_nodes;		  /* o->max_nodes, or 8 */
 	int64_t t0;		  /* the solve's start */
@@ -145,8 +155,8 @@ struct rlm_tree {
 
 void tree_init(struct rlm_tree *t, const struct rlm_opts *o, int64_t t0);
 void tree_release(struct rlm_tree *t);
-/* Is why a limit of the whole solve (tokens, cost, sub-calls, time,
- * cancel), which ends every node, not just the one that met it? */
+/* Is why a limit of the whole solve (tokens, cost, sub-calls, calls,
+ * time, cancel), which ends every node, not just the one that met it? */
 bool tree_limit(enum rlm_stop why);
 /* Node `node` at `depth` met the limit why (detail: its words): every node
  * stops on it. The first limit told wins. Any thread. */

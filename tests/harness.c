@@ -47,6 +47,20 @@ void harness_fail(const char *file, int line, const char *fmt, ...)
 	_exit(1);
 }
 
+int64_t slow_factor(void)
+{
+	const char *v = getenv("VALGRIND");
+	if (v && strcmp(v, "1") == 0)
+		return 20;
+#if defined(__SANITIZE_THREAD__)
+	return 8;
+#elif defined(__SANITIZE_ADDRESS__)
+	return 2;
+#else
+	return 1;
+#endif
+}
+
 const char *harness_tmpdir(void)
 {
 	if (!tmpdir[0]) {

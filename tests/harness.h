@@ -25,6 +25,9 @@ void harness_fail(const char *file, int line, const char *fmt, ...)
 const char *harness_tmpdir(void);
 /* Absolute path of the rlm binary under test (RLM_BIN or ./rlm). */
 const char *harness_rlm_bin(void);
+/* What time limits are multiplied by: 8 under TSan, 2 under ASan, 20
+ * under valgrind (VALGRIND=1), else 1. */
+int64_t slow_factor(void);
 
 #define TEST(name)                                                                                 \
 	static void name(void);                                                                    \

@@ -842,6 +842,30 @@ TEST(dir_jsonl_and_stdin_live_in_a_sealed_memfd)
 	free(j);
 }
 
+/* A child RLM's context: a copy in a sealed memfd of its own, mapped
+ * read-only, which its worker borrows. */
+TEST(text_in_a_memfd_of_its_own)
+{
+	static const char t[] = "h\xc3\xa9llo\nworld\n";
+	char *src = xstrdup(t);
+	struct corpus *c = NULL;
+	CHECK_INT(corpus_from_text_memfd(src, strlen(src), &c), 0);
+	free(src); /* a copy: the source may go at once */
+	CHECK_INT(c->kind, CORPUS_TEXT);
+	CHECK_INT(c->n_docs, 1);
+	CHECK_INT(c->docs[0].len, strlen(t));
+	check_memfd(c, false);
+	CHECK(memcmp(c->buf, t, strlen(t)) == 0);
+	CHECK_INT(corpus_release_pages(c), strlen(t));
+	CHECK(memcmp(c->buf, t, strlen(t)) == 0); /* faulted back in */
+	corpus_free(c);
+	CHECK_INT(corpus_from_text_memfd("", 0, &c), 0);
+	CHECK_INT(c->len, 0);
+	CHECK_STR(c->buf, "");
+	CHECK(c->fd >= 0);
+	corpus_free(c);
+}
+
 /* RSS (kB) after reading every byte of c; returns a checksum too. */
 static long touch(const struct corpus *c, uint64_t *sum)
 {

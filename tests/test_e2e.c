@@ -27,7 +27,7 @@ static struct proc_out rlm_env(const char *const *args, const char *input,
 	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
 					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
 					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_SANDBOX_DISABLE",
-					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", NULL};
+					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS", NULL};
 	argv[n++] = harness_rlm_bin();
 	for (size_t i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
@@ -148,7 +148,7 @@ TEST(solve_json_nests_child_rlms)
 	char *ok = path_in_tmp("ok.txt"), url[64], *body;
 	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
 	struct proc_out o;
-	cJSON *j, *kids, *k;
+	cJSON *j, *kids, *k, *t, *b;
 	CHECK(srv);
 	write_text(ok, "hello\n", 6);
 	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(srv));
@@ -196,7 +196,24 @@ TEST(solve_json_nests_child_rlms)
 		CHECK(json_num(k, "iterations", 0) == 1);
 		CHECK(json_num(k, "sub_calls", -1) == 0);
 		CHECK_INT(cJSON_GetArraySize(json_get(k, "children")), 0);
+		/* its trajectory: the one turn, its code and what it printed */
+		CHECK_INT(cJSON_GetArraySize(json_get(k, "turns")), 1);
+		t = cJSON_GetArrayItem(json_get(k, "turns"), 0);
+		CHECK(json_num(t, "iteration", 0) == 1);
+		CHECK_CONTAINS(json_str(t, "reply"), "```repl\nanswer['content'] = 'child:'");
+		b = cJSON_GetArrayItem(json_get(t, "blocks"), 0);
+		CHECK_STR(json_str(b, "code"),
+			  "answer['content'] = 'child:' + context\nanswer['ready'] = True\n");
+		CHECK_STR(json_str(b, "output"), "(no output)");
 	}
+	/* the root's turn: its reply, its block, no notice */
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "turns")), 1);
+	t = cJSON_GetArrayItem(json_get(j, "turns"), 0);
+	CHECK_CONTAINS(json_str(t, "reply"), "rlm_query_batched(['L1:0', 'L1:1'])");
+	CHECK_INT(cJSON_GetArraySize(json_get(t, "blocks")), 1);
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(json_get(t, "blocks"), 0), "code"),
+		       "rs = rlm_query_batched(['L1:0', 'L1:1'])\n");
+	CHECK_INT(cJSON_GetArraySize(json_get(t, "notices")), 0);
 	CHECK_CONTAINS(o.err, "--- turn 1 code");
 	CHECK_CONTAINS(o.err, "--- [d1 n1] turn 1 code");
 	CHECK_CONTAINS(o.err, "rlm: [d1 n2] sandbox: ");
@@ -212,13 +229,14 @@ TEST(solve_json_nests_child_rlms)
 	free(body);
 	{
 		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--model", "m", "--base-url", url,
-				   "--max-depth", "1", "--json", "--quiet", NULL};
+				   "--max-depth", "1", "--json", "--no-trajectory", "--quiet", NULL};
 		o = rlm(a, NULL);
 	}
 	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
 	j = json_parse(o.out, strlen(o.out));
 	CHECK_MSG(j, "not JSON: %s", o.out);
 	CHECK_STR(json_str(j, "answer"), "2");
+	CHECK(json_get(j, "turns") == NULL);
 	CHECK(json_num(j, "nodes", -1) == 0);
 	CHECK(json_num(j, "max_depth", -1) == 1);
 	CHECK_INT(cJSON_GetArraySize(json_get(j, "children")), 0);
@@ -270,6 +288,22 @@ TEST(recursion_options_are_checked)
 	}
 	CHECK_CONTAINS(o.out, "--max-depth N");
 	CHECK_CONTAINS(o.out, "--max-nodes N");
+	CHECK_CONTAINS(o.out, "--max-calls N");
+	proc_out_release(&o);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--max-calls", "0", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '0' for --max-calls: want a count > 0");
+	proc_out_release(&o);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", NULL};
+		const char *env[] = {"RLM_MAX_CALLS=-3", NULL};
+		o = rlm_env(a, NULL, env);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '-3' for RLM_MAX_CALLS: want a count > 0");
 	proc_out_release(&o);
 	free(ok);
 }
@@ -593,14 +627,34 @@ TEST(json_on_failure)
 
 /* The repl strategy (the default) over haystacks of 1M and 10M tokens:
  * the simulator writes the code, the REPL runs it, sub-calls fan out. */
-static void solve_repl(const char *size, bool http)
+/* A share of bytes of the file at path that are part of multi-byte UTF-8
+ * sequences. */
+static double multibyte_share(const char *path)
+{
+	char *text;
+	size_t len, n = 0;
+	struct rlm_err err = {0, ""};
+	CHECK_INT(read_file(path, (size_t)1 << 30, &text, &len, &err), 0);
+	for (size_t i = 0; i < len; i++)
+		n += (unsigned char)text[i] >= 0x80;
+	CHECK(utf8_valid(text, len, NULL));
+	free(text);
+	return len ? (double)n / (double)len : 0;
+}
+
+static void solve_repl(const char *size, bool http, const char *gen_flag)
 {
 	char *ctx, *q, *ans, url[64];
 	struct proc_out o;
 	cJSON *j;
 	int port = 0;
 	pid_t srv = 0;
-	gen(size, NULL, &ctx, &q, &ans);
+	gen(size, gen_flag, &ctx, &q, &ans);
+	if (gen_flag && strcmp(gen_flag, "--utf8") == 0) {
+		double share = multibyte_share(ctx);
+		fprintf(stderr, "  %.1f%% of the bytes in multi-byte characters\n", 100 * share);
+		CHECK_MSG(share > 0.02, "%.3f%% of the bytes multi-byte", 100 * share);
+	}
 	if (http) {
 		srv = proc_sim_serve("ttft=1ms", &port);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", port);
@@ -630,10 +684,13 @@ static void solve_repl(const char *size, bool http)
 	free(ans);
 }
 
-TEST(solve_repl_1M_in_process) { solve_repl("1M", false); }
-TEST(solve_repl_1M_over_http) { solve_repl("1M", true); }
-TEST(solve_repl_10M_in_process) { solve_repl("10M", false); }
-TEST(solve_repl_10M_over_http) { solve_repl("10M", true); }
+TEST(solve_repl_1M_in_process) { solve_repl("1M", false, NULL); }
+TEST(solve_repl_1M_over_http) { solve_repl("1M", true, NULL); }
+TEST(solve_repl_10M_in_process) { solve_repl("10M", false, NULL); }
+TEST(solve_repl_10M_over_http) { solve_repl("10M", true, NULL); }
+/* 10M tokens of multi-byte UTF-8 (2- to 4-byte sequences): the str the
+ * worker decodes, the chunks cut by characters, the needle found. */
+TEST(solve_repl_10M_utf8_in_process) { solve_repl("10M", false, "--utf8"); }
 
 /* sim's root goes recursive past rlm_chunks chunks (128 by default; 4 here,
  * so 800 KB in 64,000-character chunks, 13 of them, is enough): child RLMs
@@ -846,10 +903,77 @@ TEST(solve_sim_depth2_needs_max_depth_3)
 			CHECK(grandkids >= 16 * 2);
 		else
 			CHECK_INT(grandkids, 0);
+		/* the trajectory of every level: the simulator's real code and
+		 * what the REPL printed of it */
+		for (cJSON *n = j; n; n = cJSON_GetArrayItem(json_get(n, "children"), 0)) {
+			cJSON *turns = json_get(n, "turns"), *b;
+			int depth = (int)json_num(n, "depth", 0);
+			CHECK_MSG(cJSON_GetArraySize(turns) >= 3, "%d turns at depth %d",
+				  cJSON_GetArraySize(turns), depth);
+			b = cJSON_GetArrayItem(json_get(cJSON_GetArrayItem(turns, 1), "blocks"), 0);
+			CHECK_CONTAINS(json_str(b, "code"), "# step 2: ask every chunk of the context");
+			CHECK_CONTAINS(json_str(b, "output"),
+				       depth < (deep ? 2 : 1) ? "child RLMs" : "chunks,");
+		}
 		CHECK(json_num(j, "nodes", 0) == 16 + (double)grandkids);
 		cJSON_Delete(j);
 		proc_out_release(&o);
 	}
+	free(ctx);
+	free(q);
+	free(ans);
+}
+
+/* The node under n that met limit `stop` itself (the others that stopped
+ * on it say in which child it was met), or NULL. */
+static cJSON *met_limit(cJSON *n, const char *stop)
+{
+	cJSON *c, *f;
+	cJSON_ArrayForEach(c, json_get(n, "children"))
+	{
+		const char *d = json_str(c, "stop_detail");
+		if (strcmp(json_str(c, "stop"), stop) == 0 && d && !strstr(d, "(in child RLM"))
+			return c;
+		if ((f = met_limit(c, stop)))
+			return f;
+	}
+	return NULL;
+}
+
+/* A price file makes the simulator cost money (it is free otherwise), and
+ * --max-cost is spent deep in a depth-2 tree ($141 in all at $100 per
+ * million tokens): the whole solve stops there, exit 3, with the reason
+ * and where it was met, and no more spent than the budget. */
+TEST(solve_sim_cost_budget_spent_deep)
+{
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=2", NULL};
+	char *ctx, *q, *ans, *prices = path_in_tmp("prices.json");
+	struct proc_out o;
+	cJSON *j, *deep;
+	gen("1M", "--values=3", &ctx, &q, &ans);
+	write_text(prices, "{\"sim\": {\"input\": 100, \"output\": 100}}", 40);
+	{
+		const char *a[] = {"solve", "-c",     ctx,	  "-q",	      q,    "--max-depth", "3",
+				   "--prices", prices, "--max-cost", "60", "--json", "--quiet", NULL};
+		o = rlm_env(a, NULL, env);
+	}
+	CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_STR(json_str(j, "stop"), "max_cost");
+	CHECK_CONTAINS(json_str(j, "stop_detail"), "cost budget exhausted ($");
+	CHECK_CONTAINS(json_str(j, "stop_detail"), "(in child RLM");
+	CHECK_MSG(json_num(j, "cost_usd", 0) > 30 && json_num(j, "cost_usd", 0) <= 60.5,
+		  "cost $%.4f", json_num(j, "cost_usd", 0));
+	deep = met_limit(j, "max_cost");
+	CHECK_MSG(deep, "no child met the limit: %s", json_str(j, "stop_detail"));
+	CHECK(json_num(deep, "depth", 0) >= 1);
+	fprintf(stderr, "  $%.2f spent of $60; met in node %d at depth %d\n",
+		json_num(j, "cost_usd", 0), (int)json_num(deep, "node", 0),
+		(int)json_num(deep, "depth", 0));
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(prices);
 	free(ctx);
 	free(q);
 	free(ans);
@@ -882,6 +1006,22 @@ TEST(solve_repl_limits_exit_3)
 	CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
 	CHECK_CONTAINS(o.err, "stopped (");
 	proc_out_release(&o);
+	for (int by_env = 0; by_env < 2; by_env++) {
+		/* the probe, then step 2's calls: the third model call is refused */
+		const char *args[] = {"solve", "-c", ctx, "-q", q, "--json", "--quiet",
+				      by_env ? NULL : "--max-calls", "2", NULL};
+		const char *env[] = {"RLM_MAX_CALLS=2", NULL};
+		o = rlm_env(args, NULL, by_env ? env : NULL);
+		CHECK_MSG(o.status == 3, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.err, "stopped (max_calls): call budget exhausted (2 of 2 model calls "
+				      "made)");
+		j = json_parse(o.out, strlen(o.out));
+		CHECK_MSG(j, "not JSON: %s", o.out);
+		CHECK_STR(json_str(j, "stop"), "max_calls");
+		CHECK(json_num(json_get(j, "calls"), "total", -1) == 2);
+		cJSON_Delete(j);
+		proc_out_release(&o);
+	}
 	{
 		/* every step written with a bug: the error limit ends it */
 		const char *args[] = {"solve", "-c", ctx, "-q", q, "--sim", "code_errors=1",

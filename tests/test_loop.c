@@ -2,36 +2,13 @@
 /* tests/test_loop.c -- the RLM loop with real parts: a real Python worker,
  * a fake server on loopback playing the root model with scripted replies
  * (whose recorded requests show what the model was sent), and the
- * simulator or a second fake server as the sub-model. */
-#include "harness.h"
-#include "fakesrv.h"
-#include "../rlm/rlm.h"
-#include "../llm/sim.h"
-#include "../common/json.h"
+ * simulator or a second fake server as the sub-model (tests/loopenv.h).
+ * Child RLMs are tested in test_recursion.c. */
+#include "loopenv.h"
 
-#include <dirent.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-/* Time limits stretch under sanitizers and valgrind. */
-static int64_t slow_factor(void)
-{
-	const char *v = getenv("VALGRIND");
-	if (v && strcmp(v, "1") == 0)
-		return 20;
-#if defined(__SANITIZE_THREAD__)
-	return 8;
-#elif defined(__SANITIZE_ADDRESS__)
-	return 2;
-#else
-	return 1;
-#endif
-}
-
-#define SEC 1000000000LL
 
 /* n with thousands separators, into buf (32 bytes). */
 static char *commas(char *buf, size_t n)
@@ -45,176 +22,6 @@ static char *commas(char *buf, size_t n)
 	}
 	buf[k] = '\0';
 	return buf;
-}
-
-struct env {
-	struct fakesrv *root_srv;   /* the root model */
-	struct fakesrv *sub_srv;    /* a fake sub-model, when asked for */
-	struct sim *sim;            /* the simulator sub-model otherwise */
-	struct llm_model *root, *sub;
-	struct llm_pool *pool;
-	struct rlm_opts o;
-	struct rlm_result r;
-	struct rlm_err err;
-	struct corpus *ctx;
-	struct buf events;          /* "kind:iteration\n" per event */
-	pthread_mutex_t mu;
-};
-
-static void on_event(const struct rlm_event *e, void *arg)
-{
-	struct env *v = arg;
-	pthread_mutex_lock(&v->mu);
-	if (e->depth)
-		buf_printf(&v->events, "%s:%d@d%dn%d\n", e->kind, e->iteration, e->depth, e->node);
-	else
-		buf_printf(&v->events, "%s:%d\n", e->kind, e->iteration);
-	pthread_mutex_unlock(&v->mu);
-}
-
-static struct llm_model *model_at(const char *name, const char *url, const struct llm_price *price)
-{
-	struct llm_model_cfg cfg = {0};
-	struct rlm_err err = {0, ""};
-	struct llm_model *m;
-	char base[160];
-	snprintf(base, sizeof(base), "%s/v1", url);
-	cfg.kind = LLM_OPENAI;
-	cfg.name = name;
-	cfg.base_urls = base;
-	cfg.max_retries = 0;
-	cfg.price = price;
-	cfg.context_window = 100000;
-	m = llm_model_new(&cfg, &err);
-	CHECK_MSG(m, "llm_model_new: %s", err.msg);
-	return m;
-}
-
-enum sub_kind { SUB_SIM, SUB_FAKE };
-
-/* The root model on a fake server; the sub-model the simulator (sim_spec
- * for its configuration) or a second fake server. */
-static void env_init_full(struct env *v, enum sub_kind sk, const char *sim_spec,
-			  const struct llm_price *price)
-{
-	struct llm_pool_cfg pc = {16};
-	struct fake_reply def = {
-		200, NULL,
-		"{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"FINAL(unscripted)\"},"
-		"\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5}}",
-		FAKE_NORMAL, 0};
-	memset(v, 0, sizeof(*v));
-	pthread_mutex_init(&v->mu, NULL);
-	buf_init(&v->events, 0);
-	v->root_srv = fakesrv_start();
-	CHECK(v->root_srv);
-	fakesrv_set_default(v->root_srv, &def);
-	v->root = model_at("root-m", fakesrv_url(v->root_srv), price);
-	if (sk == SUB_FAKE) {
-		v->sub_srv = fakesrv_start();
-		CHECK(v->sub_srv);
-		v->sub = model_at("sub-m", fakesrv_url(v->sub_srv), price);
-	} else {
-		struct sim_cfg sc;
-		struct llm_model_cfg cfg = {0};
-		struct rlm_err err = {0, ""};
-		sim_cfg_default(&sc);
-		if (sim_spec)
-			CHECK_INT(sim_cfg_parse(sim_spec, &sc, &err), 0);
-		v->sim = sim_new(&sc);
-		cfg.kind = LLM_SIM;
-		cfg.name = "sim";
-		cfg.sim = v->sim;
-		cfg.max_retries = 0;
-		v->sub = llm_model_new(&cfg, &err);
-		CHECK_MSG(v->sub, "%s", err.msg);
-	}
-	v->pool = llm_pool_new(&pc, &v->err);
-	CHECK(v->pool);
-	v->o.strategy = RLM_REPL;
-	v->o.pool = v->pool;
-	v->o.model = v->root;
-	v->o.sub_model = v->sub;
-	v->o.params = (struct llm_params)LLM_PARAMS_DEFAULT;
-	v->o.event = on_event;
-	v->o.event_arg = v;
-	v->ctx = corpus_from_text("alpha beta gamma\n", 17);
-}
-
-static void env_init(struct env *v, enum sub_kind sk)
-{
-	env_init_full(v, sk, NULL, NULL);
-}
-
-static void env_free(struct env *v)
-{
-	rlm_result_release(&v->r);
-	llm_pool_free(v->pool);
-	llm_model_free(v->root);
-	llm_model_free(v->sub);
-	fakesrv_stop(v->root_srv);
-	fakesrv_stop(v->sub_srv);
-	sim_free(v->sim);
-	corpus_free(v->ctx);
-	buf_release(&v->events);
-	pthread_mutex_destroy(&v->mu);
-}
-
-static void says_full(struct fakesrv *s, const char *content, const char *finish, long in,
-		      long out, int delay_ms)
-{
-	char *body = fakesrv_chat_body(content, finish, in, out);
-	struct fake_reply r = {200, NULL, body, FAKE_NORMAL, delay_ms};
-	fakesrv_push(s, &r);
-	free(body);
-}
-
-/* Script the root model's next reply. */
-static void says(struct env *v, const char *content)
-{
-	says_full(v->root_srv, content, "stop", 100, 20, 0);
-}
-
-static int solve(struct env *v, const char *question)
-{
-	return rlm_solve(&v->o, question, v->ctx, &v->r, &v->err);
-}
-
-/* Request i to the fake server s as JSON (the caller deletes it). */
-static cJSON *request(struct fakesrv *s, size_t i)
-{
-	const struct fake_request *q = fakesrv_request(s, i);
-	cJSON *j;
-	CHECK_MSG(q, "no request %zu", i);
-	j = json_parse(q->body, q->body_len);
-	CHECK_MSG(j, "request %zu is not JSON", i);
-	return j;
-}
-
-/* The content of message k of request i (k < 0: from the end), fresh. */
-static char *message(struct fakesrv *s, size_t i, int k, const char **role)
-{
-	cJSON *j = request(s, i), *msgs = json_get(j, "messages"), *m;
-	int n = cJSON_GetArraySize(msgs);
-	char *text;
-	m = cJSON_GetArrayItem(msgs, k < 0 ? n + k : k);
-	CHECK_MSG(m, "request %zu has no message %d", i, k);
-	text = xstrdup(json_str(m, "content") ? json_str(m, "content") : "");
-	if (role) {
-		static char r[16];
-		snprintf(r, sizeof(r), "%s", json_str(m, "role") ? json_str(m, "role") : "");
-		*role = r;
-	}
-	cJSON_Delete(j);
-	return text;
-}
-
-static int n_messages(struct fakesrv *s, size_t i)
-{
-	cJSON *j = request(s, i);
-	int n = cJSON_GetArraySize(json_get(j, "messages"));
-	cJSON_Delete(j);
-	return n;
 }
 
 /* Every request to s starts with all the messages of the one before it,
@@ -243,13 +50,6 @@ static void check_append_only(struct fakesrv *s)
 		cJSON_Delete(cur);
 	}
 }
-
-#define CHECK_MSG_HAS(v, i, k, needle)                                                             \
-	do {                                                                                       \
-		char *m_ = message((v)->root_srv, (i), (k), NULL);                                 \
-		CHECK_CONTAINS(m_, needle);                                                        \
-		free(m_);                                                                          \
-	} while (0)
 
 /* ---- answers ---- */
 
@@ -981,6 +781,45 @@ TEST(sub_call_budget)
 	env_free(&v);
 }
 
+/* max_calls counts every model call, root and sub alike, and is checked
+ * before each is sent. */
+TEST(call_budget_counts_root_and_sub_calls)
+{
+	struct env v;
+	env_init(&v, SUB_FAKE);
+	v.o.max_calls = 4;
+	says_full(v.sub_srv, "s", "stop", 5, 1, 0);
+	says_full(v.sub_srv, "s", "stop", 5, 1, 0);
+	says_full(v.sub_srv, "s", "stop", 5, 1, 0);
+	says(&v, "```repl\nanswer['content'] = 'some'\nrs = llm_query_batched(['a'] * 5)\n"
+		 "answer['content'] = '|'.join(r[:30] for r in rs)\n```");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG(v.r.stop == RLM_STOP_MAX_CALLS, "stop %s: %s", rlm_stop_name(v.r.stop),
+		  v.r.stop_detail ? v.r.stop_detail : "");
+	CHECK_STR(rlm_stop_name(v.r.stop), "max_calls");
+	CHECK_CONTAINS(v.r.stop_detail, "call budget exhausted (4 of 4 model calls made): a "
+					"sub-call was refused");
+	CHECK_STR(v.r.answer, "s|s|s|Error: call budget exhausted (|Error: not sent: the solve is ");
+	CHECK_INT(v.r.calls, 4);
+	CHECK_INT(v.r.sub_calls, 3);
+	CHECK_INT(fakesrv_count(v.root_srv), 1);
+	CHECK_INT(fakesrv_count(v.sub_srv), 3);
+	env_free(&v);
+
+	/* A root call is refused the same way. */
+	env_init(&v, SUB_FAKE);
+	v.o.max_calls = 2;
+	says(&v, "```repl\nanswer['content'] = llm_query('a')\n```");
+	says_full(v.sub_srv, "one", "stop", 5, 1, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_MAX_CALLS);
+	CHECK_CONTAINS(v.r.stop_detail, "call budget exhausted (2 of 2 model calls made): the root "
+					"call of turn 2 was not sent");
+	CHECK_STR(v.r.answer, "one");
+	CHECK_INT(v.r.calls, 2);
+	env_free(&v);
+}
+
 TEST(cost_budget_counts_calls_in_flight)
 {
 	struct env v;
@@ -1077,19 +916,6 @@ TEST(timeout_mid_root_call)
 	env_free(&v);
 }
 
-struct canceller {
-	atomic_bool flag;
-	int64_t after_ns;
-};
-
-static void *cancel_later(void *arg)
-{
-	struct canceller *c = arg;
-	sleep_ns(c->after_ns);
-	atomic_store(&c->flag, true);
-	return NULL;
-}
-
 TEST(cancel_mid_exec)
 {
 	struct env v;
@@ -1180,6 +1006,60 @@ TEST(indented_fence_code_is_dedented)
 	env_free(&v);
 }
 
+/* ---- the trajectory ---- */
+
+/* With o.trajectory each turn is kept: the reply, its blocks with the
+ * output shown, the notices; a limit's notice goes with the last turn. */
+TEST(trajectory_keeps_each_turn)
+{
+	struct env v;
+	const struct rlm_turn *t;
+	env_init(&v, SUB_SIM);
+	says(&v, "Thinking, no code.");
+	says(&v, "```repl\nx = 'v'\nprint('hi')\n```\n```repl\nprint(1 / 0)\n```");
+	says(&v, "```repl\nanswer['content'] = x\n```\nFINAL_VAR(y)");
+	v.o.trajectory = true;
+	v.o.max_iterations = 3;
+	v.o.max_calls = 3;
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_MAX_CALLS);
+	CHECK_INT(v.r.n_turns, 4);
+	t = &v.r.turns[0];
+	CHECK_INT(t->iteration, 1);
+	CHECK_STR(t->reply, "Thinking, no code.");
+	CHECK_INT(t->n_blocks, 0);
+	CHECK_INT(t->n_notices, 1);
+	CHECK_CONTAINS(t->notices[0], "Your reply had no ```repl block");
+	t = &v.r.turns[1];
+	CHECK_INT(t->n_blocks, 2);
+	CHECK_STR(t->blocks[0].code, "x = 'v'\nprint('hi')\n");
+	CHECK_STR(t->blocks[0].output, "hi\n");
+	CHECK_STR(t->blocks[1].code, "print(1 / 0)\n");
+	CHECK_CONTAINS(t->blocks[1].output, "ZeroDivisionError");
+	CHECK_INT(t->n_notices, 0);
+	/* FINAL_VAR of a name that is not there: its output, with no code */
+	t = &v.r.turns[2];
+	CHECK_INT(t->n_blocks, 2);
+	CHECK_STR(t->blocks[0].output, "(no output)");
+	CHECK(t->blocks[1].code == NULL);
+	CHECK_CONTAINS(t->blocks[1].output, "y");
+	/* the last call was refused: a turn with the limit's notice alone */
+	t = &v.r.turns[3];
+	CHECK_INT(t->iteration, 4);
+	CHECK(t->reply == NULL);
+	CHECK_INT(t->n_blocks, 0);
+	CHECK_INT(t->n_notices, 1);
+	CHECK_CONTAINS(t->notices[0], "call budget exhausted");
+	env_free(&v);
+
+	/* Off by default. */
+	env_init(&v, SUB_SIM);
+	says(&v, "FINAL(x)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK(v.r.turns == NULL && v.r.n_turns == 0);
+	env_free(&v);
+}
+
 /* ---- progress ---- */
 
 struct prog {
@@ -1211,593 +1091,6 @@ TEST(progress_phases)
 	CHECK_STR(pr.log.p, "root 0/1 @1\nexec 0/1 @1\nsub 1/2 @1\nsub 2/2 @1\nroot 0/1 @2\n");
 	buf_release(&pr.log);
 	pthread_mutex_destroy(&pr.mu);
-	env_free(&v);
-}
-
-/* ---- recursion: child RLMs ---- */
-
-/* The root model's default reply, which every child node gets: its
- * context is "L<depth>:<path>"; it asks `fan` children about
- * "L<depth+1>:<path>.<i>" and answers "<path>(<their answers>)", ready
- * only when none failed. At the last depth rlm_query_batched is a plain
- * sub-call, which the fake sub-model answers "x". */
-static void tree_script(struct env *v, int fan, long in_tokens)
-{
-	char code[1024], *body;
-	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
-	snprintf(code, sizeof(code),
-		 "```repl\nlvl, path = context.split(':', 1)\nlvl = int(lvl[1:])\n"
-		 "rs = rlm_query_batched(['L%%d:%%s.%%d' %% (lvl + 1, path, i) for i in "
-		 "range(%d)])\nanswer['content'] = path + '(' + ','.join(rs) + ')'\n"
-		 "if not any(r.startswith('Error') for r in rs):\n    answer['ready'] = True\n```",
-		 fan);
-	body = fakesrv_chat_body(code, "stop", in_tokens, 20);
-	r.body = body;
-	fakesrv_set_default(v->root_srv, &r);
-	free(body);
-	body = fakesrv_chat_body("x", "stop", 10, 1);
-	r.body = body;
-	fakesrv_set_default(v->sub_srv, &r);
-	free(body);
-}
-
-/* The root's first reply: fan children about "L1:<i>"; ready when ready. */
-static void tree_root(struct env *v, int fan, bool ready)
-{
-	char code[512];
-	snprintf(code, sizeof(code),
-		 "```repl\nanswer['content'] = 'partial'\n"
-		 "rs = rlm_query_batched(['L1:%%d' %% i for i in range(%d)])\n"
-		 "answer['content'] = '(' + ','.join(rs) + ')'\n%s```",
-		 fan, ready ? "answer['ready'] = True\n" : "");
-	says(v, code);
-}
-
-/* The answer of the node at path and depth, as tree_script's code makes it. */
-static void tree_answer(struct buf *b, const char *path, int depth, int max_depth, int fan)
-{
-	buf_printf(b, "%s(", path);
-	for (int i = 0; i < fan; i++) {
-		char p[64];
-		if (i)
-			buf_putc(b, ',');
-		if (depth + 1 >= max_depth) {
-			buf_putc(b, 'x');
-			continue;
-		}
-		snprintf(p, sizeof(p), "%s%s%d", path, *path ? "." : "", i);
-		tree_answer(b, p, depth + 1, max_depth, fan);
-	}
-	buf_putc(b, ')');
-}
-
-/* Check the node r at path and depth and its subtree: shape, questions,
- * answers, counts. Marks its id in seen. Returns the nodes under it. */
-static int64_t tree_check(const struct rlm_result *r, const char *path, int depth, int max_depth,
-			  int fan, bool *seen, size_t n_seen)
-{
-	struct buf want;
-	int64_t nodes = 0, calls = 1, sub_calls = 0;
-	buf_init(&want, 0);
-	tree_answer(&want, path, depth, max_depth, fan);
-	CHECK_INT(r->depth, depth);
-	CHECK_MSG(r->stop == RLM_STOP_ANSWER, "node %d at %s: stop %s: %s", r->node, path,
-		  rlm_stop_name(r->stop), r->stop_detail ? r->stop_detail : "");
-	CHECK_STR(r->answer, want.p);
-	CHECK_INT(r->root_calls, 1);
-	CHECK_INT(r->iterations, 1);
-	CHECK_MSG(r->node >= 0 && (size_t)r->node < n_seen && !seen[r->node],
-		  "node id %d twice or out of range", r->node);
-	seen[r->node] = true;
-	if (depth)
-		CHECK_MSG(r->sandbox && r->worker_start_ns > 0, "node %d had no worker", r->node);
-	if (depth + 1 >= max_depth) {
-		CHECK_INT(r->n_children, 0);
-		sub_calls = calls = fan + 1;
-		sub_calls = fan;
-	} else {
-		CHECK_INT(r->n_children, fan);
-		for (int i = 0; i < fan; i++) {
-			const struct rlm_result *ch = &r->children[i];
-			char p[64], q[80];
-			snprintf(p, sizeof(p), "%s%s%d", path, *path ? "." : "", i);
-			snprintf(q, sizeof(q), "L%d:%s", depth + 1, p);
-			CHECK_STR(ch->question, q);
-			nodes += 1 + tree_check(ch, p, depth + 1, max_depth, fan, seen, n_seen);
-			calls += ch->calls;
-			sub_calls += 1 + ch->sub_calls;
-		}
-	}
-	CHECK_INT(r->nodes, nodes);
-	CHECK_INT(r->calls, calls);
-	CHECK_INT(r->sub_calls, sub_calls);
-	CHECK_INT(r->usage.input_tokens, r->root_usage.input_tokens + r->sub_usage.input_tokens);
-	buf_release(&want);
-	return nodes;
-}
-
-/* ps of the worker processes of this process: its children (the spawner
- * thread clones them). */
-static int worker_processes(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-	CHECK(d);
-	while ((e = readdir(d))) {
-		char path[300], buf[512], *p;
-		FILE *f;
-		long ppid;
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-		if (!(f = fopen(path, "r")))
-			continue;
-		p = fgets(buf, sizeof(buf), f);
-		fclose(f);
-		/* "pid (comm) state ppid ...": comm may hold anything */
-		if (!p || !(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %ld", &ppid) != 1)
-			continue;
-		n += ppid == (long)getpid();
-	}
-	closedir(d);
-	return n;
-}
-
-/* Threads of this process; with comm, only those of that name. */
-static int threads(const char *comm)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-	CHECK(d);
-	while ((e = readdir(d))) {
-		char path[300], name[32] = "";
-		FILE *f;
-		if (e->d_name[0] == '.')
-			continue;
-		if (comm) {
-			snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-			if (!(f = fopen(path, "r")))
-				continue;
-			if (!fgets(name, sizeof(name), f))
-				name[0] = '\0';
-			fclose(f);
-			name[strcspn(name, "\n")] = '\0';
-			if (strcmp(name, comm) != 0)
-				continue;
-		}
-		n++;
-	}
-	closedir(d);
-	return n;
-}
-
-/* Samples the number of node threads while a solve runs. */
-struct sampler {
-	atomic_bool stop;
-	int peak;
-	pthread_t th;
-};
-
-static void *sample(void *arg)
-{
-	struct sampler *s = arg;
-	while (!atomic_load(&s->stop)) {
-		int n = threads("rlm-node");
-		if (n > s->peak)
-			s->peak = n;
-		sleep_ns(2000000);
-	}
-	return NULL;
-}
-
-static void sampler_start(struct sampler *s)
-{
-	atomic_init(&s->stop, false);
-	s->peak = 0;
-	CHECK_INT(pthread_create(&s->th, NULL, sample, s), 0);
-}
-
-static void sampler_stop(struct sampler *s)
-{
-	atomic_store(&s->stop, true);
-	pthread_join(s->th, NULL);
-}
-
-static void small_pool(struct env *v, int workers)
-{
-	struct llm_pool_cfg pc = {workers};
-	llm_pool_free(v->pool);
-	v->pool = llm_pool_new(&pc, &v->err);
-	CHECK(v->pool);
-	v->o.pool = v->pool;
-}
-
-/* 584 child RLMs on 2 node slots and 2 pool workers: every node that has
- * no slot runs its children itself, so nothing waits on anything that
- * cannot move, and the tree comes back whole and in order. */
-TEST(recursion_deep_and_wide_on_two_slots)
-{
-	enum { FAN = 8, DEPTH = 4, NODES = FAN + FAN * FAN + FAN * FAN * FAN };
-	struct env v;
-	struct buf want;
-	struct sampler sm;
-	static bool seen[NODES + 1];
-	int64_t t0, ms, start_ns = 0;
-	env_init(&v, SUB_FAKE);
-	small_pool(&v, 2);
-	v.o.max_depth = DEPTH;
-	v.o.max_nodes = 2;
-	tree_script(&v, FAN, 100);
-	tree_root(&v, FAN, true);
-	sampler_start(&sm);
-	t0 = now_ns();
-	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
-	ms = (now_ns() - t0) / 1000000;
-	sampler_stop(&sm);
-	buf_init(&want, 0);
-	tree_answer(&want, "", 0, DEPTH, FAN);
-	CHECK_STR(v.r.answer, want.p);
-	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
-	CHECK_INT(v.r.node, 0);
-	CHECK(v.r.question == NULL);
-	CHECK_INT(tree_check(&v.r, "", 0, DEPTH, FAN, seen, NODES + 1), NODES);
-	for (int i = 0; i <= NODES; i++)
-		CHECK_MSG(seen[i], "no node %d", i);
-	CHECK_INT(v.r.nodes, NODES);
-	CHECK_INT(v.r.calls, 1 + NODES + FAN * FAN * FAN * FAN);
-	CHECK_INT(v.r.sub_calls, NODES + FAN * FAN * FAN * FAN);
-	CHECK_INT(v.r.root_usage.input_tokens, 100);
-	CHECK_INT(v.r.usage.input_tokens, 100 * (1 + NODES) + 10 * FAN * FAN * FAN * FAN);
-	CHECK_INT(fakesrv_count(v.root_srv), 1 + NODES);
-	CHECK_INT(fakesrv_count(v.sub_srv), FAN * FAN * FAN * FAN);
-	/* Two slots: no more node threads than that (one more may be on its
-	 * way out when the next starts). */
-	CHECK_MSG(sm.peak >= 1 && sm.peak <= 3, "peak of %d node threads", sm.peak);
-	CHECK_INT(worker_processes(), 0);
-	CHECK_INT(threads("rlm-node"), 0);
-	/* Events of children carry their depth and node. */
-	CHECK_CONTAINS(v.events.p, "sandbox:1@d3n");
-	CHECK_MSG(ms < 100000 * slow_factor(), "took %lld ms", (long long)ms);
-	for (size_t i = 0; i < v.r.n_children; i++)
-		start_ns += v.r.children[i].worker_start_ns;
-	fprintf(stderr, "  depth %d, fan-out %d: %d nodes, %d sub-calls in %lld ms (%.2f ms a "
-			"node; a depth-1 worker starts in %.1f ms)\n",
-		DEPTH, FAN, NODES, FAN * FAN * FAN * FAN, (long long)ms, (double)ms / NODES,
-		(double)start_ns / (double)v.r.n_children / 1e6);
-	buf_release(&want);
-	env_free(&v);
-}
-
-/* max_depth 1: rlm_query is a plain sub-call: no child, no worker. */
-TEST(recursion_off_makes_rlm_query_a_sub_call)
-{
-	struct env v;
-	char *sys;
-	env_init(&v, SUB_FAKE);
-	v.o.max_depth = 1;
-	says(&v, "```repl\nprint(rlm_query('hello'))\n```");
-	says(&v, "FINAL(done)");
-	says_full(v.sub_srv, "plain answer", "stop", 5, 5, 0);
-	CHECK_INT(solve(&v, "q?"), 0);
-	CHECK_STR(v.r.answer, "done");
-	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nplain answer");
-	CHECK_INT(v.r.n_children, 0);
-	CHECK_INT(v.r.nodes, 0);
-	CHECK_INT(v.r.sub_calls, 1);
-	CHECK_INT(v.r.calls, 3);
-	CHECK_INT(v.r.root_calls, 2);
-	CHECK_INT(fakesrv_count(v.root_srv), 2);
-	CHECK_INT(fakesrv_count(v.sub_srv), 1);
-	{
-		char *m = message(v.sub_srv, 0, 0, NULL);
-		CHECK_STR(m, "hello");
-		free(m);
-	}
-	sys = message(v.root_srv, 0, 0, NULL);
-	CHECK_CONTAINS(sys, "Recursion is off in this session: here rlm_query and "
-			    "rlm_query_batched are plain sub-calls");
-	CHECK(strstr(sys, "{{") == NULL);
-	free(sys);
-	CHECK(strstr(v.events.p, "@d") == NULL);
-	env_free(&v);
-}
-
-/* At the last depth rlm_query(prompt, context=...) is one plain call that
- * reads both: the context is not lost. */
-TEST(recursion_context_at_the_last_depth_reaches_the_sub_model)
-{
-	struct env v;
-	char *m;
-	env_init(&v, SUB_FAKE);
-	v.o.max_depth = 1;
-	says(&v, "```repl\nprint(rlm_query('What is the code?', context='The code is 77.'))\n```");
-	says(&v, "FINAL(done)");
-	says_full(v.sub_srv, "77", "stop", 5, 5, 0);
-	CHECK_INT(solve(&v, "q?"), 0);
-	CHECK_INT(fakesrv_count(v.sub_srv), 1);
-	m = message(v.sub_srv, 0, 0, NULL);
-	CHECK_STR(m, "What is the code?\n\nThe code is 77.");
-	free(m);
-	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\n77");
-	env_free(&v);
-}
-
-/* A budget that allows k of n children starts the first k, and they run
- * (they are not stopped before their first call); the node stops after. */
-TEST(recursion_budget_for_some_children_runs_those)
-{
-	struct env v;
-	struct fake_reply child = {200, NULL, NULL, FAKE_NORMAL, 0};
-	char *body;
-	env_init(&v, SUB_FAKE);
-	v.o.max_sub_calls = 2;
-	body = fakesrv_chat_body("```repl\nanswer['content'] = 'ok:' + context\n"
-				 "answer['ready'] = True\n```",
-				 "stop", 10, 10);
-	child.body = body;
-	fakesrv_set_default(v.root_srv, &child);
-	free(body);
-	says(&v, "```repl\nrs = rlm_query_batched(['a', 'b', 'c'])\n"
-		 "answer['content'] = '|'.join(rs)\n```");
-	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
-	CHECK_INT(v.r.n_children, 2);
-	CHECK_STR(v.r.children[0].answer, "ok:a");
-	CHECK_STR(v.r.children[1].answer, "ok:b");
-	CHECK(v.r.stop == RLM_STOP_CALLS);
-	CHECK_CONTAINS(v.r.answer, "ok:a|ok:b|Error: sub-call budget exhausted");
-	env_free(&v);
-}
-
-/* One frame may not start more than 1,000 children. */
-TEST(recursion_too_many_children_in_one_call)
-{
-	struct env v;
-	env_init(&v, SUB_FAKE);
-	says(&v, "```repl\nrs = rlm_query_batched(['p'] * 1001)\nprint(rs[0])\n```");
-	says(&v, "FINAL(done)");
-	CHECK_INT(solve(&v, "q?"), 0);
-	CHECK_INT(v.r.n_children, 0);
-	CHECK_MSG_HAS(&v, 1, -1, "Error: too many child RLMs in one call (1001; at most 1000)");
-	CHECK_INT(worker_processes(), 0);
-	env_free(&v);
-}
-
-/* The node under r that met the limit why itself (the others that stopped
- * on it say in which child it was met), or NULL. */
-static const struct rlm_result *find_stop(const struct rlm_result *r, enum rlm_stop why)
-{
-	for (size_t i = 0; i < r->n_children; i++) {
-		const struct rlm_result *ch = &r->children[i], *f;
-		if (ch->stop == why && ch->stop_detail && !strstr(ch->stop_detail, "(in child RLM"))
-			return ch;
-		if ((f = find_stop(ch, why)))
-			return f;
-	}
-	return NULL;
-}
-
-/* A sub-call budget spent deep in the tree: the node that met it stops
- * with its partial answer, every other node stops on the same limit, and
- * the solve ends with it. */
-TEST(recursion_sub_call_budget_spent_deep_ends_the_solve)
-{
-	struct env v;
-	const struct rlm_result *deep;
-	env_init(&v, SUB_FAKE);
-	v.o.max_depth = 3;
-	v.o.max_sub_calls = 10; /* 2 + 4 children, then 8 plain calls at depth 2 */
-	tree_script(&v, 2, 100);
-	tree_root(&v, 2, false);
-	CHECK_INT(solve(&v, "q?"), 0);
-	CHECK_MSG(v.r.stop == RLM_STOP_CALLS, "stop %s: %s", rlm_stop_name(v.r.stop),
-		  v.r.stop_detail ? v.r.stop_detail : "");
-	CHECK_CONTAINS(v.r.stop_detail, "sub-call budget exhausted (10 of 10 sub-calls made)");
-	CHECK_CONTAINS(v.r.stop_detail, "at depth 2)");
-	CHECK_INT(v.r.sub_calls, 10);
-	CHECK_INT(v.r.nodes, 6);
-	/* The root's partial answer: what its code set after the children. */
-	CHECK_MSG(v.r.answer && v.r.answer[0] == '(', "answer %s", v.r.answer);
-	CHECK_CONTAINS(v.r.answer, "Error: ");
-	deep = find_stop(&v.r, RLM_STOP_CALLS);
-	CHECK_MSG(deep, "no child stopped on the budget");
-	CHECK_INT(deep->depth, 2);
-	CHECK(deep->answer != NULL);
-	CHECK_CONTAINS(deep->answer, "Error: sub-call budget exhausted");
-	/* One root turn: the limit ended it after its exec. */
-	CHECK_INT(v.r.root_calls, 1);
-	CHECK_INT(worker_processes(), 0);
-	env_free(&v);
-}
-
-TEST(recursion_token_budget_spent_deep_ends_the_solve)
-{
-	struct env v;
-	const struct rlm_result *deep;
-	int64_t used;
-	env_init(&v, SUB_FAKE);
-	v.o.max_depth = 3;
-	v.o.max_nodes = 1;
-	/* A root call reserves its messages' size, ~1,000 tokens; the
-	 * root's spends 120, a child's 820: a few children fit, not all 6. */
-	v.o.max_tokens = 3000;
-	tree_script(&v, 2, 800);
-	tree_root(&v, 2, false);
-	CHECK_INT(solve(&v, "q?"), 0);
-	CHECK_MSG(v.r.stop == RLM_STOP_TOKENS, "stop %s: %s", rlm_stop_name(v.r.stop),
-		  v.r.stop_detail ? v.r.stop_detail : "");
-	CHECK_CONTAINS(v.r.stop_detail, "token budget exhausted");
-	CHECK_CONTAINS(v.r.stop_detail, "(in child RLM");
-	deep = find_stop(&v.r, RLM_STOP_TOKENS);
-	CHECK_MSG(deep, "no child stopped on the budget");
-	CHECK(deep->depth >= 1);
-	CHECK_MSG(v.r.answer && v.r.answer[0] == '(', "answer %s", v.r.answer);
-	used = v.r.usage.input_tokens + v.r.usage.output_tokens;
-	CHECK_MSG(used <= 3000, "%lld tokens used", (long long)used);
-	CHECK_INT(worker_processes(), 0);
-	env_free(&v);
-}
-
-/* Cancel or time out a deep tree whose last nodes wait on hanging
- * sub-calls: rlm_solve comes back promptly, and leaves no worker and no
- * thread behind. */
-static void stop_deep_tree(bool cancel)
-{
-	struct env v;
-	struct fake_reply hang = {200, NULL, NULL, FAKE_HANG, 0};
-	struct canceller c;
-	pthread_t th;
-	int base;
-	int64_t t0, ms;
-	/* A first solve starts what lives as long as the process (the
-	 * spawner thread); with its pool and servers gone, what is left is
-	 * the base. */
-	env_init(&v, SUB_FAKE);
-	says(&v, "```repl\nprint(llm_query('warm'))\n```");
-	says(&v, "FINAL(warm)");
-	CHECK_INT(solve(&v, "q?"), 0);
-	env_free(&v);
-	base = threads(NULL);
-	CHECK_INT(worker_processes(), 0);
-
-	env_init(&v, SUB_FAKE);
-	v.o.max_depth = 3;
-	tree_script(&v, 3, 100);
-	fakesrv_set_default(v.sub_srv, &hang);
-	/* (Not ready: an answer set by code that ran on past the limit
-	 * would win over it.) */
-	tree_root(&v, 3, false);
-	atomic_init(&c.flag, false);
-	c.after_ns = 1500000000LL;
-	if (cancel) {
-		v.o.cancel = &c.flag;
-		pthread_create(&th, NULL, cancel_later, &c);
-	} else {
-		v.o.timeout_ns = 1500000000LL;
-	}
-	t0 = now_ns();
-	CHECK_INT(solve(&v, "q?"), 0);
-	ms = (now_ns() - t0) / 1000000;
-	if (cancel)
-		pthread_join(th, NULL);
-	CHECK_MSG(v.r.stop == (cancel ? RLM_STOP_CANCEL : RLM_STOP_TIMEOUT), "stop %s: %s",
-		  rlm_stop_name(v.r.stop), v.r.stop_detail ? v.r.stop_detail : "");
-	CHECK_MSG(ms < (1500 + 2500) * slow_factor(), "took %lld ms", (long long)ms);
-	fprintf(stderr, "  %s 1.5 s in: rlm_solve returned after %lld ms\n",
-		cancel ? "cancelled" : "timed out", (long long)ms);
-	/* The content the code set: before the children, or after them when
-	 * it ran on before the limit reached it. */
-	CHECK_MSG(v.r.answer && (strcmp(v.r.answer, "partial") == 0 || v.r.answer[0] == '('),
-		  "answer %s", v.r.answer ? v.r.answer : "(null)");
-	/* The tree was deep when it stopped. */
-	CHECK_INT(v.r.n_children, 3);
-	CHECK_MSG(v.r.children[0].n_children == 3, "%zu grandchildren",
-		  v.r.children[0].n_children);
-	/* Nothing of the solve runs once it has returned. */
-	CHECK_INT(worker_processes(), 0);
-	CHECK_INT(threads("rlm-node"), 0);
-	env_free(&v);
-	CHECK_MSG(threads(NULL) == base, "%d threads, %d before", threads(NULL), base);
-}
-
-TEST(recursion_cancel_mid_tree_leaves_nothing_running)
-{
-	stop_deep_tree(true);
-}
-
-TEST(recursion_timeout_mid_tree_leaves_nothing_running)
-{
-	stop_deep_tree(false);
-}
-
-/* A child whose worker keeps crashing, and one whose root model fails:
- * the parent's code gets "Error: ..." and the solve goes on. */
-TEST(recursion_child_failures_are_error_strings)
-{
-	struct env v;
-	struct fake_reply bad = {500, NULL, "{\"error\":{\"message\":\"the model fell over\"}}",
-				 FAKE_NORMAL, 0};
-	env_init(&v, SUB_FAKE);
-	v.o.max_errors = 2;
-	says(&v, "```repl\nr = rlm_query('crash, please')\nprint('A:', r)\n```");
-	/* the child's two turns, each killing its worker */
-	says(&v, "```repl\nimport os\nos._exit(3)\n```");
-	says(&v, "```repl\nimport os\nos._exit(3)\n```");
-	says(&v, "```repl\nr = rlm_query('fail, please')\nprint('B:', r)\n```");
-	fakesrv_push(v.root_srv, &bad);
-	says(&v, "FINAL(done)");
-	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
-	CHECK_STR(v.r.answer, "done");
-	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
-	/* requests: root 1, child 1 and 2, root 2, child (500), root 3 */
-	CHECK_MSG_HAS(&v, 3, -1, "A: Error: child RLM stopped without an answer (max_errors: 2 "
-				 "turns in a row ended in an error (max_errors)");
-	CHECK_MSG_HAS(&v, 5, -1, "B: Error: child RLM failed: the root model failed: ");
-	CHECK_MSG_HAS(&v, 5, -1, "the model fell over");
-	CHECK_INT(v.r.n_children, 2);
-	CHECK_INT(v.r.children[0].stop, RLM_STOP_ERRORS);
-	CHECK_INT(v.r.children[0].restarts, 2);
-	CHECK_INT(v.r.children[1].stop, RLM_STOP_ERROR);
-	CHECK_INT(v.r.nodes, 2);
-	CHECK_INT(v.r.failed_calls, 1);
-	CHECK_CONTAINS(v.r.warning, "1 of 2 sub-calls failed (the first: child RLM failed: the "
-				    "root model failed");
-	CHECK_INT(worker_processes(), 0);
-	env_free(&v);
-}
-
-/* context= makes the prompt the child's question; without it a long
- * prompt is cut in the question and whole in `context`. A child at the
- * last depth is told rlm_query is a plain sub-call there. */
-TEST(recursion_context_argument_and_long_prompts)
-{
-	struct env v;
-	struct fake_reply child = {200, NULL, NULL, FAKE_NORMAL, 0};
-	char *body, *sys;
-	bool saw_short = false, saw_long = false, saw_ctx = false;
-	env_init(&v, SUB_FAKE);
-	body = fakesrv_chat_body("```repl\nanswer['content'] = '%d:%s' % (len(context), context[:12])\n"
-			  "answer['ready'] = True\n```",
-			  "stop", 10, 10);
-	child.body = body;
-	fakesrv_set_default(v.root_srv, &child);
-	free(body);
-	says(&v, "```repl\nimport json\nlong = 'y' * 2500\n"
-		 "a = rlm_query('What is the code?', context='The code is 77. ' * 3)\n"
-		 "b = rlm_query_batched(['short one', long, 'Q3'], contexts=[None, None, 'ctx three'])\n"
-		 "answer['content'] = json.dumps([a] + b)\nanswer['ready'] = True\n```");
-	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
-	CHECK_STR(v.r.answer,
-		  "[\"48:The code is \", \"9:short one\", \"2500:yyyyyyyyyyyy\", \"9:ctx three\"]");
-	CHECK_INT(v.r.n_children, 4);
-	CHECK_STR(v.r.children[0].question, "What is the code?");
-	CHECK_STR(v.r.children[1].question, "short one");
-	CHECK_STR(v.r.children[3].question, "Q3");
-	CHECK_CONTAINS(v.r.children[2].question,
-		       "yyy ...\n\n[This is the start of a request of 2,500 characters, too long to "
-		       "repeat here: the whole request is the variable `context`. Read it there.]");
-	CHECK(strlen(v.r.children[2].question) < 1200);
-	for (size_t i = 1; i < fakesrv_count(v.root_srv); i++) {
-		char *first = message(v.root_srv, i, 1, NULL);
-		saw_ctx |= strncmp(first, "Question: What is the code?\n", 28) == 0 &&
-			   strstr(first, "a str of 48 characters") != NULL;
-		saw_short |= strncmp(first, "Question: short one\n", 20) == 0;
-		saw_long |= strstr(first, "the whole request is the variable `context`") != NULL &&
-			    strstr(first, "a str of 2,500 characters") != NULL;
-		free(first);
-	}
-	CHECK(saw_ctx && saw_short && saw_long);
-	/* The root can recurse (no note); its children, at the last depth of
-	 * 2, are told rlm_query is a plain sub-call for them. */
-	sys = message(v.root_srv, 0, 0, NULL);
-	CHECK_CONTAINS(sys, "hand a sub-problem to a child RLM");
-	CHECK(strstr(sys, "last level of recursion") == NULL);
-	free(sys);
-	sys = message(v.root_srv, 1, 0, NULL);
-	CHECK_CONTAINS(sys, "You are yourself a child RLM at the last level of recursion: here "
-			    "rlm_query and rlm_query_batched are plain sub-calls");
-	free(sys);
 	env_free(&v);
 }
 

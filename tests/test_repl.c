@@ -778,6 +778,51 @@ TEST(calls_reach_the_handler_in_order)
 	repl_free(r);
 }
 
+/* Takes the strings of every other prompt and of every context (as a
+ * child RLM does with its context), answers from them after freeing what
+ * it took of the frame, and leaves the rest to the repl. */
+static void taking_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	(void)arg;
+	(void)errors;
+	CHECK(c->bufs != NULL);
+	for (size_t i = 0; i < c->n; i++) {
+		char *p = NULL, *x = NULL;
+		CHECK(c->bufs[i] == c->prompts[i]);
+		if (i % 2 == 0) {
+			p = c->bufs[i];
+			c->bufs[i] = NULL;
+		}
+		if (c->contexts && c->contexts[i]) {
+			CHECK(c->bufs[c->n + i] == c->contexts[i]);
+			x = c->bufs[c->n + i];
+			c->bufs[c->n + i] = NULL;
+		} else {
+			CHECK(c->bufs[c->n + i] == NULL);
+		}
+		texts[i] = xasprintf("%s:%s|%s", p ? "took" : "left", c->prompts[i],
+				     x ? x : "-");
+		free(p);
+		free(x);
+	}
+}
+
+/* The handler may take a frame's strings (repl_call.bufs) and free them
+ * itself; the repl frees the others. (ASan checks none leaks or is freed
+ * twice.) */
+TEST(handler_may_take_the_frame_strings)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.on_call = taking_call;
+	r = start(&cfg);
+	expect(r, "rlm_query_batched(['a', 'b', 'c'], contexts=['x' * 3, None, 'z'])",
+	       "['took:a|xxx', 'left:b|-', 'took:c|z']\n");
+	expect(r, "llm_query_batched(['p', 'q'])", "['took:p|-', 'left:q|-']\n");
+	repl_free(r);
+}
+
 /* rlm_query(context=) and rlm_query_batched(contexts=) reach the handler
  * as repl_call.contexts; none given, the frame has none; bad ones raise in
  * the code before anything is sent. */
@@ -1640,6 +1685,52 @@ TEST(cancel_returns_ecancel)
 	CHECK(res.output && res.interrupted);
 	CHECK_CONTAINS(res.output, "cancelled");
 	repl_result_release(&res);
+	repl_free(r);
+}
+
+/* A call whose answer stops the whole run (as a spent budget does). */
+static void stopping_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	sleep_ns(300 * MS); /* waiting on calls does not count in the grace */
+	atomic_store((atomic_bool *)arg, true);
+	for (size_t i = 0; i < c->n; i++) {
+		texts[i] = xstrdup("Error: budget exhausted");
+		errors[i] = true;
+	}
+}
+
+/* cfg.stop set while code waits on a call: the code keeps what the call
+ * answered (its grace, in its own time), then a loop is interrupted, its
+ * variables kept; with the stop set nothing more runs. */
+TEST(stop_interrupts_after_its_grace)
+{
+	struct repl_cfg cfg;
+	atomic_bool stop = false;
+	struct repl *r;
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	const char *code = "got = llm_query('a')\nwhile True:\n    pass";
+	int64_t t0, dt;
+	cfg_init(&cfg);
+	cfg.stop = &stop;
+	cfg.stop_grace_ns = 200 * MS;
+	cfg.on_call = stopping_call;
+	cfg.call_arg = &stop;
+	r = start(&cfg);
+	t0 = now_ns();
+	CHECK_INT(repl_exec(r, code, strlen(code), 0, &res, &err), RLM_ECANCEL);
+	dt = now_ns() - t0;
+	CHECK_MSG(dt >= 500 * MS && dt < 2000 * MS, "took %lld ms", (long long)(dt / 1000000));
+	CHECK(res.interrupted && !res.restarted);
+	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+	CHECK_CONTAINS(res.output, "the run was stopped (a limit of the whole run was reached)");
+	CHECK_CONTAINS(err.msg, "the run stopped while the REPL ran code");
+	repl_result_release(&res);
+	CHECK_INT(repl_exec(r, "got = 1", 7, 0, &res, &err), RLM_ECANCEL);
+	CHECK_CONTAINS(res.output, "[the code was not run: the run was stopped]");
+	repl_result_release(&res);
+	atomic_store(&stop, false);
+	expect(r, "print(got)", "Error: budget exhausted\n");
 	repl_free(r);
 }
 

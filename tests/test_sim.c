@@ -38,21 +38,6 @@ static const char combine_head[] =
 static const char magic_q[] =
     "What is the special magic number for harmonious-uniform mentioned in the provided text?";
 
-/* Time limits stretch under TSan and valgrind, which slow everything. */
-static int64_t slow_factor(void)
-{
-	const char *v = getenv("VALGRIND");
-	if (v && strcmp(v, "1") == 0)
-		return 20;
-#if defined(__SANITIZE_THREAD__)
-	return 8;
-#elif defined(__SANITIZE_ADDRESS__)
-	return 2;
-#else
-	return 1;
-#endif
-}
-
 static char *reply_to(const char *text)
 {
 	struct llm_msg m = {LLM_USER, text, strlen(text)};
