@@ -265,10 +265,11 @@ out:
 	return rc;
 }
 
-/* A repl solve of a 1M-token S-NIAH haystack (seed) against an
- * `rlm sim-serve` started with spec, on a pool of conc slots: the
- * controller's CPU and the wall time of the solve alone (not the set-up),
- * and its result, whose answer has been checked. */
+/* A repl solve of a 1M-token S-NIAH haystack (seed) against the
+ * `rlm sim-serve` on port, or, with port 0, one started with spec for it,
+ * on a pool of conc slots: the controller's CPU and the wall time of the
+ * solve alone (not the set-up), and its result, whose answer has been
+ * checked. */
 struct sim_solve {
 	struct sniah_item item;
 	struct rlm_result res;
@@ -276,8 +277,8 @@ struct sim_solve {
 	int64_t wall_ns;
 };
 
-static int sim_solve(const char *spec, uint64_t seed, int conc, int max_depth, int max_nodes,
-		     struct store *store, struct sim_solve *out)
+static int sim_solve(const char *spec, int port, uint64_t seed, int conc, int max_depth,
+		     int max_nodes, struct store *store, struct sim_solve *out)
 {
 	struct llm_pool_cfg pc = {conc};
 	struct llm_model_cfg mc = {0};
@@ -292,8 +293,8 @@ static int sim_solve(const char *spec, uint64_t seed, int conc, int max_depth, i
 	FILE *f;
 	double c0;
 	int64_t t0;
-	int port = 0, rc = 1;
-	pid_t pid = start_server(spec, &port);
+	int rc = 1;
+	pid_t pid = port ? 0 : start_server(spec, &port);
 	memset(out, 0, sizeof(*out));
 	if (pid < 0) {
 		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
@@ -343,7 +344,8 @@ out:
 	free(text);
 	llm_pool_free(pool);
 	llm_model_free(m);
-	stop_server(pid);
+	if (pid > 0)
+		stop_server(pid);
 	return rc;
 }
 
@@ -357,7 +359,7 @@ static int subcall_cpu(struct perf_row *cpu)
 {
 	struct sim_solve s;
 	int rc = 1;
-	if (sim_solve("chunk=4000,rlm_chunks=100000", 5, 64, 0, 0, NULL, &s))
+	if (sim_solve("chunk=4000,rlm_chunks=100000", 0, 5, 64, 0, 0, NULL, &s))
 		goto out;
 	if (s.res.sub_calls < 100) {
 		fprintf(stderr, "rlm: error: the benchmark solve made %lld sub-calls\n",
@@ -378,10 +380,12 @@ out:
 	return rc;
 }
 
-/* The same repl solve twice on one store in a temporary directory: cold
- * (every call to the model, 100 ms each), then warm: the warm one must
- * make no model call (the solve's memo answers it) and take at most 2% of
- * the cold one's wall time. And the store's lookups per second. */
+/* The same repl solve twice, on one server and one store in a temporary
+ * directory: cold (every call to the model, 100 ms each), then warm: the
+ * warm one must make no model call (the solve's memo answers it) and take
+ * at most 2% of the cold one's wall time. One server: the endpoint is part
+ * of a model's cache id, so another port is another model. And the
+ * store's lookups per second. */
 static int store_rows(long latency_ms, struct perf_row *warm, struct perf_row *look)
 {
 	char dir[] = "/tmp/rlm-bench-cache-XXXXXX", path[64], spec[64];
@@ -390,7 +394,8 @@ static int store_rows(long latency_ms, struct perf_row *warm, struct perf_row *l
 	struct sim_solve cold, hot;
 	struct rlm_err err = {0, ""};
 	double per_s[2];
-	int rc = 1;
+	int port = 0, rc = 1;
+	pid_t pid = -1;
 	memset(&cold, 0, sizeof(cold));
 	memset(&hot, 0, sizeof(hot));
 	if (!mkdtemp(dir)) {
@@ -403,7 +408,12 @@ static int store_rows(long latency_ms, struct perf_row *warm, struct perf_row *l
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		goto out;
 	}
-	if (sim_solve(spec, 9, 64, 0, 0, st, &cold) || sim_solve(spec, 9, 64, 0, 0, st, &hot))
+	if ((pid = start_server(spec, &port)) < 0) {
+		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
+		goto out;
+	}
+	if (sim_solve(spec, port, 9, 64, 0, 0, st, &cold) ||
+	    sim_solve(spec, port, 9, 64, 0, 0, st, &hot))
 		goto out;
 	warm->name = "warm-cache solve";
 	warm->target = "<= 2% of cold";
@@ -433,6 +443,8 @@ static int store_rows(long latency_ms, struct perf_row *warm, struct perf_row *l
 out:
 	rlm_result_release(&cold.res);
 	rlm_result_release(&hot.res);
+	if (pid > 0)
+		stop_server(pid);
 	store_close(st);
 	bench_store_remove(path);
 	rmdir(dir);
@@ -484,7 +496,7 @@ static int recursive_fanout(long conc, long latency_ms, struct perf_row *eff)
 	int rc = 1;
 
 	snprintf(spec, sizeof(spec), "ttft=%ldms,chunk=4000,rlm_chunks=10", latency_ms);
-	if (sim_solve(spec, 7, (int)conc, 3, 160, NULL, &s))
+	if (sim_solve(spec, 0, 7, (int)conc, 3, 160, NULL, &s))
 		goto out;
 	leaves = leaf_calls(&s.res);
 	serial = serial_calls(&s.res);

@@ -124,6 +124,11 @@ TEST(perf_quick_json_has_every_row)
 	r = row(results, "fan-out efficiency");
 	CHECK(cJSON_IsTrue(json_get(r, "ok")) ==
 	      (json_num(r, "value", 0) <= json_num(r, "limit", 0)));
+	/* not a timing: the warm solve sends no call (its limit is -1 if it
+	 * does), whatever the load */
+	r = row(results, "warm-cache solve");
+	CHECK_MSG(json_num(r, "limit", 0) == 2, "warm solve: %s", json_str(r, "note"));
+	CHECK_CONTAINS(json_str(r, "note"), " 0 calls sent");
 	r = row(results, "serve throughput");
 	CHECK(cJSON_IsTrue(json_get(r, "at_least")));
 	CHECK(cJSON_IsTrue(json_get(r, "ok")) ==
