@@ -88,4 +88,13 @@ void perf_print_table(const struct perf_row *rows, size_t n, FILE *f);
 void perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
 		     const char *only, FILE *f);
 
+struct rlm_result;
+/* The ideal wall time of the solve whose result is root, in call
+ * latencies: its tree of calls (each node's root calls; its plain
+ * sub-calls and children all sent by the exec of its next-to-last turn,
+ * the simulator's shape) scheduled by a controller that takes no time, on
+ * conc slots, first come first served: a number of waves of at most conc
+ * calls (bench/perf_ideal.c). */
+int64_t perf_ideal_waves(const struct rlm_result *root, int conc);
+
 #endif
