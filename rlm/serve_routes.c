@@ -177,11 +177,12 @@ enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r)
  * both ways must say the same. */
 static void check_budgets(struct check *k, const cJSON *o, struct svc_opts *so)
 {
-	static const char *const known[] = {"tokens", "cost", "sub_calls", "time", NULL};
+	static const char *const known[] = {"tokens", "cost", "calls", "sub_calls", "time", NULL};
 	static const struct {
 		const char *budget, *flat;
 	} same[] = {{"tokens", "max_tokens"},
 		    {"cost", "max_cost"},
+		    {"calls", "max_calls"},
 		    {"sub_calls", "max_sub_calls"},
 		    {"time", "timeout"}};
 	const cJSON *b = json_get(o, "budgets");
@@ -192,12 +193,9 @@ static void check_budgets(struct check *k, const cJSON *o, struct svc_opts *so)
 		check_fail(k, "options.budgets: want an object");
 		return;
 	}
-	if (json_get(b, "calls"))
-		check_fail(k,
-			   "options.budgets.calls: this server has no budget of all model calls; "
-			   "sub_calls limits the sub-calls");
 	check_fields(k, b, known, w);
 	check_int(k, b, "tokens", w, 0, (int64_t)1 << 50, &so->max_tokens);
+	check_int(k, b, "calls", w, 0, (int64_t)1 << 50, &so->max_calls);
 	check_num(k, b, "cost", w, 0, 1e9, false, &so->max_cost);
 	check_int(k, b, "sub_calls", w, 0, (int64_t)1 << 50, &so->max_sub_calls);
 	check_num(k, b, "time", w, 0, 1e7, true, &so->timeout_s);
@@ -213,8 +211,8 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 {
 	static const char *const known[] = {
 	    "model",	      "sub_model",  "strategy", "max_depth",
-	    "max_iterations", "max_tokens", "max_cost", "max_sub_calls",
-	    "timeout",	      "budgets",    NULL};
+	    "max_iterations", "max_tokens", "max_cost", "max_calls",
+	    "max_sub_calls",  "timeout",    "budgets",  NULL};
 	const char *w = "options.", *st;
 	int64_t v;
 	if (!o || cJSON_IsNull(o))
@@ -241,6 +239,7 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	check_int(k, o, "max_iterations", w, 1, 10000, &v);
 	so->max_iterations = (int)v;
 	check_int(k, o, "max_tokens", w, 0, (int64_t)1 << 50, &so->max_tokens);
+	check_int(k, o, "max_calls", w, 0, (int64_t)1 << 50, &so->max_calls);
 	check_int(k, o, "max_sub_calls", w, 0, (int64_t)1 << 50, &so->max_sub_calls);
 	check_num(k, o, "max_cost", w, 0, 1e9, false, &so->max_cost);
 	check_num(k, o, "timeout", w, 0, 1e7, true, &so->timeout_s);

@@ -412,6 +412,8 @@ static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_op
 		o->max_iterations = q->max_iterations;
 	if (q->max_tokens > 0)
 		o->max_tokens = q->max_tokens;
+	if (q->max_calls > 0)
+		o->max_calls = q->max_calls;
 	if (q->max_sub_calls > 0)
 		o->max_sub_calls = q->max_sub_calls;
 	if (q->max_cost > 0)

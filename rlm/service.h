@@ -147,7 +147,7 @@ struct svc_opts {
 	const char *sub_model;
 	int strategy;                /* -1: the service's; RLM_REPL, RLM_TREE */
 	int max_depth, max_iterations;
-	int64_t max_tokens, max_sub_calls;
+	int64_t max_tokens, max_calls, max_sub_calls;
 	double max_cost;
 	double timeout_s;            /* the solve's wall clock */
 };

@@ -421,9 +421,24 @@ TEST(serve_solve_sync)
 	CHECK_STR(json_str(r.json, "status"), "stopped");
 	CHECK_STR(json_str(r.json, "stop"), "max_tokens");
 	resp_release(&r);
+	/* a budget of all model calls (root turns and sub-calls): two do not
+	 * finish a solve, flat or as budgets.calls */
+	free(body);
+	body = solve_body("\"options\": {\"budgets\": {\"calls\": 2}}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "stopped");
+	CHECK_STR(json_str(r.json, "stop"), "max_calls");
+	resp_release(&r);
+	free(body);
+	body = solve_body("\"options\": {\"max_calls\": 2}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "stop"), "max_calls");
+	resp_release(&r);
 	free(body);
 	body = solve_body("\"options\": {\"budgets\": {\"tokens\": 1000000, \"cost\": 5, "
-			  "\"sub_calls\": 50, \"time\": 120}, \"max_sub_calls\": 50}");
+			  "\"calls\": 100, \"sub_calls\": 50, \"time\": 120}, \"max_sub_calls\": 50}");
 	r = http(&s, "POST", "/v1/solve", body);
 	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
 	CHECK_STR(json_str(r.json, "status"), "done");
@@ -1500,8 +1515,10 @@ TEST(serve_errors)
 	     "options.budgets.cost"},
 	    {"POST", "/v1/solve", OPT("\"budgets\": {\"dollars\": 1}"), 400, "invalid_request",
 	     "options.budgets.dollars: unknown field"},
-	    {"POST", "/v1/solve", OPT("\"budgets\": {\"calls\": 10}"), 400, "invalid_request",
-	     "options.budgets.calls: this server has no budget of all model calls"},
+	    {"POST", "/v1/solve", OPT("\"budgets\": {\"calls\": 10}, \"max_calls\": 9"), 400,
+	     "invalid_request", "options.budgets.calls: says another than options.max_calls"},
+	    {"POST", "/v1/solve", OPT("\"max_calls\": -1"), 400, "invalid_request",
+	     "options.max_calls: want an integer"},
 	    {"POST", "/v1/solve", OPT("\"budgets\": {\"tokens\": 10}, \"max_tokens\": 20"), 400,
 	     "invalid_request", "options.budgets.tokens: says another than options.max_tokens"},
 	    {"POST", "/v1/solve", OPT("\"budgets\": {\"time\": 10}, \"timeout\": 20"), 400,
