@@ -79,12 +79,18 @@ cJSON *json_parse(const char *s, size_t len)
 {
 	const char *end = NULL;
 	cJSON *j;
-	if (!s || len == 0)
+	/* NUL bytes at the end are tolerated, as a terminator; one before is
+	 * no JSON, but cJSON would take a string cut short at it. */
+	if (!s)
+		return NULL;
+	while (len > 0 && s[len - 1] == '\0')
+		len--;
+	if (len == 0 || memchr(s, '\0', len))
 		return NULL;
 	j = cJSON_ParseWithLengthOpts(s, len, &end, 0);
 	if (!j)
 		return NULL;
-	while (end && end < s + len && (isspace((unsigned char)*end) || *end == '\0'))
+	while (end && end < s + len && isspace((unsigned char)*end))
 		end++;
 	if (end && end < s + len) {
 		cJSON_Delete(j);

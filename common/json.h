@@ -25,8 +25,10 @@ double json_num(const cJSON *obj, const char *key, double fallback);
 int64_t json_int(const cJSON *obj, const char *key, int64_t fallback);
 cJSON *json_get(const cJSON *obj, const char *key);
 
-/* Parse exactly len bytes. Returns NULL on malformed input or trailing
- * garbage other than whitespace. */
+/* Parse exactly len bytes. Returns NULL on malformed input, trailing
+ * garbage other than whitespace (NUL bytes at the very end are taken for a
+ * terminator), or a NUL byte anywhere before: JSON has none, and cJSON
+ * would end a string at it without a word. */
 cJSON *json_parse(const char *s, size_t len);
 /* Compact text of item; the caller frees it with free(). */
 char *json_print(const cJSON *item);

@@ -154,9 +154,10 @@ cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret)
 	char where[128];
 	if (!j) {
 		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_json",
-				 rq->body.len ? "the body is not valid JSON"
-					      : "the body is empty: "
-						"want a JSON object");
+				 !rq->body.len ? "the body is empty: want a JSON object"
+				 : memchr(rq->body.p, '\0', rq->body.len)
+				     ? "the body is not valid JSON: it holds a NUL byte"
+				     : "the body is not valid JSON");
 		return NULL;
 	}
 	if (!cJSON_IsObject(j)) {

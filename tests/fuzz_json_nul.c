@@ -3,7 +3,8 @@
  * reads nothing outside them and always terminates its path; on JSON that
  * json_parse accepts it finds a \u0000 exactly when json_has_nul_escape,
  * the blind scan (in valid JSON a backslash only occurs in a string), does,
- * and names a place for it whenever the text is a container. */
+ * and names a place for it whenever the text is a container; and
+ * json_parse takes no text with a NUL byte before its trailing ones. */
 #include "../common/common.h"
 #include "../common/json.h"
 
@@ -28,6 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	j = json_parse(s, size);
 	if (j) {
+		/* no NUL byte before the trailing ones: cJSON would cut a
+		 * string at it */
+		size_t n = size;
+		while (n && !s[n - 1])
+			n--;
+		if (memchr(s, '\0', n))
+			abort();
 		if (found != json_has_nul_escape(s, size))
 			abort();
 		if (found && (cJSON_IsObject(j) || cJSON_IsArray(j)) && cJSON_GetArraySize(j) &&

@@ -178,6 +178,13 @@ TEST(json_parse_exact_length)
 	CHECK(json_parse("{\"a\":1} x", 9) == NULL);
 	CHECK(json_parse("{\"a\":1", 6) == NULL);
 	CHECK(json_parse("", 0) == NULL);
+	/* a NUL byte before the end is no JSON; trailing ones end the text */
+	CHECK(json_parse("{\"a\":\"b\0c\"}", 11) == NULL);
+	CHECK(json_parse("{\"a\":1}\0 ", 9) == NULL);
+	j = json_parse("{\"a\":\"bc\"}\0\0", 12);
+	CHECK(j != NULL);
+	CHECK_STR(json_str(j, "a"), "bc");
+	cJSON_Delete(j);
 }
 
 TEST(json_nul_path_names_the_string)

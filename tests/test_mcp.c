@@ -920,6 +920,16 @@ TEST(json_rpc_errors)
 			CHECK(is_id(m, cases[i].id));
 		cJSON_Delete(m);
 	}
+	/* a raw NUL byte is no JSON (cJSON would end the string at it) */
+	{
+		static const char raw[] = "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"pi\0ng\"}\n";
+		cJSON *m;
+		CHECK_INT(write_all(s.in, raw, sizeof(raw) - 1), 0);
+		m = server_read(&s, 10000);
+		CHECK_MSG(m, "no answer to a line with a NUL byte");
+		CHECK_INT(error_code(m), -32700);
+		cJSON_Delete(m);
+	}
 	/* notifications are never answered, known or not; responses from
 	 * the client are ignored; blank lines too */
 	server_send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}");

@@ -143,9 +143,9 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 
 /* method path [body] with headers (NULL-terminated, or NULL) on handle
  * e (a connection kept open between requests), or on a new one when e is
- * NULL. */
+ * NULL; blen bytes of body, or strlen(body) when it is SIZE_MAX. */
 static struct resp http_on(CURL *e, const struct srv *s, const char *method, const char *path,
-			   const char *body, const char *const *headers)
+			   const char *body, size_t blen, const char *const *headers)
 {
 	CURL *own = e ? NULL : curl_easy_init();
 	struct curl_slist *hl = NULL;
@@ -170,7 +170,8 @@ static struct resp http_on(CURL *e, const struct srv *s, const char *method, con
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 90L);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, body ? (long)strlen(body) : -1L);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE,
+			 !body ? -1L : blen == SIZE_MAX ? (long)strlen(body) : (long)blen);
 	curl_easy_setopt(e, CURLOPT_NOBODY, strcmp(method, "HEAD") == 0 ? 1L : 0L);
 	if (!body && strcmp(method, "HEAD") != 0)
 		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
@@ -191,7 +192,7 @@ static struct resp http_on(CURL *e, const struct srv *s, const char *method, con
 static struct resp http_h(const struct srv *s, const char *method, const char *path,
 			  const char *body, const char *const *headers)
 {
-	return http_on(NULL, s, method, path, body, headers);
+	return http_on(NULL, s, method, path, body, SIZE_MAX, headers);
 }
 
 static struct resp http(const struct srv *s, const char *method, const char *path, const char *body)
@@ -1563,6 +1564,15 @@ TEST(serve_errors)
 			CHECK_CONTAINS(r.headers, "Allow: ");
 		resp_release(&r);
 	}
+	/* A raw NUL byte is no JSON (cJSON would end the string at it) */
+	{
+		static const char raw[] = "{\"question\": \"q?\0 and more\", \"context\": \"x\"}";
+		struct resp r = http_on(NULL, &s, "POST", "/v1/solve", raw, sizeof(raw) - 1, NULL);
+		CHECK_MSG(r.status == 400, "%ld %s", r.status, r.body);
+		CHECK_STR(err_type(&r), "invalid_json");
+		CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "holds a NUL byte");
+		resp_release(&r);
+	}
 	CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -1807,7 +1817,7 @@ TEST(serve_shutdown_stops_accepting)
 	bool refused = false;
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	s = srv_start_env(NULL, env);
-	r = http_on(k, &s, "GET", "/healthz", NULL, NULL);
+	r = http_on(k, &s, "GET", "/healthz", NULL, SIZE_MAX, NULL);
 	CHECK_STR(json_str(r.json, "status"), "ok");
 	resp_release(&r);
 	memset(&b, 0, sizeof(b));
@@ -1823,12 +1833,12 @@ TEST(serve_shutdown_stops_accepting)
 	}
 	CHECK_MSG(refused, "the server still takes new connections after SIGTERM");
 	/* The connection opened before. */
-	r = http_on(k, &s, "GET", "/healthz", NULL, NULL);
+	r = http_on(k, &s, "GET", "/healthz", NULL, SIZE_MAX, NULL);
 	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
 	CHECK_STR(json_str(r.json, "status"), "stopping");
 	CHECK_INT(json_num(r.json, "solves_running", -1), 1);
 	resp_release(&r);
-	r = http_on(k, &s, "POST", "/v1/solve", body, NULL);
+	r = http_on(k, &s, "POST", "/v1/solve", body, SIZE_MAX, NULL);
 	CHECK_ERR(r, 503, "unavailable");
 	CHECK_CONTAINS(r.headers, "Retry-After: ");
 	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "shutting down");
