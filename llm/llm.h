@@ -6,8 +6,9 @@
  * A pool owns N worker threads (default 64). A worker takes one call from a
  * FIFO queue, performs it to the end (rate-limit wait, HTTP attempt,
  * retries with backoff), stores the result in the call and signals its
- * waiter. A worker never waits on another task, so the pool cannot starve
- * itself however callers nest. Each worker keeps its own curl easy handle
+ * waiter. A worker never waits on a task that is queued behind it (at most,
+ * through a front, on the same call already being performed by another
+ * worker), so the pool cannot starve itself however callers nest. Each worker keeps its own curl easy handle
  * (keep-alive connections); the pool shares DNS, TLS sessions and the
  * connection cache through a curl share handle.
  *
@@ -97,11 +98,14 @@ struct llm_call;
 
 /* A cache in front of the pool (rlm's store; llm/ knows nothing of it).
  * All run on the pool thread that performs the call, before its caller
- * sees the result; lookup may block (until another call it waits for
- * completes). */
+ * sees the result. lookup may wait for the same call, sent for another
+ * caller and already on a worker of its own, to end (rlm's single flight):
+ * never for a call still queued, so the pool still cannot starve. */
 struct llm_front {
 	/* c is about to be sent: true when it is answered instead (c's text,
-	 * len, finish_reason, usage and cost filled in, rc 0). */
+	 * len, finish_reason, usage and cost filled in, rc 0), or failed
+	 * instead (rc < 0 and error set: the same call, sent meanwhile,
+	 * failed so; nothing was sent for c). */
 	bool (*lookup)(void *arg, struct llm_call *c);
 	/* c succeeded over the network (rc 0): keep it. */
 	void (*save)(void *arg, const struct llm_call *c);

@@ -465,7 +465,7 @@ static void perform_front(struct llm_pool *p, struct http_client *http, struct r
 	const struct llm_front *f = c->front;
 	bool asked = f && f->lookup && !cancelled(c);
 	if (asked && f->lookup(f->arg, c)) {
-		c->cached = true;
+		c->cached = c->rc == 0; /* else failed as a copy it waited for */
 		return;
 	}
 	perform(p, http, rng, c);

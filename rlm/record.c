@@ -51,13 +51,20 @@ static void store_trouble(const struct rlm_record *rec, const char *what,
 
 /* A call sent by this solve and not done yet: the same call asked meanwhile
  * (children whose first prompts are alike, a batch with repeats) waits for
- * it and takes its answer from the store, instead of going out twice. So a
- * solve makes each distinct call once, as a resumed one does (each is in
- * the store by then), and every copy of a call gets the same answer. */
+ * it instead of going out twice, and takes its outcome: its answer from
+ * the store, or its failure. So a solve makes each distinct call once, as
+ * a resumed one does (each is in the store by then), and every copy of a
+ * call gets the same answer. A copy waits on a pool worker, as long as the
+ * call it waits for takes: the worker it would have spent sending the same
+ * request. */
 struct record_flight {
 	struct store_key k;
 	const struct llm_call *call; /* the one sent */
-	struct record_flight *next;
+	struct record_flight *next;  /* in rec->flights while up */
+	int refs;                    /* the sender and the copies waiting */
+	bool done;                   /* landed: the outcome below is set */
+	int rc;                      /* its rc, 0: its answer is in the store */
+	char *error;                 /* its error when rc != 0 */
 };
 
 #define FLIGHT_POLL_NS 50000000LL /* a waiter looks at its cancel flag */
@@ -75,15 +82,57 @@ static bool call_cancelled(const struct llm_call *c)
 	return c->cancel && atomic_load(c->cancel);
 }
 
-/* Wait (under fl_mu) until no flight of k is up, or c is cancelled. */
-static void flight_wait(struct rlm_record *rec, const struct store_key *k,
-			const struct llm_call *c)
+/* Drop a reference to f (under fl_mu); the last frees it. */
+static void flight_put(struct record_flight *f)
 {
-	while (flight_find(rec, k) && !call_cancelled(c)) {
+	if (--f->refs == 0) {
+		free(f->error);
+		free(f);
+	}
+}
+
+/* f lands with c's outcome (under fl_mu): out of the list, its waiters
+ * woken, the sender's reference dropped. */
+static void flight_land(struct rlm_record *rec, struct record_flight *f, int rc,
+			const char *error)
+{
+	struct record_flight **p;
+	for (p = &rec->flights; *p; p = &(*p)->next)
+		if (*p == f) {
+			*p = f->next;
+			break;
+		}
+	f->done = true;
+	f->rc = rc;
+	f->error = rc ? xstrdup(error ? error : "the call failed") : NULL;
+	pthread_cond_broadcast(&rec->fl_cv);
+	flight_put(f);
+}
+
+/* Copy c waits (under fl_mu) for f to land, or for its own cancel. Returns
+ * 1 with c failed as f did, 0 when f's answer is in the store, -1 when c
+ * must go out itself (cancelled: the pool ends it so; or f was cancelled,
+ * which is not c's fate). */
+static int flight_wait(struct rlm_record *rec, struct record_flight *f, struct llm_call *c)
+{
+	int r;
+	f->refs++;
+	while (!f->done && !call_cancelled(c)) {
 		int64_t until = now_ns() + FLIGHT_POLL_NS;
 		struct timespec ts = {(time_t)(until / 1000000000LL), (long)(until % 1000000000LL)};
 		pthread_cond_timedwait(&rec->fl_cv, &rec->fl_mu, &ts);
 	}
+	if (!f->done || f->rc == RLM_ECANCEL) {
+		r = -1;
+	} else if (f->rc) {
+		c->rc = f->rc;
+		c->error = xstrdup(f->error);
+		r = 1;
+	} else {
+		r = 0;
+	}
+	flight_put(f);
+	return r;
 }
 
 static bool front_lookup(void *arg, struct llm_call *c)
@@ -91,36 +140,45 @@ static bool front_lookup(void *arg, struct llm_call *c)
 	struct rlm_record *rec = arg;
 	struct store_key k;
 	struct rlm_err err = {0, ""};
+	struct record_flight *f;
 	int rc;
 	if (rec->refresh || atomic_load(&rec->broken))
 		return false;
 	store_call_key(c, &k);
-	for (;;) {
-		struct record_flight *f;
-		int64_t gen;
-		pthread_mutex_lock(&rec->fl_mu);
-		gen = rec->fl_gen;
-		pthread_mutex_unlock(&rec->fl_mu);
-		rc = store_call_get(rec->store, &k, c, &err);
-		if (rc < 0)
-			store_trouble(rec, "a cache lookup", &err);
-		if (rc != 0)
-			return rc == 1;
-		pthread_mutex_lock(&rec->fl_mu);
-		if (flight_find(rec, &k)) {
-			/* the same call is out: its answer, once stored, is ours */
-			flight_wait(rec, &k, c);
-		} else if (gen == rec->fl_gen) {
-			f = xmalloc(sizeof(*f));
-			*f = (struct record_flight){k, c, rec->flights};
-			rec->flights = f;
+	pthread_mutex_lock(&rec->fl_mu);
+	while ((f = flight_find(rec, &k))) {
+		/* the same call is out: its outcome is ours */
+		rc = flight_wait(rec, f, c);
+		if (rc == 1) {
 			pthread_mutex_unlock(&rec->fl_mu);
-			return false; /* this one goes out */
-		} /* else one landed since the lookup: look again */
-		pthread_mutex_unlock(&rec->fl_mu);
-		if (call_cancelled(c))
-			return false; /* the pool ends it as cancelled */
+			return true; /* failed as it did */
+		}
+		if (rc == 0 || call_cancelled(c))
+			break;
 	}
+	if (call_cancelled(c)) {
+		pthread_mutex_unlock(&rec->fl_mu);
+		return false; /* the pool ends it as cancelled */
+	}
+	/* Up before the store is asked: a copy asked from now on waits for
+	 * this one, and one that landed before is in the store. */
+	f = xcalloc(1, sizeof(*f));
+	f->k = k;
+	f->call = c;
+	f->refs = 1;
+	f->next = rec->flights;
+	rec->flights = f;
+	pthread_mutex_unlock(&rec->fl_mu);
+	rc = store_call_get(rec->store, &k, c, &err);
+	if (rc < 0)
+		store_trouble(rec, "a cache lookup", &err);
+	if (rc == 1) {
+		pthread_mutex_lock(&rec->fl_mu);
+		flight_land(rec, f, 0, NULL);
+		pthread_mutex_unlock(&rec->fl_mu);
+		return true;
+	}
+	return false; /* this one goes out; front_release lands it */
 }
 
 static void front_save(void *arg, const struct llm_call *c)
@@ -135,23 +193,18 @@ static void front_save(void *arg, const struct llm_call *c)
 		store_trouble(rec, "keeping a call", &err);
 }
 
-/* c went out (saved first when it succeeded): its waiters look again,
- * and take its answer or, when it failed, send their own. */
+/* c went out (saved first when it succeeded): its copies take its answer
+ * from the store, or its failure. */
 static void front_release(void *arg, const struct llm_call *c)
 {
 	struct rlm_record *rec = arg;
-	struct record_flight **p, *f = NULL;
+	struct record_flight *f;
 	pthread_mutex_lock(&rec->fl_mu);
-	for (p = &rec->flights; *p; p = &(*p)->next)
-		if ((*p)->call == c) {
-			f = *p;
-			*p = f->next;
-			break;
-		}
-	rec->fl_gen++;
-	pthread_cond_broadcast(&rec->fl_cv);
+	for (f = rec->flights; f && f->call != c; f = f->next)
+		;
+	if (f)
+		flight_land(rec, f, c->rc, c->error);
 	pthread_mutex_unlock(&rec->fl_mu);
-	free(f);
 }
 
 const struct llm_front *record_front(const struct rlm_opts *o)

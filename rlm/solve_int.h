@@ -45,11 +45,10 @@ struct rlm_record {
 	atomic_bool broken;	/* the store failed once: no more store work */
 	int64_t t0;		/* the solve's start (now_ns clock) */
 	/* calls sent and not done yet, by key, so that the same call asked
-	 * again meanwhile waits for its answer instead of going out twice */
+	 * again meanwhile waits for its outcome instead of going out twice */
 	pthread_mutex_t fl_mu;
 	pthread_cond_t fl_cv;		/* a flight landed */
 	struct record_flight *flights;	/* under fl_mu */
-	int64_t fl_gen;			/* flights landed; under fl_mu */
 };
 
 /* Set rec up for o (o->store set). */
