@@ -362,7 +362,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		if (json)
 			print_json(&res, &ro, corpus, &ms, load_ns, now_ns() - t0, &st, err.msg);
 	} else {
-		bool limited = ro.strategy == RLM_REPL && res.stop != RLM_STOP_ANSWER;
+		bool limited = res.stop != RLM_STOP_ANSWER;
 		if (res.warning)
 			fprintf(stderr, "rlm: warning: %s\n", res.warning);
 		if (limited)

@@ -119,11 +119,9 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 	bool repl = ro->strategy == RLM_REPL;
 	json_add(o, "answer", str_or_null(r->answer));
 	json_add_bool(o, "found", r->found);
-	if (repl) {
-		json_add_str(o, "stop", rlm_stop_name(r->stop));
-		if (r->stop_detail)
-			json_add_str(o, "stop_detail", r->stop_detail);
-	}
+	json_add_str(o, "stop", rlm_stop_name(r->stop));
+	if (r->stop_detail)
+		json_add_str(o, "stop_detail", r->stop_detail);
 	json_add_str(o, "strategy", repl ? "repl" : "tree");
 	if (ro->model)
 		json_add_str(o, "model", llm_model_name(ro->model));

@@ -11,9 +11,17 @@
  * part order so the result does not depend on which call finished first.
  *
  * Partial answers of NONE are dropped. If none remain the answer is NONE
- * without another call; if one remains it is the answer. Otherwise the partials are combined with one call, or,
- * when they do not fit one call, in groups whose answers are combined in
- * turn, level by level.
+ * without another call; if one remains it is the answer. Otherwise the
+ * partials are combined with one call, or, when they do not fit one call,
+ * in groups whose answers are combined in turn, level by level.
+ *
+ * Limits are the repl strategy's (rlm/solve.c's budget): every call is
+ * reserved against the budgets before it is sent (a part's call is a
+ * sub-call, a combining call a root call), and the time limit cancels the
+ * calls in flight. A limit stops the solve where it is: parts not asked are
+ * counted unread, and the answer is what the partials give: combined when
+ * the budget still allows the calls, else the partials themselves, one per
+ * line; rlm_result.stop says which limit.
  */
 #include "rlm.h"
 #include "prompt.h"
@@ -131,12 +139,25 @@ struct slot {
 	struct llm_msg msgs[2];
 	struct buf prompt;
 	size_t item;
+	int64_t est;   /* tokens reserved in the budget */
+	double est_cost;
 	struct job *job;
 	struct slot *next_free;
 };
 
+/* The limits of one tree solve. */
+struct tree_limits {
+	struct rlm_budget budget;
+	atomic_bool stop;     /* every call's cancel: the caller's cancel or
+			       * the time limit */
+	enum rlm_stop why;    /* RLM_STOP_ANSWER until a limit is met */
+	char msg[256];        /* its words */
+};
+
 struct job {
 	const struct rlm_opts *opts;
+	struct tree_limits *lim;
+	enum budget_kind kind;    /* of its calls: BUDGET_SUB, BUDGET_ROOT */
 	struct llm_model *model;
 	const char *question;
 	const char *phase;
@@ -180,6 +201,8 @@ static void on_done(struct llm_call *c, void *arg)
 	struct slot *s = arg;
 	struct job *j = s->job;
 	record_call(j->opts, NULL, 0, -1, 0, 0, c, true);
+	budget_settle(&j->lim->budget, s->est, s->est_cost,
+		      c->usage.input_tokens + c->usage.output_tokens, c->cost);
 	pthread_mutex_lock(&j->mu);
 	if (c->rc == 0) {
 		j->answers[s->item] = c->text;
@@ -203,12 +226,58 @@ static void on_done(struct llm_call *c, void *arg)
 	pthread_mutex_unlock(&j->mu);
 }
 
+/* The first limit met stops the solve (under j->mu). */
+static void limit_met(struct job *j, enum rlm_stop why, const char *msg)
+{
+	if (j->lim->why != RLM_STOP_ANSWER)
+		return;
+	j->lim->why = why;
+	snprintf(j->lim->msg, sizeof(j->lim->msg), "%s", msg);
+	if (why == RLM_STOP_TIMEOUT)
+		atomic_store(&j->lim->stop, true); /* calls in flight end now */
+}
+
+static bool caller_cancelled(const struct rlm_opts *o)
+{
+	return o->cancel && atomic_load(o->cancel);
+}
+
+/* The time limit, once past, stops the solve (under j->mu). */
+static void time_check(struct job *j)
+{
+	char d[32], msg[64];
+	if (j->lim->why != RLM_STOP_ANSWER || !budget_expired(&j->lim->budget, now_ns()))
+		return;
+	snprintf(msg, sizeof(msg), "time limit of %s reached",
+		 fmt_duration(d, sizeof(d), j->lim->budget.timeout_ns));
+	limit_met(j, RLM_STOP_TIMEOUT, msg);
+}
+
+/* Wait (under j->mu) for a call to end, or until the time limit, or a
+ * tick to look at the caller's cancel flag. */
+static void job_wait(struct job *j)
+{
+	int64_t until = now_ns() + 50000000LL, dl = j->lim->budget.deadline_ns;
+	struct timespec ts;
+	if (dl && dl < until)
+		until = dl;
+	ts.tv_sec = (time_t)(until / 1000000000LL);
+	ts.tv_nsec = (long)(until % 1000000000LL);
+	pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+	if (caller_cancelled(j->opts))
+		atomic_store(&j->lim->stop, true);
+	time_check(j);
+}
+
 /* Perform items [0, n) of j with at most the window in flight. Returns 0,
- * or an error from rendering (calls already submitted are waited for). */
+ * or an error from rendering or the caller's cancel (calls already
+ * submitted are waited for). A limit met is no error: the items not sent
+ * get an error saying so, and j->lim says which. */
 static int run_job(struct job *j, struct rlm_err *err)
 {
 	size_t window = j->opts->window ? j->opts->window : 256, next = 0;
 	int rc = 0;
+	pthread_condattr_t ca;
 	j->answers = xcalloc(j->n, sizeof(char *));
 	j->errors = xcalloc(j->n, sizeof(char *));
 	window = RLM_MIN(window, j->n);
@@ -218,18 +287,34 @@ static int run_job(struct job *j, struct rlm_err *err)
 		j->free_slots = &j->slots[i];
 	}
 	pthread_mutex_init(&j->mu, NULL);
-	pthread_cond_init(&j->cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&j->cv, &ca);
+	pthread_condattr_destroy(&ca);
 
 	pthread_mutex_lock(&j->mu);
 	while (j->done < next || next < j->n) {
 		struct slot *s;
-		if (next == j->n || !j->free_slots || rc ||
-		    (j->opts->cancel && atomic_load(j->opts->cancel) && next < j->n)) {
-			if (next < j->n && !rc && j->opts->cancel && atomic_load(j->opts->cancel))
-				rc = rlm_err_set(err, RLM_ECANCEL, "cancelled");
+		enum rlm_stop why;
+		char msg[256];
+		if (next < j->n && !rc && caller_cancelled(j->opts)) {
+			atomic_store(&j->lim->stop, true);
+			rc = rlm_err_set(err, RLM_ECANCEL, "cancelled");
+		}
+		if (next < j->n && !rc)
+			time_check(j);
+		if (next < j->n && !rc && j->lim->why != RLM_STOP_ANSWER) {
+			/* a limit: the rest is not sent */
+			for (; next < j->n; next++) {
+				j->errors[next] = xasprintf("not sent: %s", j->lim->msg);
+				j->done++;
+			}
+			continue;
+		}
+		if (next == j->n || !j->free_slots || rc) {
 			if (rc && j->done == next)
 				break;
-			pthread_cond_wait(&j->cv, &j->mu);
+			job_wait(j);
 			continue;
 		}
 		s = j->free_slots;
@@ -240,11 +325,22 @@ static int run_job(struct job *j, struct rlm_err *err)
 		s->item = next;
 		buf_init(&s->prompt, 0);
 		rc = j->render(j, next, &s->prompt, err);
+		if (!rc) {
+			s->est = llm_estimate_tokens(strlen(SYSTEM_PROMPT) + s->prompt.len);
+			s->est_cost = llm_model_input_cost(j->model, s->est);
+		}
 		pthread_mutex_lock(&j->mu);
+		if (!rc && !budget_reserve(&j->lim->budget, s->est, s->est_cost, j->kind, &why, msg,
+					   sizeof(msg))) {
+			limit_met(j, why, msg);
+			rc = -1; /* not an error: put the slot back, then stop */
+		}
 		if (rc) {
 			buf_release(&s->prompt);
 			s->next_free = j->free_slots;
 			j->free_slots = s;
+			if (rc == -1)
+				rc = 0;
 			continue;
 		}
 		next++;
@@ -253,7 +349,7 @@ static int run_job(struct job *j, struct rlm_err *err)
 		s->msgs[1] = (struct llm_msg){LLM_USER, s->prompt.p, s->prompt.len};
 		llm_call_init(&s->call, j->model, s->msgs, 2);
 		s->call.params = j->opts->params;
-		s->call.cancel = j->opts->cancel;
+		s->call.cancel = &j->lim->stop;
 		s->call.front = record_front(j->opts);
 		llm_pool_submit(j->opts->pool, &s->call, on_done, s);
 		pthread_mutex_lock(&j->mu);
@@ -363,12 +459,17 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 	struct rlm_span *parts = NULL;
 	struct leaf_ctx lc;
 	struct job leaves = {0};
+	struct tree_limits lim;
 	char **partials = NULL;
 	size_t n_partials = 0, leaf_chars = opts->leaf_chars;
 	int64_t t0 = now_ns();
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
+	budget_init(&lim.budget, opts, t0);
+	atomic_init(&lim.stop, false);
+	lim.why = RLM_STOP_ANSWER;
+	lim.msg[0] = '\0';
 	if (!question || !*question)
 		return rlm_err_set(err, RLM_EINVAL, "the question is empty");
 	if (!leaf_chars) {
@@ -383,9 +484,9 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 	}
 
 	lc = (struct leaf_ctx){ctx, parts};
-	leaves = (struct job){.opts = opts, .model = sub, .question = question, .phase = "leaves",
-			      .render = render_leaf, .ctx = &lc, .n = out->leaves, .res = out,
-			      .t0 = t0};
+	leaves = (struct job){.opts = opts, .lim = &lim, .kind = BUDGET_SUB, .model = sub,
+			      .question = question, .phase = "leaves", .render = render_leaf,
+			      .ctx = &lc, .n = out->leaves, .res = out, .t0 = t0};
 	if ((rc = run_job(&leaves, err)))
 		goto out;
 	if (is_cancelled(opts)) {
@@ -402,7 +503,7 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 		if (!is_none(leaves.answers[i]))
 			partials[n_partials++] = trim_dup(leaves.answers[i]);
 	}
-	if (out->failed_leaves == out->leaves) {
+	if (out->failed_leaves == out->leaves && lim.why == RLM_STOP_ANSWER) {
 		rc = rlm_err_set(err, leaves.first_rc ? leaves.first_rc : RLM_EPROVIDER,
 				 "%s%s", out->leaves > 1 ? "every model call failed; the first: " : "",
 				 leaves.errors[0]);
@@ -426,14 +527,25 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 		size_t n_groups = group_partials(partials, n_partials, leaf_chars, &gc.start);
 		char **next;
 		size_t n_next = 0;
-		comb = (struct job){.opts = opts, .model = opts->model, .question = question,
-				    .phase = "combine", .level = out->levels + 1,
-				    .render = render_combine, .ctx = &gc, .n = n_groups, .res = out,
-				    .t0 = t0};
+		if (lim.why != RLM_STOP_ANSWER)
+			break; /* a limit: the partials are the answer */
+		comb = (struct job){.opts = opts, .lim = &lim, .kind = BUDGET_ROOT,
+				    .model = opts->model, .question = question, .phase = "combine",
+				    .level = out->levels + 1, .render = render_combine, .ctx = &gc,
+				    .n = n_groups, .res = out, .t0 = t0};
 		rc = run_job(&comb, err);
 		out->levels++;
 		if (!rc && is_cancelled(opts))
 			rc = rlm_err_set(err, RLM_ECANCEL, "cancelled");
+		if (!rc && lim.why != RLM_STOP_ANSWER) {
+			/* a limit met while combining: this level's partials
+			 * stand (a group that did answer is not worth less than
+			 * the partials it came from, but keeping one level
+			 * whole keeps the answer simple) */
+			job_release(&comb);
+			free(gc.start);
+			break;
+		}
 		next = xcalloc(n_groups, sizeof(char *));
 		for (size_t g = 0; !rc && g < n_groups; g++) {
 			if (comb.errors[g]) {
@@ -458,7 +570,18 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 			break;
 	}
 	out->found = n_partials > 0;
-	out->answer = xstrdup(n_partials ? partials[0] : "NONE");
+	if (lim.why != RLM_STOP_ANSWER) {
+		/* A limit: the best partial answer, from what was read. */
+		struct buf b = BUF_INIT;
+		for (size_t k = 0; k < n_partials; k++)
+			buf_printf(&b, "%s%s", k ? "\n" : "", partials[k]);
+		out->answer = n_partials ? buf_detach(&b, NULL) : NULL;
+		buf_release(&b);
+		out->stop = lim.why;
+		out->stop_detail = xstrdup(lim.msg);
+	} else {
+		out->answer = xstrdup(n_partials ? partials[0] : "NONE");
+	}
 out:
 	out->solve_ns = now_ns() - t0;
 	job_release(&leaves);

@@ -387,3 +387,112 @@ TEST(cancel_ends_the_solve)
 	free(text);
 	env_free(&e);
 }
+
+/* Limits, as in the repl strategy: a part is a sub-call and a combining
+ * call a root call; a limit stops the solve where it is, the parts not
+ * asked are unread, and the answer is what was found (rlm_result.stop). */
+TEST(budgets_stop_the_tree)
+{
+	static const char q[] = "What is the special magic number for brave-lantern?";
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	size_t len;
+	/* the needle early: the parts asked first find it */
+	char *text = haystack(20000, 10, "One of the special magic numbers for brave-lantern is: 8264013.",
+			      &len);
+	struct corpus *c = corpus_from_text(text, len);
+	struct llm_price price = {1.0, 1.0, 1.0, 1.0, true};
+	struct llm_model *paid;
+	struct llm_model_cfg cfg = {0};
+	env_init(&e, NULL, 0);
+
+	/* every model call counts: 5 of the ~75 parts are asked */
+	opts_for(&o, &e, 20000);
+	o.window = 2;
+	o.max_calls = 5;
+	CHECK_INT(rlm_solve(&o, q, c, &r, &err), 0);
+	CHECK_INT(r.stop, RLM_STOP_MAX_CALLS);
+	CHECK_CONTAINS(r.stop_detail, "call budget exhausted (5 of 5");
+	CHECK_INT(r.calls, 5);
+	CHECK_INT(r.failed_leaves, (long long)r.leaves - 5);
+	CHECK_CONTAINS(r.warning, "not sent: call budget exhausted");
+	CHECK_CONTAINS(r.answer, "8264013"); /* found in what was read */
+	rlm_result_release(&r);
+
+	/* sub-calls: the parts */
+	o.max_calls = 0;
+	o.max_sub_calls = 3;
+	CHECK_INT(rlm_solve(&o, q, c, &r, &err), 0);
+	CHECK_INT(r.stop, RLM_STOP_CALLS);
+	CHECK_INT(r.calls, 3);
+	rlm_result_release(&r);
+
+	/* tokens: a part is ~5,000; 12,000 allow two */
+	o.max_sub_calls = 0;
+	o.max_tokens = 12000;
+	CHECK_INT(rlm_solve(&o, q, c, &r, &err), 0);
+	CHECK_INT(r.stop, RLM_STOP_TOKENS);
+	CHECK_INT(r.calls, 2);
+	CHECK(r.usage.input_tokens + r.usage.output_tokens <= 12000);
+	rlm_result_release(&r);
+
+	/* cost, at $1 per million tokens: ~$0.005 a part */
+	cfg.kind = LLM_SIM;
+	cfg.name = "sim";
+	cfg.sim = e.sim;
+	cfg.price = &price;
+	paid = llm_model_new(&cfg, &err);
+	CHECK_MSG(paid, "%s", err.msg);
+	o.model = paid;
+	o.max_tokens = 0;
+	o.max_cost = 0.02;
+	CHECK_INT(rlm_solve(&o, q, c, &r, &err), 0);
+	CHECK_INT(r.stop, RLM_STOP_COST);
+	CHECK(r.calls >= 2 && r.calls <= 4);
+	CHECK(r.cost <= 0.02);
+	rlm_result_release(&r);
+
+	/* roomy budgets change nothing */
+	o.max_cost = 100;
+	o.max_calls = 1000;
+	CHECK_INT(rlm_solve(&o, q, c, &r, &err), 0);
+	CHECK_INT(r.stop, RLM_STOP_ANSWER);
+	CHECK(!r.stop_detail);
+	CHECK_INT(r.failed_leaves, 0);
+	CHECK_CONTAINS(r.answer, "8264013");
+	rlm_result_release(&r);
+	llm_model_free(paid);
+	corpus_free(c);
+	free(text);
+	env_free(&e);
+}
+
+/* The time limit ends calls in flight: a slow model, a limit of 300 ms. */
+TEST(time_limit_stops_the_tree)
+{
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	size_t len;
+	char *text = haystack(20000, 10, "One of the special magic numbers for brave-lantern is: 8264013.",
+			      &len);
+	struct corpus *c = corpus_from_text(text, len);
+	int64_t t0 = now_ns();
+	env_init(&e, "ttft=5s", 0);
+	opts_for(&o, &e, 20000);
+	o.timeout_ns = 300000000LL;
+	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern?", c, &r, &err),
+		  0);
+	CHECK_MSG(now_ns() - t0 < 2000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	CHECK_INT(r.stop, RLM_STOP_TIMEOUT);
+	CHECK_CONTAINS(r.stop_detail, "time limit of 300 ms reached");
+	CHECK(!r.answer);
+	CHECK_INT(r.failed_leaves, (long long)r.leaves);
+	rlm_result_release(&r);
+	corpus_free(c);
+	free(text);
+	env_free(&e);
+}
