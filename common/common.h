@@ -127,8 +127,10 @@ int parse_double(const char *s, double min, double max, double *out);
 
 /* ---- URLs ---- */
 /* s with the "user:password@" of every URL in it removed (s may be a
- * comma-separated list of URLs): a URL as it may be stored or shown, a
- * credential left out. Text that is no URL is copied as it is. The
+ * comma-separated list of URLs), and the values of query parameters whose
+ * names look secret (key, token, secret, password, auth, sig, ...:
+ * ?api_key=...) replaced by REDACTED: a URL as it may be stored or shown,
+ * a credential left out. Text that is no URL is copied as it is. The
  * caller frees the result. */
 char *url_without_userinfo(const char *s);
 

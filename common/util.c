@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 int64_t now_ns(void)
@@ -209,7 +210,77 @@ int parse_double(const char *s, double min, double max, double *out)
 	return 0;
 }
 
+static char *url_strip_userinfo(const char *s);
+
+/* Does a query parameter named name[0..n) look like it holds a secret? */
+static bool secret_param(const char *name, size_t n)
+{
+	static const char *const words[] = {"key",  "token", "secret", "password", "passwd",
+					    "auth", "sig",   "credential"};
+	for (size_t w = 0; w < ARRAY_SIZE(words); w++) {
+		size_t k = strlen(words[w]);
+		for (size_t i = 0; i + k <= n; i++)
+			if (strncasecmp(name + i, words[w], k) == 0)
+				return true;
+	}
+	return false;
+}
+
+/* The query parameters of the URLs in s whose names look secret, with
+ * their values replaced by REDACTED; s is freed. */
+static char *redact_queries(char *s)
+{
+	struct buf b = BUF_INIT;
+	const char *p = s;
+	bool query = false;
+	while (*p) {
+		size_t name, val;
+		if (!query) {
+			/* the next '?' that ends the path of a URL: the text
+			 * since the last separator holds "://" */
+			const char *q = p + strcspn(p, "?"), *seg = q;
+			while (seg > s && !strchr(", \t", seg[-1]))
+				seg--;
+			buf_append(&b, p, (size_t)(q - p));
+			if (!*q)
+				break;
+			buf_append(&b, "?", 1);
+			p = q + 1;
+			query = memmem(seg, (size_t)(q - seg), "://", 3) != NULL;
+			continue;
+		}
+		/* one parameter: name[=value], up to '&', or the end of the
+		 * query (a fragment, the next URL of a list) */
+		name = strcspn(p, "=&#, \t");
+		buf_append(&b, p, name);
+		p += name;
+		if (*p == '=') {
+			val = strcspn(p + 1, "&#, \t");
+			if (secret_param(p - name, name))
+				buf_puts(&b, "=REDACTED");
+			else
+				buf_append(&b, p, val + 1);
+			p += val + 1;
+		}
+		if (*p == '&') {
+			buf_append(&b, "&", 1);
+			p++;
+		} else {
+			query = false;
+		}
+	}
+	free(s);
+	if (!b.p)
+		return xstrdup("");
+	return buf_detach(&b, NULL);
+}
+
 char *url_without_userinfo(const char *s)
+{
+	return redact_queries(url_strip_userinfo(s));
+}
+
+static char *url_strip_userinfo(const char *s)
 {
 	char *out = xmalloc(strlen(s) + 1), *o = out;
 	while (*s) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <xxhash.h>
 
 static const char *const kind_names[] = {"openai", "anthropic", "sim"};
 
@@ -96,12 +97,24 @@ static int add_endpoints(struct llm_model *m, const char *list, struct rlm_err *
 
 /* An endpoint as the cache id names it: no user:password@, the scheme and
  * host in lower case, no default port (":80" for http, ":443" for https);
- * the path as it is (add_endpoints removed trailing slashes). */
+ * the path as it is (add_endpoints removed trailing slashes); a query or
+ * fragment as a digest of it ("?~" and 16 hex digits) with the values of
+ * parameters that look secret left out (url_without_userinfo), since the
+ * id is kept in the store and shown. */
 static char *endpoint_norm(const char *url)
 {
-	char *u = url_without_userinfo(url), *host = strstr(u, "://"), *end, *port;
+	char *u = url_without_userinfo(url), *host = strstr(u, "://"), *end, *port, *q;
 	if (!host)
 		return u;
+	if ((q = strpbrk(host + 3, "?#"))) {
+		char *t;
+		uint64_t h = XXH3_64bits(q, strlen(q));
+		*q = '\0';
+		t = xasprintf("%s?~%016llx", u, (unsigned long long)h);
+		free(u);
+		u = t;
+		host = strstr(u, "://");
+	}
 	host += 3;
 	end = host + strcspn(host, "/?#");
 	for (char *p = u; p < end; p++)

@@ -128,6 +128,12 @@ TEST(url_without_userinfo_table)
 	    {"no url here@all", "no url here@all"},
 	    {"", ""},
 	    {"://@", "://"},
+	    /* query values that look secret */
+	    {"https://gw/v1?api_key=sk-1&api-version=2024-10", "https://gw/v1?api_key=REDACTED&api-version=2024-10"},
+	    {"https://gw/v1?x=1&Token=abc#frag", "https://gw/v1?x=1&Token=REDACTED#frag"},
+	    {"http://a/v1?sig=s1,http://u:p@b/v1?key=k2&k", "http://a/v1?sig=REDACTED,http://b/v1?key=REDACTED&k"},
+	    {"http://a/?key", "http://a/?key"},
+	    {"no url?key=x", "no url?key=x"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *got = url_without_userinfo(cases[i].in);

@@ -264,6 +264,22 @@ TEST(keys_cover_what_changes_the_answer)
 	/* The provider's default endpoint is the id it always was. */
 	CHECK_STR(llm_model_cache_id(def), "openai:gpt-x");
 	CHECK_STR(llm_model_cache_id(def2), "openai:gpt-x");
+	/* A query may hold a key: the id (kept in the store, shown by rlm runs)
+	 * has a digest of it, its secret values left out (like an API key,
+	 * they do not change the answer), which still tells others apart. */
+	{
+		struct llm_model *q1 = model_of("gpt-x", "http://gw:9/v1?api_key=SECRET1&v=1", "k1");
+		struct llm_model *q2 = model_of("gpt-x", "http://gw:9/v1?api_key=SECRET2&v=1", "k1");
+		struct llm_model *q3 = model_of("gpt-x", "http://gw:9/v1?api_key=SECRET1&v=2", "k1");
+		const char *id1 = llm_model_cache_id(q1);
+		CHECK(!strstr(id1, "SECRET"));
+		CHECK_CONTAINS(id1, "openai:gpt-x@[http://gw:9/v1?~");
+		CHECK_STR(llm_model_cache_id(q2), id1);
+		CHECK(strcmp(id1, llm_model_cache_id(q3)) != 0);
+		llm_model_free(q1);
+		llm_model_free(q2);
+		llm_model_free(q3);
+	}
 
 	/* Every field that does. */
 #define DIFFERS(stmt)                                                                              \
