@@ -24,6 +24,7 @@
 #include "../common/embed.h"
 #include "../common/json.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +498,17 @@ static void memo_key(const struct rlm_opts *o, int depth, const char *question, 
 
 /* What a memo hit spent still fits b (then charged), or, for the whole
  * solve (b NULL), o's limits: a solve that used exactly its limit fits. */
+/* *v += add unless that passes max (0: no limit); atomically. */
+static bool take_within(_Atomic int64_t *v, int64_t add, int64_t max)
+{
+	int64_t cur = atomic_load(v);
+	do {
+		if (max && cur + add > max)
+			return false;
+	} while (!atomic_compare_exchange_weak(v, &cur, cur + add));
+	return true;
+}
+
 static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 		      const struct store_result *sr)
 {
@@ -506,15 +518,20 @@ static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 			 (o->max_cost > 0 && sr->cost > o->max_cost) ||
 			 (o->max_sub_calls > 0 && sr->sub_calls > o->max_sub_calls) ||
 			 (o->max_calls > 0 && sr->calls > o->max_calls));
-	if ((b->max_tokens && atomic_load(&b->tokens) + t > b->max_tokens) ||
-	    (b->max_cost_nusd &&
-	     atomic_load(&b->cost_nusd) + (int64_t)(sr->cost * 1e9) > b->max_cost_nusd) ||
-	    (b->max_sub_calls && atomic_load(&b->sub_calls) + sr->sub_calls > b->max_sub_calls) ||
-	    (b->max_calls && atomic_load(&b->calls) + sr->calls > b->max_calls))
-		return false;
-	budget_settle(b, 0, 0, t, sr->cost);
-	atomic_fetch_add(&b->sub_calls, sr->sub_calls);
-	atomic_fetch_add(&b->calls, sr->calls);
+	{
+		/* Each taken within its limit at once (another node may be
+		 * taking too), or none. */
+		_Atomic int64_t *v[4] = {&b->tokens, &b->cost_nusd, &b->sub_calls, &b->calls};
+		int64_t add[4] = {t, sr->cost > 0 ? (int64_t)llround(sr->cost * 1e9) : 0,
+				  sr->sub_calls, sr->calls},
+			max[4] = {b->max_tokens, b->max_cost_nusd, b->max_sub_calls, b->max_calls};
+		for (int i = 0; i < 4; i++)
+			if (!take_within(v[i], add[i], max[i])) {
+				while (i-- > 0)
+					atomic_fetch_sub(v[i], add[i]);
+				return false;
+			}
+	}
 	return true;
 }
 
