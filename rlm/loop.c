@@ -82,17 +82,22 @@ static void keep_turn(struct loop *l, const char *kind, const char *text, size_t
 	if (strcmp(kind, "reply") == 0) {
 		free(t->reply);
 		t->reply = s;
+		l->block_open = false;
 	} else if (strcmp(kind, "notice") == 0) {
 		t->notices = xrealloc(t->notices, (t->n_notices + 1) * sizeof(*t->notices));
 		t->notices[t->n_notices++] = s;
+		l->block_open = false;
 	} else {
-		/* "code" begins a block; "output" ends it, or stands alone
-		 * (FINAL_VAR's) */
+		/* "code" begins a block; "output" ends the block still open,
+		 * or stands alone (FINAL_VAR's; after a block whose exec gave
+		 * none, the worker having died) */
 		b = t->n_blocks ? &t->blocks[t->n_blocks - 1] : NULL;
-		if (strcmp(kind, "output") == 0 && b && !b->output) {
+		if (strcmp(kind, "output") == 0 && b && l->block_open && !b->output) {
 			b->output = s;
+			l->block_open = false;
 			return;
 		}
+		l->block_open = strcmp(kind, "code") == 0;
 		t->blocks = xrealloc(t->blocks, (t->n_blocks + 1) * sizeof(*t->blocks));
 		b = &t->blocks[t->n_blocks++];
 		*b = (struct rlm_block){NULL, NULL};

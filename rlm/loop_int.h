@@ -38,6 +38,8 @@ struct loop {
 	int64_t root_est;
 	bool root_done; /* guarded by c.mu */
 
+	bool block_open; /* with o->trajectory: the last block kept awaits
+			  * its output (a "code" event, no "output" yet) */
 	char *content; /* the latest answer["content"] the code set */
 	int consecutive_errors;
 	char *last_error; /* the last error line of the last error turn */
