@@ -443,8 +443,9 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 		return;
 	store_call_key(call, &k);
 	store_key_hex(&k, hex);
-	for (size_t i = 0; i < call->n_msgs; i++)
-		chars += call->msgs[i].len;
+	for (size_t i = 0; i < call->n_msgs; i++) /* characters, not bytes */
+		for (size_t b = 0; b < call->msgs[i].len; b++)
+			chars += ((unsigned char)call->msgs[i].text[b] & 0xC0) != 0x80;
 	d = cJSON_CreateObject();
 	u = cJSON_CreateObject();
 	json_add_str(d, "key", hex);

@@ -265,7 +265,7 @@ struct rlm_result {
 /* What of o shapes an answer, as compact JSON: the strategy, the models
  * (their cache ids: a simulator's settings too), the prompt templates'
  * digest, sampling, and every limit (iterations, depth, errors, output,
- * leaf size, time, tokens, cost, sub-calls). The config a run is recorded
+ * leaf size, time, tokens, cost, calls, sub-calls). The config a run is recorded
  * with and its memo keyed by; the caller frees it. */
 char *rlm_config_json(const struct rlm_opts *o);
 
