@@ -393,6 +393,14 @@ static int pick_model(struct service *s, const char *name, const char *what, str
 	return 0;
 }
 
+/* The limit of server and request together (0: none): the smaller. */
+static int64_t lower_limit(int64_t server, int64_t request)
+{
+	if (request <= 0)
+		return server;
+	return server > 0 && server < request ? server : request;
+}
+
 static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_opts *o,
 		      struct rlm_err *err)
 {
@@ -410,16 +418,15 @@ static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_op
 		o->max_depth = q->max_depth;
 	if (q->max_iterations > 0)
 		o->max_iterations = q->max_iterations;
-	if (q->max_tokens > 0)
-		o->max_tokens = q->max_tokens;
-	if (q->max_calls > 0)
-		o->max_calls = q->max_calls;
-	if (q->max_sub_calls > 0)
-		o->max_sub_calls = q->max_sub_calls;
-	if (q->max_cost > 0)
+	/* A budget of the request can lower the server's, never raise it: the
+	 * operator's limits are ceilings (none set: the request's holds). */
+	o->max_tokens = lower_limit(o->max_tokens, q->max_tokens);
+	o->max_calls = lower_limit(o->max_calls, q->max_calls);
+	o->max_sub_calls = lower_limit(o->max_sub_calls, q->max_sub_calls);
+	if (q->max_cost > 0 && !(o->max_cost > 0 && o->max_cost < q->max_cost))
 		o->max_cost = q->max_cost;
 	if (q->timeout_s > 0)
-		o->timeout_ns = (int64_t)(q->timeout_s * 1e9);
+		o->timeout_ns = lower_limit(o->timeout_ns, (int64_t)(q->timeout_s * 1e9));
 	return 0;
 }
 

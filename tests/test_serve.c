@@ -460,6 +460,31 @@ TEST(serve_solve_sync)
 	CHECK_INT(srv_stop(&s), 0);
 }
 
+/* The server's budgets are ceilings: a request may lower them, not raise
+ * them. */
+TEST(serve_budgets_are_ceilings)
+{
+	const char *args[] = {"--no-cache", "--max-calls", "2", NULL};
+	struct srv s = srv_start(args);
+	char *body = solve_body("\"options\": {\"max_calls\": 1000}");
+	struct resp r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "stopped");
+	CHECK_STR(json_str(r.json, "stop"), "max_calls");
+	CHECK_CONTAINS(json_str(json_get(r.json, "result"), "stop_detail"), "of 2 model calls");
+	resp_release(&r);
+	free(body);
+	/* lower: the request's holds */
+	body = solve_body("\"options\": {\"budgets\": {\"calls\": 1}}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "stop"), "max_calls");
+	CHECK_CONTAINS(json_str(json_get(r.json, "result"), "stop_detail"), "of 1 model calls");
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
 /* Without a store: ids of the server's own, runs known while it runs. */
 TEST(serve_no_cache)
 {
