@@ -429,7 +429,9 @@ struct sse {
 	struct svc_run *r; /* a reference; NULL when replaying a stored run */
 	cJSON *stored;	   /* the stored run (owned), or NULL */
 	const cJSON *next; /* the stored event to send next */
-	size_t pos;	   /* the next event of r's log */
+	size_t pos;	   /* the next event of r's log (stored: the next id) */
+	size_t id;	   /* live: the id of the next event that has one */
+	long from;	   /* Last-Event-ID: live events up to it are skipped */
 	struct buf out;	   /* formatted, not yet sent from off */
 	size_t off;
 	bool done;	 /* the end was formatted */
@@ -438,12 +440,16 @@ struct sse {
 	int64_t last_ns; /* the last bytes formatted */
 };
 
+/* An event; with id SIZE_MAX, one without an id (progress: a client that
+ * comes back resumes after the last event that had one). */
 static void sse_format(struct sse *st, size_t id, const char *kind, const cJSON *data)
 {
 	char *s = json_print(data);
 	buf_reset(&st->out);
 	st->off = 0;
-	buf_printf(&st->out, "id: %zu\nevent: %s\ndata: %s\n\n", id, kind, s ? s : "{}");
+	if (id != SIZE_MAX)
+		buf_printf(&st->out, "id: %zu\n", id);
+	buf_printf(&st->out, "event: %s\ndata: %s\n\n", kind, s ? s : "{}");
 	free(s);
 	st->last_ns = now_ns();
 }
@@ -496,8 +502,22 @@ static bool sse_next(struct sse *st)
 		cJSON *e = svc_run_event(st->r, st->pos, now_ns() + SRV_SLICE_NS, &ended);
 		if (e) {
 			const char *kind = json_str(e, "kind");
-			sse_format(st, st->pos++, kind ? kind : "notice", e);
-			st->done = kind && strcmp(kind, "end") == 0;
+			bool progress = kind && strcmp(kind, "progress") == 0;
+			/* Ids count the events a stored run keeps too (not
+			 * progress), so that a client that comes back after a
+			 * restart resumes a replay at the same place. Up to
+			 * Last-Event-ID, nothing is sent again. */
+			size_t id = progress ? SIZE_MAX : st->id++;
+			bool end = kind && strcmp(kind, "end") == 0,
+			     seen = !end && (long)(progress ? st->id : id) <= st->from;
+			st->pos++;
+			if (seen) {
+				cJSON_Delete(e);
+				continue;
+			}
+			sse_format(st, id, kind ? kind : "notice", e);
+			st->done = end; /* sent even past Last-Event-ID: it ends
+					 * the client's stream */
 			cJSON_Delete(e);
 			return true;
 		}
@@ -575,7 +595,7 @@ enum MHD_Result route_events(struct req *rq, const char *full)
 	st->sv = rq->sv;
 	st->fd = rq->fd;
 	st->last_ns = now_ns();
-	st->pos = (size_t)(from + 1);
+	st->from = from;
 	if (id_ok(id))
 		st->r = svc_run_get(rq->sv->svc, id);
 	if (!st->r) {
@@ -590,8 +610,11 @@ enum MHD_Result route_events(struct req *rq, const char *full)
 		st->pos = 0;
 		while (st->next && (long)st->pos <= from) {
 			cJSON *e = stored_event(st->next, st->stored);
-			st->pos += e != NULL;
+			bool sent = e != NULL, end = e && strcmp(json_str(e, "kind"), "end") == 0;
 			cJSON_Delete(e);
+			if (end)
+				break; /* always sent: it ends the client's stream */
+			st->pos += sent;
 			st->next = st->next->next;
 		}
 	}
