@@ -72,6 +72,8 @@ struct svc_run {
 	char *error;		  /* when failed; owned */
 	int64_t wall_ns;	  /* when ended */
 	atomic_bool over;	  /* log_ended, for the registry (s->mu) */
+	bool settled;		  /* the end is everywhere: status, log, the
+				   * registry's eviction (svc_run_wait) */
 };
 
 /* ---- small pieces ---- */
@@ -496,6 +498,7 @@ static void *run_main(void *arg)
 	r->corp = NULL;
 	r->ctx = NULL;
 	pthread_mutex_unlock(&s->mu);
+	svc__corp_reap(s);
 
 	pthread_mutex_lock(&r->mu);
 	r->status = st;
@@ -521,6 +524,12 @@ static void *run_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	evict_locked(s);
 	pthread_mutex_unlock(&s->mu);
+	/* Only now do waiters (a synchronous answer) go on: what they answer
+	 * is what GET /v1/runs and /metrics say from then on. */
+	pthread_mutex_lock(&r->mu);
+	r->settled = true;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
 	svc_run_put(r);
 	pthread_mutex_lock(&s->mu);
 	s->threads--;
@@ -652,9 +661,9 @@ bool svc_run_wait(struct svc_run *r, int64_t deadline_ns)
 {
 	bool ended;
 	pthread_mutex_lock(&r->mu);
-	while (r->status == ST_RUNNING && cond_wait_until(&r->cv, &r->mu, deadline_ns))
+	while (!r->settled && cond_wait_until(&r->cv, &r->mu, deadline_ns))
 		;
-	ended = r->status != ST_RUNNING;
+	ended = r->settled;
 	pthread_mutex_unlock(&r->mu);
 	return ended;
 }

@@ -173,7 +173,8 @@ void svc_run_put(struct svc_run *r);
  * while the reference is held. */
 const char *svc_run_id(const struct svc_run *r);
 /* Wait until it ended or deadline_ns (now_ns clock; 0: forever) passed.
- * Returns true when it ended. */
+ * Returns true when it ended: its status, its end event and the
+ * registry (runs kept, evicted) all say so by then. */
 bool svc_run_wait(struct svc_run *r, int64_t deadline_ns);
 /* Cancel it (its whole tree stops). false when it had ended already. */
 bool svc_run_cancel(struct svc_run *r);

@@ -78,6 +78,27 @@ static void corp_free(struct svc_corp *k)
 	free(k);
 }
 
+/* k is to go (s->mu held): freed by svc__corp_reap, after the lock. */
+static void corp_bury(struct service *s, struct svc_corp *k)
+{
+	k->next_dead = s->dead;
+	s->dead = k;
+}
+
+void svc__corp_reap(struct service *s)
+{
+	struct svc_corp *k;
+	pthread_mutex_lock(&s->mu);
+	k = s->dead;
+	s->dead = NULL;
+	pthread_mutex_unlock(&s->mu);
+	while (k) {
+		struct svc_corp *next = k->next_dead;
+		corp_free(k);
+		k = next;
+	}
+}
+
 /* Take k out of the registry (s->mu held). */
 static void corp_unlink(struct service *s, struct svc_corp *k)
 {
@@ -116,7 +137,7 @@ static void trim_locked(struct service *s)
 		if (!lru || (bytes <= s->corpus_cache && n <= CACHED_MAX))
 			return;
 		corp_unlink(s, lru);
-		corp_free(lru);
+		corp_bury(s, lru);
 	}
 }
 
@@ -126,7 +147,7 @@ void svc__corp_put_locked(struct service *s, struct svc_corp *k)
 		return;
 	k->used = ++s->tick;
 	if (k->deleted)
-		corp_free(k);
+		corp_bury(s, k);
 	else if (!k->registered)
 		trim_locked(s);
 }
@@ -173,6 +194,7 @@ static void corpus_keep(struct service *s, struct corpus *c, unsigned flags,
 	if (!(flags & (SVC_CORPUS_KEEP | SVC_CORPUS_HOLD)))
 		trim_locked(s);
 	pthread_mutex_unlock(&s->mu);
+	svc__corp_reap(s);
 }
 
 int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
@@ -297,6 +319,7 @@ void svc_corpus_put(struct service *s, struct svc_corp *hold)
 	pthread_mutex_lock(&s->mu);
 	svc__corp_put_locked(s, hold);
 	pthread_mutex_unlock(&s->mu);
+	svc__corp_reap(s);
 }
 
 int svc_corpus_delete(struct service *s, const char *id, struct svc_corpus_info *info)
@@ -309,9 +332,10 @@ int svc_corpus_delete(struct service *s, const char *id, struct svc_corpus_info 
 		if (k->refs)
 			k->deleted = true; /* its runs free it */
 		else
-			corp_free(k);
+			corp_bury(s, k);
 	}
 	pthread_mutex_unlock(&s->mu);
+	svc__corp_reap(s);
 	return k ? 0 : RLM_ENOTFOUND;
 }
 
@@ -336,6 +360,7 @@ void svc__corpora_stats_locked(struct service *s, cJSON *o)
 
 void svc__corpora_free(struct service *s)
 {
+	svc__corp_reap(s);
 	for (size_t i = 0; i < s->n_corp; i++)
 		corp_free(s->corp[i]);
 	free(s->corp);

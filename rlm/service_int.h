@@ -25,6 +25,7 @@ struct svc_corp {
 	bool deleted;		     /* out of the registry: freed at the last put */
 	uint64_t used;		     /* service tick of its last put: LRU */
 	size_t mem;		     /* bytes it holds (text and document table) */
+	struct svc_corp *next_dead;  /* in service.dead, to be freed */
 };
 
 /* Made by svc_new; the fields above mu are read-only afterwards. */
@@ -44,6 +45,7 @@ struct service {
 	size_t n_runs, cap_runs;
 	struct svc_corp **corp; /* the registry of corpora */
 	size_t n_corp, cap_corp;
+	struct svc_corp *dead;	/* let go of, not freed yet (svc__corp_reap) */
 	uint64_t tick;		    /* counts corpus puts, for LRU */
 	int running;		    /* solves between start and end */
 	int threads;		    /* run threads alive */
@@ -61,6 +63,9 @@ void svc__grow(void *pp, size_t *cap, size_t n, size_t size);
  * an unregistered one joins the cache of unused ones (which is then cut
  * to its size). */
 void svc__corp_put_locked(struct service *s, struct svc_corp *k);
+/* Free the corpora the registry let go of (without s->mu: a corpus of
+ * hundreds of MB is not unmapped while every request waits on the lock). */
+void svc__corp_reap(struct service *s);
 /* Is t[0..len) text the corpus module takes (UTF-8, no NUL)? 0, or
  * RLM_EINVAL with err naming what (e.g. "the question"). */
 int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err *err);
