@@ -73,15 +73,43 @@ enum MHD_Result srv_json(struct req *rq, unsigned status, cJSON *j)
 	return respond(rq, status, j, NULL);
 }
 
-/* {"error": {"type", "message"}}, with "code" and "param" when given. */
-static cJSON *error_json(const char *type, const char *code, const char *param, const char *msg)
+/* The doors that speak OpenAI's dialect. */
+static bool openai_route(const struct req *rq)
+{
+	return rq->url && (strncmp(rq->url, "/v1/chat/", 9) == 0 ||
+			   strcmp(rq->url, "/v1/models") == 0 ||
+			   strncmp(rq->url, "/v1/models/", 11) == 0);
+}
+
+/* OpenAI's error type for an HTTP status. */
+static const char *openai_type(unsigned status)
+{
+	switch (status) {
+	case MHD_HTTP_UNAUTHORIZED:
+		return "authentication_error";
+	case MHD_HTTP_FORBIDDEN:
+		return "permission_error";
+	case MHD_HTTP_TOO_MANY_REQUESTS:
+		return "rate_limit_error";
+	default:
+		return status >= 500 ? "server_error" : "invalid_request_error";
+	}
+}
+
+/* {"error": {"type", "message"}}, with "code" and "param" when given; on
+ * OpenAI's doors, OpenAI's shape: "type" its kind of error, "code" ours
+ * (or the one given), "param" always (null when none). */
+static cJSON *error_json(bool openai, unsigned status, const char *type, const char *code,
+			 const char *param, const char *msg)
 {
 	cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
-	json_add_str(e, "type", type);
-	if (code)
-		json_add_str(e, "code", code);
+	json_add_str(e, "type", openai ? openai_type(status) : type);
+	if (code || openai)
+		json_add_str(e, "code", code ? code : type);
 	if (param)
 		json_add_str(e, "param", param);
+	else if (openai)
+		json_add(e, "param", cJSON_CreateNull());
 	json_add_str(e, "message", msg);
 	json_add(root, "error", e);
 	return root;
@@ -97,7 +125,7 @@ static enum MHD_Result verror(struct req *rq, unsigned status, const char *type,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (status >= 500 && status != MHD_HTTP_SERVICE_UNAVAILABLE)
 		log_warn("serve: %s %s: %s", rq->method, rq->url, msg);
-	return srv_json(rq, status, error_json(type, code, param, msg));
+	return srv_json(rq, status, error_json(openai_route(rq), status, type, code, param, msg));
 }
 
 enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
@@ -380,7 +408,9 @@ static enum MHD_Result not_allowed(struct req *rq, enum route rt)
 	snprintf(msg, sizeof(msg), "method %.16s is not allowed for %.200s (allowed: %s)",
 		 rq->method, rq->url, allowed(rt));
 	return respond(rq, MHD_HTTP_METHOD_NOT_ALLOWED,
-		       error_json("method_not_allowed", NULL, NULL, msg), allowed(rt));
+		       error_json(openai_route(rq), MHD_HTTP_METHOD_NOT_ALLOWED,
+				  "method_not_allowed", NULL, NULL, msg),
+		       allowed(rt));
 }
 
 static enum MHD_Result dispatch(struct req *rq)

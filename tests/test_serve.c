@@ -209,9 +209,22 @@ static void resp_release(struct resp *r)
 }
 
 /* The error type of an error answer. */
+/* The error's type: ours, which OpenAI's doors (chat completions,
+ * models) give as "code", their "type" being OpenAI's kind of error (and
+ * checked to be one, with a "param"). */
 static const char *err_type(const struct resp *r)
 {
-	return json_str(json_get(r->json, "error"), "type");
+	const cJSON *e = json_get(r->json, "error");
+	const char *type = json_str(e, "type");
+	static const char *const openai[] = {"invalid_request_error", "authentication_error",
+					     "permission_error", "rate_limit_error",
+					     "server_error"};
+	for (size_t i = 0; type && i < ARRAY_SIZE(openai); i++)
+		if (strcmp(type, openai[i]) == 0) {
+			CHECK_MSG(json_get(e, "param"), "no param: %s", r->body);
+			return json_str(e, "code");
+		}
+	return type;
 }
 
 /* Check that r is an error of status and type. */
@@ -1141,7 +1154,7 @@ TEST(serve_chat)
 		} cases[] = {
 		    {"{\"model\": \"gpt-9\", \"messages\": [{\"role\": \"system\", \"content\": "
 		     "\"x\"}, {\"role\": \"user\", \"content\": \"q?\"}]}",
-		     404, "not_found", "gpt-9"},
+		     404, "model_not_found", "gpt-9"},
 #define Q_CTX "\"rlm_context\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": \"q?\"}]"
 		    /* what a solve cannot give */
 		    {"{" Q_CTX ", \"n\": 2}", 400, "invalid_request", "n: only 1"},
@@ -1215,6 +1228,9 @@ TEST(serve_chat)
 			CHECK_STR(err_type(&r), cases[i].type);
 			CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"),
 				       cases[i].says);
+			/* OpenAI's kind of error for the status */
+			CHECK_STR(json_str(json_get(r.json, "error"), "type"),
+				  r.status == 403 ? "permission_error" : "invalid_request_error");
 			if (r.status == 404 && strstr(cases[i].body, "gpt-9")) {
 				CHECK_STR(json_str(json_get(r.json, "error"), "code"),
 					  "model_not_found");
@@ -1337,6 +1353,7 @@ TEST(serve_auth)
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		r = http_h(&s, "GET", "/v1/models", NULL, bad[i]);
 		CHECK_ERR(r, 401, "unauthorized");
+		CHECK_STR(json_str(json_get(r.json, "error"), "type"), "authentication_error");
 		CHECK_CONTAINS(r.headers, "WWW-Authenticate: Bearer");
 		resp_release(&r);
 	}

@@ -342,8 +342,9 @@ try {
 			} catch (e) {
 				err = e;
 			}
-			check(err instanceof OpenAI.BadRequestError && err.type === 'invalid_request' &&
-			      err.message.includes(`${field}:`),
+			check(err instanceof OpenAI.BadRequestError &&
+			      err.type === 'invalid_request_error' && err.code === 'invalid_request' &&
+			      err.param === null && err.message.includes(`${field}:`),
 			      `${field} was not refused with a 400 naming it`,
 			      err ? `${err.status} ${err.message}` : 'it succeeded');
 		}
@@ -362,7 +363,8 @@ try {
 			check(err instanceof OpenAI.AuthenticationError,
 			      'a wrong key did not fail with AuthenticationError (401)',
 			      err ? `${err.status} ${err.message}` : 'it succeeded');
-			check(err.type === 'unauthorized', 'error type', err.error);
+			check(err.type === 'authentication_error' && err.code === 'unauthorized',
+			      'error type', err.error);
 		});
 	}
 
@@ -388,7 +390,8 @@ try {
 			check(err instanceof OpenAI.PermissionDeniedError,
 			      'a path outside the roots did not fail with PermissionDeniedError (403)',
 			      err ? `${err.status} ${err.message}` : 'it succeeded');
-			check(err.type === 'forbidden', 'error type', err.error);
+			check(err.type === 'permission_error' && err.code === 'forbidden',
+			      'error type', err.error);
 		});
 	}
 } catch (e) {
