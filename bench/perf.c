@@ -789,7 +789,7 @@ static const struct perf_label store_labels[] = {{"warm-cache solve", "<= 2% of 
 static const struct perf_label serve_labels[] = {{"serve throughput", ">= 50% of ideal"},
 						{"serve latency p99", "<= 2.5 x model time"},
 						{"serve errors", "0, exit 0"},
-						{"serve memory growth", "<= 64 MB"}};
+						{"serve memory growth", "<= 16 KB a solve"}};
 
 /* In the order they run; rows in the order they are printed. The
  * recursive row runs late (printed third): its ten workers and threads

@@ -272,14 +272,16 @@ static enum MHD_Result route_metrics(struct req *rq)
 	}
 	buf_printf(&b, "rlm_solve_seconds_sum %.6f\n", json_num(st, "solve_seconds_sum", 0));
 	buf_printf(&b, "rlm_solve_seconds_count %.0f\n", json_num(st, "solve_seconds_count", 0));
+	/* each family's samples right after its HELP and TYPE */
 	metric(&b, "rlm_corpora", "gauge",
 	       "Corpora held: registered (until deleted), in use by a solve, cached (unused).");
+	for (size_t i = 0; i < ARRAY_SIZE(states); i++)
+		buf_printf(&b, "rlm_corpora{state=\"%s\"} %.0f\n", states[i],
+			   json_num(json_get(st, "corpora"), states[i], 0));
 	metric(&b, "rlm_corpora_bytes", "gauge", "Memory of the corpora held, by state.");
 	for (size_t i = 0; i < ARRAY_SIZE(states); i++) {
 		char key[32];
 		snprintf(key, sizeof(key), "%s_bytes", states[i]);
-		buf_printf(&b, "rlm_corpora{state=\"%s\"} %.0f\n", states[i],
-			   json_num(json_get(st, "corpora"), states[i], 0));
 		buf_printf(&b, "rlm_corpora_bytes{state=\"%s\"} %.0f\n", states[i],
 			   json_num(json_get(st, "corpora"), key, 0));
 	}

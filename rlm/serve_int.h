@@ -32,7 +32,7 @@ struct server {
 	int64_t request_timeout_ns; /* a synchronous solve's */
 	int64_t started_s;	    /* unix seconds, for "created" */
 	bool verbose;		    /* log every request */
-	atomic_bool stopping;	    /* a signal came: streams end early */
+	atomic_bool stopping;	    /* a signal came: /healthz says "stopping" */
 	atomic_int active;	    /* requests begun and not completed */
 	_Atomic int64_t codes[600]; /* responses sent, by status */
 };

@@ -12,6 +12,7 @@
  * stream is rlm/serve_stream.c's. */
 #include "serve_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,7 +200,7 @@ static bool in_list(const char *name, const char *const *list, size_t n)
 static bool of_type(const cJSON *j, unsigned types)
 {
 	return ((types & J_NUM) && cJSON_IsNumber(j)) ||
-	       ((types & J_INT) && cJSON_IsNumber(j) &&
+	       ((types & J_INT) && cJSON_IsNumber(j) && fabs(j->valuedouble) < 9.2e18 &&
 		j->valuedouble == (double)(int64_t)j->valuedouble) ||
 	       ((types & J_STR) && cJSON_IsString(j)) || ((types & J_BOOL) && cJSON_IsBool(j)) ||
 	       ((types & J_OBJ) && cJSON_IsObject(j)) || ((types & J_ARR) && cJSON_IsArray(j));

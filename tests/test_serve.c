@@ -1314,13 +1314,26 @@ TEST(serve_models_health_metrics)
 	CHECK_CONTAINS(r.body, "rlm_http_requests_total{code=\"200\"} ");
 	CHECK_CONTAINS(r.body, "rlm_http_requests_total{code=\"404\"} 1\n");
 	{
-		/* Every sample line is NAME{labels} VALUE with a number. */
-		char *copy = xstrdup(r.body);
+		/* Every sample line is NAME{labels} VALUE with a number, in
+		 * the family of the # TYPE line before it (the text format
+		 * groups a family's lines). */
+		char *copy = xstrdup(r.body), family[96] = "";
 		long calls = -1, input = -1, hits = -1;
 		for (char *l = strtok(copy, "\n"); l; l = strtok(NULL, "\n")) {
 			char *sp = strrchr(l, ' '), *end;
+			size_t nl = strcspn(l, "{ "), fl = strlen(family);
+			if (strncmp(l, "# TYPE ", 7) == 0)
+				snprintf(family, sizeof(family), "%.*s", (int)strcspn(l + 7, " "),
+					 l + 7);
 			if (l[0] == '#')
 				continue;
+			CHECK_MSG(fl && nl >= fl && strncmp(l, family, fl) == 0 &&
+				      (nl == fl ||
+				       (nl - fl == 7 && strncmp(l + fl, "_bucket", 7) == 0) ||
+				       (nl - fl == 4 && strncmp(l + fl, "_sum", 4) == 0) ||
+				       (nl - fl == 6 && strncmp(l + fl, "_count", 6) == 0)),
+				  "'%s' is not in the family of the TYPE line before it (%s)", l,
+				  family);
 			CHECK_MSG(sp, "bad line '%s'", l);
 			strtod(sp + 1, &end);
 			CHECK_MSG(*end == '\0' && end > sp + 1, "bad value in '%s'", l);
