@@ -1184,6 +1184,7 @@ TEST(serve_chat)
 		    {"{" Q_CTX ", \"temperature\": \"hot\"}", 400, "invalid_request",
 		     "temperature: want a number"},
 		    {"{" Q_CTX ", \"seed\": 1.5}", 400, "invalid_request", "seed: want an integer"},
+		    {"{" Q_CTX ", \"seed\": 1e300}", 400, "invalid_request", "seed: want an integer"},
 		    {"{" Q_CTX ", \"metadata\": []}", 400, "invalid_request", "metadata: want an object"},
 		    {"{" Q_CTX ", \"stop\": 3}", 400, "invalid_request", "stop: want a string or"},
 		    {"{" Q_CTX ", \"stream_options\": true}", 400, "invalid_request",
