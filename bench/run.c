@@ -275,6 +275,32 @@ void bench_run_digest(struct bench_run *r)
 	free(cfg);
 }
 
+/* 16 hex digits of what an item asks: its question, scorer, answer type,
+ * gold, and context (inline: its text; a file: its path and size), so a
+ * result is not taken for an item that changed since. */
+static void item_digest(const struct bench_item *it, char hex[17])
+{
+	struct store_kb kb;
+	struct store_key k;
+	char *gold = it->gold ? json_print(it->gold) : NULL, full[33], size[32] = "";
+	struct stat st;
+	if (it->path && stat(it->path, &st) == 0)
+		snprintf(size, sizeof(size), "%lld", (long long)st.st_size);
+	store_kb_init(&kb, "bench-item/1");
+	store_kb_str(&kb, it->question, strlen(it->question));
+	store_kb_str(&kb, it->scorer, strlen(it->scorer));
+	store_kb_str(&kb, it->answer_type ? it->answer_type : "",
+		     it->answer_type ? strlen(it->answer_type) : 0);
+	store_kb_str(&kb, gold ? gold : "", gold ? strlen(gold) : 0);
+	store_kb_str(&kb, it->context ? it->context : "", it->context ? strlen(it->context) : 0);
+	store_kb_str(&kb, it->path ? it->path : "", it->path ? strlen(it->path) : 0);
+	store_kb_str(&kb, size, strlen(size));
+	store_kb_final(&kb, &k);
+	store_key_hex(&k, full);
+	snprintf(hex, 17, "%.16s", full);
+	free(gold);
+}
+
 /* Mark the tasks whose results are in path as done. Returns how many; a
  * line that does not parse (a run killed mid-write) is passed over. */
 size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other_model,
@@ -319,6 +345,15 @@ size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other_mod
 		} else if (hit && (!dg || strcmp(dg, r->digest) != 0)) {
 			(*other_opts)++;
 			hit = NULL;
+		} else if (hit) {
+			/* of the item as it is now */
+			char want[17];
+			const char *ig = json_str(j, "item_digest");
+			item_digest((*hit)->it, want);
+			if (!ig || strcmp(ig, want) != 0) {
+				(*other_opts)++;
+				hit = NULL;
+			}
 		}
 		if (hit) {
 			found += !(*hit)->done;
@@ -509,6 +544,11 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	json_add_str(o, "model", llm_model_name(r->ms.model));
 	json_add_str(o, "sub_model", llm_model_name(r->ms.sub));
 	json_add_str(o, "options_digest", r->digest);
+	{
+		char ig[17];
+		item_digest(it, ig);
+		json_add_str(o, "item_digest", ig);
+	}
 	json_add_num(o, "score", score);
 	json_add(o, "answer", res.answer ? cJSON_CreateString(res.answer) : cJSON_CreateNull());
 	json_add(o, "gold", cJSON_Duplicate(it->gold, true));

@@ -94,8 +94,9 @@ static const char usage[] =
     "same --out skips every (item, strategy) already in DIR/results.jsonl, failed\n"
     "ones excepted, and those of other models or other solve options (each line\n"
     "has an options_digest of what shapes an answer: the models and their\n"
-    "settings, sampling, prompts, --max-depth, --max-iterations, budgets, limits),\n"
-    "and says how many; the summary covers them all. A solve cut short goes on from the store, its "
+    "settings, sampling, prompts, --max-depth, --max-iterations, budgets, limits)\n"
+    "or of items that changed (an item_digest of its question, gold, scorer and\n"
+    "context), and says how many; the summary covers them all. A solve cut short goes on from the store, its "
     "calls answered from the\n"
     "cache. Delete DIR/results.jsonl to run everything again (then from the\n"
     "cache: nearly free, but the latencies measured are the cache's).\n"
@@ -510,7 +511,8 @@ int cmd_bench_run(int argc, char **argv)
 		if (other_opts)
 			fprintf(stderr,
 				"rlm: bench: %zu results in %s were made with other solve options "
-				"(depth, limits, sampling, prompts): run again with these\n",
+				"(depth, limits, sampling, prompts) or for items that changed since "
+				"(question, gold, scorer, context): run again\n",
 				other_opts, results);
 	}
 	bench_run_all(&r);

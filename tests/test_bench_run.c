@@ -282,6 +282,25 @@ TEST(run_repl_direct_then_rerun_skips)
 		CHECK_CONTAINS(o.err, "0 run (0 failed), 4 skipped");
 		proc_out_release(&o);
 		free(digest);
+
+		/* An item that changed (its gold) is another item: its two
+		 * results run again, the other item's are kept. */
+		{
+			char *text = slurp(ds), *at = strstr(text, "\"answer\":[");
+			FILE *f;
+			CHECK(at);
+			f = fopen(ds, "w");
+			CHECK(f);
+			fprintf(f, "%.*s\"answer\":[\"changed\",%s", (int)(at - text), text,
+				at + strlen("\"answer\":["));
+			CHECK(fclose(f) == 0);
+		}
+		o = rlm(deeper);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.err, "2 of them already in");
+		CHECK_CONTAINS(o.err, "or for items that changed since");
+		CHECK_CONTAINS(o.err, "2 run (0 failed), 2 skipped");
+		proc_out_release(&o);
 	}
 }
 
