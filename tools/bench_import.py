@@ -202,23 +202,24 @@ def import_browsecomp(args):
         for i in [i for i in order if ids[i] not in own][:need]:
             wanted.setdefault(i, []).append(qi)
 
-    tmp = [tempfile.TemporaryFile(mode='w+', encoding='utf-8', dir=doc_dir) for _ in queries]
+    tmp = Spool(doc_dir, len(queries))
     try:
         for qi, (_, _, docs) in enumerate(queries):
             for docid, text in docs:
-                write_line(tmp[qi], {'docid': docid, 'text': text})
+                write_line(tmp.append(qi), {'docid': docid, 'text': text})
         if wanted:
             for i, (n, row) in enumerate(jsonl_rows(args.corpus)):
                 for qi in wanted.get(i, ()):
                     text = field(row, 'text', str, '%s:%d' % (args.corpus, n))
-                    write_line(tmp[qi], {'docid': ids[i], 'text': text})
+                    write_line(tmp.append(qi), {'docid': ids[i], 'text': text})
         out_path = os.path.join(args.out, 'browsecomp.jsonl')
         with open(out_path, 'w', encoding='utf-8') as out:
             for qi, (where, row, docs) in enumerate(queries):
                 qid = str(row['query_id'])
                 name = 'docs/%s.jsonl' % safe_name(qid)
-                n_docs = shuffle_into(tmp[qi], os.path.join(args.out, name),
-                                      random.Random('%d:%s:order' % (args.seed, qid)))
+                with tmp.read(qi) as f:
+                    n_docs = shuffle_into(f, os.path.join(args.out, name),
+                                          random.Random('%d:%s:order' % (args.seed, qid)))
                 question = row['query']
                 if args.instruction:
                     question += '\n\n' + args.instruction
@@ -237,11 +238,51 @@ def import_browsecomp(args):
                 }
                 write_line(out, item)
     finally:
-        for f in tmp:
-            f.close()
+        tmp.close()
     print('%s: %d items; documents from %s' % (out_path, len(queries),
           'the queries and %s' % args.corpus if args.corpus else 'the queries only'),
           file=sys.stderr)
+
+
+class Spool:
+    """One scratch file per query, in a directory of its own under dir, with
+    at most MAX_OPEN of them open at once (the least recently used is closed
+    and opened again to append): a thousand queries need no thousand file
+    descriptors."""
+
+    MAX_OPEN = 64
+
+    def __init__(self, dir, n):
+        self.dir = tempfile.mkdtemp(prefix='.bench-import-', dir=dir)
+        self.paths = [os.path.join(self.dir, '%d' % i) for i in range(n)]
+        self.open = {}  # index -> file, in order of use
+
+    def append(self, i):
+        f = self.open.pop(i, None)
+        if f is None:
+            if len(self.open) >= self.MAX_OPEN:
+                self.open.pop(next(iter(self.open))).close()
+            f = open(self.paths[i], 'a', encoding='utf-8')
+        self.open[i] = f  # the most recently used last
+        return f
+
+    def read(self, i):
+        """Scratch file i, written, opened to read (the caller closes it)."""
+        f = self.open.pop(i, None)
+        if f is not None:
+            f.close()
+        if not os.path.exists(self.paths[i]):
+            open(self.paths[i], 'w').close()
+        return open(self.paths[i], 'r', encoding='utf-8')
+
+    def close(self):
+        for f in self.open.values():
+            f.close()
+        self.open = {}
+        for p in self.paths:
+            if os.path.exists(p):
+                os.remove(p)
+        os.rmdir(self.dir)
 
 
 def shuffle_into(f, path, rng):
