@@ -295,6 +295,8 @@ static int date_call(struct lit *p, cJSON **out)
 			v[k] = v[k] * 10 + (p->s[p->i++] - '0');
 		if (p->i == st || is_digit(peek(p, 0)))
 			return fail(p, "want a year, a month and a day in datetime.date");
+		if (p->i - st > 1 && p->s[st] == '0') /* Python: a SyntaxError */
+			return fail(p, "an integer with a leading zero in datetime.date");
 		skip_space(p);
 		if (peek(p, 0) != (k < 2 ? ',' : ')'))
 			return fail(p,
@@ -380,11 +382,13 @@ static int value(struct lit *p, int depth, cJSON **out)
 	if (p->n - p->i >= 13 && memcmp(p->s + p->i, "datetime.date", 13) == 0 &&
 	    !is_name(peek(p, 13)))
 		return date_call(p, out);
-	while (c == '-' || c == '+') {
-		sign = sign ? sign * (c == '-' ? -1 : 1) : (c == '-' ? -1 : 1);
+	if (c == '-' || c == '+') { /* one sign, as ast.literal_eval takes */
+		sign = c == '-' ? -1 : 1;
 		p->i++;
 		skip_space(p);
 		c = peek(p, 0);
+		if (c == '-' || c == '+')
+			return fail(p, "a second sign (ast.literal_eval takes one)");
 	}
 	if (is_digit(c) || (c == '.' && is_digit(peek(p, 1))))
 		return number(p, sign, out);

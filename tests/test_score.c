@@ -297,7 +297,8 @@ TEST(pylit_parse)
 	    {"[True, False, None]", "[true,false,null]", NULL},
 	    {"[datetime.date(2023, 3, 4)]", "[\"2023-03-04\"]", NULL},
 	    {"[datetime.date(2024,2,29)]", "[\"2024-02-29\"]", NULL},
-	    {"[datetime.date( 2023 , 03 , 04 )]", "[\"2023-03-04\"]", NULL}, /* as strptime */
+	    {"[datetime.date( 2023 , 3 , 4 )]", "[\"2023-03-04\"]", NULL},
+	    {"[datetime.date(2023, 03, 04)]", NULL, "leading zero"}, /* a SyntaxError */
 	    {"['caf\xc3\xa9']", "[\"caf\xc3\xa9\"]", NULL},
 	    /* errors */
 	    {"", NULL, "ends where a value"},
@@ -316,6 +317,8 @@ TEST(pylit_parse)
 	    {"[0x1f]", NULL, "hex, octal"},
 	    {"[1j]", NULL, "complex"},
 	    {"[01]", NULL, "leading zero"},
+	    {"[--5]", NULL, "a second sign"}, /* ast.literal_eval: malformed */
+	    {"[-+5]", NULL, "a second sign"},
 	    {"[1e]", NULL, "exponent"},
 	    {"[1e5e3]", NULL, "hex, octal"},
 	    {"[1.2.3]", NULL, "hex, octal"},
