@@ -112,7 +112,7 @@ bad:
 static int check_call(const cJSON *f, struct rlm_err *err)
 {
 	const char *kind = json_str(f, "kind");
-	const cJSON *cs = json_get(f, "contexts"), *el;
+	const cJSON *cs = json_get(f, "contexts");
 	int n = cJSON_GetArraySize(json_get(f, "prompts"));
 	if (strcmp(kind, "llm") != 0 && strcmp(kind, "rlm") != 0)
 		return rlm_err_set(err, RLM_EPARSE, "a call of unknown kind '%.40s'", kind);
@@ -120,7 +120,9 @@ static int check_call(const cJSON *f, struct rlm_err *err)
 		return rlm_err_set(err, RLM_EPARSE, "a call without prompts");
 	if (!cJSON_IsTrue(json_get(f, "batched")) && n != 1)
 		return rlm_err_set(err, RLM_EPARSE, "a single call with %d prompts", n);
-	/* Optional, rlm only: one str or null per prompt. */
+	/* Optional, rlm only: one item per prompt. What an item says is
+	 * judged per prompt (repl__ctx_arg, then the handler): a bad one
+	 * fails its prompt, not the worker. */
 	if (!cs)
 		return 0;
 	if (strcmp(kind, "rlm") != 0)
@@ -130,13 +132,92 @@ static int check_call(const cJSON *f, struct rlm_err *err)
 				   "a call whose 'contexts' is not an array of %d "
 				   "items (one per prompt)",
 				   n);
-	cJSON_ArrayForEach(el, cs)
-	{
-		if (!cJSON_IsNull(el) && !str_ok(el))
-			return rlm_err_set(err, RLM_EPARSE,
-					   "a call with a context that is not a string or null");
-	}
 	return 0;
+}
+
+/* ---- the contexts of a call ---- */
+
+/* A JSON number that is an integer in [0, 2^53]. */
+static bool count_ok(const cJSON *it, uint64_t *v)
+{
+	if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 9007199254740992.0 ||
+	    it->valuedouble != (double)(uint64_t)it->valuedouble)
+		return false;
+	*v = (uint64_t)it->valuedouble;
+	return true;
+}
+
+/* {"ref":[a,b]} or {"docs":[a,b]}: its kind, or REPL_CTX_BAD. */
+static enum repl_ctx_kind ref_of(const cJSON *item, struct repl_ctx_arg *a)
+{
+	const cJSON *key = item->child, *v;
+	enum repl_ctx_kind k;
+	if (!key || key->next || !key->string)
+		return REPL_CTX_BAD;
+	if (strcmp(key->string, "ref") == 0)
+		k = REPL_CTX_SLICE;
+	else if (strcmp(key->string, "docs") == 0)
+		k = REPL_CTX_RUN;
+	else
+		return REPL_CTX_BAD;
+	v = key;
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 ||
+	    !count_ok(cJSON_GetArrayItem(v, 0), &a->a) || !count_ok(cJSON_GetArrayItem(v, 1), &a->b))
+		return REPL_CTX_BAD;
+	return k;
+}
+
+void repl__ctx_arg(const cJSON *item, struct repl_ctx_arg *a)
+{
+	const cJSON *el;
+	memset(a, 0, sizeof(*a));
+	if (!item || cJSON_IsNull(item)) {
+		a->kind = REPL_CTX_NONE;
+	} else if (cJSON_IsString(item)) {
+		a->kind = str_ok(item) ? REPL_CTX_TEXT : REPL_CTX_BAD;
+		a->text = item->valuestring;
+		a->len = strlen(item->valuestring);
+		a->bad = "a context str that is not UTF-8";
+	} else if (cJSON_IsArray(item)) {
+		size_t n = (size_t)cJSON_GetArraySize(item), i = 0;
+		const char **items = xcalloc(n ? n : 1, sizeof(*items));
+		size_t *lens = xcalloc(n ? n : 1, sizeof(*lens));
+		a->kind = REPL_CTX_LIST;
+		a->items = items;
+		a->item_lens = lens;
+		a->n_items = n;
+		cJSON_ArrayForEach(el, item)
+		{
+			if (!str_ok(el)) {
+				repl__ctx_arg_release(a);
+				a->kind = REPL_CTX_BAD;
+				a->bad = "a context list with an item that is not a str";
+				return;
+			}
+			items[i] = el->valuestring;
+			lens[i++] = strlen(el->valuestring);
+		}
+	} else if (cJSON_IsObject(item) && (a->kind = ref_of(item, a)) != REPL_CTX_BAD) {
+		return;
+	} else {
+		a->kind = REPL_CTX_BAD;
+		a->a = a->b = 0;
+		a->bad = cJSON_IsObject(item) ? "a context reference that is not {\"ref\": [offset, "
+						"length]} or {\"docs\": [first, end]}"
+					      : "a context that is not a str, a list of str, a "
+						"reference or null";
+	}
+}
+
+void repl__ctx_arg_release(struct repl_ctx_arg *a)
+{
+	if (a->kind == REPL_CTX_LIST) {
+		free((void *)(uintptr_t)a->items);
+		free((void *)(uintptr_t)a->item_lens);
+	}
+	a->items = NULL;
+	a->item_lens = NULL;
+	a->n_items = 0;
 }
 
 cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err *err)

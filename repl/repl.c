@@ -369,11 +369,12 @@ static int make_scratch(struct repl *r, struct rlm_err *err)
 /* ---- the context memfd ---- */
 
 /* A memfd of the caller's with the layout already in it: a duplicate,
- * once it is known to be sealed and of the right size. */
+ * once it is known to be sealed and to hold the text and the table where
+ * the caller says they are. */
 static int borrow_memfd(struct repl *r, const struct repl_context *c, struct rlm_err *err)
 {
 	const int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
-	uint64_t size = (uint64_t)c->len + (c->docs ? 16 * (uint64_t)c->n_docs : 0);
+	uint64_t table = c->docs ? 16 * (uint64_t)c->n_docs : 0, table_at, end;
 	struct stat st;
 	int seals = fcntl(c->fd, F_GET_SEALS);
 	if (seals < 0 || (seals & need) != need)
@@ -381,11 +382,19 @@ static int borrow_memfd(struct repl *r, const struct repl_context *c, struct rlm
 				   "the context fd %d is not a memfd sealed against writes and "
 				   "resizing",
 				   c->fd);
-	if (fstat(c->fd, &st) < 0 || (uint64_t)st.st_size != size)
+	if (c->text_at > INT64_MAX || c->len > INT64_MAX - c->text_at ||
+	    c->n_docs > INT64_MAX / 32 || c->table_at > INT64_MAX - table)
+		return rlm_err_set(err, RLM_EINVAL, "the context's place in fd %d is out of range",
+				   c->fd);
+	table_at = c->table_at ? c->table_at : c->text_at + c->len;
+	end = RLM_MAX(c->text_at + c->len, table_at + table);
+	if (fstat(c->fd, &st) < 0 || (uint64_t)st.st_size < end)
 		return rlm_err_set(err, RLM_EINVAL,
-				   "the context fd %d holds %lld bytes, not the %llu of its text "
-				   "and documents table",
-				   c->fd, (long long)st.st_size, (unsigned long long)size);
+				   "the context fd %d holds %lld bytes, fewer than the %llu its text "
+				   "and documents table need",
+				   c->fd, (long long)st.st_size, (unsigned long long)end);
+	r->text_at = c->text_at;
+	r->table_at = table_at;
 	r->memfd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3);
 	if (r->memfd < 0)
 		return rlm_err_set(err, -errno, "cannot duplicate the context fd: %s",
@@ -407,6 +416,8 @@ static int open_memfd(struct repl *r, const struct repl_context *c, struct rlm_e
 					   "document %zu lies outside the context text", i);
 	r->text_len = c->len;
 	r->n_docs = c->docs ? (long long)c->n_docs : -1;
+	r->text_at = 0;
+	r->table_at = c->len;
 	if (c->has_fd)
 		return borrow_memfd(r, c, err);
 	r->memfd = memfd_create("rlm-context", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -597,6 +608,11 @@ void repl_free(struct repl *r)
 	buf_release(&r->out);
 	free(r->python);
 	free(r);
+}
+
+void repl_layout(const struct repl *r, struct repl_layout *out)
+{
+	*out = (struct repl_layout){r->memfd, r->text_at, r->text_len, r->table_at, r->n_docs};
 }
 
 void repl_stats(const struct repl *r, struct repl_stats *out)
@@ -821,8 +837,7 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start, total = 0;
 	const char **prompts = xcalloc(n, sizeof(*prompts));
 	size_t *lens = xcalloc(n, sizeof(*lens));
-	const char **contexts = NULL;
-	size_t *ctx_lens = NULL;
+	struct repl_ctx_arg *contexts = NULL;
 	char **texts = xcalloc(n, sizeof(*texts));
 	char **bufs = xcalloc(2 * n, sizeof(*bufs));
 	bool *errors = xcalloc(n, sizeof(*errors));
@@ -837,22 +852,22 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 	}
 	memset(&c, 0, sizeof(c));
 	if (cs) {
-		/* repl_frame_parse checked it: n items, each a str or null. */
+		/* repl_frame_parse checked there are n items. */
 		contexts = xcalloc(n, sizeof(*contexts));
-		ctx_lens = xcalloc(n, sizeof(*ctx_lens));
 		i = 0;
 		cJSON_ArrayForEach(p, cs)
 		{
-			if (cJSON_IsString(p)) {
-				contexts[i] = bufs[n + i] = p->valuestring;
-				ctx_lens[i] = strlen(p->valuestring);
-				total += ctx_lens[i];
+			repl__ctx_arg(p, &contexts[i]);
+			if (contexts[i].kind == REPL_CTX_TEXT) {
+				bufs[n + i] = p->valuestring;
+				total += contexts[i].len;
 				p->valuestring = NULL;
 			}
+			for (size_t k = 0; k < contexts[i].n_items; k++)
+				total += contexts[i].item_lens[k];
 			i++;
 		}
 		c.contexts = contexts;
-		c.ctx_lens = ctx_lens;
 	}
 	c.rlm = strcmp(json_str(f, "kind"), "rlm") == 0;
 	c.batched = cJSON_IsTrue(json_get(f, "batched"));
@@ -908,8 +923,9 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 		malloc_trim(0);
 	free(prompts);
 	free(lens);
+	for (i = 0; contexts && i < n; i++)
+		repl__ctx_arg_release(&contexts[i]);
 	free(contexts);
-	free(ctx_lens);
 	free(texts);
 	free(errors);
 }

@@ -26,11 +26,19 @@
  * same in a resumed solve, whose prompts then hit the call cache. The
  * runtime removes the cwd ('') from sys.path, as -P would.
  *
- * The context memfd: the text bytes [0, text_len), then, for a list of
- * documents, n_docs pairs of little-endian uint64 (offset, length) into the
- * text. The worker decodes it once into `context`: a str, or a list[str]
- * (invalid UTF-8 becomes U+FFFD). The memfd is filled once and reused when
- * the worker is restarted. The worker's command line is
+ * The context memfd: the text, TEXT_LEN bytes at byte TEXT_AT, and for a
+ * list of documents N_DOCS pairs of little-endian uint64 (offset, length)
+ * at byte TABLE_AT, each offset counting from byte 0 of the memfd (so it
+ * points into the text). A memfd the repl fills itself has the text at 0
+ * and the table right after it; one the caller hands over
+ * (repl_context.has_fd) may hold more than the worker's context, as a child
+ * RLM's view of a part of its parent's does: the worker maps only the
+ * page-aligned regions of its text and table. It decodes them once into
+ * `context`: a str, or a list[str]; invalid UTF-8 becomes U+FFFD (a context
+ * decoded so, or one with a NUL, is sent by the worker only as copies,
+ * never as references: see "contexts" below). The memfd is filled once and
+ * reused when the worker is restarted, with the same view. The worker's
+ * command line is
  *   python3 -s -S -B -c <repl/runtime.py> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
  *           MAX_CALLS_EXEC LATE_FILTER
  * with N_DOCS -1 when `context` is a str, and LATE_FILTER the hex of a
@@ -47,9 +55,12 @@
  * WIRE FORMAT (fds 3 and 4)
  * A frame is a 4-byte big-endian length, then that many bytes of one UTF-8
  * JSON object with a string "type". Controller to worker:
- *   {"type":"context"}                        first, once the memfd is
+ *   {"type":"context","text_at":A,"table_at":T}
+ *                                              first, once the memfd is
  *                                              filled and sealed (the first
- *                                              worker starts up meanwhile)
+ *                                              worker starts up meanwhile):
+ *                                              where the text and the table
+ *                                              lie in it
  *   {"type":"exec","id":N,"code":"..."}       run code in the namespace
  *   {"type":"reply","id":N,"texts":["..."],"errors":[false,...]}
  *                                              answers to call N, in order
@@ -64,15 +75,29 @@
  *                                              only; the worker blocks
  *                                              until reply N. An rlm call
  *                                              given context= (contexts=)
- *                                              adds "contexts":["..."|null,
- *                                              ...], one per prompt; it is
- *                                              absent when none was given
+ *                                              adds "contexts":[C, ...], one
+ *                                              per prompt; it is absent when
+ *                                              none was given
  *   {"type":"result","id":E,"output":"...","output_chars":T,"error":B,
  *    "interrupted":B,"ready":B,"answer":null|"...","content":null|"...",
  *    "vars":["name",...][,"error_at":A]}       the end of exec E
  *   {"type":"fatal","error":"..."}            the runtime cannot go on
  *                                              (also sent by the child when
  *                                              execve fails)
+ * A context C is null (none: the prompt is the child's context), a str, a
+ * list of str (the child's `context` is then that list), or a part of the
+ * worker's own context as loaded, which is then not copied:
+ *   {"ref":[OFF,LEN]}    bytes [OFF, OFF + LEN) of its text (a str
+ *                        context): a str slice of it the worker found
+ *   {"docs":[FIRST,END]} its documents [FIRST, END) (a list context): a
+ *                        list of the very same str objects, in order
+ * A str piece under 65,536 characters goes as a str; a longer one is
+ * looked for right after the previous piece found, then with a few
+ * find()s of its head, and goes as a str when it is not found there. A
+ * list that is not such a run goes as a list (copied); so does an empty
+ * one. A context that is not one of these
+ * shapes is not a violation: its prompt gets an "Error: ..." (the handler
+ * checks references against the context too).
  * output is what the model sees: captured stdout and stderr, in order,
  * already cut to the output limit (head and tail kept, the true length T
  * stated); a traceback, when the code raised, comes last, from character
@@ -133,13 +158,56 @@ struct repl_context {
 	const size_t *doc_off;   /* n_docs offsets into text (docs only) */
 	const size_t *doc_len;   /* n_docs lengths */
 	size_t n_docs;
-	/* Optional: a memfd that already holds the worker's layout (the len
-	 * bytes of text, then for docs the n_docs (offset, length) pairs) and
-	 * is sealed against writes, growing and shrinking. The worker maps a
-	 * duplicate of it and nothing is copied; repl_start refuses one that is
-	 * not sealed or not of that size (RLM_EINVAL). */
+	/* Optional: a memfd that already holds the worker's layout, sealed
+	 * against writes, growing and shrinking: the len bytes of text at byte
+	 * text_at and, for docs, the n_docs (offset, length) pairs at byte
+	 * table_at (0: text_at + len, right after the text), whose offsets
+	 * count from byte 0 of the memfd (text_at + doc_off[i]). It may hold
+	 * more (a view of a part of a parent's
+	 * context): the worker maps a duplicate's regions and nothing is
+	 * copied. repl_start refuses one that is not sealed or that ends before
+	 * them (RLM_EINVAL); the worker checks the table's entries lie in the
+	 * text. text is still read by nobody but the caller then. */
 	bool has_fd;
 	int fd;
+	uint64_t text_at, table_at;
+};
+
+/* Where a repl's context lies in its memfd (repl_layout): what a child's
+ * view of a part of it is made of. */
+struct repl_layout {
+	int fd;            /* the sealed memfd; borrowed: open until repl_free
+			    * (duplicate it to keep it) */
+	uint64_t text_at;  /* the text: bytes [text_at, text_at + text_len) */
+	uint64_t text_len;
+	uint64_t table_at; /* documents: n_docs (offset, length) pairs, each
+			    * offset counted from byte 0 of fd */
+	long long n_docs;  /* -1: `context` is a str */
+};
+
+/* The context= of one prompt of an rlm call frame, as the worker sent it
+ * (repl.h's "contexts"). Only the shape is checked here: the handler must
+ * check a SLICE or a RUN against the worker's context (bounds, UTF-8
+ * boundaries) before using it. */
+enum repl_ctx_kind {
+	REPL_CTX_NONE,  /* null: the prompt is the context */
+	REPL_CTX_TEXT,  /* a str: text[0..len) */
+	REPL_CTX_LIST,  /* a list of str: items[0..n_items) */
+	REPL_CTX_SLICE, /* {"ref":[a,b]}: bytes [a, a + b) of the worker's text */
+	REPL_CTX_RUN,   /* {"docs":[a,b]}: the worker's documents [a, b) */
+	REPL_CTX_BAD,   /* none of these: bad says what is wrong */
+};
+
+struct repl_ctx_arg {
+	enum repl_ctx_kind kind;
+	const char *text;               /* TEXT */
+	size_t len;
+	const char *const *items;       /* LIST: borrowed, like the frame */
+	const size_t *item_lens;
+	size_t n_items;
+	uint64_t a, b;                  /* SLICE: offset, length; RUN: first, end
+					 * (not checked: b < a may come) */
+	const char *bad;                /* BAD: a static phrase */
 };
 
 /* One call frame from the worker: llm_query (n == 1, !batched),
@@ -153,14 +221,14 @@ struct repl_call {
 	const size_t *lens;
 	size_t n;
 	/* rlm only: the context= (contexts= for the batch) argument, one per
-	 * prompt (a str; NULL entry: none given), or NULL when none was */
-	const char *const *contexts;
-	const size_t *ctx_lens;
+	 * prompt, or NULL when none was given */
+	const struct repl_ctx_arg *contexts;
 	int64_t deadline_ns;     /* now_ns() clock: answer by then (0: none) */
 	/* The strings behind prompts and contexts: bufs[i] is prompts[i],
-	 * bufs[n + i] contexts[i] (NULL: none). The handler may take any: it
-	 * sets the entry to NULL and frees the string itself once done with
-	 * it (then prompts[i] or contexts[i] must not be read again), so that
+	 * bufs[n + i] contexts[i].text (NULL: not a TEXT). The handler may
+	 * take any: it sets the entry to NULL and frees the string itself
+	 * once done with it (then prompts[i] or contexts[i].text must not be
+	 * read again), so that
 	 * a large context need not be held while a child works on a copy of
 	 * its own. The repl frees the others once the handler returns. */
 	char **bufs;
@@ -318,6 +386,9 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 /* Kill the worker (if alive), reap it, remove its scratch directory. NULL
  * is a no-op. */
 void repl_free(struct repl *r);
+/* Where r's context lies in its memfd (the same for every worker r
+ * starts). The thread that uses r. */
+void repl_layout(const struct repl *r, struct repl_layout *out);
 
 struct repl_result {
 	char *output;            /* what the model sees, never NULL; owned */

@@ -163,6 +163,8 @@ struct repl {
 	int devnull;              /* the worker's fd 0 */
 	size_t text_len;
 	long long n_docs;         /* -1: `context` is a str */
+	uint64_t text_at;         /* where the text lies in memfd */
+	uint64_t table_at;        /* where the documents' table lies */
 	char *scratch;            /* the worker's cwd and TMPDIR */
 	char *scratch_root;       /* $TMPDIR/rlm-repl-PID-XXXXXX above it: ours,
 				   * 0711, so that the worker can neither rename
@@ -248,5 +250,11 @@ size_t repl__char_offset(const char *s, size_t len, size_t n);
 /* Copy s[0..len) with invalid UTF-8 bytes replaced by '?' and NULs by
  * spaces; for text the worker wrote outside the protocol. */
 char *repl__clean(const char *s, size_t len, size_t *out_len);
+/* What one item of a call frame's "contexts" is (repl_frame_parse checked
+ * only that there is one per prompt): a->kind and its fields; a->text and
+ * the items point into item. Never fails: another shape is REPL_CTX_BAD.
+ * A LIST's arrays are allocated: repl__ctx_arg_release frees them. */
+void repl__ctx_arg(const struct cJSON *item, struct repl_ctx_arg *a);
+void repl__ctx_arg_release(struct repl_ctx_arg *a);
 
 #endif

@@ -8,7 +8,8 @@
 # fd layout, the context memfd and the frames. It imports what it needs,
 # makes itself non-dumpable (no /proc/PID/fd or mem for its peers), stacks
 # the late seccomp filter (no execve from here on), waits for the
-# "context" frame on fd 3, maps the context from fd 5, says
+# "context" frame on fd 3, maps the context's regions of the memfd on fd 5
+# (where they are, the frame says), says
 # "ready" on fd 4, then runs "exec" frames from fd 3 in one persistent
 # namespace until fd 3 reaches EOF, which ends the process at once.
 #
@@ -33,6 +34,7 @@ if sys.path[:1] == ['']:
     del sys.path[0]
 import _ast
 import _collections
+import _operator
 import _signal
 import _thread
 import builtins
@@ -438,15 +440,122 @@ def _one_prompt(prompt, fn):
     return _clean(prompt)
 
 
+# ---- contexts, and references to the worker's own ----
+#
+# A child's context that is a part of this worker's `context` as loaded is
+# sent as where it lies, not as a copy (repl/repl.h, "contexts"): a str
+# slice as its bytes in the text, a run of the very documents as their
+# range. The loaded context is kept here, since model code may rebind
+# `context` (and a list may be changed in place: a tuple of its str
+# objects is kept).
+
+_REF_MIN = 65536  # characters of a str piece worth a reference
+_BLOCK = 4096     # characters per entry of the byte index
+_refs_ok = True   # the context decoded losslessly and has no NUL
+_ctx_text = None  # the str context as loaded, or None
+_ctx_docs = None  # the list context as loaded, as a tuple, or None
+_ctx_where = None  # id(document) -> its first index; built on first use
+_byte_index = None  # byte offset of every _BLOCK-th character; on first use
+_next_char = 0    # where the last str piece found ended (characters)
+_next_doc = 0     # where the last run found ended
+
+
+def _find_piece(t, p):
+    """Where p is in t (characters), or None: right after the last piece
+    found, else at one of the first few places its head is."""
+    if p is t:
+        return 0
+    o = _next_char
+    if t.startswith(p, o):
+        return o
+    head = p[:256]
+    at = t.find(head)
+    for _ in range(4):
+        if at < 0:
+            return None
+        if t.startswith(p, at):
+            return at
+        at = t.find(head, at + 1)
+    return None
+
+
+def _byte_at(t, o):
+    """The byte offset in t's UTF-8 of character o."""
+    global _byte_index
+    if t.isascii():
+        return o
+    idx = _byte_index
+    if idx is None:
+        idx, b = [0], 0
+        for k in range(0, len(t), _BLOCK):
+            b += len(t[k:k + _BLOCK].encode('utf-8'))
+            idx.append(b)
+        _byte_index = idx
+    k = o // _BLOCK
+    return idx[k] + len(t[k * _BLOCK:o].encode('utf-8'))
+
+
+def _text_arg(p):
+    global _next_char
+    t = _ctx_text
+    if t is not None and len(p) >= _REF_MIN:
+        o = _find_piece(t, p)
+        if o is not None:
+            _next_char = o + len(p)
+            b = _byte_at(t, o)
+            return {'ref': [b, _byte_at(t, o + len(p)) - b]}
+    return _clean(p)
+
+
+def _find_run(items):
+    """Where the documents items (the same str objects, in order) start in
+    the loaded context, or None."""
+    global _ctx_where, _next_doc
+    docs, n = _ctx_docs, len(items)
+    if docs is None or not n or n > len(docs):
+        return None
+    i = _next_doc
+    if i + n <= len(docs) and all(map(_operator.is_, docs[i:i + n], items)):
+        _next_doc = i + n
+        return i
+    if _ctx_where is None:
+        where = {}
+        for k, d in enumerate(docs):
+            where.setdefault(id(d), k)
+        _ctx_where = where
+    i = _ctx_where.get(id(items[0]))
+    if i is not None and i + n <= len(docs) and all(map(_operator.is_, docs[i:i + n], items)):
+        _next_doc = i + n
+        return i
+    return None
+
+
+def _list_arg(docs, fn, what):
+    items = []
+    for i, d in enumerate(docs):
+        if type(d) is not str:
+            if not isinstance(d, str):
+                raise TypeError('%s(): %s[%d] must be a str, not %s'
+                                % (fn, what, i, type(d).__name__))
+            d = str.__str__(d)
+        items.append(d)
+    i = _find_run(items)
+    if i is not None:
+        return {'docs': [i, i + len(items)]}
+    return [_clean(d) for d in items]
+
+
 def _one_context(context, fn, what):
-    if context is None or type(context) is str:
-        return context if context is None else _clean(context)
+    if context is None:
+        return None
+    if type(context) is str:
+        return _text_arg(context)
     if isinstance(context, str):
         return _clean(str.__str__(context))
-    hint = " (join documents first: '\\n\\n'.join(docs))" \
-        if isinstance(context, (list, tuple)) else ''
-    raise TypeError('%s(): %s must be a str or None, not %s%s'
-                    % (fn, what, type(context).__name__, hint))
+    if isinstance(context, (list, tuple)):
+        return _list_arg(context, fn, what)
+    raise TypeError('%s(): %s must be a str, a list of str or None, not %s'
+                    % (fn, what, type(context).__name__))
 
 
 def _context_list(contexts, n, fn):
@@ -455,7 +564,8 @@ def _context_list(contexts, n, fn):
     if contexts is None:
         return None
     if isinstance(contexts, str) or not isinstance(contexts, (list, tuple)):
-        raise TypeError('%s() takes contexts as a list (one str or None per prompt), not %s'
+        raise TypeError('%s() takes contexts as a list (one str, list of str or None per '
+                        'prompt), not %s'
                         % (fn, type(contexts).__name__))
     if len(contexts) != n:
         raise ValueError('%s(): %d contexts for %d prompts; give one per prompt (None where '
@@ -485,9 +595,11 @@ def llm_query_batched(prompts, model=None):
 def rlm_query(prompt, model=None, context=None):
     """rlm_query(prompt, model=None, context=None) -> str: hand a sub-problem
     to a child RLM with a REPL of its own, whose `context` is the prompt, or
-    context when given (the prompt is then its question); returns its answer
-    (a str starting "Error:" when it failed). At the last depth of recursion,
-    a plain sub-call like llm_query."""
+    context when given (the prompt is then its question): a str, or a list
+    of str (documents); a slice of `context`, or a slice of its list of
+    documents, is passed on without a copy. Returns its answer (a str
+    starting "Error:" when it failed). At the last depth of recursion, a
+    plain sub-call like llm_query."""
     prompt = _one_prompt(prompt, 'rlm_query')
     _check_model(model, 'rlm_query')
     context = _one_context(context, 'rlm_query', 'context')
@@ -497,7 +609,7 @@ def rlm_query(prompt, model=None, context=None):
 def rlm_query_batched(prompts, model=None, contexts=None):
     """rlm_query_batched(prompts, model=None, contexts=None) -> list[str]: a
     child RLM per prompt, in parallel; answers in order (failed ones start
-    "Error:"). contexts: one str or None per prompt."""
+    "Error:"). contexts: one str, list of str or None per prompt."""
     ps = _prompt_list(prompts, 'rlm_query_batched')
     _check_model(model, 'rlm_query_batched')
     cs = _context_list(contexts, len(ps), 'rlm_query_batched')
@@ -757,10 +869,10 @@ def _do_final_var(eid, name):
 
 # ---- start ----
 
-def _load_context(text_len, n_docs):
+def _load_context(text_len, n_docs, text_at, table_at):
     size = text_len + (16 * n_docs if n_docs > 0 else 0)
     try:
-        return _map_context(text_len, n_docs, size)
+        return _map_context(text_len, n_docs, text_at, table_at)
     except MemoryError:
         pass
     except OSError as e:
@@ -789,33 +901,78 @@ def _no_room(size):
                    '--mem-limit' % mib(limit))
 
 
-def _map_context(text_len, n_docs, size):
-    if size == 0:
-        return ('' if n_docs < 0 else []), 0
-    mm = mmap.mmap(_FD_CTX, size, mmap.MAP_SHARED, mmap.PROT_READ)
+def _region(at, n):
+    """Bytes [at, at + n) of the context memfd (n > 0): the mapping of the
+    pages that hold them, and where in it they start."""
+    base = at - at % mmap.ALLOCATIONGRANULARITY
+    return mmap.mmap(_FD_CTX, at + n - base, mmap.MAP_SHARED, mmap.PROT_READ,
+                     offset=base), at - base
+
+
+def _text_of(b):
+    """b (a memoryview of the mapping, released here) decoded; invalid
+    UTF-8 as U+FFFD, and then no references. Released even when the decode
+    fails (a MemoryError): a traceback keeps this frame, and a view left
+    would keep the mapping from closing."""
+    global _refs_ok
     try:
-        with memoryview(mm) as mv:
-            if n_docs < 0:
-                ctx = str(mv[:text_len], 'utf-8', 'replace')
-                return ctx, len(ctx)
-            raw = mv[text_len:size]
-            if sys.byteorder == 'little':
-                table = raw.cast('Q').tolist()
-            else:
-                table = [int.from_bytes(raw[i:i + 8], 'little') for i in range(0, len(raw), 8)]
-            raw.release()
-            ctx = []
-            chars = 0
+        try:
+            return str(b, 'utf-8')
+        except UnicodeDecodeError:
+            _refs_ok = False  # the error (and the copy of b it holds) goes here
+        return str(b, 'utf-8', 'replace')
+    finally:
+        b.release()
+
+
+def _map_context(text_len, n_docs, text_at, table_at):
+    """`context` from the memfd: its text at text_at, and for documents
+    their table at table_at (offsets from byte 0 of the memfd, into the
+    text); only those regions are mapped. Returns it and its length in
+    characters."""
+    global _refs_ok
+    if n_docs < 0:
+        if text_len == 0:
+            return '', 0
+        mm, at = _region(text_at, text_len)
+        try:
+            with memoryview(mm) as mv:
+                ctx = _text_of(mv[at:at + text_len])
+        finally:
+            mm.close()
+        if '\0' in ctx:
+            _refs_ok = False
+        return ctx, len(ctx)
+    table = []
+    if n_docs > 0:
+        mm, at = _region(table_at, 16 * n_docs)
+        try:
+            with memoryview(mm) as mv, mv[at:at + 16 * n_docs] as raw:
+                if sys.byteorder == 'little':
+                    table = raw.cast('Q').tolist()
+                else:
+                    table = [int.from_bytes(raw[i:i + 8], 'little')
+                             for i in range(0, len(raw), 8)]
+        finally:
+            mm.close()
+    ctx = []
+    chars = 0
+    mm, at = _region(text_at, text_len) if text_len else (None, 0)
+    try:
+        with memoryview(mm if mm is not None else b'') as mv:
             for i in range(0, 2 * n_docs, 2):
-                off, n = table[i], table[i + 1]
-                if off > text_len or n > text_len - off:
+                off, n = table[i] - text_at, table[i + 1]
+                if table[i] < text_at or off > text_len or n > text_len - off:
                     raise ValueError('document %d is outside the text' % (i // 2))
-                d = str(mv[off:off + n], 'utf-8', 'replace')
+                d = _text_of(mv[at + off:at + off + n])
+                if '\0' in d:
+                    _refs_ok = False
                 chars += len(d)
                 ctx.append(d)
-            return ctx, chars
     finally:
-        mm.close()  # and the fd mmap duplicated
+        if mm is not None:
+            mm.close()
+    return ctx, chars
 
 
 # ---- non-dumpable, and the late seccomp filter ----
@@ -901,7 +1058,7 @@ def _harden(hexprog):
 
 
 def _main(args):
-    global _cap, _scaffold, _SCAFFOLD_SET, _max_frame, _max_calls
+    global _cap, _scaffold, _SCAFFOLD_SET, _max_frame, _max_calls, _ctx_text, _ctx_docs
     text_len, n_docs, limit, _max_frame, _max_calls = (int(a) for a in args[0:5])
     late = args[5] if len(args) > 5 else '-'
     sys.argv = ['']
@@ -911,7 +1068,13 @@ def _main(args):
     msg = _read_frame()
     if msg.get('type') != 'context':
         _fatal('expected the context frame, got %.200r' % (msg,))
-    context, chars = _load_context(text_len, n_docs)
+    context, chars = _load_context(text_len, n_docs, int(msg.get('text_at', 0)),
+                                   int(msg.get('table_at', text_len)))
+    if _refs_ok:
+        if type(context) is str:
+            _ctx_text = context
+        else:
+            _ctx_docs = tuple(context)
     _ns.update(context=context, llm_query=llm_query, llm_query_batched=llm_query_batched,
                rlm_query=rlm_query, rlm_query_batched=rlm_query_batched,
                SHOW_VARS=SHOW_VARS, answer=_answer, FINAL=FINAL, FINAL_VAR=FINAL_VAR)

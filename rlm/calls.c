@@ -201,6 +201,13 @@ void calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char
 	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
+void calls_failed(struct calls *c, const char *why)
+{
+	c->sub_failed++;
+	if (!c->sub_first_error)
+		c->sub_first_error = xstrdup(why);
+}
+
 /* ---- sub-calls ---- */
 
 /* One sub-call of a frame in flight. */
@@ -241,11 +248,8 @@ static void on_sub_done(struct llm_call *call, void *arg)
 		const char *why = call->error ? call->error : rlm_strerror(call->rc);
 		f->texts[s->item] = xasprintf("Error: %s", why);
 		f->errors[s->item] = true;
-		if (call->rc != RLM_ECANCEL) {
-			c->sub_failed++;
-			if (!c->sub_first_error)
-				c->sub_first_error = xstrdup(why);
-		}
+		if (call->rc != RLM_ECANCEL)
+			calls_failed(c, why);
 	}
 	calls_account(c, call, s->est, true);
 	llm_call_release(call);
@@ -335,7 +339,8 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 	while (f.finished < n) {
 		struct sub_slot *s;
 		enum rlm_stop why;
-		char msg[256];
+		char msg[256], *joined;
+		size_t joined_len = 0;
 		int64_t est;
 		if (next < n && calls_check(c, &f.cancel, deadline, "during a sub-call")) {
 			/* The deadline or a cancel: the rest is not sent. */
@@ -366,15 +371,33 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 			calls_wait(c, &f.cancel, deadline, "during a sub-call");
 			continue;
 		}
-		est = llm_estimate_tokens(call->lens[next] +
-					  (call->contexts && call->contexts[next]
-					       ? call->ctx_lens[next] + 2
-					       : 0));
+		joined = NULL;
+		if (call->contexts && call->contexts[next].kind != REPL_CTX_NONE) {
+			/* rlm_query(prompt, context=...) at the last depth: one
+			 * plain call reads both, the request first. Made with
+			 * mu let go: the context may be large, and only this
+			 * thread moves next. */
+			pthread_mutex_unlock(&c->mu);
+			joined = node_ctx_prompt(c, &call->contexts[next], call->prompts[next],
+						 call->lens[next], &joined_len, msg, sizeof(msg));
+			pthread_mutex_lock(&c->mu);
+			if (!joined) {
+				texts[next] = xasprintf("Error: %s", msg);
+				errors[next] = true;
+				c->out->sub_calls++; /* asked for, and failed */
+				calls_failed(c, msg);
+				next++;
+				f.finished++;
+				continue;
+			}
+		}
+		est = llm_estimate_tokens(joined ? joined_len : call->lens[next]);
 		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB,
 				    &why, msg, sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);
 			errors[next] = true;
 			calls_stop(c, why, "%s: a sub-call was refused", msg);
+			free(joined);
 			next++;
 			f.finished++;
 			continue;
@@ -384,6 +407,7 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 		s->frame = &f;
 		s->item = next++;
 		s->est = est;
+		s->joined = joined;
 		if (call->bufs) {
 			s->own[0] = call->bufs[s->item];
 			s->own[1] = call->bufs[n + s->item];
@@ -391,13 +415,8 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 		}
 		c->out->sub_calls++;
 		pthread_mutex_unlock(&c->mu);
-		if (call->contexts && call->contexts[s->item]) {
-			/* rlm_query(prompt, context=...) at the last depth: one
-			 * plain call reads both, the request first. */
-			s->joined = xasprintf("%.*s\n\n%.*s", (int)call->lens[s->item],
-					      call->prompts[s->item], (int)call->ctx_lens[s->item],
-					      call->contexts[s->item]);
-			s->msg = (struct llm_msg){LLM_USER, s->joined, strlen(s->joined)};
+		if (s->joined) {
+			s->msg = (struct llm_msg){LLM_USER, s->joined, joined_len};
 		} else {
 			s->msg = (struct llm_msg){LLM_USER, call->prompts[s->item],
 						  call->lens[s->item]};

@@ -209,6 +209,7 @@ int cmd_repl(int argc, char **argv)
 	ro.sandbox = cfg.sandbox;
 	tree_init(&tree, &ro, now_ns());
 	calls_init(&calls, &ro, &counts, &tree, 0, 0);
+	calls.ctx = corpus;
 	loop_repl_context(corpus, &cfg.ctx, &off, &lens);
 	cfg.on_call = calls_on_call;
 	cfg.call_arg = &calls;
@@ -220,6 +221,7 @@ int cmd_repl(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
+	calls.repl = r;
 	tty = isatty(0) && strcmp(context, "-") != 0;
 	repl_sandbox_status(r, &sb);
 	if (sb.unsafe)

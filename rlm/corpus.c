@@ -66,7 +66,7 @@ struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source)
 
 /* Corpora load on several threads at once (rlm bench run): the cached
  * value is atomic, and each thread that finds none stores the same one. */
-static size_t page_size(void)
+size_t corpus_page_size(void)
 {
 	static atomic_size_t ps;
 	size_t v = atomic_load_explicit(&ps, memory_order_relaxed);
@@ -140,7 +140,7 @@ int tb_grow(struct tbuf *b, size_t n)
 		b->cap = cap;
 		return 0;
 	}
-	cap = (cap + page_size() - 1) & ~(page_size() - 1);
+	cap = (cap + corpus_page_size() - 1) & ~(corpus_page_size() - 1);
 	if (ftruncate(b->fd, (off_t)cap) < 0)
 		return -errno;
 #if CORPUS_NO_MREMAP
@@ -235,6 +235,7 @@ int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
 	ci->c.buf = p;
 	ci->c.len = b->len;
 	ci->c.fd = b->fd;
+	ci->c.fd_table = b->len;
 	b->fd = -1;
 	tb_release(b);
 	return 0;
@@ -244,7 +245,7 @@ int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
  * madvise `advice`. Returns the new `from`. */
 static size_t drop_behind(const char *s, size_t from, size_t to, int advice)
 {
-	to &= ~(page_size() - 1);
+	to &= ~(corpus_page_size() - 1);
 	if (to > from)
 		madvise((void *)(uintptr_t)(s + from), to - from, advice);
 	return RLM_MAX(from, to);
@@ -269,14 +270,24 @@ void corpus_free(struct corpus *c)
 
 size_t corpus_release_pages(const struct corpus *c)
 {
+	return c ? corpus_release_range(c, 0, c->len) : 0;
+}
+
+size_t corpus_release_range(const struct corpus *c, size_t off, size_t len)
+{
 	const struct corpus_int *ci = (const struct corpus_int *)c;
-	if (!c || !ci->map || !ci->map_len)
+	uintptr_t from, to, ps = corpus_page_size();
+	if (!c || (!ci->map && !ci->view_mapped) || off >= c->len || !len)
 		return 0;
+	len = RLM_MIN(len, c->len - off);
 	/* A read-only mapping of a file or a memfd: the pages come back from
-	 * the page cache or the memfd when read again. */
-	if (madvise(ci->map, ci->map_len, MADV_DONTNEED) < 0)
+	 * the page cache or the memfd when read again. The pages at the ends
+	 * are dropped too: they are the mapping's, whoever else reads them. */
+	from = (uintptr_t)(c->buf + off) & ~(ps - 1);
+	to = ((uintptr_t)(c->buf + off + len) + ps - 1) & ~(ps - 1);
+	if (madvise((void *)from, to - from, MADV_DONTNEED) < 0)
 		return 0;
-	return ci->map_len;
+	return len;
 }
 
 /* How messages name a source: 'path', or "standard input" for "-". */
@@ -354,6 +365,7 @@ int corpus_from_text_memfd(const char *text, size_t len, struct corpus **out)
 	ci->c.buf = len ? p : "";
 	ci->c.len = len;
 	ci->c.fd = fd;
+	ci->c.fd_table = len;
 	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
 	*out = &ci->c;
 	return 0;

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/common.h"
 
@@ -45,11 +46,15 @@ struct corpus {
 				  * heap */
 	size_t len;              /* bytes in buf */
 	bool mapped;             /* buf is an mmap of the whole text file */
-	int fd;                  /* a sealed memfd holding buf's len bytes and,
-				  * for DIR and JSONL, n_docs little-endian
-				  * uint64 pairs (off, len) right after them;
-				  * -1 for a mapped file or a heap buffer.
-				  * Owned: borrow it (dup to keep it) */
+	int fd;                  /* a sealed memfd holding buf's len bytes at
+				  * fd_text and, for DIR and JSONL, n_docs
+				  * little-endian uint64 pairs (off, len) at
+				  * fd_table, each off counted from byte 0 of
+				  * fd (fd_text + docs[i].off); -1 for a mapped
+				  * file or a heap buffer. Owned: borrow it
+				  * (dup to keep it) */
+	uint64_t fd_text;        /* 0, and fd_table len, but in a view */
+	uint64_t fd_table;
 	struct corpus_doc *docs; /* n_docs entries, in order; owned */
 	size_t n_docs;
 	size_t skipped;          /* directory files skipped as binary or not UTF-8 */
@@ -92,6 +97,27 @@ struct corpus *corpus_borrow_text(const char *text, size_t len);
  * borrows the memfd rather than copying it again. Returns 0 with *out the
  * caller's to corpus_free, or -errno. */
 int corpus_from_text_memfd(const char *text, size_t len, struct corpus **out);
+/* Documents items[i][0..lens[i]) copied into a sealed memfd as corpus_load
+ * lays them out (each followed by '\n', then the table), mapped read-only
+ * and none of its pages resident: a child RLM's context given as a list.
+ * kind: CORPUS_JSONL (it says only "documents"). Falls back to the heap
+ * where memfd_create is refused. Returns 0 with *out the caller's to
+ * corpus_free, or -errno. (rlm/corpus_view.c) */
+int corpus_from_docs_memfd(const char *const *items, const size_t *lens, size_t n,
+			   struct corpus **out);
+/* A view of a part of parent, without a copy: the text parent->buf[off,
+ * off + len) (borrowed: parent must outlive the view) and, for documents
+ * (kind other than TEXT), n_docs entries of docs, whose offsets count from
+ * parent->buf (the view's count from its own buf); for TEXT it is one
+ * document. fd (>= 0) is a sealed memfd that holds the view's text at byte
+ * text_at and its documents' table at table_at, as corpus.fd says: it is
+ * duplicated (the view's fd_text and fd_table). Where parent's buf is a
+ * mapping, corpus_release_pages of the view drops the pages of its part.
+ * Returns 0 with *out (corpus_free it before parent), or -errno (the
+ * duplicate failed). (rlm/corpus_view.c) */
+int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, size_t len,
+		const struct corpus_doc *docs, size_t n_docs, int fd, uint64_t text_at,
+		uint64_t table_at, struct corpus **out);
 /* Decode JSONL held in memory (corpus_load decodes a file the same way;
  * the fuzz target uses this): each non-blank line a JSON string or an object with a
  * string "text" (else "content", "body", "document", "contents") and an
@@ -110,6 +136,10 @@ int corpus_from_jsonl_buf(const char *name, const char *buf, size_t len, struct 
  * buffer, which is left alone. Any thread; readers of buf may run at the
  * same time. */
 size_t corpus_release_pages(const struct corpus *c);
+/* The same for the pages of c->buf[off, off + len) only (whole pages: the
+ * ones at its ends too). Returns len (cut to the text), or 0 when nothing
+ * was released. */
+size_t corpus_release_range(const struct corpus *c, size_t off, size_t len);
 /* "auto", "text", "dir", "jsonl" to a kind and back. Parse returns 0 or
  * RLM_EINVAL. */
 int corpus_kind_parse(const char *s, enum corpus_kind *out);

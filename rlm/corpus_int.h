@@ -17,7 +17,11 @@ struct corpus_int {
 	char *heap;	 /* owned text buffer, or NULL */
 	void *map;	 /* mmap base (of the file or of c.fd), or NULL */
 	size_t map_len;	 /* bytes mapped */
+	bool view_mapped; /* a view whose buf lies in a mapping of another */
 };
+
+/* The system's page size. */
+size_t corpus_page_size(void);
 
 /* A new empty corpus of kind, its source a copy of source (may be NULL),
  * no fd. The caller's to corpus_free. */

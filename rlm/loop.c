@@ -319,14 +319,17 @@ void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_
 					     .doc_len = *lens,
 					     .n_docs = ctx->n_docs,
 					     .has_fd = ctx->fd >= 0,
-					     .fd = ctx->fd};
+					     .fd = ctx->fd,
+					     .text_at = ctx->fd_text,
+					     .table_at = ctx->fd_table};
 	} else {
 		size_t o = ctx->n_docs ? ctx->docs[0].off : 0;
 		size_t n = ctx->n_docs ? ctx->docs[0].len : ctx->len;
 		*out = (struct repl_context){.text = ctx->buf ? ctx->buf + o : "",
 					     .len = n,
-					     .has_fd = ctx->fd >= 0 && o == 0 && n == ctx->len,
-					     .fd = ctx->fd};
+					     .has_fd = ctx->fd >= 0,
+					     .fd = ctx->fd,
+					     .text_at = ctx->fd_text + o};
 	}
 }
 
@@ -351,6 +354,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	free(lens);
 	if (rc)
 		return rc;
+	l->c.repl = l->repl;
 	/* The worker has its own copy (the memfd, which a restart reuses):
 	 * nothing here reads the text again, so its pages need not stay in
 	 * this process (40 MB of 10M tokens). */
@@ -507,6 +511,7 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 	l.t0 = t->t0;
 	calls_init(&l.c, o, out, t, depth, node);
 	l.c.parent = parent;
+	l.c.ctx = ctx;
 	l.max_iterations = o->max_iterations > 0 ? o->max_iterations : DEFAULT_ITERATIONS;
 	l.max_errors = o->max_errors > 0 ? o->max_errors : DEFAULT_ERRORS;
 	l.output_limit = o->output_limit ? o->output_limit : DEFAULT_OUTPUT_LIMIT;

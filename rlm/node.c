@@ -120,8 +120,9 @@ struct child {
 	struct batch *b;
 	size_t item;	   /* its prompt in the frame */
 	struct rlm_opts o; /* the solve's, with the child's root model */
-	const char *text;  /* its context: own's, the frame's, or (once it
-			    * runs) its memfd's */
+	const struct repl_ctx_arg *arg; /* its context= entry; NULL: none */
+	const char *text;  /* its context when that is a str of the frame's:
+			    * the prompt or the context= given */
 	size_t len;
 	char *own;	   /* the frame's string behind text, taken from the
 			    * frame (repl_call.bufs), freed once the child's
@@ -156,22 +157,34 @@ static void child_run(struct child *ch)
 {
 	struct calls *p = ch->b->c;
 	struct corpus *ctx;
+	struct store_key k;
+	bool memo;
 	char *data;
-	/* Its context goes into a memfd of its own, which its worker borrows
-	 * (the one copy a worker needs anyway), and the frame's string is
-	 * freed now, not when the last sibling ends: a 10M-token solve hands
-	 * its children 40 MB in one frame. */
-	if (corpus_from_text_memfd(ch->text, ch->len, &ctx) == 0) {
-		ch->text = ctx->buf;
-		free(ch->own);
-		ch->own = NULL;
-	} else {
-		ctx = corpus_borrow_text(ch->text, ch->len);
+	int rc;
+	/* Its context: a copy of a str or list of the frame's in a memfd of
+	 * its own, which its worker borrows (the one copy a worker needs
+	 * anyway), or a view of a part of this node's (no copy at all). The
+	 * frame's string is freed now, not when the last sibling ends. */
+	rc = node_ctx_make(p, ch->arg, ch->text, ch->len, &ctx);
+	free(ch->own);
+	ch->own = NULL;
+	ch->text = NULL;
+	if (rc < 0) {
+		ch->rc = rlm_err_set(&ch->err, rc, "cannot make its context: %s", strerror(-rc));
+		ch->out->depth = p->depth + 1;
+		ch->out->node = ch->id;
+		ch->out->stop = RLM_STOP_ERROR;
+		ch->out->stop_detail = xstrdup(ch->err.msg);
+		ch->out->question = ch->question;
+		ch->question = NULL;
+		return;
 	}
 	record_detail(&ch->o, p->tree, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
 		      strlen(ch->question), NULL);
-	if (record_memo_get(&ch->o, &p->tree->budget, p->depth + 1, ch->question, ch->text,
-			    ch->len, ch->out)) {
+	/* The key reads the whole context: its pages go again after. */
+	memo = record_memo_key_ctx(&ch->o, p->depth + 1, ch->question, ctx, &k);
+	corpus_release_pages(ctx);
+	if (memo && record_memo_get(&ch->o, &p->tree->budget, &k, ch->out)) {
 		/* Asked and answered before: no node runs. */
 		ch->rc = 0;
 		ch->out->depth = p->depth + 1;
@@ -179,9 +192,8 @@ static void child_run(struct child *ch)
 	} else {
 		ch->rc = loop_node(p->tree, &ch->o, p->depth + 1, ch->id, p->node, ch->question,
 				   ctx, ch->out, &ch->err);
-		if (ch->rc == 0)
-			record_memo_put(&ch->o, p->depth + 1, ch->question, ch->text, ch->len,
-					ch->out);
+		if (ch->rc == 0 && memo)
+			record_memo_put(&ch->o, &k, ch->out);
 	}
 	data = xasprintf("{\"stop\":\"%s\",\"memo\":%s,\"calls\":%lld,\"cost\":%.9g,"
 			 "\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}}",
@@ -195,7 +207,6 @@ static void child_run(struct child *ch)
 	ch->out->question = ch->question;
 	ch->question = NULL;
 	corpus_free(ctx);
-	ch->text = NULL;
 }
 
 /* The next child of the queue, with its node id, or NULL when every one
@@ -376,11 +387,12 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 	/* One progress line: the root's. */
 	ch->o.progress = NULL;
 	ch->o.progress_arg = NULL;
-	if (call->contexts && call->contexts[i]) {
+	if (call->contexts && call->contexts[i].kind != REPL_CTX_NONE) {
 		/* context= given: the prompt is the question. */
 		ch->question = xstrndup(call->prompts[i], call->lens[i]);
-		ch->text = call->contexts[i];
-		ch->len = call->ctx_lens[i];
+		ch->arg = &call->contexts[i];
+		ch->text = call->contexts[i].text; /* a str's; else NULL */
+		ch->len = call->contexts[i].len;
 		slot = call->n + i;
 	} else {
 		ch->question = node_question(call->prompts[i], call->lens[i]);
@@ -389,7 +401,7 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 		slot = i;
 	}
 	/* The string is the child's from here: freed as soon as it runs. */
-	if (call->bufs && call->bufs[slot] == ch->text) {
+	if (ch->text && call->bufs && call->bufs[slot] == ch->text) {
 		ch->own = call->bufs[slot];
 		call->bufs[slot] = NULL;
 	}
@@ -416,8 +428,19 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 	b.why = RLM_STOP_CALLS;
 	b.kids = xcalloc(call->n, sizeof(*b.kids));
 	/* Which prompts start a child: all of them are reserved before any
-	 * starts, so a budget that allows k children starts the first k. */
+	 * starts, so a budget that allows k children starts the first k. A
+	 * context= the worker got wrong starts none and reserves nothing. */
 	for (size_t i = 0; i < call->n; i++) {
+		char msg[300];
+		if (call->contexts && node_ctx_check(c, &call->contexts[i], msg, sizeof(msg))) {
+			texts[i] = xasprintf("Error: %s", msg);
+			errors[i] = true;
+			pthread_mutex_lock(&c->mu);
+			c->out->sub_calls++; /* asked for, and failed */
+			calls_failed(c, msg);
+			pthread_mutex_unlock(&c->mu);
+			continue;
+		}
 		if (!may_start(c, &b, i, texts, errors))
 			continue;
 		b.kids[b.n].b = &b;
@@ -452,11 +475,8 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 		texts[i] = child_text(ch, &errors[i]);
 		pthread_mutex_lock(&c->mu);
 		calls_add_child(c, ch->out);
-		if (ch->rc < 0) {
-			c->sub_failed++;
-			if (!c->sub_first_error)
-				c->sub_first_error = xstrdup(texts[i] + strlen("Error: "));
-		}
+		if (ch->rc < 0)
+			calls_failed(c, texts[i] + strlen("Error: "));
 		pthread_mutex_unlock(&c->mu);
 		free(ch->question);
 		free(ch->own);

@@ -482,19 +482,54 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 
 /* ---- the memo of child RLMs ---- */
 
-static void memo_key(const struct rlm_opts *o, int depth, const char *question, const char *text,
+/* The key's fields before the context: the config, the levels left below
+ * the node, the question. */
+static void memo_key_begin(struct store_kb *kb, const struct rlm_opts *o, int depth,
+			   const char *question)
+{
+	char *config = rlm_config_json(o);
+	int max_depth = o->max_depth ? o->max_depth : RLM_DEF_MAX_DEPTH;
+	store_kb_init(kb, "result/1");
+	store_kb_str(kb, config, strlen(config));
+	store_kb_i64(kb, max_depth - depth); /* the levels left below it */
+	store_kb_str(kb, question, strlen(question));
+	free(config);
+}
+
+bool record_memo_key(const struct rlm_opts *o, int depth, const char *question, const char *text,
 		     size_t len, struct store_key *k)
 {
 	struct store_kb kb;
-	char *config = rlm_config_json(o);
-	int max_depth = o->max_depth ? o->max_depth : RLM_DEF_MAX_DEPTH;
-	store_kb_init(&kb, "result/1");
-	store_kb_str(&kb, config, strlen(config));
-	store_kb_i64(&kb, max_depth - depth); /* the levels left below it */
-	store_kb_str(&kb, question, strlen(question));
+	if (!rec_of(o))
+		return false;
+	memo_key_begin(&kb, o, depth, question);
 	store_kb_str(&kb, text, len);
 	store_kb_final(&kb, k);
-	free(config);
+	return true;
+}
+
+bool record_memo_key_ctx(const struct rlm_opts *o, int depth, const char *question,
+			 const struct corpus *ctx, struct store_key *k)
+{
+	struct store_kb kb;
+	if (ctx->kind == CORPUS_TEXT) {
+		/* a str: the key of its text, as it always was */
+		size_t off = ctx->n_docs ? ctx->docs[0].off : 0;
+		return record_memo_key(o, depth, question, ctx->buf + off,
+				       ctx->n_docs ? ctx->docs[0].len : ctx->len, k);
+	}
+	if (!rec_of(o))
+		return false;
+	memo_key_begin(&kb, o, depth, question);
+	store_kb_str(&kb, ctx->buf, ctx->len);
+	store_kb_i64(&kb, -1); /* documents: their bounds follow */
+	store_kb_i64(&kb, (int64_t)ctx->n_docs);
+	for (size_t i = 0; i < ctx->n_docs; i++) {
+		store_kb_i64(&kb, (int64_t)ctx->docs[i].off);
+		store_kb_i64(&kb, (int64_t)ctx->docs[i].len);
+	}
+	store_kb_final(&kb, k);
+	return true;
 }
 
 /* What a memo hit spent still fits b (then charged), or, for the whole
@@ -536,19 +571,17 @@ static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 	return true;
 }
 
-bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, int depth,
-		     const char *question, const char *text, size_t len, struct rlm_result *out)
+bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const struct store_key *k,
+		     struct rlm_result *out)
 {
 	const struct rlm_record *rec = rec_of(o);
 	struct store_result sr;
-	struct store_key k;
 	struct rlm_err err = {0, ""};
 	int rc;
 	if (!rec || rec->refresh)
 		return false;
-	memo_key(o, depth, question, text, len, &k);
 	memset(&sr, 0, sizeof(sr));
-	rc = store_result_get(rec->store, &k, &sr, &err);
+	rc = store_result_get(rec->store, k, &sr, &err);
 	if (rc < 0)
 		store_trouble(rec, "a memo lookup", &err);
 	if (rc != 1 || !memo_fits(o, b, &sr)) {
@@ -572,19 +605,17 @@ bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, int depth,
 	return true;
 }
 
-void record_memo_put(const struct rlm_opts *o, int depth, const char *question,
-		     const char *text, size_t len, const struct rlm_result *r)
+void record_memo_put(const struct rlm_opts *o, const struct store_key *k,
+		     const struct rlm_result *r)
 {
 	const struct rlm_record *rec = rec_of(o);
 	struct store_result sr;
-	struct store_key k;
 	struct rlm_err err = {0, ""};
 	/* Only whole answers: one made with failed calls or parts, or with
 	 * a warning, is not to be served again. */
 	if (!rec || r->stop != RLM_STOP_ANSWER || !r->answer || r->memo || r->failed_calls > 0 ||
 	    r->failed_leaves > 0 || r->warning)
 		return;
-	memo_key(o, depth, question, text, len, &k);
 	sr = (struct store_result){.answer = r->answer,
 				   .stop = (char *)(uintptr_t)rlm_stop_name(r->stop),
 				   .usage = r->usage,
@@ -593,7 +624,7 @@ void record_memo_put(const struct rlm_opts *o, int depth, const char *question,
 				   .sub_calls = r->sub_calls,
 				   .nodes = r->nodes,
 				   .found = r->found};
-	if (store_result_put(rec->store, &k, &sr, &err) < 0)
+	if (store_result_put(rec->store, k, &sr, &err) < 0)
 		store_trouble(rec, "keeping a child's answer", &err);
 }
 

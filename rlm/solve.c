@@ -34,7 +34,9 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	struct rlm_record rec;
 	struct rlm_opts o;
 	struct rlm_err local = {0, ""};
+	struct store_key k;
 	int64_t t0;
+	bool memo;
 	int rc;
 	memset(out, 0, sizeof(*out));
 	if (!opts->store)
@@ -50,14 +52,14 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	/* The whole solve asked before: its answer, and nothing runs. The
 	 * context stands in the key by its digest. */
 	t0 = now_ns();
-	if (question &&
-	    record_memo_get(&o, NULL, 0, question, rec.digest, strlen(rec.digest), out)) {
+	memo = question && record_memo_key(&o, 0, question, rec.digest, strlen(rec.digest), &k);
+	if (memo && record_memo_get(&o, NULL, &k, out)) {
 		rc = 0;
 		out->solve_ns = now_ns() - t0;
 	} else {
 		rc = solve_strategy(&o, question, ctx, out, err ? err : &local);
-		if (rc == 0)
-			record_memo_put(&o, 0, question, rec.digest, strlen(rec.digest), out);
+		if (rc == 0 && memo)
+			record_memo_put(&o, &k, out);
 	}
 	memcpy(out->run_id, rec.run, sizeof(out->run_id));
 	record_end(&rec, &o, out, rc, rc < 0 ? (err ? err->msg : local.msg) : NULL);

@@ -75,17 +75,27 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 void record_detail(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
 		   int depth, int iteration, const char *kind, const char *text, size_t len,
 		   const char *data_json);
-/* The memo of a child RLM (or, at depth 0, of the whole solve): its
- * answer, usage and counts into out (stop ANSWER, memo set) and true, when
- * one of the same question, context and configuration answered before and
- * what it spent still fits budget b (charged then; NULL: the limits of o):
- * a memo never lets a run go further than the run it stands for. */
-bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, int depth,
-		     const char *question, const char *text, size_t len, struct rlm_result *out);
-/* Keep a child's answer: only a whole one (stop ANSWER, no failed call,
- * no warning, no failed part). */
-void record_memo_put(const struct rlm_opts *o, int depth, const char *question,
-		     const char *text, size_t len, const struct rlm_result *r);
+/* The memo of a child RLM (or, at depth 0, of the whole solve) is kept
+ * under a key of its question, its context and the configuration:
+ * record_memo_key makes it for a context that is text[0..len) (a str, or
+ * the whole solve's digest), record_memo_key_ctx for a child's corpus (a
+ * str: the same key as its text's; documents: their text and bounds).
+ * Both read the whole context, and return false (no key) when the solve
+ * has no store (or its store failed). */
+bool record_memo_key(const struct rlm_opts *o, int depth, const char *question, const char *text,
+		     size_t len, struct store_key *k);
+bool record_memo_key_ctx(const struct rlm_opts *o, int depth, const char *question,
+			 const struct corpus *ctx, struct store_key *k);
+/* The answer kept under k, with its usage and counts, into out (stop
+ * ANSWER, memo set) and true, when what it spent still fits budget b
+ * (charged then; NULL: the limits of o): a memo never lets a run go
+ * further than the run it stands for. */
+bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const struct store_key *k,
+		     struct rlm_result *out);
+/* Keep a node's answer under k: only a whole one (stop ANSWER, no failed
+ * call, no warning, no failed part). */
+void record_memo_put(const struct rlm_opts *o, const struct store_key *k,
+		     const struct rlm_result *r);
 
 /* Limits of one solve, shared by every call of it from any thread: each
  * call is checked and its share reserved before it is sent
@@ -192,6 +202,12 @@ struct calls {
 	char *stop_detail;     /* owned */
 	int64_t sub_failed;    /* sub-calls that failed in the pool */
 	char *sub_first_error; /* owned */
+	/* The node's context and its worker (set once it has started): what
+	 * a reference of the worker's (REPL_CTX_SLICE, _RUN) is checked
+	 * against and read from, and the memfd a child's view of it maps.
+	 * Borrowed; the node's thread. */
+	const struct corpus *ctx;
+	struct repl *repl;
 };
 
 /* o: the node's options (o->sub_model set); tree: the solve's. */
@@ -245,6 +261,35 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
  * when it returns. Their results go to c->out->children, in prompt order. */
 void node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
 		   char **texts, bool *errors);
+/* mu held: count a sub-call (or child) that failed, with why (its text
+ * after "Error: "), for the node's warning. */
+void calls_failed(struct calls *c, const char *why);
+
+/* ---- the contexts of children (rlm/node_ctx.c) ----
+ *
+ * A call frame's context= entries (struct repl_ctx_arg) as child RLMs'
+ * contexts, or as the text a plain sub-call at the last depth reads. A
+ * reference (SLICE, RUN) must lie within the node's context c->ctx: a
+ * slice of its text (a str) on UTF-8 character boundaries, a run of its
+ * documents (a list) within their number. */
+
+/* Check entry a against c's context. Returns 0, or RLM_EINVAL with msg
+ * saying what is wrong (for "Error: <msg>"). */
+int node_ctx_check(const struct calls *c, const struct repl_ctx_arg *a, char *msg, size_t cap);
+/* The context of a child for a checked entry a (NULL or NONE: the prompt,
+ * text[0..len), as for TEXT): a copy of a str or a list in a memfd of its
+ * own, or a view of c's context on the memfd of c's worker. Returns 0 with
+ * *out (corpus_free it; it may borrow text and c->ctx until then), or
+ * -errno. */
+int node_ctx_make(const struct calls *c, const struct repl_ctx_arg *a, const char *text,
+		  size_t len, struct corpus **out);
+/* The prompt of a plain sub-call at the last depth for prompt p[0..n) with
+ * context entry a: "<prompt>\n\n<context>", documents joined by a blank
+ * line. Returns a fresh string (*len bytes), or NULL with msg when a is bad
+ * (node_ctx_check). The pages of c's context it read are released. */
+char *node_ctx_prompt(const struct calls *c, const struct repl_ctx_arg *a, const char *p,
+		      size_t n, size_t *len, char *msg, size_t cap);
+
 /* The question a child is asked when its context is the prompt: the
  * prompt, or when it is long its start and a note that the whole of it is
  * in `context`. Returns a fresh string. */

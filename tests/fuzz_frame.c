@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/fuzz_frame.c -- libFuzzer target: any bytes as a frame body from
- * the worker fail cleanly or give a frame whose fields all check out; the
- * same bytes cut for the model and escaped as a JSON string stay valid. */
+ * the worker fail cleanly or give a frame whose fields all check out (a
+ * call's contexts each read as one known shape: a str, a list of str, a
+ * reference, null, or bad with a reason); the same bytes cut for the model
+ * and escaped as a JSON string stay valid. */
 #include "../repl/repl_int.h"
 #include "../common/json.h"
 
@@ -12,6 +14,44 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const types[] = {"ready", "call", "result", "fatal"};
+
+/* One item of a call's contexts, read as the repl reads it. */
+static void check_context(const cJSON *item)
+{
+	struct repl_ctx_arg a;
+	repl__ctx_arg(item, &a);
+	switch (a.kind) {
+	case REPL_CTX_NONE:
+		if (!cJSON_IsNull(item))
+			abort();
+		break;
+	case REPL_CTX_TEXT:
+		if (!cJSON_IsString(item) || strlen(a.text) != a.len ||
+		    !utf8_valid(a.text, a.len, NULL))
+			abort();
+		break;
+	case REPL_CTX_LIST:
+		if (!cJSON_IsArray(item) || (int)a.n_items != cJSON_GetArraySize(item))
+			abort();
+		for (size_t i = 0; i < a.n_items; i++)
+			if (strlen(a.items[i]) != a.item_lens[i] ||
+			    !utf8_valid(a.items[i], a.item_lens[i], NULL))
+				abort();
+		break;
+	case REPL_CTX_SLICE:
+	case REPL_CTX_RUN:
+		if (!cJSON_IsObject(item) || a.a > (1ULL << 53) || a.b > (1ULL << 53))
+			abort();
+		break;
+	case REPL_CTX_BAD:
+		if (!a.bad || !*a.bad)
+			abort();
+		break;
+	default:
+		abort();
+	}
+	repl__ctx_arg_release(&a);
+}
 
 static void check_frame(const cJSON *f)
 {
@@ -41,8 +81,13 @@ static void check_frame(const cJSON *f)
 	}
 	if (strcmp(type, "call") == 0) {
 		int n = cJSON_GetArraySize(json_get(f, "prompts"));
+		const cJSON *cs = json_get(f, "contexts");
 		if (n < 1 || n > REPL_MAX_PROMPTS)
 			abort();
+		if (cs && cJSON_GetArraySize(cs) != n)
+			abort();
+		cJSON_ArrayForEach(it, cs)
+			check_context(it);
 	}
 }
 

@@ -6,6 +6,7 @@
  * left running afterwards (looked for in /proc). */
 #include "loopenv.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,4 +838,317 @@ TEST(recursion_cancel_while_children_start)
 TEST(recursion_timeout_while_children_start)
 {
 	stop_while_children_start(false);
+}
+
+/* ---- children's contexts: views of a part of the parent's ---- */
+
+/* v's context: text[0..len) written to a file `name` and loaded from it
+ * (a .txt is mapped, a .jsonl decoded into a memfd); name NULL: the text
+ * on the heap, which the root's worker copies into a memfd of its own. */
+static void use_context(struct env *v, const char *name, const char *text, size_t len)
+{
+	struct rlm_err err = {0, ""};
+	char *path;
+	int fd;
+	corpus_free(v->ctx);
+	v->ctx = NULL;
+	if (!name) {
+		v->ctx = corpus_from_text(text, len);
+		return;
+	}
+	path = xasprintf("%s/%s", harness_tmpdir(), name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && write_all(fd, text, len) == 0);
+	close(fd);
+	CHECK_MSG(corpus_load(path, NULL, &v->ctx, &err) == 0, "%s", err.msg);
+	free(path);
+}
+
+/* About 400 KB of text with 2-, 3- and 4-byte characters, "é" first. */
+static char *mixed_text(size_t *len)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	for (int i = 0; b.len < 400000; i++)
+		buf_printf(&b, "%s line %d\n", i % 3 == 0 ? "é日😀" : i % 3 == 1 ? "plain" : "ß—€",
+			   i);
+	return buf_detach(&b, len);
+}
+
+/* The text of document d of docs_jsonl, appended to b. */
+static void doc_text(struct buf *b, int d)
+{
+	buf_printf(b, "doc %d", d);
+	for (int k = 0; k < 10 + (d * 37) % 290; k++)
+		buf_printf(b, " w%d%s", k, k % 7 ? "" : " é日");
+}
+
+/* 30 JSONL documents of 100 to 3,000 characters. */
+static char *docs_jsonl(size_t *len)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	for (int d = 0; d < 30; d++) {
+		buf_printf(&b, "{\"id\": %d, \"text\": \"", d);
+		doc_text(&b, d);
+		buf_puts(&b, "\"}\n");
+	}
+	return buf_detach(&b, len);
+}
+
+/* Byte offset of character n of s[0..len). */
+static size_t char_at(const char *s, size_t len, size_t n)
+{
+	size_t i = 0;
+	for (; i < len; i++)
+		if (((unsigned char)s[i] & 0xC0) != 0x80 && n-- == 0)
+			break;
+	return i;
+}
+
+/* The root model's default reply, which every child gets. */
+static void children_say(struct env *v, const char *content)
+{
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	char *body = fakesrv_chat_body(content, "stop", 10, 10);
+	r.body = body;
+	fakesrv_set_default(v->root_srv, &r);
+	free(body);
+}
+
+/* Python that every node runs: f(x) names a context by its length and its
+ * hash (the same in every worker: PYTHONHASHSEED=0), and parts(c) are the
+ * pieces a node hands its children. */
+#define PY_VIEWS                                                                                   \
+	"f = lambda s: '%d:%d' % (len(s), hash(s if isinstance(s, str) else tuple(s)))\n"          \
+	"def parts(c):\n"                                                                          \
+	"    return [c[5000:100000], c[100000:]] if isinstance(c, str) else [c[2:9], c[9:]]\n"
+
+/* A child RLM's context is a slice of its parent's str, or a run of its
+ * documents, passed on as a reference and seen as a view of the parent's
+ * memfd; a grandchild's is a part of that part (the offsets compose). Each
+ * node answers with what it saw; the root checks it against its own
+ * slices. Over a mapped text file, a text on the heap (the root's worker
+ * made its own memfd) and JSONL documents in a memfd. */
+TEST(recursion_children_see_views_of_the_context)
+{
+	static const char *const names[] = {"views.txt", NULL, "views.jsonl"};
+	for (size_t k = 0; k < ARRAY_SIZE(names); k++) {
+		struct env v;
+		size_t len;
+		char *text = k == 2 ? docs_jsonl(&len) : mixed_text(&len);
+		env_init(&v, SUB_FAKE);
+		v.o.max_depth = 3;
+		use_context(&v, names[k], text, len);
+		children_say(&v, "```repl\n" PY_VIEWS
+				 "if len(context) > (200000 if isinstance(context, str) else 15):\n"
+				 "    rs = rlm_query_batched(['g', 'g'], contexts=parts(context))\n"
+				 "    answer['content'] = 'C' + f(context) + '|' + '|'.join(rs)\n"
+				 "else:\n"
+				 "    answer['content'] = 'G' + f(context)\n"
+				 "answer['ready'] = True\n```");
+		says(&v, "```repl\n" PY_VIEWS
+			 "a = context[1000:300000] if isinstance(context, str) else context[3:25]\n"
+			 "r = rlm_query('child', context=a)\n"
+			 "want = 'C' + f(a) + '|' + '|'.join('G' + f(p) for p in parts(a))\n"
+			 "answer['content'] = 'ok' if r == want else r + ' != ' + want\n"
+			 "answer['ready'] = True\n```");
+		CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+		CHECK_MSG(v.r.answer && strcmp(v.r.answer, "ok") == 0, "context %zu: %s", k,
+			  v.r.answer ? v.r.answer : "(none)");
+		CHECK_INT(v.r.n_children, 1);
+		CHECK_INT(v.r.children[0].n_children, 2);
+		CHECK_INT(v.r.nodes, 3);
+		CHECK(!v.r.warning);
+		env_free(&v);
+		free(text);
+	}
+}
+
+/* The default reply of every child: its context, shown. */
+static void child_shows_context(struct env *v)
+{
+	children_say(v, "```repl\nanswer['content'] = 'got:' + repr(context)\n"
+			"answer['ready'] = True\n```");
+}
+
+/* Solve over text[0..len) (use_context's name), every child showing its
+ * context, the root's code code (the rest of a ```repl block) run with the
+ * runtime's own checker of contexts replaced, so that the items go out as
+ * they are; rlm_solve must succeed. */
+static void raw_contexts(struct env *v, const char *name, const char *text, size_t len,
+			 const char *code)
+{
+	char *block = xasprintf("```repl\nrlm_query.__globals__['_one_context'] = "
+				"lambda c, fn, what: c\n%s",
+				code);
+	env_init(v, SUB_FAKE);
+	use_context(v, name, text, len);
+	child_shows_context(v);
+	says(v, block);
+	free(block);
+	CHECK_MSG(solve(v, "q?") == 0, "%s", v->err.msg);
+}
+
+/* The worker is hostile: a reference that lies outside the context, cuts
+ * a UTF-8 character, is of the wrong kind or shape, gives that prompt an
+ * "Error: ..." (no child starts for it, and it counts as a failed
+ * sub-call); the good ones in the same frame run, and the parent goes on. */
+TEST(recursion_bad_context_references_are_error_strings)
+{
+	struct env v;
+	size_t len, n = 0;
+	char *text = mixed_text(&len), *want;
+	char *lines[9], *save = NULL;
+	raw_contexts(&v, "bad.txt", text, len,
+		     "rs = rlm_query_batched(['a'] * 9, contexts=[{'ref': [0, 10**12]}, "
+		     "{'ref': [1, 2]}, {'ref': [0, 2]}, {'docs': [0, 1]}, {'ref': 'x'}, 5, "
+		     "{'ref': [0, 9]}, None, {'ref': [2**53, 1]}])\n"
+		     "answer['content'] = '\\n'.join(rs)\nanswer['ready'] = True\n```");
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	for (char *l = strtok_r(v.r.answer, "\n", &save); l && n < 9; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	CHECK_INT(n, 9);
+	want = xasprintf("Error: the context reference [0, 0 + 1000000000000) lies outside the "
+			 "context (%zu bytes)",
+			 len);
+	CHECK_STR(lines[0], want);
+	free(want);
+	CHECK_STR(lines[1], "Error: the context reference [1, 1 + 2) starts or ends inside a "
+			    "UTF-8 character");
+	CHECK_STR(lines[2], "got:'é'");
+	CHECK_STR(lines[3], "Error: a reference to a run of documents, but the context is a str");
+	CHECK_CONTAINS(lines[4], "Error: a context reference that is not {\"ref\": [offset, "
+				 "length]} or {\"docs\": [first, end]}");
+	CHECK_STR(lines[5],
+		  "Error: a context that is not a str, a list of str, a reference or null");
+	CHECK_STR(lines[6], "got:'é日😀'");
+	CHECK_STR(lines[7], "got:'a'");
+	CHECK_CONTAINS(lines[8], "Error: the context reference [9007199254740992, ");
+	CHECK_INT(v.r.n_children, 3);
+	CHECK_CONTAINS(v.r.warning, "6 of 9 sub-calls failed (the first: the context reference");
+	CHECK_INT(worker_processes(), 0);
+	env_free(&v);
+	free(text);
+}
+
+/* The same over documents: a range given backwards or past the end, a
+ * slice of a list context, a list with a non-str; an empty range is an
+ * empty list, a good one the documents. */
+TEST(recursion_bad_document_ranges_are_error_strings)
+{
+	struct env v;
+	size_t len;
+	char *text = docs_jsonl(&len);
+	raw_contexts(&v, "bad.jsonl", text, len,
+		     "rs = rlm_query_batched(['a'] * 6, contexts=[{'docs': [3, 1]}, {'docs': [0, 31]}, "
+		     "{'ref': [0, 1]}, ['x', 3], {'docs': [2, 2]}, {'docs': [29, 30]}])\n"
+		     "want = ['got:[]', 'got:' + repr(context[29:30])]\n"
+		     "answer['content'] = '\\n'.join(rs[:4] + ['ok' if rs[4:] == want else "
+		     "repr(rs[4:])])\nanswer['ready'] = True\n```");
+	CHECK_STR(v.r.answer,
+		  "Error: the document range [3, 1) is not a range within the context's 30 "
+		  "documents\n"
+		  "Error: the document range [0, 31) is not a range within the context's 30 "
+		  "documents\n"
+		  "Error: a reference to a slice of the context's text, but the context is a list "
+		  "of documents\n"
+		  "Error: a context list with an item that is not a str\n"
+		  "ok");
+	CHECK_INT(v.r.n_children, 2);
+	env_free(&v);
+	free(text);
+}
+
+/* At the last depth a reference is read from the node's context into the
+ * plain call's prompt: a slice, a run of documents (joined by a blank
+ * line); a bad one is an error and no call is made. */
+TEST(recursion_references_at_the_last_depth_reach_the_sub_model)
+{
+	struct env v;
+	size_t len;
+	char *text = mixed_text(&len), *m, *want;
+	env_init(&v, SUB_FAKE);
+	v.o.max_depth = 1;
+	use_context(&v, "last.txt", text, len);
+	says(&v, "```repl\ng = rlm_query.__globals__\nmine = g['_one_context']\n"
+		 "g['_one_context'] = lambda c, fn, what: c\n"
+		 "print(rlm_query_batched(['Q1', 'Q2'], contexts=[{'ref': [0, 9]}, {'ref': [1, 2]}]))"
+		 "\ng['_one_context'] = mine\nprint(rlm_query('Q3', context=context[2:70002]))\n```");
+	says(&v, "FINAL(done)");
+	says_full(v.sub_srv, "A1", "stop", 5, 5, 0);
+	says_full(v.sub_srv, "A3", "stop", 5, 5, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_INT(fakesrv_count(v.sub_srv), 2);
+	m = message(v.sub_srv, 0, 0, NULL);
+	CHECK_STR(m, "Q1\n\né日😀");
+	free(m);
+	m = message(v.sub_srv, 1, 0, NULL);
+	{
+		size_t a = char_at(text, len, 2), b = char_at(text, len, 70002);
+		CHECK(strncmp(m, "Q3\n\n", 4) == 0);
+		CHECK_INT(strlen(m + 4), b - a);
+		CHECK(memcmp(m + 4, text + a, b - a) == 0);
+	}
+	free(m);
+	want = xasprintf("REPL output:\n['A1', 'Error: the context reference [1, 1 + 2) starts "
+			 "or ends inside a UTF-8 character']\nA3");
+	CHECK_MSG_HAS(&v, 1, -1, want);
+	free(want);
+	env_free(&v);
+	free(text);
+	/* documents */
+	text = docs_jsonl(&len);
+	env_init(&v, SUB_FAKE);
+	v.o.max_depth = 1;
+	use_context(&v, "last.jsonl", text, len);
+	says(&v, "```repl\nprint(rlm_query('Q', context=context[1:3]))\n```");
+	says(&v, "FINAL(done)");
+	says_full(v.sub_srv, "A", "stop", 5, 5, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	m = message(v.sub_srv, 0, 0, NULL);
+	{
+		struct buf w;
+		buf_init(&w, 0);
+		buf_puts(&w, "Q\n\n");
+		doc_text(&w, 1);
+		buf_puts(&w, "\n\n");
+		doc_text(&w, 2);
+		CHECK_STR(m, w.p);
+		buf_release(&w);
+	}
+	free(m);
+	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nA");
+	env_free(&v);
+	free(text);
+}
+
+/* A child whose worker crashes gets a new one on the same view: the same
+ * part of the parent's context (a slice of a str, a run of documents). */
+TEST(recursion_restarted_child_keeps_its_view)
+{
+	static const char *const names[] = {"restart.txt", "restart.jsonl"};
+	for (size_t k = 0; k < ARRAY_SIZE(names); k++) {
+		struct env v;
+		size_t len;
+		char *text = k ? docs_jsonl(&len) : mixed_text(&len);
+		env_init(&v, SUB_FAKE);
+		use_context(&v, names[k], text, len);
+		says(&v, "```repl\n" PY_VIEWS
+			 "a = context[1000:300000] if isinstance(context, str) else context[3:25]\n"
+			 "r = rlm_query('child', context=a)\n"
+			 "answer['content'] = 'ok' if r == 'G' + f(a) else r\n"
+			 "answer['ready'] = True\n```");
+		says(&v, "```repl\nimport os\nos._exit(3)\n```");
+		says(&v, "```repl\n" PY_VIEWS "answer['content'] = 'G' + f(context)\n"
+			 "answer['ready'] = True\n```");
+		CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+		CHECK_MSG(v.r.answer && strcmp(v.r.answer, "ok") == 0, "%s: %s", names[k],
+			  v.r.answer ? v.r.answer : "(none)");
+		CHECK_INT(v.r.n_children, 1);
+		CHECK_INT(v.r.children[0].restarts, 1);
+		CHECK_INT(v.r.children[0].iterations, 2);
+		env_free(&v);
+		free(text);
+	}
 }

@@ -170,6 +170,17 @@ TEST(context_documents)
 	repl_free(r);
 }
 
+/* The worker crashes; the new one (on the same context) runs code, whose
+ * output is want. */
+static void crash_then_expect(struct repl *r, const char *code, const char *want)
+{
+	struct repl_result res;
+	run(r, "import os\nos._exit(1)", &res);
+	CHECK(res.restarted);
+	repl_result_release(&res);
+	expect(r, code, want);
+}
+
 /* A sealed memfd that already holds the layout is mapped, not copied; one
  * that is not sealed, or of another size, is refused. */
 TEST(context_from_a_sealed_memfd)
@@ -178,7 +189,6 @@ TEST(context_from_a_sealed_memfd)
 	const size_t off[] = {0, 6, 11}, len[] = {5, 4, 5};
 	unsigned char table[48];
 	struct repl_cfg cfg;
-	struct repl_result res;
 	struct rlm_err err = {0, ""};
 	struct repl *r = NULL;
 	int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -196,20 +206,73 @@ TEST(context_from_a_sealed_memfd)
 	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
 	CHECK_CONTAINS(err.msg, "not a memfd sealed");
 	CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW) == 0);
-	cfg.ctx.n_docs = 2;
-	cfg.ctx.len = 11;
+	cfg.ctx.text_at = 1;
 	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
-	CHECK_CONTAINS(err.msg, "holds 64 bytes, not the 43");
-	cfg.ctx.n_docs = 3;
-	cfg.ctx.len = strlen(text);
+	CHECK_CONTAINS(err.msg, "holds 64 bytes, fewer than the 65");
+	cfg.ctx.text_at = 0;
+	cfg.ctx.table_at = 17;
+	CHECK_INT(repl_start(&cfg, &r, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "holds 64 bytes, fewer than the 65");
+	cfg.ctx.table_at = 0; /* right after the text */
 	r = start(&cfg);
 	close(fd); /* the repl keeps its own duplicate */
 	expect(r, "print(context)", "['alpha', 'beta', 'gamma']\n");
-	run(r, "import os\nos._exit(1)", &res);
-	CHECK(res.restarted);
-	repl_result_release(&res);
-	expect(r, "print(len(context), context[2])", "3 gamma\n");
+	crash_then_expect(r, "print(len(context), context[2])", "3 gamma\n");
 	repl_free(r);
+}
+
+/* A view of a part of a larger memfd: the text at some offset (past a
+ * page, so the worker maps from a page boundary), the table of a run of
+ * its documents at another, whose offsets count from byte 0; a restarted
+ * worker gets the same view. A table entry outside the view's text is the
+ * worker's fatal error at start. */
+TEST(context_view_of_a_memfd_region)
+{
+	static const char text[] = "alpha beta gamma";
+	const uint64_t at = 5000, ent[6] = {at + 0, 5, at + 6, 4, at + 11, 5};
+	const size_t off[] = {0, 5}, len[] = {4, 5};
+	unsigned char table[48];
+	struct repl_cfg cfg;
+	struct rlm_err err = {0, ""};
+	struct repl *r = NULL;
+	struct repl_layout ly;
+	int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	CHECK(fd >= 0);
+	for (int i = 0; i < 48; i++)
+		table[i] = (unsigned char)(ent[i / 8] >> (8 * (i % 8)));
+	CHECK(pwrite(fd, text, strlen(text), (off_t)at) == (ssize_t)strlen(text));
+	CHECK(pwrite(fd, table, sizeof(table), 9000) == (ssize_t)sizeof(table));
+	CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW) == 0);
+	/* documents 1 and 2: "beta gamma" at at + 6, their entries at 9016 */
+	cfg_init(&cfg);
+	cfg.ctx = (struct repl_context){.text = text + 6, .len = 10, .docs = true,
+					.doc_off = off, .doc_len = len, .n_docs = 2,
+					.has_fd = true, .fd = fd, .text_at = at + 6,
+					.table_at = 9016};
+	r = start(&cfg);
+	repl_layout(r, &ly);
+	CHECK(ly.fd >= 0 && ly.fd != fd);
+	CHECK(ly.text_at == at + 6 && ly.text_len == 10 && ly.table_at == 9016 &&
+	      ly.n_docs == 2);
+	expect(r, "print(context)", "['beta', 'gamma']\n");
+	crash_then_expect(r, "print(context)", "['beta', 'gamma']\n");
+	repl_free(r);
+	/* the str "beta" */
+	cfg.ctx = (struct repl_context){.text = text + 6, .len = 4, .has_fd = true, .fd = fd,
+					.text_at = at + 6};
+	r = start(&cfg);
+	expect(r, "context", "'beta'\n");
+	repl_layout(r, &ly);
+	CHECK(ly.text_at == at + 6 && ly.text_len == 4 && ly.n_docs == -1);
+	repl_free(r);
+	/* document 0 is not in a view of the text from "beta" on */
+	cfg.ctx = (struct repl_context){.text = text + 6, .len = 10, .docs = true,
+					.doc_off = off, .doc_len = len, .n_docs = 2,
+					.has_fd = true, .fd = fd, .text_at = at + 6,
+					.table_at = 9000};
+	CHECK(repl_start(&cfg, &r, &err) < 0);
+	CHECK_CONTAINS(err.msg, "document 0 is outside the text");
+	close(fd);
 }
 
 TEST(context_empty_and_invalid)
@@ -714,6 +777,44 @@ struct seen {
 	int64_t deadline;
 };
 
+/* "echo:PROMPT@" and what the context says: its text, "[a|b]" for a list,
+ * "ref(OFF,LEN)", "docs(FIRST,END)", or "bad(WHY)". */
+static char *echo_context(const char *prompt, const struct repl_ctx_arg *a)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_printf(&b, "echo:%s@", prompt);
+	switch (a->kind) {
+	case REPL_CTX_TEXT:
+		CHECK_INT(strlen(a->text), a->len);
+		if (a->len > 1000)
+			buf_printf(&b, "text(%zu)", a->len);
+		else
+			buf_append(&b, a->text, a->len);
+		break;
+	case REPL_CTX_LIST:
+		buf_putc(&b, '[');
+		for (size_t k = 0; k < a->n_items; k++) {
+			CHECK_INT(strlen(a->items[k]), a->item_lens[k]);
+			buf_printf(&b, "%s%s", k ? "|" : "", a->items[k]);
+		}
+		buf_putc(&b, ']');
+		break;
+	case REPL_CTX_SLICE:
+		buf_printf(&b, "ref(%llu,%llu)", (unsigned long long)a->a,
+			   (unsigned long long)a->b);
+		break;
+	case REPL_CTX_RUN:
+		buf_printf(&b, "docs(%llu,%llu)", (unsigned long long)a->a,
+			   (unsigned long long)a->b);
+		break;
+	default:
+		buf_printf(&b, "bad(%s)", a->bad);
+		break;
+	}
+	return buf_detach(&b, NULL);
+}
+
 static void echo_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
 {
 	struct seen *s = arg;
@@ -732,13 +833,20 @@ static void echo_call(void *arg, const struct repl_call *c, char **texts, bool *
 		if (strcmp(c->prompts[i], "fail") == 0) {
 			texts[i] = xstrdup("Error: boom");
 			errors[i] = true;
-		} else if (c->contexts && c->contexts[i]) {
-			CHECK_INT(strlen(c->contexts[i]), c->ctx_lens[i]);
-			texts[i] = xasprintf("echo:%s@%s", c->prompts[i], c->contexts[i]);
+		} else if (c->contexts && c->contexts[i].kind != REPL_CTX_NONE) {
+			texts[i] = echo_context(c->prompts[i], &c->contexts[i]);
 		} else {
 			texts[i] = xasprintf("echo:%s", c->prompts[i]);
 		}
 	}
+}
+
+/* Start a worker on cfg whose calls echo_call answers, counting in s. */
+static struct repl *start_echo(struct repl_cfg *cfg, struct seen *s)
+{
+	cfg->on_call = echo_call;
+	cfg->call_arg = s;
+	return start(cfg);
 }
 
 TEST(calls_reach_the_handler_in_order)
@@ -793,8 +901,8 @@ static void taking_call(void *arg, const struct repl_call *c, char **texts, bool
 			p = c->bufs[i];
 			c->bufs[i] = NULL;
 		}
-		if (c->contexts && c->contexts[i]) {
-			CHECK(c->bufs[c->n + i] == c->contexts[i]);
+		if (c->contexts && c->contexts[i].kind == REPL_CTX_TEXT) {
+			CHECK(c->bufs[c->n + i] == c->contexts[i].text);
 			x = c->bufs[c->n + i];
 			c->bufs[c->n + i] = NULL;
 		} else {
@@ -850,22 +958,195 @@ TEST(rlm_query_contexts_reach_the_handler)
 	       "    print(e)",
 	       "rlm_query_batched(): 1 contexts for 2 prompts; give one per prompt (None where the "
 	       "prompt is its own context)\n");
+	/* a list of str is a list (copied: not this worker's documents) */
+	expect(r, "rlm_query('a', context=['x', 'y'])", "'echo:a@[x|y]'\n");
+	CHECK_INT(s.calls, 5);
 	expect(r,
-	       "try:\n    rlm_query('a', context=['x', 'y'])\nexcept TypeError as e:\n    print(e)",
-	       "rlm_query(): context must be a str or None, not list (join documents first: "
-	       "'\\n\\n'.join(docs))\n");
+	       "try:\n    rlm_query('a', context=['x', 2])\nexcept TypeError as e:\n    print(e)",
+	       "rlm_query(): context[1] must be a str, not int\n");
 	expect(r,
 	       "try:\n    rlm_query_batched(['a'], contexts='x')\nexcept TypeError as e:\n"
 	       "    print(e)",
-	       "rlm_query_batched() takes contexts as a list (one str or None per prompt), not "
-	       "str\n");
+	       "rlm_query_batched() takes contexts as a list (one str, list of str or None per "
+	       "prompt), not str\n");
 	expect(r,
 	       "try:\n    rlm_query_batched(['a'], contexts=[3])\nexcept TypeError as e:\n"
 	       "    print(e)",
-	       "rlm_query_batched(): contexts[0] must be a str or None, not int\n");
+	       "rlm_query_batched(): contexts[0] must be a str, a list of str or None, not int\n");
 	expect(r, "try:\n    llm_query('a', context='x')\nexcept TypeError as e:\n    print('TE')",
 	       "TE\n");
-	CHECK_INT(s.calls, 4);
+	CHECK_INT(s.calls, 5);
+	repl_free(r);
+}
+
+/* An ASCII context of 300,000 characters: "line 000000\n" ... */
+static char *ascii_context(size_t *len)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	for (int i = 0; b.len < 300000; i++)
+		buf_printf(&b, "line %06d\n", i);
+	return buf_detach(&b, len);
+}
+
+/* Slices of the worker's own str context go as references, with the byte
+ * offsets of the piece: consecutive pieces, one found by a search, the
+ * whole context, one after the model rebound `context`; small pieces and
+ * strs that are not slices go as text. */
+TEST(context_slices_are_sent_as_references)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	size_t len;
+	char *text = ascii_context(&len), want[200];
+	cfg_init(&cfg);
+	cfg.ctx.text = text;
+	cfg.ctx.len = len;
+	r = start_echo(&cfg, &s);
+	expect(r, "rlm_query('q', context=context[1000:100000])", "'echo:q@ref(1000,99000)'\n");
+	expect(r,
+	       "rlm_query_batched(['a', 'b', 'c'], contexts=[context[i:i + 70000] for i in "
+	       "range(0, 210000, 70000)])",
+	       "['echo:a@ref(0,70000)', 'echo:b@ref(70000,70000)', "
+	       "'echo:c@ref(140000,70000)']\n");
+	/* not right after the last one: found by its head */
+	expect(r, "rlm_query('q', context=context[5:80000])", "'echo:q@ref(5,79995)'\n");
+	snprintf(want, sizeof(want), "'echo:q@ref(0,%zu)'\n", len);
+	expect(r, "rlm_query('q', context=context)", want);
+	/* the same text, made afresh: found too (the content is what counts) */
+	expect(r, "rlm_query('q', context=''.join(list(context[7:70007])))",
+	       "'echo:q@ref(7,70000)'\n");
+	/* small: text */
+	expect(r, "rlm_query('q', context=context[12:24])", "'echo:q@line 000001\\n'\n");
+	/* not in the context at all */
+	expect(r, "rlm_query('q', context='z' * 70000)", "'echo:q@text(70000)'\n");
+	expect(r, "rlm_query('q', context=context[100:70100] + 'x')", "'echo:q@text(70001)'\n");
+	/* the model rebinds context: the loaded one still counts */
+	expect(r, "piece = context[120000:200000]\ncontext = 'other'\nrlm_query('q', context=piece)",
+	       "'echo:q@ref(120000,80000)'\n");
+	repl_free(r);
+	free(text);
+}
+
+/* A context with 2-, 3- and 4-byte characters: a slice's reference is in
+ * bytes, at any character offset (on both sides of the byte index's
+ * blocks of 4,096 characters); ASCII pieces of it too. */
+TEST(context_slices_of_multibyte_text)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	struct buf b;
+	buf_init(&b, 0);
+	for (int i = 0; b.len < 600000; i++)
+		buf_printf(&b, "%s %d\n", i % 3 == 0 ? "é日😀x" : i % 3 == 1 ? "plain" : "ß—€", i);
+	cfg_init(&cfg);
+	cfg.ctx.text = b.p;
+	cfg.ctx.len = b.len;
+	r = start_echo(&cfg, &s);
+	expect(r,
+	       "def ref(o, n):\n    return 'echo:q@ref(%d,%d)' % (len(context[:o].encode()), "
+	       "len(context[o:o + n].encode()))\n"
+	       "ok = []\nfor o in (0, 1, 4095, 4096, 4097, 12345, 100003, len(context) - 70000):\n"
+	       "    ok.append(rlm_query('q', context=context[o:o + 70000]) == ref(o, 70000))\n"
+	       "print(ok, context.isascii())",
+	       "[True, True, True, True, True, True, True, True] False\n");
+	repl_free(r);
+	buf_release(&b);
+}
+
+/* A context that was not valid UTF-8 (decoded with U+FFFD), or that holds
+ * a NUL, is sent only as copies. */
+TEST(context_lossy_is_sent_as_copies)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	size_t len;
+	char *text = ascii_context(&len);
+	cfg_init(&cfg);
+	cfg.ctx.text = text;
+	cfg.ctx.len = len;
+	for (int k = 0; k < 2; k++) {
+		text[150000] = k ? '\0' : '\xff';
+		r = start_echo(&cfg, &s);
+		expect(r, "rlm_query('q', context=context[0:100000])",
+		       "'echo:q@text(100000)'\n");
+		repl_free(r);
+	}
+	free(text);
+}
+
+/* Runs of the worker's own documents (the same str objects) go as a range:
+ * the first, the last, the whole list, after a rebinding; a list of fresh
+ * strs, an empty list, a list holding a document the code replaced, go as
+ * lists; a str piece of a list context goes as text. */
+TEST(context_document_runs_are_sent_as_ranges)
+{
+	static const char text[] = "zero one two three four";
+	const size_t off[] = {0, 5, 9, 13, 19}, len[] = {4, 3, 3, 5, 4};
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.ctx = (struct repl_context){.text = text, .len = strlen(text), .docs = true,
+					.doc_off = off, .doc_len = len, .n_docs = 5};
+	r = start_echo(&cfg, &s);
+	expect(r, "rlm_query('q', context=context[1:3])", "'echo:q@docs(1,3)'\n");
+	expect(r, "rlm_query('q', context=context[:1])", "'echo:q@docs(0,1)'\n");
+	expect(r, "rlm_query('q', context=context[-1:])", "'echo:q@docs(4,5)'\n");
+	expect(r, "rlm_query('q', context=context)", "'echo:q@docs(0,5)'\n");
+	expect(r, "rlm_query('q', context=tuple(context[2:4]))", "'echo:q@docs(2,4)'\n");
+	expect(r,
+	       "rlm_query_batched(['a', 'b', 'c'], contexts=[context[0:2], context[2:4], "
+	       "context[4:]])",
+	       "['echo:a@docs(0,2)', 'echo:b@docs(2,4)', 'echo:c@docs(4,5)']\n");
+	expect(r, "rlm_query('q', context=context[2:2])", "'echo:q@[]'\n");
+	expect(r, "rlm_query('q', context=[(d + '.')[:-1] for d in context[1:3]])",
+	       "'echo:q@[one|two]'\n");
+	expect(r, "rlm_query('q', context=context[3])", "'echo:q@three'\n");
+	expect(r, "keep = context[3:5]\ncontext = ['x']\nrlm_query('q', context=keep)",
+	       "'echo:q@docs(3,5)'\n");
+	expect(r, "context[1] = 'ONE'\nrlm_query('q', context=context[0:2])",
+	       "'echo:q@[zero|ONE]'\n");
+	repl_free(r);
+}
+
+/* A context item of a shape the protocol does not know reaches the handler
+ * as REPL_CTX_BAD (for that prompt alone): the worker is not killed. The
+ * items are put in the frame as they are, by replacing the runtime's
+ * checker. */
+TEST(context_items_of_unknown_shapes_are_bad_not_violations)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	struct repl_result res;
+	cfg_init(&cfg);
+	r = start_echo(&cfg, &s);
+	run(r,
+	    "rlm_query.__globals__['_one_context'] = lambda c, fn, what: c\n"
+	    "for x in rlm_query_batched(['a'] * 9, contexts=[{'ref': [1, 2]}, {'docs': [3, 1]}, "
+	    "{'ref': 'x'}, {'ref': [1, 2, 3]}, {'ref': [-1, 2]}, {'ref': [0.5, 2]}, "
+	    "{'ref': [1, 2], 'docs': [1, 2]}, 5, ['x', 3]]):\n    print(x)",
+	    &res);
+	CHECK_MSG(!res.restarted && !res.error, "%s", res.output);
+	CHECK_STR(res.output,
+		  "echo:a@ref(1,2)\necho:a@docs(3,1)\n"
+		  "echo:a@bad(a context reference that is not {\"ref\": [offset, length]} or "
+		  "{\"docs\": [first, end]})\n"
+		  "echo:a@bad(a context reference that is not {\"ref\": [offset, length]} or "
+		  "{\"docs\": [first, end]})\n"
+		  "echo:a@bad(a context reference that is not {\"ref\": [offset, length]} or "
+		  "{\"docs\": [first, end]})\n"
+		  "echo:a@bad(a context reference that is not {\"ref\": [offset, length]} or "
+		  "{\"docs\": [first, end]})\n"
+		  "echo:a@bad(a context reference that is not {\"ref\": [offset, length]} or "
+		  "{\"docs\": [first, end]})\n"
+		  "echo:a@bad(a context that is not a str, a list of str, a reference or null)\n"
+		  "echo:a@bad(a context list with an item that is not a str)\n");
+	repl_result_release(&res);
 	repl_free(r);
 }
 
@@ -2355,9 +2636,14 @@ TEST(frame_parser_table)
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":false,"
 	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":\"x\"}",
 	     "not an array of 1 items"},
+	    /* a context's shape is judged per prompt, not here */
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":false,"
 	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[3]}",
-	     "not a string or null"},
+	     NULL},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\",\"b\"],\"contexts\":[{\"ref\":[0,4]},"
+	     "{\"docs\":[1,2]}]}",
+	     NULL},
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":false,"
 	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[\"\xff\"]}",
 	     "not UTF-8"},

@@ -61,18 +61,21 @@ struct item {
 	char *dir, *ctx, *q, *answer;
 };
 
-/* One S-NIAH haystack of size (seed 3). */
-static void item_gen(struct item *it, const char *size)
+/* One S-NIAH haystack of size (seed 3), one text or (format "dir",
+ * "jsonl") 200 documents. */
+static void item_gen_format(struct item *it, const char *size, const char *format)
 {
 	char *jl, *line;
 	size_t len;
 	cJSON *j;
 	struct rlm_err err = {0, ""};
 	struct proc_out o;
-	it->dir = xasprintf("%s/gen-%s", harness_tmpdir(), size);
+	it->dir = xasprintf("%s/gen-%s-%s", harness_tmpdir(), size, format);
 	{
+		bool docs = strcmp(format, "text") != 0;
 		const char *args[] = {"bench", "gen", "sniah", "--sizes", size, "--seed", "3",
-				      "--out", it->dir, NULL};
+				      "--out", it->dir, "--format", format,
+				      docs ? "--docs" : NULL, "200", NULL};
 		o = rlm(args);
 	}
 	CHECK_MSG(o.status == 0, "bench gen: %s", o.err);
@@ -87,6 +90,11 @@ static void item_gen(struct item *it, const char *size)
 	cJSON_Delete(j);
 	free(line);
 	free(jl);
+}
+
+static void item_gen(struct item *it, const char *size)
+{
+	item_gen_format(it, size, "text");
 }
 
 static void item_free(struct item *it)
@@ -228,6 +236,51 @@ TEST(child_rlms_are_memoised)
 	cJSON_Delete(b);
 	item_free(&it);
 	free(db);
+}
+
+/* Children whose contexts are views of a part of their parent's (slices
+ * of a str, runs of documents: 8 MB in 40,000-character chunks, 16
+ * children and some 7 grandchildren each, all handed references) are
+ * memoised under their content: the root forgotten, its children come
+ * from the memo; the root and its children forgotten, the children run and
+ * their children (views of views) come from the memo. */
+TEST(child_rlms_over_views_are_memoised)
+{
+	static const char *const formats[] = {"text", "dir", "jsonl"};
+	static const char *const env[] = {"RLM_SIM=chunk=40000,rlm_chunks=2", NULL};
+	static const char *const deep[] = {"--max-depth", "3", NULL};
+	for (size_t f = 0; f < ARRAY_SIZE(formats); f++) {
+		struct item it;
+		char *db = xasprintf("%s/v-%s.db", harness_tmpdir(), formats[f]);
+		cJSON *a, *b, *c;
+		double kids, nodes;
+		item_gen_format(&it, "2M", formats[f]);
+		a = solve(&it, db, deep, env);
+		CHECK_CONTAINS(json_str(a, "answer"), it.answer);
+		kids = cJSON_GetArraySize(json_get(a, "children"));
+		nodes = json_num(a, "nodes", 0);
+		CHECK_MSG(kids >= 8 && nodes >= 4 * kids, "%s: %g children, %g nodes", formats[f],
+			  kids, nodes);
+		CHECK(json_num(json_get(a, "cache"), "memo_hits", -1) == 0);
+		sql(db, "DELETE FROM results WHERE json_extract(usage_json, '$.nodes') = "
+			"(SELECT max(json_extract(usage_json, '$.nodes')) FROM results)");
+		b = solve(&it, db, deep, env);
+		CHECK_STR(json_str(b, "answer"), json_str(a, "answer"));
+		CHECK_MSG(json_num(json_get(b, "cache"), "memo_hits", 0) == kids, "%s: %g hits",
+			  formats[f], json_num(json_get(b, "cache"), "memo_hits", 0));
+		CHECK(json_num(b, "nodes", 0) == nodes);
+		sql(db, "DELETE FROM results WHERE json_extract(usage_json, '$.nodes') > 0");
+		c = solve(&it, db, deep, env);
+		CHECK_STR(json_str(c, "answer"), json_str(a, "answer"));
+		CHECK_MSG(json_num(json_get(c, "cache"), "memo_hits", 0) == nodes - kids,
+			  "%s: %g hits, %g grandchildren", formats[f],
+			  json_num(json_get(c, "cache"), "memo_hits", 0), nodes - kids);
+		cJSON_Delete(a);
+		cJSON_Delete(b);
+		cJSON_Delete(c);
+		item_free(&it);
+		free(db);
+	}
 }
 
 /* A run stopped by a budget is not made to go further by the memo: run
