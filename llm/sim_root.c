@@ -296,12 +296,15 @@ static void step1(struct buf *b, enum bug bug)
 }
 
 /* Step 2. rlm_chunks > 0: recursion is available, and past that many
- * chunks the context goes to child RLMs in 8 to 16 pieces (each piece a run
- * of whole chunks, so a child cuts the same chunks again) with the question
- * alone as their prompt: each child maps its piece (recursing again when it
- * may and the piece still has too many chunks) and answers like a root,
- * the value or NONE (for "how many", its count; for "all", every value it
- * found, one per line). */
+ * chunks the context goes to child RLMs in 8 to 16 pieces with the question
+ * alone as their prompt: for a str, slices of whole chunks (a child cuts
+ * the same chunks again); for a list, runs of whole documents,
+ * context[a:b], each about an equal share of the text (a document goes to
+ * the share its middle falls in; one longer than a share goes alone). Both
+ * are parts of `context`, which the runtime passes on without a copy. Each
+ * child maps its piece (recursing again when it may and the piece still
+ * has too many chunks) and answers like a root, the value or NONE (for "how
+ * many", its count; for "all", every value it found, one per line). */
 static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_chunks,
 		  enum bug bug)
 {
@@ -342,8 +345,17 @@ static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_c
 			   "        pieces = [context[i:i + per * size] for i in range(0, "
 			   "len(context), per * size)]\n"
 			   "    else:\n"
-			   "        pieces = [\"\\n\\n\".join(chunks[i:i + per]) for i in range(0, "
-			   "len(chunks), per)]\n"
+			   "        # runs of whole documents, an equal share of the text each\n"
+			   "        share = sum(len(d) for d in context) / -(-len(chunks) // per)\n"
+			   "        cuts, seen, last = [0], 0, 0\n"
+			   "        for i, d in enumerate(context):\n"
+			   "            at = int((seen + len(d) / 2) // share)\n"
+			   "            if i and (at != last or len(d) > share or len(context[i - 1]) "
+			   "> share):\n"
+			   "                cuts.append(i)\n"
+			   "            last, seen = at, seen + len(d)\n"
+			   "        pieces = [context[a:b] for a, b in zip(cuts, cuts[1:] + "
+			   "[len(context)])]\n"
 			   "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
 			   "    answers = %s([q] * len(pieces), contexts=pieces)\n"
 			   "else:\n",

@@ -861,7 +861,10 @@ static const char py_children[] =
     "    CHILDREN.append(len(prompts))\n"
     "    out = []\n"
     "    for p, c in zip(prompts, contexts):\n"
-    "        assert p.endswith('?') and 'Text:' not in p and isinstance(c, str) and c, p\n"
+    "        assert p.endswith('?') and 'Text:' not in p and c, p\n"
+    "        assert isinstance(c, str) if isinstance(context, str) else all(\n"
+    "            type(d) is str for d in c), c\n"
+    "        c = c if isinstance(c, str) else '\\n'.join(c)\n"
     "        n = c.count(KEY)\n"
     "        if not n:\n"
     "            out.append('NONE')\n"
@@ -878,7 +881,13 @@ static const char py_check_pieces[] =
     "if isinstance(context, str):\n"
     "    assert ''.join(pieces) == context\n"
     "else:\n"
-    "    assert '\\n\\n'.join(pieces) == '\\n\\n'.join(chunks)\n";
+    "    # runs of the very documents, in order, each about an equal share\n"
+    "    docs = [d for p in pieces for d in p]\n"
+    "    assert len(docs) == len(context) and all(map(lambda a, b: a is b, docs, context))\n"
+    "    for p in pieces:\n"
+    "        n = sum(len(d) for d in p)\n"
+    "        assert len(p) == 1 or (n <= 2 * share and max(map(len, p)) <= share), (n, share)\n"
+    "    assert [context[25]] in pieces and len(context[25]) > share\n";
 
 TEST(root_recurses_past_rlm_chunks)
 {
@@ -995,7 +1004,7 @@ static const char py_all[] =
     "    return _every(p.split('\\n\\nText:\\n', 1)[1]) if a.startswith('The access') else a\n"
     "def rlm_query_batched(prompts, model=None, contexts=None):\n"
     "    CHILDREN.append(len(prompts))\n"
-    "    return [_every(c) for c in contexts]\n"
+    "    return [_every(c if isinstance(c, str) else '\\n'.join(c)) for c in contexts]\n"
     "CHILDREN = []\n"
     "def llm_query(prompt, model=None):\n"
     "    assert prompt.startswith('Several readers each answered'), prompt[:80]\n"
