@@ -313,6 +313,8 @@ struct perf_scale_solve {
 			    * every 2 ms, and at least VmHWM) */
 	double hwm_mb;     /* VmHWM alone: mapped pages only */
 	double memfd_mb;   /* the memfds it held at that peak */
+	double memfd_most_mb; /* the most memfds it held at any time: the
+			       * context once when children view it */
 	double solve_s;    /* wall time (rlm solve, start to end) */
 	long sub_calls;    /* sub-calls and child nodes of the solve */
 	long nodes;

@@ -74,11 +74,15 @@ const char perf_usage[] =
 	"  controller memory    what `rlm solve` holds at its peak over a 10M-token\n"
 	"                       (40 MB) S-NIAH text, directory (5,000 files) and\n"
 	"                       JSONL (10,000 documents) on the simulator, repl\n"
-	"                       strategy (8 child RLMs): RssAnon + RssFile + its\n"
-	"                       memfds (contexts, corpora), mapped or not, sampled\n"
-	"                       every 2 ms, at least VmHWM; the worst of the three;\n"
-	"                       REPL workers not counted; target <= 2 x the\n"
-	"                       context + 64 MB\n"
+	"                       strategy (8 or 16 child RLMs, each handed a part of\n"
+	"                       the context, which its worker maps from the root's\n"
+	"                       memfd: no copy): RssAnon + RssFile + its memfds\n"
+	"                       (contexts, corpora), mapped or not, sampled every\n"
+	"                       2 ms, at least VmHWM; the worst of the three; the\n"
+	"                       note gives each one's memfds at its peak and the\n"
+	"                       most at any time (40 = the context once); REPL\n"
+	"                       workers not counted; target <= 2 x the context +\n"
+	"                       64 MB\n"
 	"  10M-token dir load   corpus_load of 40 MB in 5,000 files, in a fresh process,\n"
 	"                       with its peak RSS growth in units of the text (copies);\n"
 	"                       target <= 500 ms and one copy at most\n"
@@ -631,11 +635,12 @@ static int scale_rows(struct perf_row *mem, struct perf_row *dir, struct perf_ro
 	mem->unit = "MB";
 	mem->limit = 2 * ctx_mb + 64;
 	snprintf(mem->note, sizeof(mem->note),
-		 "rlm solve of %.0f MB, held at peak, RSS + memfds (memfds): text %.0f (%.0f), dir "
-		 "%.0f (%.0f), JSONL %.0f (%.0f); VmHWM <= %.0f; text: %ld nodes, %ld sub-calls, "
-		 "%.1f s%s",
-		 ctx_mb, ps.text.peak_mb, ps.text.memfd_mb, ps.dir.peak_mb, ps.dir.memfd_mb,
-		 ps.jsonl.peak_mb, ps.jsonl.memfd_mb,
+		 "rlm solve of %.0f MB, held at peak, RSS + memfds (memfds then, most): text %.0f "
+		 "(%.0f, %.0f), dir %.0f (%.0f, %.0f), JSONL %.0f (%.0f, %.0f); VmHWM <= %.0f; "
+		 "text: %ld nodes, %ld sub-calls, %.1f s%s",
+		 ctx_mb, ps.text.peak_mb, ps.text.memfd_mb, ps.text.memfd_most_mb, ps.dir.peak_mb,
+		 ps.dir.memfd_mb, ps.dir.memfd_most_mb, ps.jsonl.peak_mb, ps.jsonl.memfd_mb,
+		 ps.jsonl.memfd_most_mb,
 		 RLM_MAX(ps.text.hwm_mb, RLM_MAX(ps.dir.hwm_mb, ps.jsonl.hwm_mb)), ps.text.nodes,
 		 ps.text.sub_calls, ps.text.solve_s, ps.tmpfs ? "; corpora on tmpfs" : "");
 	dir->name = "10M-token dir load";

@@ -11,9 +11,10 @@
  * workers are processes of their own and are not counted; wait4's
  * ru_maxrss (what `/usr/bin/time -v` prints) would count the largest of
  * them. What is counted is what the controller holds: VmHWM alone counts
- * the pages it maps, but the context memfds it creates and writes (each
- * worker's, the root's 40 MB and every child's piece; a directory's or a
- * JSONL's corpus) hold shared memory whether it maps them or not. So a
+ * the pages it maps, but the context memfds it creates and writes (the
+ * root worker's 40 MB, or a directory's or a JSONL's corpus, which child
+ * RLMs' workers map parts of; a child's own when its code handed it a
+ * copy) hold shared memory whether it maps them or not. So a
  * thread samples, every 2 ms, RssAnon + RssFile + the larger of RssShmem
  * and the size of every memfd in /proc/self/fd, and the peak of that (at
  * least VmHWM) is the number. The corpora go to a directory that is not
@@ -344,6 +345,7 @@ static int solve_row(const char *dir, const char *path, const struct sniah_item 
 	out->peak_mb = report_get(dir, "peak_kb") * 1024 / 1e6;
 	out->hwm_mb = report_get(dir, "hwm_kb") * 1024 / 1e6;
 	out->memfd_mb = report_get(dir, "memfd_kb") * 1024 / 1e6;
+	out->memfd_most_mb = report_get(dir, "memfd_peak_kb") * 1024 / 1e6;
 	out->solve_s = report_get(dir, "wall_ns") / 1e9;
 	if (st == 0 && read_file(json, 64 << 20, &text, &len, &e2) == 0)
 		j = json_parse(text, len);
