@@ -50,6 +50,7 @@
 #define DEF_SCRATCH	 ((size_t)256 << 20)
 #define SCRATCH_POLL_NS	 (25 * 1000000LL)
 #define TRIM_AFTER	 ((size_t)1 << 20) /* bytes of a call frame's strings */
+#define TRIM_EVERY_NS	 (100 * 1000000LL) /* at most one malloc_trim per */
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL, C_STOP };
 
@@ -828,6 +829,15 @@ static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
 
 /* ---- calls ---- */
 
+/* malloc_trim walks and locks every arena while the pool's threads
+ * allocate: after a large frame, but not more often than TRIM_EVERY_NS. */
+static bool trim_due(void)
+{
+	static _Atomic int64_t last;
+	int64_t now = now_ns(), was = atomic_load(&last);
+	return now - was >= TRIM_EVERY_NS && atomic_compare_exchange_strong(&last, &was, now);
+}
+
 /* The frame's strings change hands (repl_call.bufs): the handler may
  * keep some, and frees them when it is done, so that a large context is
  * not held twice while its child runs. */
@@ -919,7 +929,7 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 	free(bufs);
 	/* A large frame's strings came from this thread's malloc arena:
 	 * hand the pages back rather than keep them for the next one. */
-	if (total >= TRIM_AFTER)
+	if (total >= TRIM_AFTER && trim_due())
 		malloc_trim(0);
 	free(prompts);
 	free(lens);

@@ -33,7 +33,31 @@
 #define WDEAD_NS	 (500 * 1000000LL)
 #define BIG_FRAME	 ((uint32_t)1 << 20) /* parsed one at a time */
 
-static pthread_mutex_t big_parse = PTHREAD_MUTEX_INITIALIZER;
+/* Large frames being parsed at once in the process: a gate of BIG_AT_ONCE
+ * (the cores of a small machine), so that neither do all of a solve's
+ * children hold their batches twice at once, nor does one server solve's
+ * big frame make every other's wait. */
+#define BIG_AT_ONCE 2
+static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t big_cv = PTHREAD_COND_INITIALIZER;
+static int big_in;
+
+static void big_enter(void)
+{
+	pthread_mutex_lock(&big_mu);
+	while (big_in >= BIG_AT_ONCE)
+		pthread_cond_wait(&big_cv, &big_mu);
+	big_in++;
+	pthread_mutex_unlock(&big_mu);
+}
+
+static void big_leave(void)
+{
+	pthread_mutex_lock(&big_mu);
+	big_in--;
+	pthread_cond_signal(&big_cv);
+	pthread_mutex_unlock(&big_mu);
+}
 
 static uint32_t be32(const char *p)
 {
@@ -172,14 +196,14 @@ int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 	if (have - 4 < n)
 		return 0;
 	/* A large frame is held twice while it is parsed (its bytes and the
-	 * strings made of them): one at a time in the process, so that the
+	 * strings made of them): a few at a time in the process, so that the
 	 * children of a 10M-token solve, which send their batches together,
 	 * do not all hold theirs twice at once. The parse is all CPU. */
 	if (n >= BIG_FRAME)
-		pthread_mutex_lock(&big_parse);
+		big_enter();
 	*f = repl_frame_parse(r->in + r->in_off + 4, n, r->cfg.max_frame, why);
 	if (n >= BIG_FRAME)
-		pthread_mutex_unlock(&big_parse);
+		big_leave();
 	r->in_off += 4 + (size_t)n;
 	if (r->in_off == r->in_len) {
 		r->in_off = r->in_len = 0;
