@@ -953,7 +953,10 @@ TEST(solve_sim_cost_budget_spent_deep)
 	struct proc_out o;
 	cJSON *j, *deep;
 	gen("1M", "--values=3", &ctx, &q, &ans);
-	write_text(prices, "{\"sim\": {\"input\": 100, \"output\": 100}}", 40);
+	{
+		static const char price[] = "{\"sim\": {\"input\": 100, \"output\": 100}}";
+		write_text(prices, price, sizeof(price) - 1);
+	}
 	{
 		const char *a[] = {"solve", "-c",     ctx,	  "-q",	      q,    "--max-depth", "3",
 				   "--prices", prices, "--max-cost", "60", "--json", "--quiet", NULL};
