@@ -7,6 +7,9 @@
 #define RLM_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
 
 int cmd_solve(int argc, char **argv);
 int cmd_repl(int argc, char **argv);
@@ -28,5 +31,9 @@ int cli_wants_help(int argc, char **argv);
 /* Bind and listen on host:port (rlm/simserve.c); returns the socket, with
  * the port bound in *bound, or -1 with a message in msg. */
 int cli_listen(const char *host, long port, int *bound, char *msg, size_t msglen);
+/* MHD_OPTION_NOTIFY_CONNECTION of our servers (rlm/simserve.c): TCP_NODELAY
+ * on every accepted socket, so an answer is not held back by Nagle. */
+void cli_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+		       enum MHD_ConnectionNotificationCode code);
 
 #endif

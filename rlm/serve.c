@@ -346,7 +346,7 @@ static int serve(struct server *sv, const struct serve_args *a, int fd, int port
 			     MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 			     PER_IP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
 			     MHD_OPTION_NOTIFY_COMPLETED, srv_on_completed, sv,
-			     MHD_OPTION_NOTIFY_CONNECTION, srv_on_connection, sv, MHD_OPTION_END);
+			     MHD_OPTION_NOTIFY_CONNECTION, cli_on_connection, sv, MHD_OPTION_END);
 	if (!d) {
 		close(fd);
 		return cli_fail(1, "cannot start the HTTP server on %s:%d", a->host, port);

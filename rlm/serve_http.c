@@ -10,14 +10,13 @@
  * checked on the first call, before any body is read, and a declared
  * length over --max-body is refused there too. A body is read into a
  * buffer capped at --max-body; a whole response is one buffer, so headers
- * and body leave in one write (accepted sockets get TCP_NODELAY). The
- * bearer token is compared in time that depends on the key's length
- * only. */
+ * and body leave in one write (accepted sockets get TCP_NODELAY:
+ * cli_on_connection). The bearer token is compared in time that depends
+ * on the key's length only. */
 #include "serve_int.h"
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -541,16 +540,3 @@ void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	atomic_fetch_sub(&sv->active, 1);
 }
 
-void srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-		       enum MHD_ConnectionNotificationCode code)
-{
-	const union MHD_ConnectionInfo *ci;
-	int one = 1;
-	(void)cls;
-	(void)socket_context;
-	if (code != MHD_CONNECTION_NOTIFY_STARTED)
-		return;
-	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (ci)
-		setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}

@@ -61,9 +61,6 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *
 /* MHD_OPTION_NOTIFY_COMPLETED: frees the request (and logs it with -v). */
 void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode code);
-/* MHD_OPTION_NOTIFY_CONNECTION: TCP_NODELAY on accepted sockets. */
-void srv_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-		       enum MHD_ConnectionNotificationCode code);
 
 /* ---- responses (serve_http.c); each returns what the access handler returns ---- */
 

@@ -400,8 +400,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-			  enum MHD_ConnectionNotificationCode code)
+void cli_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+		       enum MHD_ConnectionNotificationCode code)
 {
 	const union MHD_ConnectionInfo *ci;
 	int one = 1;
@@ -551,7 +551,7 @@ int cmd_sim_serve(int argc, char **argv)
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL,
 	    NULL, on_request, &sv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, 4096u,
 	    MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
-	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, &sv, MHD_OPTION_END);
+	    MHD_OPTION_NOTIFY_CONNECTION, cli_on_connection, &sv, MHD_OPTION_END);
 	if (!d) {
 		close(fd);
 		status = cli_fail(1, "cannot start the HTTP server on %s:%d", host, bound);
