@@ -3,6 +3,7 @@
  * share: a root model on a fake server, a sub-model, a pool, and looks at
  * /proc for what a solve left running. */
 #include "loopenv.h"
+#include "proc.h"
 #include "../common/json.h"
 
 #include <dirent.h>
@@ -177,28 +178,7 @@ void *cancel_later(void *arg)
  * thread clones them). */
 int worker_processes(void)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-	CHECK(d);
-	while ((e = readdir(d))) {
-		char path[300], buf[512], *p;
-		FILE *f;
-		long ppid;
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-		if (!(f = fopen(path, "r")))
-			continue;
-		p = fgets(buf, sizeof(buf), f);
-		fclose(f);
-		/* "pid (comm) state ppid ...": comm may hold anything */
-		if (!p || !(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %ld", &ppid) != 1)
-			continue;
-		n += ppid == (long)getpid();
-	}
-	closedir(d);
-	return n;
+	return (int)proc_children(getpid(), NULL, 0);
 }
 
 /* Threads of this process; with comm, only those of that name. */

@@ -4,6 +4,7 @@
 #include "harness.h"
 #include "../common/common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -282,4 +283,33 @@ int proc_closed_port(void)
 	port = ntohs(a.sin_port);
 	close(fd);
 	return port;
+}
+
+size_t proc_children(pid_t parent, pid_t *pids, size_t cap)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0;
+	CHECK(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[512], *p;
+		FILE *f;
+		long ppid;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		/* "pid (comm) state ppid ...": comm may hold anything */
+		if (!p || !(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %ld", &ppid) != 1 ||
+		    ppid != (long)parent)
+			continue;
+		if (n < cap)
+			pids[n] = (pid_t)atol(e->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
 }

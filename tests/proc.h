@@ -36,5 +36,8 @@ pid_t proc_start_line(const char *const *argv, const char *const *env, const cha
 		      int timeout_s, char *line, size_t n);
 /* Start `rlm sim-serve --port 0` with the given spec and return its port. */
 pid_t proc_sim_serve(const char *spec, int *port);
+/* The children of parent, from /proc (zombies too): their pids into
+ * pids[0..cap) (pids may be NULL with cap 0), and how many there are. */
+size_t proc_children(pid_t parent, pid_t *pids, size_t cap);
 
 #endif

@@ -329,34 +329,17 @@ static char *run_status(const char *id)
 /* The processes under pid (children and theirs), at most max. */
 static size_t descendants(pid_t pid, pid_t *out, size_t max)
 {
-	size_t n = 0;
+	size_t n = 0, nt = 0;
 	pid_t todo[256];
-	size_t nt = 0;
 	todo[nt++] = pid;
 	while (nt) {
-		pid_t parent = todo[--nt];
-		DIR *d = opendir("/proc");
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			char path[300], buf[512], *p;
-			FILE *f;
-			int ppid;
-			if (e->d_name[0] < '0' || e->d_name[0] > '9')
-				continue;
-			snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-			if (!(f = fopen(path, "r")))
-				continue;
-			p = fgets(buf, sizeof(buf), f);
-			fclose(f);
-			if (!p || !(p = strrchr(buf, ')')) || sscanf(p + 2, "%*c %d", &ppid) != 1)
-				continue;
-			if (ppid == parent && n < max && nt < ARRAY_SIZE(todo)) {
-				out[n++] = atoi(e->d_name);
-				todo[nt++] = atoi(e->d_name);
-			}
+		pid_t kids[256];
+		size_t k = proc_children(todo[--nt], kids, ARRAY_SIZE(kids));
+		k = RLM_MIN(k, ARRAY_SIZE(kids));
+		for (size_t i = 0; i < k && n < max && nt < ARRAY_SIZE(todo); i++) {
+			out[n++] = kids[i];
+			todo[nt++] = kids[i];
 		}
-		if (d)
-			closedir(d);
 	}
 	return n;
 }
