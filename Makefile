@@ -44,9 +44,8 @@ OPT     := -O1
 endif
 
 # ---- sources: a folder is a module ----
-LIB_SRC := $(wildcard common/*.c) $(wildcard llm/*.c) $(wildcard repl/*.c) \
-           $(wildcard store/*.c) $(filter-out rlm/main.c,$(wildcard rlm/*.c)) \
-           $(wildcard bench/*.c)
+MODULES := common llm sim repl store corpus rlm serve bench cli
+LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 EMBED   := $(sort $(wildcard prompts/*.txt) $(wildcard repl/*.py) $(wildcard store/*.html))
 GEN_SRC := $(BUILD)/gen/embedded.c
 VER_SRC := $(BUILD)/gen/version.c
@@ -72,9 +71,9 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(GEN_SRC): tools/embed.sh $(EMBED)
+$(GEN_SRC): scripts/embed.sh $(EMBED)
 	@mkdir -p $(@D)
-	sh tools/embed.sh $@ $(EMBED)
+	sh scripts/embed.sh $@ $(EMBED)
 
 $(BUILD)/obj/gen/embedded.o: $(GEN_SRC)
 	@mkdir -p $(@D)
@@ -85,7 +84,7 @@ $(BUILD)/obj/gen/embedded.o: $(GEN_SRC)
 # outside a git checkout, so a tarball builds as well.
 $(VER_SRC): FORCE
 	@mkdir -p $(@D)
-	@sh tools/version.sh $@
+	@sh scripts/version.sh $@
 
 $(BUILD)/obj/gen/version.o: $(VER_SRC)
 	@mkdir -p $(@D)
@@ -98,7 +97,7 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(BUILD)/obj/rlm/main.o $(LIB)
+$(BIN): $(BUILD)/obj/cli/main.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(TLIB_OBJ) $(LIB)
@@ -138,13 +137,13 @@ fuzz:
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	    --suppress=missingIncludeSystem --inline-suppr -D_GNU_SOURCE -I. \
-	    common llm rlm repl store bench
+	    $(MODULES)
 
 format:
-	clang-format -i $(LIB_SRC) rlm/main.c $(wildcard */*.h) $(TEST_SRC) $(TLIB_SRC)
+	clang-format -i $(LIB_SRC) cli/main.c $(wildcard */*.h) $(TEST_SRC) $(TLIB_SRC)
 
 format-check:
-	clang-format --dry-run --Werror $(LIB_SRC) rlm/main.c $(wildcard */*.h)
+	clang-format --dry-run --Werror $(LIB_SRC) cli/main.c $(wildcard */*.h)
 
 # ---- benchmarks and demo ----
 bench: $(BIN)
@@ -152,11 +151,11 @@ bench: $(BIN)
 
 DEMO_DIR ?= $(BUILD)/demo
 demo: $(BIN)
-	@sh tools/demo.sh $(BIN) $(DEMO_DIR)
+	@sh scripts/demo.sh $(BIN) $(DEMO_DIR)
 
 # ---- setup ----
 deps:
-	@sh tools/deps.sh
+	@sh scripts/deps.sh
 
 PREFIX ?= /usr/local
 install: $(BIN)

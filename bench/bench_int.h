@@ -24,7 +24,7 @@ int sniah_generate_parts(const struct sniah_opts *o, size_t parts, FILE *f,
  * spell it. */
 const char *sniah_value_name(enum sniah_value v);
 
-/* ---- `rlm bench run` (bench/run.c, bench/run_cli.c, bench/report.c) ---- */
+/* ---- `rlm bench run` (bench/run.c, cli/cli_bench_run.c, bench/report.c) ---- */
 
 /* One (item, strategy) solved: what the summary needs of a line of
  * DIR/results.jsonl. Strings owned (bench_res_release). */

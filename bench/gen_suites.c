@@ -15,7 +15,7 @@
 #include "bench_int.h"
 
 #include "../common/json.h"
-#include "../rlm/cli.h"
+#include "../cli/cli.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #include "perf_int.h"
 #include "../store/store.h"
 #include "../llm/llm.h"
-#include "../rlm/cli.h"
+#include "../cli/cli.h"
 #include "../rlm/rlm.h"
 #include "../common/json.h"
 

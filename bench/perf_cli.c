@@ -15,7 +15,7 @@
  * outputs. */
 #include "perf_int.h"
 #include "../common/json.h"
-#include "../rlm/cli.h"
+#include "../cli/cli.h"
 
 #include <getopt.h>
 #include <math.h>

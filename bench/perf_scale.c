@@ -23,8 +23,8 @@
  */
 #include "bench.h"
 #include "../common/json.h"
-#include "../rlm/cli.h"
-#include "../rlm/corpus.h"
+#include "../cli/cli.h"
+#include "../corpus/corpus.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/run_int.h -- what `rlm bench run`'s two files share: the engine
  * (bench/run.c: datasets, tasks, workers, the direct baseline) and the
- * command (bench/run_cli.c: options, notices, the summary). */
+ * command (cli/cli_bench_run.c: options, notices, the summary). */
 #ifndef RLM_BENCH_RUN_INT_H
 #define RLM_BENCH_RUN_INT_H
 
@@ -10,7 +10,7 @@
 
 #include "bench_int.h"
 #include "../common/json.h"
-#include "../rlm/cliopt.h"
+#include "../cli/cliopt.h"
 #include "../rlm/rlm.h"
 #include "../store/store.h"
 

@@ -14,7 +14,7 @@
 /* The commit this binary was built from: 12 hex digits, with "-dirty"
  * after them when tracked files differed from it; "unknown" when it was
  * not built from a git checkout (a tarball). Written at build time by
- * tools/version.sh (build/gen/version.c). */
+ * scripts/version.sh (build/gen/version.c). */
 extern const char rlm_git_commit[];
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -32,7 +32,7 @@
 
 #include "../common/common.h"
 
-struct sim; /* llm/sim.h */
+struct sim; /* sim/sim.h */
 
 enum llm_role { LLM_SYSTEM, LLM_USER, LLM_ASSISTANT };
 

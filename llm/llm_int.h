@@ -118,7 +118,7 @@ void http_perform(struct http_client *hc, const struct http_req *req, struct htt
 long llm_context_window_lookup(const char *model);
 
 /* Transport for the simulator: answers req in-process as `rlm sim-serve`
- * would over HTTP (llm/sim.c). Sleeps for the modelled latency. */
+ * would over HTTP (sim/sim.c). Sleeps for the modelled latency. */
 void sim_transport(struct sim *s, const struct http_req *req, struct http_resp *resp,
 		   long timeout_ms, const atomic_bool *cancel);
 

@@ -2,7 +2,7 @@
 /* llm/model.c -- configured models: provider kind, endpoints, credentials,
  * limits and prices, checked once when the model is made. */
 #include "llm_int.h"
-#include "sim.h"
+#include "../sim/sim.h"
 #include "../common/json.h"
 
 #include <ctype.h>

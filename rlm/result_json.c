@@ -2,7 +2,7 @@
 /* rlm/result_json.c -- a solve's result as JSON: what `rlm solve --json`
  * prints and what the store keeps as a run's result. */
 #include "solve_int.h"
-#include "cliopt.h"
+#include "../cli/cliopt.h"
 #include "../common/json.h"
 
 #include <stdlib.h>

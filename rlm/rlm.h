@@ -4,7 +4,7 @@
  * A solve runs on the caller's thread and uses a call pool and models the
  * caller made (llm/llm.h), so many solves can share one pool, its
  * connections and its limits. The context is a loaded corpus
- * (rlm/corpus.h), borrowed for the duration of the call.
+ * (corpus/corpus.h), borrowed for the duration of the call.
  *
  * Strategies:
  *   repl  (default) the RLM loop: the root model sees metadata about the
@@ -30,7 +30,7 @@
 
 #include "../llm/llm.h"
 #include "../repl/repl.h"
-#include "corpus.h"
+#include "../corpus/corpus.h"
 
 enum rlm_strategy { RLM_REPL, RLM_TREE };
 

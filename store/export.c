@@ -244,7 +244,7 @@ static cJSON *metadata(const struct xrun *x)
 	return o;
 }
 /* ---- the run as it may be shown ----
- * rlm solve keeps no key in the first place (rlm/cli_solve.c builds the
+ * rlm solve keeps no key in the first place (cli/cli_solve.c builds the
  * note from the parsed options); this is for what an older version, or
  * another writer of the store, may have kept, and for what is printed
  * (rlm runs show --json, the HTML page, the JSONL metadata line). */

@@ -2,7 +2,7 @@
 /* tests/fuzz_jsonl.c -- libFuzzer target: JSONL of any bytes decodes or
  * fails cleanly; what decodes keeps the corpus invariants (documents in
  * bounds, each followed by '\n', UTF-8 without NUL bytes). */
-#include "../rlm/corpus.h"
+#include "../corpus/corpus.h"
 
 #include <stdint.h>
 #include <stdlib.h>

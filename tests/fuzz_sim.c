@@ -6,7 +6,7 @@
  * conversation get a well-formed root reply; any bytes as a simulator spec
  * parse or fail cleanly. */
 #include "../common/json.h"
-#include "../llm/sim.h"
+#include "../sim/sim.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include "harness.h"
 #include "fakesrv.h"
 #include "../common/json.h"
-#include "../llm/sim.h"
+#include "../sim/sim.h"
 #include "../rlm/rlm.h"
 
 #include <pthread.h>

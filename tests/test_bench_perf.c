@@ -233,9 +233,9 @@ TEST(version_has_the_commit)
 TEST(version_script_outside_git_says_unknown)
 {
 	const char *bin = harness_rlm_bin(), *slash = strrchr(bin, '/');
-	char *script = access("tools/version.sh", R_OK) == 0
-			   ? realpath("tools/version.sh", NULL)
-			   : xasprintf("%.*s/../tools/version.sh", (int)(slash - bin), bin);
+	char *script = access("scripts/version.sh", R_OK) == 0
+			   ? realpath("scripts/version.sh", NULL)
+			   : xasprintf("%.*s/../scripts/version.sh", (int)(slash - bin), bin);
 	char *cmd = xasprintf("cd '%s' && sh '%s' out.c && cat out.c && touch -d @978307200 out.c "
 			      "&& sh '%s' out.c && stat -c %%Y out.c",
 			      harness_tmpdir(), script, script);

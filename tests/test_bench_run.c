@@ -672,18 +672,18 @@ TEST(run_progress_bar_on_a_terminal)
 	free(cmd);
 }
 
-/* ---- importing the real benchmarks (tools/bench_import.py) ---- */
+/* ---- importing the real benchmarks (scripts/bench_import.py) ---- */
 
-/* tools/bench_import.py: under the current directory (make runs the tests
+/* scripts/bench_import.py: under the current directory (make runs the tests
  * from the top), else next to the rlm binary's folder (build/rlm). */
 static char *import_tool(void)
 {
 	const char *bin = harness_rlm_bin(), *slash = strrchr(bin, '/');
 	char *alt;
-	if (access("tools/bench_import.py", R_OK) == 0)
-		return xstrdup("tools/bench_import.py");
-	alt = xasprintf("%.*s/../tools/bench_import.py", (int)(slash ? slash - bin : 0), bin);
-	CHECK_MSG(access(alt, R_OK) == 0, "no tools/bench_import.py (run from the top)");
+	if (access("scripts/bench_import.py", R_OK) == 0)
+		return xstrdup("scripts/bench_import.py");
+	alt = xasprintf("%.*s/../scripts/bench_import.py", (int)(slash ? slash - bin : 0), bin);
+	CHECK_MSG(access(alt, R_OK) == 0, "no scripts/bench_import.py (run from the top)");
 	return alt;
 }
 

@@ -3,7 +3,7 @@
  * JSONL, standard input, and every way each of them can be wrong. */
 #include "harness.h"
 #include "../common/common.h"
-#include "../rlm/corpus.h"
+#include "../corpus/corpus.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -788,13 +788,13 @@ TEST(malformed_runs_are_errors)
 
 /* ---- the page in a browser ---- */
 
-/* CHROMIUM overrides where it is; tools/deps.sh installs the package. */
+/* CHROMIUM overrides where it is; scripts/deps.sh installs the package. */
 static const char *chromium_bin(void)
 {
 	const char *b = getenv("CHROMIUM");
 	b = b && *b ? b : "/usr/bin/chromium";
 	CHECK_MSG(access(b, X_OK) == 0,
-		  "chromium is not installed at %s: run `make deps` (tools/deps.sh installs it) "
+		  "chromium is not installed at %s: run `make deps` (scripts/deps.sh installs it) "
 		  "or set CHROMIUM to its path",
 		  b);
 	return b;

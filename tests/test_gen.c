@@ -6,8 +6,8 @@
 #include "../bench/bench.h"
 #include "../common/common.h"
 #include "../common/json.h"
-#include "../rlm/cli.h"
-#include "../rlm/corpus.h"
+#include "../cli/cli.h"
+#include "../corpus/corpus.h"
 
 #include <ctype.h>
 #include <errno.h>

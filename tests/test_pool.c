@@ -6,7 +6,7 @@
 #include "fakesrv.h"
 #include "proc.h"
 #include "../llm/llm.h"
-#include "../llm/sim.h"
+#include "../sim/sim.h"
 #include "../common/json.h"
 
 #include <pthread.h>

@@ -8,7 +8,7 @@
 #include "fakesrv.h"
 #include "../bench/bench.h"
 #include "../common/json.h"
-#include "../llm/sim.h"
+#include "../sim/sim.h"
 #include "../rlm/rlm.h"
 
 #include <stdio.h>

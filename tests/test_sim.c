@@ -8,7 +8,7 @@
 #include "../common/common.h"
 #include "../common/json.h"
 #include "../llm/llm_int.h"
-#include "../llm/sim.h"
+#include "../sim/sim.h"
 #include "../rlm/prompt.h"
 
 #include <curl/curl.h>
@@ -511,7 +511,7 @@ TEST(policy_combine_all_unions_the_partials)
 	free(again);
 }
 
-/* ---- the root policy (llm/sim_root.c) ---- */
+/* ---- the root policy (sim/sim_root.c) ---- */
 
 #define ROOT_TURNS 12
 

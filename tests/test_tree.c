@@ -5,7 +5,7 @@
 #include "harness.h"
 #include "../rlm/rlm.h"
 #include "../rlm/prompt.h"
-#include "../llm/sim.h"
+#include "../sim/sim.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/* cli/cli_serve.c -- `rlm serve`: the solve API over HTTP (libmicrohttpd): the
+ * command line, the daemon and shutdown (the HTTP side is serve_http.c).
+ *
+ * DESIGN
+ * One thread per connection, so a synchronous solve simply waits on its
+ * run and a stream blocks in its reader until the run has more to say;
+ * solves themselves run on the service's threads (serve/service.h), never
+ * on a connection's. SIGINT and SIGTERM are blocked in every thread and
+ * taken by sigwait() in the main thread: the listening socket is closed,
+ * running solves get --shutdown-grace to end before they are cancelled (a
+ * second signal cancels them at once), waiting requests are answered, and
+ * the process exits 0. */
+#include "cli.h"
+#include "../serve/serve_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_PORT 8080
+
+static const char usage[] =
+    "usage: rlm serve [--host ADDR] [--port N] [--api-key KEY] [--root DIR]... [options]\n"
+    "\n"
+    "Serve rlm over HTTP: a solve API with live events, and an OpenAI-compatible\n"
+    "chat completions endpoint whose answers come from recursive solves. Every\n"
+    "solve uses the models given here (one call pool for all) and the store (the\n"
+    "cache and the record of runs). It prints `rlm serve: listening on URL` on\n"
+    "stdout when ready and logs to stderr. See docs/serve.md for the protocol.\n"
+    "\n"
+    "Routes:\n"
+    "  POST   /v1/solve             {\"question\", \"context\" | \"context_path\" |\n"
+    "                               \"corpus_id\", \"format\", \"async\", \"options\"}\n"
+    "  GET    /v1/runs/ID           a run's state and, once ended, its result\n"
+    "  GET    /v1/runs/ID/events    its events as server-sent events, replayed then live\n"
+    "  DELETE /v1/runs/ID           cancel it\n"
+    "  POST   /v1/corpora           load a context once: {\"path\"} | {\"text\"} |\n"
+    "                               {\"documents\": [...]}; GET, DELETE /v1/corpora/ID\n"
+    "  POST   /v1/chat/completions  OpenAI-compatible (\"stream\" too); the context is\n"
+    "                               \"rlm_context\" or the earlier messages\n"
+    "  GET    /v1/models, /healthz (no auth), /metrics (Prometheus)\n"
+    "\n"
+    "Server options:\n"
+    "      --host ADDR         address to listen on (127.0.0.1); another than a\n"
+    "                          loopback address needs --api-key\n"
+    "      --port N            port; 0 lets the kernel pick one (8080)\n"
+    "      --api-key KEY       clients must send `Authorization: Bearer KEY` (env\n"
+    "                          RLM_API_KEY); /healthz needs none\n"
+    "      --model-api-key KEY the model provider's key (else OPENAI_API_KEY or\n"
+    "                          ANTHROPIC_API_KEY): --api-key is the server's here\n"
+    "      --max-solves N      solves running at once; more are refused with 429 (4)\n"
+    "      --max-body SIZE     largest request body, e.g. 64M (64M)\n"
+    "      --request-timeout SECS  a synchronous solve that runs longer is\n"
+    "                          cancelled and answered 504 (600)\n"
+    "      --root DIR          a directory context_path and corpora may name (any\n"
+    "                          number; none: paths are refused)\n"
+    "      --corpus-cache SIZE  contexts sent inline or by context_path are kept\n"
+    "                          once unused, the least recently used leaving first,\n"
+    "                          up to SIZE bytes (256M; 0: none); corpora posted to\n"
+    "                          /v1/corpora stay until deleted\n"
+    "      --keep-runs N       finished runs kept in memory (1000); older ones are\n"
+    "                          answered from the store\n"
+    "      --shutdown-grace SECS  on SIGTERM or SIGINT, how long running solves\n"
+    "                          may go on before they are cancelled (30); a second\n"
+    "                          signal cancels them at once (their runs stay\n"
+    "                          resumable: the same request again resumes one)\n"
+    "      --cache PATH        the store (env RLM_CACHE; default\n"
+    "                          $XDG_CACHE_HOME/rlm/rlm.db or ~/.cache/rlm/rlm.db)\n"
+    "      --no-cache          no store: nothing cached or recorded; runs are known\n"
+    "                          only while the server runs\n"
+    "      --refresh           look nothing up in the store, but keep what is made\n"
+    "  -s, --strategy NAME     repl (default) or tree, as rlm solve; a request's\n"
+    "                          options.strategy wins\n"
+    "  -v, --verbose           log every request on stderr\n"
+    "      --quiet             no notices on stderr\n"
+    "  -h, --help              this help\n"
+    "\n"
+    "The limits below are every solve's. A request's \"options\" may change\n"
+    "max_depth and max_iterations, and lower the budgets, never raise them (the\n"
+    "smaller holds): tokens (--max-total-tokens), cost (--max-cost), calls\n"
+    "(--max-calls), sub_calls (--max-sub-calls) and time (--time-limit).\n"
+    "\n"
+    "%s"
+    "\n"
+    "%s"
+    "\n"
+    "%s"
+    "\n"
+    "Exit status: 0 after a shutdown on SIGTERM or SIGINT (one or two), 1 a\n"
+    "failure to start, 2 bad usage (including another address than loopback\n"
+    "without --api-key).\n"
+    "\n"
+    "Examples:\n"
+    "  rlm serve --port 8080 --root ~/docs\n"
+    "  RLM_API_KEY=s3cret rlm serve --host 0.0.0.0 --model gpt-5 --sub-model gpt-5-mini\n"
+    "  curl -s localhost:8080/v1/solve -d '{\"question\": \"Who won?\", \"context\": \"...\"}'\n";
+
+enum {
+	OPT_HOST = OPT_MODEL_LAST + 1,
+	OPT_PORT,
+	OPT_MODEL_API_KEY,
+	OPT_MAX_SOLVES,
+	OPT_MAX_BODY,
+	OPT_REQUEST_TIMEOUT,
+	OPT_ROOT,
+	OPT_GRACE,
+	OPT_CORPUS_CACHE,
+	OPT_KEEP_RUNS,
+	OPT_CACHE,
+	OPT_NO_CACHE,
+	OPT_QUIET,
+};
+
+/* ---- the command ---- */
+
+static bool loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+struct serve_args {
+	struct svc_cfg cfg;
+	const char *host;
+	long port;
+	const char *api_key;
+	size_t max_body;
+	double request_timeout, grace;
+	const char **roots; /* owned array */
+	size_t n_roots;
+	bool verbose;
+};
+
+/* Parse the command line into a; 0, 1 (--help printed), or 2. */
+static int parse_args(int argc, char **argv, struct serve_args *a)
+{
+	static const struct option longopts[] = {
+	    {"host", required_argument, NULL, OPT_HOST},
+	    {"port", required_argument, NULL, OPT_PORT},
+	    {"model-api-key", required_argument, NULL, OPT_MODEL_API_KEY},
+	    {"max-solves", required_argument, NULL, OPT_MAX_SOLVES},
+	    {"max-body", required_argument, NULL, OPT_MAX_BODY},
+	    {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+	    {"root", required_argument, NULL, OPT_ROOT},
+	    {"shutdown-grace", required_argument, NULL, OPT_GRACE},
+	    {"corpus-cache", required_argument, NULL, OPT_CORPUS_CACHE},
+	    {"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
+	    {"cache", required_argument, NULL, OPT_CACHE},
+	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+	    {"quiet", no_argument, NULL, OPT_QUIET},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    MODEL_LONGOPTS,
+	    SANDBOX_LONGOPTS,
+	    SOLVE_LONGOPTS,
+	    {NULL, 0, NULL, 0},
+	};
+	const char *no_cache_env = getenv("RLM_NO_CACHE");
+	uint64_t size;
+	long num;
+	int opt;
+	model_opts_init(&a->cfg.mo);
+	if (solve_opts_env(&a->cfg.base))
+		return 2;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":s:vh", longopts, NULL)) != -1) {
+		int taken = 0;
+		/* --api-key is the server's here; the provider's is --model-api-key. */
+		if (opt == OPT_API_KEY) {
+			a->api_key = optarg;
+			continue;
+		}
+		taken = model_opts_take(&a->cfg.mo, opt, optarg);
+		if (!taken)
+			taken = sandbox_opts_take(&a->cfg.base.sandbox, opt, optarg);
+		if (!taken)
+			taken = solve_opts_take(&a->cfg.base, opt, optarg);
+		if (taken == 2)
+			return 2;
+		if (taken)
+			continue;
+		switch (opt) {
+		case OPT_HOST:
+			if (!*optarg)
+				return cli_fail(2, "bad value '' for --host: want an address");
+			a->host = optarg;
+			break;
+		case OPT_PORT:
+			if (parse_int(optarg, 0, 65535, &a->port))
+				return cli_fail(2, "bad value '%s' for --port: want 0..65535",
+						optarg);
+			break;
+		case OPT_MODEL_API_KEY:
+			a->cfg.mo.api_key = optarg;
+			break;
+		case OPT_MAX_SOLVES:
+			if (parse_int(optarg, 1, 100000, &num))
+				return cli_fail(
+				    2, "bad value '%s' for --max-solves: want 1..100000", optarg);
+			a->cfg.max_solves = (int)num;
+			break;
+		case OPT_MAX_BODY:
+			if (parse_size(optarg, &size) || size < 1024 || size > ((uint64_t)1 << 40))
+				return cli_fail(2,
+						"bad value '%s' for --max-body: want a size of at "
+						"least 1K, such as 64M",
+						optarg);
+			a->max_body = (size_t)size;
+			break;
+		case OPT_REQUEST_TIMEOUT:
+			if (parse_double(optarg, 0.001, 1e7, &a->request_timeout))
+				return cli_fail(2,
+						"bad value '%s' for --request-timeout: want "
+						"seconds > 0",
+						optarg);
+			break;
+		case OPT_GRACE:
+			if (parse_double(optarg, 0, 1e7, &a->grace))
+				return cli_fail(2,
+						"bad value '%s' for --shutdown-grace: want seconds "
+						">= 0",
+						optarg);
+			break;
+		case OPT_CORPUS_CACHE:
+			if (parse_size(optarg, &size) || size > ((uint64_t)1 << 40))
+				return cli_fail(
+				    2,
+				    "bad value '%s' for --corpus-cache: want a size such "
+				    "as 256M (0: keep no unused context)",
+				    optarg);
+			a->cfg.corpus_cache = (size_t)size;
+			break;
+		case OPT_KEEP_RUNS:
+			if (parse_int(optarg, 1, 1000000, &num))
+				return cli_fail(
+				    2, "bad value '%s' for --keep-runs: want 1..1000000", optarg);
+			a->cfg.keep_runs = (int)num;
+			break;
+		case OPT_ROOT:
+			if (access(optarg, R_OK | X_OK))
+				return cli_fail(2, "cannot use --root '%s': %s", optarg,
+						strerror(errno));
+			a->roots = xrealloc(a->roots, (a->n_roots + 2) * sizeof(*a->roots));
+			a->roots[a->n_roots++] = optarg;
+			a->roots[a->n_roots] = NULL;
+			break;
+		case OPT_CACHE:
+			a->cfg.cache_path = optarg;
+			break;
+		case OPT_NO_CACHE:
+			a->cfg.no_cache = true;
+			break;
+		case OPT_QUIET:
+			a->cfg.mo.quiet = true;
+			break;
+		case 'v':
+			a->verbose = true;
+			break;
+		case 'h':
+			printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
+			return 1;
+		case ':':
+			return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return cli_fail(2, "unknown option '%s' (see rlm serve --help)",
+					argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_fail(2, "unexpected argument '%s' (see rlm serve --help)", argv[optind]);
+	if (!a->api_key && getenv("RLM_API_KEY") && *getenv("RLM_API_KEY"))
+		a->api_key = getenv("RLM_API_KEY");
+	if (a->api_key && !*a->api_key)
+		return cli_fail(2, "the API key is empty");
+	if (!a->api_key && !loopback(a->host))
+		return cli_fail(2,
+				"refusing to listen on '%s' without an API key: pass --api-key "
+				"KEY (or set RLM_API_KEY), or listen on 127.0.0.1",
+				a->host);
+	if (!a->cfg.no_cache && !a->cfg.cache_path && no_cache_env &&
+	    strcmp(no_cache_env, "1") == 0)
+		a->cfg.no_cache = true;
+	a->cfg.roots = a->roots;
+	return 0;
+}
+
+/* Wait for a signal of set until deadline_ns (now_ns clock) or, with
+ * done, until done(arg) is true (checked every 20 ms). Returns the signal,
+ * or 0. */
+static int wait_signal(const sigset_t *set, int64_t deadline_ns, bool (*done)(void *), void *arg)
+{
+	for (;;) {
+		int64_t left = deadline_ns - now_ns();
+		struct timespec ts = {0, 20000000};
+		int sig;
+		if ((done && done(arg)) || left <= 0)
+			return 0;
+		if (left < ts.tv_nsec)
+			ts.tv_nsec = (long)left;
+		sig = sigtimedwait(set, NULL, &ts);
+		if (sig > 0)
+			return sig;
+	}
+}
+
+static bool service_idle(void *arg)
+{
+	return svc_idle(arg);
+}
+
+static bool no_request(void *arg)
+{
+	const struct server *sv = arg;
+	return atomic_load(&sv->active) == 0;
+}
+
+/* Serve until SIGINT or SIGTERM, then shut down gracefully: a second
+ * signal cuts the grace short. sigs is blocked in every thread. */
+static int serve(struct server *sv, const struct serve_args *a, int fd, int port,
+		 const sigset_t *sigs)
+{
+	struct MHD_Daemon *d;
+	int sig = 0, cancelled;
+	bool v6 = strchr(a->host, ':') != NULL;
+	/* The library closes a connection idle this long: short, so that
+	 * slow clients cannot hold the connections; a solve or a stream
+	 * raises its own (dispatch) to outlast the request timeout. */
+	unsigned idle_s = IDLE_TIMEOUT_S;
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+				 MHD_USE_POLL | MHD_USE_ITC,
+			     0, NULL, NULL, srv_on_request, sv, MHD_OPTION_LISTEN_SOCKET, fd,
+			     MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+			     PER_IP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+			     MHD_OPTION_NOTIFY_COMPLETED, srv_on_completed, sv,
+			     MHD_OPTION_NOTIFY_CONNECTION, cli_on_connection, sv, MHD_OPTION_END);
+	if (!d) {
+		close(fd);
+		return cli_fail(1, "cannot start the HTTP server on %s:%d", a->host, port);
+	}
+	printf("rlm serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", a->host, v6 ? "]" : "",
+	       port);
+	fflush(stdout);
+	while (sigwait(sigs, &sig) != 0)
+		;
+	fprintf(stderr,
+		"rlm serve: %s: stopping (running solves have %.0f s to end; a second signal "
+		"cancels them now)\n",
+		strsignal(sig), a->grace);
+	atomic_store(&sv->stopping, true);
+	fd = MHD_quiesce_daemon(d);
+	if (fd >= 0)
+		close(fd);
+	svc_close(sv->svc);
+	sig = wait_signal(sigs, now_ns() + (int64_t)(a->grace * 1e9), service_idle, sv->svc);
+	if (sig)
+		fprintf(stderr, "rlm serve: %s again: cancelling the running solves now\n",
+			strsignal(sig));
+	cancelled = svc_shutdown(sv->svc, 0);
+	if (cancelled)
+		fprintf(stderr, "rlm serve: cancelled %d solve%s (their runs stay in the store)\n",
+			cancelled, cancelled == 1 ? "" : "s");
+	/* Answer what is pending (waiting requests and streams see their runs
+	 * end) for up to 10 s, or until one more signal. */
+	if (wait_signal(sigs, now_ns() + 10 * 1000000000LL, no_request, sv))
+		fprintf(stderr, "rlm serve: closing the connections now\n");
+	MHD_stop_daemon(d);
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_args a;
+	struct server *sv;
+	struct rlm_err err = {0, ""};
+	char msg[512];
+	sigset_t sigs, old;
+	int rc, fd, port = 0, status;
+	memset(&a, 0, sizeof(a));
+	a.host = "127.0.0.1";
+	a.port = DEFAULT_PORT;
+	a.max_body = 64u << 20;
+	a.request_timeout = 600;
+	a.grace = 30;
+	a.cfg.corpus_cache = SVC_CORPUS_CACHE;
+	a.cfg.base.run_note_json = "{\"via\":\"rlm serve\"}";
+	if ((rc = parse_args(argc, argv, &a))) {
+		free(a.roots);
+		return rc == 1 ? 0 : rc;
+	}
+	/* A sandbox the worker would refuse is a usage error, found now. */
+	if (a.cfg.base.strategy == RLM_REPL && repl_sandbox_check(&a.cfg.base.sandbox, &err)) {
+		free(a.roots);
+		return cli_fail(2, "%s", err.msg);
+	}
+	/* SIGINT and SIGTERM are taken by sigwait() in this thread only:
+	 * blocked before the service starts its pool's threads, so that every
+	 * thread (the pool's, the daemon's, the solves') inherits the mask
+	 * and none can be killed by one (REPL workers clear it). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+	sv = xcalloc(1, sizeof(*sv));
+	sv->api_key = a.api_key;
+	sv->max_body = a.max_body;
+	sv->request_timeout_ns = (int64_t)(a.request_timeout * 1e9);
+	sv->started_s = wall_ms() / 1000;
+	sv->verbose = a.verbose;
+	if ((rc = svc_new(&a.cfg, &sv->svc, &err))) {
+		status = cli_fail(rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
+		goto out;
+	}
+	fd = cli_listen(a.host, a.port, &port, msg, sizeof(msg));
+	if (fd < 0) {
+		status = cli_fail(1, "%s", msg);
+		goto out;
+	}
+	status = serve(sv, &a, fd, port, &sigs);
+out:
+	svc_free(sv->svc);
+	free(sv);
+	free(a.roots);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return status;
+}

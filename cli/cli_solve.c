@@ -1,0 +1,593 @@
+/* SPDX-License-Identifier: MIT */
+/* cli/cli_solve.c -- `rlm solve`: answer a question over a context. */
+#include "cli.h"
+#include "cliopt.h"
+#include "../rlm/rlm.h"
+#include "../common/json.h"
+#include "../store/store.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: rlm solve --context PATH --question TEXT [options]\n"
+	"\n"
+	"Answer a question over a context of any size. The answer goes to stdout.\n"
+	"\n"
+	"  -c, --context PATH      a text file, a directory (each file a document), a\n"
+	"                          JSONL file of documents ({\"text\": ...} per line), or -\n"
+	"                          for standard input\n"
+	"  -q, --question TEXT     the question (env RLM_QUESTION)\n"
+	"      --question-file F   read the question from a file\n"
+	"      --format KIND       how to read --context: auto (default), text, dir, jsonl\n"
+	"  -s, --strategy NAME     repl (default): the root model sees only the context's\n"
+	"                          size and writes Python that a persistent REPL runs with\n"
+	"                          the context in `context`, calling sub-models from code;\n"
+	"                          tree: the controller cuts the context into parts that\n"
+	"                          fit one call, asks every part in parallel, and combines\n"
+	"                          the partial answers (for models that cannot write code)\n"
+	"      --json              print a JSON object: answer, stop reason, usage per\n"
+	"                          model, cost, calls, iterations, timings, the worker's\n"
+	"                          sandbox (on failure too), the turns (each reply, its\n"
+	"                          code blocks, the output shown, the notices), and the\n"
+	"                          child RLMs with theirs, nested (one answered from the\n"
+	"                          store's memo ran no turn: \"turns\": [], with\n"
+	"                          cache.memo_hits 1 for the solve, \"memo\": true for a\n"
+	"                          child)\n"
+	"      --no-trajectory     leave the turns out of --json\n"
+	"      --quiet             no progress line or notices on stderr\n"
+	"  -v, --verbose           show the worker's sandbox and each turn's reply, code\n"
+	"                          and output on stderr (and log retries and other details);\n"
+	"                          a child RLM's lines start [dDEPTH nNODE]\n"
+	"  -h, --help              this help\n"
+	"\n"
+	"The store (a SQLite file: every model call is kept and answered from it when\n"
+	"asked again; child RLMs' answers too; every solve is a run, see `rlm runs`):\n"
+	"      --cache PATH        the store (env RLM_CACHE; default\n"
+	"                          $XDG_CACHE_HOME/rlm/rlm.db or ~/.cache/rlm/rlm.db)\n"
+	"      --no-cache          no store: nothing is looked up, kept or recorded\n"
+	"                          (env RLM_NO_CACHE=1, unless --cache is given)\n"
+	"      --refresh           look nothing up, but keep what is made (replacing)\n"
+	"      --resume ID         run run ID again as it was run (its question, context,\n"
+	"                          options and RLM_* / *_BASE_URL variables; flags given\n"
+	"                          here win; API keys come from here, never kept): its\n"
+	"                          calls come from the store and it goes on where it\n"
+	"                          stopped. A solve run again with the same question,\n"
+	"                          context and options resumes the same way by itself\n"
+	"\n"
+	"%s"
+	"\n"
+	"%s"
+	"\n"
+	"%s"
+	"\n"
+	"Exit status: 0 answered (the answer may be NONE: nothing in the context held\n"
+	"it), 1 failed, 2 bad usage (a bad option or RLM_SANDBOX_DISABLE, a mandatory\n"
+	"sandbox layer disabled without --unsafe-no-sandbox: found before any model\n"
+	"call), 3 a limit stopped the solve (partial answer).\n"
+	"\n"
+	"Examples:\n"
+	"  rlm solve -c notes/ -q 'Which meeting moved the launch date?'\n"
+	"  rlm solve -c corpus.jsonl -q 'How many reports mention a fire?' --json\n"
+	"  rlm solve -c big.txt -q '...' --model gpt-5 --sub-model gpt-5-mini --max-cost 2\n"
+	"  rlm solve -c big.txt -q '...' --base-url http://127.0.0.1:8000/v1 --model qwen3\n"
+	"  rlm solve -c reports/ -q '...' --max-depth 3 --max-nodes 16 --json\n";
+
+enum {
+	OPT_JSON = OPT_MODEL_LAST + 1,
+	OPT_QFILE,
+	OPT_FORMAT,
+	OPT_QUIET,
+	OPT_CACHE,
+	OPT_NO_CACHE,
+	OPT_RESUME,
+	OPT_NO_TRAJECTORY,
+};
+
+struct progress {
+	bool tty;
+	pthread_mutex_t mu;
+	int64_t last_ns;
+};
+
+static void on_progress(const struct rlm_progress *p, void *arg)
+{
+	struct progress *pr = arg;
+	int64_t now = now_ns();
+	pthread_mutex_lock(&pr->mu);
+	if (now - pr->last_ns > 100000000 || p->done == p->total) {
+		pr->last_ns = now;
+		if (strcmp(p->phase, "root") == 0)
+			fprintf(stderr, "\r\033[Kturn %d: the root model is thinking  %.1f s",
+				p->level, (double)p->elapsed_ns / 1e9);
+		else if (strcmp(p->phase, "exec") == 0)
+			fprintf(stderr, "\r\033[Kturn %d: running code  %.1f s", p->level,
+				(double)p->elapsed_ns / 1e9);
+		else if (strcmp(p->phase, "sub") == 0)
+			fprintf(stderr, "\r\033[Kturn %d: sub-calls %zu/%zu  %.1f s", p->level,
+				p->done, p->total, (double)p->elapsed_ns / 1e9);
+		else if (strcmp(p->phase, "leaves") == 0)
+			fprintf(stderr, "\r\033[Kreading parts %zu/%zu  %.1f s", p->done, p->total,
+				(double)p->elapsed_ns / 1e9);
+		else
+			fprintf(stderr, "\r\033[Kcombining (level %d) %zu/%zu  %.1f s", p->level,
+				p->done, p->total, (double)p->elapsed_ns / 1e9);
+		fflush(stderr);
+	}
+	pthread_mutex_unlock(&pr->mu);
+}
+
+static void on_event(const struct rlm_event *e, void *arg)
+{
+	struct progress *pr = arg;
+	const char *what = strcmp(e->kind, "reply") == 0    ? "model"
+			   : strcmp(e->kind, "code") == 0   ? "code"
+			   : strcmp(e->kind, "output") == 0 ? "output"
+							    : "notice";
+	char node[48] = "";
+	/* Child RLMs interleave with their parents: say whose line it is. */
+	if (e->depth > 0)
+		snprintf(node, sizeof(node), "[d%d n%d] ", e->depth, e->node);
+	pthread_mutex_lock(&pr->mu);
+	if (pr->tty)
+		fputs("\r\033[K", stderr);
+	if (strcmp(e->kind, "sandbox") == 0)
+		fprintf(stderr, "rlm: %ssandbox: %.*s\n", node,
+			(int)RLM_MIN(e->len, (size_t)INT32_MAX), e->text);
+	else
+		fprintf(stderr, "--- %sturn %d %s (%.1f s)\n%.*s\n", node, e->iteration, what,
+			(double)e->elapsed_ns / 1e9, (int)RLM_MIN(e->len, (size_t)INT32_MAX),
+			e->text);
+	pthread_mutex_unlock(&pr->mu);
+}
+
+static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, const struct corpus *c,
+		       const struct model_setup *ms, int64_t load_ns, int64_t total_ns,
+		       const struct llm_stats *st, const char *error)
+{
+	cJSON *o = rlm_result_json(r, ro), *ctx, *t;
+	char *s;
+	if (error)
+		json_add_str(o, "error", error);
+	json_add_str(o, "provider", llm_kind_name(ms->kind));
+	json_add_num(json_get(o, "calls"), "retries", (double)st->retries);
+	ctx = cJSON_CreateObject();
+	json_add_str(ctx, "source", c->source);
+	json_add_str(ctx, "kind", corpus_kind_name(c->kind));
+	json_add_num(ctx, "documents", (double)c->n_docs);
+	json_add_num(ctx, "bytes", (double)c->len);
+	json_add_num(ctx, "tokens_estimate", (double)llm_estimate_tokens(c->len));
+	json_add_num(ctx, "skipped_files", (double)c->skipped);
+	json_add(o, "context", ctx);
+	t = json_get(o, "timings");
+	json_add_num(t, "load_ms", (double)load_ns / 1e6);
+	json_add_num(t, "total_ms", (double)total_ns / 1e6);
+	s = cJSON_Print(o);
+	puts(s);
+	free(s);
+	cJSON_Delete(o);
+}
+
+static char *read_question_file(const char *path)
+{
+	char *q;
+	size_t len;
+	struct rlm_err err = {0, ""};
+	if (read_file(path, 1 << 20, &q, &len, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		return NULL;
+	}
+	while (len && (q[len - 1] == '\n' || q[len - 1] == '\r'))
+		q[--len] = '\0';
+	return q;
+}
+
+static const char shortopts[] = ":c:q:s:vh";
+
+static char *run_note(int argc, char **argv, const struct option *longopts);
+
+static int solve_main(int argc, char **argv, const char *resumed_from)
+{
+	static const struct option longopts[] = {
+		{"context", required_argument, NULL, 'c'},
+		{"question", required_argument, NULL, 'q'},
+		{"question-file", required_argument, NULL, OPT_QFILE},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"cache", required_argument, NULL, OPT_CACHE},
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{"resume", required_argument, NULL, OPT_RESUME},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"no-trajectory", no_argument, NULL, OPT_NO_TRAJECTORY},
+		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		MODEL_LONGOPTS,
+		SANDBOX_LONGOPTS,
+		SOLVE_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	struct model_opts mo;
+	struct model_setup ms;
+	struct corpus_opts co = {0};
+	struct corpus *corpus = NULL;
+	struct rlm_opts ro = {0};
+	struct rlm_result res = {0};
+	struct rlm_err err = {0, ""};
+	struct progress pr = {false, PTHREAD_MUTEX_INITIALIZER, 0};
+	struct llm_stats st;
+	const char *context = NULL, *question = getenv("RLM_QUESTION");
+	char *qfile = NULL;
+	const char *qpath = NULL; /* --question-file, the last of -q and it */
+	const char *cache_path = NULL, *no_cache_env = getenv("RLM_NO_CACHE");
+	struct store *store = NULL;
+	char *note = NULL;
+	bool json = false, verbose = false;
+	bool no_cache = false, no_trajectory = false;
+	int opt, rc, status = 1;
+	int64_t t0 = now_ns(), load_ns;
+
+	model_opts_init(&mo);
+	if ((rc = solve_opts_env(&ro)))
+		return rc;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		int taken = model_opts_take(&mo, opt, optarg);
+		if (!taken)
+			taken = sandbox_opts_take(&ro.sandbox, opt, optarg);
+		if (!taken)
+			taken = solve_opts_take(&ro, opt, optarg);
+		if (taken == 2)
+			return 2;
+		if (taken)
+			continue;
+		switch (opt) {
+		case 'c': context = optarg; break;
+		case 'q':
+			question = optarg;
+			qpath = NULL;
+			break;
+		case OPT_QFILE: /* read once the options are known good */
+			qpath = optarg;
+			question = NULL;
+			break;
+		case OPT_FORMAT:
+			if (corpus_kind_parse(optarg, &co.kind))
+				return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+						optarg);
+			break;
+		case OPT_CACHE: cache_path = optarg; break;
+		case OPT_NO_CACHE: no_cache = true; break;
+		case OPT_RESUME:
+			/* cmd_solve takes --resume before parsing; getopt got here
+			 * through an abbreviation it does not see. */
+			return cli_fail(2, "spell --resume out in full");
+		case OPT_JSON: json = true; break;
+		case OPT_NO_TRAJECTORY: no_trajectory = true; break;
+		case OPT_QUIET: mo.quiet = true; break;
+		case 'v':
+			rlm_log_level = LOG_DEBUG;
+			verbose = true;
+			break;
+		case 'h': printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help); return 0;
+		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		default: return cli_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_fail(2, "unexpected argument '%s' (see rlm solve --help)", argv[optind]);
+	if (qpath) {
+		if (!(qfile = read_question_file(qpath)))
+			return 2;
+		question = qfile;
+	}
+	if (!context) {
+		free(qfile);
+		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a "
+				   "JSONL file, or - for stdin)");
+	}
+	if (!question || !*question) {
+		free(qfile);
+		return cli_fail(2, "the question is empty: pass --question TEXT");
+	}
+	if (!utf8_valid(question, strlen(question), NULL)) {
+		free(qfile);
+		return cli_fail(2, "the question is not valid UTF-8");
+	}
+	/* A sandbox the worker would refuse is a usage error, found before
+	 * the context is read or a model is called. */
+	if (ro.strategy == RLM_REPL && repl_sandbox_check(&ro.sandbox, &err)) {
+		free(qfile);
+		return cli_fail(2, "%s", err.msg);
+	}
+
+	co.quiet = mo.quiet;
+	if ((rc = corpus_load(context, &co, &corpus, &err))) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		free(qfile);
+		return 1;
+	}
+	load_ns = now_ns() - t0;
+	if ((rc = model_setup(&mo, &ms, &err))) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		corpus_free(corpus);
+		free(qfile);
+		return rc == RLM_EINVAL ? 2 : 1;
+	}
+
+	/* RLM_NO_CACHE=1 unless --cache names a store; --no-cache always. */
+	if (!no_cache && !cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
+		no_cache = true;
+	if (!no_cache) {
+		struct store_cfg sc = {cache_path, false, 0};
+		if ((rc = store_open(&sc, &store, &err))) {
+			fprintf(stderr, "rlm: error: %s (or pass --no-cache)\n", err.msg);
+			model_teardown(&ms);
+			corpus_free(corpus);
+			free(qfile);
+			return 1;
+		}
+		note = run_note(argc, argv, longopts);
+		ro.store = store;
+		ro.run_note_json = note;
+		ro.resumed_from = resumed_from;
+	}
+
+	pr.tty = !mo.quiet && isatty(2);
+	ro.pool = ms.pool;
+	ro.model = ms.model;
+	ro.sub_model = ms.sub;
+	ro.params = ms.params;
+	ro.window = (size_t)mo.concurrency * 2;
+	ro.trajectory = json && !no_trajectory;
+	if (pr.tty) {
+		ro.progress = on_progress;
+		ro.progress_arg = &pr;
+	}
+	if (verbose) {
+		ro.event = on_event;
+		ro.event_arg = &pr;
+	}
+	rc = rlm_solve(&ro, question, corpus, &res, &err);
+	if (pr.tty)
+		fprintf(stderr, "\r\033[K");
+	if (res.sandbox && res.sandbox->unsafe)
+		fprintf(stderr, "rlm: WARNING: the REPL worker ran WITHOUT seccomp "
+				"(--unsafe-no-sandbox): %s\n", res.sandbox->line);
+	llm_pool_stats(ms.pool, &st);
+	if (rc) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		if (json)
+			print_json(&res, &ro, corpus, &ms, load_ns, now_ns() - t0, &st, err.msg);
+	} else {
+		bool limited = res.stop != RLM_STOP_ANSWER;
+		if (res.warning)
+			fprintf(stderr, "rlm: warning: %s\n", res.warning);
+		if (limited)
+			fprintf(stderr, "rlm: stopped (%s): %s%s\n", rlm_stop_name(res.stop),
+				res.stop_detail ? res.stop_detail : "a limit was reached",
+				res.answer ? "; the answer is partial" : "; no answer");
+		if (json)
+			print_json(&res, &ro, corpus, &ms, load_ns, now_ns() - t0, &st, NULL);
+		else if (res.answer)
+			printf("%s\n", res.answer);
+		status = limited ? 3 : 0;
+	}
+	if (res.run_id[0] && !json && (verbose || (status != 0 && !mo.quiet)))
+		fprintf(stderr, "rlm: run %s (rlm runs show %s; rlm solve --resume %s)\n", res.run_id,
+			res.run_id, res.run_id);
+	rlm_result_release(&res);
+	model_teardown(&ms);
+	store_close(store);
+	free(note);
+	corpus_free(corpus);
+	free(qfile);
+	return status;
+}
+
+/* ---- runs: the note that lets a run be run again ---- */
+
+/* Variables that shape a solve (no API keys), kept with the run: a run
+ * resumed from another shell reaches the same models and endpoints. */
+static const char *const note_env[] = {
+    "RLM_PROVIDER",	   "RLM_MODEL",	      "RLM_SUB_MODEL",	 "RLM_PRICES",
+    "RLM_SIM",		   "RLM_CONCURRENCY", "RLM_TIMEOUT",	 "RLM_MAX_DEPTH",
+    "RLM_MAX_NODES",	   "RLM_MAX_CALLS",   "RLM_QUESTION",	 "RLM_SANDBOX_DISABLE",
+    "RLM_ZYGOTE",	   "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+};
+
+/* Options (long names, as getopt_long matched them, abbreviated or not)
+ * whose value is a path: kept absolute in the note, so that a run resumed
+ * from another directory finds its files. */
+static const char *const path_opts[] = {"context", "question-file", "cache",
+					"prompts", "python",	    "prices"};
+/* Left out of the note: a secret, and what only this run asked. */
+static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help"};
+/* Kept without the user:password@ of their URLs (nothing else is touched:
+ * a question may hold a URL and must stay as it was asked). */
+static const char *const url_opts[] = {"base-url"};
+static const char *const url_env[] = {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"};
+
+static bool among(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+static cJSON *abs_path(const char *prefix, const char *p)
+{
+	char cwd[4096], *t;
+	cJSON *j;
+	if (p[0] == '/' || strcmp(p, "-") == 0 || !getcwd(cwd, sizeof(cwd)))
+		t = xasprintf("%s%s", prefix, p);
+	else
+		t = xasprintf("%s%s/%s", prefix, cwd, p);
+	j = cJSON_CreateString(t);
+	free(t);
+	return j;
+}
+
+/* One option as getopt_long parsed it (opt its value, idx its entry in
+ * longopts or -1 for a short option), into the note's argv spelt out in
+ * full: --name or --name=VALUE. Built from what was parsed, not from the
+ * raw words, so that no spelling (--api sk-..., --api-key=..., --ap=...)
+ * gets a key in; base URLs lose their user:password@. */
+static void note_opt(cJSON *args, const struct option *longopts, int opt, int idx,
+		     const char *arg)
+{
+	const struct option *o = idx >= 0 ? &longopts[idx] : NULL;
+	char *t, *pre;
+	for (const struct option *p = longopts; !o && p->name; p++)
+		if (!p->flag && p->val == opt)
+			o = p;
+	if (!o || among(o->name, drop_opts, ARRAY_SIZE(drop_opts)))
+		return;
+	if (!arg) {
+		t = xasprintf("--%s", o->name);
+		json_add(args, NULL, cJSON_CreateString(t));
+		free(t);
+		return;
+	}
+	pre = xasprintf("--%s=", o->name);
+	if (among(o->name, path_opts, ARRAY_SIZE(path_opts))) {
+		json_add(args, NULL, abs_path(pre, arg));
+	} else {
+		char *v = among(o->name, url_opts, ARRAY_SIZE(url_opts)) ? url_without_userinfo(arg)
+									   : xstrdup(arg);
+		t = xasprintf("%s%s", pre, v);
+		json_add(args, NULL, cJSON_CreateString(t));
+		free(t);
+		free(v);
+	}
+	free(pre);
+}
+
+/* {"argv":[...],"env":{...},"cwd":"..."}: how this solve was run, to run
+ * it again. argv is parsed a second time, as solve_main parsed it (which
+ * found no error and no operand), and each option kept as note_opt says. */
+static char *run_note(int argc, char **argv, const struct option *longopts)
+{
+	cJSON *o = cJSON_CreateObject(), *e = cJSON_CreateObject();
+	cJSON *args = cJSON_CreateArray();
+	char cwd[4096], *s;
+	int opt, idx = -1;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
+		if (opt != '?' && opt != ':')
+			note_opt(args, longopts, opt, idx, optarg);
+		idx = -1;
+	}
+	json_add(o, "argv", args);
+	for (size_t i = 0; i < ARRAY_SIZE(note_env); i++) {
+		const char *v = getenv(note_env[i]);
+		if (v && *v) {
+			char *pub = among(note_env[i], url_env, ARRAY_SIZE(url_env))
+					    ? url_without_userinfo(v)
+					    : xstrdup(v);
+			json_add_str(e, note_env[i], pub);
+			free(pub);
+		}
+	}
+	json_add(o, "env", e);
+	if (getcwd(cwd, sizeof(cwd)))
+		json_add_str(o, "cwd", cwd);
+	s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+/* rlm solve --resume ID [flags]: the run's own command line (its paths
+ * absolute), on the store it was found in, then the flags given now (the
+ * later wins), with the run's variables. */
+static int resume(int argc, char **argv, const char *id, const char *cache)
+{
+	struct store_cfg sc = {cache, true, 0};
+	struct store *s = NULL;
+	struct rlm_err err = {0, ""};
+	cJSON *run, *note, *args, *env, *it;
+	char **nargv, *full, *path;
+	int n = 0, rc;
+	if ((rc = store_open(&sc, &s, &err)))
+		return cli_fail(rc == RLM_ENOTFOUND ? 2 : 1, "--resume %s: %s", id, err.msg);
+	run = store_run_load(s, id, &err);
+	path = xstrdup(store_path(s));
+	store_close(s);
+	if (!run)
+		return cli_fail(2, "--resume %s: %s", id, err.msg);
+	note = json_get(run, "note");
+	args = json_get(note, "argv");
+	if (!cJSON_IsArray(args)) {
+		cJSON_Delete(run);
+		free(path);
+		return cli_fail(2,
+				"--resume %s: the run was not started by `rlm solve`, so there is no "
+				"command line to run again (see `rlm runs show %s`)",
+				id, id);
+	}
+	nargv = xcalloc((size_t)(cJSON_GetArraySize(args) + argc + 3), sizeof(*nargv));
+	nargv[n++] = argv[0];
+	cJSON_ArrayForEach(it, args)
+	{
+		if (cJSON_IsString(it))
+			nargv[n++] = it->valuestring;
+	}
+	/* The store the run was found in (RLM_NO_CACHE or not). */
+	nargv[n++] = (char *)(uintptr_t) "--cache";
+	nargv[n++] = path;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--resume") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(argv[i], "--resume=", 9) == 0)
+			continue;
+		nargv[n++] = argv[i];
+	}
+	/* The run's variables win over this shell's: they shaped it (flags
+	 * given now still win over both). But a URL kept without its
+	 * user:password@ stays as this shell has it when it is the same. */
+	env = json_get(note, "env");
+	cJSON_ArrayForEach(it, env)
+	{
+		const char *cur = getenv(it->string);
+		char *pub = cur ? url_without_userinfo(cur) : NULL;
+		if (cJSON_IsString(it) && (!pub || strcmp(pub, it->valuestring) != 0))
+			setenv(it->string, it->valuestring, 1);
+		free(pub);
+	}
+	full = xstrdup(json_str(run, "id"));
+	rc = solve_main(n, nargv, full);
+	free(full);
+	free(path);
+	free(nargv);
+	cJSON_Delete(run);
+	return rc;
+}
+
+int cmd_solve(int argc, char **argv)
+{
+	const char *id = NULL, *cache = NULL;
+	/* --resume and --cache, found before the rest is parsed: the run's
+	 * own options come first. */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc)
+			id = argv[++i];
+		else if (strncmp(argv[i], "--resume=", 9) == 0)
+			id = argv[i] + 9;
+		else if (strcmp(argv[i], "--cache") == 0 && i + 1 < argc)
+			cache = argv[++i];
+		else if (strncmp(argv[i], "--cache=", 8) == 0)
+			cache = argv[i] + 8;
+	}
+	return id ? resume(argc, argv, id, cache) : solve_main(argc, argv, NULL);
+}

@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: MIT */
+/* cli/cliopt.c -- model options, their environment variables, and setting
+ * up the pool and models they describe; the sandbox options; the strategy
+ * and limits of a solve. */
+#include "cliopt.h"
+#include "../rlm/prompt.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+const char model_opts_help[] =
+	"Model options:\n"
+	"  --provider NAME      openai, anthropic or sim (env RLM_PROVIDER). Without it a\n"
+	"                       model name decides (claude-* is anthropic, anything else\n"
+	"                       openai); with no model at all the offline simulator runs\n"
+	"  --model NAME         root model (env RLM_MODEL)\n"
+	"  --sub-model NAME     model for sub-calls (env RLM_SUB_MODEL; default: --model)\n"
+	"  --base-url URL[,URL] endpoint(s) of the provider; several spread the load\n"
+	"                       (env OPENAI_BASE_URL / ANTHROPIC_BASE_URL)\n"
+	"  --api-key KEY        (env OPENAI_API_KEY / ANTHROPIC_API_KEY)\n"
+	"  --concurrency N      parallel model calls, pool workers (env RLM_CONCURRENCY; 64)\n"
+	"  --timeout SECS       per call attempt (env RLM_TIMEOUT; 300)\n"
+	"  --max-retries N      retries after a failed attempt (6): 429, 5xx, timeouts\n"
+	"                       and dropped connections are retried with backoff\n"
+	"  --max-inflight N     concurrent requests per endpoint (0: no limit)\n"
+	"  --rpm N, --tpm N     requests / tokens per minute per endpoint (0: no limit)\n"
+	"  --max-tokens N       output tokens per call (provider default; anthropic 8192)\n"
+	"  --temperature T      sampling temperature (not sent unless given)\n"
+	"  --extra-json JSON    object merged into every request body\n"
+	"  --prices FILE        JSON price overrides, USD per 1M tokens (env RLM_PRICES):\n"
+	"                       {\"my-model\": {\"input\": 0.5, \"output\": 1.5, \"cached\": 0.05}}\n"
+	"  --sim SPEC           simulator timing and faults (env RLM_SIM), e.g.\n"
+	"                       ttft=100ms,tps=50,429=0.05,500=0.05,seed=7\n";
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+void model_opts_init(struct model_opts *o)
+{
+	const char *v;
+	memset(o, 0, sizeof(*o));
+	o->concurrency = 64;
+	o->timeout_s = 300;
+	o->max_retries = 6;
+	o->temperature = -1;
+	o->provider = env("RLM_PROVIDER");
+	o->model = env("RLM_MODEL");
+	o->sub_model = env("RLM_SUB_MODEL");
+	o->prices = env("RLM_PRICES");
+	o->sim_spec = env("RLM_SIM");
+	if ((v = env("RLM_CONCURRENCY")))
+		o->concurrency = atol(v) > 0 && atol(v) <= 4096 ? atol(v) : 64;
+	if ((v = env("RLM_TIMEOUT")))
+		o->timeout_s = atof(v) > 0 ? atof(v) : 300;
+}
+
+static int bad(const char *opt, const char *arg, const char *want)
+{
+	fprintf(stderr, "rlm: error: bad value '%s' for --%s: %s\n", arg, opt, want);
+	return 2;
+}
+
+int model_opts_take(struct model_opts *o, int opt, const char *arg)
+{
+	double d;
+	long l;
+	switch (opt) {
+	case OPT_PROVIDER: o->provider = arg; return 1;
+	case OPT_MODEL: o->model = arg; return 1;
+	case OPT_SUB_MODEL: o->sub_model = arg; return 1;
+	case OPT_BASE_URL: o->base_url = arg; return 1;
+	case OPT_API_KEY: o->api_key = arg; return 1;
+	case OPT_EXTRA_JSON: o->extra_json = arg; return 1;
+	case OPT_PRICES: o->prices = arg; return 1;
+	case OPT_SIM: o->sim_spec = arg; return 1;
+	case OPT_CONCURRENCY:
+		if (parse_int(arg, 1, 4096, &l))
+			return bad("concurrency", arg, "want 1..4096");
+		o->concurrency = l;
+		return 1;
+	case OPT_TIMEOUT:
+		if (parse_double(arg, 0.001, 86400, &d))
+			return bad("timeout", arg, "want seconds > 0");
+		o->timeout_s = d;
+		return 1;
+	case OPT_MAX_RETRIES:
+		if (parse_int(arg, 0, 100, &l))
+			return bad("max-retries", arg, "want 0..100");
+		o->max_retries = l;
+		return 1;
+	case OPT_MAX_INFLIGHT:
+		if (parse_int(arg, 0, 100000, &l))
+			return bad("max-inflight", arg, "want 0..100000");
+		o->max_inflight = l;
+		return 1;
+	case OPT_RPM:
+		if (parse_double(arg, 0, 1e9, &d))
+			return bad("rpm", arg, "want a number >= 0");
+		o->rpm = d;
+		return 1;
+	case OPT_TPM:
+		if (parse_double(arg, 0, 1e12, &d))
+			return bad("tpm", arg, "want a number >= 0");
+		o->tpm = d;
+		return 1;
+	case OPT_MAX_TOKENS:
+		if (parse_int(arg, 1, 10000000, &l))
+			return bad("max-tokens", arg, "want a positive integer");
+		o->max_tokens = l;
+		return 1;
+	case OPT_TEMPERATURE:
+		if (parse_double(arg, 0, 2, &d))
+			return bad("temperature", arg, "want 0..2");
+		o->temperature = d;
+		return 1;
+	default: return 0;
+	}
+}
+
+static enum llm_kind kind_of(const char *model)
+{
+	if (strcmp(model, "sim") == 0)
+		return LLM_SIM;
+	return strncmp(model, "claude", 6) == 0 ? LLM_ANTHROPIC : LLM_OPENAI;
+}
+
+static int make_model(const struct model_opts *o, struct model_setup *s, enum llm_kind kind,
+		      const char *name, struct llm_model **out, struct rlm_err *err)
+{
+	struct llm_model_cfg cfg = {0};
+	cfg.kind = kind;
+	cfg.name = name;
+	cfg.timeout_ms = (long)(o->timeout_s * 1000);
+	cfg.max_retries = (int)o->max_retries;
+	cfg.max_inflight = (int)o->max_inflight;
+	cfg.rpm = o->rpm;
+	cfg.tpm = o->tpm;
+	cfg.extra_json = o->extra_json;
+	cfg.sim = s->sim;
+	if (kind == LLM_SIM && !s->sim)
+		return rlm_err_set(err, RLM_EINVAL, "the sub-model 'sim' needs the root model to be "
+						    "'sim' too");
+	if (kind == LLM_OPENAI) {
+		cfg.base_urls = o->base_url ? o->base_url : env("OPENAI_BASE_URL");
+		cfg.api_key = o->api_key ? o->api_key : env("OPENAI_API_KEY");
+	} else if (kind == LLM_ANTHROPIC) {
+		cfg.base_urls = o->base_url ? o->base_url : env("ANTHROPIC_BASE_URL");
+		cfg.api_key = o->api_key ? o->api_key : env("ANTHROPIC_API_KEY");
+	}
+	*out = llm_model_new(&cfg, err);
+	return *out ? 0 : (err && err->code ? err->code : RLM_EINVAL);
+}
+
+int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_err *err)
+{
+	struct llm_pool_cfg pc = {0};
+	const char *model = o->model;
+	int rc;
+	memset(s, 0, sizeof(*s));
+	if (o->provider) {
+		if (llm_kind_parse(o->provider, &s->kind))
+			return rlm_err_set(err, RLM_EINVAL,
+					   "unknown provider '%s' (known: openai, anthropic, sim)",
+					   o->provider);
+	} else if (!model && (o->base_url || o->api_key)) {
+		/* An endpoint or a key says a real server is meant. */
+		s->kind = LLM_OPENAI;
+	} else if (!model || (strcmp(model, "sim") == 0 && !o->base_url)) {
+		s->kind = LLM_SIM;
+		if (!model && !o->quiet)
+			fprintf(stderr,
+				"rlm: note: no model configured, using the built-in offline simulator "
+				"'sim'; pass --provider and --model (or set RLM_MODEL and "
+				"OPENAI_API_KEY / ANTHROPIC_API_KEY) for a real model\n");
+	} else if (strcmp(model, "sim") == 0) {
+		/* --model sim with a --base-url: a server of the simulator
+		 * (rlm sim-serve), spoken to over HTTP. */
+		s->kind = LLM_OPENAI;
+	} else {
+		s->kind = kind_of(model);
+	}
+	if (s->kind == LLM_SIM) {
+		struct sim_cfg sc;
+		sim_cfg_default(&sc);
+		if (o->sim_spec && (rc = sim_cfg_parse(o->sim_spec, &sc, err)))
+			return rc;
+		s->sim = sim_new(&sc);
+		if (!model)
+			model = "sim";
+	} else if (!model) {
+		return rlm_err_set(err, RLM_EINVAL,
+				   "no model given for provider '%s': pass --model or set RLM_MODEL",
+				   llm_kind_name(s->kind));
+	}
+	if (o->prices && (rc = llm_prices_load(o->prices, err)))
+		goto fail;
+	if ((rc = make_model(o, s, s->kind, model, &s->model, err)))
+		goto fail;
+	if (o->sub_model && strcmp(o->sub_model, model) != 0) {
+		/* Without --provider each model's name picks its provider, so a
+		 * claude root can use a gpt sub-model. */
+		enum llm_kind sk = o->provider ? s->kind : kind_of(o->sub_model);
+		if ((rc = make_model(o, s, sk, o->sub_model, &s->sub, err)))
+			goto fail;
+	} else {
+		s->sub = s->model;
+	}
+	s->params = (struct llm_params)LLM_PARAMS_DEFAULT;
+	s->params.max_tokens = (int)o->max_tokens;
+	s->params.temperature = o->temperature;
+	pc.workers = (int)o->concurrency;
+	s->pool = llm_pool_new(&pc, err);
+	if (!s->pool) {
+		rc = err && err->code ? err->code : RLM_EINVAL;
+		goto fail;
+	}
+	return 0;
+fail:
+	model_teardown(s);
+	return rc;
+}
+
+void model_teardown(struct model_setup *s)
+{
+	llm_pool_free(s->pool);
+	if (s->sub != s->model)
+		llm_model_free(s->sub);
+	llm_model_free(s->model);
+	sim_free(s->sim);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- the sandbox options ---- */
+
+const char sandbox_opts_help[] =
+	"Sandbox options (of the REPL worker; `rlm doctor` shows what this machine has).\n"
+	"Layers: seccomp, identity, landlock, userns, mntns, netns, pidns, ipcns, utsns,\n"
+	"rlimits; ns is every namespace, all every layer. Sizes take K, M, G, T.\n"
+	"  --sandbox-disable LIST  turn layers off (env RLM_SANDBOX_DISABLE adds to it)\n"
+	"  --unsafe-no-sandbox     run model code even without seccomp (or, as root,\n"
+	"                          as root when identity is disabled): dangerous, loud\n"
+	"  --mem-limit SIZE        worker address space, at least 64M, e.g. 4G (2G, or\n"
+	"                          16 x context)\n"
+	"  --scratch-limit SIZE    bytes the code may write in its scratch dir (256M)\n";
+
+int parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	const char *p = s, *u;
+	uint64_t whole = 0, mul = 1;
+	long double frac = 0, scale = 1, v;
+	/* Plain decimal only: strtod would take "0x10", "1e3", " 2", "inf". */
+	if (!s || !isdigit((unsigned char)*p))
+		return RLM_EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return RLM_EINVAL;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			return RLM_EINVAL;
+		for (; isdigit((unsigned char)*p); p++) {
+			scale /= 10;
+			frac += (*p - '0') * scale;
+		}
+	}
+	if (*p && (u = strchr(units, toupper((unsigned char)*p)))) {
+		mul = (uint64_t)1 << (10 * (u - units + 1));
+		p++;
+		if (strcasecmp(p, "b") == 0 || strcasecmp(p, "ib") == 0)
+			p += strlen(p);
+	} else if (strcasecmp(p, "b") == 0) {
+		p++;
+	}
+	if (*p)
+		return RLM_EINVAL;
+	v = ((long double)whole + frac) * (long double)mul;
+	if (v > 9e18L)
+		return RLM_EINVAL;
+	*out = (uint64_t)llroundl(v);
+	return 0;
+}
+
+static int size_opt(const char *opt, const char *arg, uint64_t min, const char *min_s,
+		    size_t *out)
+{
+	uint64_t v;
+	if (parse_size(arg, &v) || v < min || v > (uint64_t)SIZE_MAX / 2) {
+		fprintf(stderr,
+			"rlm: error: bad value '%s' for --%s: want a size of at least %s, such as "
+			"512M or 2G (K, M, G, T: powers of 1024)\n",
+			arg, opt, min_s);
+		return 2;
+	}
+	*out = (size_t)v;
+	return 1;
+}
+
+int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg)
+{
+	struct rlm_err err = {0, ""};
+	unsigned bits = 0;
+	switch (opt) {
+	case OPT_SANDBOX_DISABLE:
+		if (repl_sandbox_parse(arg, &bits, &err)) {
+			fprintf(stderr, "rlm: error: bad value '%s' for --sandbox-disable: %s\n",
+				arg, err.msg);
+			return 2;
+		}
+		c->disable |= bits;
+		return 1;
+	case OPT_UNSAFE_NO_SANDBOX:
+		if (!c->unsafe)
+			fputs("rlm: WARNING: --unsafe-no-sandbox: if seccomp cannot be applied, "
+			      "the model's code runs WITHOUT it: nothing then stops it from "
+			      "opening sockets, starting processes or tracing this user's "
+			      "processes; as root with identity disabled, it runs as root\n",
+			      stderr);
+		c->unsafe = true;
+		return 1;
+	case OPT_MEM_LIMIT:
+		/* Below about 28M Python cannot start threads; 64M leaves room. */
+		return size_opt("mem-limit", arg, (uint64_t)64 << 20, "64M", &c->mem_limit);
+	case OPT_SCRATCH_LIMIT:
+		return size_opt("scratch-limit", arg, 64u << 10, "64K", &c->scratch_limit);
+	default: return 0;
+	}
+}
+
+cJSON *sandbox_status_json(const struct repl_sandbox_status *st)
+{
+	cJSON *o = cJSON_CreateObject(), *layers = cJSON_CreateObject();
+	json_add_str(o, "line", st->line);
+	for (int i = 0; i < REPL_L_COUNT; i++) {
+		const char *name = repl_layer_name((enum repl_layer)i);
+		if (st->on[i])
+			json_add_bool(layers, name, true);
+		else
+			json_add_str(layers, name, st->why[i][0] ? st->why[i] : "off");
+	}
+	json_add(o, "layers", layers);
+	json_add_num(o, "landlock_abi", st->landlock_abi);
+	json_add_num(o, "seccomp_filters", st->seccomp_filters);
+	json_add_num(o, "uid", st->uid);
+	json_add_num(o, "gid", st->gid);
+	json_add_str(o, "fs", st->fs);
+	json_add_bool(o, "scratch_tmpfs", st->scratch_tmpfs);
+	json_add_bool(o, "unsafe", st->unsafe);
+	return o;
+}
+
+/* ---- the strategy and limits of a solve ---- */
+
+const char solve_opts_help[] =
+	"Limits (repl strategy; a limit stops the solve with its best partial answer\n"
+	"and says which limit it was):\n"
+	"      --max-iterations N  root model turns (30); then one last call asks for\n"
+	"                          the final answer\n"
+	"      --max-errors N      consecutive turns whose code failed (5)\n"
+	"      --time-limit SECS   wall clock of the whole solve, enforced mid-call and\n"
+	"                          mid-exec (none)\n"
+	"      --max-total-tokens N  input + output tokens of all calls (none)\n"
+	"      --max-cost USD      cost of all calls, from the price table (none)\n"
+	"      --max-sub-calls N   sub-calls made from code, at any depth; a child RLM\n"
+	"                          is one (none)\n"
+	"      --max-calls N       model calls of the whole solve, at any depth: every\n"
+	"                          node's root calls and every sub-call (env\n"
+	"                          RLM_MAX_CALLS; none)\n"
+	"      --exec-timeout SECS running time of one code block, sub-calls not counted\n"
+	"                          (60): SIGINT first, then the REPL is restarted\n"
+	"      --output-limit N    characters of REPL output shown to the model (20000)\n"
+	"\n"
+	"REPL strategy options:\n"
+	"      --max-depth N       levels of RLMs, 1..16 (env RLM_MAX_DEPTH; 2): below the\n"
+	"                          last, rlm_query runs a child RLM with a REPL of its own;\n"
+	"                          at the last it is a plain sub-call; 1: recursion off\n"
+	"      --max-nodes N       child RLMs running on threads of their own at once, in\n"
+	"                          the whole solve, 1..1024 (env RLM_MAX_NODES; 8); past it\n"
+	"                          a parent runs its children itself, one at a time\n"
+	"      --python PATH       the interpreter of the REPL worker (/usr/bin/python3)\n"
+	"      --python-fences     also run ```python blocks, not only ```repl\n"
+	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
+	"                          built-in ones: repl_system.txt, repl_first.txt, ...)\n"
+	"\n"
+	"Tree strategy options:\n"
+	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
+	"                          window, at most 200k); accepts k/M suffixes\n";
+
+int solve_opts_env(struct rlm_opts *ro)
+{
+	const char *v;
+	long num;
+	if ((v = getenv("RLM_MAX_DEPTH")) && *v) {
+		if (parse_int(v, 1, 16, &num)) {
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_DEPTH: want 1..16\n", v);
+			return 2;
+		}
+		ro->max_depth = (int)num;
+	}
+	if ((v = getenv("RLM_MAX_NODES")) && *v) {
+		if (parse_int(v, 1, 1024, &num)) {
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_NODES: want 1..1024\n",
+				v);
+			return 2;
+		}
+		ro->max_nodes = (int)num;
+	}
+	if ((v = getenv("RLM_MAX_CALLS")) && *v) {
+		uint64_t count;
+		if (parse_count(v, &count) || count < 1 || count > INT64_MAX) {
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_CALLS: %s\n", v,
+				"want a count > 0");
+			return 2;
+		}
+		ro->max_calls = (int64_t)count;
+	}
+	return 0;
+}
+
+/* A count > 0 with k/M suffixes, at most max. */
+static int count_opt(const char *opt, const char *arg, uint64_t min, uint64_t max,
+		     const char *want, uint64_t *out)
+{
+	if (parse_count(arg, out) || *out < min || *out > max)
+		return bad(opt, arg, want);
+	return 1;
+}
+
+int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
+{
+	struct rlm_err err = {0, ""};
+	uint64_t count;
+	double secs;
+	long num;
+	int rc;
+	switch (opt) {
+	case 's':
+		if (strcmp(arg, "repl") == 0)
+			ro->strategy = RLM_REPL;
+		else if (strcmp(arg, "tree") == 0)
+			ro->strategy = RLM_TREE;
+		else {
+			fprintf(stderr, "rlm: error: unknown strategy '%s' (known: repl, tree)\n",
+				arg);
+			return 2;
+		}
+		return 1;
+	case OPT_S_LEAF_CHARS:
+		if ((rc = count_opt("leaf-chars", arg, 256, 1u << 30, "want 256..1G", &count)) == 1)
+			ro->leaf_chars = (size_t)count;
+		return rc;
+	case OPT_S_MAX_ITERATIONS:
+		if (parse_int(arg, 1, 10000, &num))
+			return bad("max-iterations", arg, "want 1..10000");
+		ro->max_iterations = (int)num;
+		return 1;
+	case OPT_S_MAX_ERRORS:
+		if (parse_int(arg, 1, 10000, &num))
+			return bad("max-errors", arg, "want 1..10000");
+		ro->max_errors = (int)num;
+		return 1;
+	case OPT_S_TIME_LIMIT:
+		if (parse_double(arg, 0.001, 1e7, &secs))
+			return bad("time-limit", arg, "want seconds > 0");
+		ro->timeout_ns = (int64_t)(secs * 1e9);
+		return 1;
+	case OPT_S_MAX_TOTAL_TOKENS:
+		if ((rc = count_opt("max-total-tokens", arg, 1, INT64_MAX,
+				    "want a count > 0 (k/M suffixes)", &count)) == 1)
+			ro->max_tokens = (int64_t)count;
+		return rc;
+	case OPT_S_MAX_COST:
+		if (parse_double(arg, 1e-9, 1e9, &ro->max_cost))
+			return bad("max-cost", arg, "want USD > 0");
+		return 1;
+	case OPT_S_MAX_SUB_CALLS:
+		if ((rc = count_opt("max-sub-calls", arg, 1, INT64_MAX, "want a count > 0",
+				    &count)) == 1)
+			ro->max_sub_calls = (int64_t)count;
+		return rc;
+	case OPT_S_MAX_CALLS:
+		if ((rc = count_opt("max-calls", arg, 1, INT64_MAX, "want a count > 0", &count)) ==
+		    1)
+			ro->max_calls = (int64_t)count;
+		return rc;
+	case OPT_S_EXEC_TIMEOUT:
+		if (parse_double(arg, 0.001, 1e7, &secs))
+			return bad("exec-timeout", arg, "want seconds > 0");
+		ro->exec_timeout_ns = (int64_t)(secs * 1e9);
+		return 1;
+	case OPT_S_OUTPUT_LIMIT:
+		if ((rc = count_opt("output-limit", arg, 100, 1u << 26, "want 100..64M characters",
+				    &count)) == 1)
+			ro->output_limit = (size_t)count;
+		return rc;
+	case OPT_S_PYTHON:
+		if (access(arg, X_OK)) {
+			fprintf(stderr, "rlm: error: --python '%s' is not an executable file\n", arg);
+			return 2;
+		}
+		ro->python = arg;
+		return 1;
+	case OPT_S_PYTHON_FENCES: ro->python_fences = true; return 1;
+	case OPT_S_PROMPTS:
+		if (prompt_set_dir(arg, &err)) {
+			fprintf(stderr, "rlm: error: %s\n", err.msg);
+			return 2;
+		}
+		return 1;
+	case OPT_S_MAX_DEPTH:
+		if (parse_int(arg, 1, 16, &num))
+			return bad("max-depth", arg, "want 1..16");
+		ro->max_depth = (int)num;
+		return 1;
+	case OPT_S_MAX_NODES:
+		if (parse_int(arg, 1, 1024, &num))
+			return bad("max-nodes", arg, "want 1..1024");
+		ro->max_nodes = (int)num;
+		return 1;
+	case OPT_S_REFRESH: ro->refresh = true; return 1;
+	default: return 0;
+	}
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* cli/cliopt.h -- the model options every command that calls models takes
+ * (--provider, --model, --base-url, ...), their environment variables, and
+ * turning them into a pool and models; the sandbox options of the commands
+ * that start a REPL worker, and the sandbox status as JSON; the strategy
+ * and limits of the commands that solve (solve, serve). */
+#ifndef RLM_CLIOPT_H
+#define RLM_CLIOPT_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "../common/json.h"
+#include "../llm/llm.h"
+#include "../sim/sim.h"
+#include "../repl/repl.h"
+#include "../rlm/rlm.h"
+
+enum {
+	OPT_PROVIDER = 1000,
+	OPT_MODEL,
+	OPT_SUB_MODEL,
+	OPT_BASE_URL,
+	OPT_API_KEY,
+	OPT_CONCURRENCY,
+	OPT_TIMEOUT,
+	OPT_MAX_RETRIES,
+	OPT_MAX_INFLIGHT,
+	OPT_RPM,
+	OPT_TPM,
+	OPT_MAX_TOKENS,
+	OPT_TEMPERATURE,
+	OPT_EXTRA_JSON,
+	OPT_PRICES,
+	OPT_SIM,
+	OPT_MODEL_LAST,
+};
+
+/* Entries for a getopt_long table. */
+#define MODEL_LONGOPTS                                                                             \
+	{"provider", required_argument, NULL, OPT_PROVIDER},                                       \
+	{"model", required_argument, NULL, OPT_MODEL},                                             \
+	{"sub-model", required_argument, NULL, OPT_SUB_MODEL},                                     \
+	{"base-url", required_argument, NULL, OPT_BASE_URL},                                       \
+	{"api-key", required_argument, NULL, OPT_API_KEY},                                         \
+	{"concurrency", required_argument, NULL, OPT_CONCURRENCY},                                 \
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},                                         \
+	{"max-retries", required_argument, NULL, OPT_MAX_RETRIES},                                 \
+	{"max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT},                               \
+	{"rpm", required_argument, NULL, OPT_RPM},                                                 \
+	{"tpm", required_argument, NULL, OPT_TPM},                                                 \
+	{"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},                                   \
+	{"temperature", required_argument, NULL, OPT_TEMPERATURE},                                 \
+	{"extra-json", required_argument, NULL, OPT_EXTRA_JSON},                                   \
+	{"prices", required_argument, NULL, OPT_PRICES},                                           \
+	{"sim", required_argument, NULL, OPT_SIM}
+
+/* Help text for the options above. */
+extern const char model_opts_help[];
+
+struct model_opts {
+	const char *provider;   /* NULL: inferred (see model_setup) */
+	const char *model;
+	const char *sub_model;
+	const char *base_url;
+	const char *api_key;
+	const char *extra_json;
+	const char *prices;
+	const char *sim_spec;
+	long concurrency;       /* pool workers */
+	double timeout_s;       /* per attempt */
+	long max_retries;
+	long max_inflight;
+	double rpm, tpm;
+	long max_tokens;
+	double temperature;     /* < 0: unset */
+	bool quiet;             /* no notice about the simulator */
+};
+
+/* Defaults, then the environment: RLM_PROVIDER, RLM_MODEL, RLM_SUB_MODEL,
+ * RLM_CONCURRENCY, RLM_TIMEOUT, RLM_PRICES, RLM_SIM. Keys and base URLs
+ * are read per provider in model_setup. */
+void model_opts_init(struct model_opts *o);
+/* Take option `opt` with argument `arg`. Returns 1 when taken, 0 when opt
+ * is not a model option, or 2 after printing an error for a bad value. */
+int model_opts_take(struct model_opts *o, int opt, const char *arg);
+
+struct model_setup {
+	struct sim *sim;           /* when the provider is sim */
+	struct llm_pool *pool;
+	struct llm_model *model;   /* root */
+	struct llm_model *sub;     /* sub-calls; may equal model */
+	struct llm_params params;
+	enum llm_kind kind;
+};
+
+/* Build the pool and models. The provider is --provider / RLM_PROVIDER;
+ * without it, each model's name decides (claude-* is anthropic, sim is sim,
+ * any other is openai; "sim" with a --base-url is openai too: a sim-serve
+ * server); a --base-url or --api-key without a model means
+ * openai (and then a model is required); with none of these the simulator
+ * is used, with a notice on stderr. Keys and base URLs come from the flags, else from
+ * OPENAI_API_KEY / OPENAI_BASE_URL or ANTHROPIC_API_KEY /
+ * ANTHROPIC_BASE_URL. Returns 0 or a negative code with err filled. */
+int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_err *err);
+void model_teardown(struct model_setup *s);
+
+/* ---- the sandbox of the REPL worker (solve, repl, doctor) ---- */
+
+enum {
+	OPT_SANDBOX_DISABLE = 1100,
+	OPT_UNSAFE_NO_SANDBOX,
+	OPT_MEM_LIMIT,
+	OPT_SCRATCH_LIMIT,
+};
+
+#define SANDBOX_LONGOPTS                                                                           \
+	{"sandbox-disable", required_argument, NULL, OPT_SANDBOX_DISABLE},                         \
+	{"unsafe-no-sandbox", no_argument, NULL, OPT_UNSAFE_NO_SANDBOX},                           \
+	{"mem-limit", required_argument, NULL, OPT_MEM_LIMIT},                                     \
+	{"scratch-limit", required_argument, NULL, OPT_SCRATCH_LIMIT}
+
+/* Help text for the options above (and RLM_SANDBOX_DISABLE). */
+extern const char sandbox_opts_help[];
+
+/* Take option `opt` with argument `arg` into c. Returns 1 when taken, 0
+ * when opt is not a sandbox option, or 2 after printing an error for a bad
+ * value. --unsafe-no-sandbox prints its warning on stderr here, always. */
+int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg);
+
+/* Parse a size: decimal digits with an optional fraction ("1.5"), then an
+ * optional unit K, M, G or T (powers of 1024, either case) that "B" or "iB"
+ * may follow, or a lone "B": "512M", "2G", "1.5GiB", "1024". Nothing else
+ * (no sign, blank, hex, exponent, inf). Returns 0 or RLM_EINVAL. */
+int parse_size(const char *s, uint64_t *out);
+
+/* The sandbox status as a JSON object: line, layers (true when on, else
+ * the words why it is off), landlock_abi, seccomp_filters, uid, gid, fs,
+ * scratch_tmpfs, unsafe. The caller owns the result. */
+cJSON *sandbox_status_json(const struct repl_sandbox_status *st);
+
+/* ---- the strategy and limits of a solve (solve, serve) ---- */
+
+enum {
+	OPT_S_LEAF_CHARS = 1200,
+	OPT_S_MAX_ITERATIONS,
+	OPT_S_MAX_ERRORS,
+	OPT_S_TIME_LIMIT,
+	OPT_S_MAX_TOTAL_TOKENS,
+	OPT_S_MAX_COST,
+	OPT_S_MAX_SUB_CALLS,
+	OPT_S_EXEC_TIMEOUT,
+	OPT_S_OUTPUT_LIMIT,
+	OPT_S_PYTHON,
+	OPT_S_PYTHON_FENCES,
+	OPT_S_PROMPTS,
+	OPT_S_MAX_DEPTH,
+	OPT_S_MAX_NODES,
+	OPT_S_REFRESH,
+	OPT_S_MAX_CALLS,
+};
+
+/* --strategy is 's', so that a command may also take -s. */
+#define SOLVE_LONGOPTS                                                                             \
+	{"strategy", required_argument, NULL, 's'},                                                \
+	{"leaf-chars", required_argument, NULL, OPT_S_LEAF_CHARS},                                   \
+	{"max-iterations", required_argument, NULL, OPT_S_MAX_ITERATIONS},                           \
+	{"max-errors", required_argument, NULL, OPT_S_MAX_ERRORS},                                   \
+	{"time-limit", required_argument, NULL, OPT_S_TIME_LIMIT},                                   \
+	{"max-total-tokens", required_argument, NULL, OPT_S_MAX_TOTAL_TOKENS},                       \
+	{"max-cost", required_argument, NULL, OPT_S_MAX_COST},                                       \
+	{"max-sub-calls", required_argument, NULL, OPT_S_MAX_SUB_CALLS},                             \
+	{"max-calls", required_argument, NULL, OPT_S_MAX_CALLS},                                     \
+	{"exec-timeout", required_argument, NULL, OPT_S_EXEC_TIMEOUT},                               \
+	{"output-limit", required_argument, NULL, OPT_S_OUTPUT_LIMIT},                               \
+	{"python", required_argument, NULL, OPT_S_PYTHON},                                           \
+	{"python-fences", no_argument, NULL, OPT_S_PYTHON_FENCES},                                   \
+	{"prompts", required_argument, NULL, OPT_S_PROMPTS},                                         \
+	{"max-depth", required_argument, NULL, OPT_S_MAX_DEPTH},                                     \
+	{"max-nodes", required_argument, NULL, OPT_S_MAX_NODES},                                     \
+	{"refresh", no_argument, NULL, OPT_S_REFRESH}
+
+/* Help text for the options above but --strategy and --refresh, which
+ * each command words its own way. */
+extern const char solve_opts_help[];
+
+/* RLM_MAX_DEPTH, RLM_MAX_NODES and RLM_MAX_CALLS into ro (the flags override them).
+ * Returns 0, or 2 after printing which variable is bad. */
+int solve_opts_env(struct rlm_opts *ro);
+/* Take option `opt` with argument `arg` into ro. Returns 1 when taken, 0
+ * when opt is not a solve option, or 2 after printing an error for a bad
+ * value. */
+int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg);
+
+#endif

@@ -1,0 +1,770 @@
+/* SPDX-License-Identifier: MIT */
+/* corpus/corpus.c -- loading a context: a mapped text file, JSONL documents or
+ * standard input, and the buffer they are built in (directories:
+ * corpus/corpus_dir.c).
+ *
+ * DESIGN
+ * A single text file is mapped read-only and checked in place (one pass of
+ * memchr for NUL and one of utf8_valid), so 40 MB costs page faults and two
+ * scans, no copy. Everything else is built in one growing buffer (struct
+ * tbuf): a memfd mapped shared and writable, grown with ftruncate and
+ * mremap, then unmapped, sealed like the REPL's context memfd, and mapped
+ * again read-only. Its pages are the memfd's: after the build the
+ * controller holds none of them until it reads the text, and
+ * corpus_release_pages() can drop them again. JSONL is mapped and decoded
+ * line by line with cJSON, and the pages of the input behind the decoder
+ * are dropped as it goes (MADV_DONTNEED for a file, MADV_REMOVE for
+ * standard input read into a memfd), so a 40 MB JSONL peaks near 40 MB,
+ * not 80. Every error message, here and in corpus/corpus_dir.c, names the
+ * file (and line); codes are -errno for system calls, RLM_ETOOBIG for the
+ * size cap, RLM_EPARSE for bad content and RLM_EINVAL for an empty corpus
+ * or a path of the wrong kind.
+ */
+#include "corpus_int.h"
+
+#include "../common/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX ((size_t)4 << 30)
+#define TB_MIN	    ((size_t)64 << 10) /* first size of a growing buffer */
+#define DROP_STEP   ((size_t)4 << 20)  /* JSONL input released in steps of this */
+#define READY_STEP  ((size_t)1 << 20)  /* memfd pages populated in steps of this */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source)
+{
+	struct corpus_int *ci = xcalloc(1, sizeof(*ci));
+	ci->c.kind = kind;
+	ci->c.source = source ? xstrdup(source) : NULL;
+	ci->c.fd = -1;
+	return ci;
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define CORPUS_NO_MREMAP 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CORPUS_NO_MREMAP 1
+#endif
+#endif
+#ifndef CORPUS_NO_MREMAP
+#define CORPUS_NO_MREMAP 0
+#endif
+
+/* Corpora load on several threads at once (rlm bench run): the cached
+ * value is atomic, and each thread that finds none stores the same one. */
+size_t corpus_page_size(void)
+{
+	static atomic_size_t ps;
+	size_t v = atomic_load_explicit(&ps, memory_order_relaxed);
+	if (!v) {
+		long p = sysconf(_SC_PAGESIZE);
+		v = p > 0 ? (size_t)p : 4096;
+		atomic_store_explicit(&ps, v, memory_order_relaxed);
+	}
+	return v;
+}
+
+/* ---- the buffer being built ---- */
+
+void tb_init(struct tbuf *b, size_t max, bool heap)
+{
+	memset(b, 0, sizeof(*b));
+	b->max = max;
+	b->fd = heap ? -1 : memfd_create("rlm-corpus", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* Mode 0, as the REPL's own context memfd: the worker may be handed
+	 * this one, and a peer of its uid must not reopen it through /proc. */
+	if (b->fd >= 0 && fchmod(b->fd, 0) < 0) {
+		close(b->fd);
+		b->fd = -1;
+	}
+}
+
+void tb_release(struct tbuf *b)
+{
+	if (b->fd >= 0) {
+		if (b->p)
+			munmap(b->p, b->cap);
+		close(b->fd);
+	} else {
+		free(b->p);
+	}
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+}
+
+/* Populate the memfd's pages up to the step past len + n (at most 8 steps
+ * ahead), before the writes: a fault per page of shared memory costs about
+ * half again as much as the heap's, one madvise per step about the same.
+ * Best effort. */
+static void tb_ready(struct tbuf *b, size_t n)
+{
+	size_t want;
+	if (b->fd < 0 || b->ready == SIZE_MAX || b->len + n <= b->ready)
+		return;
+	/* not far ahead: a reservation may be much more than what comes */
+	want = b->len + RLM_MIN(n, 8 * READY_STEP) + READY_STEP;
+	want = RLM_MIN(want & ~(READY_STEP - 1), b->cap);
+	if (want <= b->ready)
+		return;
+	if (madvise(b->p + b->ready, want - b->ready, MADV_POPULATE_WRITE) < 0)
+		b->ready = SIZE_MAX; /* an older kernel: fault page by page */
+	else
+		b->ready = want;
+}
+
+int tb_grow(struct tbuf *b, size_t n)
+{
+	size_t need = b->len + n + 1, cap;
+	void *p;
+	if (need <= b->cap) {
+		tb_ready(b, n + 1);
+		return 0;
+	}
+	cap = RLM_MAX(need, RLM_MAX(b->cap * 2, TB_MIN));
+	if (b->fd < 0) {
+		b->p = xrealloc(b->p, cap);
+		b->cap = cap;
+		return 0;
+	}
+	cap = (cap + corpus_page_size() - 1) & ~(corpus_page_size() - 1);
+	if (ftruncate(b->fd, (off_t)cap) < 0)
+		return -errno;
+#if CORPUS_NO_MREMAP
+	/* TSan does not intercept mremap: the range it moves keeps its shadow,
+	 * and a mapping another thread makes there later reads as a race with
+	 * this one. The memfd keeps the text; map it afresh. */
+	if (b->p) {
+		munmap(b->p, b->cap);
+		b->p = NULL;
+		b->cap = 0;
+	}
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+#else
+	p = b->p ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
+		 : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+#endif
+	if (p == MAP_FAILED)
+		return -errno;
+	/* Not into a child forked meanwhile (a worker starting on another
+	 * thread): a writable mapping there, until its execve, would make
+	 * sealing the memfd fail with EBUSY. */
+	(void)madvise(p, cap, MADV_DONTFORK);
+	b->p = p;
+	b->cap = cap;
+	tb_ready(b, n + 1);
+	return 0;
+}
+
+int tb_reserve(struct tbuf *b, size_t n)
+{
+	size_t max = b->max ? b->max : SIZE_MAX / 4;
+	if (n > max || b->len > max - n)
+		return RLM_ETOOBIG;
+	return tb_grow(b, n);
+}
+
+/* Write the documents' (offset, length) pairs at the end of the memfd, as
+ * little-endian uint64s. */
+static int tb_write_table(struct tbuf *b, const struct corpus *c)
+{
+	unsigned char t[16 * 256];
+	off_t at = (off_t)b->len;
+	for (size_t i = 0; i < c->n_docs;) {
+		size_t k = 0, done = 0;
+		for (; k < 256 && i < c->n_docs; k++, i++) {
+			uint64_t v[2] = {c->docs[i].off, c->docs[i].len};
+			for (int j = 0; j < 16; j++)
+				t[16 * k + j] = (unsigned char)(v[j / 8] >> (8 * (j % 8)));
+		}
+		while (done < 16 * k) {
+			ssize_t w = pwrite(b->fd, t + done, 16 * k - done, at);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+			done += (size_t)w;
+			at += w;
+		}
+	}
+	return 0;
+}
+
+int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
+{
+	void *p;
+	int rc = 0;
+	if (b->fd < 0) {
+		ci->heap = b->p ? b->p : xstrdup("");
+		ci->c.buf = ci->heap;
+		ci->c.len = b->len;
+		b->p = NULL;
+		tb_release(b);
+		return 0;
+	}
+	munmap(b->p, b->cap); /* the text stays in the memfd */
+	b->p = NULL;
+	if (ftruncate(b->fd, (off_t)b->len) < 0 || (table && (rc = tb_write_table(b, &ci->c))) ||
+	    fcntl(b->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <
+		0) {
+		rc = rc ? rc : -errno;
+		tb_release(b);
+		return rc;
+	}
+	p = mmap(NULL, b->len, PROT_READ, MAP_SHARED, b->fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		tb_release(b);
+		return rc;
+	}
+	ci->map = p;
+	ci->map_len = b->len;
+	ci->c.buf = p;
+	ci->c.len = b->len;
+	ci->c.fd = b->fd;
+	ci->c.fd_table = b->len;
+	b->fd = -1;
+	tb_release(b);
+	return 0;
+}
+
+/* Release the pages of s[from, to) (page-aligned from) behind a reader:
+ * madvise `advice`. Returns the new `from`. */
+static size_t drop_behind(const char *s, size_t from, size_t to, int advice)
+{
+	to &= ~(corpus_page_size() - 1);
+	if (to > from)
+		madvise((void *)(uintptr_t)(s + from), to - from, advice);
+	return RLM_MAX(from, to);
+}
+
+void corpus_free(struct corpus *c)
+{
+	struct corpus_int *ci = (struct corpus_int *)c;
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_docs; i++)
+		free(c->docs[i].name);
+	free(c->docs);
+	free(c->source);
+	free(ci->heap);
+	if (ci->map)
+		munmap(ci->map, ci->map_len);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(ci);
+}
+
+size_t corpus_release_pages(const struct corpus *c)
+{
+	return c ? corpus_release_range(c, 0, c->len) : 0;
+}
+
+size_t corpus_release_range(const struct corpus *c, size_t off, size_t len)
+{
+	const struct corpus_int *ci = (const struct corpus_int *)c;
+	uintptr_t from, to, ps = corpus_page_size();
+	if (!c || (!ci->map && !ci->view_mapped) || off >= c->len || !len)
+		return 0;
+	len = RLM_MIN(len, c->len - off);
+	/* A read-only mapping of a file or a memfd: the pages come back from
+	 * the page cache or the memfd when read again. The pages at the ends
+	 * are dropped too: they are the mapping's, whoever else reads them. */
+	from = (uintptr_t)(c->buf + off) & ~(ps - 1);
+	to = ((uintptr_t)(c->buf + off + len) + ps - 1) & ~(ps - 1);
+	if (madvise((void *)from, to - from, MADV_DONTNEED) < 0)
+		return 0;
+	return len;
+}
+
+/* How messages name a source: 'path', or "standard input" for "-". */
+static const char *label(const char *path, char *tmp, size_t n)
+{
+	if (strcmp(path, "-") == 0)
+		return "standard input";
+	snprintf(tmp, n, "'%s'", path);
+	return tmp;
+}
+
+void corpus_add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *name)
+{
+	if (c->n_docs == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		c->docs = xrealloc(c->docs, *cap * sizeof(*c->docs));
+	}
+	c->docs[c->n_docs++] = (struct corpus_doc){off, len, name};
+}
+
+/* 0 when s[0..len) is UTF-8 without NUL bytes; otherwise the message says
+ * which came first. `what` is already quoted (see label). */
+static int check_text(const char *what, const char *s, size_t len, struct rlm_err *err)
+{
+	const char *nul = memchr(s, 0, len);
+	size_t lim = nul ? (size_t)(nul - s) : len, bad;
+	if (!utf8_valid(s, lim, &bad))
+		return rlm_err_set(err, RLM_EPARSE, "invalid UTF-8 in %s at byte %zu", what, bad);
+	if (nul)
+		return rlm_err_set(err, RLM_EPARSE, "%s contains NUL bytes (a binary file?)", what);
+	return 0;
+}
+
+struct corpus *corpus_from_text(const char *text, size_t len)
+{
+	struct corpus_int *ci = corpus_alloc(CORPUS_TEXT, NULL);
+	size_t cap = 0;
+	ci->heap = xmalloc(len + 1);
+	if (len)
+		memcpy(ci->heap, text, len);
+	ci->heap[len] = '\0';
+	ci->c.buf = ci->heap;
+	ci->c.len = len;
+	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+	return &ci->c;
+}
+
+int corpus_from_text_memfd(const char *text, size_t len, struct corpus **out)
+{
+	struct corpus_int *ci;
+	size_t cap = 0;
+	void *p;
+	int fd = memfd_create("rlm-context", MFD_CLOEXEC | MFD_ALLOW_SEALING), rc;
+	*out = NULL;
+	if (fd < 0)
+		return -errno;
+	/* mode 0: see tb_init */
+	rc = fchmod(fd, 0) < 0 ? -errno : write_all(fd, text, len);
+	if (rc == 0 &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	p = len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : NULL;
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	ci = corpus_alloc(CORPUS_TEXT, NULL);
+	ci->map = p;
+	ci->map_len = len;
+	ci->c.buf = len ? p : "";
+	ci->c.len = len;
+	ci->c.fd = fd;
+	ci->c.fd_table = len;
+	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+	*out = &ci->c;
+	return 0;
+}
+
+struct corpus *corpus_borrow_text(const char *text, size_t len)
+{
+	struct corpus_int *ci = corpus_alloc(CORPUS_TEXT, NULL);
+	size_t cap = 0;
+	ci->c.buf = len ? text : "";
+	ci->c.len = len;
+	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+	return &ci->c;
+}
+
+/* ---- mapping a whole regular file ---- */
+
+/* Map fd (a regular file of st->st_size bytes, not empty). */
+static int map_fd(int fd, const struct stat *st, const char *path, size_t max, void **map,
+		  size_t *len, struct rlm_err *err)
+{
+	void *p;
+	if (st->st_size == 0)
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is empty", path);
+	if ((uint64_t)st->st_size > (uint64_t)max)
+		return rlm_err_set(err, RLM_ETOOBIG, "'%s' is larger than %zu bytes", path, max);
+	p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return rlm_err_set(err, -errno, "cannot map '%s': %s", path, strerror(errno));
+	*map = p;
+	*len = (size_t)st->st_size;
+	return 0;
+}
+
+static int load_text(int fd, const struct stat *st, const char *path, size_t max,
+		     struct corpus **out, struct rlm_err *err)
+{
+	struct corpus_int *ci;
+	char what[600];
+	void *map;
+	size_t len, cap = 0;
+	int rc = map_fd(fd, st, path, max, &map, &len, err);
+	if (rc)
+		return rc;
+	madvise(map, len, MADV_SEQUENTIAL);
+	rc = check_text(label(path, what, sizeof(what)), map, len, err);
+	madvise(map, len, MADV_NORMAL);
+	if (rc) {
+		munmap(map, len);
+		return rc;
+	}
+	ci = corpus_alloc(CORPUS_TEXT, path);
+	ci->map = map;
+	ci->map_len = len;
+	ci->c.buf = map;
+	ci->c.len = len;
+	ci->c.mapped = true;
+	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+	*out = &ci->c;
+	return 0;
+}
+
+/* ---- JSONL ---- */
+
+static const char *const text_keys[] = {"text", "content", "body", "document", "contents"};
+static const char *const name_keys[] = {"id", "docid", "title", "name"};
+
+static bool is_blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return false;
+	return true;
+}
+
+/* The document name of an object line: the first of name_keys that is a
+ * string or a number. NULL when there is none. */
+static int doc_name(const cJSON *j, const char *what, size_t line, char **name, struct rlm_err *err)
+{
+	*name = NULL;
+	for (size_t k = 0; k < ARRAY_SIZE(name_keys); k++) {
+		const cJSON *it = json_get(j, name_keys[k]);
+		if (cJSON_IsString(it)) {
+			if (!utf8_valid(it->valuestring, strlen(it->valuestring), NULL))
+				return rlm_err_set(err, RLM_EPARSE,
+						   "%s line %zu: invalid UTF-8 in field '%s'", what,
+						   line, name_keys[k]);
+			*name = xstrdup(it->valuestring);
+			return 0;
+		}
+		if (cJSON_IsNumber(it)) {
+			double v = it->valuedouble;
+			if (isfinite(v) && v == floor(v) && fabs(v) < 1e15)
+				*name = xasprintf("%.0f", v);
+			else
+				*name = xasprintf("%.17g", v);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Decode one non-blank line into b and the docs table. */
+static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char *s, size_t n,
+		      const char *what, size_t line, struct rlm_err *err)
+{
+	cJSON *j = NULL;
+	const char *text = NULL, *bad_key = NULL;
+	char *name = NULL;
+	size_t tlen, bad;
+	int rc;
+	if (memchr(s, 0, n))
+		return rlm_err_set(err, RLM_EPARSE, "%s line %zu: contains NUL bytes", what, line);
+	if (!(j = json_parse(s, n)))
+		return rlm_err_set(err, RLM_EPARSE, "%s line %zu: not valid JSON", what, line);
+	if (json_has_nul_escape(s, n)) {
+		rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: contains a NUL character (\\u0000)",
+				 what, line);
+		goto out;
+	}
+	if (cJSON_IsString(j)) {
+		text = j->valuestring;
+	} else if (cJSON_IsObject(j)) {
+		for (size_t k = 0; k < ARRAY_SIZE(text_keys) && !text; k++) {
+			const cJSON *it = json_get(j, text_keys[k]);
+			if (cJSON_IsString(it))
+				text = it->valuestring;
+			else if (it && !bad_key)
+				bad_key = text_keys[k];
+		}
+		if (!text && bad_key) {
+			rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: field '%s' is not a string",
+					 what, line, bad_key);
+			goto out;
+		}
+		if (!text) {
+			rc = rlm_err_set(
+			    err, RLM_EPARSE,
+			    "%s line %zu: no text field (expected one of text, content, "
+			    "body, document, contents)",
+			    what, line);
+			goto out;
+		}
+		if ((rc = doc_name(j, what, line, &name, err)))
+			goto out;
+	} else {
+		rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: not a JSON object or string", what,
+				 line);
+		goto out;
+	}
+	tlen = strlen(text);
+	if (!utf8_valid(text, tlen, &bad)) {
+		rc = rlm_err_set(err, RLM_EPARSE,
+				 "%s line %zu: invalid UTF-8 in the text at byte %zu", what, line,
+				 bad);
+		goto out;
+	}
+	/* Decoded text is never longer than its line, so the whole corpus fits
+	 * in the input's size; the buffer is uncapped. */
+	if ((rc = tb_reserve(b, tlen + 1))) {
+		rc = rlm_err_set(err, rc, "%s line %zu: cannot grow the corpus buffer: %s", what,
+				 line, strerror(-rc));
+		goto out;
+	}
+	memcpy(b->p + b->len, text, tlen);
+	b->len += tlen;
+	b->p[b->len++] = '\n';
+	b->p[b->len] = '\0';
+	corpus_add_doc(c, cap, b->len - tlen - 1, tlen, name);
+	name = NULL;
+	rc = 0;
+out:
+	free(name);
+	cJSON_Delete(j);
+	return rc;
+}
+
+/* Decode the JSONL in s[0..len) into a new corpus. With `drop` (an
+ * madvise advice, or 0 for none) the pages of s behind the decoder are
+ * released in steps: s is then page-aligned and a mapping the caller no
+ * longer needs behind the decoder. */
+static int jsonl_decode(const char *name, const char *s, size_t len, int drop, bool heap,
+			struct corpus **out, struct rlm_err *err)
+{
+	struct corpus_int *ci;
+	struct tbuf b;
+	char what[600];
+	const char *w;
+	size_t cap = 0, line = 0, i = 0, dropped = 0;
+	int rc = 0;
+	*out = NULL;
+	if (!name)
+		name = "-";
+	w = label(name, what, sizeof(what));
+	ci = corpus_alloc(CORPUS_JSONL, name);
+	tb_init(&b, 0, heap);
+	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
+		i = 3; /* a byte-order mark */
+	while (i < len) {
+		const char *nl = memchr(s + i, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - (s + i)) : len - i;
+		line++;
+		if (!is_blank(s + i, n) &&
+		    (rc = jsonl_line(&ci->c, &cap, &b, s + i, n, w, line, err)))
+			goto fail;
+		i += n + 1;
+		if (drop && i - dropped >= DROP_STEP)
+			dropped = drop_behind(s, dropped, RLM_MIN(i, len), drop);
+	}
+	if (ci->c.n_docs == 0) {
+		rc = rlm_err_set(err, RLM_EINVAL, "no documents in %s", w);
+		goto fail;
+	}
+	if ((rc = tb_finish(&b, ci, true))) {
+		rc = rlm_err_set(err, rc, "cannot keep the documents of %s: %s", w, strerror(-rc));
+		goto fail;
+	}
+	*out = &ci->c;
+	return 0;
+fail:
+	tb_release(&b);
+	corpus_free(&ci->c);
+	return rc;
+}
+
+int corpus_from_jsonl_buf(const char *name, const char *s, size_t len, struct corpus **out,
+			  struct rlm_err *err)
+{
+	return jsonl_decode(name, s, len, 0, false, out, err);
+}
+
+static int load_jsonl(int fd, const struct stat *st, const char *path, const struct corpus_opts *o,
+		      size_t max, struct corpus **out, struct rlm_err *err)
+{
+	void *map;
+	size_t len;
+	int rc = map_fd(fd, st, path, max, &map, &len, err);
+	if (rc)
+		return rc;
+	madvise(map, len, MADV_SEQUENTIAL);
+	rc = jsonl_decode(path, map, len, MADV_DONTNEED, o->heap, out, err);
+	munmap(map, len);
+	return rc;
+}
+
+/* ---- reading whole files and pipes ---- */
+
+int tb_read_all(int fd, struct tbuf *b, size_t hint)
+{
+	size_t max = b->max ? b->max : SIZE_MAX / 4, chunk = hint < 65536 ? 65536 : hint + 1;
+	for (;;) {
+		size_t room = max - b->len;
+		ssize_t n;
+		int rc;
+		if (room == 0) {
+			char c;
+			do
+				n = read(fd, &c, 1);
+			while (n < 0 && errno == EINTR);
+			return n < 0 ? -errno : n ? RLM_ETOOBIG : 0;
+		}
+		if (b->cap <= b->len + 1 && (rc = tb_reserve(b, RLM_MIN(room, chunk))))
+			return rc; /* not RLM_ETOOBIG: the size fits in room */
+		n = read(fd, b->p + b->len, RLM_MIN(b->cap - b->len - 1, room));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		b->len += (size_t)n;
+		b->p[b->len] = '\0';
+		chunk = RLM_MAX(b->len, 65536); /* past the hint: double */
+	}
+}
+
+/* ---- standard input ---- */
+
+static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **out,
+		      struct rlm_err *err)
+{
+	struct corpus_int *ci;
+	struct tbuf b;
+	size_t cap = 0;
+	int rc;
+	tb_init(&b, max, o->heap);
+	rc = tb_read_all(0, &b, 0);
+	if (rc == RLM_ETOOBIG) {
+		rc = rlm_err_set(err, rc, "standard input is larger than %zu bytes", max);
+		goto fail;
+	}
+	if (rc) {
+		rc = rlm_err_set(err, rc, "cannot read standard input: %s", strerror(-rc));
+		goto fail;
+	}
+	if (b.len == 0) {
+		rc = rlm_err_set(err, RLM_EINVAL, "standard input is empty");
+		goto fail;
+	}
+	if (o->kind == CORPUS_JSONL) {
+		/* The input is read once, so it is held; but what the decoder
+		 * has passed is given back to the system (a hole punched in
+		 * the memfd). */
+		rc = jsonl_decode("-", b.p, b.len, b.fd >= 0 ? MADV_REMOVE : 0, o->heap, out, err);
+		tb_release(&b);
+		return rc;
+	}
+	if ((rc = check_text("standard input", b.p, b.len, err)))
+		goto fail;
+	ci = corpus_alloc(CORPUS_TEXT, "-");
+	corpus_add_doc(&ci->c, &cap, 0, b.len, NULL);
+	if ((rc = tb_finish(&b, ci, false))) {
+		corpus_free(&ci->c);
+		return rlm_err_set(err, rc, "cannot keep standard input: %s", strerror(-rc));
+	}
+	*out = &ci->c;
+	return 0;
+fail:
+	tb_release(&b);
+	return rc;
+}
+
+/* ---- entry point ---- */
+
+static const char *file_type(mode_t m)
+{
+	return S_ISFIFO(m)   ? "fifo"
+	       : S_ISSOCK(m) ? "socket"
+	       : S_ISCHR(m)  ? "character device"
+	       : S_ISBLK(m)  ? "block device"
+			     : "special file";
+}
+
+static bool jsonl_name(const char *path)
+{
+	size_t n = strlen(path);
+	return (n > 6 && strcasecmp(path + n - 6, ".jsonl") == 0) ||
+	       (n > 7 && strcasecmp(path + n - 7, ".ndjson") == 0);
+}
+
+int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
+		struct rlm_err *err)
+{
+	static const struct corpus_opts defaults = {CORPUS_AUTO, 0, false, false, false};
+	const struct corpus_opts *o = opts ? opts : &defaults;
+	size_t max = o->max_bytes ? o->max_bytes : DEFAULT_MAX;
+	struct stat st;
+	int fd, rc;
+	*out = NULL;
+	if (!path || !*path)
+		return rlm_err_set(err, RLM_EINVAL, "no context path given");
+	if (strcmp(path, "-") == 0 && o->kind != CORPUS_DIR)
+		return load_stdin(o, max, out, err);
+	/* stat before open: opening a socket fails with a confusing errno and
+	 * opening a fifo could block. */
+	if (stat(path, &st) < 0)
+		return rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
+				   path, file_type(st.st_mode));
+	if (S_ISDIR(st.st_mode) && (o->kind == CORPUS_TEXT || o->kind == CORPUS_JSONL))
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is a directory, not a %s file", path,
+				   o->kind == CORPUS_TEXT ? "text" : "JSONL");
+	if (!S_ISDIR(st.st_mode) && o->kind == CORPUS_DIR)
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is not a directory", path);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = rlm_err_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
+	} else if (S_ISDIR(st.st_mode)) {
+		rc = corpus_load_dir(fd, path, o, max, out, err);
+	} else if (!S_ISREG(st.st_mode)) {
+		/* Replaced between stat and open. */
+		rc = rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
+				 path, file_type(st.st_mode));
+	} else if (o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(path))) {
+		rc = load_jsonl(fd, &st, path, o, max, out, err);
+	} else {
+		rc = load_text(fd, &st, path, max, out, err);
+	}
+	close(fd);
+	return rc;
+}
+
+static const char *const kind_names[] = {"auto", "text", "dir", "jsonl"};
+
+int corpus_kind_parse(const char *s, enum corpus_kind *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++) {
+		if (strcmp(s, kind_names[i]) == 0) {
+			*out = (enum corpus_kind)i;
+			return 0;
+		}
+	}
+	return RLM_EINVAL;
+}
+
+const char *corpus_kind_name(enum corpus_kind k)
+{
+	return (size_t)k < ARRAY_SIZE(kind_names) ? kind_names[k] : "auto";
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* corpus/corpus.h -- loading a context: one text file, a directory of
+ * documents, a JSONL file of documents, or standard input.
+ *
+ * DESIGN
+ * All documents live in one buffer, back to back, each followed by one '\n'
+ * that belongs to no document, plus an offsets table. A single text file is
+ * mapped (mmap), not copied, and is one document covering the whole buffer
+ * (no separator). A directory, JSONL or standard input is built straight
+ * into a memfd, which is then sealed and mapped read-only: the text, then
+ * (for DIR and JSONL) the documents' (offset, length) table, which is the
+ * layout of the REPL's context memfd (repl/repl.h), so the worker can map
+ * this very memfd instead of a copy. Its pages belong to the memfd, not to
+ * the heap: corpus_release_pages() takes them out of the controller's
+ * resident set without losing them. Where memfd_create is refused, or with
+ * corpus_opts.heap, the buffer is on the heap, NUL-terminated.
+ * Every document is checked to be UTF-8 without NUL bytes, so any slice of
+ * it can go into a JSON request and a Python str. 10M tokens (~40 MB) load
+ * with at most one copy of the text, and a JSONL file's pages are released
+ * behind the decoder, so loading one holds little more than its text.
+ */
+#ifndef RLM_CORPUS_H
+#define RLM_CORPUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+
+enum corpus_kind { CORPUS_AUTO, CORPUS_TEXT, CORPUS_DIR, CORPUS_JSONL };
+
+struct corpus_doc {
+	size_t off;   /* offset of the text in corpus.buf */
+	size_t len;   /* bytes of text */
+	char *name;   /* file path relative to the directory, JSONL id/title,
+		       * or NULL; owned */
+};
+
+struct corpus {
+	enum corpus_kind kind;   /* what was loaded (never AUTO) */
+	char *source;            /* the path given, "-" for stdin, NULL from
+				  * corpus_from_text; owned */
+	const char *buf;         /* all text; a mapping (of the file, or of fd)
+				  * or the heap; NUL-terminated only on the
+				  * heap */
+	size_t len;              /* bytes in buf */
+	bool mapped;             /* buf is an mmap of the whole text file */
+	int fd;                  /* a sealed memfd holding buf's len bytes at
+				  * fd_text and, for DIR and JSONL, n_docs
+				  * little-endian uint64 pairs (off, len) at
+				  * fd_table, each off counted from byte 0 of
+				  * fd (fd_text + docs[i].off); -1 for a mapped
+				  * file or a heap buffer. Owned: borrow it
+				  * (dup to keep it) */
+	uint64_t fd_text;        /* 0, and fd_table len, but in a view */
+	uint64_t fd_table;
+	struct corpus_doc *docs; /* n_docs entries, in order; owned */
+	size_t n_docs;
+	size_t skipped;          /* directory files skipped as binary or not UTF-8 */
+};
+
+struct corpus_opts {
+	enum corpus_kind kind;   /* AUTO: "-" is stdin text, a directory is DIR,
+				  * a *.jsonl / *.ndjson file is JSONL, else TEXT;
+				  * JSONL with "-" decodes stdin as JSONL */
+	size_t max_bytes;        /* 0: 4 GiB */
+	bool quiet;              /* no warnings on stderr for skipped files */
+	bool heap;               /* build in the heap, not in a memfd */
+	bool no_symlinks;        /* a directory's symbolic links are skipped
+				  * (and a file swapped for one is not opened):
+				  * for a server that serves only what lies
+				  * under its roots */
+};
+
+/* Load the context at path. On error returns a negative code and a message
+ * naming the file (and line, for JSONL) and the problem: missing or
+ * unreadable path, invalid UTF-8 (with its byte offset), NUL bytes, a JSONL
+ * line that is not JSON or has no text, an empty corpus. In a directory,
+ * files that are binary or not UTF-8 are skipped with a warning (counted
+ * in `skipped`); hidden files and directories (".name") are ignored; files
+ * are taken in byte order of their relative paths, and empty files are
+ * left out; symlinks to files are followed, symlinks to directories are
+ * not. A fifo, socket or device path is an error (RLM_EINVAL), so is a
+ * path bigger than max_bytes (RLM_ETOOBIG). On success *out is the
+ * caller's to corpus_free. */
+int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
+		struct rlm_err *err);
+/* Build a corpus from memory (copied, on the heap), one document. For
+ * tests and the API. */
+struct corpus *corpus_from_text(const char *text, size_t len);
+/* The same without the copy: text must outlive the corpus. */
+struct corpus *corpus_borrow_text(const char *text, size_t len);
+/* The same copied into a sealed memfd (corpus.fd) and mapped read-only,
+ * none of its pages resident: what a child RLM's context is made of, so
+ * that the text it came from can be freed at once and its REPL worker
+ * borrows the memfd rather than copying it again. Returns 0 with *out the
+ * caller's to corpus_free, or -errno. */
+int corpus_from_text_memfd(const char *text, size_t len, struct corpus **out);
+/* Documents items[i][0..lens[i]) copied into a sealed memfd as corpus_load
+ * lays them out (each followed by '\n', then the table), mapped read-only
+ * and none of its pages resident: a child RLM's context given as a list.
+ * kind: CORPUS_JSONL (it says only "documents"). Falls back to the heap
+ * where memfd_create is refused. Returns 0 with *out the caller's to
+ * corpus_free, or -errno. (corpus/corpus_view.c) */
+int corpus_from_docs_memfd(const char *const *items, const size_t *lens, size_t n,
+			   struct corpus **out);
+/* A view of a part of parent, without a copy: the text parent->buf[off,
+ * off + len) (borrowed: parent must outlive the view) and, for documents
+ * (kind other than TEXT), n_docs entries of docs, whose offsets count from
+ * parent->buf (the view's count from its own buf); for TEXT it is one
+ * document. fd (>= 0) is a sealed memfd that holds the view's text at byte
+ * text_at and its documents' table at table_at, as corpus.fd says: it is
+ * duplicated (the view's fd_text and fd_table). Where parent's buf is a
+ * mapping, corpus_release_pages of the view drops the pages of its part.
+ * Returns 0 with *out (corpus_free it before parent), or -errno (the
+ * duplicate failed). (corpus/corpus_view.c) */
+int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, size_t len,
+		const struct corpus_doc *docs, size_t n_docs, int fd, uint64_t text_at,
+		uint64_t table_at, struct corpus **out);
+/* Decode JSONL held in memory (corpus_load decodes a file the same way;
+ * the fuzz target uses this): each non-blank line a JSON string or an object with a
+ * string "text" (else "content", "body", "document", "contents") and an
+ * optional name from "id", "docid", "title" or "name" (string or number).
+ * name labels the source in messages ("'name' line 7: not valid JSON"; "-"
+ * reads "standard input") and becomes corpus.source. The text goes into a
+ * memfd as corpus_load's does. On success *out is the caller's to
+ * corpus_free; on error *out is NULL and err says what. */
+int corpus_from_jsonl_buf(const char *name, const char *buf, size_t len, struct corpus **out,
+			  struct rlm_err *err);
+/* Take the pages of a mapped file or of a memfd out of this process's
+ * resident set: the controller will not read the text for a while (once
+ * the REPL's context memfd is filled, say). Nothing is lost: they stay in
+ * the page cache or the memfd, and reading buf again faults them back in,
+ * without I/O while memory lasts. Returns the bytes released; 0 for a heap
+ * buffer, which is left alone. Any thread; readers of buf may run at the
+ * same time. */
+size_t corpus_release_pages(const struct corpus *c);
+/* The same for the pages of c->buf[off, off + len) only (whole pages: the
+ * ones at its ends too). Returns len (cut to the text), or 0 when nothing
+ * was released. */
+size_t corpus_release_range(const struct corpus *c, size_t off, size_t len);
+/* "auto", "text", "dir", "jsonl" to a kind and back. Parse returns 0 or
+ * RLM_EINVAL. */
+int corpus_kind_parse(const char *s, enum corpus_kind *out);
+const char *corpus_kind_name(enum corpus_kind k);
+/* Release c and everything it owns (unmaps the mapping, closes fd); NULL
+ * is a no-op. */
+void corpus_free(struct corpus *c);
+
+#endif

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/* serve/mcp_tools.c -- the tools of `rlm mcp`: solve, load_corpus and ask,
+ * their JSON Schemas, their arguments, and progress while they run.
+ *
+ * DESIGN
+ * A tool runs on its call's thread from start to end: it checks its
+ * arguments (every problem is a tool error, isError true, so the model
+ * that called it reads what was wrong), loads the context through the
+ * service, starts the solve with svc_solve and waits for it, either with
+ * svc_run_wait or, when the request has a progress token, by reading the
+ * run's event log and sending notifications/progress as it goes. The
+ * progress value counts root turns: turn i runs from i - 1 to i (the root
+ * call, its reply, its code, its sub-calls as fractions), against a total
+ * of max_iterations + 1 (the last call after the limit); a value that
+ * would not increase is not sent, as the protocol asks. Sub-call progress
+ * is sent at most every 100 ms, except a wave's first and last. */
+#include "mcp_int.h"
+#include "../common/common.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The tools/list result. Input schemas refuse unknown arguments, as the
+ * calls do; output schemas describe structuredContent. */
+static const char tools_json[] =
+	"{\"tools\": ["
+	"{\"name\": \"solve\", \"title\": \"Answer a question over a context of any size\","
+	" \"description\": \"Answer a question over a context far larger than a model's window"
+	" (a long text, a big file, a directory of files, a JSONL corpus) with a Recursive"
+	" Language Model: the model programs a sandboxed Python REPL that holds the context and"
+	" calls sub-models on parts of it. Give the question and exactly one of: context (the"
+	" text itself), path (a file, directory or JSONL file on the server, under its roots)"
+	" or corpus_id (from load_corpus). Returns the answer; a solve can take minutes.\","
+	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"question\": {\"type\": \"string\", \"description\": \"the question\"},"
+	"  \"context\": {\"type\": \"string\", \"description\": \"the context itself, as text\"},"
+	"  \"path\": {\"type\": \"string\", \"description\": \"a text file, a directory (each"
+	" file a document) or a JSONL file ({\\\"text\\\": ...} per line) on the server, under"
+	" one of its roots\"},"
+	"  \"corpus_id\": {\"type\": \"string\", \"description\": \"a corpus from load_corpus\"},"
+	"  \"max_depth\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 16,"
+	" \"description\": \"levels of RLMs (the server's default: 2); 1: no child RLMs\"},"
+	"  \"max_iterations\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 10000,"
+	" \"description\": \"root model turns (the server's default: 30)\"}},"
+	" \"required\": [\"question\"], \"additionalProperties\": false},"
+	" \"outputSchema\": {\"$ref\": \"answer\"},"
+	" \"annotations\": {\"readOnlyHint\": true}},"
+	"{\"name\": \"load_corpus\", \"title\": \"Load a corpus once, to ask it many questions\","
+	" \"description\": \"Load a text file, a directory (each file a document) or a JSONL file"
+	" ({\\\"text\\\": ...} per line) on the server, under one of its roots, once, and return"
+	" its corpus_id for ask and solve: many questions over one corpus, loaded once.\","
+	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"path\": {\"type\": \"string\", \"description\": \"the file or directory\"},"
+	"  \"format\": {\"type\": \"string\", \"enum\": [\"auto\", \"text\", \"dir\", \"jsonl\"],"
+	" \"description\": \"how to read it (auto: a directory is dir, *.jsonl is jsonl, else"
+	" text)\"}},"
+	" \"required\": [\"path\"], \"additionalProperties\": false},"
+	" \"outputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"corpus_id\": {\"type\": \"string\"},"
+	"  \"kind\": {\"type\": \"string\", \"enum\": [\"text\", \"dir\", \"jsonl\"]},"
+	"  \"documents\": {\"type\": \"integer\"}, \"bytes\": {\"type\": \"integer\"},"
+	"  \"tokens_estimate\": {\"type\": \"integer\"}},"
+	" \"required\": [\"corpus_id\", \"kind\", \"documents\", \"bytes\", \"tokens_estimate\"]},"
+	" \"annotations\": {\"readOnlyHint\": true, \"idempotentHint\": true}},"
+	"{\"name\": \"ask\", \"title\": \"Ask a question of a loaded corpus\","
+	" \"description\": \"Answer a question over a corpus loaded with load_corpus, as solve"
+	" does.\","
+	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"corpus_id\": {\"type\": \"string\", \"description\": \"from load_corpus\"},"
+	"  \"question\": {\"type\": \"string\", \"description\": \"the question\"}},"
+	" \"required\": [\"corpus_id\", \"question\"], \"additionalProperties\": false},"
+	" \"outputSchema\": {\"$ref\": \"answer\"},"
+	" \"annotations\": {\"readOnlyHint\": true}}]}";
+
+/* What solve and ask return as structuredContent (put in place of
+ * {"$ref": "answer"} above). */
+static const char answer_schema[] =
+	"{\"type\": \"object\", \"properties\": {"
+	" \"run_id\": {\"type\": \"string\", \"description\": \"the run (rlm runs show ID)\"},"
+	" \"answer\": {\"type\": [\"string\", \"null\"], \"description\": \"null when a limit"
+	" stopped the solve before any answer\"},"
+	" \"stop\": {\"type\": \"string\", \"description\": \"why it stopped: answer, or the"
+	" limit (max_iterations, max_errors, timeout, ...): then the answer is partial\"},"
+	" \"usage\": {\"type\": \"object\", \"description\": \"tokens of every model call\"},"
+	" \"cost_usd\": {\"type\": \"number\"}},"
+	" \"required\": [\"run_id\", \"answer\", \"stop\", \"usage\", \"cost_usd\"]}";
+
+static const char *const tool_names[] = {"solve", "load_corpus", "ask"};
+
+cJSON *mcp_tools_list(const char *version)
+{
+	cJSON *list = json_parse(tools_json, sizeof(tools_json) - 1), *t;
+	bool structured = mcp_since(version, MCP_STRUCTURED);
+	cJSON_ArrayForEach(t, json_get(list, "tools"))
+	{
+		if (mcp_since(version, MCP_TOOL_META)) {
+			/* A solve is a plain request (progress, cancel), not a task. */
+			cJSON *x = cJSON_CreateObject();
+			json_add_str(x, "taskSupport", "forbidden");
+			json_add(t, "execution", x);
+		}
+		if (!structured) {
+			cJSON_DeleteItemFromObjectCaseSensitive(t, "outputSchema");
+			cJSON_DeleteItemFromObjectCaseSensitive(t, "title");
+		} else if (json_get(json_get(t, "outputSchema"), "$ref")) {
+			cJSON *schema = json_parse(answer_schema, sizeof(answer_schema) - 1);
+			cJSON_ReplaceItemInObjectCaseSensitive(t, "outputSchema", schema);
+		}
+	}
+	return list;
+}
+
+bool mcp_tool_known(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tool_names); i++)
+		if (strcmp(name, tool_names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* ---- results ---- */
+
+static cJSON *text_content(const char *text)
+{
+	cJSON *a = cJSON_CreateArray(), *t = cJSON_CreateObject();
+	json_add_str(t, "type", "text");
+	json_add_str(t, "text", text);
+	json_add(a, NULL, t);
+	return a;
+}
+
+/* A tool error: the text says what went wrong. */
+static cJSON *tool_error(const char *fmt, ...) RLM_PRINTF(1, 2);
+static cJSON *tool_error(const char *fmt, ...)
+{
+	cJSON *r = cJSON_CreateObject();
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_add(r, "content", text_content(msg));
+	json_add_bool(r, "isError", true);
+	return r;
+}
+
+/* A result with structured content sc (consumed): text first, then, for
+ * clients that read only text, sc serialised (as the protocol suggests). */
+static cJSON *tool_result(const char *text, cJSON *sc)
+{
+	cJSON *r = cJSON_CreateObject(), *content = text_content(text), *t = cJSON_CreateObject();
+	char *s = json_print(sc);
+	json_add_str(t, "type", "text");
+	json_add_str(t, "text", s);
+	json_add(content, NULL, t);
+	json_add(r, "content", content);
+	json_add(r, "structuredContent", sc);
+	free(s);
+	return r;
+}
+
+/* ---- arguments ---- */
+
+/* The first argument not in known (NULL-terminated), or NULL. */
+static const char *unknown_arg(const cJSON *args, const char *const *known)
+{
+	const cJSON *a;
+	cJSON_ArrayForEach(a, args)
+	{
+		size_t i = 0;
+		while (known[i] && strcmp(known[i], a->string) != 0)
+			i++;
+		if (!known[i])
+			return a->string;
+	}
+	return NULL;
+}
+
+/* args[key] as a string: 0 with *out (NULL when absent and optional), or
+ * -1 with msg. */
+static int arg_str(const cJSON *args, const char *key, bool required, const char **out, char *msg,
+		   size_t n)
+{
+	const cJSON *v = json_get(args, key);
+	*out = NULL;
+	if (!v) {
+		if (!required)
+			return 0;
+		snprintf(msg, n, "missing argument '%s'", key);
+		return -1;
+	}
+	if (!cJSON_IsString(v)) {
+		snprintf(msg, n, "argument '%s' must be a string", key);
+		return -1;
+	}
+	if (!*v->valuestring) {
+		snprintf(msg, n, "argument '%s' is empty", key);
+		return -1;
+	}
+	*out = v->valuestring;
+	return 0;
+}
+
+/* args[key] as an integer in min..max; absent: *out stays 0. */
+static int arg_int(const cJSON *args, const char *key, int min, int max, int *out, char *msg,
+		   size_t n)
+{
+	const cJSON *v = json_get(args, key);
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+	    v->valuedouble < min || v->valuedouble > max) {
+		snprintf(msg, n, "argument '%s' must be an integer %d..%d", key, min, max);
+		return -1;
+	}
+	*out = (int)v->valuedouble;
+	return 0;
+}
+
+/* ---- progress ---- */
+
+struct progress {
+	double last;        /* the last value sent; -1: none yet */
+	double total;       /* max_iterations + 1 */
+	int64_t sub_ns;     /* when a wave's progress was last sent */
+	int count;          /* notifications sent (strategies without turns) */
+};
+
+static void progress_send(struct mcp_call *c, struct progress *p, double value, bool with_total,
+			  const char *msg)
+{
+	cJSON *n, *params;
+	if (value <= p->last)
+		return;
+	n = cJSON_CreateObject();
+	params = cJSON_CreateObject();
+	p->last = value;
+	p->count++;
+	json_add(params, "progressToken", cJSON_Duplicate(c->token, 1));
+	json_add_num(params, "progress", value);
+	if (with_total)
+		json_add_num(params, "total", p->total);
+	json_add_str(params, "message", msg);
+	json_add_str(n, "jsonrpc", "2.0");
+	json_add_str(n, "method", "notifications/progress");
+	json_add(n, "params", params);
+	mcp_send(c->m, n);
+}
+
+/* True when a wave's report (done of total) is to be skipped: one in the
+ * middle of a wave, less than 100 ms after the last one sent. */
+static bool throttled(struct progress *p, double done, double total)
+{
+	int64_t now = now_ns();
+	if (done > 0 && done < total && now - p->sub_ns < 100000000)
+		return true;
+	p->sub_ns = now;
+	return false;
+}
+
+/* One event of the run's log: a root turn or a progress report of the
+ * root node becomes a notification. */
+static void progress_event(struct mcp_call *c, struct progress *p, const cJSON *ev)
+{
+	const char *kind = json_str(ev, "kind"), *phase = json_str(ev, "phase");
+	int it = (int)json_int(ev, "iteration", json_int(ev, "level", 0));
+	double done = json_num(ev, "done", 0), total = json_num(ev, "total", 0);
+	double base = it > 0 ? it - 1 : 0;
+	char msg[160];
+	if (!kind || json_int(ev, "depth", 0) != 0)
+		return;
+	if (strcmp(kind, "turn") == 0) {
+		snprintf(msg, sizeof(msg), "turn %d: the root model replied", it);
+		progress_send(c, p, base + 0.25, true, msg);
+		return;
+	}
+	if (strcmp(kind, "progress") != 0 || !phase)
+		return;
+	if (strcmp(phase, "root") == 0) {
+		snprintf(msg, sizeof(msg), "turn %d: the root model is thinking", it);
+		progress_send(c, p, base, true, msg);
+	} else if (strcmp(phase, "exec") == 0) {
+		snprintf(msg, sizeof(msg), "turn %d: running code", it);
+		progress_send(c, p, base + 0.5, true, msg);
+	} else if (strcmp(phase, "sub") == 0) {
+		if (throttled(p, done, total))
+			return;
+		snprintf(msg, sizeof(msg), "turn %d: sub-calls %.0f/%.0f", it, done, total);
+		progress_send(c, p, base + 0.5 + (total > 0 ? 0.45 * done / total : 0), true, msg);
+	} else {
+		/* the tree strategy: parts, then combine levels; no total */
+		if (throttled(p, done, total))
+			return;
+		if (strcmp(phase, "leaves") == 0)
+			snprintf(msg, sizeof(msg), "reading parts %.0f/%.0f", done, total);
+		else
+			snprintf(msg, sizeof(msg), "combining (level %d) %.0f/%.0f", it, done,
+				 total);
+		progress_send(c, p, p->count + 1, false, msg);
+	}
+}
+
+/* Follow r's event log until its end, sending progress. */
+static void follow(struct mcp_call *c, struct svc_run *r, int max_iterations)
+{
+	struct progress p = {-1, max_iterations + 1, 0, 0};
+	size_t pos = 0;
+	for (;;) {
+		bool ended = false;
+		cJSON *ev = svc_run_event(r, pos, now_ns() + 1000000000, &ended);
+		const char *kind;
+		if (!ev) {
+			if (ended)
+				break;
+			continue;
+		}
+		pos++;
+		kind = json_str(ev, "kind");
+		if (kind && strcmp(kind, "end") == 0) {
+			cJSON_Delete(ev);
+			break;
+		}
+		if (!mcp_call_cancelled(c))
+			progress_event(c, &p, ev);
+		cJSON_Delete(ev);
+	}
+	svc_run_wait(r, 0);
+}
+
+/* ---- the tools ---- */
+
+/* The result of an ended run: its answer, or a tool error. */
+static cJSON *solve_result(struct svc_run *r)
+{
+	cJSON *j = svc_run_json(r), *sc, *res, *usage;
+	const char *status = json_str(j, "status"), *answer = json_str(j, "answer");
+	const char *stop = json_str(j, "stop");
+	char *text;
+	if (!status || strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0) {
+		const char *why = json_str(j, "error");
+		if (!why)
+			why = json_str(json_get(j, "result"), "error");
+		res = tool_error("the solve %s (run %s): %s",
+				 status && strcmp(status, "cancelled") == 0 ? "was cancelled"
+									    : "failed",
+				 svc_run_id(r), why ? why : stop ? stop : "no reason given");
+		cJSON_Delete(j);
+		return res;
+	}
+	sc = cJSON_CreateObject();
+	json_add_str(sc, "run_id", svc_run_id(r));
+	json_add(sc, "answer", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
+	json_add_str(sc, "stop", stop ? stop : "answer");
+	usage = json_get(j, "usage");
+	json_add(sc, "usage",
+		 cJSON_IsObject(usage) ? cJSON_Duplicate(usage, 1) : cJSON_CreateObject());
+	json_add_num(sc, "cost_usd", json_num(j, "cost_usd", 0));
+	if (answer && (!stop || strcmp(stop, "answer") == 0))
+		text = xstrdup(answer);
+	else if (answer)
+		text = xasprintf("%s\n\n(stopped by %s: the answer is partial)", answer, stop);
+	else
+		text = xasprintf("no answer: stopped by %s", stop ? stop : "a limit");
+	res = tool_result(text, sc);
+	free(text);
+	cJSON_Delete(j);
+	return res;
+}
+
+/* solve and ask: a question over a context, a path or a corpus. */
+static cJSON *tool_solve(struct mcp_call *c, bool ask)
+{
+	static const char *const solve_args[] = {"question", "context", "path", "corpus_id",
+						 "max_depth", "max_iterations", NULL};
+	static const char *const ask_args[] = {"corpus_id", "question", NULL};
+	const char *question, *context, *path, *corpus_id, *bad;
+	struct svc_corpus_info info;
+	struct svc_opts o;
+	struct svc_run *r = NULL;
+	struct rlm_err err = {0, ""};
+	char msg[256];
+	cJSON *res;
+	int given, rc;
+
+	svc_opts_init(&o);
+	if ((bad = unknown_arg(c->args, ask ? ask_args : solve_args)))
+		return tool_error("unknown argument '%s' (known: %s)", bad,
+				  ask ? "corpus_id, question"
+				      : "question, context, path, corpus_id, max_depth, "
+					"max_iterations");
+	if (arg_str(c->args, "question", true, &question, msg, sizeof(msg)) ||
+	    arg_str(c->args, "context", false, &context, msg, sizeof(msg)) ||
+	    arg_str(c->args, "path", false, &path, msg, sizeof(msg)) ||
+	    arg_str(c->args, "corpus_id", ask, &corpus_id, msg, sizeof(msg)) ||
+	    arg_int(c->args, "max_depth", 1, 16, &o.max_depth, msg, sizeof(msg)) ||
+	    arg_int(c->args, "max_iterations", 1, 10000, &o.max_iterations, msg, sizeof(msg)))
+		return tool_error("%s", msg);
+	given = !!context + !!path + !!corpus_id;
+	if (given != 1)
+		return tool_error("%s: give exactly one of 'context', 'path' and 'corpus_id'",
+				  given ? "too many contexts" : "missing argument");
+
+	/* The context, held until its solve has started (it holds it then). */
+	if (context)
+		rc = svc_corpus_text(c->m->svc, context, strlen(context), NULL, NULL, 0,
+				     SVC_CORPUS_HOLD, &info, &err);
+	else if (path)
+		rc = svc_corpus_load(c->m->svc, path, CORPUS_AUTO, SVC_CORPUS_HOLD, &info, &err);
+	else if ((rc = svc_corpus_get(c->m->svc, corpus_id, SVC_CORPUS_HOLD, &info)))
+		rlm_err_set(&err, rc, "no corpus '%s' (load_corpus gives ids)", corpus_id);
+	if (rc)
+		return tool_error("%s", err.msg);
+	if (mcp_call_cancelled(c))
+		rc = rlm_err_set(&err, RLM_ECANCEL, "cancelled");
+	else
+		rc = svc_solve(c->m->svc, question, info.hold, &o, &r, &err);
+	svc_corpus_put(c->m->svc, info.hold);
+	if (rc)
+		return tool_error("%s", err.msg);
+	if (mcp_call_set_run(c, r))
+		svc_run_cancel(r);
+	log_debug("mcp: request %s: run %s", c->key, svc_run_id(r));
+	if (c->token)
+		follow(c, r, o.max_iterations ? o.max_iterations
+					      : c->m->max_iterations ? c->m->max_iterations : 30);
+	else
+		svc_run_wait(r, 0);
+	mcp_call_set_run(c, NULL);
+	res = solve_result(r);
+	svc_run_put(r);
+	return res;
+}
+
+static cJSON *tool_load_corpus(struct mcp_call *c)
+{
+	static const char *const known[] = {"path", "format", NULL};
+	const char *path, *format, *bad;
+	enum corpus_kind kind = CORPUS_AUTO;
+	struct svc_corpus_info info;
+	struct rlm_err err = {0, ""};
+	char msg[256];
+	cJSON *sc;
+
+	if ((bad = unknown_arg(c->args, known)))
+		return tool_error("unknown argument '%s' (known: path, format)", bad);
+	if (arg_str(c->args, "path", true, &path, msg, sizeof(msg)) ||
+	    arg_str(c->args, "format", false, &format, msg, sizeof(msg)))
+		return tool_error("%s", msg);
+	if (format && corpus_kind_parse(format, &kind))
+		return tool_error("unknown format '%s' (known: auto, text, dir, jsonl)", format);
+	if (svc_corpus_load(c->m->svc, path, kind, SVC_CORPUS_KEEP, &info, &err))
+		return tool_error("%s", err.msg);
+	sc = cJSON_CreateObject();
+	json_add_str(sc, "corpus_id", info.id);
+	json_add_str(sc, "kind", info.kind);
+	json_add_num(sc, "documents", (double)info.documents);
+	json_add_num(sc, "bytes", (double)info.bytes);
+	json_add_num(sc, "tokens_estimate", (double)info.tokens_estimate);
+	snprintf(msg, sizeof(msg), "loaded '%.120s' as corpus %s", path, info.id);
+	return tool_result(msg, sc);
+}
+
+cJSON *mcp_tool_call(struct mcp_call *c)
+{
+	if (c->nul_arg)
+		return tool_error("argument '%s' holds a NUL character (\\u0000): give text without "
+				  "one",
+				  c->nul_arg);
+	if (strcmp(c->tool, "solve") == 0)
+		return tool_solve(c, false);
+	if (strcmp(c->tool, "ask") == 0)
+		return tool_solve(c, true);
+	return tool_load_corpus(c);
+}

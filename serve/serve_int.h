@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* serve/serve_int.h -- inside `rlm serve`: the server, one request, the
+ * responses every route sends, and the routes (serve.c: the command, the
+ * daemon and shutdown; serve_http.c: answers, dispatch, auth, health and
+ * metrics; serve_routes.c: solves, runs, events and corpora;
+ * serve_openai.c: chat completions and models; serve_stream.c: streamed
+ * chat completions).
+ * See docs/serve.md for the protocol. */
+#ifndef RLM_SERVE_INT_H
+#define RLM_SERVE_INT_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "service.h"
+#include "../common/common.h"
+#include "../common/json.h"
+
+#define SRV_KEEPALIVE_NS   (15 * 1000000000LL) /* a comment on a quiet stream */
+#define SRV_SLICE_NS	   (250 * 1000000LL)   /* streams wait on a run this long at once */
+#define IDLE_TIMEOUT_S	   30u		       /* a connection's, but a solve's or a stream's */
+#define PER_IP_CONNECTIONS 256u		       /* open at once from one address */
+
+/* The server: made by cmd_serve, read-only once serving but for the
+ * atomics. */
+struct server {
+	struct service *svc;
+	const char *api_key;	    /* NULL: no auth */
+	size_t max_body;	    /* bytes of a request body */
+	int64_t request_timeout_ns; /* a synchronous solve's */
+	int64_t started_s;	    /* unix seconds, for "created" */
+	bool verbose;		    /* log every request */
+	atomic_bool stopping;	    /* a signal came: /healthz says "stopping" */
+	atomic_int active;	    /* requests begun and not completed */
+	_Atomic int64_t codes[600]; /* responses sent, by status */
+};
+
+/* One request, from its headers to its completion; owned by its
+ * connection's thread. */
+struct req {
+	struct server *sv;
+	struct MHD_Connection *c;
+	char method[16];  /* "GET", "POST", ... (cut) */
+	char *url;	  /* owned: for the log */
+	struct buf body;  /* capped at max_body */
+	bool too_big;	  /* the body passed the cap: it is dropped */
+	uint64_t dropped; /* bytes read and dropped */
+	int64_t t0;	  /* now_ns at its start */
+	unsigned status;  /* the status queued, for the log */
+	int fd;		  /* the connection's socket (the library's), or -1 */
+};
+
+/* ---- the library's callbacks (serve_http.c), for MHD_start_daemon ---- */
+
+/* MHD_AccessHandlerCallback: cls is the server. */
+enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *data,
+			       size_t *data_size, void **con_cls);
+/* MHD_OPTION_NOTIFY_COMPLETED: frees the request (and logs it with -v). */
+void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode code);
+
+/* ---- responses (serve_http.c); each returns what the access handler returns ---- */
+
+/* Queue r (destroyed here) with status, counting it. */
+enum MHD_Result srv_queue(struct req *rq, unsigned status, struct MHD_Response *r);
+/* j (consumed) as the body. */
+enum MHD_Result srv_json(struct req *rq, unsigned status, cJSON *j);
+/* {"error": {"type", "message"}} with status; 429 adds Retry-After: 1,
+ * 401 WWW-Authenticate. */
+enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
+    RLM_PRINTF(4, 5);
+/* The same with "code" (OpenAI's machine-readable one, as
+ * "model_not_found") and "param" (the field at fault); either may be NULL. */
+enum MHD_Result srv_error_code(struct req *rq, unsigned status, const char *type, const char *code,
+			       const char *param, const char *fmt, ...) RLM_PRINTF(6, 7);
+/* A service error (svc_* rc and its message) with the status it maps to:
+ * SVC_EBUSY 429, SVC_EFORBIDDEN 403, RLM_ENOTFOUND 404, a bad value or a
+ * file problem 400, anything else 500. */
+enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg);
+/* The body as a JSON object, or NULL after answering invalid_json (or
+ * invalid_request naming a string that holds \u0000). */
+cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret);
+
+/* ---- checking request fields (serve_routes.c) ---- */
+
+/* What is wrong with a request, in words ("options.max_depth: want an
+ * integer 1..16"); the first fault wins. */
+struct check {
+	bool bad;
+	char msg[512];
+};
+void check_fail(struct check *k, const char *fmt, ...) RLM_PRINTF(2, 3);
+/* Every member of o must be named in known (NULL-terminated); where: the
+ * object's name for messages ("" at the top, "options."). */
+void check_fields(struct check *k, const cJSON *o, const char *const *known, const char *where);
+/* o[key] as a string (NULL when absent or, with k->bad set, not a string). */
+const char *check_str(struct check *k, const cJSON *o, const char *key, const char *where);
+/* o[key] as true or false into *out (left alone when absent or null). */
+void check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out);
+/* The context of a request: exactly one of text, path (with format) and
+ * corpus id, loaded into the service (an inline one unregistered); 0 with
+ * *hold (the request's hold on it, for svc_solve, dropped with
+ * svc_corpus_put), or an answer sent (*ret). */
+int srv_context(struct req *rq, const char *text, const char *path, const char *format,
+		const char *corpus_id, struct svc_corp **hold, enum MHD_Result *ret);
+/* Has the client at the other end of socket fd gone (closed, reset, or
+ * shut its side)? Looks without reading what it may have sent next. */
+bool srv_client_gone(int fd);
+/* Cancel r, for the reason why, and wait a little for it to end. */
+void srv_cancel_run(struct svc_run *r, const char *why);
+
+enum srv_wait {
+	SRV_ENDED,   /* the run ended */
+	SRV_TIMEOUT, /* the request's time ran out: the run was cancelled */
+	SRV_GONE,    /* the client went away: the run was cancelled */
+};
+/* Wait for r to end within the request's time, looking at the client
+ * every SRV_SLICE_NS; past the time, or once the client is gone, cancel
+ * r and wait a little for it to end. */
+enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r);
+
+/* Send st as an event stream (text/event-stream, chunked): read fills it,
+ * done frees st, even when this fails (serve_routes.c). */
+enum MHD_Result srv_stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
+			   MHD_ContentReaderFreeCallback done);
+
+/* ---- OpenAI's shapes (serve_openai.c), for serve_stream.c ---- */
+
+/* The common head of a completion or a chunk: id ("chatcmpl-" run_id),
+ * object, created, model. */
+cJSON *oai_head(const char *object, const char *run_id, const char *model, int64_t created);
+/* OpenAI's usage of run (svc_run_json). */
+cJSON *oai_usage_json(const cJSON *run);
+/* "stop" when run answered, else "length". */
+const char *oai_finish_reason(const cJSON *run);
+/* The "rlm" member: run_id, status, stop, cost_usd. */
+cJSON *oai_rlm_ext(const cJSON *run);
+/* Answer rq with r streamed as chat.completion.chunk events (serve_stream.c);
+ * takes over the reference r. */
+enum MHD_Result srv_chat_stream(struct req *rq, struct svc_run *r, const char *model,
+				bool include_usage, bool progress);
+
+/* ---- routes ---- */
+enum MHD_Result route_solve(struct req *rq);
+enum MHD_Result route_run(struct req *rq, const char *id);
+enum MHD_Result route_events(struct req *rq, const char *id);
+enum MHD_Result route_corpora_post(struct req *rq);
+enum MHD_Result route_corpus(struct req *rq, const char *id); /* GET, DELETE */
+enum MHD_Result route_chat(struct req *rq);
+enum MHD_Result route_models(struct req *rq);
+
+#endif

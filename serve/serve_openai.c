@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: MIT */
+/* serve/serve_openai.c -- the OpenAI-compatible door of `rlm serve`:
+ * POST /v1/chat/completions answered by a solve, and GET /v1/models.
+ *
+ * DESIGN
+ * A chat request is a solve: the last user message is the question; the
+ * context is the rlm_context extension (a text, a corpus id or a path) or
+ * else the earlier system and user messages, in order. Known OpenAI
+ * fields that mean nothing to a solve (temperature, user, ...) are taken
+ * and ignored, those that would change the answer only with the value a
+ * solve gives; any other field is an error, as everywhere in this API. A
+ * stream is serve/serve_stream.c's. */
+#include "serve_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the request ---- */
+
+struct chat {
+	const char *question; /* borrowed from the body */
+	struct buf context;   /* the earlier messages, when no rlm_context */
+	const char *text, *path, *format, *corpus_id; /* rlm_context, borrowed */
+	const char *model;			      /* as asked ("rlm" when absent) */
+	bool stream, include_usage;
+	bool progress; /* rlm_progress: progress lines in a stream (true) */
+};
+
+/* The text of a message's content: a string, or an array of text parts.
+ * NULL (with k->bad) when it is neither; *owned to free. */
+static const char *content_text(struct check *k, const cJSON *m, size_t i, char **owned)
+{
+	const cJSON *c = json_get(m, "content"), *it;
+	struct buf b = BUF_INIT;
+	*owned = NULL;
+	if (!c || cJSON_IsNull(c))
+		return "";
+	if (cJSON_IsString(c))
+		return c->valuestring;
+	if (!cJSON_IsArray(c)) {
+		check_fail(k, "messages[%zu].content: want a string or an array of text parts", i);
+		return NULL;
+	}
+	cJSON_ArrayForEach(it, c)
+	{
+		const char *type = json_str(it, "type"), *t = json_str(it, "text");
+		if (!type || strcmp(type, "text") != 0 || !t) {
+			check_fail(k, "messages[%zu].content: only text parts are understood", i);
+			buf_release(&b);
+			return NULL;
+		}
+		if (b.len)
+			buf_putc(&b, '\n');
+		buf_puts(&b, t);
+	}
+	*owned = buf_detach(&b, NULL);
+	return *owned;
+}
+
+/* messages: the question and, when ctx, the earlier messages' text. */
+static void check_messages(struct check *k, const cJSON *msgs, struct chat *ch, bool ctx,
+			   char **qown)
+{
+	const cJSON *m;
+	size_t n, last = SIZE_MAX, i = 0;
+	if (!cJSON_IsArray(msgs) || !(n = (size_t)cJSON_GetArraySize(msgs))) {
+		check_fail(k, "messages: want a non-empty array of messages");
+		return;
+	}
+	cJSON_ArrayForEach(m, msgs)
+	{
+		const char *role = json_str(m, "role");
+		if (!cJSON_IsObject(m) || !role) {
+			check_fail(k, "messages[%zu]: want an object with a role", i);
+			return;
+		}
+		if (strcmp(role, "user") == 0)
+			last = i;
+		i++;
+	}
+	if (last == SIZE_MAX) {
+		check_fail(k, "messages: want a user message (the question)");
+		return;
+	}
+	i = 0;
+	cJSON_ArrayForEach(m, msgs)
+	{
+		const char *role = json_str(m, "role"), *t;
+		char *own = NULL;
+		bool text_role = strcmp(role, "user") == 0 || strcmp(role, "system") == 0 ||
+				 strcmp(role, "developer") == 0;
+		if (i > last)
+			break;
+		if (i < last && (!ctx || !text_role)) {
+			i++;
+			continue;
+		}
+		if (!(t = content_text(k, m, i, &own)))
+			return;
+		if (i == last) {
+			*qown = own ? own : xstrdup(t);
+			ch->question = *qown;
+			break;
+		}
+		if (*t) {
+			if (ch->context.len)
+				buf_puts(&ch->context, "\n\n");
+			buf_puts(&ch->context, t);
+		}
+		free(own);
+		i++;
+	}
+}
+
+static void check_rlm_context(struct check *k, const cJSON *c, struct chat *ch)
+{
+	static const char *const known[] = {"corpus_id", "path", "format", NULL};
+	const char *w = "rlm_context.";
+	if (cJSON_IsString(c)) {
+		ch->text = c->valuestring;
+		return;
+	}
+	if (!cJSON_IsObject(c)) {
+		check_fail(k, "rlm_context: want a string or an object with corpus_id or path");
+		return;
+	}
+	check_fields(k, c, known, w);
+	ch->corpus_id = check_str(k, c, "corpus_id", w);
+	ch->path = check_str(k, c, "path", w);
+	ch->format = check_str(k, c, "format", w);
+	if (!k->bad && !!ch->corpus_id + !!ch->path != 1)
+		check_fail(k, "rlm_context: want exactly one of corpus_id and path");
+	if (!k->bad && ch->format && !ch->path)
+		check_fail(k, "rlm_context.format: only with path");
+}
+
+/* JSON types a field may have (null is always taken). */
+enum { J_NUM = 1, J_INT = 2, J_STR = 4, J_BOOL = 8, J_OBJ = 16, J_ARR = 32 };
+
+/* Fields of OpenAI's chat completion request that mean nothing to a solve,
+ * with their types: checked, then ignored. */
+static const struct {
+	const char *name;
+	unsigned types;
+} ignored[] = {
+    {"temperature", J_NUM},
+    {"top_p", J_NUM},
+    {"max_tokens", J_INT},
+    {"max_completion_tokens", J_INT},
+    {"presence_penalty", J_NUM},
+    {"frequency_penalty", J_NUM},
+    {"logit_bias", J_OBJ},
+    {"seed", J_INT},
+    {"stop", J_STR | J_ARR},
+    {"user", J_STR},
+    {"safety_identifier", J_STR},
+    {"prompt_cache_key", J_STR},
+    {"prompt_cache_retention", J_STR},
+    {"prompt_cache_options", J_OBJ},
+    {"metadata", J_OBJ},
+    {"store", J_BOOL},
+    {"service_tier", J_STR},
+    {"reasoning_effort", J_STR},
+    {"verbosity", J_STR},
+    {"parallel_tool_calls", J_BOOL},
+    {"prediction", J_OBJ},
+};
+
+/* OpenAI's fields that would change what the answer is: taken only with
+ * a value that asks for what a solve gives (check_unsupported). */
+static const char *const guarded[] = {
+    "n",
+    "tools",
+    "functions",
+    "tool_choice",
+    "function_call",
+    "response_format",
+    "logprobs",
+    "top_logprobs",
+    "modalities",
+    "audio",
+    "web_search_options",
+    "moderation",
+};
+
+/* Ours: OpenAI's request, and the rlm_ extensions. */
+static const char *const own[] = {"model",	    "messages",	   "stream",
+				  "stream_options", "rlm_context", "rlm_progress"};
+
+static bool in_list(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool of_type(const cJSON *j, unsigned types)
+{
+	return ((types & J_NUM) && cJSON_IsNumber(j)) ||
+	       ((types & J_INT) && cJSON_IsNumber(j) && fabs(j->valuedouble) < 9.2e18 &&
+		j->valuedouble == (double)(int64_t)j->valuedouble) ||
+	       ((types & J_STR) && cJSON_IsString(j)) || ((types & J_BOOL) && cJSON_IsBool(j)) ||
+	       ((types & J_OBJ) && cJSON_IsObject(j)) || ((types & J_ARR) && cJSON_IsArray(j));
+}
+
+/* body[key] when present and not null. */
+static const cJSON *given(const cJSON *body, const char *key)
+{
+	const cJSON *j = json_get(body, key);
+	return j && !cJSON_IsNull(j) ? j : NULL;
+}
+
+static bool is_str(const cJSON *j, const char *a, const char *b)
+{
+	return cJSON_IsString(j) &&
+	       (strcmp(j->valuestring, a) == 0 || (b && strcmp(j->valuestring, b) == 0));
+}
+
+/* Every member of body is known, and of its type. */
+static void check_known(struct check *k, const cJSON *body)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, body)
+	{
+		size_t i = 0;
+		if (in_list(it->string, own, ARRAY_SIZE(own)) ||
+		    in_list(it->string, guarded, ARRAY_SIZE(guarded)))
+			continue;
+		while (i < ARRAY_SIZE(ignored) && strcmp(ignored[i].name, it->string) != 0)
+			i++;
+		if (i == ARRAY_SIZE(ignored)) {
+			check_fail(k, "%.100s: unknown field", it->string);
+			return;
+		}
+		if (!cJSON_IsNull(it) && !of_type(it, ignored[i].types)) {
+			check_fail(k, "%s: want %s", it->string,
+				   ignored[i].types == J_NUM	? "a number"
+				   : ignored[i].types == J_INT	? "an integer"
+				   : ignored[i].types == J_STR	? "a string"
+				   : ignored[i].types == J_BOOL ? "true or false"
+				   : ignored[i].types == J_OBJ	? "an object"
+							       : "a string or an array of strings");
+			return;
+		}
+	}
+}
+
+/* What a solve cannot give: several choices, tool calls, a promised JSON
+ * shape, log-probabilities, audio, web search, moderation. */
+static void check_unsupported(struct check *k, const cJSON *body)
+{
+	const cJSON *j, *it;
+	if ((j = given(body, "n")) && (!of_type(j, J_INT) || j->valuedouble != 1))
+		check_fail(k, "n: only 1 is served (a solve gives one answer)");
+	if ((j = given(body, "tools")) && (!cJSON_IsArray(j) || cJSON_GetArraySize(j)))
+		check_fail(k, "tools: function calling is not served (an RLM answers in text)");
+	if ((j = given(body, "functions")) && (!cJSON_IsArray(j) || cJSON_GetArraySize(j)))
+		check_fail(k, "functions: function calling is not served (an RLM answers in text)");
+	if ((j = given(body, "tool_choice")) && !is_str(j, "none", "auto"))
+		check_fail(k, "tool_choice: only \"none\" or \"auto\" (there are no tools)");
+	if ((j = given(body, "function_call")) && !is_str(j, "none", "auto"))
+		check_fail(k, "function_call: only \"none\" or \"auto\" (there are no functions)");
+	if ((j = given(body, "response_format")) &&
+	    (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1 ||
+	     !is_str(json_get(j, "type"), "text", NULL)))
+		check_fail(k, "response_format: only {\"type\": \"text\"} is served (the answer's "
+			      "shape cannot be promised)");
+	if ((j = given(body, "logprobs")) && !cJSON_IsFalse(j))
+		check_fail(k,
+			   "logprobs: not served (an RLM's answer has no token log-probabilities)");
+	if ((j = given(body, "top_logprobs")) && (!of_type(j, J_INT) || j->valuedouble != 0))
+		check_fail(k, "top_logprobs: not served (an RLM's answer has no token "
+			      "log-probabilities)");
+	if ((j = given(body, "modalities"))) {
+		if (!cJSON_IsArray(j))
+			check_fail(k, "modalities: want an array of strings");
+		cJSON_ArrayForEach(it, j)
+		{
+			if (!is_str(it, "text", NULL))
+				check_fail(k, "modalities: only \"text\" is served");
+		}
+	}
+	if (given(body, "audio"))
+		check_fail(k, "audio: not served (the answer is text)");
+	if (given(body, "web_search_options"))
+		check_fail(k, "web_search_options: web search is not served (the context is what "
+			      "the solve reads)");
+	if (given(body, "moderation"))
+		check_fail(k, "moderation: not served");
+}
+
+static void check_stream_options(struct check *k, const cJSON *so, struct chat *ch)
+{
+	static const char *const known[] = {"include_usage", "include_obfuscation", NULL};
+	bool ignored_flag = false;
+	if (!so || cJSON_IsNull(so))
+		return;
+	if (!cJSON_IsObject(so)) {
+		check_fail(k, "stream_options: want an object");
+		return;
+	}
+	check_fields(k, so, known, "stream_options.");
+	check_bool(k, so, "include_usage", "stream_options.", &ch->include_usage);
+	/* chunks are not padded against length side channels: nothing to turn off */
+	check_bool(k, so, "include_obfuscation", "stream_options.", &ignored_flag);
+}
+
+static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char **qown)
+{
+	const cJSON *ctx = json_get(body, "rlm_context");
+	check_known(k, body);
+	check_unsupported(k, body);
+	ch->model = check_str(k, body, "model", "");
+	if (!ch->model)
+		ch->model = "rlm";
+	check_bool(k, body, "stream", "", &ch->stream);
+	check_stream_options(k, json_get(body, "stream_options"), ch);
+	ch->progress = true;
+	check_bool(k, body, "rlm_progress", "", &ch->progress);
+	if (ctx && !cJSON_IsNull(ctx))
+		check_rlm_context(k, ctx, ch);
+	else
+		ctx = NULL;
+	if (!k->bad)
+		check_messages(k, json_get(body, "messages"), ch, ctx == NULL, qown);
+	if (!k->bad && (!ch->question || !*ch->question))
+		check_fail(k, "messages: the last user message is empty");
+	if (!k->bad && !ctx) {
+		if (!ch->context.len)
+			check_fail(k, "no context: give rlm_context, or messages before the "
+				      "question (system or user)");
+		else
+			ch->text = ch->context.p;
+	}
+}
+
+/* ---- answers ---- */
+
+cJSON *oai_usage_json(const cJSON *run)
+{
+	const cJSON *u = json_get(run, "usage");
+	cJSON *o = cJSON_CreateObject();
+	double in = json_num(u, "input_tokens", 0), out = json_num(u, "output_tokens", 0);
+	json_add_num(o, "prompt_tokens", in);
+	json_add_num(o, "completion_tokens", out);
+	json_add_num(o, "total_tokens", in + out);
+	return o;
+}
+
+const char *oai_finish_reason(const cJSON *run)
+{
+	const char *st = json_str(run, "status");
+	return st && strcmp(st, "done") == 0 ? "stop" : "length";
+}
+
+cJSON *oai_head(const char *object, const char *run_id, const char *model, int64_t created)
+{
+	cJSON *o = cJSON_CreateObject();
+	char id[64];
+	snprintf(id, sizeof(id), "chatcmpl-%s", run_id);
+	json_add_str(o, "id", id);
+	json_add_str(o, "object", object);
+	json_add_num(o, "created", (double)created);
+	json_add_str(o, "model", model);
+	return o;
+}
+
+cJSON *oai_rlm_ext(const cJSON *run)
+{
+	cJSON *o = cJSON_CreateObject();
+	json_add_str(o, "run_id", json_str(run, "run_id"));
+	json_add_str(o, "status", json_str(run, "status"));
+	json_add(o, "stop", cJSON_Duplicate(json_get(run, "stop"), true));
+	json_add_num(o, "cost_usd", json_num(run, "cost_usd", 0));
+	return o;
+}
+
+static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char *model)
+{
+	cJSON *run = svc_run_json(r), *o, *choices, *c, *m;
+	const char *answer = json_str(run, "answer");
+	if (strcmp(json_str(run, "status"), "failed") == 0) {
+		enum MHD_Result ret = srv_error(
+		    rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "the solve failed (run %s): %s",
+		    svc_run_id(r), json_str(run, "error") ? json_str(run, "error") : "");
+		cJSON_Delete(run);
+		return ret;
+	}
+	o = oai_head("chat.completion", svc_run_id(r), model, wall_ms() / 1000);
+	choices = cJSON_CreateArray();
+	c = cJSON_CreateObject();
+	m = cJSON_CreateObject();
+	json_add_num(c, "index", 0);
+	json_add_str(m, "role", "assistant");
+	json_add(m, "content", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
+	json_add(c, "message", m);
+	json_add_str(c, "finish_reason", oai_finish_reason(run));
+	json_add(choices, NULL, c);
+	json_add(o, "choices", choices);
+	json_add(o, "usage", oai_usage_json(run));
+	json_add(o, "rlm", oai_rlm_ext(run));
+	cJSON_Delete(run);
+	return srv_json(rq, MHD_HTTP_OK, o);
+}
+
+/* ---- routes ---- */
+
+enum MHD_Result route_chat(struct req *rq)
+{
+	struct check k = {false, ""};
+	struct chat ch;
+	struct svc_opts so;
+	struct svc_run *r = NULL;
+	struct rlm_err err = {0, ""};
+	enum MHD_Result ret;
+	struct svc_corp *hold = NULL;
+	char *qown = NULL;
+	cJSON *body = srv_body_json(rq, &ret);
+	int rc;
+	if (!body)
+		return ret;
+	memset(&ch, 0, sizeof(ch));
+	buf_init(&ch.context, 0);
+	svc_opts_init(&so);
+	check_chat(&k, body, &ch, &qown);
+	if (k.bad) {
+		ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", k.msg);
+		goto out;
+	}
+	if (strcmp(ch.model, "rlm") != 0) {
+		if (strcmp(ch.model, svc_model_name(rq->sv->svc)) != 0 &&
+		    strcmp(ch.model, svc_sub_model_name(rq->sv->svc)) != 0) {
+			ret = srv_error_code(
+			    rq, MHD_HTTP_NOT_FOUND, "not_found", "model_not_found", "model",
+			    "the model '%.100s' does not exist here (see GET /v1/models: "
+			    "rlm, or a model this server was started with)",
+			    ch.model);
+			goto out;
+		}
+		so.model = ch.model;
+	}
+	if ((rc = svc_can_start(rq->sv->svc, &err))) {
+		ret = srv_svc_error(rq, rc, err.msg);
+		goto out;
+	}
+	if (srv_context(rq, ch.text, ch.path, ch.format, ch.corpus_id, &hold, &ret))
+		goto out;
+	rc = svc_solve(rq->sv->svc, ch.question, hold, &so, &r, &err);
+	svc_corpus_put(rq->sv->svc, hold);
+	if (rc) {
+		ret = srv_svc_error(rq, rc, err.msg);
+		goto out;
+	}
+	if (ch.stream) {
+		ret = srv_chat_stream(rq, r, ch.model, ch.include_usage, ch.progress);
+		r = NULL;
+		goto out;
+	}
+	switch (srv_wait_run(rq, r)) {
+	case SRV_ENDED:
+		ret = chat_answer(rq, r, ch.model);
+		break;
+	case SRV_TIMEOUT:
+		ret = srv_error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
+				"the solve ran past the request timeout of %.0f s and was "
+				"cancelled (run %s)",
+				(double)rq->sv->request_timeout_ns / 1e9, svc_run_id(r));
+		break;
+	default:
+		ret = MHD_NO; /* the client went away */
+		break;
+	}
+out:
+	svc_run_put(r);
+	buf_release(&ch.context);
+	free(qown);
+	cJSON_Delete(body);
+	return ret;
+}
+
+static cJSON *model_json(const char *id, int64_t created)
+{
+	cJSON *m = cJSON_CreateObject();
+	json_add_str(m, "id", id);
+	json_add_str(m, "object", "model");
+	json_add_num(m, "created", (double)created);
+	json_add_str(m, "owned_by", "rlm");
+	return m;
+}
+
+enum MHD_Result route_models(struct req *rq)
+{
+	cJSON *o = cJSON_CreateObject(), *data = cJSON_CreateArray();
+	const char *root = svc_model_name(rq->sv->svc), *sub = svc_sub_model_name(rq->sv->svc);
+	json_add_str(o, "object", "list");
+	json_add(data, NULL, model_json("rlm", rq->sv->started_s));
+	json_add(data, NULL, model_json(root, rq->sv->started_s));
+	if (strcmp(sub, root) != 0)
+		json_add(data, NULL, model_json(sub, rq->sv->started_s));
+	json_add(o, "data", data);
+	return srv_json(rq, MHD_HTTP_OK, o);
+}

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/* serve/service_corpus.c -- the service's corpora: loaded once from a path
+ * under a root, or made from text or documents, and kept by the digest of
+ * their content (a context sent twice is held once and keeps its id);
+ * reference counted, registered ones kept until deleted, the others in a
+ * cache of a fixed size once unused (the least recently used leave
+ * first). */
+#include "service_int.h"
+#include "../common/json.h"
+#include "../store/store.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CACHED_MAX 4096 /* unused unregistered corpora kept, at most */
+
+void svc__grow(void *pp, size_t *cap, size_t n, size_t size)
+{
+	void **p = pp;
+	if (n < *cap)
+		return;
+	*cap = *cap ? *cap * 2 : 16;
+	*p = xrealloc(*p, *cap * size);
+}
+
+/* Is path (a realpath) root or under it, on whole components? */
+static bool under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	if (strcmp(root, "/") == 0)
+		return true;
+	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool in_roots(const struct service *s, const char *real)
+{
+	for (size_t i = 0; i < s->n_roots; i++)
+		if (under(real, s->roots[i]))
+			return true;
+	return false;
+}
+
+/* The id of a corpus: a digest of its kind, text and document bounds. */
+static void corpus_id(const struct corpus *c, char id[24])
+{
+	struct store_kb kb;
+	struct store_key k;
+	uint64_t v = 0;
+	store_kb_init(&kb, "svc-corpus/1");
+	store_kb_i64(&kb, (int64_t)c->kind);
+	store_kb_str(&kb, c->buf ? c->buf : "", c->len);
+	store_kb_i64(&kb, (int64_t)c->n_docs);
+	for (size_t i = 0; c->kind != CORPUS_TEXT && i < c->n_docs; i++) {
+		store_kb_i64(&kb, (int64_t)c->docs[i].off);
+		store_kb_i64(&kb, (int64_t)c->docs[i].len);
+	}
+	store_kb_final(&kb, &k);
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | k.b[i];
+	snprintf(id, 24, "c-%016llx", (unsigned long long)v);
+}
+
+/* The corpus of id in the registry (s->mu held), or NULL. */
+static struct svc_corp *corp_find(struct service *s, const char *id)
+{
+	for (size_t i = 0; i < s->n_corp; i++)
+		if (strcmp(s->corp[i]->info.id, id) == 0)
+			return s->corp[i];
+	return NULL;
+}
+
+static void corp_free(struct svc_corp *k)
+{
+	corpus_free(k->c);
+	free(k);
+}
+
+/* k is to go (s->mu held): freed by svc__corp_reap, after the lock. */
+static void corp_bury(struct service *s, struct svc_corp *k)
+{
+	k->next_dead = s->dead;
+	s->dead = k;
+}
+
+void svc__corp_reap(struct service *s)
+{
+	struct svc_corp *k;
+	pthread_mutex_lock(&s->mu);
+	k = s->dead;
+	s->dead = NULL;
+	pthread_mutex_unlock(&s->mu);
+	while (k) {
+		struct svc_corp *next = k->next_dead;
+		corp_free(k);
+		k = next;
+	}
+}
+
+/* Take k out of the registry (s->mu held). */
+static void corp_unlink(struct service *s, struct svc_corp *k)
+{
+	for (size_t i = 0; i < s->n_corp; i++) {
+		if (s->corp[i] == k) {
+			memmove(s->corp + i, s->corp + i + 1,
+				(s->n_corp - i - 1) * sizeof(*s->corp));
+			s->n_corp--;
+			return;
+		}
+	}
+}
+
+static bool cached(const struct svc_corp *k)
+{
+	return !k->registered && !k->refs;
+}
+
+/* Cut the cache of unused unregistered corpora to its size (and to
+ * CACHED_MAX of them, which bounds the scans of the registry), the least
+ * recently used first (s->mu held). */
+static void trim_locked(struct service *s)
+{
+	for (;;) {
+		struct svc_corp *lru = NULL;
+		size_t bytes = 0, n = 0;
+		for (size_t i = 0; i < s->n_corp; i++) {
+			struct svc_corp *k = s->corp[i];
+			if (!cached(k))
+				continue;
+			bytes += k->mem;
+			n++;
+			if (!lru || k->used < lru->used)
+				lru = k;
+		}
+		if (!lru || (bytes <= s->corpus_cache && n <= CACHED_MAX))
+			return;
+		corp_unlink(s, lru);
+		corp_bury(s, lru);
+	}
+}
+
+void svc__corp_put_locked(struct service *s, struct svc_corp *k)
+{
+	if (--k->refs > 0)
+		return;
+	k->used = ++s->tick;
+	if (k->deleted)
+		corp_bury(s, k);
+	else if (!k->registered)
+		trim_locked(s);
+}
+
+/* info of k, with its state; hold: the caller takes one (s->mu held). */
+static void corp_info(struct svc_corp *k, bool hold, struct svc_corpus_info *info)
+{
+	if (hold)
+		k->refs++;
+	*info = k->info;
+	info->registered = k->registered;
+	info->in_use = k->refs;
+	info->hold = hold ? k : NULL;
+}
+
+/* Keep c (consumed) unless the same content is kept already; flags as
+ * svc_corpus_load's. */
+static void corpus_keep(struct service *s, struct corpus *c, unsigned flags,
+			struct svc_corpus_info *info)
+{
+	struct svc_corp *k;
+	char id[24];
+	corpus_id(c, id);
+	pthread_mutex_lock(&s->mu);
+	if ((k = corp_find(s, id))) {
+		corpus_free(c);
+	} else {
+		k = xcalloc(1, sizeof(*k));
+		k->c = c;
+		memcpy(k->info.id, id, sizeof(id));
+		k->info.kind = corpus_kind_name(c->kind);
+		k->info.documents = c->n_docs;
+		k->info.bytes = c->len;
+		k->info.tokens_estimate = llm_estimate_tokens(c->len);
+		k->mem = c->len + c->n_docs * sizeof(*c->docs) + sizeof(*k);
+		k->used = ++s->tick;
+		svc__grow(&s->corp, &s->cap_corp, s->n_corp, sizeof(*s->corp));
+		s->corp[s->n_corp++] = k;
+	}
+	if (flags & SVC_CORPUS_KEEP)
+		k->registered = true;
+	corp_info(k, flags & SVC_CORPUS_HOLD, info);
+	/* neither kept nor held: it may go at once */
+	if (!(flags & (SVC_CORPUS_KEEP | SVC_CORPUS_HOLD)))
+		trim_locked(s);
+	pthread_mutex_unlock(&s->mu);
+	svc__corp_reap(s);
+}
+
+int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
+		    struct svc_corpus_info *info, struct rlm_err *err)
+{
+	struct corpus_opts co = {0};
+	struct corpus *c = NULL;
+	char real[PATH_MAX];
+	int rc;
+	if (!s->n_roots)
+		return rlm_err_set(err, SVC_EFORBIDDEN,
+				   "cannot read '%s': no directory is open to paths (start the "
+				   "server with --root DIR)",
+				   path);
+	if (!realpath(path, real)) {
+		int e = errno;
+		char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+		bool inside;
+		/* Say that it is missing only where the client may look. */
+		if (slash)
+			*(slash == dir ? slash + 1 : slash) = '\0';
+		inside = slash && realpath(dir, real) && in_roots(s, real);
+		free(dir);
+		if (!inside)
+			return rlm_err_set(err, SVC_EFORBIDDEN,
+					   "'%s' is outside the server's roots", path);
+		return rlm_err_set(err, -e, "cannot open '%s': %s", path, strerror(e));
+	}
+	if (!in_roots(s, real))
+		return rlm_err_set(err, SVC_EFORBIDDEN, "'%s' is outside the server's roots", path);
+	co.kind = kind;
+	co.quiet = true;
+	/* A link in a directory under a root could point anywhere. */
+	co.no_symlinks = true;
+	if ((rc = corpus_load(real, &co, &c, err)))
+		return rc;
+	corpus_keep(s, c, flags, info);
+	return 0;
+}
+
+int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err *err)
+{
+	size_t bad = 0;
+	if (memchr(t, '\0', len))
+		return rlm_err_set(err, RLM_EINVAL, "%s holds a NUL character", what);
+	if (!utf8_valid(t, len, &bad))
+		return rlm_err_set(err, RLM_EINVAL, "%s is not valid UTF-8 (at byte %zu)", what,
+				   bad);
+	return 0;
+}
+
+int svc_corpus_text(struct service *s, const char *text, size_t len, const char *const *docs,
+		    const size_t *lens, size_t n, unsigned flags, struct svc_corpus_info *info,
+		    struct rlm_err *err)
+{
+	struct corpus *c = NULL;
+	int rc;
+	if (!docs) {
+		if (!text || !len)
+			return rlm_err_set(err, RLM_EINVAL, "the context is empty");
+		if ((rc = svc__check_text("the context", text, len, err)))
+			return rc;
+		corpus_keep(s, corpus_from_text(text, len), flags, info);
+		return 0;
+	}
+	/* Documents: one JSON string per line, decoded as a JSONL file is. */
+	{
+		struct buf b = BUF_INIT;
+		char what[48];
+		if (!n)
+			return rlm_err_set(err, RLM_EINVAL, "there are no documents");
+		for (size_t i = 0; i < n; i++) {
+			char *t, *line;
+			cJSON *j;
+			snprintf(what, sizeof(what), "document %zu", i);
+			if (!lens[i]) {
+				buf_release(&b);
+				return rlm_err_set(err, RLM_EINVAL, "document %zu is empty", i);
+			}
+			if ((rc = svc__check_text(what, docs[i], lens[i], err))) {
+				buf_release(&b);
+				return rc;
+			}
+			t = xstrndup(docs[i], lens[i]);
+			j = cJSON_CreateString(t);
+			line = j ? json_print(j) : NULL;
+			cJSON_Delete(j);
+			free(t);
+			if (!line) {
+				buf_release(&b);
+				return rlm_err_set(err, RLM_EINVAL, "cannot encode document %zu",
+						   i);
+			}
+			buf_puts(&b, line);
+			buf_putc(&b, '\n');
+			free(line);
+		}
+		rc = corpus_from_jsonl_buf("documents", b.p, b.len, &c, err);
+		buf_release(&b);
+		if (rc)
+			return rc;
+	}
+	corpus_keep(s, c, flags, info);
+	return 0;
+}
+
+int svc_corpus_get(struct service *s, const char *id, unsigned flags, struct svc_corpus_info *info)
+{
+	struct svc_corp *k;
+	pthread_mutex_lock(&s->mu);
+	k = corp_find(s, id);
+	if (k)
+		corp_info(k, flags & SVC_CORPUS_HOLD, info);
+	pthread_mutex_unlock(&s->mu);
+	return k ? 0 : RLM_ENOTFOUND;
+}
+
+void svc_corpus_put(struct service *s, struct svc_corp *hold)
+{
+	if (!hold)
+		return;
+	pthread_mutex_lock(&s->mu);
+	svc__corp_put_locked(s, hold);
+	pthread_mutex_unlock(&s->mu);
+	svc__corp_reap(s);
+}
+
+int svc_corpus_delete(struct service *s, const char *id, struct svc_corpus_info *info)
+{
+	struct svc_corp *k;
+	pthread_mutex_lock(&s->mu);
+	if ((k = corp_find(s, id))) {
+		corp_info(k, false, info);
+		corp_unlink(s, k);
+		if (k->refs)
+			k->deleted = true; /* its runs free it */
+		else
+			corp_bury(s, k);
+	}
+	pthread_mutex_unlock(&s->mu);
+	svc__corp_reap(s);
+	return k ? 0 : RLM_ENOTFOUND;
+}
+
+void svc__corpora_stats_locked(struct service *s, cJSON *o)
+{
+	cJSON *c = cJSON_CreateObject();
+	size_t n[3] = {0, 0, 0}, bytes[3] = {0, 0, 0};
+	for (size_t i = 0; i < s->n_corp; i++) {
+		const struct svc_corp *k = s->corp[i];
+		int st = k->registered ? 0 : k->refs ? 1 : 2;
+		n[st]++;
+		bytes[st] += k->mem;
+	}
+	json_add_num(c, "registered", (double)n[0]);
+	json_add_num(c, "registered_bytes", (double)bytes[0]);
+	json_add_num(c, "in_use", (double)n[1]);
+	json_add_num(c, "in_use_bytes", (double)bytes[1]);
+	json_add_num(c, "cached", (double)n[2]);
+	json_add_num(c, "cached_bytes", (double)bytes[2]);
+	json_add(o, "corpora", c);
+}
+
+void svc__corpora_free(struct service *s)
+{
+	svc__corp_reap(s);
+	for (size_t i = 0; i < s->n_corp; i++)
+		corp_free(s->corp[i]);
+	free(s->corp);
+	s->corp = NULL;
+	s->n_corp = s->cap_corp = 0;
+}

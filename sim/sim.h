@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* sim/sim.h -- the offline simulator model.
+ *
+ * DESIGN
+ * The simulator lets the whole pipeline run with no network: tests, the
+ * README demo, benchmarks of the controller. It speaks the OpenAI chat
+ * completions format, in-process (the `sim` provider) and over HTTP
+ * (`rlm sim-serve`), through the same sim_handle(), so both paths share one
+ * policy, one timing model and one fault injector.
+ *
+ * Policy (it never sees an expected answer):
+ * - It splits the last user message into a question and material: the
+ *   question is the text after a "Question:" line marker (else the last line
+ *   ending in '?', else the first line); the material is what follows a line
+ *   "Text:" or "Context:" (else everything but the question).
+ * - Sub-model: it answers extractively from the material: the line that best
+ *   matches the question's terms (rare terms weigh more), or, for "how many"
+ *   questions, the count of matching lines, or NONE when nothing matches.
+ *   A question that asks for "all" of something (sim_asks_all) gets every
+ *   distinct line that matches as well as the best one, one per line.
+ * - Combiner: when the message holds "Partial answers:", it combines them:
+ *   for "how many" questions the sum of the numbers, else the partial answer
+ *   that best matches the question; NONE when all are NONE. For "all", the
+ *   distinct lines of the partial answers that match best, one per line
+ *   (so values found by different readers are listed together, and lines
+ *   about something else are dropped).
+ * - Root model (sim/sim_root.c): when the system message describes the
+ *   REPL (it mentions ```repl blocks and llm_query_batched), it plays the
+ *   root of the RLM loop and writes the code a sensible model would, one
+ *   step per turn, reading only the conversation: turn 1 probes the
+ *   context (type, size, a sample); turn 2 cuts it into chunks of the
+ *   size the first user message states ("Sub-calls can read about N
+ *   characters"; `chunk=` overrides), groups documents into chunks when
+ *   the context is a list, asks the question of every chunk with
+ *   llm_query_batched, drops NONE and errors, and prints what it found;
+ *   past `rlm_chunks=` chunks (128), when the system message does not say
+ *   rlm_query is a plain call, it hands 8 to 16 pieces of the context to
+ *   child RLMs with rlm_query_batched instead, each asked the question;
+ *   turn 3 combines (a sum in code for "how many" questions, the answer
+ *   itself when all agree, else one llm_query over the partial answers;
+ *   for "all" questions, the distinct lines of the answers, combined by
+ *   one llm_query when there are several) and sets answer["content"] and
+ *   answer["ready"]. The question is the
+ *   first user message's "Question:" line. When the last output holds a
+ *   Python traceback it writes the failed step again, correctly. With
+ *   `code_errors=P` each step is written with a bug (a NameError, a
+ *   TypeError, ...) with probability P, drawn from a hash of the seed,
+ *   the question and the turn, so runs repeat exactly. Asked for a final
+ *   answer outright ("out of turns"), it replies FINAL(...) with the best
+ *   answer the outputs so far show, else FINAL(NONE).
+ * - Usage: ceil(bytes / 4) tokens in and out.
+ *
+ * Timing: each reply waits ttft + output_tokens / decode_tps (zero by
+ * default, so tests are fast).
+ *
+ * Faults: each request draws, from a seeded generator, at most one fault:
+ * 429 with Retry-After, 500, a reset connection, a malformed JSON body, a
+ * slow reply, or a truncated body, at the configured rates. `faults=N` caps
+ * the number of faults injected in the simulator's life, so a test can ask
+ * for "the first two requests fail" exactly.
+ */
+#ifndef RLM_SIM_H
+#define RLM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../llm/llm.h"
+
+struct sim_cfg {
+	uint64_t seed;          /* fault generator seed */
+	double ttft_ms;         /* time to first token */
+	double decode_tps;      /* output tokens per second; 0: instant */
+	double p_429;           /* fault rates in [0, 1] */
+	double p_500;
+	double p_reset;
+	double p_malformed;
+	double p_slow;
+	double p_truncate;
+	long faults_max;        /* < 0: no cap */
+	double retry_after_s;   /* Retry-After of a 429, in whole seconds sent */
+	long retry_after_ms;    /* > 0: also send retry-after-ms */
+	double slow_ms;         /* extra delay of a slow reply */
+	double code_errors;     /* root: rate of steps written with a bug */
+	long chunk_chars;       /* root: chunk size; 0: what the prompt states */
+	long rlm_chunks;        /* root: more chunks than this go to child RLMs */
+};
+
+/* Defaults: no delay, no faults, seed 1, Retry-After 1 s, slow 2000 ms,
+ * rlm_chunks 128. */
+void sim_cfg_default(struct sim_cfg *cfg);
+
+/* Parse a spec like "ttft=100ms,tps=50,429=0.1,500=0.05,reset=0.05,
+ * malformed=0.05,slow=0.02,truncate=0.05,faults=3,retry_after=1,
+ * retry_after_ms=50,slow_ms=500,seed=7,code_errors=0.2,chunk=100000" over the values already in cfg.
+ * Durations take ms or s suffixes (ms by default). Unknown keys and bad
+ * values are errors naming the key. Returns 0 or RLM_EINVAL. */
+int sim_cfg_parse(const char *spec, struct sim_cfg *cfg, struct rlm_err *err);
+
+struct sim;
+
+struct sim *sim_new(const struct sim_cfg *cfg);
+/* What of its configuration decides its replies (not timing or faults):
+ * "seed=1,code_errors=0,chunk=0,rlm_chunks=128". */
+void sim_cache_id(const struct sim *s, char *dst, size_t cap);
+void sim_free(struct sim *s);
+/* Requests handled and faults injected so far (thread-safe). */
+void sim_counts(struct sim *s, int64_t *requests, int64_t *faults);
+
+/* The policy alone: the reply text to a conversation (cfg NULL:
+ * defaults). Fresh string. */
+char *sim_reply_text(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n);
+/* The root policy: the reply when msgs is a conversation of the RLM loop
+ * (see above), else NULL. Fresh string. */
+char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n);
+/* Whether the question q[0..n) asks for all of something, every answer
+ * and not the best one ("What are all the special magic numbers for
+ * ...?"): it has the word "all", in any case, and does not ask how many. */
+bool sim_asks_all(const char *q, size_t n);
+
+enum sim_fault {
+	SIM_OK,
+	SIM_429,
+	SIM_500,
+	SIM_RESET,     /* close the connection without a response */
+	SIM_MALFORMED, /* 200 with a body that is not the expected JSON */
+	SIM_SLOW,      /* the reply comes slow_ms later than modelled */
+	SIM_TRUNCATE,  /* send the headers and half the body, then close */
+};
+
+/* What a server sends for one request. */
+struct sim_reply {
+	int status;              /* 200, 400, 429, 500 */
+	enum sim_fault fault;
+	int64_t delay_ns;        /* wait this long before the first byte */
+	bool stream;             /* the request asked for "stream": true */
+	char *body;              /* the full body (JSON, or SSE text when stream); owned */
+	size_t len;
+	long retry_after_s;      /* >= 0: send Retry-After */
+	long retry_after_ms;     /* > 0: send retry-after-ms */
+};
+
+/* Answer one chat completions request body (OpenAI format) the way a
+ * server would, including timing and an injected fault. A body that is not
+ * a valid request gets status 400 and an OpenAI-style error body. Returns 0;
+ * thread-safe. */
+int sim_handle(struct sim *s, const char *body, size_t len, struct sim_reply *out);
+void sim_reply_release(struct sim_reply *r);
+
+#endif

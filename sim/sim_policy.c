@@ -1,0 +1,919 @@
+/* SPDX-License-Identifier: MIT */
+/* sim/sim_policy.c -- the simulator's answering policy: question and
+ * material from a prompt, the best matching line, counts for "how many"
+ * questions, every best line for "all" questions, and the combination of
+ * partial answers.
+ *
+ * DESIGN
+ * The policy works on terms: lower-cased runs of letters and digits (a
+ * non-ASCII letter counts as one) with inner '-', '_' or '.' kept, so that
+ * "harmonious-uniform" and "3.14" are single terms; a plural 's' is
+ * stripped. A question term weighs log(1 + lines / (1 + df)) over the
+ * material's non-empty lines, so rare terms weigh more and a term the
+ * material lacks weighs most. A line scores the weights of the question
+ * terms it holds over the weights of all of them.
+ *
+ * One pass tokenizes the material: it counts document frequencies, counts
+ * the lines holding every term (for "how many"), and keeps the first line
+ * of each distinct set of question terms met. Lines with the same set score
+ * the same, so the best line is found among those sets once the weights are
+ * known. Memory is the question's terms, the sets (at most SETS_MAX) and one
+ * bit per line; only a question of more than 64 terms, or material with
+ * more than SETS_MAX distinct sets, needs a second pass over the flagged
+ * lines.
+ *
+ * A question that asks for "all" of something (RULER's multi-value NIAH:
+ * "What are all the special magic numbers for KEY ...?") wants every
+ * line that scores as well as the best one, not just the first: a second
+ * pass over the flagged lines lists them, distinct, one per line. Lines
+ * that match less well (a needle with another key, which holds "special
+ * magic numbers" but not KEY) stay out, in the leaf and in the combiner,
+ * which scores the lines of the partial answers, not the answers whole. */
+#include "sim.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define TERM_MAX   96	/* bytes of a term kept; longer terms are cut the same way everywhere */
+#define QTERMS_MAX 1024 /* distinct question terms considered */
+#define ANSWER_MAX 1000 /* bytes of an extracted answer */
+#define LIST_MAX   4000 /* bytes of an answer that lists every match ("all") */
+
+/* ---- terms ---- */
+
+/* Byte classes: 1 an ASCII letter or digit, 2 a lead byte that may start a
+ * non-ASCII letter, 0 anything else. Built once, with the stopwords. */
+static unsigned char byte_class[256];
+static unsigned char byte_lower[256];
+
+/* Punctuation, symbols, spaces and emoji outside ASCII: not letters. */
+static bool punct_cp(uint32_t cp)
+{
+	return cp < 0xc0 || cp == 0xd7 || cp == 0xf7 || (cp >= 0x2000 && cp <= 0x2bff) ||
+	       (cp >= 0x2e00 && cp <= 0x2e7f) || (cp >= 0x3000 && cp <= 0x303f) ||
+	       (cp >= 0xfe10 && cp <= 0xfe1f) || (cp >= 0xfe30 && cp <= 0xfe6f) ||
+	       (cp >= 0xff00 && cp <= 0xff0f) || (cp >= 0xff1a && cp <= 0xff20) ||
+	       (cp >= 0xff3b && cp <= 0xff40) || (cp >= 0xff5b && cp <= 0xff65) || cp >= 0xfff0 ||
+	       (cp >= 0x1f000 && cp <= 0x1faff);
+}
+
+/* Bytes of the non-ASCII letter at s[0..n) (a well-formed code point that
+ * is not punctuation), or 0. */
+static size_t wide_char(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	uint32_t cp;
+	size_t k;
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < k)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	return punct_cp(cp) ? 0 : k;
+}
+
+/* Bytes of the word character at s[0..n), 0 if there is none. */
+static inline size_t word_char(const unsigned char *s, size_t n)
+{
+	unsigned c = byte_class[s[0]];
+	return c < 2 ? c : wide_char(s, n);
+}
+
+/* The next term of text[*pos..len), lower-cased into out (at most TERM_MAX
+ * bytes, whole characters); returns its length, 0 at the end. */
+static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = *pos, n = 0, k = 0;
+	bool full = false;
+	for (; i < len; i++) {
+		unsigned c = byte_class[s[i]];
+		if (c == 1) {
+			k = 1;
+			break;
+		}
+		if (c == 2 && (k = wide_char(s + i, len - i)))
+			break;
+	}
+	if (i >= len) {
+		*pos = len;
+		return 0;
+	}
+	for (;;) {
+		if (k == 1) {
+			do {
+				if (!full && n < TERM_MAX)
+					out[n++] = (char)byte_lower[s[i]];
+				else
+					full = true;
+				i++;
+			} while (i < len && byte_class[s[i]] == 1);
+		} else {
+			if (!full && n + k <= TERM_MAX)
+				memcpy(out + n, s + i, k), n += k;
+			else
+				full = true;
+			i += k;
+		}
+		if (i >= len)
+			break;
+		if ((s[i] == '-' || s[i] == '_' || s[i] == '.') && i + 1 < len &&
+		    (k = word_char(s + i + 1, len - i - 1))) {
+			if (!full && n + 1 + k <= TERM_MAX)
+				out[n++] = (char)s[i];
+			else
+				full = true;
+			i++;
+			continue;
+		}
+		if (!(k = word_char(s + i, len - i)))
+			break;
+	}
+	*pos = i;
+	return n;
+}
+
+/* Strip a plural ending: numbers -> number, studies -> study,
+ * matches -> match; "class", "bus", "this" stay. */
+static size_t strip_plural(char *t, size_t n)
+{
+	if (n < 4 || t[n - 1] != 's' || t[n - 2] < 'a' || t[n - 2] > 'z')
+		return n;
+	if (n > 4 && t[n - 2] == 'e' && t[n - 3] == 'i') {
+		t[n - 3] = 'y';
+		return n - 2;
+	}
+	if (t[n - 2] == 'e' &&
+	    (t[n - 3] == 'x' || (t[n - 3] == 'h' && (t[n - 4] == 'c' || t[n - 4] == 's')) ||
+	     (t[n - 3] == 's' && t[n - 4] == 's')))
+		return n - 2;
+	if (t[n - 2] == 's' || t[n - 2] == 'u' || t[n - 2] == 'i')
+		return n;
+	return n - 1;
+}
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h ^ (h >> 29);
+}
+
+/* An open-addressing set of terms; slots hold index + 1, 0 when empty. */
+struct termset {
+	char *chars; /* the terms back to back */
+	size_t chars_len, chars_cap;
+	uint32_t *off; /* term i is chars[off[i]..off[i]+len[i]) */
+	uint8_t *len;
+	uint64_t *hash;
+	size_t n, cap;
+	uint32_t *slot;
+	size_t mask;	  /* slots - 1 */
+	uint64_t lens[2]; /* bit n: some term is n bytes long (n < 128) */
+};
+
+static void termset_init(struct termset *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->mask = 15;
+	t->slot = xcalloc(t->mask + 1, sizeof(*t->slot));
+}
+
+static void termset_release(struct termset *t)
+{
+	free(t->chars);
+	free(t->off);
+	free(t->len);
+	free(t->hash);
+	free(t->slot);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Index of the term s[0..n) with hash h, or -1. */
+static long termset_find(const struct termset *t, const char *s, size_t n, uint64_t h)
+{
+	for (size_t i = h & t->mask; t->slot[i]; i = (i + 1) & t->mask) {
+		uint32_t k = t->slot[i] - 1;
+		if (t->hash[k] == h && t->len[k] == n && memcmp(t->chars + t->off[k], s, n) == 0)
+			return k;
+	}
+	return -1;
+}
+
+static void termset_add(struct termset *t, const char *s, size_t n)
+{
+	uint64_t h = hash_bytes(s, n);
+	size_t i;
+	if (termset_find(t, s, n, h) >= 0)
+		return;
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->off = xrealloc(t->off, t->cap * sizeof(*t->off));
+		t->len = xrealloc(t->len, t->cap * sizeof(*t->len));
+		t->hash = xrealloc(t->hash, t->cap * sizeof(*t->hash));
+	}
+	if (t->chars_len + n > t->chars_cap) {
+		t->chars_cap = (t->chars_len + n) * 2 + 64;
+		t->chars = xrealloc(t->chars, t->chars_cap);
+	}
+	memcpy(t->chars + t->chars_len, s, n);
+	t->off[t->n] = (uint32_t)t->chars_len;
+	t->len[t->n] = (uint8_t)n;
+	t->hash[t->n] = h;
+	t->chars_len += n;
+	t->lens[n / 64] |= 1ULL << (n % 64);
+	t->n++;
+	if (t->n * 2 > t->mask + 1) {
+		free(t->slot);
+		t->mask = t->mask * 2 + 1;
+		t->slot = xcalloc(t->mask + 1, sizeof(*t->slot));
+		for (size_t k = 0; k < t->n; k++) {
+			for (i = t->hash[k] & t->mask; t->slot[i]; i = (i + 1) & t->mask)
+				;
+			t->slot[i] = (uint32_t)k + 1;
+		}
+		return;
+	}
+	for (i = h & t->mask; t->slot[i]; i = (i + 1) & t->mask)
+		;
+	t->slot[i] = (uint32_t)t->n;
+}
+
+/* English function words and the boilerplate of questions about a text. */
+/* clang-format off */
+static const char *const stopwords[] = {
+	"a", "about", "above", "according", "after", "again", "against", "all", "also", "am",
+	"an", "and", "any", "anything", "appear", "appeared", "appearing", "appears", "are",
+	"as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
+	"but", "by", "called", "can", "contain", "contained", "containing", "contains",
+	"context", "contexts", "could", "did", "do", "document", "documents", "does", "doing",
+	"done", "down", "during", "each", "either", "exactly", "few", "find", "following",
+	"for", "from", "further", "get", "given", "give", "had", "has", "have", "having", "he",
+	"her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in",
+	"into", "is", "it", "its", "itself", "just", "let", "line", "lines", "many", "me",
+	"mention", "mentioned", "mentioning", "mentions", "more", "most", "much", "my",
+	"myself", "no", "nor", "not", "now", "occur", "occurs", "of", "off", "on", "once",
+	"only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "paragraph",
+	"paragraphs", "passage", "passages", "phrase", "phrases", "please", "provided",
+	"question", "questions", "answer", "answers", "same", "say", "said", "says",
+	"sentence", "sentences", "she", "should", "so", "some", "such", "tell", "text",
+	"texts", "than", "that", "the", "their", "theirs", "them", "themselves", "then",
+	"there", "these", "they", "this", "those", "through", "time", "times", "to", "too",
+	"total", "under", "until", "up", "us", "very", "was", "we", "were", "what", "when",
+	"where", "which", "while", "who", "whom", "whose", "why", "will", "with", "word",
+	"words", "would", "you", "your", "yours", "yourself", "yourselves",
+};
+/* clang-format on */
+
+static struct termset stopset;
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void tables_build(void)
+{
+	for (unsigned c = 0; c < 256; c++) {
+		bool alnum =
+		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		byte_class[c] = alnum ? 1 : c >= 0xc2 && c <= 0xf4 ? 2 : 0;
+		byte_lower[c] = (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+	}
+	termset_init(&stopset);
+	for (size_t i = 0; i < ARRAY_SIZE(stopwords); i++)
+		termset_add(&stopset, stopwords[i], strlen(stopwords[i]));
+}
+
+static bool is_stopword(const char *t, size_t n)
+{
+	return termset_find(&stopset, t, n, hash_bytes(t, n)) >= 0;
+}
+
+/* The content terms of a question. */
+static void question_terms(const char *q, size_t len, struct termset *out)
+{
+	char t[TERM_MAX];
+	size_t pos = 0, n;
+	termset_init(out);
+	while (out->n < QTERMS_MAX && (n = next_term(q, len, &pos, t)))
+		if (!is_stopword(t, n))
+			termset_add(out, t, strip_plural(t, n));
+}
+
+/* ---- text helpers ---- */
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+static void trim(const char **s, size_t *n)
+{
+	while (*n && is_space(**s))
+		(*s)++, (*n)--;
+	while (*n && is_space((*s)[*n - 1]))
+		(*n)--;
+}
+
+/* The next line of s[*pos..end): its start and length, without "\n" or
+ * "\r\n"; false at the end. */
+static bool next_line(const char *s, size_t end, size_t *pos, size_t *start, size_t *n)
+{
+	const char *nl;
+	if (*pos >= end)
+		return false;
+	*start = *pos;
+	nl = memchr(s + *pos, '\n', end - *pos);
+	*n = (nl ? (size_t)(nl - s) : end) - *start;
+	*pos = nl ? (size_t)(nl - s) + 1 : end;
+	if (*n && s[*start + *n - 1] == '\r')
+		(*n)--;
+	return true;
+}
+
+static bool blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!is_space(s[i]))
+			return false;
+	return true;
+}
+
+/* Offset just past `marker` when the line s[0..n) starts with it after
+ * blanks, else 0. */
+static size_t after_marker(const char *s, size_t n, const char *marker)
+{
+	size_t i = 0, m = strlen(marker);
+	while (i < n && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	return n - i >= m && memcmp(s + i, marker, m) == 0 ? i + m : 0;
+}
+
+static bool contains_ci(const char *s, size_t n, const char *needle)
+{
+	size_t m = strlen(needle);
+	for (size_t i = 0; i + m <= n; i++)
+		if (strncasecmp(s + i, needle, m) == 0)
+			return true;
+	return false;
+}
+
+static char *answer_dup(const char *s, size_t n)
+{
+	trim(&s, &n);
+	if (n > ANSWER_MAX)
+		n = utf8_floor(s, ANSWER_MAX);
+	return xstrndup(s, n);
+}
+
+static bool ascii_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_';
+}
+
+bool sim_asks_all(const char *q, size_t n)
+{
+	if (!q || contains_ci(q, n, "how many"))
+		return false;
+	for (size_t i = 0; i + 3 <= n; i++)
+		if (strncasecmp(q + i, "all", 3) == 0 && (i == 0 || !ascii_word_char(q[i - 1])) &&
+		    (i + 3 == n || !ascii_word_char(q[i + 3])))
+			return true;
+	return false;
+}
+
+/* Add the line s[0..n), trimmed and cut like an answer, to the list b
+ * unless it is there already or would take b past LIST_MAX. */
+static void list_add(struct buf *b, const char *s, size_t n)
+{
+	const char *p = b->p, *end = b->p + b->len;
+	trim(&s, &n);
+	if (n > ANSWER_MAX)
+		n = utf8_floor(s, ANSWER_MAX);
+	if (!n || b->len + 1 + n > LIST_MAX)
+		return;
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t k = (size_t)((nl ? nl : end) - p);
+		if (k == n && memcmp(p, s, n) == 0)
+			return;
+		p = nl ? nl + 1 : end;
+	}
+	if (b->len)
+		buf_putc(b, '\n');
+	buf_append(b, s, n);
+}
+
+/* ---- the prompt: question, material, partial answers ---- */
+
+struct prompt {
+	const char *q; /* the question */
+	size_t qlen;
+	size_t skip_off; /* the question's lines s[skip_off..skip_end) are */
+	size_t skip_end; /* not material */
+	size_t mat_off;	 /* material (or partial answers): s[mat_off..len) */
+	bool combine;	 /* "Partial answers:" came before any material marker */
+};
+
+static void split_prompt(const char *s, size_t len, struct prompt *p)
+{
+	size_t pos = 0, ls, n, k;
+	size_t q_line = 0, q_at = SIZE_MAX, q_end = 0, qm_at = SIZE_MAX, qm_end = 0,
+	       first = SIZE_MAX;
+	size_t first_end = 0, mat = SIZE_MAX, pa = SIZE_MAX;
+	while (next_line(s, len, &pos, &ls, &n)) {
+		const char *l = s + ls;
+		size_t tn = n;
+		if (q_at == SIZE_MAX && (k = after_marker(l, n, "Question:")))
+			q_line = ls, q_at = ls + k, q_end = pos;
+		if (mat == SIZE_MAX &&
+		    ((k = after_marker(l, n, "Text:")) || (k = after_marker(l, n, "Context:"))))
+			mat = ls + k;
+		if (pa == SIZE_MAX && (k = after_marker(l, n, "Partial answers:")))
+			pa = ls + k;
+		trim(&l, &tn);
+		if (tn && first == SIZE_MAX)
+			first = ls, first_end = pos;
+		if (tn && l[tn - 1] == '?')
+			qm_at = ls, qm_end = pos;
+	}
+	memset(p, 0, sizeof(*p));
+	if (q_at != SIZE_MAX) {
+		p->q = s + q_at;
+		p->qlen = q_end - q_at;
+		p->skip_off = q_line;
+		p->skip_end = q_end;
+		trim(&p->q, &p->qlen);
+		/* "Question:" alone on its line: the question is the next line. */
+		while (!p->qlen && next_line(s, len, &q_end, &ls, &n)) {
+			p->q = s + ls;
+			p->qlen = n;
+			p->skip_end = q_end;
+			trim(&p->q, &p->qlen);
+		}
+	} else if (qm_at != SIZE_MAX || first != SIZE_MAX) {
+		p->skip_off = qm_at != SIZE_MAX ? qm_at : first;
+		p->skip_end = qm_at != SIZE_MAX ? qm_end : first_end;
+		p->q = s + p->skip_off;
+		p->qlen = p->skip_end - p->skip_off;
+		trim(&p->q, &p->qlen);
+	} else {
+		p->q = s;
+	}
+	if (pa != SIZE_MAX && (mat == SIZE_MAX || pa < mat)) {
+		p->combine = true;
+		p->mat_off = pa;
+	} else {
+		p->mat_off = mat != SIZE_MAX ? mat : 0;
+	}
+	/* The question's lines are material only when they came before it. */
+	if (p->skip_end <= p->mat_off)
+		p->skip_off = p->skip_end = 0;
+}
+
+/* Scoring state shared by the leaf and the combiner. */
+struct scorer {
+	struct termset q;
+	uint32_t *stamp; /* per term: the unit (line or partial) that last held it */
+	uint32_t *df;	 /* per term: units holding it */
+	double *w;
+	size_t units; /* non-empty lines, or partial answers left */
+	uint32_t cur; /* stamp of the current unit */
+};
+
+static void scorer_init(struct scorer *sc, const struct prompt *p)
+{
+	memset(sc, 0, sizeof(*sc));
+	question_terms(p->q, p->qlen, &sc->q);
+	sc->stamp = xcalloc(sc->q.n + 1, sizeof(*sc->stamp));
+	sc->df = xcalloc(sc->q.n + 1, sizeof(*sc->df));
+	sc->w = xcalloc(sc->q.n + 1, sizeof(*sc->w));
+}
+
+static void scorer_release(struct scorer *sc)
+{
+	termset_release(&sc->q);
+	free(sc->stamp);
+	free(sc->df);
+	free(sc->w);
+}
+
+/* Visit the distinct question terms of s[0..n) as a new unit: count them
+ * (first pass, count_df) or sum their weights. Returns the number of
+ * distinct terms; *weight gets the sum and *set (when not NULL) the
+ * terms among the first 64 as bits. */
+static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count_df, double *weight,
+			  uint64_t *set)
+{
+	char t[TERM_MAX];
+	size_t pos = 0, k, distinct = 0;
+	double sum = 0;
+	uint64_t bits = 0;
+	sc->cur++;
+	while ((k = next_term(s, n, &pos, t))) {
+		long id;
+		k = strip_plural(t, k);
+		if (!(sc->q.lens[k / 64] & (1ULL << (k % 64))))
+			continue;
+		id = termset_find(&sc->q, t, k, hash_bytes(t, k));
+		if (id < 0 || sc->stamp[id] == sc->cur)
+			continue;
+		sc->stamp[id] = sc->cur;
+		distinct++;
+		if (count_df)
+			sc->df[id]++;
+		sum += sc->w[id];
+		if (id < 64)
+			bits |= 1ULL << id;
+	}
+	if (weight)
+		*weight = sum;
+	if (set)
+		*set = bits;
+	return distinct;
+}
+
+/* Weights from the counts; returns their sum. */
+static double scorer_weigh(struct scorer *sc)
+{
+	double total = 0;
+	for (size_t i = 0; i < sc->q.n; i++) {
+		sc->w[i] = log(1 + (double)sc->units / (1 + sc->df[i]));
+		total += sc->w[i];
+	}
+	return total;
+}
+
+static char *count_reply(uint64_t n)
+{
+	return xasprintf("%llu", (unsigned long long)n);
+}
+
+/* The distinct sets of question terms that lines hold, each with its first
+ * line: lines with the same set score the same, so the best line is among
+ * these. Used when the question has at most 64 terms; gives up (full) past
+ * SETS_MAX sets, and the lines are scored again instead. */
+#define SETS_MAX 4096
+
+struct sets {
+	uint64_t *key; /* a set of terms as bits; 0: empty slot */
+	size_t *at, *len;
+	size_t mask, n;
+	bool full;
+};
+
+static void sets_put(struct sets *st, uint64_t key, size_t at, size_t len)
+{
+	size_t i;
+	for (i = hash_bytes((const char *)&key, sizeof(key)) & st->mask; st->key[i];
+	     i = (i + 1) & st->mask)
+		if (st->key[i] == key)
+			return;
+	st->key[i] = key;
+	st->at[i] = at;
+	st->len[i] = len;
+	st->n++;
+}
+
+static void sets_grow(struct sets *st, size_t slots)
+{
+	struct sets old = *st;
+	st->key = xcalloc(slots, sizeof(*st->key));
+	st->at = xcalloc(slots, sizeof(*st->at));
+	st->len = xcalloc(slots, sizeof(*st->len));
+	st->mask = slots - 1;
+	st->n = 0;
+	for (size_t i = 0; old.key && i <= old.mask; i++)
+		if (old.key[i])
+			sets_put(st, old.key[i], old.at[i], old.len[i]);
+	free(old.key);
+	free(old.at);
+	free(old.len);
+}
+
+static void sets_add(struct sets *st, uint64_t key, size_t at, size_t len)
+{
+	if (st->full)
+		return;
+	if ((st->n + 1) * 2 > st->mask + 1) {
+		if (st->mask + 1 >= 2 * SETS_MAX) {
+			st->full = true;
+			return;
+		}
+		sets_grow(st, (st->mask + 1) * 2);
+	}
+	sets_put(st, key, at, len);
+}
+
+static void sets_release(struct sets *st)
+{
+	free(st->key);
+	free(st->at);
+	free(st->len);
+}
+
+/* Whether a score w of the unit at offset `at` beats the best so far: by
+ * more than rounding, or equal and earlier. */
+static bool better(double w, size_t at, double best, size_t best_at)
+{
+	if (w <= 0)
+		return false;
+	if (best <= 0 || w > best * (1 + 1e-12))
+		return true;
+	return w >= best * (1 - 1e-12) && at < best_at;
+}
+
+/* For "all": every distinct flagged line of the material that scores at
+ * least best, one per line. */
+static char *leaf_list(const char *s, size_t len, const struct prompt *p, struct scorer *sc,
+		       const unsigned char *flag, double best)
+{
+	struct buf b;
+	size_t pos = p->mat_off, ls, n, line = 0;
+	double w;
+	buf_init(&b, 0);
+	while (next_line(s, len, &pos, &ls, &n)) {
+		if ((ls >= p->skip_off && ls < p->skip_end) || blank(s + ls, n))
+			continue;
+		if (flag[line / 8] & (1u << (line % 8))) {
+			scorer_unit(sc, s + ls, n, false, &w, NULL);
+			if (w >= best * (1 - 1e-12))
+				list_add(&b, s + ls, n);
+		}
+		line++;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Sub-model: the best line of the material (for "all", every line as good
+ * as it), or a count of lines. One pass tokenizes the lines; a second one
+ * runs only when the sets gave up, or to list the lines for "all". */
+static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool how_many, bool all)
+{
+	struct scorer sc;
+	struct sets st = {0};
+	size_t pos = p->mat_off, ls, n, line = 0, best_at = 0, best_n = 0;
+	uint64_t matching = 0, set;
+	unsigned char *flag;
+	double total, best = 0, wsum;
+	char *out;
+	scorer_init(&sc, p);
+	flag = xcalloc((len - p->mat_off) / 8 + 2, 1);
+	st.full = sc.q.n > 64;
+	if (!st.full)
+		sets_grow(&st, 64);
+	while (next_line(s, len, &pos, &ls, &n)) {
+		size_t d;
+		if ((ls >= p->skip_off && ls < p->skip_end) || blank(s + ls, n))
+			continue;
+		sc.units++;
+		d = scorer_unit(&sc, s + ls, n, true, NULL, &set);
+		if (d == sc.q.n)
+			matching++;
+		if (d) {
+			flag[line / 8] |= (unsigned char)(1u << (line % 8));
+			sets_add(&st, set, ls, n);
+		}
+		line++;
+	}
+	if (how_many) {
+		out = count_reply(matching);
+		goto done;
+	}
+	total = scorer_weigh(&sc);
+	if (!st.full) {
+		for (size_t i = 0; i <= st.mask; i++) {
+			if (!st.key[i])
+				continue;
+			wsum = 0;
+			for (uint64_t b = st.key[i]; b; b &= b - 1)
+				wsum += sc.w[__builtin_ctzll(b)];
+			if (better(wsum, st.at[i], best, best_at))
+				best = wsum, best_at = st.at[i], best_n = st.len[i];
+		}
+	}
+	pos = p->mat_off;
+	line = 0;
+	while (st.full && total > 0 && next_line(s, len, &pos, &ls, &n)) {
+		if ((ls >= p->skip_off && ls < p->skip_end) || blank(s + ls, n))
+			continue;
+		if (flag[line / 8] & (1u << (line % 8))) {
+			scorer_unit(&sc, s + ls, n, false, &wsum, NULL);
+			if (better(wsum, ls, best, best_at))
+				best = wsum, best_at = ls, best_n = n;
+		}
+		line++;
+	}
+	if (total > 0 && best > 0 && best >= 0.5 * total * (1 - 1e-12))
+		out = all ? leaf_list(s, len, p, &sc, flag, best) : answer_dup(s + best_at, best_n);
+	else
+		out = xstrdup("NONE");
+done:
+	sets_release(&st);
+	free(flag);
+	scorer_release(&sc);
+	return out;
+}
+
+/* Offset past a "[n]" prefix (and one space) of the line s[0..n), else 0. */
+static size_t partial_prefix(const char *s, size_t n)
+{
+	size_t i = 0, d;
+	while (i < n && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	if (i >= n || s[i] != '[')
+		return 0;
+	for (d = ++i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+		;
+	if (i == d || i >= n || s[i] != ']')
+		return 0;
+	i++;
+	return i < n && s[i] == ' ' ? i + 1 : i;
+}
+
+/* The next partial answer of s[*pos..len): a line "[n] text" starts one and
+ * the lines after it continue it until the next "[n]" line. Trimmed. */
+static bool next_partial(const char *s, size_t len, const struct prompt *p, size_t *pos,
+			 const char **out, size_t *out_n)
+{
+	size_t ls, n, start = 0, end = 0, peek;
+	bool open = false;
+	for (;;) {
+		peek = *pos;
+		if (!next_line(s, len, &peek, &ls, &n))
+			break;
+		if (ls >= p->skip_off && ls < p->skip_end) {
+			*pos = peek;
+			if (open)
+				break;
+			continue;
+		}
+		if (!open) {
+			*pos = peek;
+			if (blank(s + ls, n))
+				continue;
+			open = true;
+			start = ls + partial_prefix(s + ls, n);
+			end = ls + n;
+			continue;
+		}
+		if (partial_prefix(s + ls, n))
+			break;
+		*pos = peek;
+		if (!blank(s + ls, n))
+			end = ls + n;
+	}
+	if (!open)
+		return false;
+	*out = s + start;
+	*out_n = end - start;
+	trim(out, out_n);
+	return true;
+}
+
+static bool is_none(const char *s, size_t n)
+{
+	trim(&s, &n);
+	while (n && s[n - 1] == '.')
+		n--;
+	return n == 0 || (n == 4 && strncasecmp(s, "none", 4) == 0);
+}
+
+/* Combiner: the sum of the counts, or the partial answer that best matches
+ * the question. */
+static char *answer_combine(const char *s, size_t len, const struct prompt *p, bool how_many)
+{
+	struct scorer sc;
+	const char *a, *best_a = NULL;
+	size_t pos = p->mat_off, an, best_n = 0;
+	uint64_t sum = 0;
+	double best = -1, wsum;
+	char *out;
+	scorer_init(&sc, p);
+	while (next_partial(s, len, p, &pos, &a, &an)) {
+		if (is_none(a, an))
+			continue;
+		sc.units++;
+		if (how_many) {
+			uint64_t v = 0;
+			size_t i = 0;
+			while (i < an && (a[i] < '0' || a[i] > '9'))
+				i++;
+			for (; i < an && a[i] >= '0' && a[i] <= '9'; i++)
+				v = v > UINT64_MAX / 20 ? v : v * 10 + (uint64_t)(a[i] - '0');
+			sum = sum + v < sum ? UINT64_MAX : sum + v;
+		} else {
+			scorer_unit(&sc, a, an, true, NULL, NULL);
+		}
+	}
+	if (!sc.units) {
+		out = xstrdup("NONE");
+		goto done;
+	}
+	if (how_many) {
+		out = count_reply(sum);
+		goto done;
+	}
+	scorer_weigh(&sc);
+	pos = p->mat_off;
+	while (next_partial(s, len, p, &pos, &a, &an)) {
+		if (is_none(a, an))
+			continue;
+		scorer_unit(&sc, a, an, false, &wsum, NULL);
+		if (!best_a || better(wsum, (size_t)(a - s), best, (size_t)(best_a - s)))
+			best = wsum, best_a = a, best_n = an;
+	}
+	out = answer_dup(best_a, best_n);
+done:
+	scorer_release(&sc);
+	return out;
+}
+
+/* Combiner for "all": the distinct lines of the partial answers that
+ * score best, one per line (every line when none holds a question term);
+ * NONE when all are NONE. Pass 0 counts, 1 finds the best, 2 lists. */
+static char *combine_list(const char *s, size_t len, const struct prompt *p)
+{
+	struct scorer sc;
+	struct buf b;
+	const char *a;
+	size_t pos, an;
+	double best = 0, w;
+	scorer_init(&sc, p);
+	buf_init(&b, 0);
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 1 && !sc.units)
+			break;
+		if (pass == 1)
+			scorer_weigh(&sc);
+		pos = p->mat_off;
+		while (next_partial(s, len, p, &pos, &a, &an)) {
+			size_t at = 0, ls, n;
+			while (next_line(a, an, &at, &ls, &n)) {
+				if (blank(a + ls, n) || is_none(a + ls, n))
+					continue;
+				if (pass == 0) {
+					sc.units++;
+					scorer_unit(&sc, a + ls, n, true, NULL, NULL);
+					continue;
+				}
+				scorer_unit(&sc, a + ls, n, false, &w, NULL);
+				if (pass == 1 && w > best)
+					best = w;
+				if (pass == 2 && w >= best * (1 - 1e-12))
+					list_add(&b, a + ls, n);
+			}
+		}
+	}
+	scorer_release(&sc);
+	if (!b.len) {
+		buf_release(&b);
+		return xstrdup("NONE");
+	}
+	return buf_detach(&b, NULL);
+}
+
+static char *policy(const char *s, size_t len)
+{
+	struct prompt p;
+	bool how_many, all;
+	pthread_once(&tables_once, tables_build);
+	split_prompt(s, len, &p);
+	how_many = contains_ci(p.q, p.qlen, "how many");
+	all = sim_asks_all(p.q, p.qlen);
+	if (p.combine)
+		return all ? combine_list(s, len, &p) : answer_combine(s, len, &p, how_many);
+	return answer_leaf(s, len, &p, how_many, all);
+}
+
+char *sim_reply_text(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n)
+{
+	const struct llm_msg *m = NULL;
+	char *root = sim_root_reply(cfg, msgs, n);
+	if (root)
+		return root;
+	for (size_t i = n; i-- > 0;) {
+		if (msgs[i].role == LLM_USER) {
+			m = &msgs[i];
+			break;
+		}
+	}
+	if (!m && n)
+		m = &msgs[n - 1];
+	if (!m || !m->text)
+		return xstrdup("NONE");
+	return policy(m->text, m->len);
+}

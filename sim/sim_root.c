@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: MIT */
+/* sim/sim_root.c -- the simulator's root policy: the Python a sensible
+ * model writes, turn by turn, as the root of the RLM loop.
+ *
+ * DESIGN
+ * The policy keeps no state: it reads it from the conversation. Each code
+ * block it writes starts with a marker comment "# step N: ...", so the
+ * step of the last assistant message says where the solve is, and the
+ * last user message (the REPL's output, or a notice of the controller)
+ * says what happened to it:
+ *   "You are out of turns"              FINAL(best answer seen), or NONE
+ *   "REPL was restarted" / "variables   step 2 (its variables are gone;
+ *    are gone"                          step 1 has none worth redoing)
+ *   a Python error: a line starting     the same step again, written
+ *    "Traceback (most recent call       correctly (step 2 when step 3
+ *    last):" or "NameError: ..."        lost found/answers)
+ *   anything else                       the next step (3 stays 3)
+ * The notices are looked for only in lines the policy's own code did not
+ * print (its lines start with "sample:", "answer:", "final answer:", and
+ * print context text through repr() or flattened to one line), so a
+ * context full of logs with tracebacks in them cannot fool it.
+ *
+ * The three steps: 1 prints type, size and a sample of `context` (str or
+ * list); 2 cuts it into chunks (documents grouped up to the chunk size, a
+ * larger one cut), asks every chunk the question in the shape of
+ * tree_leaf.txt with llm_query_batched, keeps the answers that are not
+ * NONE, empty or "Error:", and prints them one per line; 3 finishes: a sum
+ * in Python for "how many", the answer itself when all agree, else one
+ * llm_query in the shape of tree_combine.txt ("[i] answer" lines, which is
+ * how the sub-model policy tells partial answers apart). A question that
+ * asks for all of something (sim_asks_all: RULER's multi-value NIAH) may
+ * have its answers spread over many chunks, or many child RLMs, each with
+ * some of them: step 3 then takes the distinct lines of every answer, in
+ * Python, and when there are several has one llm_query list those that
+ * answer the question (the sub-model drops lines about something else),
+ * falling back on all of them; a child RLM answers the same way, so its
+ * parent gets every value it found.
+ *
+ * Bugs: with probability code_errors a step is written with a bug that
+ * raises whatever the context (a NameError from a typo, a TypeError from
+ * adding an int to a str, an IndexError from an off-by-one), drawn from
+ * splitmix64 over the seed, a hash of the question and the turn, so a run
+ * repeats exactly and a retry draws again. */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CHUNK_DEFAULT 100000 /* when the prompt states no size */
+#define SHOWN_ANSWERS 10     /* answers step 2 prints */
+#define SHOWN_CHARS   300    /* characters of each */
+#define SAMPLE_CHARS  300    /* characters of the sample step 1 prints */
+
+enum bug { BUG_NONE, BUG_NAME, BUG_TYPE, BUG_INDEX };
+
+/* The prompts of the sub-calls, as Python string literal pieces. */
+static const char leaf_intro[] = "You are answering a question about one part of a larger text. "
+				 "Use only the text given here.\\n\\nQuestion: ";
+static const char leaf_rules[] =
+    "\\n\\nReply with the answer alone, as briefly as the question allows, quoting the text "
+    "where you can. If this part does not contain the answer, reply with exactly NONE. For a "
+    "question that asks how many, reply with the count for this part only, as a number. For "
+    "a question that asks for all of something, reply with every one this part holds, one "
+    "per line.\\n\\nText:\\n";
+static const char combine_intro[] =
+    "Several readers each answered the question below from a different part of a larger text. "
+    "Combine their partial answers into one final answer. A partial answer of NONE means that "
+    "part held nothing relevant. For a question that asks how many, add the counts up. For a "
+    "question that asks for all of something, list every distinct one that the partial "
+    "answers give, one per line. Reply with the final answer alone.\\n\\nQuestion: ";
+
+/* ---- reading the conversation ---- */
+
+static bool has(const char *s, size_t n, const char *needle)
+{
+	return s && memmem(s, n, needle, strlen(needle)) != NULL;
+}
+
+static bool has_ci(const char *s, size_t n, const char *needle)
+{
+	size_t m = strlen(needle);
+	for (size_t i = 0; s && i + m <= n; i++)
+		if (strncasecmp(s + i, needle, m) == 0)
+			return true;
+	return false;
+}
+
+static bool starts(const char *s, size_t n, const char *prefix)
+{
+	size_t m = strlen(prefix);
+	return n >= m && memcmp(s, prefix, m) == 0;
+}
+
+/* Lines the policy's own code printed: context text shows up only there. */
+static bool own_line(const char *s, size_t n)
+{
+	return starts(s, n, "sample: ") || starts(s, n, "answer: ") ||
+	       starts(s, n, "final answer: ");
+}
+
+static bool ends(const char *s, size_t n, const char *suffix)
+{
+	size_t m = strlen(suffix);
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* Whether the line s[0..n) reports a Python error: the traceback header,
+ * or an exception line ("NameError: ...", or "SyntaxError: ..." that comes
+ * without a traceback when the code does not compile). */
+static bool error_line(const char *s, size_t n)
+{
+	size_t i = 0;
+	if (starts(s, n, "Traceback (most recent call last)"))
+		return true;
+	if (!n || s[0] < 'A' || s[0] > 'Z')
+		return false;
+	while (i < n && (s[i] == '_' || s[i] == '.' || (s[i] >= 'a' && s[i] <= 'z') ||
+			 (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+		i++;
+	return (i == n || s[i] == ':') &&
+	       (ends(s, i, "Error") || ends(s, i, "Exception") || ends(s, i, "Interrupt"));
+}
+
+/* Whether a line of m that the policy's code did not print holds needle
+ * (NULL: reports a Python error). */
+static bool notice(const struct llm_msg *m, const char *needle)
+{
+	const char *s = m ? m->text : NULL, *end = s ? s + m->len : NULL;
+	while (s && s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t n = (size_t)((nl ? nl : end) - s);
+		if (!own_line(s, n) && (needle ? has(s, n, needle) : error_line(s, n)))
+			return true;
+		s = nl ? nl + 1 : end;
+	}
+	return false;
+}
+
+/* The step N of the first "# step N:" marker in s, or 0. */
+static int step_of(const char *s, size_t n)
+{
+	static const char mark[] = "# step ";
+	const char *p = s, *end = s ? s + n : NULL;
+	while (p && (p = memmem(p, (size_t)(end - p), mark, sizeof(mark) - 1))) {
+		p += sizeof(mark) - 1;
+		if (end - p >= 2 && p[0] >= '1' && p[0] <= '3' && p[1] == ':')
+			return p[0] - '0';
+	}
+	return 0;
+}
+
+static bool space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+static void trim(const char **s, size_t *n)
+{
+	while (*n && space(**s))
+		(*s)++, (*n)--;
+	while (*n && space((*s)[*n - 1]))
+		(*n)--;
+}
+
+/* The question of the first user message: its "Question:" line, up to the
+ * paragraph "The context is ..." when the question runs over lines; else
+ * the last line ending in '?'; else the first line. Points into m. */
+static void question_of(const struct llm_msg *m, const char **q, size_t *qn)
+{
+	const char *s = m && m->text ? m->text : "", *end = s + (m && m->text ? m->len : 0);
+	const char *p = s, *qm = NULL, *first = NULL;
+	size_t qm_n = 0, first_n = 0;
+	*q = s;
+	*qn = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *l = p;
+		size_t n = (size_t)((nl ? nl : end) - p);
+		while (n && (*l == ' ' || *l == '\t'))
+			l++, n--;
+		if (starts(l, n, "Question:")) {
+			const char *stop = memmem(l, (size_t)(end - l), "\n\nThe context is ", 17);
+			*q = l + 9;
+			*qn = stop ? (size_t)(stop - *q) : n - 9;
+			trim(q, qn);
+			if (*qn)
+				return;
+		}
+		trim(&l, &n);
+		if (n && !first)
+			first = l, first_n = n;
+		if (n && l[n - 1] == '?')
+			qm = l, qm_n = n;
+		p = nl ? nl + 1 : end;
+	}
+	if (qm)
+		*q = qm, *qn = qm_n;
+	else if (first)
+		*q = first, *qn = first_n;
+}
+
+/* The number after "read about " in m: "200,000", "200000", "50k", "1.5M". */
+static long stated_chunk(const struct llm_msg *m)
+{
+	static const char mark[] = "read about ";
+	const char *p = m && m->text ? memmem(m->text, m->len, mark, sizeof(mark) - 1) : NULL;
+	const char *end = p ? m->text + m->len : NULL;
+	double v = 0, scale = 0;
+	if (!p)
+		return 0;
+	for (p += sizeof(mark) - 1; p < end; p++) {
+		if (*p >= '0' && *p <= '9') {
+			v = v * 10 + (*p - '0');
+			if (scale)
+				scale *= 10;
+		} else if (*p == '.' && !scale) {
+			scale = 1;
+		} else if (!((*p == ',' || *p == '_') && p + 1 < end && p[1] >= '0' &&
+			     p[1] <= '9')) {
+			break;
+		}
+	}
+	if (scale)
+		v /= scale;
+	if (p < end && (*p == 'k' || *p == 'K'))
+		v *= 1e3;
+	else if (p < end && *p == 'M')
+		v *= 1e6;
+	return v >= 1 && v <= 1e12 ? (long)v : 0;
+}
+
+/* ---- writing Python ---- */
+
+/* Bytes of the valid UTF-8 sequence at s[0..n) that is not ASCII, or 0. */
+static size_t utf8_seq(const char *s, size_t n)
+{
+	unsigned char c = (unsigned char)s[0];
+	size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+	return k && k <= n && utf8_valid(s, k, NULL) ? k : 0;
+}
+
+/* s[0..n) as a Python str literal: quotes, backslashes and control
+ * characters escaped, so it stays on one line; other characters as they
+ * are (a stray byte that is not UTF-8 becomes \xNN). */
+static void py_str(struct buf *b, const char *s, size_t n)
+{
+	buf_putc(b, '"');
+	for (size_t i = 0, k; i < n; i += k) {
+		unsigned char c = (unsigned char)s[i];
+		k = 1;
+		if (c == '"' || c == '\\')
+			buf_printf(b, "\\%c", c);
+		else if (c == '\n')
+			buf_puts(b, "\\n");
+		else if (c == '\r')
+			buf_puts(b, "\\r");
+		else if (c == '\t')
+			buf_puts(b, "\\t");
+		else if (c < 0x20 || c == 0x7f)
+			buf_printf(b, "\\x%02x", c);
+		else if (c < 0x80)
+			buf_putc(b, (char)c);
+		else if ((k = utf8_seq(s + i, n - i)))
+			buf_append(b, s + i, k);
+		else
+			buf_printf(b, "\\x%02x", c), k = 1;
+	}
+	buf_putc(b, '"');
+}
+
+static void step1(struct buf *b, enum bug bug)
+{
+	buf_puts(b, "# step 1: look at the context\n");
+	if (bug == BUG_NAME)
+		buf_puts(b, "print(\"type:\", type(contxt).__name__, \"length:\", len(contxt))\n");
+	else if (bug == BUG_TYPE)
+		buf_puts(b, "print(\"type: \" + type(context).__name__ + \", length: \" + "
+			    "len(context))\n");
+	else
+		buf_puts(b,
+			 "print(\"type:\", type(context).__name__, \"length:\", len(context))\n");
+	buf_printf(b,
+		   "if isinstance(context, str):\n"
+		   "    print(\"lines:\", context.count(\"\\n\") + 1)\n"
+		   "    print(\"sample:\", repr(context[:%d]))\n"
+		   "else:\n"
+		   "    print(\"characters:\", sum(len(d) for d in context))\n"
+		   "    print(\"first lengths:\", [len(d) for d in context[:10]])\n"
+		   "    for d in context[:3]:\n"
+		   "        print(\"sample:\", repr(d[:%d]))\n",
+		   SAMPLE_CHARS, SAMPLE_CHARS / 2);
+	if (bug == BUG_INDEX)
+		buf_printf(b, "print(\"sample: last:\", repr(context[len(context)][:%d]))\n",
+			   SAMPLE_CHARS / 2);
+}
+
+/* Step 2. rlm_chunks > 0: recursion is available, and past that many
+ * chunks the context goes to child RLMs in 8 to 16 pieces with the question
+ * alone as their prompt: for a str, slices of whole chunks (a child cuts
+ * the same chunks again); for a list, runs of whole documents,
+ * context[a:b], each about an equal share of the text (a document goes to
+ * the share its middle falls in; one longer than a share goes alone). Both
+ * are parts of `context`, which the runtime passes on without a copy. Each
+ * child maps its piece (recursing again when it may and the piece still
+ * has too many chunks) and answers like a root, the value or NONE (for "how
+ * many", its count; for "all", every value it found, one per line). */
+static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_chunks,
+		  enum bug bug)
+{
+	const char *indent = rlm_chunks > 0 ? "    " : "";
+	buf_puts(b, "# step 2: ask every chunk of the context\nq = ");
+	py_str(b, q, qn);
+	buf_printf(b,
+		   "\nsize = %ld\n"
+		   "if isinstance(context, str):\n"
+		   "    chunks = [context[i:i + size] for i in range(0, len(context), size)]\n"
+		   "else:\n"
+		   "    chunks, cur = [], \"\"\n"
+		   "    for doc in context:\n"
+		   "        if len(doc) > size:\n"
+		   "            if cur:\n"
+		   "                chunks.append(cur)\n"
+		   "                cur = \"\"\n"
+		   "            chunks += [doc[i:i + size] for i in range(0, len(doc), size)]\n"
+		   "        elif cur and len(cur) + 2 + len(doc) > size:\n"
+		   "            chunks.append(cur)\n"
+		   "            cur = doc\n"
+		   "        else:\n"
+		   "            cur = cur + \"\\n\\n\" + doc if cur else doc\n"
+		   "    if cur:\n"
+		   "        chunks.append(cur)\n"
+		   "head = (\"%s\" + \" \".join(q.split()) +\n"
+		   "        \"%s\")\n",
+		   size, leaf_intro, leaf_rules);
+	if (bug == BUG_TYPE)
+		buf_puts(b, "print(\"asking \" + len(chunks) + \" chunks\")\n");
+	if (rlm_chunks > 0) {
+		/* ceil(n / k) in Python: -(-n // k) */
+		buf_printf(b,
+			   "if len(chunks) > %ld:\n"
+			   "    # too many chunks for one batch: child RLMs take a piece each\n"
+			   "    per = -(-len(chunks) // min(16, max(8, -(-len(chunks) // %ld))))\n"
+			   "    if isinstance(context, str):\n"
+			   "        pieces = [context[i:i + per * size] for i in range(0, "
+			   "len(context), per * size)]\n"
+			   "    else:\n"
+			   "        # runs of whole documents, an equal share of the text each\n"
+			   "        share = sum(len(d) for d in context) / -(-len(chunks) // per)\n"
+			   "        cuts, seen, last = [0], 0, 0\n"
+			   "        for i, d in enumerate(context):\n"
+			   "            at = int((seen + len(d) / 2) // share)\n"
+			   "            if i and (at != last or len(d) > share or len(context[i - 1]) "
+			   "> share):\n"
+			   "                cuts.append(i)\n"
+			   "            last, seen = at, seen + len(d)\n"
+			   "        pieces = [context[a:b] for a, b in zip(cuts, cuts[1:] + "
+			   "[len(context)])]\n"
+			   "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
+			   "    answers = %s([q] * len(pieces), contexts=pieces)\n"
+			   "else:\n",
+			   rlm_chunks, rlm_chunks,
+			   bug == BUG_NAME ? "rlm_query_batch" : "rlm_query_batched");
+	}
+	buf_printf(b, "%sprompts = [head + c for c in chunks]\n%s", indent, indent);
+	if (bug == BUG_NAME)
+		buf_puts(b, "answers = llm_query_batch(prompts)\n");
+	else
+		buf_puts(b, "answers = llm_query_batched(prompts) if prompts else []\n");
+	buf_printf(b,
+		   "found = []\n"
+		   "for a in answers:\n"
+		   "    a = a.strip()\n"
+		   "    if a and a.rstrip(\".\").upper() != \"NONE\" and not "
+		   "a.startswith(\"Error:\"):\n"
+		   "        found.append(a)\n"
+		   "print(len(chunks), \"chunks,\", len(answers), \"answers,\", len(found), "
+		   "\"found\")\n"
+		   "for a in found[:%d]:\n"
+		   "    print(\"answer:\", \" \".join(a.split())[:%d])\n",
+		   SHOWN_ANSWERS, SHOWN_CHARS);
+	if (bug == BUG_INDEX)
+		buf_puts(b, "print(\"last answer:\", answers[len(answers)])\n");
+}
+
+static void step3(struct buf *b, const char *q, size_t qn, bool how_many, bool all, enum bug bug)
+{
+	buf_printf(b, "# step 3: %s and finish\n",
+		   how_many ? "add up the counts"
+		   : all    ? "gather every answer"
+			    : "combine the answers");
+	if (bug == BUG_NAME)
+		buf_puts(b, "print(len(fuond), \"answers to combine\")\n");
+	else if (bug == BUG_TYPE)
+		buf_puts(b, "print(\"answers to combine: \" + len(found))\n");
+	else if (bug == BUG_INDEX)
+		buf_puts(b, "print(\"last answer:\", found[len(found)])\n");
+	if (how_many) {
+		buf_puts(b, "import re\n"
+			    "counts = []\n"
+			    "for a in found:\n"
+			    "    m = re.search(r\"\\d+\", a)\n"
+			    "    if m:\n"
+			    "        counts.append(int(m.group()))\n"
+			    "final = str(sum(counts)) if found else \"NONE\"\n"
+			    "print(len(counts), \"counts\")\n");
+	} else if (all) {
+		/* every distinct line of every answer; several: the sub-model
+		 * keeps those that answer the question */
+		buf_puts(b, "q = ");
+		py_str(b, q, qn);
+		buf_printf(
+		    b,
+		    "\nvals = []\n"
+		    "for a in found:\n"
+		    "    for v in a.split(\"\\n\"):\n"
+		    "        v = v.strip()\n"
+		    "        if v and v.rstrip(\".\").upper() != \"NONE\" and v not in vals:\n"
+		    "            vals.append(v)\n"
+		    "print(len(vals), \"distinct answers\")\n"
+		    "if not vals:\n"
+		    "    final = \"NONE\"\n"
+		    "elif len(vals) == 1:\n"
+		    "    final = vals[0]\n"
+		    "else:\n"
+		    "    partials = \"\\n\".join(f\"[{i + 1}] {v}\" for i, v in "
+		    "enumerate(vals))\n"
+		    "    final = llm_query(\"%s\" + \" \".join(q.split()) +\n"
+		    "                      \"\\n\\nPartial answers:\\n\" + partials).strip()\n"
+		    "    if (not final or final.startswith(\"Error:\") or\n"
+		    "            final.rstrip(\".\").upper() == \"NONE\"):\n"
+		    "        final = \"\\n\".join(vals)\n",
+		    combine_intro);
+	} else {
+		buf_puts(b, "q = ");
+		py_str(b, q, qn);
+		buf_printf(
+		    b,
+		    "\nif not found:\n"
+		    "    final = \"NONE\"\n"
+		    "elif len(set(found)) == 1:\n"
+		    "    final = found[0]\n"
+		    "else:\n"
+		    "    partials = \"\\n\".join(f\"[{i + 1}] {a}\" for i, a in "
+		    "enumerate(found))\n"
+		    "    final = llm_query(\"%s\" + \" \".join(q.split()) +\n"
+		    "                      \"\\n\\nPartial answers:\\n\" + partials).strip()\n"
+		    "    if not final or final.startswith(\"Error:\"):\n"
+		    "        final = found[0]\n",
+		    combine_intro);
+	}
+	buf_puts(b, "answer[\"content\"] = final\n"
+		    "answer[\"ready\"] = True\n"
+		    "print(\"final answer:\", \" \".join(final.split()))\n");
+}
+
+/* ---- the answer when out of turns ---- */
+
+/* The first integer of s[0..n), or -1. */
+static long long first_int(const char *s, size_t n)
+{
+	long long v = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9') {
+			if (v >= 0)
+				break;
+			continue;
+		}
+		v = (v < 0 ? 0 : v) * 10 + (s[i] - '0');
+		if (v > 1000000000000000LL)
+			break;
+	}
+	return v;
+}
+
+/* Whether s[0..n) has a line that is l[0..ln). */
+static bool has_line(const char *s, size_t n, const char *l, size_t ln)
+{
+	const char *end = s ? s + n : NULL;
+	while (s && s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t k = (size_t)((nl ? nl : end) - s);
+		if (k == ln && memcmp(s, l, ln) == 0)
+			return true;
+		s = nl ? nl + 1 : end;
+	}
+	return false;
+}
+
+/* The best answer the outputs show: the last "final answer:" line printed;
+ * else from the latest output with "answer:" lines, the first (for "how
+ * many", their sum; for "all", the distinct ones, one per line). NULL
+ * when none. */
+static char *best_seen(const struct llm_msg *msgs, size_t n, size_t first_user, bool how_many,
+		       bool all)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		const char *prefix = pass ? "answer: " : "final answer: ";
+		for (size_t i = n; i-- > first_user + 1;) {
+			const char *s = msgs[i].text, *end = s ? s + msgs[i].len : NULL;
+			const char *got = NULL;
+			size_t got_n = 0, lines = 0;
+			long long sum = 0;
+			struct buf list;
+			if (msgs[i].role != LLM_USER)
+				continue;
+			buf_init(&list, 0);
+			while (s && s < end) {
+				const char *nl = memchr(s, '\n', (size_t)(end - s));
+				size_t ln = (size_t)((nl ? nl : end) - s), k = strlen(prefix);
+				if (starts(s, ln, prefix)) {
+					const char *v = s + k;
+					size_t vn = ln - k;
+					long long num = first_int(v, vn);
+					if (!got || !pass)
+						got = v, got_n = vn;
+					sum += num > 0 ? num : 0;
+					lines++;
+					trim(&v, &vn);
+					if (pass && all && vn &&
+					    !has_line(list.p, list.len, v, vn)) {
+						if (list.len)
+							buf_putc(&list, '\n');
+						buf_append(&list, v, vn);
+					}
+				}
+				s = nl ? nl + 1 : end;
+			}
+			if (!got) {
+				buf_release(&list);
+				continue;
+			}
+			if (pass && all)
+				return buf_detach(&list, NULL);
+			buf_release(&list);
+			if (pass && how_many)
+				return xasprintf("%lld", sum);
+			trim(&got, &got_n);
+			return xstrndup(got, got_n);
+		}
+	}
+	return NULL;
+}
+
+static char *final_reply(const struct llm_msg *msgs, size_t n, size_t first_user, bool how_many,
+			 bool all)
+{
+	char *best = best_seen(msgs, n, first_user, how_many, all), *out;
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "FINAL(");
+	if (best && *best) {
+		/* one line: runs of blanks become one space */
+		for (char *p = best; *p; p++)
+			if (!space(*p) || (b.len && b.p[b.len - 1] != ' '))
+				buf_putc(&b, space(*p) ? ' ' : *p);
+		while (b.p[b.len - 1] == ' ')
+			b.p[--b.len] = '\0';
+	} else {
+		buf_puts(&b, "NONE");
+	}
+	buf_putc(&b, ')');
+	free(best);
+	out = buf_detach(&b, NULL);
+	return out;
+}
+
+/* ---- the policy ---- */
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Whether the step of this turn gets a bug, and which. */
+static enum bug draw_bug(const struct sim_cfg *cfg, const char *q, size_t qn, size_t turn)
+{
+	uint64_t st = cfg->seed, u;
+	st = splitmix64(&st) ^ fnv1a(q, qn);
+	st = splitmix64(&st) ^ (uint64_t)turn;
+	u = splitmix64(&st);
+	if ((double)(u >> 11) * 0x1p-53 >= cfg->code_errors)
+		return BUG_NONE;
+	return (enum bug)(BUG_NAME + splitmix64(&st) % 3);
+}
+
+/* Whether rlm_query starts a child RLM: the system message offers it and
+ * does not say it is a plain sub-call here (recursion off, or this node at
+ * the last level). */
+static bool can_recurse(const struct llm_msg *system)
+{
+	return system && has(system->text, system->len, "rlm_query_batched") &&
+	       !has(system->text, system->len, "Recursion is off") &&
+	       !has(system->text, system->len, "last level of recursion");
+}
+
+static bool is_root(const struct llm_msg *msgs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (msgs[i].role == LLM_SYSTEM && has(msgs[i].text, msgs[i].len, "```repl") &&
+		    has(msgs[i].text, msgs[i].len, "llm_query_batched"))
+			return true;
+	return false;
+}
+
+char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n)
+{
+	struct sim_cfg defaults;
+	const struct llm_msg *first = NULL, *last = NULL, *system = NULL;
+	size_t first_i = 0, turn = 1, qn;
+	int prev = 0, step;
+	const char *q, *why;
+	bool how_many, all;
+	long size;
+	struct buf b;
+	if (!is_root(msgs, n))
+		return NULL;
+	if (!cfg) {
+		sim_cfg_default(&defaults);
+		cfg = &defaults;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (msgs[i].role == LLM_SYSTEM && !system)
+			system = &msgs[i];
+		if (msgs[i].role == LLM_USER && !first)
+			first = &msgs[i], first_i = i;
+		if (msgs[i].role == LLM_USER)
+			last = &msgs[i];
+		if (msgs[i].role == LLM_ASSISTANT)
+			turn++, prev = step_of(msgs[i].text, msgs[i].len);
+	}
+	question_of(first, &q, &qn);
+	how_many = has_ci(q, qn, "how many");
+	all = sim_asks_all(q, qn);
+	if (last && last != first && notice(last, "You are out of turns"))
+		return final_reply(msgs, n, first_i, how_many, all);
+
+	if (last != first &&
+	    (notice(last, "REPL was restarted") || notice(last, "variables are gone"))) {
+		step = 2;
+		why = "The REPL was restarted and my variables are gone, so I will ask the chunks "
+		      "again.";
+	} else if (prev && last != first && notice(last, NULL)) {
+		step = prev;
+		if (prev == 3 && (notice(last, "name 'found' is not defined") ||
+				  notice(last, "name 'answers' is not defined")))
+			step = 2;
+		why = step == prev ? "That raised an error; here is the same step again, fixed."
+				   : "The answers of the chunks are gone, so I will ask again.";
+	} else if (prev >= 3) {
+		step = 3;
+		why = "The session did not end, so I will set the answer again.";
+	} else {
+		step = prev + 1;
+		why = step == 1	  ? "First I will look at the context: its type, its size and a "
+				    "short sample."
+		      : step == 3 ? (how_many ? "I will add up the counts and finish."
+				     : all    ? "I will gather every answer the chunks found and "
+						"finish."
+					      : "I will combine what the chunks found and finish.")
+		      : how_many  ? "Now I will cut the context into chunks and have each one "
+				    "counted with llm_query_batched."
+				  : "Now I will cut the context into chunks and ask each one the "
+				    "question with llm_query_batched.";
+	}
+
+	size = cfg->chunk_chars > 0 ? cfg->chunk_chars : stated_chunk(first);
+	if (size <= 0)
+		size = stated_chunk(system);
+	if (size <= 0)
+		size = CHUNK_DEFAULT;
+	buf_init(&b, 0);
+	buf_printf(&b, "%s\n\n```repl\n", why);
+	switch (step) {
+	case 1:
+		step1(&b, draw_bug(cfg, q, qn, turn));
+		break;
+	case 2:
+		step2(&b, q, qn, size, can_recurse(system) ? cfg->rlm_chunks : 0,
+		      draw_bug(cfg, q, qn, turn));
+		break;
+	default:
+		step3(&b, q, qn, how_many, all, draw_bug(cfg, q, qn, turn));
+		break;
+	}
+	buf_puts(&b, "```\n");
+	return buf_detach(&b, NULL);
+}
