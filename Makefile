@@ -62,7 +62,7 @@ TLIB_OBJ  := $(TLIB_SRC:%.c=$(BUILD)/obj/%.o)
 FUZZ_SRC  := $(wildcard tests/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test check asan tsan valgrind fuzz fuzz-bins lint format format-check \
+.PHONY: all test check asan tsan valgrind fuzz fuzz-bins lint check-layout format format-check \
         bench demo deps clean help install
 
 all: $(BIN)
@@ -134,7 +134,13 @@ fuzz:
 	@sh tests/fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
 # ---- quality ----
-lint:
+# The layout of docs/architecture.md: includes go down the arrows only, and
+# every symbol librlm.a exports carries its module's prefix.
+check-layout: $(LIB)
+	python3 scripts/check_layout.py includes
+	python3 scripts/check_layout.py symbols $(LIB_OBJ)
+
+lint: check-layout
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	    --suppress=missingIncludeSystem --inline-suppr -D_GNU_SOURCE -I. \
 	    $(MODULES)
@@ -173,7 +179,8 @@ help:
 	@echo "make valgrind   the tests under valgrind memcheck"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS"
 	@echo "make bench      the performance suite (rlm bench perf)"
-	@echo "make lint       cppcheck;  make format-check  clang-format"
+	@echo "make lint       check-layout and cppcheck;  make format-check  clang-format"
+	@echo "make check-layout  includes go down the module arrows, exports carry their prefix"
 	@echo "DEVELOPER=1     warnings are errors (CI sets it)"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
