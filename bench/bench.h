@@ -272,6 +272,25 @@ size_t browse_default_docs(uint64_t tokens);
 int browse_write(const struct browse_opts *o, enum sniah_format fmt, const char *path,
 		 struct browse_item *it);
 
+/* The options every section sees. */
+struct perf_opts {
+	long calls;	 /* fan-out calls */
+	long conc;	 /* the pool's slots */
+	long latency_ms; /* the simulator's latency a call */
+	long execs;	 /* REPL round trips timed */
+	long starts;	 /* worker starts timed */
+	bool quick;	 /* scaled down (--quick): not for comparing */
+};
+
+/* `rlm bench perf`: run the sections named in only (comma-separated; NULL:
+ * all), with o's counts (0: the defaults, scaled down when o->quick), and
+ * print the table, or the JSON when json, on out. Returns an exit status:
+ * 0 when every row met its target, 1 when one did not or a section failed,
+ * 2 when only names no section (said on stderr). */
+int perf_main(struct perf_opts *o, const char *only, bool json, FILE *out);
+/* The help text of `rlm bench perf` (bench/perf.c). */
+extern const char perf_usage[];
+
 /* ---- the REPL worker (bench/perf_repl.c) ---- */
 
 /* Run `x = 1` n times in each of two workers (tiny context), taking
@@ -341,10 +360,11 @@ struct perf_scale {
  * out. A wrong answer is an error. Returns 0 or a negative code with err. */
 int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err);
 /* `rlm bench perf --child REPORT solve ARGS...` runs `rlm solve ARGS...`,
- * `... load PATH` loads PATH; either writes "key value" lines to REPORT
+ * (through solve, the command's own function: cli_solve), `... load
+ * PATH` loads PATH; either writes "key value" lines to REPORT
  * (status, wall_ns, peak_kb, hwm_kb, memfd_kb and memfd_peak_kb, or
  * load_ns, held_kb, bytes and docs). Returns an exit status. */
-int perf_scale_child(int argc, char **argv);
+int perf_scale_child(int argc, char **argv, int (*solve)(int argc, char **argv));
 
 /* ---- `rlm serve` under load (bench/perf_serve.c) ---- */
 

@@ -15,7 +15,6 @@
 #include "bench_int.h"
 
 #include "../common/json.h"
-#include "../cli/cli.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -75,7 +74,7 @@ static int write_line(cJSON *j, FILE *jl, const char *jl_path)
 	char *s = json_print(j);
 	int status = 0;
 	if (fprintf(jl, "%s\n", s) < 0)
-		status = cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
+		status = log_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
 	free(s);
 	cJSON_Delete(j);
 	return status;
@@ -116,7 +115,7 @@ static int oolong_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 		FILE *f = fopen(path, "wb");
 		int rc;
 		if (!f) {
-			cli_fail(1, "cannot write '%s': %s", path, strerror(errno));
+			log_fail(1, "cannot write '%s': %s", path, strerror(errno));
 			goto out;
 		}
 		o.seed = k ? derive(r->seed, (uint64_t)k) : r->seed;
@@ -124,12 +123,12 @@ static int oolong_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 		if (fclose(f) != 0 && !rc)
 			rc = errno ? -errno : -EIO;
 		if (rc == -EINVAL) {
-			status = cli_fail(2, "size '%s' is too small for an oolong window",
+			status = log_fail(2, "size '%s' is too small for an oolong window",
 					  r->size_name);
 			goto out;
 		}
 		if (rc) {
-			cli_fail(1, "cannot write '%s': %s", path, strerror(-rc));
+			log_fail(1, "cannot write '%s': %s", path, strerror(-rc));
 			goto out;
 		}
 		rng_seed(&qr, derive(o.seed, 1000));
@@ -146,7 +145,7 @@ static int oolong_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 		w = NULL;
 	}
 	if (!w) {
-		cli_fail(1, "no question of the --task asked fits item '%s' in %d windows", r->id,
+		log_fail(1, "no question of the --task asked fits item '%s' in %d windows", r->id,
 			 REDRAWS);
 		goto out;
 	}
@@ -222,7 +221,7 @@ static int browse_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 		size_t need = RLM_MAX(r->docs, (size_t)BROWSE_MIN_DOCS);
 		if (r->docs)
 			status =
-			    cli_fail(2,
+			    log_fail(2,
 				     "size '%s' is too small for browse with --docs %zu: %zu "
 				     "documents of at least %d bytes need %zu tokens; pass --sizes "
 				     "%zu or more, or fewer --docs",
@@ -230,7 +229,7 @@ static int browse_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 				     need * BROWSE_DOC_BYTES / 4, need * BROWSE_DOC_BYTES / 4);
 		else
 			status =
-			    cli_fail(2,
+			    log_fail(2,
 				     "size '%s' is too small for browse: its %zu documents (the "
 				     "fewest it makes) of at least %d bytes need %zu tokens; pass "
 				     "--sizes %zu or more",
@@ -239,7 +238,7 @@ static int browse_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 		goto out;
 	}
 	if ((rc = browse_write(&o, r->format, path, &it))) {
-		cli_fail(1, "cannot write '%s': %s", path, strerror(-rc));
+		log_fail(1, "cannot write '%s': %s", path, strerror(-rc));
 		goto out;
 	}
 	ans = cJSON_CreateArray();

@@ -6,7 +6,6 @@
 #include "perf_int.h"
 #include "../store/store.h"
 #include "../llm/llm.h"
-#include "../cli/cli.h"
 #include "../rlm/rlm.h"
 #include "../common/json.h"
 

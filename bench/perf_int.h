@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/perf_int.h -- what `rlm bench perf`'s files share: a row of its
  * table, the sections of measurements (bench/perf.c, with its perf_*.c
- * helpers), and the frame around them (bench/perf_cli.c): a section run
+ * helpers), and the frame around them (bench/perf_frame.c): a section run
  * with its errors kept, the table and the JSON. */
 #ifndef RLM_BENCH_PERF_INT_H
 #define RLM_BENCH_PERF_INT_H
@@ -29,16 +29,6 @@ struct perf_row {
  * its size: the text and its working buffers (a second copy makes 2). */
 #define PERF_COPIES_MAX 1.25
 
-/* The options every section sees. */
-struct perf_opts {
-	long calls;	 /* fan-out calls */
-	long conc;	 /* the pool's slots */
-	long latency_ms; /* the simulator's latency a call */
-	long execs;	 /* REPL round trips timed */
-	long starts;	 /* worker starts timed */
-	bool quick;	 /* scaled down (--quick): not for comparing */
-};
-
 /* A row's name and target before it is measured. */
 struct perf_label {
 	const char *name, *target;
@@ -57,7 +47,6 @@ struct perf_section {
 #define PERF_ROWS 21
 extern const struct perf_section perf_sections[];
 extern const size_t perf_n_sections;
-extern const char perf_usage[];
 
 /* r met its target: measured, within its limit, and within
  * PERF_COPIES_MAX copies where it counts them. */
@@ -66,7 +55,7 @@ bool perf_row_ok(const struct perf_row *r);
 /* Whether name is in the comma-separated list (NULL: any name is). */
 bool perf_listed(const char *list, const char *name);
 /* 0 when every name of the comma-separated list only is a section's;
- * else 2, after saying which is not (cli_fail). */
+ * else 2, after saying which is not (log_error). */
 int perf_only_check(const struct perf_section *secs, size_t n_secs, const char *only);
 /* Run section s into rows (its own at rows + s->first) with this
  * process's stderr (fd 2, its threads' and children's too) going to a

@@ -23,7 +23,6 @@
  */
 #include "bench.h"
 #include "../common/json.h"
-#include "../cli/cli.h"
 #include "../corpus/corpus.h"
 
 #include <dirent.h>
@@ -151,23 +150,26 @@ static int child_load(FILE *rep, const char *path)
 	return 0;
 }
 
-int perf_scale_child(int argc, char **argv)
+int perf_scale_child(int argc, char **argv, int (*solve)(int argc, char **argv))
 {
 	FILE *rep;
 	int status;
 	int64_t t0;
-	if (argc < 3)
-		return cli_fail(2,
-				"usage: rlm bench perf --child REPORT solve ARGS... | load PATH");
-	if (!(rep = fopen(argv[1], "w")))
-		return cli_fail(1, "cannot open '%s': %s", argv[1], strerror(errno));
+	if (argc < 3) {
+		log_error("usage: rlm bench perf --child REPORT solve ARGS... | load PATH");
+		return 2;
+	}
+	if (!(rep = fopen(argv[1], "w"))) {
+		log_error("cannot open '%s': %s", argv[1], strerror(errno));
+		return 1;
+	}
 	if (strcmp(argv[2], "load") == 0 && argc == 4) {
 		status = child_load(rep, argv[3]);
 	} else if (strcmp(argv[2], "solve") == 0) {
 		struct held h = {false, 0, 0, 0, 0, 0, 0};
 		bool sampling = pthread_create(&h.th, NULL, held_sample, &h) == 0;
 		t0 = now_ns();
-		status = cmd_solve(argc - 2, argv + 2);
+		status = solve(argc - 2, argv + 2);
 		fflush(stdout);
 		if (sampling) {
 			atomic_store(&h.stop, true);
@@ -181,7 +183,8 @@ int perf_scale_child(int argc, char **argv)
 			status, (long long)(now_ns() - t0), h.peak_kb, status_kb("VmHWM"),
 			h.memfd_at_peak_kb, h.memfd_peak_kb, h.anon_at_peak_kb, h.file_at_peak_kb);
 	} else {
-		status = cli_fail(2, "unknown child job '%s'", argv[2]);
+		log_error("unknown child job '%s'", argv[2]);
+		status = 2;
 	}
 	if (fclose(rep) != 0 && !status)
 		status = 1;

@@ -138,6 +138,9 @@ char *url_without_userinfo(const char *s);
 enum { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 extern int rlm_log_level; /* default LOG_WARN; set once at start */
 void rlm_log(int level, const char *fmt, ...) RLM_PRINTF(2, 3);
+/* Say "rlm: error: <message>" and return status: a command's exit status
+ * (1 failure, 2 bad usage), for `return log_fail(2, "...")`. */
+int log_fail(int status, const char *fmt, ...) RLM_PRINTF(2, 3);
 #define log_error(...) rlm_log(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) rlm_log(LOG_WARN, __VA_ARGS__)
 #define log_info(...) rlm_log(LOG_INFO, __VA_ARGS__)

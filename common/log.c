@@ -6,21 +6,35 @@
 
 int rlm_log_level = LOG_WARN;
 
-void rlm_log(int level, const char *fmt, ...)
+static void vlog(int level, const char *fmt, va_list ap)
 {
 	static const char *const names[] = {"error", "warning", "info", "debug"};
 	char line[2048];
 	int n;
-	va_list ap;
 	if (level > rlm_log_level)
 		return;
 	n = snprintf(line, sizeof(line), "rlm: %s: ", names[level]);
-	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	/* One fputs under the stdio lock keeps lines whole across threads. */
 	flockfile(stderr);
 	fputs(line, stderr);
 	fputc('\n', stderr);
 	funlockfile(stderr);
+}
+
+void rlm_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+int log_fail(int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(LOG_ERROR, fmt, ap);
+	va_end(ap);
+	return status;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* bench/perf_cli.c -- `rlm bench perf`: its options, and the frame around
- * the measurements of bench/perf.c: each section run with what it says on
- * stderr kept, a failed section's rows marked with its error while the
- * others still run, and the results printed as a table or as JSON.
+/* bench/perf_frame.c -- the frame around the measurements of bench/perf.c
+ * (`rlm bench perf`; its options are cli/cli_bench_perf.c's): each section
+ * run with what it says on stderr kept, a failed section's rows marked
+ * with its error while the others still run, and the results printed as a
+ * table or as JSON.
  *
  * DESIGN
  * A section (bench/perf.c) reports a failure by printing "rlm: error: ..."
@@ -15,9 +16,7 @@
  * outputs. */
 #include "perf_int.h"
 #include "../common/json.h"
-#include "../cli/cli.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +67,8 @@ int perf_only_check(const struct perf_section *secs, size_t n_secs, const char *
 		       !(strlen(secs[k].name) == n && strncmp(p, secs[k].name, n) == 0))
 			k++;
 		if (k == n_secs || n == 0) {
-			cli_fail(2, "unknown section '%.*s' in --only (known: %s)", (int)n, p,
-				 known.p);
+			log_error("unknown section '%.*s' in --only (known: %s)", (int)n, p,
+				  known.p);
 			buf_release(&known);
 			return 2;
 		}
@@ -222,84 +221,37 @@ void perf_print_json(const struct perf_row *rows, size_t n, const struct perf_op
 	cJSON_Delete(root);
 }
 
-int cmd_bench_perf(int argc, char **argv)
+int perf_main(struct perf_opts *o, const char *only, bool json, FILE *out)
 {
-	static const struct option longopts[] = {
-	    {"calls", required_argument, NULL, 'n'},
-	    {"concurrency", required_argument, NULL, 'c'},
-	    {"latency-ms", required_argument, NULL, 'l'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"quick", no_argument, NULL, 'q'},
-	    {"only", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct perf_opts o = {.conc = 64, .execs = 1000, .starts = 20};
-	const char *only = NULL, *inject = getenv("RLM_PERF_FAIL");
-	bool json = false, all_ok = true;
+	const char *inject = getenv("RLM_PERF_FAIL");
 	struct perf_row rows[PERF_ROWS];
+	bool all_ok = true;
 	size_t failed = 0;
-	int opt;
-	if (argc >= 2 && strcmp(argv[1], "--child") == 0)
-		return perf_scale_child(argc - 1, argv + 1);
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'n':
-			if (parse_int(optarg, 1, 1000000, &o.calls))
-				return cli_fail(2, "bad value '%s' for --calls", optarg);
-			break;
-		case 'c':
-			if (parse_int(optarg, 1, 4096, &o.conc))
-				return cli_fail(2, "bad value '%s' for --concurrency", optarg);
-			break;
-		case 'l':
-			if (parse_int(optarg, 1, 60000, &o.latency_ms))
-				return cli_fail(2, "bad value '%s' for --latency-ms", optarg);
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'q':
-			o.quick = true;
-			break;
-		case 'o':
-			only = optarg;
-			break;
-		case 'h':
-			fputs(perf_usage, stdout);
-			return 0;
-		default:
-			return cli_fail(2, "unknown option '%s' (see rlm bench perf --help)",
-					argv[optind - 1]);
-		}
-	}
 	if (only && perf_only_check(perf_sections, perf_n_sections, only))
 		return 2;
 	/* --quick scales the counts down; what the user set stays */
-	if (!o.calls)
-		o.calls = o.quick ? 200 : 1000;
-	if (!o.latency_ms)
-		o.latency_ms = o.quick ? 20 : 100;
-	if (o.quick) {
-		o.execs = 200;
-		o.starts = 5;
+	if (!o->calls)
+		o->calls = o->quick ? 200 : 1000;
+	if (!o->latency_ms)
+		o->latency_ms = o->quick ? 20 : 100;
+	if (o->quick) {
+		o->execs = 200;
+		o->starts = 5;
 	}
 	memset(rows, 0, sizeof(rows));
 	for (size_t k = 0; k < perf_n_sections; k++) {
 		const struct perf_section *s = &perf_sections[k];
 		if (perf_listed(only, s->name) &&
-		    perf_run_section(s, &o, rows, inject && perf_listed(inject, s->name)))
+		    perf_run_section(s, o, rows, inject && perf_listed(inject, s->name)))
 			failed++;
 	}
 	for (size_t i = 0; i < PERF_ROWS; i++)
 		all_ok &= !rows[i].name || perf_row_ok(&rows[i]);
 	if (json)
-		perf_print_json(rows, PERF_ROWS, &o, only, stdout);
+		perf_print_json(rows, PERF_ROWS, o, only, out);
 	else
-		perf_print_table(rows, PERF_ROWS, stdout);
-	fflush(stdout);
+		perf_print_table(rows, PERF_ROWS, out);
+	fflush(out);
 	if (failed)
 		fprintf(stderr,
 			"rlm: error: %zu of the sections failed (their rows say why); the "
