@@ -110,7 +110,7 @@ $(BUILD)/tests/fuzz_%: $(BUILD)/obj/tests/fuzz_%.o $(LIB)
 
 # ---- tests ----
 # `make test` builds everything and runs every test binary; the last line
-# it prints is "total: N passed, N failed".
+# it prints is "total: N passed, N failed, N skipped".
 test: $(BIN) $(TEST_BINS)
 	@sh tests/run.sh $(BUILD)
 
@@ -174,7 +174,7 @@ help:
 	@echo "make [all]      build $(BIN)"
 	@echo "make deps       install the Debian packages rlm needs (as root)"
 	@echo "make demo       solve a generated 1M-token haystack on the simulator"
-	@echo "make test       build and run every test (last line: total: N passed, N failed)"
+	@echo "make test       build and run every test (last line: total: N passed, N failed, N skipped)"
 	@echo "make asan|tsan  the tests under ASan+UBSan / TSan (build-asan/, build-tsan/)"
 	@echo "make valgrind   the tests under valgrind memcheck"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS"

@@ -2,7 +2,8 @@
 # tests/fuzz.sh BUILD SECONDS -- run each libFuzzer target for SECONDS with
 # its seed corpus from tests/corpus/<target>/ (if any). Fails on the first
 # target that finds a crash (its log and the crashing input are kept in
-# BUILD/fuzz-logs/). Prints "total: N passed, N failed" last.
+# BUILD/fuzz-logs/). Prints "total: N passed, N failed, 0 skipped" last, in
+# the form of tests/run.sh's line (a target is never skipped).
 set -eu
 build=$1
 secs=$2
@@ -29,5 +30,5 @@ for f in "$build"/tests/fuzz_*; do
         fail=$((fail + 1))
     fi
 done
-echo "total: $pass passed, $fail failed"
+echo "total: $pass passed, $fail failed, 0 skipped"
 [ "$fail" = 0 ]

@@ -2,13 +2,16 @@
 /* tests/harness.c -- the forking test runner behind harness.h. */
 #include "harness.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -19,10 +22,27 @@ struct test {
 	test_fn *fn;
 };
 
+enum result { RESULT_PASS, RESULT_FAIL, RESULT_SKIP };
+
+/* What SKIP leaves for the runner: in a mapping shared with the forked
+ * child, so the parent reads the reason after the child has exited. */
+struct skip_note {
+	bool skipped;
+	char why[512];
+};
+
 static struct test tests[512];
 static size_t n_tests;
 static bool forking = true;
 static char tmpdir[PATH_MAX];
+static struct skip_note *skip_note;
+/* The process running the current test: SKIP from a process the test
+ * forked only ends that process. */
+static pid_t test_pid;
+/* Where SKIP returns to under TEST_NOFORK=1. */
+static jmp_buf skip_jmp;
+
+static void cleanup_tmpdir(void);
 
 void harness_register(const char *name, test_fn *fn)
 {
@@ -45,6 +65,28 @@ void harness_fail(const char *file, int line, const char *fmt, ...)
 	fputc('\n', stderr);
 	fflush(stderr);
 	_exit(1);
+}
+
+void harness_skip(const char *fmt, ...)
+{
+	va_list ap;
+	if (getpid() != test_pid) {
+		/* Not the test's process: it reads this one's exit status. */
+		fprintf(stderr, "  harness: SKIP in a child of the test (pid %d), which exits %d\n",
+			(int)getpid(), HARNESS_SKIP_STATUS);
+		fflush(stderr);
+		_exit(HARNESS_SKIP_STATUS);
+	}
+	va_start(ap, fmt);
+	vsnprintf(skip_note->why, sizeof(skip_note->why), fmt, ap);
+	va_end(ap);
+	skip_note->skipped = true;
+	if (!forking)
+		longjmp(skip_jmp, 1);
+	cleanup_tmpdir();
+	fflush(stdout);
+	fflush(stderr);
+	_exit(HARNESS_SKIP_STATUS);
 }
 
 int64_t slow_factor(void)
@@ -124,23 +166,28 @@ static bool selected(const char *name, int argc, char **argv)
 	return false;
 }
 
-static int run_one(const struct test *t, unsigned timeout)
+static enum result run_one(const struct test *t, unsigned timeout)
 {
 	pid_t pid;
 	int status;
+	skip_note->skipped = false;
+	skip_note->why[0] = '\0';
 	if (!forking) {
-		t->fn();
+		test_pid = getpid();
+		if (setjmp(skip_jmp) == 0)
+			t->fn();
 		cleanup_tmpdir();
-		return 0;
+		return skip_note->skipped ? RESULT_SKIP : RESULT_PASS;
 	}
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
 	if (pid < 0) {
 		perror("fork");
-		return 1;
+		return RESULT_FAIL;
 	}
 	if (pid == 0) {
+		test_pid = getpid();
 		setpgid(0, 0);
 		alarm(timeout);
 		t->fn();
@@ -158,16 +205,43 @@ static int run_one(const struct test *t, unsigned timeout)
 		else
 			fprintf(stderr, "  killed by signal %d (%s)\n", WTERMSIG(status),
 				strsignal(WTERMSIG(status)));
-		return 1;
+		return RESULT_FAIL;
 	}
-	return WEXITSTATUS(status) != 0;
+	if (WEXITSTATUS(status) == HARNESS_SKIP_STATUS) {
+		if (skip_note->skipped)
+			return RESULT_SKIP;
+		/* exit(77) of its own is not a skip: only SKIP says why. */
+		fprintf(stderr, "  exited %d without SKIP\n", HARNESS_SKIP_STATUS);
+		return RESULT_FAIL;
+	}
+	return WEXITSTATUS(status) != 0 ? RESULT_FAIL : RESULT_PASS;
+}
+
+/* The reason on one line: control characters (a quoted stderr's newlines)
+ * become spaces, trailing spaces go. */
+static const char *skip_reason(void)
+{
+	char *w = skip_note->why;
+	size_t n = strlen(w);
+	for (size_t i = 0; i < n; i++)
+		if (iscntrl((unsigned char)w[i]))
+			w[i] = ' ';
+	while (n > 0 && w[n - 1] == ' ')
+		w[--n] = '\0';
+	return n ? w : "(no reason given)";
 }
 
 int main(int argc, char **argv)
 {
-	unsigned timeout = 120, passed = 0, failed = 0;
+	unsigned timeout = 120, passed = 0, failed = 0, skipped = 0;
 	const char *e;
 	signal(SIGPIPE, SIG_IGN);
+	skip_note = mmap(NULL, sizeof(*skip_note), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (skip_note == MAP_FAILED) {
+		perror("harness: mmap");
+		return 2;
+	}
 	/* `rlm solve` keeps every call in a store and answers repeats from
 	 * it: tests that count calls would see the last run's. Tests of the
 	 * store pass --cache (or unset this). */
@@ -179,19 +253,25 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t i = 0; i < n_tests; i++) {
 		struct timespec t0;
-		int rc;
 		if (!selected(tests[i].name, argc, argv))
 			continue;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		rc = run_one(&tests[i], timeout);
-		if (rc) {
+		switch (run_one(&tests[i], timeout)) {
+		case RESULT_FAIL:
 			failed++;
 			printf("FAIL %s (%.0f ms)\n", tests[i].name, ms_since(&t0));
-		} else {
+			break;
+		case RESULT_SKIP:
+			skipped++;
+			printf("SKIP %s: %s\n", tests[i].name, skip_reason());
+			break;
+		case RESULT_PASS:
 			passed++;
 			printf("ok   %s (%.0f ms)\n", tests[i].name, ms_since(&t0));
+			break;
 		}
 	}
-	printf("%u passed, %u failed\n", passed, failed);
+	/* Skipped tests are not passed; only a failure makes the status 1. */
+	printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
 	return failed ? 1 : 0;
 }

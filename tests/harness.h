@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/harness.h -- a small test runner in the libuv manner: every test runs
  * in a forked child with a timeout, so a crash or a hang fails that test
- * alone. The run ends with the line "N passed, N failed" that CI reads.
+ * alone. A test that cannot run here (not root, no tool) ends with
+ * SKIP(reason): it is neither passed nor failed. The run ends with the line
+ * "N passed, N failed, N skipped" that CI reads; the exit status is 1 when
+ * a test failed, else 0.
  *
  *   TEST(name) { CHECK(x == 1); CHECK_STR(got, "want"); }
+ *   TEST(as_root) { if (geteuid() != 0) SKIP("needs root"); ... }
  *
  * Run `test_foo [substring...]` to run only matching tests; set
  * TEST_NOFORK=1 to run in-process (for gdb), TEST_TIMEOUT=secs to change
@@ -21,6 +25,13 @@ typedef void test_fn(void);
 void harness_register(const char *name, test_fn *fn);
 void harness_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4), noreturn));
+/* End the current test as skipped, with a printf-style reason. Call it from
+ * the test's own process (not from a child the test forked): in the forked
+ * child it exits with HARNESS_SKIP_STATUS, under TEST_NOFORK=1 it jumps
+ * back to the runner. */
+void harness_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* The exit status of a skipped test's child, automake's. */
+#define HARNESS_SKIP_STATUS 77
 /* Per-test scratch directory, created on first use, removed after the test. */
 const char *harness_tmpdir(void);
 /* Absolute path of the rlm binary under test (RLM_BIN or ./rlm). */
@@ -36,6 +47,8 @@ int64_t slow_factor(void);
 		harness_register(#name, name);                                                     \
 	}                                                                                          \
 	static void name(void)
+
+#define SKIP(...) harness_skip(__VA_ARGS__)
 
 #define CHECK(c)                                                                                   \
 	do {                                                                                       \

@@ -1,13 +1,16 @@
 #!/bin/sh
 # tests/run.sh BUILD -- run every test binary in BUILD/tests and close with
-# one line "total: N passed, N failed" over all of them. VALGRIND=1 runs each under
-# valgrind memcheck.
+# one line "total: N passed, N failed, N skipped" over all of them (a binary
+# closes with "N passed, N failed, N skipped", or without the skipped count
+# in the older form). Exits 1 when anything failed. VALGRIND=1 runs each
+# under valgrind memcheck.
 set -u
 build=${1:-build}
 RLM_BIN=$(cd "$build" && pwd)/rlm
 export RLM_BIN
 passed=0
 failed=0
+skipped=0
 bad=""
 for t in "$build"/tests/test_*; do
     [ -x "$t" ] || continue
@@ -22,19 +25,21 @@ for t in "$build"/tests/test_*; do
     fi
     rc=$?
     cat "$out"
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out" | tail -n 1)
     rm -f "$out"
+    f=0
     if [ -n "$line" ]; then
-        p=${line%% passed*}
-        f=${line#*passed, }
-        f=${f%% failed*}
-        passed=$((passed + p))
+        # "P passed, F failed[, S skipped]": the numbers are fields 1, 3, 5.
+        set -- $line
+        passed=$((passed + $1))
+        f=$3
         failed=$((failed + f))
+        skipped=$((skipped + ${5:-0}))
     fi
     if [ "$rc" != 0 ]; then
         bad="$bad $name"
         # A binary that died before its summary still counts as a failure.
-        if [ -z "$line" ] || [ "${f:-0}" = 0 ]; then
+        if [ -z "$line" ] || [ "$f" = 0 ]; then
             failed=$((failed + 1))
         fi
     fi
@@ -42,5 +47,5 @@ done
 if [ -n "$bad" ]; then
     echo "failing binaries:$bad"
 fi
-echo "total: $passed passed, $failed failed"
+echo "total: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

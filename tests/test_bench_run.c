@@ -656,10 +656,8 @@ TEST(run_progress_bar_on_a_terminal)
 	char *ds = gen_sniah(), *out = tmp("out"), *cmd;
 	const char *argv[] = {"/usr/bin/script", "-qec", NULL, "/dev/null", NULL};
 	struct proc_out o;
-	if (access("/usr/bin/script", X_OK) != 0) {
-		fprintf(stderr, "  skipped: no /usr/bin/script\n");
-		return;
-	}
+	if (access("/usr/bin/script", X_OK) != 0)
+		SKIP("no /usr/bin/script");
 	cmd = xasprintf("%s bench run %s --strategy direct --no-cache --out %s >/dev/null",
 			harness_rlm_bin(), ds, out);
 	argv[2] = cmd;

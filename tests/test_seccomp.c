@@ -598,10 +598,8 @@ TEST(tty_async_cannot_signal_its_foreground)
 	char *out;
 	int m = posix_openpt(O_RDWR | O_NOCTTY);
 
-	if (m < 0) {
-		fprintf(stderr, "  (skipped: no pseudo-terminals here: %s)\n", strerror(errno));
-		return;
-	}
+	if (m < 0)
+		SKIP("no pseudo-terminals here: %s", strerror(errno));
 	close(m);
 	build();
 	CHECK_MSG(tty_async_kills(false, &out), "the unfiltered attack did not kill: %s", out);
@@ -928,10 +926,8 @@ static void ambient(void)
 
 TEST(ambient_capabilities_do_not_reach_the_worker)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr, "  (skipped: needs root to set up ambient capabilities)\n");
-		return;
-	}
+	if (geteuid() != 0)
+		SKIP("needs root to set up ambient capabilities");
 	in_child(ambient);
 }
 
@@ -978,10 +974,8 @@ static void peers(void)
 
 TEST(workers_cannot_read_each_other)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr, "  (skipped: the uid-65534 level needs a root controller)\n");
-		return;
-	}
+	if (geteuid() != 0)
+		SKIP("the uid-65534 level needs a root controller");
 	in_child(peers);
 }
 
@@ -1237,10 +1231,8 @@ TEST(scratch_walk_unreadable_directory)
 {
 	char path[PATH_MAX + 8];
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "  (skipped: needs root to become another uid)\n");
-		return;
-	}
+	if (geteuid() != 0)
+		SKIP("needs root to become another uid");
 	snprintf(hide_dir, sizeof(hide_dir), "%s/hide", harness_tmpdir());
 	CHECK(chmod(harness_tmpdir(), 0755) == 0);
 	CHECK(mkdir(hide_dir, 0700) == 0);
