@@ -19,6 +19,7 @@
  * seeds give the same bytes.
  */
 #include "bench_int.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -256,8 +257,8 @@ static size_t sentence(struct rng *r, bool utf8, char *dst)
 			break;
 		}
 	}
-	if (n && dst[0] >= 'a' && dst[0] <= 'z')
-		dst[0] = (char)(dst[0] - 'a' + 'A');
+	if (n)
+		dst[0] = (char)text_to_upper(dst[0]);
 	return n;
 }
 
@@ -313,8 +314,7 @@ static size_t words_line(struct rng *r, bool utf8, char *dst)
 			dst[n++] = ' ';
 		n = put(dst, n, w);
 	}
-	if (dst[0] >= 'a' && dst[0] <= 'z')
-		dst[0] = (char)(dst[0] - 'a' + 'A');
+	dst[0] = (char)text_to_upper(dst[0]);
 	dst[n++] = '.';
 	return n;
 }

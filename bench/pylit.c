@@ -23,6 +23,7 @@
 #include "score.h"
 
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -54,24 +55,18 @@ static int peek(const struct lit *p, size_t k)
 
 static void skip_space(struct lit *p)
 {
-	while (!at_end(p) && strchr(" \t\r\n\f\v", p->s[p->i]))
+	while (!at_end(p) && text_is_space(p->s[p->i]))
 		p->i++;
-}
-
-static bool is_digit(int c)
-{
-	return c >= '0' && c <= '9';
 }
 
 static bool is_name(int c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || is_digit(c) ||
-	       c >= 0x80;
+	return text_is_alnum(c) || c == '_' || c >= 0x80;
 }
 
 static int hex_val(int c)
 {
-	if (is_digit(c))
+	if (text_is_digit(c))
 		return c - '0';
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
@@ -228,12 +223,12 @@ static int number(struct lit *p, int sign, cJSON **out)
 		int c = peek(p, 0);
 		if (o >= sizeof(tmp) - 3)
 			return fail(p, "a number of over 60 characters");
-		if (is_digit(c)) {
+		if (text_is_digit(c)) {
 			nonzero |= c != '0' && !is_float;
 			digits += !is_float;
 			tmp[o++] = (char)c;
-		} else if (c == '_' && p->i > st && is_digit(p->s[p->i - 1]) &&
-			   is_digit(peek(p, 1))) {
+		} else if (c == '_' && p->i > st && text_is_digit(p->s[p->i - 1]) &&
+			   text_is_digit(peek(p, 1))) {
 			/* between digits only: left out */
 		} else if (c == '.' && !is_float) {
 			is_float = true;
@@ -243,7 +238,7 @@ static int number(struct lit *p, int sign, cJSON **out)
 			tmp[o++] = 'e';
 			if (peek(p, 1) == '+' || peek(p, 1) == '-')
 				tmp[o++] = p->s[++p->i];
-			if (!is_digit(peek(p, 1)))
+			if (!text_is_digit(peek(p, 1)))
 				return fail(p, "an exponent without digits");
 		} else {
 			break;
@@ -291,9 +286,9 @@ static int date_call(struct lit *p, cJSON **out)
 		skip_space(p);
 		st = p->i;
 		v[k] = 0;
-		while (is_digit(peek(p, 0)) && p->i - st < 5)
+		while (text_is_digit(peek(p, 0)) && p->i - st < 5)
 			v[k] = v[k] * 10 + (p->s[p->i++] - '0');
-		if (p->i == st || is_digit(peek(p, 0)))
+		if (p->i == st || text_is_digit(peek(p, 0)))
 			return fail(p, "want a year, a month and a day in datetime.date");
 		if (p->i - st > 1 && p->s[st] == '0') /* Python: a SyntaxError */
 			return fail(p, "an integer with a leading zero in datetime.date");
@@ -364,7 +359,7 @@ static int value(struct lit *p, int depth, cJSON **out)
 		return sequence(p, depth, out);
 	if (string_start(p))
 		return string_lit(p, out);
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+	if (text_is_alpha(c)) {
 		size_t k = 1;
 		while (k < 3 && is_name(peek(p, k)))
 			k++;
@@ -390,7 +385,7 @@ static int value(struct lit *p, int depth, cJSON **out)
 		if (c == '-' || c == '+')
 			return fail(p, "a second sign (ast.literal_eval takes one)");
 	}
-	if (is_digit(c) || (c == '.' && is_digit(peek(p, 1))))
+	if (text_is_digit(c) || (c == '.' && text_is_digit(peek(p, 1))))
 		return number(p, sign, out);
 	if (c < 0)
 		return fail(p, "the text ends where a value should be");
@@ -406,7 +401,7 @@ int bench_pylit_parse(const char *s, size_t len, struct cJSON **out, struct rlm_
 	size_t bad;
 	if (memchr(s, '\0', len))
 		return rlm_err_set(err, RLM_EINVAL, "bad Python literal: it holds a NUL byte");
-	if (!utf8_valid(s, len, &bad))
+	if (!text_utf8_valid(s, len, &bad))
 		return rlm_err_set(err, RLM_EINVAL, "bad Python literal at byte %zu: not UTF-8",
 				   bad);
 	if ((rc = value(&p, 0, &v)))

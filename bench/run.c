@@ -22,6 +22,7 @@
  * one. */
 #include "run_int.h"
 #include "score.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -433,7 +434,7 @@ static int run_direct(struct bench_run *r, const struct bench_item *it, const st
 		    "of %ld: no room for the context (lower --max-tokens)",
 		    (long long)bench_direct_reserve(r), llm_model_name(r->ms.model),
 		    llm_model_context_window(r->ms.model));
-	keep = keep < c->len ? utf8_floor(c->buf, keep) : c->len;
+	keep = keep < c->len ? text_utf8_floor(c->buf, keep) : c->len;
 	*cut = llm_estimate_tokens(c->len) - llm_estimate_tokens(keep);
 	buf_reserve(&b, keep + sizeof(direct_head) + strlen(it->question) + 32);
 	buf_puts(&b, direct_head);

@@ -53,24 +53,19 @@ typedef int score_fn(const char *pred, const cJSON *gold, const char *answer_typ
 
 static bool is_word(int c)
 {
-	return is_digit(c) || is_alpha(c) || c == '_' || (unsigned char)c >= 0x80;
+	return text_is_alnum(c) || c == '_' || (unsigned char)c >= 0x80;
 }
 
 static bool is_punct(int c)
 {
-	return c > ' ' && c < 0x7f && !is_digit(c) && !is_alpha(c);
-}
-
-static int to_lower(int c)
-{
-	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+	return c > ' ' && c < 0x7f && !text_is_alnum(c);
 }
 
 static char *lower_dup(const char *s)
 {
 	char *d = xstrdup(s);
 	for (char *p = d; *p; p++)
-		*p = (char)to_lower((unsigned char)*p);
+		*p = (char)text_to_lower((unsigned char)*p);
 	return d;
 }
 
@@ -80,7 +75,7 @@ size_t score_py_space_len(const char *str, size_t n)
 	if (n == 0)
 		return 0;
 	if (s[0] < 0x80)
-		return (is_space(s[0]) || (s[0] >= 0x1c && s[0] <= 0x1f)) ? 1 : 0;
+		return (text_is_space(s[0]) || (s[0] >= 0x1c && s[0] <= 0x1f)) ? 1 : 0;
 	if (n >= 2 && s[0] == 0xc2 && (s[1] == 0x85 || s[1] == 0xa0))
 		return 2;
 	if (n < 3)
@@ -114,14 +109,6 @@ void score_py_strip(const char *s, size_t n, size_t *b, size_t *e)
 	}
 	*b = seen ? start : 0;
 	*e = seen ? end : 0;
-}
-
-size_t score_cp_len(const char *s, size_t n)
-{
-	size_t c = 0;
-	for (size_t i = 0; i < n; i++)
-		c += ((unsigned char)s[i] & 0xc0) != 0x80;
-	return c;
 }
 
 /* ---- gold elements ---- */
@@ -216,9 +203,9 @@ static int score_contains_all(const char *pred, const cJSON *gold, const char *t
 
 static void trim_space_punct(const char *s, size_t *b, size_t *e)
 {
-	while (*b < *e && (is_space(s[*b]) || is_punct(s[*b])))
+	while (*b < *e && (text_is_space(s[*b]) || is_punct(s[*b])))
 		(*b)++;
-	while (*e > *b && (is_space(s[*e - 1]) || is_punct(s[*e - 1])))
+	while (*e > *b && (text_is_space(s[*e - 1]) || is_punct(s[*e - 1])))
 		(*e)--;
 }
 
@@ -231,7 +218,7 @@ static char *exact_norm(const char *s)
 	trim_space_punct(s, &b, &e);
 	if (e - b >= 6 && strncasecmp(s + b, "answer", 6) == 0) {
 		size_t j = b + 6;
-		while (j < e && is_space(s[j]))
+		while (j < e && text_is_space(s[j]))
 			j++;
 		if (j < e && s[j] == ':') {
 			b = j + 1;
@@ -239,14 +226,14 @@ static char *exact_norm(const char *s)
 		}
 	}
 	for (size_t i = b; i < e; i++) {
-		if (is_space(s[i])) {
+		if (text_is_space(s[i])) {
 			space = true;
 			continue;
 		}
 		if (space)
 			out[o++] = ' ';
 		space = false;
-		out[o++] = (char)to_lower((unsigned char)s[i]);
+		out[o++] = (char)text_to_lower((unsigned char)s[i]);
 	}
 	out[o] = '\0';
 	return out;
@@ -293,7 +280,7 @@ struct pairs {
 
 static size_t skip_ascii_space(const char *s, size_t i)
 {
-	while (is_space(s[i]))
+	while (text_is_space(s[i]))
 		i++;
 	return i;
 }
@@ -302,7 +289,7 @@ static size_t skip_ascii_space(const char *s, size_t i)
 static bool read_num(const char *s, size_t *i, struct num *out)
 {
 	size_t st = *i;
-	while (is_digit(s[*i]))
+	while (text_is_digit(s[*i]))
 		(*i)++;
 	if (*i == st)
 		return false;
@@ -486,9 +473,9 @@ static int mc_at(const char *s, size_t i, bool after_marker)
 	if (c >= 'a' && c <= 'd' && after_marker)
 		return next == 0 || strchr(".,;:!?)]\r\n", next) ? c - 'a' : -1;
 	if (c >= '0' && c <= '3') {
-		if (is_word(next) || ((next == '.' || next == ',') && is_digit(s[i + 2])))
+		if (is_word(next) || ((next == '.' || next == ',') && text_is_digit(s[i + 2])))
 			return -1;
-		if (i >= 2 && (s[i - 1] == '.' || s[i - 1] == ',') && is_digit(s[i - 2]))
+		if (i >= 2 && (s[i - 1] == '.' || s[i - 1] == ',') && text_is_digit(s[i - 2]))
 			return -1;
 		return c - '0';
 	}

@@ -1,37 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/score_int.h -- what the scorers' files share (bench/score.c, the
- * table and most scorers; bench/score_oolong.c, OOLONG's): character
- * classes, Python's notion of whitespace, and the gold's elements. */
+ * table and most scorers; bench/score_oolong.c, OOLONG's): Python's notion
+ * of whitespace and the gold's elements. */
 #ifndef RLM_BENCH_SCORE_INT_H
 #define RLM_BENCH_SCORE_INT_H
 
 #include "score.h"
+#include "../common/text.h"
 
 #include <cjson/cJSON.h>
-
-/* ASCII classes; bytes >= 0x80 are none of them. */
-static inline bool is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static inline bool is_alpha(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static inline bool is_space(int c)
-{
-	return c == ' ' || (c >= '\t' && c <= '\r');
-}
 
 /* Length in bytes of the Python whitespace character (str.isspace) at
  * str[0..n), or 0. */
 size_t score_py_space_len(const char *str, size_t n);
 /* Python's s.strip(): [*b, *e) of s[0..n) without the whitespace around. */
 void score_py_strip(const char *s, size_t n, size_t *b, size_t *e);
-/* Code points of s[0..n), as Python's len() counts them. */
-size_t score_cp_len(const char *s, size_t n);
 
 /* The elements of gold: the array's, or gold itself as a string or number;
  * prev NULL for the first. */

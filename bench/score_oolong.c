@@ -70,7 +70,7 @@ static bool read_digits(const char *s, size_t *i, int min, int max, int *v)
 {
 	int n = 0;
 	*v = 0;
-	while (is_digit(s[*i]) && n <= max) {
+	while (text_is_digit(s[*i]) && n <= max) {
 		*v = *v * 10 + (s[*i] - '0');
 		(*i)++;
 		n++;
@@ -138,25 +138,25 @@ static bool pred_date(const char *s, struct ymd *t)
 			i += k;
 		} else if (strchr(",-/.;'", s[i])) {
 			i++;
-		} else if (is_digit(s[i])) {
+		} else if (text_is_digit(s[i])) {
 			size_t st = i, nd;
 			int v = 0;
-			while (i < n && is_digit(s[i]) && i - st < 9)
+			while (i < n && text_is_digit(s[i]) && i - st < 9)
 				v = v * 10 + (s[i++] - '0');
-			if ((i < n && is_digit(s[i])) || nn == 3)
+			if ((i < n && text_is_digit(s[i])) || nn == 3)
 				return false;
 			nd = i - st;
 			if (i + 1 < n &&
 			    (!strncasecmp(s + i, "st", 2) || !strncasecmp(s + i, "nd", 2) ||
 			     !strncasecmp(s + i, "rd", 2) || !strncasecmp(s + i, "th", 2)))
 				i += 2;
-			if (i < n && is_alpha(s[i]))
+			if (i < n && text_is_alpha(s[i]))
 				return false;
 			num[nn] = v;
 			ndig[nn++] = (int)nd;
-		} else if (is_alpha(s[i])) {
+		} else if (text_is_alpha(s[i])) {
 			size_t st = i;
-			while (i < n && is_alpha(s[i]))
+			while (i < n && text_is_alpha(s[i]))
 				i++;
 			int w = date_word(s + st, i - st);
 			if (w == 0 || (w > 0 && month))
@@ -202,10 +202,10 @@ static int py_int(const char *s, int64_t *out)
 		neg = s[b++] == '-';
 	lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
 	for (size_t i = b; i < e; i++) {
-		if (s[i] == '_' && digit && i + 1 < e && is_digit(s[i + 1])) {
+		if (s[i] == '_' && digit && i + 1 < e && text_is_digit(s[i + 1])) {
 			continue;
 		}
-		if (!is_digit(s[i]))
+		if (!text_is_digit(s[i]))
 			return 0;
 		digit = true;
 		if (v > (lim - (uint64_t)(s[i] - '0')) / 10)
@@ -347,7 +347,7 @@ static char *oolong_candidate(const char *a)
 	char *c;
 	if (!colon) {
 		size_t i = 0, ws = 0, we = 0;
-		if (score_cp_len(a, n) < 20)
+		if (text_utf8_count(a, n) < 20)
 			return xstrdup(a);
 		while (i < n) {
 			if ((k = score_py_space_len(a + i, n - i))) {
@@ -368,7 +368,7 @@ static char *oolong_candidate(const char *a)
 		if (colon[i] != '*' && colon[i] != '[' && colon[i] != ']')
 			c[o++] = colon[i];
 	c[o] = '\0';
-	if (score_cp_len(c, o) < 20)
+	if (text_utf8_count(c, o) < 20)
 		return c;
 	for (size_t i = 0; i < ARRAY_SIZE(phrases); i++) {
 		if (strstr(c, phrases[i])) {

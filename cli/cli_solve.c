@@ -5,6 +5,7 @@
 #include "../rlm/rlm.h"
 #include "../common/json.h"
 #include "../store/store.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -295,7 +296,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		free(qfile);
 		return cli_fail(2, "the question is empty: pass --question TEXT");
 	}
-	if (!utf8_valid(question, strlen(question), NULL)) {
+	if (!text_utf8_valid(question, strlen(question), NULL)) {
 		free(qfile);
 		return cli_fail(2, "the question is not valid UTF-8");
 	}

@@ -6,6 +6,7 @@
 #include "../common/json.h"
 #include "../store/export.h"
 #include "../store/store.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -244,13 +245,10 @@ static void age(char *dst, size_t cap, int64_t ms)
 /* One line of text, cut to max characters, with newlines as spaces. */
 static void oneline(const char *s, size_t max)
 {
-	size_t chars = 0;
-	for (; s && *s && chars < max; s++) {
-		if (((unsigned char)*s & 0xC0) != 0x80)
-			chars++;
-		putchar(*s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s);
-	}
-	if (s && *s)
+	size_t n = s ? text_utf8_offset(s, strlen(s), max) : 0;
+	for (size_t i = 0; i < n; i++)
+		putchar(s[i] == '\n' || s[i] == '\r' || s[i] == '\t' ? ' ' : s[i]);
+	if (s && s[n])
 		fputs("...", stdout);
 }
 

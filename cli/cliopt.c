@@ -4,8 +4,8 @@
  * and limits of a solve. */
 #include "cliopt.h"
 #include "../rlm/prompt.h"
+#include "../common/text.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,22 +258,22 @@ int parse_size(const char *s, uint64_t *out)
 	uint64_t whole = 0, mul = 1;
 	long double frac = 0, scale = 1, v;
 	/* Plain decimal only: strtod would take "0x10", "1e3", " 2", "inf". */
-	if (!s || !isdigit((unsigned char)*p))
+	if (!s || !text_is_digit(*p))
 		return RLM_EINVAL;
-	for (; isdigit((unsigned char)*p); p++) {
+	for (; text_is_digit(*p); p++) {
 		if (whole > (UINT64_MAX - 9) / 10)
 			return RLM_EINVAL;
 		whole = whole * 10 + (uint64_t)(*p - '0');
 	}
 	if (*p == '.') {
-		if (!isdigit((unsigned char)*++p))
+		if (!text_is_digit(*++p))
 			return RLM_EINVAL;
-		for (; isdigit((unsigned char)*p); p++) {
+		for (; text_is_digit(*p); p++) {
 			scale /= 10;
 			frac += (*p - '0') * scale;
 		}
 	}
-	if (*p && (u = strchr(units, toupper((unsigned char)*p)))) {
+	if (*p && (u = strchr(units, text_to_upper(*p)))) {
 		mul = (uint64_t)1 << (10 * (u - units + 1));
 		p++;
 		if (strcasecmp(p, "b") == 0 || strcasecmp(p, "ib") == 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* common/common.h -- small shared pieces: allocation, errors, buffers, time,
- * random numbers, UTF-8, logging. Everything two or more modules need and
- * nothing more. */
+ * random numbers, logging. Everything two or more modules need and nothing
+ * more (text helpers: text.h). */
 #ifndef RLM_COMMON_H
 #define RLM_COMMON_H
 
@@ -109,13 +109,6 @@ uint64_t rng_below(struct rng *r, uint64_t n);
 /* Uniform in [0, 1). */
 double rng_unit(struct rng *r);
 uint64_t splitmix64(uint64_t *state);
-
-/* ---- UTF-8 ---- */
-/* Return true if s[0..len) is valid UTF-8 (no overlongs, no surrogates).
- * On failure *bad (when not NULL) is the offset of the first bad byte. */
-bool utf8_valid(const char *s, size_t len, size_t *bad);
-/* Largest n <= len such that s[0..n) does not end inside a sequence. */
-size_t utf8_floor(const char *s, size_t len);
 
 /* ---- parsing numbers with suffixes ---- */
 /* Parse "1000", "8k", "32K", "1.5M", "10M", "2G" (powers of 1000).

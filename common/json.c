@@ -2,8 +2,8 @@
 /* common/json.c -- cJSON helpers where an add always consumes its item. */
 #include "json.h"
 #include "common.h"
+#include "text.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +90,7 @@ cJSON *json_parse(const char *s, size_t len)
 	j = cJSON_ParseWithLengthOpts(s, len, &end, 0);
 	if (!j)
 		return NULL;
-	while (end && end < s + len && isspace((unsigned char)*end))
+	while (end && end < s + len && text_is_space(*end))
 		end++;
 	if (end && end < s + len) {
 		cJSON_Delete(j);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* common/util.c -- time, random numbers, UTF-8 checks, number parsing, URLs
- * without their credentials. */
+/* common/util.c -- time, random numbers, number parsing, URLs without their
+ * credentials. */
 #include "common.h"
 
 #include <errno.h>
@@ -81,79 +81,6 @@ uint64_t rng_below(struct rng *r, uint64_t n)
 double rng_unit(struct rng *r)
 {
 	return (double)(rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-bool utf8_valid(const char *str, size_t len, size_t *bad)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0;
-	while (i < len) {
-		unsigned c = s[i];
-		size_t n;
-		unsigned cp;
-		/* Fast path over ASCII, eight bytes at a time. */
-		if (c < 0x80) {
-			i++;
-			while (i + 8 <= len) {
-				uint64_t w;
-				memcpy(&w, s + i, 8);
-				if (w & 0x8080808080808080ULL)
-					break;
-				i += 8;
-			}
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			n = 1;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			n = 2;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			n = 3;
-			cp = c & 0x07;
-		} else {
-			goto fail;
-		}
-		if (len - i <= n)
-			goto fail;
-		for (size_t k = 1; k <= n; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				goto fail;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			goto fail;
-		i += n + 1;
-	}
-	return true;
-fail:
-	if (bad)
-		*bad = i;
-	return false;
-}
-
-size_t utf8_floor(const char *str, size_t len)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = len, back = 0;
-	/* Step back over continuation bytes to the lead byte, at most 3. */
-	while (i > 0 && back < 4 && (s[i - 1] & 0xc0) == 0x80) {
-		i--;
-		back++;
-	}
-	if (i == 0)
-		return len == back ? 0 : len;
-	{
-		unsigned c = s[i - 1];
-		size_t need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
-		if (c < 0x80)
-			return len; /* trailing continuation bytes are stray; keep */
-		if (back >= need)
-			return len;
-		return i - 1;
-	}
 }
 
 int parse_count(const char *s, uint64_t *out)

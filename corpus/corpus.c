@@ -5,8 +5,8 @@
  *
  * DESIGN
  * A single text file is mapped read-only and checked in place (one pass of
- * memchr for NUL and one of utf8_valid), so 40 MB costs page faults and two
- * scans, no copy. Everything else is built in one growing buffer (struct
+ * memchr for NUL and one of text_utf8_valid), so 40 MB costs page faults and
+ * two scans, no copy. Everything else is built in one growing buffer (struct
  * tbuf): a memfd mapped shared and writable, grown with ftruncate and
  * mremap, then unmapped, sealed like the REPL's context memfd, and mapped
  * again read-only. Its pages are the memfd's: after the build the
@@ -23,6 +23,7 @@
 #include "corpus_int.h"
 
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -314,7 +315,7 @@ static int check_text(const char *what, const char *s, size_t len, struct rlm_er
 {
 	const char *nul = memchr(s, 0, len);
 	size_t lim = nul ? (size_t)(nul - s) : len, bad;
-	if (!utf8_valid(s, lim, &bad))
+	if (!text_utf8_valid(s, lim, &bad))
 		return rlm_err_set(err, RLM_EPARSE, "invalid UTF-8 in %s at byte %zu", what, bad);
 	if (nul)
 		return rlm_err_set(err, RLM_EPARSE, "%s contains NUL bytes (a binary file?)", what);
@@ -449,7 +450,7 @@ static int doc_name(const cJSON *j, const char *what, size_t line, char **name, 
 	for (size_t k = 0; k < ARRAY_SIZE(name_keys); k++) {
 		const cJSON *it = json_get(j, name_keys[k]);
 		if (cJSON_IsString(it)) {
-			if (!utf8_valid(it->valuestring, strlen(it->valuestring), NULL))
+			if (!text_utf8_valid(it->valuestring, strlen(it->valuestring), NULL))
 				return rlm_err_set(err, RLM_EPARSE,
 						   "%s line %zu: invalid UTF-8 in field '%s'", what,
 						   line, name_keys[k]);
@@ -517,7 +518,7 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 		goto out;
 	}
 	tlen = strlen(text);
-	if (!utf8_valid(text, tlen, &bad)) {
+	if (!text_utf8_valid(text, tlen, &bad)) {
 		rc = rlm_err_set(err, RLM_EPARSE,
 				 "%s line %zu: invalid UTF-8 in the text at byte %zu", what, line,
 				 bad);

@@ -9,6 +9,7 @@
  * but accepted documents and their '\n' separators.
  */
 #include "corpus_int.h"
+#include "../common/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -146,7 +147,7 @@ static int cmp_path(const void *a, const void *b)
 static const char *not_text(const char *s, size_t len)
 {
 	const char *nul = memchr(s, 0, len);
-	if (!utf8_valid(s, nul ? (size_t)(nul - s) : len, NULL))
+	if (!text_utf8_valid(s, nul ? (size_t)(nul - s) : len, NULL))
 		return "not UTF-8 text";
 	return nul ? "contains NUL bytes" : NULL;
 }
@@ -205,7 +206,7 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	b->len += (size_t)n;
 	b->p[b->len] = '\0';
 	/* A longer file may cut a sequence at the end of the head. */
-	ok_len = (size_t)n < HEAD ? (size_t)n : utf8_floor(b->p + start, (size_t)n);
+	ok_len = (size_t)n < HEAD ? (size_t)n : text_utf8_floor(b->p + start, (size_t)n);
 	if ((why = not_text(b->p + start, ok_len)))
 		goto cut; /* the bytes past ok_len are checked with the rest */
 	/* The rest, then the separator, must fit under the cap. */

@@ -3,6 +3,7 @@
  * Retry-After parsing, and the helpers the wire formats share (llm/wire.h):
  * JSON-safe message text, extra parameters, error bodies. */
 #include "wire.h"
+#include "../common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,21 +60,11 @@ void http_resp_release(struct http_resp *r)
 
 /* ---- Retry-After ---- */
 
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
 /* delta-seconds, with an optional fraction: "120", "1.5". */
 static int64_t parse_delta(const char *s, const char *end)
 {
 	int64_t ms = 0, scale = 100;
-	while (s < end && is_digit(*s)) {
+	while (s < end && text_is_digit(*s)) {
 		ms = ms * 10 + (*s++ - '0') * 1000;
 		if (ms > RETRY_AFTER_MAX_MS)
 			ms = RETRY_AFTER_MAX_MS + 1; /* saturate; keep checking the syntax */
@@ -81,7 +72,7 @@ static int64_t parse_delta(const char *s, const char *end)
 	if (s < end && *s == '.') {
 		if (++s == end)
 			return -1;
-		while (s < end && is_digit(*s)) {
+		while (s < end && text_is_digit(*s)) {
 			ms += (*s++ - '0') * scale;
 			scale /= 10;
 		}
@@ -93,7 +84,7 @@ static int64_t parse_delta(const char *s, const char *end)
 
 static int two_digits(const char *s)
 {
-	if (!is_digit(s[0]) || !is_digit(s[1]))
+	if (!text_is_digit(s[0]) || !text_is_digit(s[1]))
 		return -1;
 	return (s[0] - '0') * 10 + (s[1] - '0');
 }
@@ -122,7 +113,7 @@ static int64_t parse_imf_fixdate(const char *s, size_t len)
 		return -1;
 	mon = name_index(s + 8, months, 12);
 	for (int i = 12; i < 16; i++) {
-		if (!is_digit(s[i]))
+		if (!text_is_digit(s[i]))
 			return -1;
 		year = year * 10 + (s[i] - '0');
 	}
@@ -151,14 +142,14 @@ int64_t http_parse_retry_after(const char *v, int64_t now_wall_ms)
 	int64_t at;
 	if (!v)
 		return -1;
-	while (is_space(*v))
+	while (text_is_space(*v))
 		v++;
 	end = v + strlen(v);
-	while (end > v && is_space(end[-1]))
+	while (end > v && text_is_space(end[-1]))
 		end--;
 	if (end == v)
 		return -1;
-	if (is_digit(*v))
+	if (text_is_digit(*v))
 		return parse_delta(v, end);
 	at = parse_imf_fixdate(v, (size_t)(end - v));
 	if (at < 0)
@@ -176,14 +167,14 @@ static char *clean_text(const char *s, size_t len)
 {
 	char *out, *o;
 	size_t i = 0;
-	if (!memchr(s, '\0', len) && utf8_valid(s, len, NULL))
+	if (!memchr(s, '\0', len) && text_utf8_valid(s, len, NULL))
 		return xstrndup(s, len);
 	/* Each bad byte becomes three: the output is at most 3 * len. */
 	o = out = xmalloc(len * 3 + 1);
 	while (i < len) {
 		const char *z = memchr(s + i, '\0', len - i);
 		size_t n = z ? (size_t)(z - (s + i)) : len - i, bad = n;
-		utf8_valid(s + i, n, &bad);
+		text_utf8_valid(s + i, n, &bad);
 		memcpy(o, s + i, bad);
 		o += bad;
 		i += bad;
@@ -214,7 +205,7 @@ int wire_merge_extra(cJSON *obj, const char *extra, struct rlm_err *err)
 	if (!cJSON_IsObject(j)) {
 		size_t n = strlen(extra);
 		cJSON_Delete(j);
-		n = n > EXTRA_QUOTE_MAX ? utf8_floor(extra, EXTRA_QUOTE_MAX) : n;
+		n = n > EXTRA_QUOTE_MAX ? text_utf8_floor(extra, EXTRA_QUOTE_MAX) : n;
 		return rlm_err_set(err, RLM_EINVAL,
 				   "extra parameters are not a JSON object: '%.*s%s'", (int)n,
 				   extra, extra[n] ? "..." : "");
@@ -321,16 +312,6 @@ char *wire_json_error(const cJSON *j)
 	return NULL;
 }
 
-/* Length of the valid UTF-8 sequence at s[0..len), or 0 when it is not one. */
-static size_t utf8_seq(const char *s, size_t len)
-{
-	unsigned char c = (unsigned char)s[0];
-	size_t n = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-	if (!n || n > len || !utf8_valid(s, n, NULL))
-		return 0;
-	return n;
-}
-
 /* The first bytes of a plain-text body as one line of valid UTF-8 for an
  * error message: control characters count as whitespace, whitespace runs
  * become one space, bytes that are not UTF-8 become '?'. */
@@ -339,7 +320,7 @@ static char *plain_error(const char *body, size_t len)
 	char *out = xmalloc(PLAIN_ERROR_MAX + 1);
 	size_t n = 0, i = 0;
 	bool space = false;
-	len = utf8_floor(body, RLM_MIN(len, (size_t)PLAIN_ERROR_MAX));
+	len = text_utf8_floor(body, RLM_MIN(len, (size_t)PLAIN_ERROR_MAX));
 	while (i < len) {
 		unsigned char ch = (unsigned char)body[i];
 		size_t k;
@@ -351,7 +332,7 @@ static char *plain_error(const char *body, size_t len)
 		if (space)
 			out[n++] = ' ';
 		space = false;
-		k = utf8_seq(body + i, len - i);
+		k = text_utf8_seq_len(body + i, len - i);
 		if (k) {
 			memcpy(out + n, body + i, k);
 			n += k;

@@ -4,8 +4,8 @@
 #include "llm_int.h"
 #include "../sim/sim.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -118,7 +118,7 @@ static char *endpoint_norm(const char *url)
 	host += 3;
 	end = host + strcspn(host, "/?#");
 	for (char *p = u; p < end; p++)
-		*p = (char)tolower((unsigned char)*p);
+		*p = (char)text_to_lower(*p);
 	port = memchr(host, ':', (size_t)(end - host));
 	if (port && ((strncmp(u, "http:", 5) == 0 && end - port == 3 && !strncmp(port, ":80", 3)) ||
 		     (strncmp(u, "https:", 6) == 0 && end - port == 4 && !strncmp(port, ":443", 4))))

@@ -3,6 +3,7 @@
  * sends (it is hostile), encoding what we send, and cutting output. */
 #include "repl_int.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ static const struct {
 static bool str_ok(const cJSON *it)
 {
 	return cJSON_IsString(it) && it->valuestring &&
-	       utf8_valid(it->valuestring, strlen(it->valuestring), NULL);
+	       text_utf8_valid(it->valuestring, strlen(it->valuestring), NULL);
 }
 
 static int check_field(const cJSON *f, const struct field *fd, size_t max_items,
@@ -229,7 +230,7 @@ cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err
 		rlm_err_set(err, RLM_ETOOBIG, "a frame of %zu bytes (the cap is %zu)", len, max);
 		return NULL;
 	}
-	if (!utf8_valid(body, len, &bad)) {
+	if (!text_utf8_valid(body, len, &bad)) {
 		rlm_err_set(err, RLM_EPARSE, "a frame that is not UTF-8 (byte %zu)", bad);
 		return NULL;
 	}
@@ -287,15 +288,6 @@ int repl__frame_end(struct buf *b, size_t start)
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	size_t k = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
-	if (s[0] < 0xc2 || s[0] > 0xf4 || k > n)
-		return 0;
-	return utf8_valid((const char *)s, k, NULL) ? k : 0;
-}
-
 void repl__json_str(struct buf *b, const char *str, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -316,7 +308,7 @@ void repl__json_str(struct buf *b, const char *str, size_t len)
 			run++;
 			continue;
 		}
-		if (c >= 0x80 && (k = utf8_seq(s + i, len - i)) > 0) {
+		if (c >= 0x80 && (k = text_utf8_seq_len(str + i, len - i)) > 0) {
 			i += k;
 			run += k;
 			continue;
@@ -349,22 +341,13 @@ void repl__json_str(struct buf *b, const char *str, size_t len)
 
 /* ---- text ---- */
 
-size_t repl__chars(const char *str, size_t len)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++)
-		n += (s[i] & 0xc0) != 0x80;
-	return n;
-}
-
 char *repl__clean(const char *str, size_t len, size_t *out_len)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	char *out = xmalloc(len + 1);
 	size_t i = 0, o = 0, k;
 	while (i < len) {
-		if (s[i] >= 0x80 && (k = utf8_seq(s + i, len - i)) > 0) {
+		if (s[i] >= 0x80 && (k = text_utf8_seq_len(str + i, len - i)) > 0) {
 			memcpy(out + o, s + i, k);
 			o += k;
 			i += k;
@@ -379,37 +362,9 @@ char *repl__clean(const char *str, size_t len, size_t *out_len)
 	return out;
 }
 
-/* Byte offset of code point number `n` in s (len when past the end). */
-size_t repl__char_offset(const char *str, size_t len, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0;
-	for (; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			if (n == 0)
-				return i;
-			n--;
-		}
-	}
-	return len;
-}
-
-/* n with thousands separators: 1234567 -> "1,234,567". */
-static void fmt_count(char *dst, size_t cap, size_t n)
-{
-	char tmp[32];
-	int len = snprintf(tmp, sizeof(tmp), "%zu", n), o = 0;
-	for (int i = 0; i < len && (size_t)o + 2 < cap; i++) {
-		if (i > 0 && (len - i) % 3 == 0)
-			dst[o++] = ',';
-		dst[o++] = tmp[i];
-	}
-	dst[o] = '\0';
-}
-
 char *repl_truncate(const char *s, size_t len, size_t limit, size_t *out_len)
 {
-	size_t chars = repl__chars(s, len), head, tail, h_end, t_start;
+	size_t chars = text_utf8_count(s, len), head, tail, h_end, t_start;
 	char omitted[32], total[32];
 	struct buf b = BUF_INIT;
 	if (chars <= limit) {
@@ -419,10 +374,10 @@ char *repl_truncate(const char *s, size_t len, size_t limit, size_t *out_len)
 	}
 	head = limit / 2;
 	tail = limit - head;
-	h_end = repl__char_offset(s, len, head);
-	t_start = repl__char_offset(s, len, chars - tail);
-	fmt_count(omitted, sizeof(omitted), chars - head - tail);
-	fmt_count(total, sizeof(total), chars);
+	h_end = text_utf8_offset(s, len, head);
+	t_start = text_utf8_offset(s, len, chars - tail);
+	text_fmt_count(omitted, sizeof(omitted), (int64_t)(chars - head - tail));
+	text_fmt_count(total, sizeof(total), (int64_t)chars);
 	buf_append(&b, s, h_end);
 	buf_printf(&b, "%s[... %s of %s characters omitted ...]\n",
 		   h_end > 0 && s[h_end - 1] == '\n' ? "" : "\n", omitted, total);

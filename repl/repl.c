@@ -19,6 +19,7 @@
 #include "repl_int.h"
 #include "../common/embed.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -955,13 +956,13 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	size_t len = strlen(o), i = 0;
 	const cJSON *vars = json_get(f, "vars"), *v;
 	const cJSON *at = json_get(f, "error_at");
-	if (repl__chars(o, len) > r->cfg.output_limit + REPL_MARK_SLACK) {
+	if (text_utf8_count(o, len) > r->cfg.output_limit + REPL_MARK_SLACK) {
 		/* A worker that did not cut: where its error is, is lost. */
 		x->body = repl_truncate(o, len, r->cfg.output_limit, &x->body_len);
 	} else {
 		x->body = xstrndup(o, len), x->body_len = len;
 		if (at)
-			x->body_err = repl__char_offset(o, len, (size_t)at->valuedouble);
+			x->body_err = text_utf8_offset(o, len, (size_t)at->valuedouble);
 	}
 	out->output_chars = (size_t)json_int(f, "output_chars", 0);
 	out->error |= cJSON_IsTrue(json_get(f, "error"));

@@ -242,11 +242,6 @@ int repl__frame_end(struct buf *b, size_t start);
 /* Append s[0..len) as a JSON string: quoted and escaped; invalid UTF-8
  * bytes become U+FFFD, NULs are kept (\u0000). */
 void repl__json_str(struct buf *b, const char *s, size_t len);
-/* Code points in s[0..len) (a byte that is not a continuation byte starts
- * one). */
-size_t repl__chars(const char *s, size_t len);
-/* Byte offset of code point number n in s[0..len) (len when past it). */
-size_t repl__char_offset(const char *s, size_t len, size_t n);
 /* Copy s[0..len) with invalid UTF-8 bytes replaced by '?' and NULs by
  * spaces; for text the worker wrote outside the protocol. */
 char *repl__clean(const char *s, size_t len, size_t *out_len);

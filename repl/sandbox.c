@@ -17,6 +17,7 @@
  * "ready", /proc/PID/status says what the kernel actually applied. The
  * full picture and the reasons: docs/sandbox.md. */
 #include "repl_int.h"
+#include "../common/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -380,18 +381,6 @@ static int ll_build(const struct repl *r, char *why, size_t cap)
 	return rs;
 }
 
-static void fmt_size(char *dst, size_t cap, unsigned long v)
-{
-	if (v && v % GiB == 0)
-		snprintf(dst, cap, "%luG", (unsigned long)(v / GiB));
-	else if (v && v % MiB == 0)
-		snprintf(dst, cap, "%luM", (unsigned long)(v / MiB));
-	else if (v && v % 1024 == 0)
-		snprintf(dst, cap, "%luK", v / 1024);
-	else
-		snprintf(dst, cap, "%lu", v);
-}
-
 /* The status line and fs, from r->sb_status and the plan. */
 static void build_line(struct repl *r)
 {
@@ -423,11 +412,11 @@ static void build_line(struct repl *r)
 		buf_printf(&b, " %s=%s", layer_names[l], st->on[l] ? "on" : "off");
 	buf_printf(&b, " uid=%u%s fs=%s", st->uid,
 		   st->uid == 0 && !st->on[REPL_L_IDENTITY] ? "(UNSAFE)" : "", st->fs);
-	fmt_size(s1, sizeof(s1), c->scratch_limit);
+	text_fmt_size(s1, sizeof(s1), c->scratch_limit);
 	buf_printf(&b, " scratch=%s(%s)", st->scratch_tmpfs ? "tmpfs" : "dir", s1);
 	if (st->on[REPL_L_RLIMITS]) {
-		fmt_size(s1, sizeof(s1), r->sb.rl[0].cur);
-		fmt_size(s2, sizeof(s2), r->sb.rl[2].cur);
+		text_fmt_size(s1, sizeof(s1), r->sb.rl[0].cur);
+		text_fmt_size(s2, sizeof(s2), r->sb.rl[2].cur);
 		buf_printf(&b, " rlimits=AS%s,NOFILE%lu,FSIZE%s,CPU%lu", s1, r->sb.rl[1].cur, s2,
 			   r->sb.rl[3].cur);
 	} else {

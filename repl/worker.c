@@ -15,6 +15,7 @@
  * open cannot hide it). */
 #include "repl_int.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,7 +123,7 @@ char *repl__log_tail(const struct repl *r, size_t max)
 {
 	size_t n = RLM_MIN(r->log_len, max), off = r->log_len - n;
 	/* Start on a character boundary. */
-	while (n > 0 && ((unsigned char)r->log[off] & 0xc0) == 0x80) {
+	while (n > 0 && text_utf8_is_cont(r->log[off])) {
 		off++;
 		n--;
 	}

@@ -41,13 +41,12 @@
 #include "loop_int.h"
 #include "../repl/repl.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
-#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define DEFAULT_ITERATIONS   30
 #define DEFAULT_ERRORS	     5
@@ -144,26 +143,6 @@ void loop_progress(struct loop *l, const char *phase, size_t done, size_t total)
 	pthread_mutex_unlock(&l->c.mu);
 }
 
-static size_t utf8_chars(const char *s, size_t len)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++)
-		n += ((unsigned char)s[i] & 0xC0) != 0x80;
-	return n;
-}
-
-static bool is_none(const char *s)
-{
-	size_t len;
-	while (isspace((unsigned char)*s) || *s == '*' || *s == '"' || *s == '\'')
-		s++;
-	len = strlen(s);
-	while (len && (isspace((unsigned char)s[len - 1]) || s[len - 1] == '.' ||
-		       s[len - 1] == '*' || s[len - 1] == '"' || s[len - 1] == '\''))
-		len--;
-	return len == 4 && strncasecmp(s, "NONE", 4) == 0;
-}
-
 /* ---- the conversation ---- */
 
 void loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t len)
@@ -200,12 +179,13 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 	if (!docs) {
 		size_t off = ctx->n_docs ? ctx->docs[0].off : 0;
 		size_t len = ctx->n_docs ? ctx->docs[0].len : ctx->len;
-		return xasprintf("a str of %s characters (about %s tokens)",
-				 fmt_count(a, sizeof(a), (int64_t)utf8_chars(ctx->buf + off, len)),
-				 fmt_count(b, sizeof(b), llm_estimate_tokens(len)));
+		return xasprintf(
+		    "a str of %s characters (about %s tokens)",
+		    text_fmt_count(a, sizeof(a), (int64_t)text_utf8_count(ctx->buf + off, len)),
+		    text_fmt_count(b, sizeof(b), llm_estimate_tokens(len)));
 	}
 	for (size_t i = 0; i < ctx->n_docs; i++) {
-		size_t n = utf8_chars(ctx->buf + ctx->docs[i].off, ctx->docs[i].len);
+		size_t n = text_utf8_count(ctx->buf + ctx->docs[i].off, ctx->docs[i].len);
 		total += n;
 		bytes += ctx->docs[i].len;
 		lo = RLM_MIN(lo, n);
@@ -213,23 +193,23 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 	}
 	buf_init(&d, 0);
 	buf_printf(&d, "a list of %s document%s (str), %s characters in all (about %s tokens)",
-		   fmt_count(a, sizeof(a), (int64_t)ctx->n_docs), ctx->n_docs == 1 ? "" : "s",
-		   fmt_count(b, sizeof(b), (int64_t)total),
-		   fmt_count(c, sizeof(c), llm_estimate_tokens(bytes)));
+		   text_fmt_count(a, sizeof(a), (int64_t)ctx->n_docs), ctx->n_docs == 1 ? "" : "s",
+		   text_fmt_count(b, sizeof(b), (int64_t)total),
+		   text_fmt_count(c, sizeof(c), llm_estimate_tokens(bytes)));
 	if (ctx->n_docs > 1) {
 		size_t k = RLM_MIN(ctx->n_docs, (size_t)FIRST_LENGTHS);
 		buf_printf(&d, "; documents are %s to %s characters long; ",
-			   fmt_count(a, sizeof(a), (int64_t)lo),
-			   fmt_count(b, sizeof(b), (int64_t)hi));
+			   text_fmt_count(a, sizeof(a), (int64_t)lo),
+			   text_fmt_count(b, sizeof(b), (int64_t)hi));
 		if (k == ctx->n_docs)
 			buf_puts(&d, "their lengths: ");
 		else
 			buf_printf(&d, "the first %zu lengths: ", k);
 		for (size_t i = 0; i < k; i++)
 			buf_printf(&d, "%s%s", i ? ", " : "",
-				   fmt_count(a, sizeof(a),
-					     (int64_t)utf8_chars(ctx->buf + ctx->docs[i].off,
-								 ctx->docs[i].len)));
+				   text_fmt_count(a, sizeof(a),
+						  (int64_t)text_utf8_count(ctx->buf + ctx->docs[i].off,
+									   ctx->docs[i].len)));
 		if (k < ctx->n_docs)
 			buf_puts(&d, ", ...");
 	}
@@ -406,10 +386,10 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 	int64_t t = l->o->exec_timeout_ns ? l->o->exec_timeout_ns : REPL_DEF_EXEC_TIMEOUT_NS;
 	size_t len;
 	int rc;
-	fmt_count(sub_s, sizeof(sub_s), (int64_t)l->sub_chars);
-	fmt_count(limit_s, sizeof(limit_s), (int64_t)l->output_limit);
+	text_fmt_count(sub_s, sizeof(sub_s), (int64_t)l->sub_chars);
+	text_fmt_count(limit_s, sizeof(limit_s), (int64_t)l->output_limit);
 	snprintf(max_s, sizeof(max_s), "%d", l->max_iterations);
-	fmt_count(calls_s, sizeof(calls_s), REPL_DEF_CALLS_EXEC);
+	text_fmt_count(calls_s, sizeof(calls_s), REPL_DEF_CALLS_EXEC);
 	if (t > 0)
 		snprintf(blocks_s, sizeof(blocks_s),
 			 "A block may make up to %s sub-calls and run for %s of its own time "
@@ -454,8 +434,8 @@ static void set_warning(struct loop *l)
 		buf_printf(&w,
 			   "%s of %s sub-calls failed (the first: %s); the code saw \"Error: ...\" "
 			   "for them",
-			   fmt_count(a, sizeof(a), l->c.sub_failed),
-			   fmt_count(b, sizeof(b), out->sub_calls),
+			   text_fmt_count(a, sizeof(a), l->c.sub_failed),
+			   text_fmt_count(b, sizeof(b), out->sub_calls),
 			   l->c.sub_first_error ? l->c.sub_first_error : "?");
 	}
 	if (out->restarts)
@@ -601,8 +581,9 @@ out:
 		loop_emit(&l, "notice", out->stop_detail, strlen(out->stop_detail));
 	if (!out->answer && l.content && out->stop != RLM_STOP_ANSWER)
 		out->answer = xstrdup(l.content);
-	out->found = out->stop == RLM_STOP_ANSWER && out->answer && !is_none(out->answer) &&
-		     out->answer[strspn(out->answer, " \t\r\n")] != '\0';
+	out->found = out->stop == RLM_STOP_ANSWER && out->answer &&
+		     !text_is_none(out->answer, strlen(out->answer)) &&
+		     !text_is_blank(out->answer, strlen(out->answer));
 	if (l.repl) {
 		struct repl_stats st;
 		repl_stats(l.repl, &st);

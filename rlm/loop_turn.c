@@ -11,8 +11,8 @@
  */
 #include "loop_int.h"
 #include "reply.h"
+#include "../common/text.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,21 +26,10 @@ static bool cut_off(const char *finish)
 	return finish && (strcmp(finish, "length") == 0 || strcmp(finish, "max_tokens") == 0);
 }
 
-static bool blank(const char *s, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (!isspace((unsigned char)s[i]))
-			return false;
-	return true;
-}
-
 /* s[0..len) trimmed of blanks, in a fresh string. */
 static char *trim_dup(const char *s, size_t len)
 {
-	while (len && isspace((unsigned char)*s))
-		s++, len--;
-	while (len && isspace((unsigned char)s[len - 1]))
-		len--;
+	text_trim(&s, &len);
 	return xstrndup(s, len);
 }
 
@@ -84,13 +73,13 @@ static char *block_code(const char *s, size_t len, size_t *out_len)
 static char *last_line(const char *s, size_t len)
 {
 	size_t end = len, start;
-	while (end && isspace((unsigned char)s[end - 1]))
+	while (end && text_is_space(s[end - 1]))
 		end--;
 	start = end;
 	while (start && s[start - 1] != '\n')
 		start--;
 	if (end - start > 200)
-		end = start + utf8_floor(s + start, 200);
+		end = start + text_utf8_floor(s + start, 200);
 	return xstrndup(s + start, end - start);
 }
 
@@ -377,7 +366,7 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		    {"why",
 		     cut ? "Your reply was cut off at the output token limit before any ```repl "
 			   "block was complete, so nothing ran; write shorter replies."
-		     : blank(text, len) ? "Your reply was empty, so nothing ran."
+		     : text_is_blank(text, len) ? "Your reply was empty, so nothing ran."
 		     : rp.other_fences	? "Your reply had no ```repl block (only ```repl blocks "
 					  "run, not other fences), so nothing ran."
 					: "Your reply had no ```repl block, so nothing ran.",
@@ -400,7 +389,7 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		calls_stop(&l->c, RLM_STOP_ERROR, "%s", err->msg);
 		goto out;
 	}
-	if (blank(text, len)) {
+	if (text_is_blank(text, len)) {
 		/* Providers refuse an empty assistant message (Anthropic: "text
 		 * content blocks must be non-empty"); the history needs one. */
 		free(text);

@@ -29,6 +29,7 @@
  * with that reason and the best partial answers.
  */
 #include "solve_int.h"
+#include "../common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,21 +97,15 @@ void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int de
 
 char *node_question(const char *prompt, size_t len)
 {
-	size_t chars = 0, head = len;
+	size_t chars = text_utf8_count(prompt, len), head;
 	char n[32];
-	for (size_t i = 0; i < len; i++) {
-		if (((unsigned char)prompt[i] & 0xC0) == 0x80)
-			continue;
-		if (chars == QUESTION_HEAD)
-			head = i;
-		chars++;
-	}
 	if (chars <= QUESTION_MAX)
 		return xstrndup(prompt, len);
+	head = text_utf8_offset(prompt, len, QUESTION_HEAD);
 	return xasprintf(
 	    "%.*s ...\n\n[This is the start of a request of %s characters, too long to "
 	    "repeat here: the whole request is the variable `context`. Read it there.]",
-	    (int)head, prompt, fmt_count(n, sizeof(n), (int64_t)chars));
+	    (int)head, prompt, text_fmt_count(n, sizeof(n), (int64_t)chars));
 }
 
 /* ---- children ---- */

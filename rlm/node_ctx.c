@@ -18,6 +18,7 @@
  * view composes: its place is counted from its parent's.
  */
 #include "solve_int.h"
+#include "../common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static void node_text(const struct corpus *ctx, size_t *off, size_t *len)
 
 static bool mid_char(const char *s, size_t len, uint64_t at)
 {
-	return at < len && ((unsigned char)s[at] & 0xC0) == 0x80;
+	return at < len && text_utf8_is_cont(s[at]);
 }
 
 int node_ctx_check(const struct calls *c, const struct repl_ctx_arg *a, char *msg, size_t cap)

@@ -23,6 +23,7 @@
 #include "prompt.h"
 #include "../common/embed.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -444,8 +445,7 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 	store_call_key(call, &k);
 	store_key_hex(&k, hex);
 	for (size_t i = 0; i < call->n_msgs; i++) /* characters, not bytes */
-		for (size_t b = 0; b < call->msgs[i].len; b++)
-			chars += ((unsigned char)call->msgs[i].text[b] & 0xC0) != 0x80;
+		chars += text_utf8_count(call->msgs[i].text, call->msgs[i].len);
 	d = cJSON_CreateObject();
 	u = cJSON_CreateObject();
 	json_add_str(d, "key", hex);

@@ -20,12 +20,12 @@
  */
 #include "reply.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "../common/common.h"
+#include "../common/text.h"
 
 struct line {
 	size_t start, end; /* [start, end): the line without its line end */
@@ -83,7 +83,7 @@ static enum fence_kind opening_fence(const char *t, const struct line *l, bool p
 	while (i < l->end && (t[i] == ' ' || t[i] == '\t'))
 		i++;
 	w = i;
-	while (i < l->end && !isspace((unsigned char)t[i]) && t[i] != '{')
+	while (i < l->end && !text_is_space(t[i]) && t[i] != '{')
 		i++;
 	wlen = i - w;
 	if (wlen == 4 && strncasecmp(t + w, "repl", 4) == 0)
@@ -120,18 +120,13 @@ static void add_block(struct reply *r, size_t *cap, size_t off, size_t len, bool
 	r->blocks[r->n_blocks++] = (struct reply_block){off, len, closed};
 }
 
-static bool is_blank(int c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
 /* Trim blanks, then one level of quotes ("x", 'x', `x`, """x""", '''x'''). */
 static void strip(const char *t, size_t *off, size_t *len)
 {
 	size_t a = *off, b = *off + *len;
-	while (a < b && is_blank((unsigned char)t[a]))
+	while (a < b && text_is_space(t[a]))
 		a++;
-	while (b > a && is_blank((unsigned char)t[b - 1]))
+	while (b > a && text_is_space(t[b - 1]))
 		b--;
 	if (b - a >= 6 && (memcmp(t + a, "\"\"\"", 3) == 0 || memcmp(t + a, "'''", 3) == 0) &&
 	    memcmp(t + a, t + b - 3, 3) == 0) {

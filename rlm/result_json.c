@@ -4,8 +4,10 @@
 #include "solve_int.h"
 #include "../cli/cliopt.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static cJSON *usage_json(const struct llm_usage *u, double cost)
 {
@@ -22,15 +24,9 @@ static cJSON *usage_json(const struct llm_usage *u, double cost)
 /* s cut to max characters (code points), with "..." when cut. */
 static cJSON *cut_string(const char *s, size_t max)
 {
-	size_t chars = 0, i = 0;
+	size_t i = text_utf8_offset(s, strlen(s), max);
 	cJSON *j;
 	char *t;
-	for (; s[i]; i++) {
-		if (((unsigned char)s[i] & 0xC0) == 0x80)
-			continue;
-		if (chars++ == max)
-			break;
-	}
 	if (!s[i])
 		return cJSON_CreateString(s);
 	t = xasprintf("%.*s...", (int)i, s);

@@ -2,6 +2,7 @@
 /* rlm/solve.c -- rlm_solve: pick the strategy; the result's release; the
  * budget a solve shares between all its calls. */
 #include "solve_int.h"
+#include "../common/text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -133,25 +134,6 @@ const char *rlm_stop_name(enum rlm_stop s)
 
 /* ---- formatting ---- */
 
-char *fmt_count(char *buf, size_t n, int64_t v)
-{
-	char digits[32], *p = buf, *end = buf + n - 1;
-	int len, i;
-	if (v < 0 && p < end) {
-		*p++ = '-';
-		v = v == INT64_MIN ? INT64_MAX : -v;
-	}
-	len = snprintf(digits, sizeof(digits), "%lld", (long long)v);
-	for (i = 0; i < len && p < end; i++) {
-		if (i && (len - i) % 3 == 0 && p < end)
-			*p++ = ',';
-		if (p < end)
-			*p++ = digits[i];
-	}
-	*p = '\0';
-	return buf;
-}
-
 char *fmt_duration(char *buf, size_t n, int64_t ns)
 {
 	if (ns < 1000000000LL)
@@ -231,7 +213,8 @@ bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
 		atomic_fetch_sub(&b->cost_nusd, est_nusd);
 		*why = RLM_STOP_CALLS;
 		snprintf(msg, n, "sub-call budget exhausted (%s of %s sub-calls made)",
-			 fmt_count(x, sizeof(x), k), fmt_count(y, sizeof(y), b->max_sub_calls));
+			 text_fmt_count(x, sizeof(x), k),
+			 text_fmt_count(y, sizeof(y), b->max_sub_calls));
 		return false;
 	}
 	if (call && !take_one(&b->calls, b->max_calls, &k)) {
@@ -240,7 +223,8 @@ bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
 		atomic_fetch_sub(&b->cost_nusd, est_nusd);
 		*why = RLM_STOP_MAX_CALLS;
 		snprintf(msg, n, "call budget exhausted (%s of %s model calls made)",
-			 fmt_count(x, sizeof(x), k), fmt_count(y, sizeof(y), b->max_calls));
+			 text_fmt_count(x, sizeof(x), k),
+			 text_fmt_count(y, sizeof(y), b->max_calls));
 		return false;
 	}
 	t = atomic_load(&b->tokens);
@@ -256,8 +240,9 @@ bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
 			    msg, n,
 			    "token budget exhausted (%s of %s tokens used; this call needs about "
 			    "%s more)",
-			    fmt_count(x, sizeof(x), t), fmt_count(y, sizeof(y), b->max_tokens),
-			    fmt_count(z, sizeof(z), est_tokens));
+			    text_fmt_count(x, sizeof(x), t),
+			    text_fmt_count(y, sizeof(y), b->max_tokens),
+			    text_fmt_count(z, sizeof(z), est_tokens));
 			return false;
 		}
 		if (atomic_compare_exchange_weak(&b->tokens, &t, t + est_tokens))

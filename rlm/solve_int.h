@@ -171,8 +171,6 @@ bool tree_limit(enum rlm_stop why);
  * stops on it. The first limit told wins. Any thread. */
 void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int depth, int node);
 
-/* n with thousands separators: "1,234,567". Returns buf. */
-char *fmt_count(char *buf, size_t n, int64_t v);
 /* A duration in words: "30 s", "1.5 s", "250 ms". Returns buf. */
 char *fmt_duration(char *buf, size_t n, int64_t ns);
 

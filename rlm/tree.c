@@ -26,13 +26,12 @@
 #include "rlm.h"
 #include "prompt.h"
 #include "solve_int.h"
+#include "../common/text.h"
 
-#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define SYSTEM_PROMPT "You are a careful reader. You answer strictly from the text you are given."
 
@@ -53,7 +52,7 @@ static size_t cut_point(const char *s, size_t len, size_t max)
 	for (i = max; i > lo; i--)
 		if (s[i - 1] == '\n')
 			return i;
-	i = utf8_floor(s, max);
+	i = text_utf8_floor(s, max);
 	return i ? i : max;
 }
 
@@ -104,26 +103,11 @@ size_t rlm_split(const struct corpus *ctx, size_t max, struct rlm_span **parts)
 
 /* ---- answers ---- */
 
-static bool is_none(const char *s)
-{
-	size_t len;
-	while (isspace((unsigned char)*s) || *s == '*' || *s == '"')
-		s++;
-	len = strlen(s);
-	while (len && (isspace((unsigned char)s[len - 1]) || s[len - 1] == '.' ||
-		       s[len - 1] == '*' || s[len - 1] == '"'))
-		len--;
-	return len == 4 && strncasecmp(s, "NONE", 4) == 0;
-}
-
+/* s trimmed of white space, in a fresh string. */
 static char *trim_dup(const char *s)
 {
-	size_t len;
-	while (isspace((unsigned char)*s))
-		s++;
-	len = strlen(s);
-	while (len && isspace((unsigned char)s[len - 1]))
-		len--;
+	size_t len = strlen(s);
+	text_trim(&s, &len);
 	return xstrndup(s, len);
 }
 
@@ -427,7 +411,7 @@ static size_t group_partials(char **partials, size_t n, size_t max, size_t **sta
 	for (size_t k = 0; k < n; k++) {
 		size_t len = strlen(partials[k]);
 		if (len > max / 2) {
-			len = utf8_floor(partials[k], max / 2);
+			len = text_utf8_floor(partials[k], max / 2);
 			partials[k][len] = '\0';
 		}
 		len += 8;
@@ -500,7 +484,7 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 			out->failed_leaves++;
 			continue;
 		}
-		if (!is_none(leaves.answers[i]))
+		if (!text_is_none(leaves.answers[i], strlen(leaves.answers[i])))
 			partials[n_partials++] = trim_dup(leaves.answers[i]);
 	}
 	if (out->failed_leaves == out->leaves && lim.why == RLM_STOP_ANSWER) {
@@ -554,7 +538,7 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 						 comb.errors[g]);
 				break;
 			}
-			if (!is_none(comb.answers[g]))
+			if (!text_is_none(comb.answers[g], strlen(comb.answers[g])))
 				next[n_next++] = trim_dup(comb.answers[g]);
 		}
 		job_release(&comb);

@@ -12,6 +12,7 @@
  * "end" event; a run the store knows but this server does not hold is
  * replayed from the store's record. */
 #include "serve_int.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -57,7 +58,7 @@ const char *check_str(struct check *k, const cJSON *o, const char *key, const ch
 		check_fail(k, "%s%s: want a string", where, key);
 		return NULL;
 	}
-	if (!utf8_valid(j->valuestring, strlen(j->valuestring), NULL)) {
+	if (!text_utf8_valid(j->valuestring, strlen(j->valuestring), NULL)) {
 		check_fail(k, "%s%s: not valid UTF-8", where, key);
 		return NULL;
 	}

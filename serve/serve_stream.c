@@ -12,6 +12,7 @@
  * Between events it looks at the client: one that went away cancels the
  * solve. */
 #include "serve_int.h"
+#include "../common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +103,7 @@ static void first_line(struct buf *b, const char *t, size_t max)
 		return;
 	n = strcspn(t, "\n");
 	if (n > max) {
-		n = utf8_floor(t, max);
+		n = text_utf8_floor(t, max);
 		buf_printf(b, "%.*s...", (int)n, t);
 	} else {
 		buf_printf(b, "%.*s", (int)n, t);
@@ -267,7 +268,7 @@ static bool cs_next(struct chat_stream *cs)
 			return cs_next(cs);
 		}
 		n = len - cs->sent <= CHUNK_BYTES ? len - cs->sent
-						  : utf8_floor(a + cs->sent, CHUNK_BYTES);
+						  : text_utf8_floor(a + cs->sent, CHUNK_BYTES);
 		if (!n)
 			n = len - cs->sent; /* not UTF-8 after all: send the rest */
 		cs_chunk(cs, delta_of("content", a + cs->sent, n), NULL, NULL);

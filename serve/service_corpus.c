@@ -8,6 +8,7 @@
 #include "service_int.h"
 #include "../common/json.h"
 #include "../store/store.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -240,7 +241,7 @@ int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err 
 	size_t bad = 0;
 	if (memchr(t, '\0', len))
 		return rlm_err_set(err, RLM_EINVAL, "%s holds a NUL character", what);
-	if (!utf8_valid(t, len, &bad))
+	if (!text_utf8_valid(t, len, &bad))
 		return rlm_err_set(err, RLM_EINVAL, "%s is not valid UTF-8 (at byte %zu)", what,
 				   bad);
 	return 0;

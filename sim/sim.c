@@ -6,6 +6,7 @@
 #include "sim.h"
 #include "../llm/llm_int.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -320,7 +321,7 @@ static int parse_request(const char *body, size_t len, struct request *r, char *
 	const cJSON *msgs, *m, *it;
 	size_t i = 0;
 	memset(r, 0, sizeof(*r));
-	if (!utf8_valid(body, len, NULL)) {
+	if (!text_utf8_valid(body, len, NULL)) {
 		snprintf(why, whylen, "the request body is not valid UTF-8");
 		return RLM_EINVAL;
 	}
@@ -541,7 +542,7 @@ static char *stream_body(const struct answer *a, size_t *len)
 	json_add_str(d, "content", "");
 	sse_event(&b, a, d, NULL);
 	for (size_t off = 0; off < a->len;) {
-		size_t k = utf8_floor(a->text + off, RLM_MIN(a->len - off, (size_t)SSE_CHUNK));
+		size_t k = text_utf8_floor(a->text + off, RLM_MIN(a->len - off, (size_t)SSE_CHUNK));
 		if (!k)
 			k = RLM_MIN(a->len - off, (size_t)SSE_CHUNK);
 		d = cJSON_CreateObject();
@@ -626,7 +627,7 @@ static int handle(struct sim *s, const char *body, size_t len, bool allow_stream
 	a.p = llm_estimate_tokens(rq.content_bytes);
 	a.c = RLM_MAX(llm_estimate_tokens(tlen), 1);
 	if (rq.max_tokens > 0 && a.c > rq.max_tokens) {
-		tlen = utf8_floor(text, (size_t)rq.max_tokens * 4);
+		tlen = text_utf8_floor(text, (size_t)rq.max_tokens * 4);
 		a.finish = "length";
 		a.c = RLM_MAX(llm_estimate_tokens(tlen), 1);
 	}

@@ -30,6 +30,7 @@
  * magic numbers" but not KEY) stay out, in the leaf and in the combiner,
  * which scores the lines of the partial answers, not the answers whole. */
 #include "sim.h"
+#include "../common/text.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -65,25 +66,9 @@ static bool punct_cp(uint32_t cp)
  * is not punctuation), or 0. */
 static size_t wide_char(const unsigned char *s, size_t n)
 {
-	unsigned c = s[0];
 	uint32_t cp;
-	size_t k;
-	if (c >= 0xc2 && c <= 0xdf)
-		k = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		k = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		k = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n < k)
-		return 0;
-	for (size_t i = 1; i < k; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	return punct_cp(cp) ? 0 : k;
+	size_t k = text_utf8_decode((const char *)s, n, &cp);
+	return k > 1 && !punct_cp(cp) ? k : 0;
 }
 
 /* Bytes of the word character at s[0..n), 0 if there is none. */
@@ -286,10 +271,8 @@ static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 static void tables_build(void)
 {
 	for (unsigned c = 0; c < 256; c++) {
-		bool alnum =
-		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-		byte_class[c] = alnum ? 1 : c >= 0xc2 && c <= 0xf4 ? 2 : 0;
-		byte_lower[c] = (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+		byte_class[c] = text_is_alnum((int)c) ? 1 : c >= 0xc2 && c <= 0xf4 ? 2 : 0;
+		byte_lower[c] = (unsigned char)text_to_lower((int)c);
 	}
 	termset_init(&stopset);
 	for (size_t i = 0; i < ARRAY_SIZE(stopwords); i++)
@@ -314,19 +297,6 @@ static void question_terms(const char *q, size_t len, struct termset *out)
 
 /* ---- text helpers ---- */
 
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-static void trim(const char **s, size_t *n)
-{
-	while (*n && is_space(**s))
-		(*s)++, (*n)--;
-	while (*n && is_space((*s)[*n - 1]))
-		(*n)--;
-}
-
 /* The next line of s[*pos..end): its start and length, without "\n" or
  * "\r\n"; false at the end. */
 static bool next_line(const char *s, size_t end, size_t *pos, size_t *start, size_t *n)
@@ -340,14 +310,6 @@ static bool next_line(const char *s, size_t end, size_t *pos, size_t *start, siz
 	*pos = nl ? (size_t)(nl - s) + 1 : end;
 	if (*n && s[*start + *n - 1] == '\r')
 		(*n)--;
-	return true;
-}
-
-static bool blank(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!is_space(s[i]))
-			return false;
 	return true;
 }
 
@@ -372,16 +334,15 @@ static bool contains_ci(const char *s, size_t n, const char *needle)
 
 static char *answer_dup(const char *s, size_t n)
 {
-	trim(&s, &n);
+	text_trim(&s, &n);
 	if (n > ANSWER_MAX)
-		n = utf8_floor(s, ANSWER_MAX);
+		n = text_utf8_floor(s, ANSWER_MAX);
 	return xstrndup(s, n);
 }
 
 static bool ascii_word_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '_';
+	return text_is_alnum(c) || c == '-' || c == '_';
 }
 
 bool sim_asks_all(const char *q, size_t n)
@@ -400,9 +361,9 @@ bool sim_asks_all(const char *q, size_t n)
 static void list_add(struct buf *b, const char *s, size_t n)
 {
 	const char *p = b->p, *end = b->p + b->len;
-	trim(&s, &n);
+	text_trim(&s, &n);
 	if (n > ANSWER_MAX)
-		n = utf8_floor(s, ANSWER_MAX);
+		n = text_utf8_floor(s, ANSWER_MAX);
 	if (!n || b->len + 1 + n > LIST_MAX)
 		return;
 	while (p && p < end) {
@@ -444,7 +405,7 @@ static void split_prompt(const char *s, size_t len, struct prompt *p)
 			mat = ls + k;
 		if (pa == SIZE_MAX && (k = after_marker(l, n, "Partial answers:")))
 			pa = ls + k;
-		trim(&l, &tn);
+		text_trim(&l, &tn);
 		if (tn && first == SIZE_MAX)
 			first = ls, first_end = pos;
 		if (tn && l[tn - 1] == '?')
@@ -456,20 +417,20 @@ static void split_prompt(const char *s, size_t len, struct prompt *p)
 		p->qlen = q_end - q_at;
 		p->skip_off = q_line;
 		p->skip_end = q_end;
-		trim(&p->q, &p->qlen);
+		text_trim(&p->q, &p->qlen);
 		/* "Question:" alone on its line: the question is the next line. */
 		while (!p->qlen && next_line(s, len, &q_end, &ls, &n)) {
 			p->q = s + ls;
 			p->qlen = n;
 			p->skip_end = q_end;
-			trim(&p->q, &p->qlen);
+			text_trim(&p->q, &p->qlen);
 		}
 	} else if (qm_at != SIZE_MAX || first != SIZE_MAX) {
 		p->skip_off = qm_at != SIZE_MAX ? qm_at : first;
 		p->skip_end = qm_at != SIZE_MAX ? qm_end : first_end;
 		p->q = s + p->skip_off;
 		p->qlen = p->skip_end - p->skip_off;
-		trim(&p->q, &p->qlen);
+		text_trim(&p->q, &p->qlen);
 	} else {
 		p->q = s;
 	}
@@ -646,7 +607,7 @@ static char *leaf_list(const char *s, size_t len, const struct prompt *p, struct
 	double w;
 	buf_init(&b, 0);
 	while (next_line(s, len, &pos, &ls, &n)) {
-		if ((ls >= p->skip_off && ls < p->skip_end) || blank(s + ls, n))
+		if ((ls >= p->skip_off && ls < p->skip_end) || text_is_blank(s + ls, n))
 			continue;
 		if (flag[line / 8] & (1u << (line % 8))) {
 			scorer_unit(sc, s + ls, n, false, &w, NULL);
@@ -677,7 +638,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 		sets_grow(&st, 64);
 	while (next_line(s, len, &pos, &ls, &n)) {
 		size_t d;
-		if ((ls >= p->skip_off && ls < p->skip_end) || blank(s + ls, n))
+		if ((ls >= p->skip_off && ls < p->skip_end) || text_is_blank(s + ls, n))
 			continue;
 		sc.units++;
 		d = scorer_unit(&sc, s + ls, n, true, NULL, &set);
@@ -708,7 +669,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 	pos = p->mat_off;
 	line = 0;
 	while (st.full && total > 0 && next_line(s, len, &pos, &ls, &n)) {
-		if ((ls >= p->skip_off && ls < p->skip_end) || blank(s + ls, n))
+		if ((ls >= p->skip_off && ls < p->skip_end) || text_is_blank(s + ls, n))
 			continue;
 		if (flag[line / 8] & (1u << (line % 8))) {
 			scorer_unit(&sc, s + ls, n, false, &wsum, NULL);
@@ -763,7 +724,7 @@ static bool next_partial(const char *s, size_t len, const struct prompt *p, size
 		}
 		if (!open) {
 			*pos = peek;
-			if (blank(s + ls, n))
+			if (text_is_blank(s + ls, n))
 				continue;
 			open = true;
 			start = ls + partial_prefix(s + ls, n);
@@ -773,23 +734,21 @@ static bool next_partial(const char *s, size_t len, const struct prompt *p, size
 		if (partial_prefix(s + ls, n))
 			break;
 		*pos = peek;
-		if (!blank(s + ls, n))
+		if (!text_is_blank(s + ls, n))
 			end = ls + n;
 	}
 	if (!open)
 		return false;
 	*out = s + start;
 	*out_n = end - start;
-	trim(out, out_n);
+	text_trim(out, out_n);
 	return true;
 }
 
-static bool is_none(const char *s, size_t n)
+/* A partial answer that brings nothing: a NONE reply, or blank. */
+static bool says_nothing(const char *s, size_t n)
 {
-	trim(&s, &n);
-	while (n && s[n - 1] == '.')
-		n--;
-	return n == 0 || (n == 4 && strncasecmp(s, "none", 4) == 0);
+	return text_is_blank(s, n) || text_is_none(s, n);
 }
 
 /* Combiner: the sum of the counts, or the partial answer that best matches
@@ -804,7 +763,7 @@ static char *answer_combine(const char *s, size_t len, const struct prompt *p, b
 	char *out;
 	scorer_init(&sc, p);
 	while (next_partial(s, len, p, &pos, &a, &an)) {
-		if (is_none(a, an))
+		if (says_nothing(a, an))
 			continue;
 		sc.units++;
 		if (how_many) {
@@ -830,7 +789,7 @@ static char *answer_combine(const char *s, size_t len, const struct prompt *p, b
 	scorer_weigh(&sc);
 	pos = p->mat_off;
 	while (next_partial(s, len, p, &pos, &a, &an)) {
-		if (is_none(a, an))
+		if (says_nothing(a, an))
 			continue;
 		scorer_unit(&sc, a, an, false, &wsum, NULL);
 		if (!best_a || better(wsum, (size_t)(a - s), best, (size_t)(best_a - s)))
@@ -863,7 +822,7 @@ static char *combine_list(const char *s, size_t len, const struct prompt *p)
 		while (next_partial(s, len, p, &pos, &a, &an)) {
 			size_t at = 0, ls, n;
 			while (next_line(a, an, &at, &ls, &n)) {
-				if (blank(a + ls, n) || is_none(a + ls, n))
+				if (says_nothing(a + ls, n))
 					continue;
 				if (pass == 0) {
 					sc.units++;

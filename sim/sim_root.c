@@ -42,6 +42,7 @@
  * splitmix64 over the seed, a hash of the question and the turn, so a run
  * repeats exactly and a retry draws again. */
 #include "sim.h"
+#include "../common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,8 +117,7 @@ static bool error_line(const char *s, size_t n)
 		return true;
 	if (!n || s[0] < 'A' || s[0] > 'Z')
 		return false;
-	while (i < n && (s[i] == '_' || s[i] == '.' || (s[i] >= 'a' && s[i] <= 'z') ||
-			 (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+	while (i < n && (s[i] == '_' || s[i] == '.' || text_is_alnum(s[i])))
 		i++;
 	return (i == n || s[i] == ':') &&
 	       (ends(s, i, "Error") || ends(s, i, "Exception") || ends(s, i, "Interrupt"));
@@ -151,19 +151,6 @@ static int step_of(const char *s, size_t n)
 	return 0;
 }
 
-static bool space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-static void trim(const char **s, size_t *n)
-{
-	while (*n && space(**s))
-		(*s)++, (*n)--;
-	while (*n && space((*s)[*n - 1]))
-		(*n)--;
-}
-
 /* The question of the first user message: its "Question:" line, up to the
  * paragraph "The context is ..." when the question runs over lines; else
  * the last line ending in '?'; else the first line. Points into m. */
@@ -183,11 +170,11 @@ static void question_of(const struct llm_msg *m, const char **q, size_t *qn)
 			const char *stop = memmem(l, (size_t)(end - l), "\n\nThe context is ", 17);
 			*q = l + 9;
 			*qn = stop ? (size_t)(stop - *q) : n - 9;
-			trim(q, qn);
+			text_trim(q, qn);
 			if (*qn)
 				return;
 		}
-		trim(&l, &n);
+		text_trim(&l, &n);
 		if (n && !first)
 			first = l, first_n = n;
 		if (n && l[n - 1] == '?')
@@ -232,14 +219,6 @@ static long stated_chunk(const struct llm_msg *m)
 
 /* ---- writing Python ---- */
 
-/* Bytes of the valid UTF-8 sequence at s[0..n) that is not ASCII, or 0. */
-static size_t utf8_seq(const char *s, size_t n)
-{
-	unsigned char c = (unsigned char)s[0];
-	size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-	return k && k <= n && utf8_valid(s, k, NULL) ? k : 0;
-}
-
 /* s[0..n) as a Python str literal: quotes, backslashes and control
  * characters escaped, so it stays on one line; other characters as they
  * are (a stray byte that is not UTF-8 becomes \xNN). */
@@ -261,7 +240,7 @@ static void py_str(struct buf *b, const char *s, size_t n)
 			buf_printf(b, "\\x%02x", c);
 		else if (c < 0x80)
 			buf_putc(b, (char)c);
-		else if ((k = utf8_seq(s + i, n - i)))
+		else if ((k = text_utf8_seq_len(s + i, n - i)))
 			buf_append(b, s + i, k);
 		else
 			buf_printf(b, "\\x%02x", c), k = 1;
@@ -516,7 +495,7 @@ static char *best_seen(const struct llm_msg *msgs, size_t n, size_t first_user, 
 						got = v, got_n = vn;
 					sum += num > 0 ? num : 0;
 					lines++;
-					trim(&v, &vn);
+					text_trim(&v, &vn);
 					if (pass && all && vn &&
 					    !has_line(list.p, list.len, v, vn)) {
 						if (list.len)
@@ -535,7 +514,7 @@ static char *best_seen(const struct llm_msg *msgs, size_t n, size_t first_user, 
 			buf_release(&list);
 			if (pass && how_many)
 				return xasprintf("%lld", sum);
-			trim(&got, &got_n);
+			text_trim(&got, &got_n);
 			return xstrndup(got, got_n);
 		}
 	}
@@ -552,8 +531,8 @@ static char *final_reply(const struct llm_msg *msgs, size_t n, size_t first_user
 	if (best && *best) {
 		/* one line: runs of blanks become one space */
 		for (char *p = best; *p; p++)
-			if (!space(*p) || (b.len && b.p[b.len - 1] != ' '))
-				buf_putc(&b, space(*p) ? ' ' : *p);
+			if (!text_is_space(*p) || (b.len && b.p[b.len - 1] != ' '))
+				buf_putc(&b, text_is_space(*p) ? ' ' : *p);
 		while (b.p[b.len - 1] == ' ')
 			b.p[--b.len] = '\0';
 	} else {

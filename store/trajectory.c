@@ -16,6 +16,7 @@
  * RLMs it started, in the order they were made.
  */
 #include "export_int.h"
+#include "../common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,7 +309,7 @@ static void set_output(cJSON *res, const struct ev *e)
 		cJSON_ReplaceItemInObjectCaseSensitive(res, "stdout", ref(e->text));
 		return;
 	}
-	at = (int64_t)utf8_floor(t, (size_t)at); /* never inside a character */
+	at = (int64_t)text_utf8_floor(t, (size_t)at); /* never inside a character */
 	{
 		char *head = xstrndup(t, (size_t)at);
 		cJSON_ReplaceItemInObjectCaseSensitive(res, "stdout", cJSON_CreateString(head));

@@ -6,6 +6,7 @@
  * and escaped as a JSON string stay valid. */
 #include "../repl/repl_int.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ static void check_context(const cJSON *item)
 		break;
 	case REPL_CTX_TEXT:
 		if (!cJSON_IsString(item) || strlen(a.text) != a.len ||
-		    !utf8_valid(a.text, a.len, NULL))
+		    !text_utf8_valid(a.text, a.len, NULL))
 			abort();
 		break;
 	case REPL_CTX_LIST:
@@ -35,7 +36,7 @@ static void check_context(const cJSON *item)
 			abort();
 		for (size_t i = 0; i < a.n_items; i++)
 			if (strlen(a.items[i]) != a.item_lens[i] ||
-			    !utf8_valid(a.items[i], a.item_lens[i], NULL))
+			    !text_utf8_valid(a.items[i], a.item_lens[i], NULL))
 				abort();
 		break;
 	case REPL_CTX_SLICE:
@@ -69,13 +70,14 @@ static void check_frame(const cJSON *f)
 	{
 		const cJSON *el;
 		if (cJSON_IsString(it) &&
-		    !utf8_valid(it->valuestring, strlen(it->valuestring), NULL))
+		    !text_utf8_valid(it->valuestring, strlen(it->valuestring), NULL))
 			abort();
 		if (cJSON_IsArray(it))
 			cJSON_ArrayForEach(el, it)
 			{
 				if (cJSON_IsString(el) &&
-				    !utf8_valid(el->valuestring, strlen(el->valuestring), NULL))
+				    !text_utf8_valid(el->valuestring, strlen(el->valuestring),
+						     NULL))
 					abort();
 			}
 	}
@@ -111,14 +113,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Cutting: never more than limit characters plus the marker line. */
 	cut = repl_truncate(body, size, limit, &n);
-	if (strlen(cut) > n || repl__chars(cut, n) > limit + REPL_MARK_SLACK)
+	if (strlen(cut) > n || text_utf8_count(cut, n) > limit + REPL_MARK_SLACK)
 		abort();
 	free(cut);
 
 	/* Escaping: always one valid JSON string of valid UTF-8. */
 	repl__json_str(&b, body, size);
 	s = json_parse(b.p, b.len);
-	if (!s || !cJSON_IsString(s) || !utf8_valid(s->valuestring, strlen(s->valuestring), NULL))
+	if (!s || !cJSON_IsString(s) ||
+	    !text_utf8_valid(s->valuestring, strlen(s->valuestring), NULL))
 		abort();
 	cJSON_Delete(s);
 	buf_release(&b);

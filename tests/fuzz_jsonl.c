@@ -3,6 +3,7 @@
  * fails cleanly; what decodes keeps the corpus invariants (documents in
  * bounds, each followed by '\n', UTF-8 without NUL bytes). */
 #include "../corpus/corpus.h"
+#include "../common/text.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,9 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct corpus_doc *d = &c->docs[i];
 		if (d->off != end || d->off + d->len >= c->len || c->buf[d->off + d->len] != '\n')
 			abort();
-		if (memchr(c->buf + d->off, 0, d->len) || !utf8_valid(c->buf + d->off, d->len, NULL))
+		if (memchr(c->buf + d->off, 0, d->len) ||
+		    !text_utf8_valid(c->buf + d->off, d->len, NULL))
 			abort();
-		if (d->name && !utf8_valid(d->name, strlen(d->name), NULL))
+		if (d->name && !text_utf8_valid(d->name, strlen(d->name), NULL))
 			abort();
 		end = d->off + d->len + 1;
 	}

@@ -5,6 +5,7 @@
  * RLM_EINVAL with a message and no value; it never reads past len. */
 #include "../bench/score.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static bool strings_ok(const cJSON *v)
 {
 	if (cJSON_IsString(v))
-		return utf8_valid(v->valuestring, strlen(v->valuestring), NULL);
+		return text_utf8_valid(v->valuestring, strlen(v->valuestring), NULL);
 	for (const cJSON *c = v->child; c; c = c->next)
 		if (!strings_ok(c))
 			return false;

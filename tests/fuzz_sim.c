@@ -7,6 +7,7 @@
  * parse or fail cleanly. */
 #include "../common/json.h"
 #include "../sim/sim.h"
+#include "../common/text.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ static void check_root_reply(const char *r, bool valid)
 	} else if (!strstr(r, "\n\n```repl\n# step ") || n < 5 || strcmp(r + n - 5, "\n```\n")) {
 		abort();
 	}
-	if (valid && !utf8_valid(r, n, NULL))
+	if (valid && !text_utf8_valid(r, n, NULL))
 		abort();
 }
 
@@ -73,7 +74,7 @@ static void check_root(const char *text, size_t size)
 	    {LLM_USER, text, size},
 	};
 	struct sim_cfg cfg;
-	bool valid = utf8_valid(text, size, NULL);
+	bool valid = text_utf8_valid(text, size, NULL);
 	char *r;
 	sim_cfg_default(&cfg);
 	cfg.code_errors = 0.5;
@@ -111,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	reply = sim_reply_text(NULL, &m, 1);
 	if (!reply || strlen(reply) > 1000)
 		abort();
-	if (utf8_valid(text, size, NULL) && !utf8_valid(reply, strlen(reply), NULL))
+	if (text_utf8_valid(text, size, NULL) && !text_utf8_valid(reply, strlen(reply), NULL))
 		abort();
 	free(reply);
 

@@ -3,6 +3,7 @@
  * formats' reply parser and error-message extractor, and to the
  * Retry-After parser, fail cleanly or succeed with a consistent result. */
 #include "../llm/llm_int.h"
+#include "../common/text.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,7 +30,8 @@ static void one_wire(const struct llm_wire *w, const char *body, size_t len)
 	free(c.finish_reason);
 	m = w->error_message(body, len);
 	/* A message is never empty, and valid UTF-8 when the body was. */
-	if (m && (!*m || (!utf8_valid(m, strlen(m), NULL) && utf8_valid(body, len, NULL))))
+	if (m &&
+	    (!*m || (!text_utf8_valid(m, strlen(m), NULL) && text_utf8_valid(body, len, NULL))))
 		abort();
 	free(m);
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* tests/test_common.c -- buffers, errors, UTF-8, number parsing, URLs, random
+/* tests/test_common.c -- buffers, errors, text helpers (UTF-8, character
+ * classes, trimming, numbers for people, NONE), number parsing, URLs, random
  * numbers, JSON helpers. */
 #include "harness.h"
 #include "../common/common.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,44 +56,355 @@ TEST(err_set_and_prefix)
 	CHECK_STR(rlm_strerror(-2), "No such file or directory");
 }
 
-TEST(utf8_validation)
+/* ---- text.h ---- */
+
+/* A byte string with its length, NULs allowed: S("a\0b"). */
+#define S(lit) lit, sizeof(lit) - 1
+
+TEST(text_utf8_seq_len_table)
 {
 	static const struct {
 		const char *s;
-		bool ok;
-		size_t bad;
+		size_t n;
+		size_t len;  /* want; 0 for ill-formed */
+		uint32_t cp; /* want when len > 0 */
 	} cases[] = {
-		{"plain ascii", true, 0},
-		{"caf\xc3\xa9", true, 0},
-		{"\xe2\x82\xac euro", true, 0},
-		{"\xf0\x9f\x98\x80 emoji", true, 0},
-		{"ab\xc3", false, 2},              /* truncated */
-		{"ab\xc0\xaf", false, 2},          /* overlong */
-		{"\xed\xa0\x80", false, 0},        /* surrogate */
-		{"x\xf4\x90\x80\x80", false, 1},   /* above U+10FFFF */
-		{"abcdefghij\xff", false, 10},     /* after the fast path */
-		{"\x80", false, 0},                /* stray continuation */
+		{S(""), 0, 0},
+		{S("A"), 1, 'A'},
+		{S("\0"), 1, 0},
+		{S("\x7f"), 1, 0x7f},
+		{S("\xc2\x80"), 2, 0x80},		/* the smallest 2-byte */
+		{S("\xc3\xa9"), 2, 0xe9},
+		{S("\xdf\xbf"), 2, 0x7ff},
+		{S("\xe0\xa0\x80"), 3, 0x800},		/* the smallest 3-byte */
+		{S("\xe2\x82\xac"), 3, 0x20ac},
+		{S("\xed\x9f\xbf"), 3, 0xd7ff},		/* just below the surrogates */
+		{S("\xee\x80\x80"), 3, 0xe000},		/* just above them */
+		{S("\xef\xbf\xbf"), 3, 0xffff},
+		{S("\xf0\x90\x80\x80"), 4, 0x10000},	/* the smallest 4-byte */
+		{S("\xf0\x9f\x98\x80"), 4, 0x1f600},
+		{S("\xf4\x8f\xbf\xbf"), 4, 0x10ffff},	/* the largest */
+		{S("\xc3\xa9xyz"), 2, 0xe9},		/* only the first counts */
+		/* ill-formed */
+		{S("\x80"), 0, 0},			/* stray continuation */
+		{S("\xbf\xbf"), 0, 0},
+		{S("\xc0\xaf"), 0, 0},			/* overlong '/' */
+		{S("\xc1\xbf"), 0, 0},			/* overlong U+007F */
+		{S("\xe0\x80\xaf"), 0, 0},		/* overlong, 3 bytes */
+		{S("\xe0\x9f\xbf"), 0, 0},		/* overlong U+07FF */
+		{S("\xf0\x80\x80\xaf"), 0, 0},		/* overlong, 4 bytes */
+		{S("\xf0\x8f\xbf\xbf"), 0, 0},		/* overlong U+FFFF */
+		{S("\xed\xa0\x80"), 0, 0},		/* surrogate U+D800 */
+		{S("\xed\xbf\xbf"), 0, 0},		/* surrogate U+DFFF */
+		{S("\xf4\x90\x80\x80"), 0, 0},		/* U+110000 */
+		{S("\xf5\x80\x80\x80"), 0, 0},		/* lead byte past F4 */
+		{S("\xf7\xbf\xbf\xbf"), 0, 0},
+		{S("\xf8\x88\x80\x80\x80"), 0, 0},	/* old 5-byte form */
+		{S("\xfc\x84\x80\x80\x80\x80"), 0, 0},	/* old 6-byte form */
+		{S("\xfe"), 0, 0},
+		{S("\xff"), 0, 0},
+		{S("\xc3"), 0, 0},			/* truncated */
+		{S("\xe2\x82"), 0, 0},
+		{S("\xf0\x9f\x98"), 0, 0},
+		{"\xe2\x82\xac", 2, 0, 0},		/* cut by n */
+		{"\xf0\x9f\x98\x80", 3, 0, 0},
+		{"\xc3\xa9", 1, 0, 0},
+		{S("\xc3\x28"), 0, 0},			/* bad continuation */
+		{S("\xe2\x28\xa1"), 0, 0},
+		{S("\xe2\x82\x28"), 0, 0},
+		{S("\xf0\x9f\x28\x80"), 0, 0},
+		{S("\xf0\x9f\x98\x28"), 0, 0},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		size_t bad = 999;
-		bool ok = utf8_valid(cases[i].s, strlen(cases[i].s), &bad);
-		CHECK_MSG(ok == cases[i].ok, "case %zu", i);
-		if (!ok)
-			CHECK_MSG(bad == cases[i].bad, "case %zu: bad at %zu", i, bad);
+		uint32_t cp = 0xdeadbeef;
+		bool ok;
+		size_t got = text_utf8_seq_len(cases[i].s, cases[i].n);
+		CHECK_MSG(got == cases[i].len, "case %zu: length %zu, want %zu", i, got,
+			  cases[i].len);
+		got = text_utf8_decode(cases[i].s, cases[i].n, &cp);
+		CHECK_MSG(got == cases[i].len, "case %zu: decode length %zu", i, got);
+		if (cases[i].len)
+			CHECK_MSG(cp == cases[i].cp, "case %zu: U+%04X, want U+%04X", i,
+				  (unsigned)cp, (unsigned)cases[i].cp);
+		else
+			CHECK_MSG(cp == 0xdeadbeef, "case %zu: cp written on failure", i);
+		/* valid when the first sequence is and what follows it is */
+		ok = cases[i].n == 0 ||
+		     (cases[i].len && text_utf8_valid(cases[i].s + cases[i].len,
+						      cases[i].n - cases[i].len, NULL));
+		CHECK_MSG(text_utf8_valid(cases[i].s, cases[i].n, NULL) == ok,
+			  "case %zu: text_utf8_valid disagrees", i);
 	}
 }
 
-TEST(utf8_floor_cuts_on_boundaries)
+TEST(text_utf8_valid_table)
 {
-	const char *s = "a\xc3\xa9\xe2\x82\xac"; /* a é € : 1 + 2 + 3 bytes */
-	CHECK_INT(utf8_floor(s, 6), 6);
-	CHECK_INT(utf8_floor(s, 5), 3);
-	CHECK_INT(utf8_floor(s, 4), 3);
-	CHECK_INT(utf8_floor(s, 3), 3);
-	CHECK_INT(utf8_floor(s, 2), 1);
-	CHECK_INT(utf8_floor(s, 1), 1);
-	CHECK_INT(utf8_floor(s, 0), 0);
+	static const struct {
+		const char *s;
+		size_t n;
+		bool ok;
+		size_t bad;
+	} cases[] = {
+		{S(""), true, 0},
+		{S("plain ascii"), true, 0},
+		{S("a\0b"), true, 0},			/* NUL is valid UTF-8 */
+		{S("caf\xc3\xa9"), true, 0},
+		{S("\xe2\x82\xac euro"), true, 0},
+		{S("\xf0\x9f\x98\x80 emoji"), true, 0},
+		{S("\xf4\x8f\xbf\xbf"), true, 0},
+		{S("0123456789abcdef\xc3\xa9" "0123456789abcdef"), true, 0},
+		{S("ab\xc3"), false, 2},		/* truncated */
+		{S("ab\xe2\x82"), false, 2},
+		{S("ab\xf0\x9f\x98"), false, 2},
+		{S("ab\xc0\xaf"), false, 2},		/* overlong */
+		{S("\xe0\x80\xaf"), false, 0},
+		{S("xy\xf0\x80\x80\xaf"), false, 2},
+		{S("\xed\xa0\x80"), false, 0},		/* surrogate */
+		{S("ok \xed\xb0\x80"), false, 3},
+		{S("x\xf4\x90\x80\x80"), false, 1},	/* above U+10FFFF */
+		{S("x\xf5\x80\x80\x80"), false, 1},
+		{S("abcdefghij\xff"), false, 10},	/* after the fast path */
+		{S("abcdefgh\x80"), false, 8},		/* at the end of a word */
+		{S("\x80"), false, 0},			/* stray continuation */
+		{S("\xc3\xa9\x80"), false, 2},
+		{S("\xc3\xa9\xe2\x28\xa1"), false, 2},	/* bad continuation */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		size_t bad = 999;
+		bool ok = text_utf8_valid(cases[i].s, cases[i].n, &bad);
+		CHECK_MSG(ok == cases[i].ok, "case %zu", i);
+		if (!ok)
+			CHECK_MSG(bad == cases[i].bad, "case %zu: bad at %zu", i, bad);
+		else
+			CHECK_MSG(bad == 999, "case %zu: bad written on success", i);
+		CHECK(text_utf8_valid(cases[i].s, cases[i].n, NULL) == cases[i].ok);
+	}
 }
+
+TEST(text_utf8_floor_table)
+{
+	static const struct {
+		const char *s;
+		size_t len, want;
+	} cases[] = {
+		{"a\xc3\xa9\xe2\x82\xac", 6, 6}, /* a é € : 1 + 2 + 3 bytes */
+		{"a\xc3\xa9\xe2\x82\xac", 5, 3},
+		{"a\xc3\xa9\xe2\x82\xac", 4, 3},
+		{"a\xc3\xa9\xe2\x82\xac", 3, 3},
+		{"a\xc3\xa9\xe2\x82\xac", 2, 1},
+		{"a\xc3\xa9\xe2\x82\xac", 1, 1},
+		{"a\xc3\xa9\xe2\x82\xac", 0, 0},
+		{"x\xf0\x9f\x98\x80", 5, 5},	 /* 4-byte */
+		{"x\xf0\x9f\x98\x80", 4, 1},
+		{"x\xf0\x9f\x98\x80", 3, 1},
+		{"x\xf0\x9f\x98\x80", 2, 1},
+		{"\xf0\x9f\x98\x80", 3, 0},
+		{"abc", 3, 3},
+		{"a\x80", 2, 2},		 /* a stray byte after ASCII is kept */
+		{"\xe2\x82\xac\x80", 4, 4},	 /* and after a whole sequence */
+		{"\x80\x80", 2, 0},		 /* continuation bytes alone */
+		{"ab\xff", 3, 2},		 /* a lead byte with nothing after it */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		size_t got = text_utf8_floor(cases[i].s, cases[i].len);
+		CHECK_MSG(got == cases[i].want, "case %zu: %zu, want %zu", i, got, cases[i].want);
+	}
+}
+
+TEST(text_utf8_count_and_offset)
+{
+	/* a é € 😀 z: 1 + 2 + 3 + 4 + 1 bytes */
+	static const char s[] = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z";
+	static const size_t at[] = {0, 1, 3, 6, 10, 11, 11, 11};
+	static const struct {
+		const char *s;
+		size_t n, chars;
+	} counts[] = {
+		{S(""), 0},
+		{S("abc"), 3},
+		{S("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z"), 5},
+		{S("a\0b"), 3},
+		{S("\x80"), 0},	       /* a continuation byte alone counts for nothing */
+		{S("\xc3"), 1},	       /* a lead byte alone for one */
+		{S("\xff\xfe"), 2},
+		{S("\xed\xa0\x80"), 1}, /* a surrogate's bytes for one */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(counts); i++)
+		CHECK_MSG(text_utf8_count(counts[i].s, counts[i].n) == counts[i].chars,
+			  "case %zu: %zu", i, text_utf8_count(counts[i].s, counts[i].n));
+	for (size_t n = 0; n < ARRAY_SIZE(at); n++)
+		CHECK_MSG(text_utf8_offset(s, sizeof(s) - 1, n) == at[n], "char %zu at %zu", n,
+			  text_utf8_offset(s, sizeof(s) - 1, n));
+	CHECK_INT(text_utf8_offset("\x80\x80" "ab", 4, 0), 2); /* a character starts at 'a' */
+	CHECK_INT(text_utf8_offset("", 0, 0), 0);
+	CHECK(text_utf8_is_cont(0x80) && text_utf8_is_cont(0xbf) && text_utf8_is_cont((char)0x9f));
+	CHECK(!text_utf8_is_cont('a') && !text_utf8_is_cont(0x7f) && !text_utf8_is_cont(0xc0) &&
+	      !text_utf8_is_cont((char)0xe2) && !text_utf8_is_cont(0));
+}
+
+TEST(text_classes_match_the_c_locale)
+{
+	/* every byte, as an unsigned char and as a (signed) char, and EOF:
+	 * ASCII as <ctype.h> has it in the C locale, nothing above */
+	for (int v = -1; v < 256; v++) {
+		int c = v, sc = (char)v;
+		bool ascii = v >= 0 && v < 0x80;
+		CHECK_MSG(text_is_space(c) == (ascii && isspace(c)), "space %d", v);
+		CHECK_MSG(text_is_digit(c) == (ascii && isdigit(c)), "digit %d", v);
+		CHECK_MSG(text_is_alpha(c) == (ascii && isalpha(c)), "alpha %d", v);
+		CHECK_MSG(text_is_alnum(c) == (ascii && isalnum(c)), "alnum %d", v);
+		CHECK_MSG(text_to_lower(c) == (ascii ? tolower(c) : c), "lower %d", v);
+		CHECK_MSG(text_to_upper(c) == (ascii ? toupper(c) : c), "upper %d", v);
+		if (v >= 0x80) {
+			CHECK_MSG(!text_is_space(sc) && !text_is_digit(sc) && !text_is_alpha(sc) &&
+				      !text_is_alnum(sc),
+				  "char %d is in a class", v);
+			CHECK_MSG(text_to_lower(sc) == sc && text_to_upper(sc) == sc, "case %d", v);
+		}
+	}
+}
+
+TEST(text_trim_and_blank)
+{
+	static const struct {
+		const char *s;
+		size_t n;
+		size_t off, len; /* want: what is left */
+	} cases[] = {
+		{S(""), 0, 0},
+		{S(" \t\r\n\v\f"), 6, 0},
+		{S("a"), 0, 1},
+		{S("  a b  "), 2, 3},
+		{S("\n\nline\r\n"), 2, 4},
+		{S("\xc2\xa0x\xc2\xa0"), 0, 5}, /* U+00A0 is no ASCII space */
+		{S("\0 x \0"), 0, 5},	       /* nor is NUL */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *s = cases[i].s;
+		size_t n = cases[i].n;
+		text_trim(&s, &n);
+		CHECK_MSG(s == cases[i].s + cases[i].off && n == cases[i].len,
+			  "case %zu: [%zu, +%zu)", i, (size_t)(s - cases[i].s), n);
+		CHECK_MSG(text_is_blank(cases[i].s, cases[i].n) == (cases[i].len == 0),
+			  "case %zu: blank", i);
+	}
+	CHECK(text_is_blank(NULL, 0));
+	CHECK(text_is_blank("x", 0));
+	CHECK(!text_is_blank("  x", 3));
+}
+
+TEST(text_fmt_count_table)
+{
+	static const struct {
+		int64_t v;
+		const char *want;
+	} cases[] = {
+		{0, "0"},
+		{7, "7"},
+		{999, "999"},
+		{1000, "1,000"},
+		{12345, "12,345"},
+		{123456, "123,456"},
+		{1234567, "1,234,567"},
+		{-1, "-1"},
+		{-1234, "-1,234"},
+		{-999999, "-999,999"},
+		{INT64_MAX, "9,223,372,036,854,775,807"},
+	};
+	char buf[32], small[6];
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		CHECK(text_fmt_count(buf, sizeof(buf), cases[i].v) == buf);
+		CHECK_STR(buf, cases[i].want);
+	}
+	/* cut to the buffer, never past it */
+	CHECK_STR(text_fmt_count(small, sizeof(small), 1234567), "1,234");
+	CHECK_STR(text_fmt_count(small, 1, 1234567), "");
+	CHECK_STR(text_fmt_count(buf, sizeof(buf), INT64_MIN), "-9,223,372,036,854,775,807");
+}
+
+TEST(text_fmt_size_table)
+{
+	static const struct {
+		uint64_t v;
+		const char *want;
+	} cases[] = {
+		{0, "0"},
+		{1, "1"},
+		{1000, "1000"},
+		{1023, "1023"},
+		{1024, "1K"},
+		{1536, "1536"},
+		{64 << 10, "64K"},
+		{(uint64_t)2 << 20, "2M"},
+		{(uint64_t)512 << 20, "512M"},
+		{((uint64_t)1 << 20) + 1024, "1025K"},
+		{(uint64_t)1 << 30, "1G"},
+		{(uint64_t)2 << 30, "2G"},
+		{((uint64_t)1 << 30) + ((uint64_t)1 << 20), "1025M"},
+		{(uint64_t)3 << 40, "3072G"},
+		{UINT64_MAX, "18446744073709551615"},
+	};
+	char buf[32], small[3];
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		CHECK(text_fmt_size(buf, sizeof(buf), cases[i].v) == buf);
+		CHECK_STR(buf, cases[i].want);
+	}
+	CHECK_STR(text_fmt_size(small, sizeof(small), (uint64_t)512 << 20), "51");
+}
+
+TEST(text_is_none_table)
+{
+	static const struct {
+		const char *s;
+		bool none;
+	} cases[] = {
+		{"NONE", true},
+		{"none", true},
+		{"None", true},
+		{"nOnE", true},
+		{"'NONE'", true},
+		{"\"None\"", true},
+		{"`none`", true},
+		{"NONE.", true},
+		{" none. ", true},
+		{"\tNONE\r\n", true},
+		{"'NONE'.", true},
+		{"'NONE.'", true},
+		{"\"NONE.\"\n", true},
+		{"**NONE**", true},
+		{"*none.*", true},
+		{"", false},
+		{"   ", false},
+		{".", false},
+		{"''", false},
+		{"NONE of them", false},
+		{"none found", false},
+		{"no", false},
+		{"non", false},
+		{"nothing", false},
+		{"NONE..", false},
+		{"NONE...", false},
+		{"NONE!", false},
+		{"NONE?", false},
+		{".NONE", false},
+		{"NONEX", false},
+		{"N0NE", false},
+		{"NONE NONE", false},
+		{"(NONE)", false},
+		{"NONE\xc2\xa0", false}, /* U+00A0 is not white space here */
+		{"\xc3\xb1one", false},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		CHECK_MSG(text_is_none(cases[i].s, strlen(cases[i].s)) == cases[i].none,
+			  "'%s' should %sbe NONE", cases[i].s, cases[i].none ? "" : "not ");
+	/* the length counts, not the NUL */
+	CHECK(text_is_none("NONE of them", 4));
+	CHECK(!text_is_none("NONE", 3));
+	CHECK(text_is_none("none\0x", 4));
+	CHECK(!text_is_none("none\0x", 6));
+}
+
+#undef S
 
 TEST(parse_numbers)
 {

@@ -4,6 +4,7 @@
 #include "harness.h"
 #include "../common/common.h"
 #include "../corpus/corpus.h"
+#include "../common/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -149,7 +150,7 @@ TEST(text_40mb_loads_fast)
 		n += k;
 	}
 	/* End on a whole character: back up over a cut sequence. */
-	n = utf8_floor(data, size);
+	n = text_utf8_floor(data, size);
 	write_file(p, data, n);
 	t0 = now_ns();
 	c = load_ok(p, NULL);

@@ -7,6 +7,7 @@
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -637,7 +638,7 @@ static double multibyte_share(const char *path)
 	CHECK_INT(read_file(path, (size_t)1 << 30, &text, &len, &err), 0);
 	for (size_t i = 0; i < len; i++)
 		n += (unsigned char)text[i] >= 0x80;
-	CHECK(utf8_valid(text, len, NULL));
+	CHECK(text_utf8_valid(text, len, NULL));
 	free(text);
 	return len ? (double)n / (double)len : 0;
 }

@@ -8,6 +8,7 @@
 #include "../common/json.h"
 #include "../cli/cli.h"
 #include "../corpus/corpus.h"
+#include "../common/text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -634,7 +635,7 @@ TEST(gen_utf8_haystacks)
 		b = gen(&o);
 		CHECK(a.len == b.len && memcmp(a.p, b.p, a.len) == 0); /* deterministic */
 		CHECK(size_ok(o.tokens, a.len));
-		CHECK(utf8_valid(a.p, a.len, NULL));
+		CHECK(text_utf8_valid(a.p, a.len, NULL));
 		check_needle(&a, o.value);
 		seq_counts(a.p, a.len, n);
 		CHECK_MSG(n[2] > 0 && n[3] > 0 && n[4] > 0, "haystack %d: %zu/%zu/%zu multi-byte", h,

@@ -337,6 +337,38 @@ TEST(none_answer_is_not_found)
 	env_free(&v);
 }
 
+/* One definition of a NONE reply (text_is_none) serves both strategies:
+ * the same replies are "not found" under each, quoted ones too (the tree
+ * strategy used to take 'NONE' for an answer). */
+TEST(none_replies_agree_across_strategies)
+{
+	static const char *const replies[] = {"'NONE'", "NONE.", "none", "\"None\"", "`NONE`"};
+	for (size_t i = 0; i < ARRAY_SIZE(replies); i++) {
+		struct env v;
+		char final[64];
+		/* repl: the root model's FINAL answer is the reply */
+		env_init(&v, SUB_SIM);
+		snprintf(final, sizeof(final), "FINAL(\"%s\")", replies[i]);
+		says(&v, final);
+		CHECK_INT(solve(&v, "q?"), 0);
+		CHECK_STR(v.r.answer, replies[i]);
+		CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+		CHECK_MSG(!v.r.found, "repl: %s was found", replies[i]);
+		env_free(&v);
+		/* tree: the one leaf's reply, from the sub-model */
+		env_init(&v, SUB_FAKE);
+		v.o.strategy = RLM_TREE;
+		says_full(v.sub_srv, replies[i], "stop", 100, 20, 0);
+		CHECK_INT(solve(&v, "q?"), 0);
+		CHECK_INT(fakesrv_count(v.sub_srv), 1);
+		CHECK_INT(fakesrv_count(v.root_srv), 0);
+		CHECK_STR(v.r.answer, "NONE");
+		CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+		CHECK_MSG(!v.r.found, "tree: %s was found", replies[i]);
+		env_free(&v);
+	}
+}
+
 /* ---- errors and limits on turns ---- */
 
 TEST(error_turn_feeds_the_traceback)

@@ -10,6 +10,7 @@
 #include "../llm/llm_int.h"
 #include "../sim/sim.h"
 #include "../rlm/prompt.h"
+#include "../common/text.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -281,8 +282,9 @@ TEST(policy_combine_multiline_partial)
 
 TEST(policy_combine_all_none)
 {
-	const char *parts[] = {"NONE", "none", " NONE. "};
-	char *p = combine_prompt(magic_q, parts, 3), *got = reply_to(p);
+	/* a NONE reply as text_is_none has it, quoted ones too */
+	const char *parts[] = {"NONE", "none", " NONE. ", "'NONE'", "\"None\"", "`NONE`."};
+	char *p = combine_prompt(magic_q, parts, 6), *got = reply_to(p);
 	CHECK_STR(got, "NONE");
 	free(got);
 	free(p);
@@ -411,7 +413,7 @@ TEST(policy_multibyte_utf8)
 	buf_puts(&b, "\nfiller line\n");
 	got = reply_to(b.p);
 	CHECK(strlen(got) <= 1000 && strlen(got) >= 997);
-	CHECK(utf8_valid(got, strlen(got), NULL));
+	CHECK(text_utf8_valid(got, strlen(got), NULL));
 	CHECK(strncmp(got, "One of the special", 18) == 0);
 	free(got);
 	buf_release(&b);
@@ -1797,7 +1799,7 @@ TEST(handle_max_tokens_truncates)
 	content = completion_content(r.body, r.len, &finish, &j);
 	CHECK_STR(finish, "length");
 	CHECK(strlen(content) <= 12 && strlen(content) >= 10);
-	CHECK(utf8_valid(content, strlen(content), NULL));
+	CHECK(text_utf8_valid(content, strlen(content), NULL));
 	CHECK(strncmp(content, "the motto", 9) == 0);
 	CHECK_INT(json_int(json_get(j, "usage"), "completion_tokens", -1), 3);
 	cJSON_Delete(j);

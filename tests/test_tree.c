@@ -6,6 +6,7 @@
 #include "../rlm/rlm.h"
 #include "../rlm/prompt.h"
 #include "../sim/sim.h"
+#include "../common/text.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -136,7 +137,7 @@ TEST(split_respects_utf8_without_newlines)
 	n = rlm_split(c, 257, &parts);
 	CHECK(n > 1);
 	for (size_t i = 0; i < n; i++)
-		CHECK(utf8_valid(c->buf + parts[i].off, parts[i].len, NULL));
+		CHECK(text_utf8_valid(c->buf + parts[i].off, parts[i].len, NULL));
 	free(parts);
 	corpus_free(c);
 	buf_release(&b);

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/* common/text.c -- UTF-8 sequences and code points, trimming, numbers and
+ * sizes for people, and what a NONE reply is (contracts in text.h). */
+#include "text.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- UTF-8 ---- */
+
+/* The well-formed non-ASCII sequence at s[0..n): its length with the code
+ * point in *cp, or 0. The one decoder the functions below share. */
+static inline size_t decode_wide(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	unsigned c = s[0];
+	uint32_t v;
+	size_t k;
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2, v = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3, v = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4, v = c & 0x07;
+	else
+		return 0; /* ASCII, a continuation byte, C0, C1, F5..FF */
+	if (n < k)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if (!text_utf8_is_cont(s[i]))
+			return 0;
+		v = v << 6 | (s[i] & 0x3f);
+	}
+	/* 2-byte overlongs are the lead bytes C0 and C1, refused above. */
+	if ((k == 3 && v < 0x800) || (k == 4 && (v < 0x10000 || v > 0x10ffff)) ||
+	    (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return k;
+}
+
+size_t text_utf8_decode(const char *str, size_t n, uint32_t *cp)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	if (n == 0)
+		return 0;
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	return decode_wide(s, n, cp);
+}
+
+size_t text_utf8_seq_len(const char *s, size_t n)
+{
+	uint32_t cp;
+	return text_utf8_decode(s, n, &cp);
+}
+
+bool text_utf8_valid(const char *str, size_t len, size_t *bad)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, k;
+	uint32_t cp;
+	while (i < len) {
+		/* Fast path over ASCII, eight bytes at a time. */
+		if (s[i] < 0x80) {
+			i++;
+			while (i + 8 <= len) {
+				uint64_t w;
+				memcpy(&w, s + i, 8);
+				if (w & 0x8080808080808080ULL)
+					break;
+				i += 8;
+			}
+			continue;
+		}
+		if (!(k = decode_wide(s + i, len - i, &cp))) {
+			if (bad)
+				*bad = i;
+			return false;
+		}
+		i += k;
+	}
+	return true;
+}
+
+size_t text_utf8_floor(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = len, back = 0;
+	unsigned c;
+	size_t need;
+	/* Step back over continuation bytes to the lead byte, at most 3. */
+	while (i > 0 && back < 4 && text_utf8_is_cont(s[i - 1])) {
+		i--;
+		back++;
+	}
+	if (i == 0)
+		return len == back ? 0 : len;
+	c = s[i - 1];
+	if (c < 0x80)
+		return len; /* trailing continuation bytes are stray; keep */
+	need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+	if (back >= need)
+		return len;
+	return i - 1;
+}
+
+size_t text_utf8_count(const char *s, size_t len)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += !text_utf8_is_cont(s[i]);
+	return n;
+}
+
+size_t text_utf8_offset(const char *s, size_t len, size_t n)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (text_utf8_is_cont(s[i]))
+			continue;
+		if (n == 0)
+			return i;
+		n--;
+	}
+	return len;
+}
+
+/* ---- white space ---- */
+
+bool text_is_blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!text_is_space(s[i]))
+			return false;
+	return true;
+}
+
+void text_trim(const char **s, size_t *n)
+{
+	while (*n && text_is_space(**s))
+		(*s)++, (*n)--;
+	while (*n && text_is_space((*s)[*n - 1]))
+		(*n)--;
+}
+
+/* ---- numbers for people ---- */
+
+char *text_fmt_count(char *buf, size_t n, int64_t v)
+{
+	char digits[32], *p = buf, *end = buf + n - 1;
+	int len;
+	if (v < 0 && p < end) {
+		*p++ = '-';
+		v = v == INT64_MIN ? INT64_MAX : -v;
+	}
+	len = snprintf(digits, sizeof(digits), "%lld", (long long)v);
+	for (int i = 0; i < len && p < end; i++) {
+		if (i && (len - i) % 3 == 0)
+			*p++ = ',';
+		if (p < end)
+			*p++ = digits[i];
+	}
+	*p = '\0';
+	return buf;
+}
+
+char *text_fmt_size(char *buf, size_t n, uint64_t v)
+{
+	static const char units[] = "GMK";
+	for (int u = 0; v && u < 3; u++) {
+		uint64_t unit = (uint64_t)1 << (10 * (3 - u));
+		if (v % unit == 0) {
+			snprintf(buf, n, "%llu%c", (unsigned long long)(v / unit), units[u]);
+			return buf;
+		}
+	}
+	snprintf(buf, n, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+/* ---- NONE ---- */
+
+/* What may stand around the word: quotes and Markdown emphasis. */
+static bool none_wrap(char c)
+{
+	return c == '\'' || c == '"' || c == '`' || c == '*' || text_is_space(c);
+}
+
+bool text_is_none(const char *s, size_t n)
+{
+	bool period = false;
+	while (n && none_wrap(*s))
+		s++, n--;
+	while (n) {
+		char c = s[n - 1];
+		if (none_wrap(c))
+			n--;
+		else if (c == '.' && !period)
+			period = true, n--;
+		else
+			break;
+	}
+	return n == 4 && text_to_lower(s[0]) == 'n' && text_to_lower(s[1]) == 'o' &&
+	       text_to_lower(s[2]) == 'n' && text_to_lower(s[3]) == 'e';
+}
