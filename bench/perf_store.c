@@ -3,6 +3,7 @@
  * one thread and from eight at once, on a real SQLite file in a temporary
  * directory. */
 #include "bench.h"
+#include "../rlm/rlm.h"
 #include "../store/store.h"
 
 #include <limits.h>
@@ -41,8 +42,8 @@ static void *look(void *arg)
 		prompt_of(x % lk->n_keys, p, sizeof(p));
 		msg = (struct llm_msg){LLM_USER, p, strlen(p)};
 		llm_call_init(&c, lk->m, &msg, 1);
-		store_call_key(&c, &k);
-		if (store_call_get(lk->s, &k, &c, &err) != 1)
+		rlm_store_call_key(&c, &k);
+		if (rlm_store_call_get(lk->s, &k, &c, &err) != 1)
 			lk->misses++;
 		llm_call_release(&c);
 	}
@@ -81,8 +82,8 @@ int perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err 
 		c.len = 4;
 		c.usage.input_tokens = 30;
 		c.usage.output_tokens = 1;
-		store_call_key(&c, &k);
-		rc = store_call_put(s, &k, &c, err);
+		rlm_store_call_key(&c, &k);
+		rc = rlm_store_call_put(s, &k, &c, err);
 		llm_call_release(&c);
 		if (rc < 0)
 			goto out;

@@ -383,8 +383,8 @@ static bool direct_lookup(void *arg, struct llm_call *c)
 	struct store_key k;
 	if (r->ro.refresh)
 		return false;
-	store_call_key(c, &k);
-	return store_call_get(r->store, &k, c, NULL) == 1;
+	rlm_store_call_key(c, &k);
+	return rlm_store_call_get(r->store, &k, c, NULL) == 1;
 }
 
 static void direct_save(void *arg, const struct llm_call *c)
@@ -392,8 +392,8 @@ static void direct_save(void *arg, const struct llm_call *c)
 	const struct bench_run *r = arg;
 	struct store_key k;
 	struct rlm_err err = {0, ""};
-	store_call_key(c, &k);
-	if (store_call_put(r->store, &k, c, &err) < 0)
+	rlm_store_call_key(c, &k);
+	if (rlm_store_call_put(r->store, &k, c, &err) < 0)
 		log_warn("the store failed (keeping a call): %s", err.msg);
 }
 

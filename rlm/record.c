@@ -5,7 +5,7 @@
  * DESIGN
  * The store answers before the network: the front's lookup runs on the
  * pool thread that would send the call, and a call that succeeded is kept
- * (store_call_put commits) before its caller sees it, so a run killed at
+ * (rlm_store_call_put commits) before its caller sees it, so a run killed at
  * any point and run again makes no call twice. A hit is a call like any
  * other for budgets and usage (a resumed run must stop where the first one
  * would have), and is also counted as saved. A call asked while the same
@@ -18,7 +18,10 @@
  * by a limit is not an answer to reuse.
  *
  * The record never fails the solve: a store that errs is logged (once per
- * kind of trouble) and the solve goes on uncached. */
+ * kind of trouble) and the solve goes on uncached.
+ *
+ * The store takes plain structs of its own (store/ includes nothing of
+ * llm/): the converters below are where a call and its usage cross. */
 #include "solve_int.h"
 #include "prompt.h"
 #include "../common/embed.h"
@@ -47,6 +50,83 @@ static void store_trouble(const struct rlm_record *rec, const char *what,
 	if (!atomic_exchange(&r->broken, true))
 		log_warn("the store failed (%s): %s; the solve goes on without it", what,
 			 err->msg);
+}
+
+/* ---- calls and usage in the store's terms ---- */
+
+static struct store_usage usage_to_store(const struct llm_usage *u)
+{
+	return (struct store_usage){.input_tokens = u->input_tokens,
+				    .output_tokens = u->output_tokens,
+				    .cached_tokens = u->cached_tokens,
+				    .cache_write_tokens = u->cache_write_tokens};
+}
+
+static struct llm_usage usage_of_store(const struct store_usage *u)
+{
+	return (struct llm_usage){.input_tokens = u->input_tokens,
+				  .output_tokens = u->output_tokens,
+				  .cached_tokens = u->cached_tokens,
+				  .cache_write_tokens = u->cache_write_tokens};
+}
+
+#define KEY_MSGS_ON_STACK 16
+
+void rlm_store_call_key(const struct llm_call *c, struct store_key *out)
+{
+	const struct llm_params *p = &c->params;
+	struct store_msg stack[KEY_MSGS_ON_STACK];
+	struct store_msg *m = c->n_msgs <= KEY_MSGS_ON_STACK
+				      ? stack
+				      : xmalloc(c->n_msgs * sizeof(*m));
+	struct store_call_req q = {.model_id = c->model ? llm_model_cache_id(c->model) : NULL,
+				   .msgs = m,
+				   .n_msgs = c->n_msgs,
+				   .max_tokens = p->max_tokens,
+				   .temperature = p->temperature,
+				   .top_p = p->top_p,
+				   .stop = p->stop,
+				   .n_stop = p->n_stop,
+				   .extra_json = p->extra_json};
+	for (size_t i = 0; i < c->n_msgs; i++)
+		m[i] = (struct store_msg){.role = (int)c->msgs[i].role,
+					  .text = c->msgs[i].text,
+					  .len = c->msgs[i].len};
+	store_call_key(&q, out);
+	if (m != stack)
+		free(m);
+}
+
+int rlm_store_call_get(struct store *s, const struct store_key *k, struct llm_call *c,
+		       struct rlm_err *err)
+{
+	struct store_reply r;
+	int rc = store_call_get(s, k, &r, err);
+	if (rc != 1)
+		return rc;
+	free(c->text);
+	free(c->finish_reason);
+	c->text = r.text; /* handed over: r is not released */
+	c->len = r.len;
+	c->finish_reason = r.finish;
+	c->usage = usage_of_store(&r.usage);
+	c->cost = r.cost;
+	c->rc = 0;
+	return 1;
+}
+
+int rlm_store_call_put(struct store *s, const struct store_key *k, const struct llm_call *c,
+		       struct rlm_err *err)
+{
+	struct store_reply r;
+	if (c->rc != 0 || !c->text)
+		return rlm_err_set(err, RLM_EINVAL, "only a successful call can be cached");
+	r = (struct store_reply){.text = c->text,
+				 .len = c->len,
+				 .finish = c->finish_reason,
+				 .usage = usage_to_store(&c->usage),
+				 .cost = c->cost};
+	return store_call_put(s, k, c->model ? llm_model_name(c->model) : NULL, &r, err);
 }
 
 /* ---- the front of the pool ---- */
@@ -146,7 +226,7 @@ static bool front_lookup(void *arg, struct llm_call *c)
 	int rc;
 	if (rec->refresh || atomic_load(&rec->broken))
 		return false;
-	store_call_key(c, &k);
+	rlm_store_call_key(c, &k);
 	pthread_mutex_lock(&rec->fl_mu);
 	while ((f = flight_find(rec, &k))) {
 		/* the same call is out: its outcome is ours */
@@ -171,7 +251,7 @@ static bool front_lookup(void *arg, struct llm_call *c)
 	f->next = rec->flights;
 	rec->flights = f;
 	pthread_mutex_unlock(&rec->fl_mu);
-	rc = store_call_get(rec->store, &k, c, &err);
+	rc = rlm_store_call_get(rec->store, &k, c, &err);
 	if (rc < 0)
 		store_trouble(rec, "a cache lookup", &err);
 	if (rc == 1) {
@@ -190,8 +270,8 @@ static void front_save(void *arg, const struct llm_call *c)
 	struct rlm_err err = {0, ""};
 	if (atomic_load(&rec->broken))
 		return;
-	store_call_key(c, &k);
-	if (store_call_put(rec->store, &k, c, &err) < 0)
+	rlm_store_call_key(c, &k);
+	if (rlm_store_call_put(rec->store, &k, c, &err) < 0)
 		store_trouble(rec, "keeping a call", &err);
 }
 
@@ -442,7 +522,7 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 	cJSON *d, *u;
 	if (!to_store && !(o->event && o->detail_events && tree))
 		return;
-	store_call_key(call, &k);
+	rlm_store_call_key(call, &k);
 	store_key_hex(&k, hex);
 	for (size_t i = 0; i < call->n_msgs; i++) /* characters, not bytes */
 		chars += text_utf8_count(call->msgs[i].text, call->msgs[i].len);
@@ -594,12 +674,12 @@ bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const struc
 	out->stop = RLM_STOP_ANSWER;
 	out->memo = true;
 	out->memo_hits = 1;
-	out->usage = sr.usage;
+	out->usage = usage_of_store(&sr.usage);
 	out->cost = sr.cost;
 	out->calls = sr.calls;
 	out->sub_calls = sr.sub_calls;
 	out->nodes = sr.nodes;
-	out->saved_usage = sr.usage;
+	out->saved_usage = out->usage;
 	out->saved_cost = sr.cost;
 	store_result_release(&sr);
 	return true;
@@ -618,7 +698,7 @@ void record_memo_put(const struct rlm_opts *o, const struct store_key *k,
 		return;
 	sr = (struct store_result){.answer = r->answer,
 				   .stop = (char *)(uintptr_t)rlm_stop_name(r->stop),
-				   .usage = r->usage,
+				   .usage = usage_to_store(&r->usage),
 				   .cost = r->cost,
 				   .calls = r->calls,
 				   .sub_calls = r->sub_calls,

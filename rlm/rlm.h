@@ -99,6 +99,7 @@ const char *rlm_stop_name(enum rlm_stop s); /* "answer", "max_iterations", ... *
 struct cJSON;
 struct rlm_record; /* rlm/record.c */
 struct store;      /* store/store.h */
+struct store_key;  /* store/store.h */
 
 struct rlm_opts {
 	enum rlm_strategy strategy;
@@ -268,6 +269,24 @@ struct rlm_result {
  * leaf size, time, tokens, cost, calls, sub-calls). The config a run is recorded
  * with and its memo keyed by; the caller frees it. */
 char *rlm_config_json(const struct rlm_opts *o);
+
+/* The call cache of a store (store/store.h) in the model layer's terms:
+ * the store takes plain structs of its own, and these convert (what the
+ * cache in front of the pool uses; bench and the tests too).
+ *   rlm_store_call_key: c's key (its model's llm_model_cache_id, its
+ *     messages and its parameters), the same bytes stores always had.
+ *   rlm_store_call_get: answer c from s: on a hit c's result (text, len,
+ *     finish_reason, usage, cost; rc 0) is filled, its old strings freed,
+ *     and 1 returned; 0 on a miss (c untouched); a negative code when the
+ *     lookup failed (err says why).
+ *   rlm_store_call_put: keep c, a successful call (rc 0, with text), under
+ *     k with its model's name; RLM_EINVAL for any other.
+ * Any thread, as the store's functions. */
+void rlm_store_call_key(const struct llm_call *c, struct store_key *out);
+int rlm_store_call_get(struct store *s, const struct store_key *k, struct llm_call *c,
+		       struct rlm_err *err);
+int rlm_store_call_put(struct store *s, const struct store_key *k, const struct llm_call *c,
+		       struct rlm_err *err);
 
 /* Answer question over ctx. Returns 0 with out->answer set, or a negative
  * code with err filled (out still holds usage and counts of what was

@@ -107,10 +107,9 @@ void store_key_hex(const struct store_key *k, char out[33])
 	out[32] = '\0';
 }
 
-void store_call_key(const struct llm_call *c, struct store_key *out)
+void store_call_key(const struct store_call_req *c, struct store_key *out)
 {
-	const struct llm_params *p = &c->params;
-	const char *id = c->model ? llm_model_cache_id(c->model) : NULL;
+	const char *id = c->model_id;
 	struct store_kb kb;
 	store_kb_init(&kb, "call/1");
 	store_kb_str(&kb, id, id ? strlen(id) : 0);
@@ -119,15 +118,24 @@ void store_call_key(const struct llm_call *c, struct store_key *out)
 		store_kb_i64(&kb, (int64_t)c->msgs[i].role);
 		store_kb_str(&kb, c->msgs[i].text, c->msgs[i].len);
 	}
-	store_kb_i64(&kb, p->max_tokens);
+	store_kb_i64(&kb, c->max_tokens);
 	/* Any negative value means "not sent": one key for all of them. */
-	store_kb_f64(&kb, p->temperature < 0 ? -1 : p->temperature);
-	store_kb_f64(&kb, p->top_p < 0 ? -1 : p->top_p);
-	store_kb_i64(&kb, (int64_t)p->n_stop);
-	for (size_t i = 0; i < p->n_stop; i++)
-		store_kb_str(&kb, p->stop[i], p->stop[i] ? strlen(p->stop[i]) : 0);
-	store_kb_str(&kb, p->extra_json, p->extra_json ? strlen(p->extra_json) : 0);
+	store_kb_f64(&kb, c->temperature < 0 ? -1 : c->temperature);
+	store_kb_f64(&kb, c->top_p < 0 ? -1 : c->top_p);
+	store_kb_i64(&kb, (int64_t)c->n_stop);
+	for (size_t i = 0; i < c->n_stop; i++)
+		store_kb_str(&kb, c->stop[i], c->stop[i] ? strlen(c->stop[i]) : 0);
+	store_kb_str(&kb, c->extra_json, c->extra_json ? strlen(c->extra_json) : 0);
 	store_kb_final(&kb, out);
+}
+
+void store_reply_release(struct store_reply *r)
+{
+	if (!r)
+		return;
+	free(r->text);
+	free(r->finish);
+	memset(r, 0, sizeof(*r));
 }
 
 /* ---- errors and statements ---- */
@@ -784,13 +792,14 @@ const char *store_path(const struct store *s)
 
 /* ---- the call cache ---- */
 
-int store_call_get(struct store *s, const struct store_key *k, struct llm_call *c,
+int store_call_get(struct store *s, const struct store_key *k, struct store_reply *out,
 		   struct rlm_err *err)
 {
-	struct store_conn *conn = store__rget(s, err);
+	struct store_conn *conn;
 	sqlite3_stmt *st;
 	int rc;
-	if (!conn)
+	memset(out, 0, sizeof(*out));
+	if (!(conn = store__rget(s, err)))
 		return RLM_ESTORE;
 	st = store__stmt(s, conn, ST_CALL_GET,
 			 "SELECT text, finish, input_tokens, output_tokens, cached_tokens,"
@@ -805,20 +814,17 @@ int store_call_get(struct store *s, const struct store_key *k, struct llm_call *
 	if (rc == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(st, 0);
 		size_t n = (size_t)sqlite3_column_bytes(st, 0);
-		free(c->text);
-		free(c->finish_reason);
-		c->text = xmalloc(n + 1);
+		out->text = xmalloc(n + 1);
 		if (n)
-			memcpy(c->text, t, n);
-		c->text[n] = '\0';
-		c->len = n;
-		c->finish_reason = store__col_str(st, 1);
-		c->usage.input_tokens = sqlite3_column_int64(st, 2);
-		c->usage.output_tokens = sqlite3_column_int64(st, 3);
-		c->usage.cached_tokens = sqlite3_column_int64(st, 4);
-		c->usage.cache_write_tokens = sqlite3_column_int64(st, 5);
-		c->cost = sqlite3_column_double(st, 6);
-		c->rc = 0;
+			memcpy(out->text, t, n);
+		out->text[n] = '\0';
+		out->len = n;
+		out->finish = store__col_str(st, 1);
+		out->usage.input_tokens = sqlite3_column_int64(st, 2);
+		out->usage.output_tokens = sqlite3_column_int64(st, 3);
+		out->usage.cached_tokens = sqlite3_column_int64(st, 4);
+		out->usage.cache_write_tokens = sqlite3_column_int64(st, 5);
+		out->cost = sqlite3_column_double(st, 6);
 		rc = 1;
 	} else if (rc == SQLITE_DONE) {
 		rc = 0;
@@ -832,12 +838,12 @@ int store_call_get(struct store *s, const struct store_key *k, struct llm_call *
 	return rc;
 }
 
-int store_call_put(struct store *s, const struct store_key *k, const struct llm_call *c,
-		   struct rlm_err *err)
+int store_call_put(struct store *s, const struct store_key *k, const char *model,
+		   const struct store_reply *r, struct rlm_err *err)
 {
 	sqlite3_stmt *st;
 	int rc;
-	if (c->rc != 0 || !c->text)
+	if (!r->text)
 		return rlm_err_set(err, RLM_EINVAL, "only a successful call can be cached");
 	if ((rc = store__wbegin(s, err)))
 		return rc;
@@ -857,16 +863,15 @@ int store_call_put(struct store *s, const struct store_key *k, const struct llm_
 	if (!st)
 		return store__wend(s, RLM_ESTORE, err);
 	sqlite3_bind_blob(st, 1, k->b, sizeof(k->b), SQLITE_STATIC);
-	if (c->model)
-		sqlite3_bind_text(st, 2, llm_model_name(c->model), -1, SQLITE_STATIC);
-	store__bind_text(st, 3, c->text, c->len);
-	store__bind_text(st, 4, c->finish_reason,
-			 c->finish_reason ? strlen(c->finish_reason) : 0);
-	sqlite3_bind_int64(st, 5, c->usage.input_tokens);
-	sqlite3_bind_int64(st, 6, c->usage.output_tokens);
-	sqlite3_bind_int64(st, 7, c->usage.cached_tokens);
-	sqlite3_bind_int64(st, 8, c->usage.cache_write_tokens);
-	sqlite3_bind_double(st, 9, c->cost);
+	if (model)
+		sqlite3_bind_text(st, 2, model, -1, SQLITE_STATIC);
+	store__bind_text(st, 3, r->text, r->len);
+	store__bind_text(st, 4, r->finish, r->finish ? strlen(r->finish) : 0);
+	sqlite3_bind_int64(st, 5, r->usage.input_tokens);
+	sqlite3_bind_int64(st, 6, r->usage.output_tokens);
+	sqlite3_bind_int64(st, 7, r->usage.cached_tokens);
+	sqlite3_bind_int64(st, 8, r->usage.cache_write_tokens);
+	sqlite3_bind_double(st, 9, r->cost);
 	sqlite3_bind_int64(st, 10, wall_ms());
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : store__fail(s, s->w->db, rc, "storing a call", err);

@@ -20,10 +20,16 @@
  * hash the same input and a format change is a new domain, never a wrong
  * hit. A call's key covers the provider kind, the model (for the
  * simulator, its configuration; else its name, extra JSON and set of
- * endpoints: llm_model_cache_id), every message (role and text), the
- * sampling parameters and the extra JSON: whatever changes the answer, and
- * nothing that does not (the API key, the order of the endpoints,
- * timeouts).
+ * endpoints: what llm_model_cache_id says, given as one string), every
+ * message (role and text), the sampling parameters and the extra JSON:
+ * whatever changes the answer, and nothing that does not (the API key, the
+ * order of the endpoints, timeouts).
+ *
+ * The store knows nothing of the model layer: a call comes in as its own
+ * plain structs (struct store_call_req, struct store_reply, struct
+ * store_usage), and rlm/ converts the model layer's calls to them and back
+ * (rlm_store_call_key, rlm_store_call_get, rlm_store_call_put in
+ * rlm/rlm.h).
  *
  * Schema (version 1, in PRAGMA user_version):
  *   calls(key BLOB PRIMARY KEY, model TEXT, text TEXT, finish TEXT,
@@ -65,7 +71,6 @@
 #include <stdint.h>
 
 #include "../common/common.h"
-#include "../llm/llm.h"
 
 struct cJSON;
 struct store;
@@ -91,9 +96,60 @@ void store_kb_final(struct store_kb *kb, struct store_key *out);
 void store_digest(const void *p, size_t len, struct store_key *out);
 /* 32 lowercase hex digits and a NUL. */
 void store_key_hex(const struct store_key *k, char out[33]);
-/* The key of a model call: its model's llm_model_cache_id, the messages and
- * the parameters. */
-void store_call_key(const struct llm_call *c, struct store_key *out);
+
+/* ---- a model call, in the store's terms ---- */
+
+/* What a call's tokens were, and what a hit did not spend. */
+struct store_usage {
+	int64_t input_tokens;       /* prompt tokens, cached ones included */
+	int64_t output_tokens;      /* completion tokens */
+	int64_t cached_tokens;      /* prompt tokens read from the provider's cache */
+	int64_t cache_write_tokens; /* prompt tokens written to it */
+};
+
+/* One message of a call, as its key sees it. */
+struct store_msg {
+	int role;         /* the caller's number for the role (the model layer's
+			   * enum: 0 system, 1 user, 2 assistant), hashed as is */
+	const char *text; /* borrowed; may hold NULs */
+	size_t len;       /* of text */
+};
+
+/* What a model call's key is made of: whatever changes its answer. All
+ * borrowed, for the length of store_call_key. */
+struct store_call_req {
+	const char *model_id;         /* the model's identity for caching (its
+				       * provider, name, endpoints and extra
+				       * JSON), or NULL for no model */
+	const struct store_msg *msgs; /* the messages, in order */
+	size_t n_msgs;                /* of msgs */
+	int max_tokens;               /* 0: the provider's default */
+	double temperature;           /* < 0: not sent (every negative is one key) */
+	double top_p;                 /* < 0: not sent (likewise) */
+	const char *const *stop;      /* stop sequences (an entry may be NULL) */
+	size_t n_stop;                /* of stop */
+	const char *extra_json;       /* merged into the request body, or NULL */
+};
+
+/* A stored answer to a call: what store_call_get fills and store_call_put
+ * keeps. */
+struct store_reply {
+	char *text;               /* the reply, may hold NULs; from store_call_get
+				   * malloc'd (the caller's), to store_call_put
+				   * borrowed and required */
+	size_t len;               /* of text */
+	char *finish;             /* the finish reason ("stop", "length", ...) or
+				   * NULL; owned like text */
+	struct store_usage usage; /* what the call spent */
+	double cost;              /* USD, all billed attempts */
+};
+
+/* The key of a model call: "call/1" over its model id, its messages (the
+ * count, then each role and text) and its parameters. The bytes hashed are
+ * those of every store made so far: a change is a new domain. */
+void store_call_key(const struct store_call_req *c, struct store_key *out);
+/* Free a reply's strings (from store_call_get) and zero it. */
+void store_reply_release(struct store_reply *r);
 
 /* ---- opening ---- */
 
@@ -117,23 +173,25 @@ const char *store_path(const struct store *s);
 
 /* ---- the call cache ---- */
 
-/* Answer c from the cache: on a hit fill c's result (text, len,
- * finish_reason, usage, cost; rc 0) and return 1; 0 on a miss; a negative
+/* The answer stored under k: on a hit fill *out (its strings are the
+ * caller's: store_reply_release) and return 1; 0 on a miss; a negative
  * code when the lookup failed (err says why; the caller goes on as for a
- * miss). Counts the hit. */
-int store_call_get(struct store *s, const struct store_key *k, struct llm_call *c,
+ * miss). *out is zeroed first, never freed. Counts the hit. */
+int store_call_get(struct store *s, const struct store_key *k, struct store_reply *out,
 		   struct rlm_err *err);
-/* Store a successful call (rc 0) under k, replacing any older answer. */
-int store_call_put(struct store *s, const struct store_key *k, const struct llm_call *c,
-		   struct rlm_err *err);
+/* Store r, the answer of a successful call to model (its name, kept in
+ * the row for whoever reads the table; NULL: none), under k, replacing any
+ * older answer. RLM_EINVAL when r has no text. */
+int store_call_put(struct store *s, const struct store_key *k, const char *model,
+		   const struct store_reply *r, struct rlm_err *err);
 
 /* ---- the result cache (child RLMs) ---- */
 
 struct store_result {
 	char *answer;            /* owned */
 	char *stop;              /* "answer", ...; owned */
-	struct llm_usage usage;  /* of the whole subtree */
-	double cost;
+	struct store_usage usage; /* of the whole subtree */
+	double cost;             /* USD, of the whole subtree */
 	int64_t calls;           /* model calls of the subtree */
 	int64_t sub_calls;       /* its sub-calls (rlm_result.sub_calls) */
 	int64_t nodes;           /* child nodes under it */
@@ -218,7 +276,7 @@ struct store_stats {
 	int64_t calls, results, runs, events;
 	int64_t call_hits, result_hits;   /* over the life of the file */
 	int64_t bytes;                    /* the file and its WAL */
-	struct llm_usage saved_usage;     /* what the hits did not spend */
+	struct store_usage saved_usage;   /* what the hits did not spend */
 	double saved_cost;
 };
 int store_stats(struct store *s, struct store_stats *out, struct rlm_err *err);

@@ -105,39 +105,40 @@ static bool key_eq(const struct store_key *a, const struct store_key *b)
 static int put_text(struct store *s, const struct store_key *k, const char *text, size_t len,
 		    int64_t n, struct rlm_err *e)
 {
-	struct llm_call c;
+	struct store_reply r;
 	int rc;
-	memset(&c, 0, sizeof(c));
-	c.text = xstrndup(text, len);
-	memcpy(c.text, text, len); /* keep NULs inside */
-	c.len = len;
-	c.finish_reason = xstrdup("stop");
-	c.usage.input_tokens = n;
-	c.usage.output_tokens = 2 * n;
-	c.usage.cached_tokens = 3 * n;
-	c.usage.cache_write_tokens = 4 * n;
-	c.cost = 0.5 * (double)n;
-	rc = store_call_put(s, k, &c, e);
-	free(c.text);
-	free(c.finish_reason);
+	memset(&r, 0, sizeof(r));
+	r.text = xstrndup(text, len);
+	memcpy(r.text, text, len); /* keep NULs inside */
+	r.len = len;
+	r.finish = xstrdup("stop");
+	r.usage.input_tokens = n;
+	r.usage.output_tokens = 2 * n;
+	r.usage.cached_tokens = 3 * n;
+	r.usage.cache_write_tokens = 4 * n;
+	r.cost = 0.5 * (double)n;
+	rc = store_call_put(s, k, "test-model", &r, e);
+	store_reply_release(&r);
 	return rc;
 }
 
 /* The text stored under k (malloc'd), or NULL on a miss. */
 static char *get_text(struct store *s, const struct store_key *k)
 {
-	struct llm_call c;
+	struct store_reply r;
 	struct rlm_err e = {0, ""};
+	char *t;
 	int rc;
-	memset(&c, 0, sizeof(c));
-	rc = store_call_get(s, k, &c, &e);
+	rc = store_call_get(s, k, &r, &e);
 	CHECK_MSG(rc >= 0, "store_call_get: %d %s", rc, e.msg);
 	if (rc == 0) {
-		CHECK(c.text == NULL);
+		CHECK(r.text == NULL && r.finish == NULL);
 		return NULL;
 	}
-	free(c.finish_reason);
-	return c.text;
+	t = r.text;
+	r.text = NULL;
+	store_reply_release(&r);
+	return t;
 }
 
 /* The text stored under key_n(n) is want. */
@@ -219,7 +220,7 @@ static void key_of(const struct keyreq *r, struct store_key *k)
 	struct llm_call c;
 	llm_call_init(&c, r->model, r->msgs, r->n);
 	c.params = r->p;
-	store_call_key(&c, k);
+	rlm_store_call_key(&c, k);
 }
 
 TEST(keys_cover_what_changes_the_answer)
@@ -342,6 +343,102 @@ TEST(keys_cover_what_changes_the_answer)
 	check_no_leaks();
 }
 
+/* The keys of known calls, as computed before the store took structs of
+ * its own (when store_call_key read a struct llm_call): they are the rows
+ * of every store made since, and must never change (a change is a new
+ * domain, "call/2"). Through rlm's converter and through the store's own
+ * structs. */
+TEST(call_keys_are_pinned)
+{
+	static const char *const stop[] = {"END", "\n\n"};
+	static const char full_hex[] = "e8fd787f9893402de1e0ad82f9004232",
+			  minimal_hex[] = "7d1ea985ae50377d3193c6e1ad037fc0",
+			  default_hex[] = "e4deb7503419b5a2d32fd72233eec182";
+	struct llm_model *m = model_of("gpt-x", "http://127.0.0.2:9/v1", "k1");
+	struct llm_msg msgs[4] = {{LLM_SYSTEM, "You are terse.", 14},
+				  {LLM_USER, "What is 2+2?", 12},
+				  {LLM_ASSISTANT, "4", 1},
+				  {LLM_USER, "And 3+3?", 8}};
+	struct store_msg smsgs[4] = {{0, "You are terse.", 14},
+				     {1, "What is 2+2?", 12},
+				     {2, "4", 1},
+				     {1, "And 3+3?", 8}};
+	struct store_call_req q = {0};
+	struct llm_call c;
+	struct store_key k;
+	char hex[33];
+
+	CHECK_INT(LLM_SYSTEM, 0);
+	CHECK_INT(LLM_USER, 1);
+	CHECK_INT(LLM_ASSISTANT, 2);
+	CHECK_STR(llm_model_cache_id(m), "openai:gpt-x@[http://127.0.0.2:9/v1]");
+
+	/* every field set */
+	llm_call_init(&c, m, msgs, 4);
+	c.params.max_tokens = 256;
+	c.params.temperature = 0.5;
+	c.params.top_p = -1;
+	c.params.stop = stop;
+	c.params.n_stop = 2;
+	c.params.extra_json = "{\"seed\":7}";
+	rlm_store_call_key(&c, &k);
+	store_key_hex(&k, hex);
+	CHECK_STR(hex, full_hex);
+	q = (struct store_call_req){.model_id = "openai:gpt-x@[http://127.0.0.2:9/v1]",
+				    .msgs = smsgs,
+				    .n_msgs = 4,
+				    .max_tokens = 256,
+				    .temperature = 0.5,
+				    .top_p = -1,
+				    .stop = stop,
+				    .n_stop = 2,
+				    .extra_json = "{\"seed\":7}"};
+	store_call_key(&q, &k);
+	store_key_hex(&k, hex);
+	CHECK_STR(hex, full_hex);
+
+	/* no model, one message, the default parameters */
+	llm_call_init(&c, NULL, msgs + 1, 1);
+	rlm_store_call_key(&c, &k);
+	store_key_hex(&k, hex);
+	CHECK_STR(hex, minimal_hex);
+	q = (struct store_call_req){.msgs = smsgs + 1, .n_msgs = 1, .temperature = -1, .top_p = -1};
+	store_call_key(&q, &k);
+	store_key_hex(&k, hex);
+	CHECK_STR(hex, minimal_hex);
+
+	/* a negative temperature is "not sent", whatever its value */
+	llm_call_init(&c, m, msgs + 1, 1);
+	c.params.temperature = -7;
+	rlm_store_call_key(&c, &k);
+	store_key_hex(&k, hex);
+	CHECK_STR(hex, default_hex);
+
+	/* More messages than the converter keeps on its stack: the same key
+	 * as the store's own structs give. */
+	{
+		enum { N = 40 };
+		struct llm_msg lm[N];
+		struct store_msg sm[N];
+		struct store_key k2;
+		for (int i = 0; i < N; i++) {
+			lm[i] = (struct llm_msg){i % 2 ? LLM_ASSISTANT : LLM_USER, "turn", 4};
+			sm[i] = (struct store_msg){i % 2 ? 2 : 1, "turn", 4};
+		}
+		llm_call_init(&c, m, lm, N);
+		rlm_store_call_key(&c, &k);
+		q = (struct store_call_req){.model_id = llm_model_cache_id(m),
+					    .msgs = sm,
+					    .n_msgs = N,
+					    .temperature = -1,
+					    .top_p = -1};
+		store_call_key(&q, &k2);
+		CHECK(key_eq(&k, &k2));
+	}
+	llm_model_free(m);
+	check_no_leaks();
+}
+
 static void kb_two(const char *dom, const char *a, const char *b, struct store_key *k)
 {
 	struct store_kb kb;
@@ -445,7 +542,7 @@ TEST(calls_put_get_hits_replace)
 	/* A hit fills the result and nothing else. */
 	llm_call_init(&c, NULL, msgs, 1);
 	c.params.max_tokens = 77;
-	CHECK_INT(store_call_get(s, &k, &c, &e), 1);
+	CHECK_INT(rlm_store_call_get(s, &k, &c, &e), 1);
 	CHECK_INT(c.rc, 0);
 	CHECK_INT(c.len, 11);
 	CHECK(memcmp(c.text, "hello\0world", 12) == 0);
@@ -485,7 +582,13 @@ TEST(calls_put_get_hits_replace)
 	/* Only successful calls are kept. */
 	memset(&c, 0, sizeof(c));
 	c.rc = RLM_EPROVIDER;
-	CHECK_INT(store_call_put(s, &k2, &c, &e), RLM_EINVAL);
+	CHECK_INT(rlm_store_call_put(s, &k2, &c, &e), RLM_EINVAL);
+	CHECK_CONTAINS(e.msg, "only a successful call");
+	{
+		struct store_reply none = {0};
+		CHECK_INT(store_call_put(s, &k2, NULL, &none, &e), RLM_EINVAL);
+	}
+	CHECK(get_text(s, &k2) == NULL);
 
 	/* Hits counted in memory reach the file at close. */
 	free(get_text(s, &k));
@@ -514,7 +617,7 @@ TEST(results_put_get)
 	key_n(&k2, 8);
 	r.answer = xstrdup("42");
 	r.stop = xstrdup("answer");
-	r.usage = (struct llm_usage){1000, 200, 300, 40};
+	r.usage = (struct store_usage){1000, 200, 300, 40};
 	r.cost = 0.25;
 	r.calls = 9;
 	CHECK_INT(store_result_get(s, &k, &got, &e), 0);
@@ -889,7 +992,7 @@ static void *put_get_thread(void *p)
 	struct th_arg *a = p;
 	for (int i = 0; i < a->n; i++) {
 		struct store_key k;
-		struct llm_call c;
+		struct store_reply c;
 		struct rlm_err e;
 		char text[64];
 		int rc;
@@ -900,21 +1003,19 @@ static void *put_get_thread(void *p)
 			snprintf(a->msg, sizeof(a->msg), "%s", e.msg);
 			continue;
 		}
-		memset(&c, 0, sizeof(c));
 		rc = store_call_get(a->s, &k, &c, &e);
 		if (rc != 1 || strcmp(c.text, text) != 0) {
 			a->errors++;
 			snprintf(a->msg, sizeof(a->msg), "get %d: %.400s", rc, rc < 0 ? e.msg : "");
 		}
-		llm_call_release(&c);
+		store_reply_release(&c);
 		/* And a key another thread wrote, hit or not. */
 		key_n(&k, (int64_t)((a->idx + 1) % 64) * 100000 + i);
-		memset(&c, 0, sizeof(c));
 		if (store_call_get(a->s, &k, &c, &e) < 0) {
 			a->errors++;
 			snprintf(a->msg, sizeof(a->msg), "%s", e.msg);
 		}
-		llm_call_release(&c);
+		store_reply_release(&c);
 	}
 	return NULL;
 }
@@ -1220,12 +1321,11 @@ static void *look_thread(void *p)
 	rng_seed(&r, a->seed);
 	for (int i = 0; i < a->n; i++) {
 		struct store_key k;
-		struct llm_call c;
+		struct store_reply c;
 		key_n(&k, (int64_t)rng_below(&r, (uint64_t)a->nkeys));
-		memset(&c, 0, sizeof(c));
 		if (store_call_get(a->s, &k, &c, NULL) != 1)
 			a->misses++;
-		llm_call_release(&c);
+		store_reply_release(&c);
 	}
 	return NULL;
 }
@@ -1425,7 +1525,7 @@ TEST(corrupt_page_makes_calls_fail_cleanly)
 	struct rlm_err e = {0, ""};
 	struct store_stats st;
 	struct store_key k;
-	struct llm_call c;
+	struct store_reply c;
 	sqlite3 *db;
 	int64_t psize, root, iroot;
 	char text[400];
@@ -1452,7 +1552,6 @@ TEST(corrupt_page_makes_calls_fail_cleanly)
 	smash_page(path, iroot, psize);
 
 	key_n(&k, 5);
-	memset(&c, 0, sizeof(c));
 	rc = store_call_get(early, &k, &c, &e);
 	CHECK_INT(rc, RLM_ESTORE);
 	CHECK_INT(e.code, RLM_ESTORE);
