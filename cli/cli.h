@@ -8,13 +8,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/socket.h>
-#include <microhttpd.h>
 
 int cmd_solve(int argc, char **argv);
 int cmd_repl(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
-int cmd_sim_serve(int argc, char **argv);
+int cmd_sim_serve(int argc, char **argv); /* cli/cli_sim_serve.c */
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
@@ -22,18 +20,11 @@ int cmd_runs(int argc, char **argv);
 int cmd_bench_gen(int argc, char **argv);
 int cmd_bench_perf(int argc, char **argv);
 int cmd_bench_run(int argc, char **argv); /* cli/cli_bench_run.c */
-int cmd_mcp(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);	  /* cli/cli_mcp.c */
 
 /* Print "rlm: error: <msg>" and return 1 (or 2 for usage errors). */
 int cli_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when --help or -h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
-/* Bind and listen on host:port (sim/sim_serve.c); returns the socket, with
- * the port bound in *bound, or -1 with a message in msg. */
-int cli_listen(const char *host, long port, int *bound, char *msg, size_t msglen);
-/* MHD_OPTION_NOTIFY_CONNECTION of our servers (sim/sim_serve.c): TCP_NODELAY
- * on every accepted socket, so an answer is not held back by Nagle. */
-void cli_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-		       enum MHD_ConnectionNotificationCode code);
 
 #endif

@@ -12,6 +12,7 @@
  * second signal cancels them at once), waiting requests are answered, and
  * the process exits 0. */
 #include "cli.h"
+#include "../common/net.h"
 #include "../serve/serve_int.h"
 
 #include <arpa/inet.h>
@@ -336,21 +337,9 @@ static int serve(struct server *sv, const struct serve_args *a, int fd, int port
 	struct MHD_Daemon *d;
 	int sig = 0, cancelled;
 	bool v6 = strchr(a->host, ':') != NULL;
-	/* The library closes a connection idle this long: short, so that
-	 * slow clients cannot hold the connections; a solve or a stream
-	 * raises its own (dispatch) to outlast the request timeout. */
-	unsigned idle_s = IDLE_TIMEOUT_S;
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-				 MHD_USE_POLL | MHD_USE_ITC,
-			     0, NULL, NULL, srv_on_request, sv, MHD_OPTION_LISTEN_SOCKET, fd,
-			     MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-			     PER_IP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
-			     MHD_OPTION_NOTIFY_COMPLETED, srv_on_completed, sv,
-			     MHD_OPTION_NOTIFY_CONNECTION, cli_on_connection, sv, MHD_OPTION_END);
-	if (!d) {
-		close(fd);
+	d = serve_http_start(sv, fd);
+	if (!d)
 		return cli_fail(1, "cannot start the HTTP server on %s:%d", a->host, port);
-	}
 	printf("rlm serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", a->host, v6 ? "]" : "",
 	       port);
 	fflush(stdout);
@@ -361,9 +350,7 @@ static int serve(struct server *sv, const struct serve_args *a, int fd, int port
 		"cancels them now)\n",
 		strsignal(sig), a->grace);
 	atomic_store(&sv->stopping, true);
-	fd = MHD_quiesce_daemon(d);
-	if (fd >= 0)
-		close(fd);
+	httpd_quiesce(d);
 	svc_close(sv->svc);
 	sig = wait_signal(sigs, now_ns() + (int64_t)(a->grace * 1e9), service_idle, sv->svc);
 	if (sig)
@@ -377,7 +364,7 @@ static int serve(struct server *sv, const struct serve_args *a, int fd, int port
 	 * end) for up to 10 s, or until one more signal. */
 	if (wait_signal(sigs, now_ns() + 10 * 1000000000LL, no_request, sv))
 		fprintf(stderr, "rlm serve: closing the connections now\n");
-	MHD_stop_daemon(d);
+	httpd_stop(d);
 	return 0;
 }
 
@@ -424,7 +411,7 @@ int cmd_serve(int argc, char **argv)
 		status = cli_fail(rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
 		goto out;
 	}
-	fd = cli_listen(a.host, a.port, &port, msg, sizeof(msg));
+	fd = net_listen(a.host, a.port, &port, msg, sizeof(msg));
 	if (fd < 0) {
 		status = cli_fail(1, "%s", msg);
 		goto out;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* llm/wire_openai.c -- the OpenAI chat completions wire format
  * (POST {base}/chat/completions), also spoken by vLLM, Ollama, llama.cpp,
- * OpenRouter and the simulator. */
+ * OpenRouter and the simulator; and the reply objects our own servers send
+ * in it (llm/openai.h). */
+#include "openai.h"
 #include "wire.h"
 
 #include <stdlib.h>
@@ -197,3 +199,46 @@ const struct llm_wire llm_wire_openai = {
     .parse = parse,
     .error_message = wire_generic_error,
 };
+
+/* ---- reply objects, for the servers that speak this wire ---- */
+
+cJSON *llm_openai_reply_new(const char *object, const char *id, const char *model, int64_t created,
+			    cJSON *msg, const char *finish)
+{
+	cJSON *o = cJSON_CreateObject(), *choices = cJSON_CreateArray();
+	json_add_str(o, "id", id);
+	json_add_str(o, "object", object);
+	json_add_num(o, "created", (double)created);
+	json_add_str(o, "model", model);
+	if (msg) {
+		cJSON *c = cJSON_CreateObject();
+		bool chunk = strcmp(object, "chat.completion.chunk") == 0;
+		json_add_num(c, "index", 0);
+		json_add(c, chunk ? "delta" : "message", msg);
+		json_add(c, "finish_reason",
+			 finish ? cJSON_CreateString(finish) : cJSON_CreateNull());
+		json_add(choices, NULL, c);
+	}
+	json_add(o, "choices", choices);
+	return o;
+}
+
+cJSON *llm_openai_message_new(const char *text, size_t len)
+{
+	cJSON *m = cJSON_CreateObject();
+	json_add_str(m, "role", "assistant");
+	if (text)
+		json_add_strn(m, "content", text, len);
+	else
+		json_add(m, "content", cJSON_CreateNull());
+	return m;
+}
+
+cJSON *llm_openai_usage_new(int64_t prompt_tokens, int64_t completion_tokens)
+{
+	cJSON *u = cJSON_CreateObject();
+	json_add_num(u, "prompt_tokens", (double)prompt_tokens);
+	json_add_num(u, "completion_tokens", (double)completion_tokens);
+	json_add_num(u, "total_tokens", (double)(prompt_tokens + completion_tokens));
+	return u;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* serve/mcp.c -- `rlm mcp`: an MCP server over stdio (JSON-RPC 2.0, one
- * message per line, protocol revision 2025-11-25, and the earlier ones
- * negotiated) whose tools solve questions over contexts of any size
+/* serve/mcp.c -- the server behind `rlm mcp`: MCP over stdio (JSON-RPC
+ * 2.0, one message per line, protocol revision 2025-11-25, and the earlier
+ * ones negotiated) whose tools solve questions over contexts of any size
  * (serve/mcp_tools.c).
  *
  * DESIGN
@@ -14,32 +14,26 @@
  * served are kept by id, each with its thread, which the main thread
  * joins once it has answered: notifications/cancelled marks one cancelled
  * (its response is never sent, as the protocol asks) and cancels its
- * solve. stdout carries nothing but the protocol: fd 1 is pointed at
- * stderr once the protocol's copy is taken, so a stray print cannot
- * corrupt the stream. EOF on stdin, SIGTERM or SIGINT (read through a
- * signalfd; blocked in every thread) cancel the running solves, wait for
- * their threads and exit 0. Batches (JSON arrays) are refused: revision
- * 2025-06-18 dropped them. What changed after 2024-11-05 and applies to a
- * server of tools only: structured tool output and titles (2025-06-18),
- * serverInfo.description and a tool's execution (task support, 2025-11-25,
- * where rlm's tools are plain requests: "forbidden"); bad tool arguments
- * are tool errors (isError) in every revision, as 2025-11-25 spells out
- * (SEP-1303). */
-#include "../cli/cli.h"
+ * solve. The protocol's stdout is a descriptor of its own: `rlm mcp`
+ * points fd 1 at stderr once it has taken a copy, so a stray print cannot
+ * corrupt the stream. EOF on stdin, or SIGTERM or SIGINT (read through
+ * the command's signalfd; blocked in every thread), cancel the running
+ * solves and wait for their threads. Batches (JSON arrays) are refused:
+ * revision 2025-06-18 dropped them. What changed after 2024-11-05 and
+ * applies to a server of tools only: structured tool output and titles
+ * (2025-06-18), serverInfo.description and a tool's execution (task
+ * support, 2025-11-25, where rlm's tools are plain requests: "forbidden");
+ * bad tool arguments are tool errors (isError) in every revision, as
+ * 2025-11-25 spells out (SEP-1303). */
 #include "mcp_int.h"
 #include "../common/common.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define MCP_MAX_LINE ((size_t)64 << 20) /* one message, context included */
@@ -48,56 +42,6 @@
  * TypeScript SDK supports (SUPPORTED_PROTOCOL_VERSIONS), newest first. */
 static const char *const versions[] = {MCP_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
 				       "2024-10-07"};
-
-static const char usage[] =
-	"usage: rlm mcp [--root DIR]... [options]\n"
-	"\n"
-	"Serve rlm to an agent as an MCP server over stdio (JSON-RPC 2.0, one message\n"
-	"per line; protocol revision " MCP_VERSION ", and 2025-06-18, 2025-03-26,\n"
-	"2024-11-05 and 2024-10-07 to clients that ask for them). Add it to a client as\n"
-	"the command `rlm mcp --root DIR`. stdout carries only the protocol; logs go to\n"
-	"stderr.\n"
-	"\n"
-	"Tools:\n"
-	"  solve        answer a question over a context of any size. Arguments:\n"
-	"               question, and one of context (the text), path (a file, a\n"
-	"               directory or a JSONL file under a root) or corpus_id; optional\n"
-	"               max_depth, max_iterations. Result: the answer as text, and\n"
-	"               structuredContent {run_id, answer, stop, usage, cost_usd}\n"
-	"  load_corpus  load path (optional format: auto, text, dir, jsonl) once and\n"
-	"               return {corpus_id, kind, documents, bytes, tokens_estimate}\n"
-	"  ask          corpus_id, question: as solve, over a loaded corpus\n"
-	"A tools/call with _meta.progressToken gets notifications/progress (root turns\n"
-	"and sub-call waves); notifications/cancelled stops the request's solve. Bad\n"
-	"arguments are tool errors (isError); EOF on stdin cancels what runs and exits.\n"
-	"\n"
-	"      --root DIR          a directory that path may name (repeatable; default:\n"
-	"                          the current directory); paths outside every root are\n"
-	"                          refused\n"
-	"  -s, --strategy NAME     repl (default) or tree, as for rlm solve\n"
-	"      --cache PATH        the store: cached calls and recorded runs (env\n"
-	"                          RLM_CACHE; default as for rlm solve): rlm runs show ID\n"
-	"      --no-cache          no store (env RLM_NO_CACHE=1, unless --cache is given)\n"
-	"      --refresh           look nothing up in the store, but keep what is made\n"
-	"  -v, --verbose           log every message, and more, on stderr\n"
-	"  -h, --help              this help\n"
-	"\n"
-	"The options of a solve, as for rlm solve (a call's max_depth and\n"
-	"max_iterations override the server's):\n"
-	"%s"
-	"\n"
-	"%s"
-	"\n"
-	"%s"
-	"\n"
-	"Exit status: 0 after EOF on stdin, SIGTERM or SIGINT; 1 the server could not\n"
-	"start (the models, the store); 2 bad usage.\n";
-
-enum {
-	OPT_ROOT = OPT_MODEL_LAST + 1,
-	OPT_CACHE,
-	OPT_NO_CACHE,
-};
 
 /* ---- sending ---- */
 
@@ -461,15 +405,15 @@ out:
 	cJSON_Delete(msg);
 }
 
-/* Read messages until EOF or a signal on sfd. */
-static void serve(struct mcp *m, int sfd)
+/* Read messages from in_fd until EOF or a signal on sfd. */
+static void serve(struct mcp *m, int in_fd, int sfd)
 {
 	struct buf line;
 	static char chunk[1 << 16];
 	bool skipping = false; /* the rest of a message over the cap */
 	buf_init(&line, MCP_MAX_LINE);
 	for (;;) {
-		struct pollfd p[2] = {{0, POLLIN, 0}, {sfd, POLLIN, 0}};
+		struct pollfd p[2] = {{in_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
 		ssize_t n;
 		char *s, *e;
 		if (poll(p, 2, -1) < 0) {
@@ -484,7 +428,7 @@ static void serve(struct mcp *m, int sfd)
 		}
 		if (!p[0].revents)
 			continue;
-		n = read(0, chunk, sizeof(chunk));
+		n = read(in_fd, chunk, sizeof(chunk));
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0) {
@@ -541,139 +485,24 @@ static void stop_calls(struct mcp *m)
 	reap(m, true);
 }
 
-int cmd_mcp(int argc, char **argv)
+int serve_mcp(const struct serve_mcp_cfg *cfg, int in_fd, int out_fd, int sig_fd,
+	      struct rlm_err *err)
 {
-	static const struct option longopts[] = {
-		{"root", required_argument, NULL, OPT_ROOT},
-		{"cache", required_argument, NULL, OPT_CACHE},
-		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		SOLVE_LONGOPTS,
-		MODEL_LONGOPTS,
-		SANDBOX_LONGOPTS,
-		{NULL, 0, NULL, 0},
-	};
-	struct svc_cfg cfg = {0};
 	struct mcp m = {0};
-	struct rlm_err err = {0, ""};
-	const char **roots = xcalloc((size_t)argc + 1, sizeof(*roots));
-	const char *no_cache_env = getenv("RLM_NO_CACHE");
-	char *cwd = NULL;
-	size_t n_roots = 0;
-	sigset_t sigs;
-	int opt, rc, sfd = -1, status = 1;
-
-	model_opts_init(&cfg.mo);
-	if ((status = solve_opts_env(&cfg.base)))
-		goto out;
-	status = 1;
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":s:vh", longopts, NULL)) != -1) {
-		int taken = model_opts_take(&cfg.mo, opt, optarg);
-		if (!taken)
-			taken = solve_opts_take(&cfg.base, opt, optarg);
-		if (!taken)
-			taken = sandbox_opts_take(&cfg.base.sandbox, opt, optarg);
-		if (taken == 2) {
-			status = 2;
-			goto out;
-		}
-		if (taken)
-			continue;
-		switch (opt) {
-		case OPT_ROOT: roots[n_roots++] = optarg; break;
-		case OPT_CACHE: cfg.cache_path = optarg; break;
-		case OPT_NO_CACHE: cfg.no_cache = true; break;
-		case 'v':
-			rlm_log_level = LOG_DEBUG;
-			m.verbose = true;
-			break;
-		case 'h':
-			printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
-			status = 0;
-			goto out;
-		case ':':
-			status = cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
-			goto out;
-		default:
-			status = cli_fail(2, "unknown option '%s' (see rlm mcp --help)",
-					  argv[optind - 1]);
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		status = cli_fail(2, "unexpected argument '%s' (see rlm mcp --help)", argv[optind]);
-		goto out;
-	}
-	if (!n_roots) {
-		if (!(cwd = getcwd(NULL, 0))) {
-			status = cli_fail(1, "cannot find the current directory: %s",
-					  strerror(errno));
-			goto out;
-		}
-		roots[n_roots++] = cwd;
-	}
-	for (size_t i = 0; i < n_roots; i++) {
-		struct stat st;
-		const char *why = NULL;
-		if (stat(roots[i], &st))
-			why = strerror(errno);
-		else if (!S_ISDIR(st.st_mode))
-			why = "not a directory";
-		if (why) {
-			status = cli_fail(2, "cannot serve --root '%s': %s", roots[i], why);
-			goto out;
-		}
-	}
-	if (repl_sandbox_check(&cfg.base.sandbox, &err)) {
-		status = cli_fail(2, "%s", err.msg);
-		goto out;
-	}
-	/* RLM_NO_CACHE=1 unless --cache names a store; --no-cache always. */
-	if (!cfg.cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
-		cfg.no_cache = true;
-	cfg.roots = roots;
-	cfg.corpus_cache = SVC_CORPUS_CACHE;
-	m.max_iterations = cfg.base.max_iterations;
-
-	/* Signals are read from a signalfd: blocked here, before any thread
-	 * is made, so every thread inherits the mask (the REPL's spawner
-	 * clears it in its children). */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC)) < 0) {
-		status = cli_fail(1, "signalfd: %s", strerror(errno));
-		goto out;
-	}
-	/* The protocol's stdout; fd 1 becomes stderr. */
-	if ((m.out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3)) < 0 || dup2(2, 1) < 0) {
-		status = cli_fail(1, "cannot set up stdout: %s", strerror(errno));
-		goto out;
-	}
-	if ((rc = svc_new(&cfg, &m.svc, &err))) {
-		status = cli_fail(rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
-		goto out;
-	}
+	int rc;
+	m.out_fd = out_fd;
+	m.verbose = cfg->verbose;
+	m.max_iterations = cfg->svc.base.max_iterations;
+	if ((rc = svc_new(&cfg->svc, &m.svc, err)))
+		return rc;
 	pthread_mutex_init(&m.out_mu, NULL);
 	pthread_mutex_init(&m.mu, NULL);
 	log_info("mcp: serving %s over stdio (protocol revision %s)", svc_model_name(m.svc),
 		 MCP_VERSION);
-	serve(&m, sfd);
+	serve(&m, in_fd, sig_fd);
 	stop_calls(&m);
 	svc_free(m.svc);
 	pthread_mutex_destroy(&m.mu);
 	pthread_mutex_destroy(&m.out_mu);
-	status = 0;
-out:
-	if (m.out_fd > 0)
-		close(m.out_fd);
-	if (sfd >= 0)
-		close(sfd);
-	free(cwd);
-	free(roots);
-	return status;
+	return 0;
 }

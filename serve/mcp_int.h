@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "serve.h"
 #include "service.h"
 #include "../common/json.h"
 
@@ -18,7 +19,7 @@
 #define MCP_INVALID_PARAMS   (-32602)
 #define MCP_INTERNAL_ERROR   (-32603)
 
-/* The server: one per process, made by cmd_mcp. */
+/* The server: one per serve_mcp call. */
 struct mcp {
 	struct service *svc;        /* shared by every call's thread */
 	int out_fd;                 /* the protocol's stdout (fd 1 itself is
@@ -37,8 +38,6 @@ struct mcp {
 				     * (they sort as strings); "" before */
 };
 
-/* The protocol revision rlm mcp speaks (older ones are negotiated: mcp.c). */
-#define MCP_VERSION "2025-11-25"
 /* Revisions that changed what this server sends. */
 #define MCP_STRUCTURED "2025-06-18" /* outputSchema, structuredContent, titles */
 #define MCP_TOOL_META  "2025-11-25" /* serverInfo.description, tools' execution */

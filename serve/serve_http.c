@@ -10,9 +10,8 @@
  * checked on the first call, before any body is read, and a declared
  * length over --max-body is refused there too. A body is read into a
  * buffer capped at --max-body; a whole response is one buffer, so headers
- * and body leave in one write (accepted sockets get TCP_NODELAY:
- * cli_on_connection). The bearer token is compared in time that depends
- * on the key's length only. */
+ * and body leave in one write (common/httpd.h). The bearer token is
+ * compared in time that depends on the key's length only. */
 #include "serve_int.h"
 
 #include <errno.h>
@@ -28,11 +27,7 @@
 
 enum MHD_Result srv_queue(struct req *rq, unsigned status, struct MHD_Response *r)
 {
-	enum MHD_Result ret;
-	if (!r)
-		return MHD_NO;
-	ret = MHD_queue_response(rq->c, status, r);
-	MHD_destroy_response(r);
+	enum MHD_Result ret = httpd_queue(rq->c, status, r);
 	if (ret == MHD_YES) {
 		rq->status = status;
 		if (status < ARRAY_SIZE(rq->sv->codes))
@@ -45,26 +40,26 @@ enum MHD_Result srv_queue(struct req *rq, unsigned status, struct MHD_Response *
  * Allow header of a 405. */
 static enum MHD_Result respond(struct req *rq, unsigned status, cJSON *j, const char *allow)
 {
-	char *s = json_print(j);
-	struct MHD_Response *r;
-	cJSON_Delete(j);
-	if (!s)
-		return MHD_NO;
-	r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(s);
-		return MHD_NO;
+	const char *hdrs[5];
+	size_t n = 0;
+	if (status == MHD_HTTP_TOO_MANY_REQUESTS) {
+		hdrs[n++] = MHD_HTTP_HEADER_RETRY_AFTER;
+		hdrs[n++] = "1";
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	if (status == MHD_HTTP_TOO_MANY_REQUESTS)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "5");
-	if (status == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-	if (allow)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-	return srv_queue(rq, status, r);
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE) {
+		hdrs[n++] = MHD_HTTP_HEADER_RETRY_AFTER;
+		hdrs[n++] = "5";
+	}
+	if (status == MHD_HTTP_UNAUTHORIZED) {
+		hdrs[n++] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+		hdrs[n++] = "Bearer";
+	}
+	if (allow) {
+		hdrs[n++] = MHD_HTTP_HEADER_ALLOW;
+		hdrs[n++] = allow;
+	}
+	hdrs[n] = NULL;
+	return srv_queue(rq, status, httpd_json_response(j, hdrs));
 }
 
 enum MHD_Result srv_json(struct req *rq, unsigned status, cJSON *j)
@@ -101,17 +96,22 @@ static const char *openai_type(unsigned status)
 static cJSON *error_json(bool openai, unsigned status, const char *type, const char *code,
 			 const char *param, const char *msg)
 {
-	cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
-	json_add_str(e, "type", openai ? openai_type(status) : type);
-	if (code || openai)
-		json_add_str(e, "code", code ? code : type);
-	if (param)
-		json_add_str(e, "param", param);
-	else if (openai)
-		json_add(e, "param", cJSON_CreateNull());
-	json_add_str(e, "message", msg);
-	json_add(root, "error", e);
-	return root;
+	const char *members[9];
+	size_t n = 0;
+	members[n++] = "type";
+	members[n++] = openai ? openai_type(status) : type;
+	if (code || openai) {
+		members[n++] = "code";
+		members[n++] = code ? code : type;
+	}
+	if (param || openai) {
+		members[n++] = "param";
+		members[n++] = param; /* null on OpenAI's doors when none */
+	}
+	members[n++] = "message";
+	members[n++] = msg;
+	members[n] = NULL;
+	return httpd_error_json(members);
 }
 
 static enum MHD_Result verror(struct req *rq, unsigned status, const char *type, const char *code,
@@ -177,12 +177,13 @@ enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg)
 
 cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret)
 {
-	cJSON *j = rq->body.len ? json_parse(rq->body.p, rq->body.len) : NULL;
+	const struct buf *b = &rq->body.buf;
+	cJSON *j = b->len ? json_parse(b->p, b->len) : NULL;
 	char where[128];
 	if (!j) {
 		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_json",
-				 !rq->body.len ? "the body is empty: want a JSON object"
-				 : memchr(rq->body.p, '\0', rq->body.len)
+				 !b->len ? "the body is empty: want a JSON object"
+				 : memchr(b->p, '\0', b->len)
 				     ? "the body is not valid JSON: it holds a NUL byte"
 				     : "the body is not valid JSON");
 		return NULL;
@@ -194,7 +195,7 @@ cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret)
 		return NULL;
 	}
 	/* cJSON would cut such a string at the NUL without a word. */
-	if (json_nul_path(rq->body.p, rq->body.len, where, sizeof(where))) {
+	if (json_nul_path(b->p, b->len, where, sizeof(where))) {
 		cJSON_Delete(j);
 		*ret = srv_error(
 		    rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
@@ -239,7 +240,8 @@ static enum MHD_Result route_metrics(struct req *rq)
 	struct server *sv = rq->sv;
 	cJSON *st = svc_stats(sv->svc), *it;
 	struct buf b = BUF_INIT;
-	struct MHD_Response *r;
+	char *text;
+	size_t len;
 	static const char *const statuses[] = {"done", "stopped", "failed", "cancelled"};
 	static const char *const states[] = {"registered", "in_use", "cached"};
 	metric(&b, "rlm_solves_total", "counter", "Solves ended, by status.");
@@ -294,20 +296,15 @@ static enum MHD_Result route_metrics(struct req *rq)
 				   (long long)n);
 	}
 	cJSON_Delete(st);
-	r = MHD_create_response_from_buffer(b.len, b.p, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		buf_release(&b);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				"text/plain; version=0.0.4; charset=utf-8");
-	return srv_queue(rq, MHD_HTTP_OK, r);
+	text = buf_detach(&b, &len);
+	return srv_queue(
+	    rq, MHD_HTTP_OK,
+	    httpd_response(text, len, "text/plain; version=0.0.4; charset=utf-8", NULL));
 }
 
 /* ---- routing ---- */
 
 enum route {
-	R_NONE,
 	R_HEALTH,
 	R_METRICS,
 	R_MODELS,
@@ -319,64 +316,23 @@ enum route {
 	R_EVENTS,
 };
 
-/* The route of url; *id points into url at a run or corpus id. */
-static enum route route_of(const char *url, const char **id)
-{
-	static const struct {
-		const char *path;
-		enum route rt;
-	} fixed[] = {{"/healthz", R_HEALTH},	       {"/metrics", R_METRICS},
-		     {"/v1/models", R_MODELS},	       {"/v1/solve", R_SOLVE},
-		     {"/v1/chat/completions", R_CHAT}, {"/v1/corpora", R_CORPORA}};
-	const char *p;
-	size_t n;
-	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
-		if (strcmp(url, fixed[i].path) == 0)
-			return fixed[i].rt;
-	*id = NULL;
-	if (strncmp(url, "/v1/corpora/", 12) == 0 && url[12] && !strchr(url + 12, '/')) {
-		*id = url + 12;
-		return R_CORPUS;
-	}
-	if (strncmp(url, "/v1/runs/", 9) != 0 || !url[9])
-		return R_NONE;
-	p = url + 9;
-	n = strcspn(p, "/");
-	*id = p;
-	if (!p[n])
-		return R_RUN;
-	return strcmp(p + n, "/events") == 0 ? R_EVENTS : R_NONE;
-}
+/* The routes; "*" is a run or corpus id, handed to the route. */
+static const struct httpd_route routes[] = {
+    {"/healthz", "GET, HEAD", R_HEALTH},
+    {"/metrics", "GET, HEAD", R_METRICS},
+    {"/v1/models", "GET, HEAD", R_MODELS},
+    {"/v1/solve", "POST", R_SOLVE},
+    {"/v1/chat/completions", "POST", R_CHAT},
+    {"/v1/corpora", "POST", R_CORPORA},
+    {"/v1/corpora/*", "GET, HEAD, DELETE", R_CORPUS},
+    {"/v1/runs/*", "GET, HEAD, DELETE", R_RUN},
+    {"/v1/runs/*/events", "GET, HEAD", R_EVENTS},
+};
 
-static const char *allowed(enum route rt)
+/* The route of url, or NULL; *id points into url at a run or corpus id. */
+static const struct httpd_route *route_of(const char *url, const char **id)
 {
-	switch (rt) {
-	case R_SOLVE:
-	case R_CHAT:
-	case R_CORPORA:
-		return "POST";
-	case R_RUN:
-	case R_CORPUS:
-		return "GET, HEAD, DELETE";
-	default:
-		return "GET, HEAD";
-	}
-}
-
-static bool method_ok(enum route rt, const char *m)
-{
-	bool get = strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
-	switch (rt) {
-	case R_SOLVE:
-	case R_CHAT:
-	case R_CORPORA:
-		return strcmp(m, "POST") == 0;
-	case R_RUN:
-	case R_CORPUS:
-		return get || strcmp(m, "DELETE") == 0;
-	default:
-		return get;
-	}
+	return httpd_route_find(routes, ARRAY_SIZE(routes), url, id);
 }
 
 /* Compare the bearer token with the key in time that depends on the key's
@@ -403,36 +359,36 @@ static bool authorized(const struct server *sv, struct MHD_Connection *c)
 	return diff == 0;
 }
 
-static enum MHD_Result not_allowed(struct req *rq, enum route rt)
+static enum MHD_Result not_allowed(struct req *rq, const struct httpd_route *rt)
 {
 	char msg[320];
 	snprintf(msg, sizeof(msg), "method %.16s is not allowed for %.200s (allowed: %s)",
-		 rq->method, rq->url, allowed(rt));
+		 rq->method, rq->url, rt->methods);
 	return respond(rq, MHD_HTTP_METHOD_NOT_ALLOWED,
 		       error_json(openai_route(rq), MHD_HTTP_METHOD_NOT_ALLOWED,
 				  "method_not_allowed", NULL, NULL, msg),
-		       allowed(rt));
+		       rt->methods);
 }
 
 static enum MHD_Result dispatch(struct req *rq)
 {
 	const char *id = NULL;
-	enum route rt = route_of(rq->url, &id);
-	if (rt == R_NONE)
+	const struct httpd_route *rt = route_of(rq->url, &id);
+	if (!rt)
 		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
 				 rq->method, rq->url);
-	if (!method_ok(rt, rq->method))
+	if (!httpd_route_allows(rt, rq->method))
 		return not_allowed(rq, rt);
 	/* A solve or a stream may be quiet longer than the idle timeout. */
-	if (rt == R_SOLVE || rt == R_CHAT || rt == R_EVENTS)
+	if (rt->id == R_SOLVE || rt->id == R_CHAT || rt->id == R_EVENTS)
 		MHD_set_connection_option(
 		    rq->c, MHD_CONNECTION_OPTION_TIMEOUT,
 		    (unsigned)RLM_MIN(rq->sv->request_timeout_ns / 1000000000LL + 60, 86400));
-	if (rq->too_big)
+	if (rq->body.too_big)
 		return srv_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
 				 "the request body is larger than the limit of %zu bytes",
 				 rq->sv->max_body);
-	switch (rt) {
+	switch ((enum route)rt->id) {
 	case R_HEALTH:
 		return route_health(rq);
 	case R_METRICS:
@@ -451,8 +407,6 @@ static enum MHD_Result dispatch(struct req *rq)
 		return route_run(rq, id);
 	case R_EVENTS:
 		return route_events(rq, id);
-	case R_NONE:
-		break;
 	}
 	return MHD_NO;
 }
@@ -460,29 +414,26 @@ static enum MHD_Result dispatch(struct req *rq)
 /* Called once with the headers, once per piece of the body, and once at
  * its end, when the answer is made. Auth and a declared body over the
  * limit are answered at once. */
-enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *url,
-			       const char *method, const char *version, const char *data,
-			       size_t *data_size, void **con_cls)
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *data,
+				  size_t *data_size, void **con_cls)
 {
 	struct server *sv = cls;
 	struct req *rq = *con_cls;
 	(void)version;
 	if (!rq) {
-		const char *cl =
-		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *cl = httpd_declared_over(c, sv->max_body);
 		const char *id = NULL;
-		enum route rt = route_of(url, &id);
-		bool health = rt == R_HEALTH && method_ok(rt, method);
-		const union MHD_ConnectionInfo *ci;
+		const struct httpd_route *rt = route_of(url, &id);
+		bool health = rt && rt->id == R_HEALTH && httpd_route_allows(rt, method);
 		rq = xcalloc(1, sizeof(*rq));
 		rq->sv = sv;
 		rq->c = c;
 		snprintf(rq->method, sizeof(rq->method), "%s", method);
 		rq->url = xstrdup(url);
 		rq->t0 = now_ns();
-		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		rq->fd = ci ? ci->connect_fd : -1;
-		buf_init(&rq->body, sv->max_body);
+		rq->fd = httpd_conn_fd(c);
+		httpd_body_init(&rq->body, sv->max_body);
 		*con_cls = rq;
 		atomic_fetch_add(&sv->active, 1);
 		/* Everything is answered before a body is read but a request
@@ -490,12 +441,12 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *
 		if (!health && !authorized(sv, c))
 			return srv_error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 					 "a valid `Authorization: Bearer KEY` header is needed");
-		if (rt == R_NONE)
+		if (!rt)
 			return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
 					 rq->method, rq->url);
-		if (!method_ok(rt, method))
+		if (!httpd_route_allows(rt, method))
 			return not_allowed(rq, rt);
-		if (cl && strtoull(cl, NULL, 10) > sv->max_body)
+		if (cl)
 			return srv_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
 					 "the request body of %.24s bytes is larger than the limit "
 					 "of %zu bytes",
@@ -504,25 +455,19 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *
 	}
 	rq->c = c;
 	if (*data_size) {
-		if (!rq->too_big && buf_append(&rq->body, data, *data_size)) {
-			rq->too_big = true;
-			buf_release(&rq->body);
-		}
-		if (rq->too_big) {
-			/* A body without a length that goes on and on: read up to
-			 * four times the limit, then drop the connection. */
-			rq->dropped += *data_size;
-			if (rq->dropped > 4 * (uint64_t)sv->max_body + 65536)
-				return MHD_NO;
-		}
+		httpd_body_take(&rq->body, data, *data_size);
+		/* A body without a length that goes on and on: read up to four
+		 * times the limit, then drop the connection. */
+		if (rq->body.dropped > 4 * (uint64_t)sv->max_body + 65536)
+			return MHD_NO;
 		*data_size = 0;
 		return MHD_YES;
 	}
 	return dispatch(rq);
 }
 
-void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-		      enum MHD_RequestTerminationCode code)
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode code)
 {
 	struct server *sv = cls;
 	struct req *rq = *con_cls;
@@ -533,10 +478,26 @@ void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		fprintf(stderr, "rlm serve: %s %s %u %.1f ms%s\n", rq->method, rq->url, rq->status,
 			(double)(now_ns() - rq->t0) / 1e6,
 			code == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut short)");
-	buf_release(&rq->body);
+	httpd_body_release(&rq->body);
 	free(rq->url);
 	free(rq);
 	*con_cls = NULL;
 	atomic_fetch_sub(&sv->active, 1);
 }
 
+struct MHD_Daemon *serve_http_start(struct server *sv, int listen_fd)
+{
+	/* The library closes a connection idle this long: short, so that
+	 * slow clients cannot hold the connections; a solve or a stream
+	 * raises its own (dispatch) to outlast the request timeout. */
+	struct httpd_cfg hc = {
+	    .on_request = on_request,
+	    .on_completed = on_completed,
+	    .arg = sv,
+	    .connection_limit = 1024,
+	    .per_ip_limit = PER_IP_CONNECTIONS,
+	    .timeout_s = IDLE_TIMEOUT_S,
+	    .quiesce = true,
+	};
+	return httpd_start(&hc, listen_fd);
+}

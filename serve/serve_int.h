@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* serve/serve_int.h -- inside `rlm serve`: the server, one request, the
- * responses every route sends, and the routes (serve.c: the command, the
- * daemon and shutdown; serve_http.c: answers, dispatch, auth, health and
- * metrics; serve_routes.c: solves, runs, events and corpora;
+ * responses every route sends, and the routes (`rlm serve` in the CLI: the
+ * command and shutdown; serve_http.c: the daemon, answers, dispatch, auth,
+ * health and metrics; serve_routes.c: solves, runs, events and corpora;
  * serve_openai.c: chat completions and models; serve_stream.c: streamed
  * chat completions).
  * See docs/serve.md for the protocol. */
 #ifndef RLM_SERVE_INT_H
 #define RLM_SERVE_INT_H
 
-#include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "service.h"
 #include "../common/common.h"
+#include "../common/httpd.h"
 #include "../common/json.h"
+#include "../llm/openai.h"
 
 #define SRV_KEEPALIVE_NS   (15 * 1000000000LL) /* a comment on a quiet stream */
 #define SRV_SLICE_NS	   (250 * 1000000LL)   /* streams wait on a run this long at once */
@@ -42,25 +43,21 @@ struct server {
 struct req {
 	struct server *sv;
 	struct MHD_Connection *c;
-	char method[16];  /* "GET", "POST", ... (cut) */
-	char *url;	  /* owned: for the log */
-	struct buf body;  /* capped at max_body */
-	bool too_big;	  /* the body passed the cap: it is dropped */
-	uint64_t dropped; /* bytes read and dropped */
-	int64_t t0;	  /* now_ns at its start */
-	unsigned status;  /* the status queued, for the log */
-	int fd;		  /* the connection's socket (the library's), or -1 */
+	char method[16];	/* "GET", "POST", ... (cut) */
+	char *url;		/* owned: for the log */
+	struct httpd_body body; /* capped at max_body */
+	int64_t t0;		/* now_ns at its start */
+	unsigned status;	/* the status queued, for the log */
+	int fd;			/* the connection's socket (the library's), or -1 */
 };
 
-/* ---- the library's callbacks (serve_http.c), for MHD_start_daemon ---- */
+/* ---- the daemon (serve_http.c) ---- */
 
-/* MHD_AccessHandlerCallback: cls is the server. */
-enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *c, const char *url,
-			       const char *method, const char *version, const char *data,
-			       size_t *data_size, void **con_cls);
-/* MHD_OPTION_NOTIFY_COMPLETED: frees the request (and logs it with -v). */
-void srv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-		      enum MHD_RequestTerminationCode code);
+/* Serve sv over HTTP on listen_fd, a listening socket (net_listen), which
+ * is the daemon's from now on (closed here when it cannot start: NULL).
+ * Stop it with httpd_quiesce, then httpd_stop. The daemon's threads
+ * inherit the caller's signal mask. */
+struct MHD_Daemon *serve_http_start(struct server *sv, int listen_fd);
 
 /* ---- responses (serve_http.c); each returns what the access handler returns ---- */
 
@@ -129,9 +126,10 @@ enum MHD_Result srv_stream(struct req *rq, void *st, MHD_ContentReaderCallback r
 
 /* ---- OpenAI's shapes (serve_openai.c), for serve_stream.c ---- */
 
-/* The common head of a completion or a chunk: id ("chatcmpl-" run_id),
- * object, created, model. */
-cJSON *oai_head(const char *object, const char *run_id, const char *model, int64_t created);
+/* The id of run_id's chat completion and its chunks: "chatcmpl-" run_id.
+ * The completion and its chunks are llm/openai.h's. */
+#define SERVE__OAI_ID 64
+void serve__oai_id(char id[SERVE__OAI_ID], const char *run_id);
 /* OpenAI's usage of run (svc_run_json). */
 cJSON *oai_usage_json(const cJSON *run);
 /* "stop" when run answered, else "length". */

@@ -342,12 +342,8 @@ static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char
 cJSON *oai_usage_json(const cJSON *run)
 {
 	const cJSON *u = json_get(run, "usage");
-	cJSON *o = cJSON_CreateObject();
-	double in = json_num(u, "input_tokens", 0), out = json_num(u, "output_tokens", 0);
-	json_add_num(o, "prompt_tokens", in);
-	json_add_num(o, "completion_tokens", out);
-	json_add_num(o, "total_tokens", in + out);
-	return o;
+	return llm_openai_usage_new(json_int(u, "input_tokens", 0),
+				    json_int(u, "output_tokens", 0));
 }
 
 const char *oai_finish_reason(const cJSON *run)
@@ -356,16 +352,9 @@ const char *oai_finish_reason(const cJSON *run)
 	return st && strcmp(st, "done") == 0 ? "stop" : "length";
 }
 
-cJSON *oai_head(const char *object, const char *run_id, const char *model, int64_t created)
+void serve__oai_id(char id[SERVE__OAI_ID], const char *run_id)
 {
-	cJSON *o = cJSON_CreateObject();
-	char id[64];
-	snprintf(id, sizeof(id), "chatcmpl-%s", run_id);
-	json_add_str(o, "id", id);
-	json_add_str(o, "object", object);
-	json_add_num(o, "created", (double)created);
-	json_add_str(o, "model", model);
-	return o;
+	snprintf(id, SERVE__OAI_ID, "chatcmpl-%s", run_id);
 }
 
 cJSON *oai_rlm_ext(const cJSON *run)
@@ -380,8 +369,9 @@ cJSON *oai_rlm_ext(const cJSON *run)
 
 static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char *model)
 {
-	cJSON *run = svc_run_json(r), *o, *choices, *c, *m;
+	cJSON *run = svc_run_json(r), *o;
 	const char *answer = json_str(run, "answer");
+	char id[SERVE__OAI_ID];
 	if (strcmp(json_str(run, "status"), "failed") == 0) {
 		enum MHD_Result ret = srv_error(
 		    rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "the solve failed (run %s): %s",
@@ -389,17 +379,10 @@ static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char
 		cJSON_Delete(run);
 		return ret;
 	}
-	o = oai_head("chat.completion", svc_run_id(r), model, wall_ms() / 1000);
-	choices = cJSON_CreateArray();
-	c = cJSON_CreateObject();
-	m = cJSON_CreateObject();
-	json_add_num(c, "index", 0);
-	json_add_str(m, "role", "assistant");
-	json_add(m, "content", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
-	json_add(c, "message", m);
-	json_add_str(c, "finish_reason", oai_finish_reason(run));
-	json_add(choices, NULL, c);
-	json_add(o, "choices", choices);
+	serve__oai_id(id, svc_run_id(r));
+	o = llm_openai_reply_new("chat.completion", id, model, wall_ms() / 1000,
+				 llm_openai_message_new(answer, answer ? strlen(answer) : 0),
+				 oai_finish_reason(run));
 	json_add(o, "usage", oai_usage_json(run));
 	json_add(o, "rlm", oai_rlm_ext(run));
 	cJSON_Delete(run);

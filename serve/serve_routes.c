@@ -565,16 +565,11 @@ static void sse_free(void *cls)
 enum MHD_Result srv_stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
 			   MHD_ContentReaderFreeCallback done)
 {
-	struct MHD_Response *r =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, read, st, done);
-	if (!r) {
-		done(st);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	MHD_add_response_header(r, "X-Accel-Buffering", "no");
-	return srv_queue(rq, MHD_HTTP_OK, r);
+	static const char *const hdrs[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache",
+					   "X-Accel-Buffering", "no", NULL};
+	return srv_queue(rq, MHD_HTTP_OK,
+			 httpd_callback_response(MHD_SIZE_UNKNOWN, 32 * 1024, read, st, done,
+						 "text/event-stream", hdrs));
 }
 
 enum MHD_Result route_events(struct req *rq, const char *full)

@@ -27,9 +27,10 @@ enum cs_state { CS_ROLE, CS_WAIT, CS_CONTENT, CS_FINISH, CS_USAGE, CS_DONE, CS_O
  * connection's thread only. */
 struct chat_stream {
 	struct server *sv;
-	struct svc_run *r; /* a reference */
-	char *model;	   /* owned */
-	int fd;		   /* the connection's socket, to see the client go */
+	struct svc_run *r;	/* a reference */
+	char *model;		/* owned */
+	char id[SERVE__OAI_ID]; /* of the completion */
+	int fd;			/* the connection's socket, to see the client go */
 	int64_t created, deadline_ns, last_ns;
 	bool include_usage;
 	bool progress;	 /* progress lines as reasoning_content */
@@ -48,18 +49,9 @@ struct chat_stream {
  * null, as OpenAI's do); ext: an "rlm" member (consumed), or NULL. */
 static void cs_chunk(struct chat_stream *cs, cJSON *delta, const char *finish, cJSON *ext)
 {
-	cJSON *o = oai_head("chat.completion.chunk", svc_run_id(cs->r), cs->model, cs->created);
-	cJSON *choices = cJSON_CreateArray();
+	cJSON *o = llm_openai_reply_new("chat.completion.chunk", cs->id, cs->model, cs->created,
+					delta, finish);
 	char *s;
-	if (delta) {
-		cJSON *c = cJSON_CreateObject();
-		json_add_num(c, "index", 0);
-		json_add(c, "delta", delta);
-		json_add(c, "finish_reason",
-			 finish ? cJSON_CreateString(finish) : cJSON_CreateNull());
-		json_add(choices, NULL, c);
-	}
-	json_add(o, "choices", choices);
 	if (!delta)
 		json_add(o, "usage", oai_usage_json(cs->run));
 	else if (cs->include_usage)
@@ -245,15 +237,11 @@ static bool cs_wait(struct chat_stream *cs)
 /* Format what comes next; false when the stream is over. */
 static bool cs_next(struct chat_stream *cs)
 {
-	cJSON *d;
 	buf_reset(&cs->out);
 	cs->off = 0;
 	switch (cs->state) {
 	case CS_ROLE:
-		d = cJSON_CreateObject();
-		json_add_str(d, "role", "assistant");
-		json_add_str(d, "content", "");
-		cs_chunk(cs, d, NULL, NULL);
+		cs_chunk(cs, llm_openai_message_new("", 0), NULL, NULL);
 		cs->state = CS_WAIT;
 		break;
 	case CS_WAIT:
@@ -330,6 +318,7 @@ enum MHD_Result srv_chat_stream(struct req *rq, struct svc_run *r, const char *m
 	cs->sv = rq->sv;
 	cs->r = r;
 	cs->model = xstrdup(model);
+	serve__oai_id(cs->id, svc_run_id(r));
 	cs->created = wall_ms() / 1000;
 	cs->deadline_ns = rq->t0 + rq->sv->request_timeout_ns;
 	cs->last_ns = now_ns();

@@ -5,6 +5,7 @@
  * sim/sim_policy.c, the root of the RLM loop in sim/sim_root.c. */
 #include "sim.h"
 #include "../llm/llm_int.h"
+#include "../llm/openai.h"
 #include "../common/json.h"
 #include "../common/text.h"
 
@@ -464,15 +465,6 @@ static char *error_body(const char *message, const char *type, const char *code)
 	return out;
 }
 
-static cJSON *usage_json(int64_t p, int64_t c)
-{
-	cJSON *u = cJSON_CreateObject();
-	json_add_num(u, "prompt_tokens", (double)p);
-	json_add_num(u, "completion_tokens", (double)c);
-	json_add_num(u, "total_tokens", (double)(p + c));
-	return u;
-}
-
 /* What a reply is made of. */
 struct answer {
 	char id[40];
@@ -487,21 +479,10 @@ struct answer {
 
 static char *completion_body(const struct answer *a)
 {
-	cJSON *root = cJSON_CreateObject(), *choices = cJSON_CreateArray();
-	cJSON *choice = cJSON_CreateObject(), *msg = cJSON_CreateObject();
+	cJSON *root = llm_openai_reply_new("chat.completion", a->id, a->model, a->created,
+					   llm_openai_message_new(a->text, a->len), a->finish);
 	char *out;
-	json_add_str(root, "id", a->id);
-	json_add_str(root, "object", "chat.completion");
-	json_add_num(root, "created", (double)a->created);
-	json_add_str(root, "model", a->model);
-	json_add_num(choice, "index", 0);
-	json_add_str(msg, "role", "assistant");
-	json_add_strn(msg, "content", a->text, a->len);
-	json_add(choice, "message", msg);
-	json_add_str(choice, "finish_reason", a->finish);
-	json_add(choices, NULL, choice);
-	json_add(root, "choices", choices);
-	json_add(root, "usage", usage_json(a->p, a->c));
+	json_add(root, "usage", llm_openai_usage_new(a->p, a->c));
 	out = json_print(root);
 	cJSON_Delete(root);
 	return out;
@@ -510,23 +491,11 @@ static char *completion_body(const struct answer *a)
 /* One "data: {chunk}\n\n" event; delta is consumed, NULL for a usage chunk. */
 static void sse_event(struct buf *b, const struct answer *a, cJSON *delta, const char *finish)
 {
-	cJSON *root = cJSON_CreateObject(), *choices = cJSON_CreateArray();
+	cJSON *root = llm_openai_reply_new("chat.completion.chunk", a->id, a->model, a->created,
+					   delta, finish);
 	char *s;
-	json_add_str(root, "id", a->id);
-	json_add_str(root, "object", "chat.completion.chunk");
-	json_add_num(root, "created", (double)a->created);
-	json_add_str(root, "model", a->model);
-	if (delta) {
-		cJSON *choice = cJSON_CreateObject();
-		json_add_num(choice, "index", 0);
-		json_add(choice, "delta", delta);
-		json_add(choice, "finish_reason",
-			 finish ? cJSON_CreateString(finish) : cJSON_CreateNull());
-		json_add(choices, NULL, choice);
-	}
-	json_add(root, "choices", choices);
 	if (!delta)
-		json_add(root, "usage", usage_json(a->p, a->c));
+		json_add(root, "usage", llm_openai_usage_new(a->p, a->c));
 	s = json_print(root);
 	buf_printf(b, "data: %s\n\n", s);
 	free(s);
@@ -536,11 +505,9 @@ static void sse_event(struct buf *b, const struct answer *a, cJSON *delta, const
 static char *stream_body(const struct answer *a, size_t *len)
 {
 	struct buf b;
-	cJSON *d = cJSON_CreateObject();
+	cJSON *d;
 	buf_init(&b, 0);
-	json_add_str(d, "role", "assistant");
-	json_add_str(d, "content", "");
-	sse_event(&b, a, d, NULL);
+	sse_event(&b, a, llm_openai_message_new("", 0), NULL);
 	for (size_t off = 0; off < a->len;) {
 		size_t k = text_utf8_floor(a->text + off, RLM_MIN(a->len - off, (size_t)SSE_CHUNK));
 		if (!k)

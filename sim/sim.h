@@ -148,4 +148,21 @@ struct sim_reply {
 int sim_handle(struct sim *s, const char *body, size_t len, struct sim_reply *out);
 void sim_reply_release(struct sim_reply *r);
 
+/* ---- the simulator over HTTP (sim/sim_serve.c) ----
+ * An OpenAI-compatible chat completions server on libmicrohttpd: POST
+ * /v1/chat/completions (also /chat/completions; "stream": true gives
+ * server-sent events), GET /v1/models, GET /healthz; every reply from
+ * sim_handle, with its latency slept and its fault played at the socket. */
+
+struct sim_server;
+
+/* Serve a simulator made with cfg on listen_fd, a listening socket
+ * (net_listen), on threads of its own; they inherit the caller's signal
+ * mask. listen_fd is the server's from now on, closed here too when it
+ * cannot start: then NULL with err. */
+struct sim_server *sim_server_start(const struct sim_cfg *cfg, int listen_fd, struct rlm_err *err);
+/* Stop serving: handlers sleeping a latency give up within 10 ms, the
+ * connections and the socket are closed, everything is freed. NULL: no-op. */
+void sim_server_stop(struct sim_server *sv);
+
 #endif

@@ -4,11 +4,9 @@
 #include "fakesrv.h"
 #include "../common/common.h"
 #include "../common/json.h"
+#include "../common/net.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -142,20 +140,6 @@ static const char *reason(int status)
 
 /* ---- sockets ---- */
 
-static int send_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Close c's socket under the lock, so that stop never shuts down a
  * descriptor number that has been reused. */
 static void conn_close(struct conn *c, bool reset)
@@ -232,7 +216,7 @@ static void refuse(int fd, int status)
 	int n = snprintf(msg, sizeof(msg),
 			 "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status,
 			 reason(status));
-	send_all(fd, msg, (size_t)n);
+	write_all(fd, msg, (size_t)n);
 	shutdown(fd, SHUT_WR);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	while (recv(fd, msg, sizeof(msg), 0) > 0)
@@ -269,7 +253,7 @@ static void send_reply(int fd, const struct reply *r, bool closing)
 		buf_puts(&out, "Connection: close\r\n");
 	buf_puts(&out, "\r\n");
 	buf_append(&out, r->body, body);
-	send_all(fd, out.p, out.len);
+	write_all(fd, out.p, out.len);
 	buf_release(&out);
 }
 
@@ -381,7 +365,7 @@ static bool serve_one(struct conn *c, struct inbuf *in)
 		return false;
 	}
 	if (expect && in->len - head < clen)
-		send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	while (in->len - head < clen)
 		if (!fill(c->fd, in)) {
 			request_free(rq);
@@ -443,7 +427,7 @@ static void *accept_main(void *arg)
 {
 	struct fakesrv *s = arg;
 	for (;;) {
-		int one = 1, fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
 		struct conn *c;
 		bool stopping;
 		if (fd < 0) {
@@ -458,7 +442,7 @@ static void *accept_main(void *arg)
 				sleep_ns(10 * 1000000);
 			continue;
 		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		net_nodelay(fd);
 		pthread_mutex_lock(&s->mu);
 		if (s->stopping) {
 			pthread_mutex_unlock(&s->mu);
@@ -486,29 +470,14 @@ static void *accept_main(void *arg)
 struct fakesrv *fakesrv_start(void)
 {
 	struct fakesrv *s = xcalloc(1, sizeof(*s));
-	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
-	int one = 1;
+	char msg[512];
 	static const struct fake_reply ok = {200, NULL, "{\"ok\":true}", FAKE_NORMAL, 0};
-	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s->lfd = net_listen("127.0.0.1", 0, &s->port, msg, sizeof(msg));
 	if (s->lfd < 0) {
-		perror("fakesrv: socket");
+		fprintf(stderr, "fakesrv: %s\n", msg);
 		free(s);
 		return NULL;
 	}
-	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sa.sin_port = 0;
-	if (bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s->lfd, SOMAXCONN) < 0 ||
-	    getsockname(s->lfd, (struct sockaddr *)&sa, &sl) < 0) {
-		perror("fakesrv: cannot listen on 127.0.0.1");
-		close(s->lfd);
-		free(s);
-		return NULL;
-	}
-	s->port = ntohs(sa.sin_port);
 	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);

@@ -3,6 +3,7 @@
 #include "proc.h"
 #include "harness.h"
 #include "../common/common.h"
+#include "../common/net.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,9 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -272,15 +270,10 @@ pid_t proc_sim_serve(const char *spec, int *port)
 
 int proc_closed_port(void)
 {
-	struct sockaddr_in a = {0};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
-	    getsockname(fd, (struct sockaddr *)&a, &len))
-		harness_fail(__FILE__, __LINE__, "cannot find a free port");
-	port = ntohs(a.sin_port);
+	char msg[512];
+	int port = 0, fd = net_listen("127.0.0.1", 0, &port, msg, sizeof(msg));
+	if (fd < 0)
+		harness_fail(__FILE__, __LINE__, "cannot find a free port: %s", msg);
 	close(fd);
 	return port;
 }

@@ -1,15 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/test_common.c -- buffers, errors, text helpers (UTF-8, character
  * classes, trimming, numbers for people, NONE), number parsing, URLs, random
- * numbers, JSON helpers. */
+ * numbers, JSON helpers, TCP plumbing (net_), the HTTP server pieces
+ * (httpd_). */
 #include "harness.h"
 #include "../common/common.h"
+#include "../common/httpd.h"
 #include "../common/json.h"
+#include "../common/net.h"
 #include "../common/text.h"
 
 #include <ctype.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 TEST(buf_grows_and_caps)
 {
@@ -557,4 +567,351 @@ TEST(json_nul_path_names_the_string)
 		CHECK_STR(small, "abcdefg");
 		buf_release(&b);
 	}
+}
+
+/* ---- net ---- */
+
+static int nodelay_of(int fd)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+	CHECK(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0);
+	return v != 0;
+}
+
+TEST(net_listen_connect_nodelay)
+{
+	char msg[512] = "", got[8] = "";
+	int port = 0, lfd = net_listen("127.0.0.1", 0, &port, msg, sizeof(msg)), c, a;
+	CHECK_MSG(lfd >= 0, "%s", msg);
+	CHECK(port > 0 && port < 65536);
+	CHECK_INT(net_port(lfd), port);
+	CHECK_INT(nodelay_of(lfd), 1);
+	c = net_connect("127.0.0.1", port, msg, sizeof(msg));
+	CHECK_MSG(c >= 0, "%s", msg);
+	CHECK_INT(nodelay_of(c), 1);
+	a = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(a >= 0);
+	CHECK_INT(nodelay_of(a), 1); /* inherited from the listener */
+	CHECK_INT(write_all(c, "ping", 4), 0);
+	CHECK_INT(read(a, got, sizeof(got)), 4);
+	CHECK_STR(got, "ping");
+	close(a);
+	close(c);
+	close(lfd);
+}
+
+TEST(net_errors_name_the_address)
+{
+	char msg[512] = "", want[128];
+	int port = 0, port2 = 0, lfd = net_listen("127.0.0.1", 0, &port, msg, sizeof(msg));
+	CHECK_MSG(lfd >= 0, "%s", msg);
+	CHECK_INT(net_listen("127.0.0.1", port, &port2, msg, sizeof(msg)), -1);
+	snprintf(want, sizeof(want), "cannot listen on 127.0.0.1:%d: ", port);
+	CHECK_CONTAINS(msg, want);
+	close(lfd); /* nothing listens there now */
+	CHECK_INT(net_connect("127.0.0.1", port, msg, sizeof(msg)), -1);
+	snprintf(want, sizeof(want), "cannot connect to 127.0.0.1:%d: Connection refused", port);
+	CHECK_STR(msg, want);
+	CHECK(net_nodelay(-1) < 0);
+}
+
+struct drain {
+	int fd;
+	struct buf got;
+};
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	char chunk[4096];
+	ssize_t n;
+	while ((n = read(d->fd, chunk, sizeof(chunk))) > 0)
+		buf_append(&d->got, chunk, (size_t)n);
+	return NULL;
+}
+
+/* write_all is the one-write send: a buffer far larger than the socket's
+ * buffer goes out whole in one call. */
+TEST(write_all_sends_whole_over_a_socketpair)
+{
+	size_t len = 4u << 20;
+	char *data = xmalloc(len);
+	int sv[2];
+	struct drain d;
+	pthread_t th;
+	for (size_t i = 0; i < len; i++)
+		data[i] = (char)('a' + i % 26);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	d.fd = sv[1];
+	buf_init(&d.got, 0);
+	CHECK(pthread_create(&th, NULL, drain_main, &d) == 0);
+	CHECK_INT(write_all(sv[0], data, len), 0);
+	close(sv[0]);
+	pthread_join(th, NULL);
+	CHECK_INT(d.got.len, len);
+	CHECK(memcmp(d.got.p, data, len) == 0);
+	close(sv[1]);
+	buf_release(&d.got);
+	free(data);
+}
+
+/* ---- httpd ---- */
+
+TEST(httpd_routes_table)
+{
+	static const struct httpd_route t[] = {
+	    {"/healthz", "GET, HEAD", 1},
+	    {"/v1/runs/*", "GET, HEAD, DELETE", 2},
+	    {"/v1/runs/*/events", "GET, HEAD", 3},
+	};
+	static const struct {
+		const char *url;
+		int id; /* 0: none */
+		const char *arg;
+	} cases[] = {
+	    {"/healthz", 1, NULL},
+	    {"/healthz/", 0, NULL},
+	    {"/healthzz", 0, NULL},
+	    {"/health", 0, NULL},
+	    {"/v1/runs/r-1", 2, "r-1"},
+	    {"/v1/runs/r-1/events", 3, "r-1/events"},
+	    {"/v1/runs/", 0, NULL},
+	    {"/v1/runs//events", 0, NULL},
+	    {"/v1/runs/r-1/", 0, NULL},
+	    {"/v1/runs/r-1/eventsx", 0, NULL},
+	    {"/v1/runs/a/b/events", 0, NULL},
+	    {"", 0, NULL},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *arg = "unset";
+		const struct httpd_route *r =
+		    httpd_route_find(t, ARRAY_SIZE(t), cases[i].url, &arg);
+		CHECK_MSG((r ? r->id : 0) == cases[i].id, "'%s': route %d, want %d", cases[i].url,
+			  r ? r->id : 0, cases[i].id);
+		CHECK_MSG(cases[i].arg ? arg && strcmp(arg, cases[i].arg) == 0 : !arg,
+			  "'%s': arg '%s'", cases[i].url, arg ? arg : "(null)");
+	}
+	CHECK(httpd_route_allows(&t[1], "GET"));
+	CHECK(httpd_route_allows(&t[1], "HEAD"));
+	CHECK(httpd_route_allows(&t[1], "DELETE"));
+	CHECK(!httpd_route_allows(&t[1], "POST"));
+	CHECK(!httpd_route_allows(&t[1], "GE"));
+	CHECK(!httpd_route_allows(&t[1], "DELETES"));
+	CHECK(!httpd_route_allows(&t[1], ""));
+}
+
+TEST(httpd_error_json_keeps_the_order)
+{
+	cJSON *j = httpd_error_json((const char *const[]){"type", "bad", "code", "x_y", "param",
+							  NULL, "message", "m", NULL});
+	char *s = json_print(j);
+	CHECK_STR(
+	    s, "{\"error\":{\"type\":\"bad\",\"code\":\"x_y\",\"param\":null,\"message\":\"m\"}}");
+	free(s);
+	cJSON_Delete(j);
+}
+
+TEST(httpd_body_caps)
+{
+	struct httpd_body b;
+	httpd_body_init(&b, 8);
+	httpd_body_take(&b, "1234", 4);
+	httpd_body_take(&b, "5678", 4);
+	CHECK_STR(b.buf.p, "12345678");
+	CHECK(!b.too_big);
+	httpd_body_take(&b, "9", 1);
+	CHECK(b.too_big && !b.buf.p);
+	httpd_body_take(&b, "0123", 4);
+	CHECK_INT(b.dropped, 5);
+	httpd_body_release(&b);
+}
+
+enum { T_HELLO, T_ITEM, T_ECHO };
+
+static const struct httpd_route test_routes[] = {
+    {"/hello", "GET, HEAD", T_HELLO},
+    {"/items/*", "GET, DELETE", T_ITEM},
+    {"/echo", "POST", T_ECHO},
+};
+
+#define TEST_BODY_MAX 16
+
+static enum MHD_Result test_request(void *cls, struct MHD_Connection *c, const char *url,
+				    const char *method, const char *version, const char *data,
+				    size_t *data_size, void **con_cls)
+{
+	struct httpd_body *body = *con_cls;
+	const char *arg = NULL, *cl;
+	const struct httpd_route *rt =
+	    httpd_route_find(test_routes, ARRAY_SIZE(test_routes), url, &arg);
+	(void)cls;
+	(void)version;
+	if (!body) {
+		if ((cl = httpd_declared_over(c, TEST_BODY_MAX)))
+			return httpd_json(
+			    c, 413, httpd_error_json((const char *const[]){"declared", cl, NULL}),
+			    NULL);
+		body = xmalloc(sizeof(*body));
+		httpd_body_init(body, TEST_BODY_MAX);
+		*con_cls = body;
+		return MHD_YES;
+	}
+	if (*data_size) {
+		httpd_body_take(body, data, *data_size);
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (!rt)
+		return httpd_json(c, 404,
+				  httpd_error_json((const char *const[]){
+				      "message", "no route", "type", "not_found", NULL}),
+				  NULL);
+	if (!httpd_route_allows(rt, method))
+		return httpd_json(c, 405,
+				  httpd_error_json((const char *const[]){"message", "no", NULL}),
+				  (const char *const[]){MHD_HTTP_HEADER_ALLOW, rt->methods, NULL});
+	switch (rt->id) {
+	case T_HELLO:
+		return httpd_queue(
+		    c, 200,
+		    httpd_response(xstrdup("hi"), 2, "text/plain",
+				   (const char *const[]){"X-One", "1", "X-Two", "2", NULL}));
+	case T_ITEM: {
+		cJSON *j = cJSON_CreateObject();
+		json_add_str(j, "id", arg);
+		json_add_str(j, "method", method);
+		json_add_bool(j, "nodelay", nodelay_of(httpd_conn_fd(c)));
+		return httpd_json(c, 200, j, NULL);
+	}
+	default:
+		if (body->too_big)
+			return httpd_queue(
+			    c, 413, httpd_response(xstrdup("too big"), 7, "text/plain", NULL));
+		return httpd_queue(
+		    c, 200,
+		    httpd_response(xstrndup(body->buf.p ? body->buf.p : "", body->buf.len),
+				   body->buf.len, "application/octet-stream", NULL));
+	}
+}
+
+static void test_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			   enum MHD_RequestTerminationCode code)
+{
+	struct httpd_body *body = *con_cls;
+	(void)cls;
+	(void)c;
+	(void)code;
+	if (body) {
+		httpd_body_release(body);
+		free(body);
+		*con_cls = NULL;
+	}
+}
+
+/* Send req on a new connection to port and read the whole answer (the
+ * request asks to close). The caller frees it. */
+static char *exchange(int port, const char *req)
+{
+	char msg[512];
+	int fd = net_connect("127.0.0.1", port, msg, sizeof(msg));
+	struct buf b;
+	int64_t deadline = now_ns() + 10000000000LL;
+	CHECK_MSG(fd >= 0, "%s", msg);
+	CHECK_INT(write_all(fd, req, strlen(req)), 0);
+	buf_init(&b, 0);
+	buf_puts(&b, "");
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		char chunk[4096];
+		ssize_t n;
+		CHECK_MSG(now_ns() < deadline, "no answer to '%.40s'", req);
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		if ((n = read(fd, chunk, sizeof(chunk))) <= 0)
+			break;
+		buf_append(&b, chunk, (size_t)n);
+	}
+	close(fd);
+	return buf_detach(&b, NULL);
+}
+
+TEST(httpd_serves_on_a_listening_socket)
+{
+	struct httpd_cfg cfg = {
+	    .on_request = test_request,
+	    .on_completed = test_completed,
+	    .connection_limit = 16,
+	    .timeout_s = 10,
+	    .quiesce = true,
+	};
+	char msg[512];
+	int port = 0, fd = net_listen("127.0.0.1", 0, &port, msg, sizeof(msg));
+	struct MHD_Daemon *d;
+	char *r;
+	CHECK_MSG(fd >= 0, "%s", msg);
+	d = httpd_start(&cfg, fd);
+	CHECK(d);
+
+	r = exchange(port, "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	CHECK_MSG(strncmp(r, "HTTP/1.1 200 ", 13) == 0, "%.200s", r);
+	CHECK_CONTAINS(r, "\r\nContent-Type: text/plain\r\n");
+	CHECK_CONTAINS(r, "\r\nX-One: 1\r\n");
+	CHECK_CONTAINS(r, "\r\nX-Two: 2\r\n");
+	CHECK_CONTAINS(r, "\r\nContent-Length: 2\r\n");
+	CHECK(strlen(r) > 6 && strcmp(r + strlen(r) - 6, "\r\n\r\nhi") == 0);
+	free(r);
+
+	r = exchange(port, "DELETE /items/a-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	CHECK_MSG(strncmp(r, "HTTP/1.1 200 ", 13) == 0, "%.200s", r);
+	CHECK_CONTAINS(r, "\r\nContent-Type: application/json\r\n");
+	CHECK_CONTAINS(r, "\r\n\r\n{\"id\":\"a-1\",\"method\":\"DELETE\",\"nodelay\":true}");
+	free(r);
+
+	r = exchange(port, "POST /items/a-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+			   "Content-Length: 0\r\n\r\n");
+	CHECK_MSG(strncmp(r, "HTTP/1.1 405 ", 13) == 0, "%.200s", r);
+	CHECK_CONTAINS(r, "\r\nAllow: GET, DELETE\r\n");
+	CHECK_CONTAINS(r, "\r\n\r\n{\"error\":{\"message\":\"no\"}}");
+	free(r);
+
+	r = exchange(port, "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	CHECK_MSG(strncmp(r, "HTTP/1.1 404 ", 13) == 0, "%.200s", r);
+	CHECK_CONTAINS(r, "{\"error\":{\"message\":\"no route\",\"type\":\"not_found\"}}");
+	free(r);
+
+	r = exchange(port, "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+			   "Content-Length: 5\r\n\r\nhello");
+	CHECK_MSG(strncmp(r, "HTTP/1.1 200 ", 13) == 0, "%.200s", r);
+	CHECK(strcmp(r + strlen(r) - 9, "\r\n\r\nhello") == 0);
+	free(r);
+
+	/* declared over the cap: answered before the body is read */
+	r = exchange(port, "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+			   "Content-Length: 17\r\n\r\n01234567890123456");
+	CHECK_MSG(strncmp(r, "HTTP/1.1 413 ", 13) == 0, "%.200s", r);
+	CHECK_CONTAINS(r, "{\"error\":{\"declared\":\"17\"}}");
+	free(r);
+
+	/* chunked, with no length: read until the cap, then refused */
+	r = exchange(port, "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+			   "Transfer-Encoding: chunked\r\n\r\n"
+			   "a\r\n0123456789\r\na\r\n0123456789\r\n0\r\n\r\n");
+	CHECK_MSG(strncmp(r, "HTTP/1.1 413 ", 13) == 0, "%.200s", r);
+	CHECK(strcmp(r + strlen(r) - 11, "\r\n\r\ntoo big") == 0);
+	free(r);
+
+	/* The listening socket is closed once the library's thread, woken,
+	 * lets go of it. */
+	httpd_quiesce(d);
+	for (int i = 0;; i++) {
+		int c = net_connect("127.0.0.1", port, msg, sizeof(msg));
+		if (c < 0)
+			break;
+		close(c);
+		CHECK_MSG(i < 200, "the socket still accepts after httpd_quiesce");
+		sleep_ns(10000000);
+	}
+	httpd_stop(d);
+	httpd_stop(NULL);
 }

@@ -7,12 +7,11 @@
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
+#include "../common/net.h"
 
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1831,15 +1830,9 @@ TEST(serve_shutdown_cancels)
 /* A TCP connection to the server, or the test fails. */
 static int tcp_connect(const struct srv *s)
 {
-	struct sockaddr_in a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(fd >= 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons((uint16_t)s->port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK_MSG(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "connect: %s",
-		  strerror(errno));
+	char msg[512];
+	int fd = net_connect("127.0.0.1", s->port, msg, sizeof(msg));
+	CHECK_MSG(fd >= 0, "%s", msg);
 	return fd;
 }
 

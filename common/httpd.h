@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* common/httpd.h -- what our HTTP servers (`rlm serve`, `rlm sim-serve`)
+ * share on libmicrohttpd: the daemon on a listening socket, replies that
+ * leave in one write, JSON replies and error bodies, request bodies read
+ * under a cap, and a table of routes.
+ *
+ * DESIGN
+ * The daemon runs a thread per connection (a handler may block on a solve
+ * or sleep a modelled latency), polled with poll() so that descriptors
+ * past FD_SETSIZE work. Each accepted socket gets TCP_NODELAY, and each
+ * reply made here hands headers and body to the library as one buffer, so
+ * they leave in one write: two writes without TCP_NODELAY stall each call
+ * ~40 ms (Nagle against delayed ACK, see common/net.h). A server keeps its
+ * own request callbacks (libmicrohttpd calls one with the headers, once
+ * per piece of the body and once at its end) and its own error shape: the
+ * pieces here build what it asks for, in its order.
+ *
+ * Threads: httpd_start, httpd_quiesce and httpd_stop on the thread that
+ * owns the daemon; the rest on a connection's thread, inside a callback. */
+#ifndef RLM_HTTPD_H
+#define RLM_HTTPD_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "json.h"
+
+/* ---- the daemon ---- */
+
+struct httpd_cfg {
+	MHD_AccessHandlerCallback on_request;	   /* called with arg */
+	MHD_RequestCompletedCallback on_completed; /* called with arg; NULL: none */
+	void *arg;				   /* of both callbacks */
+	unsigned connection_limit;		   /* connections open at once */
+	unsigned per_ip_limit;			   /* from one address; 0: no limit */
+	unsigned timeout_s;			   /* an idle connection is closed after this */
+	bool quiesce;				   /* httpd_quiesce may be called */
+};
+
+/* Serve HTTP on listen_fd, a listening socket (net_listen). listen_fd is
+ * the daemon's from now on: closed by httpd_quiesce or httpd_stop, or here
+ * when the daemon cannot start (NULL). The threads it makes inherit the
+ * caller's signal mask. */
+struct MHD_Daemon *httpd_start(const struct httpd_cfg *cfg, int listen_fd);
+/* Stop accepting connections (cfg.quiesce needed): the listening socket is
+ * closed; the connections open are served on. */
+void httpd_quiesce(struct MHD_Daemon *d);
+/* Close every connection, wait for their threads and free d (NULL: no-op).
+ * A handler that blocks holds this up: tell it to stop first. */
+void httpd_stop(struct MHD_Daemon *d);
+
+/* The socket of connection c (the library's), or -1. */
+int httpd_conn_fd(struct MHD_Connection *c);
+
+/* ---- replies ----
+ * hdrs: extra headers as pairs of a name and a value, up to a NULL name
+ * (NULL: none). A response is NULL when the library fails; httpd_queue
+ * takes that too. */
+
+/* A response of body[0..len) (malloc'd; consumed, freed here on failure
+ * too), sent as one buffer, with Content-Type type and hdrs. */
+struct MHD_Response *httpd_response(char *body, size_t len, const char *type,
+				    const char *const *hdrs);
+/* j (consumed) as compact JSON, Content-Type application/json, and hdrs. */
+struct MHD_Response *httpd_json_response(cJSON *j, const char *const *hdrs);
+/* A response whose body read(cls, ...) writes as the library asks,
+ * block bytes at most at once; size: its length, or MHD_SIZE_UNKNOWN
+ * (chunked). done(cls) frees cls when the response is destroyed, or here
+ * on failure. Content-Type type, and hdrs. */
+struct MHD_Response *httpd_callback_response(uint64_t size, size_t block,
+					     MHD_ContentReaderCallback read, void *cls,
+					     MHD_ContentReaderFreeCallback done, const char *type,
+					     const char *const *hdrs);
+/* Queue r (destroyed here; NULL: nothing is sent) on c with status.
+ * Returns what the access handler returns: MHD_NO closes the connection. */
+enum MHD_Result httpd_queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r);
+/* httpd_queue of httpd_json_response(j, hdrs). */
+enum MHD_Result httpd_json(struct MHD_Connection *c, unsigned status, cJSON *j,
+			   const char *const *hdrs);
+/* An error body in the caller's shape: {"error": {name: value, ...}}, from
+ * members, pairs of a name and a value (NULL: null) up to a NULL name, in
+ * that order. The caller's. */
+cJSON *httpd_error_json(const char *const *members);
+
+/* ---- request bodies ---- */
+
+/* A request body read under a cap; owned by its connection's thread. */
+struct httpd_body {
+	struct buf buf;	  /* what was read (buf.p NULL before any byte) */
+	bool too_big;	  /* it passed the cap: buf was dropped */
+	uint64_t dropped; /* bytes read and dropped since */
+};
+
+void httpd_body_init(struct httpd_body *b, size_t max);
+/* Take data[0..n), the next piece of the body: kept while the whole stays
+ * within the cap; past it, buf is dropped and the rest only counted. */
+void httpd_body_take(struct httpd_body *b, const char *data, size_t n);
+void httpd_body_release(struct httpd_body *b);
+/* The Content-Length header of c as sent (for a message) when it declares
+ * more than max bytes, else NULL. Borrowed until the request completes. */
+const char *httpd_declared_over(struct MHD_Connection *c, size_t max);
+
+/* ---- routes ---- */
+
+struct httpd_route {
+	const char *path;    /* segments, each a name or "*": one or more
+			      * characters but '/' ("/v1/runs/x/events") */
+	const char *methods; /* those allowed, as an Allow header lists
+			      * them: "POST", "GET, HEAD", ... */
+	int id;		     /* the caller's name for it */
+};
+
+/* The first route of t[0..n) whose path url matches, or NULL; with arg,
+ * *arg is where url's first "*" segment begins (it runs to the end of url:
+ * "x/events"), or NULL when the path has none. */
+const struct httpd_route *httpd_route_find(const struct httpd_route *t, size_t n, const char *url,
+					   const char **arg);
+/* True when r allows method. */
+bool httpd_route_allows(const struct httpd_route *r, const char *method);
+
+#endif
