@@ -12,6 +12,7 @@
  * second signal cancels them at once), waiting requests are answered, and
  * the process exits 0. */
 #include "cli.h"
+#include "cliopt.h"
 #include "../serve/serve_int.h"
 
 #include <arpa/inet.h>

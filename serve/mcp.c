@@ -26,6 +26,7 @@
  * are tool errors (isError) in every revision, as 2025-11-25 spells out
  * (SEP-1303). */
 #include "../cli/cli.h"
+#include "../cli/cliopt.h"
 #include "mcp_int.h"
 #include "../common/common.h"
 
