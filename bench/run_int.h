@@ -10,7 +10,6 @@
 
 #include "bench_int.h"
 #include "../common/json.h"
-#include "../cli/cliopt.h"
 #include "../rlm/rlm.h"
 #include "../store/store.h"
 
@@ -49,7 +48,7 @@ struct bench_task {
 /* A run. The command fills the first part, then calls bench_run_all. */
 struct bench_run {
 	/* set before the workers start, read-only while they run */
-	struct model_setup ms;
+	struct rlm_models ms;
 	struct rlm_opts ro;  /* the base of every solve: pool, models, store,
 			      * limits */
 	struct store *store; /* or NULL (--no-cache) */

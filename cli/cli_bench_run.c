@@ -3,6 +3,7 @@
  * summary it prints and writes once the engine (bench/run.c) is done. */
 #include "../bench/run_int.h"
 #include "cli.h"
+#include "cliopt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -237,14 +238,14 @@ static char *notes(const struct bench_run *r, size_t skipped, const char *result
 			   "- %zu solves failed and scored 0 (their `error` is in "
 			   "`results.jsonl`); a rerun runs them again.\n",
 			   failed);
-	if (r->ms.kind == LLM_SIM || strcmp(llm_model_name(r->ms.model), "sim") == 0)
+	if (strcmp(r->ms.provider, "sim") == 0 || strcmp(llm_model_name(r->ms.model), "sim") == 0)
 		buf_puts(&b, "- The model is the simulator (docs/simulator.md): it answers "
 			     "extractively (the line that best matches the question, or a count of "
 			     "matching lines) and never sees the gold, so only a suite whose answer "
 			     "is one line of the context (S-NIAH) can score. OOLONG, OOLONG-Pairs "
 			     "and browse need a model that classifies, counts, pairs or follows two "
 			     "facts: near 0 here is expected, and says nothing of the controller.\n");
-	if (cost == 0 && r->ms.kind == LLM_SIM)
+	if (cost == 0 && strcmp(r->ms.provider, "sim") == 0)
 		buf_puts(&b, "- Every cost is 0: the in-process simulator is free.\n");
 	else if (cost == 0)
 		buf_puts(&b, "- Every cost is 0: no price is known for the model (`--prices FILE` "
@@ -274,7 +275,7 @@ static int summarise(const struct bench_run *r, int argc, char **argv, char *con
 	models =
 	    xasprintf("`%s` (provider %s, window %ld tokens) for root calls and direct; "
 		      "`%s` for sub-calls",
-		      root, llm_kind_name(r->ms.kind), llm_model_context_window(r->ms.model), sub);
+		      root, r->ms.provider, llm_model_context_window(r->ms.model), sub);
 	rep.res = res;
 	rep.strategies = names;
 	rep.n_strategies = n_strats;
@@ -322,12 +323,12 @@ static int open_results(const char *path)
 }
 
 /* Build the pool, models and store into r. Returns 0 or an exit status. */
-static int setup(struct bench_run *r, const struct model_opts *mo, const char *cache_path,
+static int setup(struct bench_run *r, const struct rlm_models_cfg *mo, const char *cache_path,
 		 bool no_cache)
 {
 	struct rlm_err err = {0, ""};
 	int rc;
-	if ((rc = model_setup(mo, &r->ms, &err))) {
+	if ((rc = rlm_models_init(&r->ms, mo, &err))) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return rc == RLM_EINVAL ? 2 : 1;
 	}
@@ -335,7 +336,7 @@ static int setup(struct bench_run *r, const struct model_opts *mo, const char *c
 		struct store_cfg sc = {cache_path, false, 0};
 		if ((rc = store_open(&sc, &r->store, &err))) {
 			fprintf(stderr, "rlm: error: %s (or pass --no-cache)\n", err.msg);
-			model_teardown(&r->ms);
+			rlm_models_release(&r->ms);
 			return 1;
 		}
 	}
@@ -363,7 +364,7 @@ int cmd_bench_run(int argc, char **argv)
 	    SOLVE_LONGOPTS,
 	    {NULL, 0, NULL, 0},
 	};
-	struct model_opts mo;
+	struct rlm_models_cfg mo;
 	struct bench_run r;
 	struct rlm_err err = {0, ""};
 	struct llm_stats st;
@@ -534,7 +535,7 @@ out:
 	if (r.fd >= 0)
 		close(r.fd);
 	if (set_up) {
-		model_teardown(&r.ms);
+		rlm_models_release(&r.ms);
 		store_close(r.store);
 	}
 	bench_run_release(&r);

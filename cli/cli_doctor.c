@@ -604,7 +604,7 @@ static void print_json(const struct doctor *d, int status)
 	json_add_str(py, "path", python_path(d));
 	json_add_str(py, "version", d->rs.python);
 	json_add(o, "python", py);
-	json_add(o, "sandbox", sandbox_status_json(&d->st));
+	json_add(o, "sandbox", repl_sandbox_status_json(&d->st));
 	if (d->second) {
 		cJSON *z = cJSON_CreateObject();
 		json_add_bool(z, "on", d->rs2.zygote);

@@ -104,8 +104,8 @@ int cmd_repl(int argc, char **argv)
 		SANDBOX_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	struct model_opts mo;
-	struct model_setup ms;
+	struct rlm_models_cfg mo;
+	struct rlm_models ms;
 	struct corpus_opts co = {0};
 	struct corpus *corpus = NULL;
 	struct repl_cfg cfg = {0};
@@ -191,7 +191,7 @@ int cmd_repl(int argc, char **argv)
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return 1;
 	}
-	if ((rc = model_setup(&mo, &ms, &err))) {
+	if ((rc = rlm_models_init(&ms, &mo, &err))) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		corpus_free(corpus);
 		return rc == RLM_EINVAL ? 2 : 1;
@@ -255,7 +255,7 @@ out:
 	calls_release(&calls);
 	tree_release(&tree);
 	rlm_result_release(&counts);
-	model_teardown(&ms);
+	rlm_models_release(&ms);
 	corpus_free(corpus);
 	return status;
 }

@@ -13,6 +13,7 @@
  * the process exits 0. */
 #include "cli.h"
 #include "../common/net.h"
+#include "cliopt.h"
 #include "../serve/serve_int.h"
 
 #include <arpa/inet.h>

@@ -148,14 +148,14 @@ static void on_event(const struct rlm_event *e, void *arg)
 }
 
 static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, const struct corpus *c,
-		       const struct model_setup *ms, int64_t load_ns, int64_t total_ns,
+		       const struct rlm_models *ms, int64_t load_ns, int64_t total_ns,
 		       const struct llm_stats *st, const char *error)
 {
 	cJSON *o = rlm_result_json(r, ro), *ctx, *t;
 	char *s;
 	if (error)
 		json_add_str(o, "error", error);
-	json_add_str(o, "provider", llm_kind_name(ms->kind));
+	json_add_str(o, "provider", ms->provider);
 	json_add_num(json_get(o, "calls"), "retries", (double)st->retries);
 	ctx = cJSON_CreateObject();
 	json_add_str(ctx, "source", c->source);
@@ -212,8 +212,8 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		SOLVE_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	struct model_opts mo;
-	struct model_setup ms;
+	struct rlm_models_cfg mo;
+	struct rlm_models ms;
 	struct corpus_opts co = {0};
 	struct corpus *corpus = NULL;
 	struct rlm_opts ro = {0};
@@ -314,7 +314,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		return 1;
 	}
 	load_ns = now_ns() - t0;
-	if ((rc = model_setup(&mo, &ms, &err))) {
+	if ((rc = rlm_models_init(&ms, &mo, &err))) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		corpus_free(corpus);
 		free(qfile);
@@ -328,7 +328,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		struct store_cfg sc = {cache_path, false, 0};
 		if ((rc = store_open(&sc, &store, &err))) {
 			fprintf(stderr, "rlm: error: %s (or pass --no-cache)\n", err.msg);
-			model_teardown(&ms);
+			rlm_models_release(&ms);
 			corpus_free(corpus);
 			free(qfile);
 			return 1;
@@ -383,7 +383,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		fprintf(stderr, "rlm: run %s (rlm runs show %s; rlm solve --resume %s)\n", res.run_id,
 			res.run_id, res.run_id);
 	rlm_result_release(&res);
-	model_teardown(&ms);
+	rlm_models_release(&ms);
 	store_close(store);
 	free(note);
 	corpus_free(corpus);

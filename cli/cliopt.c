@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* cli/cliopt.c -- model options, their environment variables, and setting
- * up the pool and models they describe; the sandbox options; the strategy
- * and limits of a solve. */
+/* cli/cliopt.c -- model options and their environment variables; the
+ * sandbox options; the strategy and limits of a solve. */
 #include "cliopt.h"
 #include "../rlm/prompt.h"
 #include "../common/text.h"
@@ -43,19 +42,19 @@ static const char *env(const char *name)
 	return v && *v ? v : NULL;
 }
 
-void model_opts_init(struct model_opts *o)
+void model_opts_init(struct rlm_models_cfg *o)
 {
 	const char *v;
-	memset(o, 0, sizeof(*o));
-	o->concurrency = 64;
-	o->timeout_s = 300;
-	o->max_retries = 6;
-	o->temperature = -1;
+	rlm_models_cfg_init(o);
 	o->provider = env("RLM_PROVIDER");
 	o->model = env("RLM_MODEL");
 	o->sub_model = env("RLM_SUB_MODEL");
 	o->prices = env("RLM_PRICES");
-	o->sim_spec = env("RLM_SIM");
+	o->provider_spec = env("RLM_SIM");
+	o->openai_base_url = env("OPENAI_BASE_URL");
+	o->openai_api_key = env("OPENAI_API_KEY");
+	o->anthropic_base_url = env("ANTHROPIC_BASE_URL");
+	o->anthropic_api_key = env("ANTHROPIC_API_KEY");
 	if ((v = env("RLM_CONCURRENCY")))
 		o->concurrency = atol(v) > 0 && atol(v) <= 4096 ? atol(v) : 64;
 	if ((v = env("RLM_TIMEOUT")))
@@ -68,7 +67,7 @@ static int bad(const char *opt, const char *arg, const char *want)
 	return 2;
 }
 
-int model_opts_take(struct model_opts *o, int opt, const char *arg)
+int model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg)
 {
 	double d;
 	long l;
@@ -80,7 +79,7 @@ int model_opts_take(struct model_opts *o, int opt, const char *arg)
 	case OPT_API_KEY: o->api_key = arg; return 1;
 	case OPT_EXTRA_JSON: o->extra_json = arg; return 1;
 	case OPT_PRICES: o->prices = arg; return 1;
-	case OPT_SIM: o->sim_spec = arg; return 1;
+	case OPT_SIM: o->provider_spec = arg; return 1;
 	case OPT_CONCURRENCY:
 		if (parse_int(arg, 1, 4096, &l))
 			return bad("concurrency", arg, "want 1..4096");
@@ -123,119 +122,6 @@ int model_opts_take(struct model_opts *o, int opt, const char *arg)
 		return 1;
 	default: return 0;
 	}
-}
-
-static enum llm_kind kind_of(const char *model)
-{
-	if (strcmp(model, "sim") == 0)
-		return LLM_SIM;
-	return strncmp(model, "claude", 6) == 0 ? LLM_ANTHROPIC : LLM_OPENAI;
-}
-
-static int make_model(const struct model_opts *o, struct model_setup *s, enum llm_kind kind,
-		      const char *name, struct llm_model **out, struct rlm_err *err)
-{
-	struct llm_model_cfg cfg = {0};
-	cfg.kind = kind;
-	cfg.name = name;
-	cfg.timeout_ms = (long)(o->timeout_s * 1000);
-	cfg.max_retries = (int)o->max_retries;
-	cfg.max_inflight = (int)o->max_inflight;
-	cfg.rpm = o->rpm;
-	cfg.tpm = o->tpm;
-	cfg.extra_json = o->extra_json;
-	cfg.sim = s->sim;
-	if (kind == LLM_SIM && !s->sim)
-		return rlm_err_set(err, RLM_EINVAL, "the sub-model 'sim' needs the root model to be "
-						    "'sim' too");
-	if (kind == LLM_OPENAI) {
-		cfg.base_urls = o->base_url ? o->base_url : env("OPENAI_BASE_URL");
-		cfg.api_key = o->api_key ? o->api_key : env("OPENAI_API_KEY");
-	} else if (kind == LLM_ANTHROPIC) {
-		cfg.base_urls = o->base_url ? o->base_url : env("ANTHROPIC_BASE_URL");
-		cfg.api_key = o->api_key ? o->api_key : env("ANTHROPIC_API_KEY");
-	}
-	*out = llm_model_new(&cfg, err);
-	return *out ? 0 : (err && err->code ? err->code : RLM_EINVAL);
-}
-
-int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_err *err)
-{
-	struct llm_pool_cfg pc = {0};
-	const char *model = o->model;
-	int rc;
-	memset(s, 0, sizeof(*s));
-	if (o->provider) {
-		if (llm_kind_parse(o->provider, &s->kind))
-			return rlm_err_set(err, RLM_EINVAL,
-					   "unknown provider '%s' (known: openai, anthropic, sim)",
-					   o->provider);
-	} else if (!model && (o->base_url || o->api_key)) {
-		/* An endpoint or a key says a real server is meant. */
-		s->kind = LLM_OPENAI;
-	} else if (!model || (strcmp(model, "sim") == 0 && !o->base_url)) {
-		s->kind = LLM_SIM;
-		if (!model && !o->quiet)
-			fprintf(stderr,
-				"rlm: note: no model configured, using the built-in offline simulator "
-				"'sim'; pass --provider and --model (or set RLM_MODEL and "
-				"OPENAI_API_KEY / ANTHROPIC_API_KEY) for a real model\n");
-	} else if (strcmp(model, "sim") == 0) {
-		/* --model sim with a --base-url: a server of the simulator
-		 * (rlm sim-serve), spoken to over HTTP. */
-		s->kind = LLM_OPENAI;
-	} else {
-		s->kind = kind_of(model);
-	}
-	if (s->kind == LLM_SIM) {
-		struct sim_cfg sc;
-		sim_cfg_default(&sc);
-		if (o->sim_spec && (rc = sim_cfg_parse(o->sim_spec, &sc, err)))
-			return rc;
-		s->sim = sim_new(&sc);
-		if (!model)
-			model = "sim";
-	} else if (!model) {
-		return rlm_err_set(err, RLM_EINVAL,
-				   "no model given for provider '%s': pass --model or set RLM_MODEL",
-				   llm_kind_name(s->kind));
-	}
-	if (o->prices && (rc = llm_prices_load(o->prices, err)))
-		goto fail;
-	if ((rc = make_model(o, s, s->kind, model, &s->model, err)))
-		goto fail;
-	if (o->sub_model && strcmp(o->sub_model, model) != 0) {
-		/* Without --provider each model's name picks its provider, so a
-		 * claude root can use a gpt sub-model. */
-		enum llm_kind sk = o->provider ? s->kind : kind_of(o->sub_model);
-		if ((rc = make_model(o, s, sk, o->sub_model, &s->sub, err)))
-			goto fail;
-	} else {
-		s->sub = s->model;
-	}
-	s->params = (struct llm_params)LLM_PARAMS_DEFAULT;
-	s->params.max_tokens = (int)o->max_tokens;
-	s->params.temperature = o->temperature;
-	pc.workers = (int)o->concurrency;
-	s->pool = llm_pool_new(&pc, err);
-	if (!s->pool) {
-		rc = err && err->code ? err->code : RLM_EINVAL;
-		goto fail;
-	}
-	return 0;
-fail:
-	model_teardown(s);
-	return rc;
-}
-
-void model_teardown(struct model_setup *s)
-{
-	llm_pool_free(s->pool);
-	if (s->sub != s->model)
-		llm_model_free(s->sub);
-	llm_model_free(s->model);
-	sim_free(s->sim);
-	memset(s, 0, sizeof(*s));
 }
 
 /* ---- the sandbox options ---- */
@@ -334,28 +220,6 @@ int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg)
 		return size_opt("scratch-limit", arg, 64u << 10, "64K", &c->scratch_limit);
 	default: return 0;
 	}
-}
-
-cJSON *sandbox_status_json(const struct repl_sandbox_status *st)
-{
-	cJSON *o = cJSON_CreateObject(), *layers = cJSON_CreateObject();
-	json_add_str(o, "line", st->line);
-	for (int i = 0; i < REPL_L_COUNT; i++) {
-		const char *name = repl_layer_name((enum repl_layer)i);
-		if (st->on[i])
-			json_add_bool(layers, name, true);
-		else
-			json_add_str(layers, name, st->why[i][0] ? st->why[i] : "off");
-	}
-	json_add(o, "layers", layers);
-	json_add_num(o, "landlock_abi", st->landlock_abi);
-	json_add_num(o, "seccomp_filters", st->seccomp_filters);
-	json_add_num(o, "uid", st->uid);
-	json_add_num(o, "gid", st->gid);
-	json_add_str(o, "fs", st->fs);
-	json_add_bool(o, "scratch_tmpfs", st->scratch_tmpfs);
-	json_add_bool(o, "unsafe", st->unsafe);
-	return o;
 }
 
 /* ---- the strategy and limits of a solve ---- */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cli/cliopt.h -- the model options every command that calls models takes
- * (--provider, --model, --base-url, ...), their environment variables, and
- * turning them into a pool and models; the sandbox options of the commands
- * that start a REPL worker, and the sandbox status as JSON; the strategy
- * and limits of the commands that solve (solve, serve). */
+ * (--provider, --model, --base-url, ...) and their environment variables,
+ * into the configuration rlm_models_init sets models up from; the sandbox
+ * options of the commands that start a REPL worker; the strategy and
+ * limits of the commands that solve (solve, serve). */
 #ifndef RLM_CLIOPT_H
 #define RLM_CLIOPT_H
 
@@ -12,7 +12,6 @@
 
 #include "../common/json.h"
 #include "../llm/llm.h"
-#include "../sim/sim.h"
 #include "../repl/repl.h"
 #include "../rlm/rlm.h"
 
@@ -58,52 +57,16 @@ enum {
 /* Help text for the options above. */
 extern const char model_opts_help[];
 
-struct model_opts {
-	const char *provider;   /* NULL: inferred (see model_setup) */
-	const char *model;
-	const char *sub_model;
-	const char *base_url;
-	const char *api_key;
-	const char *extra_json;
-	const char *prices;
-	const char *sim_spec;
-	long concurrency;       /* pool workers */
-	double timeout_s;       /* per attempt */
-	long max_retries;
-	long max_inflight;
-	double rpm, tpm;
-	long max_tokens;
-	double temperature;     /* < 0: unset */
-	bool quiet;             /* no notice about the simulator */
-};
-
-/* Defaults, then the environment: RLM_PROVIDER, RLM_MODEL, RLM_SUB_MODEL,
- * RLM_CONCURRENCY, RLM_TIMEOUT, RLM_PRICES, RLM_SIM. Keys and base URLs
- * are read per provider in model_setup. */
-void model_opts_init(struct model_opts *o);
+/* Defaults (rlm_models_cfg_init), then the environment: RLM_PROVIDER,
+ * RLM_MODEL, RLM_SUB_MODEL, RLM_CONCURRENCY, RLM_TIMEOUT, RLM_PRICES,
+ * RLM_SIM (the provider spec), and each provider's key and endpoints:
+ * OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+ * (used for a model of that provider when no --api-key / --base-url is
+ * given). rlm_models_init turns o into the pool and models. */
+void model_opts_init(struct rlm_models_cfg *o);
 /* Take option `opt` with argument `arg`. Returns 1 when taken, 0 when opt
  * is not a model option, or 2 after printing an error for a bad value. */
-int model_opts_take(struct model_opts *o, int opt, const char *arg);
-
-struct model_setup {
-	struct sim *sim;           /* when the provider is sim */
-	struct llm_pool *pool;
-	struct llm_model *model;   /* root */
-	struct llm_model *sub;     /* sub-calls; may equal model */
-	struct llm_params params;
-	enum llm_kind kind;
-};
-
-/* Build the pool and models. The provider is --provider / RLM_PROVIDER;
- * without it, each model's name decides (claude-* is anthropic, sim is sim,
- * any other is openai; "sim" with a --base-url is openai too: a sim-serve
- * server); a --base-url or --api-key without a model means
- * openai (and then a model is required); with none of these the simulator
- * is used, with a notice on stderr. Keys and base URLs come from the flags, else from
- * OPENAI_API_KEY / OPENAI_BASE_URL or ANTHROPIC_API_KEY /
- * ANTHROPIC_BASE_URL. Returns 0 or a negative code with err filled. */
-int model_setup(const struct model_opts *o, struct model_setup *s, struct rlm_err *err);
-void model_teardown(struct model_setup *s);
+int model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg);
 
 /* ---- the sandbox of the REPL worker (solve, repl, doctor) ---- */
 
@@ -133,11 +96,6 @@ int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg);
  * may follow, or a lone "B": "512M", "2G", "1.5GiB", "1024". Nothing else
  * (no sign, blank, hex, exponent, inf). Returns 0 or RLM_EINVAL. */
 int parse_size(const char *s, uint64_t *out);
-
-/* The sandbox status as a JSON object: line, layers (true when on, else
- * the words why it is off), landlock_abi, seccomp_filters, uid, gid, fs,
- * scratch_tmpfs, unsafe. The caller owns the result. */
-cJSON *sandbox_status_json(const struct repl_sandbox_status *st);
 
 /* ---- the strategy and limits of a solve (solve, serve) ---- */
 

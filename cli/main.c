@@ -2,6 +2,7 @@
 /* cli/main.c -- the rlm command: dispatch to a subcommand. */
 #include "cli.h"
 #include "../common/common.h"
+#include "../sim/sim.h"
 
 #include <malloc.h>
 #include <signal.h>
@@ -80,6 +81,9 @@ int main(int argc, char **argv)
 		{"mcp", cmd_mcp},
 	};
 	signal(SIGPIPE, SIG_IGN);
+	/* The offline simulator, as the provider "sim" models are set up
+	 * with (rlm_models_init finds it by name). */
+	sim_provider_register();
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;

@@ -13,10 +13,15 @@
  * connection cache through a curl share handle.
  *
  * A model (struct llm_model) is one provider configuration: the wire format
- * (openai, anthropic, or the in-process simulator that speaks the openai
+ * (openai, anthropic, or an in-process provider that speaks the openai
  * format), the model name, one or more endpoints (base URLs) that spread
  * the load, credentials, limits, and prices. Calls name their model; root
  * and sub-calls may use different models of the same pool.
+ *
+ * An in-process provider (struct llm_provider) answers without a network:
+ * the offline simulator of sim/ is one. It registers itself by name
+ * (llm_provider_register), and a model names one instance of it; llm/
+ * knows it only through the functions of its struct.
  *
  * Threads: llm_pool_* and llm_model_* functions may be called from any
  * thread once the pool exists; models are created before calls are made to
@@ -32,11 +37,11 @@
 
 #include "../common/common.h"
 
-struct sim; /* sim/sim.h */
-
 enum llm_role { LLM_SYSTEM, LLM_USER, LLM_ASSISTANT };
 
-enum llm_kind { LLM_OPENAI, LLM_ANTHROPIC, LLM_SIM };
+/* The wire format and transport of a model: an HTTP provider, or an
+ * in-process provider (struct llm_provider) that speaks the openai format. */
+enum llm_kind { LLM_OPENAI, LLM_ANTHROPIC, LLM_INPROC };
 
 struct llm_msg {
 	enum llm_role role;
@@ -75,7 +80,8 @@ struct llm_params {
 /* Configuration of one model. Strings are copied by llm_model_new. */
 struct llm_model_cfg {
 	enum llm_kind kind;
-	const char *name;        /* model name sent to the provider; "sim" for the simulator */
+	const char *name;        /* model name sent to the provider (required; for
+				  * LLM_INPROC, NULL or "": the provider's name) */
 	const char *base_urls;   /* comma-separated endpoints; NULL: the provider's default */
 	const char *api_key;     /* NULL or "": none sent */
 	long timeout_ms;         /* per attempt; 0: 300000 */
@@ -87,7 +93,8 @@ struct llm_model_cfg {
 	long context_window;     /* tokens; 0: from the built-in table, else 128000 */
 	const struct llm_price *price; /* NULL: from the price table */
 	const char *extra_json;  /* JSON object merged into every request body */
-	struct sim *sim;         /* LLM_SIM: the simulator to call; borrowed */
+	const struct llm_provider *provider; /* LLM_INPROC: the provider to call */
+	void *impl;              /* LLM_INPROC: its instance (provider->open); borrowed */
 	int64_t backoff_base_ms; /* first retry delay; 0: 500 */
 	int64_t backoff_max_ms;  /* cap on one retry delay; 0: 30000 */
 };
@@ -162,13 +169,20 @@ void llm_call_release(struct llm_call *c);
 /* ---- models ---- */
 
 /* Create a model from cfg. Checks the configuration (known kind, parseable
- * URLs, credentials present where the provider needs them) and fills err
- * with a message naming the problem. The model is the caller's; free it
- * after every call to it has completed. */
+ * URLs, credentials present where the provider needs them, a provider and
+ * an instance for LLM_INPROC) and fills err with a message naming the
+ * problem. The model of an in-process provider has the provider's one
+ * endpoint, costs nothing unless a price file (llm_prices_load) names it,
+ * and has the provider's context window unless the window table knows
+ * its name. The model is the caller's; free it after every call to it
+ * has completed, and before the provider's instance. */
 struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err *err);
 void llm_model_free(struct llm_model *m);
 const char *llm_model_name(const struct llm_model *m);
 enum llm_kind llm_model_kind(const struct llm_model *m);
+/* The name of m's provider, as users name it: "openai", "anthropic", or
+ * the in-process provider's ("sim"). Static storage. */
+const char *llm_model_provider(const struct llm_model *m);
 long llm_model_context_window(const struct llm_model *m);
 /* USD for input_tokens of uncached prompt at the model's price (0 when its
  * price is unknown): what a budget reserves before sending a call. */
@@ -180,14 +194,72 @@ size_t llm_model_endpoints(const struct llm_model *m);
  * endpoints "]" (without user:password@, scheme and host in lower case,
  * no default port, sorted, without repeats, joined by ','):
  * "openai:qwen3@[http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1]";
+ * for an in-process provider its name, ':' and what its cache_id says:
  * "sim:seed=1,code_errors=0,chunk=0,rlm_chunks=128" for the simulator.
  * Not the API key or the limits. The string is m's, until
  * llm_model_free. */
 const char *llm_model_cache_id(const struct llm_model *m);
 
-/* Parse "openai", "anthropic", "sim"; returns 0 or RLM_EINVAL. */
+/* Parse "openai", "anthropic" (in-process providers are found by name with
+ * llm_provider_find); returns 0 or RLM_EINVAL. */
 int llm_kind_parse(const char *s, enum llm_kind *out);
+/* "openai", "anthropic", "inproc" (llm_model_provider names the provider). */
 const char *llm_kind_name(enum llm_kind k);
+
+/* ---- in-process providers ----
+ * A provider that answers in the process, as a server would: it is handed
+ * the body of a chat completions request as the openai wire format builds
+ * it, and answers with a status and a body (a reply, or an error the pool
+ * retries), or fails as a transport would (a reset, a timeout). The pool
+ * treats it as one endpoint: limits, retries, usage and cost as for any
+ * other. A provider registers itself once, before models are set up; a
+ * model names it and one instance of it (llm_model_cfg.provider, .impl).
+ */
+
+/* The outcome of one in-process attempt, what a transport would report. */
+struct llm_provider_resp {
+	int status;             /* HTTP status of the answer; 0 when none came
+				 * (a reset, a timeout: rc says) */
+	struct buf *body;       /* the answer's body goes here; capped: buf_append
+				 * fails past the cap (then rc = RLM_ETOOBIG) */
+	int64_t retry_after_ms; /* what a Retry-After would say; -1: none */
+	int rc;                 /* 0, or RLM_EHTTP (reset, truncated), RLM_ETIMEOUT,
+				 * RLM_ETOOBIG, RLM_ECANCEL */
+	char err[256];          /* words for rc */
+};
+
+/* A provider: static storage, its functions callable from any thread. */
+struct llm_provider {
+	const char *name;       /* "sim": what --provider and JSON say; unique */
+	const char *endpoint;   /* the one endpoint its models have: "sim://local/v1" */
+	long context_window;    /* tokens, for models the window table does not
+				 * know; 0: 128000 */
+	/* Make an instance from spec (NULL: the defaults). Returns 0 and sets
+	 * *impl, or a negative code with err saying what is wrong. */
+	int (*open)(const char *spec, void **impl, struct rlm_err *err);
+	/* Free an instance; NULL is a no-op. */
+	void (*close)(void *impl);
+	/* What of impl decides its answers, for cache keys (a model's id is
+	 * the provider's name, ':' and this): NUL-terminated in dst[0..cap). */
+	void (*cache_id)(const void *impl, char *dst, size_t cap);
+	/* Answer the request body[0..len) into resp (status 0, retry_after_ms
+	 * -1, rc 0 on entry), within timeout_ms (0: none), ending with
+	 * RLM_ECANCEL as soon as cancel (may be NULL) turns true. Called by
+	 * pool workers, several at once. */
+	void (*perform)(void *impl, const char *body, size_t len, long timeout_ms,
+			const atomic_bool *cancel, struct llm_provider_resp *resp);
+};
+
+/* Register p (kept, not copied) under p->name. Registering p again is a
+ * no-op. Returns 0, or RLM_EINVAL when the name is "openai", "anthropic"
+ * or another provider's, or when 16 are registered. Any thread. */
+int llm_provider_register(const struct llm_provider *p);
+/* The provider registered under name, or NULL. Any thread. */
+const struct llm_provider *llm_provider_find(const char *name);
+/* Every provider name, for messages: "openai, anthropic" and the
+ * registered ones in the order they came ("openai, anthropic, sim").
+ * Fresh string. */
+char *llm_provider_names(void);
 
 /* Look a model up in the built-in price table (exact name, then the longest
  * known prefix, so "gpt-5-mini-2025-08-07" finds "gpt-5-mini"). Overrides

@@ -93,6 +93,7 @@ struct llm_model {
 	size_t n_eps;
 	atomic_uint rr;            /* round-robin cursor */
 	char *cache_id;            /* llm_model_cache_id */
+	const char *provider;      /* llm_model_provider; static */
 };
 
 /* ---- the curl transport (llm/http.c) ----
@@ -117,9 +118,9 @@ void http_perform(struct http_client *hc, const struct http_req *req, struct htt
 /* Built-in table of context windows; 0 when unknown. */
 long llm_context_window_lookup(const char *model);
 
-/* Transport for the simulator: answers req in-process as `rlm sim-serve`
- * would over HTTP (sim/sim.c). Sleeps for the modelled latency. */
-void sim_transport(struct sim *s, const struct http_req *req, struct http_resp *resp,
-		   long timeout_ms, const atomic_bool *cancel);
+/* The transport of an in-process model (llm/provider.c): req handed to
+ * its provider's perform, its answer put in resp as http_perform would. */
+void llm__provider_perform(const struct llm_model *m, const struct http_req *req,
+			   struct http_resp *resp, const atomic_bool *cancel);
 
 #endif

@@ -2,7 +2,6 @@
 /* llm/model.c -- configured models: provider kind, endpoints, credentials,
  * limits and prices, checked once when the model is made. */
 #include "llm_int.h"
-#include "../sim/sim.h"
 #include "../common/json.h"
 #include "../common/text.h"
 
@@ -11,12 +10,12 @@
 #include <strings.h>
 #include <xxhash.h>
 
-static const char *const kind_names[] = {"openai", "anthropic", "sim"};
+static const char *const kind_names[] = {"openai", "anthropic", "inproc"};
 
 int llm_kind_parse(const char *s, enum llm_kind *out)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++)
-		if (s && strcmp(s, kind_names[i]) == 0) {
+		if (s && (enum llm_kind)i != LLM_INPROC && strcmp(s, kind_names[i]) == 0) {
 			*out = (enum llm_kind)i;
 			return 0;
 		}
@@ -162,11 +161,12 @@ static char *endpoints_id(const struct llm_model *m)
 struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err *err)
 {
 	struct llm_model *m = xcalloc(1, sizeof(*m));
+	const struct llm_provider *prov = cfg->kind == LLM_INPROC ? cfg->provider : NULL;
 	const char *urls;
 	int rc = 0;
 
 	m->cfg = *cfg;
-	m->name = xstrdup(cfg->name && *cfg->name ? cfg->name : "sim");
+	m->name = xstrdup(cfg->name && *cfg->name ? cfg->name : prov ? prov->name : "");
 	m->api_key = cfg->api_key && *cfg->api_key ? xstrdup(cfg->api_key) : NULL;
 	m->extra_json = cfg->extra_json ? xstrdup(cfg->extra_json) : NULL;
 	m->cfg.name = m->name;
@@ -187,14 +187,20 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 	switch (cfg->kind) {
 	case LLM_OPENAI: m->wire = &llm_wire_openai; break;
 	case LLM_ANTHROPIC: m->wire = &llm_wire_anthropic; break;
-	case LLM_SIM:
+	case LLM_INPROC:
 		m->wire = &llm_wire_openai;
-		if (!cfg->sim) {
-			rc = rlm_err_set(err, RLM_EINVAL, "the sim provider needs a simulator");
+		if (!prov || !cfg->impl) {
+			rc = rlm_err_set(err, RLM_EINVAL, "the %s provider needs an instance to call",
+					 prov ? prov->name : "in-process");
 			goto out;
 		}
 		break;
 	default: rc = rlm_err_set(err, RLM_EINVAL, "unknown provider kind %d", (int)cfg->kind); goto out;
+	}
+	m->provider = prov ? prov->name : kind_names[cfg->kind];
+	if (!*m->name) {
+		rc = rlm_err_set(err, RLM_EINVAL, "the %s provider needs a model name", m->provider);
+		goto out;
 	}
 
 	if (m->extra_json) {
@@ -208,9 +214,9 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 		}
 	}
 
-	if (cfg->kind == LLM_SIM) {
+	if (prov) {
 		m->eps = xcalloc(1, sizeof(*m->eps));
-		endpoint_init(m, &m->eps[0], "sim://local/v1");
+		endpoint_init(m, &m->eps[0], prov->endpoint ? prov->endpoint : "inproc://local/v1");
 		m->n_eps = 1;
 	} else {
 		urls = cfg->base_urls && *cfg->base_urls ? cfg->base_urls : m->wire->default_base_url;
@@ -234,18 +240,19 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 		}
 	}
 	m->price = cfg->price ? *cfg->price : llm_price_lookup(m->name);
-	if (cfg->kind == LLM_SIM && !cfg->price) {
-		/* The simulator costs nothing, whatever model it plays,
-		 * unless a price file says what it should cost (to try
-		 * --max-cost offline). */
+	if (prov && !cfg->price) {
+		/* An in-process provider (the simulator) costs nothing,
+		 * whatever model it plays, unless a price file says what it
+		 * should cost (to try --max-cost offline). */
 		m->price = llm_price_override(m->name);
 		if (!m->price.known)
 			m->price = (struct llm_price){0, 0, 0, 0, true};
 	}
-	if (cfg->kind == LLM_SIM) {
-		char id[160];
-		sim_cache_id(cfg->sim, id, sizeof(id));
-		m->cache_id = xasprintf("sim:%s", id);
+	if (prov) {
+		char id[256] = "";
+		if (prov->cache_id)
+			prov->cache_id(cfg->impl, id, sizeof(id));
+		m->cache_id = xasprintf("%s:%s", prov->name, id);
 	} else {
 		/* The model's own extra JSON shapes its answers too, and so do
 		 * the servers that answer (unless they are the default). */
@@ -258,7 +265,8 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 	if (!m->cfg.context_window) {
 		m->cfg.context_window = llm_context_window_lookup(m->name);
 		if (!m->cfg.context_window)
-			m->cfg.context_window = cfg->kind == LLM_SIM ? 32000 : 128000;
+			m->cfg.context_window =
+			    prov && prov->context_window ? prov->context_window : 128000;
 	}
 out:
 	if (rc) {
@@ -293,6 +301,11 @@ const char *llm_model_name(const struct llm_model *m)
 enum llm_kind llm_model_kind(const struct llm_model *m)
 {
 	return m->cfg.kind;
+}
+
+const char *llm_model_provider(const struct llm_model *m)
+{
+	return m->provider;
 }
 
 long llm_model_context_window(const struct llm_model *m)

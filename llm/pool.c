@@ -6,7 +6,7 @@
  * Calls wait in one FIFO. A worker pops a call and performs it to the end:
  * choose an endpoint (healthy, least loaded), wait for its concurrency and
  * rate limits, build the request with the provider's wire format, send it
- * (curl, or the simulator in-process), classify the outcome, and retry the
+ * (curl, or an in-process provider), classify the outcome, and retry the
  * retryable ones after a backoff with full jitter that honours Retry-After.
  * Nothing a worker does waits on another queued call, so the pool cannot
  * deadlock on itself; a call made from inside a worker (a completion
@@ -345,8 +345,8 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 			return;
 		}
 		http_resp_init(&resp);
-		if (cfg->kind == LLM_SIM)
-			sim_transport(cfg->sim, &req, &resp, cfg->timeout_ms, c->cancel);
+		if (cfg->kind == LLM_INPROC)
+			llm__provider_perform(m, &req, &resp, c->cancel);
 		else
 			http_perform(http, &req, &resp, cfg->timeout_ms, cfg->connect_timeout_ms,
 				     c->cancel);
@@ -381,12 +381,12 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 				snprintf(last, sizeof(last), "%s: %s", ep->base_url, err.msg);
 				retry = true;
 			} else {
-				set_error(c, rc, "%s: %s", llm_kind_name(cfg->kind), err.msg);
+				set_error(c, rc, "%s: %s", m->provider, err.msg);
 			}
 		} else {
 			char *pm = m->wire->error_message(resp.body.p ? resp.body.p : "",
 							  resp.body.len);
-			snprintf(last, sizeof(last), "%s %d from %s%s%s", llm_kind_name(cfg->kind),
+			snprintf(last, sizeof(last), "%s %d from %s%s%s", m->provider,
 				 resp.status,
 				 ep->base_url, pm ? ": " : "", pm ? pm : "");
 			free(pm);

@@ -347,6 +347,10 @@ int repl_sandbox_parse(const char *list, unsigned *bits, struct rlm_err *err);
 int repl_sandbox_check(const struct repl_sandbox_cfg *c, struct rlm_err *err);
 /* The sandbox of the current worker. */
 void repl_sandbox_status(const struct repl *r, struct repl_sandbox_status *out);
+/* st as a JSON object: line, layers (true when on, else the words why it
+ * is off), landlock_abi, seccomp_filters, uid, gid, fs, scratch_tmpfs,
+ * unsafe. The caller owns the result (cJSON_Delete). */
+struct cJSON *repl_sandbox_status_json(const struct repl_sandbox_status *st);
 
 /* Defaults of struct repl_cfg (also for prompts that state them). */
 #define REPL_DEF_EXEC_TIMEOUT_NS (60 * (int64_t)1000000000)

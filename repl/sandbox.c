@@ -17,6 +17,7 @@
  * "ready", /proc/PID/status says what the kernel actually applied. The
  * full picture and the reasons: docs/sandbox.md. */
 #include "repl_int.h"
+#include "../common/json.h"
 #include "../common/text.h"
 
 #include <dirent.h>
@@ -268,6 +269,28 @@ int repl_sandbox_check(const struct repl_sandbox_cfg *c, struct rlm_err *err)
 void repl_sandbox_status(const struct repl *r, struct repl_sandbox_status *out)
 {
 	*out = r->sb_status;
+}
+
+struct cJSON *repl_sandbox_status_json(const struct repl_sandbox_status *st)
+{
+	cJSON *o = cJSON_CreateObject(), *layers = cJSON_CreateObject();
+	json_add_str(o, "line", st->line);
+	for (int i = 0; i < REPL_L_COUNT; i++) {
+		const char *name = repl_layer_name((enum repl_layer)i);
+		if (st->on[i])
+			json_add_bool(layers, name, true);
+		else
+			json_add_str(layers, name, st->why[i][0] ? st->why[i] : "off");
+	}
+	json_add(o, "layers", layers);
+	json_add_num(o, "landlock_abi", st->landlock_abi);
+	json_add_num(o, "seccomp_filters", st->seccomp_filters);
+	json_add_num(o, "uid", st->uid);
+	json_add_num(o, "gid", st->gid);
+	json_add_str(o, "fs", st->fs);
+	json_add_bool(o, "scratch_tmpfs", st->scratch_tmpfs);
+	json_add_bool(o, "unsafe", st->unsafe);
+	return o;
 }
 
 /* ---- the plan ---- */

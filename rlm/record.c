@@ -337,7 +337,7 @@ char *rlm_config_json(const struct rlm_opts *o)
 	const struct llm_model *sub = o->sub_model ? o->sub_model : o->model;
 	char *s, prompts[33];
 	json_add_str(j, "strategy", o->strategy == RLM_REPL ? "repl" : "tree");
-	json_add_str(j, "provider", o->model ? llm_kind_name(llm_model_kind(o->model)) : "");
+	json_add_str(j, "provider", o->model ? llm_model_provider(o->model) : "");
 	json_add_str(j, "model", o->model ? llm_model_name(o->model) : "");
 	json_add_str(j, "model_id", model_id(o->model));
 	json_add_str(j, "sub_model", sub ? llm_model_name(sub) : "");

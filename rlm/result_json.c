@@ -2,7 +2,6 @@
 /* rlm/result_json.c -- a solve's result as JSON: what `rlm solve --json`
  * prints and what the store keeps as a run's result. */
 #include "solve_int.h"
-#include "../cli/cliopt.h"
 #include "../common/json.h"
 #include "../common/text.h"
 
@@ -169,7 +168,7 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 	}
 	json_add(o, "timings", t);
 	if (repl && r->sandbox)
-		json_add(o, "sandbox", sandbox_status_json(r->sandbox));
+		json_add(o, "sandbox", repl_sandbox_status_json(r->sandbox));
 	if (r->warning)
 		json_add_str(o, "warning", r->warning);
 	if (repl) {

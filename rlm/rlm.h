@@ -321,4 +321,73 @@ struct rlm_span {
 };
 size_t rlm_split(const struct corpus *ctx, size_t max, struct rlm_span **parts);
 
+/* ---- the pool and models of a solve ----
+ * What a program that solves sets up first: a call pool, the root model
+ * and the sub-model, from a plain configuration (what `rlm solve`'s model
+ * options give; no environment is read here: the command line reads
+ * RLM_*, OPENAI_* and ANTHROPIC_* into the configuration). An in-process
+ * provider, such as the offline simulator "sim", is found by name among
+ * those registered with llm_provider_register (sim_provider_register). */
+
+struct rlm_models_cfg {
+	const char *provider;   /* "openai", "anthropic", or an in-process
+				 * provider registered under that name ("sim");
+				 * NULL: inferred (see rlm_models_init) */
+	const char *model;      /* the root model's name */
+	const char *sub_model;  /* the sub-calls'; NULL: the root model */
+	const char *base_url;   /* endpoints of every model, comma-separated;
+				 * NULL: the provider's own, below */
+	const char *api_key;    /* of every model; NULL: the provider's own */
+	const char *openai_base_url;    /* openai models' without base_url */
+	const char *openai_api_key;     /* openai models' without api_key */
+	const char *anthropic_base_url; /* the same for anthropic models */
+	const char *anthropic_api_key;
+	const char *extra_json; /* JSON object merged into every request body */
+	const char *prices;     /* price overrides file (llm_prices_load), or NULL */
+	const char *provider_spec; /* what the in-process provider is opened
+				    * with (the simulator's "ttft=100ms,seed=7");
+				    * NULL: its defaults */
+	long concurrency;       /* pool workers */
+	double timeout_s;       /* per attempt */
+	long max_retries;
+	long max_inflight;      /* per endpoint; 0: unlimited */
+	double rpm, tpm;        /* per endpoint; 0: unlimited */
+	long max_tokens;        /* output tokens per call; 0: the provider's default */
+	double temperature;     /* < 0: not sent */
+	bool quiet;             /* no notice on stderr about the simulator */
+};
+
+struct rlm_models {
+	struct llm_pool *pool;
+	struct llm_model *model;   /* root */
+	struct llm_model *sub;     /* sub-calls; may equal model */
+	struct llm_params params;  /* max_tokens and temperature of the config */
+	enum llm_kind kind;        /* the root model's */
+	const char *provider;      /* the root model's provider, as users name it:
+				    * "openai", "anthropic", "sim"; static */
+	const struct llm_provider *inproc; /* the in-process provider, or NULL */
+	void *impl;                /* its instance, which the models call; owned */
+};
+
+/* The defaults: 64 workers, 300 s per attempt, 6 retries, no temperature;
+ * the rest zero or NULL. */
+void rlm_models_cfg_init(struct rlm_models_cfg *c);
+/* Build the pool and models of c into ms. The provider is c->provider;
+ * without it, each model's name decides (claude-* is anthropic, the name
+ * of a registered in-process provider is that provider, any other is
+ * openai; "sim" with a base_url is openai too: a server of the simulator,
+ * `rlm sim-serve`); a base_url or api_key without a model means openai
+ * (and then a model is required); with none of these the simulator "sim"
+ * is used, with a notice on stderr unless c->quiet. A model's key and
+ * endpoints are c->api_key and c->base_url, else its provider's own
+ * (openai_*, anthropic_*). An in-process sub-model needs the root model to
+ * be of the same provider (they share its instance). Loads c->prices.
+ * Returns 0, or a negative code (RLM_EINVAL for a bad configuration,
+ * RLM_EAUTH for a missing key) with err filled and ms zeroed. Any thread,
+ * but prices are loaded for the whole process. */
+int rlm_models_init(struct rlm_models *ms, const struct rlm_models_cfg *c, struct rlm_err *err);
+/* Free the pool (after its calls), the models and the provider's instance;
+ * ms is zeroed. A zeroed ms is a no-op. */
+void rlm_models_release(struct rlm_models *ms);
+
 #endif

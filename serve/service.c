@@ -125,7 +125,7 @@ int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err
 		svc__grow(&s->roots, &cap, s->n_roots, sizeof(*s->roots));
 		s->roots[s->n_roots++] = xstrdup(real);
 	}
-	if ((rc = model_setup(&cfg->mo, &s->ms, err)))
+	if ((rc = rlm_models_init(&s->ms, &cfg->mo, err)))
 		goto fail;
 	if (!cfg->no_cache) {
 		struct store_cfg sc = {cfg->cache_path, false, 0};
@@ -156,7 +156,7 @@ int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err
 	*out = s;
 	return 0;
 fail:
-	model_teardown(&s->ms);
+	rlm_models_release(&s->ms);
 	for (size_t i = 0; i < s->n_roots; i++)
 		free(s->roots[i]);
 	free(s->roots);
@@ -237,7 +237,7 @@ void svc_free(struct service *s)
 		free(s->roots[i]);
 	free(s->roots);
 	store_close(s->store);
-	model_teardown(&s->ms);
+	rlm_models_release(&s->ms);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);

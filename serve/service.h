@@ -5,8 +5,8 @@
  * then live), waited for and cancelled.
  *
  * DESIGN
- * A service is made once at start from the command line's model and solve
- * options (cliopt.h) and lives until the server stops. Each solve is a
+ * A service is made once at start from a model configuration and solve
+ * options (the command line's) and lives until the server stops. Each solve is a
  * struct svc_run: rlm_solve on a detached thread with the service's
  * rlm_opts (the request's options over them), its own cancel flag, and an
  * event log (every rlm_event and progress, in order, as JSON objects) that
@@ -40,7 +40,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../cli/cliopt.h"
 #include "../corpus/corpus.h"
 #include "../rlm/rlm.h"
 
@@ -52,7 +51,7 @@ struct store;
 #define SVC_ECLOSING   (-2003) /* the service is shutting down */
 
 struct svc_cfg {
-	struct model_opts mo;        /* as parsed by model_opts_take */
+	struct rlm_models_cfg mo;    /* the pool and models (rlm_models_init) */
 	struct rlm_opts base;        /* solve options from the command line
 				      * (strategy, max_depth, limits, sandbox,
 				      * python, ...); pool, models, store and

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "service.h"
+#include "../common/json.h"
 
 #define SVC_N_LE 14 /* bounds of the solve-time histogram (then +Inf) */
 
@@ -30,7 +31,7 @@ struct svc_corp {
 
 /* Made by svc_new; the fields above mu are read-only afterwards. */
 struct service {
-	struct model_setup ms; /* the pool and models */
+	struct rlm_models ms;  /* the pool and models */
 	struct store *store;   /* NULL with no_cache */
 	struct rlm_opts base;  /* the command line's, with pool, models, store */
 	char **roots;	       /* realpaths; n_roots of them */

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* sim/sim.c -- the offline simulator: its configuration, timing model and
  * fault injector, the OpenAI chat completions format it speaks (JSON and
- * SSE), and its in-process transport. The answering policy is in
+ * SSE), and the in-process llm provider "sim". The answering policy is in
  * sim/sim_policy.c, the root of the RLM loop in sim/sim_root.c. */
 #include "sim.h"
-#include "../llm/llm_int.h"
 #include "../llm/openai.h"
 #include "../common/json.h"
 #include "../common/text.h"
@@ -633,15 +632,18 @@ void sim_reply_release(struct sim_reply *r)
 	r->len = 0;
 }
 
-/* ---- the in-process transport ---- */
+/* ---- the in-process provider ---- */
 
-void sim_transport(struct sim *s, const struct http_req *req, struct http_resp *resp,
-		   long timeout_ms, const atomic_bool *cancel)
+/* Answer one request as `rlm sim-serve` would over HTTP, sleeping for the
+ * modelled latency: the provider's perform. */
+static void sim_perform(void *impl, const char *body, size_t len, long timeout_ms,
+			const atomic_bool *cancel, struct llm_provider_resp *resp)
 {
+	struct sim *s = impl;
 	struct sim_reply r;
 	int64_t start = now_ns(), end, limit;
 	bool timed_out;
-	handle(s, req->body ? req->body : "", req->body ? req->len : 0, false, &r);
+	handle(s, body, len, false, &r);
 	end = start + r.delay_ns;
 	limit = timeout_ms > 0 ? start + (int64_t)timeout_ms * 1000000 : INT64_MAX;
 	timed_out = end > limit;
@@ -650,8 +652,8 @@ void sim_transport(struct sim *s, const struct http_req *req, struct http_resp *
 	for (;;) {
 		int64_t now = now_ns();
 		if (cancel && atomic_load(cancel)) {
-			resp->transport_rc = RLM_ECANCEL;
-			snprintf(resp->transport_err, sizeof(resp->transport_err), "cancelled");
+			resp->rc = RLM_ECANCEL;
+			snprintf(resp->err, sizeof(resp->err), "cancelled");
 			goto out;
 		}
 		if (now >= end)
@@ -659,30 +661,29 @@ void sim_transport(struct sim *s, const struct http_req *req, struct http_resp *
 		sleep_ns(RLM_MIN(end - now, (int64_t)SLICE_NS));
 	}
 	if (timed_out) {
-		resp->transport_rc = RLM_ETIMEOUT;
-		snprintf(resp->transport_err, sizeof(resp->transport_err),
+		resp->rc = RLM_ETIMEOUT;
+		snprintf(resp->err, sizeof(resp->err),
 			 "operation timed out after %ld ms (simulated)", timeout_ms);
 		goto out;
 	}
 	if (r.fault == SIM_RESET) {
-		resp->transport_rc = RLM_EHTTP;
-		snprintf(resp->transport_err, sizeof(resp->transport_err),
-			 "connection reset by peer (simulated)");
+		resp->rc = RLM_EHTTP;
+		snprintf(resp->err, sizeof(resp->err), "connection reset by peer (simulated)");
 		goto out;
 	}
 	resp->status = r.status;
 	if (r.fault == SIM_TRUNCATE) {
-		buf_append(&resp->body, r.body, r.len / 2);
-		resp->transport_rc = RLM_EHTTP;
-		snprintf(resp->transport_err, sizeof(resp->transport_err),
+		buf_append(resp->body, r.body, r.len / 2);
+		resp->rc = RLM_EHTTP;
+		snprintf(resp->err, sizeof(resp->err),
 			 "transfer closed with %zu bytes remaining to read (simulated)",
 			 r.len - r.len / 2);
 		goto out;
 	}
-	if (buf_append(&resp->body, r.body, r.len)) {
-		resp->transport_rc = RLM_ETOOBIG;
-		snprintf(resp->transport_err, sizeof(resp->transport_err),
-			 "response body larger than %zu bytes", resp->body.max);
+	if (buf_append(resp->body, r.body, r.len)) {
+		resp->rc = RLM_ETOOBIG;
+		snprintf(resp->err, sizeof(resp->err), "response body larger than %zu bytes",
+			 resp->body->max);
 		goto out;
 	}
 	if (r.retry_after_ms > 0)
@@ -693,4 +694,47 @@ void sim_transport(struct sim *s, const struct http_req *req, struct http_resp *
 		resp->retry_after_ms = -1;
 out:
 	sim_reply_release(&r);
+}
+
+static int sim_open(const char *spec, void **impl, struct rlm_err *err)
+{
+	struct sim_cfg sc;
+	int rc;
+	sim_cfg_default(&sc);
+	if (spec && (rc = sim_cfg_parse(spec, &sc, err)))
+		return rc;
+	*impl = sim_new(&sc);
+	return 0;
+}
+
+static void sim_close(void *impl)
+{
+	sim_free(impl);
+}
+
+static void sim_provider_cache_id(const void *impl, char *dst, size_t cap)
+{
+	sim_cache_id(impl, dst, cap);
+}
+
+const struct llm_provider sim_provider = {
+    .name = "sim",
+    .endpoint = "sim://local/v1",
+    .context_window = 32000,
+    .open = sim_open,
+    .close = sim_close,
+    .cache_id = sim_provider_cache_id,
+    .perform = sim_perform,
+};
+
+static void register_once(void)
+{
+	if (llm_provider_register(&sim_provider))
+		abort(); /* "sim" taken by another provider: a bug of the program */
+}
+
+void sim_provider_register(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, register_once);
 }

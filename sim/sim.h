@@ -4,9 +4,9 @@
  * DESIGN
  * The simulator lets the whole pipeline run with no network: tests, the
  * README demo, benchmarks of the controller. It speaks the OpenAI chat
- * completions format, in-process (the `sim` provider) and over HTTP
- * (`rlm sim-serve`), through the same sim_handle(), so both paths share one
- * policy, one timing model and one fault injector.
+ * completions format, in-process (the llm provider "sim": sim_provider)
+ * and over HTTP (`rlm sim-serve`), through the same sim_handle(), so both
+ * paths share one policy, one timing model and one fault injector.
  *
  * Policy (it never sees an expected answer):
  * - It splits the last user message into a question and material: the
@@ -164,5 +164,17 @@ struct sim_server *sim_server_start(const struct sim_cfg *cfg, int listen_fd, st
 /* Stop serving: handlers sleeping a latency give up within 10 ms, the
  * connections and the socket are closed, everything is freed. NULL: no-op. */
 void sim_server_stop(struct sim_server *sv);
+
+/* The simulator as an in-process llm provider named "sim": open makes a
+ * struct sim from a spec (sim_cfg_parse over the defaults), close frees
+ * it, cache_id is sim_cache_id, perform answers as sim_handle does and
+ * waits the modelled latency (a stream is answered whole); its models
+ * have the endpoint "sim://local/v1" and a window of 32000 tokens. A
+ * model may also name it with a struct sim of the caller's as impl. */
+extern const struct llm_provider sim_provider;
+/* Register sim_provider (llm_provider_register) so that the provider
+ * "sim" can be found by name: before models are set up. Idempotent; any
+ * thread. */
+void sim_provider_register(void);
 
 #endif

@@ -71,9 +71,10 @@ void env_init_full(struct env *v, enum sub_kind sk, const char *sim_spec,
 		if (sim_spec)
 			CHECK_INT(sim_cfg_parse(sim_spec, &sc, &err), 0);
 		v->sim = sim_new(&sc);
-		cfg.kind = LLM_SIM;
+		cfg.kind = LLM_INPROC;
 		cfg.name = "sim";
-		cfg.sim = v->sim;
+		cfg.provider = &sim_provider;
+		cfg.impl = v->sim;
 		cfg.max_retries = 0;
 		v->sub = llm_model_new(&cfg, &err);
 		CHECK_MSG(v->sub, "%s", err.msg);

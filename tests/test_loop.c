@@ -1144,9 +1144,10 @@ static void sim_solve(const char *spec, const struct corpus *ctx, const char *qu
 	if (spec)
 		CHECK_INT(sim_cfg_parse(spec, &sc, &err), 0);
 	sim = sim_new(&sc);
-	cfg.kind = LLM_SIM;
+	cfg.kind = LLM_INPROC;
 	cfg.name = "sim";
-	cfg.sim = sim;
+	cfg.provider = &sim_provider;
+	cfg.impl = sim;
 	m = llm_model_new(&cfg, &err);
 	CHECK_MSG(m, "%s", err.msg);
 	pool = llm_pool_new(&pc, &err);
@@ -1219,9 +1220,10 @@ TEST(sim_root_and_sub_find_the_needle)
 	ctx = corpus_from_text(b.p, b.len);
 	sim_cfg_default(&sc);
 	sim = sim_new(&sc);
-	cfg.kind = LLM_SIM;
+	cfg.kind = LLM_INPROC;
 	cfg.name = "sim";
-	cfg.sim = sim;
+	cfg.provider = &sim_provider;
+	cfg.impl = sim;
 	m = llm_model_new(&cfg, &err);
 	CHECK_MSG(m, "%s", err.msg);
 	pool = llm_pool_new(&pc, &err);

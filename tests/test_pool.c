@@ -6,10 +6,12 @@
 #include "fakesrv.h"
 #include "proc.h"
 #include "../llm/llm.h"
+#include "../rlm/rlm.h"
 #include "../sim/sim.h"
 #include "../common/json.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,9 +631,10 @@ TEST(batch_under_faults_in_order)
 				&sc, &err),
 		  0);
 	sim = sim_new(&sc);
-	cfg.kind = LLM_SIM;
+	cfg.kind = LLM_INPROC;
 	cfg.name = "sim";
-	cfg.sim = sim;
+	cfg.provider = &sim_provider;
+	cfg.impl = sim;
 	cfg.max_retries = 10;
 	cfg.backoff_base_ms = 2;
 	cfg.backoff_max_ms = 10;
@@ -800,4 +803,211 @@ TEST(retry_after_hours_gives_up)
 	llm_pool_free(p);
 	llm_model_free(m);
 	fakesrv_stop(s);
+}
+
+/* ---- in-process providers ---- */
+
+/* A provider of the test's own: it answers every request with the text
+ * its spec gives, or, with the spec "fail", with a 500. */
+struct fixed {
+	char *text;
+	bool fail;
+	atomic_int calls;
+	char *last_body; /* the last request, as the pool sent it */
+};
+
+static atomic_int fixed_closed;
+
+static int fixed_open(const char *spec, void **impl, struct rlm_err *err)
+{
+	struct fixed *f;
+	if (spec && strcmp(spec, "bad") == 0)
+		return rlm_err_set(err, RLM_EINVAL, "bad fixed spec '%s'", spec);
+	f = xcalloc(1, sizeof(*f));
+	f->text = xstrdup(spec ? spec : "fixed text");
+	f->fail = spec && strcmp(spec, "fail") == 0;
+	*impl = f;
+	return 0;
+}
+
+static void fixed_close(void *impl)
+{
+	struct fixed *f = impl;
+	if (!f)
+		return;
+	atomic_fetch_add(&fixed_closed, 1);
+	free(f->text);
+	free(f->last_body);
+	free(f);
+}
+
+static void fixed_cache_id(const void *impl, char *dst, size_t cap)
+{
+	const struct fixed *f = impl;
+	snprintf(dst, cap, "text=%s", f->text);
+}
+
+static void fixed_perform(void *impl, const char *body, size_t len, long timeout_ms,
+			  const atomic_bool *cancel, struct llm_provider_resp *resp)
+{
+	struct fixed *f = impl;
+	char *reply;
+	(void)timeout_ms;
+	(void)cancel;
+	atomic_fetch_add(&f->calls, 1);
+	free(f->last_body);
+	f->last_body = xstrndup(body, len);
+	if (f->fail) {
+		resp->status = 500;
+		buf_puts(resp->body, "{\"error\":{\"message\":\"down\"}}");
+		return;
+	}
+	reply = xasprintf("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":"
+			  "\"%s\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":7,"
+			  "\"completion_tokens\":3}}",
+			  f->text);
+	resp->status = 200;
+	buf_puts(resp->body, reply);
+	free(reply);
+}
+
+static const struct llm_provider fixed_provider = {
+	.name = "fixed",
+	.endpoint = "fixed://local/v1",
+	.context_window = 4096,
+	.open = fixed_open,
+	.close = fixed_close,
+	.cache_id = fixed_cache_id,
+	.perform = fixed_perform,
+};
+
+static void models_cfg(struct rlm_models_cfg *c, const char *provider, const char *model)
+{
+	rlm_models_cfg_init(c);
+	c->provider = provider;
+	c->model = model;
+	c->concurrency = 2;
+	c->quiet = true;
+}
+
+TEST(inproc_provider_registered_is_called)
+{
+	static const struct llm_provider impostor = {.name = "fixed", .open = fixed_open,
+						     .perform = fixed_perform};
+	static const struct llm_provider openai = {.name = "openai", .open = fixed_open,
+						   .perform = fixed_perform};
+	struct rlm_models_cfg mc;
+	struct rlm_models ms;
+	struct rlm_err err = {0, ""};
+	struct llm_stats st;
+	struct llm_call c;
+	struct fixed *f;
+	char *names;
+
+	CHECK(llm_provider_find("fixed") == NULL);
+	CHECK_INT(llm_provider_register(&fixed_provider), 0);
+	CHECK_INT(llm_provider_register(&fixed_provider), 0); /* again: a no-op */
+	CHECK_INT(llm_provider_register(&impostor), RLM_EINVAL);
+	CHECK_INT(llm_provider_register(&openai), RLM_EINVAL);
+	CHECK(llm_provider_find("fixed") == &fixed_provider);
+	names = llm_provider_names();
+	CHECK_CONTAINS(names, "openai, anthropic");
+	CHECK_CONTAINS(names, ", fixed");
+	free(names);
+
+	/* --provider fixed --sim TEXT: the pool calls the provider, which
+	 * is handed the openai request */
+	models_cfg(&mc, "fixed", "any-model");
+	mc.provider_spec = "the answer is 42";
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_INT(ms.kind, LLM_INPROC);
+	CHECK_STR(ms.provider, "fixed");
+	CHECK(ms.inproc == &fixed_provider);
+	CHECK(ms.sub == ms.model);
+	CHECK_STR(llm_model_provider(ms.model), "fixed");
+	CHECK_STR(llm_model_name(ms.model), "any-model");
+	CHECK_STR(llm_model_cache_id(ms.model), "fixed:text=the answer is 42");
+	CHECK_INT(llm_model_context_window(ms.model), 4096);
+	CHECK_INT(llm_model_endpoints(ms.model), 1);
+	llm_call_init(&c, ms.model, two_msgs, 2);
+	CHECK_MSG(llm_pool_call(ms.pool, &c) == 0, "%s", c.error);
+	CHECK_STR(c.text, "the answer is 42");
+	CHECK_INT(c.usage.input_tokens, 7);
+	CHECK_INT(c.usage.output_tokens, 3);
+	CHECK(c.cost == 0); /* in-process: free unless a price file says */
+	llm_call_release(&c);
+	llm_pool_stats(ms.pool, &st);
+	CHECK_INT(st.calls, 1);
+	f = ms.impl;
+	CHECK_INT(atomic_load(&f->calls), 1);
+	CHECK_CONTAINS(f->last_body, "\"model\":\"any-model\"");
+	CHECK_CONTAINS(f->last_body, "What is the capital of France?");
+	rlm_models_release(&ms);
+	CHECK_INT(atomic_load(&fixed_closed), 1);
+	CHECK(ms.pool == NULL && ms.impl == NULL);
+
+	/* without --provider, the name of a registered provider picks it */
+	models_cfg(&mc, NULL, "fixed");
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_STR(ms.provider, "fixed");
+	CHECK_STR(llm_model_name(ms.model), "fixed");
+	CHECK_STR(llm_model_cache_id(ms.model), "fixed:text=fixed text");
+	rlm_models_release(&ms);
+	CHECK_INT(atomic_load(&fixed_closed), 2);
+
+	/* its errors are retried and reported in its name */
+	models_cfg(&mc, "fixed", NULL);
+	mc.provider_spec = "fail";
+	mc.max_retries = 1;
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_STR(llm_model_name(ms.model), "fixed");
+	llm_call_init(&c, ms.model, two_msgs, 2);
+	CHECK_INT(llm_pool_call(ms.pool, &c), RLM_EPROVIDER);
+	CHECK_INT(c.attempts, 2);
+	CHECK_CONTAINS(c.error, "fixed 500 from fixed://local/v1: down");
+	llm_call_release(&c);
+	rlm_models_release(&ms);
+
+	/* a spec it refuses, and a sub-model of it under another root */
+	models_cfg(&mc, "fixed", NULL);
+	mc.provider_spec = "bad";
+	CHECK_INT(rlm_models_init(&ms, &mc, &err), RLM_EINVAL);
+	CHECK_STR(err.msg, "bad fixed spec 'bad'");
+	models_cfg(&mc, NULL, "gpt-5");
+	mc.api_key = "sk-test";
+	mc.sub_model = "fixed";
+	CHECK_INT(rlm_models_init(&ms, &mc, &err), RLM_EINVAL);
+	CHECK_STR(err.msg, "the sub-model 'fixed' needs the root model to be 'fixed' too");
+	CHECK(ms.pool == NULL && ms.model == NULL);
+}
+
+TEST(unregistered_provider_is_a_clear_error)
+{
+	struct rlm_models_cfg mc;
+	struct rlm_models ms;
+	struct rlm_err err = {0, ""};
+	struct llm_model_cfg cfg = {0};
+	models_cfg(&mc, "nope", "m");
+	CHECK_INT(rlm_models_init(&ms, &mc, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "unknown provider 'nope' (known: openai, anthropic");
+	if (!llm_provider_find("sim")) {
+		/* a program that set up no simulator: the default is not there */
+		CHECK_STR(err.msg, "unknown provider 'nope' (known: openai, anthropic)");
+		models_cfg(&mc, NULL, NULL);
+		CHECK_INT(rlm_models_init(&ms, &mc, &err), RLM_EINVAL);
+		CHECK_STR(err.msg, "unknown provider 'sim' (known: openai, anthropic)");
+	}
+	sim_provider_register();
+	sim_provider_register(); /* idempotent */
+	models_cfg(&mc, "nope", "m");
+	CHECK_INT(rlm_models_init(&ms, &mc, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "unknown provider 'nope' (known: openai, anthropic, sim");
+	/* a model of an in-process kind needs its provider and an instance */
+	cfg.kind = LLM_INPROC;
+	cfg.name = "m";
+	CHECK(llm_model_new(&cfg, &err) == NULL);
+	CHECK_STR(err.msg, "the in-process provider needs an instance to call");
+	cfg.provider = &sim_provider;
+	CHECK(llm_model_new(&cfg, &err) == NULL);
+	CHECK_STR(err.msg, "the sim provider needs an instance to call");
 }

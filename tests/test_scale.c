@@ -53,9 +53,10 @@ static void env_init(struct env *v)
 	CHECK_MSG(v->root, "%s", v->err.msg);
 	sim_cfg_default(&simc);
 	v->sim = sim_new(&simc);
-	sc.kind = LLM_SIM;
+	sc.kind = LLM_INPROC;
 	sc.name = "sim";
-	sc.sim = v->sim;
+	sc.provider = &sim_provider;
+	sc.impl = v->sim;
 	sc.max_retries = 0;
 	v->sub = llm_model_new(&sc, &v->err);
 	CHECK_MSG(v->sub, "%s", v->err.msg);

@@ -7,8 +7,8 @@
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
-#include "../llm/llm_int.h"
 #include "../sim/sim.h"
+#include "../rlm/rlm.h"
 #include "../rlm/prompt.h"
 #include "../common/text.h"
 
@@ -2072,83 +2072,89 @@ TEST(faults_each_kind)
 	free(body);
 }
 
-/* ---- the in-process transport ---- */
+/* ---- the in-process provider ---- */
+
+/* What sim_provider.perform answered, and the body it wrote. */
+struct answer {
+	struct llm_provider_resp r;
+	struct buf body;
+};
 
 static void transport(struct sim *s, const char *text, long timeout_ms, const atomic_bool *cancel,
-		      struct http_resp *resp, int64_t *took_ns)
+		      struct answer *a, int64_t *took_ns)
 {
-	struct http_req req = {0};
+	char *body = request_body("sim", text, "\"stream\":true");
 	int64_t t0 = now_ns();
-	req.url = xstrdup("sim://local/v1/chat/completions");
-	req.body = request_body("sim", text, "\"stream\":true");
-	req.len = strlen(req.body);
-	http_resp_init(resp);
-	sim_transport(s, &req, resp, timeout_ms, cancel);
+	memset(a, 0, sizeof(*a));
+	buf_init(&a->body, 64u << 20);
+	a->r.body = &a->body;
+	a->r.retry_after_ms = -1;
+	sim_provider.perform(s, body, strlen(body), timeout_ms, cancel, &a->r);
 	*took_ns = now_ns() - t0;
-	http_req_release(&req);
+	free(body);
 }
 
 TEST(transport_replies_and_faults)
 {
 	struct sim *s = sim_of("ttft=20");
-	struct http_resp resp;
+	struct answer resp;
 	int64_t took;
 	char *content;
 	cJSON *j;
 	transport(s, needle_q_text, 0, NULL, &resp, &took);
-	CHECK_INT(resp.transport_rc, 0);
-	CHECK_INT(resp.status, 200);
-	CHECK_INT(resp.retry_after_ms, -1);
+	CHECK_INT(resp.r.rc, 0);
+	CHECK_INT(resp.r.status, 200);
+	CHECK_INT(resp.r.retry_after_ms, -1);
 	CHECK(took >= 20000000);
 	/* never streams, even when asked */
 	content = completion_content(resp.body.p, resp.body.len, NULL, &j);
 	CHECK_STR(content, "the code of item-5 is c35");
 	free(content);
 	cJSON_Delete(j);
-	http_resp_release(&resp);
+	buf_release(&resp.body);
 	sim_free(s);
 
 	s = sim_of("429=1,retry_after=3");
 	transport(s, needle_q_text, 0, NULL, &resp, &took);
-	CHECK_INT(resp.status, 429);
-	CHECK_INT(resp.retry_after_ms, 3000);
+	CHECK_INT(resp.r.status, 429);
+	CHECK_INT(resp.r.retry_after_ms, 3000);
 	CHECK_CONTAINS(resp.body.p, "rate_limit_error");
-	http_resp_release(&resp);
+	buf_release(&resp.body);
 	sim_free(s);
 
 	s = sim_of("429=1,retry_after=3,retry_after_ms=15");
 	transport(s, needle_q_text, 0, NULL, &resp, &took);
-	CHECK_INT(resp.retry_after_ms, 15);
-	http_resp_release(&resp);
+	CHECK_INT(resp.r.retry_after_ms, 15);
+	buf_release(&resp.body);
 	sim_free(s);
 
 	s = sim_of("reset=1");
 	transport(s, needle_q_text, 0, NULL, &resp, &took);
-	CHECK_INT(resp.transport_rc, RLM_EHTTP);
-	CHECK_STR(resp.transport_err, "connection reset by peer (simulated)");
-	http_resp_release(&resp);
+	CHECK_INT(resp.r.rc, RLM_EHTTP);
+	CHECK_STR(resp.r.err, "connection reset by peer (simulated)");
+	buf_release(&resp.body);
 	sim_free(s);
 
 	s = sim_of("truncate=1");
 	transport(s, needle_q_text, 0, NULL, &resp, &took);
-	CHECK_INT(resp.transport_rc, RLM_EHTTP);
-	CHECK_CONTAINS(resp.transport_err, "transfer closed with ");
-	CHECK_CONTAINS(resp.transport_err, " bytes remaining to read (simulated)");
+	CHECK_INT(resp.r.rc, RLM_EHTTP);
+	CHECK_CONTAINS(resp.r.err, "transfer closed with ");
+	CHECK_CONTAINS(resp.r.err, " bytes remaining to read (simulated)");
 	CHECK(resp.body.len > 0);
-	http_resp_release(&resp);
+	buf_release(&resp.body);
 	sim_free(s);
 }
 
 TEST(transport_timeout)
 {
 	struct sim *s = sim_of("ttft=5s");
-	struct http_resp resp;
+	struct answer resp;
 	int64_t took;
 	transport(s, needle_q_text, 50, NULL, &resp, &took);
-	CHECK_INT(resp.transport_rc, RLM_ETIMEOUT);
-	CHECK_STR(resp.transport_err, "operation timed out after 50 ms (simulated)");
+	CHECK_INT(resp.r.rc, RLM_ETIMEOUT);
+	CHECK_STR(resp.r.err, "operation timed out after 50 ms (simulated)");
 	CHECK_MSG(took >= 50000000 && took < 1000000000, "took %lld ns", (long long)took);
-	http_resp_release(&resp);
+	buf_release(&resp.body);
 	sim_free(s);
 }
 
@@ -2162,7 +2168,7 @@ static void *cancel_later(void *arg)
 TEST(transport_cancel)
 {
 	struct sim *s = sim_of("ttft=5s");
-	struct http_resp resp;
+	struct answer resp;
 	atomic_bool cancel;
 	pthread_t t;
 	int64_t took;
@@ -2170,10 +2176,73 @@ TEST(transport_cancel)
 	pthread_create(&t, NULL, cancel_later, &cancel);
 	transport(s, needle_q_text, 60000, &cancel, &resp, &took);
 	pthread_join(t, NULL);
-	CHECK_INT(resp.transport_rc, RLM_ECANCEL);
+	CHECK_INT(resp.r.rc, RLM_ECANCEL);
 	CHECK_MSG(took >= 40000000 && took < 1000000000, "took %lld ns", (long long)took);
-	http_resp_release(&resp);
+	buf_release(&resp.body);
 	sim_free(s);
+}
+
+/* The simulator as rlm_models_init sets it up, by name through the
+ * provider registry: what `rlm solve` with no model, --provider sim,
+ * --model sim and --sim SPEC make. */
+TEST(models_setup_finds_the_simulator)
+{
+	struct rlm_models_cfg mc;
+	struct rlm_models ms;
+	struct rlm_err err = {0, ""};
+	struct llm_call c;
+	struct llm_msg msg = {LLM_USER, needle_q_text, strlen(needle_q_text)};
+	int64_t reqs;
+	sim_provider_register();
+	rlm_models_cfg_init(&mc);
+	mc.quiet = true;
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_INT(ms.kind, LLM_INPROC);
+	CHECK_STR(ms.provider, "sim");
+	CHECK(ms.inproc == &sim_provider && ms.impl);
+	CHECK_STR(llm_model_name(ms.model), "sim");
+	CHECK_STR(llm_model_provider(ms.model), "sim");
+	CHECK_STR(llm_model_cache_id(ms.model), "sim:seed=1,code_errors=0,chunk=0,rlm_chunks=128");
+	CHECK_INT(llm_model_context_window(ms.model), 32000);
+	llm_call_init(&c, ms.sub, &msg, 1);
+	CHECK_MSG(llm_pool_call(ms.pool, &c) == 0, "%s", c.error);
+	CHECK_STR(c.text, "the code of item-5 is c35");
+	CHECK(c.cost == 0);
+	llm_call_release(&c);
+	sim_counts(ms.impl, &reqs, NULL);
+	CHECK_INT(reqs, 1);
+	rlm_models_release(&ms);
+
+	/* --provider sim --model gpt-5 --sim SPEC: the simulator plays gpt-5 */
+	mc.provider = "sim";
+	mc.model = "gpt-5";
+	mc.provider_spec = "seed=7,chunk=5000";
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_STR(llm_model_name(ms.model), "gpt-5");
+	CHECK_STR(llm_model_cache_id(ms.model), "sim:seed=7,code_errors=0,chunk=5000,rlm_chunks=128");
+	rlm_models_release(&ms);
+	mc.provider_spec = "seed=x";
+	CHECK_INT(rlm_models_init(&ms, &mc, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "seed");
+
+	/* --model sim with a --base-url: a sim-serve server, over HTTP */
+	rlm_models_cfg_init(&mc);
+	mc.model = "sim";
+	mc.base_url = "http://127.0.0.1:9/v1";
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_INT(ms.kind, LLM_OPENAI);
+	CHECK_STR(ms.provider, "openai");
+	CHECK(ms.impl == NULL);
+	CHECK_STR(llm_model_cache_id(ms.model), "openai:sim@[http://127.0.0.1:9/v1]");
+	rlm_models_release(&ms);
+
+	/* a sim sub-model needs a sim root */
+	rlm_models_cfg_init(&mc);
+	mc.model = "gpt-5";
+	mc.openai_api_key = "sk-test";
+	mc.sub_model = "sim";
+	CHECK_INT(rlm_models_init(&ms, &mc, &err), RLM_EINVAL);
+	CHECK_STR(err.msg, "the sub-model 'sim' needs the root model to be 'sim' too");
 }
 
 /* ---- rlm sim-serve over HTTP ---- */

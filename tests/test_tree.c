@@ -29,9 +29,10 @@ static void env_init(struct env *e, const char *spec, int retries)
 	if (spec)
 		CHECK_INT(sim_cfg_parse(spec, &sc, &err), 0);
 	e->sim = sim_new(&sc);
-	cfg.kind = LLM_SIM;
+	cfg.kind = LLM_INPROC;
 	cfg.name = "sim";
-	cfg.sim = e->sim;
+	cfg.provider = &sim_provider;
+	cfg.impl = e->sim;
 	cfg.max_retries = retries;
 	cfg.backoff_base_ms = 1;
 	cfg.backoff_max_ms = 5;
@@ -440,9 +441,10 @@ TEST(budgets_stop_the_tree)
 	rlm_result_release(&r);
 
 	/* cost, at $1 per million tokens: ~$0.005 a part */
-	cfg.kind = LLM_SIM;
+	cfg.kind = LLM_INPROC;
 	cfg.name = "sim";
-	cfg.sim = e.sim;
+	cfg.provider = &sim_provider;
+	cfg.impl = e.sim;
 	cfg.price = &price;
 	paid = llm_model_new(&cfg, &err);
 	CHECK_MSG(paid, "%s", err.msg);
