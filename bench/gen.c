@@ -18,7 +18,7 @@
  * a one-value haystack are the same as before multi-value existed, so old
  * seeds give the same bytes.
  */
-#include "bench_int.h"
+#include "bench.h"
 #include "../common/text.h"
 
 #include <errno.h>

@@ -20,7 +20,7 @@
  * to its share of the bytes (the shares count from where the last one
  * ended, so the corpus misses its size by at most a word).
  */
-#include "bench_int.h"
+#include "bench.h"
 
 #include "../common/json.h"
 

@@ -12,7 +12,7 @@
  * haystack byte for byte. The generator is told the number of documents,
  * so that the values of a multi-value key go in distinct ones.
  */
-#include "bench_int.h"
+#include "bench.h"
 
 #include <dirent.h>
 #include <errno.h>

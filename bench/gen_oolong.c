@@ -16,7 +16,7 @@
  * questions need. No line is held in memory, so 10M tokens take no more
  * than the counts; the questions are answered from those counts.
  */
-#include "bench_int.h"
+#include "bench.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
  * holds. Everything is decided from the window's per-user label counts and
  * first and last days, so the gold costs O(users^2) whatever the size.
  */
-#include "bench_int.h"
+#include "bench.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  * none of the allowed tasks fits a window, the item's window is drawn again
  * from a seed derived from its own, up to REDRAWS times.
  */
-#include "bench_int.h"
+#include "bench.h"
 
 #include "../common/json.h"
 

@@ -6,7 +6,7 @@
 #ifndef RLM_BENCH_REPORT_INT_H
 #define RLM_BENCH_REPORT_INT_H
 
-#include "bench_int.h"
+#include "bench.h"
 
 /* The quantiles reported: p25, p50, p75, p95. */
 extern const double report_levels[4];

@@ -20,7 +20,7 @@
  * solve killed halfway is resumed by the store instead: its calls are
  * answered from the cache, and its run is marked as resuming the killed
  * one. */
-#include "run_int.h"
+#include "bench.h"
 #include "score.h"
 #include "../common/text.h"
 

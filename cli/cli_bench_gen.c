@@ -2,7 +2,7 @@
 /* cli/cli_bench_gen.c -- `rlm bench gen`: its options, each item's seed, the
  * S-NIAH items, and the dataset's JSONL of items (the other suites' items
  * are gen_suites.c's). */
-#include "../bench/bench_int.h"
+#include "../bench/bench.h"
 
 #include "../common/json.h"
 #include "cli.h"

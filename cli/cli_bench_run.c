@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cli/cli_bench_run.c -- `rlm bench run`: its options, its notices, and the
  * summary it prints and writes once the engine (bench/run.c) is done. */
-#include "../bench/run_int.h"
+#include "../bench/bench.h"
 #include "cli.h"
 #include "cliopt.h"
 

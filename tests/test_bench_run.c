@@ -6,7 +6,7 @@
  * sizes, table-driven. */
 #include "harness.h"
 #include "proc.h"
-#include "../bench/bench_int.h"
+#include "../bench/bench.h"
 #include "../common/common.h"
 #include "../common/json.h"
 
