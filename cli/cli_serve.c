@@ -14,7 +14,7 @@
 #include "cli.h"
 #include "../common/net.h"
 #include "cliopt.h"
-#include "../serve/serve_int.h"
+#include "../serve/serve.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -319,27 +319,24 @@ static int wait_signal(const sigset_t *set, int64_t deadline_ns, bool (*done)(vo
 	}
 }
 
-static bool service_idle(void *arg)
+static bool server_idle(void *arg)
 {
-	return svc_idle(arg);
+	return serve_server_idle(arg);
 }
 
-static bool no_request(void *arg)
+static bool server_quiet(void *arg)
 {
-	const struct server *sv = arg;
-	return atomic_load(&sv->active) == 0;
+	return serve_server_quiet(arg);
 }
 
 /* Serve until SIGINT or SIGTERM, then shut down gracefully: a second
  * signal cuts the grace short. sigs is blocked in every thread. */
-static int serve(struct server *sv, const struct serve_args *a, int fd, int port,
+static int serve(struct serve_server *sv, const struct serve_args *a, int fd, int port,
 		 const sigset_t *sigs)
 {
-	struct MHD_Daemon *d;
 	int sig = 0, cancelled;
 	bool v6 = strchr(a->host, ':') != NULL;
-	d = serve_http_start(sv, fd);
-	if (!d)
+	if (serve_server_listen(sv, fd))
 		return cli_fail(1, "cannot start the HTTP server on %s:%d", a->host, port);
 	printf("rlm serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", a->host, v6 ? "]" : "",
 	       port);
@@ -350,29 +347,27 @@ static int serve(struct server *sv, const struct serve_args *a, int fd, int port
 		"rlm serve: %s: stopping (running solves have %.0f s to end; a second signal "
 		"cancels them now)\n",
 		strsignal(sig), a->grace);
-	atomic_store(&sv->stopping, true);
-	httpd_quiesce(d);
-	svc_close(sv->svc);
-	sig = wait_signal(sigs, now_ns() + (int64_t)(a->grace * 1e9), service_idle, sv->svc);
+	serve_server_stopping(sv);
+	sig = wait_signal(sigs, now_ns() + (int64_t)(a->grace * 1e9), server_idle, sv);
 	if (sig)
 		fprintf(stderr, "rlm serve: %s again: cancelling the running solves now\n",
 			strsignal(sig));
-	cancelled = svc_shutdown(sv->svc, 0);
+	cancelled = serve_server_cancel(sv);
 	if (cancelled)
 		fprintf(stderr, "rlm serve: cancelled %d solve%s (their runs stay in the store)\n",
 			cancelled, cancelled == 1 ? "" : "s");
 	/* Answer what is pending (waiting requests and streams see their runs
 	 * end) for up to 10 s, or until one more signal. */
-	if (wait_signal(sigs, now_ns() + 10 * 1000000000LL, no_request, sv))
+	if (wait_signal(sigs, now_ns() + 10 * 1000000000LL, server_quiet, sv))
 		fprintf(stderr, "rlm serve: closing the connections now\n");
-	httpd_stop(d);
 	return 0;
 }
 
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_args a;
-	struct server *sv;
+	struct serve_server *sv = NULL;
+	struct serve_http_cfg hc;
 	struct rlm_err err = {0, ""};
 	char msg[512];
 	sigset_t sigs, old;
@@ -402,13 +397,13 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
-	sv = xcalloc(1, sizeof(*sv));
-	sv->api_key = a.api_key;
-	sv->max_body = a.max_body;
-	sv->request_timeout_ns = (int64_t)(a.request_timeout * 1e9);
-	sv->started_s = wall_ms() / 1000;
-	sv->verbose = a.verbose;
-	if ((rc = svc_new(&a.cfg, &sv->svc, &err))) {
+	hc = (struct serve_http_cfg){
+	    .api_key = a.api_key,
+	    .max_body = a.max_body,
+	    .request_timeout_ns = (int64_t)(a.request_timeout * 1e9),
+	    .verbose = a.verbose,
+	};
+	if ((rc = serve_server_new(&a.cfg, &hc, &sv, &err))) {
 		status = cli_fail(rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
 		goto out;
 	}
@@ -419,8 +414,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	status = serve(sv, &a, fd, port, &sigs);
 out:
-	svc_free(sv->svc);
-	free(sv);
+	serve_server_free(sv);
 	free(a.roots);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return status;

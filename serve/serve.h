@@ -1,16 +1,60 @@
 /* SPDX-License-Identifier: MIT */
 /* serve/serve.h -- what the command line starts of the serve module:
- * `rlm mcp`'s server (serve/mcp.c). The service both servers share is
- * serve/service.h. */
+ * `rlm serve`'s HTTP server (serve/serve_http.c) and `rlm mcp`'s server
+ * (serve/mcp.c). The service both share is serve/service.h. */
 #ifndef RLM_SERVE_H
 #define RLM_SERVE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "service.h"
 
 /* The MCP protocol revision `rlm mcp` speaks (older ones are negotiated). */
 #define MCP_VERSION "2025-11-25"
+
+/* ---- `rlm serve`: the HTTP server ----
+ * The life of a server: serve_server_new (the service: models, store),
+ * serve_server_listen, then on a signal serve_server_stopping (no new
+ * connection or solve), waiting for serve_server_idle (no solve running),
+ * serve_server_cancel for those that do not end in time, waiting for
+ * serve_server_quiet (no request left to answer), serve_server_free. Call
+ * them from one thread; the server's own threads inherit its signal
+ * mask. */
+
+struct serve_http_cfg {
+	const char *api_key;	    /* bearer token every request must carry; NULL: none */
+	size_t max_body;	    /* bytes of a request body */
+	int64_t request_timeout_ns; /* a synchronous solve's */
+	bool verbose;		    /* log every request on stderr */
+};
+
+struct serve_server;
+
+/* Make the service of svc and a server over it (not listening yet).
+ * Returns 0, or a negative code with err (RLM_EINVAL: a bad
+ * configuration); *out is the caller's (serve_server_free). */
+int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg,
+		     struct serve_server **out, struct rlm_err *err);
+/* Serve HTTP on listen_fd, a listening socket (net_listen), which is the
+ * server's from now on (closed when it cannot start). Returns 0 or
+ * RLM_EIO. */
+int serve_server_listen(struct serve_server *s, int listen_fd);
+/* Stop taking connections and solves: /healthz says "stopping", running
+ * solves go on. */
+void serve_server_stopping(struct serve_server *s);
+/* True when no solve runs. */
+bool serve_server_idle(const struct serve_server *s);
+/* Cancel the running solves (their runs stay in the store, resumable);
+ * returns how many. */
+int serve_server_cancel(struct serve_server *s);
+/* True when no request is being answered. */
+bool serve_server_quiet(const struct serve_server *s);
+/* Close the connections, stop the daemon, free the service. NULL: no-op. */
+void serve_server_free(struct serve_server *s);
+
+/* ---- `rlm mcp` ---- */
 
 struct serve_mcp_cfg {
 	struct svc_cfg svc; /* the service: models, store, roots, limits */

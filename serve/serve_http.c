@@ -485,7 +485,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	atomic_fetch_sub(&sv->active, 1);
 }
 
-struct MHD_Daemon *serve_http_start(struct server *sv, int listen_fd)
+static struct MHD_Daemon *http_start(struct server *sv, int listen_fd)
 {
 	/* The library closes a connection idle this long: short, so that
 	 * slow clients cannot hold the connections; a solve or a stream
@@ -500,4 +500,69 @@ struct MHD_Daemon *serve_http_start(struct server *sv, int listen_fd)
 	    .quiesce = true,
 	};
 	return httpd_start(&hc, listen_fd);
+}
+
+/* ---- the server as serve/serve.h shows it ---- */
+
+struct serve_server {
+	struct server sv;
+	struct MHD_Daemon *d; /* NULL until serve_server_listen */
+};
+
+int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg,
+		     struct serve_server **out, struct rlm_err *err)
+{
+	struct serve_server *s = xcalloc(1, sizeof(*s));
+	int rc;
+	s->sv.api_key = cfg->api_key;
+	s->sv.max_body = cfg->max_body;
+	s->sv.request_timeout_ns = cfg->request_timeout_ns;
+	s->sv.started_s = wall_ms() / 1000;
+	s->sv.verbose = cfg->verbose;
+	if ((rc = svc_new(svc, &s->sv.svc, err))) {
+		free(s);
+		*out = NULL;
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int serve_server_listen(struct serve_server *s, int listen_fd)
+{
+	s->d = http_start(&s->sv, listen_fd);
+	return s->d ? 0 : RLM_EIO;
+}
+
+void serve_server_stopping(struct serve_server *s)
+{
+	atomic_store(&s->sv.stopping, true);
+	if (s->d)
+		httpd_quiesce(s->d);
+	svc_close(s->sv.svc);
+}
+
+bool serve_server_idle(const struct serve_server *s)
+{
+	return svc_idle(s->sv.svc);
+}
+
+int serve_server_cancel(struct serve_server *s)
+{
+	return svc_shutdown(s->sv.svc, 0);
+}
+
+bool serve_server_quiet(const struct serve_server *s)
+{
+	return atomic_load(&s->sv.active) == 0;
+}
+
+void serve_server_free(struct serve_server *s)
+{
+	if (!s)
+		return;
+	if (s->d)
+		httpd_stop(s->d);
+	svc_free(s->sv.svc);
+	free(s);
 }

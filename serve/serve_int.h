@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "serve.h"
 #include "service.h"
 #include "../common/common.h"
 #include "../common/httpd.h"
@@ -50,14 +51,6 @@ struct req {
 	unsigned status;	/* the status queued, for the log */
 	int fd;			/* the connection's socket (the library's), or -1 */
 };
-
-/* ---- the daemon (serve_http.c) ---- */
-
-/* Serve sv over HTTP on listen_fd, a listening socket (net_listen), which
- * is the daemon's from now on (closed here when it cannot start: NULL).
- * Stop it with httpd_quiesce, then httpd_stop. The daemon's threads
- * inherit the caller's signal mask. */
-struct MHD_Daemon *serve_http_start(struct server *sv, int listen_fd);
 
 /* ---- responses (serve_http.c); each returns what the access handler returns ---- */
 
