@@ -112,8 +112,8 @@ static void post_one(struct load *L, CURL *h, struct buf *resp, size_t i, bool m
 		return;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-	if (code != 200 || !(j = json_parse(resp->p ? resp->p : "", resp->len))) {
-		fail(L, i, "status %ld: %.80s", code, resp->p ? resp->p : "");
+	if (code != 200 || !(j = json_parse(resp->p, resp->len))) {
+		fail(L, i, "status %ld: %.80s", code, resp->p);
 		goto out;
 	}
 	status = json_str(j, "status");

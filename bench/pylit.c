@@ -207,7 +207,7 @@ static int string_lit(struct lit *p, cJSON **out)
 		skip_space(p);
 	} while (string_start(p));
 	if (!rc)
-		*out = cJSON_CreateString(b.p ? b.p : "");
+		*out = cJSON_CreateString(b.p);
 	buf_release(&b);
 	return rc;
 }

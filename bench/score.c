@@ -422,7 +422,7 @@ static int score_set_f1(const char *pred, const cJSON *gold, const char *type RL
 			goto out;
 	if (!pred)
 		goto out;
-	pairs_find(text.p ? text.p : "", &gp);
+	pairs_find(text.p, &gp);
 	pairs_find(pred, &pp);
 	if (gp.n == 0 || pp.n == 0) {
 		*score = gp.n == pp.n;

@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What p points at while nothing is allocated: "", never written. */
+char buf_slopbuf[1];
+
 void buf_init(struct buf *b, size_t max)
 {
-	b->p = NULL;
+	b->p = buf_slopbuf;
 	b->len = 0;
 	b->cap = 0;
 	b->max = max;
@@ -26,7 +29,9 @@ int buf_reserve(struct buf *b, size_t n)
 	cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	b->p = xrealloc(b->p, cap);
+	/* nothing allocated yet (cap 0): p is buf_slopbuf, or NULL in a
+	 * buffer that was only zeroed */
+	b->p = b->cap ? xrealloc(b->p, cap) : xmalloc(cap);
 	b->cap = cap;
 	return 0;
 }
@@ -86,24 +91,25 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 void buf_reset(struct buf *b)
 {
 	b->len = 0;
-	if (b->p)
+	if (b->cap)
 		b->p[0] = '\0';
 }
 
 void buf_release(struct buf *b)
 {
-	free(b->p);
-	b->p = NULL;
+	if (b->cap)
+		free(b->p);
+	b->p = buf_slopbuf;
 	b->len = 0;
 	b->cap = 0;
 }
 
 char *buf_detach(struct buf *b, size_t *len)
 {
-	char *p = b->p ? b->p : xstrdup("");
+	char *p = b->cap ? b->p : xstrdup("");
 	if (len)
 		*len = b->len;
-	b->p = NULL;
+	b->p = buf_slopbuf;
 	b->len = 0;
 	b->cap = 0;
 	return p;

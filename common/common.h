@@ -66,16 +66,21 @@ void rlm_err_clear(struct rlm_err *err);
 const char *rlm_strerror(int code);
 
 /* ---- growable buffer with a hard cap ----
- * Always NUL-terminated when p != NULL. Appending past `max` fails with
- * RLM_ETOOBIG and leaves the buffer as it was. */
+ * git's strbuf promise: after buf_init (or BUF_INIT) p is never NULL and
+ * always NUL-terminated: an empty buffer's p is "" (buf_slopbuf, shared and
+ * never written) until the first append allocates. Appending past `max`
+ * fails with RLM_ETOOBIG and leaves the buffer as it was. A buffer that
+ * was only zeroed (calloc, = {0}) works too, but its p is NULL until the
+ * first append. */
 struct buf {
-	char *p;      /* data, NUL-terminated; NULL until the first append */
+	char *p;      /* data, NUL-terminated; "" until the first append */
 	size_t len;   /* bytes used, not counting the NUL */
 	size_t cap;   /* bytes allocated */
 	size_t max;   /* hard cap on len; 0 means SIZE_MAX */
 };
 
-#define BUF_INIT {NULL, 0, 0, 0}
+extern char buf_slopbuf[1];
+#define BUF_INIT {buf_slopbuf, 0, 0, 0}
 
 void buf_init(struct buf *b, size_t max);
 int buf_append(struct buf *b, const void *s, size_t n);

@@ -197,8 +197,6 @@ static char *redact_queries(char *s)
 		}
 	}
 	free(s);
-	if (!b.p)
-		return xstrdup("");
 	return buf_detach(&b, NULL);
 }
 

@@ -155,7 +155,7 @@ static char *endpoints_id(const struct llm_model *m)
 	if (n == 1 && strcmp(b.p, def) == 0)
 		buf_release(&b);
 	free(def);
-	return b.p;
+	return b.len ? buf_detach(&b, NULL) : NULL;
 }
 
 struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err *err)

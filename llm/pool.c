@@ -374,7 +374,7 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 						  resp.transport_err);
 			}
 		} else if (resp.status >= 200 && resp.status < 300) {
-			rc = m->wire->parse(c, resp.body.p ? resp.body.p : "", resp.body.len, &err);
+			rc = m->wire->parse(c, resp.body.p, resp.body.len, &err);
 			if (rc == 0) {
 				ok = true;
 			} else if (rc == RLM_EPARSE) {
@@ -384,7 +384,7 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 				set_error(c, rc, "%s: %s", m->provider, err.msg);
 			}
 		} else {
-			char *pm = m->wire->error_message(resp.body.p ? resp.body.p : "",
+			char *pm = m->wire->error_message(resp.body.p,
 							  resp.body.len);
 			snprintf(last, sizeof(last), "%s %d from %s%s%s", m->provider,
 				 resp.status,

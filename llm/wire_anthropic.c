@@ -63,7 +63,7 @@ static int add_system(cJSON *body, const struct llm_call *c)
 	}
 	if (!any)
 		return 0;
-	blocks = text_blocks(sys.p ? sys.p : "", sys.len, true);
+	blocks = text_blocks(sys.p, sys.len, true);
 	buf_release(&sys);
 	return json_add(body, "system", blocks);
 }
@@ -204,7 +204,7 @@ static int parse(struct llm_call *c, const char *body, size_t len, struct rlm_er
 		    rlm_err_set(err, rc, "reply text larger than %u bytes", (unsigned)LLM_MAX_BODY);
 		goto out;
 	}
-	wire_set_result(c, text.p ? text.p : "", text.len, json_str(j, "stop_reason"));
+	wire_set_result(c, text.p, text.len, json_str(j, "stop_reason"));
 	buf_release(&text);
 	/* Our input_tokens counts every prompt token; anthropic's only the uncached. */
 	usage = json_get(j, "usage");

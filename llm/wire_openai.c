@@ -179,7 +179,7 @@ static int parse(struct llm_call *c, const char *body, size_t len, struct rlm_er
 					 "reply has no text in choices[0].message.content");
 		goto out;
 	}
-	wire_set_result(c, text.p ? text.p : "", text.len, json_str(choice, "finish_reason"));
+	wire_set_result(c, text.p, text.len, json_str(choice, "finish_reason"));
 	buf_release(&text);
 	usage = json_get(j, "usage");
 	c->usage.input_tokens = wire_count(usage, "prompt_tokens");

@@ -1146,7 +1146,7 @@ static void run_init(struct repl *r, struct run *x, struct repl_result *out, int
 static void run_finish(struct run *x)
 {
 	struct buf b = BUF_INIT;
-	buf_append(&b, x->note.p ? x->note.p : "", x->note.len);
+	buf_append(&b, x->note.p, x->note.len);
 	if (x->body)
 		buf_append(&b, x->body, x->body_len);
 	if (x->after.len)

@@ -445,7 +445,7 @@ static void build_line(struct repl *r)
 	} else {
 		buf_puts(&b, " rlimits=off");
 	}
-	snprintf(st->line, sizeof(st->line), "%s", b.p ? b.p : "");
+	snprintf(st->line, sizeof(st->line), "%s", b.p);
 	buf_release(&b);
 }
 

@@ -246,7 +246,7 @@ static char *prose_of(const char *t, size_t len, const struct reply *rp)
 			pos = nl ? (size_t)(nl - t) + 1 : len;
 		}
 	}
-	s = trim_dup(b.p ? b.p : "", b.len);
+	s = trim_dup(b.p, b.len);
 	buf_release(&b);
 	if (!*s) {
 		free(s);

@@ -393,7 +393,7 @@ static int render_combine(struct job *j, size_t g, struct buf *out, struct rlm_e
 	for (size_t k = gc->start[g]; k < gc->start[g + 1]; k++)
 		buf_printf(&list, "[%zu] %s\n", k - gc->start[g] + 1, gc->partials[k]);
 	vars[0] = (struct prompt_var){"question", j->question, 0};
-	vars[1] = (struct prompt_var){"partials", list.p ? list.p : "", list.len};
+	vars[1] = (struct prompt_var){"partials", list.p, list.len};
 	rc = prompt_render("tree_combine.txt", vars, 2, out, err);
 	buf_release(&list);
 	return rc;

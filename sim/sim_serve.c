@@ -186,7 +186,7 @@ static enum MHD_Result answer_chat(struct sim_server *sv, struct MHD_Connection 
 	const char *hdrs[5];
 	char after_s[32], after_ms[32];
 	size_t n = 0;
-	sim_handle(sv->sim, body->buf.p ? body->buf.p : "", body->buf.len, &r);
+	sim_handle(sv->sim, body->buf.p, body->buf.len, &r);
 	httpd_body_release(body);
 	if (r.status == 200 && (r.stream || r.fault == SIM_TRUNCATE)) {
 		ret = send_callback(sv, c, &r, t0);

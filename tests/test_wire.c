@@ -737,11 +737,13 @@ TEST(http_req_and_resp_helpers)
 	CHECK_INT(resp.transport_rc, 0);
 	CHECK(!resp.connect_failed);
 	CHECK_STR(resp.transport_err, "");
-	CHECK(resp.body.p == NULL && resp.body.len == 0);
+	CHECK_STR(resp.body.p, ""); /* never NULL after init */
+	CHECK(resp.body.len == 0);
 	CHECK(resp.body.max == LLM_MAX_BODY);
 	CHECK_INT(buf_puts(&resp.body, "hello"), 0);
 	http_resp_release(&resp);
-	CHECK(resp.body.p == NULL);
+	CHECK(resp.body.cap == 0 && resp.body.len == 0);
+	CHECK_STR(resp.body.p, "");
 	check_no_leaks();
 }
 
