@@ -146,6 +146,7 @@ static void nul_path(const struct nul_frame *st, size_t depth, size_t over, bool
 		n += (size_t)snprintf(path + n, cap - n, "...");
 	if (n < cap && key)
 		snprintf(path + n, cap - n, " (a key)");
+	path[text_utf8_floor(path, strlen(path))] = '\0'; /* cut by cap */
 }
 
 bool json_nul_path(const char *s, size_t len, char *path, size_t cap)
@@ -200,9 +201,12 @@ bool json_nul_path(const char *s, size_t len, char *path, size_t cap)
 				i++;
 			}
 			key = want_key && top && !top->array;
+			/* cut where a UTF-8 sequence ends: a path goes into JSON */
 			if (key)
 				snprintf(top->key, sizeof(top->key), "%.*s",
-					 (int)RLM_MIN(i - start, sizeof(top->key) - 1), s + start);
+					 (int)text_utf8_floor(s + start,
+							 RLM_MIN(i - start, sizeof(top->key) - 1)),
+					 s + start);
 			if (nul) {
 				if (cap)
 					nul_path(st, depth, over, key, path, cap);

@@ -38,6 +38,10 @@
 
 #define MCP_MAX_LINE ((size_t)64 << 20) /* one message, context included */
 
+/* For "%.*s": at most max bytes of s, cut where a UTF-8 sequence ends (a
+ * message is JSON: it must stay valid UTF-8). */
+#define CUT(s, max) ((int)text_utf8_floor((s), strnlen((s), (max))))
+
 /* The revisions whose initialize is answered in kind: those the official
  * TypeScript SDK supports (SUPPORTED_PROTOCOL_VERSIONS), newest first. */
 static const char *const versions[] = {MCP_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
@@ -208,8 +212,19 @@ static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id, const char *n
 			reply_error(m, id, MCP_INVALID_PARAMS, "%s", bad);
 		else
 			reply_error(m, id, MCP_INVALID_PARAMS,
-				    "unknown tool '%.100s' (known: solve, load_corpus, ask)",
-				    name->valuestring);
+				    "unknown tool '%.*s' (known: solve, load_corpus, ask)",
+				    CUT(name->valuestring, 100), name->valuestring);
+		return;
+	}
+	if (m->dry_run) {
+		struct mcp_args a;
+		cJSON *res = serve__mcp_args(name->valuestring, cJSON_IsObject(args) ? args : NULL,
+					     nul_arg, &a);
+		if (!res) {
+			res = cJSON_CreateObject();
+			json_add(res, "content", cJSON_CreateArray());
+		}
+		reply(m, id, res);
 		return;
 	}
 	key = json_print(id);
@@ -217,7 +232,7 @@ static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id, const char *n
 	if (call_find(m, key)) {
 		pthread_mutex_unlock(&m->mu);
 		reply_error(m, id, MCP_INVALID_REQUEST,
-			    "request id %.100s is in use by a running request", key);
+			    "request id %.*s is in use by a running request", CUT(key, 100), key);
 		free(key);
 		return;
 	}
@@ -361,7 +376,7 @@ static void handle(struct mcp *m, const char *s, size_t len)
 		if (id)
 			reply_error(m, id, cJSON_IsArray(params) ? MCP_INVALID_PARAMS
 								 : MCP_INVALID_REQUEST,
-				    "%.100s: params must be an object", method);
+				    "%.*s: params must be an object", CUT(method, 100), method);
 		goto out;
 	}
 	/* cJSON cuts a string at \u0000: only a tool's argument may hold one
@@ -400,22 +415,59 @@ static void handle(struct mcp *m, const char *s, size_t len)
 	else if (strcmp(method, "tools/call") == 0)
 		tools_call(m, msg, id, nul_arg);
 	else
-		reply_error(m, id, MCP_METHOD_NOT_FOUND, "unknown method '%.100s'", method);
+		reply_error(m, id, MCP_METHOD_NOT_FOUND, "unknown method '%.*s'", CUT(method, 100),
+			    method);
 out:
 	cJSON_Delete(msg);
+}
+
+/* One line read (without its '\n'): a message unless empty. */
+static void line_end(struct mcp *m, struct mcp_reader *rd)
+{
+	size_t len = rd->line.len;
+	if (!rd->skipping) {
+		while (len && (rd->line.p[len - 1] == '\r' || rd->line.p[len - 1] == ' ' ||
+			       rd->line.p[len - 1] == '\t'))
+			len--;
+		if (len)
+			handle(m, rd->line.p, len);
+	}
+	buf_reset(&rd->line);
+	rd->skipping = false;
+}
+
+void serve__mcp_feed(struct mcp *m, struct mcp_reader *rd, const char *p, size_t n)
+{
+	const char *s, *e;
+	for (s = p; s < p + n; s = e + 1) {
+		e = memchr(s, '\n', (size_t)(p + n - s));
+		if (!e)
+			e = p + n;
+		if (!rd->skipping && buf_append(&rd->line, s, (size_t)(e - s))) {
+			reply_error(m, NULL, MCP_INVALID_REQUEST,
+				    "invalid request: a message over %zu MiB", MCP_MAX_LINE >> 20);
+			rd->skipping = true;
+		}
+		if (e == p + n)
+			break;
+		line_end(m, rd);
+	}
+}
+
+void serve__mcp_end(struct mcp *m, struct mcp_reader *rd)
+{
+	line_end(m, rd);
 }
 
 /* Read messages from in_fd until EOF or a signal on sfd. */
 static void serve(struct mcp *m, int in_fd, int sfd)
 {
-	struct buf line;
-	static char chunk[1 << 16];
-	bool skipping = false; /* the rest of a message over the cap */
-	buf_init(&line, MCP_MAX_LINE);
+	struct mcp_reader rd = {BUF_INIT, false};
+	char chunk[1 << 16];
+	buf_init(&rd.line, MCP_MAX_LINE);
 	for (;;) {
 		struct pollfd p[2] = {{in_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
 		ssize_t n;
-		char *s, *e;
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -434,36 +486,13 @@ static void serve(struct mcp *m, int in_fd, int sfd)
 		if (n <= 0) {
 			if (n < 0)
 				log_error("mcp: cannot read stdin: %s", strerror(errno));
-			if (line.len && !skipping)
-				handle(m, line.p, line.len);
+			serve__mcp_end(m, &rd);
 			break;
 		}
-		for (s = chunk; s < chunk + n; s = e + 1) {
-			e = memchr(s, '\n', (size_t)(chunk + n - s));
-			if (!e)
-				e = chunk + n;
-			if (!skipping && buf_append(&line, s, (size_t)(e - s))) {
-				reply_error(m, NULL, MCP_INVALID_REQUEST,
-					    "invalid request: a message over %zu MiB",
-					    MCP_MAX_LINE >> 20);
-				skipping = true;
-			}
-			if (e == chunk + n)
-				break;
-			if (!skipping) {
-				size_t len = line.len;
-				while (len && (line.p[len - 1] == '\r' || line.p[len - 1] == ' ' ||
-					       line.p[len - 1] == '\t'))
-					len--;
-				if (len)
-					handle(m, line.p, len);
-			}
-			buf_reset(&line);
-			skipping = false;
-		}
+		serve__mcp_feed(m, &rd, chunk, (size_t)n);
 		reap(m, false);
 	}
-	buf_release(&line);
+	buf_release(&rd.line);
 }
 
 /* Cancel every request being served and wait for their threads. */

@@ -11,6 +11,7 @@
 #include "serve.h"
 #include "service.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 /* JSON-RPC 2.0 error codes. */
 #define MCP_PARSE_ERROR      (-32700)
@@ -29,6 +30,9 @@ struct mcp {
 	bool out_broken;            /* under out_mu: the client is gone */
 	int max_iterations;         /* the server's, for progress totals */
 	bool verbose;               /* log every message on stderr */
+	bool dry_run;               /* tools/call checks its arguments and runs
+				     * nothing: it answers their tool error, or
+				     * an empty result (tests/fuzz_mcp.c) */
 
 	pthread_mutex_t mu;         /* guards what follows */
 	struct mcp_call *calls;     /* tools/call requests and their threads,
@@ -78,7 +82,40 @@ bool mcp_call_cancelled(struct mcp_call *c);
  * already: the caller cancels the run itself. */
 bool mcp_call_set_run(struct mcp_call *c, struct svc_run *run);
 
+/* ---- reading messages (mcp.c) ---- */
+
+/* The reader's state between reads of stdin. */
+struct mcp_reader {
+	struct buf line;            /* the message read so far; its cap is a
+				     * message's */
+	bool skipping;              /* the rest of a message over the cap is
+				     * being dropped */
+};
+/* Take n bytes read from stdin: each whole line is a message, handled
+ * (answered, or its tools/call started) before this returns; a line's
+ * trailing '\r', spaces and tabs are cut and an empty line is skipped; a
+ * message over the cap is answered with an error and dropped. Reader
+ * thread only. */
+void serve__mcp_feed(struct mcp *m, struct mcp_reader *rd, const char *p, size_t n);
+/* EOF: the last line, if it had no '\n', is a message too. */
+void serve__mcp_end(struct mcp *m, struct mcp_reader *rd);
+
 /* ---- the tools (mcp_tools.c) ---- */
+
+/* A tools/call's arguments, checked. */
+struct mcp_args {
+	const char *question;       /* solve, ask; borrowed from the call */
+	const char *context, *path, *corpus_id; /* solve: exactly one; ask:
+				     * corpus_id; load_corpus: path */
+	enum corpus_kind kind;      /* load_corpus's format */
+	struct svc_opts o;          /* solve's max_depth and max_iterations */
+};
+/* Check the arguments (an object, or NULL: none) of tool (a known one)
+ * into *a; nul_arg: the argument whose string holds \u0000, or NULL.
+ * Returns NULL, or the tool error that says what is wrong (the
+ * caller's). Runs nothing; any thread. */
+cJSON *serve__mcp_args(const char *tool, const cJSON *args, const char *nul_arg,
+		       struct mcp_args *a);
 
 /* The tools/list result for revision version: {"tools": [...]}, the
  * caller's; without titles and output schemas before MCP_STRUCTURED,

@@ -142,6 +142,7 @@ static cJSON *tool_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	msg[text_utf8_floor(msg, strlen(msg))] = '\0'; /* cut by its size */
 	json_add(r, "content", text_content(msg));
 	json_add_bool(r, "isError", true);
 	return r;
@@ -330,7 +331,7 @@ static void follow(struct mcp_call *c, struct svc_run *r, int max_iterations)
 	svc_run_wait(r, 0);
 }
 
-/* ---- the tools ---- */
+/* ---- solves ---- */
 
 /* The result of an ended run: its answer, or a tool error. */
 static cJSON *solve_result(struct svc_run *r)
@@ -370,38 +371,81 @@ static cJSON *solve_result(struct svc_run *r)
 	return res;
 }
 
-/* solve and ask: a question over a context, a path or a corpus. */
-static cJSON *tool_solve(struct mcp_call *c, bool ask)
-{
-	static const char *const solve_args[] = {"question", "context", "path", "corpus_id",
-						 "max_depth", "max_iterations", NULL};
-	static const char *const ask_args[] = {"corpus_id", "question", NULL};
-	const char *question, *context, *path, *corpus_id, *bad;
-	struct svc_corpus_info info;
-	struct svc_opts o;
-	struct svc_run *r = NULL;
-	struct rlm_err err = {0, ""};
-	char msg[256];
-	cJSON *res;
-	int given, rc;
+/* ---- the arguments ---- */
 
-	svc_opts_init(&o);
-	if ((bad = unknown_arg(c->args, ask ? ask_args : solve_args)))
+/* solve's and ask's. */
+static cJSON *solve_args(const cJSON *args, bool ask, struct mcp_args *a)
+{
+	static const char *const solve_known[] = {"question",  "context",   "path",
+						  "corpus_id", "max_depth", "max_iterations",
+						  NULL};
+	static const char *const ask_known[] = {"corpus_id", "question", NULL};
+	const char *bad;
+	char msg[256];
+	int given;
+	if ((bad = unknown_arg(args, ask ? ask_known : solve_known)))
 		return tool_error("unknown argument '%s' (known: %s)", bad,
 				  ask ? "corpus_id, question"
 				      : "question, context, path, corpus_id, max_depth, "
 					"max_iterations");
-	if (arg_str(c->args, "question", true, &question, msg, sizeof(msg)) ||
-	    arg_str(c->args, "context", false, &context, msg, sizeof(msg)) ||
-	    arg_str(c->args, "path", false, &path, msg, sizeof(msg)) ||
-	    arg_str(c->args, "corpus_id", ask, &corpus_id, msg, sizeof(msg)) ||
-	    arg_int(c->args, "max_depth", 1, 16, &o.max_depth, msg, sizeof(msg)) ||
-	    arg_int(c->args, "max_iterations", 1, 10000, &o.max_iterations, msg, sizeof(msg)))
+	if (arg_str(args, "question", true, &a->question, msg, sizeof(msg)) ||
+	    arg_str(args, "context", false, &a->context, msg, sizeof(msg)) ||
+	    arg_str(args, "path", false, &a->path, msg, sizeof(msg)) ||
+	    arg_str(args, "corpus_id", ask, &a->corpus_id, msg, sizeof(msg)) ||
+	    arg_int(args, "max_depth", 1, 16, &a->o.max_depth, msg, sizeof(msg)) ||
+	    arg_int(args, "max_iterations", 1, 10000, &a->o.max_iterations, msg, sizeof(msg)))
 		return tool_error("%s", msg);
-	given = !!context + !!path + !!corpus_id;
+	given = !!a->context + !!a->path + !!a->corpus_id;
 	if (given != 1)
 		return tool_error("%s: give exactly one of 'context', 'path' and 'corpus_id'",
 				  given ? "too many contexts" : "missing argument");
+	return NULL;
+}
+
+/* load_corpus's. */
+static cJSON *load_corpus_args(const cJSON *args, struct mcp_args *a)
+{
+	static const char *const known[] = {"path", "format", NULL};
+	const char *format, *bad;
+	char msg[256];
+	if ((bad = unknown_arg(args, known)))
+		return tool_error("unknown argument '%s' (known: path, format)", bad);
+	if (arg_str(args, "path", true, &a->path, msg, sizeof(msg)) ||
+	    arg_str(args, "format", false, &format, msg, sizeof(msg)))
+		return tool_error("%s", msg);
+	if (format && corpus_kind_parse(format, &a->kind))
+		return tool_error("unknown format '%s' (known: auto, text, dir, jsonl)", format);
+	return NULL;
+}
+
+cJSON *serve__mcp_args(const char *tool, const cJSON *args, const char *nul_arg,
+		       struct mcp_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->kind = CORPUS_AUTO;
+	svc_opts_init(&a->o);
+	if (nul_arg)
+		return tool_error("argument '%s' holds a NUL character (\\u0000): give text without "
+				  "one",
+				  nul_arg);
+	if (strcmp(tool, "load_corpus") == 0)
+		return load_corpus_args(args, a);
+	return solve_args(args, strcmp(tool, "ask") == 0, a);
+}
+
+/* ---- the tools ---- */
+
+/* solve and ask: a question over a context, a path or a corpus. */
+static cJSON *tool_solve(struct mcp_call *c, const struct mcp_args *a)
+{
+	const char *question = a->question, *context = a->context, *path = a->path,
+		   *corpus_id = a->corpus_id;
+	struct svc_corpus_info info;
+	struct svc_opts o = a->o;
+	struct svc_run *r = NULL;
+	struct rlm_err err = {0, ""};
+	cJSON *res;
+	int rc;
 
 	/* The context, held until its solve has started (it holds it then). */
 	if (context)
@@ -434,24 +478,15 @@ static cJSON *tool_solve(struct mcp_call *c, bool ask)
 	return res;
 }
 
-static cJSON *tool_load_corpus(struct mcp_call *c)
+static cJSON *tool_load_corpus(struct mcp_call *c, const struct mcp_args *a)
 {
-	static const char *const known[] = {"path", "format", NULL};
-	const char *path, *format, *bad;
-	enum corpus_kind kind = CORPUS_AUTO;
+	const char *path = a->path;
 	struct svc_corpus_info info;
 	struct rlm_err err = {0, ""};
 	char msg[256];
 	cJSON *sc;
 
-	if ((bad = unknown_arg(c->args, known)))
-		return tool_error("unknown argument '%s' (known: path, format)", bad);
-	if (arg_str(c->args, "path", true, &path, msg, sizeof(msg)) ||
-	    arg_str(c->args, "format", false, &format, msg, sizeof(msg)))
-		return tool_error("%s", msg);
-	if (format && corpus_kind_parse(format, &kind))
-		return tool_error("unknown format '%s' (known: auto, text, dir, jsonl)", format);
-	if (svc_corpus_load(c->m->svc, path, kind, SVC_CORPUS_KEEP, &info, &err))
+	if (svc_corpus_load(c->m->svc, path, a->kind, SVC_CORPUS_KEEP, &info, &err))
 		return tool_error("%s", err.msg);
 	sc = cJSON_CreateObject();
 	json_add_str(sc, "corpus_id", info.id);
@@ -465,13 +500,11 @@ static cJSON *tool_load_corpus(struct mcp_call *c)
 
 cJSON *mcp_tool_call(struct mcp_call *c)
 {
-	if (c->nul_arg)
-		return tool_error("argument '%s' holds a NUL character (\\u0000): give text without "
-				  "one",
-				  c->nul_arg);
-	if (strcmp(c->tool, "solve") == 0)
-		return tool_solve(c, false);
-	if (strcmp(c->tool, "ask") == 0)
-		return tool_solve(c, true);
-	return tool_load_corpus(c);
+	struct mcp_args a;
+	cJSON *res = serve__mcp_args(c->tool, c->args, c->nul_arg, &a);
+	if (res)
+		return res;
+	if (strcmp(c->tool, "load_corpus") == 0)
+		return tool_load_corpus(c, &a);
+	return tool_solve(c, &a);
 }

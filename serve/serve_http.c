@@ -175,34 +175,37 @@ enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg)
 	}
 }
 
-cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret)
+int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *err)
 {
-	const struct buf *b = &rq->body.buf;
-	cJSON *j = b->len ? json_parse(b->p, b->len) : NULL;
+	cJSON *j = len ? json_parse(p, len) : NULL;
 	char where[128];
-	if (!j) {
-		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_json",
-				 !b->len ? "the body is empty: want a JSON object"
-				 : memchr(b->p, '\0', b->len)
-				     ? "the body is not valid JSON: it holds a NUL byte"
-				     : "the body is not valid JSON");
-		return NULL;
-	}
+	*out = NULL;
+	if (!j)
+		return rlm_err_set(err, RLM_EPARSE, "%s",
+				   !len ? "the body is empty: want a JSON object"
+				   : memchr(p, '\0', len)
+				       ? "the body is not valid JSON: it holds a NUL byte"
+				       : "the body is not valid JSON");
 	if (!cJSON_IsObject(j)) {
 		cJSON_Delete(j);
-		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_json",
-				 "the body is JSON but not an object");
-		return NULL;
+		return rlm_err_set(err, RLM_EPARSE, "the body is JSON but not an object");
 	}
 	/* cJSON would cut such a string at the NUL without a word. */
-	if (json_nul_path(b->p, b->len, where, sizeof(where))) {
+	if (json_nul_path(p, len, where, sizeof(where))) {
 		cJSON_Delete(j);
-		*ret = srv_error(
-		    rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		    "%s: holds a NUL character (\\u0000), which this API does not take", where);
-		return NULL;
+		return rlm_err_set(err, RLM_EINVAL,
+				   "%s: holds a NUL character (\\u0000), which this API does not "
+				   "take",
+				   where);
 	}
-	return j;
+	*out = j;
+	return 0;
+}
+
+enum MHD_Result srv_body_error(struct req *rq, int rc, const struct rlm_err *err)
+{
+	return srv_error(rq, MHD_HTTP_BAD_REQUEST,
+			 rc == RLM_EPARSE ? "invalid_json" : "invalid_request", "%s", err->msg);
 }
 
 bool srv_client_gone(int fd)

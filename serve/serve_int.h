@@ -18,12 +18,17 @@
 #include "../common/common.h"
 #include "../common/httpd.h"
 #include "../common/json.h"
+#include "../common/text.h"
 #include "../llm/openai.h"
 
 #define SRV_KEEPALIVE_NS   (15 * 1000000000LL) /* a comment on a quiet stream */
 #define SRV_SLICE_NS	   (250 * 1000000LL)   /* streams wait on a run this long at once */
 #define IDLE_TIMEOUT_S	   30u		       /* a connection's, but a solve's or a stream's */
 #define PER_IP_CONNECTIONS 256u		       /* open at once from one address */
+
+/* For "%.*s": at most max bytes of s, cut where a UTF-8 sequence ends (an
+ * answer is JSON: it must stay valid UTF-8). */
+#define SRV_CUT(s, max) ((int)text_utf8_floor((s), strnlen((s), (max))))
 
 /* The server: made by cmd_serve, read-only once serving but for the
  * atomics. */
@@ -70,9 +75,9 @@ enum MHD_Result srv_error_code(struct req *rq, unsigned status, const char *type
  * SVC_EBUSY 429, SVC_EFORBIDDEN 403, RLM_ENOTFOUND 404, a bad value or a
  * file problem 400, anything else 500. */
 enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg);
-/* The body as a JSON object, or NULL after answering invalid_json (or
- * invalid_request naming a string that holds \u0000). */
-cJSON *srv_body_json(struct req *rq, enum MHD_Result *ret);
+/* The answer to a body refused by serve__*_parse with rc and err: 400,
+ * invalid_json or invalid_request. */
+enum MHD_Result srv_body_error(struct req *rq, int rc, const struct rlm_err *err);
 
 /* ---- checking request fields (serve_routes.c) ---- */
 
@@ -111,6 +116,57 @@ enum srv_wait {
  * every SRV_SLICE_NS; past the time, or once the client is gone, cancel
  * r and wait a little for it to end. */
 enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r);
+
+/* ---- request bodies, parsed and checked ----
+ * What a route does with its body before anything else: no connection, no
+ * service (tests/fuzz_serve.c drives these as the routes do). Each returns
+ * 0, or RLM_EPARSE (the body is no JSON object: its answer's type is
+ * "invalid_json") or RLM_EINVAL (a field is wrong: "invalid_request") with
+ * err's message, never empty. A body taken is released with its
+ * serve__*_release; on error nothing is left to release. */
+
+/* The body (p, len) as a JSON object into *out (the caller's); a string
+ * holding \u0000 is refused, as cJSON would cut it there (serve_http.c). */
+int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *err);
+
+/* A POST /v1/solve body (serve_routes.c). */
+struct serve_solve {
+	cJSON *body;			     /* owned: the strings point into it */
+	const char *question;		     /* not empty */
+	const char *text, *path, *corpus_id; /* exactly one */
+	const char *format;		     /* NULL, or given with path */
+	bool async;
+	struct svc_opts so; /* options and options.budgets */
+};
+int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct rlm_err *err);
+void serve__solve_release(struct serve_solve *s);
+
+/* A POST /v1/corpora body (serve_routes.c). */
+struct serve_corpora {
+	cJSON *body;		 /* owned: the strings point into it */
+	const char *path, *text; /* exactly one of path, text and docs */
+	const cJSON *docs;	 /* an array of strings, in body */
+	enum corpus_kind kind;	 /* format, given with path (else CORPUS_AUTO) */
+};
+int serve__corpora_parse(const char *p, size_t len, struct serve_corpora *c, struct rlm_err *err);
+void serve__corpora_release(struct serve_corpora *c);
+
+/* A POST /v1/chat/completions body (serve_openai.c): OpenAI's request as
+ * a solve. */
+struct serve_chat {
+	cJSON *body;	      /* owned: the strings point into it */
+	const char *question; /* the last user message's text: not empty */
+	char *qown;	      /* owned: what question points to */
+	struct buf context;   /* the earlier messages' text, when no rlm_context */
+	/* The context: exactly one of text (rlm_context as a string, or the
+	 * earlier messages), path (with format) and corpus_id. */
+	const char *text, *path, *format, *corpus_id;
+	const char *model; /* as asked ("rlm" when absent) */
+	bool stream, include_usage;
+	bool progress; /* rlm_progress: progress lines in a stream (true) */
+};
+int serve__chat_parse(const char *p, size_t len, struct serve_chat *ch, struct rlm_err *err);
+void serve__chat_release(struct serve_chat *ch);
 
 /* Send st as an event stream (text/event-stream, chunked): read fills it,
  * done frees st, even when this fails (serve_routes.c). */

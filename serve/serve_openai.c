@@ -19,15 +19,6 @@
 
 /* ---- the request ---- */
 
-struct chat {
-	const char *question; /* borrowed from the body */
-	struct buf context;   /* the earlier messages, when no rlm_context */
-	const char *text, *path, *format, *corpus_id; /* rlm_context, borrowed */
-	const char *model;			      /* as asked ("rlm" when absent) */
-	bool stream, include_usage;
-	bool progress; /* rlm_progress: progress lines in a stream (true) */
-};
-
 /* The text of a message's content: a string, or an array of text parts.
  * NULL (with k->bad) when it is neither; *owned to free. */
 static const char *content_text(struct check *k, const cJSON *m, size_t i, char **owned)
@@ -60,8 +51,7 @@ static const char *content_text(struct check *k, const cJSON *m, size_t i, char 
 }
 
 /* messages: the question and, when ctx, the earlier messages' text. */
-static void check_messages(struct check *k, const cJSON *msgs, struct chat *ch, bool ctx,
-			   char **qown)
+static void check_messages(struct check *k, const cJSON *msgs, struct serve_chat *ch, bool ctx)
 {
 	const cJSON *m;
 	size_t n, last = SIZE_MAX, i = 0;
@@ -100,8 +90,8 @@ static void check_messages(struct check *k, const cJSON *msgs, struct chat *ch, 
 		if (!(t = content_text(k, m, i, &own)))
 			return;
 		if (i == last) {
-			*qown = own ? own : xstrdup(t);
-			ch->question = *qown;
+			ch->qown = own ? own : xstrdup(t);
+			ch->question = ch->qown;
 			break;
 		}
 		if (*t) {
@@ -114,7 +104,7 @@ static void check_messages(struct check *k, const cJSON *msgs, struct chat *ch, 
 	}
 }
 
-static void check_rlm_context(struct check *k, const cJSON *c, struct chat *ch)
+static void check_rlm_context(struct check *k, const cJSON *c, struct serve_chat *ch)
 {
 	static const char *const known[] = {"corpus_id", "path", "format", NULL};
 	const char *w = "rlm_context.";
@@ -232,7 +222,7 @@ static void check_known(struct check *k, const cJSON *body)
 		while (i < ARRAY_SIZE(ignored) && strcmp(ignored[i].name, it->string) != 0)
 			i++;
 		if (i == ARRAY_SIZE(ignored)) {
-			check_fail(k, "%.100s: unknown field", it->string);
+			check_fail(k, "%.*s: unknown field", SRV_CUT(it->string, 100), it->string);
 			return;
 		}
 		if (!cJSON_IsNull(it) && !of_type(it, ignored[i].types)) {
@@ -292,7 +282,7 @@ static void check_unsupported(struct check *k, const cJSON *body)
 		check_fail(k, "moderation: not served");
 }
 
-static void check_stream_options(struct check *k, const cJSON *so, struct chat *ch)
+static void check_stream_options(struct check *k, const cJSON *so, struct serve_chat *ch)
 {
 	static const char *const known[] = {"include_usage", "include_obfuscation", NULL};
 	bool ignored_flag = false;
@@ -308,7 +298,7 @@ static void check_stream_options(struct check *k, const cJSON *so, struct chat *
 	check_bool(k, so, "include_obfuscation", "stream_options.", &ignored_flag);
 }
 
-static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char **qown)
+static void check_chat(struct check *k, const cJSON *body, struct serve_chat *ch)
 {
 	const cJSON *ctx = json_get(body, "rlm_context");
 	check_known(k, body);
@@ -325,7 +315,7 @@ static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char
 	else
 		ctx = NULL;
 	if (!k->bad)
-		check_messages(k, json_get(body, "messages"), ch, ctx == NULL, qown);
+		check_messages(k, json_get(body, "messages"), ch, ctx == NULL);
 	if (!k->bad && (!ch->question || !*ch->question))
 		check_fail(k, "messages: the last user message is empty");
 	if (!k->bad && !ctx) {
@@ -335,6 +325,31 @@ static void check_chat(struct check *k, const cJSON *body, struct chat *ch, char
 		else
 			ch->text = ch->context.p;
 	}
+}
+
+int serve__chat_parse(const char *p, size_t len, struct serve_chat *ch, struct rlm_err *err)
+{
+	struct check k = {false, ""};
+	int rc;
+	memset(ch, 0, sizeof(*ch));
+	buf_init(&ch->context, 0);
+	if ((rc = serve__body_parse(p, len, &ch->body, err)))
+		return rc;
+	check_chat(&k, ch->body, ch);
+	if (k.bad) {
+		serve__chat_release(ch);
+		return rlm_err_set(err, RLM_EINVAL, "%s", k.msg);
+	}
+	return 0;
+}
+
+void serve__chat_release(struct serve_chat *ch)
+{
+	cJSON_Delete(ch->body);
+	ch->body = NULL;
+	free(ch->qown);
+	ch->qown = NULL;
+	buf_release(&ch->context);
 }
 
 /* ---- answers ---- */
@@ -393,34 +408,24 @@ static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char
 
 enum MHD_Result route_chat(struct req *rq)
 {
-	struct check k = {false, ""};
-	struct chat ch;
+	struct serve_chat ch;
 	struct svc_opts so;
 	struct svc_run *r = NULL;
 	struct rlm_err err = {0, ""};
 	enum MHD_Result ret;
 	struct svc_corp *hold = NULL;
-	char *qown = NULL;
-	cJSON *body = srv_body_json(rq, &ret);
 	int rc;
-	if (!body)
-		return ret;
-	memset(&ch, 0, sizeof(ch));
-	buf_init(&ch.context, 0);
+	if ((rc = serve__chat_parse(rq->body.buf.p, rq->body.buf.len, &ch, &err)))
+		return srv_body_error(rq, rc, &err);
 	svc_opts_init(&so);
-	check_chat(&k, body, &ch, &qown);
-	if (k.bad) {
-		ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", k.msg);
-		goto out;
-	}
 	if (strcmp(ch.model, "rlm") != 0) {
 		if (strcmp(ch.model, svc_model_name(rq->sv->svc)) != 0 &&
 		    strcmp(ch.model, svc_sub_model_name(rq->sv->svc)) != 0) {
 			ret = srv_error_code(
 			    rq, MHD_HTTP_NOT_FOUND, "not_found", "model_not_found", "model",
-			    "the model '%.100s' does not exist here (see GET /v1/models: "
+			    "the model '%.*s' does not exist here (see GET /v1/models: "
 			    "rlm, or a model this server was started with)",
-			    ch.model);
+			    SRV_CUT(ch.model, 100), ch.model);
 			goto out;
 		}
 		so.model = ch.model;
@@ -458,9 +463,7 @@ enum MHD_Result route_chat(struct req *rq)
 	}
 out:
 	svc_run_put(r);
-	buf_release(&ch.context);
-	free(qown);
-	cJSON_Delete(body);
+	serve__chat_release(&ch);
 	return ret;
 }
 

@@ -43,7 +43,8 @@ void check_fields(struct check *k, const cJSON *o, const char *const *known, con
 		for (size_t i = 0; known[i] && !ok; i++)
 			ok = strcmp(it->string, known[i]) == 0;
 		if (!ok) {
-			check_fail(k, "%s%.100s: unknown field", where, it->string);
+			check_fail(k, "%s%.*s: unknown field", where, SRV_CUT(it->string, 100),
+				   it->string);
 			return;
 		}
 	}
@@ -109,11 +110,6 @@ void check_bool(struct check *k, const cJSON *o, const char *key, const char *wh
 	*out = cJSON_IsTrue(j);
 }
 
-static enum MHD_Result check_answer(struct req *rq, const struct check *k)
-{
-	return srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", k->msg);
-}
-
 /* ---- the context of a request ---- */
 
 int srv_context(struct req *rq, const char *text, const char *path, const char *format,
@@ -126,7 +122,8 @@ int srv_context(struct req *rq, const char *text, const char *path, const char *
 	*hold = NULL;
 	if (format && corpus_kind_parse(format, &kind)) {
 		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
-				 "format: unknown '%.40s' (known: auto, text, dir, jsonl)", format);
+				 "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
+				 SRV_CUT(format, 40), format);
 		return -1;
 	}
 	if (corpus_id)
@@ -137,7 +134,8 @@ int srv_context(struct req *rq, const char *text, const char *path, const char *
 		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0,
 				     SVC_CORPUS_HOLD, &info, &err);
 	if (rc == RLM_ENOTFOUND && corpus_id)
-		snprintf(err.msg, sizeof(err.msg), "no corpus '%.40s'", corpus_id);
+		snprintf(err.msg, sizeof(err.msg), "no corpus '%.*s'", SRV_CUT(corpus_id, 40),
+			 corpus_id);
 	if (rc) {
 		*ret = srv_svc_error(rq, rc, err.msg);
 		return -1;
@@ -247,6 +245,45 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	check_budgets(k, o, so);
 }
 
+int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct rlm_err *err)
+{
+	static const char *const known[] = {"question", "context", "context_path", "corpus_id",
+					    "format",	"async",   "options",	   NULL};
+	struct check k = {false, ""};
+	const cJSON *body;
+	int rc;
+	memset(s, 0, sizeof(*s));
+	svc_opts_init(&s->so);
+	if ((rc = serve__body_parse(p, len, &s->body, err)))
+		return rc;
+	body = s->body;
+	check_fields(&k, body, known, "");
+	s->question = check_str(&k, body, "question", "");
+	s->text = check_str(&k, body, "context", "");
+	s->path = check_str(&k, body, "context_path", "");
+	s->corpus_id = check_str(&k, body, "corpus_id", "");
+	s->format = check_str(&k, body, "format", "");
+	check_bool(&k, body, "async", "", &s->async);
+	check_options(&k, json_get(body, "options"), &s->so);
+	if (!k.bad && (!s->question || !*s->question))
+		check_fail(&k, "question: want a non-empty string");
+	if (!k.bad && (!!s->text + !!s->path + !!s->corpus_id) != 1)
+		check_fail(&k, "want exactly one of context, context_path and corpus_id");
+	if (!k.bad && s->format && !s->path)
+		check_fail(&k, "format: only with context_path");
+	if (k.bad) {
+		serve__solve_release(s);
+		return rlm_err_set(err, RLM_EINVAL, "%s", k.msg);
+	}
+	return 0;
+}
+
+void serve__solve_release(struct serve_solve *s)
+{
+	cJSON_Delete(s->body);
+	s->body = NULL;
+}
+
 /* A run's JSON as the answer of a synchronous solve. */
 static cJSON *solve_answer(struct svc_run *r)
 {
@@ -257,48 +294,25 @@ static cJSON *solve_answer(struct svc_run *r)
 
 enum MHD_Result route_solve(struct req *rq)
 {
-	static const char *const known[] = {"question", "context", "context_path", "corpus_id",
-					    "format",	"async",   "options",	   NULL};
-	struct check k = {false, ""};
-	struct svc_opts so;
+	struct serve_solve b;
 	struct svc_run *r = NULL;
 	struct rlm_err err = {0, ""};
 	enum MHD_Result ret;
-	const char *question, *text, *path, *cid, *format;
-	bool async = false;
 	struct svc_corp *hold = NULL;
-	cJSON *body = srv_body_json(rq, &ret);
+	bool async;
 	int rc;
-	if (!body)
-		return ret;
-	svc_opts_init(&so);
-	check_fields(&k, body, known, "");
-	question = check_str(&k, body, "question", "");
-	text = check_str(&k, body, "context", "");
-	path = check_str(&k, body, "context_path", "");
-	cid = check_str(&k, body, "corpus_id", "");
-	format = check_str(&k, body, "format", "");
-	check_bool(&k, body, "async", "", &async);
-	check_options(&k, json_get(body, "options"), &so);
-	if (!k.bad && (!question || !*question))
-		check_fail(&k, "question: want a non-empty string");
-	if (!k.bad && (!!text + !!path + !!cid) != 1)
-		check_fail(&k, "want exactly one of context, context_path and corpus_id");
-	if (!k.bad && format && !path)
-		check_fail(&k, "format: only with context_path");
-	if (k.bad) {
-		cJSON_Delete(body);
-		return check_answer(rq, &k);
-	}
+	if ((rc = serve__solve_parse(rq->body.buf.p, rq->body.buf.len, &b, &err)))
+		return srv_body_error(rq, rc, &err);
+	async = b.async;
 	/* Refused solves load no context (it would be kept for nothing). */
 	if ((rc = svc_can_start(rq->sv->svc, &err)) ||
-	    srv_context(rq, text, path, format, cid, &hold, &ret)) {
-		cJSON_Delete(body);
+	    srv_context(rq, b.text, b.path, b.format, b.corpus_id, &hold, &ret)) {
+		serve__solve_release(&b);
 		return rc ? srv_svc_error(rq, rc, err.msg) : ret;
 	}
-	rc = svc_solve(rq->sv->svc, question, hold, &so, &r, &err);
+	rc = svc_solve(rq->sv->svc, b.question, hold, &b.so, &r, &err);
 	svc_corpus_put(rq->sv->svc, hold);
-	cJSON_Delete(body);
+	serve__solve_release(&b);
 	if (rc)
 		return srv_svc_error(rq, rc, err.msg);
 	if (async) {
@@ -632,52 +646,68 @@ static cJSON *corpus_json(const struct svc_corpus_info *info)
 	return o;
 }
 
-enum MHD_Result route_corpora_post(struct req *rq)
+int serve__corpora_parse(const char *p, size_t len, struct serve_corpora *c, struct rlm_err *err)
 {
 	static const char *const known[] = {"path", "format", "text", "documents", NULL};
 	struct check k = {false, ""};
-	struct svc_corpus_info info;
-	struct rlm_err err = {0, ""};
-	enum corpus_kind kind = CORPUS_AUTO;
-	enum MHD_Result ret;
-	const char *path, *text, *format;
-	const cJSON *docs, *it;
-	cJSON *body = srv_body_json(rq, &ret);
+	const char *format;
+	const cJSON *it;
 	int rc;
-	if (!body)
-		return ret;
-	check_fields(&k, body, known, "");
-	path = check_str(&k, body, "path", "");
-	text = check_str(&k, body, "text", "");
-	format = check_str(&k, body, "format", "");
-	docs = json_get(body, "documents");
-	if (docs && !cJSON_IsArray(docs))
+	memset(c, 0, sizeof(*c));
+	c->kind = CORPUS_AUTO;
+	if ((rc = serve__body_parse(p, len, &c->body, err)))
+		return rc;
+	check_fields(&k, c->body, known, "");
+	c->path = check_str(&k, c->body, "path", "");
+	c->text = check_str(&k, c->body, "text", "");
+	format = check_str(&k, c->body, "format", "");
+	c->docs = json_get(c->body, "documents");
+	if (c->docs && !cJSON_IsArray(c->docs))
 		check_fail(&k, "documents: want an array of strings");
-	cJSON_ArrayForEach(it, docs)
+	cJSON_ArrayForEach(it, c->docs)
 	{
 		if (!cJSON_IsString(it))
 			check_fail(&k, "documents: want an array of strings");
 	}
-	if (!k.bad && (!!path + !!text + !!docs) != 1)
+	if (!k.bad && (!!c->path + !!c->text + !!c->docs) != 1)
 		check_fail(&k, "want exactly one of path, text and documents");
-	if (!k.bad && format && !path)
+	if (!k.bad && format && !c->path)
 		check_fail(&k, "format: only with path");
-	if (!k.bad && format && corpus_kind_parse(format, &kind))
-		check_fail(&k, "format: unknown '%.40s' (known: auto, text, dir, jsonl)", format);
+	if (!k.bad && format && corpus_kind_parse(format, &c->kind))
+		check_fail(&k, "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
+			   SRV_CUT(format, 40), format);
 	if (k.bad) {
-		cJSON_Delete(body);
-		return check_answer(rq, &k);
+		serve__corpora_release(c);
+		return rlm_err_set(err, RLM_EINVAL, "%s", k.msg);
 	}
-	if (path) {
-		rc = svc_corpus_load(rq->sv->svc, path, kind, SVC_CORPUS_KEEP, &info, &err);
-	} else if (text) {
-		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0,
+	return 0;
+}
+
+void serve__corpora_release(struct serve_corpora *c)
+{
+	cJSON_Delete(c->body);
+	c->body = NULL;
+}
+
+enum MHD_Result route_corpora_post(struct req *rq)
+{
+	struct serve_corpora b;
+	struct svc_corpus_info info;
+	struct rlm_err err = {0, ""};
+	const cJSON *it;
+	int rc;
+	if ((rc = serve__corpora_parse(rq->body.buf.p, rq->body.buf.len, &b, &err)))
+		return srv_body_error(rq, rc, &err);
+	if (b.path) {
+		rc = svc_corpus_load(rq->sv->svc, b.path, b.kind, SVC_CORPUS_KEEP, &info, &err);
+	} else if (b.text) {
+		rc = svc_corpus_text(rq->sv->svc, b.text, strlen(b.text), NULL, NULL, 0,
 				     SVC_CORPUS_KEEP, &info, &err);
 	} else {
-		size_t n = (size_t)cJSON_GetArraySize(docs), i = 0;
+		size_t n = (size_t)cJSON_GetArraySize(b.docs), i = 0;
 		const char **d = xcalloc(n + 1, sizeof(*d));
 		size_t *lens = xcalloc(n + 1, sizeof(*lens));
-		cJSON_ArrayForEach(it, docs)
+		cJSON_ArrayForEach(it, b.docs)
 		{
 			d[i] = it->valuestring;
 			lens[i++] = strlen(it->valuestring);
@@ -687,7 +717,7 @@ enum MHD_Result route_corpora_post(struct req *rq)
 		free(d);
 		free(lens);
 	}
-	cJSON_Delete(body);
+	serve__corpora_release(&b);
 	if (rc)
 		return srv_svc_error(rq, rc, err.msg);
 	return srv_json(rq, MHD_HTTP_CREATED, corpus_json(&info));

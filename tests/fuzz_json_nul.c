@@ -4,9 +4,11 @@
  * json_parse accepts it finds a \u0000 exactly when json_has_nul_escape,
  * the blind scan (in valid JSON a backslash only occurs in a string), does,
  * and names a place for it whenever the text is a container; and
- * json_parse takes no text with a NUL byte before its trailing ones. */
+ * json_parse takes no text with a NUL byte before its trailing ones; the
+ * path is valid UTF-8 when the text is. */
 #include "../common/common.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!memchr(path, '\0', sizeof(path)))
 		abort();
 	if (json_nul_path(s, size, tiny, sizeof(tiny)) != found || tiny[0] != '\0')
+		abort();
+	/* it goes into JSON answers: cut where a UTF-8 sequence ends */
+	if (text_utf8_valid(s, size, NULL) && !text_utf8_valid(path, strlen(path), NULL))
 		abort();
 	j = json_parse(s, size);
 	if (j) {

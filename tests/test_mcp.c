@@ -7,6 +7,7 @@
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -980,6 +981,90 @@ TEST(tool_argument_errors_are_tool_errors)
 		CHECK_CONTAINS(tool_error_text(r), "missing argument");
 		cJSON_Delete(r);
 	}
+	CHECK_INT(server_close(&s, 20), 0);
+}
+
+/* s repeated n times after "x" (the caller frees it). */
+static char *repeat(const char *s, size_t n)
+{
+	struct buf b = BUF_INIT;
+	buf_putc(&b, 'x');
+	for (size_t i = 0; i < n; i++)
+		buf_puts(&b, s);
+	return buf_detach(&b, NULL);
+}
+
+/* What messages quote of a request (a method, a tool, an argument, a
+ * path to a \u0000) is cut where a UTF-8 sequence ends: a response is
+ * JSON, and stays valid UTF-8 (tests/fuzz_mcp.c found these). */
+TEST(quoted_names_are_cut_as_utf8)
+{
+	static const char *const says[] = {"unknown method", "params must be an object",
+					   "unknown tool", "holds a NUL character",
+					   "unknown argument", "unknown format"};
+	/* "x" and 80 e-acute: 161 bytes, cut at 100 (or 55 in a path) */
+	char *e80 = repeat("\xc3\xa9", 80), *lines[ARRAY_SIZE(says)];
+	struct server s;
+	size_t n = 0;
+	{
+		/* cut by the 1024 bytes of a tool error */
+		char *e600 = repeat("\xc3\xa9", 600), *eur = repeat("\xe2\x82\xac", 400);
+		lines[n++] = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}", e80);
+		lines[n++] = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"%s\","
+				       "\"params\":[1]}",
+				       e80);
+		lines[n++] = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+				       "\"params\":{\"name\":\"%s\"}}",
+				       e80);
+		lines[n++] = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\","
+				       "\"params\":{\"%s\":\"\\u0000\"}}",
+				       e80 + 1);
+		lines[n++] = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+				       "\"params\":{\"name\":\"solve\",\"arguments\":{\"%s\":1}}}",
+				       eur);
+		lines[n++] = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\","
+				       "\"params\":{\"name\":\"load_corpus\",\"arguments\":"
+				       "{\"path\":\"p\",\"format\":\"%s\"}}}",
+				       e600 + 1);
+		free(e600);
+		free(eur);
+	}
+	server_start(&s, NULL, NULL);
+	server_init(&s);
+	for (size_t i = 0; i < n; i++) {
+		cJSON *r, *res;
+		const char *msg;
+		server_send(&s, lines[i]);
+		r = server_wait(&s, (int)i + 1, 20000, NULL);
+		res = json_get(r, "result");
+		msg = res ? json_str(cJSON_GetArrayItem(json_get(res, "content"), 0), "text")
+			  : json_str(json_get(r, "error"), "message");
+		CHECK_MSG(msg && *msg, "request %zu: no message: %s", i + 1, json_print(r));
+		CHECK_MSG(text_utf8_valid(msg, strlen(msg), NULL), "request %zu: not UTF-8: %s", i + 1,
+			  msg);
+		CHECK_CONTAINS(msg, says[i]);
+		cJSON_Delete(r);
+		free(lines[i]);
+	}
+	free(e80);
+	CHECK_INT(server_close(&s, 20), 0);
+}
+
+/* A last line without its newline is a message like any other: blanks
+ * alone are none (a parse error was answered to them). */
+TEST(blanks_before_eof_are_no_message)
+{
+	static const char tail[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n \t\r";
+	struct server s;
+	cJSON *r;
+	server_start(&s, NULL, NULL);
+	CHECK_INT(write_all(s.in, tail, sizeof(tail) - 1), 0);
+	r = server_wait(&s, 1, 20000, NULL);
+	cJSON_Delete(r);
+	close(s.in);
+	s.in = -1; /* closed: server_close waits for the exit */
+	r = server_read(&s, 20000); /* NULL at EOF: it exits */
+	CHECK_MSG(!r, "an answer to blanks: %s", r ? json_print(r) : "");
 	CHECK_INT(server_close(&s, 20), 0);
 }
 

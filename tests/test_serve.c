@@ -7,6 +7,7 @@
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
+#include "../common/text.h"
 #include "../common/net.h"
 
 #include <curl/curl.h>
@@ -1654,6 +1655,67 @@ TEST(serve_errors)
 		resp_release(&r);
 	}
 	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* "x" and n e-acute (the caller frees it). */
+static char *e_acute(size_t n)
+{
+	struct buf b = BUF_INIT;
+	buf_putc(&b, 'x');
+	for (size_t i = 0; i < n; i++)
+		buf_puts(&b, "\xc3\xa9");
+	return buf_detach(&b, NULL);
+}
+
+/* What an error quotes of a body (a field's name, a format, a corpus id,
+ * a model, the path to a \u0000) is cut where a UTF-8 sequence ends: the
+ * answer stays valid UTF-8 (tests/fuzz_serve.c found these). */
+TEST(serve_quoted_names_are_cut_as_utf8)
+{
+	char *e80 = e_acute(80), *e30 = e_acute(30);
+	struct {
+		const char *path;
+		char *body;
+		int status;
+		const char *says;
+	} cases[] = {
+	    {"/v1/solve", xasprintf("{\"question\": \"q?\", \"context\": \"x\", \"%s\": 1}", e80),
+	     400, "unknown field"},
+	    {"/v1/chat/completions",
+	     xasprintf("{\"%s\": 1, \"messages\": [{\"role\": \"user\", \"content\": \"q\"}]}",
+		       e80),
+	     400, "unknown field"},
+	    {"/v1/corpora", xasprintf("{\"path\": \"p\", \"format\": \"%s\"}", e30), 400,
+	     "format: unknown"},
+	    {"/v1/solve",
+	     xasprintf("{\"question\": \"q?\", \"context_path\": \"p\", \"format\": \"%s\"}", e30),
+	     400, "format: unknown"},
+	    {"/v1/solve", xasprintf("{\"question\": \"q?\", \"corpus_id\": \"%s\"}", e30), 404,
+	     "no corpus"},
+	    {"/v1/chat/completions",
+	     xasprintf("{\"model\": \"%s\", \"rlm_context\": \"c\", \"messages\": [{\"role\": "
+		       "\"user\", \"content\": \"q\"}]}",
+		       e80),
+	     404, "does not exist"},
+	    {"/v1/solve",
+	     xasprintf("{\"question\": \"q?\", \"context\": \"x\", \"%s\": \"\\u0000\"}", e80 + 1),
+	     400, "holds a NUL character"},
+	};
+	struct srv s = srv_start(NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct resp r = http(&s, "POST", cases[i].path, cases[i].body);
+		const char *msg = json_str(json_get(r.json, "error"), "message");
+		CHECK_MSG(r.status == cases[i].status, "%s %s: %ld, want %d: %s", cases[i].path,
+			  cases[i].body, r.status, cases[i].status, r.body);
+		CHECK_MSG(text_utf8_valid(r.body, strlen(r.body), NULL), "%s %s: not UTF-8: %s",
+			  cases[i].path, cases[i].body, r.body);
+		CHECK_CONTAINS(msg, cases[i].says);
+		resp_release(&r);
+		free(cases[i].body);
+	}
+	CHECK_INT(srv_stop(&s), 0);
+	free(e30);
+	free(e80);
 }
 
 /* A solve that fails (every model call does): /v1/solve says so with
