@@ -137,45 +137,6 @@ const char sandbox_opts_help[] =
 	"                          16 x context)\n"
 	"  --scratch-limit SIZE    bytes the code may write in its scratch dir (256M)\n";
 
-int parse_size(const char *s, uint64_t *out)
-{
-	static const char units[] = "KMGT";
-	const char *p = s, *u;
-	uint64_t whole = 0, mul = 1;
-	long double frac = 0, scale = 1, v;
-	/* Plain decimal only: strtod would take "0x10", "1e3", " 2", "inf". */
-	if (!s || !text_is_digit(*p))
-		return RLM_EINVAL;
-	for (; text_is_digit(*p); p++) {
-		if (whole > (UINT64_MAX - 9) / 10)
-			return RLM_EINVAL;
-		whole = whole * 10 + (uint64_t)(*p - '0');
-	}
-	if (*p == '.') {
-		if (!text_is_digit(*++p))
-			return RLM_EINVAL;
-		for (; text_is_digit(*p); p++) {
-			scale /= 10;
-			frac += (*p - '0') * scale;
-		}
-	}
-	if (*p && (u = strchr(units, text_to_upper(*p)))) {
-		mul = (uint64_t)1 << (10 * (u - units + 1));
-		p++;
-		if (strcasecmp(p, "b") == 0 || strcasecmp(p, "ib") == 0)
-			p += strlen(p);
-	} else if (strcasecmp(p, "b") == 0) {
-		p++;
-	}
-	if (*p)
-		return RLM_EINVAL;
-	v = ((long double)whole + frac) * (long double)mul;
-	if (v > 9e18L)
-		return RLM_EINVAL;
-	*out = (uint64_t)llroundl(v);
-	return 0;
-}
-
 static int size_opt(const char *opt, const char *arg, uint64_t min, const char *min_s,
 		    size_t *out)
 {

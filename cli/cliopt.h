@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "../common/json.h"
+#include "../common/text.h"
 #include "../llm/llm.h"
 #include "../repl/repl.h"
 #include "../rlm/rlm.h"
@@ -91,11 +92,6 @@ extern const char sandbox_opts_help[];
  * value. --unsafe-no-sandbox prints its warning on stderr here, always. */
 int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg);
 
-/* Parse a size: decimal digits with an optional fraction ("1.5"), then an
- * optional unit K, M, G or T (powers of 1024, either case) that "B" or "iB"
- * may follow, or a lone "B": "512M", "2G", "1.5GiB", "1024". Nothing else
- * (no sign, blank, hex, exponent, inf). Returns 0 or RLM_EINVAL. */
-int parse_size(const char *s, uint64_t *out);
 
 /* ---- the strategy and limits of a solve (solve, serve) ---- */
 

@@ -2,9 +2,12 @@
 /* common/text.c -- UTF-8 sequences and code points, trimming, numbers and
  * sizes for people, and what a NONE reply is (contracts in text.h). */
 #include "text.h"
+#include "common.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- UTF-8 ---- */
 
@@ -203,4 +206,54 @@ bool text_is_none(const char *s, size_t n)
 	}
 	return n == 4 && text_to_lower(s[0]) == 'n' && text_to_lower(s[1]) == 'o' &&
 	       text_to_lower(s[2]) == 'n' && text_to_lower(s[3]) == 'e';
+}
+
+char *fmt_duration(char *buf, size_t n, int64_t ns)
+{
+	if (ns < 1000000000LL)
+		snprintf(buf, n, "%lld ms", (long long)(ns / 1000000));
+	else if (ns % 1000000000LL == 0)
+		snprintf(buf, n, "%lld s", (long long)(ns / 1000000000LL));
+	else
+		snprintf(buf, n, "%.1f s", (double)ns / 1e9);
+	return buf;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	const char *p = s, *u;
+	uint64_t whole = 0, mul = 1;
+	long double frac = 0, scale = 1, v;
+	/* Plain decimal only: strtod would take "0x10", "1e3", " 2", "inf". */
+	if (!s || !text_is_digit(*p))
+		return RLM_EINVAL;
+	for (; text_is_digit(*p); p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return RLM_EINVAL;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		if (!text_is_digit(*++p))
+			return RLM_EINVAL;
+		for (; text_is_digit(*p); p++) {
+			scale /= 10;
+			frac += (*p - '0') * scale;
+		}
+	}
+	if (*p && (u = strchr(units, text_to_upper(*p)))) {
+		mul = (uint64_t)1 << (10 * (u - units + 1));
+		p++;
+		if (strcasecmp(p, "b") == 0 || strcasecmp(p, "ib") == 0)
+			p += strlen(p);
+	} else if (strcasecmp(p, "b") == 0) {
+		p++;
+	}
+	if (*p)
+		return RLM_EINVAL;
+	v = ((long double)whole + frac) * (long double)mul;
+	if (v > 9e18L)
+		return RLM_EINVAL;
+	*out = (uint64_t)llroundl(v);
+	return 0;
 }

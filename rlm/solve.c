@@ -132,19 +132,6 @@ const char *rlm_stop_name(enum rlm_stop s)
 	return "unknown";
 }
 
-/* ---- formatting ---- */
-
-char *fmt_duration(char *buf, size_t n, int64_t ns)
-{
-	if (ns < 1000000000LL)
-		snprintf(buf, n, "%lld ms", (long long)(ns / 1000000));
-	else if (ns % 1000000000LL == 0)
-		snprintf(buf, n, "%lld s", (long long)(ns / 1000000000LL));
-	else
-		snprintf(buf, n, "%.1f s", (double)ns / 1e9);
-	return buf;
-}
-
 /* ---- the budget ---- */
 
 static int64_t to_nusd(double usd)

@@ -14,6 +14,7 @@
 #include "rlm.h"
 #include "../repl/repl.h"
 #include "../store/store.h"
+#include "../common/text.h"
 
 /* The strategies; rlm_solve (rlm/solve.c) zeroes out and dispatches. Same
  * contract as rlm_solve. */
@@ -171,8 +172,6 @@ bool tree_limit(enum rlm_stop why);
  * stops on it. The first limit told wins. Any thread. */
 void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int depth, int node);
 
-/* A duration in words: "30 s", "1.5 s", "250 ms". Returns buf. */
-char *fmt_duration(char *buf, size_t n, int64_t ns);
 
 /* The calls of one node of the repl strategy: its root calls and the
  * sub-calls its code makes. Owned by the node's thread; pool threads
