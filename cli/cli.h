@@ -24,6 +24,33 @@ int cmd_mcp(int argc, char **argv);	  /* cli/cli_mcp.c */
 
 /* Print "rlm: error: <msg>" and return 1 (or 2 for usage errors). */
 int cli_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A numeric option of a command, as a row of the command's table: what
+ * parses its value, the range it must lie in, and the field of the
+ * command's argument struct it sets. A bad value is said the one way all
+ * the commands say it: "bad value 'ARG' for --NAME: WANT". */
+enum cli_num_kind {
+	CLI_LONG,   /* parse_int: a decimal integer, into a long */
+	CLI_INT,    /* parse_int, into an int */
+	CLI_DOUBLE, /* parse_double: a number, into a double */
+	CLI_SECS,   /* parse_double: seconds, into an int64_t of nanoseconds */
+	CLI_COUNT,  /* parse_count: a count with k/M/G suffixes, into a size_t */
+	CLI_SIZE,   /* parse_size: a size with K/M/G/T (powers of 1024), into a size_t */
+};
+
+struct cli_num {
+	int opt;		/* the option's getopt value */
+	const char *name;	/* its long name, without the dashes */
+	enum cli_num_kind kind; /* how its value parses; the field's type */
+	double min, max;	/* the range the value must lie in */
+	const char *want;	/* what the message says is wanted; NULL:
+				 * "want MIN..MAX" */
+	size_t off;		/* offsetof the field in the argument struct */
+};
+
+/* When opt is the option of a row of t[0..n), parse arg as the row says
+ * into its field of args. Returns 0 (opt is in no row), 1 (taken) or 2
+ * after saying the value is bad (the field is left as it was). */
+int cli_num_take(const struct cli_num *t, size_t n, void *args, int opt, const char *arg);
 /* True when --help or -h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
 

@@ -261,153 +261,140 @@ static int check_suite_args(struct gen_args *a)
 	return 0;
 }
 
-static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **sizes_copy)
+static const struct option longopts[] = {
+    {"sizes", required_argument, NULL, OPT_SIZES},
+    {"n", required_argument, NULL, OPT_N},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"haystack", required_argument, NULL, OPT_HAY},
+    {"value", required_argument, NULL, OPT_VALUE},
+    {"distractors", required_argument, NULL, OPT_DISTR},
+    {"depth", required_argument, NULL, OPT_DEPTH},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"docs", required_argument, NULL, OPT_DOCS},
+    {"utf8", no_argument, NULL, OPT_UTF8},
+    {"values", required_argument, NULL, OPT_VALUES},
+    {"users", required_argument, NULL, OPT_USERS},
+    {"task", required_argument, NULL, OPT_TASK},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct cli_num gen_nums[] = {
+    {OPT_N, "n", CLI_LONG, 1, 1000000, NULL, offsetof(struct gen_args, n)},
+    {OPT_DISTR, "distractors", CLI_INT, 0, SNIAH_MAX_DISTRACTORS, NULL,
+     offsetof(struct gen_args, so.distractors)},
+    {OPT_DEPTH, "depth", CLI_DOUBLE, 0, 1, "want a number in [0,1]",
+     offsetof(struct gen_args, so.depth)},
+    {OPT_DOCS, "docs", CLI_LONG, 1, SNIAH_MAX_DOCS, NULL, offsetof(struct gen_args, docs)},
+    {OPT_VALUES, "values", CLI_INT, 1, SNIAH_MAX_VALUES, NULL,
+     offsetof(struct gen_args, so.values)},
+    {OPT_USERS, "users", CLI_INT, 2, OOLONG_MAX_USERS, NULL, offsetof(struct gen_args, users)},
+};
+
+/* The options whose value is one of a few names: each name's enum value,
+ * and the field of gen_args the option sets. The names, in this order,
+ * are also what the messages list and what the items' JSON says. */
+struct named {
+	const char *name;
+	int val;
+};
+
+static const struct named haystacks[] = {
+    {"essay", SNIAH_ESSAY}, {"noise", SNIAH_NOISE}, {"words", SNIAH_WORDS}, {NULL, 0}};
+static const struct named value_types[] = {
+    {"number", SNIAH_NUMBER}, {"word", SNIAH_WORD}, {"uuid", SNIAH_UUID}, {NULL, 0}};
+static const struct named formats[] = {
+    {"text", SNIAH_TEXT}, {"dir", SNIAH_DIR}, {"jsonl", SNIAH_JSONL}, {NULL, 0}};
+
+static const struct {
+	int opt;
+	const char *name;	   /* the option's long name */
+	const struct named *names; /* NULL-terminated */
+	size_t off;		   /* offsetof its field (an enum) in gen_args */
+} name_opts[] = {
+    {OPT_HAY, "haystack", haystacks, offsetof(struct gen_args, so.haystack)},
+    {OPT_VALUE, "value", value_types, offsetof(struct gen_args, so.value)},
+    {OPT_FORMAT, "format", formats, offsetof(struct gen_args, format)},
+};
+
+_Static_assert(sizeof(enum sniah_haystack) == sizeof(int) &&
+		   sizeof(enum sniah_value) == sizeof(int) &&
+		   sizeof(enum sniah_format) == sizeof(int),
+	       "name_opts sets its fields as ints");
+
+/* The name of val in names, or the first name when it has none. */
+static const char *name_of(const struct named *names, int val)
 {
-	static const struct option longopts[] = {
-	    {"sizes", required_argument, NULL, OPT_SIZES},
-	    {"n", required_argument, NULL, OPT_N},
-	    {"seed", required_argument, NULL, OPT_SEED},
-	    {"out", required_argument, NULL, OPT_OUT},
-	    {"haystack", required_argument, NULL, OPT_HAY},
-	    {"value", required_argument, NULL, OPT_VALUE},
-	    {"distractors", required_argument, NULL, OPT_DISTR},
-	    {"depth", required_argument, NULL, OPT_DEPTH},
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"docs", required_argument, NULL, OPT_DOCS},
-	    {"utf8", no_argument, NULL, OPT_UTF8},
-	    {"values", required_argument, NULL, OPT_VALUES},
-	    {"users", required_argument, NULL, OPT_USERS},
-	    {"task", required_argument, NULL, OPT_TASK},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *sizes = "8k,32k,128k,1M";
-	long l;
-	int opt, status;
-	optind = 0; /* full reset: this may run more than once per process */
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt > 0 && opt <= OPT_TASK)
-			a->given |= GIVEN(opt);
-		switch (opt) {
-		case OPT_SIZES:
-			sizes = optarg;
-			break;
-		case OPT_N:
-			if (parse_int(optarg, 1, 1000000, &a->n))
-				return cli_fail(2, "bad value '%s' for --n: want 1..1000000",
-						optarg);
-			break;
-		case OPT_SEED:
-			if (parse_seed(optarg, &a->seed))
-				return cli_fail(2,
-						"bad value '%s' for --seed: want an integer "
-						"0..18446744073709551615",
-						optarg);
-			break;
-		case OPT_OUT:
-			a->out = optarg;
-			break;
-		case OPT_HAY:
-			if (strcmp(optarg, "essay") == 0)
-				a->so.haystack = SNIAH_ESSAY;
-			else if (strcmp(optarg, "noise") == 0)
-				a->so.haystack = SNIAH_NOISE;
-			else if (strcmp(optarg, "words") == 0)
-				a->so.haystack = SNIAH_WORDS;
-			else
-				return cli_fail(2,
-						"unknown --haystack '%s' (known: essay, noise, "
-						"words)",
-						optarg);
-			break;
-		case OPT_VALUE:
-			if (strcmp(optarg, "number") == 0)
-				a->so.value = SNIAH_NUMBER;
-			else if (strcmp(optarg, "word") == 0)
-				a->so.value = SNIAH_WORD;
-			else if (strcmp(optarg, "uuid") == 0)
-				a->so.value = SNIAH_UUID;
-			else
-				return cli_fail(2,
-						"unknown --value '%s' (known: number, word, "
-						"uuid)",
-						optarg);
-			break;
-		case OPT_DISTR:
-			if (parse_int(optarg, 0, SNIAH_MAX_DISTRACTORS, &l))
-				return cli_fail(2, "bad value '%s' for --distractors: want 0..%d",
-						optarg, SNIAH_MAX_DISTRACTORS);
-			a->so.distractors = (int)l;
-			break;
-		case OPT_DEPTH:
-			if (parse_double(optarg, 0, 1, &a->so.depth))
-				return cli_fail(2,
-						"bad value '%s' for --depth: want a number in "
-						"[0,1]",
-						optarg);
-			break;
-		case OPT_FORMAT:
-			if (strcmp(optarg, "text") == 0)
-				a->format = SNIAH_TEXT;
-			else if (strcmp(optarg, "dir") == 0)
-				a->format = SNIAH_DIR;
-			else if (strcmp(optarg, "jsonl") == 0)
-				a->format = SNIAH_JSONL;
-			else
-				return cli_fail(
-				    2, "unknown --format '%s' (known: text, dir, jsonl)", optarg);
-			break;
-		case OPT_DOCS:
-			if (parse_int(optarg, 1, SNIAH_MAX_DOCS, &a->docs))
-				return cli_fail(2, "bad value '%s' for --docs: want 1..%d", optarg,
-						SNIAH_MAX_DOCS);
-			break;
-		case OPT_UTF8:
-			a->so.utf8 = true;
-			break;
-		case OPT_VALUES:
-			if (parse_int(optarg, 1, SNIAH_MAX_VALUES, &l))
-				return cli_fail(2, "bad value '%s' for --values: want 1..%d",
-						optarg, SNIAH_MAX_VALUES);
-			a->so.values = (int)l;
-			break;
-		case OPT_USERS:
-			if (parse_int(optarg, 2, OOLONG_MAX_USERS, &l))
-				return cli_fail(2, "bad value '%s' for --users: want 2..%d", optarg,
-						OOLONG_MAX_USERS);
-			a->users = (int)l;
-			break;
-		case OPT_TASK:
-			a->task = optarg;
-			break;
-		case 'h':
-			fputs(gen_usage, stdout);
-			return 1;
-		case ':':
-			return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return cli_fail(2, "unknown option '%s' (see rlm bench gen --help)",
-					argv[optind - 1]);
-		}
+	for (const struct named *n = names; n->name; n++)
+		if (n->val == val)
+			return n->name;
+	return names[0].name;
+}
+
+/* When opt is one of name_opts, set its field to arg's value. Returns 0
+ * (not one of them), 1 (taken) or 2 after saying which names are known. */
+static int take_name(struct gen_args *a, int opt, const char *arg)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(name_opts); i++) {
+		const struct named *names = name_opts[i].names;
+		struct buf known = BUF_INIT;
+		if (name_opts[i].opt != opt)
+			continue;
+		for (const struct named *n = names; n->name; n++)
+			if (strcmp(arg, n->name) == 0) {
+				*(int *)(void *)((char *)a + name_opts[i].off) = n->val;
+				return 1;
+			}
+		for (const struct named *n = names; n->name; n++)
+			buf_printf(&known, "%s%s", n == names ? "" : ", ", n->name);
+		cli_fail(2, "unknown --%s '%s' (known: %s)", name_opts[i].name, arg, known.p);
+		buf_release(&known);
+		return 2;
 	}
-	if (optind >= argc)
-		return cli_fail(2, "no suite: say which, e.g. rlm bench gen sniah --out DIR");
-	for (a->suite = GEN_SNIAH; a->suite <= GEN_BROWSE; a->suite++)
-		if (strcmp(argv[optind], suite_names[a->suite]) == 0)
-			break;
-	if (a->suite > GEN_BROWSE)
-		return cli_fail(2,
-				"unknown suite '%s' (known: sniah, oolong, oolong-pairs, browse)",
-				argv[optind]);
-	if (optind + 1 < argc)
-		return cli_fail(2, "unexpected argument '%s' (see rlm bench gen --help)",
-				argv[optind + 1]);
-	if (!a->out || !*a->out)
-		return cli_fail(2, "no output directory: pass --out DIR");
-	if (a->suite != GEN_SNIAH && (status = check_suite_args(a)))
-		return status;
-	if (a->suite == GEN_SNIAH && (a->given & (GIVEN(OPT_USERS) | GIVEN(OPT_TASK))))
+	return 0;
+}
+
+/* Take option opt, neither numeric nor named, into a (--sizes into
+ * *sizes). Returns 0, 1 (--help printed) or 2 (said why). */
+static int take_opt(struct gen_args *a, int opt, char **argv, const char **sizes)
+{
+	switch (opt) {
+	case OPT_SIZES:
+		*sizes = optarg;
+		return 0;
+	case OPT_SEED:
+		if (parse_seed(optarg, &a->seed))
+			return cli_fail(2,
+					"bad value '%s' for --seed: want an integer "
+					"0..18446744073709551615",
+					optarg);
+		return 0;
+	case OPT_OUT:
+		a->out = optarg;
+		return 0;
+	case OPT_UTF8:
+		a->so.utf8 = true;
+		return 0;
+	case OPT_TASK:
+		a->task = optarg;
+		return 0;
+	case 'h':
+		fputs(gen_usage, stdout);
+		return 1;
+	case ':':
+		return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+	default:
+		return cli_fail(2, "unknown option '%s' (see rlm bench gen --help)",
+				argv[optind - 1]);
+	}
+}
+
+/* The options that go together for sniah, or not. Returns 0 or the exit
+ * status of the message printed. */
+static int check_sniah_args(const struct gen_args *a)
+{
+	if (a->given & (GIVEN(OPT_USERS) | GIVEN(OPT_TASK)))
 		return cli_fail(2, "%s is for oolong and oolong-pairs, not sniah",
 				a->given & GIVEN(OPT_USERS) ? "--users" : "--task");
 	if (a->docs && a->format == SNIAH_TEXT)
@@ -424,6 +411,47 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 	    (size_t)(a->so.values + a->so.distractors) > SNIAH_WORD_VALUES)
 		return cli_fail(2, "too many distractors for word values: at most %zu",
 				SNIAH_WORD_VALUES - (size_t)a->so.values);
+	return 0;
+}
+
+/* Parse argv into a: the options in order (the first bad one is the
+ * error), the suite, then what the suite allows; --sizes last, from a copy
+ * in *sizes_copy (the caller's to free) that a->size_names points into.
+ * Returns 0, 1 (--help printed) or 2 (said why). */
+static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **sizes_copy)
+{
+	const char *sizes = "8k,32k,128k,1M";
+	int opt, rc;
+	optind = 0; /* full reset: this may run more than once per process */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt > 0 && opt <= OPT_TASK)
+			a->given |= GIVEN(opt);
+		if ((rc = cli_num_take(gen_nums, ARRAY_SIZE(gen_nums), a, opt, optarg)) ||
+		    (rc = take_name(a, opt, optarg))) {
+			if (rc == 2)
+				return 2;
+			continue;
+		}
+		if ((rc = take_opt(a, opt, argv, &sizes)))
+			return rc;
+	}
+	if (optind >= argc)
+		return cli_fail(2, "no suite: say which, e.g. rlm bench gen sniah --out DIR");
+	for (a->suite = GEN_SNIAH; a->suite <= GEN_BROWSE; a->suite++)
+		if (strcmp(argv[optind], suite_names[a->suite]) == 0)
+			break;
+	if (a->suite > GEN_BROWSE)
+		return cli_fail(2,
+				"unknown suite '%s' (known: sniah, oolong, oolong-pairs, browse)",
+				argv[optind]);
+	if (optind + 1 < argc)
+		return cli_fail(2, "unexpected argument '%s' (see rlm bench gen --help)",
+				argv[optind + 1]);
+	if (!a->out || !*a->out)
+		return cli_fail(2, "no output directory: pass --out DIR");
+	if ((rc = a->suite == GEN_SNIAH ? check_sniah_args(a) : check_suite_args(a)))
+		return rc;
 	*sizes_copy = xstrdup(sizes);
 	return parse_sizes(a, *sizes_copy);
 }
@@ -438,12 +466,12 @@ static uint64_t item_seed(uint64_t seed, uint64_t tokens, uint64_t i)
 
 static const char *hay_name(enum sniah_haystack h)
 {
-	return h == SNIAH_NOISE ? "noise" : h == SNIAH_WORDS ? "words" : "essay";
+	return name_of(haystacks, (int)h);
 }
 
 static const char *format_name(enum sniah_format f)
 {
-	return f == SNIAH_DIR ? "dir" : f == SNIAH_JSONL ? "jsonl" : "text";
+	return name_of(formats, (int)f);
 }
 
 static char *item_json(const struct gen_args *a, const char *id, const char *ctx, uint64_t tokens,

@@ -2,8 +2,8 @@
 /* cli/cli_bench_run.c -- `rlm bench run`: its options, its notices, and the
  * summary it prints and writes once the engine (bench/run.c) is done. */
 #include "../bench/bench.h"
-#include "cli.h"
 #include "cliopt.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -349,188 +349,246 @@ static int setup(struct bench_run *r, const struct rlm_models_cfg *mo, const cha
 	return 0;
 }
 
-int cmd_bench_run(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    {"jobs", required_argument, NULL, 'j'},
-	    {"out", required_argument, NULL, 'o'},
-	    {"limit", required_argument, NULL, 'n'},
-	    {"cache", required_argument, NULL, OPT_CACHE},
-	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
-	    {"quiet", no_argument, NULL, OPT_QUIET},
-	    {"help", no_argument, NULL, 'h'},
-	    MODEL_LONGOPTS,
-	    SANDBOX_LONGOPTS,
-	    SOLVE_LONGOPTS,
-	    {NULL, 0, NULL, 0},
-	};
-	struct rlm_models_cfg mo;
-	struct bench_run r;
-	struct rlm_err err = {0, ""};
-	struct llm_stats st;
-	enum bench_strat strats[BST_COUNT] = {BST_REPL};
-	size_t n_strats = 1, skipped, other, other_opts;
-	const char *out = "bench-out", *cache_path = NULL, *no_cache_env = getenv("RLM_NO_CACHE");
-	char *results = NULL;
-	bool no_cache = false, quiet = false, set_up = false;
-	long jobs = 4, limit = 0, bad = 0;
-	int opt, rc, status = 2;
+/* What the command line of `rlm bench run` says, but the sandbox and
+ * solve options, which go straight into the run's rlm_opts. Strings are
+ * borrowed from argv and the environment. */
+struct run_args {
+	struct rlm_models_cfg mo;		    /* the models; --quiet */
+	enum bench_strat strats[BST_COUNT]; /* --strategy, no repeats */
+	size_t n_strats;
+	const char *out;	/* --out */
+	const char *cache_path; /* --cache */
+	bool no_cache;		/* --no-cache, or RLM_NO_CACHE=1 */
+	bool quiet;		/* --quiet */
+	long jobs;		/* --jobs */
+	long limit;		/* --limit; 0: every item */
+	char **datasets;	/* the operands, in argv */
+	size_t n_datasets;
+};
 
-	model_opts_init(&mo);
-	bench_run_init(&r);
-	if ((status = solve_opts_env(&r.ro)))
-		goto out;
-	status = 2;
+static const struct option longopts[] = {
+    {"jobs", required_argument, NULL, 'j'},
+    {"out", required_argument, NULL, 'o'},
+    {"limit", required_argument, NULL, 'n'},
+    {"cache", required_argument, NULL, OPT_CACHE},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, 'h'},
+    MODEL_LONGOPTS,
+    SANDBOX_LONGOPTS,
+    SOLVE_LONGOPTS,
+    {NULL, 0, NULL, 0},
+};
+
+static const struct cli_num run_nums[] = {
+    {'j', "jobs", CLI_LONG, 1, 256, NULL, offsetof(struct run_args, jobs)},
+    {'n', "limit", CLI_LONG, 1, 1000000000, "want a count > 0", offsetof(struct run_args, limit)},
+};
+
+/* Take option opt of bench run's own. Returns 0, 1 (--help printed) or 2
+ * (said why). */
+static int take_opt(struct run_args *a, int opt, char **argv)
+{
+	int rc = cli_num_take(run_nums, ARRAY_SIZE(run_nums), a, opt, optarg);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	switch (opt) {
+	case 's':
+		return parse_strategies(optarg, a->strats, &a->n_strats);
+	case 'o':
+		a->out = optarg;
+		return 0;
+	case OPT_CACHE:
+		a->cache_path = optarg;
+		return 0;
+	case OPT_NO_CACHE:
+		a->no_cache = true;
+		return 0;
+	case OPT_QUIET:
+		a->quiet = a->mo.quiet = true;
+		return 0;
+	case 'h':
+		printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
+		return 1;
+	case ':':
+		return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+	default:
+		return cli_fail(2, "unknown option '%s' (see rlm bench run --help)",
+				argv[optind - 1]);
+	}
+}
+
+/* Parse argv into a, and the sandbox and solve options into ro: the
+ * defaults, the environment, then the options in order (the first bad
+ * one is the error), then the datasets. Returns 0, 1 (--help printed) or
+ * 2 (said why). */
+static int run_args_parse(struct run_args *a, struct rlm_opts *ro, int argc, char **argv)
+{
+	struct rlm_err err = {0, ""};
+	int opt, rc;
+	memset(a, 0, sizeof(*a));
+	a->strats[0] = BST_REPL;
+	a->n_strats = 1;
+	a->out = "bench-out";
+	a->jobs = 4;
+	model_opts_init(&a->mo);
+	if ((rc = solve_opts_env(ro)))
+		return rc;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":j:s:o:n:h", longopts, NULL)) != -1) {
-		int taken = opt == 's' ? 0 : model_opts_take(&mo, opt, optarg);
+		/* -s is a list here: solve_opts_take's is one strategy. */
+		int taken = opt == 's' ? 0 : model_opts_take(&a->mo, opt, optarg);
 		if (!taken && opt != 's')
-			taken = sandbox_opts_take(&r.ro.sandbox, opt, optarg);
+			taken = sandbox_opts_take(&ro->sandbox, opt, optarg);
 		if (!taken && opt != 's')
-			taken = solve_opts_take(&r.ro, opt, optarg);
+			taken = solve_opts_take(ro, opt, optarg);
 		if (taken == 2)
-			goto out;
-		if (taken)
-			continue;
-		switch (opt) {
-		case 's':
-			if (parse_strategies(optarg, strats, &n_strats))
-				goto out;
-			break;
-		case 'j':
-			if (parse_int(optarg, 1, 256, &jobs)) {
-				cli_fail(2, "bad value '%s' for --jobs: want 1..256", optarg);
-				goto out;
-			}
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'n':
-			if (parse_int(optarg, 1, 1000000000, &limit)) {
-				cli_fail(2, "bad value '%s' for --limit: want a count > 0", optarg);
-				goto out;
-			}
-			break;
-		case OPT_CACHE:
-			cache_path = optarg;
-			break;
-		case OPT_NO_CACHE:
-			no_cache = true;
-			break;
-		case OPT_QUIET:
-			quiet = mo.quiet = true;
-			break;
-		case 'h':
-			printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
-			status = 0;
-			goto out;
-		case ':':
-			cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
-			goto out;
-		default:
-			cli_fail(2, "unknown option '%s' (see rlm bench run --help)",
-				 argv[optind - 1]);
-			goto out;
-		}
+			return 2;
+		if (!taken && (rc = take_opt(a, opt, argv)))
+			return rc;
 	}
-	if (optind >= argc) {
-		cli_fail(2, "no dataset: pass one or more DATASET.jsonl files (`rlm bench gen` "
-			    "writes them)");
-		goto out;
-	}
-	for (size_t k = 0; k < n_strats; k++)
-		if (strats[k] == BST_REPL && repl_sandbox_check(&r.ro.sandbox, &err)) {
-			cli_fail(2, "%s", err.msg);
-			goto out;
-		}
+	if (optind >= argc)
+		return cli_fail(2, "no dataset: pass one or more DATASET.jsonl files (`rlm bench "
+				   "gen` writes them)");
+	for (size_t k = 0; k < a->n_strats; k++)
+		if (a->strats[k] == BST_REPL && repl_sandbox_check(&ro->sandbox, &err))
+			return cli_fail(2, "%s", err.msg);
+	a->datasets = argv + optind;
+	a->n_datasets = (size_t)(argc - optind);
+	return 0;
+}
 
-	/* Every line is checked before anything is paid for. */
-	status = 1;
-	for (int i = optind; i < argc; i++) {
-		long b = bench_run_load(&r, argv[i], limit);
+/* Load every dataset of a, checking every line before anything is paid
+ * for. Returns 0, or 1 after saying what is wrong. */
+static int load_datasets(struct bench_run *r, const struct run_args *a)
+{
+	long bad = 0;
+	for (size_t i = 0; i < a->n_datasets; i++) {
+		long b = bench_run_load(r, a->datasets[i], a->limit);
 		bad = b < 0 || bad < 0 ? -1 : bad + b;
 	}
-	if (r.bad_said > BENCH_MAX_BAD_LINES)
+	if (r->bad_said > BENCH_MAX_BAD_LINES)
 		fprintf(stderr, "rlm: error: ... and %zu more bad lines\n",
-			r.bad_said - BENCH_MAX_BAD_LINES);
-	if (bench_run_check_ids(&r) || bad) {
-		cli_fail(1, "the datasets have errors (above); nothing was run");
-		goto out;
-	}
-	if ((rc = bench_make_dirs(out))) {
-		cli_fail(1, "cannot create '%s': %s", out, strerror(-rc));
-		goto out;
-	}
-	if (!no_cache && !cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
-		no_cache = true;
-	if ((status = setup(&r, &mo, cache_path, no_cache)))
-		goto out;
-	set_up = true;
-	status = 2;
-	for (size_t k = 0; k < n_strats; k++) {
-		int64_t room = bench_direct_room(&r, "");
-		if (strats[k] == BST_DIRECT && room < BENCH_DIRECT_MIN_ROOM) {
-			cli_fail(
+			r->bad_said - BENCH_MAX_BAD_LINES);
+	if (bench_run_check_ids(r) || bad)
+		return cli_fail(1, "the datasets have errors (above); nothing was run");
+	return 0;
+}
+
+/* With --strategy direct, does the root model's window leave room for
+ * context? Returns 0, or 2 after saying how to make room. */
+static int check_direct(struct bench_run *r, const struct run_args *a)
+{
+	for (size_t k = 0; k < a->n_strats; k++) {
+		int64_t room = bench_direct_room(r, "");
+		if (a->strats[k] == BST_DIRECT && room < BENCH_DIRECT_MIN_ROOM)
+			return cli_fail(
 			    2,
 			    "--strategy direct would send at most %lld tokens of context: %s's "
 			    "window is %ld tokens and %lld are kept for the reply (--max-tokens); "
 			    "lower --max-tokens to %lld or less",
-			    (long long)RLM_MAX(room, 0), llm_model_name(r.ms.model),
-			    llm_model_context_window(r.ms.model),
-			    (long long)bench_direct_reserve(&r),
-			    (long long)(bench_direct_reserve(&r) + room - BENCH_DIRECT_MIN_ROOM));
-			goto out;
-		}
+			    (long long)RLM_MAX(room, 0), llm_model_name(r->ms.model),
+			    llm_model_context_window(r->ms.model),
+			    (long long)bench_direct_reserve(r),
+			    (long long)(bench_direct_reserve(r) + room - BENCH_DIRECT_MIN_ROOM));
 	}
-	status = 1;
-	results = xasprintf("%s/results.jsonl", out);
-	bench_run_plan(&r, strats, n_strats);
-	bench_run_digest(&r);
-	skipped = bench_run_resume(&r, results, &other, &other_opts);
-	if ((r.fd = open_results(results)) < 0)
-		goto out;
-	r.jobs = jobs;
-	r.quiet = quiet;
-	r.tty = !quiet && isatty(2);
-	if (!quiet) {
+	return 0;
+}
+
+/* The notices before the run: what it will do, and what of an earlier
+ * run in results it skips or runs again. */
+static void say_plan(const struct bench_run *r, const struct run_args *a, const char *results,
+		     size_t skipped, size_t other, size_t other_opts)
+{
+	fprintf(stderr,
+		"rlm: bench: %zu items x %zu strategies = %zu solves, %ld at a time; "
+		"results in %s\n",
+		r->n_items, a->n_strats, r->n_tasks, a->jobs, results);
+	if (skipped)
 		fprintf(stderr,
-			"rlm: bench: %zu items x %zu strategies = %zu solves, %ld at a time; "
-			"results in %s\n",
-			r.n_items, n_strats, r.n_tasks, jobs, results);
-		if (skipped)
-			fprintf(stderr,
-				"rlm: bench: %zu of them already in %s: skipped (resuming; "
-				"delete the file to run them again)\n",
-				skipped, results);
-		if (other)
-			fprintf(stderr,
-				"rlm: bench: %zu results in %s are of another model: run again "
-				"with this one (give each model its own --out)\n",
-				other, results);
-		if (other_opts)
-			fprintf(stderr,
-				"rlm: bench: %zu results in %s were made with other solve options "
-				"(depth, limits, sampling, prompts) or for items that changed since "
-				"(question, gold, scorer, context): run again\n",
-				other_opts, results);
-	}
-	bench_run_all(&r);
-	llm_pool_stats(r.ms.pool, &st);
-	status = summarise(&r, argc, argv, argv + optind, (size_t)(argc - optind), strats, n_strats,
-			   out, skipped);
-	if (r.write_failed)
+			"rlm: bench: %zu of them already in %s: skipped (resuming; "
+			"delete the file to run them again)\n",
+			skipped, results);
+	if (other)
+		fprintf(stderr,
+			"rlm: bench: %zu results in %s are of another model: run again "
+			"with this one (give each model its own --out)\n",
+			other, results);
+	if (other_opts)
+		fprintf(stderr,
+			"rlm: bench: %zu results in %s were made with other solve options "
+			"(depth, limits, sampling, prompts) or for items that changed since "
+			"(question, gold, scorer, context): run again\n",
+			other_opts, results);
+}
+
+/* Run what results (DIR/results.jsonl) does not hold yet, then print
+ * and write the summary. r is set up. Returns the exit status. */
+static int run_and_summarise(struct bench_run *r, const struct run_args *a, int argc, char **argv,
+			     const char *results)
+{
+	struct llm_stats st;
+	size_t skipped, other, other_opts;
+	int status;
+	bench_run_plan(r, a->strats, a->n_strats);
+	bench_run_digest(r);
+	skipped = bench_run_resume(r, results, &other, &other_opts);
+	if ((r->fd = open_results(results)) < 0)
+		return 1;
+	r->jobs = a->jobs;
+	r->quiet = a->quiet;
+	r->tty = !a->quiet && isatty(2);
+	if (!a->quiet)
+		say_plan(r, a, results, skipped, other, other_opts);
+	bench_run_all(r);
+	llm_pool_stats(r->ms.pool, &st);
+	status = summarise(r, argc, argv, a->datasets, a->n_datasets, a->strats, a->n_strats,
+			   a->out, skipped);
+	if (r->write_failed)
 		status =
 		    cli_fail(1, "cannot write '%s': some results are missing from it", results);
-	if (r.n_failed)
+	if (r->n_failed)
 		status = 1;
-	if (!quiet)
+	if (!a->quiet)
 		fprintf(stderr,
 			"rlm: bench: %zu run (%zu failed), %zu skipped; %lld model calls "
 			"(%lld from the cache), $%.4f; %.1f s; report in %s/report.md\n",
-			r.n_done, r.n_failed, skipped, (long long)st.calls, (long long)st.cached,
-			st.cost, (double)(now_ns() - r.t0) / 1e9, out);
+			r->n_done, r->n_failed, skipped, (long long)st.calls, (long long)st.cached,
+			st.cost, (double)(now_ns() - r->t0) / 1e9, a->out);
+	return status;
+}
+
+int cmd_bench_run(int argc, char **argv)
+{
+	const char *no_cache_env = getenv("RLM_NO_CACHE");
+	struct run_args a;
+	struct bench_run r;
+	char *results = NULL;
+	bool set_up = false;
+	int rc, status;
+
+	bench_run_init(&r);
+	if ((status = run_args_parse(&a, &r.ro, argc, argv))) {
+		if (status == 1) /* --help */
+			status = 0;
+		goto out;
+	}
+	if ((status = load_datasets(&r, &a)))
+		goto out;
+	if ((rc = bench_make_dirs(a.out))) {
+		status = cli_fail(1, "cannot create '%s': %s", a.out, strerror(-rc));
+		goto out;
+	}
+	if (!a.no_cache && !a.cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
+		a.no_cache = true;
+	if ((status = setup(&r, &a.mo, a.cache_path, a.no_cache)))
+		goto out;
+	set_up = true;
+	if ((status = check_direct(&r, &a)))
+		goto out;
+	results = xasprintf("%s/results.jsonl", a.out);
+	status = run_and_summarise(&r, &a, argc, argv, results);
 out:
 	if (r.fd >= 0)
 		close(r.fd);

@@ -4,8 +4,8 @@
 #include "cli.h"
 #include "cliopt.h"
 #include "../rlm/rlm.h"
-#include "../rlm/solve_int.h"
 #include "../repl/repl.h"
+#include "../corpus/corpus.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -89,153 +89,126 @@ static bool read_cell(FILE *in, bool tty, bool quiet, struct buf *b)
 	return any || n >= 0;
 }
 
-int cmd_repl(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{"context", required_argument, NULL, 'c'},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
-		{"exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT},
-		{"python", required_argument, NULL, OPT_PYTHON},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-		{"help", no_argument, NULL, 'h'},
-		MODEL_LONGOPTS,
-		SANDBOX_LONGOPTS,
-		{NULL, 0, NULL, 0},
-	};
-	struct rlm_models_cfg mo;
-	struct rlm_models ms;
-	struct corpus_opts co = {0};
-	struct corpus *corpus = NULL;
-	struct repl_cfg cfg = {0};
-	struct repl *r = NULL;
-	struct repl_sandbox_status sb;
-	struct rlm_opts ro = {0};
-	struct rlm_result counts = {0};
-	struct rlm_tree tree;
-	struct calls calls;
-	size_t *off = NULL, *lens = NULL;
-	struct rlm_err err = {0, ""};
-	struct buf cell = BUF_INIT;
-	const char *context = NULL, *v;
-	uint64_t count;
-	double secs;
-	long num;
-	bool tty;
-	int opt, rc, status = 0;
+/* What the command line of `rlm repl` says. Strings are borrowed from
+ * argv and the environment. */
+struct repl_args {
+	struct rlm_models_cfg mo;  /* the models; --quiet */
+	struct corpus_opts co; /* --format */
+	struct rlm_opts ro;    /* the worker's settings (its children's too):
+				* --output-limit, --exec-timeout, --python,
+				* --max-depth, the sandbox */
+	const char *context;   /* --context */
+};
 
-	model_opts_init(&mo);
+static const struct option longopts[] = {
+	{"context", required_argument, NULL, 'c'},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
+	{"exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT},
+	{"python", required_argument, NULL, OPT_PYTHON},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+	{"help", no_argument, NULL, 'h'},
+	MODEL_LONGOPTS,
+	SANDBOX_LONGOPTS,
+	{NULL, 0, NULL, 0},
+};
+
+static const struct cli_num repl_nums[] = {
+	{OPT_OUTPUT_LIMIT, "output-limit", CLI_COUNT, 100, 1u << 26, "want 100..64M characters",
+	 offsetof(struct repl_args, ro.output_limit)},
+	{OPT_EXEC_TIMEOUT, "exec-timeout", CLI_SECS, 0.001, 1e7, "want seconds > 0",
+	 offsetof(struct repl_args, ro.exec_timeout_ns)},
+	{OPT_MAX_DEPTH, "max-depth", CLI_INT, 1, 16, NULL, offsetof(struct repl_args, ro.max_depth)},
+};
+
+/* Take option opt of repl's own (not numeric, nor a model or sandbox
+ * option). Returns 0, 1 (--help printed) or 2 (said why). */
+static int take_opt(struct repl_args *a, int opt, char **argv)
+{
+	switch (opt) {
+	case 'c': a->context = optarg; return 0;
+	case OPT_FORMAT:
+		if (corpus_kind_parse(optarg, &a->co.kind))
+			return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+					optarg);
+		return 0;
+	case OPT_PYTHON:
+		if (access(optarg, X_OK))
+			return cli_fail(2, "--python '%s' is not an executable file", optarg);
+		a->ro.python = optarg;
+		return 0;
+	case OPT_QUIET: a->mo.quiet = true; return 0;
+	case 'h': printf(usage, model_opts_help, sandbox_opts_help); return 1;
+	case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+	default: return cli_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
+	}
+}
+
+/* Parse argv into a: the defaults, RLM_MAX_DEPTH, then the options in
+ * order (the first bad one is the error), then what they say together.
+ * Returns 0, 1 (--help printed) or 2 (said why). */
+static int repl_args_parse(struct repl_args *a, int argc, char **argv)
+{
+	struct rlm_err err = {0, ""};
+	const char *v;
+	long num;
+	int opt, rc;
+	memset(a, 0, sizeof(*a));
+	model_opts_init(&a->mo);
 	if ((v = getenv("RLM_MAX_DEPTH")) && *v) {
 		if (parse_int(v, 1, 16, &num))
 			return cli_fail(2, "bad value '%s' for RLM_MAX_DEPTH: want 1..16", v);
-		ro.max_depth = (int)num;
+		a->ro.max_depth = (int)num;
 	}
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
-		int taken = model_opts_take(&mo, opt, optarg);
+		int taken = model_opts_take(&a->mo, opt, optarg);
 		if (!taken)
-			taken = sandbox_opts_take(&cfg.sandbox, opt, optarg);
+			taken = sandbox_opts_take(&a->ro.sandbox, opt, optarg);
+		if (!taken)
+			taken = cli_num_take(repl_nums, ARRAY_SIZE(repl_nums), a, opt, optarg);
 		if (taken == 2)
 			return 2;
-		if (taken)
-			continue;
-		switch (opt) {
-		case 'c': context = optarg; break;
-		case OPT_FORMAT:
-			if (corpus_kind_parse(optarg, &co.kind))
-				return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
-						optarg);
-			break;
-		case OPT_OUTPUT_LIMIT:
-			if (parse_count(optarg, &count) || count < 100 || count > (1u << 26))
-				return cli_fail(2, "bad value '%s' for --output-limit: want 100..64M "
-						   "characters", optarg);
-			cfg.output_limit = (size_t)count;
-			break;
-		case OPT_EXEC_TIMEOUT:
-			if (parse_double(optarg, 0.001, 1e7, &secs))
-				return cli_fail(2, "bad value '%s' for --exec-timeout: want seconds > 0",
-						optarg);
-			cfg.exec_timeout_ns = (int64_t)(secs * 1e9);
-			break;
-		case OPT_PYTHON:
-			if (access(optarg, X_OK))
-				return cli_fail(2, "--python '%s' is not an executable file", optarg);
-			cfg.python = optarg;
-			break;
-		case OPT_QUIET: mo.quiet = true; break;
-		case OPT_MAX_DEPTH:
-			if (parse_int(optarg, 1, 16, &num))
-				return cli_fail(2, "bad value '%s' for --max-depth: want 1..16", optarg);
-			ro.max_depth = (int)num;
-			break;
-		case 'h': printf(usage, model_opts_help, sandbox_opts_help); return 0;
-		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
-		default: return cli_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
-		}
+		if (!taken && (rc = take_opt(a, opt, argv)))
+			return rc;
 	}
 	if (optind < argc)
 		return cli_fail(2, "unexpected argument '%s' (see rlm repl --help)", argv[optind]);
-	if (!context)
+	if (!a->context)
 		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a JSONL "
 				   "file, or -)");
-	if (repl_sandbox_check(&cfg.sandbox, &err))
+	if (repl_sandbox_check(&a->ro.sandbox, &err))
 		return cli_fail(2, "%s", err.msg);
-	if (strcmp(context, "-") == 0 && co.kind != CORPUS_JSONL)
-		co.kind = CORPUS_TEXT;
+	if (strcmp(a->context, "-") == 0 && a->co.kind != CORPUS_JSONL)
+		a->co.kind = CORPUS_TEXT;
+	return 0;
+}
 
-	co.quiet = mo.quiet;
-	if (corpus_load(context, &co, &corpus, &err)) {
-		fprintf(stderr, "rlm: error: %s\n", err.msg);
-		return 1;
-	}
-	if ((rc = rlm_models_init(&ms, &mo, &err))) {
-		fprintf(stderr, "rlm: error: %s\n", err.msg);
-		corpus_free(corpus);
-		return rc == RLM_EINVAL ? 2 : 1;
-	}
-	/* Sub-calls go through the solve's own handler, without budgets: the
-	 * user is at the keyboard. Child RLMs get this REPL's settings. */
-	ro.pool = ms.pool;
-	ro.model = ms.model;
-	ro.sub_model = ms.sub;
-	ro.params = ms.params;
-	ro.strategy = RLM_REPL;
-	ro.output_limit = cfg.output_limit;
-	ro.exec_timeout_ns = cfg.exec_timeout_ns;
-	ro.python = cfg.python;
-	ro.sandbox = cfg.sandbox;
-	tree_init(&tree, &ro, now_ns());
-	calls_init(&calls, &ro, &counts, &tree, 0, 0);
-	calls.ctx = corpus;
-	loop_repl_context(corpus, &cfg.ctx, &off, &lens);
-	cfg.on_call = calls_on_call;
-	cfg.call_arg = &calls;
-	rc = repl_start(&cfg, &r, &err);
-	free(off);
-	free(lens);
-	if (rc) {
-		fprintf(stderr, "rlm: error: %s\n", err.msg);
-		status = 1;
-		goto out;
-	}
-	calls.repl = r;
-	tty = isatty(0) && strcmp(context, "-") != 0;
-	repl_sandbox_status(r, &sb);
+/* Run the cells of stdin in r, each result on stdout, until the end of
+ * input. Returns 0, or 1 when the worker is lost. */
+static int run_cells(struct rlm_repl *r, const struct corpus *corpus, const struct repl_args *a)
+{
+	struct repl_sandbox_status sb;
+	struct rlm_err err = {0, ""};
+	struct buf cell = BUF_INIT;
+	bool tty = isatty(0) && strcmp(a->context, "-") != 0, quiet = a->mo.quiet;
+	int status = 0;
+	rlm_repl_sandbox_status(r, &sb);
 	if (sb.unsafe)
 		fprintf(stderr, "rlm: WARNING: the REPL worker runs WITHOUT seccomp "
 				"(--unsafe-no-sandbox): %s\n", sb.line);
-	if (tty && !mo.quiet)
+	if (tty && !quiet)
 		fprintf(stderr, "rlm repl: `context` is loaded (%zu bytes, %zu document%s); a blank "
 				"line runs a cell, Ctrl-D quits\nrlm repl: sandbox: %s\n",
 			corpus->len, corpus->n_docs, corpus->n_docs == 1 ? "" : "s", sb.line);
-	while (read_cell(stdin, tty, mo.quiet, &cell)) {
+	while (read_cell(stdin, tty, quiet, &cell)) {
 		struct repl_result res;
+		int rc;
 		if (!cell.len)
 			continue;
-		rc = repl_exec(r, cell.p, cell.len, 0, &res, &err);
+		rc = rlm_repl_exec(r, cell.p, cell.len, 0, &res, &err);
 		if (rc && rc != RLM_ETIMEOUT && rc != RLM_ECANCEL) {
 			fprintf(stderr, "rlm: error: %s\n", err.msg);
 			status = 1;
@@ -244,18 +217,54 @@ int cmd_repl(int argc, char **argv)
 		fwrite(res.output, 1, res.len, stdout);
 		if (res.len && res.output[res.len - 1] != '\n')
 			putchar('\n');
-		if (res.ready && !mo.quiet)
+		if (res.ready && !quiet)
 			fprintf(stderr, "[answer ready: %s]\n", res.answer);
 		fflush(stdout);
 		repl_result_release(&res);
 	}
-out:
 	buf_release(&cell);
-	repl_free(r);
-	calls_release(&calls);
-	tree_release(&tree);
-	rlm_result_release(&counts);
-	rlm_models_release(&ms);
+	return status;
+}
+
+int cmd_repl(int argc, char **argv)
+{
+	struct repl_args a;
+	struct rlm_models ms;
+	struct corpus *corpus = NULL;
+	struct rlm_repl *r = NULL;
+	struct rlm_err err = {0, ""};
+	bool set_up = false;
+	int rc, status;
+
+	if ((status = repl_args_parse(&a, argc, argv)))
+		return status == 1 ? 0 : status;
+	status = 1;
+	a.co.quiet = a.mo.quiet;
+	if (corpus_load(a.context, &a.co, &corpus, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		goto out;
+	}
+	if ((rc = rlm_models_init(&ms, &a.mo, &err))) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		status = rc == RLM_EINVAL ? 2 : 1;
+		goto out;
+	}
+	set_up = true;
+	/* Sub-calls go through the solve's own handler, without budgets: the
+	 * user is at the keyboard. Child RLMs get this REPL's settings. */
+	a.ro.pool = ms.pool;
+	a.ro.model = ms.model;
+	a.ro.sub_model = ms.sub;
+	a.ro.params = ms.params;
+	if (rlm_repl_open(&a.ro, corpus, &r, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		goto out;
+	}
+	status = run_cells(r, corpus, &a);
+out:
+	rlm_repl_close(r);
+	if (set_up)
+		rlm_models_release(&ms);
 	corpus_free(corpus);
 	return status;
 }

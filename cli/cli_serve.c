@@ -135,45 +135,129 @@ static bool loopback(const char *host)
 }
 
 struct serve_args {
-	struct svc_cfg cfg;
-	const char *host;
-	long port;
-	const char *api_key;
-	size_t max_body;
-	double request_timeout, grace;
-	const char **roots; /* owned array */
+	struct svc_cfg cfg;	/* the service's: models, solve options,
+				 * store, roots, limits */
+	const char *host;	/* --host */
+	long port;		/* --port; 0: the kernel picks */
+	const char *api_key;	/* --api-key or RLM_API_KEY: the server's */
+	size_t max_body;	/* --max-body */
+	double request_timeout; /* --request-timeout, seconds */
+	double grace;		/* --shutdown-grace, seconds */
+	const char **roots;	/* --root, NULL-terminated; owned array,
+				 * borrowed strings (cfg.roots points here) */
 	size_t n_roots;
-	bool verbose;
+	bool verbose; /* --verbose */
 };
 
-/* Parse the command line into a; 0, 1 (--help printed), or 2. */
+static const struct option longopts[] = {
+    {"host", required_argument, NULL, OPT_HOST},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"model-api-key", required_argument, NULL, OPT_MODEL_API_KEY},
+    {"max-solves", required_argument, NULL, OPT_MAX_SOLVES},
+    {"max-body", required_argument, NULL, OPT_MAX_BODY},
+    {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+    {"root", required_argument, NULL, OPT_ROOT},
+    {"shutdown-grace", required_argument, NULL, OPT_GRACE},
+    {"corpus-cache", required_argument, NULL, OPT_CORPUS_CACHE},
+    {"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
+    {"cache", required_argument, NULL, OPT_CACHE},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    MODEL_LONGOPTS,
+    SANDBOX_LONGOPTS,
+    SOLVE_LONGOPTS,
+    {NULL, 0, NULL, 0},
+};
+
+static const struct cli_num serve_nums[] = {
+    {OPT_PORT, "port", CLI_LONG, 0, 65535, NULL, offsetof(struct serve_args, port)},
+    {OPT_MAX_SOLVES, "max-solves", CLI_INT, 1, 100000, NULL,
+     offsetof(struct serve_args, cfg.max_solves)},
+    {OPT_MAX_BODY, "max-body", CLI_SIZE, 1024, (double)((uint64_t)1 << 40),
+     "want a size of at least 1K, such as 64M", offsetof(struct serve_args, max_body)},
+    {OPT_REQUEST_TIMEOUT, "request-timeout", CLI_DOUBLE, 0.001, 1e7, "want seconds > 0",
+     offsetof(struct serve_args, request_timeout)},
+    {OPT_GRACE, "shutdown-grace", CLI_DOUBLE, 0, 1e7, "want seconds >= 0",
+     offsetof(struct serve_args, grace)},
+    {OPT_CORPUS_CACHE, "corpus-cache", CLI_SIZE, 0, (double)((uint64_t)1 << 40),
+     "want a size such as 256M (0: keep no unused context)",
+     offsetof(struct serve_args, cfg.corpus_cache)},
+    {OPT_KEEP_RUNS, "keep-runs", CLI_INT, 1, 1000000, NULL,
+     offsetof(struct serve_args, cfg.keep_runs)},
+};
+
+/* Take option opt of serve's own (not numeric, nor a model, sandbox or
+ * solve option). Returns 0, 1 (--help printed) or 2 (said why). */
+static int take_opt(struct serve_args *a, int opt, char **argv)
+{
+	switch (opt) {
+	case OPT_HOST:
+		if (!*optarg)
+			return cli_fail(2, "bad value '' for --host: want an address");
+		a->host = optarg;
+		return 0;
+	case OPT_MODEL_API_KEY:
+		a->cfg.mo.api_key = optarg;
+		return 0;
+	case OPT_ROOT:
+		if (access(optarg, R_OK | X_OK))
+			return cli_fail(2, "cannot use --root '%s': %s", optarg, strerror(errno));
+		a->roots = xrealloc(a->roots, (a->n_roots + 2) * sizeof(*a->roots));
+		a->roots[a->n_roots++] = optarg;
+		a->roots[a->n_roots] = NULL;
+		return 0;
+	case OPT_CACHE:
+		a->cfg.cache_path = optarg;
+		return 0;
+	case OPT_NO_CACHE:
+		a->cfg.no_cache = true;
+		return 0;
+	case OPT_QUIET:
+		a->cfg.mo.quiet = true;
+		return 0;
+	case 'v':
+		a->verbose = true;
+		return 0;
+	case 'h':
+		printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
+		return 1;
+	case ':':
+		return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+	default:
+		return cli_fail(2, "unknown option '%s' (see rlm serve --help)", argv[optind - 1]);
+	}
+}
+
+/* What the options say together: the server's API key (RLM_API_KEY when
+ * --api-key is not given; needed off loopback), the store, the roots.
+ * Returns 0 or 2 (said why). */
+static int check_args(struct serve_args *a)
+{
+	const char *no_cache_env = getenv("RLM_NO_CACHE");
+	if (!a->api_key && getenv("RLM_API_KEY") && *getenv("RLM_API_KEY"))
+		a->api_key = getenv("RLM_API_KEY");
+	if (a->api_key && !*a->api_key)
+		return cli_fail(2, "the API key is empty");
+	if (!a->api_key && !loopback(a->host))
+		return cli_fail(2,
+				"refusing to listen on '%s' without an API key: pass --api-key "
+				"KEY (or set RLM_API_KEY), or listen on 127.0.0.1",
+				a->host);
+	if (!a->cfg.no_cache && !a->cfg.cache_path && no_cache_env &&
+	    strcmp(no_cache_env, "1") == 0)
+		a->cfg.no_cache = true;
+	a->cfg.roots = a->roots;
+	return 0;
+}
+
+/* Parse the command line into a (its defaults set): the environment, then
+ * the options in order (the first bad one is the error). Returns 0, 1
+ * (--help printed) or 2 (said why). */
 static int parse_args(int argc, char **argv, struct serve_args *a)
 {
-	static const struct option longopts[] = {
-	    {"host", required_argument, NULL, OPT_HOST},
-	    {"port", required_argument, NULL, OPT_PORT},
-	    {"model-api-key", required_argument, NULL, OPT_MODEL_API_KEY},
-	    {"max-solves", required_argument, NULL, OPT_MAX_SOLVES},
-	    {"max-body", required_argument, NULL, OPT_MAX_BODY},
-	    {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
-	    {"root", required_argument, NULL, OPT_ROOT},
-	    {"shutdown-grace", required_argument, NULL, OPT_GRACE},
-	    {"corpus-cache", required_argument, NULL, OPT_CORPUS_CACHE},
-	    {"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
-	    {"cache", required_argument, NULL, OPT_CACHE},
-	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
-	    {"quiet", no_argument, NULL, OPT_QUIET},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    MODEL_LONGOPTS,
-	    SANDBOX_LONGOPTS,
-	    SOLVE_LONGOPTS,
-	    {NULL, 0, NULL, 0},
-	};
-	const char *no_cache_env = getenv("RLM_NO_CACHE");
-	uint64_t size;
-	long num;
-	int opt;
+	int opt, rc;
 	model_opts_init(&a->cfg.mo);
 	if (solve_opts_env(&a->cfg.base))
 		return 2;
@@ -191,113 +275,16 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 			taken = sandbox_opts_take(&a->cfg.base.sandbox, opt, optarg);
 		if (!taken)
 			taken = solve_opts_take(&a->cfg.base, opt, optarg);
+		if (!taken)
+			taken = cli_num_take(serve_nums, ARRAY_SIZE(serve_nums), a, opt, optarg);
 		if (taken == 2)
 			return 2;
-		if (taken)
-			continue;
-		switch (opt) {
-		case OPT_HOST:
-			if (!*optarg)
-				return cli_fail(2, "bad value '' for --host: want an address");
-			a->host = optarg;
-			break;
-		case OPT_PORT:
-			if (parse_int(optarg, 0, 65535, &a->port))
-				return cli_fail(2, "bad value '%s' for --port: want 0..65535",
-						optarg);
-			break;
-		case OPT_MODEL_API_KEY:
-			a->cfg.mo.api_key = optarg;
-			break;
-		case OPT_MAX_SOLVES:
-			if (parse_int(optarg, 1, 100000, &num))
-				return cli_fail(
-				    2, "bad value '%s' for --max-solves: want 1..100000", optarg);
-			a->cfg.max_solves = (int)num;
-			break;
-		case OPT_MAX_BODY:
-			if (parse_size(optarg, &size) || size < 1024 || size > ((uint64_t)1 << 40))
-				return cli_fail(2,
-						"bad value '%s' for --max-body: want a size of at "
-						"least 1K, such as 64M",
-						optarg);
-			a->max_body = (size_t)size;
-			break;
-		case OPT_REQUEST_TIMEOUT:
-			if (parse_double(optarg, 0.001, 1e7, &a->request_timeout))
-				return cli_fail(2,
-						"bad value '%s' for --request-timeout: want "
-						"seconds > 0",
-						optarg);
-			break;
-		case OPT_GRACE:
-			if (parse_double(optarg, 0, 1e7, &a->grace))
-				return cli_fail(2,
-						"bad value '%s' for --shutdown-grace: want seconds "
-						">= 0",
-						optarg);
-			break;
-		case OPT_CORPUS_CACHE:
-			if (parse_size(optarg, &size) || size > ((uint64_t)1 << 40))
-				return cli_fail(
-				    2,
-				    "bad value '%s' for --corpus-cache: want a size such "
-				    "as 256M (0: keep no unused context)",
-				    optarg);
-			a->cfg.corpus_cache = (size_t)size;
-			break;
-		case OPT_KEEP_RUNS:
-			if (parse_int(optarg, 1, 1000000, &num))
-				return cli_fail(
-				    2, "bad value '%s' for --keep-runs: want 1..1000000", optarg);
-			a->cfg.keep_runs = (int)num;
-			break;
-		case OPT_ROOT:
-			if (access(optarg, R_OK | X_OK))
-				return cli_fail(2, "cannot use --root '%s': %s", optarg,
-						strerror(errno));
-			a->roots = xrealloc(a->roots, (a->n_roots + 2) * sizeof(*a->roots));
-			a->roots[a->n_roots++] = optarg;
-			a->roots[a->n_roots] = NULL;
-			break;
-		case OPT_CACHE:
-			a->cfg.cache_path = optarg;
-			break;
-		case OPT_NO_CACHE:
-			a->cfg.no_cache = true;
-			break;
-		case OPT_QUIET:
-			a->cfg.mo.quiet = true;
-			break;
-		case 'v':
-			a->verbose = true;
-			break;
-		case 'h':
-			printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
-			return 1;
-		case ':':
-			return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return cli_fail(2, "unknown option '%s' (see rlm serve --help)",
-					argv[optind - 1]);
-		}
+		if (!taken && (rc = take_opt(a, opt, argv)))
+			return rc;
 	}
 	if (optind < argc)
 		return cli_fail(2, "unexpected argument '%s' (see rlm serve --help)", argv[optind]);
-	if (!a->api_key && getenv("RLM_API_KEY") && *getenv("RLM_API_KEY"))
-		a->api_key = getenv("RLM_API_KEY");
-	if (a->api_key && !*a->api_key)
-		return cli_fail(2, "the API key is empty");
-	if (!a->api_key && !loopback(a->host))
-		return cli_fail(2,
-				"refusing to listen on '%s' without an API key: pass --api-key "
-				"KEY (or set RLM_API_KEY), or listen on 127.0.0.1",
-				a->host);
-	if (!a->cfg.no_cache && !a->cfg.cache_path && no_cache_env &&
-	    strcmp(no_cache_env, "1") == 0)
-		a->cfg.no_cache = true;
-	a->cfg.roots = a->roots;
-	return 0;
+	return check_args(a);
 }
 
 /* Wait for a signal of set until deadline_ns (now_ns clock) or, with
@@ -371,6 +358,7 @@ int cmd_serve(int argc, char **argv)
 	struct rlm_err err = {0, ""};
 	char msg[512];
 	sigset_t sigs, old;
+	bool blocked = false;
 	int rc, fd, port = 0, status;
 	memset(&a, 0, sizeof(a));
 	a.host = "127.0.0.1";
@@ -380,14 +368,15 @@ int cmd_serve(int argc, char **argv)
 	a.grace = 30;
 	a.cfg.corpus_cache = SVC_CORPUS_CACHE;
 	a.cfg.base.run_note_json = "{\"via\":\"rlm serve\"}";
-	if ((rc = parse_args(argc, argv, &a))) {
-		free(a.roots);
-		return rc == 1 ? 0 : rc;
+	if ((status = parse_args(argc, argv, &a))) {
+		if (status == 1) /* --help */
+			status = 0;
+		goto out;
 	}
 	/* A sandbox the worker would refuse is a usage error, found now. */
 	if (a.cfg.base.strategy == RLM_REPL && repl_sandbox_check(&a.cfg.base.sandbox, &err)) {
-		free(a.roots);
-		return cli_fail(2, "%s", err.msg);
+		status = cli_fail(2, "%s", err.msg);
+		goto out;
 	}
 	/* SIGINT and SIGTERM are taken by sigwait() in this thread only:
 	 * blocked before the service starts its pool's threads, so that every
@@ -397,6 +386,7 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+	blocked = true;
 	hc = (struct serve_http_cfg){
 	    .api_key = a.api_key,
 	    .max_body = a.max_body,
@@ -416,6 +406,7 @@ int cmd_serve(int argc, char **argv)
 out:
 	serve_server_free(sv);
 	free(a.roots);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (blocked)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return status;
 }

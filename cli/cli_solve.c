@@ -5,7 +5,6 @@
 #include "../rlm/rlm.h"
 #include "../common/json.h"
 #include "../store/store.h"
-#include "../common/text.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -190,181 +189,200 @@ static char *read_question_file(const char *path)
 
 static const char shortopts[] = ":c:q:s:vh";
 
-static char *run_note(int argc, char **argv, const struct option *longopts);
+static const struct option longopts[] = {
+	{"context", required_argument, NULL, 'c'},
+	{"question", required_argument, NULL, 'q'},
+	{"question-file", required_argument, NULL, OPT_QFILE},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{"cache", required_argument, NULL, OPT_CACHE},
+	{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+	{"resume", required_argument, NULL, OPT_RESUME},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"no-trajectory", no_argument, NULL, OPT_NO_TRAJECTORY},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	MODEL_LONGOPTS,
+	SANDBOX_LONGOPTS,
+	SOLVE_LONGOPTS,
+	{NULL, 0, NULL, 0},
+};
 
-static int solve_main(int argc, char **argv, const char *resumed_from)
+/* What the command line of a solve says (solve_args_parse). Strings are
+ * borrowed from argv and the environment. */
+struct solve_args {
+	struct rlm_models_cfg mo;   /* the models; --quiet */
+	struct corpus_opts co;  /* --format */
+	struct rlm_opts ro;     /* strategy, limits, sandbox: what rlm_solve gets */
+	const char *context;    /* --context */
+	const char *question;   /* --question or RLM_QUESTION */
+	const char *qpath;      /* --question-file, the last of -q and it */
+	const char *cache_path; /* --cache */
+	bool json;              /* --json */
+	bool no_trajectory;     /* --no-trajectory */
+	bool no_cache;          /* --no-cache */
+	bool verbose;           /* --verbose */
+};
+
+static char *run_note(int argc, char **argv);
+
+/* Take option opt of solve's own (not a model, sandbox or solve option).
+ * Returns 0, 1 (--help printed) or 2 (said why). */
+static int take_opt(struct solve_args *a, int opt, char **argv)
 {
-	static const struct option longopts[] = {
-		{"context", required_argument, NULL, 'c'},
-		{"question", required_argument, NULL, 'q'},
-		{"question-file", required_argument, NULL, OPT_QFILE},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"cache", required_argument, NULL, OPT_CACHE},
-		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
-		{"resume", required_argument, NULL, OPT_RESUME},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"no-trajectory", no_argument, NULL, OPT_NO_TRAJECTORY},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		MODEL_LONGOPTS,
-		SANDBOX_LONGOPTS,
-		SOLVE_LONGOPTS,
-		{NULL, 0, NULL, 0},
-	};
-	struct rlm_models_cfg mo;
-	struct rlm_models ms;
-	struct corpus_opts co = {0};
-	struct corpus *corpus = NULL;
-	struct rlm_opts ro = {0};
-	struct rlm_result res = {0};
-	struct rlm_err err = {0, ""};
-	struct progress pr = {false, PTHREAD_MUTEX_INITIALIZER, 0};
-	struct llm_stats st;
-	const char *context = NULL, *question = getenv("RLM_QUESTION");
-	char *qfile = NULL;
-	const char *qpath = NULL; /* --question-file, the last of -q and it */
-	const char *cache_path = NULL, *no_cache_env = getenv("RLM_NO_CACHE");
-	struct store *store = NULL;
-	char *note = NULL;
-	bool json = false, verbose = false;
-	bool no_cache = false, no_trajectory = false;
-	int opt, rc, status = 1;
-	int64_t t0 = now_ns(), load_ns;
+	switch (opt) {
+	case 'c': a->context = optarg; return 0;
+	case 'q':
+		a->question = optarg;
+		a->qpath = NULL;
+		return 0;
+	case OPT_QFILE: /* read once the options are known good */
+		a->qpath = optarg;
+		a->question = NULL;
+		return 0;
+	case OPT_FORMAT:
+		if (corpus_kind_parse(optarg, &a->co.kind))
+			return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+					optarg);
+		return 0;
+	case OPT_CACHE: a->cache_path = optarg; return 0;
+	case OPT_NO_CACHE: a->no_cache = true; return 0;
+	case OPT_RESUME:
+		/* cmd_solve takes --resume before parsing; getopt got here
+		 * through an abbreviation it does not see. */
+		return cli_fail(2, "spell --resume out in full");
+	case OPT_JSON: a->json = true; return 0;
+	case OPT_NO_TRAJECTORY: a->no_trajectory = true; return 0;
+	case OPT_QUIET: a->mo.quiet = true; return 0;
+	case 'v':
+		rlm_log_level = LOG_DEBUG;
+		a->verbose = true;
+		return 0;
+	case 'h': printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help); return 1;
+	case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+	default: return cli_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
+	}
+}
 
-	model_opts_init(&mo);
-	if ((rc = solve_opts_env(&ro)))
+/* Parse argv into a: the defaults, the environment, then the options in
+ * order (the first bad one is the error). Returns 0, 1 (--help printed) or
+ * 2 (said why). */
+static int solve_args_parse(struct solve_args *a, int argc, char **argv)
+{
+	int opt, rc;
+	memset(a, 0, sizeof(*a));
+	a->question = getenv("RLM_QUESTION");
+	model_opts_init(&a->mo);
+	if ((rc = solve_opts_env(&a->ro)))
 		return rc;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		int taken = model_opts_take(&mo, opt, optarg);
+		int taken = model_opts_take(&a->mo, opt, optarg);
 		if (!taken)
-			taken = sandbox_opts_take(&ro.sandbox, opt, optarg);
+			taken = sandbox_opts_take(&a->ro.sandbox, opt, optarg);
 		if (!taken)
-			taken = solve_opts_take(&ro, opt, optarg);
+			taken = solve_opts_take(&a->ro, opt, optarg);
 		if (taken == 2)
 			return 2;
-		if (taken)
-			continue;
-		switch (opt) {
-		case 'c': context = optarg; break;
-		case 'q':
-			question = optarg;
-			qpath = NULL;
-			break;
-		case OPT_QFILE: /* read once the options are known good */
-			qpath = optarg;
-			question = NULL;
-			break;
-		case OPT_FORMAT:
-			if (corpus_kind_parse(optarg, &co.kind))
-				return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
-						optarg);
-			break;
-		case OPT_CACHE: cache_path = optarg; break;
-		case OPT_NO_CACHE: no_cache = true; break;
-		case OPT_RESUME:
-			/* cmd_solve takes --resume before parsing; getopt got here
-			 * through an abbreviation it does not see. */
-			return cli_fail(2, "spell --resume out in full");
-		case OPT_JSON: json = true; break;
-		case OPT_NO_TRAJECTORY: no_trajectory = true; break;
-		case OPT_QUIET: mo.quiet = true; break;
-		case 'v':
-			rlm_log_level = LOG_DEBUG;
-			verbose = true;
-			break;
-		case 'h': printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help); return 0;
-		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
-		default: return cli_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
-		}
+		if (!taken && (rc = take_opt(a, opt, argv)))
+			return rc;
 	}
 	if (optind < argc)
 		return cli_fail(2, "unexpected argument '%s' (see rlm solve --help)", argv[optind]);
-	if (qpath) {
-		if (!(qfile = read_question_file(qpath)))
+	return 0;
+}
+
+/* Check what needs no model and no context: the question (read from
+ * --question-file into *qfile, the caller's to free, then a->question)
+ * and the sandbox. Returns 0 or 2 (said why). */
+static int solve_args_check(struct solve_args *a, char **qfile)
+{
+	struct rlm_err err = {0, ""};
+	if (a->qpath) {
+		if (!(*qfile = read_question_file(a->qpath)))
 			return 2;
-		question = qfile;
+		a->question = *qfile;
 	}
-	if (!context) {
-		free(qfile);
+	if (!a->context)
 		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a "
 				   "JSONL file, or - for stdin)");
-	}
-	if (!question || !*question) {
-		free(qfile);
+	if (!a->question || !*a->question)
 		return cli_fail(2, "the question is empty: pass --question TEXT");
-	}
-	if (!text_utf8_valid(question, strlen(question), NULL)) {
-		free(qfile);
+	if (!text_utf8_valid(a->question, strlen(a->question), NULL))
 		return cli_fail(2, "the question is not valid UTF-8");
-	}
 	/* A sandbox the worker would refuse is a usage error, found before
 	 * the context is read or a model is called. */
-	if (ro.strategy == RLM_REPL && repl_sandbox_check(&ro.sandbox, &err)) {
-		free(qfile);
+	if (a->ro.strategy == RLM_REPL && repl_sandbox_check(&a->ro.sandbox, &err))
 		return cli_fail(2, "%s", err.msg);
-	}
+	return 0;
+}
 
-	co.quiet = mo.quiet;
-	if ((rc = corpus_load(context, &co, &corpus, &err))) {
-		fprintf(stderr, "rlm: error: %s\n", err.msg);
-		free(qfile);
+/* Open the store into *store, with the note that lets the run be run
+ * again in *note (both the caller's), and hand them to a->ro; or nothing
+ * with --no-cache, or RLM_NO_CACHE=1 without --cache. Returns 0 or 1
+ * (said why). */
+static int open_store(struct solve_args *a, int argc, char **argv, const char *resumed_from,
+		      struct store **store, char **note)
+{
+	const char *no_cache_env = getenv("RLM_NO_CACHE");
+	struct store_cfg sc = {a->cache_path, false, 0};
+	struct rlm_err err = {0, ""};
+	if (!a->no_cache && !a->cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
+		a->no_cache = true;
+	if (a->no_cache)
+		return 0;
+	if (store_open(&sc, store, &err)) {
+		fprintf(stderr, "rlm: error: %s (or pass --no-cache)\n", err.msg);
 		return 1;
 	}
-	load_ns = now_ns() - t0;
-	if ((rc = rlm_models_init(&ms, &mo, &err))) {
-		fprintf(stderr, "rlm: error: %s\n", err.msg);
-		corpus_free(corpus);
-		free(qfile);
-		return rc == RLM_EINVAL ? 2 : 1;
-	}
+	*note = run_note(argc, argv);
+	a->ro.store = *store;
+	a->ro.run_note_json = *note;
+	a->ro.resumed_from = resumed_from;
+	return 0;
+}
 
-	/* RLM_NO_CACHE=1 unless --cache names a store; --no-cache always. */
-	if (!no_cache && !cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)
-		no_cache = true;
-	if (!no_cache) {
-		struct store_cfg sc = {cache_path, false, 0};
-		if ((rc = store_open(&sc, &store, &err))) {
-			fprintf(stderr, "rlm: error: %s (or pass --no-cache)\n", err.msg);
-			rlm_models_release(&ms);
-			corpus_free(corpus);
-			free(qfile);
-			return 1;
-		}
-		note = run_note(argc, argv, longopts);
-		ro.store = store;
-		ro.run_note_json = note;
-		ro.resumed_from = resumed_from;
-	}
+/* Solve over corpus with the models of ms, and say how it went: the
+ * answer (or --json), a warning, the limit that stopped it, the run.
+ * t0 is when the command started, load_ns what loading the context took.
+ * Returns the exit status: 0 answered, 1 failed, 3 a limit stopped it. */
+static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
+			   const struct corpus *corpus, int64_t t0, int64_t load_ns)
+{
+	struct progress pr = {false, PTHREAD_MUTEX_INITIALIZER, 0};
+	struct rlm_opts *ro = &a->ro;
+	struct rlm_result res = {0};
+	struct rlm_err err = {0, ""};
+	struct llm_stats st;
+	int rc, status = 1;
 
-	pr.tty = !mo.quiet && isatty(2);
-	ro.pool = ms.pool;
-	ro.model = ms.model;
-	ro.sub_model = ms.sub;
-	ro.params = ms.params;
-	ro.window = (size_t)mo.concurrency * 2;
-	ro.trajectory = json && !no_trajectory;
+	pr.tty = !a->mo.quiet && isatty(2);
+	ro->pool = ms->pool;
+	ro->model = ms->model;
+	ro->sub_model = ms->sub;
+	ro->params = ms->params;
+	ro->window = (size_t)a->mo.concurrency * 2;
+	ro->trajectory = a->json && !a->no_trajectory;
 	if (pr.tty) {
-		ro.progress = on_progress;
-		ro.progress_arg = &pr;
+		ro->progress = on_progress;
+		ro->progress_arg = &pr;
 	}
-	if (verbose) {
-		ro.event = on_event;
-		ro.event_arg = &pr;
+	if (a->verbose) {
+		ro->event = on_event;
+		ro->event_arg = &pr;
 	}
-	rc = rlm_solve(&ro, question, corpus, &res, &err);
+	rc = rlm_solve(ro, a->question, corpus, &res, &err);
 	if (pr.tty)
 		fprintf(stderr, "\r\033[K");
 	if (res.sandbox && res.sandbox->unsafe)
 		fprintf(stderr, "rlm: WARNING: the REPL worker ran WITHOUT seccomp "
 				"(--unsafe-no-sandbox): %s\n", res.sandbox->line);
-	llm_pool_stats(ms.pool, &st);
+	llm_pool_stats(ms->pool, &st);
 	if (rc) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
-		if (json)
-			print_json(&res, &ro, corpus, &ms, load_ns, now_ns() - t0, &st, err.msg);
+		if (a->json)
+			print_json(&res, ro, corpus, ms, load_ns, now_ns() - t0, &st, err.msg);
 	} else {
 		bool limited = res.stop != RLM_STOP_ANSWER;
 		if (res.warning)
@@ -373,17 +391,56 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 			fprintf(stderr, "rlm: stopped (%s): %s%s\n", rlm_stop_name(res.stop),
 				res.stop_detail ? res.stop_detail : "a limit was reached",
 				res.answer ? "; the answer is partial" : "; no answer");
-		if (json)
-			print_json(&res, &ro, corpus, &ms, load_ns, now_ns() - t0, &st, NULL);
+		if (a->json)
+			print_json(&res, ro, corpus, ms, load_ns, now_ns() - t0, &st, NULL);
 		else if (res.answer)
 			printf("%s\n", res.answer);
 		status = limited ? 3 : 0;
 	}
-	if (res.run_id[0] && !json && (verbose || (status != 0 && !mo.quiet)))
+	if (res.run_id[0] && !a->json && (a->verbose || (status != 0 && !a->mo.quiet)))
 		fprintf(stderr, "rlm: run %s (rlm runs show %s; rlm solve --resume %s)\n", res.run_id,
 			res.run_id, res.run_id);
 	rlm_result_release(&res);
-	rlm_models_release(&ms);
+	return status;
+}
+
+/* rlm solve, argv as given (or as resume rebuilt it: resumed_from is then
+ * the run it runs again). Returns the exit status. */
+static int solve_main(int argc, char **argv, const char *resumed_from)
+{
+	struct solve_args a;
+	struct rlm_models ms;
+	struct corpus *corpus = NULL;
+	struct store *store = NULL;
+	struct rlm_err err = {0, ""};
+	char *qfile = NULL, *note = NULL;
+	bool set_up = false;
+	int rc, status;
+	int64_t t0 = now_ns(), load_ns;
+
+	if ((status = solve_args_parse(&a, argc, argv)))
+		return status == 1 ? 0 : status;
+	if ((status = solve_args_check(&a, &qfile)))
+		goto out;
+	status = 1;
+	a.co.quiet = a.mo.quiet;
+	if (corpus_load(a.context, &a.co, &corpus, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		goto out;
+	}
+	load_ns = now_ns() - t0;
+	if ((rc = rlm_models_init(&ms, &a.mo, &err))) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		status = rc == RLM_EINVAL ? 2 : 1;
+		goto out;
+	}
+	set_up = true;
+	if (open_store(&a, argc, argv, resumed_from, &store, &note))
+		goto out;
+	status = solve_and_print(&a, &ms, corpus, t0, load_ns);
+out:
+	if (set_up)
+		rlm_models_release(&ms);
 	store_close(store);
 	free(note);
 	corpus_free(corpus);
@@ -440,8 +497,7 @@ static cJSON *abs_path(const char *prefix, const char *p)
  * full: --name or --name=VALUE. Built from what was parsed, not from the
  * raw words, so that no spelling (--api sk-..., --api-key=..., --ap=...)
  * gets a key in; base URLs lose their user:password@. */
-static void note_opt(cJSON *args, const struct option *longopts, int opt, int idx,
-		     const char *arg)
+static void note_opt(cJSON *args, int opt, int idx, const char *arg)
 {
 	const struct option *o = idx >= 0 ? &longopts[idx] : NULL;
 	char *t, *pre;
@@ -473,7 +529,7 @@ static void note_opt(cJSON *args, const struct option *longopts, int opt, int id
 /* {"argv":[...],"env":{...},"cwd":"..."}: how this solve was run, to run
  * it again. argv is parsed a second time, as solve_main parsed it (which
  * found no error and no operand), and each option kept as note_opt says. */
-static char *run_note(int argc, char **argv, const struct option *longopts)
+static char *run_note(int argc, char **argv)
 {
 	cJSON *o = cJSON_CreateObject(), *e = cJSON_CreateObject();
 	cJSON *args = cJSON_CreateArray();
@@ -483,7 +539,7 @@ static char *run_note(int argc, char **argv, const struct option *longopts)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
 		if (opt != '?' && opt != ':')
-			note_opt(args, longopts, opt, idx, optarg);
+			note_opt(args, opt, idx, optarg);
 		idx = -1;
 	}
 	json_add(o, "argv", args);

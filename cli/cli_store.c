@@ -2,7 +2,6 @@
 /* cli/cli_store.c -- `rlm cache stats|prune|clear` and `rlm runs
  * list|show|export`: the store from the command line. */
 #include "cli.h"
-#include "../rlm/solve_int.h"
 #include "../common/json.h"
 #include "../store/export.h"
 #include "../store/store.h"

@@ -196,11 +196,47 @@ struct rlm_turn {
 	size_t n_notices;
 };
 
+/* The outcome of a solve: rlm_solve fills one for the whole solve, and
+ * with recursion (repl strategy) one more per child RLM, nested in
+ * children. A node's result counts what its whole subtree did: its own
+ * calls and its children's, so the root's is the solve's.
+ *
+ * Who fills what: both strategies fill the answer, usage and cost, calls,
+ * store and solve_ns groups; the tree strategy also the tree group; the
+ * repl strategy the repl usage and calls fields, the other timings, and
+ * the repl and recursion groups. A field a strategy does not fill stays
+ * zero (NULL, false, ""). rlm_solve zeroes the result first, and fills
+ * it even when it fails (what was spent is still counted).
+ *
+ * Ownership: every pointer is owned by the result and freed, children
+ * included, by rlm_result_release; nothing in it is shared with the solve
+ * once rlm_solve has returned. The fields are in groups only to read
+ * well: no code depends on their order. */
 struct rlm_result {
-	char *answer;          /* owned; NULL when the solve failed */
-	bool found;            /* false when every part answered NONE */
-	struct llm_usage usage;
-	double cost;           /* USD */
+	/* ---- the answer (every strategy) ---- */
+	char *answer;          /* owned; NULL when the solve failed, or a limit
+				* stopped it without one */
+	bool found;            /* the answer is a real one: false when every
+				* part answered NONE (tree), or when a limit
+				* stopped the solve or the answer is NONE or
+				* blank (repl) */
+	enum rlm_stop stop;    /* why it stopped: RLM_STOP_ANSWER, or the limit
+				* (answer may then be partial); repl:
+				* RLM_STOP_ERROR for a failure */
+	char *stop_detail;     /* owned, or NULL: the limit's words */
+	char *warning;         /* owned, or NULL: what went wrong without
+				* failing the solve, e.g. some parts failed */
+
+	/* ---- usage and cost (every strategy; the subtree's) ---- */
+	struct llm_usage usage; /* tokens of every call */
+	double cost;           /* USD of every call */
+	struct llm_usage root_usage; /* repl: the node's own root-model calls */
+	double root_cost;
+	struct llm_usage sub_usage; /* repl: the rest (its plain sub-calls and
+				* its children's totals) */
+	double sub_cost;
+
+	/* ---- calls (every strategy; the subtree's but root_calls) ---- */
 	int64_t calls;         /* model calls, whether sent or answered by the
 				* call cache (cache_hits of them), and those
 				* of answers taken from the memo (memo_hits):
@@ -208,59 +244,61 @@ struct rlm_result {
 				* (attempts) */
 	int64_t failed_calls;  /* of which failed after retries */
 	int64_t attempts;      /* HTTP attempts, retries included */
-	size_t leaves;         /* parts the context was cut into */
-	size_t failed_leaves;  /* parts whose call failed (their text went unread) */
-	int levels;            /* combine levels (0: the answer came from one call) */
-	size_t leaf_chars;     /* the part size used */
-	int64_t solve_ns;      /* wall time of the solve */
-	char *warning;         /* owned, or NULL: e.g. some parts failed */
+	int64_t root_calls;    /* repl: this node's own root-model calls (the
+				* last call after max_iterations included) */
+	int64_t sub_calls;     /* repl: sub-calls (prompts) sent from code: a
+				* child RLM is one, plus its own */
 
-	/* repl strategy */
-	enum rlm_stop stop;    /* why it stopped; answer may be partial unless ANSWER */
-	char *stop_detail;     /* owned, or NULL: the limit's words */
-	int iterations;        /* root turns made */
-	int error_turns;       /* turns whose code raised */
-	int64_t sub_calls;     /* sub-calls (prompts) sent from code: a child
-				* RLM is one, plus its own */
-	int execs;             /* code blocks run */
-	int restarts;          /* worker restarts */
-	struct llm_usage root_usage, sub_usage;
-	double root_cost, sub_cost;
-	int64_t root_ns;       /* time waiting on root calls */
-	int64_t exec_ns;       /* time in execs, sub-calls included */
-	int64_t sub_ns;        /* of which waiting on sub-calls */
-	int64_t worker_start_ns; /* first worker: fork to ready */
-	struct repl_sandbox_status *sandbox; /* owned, or NULL (no worker started):
-				* the layers of the solve's first worker */
-	/* recursion: usage, cost, calls, sub_calls, failed_calls and attempts
-	 * count the node's whole subtree; root_usage and root_cost its own
-	 * root-model calls; sub_usage and sub_cost the rest (its plain
-	 * sub-calls and its children's totals) */
-	int depth;                   /* 0: the solve's root */
-	char *question;              /* owned; a child's question (NULL at the root) */
-	struct rlm_result *children; /* owned: n_children child nodes, in the
-				      * order their calls were made */
-	size_t n_children;
-	int64_t nodes;               /* child nodes under this one, any depth */
-	int node;                    /* its id: 0 the root, children from 1 in
-				      * the order they started (rlm_event.node) */
-	int64_t root_calls;          /* this node's own root-model calls (the
-				      * last call after max_iterations included) */
-
-	/* the store: calls answered from its cache (counted in calls, usage
-	 * and cost as well), child RLMs answered from its memo, and what
-	 * they did not spend again; the subtree's, like calls */
+	/* ---- the store (every strategy, with rlm_opts.store; the
+	 * subtree's): calls answered from its cache (counted in calls,
+	 * usage and cost as well), child RLMs answered from its memo, and
+	 * what they did not spend again ---- */
 	int64_t cache_hits;
 	int64_t memo_hits;
 	struct llm_usage saved_usage;
 	double saved_cost;
-	bool memo;                   /* this node's answer came from the memo */
-	struct rlm_turn *turns;      /* owned, with rlm_opts.trajectory: this
-				      * node's turns, in order (its children's
-				      * are in theirs); NULL otherwise */
+	bool memo;             /* this node's answer came from the memo */
+	char run_id[40];       /* the root's run in the store; "" when none
+				* was recorded (and in children) */
+
+	/* ---- timings (wall time of the node itself, children's not added) ---- */
+	int64_t solve_ns;      /* the solve (every strategy) */
+	int64_t root_ns;       /* repl: waiting on root calls */
+	int64_t exec_ns;       /* repl: in execs, sub-calls included */
+	int64_t sub_ns;        /* repl: of which waiting on sub-calls */
+	int64_t worker_start_ns; /* repl: the first worker, fork to ready */
+
+	/* ---- tree strategy only ---- */
+	size_t leaves;         /* parts the context was cut into */
+	size_t failed_leaves;  /* parts whose call failed (their text went
+				* unread) */
+	int levels;            /* combine levels (0: the answer came from one
+				* call) */
+	size_t leaf_chars;     /* the part size used */
+
+	/* ---- repl strategy only: the node's loop ---- */
+	int iterations;        /* root turns made */
+	int error_turns;       /* turns whose code raised */
+	int execs;             /* code blocks run */
+	int restarts;          /* worker restarts */
+	struct repl_sandbox_status *sandbox; /* owned, or NULL (no worker
+				* started): the layers of the node's first
+				* worker */
+	struct rlm_turn *turns; /* owned, with rlm_opts.trajectory: this
+				* node's turns, in order (its children's are
+				* in theirs); NULL otherwise */
 	size_t n_turns;
-	char run_id[40];             /* the root's run in the store; "" when
-				      * none was recorded */
+
+	/* ---- repl strategy only: recursion (where the node is in the
+	 * tree of child RLMs, and its children) ---- */
+	int depth;             /* 0: the solve's root */
+	int node;              /* its id: 0 the root, children from 1 in the
+				* order they started (rlm_event.node) */
+	char *question;        /* owned; a child's question (NULL at the root) */
+	struct rlm_result *children; /* owned: n_children child nodes, in the
+				* order their calls were made */
+	size_t n_children;
+	int64_t nodes;         /* child nodes under this one, any depth */
 };
 
 /* What of o shapes an answer, as compact JSON: the strategy, the models
@@ -310,6 +348,37 @@ void rlm_result_release(struct rlm_result *r);
  * o->trajectory, "turns" on every node: [{iteration, reply, blocks:
  * [{code, output}], notices: [...]}]. */
 struct cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *o);
+
+/* ---- an interactive REPL (`rlm repl`) ----
+ *
+ * The REPL worker a node of a repl solve programs, bound to a context,
+ * with the code run by the caller instead of a root model: llm_query and
+ * llm_query_batched call the sub-model on the pool, and rlm_query and
+ * rlm_query_batched run child RLMs, as in a solve (the REPL is the node
+ * at depth 0). Nothing is recorded: no run, no cache, no memo. */
+struct rlm_repl;
+
+/* Start the worker with ctx as `context`. o is copied: pool, model,
+ * sub_model and params serve the sub-calls; python, output_limit,
+ * exec_timeout_ns, sandbox and cancel configure the worker; max_depth,
+ * max_nodes and the rest configure the child RLMs as in a solve, and its
+ * budgets and time limit hold for every call made over the REPL's life
+ * (from now on); strategy and the store fields are ignored. What o points
+ * to, and ctx, are borrowed until rlm_repl_close. Returns 0 with *out, or
+ * a negative code with err filled and *out NULL: RLM_EINVAL without a
+ * pool or a model, else repl_start's (RLM_ENOTFOUND without Python,
+ * RLM_ESANDBOX, ...). Any thread; then only one at a time may use *out. */
+int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm_repl **out,
+		  struct rlm_err *err);
+/* Run code[0..len) in the worker, answering its sub-calls as they come:
+ * repl_exec's contract (repl/repl.h) for deadline_ns, out (release it
+ * with repl_result_release) and the return. */
+int rlm_repl_exec(struct rlm_repl *r, const char *code, size_t len, int64_t deadline_ns,
+		  struct repl_result *out, struct rlm_err *err);
+/* The sandbox of the current worker. */
+void rlm_repl_sandbox_status(const struct rlm_repl *r, struct repl_sandbox_status *out);
+/* Kill the worker, free r. NULL is a no-op. */
+void rlm_repl_close(struct rlm_repl *r);
 
 /* Cut ctx into parts of at most max bytes at natural boundaries. Small
  * consecutive documents share a part; a large one is cut at a blank line,

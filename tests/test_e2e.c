@@ -1082,6 +1082,25 @@ TEST(repl_command_runs_piped_cells)
 	free(ok);
 }
 
+/* rlm_query in `rlm repl` runs a child RLM over the context it is given
+ * (the REPL is the node at depth 0); at --max-depth 1 it is a plain
+ * sub-call, which answers too. */
+TEST(repl_command_runs_child_rlms)
+{
+	static const char text[] = "The door is green.\nThe sky is blue.\n";
+	char *ok = path_in_tmp("repl-child.txt");
+	const char *depth[] = {"2", "1"};
+	write_text(ok, text, sizeof(text) - 1);
+	for (size_t i = 0; i < ARRAY_SIZE(depth); i++) {
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--max-depth", depth[i], NULL};
+		struct proc_out o = rlm(args, "print(rlm_query('What is the sky?', context=context))\n");
+		CHECK_MSG(o.status == 0, "--max-depth %s: exit %d: %s", depth[i], o.status, o.err);
+		CHECK_STR(o.out, "The sky is blue.\n");
+		proc_out_release(&o);
+	}
+	free(ok);
+}
+
 /* ---- the sandbox ---- */
 
 static const char *const layers[] = {"seccomp", "identity", "landlock", "userns", "mntns",

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* rlm/rlm_repl.c -- a REPL worker bound to a context with its sub-calls
+ * wired as in a solve, driven from outside (`rlm repl`: cells typed by a
+ * person instead of written by a root model).
+ *
+ * DESIGN
+ * The REPL is the worker of a one-node solve that never calls its root
+ * model: a tree (the budget, the depth and node limits child RLMs obey),
+ * the calls of node 0 (the worker's call handler: llm_query* on the pool,
+ * rlm_query* as child RLMs below max_depth), and the worker, started as
+ * loop.c starts a node's. The counts the calls keep go nowhere: no run is
+ * recorded and nothing is asked of a store. */
+#include "solve_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct rlm_repl {
+	struct rlm_opts o;	  /* the caller's, copied: what the calls and
+				   * the tree point to */
+	struct rlm_result counts; /* what the sub-calls spent (calls count
+				   * into it) */
+	struct rlm_tree tree;	  /* the one-node solve of the calls */
+	struct calls calls;	  /* node 0's: the worker's call handler */
+	struct repl *repl;	  /* NULL until started */
+};
+
+int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm_repl **out,
+		  struct rlm_err *err)
+{
+	struct rlm_repl *r;
+	struct repl_cfg cfg;
+	size_t *off = NULL, *lens = NULL;
+	int rc;
+	*out = NULL;
+	if (!o->pool || !o->model)
+		return rlm_err_set(err, RLM_EINVAL, "no pool or no model to call");
+	r = xcalloc(1, sizeof(*r));
+	r->o = *o;
+	r->o.strategy = RLM_REPL;
+	r->o.store = NULL;
+	r->o.record_ = NULL;
+	tree_init(&r->tree, &r->o, now_ns());
+	calls_init(&r->calls, &r->o, &r->counts, &r->tree, 0, 0);
+	r->calls.ctx = ctx;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.python = r->o.python;
+	cfg.output_limit = r->o.output_limit;
+	cfg.exec_timeout_ns = r->o.exec_timeout_ns;
+	cfg.cancel = r->o.cancel;
+	cfg.sandbox = r->o.sandbox;
+	cfg.on_call = calls_on_call;
+	cfg.call_arg = &r->calls;
+	loop_repl_context(ctx, &cfg.ctx, &off, &lens);
+	rc = repl_start(&cfg, &r->repl, err);
+	free(off);
+	free(lens);
+	if (rc) {
+		rlm_repl_close(r);
+		return rc;
+	}
+	r->calls.repl = r->repl;
+	*out = r;
+	return 0;
+}
+
+int rlm_repl_exec(struct rlm_repl *r, const char *code, size_t len, int64_t deadline_ns,
+		  struct repl_result *out, struct rlm_err *err)
+{
+	return repl_exec(r->repl, code, len, deadline_ns, out, err);
+}
+
+void rlm_repl_sandbox_status(const struct rlm_repl *r, struct repl_sandbox_status *out)
+{
+	repl_sandbox_status(r->repl, out);
+}
+
+void rlm_repl_close(struct rlm_repl *r)
+{
+	if (!r)
+		return;
+	repl_free(r->repl);
+	calls_release(&r->calls);
+	tree_release(&r->tree);
+	rlm_result_release(&r->counts);
+	free(r);
+}
