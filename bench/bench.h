@@ -51,12 +51,12 @@ struct sniah_item {
 	int n_values;                          /* the key's values: o->values */
 	char values[SNIAH_MAX_VALUES][64];     /* all of them, in the order of the text */
 	uint64_t value_offs[SNIAH_MAX_VALUES]; /* byte offset of each one's needle sentence */
-	size_t value_docs[SNIAH_MAX_VALUES];   /* the document holding each (sniah_write) */
+	size_t value_docs[SNIAH_MAX_VALUES];   /* the document holding each (bench_sniah_write) */
 };
 
 /* 8000 tokens, seed 1, essay haystack, number value, drawn depth, no
  * distractors, one value, ASCII. */
-void sniah_opts_default(struct sniah_opts *o);
+void bench_sniah_opts_default(struct sniah_opts *o);
 /* Write one haystack of o->tokens * 4 bytes (give or take one word; within
  * 0.5% from 1000 tokens up) to f, with the needle "One of the special magic
  * numbers for KEY is: VALUE." ("words", "uuids" for the other value types)
@@ -71,7 +71,7 @@ void sniah_opts_default(struct sniah_opts *o);
  * and distractors than the word values for SNIAH_WORD; depth > 1; values
  * out of 1..SNIAH_MAX_VALUES, or values > 1 with a depth; needles that
  * would take over half the bytes), or -errno from f. */
-int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item);
+int bench_sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item);
 
 enum sniah_format { SNIAH_TEXT, SNIAH_DIR, SNIAH_JSONL };
 
@@ -81,7 +81,7 @@ int bench_make_dirs(const char *path);
 #define SNIAH_MAX_DOCS 10000000
 
 /* (bench/gen_docs.c) Generate the haystack of o into path: a text file (SNIAH_TEXT, as
- * sniah_generate), a directory of at most `docs` files doc-00000.txt ...
+ * bench_sniah_generate), a directory of at most `docs` files doc-00000.txt ...
  * (SNIAH_DIR: created if missing, doc-*.txt files already in it removed),
  * or a JSONL file of at most `docs` lines {"id":"doc-00000","text":"..."}
  * (SNIAH_JSONL). Documents are runs of whole lines of about equal size,
@@ -91,10 +91,10 @@ int bench_make_dirs(const char *path);
  * in K distinct documents, drawn, each in the middle half of its own.
  * *n_docs gets the documents written (1 for text), *needle_doc the index
  * of the one holding the needle (the key's first), item->value_docs that
- * of each value (0 for text). Returns 0, -EINVAL (as sniah_generate, or
+ * of each value (0 for text). Returns 0, -EINVAL (as bench_sniah_generate, or
  * docs 0 or over SNIAH_MAX_DOCS, or fewer docs than values, or documents
  * too small to keep the values apart), or -errno. */
-int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, const char *path,
+int bench_sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, const char *path,
 		struct sniah_item *item, size_t *n_docs, size_t *needle_doc);
 
 /* ---- OOLONG-style windows (bench/gen_oolong.c, bench/gen_pairs.c) ----
@@ -125,7 +125,7 @@ enum oolong_label {
 struct oolong_opts {
 	uint64_t tokens; /* target size; bytes = 4 * tokens */
 	uint64_t seed;
-	int users;       /* the user pool, 2..OOLONG_MAX_USERS; 0: oolong_default_users */
+	int users;       /* the user pool, 2..OOLONG_MAX_USERS; 0: bench_oolong_default_users */
 };
 
 /* What a window holds, counted from its hidden labels while it is written. */
@@ -143,17 +143,17 @@ struct oolong_window {
 };
 
 /* OOLONG's name of a label: "numeric value", ..., "human being". */
-const char *oolong_label_name(enum oolong_label l);
+const char *bench_oolong_label_name(enum oolong_label l);
 /* The pool size when oolong_opts.users is 0: one user per ~8 instances,
  * from 8 to 100, so that OOLONG-Pairs' gold sets stay under 5,000 pairs. */
-int oolong_default_users(uint64_t tokens);
+int bench_oolong_default_users(uint64_t tokens);
 /* Write one window of o->tokens * 4 bytes (at most, and within one line of
  * it) to f and count it into a new *out, the caller's to
- * oolong_window_free. The same opts give the same bytes. Returns 0,
+ * bench_oolong_window_free. The same opts give the same bytes. Returns 0,
  * -EINVAL (users out of range, or fewer than 10 instances fit), or -errno
  * from f. */
-int oolong_generate(const struct oolong_opts *o, FILE *f, struct oolong_window **out);
-void oolong_window_free(struct oolong_window *w);
+int bench_oolong_generate(const struct oolong_opts *o, FILE *f, struct oolong_window **out);
+void bench_oolong_window_free(struct oolong_window *w);
 
 /* OOLONG's question types, by family: counting, user, timeline. */
 enum oolong_task {
@@ -179,17 +179,17 @@ struct oolong_question {
 /* "most_freq", ... (as --task spells it); its family "counting", "user" or
  * "timeline"; OOLONG's TASK_TYPE ("MOST_FREQ", ...) and ANSWER_TYPE
  * ("LABEL", "NUMERIC", "COMPARISON", "USER", "DATE"). */
-const char *oolong_task_name(enum oolong_task t);
-const char *oolong_task_group(enum oolong_task t);
-const char *oolong_task_type(enum oolong_task t);
-const char *oolong_answer_type(enum oolong_task t);
+const char *bench_oolong_task_name(enum oolong_task t);
+const char *bench_oolong_task_group(enum oolong_task t);
+const char *bench_oolong_task_type(enum oolong_task t);
+const char *bench_oolong_answer_type(enum oolong_task t);
 /* Ask a question of type t about w, drawing its parameters (labels, the
  * pair compared) from r, into q. OOLONG asks some only when the gold is
  * clear: MOST_FREQ when one label leads the next by over 2% of the
  * instances; LEAST_FREQ, MOST_USER, USER_LABEL and MOST_DATE when one
  * answer is alone; RELATIVE_FREQ for labels over 2% apart or tied. Returns
  * 0, or -EAGAIN when w allows no such question. */
-int oolong_ask(const struct oolong_window *w, enum oolong_task t, struct rng *r,
+int bench_oolong_ask(const struct oolong_window *w, enum oolong_task t, struct rng *r,
 	       struct oolong_question *q);
 
 /* ---- OOLONG-Pairs questions (bench/gen_pairs.c) ---- */
@@ -207,7 +207,7 @@ struct pairs_question {
 	enum pairs_kind kind;
 	char question[1024];
 	uint32_t (*pairs)[2]; /* the gold: user ID pairs, a < b, sorted, distinct;
-			       * owned (pairs_question_release) */
+			       * owned (bench_pairs_question_release) */
 	size_t n_pairs;
 	size_t users;         /* users with an instance in the window */
 	size_t qualifying;    /* symmetric: users meeting the condition;
@@ -215,15 +215,15 @@ struct pairs_question {
 };
 
 /* "symmetric" or "asymmetric". */
-const char *pairs_kind_name(enum pairs_kind k);
+const char *bench_pairs_kind_name(enum pairs_kind k);
 /* Ask a pair question of kind k about w, drawing its labels, counts and
  * date from r, and fill q. Of up to 32 predicates drawn it takes the first
  * whose gold is neither empty nor every pair, else the first that is not
  * empty, else the last (large windows, where every user has every label,
  * leave little else). Returns 0. */
-int pairs_ask(const struct oolong_window *w, enum pairs_kind k, struct rng *r,
+int bench_pairs_ask(const struct oolong_window *w, enum pairs_kind k, struct rng *r,
 	      struct pairs_question *q);
-void pairs_question_release(struct pairs_question *q);
+void bench_pairs_question_release(struct pairs_question *q);
 
 /* ---- BrowseComp-Plus-style bridge questions (bench/gen_browse.c) ----
  *
@@ -243,7 +243,7 @@ struct browse_opts {
 	uint64_t tokens; /* the corpus size; bytes = 4 * tokens, documents
 			  * joined and ended by '\n' */
 	uint64_t seed;
-	size_t docs;     /* BROWSE_MIN_DOCS..SNIAH_MAX_DOCS; 0: browse_default_docs */
+	size_t docs;     /* BROWSE_MIN_DOCS..SNIAH_MAX_DOCS; 0: bench_browse_default_docs */
 };
 
 struct browse_item {
@@ -268,14 +268,14 @@ struct browse_item {
 /* One document per ~1,000 tokens, from 10 to 1,000 (BrowseComp-Plus' 1K
  * documents at 10M tokens), and at most one per BROWSE_DOC_BYTES; 0 when
  * not even BROWSE_MIN_DOCS fit. */
-size_t browse_default_docs(uint64_t tokens);
+size_t bench_browse_default_docs(uint64_t tokens);
 /* Write a corpus to path as a directory of doc-00000.txt ... (SNIAH_DIR:
  * created if missing, doc-*.txt files in it removed first) or a JSONL file
  * of {"id":"doc-00000","text":...} (SNIAH_JSONL), and fill it. Documents
  * are of about equal size; the same opts give the same bytes. Returns 0,
  * -EINVAL (SNIAH_TEXT, docs out of range, documents under
  * BROWSE_DOC_BYTES), or -errno. */
-int browse_write(const struct browse_opts *o, enum sniah_format fmt, const char *path,
+int bench_browse_write(const struct browse_opts *o, enum sniah_format fmt, const char *path,
 		 struct browse_item *it);
 
 /* The options every section sees. */
@@ -293,9 +293,9 @@ struct perf_opts {
  * print the table, or the JSON when json, on out. Returns an exit status:
  * 0 when every row met its target, 1 when one did not or a section failed,
  * 2 when only names no section (said on stderr). */
-int perf_main(struct perf_opts *o, const char *only, bool json, FILE *out);
+int bench_perf_main(struct perf_opts *o, const char *only, bool json, FILE *out);
 /* The help text of `rlm bench perf` (bench/perf.c). */
-extern const char perf_usage[];
+extern const char bench_perf_usage[];
 
 /* ---- the REPL worker (bench/perf_repl.c) ---- */
 
@@ -303,27 +303,27 @@ extern const char perf_usage[];
  * turns: [0] with every layer of the sandbox the machine has, [1] with none
  * (sandbox.disable = REPL_L_ALL, unsafe); the p50 and p99 of repl_exec's
  * wall time in microseconds. Returns 0 or a negative code with err. */
-int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm_err *err);
+int bench_perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm_err *err);
 /* Start a worker on a tiny context until it is ready, n times each (after
  * one not counted), taking turns: [0] sandboxed and [1] not, as above,
  * both started cold (python3 itself); [2] sandboxed and forked by the
  * zygote, while another REPL holds it (a child node's start); the medians
  * in milliseconds. */
-int perf_repl_start(size_t n, double ms[3], struct rlm_err *err);
+int bench_perf_repl_start(size_t n, double ms[3], struct rlm_err *err);
 /* Start a worker on ctx_bytes of ASCII text until it is ready (`context`
  * is a str), with the full sandbox; the median of 5 starts in
  * milliseconds, and the copies of the text the worker holds once ready:
  * its private memory (RssAnon) over a worker's on a tiny context, in units
  * of the text, the largest of the 5 (the str is one; the memfd it decoded
  * is shared and unmapped by then); -1 when /proc does not tell. */
-int perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct rlm_err *err);
+int bench_perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct rlm_err *err);
 
 /* ---- the store (bench/perf_store.c) ---- */
 
 /* Keep n_keys model calls in a fresh store, then look n of them up (all
  * hits): per_s[0] lookups per second from one thread, per_s[1] from eight
  * at once. Returns 0 or a negative code with err. */
-int perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err *err);
+int bench_perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err *err);
 /* Remove a store file and its -wal and -shm. */
 void bench_store_remove(const char *path);
 
@@ -364,13 +364,13 @@ struct perf_scale {
  * recursive at 10M tokens) and load the directory and the JSONL, each in a
  * fresh child process (this binary's `rlm bench perf --child`), and fill
  * out. A wrong answer is an error. Returns 0 or a negative code with err. */
-int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err);
+int bench_perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err);
 /* `rlm bench perf --child REPORT solve ARGS...` runs `rlm solve ARGS...`,
  * (through solve, the command's own function: cli_solve), `... load
  * PATH` loads PATH; either writes "key value" lines to REPORT
  * (status, wall_ns, peak_kb, hwm_kb, memfd_kb and memfd_peak_kb, or
  * load_ns, held_kb, bytes and docs). Returns an exit status. */
-int perf_scale_child(int argc, char **argv, int (*solve)(int argc, char **argv));
+int bench_perf_scale_child(int argc, char **argv, int (*solve)(int argc, char **argv));
 
 /* ---- `rlm serve` under load (bench/perf_serve.c) ---- */
 
@@ -410,7 +410,7 @@ struct perf_serve {
  * that fails is counted in out, not an error. Returns 0, or a negative
  * code with err when the load could not run (the server did not start,
  * no threads). Call from one thread. */
-int perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_serve *out,
+int bench_perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_serve *out,
 		   struct rlm_err *err);
 
 /* ---- more of S-NIAH, and the other suites' generators ---- */
@@ -421,17 +421,17 @@ int perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_se
  * most. */
 #define SNIAH_WORD_VALUES 105
 
-/* sniah_generate, for a haystack that sniah_write cuts into `parts`
+/* bench_sniah_generate, for a haystack that bench_sniah_write cuts into `parts`
  * documents of about equal size: with o->values K > 1, the K values go in
  * K distinct parts drawn from the seed, each in the middle half of its
  * part (so in K distinct documents, unless the documents are only a few
- * lines long); parts 0: at K distinct RULER depths, as sniah_generate.
- * -EINVAL as sniah_generate, or when parts is below K. */
-int sniah_generate_parts(const struct sniah_opts *o, size_t parts, FILE *f,
+ * lines long); parts 0: at K distinct RULER depths, as bench_sniah_generate.
+ * -EINVAL as bench_sniah_generate, or when parts is below K. */
+int bench_sniah_generate_parts(const struct sniah_opts *o, size_t parts, FILE *f,
 			 struct sniah_item *item);
 /* "number", "word" or "uuid": v as --value and an item's value_type
  * spell it. */
-const char *sniah_value_name(enum sniah_value v);
+const char *bench_sniah_value_name(enum sniah_value v);
 
 /* ---- `rlm bench run` (bench/run.c, cli/cli_bench_run.c, bench/report.c) ---- */
 
@@ -499,13 +499,13 @@ int bench_report_write(const struct bench_report *r, const char *dir, struct rlm
 
 /* A paragraph of the essay haystack (300-700 bytes of ASCII, no newline, no
  * digits, no hyphens) into dst (LINE_MAX_BYTES of gen.c: 1,024). */
-size_t gen_essay_line(struct rng *r, char *dst);
+size_t bench_gen_essay_line(struct rng *r, char *dst);
 /* Day 0..OOLONG_DAYS-1 (0: 2022-01-01) as a calendar date, m and d from 1. */
-void oolong_day_date(int day, int *y, int *m, int *d);
+void bench_oolong_day_date(int day, int *y, int *m, int *d);
 
 enum gen_suite { GEN_SNIAH, GEN_OOLONG, GEN_PAIRS, GEN_BROWSE };
 
-/* One item of `rlm bench gen` for gen_suite_item. */
+/* One item of `rlm bench gen` for bench_gen_suite_item. */
 struct gen_req {
 	enum gen_suite suite;
 	const char *dir;	  /* --out */
@@ -521,18 +521,18 @@ struct gen_req {
 };
 
 /* Parse --task for suite into a mask of what to draw from: oolong takes a
- * task name (oolong_task_name), a family ("counting", "user",
+ * task name (bench_oolong_task_name), a family ("counting", "user",
  * "timeline") or "any"; oolong-pairs "symmetric", "asymmetric" or "any".
  * Returns 0 or RLM_EINVAL. */
-int gen_task_parse(enum gen_suite suite, const char *s, unsigned *mask);
+int bench_gen_task_parse(enum gen_suite suite, const char *s, unsigned *mask);
 /* Write the context of r and its JSONL line to jl (at jl_path, for
  * messages), with a line about it on stderr. Returns an exit status: 0, 1
  * (I/O), or 2 (the size cannot hold the item), with the message printed. */
-int gen_suite_item(const struct gen_req *r, FILE *jl, const char *jl_path);
+int bench_gen_suite_item(const struct gen_req *r, FILE *jl, const char *jl_path);
 
 /* Remove the doc-*.txt files an earlier run left in dir (bench/gen_docs.c).
  * Returns 0 or -errno. */
-int gen_clear_docs(const char *dir);
+int bench_gen_clear_docs(const char *dir);
 
 /* ---- `rlm bench run`: the engine (bench/run.c) ---- */
 

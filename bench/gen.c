@@ -14,7 +14,7 @@
  * Multi-value (RULER's "niah_multivalue"): the key gets K needles with K
  * values told apart from each other and from every distractor's, at K
  * distinct depths (a sample of RULER's 40, or K distinct documents' middles
- * when sniah_write cuts the haystack into documents). The random draws of
+ * when bench_sniah_write cuts the haystack into documents). The random draws of
  * a one-value haystack are the same as before multi-value existed, so old
  * seeds give the same bytes.
  */
@@ -280,7 +280,7 @@ static size_t essay_line(struct rng *r, bool utf8, char *dst)
 	return n;
 }
 
-size_t gen_essay_line(struct rng *r, char *dst)
+size_t bench_gen_essay_line(struct rng *r, char *dst)
 {
 	return essay_line(r, false, dst);
 }
@@ -386,7 +386,7 @@ static const char *value_plural(enum sniah_value v)
 	return v == SNIAH_NUMBER ? "numbers" : v == SNIAH_WORD ? "words" : "uuids";
 }
 
-const char *sniah_value_name(enum sniah_value v)
+const char *bench_sniah_value_name(enum sniah_value v)
 {
 	return v == SNIAH_NUMBER ? "number" : v == SNIAH_WORD ? "word" : "uuid";
 }
@@ -433,7 +433,7 @@ static void out_put(struct out *o, const char *s, size_t n)
 	o->total += n;
 }
 
-void sniah_opts_default(struct sniah_opts *o)
+void bench_sniah_opts_default(struct sniah_opts *o)
 {
 	o->tokens = 8000;
 	o->seed = 1;
@@ -517,7 +517,7 @@ static struct needle *make_needles(const struct sniah_opts *o, size_t parts, str
 	else
 		snprintf(item->question, sizeof(item->question),
 			 "What is the special magic %s for %s mentioned in the provided text?",
-			 sniah_value_name(o->value), keys[0]);
+			 bench_sniah_value_name(o->value), keys[0]);
 	free(keys);
 	free(vals);
 	qsort(nd, n, sizeof(*nd), cmp_needle);
@@ -535,12 +535,12 @@ static void put_needle(struct out *out, const struct needle *nd, size_t nv, stru
 	out_put(out, nd->line, nd->len);
 }
 
-int sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
+int bench_sniah_generate(const struct sniah_opts *o, FILE *f, struct sniah_item *item)
 {
-	return sniah_generate_parts(o, 0, f, item);
+	return bench_sniah_generate_parts(o, 0, f, item);
 }
 
-int sniah_generate_parts(const struct sniah_opts *o, size_t parts, FILE *f, struct sniah_item *item)
+int bench_sniah_generate_parts(const struct sniah_opts *o, size_t parts, FILE *f, struct sniah_item *item)
 {
 	struct rng r;
 	struct out out = {f, NULL, 0, 0, 0};

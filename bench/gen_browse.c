@@ -426,7 +426,7 @@ static size_t build_doc(struct doc_spec *d, size_t share, char *out)
 	n = (size_t)snprintf(out, share + 4096, "%s", d->title);
 	while (n + 2 < share) {
 		char e[1100], p[2400];
-		size_t k = gen_essay_line(&r, e), m, room = share - n - 1, offs[3];
+		size_t k = bench_gen_essay_line(&r, e), m, room = share - n - 1, offs[3];
 		int nf = 0;
 		/* the facts due here, or all that are left when the end is near */
 		while (next + (size_t)nf < (size_t)d->n_facts &&
@@ -476,9 +476,9 @@ struct plan {
 static uint64_t mix(uint64_t seed, uint64_t a, uint64_t b)
 {
 	uint64_t st = seed;
-	st = splitmix64(&st) ^ a;
-	st = splitmix64(&st) ^ b;
-	return splitmix64(&st);
+	st = rng_splitmix64(&st) ^ a;
+	st = rng_splitmix64(&st) ^ b;
+	return rng_splitmix64(&st);
 }
 
 static void plan_init(struct plan *pl, uint64_t seed, size_t docs)
@@ -641,7 +641,7 @@ static int write_doc(enum sniah_format fmt, const char *path, FILE *jl, int widt
 	return rc;
 }
 
-size_t browse_default_docs(uint64_t tokens)
+size_t bench_browse_default_docs(uint64_t tokens)
 {
 	uint64_t d = RLM_MAX(10, RLM_MIN(1000, tokens / 1000));
 	d = RLM_MIN(d, tokens * 4 / BROWSE_DOC_BYTES);
@@ -667,11 +667,11 @@ static void fill_item(const struct plan *pl, struct browse_item *it)
 	it->trap_doc = pl->doc[R_TRAP];
 }
 
-int browse_write(const struct browse_opts *o, enum sniah_format fmt, const char *path,
+int bench_browse_write(const struct browse_opts *o, enum sniah_format fmt, const char *path,
 		 struct browse_item *it)
 {
 	uint64_t bytes = o->tokens * 4, at = 0;
-	size_t docs = o->docs ? o->docs : browse_default_docs(o->tokens), cap = 0;
+	size_t docs = o->docs ? o->docs : bench_browse_default_docs(o->tokens), cap = 0;
 	struct plan *pl;
 	FILE *jl = NULL;
 	char *buf = NULL;
@@ -684,7 +684,7 @@ int browse_write(const struct browse_opts *o, enum sniah_format fmt, const char 
 	for (size_t k = docs - 1; k >= 100000; k /= 10)
 		width++;
 	if (fmt == SNIAH_DIR) {
-		if ((rc = bench_make_dirs(path)) || (rc = gen_clear_docs(path)))
+		if ((rc = bench_make_dirs(path)) || (rc = bench_gen_clear_docs(path)))
 			return rc;
 	} else if (!(jl = fopen(path, "wb"))) {
 		return -errno;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/gen_docs.c -- an S-NIAH haystack written as documents: a directory
- * of files or a JSONL file (sniah_write), for the corpus loaders' scale.
+ * of files or a JSONL file (bench_sniah_write), for the corpus loaders' scale.
  *
  * DESIGN
- * sniah_generate writes into a FILE made with fopencookie, whose writer
+ * bench_sniah_generate writes into a FILE made with fopencookie, whose writer
  * cuts the stream into documents as it passes: whole lines go to the open
  * document, and the first line end at or past that document's share of
  * the bytes closes it, its '\n' held back and dropped. So 40 MB become
@@ -53,7 +53,7 @@ int bench_make_dirs(const char *path)
 
 /* ---- documents: a haystack cut into files or JSONL lines ---- */
 
-/* The stream sniah_generate writes into when the haystack becomes
+/* The stream bench_sniah_generate writes into when the haystack becomes
  * documents: whole lines go to the open document; a line end at or past
  * that document's share of the bytes closes it, dropping its '\n'. */
 struct docw {
@@ -194,7 +194,7 @@ static int dw_close_fn(void *cookie)
 }
 
 /* Remove the doc-*.txt files of an earlier run from dir. */
-int gen_clear_docs(const char *dir)
+int bench_gen_clear_docs(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -228,7 +228,7 @@ static size_t doc_of(const uint64_t *starts, size_t n, uint64_t off)
 	return lo;
 }
 
-int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, const char *path,
+int bench_sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, const char *path,
 		struct sniah_item *item, size_t *n_docs, size_t *needle_doc)
 {
 	cookie_io_functions_t io = {NULL, dw_write, NULL, dw_close_fn};
@@ -239,7 +239,7 @@ int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, 
 	if (fmt == SNIAH_TEXT) {
 		if (!(f = fopen(path, "wb")))
 			return -errno;
-		rc = sniah_generate(o, f, item);
+		rc = bench_sniah_generate(o, f, item);
 		if (fclose(f) != 0 && !rc)
 			rc = errno ? -errno : -EIO;
 		*n_docs = 1;
@@ -256,7 +256,7 @@ int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, 
 	for (size_t k = docs - 1; k >= 100000; k /= 10)
 		w.width++;
 	if (fmt == SNIAH_DIR) {
-		if ((rc = bench_make_dirs(path)) || (rc = gen_clear_docs(path)))
+		if ((rc = bench_make_dirs(path)) || (rc = bench_gen_clear_docs(path)))
 			return rc;
 	} else if (!(w.jl = fopen(path, "wb"))) {
 		return -errno;
@@ -266,7 +266,7 @@ int sniah_write(const struct sniah_opts *o, enum sniah_format fmt, size_t docs, 
 		goto out;
 	}
 	setvbuf(f, NULL, _IOFBF, 1 << 16);
-	rc = sniah_generate_parts(o, docs, f, item);
+	rc = bench_sniah_generate_parts(o, docs, f, item);
 	if (fclose(f) != 0 && !rc)
 		rc = w.err ? w.err : -EIO;
 	if (!rc)

@@ -199,12 +199,12 @@ static const char *const month_abbr[12] = {
 #define LINE_BYTES    512 /* longest instance line, with room to spare */
 #define MIN_LINES     10
 
-const char *oolong_label_name(enum oolong_label l)
+const char *bench_oolong_label_name(enum oolong_label l)
 {
 	return (unsigned)l < OOLONG_LABELS ? label_names[l] : "?";
 }
 
-int oolong_default_users(uint64_t tokens)
+int bench_oolong_default_users(uint64_t tokens)
 {
 	uint64_t lines = tokens * 4 / 88; /* an instance line is about 88 bytes */
 	return (int)RLM_MAX(8, RLM_MIN(100, lines / 8));
@@ -223,7 +223,7 @@ static int month_days(int y, int m)
 	return d[m] + (m == 1 && leap(y));
 }
 
-void oolong_day_date(int day, int *y, int *m, int *d)
+void bench_oolong_day_date(int day, int *y, int *m, int *d)
 {
 	*y = 2022;
 	while (day >= (leap(*y) ? 366 : 365)) {
@@ -372,7 +372,7 @@ static size_t next_line(struct wgen *g, char *dst, int *label, int *user, int *d
 	*label = l;
 	*user = draw_user(g);
 	*day = (int)rng_below(&g->r, OOLONG_DAYS);
-	oolong_day_date(*day, &y, &m, &d);
+	bench_oolong_day_date(*day, &y, &m, &d);
 	n = (size_t)snprintf(dst, LINE_BYTES,
 			     "Date: %s %02d, %d || User: %u || Instance: ", month_abbr[m - 1], d, y,
 			     (unsigned)g->ids[*user]);
@@ -454,9 +454,9 @@ static int put_all(FILE *f, const char *s, size_t n)
 	return fwrite(s, 1, n, f) == n ? 0 : errno ? -errno : -EIO;
 }
 
-int oolong_generate(const struct oolong_opts *o, FILE *f, struct oolong_window **out)
+int bench_oolong_generate(const struct oolong_opts *o, FILE *f, struct oolong_window **out)
 {
-	int users = o->users ? o->users : oolong_default_users(o->tokens);
+	int users = o->users ? o->users : bench_oolong_default_users(o->tokens);
 	uint64_t bytes = o->tokens * 4, total = 0;
 	struct oolong_window *w;
 	struct wgen g;
@@ -512,7 +512,7 @@ int oolong_generate(const struct oolong_opts *o, FILE *f, struct oolong_window *
 	return 0;
 }
 
-void oolong_window_free(struct oolong_window *w)
+void bench_oolong_window_free(struct oolong_window *w)
 {
 	free(w);
 }
@@ -532,22 +532,22 @@ static const struct {
     {"date_n_times", "timeline", "REPRESENTED_N_TIMES", "NUMERIC"},
 };
 
-const char *oolong_task_name(enum oolong_task t)
+const char *bench_oolong_task_name(enum oolong_task t)
 {
 	return (unsigned)t < OOLONG_TASKS ? tasks[t].name : "?";
 }
 
-const char *oolong_task_group(enum oolong_task t)
+const char *bench_oolong_task_group(enum oolong_task t)
 {
 	return (unsigned)t < OOLONG_TASKS ? tasks[t].group : "?";
 }
 
-const char *oolong_task_type(enum oolong_task t)
+const char *bench_oolong_task_type(enum oolong_task t)
 {
 	return (unsigned)t < OOLONG_TASKS ? tasks[t].type : "?";
 }
 
-const char *oolong_answer_type(enum oolong_task t)
+const char *bench_oolong_answer_type(enum oolong_task t)
 {
 	return (unsigned)t < OOLONG_TASKS ? tasks[t].answer : "?";
 }
@@ -705,7 +705,7 @@ static int ask_date(const struct oolong_window *w, bool most, struct oolong_ques
 		int day = sole_max(w->day_count, OOLONG_DAYS, 1);
 		if (day < 0)
 			return -EAGAIN;
-		oolong_day_date(day, &y, &m, &d);
+		bench_oolong_day_date(day, &y, &m, &d);
 		snprintf(q->question, sizeof(q->question),
 			 "In the above data, which date is represented most often? Give your final "
 			 "answer in the form 'Date: [X]', where [X] is the date in the format "
@@ -741,7 +741,7 @@ static int ask_date(const struct oolong_window *w, bool most, struct oolong_ques
 	return 0;
 }
 
-int oolong_ask(const struct oolong_window *w, enum oolong_task t, struct rng *r,
+int bench_oolong_ask(const struct oolong_window *w, enum oolong_task t, struct rng *r,
 	       struct oolong_question *q)
 {
 	memset(q, 0, sizeof(*q));

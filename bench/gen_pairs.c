@@ -35,7 +35,7 @@ static const char suffix[] =
 static const char prefix[] = "In the above data, list all pairs of user IDs (no duplicate pairs, "
 			     "list lower ID first)";
 
-const char *pairs_kind_name(enum pairs_kind k)
+const char *bench_pairs_kind_name(enum pairs_kind k)
 {
 	return k == PAIRS_SYMMETRIC ? "symmetric" : k == PAIRS_ASYMMETRIC ? "asymmetric" : "?";
 }
@@ -82,14 +82,14 @@ static void sym_text(const struct sym *s, char *dst, size_t cap)
 {
 	size_t n = (size_t)snprintf(
 	    dst, cap, "%s where both users have at least one instance with %s %s or %s", prefix,
-	    article(s->a), oolong_label_name(s->a), oolong_label_name(s->b));
+	    article(s->a), bench_oolong_label_name(s->a), bench_oolong_label_name(s->b));
 	if (s->date_label >= 0) {
 		int y, m, d;
-		oolong_day_date(s->day, &y, &m, &d);
+		bench_oolong_day_date(s->day, &y, &m, &d);
 		n += (size_t)snprintf(dst + n, cap - n,
 				      ", and all instances that are %s %s for both users must be "
 				      "%s %s %d, %d",
-				      article(s->date_label), oolong_label_name(s->date_label),
+				      article(s->date_label), bench_oolong_label_name(s->date_label),
 				      s->after ? "after" : "before", month_name[m - 1], d, y);
 	}
 	snprintf(dst + n, cap - n, ".%s", suffix);
@@ -147,7 +147,7 @@ static size_t conj_text(const struct conj *c, char *dst, size_t cap)
 		n += (size_t)snprintf(
 		    dst + n, cap - n, "%s%s %s %s with %s", sep,
 		    a->exactly ? "exactly" : "at least", a->n == 1 ? "one" : "two",
-		    a->n == 1 ? "instance" : "instances", oolong_label_name(a->label));
+		    a->n == 1 ? "instance" : "instances", bench_oolong_label_name(a->label));
 	}
 	return n;
 }
@@ -209,7 +209,7 @@ static void gold(const struct oolong_window *w, const struct pred *p, struct pai
 	free(s2);
 }
 
-int pairs_ask(const struct oolong_window *w, enum pairs_kind k, struct rng *r,
+int bench_pairs_ask(const struct oolong_window *w, enum pairs_kind k, struct rng *r,
 	      struct pairs_question *q)
 {
 	struct pred p, keep;
@@ -251,7 +251,7 @@ int pairs_ask(const struct oolong_window *w, enum pairs_kind k, struct rng *r,
 	return 0;
 }
 
-void pairs_question_release(struct pairs_question *q)
+void bench_pairs_question_release(struct pairs_question *q)
 {
 	free(q->pairs);
 	q->pairs = NULL;

@@ -25,17 +25,17 @@
 static uint64_t derive(uint64_t seed, uint64_t k)
 {
 	uint64_t st = seed ^ (0x9e3779b97f4a7c15ULL * (k + 1));
-	return splitmix64(&st);
+	return rng_splitmix64(&st);
 }
 
-int gen_task_parse(enum gen_suite suite, const char *s, unsigned *mask)
+int bench_gen_task_parse(enum gen_suite suite, const char *s, unsigned *mask)
 {
 	*mask = 0;
 	if (suite == GEN_PAIRS) {
 		if (strcmp(s, "any") == 0)
 			*mask = (1u << PAIRS_KINDS) - 1;
 		for (int k = 0; k < PAIRS_KINDS; k++)
-			if (strcmp(s, pairs_kind_name((enum pairs_kind)k)) == 0)
+			if (strcmp(s, bench_pairs_kind_name((enum pairs_kind)k)) == 0)
 				*mask = 1u << k;
 		return *mask ? 0 : RLM_EINVAL;
 	}
@@ -43,8 +43,8 @@ int gen_task_parse(enum gen_suite suite, const char *s, unsigned *mask)
 		return RLM_EINVAL;
 	for (int t = 0; t < OOLONG_TASKS; t++)
 		if (strcmp(s, "any") == 0 ||
-		    strcmp(s, oolong_task_name((enum oolong_task)t)) == 0 ||
-		    strcmp(s, oolong_task_group((enum oolong_task)t)) == 0)
+		    strcmp(s, bench_oolong_task_name((enum oolong_task)t)) == 0 ||
+		    strcmp(s, bench_oolong_task_group((enum oolong_task)t)) == 0)
 			*mask |= 1u << t;
 	return *mask ? 0 : RLM_EINVAL;
 }
@@ -64,7 +64,7 @@ static int ask_any(const struct oolong_window *w, unsigned mask, struct rng *r,
 {
 	unsigned n = (unsigned)__builtin_popcount(mask), first = (unsigned)rng_below(r, n);
 	for (unsigned i = 0; i < n; i++)
-		if (oolong_ask(w, (enum oolong_task)nth_bit(mask, (first + i) % n), r, q) == 0)
+		if (bench_oolong_ask(w, (enum oolong_task)nth_bit(mask, (first + i) % n), r, q) == 0)
 			return 0;
 	return -EAGAIN;
 }
@@ -119,7 +119,7 @@ static int oolong_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 			goto out;
 		}
 		o.seed = k ? derive(r->seed, (uint64_t)k) : r->seed;
-		rc = oolong_generate(&o, f, &w);
+		rc = bench_oolong_generate(&o, f, &w);
 		if (fclose(f) != 0 && !rc)
 			rc = errno ? -errno : -EIO;
 		if (rc == -EINVAL) {
@@ -134,14 +134,14 @@ static int oolong_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 		rng_seed(&qr, derive(o.seed, 1000));
 		if (pairs) {
 			unsigned n = (unsigned)__builtin_popcount(r->tasks);
-			pairs_ask(w,
+			bench_pairs_ask(w,
 				  (enum pairs_kind)nth_bit(r->tasks, (unsigned)rng_below(&qr, n)),
 				  &qr, &pq);
 			break;
 		}
 		if (ask_any(w, r->tasks, &qr, &oq) == 0)
 			break;
-		oolong_window_free(w);
+		bench_oolong_window_free(w);
 		w = NULL;
 	}
 	if (!w) {
@@ -168,21 +168,21 @@ static int oolong_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 		      name, pairs ? "set_f1" : "oolong", w->bytes);
 	json_add_str(j, "dataset", "trec_coarse");
 	if (pairs) {
-		json_add_str(j, "task", pairs_kind_name(pq.kind));
+		json_add_str(j, "task", bench_pairs_kind_name(pq.kind));
 		json_add_num(j, "pairs", (double)pq.n_pairs);
 		json_add_num(j, "qualifying_users", (double)pq.qualifying);
 	} else {
-		json_add_str(j, "task", oolong_task_name(oq.task));
-		json_add_str(j, "task_group", oolong_task_group(oq.task));
-		json_add_str(j, "task_type", oolong_task_type(oq.task));
-		json_add_str(j, "answer_type", oolong_answer_type(oq.task));
+		json_add_str(j, "task", bench_oolong_task_name(oq.task));
+		json_add_str(j, "task_group", bench_oolong_task_group(oq.task));
+		json_add_str(j, "task_type", bench_oolong_task_type(oq.task));
+		json_add_str(j, "answer_type", bench_oolong_answer_type(oq.task));
 	}
 	json_add_num(j, "instances", (double)w->lines);
 	json_add_num(j, "users", (double)users);
 	json_add_num(j, "user_pool", w->n_users);
 	counts = cJSON_CreateObject();
 	for (int l = 0; l < OOLONG_LABELS; l++)
-		json_add_num(counts, oolong_label_name((enum oolong_label)l),
+		json_add_num(counts, bench_oolong_label_name((enum oolong_label)l),
 			     (double)w->label_count[l]);
 	json_add(j, "label_counts", counts);
 	if (k)
@@ -192,12 +192,12 @@ static int oolong_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 	fprintf(stderr, "%s: %llu bytes, %zu instances of %zu users, ", path,
 		(unsigned long long)w->bytes, w->lines, users);
 	if (pairs)
-		fprintf(stderr, "%s: %zu pairs\n", pairs_kind_name(pq.kind), pq.n_pairs);
+		fprintf(stderr, "%s: %zu pairs\n", bench_pairs_kind_name(pq.kind), pq.n_pairs);
 	else
-		fprintf(stderr, "%s: %s\n", oolong_task_name(oq.task), oq.answer);
+		fprintf(stderr, "%s: %s\n", bench_oolong_task_name(oq.task), oq.answer);
 out:
-	pairs_question_release(&pq);
-	oolong_window_free(w);
+	bench_pairs_question_release(&pq);
+	bench_oolong_window_free(w);
 	free(name);
 	free(path);
 	return status;
@@ -211,7 +211,7 @@ static int browse_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 	struct browse_item it;
 	char *name = xasprintf("%s%s", r->id, r->format == SNIAH_JSONL ? ".jsonl" : ""),
 	     *path = xasprintf("%s/%s", r->dir, name);
-	size_t docs = r->docs ? r->docs : browse_default_docs(r->tokens);
+	size_t docs = r->docs ? r->docs : bench_browse_default_docs(r->tokens);
 	cJSON *ans, *j, *dups;
 	int rc, status = 1;
 
@@ -237,7 +237,7 @@ static int browse_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 				     need * BROWSE_DOC_BYTES / 4, need * BROWSE_DOC_BYTES / 4);
 		goto out;
 	}
-	if ((rc = browse_write(&o, r->format, path, &it))) {
+	if ((rc = bench_browse_write(&o, r->format, path, &it))) {
 		log_fail(1, "cannot write '%s': %s", path, strerror(-rc));
 		goto out;
 	}
@@ -271,7 +271,7 @@ out:
 	return status;
 }
 
-int gen_suite_item(const struct gen_req *r, FILE *jl, const char *jl_path)
+int bench_gen_suite_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 {
 	if (r->suite == GEN_BROWSE)
 		return browse_item(r, jl, jl_path);

@@ -24,7 +24,7 @@
 #define SERVE_CLIENTS  32
 #define SERVE_REQUESTS 320
 
-const char perf_usage[] =
+const char bench_perf_usage[] =
 	"usage: rlm bench perf [--calls N] [--concurrency N] [--latency-ms MS] [--quick]\n"
 	"                      [--only SECTIONS] [--json]\n"
 	"\n"
@@ -171,7 +171,7 @@ static pid_t start_server(const char *spec, int *port)
 		}
 		if (waitpid(pid, NULL, WNOHANG) == pid)
 			return -1;
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -233,9 +233,9 @@ static int fanout(long calls, long conc, long latency_ms, struct perf_row *eff,
 		ptrs[i] = &cs[i];
 	}
 	c0 = cpu_s();
-	t0 = now_ns();
+	t0 = time_now_ns();
 	failed = llm_pool_run(pool, ptrs, (size_t)calls);
-	t1 = now_ns();
+	t1 = time_now_ns();
 	c1 = cpu_s();
 	if (failed) {
 		fprintf(stderr, "rlm: error: %zu of %ld benchmark calls failed: %s\n", failed, calls,
@@ -304,11 +304,11 @@ static int sim_solve(const char *spec, int port, uint64_t seed, int conc, int ma
 		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
 		return 1;
 	}
-	sniah_opts_default(&so);
+	bench_sniah_opts_default(&so);
 	so.tokens = 1000000;
 	so.seed = seed;
 	f = open_memstream(&text, &len);
-	if (!f || sniah_generate(&so, f, &out->item) || fclose(f)) {
+	if (!f || bench_sniah_generate(&so, f, &out->item) || fclose(f)) {
 		fprintf(stderr, "rlm: error: cannot generate the benchmark context\n");
 		goto out;
 	}
@@ -329,12 +329,12 @@ static int sim_solve(const char *spec, int port, uint64_t seed, int conc, int ma
 	ro.max_nodes = max_nodes;
 	ro.store = store;
 	c0 = cpu_s();
-	t0 = now_ns();
+	t0 = time_now_ns();
 	if (rlm_solve(&ro, out->item.question, ctx, &out->res, &err)) {
 		fprintf(stderr, "rlm: error: the benchmark solve failed: %s\n", err.msg);
 		goto out;
 	}
-	out->wall_ns = now_ns() - t0;
+	out->wall_ns = time_now_ns() - t0;
 	out->cpu_s = cpu_s() - c0;
 	if (!out->res.answer || !strstr(out->res.answer, out->item.value)) {
 		fprintf(stderr, "rlm: error: the benchmark solve went wrong: answer '%s', "
@@ -430,7 +430,7 @@ static int store_rows(long latency_ms, struct perf_row *warm, struct perf_row *l
 		 "(the solve's memo)",
 		 latency_ms, (double)cold.wall_ns / 1e9, (long long)cold.res.attempts,
 		 (double)hot.wall_ns / 1e6, (long long)hot.res.attempts);
-	if (perf_store_lookups(10000, 200000, per_s, &err)) {
+	if (bench_perf_store_lookups(10000, 200000, per_s, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		goto out;
 	}
@@ -487,7 +487,7 @@ static int64_t serial_calls(const struct rlm_result *r)
  * they ask with llm_query_batched: 1,000 leaf calls in all, on the one pool
  * of `conc` slots that the 144 nodes' root calls share too. max_nodes 160:
  * every node on a thread of its own. The ideal is that tree of calls run
- * by a controller that takes no time (perf_ideal_waves): the serial root
+ * by a controller that takes no time (bench_perf_ideal_waves): the serial root
  * calls of the critical path, and every call in waves of the pool. The
  * note also gives the looser bound that lets the 432 root calls off the
  * critical path run beside the leaves for free. */
@@ -512,7 +512,7 @@ static int recursive_fanout(long conc, long latency_ms, struct perf_row *eff)
 		goto out;
 	}
 	waves = (leaves + conc - 1) / conc;
-	ideal_waves = perf_ideal_waves(&s.res, (int)conc);
+	ideal_waves = bench_perf_ideal_waves(&s.res, (int)conc);
 	ideal = (double)ideal_waves * (double)latency_ms / 1e3;
 	wall = (double)s.wall_ns / 1e9;
 	eff->name = "recursive fan-out";
@@ -539,9 +539,9 @@ static int repl_rows(long execs, long starts, struct perf_row *rt, struct perf_r
 {
 	struct rlm_err err = {0, ""};
 	double p50[2], p99[2], sms[3], ms, copies;
-	if (perf_repl_roundtrip((size_t)execs, p50, p99, &err) ||
-	    perf_repl_start((size_t)starts, sms, &err) ||
-	    perf_repl_ready(40000000, &ms, &copies, &err)) {
+	if (bench_perf_repl_roundtrip((size_t)execs, p50, p99, &err) ||
+	    bench_perf_repl_start((size_t)starts, sms, &err) ||
+	    bench_perf_repl_ready(40000000, &ms, &copies, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return 1;
 	}
@@ -622,7 +622,7 @@ static int scale_rows(struct perf_row *mem, struct perf_row *dir, struct perf_ro
 	struct perf_scale ps;
 	struct rlm_err err = {0, ""};
 	double ctx_mb;
-	if (perf_scale_run(10000000, &ps, &err)) {
+	if (bench_perf_scale_run(10000000, &ps, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return 1;
 	}
@@ -676,7 +676,7 @@ static int serve_rows(long latency_ms, struct perf_row *tput, struct perf_row *p
 	struct perf_serve ps;
 	struct rlm_err err = {0, ""};
 	double model_s, ideal, half;
-	if (perf_serve_run(SERVE_CLIENTS, SERVE_REQUESTS, latency_ms, &ps, &err)) {
+	if (bench_perf_serve_run(SERVE_CLIENTS, SERVE_REQUESTS, latency_ms, &ps, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return 1;
 	}
@@ -798,7 +798,7 @@ static const struct perf_label serve_labels[] = {{"serve throughput", ">= 50% of
 /* In the order they run; rows in the order they are printed. The
  * recursive row runs late (printed third): its ten workers and threads
  * are gone by then, so the CPU rows do not see their end. */
-const struct perf_section perf_sections[] = {
+const struct perf_section bench_perf_sections[] = {
     {"fanout", 0, 2, fanout_labels, sec_fanout},
     {"repl", 3, 8, repl_labels, sec_repl},
     {"subcall", 11, 1, subcall_labels, sec_subcall},
@@ -808,4 +808,4 @@ const struct perf_section perf_sections[] = {
     {"serve", 17, 4, serve_labels, sec_serve},
 };
 
-const size_t perf_n_sections = ARRAY_SIZE(perf_sections);
+const size_t bench_perf_n_sections = ARRAY_SIZE(bench_perf_sections);

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-bool perf_row_ok(const struct perf_row *r)
+bool bench_perf_row_ok(const struct perf_row *r)
 {
 	if (r->failed || r->copies > PERF_COPIES_MAX)
 		return false;
@@ -45,7 +45,7 @@ static void replay(FILE *f, char *error, size_t n)
 	}
 }
 
-bool perf_listed(const char *list, const char *name)
+bool bench_perf_listed(const char *list, const char *name)
 {
 	size_t n = strlen(name);
 	for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
@@ -55,7 +55,7 @@ bool perf_listed(const char *list, const char *name)
 	return !list;
 }
 
-int perf_only_check(const struct perf_section *secs, size_t n_secs, const char *only)
+int bench_perf_only_check(const struct perf_section *secs, size_t n_secs, const char *only)
 {
 	struct buf known = BUF_INIT;
 	for (size_t k = 0; k < n_secs; k++)
@@ -77,7 +77,7 @@ int perf_only_check(const struct perf_section *secs, size_t n_secs, const char *
 	return 0;
 }
 
-int perf_run_section(const struct perf_section *s, const struct perf_opts *o, struct perf_row *rows,
+int bench_perf_run_section(const struct perf_section *s, const struct perf_opts *o, struct perf_row *rows,
 		     bool inject)
 {
 	FILE *cap = tmpfile();
@@ -136,7 +136,7 @@ static void machine_now(struct machine *m)
 		m->load[0] = m->load[1] = m->load[2] = -1;
 }
 
-void perf_print_table(const struct perf_row *rows, size_t n, FILE *f)
+void bench_perf_print_table(const struct perf_row *rows, size_t n, FILE *f)
 {
 	struct machine m;
 	machine_now(&m);
@@ -155,7 +155,7 @@ void perf_print_table(const struct perf_row *rows, size_t n, FILE *f)
 		}
 		snprintf(val, sizeof(val), "%.3f %s", r->value, r->unit);
 		fprintf(f, "%-28s %-18s %-18s %s  (%s)\n", r->name, r->target, val,
-			perf_row_ok(r) ? "ok" : "MISSED", r->note);
+			bench_perf_row_ok(r) ? "ok" : "MISSED", r->note);
 	}
 }
 
@@ -181,12 +181,12 @@ static cJSON *row_json(const struct perf_row *r)
 		json_add_num(o, "copies", isfinite(r->copies) ? r->copies : -1);
 		json_add_num(o, "copies_limit", PERF_COPIES_MAX);
 	}
-	json_add_bool(o, "ok", perf_row_ok(r));
+	json_add_bool(o, "ok", bench_perf_row_ok(r));
 	json_add_str(o, "note", r->note);
 	return o;
 }
 
-void perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
+void bench_perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
 		     const char *only, FILE *f)
 {
 	cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray(), *opt = cJSON_CreateObject();
@@ -221,13 +221,13 @@ void perf_print_json(const struct perf_row *rows, size_t n, const struct perf_op
 	cJSON_Delete(root);
 }
 
-int perf_main(struct perf_opts *o, const char *only, bool json, FILE *out)
+int bench_perf_main(struct perf_opts *o, const char *only, bool json, FILE *out)
 {
 	const char *inject = getenv("RLM_PERF_FAIL");
 	struct perf_row rows[PERF_ROWS];
 	bool all_ok = true;
 	size_t failed = 0;
-	if (only && perf_only_check(perf_sections, perf_n_sections, only))
+	if (only && bench_perf_only_check(bench_perf_sections, bench_perf_n_sections, only))
 		return 2;
 	/* --quick scales the counts down; what the user set stays */
 	if (!o->calls)
@@ -239,18 +239,18 @@ int perf_main(struct perf_opts *o, const char *only, bool json, FILE *out)
 		o->starts = 5;
 	}
 	memset(rows, 0, sizeof(rows));
-	for (size_t k = 0; k < perf_n_sections; k++) {
-		const struct perf_section *s = &perf_sections[k];
-		if (perf_listed(only, s->name) &&
-		    perf_run_section(s, o, rows, inject && perf_listed(inject, s->name)))
+	for (size_t k = 0; k < bench_perf_n_sections; k++) {
+		const struct perf_section *s = &bench_perf_sections[k];
+		if (bench_perf_listed(only, s->name) &&
+		    bench_perf_run_section(s, o, rows, inject && bench_perf_listed(inject, s->name)))
 			failed++;
 	}
 	for (size_t i = 0; i < PERF_ROWS; i++)
-		all_ok &= !rows[i].name || perf_row_ok(&rows[i]);
+		all_ok &= !rows[i].name || bench_perf_row_ok(&rows[i]);
 	if (json)
-		perf_print_json(rows, PERF_ROWS, o, only, out);
+		bench_perf_print_json(rows, PERF_ROWS, o, only, out);
 	else
-		perf_print_table(rows, PERF_ROWS, out);
+		bench_perf_print_table(rows, PERF_ROWS, out);
 	fflush(out);
 	if (failed)
 		fprintf(stderr,

@@ -131,7 +131,7 @@ static void root_done(struct isim *s, int i)
 		node_start(s, n->first + k);
 }
 
-int64_t perf_ideal_waves(const struct rlm_result *root, int conc)
+int64_t bench_perf_ideal_waves(const struct rlm_result *root, int conc)
 {
 	struct isim s = {0};
 	size_t used = 1;

@@ -45,36 +45,36 @@ struct perf_section {
 /* The sections in the order they run, and their rows: rows
  * [0, PERF_ROWS) in the order they print; the usage text (bench/perf.c). */
 #define PERF_ROWS 21
-extern const struct perf_section perf_sections[];
-extern const size_t perf_n_sections;
+extern const struct perf_section bench_perf_sections[];
+extern const size_t bench_perf_n_sections;
 
 /* r met its target: measured, within its limit, and within
  * PERF_COPIES_MAX copies where it counts them. */
-bool perf_row_ok(const struct perf_row *r);
+bool bench_perf_row_ok(const struct perf_row *r);
 
 /* Whether name is in the comma-separated list (NULL: any name is). */
-bool perf_listed(const char *list, const char *name);
+bool bench_perf_listed(const char *list, const char *name);
 /* 0 when every name of the comma-separated list only is a section's;
  * else 2, after saying which is not (log_error). */
-int perf_only_check(const struct perf_section *secs, size_t n_secs, const char *only);
+int bench_perf_only_check(const struct perf_section *secs, size_t n_secs, const char *only);
 /* Run section s into rows (its own at rows + s->first) with this
  * process's stderr (fd 2, its threads' and children's too) going to a
  * temporary file, copied to stderr afterwards. When it fails (or
  * `inject`, for tests: RLM_PERF_FAIL), mark its rows failed, named from
  * s->labels, with the last "rlm: error: " line it wrote as their error.
  * Returns 0, or 1 when it failed. */
-int perf_run_section(const struct perf_section *s, const struct perf_opts *o, struct perf_row *rows,
+int bench_perf_run_section(const struct perf_section *s, const struct perf_opts *o, struct perf_row *rows,
 		     bool inject);
 
 /* The table on f: name, target, measured value, ok / MISSED / FAILED, the
  * note or the error. */
-void perf_print_table(const struct perf_row *rows, size_t n, FILE *f);
+void bench_perf_print_table(const struct perf_row *rows, size_t n, FILE *f);
 /* The JSON on f: {"results": [rows...], and what makes two runs
  * comparable: "version", "commit" (rlm_git_commit), "timestamp" (UTC),
  * "cpus" (online), "loadavg" (1, 5 and 15 minutes, as the run ends),
  * "options"}. Rows not run (--only) are left out. The table starts with a
  * line of the same. */
-void perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
+void bench_perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
 		     const char *only, FILE *f);
 
 struct rlm_result;
@@ -84,6 +84,6 @@ struct rlm_result;
  * the simulator's shape) scheduled by a controller that takes no time, on
  * conc slots, first come first served: a number of waves of at most conc
  * calls (bench/perf_ideal.c). */
-int64_t perf_ideal_waves(const struct rlm_result *root, int conc);
+int64_t bench_perf_ideal_waves(const struct rlm_result *root, int conc);
 
 #endif

@@ -26,7 +26,7 @@ static void cfg_init(struct repl_cfg *cfg, bool sandbox)
 	}
 }
 
-int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm_err *err)
+int bench_perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm_err *err)
 {
 	struct repl_cfg cfg[2];
 	struct repl *r[2] = {NULL, NULL};
@@ -47,10 +47,10 @@ int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm
 	for (size_t i = 0; i < n + 20 && rc == 0; i++) {
 		for (int k = 0; k < 2 && rc == 0; k++) {
 			struct repl_result res;
-			int64_t t0 = now_ns();
+			int64_t t0 = time_now_ns();
 			rc = repl_exec(r[k], "x = 1", 5, 0, &res, err);
 			if (i >= 20)
-				t[k][i - 20] = now_ns() - t0;
+				t[k][i - 20] = time_now_ns() - t0;
 			if (rc == 0 && (res.error || res.restarted))
 				rc = rlm_err_set(err, RLM_EIO, "the exec failed: %s", res.output);
 			repl_result_release(&res);
@@ -68,7 +68,7 @@ int perf_repl_roundtrip(size_t n, double p50_us[2], double p99_us[2], struct rlm
 	return rc;
 }
 
-int perf_repl_start(size_t n, double ms[3], struct rlm_err *err)
+int bench_perf_repl_start(size_t n, double ms[3], struct rlm_err *err)
 {
 	struct repl_cfg cfg[3];
 	struct repl *parent = NULL;
@@ -91,10 +91,10 @@ int perf_repl_start(size_t n, double ms[3], struct rlm_err *err)
 		for (int k = 0; k < 3 && rc == 0; k++) {
 			struct repl *r = NULL;
 			struct repl_stats st;
-			int64_t t0 = now_ns();
+			int64_t t0 = time_now_ns();
 			rc = repl_start(&cfg[k], &r, err);
 			if (i >= 1)
-				t[k][i - 1] = now_ns() - t0;
+				t[k][i - 1] = time_now_ns() - t0;
 			if (rc == 0) {
 				repl_stats(r, &st);
 				if (st.zygote != (k == 2))
@@ -140,12 +140,12 @@ static int start_measured(struct repl_cfg *cfg, const char *text, size_t len, lo
 {
 	struct repl *r = NULL;
 	struct repl_stats st;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	int rc;
 	cfg->ctx.text = text;
 	cfg->ctx.len = len;
 	rc = repl_start(cfg, &r, err);
-	*ns = now_ns() - t0;
+	*ns = time_now_ns() - t0;
 	*anon = -1;
 	if (rc == 0) {
 		repl_stats(r, &st);
@@ -155,7 +155,7 @@ static int start_measured(struct repl_cfg *cfg, const char *text, size_t len, lo
 	return rc;
 }
 
-int perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct rlm_err *err)
+int bench_perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct rlm_err *err)
 {
 	static const char words[] = "the quick brown fox jumps over a lazy dog and keeps going\n";
 	struct repl_cfg cfg;

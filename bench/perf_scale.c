@@ -7,7 +7,7 @@
  * Each measurement runs in a fresh process: this binary again, as `rlm
  * bench perf --child REPORT solve|load ...`, which does the one thing and
  * writes what it saw to REPORT. A solve's child runs `rlm solve` itself
- * (cmd_solve), so the number is what a user's `rlm solve` costs. The REPL
+ * (cli_solve), so the number is what a user's `rlm solve` costs. The REPL
  * workers are processes of their own and are not counted; wait4's
  * ru_maxrss (what `/usr/bin/time -v` prints) would count the largest of
  * them. What is counted is what the controller holds: VmHWM alone counts
@@ -127,7 +127,7 @@ static void *held_sample(void *arg)
 			h->file_at_peak_kb = f;
 		}
 		h->memfd_peak_kb = RLM_MAX(h->memfd_peak_kb, m);
-		sleep_ns(2000000);
+		time_sleep_ns(2000000);
 	} while (!atomic_load(&h->stop));
 	return NULL;
 }
@@ -138,19 +138,19 @@ static int child_load(FILE *rep, const char *path)
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	long base = status_kb("VmRSS");
-	int64_t t0 = now_ns(), t1;
+	int64_t t0 = time_now_ns(), t1;
 	if (corpus_load(path, &o, &c, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return 1;
 	}
-	t1 = now_ns();
+	t1 = time_now_ns();
 	fprintf(rep, "load_ns %lld\nheld_kb %ld\nbytes %zu\ndocs %zu\n", (long long)(t1 - t0),
 		status_kb("VmHWM") - base, c->len, c->n_docs);
 	corpus_free(c);
 	return 0;
 }
 
-int perf_scale_child(int argc, char **argv, int (*solve)(int argc, char **argv))
+int bench_perf_scale_child(int argc, char **argv, int (*solve)(int argc, char **argv))
 {
 	FILE *rep;
 	int status;
@@ -168,7 +168,7 @@ int perf_scale_child(int argc, char **argv, int (*solve)(int argc, char **argv))
 	} else if (strcmp(argv[2], "solve") == 0) {
 		struct held h = {false, 0, 0, 0, 0, 0, 0};
 		bool sampling = pthread_create(&h.th, NULL, held_sample, &h) == 0;
-		t0 = now_ns();
+		t0 = time_now_ns();
 		status = solve(argc - 2, argv + 2);
 		fflush(stdout);
 		if (sampling) {
@@ -180,7 +180,7 @@ int perf_scale_child(int argc, char **argv, int (*solve)(int argc, char **argv))
 		fprintf(rep,
 			"status %d\nwall_ns %lld\npeak_kb %ld\nhwm_kb %ld\nmemfd_kb %ld\n"
 			"memfd_peak_kb %ld\nanon_kb %ld\nfile_kb %ld\n",
-			status, (long long)(now_ns() - t0), h.peak_kb, status_kb("VmHWM"),
+			status, (long long)(time_now_ns() - t0), h.peak_kb, status_kb("VmHWM"),
 			h.memfd_at_peak_kb, h.memfd_peak_kb, h.anon_at_peak_kb, h.file_at_peak_kb);
 	} else {
 		log_error("unknown child job '%s'", argv[2]);
@@ -350,7 +350,7 @@ static int solve_row(const char *dir, const char *path, const struct sniah_item 
 	out->memfd_mb = report_get(dir, "memfd_kb") * 1024 / 1e6;
 	out->memfd_most_mb = report_get(dir, "memfd_peak_kb") * 1024 / 1e6;
 	out->solve_s = report_get(dir, "wall_ns") / 1e9;
-	if (st == 0 && read_file(json, 64 << 20, &text, &len, &e2) == 0)
+	if (st == 0 && file_read(json, 64 << 20, &text, &len, &e2) == 0)
 		j = json_parse(text, len);
 	a = j ? json_str(j, "answer") : NULL;
 	if (st != 0 || out->peak_mb <= 0 || !a || !strstr(a, item->value))
@@ -369,7 +369,7 @@ static int solve_row(const char *dir, const char *path, const struct sniah_item 
 	return rc;
 }
 
-int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err)
+int bench_perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err)
 {
 	struct sniah_opts so;
 	struct sniah_item item;
@@ -381,16 +381,16 @@ int perf_scale_run(uint64_t tokens, struct perf_scale *out, struct rlm_err *err)
 	if (!dir)
 		return rlm_err_set(err, -errno, "cannot make a work directory: %s",
 				   strerror(errno));
-	sniah_opts_default(&so);
+	bench_sniah_opts_default(&so);
 	so.tokens = tokens;
 	so.seed = 11;
 	text = xasprintf("%s/hay.txt", dir);
 	docs = xasprintf("%s/docs", dir);
 	jsonl = xasprintf("%s/docs.jsonl", dir);
-	if ((rc = sniah_write(&so, SNIAH_TEXT, 1, text, &item, &n, &needle_doc)) ||
-	    (rc = sniah_write(&so, SNIAH_DIR, (size_t)RLM_MAX(tokens / 2000, 1), docs, &item,
+	if ((rc = bench_sniah_write(&so, SNIAH_TEXT, 1, text, &item, &n, &needle_doc)) ||
+	    (rc = bench_sniah_write(&so, SNIAH_DIR, (size_t)RLM_MAX(tokens / 2000, 1), docs, &item,
 			      &out->dir_docs, &needle_doc)) ||
-	    (rc = sniah_write(&so, SNIAH_JSONL, (size_t)RLM_MAX(tokens / 1000, 1), jsonl, &item,
+	    (rc = bench_sniah_write(&so, SNIAH_JSONL, (size_t)RLM_MAX(tokens / 1000, 1), jsonl, &item,
 			      &out->jsonl_docs, &needle_doc))) {
 		rc = rlm_err_set(err, rc, "cannot write the corpora in '%s': %s", dir,
 				 strerror(-rc));

@@ -104,9 +104,9 @@ static void post_one(struct load *L, CURL *h, struct buf *resp, size_t i, bool m
 	CURLcode cc;
 	buf_reset(resp);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, L->bodies[i]);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	cc = curl_easy_perform(h);
-	L->lat_ns[i] = now_ns() - t0;
+	L->lat_ns[i] = time_now_ns() - t0;
 	if (cc != CURLE_OK) {
 		fail(L, i, "%s", curl_easy_strerror(cc));
 		return;
@@ -211,7 +211,7 @@ static int run_phase(struct load *L, struct client *cs, int n, size_t from, size
 	}
 	if (rss_pid > 0 && started) {
 		while (L->done < (to - from) / 2)
-			sleep_ns(1000000);
+			time_sleep_ns(1000000);
 		*rss_mb = proc_mb(rss_pid, "VmRSS");
 	}
 	for (int i = 0; i < started; i++)
@@ -272,7 +272,7 @@ static int serve_start(const char *dir, long latency_ms, int clients, size_t cac
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	size_t got = 0;
 	int fds[2] = {-1, -1};
-	int64_t deadline = now_ns() + 20 * (int64_t)1000000000;
+	int64_t deadline = time_now_ns() + 20 * (int64_t)1000000000;
 	const char *colon;
 	int rc = 0;
 	*pid = -1;
@@ -309,7 +309,7 @@ static int serve_start(const char *dir, long latency_ms, int clients, size_t cac
 	/* the first line, "rlm serve: listening on http://127.0.0.1:PORT" */
 	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
 		struct pollfd p = {fds[0], POLLIN, 0};
-		int64_t left = deadline - now_ns();
+		int64_t left = deadline - time_now_ns();
 		ssize_t r;
 		if (left <= 0 || poll(&p, 1, (int)(left / 1000000) + 1) <= 0)
 			break;
@@ -345,14 +345,14 @@ out:
  * 128 + the signal when one ended it, or -1; *ms the time it took. */
 static int serve_stop(pid_t pid, int timeout_s, double *ms)
 {
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	int st = 0;
 	pid_t r = 0;
 	kill(pid, SIGTERM);
 	while ((r = waitpid(pid, &st, WNOHANG)) == 0 &&
-	       now_ns() - t0 < (int64_t)timeout_s * 1000000000)
-		sleep_ns(5000000);
-	*ms = (double)(now_ns() - t0) / 1e6;
+	       time_now_ns() - t0 < (int64_t)timeout_s * 1000000000)
+		time_sleep_ns(5000000);
+	*ms = (double)(time_now_ns() - t0) / 1e6;
 	if (r == 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
@@ -381,7 +381,7 @@ static int make_bodies(struct load *L, size_t n, struct rlm_err *err)
 	char(*keys)[64] = xcalloc(n, sizeof(*keys));
 	struct sniah_opts so;
 	int rc = 0;
-	sniah_opts_default(&so);
+	bench_sniah_opts_default(&so);
 	so.tokens = SERVE_TOKENS;
 	so.seed = 999;
 	for (size_t i = 0; i < n;) {
@@ -396,7 +396,7 @@ static int make_bodies(struct load *L, size_t n, struct rlm_err *err)
 					 strerror(errno));
 			break;
 		}
-		rc = sniah_generate(&so, f, &item);
+		rc = bench_sniah_generate(&so, f, &item);
 		if (fclose(f) != 0 && !rc)
 			rc = -errno;
 		if (rc) {
@@ -445,7 +445,7 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-int perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_serve *out,
+int bench_perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_serve *out,
 		   struct rlm_err *err)
 {
 	char dir[] = "/tmp/rlm-perf-serve-XXXXXX";
@@ -497,10 +497,10 @@ int perf_serve_run(int clients, size_t requests, long latency_ms, struct perf_se
 	out->rss_warm_mb = proc_mb(pid, "VmRSS");
 	out->warm_errors = L.errors;
 	busy0 = machine_busy_s();
-	t0 = now_ns();
+	t0 = time_now_ns();
 	if ((rc = run_phase(&L, cs, clients, warm, total, true, pid, &out->rss_half_mb, err)))
 		goto out;
-	out->wall_s = (double)(now_ns() - t0) / 1e9;
+	out->wall_s = (double)(time_now_ns() - t0) / 1e9;
 	out->cpu_ms_per_solve =
 	    busy0 < 0 ? -1 : (machine_busy_s() - busy0) * 1e3 / (double)requests;
 	out->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);

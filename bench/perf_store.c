@@ -50,7 +50,7 @@ static void *look(void *arg)
 	return NULL;
 }
 
-int perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err *err)
+int bench_perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err *err)
 {
 	char dir[] = "/tmp/rlm-bench-store-XXXXXX", path[64];
 	struct llm_model_cfg mc = {0};
@@ -90,7 +90,7 @@ int perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err 
 	}
 	for (int t = 0; t < 2; t++) {
 		int threads = t ? 8 : 1;
-		int64_t t0 = now_ns();
+		int64_t t0 = time_now_ns();
 		long misses = 0;
 		for (int i = 0; i < threads; i++) {
 			lk[i] = (struct lookers){s, m, n_keys, n / (size_t)threads, 0, i + 1};
@@ -100,7 +100,7 @@ int perf_store_lookups(size_t n_keys, size_t n, double per_s[2], struct rlm_err 
 			pthread_join(th[i], NULL);
 			misses += lk[i].misses;
 		}
-		per_s[t] = (double)n / ((double)(now_ns() - t0) / 1e9);
+		per_s[t] = (double)n / ((double)(time_now_ns() - t0) / 1e9);
 		if (misses) {
 			rc = rlm_err_set(err, RLM_EIO, "%ld of %zu lookups missed a stored call",
 					 misses, n);

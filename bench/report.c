@@ -62,7 +62,7 @@ void bench_fmt_tokens(int64_t t, char *buf, size_t n)
 
 /* ---- grouping ---- */
 
-const double report_levels[4] = {0.25, 0.50, 0.75, 0.95};
+const double bench_report_levels[4] = {0.25, 0.50, 0.75, 0.95};
 
 static long strat_index(const struct bench_report *r, const char *name)
 {
@@ -156,8 +156,8 @@ static void cell_quantiles(struct rep_summary *s, const struct rep_row *w, size_
 		cost[n++] = x->cost;
 	}
 	for (size_t j = 0; j < 4; j++) {
-		c->lat[j] = bench_quantile(lat, n, report_levels[j]);
-		c->cost[j] = bench_quantile(cost, n, report_levels[j]);
+		c->lat[j] = bench_quantile(lat, n, bench_report_levels[j]);
+		c->cost[j] = bench_quantile(cost, n, bench_report_levels[j]);
 	}
 }
 
@@ -487,8 +487,8 @@ int bench_report_write(const struct bench_report *r, const char *dir, struct rlm
 	summary_build(&s, r);
 	if (!(rc = write_one(dir, "report.md", write_md, r, &s, err)) &&
 	    !(rc = write_one(dir, "summary.json", write_json, r, &s, err)) &&
-	    !(rc = write_one(dir, "score_vs_length.svg", report_score_svg, r, &s, err)))
-		rc = write_one(dir, "cost_latency.svg", report_cost_svg, r, &s, err);
+	    !(rc = write_one(dir, "score_vs_length.svg", bench_report_score_svg, r, &s, err)))
+		rc = write_one(dir, "cost_latency.svg", bench_report_cost_svg, r, &s, err);
 	summary_release(&s);
 	return rc;
 }

@@ -9,15 +9,15 @@
 #include "bench.h"
 
 /* The quantiles reported: p25, p50, p75, p95. */
-extern const double report_levels[4];
+extern const double bench_report_levels[4];
 
 /* Items of one strategy in one group. */
 struct rep_cell {
 	double sum;	   /* of scores */
 	size_t n;	   /* items */
 	size_t failed;	   /* of which failed */
-	double lat[4];	   /* latency per item at report_levels, seconds */
-	double cost[4];	   /* cost per item at report_levels, USD */
+	double lat[4];	   /* latency per item at bench_report_levels, seconds */
+	double cost[4];	   /* cost per item at bench_report_levels, USD */
 	double cost_total; /* USD */
 };
 
@@ -47,8 +47,8 @@ struct rep_summary {
 
 /* (bench/report_svg.c) score_vs_length.svg: the mean score against the
  * context size (log x), one line per suite x strategy; cost_latency.svg:
- * latency and cost per item at report_levels per strategy. */
-void report_score_svg(FILE *f, const struct bench_report *r, const struct rep_summary *s);
-void report_cost_svg(FILE *f, const struct bench_report *r, const struct rep_summary *s);
+ * latency and cost per item at bench_report_levels per strategy. */
+void bench_report_score_svg(FILE *f, const struct bench_report *r, const struct rep_summary *s);
+void bench_report_cost_svg(FILE *f, const struct bench_report *r, const struct rep_summary *s);
 
 #endif

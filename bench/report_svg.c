@@ -116,7 +116,7 @@ static size_t distinct_sizes(const struct rep_summary *s, int64_t **out)
 #define SL_T 50.0
 #define SL_B 390.0
 
-void report_score_svg(FILE *f, const struct bench_report *r, const struct rep_summary *s)
+void bench_report_score_svg(FILE *f, const struct bench_report *r, const struct rep_summary *s)
 {
 	size_t n_series = s->n_suites * r->n_strategies, n_sizes = 0;
 	int h = (int)RLM_MAX(460.0, 80.0 + 20.0 * (double)n_series);
@@ -298,7 +298,7 @@ static void write_panel(FILE *f, const struct bench_report *r, double x0, double
 	}
 }
 
-void report_cost_svg(FILE *f, const struct bench_report *r, const struct rep_summary *s)
+void bench_report_cost_svg(FILE *f, const struct bench_report *r, const struct rep_summary *s)
 {
 	double(*lat)[4] = xcalloc(r->n_strategies + 1, sizeof(*lat));
 	double(*cost)[4] = xcalloc(r->n_strategies + 1, sizeof(*cost));

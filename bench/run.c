@@ -495,7 +495,7 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	struct corpus *c = NULL;
 	struct rlm_result res = {0};
 	struct rlm_err err = {0, ""};
-	int64_t t0 = now_ns(), tokens = it->tokens, cut = -1, repl_errors = 0;
+	int64_t t0 = time_now_ns(), tokens = it->tokens, cut = -1, repl_errors = 0;
 	int depth = 0;
 	double score = 0, wall_ms;
 	bool cached;
@@ -528,7 +528,7 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 			res.sub_calls = (int64_t)res.leaves;
 		}
 	}
-	wall_ms = (double)((now_ns() - t0) / 1000) / 1e3; /* to the microsecond */
+	wall_ms = (double)((time_now_ns() - t0) / 1000) / 1e3; /* to the microsecond */
 	corpus_free(c);
 	if (!rc &&
 	    bench_score_typed(it->scorer, it->answer_type, res.answer, it->gold, &score, &err))
@@ -590,7 +590,7 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 				       .failed = rc != 0,
 				       .cut = cut > 0,
 				       .cached = cached});
-	if (write_all(r->fd, nl, strlen(nl)))
+	if (file_write_all(r->fd, nl, strlen(nl)))
 		r->write_failed = true;
 	r->n_done++;
 	r->n_failed += rc != 0;
@@ -633,7 +633,7 @@ static void fmt_secs(double s, char *buf, size_t n)
 static void draw(const struct bench_run *r)
 {
 	char bar[31], eta[32] = "--", el[32];
-	double elapsed = (double)(now_ns() - r->t0) / 1e9;
+	double elapsed = (double)(time_now_ns() - r->t0) / 1e9;
 	size_t fill = r->n_run ? r->n_done * 30 / r->n_run : 30;
 	for (size_t i = 0; i < 30; i++)
 		bar[i] = i < fill ? '#' : '-';
@@ -660,7 +660,7 @@ void bench_run_all(struct bench_run *r)
 		r->n_run += !r->tasks[i].done;
 	jobs = (long)RLM_MIN((size_t)r->jobs, r->n_run);
 	th = xcalloc((size_t)jobs + 1, sizeof(*th));
-	r->t0 = now_ns();
+	r->t0 = time_now_ns();
 	for (long i = 0; i < jobs; i++)
 		started += pthread_create(&th[started], NULL, worker, r) == 0;
 	if (!started && jobs)

@@ -69,7 +69,7 @@ static char *lower_dup(const char *s)
 	return d;
 }
 
-size_t score_py_space_len(const char *str, size_t n)
+size_t bench_score_py_space_len(const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	if (n == 0)
@@ -92,12 +92,12 @@ size_t score_py_space_len(const char *str, size_t n)
 	return 0;
 }
 
-void score_py_strip(const char *s, size_t n, size_t *b, size_t *e)
+void bench_score_py_strip(const char *s, size_t n, size_t *b, size_t *e)
 {
 	size_t i = 0, k, start = n, end = n;
 	bool seen = false;
 	while (i < n) {
-		if ((k = score_py_space_len(s + i, n - i))) {
+		if ((k = bench_score_py_space_len(s + i, n - i))) {
 			i += k;
 			continue;
 		}
@@ -113,14 +113,14 @@ void score_py_strip(const char *s, size_t n, size_t *b, size_t *e)
 
 /* ---- gold elements ---- */
 
-const cJSON *score_gold_next(const cJSON *gold, const cJSON *prev)
+const cJSON *bench_score_gold_next(const cJSON *gold, const cJSON *prev)
 {
 	if (cJSON_IsArray(gold))
 		return prev ? prev->next : gold->child;
 	return prev ? NULL : gold;
 }
 
-int score_gold_shape(const char *scorer, const cJSON *gold, struct rlm_err *err)
+int bench_score_gold_shape(const char *scorer, const cJSON *gold, struct rlm_err *err)
 {
 	if (!gold)
 		return rlm_err_set(err, RLM_EINVAL, "no gold answer for scorer '%s'", scorer);
@@ -131,14 +131,14 @@ int score_gold_shape(const char *scorer, const cJSON *gold, struct rlm_err *err)
 	return 0;
 }
 
-bool score_num_is_int(double v)
+bool bench_score_num_is_int(double v)
 {
 	return isfinite(v) && v == trunc(v) && fabs(v) < 9.2e18;
 }
 
-void score_num_text(double v, char *out, size_t n)
+void bench_score_num_text(double v, char *out, size_t n)
 {
-	if (score_num_is_int(v)) {
+	if (bench_score_num_is_int(v)) {
 		snprintf(out, n, "%lld", (long long)v);
 		return;
 	}
@@ -158,7 +158,7 @@ static int gold_text(const char *scorer, const cJSON *e, char *tmp, size_t n, co
 		return 0;
 	}
 	if (cJSON_IsNumber(e)) {
-		score_num_text(e->valuedouble, tmp, n);
+		bench_score_num_text(e->valuedouble, tmp, n);
 		*out = tmp;
 		return 0;
 	}
@@ -167,7 +167,7 @@ static int gold_text(const char *scorer, const cJSON *e, char *tmp, size_t n, co
 			   scorer);
 }
 
-int score_gold_empty(const char *scorer, struct rlm_err *err)
+int bench_score_gold_empty(const char *scorer, struct rlm_err *err)
 {
 	return rlm_err_set(err, RLM_EINVAL, "gold answer for scorer '%s' is empty", scorer);
 }
@@ -180,8 +180,8 @@ static int score_contains_all(const char *pred, const cJSON *gold, const char *t
 	char tmp[64], *lp = pred ? lower_dup(pred) : NULL;
 	const char *t = NULL;
 	size_t n = 0, hit = 0;
-	int rc = score_gold_shape("contains_all", gold, err);
-	for (const cJSON *e = score_gold_next(gold, NULL); !rc && e; e = score_gold_next(gold, e)) {
+	int rc = bench_score_gold_shape("contains_all", gold, err);
+	for (const cJSON *e = bench_score_gold_next(gold, NULL); !rc && e; e = bench_score_gold_next(gold, e)) {
 		if ((rc = gold_text("contains_all", e, tmp, sizeof(tmp), &t, err)))
 			break;
 		n++;
@@ -192,7 +192,7 @@ static int score_contains_all(const char *pred, const cJSON *gold, const char *t
 		}
 	}
 	if (!rc && n == 0)
-		rc = score_gold_empty("contains_all", err);
+		rc = bench_score_gold_empty("contains_all", err);
 	if (!rc)
 		*score = (double)hit / (double)n;
 	free(lp);
@@ -245,8 +245,8 @@ static int score_exact(const char *pred, const cJSON *gold, const char *type RLM
 	char tmp[64], *np = pred ? exact_norm(pred) : NULL;
 	const char *t = NULL;
 	size_t n = 0;
-	int rc = score_gold_shape("exact", gold, err);
-	for (const cJSON *e = score_gold_next(gold, NULL); !rc && e; e = score_gold_next(gold, e)) {
+	int rc = bench_score_gold_shape("exact", gold, err);
+	for (const cJSON *e = bench_score_gold_next(gold, NULL); !rc && e; e = bench_score_gold_next(gold, e)) {
 		if ((rc = gold_text("exact", e, tmp, sizeof(tmp), &t, err)))
 			break;
 		n++;
@@ -257,7 +257,7 @@ static int score_exact(const char *pred, const cJSON *gold, const char *type RLM
 		}
 	}
 	if (!rc && n == 0)
-		rc = score_gold_empty("exact", err);
+		rc = bench_score_gold_empty("exact", err);
 	free(np);
 	return rc;
 }
@@ -385,7 +385,7 @@ static int gold_pair(const cJSON *e, size_t idx, struct buf *text, struct rlm_er
 		int k = 0;
 		for (const cJSON *x = e->child; x; x = x->next, k++) {
 			const char *d = x->valuestring;
-			if (cJSON_IsNumber(x) && score_num_is_int(x->valuedouble) &&
+			if (cJSON_IsNumber(x) && bench_score_num_is_int(x->valuedouble) &&
 			    x->valuedouble >= 0) {
 				snprintf(part[k], sizeof(part[k]), "%lld",
 					 (long long)x->valuedouble);
@@ -411,13 +411,13 @@ static int score_set_f1(const char *pred, const cJSON *gold, const char *type RL
 	struct pairs gp = {NULL, 0, 0}, pp = {NULL, 0, 0};
 	struct buf text;
 	size_t idx = 0, tp = 0, i = 0, j = 0;
-	int rc = score_gold_shape("set_f1", gold, err);
+	int rc = bench_score_gold_shape("set_f1", gold, err);
 	if (!rc && cJSON_IsNumber(gold))
 		rc = rlm_err_set(err, RLM_EINVAL, "gold answer for scorer 'set_f1' is a number");
 	if (rc)
 		return rc;
 	buf_init(&text, 0);
-	for (const cJSON *e = score_gold_next(gold, NULL); e; e = score_gold_next(gold, e), idx++)
+	for (const cJSON *e = bench_score_gold_next(gold, NULL); e; e = bench_score_gold_next(gold, e), idx++)
 		if ((rc = gold_pair(e, idx, &text, err)))
 			goto out;
 	if (!pred)
@@ -520,12 +520,12 @@ static int score_mc(const char *pred, const cJSON *gold, const char *type RLM_UN
 		    struct rlm_err *err)
 {
 	const cJSON *e;
-	int want = -1, rc = score_gold_shape("mc", gold, err);
+	int want = -1, rc = bench_score_gold_shape("mc", gold, err);
 	if (rc)
 		return rc;
-	if (!(e = score_gold_next(gold, NULL)))
-		return score_gold_empty("mc", err);
-	if (cJSON_IsNumber(e) && score_num_is_int(e->valuedouble) && e->valuedouble >= 0 &&
+	if (!(e = bench_score_gold_next(gold, NULL)))
+		return bench_score_gold_empty("mc", err);
+	if (cJSON_IsNumber(e) && bench_score_num_is_int(e->valuedouble) && e->valuedouble >= 0 &&
 	    e->valuedouble <= 3) {
 		want = (int)e->valuedouble;
 	} else if (cJSON_IsString(e)) {
@@ -549,7 +549,7 @@ static const struct {
 } scorers[] = {
     {"contains_all", score_contains_all},
     {"exact", score_exact},
-    {"oolong", score_oolong},
+    {"oolong", bench_score_oolong},
     {"set_f1", score_set_f1},
     {"mc", score_mc},
 };

@@ -12,27 +12,27 @@
 
 /* Length in bytes of the Python whitespace character (str.isspace) at
  * str[0..n), or 0. */
-size_t score_py_space_len(const char *str, size_t n);
+size_t bench_score_py_space_len(const char *str, size_t n);
 /* Python's s.strip(): [*b, *e) of s[0..n) without the whitespace around. */
-void score_py_strip(const char *s, size_t n, size_t *b, size_t *e);
+void bench_score_py_strip(const char *s, size_t n, size_t *b, size_t *e);
 
 /* The elements of gold: the array's, or gold itself as a string or number;
  * prev NULL for the first. */
-const cJSON *score_gold_next(const cJSON *gold, const cJSON *prev);
+const cJSON *bench_score_gold_next(const cJSON *gold, const cJSON *prev);
 /* 0 when gold is an array, a string or a number; else RLM_EINVAL with err
  * naming scorer. */
-int score_gold_shape(const char *scorer, const cJSON *gold, struct rlm_err *err);
+int bench_score_gold_shape(const char *scorer, const cJSON *gold, struct rlm_err *err);
 /* RLM_EINVAL with err: the gold of scorer has no element. */
-int score_gold_empty(const char *scorer, struct rlm_err *err);
+int bench_score_gold_empty(const char *scorer, struct rlm_err *err);
 /* v is an integer a long long holds. */
-bool score_num_is_int(double v);
+bool bench_score_num_is_int(double v);
 /* v as Python prints it, near enough: integers without a point, others
  * with the fewest digits that read back the same. */
-void score_num_text(double v, char *out, size_t n);
+void bench_score_num_text(double v, char *out, size_t n);
 
 /* OOLONG's synth scorer (bench/score_oolong.c): pred against gold, under
  * the item's answer_type (NULL: from the gold's JSON type). */
-int score_oolong(const char *pred, const cJSON *gold, const char *answer_type, double *score,
+int bench_score_oolong(const char *pred, const cJSON *gold, const char *answer_type, double *score,
 		 struct rlm_err *err);
 
 #endif

@@ -134,7 +134,7 @@ static bool pred_date(const char *s, struct ymd *t)
 	int num[3], ndig[3], nn = 0, month = 0;
 	size_t i = 0, n = strlen(s), k;
 	while (i < n) {
-		if ((k = score_py_space_len(s + i, n - i))) {
+		if ((k = bench_score_py_space_len(s + i, n - i))) {
 			i += k;
 		} else if (strchr(",-/.;'", s[i])) {
 			i++;
@@ -197,7 +197,7 @@ static int py_int(const char *s, int64_t *out)
 	bool neg = false, digit = false;
 	uint64_t v = 0, lim;
 	int big = 0;
-	score_py_strip(s, n, &b, &e);
+	bench_score_py_strip(s, n, &b, &e);
 	if (b < e && (s[b] == '+' || s[b] == '-'))
 		neg = s[b++] == '-';
 	lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
@@ -277,7 +277,7 @@ static int gold_literal(const cJSON *gold, struct oolong_gold *g, const cJSON **
 		return rlm_err_set(err, RLM_EINVAL,
 				   "gold answer for scorer 'oolong' is not a Python list");
 	if (!(*e = g->parsed->child))
-		return score_gold_empty("oolong", err);
+		return bench_score_gold_empty("oolong", err);
 	return 0;
 }
 
@@ -288,7 +288,7 @@ static int oolong_gold(const cJSON *gold, const char *answer_type, struct oolong
 		       struct rlm_err *err)
 {
 	const cJSON *e;
-	int type, rc = score_gold_shape("oolong", gold, err);
+	int type, rc = bench_score_gold_shape("oolong", gold, err);
 	memset(g, 0, sizeof(*g));
 	if (rc || (rc = answer_type_of(answer_type, &type, err)))
 		return rc;
@@ -296,11 +296,11 @@ static int oolong_gold(const cJSON *gold, const char *answer_type, struct oolong
 	    gold->valuestring[strspn(gold->valuestring, " \t\r\n")] == '[') {
 		if ((rc = gold_literal(gold, g, &e, err)))
 			return rc;
-	} else if (!(e = score_gold_next(gold, NULL))) {
-		return score_gold_empty("oolong", err);
+	} else if (!(e = bench_score_gold_next(gold, NULL))) {
+		return bench_score_gold_empty("oolong", err);
 	}
 	if (cJSON_IsNumber(e)) {
-		if (type == OOL_DATE || !score_num_is_int(e->valuedouble))
+		if (type == OOL_DATE || !bench_score_num_is_int(e->valuedouble))
 			return rlm_err_set(
 			    err, RLM_EINVAL,
 			    "gold answer for scorer 'oolong' is the number %g, which "
@@ -308,7 +308,7 @@ static int oolong_gold(const cJSON *gold, const char *answer_type, struct oolong
 			    e->valuedouble, type == OOL_DATE ? "date" : "integer");
 		g->type = type == OOL_AUTO ? OOL_NUMERIC : type;
 		g->num = (int64_t)e->valuedouble;
-		score_num_text(e->valuedouble, g->buf, sizeof(g->buf));
+		bench_score_num_text(e->valuedouble, g->buf, sizeof(g->buf));
 		g->text = g->buf;
 		return 0;
 	}
@@ -350,19 +350,19 @@ static char *oolong_candidate(const char *a)
 		if (text_utf8_count(a, n) < 20)
 			return xstrdup(a);
 		while (i < n) {
-			if ((k = score_py_space_len(a + i, n - i))) {
+			if ((k = bench_score_py_space_len(a + i, n - i))) {
 				i += k;
 				continue;
 			}
 			ws = i;
-			while (i < n && !score_py_space_len(a + i, n - i))
+			while (i < n && !bench_score_py_space_len(a + i, n - i))
 				i++;
 			we = i;
 		}
 		return we > ws ? xstrndup(a + ws, we - ws) : NULL;
 	}
 	colon++;
-	score_py_strip(colon, strlen(colon), &b, &e);
+	bench_score_py_strip(colon, strlen(colon), &b, &e);
 	c = xmalloc(e - b + 1);
 	for (size_t i = b; i < e; i++)
 		if (colon[i] != '*' && colon[i] != '[' && colon[i] != ']')
@@ -401,7 +401,7 @@ static double oolong_match(const char *cand, const struct oolong_gold *g)
 	return 0;
 }
 
-int score_oolong(const char *pred, const cJSON *gold, const char *answer_type, double *score,
+int bench_score_oolong(const char *pred, const cJSON *gold, const char *answer_type, double *score,
 		 struct rlm_err *err)
 {
 	struct oolong_gold g;

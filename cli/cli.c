@@ -3,20 +3,8 @@
 #include "cli.h"
 #include "cliopt.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-int cli_fail(int status, const char *fmt, ...)
-{
-	va_list ap;
-	fputs("rlm: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return status;
-}
 
 int cli_wants_help(int argc, char **argv)
 {
@@ -33,16 +21,16 @@ static int num_parse(const struct cli_num *t, const char *arg, long *l, double *
 	switch (t->kind) {
 	case CLI_LONG:
 	case CLI_INT:
-		return parse_int(arg, (long)t->min, (long)t->max, l);
+		return text_parse_int(arg, (long)t->min, (long)t->max, l);
 	case CLI_DOUBLE:
 	case CLI_SECS:
-		return parse_double(arg, t->min, t->max, d);
+		return text_parse_double(arg, t->min, t->max, d);
 	case CLI_COUNT:
-		if (parse_count(arg, u) || *u < (uint64_t)t->min || *u > (uint64_t)t->max)
+		if (text_parse_count(arg, u) || *u < (uint64_t)t->min || *u > (uint64_t)t->max)
 			return RLM_EINVAL;
 		return 0;
 	case CLI_SIZE:
-		if (parse_size(arg, u) || *u < (uint64_t)t->min || *u > (uint64_t)t->max)
+		if (text_parse_size(arg, u) || *u < (uint64_t)t->min || *u > (uint64_t)t->max)
 			return RLM_EINVAL;
 		return 0;
 	}
@@ -63,9 +51,9 @@ int cli_num_take(const struct cli_num *t, size_t n, void *args, int opt, const c
 		return 0;
 	if (num_parse(row, arg, &l, &d, &u)) {
 		if (row->want)
-			return cli_fail(2, "bad value '%s' for --%s: %s", arg, row->name,
+			return log_fail(2, "bad value '%s' for --%s: %s", arg, row->name,
 					row->want);
-		return cli_fail(2, "bad value '%s' for --%s: want %ld..%ld", arg, row->name,
+		return log_fail(2, "bad value '%s' for --%s: want %ld..%ld", arg, row->name,
 				(long)row->min, (long)row->max);
 	}
 	field = (char *)args + row->off;

@@ -7,34 +7,34 @@
 #define RLM_CLI_H
 
 #include <stddef.h>
+
+#include "../common/common.h" /* log_fail: "rlm: error: ..." and an exit status */
 #include <stdint.h>
 
-int cmd_solve(int argc, char **argv);
-int cmd_repl(int argc, char **argv);
-int cmd_doctor(int argc, char **argv);
-int cmd_sim_serve(int argc, char **argv); /* cli/cli_sim_serve.c */
-int cmd_serve(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_cache(int argc, char **argv);
-int cmd_runs(int argc, char **argv);
-int cmd_bench_gen(int argc, char **argv);
-int cmd_bench_perf(int argc, char **argv);
-int cmd_bench_run(int argc, char **argv); /* cli/cli_bench_run.c */
-int cmd_mcp(int argc, char **argv);	  /* cli/cli_mcp.c */
+int cli_solve(int argc, char **argv);
+int cli_repl(int argc, char **argv);
+int cli_doctor(int argc, char **argv);
+int cli_sim_serve(int argc, char **argv); /* cli/cli_sim_serve.c */
+int cli_serve(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+int cli_cache(int argc, char **argv);
+int cli_runs(int argc, char **argv);
+int cli_bench_gen(int argc, char **argv);
+int cli_bench_perf(int argc, char **argv);
+int cli_bench_run(int argc, char **argv); /* cli/cli_bench_run.c */
+int cli_mcp(int argc, char **argv);	  /* cli/cli_mcp.c */
 
-/* Print "rlm: error: <msg>" and return 1 (or 2 for usage errors). */
-int cli_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A numeric option of a command, as a row of the command's table: what
  * parses its value, the range it must lie in, and the field of the
  * command's argument struct it sets. A bad value is said the one way all
  * the commands say it: "bad value 'ARG' for --NAME: WANT". */
 enum cli_num_kind {
-	CLI_LONG,   /* parse_int: a decimal integer, into a long */
-	CLI_INT,    /* parse_int, into an int */
-	CLI_DOUBLE, /* parse_double: a number, into a double */
-	CLI_SECS,   /* parse_double: seconds, into an int64_t of nanoseconds */
-	CLI_COUNT,  /* parse_count: a count with k/M/G suffixes, into a size_t */
-	CLI_SIZE,   /* parse_size: a size with K/M/G/T (powers of 1024), into a size_t */
+	CLI_LONG,   /* text_parse_int: a decimal integer, into a long */
+	CLI_INT,    /* text_parse_int, into an int */
+	CLI_DOUBLE, /* text_parse_double: a number, into a double */
+	CLI_SECS,   /* text_parse_double: seconds, into an int64_t of nanoseconds */
+	CLI_COUNT,  /* text_parse_count: a count with k/M/G suffixes, into a size_t */
+	CLI_SIZE,   /* text_parse_size: a size with K/M/G/T (powers of 1024), into a size_t */
 };
 
 struct cli_num {

@@ -167,7 +167,7 @@ struct gen_args {
 	enum gen_suite suite;
 	int users;	  /* oolong, oolong-pairs: 0 by size */
 	const char *task; /* oolong, oolong-pairs: --task */
-	unsigned tasks;	  /* its mask (gen_task_parse) */
+	unsigned tasks;	  /* its mask (bench_gen_task_parse) */
 	unsigned given;	  /* GIVEN(OPT_...) of each option given */
 };
 
@@ -181,22 +181,22 @@ static int parse_sizes(struct gen_args *a, char *list)
 	a->n_sizes = 0;
 	for (char *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
-		if (strspn(s, "0123456789.kKmMgG") != strlen(s) || parse_count(s, &v) || v < 1000 ||
+		if (strspn(s, "0123456789.kKmMgG") != strlen(s) || text_parse_count(s, &v) || v < 1000 ||
 		    v > 1000000000)
-			return cli_fail(2,
+			return log_fail(2,
 					"bad size '%s' in --sizes: want a token count from 1k "
 					"to 1G, like 8k, 32k or 1M",
 					s);
 		for (size_t i = 0; i < a->n_sizes; i++)
 			if (strcmp(a->size_names[i], s) == 0)
-				return cli_fail(2, "size '%s' is given twice in --sizes", s);
+				return log_fail(2, "size '%s' is given twice in --sizes", s);
 		a->size_names = xrealloc(a->size_names, (a->n_sizes + 1) * sizeof(char *));
 		a->sizes = xrealloc(a->sizes, (a->n_sizes + 1) * sizeof(uint64_t));
 		a->size_names[a->n_sizes] = s;
 		a->sizes[a->n_sizes++] = v;
 	}
 	if (a->n_sizes == 0)
-		return cli_fail(2, "--sizes is empty: want a list like 8k,32k,1M");
+		return log_fail(2, "--sizes is empty: want a list like 8k,32k,1M");
 	return 0;
 }
 
@@ -230,18 +230,18 @@ static int check_suite_args(struct gen_args *a)
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(only); i++)
 		if (a->given & GIVEN(only[i].opt))
-			return cli_fail(2, "%s is for sniah only, not %s", only[i].name, suite);
+			return log_fail(2, "%s is for sniah only, not %s", only[i].name, suite);
 	if (!oolong && (a->given & (GIVEN(OPT_USERS) | GIVEN(OPT_TASK))))
-		return cli_fail(2, "%s is for oolong and oolong-pairs, not %s",
+		return log_fail(2, "%s is for oolong and oolong-pairs, not %s",
 				a->given & GIVEN(OPT_USERS) ? "--users" : "--task", suite);
 	if (oolong) {
 		if (a->format != SNIAH_TEXT)
-			return cli_fail(2, "--format %s does not fit %s: a window is one text file",
+			return log_fail(2, "--format %s does not fit %s: a window is one text file",
 					a->format == SNIAH_DIR ? "dir" : "jsonl", suite);
 		if (a->docs)
-			return cli_fail(2, "--docs is for sniah and browse, not %s", suite);
-		if (gen_task_parse(a->suite, a->task ? a->task : "any", &a->tasks))
-			return cli_fail(
+			return log_fail(2, "--docs is for sniah and browse, not %s", suite);
+		if (bench_gen_task_parse(a->suite, a->task ? a->task : "any", &a->tasks))
+			return log_fail(
 			    2, "unknown --task '%s' for %s (known: %s)", a->task, suite,
 			    a->suite == GEN_PAIRS
 				? "symmetric, asymmetric, any"
@@ -253,10 +253,10 @@ static int check_suite_args(struct gen_args *a)
 	if (!(a->given & GIVEN(OPT_FORMAT)))
 		a->format = SNIAH_JSONL;
 	else if (a->format == SNIAH_TEXT)
-		return cli_fail(2, "--format text does not fit browse: its documents go in a "
+		return log_fail(2, "--format text does not fit browse: its documents go in a "
 				   "directory (dir) or a JSONL file (jsonl)");
 	if (a->docs && a->docs < BROWSE_MIN_DOCS)
-		return cli_fail(2, "bad value '%ld' for --docs: browse needs at least %d documents",
+		return log_fail(2, "bad value '%ld' for --docs: browse needs at least %d documents",
 				a->docs, BROWSE_MIN_DOCS);
 	return 0;
 }
@@ -348,7 +348,7 @@ static int take_name(struct gen_args *a, int opt, const char *arg)
 			}
 		for (const struct named *n = names; n->name; n++)
 			buf_printf(&known, "%s%s", n == names ? "" : ", ", n->name);
-		cli_fail(2, "unknown --%s '%s' (known: %s)", name_opts[i].name, arg, known.p);
+		log_fail(2, "unknown --%s '%s' (known: %s)", name_opts[i].name, arg, known.p);
 		buf_release(&known);
 		return 2;
 	}
@@ -365,7 +365,7 @@ static int take_opt(struct gen_args *a, int opt, char **argv, const char **sizes
 		return 0;
 	case OPT_SEED:
 		if (parse_seed(optarg, &a->seed))
-			return cli_fail(2,
+			return log_fail(2,
 					"bad value '%s' for --seed: want an integer "
 					"0..18446744073709551615",
 					optarg);
@@ -383,9 +383,9 @@ static int take_opt(struct gen_args *a, int opt, char **argv, const char **sizes
 		fputs(gen_usage, stdout);
 		return 1;
 	case ':':
-		return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 	default:
-		return cli_fail(2, "unknown option '%s' (see rlm bench gen --help)",
+		return log_fail(2, "unknown option '%s' (see rlm bench gen --help)",
 				argv[optind - 1]);
 	}
 }
@@ -395,21 +395,21 @@ static int take_opt(struct gen_args *a, int opt, char **argv, const char **sizes
 static int check_sniah_args(const struct gen_args *a)
 {
 	if (a->given & (GIVEN(OPT_USERS) | GIVEN(OPT_TASK)))
-		return cli_fail(2, "%s is for oolong and oolong-pairs, not sniah",
+		return log_fail(2, "%s is for oolong and oolong-pairs, not sniah",
 				a->given & GIVEN(OPT_USERS) ? "--users" : "--task");
 	if (a->docs && a->format == SNIAH_TEXT)
-		return cli_fail(2, "--docs needs --format dir or jsonl");
+		return log_fail(2, "--docs needs --format dir or jsonl");
 	if (a->so.values > 1 && a->so.depth >= 0)
-		return cli_fail(2, "--depth places one needle: it cannot go with --values %d",
+		return log_fail(2, "--depth places one needle: it cannot go with --values %d",
 				a->so.values);
 	if (a->docs && a->docs < a->so.values)
-		return cli_fail(2,
+		return log_fail(2,
 				"--docs %ld is fewer than --values %d: each value goes in a "
 				"document of its own",
 				a->docs, a->so.values);
 	if (a->so.value == SNIAH_WORD &&
 	    (size_t)(a->so.values + a->so.distractors) > SNIAH_WORD_VALUES)
-		return cli_fail(2, "too many distractors for word values: at most %zu",
+		return log_fail(2, "too many distractors for word values: at most %zu",
 				SNIAH_WORD_VALUES - (size_t)a->so.values);
 	return 0;
 }
@@ -437,19 +437,19 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 			return rc;
 	}
 	if (optind >= argc)
-		return cli_fail(2, "no suite: say which, e.g. rlm bench gen sniah --out DIR");
+		return log_fail(2, "no suite: say which, e.g. rlm bench gen sniah --out DIR");
 	for (a->suite = GEN_SNIAH; a->suite <= GEN_BROWSE; a->suite++)
 		if (strcmp(argv[optind], suite_names[a->suite]) == 0)
 			break;
 	if (a->suite > GEN_BROWSE)
-		return cli_fail(2,
+		return log_fail(2,
 				"unknown suite '%s' (known: sniah, oolong, oolong-pairs, browse)",
 				argv[optind]);
 	if (optind + 1 < argc)
-		return cli_fail(2, "unexpected argument '%s' (see rlm bench gen --help)",
+		return log_fail(2, "unexpected argument '%s' (see rlm bench gen --help)",
 				argv[optind + 1]);
 	if (!a->out || !*a->out)
-		return cli_fail(2, "no output directory: pass --out DIR");
+		return log_fail(2, "no output directory: pass --out DIR");
 	if ((rc = a->suite == GEN_SNIAH ? check_sniah_args(a) : check_suite_args(a)))
 		return rc;
 	*sizes_copy = xstrdup(sizes);
@@ -459,9 +459,9 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 static uint64_t item_seed(uint64_t seed, uint64_t tokens, uint64_t i)
 {
 	uint64_t st = seed;
-	st = splitmix64(&st) ^ tokens;
-	st = splitmix64(&st) ^ i;
-	return splitmix64(&st);
+	st = rng_splitmix64(&st) ^ tokens;
+	st = rng_splitmix64(&st) ^ i;
+	return rng_splitmix64(&st);
 }
 
 static const char *hay_name(enum sniah_haystack h)
@@ -492,7 +492,7 @@ static char *item_json(const struct gen_args *a, const char *id, const char *ctx
 	json_add_num(j, "needle_depth", (double)(int64_t)(it->depth * 10000 + 0.5) / 10000);
 	json_add_str(j, "key", it->key);
 	json_add_str(j, "haystack", hay_name(a->so.haystack));
-	json_add_str(j, "value_type", sniah_value_name(a->so.value));
+	json_add_str(j, "value_type", bench_sniah_value_name(a->so.value));
 	json_add_num(j, "needle_offset", (double)it->needle_off);
 	json_add_num(j, "distractors", a->so.distractors);
 	if (a->format != SNIAH_TEXT) {
@@ -539,26 +539,26 @@ static int gen_item(const struct gen_args *a, FILE *jl, const char *jl_path, siz
 	so.tokens = a->sizes[si];
 	so.seed = item_seed(a->seed, so.tokens, (uint64_t)i);
 	docs = a->docs ? (size_t)a->docs : (size_t)RLM_MAX(so.tokens / 2000, (uint64_t)so.values);
-	rc = sniah_write(&so, a->format, docs, path, &it, &n_docs, &needle_doc);
+	rc = bench_sniah_write(&so, a->format, docs, path, &it, &n_docs, &needle_doc);
 	if (rc == -EINVAL && so.values > 1) {
-		status = cli_fail(2, "size '%s' is too small for %d values%s and %d distractors",
+		status = log_fail(2, "size '%s' is too small for %d values%s and %d distractors",
 				  a->size_names[si], so.values,
 				  a->format == SNIAH_TEXT ? "" : " in documents of their own",
 				  so.distractors);
 		goto out;
 	}
 	if (rc == -EINVAL) {
-		status = cli_fail(2, "size '%s' is too small for the needle and %d distractors",
+		status = log_fail(2, "size '%s' is too small for the needle and %d distractors",
 				  a->size_names[si], a->so.distractors);
 		goto out;
 	}
 	if (rc) {
-		cli_fail(1, "cannot write '%s': %s", path, strerror(-rc));
+		log_fail(1, "cannot write '%s': %s", path, strerror(-rc));
 		goto out;
 	}
 	line = item_json(a, id, name, so.tokens, &it, n_docs, needle_doc);
 	if (fprintf(jl, "%s\n", line) < 0) {
-		cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
+		log_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
 		free(line);
 		goto out;
 	}
@@ -600,12 +600,12 @@ static int suite_item(const struct gen_args *a, FILE *jl, const char *jl_path, s
 	r.tasks = a->tasks;
 	r.docs = (size_t)a->docs;
 	r.format = a->format;
-	status = gen_suite_item(&r, jl, jl_path);
+	status = bench_gen_suite_item(&r, jl, jl_path);
 	free(id);
 	return status;
 }
 
-int cmd_bench_gen(int argc, char **argv)
+int cli_bench_gen(int argc, char **argv)
 {
 	struct gen_args a;
 	char *sizes = NULL, *jl_path = NULL;
@@ -615,7 +615,7 @@ int cmd_bench_gen(int argc, char **argv)
 	a.n = 1;
 	a.seed = 1;
 	a.format = SNIAH_TEXT;
-	sniah_opts_default(&a.so);
+	bench_sniah_opts_default(&a.so);
 	if (cli_wants_help(argc, argv)) {
 		fputs(gen_usage, stdout);
 		return 0;
@@ -626,12 +626,12 @@ int cmd_bench_gen(int argc, char **argv)
 		goto out;
 	}
 	if ((rc = bench_make_dirs(a.out))) {
-		status = cli_fail(1, "cannot create directory '%s': %s", a.out, strerror(-rc));
+		status = log_fail(1, "cannot create directory '%s': %s", a.out, strerror(-rc));
 		goto out;
 	}
 	jl_path = xasprintf("%s/%s.jsonl", a.out, suite_names[a.suite]);
 	if (!(jl = fopen(jl_path, "w"))) {
-		status = cli_fail(1, "cannot open '%s': %s", jl_path, strerror(errno));
+		status = log_fail(1, "cannot open '%s': %s", jl_path, strerror(errno));
 		goto out;
 	}
 	for (size_t si = 0; si < a.n_sizes && !status; si++)
@@ -639,7 +639,7 @@ int cmd_bench_gen(int argc, char **argv)
 			status = a.suite == GEN_SNIAH ? gen_item(&a, jl, jl_path, si, i)
 						      : suite_item(&a, jl, jl_path, si, i);
 	if (fclose(jl) != 0 && !status)
-		status = cli_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
+		status = log_fail(1, "cannot write '%s': %s", jl_path, strerror(errno));
 	jl = NULL;
 	if (!status)
 		printf("%s\n", jl_path);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cli/cli_bench_perf.c -- `rlm bench perf`: its options; the measurements
- * and their table are bench/'s (perf_main). `--child` is the child process
+ * and their table are bench/'s (bench_perf_main). `--child` is the child process
  * a scale row runs: a solve or a corpus load, measured from inside. */
 #include "cli.h"
 #include "../bench/bench.h"
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int cmd_bench_perf(int argc, char **argv)
+int cli_bench_perf(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"calls", required_argument, NULL, 'n'},
@@ -26,22 +26,22 @@ int cmd_bench_perf(int argc, char **argv)
 	bool json = false;
 	int opt;
 	if (argc >= 2 && strcmp(argv[1], "--child") == 0)
-		return perf_scale_child(argc - 1, argv + 1, cmd_solve);
+		return bench_perf_scale_child(argc - 1, argv + 1, cli_solve);
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
-			if (parse_int(optarg, 1, 1000000, &o.calls))
-				return cli_fail(2, "bad value '%s' for --calls", optarg);
+			if (text_parse_int(optarg, 1, 1000000, &o.calls))
+				return log_fail(2, "bad value '%s' for --calls", optarg);
 			break;
 		case 'c':
-			if (parse_int(optarg, 1, 4096, &o.conc))
-				return cli_fail(2, "bad value '%s' for --concurrency", optarg);
+			if (text_parse_int(optarg, 1, 4096, &o.conc))
+				return log_fail(2, "bad value '%s' for --concurrency", optarg);
 			break;
 		case 'l':
-			if (parse_int(optarg, 1, 60000, &o.latency_ms))
-				return cli_fail(2, "bad value '%s' for --latency-ms", optarg);
+			if (text_parse_int(optarg, 1, 60000, &o.latency_ms))
+				return log_fail(2, "bad value '%s' for --latency-ms", optarg);
 			break;
 		case 'j':
 			json = true;
@@ -53,12 +53,12 @@ int cmd_bench_perf(int argc, char **argv)
 			only = optarg;
 			break;
 		case 'h':
-			fputs(perf_usage, stdout);
+			fputs(bench_perf_usage, stdout);
 			return 0;
 		default:
-			return cli_fail(2, "unknown option '%s' (see rlm bench perf --help)",
+			return log_fail(2, "unknown option '%s' (see rlm bench perf --help)",
 					argv[optind - 1]);
 		}
 	}
-	return perf_main(&o, only, json, stdout);
+	return bench_perf_main(&o, only, json, stdout);
 }

@@ -138,7 +138,7 @@ static int parse_strategies(const char *list, enum bench_strat *strats, size_t *
 		while (k < BST_COUNT && strcmp(s, bench_strat_names[k]) != 0)
 			k++;
 		if (k == BST_COUNT) {
-			cli_fail(2,
+			log_fail(2,
 				 "unknown strategy '%s' in --strategy (known: repl, tree, direct)",
 				 s);
 			free(copy);
@@ -151,7 +151,7 @@ static int parse_strategies(const char *list, enum bench_strat *strats, size_t *
 			strats[(*n)++] = (enum bench_strat)k;
 	}
 	free(copy);
-	return *n ? 0 : cli_fail(2, "--strategy is empty (want repl, tree, direct, or a list)");
+	return *n ? 0 : log_fail(2, "--strategy is empty (want repl, tree, direct, or a list)");
 }
 
 /* Shell-quote s onto b unless it needs none. */
@@ -314,7 +314,7 @@ static int open_results(const char *path)
 	}
 	end = lseek(fd, 0, SEEK_END);
 	if (end > 0 && pread(fd, &last, 1, end - 1) == 1 && last != '\n' &&
-	    write_all(fd, "\n", 1)) {
+	    file_write_all(fd, "\n", 1)) {
 		fprintf(stderr, "rlm: error: cannot write '%s': %s\n", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -408,12 +408,12 @@ static int take_opt(struct run_args *a, int opt, char **argv)
 		a->quiet = a->mo.quiet = true;
 		return 0;
 	case 'h':
-		printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
+		printf(usage, cli_solve_opts_help, cli_model_opts_help, cli_sandbox_opts_help);
 		return 1;
 	case ':':
-		return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 	default:
-		return cli_fail(2, "unknown option '%s' (see rlm bench run --help)",
+		return log_fail(2, "unknown option '%s' (see rlm bench run --help)",
 				argv[optind - 1]);
 	}
 }
@@ -431,29 +431,29 @@ static int run_args_parse(struct run_args *a, struct rlm_opts *ro, int argc, cha
 	a->n_strats = 1;
 	a->out = "bench-out";
 	a->jobs = 4;
-	model_opts_init(&a->mo);
-	if ((rc = solve_opts_env(ro)))
+	cli_model_opts_init(&a->mo);
+	if ((rc = cli_solve_opts_env(ro)))
 		return rc;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":j:s:o:n:h", longopts, NULL)) != -1) {
-		/* -s is a list here: solve_opts_take's is one strategy. */
-		int taken = opt == 's' ? 0 : model_opts_take(&a->mo, opt, optarg);
+		/* -s is a list here: cli_solve_opts_take's is one strategy. */
+		int taken = opt == 's' ? 0 : cli_model_opts_take(&a->mo, opt, optarg);
 		if (!taken && opt != 's')
-			taken = sandbox_opts_take(&ro->sandbox, opt, optarg);
+			taken = cli_sandbox_opts_take(&ro->sandbox, opt, optarg);
 		if (!taken && opt != 's')
-			taken = solve_opts_take(ro, opt, optarg);
+			taken = cli_solve_opts_take(ro, opt, optarg);
 		if (taken == 2)
 			return 2;
 		if (!taken && (rc = take_opt(a, opt, argv)))
 			return rc;
 	}
 	if (optind >= argc)
-		return cli_fail(2, "no dataset: pass one or more DATASET.jsonl files (`rlm bench "
+		return log_fail(2, "no dataset: pass one or more DATASET.jsonl files (`rlm bench "
 				   "gen` writes them)");
 	for (size_t k = 0; k < a->n_strats; k++)
 		if (a->strats[k] == BST_REPL && repl_sandbox_check(&ro->sandbox, &err))
-			return cli_fail(2, "%s", err.msg);
+			return log_fail(2, "%s", err.msg);
 	a->datasets = argv + optind;
 	a->n_datasets = (size_t)(argc - optind);
 	return 0;
@@ -472,7 +472,7 @@ static int load_datasets(struct bench_run *r, const struct run_args *a)
 		fprintf(stderr, "rlm: error: ... and %zu more bad lines\n",
 			r->bad_said - BENCH_MAX_BAD_LINES);
 	if (bench_run_check_ids(r) || bad)
-		return cli_fail(1, "the datasets have errors (above); nothing was run");
+		return log_fail(1, "the datasets have errors (above); nothing was run");
 	return 0;
 }
 
@@ -483,7 +483,7 @@ static int check_direct(struct bench_run *r, const struct run_args *a)
 	for (size_t k = 0; k < a->n_strats; k++) {
 		int64_t room = bench_direct_room(r, "");
 		if (a->strats[k] == BST_DIRECT && room < BENCH_DIRECT_MIN_ROOM)
-			return cli_fail(
+			return log_fail(
 			    2,
 			    "--strategy direct would send at most %lld tokens of context: %s's "
 			    "window is %ld tokens and %lld are kept for the reply (--max-tokens); "
@@ -547,7 +547,7 @@ static int run_and_summarise(struct bench_run *r, const struct run_args *a, int 
 			   a->out, skipped);
 	if (r->write_failed)
 		status =
-		    cli_fail(1, "cannot write '%s': some results are missing from it", results);
+		    log_fail(1, "cannot write '%s': some results are missing from it", results);
 	if (r->n_failed)
 		status = 1;
 	if (!a->quiet)
@@ -555,11 +555,11 @@ static int run_and_summarise(struct bench_run *r, const struct run_args *a, int 
 			"rlm: bench: %zu run (%zu failed), %zu skipped; %lld model calls "
 			"(%lld from the cache), $%.4f; %.1f s; report in %s/report.md\n",
 			r->n_done, r->n_failed, skipped, (long long)st.calls, (long long)st.cached,
-			st.cost, (double)(now_ns() - r->t0) / 1e9, a->out);
+			st.cost, (double)(time_now_ns() - r->t0) / 1e9, a->out);
 	return status;
 }
 
-int cmd_bench_run(int argc, char **argv)
+int cli_bench_run(int argc, char **argv)
 {
 	const char *no_cache_env = getenv("RLM_NO_CACHE");
 	struct run_args a;
@@ -577,7 +577,7 @@ int cmd_bench_run(int argc, char **argv)
 	if ((status = load_datasets(&r, &a)))
 		goto out;
 	if ((rc = bench_make_dirs(a.out))) {
-		status = cli_fail(1, "cannot create '%s': %s", a.out, strerror(-rc));
+		status = log_fail(1, "cannot create '%s': %s", a.out, strerror(-rc));
 		goto out;
 	}
 	if (!a.no_cache && !a.cache_path && no_cache_env && strcmp(no_cache_env, "1") == 0)

@@ -411,7 +411,7 @@ static int run_probe(struct doctor *d, struct rlm_err *err)
 	}
 	code = xasprintf("_CTRL = %d\n_TMP = '%s'\n%s", (int)getpid(), d->tmp, probe_py);
 	memset(&res, 0, sizeof(res));
-	rc = repl_exec(d->r, code, strlen(code), now_ns() + 60 * (int64_t)1000000000, &res, err);
+	rc = repl_exec(d->r, code, strlen(code), time_now_ns() + 60 * (int64_t)1000000000, &res, err);
 	free(code);
 	tmp_host = lstat(d->tmp, &sb) == 0;
 	if (rc == 0 && !res.restarted)
@@ -427,7 +427,7 @@ static int run_probe(struct doctor *d, struct rlm_err *err)
 					 "    pass\n";
 		struct rlm_err e2 = {0, ""};
 		memset(&res, 0, sizeof(res));
-		if (repl_exec(d->r, rm, sizeof(rm) - 1, now_ns() + 10 * (int64_t)1000000000, &res,
+		if (repl_exec(d->r, rm, sizeof(rm) - 1, time_now_ns() + 10 * (int64_t)1000000000, &res,
 			      &e2) == 0)
 			repl_result_release(&res);
 	}
@@ -704,7 +704,7 @@ static int start(struct doctor *d)
 	return 1;
 }
 
-int cmd_doctor(int argc, char **argv)
+int cli_doctor(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, OPT_JSON},
@@ -721,7 +721,7 @@ int cmd_doctor(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		int taken = sandbox_opts_take(&d.cfg.sandbox, opt, optarg);
+		int taken = cli_sandbox_opts_take(&d.cfg.sandbox, opt, optarg);
 		if (taken == 2)
 			return 2;
 		if (taken)
@@ -730,22 +730,22 @@ int cmd_doctor(int argc, char **argv)
 		case OPT_JSON: d.json = true; break;
 		case OPT_PYTHON:
 			if (access(optarg, X_OK))
-				return cli_fail(2, "--python '%s' is not an executable file",
+				return log_fail(2, "--python '%s' is not an executable file",
 						optarg);
 			d.python = optarg;
 			break;
-		case 'h': printf(usage, sandbox_opts_help); return 0;
-		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		case 'h': printf(usage, cli_sandbox_opts_help); return 0;
+		case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return cli_fail(2, "unknown option '%s' (see rlm doctor --help)",
+			return log_fail(2, "unknown option '%s' (see rlm doctor --help)",
 					argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return cli_fail(2, "unexpected argument '%s' (see rlm doctor --help)",
+		return log_fail(2, "unexpected argument '%s' (see rlm doctor --help)",
 				argv[optind]);
 	if (repl_sandbox_check(&d.cfg.sandbox, &err))
-		return cli_fail(2, "%s", err.msg);
+		return log_fail(2, "%s", err.msg);
 
 	if (start(&d))
 		return 1;

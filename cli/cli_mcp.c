@@ -69,7 +69,7 @@ enum {
 	OPT_NO_CACHE,
 };
 
-int cmd_mcp(int argc, char **argv)
+int cli_mcp(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"root", required_argument, NULL, OPT_ROOT},
@@ -92,18 +92,18 @@ int cmd_mcp(int argc, char **argv)
 	sigset_t sigs;
 	int opt, rc, sfd = -1, out_fd = -1, status = 1;
 
-	model_opts_init(&cfg->mo);
-	if ((status = solve_opts_env(&cfg->base)))
+	cli_model_opts_init(&cfg->mo);
+	if ((status = cli_solve_opts_env(&cfg->base)))
 		goto out;
 	status = 1;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":s:vh", longopts, NULL)) != -1) {
-		int taken = model_opts_take(&cfg->mo, opt, optarg);
+		int taken = cli_model_opts_take(&cfg->mo, opt, optarg);
 		if (!taken)
-			taken = solve_opts_take(&cfg->base, opt, optarg);
+			taken = cli_solve_opts_take(&cfg->base, opt, optarg);
 		if (!taken)
-			taken = sandbox_opts_take(&cfg->base.sandbox, opt, optarg);
+			taken = cli_sandbox_opts_take(&cfg->base.sandbox, opt, optarg);
 		if (taken == 2) {
 			status = 2;
 			goto out;
@@ -125,26 +125,26 @@ int cmd_mcp(int argc, char **argv)
 			mc.verbose = true;
 			break;
 		case 'h':
-			printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
+			printf(usage, cli_solve_opts_help, cli_model_opts_help, cli_sandbox_opts_help);
 			status = 0;
 			goto out;
 		case ':':
-			status = cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+			status = log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 			goto out;
 		default:
-			status = cli_fail(2, "unknown option '%s' (see rlm mcp --help)",
+			status = log_fail(2, "unknown option '%s' (see rlm mcp --help)",
 					  argv[optind - 1]);
 			goto out;
 		}
 	}
 	if (optind < argc) {
-		status = cli_fail(2, "unexpected argument '%s' (see rlm mcp --help)", argv[optind]);
+		status = log_fail(2, "unexpected argument '%s' (see rlm mcp --help)", argv[optind]);
 		goto out;
 	}
 	if (!n_roots) {
 		if (!(cwd = getcwd(NULL, 0))) {
 			status =
-			    cli_fail(1, "cannot find the current directory: %s", strerror(errno));
+			    log_fail(1, "cannot find the current directory: %s", strerror(errno));
 			goto out;
 		}
 		roots[n_roots++] = cwd;
@@ -157,12 +157,12 @@ int cmd_mcp(int argc, char **argv)
 		else if (!S_ISDIR(st.st_mode))
 			why = "not a directory";
 		if (why) {
-			status = cli_fail(2, "cannot serve --root '%s': %s", roots[i], why);
+			status = log_fail(2, "cannot serve --root '%s': %s", roots[i], why);
 			goto out;
 		}
 	}
 	if (repl_sandbox_check(&cfg->base.sandbox, &err)) {
-		status = cli_fail(2, "%s", err.msg);
+		status = log_fail(2, "%s", err.msg);
 		goto out;
 	}
 	/* RLM_NO_CACHE=1 unless --cache names a store; --no-cache always. */
@@ -177,16 +177,16 @@ int cmd_mcp(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC)) < 0) {
-		status = cli_fail(1, "signalfd: %s", strerror(errno));
+		status = log_fail(1, "signalfd: %s", strerror(errno));
 		goto out;
 	}
 	/* The protocol's stdout; fd 1 becomes stderr. */
 	if ((out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3)) < 0 || dup2(2, 1) < 0) {
-		status = cli_fail(1, "cannot set up stdout: %s", strerror(errno));
+		status = log_fail(1, "cannot set up stdout: %s", strerror(errno));
 		goto out;
 	}
 	if ((rc = serve_mcp(&mc, 0, out_fd, sfd, &err))) {
-		status = cli_fail(rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
+		status = log_fail(rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
 		goto out;
 	}
 	status = 0;

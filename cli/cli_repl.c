@@ -130,18 +130,18 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 	case 'c': a->context = optarg; return 0;
 	case OPT_FORMAT:
 		if (corpus_kind_parse(optarg, &a->co.kind))
-			return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
 					optarg);
 		return 0;
 	case OPT_PYTHON:
 		if (access(optarg, X_OK))
-			return cli_fail(2, "--python '%s' is not an executable file", optarg);
+			return log_fail(2, "--python '%s' is not an executable file", optarg);
 		a->ro.python = optarg;
 		return 0;
 	case OPT_QUIET: a->mo.quiet = true; return 0;
-	case 'h': printf(usage, model_opts_help, sandbox_opts_help); return 1;
-	case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
-	default: return cli_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
+	case 'h': printf(usage, cli_model_opts_help, cli_sandbox_opts_help); return 1;
+	case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
+	default: return log_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
 	}
 }
 
@@ -155,18 +155,18 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 	long num;
 	int opt, rc;
 	memset(a, 0, sizeof(*a));
-	model_opts_init(&a->mo);
+	cli_model_opts_init(&a->mo);
 	if ((v = getenv("RLM_MAX_DEPTH")) && *v) {
-		if (parse_int(v, 1, 16, &num))
-			return cli_fail(2, "bad value '%s' for RLM_MAX_DEPTH: want 1..16", v);
+		if (text_parse_int(v, 1, 16, &num))
+			return log_fail(2, "bad value '%s' for RLM_MAX_DEPTH: want 1..16", v);
 		a->ro.max_depth = (int)num;
 	}
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
-		int taken = model_opts_take(&a->mo, opt, optarg);
+		int taken = cli_model_opts_take(&a->mo, opt, optarg);
 		if (!taken)
-			taken = sandbox_opts_take(&a->ro.sandbox, opt, optarg);
+			taken = cli_sandbox_opts_take(&a->ro.sandbox, opt, optarg);
 		if (!taken)
 			taken = cli_num_take(repl_nums, ARRAY_SIZE(repl_nums), a, opt, optarg);
 		if (taken == 2)
@@ -175,12 +175,12 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 			return rc;
 	}
 	if (optind < argc)
-		return cli_fail(2, "unexpected argument '%s' (see rlm repl --help)", argv[optind]);
+		return log_fail(2, "unexpected argument '%s' (see rlm repl --help)", argv[optind]);
 	if (!a->context)
-		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a JSONL "
+		return log_fail(2, "no context: pass --context PATH (a file, a directory, a JSONL "
 				   "file, or -)");
 	if (repl_sandbox_check(&a->ro.sandbox, &err))
-		return cli_fail(2, "%s", err.msg);
+		return log_fail(2, "%s", err.msg);
 	if (strcmp(a->context, "-") == 0 && a->co.kind != CORPUS_JSONL)
 		a->co.kind = CORPUS_TEXT;
 	return 0;
@@ -226,7 +226,7 @@ static int run_cells(struct rlm_repl *r, const struct corpus *corpus, const stru
 	return status;
 }
 
-int cmd_repl(int argc, char **argv)
+int cli_repl(int argc, char **argv)
 {
 	struct repl_args a;
 	struct rlm_models ms;

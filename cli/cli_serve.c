@@ -195,7 +195,7 @@ static int take_opt(struct serve_args *a, int opt, char **argv)
 	switch (opt) {
 	case OPT_HOST:
 		if (!*optarg)
-			return cli_fail(2, "bad value '' for --host: want an address");
+			return log_fail(2, "bad value '' for --host: want an address");
 		a->host = optarg;
 		return 0;
 	case OPT_MODEL_API_KEY:
@@ -203,7 +203,7 @@ static int take_opt(struct serve_args *a, int opt, char **argv)
 		return 0;
 	case OPT_ROOT:
 		if (access(optarg, R_OK | X_OK))
-			return cli_fail(2, "cannot use --root '%s': %s", optarg, strerror(errno));
+			return log_fail(2, "cannot use --root '%s': %s", optarg, strerror(errno));
 		a->roots = xrealloc(a->roots, (a->n_roots + 2) * sizeof(*a->roots));
 		a->roots[a->n_roots++] = optarg;
 		a->roots[a->n_roots] = NULL;
@@ -221,12 +221,12 @@ static int take_opt(struct serve_args *a, int opt, char **argv)
 		a->verbose = true;
 		return 0;
 	case 'h':
-		printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help);
+		printf(usage, cli_solve_opts_help, cli_model_opts_help, cli_sandbox_opts_help);
 		return 1;
 	case ':':
-		return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 	default:
-		return cli_fail(2, "unknown option '%s' (see rlm serve --help)", argv[optind - 1]);
+		return log_fail(2, "unknown option '%s' (see rlm serve --help)", argv[optind - 1]);
 	}
 }
 
@@ -239,9 +239,9 @@ static int check_args(struct serve_args *a)
 	if (!a->api_key && getenv("RLM_API_KEY") && *getenv("RLM_API_KEY"))
 		a->api_key = getenv("RLM_API_KEY");
 	if (a->api_key && !*a->api_key)
-		return cli_fail(2, "the API key is empty");
+		return log_fail(2, "the API key is empty");
 	if (!a->api_key && !loopback(a->host))
-		return cli_fail(2,
+		return log_fail(2,
 				"refusing to listen on '%s' without an API key: pass --api-key "
 				"KEY (or set RLM_API_KEY), or listen on 127.0.0.1",
 				a->host);
@@ -258,8 +258,8 @@ static int check_args(struct serve_args *a)
 static int parse_args(int argc, char **argv, struct serve_args *a)
 {
 	int opt, rc;
-	model_opts_init(&a->cfg.mo);
-	if (solve_opts_env(&a->cfg.base))
+	cli_model_opts_init(&a->cfg.mo);
+	if (cli_solve_opts_env(&a->cfg.base))
 		return 2;
 	optind = 1;
 	opterr = 0;
@@ -270,11 +270,11 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 			a->api_key = optarg;
 			continue;
 		}
-		taken = model_opts_take(&a->cfg.mo, opt, optarg);
+		taken = cli_model_opts_take(&a->cfg.mo, opt, optarg);
 		if (!taken)
-			taken = sandbox_opts_take(&a->cfg.base.sandbox, opt, optarg);
+			taken = cli_sandbox_opts_take(&a->cfg.base.sandbox, opt, optarg);
 		if (!taken)
-			taken = solve_opts_take(&a->cfg.base, opt, optarg);
+			taken = cli_solve_opts_take(&a->cfg.base, opt, optarg);
 		if (!taken)
 			taken = cli_num_take(serve_nums, ARRAY_SIZE(serve_nums), a, opt, optarg);
 		if (taken == 2)
@@ -283,17 +283,17 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 			return rc;
 	}
 	if (optind < argc)
-		return cli_fail(2, "unexpected argument '%s' (see rlm serve --help)", argv[optind]);
+		return log_fail(2, "unexpected argument '%s' (see rlm serve --help)", argv[optind]);
 	return check_args(a);
 }
 
-/* Wait for a signal of set until deadline_ns (now_ns clock) or, with
+/* Wait for a signal of set until deadline_ns (time_now_ns clock) or, with
  * done, until done(arg) is true (checked every 20 ms). Returns the signal,
  * or 0. */
 static int wait_signal(const sigset_t *set, int64_t deadline_ns, bool (*done)(void *), void *arg)
 {
 	for (;;) {
-		int64_t left = deadline_ns - now_ns();
+		int64_t left = deadline_ns - time_now_ns();
 		struct timespec ts = {0, 20000000};
 		int sig;
 		if ((done && done(arg)) || left <= 0)
@@ -324,7 +324,7 @@ static int serve(struct serve_server *sv, const struct serve_args *a, int fd, in
 	int sig = 0, cancelled;
 	bool v6 = strchr(a->host, ':') != NULL;
 	if (serve_server_listen(sv, fd))
-		return cli_fail(1, "cannot start the HTTP server on %s:%d", a->host, port);
+		return log_fail(1, "cannot start the HTTP server on %s:%d", a->host, port);
 	printf("rlm serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", a->host, v6 ? "]" : "",
 	       port);
 	fflush(stdout);
@@ -335,7 +335,7 @@ static int serve(struct serve_server *sv, const struct serve_args *a, int fd, in
 		"cancels them now)\n",
 		strsignal(sig), a->grace);
 	serve_server_stopping(sv);
-	sig = wait_signal(sigs, now_ns() + (int64_t)(a->grace * 1e9), server_idle, sv);
+	sig = wait_signal(sigs, time_now_ns() + (int64_t)(a->grace * 1e9), server_idle, sv);
 	if (sig)
 		fprintf(stderr, "rlm serve: %s again: cancelling the running solves now\n",
 			strsignal(sig));
@@ -345,12 +345,12 @@ static int serve(struct serve_server *sv, const struct serve_args *a, int fd, in
 			cancelled, cancelled == 1 ? "" : "s");
 	/* Answer what is pending (waiting requests and streams see their runs
 	 * end) for up to 10 s, or until one more signal. */
-	if (wait_signal(sigs, now_ns() + 10 * 1000000000LL, server_quiet, sv))
+	if (wait_signal(sigs, time_now_ns() + 10 * 1000000000LL, server_quiet, sv))
 		fprintf(stderr, "rlm serve: closing the connections now\n");
 	return 0;
 }
 
-int cmd_serve(int argc, char **argv)
+int cli_serve(int argc, char **argv)
 {
 	struct serve_args a;
 	struct serve_server *sv = NULL;
@@ -375,7 +375,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	/* A sandbox the worker would refuse is a usage error, found now. */
 	if (a.cfg.base.strategy == RLM_REPL && repl_sandbox_check(&a.cfg.base.sandbox, &err)) {
-		status = cli_fail(2, "%s", err.msg);
+		status = log_fail(2, "%s", err.msg);
 		goto out;
 	}
 	/* SIGINT and SIGTERM are taken by sigwait() in this thread only:
@@ -394,12 +394,12 @@ int cmd_serve(int argc, char **argv)
 	    .verbose = a.verbose,
 	};
 	if ((rc = serve_server_new(&a.cfg, &hc, &sv, &err))) {
-		status = cli_fail(rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
+		status = log_fail(rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
 		goto out;
 	}
 	fd = net_listen(a.host, a.port, &port, msg, sizeof(msg));
 	if (fd < 0) {
-		status = cli_fail(1, "%s", msg);
+		status = log_fail(1, "%s", msg);
 		goto out;
 	}
 	status = serve(sv, &a, fd, port, &sigs);

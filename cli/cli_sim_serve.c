@@ -61,7 +61,7 @@ static int write_ready(const char *path, int port)
 	char *tmp = xasprintf("%s.%d.tmp", path, (int)getpid()), line[16];
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc = 0;
 	snprintf(line, sizeof(line), "%d\n", port);
-	if (fd < 0 || write_all(fd, line, strlen(line)) || close(fd) || rename(tmp, path))
+	if (fd < 0 || file_write_all(fd, line, strlen(line)) || close(fd) || rename(tmp, path))
 		rc = -errno;
 	if (rc)
 		unlink(tmp);
@@ -69,7 +69,7 @@ static int write_ready(const char *path, int port)
 	return rc;
 }
 
-int cmd_sim_serve(int argc, char **argv)
+int cli_sim_serve(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"host", required_argument, NULL, 'H'},
@@ -96,12 +96,12 @@ int cmd_sim_serve(int argc, char **argv)
 		switch (opt) {
 		case 'H':
 			if (!*optarg)
-				return cli_fail(2, "bad value '' for --host: want an address");
+				return log_fail(2, "bad value '' for --host: want an address");
 			host = optarg;
 			break;
 		case 'p':
-			if (parse_int(optarg, 0, 65535, &port))
-				return cli_fail(2, "bad value '%s' for --port: want 0..65535",
+			if (text_parse_int(optarg, 0, 65535, &port))
+				return log_fail(2, "bad value '%s' for --port: want 0..65535",
 						optarg);
 			break;
 		case 's':
@@ -117,22 +117,22 @@ int cmd_sim_serve(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		case ':':
-			return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+			return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return cli_fail(2, "unknown option '%s' (see rlm sim-serve --help)",
+			return log_fail(2, "unknown option '%s' (see rlm sim-serve --help)",
 					argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return cli_fail(2, "unexpected argument '%s' (see rlm sim-serve --help)",
+		return log_fail(2, "unexpected argument '%s' (see rlm sim-serve --help)",
 				argv[optind]);
 	sim_cfg_default(&cfg);
 	if (spec && sim_cfg_parse(spec, &cfg, &err))
-		return cli_fail(2, "%s", err.msg);
+		return log_fail(2, "%s", err.msg);
 
 	fd = net_listen(host, port, &bound, msg, sizeof(msg));
 	if (fd < 0)
-		return cli_fail(1, "%s", msg);
+		return log_fail(1, "%s", msg);
 
 	/* The server's threads inherit the mask: only sigwait() sees the signals. */
 	sigemptyset(&block);
@@ -141,12 +141,12 @@ int cmd_sim_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	sv = sim_server_start(&cfg, fd, &err);
 	if (!sv) {
-		status = cli_fail(1, "%s on %s:%d", err.msg, host, bound);
+		status = log_fail(1, "%s on %s:%d", err.msg, host, bound);
 		goto out;
 	}
 	if (ready && (status = write_ready(ready, bound))) {
 		status =
-		    cli_fail(1, "cannot write the ready file '%s': %s", ready, strerror(-status));
+		    log_fail(1, "cannot write the ready file '%s': %s", ready, strerror(-status));
 		goto stop;
 	}
 	if (!quiet) {

@@ -98,7 +98,7 @@ struct progress {
 static void on_progress(const struct rlm_progress *p, void *arg)
 {
 	struct progress *pr = arg;
-	int64_t now = now_ns();
+	int64_t now = time_now_ns();
 	pthread_mutex_lock(&pr->mu);
 	if (now - pr->last_ns > 100000000 || p->done == p->total) {
 		pr->last_ns = now;
@@ -178,7 +178,7 @@ static char *read_question_file(const char *path)
 	char *q;
 	size_t len;
 	struct rlm_err err = {0, ""};
-	if (read_file(path, 1 << 20, &q, &len, &err)) {
+	if (file_read(path, 1 << 20, &q, &len, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return NULL;
 	}
@@ -242,15 +242,15 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 		return 0;
 	case OPT_FORMAT:
 		if (corpus_kind_parse(optarg, &a->co.kind))
-			return cli_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
 					optarg);
 		return 0;
 	case OPT_CACHE: a->cache_path = optarg; return 0;
 	case OPT_NO_CACHE: a->no_cache = true; return 0;
 	case OPT_RESUME:
-		/* cmd_solve takes --resume before parsing; getopt got here
+		/* cli_solve takes --resume before parsing; getopt got here
 		 * through an abbreviation it does not see. */
-		return cli_fail(2, "spell --resume out in full");
+		return log_fail(2, "spell --resume out in full");
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_NO_TRAJECTORY: a->no_trajectory = true; return 0;
 	case OPT_QUIET: a->mo.quiet = true; return 0;
@@ -258,9 +258,9 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 		rlm_log_level = LOG_DEBUG;
 		a->verbose = true;
 		return 0;
-	case 'h': printf(usage, solve_opts_help, model_opts_help, sandbox_opts_help); return 1;
-	case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
-	default: return cli_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
+	case 'h': printf(usage, cli_solve_opts_help, cli_model_opts_help, cli_sandbox_opts_help); return 1;
+	case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
+	default: return log_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
 	}
 }
 
@@ -272,24 +272,24 @@ static int solve_args_parse(struct solve_args *a, int argc, char **argv)
 	int opt, rc;
 	memset(a, 0, sizeof(*a));
 	a->question = getenv("RLM_QUESTION");
-	model_opts_init(&a->mo);
-	if ((rc = solve_opts_env(&a->ro)))
+	cli_model_opts_init(&a->mo);
+	if ((rc = cli_solve_opts_env(&a->ro)))
 		return rc;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		int taken = model_opts_take(&a->mo, opt, optarg);
+		int taken = cli_model_opts_take(&a->mo, opt, optarg);
 		if (!taken)
-			taken = sandbox_opts_take(&a->ro.sandbox, opt, optarg);
+			taken = cli_sandbox_opts_take(&a->ro.sandbox, opt, optarg);
 		if (!taken)
-			taken = solve_opts_take(&a->ro, opt, optarg);
+			taken = cli_solve_opts_take(&a->ro, opt, optarg);
 		if (taken == 2)
 			return 2;
 		if (!taken && (rc = take_opt(a, opt, argv)))
 			return rc;
 	}
 	if (optind < argc)
-		return cli_fail(2, "unexpected argument '%s' (see rlm solve --help)", argv[optind]);
+		return log_fail(2, "unexpected argument '%s' (see rlm solve --help)", argv[optind]);
 	return 0;
 }
 
@@ -305,16 +305,16 @@ static int solve_args_check(struct solve_args *a, char **qfile)
 		a->question = *qfile;
 	}
 	if (!a->context)
-		return cli_fail(2, "no context: pass --context PATH (a file, a directory, a "
+		return log_fail(2, "no context: pass --context PATH (a file, a directory, a "
 				   "JSONL file, or - for stdin)");
 	if (!a->question || !*a->question)
-		return cli_fail(2, "the question is empty: pass --question TEXT");
+		return log_fail(2, "the question is empty: pass --question TEXT");
 	if (!text_utf8_valid(a->question, strlen(a->question), NULL))
-		return cli_fail(2, "the question is not valid UTF-8");
+		return log_fail(2, "the question is not valid UTF-8");
 	/* A sandbox the worker would refuse is a usage error, found before
 	 * the context is read or a model is called. */
 	if (a->ro.strategy == RLM_REPL && repl_sandbox_check(&a->ro.sandbox, &err))
-		return cli_fail(2, "%s", err.msg);
+		return log_fail(2, "%s", err.msg);
 	return 0;
 }
 
@@ -382,7 +382,7 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 	if (rc) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		if (a->json)
-			print_json(&res, ro, corpus, ms, load_ns, now_ns() - t0, &st, err.msg);
+			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, err.msg);
 	} else {
 		bool limited = res.stop != RLM_STOP_ANSWER;
 		if (res.warning)
@@ -392,7 +392,7 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 				res.stop_detail ? res.stop_detail : "a limit was reached",
 				res.answer ? "; the answer is partial" : "; no answer");
 		if (a->json)
-			print_json(&res, ro, corpus, ms, load_ns, now_ns() - t0, &st, NULL);
+			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, NULL);
 		else if (res.answer)
 			printf("%s\n", res.answer);
 		status = limited ? 3 : 0;
@@ -416,7 +416,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 	char *qfile = NULL, *note = NULL;
 	bool set_up = false;
 	int rc, status;
-	int64_t t0 = now_ns(), load_ns;
+	int64_t t0 = time_now_ns(), load_ns;
 
 	if ((status = solve_args_parse(&a, argc, argv)))
 		return status == 1 ? 0 : status;
@@ -428,7 +428,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		goto out;
 	}
-	load_ns = now_ns() - t0;
+	load_ns = time_now_ns() - t0;
 	if ((rc = rlm_models_init(&ms, &a.mo, &err))) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		status = rc == RLM_EINVAL ? 2 : 1;
@@ -516,7 +516,7 @@ static void note_opt(cJSON *args, int opt, int idx, const char *arg)
 	if (among(o->name, path_opts, ARRAY_SIZE(path_opts))) {
 		json_add(args, NULL, abs_path(pre, arg));
 	} else {
-		char *v = among(o->name, url_opts, ARRAY_SIZE(url_opts)) ? url_without_userinfo(arg)
+		char *v = among(o->name, url_opts, ARRAY_SIZE(url_opts)) ? text_url_without_userinfo(arg)
 									   : xstrdup(arg);
 		t = xasprintf("%s%s", pre, v);
 		json_add(args, NULL, cJSON_CreateString(t));
@@ -547,7 +547,7 @@ static char *run_note(int argc, char **argv)
 		const char *v = getenv(note_env[i]);
 		if (v && *v) {
 			char *pub = among(note_env[i], url_env, ARRAY_SIZE(url_env))
-					    ? url_without_userinfo(v)
+					    ? text_url_without_userinfo(v)
 					    : xstrdup(v);
 			json_add_str(e, note_env[i], pub);
 			free(pub);
@@ -573,18 +573,18 @@ static int resume(int argc, char **argv, const char *id, const char *cache)
 	char **nargv, *full, *path;
 	int n = 0, rc;
 	if ((rc = store_open(&sc, &s, &err)))
-		return cli_fail(rc == RLM_ENOTFOUND ? 2 : 1, "--resume %s: %s", id, err.msg);
+		return log_fail(rc == RLM_ENOTFOUND ? 2 : 1, "--resume %s: %s", id, err.msg);
 	run = store_run_load(s, id, &err);
 	path = xstrdup(store_path(s));
 	store_close(s);
 	if (!run)
-		return cli_fail(2, "--resume %s: %s", id, err.msg);
+		return log_fail(2, "--resume %s: %s", id, err.msg);
 	note = json_get(run, "note");
 	args = json_get(note, "argv");
 	if (!cJSON_IsArray(args)) {
 		cJSON_Delete(run);
 		free(path);
-		return cli_fail(2,
+		return log_fail(2,
 				"--resume %s: the run was not started by `rlm solve`, so there is no "
 				"command line to run again (see `rlm runs show %s`)",
 				id, id);
@@ -615,7 +615,7 @@ static int resume(int argc, char **argv, const char *id, const char *cache)
 	cJSON_ArrayForEach(it, env)
 	{
 		const char *cur = getenv(it->string);
-		char *pub = cur ? url_without_userinfo(cur) : NULL;
+		char *pub = cur ? text_url_without_userinfo(cur) : NULL;
 		if (cJSON_IsString(it) && (!pub || strcmp(pub, it->valuestring) != 0))
 			setenv(it->string, it->valuestring, 1);
 		free(pub);
@@ -629,7 +629,7 @@ static int resume(int argc, char **argv, const char *id, const char *cache)
 	return rc;
 }
 
-int cmd_solve(int argc, char **argv)
+int cli_solve(int argc, char **argv)
 {
 	const char *id = NULL, *cache = NULL;
 	/* --resume and --cache, found before the rest is parsed: the run's

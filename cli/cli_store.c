@@ -95,7 +95,7 @@ static int parse(int argc, char **argv, struct store_args *a, const char *usage,
 		case OPT_OLDER:
 			a->older_days = strtod(optarg, &end);
 			if (end == optarg || *end || !(a->older_days >= 0) || a->older_days > 1e6)
-				return cli_fail(2, "bad value '%s' for --older-than: want days >= 0",
+				return log_fail(2, "bad value '%s' for --older-than: want days >= 0",
 						optarg);
 			break;
 		case OPT_FORMAT: a->format = optarg; break;
@@ -103,12 +103,12 @@ static int parse(int argc, char **argv, struct store_args *a, const char *usage,
 		case 'n':
 			a->limit = strtol(optarg, &end, 10);
 			if (end == optarg || *end || a->limit < 0)
-				return cli_fail(2, "bad value '%s' for -n: want a count >= 0", optarg);
+				return log_fail(2, "bad value '%s' for -n: want a count >= 0", optarg);
 			break;
 		case 'h': fputs(usage, stdout); return -1;
-		case ':': return cli_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return cli_fail(2, "unknown option '%s' (see rlm %s --help)", argv[optind - 1],
+			return log_fail(2, "unknown option '%s' (see rlm %s --help)", argv[optind - 1],
 					cmd);
 		}
 	}
@@ -122,7 +122,7 @@ static int open_store(const struct store_args *a, bool readonly, struct store **
 	struct rlm_err err = {0, ""};
 	int rc = store_open(&sc, s, &err);
 	if (rc)
-		return cli_fail(rc == RLM_ENOTFOUND ? 2 : 1, "%s", err.msg);
+		return log_fail(rc == RLM_ENOTFOUND ? 2 : 1, "%s", err.msg);
 	return 0;
 }
 
@@ -146,7 +146,7 @@ static void human_bytes(char *dst, size_t cap, double v)
 
 /* ---- rlm cache ---- */
 
-int cmd_cache(int argc, char **argv)
+int cli_cache(int argc, char **argv)
 {
 	struct store_args a;
 	struct store *s = NULL;
@@ -158,14 +158,14 @@ int cmd_cache(int argc, char **argv)
 		return sub ? 0 : 2;
 	}
 	if (strcmp(sub, "stats") && strcmp(sub, "prune") && strcmp(sub, "clear"))
-		return cli_fail(2, "unknown cache command '%s' (known: stats, prune, clear)", sub);
+		return log_fail(2, "unknown cache command '%s' (known: stats, prune, clear)", sub);
 	if ((rc = parse(argc - 1, argv + 1, &a, cache_usage, "cache")))
 		return rc < 0 ? 0 : rc;
 	if (a.first < argc - 1)
-		return cli_fail(2, "unexpected argument '%s' (see rlm cache --help)",
+		return log_fail(2, "unexpected argument '%s' (see rlm cache --help)",
 				argv[1 + a.first]);
 	if (strcmp(sub, "prune") == 0 && a.older_days < 0)
-		return cli_fail(2, "prune needs --older-than DAYS (0: everything not in use now)");
+		return log_fail(2, "prune needs --older-than DAYS (0: everything not in use now)");
 	if ((rc = open_store(&a, strcmp(sub, "stats") == 0, &s)))
 		return rc;
 	if (strcmp(sub, "stats") == 0) {
@@ -173,7 +173,7 @@ int cmd_cache(int argc, char **argv)
 		char b[32];
 		if (store_stats(s, &st, &err) < 0) {
 			store_close(s);
-			return cli_fail(1, "%s", err.msg);
+			return log_fail(1, "%s", err.msg);
 		}
 		if (a.json) {
 			cJSON *o = cJSON_CreateObject(), *sv = cJSON_CreateObject();
@@ -212,7 +212,7 @@ int cmd_cache(int argc, char **argv)
 		if ((prune ? store_prune(s, (int64_t)(a.older_days * 86400e3), &removed, &err)
 			   : store_clear(s, &err)) < 0) {
 			store_close(s);
-			return cli_fail(1, "%s", err.msg);
+			return log_fail(1, "%s", err.msg);
 		}
 		if (prune)
 			printf("removed %lld rows from %s\n", (long long)removed, store_path(s));
@@ -366,7 +366,7 @@ static int runs_show(const cJSON *run, bool json)
 	return 0;
 }
 
-int cmd_runs(int argc, char **argv)
+int cli_runs(int argc, char **argv)
 {
 	struct store_args a;
 	struct store *s = NULL;
@@ -379,7 +379,7 @@ int cmd_runs(int argc, char **argv)
 		return sub ? 0 : 2;
 	}
 	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "export"))
-		return cli_fail(2, "unknown runs command '%s' (known: list, show, export)", sub);
+		return log_fail(2, "unknown runs command '%s' (known: list, show, export)", sub);
 	if ((rc = parse(argc - 1, argv + 1, &a, runs_usage, "runs")))
 		return rc < 0 ? 0 : rc;
 	argc--;
@@ -387,14 +387,14 @@ int cmd_runs(int argc, char **argv)
 	if (strcmp(sub, "list") == 0) {
 		cJSON *list, *r;
 		if (a.first < argc)
-			return cli_fail(2, "unexpected argument '%s' (see rlm runs --help)",
+			return log_fail(2, "unexpected argument '%s' (see rlm runs --help)",
 					argv[a.first]);
 		if ((rc = open_store(&a, true, &s)))
 			return rc;
 		list = store_runs_list(s, (size_t)a.limit, &err);
 		store_close(s);
 		if (!list)
-			return cli_fail(1, "%s", err.msg);
+			return log_fail(1, "%s", err.msg);
 		if (a.json) {
 			cJSON *pub = cJSON_CreateArray();
 			char *t;
@@ -426,20 +426,20 @@ int cmd_runs(int argc, char **argv)
 		return 0;
 	}
 	if (a.first >= argc)
-		return cli_fail(2, "runs %s needs a run id (rlm runs list shows them)", sub);
+		return log_fail(2, "runs %s needs a run id (rlm runs list shows them)", sub);
 	if (a.first + 1 < argc)
-		return cli_fail(2, "unexpected argument '%s' (see rlm runs --help)",
+		return log_fail(2, "unexpected argument '%s' (see rlm runs --help)",
 				argv[a.first + 1]);
 	id = argv[a.first];
 	if (strcmp(sub, "export") == 0 &&
 	    (!a.format || (strcmp(a.format, "jsonl") && strcmp(a.format, "html"))))
-		return cli_fail(2, "export needs --format jsonl or --format html");
+		return log_fail(2, "export needs --format jsonl or --format html");
 	if ((rc = open_store(&a, true, &s)))
 		return rc;
 	run = store_run_load(s, id, &err);
 	store_close(s);
 	if (!run)
-		return cli_fail(err.code == RLM_ENOTFOUND || err.code == RLM_EINVAL ? 2 : 1, "%s",
+		return log_fail(err.code == RLM_ENOTFOUND || err.code == RLM_EINVAL ? 2 : 1, "%s",
 				err.msg);
 	if (strcmp(sub, "show") == 0) {
 		status = runs_show(run, a.json);
@@ -447,14 +447,14 @@ int cmd_runs(int argc, char **argv)
 		char *text = strcmp(a.format, "jsonl") == 0 ? store_export_jsonl(run, &err)
 							    : store_export_html(run, &err);
 		if (!text) {
-			status = cli_fail(1, "cannot export run %s: %s", id, err.msg);
+			status = log_fail(1, "cannot export run %s: %s", id, err.msg);
 		} else if (a.out) {
 			FILE *f = fopen(a.out, "w");
 			bool ok = f && fputs(text, f) >= 0;
 			if (f && fclose(f) != 0)
 				ok = false;
 			if (!ok)
-				status = cli_fail(1, "cannot write '%s': %s", a.out, strerror(errno));
+				status = log_fail(1, "cannot write '%s': %s", a.out, strerror(errno));
 		} else {
 			fputs(text, stdout);
 		}

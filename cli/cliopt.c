@@ -12,7 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-const char model_opts_help[] =
+const char cli_model_opts_help[] =
 	"Model options:\n"
 	"  --provider NAME      openai, anthropic or sim (env RLM_PROVIDER). Without it a\n"
 	"                       model name decides (claude-* is anthropic, anything else\n"
@@ -42,7 +42,7 @@ static const char *env(const char *name)
 	return v && *v ? v : NULL;
 }
 
-void model_opts_init(struct rlm_models_cfg *o)
+void cli_model_opts_init(struct rlm_models_cfg *o)
 {
 	const char *v;
 	rlm_models_cfg_init(o);
@@ -67,7 +67,7 @@ static int bad(const char *opt, const char *arg, const char *want)
 	return 2;
 }
 
-int model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg)
+int cli_model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg)
 {
 	double d;
 	long l;
@@ -81,42 +81,42 @@ int model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg)
 	case OPT_PRICES: o->prices = arg; return 1;
 	case OPT_SIM: o->provider_spec = arg; return 1;
 	case OPT_CONCURRENCY:
-		if (parse_int(arg, 1, 4096, &l))
+		if (text_parse_int(arg, 1, 4096, &l))
 			return bad("concurrency", arg, "want 1..4096");
 		o->concurrency = l;
 		return 1;
 	case OPT_TIMEOUT:
-		if (parse_double(arg, 0.001, 86400, &d))
+		if (text_parse_double(arg, 0.001, 86400, &d))
 			return bad("timeout", arg, "want seconds > 0");
 		o->timeout_s = d;
 		return 1;
 	case OPT_MAX_RETRIES:
-		if (parse_int(arg, 0, 100, &l))
+		if (text_parse_int(arg, 0, 100, &l))
 			return bad("max-retries", arg, "want 0..100");
 		o->max_retries = l;
 		return 1;
 	case OPT_MAX_INFLIGHT:
-		if (parse_int(arg, 0, 100000, &l))
+		if (text_parse_int(arg, 0, 100000, &l))
 			return bad("max-inflight", arg, "want 0..100000");
 		o->max_inflight = l;
 		return 1;
 	case OPT_RPM:
-		if (parse_double(arg, 0, 1e9, &d))
+		if (text_parse_double(arg, 0, 1e9, &d))
 			return bad("rpm", arg, "want a number >= 0");
 		o->rpm = d;
 		return 1;
 	case OPT_TPM:
-		if (parse_double(arg, 0, 1e12, &d))
+		if (text_parse_double(arg, 0, 1e12, &d))
 			return bad("tpm", arg, "want a number >= 0");
 		o->tpm = d;
 		return 1;
 	case OPT_MAX_TOKENS:
-		if (parse_int(arg, 1, 10000000, &l))
+		if (text_parse_int(arg, 1, 10000000, &l))
 			return bad("max-tokens", arg, "want a positive integer");
 		o->max_tokens = l;
 		return 1;
 	case OPT_TEMPERATURE:
-		if (parse_double(arg, 0, 2, &d))
+		if (text_parse_double(arg, 0, 2, &d))
 			return bad("temperature", arg, "want 0..2");
 		o->temperature = d;
 		return 1;
@@ -126,7 +126,7 @@ int model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg)
 
 /* ---- the sandbox options ---- */
 
-const char sandbox_opts_help[] =
+const char cli_sandbox_opts_help[] =
 	"Sandbox options (of the REPL worker; `rlm doctor` shows what this machine has).\n"
 	"Layers: seccomp, identity, landlock, userns, mntns, netns, pidns, ipcns, utsns,\n"
 	"rlimits; ns is every namespace, all every layer. Sizes take K, M, G, T.\n"
@@ -141,7 +141,7 @@ static int size_opt(const char *opt, const char *arg, uint64_t min, const char *
 		    size_t *out)
 {
 	uint64_t v;
-	if (parse_size(arg, &v) || v < min || v > (uint64_t)SIZE_MAX / 2) {
+	if (text_parse_size(arg, &v) || v < min || v > (uint64_t)SIZE_MAX / 2) {
 		fprintf(stderr,
 			"rlm: error: bad value '%s' for --%s: want a size of at least %s, such as "
 			"512M or 2G (K, M, G, T: powers of 1024)\n",
@@ -152,7 +152,7 @@ static int size_opt(const char *opt, const char *arg, uint64_t min, const char *
 	return 1;
 }
 
-int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg)
+int cli_sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg)
 {
 	struct rlm_err err = {0, ""};
 	unsigned bits = 0;
@@ -185,7 +185,7 @@ int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg)
 
 /* ---- the strategy and limits of a solve ---- */
 
-const char solve_opts_help[] =
+const char cli_solve_opts_help[] =
 	"Limits (repl strategy; a limit stops the solve with its best partial answer\n"
 	"and says which limit it was):\n"
 	"      --max-iterations N  root model turns (30); then one last call asks for\n"
@@ -220,19 +220,19 @@ const char solve_opts_help[] =
 	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
 	"                          window, at most 200k); accepts k/M suffixes\n";
 
-int solve_opts_env(struct rlm_opts *ro)
+int cli_solve_opts_env(struct rlm_opts *ro)
 {
 	const char *v;
 	long num;
 	if ((v = getenv("RLM_MAX_DEPTH")) && *v) {
-		if (parse_int(v, 1, 16, &num)) {
+		if (text_parse_int(v, 1, 16, &num)) {
 			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_DEPTH: want 1..16\n", v);
 			return 2;
 		}
 		ro->max_depth = (int)num;
 	}
 	if ((v = getenv("RLM_MAX_NODES")) && *v) {
-		if (parse_int(v, 1, 1024, &num)) {
+		if (text_parse_int(v, 1, 1024, &num)) {
 			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_NODES: want 1..1024\n",
 				v);
 			return 2;
@@ -241,7 +241,7 @@ int solve_opts_env(struct rlm_opts *ro)
 	}
 	if ((v = getenv("RLM_MAX_CALLS")) && *v) {
 		uint64_t count;
-		if (parse_count(v, &count) || count < 1 || count > INT64_MAX) {
+		if (text_parse_count(v, &count) || count < 1 || count > INT64_MAX) {
 			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_CALLS: %s\n", v,
 				"want a count > 0");
 			return 2;
@@ -255,12 +255,12 @@ int solve_opts_env(struct rlm_opts *ro)
 static int count_opt(const char *opt, const char *arg, uint64_t min, uint64_t max,
 		     const char *want, uint64_t *out)
 {
-	if (parse_count(arg, out) || *out < min || *out > max)
+	if (text_parse_count(arg, out) || *out < min || *out > max)
 		return bad(opt, arg, want);
 	return 1;
 }
 
-int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
+int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 {
 	struct rlm_err err = {0, ""};
 	uint64_t count;
@@ -284,17 +284,17 @@ int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 			ro->leaf_chars = (size_t)count;
 		return rc;
 	case OPT_S_MAX_ITERATIONS:
-		if (parse_int(arg, 1, 10000, &num))
+		if (text_parse_int(arg, 1, 10000, &num))
 			return bad("max-iterations", arg, "want 1..10000");
 		ro->max_iterations = (int)num;
 		return 1;
 	case OPT_S_MAX_ERRORS:
-		if (parse_int(arg, 1, 10000, &num))
+		if (text_parse_int(arg, 1, 10000, &num))
 			return bad("max-errors", arg, "want 1..10000");
 		ro->max_errors = (int)num;
 		return 1;
 	case OPT_S_TIME_LIMIT:
-		if (parse_double(arg, 0.001, 1e7, &secs))
+		if (text_parse_double(arg, 0.001, 1e7, &secs))
 			return bad("time-limit", arg, "want seconds > 0");
 		ro->timeout_ns = (int64_t)(secs * 1e9);
 		return 1;
@@ -304,7 +304,7 @@ int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 			ro->max_tokens = (int64_t)count;
 		return rc;
 	case OPT_S_MAX_COST:
-		if (parse_double(arg, 1e-9, 1e9, &ro->max_cost))
+		if (text_parse_double(arg, 1e-9, 1e9, &ro->max_cost))
 			return bad("max-cost", arg, "want USD > 0");
 		return 1;
 	case OPT_S_MAX_SUB_CALLS:
@@ -318,7 +318,7 @@ int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 			ro->max_calls = (int64_t)count;
 		return rc;
 	case OPT_S_EXEC_TIMEOUT:
-		if (parse_double(arg, 0.001, 1e7, &secs))
+		if (text_parse_double(arg, 0.001, 1e7, &secs))
 			return bad("exec-timeout", arg, "want seconds > 0");
 		ro->exec_timeout_ns = (int64_t)(secs * 1e9);
 		return 1;
@@ -336,18 +336,18 @@ int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 		return 1;
 	case OPT_S_PYTHON_FENCES: ro->python_fences = true; return 1;
 	case OPT_S_PROMPTS:
-		if (prompt_set_dir(arg, &err)) {
+		if (rlm_prompt_set_dir(arg, &err)) {
 			fprintf(stderr, "rlm: error: %s\n", err.msg);
 			return 2;
 		}
 		return 1;
 	case OPT_S_MAX_DEPTH:
-		if (parse_int(arg, 1, 16, &num))
+		if (text_parse_int(arg, 1, 16, &num))
 			return bad("max-depth", arg, "want 1..16");
 		ro->max_depth = (int)num;
 		return 1;
 	case OPT_S_MAX_NODES:
-		if (parse_int(arg, 1, 1024, &num))
+		if (text_parse_int(arg, 1, 1024, &num))
 			return bad("max-nodes", arg, "want 1..1024");
 		ro->max_nodes = (int)num;
 		return 1;

@@ -56,7 +56,7 @@ enum {
 	{"sim", required_argument, NULL, OPT_SIM}
 
 /* Help text for the options above. */
-extern const char model_opts_help[];
+extern const char cli_model_opts_help[];
 
 /* Defaults (rlm_models_cfg_init), then the environment: RLM_PROVIDER,
  * RLM_MODEL, RLM_SUB_MODEL, RLM_CONCURRENCY, RLM_TIMEOUT, RLM_PRICES,
@@ -64,10 +64,10 @@ extern const char model_opts_help[];
  * OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
  * (used for a model of that provider when no --api-key / --base-url is
  * given). rlm_models_init turns o into the pool and models. */
-void model_opts_init(struct rlm_models_cfg *o);
+void cli_model_opts_init(struct rlm_models_cfg *o);
 /* Take option `opt` with argument `arg`. Returns 1 when taken, 0 when opt
  * is not a model option, or 2 after printing an error for a bad value. */
-int model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg);
+int cli_model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg);
 
 /* ---- the sandbox of the REPL worker (solve, repl, doctor) ---- */
 
@@ -85,12 +85,12 @@ enum {
 	{"scratch-limit", required_argument, NULL, OPT_SCRATCH_LIMIT}
 
 /* Help text for the options above (and RLM_SANDBOX_DISABLE). */
-extern const char sandbox_opts_help[];
+extern const char cli_sandbox_opts_help[];
 
 /* Take option `opt` with argument `arg` into c. Returns 1 when taken, 0
  * when opt is not a sandbox option, or 2 after printing an error for a bad
  * value. --unsafe-no-sandbox prints its warning on stderr here, always. */
-int sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg);
+int cli_sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg);
 
 
 /* ---- the strategy and limits of a solve (solve, serve) ---- */
@@ -136,14 +136,14 @@ enum {
 
 /* Help text for the options above but --strategy and --refresh, which
  * each command words its own way. */
-extern const char solve_opts_help[];
+extern const char cli_solve_opts_help[];
 
 /* RLM_MAX_DEPTH, RLM_MAX_NODES and RLM_MAX_CALLS into ro (the flags override them).
  * Returns 0, or 2 after printing which variable is bad. */
-int solve_opts_env(struct rlm_opts *ro);
+int cli_solve_opts_env(struct rlm_opts *ro);
 /* Take option `opt` with argument `arg` into ro. Returns 1 when taken, 0
  * when opt is not a solve option, or 2 after printing an error for a bad
  * value. */
-int solve_opts_take(struct rlm_opts *ro, int opt, const char *arg);
+int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg);
 
 #endif

@@ -36,7 +36,7 @@ static const char usage[] =
 	"With no model configured rlm uses its built-in offline simulator 'sim', so\n"
 	"everything runs without a network. See README.md for real providers.\n";
 
-int cmd_bench(int argc, char **argv)
+int cli_bench(int argc, char **argv)
 {
 	static const char bench_usage[] =
 		"usage: rlm bench SUBCOMMAND [options]\n"
@@ -50,12 +50,12 @@ int cmd_bench(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	if (strcmp(argv[1], "gen") == 0)
-		return cmd_bench_gen(argc - 1, argv + 1);
+		return cli_bench_gen(argc - 1, argv + 1);
 	if (strcmp(argv[1], "perf") == 0)
-		return cmd_bench_perf(argc - 1, argv + 1);
+		return cli_bench_perf(argc - 1, argv + 1);
 	if (strcmp(argv[1], "run") == 0)
-		return cmd_bench_run(argc - 1, argv + 1);
-	return cli_fail(2, "unknown bench subcommand '%s' (known: gen, run, perf)", argv[1]);
+		return cli_bench_run(argc - 1, argv + 1);
+	return log_fail(2, "unknown bench subcommand '%s' (known: gen, run, perf)", argv[1]);
 }
 
 int main(int argc, char **argv)
@@ -70,15 +70,15 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int, char **);
 	} cmds[] = {
-		{"solve", cmd_solve},
-		{"repl", cmd_repl},
-		{"doctor", cmd_doctor},
-		{"sim-serve", cmd_sim_serve},
-		{"serve", cmd_serve},
-		{"bench", cmd_bench},
-		{"cache", cmd_cache},
-		{"runs", cmd_runs},
-		{"mcp", cmd_mcp},
+		{"solve", cli_solve},
+		{"repl", cli_repl},
+		{"doctor", cli_doctor},
+		{"sim-serve", cli_sim_serve},
+		{"serve", cli_serve},
+		{"bench", cli_bench},
+		{"cache", cli_cache},
+		{"runs", cli_runs},
+		{"mcp", cli_mcp},
 	};
 	signal(SIGPIPE, SIG_IGN);
 	/* The offline simulator, as the provider "sim" models are set up
@@ -100,5 +100,5 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].fn(argc - 1, argv + 1);
-	return cli_fail(2, "unknown command '%s' (see rlm --help)", argv[1]);
+	return log_fail(2, "unknown command '%s' (see rlm --help)", argv[1]);
 }

@@ -98,11 +98,11 @@ void buf_release(struct buf *b);
 char *buf_detach(struct buf *b, size_t *len);
 
 /* ---- time ---- */
-int64_t now_ns(void);          /* CLOCK_MONOTONIC */
-int64_t wall_ms(void);         /* CLOCK_REALTIME, ms since the epoch */
-void sleep_ns(int64_t ns);     /* sleeps the whole interval despite signals */
+int64_t time_now_ns(void);          /* CLOCK_MONOTONIC */
+int64_t time_wall_ms(void);         /* CLOCK_REALTIME, ms since the epoch */
+void time_sleep_ns(int64_t ns);     /* sleeps the whole interval despite signals */
 
-/* ---- random numbers: xoshiro256** seeded by splitmix64 ----
+/* ---- random numbers: xoshiro256** seeded by rng_splitmix64 ----
  * Not thread-safe: each thread or object keeps its own state. */
 struct rng {
 	uint64_t s[4];
@@ -113,15 +113,15 @@ uint64_t rng_next(struct rng *r);
 uint64_t rng_below(struct rng *r, uint64_t n);
 /* Uniform in [0, 1). */
 double rng_unit(struct rng *r);
-uint64_t splitmix64(uint64_t *state);
+uint64_t rng_splitmix64(uint64_t *state);
 
 /* ---- parsing numbers with suffixes ---- */
 /* Parse "1000", "8k", "32K", "1.5M", "10M", "2G" (powers of 1000).
  * Returns 0 or RLM_EINVAL. */
-int parse_count(const char *s, uint64_t *out);
+int text_parse_count(const char *s, uint64_t *out);
 /* Parse a non-negative integer that must fit in an int; 0 or RLM_EINVAL. */
-int parse_int(const char *s, long min, long max, long *out);
-int parse_double(const char *s, double min, double max, double *out);
+int text_parse_int(const char *s, long min, long max, long *out);
+int text_parse_double(const char *s, double min, double max, double *out);
 
 /* ---- URLs ---- */
 /* s with the "user:password@" of every URL in it removed (s may be a
@@ -130,7 +130,7 @@ int parse_double(const char *s, double min, double max, double *out);
  * ?api_key=...) replaced by REDACTED: a URL as it may be stored or shown,
  * a credential left out. Text that is no URL is copied as it is. The
  * caller frees the result. */
-char *url_without_userinfo(const char *s);
+char *text_url_without_userinfo(const char *s);
 
 /* ---- logging to stderr, thread-safe, one line per call ---- */
 enum { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
@@ -151,8 +151,8 @@ int log_fail(int status, const char *fmt, ...) RLM_PRINTF(2, 3);
 /* ---- files ---- */
 /* Read a whole file into a fresh NUL-terminated buffer, at most max bytes.
  * Returns 0, -errno, or RLM_ETOOBIG, with a message in err. */
-int read_file(const char *path, size_t max, char **out, size_t *len, struct rlm_err *err);
+int file_read(const char *path, size_t max, char **out, size_t *len, struct rlm_err *err);
 /* Write all of buf to fd, retrying on EINTR and short writes. */
-int write_all(int fd, const void *buf, size_t len);
+int file_write_all(int fd, const void *buf, size_t len);
 
 #endif

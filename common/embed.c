@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-const struct embedded_file *embedded_find(const char *name)
+const struct embedded_file *embed_find(const char *name)
 {
-	for (const struct embedded_file *f = embedded_files; f->name; f++)
+	for (const struct embedded_file *f = embed_files; f->name; f++)
 		if (strcmp(f->name, name) == 0)
 			return f;
 	return NULL;

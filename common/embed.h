@@ -13,9 +13,9 @@ struct embedded_file {
 };
 
 /* Terminated by an entry whose name is NULL. */
-extern const struct embedded_file embedded_files[];
+extern const struct embedded_file embed_files[];
 
 /* The file of that name, or NULL. */
-const struct embedded_file *embedded_find(const char *name);
+const struct embedded_file *embed_find(const char *name);
 
 #endif

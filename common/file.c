@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int read_file(const char *path, size_t max, char **out, size_t *len, struct rlm_err *err)
+int file_read(const char *path, size_t max, char **out, size_t *len, struct rlm_err *err)
 {
 	struct buf b;
 	char chunk[65536];
@@ -42,7 +42,7 @@ out:
 	return rc;
 }
 
-int write_all(int fd, const void *buf, size_t len)
+int file_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 	while (len > 0) {

@@ -6,7 +6,7 @@
  * Our servers answer a request with one write of headers and body
  * together on a TCP_NODELAY socket: two writes without it stall each call
  * ~40 ms (Nagle against the client's delayed ACK). A buffer goes out whole
- * with write_all (common.h), which retries short writes and EINTR; it is
+ * with file_write_all (common.h), which retries short writes and EINTR; it is
  * the one such loop for files, pipes and sockets alike (a process that
  * writes to sockets ignores SIGPIPE: main() and the test harness do).
  *

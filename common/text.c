@@ -208,7 +208,7 @@ bool text_is_none(const char *s, size_t n)
 	       text_to_lower(s[2]) == 'n' && text_to_lower(s[3]) == 'e';
 }
 
-char *fmt_duration(char *buf, size_t n, int64_t ns)
+char *text_fmt_duration(char *buf, size_t n, int64_t ns)
 {
 	if (ns < 1000000000LL)
 		snprintf(buf, n, "%lld ms", (long long)(ns / 1000000));
@@ -219,7 +219,7 @@ char *fmt_duration(char *buf, size_t n, int64_t ns)
 	return buf;
 }
 
-int parse_size(const char *s, uint64_t *out)
+int text_parse_size(const char *s, uint64_t *out)
 {
 	static const char units[] = "KMGT";
 	const char *p = s, *u;

@@ -115,11 +115,11 @@ char *text_fmt_size(char *buf, size_t n, uint64_t v);
 bool text_is_none(const char *s, size_t n);
 
 /* A duration in words: "30 s", "1.5 s", "250 ms". Returns buf. */
-char *fmt_duration(char *buf, size_t n, int64_t ns);
+char *text_fmt_duration(char *buf, size_t n, int64_t ns);
 /* Parse a size: decimal digits with an optional fraction ("1.5"), then an
  * optional unit K, M, G or T (powers of 1024, either case) that "B" or "iB"
  * may follow, or a lone "B": "512M", "2G", "1.5GiB", "1024". Nothing else
  * (no sign, blank, hex, exponent, inf). Returns 0 or RLM_EINVAL. */
-int parse_size(const char *s, uint64_t *out);
+int text_parse_size(const char *s, uint64_t *out);
 
 #endif

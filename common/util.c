@@ -10,21 +10,21 @@
 #include <strings.h>
 #include <time.h>
 
-int64_t now_ns(void)
+int64_t time_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t wall_ms(void)
+int64_t time_wall_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void sleep_ns(int64_t ns)
+void time_sleep_ns(int64_t ns)
 {
 	struct timespec ts;
 	if (ns <= 0)
@@ -35,7 +35,7 @@ void sleep_ns(int64_t ns)
 		;
 }
 
-uint64_t splitmix64(uint64_t *state)
+uint64_t rng_splitmix64(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -46,7 +46,7 @@ uint64_t splitmix64(uint64_t *state)
 void rng_seed(struct rng *r, uint64_t seed)
 {
 	for (int i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&seed);
+		r->s[i] = rng_splitmix64(&seed);
 }
 
 static uint64_t rotl(uint64_t x, int k)
@@ -83,7 +83,7 @@ double rng_unit(struct rng *r)
 	return (double)(rng_next(r) >> 11) * 0x1.0p-53;
 }
 
-int parse_count(const char *s, uint64_t *out)
+int text_parse_count(const char *s, uint64_t *out)
 {
 	char *end;
 	double v, mul = 1;
@@ -109,7 +109,7 @@ int parse_count(const char *s, uint64_t *out)
 	return 0;
 }
 
-int parse_int(const char *s, long min, long max, long *out)
+int text_parse_int(const char *s, long min, long max, long *out)
 {
 	char *end;
 	long v;
@@ -123,7 +123,7 @@ int parse_int(const char *s, long min, long max, long *out)
 	return 0;
 }
 
-int parse_double(const char *s, double min, double max, double *out)
+int text_parse_double(const char *s, double min, double max, double *out)
 {
 	char *end;
 	double v;
@@ -200,7 +200,7 @@ static char *redact_queries(char *s)
 	return buf_detach(&b, NULL);
 }
 
-char *url_without_userinfo(const char *s)
+char *text_url_without_userinfo(const char *s)
 {
 	return redact_queries(url_strip_userinfo(s));
 }

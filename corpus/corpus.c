@@ -81,7 +81,7 @@ size_t corpus_page_size(void)
 
 /* ---- the buffer being built ---- */
 
-void tb_init(struct tbuf *b, size_t max, bool heap)
+void corpus__tb_init(struct tbuf *b, size_t max, bool heap)
 {
 	memset(b, 0, sizeof(*b));
 	b->max = max;
@@ -94,7 +94,7 @@ void tb_init(struct tbuf *b, size_t max, bool heap)
 	}
 }
 
-void tb_release(struct tbuf *b)
+void corpus__tb_release(struct tbuf *b)
 {
 	if (b->fd >= 0) {
 		if (b->p)
@@ -127,7 +127,7 @@ static void tb_ready(struct tbuf *b, size_t n)
 		b->ready = want;
 }
 
-int tb_grow(struct tbuf *b, size_t n)
+int corpus__tb_grow(struct tbuf *b, size_t n)
 {
 	size_t need = b->len + n + 1, cap;
 	void *p;
@@ -170,12 +170,12 @@ int tb_grow(struct tbuf *b, size_t n)
 	return 0;
 }
 
-int tb_reserve(struct tbuf *b, size_t n)
+int corpus__tb_reserve(struct tbuf *b, size_t n)
 {
 	size_t max = b->max ? b->max : SIZE_MAX / 4;
 	if (n > max || b->len > max - n)
 		return RLM_ETOOBIG;
-	return tb_grow(b, n);
+	return corpus__tb_grow(b, n);
 }
 
 /* Write the documents' (offset, length) pairs at the end of the memfd, as
@@ -204,7 +204,7 @@ static int tb_write_table(struct tbuf *b, const struct corpus *c)
 	return 0;
 }
 
-int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
+int corpus__tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
 {
 	void *p;
 	int rc = 0;
@@ -213,7 +213,7 @@ int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
 		ci->c.buf = ci->heap;
 		ci->c.len = b->len;
 		b->p = NULL;
-		tb_release(b);
+		corpus__tb_release(b);
 		return 0;
 	}
 	munmap(b->p, b->cap); /* the text stays in the memfd */
@@ -222,13 +222,13 @@ int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
 	    fcntl(b->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <
 		0) {
 		rc = rc ? rc : -errno;
-		tb_release(b);
+		corpus__tb_release(b);
 		return rc;
 	}
 	p = mmap(NULL, b->len, PROT_READ, MAP_SHARED, b->fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
-		tb_release(b);
+		corpus__tb_release(b);
 		return rc;
 	}
 	ci->map = p;
@@ -238,7 +238,7 @@ int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
 	ci->c.fd = b->fd;
 	ci->c.fd_table = b->len;
 	b->fd = -1;
-	tb_release(b);
+	corpus__tb_release(b);
 	return 0;
 }
 
@@ -345,8 +345,8 @@ int corpus_from_text_memfd(const char *text, size_t len, struct corpus **out)
 	*out = NULL;
 	if (fd < 0)
 		return -errno;
-	/* mode 0: see tb_init */
-	rc = fchmod(fd, 0) < 0 ? -errno : write_all(fd, text, len);
+	/* mode 0: see corpus__tb_init */
+	rc = fchmod(fd, 0) < 0 ? -errno : file_write_all(fd, text, len);
 	if (rc == 0 &&
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
 		rc = -errno;
@@ -526,7 +526,7 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 	}
 	/* Decoded text is never longer than its line, so the whole corpus fits
 	 * in the input's size; the buffer is uncapped. */
-	if ((rc = tb_reserve(b, tlen + 1))) {
+	if ((rc = corpus__tb_reserve(b, tlen + 1))) {
 		rc = rlm_err_set(err, rc, "%s line %zu: cannot grow the corpus buffer: %s", what,
 				 line, strerror(-rc));
 		goto out;
@@ -562,7 +562,7 @@ static int jsonl_decode(const char *name, const char *s, size_t len, int drop, b
 		name = "-";
 	w = label(name, what, sizeof(what));
 	ci = corpus_alloc(CORPUS_JSONL, name);
-	tb_init(&b, 0, heap);
+	corpus__tb_init(&b, 0, heap);
 	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
 		i = 3; /* a byte-order mark */
 	while (i < len) {
@@ -580,14 +580,14 @@ static int jsonl_decode(const char *name, const char *s, size_t len, int drop, b
 		rc = rlm_err_set(err, RLM_EINVAL, "no documents in %s", w);
 		goto fail;
 	}
-	if ((rc = tb_finish(&b, ci, true))) {
+	if ((rc = corpus__tb_finish(&b, ci, true))) {
 		rc = rlm_err_set(err, rc, "cannot keep the documents of %s: %s", w, strerror(-rc));
 		goto fail;
 	}
 	*out = &ci->c;
 	return 0;
 fail:
-	tb_release(&b);
+	corpus__tb_release(&b);
 	corpus_free(&ci->c);
 	return rc;
 }
@@ -614,7 +614,7 @@ static int load_jsonl(int fd, const struct stat *st, const char *path, const str
 
 /* ---- reading whole files and pipes ---- */
 
-int tb_read_all(int fd, struct tbuf *b, size_t hint)
+int corpus__tb_read_all(int fd, struct tbuf *b, size_t hint)
 {
 	size_t max = b->max ? b->max : SIZE_MAX / 4, chunk = hint < 65536 ? 65536 : hint + 1;
 	for (;;) {
@@ -628,7 +628,7 @@ int tb_read_all(int fd, struct tbuf *b, size_t hint)
 			while (n < 0 && errno == EINTR);
 			return n < 0 ? -errno : n ? RLM_ETOOBIG : 0;
 		}
-		if (b->cap <= b->len + 1 && (rc = tb_reserve(b, RLM_MIN(room, chunk))))
+		if (b->cap <= b->len + 1 && (rc = corpus__tb_reserve(b, RLM_MIN(room, chunk))))
 			return rc; /* not RLM_ETOOBIG: the size fits in room */
 		n = read(fd, b->p + b->len, RLM_MIN(b->cap - b->len - 1, room));
 		if (n < 0 && errno == EINTR)
@@ -652,8 +652,8 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 	struct tbuf b;
 	size_t cap = 0;
 	int rc;
-	tb_init(&b, max, o->heap);
-	rc = tb_read_all(0, &b, 0);
+	corpus__tb_init(&b, max, o->heap);
+	rc = corpus__tb_read_all(0, &b, 0);
 	if (rc == RLM_ETOOBIG) {
 		rc = rlm_err_set(err, rc, "standard input is larger than %zu bytes", max);
 		goto fail;
@@ -671,21 +671,21 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 		 * has passed is given back to the system (a hole punched in
 		 * the memfd). */
 		rc = jsonl_decode("-", b.p, b.len, b.fd >= 0 ? MADV_REMOVE : 0, o->heap, out, err);
-		tb_release(&b);
+		corpus__tb_release(&b);
 		return rc;
 	}
 	if ((rc = check_text("standard input", b.p, b.len, err)))
 		goto fail;
 	ci = corpus_alloc(CORPUS_TEXT, "-");
 	corpus_add_doc(&ci->c, &cap, 0, b.len, NULL);
-	if ((rc = tb_finish(&b, ci, false))) {
+	if ((rc = corpus__tb_finish(&b, ci, false))) {
 		corpus_free(&ci->c);
 		return rlm_err_set(err, rc, "cannot keep standard input: %s", strerror(-rc));
 	}
 	*out = &ci->c;
 	return 0;
 fail:
-	tb_release(&b);
+	corpus__tb_release(&b);
 	return rc;
 }
 

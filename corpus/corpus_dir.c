@@ -195,7 +195,7 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 		warn_skip(w, rel, "not a regular file");
 		goto out;
 	}
-	if ((rc = tb_grow(b, HEAD)))
+	if ((rc = corpus__tb_grow(b, HEAD)))
 		goto read_error;
 	if ((n = read_head(fd, b->p + start, HEAD)) < 0) {
 		rc = (int)n;
@@ -213,9 +213,9 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	if (b->len > max)
 		rc = RLM_ETOOBIG;
 	else if ((size_t)n == HEAD)
-		rc = tb_read_all(fd, b, (size_t)st.st_size - RLM_MIN((size_t)st.st_size, HEAD));
+		rc = corpus__tb_read_all(fd, b, (size_t)st.st_size - RLM_MIN((size_t)st.st_size, HEAD));
 	if (rc == 0)
-		rc = tb_reserve(b, 1);
+		rc = corpus__tb_reserve(b, 1);
 	if (rc == RLM_ETOOBIG) {
 		b->len = start;
 		b->p[start] = '\0';
@@ -255,7 +255,7 @@ int corpus_load_dir(int fd, const char *path, const struct corpus_opts *o, size_
 	struct tbuf b;
 	size_t cap = 0;
 	int sub = dup(fd), rc;
-	tb_init(&b, max, o->heap);
+	corpus__tb_init(&b, max, o->heap);
 	if (sub < 0) {
 		rc = rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
 		goto out;
@@ -272,7 +272,7 @@ int corpus_load_dir(int fd, const char *path, const struct corpus_opts *o, size_
 				 ci->c.skipped);
 		goto out;
 	}
-	if ((rc = tb_finish(&b, ci, true))) {
+	if ((rc = corpus__tb_finish(&b, ci, true))) {
 		rc = rlm_err_set(err, rc, "cannot keep the documents of '%s': %s", path,
 				 strerror(-rc));
 		goto out;
@@ -283,7 +283,7 @@ out:
 	for (size_t i = 0; i < w.n; i++)
 		free(w.paths[i]);
 	free(w.paths);
-	tb_release(&b);
+	corpus__tb_release(&b);
 	if (ci)
 		corpus_free(&ci->c);
 	return rc;

@@ -45,21 +45,21 @@ struct tbuf {
 
 /* An empty buffer of at most max bytes (0: none), in a memfd of mode 0, or
  * on the heap with heap or when memfd_create is refused. */
-void tb_init(struct tbuf *b, size_t max, bool heap);
+void corpus__tb_init(struct tbuf *b, size_t max, bool heap);
 /* Free the buffer and close its memfd; b is empty again. */
-void tb_release(struct tbuf *b);
+void corpus__tb_release(struct tbuf *b);
 /* Room for n more bytes and the NUL after them, whatever max says.
  * Returns 0 or -errno when the memfd cannot grow. */
-int tb_grow(struct tbuf *b, size_t n);
-/* tb_grow within max: RLM_ETOOBIG when len + n would pass it. */
-int tb_reserve(struct tbuf *b, size_t n);
+int corpus__tb_grow(struct tbuf *b, size_t n);
+/* corpus__tb_grow within max: RLM_ETOOBIG when len + n would pass it. */
+int corpus__tb_reserve(struct tbuf *b, size_t n);
 /* Append everything fd yields to b without passing b->max; hint is the
  * expected size. Returns 0, -errno, or RLM_ETOOBIG when there is more. */
-int tb_read_all(int fd, struct tbuf *b, size_t hint);
+int corpus__tb_read_all(int fd, struct tbuf *b, size_t hint);
 /* Hand the text over to ci (buf, len, fd). A memfd is cut to the text,
  * given the documents table when `table`, sealed and mapped read-only.
  * Returns 0 or -errno; b is released either way. */
-int tb_finish(struct tbuf *b, struct corpus_int *ci, bool table);
+int corpus__tb_finish(struct tbuf *b, struct corpus_int *ci, bool table);
 
 /* corpus_load of the directory open as fd (borrowed), path for messages,
  * at most max bytes of text. Same contract as corpus_load.

@@ -34,9 +34,9 @@ int corpus_from_docs_memfd(const char *const *items, const size_t *lens, size_t 
 		*out = &ci->c;
 		return 0;
 	}
-	tb_init(&b, 0, false);
+	corpus__tb_init(&b, 0, false);
 	for (size_t i = 0; i < n; i++) {
-		if ((rc = tb_reserve(&b, lens[i] + 1)))
+		if ((rc = corpus__tb_reserve(&b, lens[i] + 1)))
 			goto fail;
 		memcpy(b.p + b.len, items[i], lens[i]);
 		b.len += lens[i];
@@ -44,14 +44,14 @@ int corpus_from_docs_memfd(const char *const *items, const size_t *lens, size_t 
 		b.p[b.len] = '\0';
 		corpus_add_doc(&ci->c, &cap, b.len - lens[i] - 1, lens[i], NULL);
 	}
-	if ((rc = tb_finish(&b, ci, true)))
+	if ((rc = corpus__tb_finish(&b, ci, true)))
 		goto fail;
 	/* Written through a mapping now gone: none of its pages are ours. */
 	corpus_release_pages(&ci->c);
 	*out = &ci->c;
 	return 0;
 fail:
-	tb_release(&b);
+	corpus__tb_release(&b);
 	corpus_free(&ci->c);
 	return rc == RLM_ETOOBIG ? -ENOMEM : rc;
 }

@@ -51,7 +51,7 @@ static void share_unlock(CURL *h, curl_lock_data data, void *arg)
 	pthread_mutex_unlock(&s->locks[data]);
 }
 
-struct http_shared *http_shared_new(void)
+struct http_shared *llm__http_shared_new(void)
 {
 	struct http_shared *s;
 	pthread_once(&global_once, global_init);
@@ -62,7 +62,7 @@ struct http_shared *http_shared_new(void)
 		pthread_mutex_init(&s->locks[i], NULL);
 	s->sh = curl_share_init();
 	if (!s->sh) {
-		http_shared_free(s);
+		llm__http_shared_free(s);
 		return NULL;
 	}
 	curl_share_setopt(s->sh, CURLSHOPT_LOCKFUNC, share_lock);
@@ -73,7 +73,7 @@ struct http_shared *http_shared_new(void)
 	return s;
 }
 
-void http_shared_free(struct http_shared *s)
+void llm__http_shared_free(struct http_shared *s)
 {
 	if (!s)
 		return;
@@ -84,7 +84,7 @@ void http_shared_free(struct http_shared *s)
 	free(s);
 }
 
-struct http_client *http_client_new(struct http_shared *sh)
+struct http_client *llm__http_client_new(struct http_shared *sh)
 {
 	struct http_client *hc = xcalloc(1, sizeof(*hc));
 	hc->shared = sh;
@@ -96,7 +96,7 @@ struct http_client *http_client_new(struct http_shared *sh)
 	return hc;
 }
 
-void http_client_free(struct http_client *hc)
+void llm__http_client_free(struct http_client *hc)
 {
 	if (!hc)
 		return;
@@ -138,7 +138,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		if (end != v && ms >= 0)
 			x->resp->retry_after_ms = (int64_t)RLM_MIN(ms, 3600e3);
 	} else if (strncasecmp(line, "retry-after:", 12) == 0 && x->resp->retry_after_ms < 0) {
-		x->resp->retry_after_ms = http_parse_retry_after(line + 12, wall_ms());
+		x->resp->retry_after_ms = llm__http_parse_retry_after(line + 12, time_wall_ms());
 	}
 	return len;
 }
@@ -153,7 +153,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	return x->cancel && atomic_load(x->cancel) ? 1 : 0;
 }
 
-void http_perform(struct http_client *hc, const struct http_req *req, struct http_resp *resp,
+void llm__http_perform(struct http_client *hc, const struct http_req *req, struct http_resp *resp,
 		  long timeout_ms, long connect_timeout_ms, const atomic_bool *cancel)
 {
 	struct curl_slist *hdrs = NULL;

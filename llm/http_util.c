@@ -19,7 +19,7 @@
 
 /* ---- request and response ---- */
 
-void http_req_header(struct http_req *r, const char *fmt, ...)
+void llm__http_req_header(struct http_req *r, const char *fmt, ...)
 {
 	va_list ap;
 	char *line;
@@ -37,7 +37,7 @@ void http_req_header(struct http_req *r, const char *fmt, ...)
 	r->headers[r->n_headers++] = line;
 }
 
-void http_req_release(struct http_req *r)
+void llm__http_req_release(struct http_req *r)
 {
 	free(r->url);
 	for (int i = 0; i < r->n_headers; i++)
@@ -46,14 +46,14 @@ void http_req_release(struct http_req *r)
 	memset(r, 0, sizeof(*r));
 }
 
-void http_resp_init(struct http_resp *r)
+void llm__http_resp_init(struct http_resp *r)
 {
 	memset(r, 0, sizeof(*r)); /* status 0, no transport error */
 	buf_init(&r->body, LLM_MAX_BODY);
 	r->retry_after_ms = -1;
 }
 
-void http_resp_release(struct http_resp *r)
+void llm__http_resp_release(struct http_resp *r)
 {
 	buf_release(&r->body);
 }
@@ -136,7 +136,7 @@ static int64_t parse_imf_fixdate(const char *s, size_t len)
 	return (int64_t)t * 1000;
 }
 
-int64_t http_parse_retry_after(const char *v, int64_t now_wall_ms)
+int64_t llm__http_parse_retry_after(const char *v, int64_t now_wall_ms)
 {
 	const char *end;
 	int64_t at;
@@ -188,7 +188,7 @@ static char *clean_text(const char *s, size_t len)
 	return out;
 }
 
-int wire_add_text(cJSON *obj, const char *key, const char *s, size_t len)
+int llm__wire_add_text(cJSON *obj, const char *key, const char *s, size_t len)
 {
 	char *t = clean_text(s ? s : "", s ? len : 0);
 	int rc = json_add_str(obj, key, t);
@@ -196,7 +196,7 @@ int wire_add_text(cJSON *obj, const char *key, const char *s, size_t len)
 	return rc;
 }
 
-int wire_merge_extra(cJSON *obj, const char *extra, struct rlm_err *err)
+int llm__wire_merge_extra(cJSON *obj, const char *extra, struct rlm_err *err)
 {
 	cJSON *j, *it, *next;
 	if (!extra)
@@ -231,7 +231,7 @@ int wire_merge_extra(cJSON *obj, const char *extra, struct rlm_err *err)
 	return 0;
 }
 
-int wire_check_key(const char *key, struct rlm_err *err)
+int llm__wire_check_key(const char *key, struct rlm_err *err)
 {
 	for (const char *k = key; k && *k; k++)
 		if ((unsigned char)*k < 0x20 || *k == 0x7f)
@@ -242,7 +242,7 @@ int wire_check_key(const char *key, struct rlm_err *err)
 	return 0;
 }
 
-void wire_set_body(struct http_req *out, const cJSON *obj)
+void llm__wire_set_body(struct http_req *out, const cJSON *obj)
 {
 	free(out->body);
 	out->body = json_print(obj);
@@ -251,7 +251,7 @@ void wire_set_body(struct http_req *out, const cJSON *obj)
 
 /* ---- replies ---- */
 
-int wire_parse_reply(const char *body, size_t len, cJSON **out, struct rlm_err *err)
+int llm__wire_parse_reply(const char *body, size_t len, cJSON **out, struct rlm_err *err)
 {
 	cJSON *j = json_parse(body, len);
 	*out = NULL;
@@ -270,7 +270,7 @@ static bool nonempty(const char *s)
 	return s && *s;
 }
 
-char *wire_json_error(const cJSON *j)
+char *llm__wire_json_error(const cJSON *j)
 {
 	const cJSON *e, *d;
 	const char *m, *t;
@@ -350,7 +350,7 @@ static char *plain_error(const char *body, size_t len)
 	return out;
 }
 
-char *wire_generic_error(const char *body, size_t len)
+char *llm__wire_generic_error(const char *body, size_t len)
 {
 	cJSON *j;
 	char *msg;
@@ -359,12 +359,12 @@ char *wire_generic_error(const char *body, size_t len)
 	j = json_parse(body, len);
 	if (!j)
 		return plain_error(body, len);
-	msg = wire_json_error(j);
+	msg = llm__wire_json_error(j);
 	cJSON_Delete(j);
 	return msg;
 }
 
-void wire_set_result(struct llm_call *c, const char *text, size_t len, const char *finish)
+void llm__wire_set_result(struct llm_call *c, const char *text, size_t len, const char *finish)
 {
 	free(c->text);
 	free(c->finish_reason);
@@ -373,7 +373,7 @@ void wire_set_result(struct llm_call *c, const char *text, size_t len, const cha
 	c->finish_reason = finish ? xstrdup(finish) : NULL;
 }
 
-int64_t wire_count(const cJSON *obj, const char *key)
+int64_t llm__wire_count(const cJSON *obj, const char *key)
 {
 	int64_t v = json_int(obj, key, 0);
 	return v > 0 ? v : 0;

@@ -22,8 +22,8 @@ struct http_req {
 	size_t len;
 };
 
-void http_req_header(struct http_req *r, const char *fmt, ...) RLM_PRINTF(2, 3);
-void http_req_release(struct http_req *r);
+void llm__http_req_header(struct http_req *r, const char *fmt, ...) RLM_PRINTF(2, 3);
+void llm__http_req_release(struct http_req *r);
 
 /* The outcome of one attempt. */
 struct http_resp {
@@ -38,12 +38,12 @@ struct http_resp {
 	char transport_err[256];/* words for transport_rc */
 };
 
-void http_resp_init(struct http_resp *r);
-void http_resp_release(struct http_resp *r);
+void llm__http_resp_init(struct http_resp *r);
+void llm__http_resp_release(struct http_resp *r);
 /* Parse a Retry-After value in ms: delta-seconds, a fraction allowed
  * ("1.5"), or an IMF-fixdate HTTP date (a past date gives 0); surrounding
  * whitespace is ignored; capped at 3600000. -1 if it is neither. */
-int64_t http_parse_retry_after(const char *v, int64_t now_wall_ms);
+int64_t llm__http_parse_retry_after(const char *v, int64_t now_wall_ms);
 
 /* A provider's wire format: how a call becomes a request and a response
  * becomes a result. Pure functions of their arguments, callable from any
@@ -105,21 +105,21 @@ struct llm_model {
 struct http_shared;
 struct http_client;
 
-struct http_shared *http_shared_new(void);
-void http_shared_free(struct http_shared *sh);
-struct http_client *http_client_new(struct http_shared *sh);
-void http_client_free(struct http_client *hc);
+struct http_shared *llm__http_shared_new(void);
+void llm__http_shared_free(struct http_shared *sh);
+struct http_client *llm__http_client_new(struct http_shared *sh);
+void llm__http_client_free(struct http_client *hc);
 /* Perform req; fill resp (status, body, Retry-After, or transport_rc and
  * transport_err). timeout_ms bounds the whole attempt; cancel aborts it.
  * Only the thread that owns hc may call it. */
-void http_perform(struct http_client *hc, const struct http_req *req, struct http_resp *resp,
+void llm__http_perform(struct http_client *hc, const struct http_req *req, struct http_resp *resp,
 		  long timeout_ms, long connect_timeout_ms, const atomic_bool *cancel);
 
 /* Built-in table of context windows; 0 when unknown. */
 long llm_context_window_lookup(const char *model);
 
 /* The transport of an in-process model (llm/provider.c): req handed to
- * its provider's perform, its answer put in resp as http_perform would. */
+ * its provider's perform, its answer put in resp as llm__http_perform would. */
 void llm__provider_perform(const struct llm_model *m, const struct http_req *req,
 			   struct http_resp *resp, const atomic_bool *cancel);
 

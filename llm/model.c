@@ -64,7 +64,7 @@ static void endpoint_init(struct llm_model *m, struct llm_endpoint *ep, const ch
 	pthread_cond_init(&ep->cv, NULL);
 	ep->req_tokens = m->cfg.rpm > 0 ? RLM_MAX(1.0, m->cfg.rpm / 6) : 0;
 	ep->tok_tokens = m->cfg.tpm > 0 ? RLM_MAX(1.0, m->cfg.tpm / 6) : 0;
-	ep->refill_ns = now_ns();
+	ep->refill_ns = time_now_ns();
 }
 
 /* Split "a, b ,c" into trimmed endpoint URLs without trailing slashes. */
@@ -98,11 +98,11 @@ static int add_endpoints(struct llm_model *m, const char *list, struct rlm_err *
  * host in lower case, no default port (":80" for http, ":443" for https);
  * the path as it is (add_endpoints removed trailing slashes); a query or
  * fragment as a digest of it ("?~" and 16 hex digits) with the values of
- * parameters that look secret left out (url_without_userinfo), since the
+ * parameters that look secret left out (text_url_without_userinfo), since the
  * id is kept in the store and shown. */
 static char *endpoint_norm(const char *url)
 {
-	char *u = url_without_userinfo(url), *host = strstr(u, "://"), *end, *port, *q;
+	char *u = text_url_without_userinfo(url), *host = strstr(u, "://"), *end, *port, *q;
 	if (!host)
 		return u;
 	if ((q = strpbrk(host + 3, "?#"))) {

@@ -141,7 +141,7 @@ static double bucket_wait_ns(const struct llm_model *m, const struct llm_endpoin
  * recovers first. */
 static struct llm_endpoint *choose_endpoint(struct llm_model *m, double tokens, int *index)
 {
-	int64_t now = now_ns(), soonest = INT64_MAX;
+	int64_t now = time_now_ns(), soonest = INT64_MAX;
 	unsigned start = atomic_fetch_add(&m->rr, 1);
 	size_t best = SIZE_MAX, fallback = 0;
 	int best_load = 0;
@@ -182,7 +182,7 @@ static struct llm_endpoint *choose_endpoint(struct llm_model *m, double tokens, 
 /* True when an endpoint other than `idx` is not backed off. */
 static bool other_endpoint_ready(struct llm_model *m, int idx)
 {
-	int64_t now = now_ns();
+	int64_t now = time_now_ns();
 	for (size_t i = 0; i < m->n_eps; i++) {
 		bool ready;
 		if ((int)i == idx)
@@ -217,7 +217,7 @@ static bool acquire(struct llm_model *m, struct llm_endpoint *ep, double tokens,
 	const struct llm_model_cfg *cfg = &m->cfg;
 	pthread_mutex_lock(&ep->mu);
 	for (;;) {
-		int64_t now = now_ns(), wait = 0;
+		int64_t now = time_now_ns(), wait = 0;
 		struct timespec ts;
 		if (cancelled(c)) {
 			pthread_mutex_unlock(&ep->mu);
@@ -259,7 +259,7 @@ static void release(struct llm_endpoint *ep, bool ok, bool failed, int64_t backo
 		ep->fails++;
 		if (backoff_ms <= 0)
 			backoff_ms = RLM_MIN(250LL << RLM_MIN(ep->fails - 1, 7), 30000LL);
-		ep->backoff_until_ns = now_ns() + backoff_ms * 1000000;
+		ep->backoff_until_ns = time_now_ns() + backoff_ms * 1000000;
 	}
 	/* Waiters for a slot and for the buckets share the condvar: wake all. */
 	pthread_cond_broadcast(&ep->cv);
@@ -285,14 +285,14 @@ static bool retryable_status(int status)
 /* Sleep ms, waking early when the call is cancelled. */
 static bool nap(const struct llm_call *c, int64_t ms)
 {
-	int64_t end = now_ns() + ms * 1000000;
+	int64_t end = time_now_ns() + ms * 1000000;
 	for (;;) {
-		int64_t left = end - now_ns();
+		int64_t left = end - time_now_ns();
 		if (cancelled(c))
 			return false;
 		if (left <= 0)
 			return true;
-		sleep_ns(RLM_MIN(left, (int64_t)20000000));
+		time_sleep_ns(RLM_MIN(left, (int64_t)20000000));
 	}
 }
 
@@ -336,19 +336,19 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 		rc = m->wire->build(c, m, ep->base_url, &req, &err);
 		if (rc) {
 			set_error(c, rc, "%s", err.msg[0] ? err.msg : rlm_strerror(rc));
-			http_req_release(&req);
+			llm__http_req_release(&req);
 			return;
 		}
 		if (!acquire(m, ep, tokens, c)) {
-			http_req_release(&req);
+			llm__http_req_release(&req);
 			set_error(c, RLM_ECANCEL, "cancelled");
 			return;
 		}
-		http_resp_init(&resp);
+		llm__http_resp_init(&resp);
 		if (cfg->kind == LLM_INPROC)
 			llm__provider_perform(m, &req, &resp, c->cancel);
 		else
-			http_perform(http, &req, &resp, cfg->timeout_ms, cfg->connect_timeout_ms,
+			llm__http_perform(http, &req, &resp, cfg->timeout_ms, cfg->connect_timeout_ms,
 				     c->cancel);
 		c->attempts++;
 		c->status = resp.status;
@@ -404,18 +404,18 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 			}
 		}
 		release(ep, ok, ep_failed, ep_backoff);
-		http_req_release(&req);
+		llm__http_req_release(&req);
 
 		if (ok) {
 			c->rc = 0;
 			c->cost = llm_cost(&m->price, &c->usage);
-			http_resp_release(&resp);
+			llm__http_resp_release(&resp);
 			return;
 		}
 		if (!retry || c->rc) {
 			if (!c->rc)
 				set_error(c, RLM_EPROVIDER, "%s", last);
-			http_resp_release(&resp);
+			llm__http_resp_release(&resp);
 			return;
 		}
 		if (attempt >= cfg->max_retries) {
@@ -424,7 +424,7 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 							      : RLM_EPARSE;
 			set_error(c, last_rc, "%s (gave up after %d attempt%s)", last, c->attempts,
 				  c->attempts == 1 ? "" : "s");
-			http_resp_release(&resp);
+			llm__http_resp_release(&resp);
 			return;
 		}
 		/* Full jitter over an exponential ceiling; Retry-After is a floor. */
@@ -439,14 +439,14 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 				set_error(c, RLM_EPROVIDER,
 					  "%s (the server asked to retry after %lld s; giving up)", last,
 					  (long long)(resp.retry_after_ms / 1000));
-				http_resp_release(&resp);
+				llm__http_resp_release(&resp);
 				return;
 			}
 			if (resp.retry_after_ms >= 0 && !other_endpoint_ready(m, idx))
 				delay_ms = RLM_MAX(delay_ms, resp.retry_after_ms);
 		}
 		log_debug("retrying in %lld ms: %s", (long long)delay_ms, last);
-		http_resp_release(&resp);
+		llm__http_resp_release(&resp);
 		pthread_mutex_lock(&p->stats_mu);
 		p->stats.retries++;
 		pthread_mutex_unlock(&p->stats_mu);
@@ -480,7 +480,7 @@ static void finish(struct llm_pool *p, struct llm_call *c)
 	struct llm_latch *l = c->latch_;
 	llm_done_fn *done = c->done_;
 	void *arg = c->done_arg_;
-	c->latency_ns = now_ns() - c->submitted_ns_;
+	c->latency_ns = time_now_ns() - c->submitted_ns_;
 	pthread_mutex_lock(&p->stats_mu);
 	p->stats.calls++;
 	p->stats.attempts += c->attempts;
@@ -539,25 +539,25 @@ struct llm_pool *llm_pool_new(const struct llm_pool_cfg *cfg, struct rlm_err *er
 {
 	struct llm_pool *p = xcalloc(1, sizeof(*p));
 	int n = cfg && cfg->workers > 0 ? cfg->workers : 64;
-	uint64_t seed = (uint64_t)now_ns();
+	uint64_t seed = (uint64_t)time_now_ns();
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	pthread_mutex_init(&p->stats_mu, NULL);
 	pthread_mutex_init(&p->inline_mu, NULL);
-	p->shared = http_shared_new();
+	p->shared = llm__http_shared_new();
 	if (!p->shared) {
 		rlm_err_set(err, RLM_EHTTP, "cannot initialise libcurl");
 		llm_pool_free(p);
 		return NULL;
 	}
-	p->inline_http = http_client_new(p->shared);
+	p->inline_http = llm__http_client_new(p->shared);
 	p->workers = xcalloc((size_t)n, sizeof(*p->workers));
 	for (int i = 0; i < n; i++) {
 		struct worker *w = &p->workers[i];
 		pthread_attr_t attr;
 		int rc;
 		w->pool = p;
-		w->http = http_client_new(p->shared);
+		w->http = llm__http_client_new(p->shared);
 		rng_seed(&w->rng, seed + (uint64_t)i);
 		if (!w->http) {
 			rlm_err_set(err, RLM_EHTTP, "cannot create a curl handle");
@@ -570,7 +570,7 @@ struct llm_pool *llm_pool_new(const struct llm_pool_cfg *cfg, struct rlm_err *er
 		rc = pthread_create(&w->th, &attr, worker_main, w);
 		pthread_attr_destroy(&attr);
 		if (rc) {
-			http_client_free(w->http);
+			llm__http_client_free(w->http);
 			w->http = NULL;
 			rlm_err_set(err, -rc, "cannot start pool worker %d: %s", i, strerror(rc));
 			llm_pool_free(p);
@@ -591,11 +591,11 @@ void llm_pool_free(struct llm_pool *p)
 	pthread_mutex_unlock(&p->mu);
 	for (int i = 0; i < p->n_workers; i++) {
 		pthread_join(p->workers[i].th, NULL);
-		http_client_free(p->workers[i].http);
+		llm__http_client_free(p->workers[i].http);
 	}
 	free(p->workers);
-	http_client_free(p->inline_http);
-	http_shared_free(p->shared);
+	llm__http_client_free(p->inline_http);
+	llm__http_shared_free(p->shared);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->stats_mu);
@@ -611,14 +611,14 @@ static void enqueue(struct llm_pool *p, struct llm_call *c, struct llm_latch *l,
 	c->done_ = done;
 	c->done_arg_ = arg;
 	c->next_ = NULL;
-	c->submitted_ns_ = now_ns();
+	c->submitted_ns_ = time_now_ns();
 	pthread_mutex_lock(&p->stats_mu);
 	p->stats.in_flight++;
 	pthread_mutex_unlock(&p->stats_mu);
 	if (tls_pool == p) {
 		/* From a worker: perform inline rather than wait on our own queue. */
 		struct rng rng;
-		rng_seed(&rng, (uint64_t)now_ns());
+		rng_seed(&rng, (uint64_t)time_now_ns());
 		pthread_mutex_lock(&p->inline_mu);
 		if (p->inline_http)
 			perform_front(p, p->inline_http, &rng, c);

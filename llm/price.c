@@ -167,7 +167,7 @@ int llm_prices_load(const char *path, struct rlm_err *err)
 	cJSON *root = NULL, *it;
 	int rc;
 	size_t n = 0;
-	if ((rc = read_file(path, 1 << 20, &text, &len, err)))
+	if ((rc = file_read(path, 1 << 20, &text, &len, err)))
 		return rc;
 	root = json_parse(text, len);
 	if (!cJSON_IsObject(root)) {

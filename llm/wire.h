@@ -14,46 +14,46 @@
  * NULL). s need not be NUL-terminated. NUL bytes and bytes that are not
  * valid UTF-8 are sent as U+FFFD, so the body is always valid JSON.
  * Consumes nothing; returns 0 or RLM_EINVAL (the add failed). */
-int wire_add_text(cJSON *obj, const char *key, const char *s, size_t len);
+int llm__wire_add_text(cJSON *obj, const char *key, const char *s, size_t len);
 
 /* Merge the JSON object text extra (NULL: nothing) into the request body
  * obj: each key is appended, or replaces in place a key of the same name.
  * Returns 0, or RLM_EINVAL with "extra parameters are not a JSON object:
  * '...'" when extra is anything but an object. */
-int wire_merge_extra(cJSON *obj, const char *extra, struct rlm_err *err);
+int llm__wire_merge_extra(cJSON *obj, const char *extra, struct rlm_err *err);
 
 /* Check that an API key can go in a header line: no control characters (a
  * key read from a file with its newline would split the header). Returns
  * 0, or RLM_EINVAL "cannot use API key: it holds a control character ...". NULL is fine. */
-int wire_check_key(const char *key, struct rlm_err *err);
+int llm__wire_check_key(const char *key, struct rlm_err *err);
 
 /* Print obj compactly into out->body and out->len. */
-void wire_set_body(struct http_req *out, const cJSON *obj);
+void llm__wire_set_body(struct http_req *out, const cJSON *obj);
 
 /* Parse a 2xx reply body of len bytes into *out (the caller deletes it).
  * Returns 0, or RLM_EPARSE "malformed JSON in reply (N bytes)" when it is
  * not JSON, or RLM_EPARSE "reply is not a JSON object" when it is other
  * JSON. */
-int wire_parse_reply(const char *body, size_t len, cJSON **out, struct rlm_err *err);
+int llm__wire_parse_reply(const char *body, size_t len, cJSON **out, struct rlm_err *err);
 
 /* The provider's message in a parsed error body, as a fresh string, or NULL
  * when it holds none. Knows {"error":{"type":T,"message":M}} -> "T: M" (M
  * alone without a type; anthropic nests the same object in
  * {"type":"error",...}), {"error":"M"} (Ollama), {"detail":"M"} and
  * {"detail":[{"msg":M},...]} (FastAPI, vLLM), {"message":"M"}. */
-char *wire_json_error(const cJSON *j);
+char *llm__wire_json_error(const cJSON *j);
 
 /* The error message of any error body, shared by both wires: the JSON
- * shapes of wire_json_error; a body that is not JSON gives its first 200
+ * shapes of llm__wire_json_error; a body that is not JSON gives its first 200
  * bytes with whitespace runs collapsed, cut on a UTF-8 boundary; other
  * JSON, or an empty or blank body, gives NULL. The caller frees it. */
-char *wire_generic_error(const char *body, size_t len);
+char *llm__wire_generic_error(const char *body, size_t len);
 
 /* Store text[0..len) (a fresh NUL-terminated copy) as c->text and c->len,
  * and finish (or NULL) as c->finish_reason, freeing what was there. */
-void wire_set_result(struct llm_call *c, const char *text, size_t len, const char *finish);
+void llm__wire_set_result(struct llm_call *c, const char *text, size_t len, const char *finish);
 
 /* A usage count from obj[key]: a non-negative number, else 0. */
-int64_t wire_count(const cJSON *obj, const char *key);
+int64_t llm__wire_count(const cJSON *obj, const char *key);
 
 #endif

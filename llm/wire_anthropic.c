@@ -30,7 +30,7 @@ static cJSON *text_blocks(const char *s, size_t len, bool cache)
 	cJSON *arr = cJSON_CreateArray(), *block = cJSON_CreateObject();
 	int rc = json_add_str(block, "type", "text");
 	if (!rc)
-		rc = wire_add_text(block, "text", s, len);
+		rc = llm__wire_add_text(block, "text", s, len);
 	if (!rc && cache)
 		rc = json_add(block, "cache_control", ephemeral());
 	if (rc) {
@@ -102,7 +102,7 @@ static int add_stop(cJSON *body, const struct llm_params *p)
 	arr = cJSON_CreateArray();
 	for (size_t i = 0; i < p->n_stop && !rc; i++)
 		if (p->stop[i])
-			rc = wire_add_text(arr, NULL, p->stop[i], strlen(p->stop[i]));
+			rc = llm__wire_add_text(arr, NULL, p->stop[i], strlen(p->stop[i]));
 	if (rc) {
 		cJSON_Delete(arr);
 		return rc;
@@ -125,7 +125,7 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 	if (last == SIZE_MAX)
 		return rlm_err_set(err, RLM_EINVAL,
 				   "cannot build request: no user or assistant message");
-	rc = wire_check_key(m->api_key, err);
+	rc = llm__wire_check_key(m->api_key, err);
 	if (rc)
 		return rc;
 	body = cJSON_CreateObject();
@@ -147,21 +147,21 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 		cJSON_Delete(body);
 		return rlm_err_set(err, rc, "cannot build request body");
 	}
-	rc = wire_merge_extra(body, m->extra_json, err);
+	rc = llm__wire_merge_extra(body, m->extra_json, err);
 	if (!rc)
-		rc = wire_merge_extra(body, p->extra_json, err);
+		rc = llm__wire_merge_extra(body, p->extra_json, err);
 	if (rc) {
 		cJSON_Delete(body);
 		return rc;
 	}
-	http_req_release(out);
+	llm__http_req_release(out);
 	out->url = xasprintf("%s/v1/messages", base_url);
-	http_req_header(out, "Content-Type: application/json");
-	http_req_header(out, "Accept: application/json");
+	llm__http_req_header(out, "Content-Type: application/json");
+	llm__http_req_header(out, "Accept: application/json");
 	if (m->api_key && *m->api_key)
-		http_req_header(out, "x-api-key: %s", m->api_key);
-	http_req_header(out, "anthropic-version: " ANTHROPIC_VERSION);
-	wire_set_body(out, body);
+		llm__http_req_header(out, "x-api-key: %s", m->api_key);
+	llm__http_req_header(out, "anthropic-version: " ANTHROPIC_VERSION);
+	llm__wire_set_body(out, body);
 	cJSON_Delete(body);
 	return 0;
 }
@@ -176,12 +176,12 @@ static int parse(struct llm_call *c, const char *body, size_t len, struct rlm_er
 	free(c->text);
 	c->text = NULL;
 	c->len = 0;
-	rc = wire_parse_reply(body, len, &j, err);
+	rc = llm__wire_parse_reply(body, len, &j, err);
 	if (rc)
 		return rc;
 	type = json_str(j, "type");
 	if (type && strcmp(type, "error") == 0) {
-		char *perr = wire_json_error(j);
+		char *perr = llm__wire_json_error(j);
 		rc = rlm_err_set(err, RLM_EPROVIDER, "error in reply: %s",
 				 perr ? perr : "no message");
 		free(perr);
@@ -204,15 +204,15 @@ static int parse(struct llm_call *c, const char *body, size_t len, struct rlm_er
 		    rlm_err_set(err, rc, "reply text larger than %u bytes", (unsigned)LLM_MAX_BODY);
 		goto out;
 	}
-	wire_set_result(c, text.p, text.len, json_str(j, "stop_reason"));
+	llm__wire_set_result(c, text.p, text.len, json_str(j, "stop_reason"));
 	buf_release(&text);
 	/* Our input_tokens counts every prompt token; anthropic's only the uncached. */
 	usage = json_get(j, "usage");
-	in = wire_count(usage, "input_tokens");
-	cache_read = wire_count(usage, "cache_read_input_tokens");
-	cache_write = wire_count(usage, "cache_creation_input_tokens");
+	in = llm__wire_count(usage, "input_tokens");
+	cache_read = llm__wire_count(usage, "cache_read_input_tokens");
+	cache_write = llm__wire_count(usage, "cache_creation_input_tokens");
 	c->usage.input_tokens = in + cache_read + cache_write;
-	c->usage.output_tokens = wire_count(usage, "output_tokens");
+	c->usage.output_tokens = llm__wire_count(usage, "output_tokens");
 	c->usage.cached_tokens = cache_read;
 	c->usage.cache_write_tokens = cache_write;
 out:
@@ -227,5 +227,5 @@ const struct llm_wire llm_wire_anthropic = {
     .parse = parse,
     /* {"type":"error","error":{"type":T,"message":M}} is the generic
      * "error" object shape one level down. */
-    .error_message = wire_generic_error,
+    .error_message = llm__wire_generic_error,
 };

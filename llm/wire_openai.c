@@ -39,7 +39,7 @@ static int add_messages(cJSON *body, const struct llm_call *c)
 		rc = json_add_str(o, "role",
 				  role < ARRAY_SIZE(role_names) ? role_names[role] : "user");
 		if (!rc)
-			rc = wire_add_text(o, "content", msg->text, msg->len);
+			rc = llm__wire_add_text(o, "content", msg->text, msg->len);
 		if (!rc)
 			rc = json_add(arr, NULL, o);
 		else
@@ -61,7 +61,7 @@ static int add_stop(cJSON *body, const char *key, const struct llm_params *p)
 	arr = cJSON_CreateArray();
 	for (size_t i = 0; i < p->n_stop && !rc; i++)
 		if (p->stop[i])
-			rc = wire_add_text(arr, NULL, p->stop[i], strlen(p->stop[i]));
+			rc = llm__wire_add_text(arr, NULL, p->stop[i], strlen(p->stop[i]));
 	if (rc) {
 		cJSON_Delete(arr);
 		return rc;
@@ -79,7 +79,7 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 		base_url = llm_wire_openai.default_base_url;
 	if (c->n_msgs == 0)
 		return rlm_err_set(err, RLM_EINVAL, "cannot build request: no messages");
-	rc = wire_check_key(m->api_key, err);
+	rc = llm__wire_check_key(m->api_key, err);
 	if (rc)
 		return rc;
 	body = cJSON_CreateObject();
@@ -100,20 +100,20 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 		cJSON_Delete(body);
 		return rlm_err_set(err, rc, "cannot build request body");
 	}
-	rc = wire_merge_extra(body, m->extra_json, err);
+	rc = llm__wire_merge_extra(body, m->extra_json, err);
 	if (!rc)
-		rc = wire_merge_extra(body, p->extra_json, err);
+		rc = llm__wire_merge_extra(body, p->extra_json, err);
 	if (rc) {
 		cJSON_Delete(body);
 		return rc;
 	}
-	http_req_release(out);
+	llm__http_req_release(out);
 	out->url = xasprintf("%s/chat/completions", base_url);
-	http_req_header(out, "Content-Type: application/json");
-	http_req_header(out, "Accept: application/json");
+	llm__http_req_header(out, "Content-Type: application/json");
+	llm__http_req_header(out, "Accept: application/json");
 	if (m->api_key && *m->api_key)
-		http_req_header(out, "Authorization: Bearer %s", m->api_key);
-	wire_set_body(out, body);
+		llm__http_req_header(out, "Authorization: Bearer %s", m->api_key);
+	llm__wire_set_body(out, body);
 	cJSON_Delete(body);
 	return 0;
 }
@@ -145,14 +145,14 @@ static int parse(struct llm_call *c, const char *body, size_t len, struct rlm_er
 	free(c->text);
 	c->text = NULL;
 	c->len = 0;
-	rc = wire_parse_reply(body, len, &j, err);
+	rc = llm__wire_parse_reply(body, len, &j, err);
 	if (rc)
 		return rc;
 	choices = json_get(j, "choices");
 	e = json_get(j, "error");
 	if (!choices && (cJSON_IsObject(e) || cJSON_IsString(e))) {
 		/* Some servers answer 200 with an error object (OpenRouter, proxies). */
-		perr = wire_json_error(j);
+		perr = llm__wire_json_error(j);
 		rc = rlm_err_set(err, RLM_EPROVIDER, "error in reply: %s",
 				 perr ? perr : "no message");
 		free(perr);
@@ -179,13 +179,13 @@ static int parse(struct llm_call *c, const char *body, size_t len, struct rlm_er
 					 "reply has no text in choices[0].message.content");
 		goto out;
 	}
-	wire_set_result(c, text.p, text.len, json_str(choice, "finish_reason"));
+	llm__wire_set_result(c, text.p, text.len, json_str(choice, "finish_reason"));
 	buf_release(&text);
 	usage = json_get(j, "usage");
-	c->usage.input_tokens = wire_count(usage, "prompt_tokens");
-	c->usage.output_tokens = wire_count(usage, "completion_tokens");
+	c->usage.input_tokens = llm__wire_count(usage, "prompt_tokens");
+	c->usage.output_tokens = llm__wire_count(usage, "completion_tokens");
 	c->usage.cached_tokens =
-	    wire_count(json_get(usage, "prompt_tokens_details"), "cached_tokens");
+	    llm__wire_count(json_get(usage, "prompt_tokens_details"), "cached_tokens");
 	c->usage.cache_write_tokens = 0;
 out:
 	cJSON_Delete(j);
@@ -197,7 +197,7 @@ const struct llm_wire llm_wire_openai = {
     .default_base_url = "https://api.openai.com/v1",
     .build = build,
     .parse = parse,
-    .error_message = wire_generic_error,
+    .error_message = llm__wire_generic_error,
 };
 
 /* ---- reply objects, for the servers that speak this wire ---- */

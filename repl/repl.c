@@ -443,7 +443,7 @@ int repl__fill_context(struct repl *r, struct rlm_err *err)
 	unsigned char table[16 * 256];
 	int rc;
 	r->ctx_pending = NULL;
-	rc = c->len ? write_all(r->memfd, c->text, c->len) : 0;
+	rc = c->len ? file_write_all(r->memfd, c->text, c->len) : 0;
 	for (size_t i = 0; rc == 0 && c->docs && i < c->n_docs;) {
 		size_t k = 0;
 		for (; k < 256 && i < c->n_docs; k++, i++) {
@@ -451,7 +451,7 @@ int repl__fill_context(struct repl *r, struct rlm_err *err)
 			for (int j = 0; j < 16; j++)
 				table[16 * k + j] = (unsigned char)(v[j / 8] >> (8 * (j % 8)));
 		}
-		rc = write_all(r->memfd, table, 16 * k);
+		rc = file_write_all(r->memfd, table, 16 * k);
 	}
 	if (rc < 0)
 		return rlm_err_set(err, RLM_EIO, "cannot fill the context memfd: %s",
@@ -531,7 +531,7 @@ static void build_args(struct repl *r, const char *runtime)
 
 int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *err)
 {
-	const struct embedded_file *rt = embedded_find("runtime.py");
+	const struct embedded_file *rt = embed_find("runtime.py");
 	const char *env = getenv("RLM_SANDBOX_DISABLE");
 	struct repl *r;
 	int rc;
@@ -727,7 +727,7 @@ static int scratch_poll(struct repl *r, struct run *x, int64_t now, struct rlm_e
 {
 	char what[200];
 	bool over = repl__scratch_over(r, what, sizeof(what));
-	int64_t cost = now_ns() - now;
+	int64_t cost = time_now_ns() - now;
 	int rc;
 	x->scratch_at = now + (10 * cost > SCRATCH_POLL_NS ? 10 * cost : SCRATCH_POLL_NS);
 	if (!over)
@@ -835,7 +835,7 @@ static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
 static bool trim_due(void)
 {
 	static _Atomic int64_t last;
-	int64_t now = now_ns(), was = atomic_load(&last);
+	int64_t now = time_now_ns(), was = atomic_load(&last);
 	return now - was >= TRIM_EVERY_NS && atomic_compare_exchange_strong(&last, &was, now);
 }
 
@@ -899,9 +899,9 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 			errors[i] = true;
 		}
 	} else {
-		int64_t t = now_ns(), dt;
+		int64_t t = time_now_ns(), dt;
 		r->cfg.on_call(r->cfg.call_arg, &c, texts, errors);
-		dt = now_ns() - t;
+		dt = time_now_ns() - t;
 		x->call_ns += dt;
 		x->out->call_ns += dt;
 	}
@@ -1105,7 +1105,7 @@ static int wait_result(struct repl *r, struct run *x, struct rlm_err *err)
 		}
 		if (r->eof || r->wdead)
 			return died(r, x, err);
-		now = now_ns();
+		now = time_now_ns();
 		if (x->cause == C_NONE) {
 			x->cause = due(r, x, now);
 			if (x->cause != C_NONE) {
@@ -1131,7 +1131,7 @@ static void run_init(struct repl *r, struct run *x, struct repl_result *out, int
 {
 	memset(out, 0, sizeof(*out));
 	memset(x, 0, sizeof(*x));
-	x->begin = x->t0 = now_ns();
+	x->begin = x->t0 = time_now_ns();
 	x->deadline = deadline;
 	x->stop_seen = -1;
 	x->limit = r->cfg.exec_timeout_ns > 0 ? r->cfg.exec_timeout_ns : 0;
@@ -1155,7 +1155,7 @@ static void run_finish(struct run *x)
 	x->out->error_at = x->out->error && x->body && x->body_err != SIZE_MAX
 				   ? x->note.len + x->body_err
 				   : x->out->len;
-	x->out->ns = now_ns() - x->begin;
+	x->out->ns = time_now_ns() - x->begin;
 	free(x->body);
 	buf_release(&x->note);
 	buf_release(&x->after);
@@ -1171,7 +1171,7 @@ static int run(struct repl *r, struct run *x, struct rlm_err *err)
 		return rlm_err_set(err, RLM_EIO,
 				   "the REPL is unusable: its worker could not be "
 				   "restarted");
-	if (x->deadline > 0 && now_ns() >= x->deadline) {
+	if (x->deadline > 0 && time_now_ns() >= x->deadline) {
 		buf_puts(&x->note, "[the code was not run: the deadline of the run had passed]\n");
 		x->out->error = true;
 		return rlm_err_set(err, RLM_ETIMEOUT,
@@ -1213,7 +1213,7 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 			rc = rlm_err_set(err, RLM_ETOOBIG, "the code is too large for a frame");
 		} else {
 			repl__flush(r);
-			x.t0 = now_ns();
+			x.t0 = time_now_ns();
 			rc = wait_result(r, &x, err);
 			r->st.execs++;
 			if (rc == 0)
@@ -1240,7 +1240,7 @@ int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct
 		buf_putc(&r->out, '}');
 		repl__frame_end(&r->out, start);
 		repl__flush(r);
-		x.t0 = now_ns();
+		x.t0 = time_now_ns();
 		rc = wait_result(r, &x, err);
 	}
 	run_finish(&x);

@@ -223,7 +223,7 @@ struct repl_call {
 	/* rlm only: the context= (contexts= for the batch) argument, one per
 	 * prompt, or NULL when none was given */
 	const struct repl_ctx_arg *contexts;
-	int64_t deadline_ns;     /* now_ns() clock: answer by then (0: none) */
+	int64_t deadline_ns;     /* time_now_ns() clock: answer by then (0: none) */
 	/* The strings behind prompts and contexts: bufs[i] is prompts[i],
 	 * bufs[n + i] contexts[i].text (NULL: not a TEXT). The handler may
 	 * take any: it sets the entry to NULL and frees the string itself
@@ -419,7 +419,7 @@ struct repl_result {
 /* Run code in the worker. A crash, a violation or a timeout is not an
  * error: it is reported in out (output says what happened, restarted is
  * set) and the worker is alive again afterwards. Returns 0, RLM_ETIMEOUT
- * when deadline_ns (now_ns() clock; 0: none) passed, RLM_ECANCEL when
+ * when deadline_ns (time_now_ns() clock; 0: none) passed, RLM_ECANCEL when
  * cfg.cancel or cfg.stop turned true -- out is filled in these cases, the
  * worker interrupted or restarted -- or another negative code when the
  * worker could not be restarted (err says why; the repl is then unusable). */

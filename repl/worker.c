@@ -339,7 +339,7 @@ void repl__worker_reap(struct repl *r, char *dst, size_t cap)
 				repl__describe_status(status, dst, cap);
 				return;
 			}
-			sleep_ns(5000000);
+			time_sleep_ns(5000000);
 		}
 	}
 	status = repl__worker_stop(r);
@@ -477,8 +477,8 @@ static int wait_ready(struct repl *r, int64_t t0, int *layer, char *lwhy, size_t
 		/* A worker that stopped reading is usually exiting: what it
 		 * wrote first (a fatal frame) comes before its death. */
 		if (r->wdead && !r->eof && !wdead_at)
-			wdead_at = now_ns() + WDEAD_NS;
-		if (r->eof || (r->wdead && now_ns() >= wdead_at)) {
+			wdead_at = time_now_ns() + WDEAD_NS;
+		if (r->eof || (r->wdead && time_now_ns() >= wdead_at)) {
 			char how[128], *tail;
 			repl__worker_reap(r, how, sizeof(how));
 			tail = repl__log_tail(r, 1000);
@@ -487,7 +487,7 @@ static int wait_ready(struct repl *r, int64_t t0, int *layer, char *lwhy, size_t
 			free(tail);
 			return RLM_EIO;
 		}
-		now = now_ns();
+		now = time_now_ns();
 		if (now >= deadline)
 			return rlm_err_set(err, RLM_ETIMEOUT,
 					   "the worker was not ready after %lld s",
@@ -547,7 +547,7 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 		sp.max_fd = r->max_fd;
 		sp.sandbox = &r->sb;
 		r->argv[11] = (char *)(uintptr_t)(r->sb.seccomp ? repl__seccomp_late_hex() : "-");
-		t0 = now_ns();
+		t0 = time_now_ns();
 		rc = pass == 0 ? repl__zygote_spawn(r, &sp, &pid, layer, &what) : REPL_NO_ZYGOTE;
 		if (rc != REPL_ZYGOTE_LOST)
 			break;
@@ -559,7 +559,7 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 	}
 	zygote = rc != REPL_NO_ZYGOTE;
 	if (!zygote) {
-		t0 = now_ns();
+		t0 = time_now_ns();
 		rc = repl__spawn(&sp, &pid, layer, &what);
 	}
 	close_fd(&in[0]);
@@ -617,7 +617,7 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 		return rc;
 	}
 	r->st.pid = pid;
-	r->st.start_ns = now_ns() - t0;
+	r->st.start_ns = time_now_ns() - t0;
 	r->st.zygote = zygote;
 	return 0;
 }

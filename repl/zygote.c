@@ -122,11 +122,11 @@ static cJSON *recv_msg(const struct zyg *g, int ms, char *why, size_t cap)
 {
 	char *msg = xmalloc(ZMSG_MAX);
 	struct pollfd p = {g->sock, POLLIN, 0};
-	int64_t end = now_ns() + (int64_t)ms * 1000000;
+	int64_t end = time_now_ns() + (int64_t)ms * 1000000;
 	ssize_t n;
 	cJSON *j;
 	for (;;) {
-		int64_t left = (end - now_ns()) / 1000000;
+		int64_t left = (end - time_now_ns()) / 1000000;
 		int k = poll(&p, 1, left > 0 ? (int)left : 0);
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -214,7 +214,7 @@ static int zyg_start(struct zyg *g, struct repl *r, char *key, char *why, size_t
 	char *argv[10], tail[700];
 	cJSON *hello;
 	pid_t pid = 0;
-	const struct embedded_file *zy = embedded_find("zygote.py");
+	const struct embedded_file *zy = embed_find("zygote.py");
 
 	if (!zy) {
 		snprintf(why, cap, "zygote.py is not embedded in this binary");

@@ -17,8 +17,8 @@
  * "Error: ..." string in its slot and the node stops after the exec.
  *
  * The stop reason is the node's; a limit of the whole solve (a budget,
- * the deadline, the cancel) is also told to the tree, where every other
- * node finds it (calls_adopt) before its next call and stops too.
+ * the deadline, the cancel) is also told to the nodes, where every other
+ * node finds it (rlm__calls_adopt) before its next call and stops too.
  */
 #include "solve_int.h"
 
@@ -31,18 +31,18 @@
 #define DEFAULT_WINDOW 256
 #define POLL_NS	       50000000LL
 
-void calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,
-		struct rlm_tree *tree, int depth, int node)
+void rlm__calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,
+		struct rlm_nodes *nodes, int depth, int node)
 {
 	pthread_condattr_t ca;
 	memset(c, 0, sizeof(*c));
 	c->o = o;
 	c->out = out;
-	c->tree = tree;
-	c->budget = &tree->budget;
+	c->nodes = nodes;
+	c->budget = &nodes->budget;
 	c->sub = o->sub_model ? o->sub_model : o->model;
 	c->window = o->window ? o->window : DEFAULT_WINDOW;
-	c->t0 = tree->t0;
+	c->t0 = nodes->t0;
 	c->depth = depth;
 	c->node = node;
 	c->parent = -1;
@@ -53,7 +53,7 @@ void calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *ou
 	pthread_condattr_destroy(&ca);
 }
 
-void calls_release(struct calls *c)
+void rlm__calls_release(struct calls *c)
 {
 	free(c->stop_detail);
 	free(c->sub_first_error);
@@ -62,12 +62,12 @@ void calls_release(struct calls *c)
 	pthread_cond_destroy(&c->cv);
 }
 
-bool calls_cancelled(const struct calls *c)
+bool rlm__calls_cancelled(const struct calls *c)
 {
 	return c->o->cancel && atomic_load(c->o->cancel);
 }
 
-void calls_stop(struct calls *c, enum rlm_stop why, const char *fmt, ...)
+void rlm__calls_stop(struct calls *c, enum rlm_stop why, const char *fmt, ...)
 {
 	struct buf b;
 	va_list ap;
@@ -80,13 +80,13 @@ void calls_stop(struct calls *c, enum rlm_stop why, const char *fmt, ...)
 	c->stopping = true;
 	c->stop = why;
 	c->stop_detail = buf_detach(&b, NULL);
-	if (tree_limit(why))
-		tree_stop(c->tree, why, c->stop_detail, c->depth, c->node);
+	if (rlm__nodes_limit(why))
+		rlm__nodes_stop(c->nodes, why, c->stop_detail, c->depth, c->node);
 }
 
-bool calls_adopt(struct calls *c)
+bool rlm__calls_adopt(struct calls *c)
 {
-	struct rlm_tree *t = c->tree;
+	struct rlm_nodes *t = c->nodes;
 	enum rlm_stop why;
 	char *detail;
 	if (c->stopping || !atomic_load(&t->stopping))
@@ -95,27 +95,27 @@ bool calls_adopt(struct calls *c)
 	why = t->stop;
 	detail = xstrdup(t->stop_detail ? t->stop_detail : rlm_stop_name(why));
 	pthread_mutex_unlock(&t->stop_mu);
-	calls_stop(c, why, "%s", detail);
+	rlm__calls_stop(c, why, "%s", detail);
 	free(detail);
 	return true;
 }
 
-void calls_timeout(struct calls *c, const char *during)
+void rlm__calls_timeout(struct calls *c, const char *during)
 {
 	char d[32];
-	calls_stop(c, RLM_STOP_TIMEOUT, "the solve's time limit of %s passed %s",
-		   fmt_duration(d, sizeof(d), c->budget->timeout_ns), during);
+	rlm__calls_stop(c, RLM_STOP_TIMEOUT, "the solve's time limit of %s passed %s",
+		   text_fmt_duration(d, sizeof(d), c->budget->timeout_ns), during);
 }
 
-void calls_progress(struct calls *c, const char *phase, size_t done, size_t total)
+void rlm__calls_progress(struct calls *c, const char *phase, size_t done, size_t total)
 {
 	struct rlm_progress p;
 	if (!c->o->progress)
 		return;
-	p = (struct rlm_progress){phase, done, total, c->level, now_ns() - c->t0};
-	pthread_mutex_lock(&c->tree->cb_mu);
+	p = (struct rlm_progress){phase, done, total, c->level, time_now_ns() - c->t0};
+	pthread_mutex_lock(&c->nodes->cb_mu);
 	c->o->progress(&p, c->o->progress_arg);
-	pthread_mutex_unlock(&c->tree->cb_mu);
+	pthread_mutex_unlock(&c->nodes->cb_mu);
 }
 
 static void usage_add(struct llm_usage *a, const struct llm_usage *b)
@@ -126,13 +126,13 @@ static void usage_add(struct llm_usage *a, const struct llm_usage *b)
 	a->cache_write_tokens += b->cache_write_tokens;
 }
 
-void calls_account(struct calls *c, const struct llm_call *call, int64_t est, bool sub)
+void rlm__calls_account(struct calls *c, const struct llm_call *call, int64_t est, bool sub)
 {
 	struct rlm_result *r = c->out;
 	int64_t used = call->usage.input_tokens + call->usage.output_tokens;
 	if (!used && call->rc == 0)
 		used = est + llm_estimate_tokens(call->len);
-	budget_settle(c->budget, est, llm_model_input_cost(call->model, est), used, call->cost);
+	rlm__budget_settle(c->budget, est, llm_model_input_cost(call->model, est), used, call->cost);
 	r->calls++;
 	r->attempts += call->attempts;
 	if (call->rc)
@@ -153,7 +153,7 @@ void calls_account(struct calls *c, const struct llm_call *call, int64_t est, bo
 	}
 }
 
-void calls_add_child(struct calls *c, const struct rlm_result *child)
+void rlm__calls_add_child(struct calls *c, const struct rlm_result *child)
 {
 	struct rlm_result *r = c->out;
 	r->calls += child->calls;
@@ -171,28 +171,28 @@ void calls_add_child(struct calls *c, const struct rlm_result *child)
 	r->saved_cost += child->saved_cost;
 }
 
-bool calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
+bool rlm__calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
 {
-	int64_t now = now_ns();
+	int64_t now = time_now_ns();
 	if (!atomic_load(flag)) {
-		if (calls_cancelled(c)) {
+		if (rlm__calls_cancelled(c)) {
 			atomic_store(flag, true);
-			calls_stop(c, RLM_STOP_CANCEL, "cancelled by the caller");
+			rlm__calls_stop(c, RLM_STOP_CANCEL, "cancelled by the caller");
 		} else if (deadline && now >= deadline) {
 			atomic_store(flag, true);
-			if (budget_expired(c->budget, now))
-				calls_timeout(c, during);
+			if (rlm__budget_expired(c->budget, now))
+				rlm__calls_timeout(c, during);
 		}
 	}
 	return atomic_load(flag);
 }
 
-void calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
+void rlm__calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
 {
 	int64_t now, until;
 	struct timespec ts;
-	calls_check(c, flag, deadline, during);
-	now = now_ns();
+	rlm__calls_check(c, flag, deadline, during);
+	now = time_now_ns();
 	until = now + POLL_NS;
 	if (!atomic_load(flag) && deadline && deadline > now && deadline < until)
 		until = deadline;
@@ -201,7 +201,7 @@ void calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char
 	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
-void calls_failed(struct calls *c, const char *why)
+void rlm__calls_failed(struct calls *c, const char *why)
 {
 	c->sub_failed++;
 	if (!c->sub_first_error)
@@ -239,7 +239,7 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	struct sub_slot *s = arg;
 	struct sub_frame *f = s->frame;
 	struct calls *c = f->c;
-	record_call(c->o, c->tree, c->node, c->parent, c->depth, c->level, call, true);
+	rlm__record_call(c->o, c->nodes, c->node, c->parent, c->depth, c->level, call, true);
 	pthread_mutex_lock(&c->mu);
 	if (call->rc == 0) {
 		f->texts[s->item] = call->text;
@@ -249,9 +249,9 @@ static void on_sub_done(struct llm_call *call, void *arg)
 		f->texts[s->item] = xasprintf("Error: %s", why);
 		f->errors[s->item] = true;
 		if (call->rc != RLM_ECANCEL)
-			calls_failed(c, why);
+			rlm__calls_failed(c, why);
 	}
-	calls_account(c, call, s->est, true);
+	rlm__calls_account(c, call, s->est, true);
 	llm_call_release(call);
 	free(s->joined);
 	s->joined = NULL;
@@ -262,7 +262,7 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	s->next_free = f->free_slots;
 	f->free_slots = s;
 	f->finished++;
-	calls_progress(c, "sub", f->finished, f->call->n);
+	rlm__calls_progress(c, "sub", f->finished, f->call->n);
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 }
@@ -271,7 +271,7 @@ static void on_sub_done(struct llm_call *call, void *arg)
  * none is dflt; else NULL. */
 static struct llm_model *route(const struct calls *c, const char *name, struct llm_model *dflt)
 {
-	struct llm_model *root = c->tree->o->model;
+	struct llm_model *root = c->nodes->o->model;
 	if (!name || !*name)
 		return dflt;
 	if (strcmp(name, llm_model_name(c->sub)) == 0)
@@ -284,7 +284,7 @@ static struct llm_model *route(const struct calls *c, const char *name, struct l
 static void unknown_model(const struct calls *c, const struct repl_call *call, char **texts,
 			  bool *errors)
 {
-	const char *root = llm_model_name(c->tree->o->model), *sub = llm_model_name(c->sub);
+	const char *root = llm_model_name(c->nodes->o->model), *sub = llm_model_name(c->sub);
 	for (size_t i = 0; i < call->n; i++) {
 		texts[i] =
 		    strcmp(root, sub) == 0
@@ -299,15 +299,15 @@ static void unknown_model(const struct calls *c, const struct repl_call *call, c
  * last depth: one sub-model call per prompt. Above the last depth an
  * rlm_query frame goes to child RLMs (rlm/node.c), whose root model is the
  * one named, by default the solve's root model. */
-void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors)
+void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors)
 {
 	struct calls *c = arg;
 	struct sub_frame f;
 	struct sub_slot *slots;
-	bool children = call->rlm && c->depth + 1 < c->tree->max_depth;
-	struct llm_model *model = route(c, call->model, children ? c->tree->o->model : c->sub);
+	bool children = call->rlm && c->depth + 1 < c->nodes->max_depth;
+	struct llm_model *model = route(c, call->model, children ? c->nodes->o->model : c->sub);
 	size_t n = call->n, next = 0, window;
-	int64_t t0 = now_ns(), deadline = c->budget->deadline_ns;
+	int64_t t0 = time_now_ns(), deadline = c->budget->deadline_ns;
 
 	if (!model) {
 		unknown_model(c, call, texts, errors);
@@ -316,8 +316,8 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 	if (n == 0)
 		return;
 	if (children) {
-		node_children(c, call, model, texts, errors);
-		c->out->sub_ns += now_ns() - t0;
+		rlm__node_children(c, call, model, texts, errors);
+		c->out->sub_ns += time_now_ns() - t0;
 		return;
 	}
 	if (call->deadline_ns && (!deadline || call->deadline_ns < deadline))
@@ -342,10 +342,10 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 		char msg[256], *joined;
 		size_t joined_len = 0;
 		int64_t est;
-		if (next < n && calls_check(c, &f.cancel, deadline, "during a sub-call")) {
+		if (next < n && rlm__calls_check(c, &f.cancel, deadline, "during a sub-call")) {
 			/* The deadline or a cancel: the rest is not sent. */
-			const char *e = calls_cancelled(c) ? "Error: cancelled"
-					: budget_expired(c->budget, now_ns())
+			const char *e = rlm__calls_cancelled(c) ? "Error: cancelled"
+					: rlm__budget_expired(c->budget, time_now_ns())
 					    ? "Error: time budget exhausted (the solve's time "
 					      "limit passed)"
 					    : "Error: the call's time limit passed";
@@ -356,7 +356,7 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 			}
 			continue;
 		}
-		if (next < n && calls_adopt(c)) {
+		if (next < n && rlm__calls_adopt(c)) {
 			/* A budget ran out earlier: the solve ends after this
 			 * exec, so the rest would be wasted. */
 			for (; next < n; next++) {
@@ -368,7 +368,7 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 			continue;
 		}
 		if (next == n || !f.free_slots) {
-			calls_wait(c, &f.cancel, deadline, "during a sub-call");
+			rlm__calls_wait(c, &f.cancel, deadline, "during a sub-call");
 			continue;
 		}
 		joined = NULL;
@@ -378,25 +378,25 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 			 * mu let go: the context may be large, and only this
 			 * thread moves next. */
 			pthread_mutex_unlock(&c->mu);
-			joined = node_ctx_prompt(c, &call->contexts[next], call->prompts[next],
+			joined = rlm__node_ctx_prompt(c, &call->contexts[next], call->prompts[next],
 						 call->lens[next], &joined_len, msg, sizeof(msg));
 			pthread_mutex_lock(&c->mu);
 			if (!joined) {
 				texts[next] = xasprintf("Error: %s", msg);
 				errors[next] = true;
 				c->out->sub_calls++; /* asked for, and failed */
-				calls_failed(c, msg);
+				rlm__calls_failed(c, msg);
 				next++;
 				f.finished++;
 				continue;
 			}
 		}
 		est = llm_estimate_tokens(joined ? joined_len : call->lens[next]);
-		if (!budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB,
+		if (!rlm__budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB,
 				    &why, msg, sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);
 			errors[next] = true;
-			calls_stop(c, why, "%s: a sub-call was refused", msg);
+			rlm__calls_stop(c, why, "%s: a sub-call was refused", msg);
 			free(joined);
 			next++;
 			f.finished++;
@@ -424,11 +424,11 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
 		llm_call_init(&s->call, model, &s->msg, 1);
 		s->call.params = c->o->params;
 		s->call.cancel = &f.cancel;
-		s->call.front = record_front(c->o);
+		s->call.front = rlm__record_front(c->o);
 		llm_pool_submit(c->o->pool, &s->call, on_sub_done, s);
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
 	free(slots);
-	c->out->sub_ns += now_ns() - t0;
+	c->out->sub_ns += time_now_ns() - t0;
 }

@@ -17,10 +17,10 @@
  * handler of rlm/calls.c), which also holds what root and sub-calls
  * share: the waits, the accounting, the stop reason.
  *
- * Limits share one struct rlm_budget (rlm/solve_int.h), the tree's, so
+ * Limits share one struct rlm_budget (rlm/solve_int.h), the nodes', so
  * every node of the solve spends from it; it is checked before a call is
  * sent. A limit of the whole solve met by any node stops every node
- * (calls_adopt, before each turn, after each block, and when a root reply
+ * (rlm__calls_adopt, before each turn, after each block, and when a root reply
  * arrives). A root call that may not be sent stops the node; a
  * sub-call that may not be sent gets an "Error: ..." string the code can
  * see, and the solve stops after the current exec. Time is enforced
@@ -29,7 +29,7 @@
  * the deadline itself. The worker watches the caller's cancel flag
  * directly: a flag of ours could only be set between frames, while the
  * worker's own wait polls the flag it is given even while code runs. It
- * watches the tree's stopping flag too (repl_cfg.stop): when any node
+ * watches the nodes' stopping flag too (repl_cfg.stop): when any node
  * meets a limit of the whole solve, every node's running code is
  * interrupted (after a short grace of its own time, so that code which
  * has just been answered "Error: ..." can still keep a partial answer),
@@ -107,16 +107,16 @@ static void keep_turn(struct loop *l, const char *kind, const char *text, size_t
 	}
 }
 
-void loop_emit(struct loop *l, const char *kind, const char *text, size_t len)
+void rlm__loop_emit(struct loop *l, const char *kind, const char *text, size_t len)
 {
-	loop_emit_data(l, kind, text, len, NULL);
+	rlm__loop_emit_data(l, kind, text, len, NULL);
 }
 
-void loop_emit_data(struct loop *l, const char *kind, const char *text, size_t len,
+void rlm__loop_emit_data(struct loop *l, const char *kind, const char *text, size_t len,
 		    const char *data_json)
 {
 	struct rlm_event e;
-	record_event(l->o, l->node, l->parent, l->depth, l->iteration, kind, text, len, data_json);
+	rlm__record_event(l->o, l->node, l->parent, l->depth, l->iteration, kind, text, len, data_json);
 	if (l->o->trajectory)
 		keep_turn(l, kind, text, len);
 	if (!l->o->event)
@@ -125,27 +125,27 @@ void loop_emit_data(struct loop *l, const char *kind, const char *text, size_t l
 			       .iteration = l->iteration,
 			       .text = text ? text : "",
 			       .len = text ? len : 0,
-			       .elapsed_ns = now_ns() - l->t0,
+			       .elapsed_ns = time_now_ns() - l->t0,
 			       .depth = l->depth,
 			       .node = l->node,
 			       .data_json = data_json};
 	/* Nodes run on many threads; the callback sees one event at a time. */
-	pthread_mutex_lock(&l->tree->cb_mu);
+	pthread_mutex_lock(&l->nodes->cb_mu);
 	l->o->event(&e, l->o->event_arg);
-	pthread_mutex_unlock(&l->tree->cb_mu);
+	pthread_mutex_unlock(&l->nodes->cb_mu);
 }
 
-void loop_progress(struct loop *l, const char *phase, size_t done, size_t total)
+void rlm__loop_progress(struct loop *l, const char *phase, size_t done, size_t total)
 {
 	pthread_mutex_lock(&l->c.mu);
 	l->c.level = l->iteration;
-	calls_progress(&l->c, phase, done, total);
+	rlm__calls_progress(&l->c, phase, done, total);
 	pthread_mutex_unlock(&l->c.mu);
 }
 
 /* ---- the conversation ---- */
 
-void loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t len)
+void rlm__loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t len)
 {
 	if (l->n_msgs == l->cap_msgs) {
 		l->cap_msgs = l->cap_msgs ? l->cap_msgs * 2 : 16;
@@ -154,13 +154,13 @@ void loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t len)
 	l->msgs[l->n_msgs++] = (struct llm_msg){role, text, len};
 }
 
-int loop_render(const char *name, const struct prompt_var *vars, size_t n, char **text, size_t *len,
+int rlm__loop_render(const char *name, const struct prompt_var *vars, size_t n, char **text, size_t *len,
 		struct rlm_err *err)
 {
 	struct buf b;
 	int rc;
 	buf_init(&b, 0);
-	rc = prompt_render(name, vars, n, &b, err);
+	rc = rlm_prompt_render(name, vars, n, &b, err);
 	if (rc) {
 		buf_release(&b);
 		return rc;
@@ -221,9 +221,9 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 static void on_root_done(struct llm_call *c, void *arg)
 {
 	struct loop *l = arg;
-	record_call(l->o, l->tree, l->node, l->parent, l->depth, l->iteration, c, false);
+	rlm__record_call(l->o, l->nodes, l->node, l->parent, l->depth, l->iteration, c, false);
 	pthread_mutex_lock(&l->c.mu);
-	calls_account(&l->c, c, l->root_est, false);
+	rlm__calls_account(&l->c, c, l->root_est, false);
 	l->root_done = true;
 	pthread_cond_signal(&l->c.cv);
 	pthread_mutex_unlock(&l->c.mu);
@@ -239,19 +239,19 @@ static int root_submit(struct loop *l)
 	for (size_t i = 0; i < l->n_msgs; i++)
 		bytes += l->msgs[i].len;
 	l->root_est = llm_estimate_tokens(bytes);
-	if (!budget_reserve(l->budget, l->root_est, llm_model_input_cost(l->o->model, l->root_est),
+	if (!rlm__budget_reserve(l->budget, l->root_est, llm_model_input_cost(l->o->model, l->root_est),
 			    BUDGET_ROOT, &why, msg, sizeof(msg))) {
-		calls_stop(&l->c, why, "%s: the root call of turn %d was not sent", msg,
+		rlm__calls_stop(&l->c, why, "%s: the root call of turn %d was not sent", msg,
 			   l->iteration);
 		return 1;
 	}
-	loop_progress(l, "root", 0, 1);
+	rlm__loop_progress(l, "root", 0, 1);
 	llm_call_init(&l->root, l->o->model, l->msgs, l->n_msgs);
 	l->root.params = l->o->params;
 	atomic_store(&l->root_cancel, false);
 	l->root.cancel = &l->root_cancel;
 	l->root_done = false;
-	l->root.front = record_front(l->o);
+	l->root.front = rlm__record_front(l->o);
 	llm_pool_submit(l->o->pool, &l->root, on_root_done, l);
 	return 0;
 }
@@ -260,16 +260,16 @@ static int root_submit(struct loop *l)
  * limit ended it (the stop is set), or the call's error code with err set. */
 static int root_wait(struct loop *l, struct rlm_err *err)
 {
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	pthread_mutex_lock(&l->c.mu);
 	while (!l->root_done)
-		calls_wait(&l->c, &l->root_cancel, l->budget->deadline_ns,
+		rlm__calls_wait(&l->c, &l->root_cancel, l->budget->deadline_ns,
 			   "while the root model was answering");
 	pthread_mutex_unlock(&l->c.mu);
-	l->out->root_ns += now_ns() - t0;
+	l->out->root_ns += time_now_ns() - t0;
 	/* A reply that came as the limit passed comes too late, and so does
 	 * one that came after another node ended the solve. */
-	if (l->c.stopping || calls_adopt(&l->c))
+	if (l->c.stopping || rlm__calls_adopt(&l->c))
 		return 1;
 	if (l->root.rc == 0)
 		return 0;
@@ -279,7 +279,7 @@ static int root_wait(struct loop *l, struct rlm_err *err)
 
 /* ---- the solve ---- */
 
-void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
+void rlm__loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
 		       size_t **lens)
 {
 	*off = *lens = NULL;
@@ -323,12 +323,12 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.python = l->o->python;
 	cfg.output_limit = l->output_limit;
 	cfg.exec_timeout_ns = l->o->exec_timeout_ns;
-	cfg.on_call = calls_on_call;
+	cfg.on_call = rlm__calls_on_call;
 	cfg.call_arg = &l->c;
 	cfg.cancel = l->o->cancel;
-	cfg.stop = &l->tree->stopping;
+	cfg.stop = &l->nodes->stopping;
 	cfg.sandbox = l->o->sandbox;
-	loop_repl_context(ctx, &cfg.ctx, &off, &lens);
+	rlm__loop_repl_context(ctx, &cfg.ctx, &off, &lens);
 	rc = repl_start(&cfg, &l->repl, err);
 	free(off);
 	free(lens);
@@ -343,7 +343,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	l->out->worker_start_ns = st.start_ns;
 	l->out->sandbox = xmalloc(sizeof(*l->out->sandbox));
 	repl_sandbox_status(l->repl, l->out->sandbox);
-	loop_emit(l, "sandbox", l->out->sandbox->line, strlen(l->out->sandbox->line));
+	rlm__loop_emit(l, "sandbox", l->out->sandbox->line, strlen(l->out->sandbox->line));
 	return 0;
 }
 
@@ -366,7 +366,7 @@ static const char *sandbox_sentence(const struct repl_sandbox_cfg *sb)
  * the last depth, or everywhere when recursion is off. */
 static const char *rlm_query_note(const struct loop *l)
 {
-	if (l->depth + 1 < l->tree->max_depth)
+	if (l->depth + 1 < l->nodes->max_depth)
 		return "";
 	if (l->depth == 0)
 		return " Recursion is off in this session: here rlm_query and rlm_query_batched "
@@ -396,7 +396,7 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 			 "(waiting on sub-calls does not count); past that it is interrupted "
 			 "(KeyboardInterrupt), and if it does not stop, the REPL is restarted and "
 			 "your variables are lost.",
-			 calls_s, fmt_duration(time_s, sizeof(time_s), t));
+			 calls_s, text_fmt_duration(time_s, sizeof(time_s), t));
 	else
 		snprintf(blocks_s, sizeof(blocks_s), "A block may make up to %s sub-calls.",
 			 calls_s);
@@ -407,18 +407,18 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 					  {"block_limits", blocks_s, 0},
 					  {"sandbox", sandbox_sentence(&l->o->sandbox), 0},
 					  {"rlm_query_note", rlm_query_note(l), 0}};
-		rc = loop_render("repl_system.txt", v, 6, &text, &len, err);
+		rc = rlm__loop_render("repl_system.txt", v, 6, &text, &len, err);
 		if (!rc)
-			loop_add_msg(l, LLM_SYSTEM, text, len);
+			rlm__loop_add_msg(l, LLM_SYSTEM, text, len);
 	}
 	if (!rc) {
 		struct prompt_var v[4] = {{"question", question, 0},
 					  {"context_desc", desc, 0},
 					  {"sub_chars", sub_s, 0},
 					  {"max_iterations", max_s, 0}};
-		rc = loop_render("repl_first.txt", v, 4, &text, &len, err);
+		rc = rlm__loop_render("repl_first.txt", v, 4, &text, &len, err);
 		if (!rc)
-			loop_add_msg(l, LLM_USER, text, len);
+			rlm__loop_add_msg(l, LLM_USER, text, len);
 	}
 	free(desc);
 	return rc;
@@ -446,18 +446,18 @@ static void set_warning(struct loop *l)
 	buf_release(&w);
 }
 
-int loop_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
+int rlm__loop_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
 	       struct rlm_result *out, struct rlm_err *err)
 {
-	struct rlm_tree t;
+	struct rlm_nodes t;
 	int rc;
-	tree_init(&t, o, now_ns());
-	rc = loop_node(&t, o, 0, 0, -1, question, ctx, out, err);
-	tree_release(&t);
+	rlm__nodes_init(&t, o, time_now_ns());
+	rc = rlm__loop_node(&t, o, 0, 0, -1, question, ctx, out, err);
+	rlm__nodes_release(&t);
 	return rc;
 }
 
-int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node, int parent,
+int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int node, int parent,
 	      const char *question, const struct corpus *ctx, struct rlm_result *out,
 	      struct rlm_err *caller_err)
 {
@@ -465,7 +465,7 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 	struct loop l;
 	bool docs;
 	int rc = 0;
-	int64_t start = now_ns();
+	int64_t start = time_now_ns();
 
 	memset(out, 0, sizeof(*out));
 	out->depth = depth;
@@ -483,13 +483,13 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 	memset(&l, 0, sizeof(l));
 	l.o = o;
 	l.out = out;
-	l.tree = t;
+	l.nodes = t;
 	l.budget = &t->budget;
 	l.depth = depth;
 	l.node = node;
 	l.parent = parent;
 	l.t0 = t->t0;
-	calls_init(&l.c, o, out, t, depth, node);
+	rlm__calls_init(&l.c, o, out, t, depth, node);
 	l.c.parent = parent;
 	l.c.ctx = ctx;
 	l.max_iterations = o->max_iterations > 0 ? o->max_iterations : DEFAULT_ITERATIONS;
@@ -512,22 +512,22 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 		json_add(d, "user", cJSON_CreateString(l.msgs[1].text));
 		ds = cJSON_PrintUnformatted(d);
 		cJSON_Delete(d);
-		record_event(o, node, parent, depth, 0, "prompt", l.msgs[0].text, l.msgs[0].len, ds);
+		rlm__record_event(o, node, parent, depth, 0, "prompt", l.msgs[0].text, l.msgs[0].len, ds);
 		free(ds);
 	}
 
 	for (;;) {
 		bool last = l.iteration >= l.max_iterations;
-		if (calls_cancelled(&l.c)) {
-			calls_stop(&l.c, RLM_STOP_CANCEL, "cancelled by the caller");
+		if (rlm__calls_cancelled(&l.c)) {
+			rlm__calls_stop(&l.c, RLM_STOP_CANCEL, "cancelled by the caller");
 			break;
 		}
-		if (calls_adopt(&l.c))
+		if (rlm__calls_adopt(&l.c))
 			break;
-		if (budget_expired(l.budget, now_ns())) {
+		if (rlm__budget_expired(l.budget, time_now_ns())) {
 			char when[48];
 			snprintf(when, sizeof(when), "before turn %d", l.iteration + 1);
-			calls_timeout(&l.c, when);
+			rlm__calls_timeout(&l.c, when);
 			break;
 		}
 		l.iteration++;
@@ -545,7 +545,7 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 					pthread_cond_wait(&l.c.cv, &l.c.mu);
 				pthread_mutex_unlock(&l.c.mu);
 				llm_call_release(&l.root);
-				calls_stop(&l.c, RLM_STOP_ERROR,
+				rlm__calls_stop(&l.c, RLM_STOP_ERROR,
 					   "the REPL worker could not start: %s",
 					   err->msg[0] ? err->msg : rlm_strerror(rc));
 				goto out;
@@ -558,11 +558,11 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 				rc = 0;
 				break;
 			}
-			calls_stop(&l.c, RLM_STOP_ERROR, "%s",
+			rlm__calls_stop(&l.c, RLM_STOP_ERROR, "%s",
 				   err->msg[0] ? err->msg : rlm_strerror(rc));
 			goto out;
 		}
-		rc = loop_turn(&l, last, err);
+		rc = rlm__loop_turn(&l, last, err);
 		if (rc < 0)
 			goto out;
 		if (rc == TURN_DONE) {
@@ -573,12 +573,12 @@ int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node,
 
 out:
 	if (!l.c.stopping)
-		calls_stop(&l.c, RLM_STOP_ERROR, "%s", err->msg[0] ? err->msg : rlm_strerror(rc));
+		rlm__calls_stop(&l.c, RLM_STOP_ERROR, "%s", err->msg[0] ? err->msg : rlm_strerror(rc));
 	out->stop = l.c.stop;
 	out->stop_detail = l.c.stop_detail;
 	l.c.stop_detail = NULL;
 	if (out->stop != RLM_STOP_ANSWER && out->stop != RLM_STOP_ERROR && out->stop_detail)
-		loop_emit(&l, "notice", out->stop_detail, strlen(out->stop_detail));
+		rlm__loop_emit(&l, "notice", out->stop_detail, strlen(out->stop_detail));
 	if (!out->answer && l.content && out->stop != RLM_STOP_ANSWER)
 		out->answer = xstrdup(l.content);
 	out->found = out->stop == RLM_STOP_ANSWER && out->answer &&
@@ -599,8 +599,8 @@ out:
 	free(l.msgs);
 	free(l.content);
 	free(l.last_error);
-	calls_release(&l.c);
-	out->solve_ns = now_ns() - start;
+	rlm__calls_release(&l.c);
+	out->solve_ns = time_now_ns() - start;
 	if (rc && caller_err)
 		*caller_err = local;
 	return rc;

@@ -13,13 +13,13 @@
 #include "solve_int.h"
 #include "prompt.h"
 
-/* One node of the repl strategy: made and freed by loop_node. */
+/* One node of the repl strategy: made and freed by rlm__loop_node. */
 struct loop {
 	const struct rlm_opts *o; /* the node's (a child's root model may differ) */
 	struct rlm_result *out;
 	struct calls c; /* its stop reason is the node's */
-	struct rlm_tree *tree;
-	struct rlm_budget *budget; /* &tree->budget */
+	struct rlm_nodes *nodes;
+	struct rlm_budget *budget; /* &nodes->budget */
 	int depth, node;
 	int parent; /* the parent node's id; -1 for the root */
 	struct repl *repl;
@@ -49,19 +49,19 @@ struct loop {
  * text[0..len) (NULL: ""), at this iteration, depth and node; one event at
  * a time across the solve's nodes. With o->trajectory, keep it in the
  * node's out->turns too. */
-void loop_emit(struct loop *l, const char *kind, const char *text, size_t len);
+void rlm__loop_emit(struct loop *l, const char *kind, const char *text, size_t len);
 /* The same with data_json (a JSON object, or NULL) for the store and the
  * callback. */
-void loop_emit_data(struct loop *l, const char *kind, const char *text, size_t len,
+void rlm__loop_emit_data(struct loop *l, const char *kind, const char *text, size_t len,
 		    const char *data_json);
 /* Call the progress callback at this iteration's level (phase: done of
  * total). Takes c.mu. */
-void loop_progress(struct loop *l, const char *phase, size_t done, size_t total);
+void rlm__loop_progress(struct loop *l, const char *phase, size_t done, size_t total);
 /* Append a message to the conversation; takes text (malloc'd). */
-void loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t len);
+void rlm__loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t len);
 /* Render the template `name` with vars into a fresh *text of *len bytes
- * (the caller's to free). Returns 0 or prompt_render's code with err. */
-int loop_render(const char *name, const struct prompt_var *vars, size_t n, char **text, size_t *len,
+ * (the caller's to free). Returns 0 or rlm_prompt_render's code with err. */
+int rlm__loop_render(const char *name, const struct prompt_var *vars, size_t n, char **text, size_t *len,
 		struct rlm_err *err);
 
 enum turn_end { TURN_GO_ON, TURN_DONE };
@@ -69,6 +69,6 @@ enum turn_end { TURN_GO_ON, TURN_DONE };
 /* One turn on the reply in l->root (taken). Returns TURN_GO_ON with the
  * next user message appended, TURN_DONE with the stop set (and
  * out->answer), or a negative code. (rlm/loop_turn.c) */
-int loop_turn(struct loop *l, bool last, struct rlm_err *err);
+int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err);
 
 #endif

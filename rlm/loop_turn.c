@@ -96,17 +96,17 @@ static int exec_outcome(struct loop *l, int rc, const struct repl_result *res, s
 	if (res->restarted) {
 		static const char m[] = "the REPL worker was restarted: its variables are gone and "
 					"`context` was reloaded";
-		loop_emit(l, "notice", m, sizeof(m) - 1);
+		rlm__loop_emit(l, "notice", m, sizeof(m) - 1);
 	}
 	if (rc == RLM_ETIMEOUT) {
-		calls_timeout(&l->c, "while code was running");
+		rlm__calls_timeout(&l->c, "while code was running");
 	} else if (rc == RLM_ECANCEL) {
 		/* The caller's cancel, or a limit another node met (the
 		 * tree's stop, which the worker watches too). */
-		if (calls_cancelled(&l->c) || !calls_adopt(&l->c))
-			calls_stop(&l->c, RLM_STOP_CANCEL, "cancelled by the caller");
+		if (rlm__calls_cancelled(&l->c) || !rlm__calls_adopt(&l->c))
+			rlm__calls_stop(&l->c, RLM_STOP_CANCEL, "cancelled by the caller");
 	} else if (rc < 0) {
-		calls_stop(&l->c, RLM_STOP_ERROR, "the REPL worker failed: %s",
+		rlm__calls_stop(&l->c, RLM_STOP_ERROR, "the REPL worker failed: %s",
 			   err->msg[0] ? err->msg : rlm_strerror(rc));
 		return rc;
 	}
@@ -138,7 +138,7 @@ static void emit_output(struct loop *l, const struct repl_result *res)
 	bool at = res->error && res->error_at < res->len;
 	if (at)
 		snprintf(data, sizeof(data), "{\"error_at\":%zu}", res->error_at);
-	loop_emit_data(l, "output", res->len ? res->output : "(no output)", res->len ? res->len : 11,
+	rlm__loop_emit_data(l, "output", res->len ? res->output : "(no output)", res->len ? res->len : 11,
 		       at ? data : NULL);
 }
 
@@ -154,8 +154,8 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 		char *code = block_code(t + rp->blocks[i].off, rp->blocks[i].len, &clen);
 		char head[64];
 		int rc;
-		loop_emit(l, "code", code, clen);
-		loop_progress(l, "exec", i, rp->n_blocks);
+		rlm__loop_emit(l, "code", code, clen);
+		rlm__loop_progress(l, "exec", i, rp->n_blocks);
 		memset(&res, 0, sizeof(res));
 		rc = repl_exec(l->repl, code, clen, l->budget->deadline_ns, &res, err);
 		free(code);
@@ -185,7 +185,7 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 		add_section(outs, head, &res);
 		emit_output(l, &res);
 		repl_result_release(&res);
-		if (calls_adopt(&l->c))
+		if (rlm__calls_adopt(&l->c))
 			return 0;
 	}
 	return 0;
@@ -255,7 +255,7 @@ static char *prose_of(const char *t, size_t len, const struct reply *rp)
 	return s;
 }
 
-int loop_turn(struct loop *l, bool last, struct rlm_err *err)
+int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 {
 	struct rlm_result *out = l->out;
 	char *text = l->root.text, *answer = NULL, *msg = NULL;
@@ -269,8 +269,8 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 
 	l->root.text = NULL;
 	llm_call_release(&l->root);
-	loop_emit(l, "reply", text, len);
-	reply_parse(text, len, l->o->python_fences, cut, &rp);
+	rlm__loop_emit(l, "reply", text, len);
+	rlm_reply_parse(text, len, l->o->python_fences, cut, &rp);
 	buf_init(&outs, 0);
 
 	/* The last call: a FINAL in the text first, its code only after. */
@@ -300,7 +300,7 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		    !(rp.n_blocks && l->content))
 			out->answer = prose_of(text, len, &rp);
 		if (!l->c.stopping)
-			calls_stop(
+			rlm__calls_stop(
 			    &l->c, RLM_STOP_ITERATIONS,
 			    "%d turns passed without an answer (max_iterations); one last call "
 			    "asked for it",
@@ -315,7 +315,7 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		l->c.stopping = false;
 		free(l->c.stop_detail);
 		l->c.stop_detail = NULL;
-		calls_stop(&l->c, RLM_STOP_ANSWER, "the answer is ready");
+		rlm__calls_stop(&l->c, RLM_STOP_ANSWER, "the answer is ready");
 		rc = TURN_DONE;
 		goto out;
 	}
@@ -331,7 +331,7 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 	if (error_turn) {
 		out->error_turns++;
 		if (++l->consecutive_errors >= l->max_errors) {
-			calls_stop(&l->c, RLM_STOP_ERRORS,
+			rlm__calls_stop(&l->c, RLM_STOP_ERRORS,
 				   "%d turns in a row ended in an error (max_errors)%s%s",
 				   l->consecutive_errors, l->last_error ? "; the last: " : "",
 				   l->last_error ? l->last_error : "");
@@ -360,7 +360,7 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		    {"turn", turn_s, 0},
 		    {"max_iterations", max_s, 0},
 		};
-		rc = loop_render("repl_last.txt", v, 3, &msg, &msg_len, err);
+		rc = rlm__loop_render("repl_last.txt", v, 3, &msg, &msg_len, err);
 	} else if (!outs.len) {
 		struct prompt_var v[3] = {
 		    {"why",
@@ -374,19 +374,19 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		    {"turn", turn_s, 0},
 		    {"max_iterations", max_s, 0},
 		};
-		rc = loop_render("repl_nocode.txt", v, 3, &msg, &msg_len, err);
+		rc = rlm__loop_render("repl_nocode.txt", v, 3, &msg, &msg_len, err);
 		if (!rc)
-			loop_emit(l, "notice", msg, msg_len);
+			rlm__loop_emit(l, "notice", msg, msg_len);
 	} else {
 		struct prompt_var v[3] = {
 		    {"outputs", outs.p, outs.len},
 		    {"turn", turn_s, 0},
 		    {"max_iterations", max_s, 0},
 		};
-		rc = loop_render("repl_next.txt", v, 3, &msg, &msg_len, err);
+		rc = rlm__loop_render("repl_next.txt", v, 3, &msg, &msg_len, err);
 	}
 	if (rc) {
-		calls_stop(&l->c, RLM_STOP_ERROR, "%s", err->msg);
+		rlm__calls_stop(&l->c, RLM_STOP_ERROR, "%s", err->msg);
 		goto out;
 	}
 	if (text_is_blank(text, len)) {
@@ -396,16 +396,16 @@ int loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		len = strlen("(empty reply)");
 		text = xstrndup("(empty reply)", len);
 	}
-	loop_add_msg(l, LLM_ASSISTANT, text, len);
+	rlm__loop_add_msg(l, LLM_ASSISTANT, text, len);
 	text = NULL;
-	loop_add_msg(l, LLM_USER, msg, msg_len);
+	rlm__loop_add_msg(l, LLM_USER, msg, msg_len);
 	msg = NULL;
 	rc = TURN_GO_ON;
 out:
 	free(answer);
 	free(msg);
 	free(text);
-	reply_release(&rp);
+	rlm_reply_release(&rp);
 	buf_release(&outs);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rlm/node.c -- recursion: the state the nodes of one solve share (struct
- * rlm_tree), and the child RLMs that answer rlm_query: their questions,
+ * rlm_nodes), and the child RLMs that answer rlm_query: their questions,
  * their threads and slots, and their results.
  *
  * DESIGN
@@ -12,7 +12,7 @@
  * the solve's max_nodes slots for as long as the queue has children for
  * it, and the node's own thread, which takes the next child itself
  * whenever it has none running, and tries for more slots before each (one
- * may have freed up anywhere in the tree). A runner whose child ends takes
+ * may have freed up anywhere among the nodes). A runner whose child ends takes
  * the next one, so a pending child never waits for a sibling the parent
  * runs inline, and none ever waits for a slot, whatever the depth and the
  * fan-out; no pool worker ever waits on a node (it only makes HTTP calls):
@@ -21,11 +21,11 @@
  * worker of its subtree has been freed. A child's node id is taken when it
  * starts, once.
  *
- * A child is a whole node (loop_node in rlm/loop.c): its own loop, root
+ * A child is a whole node (rlm__loop_node in rlm/loop.c): its own loop, root
  * calls and REPL worker, on the solve's pool, sub-model, params and
  * sandbox, under the solve's one budget, deadline and cancel flag. A limit
- * of the whole solve met by any node is told to the tree (calls_stop) and
- * every node stops on it at its next step (calls_adopt), so the solve ends
+ * of the whole solve met by any node is told to the nodes (rlm__calls_stop) and
+ * every node stops on it at its next step (rlm__calls_adopt), so the solve ends
  * with that reason and the best partial answers.
  */
 #include "solve_int.h"
@@ -43,13 +43,13 @@
 #define MAX_DEPTH     16   /* levels of RLMs, as the CLI allows */
 #define MAX_CHILDREN  1000 /* child RLMs one call frame may start */
 
-/* ---- the tree ---- */
+/* ---- the nodes of a solve ---- */
 
-void tree_init(struct rlm_tree *t, const struct rlm_opts *o, int64_t t0)
+void rlm__nodes_init(struct rlm_nodes *t, const struct rlm_opts *o, int64_t t0)
 {
 	memset(t, 0, sizeof(*t));
 	t->o = o;
-	budget_init(&t->budget, o, t0);
+	rlm__budget_init(&t->budget, o, t0);
 	t->max_depth = o->max_depth > 0 ? o->max_depth : RLM_DEF_MAX_DEPTH;
 	/* Children run inline on their parent's thread when no slot is free:
 	 * some 8 KB of stack a level, so keep the chain short whatever a
@@ -65,7 +65,7 @@ void tree_init(struct rlm_tree *t, const struct rlm_opts *o, int64_t t0)
 	pthread_mutex_init(&t->stop_mu, NULL);
 }
 
-void tree_release(struct rlm_tree *t)
+void rlm__nodes_release(struct rlm_nodes *t)
 {
 	free(t->stop_detail);
 	t->stop_detail = NULL;
@@ -73,13 +73,13 @@ void tree_release(struct rlm_tree *t)
 	pthread_mutex_destroy(&t->stop_mu);
 }
 
-bool tree_limit(enum rlm_stop why)
+bool rlm__nodes_limit(enum rlm_stop why)
 {
 	return why == RLM_STOP_TIMEOUT || why == RLM_STOP_TOKENS || why == RLM_STOP_COST ||
 	       why == RLM_STOP_CALLS || why == RLM_STOP_MAX_CALLS || why == RLM_STOP_CANCEL;
 }
 
-void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int depth, int node)
+void rlm__nodes_stop(struct rlm_nodes *t, enum rlm_stop why, const char *detail, int depth, int node)
 {
 	pthread_mutex_lock(&t->stop_mu);
 	if (!atomic_load(&t->stopping)) {
@@ -95,7 +95,7 @@ void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int de
 
 /* ---- questions ---- */
 
-char *node_question(const char *prompt, size_t len)
+char *rlm__node_question(const char *prompt, size_t len)
 {
 	size_t chars = text_utf8_count(prompt, len), head;
 	char n[32];
@@ -160,7 +160,7 @@ static void child_run(struct child *ch)
 	 * its own, which its worker borrows (the one copy a worker needs
 	 * anyway), or a view of a part of this node's (no copy at all). The
 	 * frame's string is freed now, not when the last sibling ends. */
-	rc = node_ctx_make(p, ch->arg, ch->text, ch->len, &ctx);
+	rc = rlm__node_ctx_make(p, ch->arg, ch->text, ch->len, &ctx);
 	free(ch->own);
 	ch->own = NULL;
 	ch->text = NULL;
@@ -174,21 +174,21 @@ static void child_run(struct child *ch)
 		ch->question = NULL;
 		return;
 	}
-	record_detail(&ch->o, p->tree, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
+	rlm__record_detail(&ch->o, p->nodes, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
 		      strlen(ch->question), NULL);
 	/* The key reads the whole context: its pages go again after. */
-	memo = record_memo_key_ctx(&ch->o, p->depth + 1, ch->question, ctx, &k);
+	memo = rlm__record_memo_key_ctx(&ch->o, p->depth + 1, ch->question, ctx, &k);
 	corpus_release_pages(ctx);
-	if (memo && record_memo_get(&ch->o, &p->tree->budget, &k, ch->out)) {
+	if (memo && rlm__record_memo_get(&ch->o, &p->nodes->budget, &k, ch->out)) {
 		/* Asked and answered before: no node runs. */
 		ch->rc = 0;
 		ch->out->depth = p->depth + 1;
 		ch->out->node = ch->id;
 	} else {
-		ch->rc = loop_node(p->tree, &ch->o, p->depth + 1, ch->id, p->node, ch->question,
+		ch->rc = rlm__loop_node(p->nodes, &ch->o, p->depth + 1, ch->id, p->node, ch->question,
 				   ctx, ch->out, &ch->err);
 		if (ch->rc == 0 && memo)
-			record_memo_put(&ch->o, &k, ch->out);
+			rlm__record_memo_put(&ch->o, &k, ch->out);
 	}
 	data = xasprintf("{\"stop\":\"%s\",\"memo\":%s,\"calls\":%lld,\"cost\":%.9g,"
 			 "\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}}",
@@ -196,7 +196,7 @@ static void child_run(struct child *ch)
 			 (long long)ch->out->calls, ch->out->cost,
 			 (long long)ch->out->usage.input_tokens,
 			 (long long)ch->out->usage.output_tokens);
-	record_detail(&ch->o, p->tree, ch->id, p->node, p->depth + 1, 0, "child_end",
+	rlm__record_detail(&ch->o, p->nodes, ch->id, p->node, p->depth + 1, 0, "child_end",
 		      ch->out->answer, ch->out->answer ? strlen(ch->out->answer) : 0, data);
 	free(data);
 	ch->out->question = ch->question;
@@ -218,7 +218,7 @@ static struct child *take(struct batch *b, bool first)
 	pthread_mutex_unlock(&b->c->mu);
 	/* Ids count in the order nodes start, so taken here, once. */
 	if (ch)
-		ch->id = atomic_fetch_add(&b->c->tree->last_id, 1) + 1;
+		ch->id = atomic_fetch_add(&b->c->nodes->last_id, 1) + 1;
 	return ch;
 }
 
@@ -229,7 +229,7 @@ static void run_child(struct child *ch)
 	child_run(ch);
 	pthread_mutex_lock(&b->c->mu);
 	b->finished++;
-	calls_progress(b->c, "sub", b->finished, b->n);
+	rlm__calls_progress(b->c, "sub", b->finished, b->n);
 	pthread_mutex_unlock(&b->c->mu);
 }
 
@@ -248,11 +248,11 @@ static void *runner_main(void *arg)
 	}
 	/* The slot is free once its last node has ended, worker freed; the
 	 * thread itself is joined by the parent. */
-	atomic_fetch_sub(&b->c->tree->running, 1);
+	atomic_fetch_sub(&b->c->nodes->running, 1);
 	return NULL;
 }
 
-static bool take_slot(struct rlm_tree *t)
+static bool take_slot(struct rlm_nodes *t)
 {
 	if (atomic_fetch_add(&t->running, 1) < t->max_nodes)
 		return true;
@@ -264,7 +264,7 @@ static bool take_slot(struct rlm_tree *t)
  * no runner is on its way to take. */
 static void add_runners(struct batch *b)
 {
-	struct rlm_tree *t = b->c->tree;
+	struct rlm_nodes *t = b->c->nodes;
 	for (;;) {
 		bool more;
 		pthread_mutex_lock(&b->c->mu);
@@ -291,7 +291,7 @@ static void add_runners(struct batch *b)
 
 /* Run the batch: runners where there are slots, and this thread takes the
  * next child of the queue itself whenever it has none, trying for more
- * slots before each (a slot may have freed up anywhere in the tree). A
+ * slots before each (a slot may have freed up anywhere among the nodes). A
  * runner whose child ends takes the next one. So no child waits for a
  * slot, and none waits behind a sibling that runs inline. */
 static void run_batch(struct batch *b)
@@ -342,17 +342,17 @@ static bool may_start(struct calls *c, struct batch *b, size_t i, char **texts, 
 	enum rlm_stop why;
 	char msg[256];
 	const char *e = NULL;
-	if (calls_cancelled(c)) {
-		calls_stop(c, RLM_STOP_CANCEL, "cancelled by the caller");
+	if (rlm__calls_cancelled(c)) {
+		rlm__calls_stop(c, RLM_STOP_CANCEL, "cancelled by the caller");
 		e = "Error: cancelled";
-	} else if (budget_expired(c->budget, now_ns())) {
-		calls_timeout(c, "before a child RLM started");
+	} else if (rlm__budget_expired(c->budget, time_now_ns())) {
+		rlm__calls_timeout(c, "before a child RLM started");
 		e = "Error: time budget exhausted (the solve's time limit passed)";
-	} else if (calls_adopt(c)) {
+	} else if (rlm__calls_adopt(c)) {
 		texts[i] = xasprintf("Error: not sent: the solve is stopping (%s)", c->stop_detail);
 		errors[i] = true;
 		return false;
-	} else if (!budget_reserve(c->budget, 0, 0, BUDGET_CHILD, &why, msg, sizeof(msg))) {
+	} else if (!rlm__budget_reserve(c->budget, 0, 0, BUDGET_CHILD, &why, msg, sizeof(msg))) {
 		/* A child is one sub-call; its own calls reserve their tokens
 		 * and cost as they go. */
 		texts[i] = xasprintf("Error: %s", msg);
@@ -376,7 +376,7 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 			  struct llm_model *root)
 {
 	size_t i = ch->item, slot;
-	ch->o = *c->tree->o;
+	ch->o = *c->nodes->o;
 	ch->o.model = root;
 	ch->o.sub_model = c->sub;
 	/* One progress line: the root's. */
@@ -390,7 +390,7 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 		ch->len = call->contexts[i].len;
 		slot = call->n + i;
 	} else {
-		ch->question = node_question(call->prompts[i], call->lens[i]);
+		ch->question = rlm__node_question(call->prompts[i], call->lens[i]);
 		ch->text = call->prompts[i];
 		ch->len = call->lens[i];
 		slot = i;
@@ -402,7 +402,7 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 	}
 }
 
-void node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
+void rlm__node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
 		   char **texts, bool *errors)
 {
 	struct batch b;
@@ -427,12 +427,12 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 	 * context= the worker got wrong starts none and reserves nothing. */
 	for (size_t i = 0; i < call->n; i++) {
 		char msg[300];
-		if (call->contexts && node_ctx_check(c, &call->contexts[i], msg, sizeof(msg))) {
+		if (call->contexts && rlm__node_ctx_check(c, &call->contexts[i], msg, sizeof(msg))) {
 			texts[i] = xasprintf("Error: %s", msg);
 			errors[i] = true;
 			pthread_mutex_lock(&c->mu);
 			c->out->sub_calls++; /* asked for, and failed */
-			calls_failed(c, msg);
+			rlm__calls_failed(c, msg);
 			pthread_mutex_unlock(&c->mu);
 			continue;
 		}
@@ -445,7 +445,7 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 	if (!b.n) {
 		free(b.kids);
 		if (b.refused)
-			calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
+			rlm__calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
 		return;
 	}
 	/* Their slots, in prompt order, before any runs: children of earlier
@@ -469,16 +469,16 @@ void node_children(struct calls *c, const struct repl_call *call, struct llm_mod
 		size_t i = ch->item;
 		texts[i] = child_text(ch, &errors[i]);
 		pthread_mutex_lock(&c->mu);
-		calls_add_child(c, ch->out);
+		rlm__calls_add_child(c, ch->out);
 		if (ch->rc < 0)
-			calls_failed(c, texts[i] + strlen("Error: "));
+			rlm__calls_failed(c, texts[i] + strlen("Error: "));
 		pthread_mutex_unlock(&c->mu);
 		free(ch->question);
 		free(ch->own);
 	}
 	if (b.refused)
-		calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
+		rlm__calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
 	/* A limit of the whole solve met below stops this node too. */
-	calls_adopt(c);
+	rlm__calls_adopt(c);
 	free(b.kids);
 }

@@ -36,7 +36,7 @@ static bool mid_char(const char *s, size_t len, uint64_t at)
 	return at < len && text_utf8_is_cont(s[at]);
 }
 
-int node_ctx_check(const struct calls *c, const struct repl_ctx_arg *a, char *msg, size_t cap)
+int rlm__node_ctx_check(const struct calls *c, const struct repl_ctx_arg *a, char *msg, size_t cap)
 {
 	const struct corpus *ctx = c->ctx;
 	bool docs = ctx && ctx->kind != CORPUS_TEXT;
@@ -108,7 +108,7 @@ static int view_run(const struct calls *c, const struct repl_layout *ly, size_t 
 			   ly->text_at + lo, ly->table_at + 16 * (uint64_t)first, out);
 }
 
-int node_ctx_make(const struct calls *c, const struct repl_ctx_arg *a, const char *text,
+int rlm__node_ctx_make(const struct calls *c, const struct repl_ctx_arg *a, const char *text,
 		  size_t len, struct corpus **out)
 {
 	struct repl_layout ly;
@@ -137,13 +137,13 @@ int node_ctx_make(const struct calls *c, const struct repl_ctx_arg *a, const cha
 	return 0;
 }
 
-char *node_ctx_prompt(const struct calls *c, const struct repl_ctx_arg *a, const char *p,
+char *rlm__node_ctx_prompt(const struct calls *c, const struct repl_ctx_arg *a, const char *p,
 		      size_t n, size_t *len, char *msg, size_t cap)
 {
 	const struct corpus *ctx = c->ctx;
 	struct buf b;
 	size_t off, tlen;
-	if (node_ctx_check(c, a, msg, cap))
+	if (rlm__node_ctx_check(c, a, msg, cap))
 		return NULL;
 	buf_init(&b, 0);
 	buf_append(&b, p, n);

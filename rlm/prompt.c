@@ -12,7 +12,7 @@
 
 static char *prompt_dir;
 
-int prompt_render_text(const char *tmpl, size_t tlen, const struct prompt_var *vars, size_t n,
+int rlm_prompt_render_text(const char *tmpl, size_t tlen, const struct prompt_var *vars, size_t n,
 		       struct buf *out, struct rlm_err *err)
 {
 	size_t i = 0;
@@ -47,19 +47,19 @@ int prompt_render_text(const char *tmpl, size_t tlen, const struct prompt_var *v
 	return 0;
 }
 
-int prompt_render(const char *name, const struct prompt_var *vars, size_t n, struct buf *out,
+int rlm_prompt_render(const char *name, const struct prompt_var *vars, size_t n, struct buf *out,
 		  struct rlm_err *err)
 {
-	const struct embedded_file *f = embedded_find(name);
+	const struct embedded_file *f = embed_find(name);
 	if (!f)
 		return rlm_err_set(err, RLM_ENOTFOUND, "no prompt template '%s'", name);
 	if (prompt_dir) {
 		char *path = xasprintf("%s/%s", prompt_dir, name), *text;
 		size_t len;
-		int rc = read_file(path, TEMPLATE_MAX, &text, &len, err);
+		int rc = file_read(path, TEMPLATE_MAX, &text, &len, err);
 		free(path);
 		if (rc == 0) {
-			rc = prompt_render_text(text, len, vars, n, out, err);
+			rc = rlm_prompt_render_text(text, len, vars, n, out, err);
 			if (rc)
 				rlm_err_prefix(err, "%s/%s", prompt_dir, name);
 			free(text);
@@ -69,10 +69,10 @@ int prompt_render(const char *name, const struct prompt_var *vars, size_t n, str
 			return rc;
 		rlm_err_clear(err);
 	}
-	return prompt_render_text(f->data, f->len, vars, n, out, err);
+	return rlm_prompt_render_text(f->data, f->len, vars, n, out, err);
 }
 
-int prompt_set_dir(const char *dir, struct rlm_err *err)
+int rlm_prompt_set_dir(const char *dir, struct rlm_err *err)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -82,7 +82,7 @@ int prompt_set_dir(const char *dir, struct rlm_err *err)
 				   strerror(errno));
 	while (!rc && (e = readdir(d))) {
 		size_t n = strlen(e->d_name);
-		if (n > 4 && strcmp(e->d_name + n - 4, ".txt") == 0 && !embedded_find(e->d_name))
+		if (n > 4 && strcmp(e->d_name + n - 4, ".txt") == 0 && !embed_find(e->d_name))
 			rc = rlm_err_set(err, RLM_EINVAL,
 					 "'%s/%s' is not a known prompt template (known: "
 					 "repl_system.txt, repl_first.txt, repl_next.txt, "
@@ -98,7 +98,7 @@ int prompt_set_dir(const char *dir, struct rlm_err *err)
 	return rc;
 }
 
-const char *prompt_dir_in_use(void)
+const char *rlm_prompt_dir_in_use(void)
 {
 	return prompt_dir;
 }

@@ -200,7 +200,7 @@ static int flight_wait(struct rlm_record *rec, struct record_flight *f, struct l
 	int r;
 	f->refs++;
 	while (!f->done && !call_cancelled(c)) {
-		int64_t until = now_ns() + FLIGHT_POLL_NS;
+		int64_t until = time_now_ns() + FLIGHT_POLL_NS;
 		struct timespec ts = {(time_t)(until / 1000000000LL), (long)(until % 1000000000LL)};
 		pthread_cond_timedwait(&rec->fl_cv, &rec->fl_mu, &ts);
 	}
@@ -289,7 +289,7 @@ static void front_release(void *arg, const struct llm_call *c)
 	pthread_mutex_unlock(&rec->fl_mu);
 }
 
-const struct llm_front *record_front(const struct rlm_opts *o)
+const struct llm_front *rlm__record_front(const struct rlm_opts *o)
 {
 	const struct rlm_record *rec = rec_of(o);
 	return rec ? &rec->front : NULL;
@@ -309,16 +309,16 @@ static void prompts_digest(char hex[33])
 	static const char *const names[] = {"repl_system.txt", "repl_first.txt", "repl_next.txt",
 					    "repl_nocode.txt", "repl_last.txt",	 "tree_leaf.txt",
 					    "tree_combine.txt"};
-	const char *dir = prompt_dir_in_use();
+	const char *dir = rlm_prompt_dir_in_use();
 	struct store_kb kb;
 	struct store_key k;
 	store_kb_init(&kb, "prompts/1");
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-		const struct embedded_file *f = embedded_find(names[i]);
+		const struct embedded_file *f = embed_find(names[i]);
 		struct rlm_err err = {0, ""};
 		char *path = dir ? xasprintf("%s/%s", dir, names[i]) : NULL, *text = NULL;
 		size_t len = 0;
-		if (path && read_file(path, 1 << 20, &text, &len, &err) == 0)
+		if (path && file_read(path, 1 << 20, &text, &len, &err) == 0)
 			store_kb_str(&kb, text, len);
 		else
 			store_kb_str(&kb, f ? f->data : "", f ? f->len : 0);
@@ -392,7 +392,7 @@ static void context_digest(const struct corpus *ctx, char hex[33])
 	store_key_hex(&k, hex);
 }
 
-void record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *question,
+void rlm__record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *question,
 		  const struct corpus *ctx)
 {
 	struct store_run run;
@@ -420,7 +420,7 @@ void record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *
 	free(config);
 }
 
-void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct rlm_result *r,
+void rlm__record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct rlm_result *r,
 		int rc, const char *error)
 {
 	struct store_run run;
@@ -440,7 +440,7 @@ void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct r
 		json_add_str(j, "error", error);
 	res = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
-	record_event(o, 0, -1, 0, r->iterations, "end", NULL, 0, res);
+	rlm__record_event(o, 0, -1, 0, r->iterations, "end", NULL, 0, res);
 	memset(&run, 0, sizeof(run));
 	memcpy(run.id, rec->run, sizeof(run.id));
 	run.status = rc < 0 ? "failed"
@@ -453,7 +453,7 @@ void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct r
 	free(res);
 }
 
-void record_event(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
+void rlm__record_event(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
 		  const char *kind, const char *text, size_t len, const char *data_json)
 {
 	const struct rlm_record *rec = rec_of(o);
@@ -461,7 +461,7 @@ void record_event(const struct rlm_opts *o, int node, int parent, int depth, int
 	struct rlm_err err = {0, ""};
 	if (!rec || !rec->run[0])
 		return;
-	e = (struct store_event){.t_ns = now_ns() - rec->t0,
+	e = (struct store_event){.t_ns = time_now_ns() - rec->t0,
 				 .node = node,
 				 .parent = parent,
 				 .depth = depth,
@@ -474,25 +474,25 @@ void record_event(const struct rlm_opts *o, int node, int parent, int depth, int
 		store_trouble(rec, "recording an event", &err);
 }
 
-void record_detail(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
+void rlm__record_detail(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,
 		   int depth, int iteration, const char *kind, const char *text, size_t len,
 		   const char *data_json)
 {
 	struct rlm_event e;
-	record_event(o, node, parent, depth, iteration, kind, text, len, data_json);
-	if (!o->event || !o->detail_events || !tree)
+	rlm__record_event(o, node, parent, depth, iteration, kind, text, len, data_json);
+	if (!o->event || !o->detail_events || !nodes)
 		return;
 	e = (struct rlm_event){.kind = kind,
 			       .iteration = iteration,
 			       .text = text ? text : "",
 			       .len = text ? len : 0,
-			       .elapsed_ns = now_ns() - tree->t0,
+			       .elapsed_ns = time_now_ns() - nodes->t0,
 			       .depth = depth,
 			       .node = node,
 			       .data_json = data_json};
-	pthread_mutex_lock(&tree->cb_mu);
+	pthread_mutex_lock(&nodes->cb_mu);
 	o->event(&e, o->event_arg);
-	pthread_mutex_unlock(&tree->cb_mu);
+	pthread_mutex_unlock(&nodes->cb_mu);
 }
 
 /* A sub-call's prompt and reply are kept cut to these many characters,
@@ -511,7 +511,7 @@ static void add_cut(cJSON *o, const char *key, const char *s, size_t len, size_t
 	free(t);
 }
 
-void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
+void rlm__record_call(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,
 		 int depth, int iteration, const struct llm_call *call, bool sub)
 {
 	const struct rlm_record *rec = rec_of(o);
@@ -520,7 +520,7 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 	size_t chars = 0;
 	bool to_store = rec && rec->run[0];
 	cJSON *d, *u;
-	if (!to_store && !(o->event && o->detail_events && tree))
+	if (!to_store && !(o->event && o->detail_events && nodes))
 		return;
 	rlm_store_call_key(call, &k);
 	store_key_hex(&k, hex);
@@ -556,7 +556,7 @@ void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int 
 	}
 	data = json_print(d);
 	cJSON_Delete(d);
-	record_detail(o, tree, node, parent, depth, iteration, "call", NULL, 0, data);
+	rlm__record_detail(o, nodes, node, parent, depth, iteration, "call", NULL, 0, data);
 	free(data);
 }
 
@@ -576,7 +576,7 @@ static void memo_key_begin(struct store_kb *kb, const struct rlm_opts *o, int de
 	free(config);
 }
 
-bool record_memo_key(const struct rlm_opts *o, int depth, const char *question, const char *text,
+bool rlm__record_memo_key(const struct rlm_opts *o, int depth, const char *question, const char *text,
 		     size_t len, struct store_key *k)
 {
 	struct store_kb kb;
@@ -588,14 +588,14 @@ bool record_memo_key(const struct rlm_opts *o, int depth, const char *question, 
 	return true;
 }
 
-bool record_memo_key_ctx(const struct rlm_opts *o, int depth, const char *question,
+bool rlm__record_memo_key_ctx(const struct rlm_opts *o, int depth, const char *question,
 			 const struct corpus *ctx, struct store_key *k)
 {
 	struct store_kb kb;
 	if (ctx->kind == CORPUS_TEXT) {
 		/* a str: the key of its text, as it always was */
 		size_t off = ctx->n_docs ? ctx->docs[0].off : 0;
-		return record_memo_key(o, depth, question, ctx->buf + off,
+		return rlm__record_memo_key(o, depth, question, ctx->buf + off,
 				       ctx->n_docs ? ctx->docs[0].len : ctx->len, k);
 	}
 	if (!rec_of(o))
@@ -651,7 +651,7 @@ static bool memo_fits(const struct rlm_opts *o, struct rlm_budget *b,
 	return true;
 }
 
-bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const struct store_key *k,
+bool rlm__record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const struct store_key *k,
 		     struct rlm_result *out)
 {
 	const struct rlm_record *rec = rec_of(o);
@@ -685,7 +685,7 @@ bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const struc
 	return true;
 }
 
-void record_memo_put(const struct rlm_opts *o, const struct store_key *k,
+void rlm__record_memo_put(const struct rlm_opts *o, const struct store_key *k,
 		     const struct rlm_result *r)
 {
 	const struct rlm_record *rec = rec_of(o);
@@ -710,13 +710,13 @@ void record_memo_put(const struct rlm_opts *o, const struct store_key *k,
 
 /* ---- rlm_solve's side ---- */
 
-void record_init(struct rlm_record *rec, const struct rlm_opts *o)
+void rlm__record_init(struct rlm_record *rec, const struct rlm_opts *o)
 {
 	memset(rec, 0, sizeof(*rec));
 	rec->store = o->store;
 	rec->refresh = o->refresh;
 	rec->front = (struct llm_front){front_lookup, front_save, rec, front_release};
-	rec->t0 = now_ns();
+	rec->t0 = time_now_ns();
 	atomic_init(&rec->broken, false);
 	pthread_mutex_init(&rec->fl_mu, NULL);
 	{

@@ -186,7 +186,7 @@ static void note_finals(const char *t, const struct line *l, struct finals *f)
 		f->fin_line = l->start;
 }
 
-void reply_parse(const char *text, size_t len, bool python, bool cut, struct reply *out)
+void rlm_reply_parse(const char *text, size_t len, bool python, bool cut, struct reply *out)
 {
 	struct finals f = {SIZE_MAX, SIZE_MAX};
 	size_t pos = 0, cap = 0;
@@ -265,7 +265,7 @@ void reply_parse(const char *text, size_t len, bool python, bool cut, struct rep
 		out->final_off = out->final_len = 0;
 }
 
-void reply_release(struct reply *r)
+void rlm_reply_release(struct reply *r)
 {
 	free(r->blocks);
 	r->blocks = NULL;

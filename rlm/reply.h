@@ -43,8 +43,8 @@ struct reply {
 
 /* Parse text[0..len). python: also run ```python / ```py blocks. cut: the
  * reply was cut off at the output token limit. Never fails; release with
- * reply_release. */
-void reply_parse(const char *text, size_t len, bool python, bool cut, struct reply *out);
-void reply_release(struct reply *r);
+ * rlm_reply_release. */
+void rlm_reply_parse(const char *text, size_t len, bool python, bool cut, struct reply *out);
+void rlm_reply_release(struct reply *r);
 
 #endif

@@ -5,7 +5,7 @@
  *
  * DESIGN
  * The REPL is the worker of a one-node solve that never calls its root
- * model: a tree (the budget, the depth and node limits child RLMs obey),
+ * model: the nodes of a solve (the budget, the depth and node limits child RLMs obey),
  * the calls of node 0 (the worker's call handler: llm_query* on the pool,
  * rlm_query* as child RLMs below max_depth), and the worker, started as
  * loop.c starts a node's. The counts the calls keep go nowhere: no run is
@@ -17,10 +17,10 @@
 
 struct rlm_repl {
 	struct rlm_opts o;	  /* the caller's, copied: what the calls and
-				   * the tree point to */
+				   * the nodes point to */
 	struct rlm_result counts; /* what the sub-calls spent (calls count
 				   * into it) */
-	struct rlm_tree tree;	  /* the one-node solve of the calls */
+	struct rlm_nodes nodes;	  /* the one-node solve of the calls */
 	struct calls calls;	  /* node 0's: the worker's call handler */
 	struct repl *repl;	  /* NULL until started */
 };
@@ -40,8 +40,8 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	r->o.strategy = RLM_REPL;
 	r->o.store = NULL;
 	r->o.record_ = NULL;
-	tree_init(&r->tree, &r->o, now_ns());
-	calls_init(&r->calls, &r->o, &r->counts, &r->tree, 0, 0);
+	rlm__nodes_init(&r->nodes, &r->o, time_now_ns());
+	rlm__calls_init(&r->calls, &r->o, &r->counts, &r->nodes, 0, 0);
 	r->calls.ctx = ctx;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.python = r->o.python;
@@ -49,9 +49,9 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	cfg.exec_timeout_ns = r->o.exec_timeout_ns;
 	cfg.cancel = r->o.cancel;
 	cfg.sandbox = r->o.sandbox;
-	cfg.on_call = calls_on_call;
+	cfg.on_call = rlm__calls_on_call;
 	cfg.call_arg = &r->calls;
-	loop_repl_context(ctx, &cfg.ctx, &off, &lens);
+	rlm__loop_repl_context(ctx, &cfg.ctx, &off, &lens);
 	rc = repl_start(&cfg, &r->repl, err);
 	free(off);
 	free(lens);
@@ -80,8 +80,8 @@ void rlm_repl_close(struct rlm_repl *r)
 	if (!r)
 		return;
 	repl_free(r->repl);
-	calls_release(&r->calls);
-	tree_release(&r->tree);
+	rlm__calls_release(&r->calls);
+	rlm__nodes_release(&r->nodes);
 	rlm_result_release(&r->counts);
 	free(r);
 }

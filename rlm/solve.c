@@ -21,9 +21,9 @@ static int solve_strategy(const struct rlm_opts *opts, const char *question,
 			out->stop = RLM_STOP_ERROR;
 			return rc;
 		}
-		return loop_solve(opts, question, ctx, out, err);
+		return rlm__loop_solve(opts, question, ctx, out, err);
 	case RLM_TREE:
-		return tree_solve(opts, question, ctx, out, err);
+		return rlm__tree_solve(opts, question, ctx, out, err);
 	}
 	out->stop = RLM_STOP_ERROR;
 	return rlm_err_set(err, RLM_EINVAL, "unknown strategy %d", (int)opts->strategy);
@@ -45,25 +45,25 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	/* With a store: the run is recorded, and every node finds the cache
 	 * and the record through o.record_. */
 	o = *opts;
-	record_init(&rec, &o);
+	rlm__record_init(&rec, &o);
 	o.record_ = &rec;
-	record_begin(&rec, &o, question, ctx);
+	rlm__record_begin(&rec, &o, question, ctx);
 	if (o.on_run)
 		o.on_run(rec.run, o.on_run_arg);
 	/* The whole solve asked before: its answer, and nothing runs. The
 	 * context stands in the key by its digest. */
-	t0 = now_ns();
-	memo = question && record_memo_key(&o, 0, question, rec.digest, strlen(rec.digest), &k);
-	if (memo && record_memo_get(&o, NULL, &k, out)) {
+	t0 = time_now_ns();
+	memo = question && rlm__record_memo_key(&o, 0, question, rec.digest, strlen(rec.digest), &k);
+	if (memo && rlm__record_memo_get(&o, NULL, &k, out)) {
 		rc = 0;
-		out->solve_ns = now_ns() - t0;
+		out->solve_ns = time_now_ns() - t0;
 	} else {
 		rc = solve_strategy(&o, question, ctx, out, err ? err : &local);
 		if (rc == 0 && memo)
-			record_memo_put(&o, &k, out);
+			rlm__record_memo_put(&o, &k, out);
 	}
 	memcpy(out->run_id, rec.run, sizeof(out->run_id));
-	record_end(&rec, &o, out, rc, rc < 0 ? (err ? err->msg : local.msg) : NULL);
+	rlm__record_end(&rec, &o, out, rc, rc < 0 ? (err ? err->msg : local.msg) : NULL);
 	return rc;
 }
 
@@ -143,7 +143,7 @@ static int64_t to_nusd(double usd)
 	return (int64_t)llround(usd * 1e9);
 }
 
-void budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0)
+void rlm__budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0)
 {
 	memset(b, 0, sizeof(*b));
 	b->max_tokens = o->max_tokens > 0 ? o->max_tokens : 0;
@@ -171,7 +171,7 @@ static bool take_one(_Atomic int64_t *used, int64_t max, int64_t *had)
 	return true;
 }
 
-bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
+bool rlm__budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
 		    enum budget_kind kind, enum rlm_stop *why, char *msg, size_t n)
 {
 	char x[32], y[32], z[32];
@@ -237,14 +237,14 @@ bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
 	}
 }
 
-void budget_settle(struct rlm_budget *b, int64_t est_tokens, double est_cost, int64_t used_tokens,
+void rlm__budget_settle(struct rlm_budget *b, int64_t est_tokens, double est_cost, int64_t used_tokens,
 		   double cost)
 {
 	atomic_fetch_add(&b->tokens, used_tokens - est_tokens);
 	atomic_fetch_add(&b->cost_nusd, to_nusd(cost) - to_nusd(est_cost));
 }
 
-bool budget_expired(const struct rlm_budget *b, int64_t now)
+bool rlm__budget_expired(const struct rlm_budget *b, int64_t now)
 {
 	return b->deadline_ns && now >= b->deadline_ns;
 }

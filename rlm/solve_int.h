@@ -18,18 +18,18 @@
 
 /* The strategies; rlm_solve (rlm/solve.c) zeroes out and dispatches. Same
  * contract as rlm_solve. */
-int tree_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
+int rlm__tree_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
 	       struct rlm_result *out, struct rlm_err *err);
-int loop_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
+int rlm__loop_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
 	       struct rlm_result *out, struct rlm_err *err);
 /* The corpus as a worker's context: one str for a text, a list[str] for
  * documents (any kind but CORPUS_TEXT). *off and *lens (owned; NULL for a
  * text) back the offsets table and must outlive the repl_start call. */
-void loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
+void rlm__loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
 		       size_t **lens);
 
 struct rlm_budget; /* below */
-struct rlm_tree;   /* below */
+struct rlm_nodes;   /* below */
 
 /* ---- the store (rlm/record.c) ----
  *
@@ -42,9 +42,9 @@ struct rlm_record {
 	bool refresh;
 	struct llm_front front; /* arg: this record */
 	char run[40];		/* the run's id; "" when it could not be begun */
-	char digest[33];	/* the context's (record_begin) */
+	char digest[33];	/* the context's (rlm__record_begin) */
 	atomic_bool broken;	/* the store failed once: no more store work */
-	int64_t t0;		/* the solve's start (now_ns clock) */
+	int64_t t0;		/* the solve's start (time_now_ns clock) */
 	/* calls sent and not done yet, by key, so that the same call asked
 	 * again meanwhile waits for its outcome instead of going out twice */
 	pthread_mutex_t fl_mu;
@@ -53,63 +53,63 @@ struct rlm_record {
 };
 
 /* Set rec up for o (o->store set). */
-void record_init(struct rlm_record *rec, const struct rlm_opts *o);
+void rlm__record_init(struct rlm_record *rec, const struct rlm_opts *o);
 /* Begin the run of question over ctx (rlm_solve, before the strategy).
  * A failure to record is not the solve's: it is logged, run stays "". */
-void record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *question,
+void rlm__record_begin(struct rlm_record *rec, const struct rlm_opts *o, const char *question,
 		  const struct corpus *ctx);
 /* End it with the result (and the strategy's rc), and release rec (no
  * call of the solve may be out). */
-void record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct rlm_result *r,
+void rlm__record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct rlm_result *r,
 		int rc, const char *error);
 /* The front for a call of o's solve, or NULL. */
-const struct llm_front *record_front(const struct rlm_opts *o);
+const struct llm_front *rlm__record_front(const struct rlm_opts *o);
 /* One event of node (parent: its parent's id, -1 for the root). */
-void record_event(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
+void rlm__record_event(const struct rlm_opts *o, int node, int parent, int depth, int iteration,
 		  const char *kind, const char *text, size_t len, const char *data_json);
-/* A model call of node completed: its "call" event (tree: the solve's, for
+/* A model call of node completed: its "call" event (nodes: the solve's, for
  * the event callback; NULL: the store only). */
-void record_call(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
+void rlm__record_call(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,
 		 int depth, int iteration, const struct llm_call *call, bool sub);
 /* A "call", "child" or "child_end" event: to the store, and to the event
- * callback when o asks for detail_events (under tree->cb_mu). */
-void record_detail(const struct rlm_opts *o, struct rlm_tree *tree, int node, int parent,
+ * callback when o asks for detail_events (under nodes->cb_mu). */
+void rlm__record_detail(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,
 		   int depth, int iteration, const char *kind, const char *text, size_t len,
 		   const char *data_json);
 /* The memo of a child RLM (or, at depth 0, of the whole solve) is kept
  * under a key of its question, its context and the configuration:
- * record_memo_key makes it for a context that is text[0..len) (a str, or
- * the whole solve's digest), record_memo_key_ctx for a child's corpus (a
+ * rlm__record_memo_key makes it for a context that is text[0..len) (a str, or
+ * the whole solve's digest), rlm__record_memo_key_ctx for a child's corpus (a
  * str: the same key as its text's; documents: their text and bounds).
  * Both read the whole context, and return false (no key) when the solve
  * has no store (or its store failed). */
-bool record_memo_key(const struct rlm_opts *o, int depth, const char *question, const char *text,
+bool rlm__record_memo_key(const struct rlm_opts *o, int depth, const char *question, const char *text,
 		     size_t len, struct store_key *k);
-bool record_memo_key_ctx(const struct rlm_opts *o, int depth, const char *question,
+bool rlm__record_memo_key_ctx(const struct rlm_opts *o, int depth, const char *question,
 			 const struct corpus *ctx, struct store_key *k);
 /* The answer kept under k, with its usage and counts, into out (stop
  * ANSWER, memo set) and true, when what it spent still fits budget b
  * (charged then; NULL: the limits of o): a memo never lets a run go
  * further than the run it stands for. */
-bool record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const struct store_key *k,
+bool rlm__record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const struct store_key *k,
 		     struct rlm_result *out);
 /* Keep a node's answer under k: only a whole one (stop ANSWER, no failed
  * call, no warning, no failed part). */
-void record_memo_put(const struct rlm_opts *o, const struct store_key *k,
+void rlm__record_memo_put(const struct rlm_opts *o, const struct store_key *k,
 		     const struct rlm_result *r);
 
 /* Limits of one solve, shared by every call of it from any thread: each
  * call is checked and its share reserved before it is sent
- * (budget_reserve), and settled with what it really used when it
- * completes (budget_settle). Counters are atomics, so child nodes running
+ * (rlm__budget_reserve), and settled with what it really used when it
+ * completes (rlm__budget_settle). Counters are atomics, so child nodes running
  * on other threads can share one budget; the limits are set once by
- * budget_init and only read afterwards. */
+ * rlm__budget_init and only read afterwards. */
 struct rlm_budget {
 	int64_t max_tokens;	   /* input + output tokens; 0: none */
 	int64_t max_cost_nusd;	   /* USD in units of 1e-9; 0: none */
 	int64_t max_sub_calls;	   /* 0: none */
 	int64_t max_calls;	   /* model calls; 0: none */
-	int64_t deadline_ns;	   /* now_ns() clock; 0: none */
+	int64_t deadline_ns;	   /* time_now_ns() clock; 0: none */
 	int64_t timeout_ns;	   /* the limit it came from, for messages */
 	_Atomic int64_t tokens;	   /* used, plus the estimates of calls out */
 	_Atomic int64_t cost_nusd; /* spent, plus the input costs of calls out */
@@ -124,7 +124,7 @@ enum budget_kind {
 	BUDGET_CHILD, /* a child RLM: a sub-call (its own calls reserve theirs) */
 };
 
-void budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0);
+void rlm__budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0);
 /* May a call of this kind with est_tokens of input, costing about
  * est_cost USD at the full input price, be sent? true: both estimates,
  * its sub-call and its model call (as kind says) are reserved, so calls
@@ -133,19 +133,19 @@ void budget_init(struct rlm_budget *b, const struct rlm_opts *o, int64_t t0);
  * _MAX_CALLS) and msg[0..n) says which budget and by how much, e.g.
  * "token budget exhausted (9,800 of 10,000 tokens used; this call needs
  * about 600 more)"; nothing is reserved. */
-bool budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
+bool rlm__budget_reserve(struct rlm_budget *b, int64_t est_tokens, double est_cost,
 		    enum budget_kind kind, enum rlm_stop *why, char *msg, size_t n);
 /* A reserved call completed: replace its estimates by what it used (0 for
  * a call that failed before the provider billed it) and what it cost. */
-void budget_settle(struct rlm_budget *b, int64_t est_tokens, double est_cost, int64_t used_tokens,
+void rlm__budget_settle(struct rlm_budget *b, int64_t est_tokens, double est_cost, int64_t used_tokens,
 		   double cost);
 /* Has the deadline passed? */
-bool budget_expired(const struct rlm_budget *b, int64_t now);
+bool rlm__budget_expired(const struct rlm_budget *b, int64_t now);
 
 /* The state every node of one repl solve shares, from any thread: made by
- * loop_solve for the root, and given to each child node as a pointer. The
- * fields above the mutexes are set by tree_init and only read afterwards. */
-struct rlm_tree {
+ * rlm__loop_solve for the root, and given to each child node as a pointer. The
+ * fields above the mutexes are set by rlm__nodes_init and only read afterwards. */
+struct rlm_nodes {
 	const struct rlm_opts *o; /* the caller's: pool, models, params,
 				   * cancel, callbacks, limits */
 	struct rlm_budget budget; /* tokens, cost, sub-calls, calls, deadline */
@@ -163,14 +163,14 @@ struct rlm_tree {
 	char *stop_detail;  /* owned, guarded by stop_mu */
 };
 
-void tree_init(struct rlm_tree *t, const struct rlm_opts *o, int64_t t0);
-void tree_release(struct rlm_tree *t);
+void rlm__nodes_init(struct rlm_nodes *t, const struct rlm_opts *o, int64_t t0);
+void rlm__nodes_release(struct rlm_nodes *t);
 /* Is why a limit of the whole solve (tokens, cost, sub-calls, calls,
  * time, cancel), which ends every node, not just the one that met it? */
-bool tree_limit(enum rlm_stop why);
+bool rlm__nodes_limit(enum rlm_stop why);
 /* Node `node` at `depth` met the limit why (detail: its words): every node
  * stops on it. The first limit told wins. Any thread. */
-void tree_stop(struct rlm_tree *t, enum rlm_stop why, const char *detail, int depth, int node);
+void rlm__nodes_stop(struct rlm_nodes *t, enum rlm_stop why, const char *detail, int depth, int node);
 
 
 /* The calls of one node of the repl strategy: its root calls and the
@@ -182,10 +182,10 @@ struct calls {
 	const struct rlm_opts *o;  /* the node's: pool, its root model, params,
 				    * cancel, progress (the root's only) */
 	struct rlm_result *out;	   /* counted into; guarded by mu */
-	struct rlm_tree *tree;	   /* borrowed, shared by the solve's nodes */
-	struct rlm_budget *budget; /* &tree->budget */
+	struct rlm_nodes *nodes;	   /* borrowed, shared by the solve's nodes */
+	struct rlm_budget *budget; /* &nodes->budget */
 	struct llm_model *sub;	   /* the default sub-model */
-	int depth, node;	   /* where the node is in the tree */
+	int depth, node;	   /* where the node is among the nodes */
 	int parent;		   /* the parent node's id; -1 for the root */
 	size_t window;		   /* sub-calls in flight; o->window or 256 */
 	int64_t t0;		   /* the solve's start */
@@ -207,38 +207,38 @@ struct calls {
 	struct repl *repl;
 };
 
-/* o: the node's options (o->sub_model set); tree: the solve's. */
-void calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,
-		struct rlm_tree *tree, int depth, int node);
-void calls_release(struct calls *c);
-bool calls_cancelled(const struct calls *c);
+/* o: the node's options (o->sub_model set); nodes: the solve's. */
+void rlm__calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,
+		struct rlm_nodes *nodes, int depth, int node);
+void rlm__calls_release(struct calls *c);
+bool rlm__calls_cancelled(const struct calls *c);
 /* Decide the stop (ignored when one is decided already). A limit of the
- * whole solve (tree_limit) is told to the tree too, so that every node
+ * whole solve (rlm__nodes_limit) is told to the nodes too, so that every node
  * stops on it. */
-void calls_stop(struct calls *c, enum rlm_stop why, const char *fmt, ...) RLM_PRINTF(3, 4);
+void rlm__calls_stop(struct calls *c, enum rlm_stop why, const char *fmt, ...) RLM_PRINTF(3, 4);
 /* Has another node met a limit of the whole solve? Then this node stops on
  * it too (its stop is decided, with the same reason and words). Returns
  * c->stopping. The node's thread only. */
-bool calls_adopt(struct calls *c);
+bool rlm__calls_adopt(struct calls *c);
 /* The time limit passed `during` ("during a sub-call"). */
-void calls_timeout(struct calls *c, const char *during);
+void rlm__calls_timeout(struct calls *c, const char *during);
 /* mu held: call the progress callback (never concurrently). */
-void calls_progress(struct calls *c, const char *phase, size_t done, size_t total);
+void rlm__calls_progress(struct calls *c, const char *phase, size_t done, size_t total);
 /* mu held: count a completed call (sub: a sub-call) with the token
  * estimate it reserved, and settle the budget. */
-void calls_account(struct calls *c, const struct llm_call *call, int64_t est, bool sub);
+void rlm__calls_account(struct calls *c, const struct llm_call *call, int64_t est, bool sub);
 /* mu held: at the caller's cancel or at deadline (0: none), set *flag (the
  * cancel flag of the calls being waited for) and decide the stop, saying
  * `during` which step time ran out. Returns *flag. */
-bool calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during);
-/* mu held: calls_check, then wait on cv for a signal, at most until the
+bool rlm__calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during);
+/* mu held: rlm__calls_check, then wait on cv for a signal, at most until the
  * deadline or a short poll interval. Loop on your own condition. */
-void calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during);
+void rlm__calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during);
 /* mu held: add what a finished child node spent to c->out (its totals
  * count as this node's sub-calls). */
-void calls_add_child(struct calls *c, const struct rlm_result *child);
+void rlm__calls_add_child(struct calls *c, const struct rlm_result *child);
 /* The worker's call handler (repl_call_fn; arg: the struct calls). */
-void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors);
+void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors);
 
 /* ---- child nodes (rlm/node.c) ---- */
 
@@ -247,20 +247,20 @@ void calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *
  * worker, over ctx (borrowed until it returns). out is zeroed first and
  * filled as rlm_solve's; its children are joined and its worker freed
  * before it returns. Same return as rlm_solve. (rlm/loop.c) */
-int loop_node(struct rlm_tree *t, const struct rlm_opts *o, int depth, int node, int parent,
+int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int node, int parent,
 	      const char *question, const struct corpus *ctx, struct rlm_result *out,
 	      struct rlm_err *err);
 /* Answer the prompts of an rlm_query frame of node c with child RLMs at
  * c->depth + 1 (the caller checked the depth allows it), whose root model
  * is root. Same contract as a repl_call_fn: texts[i] and errors[i] for
  * every prompt, in order. Each child runs on a thread of its own while the
- * solve has a slot (tree->max_nodes), else on this thread; all have ended
+ * solve has a slot (nodes->max_nodes), else on this thread; all have ended
  * when it returns. Their results go to c->out->children, in prompt order. */
-void node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
+void rlm__node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
 		   char **texts, bool *errors);
 /* mu held: count a sub-call (or child) that failed, with why (its text
  * after "Error: "), for the node's warning. */
-void calls_failed(struct calls *c, const char *why);
+void rlm__calls_failed(struct calls *c, const char *why);
 
 /* ---- the contexts of children (rlm/node_ctx.c) ----
  *
@@ -272,24 +272,24 @@ void calls_failed(struct calls *c, const char *why);
 
 /* Check entry a against c's context. Returns 0, or RLM_EINVAL with msg
  * saying what is wrong (for "Error: <msg>"). */
-int node_ctx_check(const struct calls *c, const struct repl_ctx_arg *a, char *msg, size_t cap);
+int rlm__node_ctx_check(const struct calls *c, const struct repl_ctx_arg *a, char *msg, size_t cap);
 /* The context of a child for a checked entry a (NULL or NONE: the prompt,
  * text[0..len), as for TEXT): a copy of a str or a list in a memfd of its
  * own, or a view of c's context on the memfd of c's worker. Returns 0 with
  * *out (corpus_free it; it may borrow text and c->ctx until then), or
  * -errno. */
-int node_ctx_make(const struct calls *c, const struct repl_ctx_arg *a, const char *text,
+int rlm__node_ctx_make(const struct calls *c, const struct repl_ctx_arg *a, const char *text,
 		  size_t len, struct corpus **out);
 /* The prompt of a plain sub-call at the last depth for prompt p[0..n) with
  * context entry a: "<prompt>\n\n<context>", documents joined by a blank
  * line. Returns a fresh string (*len bytes), or NULL with msg when a is bad
- * (node_ctx_check). The pages of c's context it read are released. */
-char *node_ctx_prompt(const struct calls *c, const struct repl_ctx_arg *a, const char *p,
+ * (rlm__node_ctx_check). The pages of c's context it read are released. */
+char *rlm__node_ctx_prompt(const struct calls *c, const struct repl_ctx_arg *a, const char *p,
 		      size_t n, size_t *len, char *msg, size_t cap);
 
 /* The question a child is asked when its context is the prompt: the
  * prompt, or when it is long its start and a note that the whole of it is
  * in `context`. Returns a fresh string. */
-char *node_question(const char *prompt, size_t len);
+char *rlm__node_question(const char *prompt, size_t len);
 
 #endif

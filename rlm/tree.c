@@ -184,8 +184,8 @@ static void on_done(struct llm_call *c, void *arg)
 {
 	struct slot *s = arg;
 	struct job *j = s->job;
-	record_call(j->opts, NULL, 0, -1, 0, 0, c, true);
-	budget_settle(&j->lim->budget, s->est, s->est_cost,
+	rlm__record_call(j->opts, NULL, 0, -1, 0, 0, c, true);
+	rlm__budget_settle(&j->lim->budget, s->est, s->est_cost,
 		      c->usage.input_tokens + c->usage.output_tokens, c->cost);
 	pthread_mutex_lock(&j->mu);
 	if (c->rc == 0) {
@@ -203,7 +203,7 @@ static void on_done(struct llm_call *c, void *arg)
 	j->free_slots = s;
 	j->done++;
 	if (j->opts->progress) {
-		struct rlm_progress p = {j->phase, j->done, j->n, j->level, now_ns() - j->t0};
+		struct rlm_progress p = {j->phase, j->done, j->n, j->level, time_now_ns() - j->t0};
 		j->opts->progress(&p, j->opts->progress_arg);
 	}
 	pthread_cond_signal(&j->cv);
@@ -230,10 +230,10 @@ static bool caller_cancelled(const struct rlm_opts *o)
 static void time_check(struct job *j)
 {
 	char d[32], msg[64];
-	if (j->lim->why != RLM_STOP_ANSWER || !budget_expired(&j->lim->budget, now_ns()))
+	if (j->lim->why != RLM_STOP_ANSWER || !rlm__budget_expired(&j->lim->budget, time_now_ns()))
 		return;
 	snprintf(msg, sizeof(msg), "time limit of %s reached",
-		 fmt_duration(d, sizeof(d), j->lim->budget.timeout_ns));
+		 text_fmt_duration(d, sizeof(d), j->lim->budget.timeout_ns));
 	limit_met(j, RLM_STOP_TIMEOUT, msg);
 }
 
@@ -241,7 +241,7 @@ static void time_check(struct job *j)
  * tick to look at the caller's cancel flag. */
 static void job_wait(struct job *j)
 {
-	int64_t until = now_ns() + 50000000LL, dl = j->lim->budget.deadline_ns;
+	int64_t until = time_now_ns() + 50000000LL, dl = j->lim->budget.deadline_ns;
 	struct timespec ts;
 	if (dl && dl < until)
 		until = dl;
@@ -314,7 +314,7 @@ static int run_job(struct job *j, struct rlm_err *err)
 			s->est_cost = llm_model_input_cost(j->model, s->est);
 		}
 		pthread_mutex_lock(&j->mu);
-		if (!rc && !budget_reserve(&j->lim->budget, s->est, s->est_cost, j->kind, &why, msg,
+		if (!rc && !rlm__budget_reserve(&j->lim->budget, s->est, s->est_cost, j->kind, &why, msg,
 					   sizeof(msg))) {
 			limit_met(j, why, msg);
 			rc = -1; /* not an error: put the slot back, then stop */
@@ -334,7 +334,7 @@ static int run_job(struct job *j, struct rlm_err *err)
 		llm_call_init(&s->call, j->model, s->msgs, 2);
 		s->call.params = j->opts->params;
 		s->call.cancel = &j->lim->stop;
-		s->call.front = record_front(j->opts);
+		s->call.front = rlm__record_front(j->opts);
 		llm_pool_submit(j->opts->pool, &s->call, on_done, s);
 		pthread_mutex_lock(&j->mu);
 	}
@@ -373,7 +373,7 @@ static int render_leaf(struct job *j, size_t i, struct buf *out, struct rlm_err 
 	};
 	if (lc->parts[i].len == 0)
 		vars[1].val = "";
-	return prompt_render("tree_leaf.txt", vars, 2, out, err);
+	return rlm_prompt_render("tree_leaf.txt", vars, 2, out, err);
 }
 
 /* ---- combining ---- */
@@ -394,7 +394,7 @@ static int render_combine(struct job *j, size_t g, struct buf *out, struct rlm_e
 		buf_printf(&list, "[%zu] %s\n", k - gc->start[g] + 1, gc->partials[k]);
 	vars[0] = (struct prompt_var){"question", j->question, 0};
 	vars[1] = (struct prompt_var){"partials", list.p, list.len};
-	rc = prompt_render("tree_combine.txt", vars, 2, out, err);
+	rc = rlm_prompt_render("tree_combine.txt", vars, 2, out, err);
 	buf_release(&list);
 	return rc;
 }
@@ -436,7 +436,7 @@ static bool is_cancelled(const struct rlm_opts *o)
 	return o->cancel && atomic_load(o->cancel);
 }
 
-int tree_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
+int rlm__tree_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
 	       struct rlm_result *out, struct rlm_err *err)
 {
 	struct llm_model *sub = opts->sub_model ? opts->sub_model : opts->model;
@@ -446,11 +446,11 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 	struct tree_limits lim;
 	char **partials = NULL;
 	size_t n_partials = 0, leaf_chars = opts->leaf_chars;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	budget_init(&lim.budget, opts, t0);
+	rlm__budget_init(&lim.budget, opts, t0);
 	atomic_init(&lim.stop, false);
 	lim.why = RLM_STOP_ANSWER;
 	lim.msg[0] = '\0';
@@ -567,7 +567,7 @@ int tree_solve(const struct rlm_opts *opts, const char *question, const struct c
 		out->answer = xstrdup(n_partials ? partials[0] : "NONE");
 	}
 out:
-	out->solve_ns = now_ns() - t0;
+	out->solve_ns = time_now_ns() - t0;
 	job_release(&leaves);
 	if (partials)
 		for (size_t k = 0; k < n_partials; k++)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # scripts/embed.sh -- turn text files into a C source of named byte arrays.
 # usage: embed.sh OUT.c FILE...  Each FILE becomes an entry named by its base
-# name (prompts/tree_leaf.txt -> "tree_leaf.txt") in `embedded_files`.
+# name (prompts/tree_leaf.txt -> "tree_leaf.txt") in `embed_files`.
 set -eu
 out=$1
 shift
@@ -17,7 +17,7 @@ tmp="$out.tmp"
         echo "0x00};"
         i=$((i + 1))
     done
-    echo "const struct embedded_file embedded_files[] = {"
+    echo "const struct embedded_file embed_files[] = {"
     i=0
     for f in "$@"; do
         size=$(wc -c < "$f")

@@ -60,7 +60,7 @@ void mcp_send(struct mcp *m, cJSON *msg)
 	s = xrealloc(s, n + 2);
 	s[n++] = '\n';
 	pthread_mutex_lock(&m->out_mu);
-	if (!m->out_broken && (rc = write_all(m->out_fd, s, n)) < 0) {
+	if (!m->out_broken && (rc = file_write_all(m->out_fd, s, n)) < 0) {
 		m->out_broken = true;
 		log_warn("mcp: cannot write to stdout: %s", rlm_strerror(rc));
 	}
@@ -272,7 +272,7 @@ static void cancelled(struct mcp *m, const cJSON *params)
 	if ((c = call_find(m, key))) { /* not done */
 		c->cancelled = true;
 		if (c->run)
-			svc_run_cancel(c->run);
+			serve_run_cancel(c->run);
 		log_info("mcp: request %s cancelled: %.200s", key, why ? why : "no reason given");
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -505,7 +505,7 @@ static void stop_calls(struct mcp *m)
 			continue;
 		c->cancelled = true;
 		if (c->run)
-			svc_run_cancel(c->run);
+			serve_run_cancel(c->run);
 		n++;
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -522,15 +522,15 @@ int serve_mcp(const struct serve_mcp_cfg *cfg, int in_fd, int out_fd, int sig_fd
 	m.out_fd = out_fd;
 	m.verbose = cfg->verbose;
 	m.max_iterations = cfg->svc.base.max_iterations;
-	if ((rc = svc_new(&cfg->svc, &m.svc, err)))
+	if ((rc = serve_new(&cfg->svc, &m.svc, err)))
 		return rc;
 	pthread_mutex_init(&m.out_mu, NULL);
 	pthread_mutex_init(&m.mu, NULL);
-	log_info("mcp: serving %s over stdio (protocol revision %s)", svc_model_name(m.svc),
+	log_info("mcp: serving %s over stdio (protocol revision %s)", serve_model_name(m.svc),
 		 MCP_VERSION);
 	serve(&m, in_fd, sig_fd);
 	stop_calls(&m);
-	svc_free(m.svc);
+	serve_free(m.svc);
 	pthread_mutex_destroy(&m.mu);
 	pthread_mutex_destroy(&m.out_mu);
 	return 0;

@@ -6,8 +6,8 @@
  * A tool runs on its call's thread from start to end: it checks its
  * arguments (every problem is a tool error, isError true, so the model
  * that called it reads what was wrong), loads the context through the
- * service, starts the solve with svc_solve and waits for it, either with
- * svc_run_wait or, when the request has a progress token, by reading the
+ * service, starts the solve with serve_solve and waits for it, either with
+ * serve_run_wait or, when the request has a progress token, by reading the
  * run's event log and sending notifications/progress as it goes. The
  * progress value counts root turns: turn i runs from i - 1 to i (the root
  * call, its reply, its code, its sub-calls as fractions), against a total
@@ -255,7 +255,7 @@ static void progress_send(struct mcp_call *c, struct progress *p, double value, 
  * middle of a wave, less than 100 ms after the last one sent. */
 static bool throttled(struct progress *p, double done, double total)
 {
-	int64_t now = now_ns();
+	int64_t now = time_now_ns();
 	if (done > 0 && done < total && now - p->sub_ns < 100000000)
 		return true;
 	p->sub_ns = now;
@@ -311,7 +311,7 @@ static void follow(struct mcp_call *c, struct svc_run *r, int max_iterations)
 	size_t pos = 0;
 	for (;;) {
 		bool ended = false;
-		cJSON *ev = svc_run_event(r, pos, now_ns() + 1000000000, &ended);
+		cJSON *ev = serve_run_event(r, pos, time_now_ns() + 1000000000, &ended);
 		const char *kind;
 		if (!ev) {
 			if (ended)
@@ -328,7 +328,7 @@ static void follow(struct mcp_call *c, struct svc_run *r, int max_iterations)
 			progress_event(c, &p, ev);
 		cJSON_Delete(ev);
 	}
-	svc_run_wait(r, 0);
+	serve_run_wait(r, 0);
 }
 
 /* ---- solves ---- */
@@ -336,7 +336,7 @@ static void follow(struct mcp_call *c, struct svc_run *r, int max_iterations)
 /* The result of an ended run: its answer, or a tool error. */
 static cJSON *solve_result(struct svc_run *r)
 {
-	cJSON *j = svc_run_json(r), *sc, *res, *usage;
+	cJSON *j = serve_run_json(r), *sc, *res, *usage;
 	const char *status = json_str(j, "status"), *answer = json_str(j, "answer");
 	const char *stop = json_str(j, "stop");
 	char *text;
@@ -347,12 +347,12 @@ static cJSON *solve_result(struct svc_run *r)
 		res = tool_error("the solve %s (run %s): %s",
 				 status && strcmp(status, "cancelled") == 0 ? "was cancelled"
 									    : "failed",
-				 svc_run_id(r), why ? why : stop ? stop : "no reason given");
+				 serve_run_id(r), why ? why : stop ? stop : "no reason given");
 		cJSON_Delete(j);
 		return res;
 	}
 	sc = cJSON_CreateObject();
-	json_add_str(sc, "run_id", svc_run_id(r));
+	json_add_str(sc, "run_id", serve_run_id(r));
 	json_add(sc, "answer", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
 	json_add_str(sc, "stop", stop ? stop : "answer");
 	usage = json_get(j, "usage");
@@ -423,7 +423,7 @@ cJSON *serve__mcp_args(const char *tool, const cJSON *args, const char *nul_arg,
 {
 	memset(a, 0, sizeof(*a));
 	a->kind = CORPUS_AUTO;
-	svc_opts_init(&a->o);
+	serve_opts_init(&a->o);
 	if (nul_arg)
 		return tool_error("argument '%s' holds a NUL character (\\u0000): give text without "
 				  "one",
@@ -449,32 +449,32 @@ static cJSON *tool_solve(struct mcp_call *c, const struct mcp_args *a)
 
 	/* The context, held until its solve has started (it holds it then). */
 	if (context)
-		rc = svc_corpus_text(c->m->svc, context, strlen(context), NULL, NULL, 0,
+		rc = serve_corpus_text(c->m->svc, context, strlen(context), NULL, NULL, 0,
 				     SVC_CORPUS_HOLD, &info, &err);
 	else if (path)
-		rc = svc_corpus_load(c->m->svc, path, CORPUS_AUTO, SVC_CORPUS_HOLD, &info, &err);
-	else if ((rc = svc_corpus_get(c->m->svc, corpus_id, SVC_CORPUS_HOLD, &info)))
+		rc = serve_corpus_load(c->m->svc, path, CORPUS_AUTO, SVC_CORPUS_HOLD, &info, &err);
+	else if ((rc = serve_corpus_get(c->m->svc, corpus_id, SVC_CORPUS_HOLD, &info)))
 		rlm_err_set(&err, rc, "no corpus '%s' (load_corpus gives ids)", corpus_id);
 	if (rc)
 		return tool_error("%s", err.msg);
 	if (mcp_call_cancelled(c))
 		rc = rlm_err_set(&err, RLM_ECANCEL, "cancelled");
 	else
-		rc = svc_solve(c->m->svc, question, info.hold, &o, &r, &err);
-	svc_corpus_put(c->m->svc, info.hold);
+		rc = serve_solve(c->m->svc, question, info.hold, &o, &r, &err);
+	serve_corpus_put(c->m->svc, info.hold);
 	if (rc)
 		return tool_error("%s", err.msg);
 	if (mcp_call_set_run(c, r))
-		svc_run_cancel(r);
-	log_debug("mcp: request %s: run %s", c->key, svc_run_id(r));
+		serve_run_cancel(r);
+	log_debug("mcp: request %s: run %s", c->key, serve_run_id(r));
 	if (c->token)
 		follow(c, r, o.max_iterations ? o.max_iterations
 					      : c->m->max_iterations ? c->m->max_iterations : 30);
 	else
-		svc_run_wait(r, 0);
+		serve_run_wait(r, 0);
 	mcp_call_set_run(c, NULL);
 	res = solve_result(r);
-	svc_run_put(r);
+	serve_run_put(r);
 	return res;
 }
 
@@ -486,7 +486,7 @@ static cJSON *tool_load_corpus(struct mcp_call *c, const struct mcp_args *a)
 	char msg[256];
 	cJSON *sc;
 
-	if (svc_corpus_load(c->m->svc, path, a->kind, SVC_CORPUS_KEEP, &info, &err))
+	if (serve_corpus_load(c->m->svc, path, a->kind, SVC_CORPUS_KEEP, &info, &err))
 		return tool_error("%s", err.msg);
 	sc = cJSON_CreateObject();
 	json_add_str(sc, "corpus_id", info.id);

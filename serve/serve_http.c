@@ -4,7 +4,7 @@
  * library's request callbacks, health and metrics.
  *
  * DESIGN
- * Every answer goes through srv_queue, which counts it for /metrics.
+ * Every answer goes through serve__queue, which counts it for /metrics.
  * libmicrohttpd calls on_request once with the headers, once per piece of
  * the body and once at its end; the key, the route and the method are
  * checked on the first call, before any body is read, and a declared
@@ -25,7 +25,7 @@
 
 /* ---- responses ---- */
 
-enum MHD_Result srv_queue(struct req *rq, unsigned status, struct MHD_Response *r)
+enum MHD_Result serve__queue(struct req *rq, unsigned status, struct MHD_Response *r)
 {
 	enum MHD_Result ret = httpd_queue(rq->c, status, r);
 	if (ret == MHD_YES) {
@@ -59,10 +59,10 @@ static enum MHD_Result respond(struct req *rq, unsigned status, cJSON *j, const 
 		hdrs[n++] = allow;
 	}
 	hdrs[n] = NULL;
-	return srv_queue(rq, status, httpd_json_response(j, hdrs));
+	return serve__queue(rq, status, httpd_json_response(j, hdrs));
 }
 
-enum MHD_Result srv_json(struct req *rq, unsigned status, cJSON *j)
+enum MHD_Result serve__json(struct req *rq, unsigned status, cJSON *j)
 {
 	return respond(rq, status, j, NULL);
 }
@@ -124,10 +124,10 @@ static enum MHD_Result verror(struct req *rq, unsigned status, const char *type,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (status >= 500 && status != MHD_HTTP_SERVICE_UNAVAILABLE)
 		log_warn("serve: %s %s: %s", rq->method, rq->url, msg);
-	return srv_json(rq, status, error_json(openai_route(rq), status, type, code, param, msg));
+	return serve__json(rq, status, error_json(openai_route(rq), status, type, code, param, msg));
 }
 
-enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
+enum MHD_Result serve__error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
 {
 	enum MHD_Result ret;
 	va_list ap;
@@ -137,7 +137,7 @@ enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, con
 	return ret;
 }
 
-enum MHD_Result srv_error_code(struct req *rq, unsigned status, const char *type, const char *code,
+enum MHD_Result serve__error_code(struct req *rq, unsigned status, const char *type, const char *code,
 			       const char *param, const char *fmt, ...)
 {
 	enum MHD_Result ret;
@@ -148,17 +148,17 @@ enum MHD_Result srv_error_code(struct req *rq, unsigned status, const char *type
 	return ret;
 }
 
-enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg)
+enum MHD_Result serve__svc_error(struct req *rq, int rc, const char *msg)
 {
 	switch (rc) {
 	case SVC_EBUSY:
-		return srv_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "busy", "%s", msg);
+		return serve__error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "busy", "%s", msg);
 	case SVC_ECLOSING:
-		return srv_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "%s", msg);
+		return serve__error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "%s", msg);
 	case SVC_EFORBIDDEN:
-		return srv_error(rq, MHD_HTTP_FORBIDDEN, "forbidden", "%s", msg);
+		return serve__error(rq, MHD_HTTP_FORBIDDEN, "forbidden", "%s", msg);
 	case RLM_ENOTFOUND:
-		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "%s", msg);
+		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "%s", msg);
 	case RLM_EINVAL:
 	case RLM_ETOOBIG:
 	case RLM_EPARSE:
@@ -169,9 +169,9 @@ enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg)
 	case -EISDIR:
 	case -ELOOP:
 	case -ENAMETOOLONG:
-		return srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", msg);
+		return serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", msg);
 	default:
-		return srv_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
+		return serve__error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s", msg);
 	}
 }
 
@@ -202,13 +202,13 @@ int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *er
 	return 0;
 }
 
-enum MHD_Result srv_body_error(struct req *rq, int rc, const struct rlm_err *err)
+enum MHD_Result serve__body_error(struct req *rq, int rc, const struct rlm_err *err)
 {
-	return srv_error(rq, MHD_HTTP_BAD_REQUEST,
+	return serve__error(rq, MHD_HTTP_BAD_REQUEST,
 			 rc == RLM_EPARSE ? "invalid_json" : "invalid_request", "%s", err->msg);
 }
 
-bool srv_client_gone(int fd)
+bool serve__client_gone(int fd)
 {
 	struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
 	char c;
@@ -226,11 +226,11 @@ bool srv_client_gone(int fd)
 
 static enum MHD_Result route_health(struct req *rq)
 {
-	cJSON *st = svc_stats(rq->sv->svc), *o = cJSON_CreateObject();
+	cJSON *st = serve_stats(rq->sv->svc), *o = cJSON_CreateObject();
 	json_add_str(o, "status", atomic_load(&rq->sv->stopping) ? "stopping" : "ok");
 	json_add_num(o, "solves_running", json_num(st, "solves_running", 0));
 	cJSON_Delete(st);
-	return srv_json(rq, MHD_HTTP_OK, o);
+	return serve__json(rq, MHD_HTTP_OK, o);
 }
 
 static void metric(struct buf *b, const char *name, const char *type, const char *help)
@@ -241,7 +241,7 @@ static void metric(struct buf *b, const char *name, const char *type, const char
 static enum MHD_Result route_metrics(struct req *rq)
 {
 	struct server *sv = rq->sv;
-	cJSON *st = svc_stats(sv->svc), *it;
+	cJSON *st = serve_stats(sv->svc), *it;
 	struct buf b = BUF_INIT;
 	char *text;
 	size_t len;
@@ -300,7 +300,7 @@ static enum MHD_Result route_metrics(struct req *rq)
 	}
 	cJSON_Delete(st);
 	text = buf_detach(&b, &len);
-	return srv_queue(
+	return serve__queue(
 	    rq, MHD_HTTP_OK,
 	    httpd_response(text, len, "text/plain; version=0.0.4; charset=utf-8", NULL));
 }
@@ -378,7 +378,7 @@ static enum MHD_Result dispatch(struct req *rq)
 	const char *id = NULL;
 	const struct httpd_route *rt = route_of(rq->url, &id);
 	if (!rt)
-		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
+		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
 				 rq->method, rq->url);
 	if (!httpd_route_allows(rt, rq->method))
 		return not_allowed(rq, rt);
@@ -388,7 +388,7 @@ static enum MHD_Result dispatch(struct req *rq)
 		    rq->c, MHD_CONNECTION_OPTION_TIMEOUT,
 		    (unsigned)RLM_MIN(rq->sv->request_timeout_ns / 1000000000LL + 60, 86400));
 	if (rq->body.too_big)
-		return srv_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+		return serve__error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
 				 "the request body is larger than the limit of %zu bytes",
 				 rq->sv->max_body);
 	switch ((enum route)rt->id) {
@@ -397,19 +397,19 @@ static enum MHD_Result dispatch(struct req *rq)
 	case R_METRICS:
 		return route_metrics(rq);
 	case R_MODELS:
-		return route_models(rq);
+		return serve__route_models(rq);
 	case R_SOLVE:
-		return route_solve(rq);
+		return serve__route_solve(rq);
 	case R_CHAT:
-		return route_chat(rq);
+		return serve__route_chat(rq);
 	case R_CORPORA:
-		return route_corpora_post(rq);
+		return serve__route_corpora_post(rq);
 	case R_CORPUS:
-		return route_corpus(rq, id);
+		return serve__route_corpus(rq, id);
 	case R_RUN:
-		return route_run(rq, id);
+		return serve__route_run(rq, id);
 	case R_EVENTS:
-		return route_events(rq, id);
+		return serve__route_events(rq, id);
 	}
 	return MHD_NO;
 }
@@ -434,7 +434,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		rq->c = c;
 		snprintf(rq->method, sizeof(rq->method), "%s", method);
 		rq->url = xstrdup(url);
-		rq->t0 = now_ns();
+		rq->t0 = time_now_ns();
 		rq->fd = httpd_conn_fd(c);
 		httpd_body_init(&rq->body, sv->max_body);
 		*con_cls = rq;
@@ -442,15 +442,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		/* Everything is answered before a body is read but a request
 		 * that may have one: only GET /healthz goes without the key. */
 		if (!health && !authorized(sv, c))
-			return srv_error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+			return serve__error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 					 "a valid `Authorization: Bearer KEY` header is needed");
 		if (!rt)
-			return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
+			return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
 					 rq->method, rq->url);
 		if (!httpd_route_allows(rt, method))
 			return not_allowed(rq, rt);
 		if (cl)
-			return srv_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+			return serve__error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
 					 "the request body of %.24s bytes is larger than the limit "
 					 "of %zu bytes",
 					 cl, sv->max_body);
@@ -479,7 +479,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	if (sv->verbose)
 		fprintf(stderr, "rlm serve: %s %s %u %.1f ms%s\n", rq->method, rq->url, rq->status,
-			(double)(now_ns() - rq->t0) / 1e6,
+			(double)(time_now_ns() - rq->t0) / 1e6,
 			code == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut short)");
 	httpd_body_release(&rq->body);
 	free(rq->url);
@@ -520,9 +520,9 @@ int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg
 	s->sv.api_key = cfg->api_key;
 	s->sv.max_body = cfg->max_body;
 	s->sv.request_timeout_ns = cfg->request_timeout_ns;
-	s->sv.started_s = wall_ms() / 1000;
+	s->sv.started_s = time_wall_ms() / 1000;
 	s->sv.verbose = cfg->verbose;
-	if ((rc = svc_new(svc, &s->sv.svc, err))) {
+	if ((rc = serve_new(svc, &s->sv.svc, err))) {
 		free(s);
 		*out = NULL;
 		return rc;
@@ -542,17 +542,17 @@ void serve_server_stopping(struct serve_server *s)
 	atomic_store(&s->sv.stopping, true);
 	if (s->d)
 		httpd_quiesce(s->d);
-	svc_close(s->sv.svc);
+	serve_close(s->sv.svc);
 }
 
 bool serve_server_idle(const struct serve_server *s)
 {
-	return svc_idle(s->sv.svc);
+	return serve_idle(s->sv.svc);
 }
 
 int serve_server_cancel(struct serve_server *s)
 {
-	return svc_shutdown(s->sv.svc, 0);
+	return serve_shutdown(s->sv.svc, 0);
 }
 
 bool serve_server_quiet(const struct serve_server *s)
@@ -566,6 +566,6 @@ void serve_server_free(struct serve_server *s)
 		return;
 	if (s->d)
 		httpd_stop(s->d);
-	svc_free(s->sv.svc);
+	serve_free(s->sv.svc);
 	free(s);
 }

@@ -30,7 +30,7 @@
  * answer is JSON: it must stay valid UTF-8). */
 #define SRV_CUT(s, max) ((int)text_utf8_floor((s), strnlen((s), (max))))
 
-/* The server: made by cmd_serve, read-only once serving but for the
+/* The server: made by cli_serve, read-only once serving but for the
  * atomics. */
 struct server {
 	struct service *svc;
@@ -52,7 +52,7 @@ struct req {
 	char method[16];	/* "GET", "POST", ... (cut) */
 	char *url;		/* owned: for the log */
 	struct httpd_body body; /* capped at max_body */
-	int64_t t0;		/* now_ns at its start */
+	int64_t t0;		/* time_now_ns at its start */
 	unsigned status;	/* the status queued, for the log */
 	int fd;			/* the connection's socket (the library's), or -1 */
 };
@@ -60,24 +60,24 @@ struct req {
 /* ---- responses (serve_http.c); each returns what the access handler returns ---- */
 
 /* Queue r (destroyed here) with status, counting it. */
-enum MHD_Result srv_queue(struct req *rq, unsigned status, struct MHD_Response *r);
+enum MHD_Result serve__queue(struct req *rq, unsigned status, struct MHD_Response *r);
 /* j (consumed) as the body. */
-enum MHD_Result srv_json(struct req *rq, unsigned status, cJSON *j);
+enum MHD_Result serve__json(struct req *rq, unsigned status, cJSON *j);
 /* {"error": {"type", "message"}} with status; 429 adds Retry-After: 1,
  * 401 WWW-Authenticate. */
-enum MHD_Result srv_error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
+enum MHD_Result serve__error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
     RLM_PRINTF(4, 5);
 /* The same with "code" (OpenAI's machine-readable one, as
  * "model_not_found") and "param" (the field at fault); either may be NULL. */
-enum MHD_Result srv_error_code(struct req *rq, unsigned status, const char *type, const char *code,
+enum MHD_Result serve__error_code(struct req *rq, unsigned status, const char *type, const char *code,
 			       const char *param, const char *fmt, ...) RLM_PRINTF(6, 7);
 /* A service error (svc_* rc and its message) with the status it maps to:
  * SVC_EBUSY 429, SVC_EFORBIDDEN 403, RLM_ENOTFOUND 404, a bad value or a
  * file problem 400, anything else 500. */
-enum MHD_Result srv_svc_error(struct req *rq, int rc, const char *msg);
+enum MHD_Result serve__svc_error(struct req *rq, int rc, const char *msg);
 /* The answer to a body refused by serve__*_parse with rc and err: 400,
  * invalid_json or invalid_request. */
-enum MHD_Result srv_body_error(struct req *rq, int rc, const struct rlm_err *err);
+enum MHD_Result serve__body_error(struct req *rq, int rc, const struct rlm_err *err);
 
 /* ---- checking request fields (serve_routes.c) ---- */
 
@@ -87,25 +87,25 @@ struct check {
 	bool bad;
 	char msg[512];
 };
-void check_fail(struct check *k, const char *fmt, ...) RLM_PRINTF(2, 3);
+void serve__check_fail(struct check *k, const char *fmt, ...) RLM_PRINTF(2, 3);
 /* Every member of o must be named in known (NULL-terminated); where: the
  * object's name for messages ("" at the top, "options."). */
-void check_fields(struct check *k, const cJSON *o, const char *const *known, const char *where);
+void serve__check_fields(struct check *k, const cJSON *o, const char *const *known, const char *where);
 /* o[key] as a string (NULL when absent or, with k->bad set, not a string). */
-const char *check_str(struct check *k, const cJSON *o, const char *key, const char *where);
+const char *serve__check_str(struct check *k, const cJSON *o, const char *key, const char *where);
 /* o[key] as true or false into *out (left alone when absent or null). */
-void check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out);
+void serve__check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out);
 /* The context of a request: exactly one of text, path (with format) and
  * corpus id, loaded into the service (an inline one unregistered); 0 with
- * *hold (the request's hold on it, for svc_solve, dropped with
- * svc_corpus_put), or an answer sent (*ret). */
-int srv_context(struct req *rq, const char *text, const char *path, const char *format,
+ * *hold (the request's hold on it, for serve_solve, dropped with
+ * serve_corpus_put), or an answer sent (*ret). */
+int serve__context(struct req *rq, const char *text, const char *path, const char *format,
 		const char *corpus_id, struct svc_corp **hold, enum MHD_Result *ret);
 /* Has the client at the other end of socket fd gone (closed, reset, or
  * shut its side)? Looks without reading what it may have sent next. */
-bool srv_client_gone(int fd);
+bool serve__client_gone(int fd);
 /* Cancel r, for the reason why, and wait a little for it to end. */
-void srv_cancel_run(struct svc_run *r, const char *why);
+void serve__cancel_run(struct svc_run *r, const char *why);
 
 enum srv_wait {
 	SRV_ENDED,   /* the run ended */
@@ -115,7 +115,7 @@ enum srv_wait {
 /* Wait for r to end within the request's time, looking at the client
  * every SRV_SLICE_NS; past the time, or once the client is gone, cancel
  * r and wait a little for it to end. */
-enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r);
+enum srv_wait serve__wait_run(struct req *rq, struct svc_run *r);
 
 /* ---- request bodies, parsed and checked ----
  * What a route does with its body before anything else: no connection, no
@@ -170,7 +170,7 @@ void serve__chat_release(struct serve_chat *ch);
 
 /* Send st as an event stream (text/event-stream, chunked): read fills it,
  * done frees st, even when this fails (serve_routes.c). */
-enum MHD_Result srv_stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
+enum MHD_Result serve__stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
 			   MHD_ContentReaderFreeCallback done);
 
 /* ---- OpenAI's shapes (serve_openai.c), for serve_stream.c ---- */
@@ -179,24 +179,24 @@ enum MHD_Result srv_stream(struct req *rq, void *st, MHD_ContentReaderCallback r
  * The completion and its chunks are llm/openai.h's. */
 #define SERVE__OAI_ID 64
 void serve__oai_id(char id[SERVE__OAI_ID], const char *run_id);
-/* OpenAI's usage of run (svc_run_json). */
-cJSON *oai_usage_json(const cJSON *run);
+/* OpenAI's usage of run (serve_run_json). */
+cJSON *serve__oai_usage_json(const cJSON *run);
 /* "stop" when run answered, else "length". */
-const char *oai_finish_reason(const cJSON *run);
+const char *serve__oai_finish_reason(const cJSON *run);
 /* The "rlm" member: run_id, status, stop, cost_usd. */
-cJSON *oai_rlm_ext(const cJSON *run);
+cJSON *serve__oai_rlm_ext(const cJSON *run);
 /* Answer rq with r streamed as chat.completion.chunk events (serve_stream.c);
  * takes over the reference r. */
-enum MHD_Result srv_chat_stream(struct req *rq, struct svc_run *r, const char *model,
+enum MHD_Result serve__chat_stream(struct req *rq, struct svc_run *r, const char *model,
 				bool include_usage, bool progress);
 
 /* ---- routes ---- */
-enum MHD_Result route_solve(struct req *rq);
-enum MHD_Result route_run(struct req *rq, const char *id);
-enum MHD_Result route_events(struct req *rq, const char *id);
-enum MHD_Result route_corpora_post(struct req *rq);
-enum MHD_Result route_corpus(struct req *rq, const char *id); /* GET, DELETE */
-enum MHD_Result route_chat(struct req *rq);
-enum MHD_Result route_models(struct req *rq);
+enum MHD_Result serve__route_solve(struct req *rq);
+enum MHD_Result serve__route_run(struct req *rq, const char *id);
+enum MHD_Result serve__route_events(struct req *rq, const char *id);
+enum MHD_Result serve__route_corpora_post(struct req *rq);
+enum MHD_Result serve__route_corpus(struct req *rq, const char *id); /* GET, DELETE */
+enum MHD_Result serve__route_chat(struct req *rq);
+enum MHD_Result serve__route_models(struct req *rq);
 
 #endif

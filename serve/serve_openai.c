@@ -31,14 +31,14 @@ static const char *content_text(struct check *k, const cJSON *m, size_t i, char 
 	if (cJSON_IsString(c))
 		return c->valuestring;
 	if (!cJSON_IsArray(c)) {
-		check_fail(k, "messages[%zu].content: want a string or an array of text parts", i);
+		serve__check_fail(k, "messages[%zu].content: want a string or an array of text parts", i);
 		return NULL;
 	}
 	cJSON_ArrayForEach(it, c)
 	{
 		const char *type = json_str(it, "type"), *t = json_str(it, "text");
 		if (!type || strcmp(type, "text") != 0 || !t) {
-			check_fail(k, "messages[%zu].content: only text parts are understood", i);
+			serve__check_fail(k, "messages[%zu].content: only text parts are understood", i);
 			buf_release(&b);
 			return NULL;
 		}
@@ -56,14 +56,14 @@ static void check_messages(struct check *k, const cJSON *msgs, struct serve_chat
 	const cJSON *m;
 	size_t n, last = SIZE_MAX, i = 0;
 	if (!cJSON_IsArray(msgs) || !(n = (size_t)cJSON_GetArraySize(msgs))) {
-		check_fail(k, "messages: want a non-empty array of messages");
+		serve__check_fail(k, "messages: want a non-empty array of messages");
 		return;
 	}
 	cJSON_ArrayForEach(m, msgs)
 	{
 		const char *role = json_str(m, "role");
 		if (!cJSON_IsObject(m) || !role) {
-			check_fail(k, "messages[%zu]: want an object with a role", i);
+			serve__check_fail(k, "messages[%zu]: want an object with a role", i);
 			return;
 		}
 		if (strcmp(role, "user") == 0)
@@ -71,7 +71,7 @@ static void check_messages(struct check *k, const cJSON *msgs, struct serve_chat
 		i++;
 	}
 	if (last == SIZE_MAX) {
-		check_fail(k, "messages: want a user message (the question)");
+		serve__check_fail(k, "messages: want a user message (the question)");
 		return;
 	}
 	i = 0;
@@ -113,17 +113,17 @@ static void check_rlm_context(struct check *k, const cJSON *c, struct serve_chat
 		return;
 	}
 	if (!cJSON_IsObject(c)) {
-		check_fail(k, "rlm_context: want a string or an object with corpus_id or path");
+		serve__check_fail(k, "rlm_context: want a string or an object with corpus_id or path");
 		return;
 	}
-	check_fields(k, c, known, w);
-	ch->corpus_id = check_str(k, c, "corpus_id", w);
-	ch->path = check_str(k, c, "path", w);
-	ch->format = check_str(k, c, "format", w);
+	serve__check_fields(k, c, known, w);
+	ch->corpus_id = serve__check_str(k, c, "corpus_id", w);
+	ch->path = serve__check_str(k, c, "path", w);
+	ch->format = serve__check_str(k, c, "format", w);
 	if (!k->bad && !!ch->corpus_id + !!ch->path != 1)
-		check_fail(k, "rlm_context: want exactly one of corpus_id and path");
+		serve__check_fail(k, "rlm_context: want exactly one of corpus_id and path");
 	if (!k->bad && ch->format && !ch->path)
-		check_fail(k, "rlm_context.format: only with path");
+		serve__check_fail(k, "rlm_context.format: only with path");
 }
 
 /* JSON types a field may have (null is always taken). */
@@ -222,11 +222,11 @@ static void check_known(struct check *k, const cJSON *body)
 		while (i < ARRAY_SIZE(ignored) && strcmp(ignored[i].name, it->string) != 0)
 			i++;
 		if (i == ARRAY_SIZE(ignored)) {
-			check_fail(k, "%.*s: unknown field", SRV_CUT(it->string, 100), it->string);
+			serve__check_fail(k, "%.*s: unknown field", SRV_CUT(it->string, 100), it->string);
 			return;
 		}
 		if (!cJSON_IsNull(it) && !of_type(it, ignored[i].types)) {
-			check_fail(k, "%s: want %s", it->string,
+			serve__check_fail(k, "%s: want %s", it->string,
 				   ignored[i].types == J_NUM	? "a number"
 				   : ignored[i].types == J_INT	? "an integer"
 				   : ignored[i].types == J_STR	? "a string"
@@ -244,42 +244,42 @@ static void check_unsupported(struct check *k, const cJSON *body)
 {
 	const cJSON *j, *it;
 	if ((j = given(body, "n")) && (!of_type(j, J_INT) || j->valuedouble != 1))
-		check_fail(k, "n: only 1 is served (a solve gives one answer)");
+		serve__check_fail(k, "n: only 1 is served (a solve gives one answer)");
 	if ((j = given(body, "tools")) && (!cJSON_IsArray(j) || cJSON_GetArraySize(j)))
-		check_fail(k, "tools: function calling is not served (an RLM answers in text)");
+		serve__check_fail(k, "tools: function calling is not served (an RLM answers in text)");
 	if ((j = given(body, "functions")) && (!cJSON_IsArray(j) || cJSON_GetArraySize(j)))
-		check_fail(k, "functions: function calling is not served (an RLM answers in text)");
+		serve__check_fail(k, "functions: function calling is not served (an RLM answers in text)");
 	if ((j = given(body, "tool_choice")) && !is_str(j, "none", "auto"))
-		check_fail(k, "tool_choice: only \"none\" or \"auto\" (there are no tools)");
+		serve__check_fail(k, "tool_choice: only \"none\" or \"auto\" (there are no tools)");
 	if ((j = given(body, "function_call")) && !is_str(j, "none", "auto"))
-		check_fail(k, "function_call: only \"none\" or \"auto\" (there are no functions)");
+		serve__check_fail(k, "function_call: only \"none\" or \"auto\" (there are no functions)");
 	if ((j = given(body, "response_format")) &&
 	    (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1 ||
 	     !is_str(json_get(j, "type"), "text", NULL)))
-		check_fail(k, "response_format: only {\"type\": \"text\"} is served (the answer's "
+		serve__check_fail(k, "response_format: only {\"type\": \"text\"} is served (the answer's "
 			      "shape cannot be promised)");
 	if ((j = given(body, "logprobs")) && !cJSON_IsFalse(j))
-		check_fail(k,
+		serve__check_fail(k,
 			   "logprobs: not served (an RLM's answer has no token log-probabilities)");
 	if ((j = given(body, "top_logprobs")) && (!of_type(j, J_INT) || j->valuedouble != 0))
-		check_fail(k, "top_logprobs: not served (an RLM's answer has no token "
+		serve__check_fail(k, "top_logprobs: not served (an RLM's answer has no token "
 			      "log-probabilities)");
 	if ((j = given(body, "modalities"))) {
 		if (!cJSON_IsArray(j))
-			check_fail(k, "modalities: want an array of strings");
+			serve__check_fail(k, "modalities: want an array of strings");
 		cJSON_ArrayForEach(it, j)
 		{
 			if (!is_str(it, "text", NULL))
-				check_fail(k, "modalities: only \"text\" is served");
+				serve__check_fail(k, "modalities: only \"text\" is served");
 		}
 	}
 	if (given(body, "audio"))
-		check_fail(k, "audio: not served (the answer is text)");
+		serve__check_fail(k, "audio: not served (the answer is text)");
 	if (given(body, "web_search_options"))
-		check_fail(k, "web_search_options: web search is not served (the context is what "
+		serve__check_fail(k, "web_search_options: web search is not served (the context is what "
 			      "the solve reads)");
 	if (given(body, "moderation"))
-		check_fail(k, "moderation: not served");
+		serve__check_fail(k, "moderation: not served");
 }
 
 static void check_stream_options(struct check *k, const cJSON *so, struct serve_chat *ch)
@@ -289,13 +289,13 @@ static void check_stream_options(struct check *k, const cJSON *so, struct serve_
 	if (!so || cJSON_IsNull(so))
 		return;
 	if (!cJSON_IsObject(so)) {
-		check_fail(k, "stream_options: want an object");
+		serve__check_fail(k, "stream_options: want an object");
 		return;
 	}
-	check_fields(k, so, known, "stream_options.");
-	check_bool(k, so, "include_usage", "stream_options.", &ch->include_usage);
+	serve__check_fields(k, so, known, "stream_options.");
+	serve__check_bool(k, so, "include_usage", "stream_options.", &ch->include_usage);
 	/* chunks are not padded against length side channels: nothing to turn off */
-	check_bool(k, so, "include_obfuscation", "stream_options.", &ignored_flag);
+	serve__check_bool(k, so, "include_obfuscation", "stream_options.", &ignored_flag);
 }
 
 static void check_chat(struct check *k, const cJSON *body, struct serve_chat *ch)
@@ -303,13 +303,13 @@ static void check_chat(struct check *k, const cJSON *body, struct serve_chat *ch
 	const cJSON *ctx = json_get(body, "rlm_context");
 	check_known(k, body);
 	check_unsupported(k, body);
-	ch->model = check_str(k, body, "model", "");
+	ch->model = serve__check_str(k, body, "model", "");
 	if (!ch->model)
 		ch->model = "rlm";
-	check_bool(k, body, "stream", "", &ch->stream);
+	serve__check_bool(k, body, "stream", "", &ch->stream);
 	check_stream_options(k, json_get(body, "stream_options"), ch);
 	ch->progress = true;
-	check_bool(k, body, "rlm_progress", "", &ch->progress);
+	serve__check_bool(k, body, "rlm_progress", "", &ch->progress);
 	if (ctx && !cJSON_IsNull(ctx))
 		check_rlm_context(k, ctx, ch);
 	else
@@ -317,10 +317,10 @@ static void check_chat(struct check *k, const cJSON *body, struct serve_chat *ch
 	if (!k->bad)
 		check_messages(k, json_get(body, "messages"), ch, ctx == NULL);
 	if (!k->bad && (!ch->question || !*ch->question))
-		check_fail(k, "messages: the last user message is empty");
+		serve__check_fail(k, "messages: the last user message is empty");
 	if (!k->bad && !ctx) {
 		if (!ch->context.len)
-			check_fail(k, "no context: give rlm_context, or messages before the "
+			serve__check_fail(k, "no context: give rlm_context, or messages before the "
 				      "question (system or user)");
 		else
 			ch->text = ch->context.p;
@@ -354,14 +354,14 @@ void serve__chat_release(struct serve_chat *ch)
 
 /* ---- answers ---- */
 
-cJSON *oai_usage_json(const cJSON *run)
+cJSON *serve__oai_usage_json(const cJSON *run)
 {
 	const cJSON *u = json_get(run, "usage");
 	return llm_openai_usage_new(json_int(u, "input_tokens", 0),
 				    json_int(u, "output_tokens", 0));
 }
 
-const char *oai_finish_reason(const cJSON *run)
+const char *serve__oai_finish_reason(const cJSON *run)
 {
 	const char *st = json_str(run, "status");
 	return st && strcmp(st, "done") == 0 ? "stop" : "length";
@@ -372,7 +372,7 @@ void serve__oai_id(char id[SERVE__OAI_ID], const char *run_id)
 	snprintf(id, SERVE__OAI_ID, "chatcmpl-%s", run_id);
 }
 
-cJSON *oai_rlm_ext(const cJSON *run)
+cJSON *serve__oai_rlm_ext(const cJSON *run)
 {
 	cJSON *o = cJSON_CreateObject();
 	json_add_str(o, "run_id", json_str(run, "run_id"));
@@ -384,29 +384,29 @@ cJSON *oai_rlm_ext(const cJSON *run)
 
 static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char *model)
 {
-	cJSON *run = svc_run_json(r), *o;
+	cJSON *run = serve_run_json(r), *o;
 	const char *answer = json_str(run, "answer");
 	char id[SERVE__OAI_ID];
 	if (strcmp(json_str(run, "status"), "failed") == 0) {
-		enum MHD_Result ret = srv_error(
+		enum MHD_Result ret = serve__error(
 		    rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "the solve failed (run %s): %s",
-		    svc_run_id(r), json_str(run, "error") ? json_str(run, "error") : "");
+		    serve_run_id(r), json_str(run, "error") ? json_str(run, "error") : "");
 		cJSON_Delete(run);
 		return ret;
 	}
-	serve__oai_id(id, svc_run_id(r));
-	o = llm_openai_reply_new("chat.completion", id, model, wall_ms() / 1000,
+	serve__oai_id(id, serve_run_id(r));
+	o = llm_openai_reply_new("chat.completion", id, model, time_wall_ms() / 1000,
 				 llm_openai_message_new(answer, answer ? strlen(answer) : 0),
-				 oai_finish_reason(run));
-	json_add(o, "usage", oai_usage_json(run));
-	json_add(o, "rlm", oai_rlm_ext(run));
+				 serve__oai_finish_reason(run));
+	json_add(o, "usage", serve__oai_usage_json(run));
+	json_add(o, "rlm", serve__oai_rlm_ext(run));
 	cJSON_Delete(run);
-	return srv_json(rq, MHD_HTTP_OK, o);
+	return serve__json(rq, MHD_HTTP_OK, o);
 }
 
 /* ---- routes ---- */
 
-enum MHD_Result route_chat(struct req *rq)
+enum MHD_Result serve__route_chat(struct req *rq)
 {
 	struct serve_chat ch;
 	struct svc_opts so;
@@ -416,12 +416,12 @@ enum MHD_Result route_chat(struct req *rq)
 	struct svc_corp *hold = NULL;
 	int rc;
 	if ((rc = serve__chat_parse(rq->body.buf.p, rq->body.buf.len, &ch, &err)))
-		return srv_body_error(rq, rc, &err);
-	svc_opts_init(&so);
+		return serve__body_error(rq, rc, &err);
+	serve_opts_init(&so);
 	if (strcmp(ch.model, "rlm") != 0) {
-		if (strcmp(ch.model, svc_model_name(rq->sv->svc)) != 0 &&
-		    strcmp(ch.model, svc_sub_model_name(rq->sv->svc)) != 0) {
-			ret = srv_error_code(
+		if (strcmp(ch.model, serve_model_name(rq->sv->svc)) != 0 &&
+		    strcmp(ch.model, serve_sub_model_name(rq->sv->svc)) != 0) {
+			ret = serve__error_code(
 			    rq, MHD_HTTP_NOT_FOUND, "not_found", "model_not_found", "model",
 			    "the model '%.*s' does not exist here (see GET /v1/models: "
 			    "rlm, or a model this server was started with)",
@@ -430,39 +430,39 @@ enum MHD_Result route_chat(struct req *rq)
 		}
 		so.model = ch.model;
 	}
-	if ((rc = svc_can_start(rq->sv->svc, &err))) {
-		ret = srv_svc_error(rq, rc, err.msg);
+	if ((rc = serve_can_start(rq->sv->svc, &err))) {
+		ret = serve__svc_error(rq, rc, err.msg);
 		goto out;
 	}
-	if (srv_context(rq, ch.text, ch.path, ch.format, ch.corpus_id, &hold, &ret))
+	if (serve__context(rq, ch.text, ch.path, ch.format, ch.corpus_id, &hold, &ret))
 		goto out;
-	rc = svc_solve(rq->sv->svc, ch.question, hold, &so, &r, &err);
-	svc_corpus_put(rq->sv->svc, hold);
+	rc = serve_solve(rq->sv->svc, ch.question, hold, &so, &r, &err);
+	serve_corpus_put(rq->sv->svc, hold);
 	if (rc) {
-		ret = srv_svc_error(rq, rc, err.msg);
+		ret = serve__svc_error(rq, rc, err.msg);
 		goto out;
 	}
 	if (ch.stream) {
-		ret = srv_chat_stream(rq, r, ch.model, ch.include_usage, ch.progress);
+		ret = serve__chat_stream(rq, r, ch.model, ch.include_usage, ch.progress);
 		r = NULL;
 		goto out;
 	}
-	switch (srv_wait_run(rq, r)) {
+	switch (serve__wait_run(rq, r)) {
 	case SRV_ENDED:
 		ret = chat_answer(rq, r, ch.model);
 		break;
 	case SRV_TIMEOUT:
-		ret = srv_error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
+		ret = serve__error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
 				"the solve ran past the request timeout of %.0f s and was "
 				"cancelled (run %s)",
-				(double)rq->sv->request_timeout_ns / 1e9, svc_run_id(r));
+				(double)rq->sv->request_timeout_ns / 1e9, serve_run_id(r));
 		break;
 	default:
 		ret = MHD_NO; /* the client went away */
 		break;
 	}
 out:
-	svc_run_put(r);
+	serve_run_put(r);
 	serve__chat_release(&ch);
 	return ret;
 }
@@ -477,15 +477,15 @@ static cJSON *model_json(const char *id, int64_t created)
 	return m;
 }
 
-enum MHD_Result route_models(struct req *rq)
+enum MHD_Result serve__route_models(struct req *rq)
 {
 	cJSON *o = cJSON_CreateObject(), *data = cJSON_CreateArray();
-	const char *root = svc_model_name(rq->sv->svc), *sub = svc_sub_model_name(rq->sv->svc);
+	const char *root = serve_model_name(rq->sv->svc), *sub = serve_sub_model_name(rq->sv->svc);
 	json_add_str(o, "object", "list");
 	json_add(data, NULL, model_json("rlm", rq->sv->started_s));
 	json_add(data, NULL, model_json(root, rq->sv->started_s));
 	if (strcmp(sub, root) != 0)
 		json_add(data, NULL, model_json(sub, rq->sv->started_s));
 	json_add(o, "data", data);
-	return srv_json(rq, MHD_HTTP_OK, o);
+	return serve__json(rq, MHD_HTTP_OK, o);
 }

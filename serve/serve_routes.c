@@ -23,7 +23,7 @@
 
 /* ---- checks ---- */
 
-void check_fail(struct check *k, const char *fmt, ...)
+void serve__check_fail(struct check *k, const char *fmt, ...)
 {
 	va_list ap;
 	if (k->bad)
@@ -34,7 +34,7 @@ void check_fail(struct check *k, const char *fmt, ...)
 	va_end(ap);
 }
 
-void check_fields(struct check *k, const cJSON *o, const char *const *known, const char *where)
+void serve__check_fields(struct check *k, const cJSON *o, const char *const *known, const char *where)
 {
 	const cJSON *it;
 	cJSON_ArrayForEach(it, o)
@@ -43,24 +43,24 @@ void check_fields(struct check *k, const cJSON *o, const char *const *known, con
 		for (size_t i = 0; known[i] && !ok; i++)
 			ok = strcmp(it->string, known[i]) == 0;
 		if (!ok) {
-			check_fail(k, "%s%.*s: unknown field", where, SRV_CUT(it->string, 100),
+			serve__check_fail(k, "%s%.*s: unknown field", where, SRV_CUT(it->string, 100),
 				   it->string);
 			return;
 		}
 	}
 }
 
-const char *check_str(struct check *k, const cJSON *o, const char *key, const char *where)
+const char *serve__check_str(struct check *k, const cJSON *o, const char *key, const char *where)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
 	if (!j || cJSON_IsNull(j))
 		return NULL;
 	if (!cJSON_IsString(j)) {
-		check_fail(k, "%s%s: want a string", where, key);
+		serve__check_fail(k, "%s%s: want a string", where, key);
 		return NULL;
 	}
 	if (!text_utf8_valid(j->valuestring, strlen(j->valuestring), NULL)) {
-		check_fail(k, "%s%s: not valid UTF-8", where, key);
+		serve__check_fail(k, "%s%s: not valid UTF-8", where, key);
 		return NULL;
 	}
 	return j->valuestring;
@@ -76,7 +76,7 @@ static void check_int(struct check *k, const cJSON *o, const char *key, const ch
 		return;
 	v = j->valuedouble;
 	if (!cJSON_IsNumber(j) || v != floor(v) || v < (double)min || v > (double)max) {
-		check_fail(k, "%s%s: want an integer %lld..%lld", where, key, (long long)min,
+		serve__check_fail(k, "%s%s: want an integer %lld..%lld", where, key, (long long)min,
 			   (long long)max);
 		return;
 	}
@@ -92,19 +92,19 @@ static void check_num(struct check *k, const cJSON *o, const char *key, const ch
 		return;
 	v = j->valuedouble;
 	if (!cJSON_IsNumber(j) || !isfinite(v) || v < min || (min_open && v <= min) || v > max) {
-		check_fail(k, "%s%s: want a number %s %g", where, key, min_open ? ">" : ">=", min);
+		serve__check_fail(k, "%s%s: want a number %s %g", where, key, min_open ? ">" : ">=", min);
 		return;
 	}
 	*out = v;
 }
 
-void check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out)
+void serve__check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
 	if (!j || cJSON_IsNull(j))
 		return;
 	if (!cJSON_IsBool(j)) {
-		check_fail(k, "%s%s: want true or false", where, key);
+		serve__check_fail(k, "%s%s: want true or false", where, key);
 		return;
 	}
 	*out = cJSON_IsTrue(j);
@@ -112,7 +112,7 @@ void check_bool(struct check *k, const cJSON *o, const char *key, const char *wh
 
 /* ---- the context of a request ---- */
 
-int srv_context(struct req *rq, const char *text, const char *path, const char *format,
+int serve__context(struct req *rq, const char *text, const char *path, const char *format,
 		const char *corpus_id, struct svc_corp **hold, enum MHD_Result *ret)
 {
 	struct svc_corpus_info info;
@@ -121,50 +121,50 @@ int srv_context(struct req *rq, const char *text, const char *path, const char *
 	int rc;
 	*hold = NULL;
 	if (format && corpus_kind_parse(format, &kind)) {
-		*ret = srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		*ret = serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
 				 "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
 				 SRV_CUT(format, 40), format);
 		return -1;
 	}
 	if (corpus_id)
-		rc = svc_corpus_get(rq->sv->svc, corpus_id, SVC_CORPUS_HOLD, &info);
+		rc = serve_corpus_get(rq->sv->svc, corpus_id, SVC_CORPUS_HOLD, &info);
 	else if (path)
-		rc = svc_corpus_load(rq->sv->svc, path, kind, SVC_CORPUS_HOLD, &info, &err);
+		rc = serve_corpus_load(rq->sv->svc, path, kind, SVC_CORPUS_HOLD, &info, &err);
 	else
-		rc = svc_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0,
+		rc = serve_corpus_text(rq->sv->svc, text, strlen(text), NULL, NULL, 0,
 				     SVC_CORPUS_HOLD, &info, &err);
 	if (rc == RLM_ENOTFOUND && corpus_id)
 		snprintf(err.msg, sizeof(err.msg), "no corpus '%.*s'", SRV_CUT(corpus_id, 40),
 			 corpus_id);
 	if (rc) {
-		*ret = srv_svc_error(rq, rc, err.msg);
+		*ret = serve__svc_error(rq, rc, err.msg);
 		return -1;
 	}
 	*hold = info.hold;
 	return 0;
 }
 
-void srv_cancel_run(struct svc_run *r, const char *why)
+void serve__cancel_run(struct svc_run *r, const char *why)
 {
-	if (svc_run_cancel(r))
-		log_info("serve: run %s cancelled: %s", svc_run_id(r), why);
+	if (serve_run_cancel(r))
+		log_info("serve: run %s cancelled: %s", serve_run_id(r), why);
 	/* Its run ends in the store as cancelled; a cancel is seen within
 	 * milliseconds, but a stuck worker is not waited on for long. */
-	svc_run_wait(r, now_ns() + 10 * 1000000000LL);
+	serve_run_wait(r, time_now_ns() + 10 * 1000000000LL);
 }
 
-enum srv_wait srv_wait_run(struct req *rq, struct svc_run *r)
+enum srv_wait serve__wait_run(struct req *rq, struct svc_run *r)
 {
 	int64_t deadline = rq->t0 + rq->sv->request_timeout_ns;
 	for (;;) {
-		if (svc_run_wait(r, RLM_MIN(now_ns() + SRV_SLICE_NS, deadline)))
+		if (serve_run_wait(r, RLM_MIN(time_now_ns() + SRV_SLICE_NS, deadline)))
 			return SRV_ENDED;
-		if (srv_client_gone(rq->fd)) {
-			srv_cancel_run(r, "the client went away");
+		if (serve__client_gone(rq->fd)) {
+			serve__cancel_run(r, "the client went away");
 			return SRV_GONE;
 		}
-		if (now_ns() >= deadline) {
-			srv_cancel_run(r, "past the request timeout");
+		if (time_now_ns() >= deadline) {
+			serve__cancel_run(r, "past the request timeout");
 			return SRV_TIMEOUT;
 		}
 	}
@@ -189,10 +189,10 @@ static void check_budgets(struct check *k, const cJSON *o, struct svc_opts *so)
 	if (!b || cJSON_IsNull(b))
 		return;
 	if (!cJSON_IsObject(b)) {
-		check_fail(k, "options.budgets: want an object");
+		serve__check_fail(k, "options.budgets: want an object");
 		return;
 	}
-	check_fields(k, b, known, w);
+	serve__check_fields(k, b, known, w);
 	check_int(k, b, "tokens", w, 0, (int64_t)1 << 50, &so->max_tokens);
 	check_int(k, b, "calls", w, 0, (int64_t)1 << 50, &so->max_calls);
 	check_num(k, b, "cost", w, 0, 1e9, false, &so->max_cost);
@@ -201,7 +201,7 @@ static void check_budgets(struct check *k, const cJSON *o, struct svc_opts *so)
 	for (size_t i = 0; i < ARRAY_SIZE(same); i++) {
 		const cJSON *x = json_get(b, same[i].budget), *y = json_get(o, same[i].flat);
 		if (x && y && !cJSON_IsNull(x) && !cJSON_IsNull(y) && !cJSON_Compare(x, y, true))
-			check_fail(k, "options.budgets.%s: says another than options.%s (give one)",
+			serve__check_fail(k, "options.budgets.%s: says another than options.%s (give one)",
 				   same[i].budget, same[i].flat);
 	}
 }
@@ -217,19 +217,19 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	if (!o || cJSON_IsNull(o))
 		return;
 	if (!cJSON_IsObject(o)) {
-		check_fail(k, "options: want an object");
+		serve__check_fail(k, "options: want an object");
 		return;
 	}
-	check_fields(k, o, known, w);
-	so->model = check_str(k, o, "model", w);
-	so->sub_model = check_str(k, o, "sub_model", w);
-	if ((st = check_str(k, o, "strategy", w))) {
+	serve__check_fields(k, o, known, w);
+	so->model = serve__check_str(k, o, "model", w);
+	so->sub_model = serve__check_str(k, o, "sub_model", w);
+	if ((st = serve__check_str(k, o, "strategy", w))) {
 		if (strcmp(st, "repl") == 0)
 			so->strategy = RLM_REPL;
 		else if (strcmp(st, "tree") == 0)
 			so->strategy = RLM_TREE;
 		else
-			check_fail(k, "options.strategy: want \"repl\" or \"tree\"");
+			serve__check_fail(k, "options.strategy: want \"repl\" or \"tree\"");
 	}
 	v = 0;
 	check_int(k, o, "max_depth", w, 1, 16, &v);
@@ -253,24 +253,24 @@ int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct 
 	const cJSON *body;
 	int rc;
 	memset(s, 0, sizeof(*s));
-	svc_opts_init(&s->so);
+	serve_opts_init(&s->so);
 	if ((rc = serve__body_parse(p, len, &s->body, err)))
 		return rc;
 	body = s->body;
-	check_fields(&k, body, known, "");
-	s->question = check_str(&k, body, "question", "");
-	s->text = check_str(&k, body, "context", "");
-	s->path = check_str(&k, body, "context_path", "");
-	s->corpus_id = check_str(&k, body, "corpus_id", "");
-	s->format = check_str(&k, body, "format", "");
-	check_bool(&k, body, "async", "", &s->async);
+	serve__check_fields(&k, body, known, "");
+	s->question = serve__check_str(&k, body, "question", "");
+	s->text = serve__check_str(&k, body, "context", "");
+	s->path = serve__check_str(&k, body, "context_path", "");
+	s->corpus_id = serve__check_str(&k, body, "corpus_id", "");
+	s->format = serve__check_str(&k, body, "format", "");
+	serve__check_bool(&k, body, "async", "", &s->async);
 	check_options(&k, json_get(body, "options"), &s->so);
 	if (!k.bad && (!s->question || !*s->question))
-		check_fail(&k, "question: want a non-empty string");
+		serve__check_fail(&k, "question: want a non-empty string");
 	if (!k.bad && (!!s->text + !!s->path + !!s->corpus_id) != 1)
-		check_fail(&k, "want exactly one of context, context_path and corpus_id");
+		serve__check_fail(&k, "want exactly one of context, context_path and corpus_id");
 	if (!k.bad && s->format && !s->path)
-		check_fail(&k, "format: only with context_path");
+		serve__check_fail(&k, "format: only with context_path");
 	if (k.bad) {
 		serve__solve_release(s);
 		return rlm_err_set(err, RLM_EINVAL, "%s", k.msg);
@@ -287,12 +287,12 @@ void serve__solve_release(struct serve_solve *s)
 /* A run's JSON as the answer of a synchronous solve. */
 static cJSON *solve_answer(struct svc_run *r)
 {
-	cJSON *j = svc_run_json(r);
+	cJSON *j = serve_run_json(r);
 	cJSON_DeleteItemFromObjectCaseSensitive(j, "question");
 	return j;
 }
 
-enum MHD_Result route_solve(struct req *rq)
+enum MHD_Result serve__route_solve(struct req *rq)
 {
 	struct serve_solve b;
 	struct svc_run *r = NULL;
@@ -302,41 +302,41 @@ enum MHD_Result route_solve(struct req *rq)
 	bool async;
 	int rc;
 	if ((rc = serve__solve_parse(rq->body.buf.p, rq->body.buf.len, &b, &err)))
-		return srv_body_error(rq, rc, &err);
+		return serve__body_error(rq, rc, &err);
 	async = b.async;
 	/* Refused solves load no context (it would be kept for nothing). */
-	if ((rc = svc_can_start(rq->sv->svc, &err)) ||
-	    srv_context(rq, b.text, b.path, b.format, b.corpus_id, &hold, &ret)) {
+	if ((rc = serve_can_start(rq->sv->svc, &err)) ||
+	    serve__context(rq, b.text, b.path, b.format, b.corpus_id, &hold, &ret)) {
 		serve__solve_release(&b);
-		return rc ? srv_svc_error(rq, rc, err.msg) : ret;
+		return rc ? serve__svc_error(rq, rc, err.msg) : ret;
 	}
-	rc = svc_solve(rq->sv->svc, b.question, hold, &b.so, &r, &err);
-	svc_corpus_put(rq->sv->svc, hold);
+	rc = serve_solve(rq->sv->svc, b.question, hold, &b.so, &r, &err);
+	serve_corpus_put(rq->sv->svc, hold);
 	serve__solve_release(&b);
 	if (rc)
-		return srv_svc_error(rq, rc, err.msg);
+		return serve__svc_error(rq, rc, err.msg);
 	if (async) {
 		cJSON *j = cJSON_CreateObject();
-		json_add_str(j, "run_id", svc_run_id(r));
+		json_add_str(j, "run_id", serve_run_id(r));
 		json_add_str(j, "status", "running");
-		svc_run_put(r);
-		return srv_json(rq, MHD_HTTP_ACCEPTED, j);
+		serve_run_put(r);
+		return serve__json(rq, MHD_HTTP_ACCEPTED, j);
 	}
-	switch (srv_wait_run(rq, r)) {
+	switch (serve__wait_run(rq, r)) {
 	case SRV_ENDED:
-		ret = srv_json(rq, MHD_HTTP_OK, solve_answer(r));
+		ret = serve__json(rq, MHD_HTTP_OK, solve_answer(r));
 		break;
 	case SRV_TIMEOUT:
-		ret = srv_error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
+		ret = serve__error(rq, MHD_HTTP_GATEWAY_TIMEOUT, "timeout",
 				"the solve ran past the request timeout of %.0f s and was "
 				"cancelled (run %s)",
-				(double)rq->sv->request_timeout_ns / 1e9, svc_run_id(r));
+				(double)rq->sv->request_timeout_ns / 1e9, serve_run_id(r));
 		break;
 	default:
 		ret = MHD_NO; /* no one to answer: the connection is closed */
 		break;
 	}
-	svc_run_put(r);
+	serve_run_put(r);
 	return ret;
 }
 
@@ -396,42 +396,42 @@ static cJSON *stored_json(const cJSON *run)
 	return o;
 }
 
-enum MHD_Result route_run(struct req *rq, const char *id)
+enum MHD_Result serve__route_run(struct req *rq, const char *id)
 {
-	struct svc_run *r = id_ok(id) ? svc_run_get(rq->sv->svc, id) : NULL;
+	struct svc_run *r = id_ok(id) ? serve_run_get(rq->sv->svc, id) : NULL;
 	struct rlm_err err = {0, ""};
 	enum MHD_Result ret;
 	cJSON *run;
 	bool del = strcmp(rq->method, "DELETE") == 0;
 	if (r) {
 		if (!del) {
-			ret = srv_json(rq, MHD_HTTP_OK, svc_run_json(r));
-		} else if (svc_run_cancel(r)) {
+			ret = serve__json(rq, MHD_HTTP_OK, serve_run_json(r));
+		} else if (serve_run_cancel(r)) {
 			cJSON *j = cJSON_CreateObject();
-			json_add_str(j, "run_id", svc_run_id(r));
+			json_add_str(j, "run_id", serve_run_id(r));
 			json_add_str(j, "status", "cancelling");
-			ret = srv_json(rq, MHD_HTTP_ACCEPTED, j);
+			ret = serve__json(rq, MHD_HTTP_ACCEPTED, j);
 		} else {
-			ret = srv_error(rq, MHD_HTTP_CONFLICT, "conflict", "run %s has ended", id);
+			ret = serve__error(rq, MHD_HTTP_CONFLICT, "conflict", "run %s has ended", id);
 		}
-		svc_run_put(r);
+		serve_run_put(r);
 		return ret;
 	}
-	run = id_ok(id) ? svc_run_record(rq->sv->svc, id, &err) : NULL;
+	run = id_ok(id) ? serve_run_record(rq->sv->svc, id, &err) : NULL;
 	if (!run) {
 		if (err.code == RLM_ESTORE)
-			return srv_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s",
+			return serve__error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s",
 					 err.msg);
-		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no run '%.64s'", id);
+		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no run '%.64s'", id);
 	}
 	if (del)
-		ret = srv_error(rq, MHD_HTTP_CONFLICT, "conflict",
+		ret = serve__error(rq, MHD_HTTP_CONFLICT, "conflict",
 				strcmp(stored_status(run), "running") == 0
 				    ? "run %s is not running in this server"
 				    : "run %s has ended",
 				id);
 	else
-		ret = srv_json(rq, MHD_HTTP_OK, stored_json(run));
+		ret = serve__json(rq, MHD_HTTP_OK, stored_json(run));
 	cJSON_Delete(run);
 	return ret;
 }
@@ -466,7 +466,7 @@ static void sse_format(struct sse *st, size_t id, const char *kind, const cJSON 
 		buf_printf(&st->out, "id: %zu\n", id);
 	buf_printf(&st->out, "event: %s\ndata: %s\n\n", kind, s ? s : "{}");
 	free(s);
-	st->last_ns = now_ns();
+	st->last_ns = time_now_ns();
 }
 
 /* A stored event in the shape of a live one (NULL: not one to send). */
@@ -514,7 +514,7 @@ static bool sse_next(struct sse *st)
 	}
 	for (;;) {
 		bool ended = false;
-		cJSON *e = svc_run_event(st->r, st->pos, now_ns() + SRV_SLICE_NS, &ended);
+		cJSON *e = serve_run_event(st->r, st->pos, time_now_ns() + SRV_SLICE_NS, &ended);
 		if (e) {
 			const char *kind = json_str(e, "kind");
 			bool progress = kind && strcmp(kind, "progress") == 0;
@@ -539,15 +539,15 @@ static bool sse_next(struct sse *st)
 		if (ended)
 			return false;
 		/* A watcher that left need not hold its connection's thread. */
-		if (srv_client_gone(st->fd)) {
+		if (serve__client_gone(st->fd)) {
 			st->gone = true;
 			return false;
 		}
-		if (now_ns() - st->last_ns >= SRV_KEEPALIVE_NS) {
+		if (time_now_ns() - st->last_ns >= SRV_KEEPALIVE_NS) {
 			buf_reset(&st->out);
 			st->off = 0;
 			buf_puts(&st->out, ": keepalive\n\n");
-			st->last_ns = now_ns();
+			st->last_ns = time_now_ns();
 			return true;
 		}
 	}
@@ -570,23 +570,23 @@ static ssize_t sse_read(void *cls, uint64_t off, char *out, size_t max)
 static void sse_free(void *cls)
 {
 	struct sse *st = cls;
-	svc_run_put(st->r);
+	serve_run_put(st->r);
 	cJSON_Delete(st->stored);
 	buf_release(&st->out);
 	free(st);
 }
 
-enum MHD_Result srv_stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
+enum MHD_Result serve__stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
 			   MHD_ContentReaderFreeCallback done)
 {
 	static const char *const hdrs[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache",
 					   "X-Accel-Buffering", "no", NULL};
-	return srv_queue(rq, MHD_HTTP_OK,
+	return serve__queue(rq, MHD_HTTP_OK,
 			 httpd_callback_response(MHD_SIZE_UNKNOWN, 32 * 1024, read, st, done,
 						 "text/event-stream", hdrs));
 }
 
-enum MHD_Result route_events(struct req *rq, const char *full)
+enum MHD_Result serve__route_events(struct req *rq, const char *full)
 {
 	struct sse *st;
 	struct rlm_err err = {0, ""};
@@ -595,24 +595,24 @@ enum MHD_Result route_events(struct req *rq, const char *full)
 	size_t n = strcspn(full, "/");
 	long from = -1;
 	if (n >= sizeof(id))
-		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no run '%.64s'", full);
+		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no run '%.64s'", full);
 	memcpy(id, full, n);
 	id[n] = '\0';
-	if (last && parse_int(last, 0, 1000000000, &from))
-		return srv_error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
+	if (last && text_parse_int(last, 0, 1000000000, &from))
+		return serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
 				 "Last-Event-ID: want an event number");
 	st = xcalloc(1, sizeof(*st));
 	st->sv = rq->sv;
 	st->fd = rq->fd;
-	st->last_ns = now_ns();
+	st->last_ns = time_now_ns();
 	st->from = from;
 	if (id_ok(id))
-		st->r = svc_run_get(rq->sv->svc, id);
+		st->r = serve_run_get(rq->sv->svc, id);
 	if (!st->r) {
-		st->stored = id_ok(id) ? svc_run_record(rq->sv->svc, id, &err) : NULL;
+		st->stored = id_ok(id) ? serve_run_record(rq->sv->svc, id, &err) : NULL;
 		if (!st->stored) {
 			free(st);
-			return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no run '%s'", id);
+			return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no run '%s'", id);
 		}
 		/* Replay from the first event past Last-Event-ID. */
 		st->next =
@@ -628,7 +628,7 @@ enum MHD_Result route_events(struct req *rq, const char *full)
 			st->next = st->next->next;
 		}
 	}
-	return srv_stream(rq, st, sse_read, sse_free);
+	return serve__stream(rq, st, sse_read, sse_free);
 }
 
 /* ---- corpora ---- */
@@ -657,24 +657,24 @@ int serve__corpora_parse(const char *p, size_t len, struct serve_corpora *c, str
 	c->kind = CORPUS_AUTO;
 	if ((rc = serve__body_parse(p, len, &c->body, err)))
 		return rc;
-	check_fields(&k, c->body, known, "");
-	c->path = check_str(&k, c->body, "path", "");
-	c->text = check_str(&k, c->body, "text", "");
-	format = check_str(&k, c->body, "format", "");
+	serve__check_fields(&k, c->body, known, "");
+	c->path = serve__check_str(&k, c->body, "path", "");
+	c->text = serve__check_str(&k, c->body, "text", "");
+	format = serve__check_str(&k, c->body, "format", "");
 	c->docs = json_get(c->body, "documents");
 	if (c->docs && !cJSON_IsArray(c->docs))
-		check_fail(&k, "documents: want an array of strings");
+		serve__check_fail(&k, "documents: want an array of strings");
 	cJSON_ArrayForEach(it, c->docs)
 	{
 		if (!cJSON_IsString(it))
-			check_fail(&k, "documents: want an array of strings");
+			serve__check_fail(&k, "documents: want an array of strings");
 	}
 	if (!k.bad && (!!c->path + !!c->text + !!c->docs) != 1)
-		check_fail(&k, "want exactly one of path, text and documents");
+		serve__check_fail(&k, "want exactly one of path, text and documents");
 	if (!k.bad && format && !c->path)
-		check_fail(&k, "format: only with path");
+		serve__check_fail(&k, "format: only with path");
 	if (!k.bad && format && corpus_kind_parse(format, &c->kind))
-		check_fail(&k, "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
+		serve__check_fail(&k, "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
 			   SRV_CUT(format, 40), format);
 	if (k.bad) {
 		serve__corpora_release(c);
@@ -689,7 +689,7 @@ void serve__corpora_release(struct serve_corpora *c)
 	c->body = NULL;
 }
 
-enum MHD_Result route_corpora_post(struct req *rq)
+enum MHD_Result serve__route_corpora_post(struct req *rq)
 {
 	struct serve_corpora b;
 	struct svc_corpus_info info;
@@ -697,11 +697,11 @@ enum MHD_Result route_corpora_post(struct req *rq)
 	const cJSON *it;
 	int rc;
 	if ((rc = serve__corpora_parse(rq->body.buf.p, rq->body.buf.len, &b, &err)))
-		return srv_body_error(rq, rc, &err);
+		return serve__body_error(rq, rc, &err);
 	if (b.path) {
-		rc = svc_corpus_load(rq->sv->svc, b.path, b.kind, SVC_CORPUS_KEEP, &info, &err);
+		rc = serve_corpus_load(rq->sv->svc, b.path, b.kind, SVC_CORPUS_KEEP, &info, &err);
 	} else if (b.text) {
-		rc = svc_corpus_text(rq->sv->svc, b.text, strlen(b.text), NULL, NULL, 0,
+		rc = serve_corpus_text(rq->sv->svc, b.text, strlen(b.text), NULL, NULL, 0,
 				     SVC_CORPUS_KEEP, &info, &err);
 	} else {
 		size_t n = (size_t)cJSON_GetArraySize(b.docs), i = 0;
@@ -713,32 +713,32 @@ enum MHD_Result route_corpora_post(struct req *rq)
 			lens[i++] = strlen(it->valuestring);
 		}
 		rc =
-		    svc_corpus_text(rq->sv->svc, NULL, 0, d, lens, n, SVC_CORPUS_KEEP, &info, &err);
+		    serve_corpus_text(rq->sv->svc, NULL, 0, d, lens, n, SVC_CORPUS_KEEP, &info, &err);
 		free(d);
 		free(lens);
 	}
 	serve__corpora_release(&b);
 	if (rc)
-		return srv_svc_error(rq, rc, err.msg);
-	return srv_json(rq, MHD_HTTP_CREATED, corpus_json(&info));
+		return serve__svc_error(rq, rc, err.msg);
+	return serve__json(rq, MHD_HTTP_CREATED, corpus_json(&info));
 }
 
-enum MHD_Result route_corpus(struct req *rq, const char *id)
+enum MHD_Result serve__route_corpus(struct req *rq, const char *id)
 {
 	struct svc_corpus_info info;
 	cJSON *j;
 	if (strcmp(rq->method, "DELETE") == 0) {
-		if (svc_corpus_delete(rq->sv->svc, id, &info))
-			return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'",
+		if (serve_corpus_delete(rq->sv->svc, id, &info))
+			return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'",
 					 id);
 		j = cJSON_CreateObject();
 		json_add_str(j, "corpus_id", info.id);
 		json_add_str(j, "status", "deleted");
 		/* the runs still reading it keep it until they end */
 		json_add_num(j, "in_use", info.in_use);
-		return srv_json(rq, MHD_HTTP_OK, j);
+		return serve__json(rq, MHD_HTTP_OK, j);
 	}
-	if (svc_corpus_get(rq->sv->svc, id, 0, &info))
-		return srv_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'", id);
-	return srv_json(rq, MHD_HTTP_OK, corpus_json(&info));
+	if (serve_corpus_get(rq->sv->svc, id, 0, &info))
+		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'", id);
+	return serve__json(rq, MHD_HTTP_OK, corpus_json(&info));
 }

@@ -38,7 +38,7 @@ struct chat_stream {
 	size_t pos;	 /* the next event of the run's log */
 	int64_t wave_ns; /* when a mid-wave line was last sent */
 	enum cs_state state;
-	cJSON *run;	/* svc_run_json once ended */
+	cJSON *run;	/* serve_run_json once ended */
 	size_t sent;	/* bytes of the answer sent */
 	struct buf out; /* formatted, not yet sent from off */
 	size_t off;
@@ -53,7 +53,7 @@ static void cs_chunk(struct chat_stream *cs, cJSON *delta, const char *finish, c
 					delta, finish);
 	char *s;
 	if (!delta)
-		json_add(o, "usage", oai_usage_json(cs->run));
+		json_add(o, "usage", serve__oai_usage_json(cs->run));
 	else if (cs->include_usage)
 		json_add(o, "usage", cJSON_CreateNull());
 	if (ext)
@@ -106,7 +106,7 @@ static void first_line(struct buf *b, const char *t, size_t max)
  * middle of a wave, less than PROGRESS_EVERY_NS after the last one. */
 static bool wave_throttled(struct chat_stream *cs, double done, double total)
 {
-	int64_t now = now_ns();
+	int64_t now = time_now_ns();
 	if (done > 0 && done < total && now - cs->wave_ns < PROGRESS_EVERY_NS)
 		return true;
 	cs->wave_ns = now;
@@ -162,10 +162,10 @@ static void progress_line(struct chat_stream *cs, const cJSON *e, struct buf *b)
 /* The run ended: its state, then the answer or the error. */
 static void cs_ended(struct chat_stream *cs)
 {
-	cs->run = svc_run_json(cs->r);
+	cs->run = serve_run_json(cs->r);
 	if (strcmp(json_str(cs->run, "status"), "failed") == 0) {
 		char msg[600];
-		snprintf(msg, sizeof(msg), "the solve failed (run %s): %s", svc_run_id(cs->r),
+		snprintf(msg, sizeof(msg), "the solve failed (run %s): %s", serve_run_id(cs->r),
 			 json_str(cs->run, "error") ? json_str(cs->run, "error") : "");
 		cs_error(cs, "internal", msg);
 		cs->state = CS_DONE;
@@ -179,12 +179,12 @@ static void cs_ended(struct chat_stream *cs)
  * or its client went away. */
 static bool cs_wait(struct chat_stream *cs)
 {
-	int64_t check_at = now_ns() + SRV_SLICE_NS; /* the client, the time */
+	int64_t check_at = time_now_ns() + SRV_SLICE_NS; /* the client, the time */
 	for (;;) {
-		int64_t until = RLM_MIN(now_ns() + SRV_SLICE_NS, cs->deadline_ns);
+		int64_t until = RLM_MIN(time_now_ns() + SRV_SLICE_NS, cs->deadline_ns);
 		bool ended = false;
 		if (cs->progress) {
-			cJSON *e = svc_run_event(cs->r, cs->pos, until, &ended);
+			cJSON *e = serve_run_event(cs->r, cs->pos, until, &ended);
 			if (e) {
 				const char *kind = json_str(e, "kind");
 				struct buf line = BUF_INIT;
@@ -200,34 +200,34 @@ static bool cs_wait(struct chat_stream *cs)
 				buf_release(&line);
 				if (cs->out.len)
 					return true;
-				if (!ended && now_ns() < check_at)
+				if (!ended && time_now_ns() < check_at)
 					continue;
 			}
 		} else {
-			ended = svc_run_wait(cs->r, until);
+			ended = serve_run_wait(cs->r, until);
 		}
-		check_at = now_ns() + SRV_SLICE_NS;
-		if (ended || svc_run_wait(cs->r, now_ns())) {
+		check_at = time_now_ns() + SRV_SLICE_NS;
+		if (ended || serve_run_wait(cs->r, time_now_ns())) {
 			cs_ended(cs);
 			return false;
 		}
-		if (srv_client_gone(cs->fd)) {
-			srv_cancel_run(cs->r, "the client of a stream went away");
+		if (serve__client_gone(cs->fd)) {
+			serve__cancel_run(cs->r, "the client of a stream went away");
 			cs->gone = true;
 			return false;
 		}
-		if (now_ns() >= cs->deadline_ns) {
+		if (time_now_ns() >= cs->deadline_ns) {
 			char msg[300];
-			srv_cancel_run(cs->r, "past the request timeout");
+			serve__cancel_run(cs->r, "past the request timeout");
 			snprintf(msg, sizeof(msg),
 				 "the solve ran past the request timeout of %.0f s and was "
 				 "cancelled (run %s)",
-				 (double)cs->sv->request_timeout_ns / 1e9, svc_run_id(cs->r));
+				 (double)cs->sv->request_timeout_ns / 1e9, serve_run_id(cs->r));
 			cs_error(cs, "timeout", msg);
 			cs->state = CS_DONE;
 			return false;
 		}
-		if (now_ns() - cs->last_ns >= SRV_KEEPALIVE_NS) {
+		if (time_now_ns() - cs->last_ns >= SRV_KEEPALIVE_NS) {
 			buf_puts(&cs->out, ": solving\n\n");
 			return true;
 		}
@@ -264,8 +264,8 @@ static bool cs_next(struct chat_stream *cs)
 		break;
 	}
 	case CS_FINISH:
-		cs_chunk(cs, cJSON_CreateObject(), oai_finish_reason(cs->run),
-			 oai_rlm_ext(cs->run));
+		cs_chunk(cs, cJSON_CreateObject(), serve__oai_finish_reason(cs->run),
+			 serve__oai_rlm_ext(cs->run));
 		cs->state = cs->include_usage ? CS_USAGE : CS_DONE;
 		break;
 	case CS_USAGE:
@@ -279,7 +279,7 @@ static bool cs_next(struct chat_stream *cs)
 	case CS_OVER:
 		return false;
 	}
-	cs->last_ns = now_ns();
+	cs->last_ns = time_now_ns();
 	return true;
 }
 
@@ -302,28 +302,28 @@ static void cs_free(void *cls)
 	struct chat_stream *cs = cls;
 	/* A client gone before the answer: its solve is of no use (and is
 	 * not waited for here, on the library's thread). */
-	if (cs->state <= CS_WAIT && svc_run_cancel(cs->r))
-		log_info("serve: run %s cancelled: its stream ended early", svc_run_id(cs->r));
-	svc_run_put(cs->r);
+	if (cs->state <= CS_WAIT && serve_run_cancel(cs->r))
+		log_info("serve: run %s cancelled: its stream ended early", serve_run_id(cs->r));
+	serve_run_put(cs->r);
 	cJSON_Delete(cs->run);
 	buf_release(&cs->out);
 	free(cs->model);
 	free(cs);
 }
 
-enum MHD_Result srv_chat_stream(struct req *rq, struct svc_run *r, const char *model,
+enum MHD_Result serve__chat_stream(struct req *rq, struct svc_run *r, const char *model,
 				bool include_usage, bool progress)
 {
 	struct chat_stream *cs = xcalloc(1, sizeof(*cs));
 	cs->sv = rq->sv;
 	cs->r = r;
 	cs->model = xstrdup(model);
-	serve__oai_id(cs->id, svc_run_id(r));
-	cs->created = wall_ms() / 1000;
+	serve__oai_id(cs->id, serve_run_id(r));
+	cs->created = time_wall_ms() / 1000;
 	cs->deadline_ns = rq->t0 + rq->sv->request_timeout_ns;
-	cs->last_ns = now_ns();
+	cs->last_ns = time_now_ns();
 	cs->include_usage = include_usage;
 	cs->progress = progress;
 	cs->fd = rq->fd;
-	return srv_stream(rq, cs, cs_read, cs_free);
+	return serve__stream(rq, cs, cs_read, cs_free);
 }

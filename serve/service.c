@@ -7,10 +7,10 @@
  * Two locks: the service's mutex guards its registries and counters, each
  * run's mutex its event log and end state; a thread that needs both takes
  * the service's first. A run is in the registry from the moment it is
- * made (so svc_free can cancel it), but svc_run_get finds it only once it
+ * made (so serve_free can cancel it), but serve_run_get finds it only once it
  * has an id (the store's, handed to on_run before anything is solved).
- * Run threads are detached; the service counts them, and svc_shutdown and
- * svc_free wait on that count, so nothing of the service is touched once
+ * Run threads are detached; the service counts them, and serve_shutdown and
+ * serve_free wait on that count, so nothing of the service is touched once
  * they return. A finished run stays in the registry, with its log, until
  * SVC_KEEP_RUNS finished runs are newer: then the oldest is dropped (a
  * reference held elsewhere keeps it alive; the store still knows it).
@@ -57,7 +57,7 @@ struct svc_run {
 	const struct corpus *ctx; /* corp's */
 	struct rlm_opts o;	  /* the service's with the request's over them */
 	atomic_bool cancel;
-	int64_t t0; /* now_ns at start */
+	int64_t t0; /* time_now_ns at start */
 
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cv;  /* an event; the end; the id */
@@ -73,7 +73,7 @@ struct svc_run {
 	int64_t wall_ns;	  /* when ended */
 	atomic_bool over;	  /* log_ended, for the registry (s->mu) */
 	bool settled;		  /* the end is everywhere: status, log, the
-				   * registry's eviction (svc_run_wait) */
+				   * registry's eviction (serve_run_wait) */
 };
 
 /* ---- small pieces ---- */
@@ -87,7 +87,7 @@ static void cond_init_mono(pthread_cond_t *cv)
 	pthread_condattr_destroy(&a);
 }
 
-/* Wait on cv until signalled or deadline_ns (now_ns clock; 0: forever).
+/* Wait on cv until signalled or deadline_ns (time_now_ns clock; 0: forever).
  * false when the deadline passed. */
 static bool cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ns)
 {
@@ -96,7 +96,7 @@ static bool cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 		pthread_cond_wait(cv, mu);
 		return true;
 	}
-	if (now_ns() >= deadline_ns)
+	if (time_now_ns() >= deadline_ns)
 		return false;
 	ts.tv_sec = (time_t)(deadline_ns / 1000000000);
 	ts.tv_nsec = (long)(deadline_ns % 1000000000);
@@ -105,7 +105,7 @@ static bool cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 
 /* ---- the service ---- */
 
-int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err)
+int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err)
 {
 	struct service *s;
 	size_t cap = 0;
@@ -122,7 +122,7 @@ int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err
 					 strerror(errno));
 			goto fail;
 		}
-		svc__grow(&s->roots, &cap, s->n_roots, sizeof(*s->roots));
+		serve__grow(&s->roots, &cap, s->n_roots, sizeof(*s->roots));
 		s->roots[s->n_roots++] = xstrdup(real);
 	}
 	if ((rc = rlm_models_init(&s->ms, &cfg->mo, err)))
@@ -152,7 +152,7 @@ int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err
 	s->corpus_cache = cfg->corpus_cache;
 	pthread_mutex_init(&s->mu, NULL);
 	cond_init_mono(&s->cv);
-	rng_seed(&s->rng, (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)wall_ms());
+	rng_seed(&s->rng, (uint64_t)time_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time_wall_ms());
 	*out = s;
 	return 0;
 fail:
@@ -178,7 +178,7 @@ static void run_free(struct svc_run *r)
 	free(r);
 }
 
-void svc_run_put(struct svc_run *r)
+void serve_run_put(struct svc_run *r)
 {
 	if (r && atomic_fetch_sub(&r->refs, 1) == 1)
 		run_free(r);
@@ -190,14 +190,14 @@ static void cancel_all_locked(struct service *s)
 		atomic_store(&s->runs[i]->cancel, true);
 }
 
-void svc_close(struct service *s)
+void serve_close(struct service *s)
 {
 	pthread_mutex_lock(&s->mu);
 	s->closing = true;
 	pthread_mutex_unlock(&s->mu);
 }
 
-bool svc_idle(struct service *s)
+bool serve_idle(struct service *s)
 {
 	bool idle;
 	pthread_mutex_lock(&s->mu);
@@ -206,9 +206,9 @@ bool svc_idle(struct service *s)
 	return idle;
 }
 
-int svc_shutdown(struct service *s, int64_t grace_ns)
+int serve_shutdown(struct service *s, int64_t grace_ns)
 {
-	int64_t deadline = now_ns() + (grace_ns > 0 ? grace_ns : 0);
+	int64_t deadline = time_now_ns() + (grace_ns > 0 ? grace_ns : 0);
 	int cancelled = 0;
 	pthread_mutex_lock(&s->mu);
 	s->closing = true;
@@ -224,15 +224,15 @@ int svc_shutdown(struct service *s, int64_t grace_ns)
 	return cancelled;
 }
 
-void svc_free(struct service *s)
+void serve_free(struct service *s)
 {
 	if (!s)
 		return;
-	svc_shutdown(s, 0);
+	serve_shutdown(s, 0);
 	for (size_t i = 0; i < s->n_runs; i++)
-		svc_run_put(s->runs[i]);
+		serve_run_put(s->runs[i]);
 	free(s->runs);
-	svc__corpora_free(s);
+	serve__corpora_free(s);
 	for (size_t i = 0; i < s->n_roots; i++)
 		free(s->roots[i]);
 	free(s->roots);
@@ -243,12 +243,12 @@ void svc_free(struct service *s)
 	free(s);
 }
 
-const char *svc_model_name(const struct service *s)
+const char *serve_model_name(const struct service *s)
 {
 	return llm_model_name(s->ms.model);
 }
 
-const char *svc_sub_model_name(const struct service *s)
+const char *serve_sub_model_name(const struct service *s)
 {
 	return llm_model_name(s->ms.sub);
 }
@@ -262,7 +262,7 @@ static size_t finished_locked(struct service *s)
 	return n;
 }
 
-cJSON *svc_stats(struct service *s)
+cJSON *serve_stats(struct service *s)
 {
 	cJSON *o = cJSON_CreateObject(), *t = cJSON_CreateObject(), *h = cJSON_CreateArray();
 	struct llm_stats st;
@@ -284,7 +284,7 @@ cJSON *svc_stats(struct service *s)
 	}
 	json_add_num(o, "solve_seconds_sum", s->secs_sum);
 	json_add_num(o, "solve_seconds_count", (double)s->secs_count);
-	svc__corpora_stats_locked(s, o);
+	serve__corpora_stats_locked(s, o);
 	json_add_num(o, "runs_kept", (double)finished_locked(s));
 	pthread_mutex_unlock(&s->mu);
 	json_add_num(o, "model_calls", (double)st.calls);
@@ -306,7 +306,7 @@ static void log_add(struct svc_run *r, cJSON *e, size_t len, bool last)
 		r->dropped++;
 		cJSON_Delete(e);
 	} else {
-		svc__grow(&r->ev, &r->cap_ev, r->n_ev, sizeof(*r->ev));
+		serve__grow(&r->ev, &r->cap_ev, r->n_ev, sizeof(*r->ev));
 		r->ev[r->n_ev++] = e;
 		r->ev_bytes += len;
 		r->log_ended = last;
@@ -369,7 +369,7 @@ static void on_run(const char *run_id, void *arg)
 
 /* ---- solves ---- */
 
-void svc_opts_init(struct svc_opts *o)
+void serve_opts_init(struct svc_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->strategy = -1;
@@ -465,7 +465,7 @@ static void evict_locked(struct service *s)
 		struct svc_run *r = s->runs[i];
 		if (finished > (size_t)s->keep_runs && atomic_load(&r->over)) {
 			finished--;
-			svc_run_put(r);
+			serve_run_put(r);
 			continue;
 		}
 		s->runs[k++] = r;
@@ -483,7 +483,7 @@ static void *run_main(void *arg)
 	int64_t wall;
 	cJSON *result, *end;
 	int rc = rlm_solve(&r->o, r->question, r->ctx, &res, &err);
-	wall = RLM_MAX(now_ns() - r->t0, (int64_t)1);
+	wall = RLM_MAX(time_now_ns() - r->t0, (int64_t)1);
 	if (!r->id_ready)
 		on_run("", r); /* no store, or it failed before the run began */
 	st = status_of(rc, &res, atomic_load(&r->cancel));
@@ -494,11 +494,11 @@ static void *run_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	s->running--;
 	count_end_locked(s, st, (double)wall / 1e9);
-	svc__corp_put_locked(s, r->corp);
+	serve__corp_put_locked(s, r->corp);
 	r->corp = NULL;
 	r->ctx = NULL;
 	pthread_mutex_unlock(&s->mu);
-	svc__corp_reap(s);
+	serve__corp_reap(s);
 
 	pthread_mutex_lock(&r->mu);
 	r->status = st;
@@ -510,7 +510,7 @@ static void *run_main(void *arg)
 	pthread_mutex_unlock(&r->mu);
 	rlm_result_release(&res);
 
-	end = svc_run_json(r);
+	end = serve_run_json(r);
 	cJSON_DeleteItemFromObjectCaseSensitive(end, "question");
 	json_add_str(end, "kind", "end");
 	json_add_num(end, "t_ms", (double)wall / 1e6);
@@ -530,7 +530,7 @@ static void *run_main(void *arg)
 	r->settled = true;
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
-	svc_run_put(r);
+	serve_run_put(r);
 	pthread_mutex_lock(&s->mu);
 	s->threads--;
 	pthread_cond_broadcast(&s->cv);
@@ -538,7 +538,7 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
-/* svc_can_start with s->mu held. */
+/* serve_can_start with s->mu held. */
 static int can_start_locked(struct service *s, struct rlm_err *err)
 {
 	if (s->closing)
@@ -551,7 +551,7 @@ static int can_start_locked(struct service *s, struct rlm_err *err)
 	return 0;
 }
 
-int svc_can_start(struct service *s, struct rlm_err *err)
+int serve_can_start(struct service *s, struct rlm_err *err)
 {
 	int rc;
 	pthread_mutex_lock(&s->mu);
@@ -560,7 +560,7 @@ int svc_can_start(struct service *s, struct rlm_err *err)
 	return rc;
 }
 
-int svc_solve(struct service *s, const char *question, struct svc_corp *k, const struct svc_opts *q,
+int serve_solve(struct service *s, const char *question, struct svc_corp *k, const struct svc_opts *q,
 	      struct svc_run **run, struct rlm_err *err)
 {
 	struct svc_run *r;
@@ -573,7 +573,7 @@ int svc_solve(struct service *s, const char *question, struct svc_corp *k, const
 		return rlm_err_set(err, RLM_EINVAL, "no corpus to solve over");
 	if (!question || !*question)
 		return rlm_err_set(err, RLM_EINVAL, "the question is empty");
-	if ((rc = svc__check_text("the question", question, strlen(question), err)))
+	if ((rc = serve__check_text("the question", question, strlen(question), err)))
 		return rc;
 	if ((rc = opts_apply(s, q, &o, err)))
 		return rc;
@@ -609,7 +609,7 @@ int svc_solve(struct service *s, const char *question, struct svc_corp *k, const
 	r->corp = k;
 	r->ctx = k->c;
 	memcpy(r->corpus_id, k->info.id, sizeof(r->corpus_id));
-	r->t0 = now_ns();
+	r->t0 = time_now_ns();
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	rc = pthread_create(&th, &attr, run_main, r);
@@ -622,7 +622,7 @@ int svc_solve(struct service *s, const char *question, struct svc_corp *k, const
 	s->running++;
 	s->threads++;
 	k->refs++; /* the run's */
-	svc__grow(&s->runs, &s->cap_runs, s->n_runs, sizeof(*s->runs));
+	serve__grow(&s->runs, &s->cap_runs, s->n_runs, sizeof(*s->runs));
 	s->runs[s->n_runs++] = r;
 	pthread_mutex_unlock(&s->mu);
 
@@ -635,7 +635,7 @@ int svc_solve(struct service *s, const char *question, struct svc_corp *k, const
 	return 0;
 }
 
-struct svc_run *svc_run_get(struct service *s, const char *id)
+struct svc_run *serve_run_get(struct service *s, const char *id)
 {
 	struct svc_run *r = NULL;
 	if (!id || !*id)
@@ -652,12 +652,12 @@ struct svc_run *svc_run_get(struct service *s, const char *id)
 	return r;
 }
 
-const char *svc_run_id(const struct svc_run *r)
+const char *serve_run_id(const struct svc_run *r)
 {
 	return r->id;
 }
 
-bool svc_run_wait(struct svc_run *r, int64_t deadline_ns)
+bool serve_run_wait(struct svc_run *r, int64_t deadline_ns)
 {
 	bool ended;
 	pthread_mutex_lock(&r->mu);
@@ -668,7 +668,7 @@ bool svc_run_wait(struct svc_run *r, int64_t deadline_ns)
 	return ended;
 }
 
-bool svc_run_cancel(struct svc_run *r)
+bool serve_run_cancel(struct svc_run *r)
 {
 	bool running;
 	pthread_mutex_lock(&r->mu);
@@ -687,7 +687,7 @@ static cJSON *dup_or(const cJSON *j, cJSON *fallback)
 	return cJSON_Duplicate(j, true);
 }
 
-cJSON *svc_run_json(struct svc_run *r)
+cJSON *serve_run_json(struct svc_run *r)
 {
 	cJSON *o = cJSON_CreateObject(), *t;
 	pthread_mutex_lock(&r->mu);
@@ -702,7 +702,7 @@ cJSON *svc_run_json(struct svc_run *r)
 		json_add_num(o, "cost", 0);
 		json_add_num(o, "cost_usd", 0);
 		t = cJSON_CreateObject();
-		json_add_num(t, "elapsed_ms", (double)(now_ns() - r->t0) / 1e6);
+		json_add_num(t, "elapsed_ms", (double)(time_now_ns() - r->t0) / 1e6);
 		json_add(o, "timings", t);
 	} else {
 		const char *stop = json_str(r->result, "stop");
@@ -726,7 +726,7 @@ cJSON *svc_run_json(struct svc_run *r)
 	return o;
 }
 
-cJSON *svc_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns, bool *ended)
+cJSON *serve_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns, bool *ended)
 {
 	cJSON *e = NULL;
 	bool over = false;
@@ -751,7 +751,7 @@ cJSON *svc_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns, bool *e
 
 /* ---- runs of the store ---- */
 
-cJSON *svc_run_record(struct service *s, const char *id, struct rlm_err *err)
+cJSON *serve_run_record(struct service *s, const char *id, struct rlm_err *err)
 {
 	cJSON *run, *view, *pub;
 	const char *got;

@@ -14,9 +14,9 @@
  * finished run replays it and a live one follows it. Runs are reference
  * counted: the registry holds one until the service is freed (a finished
  * run stays answerable; past the newest 1,000 finished runs the oldest
- * leave memory, and the store answers for them: svc_run_record), each
+ * leave memory, and the store answers for them: serve_run_record), each
  * caller that looks one up holds one. At most
- * max_solves run at once; svc_solve refuses more (SVC_EBUSY) rather than
+ * max_solves run at once; serve_solve refuses more (SVC_EBUSY) rather than
  * queueing, so the door can answer 429; once the service is closing it
  * refuses every solve (SVC_ECLOSING: 503).
  *
@@ -25,7 +25,7 @@
  * reference counted: a run holds its corpus until it ends, a request the
  * one it loaded until its solve has started. A registered corpus
  * (SVC_CORPUS_KEEP: POST /v1/corpora, load_corpus) stays until
- * svc_corpus_delete; any other, once no one holds it, stays in a cache of
+ * serve_corpus_delete; any other, once no one holds it, stays in a cache of
  * corpus_cache bytes, the least recently used leaving first, so inline
  * contexts sent again are not loaded twice and memory stays bounded. A
  * path must lie under one of the service's roots (realpath, then a prefix
@@ -76,21 +76,21 @@ struct svc_corp;
 
 /* Set up the pool, the models and the store. Returns 0 or a negative code
  * with err (RLM_EINVAL for a bad configuration). */
-int svc_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err);
+int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err);
 /* Refuse new solves from now on (SVC_ECLOSING); the running ones go on. */
-void svc_close(struct service *s);
+void serve_close(struct service *s);
 /* True when no solve runs (every solve's thread has ended). */
-bool svc_idle(struct service *s);
+bool serve_idle(struct service *s);
 /* Refuse new solves (SVC_ECLOSING), let the running ones finish for up to
  * grace_ns, then cancel the rest and wait until they have ended (their
  * runs stay in the store, resumable). Returns how many were cancelled.
- * Waiting callers (svc_run_wait, svc_run_event) see the ends. */
-int svc_shutdown(struct service *s, int64_t grace_ns);
+ * Waiting callers (serve_run_wait, serve_run_event) see the ends. */
+int serve_shutdown(struct service *s, int64_t grace_ns);
 /* Cancel every running solve, wait for them, free everything. */
-void svc_free(struct service *s);
+void serve_free(struct service *s);
 /* The root and sub-model names (for /v1/models and option checks). */
-const char *svc_model_name(const struct service *s);
-const char *svc_sub_model_name(const struct service *s);
+const char *serve_model_name(const struct service *s);
+const char *serve_sub_model_name(const struct service *s);
 /* Counters for /metrics and /healthz, a JSON object:
  * {"solves_running", "solves_total": {"done", "stopped", "failed",
  *  "cancelled"}, "model_calls", "cache_hits", "input_tokens",
@@ -99,7 +99,7 @@ const char *svc_sub_model_name(const struct service *s);
  *  "solve_seconds_sum", "solve_seconds_count", "corpora": {"registered",
  *  "in_use", "cached", and each with "_bytes"}, "runs_kept": finished runs
  *  held in memory} */
-struct cJSON *svc_stats(struct service *s);
+struct cJSON *serve_stats(struct service *s);
 
 /* ---- corpora ---- */
 
@@ -111,31 +111,31 @@ struct svc_corpus_info {
 	bool registered;             /* kept until deleted; else cached */
 	int in_use;                  /* runs and requests holding it */
 	struct svc_corp *hold;       /* with SVC_CORPUS_HOLD: the caller's
-				      * hold, for svc_solve and svc_corpus_put;
+				      * hold, for serve_solve and serve_corpus_put;
 				      * else NULL */
 };
 
 /* How a corpus is taken (flags of the three calls below). */
-#define SVC_CORPUS_KEEP 1u /* register it: kept until svc_corpus_delete */
+#define SVC_CORPUS_KEEP 1u /* register it: kept until serve_corpus_delete */
 #define SVC_CORPUS_HOLD 2u /* the caller holds it (info.hold: neither
-			    * evicted nor freed) until svc_corpus_put */
+			    * evicted nor freed) until serve_corpus_put */
 
 /* Load path (under a root; kind as corpus_opts.kind) once. Returns 0 with
  * info, SVC_EFORBIDDEN, or what corpus_load returns, with err. */
-int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
+int serve_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
 		    struct svc_corpus_info *info, struct rlm_err *err);
 /* A corpus of one text, or of documents (docs != NULL: n of them). */
-int svc_corpus_text(struct service *s, const char *text, size_t len, const char *const *docs,
+int serve_corpus_text(struct service *s, const char *text, size_t len, const char *const *docs,
 		    const size_t *lens, size_t n, unsigned flags, struct svc_corpus_info *info,
 		    struct rlm_err *err);
 /* Look one up (flags: SVC_CORPUS_HOLD or 0): 0 with info, RLM_ENOTFOUND. */
-int svc_corpus_get(struct service *s, const char *id, unsigned flags,
+int serve_corpus_get(struct service *s, const char *id, unsigned flags,
 		   struct svc_corpus_info *info);
 /* Drop a hold taken with SVC_CORPUS_HOLD (NULL: none). */
-void svc_corpus_put(struct service *s, struct svc_corp *hold);
+void serve_corpus_put(struct service *s, struct svc_corp *hold);
 /* Take corpus id out of the registry: 0 with info (its in_use: the runs
  * still reading it, which keep it until they end), or RLM_ENOTFOUND. */
-int svc_corpus_delete(struct service *s, const char *id, struct svc_corpus_info *info);
+int serve_corpus_delete(struct service *s, const char *id, struct svc_corpus_info *info);
 
 /* ---- solves ---- */
 
@@ -150,48 +150,48 @@ struct svc_opts {
 	double max_cost;
 	double timeout_s;            /* the solve's wall clock */
 };
-void svc_opts_init(struct svc_opts *o); /* all "keep the service's" */
+void serve_opts_init(struct svc_opts *o); /* all "keep the service's" */
 
 /* Would a solve be refused now (max_solves running, or shutting down)?
  * Returns 0, or SVC_EBUSY or SVC_ECLOSING with err saying why: a door
- * checks before it loads a context the solve would not use. svc_solve
+ * checks before it loads a context the solve would not use. serve_solve
  * checks again. */
-int svc_can_start(struct service *s, struct rlm_err *err);
+int serve_can_start(struct service *s, struct rlm_err *err);
 /* Start a solve of question over corpus (a hold from svc_corpus_*; the run
  * takes a hold of its own, the caller still drops its one) on a thread of
  * its own. Returns 0 with *run (a reference the caller drops with
- * svc_run_put), SVC_EBUSY, SVC_ECLOSING, RLM_EINVAL (a model that is not
+ * serve_run_put), SVC_EBUSY, SVC_ECLOSING, RLM_EINVAL (a model that is not
  * the service's), with err. */
-int svc_solve(struct service *s, const char *question, struct svc_corp *corpus,
+int serve_solve(struct service *s, const char *question, struct svc_corp *corpus,
 	      const struct svc_opts *o, struct svc_run **run, struct rlm_err *err);
 /* A run by id (this service's), with a reference; NULL when unknown. */
-struct svc_run *svc_run_get(struct service *s, const char *id);
-void svc_run_put(struct svc_run *r);
-/* Its id: the store's run id when there is a store (svc_solve waits for
+struct svc_run *serve_run_get(struct service *s, const char *id);
+void serve_run_put(struct svc_run *r);
+/* Its id: the store's run id when there is a store (serve_solve waits for
  * rlm_opts.on_run before it returns), else "r-" and 16 hex digits. Valid
  * while the reference is held. */
-const char *svc_run_id(const struct svc_run *r);
-/* Wait until it ended or deadline_ns (now_ns clock; 0: forever) passed.
+const char *serve_run_id(const struct svc_run *r);
+/* Wait until it ended or deadline_ns (time_now_ns clock; 0: forever) passed.
  * Returns true when it ended: its status, its end event and the
  * registry (runs kept, evicted) all say so by then. */
-bool svc_run_wait(struct svc_run *r, int64_t deadline_ns);
+bool serve_run_wait(struct svc_run *r, int64_t deadline_ns);
 /* Cancel it (its whole tree stops). false when it had ended already. */
-bool svc_run_cancel(struct svc_run *r);
+bool serve_run_cancel(struct svc_run *r);
 /* Its state as JSON: {"run_id", "status": "running|done|stopped|failed|
  * cancelled", "question", "answer", "stop", "usage", "cost" (USD; also as
  * "cost_usd"), "timings", "result"} (result: rlm_result_json, when
  * ended). */
-struct cJSON *svc_run_json(struct svc_run *r);
+struct cJSON *serve_run_json(struct svc_run *r);
 /* The event at position pos (0-based) of its log, as a new JSON object
  * {"kind", "node", "depth", "iteration", "text", "t_ms", ...} ("progress"
  * events carry phase, done, total; the last is {"kind": "end", "result":
  * ...}); waits until it exists or deadline_ns passed. NULL when there is
  * none yet at the deadline, or the log ended before pos (*ended set). */
-struct cJSON *svc_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns, bool *ended);
+struct cJSON *serve_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns, bool *ended);
 /* A run as the store recorded it (store_run_load: with "events"), asked
  * by its whole id: for runs this service did not start or no longer
  * holds. NULL with err (RLM_ENOTFOUND, or RLM_ESTORE) otherwise. The
  * caller owns the result. */
-struct cJSON *svc_run_record(struct service *s, const char *id, struct rlm_err *err);
+struct cJSON *serve_run_record(struct service *s, const char *id, struct rlm_err *err);
 
 #endif

@@ -18,7 +18,7 @@
 
 #define CACHED_MAX 4096 /* unused unregistered corpora kept, at most */
 
-void svc__grow(void *pp, size_t *cap, size_t n, size_t size)
+void serve__grow(void *pp, size_t *cap, size_t n, size_t size)
 {
 	void **p = pp;
 	if (n < *cap)
@@ -79,14 +79,14 @@ static void corp_free(struct svc_corp *k)
 	free(k);
 }
 
-/* k is to go (s->mu held): freed by svc__corp_reap, after the lock. */
+/* k is to go (s->mu held): freed by serve__corp_reap, after the lock. */
 static void corp_bury(struct service *s, struct svc_corp *k)
 {
 	k->next_dead = s->dead;
 	s->dead = k;
 }
 
-void svc__corp_reap(struct service *s)
+void serve__corp_reap(struct service *s)
 {
 	struct svc_corp *k;
 	pthread_mutex_lock(&s->mu);
@@ -142,7 +142,7 @@ static void trim_locked(struct service *s)
 	}
 }
 
-void svc__corp_put_locked(struct service *s, struct svc_corp *k)
+void serve__corp_put_locked(struct service *s, struct svc_corp *k)
 {
 	if (--k->refs > 0)
 		return;
@@ -165,7 +165,7 @@ static void corp_info(struct svc_corp *k, bool hold, struct svc_corpus_info *inf
 }
 
 /* Keep c (consumed) unless the same content is kept already; flags as
- * svc_corpus_load's. */
+ * serve_corpus_load's. */
 static void corpus_keep(struct service *s, struct corpus *c, unsigned flags,
 			struct svc_corpus_info *info)
 {
@@ -185,7 +185,7 @@ static void corpus_keep(struct service *s, struct corpus *c, unsigned flags,
 		k->info.tokens_estimate = llm_estimate_tokens(c->len);
 		k->mem = c->len + c->n_docs * sizeof(*c->docs) + sizeof(*k);
 		k->used = ++s->tick;
-		svc__grow(&s->corp, &s->cap_corp, s->n_corp, sizeof(*s->corp));
+		serve__grow(&s->corp, &s->cap_corp, s->n_corp, sizeof(*s->corp));
 		s->corp[s->n_corp++] = k;
 	}
 	if (flags & SVC_CORPUS_KEEP)
@@ -195,10 +195,10 @@ static void corpus_keep(struct service *s, struct corpus *c, unsigned flags,
 	if (!(flags & (SVC_CORPUS_KEEP | SVC_CORPUS_HOLD)))
 		trim_locked(s);
 	pthread_mutex_unlock(&s->mu);
-	svc__corp_reap(s);
+	serve__corp_reap(s);
 }
 
-int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
+int serve_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
 		    struct svc_corpus_info *info, struct rlm_err *err)
 {
 	struct corpus_opts co = {0};
@@ -236,7 +236,7 @@ int svc_corpus_load(struct service *s, const char *path, enum corpus_kind kind, 
 	return 0;
 }
 
-int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err *err)
+int serve__check_text(const char *what, const char *t, size_t len, struct rlm_err *err)
 {
 	size_t bad = 0;
 	if (memchr(t, '\0', len))
@@ -247,7 +247,7 @@ int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err 
 	return 0;
 }
 
-int svc_corpus_text(struct service *s, const char *text, size_t len, const char *const *docs,
+int serve_corpus_text(struct service *s, const char *text, size_t len, const char *const *docs,
 		    const size_t *lens, size_t n, unsigned flags, struct svc_corpus_info *info,
 		    struct rlm_err *err)
 {
@@ -256,7 +256,7 @@ int svc_corpus_text(struct service *s, const char *text, size_t len, const char 
 	if (!docs) {
 		if (!text || !len)
 			return rlm_err_set(err, RLM_EINVAL, "the context is empty");
-		if ((rc = svc__check_text("the context", text, len, err)))
+		if ((rc = serve__check_text("the context", text, len, err)))
 			return rc;
 		corpus_keep(s, corpus_from_text(text, len), flags, info);
 		return 0;
@@ -275,7 +275,7 @@ int svc_corpus_text(struct service *s, const char *text, size_t len, const char 
 				buf_release(&b);
 				return rlm_err_set(err, RLM_EINVAL, "document %zu is empty", i);
 			}
-			if ((rc = svc__check_text(what, docs[i], lens[i], err))) {
+			if ((rc = serve__check_text(what, docs[i], lens[i], err))) {
 				buf_release(&b);
 				return rc;
 			}
@@ -302,7 +302,7 @@ int svc_corpus_text(struct service *s, const char *text, size_t len, const char 
 	return 0;
 }
 
-int svc_corpus_get(struct service *s, const char *id, unsigned flags, struct svc_corpus_info *info)
+int serve_corpus_get(struct service *s, const char *id, unsigned flags, struct svc_corpus_info *info)
 {
 	struct svc_corp *k;
 	pthread_mutex_lock(&s->mu);
@@ -313,17 +313,17 @@ int svc_corpus_get(struct service *s, const char *id, unsigned flags, struct svc
 	return k ? 0 : RLM_ENOTFOUND;
 }
 
-void svc_corpus_put(struct service *s, struct svc_corp *hold)
+void serve_corpus_put(struct service *s, struct svc_corp *hold)
 {
 	if (!hold)
 		return;
 	pthread_mutex_lock(&s->mu);
-	svc__corp_put_locked(s, hold);
+	serve__corp_put_locked(s, hold);
 	pthread_mutex_unlock(&s->mu);
-	svc__corp_reap(s);
+	serve__corp_reap(s);
 }
 
-int svc_corpus_delete(struct service *s, const char *id, struct svc_corpus_info *info)
+int serve_corpus_delete(struct service *s, const char *id, struct svc_corpus_info *info)
 {
 	struct svc_corp *k;
 	pthread_mutex_lock(&s->mu);
@@ -336,11 +336,11 @@ int svc_corpus_delete(struct service *s, const char *id, struct svc_corpus_info 
 			corp_bury(s, k);
 	}
 	pthread_mutex_unlock(&s->mu);
-	svc__corp_reap(s);
+	serve__corp_reap(s);
 	return k ? 0 : RLM_ENOTFOUND;
 }
 
-void svc__corpora_stats_locked(struct service *s, cJSON *o)
+void serve__corpora_stats_locked(struct service *s, cJSON *o)
 {
 	cJSON *c = cJSON_CreateObject();
 	size_t n[3] = {0, 0, 0}, bytes[3] = {0, 0, 0};
@@ -359,9 +359,9 @@ void svc__corpora_stats_locked(struct service *s, cJSON *o)
 	json_add(o, "corpora", c);
 }
 
-void svc__corpora_free(struct service *s)
+void serve__corpora_free(struct service *s)
 {
-	svc__corp_reap(s);
+	serve__corp_reap(s);
 	for (size_t i = 0; i < s->n_corp; i++)
 		corp_free(s->corp[i]);
 	free(s->corp);

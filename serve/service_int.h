@@ -22,14 +22,14 @@ struct svc_corp {
 	struct svc_corpus_info info; /* its refs and registered are below */
 	struct corpus *c;	     /* owned */
 	int refs;		     /* runs and requests that hold it */
-	bool registered;	     /* kept until svc_corpus_delete */
+	bool registered;	     /* kept until serve_corpus_delete */
 	bool deleted;		     /* out of the registry: freed at the last put */
 	uint64_t used;		     /* service tick of its last put: LRU */
 	size_t mem;		     /* bytes it holds (text and document table) */
 	struct svc_corp *next_dead;  /* in service.dead, to be freed */
 };
 
-/* Made by svc_new; the fields above mu are read-only afterwards. */
+/* Made by serve_new; the fields above mu are read-only afterwards. */
 struct service {
 	struct rlm_models ms;  /* the pool and models */
 	struct store *store;   /* NULL with no_cache */
@@ -46,11 +46,11 @@ struct service {
 	size_t n_runs, cap_runs;
 	struct svc_corp **corp; /* the registry of corpora */
 	size_t n_corp, cap_corp;
-	struct svc_corp *dead;	/* let go of, not freed yet (svc__corp_reap) */
+	struct svc_corp *dead;	/* let go of, not freed yet (serve__corp_reap) */
 	uint64_t tick;		    /* counts corpus puts, for LRU */
 	int running;		    /* solves between start and end */
 	int threads;		    /* run threads alive */
-	bool closing;		    /* svc_shutdown or svc_free began: no new solves */
+	bool closing;		    /* serve_shutdown or serve_free began: no new solves */
 	struct rng rng;		    /* ids */
 	int64_t ended[4];	    /* done, stopped, failed, cancelled */
 	int64_t hist[SVC_N_LE + 1]; /* lifetime, not cumulative; last: +Inf */
@@ -59,20 +59,20 @@ struct service {
 };
 
 /* Grow *pp, an array of *cap elements of size bytes, to hold n + 1. */
-void svc__grow(void *pp, size_t *cap, size_t n, size_t size);
+void serve__grow(void *pp, size_t *cap, size_t n, size_t size);
 /* Drop a hold on k (s->mu held): a deleted corpus is freed at its last,
  * an unregistered one joins the cache of unused ones (which is then cut
  * to its size). */
-void svc__corp_put_locked(struct service *s, struct svc_corp *k);
+void serve__corp_put_locked(struct service *s, struct svc_corp *k);
 /* Free the corpora the registry let go of (without s->mu: a corpus of
  * hundreds of MB is not unmapped while every request waits on the lock). */
-void svc__corp_reap(struct service *s);
+void serve__corp_reap(struct service *s);
 /* Is t[0..len) text the corpus module takes (UTF-8, no NUL)? 0, or
  * RLM_EINVAL with err naming what (e.g. "the question"). */
-int svc__check_text(const char *what, const char *t, size_t len, struct rlm_err *err);
+int serve__check_text(const char *what, const char *t, size_t len, struct rlm_err *err);
 /* Free the corpora. */
-void svc__corpora_free(struct service *s);
-/* Add "corpora" to o (s->mu held): svc_stats's. */
-void svc__corpora_stats_locked(struct service *s, cJSON *o);
+void serve__corpora_free(struct service *s);
+/* Add "corpora" to o (s->mu held): serve_stats's. */
+void serve__corpora_stats_locked(struct service *s, cJSON *o);
 
 #endif

@@ -51,7 +51,7 @@ static int parse_duration(const char *v, double unit_ms, double *out)
 		unit_ms = 1000;
 		tmp[n - 1] = '\0';
 	}
-	if (parse_double(tmp, 0, 1e9, out))
+	if (text_parse_double(tmp, 0, 1e9, out))
 		return RLM_EINVAL;
 	*out *= unit_ms;
 	return *out <= 1e9 ? 0 : RLM_EINVAL;
@@ -89,24 +89,24 @@ static int set_option(struct sim_cfg *c, const char *k, const char *v)
 		return 0;
 	}
 	if (strcmp(k, "tps") == 0)
-		return parse_double(v, 0, 1e9, &c->decode_tps);
+		return text_parse_double(v, 0, 1e9, &c->decode_tps);
 	if (strcmp(k, "code_errors") == 0)
-		return parse_double(v, 0, 1, &c->code_errors);
+		return text_parse_double(v, 0, 1, &c->code_errors);
 	if (strcmp(k, "chunk") == 0) {
 		uint64_t u;
-		if (parse_count(v, &u) || u < 1000 || u > 1000000000000ULL)
+		if (text_parse_count(v, &u) || u < 1000 || u > 1000000000000ULL)
 			return RLM_EINVAL;
 		c->chunk_chars = (long)u;
 		return 0;
 	}
 	if (strcmp(k, "rlm_chunks") == 0) {
-		if (parse_int(v, 1, 1000000000, &l))
+		if (text_parse_int(v, 1, 1000000000, &l))
 			return RLM_EINVAL;
 		c->rlm_chunks = l;
 		return 0;
 	}
 	if (strcmp(k, "faults") == 0) {
-		if (parse_int(v, -1, 1000000000, &l))
+		if (text_parse_int(v, -1, 1000000000, &l))
 			return RLM_EINVAL;
 		c->faults_max = l;
 		return 0;
@@ -118,7 +118,7 @@ static int set_option(struct sim_cfg *c, const char *k, const char *v)
 				 &c->p_malformed, &c->p_slow, &c->p_truncate};
 		for (size_t i = 0; i < ARRAY_SIZE(rates); i++)
 			if (strcmp(k, rates[i]) == 0)
-				return parse_double(v, 0, 1, dst[i]);
+				return text_parse_double(v, 0, 1, dst[i]);
 	}
 	return RLM_ENOTFOUND;
 }
@@ -641,7 +641,7 @@ static void sim_perform(void *impl, const char *body, size_t len, long timeout_m
 {
 	struct sim *s = impl;
 	struct sim_reply r;
-	int64_t start = now_ns(), end, limit;
+	int64_t start = time_now_ns(), end, limit;
 	bool timed_out;
 	handle(s, body, len, false, &r);
 	end = start + r.delay_ns;
@@ -650,7 +650,7 @@ static void sim_perform(void *impl, const char *body, size_t len, long timeout_m
 	if (timed_out)
 		end = limit;
 	for (;;) {
-		int64_t now = now_ns();
+		int64_t now = time_now_ns();
 		if (cancel && atomic_load(cancel)) {
 			resp->rc = RLM_ECANCEL;
 			snprintf(resp->err, sizeof(resp->err), "cancelled");
@@ -658,7 +658,7 @@ static void sim_perform(void *impl, const char *body, size_t len, long timeout_m
 		}
 		if (now >= end)
 			break;
-		sleep_ns(RLM_MIN(end - now, (int64_t)SLICE_NS));
+		time_sleep_ns(RLM_MIN(end - now, (int64_t)SLICE_NS));
 	}
 	if (timed_out) {
 		resp->rc = RLM_ETIMEOUT;

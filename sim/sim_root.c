@@ -39,7 +39,7 @@
  * Bugs: with probability code_errors a step is written with a bug that
  * raises whatever the context (a NameError from a typo, a TypeError from
  * adding an int to a str, an IndexError from an off-by-one), drawn from
- * splitmix64 over the seed, a hash of the question and the turn, so a run
+ * rng_splitmix64 over the seed, a hash of the question and the turn, so a run
  * repeats exactly and a retry draws again. */
 #include "sim.h"
 #include "../common/text.h"
@@ -558,12 +558,12 @@ static uint64_t fnv1a(const char *s, size_t n)
 static enum bug draw_bug(const struct sim_cfg *cfg, const char *q, size_t qn, size_t turn)
 {
 	uint64_t st = cfg->seed, u;
-	st = splitmix64(&st) ^ fnv1a(q, qn);
-	st = splitmix64(&st) ^ (uint64_t)turn;
-	u = splitmix64(&st);
+	st = rng_splitmix64(&st) ^ fnv1a(q, qn);
+	st = rng_splitmix64(&st) ^ (uint64_t)turn;
+	u = rng_splitmix64(&st);
 	if ((double)(u >> 11) * 0x1p-53 >= cfg->code_errors)
 		return BUG_NONE;
-	return (enum bug)(BUG_NAME + splitmix64(&st) % 3);
+	return (enum bug)(BUG_NAME + rng_splitmix64(&st) % 3);
 }
 
 /* Whether rlm_query starts a child RLM: the system message offers it and

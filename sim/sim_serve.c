@@ -60,12 +60,12 @@ struct stream {
 static bool nap(struct sim_server *sv, int64_t until)
 {
 	for (;;) {
-		int64_t now = now_ns();
+		int64_t now = time_now_ns();
 		if (atomic_load(&sv->stop))
 			return false;
 		if (now >= until)
 			return true;
-		sleep_ns(RLM_MIN(until - now, (int64_t)SLICE_NS));
+		time_sleep_ns(RLM_MIN(until - now, (int64_t)SLICE_NS));
 	}
 }
 
@@ -182,7 +182,7 @@ static enum MHD_Result answer_chat(struct sim_server *sv, struct MHD_Connection 
 {
 	struct sim_reply r;
 	enum MHD_Result ret;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	const char *hdrs[5];
 	char after_s[32], after_ms[32];
 	size_t n = 0;

@@ -275,7 +275,7 @@ static bool api_key_word(const char *t, bool *inline_value)
 /* A string with the user:password@ of its URLs left out. */
 static cJSON *public_string(const char *t)
 {
-	char *p = url_without_userinfo(t);
+	char *p = text_url_without_userinfo(t);
 	cJSON *j = cJSON_CreateString(p);
 	free(p);
 	return j;
@@ -391,7 +391,7 @@ char *store__too_big(struct xrun *x, struct buf *b, const char *what)
 }
 char *store_export_html(const struct cJSON *run, struct rlm_err *err)
 {
-	const struct embedded_file *f = embedded_find(VIEWER);
+	const struct embedded_file *f = embed_find(VIEWER);
 	const char *mark;
 	struct xrun x;
 	struct buf out;

@@ -478,7 +478,7 @@ static void try_flush_hits(struct store *s)
 	sqlite3_busy_timeout(s->w->db, s->busy_ms);
 	if (rc) {
 		pthread_mutex_lock(&s->hmu);
-		s->hits_retry_ns = now_ns() + STORE_HIT_RETRY_NS;
+		s->hits_retry_ns = time_now_ns() + STORE_HIT_RETRY_NS;
 		pthread_mutex_unlock(&s->hmu);
 	} else {
 		struct rlm_err e = {0, ""};
@@ -496,7 +496,7 @@ static void try_flush_hits(struct store *s)
  * finds it at STORE_HIT_MAX keys, and still after that, is not counted. */
 static void count_hit(struct store *s, const struct store_key *k, bool result)
 {
-	int64_t t = now_ns(), at = wall_ms();
+	int64_t t = time_now_ns(), at = time_wall_ms();
 	bool due = false, added;
 	if (!s->w)
 		return; /* read-only: nowhere to count */
@@ -872,7 +872,7 @@ int store_call_put(struct store *s, const struct store_key *k, const char *model
 	sqlite3_bind_int64(st, 7, r->usage.cached_tokens);
 	sqlite3_bind_int64(st, 8, r->usage.cache_write_tokens);
 	sqlite3_bind_double(st, 9, r->cost);
-	sqlite3_bind_int64(st, 10, wall_ms());
+	sqlite3_bind_int64(st, 10, time_wall_ms());
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : store__fail(s, s->w->db, rc, "storing a call", err);
 	store__done(st);
@@ -962,7 +962,7 @@ int store_result_put(struct store *s, const struct store_key *k, const struct st
 	sqlite3_bind_text(st, 4, usage, -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 5, r->cost);
 	sqlite3_bind_int64(st, 6, r->calls);
-	sqlite3_bind_int64(st, 7, wall_ms());
+	sqlite3_bind_int64(st, 7, time_wall_ms());
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : store__fail(s, s->w->db, rc, "storing a result", err);
 	store__done(st);

@@ -91,7 +91,7 @@ struct store {
 	uint32_t *hit_slots;	   /* open addressing (2 * hit_cap): index + 1
 				    * into hits, 0 free */
 	size_t n_hits, hit_cap;
-	int64_t hits_retry_ns;	   /* no flush by a lookup before (now_ns) */
+	int64_t hits_retry_ns;	   /* no flush by a lookup before (time_now_ns) */
 	int64_t hits_since_ns;	   /* when the oldest pending hit came */
 };
 

@@ -79,8 +79,8 @@ static void make_run_id(char id[40], int64_t ms)
 	struct tm tm;
 	size_t n;
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
-		uint64_t x = (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
-		x = splitmix64(&x);
+		uint64_t x = (uint64_t)time_now_ns() ^ ((uint64_t)getpid() << 32);
+		x = rng_splitmix64(&x);
 		memcpy(r, &x, sizeof(r));
 	}
 	gmtime_r(&t, &tm);
@@ -101,7 +101,7 @@ int store_run_begin(struct store *s, struct store_run *r, struct rlm_err *err)
 	for (int attempt = 0; attempt < 8; attempt++) {
 		sqlite3_stmt *st;
 		int e;
-		r->created_ms = wall_ms();
+		r->created_ms = time_wall_ms();
 		make_run_id(r->id, r->created_ms);
 		if ((rc = store__wbegin(s, err)))
 			return rc;
@@ -148,7 +148,7 @@ int store_run_end(struct store *s, const struct store_run *r, struct rlm_err *er
 	if (!st)
 		return store__wend(s, RLM_ESTORE, err);
 	sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, r->ended_ms ? r->ended_ms : wall_ms());
+	sqlite3_bind_int64(st, 2, r->ended_ms ? r->ended_ms : time_wall_ms());
 	sqlite3_bind_text(st, 3, r->status ? r->status : "done", -1, SQLITE_STATIC);
 	store__bind_text(st, 4, r->answer, slen(r->answer));
 	store__bind_text(st, 5, r->result_json, slen(r->result_json));
@@ -602,7 +602,7 @@ int store_shrink(struct store *s, struct rlm_err *err)
 
 int store_prune(struct store *s, int64_t max_age_ms, int64_t *removed, struct rlm_err *err)
 {
-	int64_t cutoff = wall_ms() - max_age_ms, n = 0;
+	int64_t cutoff = time_wall_ms() - max_age_ms, n = 0;
 	int rc;
 	if (removed)
 		*removed = 0;

@@ -74,7 +74,7 @@ static void reply_set(struct reply *d, const struct fake_reply *r)
 	d->next = NULL;
 }
 
-static void reply_release(struct reply *d)
+static void rlm_reply_release(struct reply *d)
 {
 	free(d->headers);
 	free(d->body);
@@ -216,7 +216,7 @@ static void refuse(int fd, int status)
 	int n = snprintf(msg, sizeof(msg),
 			 "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status,
 			 reason(status));
-	write_all(fd, msg, (size_t)n);
+	file_write_all(fd, msg, (size_t)n);
 	shutdown(fd, SHUT_WR);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	while (recv(fd, msg, sizeof(msg), 0) > 0)
@@ -253,7 +253,7 @@ static void send_reply(int fd, const struct reply *r, bool closing)
 		buf_puts(&out, "Connection: close\r\n");
 	buf_puts(&out, "\r\n");
 	buf_append(&out, r->body, body);
-	write_all(fd, out.p, out.len);
+	file_write_all(fd, out.p, out.len);
 	buf_release(&out);
 }
 
@@ -365,7 +365,7 @@ static bool serve_one(struct conn *c, struct inbuf *in)
 		return false;
 	}
 	if (expect && in->len - head < clen)
-		write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		file_write_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	while (in->len - head < clen)
 		if (!fill(c->fd, in)) {
 			request_free(rq);
@@ -381,7 +381,7 @@ static bool serve_one(struct conn *c, struct inbuf *in)
 
 	record(s, rq, &r);
 	if (r.delay_ms > 0 && nap(s, r.delay_ms)) {
-		reply_release(&r);
+		rlm_reply_release(&r);
 		return false;
 	}
 	switch (r.action) {
@@ -406,7 +406,7 @@ static bool serve_one(struct conn *c, struct inbuf *in)
 		close = true;
 		break;
 	}
-	reply_release(&r);
+	rlm_reply_release(&r);
 	return !close;
 }
 
@@ -439,7 +439,7 @@ static void *accept_main(void *arg)
 			     errno != ENFILE && errno != ENOBUFS && errno != ENOMEM))
 				break;
 			if (errno != EINTR && errno != ECONNABORTED)
-				sleep_ns(10 * 1000000);
+				time_sleep_ns(10 * 1000000);
 			continue;
 		}
 		net_nodelay(fd);
@@ -520,7 +520,7 @@ void fakesrv_set_default(struct fakesrv *s, const struct fake_reply *r)
 	old = s->def;
 	s->def = d;
 	pthread_mutex_unlock(&s->mu);
-	reply_release(&old);
+	rlm_reply_release(&old);
 }
 
 size_t fakesrv_count(struct fakesrv *s)
@@ -596,10 +596,10 @@ void fakesrv_stop(struct fakesrv *s)
 	while (s->head) {
 		struct reply *r = s->head;
 		s->head = r->next;
-		reply_release(r);
+		rlm_reply_release(r);
 		free(r);
 	}
-	reply_release(&s->def);
+	rlm_reply_release(&s->def);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

@@ -46,7 +46,7 @@ struct fake_request {
 	size_t n_headers;
 	int conn;	/* serial of its connection: 0 for the first accepted */
 	long long t_ms; /* when it had fully arrived: CLOCK_MONOTONIC in ms,
-			 * comparable with now_ns() / 1000000 */
+			 * comparable with time_now_ns() / 1000000 */
 };
 
 struct fakesrv;

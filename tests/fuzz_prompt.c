@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct buf out;
 	struct rlm_err err;
 	buf_init(&out, 1 << 20);
-	prompt_render_text((const char *)data, size, vars, 2, &out, &err);
+	rlm_prompt_render_text((const char *)data, size, vars, 2, &out, &err);
 	buf_release(&out);
 
 	if (size > 1 && text_utf8_valid((const char *)data + 1, size - 1, NULL)) {

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check(const char *text, size_t len, bool python, bool cut, struct reply *r)
 {
 	size_t end = 0;
-	reply_parse(text, len, python, cut, r);
+	rlm_reply_parse(text, len, python, cut, r);
 	for (size_t i = 0; i < r->n_blocks; i++) {
 		const struct reply_block *b = &r->blocks[i];
 		/* In the text, in order, disjoint, a fence line before each. */
@@ -61,13 +61,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * blocks. */
 	if (c.n_blocks < a.n_blocks || c.n_blocks > a.n_blocks + 1)
 		abort();
-	reply_release(&c);
+	rlm_reply_release(&c);
 	/* Python fences on only turn skipped fences into blocks (or into
 	 * nothing, when unterminated and empty): fences keep their extent. */
 	if (b.n_blocks < a.n_blocks || b.n_blocks + b.other_fences > a.n_blocks + a.other_fences)
 		abort();
-	reply_release(&a);
-	reply_release(&b);
+	rlm_reply_release(&a);
+	rlm_reply_release(&b);
 	free(text);
 	return 0;
 }

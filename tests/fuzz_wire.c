@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size)
 		memcpy(z, data, size);
 	z[size] = '\0';
-	ms = http_parse_retry_after(z, 1445412480000LL);
+	ms = llm__http_parse_retry_after(z, 1445412480000LL);
 	if (ms < -1 || ms > 3600000)
 		abort();
 	free(z);

@@ -170,7 +170,7 @@ int n_messages(struct fakesrv *s, size_t i)
 void *cancel_later(void *arg)
 {
 	struct canceller *c = arg;
-	sleep_ns(c->after_ns);
+	time_sleep_ns(c->after_ns);
 	atomic_store(&c->flag, true);
 	return NULL;
 }

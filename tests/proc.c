@@ -59,7 +59,7 @@ int proc_run(const char *const *argv, const char *input, const char *const *env,
 	int in[2], out[2], err[2], st = 0;
 	struct buf bo, be;
 	size_t in_off = 0, in_len = input ? strlen(input) : 0;
-	int64_t deadline = now_ns() + (int64_t)timeout_s * 1000000000;
+	int64_t deadline = time_now_ns() + (int64_t)timeout_s * 1000000000;
 	pid_t pid;
 	char **envp;
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
@@ -92,7 +92,7 @@ int proc_run(const char *const *argv, const char *input, const char *const *env,
 	for (;;) {
 		struct pollfd p[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {in[1], POLLOUT, 0}};
 		char chunk[65536];
-		int64_t left = deadline - now_ns();
+		int64_t left = deadline - time_now_ns();
 		int n;
 		if (out[0] < 0 && err[0] < 0)
 			break;
@@ -170,7 +170,7 @@ pid_t proc_start_line(const char *const *argv, const char *const *env, const cha
 	bool quiet = !getenv("TEST_VERBOSE");
 	int out[2], efd = -1, st;
 	size_t len = 0;
-	int64_t deadline = now_ns() + (int64_t)timeout_s * 1000000000;
+	int64_t deadline = time_now_ns() + (int64_t)timeout_s * 1000000000;
 	pid_t pid;
 	if (pipe2(out, O_CLOEXEC)) {
 		free_env(envp);
@@ -201,7 +201,7 @@ pid_t proc_start_line(const char *const *argv, const char *const *env, const cha
 	line[0] = '\0';
 	while (len + 1 < n) {
 		struct pollfd p = {out[0], POLLIN, 0};
-		int64_t left = deadline - now_ns();
+		int64_t left = deadline - time_now_ns();
 		char c;
 		ssize_t r;
 		if (left <= 0)
@@ -234,7 +234,7 @@ int proc_stop(pid_t pid)
 	for (int i = 0; i < 500; i++) {
 		if (waitpid(pid, &st, WNOHANG) == pid)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
@@ -262,7 +262,7 @@ pid_t proc_sim_serve(const char *spec, int *port)
 		}
 		if (waitpid(pid, NULL, WNOHANG) == pid)
 			harness_fail(__FILE__, __LINE__, "rlm sim-serve exited at start");
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	}
 	proc_stop(pid);
 	harness_fail(__FILE__, __LINE__, "rlm sim-serve did not start");

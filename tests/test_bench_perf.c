@@ -188,7 +188,7 @@ TEST(perf_failed_section_keeps_the_others)
 	proc_out_release(&o);
 }
 
-TEST(perf_usage)
+TEST(bench_perf_usage)
 {
 	static const struct {
 		const char *args[6];
@@ -250,10 +250,10 @@ TEST(version_script_outside_git_says_unknown)
 	free(script);
 }
 
-/* bench/perf_int.h (whose perf_usage is a test's name here) */
-int64_t perf_ideal_waves(const struct rlm_result *root, int conc);
+/* bench/perf_int.h (whose bench_perf_usage is a test's name here) */
+int64_t bench_perf_ideal_waves(const struct rlm_result *root, int conc);
 
-/* A node of a tree for perf_ideal_waves: r, with R root calls, `plain`
+/* A node of a tree for bench_perf_ideal_waves: r, with R root calls, `plain`
  * plain sub-calls and the n children already in kids; sub_calls counts
  * each child as one plus its own, as a solve does. */
 static void node(struct rlm_result *r, int64_t R, int64_t plain, struct rlm_result *kids, size_t n)
@@ -274,19 +274,19 @@ TEST(ideal_waves_by_hand)
 	struct rlm_result root, kids[3], grand[2];
 	/* flat: T1, T2, 1,000 leaves in 16 waves of 64, T3 */
 	node(&root, 3, 1000, NULL, 0);
-	CHECK_INT(perf_ideal_waves(&root, 64), 19);
+	CHECK_INT(bench_perf_ideal_waves(&root, 64), 19);
 	/* two children of 10 leaves on 4 slots: T1 T2 | their T1 | their T2
 	 * | 20 leaves in 5 waves | their T3 | T3 */
 	node(&kids[0], 3, 10, NULL, 0);
 	node(&kids[1], 3, 10, NULL, 0);
 	node(&root, 3, 0, kids, 2);
-	CHECK_INT(perf_ideal_waves(&root, 4), 11);
+	CHECK_INT(bench_perf_ideal_waves(&root, 4), 11);
 	/* one root call a child, 2 slots: the children's calls and leaves
 	 * queue behind each other: root T1 | k1 k2 | k3 l1 | l2 l3 | root T2 */
 	for (int i = 0; i < 3; i++)
 		node(&kids[i], 1, 1, NULL, 0);
 	node(&root, 2, 0, kids, 3);
-	CHECK_INT(perf_ideal_waves(&root, 2), 5);
+	CHECK_INT(bench_perf_ideal_waves(&root, 2), 5);
 	/* depth 2, leaves beside a child at every level */
 	node(&grand[0], 1, 2, NULL, 0);
 	node(&grand[1], 1, 2, NULL, 0);
@@ -294,9 +294,9 @@ TEST(ideal_waves_by_hand)
 	node(&root, 2, 4, kids, 1);
 	/* root T1 | 4 leaves + k0 T1 | k0 fans: g0 T1, g1 T1, 3 leaves |
 	 * 4 g-leaves | k0 T2 | root T2 */
-	CHECK_INT(perf_ideal_waves(&root, 8), 6);
+	CHECK_INT(bench_perf_ideal_waves(&root, 8), 6);
 	/* more slots than calls change nothing; one slot is every call in
 	 * turn: 2 + 4 + 2 + 3 + 2 + 4 = 17 */
-	CHECK_INT(perf_ideal_waves(&root, 1000), 6);
-	CHECK_INT(perf_ideal_waves(&root, 1), 17);
+	CHECK_INT(bench_perf_ideal_waves(&root, 1000), 6);
+	CHECK_INT(bench_perf_ideal_waves(&root, 1), 17);
 }

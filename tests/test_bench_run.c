@@ -59,7 +59,7 @@ static char *slurp(const char *path)
 	char *s;
 	size_t len;
 	struct rlm_err err = {0, ""};
-	CHECK_MSG(read_file(path, 1 << 26, &s, &len, &err) == 0, "%s", err.msg);
+	CHECK_MSG(file_read(path, 1 << 26, &s, &len, &err) == 0, "%s", err.msg);
 	return s;
 }
 
@@ -317,7 +317,7 @@ TEST(run_every_suite_up_to_1M)
 	struct proc_out o;
 	cJSON *arr;
 	size_t n, k = 2;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	for (size_t i = 0; i < 4; i++) {
 		const char *g[] = {"bench", "gen", suites[i], "--sizes", "8k,128k,1M", "--n", "1",
 				   "--out", dir, NULL};
@@ -353,7 +353,7 @@ TEST(run_every_suite_up_to_1M)
 		free(md);
 	}
 	fprintf(stderr, "  4 suites x 8k/128k/1M x repl,direct: %.1f s\n",
-		(double)(now_ns() - t0) / 1e9);
+		(double)(time_now_ns() - t0) / 1e9);
 	cJSON_Delete(arr);
 	for (size_t i = 0; i < 4; i++)
 		free(paths[i]);

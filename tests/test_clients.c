@@ -140,7 +140,7 @@ static void gen(struct setup *s)
 	CHECK_MSG(o.status == 0, "bench gen failed: %s", o.err);
 	proc_out_release(&o);
 	jl = xasprintf("%s/sniah.jsonl", s->dir);
-	CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+	CHECK_INT(file_read(jl, 1 << 20, &line, &len, &err), 0);
 	j = json_parse(line, strcspn(line, "\n"));
 	CHECK(j);
 	s->ctx = xasprintf("%s/%s", s->dir, json_str(j, "context_path"));
@@ -173,7 +173,7 @@ static char *slurp(const char *path)
 	char *s = NULL;
 	size_t len;
 	struct rlm_err err = {0, ""};
-	if (read_file(path, 1 << 20, &s, &len, &err) != 0)
+	if (file_read(path, 1 << 20, &s, &len, &err) != 0)
 		return xstrdup("");
 	return s;
 }
@@ -185,7 +185,7 @@ static void serve_start(struct server *sv, const char *const *args)
 	char line[256];
 	size_t n = 0, got = 0;
 	int fds[2], logfd;
-	int64_t deadline = now_ns() + 30 * (int64_t)1000000000;
+	int64_t deadline = time_now_ns() + 30 * (int64_t)1000000000;
 	argv[n++] = harness_rlm_bin();
 	argv[n++] = "serve";
 	for (size_t i = 0; args[i] && n < 23; i++)
@@ -211,7 +211,7 @@ static void serve_start(struct server *sv, const char *const *args)
 	/* Read up to the first newline: the listening line. */
 	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
 		struct pollfd p = {sv->out, POLLIN, 0};
-		int64_t left = deadline - now_ns();
+		int64_t left = deadline - time_now_ns();
 		ssize_t r;
 		CHECK_MSG(left > 0, "rlm serve printed no listening line in 30 s: %s",
 			  slurp(sv->log));
@@ -268,7 +268,7 @@ static void run_client(const struct setup *s, const char *script, const char *co
 	char *path = xasprintf("%s/%s", s->js, script);
 	size_t n = 0;
 	struct proc_out o;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	argv[n++] = s->node;
 	argv[n++] = path;
 	for (size_t i = 0; args[i] && n < 31; i++)
@@ -279,7 +279,7 @@ static void run_client(const struct setup *s, const char *script, const char *co
 		  o.status, o.err, o.out, sv ? server_state(sv) : "");
 	CHECK_CONTAINS(o.out, "\"ok\":true");
 	/* The summary, for the test log. */
-	printf("  %s (%.1f s): %s", script, (double)(now_ns() - t0) / 1e9, o.out);
+	printf("  %s (%.1f s): %s", script, (double)(time_now_ns() - t0) / 1e9, o.out);
 	proc_out_release(&o);
 	free(path);
 }

@@ -421,20 +421,20 @@ TEST(parse_numbers)
 	uint64_t v;
 	long l;
 	double d;
-	CHECK(parse_count("8k", &v) == 0 && v == 8000);
-	CHECK(parse_count("1M", &v) == 0 && v == 1000000);
-	CHECK(parse_count("1.5M", &v) == 0 && v == 1500000);
-	CHECK(parse_count("10M", &v) == 0 && v == 10000000);
-	CHECK(parse_count("42", &v) == 0 && v == 42);
-	CHECK(parse_count("", &v) == RLM_EINVAL);
-	CHECK(parse_count("1X", &v) == RLM_EINVAL);
-	CHECK(parse_count("-3", &v) == RLM_EINVAL);
-	CHECK(parse_count("k", &v) == RLM_EINVAL);
-	CHECK(parse_int("12", 0, 100, &l) == 0 && l == 12);
-	CHECK(parse_int("101", 0, 100, &l) == RLM_EINVAL);
-	CHECK(parse_int("1e3", 0, 10000, &l) == RLM_EINVAL);
-	CHECK(parse_double("0.5", 0, 1, &d) == 0 && d == 0.5);
-	CHECK(parse_double("nan", 0, 1, &d) == RLM_EINVAL);
+	CHECK(text_parse_count("8k", &v) == 0 && v == 8000);
+	CHECK(text_parse_count("1M", &v) == 0 && v == 1000000);
+	CHECK(text_parse_count("1.5M", &v) == 0 && v == 1500000);
+	CHECK(text_parse_count("10M", &v) == 0 && v == 10000000);
+	CHECK(text_parse_count("42", &v) == 0 && v == 42);
+	CHECK(text_parse_count("", &v) == RLM_EINVAL);
+	CHECK(text_parse_count("1X", &v) == RLM_EINVAL);
+	CHECK(text_parse_count("-3", &v) == RLM_EINVAL);
+	CHECK(text_parse_count("k", &v) == RLM_EINVAL);
+	CHECK(text_parse_int("12", 0, 100, &l) == 0 && l == 12);
+	CHECK(text_parse_int("101", 0, 100, &l) == RLM_EINVAL);
+	CHECK(text_parse_int("1e3", 0, 10000, &l) == RLM_EINVAL);
+	CHECK(text_parse_double("0.5", 0, 1, &d) == 0 && d == 0.5);
+	CHECK(text_parse_double("nan", 0, 1, &d) == RLM_EINVAL);
 }
 
 TEST(url_without_userinfo_table)
@@ -460,7 +460,7 @@ TEST(url_without_userinfo_table)
 	    {"no url?key=x", "no url?key=x"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		char *got = url_without_userinfo(cases[i].in);
+		char *got = text_url_without_userinfo(cases[i].in);
 		CHECK_MSG(strcmp(got, cases[i].want) == 0, "case %zu: '%s', want '%s'", i, got,
 			  cases[i].want);
 		free(got);
@@ -593,7 +593,7 @@ TEST(net_listen_connect_nodelay)
 	a = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	CHECK(a >= 0);
 	CHECK_INT(nodelay_of(a), 1); /* inherited from the listener */
-	CHECK_INT(write_all(c, "ping", 4), 0);
+	CHECK_INT(file_write_all(c, "ping", 4), 0);
 	CHECK_INT(read(a, got, sizeof(got)), 4);
 	CHECK_STR(got, "ping");
 	close(a);
@@ -631,7 +631,7 @@ static void *drain_main(void *arg)
 	return NULL;
 }
 
-/* write_all is the one-write send: a buffer far larger than the socket's
+/* file_write_all is the one-write send: a buffer far larger than the socket's
  * buffer goes out whole in one call. */
 TEST(write_all_sends_whole_over_a_socketpair)
 {
@@ -646,7 +646,7 @@ TEST(write_all_sends_whole_over_a_socketpair)
 	d.fd = sv[1];
 	buf_init(&d.got, 0);
 	CHECK(pthread_create(&th, NULL, drain_main, &d) == 0);
-	CHECK_INT(write_all(sv[0], data, len), 0);
+	CHECK_INT(file_write_all(sv[0], data, len), 0);
 	close(sv[0]);
 	pthread_join(th, NULL);
 	CHECK_INT(d.got.len, len);
@@ -816,16 +816,16 @@ static char *exchange(int port, const char *req)
 	char msg[512];
 	int fd = net_connect("127.0.0.1", port, msg, sizeof(msg));
 	struct buf b;
-	int64_t deadline = now_ns() + 10000000000LL;
+	int64_t deadline = time_now_ns() + 10000000000LL;
 	CHECK_MSG(fd >= 0, "%s", msg);
-	CHECK_INT(write_all(fd, req, strlen(req)), 0);
+	CHECK_INT(file_write_all(fd, req, strlen(req)), 0);
 	buf_init(&b, 0);
 	buf_puts(&b, "");
 	for (;;) {
 		struct pollfd p = {fd, POLLIN, 0};
 		char chunk[4096];
 		ssize_t n;
-		CHECK_MSG(now_ns() < deadline, "no answer to '%.40s'", req);
+		CHECK_MSG(time_now_ns() < deadline, "no answer to '%.40s'", req);
 		if (poll(&p, 1, 100) <= 0)
 			continue;
 		if ((n = read(fd, chunk, sizeof(chunk))) <= 0)
@@ -910,7 +910,7 @@ TEST(httpd_serves_on_a_listening_socket)
 			break;
 		close(c);
 		CHECK_MSG(i < 200, "the socket still accepts after httpd_quiesce");
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	}
 	httpd_stop(d);
 	httpd_stop(NULL);

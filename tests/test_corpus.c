@@ -28,7 +28,7 @@ static void write_file(const char *path, const char *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	CHECK_MSG(fd >= 0, "cannot create '%s'", path);
-	CHECK_INT(write_all(fd, data, len), 0);
+	CHECK_INT(file_write_all(fd, data, len), 0);
 	close(fd);
 }
 
@@ -99,7 +99,7 @@ static char *stderr_of(void (*fn)(void *), void *arg)
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
-	CHECK_INT(read_file(path, 1 << 20, &text, &len, &err), 0);
+	CHECK_INT(file_read(path, 1 << 20, &text, &len, &err), 0);
 	free(path);
 	return text;
 }
@@ -152,9 +152,9 @@ TEST(text_40mb_loads_fast)
 	/* End on a whole character: back up over a cut sequence. */
 	n = text_utf8_floor(data, size);
 	write_file(p, data, n);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	c = load_ok(p, NULL);
-	ms = (double)(now_ns() - t0) / 1e6;
+	ms = (double)(time_now_ns() - t0) / 1e6;
 	printf("     40 MB text file loaded in %.1f ms\n", ms);
 	CHECK(c->mapped);
 	CHECK_INT(c->len, n);
@@ -516,9 +516,9 @@ TEST(dir_10k_files)
 			 i);
 		free(put_s(rel, text));
 	}
-	t0 = now_ns();
+	t0 = time_now_ns();
 	c = load_ok(d, NULL);
-	ms = (double)(now_ns() - t0) / 1e6;
+	ms = (double)(time_now_ns() - t0) / 1e6;
 	printf("     10000-file directory loaded in %.1f ms\n", ms);
 	CHECK_INT(c->n_docs, 10000);
 	CHECK_STR(c->docs[0].name, "00/f00000.txt");
@@ -664,7 +664,7 @@ static int load_stdin(const char *data, size_t len, const struct corpus_opts *o,
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
-		_exit(write_all(fds[1], data, len) ? 1 : 0);
+		_exit(file_write_all(fds[1], data, len) ? 1 : 0);
 	}
 	close(fds[1]);
 	CHECK(dup2(fds[0], 0) == 0);

@@ -73,7 +73,7 @@ static void gen(const char *size, const char *extra_flag, char **ctx, char **q, 
 	CHECK_MSG(o.status == 0, "bench gen failed: %s", o.err);
 	proc_out_release(&o);
 	jl = xasprintf("%s/sniah.jsonl", dir);
-	CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+	CHECK_INT(file_read(jl, 1 << 20, &line, &len, &err), 0);
 	j = json_parse(line, strcspn(line, "\n"));
 	CHECK(j);
 	*ctx = xasprintf("%s/%s", dir, json_str(j, "context_path"));
@@ -635,7 +635,7 @@ static double multibyte_share(const char *path)
 	char *text;
 	size_t len, n = 0;
 	struct rlm_err err = {0, ""};
-	CHECK_INT(read_file(path, (size_t)1 << 30, &text, &len, &err), 0);
+	CHECK_INT(file_read(path, (size_t)1 << 30, &text, &len, &err), 0);
 	for (size_t i = 0; i < len; i++)
 		n += (unsigned char)text[i] >= 0x80;
 	CHECK(text_utf8_valid(text, len, NULL));
@@ -719,7 +719,7 @@ TEST(solve_sim_recursive_text_dir_jsonl)
 		CHECK_MSG(o.status == 0, "bench gen failed: %s", o.err);
 		proc_out_release(&o);
 		jl = xasprintf("%s/sniah.jsonl", dir);
-		CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+		CHECK_INT(file_read(jl, 1 << 20, &line, &len, &err), 0);
 		j = json_parse(line, strcspn(line, "\n"));
 		CHECK(j);
 		ctx = xasprintf("%s/%s", dir, json_str(j, "context_path"));
@@ -788,7 +788,7 @@ static void solve_depth2(const char *format, int values)
 	struct proc_out o;
 	cJSON *item, *j, *gold, *kids, *g;
 	size_t len, grandkids = 0, finders = 0;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	snprintf(nv, sizeof(nv), "%d", values);
 	{
 		const char *args[] = {"bench",	  "gen", "sniah",    "--sizes",	 "10M",	 "--seed",
@@ -798,7 +798,7 @@ static void solve_depth2(const char *format, int values)
 	}
 	CHECK_MSG(o.status == 0, "bench gen failed: %s", o.err);
 	proc_out_release(&o);
-	CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+	CHECK_INT(file_read(jl, 1 << 20, &line, &len, &err), 0);
 	item = json_parse(line, strcspn(line, "\n"));
 	CHECK(item);
 	ctx = xasprintf("%s/%s", dir, json_str(item, "context_path"));
@@ -806,14 +806,14 @@ static void solve_depth2(const char *format, int values)
 	key = json_str(item, "key");
 	gold = json_get(item, "answer");
 	CHECK_INT(cJSON_GetArraySize(gold), values);
-	fprintf(stderr, "  generated in %.2f s\n", (double)(now_ns() - t0) / 1e9);
-	t0 = now_ns();
+	fprintf(stderr, "  generated in %.2f s\n", (double)(time_now_ns() - t0) / 1e9);
+	t0 = time_now_ns();
 	{
 		const char *a[] = {"solve",	  "-c", ctx, "-q", q, "--max-depth", "3", "--json",
 				   "--quiet", NULL};
 		o = rlm_env(a, NULL, env);
 	}
-	fprintf(stderr, "  solved in %.2f s\n", (double)(now_ns() - t0) / 1e9);
+	fprintf(stderr, "  solved in %.2f s\n", (double)(time_now_ns() - t0) / 1e9);
 	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
 	j = json_parse(o.out, strlen(o.out));
 	CHECK_MSG(j, "not JSON: %s", o.out);

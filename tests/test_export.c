@@ -635,7 +635,7 @@ static cJSON *page_run(const char *html)
 TEST(html_escapes_hostile_text)
 {
 	struct rlm_err err = {0, ""};
-	const struct embedded_file *tpl = embedded_find("viewer.html");
+	const struct embedded_file *tpl = embed_find("viewer.html");
 	cJSON *run = make_run(), *back;
 	char *html = store_export_html(run, &err);
 	CHECK_MSG(html, "%s", err.msg);
@@ -839,10 +839,10 @@ static void browse(const char *html, struct proc_out *o)
 	f = fopen(page, "w");
 	written = f && fputs(html, f) >= 0;
 	written = f && fclose(f) == 0 && written;
-	t0 = now_ns();
+	t0 = time_now_ns();
 	if (written)
 		rc = proc_run(argv, NULL, NULL, CHROMIUM_TIMEOUT, o);
-	secs = (double)(now_ns() - t0) / 1e9;
+	secs = (double)(time_now_ns() - t0) / 1e9;
 	/* The page and the profile go whatever happened. */
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	CHECK_MSG(written, "cannot write '%s'", page);

@@ -230,10 +230,10 @@ TEST(fakesrv_close_chunked_delay)
 	CHECK_INT(fakesrv_count(s), 2); /* refused requests are not recorded */
 
 	fakesrv_push(s, &slow);
-	t0 = (long long)(now_ns() / 1000000);
+	t0 = (long long)(time_now_ns() / 1000000);
 	CHECK_INT(fetch(e, url, "c", NULL, 5000, &g, &status), CURLE_OK);
 	CHECK_STR(g.body.p, "late");
-	CHECK_MSG(now_ns() / 1000000 - t0 >= 195, "delay %lld ms", now_ns() / 1000000 - t0);
+	CHECK_MSG(time_now_ns() / 1000000 - t0 >= 195, "delay %lld ms", time_now_ns() / 1000000 - t0);
 	got_release(&g);
 	curl_easy_cleanup(e);
 	fakesrv_stop(s);
@@ -279,11 +279,11 @@ TEST(fakesrv_hang_and_stop)
 		pthread_create(&th[i], NULL, hang_fetch, &hg[i]);
 	}
 	while (fakesrv_count(s) < 3)
-		sleep_ns(1000000);
-	t0 = now_ns();
+		time_sleep_ns(1000000);
+	t0 = time_now_ns();
 	fakesrv_stop(s);
-	CHECK_MSG(now_ns() - t0 < 2000000000LL, "stop took %lld ms",
-		  (long long)((now_ns() - t0) / 1000000));
+	CHECK_MSG(time_now_ns() - t0 < 2000000000LL, "stop took %lld ms",
+		  (long long)((time_now_ns() - t0) / 1000000));
 	for (int i = 0; i < 2; i++) {
 		pthread_join(th[i], NULL);
 		CHECK_INT(hg[i].rc, CURLE_GOT_NOTHING);

@@ -35,7 +35,7 @@ static struct hay gen(const struct sniah_opts *o)
 	struct hay h = {0};
 	FILE *f = open_memstream(&h.p, &h.len);
 	CHECK(f);
-	CHECK_INT(sniah_generate(o, f, &h.it), 0);
+	CHECK_INT(bench_sniah_generate(o, f, &h.it), 0);
 	CHECK_INT(fclose(f), 0);
 	CHECK_INT(h.it.bytes, h.len);
 	return h;
@@ -44,7 +44,7 @@ static struct hay gen(const struct sniah_opts *o)
 static struct sniah_opts opts(uint64_t tokens, uint64_t seed)
 {
 	struct sniah_opts o;
-	sniah_opts_default(&o);
+	bench_sniah_opts_default(&o);
 	o.tokens = tokens;
 	o.seed = seed;
 	return o;
@@ -132,7 +132,7 @@ static bool has_word(const char *s, size_t n, const char *w)
 	return false;
 }
 
-/* Run cmd_bench_gen with stdout and stderr captured. */
+/* Run cli_bench_gen with stdout and stderr captured. */
 static int run_gen(const char *const *args, char **out, char **err)
 {
 	char *argv[32], *po = xasprintf("%s/stdout", harness_tmpdir()),
@@ -153,7 +153,7 @@ static int run_gen(const char *const *args, char **out, char **err)
 	fflush(stderr);
 	dup2(fo, 1);
 	dup2(fe, 2);
-	status = cmd_bench_gen(argc, argv);
+	status = cli_bench_gen(argc, argv);
 	fflush(stdout);
 	fflush(stderr);
 	dup2(so, 1);
@@ -164,8 +164,8 @@ static int run_gen(const char *const *args, char **out, char **err)
 	close(se);
 	for (int i = 0; i < argc; i++)
 		free(copies[i]);
-	CHECK_INT(read_file(po, 1 << 20, out, &len, &e), 0);
-	CHECK_INT(read_file(pe, 1 << 20, err, &len, &e), 0);
+	CHECK_INT(file_read(po, 1 << 20, out, &len, &e), 0);
+	CHECK_INT(file_read(pe, 1 << 20, err, &len, &e), 0);
 	free(po);
 	free(pe);
 	return status;
@@ -175,7 +175,7 @@ static char *slurp(const char *path, size_t *len)
 {
 	char *p;
 	struct rlm_err e = {0, ""};
-	CHECK_MSG(read_file(path, (size_t)1 << 30, &p, len, &e) == 0, "%s", e.msg);
+	CHECK_MSG(file_read(path, (size_t)1 << 30, &p, len, &e) == 0, "%s", e.msg);
 	return p;
 }
 
@@ -402,14 +402,14 @@ TEST(gen_rejects_bad_opts)
 	struct sniah_item it;
 	FILE *f = fopen("/dev/null", "w");
 	o.distractors = -1;
-	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), -EINVAL);
 	o.distractors = 1001;
-	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), -EINVAL);
 	o.distractors = 100;
-	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL); /* needles > half the bytes */
+	CHECK_INT(bench_sniah_generate(&o, f, &it), -EINVAL); /* needles > half the bytes */
 	o.distractors = 0;
 	o.depth = 1.5;
-	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), -EINVAL);
 	fclose(f);
 }
 
@@ -530,7 +530,7 @@ TEST(gen_values_in_distinct_documents)
 			size_t n, nd;
 			o.values = cases[i].values;
 			o.distractors = 3;
-			CHECK_INT(sniah_write(&o, fmts[f], cases[i].docs, path, &it, &n, &nd), 0);
+			CHECK_INT(bench_sniah_write(&o, fmts[f], cases[i].docs, path, &it, &n, &nd), 0);
 			CHECK_INT(it.n_values, cases[i].values);
 			CHECK_INT(nd, it.value_docs[0]);
 			CHECK_MSG(corpus_load(path, &co, &c, &err) == 0, "%s", err.msg);
@@ -566,23 +566,23 @@ TEST(gen_values_rejects_bad_opts)
 	size_t n, nd;
 	FILE *f = fopen("/dev/null", "w");
 	o.values = 0;
-	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), -EINVAL);
 	o.values = SNIAH_MAX_VALUES + 1;
-	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), -EINVAL);
 	o.values = 2;
 	o.depth = 0.5; /* one depth for two needles */
-	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), -EINVAL);
 	o.depth = -1;
 	o.value = SNIAH_WORD; /* 105 word values in all */
 	o.values = 8;
 	o.distractors = 98;
-	CHECK_INT(sniah_generate(&o, f, &it), -EINVAL);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), -EINVAL);
 	o.distractors = 97;
-	CHECK_INT(sniah_generate(&o, f, &it), 0);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), 0);
 	CHECK_INT(it.n_values, 8);
 	o.distractors = 0;
-	CHECK_INT(sniah_write(&o, SNIAH_DIR, 7, dir, &it, &n, &nd), -EINVAL); /* 8 values */
-	CHECK_INT(sniah_write(&o, SNIAH_DIR, 8, dir, &it, &n, &nd), 0);
+	CHECK_INT(bench_sniah_write(&o, SNIAH_DIR, 7, dir, &it, &n, &nd), -EINVAL); /* 8 values */
+	CHECK_INT(bench_sniah_write(&o, SNIAH_DIR, 8, dir, &it, &n, &nd), 0);
 	CHECK_INT(n, 8);
 	fclose(f);
 	free(dir);
@@ -594,13 +594,13 @@ TEST(gen_10m_tokens_fast)
 	struct sniah_item it;
 	char *p = xasprintf("%s/big.txt", harness_tmpdir());
 	FILE *f = fopen(p, "wb");
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	double ms;
 	struct stat st;
 	CHECK(f);
-	CHECK_INT(sniah_generate(&o, f, &it), 0);
+	CHECK_INT(bench_sniah_generate(&o, f, &it), 0);
 	CHECK_INT(fclose(f), 0);
-	ms = (double)(now_ns() - t0) / 1e6;
+	ms = (double)(time_now_ns() - t0) / 1e6;
 	printf("     10M-token essay haystack written in %.0f ms\n", ms);
 	CHECK_INT(stat(p, &st), 0);
 	CHECK_INT(st.st_size, it.bytes);
@@ -678,7 +678,7 @@ TEST(gen_docs_load_back_as_the_haystack)
 			size_t n, nd, biggest = 0;
 			o.utf8 = utf8;
 			h = gen(&o);
-			CHECK_INT(sniah_write(&o, fmts[f], 37, path, &it, &n, &nd), 0);
+			CHECK_INT(bench_sniah_write(&o, fmts[f], 37, path, &it, &n, &nd), 0);
 			CHECK_INT(it.bytes, h.len);
 			CHECK_INT(it.needle_off, h.it.needle_off);
 			CHECK_MSG(corpus_load(path, &co, &c, &err) == 0, "%s", err.msg);
@@ -719,20 +719,20 @@ TEST(gen_docs_dir_rewritten_and_bad_counts)
 	struct rlm_err err = {0, ""};
 	char *dir = xasprintf("%s/rw", harness_tmpdir());
 	size_t n, nd;
-	CHECK_INT(sniah_write(&o, SNIAH_DIR, 20, dir, &it, &n, &nd), 0);
+	CHECK_INT(bench_sniah_write(&o, SNIAH_DIR, 20, dir, &it, &n, &nd), 0);
 	CHECK_INT(n, 20);
-	CHECK_INT(sniah_write(&o, SNIAH_DIR, 3, dir, &it, &n, &nd), 0);
+	CHECK_INT(bench_sniah_write(&o, SNIAH_DIR, 3, dir, &it, &n, &nd), 0);
 	CHECK_INT(n, 3); /* the 17 other files of the first run are gone */
 	CHECK_INT(corpus_load(dir, NULL, &c, &err), 0);
 	CHECK_INT(c->n_docs, 3);
 	corpus_free(c);
-	CHECK_INT(sniah_write(&o, SNIAH_DIR, 0, dir, &it, &n, &nd), -EINVAL);
-	CHECK_INT(sniah_write(&o, SNIAH_JSONL, SNIAH_MAX_DOCS + 1, dir, &it, &n, &nd), -EINVAL);
-	CHECK_INT(sniah_write(&o, SNIAH_JSONL, 5, dir, &it, &n, &nd), -EISDIR);
+	CHECK_INT(bench_sniah_write(&o, SNIAH_DIR, 0, dir, &it, &n, &nd), -EINVAL);
+	CHECK_INT(bench_sniah_write(&o, SNIAH_JSONL, SNIAH_MAX_DOCS + 1, dir, &it, &n, &nd), -EINVAL);
+	CHECK_INT(bench_sniah_write(&o, SNIAH_JSONL, 5, dir, &it, &n, &nd), -EISDIR);
 	free(dir);
 	/* more documents asked for than there are lines: a line each */
 	dir = xasprintf("%s/many.jsonl", harness_tmpdir());
-	CHECK_INT(sniah_write(&o, SNIAH_JSONL, 100000, dir, &it, &n, &nd), 0);
+	CHECK_INT(bench_sniah_write(&o, SNIAH_JSONL, 100000, dir, &it, &n, &nd), 0);
 	CHECK(n > 20 && n < 200);
 	free(dir);
 }
@@ -1201,7 +1201,7 @@ static struct parsed *gen_window(const struct oolong_opts *o, char **text, size_
 {
 	FILE *f = open_memstream(text, len);
 	CHECK(f);
-	CHECK_INT(oolong_generate(o, f, win), 0);
+	CHECK_INT(bench_oolong_generate(o, f, win), 0);
 	CHECK_INT(fclose(f), 0);
 	CHECK_INT((*win)->bytes, *len);
 	return parse_window(*text);
@@ -1242,12 +1242,12 @@ TEST(oolong_window_recounts)
 			}
 		}
 		CHECK_INT(present, p->n_users);
-		CHECK_INT(w->n_users, o.users ? o.users : oolong_default_users(o.tokens));
+		CHECK_INT(w->n_users, o.users ? o.users : bench_oolong_default_users(o.tokens));
 		for (int l = 0; l < 6; l++) /* every class turns up in 300+ lines */
 			CHECK(w->label_count[l] > 0 || l == 4);
 		free(p);
 		free(text);
-		oolong_window_free(w);
+		bench_oolong_window_free(w);
 	}
 }
 
@@ -1261,26 +1261,26 @@ TEST(oolong_deterministic_and_sized)
 			char *a, *b;
 			size_t al, bl;
 			FILE *f = open_memstream(&a, &al);
-			CHECK_INT(oolong_generate(&o, f, &w1), 0);
+			CHECK_INT(bench_oolong_generate(&o, f, &w1), 0);
 			fclose(f);
 			f = open_memstream(&b, &bl);
-			CHECK_INT(oolong_generate(&o, f, &w2), 0);
+			CHECK_INT(bench_oolong_generate(&o, f, &w2), 0);
 			fclose(f);
 			CHECK(al == bl && memcmp(a, b, al) == 0);
 			/* at most the bytes, and short of them by less than a line */
 			CHECK_MSG(al <= 4 * sizes[i] && al + 160 > 4 * sizes[i],
 				  "%llu tokens: %zu bytes", (unsigned long long)sizes[i], al);
 			free(b);
-			oolong_window_free(w2);
+			bench_oolong_window_free(w2);
 			o.seed += 100;
 			f = open_memstream(&b, &bl);
-			CHECK_INT(oolong_generate(&o, f, &w2), 0);
+			CHECK_INT(bench_oolong_generate(&o, f, &w2), 0);
 			fclose(f);
 			CHECK(al != bl || memcmp(a, b, al) != 0);
 			free(a);
 			free(b);
-			oolong_window_free(w1);
-			oolong_window_free(w2);
+			bench_oolong_window_free(w1);
+			bench_oolong_window_free(w2);
 		}
 	}
 }
@@ -1290,13 +1290,13 @@ TEST(oolong_rejects_bad_opts)
 	struct oolong_opts o = {8000, 1, 1};
 	struct oolong_window *w = (struct oolong_window *)1;
 	FILE *f = fopen("/dev/null", "w");
-	CHECK_INT(oolong_generate(&o, f, &w), -EINVAL); /* one user */
+	CHECK_INT(bench_oolong_generate(&o, f, &w), -EINVAL); /* one user */
 	CHECK(w == NULL);
 	o.users = OOLONG_MAX_USERS + 1;
-	CHECK_INT(oolong_generate(&o, f, &w), -EINVAL);
+	CHECK_INT(bench_oolong_generate(&o, f, &w), -EINVAL);
 	o.users = 0;
 	o.tokens = 200; /* 800 bytes: not even the header */
-	CHECK_INT(oolong_generate(&o, f, &w), -EINVAL);
+	CHECK_INT(bench_oolong_generate(&o, f, &w), -EINVAL);
 	fclose(f);
 }
 
@@ -1885,8 +1885,8 @@ TEST(browse_deterministic_many_seeds)
 		size_t l1, l2;
 		cJSON *j = cJSON_CreateObject(), *ans = cJSON_CreateArray(),
 		      *dups = cJSON_CreateArray();
-		CHECK_INT(browse_write(&o, SNIAH_JSONL, p1, &a), 0);
-		CHECK_INT(browse_write(&o, SNIAH_JSONL, p2, &b), 0);
+		CHECK_INT(bench_browse_write(&o, SNIAH_JSONL, p1, &a), 0);
+		CHECK_INT(bench_browse_write(&o, SNIAH_JSONL, p2, &b), 0);
 		t1 = slurp(p1, &l1);
 		t2 = slurp(p2, &l2);
 		CHECK(l1 == l2 && memcmp(t1, t2, l1) == 0);
@@ -1930,16 +1930,16 @@ TEST(browse_rejects_bad_opts)
 	struct browse_opts o = {8000, 1, 4};
 	struct browse_item it;
 	char *p = xasprintf("%s/bad.jsonl", harness_tmpdir());
-	CHECK_INT(browse_write(&o, SNIAH_JSONL, p, &it), -EINVAL); /* 4 documents */
+	CHECK_INT(bench_browse_write(&o, SNIAH_JSONL, p, &it), -EINVAL); /* 4 documents */
 	o.docs = 33; /* 32,000 bytes: 969 a document */
-	CHECK_INT(browse_write(&o, SNIAH_JSONL, p, &it), -EINVAL);
+	CHECK_INT(bench_browse_write(&o, SNIAH_JSONL, p, &it), -EINVAL);
 	o.docs = 32;
-	CHECK_INT(browse_write(&o, SNIAH_TEXT, p, &it), -EINVAL);
-	CHECK_INT(browse_write(&o, SNIAH_JSONL, p, &it), 0);
-	CHECK_INT(browse_default_docs(1000), 0);
-	CHECK_INT(browse_default_docs(8000), 10);
-	CHECK_INT(browse_default_docs(128000), 128);
-	CHECK_INT(browse_default_docs(10000000), 1000);
+	CHECK_INT(bench_browse_write(&o, SNIAH_TEXT, p, &it), -EINVAL);
+	CHECK_INT(bench_browse_write(&o, SNIAH_JSONL, p, &it), 0);
+	CHECK_INT(bench_browse_default_docs(1000), 0);
+	CHECK_INT(bench_browse_default_docs(8000), 10);
+	CHECK_INT(bench_browse_default_docs(128000), 128);
+	CHECK_INT(bench_browse_default_docs(10000000), 1000);
 	free(p);
 }
 
@@ -1952,15 +1952,15 @@ TEST(gen_suites_10m_tokens_fast)
 	char *p = xasprintf("%s/big-oolong.txt", harness_tmpdir()),
 	     *q = xasprintf("%s/big-browse.jsonl", harness_tmpdir());
 	FILE *f = fopen(p, "wb");
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	double ms[2];
 	struct stat st;
-	CHECK_INT(oolong_generate(&oo, f, &w), 0);
+	CHECK_INT(bench_oolong_generate(&oo, f, &w), 0);
 	CHECK_INT(fclose(f), 0);
-	ms[0] = (double)(now_ns() - t0) / 1e6;
-	t0 = now_ns();
-	CHECK_INT(browse_write(&bo, SNIAH_JSONL, q, &it), 0);
-	ms[1] = (double)(now_ns() - t0) / 1e6;
+	ms[0] = (double)(time_now_ns() - t0) / 1e6;
+	t0 = time_now_ns();
+	CHECK_INT(bench_browse_write(&bo, SNIAH_JSONL, q, &it), 0);
+	ms[1] = (double)(time_now_ns() - t0) / 1e6;
 	printf(
 	    "     10M tokens: oolong window in %.0f ms (%zu instances), browse corpus in %.0f ms "
 	    "(%zu documents)\n",
@@ -1971,7 +1971,7 @@ TEST(gen_suites_10m_tokens_fast)
 	CHECK(it.bytes <= 40000000 && it.bytes > 40000000 - 40);
 	CHECK_INT(it.n_docs, 1000);
 	CHECK(ms[0] < 60000 && ms[1] < 60000);
-	oolong_window_free(w);
+	bench_oolong_window_free(w);
 	free(p);
 	free(q);
 }

@@ -902,13 +902,13 @@ TEST(timeout_mid_exec)
 	env_init(&v, SUB_SIM);
 	v.o.timeout_ns = 1500000000LL;
 	says(&v, "```repl\nanswer['content'] = 'slow'\nimport time\ntime.sleep(30)\n```");
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_INT(v.r.stop, RLM_STOP_TIMEOUT);
 	CHECK_STR(v.r.answer, "slow");
 	CHECK_CONTAINS(v.r.stop_detail, "time limit of 1.5 s passed while code was running");
-	CHECK_MSG(now_ns() - t0 < (1500000000LL + 2 * SEC) * slow_factor(), "took %lld ms",
-		  (long long)((now_ns() - t0) / 1000000));
+	CHECK_MSG(time_now_ns() - t0 < (1500000000LL + 2 * SEC) * slow_factor(), "took %lld ms",
+		  (long long)((time_now_ns() - t0) / 1000000));
 	env_free(&v);
 }
 
@@ -921,13 +921,13 @@ TEST(timeout_mid_sub_call)
 	fakesrv_set_default(v.sub_srv, &hang);
 	v.o.timeout_ns = 1500000000LL;
 	says(&v, "```repl\nanswer['content'] = 'waiting'\nprint(llm_query('hi'))\n```");
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_INT(v.r.stop, RLM_STOP_TIMEOUT);
 	CHECK_STR(v.r.answer, "waiting");
 	CHECK_CONTAINS(v.r.stop_detail, "passed during a sub-call");
-	CHECK_MSG(now_ns() - t0 < (1500000000LL + 2 * SEC) * slow_factor(), "took %lld ms",
-		  (long long)((now_ns() - t0) / 1000000));
+	CHECK_MSG(time_now_ns() - t0 < (1500000000LL + 2 * SEC) * slow_factor(), "took %lld ms",
+		  (long long)((time_now_ns() - t0) / 1000000));
 	env_free(&v);
 }
 
@@ -938,13 +938,13 @@ TEST(timeout_mid_root_call)
 	env_init(&v, SUB_SIM);
 	v.o.timeout_ns = 1000000000LL;
 	says_full(v.root_srv, "FINAL(too late)", "stop", 10, 10, 10000);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_INT(v.r.stop, RLM_STOP_TIMEOUT);
 	CHECK(v.r.answer == NULL);
 	CHECK_CONTAINS(v.r.stop_detail, "1 s passed while the root model was answering");
-	CHECK_MSG(now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
-		  (long long)((now_ns() - t0) / 1000000));
+	CHECK_MSG(time_now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
+		  (long long)((time_now_ns() - t0) / 1000000));
 	env_free(&v);
 }
 
@@ -959,14 +959,14 @@ TEST(cancel_mid_exec)
 	c.after_ns = 500000000LL;
 	v.o.cancel = &c.flag;
 	says(&v, "```repl\nanswer['content'] = 'so far'\nimport time\ntime.sleep(30)\n```");
-	t0 = now_ns();
+	t0 = time_now_ns();
 	pthread_create(&th, NULL, cancel_later, &c);
 	CHECK_INT(solve(&v, "q?"), 0);
 	pthread_join(th, NULL);
 	CHECK_INT(v.r.stop, RLM_STOP_CANCEL);
 	CHECK_STR(v.r.answer, "so far");
-	CHECK_MSG(now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
-		  (long long)((now_ns() - t0) / 1000000));
+	CHECK_MSG(time_now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
+		  (long long)((time_now_ns() - t0) / 1000000));
 	env_free(&v);
 }
 
@@ -983,14 +983,14 @@ TEST(cancel_mid_sub_call)
 	c.after_ns = 500000000LL;
 	v.o.cancel = &c.flag;
 	says(&v, "```repl\nprint(llm_query_batched(['a', 'b', 'c']))\n```");
-	t0 = now_ns();
+	t0 = time_now_ns();
 	pthread_create(&th, NULL, cancel_later, &c);
 	CHECK_INT(solve(&v, "q?"), 0);
 	pthread_join(th, NULL);
 	CHECK_INT(v.r.stop, RLM_STOP_CANCEL);
 	CHECK(v.r.answer == NULL);
-	CHECK_MSG(now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
-		  (long long)((now_ns() - t0) / 1000000));
+	CHECK_MSG(time_now_ns() - t0 < 3 * SEC * slow_factor(), "took %lld ms",
+		  (long long)((time_now_ns() - t0) / 1000000));
 	env_free(&v);
 }
 

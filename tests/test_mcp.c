@@ -83,27 +83,27 @@ static char *server_stderr(struct server *s)
 {
 	char *t = NULL;
 	size_t len;
-	if (read_file(s->err_path, 1 << 20, &t, &len, NULL))
+	if (file_read(s->err_path, 1 << 20, &t, &len, NULL))
 		return xstrdup("");
 	return t;
 }
 
 static void server_send(struct server *s, const char *line)
 {
-	CHECK_INT(write_all(s->in, line, strlen(line)), 0);
-	CHECK_INT(write_all(s->in, "\n", 1), 0);
+	CHECK_INT(file_write_all(s->in, line, strlen(line)), 0);
+	CHECK_INT(file_write_all(s->in, "\n", 1), 0);
 }
 
 /* The next message, or NULL after timeout_ms or at EOF. A line that is
  * not JSON fails the test: stdout carries only the protocol. */
 static cJSON *server_read(struct server *s, int timeout_ms)
 {
-	int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	int64_t deadline = time_now_ns() + (int64_t)timeout_ms * 1000000;
 	for (;;) {
 		char *nl = s->rd.p ? memchr(s->rd.p, '\n', s->rd.len) : NULL;
 		char chunk[65536];
 		struct pollfd p = {s->out, POLLIN, 0};
-		int64_t left = deadline - now_ns();
+		int64_t left = deadline - time_now_ns();
 		ssize_t n;
 		if (nl) {
 			size_t len = (size_t)(nl - s->rd.p);
@@ -134,9 +134,9 @@ static bool is_id(const cJSON *msg, int id)
  * notes (an array) when given. Fails the test after timeout_ms. */
 static cJSON *server_wait(struct server *s, int id, int timeout_ms, cJSON *notes)
 {
-	int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	int64_t deadline = time_now_ns() + (int64_t)timeout_ms * 1000000;
 	for (;;) {
-		int left = (int)((deadline - now_ns()) / 1000000);
+		int left = (int)((deadline - time_now_ns()) / 1000000);
 		cJSON *m = left > 0 ? server_read(s, left) : NULL;
 		if (!m) {
 			char *err = server_stderr(s);
@@ -178,16 +178,16 @@ static void server_init(struct server *s)
  * exit status (128 + signal), or -1 after killing it at the timeout. */
 static int server_close(struct server *s, int timeout_s)
 {
-	int64_t deadline = now_ns() + (int64_t)timeout_s * 1000000000;
+	int64_t deadline = time_now_ns() + (int64_t)timeout_s * 1000000000;
 	int st, rc = -1;
 	close(s->in);
-	while (now_ns() < deadline) {
+	while (time_now_ns() < deadline) {
 		pid_t w = waitpid(s->pid, &st, WNOHANG);
 		if (w == s->pid) {
 			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			break;
 		}
-		sleep_ns(20000000);
+		time_sleep_ns(20000000);
 	}
 	if (rc < 0) {
 		kill(s->pid, SIGKILL);
@@ -226,7 +226,7 @@ static void gen(struct item *it)
 	CHECK_MSG(o.status == 0, "bench gen failed: %s", o.err);
 	proc_out_release(&o);
 	jl = xasprintf("%s/sniah.jsonl", dir);
-	CHECK_INT(read_file(jl, 1 << 20, &line, &len, NULL), 0);
+	CHECK_INT(file_read(jl, 1 << 20, &line, &len, NULL), 0);
 	j = json_parse(line, strcspn(line, "\n"));
 	CHECK(j);
 	it->path = xasprintf("%s/%s", dir, json_str(j, "context_path"));
@@ -509,7 +509,7 @@ TEST(solve_with_context_answers)
 	size_t len;
 	cJSON *r;
 	gen(&it);
-	CHECK_INT(read_file(it.path, 1 << 20, &text, &len, NULL), 0);
+	CHECK_INT(file_read(it.path, 1 << 20, &text, &len, NULL), 0);
 	q = jstr(it.question);
 	c = jstr(text);
 	args = xasprintf("{\"question\":%s,\"context\":%s}", q, c);
@@ -742,11 +742,11 @@ TEST(ping_is_answered_during_a_solve)
 	server_init(&s);
 	args = xasprintf("{\"question\":%s,\"path\":%s}", q, p);
 	call_tool(&s, 1, "solve", args, NULL);
-	sleep_ns(300000000);
-	t0 = now_ns();
+	time_sleep_ns(300000000);
+	t0 = time_now_ns();
 	server_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
 	r = server_wait(&s, 2, 10000, notes);
-	CHECK_MSG(now_ns() - t0 < 900000000, "ping took %.0f ms", (now_ns() - t0) / 1e6);
+	CHECK_MSG(time_now_ns() - t0 < 900000000, "ping took %.0f ms", (time_now_ns() - t0) / 1e6);
 	CHECK(json_get(r, "result"));
 	CHECK_INT(cJSON_GetArraySize(notes), 0); /* the solve has not answered */
 	cJSON_Delete(r);
@@ -788,7 +788,7 @@ TEST(cancelled_stops_the_solve_and_its_response)
 	CHECK_MSG(m && json_str(m, "method"), "no progress: %s", m ? json_print(m) : "EOF");
 	CHECK_STR(json_str(m, "method"), "notifications/progress");
 	cJSON_Delete(m);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	server_send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
 			"\"params\":{\"requestId\":5,\"reason\":\"the user changed their mind\"}}");
 	/* a cancel of a request that does not exist is ignored */
@@ -813,15 +813,15 @@ TEST(cancelled_stops_the_solve_and_its_response)
 		proc_out_release(&o);
 		free(db);
 	}
-	while (now_ns() - t0 < 10000000000LL) {
+	while (time_now_ns() - t0 < 10000000000LL) {
 		free(st);
 		st = run_status(run_id);
 		if (strcmp(st, "running") != 0)
 			break;
-		sleep_ns(100000000);
+		time_sleep_ns(100000000);
 	}
 	CHECK_STR(st, "interrupted");
-	CHECK_MSG(now_ns() - t0 < 3000000000LL, "the cancel took %.0f ms", (now_ns() - t0) / 1e6);
+	CHECK_MSG(time_now_ns() - t0 < 3000000000LL, "the cancel took %.0f ms", (time_now_ns() - t0) / 1e6);
 	/* no response for request 5, ever: the next message is ping 7's */
 	r = server_call(&s, 7, "ping", NULL);
 	cJSON_Delete(r);
@@ -908,7 +908,7 @@ TEST(json_rpc_errors)
 	{
 		static const char raw[] = "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"pi\0ng\"}\n";
 		cJSON *m;
-		CHECK_INT(write_all(s.in, raw, sizeof(raw) - 1), 0);
+		CHECK_INT(file_write_all(s.in, raw, sizeof(raw) - 1), 0);
 		m = server_read(&s, 10000);
 		CHECK_MSG(m, "no answer to a line with a NUL byte");
 		CHECK_INT(error_code(m), -32700);
@@ -1058,7 +1058,7 @@ TEST(blanks_before_eof_are_no_message)
 	struct server s;
 	cJSON *r;
 	server_start(&s, NULL, NULL);
-	CHECK_INT(write_all(s.in, tail, sizeof(tail) - 1), 0);
+	CHECK_INT(file_write_all(s.in, tail, sizeof(tail) - 1), 0);
 	r = server_wait(&s, 1, 20000, NULL);
 	cJSON_Delete(r);
 	close(s.in);
@@ -1101,13 +1101,13 @@ TEST(eof_cancels_and_exits_with_no_worker_left)
 	}
 	n = descendants(s.pid, kids, ARRAY_SIZE(kids));
 	CHECK_MSG(n >= 1, "no REPL worker under the server");
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(server_close(&s, 20), 0);
-	CHECK_MSG(now_ns() - t0 < 5000000000LL, "exit took %.0f ms", (now_ns() - t0) / 1e6);
+	CHECK_MSG(time_now_ns() - t0 < 5000000000LL, "exit took %.0f ms", (time_now_ns() - t0) / 1e6);
 	for (size_t i = 0; i < n; i++) {
-		int64_t t1 = now_ns();
-		while (alive(kids[i]) && now_ns() - t1 < 5000000000LL)
-			sleep_ns(20000000);
+		int64_t t1 = time_now_ns();
+		while (alive(kids[i]) && time_now_ns() - t1 < 5000000000LL)
+			time_sleep_ns(20000000);
 		CHECK_MSG(!alive(kids[i]), "process %d outlived the server", (int)kids[i]);
 	}
 	free(args);

@@ -320,14 +320,14 @@ TEST(refused_connection_fails_fast)
 	struct llm_model *m;
 	struct llm_pool *p = pool_of(1);
 	struct llm_call c;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", proc_closed_port());
 	snprintf(want, sizeof(want), "cannot connect to %s", url);
 	m = model_for(LLM_OPENAI, "m", url, NULL, 6);
 	llm_call_init(&c, m, two_msgs, 2);
 	CHECK_INT(llm_pool_call(p, &c), RLM_EHTTP);
 	CHECK_CONTAINS(c.error, want);
-	CHECK_MSG(now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	CHECK_MSG(time_now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(time_now_ns() - t0) / 1000000);
 	llm_call_release(&c);
 	llm_pool_free(p);
 	llm_model_free(m);
@@ -371,7 +371,7 @@ struct canceller {
 static void *cancel_later(void *arg)
 {
 	struct canceller *k = arg;
-	sleep_ns((int64_t)k->ms * 1000000);
+	time_sleep_ns((int64_t)k->ms * 1000000);
 	atomic_store(k->flag, true);
 	return NULL;
 }
@@ -387,7 +387,7 @@ TEST(cancel_in_flight)
 	atomic_bool flag = false;
 	struct canceller k = {&flag, 200};
 	pthread_t th;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(s));
 	m = model_for(LLM_OPENAI, "m", url, NULL, 3);
 	fakesrv_set_default(s, &hang);
@@ -403,8 +403,8 @@ TEST(cancel_in_flight)
 		CHECK_INT(c[i].rc, RLM_ECANCEL);
 		llm_call_release(&c[i]);
 	}
-	CHECK_MSG(now_ns() - t0 < 2000000000LL, "cancel took %lld ms",
-		  (long long)(now_ns() - t0) / 1000000);
+	CHECK_MSG(time_now_ns() - t0 < 2000000000LL, "cancel took %lld ms",
+		  (long long)(time_now_ns() - t0) / 1000000);
 	llm_pool_free(p);
 	llm_model_free(m);
 	fakesrv_stop(s);
@@ -514,11 +514,11 @@ TEST(max_inflight_per_endpoint)
 		llm_call_init(&c[i], m, two_msgs, 2);
 		ptrs[i] = &c[i];
 	}
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(llm_pool_run(p, ptrs, 6), 0);
 	/* 6 calls, 2 at a time, 100 ms each: at least 3 waves. */
-	CHECK_MSG(now_ns() - t0 >= 290000000LL, "took %lld ms",
-		  (long long)(now_ns() - t0) / 1000000);
+	CHECK_MSG(time_now_ns() - t0 >= 290000000LL, "took %lld ms",
+		  (long long)(time_now_ns() - t0) / 1000000);
 	for (int i = 0; i < 6; i++)
 		llm_call_release(&c[i]);
 	llm_pool_free(p);
@@ -549,10 +549,10 @@ TEST(requests_per_minute_limit)
 		llm_call_init(&c[i], m, two_msgs, 2);
 		ptrs[i] = &c[i];
 	}
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(llm_pool_run(p, ptrs, 12), 0);
-	CHECK_MSG(now_ns() - t0 >= 1800000000LL, "12 calls at 60 rpm took %lld ms",
-		  (long long)(now_ns() - t0) / 1000000);
+	CHECK_MSG(time_now_ns() - t0 >= 1800000000LL, "12 calls at 60 rpm took %lld ms",
+		  (long long)(time_now_ns() - t0) / 1000000);
 	for (int i = 0; i < 12; i++)
 		llm_call_release(&c[i]);
 	llm_pool_free(p);
@@ -589,11 +589,11 @@ TEST(rate_limited_endpoint_is_passed_over)
 		llm_call_init(&c[i], m, two_msgs, 2);
 		ptrs[i] = &c[i];
 	}
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(llm_pool_run(p, ptrs, 20), 0);
 	/* Both bursts cover the 20 calls: no wait on a bucket (~10 s if the
 	 * fast endpoint took them all). */
-	CHECK_MSG(now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	CHECK_MSG(time_now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(time_now_ns() - t0) / 1000000);
 	/* A burst of 10 each; a slow run (ASan) may see one or two more
 	 * tokens refill on the fast one (one a second). */
 	CHECK_MSG(fakesrv_count(fast) >= 10 && fakesrv_count(fast) <= 12, "fast %d",
@@ -763,7 +763,7 @@ TEST(retry_after_goes_to_another_endpoint)
 	struct llm_model *m;
 	struct llm_pool *p = pool_of(1);
 	struct llm_call c;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	snprintf(urls, sizeof(urls), "%s/v1,%s/v1", fakesrv_url(a), fakesrv_url(b));
 	m = model_for(LLM_OPENAI, "m", urls, NULL, 4);
 	fakesrv_set_default(a, &busy);
@@ -775,7 +775,7 @@ TEST(retry_after_goes_to_another_endpoint)
 	}
 	/* the throttled endpoint is asked at most once, and nobody waits 20 s */
 	CHECK(fakesrv_count(a) <= 1);
-	CHECK_MSG(now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	CHECK_MSG(time_now_ns() - t0 < 3000000000LL, "took %lld ms", (long long)(time_now_ns() - t0) / 1000000);
 	llm_pool_free(p);
 	llm_model_free(m);
 	fakesrv_stop(a);

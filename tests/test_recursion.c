@@ -126,7 +126,7 @@ static void *sample(void *arg)
 		int n = threads("rlm-node");
 		if (n > s->peak)
 			s->peak = n;
-		sleep_ns(2000000);
+		time_sleep_ns(2000000);
 	}
 	return NULL;
 }
@@ -163,9 +163,9 @@ TEST(recursion_deep_and_wide_on_two_slots)
 	tree_script(&v, FAN, 100);
 	tree_root(&v, FAN, true);
 	sampler_start(&sm);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
-	ms = (now_ns() - t0) / 1000000;
+	ms = (time_now_ns() - t0) / 1000000;
 	sampler_stop(&sm);
 	buf_init(&want, 0);
 	tree_answer(&want, "", 0, DEPTH, FAN);
@@ -509,9 +509,9 @@ static void stop_deep_tree(bool cancel)
 	} else {
 		v.o.timeout_ns = 1500000000LL;
 	}
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(solve(&v, "q?"), 0);
-	ms = (now_ns() - t0) / 1000000;
+	ms = (time_now_ns() - t0) / 1000000;
 	if (cancel)
 		pthread_join(th, NULL);
 	CHECK_MSG(v.r.stop == (cancel ? RLM_STOP_CANCEL : RLM_STOP_TIMEOUT), "stop %s: %s",
@@ -673,9 +673,9 @@ TEST(recursion_budget_stop_interrupts_a_sibling_in_a_loop)
 	v.o.max_sub_calls = 5; /* 2 children, then 3 of the spender's 5 */
 	v.o.exec_timeout_ns = 30 * SEC;
 	loop_and_spend_script(&v);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
-	ms = (now_ns() - t0) / 1000000;
+	ms = (time_now_ns() - t0) / 1000000;
 	fprintf(stderr, "  budget spent 1 s in, the sibling looping: rlm_solve returned after %lld "
 			"ms\n",
 		(long long)ms);
@@ -734,9 +734,9 @@ static void stop_a_looping_child(bool cancel)
 	} else {
 		v.o.timeout_ns = SEC;
 	}
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(solve(&v, "q?"), 0);
-	ms = (now_ns() - t0) / 1000000;
+	ms = (time_now_ns() - t0) / 1000000;
 	if (cancel)
 		pthread_join(th, NULL);
 	fprintf(stderr, "  %s 1 s in, a child looping: rlm_solve returned after %lld ms\n",
@@ -784,7 +784,7 @@ static void stop_at_first_child(const struct rlm_event *e, void *arg)
 		return;
 	s->done = true; /* events come one at a time */
 	if (s->sleep_ns)
-		sleep_ns(s->sleep_ns);
+		time_sleep_ns(s->sleep_ns);
 	else
 		atomic_store(&s->cancel, true);
 }
@@ -812,9 +812,9 @@ static void stop_while_children_start(bool cancel)
 	}
 	tree_script(&v, 2, 100);
 	tree_root(&v, 8, false);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(solve(&v, "q?"), 0);
-	ms = (now_ns() - t0) / 1000000;
+	ms = (time_now_ns() - t0) / 1000000;
 	fprintf(stderr, "  %s as children start: rlm_solve returned after %lld ms\n",
 		cancel ? "cancelled" : "timed out", (long long)ms);
 	CHECK(s.done);
@@ -858,7 +858,7 @@ static void use_context(struct env *v, const char *name, const char *text, size_
 	}
 	path = xasprintf("%s/%s", harness_tmpdir(), name);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	CHECK(fd >= 0 && write_all(fd, text, len) == 0);
+	CHECK(fd >= 0 && file_write_all(fd, text, len) == 0);
 	close(fd);
 	CHECK_MSG(corpus_load(path, NULL, &v->ctx, &err) == 0, "%s", err.msg);
 	free(path);

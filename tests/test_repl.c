@@ -120,7 +120,7 @@ static bool wait_zombie(pid_t pid)
 		fclose(f);
 		if (z)
 			return true;
-		sleep_ns(10 * MS);
+		time_sleep_ns(10 * MS);
 	}
 	return false;
 }
@@ -542,9 +542,9 @@ TEST(sigint_interrupts_and_keeps_variables)
 	cfg.exec_timeout_ns = 200 * MS;
 	r = start(&cfg);
 	expect(r, "kept = 7", "");
-	t0 = now_ns();
+	t0 = time_now_ns();
 	run(r, "import time\nprint('before')\ntime.sleep(60)", &res);
-	CHECK(now_ns() - t0 < 2000 * MS);
+	CHECK(time_now_ns() - t0 < 2000 * MS);
 	CHECK(res.interrupted && res.error && !res.restarted);
 	CHECK_CONTAINS(res.output, "before\n");
 	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
@@ -641,10 +641,10 @@ static void hostile(const char *code, const char *reason)
 {
 	struct repl *r = start_default();
 	struct repl_result res;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	expect(r, "gone = 1", "");
 	run(r, code, &res);
-	CHECK_MSG(now_ns() - t0 < 3000 * MS, "took %lld ms", (long long)((now_ns() - t0) / MS));
+	CHECK_MSG(time_now_ns() - t0 < 3000 * MS, "took %lld ms", (long long)((time_now_ns() - t0) / MS));
 	CHECK(res.restarted);
 	CHECK_CONTAINS(res.output, "REPL was restarted: the worker broke the protocol");
 	CHECK_CONTAINS(res.output, reason);
@@ -700,7 +700,7 @@ TEST(hostile_call_from_thread_after_exec)
 		buf_printf(&code, "    %s\n", line);
 	buf_puts(&code, "threading.Thread(target=late).start()\n");
 	expect(r, code.p, "");
-	sleep_ns(400 * MS);
+	time_sleep_ns(400 * MS);
 	run(r, "2 + 2", &res);
 	CHECK(res.restarted && !res.error);
 	CHECK_CONTAINS(res.output, "REPL was restarted: the worker broke the protocol (a call "
@@ -714,7 +714,7 @@ TEST(hostile_call_from_thread_after_exec)
 	    "        errs.append(str(e))\nthreading.Thread(target=late).start()\n",
 	    &res);
 	repl_result_release(&res);
-	sleep_ns(300 * MS);
+	time_sleep_ns(300 * MS);
 	run(r, "errs", &res);
 	CHECK(!res.restarted);
 	CHECK_CONTAINS(res.output, "no code is running");
@@ -754,9 +754,9 @@ TEST(hostile_worker_that_stops_reading)
 	code = xasprintf("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n%s"
 			 "while True:\n    pass\n",
 			 raw);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	run(r, code, &res);
-	CHECK_MSG(now_ns() - t0 < 3000 * MS, "took %lld ms", (long long)((now_ns() - t0) / MS));
+	CHECK_MSG(time_now_ns() - t0 < 3000 * MS, "took %lld ms", (long long)((time_now_ns() - t0) / MS));
 	CHECK(res.restarted && res.interrupted);
 	CHECK_CONTAINS(res.output, "REPL was restarted: the code ran past its time limit");
 	repl_result_release(&res);
@@ -829,7 +829,7 @@ static void echo_call(void *arg, const struct repl_call *c, char **texts, bool *
 	for (size_t i = 0; i < c->n; i++) {
 		CHECK_INT(strlen(c->prompts[i]), c->lens[i]);
 		if (strcmp(c->prompts[i], "slow") == 0)
-			sleep_ns(300 * MS);
+			time_sleep_ns(300 * MS);
 		if (strcmp(c->prompts[i], "fail") == 0) {
 			texts[i] = xstrdup("Error: boom");
 			errors[i] = true;
@@ -1182,7 +1182,7 @@ static void sigint_call(void *arg, const struct repl_call *c, char **texts, bool
 	(void)errors;
 	if (strcmp(c->prompts[0], "int") == 0) {
 		kill(pid, SIGINT); /* while it waits for this reply */
-		sleep_ns(50 * MS);
+		time_sleep_ns(50 * MS);
 	}
 	texts[0] = xstrdup("reply");
 }
@@ -1921,10 +1921,10 @@ TEST(deadline_returns_etimeout)
 	struct repl_result res;
 	struct rlm_err err = {0, ""};
 	const char *code = "import time\ntime.sleep(60)";
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	expect(r, "keep = 3", "");
 	CHECK_INT(repl_exec(r, code, strlen(code), t0 + 300 * MS, &res, &err), RLM_ETIMEOUT);
-	CHECK(now_ns() - t0 < 2000 * MS);
+	CHECK(time_now_ns() - t0 < 2000 * MS);
 	CHECK(res.output && res.interrupted && !res.restarted);
 	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
 	CHECK_CONTAINS(res.output, "the deadline of the run passed");
@@ -1940,7 +1940,7 @@ TEST(deadline_returns_etimeout)
 
 static void *set_later(void *arg)
 {
-	sleep_ns(200 * MS);
+	time_sleep_ns(200 * MS);
 	atomic_store((atomic_bool *)arg, true);
 	return NULL;
 }
@@ -1958,11 +1958,11 @@ TEST(cancel_returns_ecancel)
 	cfg_init(&cfg);
 	cfg.cancel = &cancel;
 	r = start(&cfg);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	pthread_create(&t, NULL, set_later, &cancel);
 	CHECK_INT(repl_exec(r, code, strlen(code), 0, &res, &err), RLM_ECANCEL);
 	pthread_join(t, NULL);
-	CHECK(now_ns() - t0 < 2000 * MS);
+	CHECK(time_now_ns() - t0 < 2000 * MS);
 	CHECK(res.output && res.interrupted);
 	CHECK_CONTAINS(res.output, "cancelled");
 	repl_result_release(&res);
@@ -1972,7 +1972,7 @@ TEST(cancel_returns_ecancel)
 /* A call whose answer stops the whole run (as a spent budget does). */
 static void stopping_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
 {
-	sleep_ns(300 * MS); /* waiting on calls does not count in the grace */
+	time_sleep_ns(300 * MS); /* waiting on calls does not count in the grace */
 	atomic_store((atomic_bool *)arg, true);
 	for (size_t i = 0; i < c->n; i++) {
 		texts[i] = xstrdup("Error: budget exhausted");
@@ -1998,9 +1998,9 @@ TEST(stop_interrupts_after_its_grace)
 	cfg.on_call = stopping_call;
 	cfg.call_arg = &stop;
 	r = start(&cfg);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(repl_exec(r, code, strlen(code), 0, &res, &err), RLM_ECANCEL);
-	dt = now_ns() - t0;
+	dt = time_now_ns() - t0;
 	CHECK_MSG(dt >= 500 * MS && dt < 2000 * MS, "took %lld ms", (long long)(dt / 1000000));
 	CHECK(res.interrupted && !res.restarted);
 	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
@@ -2028,7 +2028,7 @@ TEST(deadline_during_a_call_interrupts_after_it)
 	cfg.on_call = echo_call;
 	cfg.call_arg = &s;
 	r = start(&cfg);
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(repl_exec(r, code, strlen(code), t0 + 100 * MS, &res, &err), RLM_ETIMEOUT);
 	CHECK(res.interrupted && !res.restarted);
 	CHECK_CONTAINS(res.output, "KeyboardInterrupt");

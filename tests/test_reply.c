@@ -135,7 +135,7 @@ static void check_case(const struct rcase *c)
 	/* An exact-size copy, so a read past the end is caught under ASan. */
 	char *t = malloc(len ? len : 1);
 	memcpy(t, c->text, len);
-	reply_parse(t, len, c->python, true, &r);
+	rlm_reply_parse(t, len, c->python, true, &r);
 	CHECK_MSG((int)r.n_blocks == c->n_blocks, "%s: %zu blocks, want %d", c->name, r.n_blocks,
 		  c->n_blocks);
 	for (int i = 0; i < c->n_blocks; i++) {
@@ -158,7 +158,7 @@ static void check_case(const struct rcase *c)
 			  "%s: final \"%.*s\", want \"%s\"", c->name, (int)r.final_len,
 			  t + r.final_off, c->final_text);
 	}
-	reply_release(&r);
+	rlm_reply_release(&r);
 	CHECK(r.blocks == NULL);
 	free(t);
 }
@@ -173,31 +173,31 @@ TEST(reply_null_and_nul_bytes)
 {
 	struct reply r;
 	static const char t[] = "```repl\nx = '\0'\n```\nFINAL(a\0b)";
-	reply_parse(NULL, 0, false, false, &r);
+	rlm_reply_parse(NULL, 0, false, false, &r);
 	CHECK_INT(r.n_blocks, 0);
 	CHECK_INT(r.final, REPLY_NO_FINAL);
-	reply_release(&r);
-	reply_parse(t, sizeof(t) - 1, false, false, &r);
+	rlm_reply_release(&r);
+	rlm_reply_parse(t, sizeof(t) - 1, false, false, &r);
 	CHECK_INT(r.n_blocks, 1);
 	CHECK_INT(r.blocks[0].len, 8);
 	CHECK_INT(r.final, REPLY_FINAL);
 	CHECK_INT(r.final_len, 3);
-	reply_release(&r);
+	rlm_reply_release(&r);
 }
 
 TEST(reply_unterminated_not_cut_keeps_its_last_line)
 {
 	static const char t[] = "```repl\nx = 1\nprint(x)";
 	struct reply r;
-	reply_parse(t, sizeof(t) - 1, false, false, &r);
+	rlm_reply_parse(t, sizeof(t) - 1, false, false, &r);
 	CHECK_INT(r.n_blocks, 1);
 	CHECK(!r.blocks[0].closed);
 	CHECK_INT(r.blocks[0].len, sizeof(t) - 1 - 8);
-	reply_release(&r);
-	reply_parse(t, sizeof(t) - 1, false, true, &r);
+	rlm_reply_release(&r);
+	rlm_reply_parse(t, sizeof(t) - 1, false, true, &r);
 	CHECK_INT(r.n_blocks, 1);
 	CHECK_INT(r.blocks[0].len, 6);
-	reply_release(&r);
+	rlm_reply_release(&r);
 }
 
 TEST(reply_many_blocks)
@@ -207,7 +207,7 @@ TEST(reply_many_blocks)
 	buf_init(&b, 0);
 	for (int i = 0; i < 100; i++)
 		buf_printf(&b, "step %d\n```repl\nprint(%d)\n```\n", i, i);
-	reply_parse(b.p, b.len, false, false, &r);
+	rlm_reply_parse(b.p, b.len, false, false, &r);
 	CHECK_INT(r.n_blocks, 100);
 	for (int i = 0; i < 100; i++) {
 		char want[32];
@@ -215,6 +215,6 @@ TEST(reply_many_blocks)
 		CHECK(r.blocks[i].len == strlen(want) &&
 		      memcmp(b.p + r.blocks[i].off, want, r.blocks[i].len) == 0);
 	}
-	reply_release(&r);
+	rlm_reply_release(&r);
 	buf_release(&b);
 }

@@ -81,7 +81,7 @@ static void item_gen_format(struct item *it, const char *size, const char *forma
 	CHECK_MSG(o.status == 0, "bench gen: %s", o.err);
 	proc_out_release(&o);
 	jl = xasprintf("%s/sniah.jsonl", it->dir);
-	CHECK_INT(read_file(jl, 1 << 20, &line, &len, &err), 0);
+	CHECK_INT(file_read(jl, 1 << 20, &line, &len, &err), 0);
 	j = json_parse(line, strcspn(line, "\n"));
 	CHECK(j);
 	it->ctx = xasprintf("%s/%s", it->dir, json_str(j, "context_path"));
@@ -393,7 +393,7 @@ static bool store_has(const char *db, const char *s)
 		char *path = xasprintf("%s%s", db, i ? "-wal" : ""), *data = NULL;
 		size_t len = 0;
 		struct rlm_err err = {0, ""};
-		if (read_file(path, 1 << 28, &data, &len, &err) == 0)
+		if (file_read(path, 1 << 28, &data, &len, &err) == 0)
 			found = memmem(data, len, s, strlen(s)) != NULL;
 		free(data);
 		free(path);
@@ -664,12 +664,12 @@ TEST(killed_run_resumes_without_repeating_calls)
 					      "sim", "--max-depth", "1", NULL};
 			static const char *const env[] = {"RLM_NO_CACHE", "RLM_PROVIDER", "RLM_MODEL",
 							  "RLM_SIM", NULL};
-			int64_t t0 = now_ns();
+			int64_t t0 = time_now_ns();
 			p = proc_start(argv, env);
 			CHECK(p > 0);
 			/* once the first root call and some sub-calls are in */
-			while (rows(db, "calls") < 3 && now_ns() - t0 < 20000000000LL)
-				sleep_ns(5000000);
+			while (rows(db, "calls") < 3 && time_now_ns() - t0 < 20000000000LL)
+				time_sleep_ns(5000000);
 			kill9(p);
 		}
 		killed_rows = rows(db, "calls");
@@ -700,11 +700,11 @@ TEST(killed_run_resumes_without_repeating_calls)
 					      "--quiet", "--cache", db2, "--base-url", url, "--model",
 					      "sim", "--max-depth", "1", "--refresh", NULL};
 			static const char *const env[] = {"RLM_NO_CACHE", NULL};
-			int64_t before = rows(db2, "runs"), t0 = now_ns();
+			int64_t before = rows(db2, "runs"), t0 = time_now_ns();
 			p = proc_start(argv, env);
-			while (rows(db2, "runs") == before && now_ns() - t0 < 20000000000LL)
-				sleep_ns(5000000);
-			sleep_ns(200000000);
+			while (rows(db2, "runs") == before && time_now_ns() - t0 < 20000000000LL)
+				time_sleep_ns(5000000);
+			time_sleep_ns(200000000);
 			kill(p, SIGKILL);
 			while (waitpid(p, &status, 0) < 0 && errno == EINTR)
 				;
@@ -788,13 +788,13 @@ TEST(killed_recursive_run_resumes_without_repeating_calls)
 				      "--max-depth", "2", NULL};
 		static const char *const env[] = {"RLM_NO_CACHE", "RLM_PROVIDER", "RLM_MODEL",
 						  "RLM_SIM", "RLM_MAX_DEPTH", NULL};
-		int64_t t0 = now_ns();
+		int64_t t0 = time_now_ns();
 		p = proc_start(argv, env);
 		CHECK(p > 0);
 		/* killed once a child has begun and a third of the calls are in */
 		while ((events_of(db, "child") < 1 || rows(db, "calls") < (int64_t)u_net / 3) &&
-		       now_ns() - t0 < 30000000000LL)
-			sleep_ns(2000000);
+		       time_now_ns() - t0 < 30000000000LL)
+			time_sleep_ns(2000000);
 		kill9(p);
 	}
 	kept = rows(db, "calls");
@@ -1045,14 +1045,14 @@ TEST(locked_store_is_a_clear_error)
 		free(j);
 		if (there)
 			break;
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	}
 	{
 		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--quiet", "--cache", db,
 				      NULL};
-		int64_t t0 = now_ns();
+		int64_t t0 = time_now_ns();
 		o = rlm(args);
-		CHECK((now_ns() - t0) / 1000000 < 30000);
+		CHECK((time_now_ns() - t0) / 1000000 < 30000);
 	}
 	kill(p, SIGKILL);
 	waitpid(p, NULL, 0);

@@ -222,7 +222,7 @@ static struct repl *start(const struct repl_cfg *cfg)
 static void exec_cell(struct run *t, struct repl *r, const char *code, struct repl_result *res)
 {
 	struct rlm_err err = {0, ""};
-	int rc = repl_exec(r, code, strlen(code), now_ns() + 60000 * MS, res, &err);
+	int rc = repl_exec(r, code, strlen(code), time_now_ns() + 60000 * MS, res, &err);
 	CHECK_MSG(rc == 0, "repl_exec: %d %s (code: %.200s)", rc, err.msg, code);
 	CHECK(res->output != NULL);
 	if (t && strstr(res->output, secret))
@@ -669,7 +669,7 @@ static void *monitor_main(void *arg)
 		unsigned long long n = du(m->dir);
 		if (n > m->max)
 			m->max = n;
-		sleep_ns(2 * MS);
+		time_sleep_ns(2 * MS);
 	}
 	return NULL;
 }
@@ -1197,13 +1197,13 @@ static void frames(struct run *t)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct repl_result res;
-		int64_t t0 = now_ns();
+		int64_t t0 = time_now_ns();
 		char d[160];
 		bool ok;
 		exec_cell(t, t->r, cases[i].code, &res);
 		ok =
-		    res.restarted && strstr(res.output, cases[i].want) && now_ns() - t0 < 4000 * MS;
-		snprintf(d, sizeof(d), "%lld ms: %.100s", (long long)((now_ns() - t0) / MS),
+		    res.restarted && strstr(res.output, cases[i].want) && time_now_ns() - t0 < 4000 * MS;
+		snprintf(d, sizeof(d), "%lld ms: %.100s", (long long)((time_now_ns() - t0) / MS),
 			 res.output);
 		record(t, cases[i].name, ok ? V_CONTAINED : V_BROKEN, d);
 		followup(t, t->r, cases[i].name, res.restarted);
@@ -1217,7 +1217,7 @@ static void echo_call(void *arg, const struct repl_call *c, char **texts, bool *
 	(void)arg;
 	for (size_t i = 0; i < c->n; i++) {
 		if (strcmp(c->prompts[i], "slow") == 0)
-			sleep_ns(300 * MS);
+			time_sleep_ns(300 * MS);
 		texts[i] = xasprintf("echo:%s", c->prompts[i]);
 		errors[i] = false;
 	}
@@ -1274,11 +1274,11 @@ static void timeouts(struct run *t)
 	exec_cell(t, r, "survivor = 42", &res);
 	repl_result_release(&res);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int64_t t0 = now_ns(), ms;
+		int64_t t0 = time_now_ns(), ms;
 		char d[160];
 		bool ok;
 		exec_cell(t, r, cases[i].code, &res);
-		ms = (now_ns() - t0) / MS;
+		ms = (time_now_ns() - t0) / MS;
 		if (cases[i].kill)
 			ok = res.restarted && res.interrupted &&
 			     strstr(res.output, "REPL was restarted") &&
@@ -1354,7 +1354,7 @@ static int exec_soft(struct run *t, struct repl *r, const char *code, struct rep
 	struct rlm_err err = {0, ""};
 	int rc;
 	memset(res, 0, sizeof(*res));
-	rc = repl_exec(r, code, strlen(code), now_ns() + 60000 * MS, res, &err);
+	rc = repl_exec(r, code, strlen(code), time_now_ns() + 60000 * MS, res, &err);
 	if (!res->output) {
 		res->output = xstrdup("");
 		res->len = 0;
@@ -1385,12 +1385,12 @@ static bool free_within(struct repl *r, int64_t ns)
 {
 	struct freer *f = xmalloc(sizeof(*f));
 	pthread_t th;
-	int64_t end = now_ns() + ns;
+	int64_t end = time_now_ns() + ns;
 	f->r = r;
 	atomic_init(&f->done, false);
 	CHECK(pthread_create(&th, NULL, free_main, f) == 0);
-	while (!atomic_load(&f->done) && now_ns() < end)
-		sleep_ns(5 * MS);
+	while (!atomic_load(&f->done) && time_now_ns() < end)
+		time_sleep_ns(5 * MS);
 	if (!atomic_load(&f->done)) {
 		pthread_detach(th);
 		return false;
@@ -1604,7 +1604,7 @@ static pid_t sleeper(unsigned uid)
 		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = '\0';
 		if (!strstr(exe, "sleep"))
-			sleep_ns(2 * MS);
+			time_sleep_ns(2 * MS);
 	}
 	CHECK_MSG(strstr(exe, "sleep") != NULL, "the sleeper %d did not start: exe '%s'", (int)p,
 		  exe);
@@ -1948,7 +1948,7 @@ static void run_level(int level, FILE *matrix)
 	struct repl_result res;
 	struct run t;
 	bool sc_off = levels[level].disable & L(REPL_L_SECCOMP);
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 
 	memset(&t, 0, sizeof(t));
 	t.level = level;
@@ -2039,7 +2039,7 @@ static void run_level(int level, FILE *matrix)
 	close(t.tcp);
 	close(t.udp);
 	fclose(t.matrix);
-	fprintf(stderr, "  [%s] %.1f s\n", levels[level].name, (double)(now_ns() - t0) / 1e9);
+	fprintf(stderr, "  [%s] %.1f s\n", levels[level].name, (double)(time_now_ns() - t0) / 1e9);
 	CHECK_MSG(t.fails == 0, "%d holes or failures at level %s (above)", t.fails,
 		  levels[level].name);
 }
@@ -2458,7 +2458,7 @@ TEST(worker_dies_with_its_controller)
 		free(st);
 		if (!state[0] || state[0] == 'Z')
 			break;
-		sleep_ns(10 * MS);
+		time_sleep_ns(10 * MS);
 	}
 	/* The scratch, and the directory of ours above it (rlm-repl-PID-*). */
 	if (strncmp(w.scratch, "/tmp/rlm-repl-", 14) == 0) {

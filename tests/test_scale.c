@@ -203,11 +203,11 @@ TEST(utf8_generated_documents_round_trip)
 	size_t n_docs, needle_doc, chars = 0;
 	uint64_t sum = 0;
 	env_init(&v);
-	sniah_opts_default(&so);
+	bench_sniah_opts_default(&so);
 	so.tokens = 50000;
 	so.seed = 3;
 	so.utf8 = true;
-	CHECK_INT(sniah_write(&so, SNIAH_DIR, 20, dir, &it, &n_docs, &needle_doc), 0);
+	CHECK_INT(bench_sniah_write(&so, SNIAH_DIR, 20, dir, &it, &n_docs, &needle_doc), 0);
 	CHECK_INT(corpus_load(dir, &co, &c, &err), 0);
 	CHECK_INT(c->n_docs, n_docs);
 	for (size_t i = 0; i < c->n_docs; i++) {

@@ -687,7 +687,7 @@ struct worker {
  * (NULL: leave it out, as an older controller would). */
 static void start_runtime(struct worker *w, const char *late)
 {
-	const struct embedded_file *rt = embedded_find("runtime.py");
+	const struct embedded_file *rt = embed_find("runtime.py");
 	const char *argv[] = {PYTHON, "-I", "-S", "-B", "-c", NULL, "5", "-1", "1000", "1048576",
 			      "100", late, NULL};
 	struct kid k = {{-1, -1, -1}, true};

@@ -55,7 +55,7 @@ static struct srv srv_start_env(const char *const *args, const char *const *env)
 	size_t n = 0, k = 0;
 	const char *p;
 	memset(&s, 0, sizeof(s));
-	snprintf(s.err, sizeof(s.err), "%s/serve.%d.err", harness_tmpdir(), (int)now_ns() % 100000);
+	snprintf(s.err, sizeof(s.err), "%s/serve.%d.err", harness_tmpdir(), (int)time_now_ns() % 100000);
 	argv[n++] = harness_rlm_bin();
 	argv[n++] = "serve";
 	argv[n++] = "--port";
@@ -97,7 +97,7 @@ static char *slurp(const char *path)
 {
 	char *s = NULL;
 	size_t len;
-	if (read_file(path, 1 << 20, &s, &len, NULL))
+	if (file_read(path, 1 << 20, &s, &len, NULL))
 		return xstrdup("");
 	return s;
 }
@@ -259,7 +259,7 @@ static char *wait_status(const struct srv *s, const char *id, int secs)
 			return out;
 		}
 		resp_release(&r);
-		sleep_ns(50000000);
+		time_sleep_ns(50000000);
 	}
 	harness_fail(__FILE__, __LINE__, "run %s still running after %d s", id, secs);
 }
@@ -932,7 +932,7 @@ TEST(serve_cancel)
 	resp_release(&r);
 	/* Mid-run: its worker is up. */
 	for (int i = 0; i < 200 && !(kids = children_of(s.pid)); i++)
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	CHECK_MSG(kids > 0, "no worker process under the server");
 	snprintf(path, sizeof(path), "/v1/runs/%s", id);
 	r = http(&s, "DELETE", path, NULL);
@@ -952,7 +952,7 @@ TEST(serve_cancel)
 	resp_release(&r);
 	/* Its worker processes are gone. */
 	for (int i = 0; i < 500 && (kids = children_of(s.pid)); i++)
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	CHECK_MSG(kids == 0, "%d processes left under the server", kids);
 	r = http(&s, "DELETE", "/v1/runs/no-such-run", NULL);
 	CHECK_ERR(r, 404, "not_found");
@@ -1487,10 +1487,10 @@ TEST(serve_limit_timeout)
 	struct srv s = srv_start_env(args, env);
 	char *body = solve_body(NULL), *id, *st;
 	const char *msg, *p;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	struct resp r = http(&s, "POST", "/v1/solve", body);
 	CHECK_ERR(r, 504, "timeout");
-	CHECK((now_ns() - t0) < 10 * 1000000000LL);
+	CHECK((time_now_ns() - t0) < 10 * 1000000000LL);
 	msg = json_str(json_get(r.json, "error"), "message");
 	p = strstr(msg, "(run ");
 	CHECK_MSG(p, "no run id in '%s'", msg);
@@ -1779,7 +1779,7 @@ static void wait_running(const struct srv *s, int n)
 		resp_release(&r);
 		if (k == n)
 			return;
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	}
 	harness_fail(__FILE__, __LINE__, "the server never ran %d solves", n);
 }
@@ -1791,7 +1791,7 @@ static int wait_exit(pid_t pid, int secs)
 	for (int i = 0; i < secs * 100; i++) {
 		if (waitpid(pid, &st, WNOHANG) == pid)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	}
 	return -1;
 }
@@ -1805,7 +1805,7 @@ static void check_no_orphans(void)
 		p = waitpid(-1, &st, WNOHANG);
 		if (p < 0 && errno == ECHILD)
 			return;
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	}
 	harness_fail(__FILE__, __LINE__, "processes of the server outlived it");
 }
@@ -1860,14 +1860,14 @@ TEST(serve_shutdown_cancels)
 	b.body = body;
 	CHECK(pthread_create(&b.th, NULL, bg_main, &b) == 0);
 	wait_running(&s, 1);
-	sleep_ns(100000000);
-	t0 = now_ns();
+	time_sleep_ns(100000000);
+	t0 = time_now_ns();
 	kill(s.pid, SIGTERM);
 	st = wait_exit(s.pid, 30);
 	pthread_join(b.th, NULL);
 	CHECK_INT(st, 0);
-	CHECK_MSG(now_ns() - t0 < 10 * 1000000000LL, "shutdown took %.1f s",
-		  (double)(now_ns() - t0) / 1e9);
+	CHECK_MSG(time_now_ns() - t0 < 10 * 1000000000LL, "shutdown took %.1f s",
+		  (double)(time_now_ns() - t0) / 1e9);
 	CHECK_MSG(b.r.status == 200, "%ld %s", b.r.status, b.r.body);
 	CHECK_STR(json_str(b.r.json, "status"), "cancelled");
 	err = slurp(s.err);
@@ -1903,12 +1903,12 @@ static int tcp_connect(const struct srv *s)
 static char *read_until(int fd, const char *needle, int timeout_ms)
 {
 	struct buf b = BUF_INIT;
-	int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	int64_t deadline = time_now_ns() + (int64_t)timeout_ms * 1000000;
 	buf_puts(&b, "");
 	while (!strstr(b.p, needle)) {
 		struct pollfd p = {fd, POLLIN, 0};
 		char chunk[4096];
-		int64_t left = deadline - now_ns();
+		int64_t left = deadline - time_now_ns();
 		ssize_t n;
 		if (left <= 0 || poll(&p, 1, (int)(left / 1000000) + 1) <= 0)
 			break;
@@ -1965,7 +1965,7 @@ TEST(serve_shutdown_stops_accepting)
 	for (int i = 0; i < 200 && !refused; i++) {
 		refused = refuses(&s);
 		if (!refused)
-			sleep_ns(10000000);
+			time_sleep_ns(10000000);
 	}
 	CHECK_MSG(refused, "the server still takes new connections after SIGTERM");
 	/* The connection opened before. */
@@ -2040,7 +2040,7 @@ TEST(serve_second_signal_then_resume)
 	/* Live: a model call's event arrives while the run runs. */
 	fd = tcp_connect(&s);
 	snprintf(req, sizeof(req), "GET /v1/runs/%s/events HTTP/1.1\r\nHost: t\r\n\r\n", id);
-	CHECK_INT(write_all(fd, req, strlen(req)), 0);
+	CHECK_INT(file_write_all(fd, req, strlen(req)), 0);
 	got = read_until(fd, "event: call\n", 20000);
 	CHECK_CONTAINS(got, "text/event-stream");
 	CHECK_CONTAINS(got, "event: call\n");
@@ -2050,13 +2050,13 @@ TEST(serve_second_signal_then_resume)
 	CHECK_STR(json_str(r.json, "status"), "running");
 	resp_release(&r);
 	/* Two signals: the grace of 60 s is cut short. */
-	t0 = now_ns();
+	t0 = time_now_ns();
 	kill(s.pid, SIGTERM);
-	sleep_ns(100000000);
+	time_sleep_ns(100000000);
 	kill(s.pid, SIGTERM);
 	CHECK_INT(wait_exit(s.pid, 20), 0);
-	CHECK_MSG(now_ns() - t0 < 8 * 1000000000LL, "shutdown took %.1f s",
-		  (double)(now_ns() - t0) / 1e9);
+	CHECK_MSG(time_now_ns() - t0 < 8 * 1000000000LL, "shutdown took %.1f s",
+		  (double)(time_now_ns() - t0) / 1e9);
 	/* The stream saw the end. */
 	got = read_until(fd, "event: end\n", 5000);
 	CHECK_CONTAINS(got, "event: end\n");
@@ -2127,7 +2127,7 @@ TEST(serve_client_gone_cancels)
 				      "application/json\r\nContent-Length: %zu\r\n\r\n%s",
 				      cases[i].path, strlen(cases[i].body), cases[i].body);
 		int64_t t0;
-		CHECK_INT(write_all(fd, req, strlen(req)), 0);
+		CHECK_INT(file_write_all(fd, req, strlen(req)), 0);
 		free(req);
 		if (cases[i].wait_for) {
 			char *got = read_until(fd, cases[i].wait_for, 10000);
@@ -2135,14 +2135,14 @@ TEST(serve_client_gone_cancels)
 			free(got);
 		}
 		wait_running(&s, 1);
-		t0 = now_ns();
+		t0 = time_now_ns();
 		close(fd);
 		/* a solve is 4 calls of 1 s: it did not end by itself */
 		wait_running(&s, 0);
 		printf("  %s%s: cancelled %.0f ms after the client left\n", cases[i].path,
-		       cases[i].wait_for ? " (streamed)" : "", (double)(now_ns() - t0) / 1e6);
-		CHECK_MSG(now_ns() - t0 < 2500000000LL, "%s: the solve went on %.1f s after the "
-			  "client left", cases[i].path, (double)(now_ns() - t0) / 1e9);
+		       cases[i].wait_for ? " (streamed)" : "", (double)(time_now_ns() - t0) / 1e6);
+		CHECK_MSG(time_now_ns() - t0 < 2500000000LL, "%s: the solve went on %.1f s after the "
+			  "client left", cases[i].path, (double)(time_now_ns() - t0) / 1e9);
 	}
 	r = http(&s, "GET", "/metrics", NULL);
 	CHECK_CONTAINS(r.body, "rlm_solves_total{status=\"cancelled\"} 3\n");

@@ -200,9 +200,9 @@ TEST(policy_needle_in_large_essay)
 {
 	const char *needle = "One of the special magic numbers for harmonious-uniform is: 2338687.";
 	char *text = essay(400000, &needle, 1, magic_q), *got;
-	int64_t t0 = now_ns(), dt;
+	int64_t t0 = time_now_ns(), dt;
 	got = reply_to(text);
-	dt = now_ns() - t0;
+	dt = time_now_ns() - t0;
 	CHECK_STR(got, needle);
 	fprintf(stderr, "  400 KB leaf answered in %.2f ms\n", (double)dt / 1e6);
 	CHECK_MSG(dt < 50000000 * slow_factor(), "took %lld ns", (long long)dt);
@@ -538,7 +538,7 @@ static char *render(const char *name, const struct prompt_var *vars, size_t n)
 	struct buf b;
 	struct rlm_err err = {0, ""};
 	buf_init(&b, 0);
-	CHECK_MSG(prompt_render(name, vars, n, &b, &err) == 0, "%s: %s", name, err.msg);
+	CHECK_MSG(rlm_prompt_render(name, vars, n, &b, &err) == 0, "%s: %s", name, err.msg);
 	return buf_detach(&b, NULL);
 }
 
@@ -2084,13 +2084,13 @@ static void transport(struct sim *s, const char *text, long timeout_ms, const at
 		      struct answer *a, int64_t *took_ns)
 {
 	char *body = request_body("sim", text, "\"stream\":true");
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	memset(a, 0, sizeof(*a));
 	buf_init(&a->body, 64u << 20);
 	a->r.body = &a->body;
 	a->r.retry_after_ms = -1;
 	sim_provider.perform(s, body, strlen(body), timeout_ms, cancel, &a->r);
-	*took_ns = now_ns() - t0;
+	*took_ns = time_now_ns() - t0;
 	free(body);
 }
 
@@ -2160,7 +2160,7 @@ TEST(transport_timeout)
 
 static void *cancel_later(void *arg)
 {
-	sleep_ns(40000000);
+	time_sleep_ns(40000000);
 	atomic_store((atomic_bool *)arg, true);
 	return NULL;
 }
@@ -2261,7 +2261,7 @@ struct http {
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct http *h = arg;
-	int64_t t = now_ns() - h->t0;
+	int64_t t = time_now_ns() - h->t0;
 	if (!h->first_byte_ns)
 		h->first_byte_ns = t;
 	h->last_byte_ns = t;
@@ -2316,7 +2316,7 @@ static void http_setup(CURL *e, struct http *h, int port, const char *method, co
 		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
 	}
-	h->t0 = now_ns();
+	h->t0 = time_now_ns();
 }
 
 static struct http http_do(int port, const char *method, const char *path, const char *body)
@@ -2550,7 +2550,7 @@ TEST(serve_keepalive_fast)
 	buf_puts(&prompt, "the code of item-5 is c35\n");
 	body = request_body("sim", prompt.p, NULL);
 	e = curl_easy_init();
-	t0 = now_ns();
+	t0 = time_now_ns();
 	for (int i = 0; i < 200; i++) {
 		struct http h;
 		http_setup(e, &h, port, "POST", "/v1/chat/completions", body);
@@ -2563,7 +2563,7 @@ TEST(serve_keepalive_fast)
 		CHECK_CONTAINS(h.body.p, "the code of item-5 is c35");
 		buf_release(&h.body);
 	}
-	dt = now_ns() - t0;
+	dt = time_now_ns() - t0;
 	fprintf(stderr, "  200 keep-alive requests: %.1f ms (%.2f ms each), %ld connection(s)\n",
 		(double)dt / 1e6, (double)dt / 2e8, total_conns);
 	CHECK_INT(total_conns, 1);
@@ -2597,7 +2597,7 @@ TEST(serve_many_concurrent)
 		curl_easy_setopt(e[i], CURLOPT_PRIVATE, &h[i]);
 		curl_multi_add_handle(m, e[i]);
 	}
-	t0 = now_ns();
+	t0 = time_now_ns();
 	do {
 		curl_multi_perform(m, &running);
 		while ((msg = curl_multi_info_read(m, &(int){0}))) {
@@ -2610,7 +2610,7 @@ TEST(serve_many_concurrent)
 		if (running)
 			curl_multi_poll(m, NULL, 0, 100, NULL);
 	} while (running);
-	dt = now_ns() - t0;
+	dt = time_now_ns() - t0;
 	fprintf(stderr, "  %d concurrent requests (100 ms each): %.1f ms\n", N, (double)dt / 1e6);
 	CHECK_INT(done, N);
 	for (int i = 0; i < N; i++) {
@@ -2639,10 +2639,10 @@ TEST(serve_signals_exit_zero)
 		h = http_do(port, "POST", "/v1/chat/completions", body);
 		_exit(h.rc == CURLE_OK ? 0 : 1);
 	}
-	sleep_ns(200000000);
+	time_sleep_ns(200000000);
 	kill(pid, SIGINT);
 	for (int i = 0; i < 300 && waitpid(pid, &st, WNOHANG) != pid; i++)
-		sleep_ns(10000000);
+		time_sleep_ns(10000000);
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
 	kill(client, SIGKILL);
 	waitpid(client, NULL, 0);

@@ -154,7 +154,7 @@ static void check_text(struct store *s, int64_t n, const char *want)
 
 static double secs_since(int64_t t0)
 {
-	return (double)(now_ns() - t0) / 1e9;
+	return (double)(time_now_ns() - t0) / 1e9;
 }
 
 static void write_random(const char *path, size_t n)
@@ -721,7 +721,7 @@ TEST(runs_events_load_list)
 	begin_run_note(s, &a, "what is x?", "{\"model\":\"m\",\"depth\":2}",
 		       "{\"argv\":[\"rlm\",\"solve\"]}");
 	CHECK_MSG(valid_run_id(a.id), "run id '%s'", a.id);
-	CHECK(a.created_ms > 0 && llabs(a.created_ms - wall_ms()) < 60000);
+	CHECK(a.created_ms > 0 && llabs(a.created_ms - time_wall_ms()) < 60000);
 	add_event(s, a.id, "reply", "I will look", NULL, 0);
 	add_event(s, a.id, "code", "print(1)", NULL, 0);
 	add_event(s, a.id, "call", NULL, "{\"key\":\"ab\",\"cached\":true}", 1);
@@ -895,7 +895,7 @@ static pid_t running_child(const char *path, const char *q, char id[40])
 		close(fds[0]);
 		s = open_ok(path);
 		begin_run(s, &r, q, "{\"c\":1}");
-		if (write_all(fds[1], r.id, sizeof(r.id)))
+		if (file_write_all(fds[1], r.id, sizeof(r.id)))
 			_exit(1);
 		for (;;)
 			pause();
@@ -946,7 +946,7 @@ TEST(runs_killed_are_unfinished_and_interrupted)
 	kill(pid, SIGKILL);
 	/* Dead but not reaped yet (a zombie) is dead already. */
 	for (int i = 0; i < 200 && !(rc = unfinished(s, "q", "{\"c\":1}", id)); i++)
-		sleep_ns(10 * 1000000LL);
+		time_sleep_ns(10 * 1000000LL);
 	CHECK_INT(rc, 1);
 	CHECK_STR(id, cid);
 	CHECK_INT(waitpid(pid, &status, 0), pid);
@@ -967,7 +967,7 @@ TEST(runs_killed_are_unfinished_and_interrupted)
 	CHECK_INT(unfinished(s, "q", "{\"c\":2}", id), 0);
 
 	/* A run ended as interrupted (Ctrl-C) is resumable, newest first. */
-	sleep_ns(2 * 1000000LL);
+	time_sleep_ns(2 * 1000000LL);
 	begin_run(s, &intr, "q", "{\"c\":1}");
 	end = intr;
 	end.status = "interrupted";
@@ -1085,9 +1085,9 @@ static void rig_start(struct rig *r)
 	CHECK_MSG((r->m = llm_model_new(&mc, &e)) != NULL, "%s", e.msg);
 	CHECK_MSG((r->pool = llm_pool_new(&pc, &e)) != NULL, "%s", e.msg);
 	r->o.store = r->s;
-	record_init(&r->rec, &r->o);
+	rlm__record_init(&r->rec, &r->o);
 	r->o.record_ = &r->rec;
-	CHECK(record_front(&r->o) == &r->rec.front);
+	CHECK(rlm__record_front(&r->o) == &r->rec.front);
 }
 
 /* Queue a 200 reply of text after delay_ms. */
@@ -1107,7 +1107,7 @@ static size_t rig_run(struct rig *r, struct llm_call *calls, size_t n, const str
 	size_t failed;
 	for (size_t i = 0; i < n; i++) {
 		llm_call_init(&calls[i], r->m, &msgs[i % n_msgs], 1);
-		calls[i].front = record_front(&r->o);
+		calls[i].front = rlm__record_front(&r->o);
 		pcs[i] = &calls[i];
 	}
 	failed = llm_pool_run(r->pool, pcs, n);
@@ -1334,7 +1334,7 @@ static double lookups(struct store *s, int threads, int per, int nkeys)
 {
 	struct look_arg args[8];
 	pthread_t th[8];
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	for (int i = 0; i < threads; i++) {
 		args[i] = (struct look_arg){s, per, nkeys, 0, (unsigned)i + 1};
 		CHECK(pthread_create(&th[i], NULL, look_thread, &args[i]) == 0);
@@ -1359,7 +1359,7 @@ TEST(rates_of_lookups_and_events)
 	int64_t t0;
 
 	memset(text, 'x', sizeof(text));
-	t0 = now_ns();
+	t0 = time_now_ns();
 	for (int i = 0; i < KEYS; i++) {
 		struct store_key k;
 		key_n(&k, i);
@@ -1372,7 +1372,7 @@ TEST(rates_of_lookups_and_events)
 	CHECK_INT(st.call_hits, PER + 8 * (PER / 2));
 
 	begin_run(s, &r, "q", "{}");
-	t0 = now_ns();
+	t0 = time_now_ns();
 	for (int i = 0; i < 20000; i++) {
 		struct store_event ev = {0};
 		ev.t_ns = i;
@@ -1424,7 +1424,7 @@ TEST(kill9_while_committing_loses_nothing_committed)
 				if (put_text(s, &k, text, (size_t)n, i, &e))
 					_exit(3);
 				v = i + 1;
-				if (write_all(fds[1], &v, sizeof(v)))
+				if (file_write_all(fds[1], &v, sizeof(v)))
 					_exit(4);
 			}
 		}
@@ -1437,7 +1437,7 @@ TEST(kill9_while_committing_loses_nothing_committed)
 		 * lands (a slow child, under TSan, may send none) */
 		committed = v;
 		CHECK(getrandom(&r, 1, 0) == 1);
-		sleep_ns((int64_t)(r % 20) * 100000);
+		time_sleep_ns((int64_t)(r % 20) * 100000);
 		CHECK(kill(pid, SIGKILL) == 0);
 		CHECK_INT(waitpid(pid, &status, 0), pid);
 		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -1631,7 +1631,7 @@ TEST(locked_database_reported_after_busy_timeout)
 	free(t);
 	store_close(s);
 	/* a writer is told at once, not one busy timeout per write later */
-	t0 = now_ns();
+	t0 = time_now_ns();
 	CHECK_INT(open_rc(path, false, 200, &s, &e), RLM_ESTORE);
 	took = secs_since(t0);
 	CHECK_MSG(took >= 0.15 && took < 5, "gave up after %.3f s", took);
@@ -1697,7 +1697,7 @@ TEST(lookups_never_wait_for_the_writer)
 	free(get_text(s, &k)); /* a hit pending from now */
 	gets++;
 	pid = lock_child(path, false);
-	sleep_ns(1100000000LL); /* the pending hits are due */
+	time_sleep_ns(1100000000LL); /* the pending hits are due */
 	for (int round = 0; round < 2; round++) {
 		if (round == 1) {
 			/* this process's writer waiting on the lock, its mutex held */
@@ -1706,10 +1706,10 @@ TEST(lookups_never_wait_for_the_writer)
 			atomic_init(&pa.done, false);
 			key_n(&pa.k, 2);
 			CHECK_INT(pthread_create(&th, NULL, put_thread, &pa), 0);
-			sleep_ns(100000000);
+			time_sleep_ns(100000000);
 		}
 		for (int i = 0; i < 5; i++) {
-			int64_t t0 = now_ns();
+			int64_t t0 = time_now_ns();
 			char *t = get_text(s, &k);
 			double took = secs_since(t0);
 			CHECK_STR(t, "one");

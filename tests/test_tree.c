@@ -341,23 +341,23 @@ TEST(prompt_templates)
 	struct rlm_err err = {0, ""};
 	struct prompt_var v[2] = {{"question", "Q?", 0}, {"text", "T", 0}};
 	buf_init(&b, 0);
-	CHECK_INT(prompt_render("tree_leaf.txt", v, 2, &b, &err), 0);
+	CHECK_INT(rlm_prompt_render("tree_leaf.txt", v, 2, &b, &err), 0);
 	CHECK_CONTAINS(b.p, "Question: Q?");
 	CHECK_CONTAINS(b.p, "Text:\nT");
 	buf_reset(&b);
-	CHECK_INT(prompt_render_text("a {{nope}} b", 12, v, 2, &b, &err), RLM_EPARSE);
+	CHECK_INT(rlm_prompt_render_text("a {{nope}} b", 12, v, 2, &b, &err), RLM_EPARSE);
 	CHECK_CONTAINS(err.msg, "unknown placeholder '{{nope}}'");
 	buf_reset(&b);
-	CHECK_INT(prompt_render_text("a {{question", 12, v, 2, &b, &err), RLM_EPARSE);
+	CHECK_INT(rlm_prompt_render_text("a {{question", 12, v, 2, &b, &err), RLM_EPARSE);
 	CHECK_CONTAINS(err.msg, "unterminated");
 	buf_reset(&b);
-	CHECK_INT(prompt_render("missing.txt", v, 2, &b, &err), RLM_ENOTFOUND);
+	CHECK_INT(rlm_prompt_render("missing.txt", v, 2, &b, &err), RLM_ENOTFOUND);
 	buf_release(&b);
 }
 
 static void *cancel_soon(void *arg)
 {
-	sleep_ns(100000000);
+	time_sleep_ns(100000000);
 	atomic_store((atomic_bool *)arg, true);
 	return NULL;
 }
@@ -374,7 +374,7 @@ TEST(cancel_ends_the_solve)
 	struct corpus *c = corpus_from_text(text, len);
 	atomic_bool flag = false;
 	pthread_t th;
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	env_init(&e, "ttft=400ms", 0);
 	opts_for(&o, &e, 20000);
 	o.cancel = &flag;
@@ -383,7 +383,7 @@ TEST(cancel_ends_the_solve)
 		  RLM_ECANCEL);
 	pthread_join(th, NULL);
 	CHECK_CONTAINS(err.msg, "cancelled");
-	CHECK_MSG(now_ns() - t0 < 2000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	CHECK_MSG(time_now_ns() - t0 < 2000000000LL, "took %lld ms", (long long)(time_now_ns() - t0) / 1000000);
 	rlm_result_release(&r);
 	corpus_free(c);
 	free(text);
@@ -483,13 +483,13 @@ TEST(time_limit_stops_the_tree)
 	char *text = haystack(20000, 10, "One of the special magic numbers for brave-lantern is: 8264013.",
 			      &len);
 	struct corpus *c = corpus_from_text(text, len);
-	int64_t t0 = now_ns();
+	int64_t t0 = time_now_ns();
 	env_init(&e, "ttft=5s", 0);
 	opts_for(&o, &e, 20000);
 	o.timeout_ns = 300000000LL;
 	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern?", c, &r, &err),
 		  0);
-	CHECK_MSG(now_ns() - t0 < 2000000000LL, "took %lld ms", (long long)(now_ns() - t0) / 1000000);
+	CHECK_MSG(time_now_ns() - t0 < 2000000000LL, "took %lld ms", (long long)(time_now_ns() - t0) / 1000000);
 	CHECK_INT(r.stop, RLM_STOP_TIMEOUT);
 	CHECK_CONTAINS(r.stop_detail, "time limit of 300 ms reached");
 	CHECK(!r.answer);

@@ -261,7 +261,7 @@ TEST(wire_build_table)
 			CHECK_MSG(strstr(err.msg, t->url), "%s: error \"%s\" lacks \"%s\"", t->name,
 				  err.msg, t->url);
 			CHECK_MSG(err.code == rc, "%s: err.code %d", t->name, err.code);
-			http_req_release(&req);
+			llm__http_req_release(&req);
 			continue;
 		}
 		CHECK_MSG(req.url && strcmp(req.url, t->url) == 0, "%s: url \"%s\"", t->name,
@@ -276,7 +276,7 @@ TEST(wire_build_table)
 		CHECK_MSG(req.body && strcmp(req.body, t->body) == 0, "%s:\n  body %s\n  want %s",
 			  t->name, req.body ? req.body : "(null)", t->body);
 		CHECK_MSG(req.len == strlen(t->body), "%s: len %zu", t->name, req.len);
-		http_req_release(&req);
+		llm__http_req_release(&req);
 		CHECK(req.url == NULL && req.body == NULL && req.n_headers == 0);
 	}
 	check_no_leaks();
@@ -319,7 +319,7 @@ TEST(wire_build_large_text_round_trip)
 		CHECK_INT(strlen(got->valuestring), n);
 		CHECK(memcmp(got->valuestring, text, n) == 0);
 		cJSON_Delete(j);
-		http_req_release(&req);
+		llm__http_req_release(&req);
 	}
 	free(text);
 	check_no_leaks();
@@ -706,11 +706,11 @@ TEST(retry_after_table)
 	    {"Wed Oct 21 07:28:00 2015", 0, -1},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		int64_t got = http_parse_retry_after(cases[i].v, cases[i].now);
+		int64_t got = llm__http_parse_retry_after(cases[i].v, cases[i].now);
 		CHECK_MSG(got == cases[i].want, "\"%s\": %lld, want %lld", cases[i].v,
 			  (long long)got, (long long)cases[i].want);
 	}
-	CHECK_INT(http_parse_retry_after(NULL, 0), -1);
+	CHECK_INT(llm__http_parse_retry_after(NULL, 0), -1);
 }
 
 /* ---- request and response ---- */
@@ -719,19 +719,19 @@ TEST(http_req_and_resp_helpers)
 {
 	struct http_req r = {0};
 	struct http_resp resp;
-	http_req_header(&r, "X-A: %d", 1);
-	http_req_header(&r, "X-B: %s", "two");
+	llm__http_req_header(&r, "X-A: %d", 1);
+	llm__http_req_header(&r, "X-B: %s", "two");
 	CHECK_INT(r.n_headers, 2);
 	CHECK_STR(r.headers[0], "X-A: 1");
 	CHECK_STR(r.headers[1], "X-B: two");
 	r.url = xstrdup("http://h");
 	r.body = xstrdup("{}");
 	r.len = 2;
-	http_req_release(&r);
+	llm__http_req_release(&r);
 	CHECK(!r.url && !r.body && r.n_headers == 0 && r.len == 0);
-	http_req_release(&r); /* twice is harmless */
+	llm__http_req_release(&r); /* twice is harmless */
 
-	http_resp_init(&resp);
+	llm__http_resp_init(&resp);
 	CHECK_INT(resp.status, 0);
 	CHECK_INT(resp.retry_after_ms, -1);
 	CHECK_INT(resp.transport_rc, 0);
@@ -741,7 +741,7 @@ TEST(http_req_and_resp_helpers)
 	CHECK(resp.body.len == 0);
 	CHECK(resp.body.max == LLM_MAX_BODY);
 	CHECK_INT(buf_puts(&resp.body, "hello"), 0);
-	http_resp_release(&resp);
+	llm__http_resp_release(&resp);
 	CHECK(resp.body.cap == 0 && resp.body.len == 0);
 	CHECK_STR(resp.body.p, "");
 	check_no_leaks();
@@ -759,7 +759,7 @@ TEST(http_req_header_overflow_aborts)
 		int devnull = open("/dev/null", O_WRONLY);
 		dup2(devnull, 2); /* the abort message is expected */
 		for (int i = 0; i <= LLM_MAX_HEADERS; i++)
-			http_req_header(&r, "X-%d: v", i);
+			llm__http_req_header(&r, "X-%d: v", i);
 		_exit(0);
 	}
 	CHECK(waitpid(pid, &status, 0) == pid);
