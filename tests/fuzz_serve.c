@@ -103,7 +103,7 @@ static void one_chat(const char *p, size_t len, bool is_object, bool utf8)
 	int rc = serve__chat_parse(p, len, &ch, &err);
 	if (rc) {
 		check_refused(rc, &err, is_object, utf8);
-		if (ch.body || ch.qown || ch.context.p)
+		if (ch.body || ch.qown || ch.context.cap)
 			abort();
 		return;
 	}
