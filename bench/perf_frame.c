@@ -23,7 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-bool bench_perf_row_ok(const struct perf_row *r)
+/* r met its target: measured, within its limit, and within
+ * PERF_COPIES_MAX copies where it counts them. */
+static bool row_ok(const struct perf_row *r)
 {
 	if (r->failed || r->copies > PERF_COPIES_MAX)
 		return false;
@@ -45,7 +47,8 @@ static void replay(FILE *f, char *error, size_t n)
 	}
 }
 
-bool bench_perf_listed(const char *list, const char *name)
+/* Whether name is in the comma-separated list (NULL: any name is). */
+static bool listed(const char *list, const char *name)
 {
 	size_t n = strlen(name);
 	for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
@@ -55,7 +58,9 @@ bool bench_perf_listed(const char *list, const char *name)
 	return !list;
 }
 
-int bench_perf_only_check(const struct perf_section *secs, size_t n_secs, const char *only)
+/* 0 when every name of the comma-separated list only is a section's;
+ * else 2, after saying which is not (log_error). */
+static int only_check(const struct perf_section *secs, size_t n_secs, const char *only)
 {
 	struct buf known = BUF_INIT;
 	for (size_t k = 0; k < n_secs; k++)
@@ -77,7 +82,13 @@ int bench_perf_only_check(const struct perf_section *secs, size_t n_secs, const 
 	return 0;
 }
 
-int bench_perf_run_section(const struct perf_section *s, const struct perf_opts *o, struct perf_row *rows,
+/* Run section s into rows (its own at rows + s->first) with this
+ * process's stderr (fd 2, its threads' and children's too) going to a
+ * temporary file, copied to stderr afterwards. When it fails (or
+ * `inject`, for tests: RLM_PERF_FAIL), mark its rows failed, named from
+ * s->labels, with the last "rlm: error: " line it wrote as their error.
+ * Returns 0, or 1 when it failed. */
+static int run_section(const struct perf_section *s, const struct perf_opts *o, struct perf_row *rows,
 		     bool inject)
 {
 	FILE *cap = tmpfile();
@@ -136,7 +147,9 @@ static void machine_now(struct machine *m)
 		m->load[0] = m->load[1] = m->load[2] = -1;
 }
 
-void bench_perf_print_table(const struct perf_row *rows, size_t n, FILE *f)
+/* The table on f: name, target, measured value, ok / MISSED / FAILED, the
+ * note or the error. */
+static void print_table(const struct perf_row *rows, size_t n, FILE *f)
 {
 	struct machine m;
 	machine_now(&m);
@@ -155,7 +168,7 @@ void bench_perf_print_table(const struct perf_row *rows, size_t n, FILE *f)
 		}
 		snprintf(val, sizeof(val), "%.3f %s", r->value, r->unit);
 		fprintf(f, "%-28s %-18s %-18s %s  (%s)\n", r->name, r->target, val,
-			bench_perf_row_ok(r) ? "ok" : "MISSED", r->note);
+			row_ok(r) ? "ok" : "MISSED", r->note);
 	}
 }
 
@@ -181,12 +194,17 @@ static cJSON *row_json(const struct perf_row *r)
 		json_add_num(o, "copies", isfinite(r->copies) ? r->copies : -1);
 		json_add_num(o, "copies_limit", PERF_COPIES_MAX);
 	}
-	json_add_bool(o, "ok", bench_perf_row_ok(r));
+	json_add_bool(o, "ok", row_ok(r));
 	json_add_str(o, "note", r->note);
 	return o;
 }
 
-void bench_perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
+/* The JSON on f: {"results": [rows...], and what makes two runs
+ * comparable: "version", "commit" (rlm_git_commit), "timestamp" (UTC),
+ * "cpus" (online), "loadavg" (1, 5 and 15 minutes, as the run ends),
+ * "options"}. Rows not run (--only) are left out. The table starts with a
+ * line of the same. */
+static void print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
 		     const char *only, FILE *f)
 {
 	cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray(), *opt = cJSON_CreateObject();
@@ -227,7 +245,7 @@ int bench_perf_main(struct perf_opts *o, const char *only, bool json, FILE *out)
 	struct perf_row rows[PERF_ROWS];
 	bool all_ok = true;
 	size_t failed = 0;
-	if (only && bench_perf_only_check(bench_perf_sections, bench_perf_n_sections, only))
+	if (only && only_check(bench_perf_sections, bench_perf_n_sections, only))
 		return 2;
 	/* --quick scales the counts down; what the user set stays */
 	if (!o->calls)
@@ -241,16 +259,16 @@ int bench_perf_main(struct perf_opts *o, const char *only, bool json, FILE *out)
 	memset(rows, 0, sizeof(rows));
 	for (size_t k = 0; k < bench_perf_n_sections; k++) {
 		const struct perf_section *s = &bench_perf_sections[k];
-		if (bench_perf_listed(only, s->name) &&
-		    bench_perf_run_section(s, o, rows, inject && bench_perf_listed(inject, s->name)))
+		if (listed(only, s->name) &&
+		    run_section(s, o, rows, inject && listed(inject, s->name)))
 			failed++;
 	}
 	for (size_t i = 0; i < PERF_ROWS; i++)
-		all_ok &= !rows[i].name || bench_perf_row_ok(&rows[i]);
+		all_ok &= !rows[i].name || row_ok(&rows[i]);
 	if (json)
-		bench_perf_print_json(rows, PERF_ROWS, o, only, out);
+		print_json(rows, PERF_ROWS, o, only, out);
 	else
-		bench_perf_print_table(rows, PERF_ROWS, out);
+		print_table(rows, PERF_ROWS, out);
 	fflush(out);
 	if (failed)
 		fprintf(stderr,

@@ -48,35 +48,6 @@ struct perf_section {
 extern const struct perf_section bench_perf_sections[];
 extern const size_t bench_perf_n_sections;
 
-/* r met its target: measured, within its limit, and within
- * PERF_COPIES_MAX copies where it counts them. */
-bool bench_perf_row_ok(const struct perf_row *r);
-
-/* Whether name is in the comma-separated list (NULL: any name is). */
-bool bench_perf_listed(const char *list, const char *name);
-/* 0 when every name of the comma-separated list only is a section's;
- * else 2, after saying which is not (log_error). */
-int bench_perf_only_check(const struct perf_section *secs, size_t n_secs, const char *only);
-/* Run section s into rows (its own at rows + s->first) with this
- * process's stderr (fd 2, its threads' and children's too) going to a
- * temporary file, copied to stderr afterwards. When it fails (or
- * `inject`, for tests: RLM_PERF_FAIL), mark its rows failed, named from
- * s->labels, with the last "rlm: error: " line it wrote as their error.
- * Returns 0, or 1 when it failed. */
-int bench_perf_run_section(const struct perf_section *s, const struct perf_opts *o, struct perf_row *rows,
-		     bool inject);
-
-/* The table on f: name, target, measured value, ok / MISSED / FAILED, the
- * note or the error. */
-void bench_perf_print_table(const struct perf_row *rows, size_t n, FILE *f);
-/* The JSON on f: {"results": [rows...], and what makes two runs
- * comparable: "version", "commit" (rlm_git_commit), "timestamp" (UTC),
- * "cpus" (online), "loadavg" (1, 5 and 15 minutes, as the run ends),
- * "options"}. Rows not run (--only) are left out. The table starts with a
- * line of the same. */
-void bench_perf_print_json(const struct perf_row *rows, size_t n, const struct perf_opts *o,
-		     const char *only, FILE *f);
-
 struct rlm_result;
 /* The ideal wall time of the solve whose result is root, in call
  * latencies: its tree of calls (each node's root calls; its plain

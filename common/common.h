@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "text.h" /* the text_ helpers: parsing numbers, URLs, UTF-8 */
+
 #define RLM_VERSION "0.1.0"
 /* The commit this binary was built from: 12 hex digits, with "-dirty"
  * after them when tracked files differed from it; "unknown" when it was
@@ -114,23 +116,6 @@ uint64_t rng_below(struct rng *r, uint64_t n);
 /* Uniform in [0, 1). */
 double rng_unit(struct rng *r);
 uint64_t rng_splitmix64(uint64_t *state);
-
-/* ---- parsing numbers with suffixes ---- */
-/* Parse "1000", "8k", "32K", "1.5M", "10M", "2G" (powers of 1000).
- * Returns 0 or RLM_EINVAL. */
-int text_parse_count(const char *s, uint64_t *out);
-/* Parse a non-negative integer that must fit in an int; 0 or RLM_EINVAL. */
-int text_parse_int(const char *s, long min, long max, long *out);
-int text_parse_double(const char *s, double min, double max, double *out);
-
-/* ---- URLs ---- */
-/* s with the "user:password@" of every URL in it removed (s may be a
- * comma-separated list of URLs), and the values of query parameters whose
- * names look secret (key, token, secret, password, auth, sig, ...:
- * ?api_key=...) replaced by REDACTED: a URL as it may be stored or shown,
- * a credential left out. Text that is no URL is copied as it is. The
- * caller frees the result. */
-char *text_url_without_userinfo(const char *s);
 
 /* ---- logging to stderr, thread-safe, one line per call ---- */
 enum { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };

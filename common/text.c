@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* common/text.c -- UTF-8 sequences and code points, trimming, numbers and
- * sizes for people, and what a NONE reply is (contracts in text.h). */
+/* common/text.c -- UTF-8 sequences and code points, trimming, numbers,
+ * sizes and durations for people, what a NONE reply is, parsing numbers
+ * and sizes, URLs without their credentials (contracts in text.h). */
 #include "text.h"
 #include "common.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -256,4 +259,152 @@ int text_parse_size(const char *s, uint64_t *out)
 		return RLM_EINVAL;
 	*out = (uint64_t)llroundl(v);
 	return 0;
+}
+
+/* ---- parsing numbers; URLs without their credentials ---- */
+
+int text_parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+	double v, mul = 1;
+	if (!s || !*s)
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		return RLM_EINVAL;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': mul = 1e3; end++; break;
+	case 'm': case 'M': mul = 1e6; end++; break;
+	case 'g': case 'G': mul = 1e9; end++; break;
+	default: return RLM_EINVAL;
+	}
+	if (*end)
+		return RLM_EINVAL;
+	v *= mul;
+	if (v > 1e18)
+		return RLM_EINVAL;
+	*out = (uint64_t)llround(v);
+	return 0;
+}
+
+int text_parse_int(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+	if (!s || !*s)
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return RLM_EINVAL;
+	*out = v;
+	return 0;
+}
+
+int text_parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+	if (!s || !*s)
+		return RLM_EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v < min || v > max)
+		return RLM_EINVAL;
+	*out = v;
+	return 0;
+}
+
+static char *url_strip_userinfo(const char *s);
+
+/* Does a query parameter named name[0..n) look like it holds a secret? */
+static bool secret_param(const char *name, size_t n)
+{
+	static const char *const words[] = {"key",  "token", "secret", "password", "passwd",
+					    "auth", "sig",   "credential"};
+	for (size_t w = 0; w < ARRAY_SIZE(words); w++) {
+		size_t k = strlen(words[w]);
+		for (size_t i = 0; i + k <= n; i++)
+			if (strncasecmp(name + i, words[w], k) == 0)
+				return true;
+	}
+	return false;
+}
+
+/* The query parameters of the URLs in s whose names look secret, with
+ * their values replaced by REDACTED; s is freed. */
+static char *redact_queries(char *s)
+{
+	struct buf b = BUF_INIT;
+	const char *p = s;
+	bool query = false;
+	while (*p) {
+		size_t name, val;
+		if (!query) {
+			/* the next '?' that ends the path of a URL: the text
+			 * since the last separator holds "://" */
+			const char *q = p + strcspn(p, "?"), *seg = q;
+			while (seg > s && !strchr(", \t", seg[-1]))
+				seg--;
+			buf_append(&b, p, (size_t)(q - p));
+			if (!*q)
+				break;
+			buf_append(&b, "?", 1);
+			p = q + 1;
+			query = memmem(seg, (size_t)(q - seg), "://", 3) != NULL;
+			continue;
+		}
+		/* one parameter: name[=value], up to '&', or the end of the
+		 * query (a fragment, the next URL of a list) */
+		name = strcspn(p, "=&#, \t");
+		buf_append(&b, p, name);
+		p += name;
+		if (*p == '=') {
+			val = strcspn(p + 1, "&#, \t");
+			if (secret_param(p - name, name))
+				buf_puts(&b, "=REDACTED");
+			else
+				buf_append(&b, p, val + 1);
+			p += val + 1;
+		}
+		if (*p == '&') {
+			buf_append(&b, "&", 1);
+			p++;
+		} else {
+			query = false;
+		}
+	}
+	free(s);
+	return buf_detach(&b, NULL);
+}
+
+char *text_url_without_userinfo(const char *s)
+{
+	return redact_queries(url_strip_userinfo(s));
+}
+
+static char *url_strip_userinfo(const char *s)
+{
+	char *out = xmalloc(strlen(s) + 1), *o = out;
+	while (*s) {
+		const char *sep = strstr(s, "://"), *end, *at = NULL;
+		if (!sep) {
+			strcpy(o, s);
+			return out;
+		}
+		sep += 3;
+		memcpy(o, s, (size_t)(sep - s));
+		o += sep - s;
+		/* The authority ends at the path, query, fragment or the next
+		 * URL of a list; its last '@' ends the userinfo. */
+		end = sep + strcspn(sep, "/?#, \t");
+		for (const char *p = sep; p < end; p++)
+			if (*p == '@')
+				at = p;
+		s = at ? at + 1 : sep;
+	}
+	*o = 0;
+	return out;
 }

@@ -122,4 +122,21 @@ char *text_fmt_duration(char *buf, size_t n, int64_t ns);
  * (no sign, blank, hex, exponent, inf). Returns 0 or RLM_EINVAL. */
 int text_parse_size(const char *s, uint64_t *out);
 
+/* ---- parsing numbers with suffixes ---- */
+/* Parse "1000", "8k", "32K", "1.5M", "10M", "2G" (powers of 1000).
+ * Returns 0 or RLM_EINVAL. */
+int text_parse_count(const char *s, uint64_t *out);
+/* Parse a non-negative integer that must fit in an int; 0 or RLM_EINVAL. */
+int text_parse_int(const char *s, long min, long max, long *out);
+int text_parse_double(const char *s, double min, double max, double *out);
+
+/* ---- URLs ---- */
+/* s with the "user:password@" of every URL in it removed (s may be a
+ * comma-separated list of URLs), and the values of query parameters whose
+ * names look secret (key, token, secret, password, auth, sig, ...:
+ * ?api_key=...) replaced by REDACTED: a URL as it may be stored or shown,
+ * a credential left out. Text that is no URL is copied as it is. The
+ * caller frees the result. */
+char *text_url_without_userinfo(const char *s);
+
 #endif

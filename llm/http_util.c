@@ -249,6 +249,30 @@ void llm__wire_set_body(struct http_req *out, const cJSON *obj)
 	out->len = strlen(out->body);
 }
 
+int llm__wire_finish(struct http_req *out, cJSON *body, int built_rc, const char *model_extra,
+		     const char *call_extra, char *url, struct rlm_err *err)
+{
+	int rc = built_rc;
+	if (rc)
+		rlm_err_set(err, rc, "cannot build request body");
+	if (!rc)
+		rc = llm__wire_merge_extra(body, model_extra, err);
+	if (!rc)
+		rc = llm__wire_merge_extra(body, call_extra, err);
+	if (rc) {
+		cJSON_Delete(body);
+		free(url);
+		return rc;
+	}
+	llm__http_req_release(out);
+	out->url = url;
+	llm__http_req_header(out, "Content-Type: application/json");
+	llm__http_req_header(out, "Accept: application/json");
+	llm__wire_set_body(out, body);
+	cJSON_Delete(body);
+	return 0;
+}
+
 /* ---- replies ---- */
 
 int llm__wire_parse_reply(const char *body, size_t len, cJSON **out, struct rlm_err *err)

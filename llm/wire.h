@@ -30,6 +30,15 @@ int llm__wire_check_key(const char *key, struct rlm_err *err);
 /* Print obj compactly into out->body and out->len. */
 void llm__wire_set_body(struct http_req *out, const cJSON *obj);
 
+/* The end of every wire's build: body (consumed, whatever happens) gets
+ * the model's extra JSON, then the call's (llm__wire_merge_extra); out is
+ * emptied and gets url (consumed), the headers Content-Type and Accept of
+ * JSON, and the body. The caller adds its own headers after. Returns 0;
+ * built_rc (not 0: the body could not be built) with err "cannot build
+ * request body"; or RLM_EINVAL with err when an extra is not an object. */
+int llm__wire_finish(struct http_req *out, cJSON *body, int built_rc, const char *model_extra,
+		     const char *call_extra, char *url, struct rlm_err *err);
+
 /* Parse a 2xx reply body of len bytes into *out (the caller deletes it).
  * Returns 0, or RLM_EPARSE "malformed JSON in reply (N bytes)" when it is
  * not JSON, or RLM_EPARSE "reply is not a JSON object" when it is other

@@ -143,26 +143,13 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 		rc = json_add_num(body, "top_p", p->top_p);
 	if (!rc)
 		rc = add_stop(body, p);
-	if (rc) {
-		cJSON_Delete(body);
-		return rlm_err_set(err, rc, "cannot build request body");
-	}
-	rc = llm__wire_merge_extra(body, m->extra_json, err);
-	if (!rc)
-		rc = llm__wire_merge_extra(body, p->extra_json, err);
-	if (rc) {
-		cJSON_Delete(body);
+	rc = llm__wire_finish(out, body, rc, m->extra_json, p->extra_json,
+			      xasprintf("%s/v1/messages", base_url), err);
+	if (rc)
 		return rc;
-	}
-	llm__http_req_release(out);
-	out->url = xasprintf("%s/v1/messages", base_url);
-	llm__http_req_header(out, "Content-Type: application/json");
-	llm__http_req_header(out, "Accept: application/json");
 	if (m->api_key && *m->api_key)
 		llm__http_req_header(out, "x-api-key: %s", m->api_key);
 	llm__http_req_header(out, "anthropic-version: " ANTHROPIC_VERSION);
-	llm__wire_set_body(out, body);
-	cJSON_Delete(body);
 	return 0;
 }
 

@@ -96,26 +96,11 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 		rc = json_add_num(body, "top_p", p->top_p);
 	if (!rc)
 		rc = add_stop(body, "stop", p);
-	if (rc) {
-		cJSON_Delete(body);
-		return rlm_err_set(err, rc, "cannot build request body");
-	}
-	rc = llm__wire_merge_extra(body, m->extra_json, err);
-	if (!rc)
-		rc = llm__wire_merge_extra(body, p->extra_json, err);
-	if (rc) {
-		cJSON_Delete(body);
-		return rc;
-	}
-	llm__http_req_release(out);
-	out->url = xasprintf("%s/chat/completions", base_url);
-	llm__http_req_header(out, "Content-Type: application/json");
-	llm__http_req_header(out, "Accept: application/json");
-	if (m->api_key && *m->api_key)
+	rc = llm__wire_finish(out, body, rc, m->extra_json, p->extra_json,
+			      xasprintf("%s/chat/completions", base_url), err);
+	if (!rc && m->api_key && *m->api_key)
 		llm__http_req_header(out, "Authorization: Bearer %s", m->api_key);
-	llm__wire_set_body(out, body);
-	cJSON_Delete(body);
-	return 0;
+	return rc;
 }
 
 /* The reply text of a message: a string, or an array of parts of which
