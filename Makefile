@@ -4,6 +4,8 @@ BUILD   ?= build
 CC      ?= gcc
 PKGS    := libcurl libcjson sqlite3 libseccomp libmicrohttpd libxxhash
 SAN     ?=
+# Debian's python3 (make deps installs it), for the layout checks.
+PYTHON  ?= /usr/bin/python3
 
 ifeq ($(CC),cc)
 CC := gcc
@@ -137,8 +139,8 @@ fuzz:
 # The layout of docs/architecture.md: includes go down the arrows only, and
 # every symbol librlm.a exports carries its module's prefix.
 check-layout: $(LIB)
-	python3 scripts/check_layout.py includes
-	python3 scripts/check_layout.py symbols $(LIB_OBJ)
+	$(PYTHON) scripts/check_layout.py includes
+	$(PYTHON) scripts/check_layout.py symbols $(LIB_OBJ)
 
 lint: check-layout
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
