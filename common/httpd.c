@@ -151,6 +151,20 @@ void httpd_body_release(struct httpd_body *b)
 	buf_release(&b->buf);
 }
 
+void httpd_body_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			  enum MHD_RequestTerminationCode code)
+{
+	struct httpd_body *body = *con_cls;
+	(void)cls;
+	(void)c;
+	(void)code;
+	if (body) {
+		httpd_body_release(body);
+		free(body);
+		*con_cls = NULL;
+	}
+}
+
 const char *httpd_declared_over(struct MHD_Connection *c, size_t max)
 {
 	const char *cl =

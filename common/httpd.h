@@ -89,7 +89,7 @@ cJSON *httpd_error_json(const char *const *members);
 
 /* A request body read under a cap; owned by its connection's thread. */
 struct httpd_body {
-	struct buf buf;	  /* what was read (buf.p NULL before any byte) */
+	struct buf buf;	  /* what was read ("" before any byte) */
 	bool too_big;	  /* it passed the cap: buf was dropped */
 	uint64_t dropped; /* bytes read and dropped since */
 };
@@ -99,6 +99,10 @@ void httpd_body_init(struct httpd_body *b, size_t max);
  * within the cap; past it, buf is dropped and the rest only counted. */
 void httpd_body_take(struct httpd_body *b, const char *data, size_t n);
 void httpd_body_release(struct httpd_body *b);
+/* An MHD_RequestCompletedCallback for servers whose per-request state
+ * (*con_cls) is a heap httpd_body, or NULL: releases and frees it. */
+void httpd_body_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			  enum MHD_RequestTerminationCode code);
 /* The Content-Length header of c as sent (for a message) when it declares
  * more than max bytes, else NULL. Borrowed until the request completes. */
 const char *httpd_declared_over(struct MHD_Connection *c, size_t max);

@@ -267,26 +267,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return answer_chat(sv, c, body);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-			 enum MHD_RequestTerminationCode code)
-{
-	struct httpd_body *body = *con_cls;
-	(void)cls;
-	(void)c;
-	(void)code;
-	if (body) {
-		httpd_body_release(body);
-		free(body);
-		*con_cls = NULL;
-	}
-}
-
 struct sim_server *sim_server_start(const struct sim_cfg *cfg, int listen_fd, struct rlm_err *err)
 {
 	struct sim_server *sv = xcalloc(1, sizeof(*sv));
 	struct httpd_cfg hc = {
 	    .on_request = on_request,
-	    .on_completed = on_completed,
+	    .on_completed = httpd_body_completed,
 	    .arg = sv,
 	    .connection_limit = 4096,
 	    .timeout_s = 600,

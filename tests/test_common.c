@@ -790,22 +790,8 @@ static enum MHD_Result test_request(void *cls, struct MHD_Connection *c, const c
 			    c, 413, httpd_response(xstrdup("too big"), 7, "text/plain", NULL));
 		return httpd_queue(
 		    c, 200,
-		    httpd_response(xstrndup(body->buf.p ? body->buf.p : "", body->buf.len),
+		    httpd_response(xstrndup(body->buf.p, body->buf.len),
 				   body->buf.len, "application/octet-stream", NULL));
-	}
-}
-
-static void test_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-			   enum MHD_RequestTerminationCode code)
-{
-	struct httpd_body *body = *con_cls;
-	(void)cls;
-	(void)c;
-	(void)code;
-	if (body) {
-		httpd_body_release(body);
-		free(body);
-		*con_cls = NULL;
 	}
 }
 
@@ -840,7 +826,7 @@ TEST(httpd_serves_on_a_listening_socket)
 {
 	struct httpd_cfg cfg = {
 	    .on_request = test_request,
-	    .on_completed = test_completed,
+	    .on_completed = httpd_body_completed,
 	    .connection_limit = 16,
 	    .timeout_s = 10,
 	    .quiesce = true,
