@@ -7,9 +7,9 @@
 #define RLM_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/common.h" /* log_fail: "rlm: error: ..." and an exit status */
-#include <stdint.h>
 
 int cli_solve(int argc, char **argv);
 int cli_repl(int argc, char **argv);
