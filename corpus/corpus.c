@@ -219,6 +219,9 @@ int corpus__tb_finish(struct tbuf *b, struct corpus_int *ci, bool table)
 	munmap(b->p, b->cap); /* the text stays in the memfd */
 	b->p = NULL;
 	if (ftruncate(b->fd, (off_t)b->len) < 0 || (table && (rc = tb_write_table(b, &ci->c))) ||
+	    (rc = corpus__meta_write(b->fd,
+				     b->len + (table ? 16 * (uint64_t)ci->c.n_docs : 0), &ci->c,
+				     &ci->c.fd_meta_table)) ||
 	    fcntl(b->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <
 		0) {
 		rc = rc ? rc : -errno;
@@ -257,8 +260,10 @@ void corpus_free(struct corpus *c)
 	struct corpus_int *ci = (struct corpus_int *)c;
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n_docs; i++)
-		free(c->docs[i].name);
+	for (size_t i = 0; i < c->n_docs; i++) {
+		free(c->docs[i].id);
+		free(c->docs[i].info);
+	}
 	free(c->docs);
 	free(c->source);
 	free(ci->heap);
@@ -300,13 +305,15 @@ static const char *label(const char *path, char *tmp, size_t n)
 	return tmp;
 }
 
-void corpus_add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *name)
+void corpus_add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *id, char *info)
 {
 	if (c->n_docs == *cap) {
 		*cap = *cap ? *cap * 2 : 16;
 		c->docs = xrealloc(c->docs, *cap * sizeof(*c->docs));
 	}
-	c->docs[c->n_docs++] = (struct corpus_doc){off, len, name};
+	if (!id)
+		id = xasprintf("%zu", c->n_docs);
+	c->docs[c->n_docs++] = (struct corpus_doc){off, len, id, info};
 }
 
 /* 0 when s[0..len) is UTF-8 without NUL bytes; otherwise the message says
@@ -332,7 +339,7 @@ struct corpus *corpus_from_text(const char *text, size_t len)
 	ci->heap[len] = '\0';
 	ci->c.buf = ci->heap;
 	ci->c.len = len;
-	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, len, xstrdup("context"), NULL);
 	return &ci->c;
 }
 
@@ -345,29 +352,29 @@ int corpus_from_text_memfd(const char *text, size_t len, struct corpus **out)
 	*out = NULL;
 	if (fd < 0)
 		return -errno;
+	ci = corpus_alloc(CORPUS_TEXT, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, len, xstrdup("context"), NULL);
 	/* mode 0: see corpus__tb_init */
 	rc = fchmod(fd, 0) < 0 ? -errno : file_write_all(fd, text, len);
+	if (rc == 0)
+		rc = corpus__meta_write(fd, len, &ci->c, &ci->c.fd_meta_table);
 	if (rc == 0 &&
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
 		rc = -errno;
+	p = rc == 0 && len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : NULL;
+	if (rc == 0 && p == MAP_FAILED)
+		rc = -errno;
 	if (rc < 0) {
 		close(fd);
+		corpus_free(&ci->c);
 		return rc;
 	}
-	p = len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : NULL;
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	ci = corpus_alloc(CORPUS_TEXT, NULL);
 	ci->map = p;
 	ci->map_len = len;
 	ci->c.buf = len ? p : "";
 	ci->c.len = len;
 	ci->c.fd = fd;
 	ci->c.fd_table = len;
-	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
 	*out = &ci->c;
 	return 0;
 }
@@ -378,11 +385,18 @@ struct corpus *corpus_borrow_text(const char *text, size_t len)
 	size_t cap = 0;
 	ci->c.buf = len ? text : "";
 	ci->c.len = len;
-	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, len, xstrdup("context"), NULL);
 	return &ci->c;
 }
 
 /* ---- mapping a whole regular file ---- */
+
+/* A file's name without its directories: its document id. */
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
 
 /* Map fd (a regular file of st->st_size bytes, not empty). */
 static int map_fd(int fd, const struct stat *st, const char *path, size_t max, void **map,
@@ -424,7 +438,7 @@ static int load_text(int fd, const struct stat *st, const char *path, size_t max
 	ci->c.buf = map;
 	ci->c.len = len;
 	ci->c.mapped = true;
-	corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, len, xstrdup(base_name(path)), NULL);
 	*out = &ci->c;
 	return 0;
 }
@@ -432,7 +446,7 @@ static int load_text(int fd, const struct stat *st, const char *path, size_t max
 /* ---- JSONL ---- */
 
 static const char *const text_keys[] = {"text", "content", "body", "document", "contents"};
-static const char *const name_keys[] = {"id", "docid", "title", "name"};
+static const char *const id_keys[] = {"id", "docid"};
 
 static bool is_blank(const char *s, size_t n)
 {
@@ -442,30 +456,61 @@ static bool is_blank(const char *s, size_t n)
 	return true;
 }
 
-/* The document name of an object line: the first of name_keys that is a
- * string or a number. NULL when there is none. */
-static int doc_name(const cJSON *j, const char *what, size_t line, char **name, struct rlm_err *err)
+/* A string or number field as an id: its text, or NULL. */
+static char *id_text(const cJSON *it)
 {
-	*name = NULL;
-	for (size_t k = 0; k < ARRAY_SIZE(name_keys); k++) {
-		const cJSON *it = json_get(j, name_keys[k]);
-		if (cJSON_IsString(it)) {
-			if (!text_utf8_valid(it->valuestring, strlen(it->valuestring), NULL))
-				return rlm_err_set(err, RLM_EPARSE,
-						   "%s line %zu: invalid UTF-8 in field '%s'", what,
-						   line, name_keys[k]);
-			*name = xstrdup(it->valuestring);
-			return 0;
-		}
-		if (cJSON_IsNumber(it)) {
-			double v = it->valuedouble;
-			if (isfinite(v) && v == floor(v) && fabs(v) < 1e15)
-				*name = xasprintf("%.0f", v);
-			else
-				*name = xasprintf("%.17g", v);
-			return 0;
-		}
+	double v;
+	if (cJSON_IsString(it))
+		return xstrdup(it->valuestring);
+	if (!cJSON_IsNumber(it))
+		return NULL;
+	v = it->valuedouble;
+	if (isfinite(v) && v == floor(v) && fabs(v) < 1e15)
+		return xasprintf("%.0f", v);
+	return xasprintf("%.17g", v);
+}
+
+/* Who the record j (an object, its text in field text_key) is: its id
+ * (the first of id_keys that is a string or a number, else its line
+ * number) and its metadata line (corpus_doc_info): its "title" when a
+ * string, and every other field but the text and the id. Strings in j
+ * are UTF-8 here (cJSON kept the bytes; the id is checked, the rest was
+ * checked with the line). */
+static int doc_identity(const cJSON *j, const char *text_key, const char *what, size_t line,
+			char **id, char **info, struct rlm_err *err)
+{
+	const char *id_key = NULL;
+	const cJSON *it, *title = json_get(j, "title");
+	cJSON *o, *meta;
+	*id = *info = NULL;
+	for (size_t k = 0; k < ARRAY_SIZE(id_keys) && !*id; k++)
+		if ((*id = id_text(json_get(j, id_keys[k]))))
+			id_key = id_keys[k];
+	if (*id && !text_utf8_valid(*id, strlen(*id), NULL)) {
+		free(*id);
+		*id = NULL;
+		return rlm_err_set(err, RLM_EPARSE, "%s line %zu: invalid UTF-8 in field '%s'",
+				   what, line, id_key);
 	}
+	if (!*id)
+		*id = xasprintf("%zu", line);
+	o = cJSON_CreateObject();
+	json_add_str(o, "id", *id);
+	json_add(o, "path", cJSON_CreateNull());
+	json_add(o, "title", cJSON_IsString(title) ? cJSON_CreateString(title->valuestring)
+						   : cJSON_CreateNull());
+	meta = cJSON_CreateObject();
+	cJSON_ArrayForEach(it, j)
+	{
+		if (!it->string || strcmp(it->string, text_key) == 0 ||
+		    (id_key && strcmp(it->string, id_key) == 0) ||
+		    (cJSON_IsString(title) && it == title))
+			continue;
+		json_add(meta, it->string, cJSON_Duplicate(it, 1));
+	}
+	json_add(o, "meta", meta);
+	*info = json_print(o);
+	cJSON_Delete(o);
 	return 0;
 }
 
@@ -474,8 +519,8 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 		      const char *what, size_t line, struct rlm_err *err)
 {
 	cJSON *j = NULL;
-	const char *text = NULL, *bad_key = NULL;
-	char *name = NULL;
+	const char *text = NULL, *text_key = NULL, *bad_key = NULL;
+	char *id = NULL, *info = NULL;
 	size_t tlen, bad;
 	int rc;
 	if (memchr(s, 0, n))
@@ -492,9 +537,10 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 	} else if (cJSON_IsObject(j)) {
 		for (size_t k = 0; k < ARRAY_SIZE(text_keys) && !text; k++) {
 			const cJSON *it = json_get(j, text_keys[k]);
-			if (cJSON_IsString(it))
+			if (cJSON_IsString(it)) {
 				text = it->valuestring;
-			else if (it && !bad_key)
+				text_key = text_keys[k];
+			} else if (it && !bad_key)
 				bad_key = text_keys[k];
 		}
 		if (!text && bad_key) {
@@ -510,7 +556,7 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 			    what, line);
 			goto out;
 		}
-		if ((rc = doc_name(j, what, line, &name, err)))
+		if ((rc = doc_identity(j, text_key, what, line, &id, &info, err)))
 			goto out;
 	} else {
 		rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: not a JSON object or string", what,
@@ -535,11 +581,12 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 	b->len += tlen;
 	b->p[b->len++] = '\n';
 	b->p[b->len] = '\0';
-	corpus_add_doc(c, cap, b->len - tlen - 1, tlen, name);
-	name = NULL;
+	corpus_add_doc(c, cap, b->len - tlen - 1, tlen, id ? id : xasprintf("%zu", line), info);
+	id = info = NULL;
 	rc = 0;
 out:
-	free(name);
+	free(id);
+	free(info);
 	cJSON_Delete(j);
 	return rc;
 }
@@ -677,7 +724,7 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 	if ((rc = check_text("standard input", b.p, b.len, err)))
 		goto fail;
 	ci = corpus_alloc(CORPUS_TEXT, "-");
-	corpus_add_doc(&ci->c, &cap, 0, b.len, NULL);
+	corpus_add_doc(&ci->c, &cap, 0, b.len, xstrdup("stdin"), NULL);
 	if ((rc = corpus__tb_finish(&b, ci, false))) {
 		corpus_free(&ci->c);
 		return rlm_err_set(err, rc, "cannot keep standard input: %s", strerror(-rc));

@@ -30,11 +30,21 @@
 
 enum corpus_kind { CORPUS_AUTO, CORPUS_TEXT, CORPUS_DIR, CORPUS_JSONL };
 
+/* A document: where its text lies, and who it is. */
 struct corpus_doc {
 	size_t off;   /* offset of the text in corpus.buf */
 	size_t len;   /* bytes of text */
-	char *name;   /* file path relative to the directory, JSONL id/title,
-		       * or NULL; owned */
+	char *id;     /* owned; set by every loader: a directory's file: its
+		       * path relative to the directory ("linux/eventpoll.h");
+		       * a JSONL record: its "id" (else "docid") field as text,
+		       * else its line number ("17"); a single file: its base
+		       * name; standard input: "stdin"; corpus_from_text*:
+		       * "context"; a list of documents from code: its index
+		       * ("0", "1", ...). NULL only in a corpus built by hand,
+		       * where the index stands for it. */
+	char *info;   /* owned, or NULL: the document's metadata line, when
+		       * it has more than its id (a JSONL record's title and
+		       * other fields): see corpus_doc_info */
 };
 
 struct corpus {
@@ -55,6 +65,11 @@ struct corpus {
 				  * (dup to keep it) */
 	uint64_t fd_text;        /* 0, and fd_table len, but in a view */
 	uint64_t fd_table;
+	uint64_t fd_meta_table;  /* where fd holds the documents' metadata
+				  * lines (corpus_doc_info, each ended by '\n')
+				  * as n_docs little-endian uint64 pairs
+				  * (offset from byte 0 of fd, length), for the
+				  * REPL's `documents`; 0 when it holds none */
 	struct corpus_doc *docs; /* n_docs entries, in order; owned */
 	size_t n_docs;
 	size_t skipped;          /* directory files skipped as binary or not UTF-8 */
@@ -111,13 +126,17 @@ int corpus_from_docs_memfd(const char *const *items, const size_t *lens, size_t 
  * parent->buf (the view's count from its own buf); for TEXT it is one
  * document. fd (>= 0) is a sealed memfd that holds the view's text at byte
  * text_at and its documents' table at table_at, as corpus.fd says: it is
- * duplicated (the view's fd_text and fd_table). Where parent's buf is a
+ * duplicated (the view's fd_text and fd_table); meta_table_at is where fd
+ * holds the metadata table entries of these documents (of the one
+ * document of a TEXT view), 0 for none (fd_meta_table). The view's
+ * documents keep their ids (a TEXT view's is its parent's first
+ * document's). Where parent's buf is a
  * mapping, corpus_release_pages of the view drops the pages of its part.
  * Returns 0 with *out (corpus_free it before parent), or -errno (the
  * duplicate failed). (corpus/corpus_view.c) */
 int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, size_t len,
 		const struct corpus_doc *docs, size_t n_docs, int fd, uint64_t text_at,
-		uint64_t table_at, struct corpus **out);
+		uint64_t table_at, uint64_t meta_table_at, struct corpus **out);
 /* Decode JSONL held in memory (corpus_load decodes a file the same way;
  * the fuzz target uses this): each non-blank line a JSON string or an object with a
  * string "text" (else "content", "body", "document", "contents") and an
@@ -128,6 +147,17 @@ int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, 
  * corpus_free; on error *out is NULL and err says what. */
 int corpus_from_jsonl_buf(const char *name, const char *buf, size_t len, struct corpus **out,
 			  struct rlm_err *err);
+/* The metadata line of document i, appended to out: compact JSON on one
+ * line, {"id":"...","path":"..."|null,"title":"..."|null,"meta":{...}}:
+ * path is the file a document came from (a directory's relative path, a
+ * single file's path as given), title and meta a JSONL record's "title"
+ * and its other fields but the text. What the REPL's `documents[i]` shows
+ * (repl/repl.h). Returns 0, or RLM_ETOOBIG when out cannot grow.
+ * (corpus/corpus_meta.c) */
+int corpus_doc_info(const struct corpus *c, size_t i, struct buf *out);
+/* The document whose id is id[0..len): its index, or -1. A decimal index
+ * ("7") names document 7 when no document has that id. */
+long corpus_doc_find(const struct corpus *c, const char *id, size_t len);
 /* Take the pages of a mapped file or of a memfd out of this process's
  * resident set: the controller will not read the text for a while (once
  * the REPL's context memfd is filled, say). Nothing is lost: they stay in

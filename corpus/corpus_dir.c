@@ -229,7 +229,7 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 		goto cut;
 	b->p[b->len++] = '\n'; /* reserved above */
 	b->p[b->len] = '\0';
-	corpus_add_doc(c, cap, start, len, xstrdup(rel));
+	corpus_add_doc(c, cap, start, len, xstrdup(rel), NULL);
 	goto out;
 cut:
 	b->len = start;

@@ -27,8 +27,14 @@ size_t corpus_page_size(void);
  * no fd. The caller's to corpus_free. */
 struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source);
 /* Append the document s[off, off + len) of c->buf to c->docs, whose
- * allocated length is *cap; takes name (may be NULL). */
-void corpus_add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *name);
+ * allocated length is *cap; takes id (may be NULL: then its index, in
+ * decimal) and info (may be NULL). */
+void corpus_add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *id, char *info);
+/* Write the metadata lines of c's documents (corpus_doc_info, each ended
+ * by '\n') into fd at byte at, then their table (corpus.fd_meta_table),
+ * whose place goes to *table_at. Returns 0 or -errno.
+ * (corpus/corpus_meta.c) */
+int corpus__meta_write(int fd, uint64_t at, const struct corpus *c, uint64_t *table_at);
 
 /* The text of a directory, JSONL or standard input while it is read: a
  * memfd mapped shared and writable, or the heap when there is no memfd.

@@ -42,7 +42,7 @@ int corpus_from_docs_memfd(const char *const *items, const size_t *lens, size_t 
 		b.len += lens[i];
 		b.p[b.len++] = '\n';
 		b.p[b.len] = '\0';
-		corpus_add_doc(&ci->c, &cap, b.len - lens[i] - 1, lens[i], NULL);
+		corpus_add_doc(&ci->c, &cap, b.len - lens[i] - 1, lens[i], NULL, NULL);
 	}
 	if ((rc = corpus__tb_finish(&b, ci, true)))
 		goto fail;
@@ -58,7 +58,7 @@ fail:
 
 int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, size_t len,
 		const struct corpus_doc *docs, size_t n_docs, int fd, uint64_t text_at,
-		uint64_t table_at, struct corpus **out)
+		uint64_t table_at, uint64_t meta_table_at, struct corpus **out)
 {
 	const struct corpus_int *pi = (const struct corpus_int *)parent;
 	struct corpus_int *ci;
@@ -73,14 +73,20 @@ int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, 
 	ci->c.fd = dup;
 	ci->c.fd_text = text_at;
 	ci->c.fd_table = table_at;
+	ci->c.fd_meta_table = meta_table_at;
 	ci->view_mapped = pi->map || pi->view_mapped;
 	if (kind == CORPUS_TEXT) {
-		corpus_add_doc(&ci->c, &cap, 0, len, NULL);
+		/* A part of a str: of the one document the str is. */
+		const struct corpus_doc *d = parent->n_docs ? &parent->docs[0] : NULL;
+		corpus_add_doc(&ci->c, &cap, 0, len, d && d->id ? xstrdup(d->id) : NULL,
+			       d && d->info ? xstrdup(d->info) : NULL);
 	} else if (n_docs) {
 		ci->c.docs = xcalloc(n_docs, sizeof(*ci->c.docs));
 		ci->c.n_docs = n_docs;
 		for (size_t i = 0; i < n_docs; i++)
-			ci->c.docs[i] = (struct corpus_doc){docs[i].off - off, docs[i].len, NULL};
+			ci->c.docs[i] = (struct corpus_doc){
+			    docs[i].off - off, docs[i].len, docs[i].id ? xstrdup(docs[i].id) : NULL,
+			    docs[i].info ? xstrdup(docs[i].info) : NULL};
 	}
 	*out = &ci->c;
 	return 0;

@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (memchr(c->buf + d->off, 0, d->len) ||
 		    !text_utf8_valid(c->buf + d->off, d->len, NULL))
 			abort();
-		if (d->name && !text_utf8_valid(d->name, strlen(d->name), NULL))
+		if (d->id && !text_utf8_valid(d->id, strlen(d->id), NULL))
 			abort();
 		end = d->off + d->len + 1;
 	}

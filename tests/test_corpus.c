@@ -79,9 +79,9 @@ static bool doc_is(const struct corpus *c, size_t i, const char *text, const cha
 	const struct corpus_doc *d = &c->docs[i];
 	if (d->len != strlen(text) || memcmp(c->buf + d->off, text, d->len) != 0)
 		return false;
-	if (!name || !d->name)
-		return name == d->name;
-	return strcmp(name, d->name) == 0;
+	if (!name || !d->id)
+		return name == d->id;
+	return strcmp(name, d->id) == 0;
 }
 
 /* Run fn with stderr going to a file; return what it wrote. */
@@ -117,7 +117,7 @@ TEST(text_file_is_mapped_as_one_document)
 	CHECK_INT(c->n_docs, 1);
 	CHECK_INT(c->docs[0].off, 0);
 	CHECK_INT(c->docs[0].len, 13);
-	CHECK(c->docs[0].name == NULL);
+	CHECK_STR(c->docs[0].id, strrchr(p, '/') + 1); /* its base name */
 	CHECK(memcmp(c->buf, "hello\nwörld\n", 13) == 0);
 	CHECK_INT(c->skipped, 0);
 	corpus_free(c);
@@ -290,7 +290,7 @@ TEST(from_text_copies)
 	CHECK(c->source == NULL);
 	CHECK_INT(c->len, 7);
 	CHECK_INT(c->n_docs, 1);
-	CHECK(doc_is(c, 0, "abc\ndef", NULL));
+	CHECK(doc_is(c, 0, "abc\ndef", "context"));
 	CHECK_INT(c->buf[7], '\0');
 	corpus_free(c);
 	corpus_free(NULL);
@@ -395,7 +395,7 @@ TEST(dir_symlinks)
 	CHECK_INT(c->n_docs, 5);
 	CHECK(doc_is(c, 4, "linked", "link.txt"));
 	for (size_t i = 0; i < c->n_docs; i++)
-		CHECK(!strstr(c->docs[i].name, "linkdir"));
+		CHECK(!strstr(c->docs[i].id, "linkdir"));
 	corpus_free(c);
 	free(d);
 	free(link);
@@ -521,9 +521,9 @@ TEST(dir_10k_files)
 	ms = (double)(time_now_ns() - t0) / 1e6;
 	printf("     10000-file directory loaded in %.1f ms\n", ms);
 	CHECK_INT(c->n_docs, 10000);
-	CHECK_STR(c->docs[0].name, "00/f00000.txt");
-	CHECK_STR(c->docs[1].name, "00/f00100.txt");
-	CHECK_STR(c->docs[9999].name, "99/f09999.txt");
+	CHECK_STR(c->docs[0].id, "00/f00000.txt");
+	CHECK_STR(c->docs[1].id, "00/f00100.txt");
+	CHECK_STR(c->docs[9999].id, "99/f09999.txt");
 	CHECK(doc_is(c, 0, "document 0: some text to read about item 0.\n", "00/f00000.txt"));
 	corpus_free(c);
 	free(d);
@@ -551,11 +551,12 @@ TEST(jsonl_good)
 	CHECK_STR(c->source, p);
 	CHECK_INT(c->n_docs, 8);
 	CHECK(doc_is(c, 0, "hello", "a"));
-	CHECK(doc_is(c, 1, "just a string", NULL));
-	CHECK(doc_is(c, 2, "caf\xc3\xa9 \xf0\x9f\x98\x80 \xc3\xa9", "T"));
+	/* No id: the line number (blank lines count); a title is not an id. */
+	CHECK(doc_is(c, 1, "just a string", "4"));
+	CHECK(doc_is(c, 2, "caf\xc3\xa9 \xf0\x9f\x98\x80 \xc3\xa9", "5"));
 	CHECK(doc_is(c, 3, "l1\nl2\ttab \"q\" \\ back /", "42"));
-	CHECK(doc_is(c, 4, "x", "1.5"));
-	CHECK(doc_is(c, 5, "y", "t2"));
+	CHECK(doc_is(c, 4, "x", "7"));
+	CHECK(doc_is(c, 5, "y", "8"));
 	CHECK(doc_is(c, 6, "", "empty"));
 	CHECK(doc_is(c, 7, "raw é and \\u0000 spelled out", "-7"));
 	for (size_t i = 0; i < c->n_docs; i++)
@@ -565,17 +566,61 @@ TEST(jsonl_good)
 	free(p);
 }
 
+/* Every document has an id and a metadata line: a record's title and
+ * other fields travel, its text does not; ids are found, so are indices. */
+TEST(documents_keep_their_identity)
+{
+	static const char text[] = "{\"id\":\"r-1\",\"title\":\"Q3 report\",\"text\":\"sales up\","
+				   "\"year\":2024,\"tags\":[\"a\",\"b\"]}\n"
+				   "{\"docid\":7,\"body\":\"b\",\"title\":5}\n"
+				   "\"plain\"\n";
+	char *p = put_s("ids.jsonl", text), *d = tmp("docs");
+	struct corpus *c = load_ok(p, NULL);
+	struct buf b = BUF_INIT;
+	CHECK_INT(c->n_docs, 3);
+	CHECK_INT(corpus_doc_info(c, 0, &b), 0);
+	CHECK_STR(b.p, "{\"id\":\"r-1\",\"path\":null,\"title\":\"Q3 report\",\"meta\":"
+		       "{\"year\":2024,\"tags\":[\"a\",\"b\"]}}");
+	buf_reset(&b);
+	/* A title that is not a string stays a field. */
+	CHECK_INT(corpus_doc_info(c, 1, &b), 0);
+	CHECK_STR(b.p, "{\"id\":\"7\",\"path\":null,\"title\":null,\"meta\":{\"title\":5}}");
+	buf_reset(&b);
+	CHECK_INT(corpus_doc_info(c, 2, &b), 0);
+	CHECK_STR(b.p, "{\"id\":\"3\",\"path\":null,\"title\":null,\"meta\":{}}");
+	CHECK_INT(corpus_doc_find(c, "r-1", 3), 0);
+	CHECK_INT(corpus_doc_find(c, "7", 1), 1);
+	CHECK_INT(corpus_doc_find(c, "3", 1), 2);
+	CHECK_INT(corpus_doc_find(c, "2", 1), 2); /* no id "2": index 2 */
+	CHECK_INT(corpus_doc_find(c, "r-", 2), -1);
+	CHECK_INT(corpus_doc_find(c, "9", 1), -1);
+	CHECK_INT(corpus_doc_find(c, "02", 2), -1);
+	corpus_free(c);
+	make_tree();
+	c = load_ok(d, NULL);
+	buf_reset(&b);
+	CHECK_INT(corpus_doc_info(c, 0, &b), 0);
+	CHECK(strstr(b.p, "\"path\":\"") != NULL);
+	CHECK(strstr(b.p, c->docs[0].id) != NULL);
+	CHECK(corpus_doc_find(c, c->docs[c->n_docs - 1].id, strlen(c->docs[c->n_docs - 1].id)) ==
+	      (long)c->n_docs - 1);
+	corpus_free(c);
+	buf_release(&b);
+	free(p);
+	free(d);
+}
+
 TEST(jsonl_kind_forced_and_ndjson)
 {
 	char *p = put_s("docs.txt", "{\"text\":\"one\"}\n"), *q = put_s("d.NDJSON", "\"two\"\n");
 	struct corpus_opts o = {CORPUS_JSONL, 0, false, false, false};
 	struct corpus *c = load_ok(p, &o);
 	CHECK_INT(c->kind, CORPUS_JSONL);
-	CHECK(doc_is(c, 0, "one", NULL));
+	CHECK(doc_is(c, 0, "one", "1"));
 	corpus_free(c);
 	c = load_ok(q, NULL);
 	CHECK_INT(c->kind, CORPUS_JSONL);
-	CHECK(doc_is(c, 0, "two", NULL));
+	CHECK(doc_is(c, 0, "two", "1"));
 	corpus_free(c);
 	free(p);
 	free(q);
@@ -632,8 +677,8 @@ TEST(jsonl_from_buf_and_bom)
 	CHECK_INT(corpus_from_jsonl_buf("mem", text, sizeof(text) - 1, &c, &err), 0);
 	CHECK_STR(c->source, "mem");
 	CHECK_INT(c->n_docs, 2);
-	CHECK(doc_is(c, 0, "first", NULL));
-	CHECK(doc_is(c, 1, "second", NULL));
+	CHECK(doc_is(c, 0, "first", "1"));
+	CHECK(doc_is(c, 1, "second", "2"));
 	corpus_free(c);
 	CHECK_INT(corpus_from_jsonl_buf("mem", "{", 1, &c, &err), RLM_EPARSE);
 	CHECK(c == NULL);
@@ -687,7 +732,7 @@ TEST(stdin_text)
 	CHECK_STR(c->source, "-");
 	CHECK(!c->mapped);
 	CHECK_INT(c->n_docs, 1);
-	CHECK(c->docs[0].name == NULL);
+	CHECK_STR(c->docs[0].id, "stdin");
 	CHECK_INT(c->len, size);
 	CHECK(memcmp(c->buf, data, size) == 0);
 	corpus_free(c);
@@ -788,7 +833,26 @@ static void check_memfd(const struct corpus *c, bool table)
 		  F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
 	CHECK_INT(fstat(c->fd, &st), 0);
 	CHECK_INT(st.st_mode & 07777, 0);
-	CHECK_INT(st.st_size, c->len + tlen);
+	/* Then the documents' metadata lines and their table. */
+	CHECK(c->fd_meta_table >= c->len + tlen);
+	CHECK_INT(st.st_size, c->fd_meta_table + 16 * c->n_docs);
+	for (size_t i = 0; i < c->n_docs; i++) {
+		struct buf want = BUF_INIT;
+		unsigned char e[16];
+		uint64_t v[2] = {0, 0};
+		char *line;
+		CHECK_INT(pread(c->fd, e, 16, (off_t)(c->fd_meta_table + 16 * i)), 16);
+		for (int j = 0; j < 16; j++)
+			v[j / 8] |= (uint64_t)e[j] << (8 * (j % 8));
+		CHECK_INT(corpus_doc_info(c, i, &want), 0);
+		CHECK_INT(v[1], want.len);
+		line = xmalloc(v[1] + 2);
+		CHECK_INT(pread(c->fd, line, v[1] + 1, (off_t)v[0]), (ssize_t)(v[1] + 1));
+		CHECK(memcmp(line, want.p, want.len) == 0);
+		CHECK_INT(line[v[1]], '\n');
+		free(line);
+		buf_release(&want);
+	}
 	CHECK(write(c->fd, "x", 1) < 0); /* sealed against writes */
 	t = xmalloc(c->len + tlen + 1);
 	CHECK_INT(pread(c->fd, t, c->len + tlen, 0), (ssize_t)(c->len + tlen));
@@ -823,7 +887,7 @@ TEST(dir_jsonl_and_stdin_live_in_a_sealed_memfd)
 	corpus_free(h);
 	c = load_ok(j, NULL);
 	check_memfd(c, true);
-	CHECK(doc_is(c, 2, "gamma", NULL));
+	CHECK(doc_is(c, 2, "gamma", "3"));
 	corpus_free(c);
 	CHECK_INT(corpus_from_jsonl_buf("x", jl, sizeof(jl) - 1, &c, &err), 0);
 	check_memfd(c, true);

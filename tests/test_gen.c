@@ -701,7 +701,7 @@ TEST(gen_docs_load_back_as_the_haystack)
 				char want[32];
 				snprintf(want, sizeof(want), "doc-%05zu%s", n - 1,
 					 fmts[f] == SNIAH_DIR ? ".txt" : "");
-				CHECK_STR(c->docs[n - 1].name, want);
+				CHECK_STR(c->docs[n - 1].id, want);
 			}
 			free(needle);
 			corpus_free(c);

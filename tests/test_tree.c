@@ -86,7 +86,7 @@ TEST(split_packs_small_documents)
 	const char *text = "aaaa\nbbbb\ncccc\ndddd\n";
 	size_t n;
 	for (int i = 0; i < 4; i++)
-		docs[i] = (struct corpus_doc){(size_t)i * 5, 4, NULL};
+		docs[i] = (struct corpus_doc){(size_t)i * 5, 4, NULL, NULL};
 	c.buf = text;
 	c.len = strlen(text);
 	c.docs = docs;
