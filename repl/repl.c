@@ -395,8 +395,17 @@ static int borrow_memfd(struct repl *r, const struct repl_context *c, struct rlm
 				   "the context fd %d holds %lld bytes, fewer than the %llu its text "
 				   "and documents table need",
 				   c->fd, (long long)st.st_size, (unsigned long long)end);
+	if (c->meta_table_at &&
+	    (c->n_meta > INT64_MAX / 32 || c->meta_table_at > INT64_MAX - 16 * (uint64_t)c->n_meta ||
+	     (uint64_t)st.st_size < c->meta_table_at + 16 * (uint64_t)c->n_meta))
+		return rlm_err_set(err, RLM_EINVAL,
+				   "the context fd %d does not hold the documents' metadata table "
+				   "where it is said to be",
+				   c->fd);
 	r->text_at = c->text_at;
 	r->table_at = table_at;
+	r->meta_table_at = c->meta_table_at;
+	r->n_meta = c->meta_table_at ? c->n_meta : 0;
 	r->memfd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3);
 	if (r->memfd < 0)
 		return rlm_err_set(err, -errno, "cannot duplicate the context fd: %s",
@@ -420,6 +429,8 @@ static int open_memfd(struct repl *r, const struct repl_context *c, struct rlm_e
 	r->n_docs = c->docs ? (long long)c->n_docs : -1;
 	r->text_at = 0;
 	r->table_at = c->len;
+	r->meta_table_at = 0;
+	r->n_meta = 0;
 	if (c->has_fd)
 		return borrow_memfd(r, c, err);
 	r->memfd = memfd_create("rlm-context", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -435,6 +446,36 @@ static int open_memfd(struct repl *r, const struct repl_context *c, struct rlm_e
 				   strerror(errno));
 	r->ctx_pending = c;
 	return 0;
+}
+
+/* The metadata lines after the text and the table, then their table:
+ * n_meta (offset, length) pairs, one per line of c->meta (a line missing
+ * at the end is empty). Returns 0 or -errno. */
+static int fill_meta(struct repl *r, const struct repl_context *c)
+{
+	uint64_t at = (uint64_t)c->len + (c->docs ? 16 * (uint64_t)c->n_docs : 0);
+	unsigned char table[16 * 256];
+	size_t pos = 0;
+	int rc = c->meta_len ? file_write_all(r->memfd, c->meta, c->meta_len) : 0;
+	for (size_t i = 0; rc == 0 && i < c->n_meta;) {
+		size_t k = 0;
+		for (; k < 256 && i < c->n_meta; k++, i++) {
+			const char *nl = pos < c->meta_len
+					     ? memchr(c->meta + pos, '\n', c->meta_len - pos)
+					     : NULL;
+			size_t n = nl ? (size_t)(nl - (c->meta + pos)) : c->meta_len - pos;
+			uint64_t v[2] = {at + pos, n};
+			for (int j = 0; j < 16; j++)
+				table[16 * k + j] = (unsigned char)(v[j / 8] >> (8 * (j % 8)));
+			pos = nl ? pos + n + 1 : c->meta_len;
+		}
+		rc = file_write_all(r->memfd, table, 16 * k);
+	}
+	if (rc == 0) {
+		r->meta_table_at = at + c->meta_len;
+		r->n_meta = c->n_meta;
+	}
+	return rc;
 }
 
 int repl__fill_context(struct repl *r, struct rlm_err *err)
@@ -453,6 +494,8 @@ int repl__fill_context(struct repl *r, struct rlm_err *err)
 		}
 		rc = file_write_all(r->memfd, table, 16 * k);
 	}
+	if (rc == 0 && c->n_meta)
+		rc = fill_meta(r, c);
 	if (rc < 0)
 		return rlm_err_set(err, RLM_EIO, "cannot fill the context memfd: %s",
 				   strerror(-rc));
@@ -614,7 +657,8 @@ void repl_free(struct repl *r)
 
 void repl_layout(const struct repl *r, struct repl_layout *out)
 {
-	*out = (struct repl_layout){r->memfd, r->text_at, r->text_len, r->table_at, r->n_docs};
+	*out = (struct repl_layout){r->memfd,	     r->text_at, r->text_len,	 r->table_at,
+				    r->n_docs, r->meta_table_at, r->n_meta};
 }
 
 void repl_stats(const struct repl *r, struct repl_stats *out)

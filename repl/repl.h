@@ -36,7 +36,12 @@
  * page-aligned regions of its text and table. It decodes them once into
  * `context`: a str, or a list[str]; invalid UTF-8 becomes U+FFFD (a context
  * decoded so, or one with a NUL, is sent by the worker only as copies,
- * never as references: see "contexts" below). The memfd is filled once and
+ * never as references: see "contexts" below). Then, for `documents`, the
+ * documents' metadata lines (one JSON object per line, {"id", "path",
+ * "title", "meta"}; one line for a str context) and N_META pairs of
+ * little-endian uint64 (offset from byte 0, length) at META_TABLE_AT, one
+ * per line: the worker reads a line when the model asks for that document
+ * and keeps a mapping of the text for search(). The memfd is filled once and
  * reused when the worker is restarted, with the same view. The worker's
  * command line is
  *   python3 -s -S -B -c <repl/runtime.py> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
@@ -55,12 +60,14 @@
  * WIRE FORMAT (fds 3 and 4)
  * A frame is a 4-byte big-endian length, then that many bytes of one UTF-8
  * JSON object with a string "type". Controller to worker:
- *   {"type":"context","text_at":A,"table_at":T}
+ *   {"type":"context","text_at":A,"table_at":T,"meta_table_at":M,"n_meta":K}
  *                                              first, once the memfd is
  *                                              filled and sealed (the first
  *                                              worker starts up meanwhile):
  *                                              where the text and the table
- *                                              lie in it
+ *                                              lie in it (M 0 and K 0:
+ *                                              no metadata; documents
+ *                                              are named by index)
  *   {"type":"exec","id":N,"code":"..."}       run code in the namespace
  *   {"type":"reply","id":N,"texts":["..."],"errors":[false,...]}
  *                                              answers to call N, in order
@@ -171,6 +178,17 @@ struct repl_context {
 	bool has_fd;
 	int fd;
 	uint64_t text_at, table_at;
+	/* The documents' identity, for the worker's `documents`: n_meta
+	 * metadata lines ({"id":..., "path":..., "title":..., "meta":{...}},
+	 * corpus_doc_info's), each ended by '\n', meta_len bytes at meta: one
+	 * per document, or one for a str. With has_fd and meta_table_at not 0
+	 * they lie in fd already, as n_meta (offset, length) pairs at byte
+	 * meta_table_at (offsets from byte 0 of fd), and meta is not read.
+	 * n_meta 0: none (`documents` names each by its index). */
+	const char *meta;
+	size_t meta_len;
+	size_t n_meta;
+	uint64_t meta_table_at;
 };
 
 /* Where a repl's context lies in its memfd (repl_layout): what a child's
@@ -183,6 +201,9 @@ struct repl_layout {
 	uint64_t table_at; /* documents: n_docs (offset, length) pairs, each
 			    * offset counted from byte 0 of fd */
 	long long n_docs;  /* -1: `context` is a str */
+	uint64_t meta_table_at; /* the documents' metadata: n_meta (offset,
+			    * length) pairs (0: none) */
+	size_t n_meta;
 };
 
 /* The context= of one prompt of an rlm call frame, as the worker sent it

@@ -165,6 +165,9 @@ struct repl {
 	long long n_docs;         /* -1: `context` is a str */
 	uint64_t text_at;         /* where the text lies in memfd */
 	uint64_t table_at;        /* where the documents' table lies */
+	uint64_t meta_table_at;   /* where the metadata lines' table lies (0:
+				   * none) */
+	size_t n_meta;            /* its entries */
 	char *scratch;            /* the worker's cwd and TMPDIR */
 	char *scratch_root;       /* $TMPDIR/rlm-repl-PID-XXXXXX above it: ours,
 				   * 0711, so that the worker can neither rename

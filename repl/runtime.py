@@ -33,10 +33,12 @@ import sys
 if sys.path[:1] == ['']:
     del sys.path[0]
 import _ast
+import _bisect
 import _collections
 import _operator
 import _signal
 import _thread
+import array
 import builtins
 import io
 import mmap
@@ -51,7 +53,8 @@ _MAX_VARS = 1000     # names in a result frame
 _max_frame = 1 << 26  # bytes of a frame to the controller (argv)
 _max_calls = 10000   # prompts per exec (argv)
 _SCAFFOLD_NAMES = ('context', 'llm_query', 'llm_query_batched', 'rlm_query',
-                   'rlm_query_batched', 'SHOW_VARS', 'answer', 'FINAL', 'FINAL_VAR')
+                   'rlm_query_batched', 'SHOW_VARS', 'answer', 'FINAL', 'FINAL_VAR',
+                   'documents', 'search')
 
 
 class _State:
@@ -867,6 +870,209 @@ def _do_final_var(eid, name):
     _finish(eid, err)
 
 
+# ---- documents and search ----
+#
+# Who each document of the context is, and where a pattern occurs in it,
+# read from the memfd when asked: the metadata lines (repl/repl.h) stay in
+# the mapping, two small arrays say where each document and each line is,
+# and search() runs the regular expression over the bytes of the mapping,
+# so a 40 MB context is neither decoded again nor copied per call.
+
+class _DocState:
+    def __init__(self):
+        self.spans = array.array('Q')  # (start, length) of each document in the text
+        self.chars = array.array('Q')  # its length in characters
+        self.starts = None             # the starts alone, for bisect
+        self.meta = array.array('Q')   # (offset, length) of each metadata line
+        self.n_meta = 0
+        self.meta_map = None           # (mmap, offset of its byte 0 in the memfd)
+        self.text_at = self.text_len = 0
+        self.text_map = None           # (mmap, where the text starts in it)
+        self.ids = None                # id -> index, built on first use
+
+    def load_meta(self, table_at, n):
+        if n <= 0 or table_at <= 0:
+            return
+        mm, at = _region(table_at, 16 * n)
+        try:
+            with memoryview(mm) as mv, mv[at:at + 16 * n] as raw:
+                if sys.byteorder == 'little':
+                    self.meta = array.array('Q', raw.cast('Q'))
+                else:
+                    self.meta = array.array('Q', (int.from_bytes(raw[i:i + 8], 'little')
+                                                  for i in range(0, len(raw), 8)))
+        finally:
+            mm.close()
+        self.n_meta = n
+
+    def line(self, i):
+        """The metadata of document i as a dict, or None."""
+        if i >= self.n_meta:
+            return None
+        off, n = self.meta[2 * i], self.meta[2 * i + 1]
+        if self.meta_map is None:
+            lo = min(self.meta[0::2])
+            hi = max(o + k for o, k in zip(self.meta[0::2], self.meta[1::2]))
+            mm, at = _region(lo, max(hi - lo, 1))
+            self.meta_map = (mm, lo - at)
+        mm, base = self.meta_map
+        try:
+            d = _decode(mm[off - base:off - base + n])
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return d if type(d) is dict else None
+
+    def text(self):
+        """The text's mapping and where the text starts in it."""
+        if self.text_map is None:
+            if self.text_len == 0:
+                self.text_map = (b'', 0)
+            else:
+                self.text_map = _region(self.text_at, self.text_len)
+        return self.text_map
+
+
+_docs = _DocState()
+
+
+class _Documents:
+    """documents[i] -> {"id", "path", "title", "chars", "meta"}: who
+    context[i] is (for a str context, documents[0] names it). id is what
+    to cite; path the file it came from; title and meta a record's title
+    and other fields. len(documents), iteration, slices, and
+    documents.index(id) -> i."""
+    __slots__ = ()
+
+    def __len__(self):
+        return max(_docs.n_meta, len(_docs.chars))
+
+    def __getitem__(self, i):
+        n = len(self)
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(n))]
+        i = _operator.index(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError('documents index out of range (there are %d documents)' % n)
+        d = _docs.line(i) or {}
+        return {'id': str(d.get('id', i)), 'path': d.get('path'), 'title': d.get('title'),
+                'chars': _docs.chars[i] if i < len(_docs.chars) else None,
+                'meta': d.get('meta') if type(d.get('meta')) is dict else {}}
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def index(self, doc_id):
+        """The index of the document whose id is doc_id (a decimal index
+        names itself when no id matches); ValueError when there is none."""
+        if _docs.ids is None:
+            ids = {}
+            for i in range(len(self)):
+                d = _docs.line(i)
+                ids.setdefault(str(d.get('id', i)) if d else str(i), i)
+            _docs.ids = ids
+        k = str(doc_id)
+        if k in _docs.ids:
+            return _docs.ids[k]
+        if k.isdigit() and (k == '0' or k[0] != '0') and int(k) < len(self):
+            return int(k)
+        raise ValueError('no document with id %r' % (doc_id,))
+
+    def __repr__(self):
+        n = len(self)
+        shown = ', '.join(self[i]['id'] for i in range(min(n, 3)))
+        return '<documents: %d, ids such as %s%s>' % (n, shown, ', ...' if n > 3 else '')
+
+
+documents = _Documents()
+
+_SEARCH_LINE = 500  # characters of a hit's line shown
+
+
+def _count_nl(mm, a, b):
+    n = 0
+    while a < b:
+        e = min(b, a + (1 << 20))
+        n += mm[a:e].count(b'\n')
+        a = e
+    return n
+
+
+def _hit_line(mm, lo, hi, s, e):
+    """The line around bytes [s, e) in mm[lo:hi], decoded; a long one is
+    cut to a window around the match."""
+    ls = max(mm.rfind(b'\n', lo, s) + 1, lo)
+    le = mm.find(b'\n', s, hi)
+    if le < 0:
+        le = hi
+    if le - ls > 4 * _SEARCH_LINE:
+        ls = max(ls, s - 2 * _SEARCH_LINE)
+        le = min(le, max(e, s) + 2 * _SEARCH_LINE)
+    t = str(mm[ls:le], 'utf-8', 'replace').strip('\r')
+    if len(t) > _SEARCH_LINE:
+        k = len(str(mm[ls:s], 'utf-8', 'replace'))
+        a = max(0, min(k - _SEARCH_LINE // 3, len(t) - _SEARCH_LINE))
+        t = ('...' if a else '') + t[a:a + _SEARCH_LINE] + ('...' if a + _SEARCH_LINE < len(t) else '')
+    return t
+
+
+def search(pattern, max_results=100, regex=True, ignore_case=False):
+    """search(pattern, max_results=100, regex=True, ignore_case=False) ->
+    list of {"doc", "index", "line", "start", "end", "text"}: where pattern
+    (a Python regular expression, matched against the UTF-8 bytes, ^ and $
+    at line ends; regex=False: a literal string) occurs in the whole
+    context as loaded, in document order, at most max_results of them. doc
+    is the document's id (documents[index]), line its 1-based line, start
+    and end byte offsets in that document, text the line holding the match
+    (long ones cut around it). Runs at the speed of `re` over bytes: filter
+    with it first, then read only what matched."""
+    import re
+    if isinstance(pattern, str):
+        pat = pattern.encode('utf-8', 'surrogateescape')
+    elif isinstance(pattern, (bytes, bytearray)):
+        pat = bytes(pattern)
+    else:
+        raise TypeError('search() takes the pattern as a str, not %s' % type(pattern).__name__)
+    if not regex:
+        pat = re.escape(pat)
+    max_results = _operator.index(max_results)
+    try:
+        rx = re.compile(pat, re.M | (re.I if ignore_case else 0))
+    except re.error as e:
+        raise ValueError('search(): not a valid regular expression: %s' % e) from None
+    out = []
+    if max_results <= 0 or _docs.text_len == 0:
+        return out
+    mm, base = _docs.text()
+    if _docs.starts is None:
+        _docs.starts = _docs.spans[0::2]
+    starts, spans = _docs.starts, _docs.spans
+    cur, line, at, doc = -1, 1, 0, None
+    for m in rx.finditer(mm, base, base + _docs.text_len):
+        pos = m.start() - base
+        i = _bisect.bisect_right(starts, pos) - 1
+        if i < 0:
+            continue
+        ds, dl = spans[2 * i], spans[2 * i + 1]
+        if pos >= ds + dl:
+            continue  # on the separator after a document
+        if i != cur:
+            cur, line, at = i, 1, ds
+            d = _docs.line(i)
+            doc = str(d.get('id', i)) if d else str(i)
+        line += _count_nl(mm, base + at, base + pos)
+        at = pos
+        end = min(m.end() - base, ds + dl)
+        out.append({'doc': doc, 'index': i, 'line': line,
+                    'start': pos - ds, 'end': end - ds,
+                    'text': _hit_line(mm, base + ds, base + ds + dl, m.start(), base + end)})
+        if len(out) >= max_results:
+            break
+    return out
+
+
 # ---- start ----
 
 def _load_context(text_len, n_docs, text_at, table_at):
@@ -931,8 +1137,11 @@ def _map_context(text_len, n_docs, text_at, table_at):
     text); only those regions are mapped. Returns it and its length in
     characters."""
     global _refs_ok
+    _docs.text_at, _docs.text_len = text_at, text_len
     if n_docs < 0:
+        _docs.spans.extend((0, text_len))
         if text_len == 0:
+            _docs.chars.append(0)
             return '', 0
         mm, at = _region(text_at, text_len)
         try:
@@ -942,6 +1151,7 @@ def _map_context(text_len, n_docs, text_at, table_at):
             mm.close()
         if '\0' in ctx:
             _refs_ok = False
+        _docs.chars.append(len(ctx))
         return ctx, len(ctx)
     table = []
     if n_docs > 0:
@@ -969,6 +1179,8 @@ def _map_context(text_len, n_docs, text_at, table_at):
                     _refs_ok = False
                 chars += len(d)
                 ctx.append(d)
+                _docs.spans.extend((off, n))
+                _docs.chars.append(len(d))
     finally:
         if mm is not None:
             mm.close()
@@ -1070,6 +1282,7 @@ def _main(args):
         _fatal('expected the context frame, got %.200r' % (msg,))
     context, chars = _load_context(text_len, n_docs, int(msg.get('text_at', 0)),
                                    int(msg.get('table_at', text_len)))
+    _docs.load_meta(int(msg.get('meta_table_at', 0)), int(msg.get('n_meta', 0)))
     if _refs_ok:
         if type(context) is str:
             _ctx_text = context
@@ -1077,7 +1290,8 @@ def _main(args):
             _ctx_docs = tuple(context)
     _ns.update(context=context, llm_query=llm_query, llm_query_batched=llm_query_batched,
                rlm_query=rlm_query, rlm_query_batched=rlm_query_batched,
-               SHOW_VARS=SHOW_VARS, answer=_answer, FINAL=FINAL, FINAL_VAR=FINAL_VAR)
+               SHOW_VARS=SHOW_VARS, answer=_answer, FINAL=FINAL, FINAL_VAR=FINAL_VAR,
+               documents=documents, search=search)
     _scaffold = tuple((k, _ns[k]) for k in _SCAFFOLD_NAMES if k != 'answer')
     _SCAFFOLD_SET = frozenset(_SCAFFOLD_NAMES)
     sys.modules['__main__'] = _mod

@@ -53,6 +53,8 @@
 #define DEFAULT_OUTPUT_LIMIT 20000
 #define SUB_CHARS_MAX	     500000
 #define FIRST_LENGTHS	     10 /* document lengths shown in the metadata */
+#define SHOWN_IDS	     5 /* document ids shown in the metadata */
+#define SHOWN_ID_BYTES	     80 /* bytes of each */
 
 /* ---- small helpers ---- */
 
@@ -169,6 +171,33 @@ int rlm__loop_render(const char *name, const struct prompt_var *vars, size_t n, 
 	return 0;
 }
 
+/* Up to SHOWN_IDS ids of ctx's documents, each cut to SHOWN_ID_BYTES,
+ * and what `documents` gives for them: which file or record each is. */
+static void desc_names(const struct corpus *ctx, struct buf *d)
+{
+	size_t k = RLM_MIN(ctx->n_docs, (size_t)SHOWN_IDS);
+	if (!k)
+		return;
+	if (ctx->kind == CORPUS_DIR)
+		buf_puts(d, "; they are the files of a directory, such as ");
+	else if (ctx->kind == CORPUS_JSONL)
+		buf_puts(d, "; they are records with ids such as ");
+	else
+		buf_puts(d, "; ids such as ");
+	for (size_t i = 0; i < k; i++) {
+		const char *id = ctx->docs[i].id ? ctx->docs[i].id : "?";
+		size_t n = text_utf8_floor(id, RLM_MIN(strlen(id), (size_t)SHOWN_ID_BYTES));
+		buf_printf(d, "%s%.*s%s", i == 0 ? "" : i + 1 == k && k == ctx->n_docs ? " and " : ", ",
+			   (int)n, id, n < strlen(id) ? "..." : "");
+	}
+	if (k < ctx->n_docs)
+		buf_puts(d, ", ...");
+	buf_puts(d, ctx->kind == CORPUS_DIR
+			? ". documents[i] names context[i]: its \"id\" is the file's path"
+			: ". documents[i] names context[i]: its \"id\", \"title\" and other fields "
+			  "(\"meta\")");
+}
+
 /* "a str of 1,234,567 characters (about 308,642 tokens)", or for documents
  * their count, total, range and first lengths: never any of the text. */
 static char *context_desc(const struct corpus *ctx, bool docs)
@@ -179,10 +208,15 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 	if (!docs) {
 		size_t off = ctx->n_docs ? ctx->docs[0].off : 0;
 		size_t len = ctx->n_docs ? ctx->docs[0].len : ctx->len;
+		const char *id = ctx->n_docs ? ctx->docs[0].id : NULL;
+		bool file = id && ctx->source && strcmp(ctx->source, "-") != 0;
 		return xasprintf(
-		    "a str of %s characters (about %s tokens)",
+		    "a str of %s characters (about %s tokens)%s%.*s%s",
 		    text_fmt_count(a, sizeof(a), (int64_t)text_utf8_count(ctx->buf + off, len)),
-		    text_fmt_count(b, sizeof(b), llm_estimate_tokens(len)));
+		    text_fmt_count(b, sizeof(b), llm_estimate_tokens(len)),
+		    file ? ", the text of the file " : "",
+		    file ? (int)text_utf8_floor(id, RLM_MIN(strlen(id), (size_t)SHOWN_ID_BYTES)) : 0,
+		    file ? id : "", file ? " (documents[0][\"id\"])" : "");
 	}
 	for (size_t i = 0; i < ctx->n_docs; i++) {
 		size_t n = text_utf8_count(ctx->buf + ctx->docs[i].off, ctx->docs[i].len);
@@ -213,6 +247,7 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 		if (k < ctx->n_docs)
 			buf_puts(&d, ", ...");
 	}
+	desc_names(ctx, &d);
 	return buf_detach(&d, NULL);
 }
 
@@ -279,24 +314,25 @@ static int root_wait(struct loop *l, struct rlm_err *err)
 
 /* ---- the solve ---- */
 
-void rlm__loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
-		       size_t **lens)
+void rlm__worker_ctx_init(struct rlm__worker_ctx *w, const struct corpus *ctx)
 {
-	*off = *lens = NULL;
+	struct repl_context *out = &w->ctx;
+	w->off = w->lens = NULL;
+	buf_init(&w->meta, 0);
 	if (ctx->kind != CORPUS_TEXT) {
 		size_t n = ctx->n_docs ? ctx->n_docs : 1;
-		*off = xcalloc(n, sizeof(**off));
-		*lens = xcalloc(n, sizeof(**lens));
+		w->off = xcalloc(n, sizeof(*w->off));
+		w->lens = xcalloc(n, sizeof(*w->lens));
 		for (size_t i = 0; i < ctx->n_docs; i++) {
-			(*off)[i] = ctx->docs[i].off;
-			(*lens)[i] = ctx->docs[i].len;
+			w->off[i] = ctx->docs[i].off;
+			w->lens[i] = ctx->docs[i].len;
 		}
 		/* The corpus's memfd has the worker's layout: no copy. */
 		*out = (struct repl_context){.text = ctx->buf,
 					     .len = ctx->len,
 					     .docs = true,
-					     .doc_off = *off,
-					     .doc_len = *lens,
+					     .doc_off = w->off,
+					     .doc_len = w->lens,
 					     .n_docs = ctx->n_docs,
 					     .has_fd = ctx->fd >= 0,
 					     .fd = ctx->fd,
@@ -311,13 +347,36 @@ void rlm__loop_repl_context(const struct corpus *ctx, struct repl_context *out, 
 					     .fd = ctx->fd,
 					     .text_at = ctx->fd_text + o};
 	}
+	/* Who the documents are: in the memfd, or written into the worker's
+	 * own (a str has one document, its first). */
+	out->n_meta = ctx->kind != CORPUS_TEXT ? ctx->n_docs : RLM_MIN(ctx->n_docs, (size_t)1);
+	if (ctx->fd >= 0 && ctx->fd_meta_table) {
+		out->meta_table_at = ctx->fd_meta_table;
+	} else if (ctx->fd >= 0) {
+		out->n_meta = 0; /* a sealed memfd without them: indices */
+	} else {
+		for (size_t i = 0; i < out->n_meta; i++)
+			if (corpus_doc_info(ctx, i, &w->meta) || buf_putc(&w->meta, '\n')) {
+				out->n_meta = i;
+				break;
+			}
+		out->meta = w->meta.p;
+		out->meta_len = w->meta.len;
+	}
+}
+
+void rlm__worker_ctx_release(struct rlm__worker_ctx *w)
+{
+	free(w->off);
+	free(w->lens);
+	buf_release(&w->meta);
 }
 
 static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err *err)
 {
 	struct repl_cfg cfg;
 	struct repl_stats st;
-	size_t *off = NULL, *lens = NULL;
+	struct rlm__worker_ctx wc;
 	int rc;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.python = l->o->python;
@@ -328,10 +387,10 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.cancel = l->o->cancel;
 	cfg.stop = &l->nodes->stopping;
 	cfg.sandbox = l->o->sandbox;
-	rlm__loop_repl_context(ctx, &cfg.ctx, &off, &lens);
+	rlm__worker_ctx_init(&wc, ctx);
+	cfg.ctx = wc.ctx;
 	rc = repl_start(&cfg, &l->repl, err);
-	free(off);
-	free(lens);
+	rlm__worker_ctx_release(&wc);
 	if (rc)
 		return rc;
 	l->c.repl = l->repl;

@@ -105,7 +105,11 @@ static int view_run(const struct calls *c, const struct repl_layout *ly, size_t 
 		hi = RLM_MAX(hi, ctx->docs[i].off + ctx->docs[i].len);
 	}
 	return corpus_view(ctx, ctx->kind, lo, hi - lo, ctx->docs + first, end - first, ly->fd,
-			   ly->text_at + lo, ly->table_at + 16 * (uint64_t)first, 0, out);
+			   ly->text_at + lo, ly->table_at + 16 * (uint64_t)first,
+			   ly->meta_table_at && end <= ly->n_meta
+				   ? ly->meta_table_at + 16 * (uint64_t)first
+				   : 0,
+			   out);
 }
 
 int rlm__node_ctx_make(const struct calls *c, const struct repl_ctx_arg *a, const char *text,
@@ -122,7 +126,8 @@ int rlm__node_ctx_make(const struct calls *c, const struct repl_ctx_arg *a, cons
 			return view_run(c, &ly, (size_t)a->a, (size_t)a->b, out);
 		node_text(c->ctx, &off, &n);
 		return corpus_view(c->ctx, CORPUS_TEXT, off + (size_t)a->a, (size_t)a->b, NULL, 0,
-				   ly.fd, ly.text_at + a->a, ly.text_at + a->a + a->b, 0, out);
+				   ly.fd, ly.text_at + a->a, ly.text_at + a->a + a->b,
+				   ly.n_meta ? ly.meta_table_at : 0, out);
 	}
 	if (a && a->kind == REPL_CTX_TEXT) {
 		text = a->text;

@@ -30,7 +30,7 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 {
 	struct rlm_repl *r;
 	struct repl_cfg cfg;
-	size_t *off = NULL, *lens = NULL;
+	struct rlm__worker_ctx wc;
 	int rc;
 	*out = NULL;
 	if (!o->pool || !o->model)
@@ -51,10 +51,10 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	cfg.sandbox = r->o.sandbox;
 	cfg.on_call = rlm__calls_on_call;
 	cfg.call_arg = &r->calls;
-	rlm__loop_repl_context(ctx, &cfg.ctx, &off, &lens);
+	rlm__worker_ctx_init(&wc, ctx);
+	cfg.ctx = wc.ctx;
 	rc = repl_start(&cfg, &r->repl, err);
-	free(off);
-	free(lens);
+	rlm__worker_ctx_release(&wc);
 	if (rc) {
 		rlm_repl_close(r);
 		return rc;

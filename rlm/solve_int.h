@@ -22,11 +22,18 @@ int rlm__tree_solve(const struct rlm_opts *o, const char *question, const struct
 	       struct rlm_result *out, struct rlm_err *err);
 int rlm__loop_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
 	       struct rlm_result *out, struct rlm_err *err);
-/* The corpus as a worker's context: one str for a text, a list[str] for
- * documents (any kind but CORPUS_TEXT). *off and *lens (owned; NULL for a
- * text) back the offsets table and must outlive the repl_start call. */
-void rlm__loop_repl_context(const struct corpus *ctx, struct repl_context *out, size_t **off,
-		       size_t **lens);
+/* The corpus as a worker's context (w->ctx): one str for a text, a
+ * list[str] for documents (any kind but CORPUS_TEXT), and who the
+ * documents are (a str's is its first). What backs it (the offsets
+ * table, the metadata lines when the corpus has no memfd holding them)
+ * is w's until rlm__worker_ctx_release, after repl_start. */
+struct rlm__worker_ctx {
+	struct repl_context ctx;
+	size_t *off, *lens;
+	struct buf meta;
+};
+void rlm__worker_ctx_init(struct rlm__worker_ctx *w, const struct corpus *ctx);
+void rlm__worker_ctx_release(struct rlm__worker_ctx *w);
 
 struct rlm_budget; /* below */
 struct rlm_nodes;   /* below */

@@ -781,13 +781,13 @@ TEST(cost_budget_stops_the_solve)
 	struct env v;
 	struct llm_price price = {1000.0, 1000.0, 1000.0, 1000.0, true}; /* $1 per 1,000 tokens */
 	env_init_full(&v, SUB_FAKE, NULL, &price);
-	v.o.max_cost = 1.0;
+	v.o.max_cost = 2.0; /* above the first prompt's estimate (~$1.14) */
 	says_full(v.root_srv, "```repl\nanswer['content'] = 'cheap'\nprint(llm_query('hi'))\n```",
 		  "stop", 5000, 100, 0);
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_INT(v.r.stop, RLM_STOP_COST);
 	CHECK_STR(v.r.answer, "cheap");
-	CHECK_CONTAINS(v.r.stop_detail, "cost budget exhausted ($5.1000 of $1.0000 spent)");
+	CHECK_CONTAINS(v.r.stop_detail, "cost budget exhausted ($5.1000 of $2.0000 spent)");
 	CHECK_MSG(v.r.cost > 5.09 && v.r.cost < 5.11, "cost %f", v.r.cost);
 	CHECK(v.r.root_cost == v.r.cost);
 	CHECK_INT(fakesrv_count(v.sub_srv), 0);

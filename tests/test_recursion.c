@@ -921,12 +921,14 @@ static void children_say(struct env *v, const char *content)
  * pieces a node hands its children. */
 #define PY_VIEWS                                                                                   \
 	"f = lambda s: '%d:%d' % (len(s), hash(s if isinstance(s, str) else tuple(s)))\n"          \
+	"ids = lambda: ','.join(d['id'] for d in documents)\n"                                   \
 	"def parts(c):\n"                                                                          \
 	"    return [c[5000:100000], c[100000:]] if isinstance(c, str) else [c[2:9], c[9:]]\n"
 
 /* A child RLM's context is a slice of its parent's str, or a run of its
  * documents, passed on as a reference and seen as a view of the parent's
- * memfd; a grandchild's is a part of that part (the offsets compose). Each
+ * memfd; a grandchild's is a part of that part (the offsets compose), and
+ * `documents` names the same documents as the parent's does. Each
  * node answers with what it saw; the root checks it against its own
  * slices. Over a mapped text file, a text on the heap (the root's worker
  * made its own memfd) and JSONL documents in a memfd. */
@@ -943,14 +945,19 @@ TEST(recursion_children_see_views_of_the_context)
 		children_say(&v, "```repl\n" PY_VIEWS
 				 "if len(context) > (200000 if isinstance(context, str) else 15):\n"
 				 "    rs = rlm_query_batched(['g', 'g'], contexts=parts(context))\n"
-				 "    answer['content'] = 'C' + f(context) + '|' + '|'.join(rs)\n"
+				 "    answer['content'] = 'C' + f(context) + '@' + ids() + '|' + "
+				 "'|'.join(rs)\n"
 				 "else:\n"
-				 "    answer['content'] = 'G' + f(context)\n"
+				 "    answer['content'] = 'G' + f(context) + '@' + ids()\n"
 				 "answer['ready'] = True\n```");
 		says(&v, "```repl\n" PY_VIEWS
 			 "a = context[1000:300000] if isinstance(context, str) else context[3:25]\n"
 			 "r = rlm_query('child', context=a)\n"
-			 "want = 'C' + f(a) + '|' + '|'.join('G' + f(p) for p in parts(a))\n"
+			 "L = not isinstance(context, str)\n"
+			 "I = lambda x, y: ','.join(d['id'] for d in documents[x:y]) if L else "
+			 "documents[0]['id']\n"
+			 "want = 'C' + f(a) + '@' + I(3, 25) + '|' + '|'.join('G' + f(p) + '@' + q "
+			 "for p, q in zip(parts(a), [I(5, 12), I(12, 25)]))\n"
 			 "answer['content'] = 'ok' if r == want else r + ' != ' + want\n"
 			 "answer['ready'] = True\n```");
 		CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);

@@ -170,6 +170,81 @@ TEST(context_documents)
 	repl_free(r);
 }
 
+static void crash_then_expect(struct repl *r, const char *code, const char *want);
+
+/* documents: who each document is, from the metadata lines; search():
+ * places of a pattern over the bytes, in document order, with line
+ * numbers counted per document, long lines cut around the match. */
+TEST(documents_and_search)
+{
+	static const char text[] = "alpha\nbeta GAMMA\n\x01\n"	/* doc 0 */
+				   "naïve café gamma\n"		/* doc 1 (starts at 19) */
+				   "x\n";				/* doc 2 (starts at 38) */
+	static const char meta[] =
+	    "{\"id\":\"a.txt\",\"path\":\"a.txt\",\"title\":null,\"meta\":{}}\n"
+	    "{\"id\":\"r-2\",\"path\":null,\"title\":\"Two\",\"meta\":{\"year\":2024}}\n"
+	    "{\"id\":\"3\",\"path\":null,\"title\":null,\"meta\":{}}\n";
+	size_t off[] = {0, 19, 38}, len[] = {18, 18, 1};
+	struct repl_cfg cfg;
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.ctx = (struct repl_context){.text = text, .len = strlen(text), .docs = true,
+					.doc_off = off, .doc_len = len, .n_docs = 3,
+					.meta = meta, .meta_len = strlen(meta), .n_meta = 3};
+	r = start(&cfg);
+	expect(r, "len(documents), documents[1]",
+	       "(3, {'id': 'r-2', 'path': None, 'title': 'Two', 'chars': 16, 'meta': {'year': "
+	       "2024}})\n");
+	expect(r, "[d['id'] for d in documents], documents[-1]['chars'], documents.index('3')",
+	       "(['a.txt', 'r-2', '3'], 1, 2)\n");
+	expect(r, "[d['id'] for d in documents[1:]], documents.index(1)", "(['r-2', '3'], 1)\n");
+	expect(r, "try:\n    documents[3]\nexcept IndexError as e:\n    print(e)",
+	       "documents index out of range (there are 3 documents)\n");
+	expect(r, "try:\n    documents.index('nope')\nexcept ValueError as e:\n    print(e)",
+	       "no document with id 'nope'\n");
+	/* Case-insensitive, across documents, byte offsets within each. */
+	expect(r, "[(h['doc'], h['index'], h['line'], h['start'], h['end'], h['text']) for h in "
+		  "search('gamma', ignore_case=True)]",
+	       "[('a.txt', 0, 2, 11, 16, 'beta GAMMA'), ('r-2', 1, 1, 13, 18, 'naïve café "
+	       "gamma')]\n");
+	expect(r, "len(search('gamma')), len(search('a', max_results=2)), search('zz')",
+	       "(1, 2, [])\n");
+	/* A literal with regex=False; ^ anchors at line starts; bytes work. */
+	expect(r, "search('caf\\u00e9 g', regex=False)[0]['start'], "
+		  "[h['line'] for h in search(r'^\\w+$')], search(b'x')[0]['doc']",
+	       "(7, [1, 1], '3')\n");
+	expect(r, "try:\n    search('(')\nexcept ValueError as e:\n    print(str(e)[:40])",
+	       "search(): not a valid regular expression\n");
+	/* Still there after a restart (the memfd is kept). */
+	crash_then_expect(r, "documents[0]['path'], search('beta')[0]['doc']", "('a.txt', 'a.txt')\n");
+	repl_free(r);
+
+	/* A str: one document; a long line is cut around its match. */
+	{
+		struct buf b = BUF_INIT;
+		for (int i = 0; i < 3000; i++)
+			buf_puts(&b, "filler ");
+		buf_puts(&b, "NEEDLE-42 tail\nnext\n");
+		cfg_init(&cfg);
+		cfg.ctx = (struct repl_context){
+		    .text = b.p, .len = b.len, .meta = "{\"id\":\"big.txt\"}\n", .meta_len = 17,
+		    .n_meta = 1};
+		r = start(&cfg);
+		expect(r, "h = search('NEEDLE-\\\\d+')[0]; h['doc'], h['line'], h['start'], "
+			  "len(h['text']) <= 506, 'NEEDLE-42' in h['text'], len(documents)",
+		       "('big.txt', 1, 21000, True, True, 1)\n");
+		repl_free(r);
+		buf_release(&b);
+	}
+	/* No metadata: documents are named by their index. */
+	cfg_init(&cfg);
+	cfg.ctx = (struct repl_context){.text = text, .len = strlen(text), .docs = true,
+					.doc_off = off, .doc_len = len, .n_docs = 3};
+	r = start(&cfg);
+	expect(r, "[d['id'] for d in documents], search('x')[0]['doc']", "(['0', '1', '2'], '2')\n");
+	repl_free(r);
+}
+
 /* The worker crashes; the new one (on the same context) runs code, whose
  * output is want. */
 static void crash_then_expect(struct repl *r, const char *code, const char *want)
