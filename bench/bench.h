@@ -317,6 +317,13 @@ int bench_perf_repl_start(size_t n, double ms[3], struct rlm_err *err);
  * of the text, the largest of the 5 (the str is one; the memfd it decoded
  * is shared and unmapped by then); -1 when /proc does not tell. */
 int bench_perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct rlm_err *err);
+/* search() in a worker over ctx_bytes of documents (4 KB each, their ids
+ * in the metadata): the median of 5 of a literal that occurs in 3 of them
+ * into *literal_ms, of a regular expression anchored at line ends with
+ * many hits (returned, up to 100,000, into *hits) into *regex_ms.
+ * (bench/perf_repl.c) */
+int bench_perf_repl_search(size_t ctx_bytes, double *literal_ms, double *regex_ms, size_t *hits,
+			   struct rlm_err *err);
 
 /* ---- the store (bench/perf_store.c) ---- */
 

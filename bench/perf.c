@@ -108,6 +108,10 @@ const char bench_perf_usage[] =
 	"                       the warm-up's contexts unused (--corpus-cache), both\n"
 	"                       full after the warm-up, so growth is a leak; target\n"
 	"                       <= 16 KB a solve (each context is 32 KB)\n"
+	"  search, 10M tokens   search() in a sandboxed worker over 40 MB of 4 KB\n"
+	"                       documents, median of 5 each: a literal in 3 of them,\n"
+	"                       and a regular expression with ~11,000 hits (each with\n"
+	"                       its document id, line and offsets); target <= 500 ms\n"
 	"\n"
 	"A row that counts copies holds \"one copy at most\" when what it holds is at\n"
 	"most 1.25 x the text (the text and its working buffers; a second copy would\n"
@@ -124,7 +128,8 @@ const char bench_perf_usage[] =
 	"  --only SECTIONS  run only these, comma-separated: fanout (fan-out\n"
 	"                   efficiency, CPU per call), repl (round trips, starts,\n"
 	"                   context ready), subcall, scale (memory, loads), store\n"
-	"                   (warm cache, lookups), recursive, serve\n"
+	"                   (warm cache, lookups), recursive, serve, corpus\n"
+	"                   (search)\n"
 	"\n"
 	"A section that fails (a server that does not start, a wrong answer) marks its\n"
 	"rows FAILED with its error; the others still run and print.\n"
@@ -617,6 +622,29 @@ static int repl_rows(long execs, long starts, struct perf_row *rt, struct perf_r
 	return 0;
 }
 
+/* The corpus helpers of the REPL: search() over 10M tokens. */
+static int corpus_rows(struct perf_row *search)
+{
+	struct rlm_err err = {0, ""};
+	double lit, rx;
+	size_t hits;
+	if (bench_perf_repl_search(40000000, &lit, &rx, &hits, &err)) {
+		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		return 1;
+	}
+	search->name = "search, 10M tokens";
+	search->target = "<= 500 ms";
+	search->value = RLM_MAX(lit, rx);
+	search->unit = "ms";
+	search->limit = 500;
+	snprintf(search->note, sizeof(search->note),
+		 "search() in a worker over 40 MB of 4 KB documents, median of 5: a literal "
+		 "found in 3 of them %.0f ms; a regular expression with %zu hits (line, byte "
+		 "offsets, document ids) %.0f ms",
+		 lit, hits, rx);
+	return 0;
+}
+
 static int scale_rows(struct perf_row *mem, struct perf_row *dir, struct perf_row *jsonl)
 {
 	struct perf_scale ps;
@@ -761,6 +789,12 @@ static int sec_scale(const struct perf_opts *o, struct perf_row *r)
 	return scale_rows(&r[0], &r[1], &r[2]);
 }
 
+static int sec_corpus(const struct perf_opts *o, struct perf_row *r)
+{
+	(void)o;
+	return corpus_rows(&r[0]);
+}
+
 static int sec_store(const struct perf_opts *o, struct perf_row *r)
 {
 	return store_rows(o->latency_ms, &r[0], &r[1]);
@@ -788,6 +822,7 @@ static const struct perf_label subcall_labels[] = {{"controller CPU per sub-call
 static const struct perf_label scale_labels[] = {{"controller memory, 10M", "<= 2 ctx + 64"},
 						{"10M-token dir load", "<= 500 ms, 1 copy"},
 						{"10M-token JSONL load", "<= 500 ms, 1 copy"}};
+static const struct perf_label corpus_labels[] = {{"search, 10M tokens", "<= 500 ms"}};
 static const struct perf_label store_labels[] = {{"warm-cache solve", "<= 2% of cold"},
 						{"cache lookups", "(reported)"}};
 static const struct perf_label serve_labels[] = {{"serve throughput", ">= 50% of ideal"},
@@ -806,6 +841,7 @@ const struct perf_section bench_perf_sections[] = {
     {"store", 15, 2, store_labels, sec_store},
     {"recursive", 2, 1, recursive_labels, sec_recursive},
     {"serve", 17, 4, serve_labels, sec_serve},
+    {"corpus", 21, 1, corpus_labels, sec_corpus},
 };
 
 const size_t bench_perf_n_sections = ARRAY_SIZE(bench_perf_sections);

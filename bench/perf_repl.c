@@ -184,3 +184,91 @@ int bench_perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct r
 	free(text);
 	return rc;
 }
+
+/* A corpus of documents of varied words, ctx_bytes in all, `needles`
+ * of them holding one line with "ZEBRA-CODE-<n>" and every 40th line an
+ * "err=<n>" field: what search() is timed on. */
+static char *search_corpus(size_t ctx_bytes, size_t doc_bytes, size_t needles, size_t **off,
+			   size_t **lens, size_t *n_docs, struct buf *meta)
+{
+	static const char *const words[] = {"alpha", "kernel", "river", "quota", "fox",
+					    "ledger", "smooth", "Tuesday", "ångström", "42",
+					    "the", "of", "and", "packet", "northern", "lazy"};
+	size_t n = ctx_bytes / doc_bytes, cap = ctx_bytes + 4096, len = 0;
+	char *text = xmalloc(cap);
+	uint64_t s = 12345;
+	*off = xcalloc(n, sizeof(**off));
+	*lens = xcalloc(n, sizeof(**lens));
+	for (size_t d = 0; d < n; d++) {
+		size_t start = len, line = 0;
+		while (len - start < doc_bytes - 200) {
+			const char *w = words[rng_splitmix64(&s) % ARRAY_SIZE(words)];
+			size_t k = strlen(w);
+			memcpy(text + len, w, k);
+			len += k;
+			text[len++] = rng_splitmix64(&s) % 9 ? ' ' : '\n';
+			if (text[len - 1] == '\n' && ++line % 40 == 0)
+				len += (size_t)snprintf(text + len, 32, "err=%zu\n", d * 100 + line);
+		}
+		if (needles && d % (n / needles) == n / needles / 2)
+			len += (size_t)snprintf(text + len, 64, "\nthe ZEBRA-CODE-%zu is here", d);
+		(*off)[d] = start;
+		(*lens)[d] = len - start;
+		text[len++] = '\n';
+		buf_printf(meta, "{\"id\":\"dir/doc%05zu.txt\",\"path\":\"dir/doc%05zu.txt\"}\n", d,
+			   d);
+	}
+	*n_docs = n;
+	return text;
+}
+
+int bench_perf_repl_search(size_t ctx_bytes, double *literal_ms, double *regex_ms, size_t *hits,
+			   struct rlm_err *err)
+{
+	static const char code[] =
+	    "import time\n"
+	    "def best(f):\n"
+	    "    ts = []\n"
+	    "    for _ in range(5):\n"
+	    "        t = time.perf_counter(); h = f(); ts.append(time.perf_counter() - t)\n"
+	    "    return sorted(ts)[2] * 1000, len(h)\n"
+	    "a, na = best(lambda: search('ZEBRA-CODE', regex=False))\n"
+	    "b, nb = best(lambda: search(r'^err=\\d+$', max_results=100000))\n"
+	    "print(a, b, na, nb)\n";
+	struct repl_cfg cfg;
+	struct repl *r = NULL;
+	struct repl_result res;
+	struct buf meta = BUF_INIT;
+	size_t *off, *lens, n;
+	char *text = search_corpus(ctx_bytes, 4096, 3, &off, &lens, &n, &meta);
+	size_t na = 0, nb = 0;
+	int rc;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ctx = (struct repl_context){.text = text,
+					.len = off[n - 1] + lens[n - 1] + 1,
+					.docs = true,
+					.doc_off = off,
+					.doc_len = lens,
+					.n_docs = n,
+					.meta = meta.p,
+					.meta_len = meta.len,
+					.n_meta = n};
+	rc = repl_start(&cfg, &r, err);
+	if (rc == 0)
+		rc = repl_exec(r, code, sizeof(code) - 1, 0, &res, err);
+	if (rc == 0) {
+		if (res.error ||
+		    sscanf(res.output, "%lf %lf %zu %zu", literal_ms, regex_ms, &na, &nb) != 4 ||
+		    na != 3)
+			rc = rlm_err_set(err, RLM_EIO, "search did not run as expected: %.300s",
+					 res.output);
+		repl_result_release(&res);
+	}
+	*hits = nb;
+	repl_free(r);
+	free(text);
+	free(off);
+	free(lens);
+	buf_release(&meta);
+	return rc;
+}
