@@ -343,6 +343,26 @@ static int open_store(struct solve_args *a, int argc, char **argv, const char *r
 	return 0;
 }
 
+/* The answer's sources on stderr (stdout stays the answer alone): "rlm:
+ * sources: linux/eventpoll.h, report.txt [120, 164)", and how many the
+ * answer gave that were not found. */
+static void print_sources(const struct rlm_result *r)
+{
+	if (r->n_sources) {
+		fputs("rlm: sources: ", stderr);
+		for (size_t i = 0; i < r->n_sources; i++) {
+			const struct rlm_source *s = &r->sources[i];
+			fprintf(stderr, "%s%s", i ? ", " : "", s->doc);
+			if (s->start >= 0 || s->end >= 0)
+				fprintf(stderr, " [%lld, %lld)", (long long)s->start, (long long)s->end);
+		}
+		fputc('\n', stderr);
+	}
+	if (r->sources_dropped)
+		fprintf(stderr, "rlm: %zu of the answer's sources %s dropped: not found in the context\n",
+			r->sources_dropped, r->sources_dropped == 1 ? "was" : "were");
+}
+
 /* Solve over corpus with the models of ms, and say how it went: the
  * answer (or --json), a warning, the limit that stopped it, the run.
  * t0 is when the command started, load_ns what loading the context took.
@@ -395,6 +415,8 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, NULL);
 		else if (res.answer)
 			printf("%s\n", res.answer);
+		if (!a->json)
+			print_sources(&res);
 		status = limited ? 3 : 0;
 	}
 	if (res.run_id[0] && !a->json && (a->verbose || (status != 0 && !a->mo.quiet)))

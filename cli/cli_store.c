@@ -353,8 +353,19 @@ static int runs_show(const cJSON *run, bool json)
 	       js(run, "context_source")[0] ? js(run, "context_source") : "(given)",
 	       json_num(run, "context_bytes", 0), js(run, "context_digest"));
 	if (res) {
+		const cJSON *src = json_get(res, "sources"), *it;
 		printf("answer    ");
 		oneline(js(res, "answer"), 300);
+		if (cJSON_GetArraySize(src) > 0) {
+			bool first = true;
+			printf("\nsources   ");
+			cJSON_ArrayForEach(it, src)
+			{
+				printf("%s", first ? "" : ", ");
+				oneline(js(it, "doc"), 200);
+				first = false;
+			}
+		}
 		printf("\nstop      %s; %.0f model calls (%.0f from the cache), $%.4f, %.1f s\n",
 		       js(res, "stop")[0] ? js(res, "stop") : "-",
 		       json_num(json_get(res, "calls"), "total", 0),

@@ -221,6 +221,79 @@ void repl__ctx_arg_release(struct repl_ctx_arg *a)
 	a->n_items = 0;
 }
 
+/* ---- the sources of a result ---- */
+
+#define SOURCE_DOC_MAX 4000 /* bytes of a document id */
+
+/* One entry: its doc (and range, quote) into *s, or a static phrase
+ * saying what is wrong with it. */
+static const char *source_of(const cJSON *el, struct repl_source *s)
+{
+	const cJSON *doc = el, *q = NULL;
+	uint64_t v;
+	s->start = s->end = -1;
+	if (cJSON_IsObject(el)) {
+		const cJSON *it;
+		doc = json_get(el, "doc");
+		if ((it = json_get(el, "start")) && !cJSON_IsNull(it)) {
+			if (!count_ok(it, &v))
+				return "a \"start\" that is not an integer >= 0";
+			s->start = (int64_t)v;
+		}
+		if ((it = json_get(el, "end")) && !cJSON_IsNull(it)) {
+			if (!count_ok(it, &v))
+				return "an \"end\" that is not an integer >= 0";
+			s->end = (int64_t)v;
+		}
+		if ((q = json_get(el, "quote")) && cJSON_IsNull(q))
+			q = NULL;
+		if (q && (!str_ok(q) || text_utf8_count(q->valuestring, strlen(q->valuestring)) >
+							REPL_MAX_QUOTE))
+			return "a quote that is not a UTF-8 str of at most 2,000 characters";
+	}
+	if (!str_ok(doc) || !*doc->valuestring || strlen(doc->valuestring) > SOURCE_DOC_MAX)
+		return "an entry that is not a document id or an object with one in \"doc\"";
+	s->doc = xstrdup(doc->valuestring);
+	s->quote = q ? xstrdup(q->valuestring) : NULL;
+	return NULL;
+}
+
+void repl__sources(const cJSON *f, struct repl_result *out, struct buf *note)
+{
+	const cJSON *src = json_get(f, "sources"), *el;
+	const char *why = NULL;
+	size_t n, i = 0;
+	if (!src || cJSON_IsNull(src))
+		return;
+	if (!cJSON_IsArray(src)) {
+		why = "it is not an array";
+		goto bad;
+	}
+	n = (size_t)cJSON_GetArraySize(src);
+	if (n > REPL_MAX_SOURCES) {
+		why = "it has more than 100 entries";
+		goto bad;
+	}
+	if (!n)
+		return;
+	out->sources = xcalloc(n, sizeof(*out->sources));
+	cJSON_ArrayForEach(el, src)
+	{
+		if ((why = source_of(el, &out->sources[i])))
+			goto bad;
+		out->n_sources = ++i;
+	}
+	return;
+bad:
+	for (i = 0; i < out->n_sources; i++)
+		free(out->sources[i].doc), free(out->sources[i].quote);
+	free(out->sources);
+	out->sources = NULL;
+	out->n_sources = 0;
+	buf_printf(note, "[the answer's sources were ignored: the worker sent them ill-shaped (%s)]\n",
+		   why);
+}
+
 cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err *err)
 {
 	cJSON *f;

@@ -674,6 +674,11 @@ void repl_result_release(struct repl_result *res)
 	free(res->output);
 	free(res->answer);
 	free(res->content);
+	for (size_t i = 0; i < res->n_sources; i++) {
+		free(res->sources[i].doc);
+		free(res->sources[i].quote);
+	}
+	free(res->sources);
 	for (size_t i = 0; i < res->n_vars; i++)
 		free(res->vars[i]);
 	free(res->vars);
@@ -1016,6 +1021,8 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	if (out->ready && !out->answer)
 		out->answer = xstrdup("");
 	out->content = out->ready ? NULL : dup_str_or_null(f, "content");
+	if (out->ready)
+		repl__sources(f, out, &x->after);
 	out->n_vars = (size_t)cJSON_GetArraySize(vars);
 	out->vars = xcalloc(out->n_vars + 1, sizeof(*out->vars));
 	cJSON_ArrayForEach(v, vars)

@@ -87,7 +87,8 @@
  *                                              none was given
  *   {"type":"result","id":E,"output":"...","output_chars":T,"error":B,
  *    "interrupted":B,"ready":B,"answer":null|"...","content":null|"...",
- *    "vars":["name",...][,"error_at":A]}       the end of exec E
+ *    "vars":["name",...][,"error_at":A][,"sources":[S, ...]]}
+ *                                              the end of exec E
  *   {"type":"fatal","error":"..."}            the runtime cannot go on
  *                                              (also sent by the child when
  *                                              execve fails)
@@ -118,6 +119,16 @@
  * takes the variable x (NameError when there is none); any other argument,
  * or a str that is not a name, is the answer itself. Strings the worker
  * sends have NULs replaced by U+FFFD and lone surrogates by '?'.
+ * sources is answer["sources"] (FINAL(x, sources=...) sets it), sent only
+ * with an answer (ready) and only when it has entries: at most 100 (the
+ * rest dropped), each S a document id (a str; an int index goes as its
+ * decimal str) or {"doc":ID[,"start":S][,"end":E][,"quote":"..."]}, start
+ * and end byte offsets >= 0 in that document, the quote cut to 2,000
+ * characters. The worker drops ill-shaped entries (a float, a dict without
+ * "doc", a negative offset, ...) with one line in the output naming them,
+ * and clears sources once reported, as it clears ready. A sources member
+ * the controller finds ill-shaped is ignored whole, with a line in the
+ * output saying so: not a violation.
  * A call from a thread of the model's code after its exec ended does not
  * reach the wire: it raises RuntimeError in that thread.
  *
@@ -415,6 +426,18 @@ void repl_free(struct repl *r);
  * starts). The thread that uses r. */
 void repl_layout(const struct repl *r, struct repl_layout *out);
 
+/* One entry of answer["sources"] as the worker sent it: what the answer
+ * says it rests on. Only the shape is checked here: whether the document
+ * exists and the quote is in it is the caller's to check. */
+#define REPL_MAX_SOURCES 100   /* entries in a result frame */
+#define REPL_MAX_QUOTE	 2000  /* characters of a quote */
+struct repl_source {
+	char *doc;               /* a document id, or an index as its decimal
+				  * str; owned */
+	int64_t start, end;      /* byte offsets in that document; -1: absent */
+	char *quote;             /* owned, or NULL */
+};
+
 struct repl_result {
 	char *output;            /* what the model sees, never NULL; owned */
 	size_t len;
@@ -429,6 +452,9 @@ struct repl_result {
 	bool ready;              /* answer["ready"] was set: answer is final */
 	char *answer;            /* when ready; owned */
 	char *content;           /* answer["content"] when set but not ready; owned */
+	struct repl_source *sources; /* answer["sources"] when ready and set;
+				  * owned, n_sources entries (NULL: none) */
+	size_t n_sources;
 	size_t calls;            /* prompts this exec sent */
 	int64_t ns;              /* wall time of the exec */
 	int64_t call_ns;         /* of which waiting on calls */

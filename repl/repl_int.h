@@ -236,6 +236,15 @@ char *repl__log_tail(const struct repl *r, size_t max);
 /* "exit status 3", "killed by signal 11 (Segmentation fault)". */
 void repl__describe_status(int status, char *dst, size_t cap);
 
+/* ---- frames from the worker (frame.c) ---- */
+
+/* The "sources" member of a result frame f into out->sources (normalised:
+ * start and end -1 when absent). A member of the wrong shape (not an array
+ * of at most REPL_MAX_SOURCES ids or {"doc", "start", "end", "quote"}
+ * objects, strings UTF-8, a quote of at most REPL_MAX_QUOTE characters) is
+ * ignored whole, with a line in note saying why: not a violation. */
+void repl__sources(const struct cJSON *f, struct repl_result *out, struct buf *note);
+
 /* ---- frames to the worker (frame.c) ---- */
 
 /* Start a frame in b: a 4-byte length to be filled by repl__frame_end. */

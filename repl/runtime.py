@@ -636,9 +636,12 @@ class _Answer(dict):
 _answer = _Answer(content='', ready=False)
 
 
-def FINAL(x):
-    """FINAL(x): x (as a str) is the final answer."""
+def FINAL(x, sources=None):
+    """FINAL(x, sources=None): x (as a str) is the final answer; sources,
+    when given, become answer["sources"] (the documents it rests on)."""
     _answer['content'] = str(x)
+    if sources is not None:
+        _answer['sources'] = sources
     _answer['ready'] = True
 
 
@@ -650,13 +653,90 @@ def _resolve(name):
     return name
 
 
-def FINAL_VAR(name):
-    """FINAL_VAR(name): the variable called name is the final answer (a
-    value that is not the name of a variable, as in FINAL_VAR(city) with
-    city = 'Paris', is taken as the answer itself)."""
+def FINAL_VAR(name, sources=None):
+    """FINAL_VAR(name, sources=None): the variable called name is the final
+    answer (a value that is not the name of a variable, as in
+    FINAL_VAR(city) with city = 'Paris', is taken as the answer itself);
+    sources as for FINAL."""
     value = _resolve(name)
     _answer['content'] = value
+    if sources is not None:
+        _answer['sources'] = sources
     _answer['ready'] = True
+
+
+# answer["sources"]: what the result frame carries (repl/repl.h).
+_MAX_SOURCES = 100
+_MAX_QUOTE = 2000
+_MAX_DOC_ID = 1000
+
+
+def _source_doc(d):
+    # A document id (str) or an index (int >= 0, sent as its decimal str).
+    if type(d) is str:
+        d = _clean(d)
+        return d if 0 < len(d) <= _MAX_DOC_ID else None
+    if type(d) is int and d >= 0:
+        return str(d)
+    return None
+
+
+def _source_entry(e):
+    """One entry of answer["sources"] as sent, and None; or None and the
+    words saying why it is dropped."""
+    if type(e) is str or type(e) is int:
+        d = _source_doc(e)
+        return (d, None) if d is not None else (None, 'an empty, negative or over-long id')
+    if type(e) is not dict:
+        return None, 'a %s' % type(e).__name__
+    if 'doc' not in e:
+        return None, 'a dict without "doc"'
+    d = _source_doc(e['doc'])
+    if d is None:
+        return None, 'a "doc" that is not an id (str) or an index (int >= 0)'
+    out = {'doc': d}
+    for k in ('start', 'end'):
+        v = e.get(k)
+        if v is None:
+            continue
+        if type(v) is not int or v < 0:
+            return None, 'a "%s" value that is not an int >= 0' % k
+        out[k] = v
+    q = e.get('quote')
+    if q is not None:
+        if type(q) is not str:
+            return None, 'a "quote" that is not a str'
+        out['quote'] = _clean(q[:_MAX_QUOTE])
+    return out, None
+
+
+def _sources_out():
+    """answer["sources"] normalised: (the list to send or None, a line
+    saying what was dropped or None). Runs model objects: call it as user
+    code."""
+    v = _answer.get('sources')
+    if v is None:
+        return None, None
+    if type(v) is str or type(v) is dict:
+        v = [v]
+    if type(v) is not list and type(v) is not tuple:
+        return None, ('note: answer["sources"] was ignored: a list of document ids or of '
+                      '{"doc", "start", "end", "quote"} dicts is expected, not a %s\n'
+                      % type(v).__name__)
+    out, why = [], []
+    for i, e in enumerate(v):
+        if len(out) >= _MAX_SOURCES:
+            why.append('the %d past the first %d' % (len(v) - i, _MAX_SOURCES))
+            break
+        r, w = _source_entry(e)
+        if r is None:
+            why.append('entry %d (%s)' % (i, w))
+        else:
+            out.append(r)
+    note = None
+    if why:
+        note = 'note: answer["sources"]: dropped %s\n' % ', '.join(why)
+    return (out or None), note
 
 
 def _user_vars():
@@ -694,8 +774,14 @@ def _restore_scaffold():
                 content, ready = dict.get(a, 'content', ''), dict.get(a, 'ready', False)
             except Exception:
                 content, ready = '', False
+            try:
+                sources = dict.get(a, 'sources')
+            except Exception:
+                sources = None
             dict.clear(_answer)
             dict.__setitem__(_answer, 'content', content)
+            if sources is not None:
+                dict.__setitem__(_answer, 'sources', sources)
             _answer['ready'] = ready
         _ns['answer'] = _answer
     for name, obj in _scaffold:
@@ -749,10 +835,13 @@ def _answer_out(_):
 def _finish(eid, err):
     """Send the result of exec eid."""
     st = _st
-    out = [None, None]
+    out = [None, None, None, None]
 
     def answer(_):
         out[0], out[1] = _answer_out(None)
+
+    def sources(_):
+        out[2], out[3] = _sources_out()
 
     _restore_scaffold()
     if _signal.getsignal(_signal.SIGINT) is not _on_sigint:
@@ -767,8 +856,21 @@ def _finish(eid, err):
                    'emptied): ')
         _cap.write(_traceback_text(e))
     if out[0] is not None:
-        # Reported once: the next question in a session starts unanswered.
+        e = _run_user(sources, None)
+        if e is not None:
+            out[2] = None
+            try:
+                why = ''.join(_exc_only(e))
+            except Exception:
+                why = 'it raised\n'
+            out[3] = 'note: answer["sources"] was ignored: %s' % why
+    if out[3] is not None:
+        _cap.write(out[3])
+    if out[0] is not None:
+        # Reported once: the next question in a session starts unanswered
+        # (and without the last one's sources).
         dict.__setitem__(_answer, 'ready', False)
+        dict.pop(_answer, 'sources', None)
     sys.stdout = sys.stderr = _cap
     text, total, err_at = _cap.take(st.err_at if err else None)
     names = _user_vars()
@@ -779,7 +881,7 @@ def _finish(eid, err):
         st.exec_id = None
         try:
             _send(_result(eid, text, total, err, err_at, out[0] is not None, out[0], out[1],
-                          names))
+                          names, out[2]))
         except _TooBig as e:
             # The answer is what can be that large.
             dict.__setitem__(_answer, 'content', '')
@@ -792,10 +894,12 @@ def _finish(eid, err):
             _send(_result(eid, text, total, True, err_at, False, None, None, names[:100]))
 
 
-def _result(eid, text, total, err, err_at, ready, answer, content, names):
+def _result(eid, text, total, err, err_at, ready, answer, content, names, sources=None):
     r = {'type': 'result', 'id': eid, 'output': text, 'output_chars': total, 'error': err,
          'interrupted': _st.sigint, 'ready': ready, 'answer': answer, 'content': content,
          'vars': names}
+    if ready and sources:
+        r['sources'] = sources
     if err and err_at is not None:
         r['error_at'] = err_at
     return r

@@ -41,6 +41,10 @@ struct loop {
 	bool block_open; /* with o->trajectory: the last block kept awaits
 			  * its output (a "code" event, no "output" yet) */
 	char *content; /* the latest answer["content"] the code set */
+	struct repl_source *sources; /* of the answer this turn's code made
+				      * ready (taken from its repl_result),
+				      * until the turn checks them */
+	size_t n_sources;
 	int consecutive_errors;
 	char *last_error; /* the last error line of the last error turn */
 };

@@ -142,6 +142,45 @@ static void emit_output(struct loop *l, const struct repl_result *res)
 		       at ? data : NULL);
 }
 
+/* Keep the sources of the answer res made ready, for check_sources. */
+static void take_sources(struct loop *l, struct repl_result *res)
+{
+	for (size_t i = 0; i < l->n_sources; i++)
+		free(l->sources[i].doc), free(l->sources[i].quote);
+	free(l->sources);
+	l->sources = res->sources;
+	l->n_sources = res->n_sources;
+	res->sources = NULL;
+	res->n_sources = 0;
+}
+
+/* The answer is out->answer: its sources, those found in the node's
+ * context; the others are named in a notice and counted. */
+static void check_sources(struct loop *l)
+{
+	struct rlm_result *out = l->out;
+	struct buf why = BUF_INIT;
+	size_t dropped;
+	rlm__sources_free(out->sources, out->n_sources);
+	out->sources = NULL;
+	out->n_sources = 0;
+	if (!l->n_sources)
+		return;
+	dropped = rlm__sources_check(l->c.ctx, l->sources, l->n_sources, &out->sources,
+				     &out->n_sources, &why);
+	out->sources_dropped += dropped;
+	if (dropped) {
+		char *m = xasprintf("%zu of the answer's %zu sources %s dropped: not found in the "
+				    "context (%.*s)",
+				    dropped, l->n_sources, dropped == 1 ? "was" : "were",
+				    (int)why.len, why.p);
+		rlm__loop_emit(l, "notice", m, strlen(m));
+		free(m);
+	}
+	buf_release(&why);
+	take_sources(l, &(struct repl_result){0});
+}
+
 /* Run the blocks of reply rp (text t) in order, outputs into outs. Stops
  * at a block that sets the answer (*ready, answer in *answer) or at a
  * limit (l->c.stopping). Returns 0 or a negative code for a dead worker. */
@@ -169,6 +208,7 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 			emit_output(l, &res);
 			*ready = true;
 			*answer = xstrdup(res.answer ? res.answer : "");
+			take_sources(l, &res);
 			repl_result_release(&res);
 			return 0;
 		}
@@ -209,6 +249,7 @@ static int final_var(struct loop *l, const char *t, const struct reply *rp, stru
 	if (res.ready) {
 		*ready = true;
 		*answer = xstrdup(res.answer ? res.answer : "");
+		take_sources(l, &res);
 	} else if (!l->c.stopping) {
 		head = xasprintf("FINAL_VAR(%s):", name);
 		add_section(outs, head, &res);
@@ -296,6 +337,8 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		 * once more:") does not beat an answer["content"] set before. */
 		out->answer = answer;
 		answer = NULL;
+		if (ready && out->answer)
+			check_sources(l);
 		if (!out->answer && !l->c.stopping && rp.final != REPLY_FINAL_VAR &&
 		    !(rp.n_blocks && l->content))
 			out->answer = prose_of(text, len, &rp);
@@ -311,6 +354,7 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 	if (ready) {
 		out->answer = answer;
 		answer = NULL;
+		check_sources(l);
 		/* A real answer wins over a limit its own exec ran into. */
 		l->c.stopping = false;
 		free(l->c.stop_detail);
@@ -402,6 +446,7 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 	msg = NULL;
 	rc = TURN_GO_ON;
 out:
+	take_sources(l, &(struct repl_result){0});
 	free(answer);
 	free(msg);
 	free(text);

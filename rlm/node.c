@@ -29,6 +29,7 @@
  * with that reason and the best partial answers.
  */
 #include "solve_int.h"
+#include "../common/json.h"
 #include "../common/text.h"
 
 #include <stdio.h>
@@ -196,6 +197,16 @@ static void child_run(struct child *ch)
 			 (long long)ch->out->calls, ch->out->cost,
 			 (long long)ch->out->usage.input_tokens,
 			 (long long)ch->out->usage.output_tokens);
+	if (ch->out->n_sources) {
+		/* The child's sources, in its own context's terms (the viewer's). */
+		cJSON *sj = rlm_sources_json(ch->out->sources, ch->out->n_sources);
+		char *ss = json_print(sj), *d2;
+		d2 = xasprintf("%.*s,\"sources\":%s}", (int)strlen(data) - 1, data, ss);
+		free(data);
+		data = d2;
+		free(ss);
+		cJSON_Delete(sj);
+	}
 	rlm__record_detail(&ch->o, p->nodes, ch->id, p->node, p->depth + 1, 0, "child_end",
 		      ch->out->answer, ch->out->answer ? strlen(ch->out->answer) : 0, data);
 	free(data);

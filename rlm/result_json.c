@@ -85,6 +85,9 @@ static cJSON *children_json(const struct rlm_result *r, bool turns)
 		json_add_num(o, "node", ch->node);
 		json_add(o, "question", cut_string(ch->question ? ch->question : "", 200));
 		json_add(o, "answer", str_or_null(ch->answer));
+		json_add(o, "sources", rlm_sources_json(ch->sources, ch->n_sources));
+		if (ch->sources_dropped)
+			json_add_num(o, "sources_dropped", (double)ch->sources_dropped);
 		json_add_str(o, "stop", rlm_stop_name(ch->stop));
 		if (ch->stop_detail)
 			json_add_str(o, "stop_detail", ch->stop_detail);
@@ -114,6 +117,9 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 	bool repl = ro->strategy == RLM_REPL;
 	json_add(o, "answer", str_or_null(r->answer));
 	json_add_bool(o, "found", r->found);
+	json_add(o, "sources", rlm_sources_json(r->sources, r->n_sources));
+	if (r->sources_dropped)
+		json_add_num(o, "sources_dropped", (double)r->sources_dropped);
 	json_add_str(o, "stop", rlm_stop_name(r->stop));
 	if (r->stop_detail)
 		json_add_str(o, "stop_detail", r->stop_detail);

@@ -196,6 +196,19 @@ struct rlm_turn {
 	size_t n_notices;
 };
 
+/* A source of an answer: a place in the context the answer rests on. The
+ * repl strategy takes them from answer["sources"] (repl/repl.h) and keeps
+ * only those it finds in the node's context: the document exists (by id,
+ * or by index), a quote is in it (at start..end when given, else anywhere:
+ * a range given with a quote found elsewhere is corrected to where it is),
+ * a range without a quote lies within it. The tree strategy cites the
+ * documents of the parts whose partial answers were used (doc only). */
+struct rlm_source {
+	char *doc;             /* the document's id (corpus_doc.id); owned */
+	int64_t start, end;    /* byte offsets in the document; -1: absent */
+	char *quote;           /* owned, or NULL */
+};
+
 /* The outcome of a solve: rlm_solve fills one for the whole solve, and
  * with recursion (repl strategy) one more per child RLM, nested in
  * children. A node's result counts what its whole subtree did: its own
@@ -226,6 +239,12 @@ struct rlm_result {
 	char *stop_detail;     /* owned, or NULL: the limit's words */
 	char *warning;         /* owned, or NULL: what went wrong without
 				* failing the solve, e.g. some parts failed */
+	struct rlm_source *sources; /* owned: n_sources, checked (above); NULL:
+				* none. A child's are in its own context's
+				* terms and stay in its result */
+	size_t n_sources;
+	size_t sources_dropped; /* sources the answer gave that were not found
+				* (a notice in the trajectory names them) */
 
 	/* ---- usage and cost (every strategy; the subtree's) ---- */
 	struct llm_usage usage; /* tokens of every call */
@@ -348,6 +367,11 @@ void rlm_result_release(struct rlm_result *r);
  * o->trajectory, "turns" on every node: [{iteration, reply, blocks:
  * [{code, output}], notices: [...]}]. */
 struct cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *o);
+
+/* sources[0..n) as a JSON array of {"doc"[, "start", "end", "quote"]}
+ * (start, end and quote only when present), what every surface shows (the
+ * --json result, serve, MCP). The caller owns it (cJSON_Delete). */
+struct cJSON *rlm_sources_json(const struct rlm_source *sources, size_t n);
 
 /* ---- an interactive REPL (`rlm repl`) ----
  *

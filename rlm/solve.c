@@ -96,6 +96,9 @@ void rlm_result_release(struct rlm_result *r)
 	r->n_children = 0;
 	r->question = NULL;
 	free(r->answer);
+	rlm__sources_free(r->sources, r->n_sources);
+	r->sources = NULL;
+	r->n_sources = 0;
 	free(r->warning);
 	free(r->stop_detail);
 	free(r->sandbox);

@@ -22,6 +22,17 @@ int rlm__tree_solve(const struct rlm_opts *o, const char *question, const struct
 	       struct rlm_result *out, struct rlm_err *err);
 int rlm__loop_solve(const struct rlm_opts *o, const char *question, const struct corpus *ctx,
 	       struct rlm_result *out, struct rlm_err *err);
+/* The sources an answer gave (in[0..n), as the worker sent them) checked
+ * against the node's context ctx (rlm/rlm.h's struct rlm_source): those
+ * found into *out (owned; NULL when none) and *n_out; for each one dropped,
+ * why ("'x.txt': no such document"), "; " between, appended to why.
+ * Returns how many were dropped. (rlm/sources.c) */
+size_t rlm__sources_check(const struct corpus *ctx, const struct repl_source *in, size_t n,
+			  struct rlm_source **out, size_t *n_out, struct buf *why);
+/* Add document doc of ctx to r's sources, doc only, unless it is there. */
+void rlm__sources_add_doc(struct rlm_result *r, const struct corpus *ctx, size_t doc);
+void rlm__sources_free(struct rlm_source *s, size_t n);
+
 /* The corpus as a worker's context (w->ctx): one str for a text, a
  * list[str] for documents (any kind but CORPUS_TEXT), and who the
  * documents are (a str's is its first). What backs it (the offsets

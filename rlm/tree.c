@@ -111,6 +111,15 @@ static char *trim_dup(const char *s)
 	return xstrndup(s, len);
 }
 
+/* The documents part p covers become sources of the answer (its partial
+ * answer is used): doc only, each once, in order. */
+static void cite_part(struct rlm_result *out, const struct corpus *ctx, const struct rlm_span *p)
+{
+	for (size_t d = p->doc; d < ctx->n_docs && ctx->docs[d].off < p->off + p->len; d++)
+		if (ctx->docs[d].off + ctx->docs[d].len > p->off || !ctx->docs[d].len)
+			rlm__sources_add_doc(out, ctx, d);
+}
+
 /* ---- running a batch of calls with a bounded window ---- */
 
 struct job;
@@ -484,8 +493,10 @@ int rlm__tree_solve(const struct rlm_opts *opts, const char *question, const str
 			out->failed_leaves++;
 			continue;
 		}
-		if (!text_is_none(leaves.answers[i], strlen(leaves.answers[i])))
+		if (!text_is_none(leaves.answers[i], strlen(leaves.answers[i]))) {
 			partials[n_partials++] = trim_dup(leaves.answers[i]);
+			cite_part(out, ctx, &parts[i]);
+		}
 	}
 	if (out->failed_leaves == out->leaves && lim.why == RLM_STOP_ANSWER) {
 		rc = rlm_err_set(err, leaves.first_rc ? leaves.first_rc : RLM_EPROVIDER,

@@ -84,9 +84,14 @@ static const char answer_schema[] =
 	" stopped the solve before any answer\"},"
 	" \"stop\": {\"type\": \"string\", \"description\": \"why it stopped: answer, or the"
 	" limit (max_iterations, max_errors, timeout, ...): then the answer is partial\"},"
+	" \"sources\": {\"type\": \"array\", \"description\": \"the documents the answer"
+	" rests on, each found in the context: {doc, start?, end?, quote?}\", \"items\":"
+	" {\"type\": \"object\", \"properties\": {\"doc\": {\"type\": \"string\"},"
+	" \"start\": {\"type\": \"integer\"}, \"end\": {\"type\": \"integer\"},"
+	" \"quote\": {\"type\": \"string\"}}, \"required\": [\"doc\"]}},"
 	" \"usage\": {\"type\": \"object\", \"description\": \"tokens of every model call\"},"
 	" \"cost_usd\": {\"type\": \"number\"}},"
-	" \"required\": [\"run_id\", \"answer\", \"stop\", \"usage\", \"cost_usd\"]}";
+	" \"required\": [\"run_id\", \"answer\", \"sources\", \"stop\", \"usage\", \"cost_usd\"]}";
 
 static const char *const tool_names[] = {"solve", "load_corpus", "ask"};
 
@@ -336,7 +341,7 @@ static void follow(struct mcp_call *c, struct svc_run *r, int max_iterations)
 /* The result of an ended run: its answer, or a tool error. */
 static cJSON *solve_result(struct svc_run *r)
 {
-	cJSON *j = serve_run_json(r), *sc, *res, *usage;
+	cJSON *j = serve_run_json(r), *sc, *res, *usage, *src, *it;
 	const char *status = json_str(j, "status"), *answer = json_str(j, "answer");
 	const char *stop = json_str(j, "stop");
 	char *text;
@@ -354,6 +359,8 @@ static cJSON *solve_result(struct svc_run *r)
 	sc = cJSON_CreateObject();
 	json_add_str(sc, "run_id", serve_run_id(r));
 	json_add(sc, "answer", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
+	src = json_get(j, "sources");
+	json_add(sc, "sources", cJSON_IsArray(src) ? cJSON_Duplicate(src, 1) : cJSON_CreateArray());
 	json_add_str(sc, "stop", stop ? stop : "answer");
 	usage = json_get(j, "usage");
 	json_add(sc, "usage",
@@ -365,6 +372,20 @@ static cJSON *solve_result(struct svc_run *r)
 		text = xasprintf("%s\n\n(stopped by %s: the answer is partial)", answer, stop);
 	else
 		text = xasprintf("no answer: stopped by %s", stop ? stop : "a limit");
+	if (answer && cJSON_GetArraySize(src) > 0) {
+		/* The answer's text, then the documents it rests on. */
+		struct buf b = BUF_INIT;
+		bool first = true;
+		buf_printf(&b, "%s\n\nSources: ", text);
+		cJSON_ArrayForEach(it, src)
+		{
+			const char *doc = json_str(it, "doc");
+			buf_printf(&b, "%s%s", first ? "" : ", ", doc ? doc : "?");
+			first = false;
+		}
+		free(text);
+		text = buf_detach(&b, NULL);
+	}
 	res = tool_result(text, sc);
 	free(text);
 	cJSON_Delete(j);

@@ -183,7 +183,8 @@ void serve__oai_id(char id[SERVE__OAI_ID], const char *run_id);
 cJSON *serve__oai_usage_json(const cJSON *run);
 /* "stop" when run answered, else "length". */
 const char *serve__oai_finish_reason(const cJSON *run);
-/* The "rlm" member: run_id, status, stop, cost_usd. */
+/* The "rlm" member: run_id, status, stop, cost_usd, sources (the answer's,
+ * [] when none). */
 cJSON *serve__oai_rlm_ext(const cJSON *run);
 /* Answer rq with r streamed as chat.completion.chunk events (serve_stream.c);
  * takes over the reference r. */

@@ -379,6 +379,8 @@ cJSON *serve__oai_rlm_ext(const cJSON *run)
 	json_add_str(o, "status", json_str(run, "status"));
 	json_add(o, "stop", cJSON_Duplicate(json_get(run, "stop"), true));
 	json_add_num(o, "cost_usd", json_num(run, "cost_usd", 0));
+	json_add(o, "sources", json_get(run, "sources") ? cJSON_Duplicate(json_get(run, "sources"), true)
+							: cJSON_CreateArray());
 	return o;
 }
 

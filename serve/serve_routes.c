@@ -381,6 +381,8 @@ static cJSON *stored_json(const cJSON *run)
 	json_add_str(o, "status", st);
 	json_add(o, "question", dup_or_null(json_get(run, "question")));
 	json_add(o, "answer", dup_or_null(json_get(run, "answer")));
+	json_add(o, "sources", json_get(res, "sources") ? cJSON_Duplicate(json_get(res, "sources"), true)
+							 : cJSON_CreateArray());
 	json_add(o, "stop", dup_or_null(json_get(res, "stop")));
 	json_add(o, "usage", dup_or_null(json_get(res, "usage")));
 	json_add_num(o, "cost", json_num(res, "cost_usd", 0));

@@ -697,6 +697,7 @@ cJSON *serve_run_json(struct svc_run *r)
 	json_add_str(o, "corpus_id", r->corpus_id);
 	if (r->status == ST_RUNNING) {
 		json_add(o, "answer", cJSON_CreateNull());
+		json_add(o, "sources", cJSON_CreateArray());
 		json_add(o, "stop", cJSON_CreateNull());
 		json_add(o, "usage", cJSON_CreateNull());
 		json_add_num(o, "cost", 0);
@@ -708,6 +709,7 @@ cJSON *serve_run_json(struct svc_run *r)
 		const char *stop = json_str(r->result, "stop");
 		json_add(o, "answer",
 			 r->answer ? cJSON_CreateString(r->answer) : cJSON_CreateNull());
+		json_add(o, "sources", dup_or(json_get(r->result, "sources"), cJSON_CreateArray()));
 		json_add(o, "stop",
 			 stop	    ? cJSON_CreateString(stop)
 			 : r->error ? cJSON_CreateString("error")

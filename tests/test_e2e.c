@@ -124,6 +124,8 @@ TEST(solve_json_output)
 	CHECK(json_num(json_get(j, "calls"), "total", 0) >= 2);
 	CHECK(json_num(json_get(j, "context"), "bytes", 0) > 390000);
 	CHECK(json_get(json_get(j, "timings"), "total_ms") != NULL);
+	/* always there, [] when the answer names none */
+	CHECK(cJSON_IsArray(json_get(j, "sources")));
 	/* recursion: the simulator writes no rlm_query, so no child */
 	CHECK(cJSON_IsArray(json_get(j, "children")));
 	CHECK_INT(cJSON_GetArraySize(json_get(j, "children")), 0);
@@ -367,8 +369,10 @@ TEST(solve_directory_and_jsonl_and_stdin)
 	for (int i = 0; i < 30; i++) {
 		char text[256];
 		p = xasprintf("%s/doc%02d.txt", dir, i);
-		snprintf(text, sizeof(text), "Report %d.\nThe weather was %s that day.\n", i,
-			 i == 17 ? "stormy with hail in Lisbon" : "mild");
+		snprintf(text, sizeof(text),
+			 "Report %d.\nThe observers logged wind, cloud cover and temperature at "
+			 "the harbour station every three hours.\nThe weather was %s that day.\n",
+			 i, i == 17 ? "stormy with hail in Lisbon" : "mild");
 		write_text(p, text, strlen(text));
 		free(p);
 	}
@@ -384,6 +388,34 @@ TEST(solve_directory_and_jsonl_and_stdin)
 	CHECK_CONTAINS(o.err, "skipping");
 	CHECK_CONTAINS(o.err, "blob.bin");
 	proc_out_release(&o);
+	/* The tree strategy, a part per file: the file that answered is the
+	 * source, in --json and on stderr. */
+	{
+		const char *args[] = {"solve", "-c", dir, "-q", "Where was there hail?", "--strategy",
+				      "tree", "--leaf-chars", "256", "--json", "--quiet", NULL};
+		cJSON *j;
+		char *t;
+		o = rlm(args, NULL);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		j = json_parse(o.out, strlen(o.out));
+		CHECK_MSG(j, "not JSON: %s", o.out);
+		CHECK_CONTAINS(json_str(j, "answer"), "Lisbon");
+		t = json_print(json_get(j, "sources"));
+		CHECK_STR(t, "[{\"doc\":\"doc17.txt\"}]");
+		free(t);
+		cJSON_Delete(j);
+		proc_out_release(&o);
+	}
+	{
+		const char *args[] = {"solve", "-c", dir, "-q", "Where was there hail?", "--strategy",
+				      "tree", "--leaf-chars", "256", "--quiet", NULL};
+		o = rlm(args, NULL);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.out, "Lisbon");
+		CHECK_CONTAINS(o.err, "rlm: sources: doc17.txt\n");
+		CHECK(strstr(o.out, "doc17") == NULL);
+		proc_out_release(&o);
+	}
 
 	p = path_in_tmp("docs.jsonl");
 	{

@@ -207,6 +207,93 @@ TEST(metadata_of_documents_is_small)
 	env_free(&v);
 }
 
+/* ---- sources ---- */
+
+/* A JSONL of records with ids of several shapes (a slug, a number, one
+ * without an id: its line number), long lines. */
+static void sources_corpus(struct env *v)
+{
+	struct buf b = BUF_INIT;
+	struct rlm_err err = {0, ""};
+	corpus_free(v->ctx);
+	buf_puts(&b, "{\"id\": \"rfc-7231\", \"title\": \"HTTP/1.1 Semantics\", \"text\": \"");
+	for (int i = 0; i < 200; i++)
+		buf_puts(&b, "Filler about methods and status codes. ");
+	buf_puts(&b, "The 418 status code is not defined here; 404 Not Found is.\"}\n");
+	buf_puts(&b, "{\"id\": 9110, \"text\": \"HTTP Semantics, the 2022 revision: 308 Permanent "
+		     "Redirect.\"}\n");
+	buf_puts(&b, "{\"text\": \"A record without an id at all.\"}\n");
+	CHECK_INT(corpus_from_jsonl_buf("rfcs.jsonl", b.p, b.len, &v->ctx, &err), 0);
+	buf_release(&b);
+}
+
+/* One real id with a correct quote, one real id with a quote not in it,
+ * one invented id: the answer keeps exactly the good one, and the
+ * trajectory has a notice naming the two dropped. */
+TEST(sources_checked_against_the_context)
+{
+	struct env v;
+	const char *notice = NULL;
+	env_init(&v, SUB_SIM);
+	sources_corpus(&v);
+	v.o.trajectory = true;
+	says(&v, "```repl\nanswer['content'] = '404'\n"
+		 "answer['sources'] = [{'doc': 'rfc-7231', 'quote': '404 Not Found is.'},\n"
+		 "    {'doc': '9110', 'quote': '418 I am a teapot'}, 'rfc-9999']\n"
+		 "answer['ready'] = True\n```");
+	CHECK_INT(solve(&v, "Which status code is defined?"), 0);
+	CHECK_STR(v.r.answer, "404");
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	CHECK_INT(v.r.n_sources, 1);
+	CHECK_STR(v.r.sources[0].doc, "rfc-7231");
+	CHECK_STR(v.r.sources[0].quote, "404 Not Found is.");
+	CHECK(v.r.sources[0].start == -1 && v.r.sources[0].end == -1);
+	CHECK_INT(v.r.sources_dropped, 2);
+	for (size_t i = 0; i < v.r.n_turns; i++)
+		for (size_t k = 0; k < v.r.turns[i].n_notices; k++)
+			if (strstr(v.r.turns[i].notices[k], "sources"))
+				notice = v.r.turns[i].notices[k];
+	CHECK(notice != NULL);
+	if (notice) {
+		CHECK_CONTAINS(notice, "2 of the answer's 3 sources were dropped");
+		CHECK_CONTAINS(notice, "'9110': the quote \"418 I am a teapot\" is not in it");
+		CHECK_CONTAINS(notice, "'rfc-9999': no such document");
+	}
+	CHECK_CONTAINS(v.events.p, "notice:1");
+	env_free(&v);
+}
+
+/* Indexes name documents by their ids; a range with its quote is kept,
+ * a wrong range with a quote found elsewhere is corrected, a range
+ * without a quote must lie in the document; FINAL(x, sources=...). */
+TEST(sources_ranges_indexes_and_final)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	sources_corpus(&v);
+	says(&v, "```repl\ns = context[1].index('308')\n"
+		 "FINAL('308', sources=[1, {'doc': 1, 'start': s, 'end': s + 3, 'quote': '308'},\n"
+		 "    {'doc': '9110', 'start': 0, 'quote': 'Permanent'}, {'doc': 2, 'start': 2,"
+		 " 'end': 8},\n    {'doc': '3', 'start': 0, 'end': 999999}, 2])\n```");
+	CHECK_INT(solve(&v, "Which code is permanent?"), 0);
+	CHECK_STR(v.r.answer, "308");
+	CHECK_INT(v.r.n_sources, 5);
+	CHECK_INT(v.r.sources_dropped, 1);
+	if (v.r.n_sources == 5) {
+		CHECK_STR(v.r.sources[0].doc, "9110");
+		CHECK(v.r.sources[0].start == -1 && !v.r.sources[0].quote);
+		CHECK_STR(v.r.sources[1].doc, "9110");
+		CHECK_INT(v.r.sources[1].start, 35);
+		CHECK_INT(v.r.sources[1].end, 38);
+		CHECK_INT(v.r.sources[2].start, 39);
+		CHECK_INT(v.r.sources[2].end, 48);
+		CHECK_STR(v.r.sources[3].doc, "3");
+		CHECK(v.r.sources[3].start == 2 && v.r.sources[3].end == 8);
+		CHECK_STR(v.r.sources[4].doc, "3");
+	}
+	env_free(&v);
+}
+
 TEST(final_in_text)
 {
 	struct env v;
@@ -781,13 +868,15 @@ TEST(cost_budget_stops_the_solve)
 	struct env v;
 	struct llm_price price = {1000.0, 1000.0, 1000.0, 1000.0, true}; /* $1 per 1,000 tokens */
 	env_init_full(&v, SUB_FAKE, NULL, &price);
-	v.o.max_cost = 2.0; /* above the first prompt's estimate (~$1.14) */
+	/* Room for the first request's estimate (the system prompt, ~1,200
+	 * tokens), not for what the call then spends. */
+	v.o.max_cost = 3.0;
 	says_full(v.root_srv, "```repl\nanswer['content'] = 'cheap'\nprint(llm_query('hi'))\n```",
 		  "stop", 5000, 100, 0);
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_INT(v.r.stop, RLM_STOP_COST);
 	CHECK_STR(v.r.answer, "cheap");
-	CHECK_CONTAINS(v.r.stop_detail, "cost budget exhausted ($5.1000 of $2.0000 spent)");
+	CHECK_CONTAINS(v.r.stop_detail, "cost budget exhausted ($5.1000 of $3.0000 spent)");
 	CHECK_MSG(v.r.cost > 5.09 && v.r.cost < 5.11, "cost %f", v.r.cost);
 	CHECK(v.r.root_cost == v.r.cost);
 	CHECK_INT(fakesrv_count(v.sub_srv), 0);

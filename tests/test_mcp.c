@@ -298,8 +298,19 @@ static const char *answer_of(cJSON *r)
 	CHECK(cJSON_IsObject(json_get(sc, "usage")));
 	CHECK(json_num(json_get(sc, "usage"), "input_tokens", 0) > 0);
 	CHECK(cJSON_IsNumber(json_get(sc, "cost_usd")));
-	CHECK_STR(json_str(cJSON_GetArrayItem(json_get(res, "content"), 0), "text"),
-		  json_str(sc, "answer"));
+	CHECK(cJSON_IsArray(json_get(sc, "sources")));
+	{
+		/* The text: the answer, then a line naming its sources when it
+		 * has any. */
+		struct buf want = BUF_INIT;
+		const cJSON *it;
+		buf_puts(&want, json_str(sc, "answer") ? json_str(sc, "answer") : "");
+		cJSON_ArrayForEach(it, json_get(sc, "sources"))
+			buf_printf(&want, "%s%s", it == json_get(sc, "sources")->child ? "\n\nSources: " : ", ",
+				   json_str(it, "doc"));
+		CHECK_STR(json_str(cJSON_GetArrayItem(json_get(res, "content"), 0), "text"), want.p);
+		buf_release(&want);
+	}
 	return json_str(sc, "answer");
 }
 
@@ -488,7 +499,7 @@ TEST(tools_list_has_three_tools_with_schemas)
 		}
 		if (strcmp(name, "load_corpus") != 0) {
 			char *oreq = json_print(json_get(out, "required"));
-			CHECK_STR(oreq, "[\"run_id\",\"answer\",\"stop\",\"usage\",\"cost_usd\"]");
+			CHECK_STR(oreq, "[\"run_id\",\"answer\",\"sources\",\"stop\",\"usage\",\"cost_usd\"]");
 			free(oreq);
 		}
 		free(req);
@@ -529,6 +540,44 @@ TEST(solve_with_context_answers)
 	free(q);
 	free(text);
 	item_release(&it);
+}
+
+/* The tree strategy cites the documents whose parts answered: in
+ * structuredContent.sources and in a "Sources:" line of the text. */
+TEST(solve_cites_its_sources)
+{
+	static const char *const args[] = {"--strategy", "tree", NULL};
+	struct server s;
+	char *path = xasprintf("%s/cite.jsonl", harness_tmpdir()), *p, *call;
+	cJSON *r, *sc, *src;
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs("{\"id\": \"memo-weather\", \"text\": \"The weather was mild all week.\"}\n"
+	      "{\"id\": \"memo-launch\", \"text\": \"The secret launch code is 7340-alpha.\"}\n",
+	      f);
+	fclose(f);
+	p = jstr(path);
+	call = xasprintf("{\"question\":\"What is the secret launch code?\",\"path\":%s}", p);
+	server_start(&s, args, NULL);
+	server_init(&s);
+	call_tool(&s, 1, "solve", call, NULL);
+	r = server_wait(&s, 1, 90000, NULL);
+	CHECK_CONTAINS(answer_of(r), "7340-alpha");
+	sc = json_get(tool_result(r), "structuredContent");
+	src = json_get(sc, "sources");
+	CHECK_MSG(cJSON_GetArraySize(src) >= 1, "%s", json_print(sc));
+	{
+		char *t = json_print(src);
+		CHECK_CONTAINS(t, "{\"doc\":\"memo-launch\"}");
+		free(t);
+	}
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(json_get(tool_result(r), "content"), 0), "text"),
+		       "\n\nSources: ");
+	cJSON_Delete(r);
+	CHECK_INT(server_close(&s, 30), 0);
+	free(call);
+	free(p);
+	free(path);
 }
 
 TEST(solve_with_path_inside_and_outside_the_root)

@@ -8,6 +8,7 @@
 #include "../common/common.h"
 #include "../common/json.h"
 #include "../repl/repl.h"
+#include "../repl/repl_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1409,6 +1410,163 @@ TEST(answer_dict_final_and_final_var)
 	CHECK_CONTAINS(res.output, "no variable named 'nope'");
 	repl_result_release(&res);
 	repl_free(r);
+}
+
+/* answer["sources"] and FINAL(x, sources=...): what the worker sends with
+ * the answer, normalised, the ill-shaped entries dropped with a note. */
+TEST(answer_sources_reach_the_result)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	/* Not ready: no sources travel. */
+	run(r, "answer['sources'] = ['a.txt']\nanswer['content'] = 'part'", &res);
+	CHECK(!res.ready && res.n_sources == 0 && res.sources == NULL);
+	repl_result_release(&res);
+	run(r,
+	    "answer['sources'] = ['linux/eventpoll.h', 3, {'doc': 'x.md', 'start': 5, 'end': 9,"
+	    " 'quote': 'q' * 2500}, 2.5, {'start': 1}, {'doc': 'y', 'end': -1}, True, -4,"
+	    " {'doc': 7, 'quote': 'ab'}]\nanswer['ready'] = True",
+	    &res);
+	CHECK(res.ready && !res.error);
+	CHECK_INT(res.n_sources, 4);
+	CHECK_STR(res.sources[0].doc, "linux/eventpoll.h");
+	CHECK(res.sources[0].start == -1 && res.sources[0].end == -1 && !res.sources[0].quote);
+	CHECK_STR(res.sources[1].doc, "3");
+	CHECK_STR(res.sources[2].doc, "x.md");
+	CHECK(res.sources[2].start == 5 && res.sources[2].end == 9);
+	CHECK_INT(strlen(res.sources[2].quote), 2000);
+	CHECK_STR(res.sources[3].doc, "7");
+	CHECK_STR(res.sources[3].quote, "ab");
+	CHECK_CONTAINS(res.output, "note: answer[\"sources\"]: dropped entry 3 (a float), "
+				   "entry 4 (a dict without \"doc\"), entry 5 (a \"end\" value that is not "
+				   "an int >= 0), entry 6 (a bool), entry 7 (an empty, negative or "
+				   "over-long id)");
+	repl_result_release(&res);
+	/* Reported once: the next answer starts without them. */
+	run(r, "FINAL('again')", &res);
+	CHECK(res.ready && res.n_sources == 0);
+	CHECK(strstr(res.output, "sources") == NULL);
+	repl_result_release(&res);
+	run(r, "FINAL('x', sources=['b.txt', {'doc': 'c.txt', 'quote': 'héllo'}])", &res);
+	CHECK(res.ready);
+	CHECK_STR(res.answer, "x");
+	CHECK_INT(res.n_sources, 2);
+	CHECK_STR(res.sources[0].doc, "b.txt");
+	CHECK_STR(res.sources[1].quote, "héllo");
+	repl_result_release(&res);
+	run(r, "v = 'y'\nFINAL_VAR('v', sources=('d.txt',))", &res);
+	CHECK_STR(res.answer, "y");
+	CHECK_INT(res.n_sources, 1);
+	CHECK_STR(res.sources[0].doc, "d.txt");
+	repl_result_release(&res);
+	/* More than 100: the first 100 go. */
+	run(r, "FINAL('many', sources=['d%d' % i for i in range(150)])", &res);
+	CHECK_INT(res.n_sources, 100);
+	CHECK_STR(res.sources[99].doc, "d99");
+	CHECK_CONTAINS(res.output, "dropped the 50 past the first 100");
+	repl_result_release(&res);
+	/* Not a list at all; a replaced answer dict keeps its sources; an
+	 * empty list sends nothing. */
+	run(r, "FINAL('n', sources=5)", &res);
+	CHECK(res.ready && res.n_sources == 0);
+	CHECK_CONTAINS(res.output, "answer[\"sources\"] was ignored");
+	repl_result_release(&res);
+	run(r, "answer = {'content': 'swap', 'ready': True, 'sources': ['e.txt']}", &res);
+	CHECK_STR(res.answer, "swap");
+	CHECK_INT(res.n_sources, 1);
+	CHECK_STR(res.sources[0].doc, "e.txt");
+	repl_result_release(&res);
+	run(r, "FINAL('none', sources=[])", &res);
+	CHECK(res.ready && res.n_sources == 0 && res.sources == NULL);
+	repl_result_release(&res);
+	/* An entry whose comparison raises: the sources go, the answer stays. */
+	run(r,
+	    "class K(str):\n    def __hash__(self): return hash('doc')\n"
+	    "    def __eq__(self, o): raise ValueError('boom')\n"
+	    "FINAL('kept', sources=[{K('doc'): 1}])",
+	    &res);
+	CHECK(res.ready);
+	CHECK_STR(res.answer, "kept");
+	CHECK_INT(res.n_sources, 0);
+	CHECK_CONTAINS(res.output, "answer[\"sources\"] was ignored: ValueError: boom");
+	repl_result_release(&res);
+	repl_free(r);
+}
+
+/* The controller's side: a hostile worker's sources member of the wrong
+ * shape is ignored whole, with a note; a good one is taken. */
+TEST(result_sources_parse)
+{
+	static const struct {
+		const char *sources;
+		size_t n;       /* taken; 0 with why: ignored */
+		const char *why;
+	} cases[] = {
+	    {"[\"a\",{\"doc\":\"b\",\"start\":1,\"end\":4,\"quote\":\"xyz\"}]", 2, NULL},
+	    {"[]", 0, NULL},
+	    {"null", 0, NULL},
+	    {"\"a\"", 0, "not an array"},
+	    {"[\"a\",5]", 0, "not a document id"},
+	    {"[{\"doc\":\"a\",\"start\":-1}]", 0, "\"start\" that is not"},
+	    {"[{\"doc\":\"a\",\"end\":1.5}]", 0, "\"end\" that is not"},
+	    {"[{\"doc\":\"a\",\"quote\":7}]", 0, "a quote that is not"},
+	    {"[{\"quote\":\"x\"}]", 0, "not a document id"},
+	    {"[\"\"]", 0, "not a document id"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *body = xasprintf(
+		    "{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":0,\"error\":false,"
+		    "\"interrupted\":false,\"ready\":true,\"answer\":\"x\",\"content\":null,"
+		    "\"vars\":[],\"sources\":%s}",
+		    cases[i].sources);
+		struct rlm_err err = {0, ""};
+		cJSON *f = repl_frame_parse(body, strlen(body), 1 << 20, &err);
+		struct repl_result res;
+		struct buf note = BUF_INIT;
+		CHECK_MSG(f != NULL, "%s: %s", cases[i].sources, err.msg);
+		memset(&res, 0, sizeof(res));
+		repl__sources(f, &res, &note);
+		CHECK_MSG(res.n_sources == cases[i].n, "%s: %zu sources", cases[i].sources,
+			  res.n_sources);
+		if (cases[i].why) {
+			CHECK(res.sources == NULL);
+			CHECK_CONTAINS(note.len ? note.p : "", cases[i].why);
+		} else {
+			CHECK_INT(note.len, 0);
+		}
+		if (cases[i].n == 2) {
+			CHECK_STR(res.sources[0].doc, "a");
+			CHECK(res.sources[0].start == -1 && res.sources[0].end == -1);
+			CHECK(res.sources[1].start == 1 && res.sources[1].end == 4);
+			CHECK_STR(res.sources[1].quote, "xyz");
+		}
+		repl_result_release(&res);
+		buf_release(&note);
+		cJSON_Delete(f);
+		free(body);
+	}
+	/* Over 100 entries: ignored whole. */
+	{
+		struct buf b = BUF_INIT, note = BUF_INIT;
+		struct repl_result res;
+		cJSON *f;
+		buf_puts(&b, "{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":0,"
+			     "\"error\":false,\"interrupted\":false,\"ready\":true,\"answer\":\"x\","
+			     "\"content\":null,\"vars\":[],\"sources\":[");
+		for (int i = 0; i < 101; i++)
+			buf_printf(&b, "%s\"d%d\"", i ? "," : "", i);
+		buf_puts(&b, "]}");
+		f = repl_frame_parse(b.p, b.len, 1 << 20, NULL);
+		CHECK(f != NULL);
+		memset(&res, 0, sizeof(res));
+		repl__sources(f, &res, &note);
+		CHECK_INT(res.n_sources, 0);
+		CHECK_CONTAINS(note.len ? note.p : "", "more than 100 entries");
+		repl_result_release(&res);
+		buf_release(&note);
+		buf_release(&b);
+		cJSON_Delete(f);
+	}
 }
 
 TEST(scaffold_names_are_restored)

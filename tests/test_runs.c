@@ -1156,3 +1156,84 @@ TEST(show_and_export_a_recursive_run)
 	free(prof);
 	free(url);
 }
+
+/* An answer's sources in the run record: runs show lists them, runs show
+ * --json has them in the result, and the HTML viewer shows them under the
+ * answer. The tree strategy over a directory cites the file that answered. */
+TEST(run_record_keeps_the_sources)
+{
+	char *dir = xasprintf("%s/cited", harness_tmpdir()), *db = xasprintf("%s/s.db", harness_tmpdir());
+	char *html = xasprintf("%s/cited.html", harness_tmpdir());
+	char *prof = xasprintf("%s/chromium-s", harness_tmpdir());
+	char *url = xasprintf("file://%s", html);
+	struct proc_out o;
+	cJSON *j, *run;
+	char *id, *t;
+	CHECK(mkdir(dir, 0755) == 0);
+	for (int i = 0; i < 12; i++) {
+		char *p = xasprintf("%s/station-%02d.log", dir, i);
+		char *text = xasprintf("Station %d log.\nWind, cloud cover and temperature were logged "
+				       "every three hours at the harbour.\nThe weather was %s.\n",
+				       i, i == 7 ? "stormy with hail in Lisbon" : "mild");
+		FILE *f = fopen(p, "w");
+		CHECK(f != NULL);
+		fputs(text, f);
+		fclose(f);
+		free(text);
+		free(p);
+	}
+	{
+		const char *args[] = {"solve", "-c", dir, "-q", "Where was there hail?", "--strategy",
+				      "tree", "--leaf-chars", "256", "--json", "--quiet", "--cache", db,
+				      NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = parse_out(&o);
+	id = xstrdup(json_str(j, "run") ? json_str(j, "run") : "");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"runs", "show", id, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "\nsources   station-07.log\n");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"runs", "show", id, "--json", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	run = parse_out(&o);
+	t = json_print(json_get(json_get(run, "result"), "sources"));
+	CHECK_STR(t, "[{\"doc\":\"station-07.log\"}]");
+	free(t);
+	cJSON_Delete(run);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"runs", "export", id, "--format", "html", "-o", html, "--cache",
+				      db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "export html: %s", o.err);
+	proc_out_release(&o);
+	{
+		char *pd = xasprintf("--user-data-dir=%s", prof);
+		const char *argv[] = {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+				      pd, "--dump-dom", url, NULL};
+		struct stat st;
+		CHECK_MSG(stat(argv[0], &st) == 0,
+			  "headless Chromium is needed for this test: run `make deps`");
+		CHECK_INT(proc_run(argv, NULL, NULL, 60, &o), 0);
+		CHECK_MSG(o.status == 0, "chromium exit %d: %.500s", o.status, o.err);
+		CHECK_CONTAINS(o.out, "<dt>sources</dt><dd><ul class=\"sources\"><li><code>station-07.log</code>");
+		proc_out_release(&o);
+		free(pd);
+	}
+	free(id);
+	free(dir);
+	free(db);
+	free(html);
+	free(prof);
+	free(url);
+}

@@ -389,6 +389,8 @@ TEST(serve_solve_sync)
 	CHECK(cJSON_IsNumber(json_get(r.json, "cost_usd")));
 	CHECK(json_get(r.json, "timings"));
 	CHECK_STR(json_str(json_get(r.json, "result"), "stop"), "answer");
+	CHECK(cJSON_IsArray(json_get(r.json, "sources")));
+	CHECK(cJSON_IsArray(json_get(json_get(r.json, "result"), "sources")));
 	CHECK_CONTAINS(r.headers, "Content-Type: application/json");
 	id = json_str(r.json, "run_id");
 	CHECK(id && *id);
@@ -468,6 +470,9 @@ TEST(serve_solve_sync)
 	CHECK_STR(json_str(r.json, "status"), "done");
 	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
 	CHECK_STR(json_str(json_get(r.json, "result"), "strategy"), "tree");
+	/* which cites the one document of a str context */
+	CHECK_INT(cJSON_GetArraySize(json_get(r.json, "sources")), 1);
+	CHECK_STR(json_str(cJSON_GetArrayItem(json_get(r.json, "sources"), 0), "doc"), "context");
 	resp_release(&r);
 	free(body);
 	CHECK_INT(srv_stop(&s), 0);
@@ -709,8 +714,8 @@ TEST(serve_context_path)
 	write_text(in, NEEDLE_CTX);
 	write_text(out, NEEDLE_CTX);
 	write_text(d1, NEEDLE_CTX);
-	write_text(jl, "{\"text\": \"The weather was mild.\"}\n{\"text\": \"The secret launch code "
-		       "is 7340-alpha.\"}\n");
+	write_text(jl, "{\"text\": \"The weather was mild.\"}\n{\"id\": \"launch\", \"text\": \"The "
+		       "secret launch code is 7340-alpha.\"}\n");
 	CHECK(symlink(out, link) == 0);
 	s = srv_start(args);
 
@@ -726,6 +731,21 @@ TEST(serve_context_path)
 	r = http(&s, "POST", "/v1/solve", body);
 	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
 	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	resp_release(&r);
+	free(body);
+	/* The tree strategy cites the records of the part that answered, by
+	 * their ids (a line number for the one without). */
+	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\", \"format\": \"jsonl\", "
+			 "\"options\": {\"strategy\": \"tree\"}}",
+			 NEEDLE_Q, jl);
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(json_str(r.json, "answer"), "7340-alpha");
+	{
+		char *t = json_print(json_get(r.json, "sources"));
+		CHECK_STR(t, "[{\"doc\":\"1\"},{\"doc\":\"launch\"}]");
+		free(t);
+	}
 	resp_release(&r);
 	free(body);
 	body = xasprintf("{\"question\": \"%s\", \"context_path\": \"%s\"}", NEEDLE_Q, dir);
@@ -1073,6 +1093,8 @@ TEST(serve_chat)
 	CHECK(json_num(json_get(r.json, "usage"), "prompt_tokens", 0) > 0);
 	CHECK(json_num(json_get(r.json, "usage"), "total_tokens", 0) >=
 	      json_num(json_get(r.json, "usage"), "prompt_tokens", 0));
+	/* The extension member: the run, and the answer's sources. */
+	CHECK(cJSON_IsArray(json_get(json_get(r.json, "rlm"), "sources")));
 	/* The run behind it. */
 	id = xasprintf("/v1/runs/%s", json_str(r.json, "id") + 9);
 	resp_release(&r);
@@ -1110,6 +1132,10 @@ TEST(serve_chat)
 		CHECK_CONTAINS(c.reasoning.p, "Turn 1: running code: ");
 		CHECK_MSG(c.reasoning_chunks >= 3, "%s", r.body);
 		CHECK_STR(c.finish_reason, "stop");
+		/* the final chunk carries the rlm member with the sources */
+		CHECK_CONTAINS(r.body, "\"finish_reason\":\"stop\"}],\"usage\":null,\"rlm\":{");
+		CHECK_CONTAINS(strstr(r.body, "\"rlm\":{") ? strstr(r.body, "\"rlm\":{") : "",
+			       "\"sources\":[");
 		chunks_release(&c);
 	}
 	resp_release(&r);

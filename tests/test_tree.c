@@ -172,6 +172,65 @@ TEST(finds_needle_in_haystack)
 	env_free(&e);
 }
 
+/* The documents of the parts that answered are the answer's sources: the
+ * record holding the needle, by its id, once; none when nothing answers. */
+TEST(sources_are_the_documents_that_answered)
+{
+	static const char *const filler[] = {
+		"The harbour was quiet that morning and the boats rocked in the grey water.\\n",
+		"A long road wound between the hills, past orchards and low stone walls.\\n",
+	};
+	struct env e;
+	struct rlm_opts o;
+	struct rlm_result r;
+	struct rlm_err err = {0, ""};
+	struct buf b = BUF_INIT;
+	struct corpus *c = NULL;
+	for (int i = 1; i <= 30; i++) {
+		buf_printf(&b, "{\"id\": \"log-2024-01-%02d\", \"title\": \"Day %d\", \"text\": \"", i, i);
+		for (int k = 0; k < 40; k++)
+			buf_puts(&b, filler[(i + k) % 2]);
+		if (i == 17)
+			buf_puts(&b, "One of the special magic numbers for brave-lantern is: 8264013.\\n");
+		buf_puts(&b, "\"}\n");
+	}
+	CHECK_INT(corpus_from_jsonl_buf("days.jsonl", b.p, b.len, &c, &err), 0);
+	env_init(&e, NULL, 0);
+	opts_for(&o, &e, 2000);
+	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern mentioned in "
+				"the provided text?",
+			    c, &r, &err),
+		  0);
+	CHECK_CONTAINS(r.answer, "8264013");
+	CHECK(r.leaves > 30);
+	CHECK_INT(r.n_sources, 1);
+	if (r.n_sources == 1) {
+		CHECK_STR(r.sources[0].doc, "log-2024-01-17");
+		CHECK(r.sources[0].start == -1 && r.sources[0].quote == NULL);
+	}
+	rlm_result_release(&r);
+	corpus_free(c);
+	/* The same records without the needle: every part says NONE. */
+	buf_reset(&b);
+	for (int i = 1; i <= 30; i++) {
+		buf_printf(&b, "{\"id\": \"log-2024-01-%02d\", \"text\": \"", i);
+		for (int k = 0; k < 40; k++)
+			buf_puts(&b, filler[(i + k) % 2]);
+		buf_puts(&b, "\"}\n");
+	}
+	CHECK_INT(corpus_from_jsonl_buf("days.jsonl", b.p, b.len, &c, &err), 0);
+	CHECK_INT(rlm_solve(&o, "What is the special magic number for brave-lantern mentioned in "
+				"the provided text?",
+			    c, &r, &err),
+		  0);
+	CHECK_MSG(!r.found, "answer: %s", r.answer);
+	CHECK_INT(r.n_sources, 0);
+	rlm_result_release(&r);
+	corpus_free(c);
+	buf_release(&b);
+	env_free(&e);
+}
+
 TEST(distractor_loses_in_combine)
 {
 	struct env e;
