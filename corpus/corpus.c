@@ -403,8 +403,9 @@ static int map_fd(int fd, const struct stat *st, const char *path, size_t max, v
 
 /* Keep the decoded text of a file (or of standard input) held in b as the
  * corpus of one document; b is released either way. */
-static int keep_text(struct tbuf *b, const char *path, const char *what, size_t replaced,
-		     const struct corpus_opts *o, struct corpus **out, struct rlm_err *err)
+static int keep_text(struct tbuf *b, const char *path, const char *what, const char *from,
+		     size_t replaced, const struct corpus_opts *o, struct corpus **out,
+		     struct rlm_err *err)
 {
 	struct corpus_int *ci;
 	size_t cap = 0;
@@ -422,7 +423,8 @@ static int keep_text(struct tbuf *b, const char *path, const char *what, size_t 
 		return rlm_err_set(err, rc, "cannot keep %s: %s", what, strerror(-rc));
 	}
 	if (replaced && !o->quiet)
-		corpus__warn_replaced(strcmp(path, "-") == 0 ? "standard input" : path, replaced);
+		corpus__warn_replaced(strcmp(path, "-") == 0 ? "standard input" : path, from,
+				      replaced);
 	*out = &ci->c;
 	return 0;
 }
@@ -441,7 +443,7 @@ static int convert_text(void *map, size_t len, const struct corpus__enc *e, cons
 			    &replaced, &bad);
 	munmap(map, len);
 	if (rc == 0)
-		return keep_text(&b, path, what, replaced, o, out, err);
+		return keep_text(&b, path, what, e->from, replaced, o, out, err);
 	corpus__tb_release(&b);
 	if (rc == RLM_EPARSE)
 		return rlm_err_set(err, rc, "invalid %s in %s at byte %zu",
@@ -656,11 +658,7 @@ fail:
 	return rc;
 }
 
-int corpus_from_jsonl_buf(const char *name, const char *s, size_t len, struct corpus **out,
-			  struct rlm_err *err)
-{
-	return jsonl_decode(name, s, len, 0, false, out, err);
-}
+
 
 /* How JSONL in s[0..len) is read: UTF-8 as it stands (e->from NULL:
  * jsonl_decode skips a UTF-8 mark and refuses invalid UTF-8, JSON being
@@ -702,9 +700,20 @@ static int jsonl_converted(const char *name, const char *s, size_t len,
 		(*out)->replaced = replaced;
 		if (replaced && !o->quiet)
 			corpus__warn_replaced(strcmp(name, "-") == 0 ? "standard input" : name,
-					      replaced);
+					      e->from, replaced);
 	}
 	return rc;
+}
+
+int corpus_from_jsonl_buf(const char *name, const char *s, size_t len, struct corpus **out,
+			  struct rlm_err *err)
+{
+	static const struct corpus_opts o = {.kind = CORPUS_JSONL, .quiet = true};
+	struct corpus__enc e;
+	jsonl_plan(s, len, &o, &e);
+	if (e.from)
+		return jsonl_converted(name ? name : "-", s, len, &e, &o, DEFAULT_MAX, out, err);
+	return jsonl_decode(name, s, len, 0, false, out, err);
 }
 
 static int load_jsonl(int fd, const struct stat *st, const char *path, const struct corpus_opts *o,
@@ -768,6 +777,7 @@ static int load_held(struct tbuf *b, const char *path, bool jsonl, const struct 
 	struct corpus__enc e;
 	char tmp[600];
 	const char *what = label(path, tmp, sizeof(tmp));
+	const char *from = NULL;
 	size_t replaced = 0;
 	int rc;
 	if (b->len == 0) {
@@ -788,11 +798,12 @@ static int load_held(struct tbuf *b, const char *path, bool jsonl, const struct 
 		corpus__tb_release(b);
 		return rc;
 	}
-	if ((rc = corpus__tb_decode(b, 0, what, o->encoding, o->strict_utf8, &replaced, err))) {
+	if ((rc = corpus__tb_decode(b, 0, what, o->encoding, o->strict_utf8, &replaced, &from,
+				    err))) {
 		corpus__tb_release(b);
 		return rc;
 	}
-	return keep_text(b, path, what, replaced, o, out, err);
+	return keep_text(b, path, what, from, replaced, o, out, err);
 }
 
 static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **out,

@@ -144,8 +144,9 @@ int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, 
  * string "text" (else "content", "body", "document", "contents") and an
  * optional name from "id", "docid", "title" or "name" (string or number).
  * name labels the source in messages ("'name' line 7: not valid JSON"; "-"
- * reads "standard input") and becomes corpus.source. The text goes into a
- * memfd as corpus_load's does. On success *out is the caller's to
+ * reads "standard input") and becomes corpus.source. UTF-16 and UTF-32
+ * with a byte-order mark are converted (invalid units replaced with
+ * U+FFFD, silently). The text goes into a memfd as corpus_load's does. On success *out is the caller's to
  * corpus_free; on error *out is NULL and err says what. */
 int corpus_from_jsonl_buf(const char *name, const char *buf, size_t len, struct corpus **out,
 			  struct rlm_err *err);

@@ -37,6 +37,8 @@ struct walk {
 	size_t skips[SKIP_N];      /* files skipped, by reason */
 	size_t n_fixed, fixed_sum; /* files with bytes replaced, and bytes */
 	char *fixed_first;         /* the first of those files; owned */
+	const char *fixed_from;    /* its encoding (NULL: UTF-8); static or
+				    * corpus_opts.encoding */
 };
 
 static void walk_push(struct walk *w, char *rel)
@@ -58,14 +60,16 @@ static void warn_skip(struct walk *w, enum skip k, const char *rel, const char *
 }
 
 /* Count a file with n bytes replaced with U+FFFD. */
-static void note_fixed(struct walk *w, const char *rel, size_t n)
+static void note_fixed(struct walk *w, const char *rel, const char *from, size_t n)
 {
-	if (!w->fixed_first)
+	if (!w->fixed_first) {
 		w->fixed_first = xstrdup(rel);
+		w->fixed_from = from;
+	}
 	w->n_fixed++;
 	w->fixed_sum += n;
 	if (!w->o->quiet && w->o->verbose)
-		corpus__warn_replaced(rel, n);
+		corpus__warn_replaced(rel, from, n);
 }
 
 /* One line for the skipped files, by reason, and one for the files with
@@ -92,7 +96,7 @@ static void summarise(const struct walk *w)
 		log_warn("%s (--verbose lists them)", line);
 	}
 	if (w->n_fixed == 1 && !w->o->verbose) {
-		corpus__warn_replaced(w->fixed_first, w->fixed_sum);
+		corpus__warn_replaced(w->fixed_first, w->fixed_from, w->fixed_sum);
 	} else if (w->n_fixed > 1 && !w->o->verbose) {
 		char files[32];
 		log_warn("%s invalid bytes replaced with U+FFFD in %s files such as %s "
@@ -233,7 +237,7 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	struct stat st;
 	size_t start = b->len, len, ok_len, replaced = 0, max = b->max ? b->max : SIZE_MAX / 4;
 	enum skip kind = SKIP_BINARY;
-	const char *why;
+	const char *why, *from = NULL;
 	char whybuf[200];
 	ssize_t n;
 	int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (w->no_symlinks ? O_NOFOLLOW : 0)), rc = 0;
@@ -274,7 +278,8 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	else if ((size_t)n == HEAD)
 		rc = corpus__in_read_all(&in, b, (size_t)st.st_size - RLM_MIN((size_t)st.st_size, HEAD));
 	if (rc == 0)
-		rc = corpus__tb_decode(b, start, "", o->encoding, o->strict_utf8, &replaced, NULL);
+		rc = corpus__tb_decode(b, start, "", o->encoding, o->strict_utf8, &replaced, &from,
+				       NULL);
 	if (rc == 0)
 		rc = corpus__tb_reserve(b, 1);
 	if (rc == RLM_ETOOBIG) {
@@ -304,7 +309,7 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	corpus_add_doc(c, cap, start, len, xstrdup(rel));
 	c->replaced += replaced;
 	if (replaced)
-		note_fixed(w, rel, replaced);
+		note_fixed(w, rel, from, replaced);
 	goto out;
 cut:
 	b->len = start;

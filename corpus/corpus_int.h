@@ -93,18 +93,20 @@ int corpus__decode(const struct corpus__enc *e, const char *s, size_t n, bool st
 		   struct tbuf *b, size_t *replaced, size_t *bad);
 /* Make b->p[start, b->len) UTF-8 text in place, as corpus__plan and
  * corpus__decode say (a copy only when something is converted). what names
- * it in err ("'notes.txt'", "standard input"). Returns what corpus__decode
+ * it in err ("'notes.txt'", "standard input"); *from (when not NULL) is
+ * set to the encoding read (NULL: UTF-8). Returns what corpus__decode
  * does, with err filled; b->len is start after an error. NUL bytes are left
  * for the caller to find. */
 int corpus__tb_decode(struct tbuf *b, size_t start, const char *what, const char *encoding,
-		      bool strict, size_t *replaced, struct rlm_err *err);
+		      bool strict, size_t *replaced, const char **from, struct rlm_err *err);
 /* Why the head of a directory's file, s[0..n), is no document: "binary"
  * (a NUL byte, unless a mark or `encoding` says UTF-16/32), "not text"
  * (invalid UTF-8 under strict, or more than a quarter of its bytes
  * without a named encoding), or NULL. */
 const char *corpus__head_why(const char *s, size_t n, const char *encoding, bool strict);
-/* The warning for n bytes of path replaced with U+FFFD. */
-void corpus__warn_replaced(const char *path, size_t n);
+/* The warning for n bytes of path, in encoding enc (NULL: UTF-8),
+ * replaced with U+FFFD. */
+void corpus__warn_replaced(const char *path, const char *enc, size_t n);
 /* Does path end in ".gz" (any case)? */
 bool corpus__gz_name(const char *path);
 

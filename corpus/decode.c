@@ -68,12 +68,37 @@ static unsigned unit_of(const char *name)
 	return 1;
 }
 
+/* A converter from the encoding called name to UTF-8, or (iconv_t)-1 with
+ * errno. Python's spellings are tried too: "latin_1" and "latin-1" are
+ * glibc's "latin1", "windows_1252" its "windows-1252". */
+static iconv_t open_from(const char *name)
+{
+	char alt[64];
+	size_t n = strlen(name);
+	iconv_t cd = iconv_open("UTF-8", name);
+	if (cd != (iconv_t)-1 || errno != EINVAL || n >= sizeof(alt))
+		return cd;
+	for (size_t i = 0; i <= n; i++)
+		alt[i] = name[i] == '_' ? '-' : name[i];
+	if ((cd = iconv_open("UTF-8", alt)) != (iconv_t)-1)
+		return cd;
+	n = 0;
+	for (const char *p = name; *p; p++)
+		if (*p != '-' && *p != '_')
+			alt[n++] = *p;
+	alt[n] = '\0';
+	if ((cd = iconv_open("UTF-8", alt)) != (iconv_t)-1)
+		return cd;
+	errno = EINVAL;
+	return cd;
+}
+
 int corpus_encoding_check(const char *name, struct rlm_err *err)
 {
 	iconv_t cd;
 	if (corpus__enc_is_utf8(name))
 		return 0;
-	if ((cd = iconv_open("UTF-8", name)) == (iconv_t)-1)
+	if ((cd = open_from(name)) == (iconv_t)-1)
 		return rlm_err_set(err, RLM_EINVAL,
 				   "unknown encoding '%s' (`iconv --list` names the known ones)",
 				   name);
@@ -257,7 +282,7 @@ int corpus__decode(const struct corpus__enc *e, const char *s, size_t n, bool st
 	int rc;
 	if (!e->from)
 		return utf8_repair(s, n, strict, b, replaced, bad);
-	if ((cd = iconv_open("UTF-8", e->from)) == (iconv_t)-1)
+	if ((cd = open_from(e->from)) == (iconv_t)-1)
 		return errno == EINVAL ? RLM_EINVAL : -errno;
 	rc = iconv_into(cd, s, n, e->unit, strict, b, replaced, bad);
 	iconv_close(cd);
@@ -265,13 +290,15 @@ int corpus__decode(const struct corpus__enc *e, const char *s, size_t n, bool st
 }
 
 int corpus__tb_decode(struct tbuf *b, size_t start, const char *what, const char *encoding,
-		      bool strict, size_t *replaced, struct rlm_err *err)
+		      bool strict, size_t *replaced, const char **from, struct rlm_err *err)
 {
 	struct corpus__enc e;
 	size_t n = b->len - start, bad = 0;
 	char *raw;
 	int rc;
 	corpus__plan(b->p + start, n, encoding, &e);
+	if (from)
+		*from = e.from;
 	if (!e.from && e.bad == SIZE_MAX) {
 		/* UTF-8 already: only a mark to drop */
 		if (e.bom) {
@@ -329,11 +356,12 @@ const char *corpus__head_why(const char *s, size_t n, const char *encoding, bool
 										     : NULL;
 }
 
-void corpus__warn_replaced(const char *path, size_t n)
+void corpus__warn_replaced(const char *path, const char *enc, size_t n)
 {
 	char count[32];
-	log_warn("%s: %s invalid byte%s replaced with U+FFFD", path,
-		 text_fmt_count(count, sizeof(count), (int64_t)n), n == 1 ? "" : "s");
+	log_warn("%s: %s invalid %s byte%s replaced with U+FFFD", path,
+		 text_fmt_count(count, sizeof(count), (int64_t)n), enc ? enc : "UTF-8",
+		 n == 1 ? "" : "s");
 }
 
 bool corpus__gz_name(const char *path)
