@@ -445,14 +445,7 @@ static int convert_text(void *map, size_t len, const struct corpus__enc *e, cons
 	if (rc == 0)
 		return keep_text(&b, path, what, e->from, replaced, o, out, err);
 	corpus__tb_release(&b);
-	if (rc == RLM_EPARSE)
-		return rlm_err_set(err, rc, "invalid %s in %s at byte %zu",
-				   e->from ? e->from : "UTF-8", what, e->bom + bad);
-	if (rc == RLM_ETOOBIG)
-		return rlm_err_set(err, rc, "%s is larger than %zu bytes once decoded", what, max);
-	if (rc == RLM_EINVAL)
-		return rlm_err_set(err, rc, "unknown encoding '%s'", e->from);
-	return rlm_err_set(err, rc, "cannot decode %s: %s", what, strerror(-rc));
+	return corpus__decode_err(rc, e, what, bad, max, err);
 }
 
 static int load_text(int fd, const struct stat *st, const char *path, const struct corpus_opts *o,
@@ -658,8 +651,6 @@ fail:
 	return rc;
 }
 
-
-
 /* How JSONL in s[0..len) is read: UTF-8 as it stands (e->from NULL:
  * jsonl_decode skips a UTF-8 mark and refuses invalid UTF-8, JSON being
  * UTF-8 by definition), or converted from UTF-16 or UTF-32 (a mark says
@@ -684,15 +675,8 @@ static int jsonl_converted(const char *name, const char *s, size_t len,
 	int rc;
 	corpus__tb_init(&b, max, o->heap);
 	rc = corpus__decode(e, s + e->bom, len - e->bom, o->strict_utf8, &b, &replaced, &bad);
-	if (rc == RLM_EPARSE)
-		rc = rlm_err_set(err, rc, "invalid %s in %s at byte %zu", e->from, what,
-				 e->bom + bad);
-	else if (rc == RLM_ETOOBIG)
-		rc = rlm_err_set(err, rc, "%s is larger than %zu bytes once decoded", what, max);
-	else if (rc == RLM_EINVAL)
-		rc = rlm_err_set(err, rc, "unknown encoding '%s'", e->from);
-	else if (rc)
-		rc = rlm_err_set(err, rc, "cannot decode %s: %s", what, strerror(-rc));
+	if (rc)
+		rc = corpus__decode_err(rc, e, what, bad, max, err);
 	else
 		rc = jsonl_decode(name, b.p, b.len, b.fd >= 0 ? MADV_REMOVE : 0, o->heap, out, err);
 	corpus__tb_release(&b);

@@ -238,7 +238,6 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	size_t start = b->len, len, ok_len, replaced = 0, max = b->max ? b->max : SIZE_MAX / 4;
 	enum skip kind = SKIP_BINARY;
 	const char *why, *from = NULL;
-	char whybuf[200];
 	ssize_t n;
 	int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (w->no_symlinks ? O_NOFOLLOW : 0)), rc = 0;
 	if (fd < 0)
@@ -326,9 +325,8 @@ read_error:
 		b->p[start] = '\0';
 	if (rc == RLM_EPARSE) {
 		/* bad gzip data: skipped like a binary file */
-		snprintf(whybuf, sizeof(whybuf), "%s", in.why);
 		rc = 0;
-		warn_skip(w, SKIP_GZIP, rel, whybuf);
+		warn_skip(w, SKIP_GZIP, rel, in.why);
 		goto out;
 	}
 	rc = rlm_err_set(err, rc, "cannot read '%s/%s': %s", w->root, rel, strerror(-rc));

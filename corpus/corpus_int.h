@@ -91,6 +91,11 @@ void corpus__plan(const char *s, size_t n, const char *encoding, struct corpus__
  * RLM_EINVAL (an encoding iconv does not know) or -errno. */
 int corpus__decode(const struct corpus__enc *e, const char *s, size_t n, bool strict,
 		   struct tbuf *b, size_t *replaced, size_t *bad);
+/* err for corpus__decode's code rc (not 0) on the file named what
+ * (quoted, or "standard input"), its mark and first bad byte as e and bad
+ * say, max its cap. Returns rc. */
+int corpus__decode_err(int rc, const struct corpus__enc *e, const char *what, size_t bad,
+		       size_t max, struct rlm_err *err);
 /* Make b->p[start, b->len) UTF-8 text in place, as corpus__plan and
  * corpus__decode say (a copy only when something is converted). what names
  * it in err ("'notes.txt'", "standard input"); *from (when not NULL) is

@@ -114,12 +114,14 @@ void corpus__plan(const char *s, size_t n, const char *encoding, struct corpus__
 		const char *from;
 		unsigned unit;
 	} boms[] = {
-		/* UTF-32LE first: its mark begins with UTF-16LE's */
-		{"\xff\xfe\0\0", 4, "UTF-32LE", 4},
-		{"\0\0\xfe\xff", 4, "UTF-32BE", 4},
-		{"\xef\xbb\xbf", 3, NULL, 1},
-		{"\xff\xfe", 2, "UTF-16LE", 2},
-		{"\xfe\xff", 2, "UTF-16BE", 2},
+	    /* clang-format off */
+	    /* UTF-32LE first: its mark begins with UTF-16LE's */
+	    {"\xff\xfe\0\0", 4, "UTF-32LE", 4},
+	    {"\0\0\xfe\xff", 4, "UTF-32BE", 4},
+	    {"\xef\xbb\xbf", 3, NULL, 1},
+	    {"\xff\xfe", 2, "UTF-16LE", 2},
+	    {"\xfe\xff", 2, "UTF-16BE", 2},
+	    /* clang-format on */
 	};
 	const char *nul;
 	*e = (struct corpus__enc){NULL, 0, 1, SIZE_MAX, SIZE_MAX};
@@ -139,7 +141,8 @@ void corpus__plan(const char *s, size_t n, const char *encoding, struct corpus__
 		e->nul = (size_t)(nul - s);
 	if (text_utf8_valid(s, n, &e->bad))
 		e->bad = SIZE_MAX;
-	if ((e->bad != SIZE_MAX || e->nul != SIZE_MAX) && !e->bom && !corpus__enc_is_utf8(encoding)) {
+	if ((e->bad != SIZE_MAX || e->nul != SIZE_MAX) && !e->bom &&
+	    !corpus__enc_is_utf8(encoding)) {
 		e->from = encoding;
 		e->unit = unit_of(encoding);
 	}
@@ -220,6 +223,9 @@ static size_t utf8_bad_bytes(const char *s, size_t n)
 
 /* ---- iconv ---- */
 
+/* Append s[0..n) converted by cd to b, within b->max: the output grows in
+ * steps, an invalid or cut sequence becomes U+FFFD (unit bytes skipped,
+ * all of them at the end) unless strict. As corpus__decode returns. */
 static int iconv_into(iconv_t cd, const char *s, size_t n, unsigned unit, bool strict,
 		      struct tbuf *b, size_t *replaced, size_t *bad)
 {
@@ -320,22 +326,25 @@ int corpus__tb_decode(struct tbuf *b, size_t start, const char *what, const char
 	b->p[start] = '\0';
 	rc = corpus__decode(&e, raw, n - e.bom, strict, b, replaced, &bad);
 	free(raw);
-	if (rc) {
-		b->len = start;
-		if (b->p)
-			b->p[start] = '\0';
-	}
+	if (!rc)
+		return 0;
+	b->len = start;
+	if (b->p)
+		b->p[start] = '\0';
+	return corpus__decode_err(rc, &e, what, bad, b->max, err);
+}
+
+int corpus__decode_err(int rc, const struct corpus__enc *e, const char *what, size_t bad,
+		       size_t max, struct rlm_err *err)
+{
 	if (rc == RLM_EPARSE)
-		return rlm_err_set(err, rc, "invalid %s in %s at byte %zu", e.from ? e.from : "UTF-8",
-				   what, e.bom + bad);
+		return rlm_err_set(err, rc, "invalid %s in %s at byte %zu",
+				   e->from ? e->from : "UTF-8", what, e->bom + bad);
 	if (rc == RLM_ETOOBIG)
-		return rlm_err_set(err, rc, "%s is larger than %zu bytes once decoded", what,
-				   b->max);
+		return rlm_err_set(err, rc, "%s is larger than %zu bytes once decoded", what, max);
 	if (rc == RLM_EINVAL)
-		return rlm_err_set(err, rc, "unknown encoding '%s'", e.from);
-	if (rc)
-		return rlm_err_set(err, rc, "cannot decode %s: %s", what, strerror(-rc));
-	return 0;
+		return rlm_err_set(err, rc, "unknown encoding '%s'", e->from);
+	return rlm_err_set(err, rc, "cannot decode %s: %s", what, strerror(-rc));
 }
 
 const char *corpus__head_why(const char *s, size_t n, const char *encoding, bool strict)
@@ -352,8 +361,9 @@ const char *corpus__head_why(const char *s, size_t n, const char *encoding, bool
 		return "not text";
 	/* A few bad bytes are text in another encoding (latin-1 read as
 	 * UTF-8); many are something else. */
-	return utf8_bad_bytes(s + e.bom + e.bad, n - e.bom - e.bad) > (n - e.bom) / 4 ? "not text"
-										     : NULL;
+	if (utf8_bad_bytes(s + e.bom + e.bad, n - e.bom - e.bad) > (n - e.bom) / 4)
+		return "not text";
+	return NULL;
 }
 
 void corpus__warn_replaced(const char *path, const char *enc, size_t n)
