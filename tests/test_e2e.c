@@ -419,7 +419,7 @@ TEST(solve_directory_and_jsonl_and_stdin)
 
 /* Text in other encodings solves: UTF-16 (a mark), a UTF-8 mark, one
  * invalid byte (a warning naming the file), latin-1 with --encoding, and
- * a gzip file; the needle is found in each. */
+ * a file gzip(1) compressed; the needle is found in each. */
 TEST(solve_any_encoding)
 {
 	static const char body[] = "Minutes of the weekly meeting.\n"
@@ -480,6 +480,22 @@ TEST(solve_any_encoding)
 			CHECK(!strstr(o.err, "warning"));
 		}
 		proc_out_release(&o);
+		free(p);
+	}
+	/* gzip(1) output, read decompressed */
+	if (access("/bin/gzip", X_OK) == 0) {
+		char *p = xasprintf("%s/minutes.txt", dir), *gz = xasprintf("%s.gz", p),
+		     *cmd = xasprintf("/bin/gzip -f %s", p);
+		const char *args[] = {"solve", "-c", gz, "-q", "When is the launch?", NULL};
+		struct proc_out o;
+		write_text(p, body, sizeof(body) - 1);
+		CHECK_INT(system(cmd), 0);
+		o = rlm(args, NULL);
+		CHECK_MSG(o.status == 0, "gzip: exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.out, "ninth of May");
+		proc_out_release(&o);
+		free(cmd);
+		free(gz);
 		free(p);
 	}
 	free(dir);
