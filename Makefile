@@ -2,7 +2,7 @@
 
 BUILD   ?= build
 CC      ?= gcc
-PKGS    := libcurl libcjson sqlite3 libseccomp libmicrohttpd libxxhash
+PKGS    := libcurl libcjson sqlite3 libseccomp libmicrohttpd libxxhash zlib
 SAN     ?=
 # Debian's python3 (make deps installs it), for the layout checks.
 PYTHON  ?= /usr/bin/python3

@@ -134,7 +134,7 @@ static void *held_sample(void *arg)
 
 static int child_load(FILE *rep, const char *path)
 {
-	struct corpus_opts o = {CORPUS_AUTO, 0, true, false, false};
+	struct corpus_opts o = {.kind = CORPUS_AUTO, .quiet = true};
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	long base = status_kb("VmRSS");

@@ -30,6 +30,12 @@ static const char usage[] =
 	"  -c, --context PATH      a text file, a directory, a JSONL file, or - (stdin\n"
 	"                          cannot then carry the cells)\n"
 	"      --format KIND       auto (default), text, dir, jsonl\n"
+	"      --encoding NAME     what context files that are not UTF-8 are in (latin-1,\n"
+	"                          cp1252, any `iconv --list` name; default utf-8: invalid\n"
+	"                          bytes become U+FFFD); a byte-order mark always wins; a\n"
+	"                          *.gz file is read decompressed\n"
+	"      --strict-utf8       invalid UTF-8 in the context is an error (a directory's\n"
+	"                          file is skipped), not replaced with U+FFFD\n"
 	"      --output-limit N    characters of output shown (20000)\n"
 	"      --exec-timeout SECS running time of one cell, sub-calls not counted (60)\n"
 	"      --python PATH       the worker's interpreter (/usr/bin/python3)\n"
@@ -37,6 +43,8 @@ static const char usage[] =
 	"                          RLM_MAX_DEPTH; 2); 1: rlm_query is a plain sub-call\n"
 	"      --quiet             no prompts or notices on stderr (at a terminal they\n"
 	"                          include the worker's sandbox line)\n"
+	"  -v, --verbose           name each file of a directory that is skipped or has\n"
+	"                          bytes replaced\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"%s"
@@ -57,6 +65,8 @@ enum {
 	OPT_PYTHON,
 	OPT_QUIET,
 	OPT_MAX_DEPTH,
+	OPT_ENCODING,
+	OPT_STRICT_UTF8,
 };
 
 /* Read the next cell into b; false at the end of input with nothing read. */
@@ -93,7 +103,7 @@ static bool read_cell(FILE *in, bool tty, bool quiet, struct buf *b)
  * argv and the environment. */
 struct repl_args {
 	struct rlm_models_cfg mo;  /* the models; --quiet */
-	struct corpus_opts co; /* --format */
+	struct corpus_opts co; /* --format, --encoding, --strict-utf8, --verbose */
 	struct rlm_opts ro;    /* the worker's settings (its children's too):
 				* --output-limit, --exec-timeout, --python,
 				* --max-depth, the sandbox */
@@ -108,6 +118,9 @@ static const struct option longopts[] = {
 	{"python", required_argument, NULL, OPT_PYTHON},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+	{"encoding", required_argument, NULL, OPT_ENCODING},
+	{"strict-utf8", no_argument, NULL, OPT_STRICT_UTF8},
+	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	MODEL_LONGOPTS,
 	SANDBOX_LONGOPTS,
@@ -128,6 +141,15 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 {
 	switch (opt) {
 	case 'c': a->context = optarg; return 0;
+	case OPT_ENCODING: {
+		struct rlm_err err = {0, ""};
+		if (corpus_encoding_check(optarg, &err))
+			return log_fail(2, "--encoding: %s", err.msg);
+		a->co.encoding = optarg;
+		return 0;
+	}
+	case OPT_STRICT_UTF8: a->co.strict_utf8 = true; return 0;
+	case 'v': a->co.verbose = true; return 0;
 	case OPT_FORMAT:
 		if (corpus_kind_parse(optarg, &a->co.kind))
 			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
@@ -163,7 +185,7 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":c:vh", longopts, NULL)) != -1) {
 		int taken = cli_model_opts_take(&a->mo, opt, optarg);
 		if (!taken)
 			taken = cli_sandbox_opts_take(&a->ro.sandbox, opt, optarg);

@@ -25,6 +25,13 @@ static const char usage[] =
 	"  -q, --question TEXT     the question (env RLM_QUESTION)\n"
 	"      --question-file F   read the question from a file\n"
 	"      --format KIND       how to read --context: auto (default), text, dir, jsonl\n"
+	"      --encoding NAME     what context files that are not UTF-8 are in: latin-1,\n"
+	"                          cp1252, any `iconv --list` name (default utf-8: invalid\n"
+	"                          bytes become U+FFFD, with a warning). A byte-order mark\n"
+	"                          always wins (UTF-8, UTF-16, UTF-32); a *.gz file is\n"
+	"                          read decompressed\n"
+	"      --strict-utf8       invalid UTF-8 in the context is an error (a directory's\n"
+	"                          file is skipped), not replaced with U+FFFD\n"
 	"  -s, --strategy NAME     repl (default): the root model sees only the context's\n"
 	"                          size and writes Python that a persistent REPL runs with\n"
 	"                          the context in `context`, calling sub-models from code;\n"
@@ -43,7 +50,8 @@ static const char usage[] =
 	"      --quiet             no progress line or notices on stderr\n"
 	"  -v, --verbose           show the worker's sandbox and each turn's reply, code\n"
 	"                          and output on stderr (and log retries and other details);\n"
-	"                          a child RLM's lines start [dDEPTH nNODE]\n"
+	"                          a child RLM's lines start [dDEPTH nNODE]; name each file\n"
+	"                          of a directory that is skipped or has bytes replaced\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"The store (a SQLite file: every model call is kept and answered from it when\n"
@@ -87,6 +95,8 @@ enum {
 	OPT_NO_CACHE,
 	OPT_RESUME,
 	OPT_NO_TRAJECTORY,
+	OPT_ENCODING,
+	OPT_STRICT_UTF8,
 };
 
 struct progress {
@@ -163,6 +173,7 @@ static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, co
 	json_add_num(ctx, "bytes", (double)c->len);
 	json_add_num(ctx, "tokens_estimate", (double)llm_estimate_tokens(c->len));
 	json_add_num(ctx, "skipped_files", (double)c->skipped);
+	json_add_num(ctx, "replaced_bytes", (double)c->replaced);
 	json_add(o, "context", ctx);
 	t = json_get(o, "timings");
 	json_add_num(t, "load_ms", (double)load_ns / 1e6);
@@ -194,6 +205,8 @@ static const struct option longopts[] = {
 	{"question", required_argument, NULL, 'q'},
 	{"question-file", required_argument, NULL, OPT_QFILE},
 	{"format", required_argument, NULL, OPT_FORMAT},
+	{"encoding", required_argument, NULL, OPT_ENCODING},
+	{"strict-utf8", no_argument, NULL, OPT_STRICT_UTF8},
 	{"cache", required_argument, NULL, OPT_CACHE},
 	{"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	{"resume", required_argument, NULL, OPT_RESUME},
@@ -212,7 +225,7 @@ static const struct option longopts[] = {
  * borrowed from argv and the environment. */
 struct solve_args {
 	struct rlm_models_cfg mo;   /* the models; --quiet */
-	struct corpus_opts co;  /* --format */
+	struct corpus_opts co;  /* --format, --encoding, --strict-utf8 */
 	struct rlm_opts ro;     /* strategy, limits, sandbox: what rlm_solve gets */
 	const char *context;    /* --context */
 	const char *question;   /* --question or RLM_QUESTION */
@@ -245,6 +258,14 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
 					optarg);
 		return 0;
+	case OPT_ENCODING: {
+		struct rlm_err err = {0, ""};
+		if (corpus_encoding_check(optarg, &err))
+			return log_fail(2, "--encoding: %s", err.msg);
+		a->co.encoding = optarg;
+		return 0;
+	}
+	case OPT_STRICT_UTF8: a->co.strict_utf8 = true; return 0;
 	case OPT_CACHE: a->cache_path = optarg; return 0;
 	case OPT_NO_CACHE: a->no_cache = true; return 0;
 	case OPT_RESUME:
@@ -446,6 +467,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		goto out;
 	status = 1;
 	a.co.quiet = a.mo.quiet;
+	a.co.verbose = a.verbose;
 	if (corpus_load(a.context, &a.co, &corpus, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		goto out;

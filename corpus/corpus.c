@@ -415,19 +415,79 @@ static int map_fd(int fd, const struct stat *st, const char *path, size_t max, v
 	return 0;
 }
 
-static int load_text(int fd, const struct stat *st, const char *path, size_t max,
-		     struct corpus **out, struct rlm_err *err)
+/* Keep the decoded text of a file (or of standard input) held in b as the
+ * corpus of one document; b is released either way. */
+static int keep_text(struct tbuf *b, const char *path, const char *what, const char *from,
+		     size_t replaced, const struct corpus_opts *o, struct corpus **out,
+		     struct rlm_err *err)
 {
 	struct corpus_int *ci;
-	char what[600];
+	size_t cap = 0;
+	int rc = b->len ? check_text(what, b->p, b->len, err)
+			: rlm_err_set(err, RLM_EINVAL, "%s is empty", what);
+	if (rc) {
+		corpus__tb_release(b);
+		return rc;
+	}
+	ci = corpus_alloc(CORPUS_TEXT, path);
+	ci->c.replaced = replaced;
+	corpus_add_doc(&ci->c, &cap, 0, b->len,
+		       xstrdup(strcmp(path, "-") == 0 ? "stdin" : base_name(path)), NULL);
+	if ((rc = corpus__tb_finish(b, ci, false))) {
+		corpus_free(&ci->c);
+		return rlm_err_set(err, rc, "cannot keep %s: %s", what, strerror(-rc));
+	}
+	if (replaced && !o->quiet)
+		corpus__warn_replaced(strcmp(path, "-") == 0 ? "standard input" : path, from,
+				      replaced);
+	*out = &ci->c;
+	return 0;
+}
+
+/* A mapped file that is not UTF-8 as it stands: decoded into a buffer of
+ * its own, and unmapped. */
+static int convert_text(void *map, size_t len, const struct corpus__enc *e, const char *path,
+			const char *what, const struct corpus_opts *o, size_t max,
+			struct corpus **out, struct rlm_err *err)
+{
+	struct tbuf b;
+	size_t replaced = 0, bad = 0;
+	int rc;
+	corpus__tb_init(&b, max, o->heap);
+	rc = corpus__decode(e, (const char *)map + e->bom, len - e->bom, o->strict_utf8, &b,
+			    &replaced, &bad);
+	munmap(map, len);
+	if (rc == 0)
+		return keep_text(&b, path, what, e->from, replaced, o, out, err);
+	corpus__tb_release(&b);
+	return corpus__decode_err(rc, e, what, bad, max, err);
+}
+
+static int load_text(int fd, const struct stat *st, const char *path, const struct corpus_opts *o,
+		     size_t max, struct corpus **out, struct rlm_err *err)
+{
+	struct corpus_int *ci;
+	struct corpus__enc e;
+	char tmp[600];
+	const char *what = label(path, tmp, sizeof(tmp));
 	void *map;
 	size_t len, cap = 0;
 	int rc = map_fd(fd, st, path, max, &map, &len, err);
 	if (rc)
 		return rc;
 	madvise(map, len, MADV_SEQUENTIAL);
-	rc = check_text(label(path, what, sizeof(what)), map, len, err);
+	corpus__plan(map, len, o->encoding, &e);
 	madvise(map, len, MADV_NORMAL);
+	if (e.from || (e.bad != SIZE_MAX && !o->strict_utf8))
+		return convert_text(map, len, &e, path, what, o, max, out, err);
+	/* UTF-8 as it stands: mapped, a mark skipped by offset */
+	if (e.bad != SIZE_MAX && e.bad < e.nul)
+		rc = rlm_err_set(err, RLM_EPARSE, "invalid UTF-8 in %s at byte %zu", what,
+				 e.bom + e.bad);
+	else if (e.nul != SIZE_MAX)
+		rc = rlm_err_set(err, RLM_EPARSE, "%s contains NUL bytes (a binary file?)", what);
+	else if (len == e.bom)
+		rc = rlm_err_set(err, RLM_EINVAL, "%s is empty", what);
 	if (rc) {
 		munmap(map, len);
 		return rc;
@@ -435,10 +495,10 @@ static int load_text(int fd, const struct stat *st, const char *path, size_t max
 	ci = corpus_alloc(CORPUS_TEXT, path);
 	ci->map = map;
 	ci->map_len = len;
-	ci->c.buf = map;
-	ci->c.len = len;
+	ci->c.buf = (const char *)map + e.bom;
+	ci->c.len = len - e.bom;
 	ci->c.mapped = true;
-	corpus_add_doc(&ci->c, &cap, 0, len, xstrdup(base_name(path)), NULL);
+	corpus_add_doc(&ci->c, &cap, 0, len - e.bom, xstrdup(base_name(path)), NULL);
 	*out = &ci->c;
 	return 0;
 }
@@ -639,22 +699,70 @@ fail:
 	return rc;
 }
 
+/* How JSONL in s[0..len) is read: UTF-8 as it stands (e->from NULL:
+ * jsonl_decode skips a UTF-8 mark and refuses invalid UTF-8, JSON being
+ * UTF-8 by definition), or converted from UTF-16 or UTF-32 (a mark says
+ * so) or from corpus_opts.encoding (only then is s scanned first). */
+static void jsonl_plan(const char *s, size_t len, const struct corpus_opts *o,
+		       struct corpus__enc *e)
+{
+	if (corpus__enc_is_utf8(o->encoding))
+		len = RLM_MIN(len, 4);
+	corpus__plan(s, len, o->encoding, e);
+}
+
+/* Decode JSONL s[0..len) converted as e says; name as jsonl_decode's. */
+static int jsonl_converted(const char *name, const char *s, size_t len,
+			   const struct corpus__enc *e, const struct corpus_opts *o, size_t max,
+			   struct corpus **out, struct rlm_err *err)
+{
+	struct tbuf b;
+	char tmp[600];
+	const char *what = label(name, tmp, sizeof(tmp));
+	size_t replaced = 0, bad = 0;
+	int rc;
+	corpus__tb_init(&b, max, o->heap);
+	rc = corpus__decode(e, s + e->bom, len - e->bom, o->strict_utf8, &b, &replaced, &bad);
+	if (rc)
+		rc = corpus__decode_err(rc, e, what, bad, max, err);
+	else
+		rc = jsonl_decode(name, b.p, b.len, b.fd >= 0 ? MADV_REMOVE : 0, o->heap, out, err);
+	corpus__tb_release(&b);
+	if (rc == 0) {
+		(*out)->replaced = replaced;
+		if (replaced && !o->quiet)
+			corpus__warn_replaced(strcmp(name, "-") == 0 ? "standard input" : name,
+					      e->from, replaced);
+	}
+	return rc;
+}
+
 int corpus_from_jsonl_buf(const char *name, const char *s, size_t len, struct corpus **out,
 			  struct rlm_err *err)
 {
+	static const struct corpus_opts o = {.kind = CORPUS_JSONL, .quiet = true};
+	struct corpus__enc e;
+	jsonl_plan(s, len, &o, &e);
+	if (e.from)
+		return jsonl_converted(name ? name : "-", s, len, &e, &o, DEFAULT_MAX, out, err);
 	return jsonl_decode(name, s, len, 0, false, out, err);
 }
 
 static int load_jsonl(int fd, const struct stat *st, const char *path, const struct corpus_opts *o,
 		      size_t max, struct corpus **out, struct rlm_err *err)
 {
+	struct corpus__enc e;
 	void *map;
 	size_t len;
 	int rc = map_fd(fd, st, path, max, &map, &len, err);
 	if (rc)
 		return rc;
 	madvise(map, len, MADV_SEQUENTIAL);
-	rc = jsonl_decode(path, map, len, MADV_DONTNEED, o->heap, out, err);
+	jsonl_plan(map, len, o, &e);
+	if (e.from)
+		rc = jsonl_converted(path, map, len, &e, o, max, out, err);
+	else
+		rc = jsonl_decode(path, map, len, MADV_DONTNEED, o->heap, out, err);
 	munmap(map, len);
 	return rc;
 }
@@ -690,14 +798,50 @@ int corpus__tb_read_all(int fd, struct tbuf *b, size_t hint)
 	}
 }
 
-/* ---- standard input ---- */
+/* ---- standard input and gzip files ---- */
+
+/* The corpus of the bytes held in b (standard input, or a file
+ * decompressed): JSONL documents with jsonl, else one text. path is the
+ * source ("-" for standard input); b is released either way. */
+static int load_held(struct tbuf *b, const char *path, bool jsonl, const struct corpus_opts *o,
+		     struct corpus **out, struct rlm_err *err)
+{
+	struct corpus__enc e;
+	char tmp[600];
+	const char *what = label(path, tmp, sizeof(tmp));
+	const char *from = NULL;
+	size_t replaced = 0;
+	int rc;
+	if (b->len == 0) {
+		corpus__tb_release(b);
+		return rlm_err_set(err, RLM_EINVAL, "%s is empty", what);
+	}
+	if (jsonl) {
+		jsonl_plan(b->p, b->len, o, &e);
+		if (e.from) {
+			rc = jsonl_converted(path, b->p, b->len, &e, o, b->max, out, err);
+		} else {
+			/* The input is read once, so it is held; but what the
+			 * decoder has passed is given back to the system (a
+			 * hole punched in the memfd). */
+			rc = jsonl_decode(path, b->p, b->len, b->fd >= 0 ? MADV_REMOVE : 0,
+					  o->heap, out, err);
+		}
+		corpus__tb_release(b);
+		return rc;
+	}
+	if ((rc = corpus__tb_decode(b, 0, what, o->encoding, o->strict_utf8, &replaced, &from,
+				    err))) {
+		corpus__tb_release(b);
+		return rc;
+	}
+	return keep_text(b, path, what, from, replaced, o, out, err);
+}
 
 static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **out,
 		      struct rlm_err *err)
 {
-	struct corpus_int *ci;
 	struct tbuf b;
-	size_t cap = 0;
 	int rc;
 	corpus__tb_init(&b, max, o->heap);
 	rc = corpus__tb_read_all(0, &b, 0);
@@ -709,31 +853,42 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 		rc = rlm_err_set(err, rc, "cannot read standard input: %s", strerror(-rc));
 		goto fail;
 	}
-	if (b.len == 0) {
-		rc = rlm_err_set(err, RLM_EINVAL, "standard input is empty");
-		goto fail;
-	}
-	if (o->kind == CORPUS_JSONL) {
-		/* The input is read once, so it is held; but what the decoder
-		 * has passed is given back to the system (a hole punched in
-		 * the memfd). */
-		rc = jsonl_decode("-", b.p, b.len, b.fd >= 0 ? MADV_REMOVE : 0, o->heap, out, err);
-		corpus__tb_release(&b);
-		return rc;
-	}
-	if ((rc = check_text("standard input", b.p, b.len, err)))
-		goto fail;
-	ci = corpus_alloc(CORPUS_TEXT, "-");
-	corpus_add_doc(&ci->c, &cap, 0, b.len, xstrdup("stdin"), NULL);
-	if ((rc = corpus__tb_finish(&b, ci, false))) {
-		corpus_free(&ci->c);
-		return rlm_err_set(err, rc, "cannot keep standard input: %s", strerror(-rc));
-	}
-	*out = &ci->c;
-	return 0;
+	return load_held(&b, "-", o->kind == CORPUS_JSONL, o, out, err);
 fail:
 	corpus__tb_release(&b);
 	return rc;
+}
+
+static bool jsonl_name(const char *path);
+
+/* A *.gz file, decompressed (at most max bytes) and read as the file
+ * without ".gz" would be. */
+static int load_gz(int fd, const char *path, const struct corpus_opts *o, size_t max,
+		   struct corpus **out, struct rlm_err *err)
+{
+	struct corpus__in in;
+	struct tbuf b;
+	char *inner = xstrndup(path, strlen(path) - 3);
+	bool jsonl = o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(inner));
+	int rc;
+	free(inner);
+	if ((rc = corpus__in_init(&in, fd, true)))
+		return rlm_err_set(err, rc, "cannot read '%s': %s", path, strerror(-rc));
+	corpus__tb_init(&b, max, o->heap);
+	rc = corpus__in_read_all(&in, &b, 0);
+	if (rc == RLM_ETOOBIG)
+		rc = rlm_err_set(err, rc, "'%s' is larger than %zu bytes once decompressed", path,
+				 max);
+	else if (rc == RLM_EPARSE)
+		rc = rlm_err_set(err, rc, "cannot read '%s': %s", path, in.why);
+	else if (rc)
+		rc = rlm_err_set(err, rc, "cannot read '%s': %s", path, strerror(-rc));
+	corpus__in_release(&in);
+	if (rc) {
+		corpus__tb_release(&b);
+		return rc;
+	}
+	return load_held(&b, path, jsonl, o, out, err);
 }
 
 /* ---- entry point ---- */
@@ -757,7 +912,7 @@ static bool jsonl_name(const char *path)
 int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
 		struct rlm_err *err)
 {
-	static const struct corpus_opts defaults = {CORPUS_AUTO, 0, false, false, false};
+	static const struct corpus_opts defaults = {.kind = CORPUS_AUTO};
 	const struct corpus_opts *o = opts ? opts : &defaults;
 	size_t max = o->max_bytes ? o->max_bytes : DEFAULT_MAX;
 	struct stat st;
@@ -765,6 +920,8 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 	*out = NULL;
 	if (!path || !*path)
 		return rlm_err_set(err, RLM_EINVAL, "no context path given");
+	if ((rc = corpus_encoding_check(o->encoding, err)))
+		return rc;
 	if (strcmp(path, "-") == 0 && o->kind != CORPUS_DIR)
 		return load_stdin(o, max, out, err);
 	/* stat before open: opening a socket fails with a confusing errno and
@@ -790,10 +947,12 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 		/* Replaced between stat and open. */
 		rc = rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
 				 path, file_type(st.st_mode));
+	} else if (corpus__gz_name(path)) {
+		rc = load_gz(fd, path, o, max, out, err);
 	} else if (o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(path))) {
 		rc = load_jsonl(fd, &st, path, o, max, out, err);
 	} else {
-		rc = load_text(fd, &st, path, max, out, err);
+		rc = load_text(fd, &st, path, o, max, out, err);
 	}
 	close(fd);
 	return rc;

@@ -14,8 +14,12 @@
  * the heap: corpus_release_pages() takes them out of the controller's
  * resident set without losing them. Where memfd_create is refused, or with
  * corpus_opts.heap, the buffer is on the heap, NUL-terminated.
- * Every document is checked to be UTF-8 without NUL bytes, so any slice of
- * it can go into a JSON request and a Python str. 10M tokens (~40 MB) load
+ * Every document is UTF-8 without NUL bytes, so any slice of it can go
+ * into a JSON request and a Python str: a byte-order mark is dropped,
+ * UTF-16 and UTF-32 (with a mark) and legacy encodings (corpus_opts.
+ * encoding) are converted, invalid UTF-8 is replaced with U+FFFD (one
+ * warning), and a *.gz file is read decompressed (corpus/decode.c). A
+ * valid UTF-8 text file stays mapped, without a copy. 10M tokens (~40 MB) load
  * with at most one copy of the text, and a JSONL file's pages are released
  * behind the decoder, so loading one holds little more than its text.
  */
@@ -72,7 +76,9 @@ struct corpus {
 				  * REPL's `documents`; 0 when it holds none */
 	struct corpus_doc *docs; /* n_docs entries, in order; owned */
 	size_t n_docs;
-	size_t skipped;          /* directory files skipped as binary or not UTF-8 */
+	size_t skipped;          /* directory files skipped (binary, not text,
+				  * links, special files, bad gzip data) */
+	size_t replaced;         /* bytes of invalid input replaced with U+FFFD */
 };
 
 struct corpus_opts {
@@ -86,14 +92,29 @@ struct corpus_opts {
 				  * (and a file swapped for one is not opened):
 				  * for a server that serves only what lies
 				  * under its roots */
+	const char *encoding;    /* NULL, "auto" or "utf-8": UTF-8; else an
+				  * iconv name ("latin-1", "cp1252") that files
+				  * which are not valid UTF-8 are read in. A
+				  * byte-order mark always wins (UTF-8, UTF-16,
+				  * UTF-32). Borrowed for the call */
+	bool strict_utf8;        /* invalid input is an error (a directory's
+				  * file: skipped as not text), not replaced
+				  * with U+FFFD */
+	bool verbose;            /* warnings name every skipped file and every
+				  * file with replaced bytes, not a summary */
 };
 
 /* Load the context at path. On error returns a negative code and a message
  * naming the file (and line, for JSONL) and the problem: missing or
- * unreadable path, invalid UTF-8 (with its byte offset), NUL bytes, a JSONL
- * line that is not JSON or has no text, an empty corpus. In a directory,
- * files that are binary or not UTF-8 are skipped with a warning (counted
- * in `skipped`); hidden files and directories (".name") are ignored; files
+ * unreadable path, invalid UTF-8 with strict_utf8 (with its byte offset),
+ * NUL bytes, a JSONL line that is not JSON or has no text, an empty corpus,
+ * an unknown encoding, bad gzip data. Invalid UTF-8 in text is replaced
+ * with U+FFFD (counted in `replaced`) with one warning naming the file and
+ * the bytes replaced. A "x.gz" file is decompressed (at most max_bytes:
+ * RLM_ETOOBIG past it) and then read as "x" would be. In a directory,
+ * binary files (NUL bytes) and files that are mostly not UTF-8 are skipped
+ * (counted in `skipped`, one warning line by reason; each named with
+ * verbose); hidden files and directories (".name") are ignored; files
  * are taken in byte order of their relative paths, and empty files are
  * left out; symlinks to files are followed, symlinks to directories are
  * not. A fifo, socket or device path is an error (RLM_EINVAL), so is a
@@ -142,8 +163,9 @@ int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, 
  * string "text" (else "content", "body", "document", "contents") and an
  * optional name from "id", "docid", "title" or "name" (string or number).
  * name labels the source in messages ("'name' line 7: not valid JSON"; "-"
- * reads "standard input") and becomes corpus.source. The text goes into a
- * memfd as corpus_load's does. On success *out is the caller's to
+ * reads "standard input") and becomes corpus.source. UTF-16 and UTF-32
+ * with a byte-order mark are converted (invalid units replaced with
+ * U+FFFD, silently). The text goes into a memfd as corpus_load's does. On success *out is the caller's to
  * corpus_free; on error *out is NULL and err says what. */
 int corpus_from_jsonl_buf(const char *name, const char *buf, size_t len, struct corpus **out,
 			  struct rlm_err *err);
@@ -170,6 +192,10 @@ size_t corpus_release_pages(const struct corpus *c);
  * ones at its ends too). Returns len (cut to the text), or 0 when nothing
  * was released. */
 size_t corpus_release_range(const struct corpus *c, size_t off, size_t len);
+/* 0 when corpus_opts.encoding name can be read (NULL, "auto", "utf-8" or a
+ * name iconv knows); else RLM_EINVAL and err says which name is unknown.
+ * (corpus/decode.c) */
+int corpus_encoding_check(const char *name, struct rlm_err *err);
 /* "auto", "text", "dir", "jsonl" to a kind and back. Parse returns 0 or
  * RLM_EINVAL. */
 int corpus_kind_parse(const char *s, enum corpus_kind *out);

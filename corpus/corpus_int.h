@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "corpus.h"
 
@@ -66,6 +67,77 @@ int corpus__tb_read_all(int fd, struct tbuf *b, size_t hint);
  * given the documents table when `table`, sealed and mapped read-only.
  * Returns 0 or -errno; b is released either way. */
 int corpus__tb_finish(struct tbuf *b, struct corpus_int *ci, bool table);
+
+/* ---- decoding (corpus/decode.c) ---- */
+
+/* How a file's bytes become UTF-8 text: corpus__plan's verdict. */
+struct corpus__enc {
+	const char *from; /* iconv name to convert from; NULL: UTF-8 as it is
+			   * (or repaired, when bad < SIZE_MAX) */
+	size_t bom;       /* bytes of byte-order mark at the start, dropped */
+	unsigned unit;    /* bytes of one code unit of `from` (1, 2, 4): what a
+			   * bad one skips */
+	size_t bad;       /* UTF-8 only: offset (after the mark) of the first
+			   * invalid byte, or SIZE_MAX */
+	size_t nul;       /* UTF-8 only: offset (after the mark) of the first
+			   * NUL byte, or SIZE_MAX */
+};
+
+/* Is name (corpus_opts.encoding) UTF-8: NULL, "", "auto", "utf-8", "UTF8". */
+bool corpus__enc_is_utf8(const char *name);
+/* Say how s[0..n) is to be read: a byte-order mark names its encoding;
+ * else bytes that are valid UTF-8 without NUL are UTF-8 whatever
+ * `encoding` says; else `encoding` (corpus_opts.encoding) decides. Scans
+ * s once (for bad and nul) unless a mark names UTF-16 or UTF-32. */
+void corpus__plan(const char *s, size_t n, const char *encoding, struct corpus__enc *e);
+/* Append s[0..n) (the bytes after the mark) converted as e says to b,
+ * within b->max, NUL-terminated. An invalid sequence is replaced with
+ * U+FFFD (its bytes added to *replaced) or, with strict, is RLM_EPARSE
+ * with its offset in s in *bad. Returns 0, RLM_EPARSE, RLM_ETOOBIG,
+ * RLM_EINVAL (an encoding iconv does not know) or -errno. */
+int corpus__decode(const struct corpus__enc *e, const char *s, size_t n, bool strict,
+		   struct tbuf *b, size_t *replaced, size_t *bad);
+/* err for corpus__decode's code rc (not 0) on the file named what
+ * (quoted, or "standard input"), its mark and first bad byte as e and bad
+ * say, max its cap. Returns rc. */
+int corpus__decode_err(int rc, const struct corpus__enc *e, const char *what, size_t bad,
+		       size_t max, struct rlm_err *err);
+/* Make b->p[start, b->len) UTF-8 text in place, as corpus__plan and
+ * corpus__decode say (a copy only when something is converted). what names
+ * it in err ("'notes.txt'", "standard input"); *from (when not NULL) is
+ * set to the encoding read (NULL: UTF-8). Returns what corpus__decode
+ * does, with err filled; b->len is start after an error. NUL bytes are left
+ * for the caller to find. */
+int corpus__tb_decode(struct tbuf *b, size_t start, const char *what, const char *encoding,
+		      bool strict, size_t *replaced, const char **from, struct rlm_err *err);
+/* Why the head of a directory's file, s[0..n), is no document: "binary"
+ * (a NUL byte, unless a mark or `encoding` says UTF-16/32), "not text"
+ * (invalid UTF-8 under strict, or more than a quarter of its bytes
+ * without a named encoding), or NULL. */
+const char *corpus__head_why(const char *s, size_t n, const char *encoding, bool strict);
+/* The warning for n bytes of path, in encoding enc (NULL: UTF-8),
+ * replaced with U+FFFD. */
+void corpus__warn_replaced(const char *path, const char *enc, size_t n);
+/* Does path end in ".gz" (any case)? */
+bool corpus__gz_name(const char *path);
+
+/* A file being read, plain or gzip data decompressed (zlib). */
+struct corpus__in {
+	int fd;        /* borrowed */
+	void *gz;      /* a gzFile reading a dup of fd, or NULL: plain */
+	char why[160]; /* after RLM_EPARSE: what is wrong with the gzip data */
+};
+
+/* Read fd (borrowed: it must outlive in) as it is, or decompressed with
+ * gz. Returns 0 or -errno. */
+int corpus__in_init(struct corpus__in *in, int fd, bool gz);
+/* Up to n bytes into dst, as read(2): the count, 0 at the end, or a
+ * negative code: -errno, or RLM_EPARSE (not gzip data, corrupt or cut
+ * short: in->why says which). */
+ssize_t corpus__in_read(struct corpus__in *in, char *dst, size_t n);
+/* corpus__tb_read_all through in. */
+int corpus__in_read_all(struct corpus__in *in, struct tbuf *b, size_t hint);
+void corpus__in_release(struct corpus__in *in);
 
 /* corpus_load of the directory open as fd (borrowed), path for messages,
  * at most max bytes of text. Same contract as corpus_load.

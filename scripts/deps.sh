@@ -12,7 +12,7 @@ js="$root/tests/js"
 # fails without it.
 pkgs="gcc make pkg-config ca-certificates python3
 libcurl4-openssl-dev libcjson-dev libsqlite3-dev libseccomp-dev libmicrohttpd-dev
-libxxhash-dev chromium"
+libxxhash-dev zlib1g-dev chromium"
 if [ "${1:-}" = "--fuzz" ]; then
     pkgs="$pkgs clang libclang-rt-14-dev"
 fi

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* ---- helpers ---- */
 
@@ -127,7 +128,7 @@ TEST(text_file_is_mapped_as_one_document)
 TEST(text_kind_forced_on_jsonl_name)
 {
 	char *p = put_s("x.jsonl", "not json at all\n");
-	struct corpus_opts o = {CORPUS_TEXT, 0, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_TEXT};
 	struct corpus *c = load_ok(p, &o);
 	CHECK_INT(c->kind, CORPUS_TEXT);
 	CHECK_INT(c->n_docs, 1);
@@ -178,13 +179,14 @@ TEST(text_invalid_utf8_names_the_byte)
 		{"ok\xc0\xafok", 6, 2},              /* overlong '/' */
 		{"ab\xed\xa0\x80", 5, 2},            /* a UTF-16 surrogate */
 		{"é is fine, then \xe2\x82", 19, 17}, /* cut at the end */
-		{"\xff\xfeh\0i\0", 6, 0},            /* UTF-16 with a BOM */
+		{"\xef\xbb\xbfok\xff", 6, 5},         /* after a UTF-8 mark */
 	};
+	struct corpus_opts o = {.strict_utf8 = true};
 	char *p = tmp("bad.txt");
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *want = xasprintf("invalid UTF-8 in '%s' at byte %zu", p, cases[i].bad);
 		write_file(p, cases[i].data, cases[i].len);
-		load_fails(p, NULL, RLM_EPARSE, want);
+		load_fails(p, &o, RLM_EPARSE, want);
 		free(want);
 	}
 	free(p);
@@ -249,7 +251,7 @@ TEST(path_fifo_and_socket_rejected)
 TEST(text_max_bytes)
 {
 	char *p = put_s("ten.txt", "0123456789");
-	struct corpus_opts o = {CORPUS_AUTO, 9, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_AUTO, .max_bytes = 9};
 	struct corpus *c;
 	char *want = xasprintf("'%s' is larger than 9 bytes", p);
 	load_fails(p, &o, RLM_ETOOBIG, want);
@@ -264,7 +266,7 @@ TEST(text_max_bytes)
 TEST(kind_mismatch)
 {
 	char *d = tmp("d"), *f = put_s("f.txt", "x"), *want;
-	struct corpus_opts o = {CORPUS_TEXT, 0, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_TEXT};
 	mkdir(d, 0755);
 	want = xasprintf("'%s' is a directory, not a text file", d);
 	load_fails(d, &o, RLM_EINVAL, want);
@@ -341,7 +343,7 @@ TEST(dir_walks_sorted_and_skips)
 	CHECK(doc_is(c, 3, "bee", "b.txt"));
 	CHECK_INT(c->len, 2 + 1 + 8 + 1 + 3 + 1 + 3 + 1);
 	CHECK(memcmp(c->buf, "ay\nsee\nmore\nzed\nbee\n", c->len) == 0);
-	CHECK_CONTAINS(log, "rlm: warning: skipping 'prog.bin': contains NUL bytes");
+	CHECK_STR(log, "rlm: warning: skipped 1 file: 1 binary (--verbose lists them)\n");
 	CHECK(!strstr(log, "empty")); /* empty files go silently */
 	CHECK(!strstr(log, "hidden") && !strstr(log, "secret"));
 	corpus_free(c);
@@ -351,7 +353,7 @@ TEST(dir_walks_sorted_and_skips)
 
 static void load_quiet(void *arg)
 {
-	struct corpus_opts o = {CORPUS_DIR, 0, true, false, false};
+	struct corpus_opts o = {.kind = CORPUS_DIR, .quiet = true};
 	char *d = tmp("docs");
 	corpus_free(load_ok(d, &o));
 	(void)arg;
@@ -369,9 +371,12 @@ TEST(dir_quiet_and_latin1)
 	{
 		struct corpus *c = NULL;
 		log = stderr_of(load_tree, &c);
-		CHECK_CONTAINS(log, "skipping 'latin1.txt': not UTF-8 text");
-		CHECK_INT(c->skipped, 2);
-		CHECK_INT(c->n_docs, 4);
+		/* read with its bad byte replaced: one warning names it */
+		CHECK_CONTAINS(log, "rlm: warning: latin1.txt: 1 invalid UTF-8 byte replaced with U+FFFD\n");
+		CHECK_INT(c->skipped, 1);
+		CHECK_INT(c->replaced, 1);
+		CHECK_INT(c->n_docs, 5);
+		CHECK(doc_is(c, 4, "caf\xef\xbf\xbd", "latin1.txt"));
 		corpus_free(c);
 		free(log);
 	}
@@ -380,7 +385,7 @@ TEST(dir_quiet_and_latin1)
 TEST(dir_symlinks)
 {
 	char *d = tmp("docs"), *link, *target, *dlink, *dangling, *outside;
-	struct corpus_opts o = {CORPUS_AUTO, 0, true, false, false};
+	struct corpus_opts o = {.kind = CORPUS_AUTO, .quiet = true};
 	struct corpus *c;
 	make_tree();
 	target = put_s("outside/t.txt", "linked");
@@ -408,9 +413,9 @@ TEST(dir_symlinks)
 TEST(dir_all_binary_is_an_error)
 {
 	char *d = tmp("bin"), *want;
-	struct corpus_opts o = {CORPUS_AUTO, 0, true, false, false};
+	struct corpus_opts o = {.kind = CORPUS_AUTO, .quiet = true};
 	free(put("bin/a.o", "\x7f" "ELF\2\1\1\0", 8));
-	free(put("bin/sub/b.dat", "\xff\xfe\xfd", 3));
+	free(put("bin/sub/b.dat", "\xfd\xfe\xff", 3)); /* not text */
 	want = xasprintf("no text documents in '%s' (2 skipped)", d);
 	load_fails(d, &o, RLM_EINVAL, want);
 	free(want);
@@ -448,7 +453,7 @@ TEST(dir_unreadable_file_is_an_error)
 TEST(dir_max_bytes)
 {
 	char *d = tmp("docs"), *want = xasprintf("'%s' is larger than 12 bytes", d);
-	struct corpus_opts o = {CORPUS_AUTO, 12, true, false, false};
+	struct corpus_opts o = {.kind = CORPUS_AUTO, .max_bytes = 12, .quiet = true};
 	struct corpus *c;
 	make_tree(); /* accepted text: "ay\nsee\nmore\nzed\nbee\n", 20 bytes */
 	load_fails(d, &o, RLM_ETOOBIG, want);
@@ -466,14 +471,14 @@ TEST(dir_big_binary_skipped_under_cap)
 {
 	const size_t big = 1 << 20;
 	char *d = tmp("mixed"), *data = xmalloc(big), *log;
-	struct corpus_opts o = {CORPUS_AUTO, 100, true, false, false};
+	struct corpus_opts o = {.kind = CORPUS_AUTO, .max_bytes = 100, .quiet = true};
 	struct corpus *c;
 	memset(data, 'x', big);
 	free(put_s("mixed/a.txt", "first"));
 	data[0] = '\0';
 	free(put("mixed/b.iso", data, big)); /* far over the cap, but binary */
 	data[0] = 'x';
-	data[big - 1] = '\xff';             /* looks like text for a long while */
+	data[big - 1] = '\0';              /* looks like text for a long while */
 	free(put("mixed/c.txt", data, big));
 	free(put_s("mixed/d.txt", "last"));
 	load_fails(d, &o, RLM_ETOOBIG, "is larger than 100 bytes"); /* c.txt is read */
@@ -613,7 +618,7 @@ TEST(documents_keep_their_identity)
 TEST(jsonl_kind_forced_and_ndjson)
 {
 	char *p = put_s("docs.txt", "{\"text\":\"one\"}\n"), *q = put_s("d.NDJSON", "\"two\"\n");
-	struct corpus_opts o = {CORPUS_JSONL, 0, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_JSONL};
 	struct corpus *c = load_ok(p, &o);
 	CHECK_INT(c->kind, CORPUS_JSONL);
 	CHECK(doc_is(c, 0, "one", "1"));
@@ -691,7 +696,7 @@ TEST(jsonl_from_buf_and_bom)
 TEST(jsonl_max_bytes)
 {
 	char *p = put_s("d.jsonl", "\"abc\"\n");
-	struct corpus_opts o = {CORPUS_AUTO, 5, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_AUTO, .max_bytes = 5};
 	load_fails(p, &o, RLM_ETOOBIG, "is larger than 5 bytes");
 	free(p);
 }
@@ -743,7 +748,8 @@ TEST(stdin_errors)
 {
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
-	CHECK_INT(load_stdin("ab\xc3", 3, NULL, &c, &err), RLM_EPARSE);
+	struct corpus_opts strict = {.strict_utf8 = true};
+	CHECK_INT(load_stdin("ab\xc3", 3, &strict, &c, &err), RLM_EPARSE);
 	CHECK_STR(err.msg, "invalid UTF-8 in standard input at byte 2");
 	CHECK_INT(load_stdin("a\0b", 3, NULL, &c, &err), RLM_EPARSE);
 	CHECK_STR(err.msg, "standard input contains NUL bytes (a binary file?)");
@@ -754,7 +760,7 @@ TEST(stdin_errors)
 
 TEST(stdin_max_bytes)
 {
-	struct corpus_opts o = {CORPUS_AUTO, 10, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_AUTO, .max_bytes = 10};
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	CHECK_INT(load_stdin("0123456789X", 11, &o, &c, &err), RLM_ETOOBIG);
@@ -767,7 +773,7 @@ TEST(stdin_max_bytes)
 TEST(stdin_jsonl)
 {
 	static const char text[] = "{\"id\":\"x\",\"text\":\"from a pipe\"}\n\"two\"\n";
-	struct corpus_opts o = {CORPUS_JSONL, 0, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_JSONL};
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	CHECK_INT(load_stdin(text, sizeof(text) - 1, &o, &c, &err), 0);
@@ -870,7 +876,7 @@ static void check_memfd(const struct corpus *c, bool table)
 TEST(dir_jsonl_and_stdin_live_in_a_sealed_memfd)
 {
 	static const char jl[] = "{\"id\":\"a\",\"text\":\"alpha\"}\n\"beta\"\n{\"text\":\"gamma\"}\n";
-	struct corpus_opts heap = {CORPUS_AUTO, 0, true, true, false}, sin = {CORPUS_AUTO, 0, false, false, false};
+	struct corpus_opts heap = {.kind = CORPUS_AUTO, .quiet = true, .heap = true}, sin = {.kind = CORPUS_AUTO};
 	struct corpus *c = NULL, *h;
 	struct rlm_err err = {0, ""};
 	char *d = tmp("docs"), *j = put("d.jsonl", jl, sizeof(jl) - 1);
@@ -1026,7 +1032,7 @@ TEST(stdin_jsonl_big_is_decoded_past_released_input)
 {
 	/* Past DROP_STEP (4 MiB) the input behind the decoder is punched out of
 	 * its memfd: the documents must still come out whole. */
-	struct corpus_opts o = {CORPUS_JSONL, 0, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_JSONL};
 	struct corpus *c = NULL;
 	struct rlm_err err = {0, ""};
 	struct buf b;
@@ -1045,4 +1051,518 @@ TEST(stdin_jsonl_big_is_decoded_past_released_input)
 	check_memfd(c, true);
 	corpus_free(c);
 	buf_release(&b);
+}
+
+/* ---- encodings and compression ---- */
+
+/* What load_logged loads and gets. */
+struct logged {
+	const char *path;
+	const struct corpus_opts *o;
+	struct corpus *c;
+	int rc;
+	struct rlm_err err;
+};
+
+static void load_logged_fn(void *arg)
+{
+	struct logged *l = arg;
+	l->rc = corpus_load(l->path, l->o, &l->c, &l->err);
+}
+
+/* Load path with o; return what it wrote on stderr (the caller's), with
+ * the corpus or the error in *l. */
+static char *load_logged(struct logged *l, const char *path, const struct corpus_opts *o)
+{
+	memset(l, 0, sizeof(*l));
+	l->path = path;
+	l->o = o;
+	return stderr_of(load_logged_fn, l);
+}
+
+/* The text of c (one document) is want. */
+static bool text_is(const struct corpus *c, const char *want, size_t len)
+{
+	return c->n_docs == 1 && c->len == len && c->docs[0].off == 0 && c->docs[0].len == len &&
+	       memcmp(c->buf, want, len) == 0;
+}
+
+TEST(text_utf8_bom_dropped_and_still_mapped)
+{
+	char *p = put("bom.txt", "\xef\xbb\xbfhello, w\xc3\xb6rld\n", 17);
+	struct logged l;
+	char *log = load_logged(&l, p, NULL);
+	CHECK_INT(l.rc, 0);
+	CHECK_STR(log, "");
+	CHECK(l.c->mapped); /* skipped by offset, no copy */
+	CHECK(text_is(l.c, "hello, w\xc3\xb6rld\n", 14));
+	CHECK_INT(l.c->replaced, 0);
+	corpus_free(l.c);
+	free(log);
+	/* a mark alone is an empty file */
+	write_file(p, "\xef\xbb\xbf", 3);
+	load_fails(p, NULL, RLM_EINVAL, "is empty");
+	free(p);
+}
+
+TEST(text_one_invalid_byte_replaced_with_one_warning)
+{
+	/* a latin-1 no-break space in a UTF-8 file, then a cut 3-byte
+	 * sequence: each maximal ill-formed part is one U+FFFD */
+	static const char data[] = "total: 5\xa0" "EUR\n\xe2\x82 and on\n";
+	char *p = put("notes.txt", data, sizeof(data) - 1), *log, *want;
+	struct corpus_opts strict = {.strict_utf8 = true};
+	struct logged l;
+	log = load_logged(&l, p, NULL);
+	CHECK_MSG(l.rc == 0, "%s", l.err.msg);
+	CHECK(!l.c->mapped); /* converted into a buffer of its own */
+	CHECK(text_is(l.c, "total: 5\xef\xbf\xbd" "EUR\n\xef\xbf\xbd and on\n", 26));
+	CHECK_INT(l.c->replaced, 3);
+	want = xasprintf("rlm: warning: %s: 3 invalid UTF-8 bytes replaced with U+FFFD\n", p);
+	CHECK_STR(log, want);
+	corpus_free(l.c);
+	free(log);
+	free(want);
+	/* exactly one byte: "1 ... byte" */
+	write_file(p, "caf\xe9\n", 5);
+	log = load_logged(&l, p, NULL);
+	CHECK_INT(l.rc, 0);
+	CHECK(text_is(l.c, "caf\xef\xbf\xbd\n", 7));
+	want = xasprintf("rlm: warning: %s: 1 invalid UTF-8 byte replaced with U+FFFD\n", p);
+	CHECK_STR(log, want);
+	corpus_free(l.c);
+	free(log);
+	free(want);
+	/* quiet: no warning, still counted */
+	{
+		struct corpus_opts q = {.quiet = true};
+		log = load_logged(&l, p, &q);
+		CHECK_INT(l.rc, 0);
+		CHECK_STR(log, "");
+		CHECK_INT(l.c->replaced, 1);
+		corpus_free(l.c);
+		free(log);
+	}
+	/* strict: today's refusal, with the offset */
+	want = xasprintf("invalid UTF-8 in '%s' at byte 3", p);
+	load_fails(p, &strict, RLM_EPARSE, want);
+	free(want);
+	/* a NUL byte is still no text, whatever else is wrong */
+	write_file(p, "caf\xe9\0", 5);
+	load_fails(p, NULL, RLM_EPARSE, "contains NUL bytes");
+	free(p);
+}
+
+/* "h\u00e9llo \U0001F600\n" in UTF-16 and UTF-32, with their marks. */
+static const char utf8_want[] = "h\xc3\xa9llo \xf0\x9f\x98\x80\n";
+static const char u16le[] = "\xff\xfe" "h\0\xe9\0l\0l\0o\0 \0\x3d\xd8\x00\xde\n\0";
+static const char u16be[] = "\xfe\xff" "\0h\0\xe9\0l\0l\0o\0 \xd8\x3d\xde\x00\0\n";
+static const char u32le[] = "\xff\xfe\0\0" "h\0\0\0\xe9\0\0\0l\0\0\0l\0\0\0o\0\0\0 \0\0\0"
+			    "\x00\xf6\x01\0\n\0\0\0";
+static const char u32be[] = "\0\0\xfe\xff" "\0\0\0h\0\0\0\xe9\0\0\0l\0\0\0l\0\0\0o\0\0\0 "
+			    "\0\x01\xf6\x00\0\0\0\n";
+
+TEST(text_utf16_and_utf32_with_a_mark)
+{
+	static const struct {
+		const char *name, *data;
+		size_t len;
+	} cases[] = {
+		{"le16.txt", u16le, sizeof(u16le) - 1},
+		{"be16.txt", u16be, sizeof(u16be) - 1},
+		{"le32.txt", u32le, sizeof(u32le) - 1},
+		{"be32.txt", u32be, sizeof(u32be) - 1},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *p = put(cases[i].name, cases[i].data, cases[i].len), *log;
+		struct logged l;
+		log = load_logged(&l, p, NULL);
+		CHECK_MSG(l.rc == 0, "%s: %s", cases[i].name, l.err.msg);
+		CHECK_MSG(text_is(l.c, utf8_want, sizeof(utf8_want) - 1), "%s: %.*s",
+			  cases[i].name, (int)l.c->len, l.c->buf);
+		CHECK_STR(log, "");
+		CHECK_INT(l.c->replaced, 0);
+		corpus_free(l.c);
+		free(log);
+		free(p);
+	}
+}
+
+TEST(text_utf16_lone_surrogate_and_odd_byte)
+{
+	/* a high surrogate followed by 'x', then an odd last byte */
+	static const char data[] = "\xff\xfe" "a\0\x3d\xd8x\0!";
+	char *p = put("lone.txt", data, sizeof(data) - 1), *log, *want;
+	struct corpus_opts strict = {.strict_utf8 = true};
+	struct logged l;
+	log = load_logged(&l, p, NULL);
+	CHECK_MSG(l.rc == 0, "%s", l.err.msg);
+	CHECK(text_is(l.c, "a\xef\xbf\xbdx\xef\xbf\xbd", 8));
+	CHECK_INT(l.c->replaced, 3);
+	want = xasprintf("rlm: warning: %s: 3 invalid UTF-16LE bytes replaced with U+FFFD\n", p);
+	CHECK_STR(log, want);
+	corpus_free(l.c);
+	free(log);
+	free(want);
+	want = xasprintf("invalid UTF-16LE in '%s' at byte 4", p);
+	load_fails(p, &strict, RLM_EPARSE, want);
+	free(want);
+	free(p);
+}
+
+/* A real file (a system header) converted with the iconv program, read
+ * back: the same text as the original. */
+TEST(text_utf16_made_by_iconv)
+{
+	const char *src = "/usr/include/stdio.h";
+	char *p = tmp("stdio16.h"), *cmd, *orig;
+	size_t olen;
+	struct rlm_err err;
+	struct corpus *c;
+	if (access("/usr/bin/iconv", X_OK) != 0 || access(src, R_OK) != 0)
+		SKIP("no iconv program or no /usr/include/stdio.h");
+	/* "UTF-16" writes a mark and the machine's byte order */
+	cmd = xasprintf("/usr/bin/iconv -f UTF-8 -t UTF-16 %s > %s", src, p);
+	CHECK_INT(system(cmd), 0);
+	CHECK_INT(file_read(src, 1 << 22, &orig, &olen, &err), 0);
+	c = load_ok(p, NULL);
+	CHECK(text_is(c, orig, olen));
+	corpus_free(c);
+	free(orig);
+	free(cmd);
+	free(p);
+}
+
+TEST(text_legacy_encodings)
+{
+	char *p = put_s("menu.txt", "caf\xe9 cr\xe8me br\xfbl\xe9" "e\n"), *log;
+	struct corpus_opts o = {.encoding = "latin-1"};
+	struct logged l;
+	log = load_logged(&l, p, &o);
+	CHECK_MSG(l.rc == 0, "%s", l.err.msg);
+	CHECK(text_is(l.c, "caf\xc3\xa9 cr\xc3\xa8me br\xc3\xbbl\xc3\xa9" "e\n", 22));
+	CHECK_STR(log, "");
+	corpus_free(l.c);
+	free(log);
+	/* other spellings of it, and cp1252's euro sign */
+	o.encoding = "ISO-8859-1";
+	corpus_free(load_ok(p, &o));
+	o.encoding = "latin_1";
+	corpus_free(load_ok(p, &o));
+	write_file(p, "\x80 5, \x93quoted\x94\n", 14);
+	o.encoding = "cp1252";
+	{
+		struct corpus *c = load_ok(p, &o);
+		CHECK(text_is(c, "\xe2\x82\xac 5, \xe2\x80\x9cquoted\xe2\x80\x9d\n", 20));
+		corpus_free(c);
+	}
+	/* valid UTF-8 stays UTF-8 (and mapped) whatever --encoding says */
+	write_file(p, "caf\xc3\xa9\n", 6);
+	o.encoding = "latin-1";
+	{
+		struct corpus *c = load_ok(p, &o);
+		CHECK(c->mapped);
+		CHECK(text_is(c, "caf\xc3\xa9\n", 6));
+		corpus_free(c);
+	}
+	/* cp1252 leaves 0x81 undefined: replaced, or refused when strict */
+	write_file(p, "a\x81" "b\n", 4);
+	o.encoding = "cp1252";
+	{
+		struct corpus_opts q = {.encoding = "cp1252", .quiet = true}, s = q;
+		struct corpus *c = load_ok(p, &q);
+		CHECK(text_is(c, "a\xef\xbf\xbd" "b\n", 6));
+		CHECK_INT(c->replaced, 1);
+		corpus_free(c);
+		s.strict_utf8 = true;
+		load_fails(p, &s, RLM_EPARSE, "invalid cp1252 in");
+	}
+	free(p);
+}
+
+TEST(unknown_encoding_is_named)
+{
+	char *p = put_s("plain.txt", "plain\n");
+	struct corpus_opts o = {.encoding = "klingon-8"};
+	struct rlm_err err = {0, ""};
+	load_fails(p, &o, RLM_EINVAL, "unknown encoding 'klingon-8'");
+	CHECK_INT(corpus_encoding_check("klingon-8", &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "unknown encoding 'klingon-8'");
+	CHECK_INT(corpus_encoding_check(NULL, NULL), 0);
+	CHECK_INT(corpus_encoding_check("auto", NULL), 0);
+	CHECK_INT(corpus_encoding_check("UTF_8", NULL), 0);
+	CHECK_INT(corpus_encoding_check("windows_1252", NULL), 0);
+	free(p);
+}
+
+TEST(stdin_utf16_and_bom)
+{
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	CHECK_INT(load_stdin(u16be, sizeof(u16be) - 1, NULL, &c, &err), 0);
+	CHECK(text_is(c, utf8_want, sizeof(utf8_want) - 1));
+	corpus_free(c);
+	CHECK_INT(load_stdin("\xef\xbb\xbfpiped", 8, NULL, &c, &err), 0);
+	CHECK(text_is(c, "piped", 5));
+	corpus_free(c);
+}
+
+TEST(jsonl_utf16_and_legacy)
+{
+	/* {"id":"é","text":"ü"}\n as UTF-16LE with a mark */
+	static const char rec[] = "{\"id\":\"\xc3\xa9\",\"text\":\"\xc3\xbc\"}\n";
+	char u16[128], *p;
+	size_t n = 2;
+	uint32_t cp;
+	struct corpus *c;
+	struct corpus_opts o = {.encoding = "latin1"};
+	u16[0] = '\xff';
+	u16[1] = '\xfe';
+	for (size_t i = 0; i < sizeof(rec) - 1;) {
+		i += text_utf8_decode(rec + i, sizeof(rec) - 1 - i, &cp);
+		u16[n++] = (char)(cp & 0xff);
+		u16[n++] = (char)(cp >> 8);
+	}
+	p = put("u16.jsonl", u16, n);
+	c = load_ok(p, NULL);
+	CHECK_INT(c->kind, CORPUS_JSONL);
+	CHECK(doc_is(c, 0, "\xc3\xbc", "\xc3\xa9"));
+	corpus_free(c);
+	CHECK_INT(corpus_from_jsonl_buf("mem", u16, n, &c, NULL), 0);
+	CHECK(doc_is(c, 0, "\xc3\xbc", "\xc3\xa9"));
+	corpus_free(c);
+	free(p);
+	/* latin-1 JSONL with --encoding */
+	p = put_s("l1.jsonl", "{\"id\":\"caf\xe9\",\"text\":\"cr\xe8me\"}\n");
+	load_fails(p, NULL, RLM_EPARSE, "invalid UTF-8");
+	c = load_ok(p, &o);
+	CHECK(doc_is(c, 0, "cr\xc3\xa8me", "caf\xc3\xa9"));
+	corpus_free(c);
+	free(p);
+}
+
+/* A directory of text in several encodings, binary files and files that
+ * are not text. */
+static char *make_mixed(void)
+{
+	static unsigned char noise[4096];
+	char *d = tmp("mix");
+	for (size_t i = 0; i < sizeof(noise); i++)
+		noise[i] = (unsigned char)(0x80 + (i * 37) % 0x7f); /* no NUL, no ASCII */
+	free(put_s("mix/a.txt", "plain"));
+	free(put("mix/b16.txt", u16le, sizeof(u16le) - 1));
+	free(put("mix/c-bom.md", "\xef\xbb\xbf# title", 10));
+	free(put("mix/d-latin1.txt", "na\xefve", 5));
+	free(put("mix/e.png", "\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16));
+	free(put("mix/f.o", "\x7f" "ELF\2\1\1\0", 8));
+	free(put("mix/g.dat", (const char *)noise, sizeof(noise)));
+	return d;
+}
+
+TEST(dir_encodings_and_one_summary_line)
+{
+	char *d = make_mixed(), *log;
+	struct corpus_opts verbose = {.verbose = true}, strict = {.strict_utf8 = true};
+	struct logged l;
+	log = load_logged(&l, d, NULL);
+	CHECK_MSG(l.rc == 0, "%s", l.err.msg);
+	CHECK_INT(l.c->n_docs, 4);
+	CHECK(doc_is(l.c, 0, "plain", "a.txt"));
+	CHECK(doc_is(l.c, 1, utf8_want, "b16.txt"));
+	CHECK(doc_is(l.c, 2, "# title", "c-bom.md"));
+	CHECK(doc_is(l.c, 3, "na\xef\xbf\xbdve", "d-latin1.txt"));
+	CHECK_INT(l.c->skipped, 3);
+	CHECK_INT(l.c->replaced, 1);
+	CHECK_STR(log, "rlm: warning: skipped 3 files: 2 binary, 1 not text (--verbose lists "
+		       "them)\n"
+		       "rlm: warning: d-latin1.txt: 1 invalid UTF-8 byte replaced with U+FFFD\n");
+	/* the layout holds: each document followed by one '\n' */
+	CHECK_INT(l.c->len, 5 + 1 + sizeof(utf8_want) - 1 + 1 + 7 + 1 + 7 + 1);
+	corpus_free(l.c);
+	free(log);
+	/* verbose: one line per file, no summary */
+	log = load_logged(&l, d, &verbose);
+	CHECK_INT(l.rc, 0);
+	CHECK_STR(log, "rlm: warning: d-latin1.txt: 1 invalid UTF-8 byte replaced with U+FFFD\n"
+		       "rlm: warning: skipping 'e.png': contains NUL bytes\n"
+		       "rlm: warning: skipping 'f.o': contains NUL bytes\n"
+		       "rlm: warning: skipping 'g.dat': not UTF-8 text\n");
+	corpus_free(l.c);
+	free(log);
+	/* strict: the latin-1 file is skipped as not text */
+	log = load_logged(&l, d, &strict);
+	CHECK_INT(l.rc, 0);
+	CHECK_INT(l.c->n_docs, 3);
+	CHECK_STR(log, "rlm: warning: skipped 4 files: 2 binary, 2 not text (--verbose lists "
+		       "them)\n");
+	corpus_free(l.c);
+	free(log);
+	/* a named encoding reads the latin-1 file, the others as they were;
+	 * in a one-byte encoding, any bytes but NUL are text (g.dat too) */
+	{
+		struct corpus_opts o = {.encoding = "latin-1", .quiet = true};
+		struct corpus *c = load_ok(d, &o);
+		CHECK_INT(c->n_docs, 5);
+		CHECK_STR(c->docs[4].id, "g.dat");
+		CHECK(doc_is(c, 0, "plain", "a.txt"));
+		CHECK(doc_is(c, 3, "na\xc3\xafve", "d-latin1.txt"));
+		corpus_free(c);
+	}
+	free(d);
+}
+
+TEST(dir_thousands_skipped_in_one_line)
+{
+	char *d = tmp("bins"), *log;
+	struct logged l;
+	struct corpus_opts o = {0};
+	mkdir(d, 0755);
+	free(put_s("bins/keep.txt", "kept"));
+	for (int i = 0; i < 1100; i++) {
+		char rel[64];
+		snprintf(rel, sizeof(rel), "bins/b%04d.bin", i);
+		free(put(rel, "\0\1\2", 3));
+	}
+	log = load_logged(&l, d, &o);
+	CHECK_INT(l.rc, 0);
+	CHECK_STR(log, "rlm: warning: skipped 1,100 files: 1,100 binary (--verbose lists them)\n");
+	CHECK_INT(l.c->skipped, 1100);
+	corpus_free(l.c);
+	free(log);
+	free(d);
+}
+
+/* Write text gzip-compressed to path (zlib, as gzip(1) writes it). */
+static void put_gz(const char *path, const char *text, size_t len)
+{
+	gzFile gz = gzopen(path, "wb9");
+	CHECK(gz != NULL);
+	while (len) {
+		unsigned k = (unsigned)RLM_MIN(len, (size_t)1 << 20);
+		CHECK_INT(gzwrite(gz, text, k), (int)k);
+		text += k;
+		len -= k;
+	}
+	CHECK_INT(gzclose(gz), Z_OK);
+}
+
+TEST(gz_text_jsonl_and_dir)
+{
+	char *p = tmp("notes.txt.gz"), *jl = tmp("recs.jsonl.gz"), *d = tmp("gzd"), *f;
+	struct corpus *c;
+	put_gz(p, "compressed notes\n", 17);
+	c = load_ok(p, NULL);
+	CHECK_INT(c->kind, CORPUS_TEXT);
+	CHECK(text_is(c, "compressed notes\n", 17));
+	CHECK_STR(c->source, p);
+	corpus_free(c);
+	/* inside: UTF-16 with a mark */
+	put_gz(p, u16le, sizeof(u16le) - 1);
+	c = load_ok(p, NULL);
+	CHECK(text_is(c, utf8_want, sizeof(utf8_want) - 1));
+	corpus_free(c);
+	/* x.jsonl.gz is JSONL */
+	{
+		static const char recs[] = "{\"id\":\"r1\",\"text\":\"one\"}\n"
+					   "{\"id\":\"r2\",\"text\":\"two\"}\n";
+		put_gz(jl, recs, sizeof(recs) - 1);
+	}
+	c = load_ok(jl, NULL);
+	CHECK_INT(c->kind, CORPUS_JSONL);
+	CHECK_INT(c->n_docs, 2);
+	CHECK(doc_is(c, 1, "two", "r2"));
+	corpus_free(c);
+	/* in a directory: read decompressed; a binary one skipped */
+	mkdir(d, 0755);
+	f = tmp("gzd/a.txt.gz");
+	put_gz(f, "alpha", 5);
+	free(f);
+	f = tmp("gzd/b.bin.gz");
+	put_gz(f, "\0\0\0\0", 4);
+	free(f);
+	free(put_s("gzd/c.txt", "gamma"));
+	free(put_s("gzd/d.gz", "not gzip at all"));
+	{
+		struct logged l;
+		char *log = load_logged(&l, d, NULL);
+		CHECK_MSG(l.rc == 0, "%s", l.err.msg);
+		CHECK_INT(l.c->n_docs, 2);
+		CHECK(doc_is(l.c, 0, "alpha", "a.txt.gz"));
+		CHECK(doc_is(l.c, 1, "gamma", "c.txt"));
+		CHECK_STR(log, "rlm: warning: skipped 2 files: 1 binary, 1 bad gzip data (--verbose "
+			       "lists them)\n");
+		corpus_free(l.c);
+		free(log);
+	}
+	free(p);
+	free(jl);
+	free(d);
+}
+
+TEST(gz_made_by_gzip_and_bad_data)
+{
+	char *p = tmp("hdr.h"), *gz = tmp("hdr.h.gz"), *cmd, *orig, *want;
+	size_t olen;
+	struct rlm_err err;
+	struct corpus *c;
+	/* a real file compressed by gzip(1), two members back to back */
+	if (access("/bin/gzip", X_OK) == 0 && access("/usr/include/stdlib.h", R_OK) == 0) {
+		cmd = xasprintf("cat /usr/include/stdlib.h > %s && gzip -c %s > %s && "
+				"gzip -c %s >> %s",
+				p, p, gz, p, gz);
+		CHECK_INT(system(cmd), 0);
+		CHECK_INT(file_read(p, 1 << 22, &orig, &olen, &err), 0);
+		c = load_ok(gz, NULL);
+		CHECK_INT(c->len, 2 * olen);
+		CHECK(memcmp(c->buf, orig, olen) == 0 && memcmp(c->buf + olen, orig, olen) == 0);
+		corpus_free(c);
+		free(orig);
+		free(cmd);
+	}
+	/* cut short, not gzip, empty */
+	put_gz(gz, "some text that will be cut off before its end\n", 47);
+	{
+		int fd = open(gz, O_WRONLY);
+		struct stat st;
+		CHECK(fd >= 0 && fstat(fd, &st) == 0);
+		CHECK_INT(ftruncate(fd, st.st_size - 6), 0);
+		close(fd);
+	}
+	want = xasprintf("cannot read '%s': gzip data cut short", gz);
+	load_fails(gz, NULL, RLM_EPARSE, want);
+	free(want);
+	write_file(gz, "plain text", 10);
+	want = xasprintf("cannot read '%s': not gzip data", gz);
+	load_fails(gz, NULL, RLM_EPARSE, want);
+	free(want);
+	put_gz(gz, "", 0);
+	load_fails(gz, NULL, RLM_EINVAL, "is empty");
+	free(p);
+	free(gz);
+}
+
+TEST(gz_bomb_stops_at_max_bytes)
+{
+	const size_t big = 64 << 20; /* 64 MB of 'a': about 64 KB compressed */
+	char *data = xmalloc(big), *p = tmp("bomb.txt.gz"), *want, *d = tmp("bombd"), *f;
+	struct corpus_opts o = {.max_bytes = 1 << 20};
+	struct stat st;
+	memset(data, 'a', big);
+	put_gz(p, data, big);
+	CHECK_INT(stat(p, &st), 0);
+	CHECK(st.st_size < (1 << 20)); /* under the cap compressed */
+	want = xasprintf("'%s' is larger than 1048576 bytes once decompressed", p);
+	load_fails(p, &o, RLM_ETOOBIG, want);
+	free(want);
+	/* in a directory, the directory's cap */
+	mkdir(d, 0755);
+	f = tmp("bombd/x.gz");
+	CHECK_INT(rename(p, f), 0);
+	want = xasprintf("'%s' is larger than 1048576 bytes", d);
+	load_fails(d, &o, RLM_ETOOBIG, want);
+	free(want);
+	free(f);
+	free(d);
+	free(data);
+	free(p);
 }

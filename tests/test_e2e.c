@@ -385,8 +385,15 @@ TEST(solve_directory_and_jsonl_and_stdin)
 	}
 	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
 	CHECK_CONTAINS(o.out, "Lisbon");
-	CHECK_CONTAINS(o.err, "skipping");
-	CHECK_CONTAINS(o.err, "blob.bin");
+	CHECK_CONTAINS(o.err, "rlm: warning: skipped 1 file: 1 binary (--verbose lists them)");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", dir, "-q", "Where was there hail?", "--verbose",
+				      NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "rlm: warning: skipping 'blob.bin': contains NUL bytes");
 	proc_out_release(&o);
 	/* The tree strategy, a part per file: the file that answered is the
 	 * source, in --json and on stderr. */
@@ -442,6 +449,90 @@ TEST(solve_directory_and_jsonl_and_stdin)
 	free(dir);
 }
 
+/* Text in other encodings solves: UTF-16 (a mark), a UTF-8 mark, one
+ * invalid byte (a warning naming the file), latin-1 with --encoding, and
+ * a file gzip(1) compressed; the needle is found in each. */
+TEST(solve_any_encoding)
+{
+	static const char body[] = "Minutes of the weekly meeting.\n"
+				   "Item 1: the budget was approved.\n"
+				   "Item 2: the caf\xc3\xa9 opens at the harbour of Valpara\xc3\xadso.\n"
+				   "Item 3: the launch moved to the ninth of May.\n"
+				   "Item 4: nothing else was decided.\n";
+	static const struct {
+		const char *name, *flag, *value, *warn;
+	} cases[] = {
+		{"u16.txt", NULL, NULL, NULL},
+		{"bom.txt", NULL, NULL, NULL},
+		{"bad.txt", NULL, NULL, "1 invalid UTF-8 byte replaced with U+FFFD"},
+		{"l1.txt", "--encoding", "latin-1", NULL},
+	};
+	char *dir = path_in_tmp("enc");
+	mkdir(dir, 0755);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *p = xasprintf("%s/%s", dir, cases[i].name), data[1024];
+		size_t n = 0;
+		uint32_t cp;
+		struct proc_out o;
+		const char *args[] = {"solve", "-c", p, "-q", "When is the launch?",
+				      cases[i].flag, cases[i].value, NULL};
+		for (size_t k = 0; k < sizeof(body) - 1;) {
+			size_t len = text_utf8_decode(body + k, sizeof(body) - 1 - k, &cp);
+			if (i == 0) { /* UTF-16LE with its mark */
+				if (n == 0) {
+					data[n++] = '\xff';
+					data[n++] = '\xfe';
+				}
+				data[n++] = (char)(cp & 0xff);
+				data[n++] = (char)(cp >> 8);
+			} else if (i == 3) { /* latin-1 */
+				data[n++] = (char)cp;
+			} else {
+				if (n == 0 && i == 1) {
+					memcpy(data, "\xef\xbb\xbf", 3);
+					n = 3;
+				}
+				memcpy(data + n, body + k, len);
+				n += len;
+				if (i == 2 && cp == '1')
+					data[n++] = '\xa0'; /* a latin-1 byte in UTF-8 */
+			}
+			k += len;
+		}
+		write_text(p, data, n);
+		o = rlm(args, NULL);
+		CHECK_MSG(o.status == 0, "%s: exit %d: %s", cases[i].name, o.status, o.err);
+		CHECK_MSG(strstr(o.out, "ninth of May") != NULL, "%s: %s", cases[i].name, o.out);
+		CHECK(!strstr(o.out, "\xef\xbb\xbf")); /* no mark in the answer */
+		if (cases[i].warn) {
+			char *want = xasprintf("rlm: warning: %s: %s", p, cases[i].warn);
+			CHECK_CONTAINS(o.err, want);
+			free(want);
+		} else {
+			CHECK(!strstr(o.err, "warning"));
+		}
+		proc_out_release(&o);
+		free(p);
+	}
+	/* gzip(1) output, read decompressed */
+	if (access("/bin/gzip", X_OK) == 0) {
+		char *p = xasprintf("%s/minutes.txt", dir), *gz = xasprintf("%s.gz", p),
+		     *cmd = xasprintf("/bin/gzip -f %s", p);
+		const char *args[] = {"solve", "-c", gz, "-q", "When is the launch?", NULL};
+		struct proc_out o;
+		write_text(p, body, sizeof(body) - 1);
+		CHECK_INT(system(cmd), 0);
+		o = rlm(args, NULL);
+		CHECK_MSG(o.status == 0, "gzip: exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.out, "ninth of May");
+		proc_out_release(&o);
+		free(cmd);
+		free(gz);
+		free(p);
+	}
+	free(dir);
+}
+
 /* A bad input: exit status and a message naming the problem. */
 static void bad(const char *const *args, const char *input, int want_status, const char *want_err)
 {
@@ -481,8 +572,12 @@ TEST(bad_inputs)
 		bad(a, NULL, 2, "no context");
 	}
 	{
-		const char *a[] = {"solve", "-c", bin, "-q", "q?", NULL};
+		const char *a[] = {"solve", "-c", bin, "-q", "q?", "--strict-utf8", NULL};
 		bad(a, NULL, 1, "invalid UTF-8");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--encoding", "klingon", NULL};
+		bad(a, NULL, 2, "--encoding: unknown encoding 'klingon'");
 	}
 	{
 		const char *a[] = {"solve", "-c", jl, "-q", "q?", NULL};

@@ -520,7 +520,7 @@ TEST(gen_values_in_distinct_documents)
 	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
 		for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 			struct sniah_opts o = opts(cases[i].tokens, 60 + i);
-			struct corpus_opts co = {CORPUS_AUTO, 0, true, false, false};
+			struct corpus_opts co = {.kind = CORPUS_AUTO, .quiet = true};
 			struct corpus *c = NULL;
 			struct rlm_err err = {0, ""};
 			struct sniah_item it;
@@ -667,7 +667,7 @@ TEST(gen_docs_load_back_as_the_haystack)
 	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
 		for (int utf8 = 0; utf8 < 2; utf8++) {
 			struct sniah_opts o = opts(40000, 21);
-			struct corpus_opts co = {CORPUS_AUTO, 0, true, false, false};
+			struct corpus_opts co = {.kind = CORPUS_AUTO, .quiet = true};
 			struct corpus *c = NULL;
 			struct rlm_err err = {0, ""};
 			struct hay h;

@@ -197,7 +197,7 @@ TEST(utf8_generated_documents_round_trip)
 	struct sniah_opts so;
 	struct sniah_item it;
 	struct corpus *c = NULL;
-	struct corpus_opts co = {CORPUS_AUTO, 0, true, false, false};
+	struct corpus_opts co = {.kind = CORPUS_AUTO, .quiet = true};
 	struct rlm_err err = {0, ""};
 	char *dir = xasprintf("%s/docs", harness_tmpdir()), *out, want[160];
 	size_t n_docs, needle_doc, chars = 0;
