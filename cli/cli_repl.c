@@ -130,7 +130,8 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 	case 'c': a->context = optarg; return 0;
 	case OPT_FORMAT:
 		if (corpus_kind_parse(optarg, &a->co.kind))
-			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+			return log_fail(2,
+					"unknown --format '%s' (known: auto, text, dir, jsonl, json, csv)",
 					optarg);
 		return 0;
 	case OPT_PYTHON:
@@ -181,7 +182,8 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 				   "file, or -)");
 	if (repl_sandbox_check(&a->ro.sandbox, &err))
 		return log_fail(2, "%s", err.msg);
-	if (strcmp(a->context, "-") == 0 && a->co.kind != CORPUS_JSONL)
+	if (strcmp(a->context, "-") == 0 && a->co.kind != CORPUS_JSONL &&
+	    a->co.kind != CORPUS_JSON && a->co.kind != CORPUS_CSV)
 		a->co.kind = CORPUS_TEXT;
 	return 0;
 }

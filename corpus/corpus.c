@@ -591,6 +591,30 @@ out:
 	return rc;
 }
 
+/* Is the first record of the JSONL s[0..len) (from byte i) an object
+ * with none of text_keys? Then the file is records: a list of dicts
+ * (corpus/corpus_json.c). */
+static bool records_only(const char *s, size_t len, size_t i)
+{
+	bool yes = false;
+	while (i < len) {
+		const char *nl = memchr(s + i, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - (s + i)) : len - i;
+		cJSON *j;
+		if (is_blank(s + i, n)) {
+			i += n + 1;
+			continue;
+		}
+		j = json_parse(s + i, n);
+		yes = cJSON_IsObject(j);
+		for (size_t k = 0; yes && k < ARRAY_SIZE(text_keys); k++)
+			yes = !json_get(j, text_keys[k]);
+		cJSON_Delete(j);
+		break;
+	}
+	return yes;
+}
+
 /* Decode the JSONL in s[0..len) into a new corpus. With `drop` (an
  * madvise advice, or 0 for none) the pages of s behind the decoder are
  * released in steps: s is then page-aligned and a mapping the caller no
@@ -612,6 +636,11 @@ static int jsonl_decode(const char *name, const char *s, size_t len, int drop, b
 	corpus__tb_init(&b, 0, heap);
 	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
 		i = 3; /* a byte-order mark */
+	if (records_only(s, len, i)) {
+		corpus__tb_release(&b);
+		corpus_free(&ci->c);
+		return corpus__jsonl_records(name, w, s, len, i, drop, heap, out, err);
+	}
 	while (i < len) {
 		const char *nl = memchr(s + i, '\n', len - i);
 		size_t n = nl ? (size_t)(nl - (s + i)) : len - i;
@@ -721,6 +750,16 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 		corpus__tb_release(&b);
 		return rc;
 	}
+	if (o->kind == CORPUS_JSON || o->kind == CORPUS_CSV) {
+		rc = o->kind == CORPUS_JSON ? corpus_from_json(b.p, b.len, out, err)
+					    : corpus_from_csv_buf("-", b.p, b.len, ',', out, err);
+		corpus__tb_release(&b);
+		if (rc == 0) {
+			free((*out)->source);
+			(*out)->source = xstrdup("-");
+		}
+		return rc;
+	}
 	if ((rc = check_text("standard input", b.p, b.len, err)))
 		goto fail;
 	ci = corpus_alloc(CORPUS_TEXT, "-");
@@ -745,6 +784,12 @@ static const char *file_type(mode_t m)
 	       : S_ISCHR(m)  ? "character device"
 	       : S_ISBLK(m)  ? "block device"
 			     : "special file";
+}
+
+static bool has_ext(const char *path, const char *ext)
+{
+	size_t n = strlen(path), e = strlen(ext);
+	return n > e && strcasecmp(path + n - e, ext) == 0;
 }
 
 static bool jsonl_name(const char *path)
@@ -774,9 +819,11 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
 				   path, file_type(st.st_mode));
-	if (S_ISDIR(st.st_mode) && (o->kind == CORPUS_TEXT || o->kind == CORPUS_JSONL))
+	if (S_ISDIR(st.st_mode) && o->kind != CORPUS_AUTO && o->kind != CORPUS_DIR)
 		return rlm_err_set(err, RLM_EINVAL, "'%s' is a directory, not a %s file", path,
-				   o->kind == CORPUS_TEXT ? "text" : "JSONL");
+				   o->kind == CORPUS_TEXT ? "text" : o->kind == CORPUS_JSONL ? "JSONL"
+							       : o->kind == CORPUS_JSON	 ? "JSON"
+											 : "CSV");
 	if (!S_ISDIR(st.st_mode) && o->kind == CORPUS_DIR)
 		return rlm_err_set(err, RLM_EINVAL, "'%s' is not a directory", path);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -790,6 +837,12 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 		/* Replaced between stat and open. */
 		rc = rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
 				 path, file_type(st.st_mode));
+	} else if (o->kind == CORPUS_JSON || (o->kind == CORPUS_AUTO && has_ext(path, ".json"))) {
+		rc = corpus__load_json(fd, path, (size_t)st.st_size, max, out, err);
+	} else if (o->kind == CORPUS_CSV ||
+		   (o->kind == CORPUS_AUTO && (has_ext(path, ".csv") || has_ext(path, ".tsv")))) {
+		rc = corpus__load_csv(fd, path, (size_t)st.st_size, max, corpus__csv_sep(path),
+				      o->heap, out, err);
 	} else if (o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(path))) {
 		rc = load_jsonl(fd, &st, path, o, max, out, err);
 	} else {
@@ -799,7 +852,7 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 	return rc;
 }
 
-static const char *const kind_names[] = {"auto", "text", "dir", "jsonl"};
+static const char *const kind_names[] = {"auto", "text", "dir", "jsonl", "json", "csv"};
 
 int corpus_kind_parse(const char *s, enum corpus_kind *out)
 {

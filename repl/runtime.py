@@ -869,9 +869,11 @@ def _do_final_var(eid, name):
 
 # ---- start ----
 
-def _load_context(text_len, n_docs, text_at, table_at):
+def _load_context(text_len, n_docs, text_at, table_at, form=None):
     size = text_len + (16 * n_docs if n_docs > 0 else 0)
     try:
+        if form == 'json':
+            return _map_json(text_len, text_at)
         return _map_context(text_len, n_docs, text_at, table_at)
     except MemoryError:
         pass
@@ -923,6 +925,31 @@ def _text_of(b):
         return str(b, 'utf-8', 'replace')
     finally:
         b.release()
+
+
+def _map_json(text_len, text_at):
+    """`context` from the memfd's text, one JSON document (a .json file, a
+    CSV table, JSONL records): its parsed value, and the text's length in
+    characters. The text is decoded once into a str (json.loads would
+    decode bytes into one anyway; a bytes copy first would cost a second
+    copy), parsed, and dropped: the worker keeps the value only. Children
+    get copies of what the model passes them (no references)."""
+    global _refs_ok
+    import json
+    _refs_ok = False
+    mm, at = _region(text_at, text_len)
+    try:
+        with memoryview(mm) as mv:
+            text = _text_of(mv[at:at + text_len])
+    finally:
+        mm.close()
+    chars = len(text)
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        _fatal('the context is not valid JSON: %s' % (e,))
+    del text
+    return value, chars
 
 
 def _map_context(text_len, n_docs, text_at, table_at):
@@ -1069,7 +1096,7 @@ def _main(args):
     if msg.get('type') != 'context':
         _fatal('expected the context frame, got %.200r' % (msg,))
     context, chars = _load_context(text_len, n_docs, int(msg.get('text_at', 0)),
-                                   int(msg.get('table_at', text_len)))
+                                   int(msg.get('table_at', text_len)), msg.get('form'))
     if _refs_ok:
         if type(context) is str:
             _ctx_text = context

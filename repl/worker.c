@@ -605,8 +605,9 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 		}
 	}
 	start = repl__frame_begin(&r->out);
-	buf_printf(&r->out, "{\"type\":\"context\",\"text_at\":%llu,\"table_at\":%llu}",
-		   (unsigned long long)r->text_at, (unsigned long long)r->table_at);
+	buf_printf(&r->out, "{\"type\":\"context\",\"text_at\":%llu,\"table_at\":%llu%s}",
+		   (unsigned long long)r->text_at, (unsigned long long)r->table_at,
+		   r->json ? ",\"form\":\"json\"" : "");
 	repl__frame_end(&r->out, start);
 	repl__flush(r);
 	rc = wait_ready(r, t0, layer, why, cap, err);
