@@ -169,6 +169,30 @@ int rlm__loop_render(const char *name, const struct prompt_var *vars, size_t n, 
 	return 0;
 }
 
+/* A JSON context (corpus.json): the Python type of its value, and how
+ * many records a list of them holds. */
+static char *json_desc(const struct corpus *ctx)
+{
+	char a[32], b[32], c[32];
+	const char *s = ctx->buf, *e = ctx->buf + ctx->len, *type;
+	while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
+		s++;
+	type = s == e	    ? "value"
+	       : *s == '{' ? "dict"
+	       : *s == '[' ? "list"
+	       : *s == '"' ? "str"
+	       : *s == 't' || *s == 'f' ? "bool"
+	       : *s == 'n'		 ? "None"
+					 : "number";
+	text_fmt_count(a, sizeof(a), (int64_t)text_utf8_count(ctx->buf, ctx->len));
+	text_fmt_count(b, sizeof(b), llm_estimate_tokens(ctx->len));
+	if (*type == 'l' && ctx->n_docs > 1)
+		return xasprintf("a list of %s records (dict), parsed from %s characters of JSON "
+				 "(about %s tokens)",
+				 text_fmt_count(c, sizeof(c), (int64_t)ctx->n_docs), a, b);
+	return xasprintf("a %s parsed from %s characters of JSON (about %s tokens)", type, a, b);
+}
+
 /* "a str of 1,234,567 characters (about 308,642 tokens)", or for documents
  * their count, total, range and first lengths: never any of the text. */
 static char *context_desc(const struct corpus *ctx, bool docs)
@@ -176,6 +200,8 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 	char a[32], b[32], c[32];
 	struct buf d;
 	size_t total = 0, bytes = 0, lo = SIZE_MAX, hi = 0;
+	if (ctx->json)
+		return json_desc(ctx);
 	if (!docs) {
 		size_t off = ctx->n_docs ? ctx->docs[0].off : 0;
 		size_t len = ctx->n_docs ? ctx->docs[0].len : ctx->len;
