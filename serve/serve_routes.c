@@ -259,7 +259,11 @@ int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct 
 	body = s->body;
 	serve__check_fields(&k, body, known, "");
 	s->question = serve__check_str(&k, body, "question", "");
-	s->text = serve__check_str(&k, body, "context", "");
+	s->value = json_get(body, "context");
+	if (!s->value || cJSON_IsString(s->value) || cJSON_IsNull(s->value))
+		s->value = NULL;
+	if (!s->value)
+		s->text = serve__check_str(&k, body, "context", "");
 	s->path = serve__check_str(&k, body, "context_path", "");
 	s->corpus_id = serve__check_str(&k, body, "corpus_id", "");
 	s->format = serve__check_str(&k, body, "format", "");
@@ -267,7 +271,7 @@ int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct 
 	check_options(&k, json_get(body, "options"), &s->so);
 	if (!k.bad && (!s->question || !*s->question))
 		serve__check_fail(&k, "question: want a non-empty string");
-	if (!k.bad && (!!s->text + !!s->path + !!s->corpus_id) != 1)
+	if (!k.bad && (!!s->text + !!s->value + !!s->path + !!s->corpus_id) != 1)
 		serve__check_fail(&k, "want exactly one of context, context_path and corpus_id");
 	if (!k.bad && s->format && !s->path)
 		serve__check_fail(&k, "format: only with context_path");
@@ -306,9 +310,17 @@ enum MHD_Result serve__route_solve(struct req *rq)
 	async = b.async;
 	/* Refused solves load no context (it would be kept for nothing). */
 	if ((rc = serve_can_start(rq->sv->svc, &err)) ||
-	    serve__context(rq, b.text, b.path, b.format, b.corpus_id, &hold, &ret)) {
+	    (!b.value && serve__context(rq, b.text, b.path, b.format, b.corpus_id, &hold, &ret))) {
 		serve__solve_release(&b);
 		return rc ? serve__svc_error(rq, rc, err.msg) : ret;
+	}
+	if (b.value) {
+		struct svc_corpus_info info;
+		if ((rc = serve_corpus_value(rq->sv->svc, b.value, SVC_CORPUS_HOLD, &info, &err))) {
+			serve__solve_release(&b);
+			return serve__svc_error(rq, rc, err.msg);
+		}
+		hold = info.hold;
 	}
 	rc = serve_solve(rq->sv->svc, b.question, hold, &b.so, &r, &err);
 	serve_corpus_put(rq->sv->svc, hold);
