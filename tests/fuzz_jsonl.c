@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/fuzz_jsonl.c -- libFuzzer target: JSONL of any bytes decodes or
  * fails cleanly; what decodes keeps the corpus invariants (documents in
- * bounds, each followed by '\n', UTF-8 without NUL bytes). */
-#include "../corpus/corpus.h"
+ * bounds, each followed by '\n', UTF-8 without NUL bytes; records without
+ * text: one valid JSON array, each record valid JSON). */
+#include "../corpus/corpus_int.h"
 #include "../common/text.h"
 
 #include <stdint.h>
@@ -22,7 +23,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	if (!c || c->n_docs == 0 || c->kind != CORPUS_JSONL || c->len > size)
+	if (!c || c->n_docs == 0 || c->kind != CORPUS_JSONL)
+		abort();
+	if (c->json) {
+		/* records without text: one JSON array of them */
+		if (!corpus__json_valid(c->buf, c->len) || c->buf[0] != '[')
+			abort();
+		for (size_t i = 0; i < c->n_docs; i++)
+			if (c->docs[i].off > c->len || c->docs[i].len > c->len - c->docs[i].off ||
+			    !corpus__json_valid(c->buf + c->docs[i].off, c->docs[i].len))
+				abort();
+		corpus_free(c);
+		return 0;
+	}
+	if (c->len > size)
 		abort();
 	for (size_t i = 0; i < c->n_docs; i++) {
 		const struct corpus_doc *d = &c->docs[i];
