@@ -93,6 +93,7 @@ TEST(perf_quick_json_has_every_row)
 	    "warm-cache solve",		   /* 0 calls, <= 2% of cold */
 	    "controller memory, 10M",	   /* <= 2 x context + 64 MB */
 	    "serve throughput",		   /* the issue's server row */
+	    "40 MB JSON ready",		   /* a structured context (issue 17) */
 	};
 	const char *args[] = {"bench", "perf", "--quick", "--json", NULL};
 	struct proc_out o = rlm(args, NULL);
@@ -111,7 +112,7 @@ TEST(perf_quick_json_has_every_row)
 		check_measured(r);
 		n++;
 	}
-	CHECK_INT(n, 21);
+	CHECK_INT(n, 22);
 	for (size_t i = 0; i < ARRAY_SIZE(design); i++)
 		check_measured(row(results, design[i]));
 	/* the rows that count copies say so, against one copy */
