@@ -57,13 +57,14 @@ static const char tools_json[] =
 	" its corpus_id for ask and solve: many questions over one corpus, loaded once.\","
 	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
 	"  \"path\": {\"type\": \"string\", \"description\": \"the file or directory\"},"
-	"  \"format\": {\"type\": \"string\", \"enum\": [\"auto\", \"text\", \"dir\", \"jsonl\"],"
-	" \"description\": \"how to read it (auto: a directory is dir, *.jsonl is jsonl, else"
-	" text)\"}},"
+	"  \"format\": {\"type\": \"string\","
+	" \"enum\": [\"auto\", \"text\", \"dir\", \"jsonl\", \"json\", \"csv\"],"
+	" \"description\": \"how to read it (auto: a directory is dir, *.jsonl is jsonl,"
+	" *.json json, *.csv and *.tsv csv, else text)\"}},"
 	" \"required\": [\"path\"], \"additionalProperties\": false},"
 	" \"outputSchema\": {\"type\": \"object\", \"properties\": {"
 	"  \"corpus_id\": {\"type\": \"string\"},"
-	"  \"kind\": {\"type\": \"string\", \"enum\": [\"text\", \"dir\", \"jsonl\"]},"
+	"  \"kind\": {\"type\": \"string\", \"enum\": [\"text\", \"dir\", \"jsonl\", \"json\", \"csv\"]},"
 	"  \"documents\": {\"type\": \"integer\"}, \"bytes\": {\"type\": \"integer\"},"
 	"  \"tokens_estimate\": {\"type\": \"integer\"}},"
 	" \"required\": [\"corpus_id\", \"kind\", \"documents\", \"bytes\", \"tokens_estimate\"]},"
@@ -422,7 +423,7 @@ static cJSON *load_corpus_args(const cJSON *args, struct mcp_args *a)
 	    arg_str(args, "format", false, &format, msg, sizeof(msg)))
 		return tool_error("%s", msg);
 	if (format && corpus_kind_parse(format, &a->kind))
-		return tool_error("unknown format '%s' (known: auto, text, dir, jsonl)", format);
+		return tool_error("unknown format '%s' (known: auto, text, dir, jsonl, json, csv)", format);
 	return NULL;
 }
 

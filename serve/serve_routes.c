@@ -122,7 +122,7 @@ int serve__context(struct req *rq, const char *text, const char *path, const cha
 	*hold = NULL;
 	if (format && corpus_kind_parse(format, &kind)) {
 		*ret = serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
-				 "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
+				 "format: unknown '%.*s' (known: auto, text, dir, jsonl, json, csv)",
 				 SRV_CUT(format, 40), format);
 		return -1;
 	}
@@ -686,7 +686,7 @@ int serve__corpora_parse(const char *p, size_t len, struct serve_corpora *c, str
 	if (!k.bad && format && !c->path)
 		serve__check_fail(&k, "format: only with path");
 	if (!k.bad && format && corpus_kind_parse(format, &c->kind))
-		serve__check_fail(&k, "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
+		serve__check_fail(&k, "format: unknown '%.*s' (known: auto, text, dir, jsonl, json, csv)",
 			   SRV_CUT(format, 40), format);
 	if (k.bad) {
 		serve__corpora_release(c);
