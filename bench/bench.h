@@ -325,6 +325,23 @@ int bench_perf_repl_ready(size_t ctx_bytes, double *ms, double *copies, struct r
 int bench_perf_repl_search(size_t ctx_bytes, double *literal_ms, double *regex_ms, size_t *hits,
 			   struct rlm_err *err);
 
+/* ---- a JSON context (bench/perf_json.c) ---- */
+
+struct bench_json_load {
+	size_t bytes, records;   /* the .json file: an array of records */
+	double load_ms;          /* corpus_load (mapped, checked, records found) */
+	double ready_ms;         /* load + a sandboxed worker whose `context` is
+				  * the parsed list */
+	double worker_mb;        /* its VmRSS then (-1: unknown) */
+	double worker_peak_mb;   /* its VmHWM: the str and the value at once */
+	double controller_mb;    /* this process's VmRSS, pages of the file
+				  * released */
+};
+/* Write a JSON array of records of about bytes to a temporary file, load
+ * it and start a worker on it, measuring. Returns 0 or a negative code
+ * with err. */
+int bench_perf_json_load(size_t bytes, struct bench_json_load *out, struct rlm_err *err);
+
 /* ---- the store (bench/perf_store.c) ---- */
 
 /* Keep n_keys model calls in a fresh store, then look n of them up (all

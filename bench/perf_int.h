@@ -44,7 +44,7 @@ struct perf_section {
 
 /* The sections in the order they run, and their rows: rows
  * [0, PERF_ROWS) in the order they print; the usage text (bench/perf.c). */
-#define PERF_ROWS 22
+#define PERF_ROWS 23
 extern const struct perf_section bench_perf_sections[];
 extern const size_t bench_perf_n_sections;
 

@@ -27,9 +27,11 @@ static const char usage[] =
 	"At a terminal a blank line ends a cell. From a pipe or file, cells are\n"
 	"separated by lines reading '# %%%%', and the end of input ends the last one.\n"
 	"\n"
-	"  -c, --context PATH      a text file, a directory, a JSONL file, or - (stdin\n"
-	"                          cannot then carry the cells)\n"
-	"      --format KIND       auto (default), text, dir, jsonl\n"
+	"  -c, --context PATH      a text file, a directory, a JSONL, .json, .csv or .tsv\n"
+	"                          file, or - (stdin cannot then carry the cells)\n"
+	"      --format KIND       auto (default), text, dir, jsonl, json (a .json file:\n"
+	"                          its value), csv (.csv/.tsv with a header row: a list\n"
+	"                          of dicts)\n"
 	"      --encoding NAME     what context files that are not UTF-8 are in (latin-1,\n"
 	"                          cp1252, any `iconv --list` name; default utf-8: invalid\n"
 	"                          bytes become U+FFFD); a byte-order mark always wins; a\n"
@@ -152,7 +154,8 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 	case 'v': a->co.verbose = true; return 0;
 	case OPT_FORMAT:
 		if (corpus_kind_parse(optarg, &a->co.kind))
-			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+			return log_fail(2,
+					"unknown --format '%s' (known: auto, text, dir, jsonl, json, csv)",
 					optarg);
 		return 0;
 	case OPT_PYTHON:
@@ -203,7 +206,8 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 				   "file, or -)");
 	if (repl_sandbox_check(&a->ro.sandbox, &err))
 		return log_fail(2, "%s", err.msg);
-	if (strcmp(a->context, "-") == 0 && a->co.kind != CORPUS_JSONL)
+	if (strcmp(a->context, "-") == 0 && a->co.kind != CORPUS_JSONL &&
+	    a->co.kind != CORPUS_JSON && a->co.kind != CORPUS_CSV)
 		a->co.kind = CORPUS_TEXT;
 	return 0;
 }

@@ -20,11 +20,13 @@ static const char usage[] =
 	"Answer a question over a context of any size. The answer goes to stdout.\n"
 	"\n"
 	"  -c, --context PATH      a text file, a directory (each file a document), a\n"
-	"                          JSONL file of documents ({\"text\": ...} per line), or -\n"
-	"                          for standard input\n"
+	"                          JSONL file of documents ({\"text\": ...} per line), a\n"
+	"                          .json file (its value), a .csv/.tsv table with a header\n"
+	"                          row (a list of dicts), or - for standard input\n"
 	"  -q, --question TEXT     the question (env RLM_QUESTION)\n"
 	"      --question-file F   read the question from a file\n"
-	"      --format KIND       how to read --context: auto (default), text, dir, jsonl\n"
+	"      --format KIND       how to read --context: auto (default), text, dir, jsonl,\n"
+	"                          json, csv\n"
 	"      --encoding NAME     what context files that are not UTF-8 are in: latin-1,\n"
 	"                          cp1252, any `iconv --list` name (default utf-8: invalid\n"
 	"                          bytes become U+FFFD, with a warning). A byte-order mark\n"
@@ -255,7 +257,7 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 		return 0;
 	case OPT_FORMAT:
 		if (corpus_kind_parse(optarg, &a->co.kind))
-			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl)",
+			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl, json, csv)",
 					optarg);
 		return 0;
 	case OPT_ENCODING: {

@@ -651,6 +651,30 @@ out:
 	return rc;
 }
 
+/* Is the first record of the JSONL s[0..len) (from byte i) an object
+ * with none of text_keys? Then the file is records: a list of dicts
+ * (corpus/corpus_json.c). */
+static bool records_only(const char *s, size_t len, size_t i)
+{
+	bool yes = false;
+	while (i < len) {
+		const char *nl = memchr(s + i, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - (s + i)) : len - i;
+		cJSON *j;
+		if (is_blank(s + i, n)) {
+			i += n + 1;
+			continue;
+		}
+		j = json_parse(s + i, n);
+		yes = cJSON_IsObject(j);
+		for (size_t k = 0; yes && k < ARRAY_SIZE(text_keys); k++)
+			yes = !json_get(j, text_keys[k]);
+		cJSON_Delete(j);
+		break;
+	}
+	return yes;
+}
+
 /* Decode the JSONL in s[0..len) into a new corpus. With `drop` (an
  * madvise advice, or 0 for none) the pages of s behind the decoder are
  * released in steps: s is then page-aligned and a mapping the caller no
@@ -672,6 +696,11 @@ static int jsonl_decode(const char *name, const char *s, size_t len, int drop, b
 	corpus__tb_init(&b, 0, heap);
 	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
 		i = 3; /* a byte-order mark */
+	if (records_only(s, len, i)) {
+		corpus__tb_release(&b);
+		corpus_free(&ci->c);
+		return corpus__jsonl_records(name, w, s, len, i, drop, heap, out, err);
+	}
 	while (i < len) {
 		const char *nl = memchr(s + i, '\n', len - i);
 		size_t n = nl ? (size_t)(nl - (s + i)) : len - i;
@@ -800,11 +829,17 @@ int corpus__tb_read_all(int fd, struct tbuf *b, size_t hint)
 
 /* ---- standard input and gzip files ---- */
 
+static bool has_ext(const char *path, const char *ext)
+{
+	size_t n = strlen(path), e = strlen(ext);
+	return n > e && strcasecmp(path + n - e, ext) == 0;
+}
+
 /* The corpus of the bytes held in b (standard input, or a file
  * decompressed): JSONL documents with jsonl, else one text. path is the
  * source ("-" for standard input); b is released either way. */
-static int load_held(struct tbuf *b, const char *path, bool jsonl, const struct corpus_opts *o,
-		     struct corpus **out, struct rlm_err *err)
+static int load_held(struct tbuf *b, const char *path, enum corpus_kind kind, char sep,
+		     const struct corpus_opts *o, struct corpus **out, struct rlm_err *err)
 {
 	struct corpus__enc e;
 	char tmp[600];
@@ -816,7 +851,17 @@ static int load_held(struct tbuf *b, const char *path, bool jsonl, const struct 
 		corpus__tb_release(b);
 		return rlm_err_set(err, RLM_EINVAL, "%s is empty", what);
 	}
-	if (jsonl) {
+	if (kind == CORPUS_JSON || kind == CORPUS_CSV) {
+		rc = kind == CORPUS_JSON ? corpus_from_json(b->p, b->len, out, err)
+					 : corpus_from_csv_buf(path, b->p, b->len, sep, out, err);
+		corpus__tb_release(b);
+		if (rc == 0) {
+			free((*out)->source);
+			(*out)->source = xstrdup(path);
+		}
+		return rc;
+	}
+	if (kind == CORPUS_JSONL) {
 		jsonl_plan(b->p, b->len, o, &e);
 		if (e.from) {
 			rc = jsonl_converted(path, b->p, b->len, &e, o, b->max, out, err);
@@ -853,7 +898,7 @@ static int load_stdin(const struct corpus_opts *o, size_t max, struct corpus **o
 		rc = rlm_err_set(err, rc, "cannot read standard input: %s", strerror(-rc));
 		goto fail;
 	}
-	return load_held(&b, "-", o->kind == CORPUS_JSONL, o, out, err);
+	return load_held(&b, "-", o->kind, ',', o, out, err);
 fail:
 	corpus__tb_release(&b);
 	return rc;
@@ -869,7 +914,12 @@ static int load_gz(int fd, const char *path, const struct corpus_opts *o, size_t
 	struct corpus__in in;
 	struct tbuf b;
 	char *inner = xstrndup(path, strlen(path) - 3);
-	bool jsonl = o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(inner));
+	enum corpus_kind kind = o->kind != CORPUS_AUTO ? o->kind
+				: jsonl_name(inner)     ? CORPUS_JSONL
+				: has_ext(inner, ".json") ? CORPUS_JSON
+				: has_ext(inner, ".csv") || has_ext(inner, ".tsv") ? CORPUS_CSV
+							  : CORPUS_TEXT;
+	char sep = corpus__csv_sep(inner);
 	int rc;
 	free(inner);
 	if ((rc = corpus__in_init(&in, fd, true)))
@@ -888,7 +938,7 @@ static int load_gz(int fd, const char *path, const struct corpus_opts *o, size_t
 		corpus__tb_release(&b);
 		return rc;
 	}
-	return load_held(&b, path, jsonl, o, out, err);
+	return load_held(&b, path, kind, sep, o, out, err);
 }
 
 /* ---- entry point ---- */
@@ -931,9 +981,11 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
 				   path, file_type(st.st_mode));
-	if (S_ISDIR(st.st_mode) && (o->kind == CORPUS_TEXT || o->kind == CORPUS_JSONL))
+	if (S_ISDIR(st.st_mode) && o->kind != CORPUS_AUTO && o->kind != CORPUS_DIR)
 		return rlm_err_set(err, RLM_EINVAL, "'%s' is a directory, not a %s file", path,
-				   o->kind == CORPUS_TEXT ? "text" : "JSONL");
+				   o->kind == CORPUS_TEXT ? "text" : o->kind == CORPUS_JSONL ? "JSONL"
+							       : o->kind == CORPUS_JSON	 ? "JSON"
+											 : "CSV");
 	if (!S_ISDIR(st.st_mode) && o->kind == CORPUS_DIR)
 		return rlm_err_set(err, RLM_EINVAL, "'%s' is not a directory", path);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -949,6 +1001,12 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 				 path, file_type(st.st_mode));
 	} else if (corpus__gz_name(path)) {
 		rc = load_gz(fd, path, o, max, out, err);
+	} else if (o->kind == CORPUS_JSON || (o->kind == CORPUS_AUTO && has_ext(path, ".json"))) {
+		rc = corpus__load_json(fd, path, (size_t)st.st_size, max, out, err);
+	} else if (o->kind == CORPUS_CSV ||
+		   (o->kind == CORPUS_AUTO && (has_ext(path, ".csv") || has_ext(path, ".tsv")))) {
+		rc = corpus__load_csv(fd, path, (size_t)st.st_size, max, corpus__csv_sep(path),
+				      o->heap, out, err);
 	} else if (o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(path))) {
 		rc = load_jsonl(fd, &st, path, o, max, out, err);
 	} else {
@@ -958,7 +1016,7 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 	return rc;
 }
 
-static const char *const kind_names[] = {"auto", "text", "dir", "jsonl"};
+static const char *const kind_names[] = {"auto", "text", "dir", "jsonl", "json", "csv"};
 
 int corpus_kind_parse(const char *s, enum corpus_kind *out)
 {

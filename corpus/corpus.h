@@ -14,6 +14,8 @@
  * the heap: corpus_release_pages() takes them out of the controller's
  * resident set without losing them. Where memfd_create is refused, or with
  * corpus_opts.heap, the buffer is on the heap, NUL-terminated.
+ * A .json file is mapped like a text file; a CSV table becomes a JSON
+ * array in a memfd (corpus.json: see corpus/corpus_json.c).
  * Every document is UTF-8 without NUL bytes, so any slice of it can go
  * into a JSON request and a Python str: a byte-order mark is dropped,
  * UTF-16 and UTF-32 (with a mark) and legacy encodings (corpus_opts.
@@ -32,7 +34,9 @@
 
 #include "../common/common.h"
 
-enum corpus_kind { CORPUS_AUTO, CORPUS_TEXT, CORPUS_DIR, CORPUS_JSONL };
+/* JSON: a .json file, its value; CSV: a .csv or .tsv table with a header
+ * row, a list of dicts (corpus/corpus_json.c, corpus/corpus_csv.c). */
+enum corpus_kind { CORPUS_AUTO, CORPUS_TEXT, CORPUS_DIR, CORPUS_JSONL, CORPUS_JSON, CORPUS_CSV };
 
 /* A document: where its text lies, and who it is. */
 struct corpus_doc {
@@ -76,6 +80,12 @@ struct corpus {
 				  * REPL's `documents`; 0 when it holds none */
 	struct corpus_doc *docs; /* n_docs entries, in order; owned */
 	size_t n_docs;
+	bool json;               /* buf is ONE JSON document, whose parsed value
+				  * is the REPL's `context` (JSON, CSV, and
+				  * JSONL records without text); for an array
+				  * of records docs points at each element's
+				  * text inside it, else one document covers
+				  * the value */
 	size_t skipped;          /* directory files skipped (binary, not text,
 				  * links, special files, bad gzip data) */
 	size_t replaced;         /* bytes of invalid input replaced with U+FFFD */
@@ -83,8 +93,10 @@ struct corpus {
 
 struct corpus_opts {
 	enum corpus_kind kind;   /* AUTO: "-" is stdin text, a directory is DIR,
-				  * a *.jsonl / *.ndjson file is JSONL, else TEXT;
-				  * JSONL with "-" decodes stdin as JSONL */
+				  * a *.jsonl / *.ndjson file is JSONL, *.json
+				  * JSON, *.csv and *.tsv CSV (tab-separated
+				  * for .tsv), else TEXT; JSONL, JSON or CSV
+				  * with "-" decode stdin so */
 	size_t max_bytes;        /* 0: 4 GiB */
 	bool quiet;              /* no warnings on stderr for skipped files */
 	bool heap;               /* build in the heap, not in a memfd */
@@ -169,6 +181,22 @@ int corpus_view(const struct corpus *parent, enum corpus_kind kind, size_t off, 
  * corpus_free; on error *out is NULL and err says what. */
 int corpus_from_jsonl_buf(const char *name, const char *buf, size_t len, struct corpus **out,
 			  struct rlm_err *err);
+/* Build a JSON corpus (corpus.json) from the JSON text text[0..len),
+ * copied into a sealed memfd: checked to be one valid JSON value (UTF-8,
+ * RFC 8259, at most 500 levels deep; err names the byte and line of a
+ * fault). An array of objects gets one document per element (ids from
+ * their "id" or "docid" field, else their 1-based index); any other value
+ * is one document, "context". For the API and `rlm serve`. Returns 0 with
+ * *out the caller's to corpus_free, or a negative code.
+ * (corpus/corpus_json.c) */
+int corpus_from_json(const char *text, size_t len, struct corpus **out, struct rlm_err *err);
+/* Decode a CSV table (sep ',') or TSV (sep '\t') held in memory as
+ * corpus_load decodes a .csv file: RFC 4180, a header row required, each
+ * row a JSON object of strings in one JSON array (corpus.json). name labels
+ * the source in messages. On success *out is the caller's to corpus_free.
+ * (corpus/corpus_csv.c) */
+int corpus_from_csv_buf(const char *name, const char *buf, size_t len, char sep,
+			struct corpus **out, struct rlm_err *err);
 /* The metadata line of document i, appended to out: compact JSON on one
  * line, {"id":"...","path":"..."|null,"title":"..."|null,"meta":{...}}:
  * path is the file a document came from (a directory's relative path, a
@@ -196,7 +224,7 @@ size_t corpus_release_range(const struct corpus *c, size_t off, size_t len);
  * name iconv knows); else RLM_EINVAL and err says which name is unknown.
  * (corpus/decode.c) */
 int corpus_encoding_check(const char *name, struct rlm_err *err);
-/* "auto", "text", "dir", "jsonl" to a kind and back. Parse returns 0 or
+/* "auto", "text", "dir", "jsonl", "json", "csv" to a kind and back. Parse returns 0 or
  * RLM_EINVAL. */
 int corpus_kind_parse(const char *s, enum corpus_kind *out);
 const char *corpus_kind_name(enum corpus_kind k);

@@ -145,4 +145,26 @@ void corpus__in_release(struct corpus__in *in);
 int corpus_load_dir(int fd, const char *path, const struct corpus_opts *o, size_t max,
 		    struct corpus **out, struct rlm_err *err);
 
+/* ---- structured contexts (corpus/corpus_json.c, corpus/corpus_csv.c) ---- */
+
+#define CORPUS_META_STR 200 /* longer string fields stay out of metadata lines */
+
+/* corpus_load of the .json file open as fd (size bytes, at most max):
+ * mapped, checked, a document per element of an array of objects. */
+int corpus__load_json(int fd, const char *path, size_t size, size_t max, struct corpus **out,
+		      struct rlm_err *err);
+/* corpus_load of the CSV (sep ',') or TSV ('\t') file open as fd. */
+int corpus__load_csv(int fd, const char *path, size_t size, size_t max, char sep, bool heap,
+		     struct corpus **out, struct rlm_err *err);
+/* The separator a table's file name implies: '\t' for *.tsv, else ','. */
+char corpus__csv_sep(const char *path);
+/* Is s[0..n) one valid JSON value (UTF-8)? */
+bool corpus__json_valid(const char *s, size_t n);
+/* The JSONL s[0..len) whose first record (at byte i) is an object with no
+ * text field, as JSON records: the array "[rec,\nrec...]" in a memfd,
+ * a document per line; name is the source, w its label in messages; drop
+ * as in the JSONL decoder (pages behind it released). */
+int corpus__jsonl_records(const char *name, const char *w, const char *s, size_t len, size_t i,
+			  int drop, bool heap, struct corpus **out, struct rlm_err *err);
+
 #endif

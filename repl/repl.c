@@ -427,6 +427,7 @@ static int open_memfd(struct repl *r, const struct repl_context *c, struct rlm_e
 					   "document %zu lies outside the context text", i);
 	r->text_len = c->len;
 	r->n_docs = c->docs ? (long long)c->n_docs : -1;
+	r->json = c->json;
 	r->text_at = 0;
 	r->table_at = c->len;
 	r->meta_table_at = 0;

@@ -173,6 +173,10 @@ struct repl_context {
 	const char *text;
 	size_t len;
 	bool docs;               /* true: `context` is a list[str] */
+	bool json;               /* true: the text is ONE JSON document and
+				  * `context` its parsed value (json.loads in
+				  * the worker, once); docs may still give the
+				  * table (a document per record) */
 	const size_t *doc_off;   /* n_docs offsets into text (docs only) */
 	const size_t *doc_len;   /* n_docs lengths */
 	size_t n_docs;

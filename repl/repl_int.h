@@ -163,6 +163,7 @@ struct repl {
 	int devnull;              /* the worker's fd 0 */
 	size_t text_len;
 	long long n_docs;         /* -1: `context` is a str */
+	bool json;                /* `context` is the text's JSON value */
 	uint64_t text_at;         /* where the text lies in memfd */
 	uint64_t table_at;        /* where the documents' table lies */
 	uint64_t meta_table_at;   /* where the metadata lines' table lies (0:

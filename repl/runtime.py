@@ -1026,6 +1026,17 @@ class _DocState:
             return None
         return d if type(d) is dict else None
 
+    def char_count(self, i):
+        """Document i's length in characters: counted at load, or (a JSON
+        context's records) from its bytes now."""
+        if i < len(self.chars):
+            return self.chars[i]
+        if 2 * i + 1 >= len(self.spans):
+            return None
+        mm, base = self.text()
+        a = base + self.spans[2 * i]
+        return len(str(mm[a:a + self.spans[2 * i + 1]], 'utf-8', 'replace'))
+
     def text(self):
         """The text's mapping and where the text starts in it."""
         if self.text_map is None:
@@ -1048,7 +1059,7 @@ class _Documents:
     __slots__ = ()
 
     def __len__(self):
-        return max(_docs.n_meta, len(_docs.chars))
+        return max(_docs.n_meta, len(_docs.spans) // 2)
 
     def __getitem__(self, i):
         n = len(self)
@@ -1061,7 +1072,7 @@ class _Documents:
             raise IndexError('documents index out of range (there are %d documents)' % n)
         d = _docs.line(i) or {}
         return {'id': str(d.get('id', i)), 'path': d.get('path'), 'title': d.get('title'),
-                'chars': _docs.chars[i] if i < len(_docs.chars) else None,
+                'chars': _docs.char_count(i),
                 'meta': d.get('meta') if type(d.get('meta')) is dict else {}}
 
     def __iter__(self):
@@ -1179,9 +1190,11 @@ def search(pattern, max_results=100, regex=True, ignore_case=False):
 
 # ---- start ----
 
-def _load_context(text_len, n_docs, text_at, table_at):
+def _load_context(text_len, n_docs, text_at, table_at, form=None):
     size = text_len + (16 * n_docs if n_docs > 0 else 0)
     try:
+        if form == 'json':
+            return _map_json(text_len, n_docs, text_at, table_at)
         return _map_context(text_len, n_docs, text_at, table_at)
     except MemoryError:
         pass
@@ -1233,6 +1246,53 @@ def _text_of(b):
         return str(b, 'utf-8', 'replace')
     finally:
         b.release()
+
+
+def _map_json(text_len, n_docs, text_at, table_at):
+    """`context` from the memfd's text, one JSON document (a .json file, a
+    CSV table, JSONL records): its parsed value, and the text's length in
+    characters. The text is decoded once into a str (json.loads would
+    decode bytes into one anyway; a bytes copy first would cost a second
+    copy), parsed, and dropped: the worker keeps the value only. Children
+    get copies of what the model passes them (no references)."""
+    global _refs_ok
+    import json
+    _refs_ok = False
+    _docs.text_at, _docs.text_len = text_at, text_len
+    if n_docs > 0:
+        # The records' places, for documents and search (their lengths in
+        # characters are counted when asked for).
+        mt, t0 = _region(table_at, 16 * n_docs)
+        try:
+            with memoryview(mt) as mv, mv[t0:t0 + 16 * n_docs] as raw:
+                if sys.byteorder == 'little':
+                    t = array.array('Q', raw.cast('Q'))
+                else:
+                    t = array.array('Q', (int.from_bytes(raw[i:i + 8], 'little')
+                                          for i in range(0, len(raw), 8)))
+            for i in range(0, 2 * n_docs, 2):
+                o, k = t[i] - text_at, t[i + 1]
+                if t[i] < text_at or o > text_len or k > text_len - o:
+                    raise ValueError('document %d is outside the text' % (i // 2))
+                t[i] = o
+            _docs.spans = t
+        finally:
+            mt.close()
+    else:
+        _docs.spans.extend((0, text_len))
+    mm, at = _region(text_at, text_len)
+    try:
+        with memoryview(mm) as mv:
+            text = _text_of(mv[at:at + text_len])
+    finally:
+        mm.close()
+    chars = len(text)
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        _fatal('the context is not valid JSON: %s' % (e,))
+    del text
+    return value, chars
 
 
 def _map_context(text_len, n_docs, text_at, table_at):
@@ -1385,7 +1445,7 @@ def _main(args):
     if msg.get('type') != 'context':
         _fatal('expected the context frame, got %.200r' % (msg,))
     context, chars = _load_context(text_len, n_docs, int(msg.get('text_at', 0)),
-                                   int(msg.get('table_at', text_len)))
+                                   int(msg.get('table_at', text_len)), msg.get('form'))
     _docs.load_meta(int(msg.get('meta_table_at', 0)), int(msg.get('n_meta', 0)))
     if _refs_ok:
         if type(context) is str:

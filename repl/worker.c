@@ -607,9 +607,10 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 	start = repl__frame_begin(&r->out);
 	buf_printf(&r->out,
 		   "{\"type\":\"context\",\"text_at\":%llu,\"table_at\":%llu,"
-		   "\"meta_table_at\":%llu,\"n_meta\":%zu}",
+		   "\"meta_table_at\":%llu,\"n_meta\":%zu%s}",
 		   (unsigned long long)r->text_at, (unsigned long long)r->table_at,
-		   (unsigned long long)r->meta_table_at, r->n_meta);
+		   (unsigned long long)r->meta_table_at, r->n_meta,
+		   r->json ? ",\"form\":\"json\"" : "");
 	repl__frame_end(&r->out, start);
 	repl__flush(r);
 	rc = wait_ready(r, t0, layer, why, cap, err);

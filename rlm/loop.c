@@ -198,6 +198,30 @@ static void desc_names(const struct corpus *ctx, struct buf *d)
 			  "(\"meta\")");
 }
 
+/* A JSON context (corpus.json): the Python type of its value, and how
+ * many records a list of them holds. */
+static char *json_desc(const struct corpus *ctx)
+{
+	char a[32], b[32], c[32];
+	const char *s = ctx->buf, *e = ctx->buf + ctx->len, *type;
+	while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
+		s++;
+	type = s == e	    ? "value"
+	       : *s == '{' ? "dict"
+	       : *s == '[' ? "list"
+	       : *s == '"' ? "str"
+	       : *s == 't' || *s == 'f' ? "bool"
+	       : *s == 'n'		 ? "None"
+					 : "number";
+	text_fmt_count(a, sizeof(a), (int64_t)text_utf8_count(ctx->buf, ctx->len));
+	text_fmt_count(b, sizeof(b), llm_estimate_tokens(ctx->len));
+	if (*type == 'l' && ctx->n_docs > 1)
+		return xasprintf("a list of %s records (dict), parsed from %s characters of JSON "
+				 "(about %s tokens)",
+				 text_fmt_count(c, sizeof(c), (int64_t)ctx->n_docs), a, b);
+	return xasprintf("a %s parsed from %s characters of JSON (about %s tokens)", type, a, b);
+}
+
 /* "a str of 1,234,567 characters (about 308,642 tokens)", or for documents
  * their count, total, range and first lengths: never any of the text. */
 static char *context_desc(const struct corpus *ctx, bool docs)
@@ -205,6 +229,16 @@ static char *context_desc(const struct corpus *ctx, bool docs)
 	char a[32], b[32], c[32];
 	struct buf d;
 	size_t total = 0, bytes = 0, lo = SIZE_MAX, hi = 0;
+	if (ctx->json) {
+		char *j = json_desc(ctx);
+		if (ctx->n_docs < 2)
+			return j;
+		buf_init(&d, 0);
+		buf_puts(&d, j);
+		free(j);
+		desc_names(ctx, &d);
+		return buf_detach(&d, NULL);
+	}
 	if (!docs) {
 		size_t off = ctx->n_docs ? ctx->docs[0].off : 0;
 		size_t len = ctx->n_docs ? ctx->docs[0].len : ctx->len;
@@ -331,6 +365,7 @@ void rlm__worker_ctx_init(struct rlm__worker_ctx *w, const struct corpus *ctx)
 		*out = (struct repl_context){.text = ctx->buf,
 					     .len = ctx->len,
 					     .docs = true,
+					     .json = ctx->json,
 					     .doc_off = w->off,
 					     .doc_len = w->lens,
 					     .n_docs = ctx->n_docs,

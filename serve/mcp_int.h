@@ -105,6 +105,8 @@ void serve__mcp_end(struct mcp *m, struct mcp_reader *rd);
 /* A tools/call's arguments, checked. */
 struct mcp_args {
 	const char *question;       /* solve, ask; borrowed from the call */
+	const cJSON *value;         /* solve's context as another JSON value (a
+				     * list of strings, a dict, ...): borrowed */
 	const char *context, *path, *corpus_id; /* solve: exactly one; ask:
 				     * corpus_id; load_corpus: path */
 	enum corpus_kind kind;      /* load_corpus's format */

@@ -36,7 +36,10 @@ static const char tools_json[] =
 	" or corpus_id (from load_corpus). Returns the answer; a solve can take minutes.\","
 	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
 	"  \"question\": {\"type\": \"string\", \"description\": \"the question\"},"
-	"  \"context\": {\"type\": \"string\", \"description\": \"the context itself, as text\"},"
+	"  \"context\": {\"type\": [\"string\", \"array\", \"object\", \"number\", \"boolean\"],"
+	" \"description\": \"the context itself: a string is text, a list of strings"
+	" documents, any other JSON value (an object, a list of records) is the REPL's"
+	" `context` as that value\"},"
 	"  \"path\": {\"type\": \"string\", \"description\": \"a text file, a directory (each"
 	" file a document) or a JSONL file ({\\\"text\\\": ...} per line) on the server, under"
 	" one of its roots\"},"
@@ -54,13 +57,14 @@ static const char tools_json[] =
 	" its corpus_id for ask and solve: many questions over one corpus, loaded once.\","
 	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
 	"  \"path\": {\"type\": \"string\", \"description\": \"the file or directory\"},"
-	"  \"format\": {\"type\": \"string\", \"enum\": [\"auto\", \"text\", \"dir\", \"jsonl\"],"
-	" \"description\": \"how to read it (auto: a directory is dir, *.jsonl is jsonl, else"
-	" text)\"}},"
+	"  \"format\": {\"type\": \"string\","
+	" \"enum\": [\"auto\", \"text\", \"dir\", \"jsonl\", \"json\", \"csv\"],"
+	" \"description\": \"how to read it (auto: a directory is dir, *.jsonl is jsonl,"
+	" *.json json, *.csv and *.tsv csv, else text)\"}},"
 	" \"required\": [\"path\"], \"additionalProperties\": false},"
 	" \"outputSchema\": {\"type\": \"object\", \"properties\": {"
 	"  \"corpus_id\": {\"type\": \"string\"},"
-	"  \"kind\": {\"type\": \"string\", \"enum\": [\"text\", \"dir\", \"jsonl\"]},"
+	"  \"kind\": {\"type\": \"string\", \"enum\": [\"text\", \"dir\", \"jsonl\", \"json\", \"csv\"]},"
 	"  \"documents\": {\"type\": \"integer\"}, \"bytes\": {\"type\": \"integer\"},"
 	"  \"tokens_estimate\": {\"type\": \"integer\"}},"
 	" \"required\": [\"corpus_id\", \"kind\", \"documents\", \"bytes\", \"tokens_estimate\"]},"
@@ -410,13 +414,18 @@ static cJSON *solve_args(const cJSON *args, bool ask, struct mcp_args *a)
 				      : "question, context, path, corpus_id, max_depth, "
 					"max_iterations");
 	if (arg_str(args, "question", true, &a->question, msg, sizeof(msg)) ||
-	    arg_str(args, "context", false, &a->context, msg, sizeof(msg)) ||
+	    (!(a->value = ask ? NULL : json_get(args, "context")) &&
+	     arg_str(args, "context", false, &a->context, msg, sizeof(msg))) ||
 	    arg_str(args, "path", false, &a->path, msg, sizeof(msg)) ||
 	    arg_str(args, "corpus_id", ask, &a->corpus_id, msg, sizeof(msg)) ||
 	    arg_int(args, "max_depth", 1, 16, &a->o.max_depth, msg, sizeof(msg)) ||
 	    arg_int(args, "max_iterations", 1, 10000, &a->o.max_iterations, msg, sizeof(msg)))
 		return tool_error("%s", msg);
-	given = !!a->context + !!a->path + !!a->corpus_id;
+	if (cJSON_IsString(a->value) || cJSON_IsNull(a->value)) {
+		a->context = cJSON_IsString(a->value) ? a->value->valuestring : NULL;
+		a->value = NULL;
+	}
+	given = !!a->context + !!a->value + !!a->path + !!a->corpus_id;
 	if (given != 1)
 		return tool_error("%s: give exactly one of 'context', 'path' and 'corpus_id'",
 				  given ? "too many contexts" : "missing argument");
@@ -435,7 +444,7 @@ static cJSON *load_corpus_args(const cJSON *args, struct mcp_args *a)
 	    arg_str(args, "format", false, &format, msg, sizeof(msg)))
 		return tool_error("%s", msg);
 	if (format && corpus_kind_parse(format, &a->kind))
-		return tool_error("unknown format '%s' (known: auto, text, dir, jsonl)", format);
+		return tool_error("unknown format '%s' (known: auto, text, dir, jsonl, json, csv)", format);
 	return NULL;
 }
 
@@ -469,7 +478,9 @@ static cJSON *tool_solve(struct mcp_call *c, const struct mcp_args *a)
 	int rc;
 
 	/* The context, held until its solve has started (it holds it then). */
-	if (context)
+	if (a->value)
+		rc = serve_corpus_value(c->m->svc, a->value, SVC_CORPUS_HOLD, &info, &err);
+	else if (context)
 		rc = serve_corpus_text(c->m->svc, context, strlen(context), NULL, NULL, 0,
 				     SVC_CORPUS_HOLD, &info, &err);
 	else if (path)

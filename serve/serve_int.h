@@ -133,7 +133,11 @@ int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *er
 struct serve_solve {
 	cJSON *body;			     /* owned: the strings point into it */
 	const char *question;		     /* not empty */
-	const char *text, *path, *corpus_id; /* exactly one */
+	const char *text, *path, *corpus_id; /* exactly one, or value */
+	const cJSON *value;		     /* "context" given as any other JSON
+					      * value (in body): a list of
+					      * strings is documents, anything
+					      * else a JSON corpus */
 	const char *format;		     /* NULL, or given with path */
 	bool async;
 	struct svc_opts so; /* options and options.budgets */

@@ -122,7 +122,7 @@ int serve__context(struct req *rq, const char *text, const char *path, const cha
 	*hold = NULL;
 	if (format && corpus_kind_parse(format, &kind)) {
 		*ret = serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
-				 "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
+				 "format: unknown '%.*s' (known: auto, text, dir, jsonl, json, csv)",
 				 SRV_CUT(format, 40), format);
 		return -1;
 	}
@@ -259,7 +259,11 @@ int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct 
 	body = s->body;
 	serve__check_fields(&k, body, known, "");
 	s->question = serve__check_str(&k, body, "question", "");
-	s->text = serve__check_str(&k, body, "context", "");
+	s->value = json_get(body, "context");
+	if (!s->value || cJSON_IsString(s->value) || cJSON_IsNull(s->value))
+		s->value = NULL;
+	if (!s->value)
+		s->text = serve__check_str(&k, body, "context", "");
 	s->path = serve__check_str(&k, body, "context_path", "");
 	s->corpus_id = serve__check_str(&k, body, "corpus_id", "");
 	s->format = serve__check_str(&k, body, "format", "");
@@ -267,7 +271,7 @@ int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct 
 	check_options(&k, json_get(body, "options"), &s->so);
 	if (!k.bad && (!s->question || !*s->question))
 		serve__check_fail(&k, "question: want a non-empty string");
-	if (!k.bad && (!!s->text + !!s->path + !!s->corpus_id) != 1)
+	if (!k.bad && (!!s->text + !!s->value + !!s->path + !!s->corpus_id) != 1)
 		serve__check_fail(&k, "want exactly one of context, context_path and corpus_id");
 	if (!k.bad && s->format && !s->path)
 		serve__check_fail(&k, "format: only with context_path");
@@ -306,9 +310,17 @@ enum MHD_Result serve__route_solve(struct req *rq)
 	async = b.async;
 	/* Refused solves load no context (it would be kept for nothing). */
 	if ((rc = serve_can_start(rq->sv->svc, &err)) ||
-	    serve__context(rq, b.text, b.path, b.format, b.corpus_id, &hold, &ret)) {
+	    (!b.value && serve__context(rq, b.text, b.path, b.format, b.corpus_id, &hold, &ret))) {
 		serve__solve_release(&b);
 		return rc ? serve__svc_error(rq, rc, err.msg) : ret;
+	}
+	if (b.value) {
+		struct svc_corpus_info info;
+		if ((rc = serve_corpus_value(rq->sv->svc, b.value, SVC_CORPUS_HOLD, &info, &err))) {
+			serve__solve_release(&b);
+			return serve__svc_error(rq, rc, err.msg);
+		}
+		hold = info.hold;
 	}
 	rc = serve_solve(rq->sv->svc, b.question, hold, &b.so, &r, &err);
 	serve_corpus_put(rq->sv->svc, hold);
@@ -676,7 +688,7 @@ int serve__corpora_parse(const char *p, size_t len, struct serve_corpora *c, str
 	if (!k.bad && format && !c->path)
 		serve__check_fail(&k, "format: only with path");
 	if (!k.bad && format && corpus_kind_parse(format, &c->kind))
-		serve__check_fail(&k, "format: unknown '%.*s' (known: auto, text, dir, jsonl)",
+		serve__check_fail(&k, "format: unknown '%.*s' (known: auto, text, dir, jsonl, json, csv)",
 			   SRV_CUT(format, 40), format);
 	if (k.bad) {
 		serve__corpora_release(c);

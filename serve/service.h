@@ -128,6 +128,17 @@ int serve_corpus_load(struct service *s, const char *path, enum corpus_kind kind
 int serve_corpus_text(struct service *s, const char *text, size_t len, const char *const *docs,
 		    const size_t *lens, size_t n, unsigned flags, struct svc_corpus_info *info,
 		    struct rlm_err *err);
+/* A corpus of the JSON text text[0..len) (corpus_from_json: its value is
+ * the REPL's `context`; an array of objects is a document per element).
+ * Returns 0 with info, or RLM_EPARSE (not JSON) / RLM_EINVAL with err. */
+int serve_corpus_json(struct service *s, const char *text, size_t len, unsigned flags,
+		      struct svc_corpus_info *info, struct rlm_err *err);
+/* A context given as a JSON value v (a request's "context"): a string is
+ * a text, a non-empty array of strings documents, anything else a JSON
+ * corpus of its value (serve_corpus_json). Same returns. */
+struct cJSON;
+int serve_corpus_value(struct service *s, const struct cJSON *v, unsigned flags,
+		       struct svc_corpus_info *info, struct rlm_err *err);
 /* Look one up (flags: SVC_CORPUS_HOLD or 0): 0 with info, RLM_ENOTFOUND. */
 int serve_corpus_get(struct service *s, const char *id, unsigned flags,
 		   struct svc_corpus_info *info);

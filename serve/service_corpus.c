@@ -302,6 +302,50 @@ int serve_corpus_text(struct service *s, const char *text, size_t len, const cha
 	return 0;
 }
 
+int serve_corpus_json(struct service *s, const char *text, size_t len, unsigned flags,
+		      struct svc_corpus_info *info, struct rlm_err *err)
+{
+	struct corpus *c = NULL;
+	int rc = corpus_from_json(text, len, &c, err);
+	if (rc)
+		return rc;
+	corpus_keep(s, c, flags, info);
+	return 0;
+}
+
+int serve_corpus_value(struct service *s, const cJSON *v, unsigned flags,
+		       struct svc_corpus_info *info, struct rlm_err *err)
+{
+	const cJSON *it;
+	bool strs = cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0;
+	char *text;
+	int rc;
+	if (cJSON_IsString(v))
+		return serve_corpus_text(s, v->valuestring, strlen(v->valuestring), NULL, NULL, 0,
+					 flags, info, err);
+	const cJSON *arr = strs ? v : NULL;
+	cJSON_ArrayForEach(it, arr) strs = strs && cJSON_IsString(it);
+	if (strs) {
+		size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
+		const char **d = xcalloc(n, sizeof(*d));
+		size_t *lens = xcalloc(n, sizeof(*lens));
+		cJSON_ArrayForEach(it, v)
+		{
+			d[i] = it->valuestring;
+			lens[i++] = strlen(it->valuestring);
+		}
+		rc = serve_corpus_text(s, NULL, 0, d, lens, n, flags, info, err);
+		free(d);
+		free(lens);
+		return rc;
+	}
+	if (!(text = json_print(v)))
+		return rlm_err_set(err, RLM_EINVAL, "cannot print the context as JSON");
+	rc = serve_corpus_json(s, text, strlen(text), flags, info, err);
+	free(text);
+	return rc;
+}
+
 int serve_corpus_get(struct service *s, const char *id, unsigned flags, struct svc_corpus_info *info)
 {
 	struct svc_corp *k;

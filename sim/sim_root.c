@@ -248,9 +248,30 @@ static void py_str(struct buf *b, const char *s, size_t n)
 	buf_putc(b, '"');
 }
 
-static void step1(struct buf *b, enum bug bug)
+/* A JSON context (the prompt says "characters of JSON": a dict, a list of
+ * records, ...) read as text for the steps below, within the cell (the
+ * runtime puts `context` back after it): a list becomes one str per
+ * element, anything else one str. */
+static void json_as_text(struct buf *b, bool json)
+{
+	if (!json)
+		return;
+	buf_puts(b, "import json\n"
+		    "if not isinstance(context, str):\n"
+		    "    context = ([json.dumps(d, ensure_ascii=False) for d in context]\n"
+		    "               if isinstance(context, list) else\n"
+		    "               json.dumps(context, ensure_ascii=False))\n");
+}
+
+static bool says_json(const struct llm_msg *m)
+{
+	return m && memmem(m->text, m->len, "characters of JSON", 18);
+}
+
+static void step1(struct buf *b, enum bug bug, bool json)
 {
 	buf_puts(b, "# step 1: look at the context\n");
+	json_as_text(b, json);
 	if (bug == BUG_NAME)
 		buf_puts(b, "print(\"type:\", type(contxt).__name__, \"length:\", len(contxt))\n");
 	else if (bug == BUG_TYPE)
@@ -285,10 +306,12 @@ static void step1(struct buf *b, enum bug bug)
  * has too many chunks) and answers like a root, the value or NONE (for "how
  * many", its count; for "all", every value it found, one per line). */
 static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_chunks,
-		  enum bug bug)
+		  enum bug bug, bool json)
 {
 	const char *indent = rlm_chunks > 0 ? "    " : "";
-	buf_puts(b, "# step 2: ask every chunk of the context\nq = ");
+	buf_puts(b, "# step 2: ask every chunk of the context\n");
+	json_as_text(b, json);
+	buf_puts(b, "q = ");
 	py_str(b, q, qn);
 	buf_printf(b,
 		   "\nsize = %ld\n"
@@ -655,11 +678,11 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	buf_printf(&b, "%s\n\n```repl\n", why);
 	switch (step) {
 	case 1:
-		step1(&b, draw_bug(cfg, q, qn, turn));
+		step1(&b, draw_bug(cfg, q, qn, turn), says_json(first) || says_json(system));
 		break;
 	case 2:
 		step2(&b, q, qn, size, can_recurse(system) ? cfg->rlm_chunks : 0,
-		      draw_bug(cfg, q, qn, turn));
+		      draw_bug(cfg, q, qn, turn), says_json(first) || says_json(system));
 		break;
 	default:
 		step3(&b, q, qn, how_many, all, draw_bug(cfg, q, qn, turn));

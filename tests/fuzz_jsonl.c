@@ -2,9 +2,10 @@
 /* tests/fuzz_jsonl.c -- libFuzzer target: JSONL of any bytes (UTF-16 and
  * UTF-32 with a mark included) decodes or fails cleanly; what decodes keeps
  * the corpus invariants (documents in bounds, each followed by '\n', UTF-8
- * without NUL bytes). The same bytes as text in every encoding the
- * loaders convert come out as valid UTF-8, replacing exactly the bytes
- * that were invalid. */
+ * without NUL bytes; records without text: one valid JSON array, each
+ * record valid JSON). The same bytes as text in every encoding the loaders
+ * convert come out as valid UTF-8, replacing exactly the bytes that were
+ * invalid. */
 #include "../corpus/corpus_int.h"
 #include "../common/text.h"
 
@@ -68,7 +69,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	if (!c || c->n_docs == 0 || c->kind != CORPUS_JSONL || c->len > 3 * size + 3)
+	if (!c || c->n_docs == 0 || c->kind != CORPUS_JSONL)
+		abort();
+	if (c->json) {
+		/* records without text: one JSON array of them */
+		if (!corpus__json_valid(c->buf, c->len) || c->buf[0] != '[')
+			abort();
+		for (size_t i = 0; i < c->n_docs; i++)
+			if (c->docs[i].off > c->len || c->docs[i].len > c->len - c->docs[i].off ||
+			    !corpus__json_valid(c->buf + c->docs[i].off, c->docs[i].len))
+				abort();
+		corpus_free(c);
+		return 0;
+	}
+	if (c->len > 3 * size + 3)
 		abort();
 	for (size_t i = 0; i < c->n_docs; i++) {
 		const struct corpus_doc *d = &c->docs[i];

@@ -94,6 +94,7 @@ TEST(perf_quick_json_has_every_row)
 	    "controller memory, 10M",	   /* <= 2 x context + 64 MB */
 	    "serve throughput",		   /* the issue's server row */
 	    "search, 10M tokens",	   /* issue 17's search() */
+	    "40 MB JSON ready",		   /* a structured context (issue 17) */
 	};
 	const char *args[] = {"bench", "perf", "--quick", "--json", NULL};
 	struct proc_out o = rlm(args, NULL);
@@ -112,7 +113,7 @@ TEST(perf_quick_json_has_every_row)
 		check_measured(r);
 		n++;
 	}
-	CHECK_INT(n, 22);
+	CHECK_INT(n, 23);
 	for (size_t i = 0; i < ARRAY_SIZE(design); i++)
 		check_measured(row(results, design[i]));
 	/* the rows that count copies say so, against one copy */

@@ -688,7 +688,10 @@ TEST(jsonl_from_buf_and_bom)
 	CHECK_INT(corpus_from_jsonl_buf("mem", "{", 1, &c, &err), RLM_EPARSE);
 	CHECK(c == NULL);
 	CHECK_STR(err.msg, "'mem' line 1: not valid JSON");
-	CHECK_INT(corpus_from_jsonl_buf("-", "\n{}", 3, &c, &err), RLM_EPARSE);
+	/* A record without text after documents with text is an error; a
+	 * first record without text makes the file records (see
+	 * jsonl_without_text_is_records). */
+	CHECK_INT(corpus_from_jsonl_buf("-", "\"a\"\n{}", 6, &c, &err), RLM_EPARSE);
 	CHECK_STR(err.msg, "standard input line 2: no text field (expected one of text, content, "
 			   "body, document, contents)");
 }
@@ -698,6 +701,264 @@ TEST(jsonl_max_bytes)
 	char *p = put_s("d.jsonl", "\"abc\"\n");
 	struct corpus_opts o = {.kind = CORPUS_AUTO, .max_bytes = 5};
 	load_fails(p, &o, RLM_ETOOBIG, "is larger than 5 bytes");
+	free(p);
+}
+
+/* ---- structured contexts: .json, CSV/TSV, JSONL records ---- */
+
+static char *info_of(const struct corpus *c, size_t i)
+{
+	struct buf b = BUF_INIT;
+	CHECK_INT(corpus_doc_info(c, i, &b), 0);
+	return buf_detach(&b, NULL);
+}
+
+TEST(json_dict_is_one_document)
+{
+	static const char text[] = "\n {\"a\": 1, \"b\": [true, null, -1.5e3, \"\\u00e9\\n\"]}\n";
+	char *p = put_s("data.json", text), *info;
+	struct corpus *c = load_ok(p, NULL);
+	CHECK_INT(c->kind, CORPUS_JSON);
+	CHECK(c->json);
+	CHECK(c->mapped); /* mapped like a text file, not copied */
+	CHECK_INT(c->len, sizeof(text) - 1);
+	CHECK_INT(c->n_docs, 1);
+	CHECK_STR(c->docs[0].id, "data.json");
+	CHECK_INT(c->docs[0].len, sizeof(text) - 1);
+	info = info_of(c, 0);
+	CHECK_CONTAINS(info, "\"path\":\"");
+	CHECK_CONTAINS(info, "data.json\"");
+	free(info);
+	corpus_free(c);
+	/* an array of anything but objects: one document too */
+	write_file(p, "[1, {\"a\": 2}]", 13);
+	c = load_ok(p, NULL);
+	CHECK_INT(c->n_docs, 1);
+	CHECK_INT(c->docs[0].len, 13);
+	corpus_free(c);
+	free(p);
+}
+
+TEST(json_array_of_objects_is_records)
+{
+	static const char text[] =
+		"\xef\xbb\xbf[ {\"id\": \"x-1\", \"title\": \"First\", \"n\": 1, \"big\": [1, 2]} ,\n"
+		"  {\"docid\": 7, \"text\": \"a , ] } in a string\"},{}\n]\n";
+	char *p = put_s("records.JSON", text), *info;
+	struct corpus *c = load_ok(p, NULL);
+	CHECK_INT(c->kind, CORPUS_JSON);
+	CHECK(c->json);
+	CHECK(c->buf[0] == '['); /* the byte-order mark is not part of it */
+	CHECK_INT(c->n_docs, 3);
+	CHECK(doc_is(c, 0, "{\"id\": \"x-1\", \"title\": \"First\", \"n\": 1, \"big\": [1, 2]}",
+		     "x-1"));
+	CHECK(doc_is(c, 1, "{\"docid\": 7, \"text\": \"a , ] } in a string\"}", "7"));
+	CHECK(doc_is(c, 2, "{}", "3"));
+	info = info_of(c, 0);
+	CHECK_STR(info, "{\"id\":\"x-1\",\"path\":null,\"title\":\"First\",\"meta\":{\"n\":1}}");
+	free(info);
+	info = info_of(c, 1);
+	CHECK_STR(info, "{\"id\":\"7\",\"path\":null,\"title\":null,\"meta\":{\"text\":\"a , ] } in "
+			"a string\"}}");
+	free(info);
+	CHECK_INT(corpus_doc_find(c, "x-1", 3), 0);
+	CHECK_INT(corpus_doc_find(c, "7", 1), 1);
+	corpus_free(c);
+	free(p);
+}
+
+TEST(json_invalid_names_the_byte_and_line)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"{\n\"a\": 1,\n}", "expected a string key at byte 10 (line 3)"},
+		{"[1] x", "more text after the JSON value at byte 4 (line 1)"},
+		{"[1,2", "unexpected end of the text at byte 4 (line 1)"},
+		{"{\"a\":01}", "expected ',' or '}' at byte 6 (line 1)"},
+		{"[1,]", "unexpected character at byte 3"},
+		{"[\"a\tb\"]", "control character in a string at byte 3"},
+		{"[\"\\x\"]", "invalid escape in a string at byte 2"},
+		{"[\"\\u12g4\"]", "invalid \\u escape"},
+		{"{\"a\" 1}", "expected ':' at byte 5"},
+		{"tru", "unexpected character at byte 0"},
+		{"[-]", "invalid number at byte 2"},
+		{"[1.]", "invalid number at byte 3"},
+		{"[1e+]", "invalid number at byte 4"},
+		{"[NaN]", "unexpected character at byte 1"},
+		{"  \n ", "no JSON value at byte 4 (line 2)"},
+		{"[\"\xc3\x28\"]", "invalid UTF-8 in"},
+	};
+	char *p = tmp("bad.json"), *deep = xmalloc(1202);
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		write_file(p, cases[i].text, strlen(cases[i].text));
+		load_fails(p, NULL, RLM_EPARSE, cases[i].want);
+		CHECK_MSG(corpus_from_json(cases[i].text, strlen(cases[i].text), &c, &err) ==
+			      RLM_EPARSE,
+			  "case %zu", i);
+		CHECK(c == NULL);
+	}
+	/* nesting that json.loads could not take */
+	memset(deep, '[', 601);
+	memset(deep + 601, ']', 601);
+	CHECK_INT(corpus_from_json(deep, 1202, &c, &err), RLM_EPARSE);
+	CHECK_CONTAINS(err.msg, "nested too deep");
+	CHECK_INT(corpus_from_json(deep + 101, 1000, &c, &err), 0);
+	corpus_free(c);
+	free(deep);
+	free(p);
+}
+
+TEST(json_from_memory_in_a_memfd)
+{
+	static const char recs[] = "[{\"id\":1,\"v\":\"a\"},{\"id\":2,\"v\":\"b\"}]";
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	CHECK_INT(corpus_from_json(recs, sizeof(recs) - 1, &c, &err), 0);
+	CHECK_INT(c->kind, CORPUS_JSON);
+	CHECK(c->json);
+	CHECK(c->fd >= 0);
+	CHECK_INT(c->n_docs, 2);
+	CHECK(doc_is(c, 1, "{\"id\":2,\"v\":\"b\"}", "2"));
+	CHECK(c->fd_meta_table != 0);
+	corpus_free(c);
+	CHECK_INT(corpus_from_json("{\"k\":[1]}", 9, &c, &err), 0);
+	CHECK_INT(c->n_docs, 1);
+	CHECK_STR(c->docs[0].id, "context");
+	corpus_free(c);
+	CHECK_INT(corpus_from_json("\"text\"", 6, &c, &err), 0);
+	CHECK_INT(c->n_docs, 1);
+	corpus_free(c);
+}
+
+TEST(csv_quotes_crlf_and_newlines_in_fields)
+{
+	static const char text[] = "id,name,note\r\n"
+				   "7,\"Smith, J.\",\"said \"\"hi\"\"\r\nline2\"\r\n"
+				   "\r\n"
+				   "8,Bob,\"\"\r\n"
+				   "x\"y,caf\xc3\xa9,\"\\ \x01\"";
+	static const char want[] =
+		"[{\"id\":\"7\",\"name\":\"Smith, J.\",\"note\":\"said \\\"hi\\\"\\r\\nline2\"},\n"
+		"{\"id\":\"8\",\"name\":\"Bob\",\"note\":\"\"},\n"
+		"{\"id\":\"x\\\"y\",\"name\":\"caf\xc3\xa9\",\"note\":\"\\\\ \\u0001\"}]";
+	char *p = put_s("t.csv", text), *info;
+	struct corpus *c = load_ok(p, NULL);
+	CHECK_INT(c->kind, CORPUS_CSV);
+	CHECK(c->json);
+	CHECK(!c->mapped);
+	CHECK_INT(c->len, sizeof(want) - 1);
+	CHECK(memcmp(c->buf, want, c->len) == 0);
+	CHECK_INT(c->n_docs, 3);
+	CHECK(doc_is(c, 0,
+		     "{\"id\":\"7\",\"name\":\"Smith, J.\",\"note\":\"said \\\"hi\\\"\\r\\nline2\"}",
+		     "7"));
+	CHECK(doc_is(c, 1, "{\"id\":\"8\",\"name\":\"Bob\",\"note\":\"\"}", "8"));
+	CHECK_STR(c->docs[2].id, "x\"y");
+	info = info_of(c, 1);
+	CHECK_STR(info, "{\"id\":\"8\",\"path\":null,\"title\":null,\"meta\":{\"name\":\"Bob\","
+			"\"note\":\"\"}}");
+	free(info);
+	corpus_free(c);
+	free(p);
+}
+
+TEST(tsv_and_forced_kinds)
+{
+	static const char text[] = "\xef\xbb\xbftitle\tbody\n\"A\ttab\"\tone, two\nB\t\"q\"\"\"\n";
+	char *p = put_s("t.tsv", text), *q = put_s("table.txt", "a,b\n1,2\n"),
+	     *r = put_s("value.txt", " [1,2] ");
+	struct corpus_opts o = {CORPUS_CSV, 0, false, false, false};
+	struct corpus *c = load_ok(p, NULL);
+	enum corpus_kind k;
+	char *info;
+	CHECK_INT(c->kind, CORPUS_CSV);
+	CHECK_INT(c->n_docs, 2);
+	CHECK(doc_is(c, 0, "{\"title\":\"A\\ttab\",\"body\":\"one, two\"}", "1"));
+	CHECK(doc_is(c, 1, "{\"title\":\"B\",\"body\":\"q\\\"\"}", "2"));
+	info = info_of(c, 0);
+	CHECK_STR(info, "{\"id\":\"1\",\"path\":null,\"title\":\"A\\ttab\",\"meta\":{\"body\":\"one, "
+			"two\"}}");
+	free(info);
+	corpus_free(c);
+	c = load_ok(q, &o);
+	CHECK(doc_is(c, 0, "{\"a\":\"1\",\"b\":\"2\"}", "1"));
+	corpus_free(c);
+	o.kind = CORPUS_JSON;
+	c = load_ok(r, &o);
+	CHECK(c->json);
+	CHECK_INT(c->n_docs, 1);
+	corpus_free(c);
+	CHECK_INT(corpus_kind_parse("json", &k), 0);
+	CHECK_INT(k, CORPUS_JSON);
+	CHECK_INT(corpus_kind_parse("csv", &k), 0);
+	CHECK_INT(k, CORPUS_CSV);
+	CHECK_STR(corpus_kind_name(CORPUS_CSV), "csv");
+	CHECK_STR(corpus_kind_name(CORPUS_JSON), "json");
+	free(p);
+	free(q);
+	free(r);
+}
+
+TEST(csv_errors_name_the_line)
+{
+	static const struct {
+		const char *text, *want;
+		int code;
+	} cases[] = {
+		{"a,b\n1,2\n3\n", "line 3: 1 field, but the header has 2", RLM_EPARSE},
+		{"a,b\n\"1\n2\",3\n4,5,6\n", "line 4: 3 fields, but the header has 2", RLM_EPARSE},
+		{"1,2\n3,4\n", "line 1: the first row holds only numbers: a header row", RLM_EPARSE},
+		{"a,,c\n1,2,3\n", "line 1: column 2 has no name", RLM_EPARSE},
+		{"a,b,a\n1,2,3\n", "line 1: column 3 repeats the name 'a' of column 1", RLM_EPARSE},
+		{"a\n\"x\n", "line 2: a quoted field has no closing quote", RLM_EPARSE},
+		{"a\n\"x\"y\n", "line 2: a quoted field goes on after its closing quote", RLM_EPARSE},
+		{"a,b\r\n", "has a header but no rows", RLM_EINVAL},
+		{"\r\n\n", "is empty: a header row naming the columns is required", RLM_EINVAL},
+		{"a\n\xff\n", "invalid UTF-8 in", RLM_EPARSE},
+	};
+	char *p = tmp("bad.csv");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *want = xasprintf("'%s'", p);
+		write_file(p, cases[i].text, strlen(cases[i].text));
+		load_fails(p, NULL, cases[i].code, cases[i].want);
+		load_fails(p, NULL, cases[i].code, want);
+		free(want);
+	}
+	write_file(p, "a\nx\0y\n", 6);
+	load_fails(p, NULL, RLM_EPARSE, "contains NUL bytes");
+	write_file(p, "", 0);
+	load_fails(p, NULL, RLM_EINVAL, "is empty");
+	free(p);
+}
+
+TEST(jsonl_without_text_is_records)
+{
+	static const char text[] = "\n{\"id\":\"a\",\"x\":1}\n\n"
+				   "{\"y\":2,\"text\":\"mixed is fine\"}\n"
+				   "  {\"z\":[1], \"title\": \"Z\"}  \r\n";
+	static const char want[] = "[{\"id\":\"a\",\"x\":1},\n{\"y\":2,\"text\":\"mixed is fine\"},\n"
+				   "  {\"z\":[1], \"title\": \"Z\"}]";
+	char *p = put_s("recs.jsonl", text), *info;
+	struct corpus *c = load_ok(p, NULL);
+	CHECK_INT(c->kind, CORPUS_JSONL);
+	CHECK(c->json);
+	CHECK_INT(c->len, sizeof(want) - 1);
+	CHECK(memcmp(c->buf, want, c->len) == 0);
+	CHECK_INT(c->n_docs, 3);
+	CHECK(doc_is(c, 0, "{\"id\":\"a\",\"x\":1}", "a"));
+	CHECK(doc_is(c, 1, "{\"y\":2,\"text\":\"mixed is fine\"}", "4"));
+	CHECK(doc_is(c, 2, "  {\"z\":[1], \"title\": \"Z\"}", "5"));
+	info = info_of(c, 2);
+	CHECK_STR(info, "{\"id\":\"5\",\"path\":null,\"title\":\"Z\",\"meta\":{}}");
+	free(info);
+	corpus_free(c);
+	write_file(p, "{\"a\":1}\n[1]\n", 12);
+	load_fails(p, NULL, RLM_EPARSE, "line 2: not a JSON object");
+	write_file(p, "{\"a\":1}\n\n{\"b\":}\n", 16);
+	load_fails(p, NULL, RLM_EPARSE, "line 3: not valid JSON: unexpected character");
 	free(p);
 }
 
@@ -782,8 +1043,14 @@ TEST(stdin_jsonl)
 	CHECK_INT(c->n_docs, 2);
 	CHECK(doc_is(c, 0, "from a pipe", "x"));
 	corpus_free(c);
-	CHECK_INT(load_stdin("{\"t\":1}\n", 8, &o, &c, &err), RLM_EPARSE);
-	CHECK_CONTAINS(err.msg, "standard input line 1: no text field");
+	/* records without text: a JSON list of them */
+	CHECK_INT(load_stdin("{\"t\":1}\n", 8, &o, &c, &err), 0);
+	CHECK(c->json);
+	CHECK_INT(c->len, 9);
+	CHECK(memcmp(c->buf, "[{\"t\":1}]", 9) == 0);
+	corpus_free(c);
+	CHECK_INT(load_stdin("{\"t\":1}\n\"s\"\n", 12, &o, &c, &err), RLM_EPARSE);
+	CHECK_CONTAINS(err.msg, "standard input line 2: not a JSON object");
 }
 
 /* ---- the memfd, releasing pages, memory held while loading ---- */

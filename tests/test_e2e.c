@@ -1190,6 +1190,61 @@ TEST(solve_repl_self_corrects_and_verbose)
 	free(ans);
 }
 
+/* Structured contexts through the real binary: a .json file is its value
+ * in the REPL, a CSV table a list of dicts; the tree strategy and the
+ * simulator read their JSON text and answer from it. */
+TEST(structured_contexts_end_to_end)
+{
+	static const char json[] = "{\"facts\": [\"The door is green.\", \"The sky is blue.\"],"
+				   " \"n\": 2}\n";
+	static const char csv[] = "id,fact\r\nd1,\"The door is green.\"\r\nd2,\"The sky, at noon, "
+				  "is blue.\"\r\n";
+	char *j = path_in_tmp("data.json"), *c = path_in_tmp("data.csv");
+	struct proc_out o;
+	write_text(j, json, sizeof(json) - 1);
+	write_text(c, csv, sizeof(csv) - 1);
+	{
+		const char *args[] = {"repl", "-c", j, "--quiet", NULL};
+		o = rlm(args, "print(type(context).__name__)\n# %%\nprint(context['facts'][1])\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.out, "dict\nThe sky is blue.\n");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", c, "--quiet", NULL};
+		o = rlm(args, "print(type(context).__name__, type(context[0]).__name__)\n# %%\n"
+			      "print(context[1]['fact'])\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.out, "list dict\nThe sky, at noon, is blue.\n");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", j, "-q", "What is the door?", "-s", "tree",
+				      "--quiet", "--no-cache", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "green");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", c, "-q", "What is the door?", "--quiet",
+				      "--no-cache", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "green");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", c, "--quiet", "--format", "xml", NULL};
+		o = rlm(args, "");
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "known: auto, text, dir, jsonl, json, csv");
+	proc_out_release(&o);
+	free(j);
+	free(c);
+}
+
 TEST(repl_command_runs_piped_cells)
 {
 	char *ok = path_in_tmp("repl.txt");

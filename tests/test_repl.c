@@ -7,6 +7,7 @@
 #include "harness.h"
 #include "../common/common.h"
 #include "../common/json.h"
+#include "../corpus/corpus.h"
 #include "../repl/repl.h"
 #include "../repl/repl_int.h"
 
@@ -349,6 +350,78 @@ TEST(context_view_of_a_memfd_region)
 	CHECK(repl_start(&cfg, &r, &err) < 0);
 	CHECK_CONTAINS(err.msg, "document 0 is outside the text");
 	close(fd);
+}
+
+/* A JSON context: `context` is its parsed value, from one json.loads of
+ * the mapped text; a restarted worker parses it again. */
+TEST(context_json_is_its_value)
+{
+	static const char text[] = " {\"a\": [1, \"\u00e9\", 2.5], \"b\": null, \"c\": {\"d\": true}}";
+	size_t off[1] = {0}, len[1] = {sizeof(text) - 1};
+	struct repl_cfg cfg;
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.ctx = (struct repl_context){.text = text, .len = sizeof(text) - 1, .docs = true,
+					.json = true, .doc_off = off, .doc_len = len, .n_docs = 1};
+	r = start(&cfg);
+	expect(r, "type(context).__name__", "'dict'\n");
+	expect(r, "context['a'][1], context['b'], context['c']['d']", "('é', None, True)\n");
+	crash_then_expect(r, "print(type(context).__name__, sorted(context))", "dict ['a', 'b', 'c']\n");
+	repl_free(r);
+}
+
+/* A CSV table as corpus_load builds it: a list of dicts of strings, from
+ * the corpus's own memfd. */
+TEST(context_csv_is_a_list_of_dicts)
+{
+	static const char csv[] = "name,n\r\nx,1\r\n\"y, \"\"z\"\"\nw\",2\r\n";
+	struct corpus *c = NULL;
+	struct rlm_err err = {0, ""};
+	size_t *off, *len;
+	struct repl_cfg cfg;
+	struct repl *r;
+	CHECK_INT(corpus_from_csv_buf("t.csv", csv, sizeof(csv) - 1, ',', &c, &err), 0);
+	CHECK(c->json && c->fd >= 0);
+	off = xcalloc(c->n_docs, sizeof(*off));
+	len = xcalloc(c->n_docs, sizeof(*len));
+	for (size_t i = 0; i < c->n_docs; i++) {
+		off[i] = c->docs[i].off;
+		len[i] = c->docs[i].len;
+	}
+	cfg_init(&cfg);
+	cfg.ctx = (struct repl_context){.text = c->buf, .len = c->len, .docs = true, .json = true,
+					.doc_off = off, .doc_len = len, .n_docs = c->n_docs,
+					.has_fd = true, .fd = c->fd, .text_at = c->fd_text,
+					.table_at = c->fd_table, .n_meta = c->n_docs,
+					.meta_table_at = c->fd_meta_table};
+	r = start(&cfg);
+	expect(r, "type(context).__name__, [type(d).__name__ for d in context]",
+	       "('list', ['dict', 'dict'])\n");
+	expect(r, "context[1]['name']", "'y, \"z\"\\nw'\n");
+	/* The rows are the documents: named by their row numbers, found by
+	 * search() in the JSON text (a newline inside a field is escaped). */
+	expect(r, "[d['id'] for d in documents], documents[1]['chars'], "
+		  "[(h['doc'], h['line']) for h in search('z')]",
+	       "(['1', '2'], 30, [('2', 1)])\n");
+	expect(r, "context[0]", "{'name': 'x', 'n': '1'}\n");
+	repl_free(r);
+	corpus_free(c);
+	free(off);
+	free(len);
+}
+
+/* Text that is not JSON is refused by the worker, with a word. */
+TEST(context_json_invalid_is_refused)
+{
+	static const char text[] = "{\"a\": ";
+	struct repl_cfg cfg;
+	struct repl *r = NULL;
+	struct rlm_err err = {0, ""};
+	cfg_init(&cfg);
+	cfg.ctx = (struct repl_context){.text = text, .len = sizeof(text) - 1, .json = true};
+	CHECK(repl_start(&cfg, &r, &err) < 0);
+	CHECK(r == NULL);
+	CHECK_CONTAINS(err.msg, "the context is not valid JSON");
 }
 
 TEST(context_empty_and_invalid)

@@ -478,6 +478,39 @@ TEST(serve_solve_sync)
 	CHECK_INT(srv_stop(&s), 0);
 }
 
+/* "context" may be any JSON value: an object or a list of records is a
+ * JSON corpus (the REPL's `context` is that value), a list of strings is
+ * documents; the simulator answers from their text. */
+TEST(serve_solve_json_context)
+{
+	static const char *const bodies[] = {
+		"{\"question\": \"What is the door?\", \"context\": {\"facts\": {\"door\": "
+		"\"The door is green.\", \"sky\": \"The sky is blue.\"}, \"n\": [1, 2.5, null]}}",
+		"{\"question\": \"What is the door?\", \"context\": [{\"id\": \"d1\", \"fact\": "
+		"\"The door is green.\"}, {\"id\": \"d2\", \"fact\": \"The sky is blue.\"}]}",
+		"{\"question\": \"What is the door?\", \"context\": [\"The sky is blue.\", "
+		"\"The door is green.\"]}",
+	};
+	struct srv s = srv_start(NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(bodies); i++) {
+		struct resp r = http(&s, "POST", "/v1/solve", bodies[i]);
+		CHECK_MSG(r.status == 200, "case %zu: %ld %s", i, r.status, r.body);
+		CHECK_STR(json_str(r.json, "status"), "done");
+		CHECK_CONTAINS(json_str(r.json, "answer"), "green");
+		resp_release(&r);
+	}
+	{
+		/* with another context kind: still exactly one */
+		struct resp r = http(&s, "POST", "/v1/solve",
+				     "{\"question\": \"q\", \"context\": {\"a\": 1}, "
+				     "\"corpus_id\": \"c-0\"}");
+		CHECK_INT(r.status, 400);
+		CHECK_CONTAINS(r.body, "want exactly one of context");
+		resp_release(&r);
+	}
+	CHECK_INT(srv_stop(&s), 0);
+}
+
 /* The server's budgets are ceilings: a request may lower them, not raise
  * them. */
 TEST(serve_budgets_are_ceilings)
