@@ -870,7 +870,7 @@ TEST(tsv_and_forced_kinds)
 	static const char text[] = "\xef\xbb\xbftitle\tbody\n\"A\ttab\"\tone, two\nB\t\"q\"\"\"\n";
 	char *p = put_s("t.tsv", text), *q = put_s("table.txt", "a,b\n1,2\n"),
 	     *r = put_s("value.txt", " [1,2] ");
-	struct corpus_opts o = {CORPUS_CSV, 0, false, false, false};
+	struct corpus_opts o = {.kind = CORPUS_CSV};
 	struct corpus *c = load_ok(p, NULL);
 	enum corpus_kind k;
 	char *info;
