@@ -118,6 +118,25 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
  * and not the best one ("What are all the special magic numbers for
  * ...?"): it has the word "all", in any case, and does not ask how many. */
 bool sim_asks_all(const char *q, size_t n);
+/* Whether the question q[0..n) asks which document holds something, so
+ * that its answer is a document's name: "which" or "what" with a kind of
+ * document within three words ("Which header defines ...", "In which of
+ * the records ...", "What files mention ..."; a file, document, header,
+ * record, source, page, report, article, entry, module, paper, email,
+ * ticket, row, chapter, post, note, memo, log, book, story, review or
+ * listing), or "where is ... defined / declared / implemented"; never a
+ * "how many" question. *plural (may be NULL) gets whether it asks for
+ * several (the noun is a plural, or the question asks for all). */
+bool sim_asks_which_doc(const char *q, size_t n, bool *plural);
+/* The next key of the question q[*pos..n), the thing it is about that a
+ * search can find: a phrase in double quotes (straight or curly; *quoted
+ * true), or a token of identifier shape of at least 4 bytes (letters,
+ * digits, '_', inner '-' and '.'; with an underscore, a digit and a
+ * letter, two capitals and no small letter, or camelCase):
+ * EPOLLEXCLUSIVE, zebra-7731, max_len, parseHeader. *key points into q;
+ * *pos moves past it. False when there is no more. */
+bool sim_next_key(const char *q, size_t n, size_t *pos, const char **key, size_t *len,
+		  bool *quoted);
 
 enum sim_fault {
 	SIM_OK,

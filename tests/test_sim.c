@@ -692,7 +692,43 @@ static const char py_prelude[] =
     "    assert '\\nQuestion: ' in prompt and '\\n\\nPartial answers:\\n[1] ' in prompt\n"
     "    COMBINES.append(prompt)\n"
     "    return ' ' + prompt.split('Partial answers:\\n[1] ', 1)[1].split('\\n')[0] + '\\n'\n"
-    "answer = {'content': None, 'ready': False}\n";
+    "answer = {'content': None, 'ready': False}\n"
+    "class _Documents:\n"
+    "    def __len__(self):\n"
+    "        return 1 if isinstance(context, str) else len(context)\n"
+    "    def __getitem__(self, i):\n"
+    "        if isinstance(i, slice):\n"
+    "            return [self[j] for j in range(*i.indices(len(self)))]\n"
+    "        if i < 0:\n"
+    "            i += len(self)\n"
+    "        if not 0 <= i < len(self):\n"
+    "            raise IndexError('documents index out of range')\n"
+    "        t = context if isinstance(context, str) else context[i]\n"
+    "        name = 'notes.txt' if isinstance(context, str) else 'doc-%02d.txt' % i\n"
+    "        return {'id': name, 'path': name, 'title': None, 'chars': len(t), 'meta': {}}\n"
+    "documents = _Documents()\n"
+    "SEARCHES = []\n"
+    "SEARCH_OFF = True\n"
+    "def search(pattern, max_results=100, regex=True, ignore_case=False):\n"
+    "    import re\n"
+    "    SEARCHES.append(pattern)\n"
+    "    if SEARCH_OFF:\n"
+    "        return []\n"
+    "    rx = re.compile(pattern if regex else re.escape(pattern),\n"
+    "                    re.M | (re.I if ignore_case else 0))\n"
+    "    out = []\n"
+    "    for i, d in enumerate([context] if isinstance(context, str) else context):\n"
+    "        for m in rx.finditer(d):\n"
+    "            ls = d.rfind('\\n', 0, m.start()) + 1\n"
+    "            le = d.find('\\n', m.start())\n"
+    "            le = len(d) if le < 0 else le\n"
+    "            out.append({'doc': documents[i]['id'], 'index': i,\n"
+    "                        'line': d.count('\\n', 0, m.start()) + 1,\n"
+    "                        'start': len(d[:m.start()].encode()),\n"
+    "                        'end': len(d[:m.end()].encode()), 'text': d[ls:le][:500]})\n"
+    "            if len(out) >= max_results:\n"
+    "                return out\n"
+    "    return out\n";
 
 /* Contexts: a str of lines, and a list of documents (an empty one, one
  * larger than a chunk); NEEDLES copies of NEEDLE in each. */
@@ -801,8 +837,20 @@ static char *root_solve(const char *spec, struct fake_repl *r, struct convo *c, 
 
 /* Checks of step 2's chunks, run right after it. */
 static const char py_check_chunks[] =
+    "assert SEARCHES == ['zebra-7731'], SEARCHES\n"
+    "if picked:\n"
+    "    # the lines that hold the key, under their document's name\n"
+    "    assert not SEARCH_OFF and len(chunks) == 1 and chunks[0].startswith('[doc: ')\n"
+    "    assert chunks[0].count(NEEDLE) == NEEDLES and 'market' not in chunks[0]\n"
+    "    assert chunk_docs == [sorted(set(h['index'] for h in hits))], chunk_docs\n"
+    "elif isinstance(context, str):\n"
+    "    assert ''.join(chunks) == context\n"
+    "else:\n"
+    "    assert len(chunks) < len(context) - 5, len(chunks)\n"
     "assert all(0 < len(c) <= size for c in chunks), [len(c) for c in chunks]\n"
-    "if isinstance(context, str):\n"
+    "if picked:\n"
+    "    pass\n"
+    "elif isinstance(context, str):\n"
     "    assert ''.join(chunks) == context\n"
     "else:\n"
     "    assert len(chunks) < len(context) - 5, len(chunks)\n"
@@ -831,23 +879,40 @@ TEST(root_solves_str_and_list)
 	    {true, 6, "How many times is the zebra-7731 vault mentioned?", "6"},
 	    {false, 0, "How many times is the zebra-7731 vault mentioned?", "NONE"},
 	};
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+	/* twice: search() finds nothing (the whole context is read), then
+	 * finds what there is (only the lines that hold the key are read,
+	 * unless there are none) */
+	for (size_t i = 0; i < 2 * ARRAY_SIZE(cases); i++) {
+		size_t ci = i % ARRAY_SIZE(cases);
+		bool on = i >= ARRAY_SIZE(cases);
 		struct fake_repl r;
 		struct convo c;
 		int turns, errors;
 		char *got;
-		fake_repl_init(&r, cases[i].list, cases[i].needles, NULL);
-		convo_init(&c, cases[i].q,
-			   cases[i].list ? "a list of 40 documents (str), 20,000 characters in all"
-					 : "a str of 19,500 characters",
+		fake_repl_init(&r, cases[ci].list, cases[ci].needles,
+			       on ? "SEARCH_OFF = False\n" : NULL);
+		convo_init(&c, cases[ci].q,
+			   cases[ci].list ? "a list of 40 documents (str), 20,000 characters in all"
+					  : "a str of 19,500 characters",
 			   "2,000");
 		got = root_solve("", &r, &c, py_check_chunks, &turns, &errors);
-		CHECK_MSG(got && !strcmp(got, cases[i].want), "case %zu: got '%s', want '%s'", i,
-			  got ? got : "(none)", cases[i].want);
+		CHECK_MSG(got && !strcmp(got, cases[ci].want), "case %zu: got '%s', want '%s'", i,
+			  got ? got : "(none)", cases[ci].want);
 		CHECK_INT(turns, 3);
 		CHECK_INT(errors, 0);
-		/* step 2 was asked with the size the prompt stated */
+		/* step 1 named the documents; step 2 searched for the key, and
+		 * was asked with the size the prompt stated */
+		CHECK_CONTAINS(c.m[3].text, cases[ci].list ? "documents: 40 such as doc-00.txt, "
+							     "doc-01.txt, doc-02.txt"
+							   : "documents: 1 such as notes.txt");
+		CHECK_CONTAINS(c.m[4].text, "term = \"zebra-7731\"\n");
+		CHECK_CONTAINS(c.m[5].text,
+			       on && cases[ci].needles ? "search 'zebra-7731': " : "search 'zebra-7731': 0 hits");
 		CHECK_CONTAINS(c.m[4].text, "size = 2000\n");
+		/* the sources: the document that held the needle */
+		if (strcmp(cases[ci].want, "NONE") != 0 && !strstr(cases[ci].q, "How many"))
+			CHECK_CONTAINS(c.m[7].text, cases[ci].list ? "sources: doc-03.txt\n"
+								   : "sources: notes.txt\n");
 		free(got);
 		convo_release(&c);
 		buf_release(&r.hist);
@@ -927,7 +992,7 @@ TEST(root_recurses_past_rlm_chunks)
 			  got ? got : "(none)", cases[i].want);
 		CHECK_INT(turns, 3);
 		CHECK_INT(errors, 0);
-		CHECK_CONTAINS(c.m[4].text, "if len(chunks) > 4:\n");
+		CHECK_CONTAINS(c.m[4].text, "if not picked and len(chunks) > 4:\n");
 		CHECK_CONTAINS(c.m[4].text, "rlm_query_batched([q] * len(pieces), contexts=pieces)");
 		free(got);
 		convo_release(&c);
@@ -1103,6 +1168,7 @@ TEST(root_all_combine_prompt_suits_the_sub_model)
 		/* the sub-model answers the combine prompt; one holding FAIL fails */
 		char *prog = xasprintf(
 		    "%sfound = %s\n"
+		    "found_at, asked, by_doc = list(range(len(found))), [[0]] * len(found), False\n"
 		    "def llm_query(prompt, model=None):\n"
 		    "    COMBINES.append(prompt)\n"
 		    "    return 'Error: down' if 'FAIL' in prompt else ''\n"
@@ -1186,7 +1252,8 @@ TEST(root_prompts_suit_the_sub_model)
 			CHECK_INT(step_in(code), 3);
 			prog = xasprintf(
 			    "%sfound = ['The zebra-7731 vault was sealed in 1999.', NEEDLE, "
-			    "'The zebra-7731 vault is in Oslo.']\n%s"
+			    "'The zebra-7731 vault is in Oslo.']\n"
+			    "found_at, asked, by_doc = [0, 1, 2], [[0], [1], [2]], False\n%s"
 			    "import json\nprint('@@J@@' + json.dumps(COMBINES))\n",
 			    r.hist.p, code);
 			arr = py_json(prog);
