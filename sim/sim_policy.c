@@ -393,9 +393,11 @@ static const char *const doc_nouns[] = {
 };
 
 /* Words that end the search for a noun after "which"/"what": "What does
- * the report say" asks about a report's text, not for its name. */
+ * the report say" asks about a report's text, not for its name; "is" and
+ * "are" do past the first word ("what is the document", "which are all
+ * the files"; not "which team is the report about"). */
 static const char *const which_stops[] = {
-    "does", "do", "did", "can", "could", "would", "should", "will", "is", "are", "was", "were",
+    "does", "do", "did", "can", "could", "would", "should", "will", "was", "were", "is", "are",
 };
 
 static bool word_in(const char *w, size_t n, const char *const *list, size_t count)
@@ -443,6 +445,8 @@ bool sim_asks_which_doc(const char *q, size_t n, bool *plural)
 	char w[TERM_MAX];
 	size_t pos = 0, k;
 	bool pl = false, found = false, where = false, defined = false;
+	if (plural)
+		*plural = false;
 	if (!q || contains_ci(q, n, "how many"))
 		return false;
 	while (!found && (k = next_word(q, n, &pos, w, sizeof(w)))) {
@@ -455,15 +459,15 @@ bool sim_asks_which_doc(const char *q, size_t n, bool *plural)
 		if (!((k == 5 && memcmp(w, "which", 5) == 0) ||
 		      (k == 4 && memcmp(w, "what", 4) == 0)))
 			continue;
-		/* the noun within the next three words: "which header", "which
+		/* the noun within the next four words: "which header", "which
 		 * C header", "which of the files", "what is the document" */
-		for (size_t j = 0, at = pos, m; j < 3 && (m = next_word(q, n, &at, w, sizeof(w)));
+		for (size_t j = 0, at = pos, m; j < 4 && (m = next_word(q, n, &at, w, sizeof(w)));
 		     j++) {
 			if (doc_noun(w, m, &pl)) {
 				found = true;
 				break;
 			}
-			if (j && word_in(w, m, which_stops, ARRAY_SIZE(which_stops)))
+			if (word_in(w, m, which_stops, ARRAY_SIZE(which_stops) - (j ? 0 : 2)))
 				break;
 		}
 	}

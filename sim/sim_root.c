@@ -21,10 +21,22 @@
  * context full of logs with tracebacks in them cannot fool it.
  *
  * The three steps: 1 prints type, size and a sample of `context` (str or
- * list); 2 cuts it into chunks (documents grouped up to the chunk size, a
- * larger one cut), asks every chunk the question in the shape of
+ * list), and how many `documents` there are with a few of their ids; 2
+ * filters before it reads: when the question has a key (sim_next_key: a
+ * quoted phrase, else its longest identifier-like token, EPOLLEXCLUSIVE or
+ * zebra-7731) it runs search() for it and prints how many hits; with 1 to
+ * HITS_MAX of them, the chunks are the lines that hold it, each once,
+ * under a "[doc: ID]" line where its document starts, so 8,000 headers
+ * cost one sub-call; with none (or more), it reads the whole context: it
+ * cuts it into chunks (documents grouped up to the chunk size, a larger
+ * one cut). Either way it asks every chunk the question in the shape of
  * tree_leaf.txt with llm_query_batched, keeps the answers that are not
- * NONE, empty or "Error:", and prints them one per line; 3 finishes: a sum
+ * NONE, empty or "Error:" with the chunk each came from (chunk_docs: the
+ * documents each chunk read), and prints them one per line. A question
+ * that asks which document (sim_asks_which_doc) has every document's text
+ * headed by "[doc: ID]" in the chunks too, and the sub-call is asked for
+ * the ID of the document that holds the answer (the sub-model policy
+ * names the header above its best line). 3 finishes: a sum
  * in Python for "how many", the answer itself when all agree, else one
  * llm_query in the shape of tree_combine.txt ("[i] answer" lines, which is
  * how the sub-model policy tells partial answers apart). A question that
@@ -34,7 +46,13 @@
  * Python, and when there are several has one llm_query list those that
  * answer the question (the sub-model drops lines about something else),
  * falling back on all of them; a child RLM answers the same way, so its
- * parent gets every value it found.
+ * parent gets every value it found. For a question that asks which
+ * document, the answer is the ID the chunks named (every one, joined by
+ * ", ", for a plural; for several and one asked, the combiner picks among
+ * them, else the first). Every step 3 sets answer["sources"]: the ids of
+ * the documents read by the sub-calls whose answers the final answer used
+ * (narrowed to those whose text holds a line of the answer, when some
+ * does; for a which-document question, the ids it names), at most 100.
  *
  * Bugs: with probability code_errors a step is written with a bug that
  * raises whatever the context (a NameError from a typo, a TypeError from
