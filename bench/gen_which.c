@@ -34,11 +34,12 @@
 static const char *const topics[] = {"ops", "sales", "lab", "field", "legal"};
 static const char *const kinds[] = {"memo", "log", "report", "notes", "minutes"};
 /* The fact's words: none is in the essay vocabulary. */
-static const char *const adjs[] = {"amber", "cobalt",  "saffron", "obsidian", "vermilion", "jade",
-				   "indigo", "ochre", "cerise", "umber", "mauve", "russet"};
-static const char *const animals[] = {"heron", "lynx",   "marlin", "ibis",	"okapi", "tapir",
+static const char *const adjs[] = {"amber",	"cobalt", "saffron", "obsidian",
+				   "vermilion", "jade",	  "indigo",  "ochre",
+				   "cerise",	"umber",  "mauve",   "russet"};
+static const char *const animals[] = {"heron", "lynx",	 "marlin", "ibis",   "okapi", "tapir",
 				      "gecko", "walrus", "puffin", "jackal", "bison", "condor"};
-static const char *const things[] = {"protocol", "ledger", "charter",   "manifest",
+static const char *const things[] = {"protocol", "ledger",  "charter",	 "manifest",
 				     "accord",	 "compact", "directive", "roster"};
 
 static const char *const ask_names[WHICH_ASKS] = {"quoted", "code", "plain"};
@@ -243,7 +244,7 @@ int bench_which_write(const struct browse_opts *o, enum sniah_format fmt, const 
 	}
 	buf_init(&text, 0);
 	for (size_t i = 0; i < docs && !rc; i++) {
-		const char *extra = i == it->answer_doc ? it->fact
+		const char *extra = i == it->answer_doc		   ? it->fact
 				    : i == miss[0] || i == miss[1] ? near
 								   : NULL;
 		/* a sentence added takes its room from the essay */

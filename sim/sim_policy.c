@@ -387,9 +387,9 @@ static void list_add(struct buf *b, const char *s, size_t n)
 /* The kinds of document a question may ask for, as terms (a plural
  * stripped): "Which header ...", "In which record ...". */
 static const char *const doc_nouns[] = {
-    "file",  "document", "doc",	 "header", "record", "source", "page", "report",
-    "article", "entry",	 "module", "paper", "email",  "ticket", "row",  "chapter",
-    "post",  "note",	 "memo", "log",	   "book",   "story",  "review", "listing",
+    "file",    "document", "doc",    "header", "record", "source", "page",   "report",
+    "article", "entry",	   "module", "paper",  "email",	 "ticket", "row",    "chapter",
+    "post",    "note",	   "memo",   "log",    "book",	 "story",  "review", "listing",
 };
 
 /* Words that end the search for a noun after "which"/"what": "What does
@@ -504,17 +504,19 @@ static bool key_token(const char *t, size_t n)
 	return under || (digit && (upper || lower)) || (upper >= 2 && !lower) || camel;
 }
 
-bool sim_next_key(const char *q, size_t n, size_t *pos, const char **key, size_t *len,
-		  bool *quoted)
+bool sim_next_key(const char *q, size_t n, size_t *pos, const char **key, size_t *len, bool *quoted)
 {
 	size_t i = *pos;
 	while (q && i < n) {
 		unsigned char c = (unsigned char)q[i];
 		/* a phrase in double quotes, straight or curly */
-		size_t open = c == '"' ? 1 : (n - i >= 3 && !memcmp(q + i, "\xe2\x80\x9c", 3)) ? 3 : 0;
+		size_t open = c == '"'						  ? 1
+			      : (n - i >= 3 && !memcmp(q + i, "\xe2\x80\x9c", 3)) ? 3
+										  : 0;
 		if (open) {
-			const char *close = open == 1 ? memchr(q + i + 1, '"', n - i - 1)
-						      : memmem(q + i + 3, n - i - 3, "\xe2\x80\x9d", 3);
+			const char *close = open == 1
+						? memchr(q + i + 1, '"', n - i - 1)
+						: memmem(q + i + 3, n - i - 3, "\xe2\x80\x9d", 3);
 			if (close) {
 				const char *k = q + i + open;
 				size_t kn = (size_t)(close - k);
@@ -531,8 +533,8 @@ bool sim_next_key(const char *q, size_t n, size_t *pos, const char **key, size_t
 		}
 		if (text_is_alnum(c) || c == '_') {
 			size_t s = i;
-			while (i < n && (text_is_alnum(q[i]) || q[i] == '_' || q[i] == '-' ||
-					 q[i] == '.'))
+			while (i < n &&
+			       (text_is_alnum(q[i]) || q[i] == '_' || q[i] == '-' || q[i] == '.'))
 				i++;
 			while (i > s && (q[i - 1] == '-' || q[i - 1] == '.'))
 				i--;

@@ -288,14 +288,17 @@ static void step1(struct buf *b, enum bug bug)
 		   "if isinstance(context, str):\n"
 		   "    print(\"lines:\", context.count(\"\\n\") + 1)\n"
 		   "    print(\"sample:\", repr(context[:%d]))\n"
-		   "else:\n"
+		   "elif isinstance(context, list):\n"
 		   "    print(\"characters:\", sum(len(d) for d in context))\n"
 		   "    print(\"first lengths:\", [len(d) for d in context[:10]])\n"
 		   "    for d in context[:3]:\n"
-		   "        print(\"sample:\", repr(d[:%d]))\n"
+		   "        print(\"sample:\", repr(d[:%d] if isinstance(d, str) else d)[:%d])\n"
+		   "else:\n"
+		   "    print(\"keys:\", list(context)[:10] if isinstance(context, dict) else None)\n"
+		   "    print(\"sample:\", repr(context)[:%d])\n"
 		   "print(\"documents:\", len(documents), \"such as\", "
 		   "\", \".join(d[\"id\"] for d in documents[:3]))\n",
-		   SAMPLE_CHARS, SAMPLE_CHARS / 2);
+		   SAMPLE_CHARS, SAMPLE_CHARS / 2, SAMPLE_CHARS / 2, SAMPLE_CHARS);
 	if (bug == BUG_INDEX)
 		buf_printf(b, "print(\"sample: last:\", repr(context[len(context)][:%d]))\n",
 			   SAMPLE_CHARS / 2);
@@ -326,17 +329,18 @@ static void put_indented(struct buf *b, const char *ind, const char *text)
 	}
 }
 
-/* Step 2's chunks when it reads the whole context: documents grouped up
- * to the chunk size, a larger one cut; chunk_docs[k] the documents of
- * chunk k. label(i) heads document i's text when the question asks which
+/* Step 2's chunks when it reads the whole context (texts: the context, its
+ * records as JSON text when they are not str): documents grouped up to
+ * the chunk size, a larger one cut; chunk_docs[k] the documents of chunk
+ * k. label(i) heads document i's text when the question asks which
  * document. */
 static const char full_read[] =
-    "if isinstance(context, str):\n"
-    "    chunks = [label(0) + context[i:i + size] for i in range(0, len(context), size)]\n"
+    "if isinstance(texts, str):\n"
+    "    chunks = [label(0) + texts[i:i + size] for i in range(0, len(texts), size)]\n"
     "    chunk_docs = [[0] for c in chunks]\n"
     "else:\n"
     "    chunks, chunk_docs, cur, cur_docs = [], [], \"\", []\n"
-    "    for j, doc in enumerate(context):\n"
+    "    for j, doc in enumerate(texts):\n"
     "        if len(doc) > size:\n"
     "            if cur:\n"
     "                chunks.append(cur)\n"
@@ -410,7 +414,18 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 		   "def label(i):\n"
 		   "    # a line naming document i above its text, when the question asks which "
 		   "one\n"
-		   "    return \"[doc: \" + documents[i][\"id\"] + \"]\\n\" if by_doc else \"\"\n",
+		   "    return \"[doc: \" + documents[i][\"id\"] + \"]\\n\" if by_doc else \"\"\n"
+		   "# the text of each document (a record that is not str, as JSON)\n"
+		   "if isinstance(context, str) or (isinstance(context, list) and\n"
+		   "                                all(type(d) is str for d in context)):\n"
+		   "    texts = context\n"
+		   "elif isinstance(context, list):\n"
+		   "    import json\n"
+		   "    texts = [d if isinstance(d, str) else json.dumps(d, ensure_ascii=False)\n"
+		   "             for d in context]\n"
+		   "else:\n"
+		   "    import json\n"
+		   "    texts = json.dumps(context, ensure_ascii=False, indent=1)\n",
 		   size, a->by_doc ? "True" : "False");
 	if (a->key) {
 		buf_puts(b, "term = ");
@@ -439,22 +454,22 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 			   "if not picked and len(chunks) > %ld:\n"
 			   "    # too many chunks for one batch: child RLMs take a piece each\n"
 			   "    per = -(-len(chunks) // min(16, max(8, -(-len(chunks) // %ld))))\n"
-			   "    if isinstance(context, str):\n"
-			   "        pieces = [context[i:i + per * size] for i in range(0, "
-			   "len(context), per * size)]\n"
+			   "    if isinstance(texts, str):\n"
+			   "        pieces = [texts[i:i + per * size] for i in range(0, "
+			   "len(texts), per * size)]\n"
 			   "        asked = [[0] for p in pieces]\n"
 			   "    else:\n"
 			   "        # runs of whole documents, an equal share of the text each\n"
-			   "        share = sum(len(d) for d in context) / -(-len(chunks) // per)\n"
+			   "        share = sum(len(d) for d in texts) / -(-len(chunks) // per)\n"
 			   "        cuts, seen, last = [0], 0, 0\n"
-			   "        for i, d in enumerate(context):\n"
+			   "        for i, d in enumerate(texts):\n"
 			   "            at = int((seen + len(d) / 2) // share)\n"
-			   "            if i and (at != last or len(d) > share or len(context[i - 1]) "
+			   "            if i and (at != last or len(d) > share or len(texts[i - 1]) "
 			   "> share):\n"
 			   "                cuts.append(i)\n"
 			   "            last, seen = at, seen + len(d)\n"
-			   "        runs = list(zip(cuts, cuts[1:] + [len(context)]))\n"
-			   "        pieces = [context[a:b] for a, b in runs]\n"
+			   "        runs = list(zip(cuts, cuts[1:] + [len(texts)]))\n"
+			   "        pieces = [texts[a:b] for a, b in runs]\n"
 			   "        asked = [list(range(a, b)) for a, b in runs]\n"
 			   "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
 			   "    answers = %s([q] * len(pieces), contexts=pieces)\n"
@@ -495,7 +510,7 @@ static void put_sources(struct buf *b, const struct ask *a)
 	buf_printf(b,
 		   "# the documents whose chunks gave the answer used: its sources\n"
 		   "def held(a, i):\n"
-		   "    t = context if isinstance(context, str) else context[i]\n"
+		   "    t = texts if isinstance(texts, str) else texts[i]\n"
 		   "    return isinstance(t, str) and any(l.strip() and l.strip() in t for l in "
 		   "a.split(\"\\n\"))\n"
 		   "final_lines = [l.strip() for l in final.replace(\", \", \"\\n\").split(\"\\n\") "
@@ -763,7 +778,8 @@ static bool can_recurse(const struct llm_msg *system)
 /* Whether m reports that a name step 2 defines is gone (step 3 needs it). */
 static bool lost_step2(const struct llm_msg *m)
 {
-	static const char *const names[] = {"found", "found_at", "answers", "asked", "by_doc"};
+	static const char *const names[] = {"found", "found_at", "answers", "asked", "by_doc",
+					    "texts"};
 	char needle[48];
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		snprintf(needle, sizeof(needle), "name '%s' is not defined", names[i]);

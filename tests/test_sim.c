@@ -829,6 +829,12 @@ static const char py_prelude[] =
     "documents = _Documents()\n"
     "SEARCHES = []\n"
     "SEARCH_OFF = True\n"
+    "def _cut(t, k):\n"
+    "    # a long line: a window of 500 around the match, as the runtime's\n"
+    "    if len(t) <= 500:\n"
+    "        return t\n"
+    "    a = max(0, min(k - 166, len(t) - 500))\n"
+    "    return ('...' if a else '') + t[a:a + 500] + ('...' if a + 500 < len(t) else '')\n"
     "def search(pattern, max_results=100, regex=True, ignore_case=False):\n"
     "    import re\n"
     "    SEARCHES.append(pattern)\n"
@@ -837,7 +843,9 @@ static const char py_prelude[] =
     "    rx = re.compile(pattern if regex else re.escape(pattern),\n"
     "                    re.M | (re.I if ignore_case else 0))\n"
     "    out = []\n"
-    "    for i, d in enumerate([context] if isinstance(context, str) else context):\n"
+    "    import json\n"
+    "    docs = [context] if isinstance(context, str) else context\n"
+    "    for i, d in enumerate(d if isinstance(d, str) else json.dumps(d) for d in docs):\n"
     "        for m in rx.finditer(d):\n"
     "            ls = d.rfind('\\n', 0, m.start()) + 1\n"
     "            le = d.find('\\n', m.start())\n"
@@ -845,7 +853,7 @@ static const char py_prelude[] =
     "            out.append({'doc': documents[i]['id'], 'index': i,\n"
     "                        'line': d.count('\\n', 0, m.start()) + 1,\n"
     "                        'start': len(d[:m.start()].encode()),\n"
-    "                        'end': len(d[:m.end()].encode()), 'text': d[ls:le][:500]})\n"
+    "                        'end': len(d[:m.end()].encode()), 'text': _cut(d[ls:le], m.start() - ls)})\n"
     "            if len(out) >= max_results:\n"
     "                return out\n"
     "    return out\n";
@@ -1289,6 +1297,7 @@ TEST(root_all_combine_prompt_suits_the_sub_model)
 		char *prog = xasprintf(
 		    "%sfound = %s\n"
 		    "found_at, asked, by_doc = list(range(len(found))), [[0]] * len(found), False\n"
+		    "texts = context\n"
 		    "def llm_query(prompt, model=None):\n"
 		    "    COMBINES.append(prompt)\n"
 		    "    return 'Error: down' if 'FAIL' in prompt else ''\n"
@@ -1373,7 +1382,8 @@ TEST(root_prompts_suit_the_sub_model)
 			prog = xasprintf(
 			    "%sfound = ['The zebra-7731 vault was sealed in 1999.', NEEDLE, "
 			    "'The zebra-7731 vault is in Oslo.']\n"
-			    "found_at, asked, by_doc = [0, 1, 2], [[0], [1], [2]], False\n%s"
+			    "found_at, asked, by_doc = [0, 1, 2], [[0], [1], [2]], False\n"
+			    "texts = context\n%s"
 			    "import json\nprint('@@J@@' + json.dumps(COMBINES))\n",
 			    r.hist.p, code);
 			arr = py_json(prog);
@@ -1406,11 +1416,16 @@ TEST(root_which_doc_with_the_sub_model)
 {
 	static const struct {
 		const char *q;
-		bool search_on, has_key;
+		bool search_on, has_key, records;
 	} cases[] = {
-	    {"Which document gives the access code of the zebra-7731 vault?", true, true},
-	    {"Which document gives the access code of the zebra-7731 vault?", false, true},
-	    {"In which of the files is the access code of the zebra vault given?", true, false},
+	    {"Which document gives the access code of the zebra-7731 vault?", true, true, false},
+	    {"Which document gives the access code of the zebra-7731 vault?", false, true, false},
+	    {"In which of the files is the access code of the zebra vault given?", true, false,
+	     false},
+	    /* records that are not str (a JSONL without a text field) */
+	    {"Which document gives the access code of the zebra-7731 vault?", true, true, true},
+	    {"In which of the files is the access code of the zebra vault given?", true, false,
+	     true},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct fake_repl r;
@@ -1419,7 +1434,12 @@ TEST(root_which_doc_with_the_sub_model)
 		cJSON *arr, *it, *answers = cJSON_CreateArray();
 		bool raised;
 		int named = 0;
-		fake_repl_init(&r, true, 1, cases[i].search_on ? "SEARCH_OFF = False\n" : NULL);
+		fake_repl_init(&r, true, 1,
+			       cases[i].records ? "SEARCH_OFF = False\n"
+						  "context = [{'n': i, 'body': d} for i, d in "
+						  "enumerate(context)]\n"
+			       : cases[i].search_on ? "SEARCH_OFF = False\n"
+						    : NULL);
 		convo_init(&c, cases[i].q, "a list of 40 documents (str), 20,000 characters in all",
 			   "2,000");
 		reply = root_reply("", &c);
@@ -1463,7 +1483,7 @@ TEST(root_which_doc_with_the_sub_model)
 			json_add_str(answers, NULL, a);
 			free(a);
 		}
-		CHECK_INT(named, 1);
+		CHECK_MSG(named == 1, "case %zu: %d prompts name it", i, named);
 		json = json_print(answers);
 		buf_printf(&r.hist, "ANSWERS = %s\n"
 				    "def llm_query_batched(prompts, model=None):\n"
