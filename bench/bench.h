@@ -278,6 +278,45 @@ size_t bench_browse_default_docs(uint64_t tokens);
 int bench_browse_write(const struct browse_opts *o, enum sniah_format fmt, const char *path,
 		 struct browse_item *it);
 
+/* ---- which-doc (bench/gen_which.c) ----
+ * A corpus of documents with ids of their own (a JSONL's "id" field, or a
+ * path under a topic folder of a directory), one of which holds a fact
+ * (a reference code and a phrase), two others near misses of it, and a
+ * question that asks which document holds the fact: its answer is that
+ * document's id. */
+
+enum which_ask {
+	WHICH_QUOTED, /* "Which record mentions \"amber heron protocol\"?" */
+	WHICH_CODE,   /* "Which file holds the reference code QX-4417? ..." */
+	WHICH_PLAIN,  /* "In which record was the amber heron protocol adopted ...?" */
+	WHICH_ASKS
+};
+
+struct which_item {
+	char question[256];
+	char answer[64];       /* the id of the document with the fact */
+	char phrase[64];       /* "amber heron protocol" */
+	char code[16];         /* "QX-4417" */
+	char fact[192];        /* the sentence */
+	enum which_ask ask;
+	size_t answer_doc;     /* its index as rlm loads the corpus (a
+				* directory's paths sorted) */
+	size_t near_docs[2];   /* the documents with a near miss, the same way */
+	size_t n_docs;
+	uint64_t bytes;        /* of the documents joined and ended by '\n' */
+};
+
+/* "quoted", "code", "plain". */
+const char *bench_which_ask_name(enum which_ask a);
+/* Write a which-doc corpus to path, a directory (SNIAH_DIR: created if
+ * missing, the .txt files of its topic folders removed first) or a JSONL
+ * file of {"id","topic","text"} records (SNIAH_JSONL), o->docs documents
+ * (0: bench_browse_default_docs) of about equal size, and fill it. The
+ * same opts give the same bytes. Returns 0, -EINVAL (SNIAH_TEXT, docs out
+ * of range, documents under BROWSE_DOC_BYTES / 2), or -errno. */
+int bench_which_write(const struct browse_opts *o, enum sniah_format fmt, const char *path,
+		      struct which_item *it);
+
 /* The options every section sees. */
 struct perf_opts {
 	long calls;	 /* fan-out calls */
@@ -519,7 +558,7 @@ void bench_report_print(const struct bench_report *r, FILE *f);
 int bench_report_write(const struct bench_report *r, const char *dir, struct rlm_err *err);
 
 /* ---- the other suites (gen_oolong.c, gen_pairs.c, gen_browse.c,
- * gen_suites.c) ---- */
+ * gen_which.c, gen_suites.c) ---- */
 
 /* A paragraph of the essay haystack (300-700 bytes of ASCII, no newline, no
  * digits, no hyphens) into dst (LINE_MAX_BYTES of gen.c: 1,024). */
@@ -527,7 +566,7 @@ size_t bench_gen_essay_line(struct rng *r, char *dst);
 /* Day 0..OOLONG_DAYS-1 (0: 2022-01-01) as a calendar date, m and d from 1. */
 void bench_oolong_day_date(int day, int *y, int *m, int *d);
 
-enum gen_suite { GEN_SNIAH, GEN_OOLONG, GEN_PAIRS, GEN_BROWSE };
+enum gen_suite { GEN_SNIAH, GEN_OOLONG, GEN_PAIRS, GEN_BROWSE, GEN_WHICH };
 
 /* One item of `rlm bench gen` for bench_gen_suite_item. */
 struct gen_req {
@@ -540,8 +579,8 @@ struct gen_req {
 	int users;		  /* oolong, oolong-pairs: --users, 0 by size */
 	unsigned tasks;		  /* oolong: a bit per enum oolong_task; pairs:
 				   * per enum pairs_kind; drawn among them */
-	size_t docs;		  /* browse: --docs, 0 by size */
-	enum sniah_format format; /* browse: SNIAH_DIR or SNIAH_JSONL */
+	size_t docs;		  /* browse, which-doc: --docs, 0 by size */
+	enum sniah_format format; /* browse, which-doc: SNIAH_DIR or SNIAH_JSONL */
 };
 
 /* Parse --task for suite into a mask of what to draw from: oolong takes a

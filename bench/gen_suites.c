@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* bench/gen_suites.c -- the items of `rlm bench gen oolong`, `oolong-pairs`
- * and `browse`: each one's context, its question and gold, and its JSONL
- * line.
+/* bench/gen_suites.c -- the items of `rlm bench gen oolong`, `oolong-pairs`,
+ * `browse` and `which-doc`: each one's context, its question and gold, and
+ * its JSONL line.
  *
  * DESIGN
  * An item's window or corpus comes from its own seed (gen_cli.c derives it
@@ -271,8 +271,59 @@ out:
 	return status;
 }
 
+/* ---- which-doc ---- */
+
+static int which_item(const struct gen_req *r, FILE *jl, const char *jl_path)
+{
+	struct browse_opts o = {r->tokens, r->seed, r->docs};
+	struct which_item it;
+	char *name = xasprintf("%s%s", r->id, r->format == SNIAH_JSONL ? ".jsonl" : ""),
+	     *path = xasprintf("%s/%s", r->dir, name);
+	size_t docs = r->docs ? r->docs : bench_browse_default_docs(r->tokens);
+	cJSON *ans, *j, *near;
+	int rc, status = 1;
+
+	if (docs < BROWSE_MIN_DOCS || r->tokens * 4 / docs < BROWSE_DOC_BYTES / 2) {
+		size_t need = RLM_MAX(r->docs, (size_t)BROWSE_MIN_DOCS);
+		status = log_fail(2,
+				  "size '%s' is too small for which-doc with %zu documents of at "
+				  "least %d bytes: pass --sizes %zu or more%s",
+				  r->size_name, need, BROWSE_DOC_BYTES / 2,
+				  need * BROWSE_DOC_BYTES / 8, r->docs ? ", or fewer --docs" : "");
+		goto out;
+	}
+	if ((rc = bench_which_write(&o, r->format, path, &it))) {
+		log_fail(1, "cannot write '%s': %s", path, strerror(-rc));
+		goto out;
+	}
+	ans = cJSON_CreateArray();
+	json_add_str(ans, NULL, it.answer);
+	j = item_head(r, "which-doc", it.question, ans, name, "exact", it.bytes);
+	json_add_str(j, "format", r->format == SNIAH_DIR ? "dir" : "jsonl");
+	json_add_num(j, "documents", (double)it.n_docs);
+	json_add_str(j, "ask", bench_which_ask_name(it.ask));
+	json_add_num(j, "answer_doc", (double)it.answer_doc);
+	json_add_str(j, "fact", it.fact);
+	json_add_str(j, "phrase", it.phrase);
+	json_add_str(j, "code", it.code);
+	near = cJSON_CreateArray();
+	json_add_num(near, NULL, (double)it.near_docs[0]);
+	json_add_num(near, NULL, (double)it.near_docs[1]);
+	json_add(j, "near_miss_docs", near);
+	if ((status = write_line(j, jl, jl_path)))
+		goto out;
+	fprintf(stderr, "%s: %llu bytes in %zu documents, %s question: %s\n", path,
+		(unsigned long long)it.bytes, it.n_docs, bench_which_ask_name(it.ask), it.answer);
+out:
+	free(name);
+	free(path);
+	return status;
+}
+
 int bench_gen_suite_item(const struct gen_req *r, FILE *jl, const char *jl_path)
 {
+	if (r->suite == GEN_WHICH)
+		return which_item(r, jl, jl_path);
 	if (r->suite == GEN_BROWSE)
 		return browse_item(r, jl, jl_path);
 	return oolong_item(r, jl, jl_path);

@@ -54,6 +54,12 @@ static const char gen_usage[] =
     "                fact B in another (about B) holds the answer; near-duplicates\n"
     "                of both lead to a wrong answer. Scorer exact, against the\n"
     "                answer and its aliases.\n"
+    "  which-doc     which document: a corpus of documents with ids of their own\n"
+    "                (a JSONL's \"id\" field, or paths under topic folders); one\n"
+    "                holds a fact (a reference code and a phrase), two others\n"
+    "                near misses; the question asks which document holds it,\n"
+    "                naming the phrase in quotes, the code, or the phrase in a\n"
+    "                sentence. The answer is the document's id. Scorer exact.\n"
     "\n"
     "options:\n"
     "  --out DIR           where to write (created if missing); required\n"
@@ -67,11 +73,13 @@ static const char gen_usage[] =
     "                      files doc-00000.txt ...; jsonl: a JSONL file of\n"
     "                      documents {\"id\":\"doc-00000\",\"text\":...}; documents are\n"
     "                      runs of whole lines of about equal size.\n"
-    "                      browse: jsonl (default) or dir. oolong and oolong-pairs:\n"
+    "                      browse, which-doc: jsonl (default) or dir. oolong and\n"
+    "                      oolong-pairs:\n"
     "                      text only (a window is one file)\n"
     "  --docs N            documents per item: sniah with dir or jsonl, at most\n"
     "                      (default: one per 2,000 tokens, and at least --values);\n"
-    "                      browse, at least 5, each of at least 1,000 bytes\n"
+    "                      browse, at least 5, each of at least 1,000 bytes;\n"
+    "                      which-doc, at least 5, each of at least 500 bytes\n"
     "                      (default: one per 1,000 tokens, from 10 to 1,000)\n"
     "\n"
     "sniah options:\n"
@@ -122,7 +130,9 @@ static const char gen_usage[] =
     "  oolong-pairs items \"task\", \"pairs\" and \"qualifying_users\"; browse items\n"
     "  \"chain\", \"subject\", \"bridge_entity\", \"bridge_doc\" and \"answer_doc\"\n"
     "  (document indexes), \"fact_a\", \"fact_b\" and their byte offsets in their\n"
-    "  documents, \"near_duplicate_docs\" and \"trap_doc\". context_path is\n"
+    "  documents, \"near_duplicate_docs\" and \"trap_doc\"; which-doc items\n"
+    "  \"format\", \"documents\", \"ask\" (quoted, code or plain), \"answer_doc\"\n"
+    "  (its index), \"fact\", \"phrase\", \"code\" and \"near_miss_docs\". context_path is\n"
     "  relative to the JSONL's directory. The JSONL path is printed on stdout,\n"
     "  one line per item on stderr.\n"
     "\n"
@@ -131,7 +141,8 @@ static const char gen_usage[] =
     "  rlm bench gen sniah --sizes 10M --values 4 --format dir --out data/mv\n"
     "  rlm bench gen oolong --sizes 32k,128k --n 50 --task counting --out data/oolong\n"
     "  rlm bench gen oolong-pairs --sizes 32k --n 20 --out data/pairs\n"
-    "  rlm bench gen browse --sizes 10M --docs 1000 --out data/browse\n";
+    "  rlm bench gen browse --sizes 10M --docs 1000 --out data/browse\n"
+    "  rlm bench gen which-doc --sizes 32k,1M --n 20 --format dir --out data/which\n";
 
 enum {
 	OPT_SIZES = 1,
@@ -152,7 +163,8 @@ enum {
 
 #define GIVEN(opt) (1u << (opt)) /* gen_args.given: the option was given */
 
-static const char *const suite_names[] = {"sniah", "oolong", "oolong-pairs", "browse"};
+static const char *const suite_names[] = {"sniah", "oolong", "oolong-pairs", "browse",
+					  "which-doc"};
 
 struct gen_args {
 	char **size_names; /* as given; owned array, borrowed strings */
@@ -239,7 +251,8 @@ static int check_suite_args(struct gen_args *a)
 			return log_fail(2, "--format %s does not fit %s: a window is one text file",
 					a->format == SNIAH_DIR ? "dir" : "jsonl", suite);
 		if (a->docs)
-			return log_fail(2, "--docs is for sniah and browse, not %s", suite);
+			return log_fail(2, "--docs is for sniah, browse and which-doc, not %s",
+					suite);
 		if (bench_gen_task_parse(a->suite, a->task ? a->task : "any", &a->tasks))
 			return log_fail(
 			    2, "unknown --task '%s' for %s (known: %s)", a->task, suite,
@@ -253,11 +266,11 @@ static int check_suite_args(struct gen_args *a)
 	if (!(a->given & GIVEN(OPT_FORMAT)))
 		a->format = SNIAH_JSONL;
 	else if (a->format == SNIAH_TEXT)
-		return log_fail(2, "--format text does not fit browse: its documents go in a "
-				   "directory (dir) or a JSONL file (jsonl)");
+		return log_fail(2, "--format text does not fit %s: its documents go in a "
+				   "directory (dir) or a JSONL file (jsonl)", suite);
 	if (a->docs && a->docs < BROWSE_MIN_DOCS)
-		return log_fail(2, "bad value '%ld' for --docs: browse needs at least %d documents",
-				a->docs, BROWSE_MIN_DOCS);
+		return log_fail(2, "bad value '%ld' for --docs: %s needs at least %d documents",
+				a->docs, suite, BROWSE_MIN_DOCS);
 	return 0;
 }
 
@@ -438,12 +451,13 @@ static int parse_gen_args(struct gen_args *a, int argc, char **argv, char **size
 	}
 	if (optind >= argc)
 		return log_fail(2, "no suite: say which, e.g. rlm bench gen sniah --out DIR");
-	for (a->suite = GEN_SNIAH; a->suite <= GEN_BROWSE; a->suite++)
+	for (a->suite = GEN_SNIAH; a->suite <= GEN_WHICH; a->suite++)
 		if (strcmp(argv[optind], suite_names[a->suite]) == 0)
 			break;
-	if (a->suite > GEN_BROWSE)
+	if (a->suite > GEN_WHICH)
 		return log_fail(2,
-				"unknown suite '%s' (known: sniah, oolong, oolong-pairs, browse)",
+				"unknown suite '%s' (known: sniah, oolong, oolong-pairs, browse, "
+				"which-doc)",
 				argv[optind]);
 	if (optind + 1 < argc)
 		return log_fail(2, "unexpected argument '%s' (see rlm bench gen --help)",

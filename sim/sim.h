@@ -16,6 +16,11 @@
  * - Sub-model: it answers extractively from the material: the line that best
  *   matches the question's terms (rare terms weigh more), or, for "how many"
  *   questions, the count of matching lines, or NONE when nothing matches.
+ *   A line "[doc: ID]" names the document whose text follows and is no
+ *   material; a question that asks which document (sim_asks_which_doc)
+ *   gets the ID above its best line (a line holding every key of the
+ *   question, sim_next_key, else one matching as a best line must), or
+ *   for a plural the IDs above every line as good, one per line.
  *   A question that asks for "all" of something (sim_asks_all) gets every
  *   distinct line that matches as well as the best one, one per line.
  * - Combiner: when the message holds "Partial answers:", it combines them:
@@ -28,19 +33,26 @@
  *   REPL (it mentions ```repl blocks and llm_query_batched), it plays the
  *   root of the RLM loop and writes the code a sensible model would, one
  *   step per turn, reading only the conversation: turn 1 probes the
- *   context (type, size, a sample); turn 2 cuts it into chunks of the
- *   size the first user message states ("Sub-calls can read about N
- *   characters"; `chunk=` overrides), groups documents into chunks when
- *   the context is a list, asks the question of every chunk with
- *   llm_query_batched, drops NONE and errors, and prints what it found;
+ *   context (type, size, a sample, how many documents and a few ids);
+ *   turn 2 filters first when the question has a key (sim_next_key):
+ *   search() for it, and with 1 to 2,000 hits the chunks are the lines
+ *   that hold it under "[doc: ID]" lines; else it cuts the context into
+ *   chunks of the size the first user message states ("Sub-calls can
+ *   read about N characters"; `chunk=` overrides), groups documents into
+ *   chunks when the context is a list (each headed by "[doc: ID]" when
+ *   the question asks which document, sim_asks_which_doc), asks the
+ *   question of every chunk with llm_query_batched, drops NONE and
+ *   errors, and prints what it found;
  *   past `rlm_chunks=` chunks (128), when the system message does not say
  *   rlm_query is a plain call, it hands 8 to 16 pieces of the context to
  *   child RLMs with rlm_query_batched instead, each asked the question;
  *   turn 3 combines (a sum in code for "how many" questions, the answer
  *   itself when all agree, else one llm_query over the partial answers;
  *   for "all" questions, the distinct lines of the answers, combined by
- *   one llm_query when there are several) and sets answer["content"] and
- *   answer["ready"]. The question is the
+ *   one llm_query when there are several; for a question that asks which
+ *   document, the ids the chunks named) and sets answer["content"],
+ *   answer["sources"] (the ids of the documents whose chunks gave the
+ *   answer used) and answer["ready"]. The question is the
  *   first user message's "Question:" line. When the last output holds a
  *   Python traceback it writes the failed step again, correctly. With
  *   `code_errors=P` each step is written with a bug (a NameError, a
@@ -118,6 +130,25 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
  * and not the best one ("What are all the special magic numbers for
  * ...?"): it has the word "all", in any case, and does not ask how many. */
 bool sim_asks_all(const char *q, size_t n);
+/* Whether the question q[0..n) asks which document holds something, so
+ * that its answer is a document's name: "which" or "what" with a kind of
+ * document within four words ("Which header defines ...", "In which of
+ * the records ...", "What files mention ..."; a file, document, header,
+ * record, source, page, report, article, entry, module, paper, email,
+ * ticket, row, chapter, post, note, memo, log, book, story, review or
+ * listing), or "where is ... defined / declared / implemented"; never a
+ * "how many" question. *plural (may be NULL) gets whether it asks for
+ * several (the noun is a plural, or the question asks for all). */
+bool sim_asks_which_doc(const char *q, size_t n, bool *plural);
+/* The next key of the question q[*pos..n), the thing it is about that a
+ * search can find: a phrase in double quotes (straight or curly; *quoted
+ * true), or a token of identifier shape of at least 4 bytes (letters,
+ * digits, '_', inner '-' and '.'; with an underscore, a digit and a
+ * letter, two capitals and no small letter, or camelCase):
+ * EPOLLEXCLUSIVE, zebra-7731, max_len, parseHeader. *key points into q;
+ * *pos moves past it. False when there is no more. */
+bool sim_next_key(const char *q, size_t n, size_t *pos, const char **key, size_t *len,
+		  bool *quoted);
 
 enum sim_fault {
 	SIM_OK,

@@ -285,13 +285,17 @@ static bool is_stopword(const char *t, size_t n)
 }
 
 /* The content terms of a question. */
-static void question_terms(const char *q, size_t len, struct termset *out)
+static bool doc_noun(const char *t, size_t n, bool *plural);
+
+/* The content terms of a question; which: without the kinds of document
+ * (doc_noun). */
+static void question_terms(const char *q, size_t len, bool which, struct termset *out)
 {
 	char t[TERM_MAX];
 	size_t pos = 0, n;
 	termset_init(out);
 	while (out->n < QTERMS_MAX && (n = next_term(q, len, &pos, t)))
-		if (!is_stopword(t, n))
+		if (!is_stopword(t, n) && !(which && doc_noun(t, n, NULL)))
 			termset_add(out, t, strip_plural(t, n));
 }
 
@@ -378,6 +382,190 @@ static void list_add(struct buf *b, const char *s, size_t n)
 	buf_append(b, s, n);
 }
 
+/* ---- which document: the question, its keys, the [doc: ID] headers ---- */
+
+/* The kinds of document a question may ask for, as terms (a plural
+ * stripped): "Which header ...", "In which record ...". */
+static const char *const doc_nouns[] = {
+    "file",    "document", "doc",    "header", "record", "source", "page",   "report",
+    "article", "entry",	   "module", "paper",  "email",	 "ticket", "row",    "chapter",
+    "post",    "note",	   "memo",   "log",    "book",	 "story",  "review", "listing",
+};
+
+/* Words that end the search for a noun after "which"/"what": "What does
+ * the report say" asks about a report's text, not for its name; "is" and
+ * "are" do past the first word ("what is the document", "which are all
+ * the files"; not "which team is the report about"). */
+static const char *const which_stops[] = {
+    "does", "do", "did", "can", "could", "would", "should", "will", "was", "were", "is", "are",
+};
+
+static bool word_in(const char *w, size_t n, const char *const *list, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (strlen(list[i]) == n && memcmp(list[i], w, n) == 0)
+			return true;
+	return false;
+}
+
+/* Whether the lower-cased term t[0..n) names a kind of document; *plural
+ * whether it was a plural ("files", "entries"). */
+static bool doc_noun(const char *t, size_t n, bool *plural)
+{
+	char w[TERM_MAX];
+	size_t k;
+	if (!n || n > sizeof(w))
+		return false;
+	memcpy(w, t, n);
+	k = strip_plural(w, n);
+	if (k == n && n == 4 && w[3] == 's') /* "docs", "logs": too short to strip */
+		k = n - 1;
+	if (!word_in(w, k, doc_nouns, ARRAY_SIZE(doc_nouns)))
+		return false;
+	if (plural)
+		*plural = k != n;
+	return true;
+}
+
+/* The next ASCII word of s[*pos..n), lower-cased into w (cut at cap). */
+static size_t next_word(const char *s, size_t n, size_t *pos, char *w, size_t cap)
+{
+	size_t i = *pos, k = 0;
+	while (i < n && !text_is_alnum(s[i]))
+		i++;
+	for (; i < n && (text_is_alnum(s[i]) || s[i] == '_'); i++)
+		if (k < cap)
+			w[k++] = (char)text_to_lower(s[i]);
+	*pos = i;
+	return k;
+}
+
+bool sim_asks_which_doc(const char *q, size_t n, bool *plural)
+{
+	char w[TERM_MAX];
+	size_t pos = 0, k;
+	bool pl = false, found = false, where = false, defined = false;
+	if (plural)
+		*plural = false;
+	if (!q || contains_ci(q, n, "how many"))
+		return false;
+	while (!found && (k = next_word(q, n, &pos, w, sizeof(w)))) {
+		if (k == 5 && memcmp(w, "where", 5) == 0)
+			where = true;
+		if ((k == 7 && (memcmp(w, "defined", 7) == 0 || memcmp(w, "declared", 7) == 0)) ||
+		    (k == 8 && memcmp(w, "declared", 8) == 0) ||
+		    (k == 11 && memcmp(w, "implemented", 11) == 0))
+			defined = true;
+		if (!((k == 5 && memcmp(w, "which", 5) == 0) ||
+		      (k == 4 && memcmp(w, "what", 4) == 0)))
+			continue;
+		/* the noun within the next four words: "which header", "which
+		 * C header", "which of the files", "what is the document" */
+		for (size_t j = 0, at = pos, m; j < 4 && (m = next_word(q, n, &at, w, sizeof(w)));
+		     j++) {
+			if (doc_noun(w, m, &pl)) {
+				found = true;
+				break;
+			}
+			if (word_in(w, m, which_stops, ARRAY_SIZE(which_stops) - (j ? 0 : 2)))
+				break;
+		}
+	}
+	if (!found && where && defined)
+		found = true;
+	if (plural)
+		*plural = found && (pl || sim_asks_all(q, n));
+	return found;
+}
+
+/* Whether the token t[0..n) of a question is a key worth searching for:
+ * at least 4 bytes, and an identifier's shape (an underscore, a digit
+ * with a letter, two capitals and no small letter, or a small letter
+ * then a capital: snake_case, item-5521, EPOLLEXCLUSIVE, camelCase). */
+static bool key_token(const char *t, size_t n)
+{
+	size_t upper = 0, lower = 0, digit = 0, under = 0;
+	bool camel = false;
+	if (n < 4)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)t[i];
+		if (c >= 'A' && c <= 'Z') {
+			upper++;
+			camel = camel || (i && t[i - 1] >= 'a' && t[i - 1] <= 'z');
+		} else if (c >= 'a' && c <= 'z') {
+			lower++;
+		} else if (c >= '0' && c <= '9') {
+			digit++;
+		} else if (c == '_') {
+			under++;
+		}
+	}
+	return under || (digit && (upper || lower)) || (upper >= 2 && !lower) || camel;
+}
+
+bool sim_next_key(const char *q, size_t n, size_t *pos, const char **key, size_t *len, bool *quoted)
+{
+	size_t i = *pos;
+	while (q && i < n) {
+		unsigned char c = (unsigned char)q[i];
+		/* a phrase in double quotes, straight or curly */
+		size_t open = c == '"'						  ? 1
+			      : (n - i >= 3 && !memcmp(q + i, "\xe2\x80\x9c", 3)) ? 3
+										  : 0;
+		if (open) {
+			const char *close = open == 1
+						? memchr(q + i + 1, '"', n - i - 1)
+						: memmem(q + i + 3, n - i - 3, "\xe2\x80\x9d", 3);
+			if (close) {
+				const char *k = q + i + open;
+				size_t kn = (size_t)(close - k);
+				i = (size_t)(close - q) + open;
+				text_trim(&k, &kn);
+				if (kn) {
+					*key = k, *len = kn, *quoted = true, *pos = i;
+					return true;
+				}
+				continue;
+			}
+			i += open;
+			continue;
+		}
+		if (text_is_alnum(c) || c == '_') {
+			size_t s = i;
+			while (i < n &&
+			       (text_is_alnum(q[i]) || q[i] == '_' || q[i] == '-' || q[i] == '.'))
+				i++;
+			while (i > s && (q[i - 1] == '-' || q[i - 1] == '.'))
+				i--;
+			if (key_token(q + s, i - s)) {
+				*key = q + s, *len = i - s, *quoted = false, *pos = i;
+				return true;
+			}
+			if (i == s)
+				i++;
+			continue;
+		}
+		i++;
+	}
+	*pos = n;
+	return false;
+}
+
+/* The ID of a line "[doc: ID]" (trimmed), else false. */
+static bool doc_header(const char *s, size_t n, const char **id, size_t *idn)
+{
+	size_t k = after_marker(s, n, "[doc: ");
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	if (!k || k >= n || s[n - 1] != ']')
+		return false;
+	*id = s + k;
+	*idn = n - 1 - k;
+	text_trim(id, idn);
+	return *idn > 0;
+}
+
 /* ---- the prompt: question, material, partial answers ---- */
 
 struct prompt {
@@ -387,6 +575,8 @@ struct prompt {
 	size_t skip_end; /* not material */
 	size_t mat_off;	 /* material (or partial answers): s[mat_off..len) */
 	bool combine;	 /* "Partial answers:" came before any material marker */
+	bool which;	 /* the question asks which document: its kind of
+			  * document ("header", "record") is no term */
 };
 
 static void split_prompt(const char *s, size_t len, struct prompt *p)
@@ -458,7 +648,7 @@ struct scorer {
 static void scorer_init(struct scorer *sc, const struct prompt *p)
 {
 	memset(sc, 0, sizeof(*sc));
-	question_terms(p->q, p->qlen, &sc->q);
+	question_terms(p->q, p->qlen, p->which, &sc->q);
 	sc->stamp = xcalloc(sc->q.n + 1, sizeof(*sc->stamp));
 	sc->df = xcalloc(sc->q.n + 1, sizeof(*sc->df));
 	sc->w = xcalloc(sc->q.n + 1, sizeof(*sc->w));
@@ -597,6 +787,16 @@ static bool better(double w, size_t at, double best, size_t best_at)
 	return w >= best * (1 - 1e-12) && at < best_at;
 }
 
+/* Whether the line s[ls..ls+n) is no material: the question's, blank, or
+ * a "[doc: ID]" header naming the document below it. */
+static bool skip_line(const struct prompt *p, const char *s, size_t ls, size_t n)
+{
+	const char *id;
+	size_t idn;
+	return (ls >= p->skip_off && ls < p->skip_end) || text_is_blank(s + ls, n) ||
+	       doc_header(s + ls, n, &id, &idn);
+}
+
 /* For "all": every distinct flagged line of the material that scores at
  * least best, one per line. */
 static char *leaf_list(const char *s, size_t len, const struct prompt *p, struct scorer *sc,
@@ -607,7 +807,7 @@ static char *leaf_list(const char *s, size_t len, const struct prompt *p, struct
 	double w;
 	buf_init(&b, 0);
 	while (next_line(s, len, &pos, &ls, &n)) {
-		if ((ls >= p->skip_off && ls < p->skip_end) || text_is_blank(s + ls, n))
+		if (skip_line(p, s, ls, n))
 			continue;
 		if (flag[line / 8] & (1u << (line % 8))) {
 			scorer_unit(sc, s + ls, n, false, &w, NULL);
@@ -638,7 +838,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 		sets_grow(&st, 64);
 	while (next_line(s, len, &pos, &ls, &n)) {
 		size_t d;
-		if ((ls >= p->skip_off && ls < p->skip_end) || text_is_blank(s + ls, n))
+		if (skip_line(p, s, ls, n))
 			continue;
 		sc.units++;
 		d = scorer_unit(&sc, s + ls, n, true, NULL, &set);
@@ -669,7 +869,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 	pos = p->mat_off;
 	line = 0;
 	while (st.full && total > 0 && next_line(s, len, &pos, &ls, &n)) {
-		if ((ls >= p->skip_off && ls < p->skip_end) || text_is_blank(s + ls, n))
+		if (skip_line(p, s, ls, n))
 			continue;
 		if (flag[line / 8] & (1u << (line % 8))) {
 			scorer_unit(&sc, s + ls, n, false, &wsum, NULL);
@@ -687,6 +887,78 @@ done:
 	free(flag);
 	scorer_release(&sc);
 	return out;
+}
+
+/* Sub-model, for a question that asks which document: the ID of the
+ * "[doc: ID]" header above the best line (for a plural, the IDs above every
+ * line as good as it, one per line), or the line itself when no header
+ * names it. A line qualifies when it holds every key of the question
+ * (sim_next_key: the identifier or quoted phrase it is about), else when
+ * it scores half the question's weight as answer_leaf asks. */
+#define KEYS_MAX 16
+
+static char *answer_which_doc(const char *s, size_t len, const struct prompt *p, bool plural)
+{
+	struct scorer sc;
+	struct buf list;
+	long keys[KEYS_MAX];
+	size_t pos, ls, n, nkeys = 0, kp = 0, kn, best_at = 0, best_n = 0, idn = 0, best_idn = 0;
+	const char *k, *id = NULL, *best_id = NULL;
+	double total, best = 0, w;
+	bool quoted;
+	scorer_init(&sc, p);
+	while (nkeys < KEYS_MAX && sim_next_key(p->q, p->qlen, &kp, &k, &kn, &quoted)) {
+		char t[TERM_MAX];
+		size_t tp = 0, tn;
+		while (nkeys < KEYS_MAX && (tn = next_term(k, kn, &tp, t))) {
+			long tid;
+			tn = strip_plural(t, tn);
+			tid = termset_find(&sc.q, t, tn, hash_bytes(t, tn));
+			if (tid >= 0)
+				keys[nkeys++] = tid;
+		}
+	}
+	pos = p->mat_off;
+	while (next_line(s, len, &pos, &ls, &n)) {
+		if (skip_line(p, s, ls, n))
+			continue;
+		sc.units++;
+		scorer_unit(&sc, s + ls, n, true, NULL, NULL);
+	}
+	total = scorer_weigh(&sc);
+	buf_init(&list, 0);
+	for (int pass = 0; pass < (plural ? 2 : 1) && total > 0; pass++) {
+		pos = p->mat_off;
+		id = NULL;
+		while (next_line(s, len, &pos, &ls, &n)) {
+			const char *hid;
+			size_t hn, i;
+			bool ok;
+			if (doc_header(s + ls, n, &hid, &hn)) {
+				id = hid, idn = hn;
+				continue;
+			}
+			if (skip_line(p, s, ls, n))
+				continue;
+			scorer_unit(&sc, s + ls, n, false, &w, NULL);
+			for (i = 0; i < nkeys && sc.stamp[keys[i]] == sc.cur; i++)
+				;
+			ok = nkeys ? i == nkeys : w >= 0.5 * total * (1 - 1e-12);
+			if (ok && !pass && better(w, ls, best, best_at))
+				best = w, best_at = ls, best_n = n, best_id = id, best_idn = idn;
+			if (ok && pass && id && w >= best * (1 - 1e-12))
+				list_add(&list, id, idn);
+		}
+	}
+	scorer_release(&sc);
+	if (best <= 0) {
+		buf_release(&list);
+		return xstrdup("NONE");
+	}
+	if (list.len)
+		return buf_detach(&list, NULL);
+	buf_release(&list);
+	return best_id ? answer_dup(best_id, best_idn) : answer_dup(s + best_at, best_n);
 }
 
 /* Offset past a "[n]" prefix (and one space) of the line s[0..n), else 0. */
@@ -848,13 +1120,16 @@ static char *combine_list(const char *s, size_t len, const struct prompt *p)
 static char *policy(const char *s, size_t len)
 {
 	struct prompt p;
-	bool how_many, all;
+	bool how_many, all, plural;
 	pthread_once(&tables_once, tables_build);
 	split_prompt(s, len, &p);
 	how_many = contains_ci(p.q, p.qlen, "how many");
 	all = sim_asks_all(p.q, p.qlen);
+	p.which = sim_asks_which_doc(p.q, p.qlen, &plural);
 	if (p.combine)
 		return all ? combine_list(s, len, &p) : answer_combine(s, len, &p, how_many);
+	if (p.which)
+		return answer_which_doc(s, len, &p, plural);
 	return answer_leaf(s, len, &p, how_many, all);
 }
 

@@ -21,10 +21,22 @@
  * context full of logs with tracebacks in them cannot fool it.
  *
  * The three steps: 1 prints type, size and a sample of `context` (str or
- * list); 2 cuts it into chunks (documents grouped up to the chunk size, a
- * larger one cut), asks every chunk the question in the shape of
+ * list), and how many `documents` there are with a few of their ids; 2
+ * filters before it reads: when the question has a key (sim_next_key: a
+ * quoted phrase, else its longest identifier-like token, EPOLLEXCLUSIVE or
+ * zebra-7731) it runs search() for it and prints how many hits; with 1 to
+ * HITS_MAX of them, the chunks are the lines that hold it, each once,
+ * under a "[doc: ID]" line where its document starts, so 8,000 headers
+ * cost one sub-call; with none (or more), it reads the whole context: it
+ * cuts it into chunks (documents grouped up to the chunk size, a larger
+ * one cut). Either way it asks every chunk the question in the shape of
  * tree_leaf.txt with llm_query_batched, keeps the answers that are not
- * NONE, empty or "Error:", and prints them one per line; 3 finishes: a sum
+ * NONE, empty or "Error:" with the chunk each came from (chunk_docs: the
+ * documents each chunk read), and prints them one per line. A question
+ * that asks which document (sim_asks_which_doc) has every document's text
+ * headed by "[doc: ID]" in the chunks too, and the sub-call is asked for
+ * the ID of the document that holds the answer (the sub-model policy
+ * names the header above its best line). 3 finishes: a sum
  * in Python for "how many", the answer itself when all agree, else one
  * llm_query in the shape of tree_combine.txt ("[i] answer" lines, which is
  * how the sub-model policy tells partial answers apart). A question that
@@ -34,7 +46,13 @@
  * Python, and when there are several has one llm_query list those that
  * answer the question (the sub-model drops lines about something else),
  * falling back on all of them; a child RLM answers the same way, so its
- * parent gets every value it found.
+ * parent gets every value it found. For a question that asks which
+ * document, the answer is the ID the chunks named (every one, joined by
+ * ", ", for a plural; for several and one asked, the combiner picks among
+ * them, else the first). Every step 3 sets answer["sources"]: the ids of
+ * the documents read by the sub-calls whose answers the final answer used
+ * (narrowed to those whose text holds a line of the answer, when some
+ * does; for a which-document question, the ids it names), at most 100.
  *
  * Bugs: with probability code_errors a step is written with a bug that
  * raises whatever the context (a NameError from a typo, a TypeError from
@@ -53,6 +71,7 @@
 #define SHOWN_ANSWERS 10     /* answers step 2 prints */
 #define SHOWN_CHARS   300    /* characters of each */
 #define SAMPLE_CHARS  300    /* characters of the sample step 1 prints */
+#define HITS_MAX      2000   /* more hits of the key than this: read everything */
 
 enum bug { BUG_NONE, BUG_NAME, BUG_TYPE, BUG_INDEX };
 
@@ -64,7 +83,12 @@ static const char leaf_rules[] =
     "where you can. If this part does not contain the answer, reply with exactly NONE. For a "
     "question that asks how many, reply with the count for this part only, as a number. For "
     "a question that asks for all of something, reply with every one this part holds, one "
-    "per line.\\n\\nText:\\n";
+    "per line.";
+static const char leaf_doc_rule[] =
+    "\\n\\nThe question asks which document: the text of each document comes after a line "
+    "[doc: ID] that names it. Reply with the ID of the document that holds the answer (for "
+    "several, every ID, one per line), not with its text.";
+static const char leaf_text[] = "\\n\\nText:\\n";
 static const char combine_intro[] =
     "Several readers each answered the question below from a different part of a larger text. "
     "Combine their partial answers into one final answer. A partial answer of NONE means that "
@@ -98,7 +122,8 @@ static bool starts(const char *s, size_t n, const char *prefix)
 static bool own_line(const char *s, size_t n)
 {
 	return starts(s, n, "sample: ") || starts(s, n, "answer: ") ||
-	       starts(s, n, "final answer: ");
+	       starts(s, n, "final answer: ") || starts(s, n, "documents: ") ||
+	       starts(s, n, "named: ") || starts(s, n, "sources: ");
 }
 
 static bool ends(const char *s, size_t n, const char *suffix)
@@ -248,30 +273,9 @@ static void py_str(struct buf *b, const char *s, size_t n)
 	buf_putc(b, '"');
 }
 
-/* A JSON context (the prompt says "characters of JSON": a dict, a list of
- * records, ...) read as text for the steps below, within the cell (the
- * runtime puts `context` back after it): a list becomes one str per
- * element, anything else one str. */
-static void json_as_text(struct buf *b, bool json)
-{
-	if (!json)
-		return;
-	buf_puts(b, "import json\n"
-		    "if not isinstance(context, str):\n"
-		    "    context = ([json.dumps(d, ensure_ascii=False) for d in context]\n"
-		    "               if isinstance(context, list) else\n"
-		    "               json.dumps(context, ensure_ascii=False))\n");
-}
-
-static bool says_json(const struct llm_msg *m)
-{
-	return m && memmem(m->text, m->len, "characters of JSON", 18);
-}
-
-static void step1(struct buf *b, enum bug bug, bool json)
+static void step1(struct buf *b, enum bug bug)
 {
 	buf_puts(b, "# step 1: look at the context\n");
-	json_as_text(b, json);
 	if (bug == BUG_NAME)
 		buf_puts(b, "print(\"type:\", type(contxt).__name__, \"length:\", len(contxt))\n");
 	else if (bug == BUG_TYPE)
@@ -284,18 +288,110 @@ static void step1(struct buf *b, enum bug bug, bool json)
 		   "if isinstance(context, str):\n"
 		   "    print(\"lines:\", context.count(\"\\n\") + 1)\n"
 		   "    print(\"sample:\", repr(context[:%d]))\n"
-		   "else:\n"
+		   "elif isinstance(context, list):\n"
 		   "    print(\"characters:\", sum(len(d) for d in context))\n"
 		   "    print(\"first lengths:\", [len(d) for d in context[:10]])\n"
 		   "    for d in context[:3]:\n"
-		   "        print(\"sample:\", repr(d[:%d]))\n",
-		   SAMPLE_CHARS, SAMPLE_CHARS / 2);
+		   "        print(\"sample:\", repr(d[:%d] if isinstance(d, str) else d)[:%d])\n"
+		   "else:\n"
+		   "    print(\"keys:\", list(context)[:10] if isinstance(context, dict) else None)\n"
+		   "    print(\"sample:\", repr(context)[:%d])\n"
+		   "print(\"documents:\", len(documents), \"such as\", "
+		   "\", \".join(d[\"id\"] for d in documents[:3]))\n",
+		   SAMPLE_CHARS, SAMPLE_CHARS / 2, SAMPLE_CHARS / 2, SAMPLE_CHARS);
 	if (bug == BUG_INDEX)
 		buf_printf(b, "print(\"sample: last:\", repr(context[len(context)][:%d]))\n",
 			   SAMPLE_CHARS / 2);
 }
 
-/* Step 2. rlm_chunks > 0: recursion is available, and past that many
+/* What the question asks, as the steps need it. */
+struct ask {
+	const char *q; /* the question */
+	size_t qn;
+	bool how_many;	 /* "how many": counts, added up */
+	bool all;	 /* sim_asks_all: every value */
+	bool by_doc;	 /* sim_asks_which_doc: the answer names documents */
+	bool plural;	 /* ... several of them */
+	const char *key; /* sim_next_key: what step 2 searches for first, or NULL */
+	size_t kn;
+	bool quoted;	 /* the key is a quoted phrase: searched ignoring case */
+};
+
+/* text, each of its lines after ind. */
+static void put_indented(struct buf *b, const char *ind, const char *text)
+{
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		size_t n = nl ? (size_t)(nl - text) + 1 : strlen(text);
+		buf_puts(b, ind);
+		buf_append(b, text, n);
+		text += n;
+	}
+}
+
+/* Step 2's chunks when it reads the whole context (texts: the context, its
+ * records as JSON text when they are not str): documents grouped up to
+ * the chunk size, a larger one cut; chunk_docs[k] the documents of chunk
+ * k. label(i) heads document i's text when the question asks which
+ * document. */
+static const char full_read[] =
+    "if isinstance(texts, str):\n"
+    "    chunks = [label(0) + texts[i:i + size] for i in range(0, len(texts), size)]\n"
+    "    chunk_docs = [[0] for c in chunks]\n"
+    "else:\n"
+    "    chunks, chunk_docs, cur, cur_docs = [], [], \"\", []\n"
+    "    for j, doc in enumerate(texts):\n"
+    "        if len(doc) > size:\n"
+    "            if cur:\n"
+    "                chunks.append(cur)\n"
+    "                chunk_docs.append(cur_docs)\n"
+    "                cur, cur_docs = \"\", []\n"
+    "            for i in range(0, len(doc), size):\n"
+    "                chunks.append(label(j) + doc[i:i + size])\n"
+    "                chunk_docs.append([j])\n"
+    "        elif cur and len(cur) + 2 + len(doc) > size:\n"
+    "            chunks.append(cur)\n"
+    "            chunk_docs.append(cur_docs)\n"
+    "            cur, cur_docs = label(j) + doc, [j]\n"
+    "        else:\n"
+    "            cur = cur + \"\\n\\n\" + label(j) + doc if cur else label(j) + doc\n"
+    "            cur_docs.append(j)\n"
+    "    if cur:\n"
+    "        chunks.append(cur)\n"
+    "        chunk_docs.append(cur_docs)\n";
+
+/* Step 2's chunks from the lines search() found: each line once, under a
+ * "[doc: ID]" line where its document starts (again at the top of each
+ * chunk); else the whole context. */
+static const char hits_read[] =
+    "if picked:\n"
+    "    # read only the lines that hold it, each under its document's name\n"
+    "    chunks, chunk_docs, cur, cur_docs, seen = [], [], \"\", [], set()\n"
+    "    for h in picked:\n"
+    "        if (h[\"index\"], h[\"line\"]) in seen:\n"
+    "            continue\n"
+    "        seen.add((h[\"index\"], h[\"line\"]))\n"
+    "        name = \"[doc: \" + h[\"doc\"] + \"]\\n\"\n"
+    "        same = cur_docs and cur_docs[-1] == h[\"index\"]\n"
+    "        piece = h[\"text\"] if same else name + h[\"text\"]\n"
+    "        if cur and len(cur) + 1 + len(piece) > size:\n"
+    "            chunks.append(cur)\n"
+    "            chunk_docs.append(cur_docs)\n"
+    "            cur, cur_docs, piece = \"\", [], name + h[\"text\"]\n"
+    "        cur = cur + \"\\n\" + piece if cur else piece\n"
+    "        if not cur_docs or cur_docs[-1] != h[\"index\"]:\n"
+    "            cur_docs.append(h[\"index\"])\n"
+    "    if cur:\n"
+    "        chunks.append(cur)\n"
+    "        chunk_docs.append(cur_docs)\n"
+    "else:\n"
+    "    if hits:\n"
+    "        print(\"too many hits: reading the whole context\")\n";
+
+/* Step 2. A question with a key (sim_next_key) searches for it first: up
+ * to HITS_MAX hits, the chunks are the lines that hold it, each under the
+ * name of its document; none (or more): the whole context, as below.
+ * rlm_chunks > 0: recursion is available, and past that many
  * chunks the context goes to child RLMs in 8 to 16 pieces with the question
  * alone as their prompt: for a str, slices of whole chunks (a child cuts
  * the same chunks again); for a list, runs of whole documents,
@@ -304,78 +400,97 @@ static void step1(struct buf *b, enum bug bug, bool json)
  * are parts of `context`, which the runtime passes on without a copy. Each
  * child maps its piece (recursing again when it may and the piece still
  * has too many chunks) and answers like a root, the value or NONE (for "how
- * many", its count; for "all", every value it found, one per line). */
-static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_chunks,
-		  enum bug bug, bool json)
+ * many", its count; for "all", every value it found, one per line).
+ * asked[k] lists the documents the k-th sub-call read, for step 3's
+ * sources. */
+static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks, enum bug bug)
 {
 	const char *indent = rlm_chunks > 0 ? "    " : "";
-	buf_puts(b, "# step 2: ask every chunk of the context\n");
-	json_as_text(b, json);
-	buf_puts(b, "q = ");
-	py_str(b, q, qn);
+	buf_puts(b, "# step 2: ask every chunk of the context\nq = ");
+	py_str(b, a->q, a->qn);
 	buf_printf(b,
 		   "\nsize = %ld\n"
-		   "if isinstance(context, str):\n"
-		   "    chunks = [context[i:i + size] for i in range(0, len(context), size)]\n"
+		   "by_doc = %s\n"
+		   "def label(i):\n"
+		   "    # a line naming document i above its text, when the question asks which "
+		   "one\n"
+		   "    return \"[doc: \" + documents[i][\"id\"] + \"]\\n\" if by_doc else \"\"\n"
+		   "# the text of each document (a record that is not str, as JSON)\n"
+		   "if isinstance(context, str) or (isinstance(context, list) and\n"
+		   "                                all(type(d) is str for d in context)):\n"
+		   "    texts = context\n"
+		   "elif isinstance(context, list):\n"
+		   "    import json\n"
+		   "    texts = [d if isinstance(d, str) else json.dumps(d, ensure_ascii=False)\n"
+		   "             for d in context]\n"
 		   "else:\n"
-		   "    chunks, cur = [], \"\"\n"
-		   "    for doc in context:\n"
-		   "        if len(doc) > size:\n"
-		   "            if cur:\n"
-		   "                chunks.append(cur)\n"
-		   "                cur = \"\"\n"
-		   "            chunks += [doc[i:i + size] for i in range(0, len(doc), size)]\n"
-		   "        elif cur and len(cur) + 2 + len(doc) > size:\n"
-		   "            chunks.append(cur)\n"
-		   "            cur = doc\n"
-		   "        else:\n"
-		   "            cur = cur + \"\\n\\n\" + doc if cur else doc\n"
-		   "    if cur:\n"
-		   "        chunks.append(cur)\n"
+		   "    import json\n"
+		   "    texts = json.dumps(context, ensure_ascii=False, indent=1)\n",
+		   size, a->by_doc ? "True" : "False");
+	if (a->key) {
+		buf_puts(b, "term = ");
+		py_str(b, a->key, a->kn);
+		buf_printf(b,
+			   "\nhits = search(term, max_results=%d, regex=False, ignore_case=%s)\n"
+			   "print(\"search\", repr(term) + \":\", len(hits), \"hits in\", "
+			   "len(set(h[\"index\"] for h in hits)), \"documents\")\n"
+			   "picked = hits if len(hits) <= %d else []\n",
+			   HITS_MAX + 1, a->quoted ? "True" : "False", HITS_MAX);
+		buf_puts(b, hits_read);
+		put_indented(b, "    ", full_read);
+	} else {
+		buf_puts(b, "picked = []\n");
+		buf_puts(b, full_read);
+	}
+	buf_printf(b,
 		   "head = (\"%s\" + \" \".join(q.split()) +\n"
-		   "        \"%s\")\n",
-		   size, leaf_intro, leaf_rules);
+		   "        \"%s%s%s\")\n",
+		   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
 	if (bug == BUG_TYPE)
 		buf_puts(b, "print(\"asking \" + len(chunks) + \" chunks\")\n");
 	if (rlm_chunks > 0) {
 		/* ceil(n / k) in Python: -(-n // k) */
 		buf_printf(b,
-			   "if len(chunks) > %ld:\n"
+			   "if not picked and len(chunks) > %ld:\n"
 			   "    # too many chunks for one batch: child RLMs take a piece each\n"
 			   "    per = -(-len(chunks) // min(16, max(8, -(-len(chunks) // %ld))))\n"
-			   "    if isinstance(context, str):\n"
-			   "        pieces = [context[i:i + per * size] for i in range(0, "
-			   "len(context), per * size)]\n"
+			   "    if isinstance(texts, str):\n"
+			   "        pieces = [texts[i:i + per * size] for i in range(0, "
+			   "len(texts), per * size)]\n"
+			   "        asked = [[0] for p in pieces]\n"
 			   "    else:\n"
 			   "        # runs of whole documents, an equal share of the text each\n"
-			   "        share = sum(len(d) for d in context) / -(-len(chunks) // per)\n"
+			   "        share = sum(len(d) for d in texts) / -(-len(chunks) // per)\n"
 			   "        cuts, seen, last = [0], 0, 0\n"
-			   "        for i, d in enumerate(context):\n"
+			   "        for i, d in enumerate(texts):\n"
 			   "            at = int((seen + len(d) / 2) // share)\n"
-			   "            if i and (at != last or len(d) > share or len(context[i - 1]) "
+			   "            if i and (at != last or len(d) > share or len(texts[i - 1]) "
 			   "> share):\n"
 			   "                cuts.append(i)\n"
 			   "            last, seen = at, seen + len(d)\n"
-			   "        pieces = [context[a:b] for a, b in zip(cuts, cuts[1:] + "
-			   "[len(context)])]\n"
+			   "        runs = list(zip(cuts, cuts[1:] + [len(texts)]))\n"
+			   "        pieces = [texts[a:b] for a, b in runs]\n"
+			   "        asked = [list(range(a, b)) for a, b in runs]\n"
 			   "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
 			   "    answers = %s([q] * len(pieces), contexts=pieces)\n"
 			   "else:\n",
 			   rlm_chunks, rlm_chunks,
 			   bug == BUG_NAME ? "rlm_query_batch" : "rlm_query_batched");
 	}
-	buf_printf(b, "%sprompts = [head + c for c in chunks]\n%s", indent, indent);
+	buf_printf(b, "%sasked = chunk_docs\n%sprompts = [head + c for c in chunks]\n%s", indent,
+		   indent, indent);
 	if (bug == BUG_NAME)
 		buf_puts(b, "answers = llm_query_batch(prompts)\n");
 	else
 		buf_puts(b, "answers = llm_query_batched(prompts) if prompts else []\n");
 	buf_printf(b,
-		   "found = []\n"
-		   "for a in answers:\n"
+		   "found, found_at = [], []\n"
+		   "for k, a in enumerate(answers):\n"
 		   "    a = a.strip()\n"
 		   "    if a and a.rstrip(\".\").upper() != \"NONE\" and not "
 		   "a.startswith(\"Error:\"):\n"
 		   "        found.append(a)\n"
+		   "        found_at.append(k)\n"
 		   "print(len(chunks), \"chunks,\", len(answers), \"answers,\", len(found), "
 		   "\"found\")\n"
 		   "for a in found[:%d]:\n"
@@ -385,19 +500,54 @@ static void step2(struct buf *b, const char *q, size_t qn, long size, long rlm_c
 		buf_puts(b, "print(\"last answer:\", answers[len(answers)])\n");
 }
 
-static void step3(struct buf *b, const char *q, size_t qn, bool how_many, bool all, enum bug bug)
+/* Step 3's sources: the documents of the sub-calls whose answers the final
+ * answer used (for "how many", those that counted some; for a question
+ * that asks which document, the names the final answer gives, read by
+ * that sub-call), narrowed to those whose text holds a line of the answer
+ * when some does; at most 100. */
+static void put_sources(struct buf *b, const struct ask *a)
+{
+	buf_printf(b,
+		   "# the documents whose chunks gave the answer used: its sources\n"
+		   "def held(a, i):\n"
+		   "    t = texts if isinstance(texts, str) else texts[i]\n"
+		   "    return isinstance(t, str) and any(l.strip() and l.strip() in t for l in "
+		   "a.split(\"\\n\"))\n"
+		   "final_lines = [l.strip() for l in final.replace(\", \", \"\\n\").split(\"\\n\") "
+		   "if l.strip()]\n"
+		   "sources = []\n"
+		   "for a, k in zip(found, found_at):\n"
+		   "    lines = [l.strip() for l in a.split(\"\\n\") if l.strip()]\n"
+		   "    if final == \"NONE\" or not (%s):\n"
+		   "        continue\n"
+		   "    ids = [documents[i][\"id\"] for i in asked[k]]\n"
+		   "    if by_doc:\n"
+		   "        got = [d for d in ids if d in lines and d in final_lines]\n"
+		   "    else:\n"
+		   "        got = [d for i, d in zip(asked[k], ids) if held(a, i)] or ids\n"
+		   "    for d in got:\n"
+		   "        if d not in sources and len(sources) < 100:\n"
+		   "            sources.append(d)\n"
+		   "answer[\"sources\"] = sources\n"
+		   "print(\"sources:\", \", \".join(sources[:10]))\n",
+		   a->how_many ? "re.search(r\"[1-9]\", a)"
+			       : "final in a or any(l in final for l in lines)");
+}
+
+static void step3(struct buf *b, const struct ask *a, enum bug bug)
 {
 	buf_printf(b, "# step 3: %s and finish\n",
-		   how_many ? "add up the counts"
-		   : all    ? "gather every answer"
-			    : "combine the answers");
+		   a->how_many ? "add up the counts"
+		   : a->by_doc ? "name the document"
+		   : a->all    ? "gather every answer"
+			       : "combine the answers");
 	if (bug == BUG_NAME)
 		buf_puts(b, "print(len(fuond), \"answers to combine\")\n");
 	else if (bug == BUG_TYPE)
 		buf_puts(b, "print(\"answers to combine: \" + len(found))\n");
 	else if (bug == BUG_INDEX)
 		buf_puts(b, "print(\"last answer:\", found[len(found)])\n");
-	if (how_many) {
+	if (a->how_many) {
 		buf_puts(b, "import re\n"
 			    "counts = []\n"
 			    "for a in found:\n"
@@ -406,11 +556,36 @@ static void step3(struct buf *b, const char *q, size_t qn, bool how_many, bool a
 			    "        counts.append(int(m.group()))\n"
 			    "final = str(sum(counts)) if found else \"NONE\"\n"
 			    "print(len(counts), \"counts\")\n");
-	} else if (all) {
+	} else if (a->by_doc) {
+		/* the names the chunks gave; several for one: the sub-model
+		 * picks, else the first */
+		buf_puts(b, "q = ");
+		py_str(b, a->q, a->qn);
+		buf_printf(b,
+			   "\nnames = []\n"
+			   "for a in found:\n"
+			   "    for v in a.split(\"\\n\"):\n"
+			   "        v = v.strip()\n"
+			   "        if v and v.rstrip(\".\").upper() != \"NONE\" and v not in names:\n"
+			   "            names.append(v)\n"
+			   "print(\"named:\", len(names), \"documents:\", \", \".join(names[:10]))\n"
+			   "if not names:\n"
+			   "    final = \"NONE\"\n"
+			   "elif %s or len(names) == 1:\n"
+			   "    final = \", \".join(names)\n"
+			   "else:\n"
+			   "    partials = \"\\n\".join(f\"[{i + 1}] {v}\" for i, v in "
+			   "enumerate(names))\n"
+			   "    final = llm_query(\"%s\" + \" \".join(q.split()) +\n"
+			   "                      \"\\n\\nPartial answers:\\n\" + partials).strip()\n"
+			   "    if final not in names:\n"
+			   "        final = names[0]\n",
+			   a->plural ? "True" : "False", combine_intro);
+	} else if (a->all) {
 		/* every distinct line of every answer; several: the sub-model
 		 * keeps those that answer the question */
 		buf_puts(b, "q = ");
-		py_str(b, q, qn);
+		py_str(b, a->q, a->qn);
 		buf_printf(
 		    b,
 		    "\nvals = []\n"
@@ -435,7 +610,7 @@ static void step3(struct buf *b, const char *q, size_t qn, bool how_many, bool a
 		    combine_intro);
 	} else {
 		buf_puts(b, "q = ");
-		py_str(b, q, qn);
+		py_str(b, a->q, a->qn);
 		buf_printf(
 		    b,
 		    "\nif not found:\n"
@@ -451,6 +626,7 @@ static void step3(struct buf *b, const char *q, size_t qn, bool how_many, bool a
 		    "        final = found[0]\n",
 		    combine_intro);
 	}
+	put_sources(b, a);
 	buf_puts(b, "answer[\"content\"] = final\n"
 		    "answer[\"ready\"] = True\n"
 		    "print(\"final answer:\", \" \".join(final.split()))\n");
@@ -599,6 +775,20 @@ static bool can_recurse(const struct llm_msg *system)
 	       !has(system->text, system->len, "last level of recursion");
 }
 
+/* Whether m reports that a name step 2 defines is gone (step 3 needs it). */
+static bool lost_step2(const struct llm_msg *m)
+{
+	static const char *const names[] = {"found", "found_at", "answers", "asked", "by_doc",
+					    "texts"};
+	char needle[48];
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		snprintf(needle, sizeof(needle), "name '%s' is not defined", names[i]);
+		if (notice(m, needle))
+			return true;
+	}
+	return false;
+}
+
 static bool is_root(const struct llm_msg *msgs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -612,10 +802,11 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 {
 	struct sim_cfg defaults;
 	const struct llm_msg *first = NULL, *last = NULL, *system = NULL;
-	size_t first_i = 0, turn = 1, qn;
+	size_t first_i = 0, turn = 1, kp = 0, kn;
 	int prev = 0, step;
-	const char *q, *why;
-	bool how_many, all;
+	const char *why, *k;
+	struct ask a = {0};
+	bool quoted;
 	long size;
 	struct buf b;
 	if (!is_root(msgs, n))
@@ -634,11 +825,18 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		if (msgs[i].role == LLM_ASSISTANT)
 			turn++, prev = step_of(msgs[i].text, msgs[i].len);
 	}
-	question_of(first, &q, &qn);
-	how_many = has_ci(q, qn, "how many");
-	all = sim_asks_all(q, qn);
+	question_of(first, &a.q, &a.qn);
+	a.how_many = has_ci(a.q, a.qn, "how many");
+	a.all = sim_asks_all(a.q, a.qn);
+	a.by_doc = sim_asks_which_doc(a.q, a.qn, &a.plural);
+	/* the key to search for: a quoted phrase, else the longest identifier */
+	while (sim_next_key(a.q, a.qn, &kp, &k, &kn, &quoted)) {
+		if (a.key && (a.quoted || (!quoted && kn <= a.kn)))
+			continue;
+		a.key = k, a.kn = kn, a.quoted = quoted;
+	}
 	if (last && last != first && notice(last, "You are out of turns"))
-		return final_reply(msgs, n, first_i, how_many, all);
+		return final_reply(msgs, n, first_i, a.how_many, a.all);
 
 	if (last != first &&
 	    (notice(last, "REPL was restarted") || notice(last, "variables are gone"))) {
@@ -647,8 +845,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		      "again.";
 	} else if (prev && last != first && notice(last, NULL)) {
 		step = prev;
-		if (prev == 3 && (notice(last, "name 'found' is not defined") ||
-				  notice(last, "name 'answers' is not defined")))
+		if (prev == 3 && lost_step2(last))
 			step = 2;
 		why = step == prev ? "That raised an error; here is the same step again, fixed."
 				   : "The answers of the chunks are gone, so I will ask again.";
@@ -659,14 +856,22 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		step = prev + 1;
 		why = step == 1	  ? "First I will look at the context: its type, its size and a "
 				    "short sample."
-		      : step == 3 ? (how_many ? "I will add up the counts and finish."
-				     : all    ? "I will gather every answer the chunks found and "
-						"finish."
-					      : "I will combine what the chunks found and finish.")
-		      : how_many  ? "Now I will cut the context into chunks and have each one "
-				    "counted with llm_query_batched."
-				  : "Now I will cut the context into chunks and ask each one the "
-				    "question with llm_query_batched.";
+		      : step == 3 ? (a.how_many ? "I will add up the counts and finish."
+				     : a.by_doc ? "I will name the document the chunks pointed to "
+						  "and finish."
+				     : a.all	? "I will gather every answer the chunks found and "
+						  "finish."
+						: "I will combine what the chunks found and finish.")
+		      : a.key	  ? (a.how_many ? "Now I will search for the term the question is "
+						  "about and have the lines that hold it counted "
+						  "with llm_query_batched."
+						: "Now I will search for the term the question is "
+						  "about and ask about the lines that hold it with "
+						  "llm_query_batched.")
+		      : a.how_many ? "Now I will cut the context into chunks and have each one "
+				     "counted with llm_query_batched."
+				   : "Now I will cut the context into chunks and ask each one the "
+				     "question with llm_query_batched.";
 	}
 
 	size = cfg->chunk_chars > 0 ? cfg->chunk_chars : stated_chunk(first);
@@ -678,14 +883,14 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	buf_printf(&b, "%s\n\n```repl\n", why);
 	switch (step) {
 	case 1:
-		step1(&b, draw_bug(cfg, q, qn, turn), says_json(first) || says_json(system));
+		step1(&b, draw_bug(cfg, a.q, a.qn, turn));
 		break;
 	case 2:
-		step2(&b, q, qn, size, can_recurse(system) ? cfg->rlm_chunks : 0,
-		      draw_bug(cfg, q, qn, turn), says_json(first) || says_json(system));
+		step2(&b, &a, size, can_recurse(system) ? cfg->rlm_chunks : 0,
+		      draw_bug(cfg, a.q, a.qn, turn));
 		break;
 	default:
-		step3(&b, q, qn, how_many, all, draw_bug(cfg, q, qn, turn));
+		step3(&b, &a, draw_bug(cfg, a.q, a.qn, turn));
 		break;
 	}
 	buf_puts(&b, "```\n");

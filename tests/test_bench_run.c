@@ -1138,3 +1138,61 @@ TEST(report_escapes_what_users_name)
 	CHECK(bench_report_write(&r, "/nonexistent/dir", &err) < 0);
 	CHECK_CONTAINS(err.msg, "cannot write '/nonexistent/dir/report.md'");
 }
+
+/* The which-doc suite on the simulator: each item's answer is a document's
+ * id, scored exactly; the repl strategy searches for the quoted phrase or
+ * the code, or reads every document under its name for a plain question,
+ * and names the right one on every item, as a JSONL of records and as a
+ * directory of files; the tree strategy, whose parts carry no names, on
+ * none. */
+TEST(run_which_doc_scores_ids)
+{
+	static const char *const fmts[] = {"jsonl", "dir"};
+	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
+		char *dir = xasprintf("%s/which-%s", harness_tmpdir(), fmts[f]),
+		     *out = xasprintf("%s/which-%s-out", harness_tmpdir(), fmts[f]),
+		     *ds = xasprintf("%s/which-doc.jsonl", dir);
+		const char *g[] = {"bench",    "gen", "which-doc", "--sizes", "8k,64k", "--n", "3",
+				   "--format", fmts[f], "--seed",  "9",	     "--out",  dir,   NULL};
+		const char *args[] = {"bench",	"run", ds,     "--strategy", "repl,tree",
+				      "--out",	out,   "--no-cache", "--quiet",  NULL};
+		struct proc_out o = rlm(g);
+		cJSON *arr, *r;
+		size_t n, repl = 0, asks = 0;
+		CHECK_MSG(o.status == 0, "bench gen which-doc: %s", o.err);
+		proc_out_release(&o);
+		o = rlm(args);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		CHECK_CONTAINS(o.out, "which-doc");
+		proc_out_release(&o);
+		arr = results(out, &n);
+		CHECK_INT(n, 2 * 3 * 2);
+		check_all_scored(arr);
+		cJSON_ArrayForEach(r, arr)
+		{
+			const char *strategy = json_str(r, "strategy");
+			double score = json_num(r, "score", -1);
+			CHECK_STR(json_str(r, "suite"), "which-doc");
+			if (!strcmp(strategy, "repl")) {
+				CHECK_MSG(score == 1, "%s: score %g", json_str(r, "id"), score);
+				repl++;
+			} else {
+				CHECK(score == 0);
+			}
+		}
+		CHECK_INT(repl, 6);
+		/* the items asked more than one way */
+		{
+			char *text = slurp(ds);
+			asks += strstr(text, "\"ask\":\"quoted\"") != NULL;
+			asks += strstr(text, "\"ask\":\"code\"") != NULL;
+			asks += strstr(text, "\"ask\":\"plain\"") != NULL;
+			CHECK(asks >= 2);
+			free(text);
+		}
+		cJSON_Delete(arr);
+		free(ds);
+		free(out);
+		free(dir);
+	}
+}

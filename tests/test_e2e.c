@@ -1840,3 +1840,143 @@ TEST(sandbox_size_values)
 		proc_out_release(&o);
 	}
 }
+
+/* ---- which document: names and sources ---- */
+
+/* The turns' outputs of a --json result, joined. */
+static char *turn_outputs(const cJSON *j)
+{
+	const cJSON *t, *bl;
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "");
+	cJSON_ArrayForEach(t, json_get(j, "turns"))
+	{
+		cJSON_ArrayForEach(bl, json_get(t, "blocks"))
+		{
+			const char *out = json_str(bl, "output");
+			if (out)
+				buf_puts(&b, out);
+		}
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* When the result has sources (the controller checks them), that they
+ * name doc and nothing else. */
+static void check_sources(const cJSON *j, const char *doc)
+{
+	const cJSON *src = json_get(j, "sources"), *s;
+	if (!src)
+		return; /* a build without answer sources */
+	CHECK_INT(cJSON_GetArraySize(src), 1);
+	cJSON_ArrayForEach(s, src)
+	    CHECK_STR(cJSON_IsString(s) ? s->valuestring : json_str(s, "doc"), doc);
+}
+
+/* The question of issue 17 over the real /usr/include: the simulator's
+ * root searches for the macro, reads only the lines that hold it, and
+ * answers with a header that defines it, in seconds and a few thousand
+ * tokens (reading all 8,000 headers took 30 million). */
+TEST(solve_which_header_defines_a_macro)
+{
+	const char *args[] = {"solve", "-c", "/usr/include", "-q",
+			      "Which header defines the macro EPOLLEXCLUSIVE?", "--json", "--quiet",
+			      "--no-cache", NULL};
+	struct proc_out o;
+	struct rlm_err err = {0, ""};
+	char *path, *text = NULL, *outs;
+	size_t len;
+	int64_t t0 = time_now_ns();
+	double secs;
+	cJSON *j;
+	if (access("/usr/include/linux/eventpoll.h", R_OK) != 0)
+		SKIP("no /usr/include/linux/eventpoll.h");
+	o = rlm(args, NULL);
+	secs = (double)(time_now_ns() - t0) / 1e9;
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK(j);
+	fprintf(stderr, "  %s in %.2f s, %lld input tokens\n", json_str(j, "answer"), secs,
+		(long long)json_int(json_get(j, "usage"), "input_tokens", -1));
+	/* a header that defines it, named by its path under /usr/include */
+	path = xasprintf("/usr/include/%s", json_str(j, "answer"));
+	CHECK_MSG(file_read(path, 64 << 20, &text, &len, &err) == 0, "%s: %s", path, err.msg);
+	CHECK_MSG(strstr(text, "define EPOLLEXCLUSIVE"), "%s does not define it", path);
+	CHECK(secs < 30);
+	CHECK(json_int(json_get(j, "usage"), "input_tokens", 0) < 50000);
+	outs = turn_outputs(j);
+	CHECK_CONTAINS(outs, "documents: ");
+	CHECK_CONTAINS(outs, "search 'EPOLLEXCLUSIVE': ");
+	check_sources(j, json_str(j, "answer"));
+	free(outs);
+	free(text);
+	free(path);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+}
+
+/* 10,000 records of two kinds (products and incidents, other fields than
+ * the bench generator's, ids of their own): "which record mentions ..."
+ * answers with the id of the one record that does, asked with a quoted
+ * phrase (found by search) and with plain words (every record read). */
+TEST(solve_which_record_in_10k_jsonl)
+{
+	static const char *const teams[] = {"storage", "network", "billing", "search", "mobile"};
+	static const char *const colours[] = {"slate", "amber", "ivory", "teal", "crimson"};
+	static const struct {
+		const char *q, *want;
+	} qs[] = {
+	    {"Which record mentions \"coolant valve on rig nine\"?", "INC-07313"},
+	    {"In which of the records did the coolant valve on rig nine freeze shut?",
+	     "INC-07313"},
+	    {"Which product record lists the colour saffron?", "SKU-4410"},
+	};
+	char *p = path_in_tmp("records.jsonl");
+	FILE *f = fopen(p, "w");
+	CHECK(f);
+	for (int i = 0; i < 10000; i++) {
+		if (i % 2) {
+			char id[16];
+			snprintf(id, sizeof(id), "INC-%05d", i);
+			fprintf(f,
+				"{\"id\":\"%s\",\"team\":\"%s\",\"severity\":%d,\"text\":\"Pager "
+				"alert %d for the %s team: %s recovered after %d minutes.\"}\n",
+				id, teams[i % 5], i % 4 + 1, i, teams[i % 5],
+				i == 7313 ? "the coolant valve on rig nine froze shut and was thawed; "
+					    "the pump"
+					  : "the queue backed up; a worker",
+				i % 97);
+		} else {
+			fprintf(f,
+				"{\"id\":\"SKU-%04d\",\"price\":%d.%02d,\"text\":\"Product %d: a "
+				"%s desk lamp, colour %s, ships in %d days.\"}\n",
+				i == 4410 ? 4410 : 10000 + i, i % 300, i % 100, i, i % 3 ? "small" : "tall",
+				i == 4410 ? "saffron" : colours[i % 5], i % 9 + 1);
+		}
+	}
+	fclose(f);
+	for (size_t i = 0; i < ARRAY_SIZE(qs); i++) {
+		const char *args[] = {"solve", "-c", p, "-q", qs[i].q, "--json", "--quiet",
+				      "--no-cache", NULL};
+		struct proc_out o = rlm(args, NULL);
+		cJSON *j;
+		char *outs;
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		j = json_parse(o.out, strlen(o.out));
+		CHECK(j);
+		outs = turn_outputs(j);
+		CHECK_MSG(!strcmp(json_str(j, "answer"), qs[i].want), "%s: got '%s'\n%s", qs[i].q,
+			  json_str(j, "answer"), outs);
+		CHECK_CONTAINS(outs, "documents: 10000 such as SKU-10000, INC-00001, SKU-10002");
+		if (i == 0)
+			CHECK_CONTAINS(outs, "search 'coolant valve on rig nine': 1 hits in 1");
+		else
+			CHECK(!strstr(outs, "search '"));
+		check_sources(j, qs[i].want);
+		free(outs);
+		cJSON_Delete(j);
+		proc_out_release(&o);
+	}
+	free(p);
+}

@@ -949,7 +949,7 @@ TEST(cli_bad_options_exit_2)
 		const char *msg;
 	} cases[] = {
 		{{"nope", "--out", "D", NULL},
-		 "unknown suite 'nope' (known: sniah, oolong, oolong-pairs, browse)"},
+		 "unknown suite 'nope' (known: sniah, oolong, oolong-pairs, browse, which-doc)"},
 		{{"sniah", NULL}, "no output directory: pass --out DIR"},
 		{{"--out", "D", NULL}, "no suite"},
 		{{"sniah", "--out", "D", "--sizes", "abc", NULL}, "bad size 'abc' in --sizes"},
@@ -1943,6 +1943,159 @@ TEST(browse_rejects_bad_opts)
 	free(p);
 }
 
+/* ---- which-doc ---- */
+
+/* An item of which-doc against its corpus as rlm loads it: the answer is
+ * the id of document answer_doc, which holds the fact; the phrase, the
+ * code and the fact's rarest words are in no other document; the near
+ * misses are where stated; the question names the fact as its ask says. */
+static void check_which_item(const cJSON *j, const char *dir)
+{
+	struct corpus *c = NULL;
+	struct rlm_err e = {0, ""};
+	char *ctx = xasprintf("%s/%s", dir, json_str(j, "context_path"));
+	const char *fact = json_str(j, "fact"), *phrase = json_str(j, "phrase"),
+		   *code = json_str(j, "code"), *q = json_str(j, "question"),
+		   *ask = json_str(j, "ask");
+	const cJSON *ans = json_get(j, "answer"), *near = json_get(j, "near_miss_docs");
+	size_t ad = (size_t)json_int(j, "answer_doc", -1), n1, n2;
+	char code_head[4];
+	check_common(j, "which-doc", "exact", dir);
+	CHECK_MSG(corpus_load(ctx, NULL, &c, &e) == 0, "%s", e.msg);
+	CHECK_INT(c->n_docs, json_int(j, "documents", 0));
+	CHECK_INT(c->len, json_int(j, "bytes", 0));
+	CHECK(fact && phrase && code && q && ask && ad < c->n_docs);
+	CHECK(strstr(fact, phrase) && strstr(fact, code));
+	/* the gold: one id, that of the document with the fact, found by it */
+	CHECK_INT(cJSON_GetArraySize(ans), 1);
+	CHECK_STR(cJSON_GetArrayItem(ans, 0)->valuestring, c->docs[ad].id);
+	CHECK_INT(corpus_doc_find(c, c->docs[ad].id, strlen(c->docs[ad].id)), (int)ad);
+	CHECK(memmem(c->buf + c->docs[ad].off, c->docs[ad].len, fact, strlen(fact)));
+	/* ids of the corpus's own: not the index */
+	CHECK(strcmp(c->docs[ad].id, json_str(j, "id")) != 0);
+	CHECK_MSG(strchr(c->docs[ad].id, '/') || !strncmp(c->docs[ad].id, "rec-", 4), "id '%s'",
+		  c->docs[ad].id);
+	/* the phrase and the code: in that document only; the near misses
+	 * share the code's letters and one word of the phrase */
+	CHECK_INT(cJSON_GetArraySize(near), 2);
+	n1 = (size_t)cJSON_GetArrayItem(near, 0)->valueint;
+	n2 = (size_t)cJSON_GetArrayItem(near, 1)->valueint;
+	CHECK(n1 < c->n_docs && n2 < c->n_docs && n1 != ad && n2 != ad && n1 != n2);
+	memcpy(code_head, code, 3);
+	code_head[3] = '\0';
+	for (size_t d = 0; d < c->n_docs; d++) {
+		const char *t = c->buf + c->docs[d].off;
+		size_t n = c->docs[d].len;
+		CHECK_INT(count_word(t, n, phrase), d == ad);
+		CHECK_INT(count_word(t, n, code), d == ad);
+		CHECK_MSG((memmem(t, n, code_head, 3) != NULL) == (d == ad || d == n1 || d == n2),
+			  "the code's letters in document %zu", d);
+	}
+	/* the question */
+	if (!strcmp(ask, "quoted")) {
+		char *quoted = xasprintf("\"%s\"", phrase);
+		CHECK_CONTAINS(q, quoted);
+		free(quoted);
+	} else if (!strcmp(ask, "code")) {
+		CHECK_CONTAINS(q, code);
+		CHECK(!strstr(q, phrase));
+	} else {
+		CHECK_STR(ask, "plain");
+		CHECK_CONTAINS(q, phrase);
+		CHECK(!strstr(q, "\"") && !strstr(q, code));
+	}
+	CHECK(!strstr(q, c->docs[ad].id));
+	corpus_free(c);
+	free(ctx);
+}
+
+TEST(cli_which_doc_items)
+{
+	static const char *const fmts[] = {"jsonl", "dir"};
+	for (size_t f = 0; f < ARRAY_SIZE(fmts); f++) {
+		char *dir = xasprintf("%s/w%zu", harness_tmpdir(), f),
+		     *jl = xasprintf("%s/which-doc.jsonl", dir), *first = NULL;
+		const char *args[] = {"which-doc", "--sizes",  "8k,40k", "--n",   "6", "--seed",
+				      "4",	   "--format", fmts[f],  "--out", dir, NULL};
+		size_t n;
+		bool asks[3] = {false};
+		cJSON **items = gen_items(args, jl, &n);
+		CHECK_INT(n, 12);
+		for (size_t i = 0; i < n; i++) {
+			const char *ask = json_str(items[i], "ask");
+			int64_t tokens = json_int(items[i], "tokens", 0),
+				bytes = json_int(items[i], "bytes", 0);
+			CHECK_STR(json_str(items[i], "format"), fmts[f]);
+			CHECK_INT(json_int(items[i], "documents", 0),
+				  tokens / 1000 < 10 ? 10 : tokens / 1000);
+			/* the size asked, within a word a document */
+			CHECK_MSG(bytes <= 4 * tokens && bytes + 16 * json_int(items[i], "documents", 0) > 4 * tokens,
+				  "%lld bytes for %lld tokens", (long long)bytes, (long long)tokens);
+			check_which_item(items[i], dir);
+			asks[0] |= strcmp(ask, "quoted") == 0;
+			asks[1] |= strcmp(ask, "code") == 0;
+			asks[2] |= strcmp(ask, "plain") == 0;
+		}
+		CHECK(asks[0] && asks[1] && asks[2]);
+		/* deterministic: the same run again gives the same bytes */
+		{
+			size_t len, m, k;
+			cJSON **again_items;
+			char *again;
+			first = slurp(jl, &len);
+			again_items = gen_items(args, jl, &k);
+			again = slurp(jl, &m);
+			CHECK_INT(k, n);
+			CHECK_STR(again, first);
+			free_items(again_items, k);
+			free(again);
+		}
+		free(first);
+		free_items(items, n);
+		free(jl);
+		free(dir);
+	}
+}
+
+TEST(which_doc_deterministic_many_seeds)
+{
+	for (uint64_t seed = 0; seed < 30; seed++) {
+		struct browse_opts o = {6000 + seed * 300, seed, seed % 3 ? 0 : 5 + seed % 7};
+		struct which_item a, b;
+		char *p1 = xasprintf("%s/wx%llu.jsonl", harness_tmpdir(), (unsigned long long)seed),
+		     *p2 = xasprintf("%s/wy%llu.jsonl", harness_tmpdir(), (unsigned long long)seed);
+		char *t1, *t2;
+		size_t l1, l2;
+		CHECK_INT(bench_which_write(&o, SNIAH_JSONL, p1, &a), 0);
+		CHECK_INT(bench_which_write(&o, SNIAH_JSONL, p2, &b), 0);
+		t1 = slurp(p1, &l1);
+		t2 = slurp(p2, &l2);
+		CHECK(l1 == l2 && memcmp(t1, t2, l1) == 0);
+		CHECK_STR(a.question, b.question);
+		CHECK_STR(a.answer, b.answer);
+		CHECK_INT(a.bytes, l1 - (l1 - a.bytes)); /* filled */
+		CHECK(a.answer_doc < a.n_docs && strlen(a.answer) == 10);
+		CHECK(!strncmp(a.answer, "rec-", 4));
+		CHECK(memmem(t1, l1, a.answer, strlen(a.answer)));
+		free(t1);
+		free(t2);
+		free(p1);
+		free(p2);
+	}
+	{
+		struct browse_opts o = {8000, 1, 4};
+		struct which_item it;
+		char *p = xasprintf("%s/wbad.jsonl", harness_tmpdir());
+		CHECK_INT(bench_which_write(&o, SNIAH_JSONL, p, &it), -EINVAL); /* 4 documents */
+		o.docs = 70; /* 457 bytes a document */
+		CHECK_INT(bench_which_write(&o, SNIAH_JSONL, p, &it), -EINVAL);
+		o.docs = 10;
+		CHECK_INT(bench_which_write(&o, SNIAH_TEXT, p, &it), -EINVAL);
+		CHECK_INT(bench_which_write(&o, SNIAH_JSONL, p, &it), 0);
+		free(p);
+	}
+}
+
 TEST(gen_suites_10m_tokens_fast)
 {
 	struct oolong_opts oo = {10000000, 5, 0};
@@ -1992,7 +2145,7 @@ TEST(cli_suites_bad_options_exit_2)
 	    {{"oolong-pairs", "--out", "D", "--format", "jsonl", NULL},
 	     "--format jsonl does not fit oolong-pairs"},
 	    {{"oolong", "--out", "D", "--docs", "9", NULL},
-	     "--docs is for sniah and browse, not oolong"},
+	     "--docs is for sniah, browse and which-doc, not oolong"},
 	    {{"oolong", "--out", "D", "--users", "1", NULL},
 	     "bad value '1' for --users: want 2..1000"},
 	    {{"oolong", "--out", "D", "--users", "1001", NULL}, "bad value '1001' for --users"},
@@ -2042,6 +2195,7 @@ TEST(cli_help_names_every_suite)
 	CHECK_CONTAINS(out, "  oolong ");
 	CHECK_CONTAINS(out, "  oolong-pairs ");
 	CHECK_CONTAINS(out, "  browse ");
+	CHECK_CONTAINS(out, "  which-doc ");
 	CHECK_CONTAINS(out, "--users N");
 	CHECK_CONTAINS(out, "--task KIND");
 	CHECK_CONTAINS(out, "set_f1");

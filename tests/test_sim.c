@@ -513,6 +513,125 @@ TEST(policy_combine_all_unions_the_partials)
 	free(again);
 }
 
+/* ---- which document ---- */
+
+TEST(policy_asks_which_doc)
+{
+	static const struct {
+		const char *q;
+		bool which, plural;
+	} cases[] = {
+	    {"Which header defines the macro EPOLLEXCLUSIVE?", true, false},
+	    {"which C header declares struct epoll_event", true, false},
+	    {"In which of the records is the coolant valve mentioned?", true, true},
+	    {"In which record is the coolant valve mentioned?", true, false},
+	    {"What files mention the turbine?", true, true},
+	    {"What is the document that cites Knuth?", true, false},
+	    {"Which entries name a colour?", true, true},
+	    {"Where is parse_header_line defined?", true, false},
+	    {"Which source says the bridge opened in 1932?", true, false},
+	    {"Which are all the reports about hail?", true, true},
+	    {"What does the report say about hail?", false, false},
+	    {"In which town was the architect who designed the bridge born?", false, false},
+	    {"How many files mention the turbine?", false, false},
+	    {"Which team won the final?", false, false},
+	    {"What is the access code of the zebra-7731 vault?", false, false},
+	    {"Where is the vault?", false, false},
+	    {"Is the file profile in the header?", false, false},
+	    {"Which team is the report about?", false, false},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		bool plural = !cases[i].plural;
+		bool got = sim_asks_which_doc(cases[i].q, strlen(cases[i].q), &plural);
+		CHECK_MSG(got == cases[i].which && plural == cases[i].plural,
+			  "'%s': which %d plural %d", cases[i].q, got, plural);
+	}
+	CHECK(!sim_asks_which_doc(NULL, 0, NULL));
+}
+
+TEST(policy_next_key)
+{
+	static const struct {
+		const char *q, *keys; /* the keys, '|' after each; quoted ones in <> */
+	} cases[] = {
+	    {"Which header defines the macro EPOLLEXCLUSIVE?", "EPOLLEXCLUSIVE|"},
+	    {"What is the access code of the zebra-7731 vault?", "zebra-7731|"},
+	    {"Where is parse_header_line defined, and parseHeader?", "parse_header_line|parseHeader|"},
+	    {"Which record mentions \"coolant valve on rig nine\"?", "<coolant valve on rig nine>|"},
+	    {"Which record mentions \xe2\x80\x9c" "blue heron\xe2\x80\x9d today?", "<blue heron>|"},
+	    {"What is the capital of France in 2022? Is it v2 or USA?", ""},
+	    {"A \"\" empty quote and an \"unclosed one", ""},
+	    {"Version v2.3.1. and item-5.", "v2.3.1|item-5|"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct buf b;
+		size_t pos = 0, n;
+		const char *k;
+		bool quoted;
+		buf_init(&b, 0);
+		buf_puts(&b, "");
+		while (sim_next_key(cases[i].q, strlen(cases[i].q), &pos, &k, &n, &quoted))
+			buf_printf(&b, quoted ? "<%.*s>|" : "%.*s|", (int)n, k);
+		CHECK_MSG(!strcmp(b.p, cases[i].keys), "'%s': keys '%s', want '%s'", cases[i].q,
+			  b.p, cases[i].keys);
+		buf_release(&b);
+	}
+}
+
+/* Documents under "[doc: ID]" lines, in another shape than the root's
+ * prompts: the sub-model names the document of its best line, not the
+ * line; for a plural, every document that has one as good. */
+TEST(policy_which_doc_names_the_document)
+{
+	static const char docs[] =
+	    "Here are three files from a C project; each starts with a line naming it.\n"
+	    "[doc: src/alpha.c]\n"
+	    "static int count = 0; /* parse_header_line lives in util, see below */\n"
+	    "int alpha(void) { return count++; }\n"
+	    "[doc: src/util/parse.c]\n"
+	    "#include \"parse.h\"\n"
+	    "int parse_header_line(const char *s, size_t n) /* defined here */\n"
+	    "{ return n && s[0] == '#'; }\n"
+	    "[doc: src/omega.c]\n"
+	    "int main(void) { return alpha(); }\n"
+	    "The turbine in omega overheats on Mondays.\n";
+	static const struct {
+		const char *q, *want;
+	} cases[] = {
+	    /* the key parse_header_line is on lines of two files: the one
+	     * that also defines it wins */
+	    {"Where is parse_header_line defined?", "src/util/parse.c"},
+	    {"In which file is the turbine said to overheat?", "src/omega.c"},
+	    {"Which file has the alpha function that returns count?", "src/alpha.c"},
+	    {"Which files mention parse_header_line?", "src/alpha.c\nsrc/util/parse.c"},
+	    {"Which file talks about the weather in Lisbon?", "NONE"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *p = xasprintf("%s\nQuestion: %s\n", docs, cases[i].q), *got = reply_to(p);
+		CHECK_MSG(!strcmp(got, cases[i].want), "'%s': got '%s', want '%s'", cases[i].q, got,
+			  cases[i].want);
+		free(got);
+		free(p);
+	}
+	{
+		/* no header: the best line itself, as for any question */
+		char *got = reply_to("Question: Which file says the turbine overheats?\n\nText:\n"
+				     "The pump is fine.\nThe turbine in omega overheats on "
+				     "Mondays.\n");
+		CHECK_STR(got, "The turbine in omega overheats on Mondays.");
+		free(got);
+	}
+	{
+		/* a question that does not ask which document skips the headers
+		 * as material, even when they match */
+		char *got = reply_to("Question: What is said of the omega turbine?\n\n"
+				     "Text:\n[doc: omega turbine]\nThe turbine in omega overheats on "
+				     "Mondays.\n");
+		CHECK_STR(got, "The turbine in omega overheats on Mondays.");
+		free(got);
+	}
+}
+
 /* ---- the root policy (sim/sim_root.c) ---- */
 
 #define ROOT_TURNS 12
@@ -664,9 +783,10 @@ static void py_compiles(const char *code)
  * for "how many", NONE without it, an error for a chunk holding
  * FAIL-CHUNK), and check the prompts are shaped like tree_leaf.txt and
  * tree_combine.txt. */
+#define NEEDLE_TEXT "The access code of the zebra-7731 vault is 55-ALPHA."
 static const char py_prelude[] =
     "KEY = 'zebra-7731'\n"
-    "NEEDLE = 'The access code of the zebra-7731 vault is 55-ALPHA.'\n"
+    "NEEDLE = '" NEEDLE_TEXT "'\n"
     "CALLS = []\n"
     "COMBINES = []\n"
     "def _leaf(p):\n"
@@ -692,7 +812,51 @@ static const char py_prelude[] =
     "    assert '\\nQuestion: ' in prompt and '\\n\\nPartial answers:\\n[1] ' in prompt\n"
     "    COMBINES.append(prompt)\n"
     "    return ' ' + prompt.split('Partial answers:\\n[1] ', 1)[1].split('\\n')[0] + '\\n'\n"
-    "answer = {'content': None, 'ready': False}\n";
+    "answer = {'content': None, 'ready': False}\n"
+    "class _Documents:\n"
+    "    def __len__(self):\n"
+    "        return 1 if isinstance(context, str) else len(context)\n"
+    "    def __getitem__(self, i):\n"
+    "        if isinstance(i, slice):\n"
+    "            return [self[j] for j in range(*i.indices(len(self)))]\n"
+    "        if i < 0:\n"
+    "            i += len(self)\n"
+    "        if not 0 <= i < len(self):\n"
+    "            raise IndexError('documents index out of range')\n"
+    "        t = context if isinstance(context, str) else context[i]\n"
+    "        name = 'notes.txt' if isinstance(context, str) else 'doc-%02d.txt' % i\n"
+    "        return {'id': name, 'path': name, 'title': None, 'chars': len(t), 'meta': {}}\n"
+    "documents = _Documents()\n"
+    "SEARCHES = []\n"
+    "SEARCH_OFF = True\n"
+    "def _cut(t, k):\n"
+    "    # a long line: a window of 500 around the match, as the runtime's\n"
+    "    if len(t) <= 500:\n"
+    "        return t\n"
+    "    a = max(0, min(k - 166, len(t) - 500))\n"
+    "    return ('...' if a else '') + t[a:a + 500] + ('...' if a + 500 < len(t) else '')\n"
+    "def search(pattern, max_results=100, regex=True, ignore_case=False):\n"
+    "    import re\n"
+    "    SEARCHES.append(pattern)\n"
+    "    if SEARCH_OFF:\n"
+    "        return []\n"
+    "    rx = re.compile(pattern if regex else re.escape(pattern),\n"
+    "                    re.M | (re.I if ignore_case else 0))\n"
+    "    out = []\n"
+    "    import json\n"
+    "    docs = [context] if isinstance(context, str) else context\n"
+    "    for i, d in enumerate(d if isinstance(d, str) else json.dumps(d) for d in docs):\n"
+    "        for m in rx.finditer(d):\n"
+    "            ls = d.rfind('\\n', 0, m.start()) + 1\n"
+    "            le = d.find('\\n', m.start())\n"
+    "            le = len(d) if le < 0 else le\n"
+    "            out.append({'doc': documents[i]['id'], 'index': i,\n"
+    "                        'line': d.count('\\n', 0, m.start()) + 1,\n"
+    "                        'start': len(d[:m.start()].encode()),\n"
+    "                        'end': len(d[:m.end()].encode()), 'text': _cut(d[ls:le], m.start() - ls)})\n"
+    "            if len(out) >= max_results:\n"
+    "                return out\n"
+    "    return out\n";
 
 /* Contexts: a str of lines, and a list of documents (an empty one, one
  * larger than a chunk); NEEDLES copies of NEEDLE in each. */
@@ -801,8 +965,20 @@ static char *root_solve(const char *spec, struct fake_repl *r, struct convo *c, 
 
 /* Checks of step 2's chunks, run right after it. */
 static const char py_check_chunks[] =
+    "assert SEARCHES == ['zebra-7731'], SEARCHES\n"
+    "if picked:\n"
+    "    # the lines that hold the key, under their document's name\n"
+    "    assert not SEARCH_OFF and len(chunks) == 1 and chunks[0].startswith('[doc: ')\n"
+    "    assert chunks[0].count(NEEDLE) == NEEDLES and 'market' not in chunks[0]\n"
+    "    assert chunk_docs == [sorted(set(h['index'] for h in hits))], chunk_docs\n"
+    "elif isinstance(context, str):\n"
+    "    assert ''.join(chunks) == context\n"
+    "else:\n"
+    "    assert len(chunks) < len(context) - 5, len(chunks)\n"
     "assert all(0 < len(c) <= size for c in chunks), [len(c) for c in chunks]\n"
-    "if isinstance(context, str):\n"
+    "if picked:\n"
+    "    pass\n"
+    "elif isinstance(context, str):\n"
     "    assert ''.join(chunks) == context\n"
     "else:\n"
     "    assert len(chunks) < len(context) - 5, len(chunks)\n"
@@ -831,23 +1007,40 @@ TEST(root_solves_str_and_list)
 	    {true, 6, "How many times is the zebra-7731 vault mentioned?", "6"},
 	    {false, 0, "How many times is the zebra-7731 vault mentioned?", "NONE"},
 	};
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+	/* twice: search() finds nothing (the whole context is read), then
+	 * finds what there is (only the lines that hold the key are read,
+	 * unless there are none) */
+	for (size_t i = 0; i < 2 * ARRAY_SIZE(cases); i++) {
+		size_t ci = i % ARRAY_SIZE(cases);
+		bool on = i >= ARRAY_SIZE(cases);
 		struct fake_repl r;
 		struct convo c;
 		int turns, errors;
 		char *got;
-		fake_repl_init(&r, cases[i].list, cases[i].needles, NULL);
-		convo_init(&c, cases[i].q,
-			   cases[i].list ? "a list of 40 documents (str), 20,000 characters in all"
-					 : "a str of 19,500 characters",
+		fake_repl_init(&r, cases[ci].list, cases[ci].needles,
+			       on ? "SEARCH_OFF = False\n" : NULL);
+		convo_init(&c, cases[ci].q,
+			   cases[ci].list ? "a list of 40 documents (str), 20,000 characters in all"
+					  : "a str of 19,500 characters",
 			   "2,000");
 		got = root_solve("", &r, &c, py_check_chunks, &turns, &errors);
-		CHECK_MSG(got && !strcmp(got, cases[i].want), "case %zu: got '%s', want '%s'", i,
-			  got ? got : "(none)", cases[i].want);
+		CHECK_MSG(got && !strcmp(got, cases[ci].want), "case %zu: got '%s', want '%s'", i,
+			  got ? got : "(none)", cases[ci].want);
 		CHECK_INT(turns, 3);
 		CHECK_INT(errors, 0);
-		/* step 2 was asked with the size the prompt stated */
+		/* step 1 named the documents; step 2 searched for the key, and
+		 * was asked with the size the prompt stated */
+		CHECK_CONTAINS(c.m[3].text, cases[ci].list ? "documents: 40 such as doc-00.txt, "
+							     "doc-01.txt, doc-02.txt"
+							   : "documents: 1 such as notes.txt");
+		CHECK_CONTAINS(c.m[4].text, "term = \"zebra-7731\"\n");
+		CHECK_CONTAINS(c.m[5].text,
+			       on && cases[ci].needles ? "search 'zebra-7731': " : "search 'zebra-7731': 0 hits");
 		CHECK_CONTAINS(c.m[4].text, "size = 2000\n");
+		/* the sources: the document that held the needle */
+		if (strcmp(cases[ci].want, "NONE") != 0 && !strstr(cases[ci].q, "How many"))
+			CHECK_CONTAINS(c.m[7].text, cases[ci].list ? "sources: doc-03.txt\n"
+								   : "sources: notes.txt\n");
 		free(got);
 		convo_release(&c);
 		buf_release(&r.hist);
@@ -927,7 +1120,7 @@ TEST(root_recurses_past_rlm_chunks)
 			  got ? got : "(none)", cases[i].want);
 		CHECK_INT(turns, 3);
 		CHECK_INT(errors, 0);
-		CHECK_CONTAINS(c.m[4].text, "if len(chunks) > 4:\n");
+		CHECK_CONTAINS(c.m[4].text, "if not picked and len(chunks) > 4:\n");
 		CHECK_CONTAINS(c.m[4].text, "rlm_query_batched([q] * len(pieces), contexts=pieces)");
 		free(got);
 		convo_release(&c);
@@ -1103,6 +1296,8 @@ TEST(root_all_combine_prompt_suits_the_sub_model)
 		/* the sub-model answers the combine prompt; one holding FAIL fails */
 		char *prog = xasprintf(
 		    "%sfound = %s\n"
+		    "found_at, asked, by_doc = list(range(len(found))), [[0]] * len(found), False\n"
+		    "texts = context\n"
 		    "def llm_query(prompt, model=None):\n"
 		    "    COMBINES.append(prompt)\n"
 		    "    return 'Error: down' if 'FAIL' in prompt else ''\n"
@@ -1186,7 +1381,9 @@ TEST(root_prompts_suit_the_sub_model)
 			CHECK_INT(step_in(code), 3);
 			prog = xasprintf(
 			    "%sfound = ['The zebra-7731 vault was sealed in 1999.', NEEDLE, "
-			    "'The zebra-7731 vault is in Oslo.']\n%s"
+			    "'The zebra-7731 vault is in Oslo.']\n"
+			    "found_at, asked, by_doc = [0, 1, 2], [[0], [1], [2]], False\n"
+			    "texts = context\n%s"
 			    "import json\nprint('@@J@@' + json.dumps(COMBINES))\n",
 			    r.hist.p, code);
 			arr = py_json(prog);
@@ -1207,6 +1404,150 @@ TEST(root_prompts_suit_the_sub_model)
 		convo_release(&c);
 		buf_release(&r.hist);
 	}
+}
+
+/* A question that asks which document, over a list with the needle in
+ * context[3] (doc-03.txt): with its key found by search, step 2 reads
+ * only the lines that hold it, under their documents' names; when search
+ * finds nothing, or the question has no key, every document under its
+ * name. The prompts are answered by the real sub-model policy; step 3
+ * answers with the id and cites it. */
+TEST(root_which_doc_with_the_sub_model)
+{
+	static const struct {
+		const char *q;
+		bool search_on, has_key, records;
+	} cases[] = {
+	    {"Which document gives the access code of the zebra-7731 vault?", true, true, false},
+	    {"Which document gives the access code of the zebra-7731 vault?", false, true, false},
+	    {"In which of the files is the access code of the zebra vault given?", true, false,
+	     false},
+	    /* records that are not str (a JSONL without a text field) */
+	    {"Which document gives the access code of the zebra-7731 vault?", true, true, true},
+	    {"In which of the files is the access code of the zebra vault given?", true, false,
+	     true},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fake_repl r;
+		struct convo c;
+		char *reply, *code, *out, *prog, *answer = NULL, *json;
+		cJSON *arr, *it, *answers = cJSON_CreateArray();
+		bool raised;
+		int named = 0;
+		fake_repl_init(&r, true, 1,
+			       cases[i].records ? "SEARCH_OFF = False\n"
+						  "context = [{'n': i, 'body': d} for i, d in "
+						  "enumerate(context)]\n"
+			       : cases[i].search_on ? "SEARCH_OFF = False\n"
+						    : NULL);
+		convo_init(&c, cases[i].q, "a list of 40 documents (str), 20,000 characters in all",
+			   "2,000");
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		out = fake_repl_exec(&r, code, NULL, &answer, &raised);
+		CHECK(!raised);
+		convo_turn(&c, reply, out, false);
+		free(out);
+		free(code);
+		free(reply);
+		/* step 2's prompts, answered by the sub-model */
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_INT(step_in(code), 2);
+		CHECK(!strstr(code, "search(") == !cases[i].has_key);
+		prog = xasprintf("%s"
+				 "def llm_query_batched(prompts, model=None):\n"
+				 "    global PROMPTS\n"
+				 "    PROMPTS = prompts\n"
+				 "    return ['NONE'] * len(prompts)\n"
+				 "%simport json\nprint('@@J@@' + json.dumps(PROMPTS))\n",
+				 r.hist.p, code);
+		arr = py_json(prog);
+		if (cases[i].search_on && cases[i].has_key)
+			CHECK_INT(cJSON_GetArraySize(arr), 1);
+		else
+			CHECK(cJSON_GetArraySize(arr) > 5);
+		cJSON_ArrayForEach(it, arr)
+		{
+			struct llm_msg m = {LLM_USER, it->valuestring, strlen(it->valuestring)};
+			char *a = sim_reply_text(NULL, &m, 1);
+			const char *text = strstr(it->valuestring, "\n\nText:\n");
+			CHECK(text && !strncmp(text + 8, "[doc: doc-", 10));
+			CHECK_CONTAINS(it->valuestring, "Reply with the ID of the document");
+			if (strstr(it->valuestring, NEEDLE_TEXT)) {
+				CHECK_STR(a, "doc-03.txt");
+				named++;
+			} else {
+				CHECK_STR(a, "NONE");
+			}
+			json_add_str(answers, NULL, a);
+			free(a);
+		}
+		CHECK_MSG(named == 1, "case %zu: %d prompts name it", i, named);
+		json = json_print(answers);
+		buf_printf(&r.hist, "ANSWERS = %s\n"
+				    "def llm_query_batched(prompts, model=None):\n"
+				    "    assert len(prompts) == len(ANSWERS)\n"
+				    "    return list(ANSWERS)\n",
+			   json);
+		out = fake_repl_exec(&r, code, NULL, &answer, &raised);
+		CHECK(!raised);
+		CHECK_CONTAINS(out, "answer: doc-03.txt\n");
+		convo_turn(&c, reply, out, false);
+		free(out);
+		free(code);
+		free(reply);
+		/* step 3: the id, and it is the source */
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_CONTAINS(code, "# step 3: name the document");
+		out = fake_repl_exec(&r, code, "print('@@SRC@@', answer['sources'])\n", &answer,
+				     &raised);
+		CHECK_STR(answer, "doc-03.txt");
+		CHECK_CONTAINS(out, "sources: doc-03.txt\n");
+		free(out);
+		free(answer);
+		free(code);
+		free(reply);
+		free(json);
+		free(prog);
+		cJSON_Delete(arr);
+		cJSON_Delete(answers);
+		convo_release(&c);
+		buf_release(&r.hist);
+	}
+}
+
+/* Many hits (more than the root reads line by line) and none: the whole
+ * context is read, and the output says why. */
+TEST(root_search_too_many_hits_reads_everything)
+{
+	struct fake_repl r;
+	struct convo c;
+	char *reply, *code, *out, *answer = NULL;
+	bool raised;
+	fake_repl_init(&r, false, 1,
+		       "SEARCH_OFF = False\n"
+		       "context = context + '\\nmarker_X1 line' * 2500\n");
+	convo_init(&c, "What is the access code of the vault next to marker_X1?",
+		   "a str of 60,000 characters", "2,000");
+	reply = root_reply("", &c);
+	convo_turn(&c, reply, "type: str length: 60000\n", false);
+	free(reply);
+	reply = root_reply("", &c);
+	code = code_of(reply);
+	CHECK_CONTAINS(code, "term = \"marker_X1\"\n");
+	out = fake_repl_exec(&r, code,
+			     "assert not picked and len(hits) == 2001 and ''.join(chunks) == context\n",
+			     &answer, &raised);
+	CHECK(!raised);
+	CHECK_CONTAINS(out, "search 'marker_X1': 2001 hits in 1 documents\n"
+			    "too many hits: reading the whole context\n");
+	free(out);
+	free(code);
+	free(reply);
+	convo_release(&c);
+	buf_release(&r.hist);
 }
 
 TEST(root_step_sequence)
