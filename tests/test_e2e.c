@@ -1867,8 +1867,7 @@ static char *turn_outputs(const cJSON *j)
 static void check_sources(const cJSON *j, const char *doc)
 {
 	const cJSON *src = json_get(j, "sources"), *s;
-	if (!src)
-		return; /* a build without answer sources */
+	CHECK(cJSON_IsArray(src));
 	CHECK_INT(cJSON_GetArraySize(src), 1);
 	cJSON_ArrayForEach(s, src)
 	    CHECK_STR(cJSON_IsString(s) ? s->valuestring : json_str(s, "doc"), doc);
