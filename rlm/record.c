@@ -681,6 +681,8 @@ bool rlm__record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const 
 	out->nodes = sr.nodes;
 	out->saved_usage = out->usage;
 	out->saved_cost = sr.cost;
+	if (sr.sources)
+		rlm__sources_parse(sr.sources, &out->sources, &out->n_sources);
 	store_result_release(&sr);
 	return true;
 }
@@ -704,8 +706,14 @@ void rlm__record_memo_put(const struct rlm_opts *o, const struct store_key *k,
 				   .sub_calls = r->sub_calls,
 				   .nodes = r->nodes,
 				   .found = r->found};
+	if (r->n_sources) {
+		cJSON *j = rlm_sources_json(r->sources, r->n_sources);
+		sr.sources = json_print(j);
+		cJSON_Delete(j);
+	}
 	if (store_result_put(rec->store, k, &sr, &err) < 0)
 		store_trouble(rec, "keeping a child's answer", &err);
+	free(sr.sources);
 }
 
 /* ---- rlm_solve's side ---- */

@@ -32,6 +32,10 @@ size_t rlm__sources_check(const struct corpus *ctx, const struct repl_source *in
 /* Add document doc of ctx to r's sources, doc only, unless it is there. */
 void rlm__sources_add_doc(struct rlm_result *r, const struct corpus *ctx, size_t doc);
 void rlm__sources_free(struct rlm_source *s, size_t n);
+/* Sources back from rlm_sources_json's text (the memo keeps them so):
+ * *out (owned; NULL when none) and *n_out; entries without a "doc" are
+ * left out. */
+void rlm__sources_parse(const char *json, struct rlm_source **out, size_t *n_out);
 
 /* The corpus as a worker's context (w->ctx): one str for a text, a
  * list[str] for documents (any kind but CORPUS_TEXT), and who the

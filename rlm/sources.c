@@ -131,3 +131,31 @@ cJSON *rlm_sources_json(const struct rlm_source *s, size_t n)
 	}
 	return a;
 }
+
+void rlm__sources_parse(const char *json, struct rlm_source **out, size_t *n_out)
+{
+	cJSON *a = json_parse(json, strlen(json)), *it;
+	size_t n = 0;
+	*out = NULL;
+	*n_out = 0;
+	if (!cJSON_IsArray(a)) {
+		cJSON_Delete(a);
+		return;
+	}
+	*out = xcalloc((size_t)cJSON_GetArraySize(a) + 1, sizeof(**out));
+	cJSON_ArrayForEach(it, a)
+	{
+		const char *doc = json_str(it, "doc"), *quote = json_str(it, "quote");
+		if (!doc)
+			continue;
+		(*out)[n++] = (struct rlm_source){xstrdup(doc), json_int(it, "start", -1),
+						  json_int(it, "end", -1),
+						  quote ? xstrdup(quote) : NULL};
+	}
+	cJSON_Delete(a);
+	*n_out = n;
+	if (!n) {
+		free(*out);
+		*out = NULL;
+	}
+}

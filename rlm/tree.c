@@ -111,12 +111,27 @@ static char *trim_dup(const char *s)
 	return xstrndup(s, len);
 }
 
-/* The documents part p covers become sources of the answer (its partial
- * answer is used): doc only, each once, in order. */
-static void cite_part(struct rlm_result *out, const struct corpus *ctx, const struct rlm_span *p)
+/* Does part p cover document d of ctx? */
+static bool covers(const struct corpus *ctx, const struct rlm_span *p, size_t d)
 {
-	for (size_t d = p->doc; d < ctx->n_docs && ctx->docs[d].off < p->off + p->len; d++)
-		if (ctx->docs[d].off + ctx->docs[d].len > p->off || !ctx->docs[d].len)
+	return ctx->docs[d].off + ctx->docs[d].len > p->off || !ctx->docs[d].len;
+}
+
+/* The documents part p covers become sources of the answer (its partial
+ * answer is used): doc only, each once, in order; only those the answer
+ * names by id when it names any (a which-document answer). */
+static void cite_part(struct rlm_result *out, const struct corpus *ctx, const struct rlm_span *p,
+		      const char *answer)
+{
+	bool named = false;
+	size_t d;
+	for (d = p->doc; d < ctx->n_docs && ctx->docs[d].off < p->off + p->len; d++)
+		if (covers(ctx, p, d) && ctx->docs[d].id && *ctx->docs[d].id &&
+		    strstr(answer, ctx->docs[d].id))
+			named = true;
+	for (d = p->doc; d < ctx->n_docs && ctx->docs[d].off < p->off + p->len; d++)
+		if (covers(ctx, p, d) && (!named || (ctx->docs[d].id && *ctx->docs[d].id &&
+						     strstr(answer, ctx->docs[d].id))))
 			rlm__sources_add_doc(out, ctx, d);
 }
 
@@ -373,16 +388,50 @@ struct leaf_ctx {
 	const struct rlm_span *parts;
 };
 
+/* Part p of ctx's documents with each document's piece headed by a line
+ * "[doc: ID]", so that a which-document question can be answered and the
+ * reader knows where one document ends. */
+static void headed_text(const struct corpus *ctx, const struct rlm_span *p, struct buf *out)
+{
+	size_t end = p->off + p->len;
+	for (size_t d = p->doc; d < ctx->n_docs && ctx->docs[d].off <= end; d++) {
+		const struct corpus_doc *doc = &ctx->docs[d];
+		size_t a = RLM_MAX(doc->off, p->off), b = RLM_MIN(doc->off + doc->len, end);
+		if (b < a || (b == a && doc->len))
+			continue;
+		buf_printf(out, "%s[doc: %s]\n", out->len ? "\n" : "", doc->id ? doc->id : "?");
+		buf_append(out, ctx->buf + a, b - a);
+	}
+}
+
+/* A corpus of several documents: its parts are headed (headed_text). */
+static bool has_names(const struct corpus *ctx)
+{
+	return ctx->kind != CORPUS_TEXT && ctx->n_docs > 1;
+}
+
 static int render_leaf(struct job *j, size_t i, struct buf *out, struct rlm_err *err)
 {
 	const struct leaf_ctx *lc = j->ctx;
-	struct prompt_var vars[2] = {
+	struct buf text = BUF_INIT;
+	struct prompt_var vars[3] = {
 		{"question", j->question, 0},
 		{"text", lc->corpus->buf + lc->parts[i].off, lc->parts[i].len},
+		{"doc_note", "", 0},
 	};
+	int rc;
 	if (lc->parts[i].len == 0)
 		vars[1].val = "";
-	return rlm_prompt_render("tree_leaf.txt", vars, 2, out, err);
+	if (has_names(lc->corpus)) {
+		headed_text(lc->corpus, &lc->parts[i], &text);
+		vars[1] = (struct prompt_var){"text", text.p, text.len};
+		vars[2].val = " Each document in the text starts with a line [doc: ID]: when the "
+			      "question asks which document, file or record holds something, reply "
+			      "with its ID.";
+	}
+	rc = rlm_prompt_render("tree_leaf.txt", vars, 3, out, err);
+	buf_release(&text);
+	return rc;
 }
 
 /* ---- combining ---- */
@@ -495,7 +544,7 @@ int rlm__tree_solve(const struct rlm_opts *opts, const char *question, const str
 		}
 		if (!text_is_none(leaves.answers[i], strlen(leaves.answers[i]))) {
 			partials[n_partials++] = trim_dup(leaves.answers[i]);
-			cite_part(out, ctx, &parts[i]);
+			cite_part(out, ctx, &parts[i], partials[n_partials - 1]);
 		}
 	}
 	if (out->failed_leaves == out->leaves && lim.why == RLM_STOP_ANSWER) {

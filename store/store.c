@@ -896,7 +896,8 @@ int store_result_get(struct store *s, const struct store_key *k, struct store_re
 			 " json_extract(usage_json, '$.cached_tokens'),"
 			 " json_extract(usage_json, '$.cache_write_tokens'), cost, calls,"
 			 " json_extract(usage_json, '$.sub_calls'), json_extract(usage_json, '$.nodes'),"
-			 " coalesce(json_extract(usage_json, '$.found'), 1)"
+			 " coalesce(json_extract(usage_json, '$.found'), 1),"
+			 " json_extract(usage_json, '$.sources')"
 			 " FROM results WHERE key = ?1",
 			 err);
 	if (!st) {
@@ -919,6 +920,7 @@ int store_result_get(struct store *s, const struct store_key *k, struct store_re
 		out->sub_calls = sqlite3_column_int64(st, 8);
 		out->nodes = sqlite3_column_int64(st, 9);
 		out->found = sqlite3_column_int64(st, 10) != 0;
+		out->sources = store__col_str(st, 11);
 		rc = 1;
 	} else if (rc == SQLITE_DONE) {
 		rc = 0;
@@ -935,17 +937,21 @@ int store_result_get(struct store *s, const struct store_key *k, struct store_re
 int store_result_put(struct store *s, const struct store_key *k, const struct store_result *r,
 		     struct rlm_err *err)
 {
-	char usage[320];
 	sqlite3_stmt *st;
+	char *usage;
 	int rc;
-	snprintf(usage, sizeof(usage),
-		 "{\"input_tokens\":%lld,\"output_tokens\":%lld,\"cached_tokens\":%lld,"
-		 "\"cache_write_tokens\":%lld,\"sub_calls\":%lld,\"nodes\":%lld,\"found\":%d}",
-		 (long long)r->usage.input_tokens, (long long)r->usage.output_tokens,
-		 (long long)r->usage.cached_tokens, (long long)r->usage.cache_write_tokens,
-		 (long long)r->sub_calls, (long long)r->nodes, r->found ? 1 : 0);
-	if ((rc = store__wbegin(s, err)))
+	/* The sources are JSON already (an array): they go in as they are. */
+	usage = xasprintf("{\"input_tokens\":%lld,\"output_tokens\":%lld,\"cached_tokens\":%lld,"
+			  "\"cache_write_tokens\":%lld,\"sub_calls\":%lld,\"nodes\":%lld,"
+			  "\"found\":%d%s%s}",
+			  (long long)r->usage.input_tokens, (long long)r->usage.output_tokens,
+			  (long long)r->usage.cached_tokens, (long long)r->usage.cache_write_tokens,
+			  (long long)r->sub_calls, (long long)r->nodes, r->found ? 1 : 0,
+			  r->sources ? ",\"sources\":" : "", r->sources ? r->sources : "");
+	if ((rc = store__wbegin(s, err))) {
+		free(usage);
 		return rc;
+	}
 	st = store__stmt(s, s->w, ST_RES_PUT,
 			 "INSERT INTO results(key, answer, stop, usage_json, cost, calls, created)"
 			 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
@@ -954,8 +960,10 @@ int store_result_put(struct store *s, const struct store_key *k, const struct st
 			 " cost = excluded.cost, calls = excluded.calls,"
 			 " created = excluded.created, hits = 0, last_hit = 0",
 			 err);
-	if (!st)
+	if (!st) {
+		free(usage);
 		return store__wend(s, RLM_ESTORE, err);
+	}
 	sqlite3_bind_blob(st, 1, k->b, sizeof(k->b), SQLITE_STATIC);
 	store__bind_text(st, 2, r->answer ? r->answer : "", r->answer ? strlen(r->answer) : 0);
 	store__bind_text(st, 3, r->stop, r->stop ? strlen(r->stop) : 0);
@@ -966,6 +974,7 @@ int store_result_put(struct store *s, const struct store_key *k, const struct st
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : store__fail(s, s->w->db, rc, "storing a result", err);
 	store__done(st);
+	free(usage);
 	return store__wend(s, rc, err);
 }
 
@@ -975,5 +984,6 @@ void store_result_release(struct store_result *r)
 		return;
 	free(r->answer);
 	free(r->stop);
+	free(r->sources);
 	memset(r, 0, sizeof(*r));
 }

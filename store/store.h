@@ -196,6 +196,8 @@ struct store_result {
 	int64_t sub_calls;       /* its sub-calls (rlm_result.sub_calls) */
 	int64_t nodes;           /* child nodes under it */
 	bool found;              /* rlm_result.found */
+	char *sources;           /* owned, or NULL: the answer's sources, a JSON
+				  * array, kept as given */
 };
 int store_result_get(struct store *s, const struct store_key *k, struct store_result *out,
 		     struct rlm_err *err);

@@ -1979,3 +1979,35 @@ TEST(solve_which_record_in_10k_jsonl)
 	}
 	free(p);
 }
+
+/* A repeat of a solve is answered from the memo with the same sources: a
+ * citation does not get lost on the way through the store. */
+TEST(solve_sources_survive_the_memo)
+{
+	char *dir = path_in_tmp("memo-docs"), *db = path_in_tmp("memo.db"), *a, *b;
+	char *outs[2] = {NULL, NULL};
+	const char *args[] = {"solve", "--strategy", "tree", "-c", dir, "-q",
+			      "Which file mentions zanzibar?", "--json", "--quiet",
+			      "--cache", db, NULL};
+	CHECK_INT(mkdir(dir, 0755), 0);
+	a = xasprintf("%s/alpha.txt", dir);
+	b = xasprintf("%s/beta.txt", dir);
+	write_text(a, "nothing to see here\n", 20);
+	write_text(b, "the word zanzibar is here\n", 26);
+	for (int i = 0; i < 2; i++) {
+		struct proc_out o = rlm(args, NULL);
+		cJSON *j = json_parse(o.out, strlen(o.out));
+		CHECK_MSG(o.status == 0 && j, "exit %d: %s", o.status, o.err);
+		outs[i] = json_print(json_get(j, "sources"));
+		CHECK_STR(outs[i], "[{\"doc\":\"beta.txt\"}]");
+		cJSON_Delete(j);
+		proc_out_release(&o);
+	}
+	CHECK_STR(outs[1], outs[0]);
+	free(outs[0]);
+	free(outs[1]);
+	free(a);
+	free(b);
+	free(dir);
+	free(db);
+}

@@ -398,9 +398,9 @@ TEST(prompt_templates)
 {
 	struct buf b;
 	struct rlm_err err = {0, ""};
-	struct prompt_var v[2] = {{"question", "Q?", 0}, {"text", "T", 0}};
+	struct prompt_var v[3] = {{"question", "Q?", 0}, {"text", "T", 0}, {"doc_note", "", 0}};
 	buf_init(&b, 0);
-	CHECK_INT(rlm_prompt_render("tree_leaf.txt", v, 2, &b, &err), 0);
+	CHECK_INT(rlm_prompt_render("tree_leaf.txt", v, 3, &b, &err), 0);
 	CHECK_CONTAINS(b.p, "Question: Q?");
 	CHECK_CONTAINS(b.p, "Text:\nT");
 	buf_reset(&b);
