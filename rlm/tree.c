@@ -117,21 +117,54 @@ static bool covers(const struct corpus *ctx, const struct rlm_span *p, size_t d)
 	return ctx->docs[d].off + ctx->docs[d].len > p->off || !ctx->docs[d].len;
 }
 
+/* The document of part p whose id is s[0..n), or SIZE_MAX. */
+static size_t named_doc(const struct corpus *ctx, const struct rlm_span *p, const char *s,
+			size_t n)
+{
+	for (size_t d = p->doc; d < ctx->n_docs && ctx->docs[d].off < p->off + p->len; d++)
+		if (covers(ctx, p, d) && ctx->docs[d].id && strlen(ctx->docs[d].id) == n &&
+		    memcmp(ctx->docs[d].id, s, n) == 0)
+			return d;
+	return SIZE_MAX;
+}
+
+/* Is answer nothing but ids of part p's documents (its lines, and the
+ * comma-separated pieces of each, trimmed)? With out, those documents
+ * become out's sources. */
+static bool each_named(const struct corpus *ctx, const struct rlm_span *p, const char *answer,
+		       struct rlm_result *out)
+{
+	const char *s = answer;
+	bool any = false;
+	while (*s) {
+		size_t n = strcspn(s, ",\n");
+		const char *t = s;
+		size_t k = n, d;
+		text_trim(&t, &k);
+		if (k) {
+			if ((d = named_doc(ctx, p, t, k)) == SIZE_MAX)
+				return false;
+			if (out)
+				rlm__sources_add_doc(out, ctx, d);
+			any = true;
+		}
+		s += n + (s[n] != '\0');
+	}
+	return any;
+}
+
 /* The documents part p covers become sources of the answer (its partial
- * answer is used): doc only, each once, in order; only those the answer
- * names by id when it names any (a which-document answer). */
+ * answer is used): doc only, each once, in order; when the answer is
+ * nothing but ids of them (a which-document answer), only those. */
 static void cite_part(struct rlm_result *out, const struct corpus *ctx, const struct rlm_span *p,
 		      const char *answer)
 {
-	bool named = false;
-	size_t d;
-	for (d = p->doc; d < ctx->n_docs && ctx->docs[d].off < p->off + p->len; d++)
-		if (covers(ctx, p, d) && ctx->docs[d].id && *ctx->docs[d].id &&
-		    strstr(answer, ctx->docs[d].id))
-			named = true;
-	for (d = p->doc; d < ctx->n_docs && ctx->docs[d].off < p->off + p->len; d++)
-		if (covers(ctx, p, d) && (!named || (ctx->docs[d].id && *ctx->docs[d].id &&
-						     strstr(answer, ctx->docs[d].id))))
+	if (each_named(ctx, p, answer, NULL)) {
+		each_named(ctx, p, answer, out);
+		return;
+	}
+	for (size_t d = p->doc; d < ctx->n_docs && ctx->docs[d].off < p->off + p->len; d++)
+		if (covers(ctx, p, d))
 			rlm__sources_add_doc(out, ctx, d);
 }
 

@@ -227,6 +227,23 @@ TEST(sources_are_the_documents_that_answered)
 	CHECK_INT(r.n_sources, 0);
 	rlm_result_release(&r);
 	corpus_free(c);
+	/* Small records share a part, each headed by its id: a which-record
+	 * question is answered with the id, and only that record is cited,
+	 * not its neighbours in the part. */
+	buf_reset(&b);
+	for (int i = 1; i <= 6; i++)
+		buf_printf(&b, "{\"id\": \"memo-%d\", \"text\": \"%s\"}\n", i,
+			   i == 4 ? "The shipment of copper valves left Rotterdam on Friday."
+				  : "Nothing about cargo happened in this short note.");
+	CHECK_INT(corpus_from_jsonl_buf("memos.jsonl", b.p, b.len, &c, &err), 0);
+	CHECK_INT(rlm_solve(&o, "Which memo mentions the copper valves?", c, &r, &err), 0);
+	CHECK_STR(r.answer, "memo-4");
+	CHECK_INT(r.leaves, 1);
+	CHECK_INT(r.n_sources, 1);
+	if (r.n_sources == 1)
+		CHECK_STR(r.sources[0].doc, "memo-4");
+	rlm_result_release(&r);
+	corpus_free(c);
 	buf_release(&b);
 	env_free(&e);
 }
