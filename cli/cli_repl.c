@@ -22,7 +22,9 @@ static const char usage[] =
 	"llm_query and llm_query_batched call the sub-model for real (the offline\n"
 	"simulator unless a model is configured), and rlm_query and rlm_query_batched\n"
 	"run child RLMs (the root model, with a REPL of their own) as in a solve;\n"
-	"answer, FINAL and FINAL_VAR work as in a solve.\n"
+	"answer, FINAL and FINAL_VAR work as in a solve. documents[i] names\n"
+	"context[i] (its id, path, title, fields) and search(pattern) finds a regular\n"
+	"expression over the whole context, with each hit's document, line and offsets.\n"
 	"\n"
 	"At a terminal a blank line ends a cell. From a pipe or file, cells are\n"
 	"separated by lines reading '# %%%%', and the end of input ends the last one.\n"
@@ -57,8 +59,9 @@ static const char usage[] =
 	"usage (a bad option or RLM_SANDBOX_DISABLE, a mandatory sandbox layer disabled\n"
 	"without --unsafe-no-sandbox).\n"
 	"\n"
-	"Example:\n"
-	"  printf 'print(len(context))\\n# %%%%\\nllm_query(\"Say hi\")\\n' | rlm repl -c notes/\n";
+	"Examples:\n"
+	"  printf 'print(len(context))\\n# %%%%\\nllm_query(\"Say hi\")\\n' | rlm repl -c notes/\n"
+	"  echo 'search(\"EPOLLEXCLUSIVE\")[:2]' | rlm repl -c /usr/include\n";
 
 enum {
 	OPT_FORMAT = OPT_MODEL_LAST + 1,
