@@ -506,7 +506,6 @@ static int load_text(int fd, const struct stat *st, const char *path, const stru
 /* ---- JSONL ---- */
 
 static const char *const text_keys[] = {"text", "content", "body", "document", "contents"};
-static const char *const id_keys[] = {"id", "docid"};
 
 static bool is_blank(const char *s, size_t n)
 {
@@ -516,70 +515,12 @@ static bool is_blank(const char *s, size_t n)
 	return true;
 }
 
-/* A string or number field as an id: its text, or NULL. */
-static char *id_text(const cJSON *it)
-{
-	double v;
-	if (cJSON_IsString(it))
-		return xstrdup(it->valuestring);
-	if (!cJSON_IsNumber(it))
-		return NULL;
-	v = it->valuedouble;
-	if (isfinite(v) && v == floor(v) && fabs(v) < 1e15)
-		return xasprintf("%.0f", v);
-	return xasprintf("%.17g", v);
-}
-
-/* Who the record j (an object, its text in field text_key) is: its id
- * (the first of id_keys that is a string or a number, else its line
- * number) and its metadata line (corpus_doc_info): its "title" when a
- * string, and every other field but the text and the id. Strings in j
- * are UTF-8 here (cJSON kept the bytes; the id is checked, the rest was
- * checked with the line). */
-static int doc_identity(const cJSON *j, const char *text_key, const char *what, size_t line,
-			char **id, char **info, struct rlm_err *err)
-{
-	const char *id_key = NULL;
-	const cJSON *it, *title = json_get(j, "title");
-	cJSON *o, *meta;
-	*id = *info = NULL;
-	for (size_t k = 0; k < ARRAY_SIZE(id_keys) && !*id; k++)
-		if ((*id = id_text(json_get(j, id_keys[k]))))
-			id_key = id_keys[k];
-	if (*id && !text_utf8_valid(*id, strlen(*id), NULL)) {
-		free(*id);
-		*id = NULL;
-		return rlm_err_set(err, RLM_EPARSE, "%s line %zu: invalid UTF-8 in field '%s'",
-				   what, line, id_key);
-	}
-	if (!*id)
-		*id = xasprintf("%zu", line);
-	o = cJSON_CreateObject();
-	json_add_str(o, "id", *id);
-	json_add(o, "path", cJSON_CreateNull());
-	json_add(o, "title", cJSON_IsString(title) ? cJSON_CreateString(title->valuestring)
-						   : cJSON_CreateNull());
-	meta = cJSON_CreateObject();
-	cJSON_ArrayForEach(it, j)
-	{
-		if (!it->string || strcmp(it->string, text_key) == 0 ||
-		    (id_key && strcmp(it->string, id_key) == 0) ||
-		    (cJSON_IsString(title) && it == title))
-			continue;
-		json_add(meta, it->string, cJSON_Duplicate(it, 1));
-	}
-	json_add(o, "meta", meta);
-	*info = json_print(o);
-	cJSON_Delete(o);
-	return 0;
-}
-
 /* Decode one non-blank line into b and the docs table. */
 static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char *s, size_t n,
 		      const char *what, size_t line, struct rlm_err *err)
 {
 	cJSON *j = NULL;
-	const char *text = NULL, *text_key = NULL, *bad_key = NULL;
+	const char *text = NULL, *text_key = NULL, *bad_key = NULL, *id_field = NULL;
 	char *id = NULL, *info = NULL;
 	size_t tlen, bad;
 	int rc;
@@ -616,8 +557,11 @@ static int jsonl_line(struct corpus *c, size_t *cap, struct tbuf *b, const char 
 			    what, line);
 			goto out;
 		}
-		if ((rc = doc_identity(j, text_key, what, line, &id, &info, err)))
+		if (corpus__record_identity(j, text_key, false, line, NULL, &id, &info, &id_field)) {
+			rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: invalid UTF-8 in field '%s'",
+					 what, line, id_field);
 			goto out;
+		}
 	} else {
 		rc = rlm_err_set(err, RLM_EPARSE, "%s line %zu: not a JSON object or string", what,
 				 line);

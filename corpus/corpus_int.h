@@ -31,6 +31,19 @@ struct corpus_int *corpus_alloc(enum corpus_kind kind, const char *source);
  * allocated length is *cap; takes id (may be NULL: then its index, in
  * decimal) and info (may be NULL). */
 void corpus_add_doc(struct corpus *c, size_t *cap, size_t off, size_t len, char *id, char *info);
+/* Who the record j is (an object; anything else has only `fallback`):
+ * its id (its "id", else "docid" field, a string or a number as text;
+ * empty or absent: fallback in decimal) and its metadata line
+ * (corpus_doc_info's shape, path as given): its "title" when a string, and
+ * its other fields but skip (the field holding its text, or NULL), only
+ * the scalar ones with scalars_only (strings of at most 200 bytes: the
+ * record itself is the context then). Returns 0 with *id and *info (the
+ * caller's), or RLM_EPARSE when the id is not UTF-8 (*bad_key names its
+ * field; nothing allocated). (corpus/corpus_meta.c) */
+struct cJSON;
+int corpus__record_identity(const struct cJSON *j, const char *skip, bool scalars_only,
+			    size_t fallback, const char *path, char **id, char **info,
+			    const char **bad_key);
 /* Write the metadata lines of c's documents (corpus_doc_info, each ended
  * by '\n') into fd at byte at, then their table (corpus.fd_meta_table),
  * whose place goes to *table_at. Returns 0 or -errno.

@@ -15,7 +15,7 @@
  * are turned into one JSON array text, "[{...},\n{...}]", built straight
  * into a memfd (struct tbuf) like a JSONL corpus, its table pointing at
  * each record. A record's metadata line holds its id, its "title" and its
- * other scalar fields (strings of at most META_STR bytes): never the whole
+ * other scalar fields (strings of at most CORPUS_META_STR bytes): never the whole
  * record twice.
  */
 #include "corpus_int.h"
@@ -33,7 +33,6 @@
 #include <unistd.h>
 
 #define MAX_DEPTH 500	   /* json.loads recurses per level: stay well below 1000 */
-#define META_STR  200	   /* longer string fields stay out of metadata lines */
 #define DROP_STEP ((size_t)4 << 20)
 
 /* ---- the scanner ---- */
@@ -290,61 +289,6 @@ bool corpus__json_valid(const char *s, size_t n)
 
 /* ---- identity of a record ---- */
 
-/* A string or number field as an id: its text, or NULL. */
-static char *id_of(const cJSON *it)
-{
-	double v;
-	if (cJSON_IsString(it))
-		return xstrdup(it->valuestring);
-	if (!cJSON_IsNumber(it))
-		return NULL;
-	v = it->valuedouble;
-	if (isfinite(v) && v == floor(v) && fabs(v) < 1e15)
-		return xasprintf("%.0f", v);
-	return xasprintf("%.17g", v);
-}
-
-/* The id (from "id", else "docid", else `fallback`) and metadata line of
- * the record j (an object, or NULL): {"id","path","title","meta"}, meta
- * holding its other scalar fields (strings up to META_STR bytes). */
-static void record_identity(const cJSON *j, size_t fallback, const char *path, char **id,
-			    char **info)
-{
-	static const char *const keys[] = {"id", "docid"};
-	const char *id_key = NULL;
-	const cJSON *it, *title = cJSON_IsObject(j) ? json_get(j, "title") : NULL;
-	cJSON *o, *meta;
-	*id = NULL;
-	for (size_t k = 0; cJSON_IsObject(j) && k < ARRAY_SIZE(keys) && !*id; k++)
-		if ((*id = id_of(json_get(j, keys[k]))))
-			id_key = keys[k];
-	if (*id && strlen(*id) == 0) {
-		free(*id);
-		*id = NULL;
-		id_key = NULL;
-	}
-	if (!*id)
-		*id = xasprintf("%zu", fallback);
-	o = cJSON_CreateObject();
-	json_add_str(o, "id", *id);
-	json_add(o, "path", path ? cJSON_CreateString(path) : cJSON_CreateNull());
-	json_add(o, "title", cJSON_IsString(title) ? cJSON_CreateString(title->valuestring)
-						   : cJSON_CreateNull());
-	meta = cJSON_CreateObject();
-	const cJSON *from = cJSON_IsObject(j) ? j : NULL;
-	cJSON_ArrayForEach(it, from)
-	{
-		if (!it->string || it == title || (id_key && strcmp(it->string, id_key) == 0) ||
-		    cJSON_IsArray(it) || cJSON_IsObject(it) ||
-		    (cJSON_IsString(it) && strlen(it->valuestring) > META_STR))
-			continue;
-		json_add(meta, it->string, cJSON_Duplicate(it, 1));
-	}
-	json_add(o, "meta", meta);
-	*info = json_print(o);
-	cJSON_Delete(o);
-}
-
 /* The documents of a JSON value s[0..n) that k scanned, at offsets base +
  * (their place in s): one per element of an array of objects, else one
  * for the whole value, named single_id. */
@@ -353,10 +297,14 @@ static void json_docs(struct corpus *c, const struct scan *k, size_t base, const
 {
 	size_t cap = 0;
 	char *id, *info;
+	const char *bad_key;
 	if (k->top == '[' && k->n_el && k->all_objects) {
 		for (size_t i = 0; i < k->n_el; i++) {
 			cJSON *j = json_parse(k->s + k->el[i].off, k->el[i].len);
-			record_identity(j, i + 1, NULL, &id, &info);
+			/* The text was checked to be UTF-8: the id is. (Were it
+			 * not, id and info stay NULL: the index names it.) */
+			(void)corpus__record_identity(j, NULL, true, i + 1, NULL, &id, &info,
+						      &bad_key);
 			cJSON_Delete(j);
 			corpus_add_doc(c, &cap, base + k->el[i].off, k->el[i].len, id, info);
 		}
@@ -500,6 +448,7 @@ int corpus__jsonl_records(const char *name, const char *w, const char *s, size_t
 			struct scan k = {0};
 			cJSON *j;
 			char *id, *info;
+			const char *bad_key;
 			while (n && strchr(" \t\r", s[i + n - 1]))
 				n--;
 			if (!text_utf8_valid(s + i, n, &bad)) {
@@ -524,7 +473,8 @@ int corpus__jsonl_records(const char *name, const char *w, const char *s, size_t
 			if (ci->c.n_docs && (rc = tb_put(&b, ",\n", 2)))
 				goto grow;
 			j = json_parse(s + i, n);
-			record_identity(j, line, NULL, &id, &info);
+			(void)corpus__record_identity(j, NULL, true, line, NULL, &id, &info,
+						      &bad_key); /* UTF-8: checked above */
 			cJSON_Delete(j);
 			corpus_add_doc(&ci->c, &cap, b.len, n, id, info);
 			if ((rc = tb_put(&b, s + i, n)))

@@ -14,8 +14,10 @@
  */
 #include "corpus_int.h"
 #include "../common/json.h"
+#include "../common/text.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,67 @@ int corpus_doc_info(const struct corpus *c, size_t i, struct buf *out)
 	rc = buf_puts(out, s) ? RLM_ETOOBIG : 0;
 	free(s);
 	return rc;
+}
+
+/* A string or number field as an id: its text, or NULL. */
+static char *id_text(const cJSON *it)
+{
+	double v;
+	if (cJSON_IsString(it))
+		return xstrdup(it->valuestring);
+	if (!cJSON_IsNumber(it))
+		return NULL;
+	v = it->valuedouble;
+	if (isfinite(v) && v == floor(v) && fabs(v) < 1e15)
+		return xasprintf("%.0f", v);
+	return xasprintf("%.17g", v);
+}
+
+int corpus__record_identity(const cJSON *j, const char *skip, bool scalars_only, size_t fallback,
+			    const char *path, char **id, char **info, const char **bad_key)
+{
+	static const char *const keys[] = {"id", "docid"};
+	const char *id_key = NULL;
+	const cJSON *it, *title = cJSON_IsObject(j) ? json_get(j, "title") : NULL;
+	const cJSON *fields = cJSON_IsObject(j) ? j : NULL;
+	cJSON *o, *meta;
+	*id = *info = NULL;
+	for (size_t k = 0; cJSON_IsObject(j) && k < ARRAY_SIZE(keys) && !*id; k++)
+		if ((*id = id_text(json_get(j, keys[k]))))
+			id_key = keys[k];
+	if (*id && !text_utf8_valid(*id, strlen(*id), NULL)) {
+		free(*id);
+		*id = NULL;
+		*bad_key = id_key;
+		return RLM_EPARSE;
+	}
+	if (*id && !**id) { /* an empty id names nothing */
+		free(*id);
+		*id = NULL;
+		id_key = NULL;
+	}
+	if (!*id)
+		*id = xasprintf("%zu", fallback);
+	o = cJSON_CreateObject();
+	json_add_str(o, "id", *id);
+	json_add(o, "path", path ? cJSON_CreateString(path) : cJSON_CreateNull());
+	json_add(o, "title", cJSON_IsString(title) ? cJSON_CreateString(title->valuestring)
+						   : cJSON_CreateNull());
+	meta = cJSON_CreateObject();
+	cJSON_ArrayForEach(it, fields)
+	{
+		if (!it->string || (cJSON_IsString(title) && it == title) ||
+		    (skip && strcmp(it->string, skip) == 0) ||
+		    (id_key && strcmp(it->string, id_key) == 0) ||
+		    (scalars_only && (cJSON_IsArray(it) || cJSON_IsObject(it) ||
+				      (cJSON_IsString(it) && strlen(it->valuestring) > CORPUS_META_STR))))
+			continue;
+		json_add(meta, it->string, cJSON_Duplicate(it, 1));
+	}
+	json_add(o, "meta", meta);
+	*info = json_print(o);
+	cJSON_Delete(o);
+	return 0;
 }
 
 long corpus_doc_find(const struct corpus *c, const char *id, size_t len)
