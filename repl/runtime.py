@@ -648,16 +648,22 @@ def FINAL(x, sources=None):
 def _resolve(name):
     if type(name) is str:
         key = name.strip()
-        if key.isidentifier() and key in _ns:
-            return _ns[key]
+        if key.isidentifier():
+            if key in _ns:
+                return _ns[key]
+            # A name that is not there: an error to fix, never the name
+            # itself as a confident answer.
+            raise NameError('FINAL_VAR(%r): there is no variable named %r; FINAL_VAR takes '
+                            'the name of a variable as a str, e.g. FINAL_VAR("result"); to '
+                            'answer with a value, call FINAL(value)' % (name, key))
     return name
 
 
 def FINAL_VAR(name, sources=None):
-    """FINAL_VAR(name, sources=None): the variable called name is the final
-    answer (a value that is not the name of a variable, as in
-    FINAL_VAR(city) with city = 'Paris', is taken as the answer itself);
-    sources as for FINAL."""
+    """FINAL_VAR(name, sources=None): the variable called name (a str) is the
+    final answer; a name that is no variable raises NameError and the
+    session goes on. A value that cannot be a name (a number, a list, a
+    str with spaces) is taken as the answer itself. sources as for FINAL."""
     value = _resolve(name)
     _answer['content'] = value
     if sources is not None:
@@ -748,15 +754,24 @@ def _user_vars():
     return out
 
 
+class _Text(str):
+    """A str that shows as itself: the last expression of a block echoes
+    it as text, not as a quoted repr."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return str.__str__(self)
+
+
 def SHOW_VARS():
-    """SHOW_VARS(): print the variables defined so far, with their types."""
+    """SHOW_VARS() -> str: the variables defined so far, with their types
+    (as the reference's SHOW_VARS returns them: print it, or make it the
+    last line of a block)."""
     names = _user_vars()
     if not names:
-        print('No variables defined yet.')
-        return
-    print('Variables:')
-    for k in names:
-        print('  %s: %s' % (k, type(_ns.get(k)).__name__))
+        return _Text('No variables defined yet.')
+    return _Text('Variables:\n' + '\n'.join('  %s: %s' % (k, type(_ns.get(k)).__name__)
+                                              for k in names))
 
 
 # ---- the namespace ----

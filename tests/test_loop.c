@@ -350,6 +350,21 @@ TEST(final_var_missing_is_told_and_goes_on)
 	env_free(&v);
 }
 
+/* FINAL_VAR of a missing name in code is an error the model sees, not the
+ * name as a confident answer: the solve goes on (issue 18's (d)). */
+TEST(final_var_missing_in_code_is_an_error_not_the_answer)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\nFINAL_VAR(\"no_such_var\")\n```");
+	says(&v, "```repl\nno_such_var = 'made now'\nFINAL_VAR(\"no_such_var\")\n```");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_STR(v.r.answer, "made now");
+	CHECK_INT(v.r.iterations, 2);
+	CHECK_MSG_HAS(&v, 1, -1, "NameError: FINAL_VAR('no_such_var'): there is no variable");
+	env_free(&v);
+}
+
 TEST(no_code_gets_a_nudge)
 {
 	struct env v;

@@ -484,7 +484,11 @@ TEST(variables_persist_and_expressions_echo)
 	CHECK(!res.error && !res.interrupted && !res.restarted && !res.ready);
 	CHECK(res.ns > 0);
 	repl_result_release(&res);
+	/* SHOW_VARS() returns its text (shown as text when it is the last
+	 * expression), as the reference's does; it prints nothing itself. */
 	expect(r, "SHOW_VARS()", "Variables:\n  x: int\n  f: function\n  y: list\n");
+	expect(r, "s = SHOW_VARS()\nprint(isinstance(s, str), s.splitlines()[1:])",
+	       "True ['  x: int', '  f: function', '  y: list']\n");
 	repl_free(r);
 }
 
@@ -1457,10 +1461,21 @@ TEST(answer_dict_final_and_final_var)
 	run(r, "FINAL_VAR(v)", &res);
 	CHECK_STR(res.answer, "[1, 'b']");
 	repl_result_release(&res);
-	/* A value that names no variable is the answer itself. */
+	/* A name that is no variable is an error in the code, never the
+	 * name as the answer; the session goes on. */
+	run(r, "FINAL_VAR('no_such_var')", &res);
+	CHECK(!res.ready && res.error && !res.answer);
+	CHECK_CONTAINS(res.output, "NameError: FINAL_VAR('no_such_var'): there is no variable "
+				   "named 'no_such_var'");
+	CHECK_CONTAINS(res.output, "call FINAL(value)");
+	repl_result_release(&res);
 	run(r, "city = 'Paris'\nFINAL_VAR(city)", &res);
+	CHECK(!res.ready && res.error);
+	repl_result_release(&res);
+	/* A value that cannot be a name is the answer itself. */
+	run(r, "FINAL_VAR('Paris, France')", &res);
 	CHECK(res.ready && !res.error);
-	CHECK_STR(res.answer, "Paris");
+	CHECK_STR(res.answer, "Paris, France");
 	repl_result_release(&res);
 	/* Set, then an error: still the answer. */
 	run(r, "FINAL('early')\n1 / 0", &res);
