@@ -31,15 +31,7 @@ static const char usage[] =
 	"\n"
 	"  -c, --context PATH      a text file, a directory, a JSONL, .json, .csv or .tsv\n"
 	"                          file, or - (stdin cannot then carry the cells)\n"
-	"      --format KIND       auto (default), text, dir, jsonl, json (a .json file:\n"
-	"                          its value), csv (.csv/.tsv with a header row: a list\n"
-	"                          of dicts)\n"
-	"      --encoding NAME     what context files that are not UTF-8 are in (latin-1,\n"
-	"                          cp1252, any `iconv --list` name; default utf-8: invalid\n"
-	"                          bytes become U+FFFD); a byte-order mark always wins; a\n"
-	"                          *.gz file is read decompressed\n"
-	"      --strict-utf8       invalid UTF-8 in the context is an error (a directory's\n"
-	"                          file is skipped), not replaced with U+FFFD\n"
+	"%s"
 	"      --output-limit N    characters of output shown (20000)\n"
 	"      --exec-timeout SECS running time of one cell, sub-calls not counted (60)\n"
 	"      --python PATH       the worker's interpreter (/usr/bin/python3)\n"
@@ -64,14 +56,11 @@ static const char usage[] =
 	"  echo 'search(\"EPOLLEXCLUSIVE\")[:2]' | rlm repl -c /usr/include\n";
 
 enum {
-	OPT_FORMAT = OPT_MODEL_LAST + 1,
-	OPT_OUTPUT_LIMIT,
+	OPT_OUTPUT_LIMIT = OPT_MODEL_LAST + 1,
 	OPT_EXEC_TIMEOUT,
 	OPT_PYTHON,
 	OPT_QUIET,
 	OPT_MAX_DEPTH,
-	OPT_ENCODING,
-	OPT_STRICT_UTF8,
 };
 
 /* Read the next cell into b; false at the end of input with nothing read. */
@@ -117,16 +106,14 @@ struct repl_args {
 
 static const struct option longopts[] = {
 	{"context", required_argument, NULL, 'c'},
-	{"format", required_argument, NULL, OPT_FORMAT},
 	{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
 	{"exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT},
 	{"python", required_argument, NULL, OPT_PYTHON},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-	{"encoding", required_argument, NULL, OPT_ENCODING},
-	{"strict-utf8", no_argument, NULL, OPT_STRICT_UTF8},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
+	CONTEXT_LONGOPTS,
 	MODEL_LONGOPTS,
 	SANDBOX_LONGOPTS,
 	{NULL, 0, NULL, 0},
@@ -146,28 +133,14 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 {
 	switch (opt) {
 	case 'c': a->context = optarg; return 0;
-	case OPT_ENCODING: {
-		struct rlm_err err = {0, ""};
-		if (corpus_encoding_check(optarg, &err))
-			return log_fail(2, "--encoding: %s", err.msg);
-		a->co.encoding = optarg;
-		return 0;
-	}
-	case OPT_STRICT_UTF8: a->co.strict_utf8 = true; return 0;
 	case 'v': a->co.verbose = true; return 0;
-	case OPT_FORMAT:
-		if (corpus_kind_parse(optarg, &a->co.kind))
-			return log_fail(2,
-					"unknown --format '%s' (known: auto, text, dir, jsonl, json, csv)",
-					optarg);
-		return 0;
 	case OPT_PYTHON:
 		if (access(optarg, X_OK))
 			return log_fail(2, "--python '%s' is not an executable file", optarg);
 		a->ro.python = optarg;
 		return 0;
 	case OPT_QUIET: a->mo.quiet = true; return 0;
-	case 'h': printf(usage, cli_model_opts_help, cli_sandbox_opts_help); return 1;
+	case 'h': printf(usage, cli_context_opts_help, cli_model_opts_help, cli_sandbox_opts_help); return 1;
 	case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 	default: return log_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
 	}
@@ -193,6 +166,8 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":c:vh", longopts, NULL)) != -1) {
 		int taken = cli_model_opts_take(&a->mo, opt, optarg);
+		if (!taken)
+			taken = cli_context_opts_take(&a->co, opt, optarg);
 		if (!taken)
 			taken = cli_sandbox_opts_take(&a->ro.sandbox, opt, optarg);
 		if (!taken)

@@ -25,15 +25,7 @@ static const char usage[] =
 	"                          row (a list of dicts), or - for standard input\n"
 	"  -q, --question TEXT     the question (env RLM_QUESTION)\n"
 	"      --question-file F   read the question from a file\n"
-	"      --format KIND       how to read --context: auto (default), text, dir, jsonl,\n"
-	"                          json, csv\n"
-	"      --encoding NAME     what context files that are not UTF-8 are in: latin-1,\n"
-	"                          cp1252, any `iconv --list` name (default utf-8: invalid\n"
-	"                          bytes become U+FFFD, with a warning). A byte-order mark\n"
-	"                          always wins (UTF-8, UTF-16, UTF-32); a *.gz file is\n"
-	"                          read decompressed\n"
-	"      --strict-utf8       invalid UTF-8 in the context is an error (a directory's\n"
-	"                          file is skipped), not replaced with U+FFFD\n"
+	"%s"
 	"  -s, --strategy NAME     repl (default): the root model sees only the context's\n"
 	"                          size and writes Python that a persistent REPL runs with\n"
 	"                          the context in `context`, calling sub-models from code;\n"
@@ -91,14 +83,11 @@ static const char usage[] =
 enum {
 	OPT_JSON = OPT_MODEL_LAST + 1,
 	OPT_QFILE,
-	OPT_FORMAT,
 	OPT_QUIET,
 	OPT_CACHE,
 	OPT_NO_CACHE,
 	OPT_RESUME,
 	OPT_NO_TRAJECTORY,
-	OPT_ENCODING,
-	OPT_STRICT_UTF8,
 };
 
 struct progress {
@@ -206,9 +195,6 @@ static const struct option longopts[] = {
 	{"context", required_argument, NULL, 'c'},
 	{"question", required_argument, NULL, 'q'},
 	{"question-file", required_argument, NULL, OPT_QFILE},
-	{"format", required_argument, NULL, OPT_FORMAT},
-	{"encoding", required_argument, NULL, OPT_ENCODING},
-	{"strict-utf8", no_argument, NULL, OPT_STRICT_UTF8},
 	{"cache", required_argument, NULL, OPT_CACHE},
 	{"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	{"resume", required_argument, NULL, OPT_RESUME},
@@ -217,6 +203,7 @@ static const struct option longopts[] = {
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
+	CONTEXT_LONGOPTS,
 	MODEL_LONGOPTS,
 	SANDBOX_LONGOPTS,
 	SOLVE_LONGOPTS,
@@ -255,19 +242,6 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 		a->qpath = optarg;
 		a->question = NULL;
 		return 0;
-	case OPT_FORMAT:
-		if (corpus_kind_parse(optarg, &a->co.kind))
-			return log_fail(2, "unknown --format '%s' (known: auto, text, dir, jsonl, json, csv)",
-					optarg);
-		return 0;
-	case OPT_ENCODING: {
-		struct rlm_err err = {0, ""};
-		if (corpus_encoding_check(optarg, &err))
-			return log_fail(2, "--encoding: %s", err.msg);
-		a->co.encoding = optarg;
-		return 0;
-	}
-	case OPT_STRICT_UTF8: a->co.strict_utf8 = true; return 0;
 	case OPT_CACHE: a->cache_path = optarg; return 0;
 	case OPT_NO_CACHE: a->no_cache = true; return 0;
 	case OPT_RESUME:
@@ -281,7 +255,7 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 		rlm_log_level = LOG_DEBUG;
 		a->verbose = true;
 		return 0;
-	case 'h': printf(usage, cli_solve_opts_help, cli_model_opts_help, cli_sandbox_opts_help); return 1;
+	case 'h': printf(usage, cli_context_opts_help, cli_solve_opts_help, cli_model_opts_help, cli_sandbox_opts_help); return 1;
 	case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 	default: return log_fail(2, "unknown option '%s' (see rlm solve --help)", argv[optind - 1]);
 	}
@@ -302,6 +276,8 @@ static int solve_args_parse(struct solve_args *a, int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		int taken = cli_model_opts_take(&a->mo, opt, optarg);
+		if (!taken)
+			taken = cli_context_opts_take(&a->co, opt, optarg);
 		if (!taken)
 			taken = cli_sandbox_opts_take(&a->ro.sandbox, opt, optarg);
 		if (!taken)

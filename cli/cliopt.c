@@ -355,3 +355,40 @@ int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 	default: return 0;
 	}
 }
+
+/* ---- how a context is read ---- */
+
+const char cli_context_opts_help[] =
+	"      --format KIND       how to read --context: auto (default: by its name),\n"
+	"                          text, dir, jsonl, json (a .json file: its value), csv\n"
+	"                          (.csv/.tsv with a header row: a list of dicts)\n"
+	"      --encoding NAME     what context files that are not UTF-8 are in: latin-1,\n"
+	"                          cp1252, any `iconv --list` name (default utf-8: invalid\n"
+	"                          bytes become U+FFFD, with a warning). A byte-order mark\n"
+	"                          always wins (UTF-8, UTF-16, UTF-32); a *.gz file is\n"
+	"                          read decompressed\n"
+	"      --strict-utf8       invalid UTF-8 in the context is an error (a directory's\n"
+	"                          file is skipped), not replaced with U+FFFD\n";
+
+int cli_context_opts_take(struct corpus_opts *co, int opt, const char *arg)
+{
+	struct rlm_err err = {0, ""};
+	switch (opt) {
+	case OPT_C_FORMAT:
+		if (corpus_kind_parse(arg, &co->kind))
+			return log_fail(2,
+					"unknown --format '%s' (known: auto, text, dir, jsonl, json, csv)",
+					arg);
+		return 1;
+	case OPT_C_ENCODING:
+		if (corpus_encoding_check(arg, &err))
+			return log_fail(2, "--encoding: %s", err.msg);
+		co->encoding = arg;
+		return 1;
+	case OPT_C_STRICT_UTF8:
+		co->strict_utf8 = true;
+		return 1;
+	default:
+		return 0;
+	}
+}

@@ -93,6 +93,27 @@ extern const char cli_sandbox_opts_help[];
 int cli_sandbox_opts_take(struct repl_sandbox_cfg *c, int opt, const char *arg);
 
 
+/* ---- how a context is read (solve, repl) ---- */
+
+enum {
+	OPT_C_FORMAT = 1300,
+	OPT_C_ENCODING,
+	OPT_C_STRICT_UTF8,
+};
+
+#define CONTEXT_LONGOPTS                                                                           \
+	{"format", required_argument, NULL, OPT_C_FORMAT},                                         \
+	{"encoding", required_argument, NULL, OPT_C_ENCODING},                                     \
+	{"strict-utf8", no_argument, NULL, OPT_C_STRICT_UTF8}
+
+/* Help lines for the options above, in the commands' option list. */
+extern const char cli_context_opts_help[];
+
+/* Take option `opt` with argument `arg` into co. Returns 1 when taken, 0
+ * when opt is not a context option, or 2 after printing an error for a bad
+ * value (an unknown kind or encoding). */
+int cli_context_opts_take(struct corpus_opts *co, int opt, const char *arg);
+
 /* ---- the strategy and limits of a solve (solve, serve) ---- */
 
 enum {

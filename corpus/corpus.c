@@ -744,31 +744,12 @@ static int load_jsonl(int fd, const struct stat *st, const char *path, const str
 
 int corpus__tb_read_all(int fd, struct tbuf *b, size_t hint)
 {
-	size_t max = b->max ? b->max : SIZE_MAX / 4, chunk = hint < 65536 ? 65536 : hint + 1;
-	for (;;) {
-		size_t room = max - b->len;
-		ssize_t n;
-		int rc;
-		if (room == 0) {
-			char c;
-			do
-				n = read(fd, &c, 1);
-			while (n < 0 && errno == EINTR);
-			return n < 0 ? -errno : n ? RLM_ETOOBIG : 0;
-		}
-		if (b->cap <= b->len + 1 && (rc = corpus__tb_reserve(b, RLM_MIN(room, chunk))))
-			return rc; /* not RLM_ETOOBIG: the size fits in room */
-		n = read(fd, b->p + b->len, RLM_MIN(b->cap - b->len - 1, room));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return 0;
-		b->len += (size_t)n;
-		b->p[b->len] = '\0';
-		chunk = RLM_MAX(b->len, 65536); /* past the hint: double */
-	}
+	struct corpus__in in;
+	int rc = corpus__in_init(&in, fd, false); /* plain reads: cannot fail */
+	if (rc == 0)
+		rc = corpus__in_read_all(&in, b, hint);
+	corpus__in_release(&in);
+	return rc;
 }
 
 /* ---- standard input and gzip files ---- */

@@ -74,7 +74,8 @@ int corpus__tb_grow(struct tbuf *b, size_t n);
 /* corpus__tb_grow within max: RLM_ETOOBIG when len + n would pass it. */
 int corpus__tb_reserve(struct tbuf *b, size_t n);
 /* Append everything fd yields to b without passing b->max; hint is the
- * expected size. Returns 0, -errno, or RLM_ETOOBIG when there is more. */
+ * expected size. Returns 0, -errno, or RLM_ETOOBIG when there is more.
+ * (corpus__in_read_all of plain reads) */
 int corpus__tb_read_all(int fd, struct tbuf *b, size_t hint);
 /* Hand the text over to ci (buf, len, fd). A memfd is cut to the text,
  * given the documents table when `table`, sealed and mapped read-only.
@@ -148,7 +149,9 @@ int corpus__in_init(struct corpus__in *in, int fd, bool gz);
  * negative code: -errno, or RLM_EPARSE (not gzip data, corrupt or cut
  * short: in->why says which). */
 ssize_t corpus__in_read(struct corpus__in *in, char *dst, size_t n);
-/* corpus__tb_read_all through in. */
+/* Append everything in yields (plain or decompressed) to b without
+ * passing b->max; hint is the expected size. Returns 0, a negative code
+ * as corpus__in_read's, or RLM_ETOOBIG when there is more. */
 int corpus__in_read_all(struct corpus__in *in, struct tbuf *b, size_t hint);
 void corpus__in_release(struct corpus__in *in);
 

@@ -446,8 +446,6 @@ ssize_t corpus__in_read(struct corpus__in *in, char *dst, size_t n)
 int corpus__in_read_all(struct corpus__in *in, struct tbuf *b, size_t hint)
 {
 	size_t max = b->max ? b->max : SIZE_MAX / 4, chunk = hint < 65536 ? 65536 : hint + 1;
-	if (!in->gz)
-		return corpus__tb_read_all(in->fd, b, hint);
 	for (;;) {
 		size_t room = max - b->len;
 		ssize_t n;
@@ -458,7 +456,7 @@ int corpus__in_read_all(struct corpus__in *in, struct tbuf *b, size_t hint)
 			return n < 0 ? (int)n : n ? RLM_ETOOBIG : 0;
 		}
 		if (b->cap <= b->len + 1 && (rc = corpus__tb_reserve(b, RLM_MIN(room, chunk))))
-			return rc;
+			return rc; /* not RLM_ETOOBIG: the size fits in room */
 		n = corpus__in_read(in, b->p + b->len, RLM_MIN(b->cap - b->len - 1, room));
 		if (n < 0)
 			return (int)n;
@@ -466,6 +464,6 @@ int corpus__in_read_all(struct corpus__in *in, struct tbuf *b, size_t hint)
 			return 0;
 		b->len += (size_t)n;
 		b->p[b->len] = '\0';
-		chunk = RLM_MAX(b->len, 65536);
+		chunk = RLM_MAX(b->len, 65536); /* past the hint: double */
 	}
 }

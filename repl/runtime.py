@@ -1012,16 +1012,7 @@ class _DocState:
     def load_meta(self, table_at, n):
         if n <= 0 or table_at <= 0:
             return
-        mm, at = _region(table_at, 16 * n)
-        try:
-            with memoryview(mm) as mv, mv[at:at + 16 * n] as raw:
-                if sys.byteorder == 'little':
-                    self.meta = array.array('Q', raw.cast('Q'))
-                else:
-                    self.meta = array.array('Q', (int.from_bytes(raw[i:i + 8], 'little')
-                                                  for i in range(0, len(raw), 8)))
-        finally:
-            mm.close()
+        self.meta = _table(table_at, n)
         self.n_meta = n
 
     def line(self, i):
@@ -1247,6 +1238,20 @@ def _region(at, n):
                      offset=base), at - base
 
 
+def _table(at, n):
+    """The n (offset, length) pairs of little-endian uint64 at byte at of
+    the context memfd, as an array of 2n ints (n > 0)."""
+    mm, off = _region(at, 16 * n)
+    try:
+        with memoryview(mm) as mv, mv[off:off + 16 * n] as raw:
+            if sys.byteorder == 'little':
+                return array.array('Q', raw.cast('Q'))
+            return array.array('Q', (int.from_bytes(raw[i:i + 8], 'little')
+                                     for i in range(0, len(raw), 8)))
+    finally:
+        mm.close()
+
+
 def _text_of(b):
     """b (a memoryview of the mapping, released here) decoded; invalid
     UTF-8 as U+FFFD, and then no references. Released even when the decode
@@ -1277,22 +1282,13 @@ def _map_json(text_len, n_docs, text_at, table_at):
     if n_docs > 0:
         # The records' places, for documents and search (their lengths in
         # characters are counted when asked for).
-        mt, t0 = _region(table_at, 16 * n_docs)
-        try:
-            with memoryview(mt) as mv, mv[t0:t0 + 16 * n_docs] as raw:
-                if sys.byteorder == 'little':
-                    t = array.array('Q', raw.cast('Q'))
-                else:
-                    t = array.array('Q', (int.from_bytes(raw[i:i + 8], 'little')
-                                          for i in range(0, len(raw), 8)))
-            for i in range(0, 2 * n_docs, 2):
-                o, k = t[i] - text_at, t[i + 1]
-                if t[i] < text_at or o > text_len or k > text_len - o:
-                    raise ValueError('document %d is outside the text' % (i // 2))
-                t[i] = o
-            _docs.spans = t
-        finally:
-            mt.close()
+        t = _table(table_at, n_docs)
+        for i in range(0, 2 * n_docs, 2):
+            o, k = t[i] - text_at, t[i + 1]
+            if t[i] < text_at or o > text_len or k > text_len - o:
+                raise ValueError('document %d is outside the text' % (i // 2))
+            t[i] = o
+        _docs.spans = t
     else:
         _docs.spans.extend((0, text_len))
     mm, at = _region(text_at, text_len)
@@ -1332,18 +1328,7 @@ def _map_context(text_len, n_docs, text_at, table_at):
             _refs_ok = False
         _docs.chars.append(len(ctx))
         return ctx, len(ctx)
-    table = []
-    if n_docs > 0:
-        mm, at = _region(table_at, 16 * n_docs)
-        try:
-            with memoryview(mm) as mv, mv[at:at + 16 * n_docs] as raw:
-                if sys.byteorder == 'little':
-                    table = raw.cast('Q').tolist()
-                else:
-                    table = [int.from_bytes(raw[i:i + 8], 'little')
-                             for i in range(0, len(raw), 8)]
-        finally:
-            mm.close()
+    table = _table(table_at, n_docs) if n_docs > 0 else ()
     ctx = []
     chars = 0
     mm, at = _region(text_at, text_len) if text_len else (None, 0)
