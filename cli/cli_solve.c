@@ -9,9 +9,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -42,6 +45,11 @@ static const char usage[] =
 	"                          child)\n"
 	"      --no-trajectory     leave the turns out of --json\n"
 	"      --quiet             no progress line or notices on stderr\n"
+	"      --progress          draw the progress line even when stderr is no terminal\n"
+	"                          (env RLM_PROGRESS=1; RLM_PROGRESS=0: never). It says\n"
+	"                          what runs (the root model, code, sub-calls done of a\n"
+	"                          batch, child RLMs done) and the time, redrawn 5 times\n"
+	"                          a second\n"
 	"  -v, --verbose           show the worker's sandbox and each turn's reply, code\n"
 	"                          and output on stderr (and log retries and other details);\n"
 	"                          a child RLM's lines start [dDEPTH nNODE]; name each file\n"
@@ -88,39 +96,118 @@ enum {
 	OPT_NO_CACHE,
 	OPT_RESUME,
 	OPT_NO_TRAJECTORY,
+	OPT_PROGRESS,
 };
 
+/* The progress line on stderr (a tty, or forced with --progress or
+ * RLM_PROGRESS=1): what the solve is doing, redrawn with the elapsed time
+ * by a timer thread every PROGRESS_EVERY_NS even while nothing completes,
+ * and at once when the solve reports (at most every PROGRESS_MIN_NS). */
+#define PROGRESS_EVERY_NS 200000000LL /* 5 redraws a second */
+#define PROGRESS_MIN_NS	  50000000LL
+
 struct progress {
-	bool tty;
-	pthread_mutex_t mu;
-	int64_t last_ns;
+	bool tty;             /* draw the line */
+	pthread_mutex_t mu;   /* the fields below and stderr */
+	pthread_cond_t cv;    /* the timer's sleep; signalled to stop it */
+	pthread_t timer;
+	bool running, stop;   /* the timer thread is up; it is to end */
+	int64_t t0;           /* the solve's start (time_now_ns) */
+	int64_t last_ns;      /* the last redraw */
+	char what[160];       /* the line without its elapsed time */
 };
+
+/* Redraw the line (mu held). */
+static void progress_draw(struct progress *pr, int64_t now)
+{
+	pr->last_ns = now;
+	fprintf(stderr, "\r\033[K%s  %.1f s", pr->what, (double)(now - pr->t0) / 1e9);
+	fflush(stderr);
+}
 
 static void on_progress(const struct rlm_progress *p, void *arg)
 {
 	struct progress *pr = arg;
 	int64_t now = time_now_ns();
+	char *w = pr->what;
+	size_t n = sizeof(pr->what);
 	pthread_mutex_lock(&pr->mu);
-	if (now - pr->last_ns > 100000000 || p->done == p->total) {
-		pr->last_ns = now;
-		if (strcmp(p->phase, "root") == 0)
-			fprintf(stderr, "\r\033[Kturn %d: the root model is thinking  %.1f s",
-				p->level, (double)p->elapsed_ns / 1e9);
-		else if (strcmp(p->phase, "exec") == 0)
-			fprintf(stderr, "\r\033[Kturn %d: running code  %.1f s", p->level,
-				(double)p->elapsed_ns / 1e9);
-		else if (strcmp(p->phase, "sub") == 0)
-			fprintf(stderr, "\r\033[Kturn %d: sub-calls %zu/%zu  %.1f s", p->level,
-				p->done, p->total, (double)p->elapsed_ns / 1e9);
-		else if (strcmp(p->phase, "leaves") == 0)
-			fprintf(stderr, "\r\033[Kreading parts %zu/%zu  %.1f s", p->done, p->total,
-				(double)p->elapsed_ns / 1e9);
-		else
-			fprintf(stderr, "\r\033[Kcombining (level %d) %zu/%zu  %.1f s", p->level,
-				p->done, p->total, (double)p->elapsed_ns / 1e9);
-		fflush(stderr);
+	if (strcmp(p->phase, "root") == 0)
+		snprintf(w, n, "turn %d: the root model is thinking", p->level);
+	else if (strcmp(p->phase, "exec") == 0)
+		snprintf(w, n, "turn %d: running code (block %zu of %zu)", p->level,
+			 RLM_MIN(p->done + 1, p->total), p->total);
+	else if (strcmp(p->phase, "sub") == 0)
+		snprintf(w, n, "turn %d: sub-calls %zu/%zu done", p->level, p->done, p->total);
+	else if (strcmp(p->phase, "child") == 0)
+		snprintf(w, n, "turn %d: child RLMs %zu/%zu done", p->level, p->done, p->total);
+	else if (strcmp(p->phase, "leaves") == 0)
+		snprintf(w, n, "reading parts %zu/%zu", p->done, p->total);
+	else
+		snprintf(w, n, "combining (level %d) %zu/%zu", p->level, p->done, p->total);
+	if (now - pr->last_ns >= PROGRESS_MIN_NS || p->done == p->total)
+		progress_draw(pr, now);
+	pthread_mutex_unlock(&pr->mu);
+}
+
+static void *progress_timer(void *arg)
+{
+	struct progress *pr = arg;
+	pthread_mutex_lock(&pr->mu);
+	while (!pr->stop) {
+		struct timespec ts;
+		int64_t now = time_now_ns(), until = pr->last_ns + PROGRESS_EVERY_NS;
+		if (now >= until) {
+			progress_draw(pr, now);
+			until = now + PROGRESS_EVERY_NS;
+		}
+		ts.tv_sec = (time_t)(until / 1000000000LL);
+		ts.tv_nsec = (long)(until % 1000000000LL);
+		pthread_cond_timedwait(&pr->cv, &pr->mu, &ts);
 	}
 	pthread_mutex_unlock(&pr->mu);
+	return NULL;
+}
+
+/* Start the line (and its timer) when pr->tty. */
+static void progress_start(struct progress *pr)
+{
+	pthread_condattr_t ca;
+	pthread_mutex_init(&pr->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&pr->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pr->t0 = time_now_ns();
+	snprintf(pr->what, sizeof(pr->what), "starting");
+	if (pr->tty) {
+		pthread_mutex_lock(&pr->mu);
+		progress_draw(pr, pr->t0);
+		pthread_mutex_unlock(&pr->mu);
+		pr->running = pthread_create(&pr->timer, NULL, progress_timer, pr) == 0;
+	}
+}
+
+/* Stop the timer and clear the line (pr's lock stays usable until
+ * progress_release). */
+static void progress_end(struct progress *pr)
+{
+	if (pr->running) {
+		pthread_mutex_lock(&pr->mu);
+		pr->stop = true;
+		pthread_cond_signal(&pr->cv);
+		pthread_mutex_unlock(&pr->mu);
+		pthread_join(pr->timer, NULL);
+		pr->running = false;
+	}
+	if (pr->tty)
+		fprintf(stderr, "\r\033[K");
+}
+
+static void progress_release(struct progress *pr)
+{
+	pthread_cond_destroy(&pr->cv);
+	pthread_mutex_destroy(&pr->mu);
 }
 
 static void on_event(const struct rlm_event *e, void *arg)
@@ -201,6 +288,7 @@ static const struct option longopts[] = {
 	{"json", no_argument, NULL, OPT_JSON},
 	{"no-trajectory", no_argument, NULL, OPT_NO_TRAJECTORY},
 	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"progress", no_argument, NULL, OPT_PROGRESS},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	CONTEXT_LONGOPTS,
@@ -224,6 +312,7 @@ struct solve_args {
 	bool no_trajectory;     /* --no-trajectory */
 	bool no_cache;          /* --no-cache */
 	bool verbose;           /* --verbose */
+	bool progress;          /* --progress: the line even off a tty */
 };
 
 static char *run_note(int argc, char **argv);
@@ -251,6 +340,7 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_NO_TRAJECTORY: a->no_trajectory = true; return 0;
 	case OPT_QUIET: a->mo.quiet = true; return 0;
+	case OPT_PROGRESS: a->progress = true; return 0;
 	case 'v':
 		rlm_log_level = LOG_DEBUG;
 		a->verbose = true;
@@ -362,21 +452,168 @@ static void print_sources(const struct rlm_result *r)
 			r->sources_dropped, r->sources_dropped == 1 ? "was" : "were");
 }
 
+/* ---- Ctrl-C ---- */
+
+/* Set by the first SIGINT: the solve stops as cancelled, its run stays
+ * resumable. The handler is reset by it, so a second Ctrl-C kills. */
+static atomic_bool interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	atomic_store(&interrupted, true);
+}
+
+static void sigint_catch(bool on)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on ? on_sigint : SIG_DFL;
+	sa.sa_flags = on ? (int)SA_RESETHAND : 0;
+	sigaction(SIGINT, &sa, NULL);
+}
+
+/* s as one shell word: as it is when it needs no quoting, else in single
+ * quotes. The caller frees it. */
+static char *shell_word(const char *s)
+{
+	struct buf b;
+	if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			   "/._-+=:,@%") == strlen(s))
+		return xstrdup(s);
+	buf_init(&b, 0);
+	buf_putc(&b, '\'');
+	for (; *s; s++)
+		if (*s == '\'')
+			buf_puts(&b, "'\\''");
+		else
+			buf_putc(&b, *s);
+	buf_putc(&b, '\'');
+	return buf_detach(&b, NULL);
+}
+
+/* After a Ctrl-C: the run and the command that goes on with it. */
+static void say_interrupted(const struct solve_args *a, const char *run_id)
+{
+	char *cache;
+	if (!run_id[0]) {
+		fprintf(stderr, "rlm: interrupted%s\n",
+			a->ro.store ? " (the run could not be recorded: nothing to resume)"
+				    : " (no store: nothing to resume)");
+		return;
+	}
+	cache = a->cache_path ? shell_word(a->cache_path) : NULL;
+	fprintf(stderr,
+		"rlm: interrupted: run %s is kept in the store; to go on where it stopped "
+		"(its calls answered from the store):\n"
+		"  rlm solve --resume %s%s%s\n",
+		run_id, run_id, cache ? " --cache " : "", cache ? cache : "");
+	free(cache);
+}
+
+/* ---- answers from the memo ---- */
+
+/* "2026-11-27 12:14:03 UTC": unix ms in local time, for people. */
+static void human_date(char *dst, size_t cap, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	if (ms <= 0 || !localtime_r(&t, &tm) || !strftime(dst, cap, "%Y-%m-%d %H:%M:%S %Z", &tm))
+		snprintf(dst, cap, "an unknown date");
+}
+
+/* The trajectory of the run a memo answer came from, from its events in
+ * the store, as --verbose shows a solve's (each line marked replayed). */
+static void replay_run(struct progress *pr, struct store *s, const char *id)
+{
+	struct rlm_err err = {0, ""};
+	cJSON *run = store_run_load(s, id, &err), *e;
+	int n = 0;
+	if (!run) {
+		fprintf(stderr, "rlm: cannot replay run %s: %s\n", id, err.msg);
+		return;
+	}
+	fprintf(stderr, "rlm: replaying run %s from the store (nothing runs now):\n", id);
+	cJSON_ArrayForEach(e, json_get(run, "events"))
+	{
+		const char *kind = json_str(e, "kind"), *text = json_str(e, "text");
+		int depth = (int)json_num(e, "depth", 0), node = (int)json_num(e, "node", 0);
+		char where[48] = "";
+		if (!kind || !text)
+			continue;
+		if (depth > 0)
+			snprintf(where, sizeof(where), "[d%d n%d] ", depth, node);
+		pthread_mutex_lock(&pr->mu);
+		if (strcmp(kind, "sandbox") == 0) {
+			fprintf(stderr, "rlm: %ssandbox: %s (replayed)\n", where, text);
+			n++;
+		} else if (!strcmp(kind, "reply") || !strcmp(kind, "code") ||
+			   !strcmp(kind, "output") || !strcmp(kind, "notice")) {
+			fprintf(stderr, "--- %sturn %d %s (%.1f s, replayed)\n%s\n", where,
+				(int)json_num(e, "iteration", 0),
+				strcmp(kind, "reply") == 0 ? "model" : kind,
+				json_num(e, "t_ns", 0) / 1e9, text);
+			n++;
+		}
+		pthread_mutex_unlock(&pr->mu);
+	}
+	if (!n)
+		fprintf(stderr, "rlm: run %s kept no turns to replay\n", id);
+	fprintf(stderr, "rlm: end of the replay of run %s\n", id);
+	cJSON_Delete(run);
+}
+
+/* A solve answered from the memo says so, on one line even without
+ * --verbose; with it, the original run's trajectory follows. */
+static void say_memo(const struct solve_args *a, struct progress *pr, const struct rlm_result *r)
+{
+	char date[64];
+	if (!r->memo || a->mo.quiet)
+		return;
+	if (!r->memo_run[0]) {
+		fprintf(stderr, "rlm: answered from the memo (the run that made the answer is no "
+				"longer in the store); --refresh to run again\n");
+		return;
+	}
+	human_date(date, sizeof(date), r->memo_created_ms);
+	fprintf(stderr, "rlm: answered from run %s of %s; --refresh to run again\n", r->memo_run,
+		date);
+	if (a->verbose && a->ro.store)
+		replay_run(pr, a->ro.store, r->memo_run);
+}
+
+/* Whether to draw the progress line: --progress or RLM_PROGRESS=1 force
+ * it, RLM_PROGRESS=0 and --quiet forbid it, else stderr is a terminal. */
+static bool progress_wanted(const struct solve_args *a)
+{
+	const char *env = getenv("RLM_PROGRESS");
+	if (a->mo.quiet)
+		return false;
+	if (a->progress)
+		return true;
+	if (env && *env)
+		return strcmp(env, "0") != 0;
+	return isatty(2);
+}
+
 /* Solve over corpus with the models of ms, and say how it went: the
  * answer (or --json), a warning, the limit that stopped it, the run.
  * t0 is when the command started, load_ns what loading the context took.
- * Returns the exit status: 0 answered, 1 failed, 3 a limit stopped it. */
+ * Returns the exit status: 0 answered, 1 failed, 3 a limit stopped it,
+ * 130 interrupted (Ctrl-C). */
 static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 			   const struct corpus *corpus, int64_t t0, int64_t load_ns)
 {
-	struct progress pr = {false, PTHREAD_MUTEX_INITIALIZER, 0};
+	struct progress pr;
 	struct rlm_opts *ro = &a->ro;
 	struct rlm_result res = {0};
 	struct rlm_err err = {0, ""};
 	struct llm_stats st;
 	int rc, status = 1;
 
-	pr.tty = !a->mo.quiet && isatty(2);
+	memset(&pr, 0, sizeof(pr));
+	pr.tty = progress_wanted(a);
 	ro->pool = ms->pool;
 	ro->model = ms->model;
 	ro->sub_model = ms->sub;
@@ -391,13 +628,28 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 		ro->event = on_event;
 		ro->event_arg = &pr;
 	}
+	atomic_store(&interrupted, false);
+	if (!ro->cancel)
+		ro->cancel = &interrupted;
+	sigint_catch(true);
+	progress_start(&pr);
 	rc = rlm_solve(ro, a->question, corpus, &res, &err);
-	if (pr.tty)
-		fprintf(stderr, "\r\033[K");
+	progress_end(&pr);
+	sigint_catch(false);
+	llm_pool_stats(ms->pool, &st);
+	if (atomic_load(&interrupted)) {
+		/* What was answered is kept; the run goes on with --resume. */
+		say_interrupted(a, res.run_id);
+		if (a->json)
+			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st,
+				   "interrupted");
+		status = 130;
+		goto out;
+	}
+	say_memo(a, &pr, &res);
 	if (res.sandbox && res.sandbox->unsafe)
 		fprintf(stderr, "rlm: WARNING: the REPL worker ran WITHOUT seccomp "
 				"(--unsafe-no-sandbox): %s\n", res.sandbox->line);
-	llm_pool_stats(ms->pool, &st);
 	if (rc) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		if (a->json)
@@ -421,7 +673,9 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 	if (res.run_id[0] && !a->json && (a->verbose || (status != 0 && !a->mo.quiet)))
 		fprintf(stderr, "rlm: run %s (rlm runs show %s; rlm solve --resume %s)\n", res.run_id,
 			res.run_id, res.run_id);
+out:
 	rlm_result_release(&res);
+	progress_release(&pr);
 	return status;
 }
 
@@ -487,7 +741,7 @@ static const char *const note_env[] = {
 static const char *const path_opts[] = {"context", "question-file", "cache",
 					"prompts", "python",	    "prices"};
 /* Left out of the note: a secret, and what only this run asked. */
-static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help"};
+static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help", "progress"};
 /* Kept without the user:password@ of their URLs (nothing else is touched:
  * a question may hold a URL and must stay as it was asked). */
 static const char *const url_opts[] = {"base-url"};

@@ -331,6 +331,44 @@ static void show_node(const cJSON *events, int node, int depth)
 	printf("%smodel calls: %d (%d from the cache), $%.4f\n", ind, calls, cached, cost);
 }
 
+/* The ids of a JSON array of strings, comma-separated, after label and
+ * before tail on one line; nothing when there are none. */
+static void id_list(const char *label, const cJSON *ids, const char *tail)
+{
+	const cJSON *it;
+	bool first = true;
+	if (cJSON_GetArraySize(ids) <= 0)
+		return;
+	printf("%s", label);
+	cJSON_ArrayForEach(it, ids)
+	{
+		if (!cJSON_IsString(it))
+			continue;
+		printf("%s%s", first ? "" : ", ", it->valuestring);
+		first = false;
+	}
+	printf("%s\n", tail);
+}
+
+/* The runs a run is linked to: the run whose answer it took from the
+ * memo, and those that resume it or took its answer. */
+static void show_links(const cJSON *run, const cJSON *res)
+{
+	const cJSON *memo = json_get(res, "memo");
+	if (cJSON_IsObject(memo)) {
+		const char *from = json_str(memo, "run");
+		if (from)
+			printf("memo      answered from the memo: the answer of run %s (%s); it "
+			       "ran nothing\n",
+			       from, js(memo, "date"));
+		else
+			printf("memo      answered from the memo (the run that made the answer "
+			       "is no longer in the store); it ran nothing\n");
+	}
+	id_list("resumed by ", json_get(run, "resumed_by"), "");
+	id_list("reused by ", json_get(run, "memo_runs"), " (answered from its memo)");
+}
+
 static int runs_show(const cJSON *run, bool json)
 {
 	const cJSON *res = json_get(run, "result");
@@ -347,6 +385,7 @@ static int runs_show(const cJSON *run, bool json)
 	printf("run       %s (%s, %s)\n", js(run, "id"), js(run, "status"), a);
 	if (js(run, "resumed_from")[0])
 		printf("resumes   %s\n", js(run, "resumed_from"));
+	show_links(run, res);
 	printf("question  ");
 	oneline(js(run, "question"), 200);
 	printf("\ncontext   %s, %.0f bytes, digest %.12s\n",
@@ -366,11 +405,21 @@ static int runs_show(const cJSON *run, bool json)
 				first = false;
 			}
 		}
-		printf("\nstop      %s; %.0f model calls (%.0f from the cache), $%.4f, %.1f s\n",
-		       js(res, "stop")[0] ? js(res, "stop") : "-",
-		       json_num(json_get(res, "calls"), "total", 0),
-		       json_num(json_get(res, "calls"), "cached", 0), json_num(res, "cost_usd", 0),
-		       json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
+		if (cJSON_IsObject(json_get(res, "memo")))
+			printf("\nstop      %s; no model call (answered from the memo; the answer "
+			       "took %.0f calls, $%.4f), %.1f s\n",
+			       js(res, "stop")[0] ? js(res, "stop") : "-",
+			       json_num(json_get(json_get(res, "memo"), "calls"), "total", 0),
+			       json_num(json_get(res, "memo"), "cost_usd", 0),
+			       json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
+		else
+			printf("\nstop      %s; %.0f model calls (%.0f from the cache), $%.4f, "
+			       "%.1f s\n",
+			       js(res, "stop")[0] ? js(res, "stop") : "-",
+			       json_num(json_get(res, "calls"), "total", 0),
+			       json_num(json_get(res, "calls"), "cached", 0),
+			       json_num(res, "cost_usd", 0),
+			       json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
 	}
 	printf("\nnode 0 (root)\n");
 	show_node(json_get(run, "events"), 0, 0);

@@ -240,7 +240,8 @@ static void run_child(struct child *ch)
 	child_run(ch);
 	pthread_mutex_lock(&b->c->mu);
 	b->finished++;
-	rlm__calls_progress(b->c, "sub", b->finished, b->n);
+	/* Child RLMs, not sub-calls: the line names what it counts. */
+	rlm__calls_progress(b->c, "child", b->finished, b->n);
 	pthread_mutex_unlock(&b->c->mu);
 }
 

@@ -687,6 +687,45 @@ bool rlm__record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const 
 	return true;
 }
 
+void rlm__record_memo_origin(const struct rlm_opts *o, const char *question,
+			     struct rlm_result *out)
+{
+	const struct rlm_record *rec = rec_of(o);
+	struct rlm_err err = {0, ""};
+	char *config, *note, id[40] = "";
+	int64_t created = 0;
+	cJSON *run;
+	/* Nothing was spent: what the answer took is what it saved. */
+	out->saved_usage = out->usage;
+	out->saved_cost = out->cost;
+	memset(&out->usage, 0, sizeof(out->usage));
+	out->cost = 0;
+	out->calls = 0;
+	out->sub_calls = 0;
+	if (!rec)
+		return;
+	config = rlm_config_json(o);
+	if (store_run_origin(rec->store, question, rec->digest, config, rec->run, id, &created,
+			     &err) == 1 &&
+	    (run = store_run_load(rec->store, id, &err))) {
+		const cJSON *res = json_get(run, "result");
+		memcpy(out->memo_run, id, sizeof(out->memo_run));
+		out->memo_created_ms = created;
+		if (cJSON_IsObject(res))
+			out->memo_json = json_print(res);
+		cJSON_Delete(run);
+	}
+	free(config);
+	note = out->memo_run[0]
+		       ? xasprintf("answered from the memo with the answer of run %s: nothing "
+				   "ran (--refresh runs it again)",
+				   out->memo_run)
+		       : xstrdup("answered from the memo: the run that made the answer is no "
+				 "longer in the store (--refresh runs it again)");
+	rlm__record_event(o, 0, -1, 0, 0, "notice", note, strlen(note), NULL);
+	free(note);
+}
+
 void rlm__record_memo_put(const struct rlm_opts *o, const struct store_key *k,
 		     const struct rlm_result *r)
 {

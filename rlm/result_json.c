@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static cJSON *usage_json(const struct llm_usage *u, double cost)
 {
@@ -111,9 +112,40 @@ static cJSON *children_json(const struct rlm_result *r, bool turns)
 	return a;
 }
 
+/* A copy of member key of o, or a new item made by dflt when o has none. */
+static cJSON *dup_or(const cJSON *o, const char *key, cJSON *(*dflt)(void))
+{
+	const cJSON *it = json_get(o, key);
+	return it ? cJSON_Duplicate(it, true) : dflt();
+}
+
+/* "memo" of a solve answered from the memo: the run whose answer it is,
+ * and what that run did as it recorded it (orig, parsed from memo_json,
+ * may be NULL). */
+static cJSON *memo_json(const struct rlm_result *r, const cJSON *orig)
+{
+	cJSON *m = cJSON_CreateObject();
+	char date[32] = "";
+	time_t t = (time_t)(r->memo_created_ms / 1000);
+	struct tm tm;
+	json_add(m, "run", r->memo_run[0] ? cJSON_CreateString(r->memo_run) : cJSON_CreateNull());
+	if (r->memo_created_ms > 0 && gmtime_r(&t, &tm))
+		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_add(m, "date", date[0] ? cJSON_CreateString(date) : cJSON_CreateNull());
+	json_add_num(m, "created_ms", (double)r->memo_created_ms);
+	json_add(m, "calls", dup_or(orig, "calls", cJSON_CreateNull));
+	json_add(m, "usage", usage_json(&r->saved_usage, -1));
+	json_add_num(m, "cost_usd", r->saved_cost);
+	json_add(m, "usage_by_role", dup_or(orig, "usage_by_role", cJSON_CreateNull));
+	json_add(m, "repl", dup_or(orig, "repl", cJSON_CreateNull));
+	json_add(m, "timings", dup_or(orig, "timings", cJSON_CreateNull));
+	return m;
+}
+
 cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 {
 	cJSON *o = cJSON_CreateObject(), *calls, *t, *x, *per;
+	cJSON *orig = r->memo && r->memo_json ? cJSON_Parse(r->memo_json) : NULL;
 	bool repl = ro->strategy == RLM_REPL;
 	json_add(o, "answer", str_or_null(r->answer));
 	json_add_bool(o, "found", r->found);
@@ -184,8 +216,16 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 		json_add_num(o, "nodes", (double)r->nodes);
 		if (ro->trajectory)
 			json_add(o, "turns", turns_json(r));
-		json_add(o, "children", children_json(r, ro->trajectory));
+		/* Answered from the memo: the original's children (this
+		 * solve ran none), as it recorded them. */
+		if (orig && cJSON_IsArray(json_get(orig, "children")))
+			json_add(o, "children", dup_or(orig, "children", cJSON_CreateArray));
+		else
+			json_add(o, "children", children_json(r, ro->trajectory));
 	}
+	if (r->memo)
+		json_add(o, "memo", memo_json(r, orig));
 	json_add(o, "run", r->run_id[0] ? cJSON_CreateString(r->run_id) : cJSON_CreateNull());
+	cJSON_Delete(orig);
 	return o;
 }

@@ -36,8 +36,10 @@ enum rlm_strategy { RLM_REPL, RLM_TREE };
 
 struct rlm_progress {
 	const char *phase;     /* tree: "leaves", "combine"; repl: "root" (a root
-				* call is out), "exec" (code runs), "sub" (sub-calls
-				* of an exec: done/total) */
+				* call is out), "exec" (code runs: done blocks of
+				* the turn's total), "sub" (plain sub-calls of one
+				* llm_query_batched: done/total), "child" (child
+				* RLMs of one rlm_query_batched: done/total) */
 	size_t done, total;    /* calls of this phase */
 	int level;             /* tree: combine level, 1 = first; repl: iteration */
 	int64_t elapsed_ns;
@@ -277,6 +279,16 @@ struct rlm_result {
 	struct llm_usage saved_usage;
 	double saved_cost;
 	bool memo;             /* this node's answer came from the memo */
+	char memo_run[40];     /* the root answered from the memo: the run
+				* whose answer it is ("" when that run is no
+				* longer in the store). Its usage and cost are
+				* then saved_usage and saved_cost, and usage,
+				* cost and calls are what this solve spent:
+				* nothing */
+	int64_t memo_created_ms; /* when memo_run started (unix ms); 0 unknown */
+	char *memo_json;       /* owned, or NULL: memo_run's result as it
+				* was recorded (JSON text): rlm_result_json
+				* shows its calls by role, usage and children */
 	char run_id[40];       /* the root's run in the store; "" when none
 				* was recorded (and in children) */
 
@@ -365,7 +377,12 @@ void rlm_result_release(struct rlm_result *r);
  * command knows: provider, context, load time): answer, stop, usage,
  * calls, cache, timings, sandbox, children (nested), run; with
  * o->trajectory, "turns" on every node: [{iteration, reply, blocks:
- * [{code, output}], notices: [...]}]. */
+ * [{code, output}], notices: [...]}]. A solve answered from the memo has
+ * "memo": {"run", "date" (ISO 8601, UTC), "created_ms", "calls",
+ * "usage", "usage_by_role", "cost_usd", "repl"} (the original run's, as
+ * recorded; "run" null when it is no longer in the store), "children"
+ * and "nodes" as the original had them, and usage, cost and calls of its
+ * own (none: what it saved is cache.saved). */
 struct cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *o);
 
 /* sources[0..n) as a JSON array of {"doc"[, "start", "end", "quote"]}

@@ -56,6 +56,7 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	memo = question && rlm__record_memo_key(&o, 0, question, rec.digest, strlen(rec.digest), &k);
 	if (memo && rlm__record_memo_get(&o, NULL, &k, out)) {
 		rc = 0;
+		rlm__record_memo_origin(&o, question, out);
 		out->solve_ns = time_now_ns() - t0;
 	} else {
 		rc = solve_strategy(&o, question, ctx, out, err ? err : &local);
@@ -101,6 +102,8 @@ void rlm_result_release(struct rlm_result *r)
 	r->n_sources = 0;
 	free(r->warning);
 	free(r->stop_detail);
+	free(r->memo_json);
+	r->memo_json = NULL;
 	free(r->sandbox);
 	r->sandbox = NULL;
 	r->answer = NULL;

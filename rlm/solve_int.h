@@ -117,6 +117,12 @@ bool rlm__record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const 
 		     struct rlm_result *out);
 /* Keep a node's answer under k: only a whole one (stop ANSWER, no failed
  * call, no warning, no failed part). */
+/* The whole solve was answered from the memo (out filled by
+ * rlm__record_memo_get): what it took is moved to saved (it spent
+ * nothing), the run that made the answer is found (out->memo_run,
+ * memo_created_ms, memo_json) and named in a notice of this run. */
+void rlm__record_memo_origin(const struct rlm_opts *o, const char *question,
+			     struct rlm_result *out);
 void rlm__record_memo_put(const struct rlm_opts *o, const struct store_key *k,
 		     const struct rlm_result *r);
 

@@ -300,6 +300,11 @@ static void progress_event(struct mcp_call *c, struct progress *p, const cJSON *
 			return;
 		snprintf(msg, sizeof(msg), "turn %d: sub-calls %.0f/%.0f", it, done, total);
 		progress_send(c, p, base + 0.5 + (total > 0 ? 0.45 * done / total : 0), true, msg);
+	} else if (strcmp(phase, "child") == 0) {
+		if (throttled(p, done, total))
+			return;
+		snprintf(msg, sizeof(msg), "turn %d: child RLMs %.0f/%.0f", it, done, total);
+		progress_send(c, p, base + 0.5 + (total > 0 ? 0.45 * done / total : 0), true, msg);
 	} else {
 		/* the tree strategy: parts, then combine levels; no total */
 		if (throttled(p, done, total))

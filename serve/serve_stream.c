@@ -131,6 +131,9 @@ static void progress_line(struct chat_stream *cs, const cJSON *e, struct buf *b)
 		} else if (strcmp(phase, "sub") == 0) {
 			if (!wave_throttled(cs, done, total))
 				buf_printf(b, "Turn %d: sub-calls %.0f/%.0f.", it, done, total);
+		} else if (strcmp(phase, "child") == 0) {
+			if (!wave_throttled(cs, done, total))
+				buf_printf(b, "Turn %d: child RLMs %.0f/%.0f.", it, done, total);
 		} else if (strcmp(phase, "leaves") == 0) {
 			if (!wave_throttled(cs, done, total))
 				buf_printf(b, "Reading parts %.0f/%.0f.", done, total);

@@ -257,6 +257,9 @@ int store_event_add(struct store *s, const char *run, const struct store_event *
  *   {"id","created_ms","ended_ms","status","question","context_digest",
  *    "context_bytes","context_source","config":{...},"note":{...}|null,"answer",
  *    "result":{...}|null,"resumed_from",
+ *    "resumed_by":[ids of the runs that resume it],
+ *    "memo_runs":[ids of the runs answered from the memo of its answer
+ *                 (their result's memo.run is its id)],
  *    "events":[{"seq","t_ns","node","parent","depth","iteration","kind",
  *               "text","data":{...}|null}, ...]}
  * (what the exporters take). NULL with err when there is no such run; id
@@ -271,6 +274,16 @@ struct cJSON *store_runs_list(struct store *s, size_t limit, struct rlm_err *err
  * none. */
 int store_run_unfinished(struct store *s, const char *question, const char *context_digest,
 			 const char *config_json, char id[40], struct rlm_err *err);
+
+/* The run a whole solve's memo answer came from: the newest run of the
+ * same question, context digest and config, other than not_id (NULL:
+ * none), that ended "done" with stop "answer" and was not itself answered
+ * from the memo; its id into id and its start (unix ms) into *created_ms
+ * (may be NULL). 1 found, 0 none (pruned, or made by a store older than
+ * the runs table), or a negative code. */
+int store_run_origin(struct store *s, const char *question, const char *context_digest,
+		     const char *config_json, const char *not_id, char id[40], int64_t *created_ms,
+		     struct rlm_err *err);
 
 /* ---- upkeep ---- */
 

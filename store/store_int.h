@@ -44,6 +44,8 @@ enum store_stmt {
 	ST_EV_LIST,
 	ST_RUN_LIST,
 	ST_RUN_UNF,
+	ST_RUN_ORIGIN,
+	ST_RUN_LINKS,
 	ST_MAX
 };
 

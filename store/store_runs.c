@@ -377,6 +377,40 @@ static int load_events(struct store *s, struct store_conn *c, const char *id, cJ
 	return rc;
 }
 
+/* The runs that point at run id: "resumed_by" (their resumed_from is id)
+ * and "memo_runs" (answered from the memo its answer made: their
+ * result's memo.run is id), each an array of ids, oldest first. */
+static int load_links(struct store *s, struct store_conn *c, const char *id, cJSON *run,
+		      struct rlm_err *err)
+{
+	sqlite3_stmt *st = store__stmt(s, c, ST_RUN_LINKS,
+				       "SELECT id, resumed_from IS ?1 FROM runs WHERE resumed_from = ?1"
+				       " OR (json_valid(result_json) AND"
+				       " json_extract(result_json, '$.memo.run') = ?1)"
+				       " ORDER BY created, rowid",
+				       err);
+	cJSON *by = cJSON_CreateArray(), *memo = cJSON_CreateArray();
+	int e, rc = 0;
+	if (!st) {
+		cJSON_Delete(by);
+		cJSON_Delete(memo);
+		return RLM_ESTORE;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	while ((e = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *got = (const char *)sqlite3_column_text(st, 0);
+		if (got)
+			json_add(sqlite3_column_int(st, 1) ? by : memo, NULL,
+				 cJSON_CreateString(got));
+	}
+	if (e != SQLITE_DONE)
+		rc = store__fail(s, c->db, e, "reading the runs linked to a run", err);
+	store__done(st);
+	json_add(run, "resumed_by", by);
+	json_add(run, "memo_runs", memo);
+	return rc;
+}
+
 cJSON *store_run_load(struct store *s, const char *id, struct rlm_err *err)
 {
 	struct store_conn *c;
@@ -415,6 +449,10 @@ cJSON *store_run_load(struct store *s, const char *id, struct rlm_err *err)
 		goto out;
 	}
 	json_add(run, "events", events);
+	if (load_links(s, c, full, run, err)) {
+		cJSON_Delete(run);
+		run = NULL;
+	}
 out:
 	read_end(s, c);
 	return run;
@@ -487,6 +525,47 @@ int store_run_unfinished(struct store *s, const char *question, const char *cont
 	}
 	if (rc == 0 && e != SQLITE_DONE)
 		rc = store__fail(s, c->db, e, "looking for an unfinished run", err);
+	store__done(st);
+	store__rput(s, c);
+	return rc;
+}
+
+int store_run_origin(struct store *s, const char *question, const char *context_digest,
+		     const char *config_json, const char *not_id, char id[40], int64_t *created_ms,
+		     struct rlm_err *err)
+{
+	struct store_conn *c = store__rget(s, err);
+	sqlite3_stmt *st;
+	int e, rc = 0;
+	if (!c)
+		return RLM_ESTORE;
+	st = store__stmt(s, c, ST_RUN_ORIGIN,
+			 "SELECT id, created FROM runs WHERE context_digest IS ?2"
+			 " AND question IS ?1 AND config_json IS ?3 AND id IS NOT ?4"
+			 " AND status = 'done' AND json_valid(result_json)"
+			 " AND json_extract(result_json, '$.stop') = 'answer'"
+			 " AND json_type(result_json, '$.memo') IS NULL"
+			 " ORDER BY created DESC, rowid DESC LIMIT 1",
+			 err);
+	if (!st) {
+		store__rput(s, c);
+		return RLM_ESTORE;
+	}
+	store__bind_text(st, 1, question, slen(question));
+	store__bind_text(st, 2, context_digest, slen(context_digest));
+	store__bind_text(st, 3, config_json, slen(config_json));
+	store__bind_text(st, 4, not_id, slen(not_id));
+	if ((e = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *got = (const char *)sqlite3_column_text(st, 0);
+		if (got) {
+			snprintf(id, 40, "%s", got);
+			if (created_ms)
+				*created_ms = sqlite3_column_int64(st, 1);
+			rc = 1;
+		}
+	} else if (e != SQLITE_DONE) {
+		rc = store__fail(s, c->db, e, "looking for the run a memo answer came from", err);
+	}
 	store__done(st);
 	store__rput(s, c);
 	return rc;
