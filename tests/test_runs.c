@@ -11,6 +11,7 @@
 #include "../common/json.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -170,10 +171,12 @@ TEST(cache_hit_miss_refresh_and_off)
 
 	b = solve(&it, db, NULL, NULL);
 	CHECK_STR(json_str(b, "answer"), json_str(a, "answer"));
-	/* the memo: nothing sent, what the first spent counted as spent
-	 * and as saved */
+	/* the memo: nothing sent, nothing spent; what the first spent is
+	 * saved, and its calls are the original's (memo.calls) */
 	CHECK(calls_of(b, "attempts") == 0);
-	CHECK(calls_of(b, "total") == n);
+	CHECK(calls_of(b, "total") == 0);
+	CHECK(json_num(json_get(json_get(b, "memo"), "calls"), "total", -1) == n);
+	CHECK(json_num(json_get(b, "usage"), "input_tokens", -1) == 0);
 	CHECK(json_num(json_get(b, "cache"), "memo_hits", 0) == 1);
 	CHECK(json_num(json_get(json_get(b, "cache"), "saved"), "input_tokens", 0) ==
 	      json_num(json_get(a, "usage"), "input_tokens", -1));
@@ -198,6 +201,345 @@ TEST(cache_hit_miss_refresh_and_off)
 	cJSON_Delete(d);
 	item_free(&it);
 	free(db);
+}
+
+/* ---- memo hits say so; progress; Ctrl-C ---- */
+
+static cJSON *runs_list(const char *db);
+
+/* A whole solve answered from the memo says so: one line on stderr (no
+ * --verbose) naming the run the answer came from and its date; --json
+ * has that run's id, its usage as saved (never as spent: this run spent
+ * nothing and made no call), its calls by role and its children; with
+ * --verbose its turns are replayed; runs show links the two runs. Over a
+ * generated haystack with child RLMs, and over a real header file. */
+TEST(memo_hit_names_the_run_its_answer_came_from)
+{
+	struct item it;
+	char *db = xasprintf("%s/m.db", harness_tmpdir());
+	static const char *const env[] = {"RLM_SIM=rlm_chunks=4", NULL};
+	cJSON *a, *b, *ma, *mb;
+	struct proc_out o;
+	const char *ida, *idb;
+	item_gen(&it, "200k");
+	a = solve(&it, db, NULL, env);
+	ida = json_str(a, "run");
+	CHECK(ida && json_num(a, "nodes", 0) >= 2);
+	CHECK(cJSON_GetArraySize(json_get(a, "children")) >= 2);
+	/* the plain command: the answer, and one line on stderr */
+	{
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--cache", db, NULL};
+		char *want = xasprintf("rlm: answered from run %s of ", ida);
+		o = rlm_env(args, env);
+		CHECK_INT(o.status, 0);
+		CHECK_CONTAINS(o.out, it.answer);
+		CHECK_CONTAINS(o.err, want);
+		CHECK_CONTAINS(o.err, "; --refresh to run again\n");
+		CHECK(!strstr(o.err, "replaying"));
+		free(want);
+		proc_out_release(&o);
+	}
+	/* --json: the original run, its usage as saved, nothing spent */
+	b = solve(&it, db, NULL, env);
+	idb = json_str(b, "run");
+	mb = json_get(b, "memo");
+	CHECK_MSG(cJSON_IsObject(mb), "no memo object: %.300s", json_print(b));
+	CHECK_STR(json_str(mb, "run"), ida);
+	CHECK(json_str(mb, "date") && strlen(json_str(mb, "date")) == 20);
+	CHECK(json_num(json_get(b, "usage"), "input_tokens", -1) == 0);
+	CHECK(json_num(b, "cost_usd", -1) == 0);
+	CHECK(calls_of(b, "total") == 0 && calls_of(b, "root") == 0 && calls_of(b, "sub") == 0);
+	CHECK(json_num(json_get(json_get(b, "cache"), "saved"), "input_tokens", -1) ==
+	      json_num(json_get(a, "usage"), "input_tokens", -2));
+	CHECK(json_num(json_get(mb, "usage"), "output_tokens", -1) ==
+	      json_num(json_get(a, "usage"), "output_tokens", -2));
+	ma = json_get(a, "calls");
+	CHECK(json_num(json_get(mb, "calls"), "root", -1) == json_num(ma, "root", -2));
+	CHECK(json_num(json_get(mb, "calls"), "sub", -1) == json_num(ma, "sub", -2));
+	{
+		const cJSON *rb = json_get(json_get(mb, "usage_by_role"), "root");
+		const cJSON *ra = json_get(json_get(a, "usage_by_role"), "root");
+		CHECK(json_num(rb, "input_tokens", -1) == json_num(ra, "input_tokens", -2));
+	}
+	CHECK_INT(cJSON_GetArraySize(json_get(b, "children")),
+		  cJSON_GetArraySize(json_get(a, "children")));
+	CHECK(json_num(b, "nodes", -1) == json_num(a, "nodes", -2));
+	CHECK_STR(json_str(cJSON_GetArrayItem(json_get(b, "children"), 0), "answer"),
+		  json_str(cJSON_GetArrayItem(json_get(a, "children"), 0), "answer"));
+	/* --verbose: the original's turns, marked replayed */
+	{
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--cache", db, "-v", NULL};
+		o = rlm_env(args, env);
+		CHECK_INT(o.status, 0);
+		CHECK_CONTAINS(o.err, "rlm: replaying run ");
+		CHECK_CONTAINS(o.err, " output (");
+		CHECK_CONTAINS(o.err, ", replayed)\n");
+		CHECK_CONTAINS(o.err, "[d1 n1] turn 1 model");
+		proc_out_release(&o);
+	}
+	/* runs show: the memo run names the original, which names it */
+	{
+		const char *args[] = {"runs", "show", idb, "--cache", db, NULL};
+		char *want = xasprintf("answer of run %s", ida);
+		o = rlm(args);
+		CHECK_INT(o.status, 0);
+		CHECK_CONTAINS(o.out, want);
+		CHECK_CONTAINS(o.out, "no model call (answered from the memo");
+		CHECK(!strstr(o.out, "model calls (0 from the cache)"));
+		free(want);
+		proc_out_release(&o);
+	}
+	{
+		const char *args[] = {"runs", "show", ida, "--cache", db, NULL};
+		o = rlm(args);
+		CHECK_INT(o.status, 0);
+		CHECK_CONTAINS(o.out, "reused by ");
+		CHECK_CONTAINS(o.out, idb);
+		proc_out_release(&o);
+	}
+	{
+		const char *args[] = {"runs", "show", ida, "--json", "--cache", db, NULL};
+		cJSON *s, *m;
+		bool seen = false;
+		o = rlm(args);
+		s = parse_out(&o);
+		cJSON_ArrayForEach(m, json_get(s, "memo_runs"))
+			seen |= cJSON_IsString(m) && strcmp(m->valuestring, idb) == 0;
+		CHECK(seen);
+		cJSON_Delete(s);
+		proc_out_release(&o);
+	}
+	/* --refresh runs it again: no memo */
+	{
+		static const char *const refresh[] = {"--refresh", NULL};
+		cJSON *c = solve(&it, db, refresh, env);
+		CHECK(json_get(c, "memo") == NULL);
+		CHECK(calls_of(c, "total") > 0);
+		cJSON_Delete(c);
+	}
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	item_free(&it);
+	free(db);
+}
+
+/* The same over a real file (a system header, long lines and all): the
+ * second solve names the first. */
+TEST(memo_hit_over_a_real_file_says_so)
+{
+	const char *path = "/usr/include/stdio.h";
+	char *db = xasprintf("%s/mr.db", harness_tmpdir());
+	const char *q = "Which function opens a stream on a file descriptor?";
+	struct proc_out o;
+	cJSON *a;
+	char *want;
+	if (access(path, R_OK) != 0)
+		SKIP("no %s", path);
+	{
+		const char *args[] = {"solve", "-c", path, "-q", q, "--json", "--quiet", "--cache", db,
+				      NULL};
+		o = rlm(args);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		a = parse_out(&o);
+		proc_out_release(&o);
+	}
+	CHECK_STR(json_str(a, "stop"), "answer");
+	want = xasprintf("rlm: answered from run %s of ", json_str(a, "run"));
+	{
+		const char *args[] = {"solve", "-c", path, "-q", q, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.err, want);
+	CHECK_CONTAINS(o.out, json_str(a, "answer"));
+	proc_out_release(&o);
+	free(want);
+	cJSON_Delete(a);
+	free(db);
+}
+
+/* The progress line's redraws in captured stderr: how many there are
+ * (each "\r\033[K" followed by text), and the largest elapsed time they
+ * show, in seconds. */
+static int redraws(const char *err, double *max_s)
+{
+	int n = 0;
+	*max_s = 0;
+	for (const char *p = err; (p = strstr(p, "\r\033[K")); p += 4) {
+		const char *end = p + 4;
+		while (*end && *end != '\r' && *end != '\n')
+			end++;
+		if (end == p + 4)
+			continue;
+		n++;
+		/* "...  12.3 s" */
+		if (end - p > 6 && end[-1] == 's' && end[-2] == ' ') {
+			const char *num = end - 2;
+			while (num > p + 4 && (num[-1] == '.' || (num[-1] >= '0' && num[-1] <= '9')))
+				num--;
+			*max_s = RLM_MAX(*max_s, strtod(num, NULL));
+		}
+	}
+	return n;
+}
+
+/* The progress line (forced off a tty) is redrawn at least 4 times a
+ * second of the solve, with the time, even while a slow model keeps
+ * anything from completing; it counts sub-calls as sub-calls and child
+ * RLMs as child RLMs. */
+TEST(progress_line_redraws_and_names_what_it_counts)
+{
+	struct item it;
+	struct proc_out o;
+	double max_s;
+	int n;
+	item_gen(&it, "200k");
+	{
+		/* flat: sub-calls, no child */
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--no-cache", "--progress",
+				      "--sim", "ttft=400ms", "--max-depth", "1", NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	n = redraws(o.err, &max_s);
+	CHECK_MSG(max_s >= 1.5, "the solve took %.1f s: too short to count", max_s);
+	CHECK_MSG(n >= (int)(4 * max_s), "%d redraws in %.1f s", n, max_s);
+	CHECK_CONTAINS(o.err, "the root model is thinking  ");
+	CHECK_CONTAINS(o.err, ": sub-calls ");
+	CHECK(!strstr(o.err, "child RLMs"));
+	proc_out_release(&o);
+	{
+		/* recursive: the root's batch is of child RLMs */
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--no-cache", "--progress",
+				      "--sim", "ttft=100ms,rlm_chunks=4", NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, ": child RLMs ");
+	n = redraws(o.err, &max_s);
+	CHECK_MSG(n >= (int)(4 * max_s), "%d redraws in %.1f s", n, max_s);
+	proc_out_release(&o);
+	{
+		/* RLM_PROGRESS=0 and --quiet: no line */
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--no-cache", NULL};
+		static const char *const env[] = {"RLM_PROGRESS=0", NULL};
+		o = rlm_env(args, env);
+		CHECK_INT(o.status, 0);
+		CHECK(!strstr(o.err, "\r\033[K"));
+		proc_out_release(&o);
+	}
+	item_free(&it);
+}
+
+/* Start rlm with args in the background, stderr to err_path, stdout to
+ * /dev/null, with a clean environment as rlm_env's. */
+static pid_t start_to_file(const char *const *args, const char *err_path)
+{
+	const char *argv[40];
+	size_t n = 0;
+	pid_t p;
+	argv[n++] = harness_rlm_bin();
+	for (size_t i = 0; args[i] && n < 39; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	p = fork();
+	if (p == 0) {
+		static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
+						    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RLM_SIM",
+						    "RLM_NO_CACHE", "RLM_CACHE", "RLM_MAX_DEPTH",
+						    "RLM_PROGRESS", NULL};
+		int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int nul = open("/dev/null", O_RDWR);
+		for (size_t i = 0; clean[i]; i++)
+			unsetenv(clean[i]);
+		if (fd < 0 || nul < 0)
+			_exit(127);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(fd, 2);
+		execv(argv[0], (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	return p;
+}
+
+/* Ctrl-C (SIGINT) during a solve with a store: the run id and the exact
+ * command that resumes it on stderr, exit 130, the run "interrupted";
+ * that command resumes it (its calls from the store), and runs show
+ * links the two: "resumed by" and "resumes". */
+TEST(sigint_names_the_run_and_how_to_resume_it)
+{
+	struct item it;
+	char *db = xasprintf("%s/i.db", harness_tmpdir());
+	char *errp = xasprintf("%s/sigint.err", harness_tmpdir());
+	char *err = NULL, *cmd, *id = NULL;
+	size_t len;
+	struct rlm_err e = {0, ""};
+	struct proc_out o;
+	int status;
+	int64_t t0;
+	pid_t p;
+	cJSON *list, *r;
+	item_gen(&it, "100k");
+	{
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--cache", db, "--sim",
+				      "ttft=300ms", "--max-depth", "1", NULL};
+		p = start_to_file(args, errp);
+	}
+	CHECK(p > 0);
+	t0 = time_now_ns();
+	while (rows(db, "calls") < 2 && time_now_ns() - t0 < 30000000000LL)
+		time_sleep_ns(10000000);
+	CHECK(kill(p, SIGINT) == 0);
+	while (waitpid(p, &status, 0) < 0 && errno == EINTR)
+		;
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
+	CHECK_INT(file_read(errp, 1 << 20, &err, &len, &e), 0);
+	list = runs_list(db);
+	r = cJSON_GetArrayItem(list, 0);
+	CHECK_STR(json_str(r, "status"), "interrupted");
+	id = xstrdup(json_str(r, "id"));
+	cmd = xasprintf("rlm: interrupted: run %s is kept", id);
+	CHECK_CONTAINS(err, cmd);
+	free(cmd);
+	cmd = xasprintf("\n  rlm solve --resume %s --cache %s\n", id, db);
+	CHECK_CONTAINS(err, cmd);
+	free(cmd);
+	cJSON_Delete(list);
+	/* the command it gave */
+	{
+		const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", "--quiet",
+				      NULL};
+		cJSON *j;
+		o = rlm(args);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		j = parse_out(&o);
+		CHECK_CONTAINS(json_str(j, "answer"), it.answer);
+		CHECK(calls_of(j, "cached") >= 1);
+		proc_out_release(&o);
+		{
+			const char *show[] = {"runs", "show", id, "--cache", db, NULL};
+			char *want = xasprintf("resumed by %s\n", json_str(j, "run"));
+			o = rlm(show);
+			CHECK_CONTAINS(o.out, want);
+			free(want);
+			proc_out_release(&o);
+		}
+		{
+			const char *show[] = {"runs", "show", json_str(j, "run"), "--cache", db, NULL};
+			char *want = xasprintf("resumes   %s\n", id);
+			o = rlm(show);
+			CHECK_CONTAINS(o.out, want);
+			free(want);
+			proc_out_release(&o);
+		}
+		cJSON_Delete(j);
+	}
+	free(id);
+	free(err);
+	free(errp);
+	free(db);
+	item_free(&it);
 }
 
 /* Run SQL on the store (the test's own connection). */
