@@ -718,10 +718,10 @@ void rlm__record_memo_origin(const struct rlm_opts *o, const char *question,
 	free(config);
 	note = out->memo_run[0]
 		       ? xasprintf("answered from the memo with the answer of run %s: nothing "
-				   "ran (--refresh runs it again)",
+				   "ran",
 				   out->memo_run)
 		       : xstrdup("answered from the memo: the run that made the answer is no "
-				 "longer in the store (--refresh runs it again)");
+				 "longer in the store; nothing ran");
 	rlm__record_event(o, 0, -1, 0, 0, "notice", note, strlen(note), NULL);
 	free(note);
 }
