@@ -13,9 +13,16 @@ expected=$(printf '%s\n' "$line" | sed 's/.*"answer":\["\([^"]*\)"\].*/\1/')
 echo "== question: $question"
 echo "== rlm solve --context $dir/sniah-1M-0.txt --question '...' (simulator as root and sub-model, repl strategy)"
 answer=$("$bin" solve --context "$dir/sniah-1M-0.txt" --question "$question" --verbose 2>"$dir/trace.txt")
+# Run again on the same store, the solve is answered from the memo: it
+# says so, and --verbose replays the run that made the answer.
+memo=$(sed -n 's/^rlm: answered from /answered from /p' "$dir/trace.txt" | head -n 1)
+if [ -n "$memo" ]; then
+	echo "== $memo"
+	echo "== (nothing ran now: the trace below is that run's, replayed from the store)"
+fi
 echo "== the REPL worker's sandbox (rlm doctor explains it): $(sed -n 's/^rlm: sandbox: //p' "$dir/trace.txt" | head -n 1)"
 echo "== every turn's code and output is in $dir/trace.txt; what the REPL showed the model:"
-awk '/^--- turn/ { show = ($4 == "output") } show' "$dir/trace.txt" | cut -c1-120
+awk '/^--- turn/ { show = ($4 == "output") } /^rlm: / { show = 0 } show' "$dir/trace.txt" | cut -c1-120
 echo "answer:   $answer"
 echo "expected: $expected"
 case "$answer" in

@@ -358,6 +358,34 @@ TEST(memo_hit_over_a_real_file_says_so)
 	free(db);
 }
 
+/* `make demo` (scripts/demo.sh) run twice on one store shows a real
+ * trace both times: the second is answered from the memo, says so, and
+ * shows the first run's REPL output, replayed. */
+TEST(demo_twice_shows_a_trace_both_times)
+{
+	char *dir = xasprintf("%s/demo", harness_tmpdir());
+	char *db = xasprintf("RLM_CACHE=%s/demo.db", harness_tmpdir());
+	const char *argv[] = {"/bin/sh", "scripts/demo.sh", harness_rlm_bin(), dir, NULL};
+	const char *env[] = {"RLM_NO_CACHE", "RLM_PROVIDER", "RLM_MODEL", "RLM_SIM", db, NULL};
+	struct proc_out o;
+	if (access("scripts/demo.sh", R_OK) != 0)
+		SKIP("not run from the source tree");
+	for (int i = 0; i < 2; i++) {
+		CHECK_INT(proc_run(argv, NULL, env, 120, &o), 0);
+		CHECK_MSG(o.status == 0, "run %d: exit %d: %s", i + 1, o.status, o.err);
+		CHECK_CONTAINS(o.out, "== found the needle");
+		CHECK_CONTAINS(o.out, "--- turn 1 output (");
+		CHECK_CONTAINS(o.out, "type: str length: ");
+		if (i == 1) {
+			CHECK_CONTAINS(o.out, "== answered from run ");
+			CHECK_CONTAINS(o.out, ", replayed)");
+		}
+		proc_out_release(&o);
+	}
+	free(dir);
+	free(db);
+}
+
 /* The progress line's redraws in captured stderr: how many there are
  * (each "\r\033[K" followed by text), and the largest elapsed time they
  * show, in seconds. */
