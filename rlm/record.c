@@ -694,7 +694,7 @@ void rlm__record_memo_origin(const struct rlm_opts *o, const char *question,
 	struct rlm_err err = {0, ""};
 	char *config, *note, id[40] = "";
 	int64_t created = 0;
-	cJSON *run;
+	cJSON *res;
 	/* Nothing was spent: what the answer took is what it saved. */
 	out->saved_usage = out->usage;
 	out->saved_cost = out->cost;
@@ -707,13 +707,11 @@ void rlm__record_memo_origin(const struct rlm_opts *o, const char *question,
 	config = rlm_config_json(o);
 	if (store_run_origin(rec->store, question, rec->digest, config, rec->run, id, &created,
 			     &err) == 1 &&
-	    (run = store_run_load(rec->store, id, &err))) {
-		const cJSON *res = json_get(run, "result");
+	    (res = store_run_result(rec->store, id, &err))) {
 		memcpy(out->memo_run, id, sizeof(out->memo_run));
 		out->memo_created_ms = created;
-		if (cJSON_IsObject(res))
-			out->memo_json = json_print(res);
-		cJSON_Delete(run);
+		out->memo_json = json_print(res);
+		cJSON_Delete(res);
 	}
 	free(config);
 	note = out->memo_run[0]

@@ -285,6 +285,11 @@ int store_run_origin(struct store *s, const char *question, const char *context_
 		     const char *config_json, const char *not_id, char id[40], int64_t *created_ms,
 		     struct rlm_err *err);
 
+/* The recorded result of run id (its exact id) as a JSON object, without
+ * its events: NULL with err when there is no such run or it has no result
+ * (RLM_ENOTFOUND) or the read failed. The caller frees it. */
+struct cJSON *store_run_result(struct store *s, const char *id, struct rlm_err *err);
+
 /* ---- upkeep ---- */
 
 struct store_stats {

@@ -46,6 +46,7 @@ enum store_stmt {
 	ST_RUN_UNF,
 	ST_RUN_ORIGIN,
 	ST_RUN_LINKS,
+	ST_RUN_RESULT,
 	ST_MAX
 };
 

@@ -571,6 +571,39 @@ int store_run_origin(struct store *s, const char *question, const char *context_
 	return rc;
 }
 
+cJSON *store_run_result(struct store *s, const char *id, struct rlm_err *err)
+{
+	struct store_conn *c = store__rget(s, err);
+	sqlite3_stmt *st;
+	cJSON *res = NULL;
+	int e;
+	if (!c)
+		return NULL;
+	st = store__stmt(s, c, ST_RUN_RESULT, "SELECT result_json FROM runs WHERE id = ?1", err);
+	if (!st) {
+		store__rput(s, c);
+		return NULL;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if ((e = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+		if (t)
+			res = json_parse(t, (size_t)sqlite3_column_bytes(st, 0));
+		if (!cJSON_IsObject(res)) {
+			cJSON_Delete(res);
+			res = NULL;
+			rlm_err_set(err, RLM_ENOTFOUND, "run '%s' has no result", id);
+		}
+	} else if (e == SQLITE_DONE) {
+		rlm_err_set(err, RLM_ENOTFOUND, "no run '%s' in the store '%s'", id, s->path);
+	} else {
+		store__fail(s, c->db, e, "reading a run's result", err);
+	}
+	store__done(st);
+	store__rput(s, c);
+	return res;
+}
+
 /* ---- upkeep ---- */
 
 static int64_t file_size(const char *path)
