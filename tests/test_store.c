@@ -979,6 +979,95 @@ TEST(runs_killed_are_unfinished_and_interrupted)
 	check_no_leaks();
 }
 
+/* store_run_origin finds the run a whole solve's memo answer came from:
+ * the newest of the same question, digest and config that ended done
+ * with stop answer and was no memo hit itself, never the asking run;
+ * store_run_result reads its result alone; store_run_load links runs
+ * both ways (resumed_by, memo_runs). */
+TEST(run_origin_result_and_links)
+{
+	char *path = tpath("rlm.db");
+	struct store *s = open_ok(path);
+	struct store_run orig, limited, memo, other, res, end;
+	struct rlm_err e = {0, ""};
+	const char *cfg = "{\"c\":1}", *dg = "0123456789abcdef0123456789abcdef";
+	char id[40] = "", *memo_res;
+	int64_t created = 0;
+	cJSON *j, *it;
+	int n;
+
+	begin_run(s, &orig, "q", cfg);
+	end = orig;
+	end.status = "done";
+	end.answer = "42";
+	end.result_json = "{\"answer\":\"42\",\"stop\":\"answer\",\"calls\":{\"total\":7,"
+			  "\"root\":3},\"children\":[{\"node\":1}]}";
+	CHECK_INT(store_run_end(s, &end, &e), 0);
+	time_sleep_ns(2 * 1000000LL);
+	/* newer, but stopped by a limit: not an answer the memo keeps */
+	begin_run(s, &limited, "q", cfg);
+	end = limited;
+	end.status = "done";
+	end.result_json = "{\"answer\":null,\"stop\":\"max_iterations\"}";
+	CHECK_INT(store_run_end(s, &end, &e), 0);
+	/* the memo run itself, asking */
+	begin_run(s, &memo, "q", cfg);
+	CHECK_INT(store_run_origin(s, "q", dg, cfg, memo.id, id, &created, &e), 1);
+	CHECK_STR(id, orig.id);
+	CHECK_INT(created, orig.created_ms);
+	CHECK_INT(store_run_origin(s, "q", dg, cfg, orig.id, id, NULL, &e), 0);
+	CHECK_INT(store_run_origin(s, "q", dg, "{\"c\":2}", memo.id, id, NULL, &e), 0);
+	CHECK_INT(store_run_origin(s, "q2", dg, cfg, memo.id, id, NULL, &e), 0);
+	memo_res = xasprintf("{\"answer\":\"42\",\"stop\":\"answer\",\"memo\":{\"run\":\"%s\"}}",
+			     orig.id);
+	end = memo;
+	end.status = "done";
+	end.result_json = memo_res;
+	CHECK_INT(store_run_end(s, &end, &e), 0);
+	/* a memo run is no origin: the original stays the one */
+	time_sleep_ns(2 * 1000000LL);
+	begin_run(s, &other, "q", cfg);
+	CHECK_INT(store_run_origin(s, "q", dg, cfg, other.id, id, NULL, &e), 1);
+	CHECK_STR(id, orig.id);
+	/* the result alone */
+	j = store_run_result(s, orig.id, &e);
+	CHECK_MSG(j, "store_run_result: %s", e.msg);
+	CHECK(json_num(json_get(j, "calls"), "root", -1) == 3);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "children")), 1);
+	cJSON_Delete(j);
+	CHECK(store_run_result(s, other.id, &e) == NULL);
+	CHECK_INT(e.code, RLM_ENOTFOUND);
+	CHECK(store_run_result(s, "20000101-000000-000000", &e) == NULL);
+	CHECK_INT(e.code, RLM_ENOTFOUND);
+	/* links: a run resuming the limited one, the memo run of orig */
+	memset(&res, 0, sizeof(res));
+	res.question = "q";
+	res.context_digest = dg;
+	res.config_json = cfg;
+	res.resumed_from = limited.id;
+	CHECK_INT(store_run_begin(s, &res, &e), 0);
+	j = store_run_load(s, orig.id, &e);
+	CHECK_MSG(j, "%s", e.msg);
+	n = 0;
+	cJSON_ArrayForEach(it, json_get(j, "memo_runs"))
+	{
+		CHECK_STR(it->valuestring, memo.id);
+		n++;
+	}
+	CHECK_INT(n, 1);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "resumed_by")), 0);
+	cJSON_Delete(j);
+	j = store_run_load(s, limited.id, &e);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "resumed_by")), 1);
+	CHECK_STR(cJSON_GetArrayItem(json_get(j, "resumed_by"), 0)->valuestring, res.id);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "memo_runs")), 0);
+	cJSON_Delete(j);
+	free(memo_res);
+	store_close(s);
+	free(path);
+	check_no_leaks();
+}
+
 /* ---- threads ---- */
 
 struct th_arg {
