@@ -310,6 +310,10 @@ static void run_batch(struct batch *b)
 {
 	struct child *ch;
 	b->runners = xcalloc(b->n, sizeof(*b->runners));
+	/* The progress line shows the batch from its start: 0 of n. */
+	pthread_mutex_lock(&b->c->mu);
+	rlm__calls_progress(b->c, "child", 0, b->n);
+	pthread_mutex_unlock(&b->c->mu);
 	for (;;) {
 		add_runners(b);
 		if (!(ch = take(b, false)))
