@@ -309,6 +309,36 @@ TEST(memo_hit_names_the_run_its_answer_came_from)
 		cJSON_Delete(s);
 		proc_out_release(&o);
 	}
+	/* the HTML viewer: the memo run names the original, which names it */
+	{
+		const char *ids[2] = {idb, ida};
+		const char *wants[2] = {"the answer of run ", "answered from its memo"};
+		char *html = xasprintf("%s/memo.html", harness_tmpdir());
+		char *url = xasprintf("file://%s", html);
+		char *dir = xasprintf("--user-data-dir=%s/chromium-m", harness_tmpdir());
+		struct stat st;
+		if (stat("/usr/bin/chromium", &st) != 0)
+			SKIP("headless Chromium is needed for this part: run `make deps`");
+		for (int k = 0; k < 2; k++) {
+			const char *args[] = {"runs", "export", ids[k], "--format", "html", "-o", html,
+					      "--cache", db, NULL};
+			const char *argv[] = {"/usr/bin/chromium", "--headless", "--no-sandbox",
+					      "--disable-gpu", "--enable-logging=stderr", "--v=0",
+					      dir, "--dump-dom", url, NULL};
+			o = rlm(args);
+			CHECK_MSG(o.status == 0, "export html: %s", o.err);
+			proc_out_release(&o);
+			CHECK_INT(proc_run(argv, NULL, NULL, 60, &o), 0);
+			CHECK_MSG(o.status == 0, "chromium exit %d: %.500s", o.status, o.err);
+			CHECK_CONTAINS(o.out, wants[k]);
+			CHECK_CONTAINS(o.out, ids[1 - k]);
+			CHECK_MSG(!strstr(o.err, "Uncaught"), "a script error: %.500s", o.err);
+			proc_out_release(&o);
+		}
+		free(html);
+		free(url);
+		free(dir);
+	}
 	/* --refresh runs it again: no memo */
 	{
 		static const char *const refresh[] = {"--refresh", NULL};
