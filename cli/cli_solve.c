@@ -592,6 +592,22 @@ static void say_memo(const struct solve_args *a, struct progress *pr, const stru
 		replay_run(pr, a->ro.store, r->memo_run);
 }
 
+/* A solve answered in part from the store (resumed, or asked again with
+ * other options) says how much, on one line (not with --quiet). */
+static void say_hits(const struct solve_args *a, const struct rlm_result *r)
+{
+	if (r->memo || a->mo.quiet || (!r->cache_hits && !r->memo_hits))
+		return;
+	fputs("rlm: answered in part from the store: ", stderr);
+	if (r->cache_hits)
+		fprintf(stderr, "%lld of %lld model calls from its cache", (long long)r->cache_hits,
+			(long long)r->calls);
+	if (r->memo_hits)
+		fprintf(stderr, "%s%lld child RLM%s from its memo", r->cache_hits ? ", " : "",
+			(long long)r->memo_hits, r->memo_hits == 1 ? "" : "s");
+	fputs(" (nothing sent for them); --refresh to make them again\n", stderr);
+}
+
 /* Whether to draw the progress line: --progress or RLM_PROGRESS=1 force
  * it, RLM_PROGRESS=0 and --quiet forbid it, else stderr is a terminal. */
 static bool progress_wanted(const struct solve_args *a)
@@ -656,6 +672,7 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 		goto out;
 	}
 	say_memo(a, &pr, &res);
+	say_hits(a, &res);
 	if (res.sandbox && res.sandbox->unsafe)
 		fprintf(stderr, "rlm: WARNING: the REPL worker ran WITHOUT seccomp "
 				"(--unsafe-no-sandbox): %s\n", res.sandbox->line);

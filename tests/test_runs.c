@@ -566,14 +566,20 @@ TEST(sigint_names_the_run_and_how_to_resume_it)
 	cJSON_Delete(list);
 	/* the command it gave */
 	{
-		const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", "--quiet",
-				      NULL};
+		const char *args[] = {"solve", "--resume", id, "--cache", db, "--json", NULL};
 		cJSON *j;
+		char *hits;
 		o = rlm(args);
 		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
 		j = parse_out(&o);
 		CHECK_CONTAINS(json_str(j, "answer"), it.answer);
 		CHECK(calls_of(j, "cached") >= 1);
+		/* the resumed run says what the store answered */
+		hits = xasprintf("rlm: answered in part from the store: %.0f of %.0f model calls "
+				 "from its cache",
+				 calls_of(j, "cached"), calls_of(j, "total"));
+		CHECK_CONTAINS(o.err, hits);
+		free(hits);
 		proc_out_release(&o);
 		{
 			const char *show[] = {"runs", "show", id, "--cache", db, NULL};
