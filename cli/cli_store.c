@@ -353,6 +353,19 @@ static void id_list(const char *label, const cJSON *ids, const char *tail)
 	printf("%s\n", tail);
 }
 
+/* The stop line of a run answered from the memo: it made no call; what
+ * the answer took when it was made, when that run's record says. */
+static void show_memo_stop(const cJSON *res)
+{
+	const cJSON *memo = json_get(res, "memo"), *calls = json_get(memo, "calls");
+	printf("\nstop      %s; no model call (answered from the memo",
+	       js(res, "stop")[0] ? js(res, "stop") : "-");
+	if (cJSON_IsObject(calls))
+		printf("; the answer took %.0f calls, $%.4f", json_num(calls, "total", 0),
+		       json_num(memo, "cost_usd", 0));
+	printf("), %.1f s\n", json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
+}
+
 /* The runs a run is linked to: the run whose answer it took from the
  * memo, and those that resume it or took its answer. */
 static void show_links(const cJSON *run, const cJSON *res)
@@ -409,12 +422,7 @@ static int runs_show(const cJSON *run, bool json)
 			}
 		}
 		if (cJSON_IsObject(json_get(res, "memo")))
-			printf("\nstop      %s; no model call (answered from the memo; the answer "
-			       "took %.0f calls, $%.4f), %.1f s\n",
-			       js(res, "stop")[0] ? js(res, "stop") : "-",
-			       json_num(json_get(json_get(res, "memo"), "calls"), "total", 0),
-			       json_num(json_get(res, "memo"), "cost_usd", 0),
-			       json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
+			show_memo_stop(res);
 		else
 			printf("\nstop      %s; %.0f model calls (%.0f from the cache), $%.4f, "
 			       "%.1f s\n",

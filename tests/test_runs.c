@@ -619,6 +619,48 @@ static void sql(const char *db, const char *q)
 	sqlite3_close(h);
 }
 
+/* A memo answer whose run is gone from the store (deleted by hand here;
+ * prune deletes old runs) still says it came from the memo, and names no
+ * run: memo.run null, no false "calls" for the run shown. */
+TEST(memo_hit_whose_run_is_gone_says_so)
+{
+	struct item it;
+	char *db = xasprintf("%s/mg.db", harness_tmpdir()), *q;
+	cJSON *a, *b;
+	struct proc_out o;
+	item_gen(&it, "8k");
+	a = solve(&it, db, NULL, NULL);
+	q = xasprintf("DELETE FROM runs WHERE id = '%s'", json_str(a, "run"));
+	sql(db, q);
+	free(q);
+	{
+		const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.err, "rlm: answered from the memo (the run that made the answer is no "
+			      "longer in the store); --refresh to run again\n");
+	proc_out_release(&o);
+	b = solve(&it, db, NULL, NULL);
+	CHECK(cJSON_IsObject(json_get(b, "memo")));
+	CHECK(cJSON_IsNull(json_get(json_get(b, "memo"), "run")));
+	CHECK(calls_of(b, "total") == 0);
+	CHECK(json_num(json_get(json_get(b, "cache"), "saved"), "input_tokens", -1) ==
+	      json_num(json_get(a, "usage"), "input_tokens", -2));
+	{
+		const char *args[] = {"runs", "show", json_str(b, "run"), "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "no longer in the store");
+	CHECK_CONTAINS(o.out, "no model call (answered from the memo), ");
+	proc_out_release(&o);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	item_free(&it);
+	free(db);
+}
+
 /* Child RLMs are memoised: with the root's own answer forgotten (the
  * last result kept), the root runs again, and its children come from the
  * memo: none of them runs, no sub-call is made. */
