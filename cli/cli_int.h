@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* cli/cli_int.h -- internals of the cli module shared between its files:
+ * what `rlm solve` says on stderr around a solve (cli/cli_progress.c). */
+#ifndef RLM_CLI_INT_H
+#define RLM_CLI_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "../rlm/rlm.h"
+
+struct store;
+
+/* The progress line on stderr (a tty, or forced with --progress or
+ * RLM_PROGRESS=1): what the solve is doing now and the elapsed time,
+ * redrawn by a timer thread 5 times a second even while nothing
+ * completes, and at once when the solve reports. Its lock also keeps
+ * other stderr lines (--verbose) whole. Owned by the solving thread; the
+ * timer and the solve's callbacks take mu. */
+struct cli_progress {
+	bool tty;             /* draw the line (set before cli__progress_start) */
+	pthread_mutex_t mu;   /* the fields below and stderr */
+	pthread_cond_t cv;    /* the timer's sleep; signalled to stop it */
+	pthread_t timer;
+	bool running, stop;   /* the timer thread is up; it is to end */
+	int64_t t0;           /* the solve's start (time_now_ns) */
+	int64_t last_ns;      /* the last redraw */
+	char what[160];       /* the line without its elapsed time */
+};
+
+/* Whether to draw the line: never with quiet, always when forced
+ * (--progress), else as RLM_PROGRESS says (0: never, else always), else
+ * when stderr is a terminal. */
+bool cli__progress_wanted(bool quiet, bool forced);
+/* Init pr (tty set, the rest zero) and, when pr->tty, draw the line and
+ * start its timer. */
+void cli__progress_start(struct cli_progress *pr);
+/* rlm_opts.progress with arg the cli_progress: the line says what p says. */
+void cli__on_progress(const struct rlm_progress *p, void *arg);
+/* Stop the timer and clear the line; pr->mu stays usable. */
+void cli__progress_end(struct cli_progress *pr);
+/* Free pr's lock and condition. */
+void cli__progress_release(struct cli_progress *pr);
+
+/* Catch SIGINT (on) or restore its default (off). On returns the flag the
+ * first Ctrl-C sets (for rlm_opts.cancel), cleared; the handler resets
+ * itself, so a second Ctrl-C kills. */
+const atomic_bool *cli__sigint_catch(bool on);
+bool cli__interrupted(void);
+/* After a Ctrl-C: "rlm: interrupted: run ID is kept ..." and the command
+ * that resumes it (with --cache cache_path when one was given), or why
+ * there is nothing to resume (store: a store was open). */
+void cli__say_interrupted(const char *run_id, bool store, const char *cache_path);
+
+/* A solve answered from the memo (r->memo) says so on one line: the run
+ * the answer came from and when it started, or that it is gone; with
+ * replay (the store, for --verbose) that run's turns follow, marked
+ * replayed, under pr's lock. */
+void cli__say_memo(const struct rlm_result *r, struct cli_progress *pr, struct store *replay);
+/* A solve answered in part from the store says how much: calls from its
+ * cache, child RLMs from its memo. Nothing when none was. */
+void cli__say_hits(const struct rlm_result *r);
+
+#endif
