@@ -172,7 +172,14 @@ void cli__say_interrupted(const char *run_id, bool store, const char *cache_path
 			      : " (no store: nothing to resume)");
 		return;
 	}
-	cache = cache_path ? shell_word(cache_path) : NULL;
+	if (cache_path) {
+		/* absolute: the command works from any directory */
+		char *abs = realpath(cache_path, NULL);
+		cache = shell_word(abs ? abs : cache_path);
+		free(abs);
+	} else {
+		cache = NULL;
+	}
 	fprintf(stderr,
 		"rlm: interrupted: run %s is kept in the store; to go on where it stopped "
 		"(its calls answered from the store):\n"
