@@ -75,7 +75,7 @@ static const char usage[] =
 	"                          stopped. A solve run again with the same question,\n"
 	"                          context and options resumes the same way by itself.\n"
 	"                          Ctrl-C stops a solve and prints the --resume command\n"
-	"                          of its run (exit 130)\n"
+	"                          of its run; the exit status is then 130\n"
 	"\n"
 	"%s"
 	"\n"
@@ -86,7 +86,7 @@ static const char usage[] =
 	"Exit status: 0 answered (the answer may be NONE: nothing in the context held\n"
 	"it), 1 failed, 2 bad usage (a bad option or RLM_SANDBOX_DISABLE, a mandatory\n"
 	"sandbox layer disabled without --unsafe-no-sandbox: found before any model\n"
-	"call), 3 a limit stopped the solve (partial answer), 130 interrupted (Ctrl-C).\n"
+	"call), 3 a limit stopped the solve (partial answer).\n"
 	"\n"
 	"Examples:\n"
 	"  rlm solve -c notes/ -q 'Which meeting moved the launch date?'\n"
@@ -351,8 +351,7 @@ static void print_sources(const struct rlm_result *r)
 /* Solve over corpus with the models of ms, and say how it went: the
  * answer (or --json), a warning, the limit that stopped it, the run.
  * t0 is when the command started, load_ns what loading the context took.
- * Returns the exit status: 0 answered, 1 failed, 3 a limit stopped it,
- * 130 interrupted (Ctrl-C). */
+ * Returns the exit status: 0 answered, 1 failed, 3 a limit stopped it. */
 static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 			   const struct corpus *corpus, int64_t t0, int64_t load_ns)
 {
@@ -387,7 +386,8 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 	cli__sigint_catch(false);
 	llm_pool_stats(ms->pool, &st);
 	if (cli__interrupted()) {
-		/* What was answered is kept; the run goes on with --resume. */
+		/* Ctrl-C: exit 130 (128 + SIGINT, as the shell has it). What
+		 * was answered is kept; the run goes on with --resume. */
 		cli__say_interrupted(res.run_id, a->ro.store != NULL, a->cache_path);
 		if (a->json)
 			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st,

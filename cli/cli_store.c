@@ -38,8 +38,8 @@ static const char runs_usage[] =
 	"calls, child RLMs). A run id may be shortened to any unique prefix.\n"
 	"\n"
 	"  list [-n N]       the newest N runs (20; 0: all): id, status, age, model\n"
-	"                    calls (cache and child memo hits included; 0 for a run\n"
-	"                    answered whole from the memo; - while running), question\n"
+	"                    calls (memo and cache hits included; - while running),\n"
+	"                    question\n"
 	"      --json        as a JSON array\n"
 	"  show ID           the run as a tree of nodes, each with its turns, code,\n"
 	"                    output (cut) and model calls; the runs it is linked to:\n"
@@ -269,6 +269,49 @@ static void block(const char *s, const char *indent, int max_lines)
 		printf("%s[... more]\n", indent);
 }
 
+/* The ids of a JSON array of strings, comma-separated, after label and
+ * before tail on one line; nothing when there are none. */
+static void id_list(const char *label, const cJSON *ids, const char *tail)
+{
+	const cJSON *it;
+	bool first = true;
+	if (cJSON_GetArraySize(ids) <= 0)
+		return;
+	printf("%s", label);
+	cJSON_ArrayForEach(it, ids)
+	{
+		if (!cJSON_IsString(it))
+			continue;
+		printf("%s%s", first ? "" : ", ", it->valuestring);
+		first = false;
+	}
+	printf("%s\n", tail);
+}
+
+/* The runs a run is linked to: the run whose answer it took from the
+ * memo, and those that resume it or took its answer. */
+static void show_links(const cJSON *run, const cJSON *res)
+{
+	const cJSON *memo = json_get(res, "memo");
+	if (cJSON_IsObject(memo)) {
+		const char *from = json_str(memo, "run");
+		const cJSON *calls = json_get(memo, "calls");
+		if (from)
+			printf("memo      answered from the memo: the answer of run %s (%s); it "
+			       "ran nothing\n",
+			       from, js(memo, "date"));
+		else
+			printf("memo      answered from the memo (the run that made the answer "
+			       "is no longer in the store); it ran nothing\n");
+		if (cJSON_IsObject(calls))
+			printf("          the answer took %.0f model calls, $%.4f, when it was "
+			       "made\n",
+			       json_num(calls, "total", 0), json_num(memo, "cost_usd", 0));
+	}
+	id_list("resumed by ", json_get(run, "resumed_by"), "");
+	id_list("reused by ", json_get(run, "memo_runs"), " (answered from its memo)");
+}
+
 static void show_node(const cJSON *events, int node, int depth)
 {
 	const cJSON *e;
@@ -334,57 +377,6 @@ static void show_node(const cJSON *events, int node, int depth)
 	printf("%smodel calls: %d (%d from the cache), $%.4f\n", ind, calls, cached, cost);
 }
 
-/* The ids of a JSON array of strings, comma-separated, after label and
- * before tail on one line; nothing when there are none. */
-static void id_list(const char *label, const cJSON *ids, const char *tail)
-{
-	const cJSON *it;
-	bool first = true;
-	if (cJSON_GetArraySize(ids) <= 0)
-		return;
-	printf("%s", label);
-	cJSON_ArrayForEach(it, ids)
-	{
-		if (!cJSON_IsString(it))
-			continue;
-		printf("%s%s", first ? "" : ", ", it->valuestring);
-		first = false;
-	}
-	printf("%s\n", tail);
-}
-
-/* The stop line of a run answered from the memo: it made no call; what
- * the answer took when it was made, when that run's record says. */
-static void show_memo_stop(const cJSON *res)
-{
-	const cJSON *memo = json_get(res, "memo"), *calls = json_get(memo, "calls");
-	printf("\nstop      %s; no model call (answered from the memo",
-	       js(res, "stop")[0] ? js(res, "stop") : "-");
-	if (cJSON_IsObject(calls))
-		printf("; the answer took %.0f calls, $%.4f", json_num(calls, "total", 0),
-		       json_num(memo, "cost_usd", 0));
-	printf("), %.1f s\n", json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
-}
-
-/* The runs a run is linked to: the run whose answer it took from the
- * memo, and those that resume it or took its answer. */
-static void show_links(const cJSON *run, const cJSON *res)
-{
-	const cJSON *memo = json_get(res, "memo");
-	if (cJSON_IsObject(memo)) {
-		const char *from = json_str(memo, "run");
-		if (from)
-			printf("memo      answered from the memo: the answer of run %s (%s); it "
-			       "ran nothing\n",
-			       from, js(memo, "date"));
-		else
-			printf("memo      answered from the memo (the run that made the answer "
-			       "is no longer in the store); it ran nothing\n");
-	}
-	id_list("resumed by ", json_get(run, "resumed_by"), "");
-	id_list("reused by ", json_get(run, "memo_runs"), " (answered from its memo)");
-}
-
 static int runs_show(const cJSON *run, bool json)
 {
 	const cJSON *res = json_get(run, "result");
@@ -421,16 +413,11 @@ static int runs_show(const cJSON *run, bool json)
 				first = false;
 			}
 		}
-		if (cJSON_IsObject(json_get(res, "memo")))
-			show_memo_stop(res);
-		else
-			printf("\nstop      %s; %.0f model calls (%.0f from the cache), $%.4f, "
-			       "%.1f s\n",
-			       js(res, "stop")[0] ? js(res, "stop") : "-",
-			       json_num(json_get(res, "calls"), "total", 0),
-			       json_num(json_get(res, "calls"), "cached", 0),
-			       json_num(res, "cost_usd", 0),
-			       json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
+		printf("\nstop      %s; %.0f model calls (%.0f from the cache), $%.4f, %.1f s\n",
+		       js(res, "stop")[0] ? js(res, "stop") : "-",
+		       json_num(json_get(res, "calls"), "total", 0),
+		       json_num(json_get(res, "calls"), "cached", 0), json_num(res, "cost_usd", 0),
+		       json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
 	}
 	printf("\nnode 0 (root)\n");
 	show_node(json_get(run, "events"), 0, 0);

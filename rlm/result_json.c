@@ -44,6 +44,36 @@ static cJSON *cache_json(const struct rlm_result *r)
 	return o;
 }
 
+/* A copy of member key of o, or a new item made by dflt when o has none. */
+static cJSON *dup_or(const cJSON *o, const char *key, cJSON *(*dflt)(void))
+{
+	const cJSON *it = json_get(o, key);
+	return it ? cJSON_Duplicate(it, true) : dflt();
+}
+
+/* "memo" of a solve answered from the memo: the run whose answer it is,
+ * and what that run did as it recorded it (orig, parsed from memo_json,
+ * may be NULL). */
+static cJSON *memo_json(const struct rlm_result *r, const cJSON *orig)
+{
+	cJSON *m = cJSON_CreateObject();
+	char date[32] = "";
+	time_t t = (time_t)(r->memo_created_ms / 1000);
+	struct tm tm;
+	json_add(m, "run", r->memo_run[0] ? cJSON_CreateString(r->memo_run) : cJSON_CreateNull());
+	if (r->memo_created_ms > 0 && gmtime_r(&t, &tm))
+		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_add(m, "date", date[0] ? cJSON_CreateString(date) : cJSON_CreateNull());
+	json_add_num(m, "created_ms", (double)r->memo_created_ms);
+	json_add(m, "calls", dup_or(orig, "calls", cJSON_CreateNull));
+	json_add(m, "usage", usage_json(&r->saved_usage, -1));
+	json_add_num(m, "cost_usd", r->saved_cost);
+	json_add(m, "usage_by_role", dup_or(orig, "usage_by_role", cJSON_CreateNull));
+	json_add(m, "repl", dup_or(orig, "repl", cJSON_CreateNull));
+	json_add(m, "timings", dup_or(orig, "timings", cJSON_CreateNull));
+	return m;
+}
+
 static cJSON *str_or_null(const char *s)
 {
 	return s ? cJSON_CreateString(s) : cJSON_CreateNull();
@@ -110,36 +140,6 @@ static cJSON *children_json(const struct rlm_result *r, bool turns)
 		json_add(a, NULL, o);
 	}
 	return a;
-}
-
-/* A copy of member key of o, or a new item made by dflt when o has none. */
-static cJSON *dup_or(const cJSON *o, const char *key, cJSON *(*dflt)(void))
-{
-	const cJSON *it = json_get(o, key);
-	return it ? cJSON_Duplicate(it, true) : dflt();
-}
-
-/* "memo" of a solve answered from the memo: the run whose answer it is,
- * and what that run did as it recorded it (orig, parsed from memo_json,
- * may be NULL). */
-static cJSON *memo_json(const struct rlm_result *r, const cJSON *orig)
-{
-	cJSON *m = cJSON_CreateObject();
-	char date[32] = "";
-	time_t t = (time_t)(r->memo_created_ms / 1000);
-	struct tm tm;
-	json_add(m, "run", r->memo_run[0] ? cJSON_CreateString(r->memo_run) : cJSON_CreateNull());
-	if (r->memo_created_ms > 0 && gmtime_r(&t, &tm))
-		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	json_add(m, "date", date[0] ? cJSON_CreateString(date) : cJSON_CreateNull());
-	json_add_num(m, "created_ms", (double)r->memo_created_ms);
-	json_add(m, "calls", dup_or(orig, "calls", cJSON_CreateNull));
-	json_add(m, "usage", usage_json(&r->saved_usage, -1));
-	json_add_num(m, "cost_usd", r->saved_cost);
-	json_add(m, "usage_by_role", dup_or(orig, "usage_by_role", cJSON_CreateNull));
-	json_add(m, "repl", dup_or(orig, "repl", cJSON_CreateNull));
-	json_add(m, "timings", dup_or(orig, "timings", cJSON_CreateNull));
-	return m;
 }
 
 cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)

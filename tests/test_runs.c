@@ -221,6 +221,7 @@ TEST(memo_hit_names_the_run_its_answer_came_from)
 	cJSON *a, *b, *ma, *mb;
 	struct proc_out o;
 	const char *ida, *idb;
+	char *took;
 	item_gen(&it, "200k");
 	a = solve(&it, db, NULL, env);
 	ida = json_str(a, "run");
@@ -284,8 +285,11 @@ TEST(memo_hit_names_the_run_its_answer_came_from)
 		o = rlm(args);
 		CHECK_INT(o.status, 0);
 		CHECK_CONTAINS(o.out, want);
-		CHECK_CONTAINS(o.out, "no model call (answered from the memo");
-		CHECK(!strstr(o.out, "model calls (0 from the cache)"));
+		/* it made no call, and says what the answer took when made */
+		CHECK_CONTAINS(o.out, "; 0 model calls (0 from the cache), $0.0000, ");
+		took = xasprintf("the answer took %.0f model calls, ", calls_of(a, "total"));
+		CHECK_CONTAINS(o.out, took);
+		free(took);
 		free(want);
 		proc_out_release(&o);
 	}
@@ -653,7 +657,8 @@ TEST(memo_hit_whose_run_is_gone_says_so)
 	}
 	CHECK_INT(o.status, 0);
 	CHECK_CONTAINS(o.out, "no longer in the store");
-	CHECK_CONTAINS(o.out, "no model call (answered from the memo), ");
+	CHECK_CONTAINS(o.out, "; 0 model calls (0 from the cache), $0.0000, ");
+	CHECK(!strstr(o.out, "the answer took"));
 	proc_out_release(&o);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
