@@ -336,6 +336,7 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 	}
 
 	pthread_mutex_lock(&c->mu);
+	rlm__calls_progress(c, "sub", 0, n); /* the batch shows from its start */
 	while (f.finished < n) {
 		struct sub_slot *s;
 		enum rlm_stop why;

@@ -1224,7 +1224,7 @@ TEST(progress_phases)
 	says(&v, "```repl\nllm_query_batched(['a', 'b'])\n```");
 	says(&v, "FINAL(x)");
 	CHECK_INT(solve(&v, "q?"), 0);
-	CHECK_STR(pr.log.p, "root 0/1 @1\nexec 0/1 @1\nsub 1/2 @1\nsub 2/2 @1\nroot 0/1 @2\n");
+	CHECK_STR(pr.log.p, "root 0/1 @1\nexec 0/1 @1\nsub 0/2 @1\nsub 1/2 @1\nsub 2/2 @1\nroot 0/1 @2\n");
 	buf_release(&pr.log);
 	pthread_mutex_destroy(&pr.mu);
 	env_free(&v);
