@@ -72,6 +72,7 @@
 #define SHOWN_CHARS   300    /* characters of each */
 #define SAMPLE_CHARS  300    /* characters of the sample step 1 prints */
 #define HITS_MAX      2000   /* more hits of the key than this: read everything */
+#define KEYS_MAX      4      /* keys of a question searched for */
 
 enum bug { BUG_NONE, BUG_NAME, BUG_TYPE, BUG_INDEX };
 
@@ -304,6 +305,174 @@ static void step1(struct buf *b, enum bug bug)
 			   SAMPLE_CHARS / 2);
 }
 
+/* ---- the keys of a question: what a search can find ---- */
+
+/* A literal of the question that step 2 searches for. */
+struct key {
+	const char *s; /* into the question */
+	size_t n;
+	enum key_kind {
+		KEY_QUOTED, /* a quoted phrase: literal, ignoring case */
+		KEY_IDENT,  /* sim_next_key's identifier: literal, case kept */
+		KEY_NUMBER, /* 20.0.0, 2023-04-18, 10:42, 884213: whole, not in 120.0.0 */
+		KEY_NAME,   /* Node.js, Zürich, 東京タワー: literal, ignoring case */
+	} kind;
+};
+
+/* Whether the UTF-8 sequence at s[0..n) is punctuation or a space that ends
+ * a token: general punctuation (U+2000..U+206F: dashes, curly quotes,
+ * ellipsis), CJK punctuation (U+3000..U+303F) and fullwidth ASCII
+ * punctuation (U+FF01..U+FF0F, U+FF1A..U+FF20, U+FF3B..U+FF40), U+00A0..U+00BF
+ * (no-break space, guillemets, inverted marks). Its length in *len. */
+static bool utf8_punct(const char *s, size_t n, size_t *len)
+{
+	uint32_t cp = 0;
+	*len = text_utf8_decode(s, n, &cp);
+	if (!*len) {
+		*len = 1;
+		return true;
+	}
+	return (cp >= 0xa0 && cp <= 0xbf) || (cp >= 0x2000 && cp <= 0x206f) ||
+	       (cp >= 0x3000 && cp <= 0x303f) || (cp >= 0xff01 && cp <= 0xff0f) ||
+	       (cp >= 0xff1a && cp <= 0xff20) || (cp >= 0xff3b && cp <= 0xff40);
+}
+
+/* The kind of the token t[0..n) when it is a literal worth searching for
+ * that sim_next_key does not find, else -1: a number of two groups or more
+ * (20.0.0, 2023-04-18, 10:42) or of 5 digits; a name with an inner dot
+ * between letters (Node.js, example.com); a word of 4 bytes or more with
+ * non-ASCII letters (Zürich, Ærø, 東京タワー). */
+static int extra_kind(const char *t, size_t n)
+{
+	size_t digits = 0, letters = 0, high = 0, groups = 0;
+	bool inner_dot = false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)t[i];
+		if (c >= 0x80)
+			high++;
+		else if (text_is_digit(c))
+			digits++, groups += !i || !text_is_digit(t[i - 1]);
+		else if (text_is_alpha(c))
+			letters++;
+		else if (c == '.' && i && i + 1 < n && text_is_alpha(t[i - 1]) &&
+			 text_is_alpha(t[i + 1]))
+			inner_dot = true;
+	}
+	if (!letters && !high && digits && (groups >= 2 || digits >= 5) && n >= 3)
+		return KEY_NUMBER;
+	if (n >= 4 && high)
+		return KEY_NAME;
+	if (n >= 4 && inner_dot && !high)
+		return KEY_NAME;
+	return -1;
+}
+
+/* The next token of q[*pos..n) that extra_kind takes: runs of letters,
+ * digits, non-ASCII letters and inner '_', '-', '.', ':', '/', with a
+ * possessive "'s" and trailing punctuation dropped. */
+static bool next_extra(const char *q, size_t n, size_t *pos, struct key *k)
+{
+	size_t i = *pos, len;
+	while (i < n) {
+		size_t s, e;
+		while (i < n) {
+			unsigned char c = (unsigned char)q[i];
+			if (text_is_alnum(c) || c == '_')
+				break;
+			if (c >= 0x80 && !utf8_punct(q + i, n - i, &len))
+				break;
+			i += c >= 0x80 ? len : 1;
+		}
+		for (s = i; i < n;) {
+			unsigned char c = (unsigned char)q[i];
+			if (text_is_alnum(c) || c == '_' || c == '-' || c == '.' || c == ':' ||
+			    c == '/')
+				i++;
+			else if (c >= 0x80 && !utf8_punct(q + i, n - i, &len))
+				i += len;
+			else
+				break;
+		}
+		e = i;
+		if (e - s >= 2 && q[e - 2] == '\'' && q[e - 1] == 's')
+			e -= 2;
+		while (e > s && strchr("-.:/_", q[e - 1]))
+			e--;
+		if (e > s && extra_kind(q + s, e - s) >= 0) {
+			k->s = q + s, k->n = e - s, k->kind = (enum key_kind)extra_kind(q + s, e - s);
+			*pos = i;
+			return true;
+		}
+	}
+	*pos = n;
+	return false;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Whether q[0..n) is what separates the items of a list: a comma, "and",
+ * "or", "&" or "/", with blanks ("Node.js 20.0.0" is one thing, not two). */
+static bool list_gap(const char *q, size_t n)
+{
+	bool sep = false;
+	for (size_t i = 0; i < n;) {
+		if (q[i] == ' ')
+			i++;
+		else if (q[i] == ',' || q[i] == '&' || q[i] == '/')
+			i++, sep = true;
+		else if (n - i >= 3 && !strncasecmp(q + i, "and", 3) &&
+			 (n - i == 3 || q[i + 3] == ' '))
+			i += 3, sep = true;
+		else if (n - i >= 2 && !strncasecmp(q + i, "or", 2) &&
+			 (n - i == 2 || q[i + 2] == ' '))
+			i += 2, sep = true;
+		else
+			return false;
+	}
+	return sep;
+}
+
+/* The keys of the question q[0..n) into k[0..KEYS_MAX), in the order they
+ * come: its quoted phrases when it has some (the asker said what to look
+ * for), else its identifiers (sim_next_key) and the literals extra_kind
+ * takes, none inside another. *every: there are several and they are the
+ * items of one list ("the codes of ZX-4471, QP-0932 and MM-1180"), so the
+ * lines of each are read; else step 2 reads those of the rarest. */
+static size_t question_keys(const char *q, size_t n, struct key *k, bool *every)
+{
+	struct key all[2 * KEYS_MAX];
+	size_t na = 0, nk = 0, pos = 0, len;
+	const char *s;
+	bool quoted, any_quoted = false;
+	while (na < ARRAY_SIZE(all) && sim_next_key(q, n, &pos, &s, &len, &quoted)) {
+		all[na++] = (struct key){s, len, quoted ? KEY_QUOTED : KEY_IDENT};
+		any_quoted = any_quoted || quoted;
+	}
+	for (pos = 0; !any_quoted && na < ARRAY_SIZE(all) && next_extra(q, n, &pos, &all[na]);)
+		na++;
+	qsort(all, na, sizeof(all[0]), key_cmp);
+	for (size_t i = 0; i < na && nk < KEYS_MAX; i++) {
+		bool inside = false;
+		if (any_quoted && all[i].kind != KEY_QUOTED)
+			continue;
+		for (size_t j = 0; j < na && !inside; j++)
+			inside = j != i && all[j].s <= all[i].s &&
+				 all[j].s + all[j].n >= all[i].s + all[i].n &&
+				 (all[j].n > all[i].n || j < i);
+		if (!inside)
+			k[nk++] = all[i];
+	}
+	*every = nk >= 2;
+	for (size_t i = 1; i < nk && *every; i++)
+		*every = list_gap(k[i - 1].s + k[i - 1].n,
+				  (size_t)(k[i].s - (k[i - 1].s + k[i - 1].n)));
+	return nk;
+}
+
 /* What the question asks, as the steps need it. */
 struct ask {
 	const char *q; /* the question */
@@ -312,9 +481,9 @@ struct ask {
 	bool all;	 /* sim_asks_all: every value */
 	bool by_doc;	 /* sim_asks_which_doc: the answer names documents */
 	bool plural;	 /* ... several of them */
-	const char *key; /* sim_next_key: what step 2 searches for first, or NULL */
-	size_t kn;
-	bool quoted;	 /* the key is a quoted phrase: searched ignoring case */
+	struct key keys[KEYS_MAX]; /* what step 2 searches for first (question_keys) */
+	size_t nkeys;
+	bool every;	 /* the question lists its keys: read the lines of each */
 };
 
 /* text, each of its lines after ind. */
@@ -368,9 +537,10 @@ static const char hits_read[] =
     "    # read only the lines that hold it, each under its document's name\n"
     "    chunks, chunk_docs, cur, cur_docs, seen = [], [], \"\", [], set()\n"
     "    for h in picked:\n"
-    "        if (h[\"index\"], h[\"line\"]) in seen:\n"
+    "        # a line once; a long line's windows (text cut around a hit) each\n"
+    "        if (h[\"index\"], h[\"line\"], h[\"text\"]) in seen:\n"
     "            continue\n"
-    "        seen.add((h[\"index\"], h[\"line\"]))\n"
+    "        seen.add((h[\"index\"], h[\"line\"], h[\"text\"]))\n"
     "        name = \"[doc: \" + h[\"doc\"] + \"]\\n\"\n"
     "        same = cur_docs and cur_docs[-1] == h[\"index\"]\n"
     "        piece = h[\"text\"] if same else name + h[\"text\"]\n"
@@ -388,6 +558,52 @@ static const char hits_read[] =
     "    if hits:\n"
     "        print(\"too many hits: reading the whole context\")\n";
 
+/* Step 2's search for the keys of the question: each of them (numbers
+ * whole, so 20.0.0 is not found in 120.0.0); hits the lines of the rarest
+ * key found (at most HITS_MAX times), or of every key when the question
+ * lists them; picked those hits, or none when there are too many. */
+static void put_search(struct buf *b, const struct ask *a)
+{
+	buf_puts(b, "import re\nterms = [");
+	for (size_t i = 0; i < a->nkeys; i++) {
+		const struct key *k = &a->keys[i];
+		buf_puts(b, i ? ",\n         (" : "(");
+		py_str(b, k->s, k->n);
+		buf_puts(b, ", ");
+		if (k->kind == KEY_NUMBER) {
+			/* whole: not inside a longer number or word */
+			buf_puts(b, "rb\"(?<![\\w.])\" + re.escape(");
+			py_str(b, k->s, k->n);
+			buf_puts(b, ".encode()) + rb\"(?![\\w]|\\.\\w)\", True");
+		} else {
+			py_str(b, k->s, k->n);
+			buf_puts(b, ", False");
+		}
+		buf_printf(b, ", %s)",
+			   k->kind == KEY_QUOTED || k->kind == KEY_NAME ? "True" : "False");
+	}
+	buf_printf(b,
+		   "]\n"
+		   "results = []\n"
+		   "for term, pattern, rx, ic in terms:\n"
+		   "    hits = search(pattern, max_results=%d, regex=rx, ignore_case=ic)\n"
+		   "    print(\"search\", repr(term) + \":\", len(hits), \"hits in\", "
+		   "len(set(h[\"index\"] for h in hits)), \"documents\")\n"
+		   "    results.append(hits)\n",
+		   HITS_MAX + 1);
+	if (a->every)
+		buf_puts(b, "# the question lists them: the lines of each\n"
+			    "hits = sorted((h for hs in results for h in hs),\n"
+			    "              key=lambda h: (h[\"index\"], h[\"start\"]))\n");
+	else
+		buf_printf(b,
+			   "# the rarest that is there narrows the most\n"
+			   "few = [hs for hs in results if 0 < len(hs) <= %d]\n"
+			   "hits = min(few, key=len) if few else max(results, key=len)\n",
+			   HITS_MAX);
+	buf_printf(b, "picked = hits if len(hits) <= %d else []\n", HITS_MAX);
+}
+
 /* Step 2. A question with a key (sim_next_key) searches for it first: up
  * to HITS_MAX hits, the chunks are the lines that hold it, each under the
  * name of its document; none (or more): the whole context, as below.
@@ -403,51 +619,12 @@ static const char hits_read[] =
  * many", its count; for "all", every value it found, one per line).
  * asked[k] lists the documents the k-th sub-call read, for step 3's
  * sources. */
-static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks, enum bug bug)
+/* Step 2's asking of the chunks (Python at no indent): llm_query_batched
+ * over them, or child RLMs past rlm_chunks (> 0) chunks when no key's
+ * lines were picked; found / found_at the answers kept and their sub-calls. */
+static void put_ask(struct buf *b, long rlm_chunks, enum bug bug)
 {
 	const char *indent = rlm_chunks > 0 ? "    " : "";
-	buf_puts(b, "# step 2: ask every chunk of the context\nq = ");
-	py_str(b, a->q, a->qn);
-	buf_printf(b,
-		   "\nsize = %ld\n"
-		   "by_doc = %s\n"
-		   "def label(i):\n"
-		   "    # a line naming document i above its text, when the question asks which "
-		   "one\n"
-		   "    return \"[doc: \" + documents[i][\"id\"] + \"]\\n\" if by_doc else \"\"\n"
-		   "# the text of each document (a record that is not str, as JSON)\n"
-		   "if isinstance(context, str) or (isinstance(context, list) and\n"
-		   "                                all(type(d) is str for d in context)):\n"
-		   "    texts = context\n"
-		   "elif isinstance(context, list):\n"
-		   "    import json\n"
-		   "    texts = [d if isinstance(d, str) else json.dumps(d, ensure_ascii=False)\n"
-		   "             for d in context]\n"
-		   "else:\n"
-		   "    import json\n"
-		   "    texts = json.dumps(context, ensure_ascii=False, indent=1)\n",
-		   size, a->by_doc ? "True" : "False");
-	if (a->key) {
-		buf_puts(b, "term = ");
-		py_str(b, a->key, a->kn);
-		buf_printf(b,
-			   "\nhits = search(term, max_results=%d, regex=False, ignore_case=%s)\n"
-			   "print(\"search\", repr(term) + \":\", len(hits), \"hits in\", "
-			   "len(set(h[\"index\"] for h in hits)), \"documents\")\n"
-			   "picked = hits if len(hits) <= %d else []\n",
-			   HITS_MAX + 1, a->quoted ? "True" : "False", HITS_MAX);
-		buf_puts(b, hits_read);
-		put_indented(b, "    ", full_read);
-	} else {
-		buf_puts(b, "picked = []\n");
-		buf_puts(b, full_read);
-	}
-	buf_printf(b,
-		   "head = (\"%s\" + \" \".join(q.split()) +\n"
-		   "        \"%s%s%s\")\n",
-		   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
-	if (bug == BUG_TYPE)
-		buf_puts(b, "print(\"asking \" + len(chunks) + \" chunks\")\n");
 	if (rlm_chunks > 0) {
 		/* ceil(n / k) in Python: -(-n // k) */
 		buf_printf(b,
@@ -483,14 +660,70 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 		buf_puts(b, "answers = llm_query_batch(prompts)\n");
 	else
 		buf_puts(b, "answers = llm_query_batched(prompts) if prompts else []\n");
+	buf_puts(b, "found, found_at = [], []\n"
+		    "for k, a in enumerate(answers):\n"
+		    "    a = a.strip()\n"
+		    "    if a and a.rstrip(\".\").upper() != \"NONE\" and not "
+		    "a.startswith(\"Error:\"):\n"
+		    "        found.append(a)\n"
+		    "        found_at.append(k)\n");
+}
+
+static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks, enum bug bug)
+{
+	struct buf ask;
+	buf_puts(b, "# step 2: ask every chunk of the context\nq = ");
+	py_str(b, a->q, a->qn);
 	buf_printf(b,
-		   "found, found_at = [], []\n"
-		   "for k, a in enumerate(answers):\n"
-		   "    a = a.strip()\n"
-		   "    if a and a.rstrip(\".\").upper() != \"NONE\" and not "
-		   "a.startswith(\"Error:\"):\n"
-		   "        found.append(a)\n"
-		   "        found_at.append(k)\n"
+		   "\nsize = %ld\n"
+		   "by_doc = %s\n"
+		   "def label(i):\n"
+		   "    # a line naming document i above its text, when the question asks which "
+		   "one\n"
+		   "    return \"[doc: \" + documents[i][\"id\"] + \"]\\n\" if by_doc else \"\"\n"
+		   "# the text of each document (a record that is not str, as JSON)\n"
+		   "if isinstance(context, str) or (isinstance(context, list) and\n"
+		   "                                all(type(d) is str for d in context)):\n"
+		   "    texts = context\n"
+		   "elif isinstance(context, list):\n"
+		   "    import json\n"
+		   "    texts = [d if isinstance(d, str) else json.dumps(d, ensure_ascii=False)\n"
+		   "             for d in context]\n"
+		   "else:\n"
+		   "    import json\n"
+		   "    texts = json.dumps(context, ensure_ascii=False, indent=1)\n",
+		   size, a->by_doc ? "True" : "False");
+	if (a->nkeys) {
+		put_search(b, a);
+		buf_puts(b, hits_read);
+		put_indented(b, "    ", full_read);
+	} else {
+		buf_puts(b, "picked = []\n");
+		buf_puts(b, full_read);
+	}
+	buf_printf(b,
+		   "head = (\"%s\" + \" \".join(q.split()) +\n"
+		   "        \"%s%s%s\")\n",
+		   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
+	if (bug == BUG_TYPE)
+		buf_puts(b, "print(\"asking \" + len(chunks) + \" chunks\")\n");
+	buf_init(&ask, 0);
+	put_ask(&ask, rlm_chunks, bug);
+	if (a->nkeys) {
+		/* the lines that hold a key answered nothing: read everything */
+		buf_puts(b, "while True:\n");
+		put_indented(b, "    ", ask.p);
+		buf_puts(b, "    if found or not picked:\n"
+			    "        break\n"
+			    "    print(\"nothing found in the lines that hold it: reading the whole "
+			    "context\")\n"
+			    "    picked = []\n");
+		put_indented(b, "    ", full_read);
+	} else {
+		buf_puts(b, ask.p);
+	}
+	buf_release(&ask);
+	buf_printf(b,
 		   "print(len(chunks), \"chunks,\", len(answers), \"answers,\", len(found), "
 		   "\"found\")\n"
 		   "for a in found[:%d]:\n"
@@ -802,11 +1035,10 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 {
 	struct sim_cfg defaults;
 	const struct llm_msg *first = NULL, *last = NULL, *system = NULL;
-	size_t first_i = 0, turn = 1, kp = 0, kn;
+	size_t first_i = 0, turn = 1;
 	int prev = 0, step;
-	const char *why, *k;
+	const char *why;
 	struct ask a = {0};
-	bool quoted;
 	long size;
 	struct buf b;
 	if (!is_root(msgs, n))
@@ -829,12 +1061,9 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	a.how_many = has_ci(a.q, a.qn, "how many");
 	a.all = sim_asks_all(a.q, a.qn);
 	a.by_doc = sim_asks_which_doc(a.q, a.qn, &a.plural);
-	/* the key to search for: a quoted phrase, else the longest identifier */
-	while (sim_next_key(a.q, a.qn, &kp, &k, &kn, &quoted)) {
-		if (a.key && (a.quoted || (!quoted && kn <= a.kn)))
-			continue;
-		a.key = k, a.kn = kn, a.quoted = quoted;
-	}
+	a.nkeys = question_keys(a.q, a.qn, a.keys, &a.every);
+	/* "the codes of A, B and C": every one of them */
+	a.all = a.all || (a.every && !a.how_many && !a.by_doc);
 	if (last && last != first && notice(last, "You are out of turns"))
 		return final_reply(msgs, n, first_i, a.how_many, a.all);
 
@@ -862,7 +1091,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 				     : a.all	? "I will gather every answer the chunks found and "
 						  "finish."
 						: "I will combine what the chunks found and finish.")
-		      : a.key	  ? (a.how_many ? "Now I will search for the term the question is "
+		      : a.nkeys	  ? (a.how_many ? "Now I will search for the term the question is "
 						  "about and have the lines that hold it counted "
 						  "with llm_query_batched."
 						: "Now I will search for the term the question is "

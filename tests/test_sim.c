@@ -1033,7 +1033,7 @@ TEST(root_solves_str_and_list)
 		CHECK_CONTAINS(c.m[3].text, cases[ci].list ? "documents: 40 such as doc-00.txt, "
 							     "doc-01.txt, doc-02.txt"
 							   : "documents: 1 such as notes.txt");
-		CHECK_CONTAINS(c.m[4].text, "term = \"zebra-7731\"\n");
+		CHECK_CONTAINS(c.m[4].text, "terms = [(\"zebra-7731\", \"zebra-7731\", False, False)]\n");
 		CHECK_CONTAINS(c.m[5].text,
 			       on && cases[ci].needles ? "search 'zebra-7731': " : "search 'zebra-7731': 0 hits");
 		CHECK_CONTAINS(c.m[4].text, "size = 2000\n");
@@ -1458,7 +1458,10 @@ TEST(root_which_doc_with_the_sub_model)
 		prog = xasprintf("%s"
 				 "def llm_query_batched(prompts, model=None):\n"
 				 "    global PROMPTS\n"
-				 "    PROMPTS = prompts\n"
+				 "    # the first batch (all NONE: the lines of the key are\n"
+				 "    # followed by the whole context)\n"
+				 "    if 'PROMPTS' not in globals():\n"
+				 "        PROMPTS = prompts\n"
 				 "    return ['NONE'] * len(prompts)\n"
 				 "%simport json\nprint('@@J@@' + json.dumps(PROMPTS))\n",
 				 r.hist.p, code);
@@ -1536,7 +1539,7 @@ TEST(root_search_too_many_hits_reads_everything)
 	free(reply);
 	reply = root_reply("", &c);
 	code = code_of(reply);
-	CHECK_CONTAINS(code, "term = \"marker_X1\"\n");
+	CHECK_CONTAINS(code, "terms = [(\"marker_X1\", \"marker_X1\", False, False)]\n");
 	out = fake_repl_exec(&r, code,
 			     "assert not picked and len(hits) == 2001 and ''.join(chunks) == context\n",
 			     &answer, &raised);
