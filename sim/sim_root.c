@@ -602,6 +602,13 @@ static void put_search(struct buf *b, const struct ask *a)
 			   "hits = min(few, key=len) if few else max(results, key=len)\n",
 			   HITS_MAX);
 	buf_printf(b, "picked = hits if len(hits) <= %d else []\n", HITS_MAX);
+	if (a->nkeys > 1 && !a->every)
+		buf_puts(b, "# narrowed again: the lines that also hold the other terms, if some do\n"
+			    "both = [h for h in picked\n"
+			    "        if all(t.lower() in h[\"text\"].lower() for t, p, rx, ic in terms)]\n"
+			    "if both and len(both) < len(picked):\n"
+			    "    print(len(both), \"of them hold every term\")\n"
+			    "    picked = both\n");
 }
 
 /* Step 2. A question with a key (sim_next_key) searches for it first: up
@@ -713,7 +720,9 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 		/* the lines that hold a key answered nothing: read everything */
 		buf_puts(b, "while True:\n");
 		put_indented(b, "    ", ask.p);
-		buf_puts(b, "    if found or not picked:\n"
+		buf_puts(b, "    print(len(chunks), \"chunks,\", len(answers), \"answers,\", "
+			    "len(found), \"found\")\n"
+			    "    if found or not picked:\n"
 			    "        break\n"
 			    "    print(\"nothing found in the lines that hold it: reading the whole "
 			    "context\")\n"
@@ -723,9 +732,10 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 		buf_puts(b, ask.p);
 	}
 	buf_release(&ask);
+	if (!a->nkeys)
+		buf_puts(b, "print(len(chunks), \"chunks,\", len(answers), \"answers,\", "
+			    "len(found), \"found\")\n");
 	buf_printf(b,
-		   "print(len(chunks), \"chunks,\", len(answers), \"answers,\", len(found), "
-		   "\"found\")\n"
 		   "for a in found[:%d]:\n"
 		   "    print(\"answer:\", \" \".join(a.split())[:%d])\n",
 		   SHOWN_ANSWERS, SHOWN_CHARS);
