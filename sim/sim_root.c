@@ -22,12 +22,20 @@
  *
  * The three steps: 1 prints type, size and a sample of `context` (str or
  * list), and how many `documents` there are with a few of their ids; 2
- * filters before it reads: when the question has a key (sim_next_key: a
- * quoted phrase, else its longest identifier-like token, EPOLLEXCLUSIVE or
- * zebra-7731) it runs search() for it and prints how many hits; with 1 to
- * HITS_MAX of them, the chunks are the lines that hold it, each once,
- * under a "[doc: ID]" line where its document starts, so 8,000 headers
- * cost one sub-call; with none (or more), it reads the whole context: it
+ * filters before it reads: when the question has keys (question_keys:
+ * its quoted phrases, else its identifiers, sim_next_key's EPOLLEXCLUSIVE
+ * or zebra-7731, and the literals a real model would grep for that
+ * sim_next_key does not take: 20.0.0 and 2023-04-18, searched whole so
+ * that 120.0.0 does not count, Node.js, Zürich) it runs search() for each
+ * and prints how many hits; the lines of the rarest key found 1 to
+ * HITS_MAX times are read (narrowed to those that hold every key, when
+ * some do: "Node.js 20.0.0" is one line of three 20.0.0 lines), or those
+ * of every key when the question lists them ("QX-1, QX-2 and QX-3",
+ * answered as an "all" question), each once (a long line: each window
+ * search() cut around a hit), under a "[doc: ID]" line where its
+ * document starts, so 8,000 headers cost one sub-call; when they answer
+ * nothing (the key was not where the answer is), or there are none (or
+ * too many), it reads the whole context: it
  * cuts it into chunks (documents grouped up to the chunk size, a larger
  * one cut). Either way it asks every chunk the question in the shape of
  * tree_leaf.txt with llm_query_batched, keeps the answers that are not
@@ -399,7 +407,8 @@ static bool next_extra(const char *q, size_t n, size_t *pos, struct key *k)
 		while (e > s && strchr("-.:/_", q[e - 1]))
 			e--;
 		if (e > s && extra_kind(q + s, e - s) >= 0) {
-			k->s = q + s, k->n = e - s, k->kind = (enum key_kind)extra_kind(q + s, e - s);
+			k->s = q + s, k->n = e - s,
+			k->kind = (enum key_kind)extra_kind(q + s, e - s);
 			*pos = i;
 			return true;
 		}
@@ -468,8 +477,8 @@ static size_t question_keys(const char *q, size_t n, struct key *k, bool *every)
 	}
 	*every = nk >= 2;
 	for (size_t i = 1; i < nk && *every; i++)
-		*every = list_gap(k[i - 1].s + k[i - 1].n,
-				  (size_t)(k[i].s - (k[i - 1].s + k[i - 1].n)));
+		*every =
+		    list_gap(k[i - 1].s + k[i - 1].n, (size_t)(k[i].s - (k[i - 1].s + k[i - 1].n)));
 	return nk;
 }
 
@@ -603,12 +612,14 @@ static void put_search(struct buf *b, const struct ask *a)
 			   HITS_MAX);
 	buf_printf(b, "picked = hits if len(hits) <= %d else []\n", HITS_MAX);
 	if (a->nkeys > 1 && !a->every)
-		buf_puts(b, "# narrowed again: the lines that also hold the other terms, if some do\n"
-			    "both = [h for h in picked\n"
-			    "        if all(t.lower() in h[\"text\"].lower() for t, p, rx, ic in terms)]\n"
-			    "if both and len(both) < len(picked):\n"
-			    "    print(len(both), \"of them hold every term\")\n"
-			    "    picked = both\n");
+		buf_puts(
+		    b,
+		    "# narrowed again: the lines that also hold the other terms, if some do\n"
+		    "both = [h for h in picked\n"
+		    "        if all(t.lower() in h[\"text\"].lower() for t, p, rx, ic in terms)]\n"
+		    "if both and len(both) < len(picked):\n"
+		    "    print(len(both), \"of them hold every term\")\n"
+		    "    picked = both\n");
 }
 
 /* Step 2. A question with a key (sim_next_key) searches for it first: up
@@ -634,32 +645,33 @@ static void put_ask(struct buf *b, long rlm_chunks, enum bug bug)
 	const char *indent = rlm_chunks > 0 ? "    " : "";
 	if (rlm_chunks > 0) {
 		/* ceil(n / k) in Python: -(-n // k) */
-		buf_printf(b,
-			   "if not picked and len(chunks) > %ld:\n"
-			   "    # too many chunks for one batch: child RLMs take a piece each\n"
-			   "    per = -(-len(chunks) // min(16, max(8, -(-len(chunks) // %ld))))\n"
-			   "    if isinstance(texts, str):\n"
-			   "        pieces = [texts[i:i + per * size] for i in range(0, "
-			   "len(texts), per * size)]\n"
-			   "        asked = [[0] for p in pieces]\n"
-			   "    else:\n"
-			   "        # runs of whole documents, an equal share of the text each\n"
-			   "        share = sum(len(d) for d in texts) / -(-len(chunks) // per)\n"
-			   "        cuts, seen, last = [0], 0, 0\n"
-			   "        for i, d in enumerate(texts):\n"
-			   "            at = int((seen + len(d) / 2) // share)\n"
-			   "            if i and (at != last or len(d) > share or len(texts[i - 1]) "
-			   "> share):\n"
-			   "                cuts.append(i)\n"
-			   "            last, seen = at, seen + len(d)\n"
-			   "        runs = list(zip(cuts, cuts[1:] + [len(texts)]))\n"
-			   "        pieces = [texts[a:b] for a, b in runs]\n"
-			   "        asked = [list(range(a, b)) for a, b in runs]\n"
-			   "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
-			   "    answers = %s([q] * len(pieces), contexts=pieces)\n"
-			   "else:\n",
-			   rlm_chunks, rlm_chunks,
-			   bug == BUG_NAME ? "rlm_query_batch" : "rlm_query_batched");
+		buf_printf(
+		    b,
+		    "if not picked and len(chunks) > %ld:\n"
+		    "    # too many chunks for one batch: child RLMs take a piece each\n"
+		    "    per = -(-len(chunks) // min(16, max(8, -(-len(chunks) // %ld))))\n"
+		    "    if isinstance(texts, str):\n"
+		    "        pieces = [texts[i:i + per * size] for i in range(0, "
+		    "len(texts), per * size)]\n"
+		    "        asked = [[0] for p in pieces]\n"
+		    "    else:\n"
+		    "        # runs of whole documents, an equal share of the text each\n"
+		    "        share = sum(len(d) for d in texts) / -(-len(chunks) // per)\n"
+		    "        cuts, seen, last = [0], 0, 0\n"
+		    "        for i, d in enumerate(texts):\n"
+		    "            at = int((seen + len(d) / 2) // share)\n"
+		    "            if i and (at != last or len(d) > share or len(texts[i - 1]) "
+		    "> share):\n"
+		    "                cuts.append(i)\n"
+		    "            last, seen = at, seen + len(d)\n"
+		    "        runs = list(zip(cuts, cuts[1:] + [len(texts)]))\n"
+		    "        pieces = [texts[a:b] for a, b in runs]\n"
+		    "        asked = [list(range(a, b)) for a, b in runs]\n"
+		    "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
+		    "    answers = %s([q] * len(pieces), contexts=pieces)\n"
+		    "else:\n",
+		    rlm_chunks, rlm_chunks,
+		    bug == BUG_NAME ? "rlm_query_batch" : "rlm_query_batched");
 	}
 	buf_printf(b, "%sasked = chunk_docs\n%sprompts = [head + c for c in chunks]\n%s", indent,
 		   indent, indent);
@@ -720,13 +732,14 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 		/* the lines that hold a key answered nothing: read everything */
 		buf_puts(b, "while True:\n");
 		put_indented(b, "    ", ask.p);
-		buf_puts(b, "    print(len(chunks), \"chunks,\", len(answers), \"answers,\", "
-			    "len(found), \"found\")\n"
-			    "    if found or not picked:\n"
-			    "        break\n"
-			    "    print(\"nothing found in the lines that hold it: reading the whole "
-			    "context\")\n"
-			    "    picked = []\n");
+		buf_puts(b,
+			 "    print(len(chunks), \"chunks,\", len(answers), \"answers,\", "
+			 "len(found), \"found\")\n"
+			 "    if found or not picked:\n"
+			 "        break\n"
+			 "    print(\"nothing found in the lines that hold it: reading the whole "
+			 "context\")\n"
+			 "    picked = []\n");
 		put_indented(b, "    ", full_read);
 	} else {
 		buf_puts(b, ask.p);

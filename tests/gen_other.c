@@ -32,15 +32,15 @@ static unsigned below(struct grng *r, unsigned n)
 #define PICK(r, a) ((a)[below((r), ARRAY_SIZE(a))])
 
 static const char *const places[] = {
-    "Ærøskøbing", "the old quarter", "Kraków", "the harbour", "São Paulo", "the valley",
-    "東京",	  "the north bank",  "Zaragoza", "Reykjavík",   "the market", "Malmö",
+    "Ærøskøbing", "the old quarter", "Kraków",	 "the harbour", "São Paulo",  "the valley",
+    "東京",	  "the north bank",  "Zaragoza", "Reykjavík",	"the market", "Malmö",
 };
 static const char *const nouns[] = {
-    "lantern", "façade",	"ferry", "bakery", "clock tower", "smørrebrød stall",
-    "choir",   "garden café", "tram",	 "データ center", "bridge",	 "jalapeño farm",
+    "lantern", "façade",      "ferry", "bakery",	"clock tower", "smørrebrød stall",
+    "choir",   "garden café", "tram",  "データ center", "bridge",      "jalapeño farm",
 };
 static const char *const verbs[] = {
-    "was repainted", "stayed open late", "flooded twice", "drew a crowd",
+    "was repainted", "stayed open late",  "flooded twice", "drew a crowd",
     "was sold",	     "closed for winter", "changed hands", "won a prize",
 };
 static const char *const times[] = {
@@ -52,8 +52,8 @@ static void sentence(struct grng *r, struct buf *b)
 {
 	switch (below(r, 5)) {
 	case 0:
-		buf_printf(b, "In %s, the %s %s %s.", PICK(r, places), PICK(r, nouns), PICK(r, verbs),
-			   PICK(r, times));
+		buf_printf(b, "In %s, the %s %s %s.", PICK(r, places), PICK(r, nouns),
+			   PICK(r, verbs), PICK(r, times));
 		break;
 	case 1:
 		buf_printf(b, "People still talk about how the %s near %s %s — nobody knows why.",
@@ -101,7 +101,7 @@ static void changelog(struct grng *r, const char *dir, struct gen_other *g)
 {
 	static const char *const products[] = {"Node.js", "Deno", "Bun"};
 	static const char *const credits[] = {"José Müller", "Zoë Ångström", "李小龙",
-					      "Åsa Øberg", "Renée Dubois", "Юрий Гагарин"};
+					      "Åsa Øberg",   "Renée Dubois", "Юрий Гагарин"};
 	struct buf b;
 	char date[16] = "";
 	buf_init(&b, 0);
@@ -109,8 +109,8 @@ static void changelog(struct grng *r, const char *dir, struct gen_other *g)
 		for (unsigned minor = 0; minor < 8; minor++)
 			for (size_t p = 0; p < ARRAY_SIZE(products); p++) {
 				char d[16];
-				snprintf(d, sizeof(d), "%04u-%02u-%02u", 2000 + major,
-					 1 + minor, 1 + below(r, 28));
+				snprintf(d, sizeof(d), "%04u-%02u-%02u", 2000 + major, 1 + minor,
+					 1 + below(r, 28));
 				if (p == 0 && major == 20 && minor == 0)
 					memcpy(date, d, sizeof(d));
 				buf_printf(&b, "%s %u.%u.0 — %s\n", products[p], major, minor, d);
@@ -162,8 +162,7 @@ static void long_prose(struct grng *r, const char *dir, struct gen_other *g)
 	set_q(g, 0, "non-ASCII name in a 40 KB line",
 	      xstrdup("What is the launch code of the Café Zürich vault?"), xstrdup(code.p));
 	set_q(g, 1, "no key, the needle far into a 40 KB line",
-	      xstrdup("What is the launch code of the vault?"),
-	      buf_detach(&code, NULL));
+	      xstrdup("What is the launch code of the vault?"), buf_detach(&code, NULL));
 }
 
 /* A sentence a line, 4,000 of them: the needle near the end, a distractor
@@ -192,10 +191,9 @@ static void prose(struct grng *r, const char *dir, struct gen_other *g)
 /* Twelve markdown inventories (a table each) and two key: value files. */
 static void tables(struct grng *r, const char *dir, struct gen_other *g)
 {
-	static const char *const items[] = {"brass hinge", "oak dowel", "steel bracket",
+	static const char *const items[] = {"brass hinge", "oak dowel",	 "steel bracket",
 					    "linen strap", "glass knob", "cork gasket"};
-	static const char *const status[] = {"in stock", "in stock", "in stock",
-					     "discontinued"};
+	static const char *const status[] = {"in stock", "in stock", "in stock", "discontinued"};
 	struct buf b, list;
 	unsigned back = 0, want[3], qty[3];
 	char *p;
@@ -206,11 +204,13 @@ static void tables(struct grng *r, const char *dir, struct gen_other *g)
 		want[k] = 20000 + 7919 * (unsigned)(k + 1) + below(r, 1000);
 	for (int f = 1; f <= 12; f++) {
 		buf_init(&b, 0);
-		buf_printf(&b, "# Inventory, shelf %d\n\nCounted by %s.\n\n"
-			       "| part | item | qty | status |\n|---|---|---|---|\n",
+		buf_printf(&b,
+			   "# Inventory, shelf %d\n\nCounted by %s.\n\n"
+			   "| part | item | qty | status |\n|---|---|---|---|\n",
 			   f, f % 2 ? "Zoë" : "Łukasz");
 		for (int row = 0; row < 60; row++) {
-			unsigned code = 10000 + (unsigned)f * 1000 + (unsigned)row * 7 + below(r, 7);
+			unsigned code =
+			    10000 + (unsigned)f * 1000 + (unsigned)row * 7 + below(r, 7);
 			unsigned q = below(r, 500);
 			bool is_back = below(r, 9) == 0;
 			for (int k = 0; k < 3; k++)
@@ -258,8 +258,7 @@ static void logs(struct grng *r, const char *dir, struct gen_other *g)
 {
 	static const char *const svcs[] = {"svc_billing", "svc_search", "svc_mobile",
 					   "svc_storage"};
-	static const char *const msgs[] = {"disk quota exceeded on 東京-2",
-					   "retry budget spent ⏳",
+	static const char *const msgs[] = {"disk quota exceeded on 東京-2", "retry budget spent ⏳",
 					   "certificate for café.example renews soon",
 					   "queue depth above threshold"};
 	struct buf b, codes;

@@ -31,14 +31,14 @@ enum gen_other_kind {
 
 /* A question about the corpus and what answers it. */
 struct gen_other_q {
-	const char *name;     /* what the case is about, for messages */
-	char *question;	      /* owned */
-	char *answer;	      /* expected; several values one per line; owned */
+	const char *name; /* what the case is about, for messages */
+	char *question;	  /* owned */
+	char *answer;	  /* expected; several values one per line; owned */
 };
 
 struct gen_other {
-	char *context;			    /* a file, a directory or a .jsonl; owned */
-	size_t bytes;			    /* of text written */
+	char *context;			     /* a file, a directory or a .jsonl; owned */
+	size_t bytes;			     /* of text written */
 	struct gen_other_q qs[GEN_OTHER_QS]; /* qs[i].question NULL past the last */
 };
 

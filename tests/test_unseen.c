@@ -30,10 +30,10 @@
 static cJSON *solve(const char *ctx, const char *q, const char *const *extra)
 {
 	const char *argv[32], *env[16];
-	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
-					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
-					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_MAX_DEPTH",
-					    "RLM_MAX_NODES", "RLM_MAX_CALLS", NULL};
+	static const char *const clean[] = {
+	    "RLM_PROVIDER",    "RLM_MODEL",	    "RLM_SUB_MODEL",	  "OPENAI_API_KEY",
+	    "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "RLM_SIM",
+	    "RLM_MAX_DEPTH",   "RLM_MAX_NODES",	    "RLM_MAX_CALLS",	  NULL};
 	struct proc_out o;
 	size_t n = 0, k = 0;
 	cJSON *j;
@@ -95,8 +95,8 @@ struct seen {
 	cJSON *j;
 	const char *answer;
 	struct buf code, out;
-	long long tokens;     /* input tokens of the whole solve */
-	long long sub;	      /* ... of its sub-calls */
+	long long tokens; /* input tokens of the whole solve */
+	long long sub;	  /* ... of its sub-calls */
 };
 
 static void run(struct seen *s, const char *ctx, const char *q, const char *const *extra)
@@ -258,8 +258,7 @@ TEST(filter_non_ascii_name_in_long_line)
 	CHECK_CONTAINS(s.out.p, "1 chunks, 1 answers");
 	CHECK_MSG(strstr(s.answer, g.qs[0].answer), "answer '%s', want '%s'", s.answer,
 		  g.qs[0].answer);
-	CHECK_MSG(s.sub < (long long)g.bytes / 4 / 20, "%lld tokens of %zu bytes", s.sub,
-		  g.bytes);
+	CHECK_MSG(s.sub < (long long)g.bytes / 4 / 20, "%lld tokens of %zu bytes", s.sub, g.bytes);
 	seen_release(&s);
 	gen_other_release(&g);
 }
