@@ -96,7 +96,8 @@ static void set_q(struct gen_other *g, size_t i, const char *name, char *q, char
 
 /* Release notes of three products, newest last: a version line "Node.js
  * 20.0.0 — 2023-04-18" (an em dash), then notes with credits in other
- * scripts. The 20.0.0 release of Node.js is there once. */
+ * scripts. The 20.0.0 release of Node.js is there once (each product has a
+ * 20.0.0, and a note names the host 120.0.0.1). */
 static void changelog(struct grng *r, const char *dir, struct gen_other *g)
 {
 	static const char *const products[] = {"Node.js", "Deno", "Bun"};
@@ -114,6 +115,9 @@ static void changelog(struct grng *r, const char *dir, struct gen_other *g)
 				if (p == 0 && major == 20 && minor == 0)
 					memcpy(date, d, sizeof(d));
 				buf_printf(&b, "%s %u.%u.0 — %s\n", products[p], major, minor, d);
+				if (p == 2 && major == 7 && minor == 3) /* 20.0.0 inside */
+					buf_puts(&b, "  * the resolver accepts 120.0.0.1 as a "
+						     "host (#4411)\n");
 				for (unsigned k = below(r, 3) + 1; k; k--)
 					buf_printf(&b, "  * %s: fixed the %s (thanks to %s, #%u)\n",
 						   PICK(r, nouns), PICK(r, verbs), PICK(r, credits),

@@ -1523,6 +1523,68 @@ TEST(root_which_doc_with_the_sub_model)
 
 /* Many hits (more than the root reads line by line) and none: the whole
  * context is read, and the output says why. */
+/* The keys step 2 searches for, from questions of other shapes than the
+ * bench generator's: the terms list it writes, or no search at all. */
+TEST(root_keys_of_natural_questions)
+{
+	static const struct {
+		const char *q, *terms; /* NULL: no search */
+		bool every;
+	} cases[] = {
+	    {"On what date was Node.js 20.0.0 released?",
+	     "terms = [(\"Node.js\", \"Node.js\", False, True),\n"
+	     "         (\"20.0.0\", rb\"(?<![\\w.])\" + re.escape(\"20.0.0\".encode()) + "
+	     "rb\"(?![\\w]|\\.\\w)\", True, False)]\n",
+	     false},
+	    {"What is the launch code of the Café Zürich vault?",
+	     "terms = [(\"Café\", \"Café\", False, True),\n"
+	     "         (\"Zürich\", \"Zürich\", False, True)]\n",
+	     false},
+	    {"List the quantities of parts QX-28218, QX-36047 and QX-43986.",
+	     "terms = [(\"QX-28218\", \"QX-28218\", False, False),\n"
+	     "         (\"QX-36047\", \"QX-36047\", False, False),\n"
+	     "         (\"QX-43986\", \"QX-43986\", False, False)]\n",
+	     true},
+	    {"Which record says \"water in the cellar\" about depot 20.0.0?",
+	     "terms = [(\"water in the cellar\", \"water in the cellar\", False, True)]\n",
+	     false},
+	    {"What did the Zoë Ångström note say about SKU_1 and Ærø's ferry?",
+	     "terms = [(\"Zoë\", \"Zoë\", False, True),\n"
+	     "         (\"Ångström\", \"Ångström\", False, True),\n"
+	     "         (\"SKU_1\", \"SKU_1\", False, False),\n"
+	     "         (\"Ærø\", \"Ærø\", False, True)]\n",
+	     false},
+	    {"東京タワーの高さは？", "terms = [(\"東京タワーの高さは\", \"東京タワーの高さは\", False, True)]\n",
+	     false},
+	    {"How many entries are dated 2023?", NULL, false},
+	    {"How many dates are represented exactly 5 times?", NULL, false},
+	    {"Who wrote the report about the harbour?", NULL, false},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct convo c;
+		char *reply, *code;
+		convo_init(&c, cases[i].q, "a str of 60,000 characters", "2,000");
+		reply = root_reply("", &c);
+		convo_turn(&c, reply, "type: str length: 60000\n", false);
+		free(reply);
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_INT(step_in(code), 2);
+		if (!cases[i].terms) {
+			CHECK_MSG(!strstr(code, "search("), "%s: searches\n%s", cases[i].q, code);
+		} else {
+			CHECK_MSG(strstr(code, cases[i].terms), "%s: want\n%s\nin\n%s", cases[i].q,
+				  cases[i].terms, code);
+			CHECK(!strstr(code, "# the question lists them") == !cases[i].every);
+			CHECK(!strstr(code, "# narrowed again") ==
+			      (cases[i].every || !strstr(cases[i].terms, "),\n")));
+		}
+		free(code);
+		free(reply);
+		convo_release(&c);
+	}
+}
+
 TEST(root_search_too_many_hits_reads_everything)
 {
 	struct fake_repl r;
