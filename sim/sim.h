@@ -41,7 +41,8 @@
  *   letters (Zürich); it search()es each, reads the lines of the rarest
  *   one found 1 to 2,000 times (of those, the ones that hold every key,
  *   when some do), or of every key when the question lists them ("the
- *   codes of A, B and C", which it then answers as an "all" question),
+ *   codes of A, B and C": each key's lines asked the question about that
+ *   key alone, "the codes of A", and answered as an "all" question),
  *   under "[doc: ID]" lines, each window of a long line once; when those
  *   lines answer nothing, it reads the whole context; else it cuts the context into
  *   chunks of the size the first user message states ("Sub-calls can

@@ -30,8 +30,9 @@
  * and prints how many hits; the lines of the rarest key found 1 to
  * HITS_MAX times are read (narrowed to those that hold every key, when
  * some do: "Node.js 20.0.0" is one line of three 20.0.0 lines), or those
- * of every key when the question lists them ("QX-1, QX-2 and QX-3",
- * answered as an "all" question), each once (a long line: each window
+ * of every key when the question lists them ("QX-1, QX-2 and QX-3": the
+ * lines of each in chunks of their own, asked the question about that key
+ * alone, key_qs, and answered as an "all" question), each once (a long line: each window
  * search() cut around a hit), under a "[doc: ID]" line where its
  * document starts, so 8,000 headers cost one sub-call; when they answer
  * nothing (the key was not where the answer is), or there are none (or
@@ -567,6 +568,39 @@ static const char hits_read[] =
     "    if hits:\n"
     "        print(\"too many hits: reading the whole context\")\n";
 
+/* hits_read for a question that lists its keys: the lines of each key in
+ * chunks of their own, each asked the question about that key alone
+ * (chunk_q, from key_qs), the way a model asks one question per item. */
+static const char hits_read_each[] =
+    "if picked:\n"
+    "    # one question per key, about the lines that hold it\n"
+    "    chunks, chunk_docs, chunk_q = [], [], []\n"
+    "    for kq, hs in zip(key_qs, results):\n"
+    "        cur, cur_docs, seen = \"\", [], set()\n"
+    "        for h in sorted(hs, key=lambda h: (h[\"index\"], h[\"start\"])):\n"
+    "            if (h[\"index\"], h[\"line\"], h[\"text\"]) in seen:\n"
+    "                continue\n"
+    "            seen.add((h[\"index\"], h[\"line\"], h[\"text\"]))\n"
+    "            name = \"[doc: \" + h[\"doc\"] + \"]\\n\"\n"
+    "            same = cur_docs and cur_docs[-1] == h[\"index\"]\n"
+    "            piece = h[\"text\"] if same else name + h[\"text\"]\n"
+    "            if cur and len(cur) + 1 + len(piece) > size:\n"
+    "                chunks.append(cur)\n"
+    "                chunk_docs.append(cur_docs)\n"
+    "                chunk_q.append(kq)\n"
+    "                cur, cur_docs, piece = \"\", [], name + h[\"text\"]\n"
+    "            cur = cur + \"\\n\" + piece if cur else piece\n"
+    "            if not cur_docs or cur_docs[-1] != h[\"index\"]:\n"
+    "                cur_docs.append(h[\"index\"])\n"
+    "        if cur:\n"
+    "            chunks.append(cur)\n"
+    "            chunk_docs.append(cur_docs)\n"
+    "            chunk_q.append(kq)\n"
+    "    print(len(chunks), \"chunks, one question per key\")\n"
+    "else:\n"
+    "    if hits:\n"
+    "        print(\"too many hits: reading the whole context\")\n";
+
 /* Step 2's search for the keys of the question: each of them (numbers
  * whole, so 20.0.0 is not found in 120.0.0); hits the lines of the rarest
  * key found (at most HITS_MAX times), or of every key when the question
@@ -622,6 +656,28 @@ static void put_search(struct buf *b, const struct ask *a)
 		    "    picked = both\n");
 }
 
+/* key_qs: for a question that lists its keys, the question about each
+ * alone, the list replaced with that key ("List the quantities of parts
+ * QX-1, QX-2 and QX-3." -> "List the quantities of parts QX-1."). */
+static void put_key_qs(struct buf *b, const struct ask *a)
+{
+	const struct key *first = &a->keys[0], *last = &a->keys[a->nkeys - 1];
+	size_t pre = (size_t)(first->s - a->q), post = (size_t)(last->s + last->n - a->q);
+	buf_puts(b, "key_qs = [");
+	for (size_t i = 0; i < a->nkeys; i++) {
+		struct buf one;
+		buf_init(&one, 0);
+		buf_append(&one, a->q, pre);
+		buf_append(&one, a->keys[i].s, a->keys[i].n);
+		buf_append(&one, a->q + post, a->qn - post);
+		if (i)
+			buf_puts(b, ",\n          ");
+		py_str(b, one.p, one.len);
+		buf_release(&one);
+	}
+	buf_puts(b, "]\n");
+}
+
 /* Step 2. A question with a key (sim_next_key) searches for it first: up
  * to HITS_MAX hits, the chunks are the lines that hold it, each under the
  * name of its document; none (or more): the whole context, as below.
@@ -640,7 +696,7 @@ static void put_search(struct buf *b, const struct ask *a)
 /* Step 2's asking of the chunks (Python at no indent): llm_query_batched
  * over them, or child RLMs past rlm_chunks (> 0) chunks when no key's
  * lines were picked; found / found_at the answers kept and their sub-calls. */
-static void put_ask(struct buf *b, long rlm_chunks, enum bug bug)
+static void put_ask(struct buf *b, long rlm_chunks, bool each, enum bug bug)
 {
 	const char *indent = rlm_chunks > 0 ? "    " : "";
 	if (rlm_chunks > 0) {
@@ -673,8 +729,10 @@ static void put_ask(struct buf *b, long rlm_chunks, enum bug bug)
 		    rlm_chunks, rlm_chunks,
 		    bug == BUG_NAME ? "rlm_query_batch" : "rlm_query_batched");
 	}
-	buf_printf(b, "%sasked = chunk_docs\n%sprompts = [head + c for c in chunks]\n%s", indent,
-		   indent, indent);
+	buf_printf(b, "%sasked = chunk_docs\n%sprompts = %s\n%s", indent, indent,
+		   each ? "[head_of(cq) + c for cq, c in zip(chunk_q, chunks)]"
+			: "[head + c for c in chunks]",
+		   indent);
 	if (bug == BUG_NAME)
 		buf_puts(b, "answers = llm_query_batch(prompts)\n");
 	else
@@ -714,20 +772,35 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 		   size, a->by_doc ? "True" : "False");
 	if (a->nkeys) {
 		put_search(b, a);
-		buf_puts(b, hits_read);
-		put_indented(b, "    ", full_read);
+		if (a->every) {
+			put_key_qs(b, a);
+			buf_puts(b, hits_read_each);
+			put_indented(b, "    ", full_read);
+			buf_puts(b, "    chunk_q = [q] * len(chunks)\n");
+		} else {
+			buf_puts(b, hits_read);
+			put_indented(b, "    ", full_read);
+		}
 	} else {
 		buf_puts(b, "picked = []\n");
 		buf_puts(b, full_read);
 	}
-	buf_printf(b,
-		   "head = (\"%s\" + \" \".join(q.split()) +\n"
-		   "        \"%s%s%s\")\n",
-		   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
+	if (a->every)
+		buf_printf(b,
+			   "def head_of(q):\n"
+			   "    return (\"%s\" + \" \".join(q.split()) +\n"
+			   "            \"%s%s%s\")\n"
+			   "head = head_of(q)\n",
+			   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
+	else
+		buf_printf(b,
+			   "head = (\"%s\" + \" \".join(q.split()) +\n"
+			   "        \"%s%s%s\")\n",
+			   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
 	if (bug == BUG_TYPE)
 		buf_puts(b, "print(\"asking \" + len(chunks) + \" chunks\")\n");
 	buf_init(&ask, 0);
-	put_ask(&ask, rlm_chunks, bug);
+	put_ask(&ask, rlm_chunks, a->every, bug);
 	if (a->nkeys) {
 		/* the lines that hold a key answered nothing: read everything */
 		buf_puts(b, "while True:\n");
@@ -741,6 +814,8 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 			 "context\")\n"
 			 "    picked = []\n");
 		put_indented(b, "    ", full_read);
+		if (a->every)
+			buf_puts(b, "    chunk_q = [q] * len(chunks)\n");
 	} else {
 		buf_puts(b, ask.p);
 	}

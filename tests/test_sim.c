@@ -1576,6 +1576,13 @@ TEST(root_keys_of_natural_questions)
 			CHECK_MSG(strstr(code, cases[i].terms), "%s: want\n%s\nin\n%s", cases[i].q,
 				  cases[i].terms, code);
 			CHECK(!strstr(code, "# the question lists them") == !cases[i].every);
+			/* a listed key is asked about alone */
+			CHECK(!strstr(code, "key_qs = [") == !cases[i].every);
+			if (cases[i].every)
+				CHECK_CONTAINS(code,
+					       "key_qs = [\"List the quantities of parts QX-28218.\",\n"
+					       "          \"List the quantities of parts QX-36047.\",\n"
+					       "          \"List the quantities of parts QX-43986.\"]\n");
 			CHECK(!strstr(code, "# narrowed again") ==
 			      (cases[i].every || !strstr(cases[i].terms, "),\n")));
 		}
