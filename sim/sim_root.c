@@ -834,8 +834,8 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 /* Step 3's sources: the documents of the sub-calls whose answers the final
  * answer used (for "how many", those that counted some; for a question
  * that asks which document, the names the final answer gives, read by
- * that sub-call), narrowed to those whose text holds a line of the answer
- * when some does; at most 100. */
+ * that sub-call), narrowed, but for a count, to those whose text holds a
+ * line of the answer when some does; at most 100. */
 static void put_sources(struct buf *b, const struct ask *a)
 {
 	buf_printf(b,
@@ -854,6 +854,9 @@ static void put_sources(struct buf *b, const struct ask *a)
 		   "    ids = [documents[i][\"id\"] for i in asked[k]]\n"
 		   "    if by_doc:\n"
 		   "        got = [d for d in ids if d in lines and d in final_lines]\n"
+		   "    elif %s:\n"
+		   "        # a count is of every document the sub-call read\n"
+		   "        got = ids\n"
 		   "    else:\n"
 		   "        got = [d for i, d in zip(asked[k], ids) if held(a, i)] or ids\n"
 		   "    for d in got:\n"
@@ -862,7 +865,8 @@ static void put_sources(struct buf *b, const struct ask *a)
 		   "answer[\"sources\"] = sources\n"
 		   "print(\"sources:\", \", \".join(sources[:10]))\n",
 		   a->how_many ? "re.search(r\"[1-9]\", a)"
-			       : "final in a or any(l in final for l in lines)");
+			       : "final in a or any(l in final for l in lines)",
+		   a->how_many ? "True" : "False");
 }
 
 static void step3(struct buf *b, const struct ask *a, enum bug bug)

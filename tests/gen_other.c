@@ -299,6 +299,13 @@ static void logs(struct grng *r, const char *dir, struct gen_other *g)
 	set_q(g, 1, "which record, a non-ASCII name",
 	      xstrdup("Which record mentions water in a cellar in Ærøskøbing?"),
 	      xasprintf("evt-%05u", flood));
+	set_q(g, 2, "which record, a quoted phrase",
+	      xstrdup("Which record says \u201cpumps running\u201d?"),
+	      xasprintf("evt-%05u", flood));
+	set_q(g, 3, "how many, an identifier", xstrdup("How many svc_kestrel errors are there?"),
+	      xstrdup("5"));
+	set_q(g, 4, "how many, an identifier, natural phrasing",
+	      xstrdup("How many errors did svc_kestrel log?"), xstrdup("5"));
 }
 
 void gen_other_make(enum gen_other_kind kind, uint64_t seed, const char *dir, struct gen_other *g)

@@ -27,7 +27,7 @@ enum gen_other_kind {
 	GEN_OTHER_LOGS,	     /* JSONL: {"id", "text"} log records */
 };
 
-#define GEN_OTHER_QS 4
+#define GEN_OTHER_QS 6
 
 /* A question about the corpus and what answers it. */
 struct gen_other_q {
