@@ -37,8 +37,8 @@
  *   turn 2 filters first when the question has a distinctive literal:
  *   its quoted phrases, else its identifiers (sim_next_key), numbers of
  *   two groups or more or of 5 digits (20.0.0, 2023-04-18; searched
- *   whole), names with an inner dot (Node.js) and words with non-ASCII
- *   letters (Zürich); it search()es each, reads the lines of the rarest
+ *   whole), names with an inner dot (Node.js) and names with non-ASCII
+ *   letters (Zürich, 東京; not "código"); it search()es each, reads the lines of the rarest
  *   one found 1 to 2,000 times (of those, the ones that hold every key,
  *   when some do), or of every key when the question lists them ("the
  *   codes of A, B and C": each key's lines asked the question about that

@@ -346,11 +346,25 @@ static bool utf8_punct(const char *s, size_t n, size_t *len)
 	       (cp >= 0xff1a && cp <= 0xff20) || (cp >= 0xff3b && cp <= 0xff40);
 }
 
+/* Whether the token t[0..n) starts like a name: a capital (ASCII, Latin-1,
+ * Latin Extended-A, Greek, Cyrillic) or a letter of a script without case
+ * (CJK, kana, hangul: U+2E80 and up). "Zürich", "Ærø", "東京"; not
+ * "código" or "heißt", words of a question asked in another language. */
+static bool name_start(const char *t, size_t n)
+{
+	uint32_t cp = (unsigned char)t[0];
+	if (cp >= 0x80 && !text_utf8_decode(t, n, &cp))
+		return false;
+	return (cp >= 'A' && cp <= 'Z') || (cp >= 0xc0 && cp <= 0xde && cp != 0xd7) ||
+	       (cp >= 0x100 && cp < 0x180 && !(cp & 1)) || (cp >= 0x391 && cp <= 0x3a9) ||
+	       (cp >= 0x400 && cp <= 0x42f) || cp >= 0x2e80;
+}
+
 /* The kind of the token t[0..n) when it is a literal worth searching for
  * that sim_next_key does not find, else -1: a number of two groups or more
  * (20.0.0, 2023-04-18, 10:42) or of 5 digits; a name with an inner dot
- * between letters (Node.js, example.com); a word of 4 bytes or more with
- * non-ASCII letters (Zürich, Ærø, 東京タワー). */
+ * between letters (Node.js, example.com); a name (name_start) of 4 bytes or
+ * more with non-ASCII letters (Zürich, Ærø, 東京タワー). */
 static int extra_kind(const char *t, size_t n)
 {
 	size_t digits = 0, letters = 0, high = 0, groups = 0;
@@ -369,19 +383,33 @@ static int extra_kind(const char *t, size_t n)
 	}
 	if (!letters && !high && digits && (groups >= 2 || digits >= 5) && n >= 3)
 		return KEY_NUMBER;
-	if (n >= 4 && high)
+	if (n >= 4 && high && name_start(t, n))
 		return KEY_NAME;
 	if (n >= 4 && inner_dot && !high)
 		return KEY_NAME;
 	return -1;
 }
 
+/* Whether the word t[0..n) is in a script with case (it starts below the
+ * CJK range), so that at the start of a question its capital is no sign of
+ * a name ("Cuál", "Кто"). */
+static bool case_word(const char *t, size_t n)
+{
+	uint32_t cp = (unsigned char)t[0];
+	if (cp >= 0x80 && !text_utf8_decode(t, n, &cp))
+		return false;
+	return cp < 0x2e80;
+}
+
 /* The next token of q[*pos..n) that extra_kind takes: runs of letters,
  * digits, non-ASCII letters and inner '_', '-', '.', ':', '/', with a
- * possessive "'s" and trailing punctuation dropped. */
+ * possessive "'s" and trailing punctuation dropped; the first word of the
+ * question only when it is in a script without case, or has a dot or is a
+ * number (Node.js, 20.0.0). */
 static bool next_extra(const char *q, size_t n, size_t *pos, struct key *k)
 {
 	size_t i = *pos, len;
+	bool first = i == 0; /* the first word: a capital says nothing */
 	while (i < n) {
 		size_t s, e;
 		while (i < n) {
@@ -407,12 +435,14 @@ static bool next_extra(const char *q, size_t n, size_t *pos, struct key *k)
 			e -= 2;
 		while (e > s && strchr("-.:/_", q[e - 1]))
 			e--;
-		if (e > s && extra_kind(q + s, e - s) >= 0) {
+		if (e > s && extra_kind(q + s, e - s) >= 0 &&
+		    !(first && case_word(q + s, e - s) && !memchr(q + s, '.', e - s))) {
 			k->s = q + s, k->n = e - s,
 			k->kind = (enum key_kind)extra_kind(q + s, e - s);
 			*pos = i;
 			return true;
 		}
+		first = false;
 	}
 	*pos = n;
 	return false;

@@ -1557,6 +1557,20 @@ TEST(root_keys_of_natural_questions)
 	    {"東京タワーの高さは？", "terms = [(\"東京タワーの高さは\", \"東京タワーの高さは\", False, True)]\n",
 	     false},
 	    {"How many entries are dated 2023?", NULL, false},
+	    /* words of another language are no names, nor a capital at the
+	     * start: only Zürich is */
+	    {"¿Cuál es el código de lanzamiento de Zürich?",
+	     "terms = [(\"Zürich\", \"Zürich\", False, True)]\n", false},
+	    /* (a German noun has a capital: searched, read if it is there) */
+	    {"Wie heißt die Straße?", "terms = [(\"Straße\", \"Straße\", False, True)]\n",
+	     false},
+	    {"Кто написал «Войну и мир»?", "terms = [(\"Войну\", \"Войну\", False, True)]\n",
+	     false},
+	    {"Zürich: what is its launch code?", NULL, false},
+	    {"20.0.0: when was it released?",
+	     "terms = [(\"20.0.0\", rb\"(?<![\\w.])\" + re.escape(\"20.0.0\".encode()) + "
+	     "rb\"(?![\\w]|\\.\\w)\", True, False)]\n",
+	     false},
 	    {"How many dates are represented exactly 5 times?", NULL, false},
 	    {"Who wrote the report about the harbour?", NULL, false},
 	};
