@@ -1546,24 +1546,22 @@ TEST(root_keys_of_natural_questions)
 	     "         (\"QX-43986\", \"QX-43986\", False, False)]\n",
 	     true},
 	    {"Which record says \"water in the cellar\" about depot 20.0.0?",
-	     "terms = [(\"water in the cellar\", \"water in the cellar\", False, True)]\n",
-	     false},
+	     "terms = [(\"water in the cellar\", \"water in the cellar\", False, True)]\n", false},
 	    {"What did the Zoë Ångström note say about SKU_1 and Ærø's ferry?",
 	     "terms = [(\"Zoë\", \"Zoë\", False, True),\n"
 	     "         (\"Ångström\", \"Ångström\", False, True),\n"
 	     "         (\"SKU_1\", \"SKU_1\", False, False),\n"
 	     "         (\"Ærø\", \"Ærø\", False, True)]\n",
 	     false},
-	    {"東京タワーの高さは？", "terms = [(\"東京タワーの高さは\", \"東京タワーの高さは\", False, True)]\n",
-	     false},
+	    {"東京タワーの高さは？",
+	     "terms = [(\"東京タワーの高さは\", \"東京タワーの高さは\", False, True)]\n", false},
 	    {"How many entries are dated 2023?", NULL, false},
 	    /* words of another language are no names, nor a capital at the
 	     * start: only Zürich is */
 	    {"¿Cuál es el código de lanzamiento de Zürich?",
 	     "terms = [(\"Zürich\", \"Zürich\", False, True)]\n", false},
 	    /* (a German noun has a capital: searched, read if it is there) */
-	    {"Wie heißt die Straße?", "terms = [(\"Straße\", \"Straße\", False, True)]\n",
-	     false},
+	    {"Wie heißt die Straße?", "terms = [(\"Straße\", \"Straße\", False, True)]\n", false},
 	    {"Кто написал «Войну и мир»?", "terms = [(\"Войну\", \"Войну\", False, True)]\n",
 	     false},
 	    {"Zürich: what is its launch code?", NULL, false},
@@ -1593,10 +1591,11 @@ TEST(root_keys_of_natural_questions)
 			/* a listed key is asked about alone */
 			CHECK(!strstr(code, "key_qs = [") == !cases[i].every);
 			if (cases[i].every)
-				CHECK_CONTAINS(code,
-					       "key_qs = [\"List the quantities of parts QX-28218.\",\n"
-					       "          \"List the quantities of parts QX-36047.\",\n"
-					       "          \"List the quantities of parts QX-43986.\"]\n");
+				CHECK_CONTAINS(
+				    code,
+				    "key_qs = [\"List the quantities of parts QX-28218.\",\n"
+				    "          \"List the quantities of parts QX-36047.\",\n"
+				    "          \"List the quantities of parts QX-43986.\"]\n");
 			CHECK(!strstr(code, "# narrowed again") ==
 			      (cases[i].every || !strstr(cases[i].terms, "),\n")));
 		}
