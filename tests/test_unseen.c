@@ -508,6 +508,24 @@ TEST(children_past_rlm_chunks)
 	gen_other_release(&g);
 }
 
+/* A directory past rlm_chunks: child RLMs take runs of whole files, each
+ * counts its rows, and the root adds their counts up. */
+TEST(children_how_many_over_a_directory)
+{
+	struct gen_other g;
+	struct seen s;
+	const char *extra[] = {"--sim", "chunk=3000,rlm_chunks=4", NULL};
+	make(GEN_OTHER_TABLES, &g);
+	run(&s, g.context, g.qs[0].question, extra);
+	CHECK_CONTAINS(s.out.p, "child RLMs");
+	CHECK(cJSON_GetArraySize(json_get(s.j, "children")) >= 4);
+	CHECK_CONTAINS(s.code.p, "# step 3: add up the counts");
+	CHECK_MSG(!strcmp(s.answer, g.qs[0].answer), "answer '%s', want '%s'\n%s", s.answer,
+		  g.qs[0].answer, s.out.p);
+	seen_release(&s);
+	gen_other_release(&g);
+}
+
 /* ---- error recovery ---- */
 
 /* Steps written with bugs half the time: the tracebacks are read and the
