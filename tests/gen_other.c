@@ -248,6 +248,9 @@ static void tables(struct grng *r, const char *dir, struct gen_other *g)
 	set_q(g, 1, "which file, a code",
 	      xasprintf("Which file mentions the part code QX-%u?", want[1]),
 	      xstrdup("inventory-07.md"));
+	set_q(g, 4, "which files, two codes",
+	      xasprintf("Which files mention QX-%u or QX-%u?", want[0], want[2]),
+	      xstrdup("inventory-03.md, inventory-11.md"));
 	for (int k = 0; k < 3; k++)
 		buf_printf(&list, "%s%u", k ? "\n" : "", qty[k]);
 	set_q(g, 2, "several keys in one question",

@@ -410,6 +410,22 @@ TEST(filter_several_keys_listed)
 	gen_other_release(&g);
 }
 
+/* Which files, for two codes: each code's row asked about alone, both
+ * files named, each a source. */
+TEST(filter_several_keys_which_files)
+{
+	struct gen_other g;
+	struct seen s;
+	make(GEN_OTHER_TABLES, &g);
+	run(&s, g.context, g.qs[4].question, NULL);
+	CHECK_CONTAINS(s.out.p, "2 chunks, one question per key\n2 chunks, 2 answers, 2 found");
+	CHECK_STR(s.answer, g.qs[4].answer);
+	CHECK_INT(cJSON_GetArraySize(json_get(s.j, "sources")), 2);
+	CHECK(s.sub < (long long)g.bytes / 4 / 20);
+	seen_release(&s);
+	gen_other_release(&g);
+}
+
 /* ---- no key: chunks and llm_query_batched ---- */
 
 /* A question with no literal to search for: every chunk is asked; two
