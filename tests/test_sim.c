@@ -1605,6 +1605,101 @@ TEST(root_keys_of_natural_questions)
 	}
 }
 
+/* Questions of random pieces (quotes straight and curly, dots, digits,
+ * capitals, accents, CJK, stray UTF-8 bytes, list words): step 2 is
+ * always written, and it is Python that compiles. */
+TEST(root_keys_of_random_questions)
+{
+	cJSON *codes = cJSON_CreateArray(), *bad;
+	char *path = xasprintf("%s/codes.json", harness_tmpdir()), *text, *prog;
+	FILE *f;
+	static const char *const pieces[] = {
+	    "\"",
+	    "\xe2\x80\x9c",
+	    "\xe2\x80\x9d",
+	    ".",
+	    "-",
+	    ":",
+	    "/",
+	    "_",
+	    "'s",
+	    " ",
+	    ", ",
+	    " and ",
+	    " or ",
+	    "20",
+	    "0",
+	    "12345",
+	    "Node",
+	    "js",
+	    "Zürich",
+	    "é",
+	    "東京",
+	    "？",
+	    "\xc3",
+	    "\xe2\x80",
+	    "QX-1",
+	    "a",
+	    "B",
+	    "List ",
+	    "How many ",
+	    "Which file ",
+	    "¿",
+	    "«",
+	    "»",
+	    "\xff",
+	    "EPOLL",
+	};
+	uint64_t st = 18;
+	for (int i = 0; i < 3000; i++) {
+		struct convo c;
+		char q[256], *reply, *code;
+		size_t n = 0;
+		int k = 1 + (int)(rng_splitmix64(&st) % 14);
+		while (k--) {
+			const char *p = pieces[rng_splitmix64(&st) % ARRAY_SIZE(pieces)];
+			size_t pn = strlen(p);
+			if (n + pn + 2 > sizeof(q))
+				break;
+			memcpy(q + n, p, pn);
+			n += pn;
+		}
+		q[n++] = '?';
+		q[n] = '\0';
+		convo_init(&c, q, "a str of 60,000 characters", "2,000");
+		reply = root_reply("", &c);
+		convo_turn(&c, reply, "type: str length: 60000\n", false);
+		free(reply);
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_MSG(step_in(code) == 2, "%s", q);
+		if (i % 10 == 0)
+			cJSON_AddItemToArray(codes, cJSON_CreateString(code));
+		free(code);
+		free(reply);
+		convo_release(&c);
+	}
+	text = json_print(codes);
+	f = fopen(path, "w");
+	CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+	prog = xasprintf("import json\n"
+			 "bad = []\n"
+			 "for c in json.load(open('%s')):\n"
+			 "    try:\n"
+			 "        compile(c, '<step 2>', 'exec')\n"
+			 "    except SyntaxError as e:\n"
+			 "        bad.append(str(e) + ': ' + c[:300])\n"
+			 "print('@@J@@' + json.dumps(bad))\n",
+			 path);
+	bad = py_json(prog);
+	CHECK_MSG(cJSON_GetArraySize(bad) == 0, "%s", cJSON_GetArrayItem(bad, 0)->valuestring);
+	cJSON_Delete(bad);
+	cJSON_Delete(codes);
+	free(prog);
+	free(text);
+	free(path);
+}
+
 TEST(root_search_too_many_hits_reads_everything)
 {
 	struct fake_repl r;
