@@ -34,9 +34,17 @@
  *   root of the RLM loop and writes the code a sensible model would, one
  *   step per turn, reading only the conversation: turn 1 probes the
  *   context (type, size, a sample, how many documents and a few ids);
- *   turn 2 filters first when the question has a key (sim_next_key):
- *   search() for it, and with 1 to 2,000 hits the chunks are the lines
- *   that hold it under "[doc: ID]" lines; else it cuts the context into
+ *   turn 2 filters first when the question has a distinctive literal:
+ *   its quoted phrases, else its identifiers (sim_next_key), numbers of
+ *   two groups or more or of 5 digits (20.0.0, 2023-04-18; searched
+ *   whole), names with an inner dot (Node.js) and names with non-ASCII
+ *   letters (Zürich, 東京; not "código"); it search()es each, reads the lines of the rarest
+ *   one found 1 to 2,000 times (of those, the ones that hold every key,
+ *   when some do), or of every key when the question lists them ("the
+ *   codes of A, B and C": each key's lines asked the question about that
+ *   key alone, "the codes of A", and answered as an "all" question),
+ *   under "[doc: ID]" lines, each window of a long line once; when those
+ *   lines answer nothing, it reads the whole context; else it cuts the context into
  *   chunks of the size the first user message states ("Sub-calls can
  *   read about N characters"; `chunk=` overrides), groups documents into
  *   chunks when the context is a list (each headed by "[doc: ID]" when

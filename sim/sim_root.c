@@ -22,12 +22,21 @@
  *
  * The three steps: 1 prints type, size and a sample of `context` (str or
  * list), and how many `documents` there are with a few of their ids; 2
- * filters before it reads: when the question has a key (sim_next_key: a
- * quoted phrase, else its longest identifier-like token, EPOLLEXCLUSIVE or
- * zebra-7731) it runs search() for it and prints how many hits; with 1 to
- * HITS_MAX of them, the chunks are the lines that hold it, each once,
- * under a "[doc: ID]" line where its document starts, so 8,000 headers
- * cost one sub-call; with none (or more), it reads the whole context: it
+ * filters before it reads: when the question has keys (sim__question_keys:
+ * its quoted phrases, else its identifiers, sim_next_key's EPOLLEXCLUSIVE
+ * or zebra-7731, and the literals a real model would grep for that
+ * sim_next_key does not take: 20.0.0 and 2023-04-18, searched whole so
+ * that 120.0.0 does not count, Node.js, Zürich) it runs search() for each
+ * and prints how many hits; the lines of the rarest key found 1 to
+ * HITS_MAX times are read (narrowed to those that hold every key, when
+ * some do: "Node.js 20.0.0" is one line of three 20.0.0 lines), or those
+ * of every key when the question lists them ("QX-1, QX-2 and QX-3": the
+ * lines of each in chunks of their own, asked the question about that key
+ * alone, key_qs, and answered as an "all" question), each once (a long line: each window
+ * search() cut around a hit), under a "[doc: ID]" line where its
+ * document starts, so 8,000 headers cost one sub-call; when they answer
+ * nothing (the key was not where the answer is), or there are none (or
+ * too many), it reads the whole context: it
  * cuts it into chunks (documents grouped up to the chunk size, a larger
  * one cut). Either way it asks every chunk the question in the shape of
  * tree_leaf.txt with llm_query_batched, keeps the answers that are not
@@ -59,7 +68,7 @@
  * adding an int to a str, an IndexError from an off-by-one), drawn from
  * rng_splitmix64 over the seed, a hash of the question and the turn, so a run
  * repeats exactly and a retry draws again. */
-#include "sim.h"
+#include "sim_int.h"
 #include "../common/text.h"
 
 #include <stdio.h>
@@ -312,9 +321,9 @@ struct ask {
 	bool all;	 /* sim_asks_all: every value */
 	bool by_doc;	 /* sim_asks_which_doc: the answer names documents */
 	bool plural;	 /* ... several of them */
-	const char *key; /* sim_next_key: what step 2 searches for first, or NULL */
-	size_t kn;
-	bool quoted;	 /* the key is a quoted phrase: searched ignoring case */
+	struct sim__key keys[SIM__KEYS_MAX]; /* what step 2 searches for first */
+	size_t nkeys;
+	bool every;	 /* the question lists its keys: read the lines of each */
 };
 
 /* text, each of its lines after ind. */
@@ -368,9 +377,10 @@ static const char hits_read[] =
     "    # read only the lines that hold it, each under its document's name\n"
     "    chunks, chunk_docs, cur, cur_docs, seen = [], [], \"\", [], set()\n"
     "    for h in picked:\n"
-    "        if (h[\"index\"], h[\"line\"]) in seen:\n"
+    "        # a line once; a long line's windows (text cut around a hit) each\n"
+    "        if (h[\"index\"], h[\"line\"], h[\"text\"]) in seen:\n"
     "            continue\n"
-    "        seen.add((h[\"index\"], h[\"line\"]))\n"
+    "        seen.add((h[\"index\"], h[\"line\"], h[\"text\"]))\n"
     "        name = \"[doc: \" + h[\"doc\"] + \"]\\n\"\n"
     "        same = cur_docs and cur_docs[-1] == h[\"index\"]\n"
     "        piece = h[\"text\"] if same else name + h[\"text\"]\n"
@@ -388,6 +398,116 @@ static const char hits_read[] =
     "    if hits:\n"
     "        print(\"too many hits: reading the whole context\")\n";
 
+/* hits_read for a question that lists its keys: the lines of each key in
+ * chunks of their own, each asked the question about that key alone
+ * (chunk_q, from key_qs), the way a model asks one question per item. */
+static const char hits_read_each[] =
+    "if picked:\n"
+    "    # one question per key, about the lines that hold it\n"
+    "    chunks, chunk_docs, chunk_q = [], [], []\n"
+    "    for kq, hs in zip(key_qs, results):\n"
+    "        cur, cur_docs, seen = \"\", [], set()\n"
+    "        for h in sorted(hs, key=lambda h: (h[\"index\"], h[\"start\"])):\n"
+    "            if (h[\"index\"], h[\"line\"], h[\"text\"]) in seen:\n"
+    "                continue\n"
+    "            seen.add((h[\"index\"], h[\"line\"], h[\"text\"]))\n"
+    "            name = \"[doc: \" + h[\"doc\"] + \"]\\n\"\n"
+    "            same = cur_docs and cur_docs[-1] == h[\"index\"]\n"
+    "            piece = h[\"text\"] if same else name + h[\"text\"]\n"
+    "            if cur and len(cur) + 1 + len(piece) > size:\n"
+    "                chunks.append(cur)\n"
+    "                chunk_docs.append(cur_docs)\n"
+    "                chunk_q.append(kq)\n"
+    "                cur, cur_docs, piece = \"\", [], name + h[\"text\"]\n"
+    "            cur = cur + \"\\n\" + piece if cur else piece\n"
+    "            if not cur_docs or cur_docs[-1] != h[\"index\"]:\n"
+    "                cur_docs.append(h[\"index\"])\n"
+    "        if cur:\n"
+    "            chunks.append(cur)\n"
+    "            chunk_docs.append(cur_docs)\n"
+    "            chunk_q.append(kq)\n"
+    "    print(len(chunks), \"chunks, one question per key\")\n"
+    "else:\n"
+    "    if hits:\n"
+    "        print(\"too many hits: reading the whole context\")\n";
+
+/* Step 2's search for the keys of the question: each of them (numbers
+ * whole, so 20.0.0 is not found in 120.0.0); hits the lines of the rarest
+ * key found (at most HITS_MAX times), or of every key when the question
+ * lists them; picked those hits, or none when there are too many. */
+static void put_search(struct buf *b, const struct ask *a)
+{
+	buf_puts(b, "import re\nterms = [");
+	for (size_t i = 0; i < a->nkeys; i++) {
+		const struct sim__key *k = &a->keys[i];
+		buf_puts(b, i ? ",\n         (" : "(");
+		py_str(b, k->s, k->n);
+		buf_puts(b, ", ");
+		if (k->kind == SIM__KEY_NUMBER) {
+			/* whole: not inside a longer number or word */
+			buf_puts(b, "rb\"(?<![\\w.])\" + re.escape(");
+			py_str(b, k->s, k->n);
+			buf_puts(b, ".encode()) + rb\"(?![\\w]|\\.\\w)\", True");
+		} else {
+			py_str(b, k->s, k->n);
+			buf_puts(b, ", False");
+		}
+		buf_printf(b, ", %s)",
+			   k->kind == SIM__KEY_QUOTED || k->kind == SIM__KEY_NAME ? "True" : "False");
+	}
+	buf_printf(b,
+		   "]\n"
+		   "results = []\n"
+		   "for term, pattern, rx, ic in terms:\n"
+		   "    hits = search(pattern, max_results=%d, regex=rx, ignore_case=ic)\n"
+		   "    print(\"search\", repr(term) + \":\", len(hits), \"hits in\", "
+		   "len(set(h[\"index\"] for h in hits)), \"documents\")\n"
+		   "    results.append(hits)\n",
+		   HITS_MAX + 1);
+	if (a->every)
+		buf_puts(b, "# the question lists them: the lines of each\n"
+			    "hits = sorted((h for hs in results for h in hs),\n"
+			    "              key=lambda h: (h[\"index\"], h[\"start\"]))\n");
+	else
+		buf_printf(b,
+			   "# the rarest that is there narrows the most\n"
+			   "few = [hs for hs in results if 0 < len(hs) <= %d]\n"
+			   "hits = min(few, key=len) if few else max(results, key=len)\n",
+			   HITS_MAX);
+	buf_printf(b, "picked = hits if len(hits) <= %d else []\n", HITS_MAX);
+	if (a->nkeys > 1 && !a->every)
+		buf_puts(
+		    b,
+		    "# narrowed again: the lines that also hold the other terms, if some do\n"
+		    "both = [h for h in picked\n"
+		    "        if all(t.lower() in h[\"text\"].lower() for t, p, rx, ic in terms)]\n"
+		    "if both and len(both) < len(picked):\n"
+		    "    print(len(both), \"of them hold every term\")\n"
+		    "    picked = both\n");
+}
+
+/* key_qs: for a question that lists its keys, the question about each
+ * alone, the list replaced with that key ("List the quantities of parts
+ * QX-1, QX-2 and QX-3." -> "List the quantities of parts QX-1."). */
+static void put_key_qs(struct buf *b, const struct ask *a)
+{
+	const struct sim__key *first = &a->keys[0], *last = &a->keys[a->nkeys - 1];
+	size_t pre = (size_t)(first->s - a->q), post = (size_t)(last->s + last->n - a->q);
+	buf_puts(b, "key_qs = [");
+	for (size_t i = 0; i < a->nkeys; i++) {
+		struct buf one;
+		buf_init(&one, 0);
+		buf_append(&one, a->q, pre);
+		buf_append(&one, a->keys[i].s, a->keys[i].n);
+		buf_append(&one, a->q + post, a->qn - post);
+		if (i)
+			buf_puts(b, ",\n          ");
+		py_str(b, one.p, one.len);
+		buf_release(&one);
+	}
+	buf_puts(b, "]\n");
+}
+
 /* Step 2. A question with a key (sim_next_key) searches for it first: up
  * to HITS_MAX hits, the chunks are the lines that hold it, each under the
  * name of its document; none (or more): the whole context, as below.
@@ -403,9 +523,62 @@ static const char hits_read[] =
  * many", its count; for "all", every value it found, one per line).
  * asked[k] lists the documents the k-th sub-call read, for step 3's
  * sources. */
-static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks, enum bug bug)
+/* Step 2's asking of the chunks (Python at no indent): llm_query_batched
+ * over them, or child RLMs past rlm_chunks (> 0) chunks when no key's
+ * lines were picked; found / found_at the answers kept and their sub-calls. */
+static void put_ask(struct buf *b, long rlm_chunks, bool each, enum bug bug)
 {
 	const char *indent = rlm_chunks > 0 ? "    " : "";
+	if (rlm_chunks > 0) {
+		/* ceil(n / k) in Python: -(-n // k) */
+		buf_printf(
+		    b,
+		    "if not picked and len(chunks) > %ld:\n"
+		    "    # too many chunks for one batch: child RLMs take a piece each\n"
+		    "    per = -(-len(chunks) // min(16, max(8, -(-len(chunks) // %ld))))\n"
+		    "    if isinstance(texts, str):\n"
+		    "        pieces = [texts[i:i + per * size] for i in range(0, "
+		    "len(texts), per * size)]\n"
+		    "        asked = [[0] for p in pieces]\n"
+		    "    else:\n"
+		    "        # runs of whole documents, an equal share of the text each\n"
+		    "        share = sum(len(d) for d in texts) / -(-len(chunks) // per)\n"
+		    "        cuts, seen, last = [0], 0, 0\n"
+		    "        for i, d in enumerate(texts):\n"
+		    "            at = int((seen + len(d) / 2) // share)\n"
+		    "            if i and (at != last or len(d) > share or len(texts[i - 1]) "
+		    "> share):\n"
+		    "                cuts.append(i)\n"
+		    "            last, seen = at, seen + len(d)\n"
+		    "        runs = list(zip(cuts, cuts[1:] + [len(texts)]))\n"
+		    "        pieces = [texts[a:b] for a, b in runs]\n"
+		    "        asked = [list(range(a, b)) for a, b in runs]\n"
+		    "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
+		    "    answers = %s([q] * len(pieces), contexts=pieces)\n"
+		    "else:\n",
+		    rlm_chunks, rlm_chunks,
+		    bug == BUG_NAME ? "rlm_query_batch" : "rlm_query_batched");
+	}
+	buf_printf(b, "%sasked = chunk_docs\n%sprompts = %s\n%s", indent, indent,
+		   each ? "[head_of(cq) + c for cq, c in zip(chunk_q, chunks)]"
+			: "[head + c for c in chunks]",
+		   indent);
+	if (bug == BUG_NAME)
+		buf_puts(b, "answers = llm_query_batch(prompts)\n");
+	else
+		buf_puts(b, "answers = llm_query_batched(prompts) if prompts else []\n");
+	buf_puts(b, "found, found_at = [], []\n"
+		    "for k, a in enumerate(answers):\n"
+		    "    a = a.strip()\n"
+		    "    if a and a.rstrip(\".\").upper() != \"NONE\" and not "
+		    "a.startswith(\"Error:\"):\n"
+		    "        found.append(a)\n"
+		    "        found_at.append(k)\n");
+}
+
+static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks, enum bug bug)
+{
+	struct buf ask;
 	buf_puts(b, "# step 2: ask every chunk of the context\nq = ");
 	py_str(b, a->q, a->qn);
 	buf_printf(b,
@@ -427,72 +600,60 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 		   "    import json\n"
 		   "    texts = json.dumps(context, ensure_ascii=False, indent=1)\n",
 		   size, a->by_doc ? "True" : "False");
-	if (a->key) {
-		buf_puts(b, "term = ");
-		py_str(b, a->key, a->kn);
-		buf_printf(b,
-			   "\nhits = search(term, max_results=%d, regex=False, ignore_case=%s)\n"
-			   "print(\"search\", repr(term) + \":\", len(hits), \"hits in\", "
-			   "len(set(h[\"index\"] for h in hits)), \"documents\")\n"
-			   "picked = hits if len(hits) <= %d else []\n",
-			   HITS_MAX + 1, a->quoted ? "True" : "False", HITS_MAX);
-		buf_puts(b, hits_read);
-		put_indented(b, "    ", full_read);
+	if (a->nkeys) {
+		put_search(b, a);
+		if (a->every) {
+			put_key_qs(b, a);
+			buf_puts(b, hits_read_each);
+			put_indented(b, "    ", full_read);
+			buf_puts(b, "    chunk_q = [q] * len(chunks)\n");
+		} else {
+			buf_puts(b, hits_read);
+			put_indented(b, "    ", full_read);
+		}
 	} else {
 		buf_puts(b, "picked = []\n");
 		buf_puts(b, full_read);
 	}
-	buf_printf(b,
-		   "head = (\"%s\" + \" \".join(q.split()) +\n"
-		   "        \"%s%s%s\")\n",
-		   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
+	if (a->every)
+		buf_printf(b,
+			   "def head_of(q):\n"
+			   "    return (\"%s\" + \" \".join(q.split()) +\n"
+			   "            \"%s%s%s\")\n"
+			   "head = head_of(q)\n",
+			   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
+	else
+		buf_printf(b,
+			   "head = (\"%s\" + \" \".join(q.split()) +\n"
+			   "        \"%s%s%s\")\n",
+			   leaf_intro, leaf_rules, a->by_doc ? leaf_doc_rule : "", leaf_text);
 	if (bug == BUG_TYPE)
 		buf_puts(b, "print(\"asking \" + len(chunks) + \" chunks\")\n");
-	if (rlm_chunks > 0) {
-		/* ceil(n / k) in Python: -(-n // k) */
-		buf_printf(b,
-			   "if not picked and len(chunks) > %ld:\n"
-			   "    # too many chunks for one batch: child RLMs take a piece each\n"
-			   "    per = -(-len(chunks) // min(16, max(8, -(-len(chunks) // %ld))))\n"
-			   "    if isinstance(texts, str):\n"
-			   "        pieces = [texts[i:i + per * size] for i in range(0, "
-			   "len(texts), per * size)]\n"
-			   "        asked = [[0] for p in pieces]\n"
-			   "    else:\n"
-			   "        # runs of whole documents, an equal share of the text each\n"
-			   "        share = sum(len(d) for d in texts) / -(-len(chunks) // per)\n"
-			   "        cuts, seen, last = [0], 0, 0\n"
-			   "        for i, d in enumerate(texts):\n"
-			   "            at = int((seen + len(d) / 2) // share)\n"
-			   "            if i and (at != last or len(d) > share or len(texts[i - 1]) "
-			   "> share):\n"
-			   "                cuts.append(i)\n"
-			   "            last, seen = at, seen + len(d)\n"
-			   "        runs = list(zip(cuts, cuts[1:] + [len(texts)]))\n"
-			   "        pieces = [texts[a:b] for a, b in runs]\n"
-			   "        asked = [list(range(a, b)) for a, b in runs]\n"
-			   "    print(len(chunks), \"chunks: asking\", len(pieces), \"child RLMs\")\n"
-			   "    answers = %s([q] * len(pieces), contexts=pieces)\n"
-			   "else:\n",
-			   rlm_chunks, rlm_chunks,
-			   bug == BUG_NAME ? "rlm_query_batch" : "rlm_query_batched");
+	buf_init(&ask, 0);
+	put_ask(&ask, rlm_chunks, a->every, bug);
+	if (a->nkeys) {
+		/* the lines that hold a key answered nothing: read everything */
+		buf_puts(b, "while True:\n");
+		put_indented(b, "    ", ask.p);
+		buf_puts(b,
+			 "    print(len(chunks), \"chunks,\", len(answers), \"answers,\", "
+			 "len(found), \"found\")\n"
+			 "    if found or not picked:\n"
+			 "        break\n"
+			 "    print(\"nothing found in the lines that hold it: reading the whole "
+			 "context\")\n"
+			 "    picked = []\n");
+		put_indented(b, "    ", full_read);
+		if (a->every)
+			buf_puts(b, "    chunk_q = [q] * len(chunks)\n");
+	} else {
+		buf_puts(b, ask.p);
 	}
-	buf_printf(b, "%sasked = chunk_docs\n%sprompts = [head + c for c in chunks]\n%s", indent,
-		   indent, indent);
-	if (bug == BUG_NAME)
-		buf_puts(b, "answers = llm_query_batch(prompts)\n");
-	else
-		buf_puts(b, "answers = llm_query_batched(prompts) if prompts else []\n");
+	buf_release(&ask);
+	if (!a->nkeys)
+		buf_puts(b, "print(len(chunks), \"chunks,\", len(answers), \"answers,\", "
+			    "len(found), \"found\")\n");
 	buf_printf(b,
-		   "found, found_at = [], []\n"
-		   "for k, a in enumerate(answers):\n"
-		   "    a = a.strip()\n"
-		   "    if a and a.rstrip(\".\").upper() != \"NONE\" and not "
-		   "a.startswith(\"Error:\"):\n"
-		   "        found.append(a)\n"
-		   "        found_at.append(k)\n"
-		   "print(len(chunks), \"chunks,\", len(answers), \"answers,\", len(found), "
-		   "\"found\")\n"
 		   "for a in found[:%d]:\n"
 		   "    print(\"answer:\", \" \".join(a.split())[:%d])\n",
 		   SHOWN_ANSWERS, SHOWN_CHARS);
@@ -503,8 +664,8 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 /* Step 3's sources: the documents of the sub-calls whose answers the final
  * answer used (for "how many", those that counted some; for a question
  * that asks which document, the names the final answer gives, read by
- * that sub-call), narrowed to those whose text holds a line of the answer
- * when some does; at most 100. */
+ * that sub-call), narrowed, but for a count, to those whose text holds a
+ * line of the answer when some does; at most 100. */
 static void put_sources(struct buf *b, const struct ask *a)
 {
 	buf_printf(b,
@@ -523,6 +684,9 @@ static void put_sources(struct buf *b, const struct ask *a)
 		   "    ids = [documents[i][\"id\"] for i in asked[k]]\n"
 		   "    if by_doc:\n"
 		   "        got = [d for d in ids if d in lines and d in final_lines]\n"
+		   "    elif %s:\n"
+		   "        # a count is of every document the sub-call read\n"
+		   "        got = ids\n"
 		   "    else:\n"
 		   "        got = [d for i, d in zip(asked[k], ids) if held(a, i)] or ids\n"
 		   "    for d in got:\n"
@@ -531,7 +695,8 @@ static void put_sources(struct buf *b, const struct ask *a)
 		   "answer[\"sources\"] = sources\n"
 		   "print(\"sources:\", \", \".join(sources[:10]))\n",
 		   a->how_many ? "re.search(r\"[1-9]\", a)"
-			       : "final in a or any(l in final for l in lines)");
+			       : "final in a or any(l in final for l in lines)",
+		   a->how_many ? "True" : "False");
 }
 
 static void step3(struct buf *b, const struct ask *a, enum bug bug)
@@ -802,11 +967,10 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 {
 	struct sim_cfg defaults;
 	const struct llm_msg *first = NULL, *last = NULL, *system = NULL;
-	size_t first_i = 0, turn = 1, kp = 0, kn;
+	size_t first_i = 0, turn = 1;
 	int prev = 0, step;
-	const char *why, *k;
+	const char *why;
 	struct ask a = {0};
-	bool quoted;
 	long size;
 	struct buf b;
 	if (!is_root(msgs, n))
@@ -829,12 +993,9 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	a.how_many = has_ci(a.q, a.qn, "how many");
 	a.all = sim_asks_all(a.q, a.qn);
 	a.by_doc = sim_asks_which_doc(a.q, a.qn, &a.plural);
-	/* the key to search for: a quoted phrase, else the longest identifier */
-	while (sim_next_key(a.q, a.qn, &kp, &k, &kn, &quoted)) {
-		if (a.key && (a.quoted || (!quoted && kn <= a.kn)))
-			continue;
-		a.key = k, a.kn = kn, a.quoted = quoted;
-	}
+	a.nkeys = sim__question_keys(a.q, a.qn, a.keys, &a.every);
+	/* "the codes of A, B and C": every one of them */
+	a.all = a.all || (a.every && !a.how_many && !a.by_doc);
 	if (last && last != first && notice(last, "You are out of turns"))
 		return final_reply(msgs, n, first_i, a.how_many, a.all);
 
@@ -862,7 +1023,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 				     : a.all	? "I will gather every answer the chunks found and "
 						  "finish."
 						: "I will combine what the chunks found and finish.")
-		      : a.key	  ? (a.how_many ? "Now I will search for the term the question is "
+		      : a.nkeys	  ? (a.how_many ? "Now I will search for the term the question is "
 						  "about and have the lines that hold it counted "
 						  "with llm_query_batched."
 						: "Now I will search for the term the question is "

@@ -1033,7 +1033,7 @@ TEST(root_solves_str_and_list)
 		CHECK_CONTAINS(c.m[3].text, cases[ci].list ? "documents: 40 such as doc-00.txt, "
 							     "doc-01.txt, doc-02.txt"
 							   : "documents: 1 such as notes.txt");
-		CHECK_CONTAINS(c.m[4].text, "term = \"zebra-7731\"\n");
+		CHECK_CONTAINS(c.m[4].text, "terms = [(\"zebra-7731\", \"zebra-7731\", False, False)]\n");
 		CHECK_CONTAINS(c.m[5].text,
 			       on && cases[ci].needles ? "search 'zebra-7731': " : "search 'zebra-7731': 0 hits");
 		CHECK_CONTAINS(c.m[4].text, "size = 2000\n");
@@ -1458,7 +1458,10 @@ TEST(root_which_doc_with_the_sub_model)
 		prog = xasprintf("%s"
 				 "def llm_query_batched(prompts, model=None):\n"
 				 "    global PROMPTS\n"
-				 "    PROMPTS = prompts\n"
+				 "    # the first batch (all NONE: the lines of the key are\n"
+				 "    # followed by the whole context)\n"
+				 "    if 'PROMPTS' not in globals():\n"
+				 "        PROMPTS = prompts\n"
 				 "    return ['NONE'] * len(prompts)\n"
 				 "%simport json\nprint('@@J@@' + json.dumps(PROMPTS))\n",
 				 r.hist.p, code);
@@ -1520,6 +1523,183 @@ TEST(root_which_doc_with_the_sub_model)
 
 /* Many hits (more than the root reads line by line) and none: the whole
  * context is read, and the output says why. */
+/* The keys step 2 searches for, from questions of other shapes than the
+ * bench generator's: the terms list it writes, or no search at all. */
+TEST(root_keys_of_natural_questions)
+{
+	static const struct {
+		const char *q, *terms; /* NULL: no search */
+		bool every;
+	} cases[] = {
+	    {"On what date was Node.js 20.0.0 released?",
+	     "terms = [(\"Node.js\", \"Node.js\", False, True),\n"
+	     "         (\"20.0.0\", rb\"(?<![\\w.])\" + re.escape(\"20.0.0\".encode()) + "
+	     "rb\"(?![\\w]|\\.\\w)\", True, False)]\n",
+	     false},
+	    {"What is the launch code of the Café Zürich vault?",
+	     "terms = [(\"Café\", \"Café\", False, True),\n"
+	     "         (\"Zürich\", \"Zürich\", False, True)]\n",
+	     false},
+	    {"List the quantities of parts QX-28218, QX-36047 and QX-43986.",
+	     "terms = [(\"QX-28218\", \"QX-28218\", False, False),\n"
+	     "         (\"QX-36047\", \"QX-36047\", False, False),\n"
+	     "         (\"QX-43986\", \"QX-43986\", False, False)]\n",
+	     true},
+	    {"Which record says \"water in the cellar\" about depot 20.0.0?",
+	     "terms = [(\"water in the cellar\", \"water in the cellar\", False, True)]\n", false},
+	    {"What did the Zoë Ångström note say about SKU_1 and Ærø's ferry?",
+	     "terms = [(\"Zoë\", \"Zoë\", False, True),\n"
+	     "         (\"Ångström\", \"Ångström\", False, True),\n"
+	     "         (\"SKU_1\", \"SKU_1\", False, False),\n"
+	     "         (\"Ærø\", \"Ærø\", False, True)]\n",
+	     false},
+	    {"東京タワーの高さは？",
+	     "terms = [(\"東京タワーの高さは\", \"東京タワーの高さは\", False, True)]\n", false},
+	    {"How many entries are dated 2023?", NULL, false},
+	    /* words of another language are no names, nor a capital at the
+	     * start: only Zürich is */
+	    {"¿Cuál es el código de lanzamiento de Zürich?",
+	     "terms = [(\"Zürich\", \"Zürich\", False, True)]\n", false},
+	    /* (a German noun has a capital: searched, read if it is there) */
+	    {"Wie heißt die Straße?", "terms = [(\"Straße\", \"Straße\", False, True)]\n", false},
+	    {"Кто написал «Войну и мир»?", "terms = [(\"Войну\", \"Войну\", False, True)]\n",
+	     false},
+	    {"Zürich: what is its launch code?", NULL, false},
+	    {"20.0.0: when was it released?",
+	     "terms = [(\"20.0.0\", rb\"(?<![\\w.])\" + re.escape(\"20.0.0\".encode()) + "
+	     "rb\"(?![\\w]|\\.\\w)\", True, False)]\n",
+	     false},
+	    {"How many dates are represented exactly 5 times?", NULL, false},
+	    {"Who wrote the report about the harbour?", NULL, false},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct convo c;
+		char *reply, *code;
+		convo_init(&c, cases[i].q, "a str of 60,000 characters", "2,000");
+		reply = root_reply("", &c);
+		convo_turn(&c, reply, "type: str length: 60000\n", false);
+		free(reply);
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_INT(step_in(code), 2);
+		if (!cases[i].terms) {
+			CHECK_MSG(!strstr(code, "search("), "%s: searches\n%s", cases[i].q, code);
+		} else {
+			CHECK_MSG(strstr(code, cases[i].terms), "%s: want\n%s\nin\n%s", cases[i].q,
+				  cases[i].terms, code);
+			CHECK(!strstr(code, "# the question lists them") == !cases[i].every);
+			/* a listed key is asked about alone */
+			CHECK(!strstr(code, "key_qs = [") == !cases[i].every);
+			if (cases[i].every)
+				CHECK_CONTAINS(
+				    code,
+				    "key_qs = [\"List the quantities of parts QX-28218.\",\n"
+				    "          \"List the quantities of parts QX-36047.\",\n"
+				    "          \"List the quantities of parts QX-43986.\"]\n");
+			CHECK(!strstr(code, "# narrowed again") ==
+			      (cases[i].every || !strstr(cases[i].terms, "),\n")));
+		}
+		free(code);
+		free(reply);
+		convo_release(&c);
+	}
+}
+
+/* Questions of random pieces (quotes straight and curly, dots, digits,
+ * capitals, accents, CJK, stray UTF-8 bytes, list words): step 2 is
+ * always written, and it is Python that compiles. */
+TEST(root_keys_of_random_questions)
+{
+	cJSON *codes = cJSON_CreateArray(), *bad;
+	char *path = xasprintf("%s/codes.json", harness_tmpdir()), *text, *prog;
+	FILE *f;
+	static const char *const pieces[] = {
+	    "\"",
+	    "\xe2\x80\x9c",
+	    "\xe2\x80\x9d",
+	    ".",
+	    "-",
+	    ":",
+	    "/",
+	    "_",
+	    "'s",
+	    " ",
+	    ", ",
+	    " and ",
+	    " or ",
+	    "20",
+	    "0",
+	    "12345",
+	    "Node",
+	    "js",
+	    "Zürich",
+	    "é",
+	    "東京",
+	    "？",
+	    "\xc3",
+	    "\xe2\x80",
+	    "QX-1",
+	    "a",
+	    "B",
+	    "List ",
+	    "How many ",
+	    "Which file ",
+	    "¿",
+	    "«",
+	    "»",
+	    "\xff",
+	    "EPOLL",
+	};
+	uint64_t st = 18;
+	for (int i = 0; i < 3000; i++) {
+		struct convo c;
+		char q[256], *reply, *code;
+		size_t n = 0;
+		int k = 1 + (int)(rng_splitmix64(&st) % 14);
+		while (k--) {
+			const char *p = pieces[rng_splitmix64(&st) % ARRAY_SIZE(pieces)];
+			size_t pn = strlen(p);
+			if (n + pn + 2 > sizeof(q))
+				break;
+			memcpy(q + n, p, pn);
+			n += pn;
+		}
+		q[n++] = '?';
+		q[n] = '\0';
+		convo_init(&c, q, "a str of 60,000 characters", "2,000");
+		reply = root_reply("", &c);
+		convo_turn(&c, reply, "type: str length: 60000\n", false);
+		free(reply);
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_MSG(step_in(code) == 2, "%s", q);
+		if (i % 10 == 0)
+			cJSON_AddItemToArray(codes, cJSON_CreateString(code));
+		free(code);
+		free(reply);
+		convo_release(&c);
+	}
+	text = json_print(codes);
+	f = fopen(path, "w");
+	CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+	prog = xasprintf("import json\n"
+			 "bad = []\n"
+			 "for c in json.load(open('%s')):\n"
+			 "    try:\n"
+			 "        compile(c, '<step 2>', 'exec')\n"
+			 "    except SyntaxError as e:\n"
+			 "        bad.append(str(e) + ': ' + c[:300])\n"
+			 "print('@@J@@' + json.dumps(bad))\n",
+			 path);
+	bad = py_json(prog);
+	CHECK_MSG(cJSON_GetArraySize(bad) == 0, "%s", cJSON_GetArrayItem(bad, 0)->valuestring);
+	cJSON_Delete(bad);
+	cJSON_Delete(codes);
+	free(prog);
+	free(text);
+	free(path);
+}
+
 TEST(root_search_too_many_hits_reads_everything)
 {
 	struct fake_repl r;
@@ -1536,7 +1716,7 @@ TEST(root_search_too_many_hits_reads_everything)
 	free(reply);
 	reply = root_reply("", &c);
 	code = code_of(reply);
-	CHECK_CONTAINS(code, "term = \"marker_X1\"\n");
+	CHECK_CONTAINS(code, "terms = [(\"marker_X1\", \"marker_X1\", False, False)]\n");
 	out = fake_repl_exec(&r, code,
 			     "assert not picked and len(hits) == 2001 and ''.join(chunks) == context\n",
 			     &answer, &raised);
