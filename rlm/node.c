@@ -346,6 +346,28 @@ static char *child_text(const struct child *ch, bool *error)
 	return xasprintf("Error: child RLM stopped without an answer (%s: %s)", stop, detail);
 }
 
+/* mu held: a child that failed, or stopped on a limit of its own before
+ * its answer, is a failure of the node ("child", under the child's id): its
+ * part of the work may be missing. One that answered (NONE with failures
+ * under it included: those are counted as its subtree's) is not. */
+static void child_failure(struct calls *c, const struct child *ch, const char *text)
+{
+	const struct rlm_result *r = ch->out;
+	char *why;
+	if (ch->rc >= 0 && (r->stop == RLM_STOP_ANSWER || r->stop == RLM_STOP_INCOMPLETE))
+		return;
+	if (ch->rc < 0)
+		why = xstrdup(text && !strncmp(text, "Error: ", 7) ? text + 7 : "failed");
+	else
+		why = xasprintf("%s: %s", rlm_stop_name(r->stop),
+				r->stop_detail ? r->stop_detail : "no detail");
+	c->sub_failed++;
+	if (!c->sub_first_error)
+		c->sub_first_error = xstrdup(why);
+	rlm__failure_add(c->out, "child", r->node, r->depth, why);
+	free(why);
+}
+
 /* May prompt i start a child? Else its text says why, and a limit met is
  * the node's stop. */
 static bool may_start(struct calls *c, struct batch *b, size_t i, char **texts, bool *errors)
@@ -480,9 +502,8 @@ void rlm__node_children(struct calls *c, const struct repl_call *call, struct ll
 		size_t i = ch->item;
 		texts[i] = child_text(ch, &errors[i]);
 		pthread_mutex_lock(&c->mu);
+		child_failure(c, ch, texts[i]);
 		rlm__calls_add_child(c, ch->out);
-		if (ch->rc < 0)
-			rlm__calls_failed(c, texts[i] + strlen("Error: "));
 		pthread_mutex_unlock(&c->mu);
 		free(ch->question);
 		free(ch->own);

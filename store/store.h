@@ -211,7 +211,13 @@ struct store_run {
 	char id[40];             /* "20261123-181500-3fa9c1": time and random */
 	int64_t created_ms;      /* unix ms */
 	int64_t ended_ms;        /* 0: not ended (running, or killed) */
-	const char *status;      /* "running", "done", "failed", "interrupted" */
+	const char *status;      /* "running", "done" (a whole answer),
+				  * "incomplete" (an answer, NONE or real,
+				  * with failures under it), "stopped: LIMIT"
+				  * (a limit other than time or cancel, e.g.
+				  * "stopped: max_iterations"), "interrupted"
+				  * (cancelled or timed out: resumable),
+				  * "failed" */
 	const char *question;
 	const char *context_digest; /* 32 hex digits */
 	int64_t context_bytes;

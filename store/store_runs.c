@@ -464,7 +464,7 @@ int store_run_unfinished(struct store *s, const char *question, const char *cont
 			 " AND question IS ?1 AND config_json IS ?3"
 			 " AND status IN ('running', 'interrupted')"
 			 " AND NOT EXISTS (SELECT 1 FROM runs AS r2 WHERE r2.resumed_from = runs.id"
-			 " AND r2.status = 'done')"
+			 " AND (r2.status IN ('done', 'incomplete') OR r2.status LIKE 'stopped:%'))"
 			 " ORDER BY created DESC, rowid DESC",
 			 err);
 	if (!st) {
