@@ -332,6 +332,10 @@ static int setup(struct bench_run *r, const struct rlm_models_cfg *mo, const cha
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return rc == RLM_EINVAL ? 2 : 1;
 	}
+	if (rlm_check_cost(r->ms.model, r->ms.sub, r->ro.max_cost, "--max-cost", &err)) {
+		rlm_models_release(&r->ms);
+		return log_fail(2, "%s", err.msg);
+	}
 	if (!no_cache) {
 		struct store_cfg sc = {cache_path, false, 0};
 		if ((rc = store_open(&sc, &r->store, &err))) {

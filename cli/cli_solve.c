@@ -472,7 +472,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		goto out;
 	}
 	set_up = true;
-	if (rlm_check_cost(ms.model, ms.sub, a.ro.max_cost, &err)) {
+	if (rlm_check_cost(ms.model, ms.sub, a.ro.max_cost, "--max-cost", &err)) {
 		status = log_fail(2, "%s", err.msg);
 		goto out;
 	}

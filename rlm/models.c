@@ -165,7 +165,7 @@ void rlm_models_release(struct rlm_models *ms)
 }
 
 int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub,
-		   double max_cost, struct rlm_err *err)
+		   double max_cost, const char *what, struct rlm_err *err)
 {
 	const struct llm_model *m[2] = {model, sub};
 	if (!(max_cost > 0))
@@ -177,10 +177,10 @@ int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub,
 		name = llm_model_name(m[i]);
 		return rlm_err_set(
 		    err, RLM_EINVAL,
-		    "--max-cost needs a price for model '%s' and none is known: give one with "
+		    "%s needs a price for model '%s' and none is known: give one with "
 		    "--prices FILE (env RLM_PRICES), a JSON object of USD per million tokens "
 		    "such as {\"%s\": {\"input\": 0.45, \"output\": 1.8}} (0 is a price)",
-		    name, name);
+		    what, name, name);
 	}
 	return 0;
 }

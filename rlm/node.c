@@ -191,9 +191,10 @@ static void child_run(struct child *ch)
 		if (ch->rc == 0 && memo)
 			rlm__record_memo_put(&ch->o, &k, ch->out);
 	}
-	data = xasprintf("{\"stop\":\"%s\",\"memo\":%s,\"calls\":%lld,\"cost\":%.9g,"
-			 "\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}}",
-			 rlm_stop_name(ch->out->stop), ch->out->memo ? "true" : "false",
+	data = xasprintf("{\"stop\":\"%s\",\"complete\":%s,\"memo\":%s,\"calls\":%lld,"
+			 "\"cost\":%.9g,\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}}",
+			 rlm_stop_name(ch->out->stop), ch->out->complete ? "true" : "false",
+			 ch->out->memo ? "true" : "false",
 			 (long long)ch->out->calls, ch->out->cost,
 			 (long long)ch->out->usage.input_tokens,
 			 (long long)ch->out->usage.output_tokens);
@@ -206,6 +207,16 @@ static void child_run(struct child *ch)
 		data = d2;
 		free(ss);
 		cJSON_Delete(sj);
+	}
+	if (ch->out->stop_detail) {
+		/* why it stopped, for the viewer and the event callback */
+		cJSON *dj = cJSON_CreateString(ch->out->stop_detail);
+		char *ds = json_print(dj), *d2;
+		d2 = xasprintf("%.*s,\"stop_detail\":%s}", (int)strlen(data) - 1, data, ds);
+		free(data);
+		data = d2;
+		free(ds);
+		cJSON_Delete(dj);
 	}
 	rlm__record_detail(&ch->o, p->nodes, ch->id, p->node, p->depth + 1, 0, "child_end",
 		      ch->out->answer, ch->out->answer ? strlen(ch->out->answer) : 0, data);

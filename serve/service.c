@@ -127,7 +127,7 @@ int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *e
 		s->roots[s->n_roots++] = xstrdup(real);
 	}
 	if ((rc = rlm_models_init(&s->ms, &cfg->mo, err)) ||
-	    (rc = rlm_check_cost(s->ms.model, s->ms.sub, cfg->base.max_cost, err)))
+	    (rc = rlm_check_cost(s->ms.model, s->ms.sub, cfg->base.max_cost, "--max-cost", err)))
 		goto fail;
 	if (!cfg->no_cache) {
 		struct store_cfg sc = {cfg->cache_path, false, 0};
@@ -432,7 +432,8 @@ static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_op
 	if (q->timeout_s > 0)
 		o->timeout_ns = lower_limit(o->timeout_ns, (int64_t)(q->timeout_s * 1e9));
 	/* a cost budget over a model without a price would never hold */
-	return rlm_check_cost(o->model, o->sub_model, o->max_cost, err);
+	return rlm_check_cost(o->model, o->sub_model, o->max_cost,
+			      "the cost budget (options.max_cost)", err);
 }
 
 static enum run_status status_of(int rc, const struct rlm_result *res, bool cancelled)

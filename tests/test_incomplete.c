@@ -12,9 +12,14 @@
 #include "../common/common.h"
 #include "../common/json.h"
 
+#include <curl/curl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* rlm with args, no provider from the environment, and extra entries. */
 static struct proc_out rlm_env(const char *const *args, const char *const *extra)
@@ -336,4 +341,261 @@ TEST(whole_library_answer_is_complete)
 	CHECK_INT(v.r.failed, 0);
 	CHECK(!v.r.failures);
 	env_free(&v);
+}
+
+/* ---- serve and MCP: the same solve, over their protocols ---- */
+
+/* The environment of a failing solve: the simulator as root with children
+ * (rlm_chunks=2), the sub-model at a closed port. */
+struct failing_env {
+	char url[80];
+	const char *env[4];
+};
+
+static void failing_env_init(struct failing_env *f)
+{
+	closed_sub(f->url, sizeof(f->url));
+	f->env[0] = f->url;
+	f->env[1] = "ANTHROPIC_API_KEY=x";
+	f->env[2] = "RLM_SIM=rlm_chunks=2,chunk=30000";
+	f->env[3] = NULL;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	buf_append(arg, p, size * n);
+	return size * n;
+}
+
+/* method path [body] on 127.0.0.1:port; the body parsed (NULL when not
+ * JSON), and the status in *status. */
+static cJSON *http_json(int port, const char *method, const char *path, const char *body,
+			long *status)
+{
+	CURL *e = curl_easy_init();
+	struct buf b = BUF_INIT;
+	char url[256];
+	cJSON *j;
+	CURLcode rc;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	buf_puts(&b, "");
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 90L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	if (body)
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	rc = curl_easy_perform(e);
+	CHECK_MSG(rc == CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+	curl_easy_cleanup(e);
+	j = json_parse(b.p, b.len);
+	CHECK_MSG(j, "%s %s: not JSON: %.300s", method, path, b.p);
+	buf_release(&b);
+	return j;
+}
+
+/* What every surface shows of the failing solve: status and stop
+ * incomplete, complete false, the failures listed. */
+static void check_incomplete(const cJSON *j, const char *status_key)
+{
+	CHECK_STR(json_str(j, status_key), "incomplete");
+	CHECK_STR(json_str(j, "stop"), "incomplete");
+	CHECK(cJSON_IsFalse(json_get(j, "complete")));
+	CHECK(cJSON_GetArraySize(json_get(j, "failures")) >= 2);
+	CHECK_STR(json_str(cJSON_GetArrayItem(json_get(j, "failures"), 0), "kind"), "sub-call");
+	CHECK_CONTAINS(json_str(j, "stop_detail"), "the answer NONE may be wrong");
+}
+
+TEST(serve_shows_incomplete_in_solve_runs_and_chat)
+{
+	struct failing_env f;
+	char *ctx = write_context(), *db = xasprintf("%s/serve.db", harness_tmpdir());
+	char *errp = xasprintf("%s/serve.err", harness_tmpdir()), line[256], *body, *path;
+	const char *argv[] = {harness_rlm_bin(), "serve", "--port", "0", "--cache", db,
+			      "--root", harness_tmpdir(), "--model", "sim", "--sub-model",
+			      "claude-haiku-4-5", "--max-retries", "0", NULL};
+	cJSON *j, *run, *chat;
+	long st = 0;
+	pid_t pid;
+	int port;
+	failing_env_init(&f);
+	pid = proc_start_line(argv, f.env, errp, 60, line, sizeof(line));
+	CHECK_MSG(pid > 0, "rlm serve did not start (stderr in %s)", errp);
+	port = atoi(strrchr(line, ':') + 1);
+	body = xasprintf("{\"question\": \"What is the launch password?\", \"context_path\": "
+			 "\"%s\"}", ctx);
+	j = http_json(port, "POST", "/v1/solve", body, &st);
+	CHECK_INT(st, 200);
+	check_incomplete(j, "status");
+	CHECK_STR(json_str(j, "answer"), "NONE");
+	/* the stored run, as the runs endpoint reads it back */
+	path = xasprintf("/v1/runs/%s", json_str(j, "run_id"));
+	run = http_json(port, "GET", path, NULL, &st);
+	CHECK_INT(st, 200);
+	check_incomplete(run, "status");
+	free(body);
+	/* a chat completion: its rlm extension */
+	body = xasprintf("{\"model\": \"rlm\", \"rlm_context\": {\"path\": \"%s\"}, "
+			 "\"messages\": [{\"role\": \"user\", \"content\": \"What is the launch "
+			 "password?\"}]}", ctx);
+	chat = http_json(port, "POST", "/v1/chat/completions", body, &st);
+	CHECK_MSG(st == 200, "status %ld: %s", st, json_print(chat));
+	check_incomplete(json_get(chat, "rlm"), "status");
+	CHECK(strcmp(json_str(cJSON_GetArrayItem(json_get(chat, "choices"), 0), "finish_reason"),
+		     "stop") != 0);
+	cJSON_Delete(chat);
+	cJSON_Delete(run);
+	cJSON_Delete(j);
+	free(path);
+	free(body);
+	CHECK_INT(proc_stop(pid), 0);
+	free(ctx);
+	free(db);
+	free(errp);
+}
+
+/* Write all of s to fd. */
+static void write_all(int fd, const char *s)
+{
+	size_t n = strlen(s), off = 0;
+	while (off < n) {
+		ssize_t w = write(fd, s + off, n - off);
+		CHECK(w > 0);
+		if (w <= 0)
+			return;
+		off += (size_t)w;
+	}
+}
+
+/* `rlm mcp`: solve is a tool error (isError) when the answer is an
+ * incomplete NONE, and its structured content says why. */
+TEST(mcp_solve_incomplete_is_a_tool_error_with_failures)
+{
+	struct failing_env f;
+	char *ctx = write_context(), *args, *line = NULL, *nl;
+	const char *argv[] = {harness_rlm_bin(), "mcp", "--root", harness_tmpdir(), "--model",
+			      "sim", "--sub-model", "claude-haiku-4-5", "--max-retries", "0",
+			      "--no-cache", NULL};
+	int in[2], out[2], st;
+	struct buf rd = BUF_INIT;
+	int64_t deadline = time_now_ns() + 60 * SEC;
+	cJSON *r = NULL, *res, *sc;
+	pid_t pid;
+	failing_env_init(&f);
+	CHECK(pipe(in) == 0 && pipe(out) == 0);
+	pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		for (size_t i = 0; f.env[i]; i++)
+			putenv((char *)(uintptr_t)f.env[i]);
+		execv(argv[0], (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	write_all(in[1], "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+			 "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":"
+			 "{\"name\":\"t\",\"version\":\"1\"}}}\n"
+			 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+	args = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+			 "{\"name\":\"solve\",\"arguments\":{\"question\":\"What is the launch "
+			 "password?\",\"path\":\"%s\"}}}\n", ctx);
+	write_all(in[1], args);
+	/* read lines until the answer to id 1 */
+	buf_puts(&rd, "");
+	while (!r && time_now_ns() < deadline) {
+		struct pollfd p = {out[0], POLLIN, 0};
+		char chunk[65536];
+		ssize_t n;
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		if ((n = read(out[0], chunk, sizeof(chunk))) <= 0)
+			break;
+		buf_append(&rd, chunk, (size_t)n);
+		while (!r && (nl = memchr(rd.p, '\n', rd.len))) {
+			cJSON *m = json_parse(rd.p, (size_t)(nl - rd.p));
+			size_t rest = rd.len - (size_t)(nl + 1 - rd.p);
+			if (m && json_get(m, "id") && json_num(m, "id", -1) == 1)
+				r = m;
+			else
+				cJSON_Delete(m);
+			memmove(rd.p, nl + 1, rest);
+			rd.len = rest;
+			rd.p[rest] = 0;
+		}
+	}
+	close(in[1]);
+	CHECK_MSG(r, "no answer to the tools/call");
+	res = json_get(r, "result");
+	CHECK(cJSON_IsTrue(json_get(res, "isError")));
+	line = xstrdup(json_str(cJSON_GetArrayItem(json_get(res, "content"), 0), "text"));
+	CHECK_CONTAINS(line, "NONE\n\n(incomplete: ");
+	CHECK_CONTAINS(line, "sub-calls failed");
+	sc = json_get(res, "structuredContent");
+	CHECK_STR(json_str(sc, "stop"), "incomplete");
+	CHECK(cJSON_IsFalse(json_get(sc, "complete")));
+	CHECK(cJSON_GetArraySize(json_get(sc, "failures")) >= 2);
+	cJSON_Delete(r);
+	close(out[0]);
+	if (waitpid(pid, &st, 0) != pid)
+		CHECK(0);
+	buf_release(&rd);
+	free(line);
+	free(args);
+	free(ctx);
+}
+
+/* The same rule for serve (at start, and for a request's budget) and for
+ * bench run: a budget over a model without a price is refused, before any
+ * call. */
+TEST(max_cost_without_a_price_in_serve_and_bench)
+{
+	char url[64], *errp = xasprintf("%s/serve2.err", harness_tmpdir()), line[256];
+	char *ds = xasprintf("%s/ds.jsonl", harness_tmpdir()), *out = xasprintf("%s/bout", harness_tmpdir());
+	const char *sargs[] = {"serve", "--port", "0", "--no-cache", "--model", "my-local-llama",
+			       "--base-url", url, "--max-cost", "1", NULL};
+	const char *bargs[] = {"bench", "run", ds, "--model", "my-local-llama", "--base-url", url,
+			       "--max-cost", "1", "--no-cache", "--out", out, NULL};
+	const char *argv[] = {harness_rlm_bin(), "serve", "--port", "0", "--no-cache", "--model",
+			      "my-local-llama", "--base-url", url, NULL};
+	struct proc_out o;
+	long st = 0;
+	cJSON *j;
+	pid_t pid;
+	FILE *f;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", proc_closed_port());
+	o = rlm_env(sargs, NULL);
+	CHECK_MSG(o.status == 2, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "--max-cost needs a price for model 'my-local-llama'");
+	proc_out_release(&o);
+	f = fopen(ds, "w");
+	CHECK(f);
+	fputs("{\"id\": \"a\", \"question\": \"Where did the Marisol sail from?\", "
+	      "\"context\": \"Le ferry quitta \u00c5lesund.\", \"answer\": [\"\u00c5lesund\"], \"scorer\": \"exact\"}\n", f);
+	fclose(f);
+	o = rlm_env(bargs, NULL);
+	CHECK_MSG(o.status == 2, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.err, "--max-cost needs a price for model 'my-local-llama'");
+	CHECK(!strstr(o.err, "connect"));
+	proc_out_release(&o);
+	/* no budget at start: a request's own is refused with 400 */
+	pid = proc_start_line(argv, NULL, errp, 60, line, sizeof(line));
+	CHECK_MSG(pid > 0, "rlm serve did not start (stderr in %s)", errp);
+	j = http_json(atoi(strrchr(line, ':') + 1), "POST", "/v1/solve",
+		      "{\"question\": \"q?\", \"context\": \"x\", \"options\": {\"max_cost\": 1}}",
+		      &st);
+	CHECK_INT(st, 400);
+	CHECK_CONTAINS(json_str(json_get(j, "error"), "message"),
+		       "the cost budget (options.max_cost) needs a price for model 'my-local-llama'");
+	cJSON_Delete(j);
+	CHECK_INT(proc_stop(pid), 0);
+	free(errp);
+	free(ds);
+	free(out);
 }
