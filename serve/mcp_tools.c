@@ -87,7 +87,15 @@ static const char answer_schema[] =
 	" \"answer\": {\"type\": [\"string\", \"null\"], \"description\": \"null when a limit"
 	" stopped the solve before any answer\"},"
 	" \"stop\": {\"type\": \"string\", \"description\": \"why it stopped: answer, or the"
-	" limit (max_iterations, max_errors, timeout, ...): then the answer is partial\"},"
+	" limit (max_iterations, max_errors, timeout, ...): then the answer is partial; or"
+	" incomplete: NONE or empty while parts of the work failed (a tool error)\"},"
+	" \"complete\": {\"type\": \"boolean\", \"description\": \"true when the answer rests"
+	" on everything the solve asked: it ended on its answer and nothing under it failed\"},"
+	" \"failures\": {\"type\": \"array\", \"description\": \"what failed under the solve:"
+	" a sub-call, a child RLM, a REPL worker restarted, a tree part\", \"items\": {\"type\":"
+	" \"object\", \"properties\": {\"kind\": {\"type\": \"string\"}, \"node\": {\"type\":"
+	" \"integer\"}, \"depth\": {\"type\": \"integer\"}, \"reason\": {\"type\":"
+	" \"string\"}}}},"
 	" \"sources\": {\"type\": \"array\", \"description\": \"the documents the answer"
 	" rests on, each found in the context: {doc, start?, end?, quote?}\", \"items\":"
 	" {\"type\": \"object\", \"properties\": {\"doc\": {\"type\": \"string\"},"
@@ -95,7 +103,8 @@ static const char answer_schema[] =
 	" \"quote\": {\"type\": \"string\"}}, \"required\": [\"doc\"]}},"
 	" \"usage\": {\"type\": \"object\", \"description\": \"tokens of every model call\"},"
 	" \"cost_usd\": {\"type\": \"number\"}},"
-	" \"required\": [\"run_id\", \"answer\", \"sources\", \"stop\", \"usage\", \"cost_usd\"]}";
+	" \"required\": [\"run_id\", \"answer\", \"sources\", \"stop\", \"complete\","
+	" \"failures\", \"usage\", \"cost_usd\"]}";
 
 static const char *const tool_names[] = {"solve", "load_corpus", "ask"};
 
