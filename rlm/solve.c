@@ -32,7 +32,7 @@ static const char *kind_plural(const char *kind, int64_t n)
 	if (!strcmp(kind, "child"))
 		return n == 1 ? "child RLM" : "child RLMs";
 	if (!strcmp(kind, "worker"))
-		return n == 1 ? "REPL worker restart" : "REPL worker restarts";
+		return n == 1 ? "REPL worker" : "REPL workers";
 	if (!strcmp(kind, "part"))
 		return n == 1 ? "part" : "parts";
 	return n == 1 ? "sub-call" : "sub-calls";
@@ -44,7 +44,7 @@ char *rlm_failures_summary(const struct rlm_result *r)
 	int64_t count[4] = {0, 0, 0, 0}, listed = 0;
 	struct buf b;
 	size_t shown = 0, n_kinds = 0;
-	char num[32];
+	char num[32], num2[32];
 	if (!r->failed)
 		return NULL;
 	for (size_t i = 0; i < r->n_failures; i++)
@@ -54,6 +54,11 @@ char *rlm_failures_summary(const struct rlm_result *r)
 	for (size_t k = 0; k < 4; k++)
 		n_kinds += count[k] > 0;
 	buf_init(&b, 0);
+	/* Past the list only the count is known: "70 failed (the first 64:
+	 * 64 sub-calls; the first: ...)". */
+	if (r->failed > listed)
+		buf_printf(&b, "%s failed (the first %s: ", text_fmt_count(num, sizeof(num), r->failed),
+			   text_fmt_count(num2, sizeof(num2), listed));
 	for (size_t k = 0; k < 4; k++) {
 		if (!count[k])
 			continue;
@@ -62,11 +67,10 @@ char *rlm_failures_summary(const struct rlm_result *r)
 			   text_fmt_count(num, sizeof(num), count[k]), kind_plural(kinds[k], count[k]));
 	}
 	if (r->failed > listed)
-		buf_printf(&b, "%s%s more", shown ? " and " : "",
-			   text_fmt_count(num, sizeof(num), r->failed - listed));
-	buf_printf(&b, " failed");
-	if (r->n_failures)
-		buf_printf(&b, " (%s%s)", r->failed > 1 ? "the first: " : "", r->failures[0].reason);
+		buf_printf(&b, "; the first: %s)", r->n_failures ? r->failures[0].reason : "?");
+	else
+		buf_printf(&b, " failed (%s%s)", r->failed > 1 ? "the first: " : "",
+			   r->failures[0].reason);
 	return buf_detach(&b, NULL);
 }
 

@@ -276,7 +276,7 @@ TEST(child_stopped_on_max_errors_then_none_is_incomplete)
 	CHECK_STR(v.r.failures[1].kind, "worker");
 	CHECK_INT(v.r.failures[1].node, 1);
 	CHECK_STR(v.r.failures[2].kind, "worker");
-	CHECK_CONTAINS(v.r.stop_detail, "1 child RLM and 2 REPL worker restarts failed (the first: "
+	CHECK_CONTAINS(v.r.stop_detail, "1 child RLM and 2 REPL workers failed (the first: "
 					"max_errors: ");
 	CHECK_CONTAINS(v.r.stop_detail, "the answer NONE may be wrong");
 	CHECK_STR(rlm_stop_name(v.r.stop), "incomplete");
@@ -598,4 +598,28 @@ TEST(max_cost_without_a_price_in_serve_and_bench)
 	free(errp);
 	free(ds);
 	free(out);
+}
+
+/* More failures than the list holds: all counted, the first 64 listed,
+ * and the summary says both. */
+TEST(failures_past_the_list_are_counted)
+{
+	struct env v;
+	struct fake_reply bad = {400, NULL, "{\"error\":{\"message\":\"rejected\"}}", FAKE_NORMAL, 0};
+	cJSON *j;
+	env_init(&v, SUB_FAKE);
+	fakesrv_set_default(v.sub_srv, &bad);
+	says(&v, "```repl\nrs = llm_query_batched(['part %d of the ledger' % i for i in range(70)])\n"
+		 "print(sum(r.startswith('Error') for r in rs))\n```");
+	says(&v, "FINAL(NONE)");
+	CHECK_INT(solve(&v, "Which ledger line is signed?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_INCOMPLETE);
+	CHECK_INT(v.r.failed, 70);
+	CHECK_INT(v.r.n_failures, RLM_FAILURES_MAX);
+	CHECK_CONTAINS(v.r.stop_detail, "70 failed (the first 64: 64 sub-calls; the first: ");
+	j = rlm_result_json(&v.r, &v.o);
+	CHECK_INT((int)json_num(j, "failed", 0), 70);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "failures")), RLM_FAILURES_MAX);
+	cJSON_Delete(j);
+	env_free(&v);
 }
