@@ -70,6 +70,69 @@ static void closed_sub(char *env_url, size_t n)
 	snprintf(env_url, n, "ANTHROPIC_BASE_URL=http://127.0.0.1:%d", proc_closed_port());
 }
 
+/* A stand-in for the browser's DOM, enough for store/viewer.html's script
+ * to render the run: it prints the header's text. */
+static const char dom_js[] =
+	"const fs = require('fs');\n"
+	"const [page, out] = process.argv.slice(2);\n"
+	"const h = fs.readFileSync(page, 'utf8');\n"
+	"const runText = /<script[^>]*id=\"run\"[^>]*>([\\s\\S]*?)<\\/script>/.exec(h)[1];\n"
+	"const code = [...h.matchAll(/<script>([\\s\\S]*?)<\\/script>/g)].map(m => m[1]).pop();\n"
+	"global.Node = function () {};\n"
+	"function mk(tag) { const e = Object.create(Node.prototype); Object.assign(e, {tag, children: [],\n"
+	"  attrs: {}, className: '', textContent: '', appendChild(c) { this.children.push(c); return c; },\n"
+	"  setAttribute(k, v) { this.attrs[k] = v; }, getAttribute(k) { return this.attrs[k]; },\n"
+	"  addEventListener() {} }); Object.defineProperty(e, 'firstChild', { get() {\n"
+	"  return this.children[0] || mk('x'); } }); return e; }\n"
+	"const els = {}; ['head', 'tree', 'nodes', 'open-all', 'close-all'].forEach(i => els[i] = mk('div'));\n"
+	"els.head.children.push(mk('h1'));\n"
+	"els.run = { textContent: runText };\n"
+	"global.document = { createElement: mk, getElementById: i => els[i] || null,\n"
+	"  querySelectorAll: () => [], title: '' };\n"
+	"eval(code);\n"
+	"const text = e => [e.textContent || ''].concat((e.children || []).map(text)).join('|');\n"
+	"fs.writeFileSync(out, text(els.head) + '\\n=nodes=\\n' + text(els.nodes));\n";
+
+/* The run exported as the HTML page: its viewer shows complete "no" and
+ * the failures (run under node with a stand-in DOM; skipped without node). */
+static void viewer_shows_failures(const char *db, const char *id)
+{
+	char *page = xasprintf("%s/run.html", harness_tmpdir());
+	char *js = xasprintf("%s/dom.js", harness_tmpdir());
+	char *txt = xasprintf("%s/page.txt", harness_tmpdir()), *shown = NULL;
+	const char *eargs[] = {"runs", "export", id, "--format", "html", "-o", page,
+			       "--cache", db, NULL};
+	const char *nargv[] = {"/usr/bin/node", js, page, txt, NULL};
+	struct proc_out o = rlm_env(eargs, NULL);
+	size_t len;
+	FILE *f;
+	CHECK_MSG(o.status == 0, "export: %s", o.err);
+	proc_out_release(&o);
+	if (access(nargv[0], X_OK) != 0) {
+		fprintf(stderr, "  (no node: the viewer's rendering is not checked)\n");
+		goto out;
+	}
+	f = fopen(js, "w");
+	CHECK(f);
+	fputs(dom_js, f);
+	fclose(f);
+	CHECK_INT(proc_run(nargv, NULL, NULL, 60, &o), 0);
+	CHECK_MSG(o.status == 0, "node: %s", o.err);
+	proc_out_release(&o);
+	CHECK_INT(file_read(txt, 1 << 24, &shown, &len, NULL), 0);
+	CHECK_CONTAINS(shown, "|status|incomplete|");
+	CHECK_CONTAINS(shown, "|complete|no|");
+	CHECK_CONTAINS(shown, "|failures|");
+	CHECK_CONTAINS(shown, "|sub-call, node 1 (depth 1): http://127.0.0.1:");
+	/* and every node: the root's and the children's (from child_end) */
+	CHECK(strstr(shown, "=nodes=") && strstr(strstr(shown, "=nodes="), "|complete|no|"));
+out:
+	free(shown);
+	free(page);
+	free(js);
+	free(txt);
+}
+
 /* Before issue 18 this solve said NONE with stop "answer" and exit 0,
  * as if the context had been read and held nothing. */
 TEST(sub_calls_failing_under_children_make_none_incomplete_exit_3)
@@ -127,6 +190,7 @@ TEST(sub_calls_failing_under_children_make_none_incomplete_exit_3)
 	CHECK_CONTAINS(s.out, "stop      incomplete;");
 	CHECK_CONTAINS(s.out, "complete  no: ");
 	CHECK_CONTAINS(s.out, "  failed  sub-call, node ");
+	viewer_shows_failures(db, sargs[4]);
 	proc_out_release(&l);
 	proc_out_release(&s);
 	cJSON_Delete(j);
