@@ -270,7 +270,8 @@ int store_event_add(struct store *s, const char *run, const struct store_event *
 struct cJSON *store_run_load(struct store *s, const char *id, struct rlm_err *err);
 /* Runs, newest first, at most limit (0: all): a JSON array of objects
  * without "events", "config" and "result", but with "calls" (the
- * result's calls.total; null while a run has no result). */
+ * result's calls.total), "stop" and "complete" (the result's; each null
+ * while a run has no result). */
 struct cJSON *store_runs_list(struct store *s, size_t limit, struct rlm_err *err);
 /* The newest run of the same question, context digest and config that did
  * not end ("running" and not alive, or "interrupted"), into id; 1 found, 0

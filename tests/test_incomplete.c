@@ -221,6 +221,8 @@ TEST(run_stopped_by_max_iterations_is_listed_as_stopped)
 	lj = rlm_env(jargs, NULL);
 	runs = json_parse(lj.out, strlen(lj.out));
 	CHECK_STR(json_str(cJSON_GetArrayItem(runs, 0), "status"), "stopped: max_iterations");
+	CHECK_STR(json_str(cJSON_GetArrayItem(runs, 0), "stop"), "max_iterations");
+	CHECK(cJSON_IsFalse(json_get(cJSON_GetArrayItem(runs, 0), "complete")));
 	cJSON_Delete(runs);
 	cJSON_Delete(j);
 	proc_out_release(&o);
