@@ -346,7 +346,11 @@ static char *child_text(const struct child *ch, bool *error)
 		return xasprintf("Error: child RLM failed: %s",
 				 ch->err.msg[0] ? ch->err.msg : rlm_strerror(ch->rc));
 	}
-	if (r->answer && (r->stop == RLM_STOP_ANSWER || r->stop == RLM_STOP_ITERATIONS))
+	/* An incomplete child (NONE over failures under it) answered: the
+	 * parent's code sees its NONE as before; the failures reach the
+	 * result through the subtree's. */
+	if (r->answer && (r->stop == RLM_STOP_ANSWER || r->stop == RLM_STOP_ITERATIONS ||
+			  r->stop == RLM_STOP_INCOMPLETE))
 		return xstrdup(r->answer);
 	*error = true;
 	if (r->answer)

@@ -689,3 +689,32 @@ TEST(failures_past_the_list_are_counted)
 	cJSON_Delete(j);
 	env_free(&v);
 }
+
+/* A child that answered NONE over a failed sub-call is incomplete; its
+ * parent's code sees its NONE as before, and the failure, a sub-call of
+ * node 1 at depth 1, reaches the root's result (no "child" failure: it
+ * answered). */
+TEST(incomplete_child_gives_its_none_and_its_failures_rise)
+{
+	struct env v;
+	struct fake_reply bad = {400, NULL, "{\"error\":{\"message\":\"context too long\"}}",
+				 FAKE_NORMAL, 0};
+	env_init(&v, SUB_FAKE);
+	fakesrv_set_default(v.sub_srv, &bad);
+	says(&v, "```repl\nr = rlm_query('Which harbour is named in the log?')\nprint('A:', r)\n```");
+	says(&v, "```repl\nprint(llm_query('read this part'))\n```");
+	says(&v, "FINAL(NONE)");
+	says(&v, "FINAL(NONE)");
+	CHECK_MSG(solve(&v, "Which harbour?") == 0, "%s", v.err.msg);
+	CHECK_MSG_HAS(&v, 3, -1, "A: NONE");
+	CHECK_INT(v.r.n_children, 1);
+	CHECK_INT(v.r.children[0].stop, RLM_STOP_INCOMPLETE);
+	CHECK_INT(v.r.stop, RLM_STOP_INCOMPLETE);
+	CHECK_INT(v.r.failed, 1);
+	CHECK_STR(v.r.failures[0].kind, "sub-call");
+	CHECK_INT(v.r.failures[0].node, 1);
+	CHECK_INT(v.r.failures[0].depth, 1);
+	CHECK_CONTAINS(v.r.failures[0].reason, "context too long");
+	CHECK_CONTAINS(v.r.warning, "1 more failure under child RLMs");
+	env_free(&v);
+}
