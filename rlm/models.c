@@ -164,8 +164,8 @@ void rlm_models_release(struct rlm_models *ms)
 	memset(ms, 0, sizeof(*ms));
 }
 
-int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub,
-		   double max_cost, const char *what, struct rlm_err *err)
+int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub, double max_cost,
+		   const char *what, struct rlm_err *err)
 {
 	const struct llm_model *m[2] = {model, sub};
 	if (!(max_cost > 0))

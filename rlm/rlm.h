@@ -525,8 +525,8 @@ int rlm_models_init(struct rlm_models *ms, const struct rlm_models_cfg *c, struc
  * one no price table names would count as costing 0 and the budget would
  * never hold. Returns 0 (also for max_cost <= 0), or RLM_EINVAL with err
  * naming the model and the --prices file's format. Before any call. */
-int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub,
-		   double max_cost, const char *what, struct rlm_err *err);
+int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub, double max_cost,
+		   const char *what, struct rlm_err *err);
 /* Free the pool (after its calls), the models and the provider's instance;
  * ms is zeroed. A zeroed ms is a no-op. */
 void rlm_models_release(struct rlm_models *ms);

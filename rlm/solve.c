@@ -17,10 +17,9 @@ void rlm__result_finish(struct rlm_result *r, int rc)
 		char *sum = rlm_failures_summary(r);
 		r->stop = RLM_STOP_INCOMPLETE;
 		free(r->stop_detail);
-		r->stop_detail = xasprintf("%s; the answer %s may be wrong", sum,
-					   r->answer && !text_is_blank(r->answer, strlen(r->answer))
-					       ? "NONE"
-					       : "(empty)");
+		r->stop_detail = xasprintf(
+		    "%s; the answer %s may be wrong", sum,
+		    r->answer && !text_is_blank(r->answer, strlen(r->answer)) ? "NONE" : "(empty)");
 		free(sum);
 		r->found = false;
 	}
