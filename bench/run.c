@@ -460,6 +460,7 @@ static int run_direct(struct bench_run *r, const struct bench_item *it, const st
 			n--;
 		res->answer = xstrndup(call.text, n);
 		res->found = true;
+		res->complete = true; /* one call, which answered */
 	}
 	llm_call_release(&call);
 	buf_release(&b);
@@ -579,6 +580,10 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	json_add_num(o, "cost_usd", res.cost);
 	json_add_str(o, "run_id", res.run_id);
 	json_add_str(o, "stop", rc ? "error" : rlm_stop_name(res.stop));
+	/* whether the answer rests on everything asked (rlm_result.complete) */
+	json_add_bool(o, "complete", rc == 0 && res.complete);
+	if (res.failed)
+		json_add_num(o, "failed", (double)res.failed);
 	if (cut >= 0)
 		json_add_num(o, "context_cut_tokens", (double)cut);
 	if (rc)

@@ -77,7 +77,9 @@ static const char usage[] =
     "                       that failed), repl_errors (turns whose code raised,\n"
     "                       over every node), depth (of the deepest child RLM;\n"
     "                       0: none), nodes (child RLMs), wall_ms, cost_usd,\n"
-    "                       run_id (rlm runs show ID), stop; \"error\" when the\n"
+    "                       run_id (rlm runs show ID), stop, complete (false\n"
+    "                       when sub-calls, child RLMs or workers under it\n"
+    "                       failed; their count in failed); \"error\" when the\n"
     "                       solve failed, and for direct \"context_cut_tokens\".\n"
     "                       For tree, iterations are the combine levels,\n"
     "                       sub_calls the parts\n"
@@ -331,6 +333,10 @@ static int setup(struct bench_run *r, const struct rlm_models_cfg *mo, const cha
 	if ((rc = rlm_models_init(&r->ms, mo, &err))) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		return rc == RLM_EINVAL ? 2 : 1;
+	}
+	if (rlm_check_cost(r->ms.model, r->ms.sub, r->ro.max_cost, "--max-cost", &err)) {
+		rlm_models_release(&r->ms);
+		return log_fail(2, "%s", err.msg);
 	}
 	if (!no_cache) {
 		struct store_cfg sc = {cache_path, false, 0};

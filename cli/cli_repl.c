@@ -254,6 +254,10 @@ int cli_repl(int argc, char **argv)
 		goto out;
 	}
 	set_up = true;
+	if (rlm_check_cost(ms.model, ms.sub, a.ro.max_cost, "--max-cost", &err)) {
+		status = log_fail(2, "%s", err.msg);
+		goto out;
+	}
 	/* Sub-calls go through the solve's own handler, without budgets: the
 	 * user is at the keyboard. Child RLMs get this REPL's settings. */
 	a.ro.pool = ms.pool;

@@ -33,7 +33,9 @@ static const char usage[] =
 	"                          tree: the controller cuts the context into parts that\n"
 	"                          fit one call, asks every part in parallel, and combines\n"
 	"                          the partial answers (for models that cannot write code)\n"
-	"      --json              print a JSON object: answer, stop reason, usage per\n"
+	"      --json              print a JSON object: answer, stop reason, complete\n"
+	"                          and failures (what failed under the solve: sub-calls,\n"
+	"                          child RLMs, workers), usage per\n"
 	"                          model, cost, calls, iterations, timings, the worker's\n"
 	"                          sandbox (on failure too), the turns (each reply, its\n"
 	"                          code blocks, the output shown, the notices), and the\n"
@@ -84,9 +86,15 @@ static const char usage[] =
 	"%s"
 	"\n"
 	"Exit status: 0 answered (the answer may be NONE: nothing in the context held\n"
-	"it), 1 failed, 2 bad usage (a bad option or RLM_SANDBOX_DISABLE, a mandatory\n"
-	"sandbox layer disabled without --unsafe-no-sandbox: found before any model\n"
-	"call), 3 a limit stopped the solve (partial answer).\n"
+	"it, and everything was read), 1 failed, 2 bad usage (a bad option or\n"
+	"RLM_SANDBOX_DISABLE, a mandatory sandbox layer disabled without\n"
+	"--unsafe-no-sandbox, --max-cost with a model that has no price: found before\n"
+	"any model call), 3 the answer cannot be trusted whole: a limit stopped the\n"
+	"solve (stop max_iterations, timeout, ...: a partial answer), or it is\n"
+	"\"incomplete\": NONE or empty while sub-calls, child RLMs or the worker under\n"
+	"it failed, so the part they would have read went unread (stderr names what\n"
+	"failed; --json lists it in \"failures\"). A real answer with such failures\n"
+	"exits 0 with \"complete\": false and a warning on stderr.\n"
 	"\n"
 	"Examples:\n"
 	"  rlm solve -c notes/ -q 'Which meeting moved the launch date?'\n"
@@ -351,7 +359,8 @@ static void print_sources(const struct rlm_result *r)
 /* Solve over corpus with the models of ms, and say how it went: the
  * answer (or --json), a warning, the limit that stopped it, the run.
  * t0 is when the command started, load_ns what loading the context took.
- * Returns the exit status: 0 answered, 1 failed, 3 a limit stopped it. */
+ * Returns the exit status: 0 answered, 1 failed, 3 a limit stopped it or
+ * it is incomplete (NONE with failures under it). */
 static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 			   const struct corpus *corpus, int64_t t0, int64_t load_ns)
 {
@@ -410,7 +419,15 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 		bool limited = res.stop != RLM_STOP_ANSWER;
 		if (res.warning)
 			fprintf(stderr, "rlm: warning: %s\n", res.warning);
-		if (limited)
+		if (res.stop == RLM_STOP_INCOMPLETE) {
+			fprintf(stderr, "rlm: incomplete: %s\n",
+				res.stop_detail ? res.stop_detail : "something under the solve failed");
+		} else if (res.stop == RLM_STOP_ANSWER && res.failed) {
+			char *sum = rlm_failures_summary(&res);
+			fprintf(stderr, "rlm: warning: incomplete: %s; the answer may miss what they "
+					"would have found\n", sum);
+			free(sum);
+		} else if (limited)
 			fprintf(stderr, "rlm: stopped (%s): %s%s\n", rlm_stop_name(res.stop),
 				res.stop_detail ? res.stop_detail : "a limit was reached",
 				res.answer ? "; the answer is partial" : "; no answer");
@@ -463,6 +480,10 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 		goto out;
 	}
 	set_up = true;
+	if (rlm_check_cost(ms.model, ms.sub, a.ro.max_cost, "--max-cost", &err)) {
+		status = log_fail(2, "%s", err.msg);
+		goto out;
+	}
 	if (open_store(&a, argc, argv, resumed_from, &store, &note))
 		goto out;
 	status = solve_and_print(&a, &ms, corpus, t0, load_ns);

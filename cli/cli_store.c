@@ -39,7 +39,12 @@ static const char runs_usage[] =
 	"\n"
 	"  list [-n N]       the newest N runs (20; 0: all): id, status, age, model\n"
 	"                    calls (memo and cache hits included; - while running),\n"
-	"                    question\n"
+	"                    question. The status: done (a whole answer), incomplete\n"
+	"                    (sub-calls, child RLMs or the worker failed under it:\n"
+	"                    the answer may miss what they would have read), stopped:\n"
+	"                    LIMIT (e.g. stopped: max_iterations), interrupted\n"
+	"                    (cancelled or timed out: --resume goes on), failed,\n"
+	"                    running\n"
 	"      --json        as a JSON array\n"
 	"  show ID           the run as a tree of nodes, each with its turns, code,\n"
 	"                    output (cut) and model calls; the runs it is linked to:\n"
@@ -377,6 +382,38 @@ static void show_node(const cJSON *events, int node, int depth)
 	printf("%smodel calls: %d (%d from the cache), $%.4f\n", ind, calls, cached, cost);
 }
 
+/* Whether the answer rests on everything the solve asked and, when not,
+ * what failed under it: "complete  no: 16 failures" and one line each. */
+static void show_failures(const cJSON *res)
+{
+	const cJSON *f = json_get(res, "failures"), *it;
+	const cJSON *complete = json_get(res, "complete");
+	double failed = json_num(res, "failed", (double)cJSON_GetArraySize(f));
+	int shown = 0;
+	if (!cJSON_IsBool(complete))
+		return; /* a run recorded before the flag */
+	if (cJSON_IsTrue(complete)) {
+		printf("complete  yes\n");
+		return;
+	}
+	if (failed <= 0) {
+		printf("complete  no: the solve did not end on its answer\n");
+		return;
+	}
+	printf("complete  no: %.0f failure%s under the solve\n", failed, failed == 1 ? "" : "s");
+	cJSON_ArrayForEach(it, f)
+	{
+		if (shown++ == 10) {
+			printf("          ... (rlm runs show --json lists %d)\n", cJSON_GetArraySize(f));
+			break;
+		}
+		printf("  failed  %s, node %.0f (depth %.0f): ", js(it, "kind"), json_num(it, "node", 0),
+		       json_num(it, "depth", 0));
+		oneline(js(it, "reason"), 200);
+		putchar('\n');
+	}
+}
+
 static int runs_show(const cJSON *run, bool json)
 {
 	const cJSON *res = json_get(run, "result");
@@ -418,6 +455,12 @@ static int runs_show(const cJSON *run, bool json)
 		       json_num(json_get(res, "calls"), "total", 0),
 		       json_num(json_get(res, "calls"), "cached", 0), json_num(res, "cost_usd", 0),
 		       json_num(json_get(res, "timings"), "solve_ms", 0) / 1e3);
+		if (js(res, "stop_detail")[0]) {
+			printf("          ");
+			oneline(js(res, "stop_detail"), 300);
+			putchar('\n');
+		}
+		show_failures(res);
 	}
 	printf("\nnode 0 (root)\n");
 	show_node(json_get(run, "events"), 0, 0);
@@ -469,14 +512,14 @@ int cli_runs(int argc, char **argv)
 			cJSON_Delete(list);
 			return 0;
 		}
-		printf("%-24s %-11s %-9s %6s  %s\n", "id", "status", "age", "calls", "question");
+		printf("%-24s %-23s %-9s %6s  %s\n", "id", "status", "age", "calls", "question");
 		cJSON_ArrayForEach(r, list)
 		{
 			char ag[32], calls[24] = "-";
 			age(ag, sizeof(ag), (int64_t)json_num(r, "created_ms", 0));
 			if (cJSON_IsNumber(json_get(r, "calls")))
 				snprintf(calls, sizeof(calls), "%.0f", json_num(r, "calls", 0));
-			printf("%-24s %-11s %-9s %6s  ", js(r, "id"), js(r, "status"), ag, calls);
+			printf("%-24s %-23s %-9s %6s  ", js(r, "id"), js(r, "status"), ag, calls);
 			oneline(js(r, "question"), 60);
 			putchar('\n');
 		}

@@ -187,6 +187,10 @@ long llm_model_context_window(const struct llm_model *m);
 /* USD for input_tokens of uncached prompt at the model's price (0 when its
  * price is unknown): what a budget reserves before sending a call. */
 double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens);
+/* Does m have a price (the built-in table, a price file, an in-process
+ * provider's 0)? A price of 0 is a price: only a model no table names has
+ * none, and its calls are reported as costing 0. */
+bool llm_model_price_known(const struct llm_model *m);
 size_t llm_model_endpoints(const struct llm_model *m);
 /* What of the model decides its answers, for a cache key: "openai:gpt-5",
  * "anthropic:claude-...", with ":" and its extra JSON when it has one,

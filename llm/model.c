@@ -313,6 +313,11 @@ long llm_model_context_window(const struct llm_model *m)
 	return m->cfg.context_window;
 }
 
+bool llm_model_price_known(const struct llm_model *m)
+{
+	return m->price.known;
+}
+
 double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens)
 {
 	struct llm_usage u = {0};

@@ -169,6 +169,12 @@ void rlm__calls_add_child(struct calls *c, const struct rlm_result *child)
 	r->memo_hits += child->memo_hits;
 	usage_add(&r->saved_usage, &child->saved_usage);
 	r->saved_cost += child->saved_cost;
+	/* Its subtree's failures are this node's: the listed ones copied,
+	 * the rest counted. */
+	for (size_t i = 0; i < child->n_failures; i++)
+		rlm__failure_add(r, child->failures[i].kind, child->failures[i].node,
+				 child->failures[i].depth, child->failures[i].reason);
+	r->failed += child->failed - (int64_t)child->n_failures;
 }
 
 bool rlm__calls_check(struct calls *c, atomic_bool *flag, int64_t deadline, const char *during)
@@ -201,11 +207,33 @@ void rlm__calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const
 	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
+void rlm__failure_add(struct rlm_result *r, const char *kind, int node, int depth,
+		      const char *why)
+{
+	struct rlm_failure *f;
+	size_t len = strlen(why), cut;
+	r->failed++;
+	if (r->n_failures >= RLM_FAILURES_MAX)
+		return;
+	r->failures = xrealloc(r->failures, (r->n_failures + 1) * sizeof(*r->failures));
+	f = &r->failures[r->n_failures++];
+	f->kind = kind;
+	f->node = node;
+	f->depth = depth;
+	if (len <= RLM_FAILURE_REASON_MAX) {
+		f->reason = xstrdup(why);
+	} else {
+		cut = text_utf8_floor(why, RLM_FAILURE_REASON_MAX - 3);
+		f->reason = xasprintf("%.*s...", (int)cut, why);
+	}
+}
+
 void rlm__calls_failed(struct calls *c, const char *why)
 {
 	c->sub_failed++;
 	if (!c->sub_first_error)
 		c->sub_first_error = xstrdup(why);
+	rlm__failure_add(c->out, "sub-call", c->node, c->depth, why);
 }
 
 /* ---- sub-calls ---- */

@@ -535,6 +535,13 @@ static void set_warning(struct loop *l)
 	if (out->restarts)
 		buf_printf(&w, "%sthe REPL worker was restarted %d time%s and lost its variables",
 			   w.len ? "; " : "", out->restarts, out->restarts == 1 ? "" : "s");
+	if (out->failed > l->c.sub_failed + out->restarts) {
+		/* failures deeper down, under children that still answered */
+		char a[32];
+		buf_printf(&w, "%s%s more failure%s under child RLMs", w.len ? "; " : "",
+			   text_fmt_count(a, sizeof(a), out->failed - l->c.sub_failed - out->restarts),
+			   out->failed - l->c.sub_failed - out->restarts == 1 ? "" : "s");
+	}
 	if (w.len)
 		out->warning = buf_detach(&w, NULL);
 	buf_release(&w);
@@ -688,6 +695,7 @@ out:
 	if (rc == 0 && out->stop == RLM_STOP_ERROR)
 		rc = rlm_err_set(err, RLM_EINVAL, "%s",
 				 out->stop_detail ? out->stop_detail : "failed");
+	rlm__result_finish(out, rc);
 	for (size_t i = 0; i < l.n_msgs; i++)
 		free((void *)(uintptr_t)l.msgs[i].text);
 	free(l.msgs);

@@ -97,6 +97,14 @@ static int exec_outcome(struct loop *l, int rc, const struct repl_result *res, s
 		static const char m[] = "the REPL worker was restarted: its variables are gone and "
 					"`context` was reloaded";
 		rlm__loop_emit(l, "notice", m, sizeof(m) - 1);
+		/* what it held is lost: a failure under the solve */
+		pthread_mutex_lock(&l->c.mu);
+		rlm__failure_add(l->out, "worker", l->node, l->depth,
+				 res->interrupted ? "the REPL worker did not stop at the time "
+						    "limit and was restarted; its variables are lost"
+						  : "the REPL worker was killed and restarted; its "
+						    "variables are lost");
+		pthread_mutex_unlock(&l->c.mu);
 	}
 	if (rc == RLM_ETIMEOUT) {
 		rlm__calls_timeout(&l->c, "while code was running");

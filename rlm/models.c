@@ -163,3 +163,24 @@ void rlm_models_release(struct rlm_models *ms)
 		ms->inproc->close(ms->impl);
 	memset(ms, 0, sizeof(*ms));
 }
+
+int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub, double max_cost,
+		   const char *what, struct rlm_err *err)
+{
+	const struct llm_model *m[2] = {model, sub};
+	if (!(max_cost > 0))
+		return 0;
+	for (size_t i = 0; i < 2; i++) {
+		const char *name;
+		if (!m[i] || llm_model_price_known(m[i]))
+			continue;
+		name = llm_model_name(m[i]);
+		return rlm_err_set(
+		    err, RLM_EINVAL,
+		    "%s needs a price for model '%s' and none is known: give one with "
+		    "--prices FILE (env RLM_PRICES), a JSON object of USD per million tokens "
+		    "such as {\"%s\": {\"input\": 0.45, \"output\": 1.8}} (0 is a price)",
+		    what, name, name);
+	}
+	return 0;
+}

@@ -191,9 +191,10 @@ static void child_run(struct child *ch)
 		if (ch->rc == 0 && memo)
 			rlm__record_memo_put(&ch->o, &k, ch->out);
 	}
-	data = xasprintf("{\"stop\":\"%s\",\"memo\":%s,\"calls\":%lld,\"cost\":%.9g,"
-			 "\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}}",
-			 rlm_stop_name(ch->out->stop), ch->out->memo ? "true" : "false",
+	data = xasprintf("{\"stop\":\"%s\",\"complete\":%s,\"memo\":%s,\"calls\":%lld,"
+			 "\"cost\":%.9g,\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}}",
+			 rlm_stop_name(ch->out->stop), ch->out->complete ? "true" : "false",
+			 ch->out->memo ? "true" : "false",
 			 (long long)ch->out->calls, ch->out->cost,
 			 (long long)ch->out->usage.input_tokens,
 			 (long long)ch->out->usage.output_tokens);
@@ -206,6 +207,16 @@ static void child_run(struct child *ch)
 		data = d2;
 		free(ss);
 		cJSON_Delete(sj);
+	}
+	if (ch->out->stop_detail) {
+		/* why it stopped, for the viewer and the event callback */
+		cJSON *dj = cJSON_CreateString(ch->out->stop_detail);
+		char *ds = json_print(dj), *d2;
+		d2 = xasprintf("%.*s,\"stop_detail\":%s}", (int)strlen(data) - 1, data, ds);
+		free(data);
+		data = d2;
+		free(ds);
+		cJSON_Delete(dj);
 	}
 	rlm__record_detail(&ch->o, p->nodes, ch->id, p->node, p->depth + 1, 0, "child_end",
 		      ch->out->answer, ch->out->answer ? strlen(ch->out->answer) : 0, data);
@@ -340,7 +351,11 @@ static char *child_text(const struct child *ch, bool *error)
 		return xasprintf("Error: child RLM failed: %s",
 				 ch->err.msg[0] ? ch->err.msg : rlm_strerror(ch->rc));
 	}
-	if (r->answer && (r->stop == RLM_STOP_ANSWER || r->stop == RLM_STOP_ITERATIONS))
+	/* An incomplete child (NONE over failures under it) answered: the
+	 * parent's code sees its NONE as before; the failures reach the
+	 * result through the subtree's. */
+	if (r->answer && (r->stop == RLM_STOP_ANSWER || r->stop == RLM_STOP_ITERATIONS ||
+			  r->stop == RLM_STOP_INCOMPLETE))
 		return xstrdup(r->answer);
 	*error = true;
 	if (r->answer)
@@ -349,6 +364,28 @@ static char *child_text(const struct child *ch, bool *error)
 		    "answer: %s",
 		    stop, detail, r->answer);
 	return xasprintf("Error: child RLM stopped without an answer (%s: %s)", stop, detail);
+}
+
+/* mu held: a child that failed, or stopped on a limit of its own before
+ * its answer, is a failure of the node ("child", under the child's id): its
+ * part of the work may be missing. One that answered (NONE with failures
+ * under it included: those are counted as its subtree's) is not. */
+static void child_failure(struct calls *c, const struct child *ch, const char *text)
+{
+	const struct rlm_result *r = ch->out;
+	char *why;
+	if (ch->rc >= 0 && (r->stop == RLM_STOP_ANSWER || r->stop == RLM_STOP_INCOMPLETE))
+		return;
+	if (ch->rc < 0)
+		why = xstrdup(text && !strncmp(text, "Error: ", 7) ? text + 7 : "failed");
+	else
+		why = xasprintf("%s: %s", rlm_stop_name(r->stop),
+				r->stop_detail ? r->stop_detail : "no detail");
+	c->sub_failed++;
+	if (!c->sub_first_error)
+		c->sub_first_error = xstrdup(why);
+	rlm__failure_add(c->out, "child", r->node, r->depth, why);
+	free(why);
 }
 
 /* May prompt i start a child? Else its text says why, and a limit met is
@@ -485,9 +522,8 @@ void rlm__node_children(struct calls *c, const struct repl_call *call, struct ll
 		size_t i = ch->item;
 		texts[i] = child_text(ch, &errors[i]);
 		pthread_mutex_lock(&c->mu);
+		child_failure(c, ch, texts[i]);
 		rlm__calls_add_child(c, ch->out);
-		if (ch->rc < 0)
-			rlm__calls_failed(c, texts[i] + strlen("Error: "));
 		pthread_mutex_unlock(&c->mu);
 		free(ch->question);
 		free(ch->own);

@@ -420,12 +420,32 @@ void rlm__record_begin(struct rlm_record *rec, const struct rlm_opts *o, const c
 	free(config);
 }
 
+/* A run's status (store/store.h): "failed" (rc < 0); "interrupted" (the
+ * caller's cancel or the time limit: a run `rlm solve --resume` takes up);
+ * "stopped: <limit>" (another limit, e.g. "stopped: max_iterations");
+ * "incomplete" (an answer, NONE or real, with failures under it); "done"
+ * (a whole answer). Never "done" for a run a limit stopped. */
+static const char *run_status(const struct rlm_result *r, int rc, char *buf, size_t n)
+{
+	if (rc < 0 || r->stop == RLM_STOP_ERROR)
+		return "failed";
+	if (r->stop == RLM_STOP_CANCEL || r->stop == RLM_STOP_TIMEOUT)
+		return "interrupted";
+	if (r->stop == RLM_STOP_INCOMPLETE || (r->stop == RLM_STOP_ANSWER && !r->complete))
+		return "incomplete";
+	if (r->stop == RLM_STOP_ANSWER)
+		return "done";
+	snprintf(buf, n, "stopped: %s", rlm_stop_name(r->stop));
+	return buf;
+}
+
 void rlm__record_end(struct rlm_record *rec, const struct rlm_opts *o, const struct rlm_result *r,
 		int rc, const char *error)
 {
 	struct store_run run;
 	struct rlm_err err = {0, ""};
 	struct rlm_opts no_turns = *o;
+	char status[48];
 	cJSON *j;
 	char *res;
 	/* Every call of the solve is done: no flight is up. */
@@ -443,9 +463,7 @@ void rlm__record_end(struct rlm_record *rec, const struct rlm_opts *o, const str
 	rlm__record_event(o, 0, -1, 0, r->iterations, "end", NULL, 0, res);
 	memset(&run, 0, sizeof(run));
 	memcpy(run.id, rec->run, sizeof(run.id));
-	run.status = rc < 0 ? "failed"
-		     : r->stop == RLM_STOP_CANCEL || r->stop == RLM_STOP_TIMEOUT ? "interrupted"
-										 : "done";
+	run.status = run_status(r, rc, status, sizeof(status));
 	run.answer = r->answer;
 	run.result_json = res;
 	if (store_run_end(rec->store, &run, &err) < 0)
@@ -672,6 +690,7 @@ bool rlm__record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const 
 	sr.answer = NULL;
 	out->found = sr.found;
 	out->stop = RLM_STOP_ANSWER;
+	out->complete = true; /* only whole answers are kept */
 	out->memo = true;
 	out->memo_hits = 1;
 	out->usage = usage_of_store(&sr.usage);
@@ -733,7 +752,7 @@ void rlm__record_memo_put(const struct rlm_opts *o, const struct store_key *k,
 	/* Only whole answers: one made with failed calls or parts, or with
 	 * a warning, is not to be served again. */
 	if (!rec || r->stop != RLM_STOP_ANSWER || !r->answer || r->memo || r->failed_calls > 0 ||
-	    r->failed_leaves > 0 || r->warning)
+	    r->failed_leaves > 0 || r->warning || !r->complete || r->failed > 0)
 		return;
 	sr = (struct store_result){.answer = r->answer,
 				   .stop = (char *)(uintptr_t)rlm_stop_name(r->stop),

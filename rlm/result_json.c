@@ -122,6 +122,9 @@ static cJSON *children_json(const struct rlm_result *r, bool turns)
 		json_add_str(o, "stop", rlm_stop_name(ch->stop));
 		if (ch->stop_detail)
 			json_add_str(o, "stop_detail", ch->stop_detail);
+		json_add_bool(o, "complete", ch->complete);
+		if (ch->failed)
+			json_add_num(o, "failed", (double)ch->failed);
 		json_add(o, "usage", usage_json(&ch->usage, -1));
 		json_add_num(o, "cost_usd", ch->cost);
 		json_add_num(o, "calls", (double)ch->calls);
@@ -142,6 +145,23 @@ static cJSON *children_json(const struct rlm_result *r, bool turns)
 	return a;
 }
 
+/* r's failures as [{kind, node, depth, reason}], the first
+ * RLM_FAILURES_MAX (the count of all is "failed"). */
+static cJSON *failures_json(const struct rlm_result *r)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < r->n_failures; i++) {
+		const struct rlm_failure *f = &r->failures[i];
+		cJSON *o = cJSON_CreateObject();
+		json_add_str(o, "kind", f->kind);
+		json_add_num(o, "node", f->node);
+		json_add_num(o, "depth", f->depth);
+		json_add_str(o, "reason", f->reason ? f->reason : "");
+		json_add(a, NULL, o);
+	}
+	return a;
+}
+
 cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 {
 	cJSON *o = cJSON_CreateObject(), *calls, *t, *x, *per;
@@ -155,6 +175,9 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 	json_add_str(o, "stop", rlm_stop_name(r->stop));
 	if (r->stop_detail)
 		json_add_str(o, "stop_detail", r->stop_detail);
+	json_add_bool(o, "complete", r->complete);
+	json_add_num(o, "failed", (double)r->failed);
+	json_add(o, "failures", failures_json(r));
 	json_add_str(o, "strategy", repl ? "repl" : "tree");
 	if (ro->model)
 		json_add_str(o, "model", llm_model_name(ro->model));

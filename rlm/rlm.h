@@ -91,6 +91,9 @@ enum rlm_stop {
 	RLM_STOP_MAX_CALLS,     /* model-call budget (every call, any depth) */
 	RLM_STOP_CANCEL,        /* the caller cancelled */
 	RLM_STOP_ERROR,         /* a failure: the root model, the worker */
+	RLM_STOP_INCOMPLETE,    /* the answer is NONE or blank and something
+				 * under the node failed (rlm_result.failures):
+				 * "not found" cannot be told from "not read" */
 };
 const char *rlm_stop_name(enum rlm_stop s); /* "answer", "max_iterations", ... */
 
@@ -211,6 +214,25 @@ struct rlm_source {
 	char *quote;           /* owned, or NULL */
 };
 
+/* Something under a node that failed, so that its answer may rest on less
+ * than the whole context (rlm_result.failures). */
+struct rlm_failure {
+	const char *kind;      /* static: "sub-call" (a plain sub-call failed
+				* after retries, or was refused), "child" (a
+				* child RLM failed, or stopped on its own limit),
+				* "worker" (the node's REPL worker was killed and
+				* restarted, losing its variables), "part" (tree:
+				* a part whose call failed) */
+	int node;              /* the node it happened in: for "child", the
+				* child's own id; else the node whose call or
+				* worker failed (0 the root) */
+	int depth;             /* that node's depth */
+	char *reason;          /* owned: why, cut to RLM_FAILURE_REASON_MAX
+				* bytes ("..." ends a cut one) */
+};
+#define RLM_FAILURE_REASON_MAX 300 /* bytes of a failure's reason */
+#define RLM_FAILURES_MAX 64        /* failures a result lists (all are counted) */
+
 /* The outcome of a solve: rlm_solve fills one for the whole solve, and
  * with recursion (repl strategy) one more per child RLM, nested in
  * children. A node's result counts what its whole subtree did: its own
@@ -241,6 +263,18 @@ struct rlm_result {
 	char *stop_detail;     /* owned, or NULL: the limit's words */
 	char *warning;         /* owned, or NULL: what went wrong without
 				* failing the solve, e.g. some parts failed */
+	bool complete;         /* the answer rests on everything the solve
+				* asked: it stopped on its answer (stop
+				* RLM_STOP_ANSWER) and nothing under it failed
+				* (failed == 0). false for a real answer with
+				* failures too: it may miss what went unread */
+	struct rlm_failure *failures; /* owned: the first RLM_FAILURES_MAX
+				* failures of the subtree (a child's own, then
+				* its subtree's, in the order they happened);
+				* NULL: none */
+	size_t n_failures;
+	int64_t failed;        /* failures of the subtree, all of them
+				* (n_failures <= failed) */
 	struct rlm_source *sources; /* owned: n_sources, checked (above); NULL:
 				* none. A child's are in its own context's
 				* terms and stay in its result */
@@ -331,6 +365,12 @@ struct rlm_result {
 	size_t n_children;
 	int64_t nodes;         /* child nodes under this one, any depth */
 };
+
+/* r's failures for a person, by kind, with the first one's reason: e.g.
+ * "16 child RLMs failed (the first: max_errors: ValueError: ...)" or
+ * "2 sub-calls and 1 child RLM failed (...)". Returns a fresh string (the
+ * caller frees it), or NULL when nothing failed (r->failed == 0). */
+char *rlm_failures_summary(const struct rlm_result *r);
 
 /* What of o shapes an answer, as compact JSON: the strategy, the models
  * (their cache ids: a simulator's settings too), the prompt templates'
@@ -496,6 +536,14 @@ void rlm_models_cfg_init(struct rlm_models_cfg *c);
  * RLM_EAUTH for a missing key) with err filled and ms zeroed. Any thread,
  * but prices are loaded for the whole process. */
 int rlm_models_init(struct rlm_models *ms, const struct rlm_models_cfg *c, struct rlm_err *err);
+/* A cost budget (max_cost USD, > 0) needs a price for model and sub (either
+ * may be NULL): the check of every command and request that takes one
+ * (what names the budget in the message: "--max-cost"):
+ * one no price table names would count as costing 0 and the budget would
+ * never hold. Returns 0 (also for max_cost <= 0), or RLM_EINVAL with err
+ * naming the model and the --prices file's format. Before any call. */
+int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub, double max_cost,
+		   const char *what, struct rlm_err *err);
 /* Free the pool (after its calls), the models and the provider's instance;
  * ms is zeroed. A zeroed ms is a no-op. */
 void rlm_models_release(struct rlm_models *ms);

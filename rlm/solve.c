@@ -9,6 +9,70 @@
 #include <stdlib.h>
 #include <string.h>
 
+void rlm__result_finish(struct rlm_result *r, int rc)
+{
+	if (rc == 0 && r->stop == RLM_STOP_ANSWER && r->failed > 0 &&
+	    (!r->answer || text_is_none(r->answer, strlen(r->answer)) ||
+	     text_is_blank(r->answer, strlen(r->answer)))) {
+		char *sum = rlm_failures_summary(r);
+		r->stop = RLM_STOP_INCOMPLETE;
+		free(r->stop_detail);
+		r->stop_detail = xasprintf(
+		    "%s; the answer %s may be wrong", sum,
+		    r->answer && !text_is_blank(r->answer, strlen(r->answer)) ? "NONE" : "(empty)");
+		free(sum);
+		r->found = false;
+	}
+	r->complete = rc == 0 && r->stop == RLM_STOP_ANSWER && r->failed == 0;
+}
+
+static const char *kind_plural(const char *kind, int64_t n)
+{
+	if (!strcmp(kind, "child"))
+		return n == 1 ? "child RLM" : "child RLMs";
+	if (!strcmp(kind, "worker"))
+		return n == 1 ? "REPL worker" : "REPL workers";
+	if (!strcmp(kind, "part"))
+		return n == 1 ? "part" : "parts";
+	return n == 1 ? "sub-call" : "sub-calls";
+}
+
+char *rlm_failures_summary(const struct rlm_result *r)
+{
+	static const char *const kinds[] = {"child", "sub-call", "part", "worker"};
+	int64_t count[4] = {0, 0, 0, 0}, listed = 0;
+	struct buf b;
+	size_t shown = 0, n_kinds = 0;
+	char num[32], num2[32];
+	if (!r->failed)
+		return NULL;
+	for (size_t i = 0; i < r->n_failures; i++)
+		for (size_t k = 0; k < 4; k++)
+			if (!strcmp(r->failures[i].kind, kinds[k]))
+				count[k]++, listed++;
+	for (size_t k = 0; k < 4; k++)
+		n_kinds += count[k] > 0;
+	buf_init(&b, 0);
+	/* Past the list only the count is known: "70 failed (the first 64:
+	 * 64 sub-calls; the first: ...)". */
+	if (r->failed > listed)
+		buf_printf(&b, "%s failed (the first %s: ", text_fmt_count(num, sizeof(num), r->failed),
+			   text_fmt_count(num2, sizeof(num2), listed));
+	for (size_t k = 0; k < 4; k++) {
+		if (!count[k])
+			continue;
+		shown++;
+		buf_printf(&b, "%s%s %s", shown == 1 ? "" : shown == n_kinds ? " and " : ", ",
+			   text_fmt_count(num, sizeof(num), count[k]), kind_plural(kinds[k], count[k]));
+	}
+	if (r->failed > listed)
+		buf_printf(&b, "; the first: %s)", r->n_failures ? r->failures[0].reason : "?");
+	else
+		buf_printf(&b, " failed (%s%s)", r->failed > 1 ? "the first: " : "",
+			   r->failures[0].reason);
+	return buf_detach(&b, NULL);
+}
+
 static int solve_strategy(const struct rlm_opts *opts, const char *question,
 			  const struct corpus *ctx, struct rlm_result *out, struct rlm_err *err)
 {
@@ -21,9 +85,13 @@ static int solve_strategy(const struct rlm_opts *opts, const char *question,
 			out->stop = RLM_STOP_ERROR;
 			return rc;
 		}
-		return rlm__loop_solve(opts, question, ctx, out, err);
+		rc = rlm__loop_solve(opts, question, ctx, out, err);
+		rlm__result_finish(out, rc);
+		return rc;
 	case RLM_TREE:
-		return rlm__tree_solve(opts, question, ctx, out, err);
+		rc = rlm__tree_solve(opts, question, ctx, out, err);
+		rlm__result_finish(out, rc);
+		return rc;
 	}
 	out->stop = RLM_STOP_ERROR;
 	return rlm_err_set(err, RLM_EINVAL, "unknown strategy %d", (int)opts->strategy);
@@ -100,6 +168,11 @@ void rlm_result_release(struct rlm_result *r)
 	rlm__sources_free(r->sources, r->n_sources);
 	r->sources = NULL;
 	r->n_sources = 0;
+	for (size_t i = 0; i < r->n_failures; i++)
+		free(r->failures[i].reason);
+	free(r->failures);
+	r->failures = NULL;
+	r->n_failures = 0;
 	free(r->warning);
 	free(r->stop_detail);
 	free(r->memo_json);
@@ -134,6 +207,8 @@ const char *rlm_stop_name(enum rlm_stop s)
 		return "cancelled";
 	case RLM_STOP_ERROR:
 		return "error";
+	case RLM_STOP_INCOMPLETE:
+		return "incomplete";
 	}
 	return "unknown";
 }

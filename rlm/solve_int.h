@@ -287,8 +287,19 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 void rlm__node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
 		   char **texts, bool *errors);
 /* mu held: count a sub-call (or child) that failed, with why (its text
- * after "Error: "), for the node's warning. */
+ * after "Error: "), for the node's warning, and list it as a "sub-call"
+ * failure of the node (rlm__failure_add). */
 void rlm__calls_failed(struct calls *c, const char *why);
+/* Count a failure in r (rlm/rlm.h's struct rlm_failure: kind static, why
+ * copied and cut), listing it while r lists fewer than RLM_FAILURES_MAX.
+ * Under the lock that guards r, when other threads count into it. */
+void rlm__failure_add(struct rlm_result *r, const char *kind, int node, int depth,
+		      const char *why);
+/* A node's result once its strategy returned rc: a NONE, empty or blank
+ * answer with failures under it becomes stop RLM_STOP_INCOMPLETE (its
+ * detail the summary below), and complete is set (rlm/rlm.h). Every
+ * node's, the root's last. (rlm/solve.c) */
+void rlm__result_finish(struct rlm_result *r, int rc);
 
 /* ---- the contexts of children (rlm/node_ctx.c) ----
  *

@@ -572,7 +572,10 @@ int rlm__tree_solve(const struct rlm_opts *opts, const char *question, const str
 	partials = xcalloc(out->leaves, sizeof(char *));
 	for (size_t i = 0; i < out->leaves; i++) {
 		if (leaves.errors[i]) {
+			char *why = xasprintf("part %zu: %s", i + 1, leaves.errors[i]);
 			out->failed_leaves++;
+			rlm__failure_add(out, "part", 0, 0, why); /* the tree is one node */
+			free(why);
 			continue;
 		}
 		if (!text_is_none(leaves.answers[i], strlen(leaves.answers[i]))) {

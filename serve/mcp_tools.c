@@ -87,7 +87,15 @@ static const char answer_schema[] =
 	" \"answer\": {\"type\": [\"string\", \"null\"], \"description\": \"null when a limit"
 	" stopped the solve before any answer\"},"
 	" \"stop\": {\"type\": \"string\", \"description\": \"why it stopped: answer, or the"
-	" limit (max_iterations, max_errors, timeout, ...): then the answer is partial\"},"
+	" limit (max_iterations, max_errors, timeout, ...): then the answer is partial; or"
+	" incomplete: NONE or empty while parts of the work failed (a tool error)\"},"
+	" \"complete\": {\"type\": \"boolean\", \"description\": \"true when the answer rests"
+	" on everything the solve asked: it ended on its answer and nothing under it failed\"},"
+	" \"failures\": {\"type\": \"array\", \"description\": \"what failed under the solve:"
+	" a sub-call, a child RLM, a REPL worker restarted, a tree part\", \"items\": {\"type\":"
+	" \"object\", \"properties\": {\"kind\": {\"type\": \"string\"}, \"node\": {\"type\":"
+	" \"integer\"}, \"depth\": {\"type\": \"integer\"}, \"reason\": {\"type\":"
+	" \"string\"}}}},"
 	" \"sources\": {\"type\": \"array\", \"description\": \"the documents the answer"
 	" rests on, each found in the context: {doc, start?, end?, quote?}\", \"items\":"
 	" {\"type\": \"object\", \"properties\": {\"doc\": {\"type\": \"string\"},"
@@ -95,7 +103,8 @@ static const char answer_schema[] =
 	" \"quote\": {\"type\": \"string\"}}, \"required\": [\"doc\"]}},"
 	" \"usage\": {\"type\": \"object\", \"description\": \"tokens of every model call\"},"
 	" \"cost_usd\": {\"type\": \"number\"}},"
-	" \"required\": [\"run_id\", \"answer\", \"sources\", \"stop\", \"usage\", \"cost_usd\"]}";
+	" \"required\": [\"run_id\", \"answer\", \"sources\", \"stop\", \"complete\","
+	" \"failures\", \"usage\", \"cost_usd\"]}";
 
 static const char *const tool_names[] = {"solve", "load_corpus", "ask"};
 
@@ -350,9 +359,9 @@ static void follow(struct mcp_call *c, struct svc_run *r, int max_iterations)
 /* The result of an ended run: its answer, or a tool error. */
 static cJSON *solve_result(struct svc_run *r)
 {
-	cJSON *j = serve_run_json(r), *sc, *res, *usage, *src, *it;
+	cJSON *j = serve_run_json(r), *sc, *res, *usage, *src, *it, *failures;
 	const char *status = json_str(j, "status"), *answer = json_str(j, "answer");
-	const char *stop = json_str(j, "stop");
+	const char *stop = json_str(j, "stop"), *detail = json_str(j, "stop_detail");
 	char *text;
 	if (!status || strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0) {
 		const char *why = json_str(j, "error");
@@ -371,11 +380,27 @@ static cJSON *solve_result(struct svc_run *r)
 	src = json_get(j, "sources");
 	json_add(sc, "sources", cJSON_IsArray(src) ? cJSON_Duplicate(src, 1) : cJSON_CreateArray());
 	json_add_str(sc, "stop", stop ? stop : "answer");
+	json_add_bool(sc, "complete", cJSON_IsTrue(json_get(j, "complete")));
+	failures = json_get(j, "failures");
+	json_add(sc, "failures",
+		 cJSON_IsArray(failures) ? cJSON_Duplicate(failures, 1) : cJSON_CreateArray());
 	usage = json_get(j, "usage");
 	json_add(sc, "usage",
 		 cJSON_IsObject(usage) ? cJSON_Duplicate(usage, 1) : cJSON_CreateObject());
 	json_add_num(sc, "cost_usd", json_num(j, "cost_usd", 0));
-	if (answer && (!stop || strcmp(stop, "answer") == 0))
+	if (stop && strcmp(stop, "incomplete") == 0)
+		text = xasprintf("%s\n\n(incomplete: %s)", answer ? answer : "no answer",
+				 detail ? detail : "something under the solve failed");
+	else if (answer && (!stop || strcmp(stop, "answer") == 0) &&
+		 cJSON_GetArraySize(failures) > 0)
+		text = xasprintf("%s\n\n(incomplete: %d failure%s under the solve, the first: %s; "
+				 "the answer may miss what they would have found)",
+				 answer, cJSON_GetArraySize(failures),
+				 cJSON_GetArraySize(failures) == 1 ? "" : "s",
+				 json_str(cJSON_GetArrayItem(failures, 0), "reason")
+				     ? json_str(cJSON_GetArrayItem(failures, 0), "reason")
+				     : "?");
+	else if (answer && (!stop || strcmp(stop, "answer") == 0))
 		text = xstrdup(answer);
 	else if (answer)
 		text = xasprintf("%s\n\n(stopped by %s: the answer is partial)", answer, stop);
@@ -396,6 +421,10 @@ static cJSON *solve_result(struct svc_run *r)
 		text = buf_detach(&b, NULL);
 	}
 	res = tool_result(text, sc);
+	/* NONE with failures under it is no answer the client should act on:
+	 * "not found" cannot be told from "not read" */
+	if (stop && strcmp(stop, "incomplete") == 0)
+		json_add_bool(res, "isError", true);
 	free(text);
 	cJSON_Delete(j);
 	return res;

@@ -245,7 +245,7 @@ static enum MHD_Result route_metrics(struct req *rq)
 	struct buf b = BUF_INIT;
 	char *text;
 	size_t len;
-	static const char *const statuses[] = {"done", "stopped", "failed", "cancelled"};
+	static const char *const statuses[] = {"done", "stopped", "failed", "cancelled", "incomplete"};
 	static const char *const states[] = {"registered", "in_use", "cached"};
 	metric(&b, "rlm_solves_total", "counter", "Solves ended, by status.");
 	for (size_t i = 0; i < ARRAY_SIZE(statuses); i++)

@@ -378,6 +378,12 @@ cJSON *serve__oai_rlm_ext(const cJSON *run)
 	json_add_str(o, "run_id", json_str(run, "run_id"));
 	json_add_str(o, "status", json_str(run, "status"));
 	json_add(o, "stop", cJSON_Duplicate(json_get(run, "stop"), true));
+	if (json_str(run, "stop_detail"))
+		json_add_str(o, "stop_detail", json_str(run, "stop_detail"));
+	json_add_bool(o, "complete", cJSON_IsTrue(json_get(run, "complete")));
+	json_add(o, "failures", json_get(run, "failures")
+				    ? cJSON_Duplicate(json_get(run, "failures"), true)
+				    : cJSON_CreateArray());
 	json_add_num(o, "cost_usd", json_num(run, "cost_usd", 0));
 	json_add(o, "sources", json_get(run, "sources") ? cJSON_Duplicate(json_get(run, "sources"), true)
 							: cJSON_CreateArray());

@@ -375,6 +375,8 @@ static const char *stored_status(const cJSON *run)
 		return "cancelled";
 	if (strcmp(st, "interrupted") == 0)
 		return stop ? "stopped" : "cancelled";
+	if (strcmp(st, "incomplete") == 0)
+		return st;
 	return !stop || strcmp(stop, "answer") == 0 ? "done" : "stopped";
 }
 
@@ -396,6 +398,12 @@ static cJSON *stored_json(const cJSON *run)
 	json_add(o, "sources", json_get(res, "sources") ? cJSON_Duplicate(json_get(res, "sources"), true)
 							 : cJSON_CreateArray());
 	json_add(o, "stop", dup_or_null(json_get(res, "stop")));
+	if (json_str(res, "stop_detail"))
+		json_add_str(o, "stop_detail", json_str(res, "stop_detail"));
+	json_add_bool(o, "complete", cJSON_IsTrue(json_get(res, "complete")));
+	json_add(o, "failures", json_get(res, "failures")
+				    ? cJSON_Duplicate(json_get(res, "failures"), true)
+				    : cJSON_CreateArray());
 	json_add(o, "usage", dup_or_null(json_get(res, "usage")));
 	json_add_num(o, "cost", json_num(res, "cost_usd", 0));
 	json_add_num(o, "cost_usd", json_num(res, "cost_usd", 0));

@@ -42,8 +42,9 @@ static const double hist_le[SVC_N_LE] = {0.1, 0.25, 0.5, 1,   2.5, 5,	 10,
 					 30,  60,   120, 300, 600, 1800, 3600};
 #define N_LE SVC_N_LE
 
-enum run_status { ST_RUNNING, ST_DONE, ST_STOPPED, ST_FAILED, ST_CANCELLED };
-static const char *const status_names[] = {"running", "done", "stopped", "failed", "cancelled"};
+enum run_status { ST_RUNNING, ST_DONE, ST_STOPPED, ST_FAILED, ST_CANCELLED, ST_INCOMPLETE };
+static const char *const status_names[] = {"running", "done",	   "stopped",
+					   "failed",  "cancelled", "incomplete"};
 
 /* One solve. The fields above mu are set before its thread starts and only
  * read afterwards, but for id (written under both mutexes by on_run). */
@@ -125,7 +126,8 @@ int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *e
 		serve__grow(&s->roots, &cap, s->n_roots, sizeof(*s->roots));
 		s->roots[s->n_roots++] = xstrdup(real);
 	}
-	if ((rc = rlm_models_init(&s->ms, &cfg->mo, err)))
+	if ((rc = rlm_models_init(&s->ms, &cfg->mo, err)) ||
+	    (rc = rlm_check_cost(s->ms.model, s->ms.sub, cfg->base.max_cost, "--max-cost", err)))
 		goto fail;
 	if (!cfg->no_cache) {
 		struct store_cfg sc = {cfg->cache_path, false, 0};
@@ -270,7 +272,7 @@ cJSON *serve_stats(struct service *s)
 	llm_pool_stats(s->ms.pool, &st);
 	pthread_mutex_lock(&s->mu);
 	json_add_num(o, "solves_running", s->running);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		json_add_num(t, status_names[i + 1], (double)s->ended[i]);
 	json_add(o, "solves_total", t);
 	/* The histogram over the service's life, cumulative as Prometheus
@@ -429,7 +431,9 @@ static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_op
 		o->max_cost = q->max_cost;
 	if (q->timeout_s > 0)
 		o->timeout_ns = lower_limit(o->timeout_ns, (int64_t)(q->timeout_s * 1e9));
-	return 0;
+	/* a cost budget over a model without a price would never hold */
+	return rlm_check_cost(o->model, o->sub_model, o->max_cost,
+			      "the cost budget (options.max_cost)", err);
 }
 
 static enum run_status status_of(int rc, const struct rlm_result *res, bool cancelled)
@@ -440,6 +444,8 @@ static enum run_status status_of(int rc, const struct rlm_result *res, bool canc
 		return ST_FAILED;
 	if (res->stop == RLM_STOP_CANCEL)
 		return ST_CANCELLED;
+	if (res->stop == RLM_STOP_INCOMPLETE || (res->stop == RLM_STOP_ANSWER && !res->complete))
+		return ST_INCOMPLETE; /* something under it failed */
 	if (res->stop == RLM_STOP_ANSWER)
 		return ST_DONE;
 	return ST_STOPPED;
@@ -699,6 +705,8 @@ cJSON *serve_run_json(struct svc_run *r)
 		json_add(o, "answer", cJSON_CreateNull());
 		json_add(o, "sources", cJSON_CreateArray());
 		json_add(o, "stop", cJSON_CreateNull());
+		json_add_bool(o, "complete", false);
+		json_add(o, "failures", cJSON_CreateArray());
 		json_add(o, "usage", cJSON_CreateNull());
 		json_add_num(o, "cost", 0);
 		json_add_num(o, "cost_usd", 0);
@@ -720,6 +728,12 @@ cJSON *serve_run_json(struct svc_run *r)
 		t = dup_or(json_get(r->result, "timings"), cJSON_CreateObject());
 		json_add_num(t, "wall_ms", (double)r->wall_ns / 1e6);
 		json_add(o, "timings", t);
+		/* whether the answer rests on everything the solve asked, and
+		 * what under it failed when not (rlm_result_json) */
+		json_add_bool(o, "complete", cJSON_IsTrue(json_get(r->result, "complete")));
+		json_add(o, "failures", dup_or(json_get(r->result, "failures"), cJSON_CreateArray()));
+		if (json_str(r->result, "stop_detail"))
+			json_add_str(o, "stop_detail", json_str(r->result, "stop_detail"));
 		if (r->error)
 			json_add_str(o, "error", r->error);
 		json_add(o, "result", cJSON_Duplicate(r->result, true));

@@ -52,7 +52,7 @@ struct service {
 	int threads;		    /* run threads alive */
 	bool closing;		    /* serve_shutdown or serve_free began: no new solves */
 	struct rng rng;		    /* ids */
-	int64_t ended[4];	    /* done, stopped, failed, cancelled */
+	int64_t ended[5];	    /* done, stopped, failed, cancelled, incomplete */
 	int64_t hist[SVC_N_LE + 1]; /* lifetime, not cumulative; last: +Inf */
 	double secs_sum;
 	int64_t secs_count;

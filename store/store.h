@@ -211,7 +211,13 @@ struct store_run {
 	char id[40];             /* "20261123-181500-3fa9c1": time and random */
 	int64_t created_ms;      /* unix ms */
 	int64_t ended_ms;        /* 0: not ended (running, or killed) */
-	const char *status;      /* "running", "done", "failed", "interrupted" */
+	const char *status;      /* "running", "done" (a whole answer),
+				  * "incomplete" (an answer, NONE or real,
+				  * with failures under it), "stopped: LIMIT"
+				  * (a limit other than time or cancel, e.g.
+				  * "stopped: max_iterations"), "interrupted"
+				  * (cancelled or timed out: resumable),
+				  * "failed" */
 	const char *question;
 	const char *context_digest; /* 32 hex digits */
 	int64_t context_bytes;
@@ -267,7 +273,8 @@ int store_event_add(struct store *s, const char *run, const struct store_event *
 struct cJSON *store_run_load(struct store *s, const char *id, struct rlm_err *err);
 /* Runs, newest first, at most limit (0: all): a JSON array of objects
  * without "events", "config" and "result", but with "calls" (the
- * result's calls.total; null while a run has no result). */
+ * result's calls.total), "stop" and "complete" (the result's; each null
+ * while a run has no result). */
 struct cJSON *store_runs_list(struct store *s, size_t limit, struct rlm_err *err);
 /* The newest run of the same question, context digest and config that did
  * not end ("running" and not alive, or "interrupted"), into id; 1 found, 0

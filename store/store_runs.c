@@ -276,8 +276,8 @@ static int add_json_col(cJSON *o, const char *key, sqlite3_stmt *st, int i, bool
 }
 
 /* A row of RUN_COLS as an object; with the config and result when full,
- * else with the result's calls.total as "calls" (column 15; null when the
- * run has no result). */
+ * else with the result's calls.total as "calls", its "stop" and its
+ * "complete" (columns 15, 16, 17; null when the run has no result). */
 static cJSON *run_json(sqlite3_stmt *st, bool full)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -297,10 +297,16 @@ static cJSON *run_json(sqlite3_stmt *st, bool full)
 	add_opt_str(o, "answer", st, 8);
 	if (full)
 		add_json_col(o, "result", st, 13, false);
-	else
+	else {
+		const char *complete = (const char *)sqlite3_column_text(st, 17);
 		json_add(o, "calls", sqlite3_column_type(st, 15) == SQLITE_NULL
 					     ? cJSON_CreateNull()
 					     : cJSON_CreateNumber(sqlite3_column_double(st, 15)));
+		add_opt_str(o, "stop", st, 16);
+		/* null for a run without a result, or recorded before the flag */
+		json_add(o, "complete", !complete ? cJSON_CreateNull()
+					: cJSON_CreateBool(strcmp(complete, "true") == 0));
+	}
 	add_opt_str(o, "resumed_from", st, 9);
 	return o;
 }
@@ -468,7 +474,11 @@ cJSON *store_runs_list(struct store *s, size_t limit, struct rlm_err *err)
 		return NULL;
 	st = store__stmt(s, c, ST_RUN_LIST,
 			 "SELECT " RUN_COLS ", CASE WHEN json_valid(result_json) THEN"
-			 " json_extract(result_json, '$.calls.total') END"
+			 " json_extract(result_json, '$.calls.total') END,"
+			 " CASE WHEN json_valid(result_json) THEN"
+			 " json_extract(result_json, '$.stop') END,"
+			 " CASE WHEN json_valid(result_json) THEN"
+			 " json_type(result_json, '$.complete') END"
 			 " FROM runs ORDER BY created DESC, rowid DESC LIMIT ?1",
 			 err);
 	if (!st) {
@@ -502,7 +512,7 @@ int store_run_unfinished(struct store *s, const char *question, const char *cont
 			 " AND question IS ?1 AND config_json IS ?3"
 			 " AND status IN ('running', 'interrupted')"
 			 " AND NOT EXISTS (SELECT 1 FROM runs AS r2 WHERE r2.resumed_from = runs.id"
-			 " AND r2.status = 'done')"
+			 " AND (r2.status IN ('done', 'incomplete') OR r2.status LIKE 'stopped:%'))"
 			 " ORDER BY created DESC, rowid DESC",
 			 err);
 	if (!st) {

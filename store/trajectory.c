@@ -56,8 +56,8 @@ static cJSON *iso_time(const struct xrun *x, int64_t t_ns)
 }
 /* ---- one node's trajectory ---- */
 
-/* The answer the node ended with, when it ended with one (an answer, or
- * the last call after max_iterations); NULL otherwise. */
+/* The answer the node ended with, when it ended with one (an answer, an
+ * incomplete one, or the last call after max_iterations); NULL otherwise. */
 static const char *final_answer(const struct xrun *x, const struct node *n)
 {
 	const char *stop, *answer;
@@ -70,7 +70,10 @@ static const char *final_answer(const struct xrun *x, const struct node *n)
 				stop = json_str(x->ev[n->evs[p]].data, "stop");
 		if (!stop) {
 			const char *status = json_str(x->run, "status");
-			return status && strcmp(status, "done") == 0 ? answer : NULL;
+			return status && (strcmp(status, "done") == 0 ||
+					  strcmp(status, "incomplete") == 0)
+				   ? answer
+				   : NULL;
 		}
 	} else {
 		if (n->end == NO_EV)
@@ -80,7 +83,11 @@ static const char *final_answer(const struct xrun *x, const struct node *n)
 		if (!stop)
 			return answer;
 	}
-	return strcmp(stop, "answer") == 0 || strcmp(stop, "max_iterations") == 0 ? answer : NULL;
+	/* incomplete: the model did answer, over failed parts of its work */
+	return strcmp(stop, "answer") == 0 || strcmp(stop, "max_iterations") == 0 ||
+		       strcmp(stop, "incomplete") == 0
+		   ? answer
+		   : NULL;
 }
 
 static int64_t subtree_calls(const struct xrun *x, const struct node *n)

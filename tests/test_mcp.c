@@ -499,7 +499,8 @@ TEST(tools_list_has_three_tools_with_schemas)
 		}
 		if (strcmp(name, "load_corpus") != 0) {
 			char *oreq = json_print(json_get(out, "required"));
-			CHECK_STR(oreq, "[\"run_id\",\"answer\",\"sources\",\"stop\",\"usage\",\"cost_usd\"]");
+			CHECK_STR(oreq, "[\"run_id\",\"answer\",\"sources\",\"stop\",\"complete\","
+					"\"failures\",\"usage\",\"cost_usd\"]");
 			free(oreq);
 		}
 		free(req);

@@ -574,8 +574,22 @@ TEST(recursion_child_failures_are_error_strings)
 	CHECK_INT(v.r.children[1].stop, RLM_STOP_ERROR);
 	CHECK_INT(v.r.nodes, 2);
 	CHECK_INT(v.r.failed_calls, 1);
-	CHECK_CONTAINS(v.r.warning, "1 of 2 sub-calls failed (the first: child RLM failed: the "
-				    "root model failed");
+	/* a child stopped on its own limit is a failure as much as one that
+	 * failed (issue 18): both are counted, and listed with the workers
+	 * the first one's code killed */
+	CHECK_CONTAINS(v.r.warning, "2 of 2 sub-calls failed (the first: max_errors: 2 turns in "
+				    "a row ended in an error");
+	CHECK_CONTAINS(v.r.warning, "2 more failures under child RLMs");
+	CHECK(!v.r.complete);
+	CHECK_INT(v.r.failed, 4);
+	CHECK_INT(v.r.n_failures, 4);
+	CHECK_STR(v.r.failures[0].kind, "child");
+	CHECK_INT(v.r.failures[0].node, v.r.children[0].node);
+	CHECK_STR(v.r.failures[1].kind, "worker");
+	CHECK_STR(v.r.failures[2].kind, "worker");
+	CHECK_STR(v.r.failures[3].kind, "child");
+	CHECK_INT(v.r.failures[3].node, v.r.children[1].node);
+	CHECK_CONTAINS(v.r.failures[3].reason, "child RLM failed: the root model failed");
 	CHECK_INT(worker_processes(), 0);
 	env_free(&v);
 }
