@@ -52,10 +52,13 @@
  * itself non-dumpable first, either way). Prompts past MAX_CALLS_EXEC in one
  * exec raise ValueError in the code before any frame is sent (the
  * controller's kill on that cap is a backstop for a hostile worker). The
- * worker keeps its frames under MAX_FRAME: prompts that would not fit
- * raise ValueError in the code, an
- * answer that would not fit is dropped with an error in the output, and
- * "vars" lists at most 1000 names.
+ * worker keeps its frames under MAX_FRAME: a batch whose prompts (and
+ * contexts) would not fit in one frame is sent as several call frames, in
+ * order, each answered on its own, and the code gets one list; a single
+ * prompt (with its context) that cannot fit in a frame of its own raises
+ * ValueError in the code naming it, its size and the cap, and nothing of
+ * that call is sent; an answer that would not fit is dropped with an error
+ * in the output, and "vars" lists at most 1000 names.
  *
  * WIRE FORMAT (fds 3 and 4)
  * A frame is a 4-byte big-endian length, then that many bytes of one UTF-8

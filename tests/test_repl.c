@@ -1404,7 +1404,11 @@ TEST(call_caps_are_violations)
 	repl_free(r);
 }
 
-TEST(frames_over_the_cap_are_refused_in_the_worker)
+/* A batch over the frame cap goes as several frames, answered as one batch
+ * in order; only a single prompt over the cap is an error, which says
+ * which one and what to do (issue 18: each child of a 1 GB solve built a
+ * batch over the 64 MiB cap and got a ValueError it could not act on). */
+TEST(frames_over_the_cap_are_split_in_the_worker)
 {
 	struct repl_cfg cfg;
 	struct seen s = {0};
@@ -1416,11 +1420,42 @@ TEST(frames_over_the_cap_are_refused_in_the_worker)
 	cfg.on_call = echo_call;
 	cfg.call_arg = &s;
 	r = start(&cfg);
-	run(r, "llm_query_batched(['x' * 3000, 'y' * 3000])", &res);
+	/* Two prompts that fit one frame each, not together. */
+	expect(r,
+	       "out = llm_query_batched(['x' * 3000, 'y' * 3000])\n"
+	       "[(len(o), o[:6]) for o in out]",
+	       "[(3005, 'echo:x'), (3005, 'echo:y')]\n");
+	CHECK_INT(s.calls, 2);
+	CHECK_INT(s.prompts, 2);
+	/* Many short ones, non-ASCII (3 bytes a character), in order, and
+	 * contexts travel with their prompts. */
+	s.calls = s.prompts = 0;
+	expect(r,
+	       "ps = ['日%d' % i * 40 for i in range(60)]\n"
+	       "out = llm_query_batched(ps)\n"
+	       "out == ['echo:' + p for p in ps]",
+	       "True\n");
+	CHECK_INT(s.prompts, 60);
+	CHECK(s.calls >= 3);
+	s.calls = s.prompts = 0;
+	expect(r,
+	       "cs = [('c%d ' % i) * 333 for i in range(4)]\n"
+	       "out = rlm_query_batched(['q%d' % i for i in range(4)], contexts=cs)\n"
+	       "out == ['echo:q%d@%s' % (i, c) for i, c in enumerate(cs)]",
+	       "True\n");
+	CHECK_INT(s.prompts, 4);
+	CHECK(s.calls >= 2);
+	/* One prompt over the cap: nothing is sent, and the error names it. */
+	s.calls = 0;
+	run(r, "llm_query_batched(['a', 'b', 'z' * 5000])", &res);
 	CHECK(res.error && !res.restarted);
-	CHECK_CONTAINS(res.output, "ValueError: llm_query_batched: the prompts take ");
-	CHECK_CONTAINS(res.output, "over the limit of 4,096 for one call");
+	CHECK_CONTAINS(res.output, "ValueError: llm_query_batched: prompt 2 is 5.0 kB, over the "
+				   "4 KiB one call can carry: cut it into smaller pieces");
 	CHECK_INT(s.calls, 0);
+	repl_result_release(&res);
+	run(r, "llm_query('z' * 5000)", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: llm_query: prompt is 5.0 kB, over the 4 KiB");
 	repl_result_release(&res);
 	run(r, "FINAL('z' * 5000)", &res);
 	CHECK(res.error && !res.ready && !res.restarted);
