@@ -82,8 +82,13 @@
  *                                              (D is 0 when it is a str)
  *   {"type":"call","id":N,"exec":E,"kind":"llm"|"rlm","batched":B,
  *    "model":null|"name","prompts":["..."]}   during exec (or final_var) E
- *                                              only; the worker blocks
- *                                              until reply N. An rlm call
+ *                                              only; the calling thread
+ *                                              blocks until reply N; other
+ *                                              threads may send calls
+ *                                              meanwhile, and replies may
+ *                                              come in any order; the
+ *                                              result comes after the last
+ *                                              reply. An rlm call
  *                                              given context= (contexts=)
  *                                              adds "contexts":[C, ...], one
  *                                              per prompt; it is absent when
@@ -148,7 +153,7 @@
  * after a crash, the worker's last output on fds 1 and 2 follows.
  *
  * Time: each exec has a limit on the worker's own running time; the clock
- * stops while a call is out with the controller (sub-calls are bounded by
+ * stops while a call (any call) is out with the controller (sub-calls are bounded by
  * their own deadline). At the limit the worker gets SIGINT (a
  * KeyboardInterrupt in the code; variables kept); if no result comes
  * within the grace period it gets SIGKILL and is restarted: the model is
@@ -276,7 +281,9 @@ struct repl_call {
 /* Answer a call: set texts[i] (malloc'd, owned by the repl afterwards) for
  * every i < n, and errors[i] true when slot i failed (its text then says
  * why, e.g. "Error: the sub-call budget is spent"). Runs on the thread that
- * called repl_exec. */
+ * called repl_exec, or with repl_cfg.parallel_calls on a thread the repl
+ * starts for the frame, several at once when the code's threads call
+ * together; every one has returned before repl_exec does. */
 typedef void repl_call_fn(void *arg, const struct repl_call *call, char **texts, bool *errors);
 
 struct repl;
@@ -407,6 +414,11 @@ struct repl_cfg {
 				      * included; 0: 100000 */
 	repl_call_fn *on_call;       /* NULL: every call gets an error string */
 	void *call_arg;
+	bool parallel_calls;         /* answer each call frame on a thread of
+				      * its own, so that calls from several
+				      * threads of the code are out together:
+				      * on_call may then run on several
+				      * threads at once */
 	const atomic_bool *cancel;   /* optional: ends an exec like its deadline */
 	const atomic_bool *stop;     /* optional: a stop of the whole run (rlm:
 				      * any node of the solve met a limit): ends

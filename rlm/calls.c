@@ -14,7 +14,11 @@
  *
  * Sub-calls of one call frame are all submitted at once, at most `window`
  * in flight, each checked against the budget first; a refused one gets an
- * "Error: ..." string in its slot and the node stops after the exec.
+ * "Error: ..." string in its slot and the node stops after the exec. The
+ * worker's call frames are answered on threads of their own
+ * (repl_cfg.parallel_calls), so that calls from threads of the code are
+ * out together: each frame waits on c->cv for its own slots; frames that
+ * start child RLMs take kids_mu, one at a time.
  *
  * The stop reason is the node's; a limit of the whole solve (a budget,
  * the deadline, the cancel) is also told to the nodes, where every other
@@ -47,6 +51,7 @@ void rlm__calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_resul
 	c->node = node;
 	c->parent = -1;
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->kids_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cv, &ca);
@@ -59,6 +64,7 @@ void rlm__calls_release(struct calls *c)
 	free(c->sub_first_error);
 	c->stop_detail = c->sub_first_error = NULL;
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->kids_mu);
 	pthread_cond_destroy(&c->cv);
 }
 
@@ -263,7 +269,7 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	f->free_slots = s;
 	f->finished++;
 	rlm__calls_progress(c, "sub", f->finished, f->call->n);
-	pthread_cond_signal(&c->cv);
+	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -316,8 +322,12 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 	if (n == 0)
 		return;
 	if (children) {
+		pthread_mutex_lock(&c->kids_mu);
 		rlm__node_children(c, call, model, texts, errors);
+		pthread_mutex_unlock(&c->kids_mu);
+		pthread_mutex_lock(&c->mu);
 		c->out->sub_ns += time_now_ns() - t0;
+		pthread_mutex_unlock(&c->mu);
 		return;
 	}
 	if (call->deadline_ns && (!deadline || call->deadline_ns < deadline))
@@ -428,7 +438,7 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 		llm_pool_submit(c->o->pool, &s->call, on_sub_done, s);
 		pthread_mutex_lock(&c->mu);
 	}
+	c->out->sub_ns += time_now_ns() - t0;
 	pthread_mutex_unlock(&c->mu);
 	free(slots);
-	c->out->sub_ns += time_now_ns() - t0;
 }

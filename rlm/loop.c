@@ -419,6 +419,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.exec_timeout_ns = l->o->exec_timeout_ns;
 	cfg.on_call = rlm__calls_on_call;
 	cfg.call_arg = &l->c;
+	cfg.parallel_calls = true;
 	cfg.cancel = l->o->cancel;
 	cfg.stop = &l->nodes->stopping;
 	cfg.sandbox = l->o->sandbox;

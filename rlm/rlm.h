@@ -120,10 +120,14 @@ struct rlm_opts {
 				      * at depth d + 1 when d + 1 < max_depth,
 				      * else with one plain sub-model call (as
 				      * llm_query); 0: 2; 1: no child ever */
-	int max_nodes;               /* child nodes on threads of their own at
-				      * once, in the whole solve; past it the
-				      * parent runs the child on its own thread
-				      * (so nothing waits on a slot); 0: 8 */
+	int max_nodes;               /* child RLMs running at once, in the whole
+				      * solve, exactly (1: one at a time), on
+				      * threads of their own or their parent's;
+				      * past it a child waits for a slot. A
+				      * child waiting on children of its own is
+				      * not running: it lends its slot to them,
+				      * one at a time (so nothing ever waits on
+				      * a slot held by a waiting node); 0: 8 */
 	int max_errors;              /* consecutive error turns; 0: 5 */
 	int64_t timeout_ns;          /* wall clock of the whole solve; 0: none */
 	int64_t max_tokens;          /* input + output tokens of all calls; 0: none */

@@ -1039,6 +1039,83 @@ TEST(calls_reach_the_handler_in_order)
 	repl_free(r);
 }
 
+/* A handler that takes 300 ms a prompt and counts how many frames it
+ * answers at once. */
+static atomic_int slow_now, slow_most, slow_calls;
+
+static void slow_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	int now = atomic_fetch_add(&slow_now, 1) + 1, most = atomic_load(&slow_most);
+	(void)arg;
+	(void)errors;
+	while (now > most && !atomic_compare_exchange_weak(&slow_most, &most, now))
+		;
+	atomic_fetch_add(&slow_calls, 1);
+	time_sleep_ns(300 * MS);
+	for (size_t i = 0; i < c->n; i++)
+		texts[i] = xasprintf("slow:%s", c->prompts[i]);
+	atomic_fetch_sub(&slow_now, 1);
+}
+
+/* Calls from several threads of the code are out together (issue 18:
+ * the reference's threads run in parallel): 5 threads of 300 ms calls
+ * take about 300 ms, not 1.5 s; without parallel_calls, one at a time. */
+TEST(calls_from_threads_are_in_flight_together)
+{
+	const char *code = "import threading, time\nout = [None] * 5\n"
+			   "def w(i):\n    out[i] = llm_query('p%d' % i)\n"
+			   "t0 = time.monotonic()\n"
+			   "ts = [threading.Thread(target=w, args=(i,)) for i in range(5)]\n"
+			   "[t.start() for t in ts]; [t.join() for t in ts]\n"
+			   "el = time.monotonic() - t0\n"
+			   "print(out == ['slow:p%d' % i for i in range(5)])";
+	for (int par = 1; par >= 0; par--) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		struct repl_result res;
+		int64_t t0;
+		cfg_init(&cfg);
+		cfg.on_call = slow_call;
+		cfg.parallel_calls = par;
+		cfg.exec_timeout_ns = 200 * MS; /* the clock stops while calls are out */
+		atomic_store(&slow_most, 0);
+		atomic_store(&slow_calls, 0);
+		r = start(&cfg);
+		t0 = time_now_ns();
+		run(r, code, &res);
+		CHECK_STR(res.output, "True\n");
+		CHECK(!res.interrupted);
+		CHECK_INT(res.calls, 5);
+		CHECK_INT(atomic_load(&slow_calls), 5);
+		if (par) {
+			CHECK(time_now_ns() - t0 < 900 * MS);
+			CHECK_INT(atomic_load(&slow_most), 5);
+		} else {
+			CHECK(time_now_ns() - t0 >= 1500 * MS);
+			CHECK_INT(atomic_load(&slow_most), 1);
+		}
+		repl_result_release(&res);
+		/* A thread whose call is still out when the main code ends: the
+		 * result waits for its reply. */
+		if (par) {
+			expect(r,
+			       "box = []\nth = threading.Thread(target=lambda: "
+			       "box.append(llm_query('late')))\nth.start()",
+			       "");
+			expect(r, "th.join(); box", "['slow:late']\n");
+			/* Batches from threads and a batch over several frames at once. */
+			expect(r,
+			       "res = [None] * 3\n"
+			       "def b(i):\n    res[i] = llm_query_batched(['b%d' % i, 'c%d' % i])\n"
+			       "ts = [threading.Thread(target=b, args=(i,)) for i in range(3)]\n"
+			       "[t.start() for t in ts]; [t.join() for t in ts]\n"
+			       "res == [['slow:b%d' % i, 'slow:c%d' % i] for i in range(3)]",
+			       "True\n");
+		}
+		repl_free(r);
+	}
+}
+
 /* Takes the strings of every other prompt and of every context (as a
  * child RLM does with its context), answers from them after freeing what
  * it took of the frame, and leaves the rest to the repl. */
