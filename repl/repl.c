@@ -689,6 +689,7 @@ void repl_result_release(struct repl_result *res)
 	for (size_t i = 0; i < res->n_vars; i++)
 		free(res->vars[i]);
 	free(res->vars);
+	free(res->made);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -1118,6 +1119,23 @@ static char *dup_str_or_null(const cJSON *f, const char *key)
 	return s ? xstrdup(s) : NULL;
 }
 
+/* The worker's "made": valid UTF-8 only, cut to REPL_MADE_MAX characters
+ * (the worker is hostile). */
+#define REPL_MADE_MAX 500
+static void take_made(struct repl_result *out, const cJSON *f)
+{
+	const char *s = json_str(f, "made");
+	size_t len;
+	if (!s || !*s)
+		return;
+	len = strlen(s);
+	if (!text_utf8_valid(s, len, NULL))
+		return;
+	if (text_utf8_count(s, len) > REPL_MADE_MAX)
+		len = text_utf8_offset(s, len, REPL_MADE_MAX);
+	out->made = xstrndup(s, len);
+}
+
 static void take_result(struct repl *r, struct run *x, const cJSON *f)
 {
 	struct repl_result *out = x->out;
@@ -1141,6 +1159,7 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	if (out->ready && !out->answer)
 		out->answer = xstrdup("");
 	out->content = out->ready ? NULL : dup_str_or_null(f, "content");
+	take_made(out, f);
 	if (out->ready)
 		repl__sources(f, out, &x->after);
 	out->n_vars = (size_t)cJSON_GetArraySize(vars);

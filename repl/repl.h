@@ -95,7 +95,7 @@
  *                                              none was given
  *   {"type":"result","id":E,"output":"...","output_chars":T,"error":B,
  *    "interrupted":B,"ready":B,"answer":null|"...","content":null|"...",
- *    "vars":["name",...][,"error_at":A][,"sources":[S, ...]]}
+ *    "vars":["name",...][,"error_at":A][,"sources":[S, ...]][,"made":"..."]}
  *                                              the end of exec E
  *   {"type":"fatal","error":"..."}            the runtime cannot go on
  *                                              (also sent by the child when
@@ -127,6 +127,10 @@
  * takes the variable x (NameError when there is none); any other argument,
  * or a str that is not a name, is the answer itself. Strings the worker
  * sends have NULs replaced by U+FFFD and lone surrogates by '?'.
+ * made (exec only, absent when none) names the variables the exec made,
+ * new or rebound top-level names that are not modules, helpers or _names,
+ * each with its type: "x: int, chunks: list", at most 20 of them and 400
+ * characters, then " (and N more: SHOW_VARS() lists all)".
  * sources is answer["sources"] (FINAL(x, sources=...) sets it), sent only
  * with an answer (ready) and only when it has entries: at most 100 (the
  * rest dropped), each S a document id (a str; an int index goes as its
@@ -480,6 +484,11 @@ struct repl_result {
 	char **vars;             /* the user's variable names (not the helpers,
 				  * modules or _names); owned, NULL-terminated */
 	size_t n_vars;
+	char *made;              /* the variables this exec made (new or
+				  * rebound names, as n_vars), with their
+				  * types: "x: int, chunks: list", at most 20
+				  * and 400 characters (then "(and N more:
+				  * ...)"); owned, NULL: none */
 };
 
 /* Run code in the worker. A crash, a violation or a timeout is not an

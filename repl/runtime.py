@@ -999,7 +999,7 @@ def _answer_out(_):
     return None, _clean(str(c))
 
 
-def _finish(eid, err):
+def _finish(eid, err, made=None):
     """Send the result of exec eid."""
     st = _st
     out = [None, None, None, None]
@@ -1049,7 +1049,7 @@ def _finish(eid, err):
         _drain_calls()
         try:
             _send(_result(eid, text, total, err, err_at, out[0] is not None, out[0], out[1],
-                          names, out[2]))
+                          names, out[2], made))
         except _TooBig as e:
             # The answer is what can be that large.
             dict.__setitem__(_answer, 'content', '')
@@ -1062,10 +1062,13 @@ def _finish(eid, err):
             _send(_result(eid, text, total, True, err_at, False, None, None, names[:100]))
 
 
-def _result(eid, text, total, err, err_at, ready, answer, content, names, sources=None):
+def _result(eid, text, total, err, err_at, ready, answer, content, names, sources=None,
+            made=None):
     r = {'type': 'result', 'id': eid, 'output': text, 'output_chars': total, 'error': err,
          'interrupted': _st.sigint, 'ready': ready, 'answer': answer, 'content': content,
          'vars': names}
+    if made:
+        r['made'] = made
     if ready and sources:
         r['sources'] = sources
     if err and err_at is not None:
@@ -1086,9 +1089,35 @@ def _begin(eid):
     sys.stdout = sys.stderr = _cap
 
 
+_MADE_NAMES = 20    # names listed in a result's "made"
+_MADE_CHARS = 400   # characters of it
+
+
+def _made(before):
+    """The variables the exec made (new or rebound top-level names, not
+    modules, the helpers or _names), as "name: type, ...", short; or None."""
+    out = []
+    for k, v in list(_ns.items()):
+        if type(k) is str and k[:1] != '_' and k not in _SCAFFOLD_SET and \
+                not isinstance(v, _ModuleType) and before.get(k) is not v:
+            out.append('%s: %s' % (k, type(v).__name__))
+    if not out:
+        return None
+    more = len(out) - _MADE_NAMES
+    text = ', '.join(out[:_MADE_NAMES])
+    if len(text) > _MADE_CHARS:
+        cut = text.rfind(', ', 0, _MADE_CHARS)
+        more += text.count(', ', cut) if cut > 0 else 0
+        text = text[:cut] if cut > 0 else text[:_MADE_CHARS]
+    if more > 0:
+        text += ' (and %d more: SHOW_VARS() lists all)' % more
+    return _clean(text)
+
+
 def _do_exec(eid, code):
     _begin(eid)
     err = False
+    before = dict(_ns)
     try:
         try:
             compiled = _compile(code)
@@ -1111,7 +1140,13 @@ def _do_exec(eid, code):
         err = _st.sigint = True
         _cap.error_starts()
         _cap.write('KeyboardInterrupt\n')
-    _finish(eid, err)
+    made = None
+    try:
+        made = _made(before)
+    except Exception:
+        pass
+    del before
+    _finish(eid, err, made)
 
 
 def _final_var_strict(name):

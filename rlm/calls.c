@@ -301,6 +301,14 @@ static void unknown_model(const struct calls *c, const struct repl_call *call, c
 	}
 }
 
+/* mu held: a frame is answered; sub_ns counts the time some frame was
+ * out (frames from several threads of the code overlap). */
+static void frame_done(struct calls *c)
+{
+	if (--c->frames_out == 0)
+		c->out->sub_ns += time_now_ns() - c->frames_since;
+}
+
 /* llm_query / llm_query_batched, and rlm_query / rlm_query_batched at the
  * last depth: one sub-model call per prompt. Above the last depth an
  * rlm_query frame goes to child RLMs (rlm/node.c), whose root model is the
@@ -321,12 +329,16 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 	}
 	if (n == 0)
 		return;
+	pthread_mutex_lock(&c->mu);
+	if (c->frames_out++ == 0)
+		c->frames_since = t0;
+	pthread_mutex_unlock(&c->mu);
 	if (children) {
 		pthread_mutex_lock(&c->kids_mu);
 		rlm__node_children(c, call, model, texts, errors);
 		pthread_mutex_unlock(&c->kids_mu);
 		pthread_mutex_lock(&c->mu);
-		c->out->sub_ns += time_now_ns() - t0;
+		frame_done(c);
 		pthread_mutex_unlock(&c->mu);
 		return;
 	}
@@ -438,7 +450,7 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 		llm_pool_submit(c->o->pool, &s->call, on_sub_done, s);
 		pthread_mutex_lock(&c->mu);
 	}
-	c->out->sub_ns += time_now_ns() - t0;
+	frame_done(c);
 	pthread_mutex_unlock(&c->mu);
 	free(slots);
 }

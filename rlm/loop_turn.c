@@ -126,8 +126,11 @@ static void add_section(struct buf *outs, const char *head, const struct repl_re
 	buf_putc(outs, '\n');
 	if (len)
 		buf_append(outs, res->output, len);
-	else
+	else if (!res->made)
 		buf_puts(outs, "(no output)");
+	/* As the reference does: the variables the block made, last. */
+	if (res->made)
+		buf_printf(outs, "%sREPL variables: %s", len ? "\n" : "", res->made);
 }
 
 /* The "output" event of an exec: what the model is shown, and where in it

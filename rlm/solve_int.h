@@ -222,6 +222,9 @@ struct calls {
 			    * several may wait at once */
 	pthread_mutex_t kids_mu; /* frames that start child RLMs run one at a
 				  * time (they append to out->children) */
+	int frames_out;		/* call frames being answered; guarded by mu */
+	int64_t frames_since;	/* when frames_out went from 0 to 1: out->sub_ns
+				 * is the time some frame was out, not a sum */
 	/* why the node stops, once decided (the first reason wins): the
 	 * node's thread, or a thread answering a call frame with mu held */
 	bool stopping;
