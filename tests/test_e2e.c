@@ -1283,6 +1283,47 @@ TEST(repl_command_runs_child_rlms)
 	free(ok);
 }
 
+/* `rlm repl --max-nodes N` (and RLM_MAX_NODES) reaches the children it
+ * runs: with 1 they run one at a time and all answer; a bad value is a
+ * usage error. (test_recursion checks the cap itself.) */
+TEST(repl_command_takes_max_nodes)
+{
+	static const char text[] = "The door is green.\nThe sky is blue.\nThe car is red.\n";
+	char *ok = path_in_tmp("repl-nodes.txt");
+	struct proc_out o;
+	write_text(ok, text, sizeof(text) - 1);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--max-nodes", "1", NULL};
+		o = rlm(args, "print(rlm_query_batched(['What is the %s?' % w for w in "
+			      "('door', 'sky', 'car')], contexts=[context] * 3))\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.out, "['The door is green.', 'The sky is blue.', 'The car is red.']\n");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--max-nodes", "0", NULL};
+		o = rlm(args, "1\n");
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "max-nodes");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", NULL};
+		const char *env[] = {"RLM_MAX_NODES=lots", NULL};
+		o = rlm_env(args, "1\n", env);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value 'lots' for RLM_MAX_NODES: want 1..1024");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "--help", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_CONTAINS(o.out, "--max-nodes N");
+	proc_out_release(&o);
+	free(ok);
+}
+
 /* ---- the sandbox ---- */
 
 static const char *const layers[] = {"seccomp", "identity", "landlock", "userns", "mntns",
