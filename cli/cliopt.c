@@ -32,7 +32,12 @@ const char cli_model_opts_help[] =
 	"  --temperature T      sampling temperature (not sent unless given)\n"
 	"  --extra-json JSON    object merged into every request body\n"
 	"  --prices FILE        JSON price overrides, USD per 1M tokens (env RLM_PRICES):\n"
-	"                       {\"my-model\": {\"input\": 0.5, \"output\": 1.5, \"cached\": 0.05}}\n"
+	"                       {\"my-model\": {\"input\": 0.5, \"output\": 1.5, \"cached\": 0.05,\n"
+	"                       \"context_window\": 200000}}\n"
+	"  --sub-context-window N  tokens of the sub-model's context window, for a model\n"
+	"                       the built-in table and --prices do not know (accepts k/M\n"
+	"                       suffixes); a sub-call over a known window is refused\n"
+	"                       before it is sent, with an Error: naming both sizes\n"
 	"  --sim SPEC           simulator timing and faults (env RLM_SIM), e.g.\n"
 	"                       ttft=100ms,tps=50,429=0.05,500=0.05,seed=7\n";
 
@@ -80,6 +85,13 @@ int cli_model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg)
 	case OPT_EXTRA_JSON: o->extra_json = arg; return 1;
 	case OPT_PRICES: o->prices = arg; return 1;
 	case OPT_SIM: o->provider_spec = arg; return 1;
+	case OPT_SUB_CONTEXT_WINDOW: {
+		uint64_t n;
+		if (text_parse_count(arg, &n) || n < 1000 || n > 100000000)
+			return bad("sub-context-window", arg, "want 1000..100M tokens");
+		o->sub_context_window = (long)n;
+		return 1;
+	}
 	case OPT_CONCURRENCY:
 		if (text_parse_int(arg, 1, 4096, &l))
 			return bad("concurrency", arg, "want 1..4096");

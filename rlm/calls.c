@@ -14,7 +14,9 @@
  *
  * Sub-calls of one call frame are all submitted at once, at most `window`
  * in flight, each checked against the budget first; a refused one gets an
- * "Error: ..." string in its slot and the node stops after the exec. The
+ * "Error: ..." string in its slot and the node stops after the exec. A
+ * prompt over the sub-model's known context window is never sent (it
+ * would be a 400, paid for in time and retries): its slot says so. The
  * worker's call frames are answered on threads of their own
  * (repl_cfg.parallel_calls), so that calls from threads of the code are
  * out together: each frame waits on c->cv for its own slots; frames that
@@ -301,6 +303,26 @@ static void unknown_model(const struct calls *c, const struct repl_call *call, c
 	}
 }
 
+/* Is a prompt of len bytes (est tokens) over the known context window of
+ * model? Then why, with both sizes and what to do (the caller's to free);
+ * else NULL. A model whose window nobody stated
+ * (llm_model_context_window_known) is sent anything. */
+static char *over_window(const struct llm_model *model, const char *p, size_t len, int64_t est)
+{
+	long w = llm_model_context_window(model);
+	char t[32], ch[32], wt[32], fit[32];
+	if (!llm_model_context_window_known(model) || est <= w)
+		return NULL;
+	text_fmt_count(t, sizeof(t), est);
+	text_fmt_count(ch, sizeof(ch), (int64_t)text_utf8_count(p, len));
+	text_fmt_count(wt, sizeof(wt), w);
+	text_fmt_count(fit, sizeof(fit), (int64_t)w * 2);
+	return xasprintf("prompt not sent: it is about %s tokens (%s characters, estimated at ~4 "
+			 "characters a token), over the %s-token context window of '%s'; cut it "
+			 "into pieces of at most about %s characters and ask about each",
+			 t, ch, wt, llm_model_name(model), fit);
+}
+
 /* mu held: a frame is answered; sub_ns counts the time some frame was
  * out (frames from several threads of the code overlap). */
 static void frame_done(struct calls *c)
@@ -361,7 +383,7 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 	while (f.finished < n) {
 		struct sub_slot *s;
 		enum rlm_stop why;
-		char msg[256], *joined;
+		char msg[256], *joined, *why_not;
 		size_t joined_len = 0;
 		int64_t est;
 		if (next < n && rlm__calls_check(c, &f.cancel, deadline, "during a sub-call")) {
@@ -414,6 +436,19 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 			}
 		}
 		est = llm_estimate_tokens(joined ? joined_len : call->lens[next]);
+		if ((why_not = over_window(model, joined ? joined : call->prompts[next],
+					   joined ? joined_len : call->lens[next], est))) {
+			/* A 400 for sure: refused here, no tokens paid. */
+			texts[next] = xasprintf("Error: %s", why_not);
+			errors[next] = true;
+			c->out->sub_calls++; /* asked for, and failed */
+			rlm__calls_failed(c, why_not);
+			free(why_not);
+			free(joined);
+			next++;
+			f.finished++;
+			continue;
+		}
 		if (!rlm__budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB,
 				    &why, msg, sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);

@@ -441,6 +441,10 @@ struct rlm_models_cfg {
 	const char *anthropic_api_key;
 	const char *extra_json; /* JSON object merged into every request body */
 	const char *prices;     /* price overrides file (llm_prices_load), or NULL */
+	long sub_context_window; /* tokens of the sub-model's context window
+				 * (the root's too when they are one model),
+				 * for a model the built-in table and the price
+				 * file do not know; 0: theirs */
 	const char *provider_spec; /* what the in-process provider is opened
 				    * with (the simulator's "ttft=100ms,seed=7");
 				    * NULL: its defaults */

@@ -851,6 +851,67 @@ TEST(sub_calls_from_threads_are_in_flight_together)
 	env_free(&v);
 }
 
+/* A sub-call over the sub-model's known context window is refused before
+ * it is sent (a 400 for sure: no tokens, no retries), with an Error: that
+ * names both sizes and says what to do; the others of its batch go. A
+ * window nobody stated is no reason to refuse. */
+TEST(sub_call_over_the_context_window_is_not_sent)
+{
+	struct env v;
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	char base[160], *m;
+	int64_t requests = 0, faults = 0;
+	/* The simulator's window, 32,000 tokens, is its provider's. */
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\nbig = 'The code is 7. ' * 10000\n"
+		 "rs = llm_query_batched(['Question: What is the code?\\nText:\\nThe code is 5.', "
+		 "'Question: What is the code?\\nText:\\n' + big])\nprint(rs[0])\nprint(rs[1])\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	m = message(v.root_srv, 1, -1, NULL);
+	CHECK_CONTAINS(m, "REPL output:\nThe code is 5.\nError: prompt not sent: it is about "
+			  "37,509 tokens (150,034 characters, estimated at ~4 characters a token), "
+			  "over the 32,000-token context window of 'sim'; cut it into pieces of at "
+			  "most about 64,000 characters and ask about each\n");
+	free(m);
+	sim_counts(v.sim, &requests, &faults);
+	CHECK_INT(requests, 1);
+	CHECK_INT(v.r.sub_calls, 2);
+	env_free(&v);
+
+	/* A window stated in the configuration (as --sub-context-window and a
+	 * price file's "context_window" do): refused, nothing sent. */
+	env_init(&v, SUB_FAKE);
+	says(&v, "```repl\nprint(llm_query('x' * 500000)[:60])\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nError: prompt not sent: it is about 125,000 tokens");
+	CHECK_INT(fakesrv_count(v.sub_srv), 0);
+	env_free(&v);
+
+	/* A model nobody described (128,000 assumed): sent. */
+	env_init(&v, SUB_FAKE);
+	snprintf(base, sizeof(base), "%s/v1", fakesrv_url(v.sub_srv));
+	cfg.kind = LLM_OPENAI;
+	cfg.name = "my-local-model";
+	cfg.base_urls = base;
+	cfg.max_retries = 0;
+	llm_model_free(v.sub);
+	v.sub = llm_model_new(&cfg, &err);
+	CHECK_MSG(v.sub, "%s", err.msg);
+	CHECK(!llm_model_context_window_known(v.sub));
+	CHECK_INT(llm_model_context_window(v.sub), 128000);
+	v.o.sub_model = v.sub;
+	says(&v, "```repl\nprint(llm_query('x' * 600000)[:5])\n```");
+	says(&v, "FINAL(done)");
+	says_full(v.sub_srv, "fine.", "stop", 5, 5, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nfine.");
+	CHECK_INT(fakesrv_count(v.sub_srv), 1);
+	env_free(&v);
+}
+
 TEST(window_bounds_sub_calls_in_flight)
 {
 	struct env v;
