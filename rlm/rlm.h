@@ -140,6 +140,10 @@ struct rlm_opts {
 				      * calls count); 0: none */
 	size_t output_limit;         /* chars of REPL output shown; 0: 20000 */
 	int64_t exec_timeout_ns;     /* per exec (worker time); 0: 60 s */
+	size_t max_frame;            /* bytes of a frame between a node and its
+				      * worker (repl_cfg.max_frame): a batch of
+				      * sub-calls over it goes as several frames;
+				      * 0: 64 MiB */
 	const char *python;          /* NULL: /usr/bin/python3 */
 	bool python_fences;          /* also run ```python blocks */
 	struct repl_sandbox_cfg sandbox; /* the worker's confinement; zero: every

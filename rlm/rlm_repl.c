@@ -47,6 +47,7 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	cfg.python = r->o.python;
 	cfg.output_limit = r->o.output_limit;
 	cfg.exec_timeout_ns = r->o.exec_timeout_ns;
+	cfg.max_frame = r->o.max_frame;
 	cfg.cancel = r->o.cancel;
 	cfg.sandbox = r->o.sandbox;
 	cfg.on_call = rlm__calls_on_call;

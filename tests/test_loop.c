@@ -851,6 +851,76 @@ TEST(sub_calls_from_threads_are_in_flight_together)
 	env_free(&v);
 }
 
+/* The 1 GB case of issue 18, scaled down with the same frame-cap shape:
+ * each child RLM's batch of sub-calls is over the frame cap (64 KiB here,
+ * 64 MiB by default), which used to raise ValueError in every child until
+ * max_errors, and the root answered NONE. Now the batch goes as several
+ * frames and is answered as one, and the password is found; one prompt
+ * over the cap alone is the only error, and says what to do. */
+TEST(child_batches_over_the_frame_cap_are_answered)
+{
+	struct env v;
+	struct fake_reply child = {200, NULL, NULL, FAKE_NORMAL, 0};
+	struct buf text;
+	char *body, *m;
+	int64_t requests = 0, faults = 0;
+	env_init(&v, SUB_SIM);
+	v.o.max_frame = 64 << 10;
+	buf_init(&text, 0);
+	for (int i = 0; text.len < 400000; i++) {
+		buf_printf(&text, "Log line %d: the pump at station %d reported pressure %d kPa.\n", i,
+			   i % 97, 100 + i % 50);
+		if (i == 4321)
+			buf_puts(&text, "The launch password is tangerine-42.\n");
+	}
+	corpus_free(v.ctx);
+	v.ctx = corpus_from_text(text.p, text.len);
+	/* Every child: 8,000-character chunks of its part (~100 KB), one
+	 * batch; the answers that are not NONE. */
+	body = fakesrv_chat_body(
+	    "```repl\nq = 'What is the launch password?'\n"
+	    "chunks = [context[i:i + 8000] for i in range(0, len(context), 8000)]\n"
+	    "rs = llm_query_batched(['Question: ' + q + '\\nText:\\n' + c for c in chunks])\n"
+	    "hits = [r for r in rs if r.strip() != 'NONE']\n"
+	    "FINAL(' '.join(hits) if hits else 'NONE')\n```",
+	    "stop", 10, 10);
+	child.body = body;
+	fakesrv_set_default(v.root_srv, &child);
+	free(body);
+	says(&v, "```repl\nn = 4\nsize = len(context) // n + 1\n"
+		 "parts = [context[i * size:(i + 1) * size] for i in range(n)]\n"
+		 "rs = rlm_query_batched(['What is the launch password?'] * n, contexts=parts)\n"
+		 "print(rs)\nFINAL(' '.join(r for r in rs if r != 'NONE'))\n```");
+	CHECK_MSG(solve(&v, "What is the launch password?") == 0, "%s", v.err.msg);
+	CHECK_MSG(v.r.answer && strstr(v.r.answer, "tangerine-42"), "answer %s", v.r.answer);
+	CHECK(strstr(v.r.answer, "Error") == NULL);
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	CHECK_INT(v.r.n_children, 4);
+	for (size_t i = 0; i < v.r.n_children; i++) {
+		CHECK_INT(v.r.children[i].stop, RLM_STOP_ANSWER);
+		CHECK_INT(v.r.children[i].iterations, 1);
+		CHECK(v.r.children[i].sub_calls >= 12);
+	}
+	sim_counts(v.sim, &requests, &faults);
+	CHECK(requests >= 48);
+	env_free(&v);
+
+	/* One prompt over the cap: the error names it and what to do. */
+	env_init(&v, SUB_SIM);
+	v.o.max_frame = 64 << 10;
+	says(&v, "```repl\nrs = llm_query_batched(['a', 'b' * 70000])\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	m = message(v.root_srv, 1, -1, NULL);
+	CHECK_CONTAINS(m, "ValueError: llm_query_batched: prompt 1 is 70 kB, over the 64 KiB one "
+			  "call can carry: cut it into smaller pieces");
+	free(m);
+	sim_counts(v.sim, &requests, &faults);
+	CHECK_INT(requests, 0);
+	env_free(&v);
+	buf_release(&text);
+}
+
 /* A sub-call over the sub-model's known context window is refused before
  * it is sent (a 400 for sure: no tokens, no retries), with an Error: that
  * names both sizes and says what to do; the others of its batch go. A
