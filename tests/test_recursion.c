@@ -344,6 +344,41 @@ TEST(recursion_max_nodes_is_exact)
 	}
 }
 
+/* rlm_query and llm_query from several threads of the code at once: the
+ * child frames run one after another (they share the node's children),
+ * the plain calls beside them; every answer reaches its thread. */
+TEST(recursion_calls_from_threads)
+{
+	struct env v;
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	char *body;
+	env_init(&v, SUB_FAKE);
+	body = fakesrv_chat_body("```repl\nanswer['content'] = 'ok:' + context\n"
+				 "answer['ready'] = True\n```",
+				 "stop", 10, 10);
+	r.body = body;
+	fakesrv_set_default(v.root_srv, &r);
+	free(body);
+	body = fakesrv_chat_body("x", "stop", 10, 1);
+	r.body = body;
+	fakesrv_set_default(v.sub_srv, &r);
+	free(body);
+	says(&v, "```repl\nimport threading\nout = [None] * 6\n"
+		 "def w(i):\n    out[i] = rlm_query('c%d' % i) if i % 2 == 0 else llm_query('p%d' % i)\n"
+		 "ts = [threading.Thread(target=w, args=(i,)) for i in range(6)]\n"
+		 "[t.start() for t in ts]; [t.join() for t in ts]\n"
+		 "answer['content'] = '|'.join(out)\nanswer['ready'] = True\n```");
+	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+	CHECK_STR(v.r.answer, "ok:c0|x|ok:c2|x|ok:c4|x");
+	CHECK_INT(v.r.n_children, 3);
+	CHECK_INT(v.r.sub_calls, 6);
+	CHECK_INT(fakesrv_count(v.sub_srv), 3);
+	CHECK_INT(worker_processes(), 0);
+	CHECK_INT(threads("rlm-node"), 0);
+	CHECK_INT(threads("rlm-call"), 0);
+	env_free(&v);
+}
+
 /* One slot and three levels: a child waiting on its own children gives
  * its slot to them, so the tree finishes (no deadlock) one node at a time. */
 TEST(recursion_one_slot_deep_tree_finishes)
