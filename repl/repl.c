@@ -5,7 +5,9 @@
  * DESIGN
  * An exec is a small state machine around repl__pump: send the exec frame,
  * then take frames until the result. Call frames are answered on this
- * thread through cfg.on_call while the exec's clock is stopped. Past the
+ * thread through cfg.on_call while the exec's clock is stopped (with
+ * cfg.parallel_calls each on a thread of its own, at most MAX_JOBS at once,
+ * the replies written here as they end). Past the
  * time limit, the deadline or a cancel, the worker gets SIGINT (to its
  * main thread, where Python runs signal handlers) and a grace period; then
  * SIGKILL. A stop of the whole run (cfg.stop) does the same once the code
@@ -26,6 +28,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,6 +56,7 @@
 #define SCRATCH_POLL_NS	 (25 * 1000000LL)
 #define TRIM_AFTER	 ((size_t)1 << 20) /* bytes of a call frame's strings */
 #define TRIM_EVERY_NS	 (100 * 1000000LL) /* at most one malloc_trim per */
+#define MAX_JOBS	 64 /* call frames answered at once (parallel_calls) */
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL, C_STOP };
 
@@ -1278,13 +1282,29 @@ static int64_t next_event(const struct repl *r, const struct run *x, int64_t now
 	return t;
 }
 
+/* MAX_JOBS call frames out: wait for one to end (the worker is hostile:
+ * one thread a frame must not be unbounded), not for more frames. */
+static void wait_job(struct repl *r, struct run *x)
+{
+	struct pollfd p = {r->wake_fd, POLLIN, 0};
+	uint64_t v;
+	if (poll(&p, 1, 1000) > 0 && read(r->wake_fd, &v, sizeof(v)) < 0)
+		(void)0; /* EAGAIN: taken already */
+	jobs_collect(r, x, false, true);
+}
+
 static int wait_frames(struct repl *r, struct run *x, struct rlm_err *err)
 {
 	for (;;) {
 		struct rlm_err why = {0, ""};
 		cJSON *f = NULL;
 		int64_t now;
-		int k = repl__take_frame(r, &f, &why);
+		int k;
+		if (r->jobs_out >= MAX_JOBS) {
+			wait_job(r, x);
+			continue;
+		}
+		k = repl__take_frame(r, &f, &why);
 		if (k < 0)
 			return violation(r, x, why.msg, err);
 		if (k > 0) {

@@ -1116,6 +1116,32 @@ TEST(calls_from_threads_are_in_flight_together)
 	}
 }
 
+/* The controller answers at most 64 call frames at once, however many
+ * threads the code starts (one thread a frame must stay bounded). */
+TEST(calls_from_many_threads_are_bounded)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.on_call = slow_call;
+	cfg.parallel_calls = true;
+	atomic_store(&slow_most, 0);
+	atomic_store(&slow_calls, 0);
+	r = start(&cfg);
+	expect(r,
+	       "import threading\nout = [None] * 80\n"
+	       "def w(i):\n    out[i] = llm_query('p%d' % i)\n"
+	       "ts = [threading.Thread(target=w, args=(i,)) for i in range(80)]\n"
+	       "[t.start() for t in ts]; [t.join() for t in ts]\n"
+	       "out == ['slow:p%d' % i for i in range(80)]",
+	       "True\n");
+	CHECK_INT(atomic_load(&slow_calls), 80);
+	fprintf(stderr, "  80 threads: %d frames answered at once\n", atomic_load(&slow_most));
+	CHECK_MSG(atomic_load(&slow_most) <= 64 && atomic_load(&slow_most) >= 16,
+		  "%d frames at once", atomic_load(&slow_most));
+	repl_free(r);
+}
+
 /* Takes the strings of every other prompt and of every context (as a
  * child RLM does with its context), answers from them after freeing what
  * it took of the frame, and leaves the rest to the repl. */
