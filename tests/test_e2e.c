@@ -1324,6 +1324,35 @@ TEST(repl_command_takes_max_nodes)
 	free(ok);
 }
 
+/* --sub-context-window N states the sub-model's window: a sub-call over
+ * it is refused before it is sent, with both sizes; a bad value is a
+ * usage error. */
+TEST(sub_context_window_flag)
+{
+	char *ok = path_in_tmp("repl-window.txt");
+	struct proc_out o;
+	write_text(ok, "The door is green.\n", 19);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--sub-context-window", "1k", NULL};
+		o = rlm(args, "print(llm_query('x' * 10000))\n# %%\nprint(llm_query('Question: "
+			      "What is the door?\\nText:\\n' + context))\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "Error: prompt not sent: it is about 2,500 tokens (10,000 characters, "
+			      "estimated at ~4 characters a token), over the 1,000-token context "
+			      "window of 'sim'");
+	CHECK_CONTAINS(o.out, "green");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", ok, "--sub-context-window", "12", NULL};
+		o = rlm(args, "1\n");
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '12' for --sub-context-window: want 1000..100M tokens");
+	proc_out_release(&o);
+	free(ok);
+}
+
 /* ---- the sandbox ---- */
 
 static const char *const layers[] = {"seccomp", "identity", "landlock", "userns", "mntns",
