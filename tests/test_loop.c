@@ -1372,7 +1372,8 @@ TEST(trajectory_keeps_each_turn)
 	t = &v.r.turns[1];
 	CHECK_INT(t->n_blocks, 2);
 	CHECK_STR(t->blocks[0].code, "x = 'v'\nprint('hi')\n");
-	CHECK_STR(t->blocks[0].output, "hi\n");
+	/* what the model saw: the output, then the variables the block made */
+	CHECK_STR(t->blocks[0].output, "hi\nREPL variables: x: str\n");
 	CHECK_STR(t->blocks[1].code, "print(1 / 0)\n");
 	CHECK_CONTAINS(t->blocks[1].output, "ZeroDivisionError");
 	CHECK_INT(t->n_notices, 0);
