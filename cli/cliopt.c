@@ -251,6 +251,16 @@ int cli_solve_opts_env(struct rlm_opts *ro)
 		}
 		ro->max_nodes = (int)num;
 	}
+	if ((v = getenv("RLM_MAX_FRAME")) && *v) {
+		/* For tests and diagnosis: the 64 MiB shape at a small scale. */
+		uint64_t bytes;
+		if (text_parse_count(v, &bytes) || bytes < 4096 || bytes > ((uint64_t)1 << 30)) {
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_FRAME: %s\n", v,
+				"want 4096..1G bytes");
+			return 2;
+		}
+		ro->max_frame = (size_t)bytes;
+	}
 	if ((v = getenv("RLM_MAX_CALLS")) && *v) {
 		uint64_t count;
 		if (text_parse_count(v, &count) || count < 1 || count > INT64_MAX) {

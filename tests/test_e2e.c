@@ -28,7 +28,8 @@ static struct proc_out rlm_env(const char *const *args, const char *input,
 	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
 					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
 					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_SANDBOX_DISABLE",
-					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS", NULL};
+					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS",
+					    "RLM_MAX_FRAME", NULL};
 	argv[n++] = harness_rlm_bin();
 	for (size_t i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
@@ -810,6 +811,65 @@ static void solve_repl(const char *size, bool http, const char *gen_flag)
 	free(ctx);
 	free(q);
 	free(ans);
+}
+
+/* The 1 GB case of issue 18 at 9 MB with the same shape: at the default
+ * depth the simulator's root hands the text to child RLMs, each of which
+ * asks all its chunks in one llm_query_batched larger than the frame cap
+ * (RLM_MAX_FRAME=256k standing in for 64 MiB). The batches go as several
+ * frames and the password is found, where every child used to fail on
+ * ValueError and the root answered NONE. Log lines, not the generator's. */
+TEST(solve_children_batches_over_the_frame_cap)
+{
+	static const char *const words[] = {"pump",	"valve", "station", "pressure",
+					    "reported", "nominal", "check",   "logged",
+					    "cycle",	"routine", "crew",    "shift"};
+	char *path = path_in_tmp("frame-cap.txt");
+	struct buf b = BUF_INIT;
+	struct proc_out o;
+	const cJSON *kids, *k;
+	cJSON *j;
+	uint64_t x = 7;
+	for (int i = 0; b.len < 9000000; i++) {
+		if (i == 61234) {
+			buf_puts(&b, "The launch password is tangerine-42.\n");
+			continue;
+		}
+		buf_printf(&b, "Log %d:", i);
+		for (int w = 0; w < 12; w++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			buf_printf(&b, " %s", words[(x >> 33) % ARRAY_SIZE(words)]);
+		}
+		buf_puts(&b, ".\n");
+	}
+	write_text(path, b.p, b.len);
+	{
+		const char *args[] = {"solve", "-c", path, "-q", "What is the launch password?",
+				      "--json", "--quiet", "--no-cache", NULL};
+		const char *env[] = {"RLM_MAX_FRAME=256k", NULL};
+		o = rlm_env(args, NULL, env);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "answer"), "tangerine-42");
+	CHECK_STR(json_str(j, "stop"), "answer");
+	kids = json_get(j, "children");
+	CHECK_MSG(cJSON_GetArraySize(kids) >= 8, "%d children", cJSON_GetArraySize(kids));
+	cJSON_ArrayForEach(k, kids)
+		CHECK_STR(json_str(k, "stop"), "answer");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", path, "-q", "q?", NULL};
+		const char *env[] = {"RLM_MAX_FRAME=12", NULL};
+		o = rlm_env(args, NULL, env);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '12' for RLM_MAX_FRAME: want 4096..1G bytes");
+	proc_out_release(&o);
+	buf_release(&b);
+	free(path);
 }
 
 TEST(solve_repl_1M_in_process) { solve_repl("1M", false, NULL); }
