@@ -408,11 +408,12 @@ def _frames(kind, batched, prompts, model, contexts):
     for i, e in enumerate(enc_p):
         n = _utf8_len(e) + 1 + (0 if enc_c is None else _utf8_len(enc_c[i]) + 1)
         if base + n > _max_frame:
-            what = 'prompt' if enc_c is None or contexts[i] is None else 'prompt and its context'
-            where = ' %d' % i if batched else ''
-            raise ValueError('%s: %s%s is %s, over the %s one call can carry: cut it into '
+            what = 'prompt' + (' %d' % i if batched else '')
+            if enc_c is not None and contexts[i] is not None:
+                what += ' with its context'
+            raise ValueError('%s: %s is %s, over the %s one call can carry: cut it into '
                              'smaller pieces (e.g. chunks of %s characters) and ask about '
-                             'each' % (fn, what, where, _fmt_size(n - 1), _fmt_cap(_max_frame),
+                             'each' % (fn, what, _fmt_size(n - 1), _fmt_cap(_max_frame),
                                        format(max(_max_frame // 4, 1), ',')))
         sizes.append(n)
     out, first, used = [], 0, base

@@ -1560,6 +1560,12 @@ TEST(frames_over_the_cap_are_split_in_the_worker)
 	CHECK(res.error && !res.restarted);
 	CHECK_CONTAINS(res.output, "ValueError: llm_query: prompt is 5.0 kB, over the 4 KiB");
 	repl_result_release(&res);
+	run(r, "rlm_query_batched(['a', 'b'], contexts=[None, 'c' * 6000])", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: rlm_query_batched: prompt 1 with its context is "
+				   "6.0 kB, over the 4 KiB one call can carry");
+	repl_result_release(&res);
+	CHECK_INT(s.calls, 0);
 	run(r, "FINAL('z' * 5000)", &res);
 	CHECK(res.error && !res.ready && !res.restarted);
 	CHECK_CONTAINS(res.output, "error: the answer is too large to send");
