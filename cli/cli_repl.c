@@ -234,6 +234,9 @@ static int run_cells(struct rlm_repl *r, const struct corpus *corpus, const stru
 		fwrite(res.output, 1, res.len, stdout);
 		if (res.len && res.output[res.len - 1] != '\n')
 			putchar('\n');
+		/* As the model sees it: the variables the cell made, last. */
+		if (res.made)
+			printf("REPL variables: %s\n", res.made);
 		if (res.ready && !quiet)
 			fprintf(stderr, "[answer ready: %s]\n", res.answer);
 		fflush(stdout);

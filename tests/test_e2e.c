@@ -1317,7 +1317,7 @@ TEST(repl_command_runs_piped_cells)
 			      "context))\n# %%\n1/0\n");
 	}
 	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
-	CHECK_CONTAINS(o.out, "27\n28\n");
+	CHECK_CONTAINS(o.out, "27\nREPL variables: x: int\n28\n");
 	CHECK_CONTAINS(o.out, "green");
 	CHECK_CONTAINS(o.out, "ZeroDivisionError");
 	proc_out_release(&o);
