@@ -22,7 +22,8 @@ static const char usage[] =
 	"llm_query and llm_query_batched call the sub-model for real (the offline\n"
 	"simulator unless a model is configured), and rlm_query and rlm_query_batched\n"
 	"run child RLMs (the root model, with a REPL of their own) as in a solve;\n"
-	"answer, FINAL and FINAL_VAR work as in a solve. documents[i] names\n"
+	"answer, FINAL and FINAL_VAR work as in a solve. Calls from several Python\n"
+	"threads are in flight together. documents[i] names\n"
 	"context[i] (its id, path, title, fields) and search(pattern) finds a regular\n"
 	"expression over the whole context, with each hit's document, line and offsets.\n"
 	"\n"
@@ -37,6 +38,9 @@ static const char usage[] =
 	"      --python PATH       the worker's interpreter (/usr/bin/python3)\n"
 	"      --max-depth N       levels of RLMs, this REPL's included, 1..16 (env\n"
 	"                          RLM_MAX_DEPTH; 2); 1: rlm_query is a plain sub-call\n"
+	"      --max-nodes N       child RLMs running at once, 1..1024 (env RLM_MAX_NODES;\n"
+	"                          8); exact: 1 runs them one at a time (a child waiting\n"
+	"                          on its own children lends them its turn)\n"
 	"      --quiet             no prompts or notices on stderr (at a terminal they\n"
 	"                          include the worker's sandbox line)\n"
 	"  -v, --verbose           name each file of a directory that is skipped or has\n"
@@ -61,6 +65,7 @@ enum {
 	OPT_PYTHON,
 	OPT_QUIET,
 	OPT_MAX_DEPTH,
+	OPT_MAX_NODES,
 };
 
 /* Read the next cell into b; false at the end of input with nothing read. */
@@ -100,7 +105,7 @@ struct repl_args {
 	struct corpus_opts co; /* --format, --encoding, --strict-utf8, --verbose */
 	struct rlm_opts ro;    /* the worker's settings (its children's too):
 				* --output-limit, --exec-timeout, --python,
-				* --max-depth, the sandbox */
+				* --max-depth, --max-nodes, the sandbox */
 	const char *context;   /* --context */
 };
 
@@ -111,6 +116,7 @@ static const struct option longopts[] = {
 	{"python", required_argument, NULL, OPT_PYTHON},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+	{"max-nodes", required_argument, NULL, OPT_MAX_NODES},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	CONTEXT_LONGOPTS,
@@ -125,6 +131,8 @@ static const struct cli_num repl_nums[] = {
 	{OPT_EXEC_TIMEOUT, "exec-timeout", CLI_SECS, 0.001, 1e7, "want seconds > 0",
 	 offsetof(struct repl_args, ro.exec_timeout_ns)},
 	{OPT_MAX_DEPTH, "max-depth", CLI_INT, 1, 16, NULL, offsetof(struct repl_args, ro.max_depth)},
+	{OPT_MAX_NODES, "max-nodes", CLI_INT, 1, 1024, NULL,
+	 offsetof(struct repl_args, ro.max_nodes)},
 };
 
 /* Take option opt of repl's own (not numeric, nor a model or sandbox
@@ -146,7 +154,7 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 	}
 }
 
-/* Parse argv into a: the defaults, RLM_MAX_DEPTH, then the options in
+/* Parse argv into a: the defaults, RLM_MAX_DEPTH and RLM_MAX_NODES, then the options in
  * order (the first bad one is the error), then what they say together.
  * Returns 0, 1 (--help printed) or 2 (said why). */
 static int repl_args_parse(struct repl_args *a, int argc, char **argv)
@@ -161,6 +169,11 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 		if (text_parse_int(v, 1, 16, &num))
 			return log_fail(2, "bad value '%s' for RLM_MAX_DEPTH: want 1..16", v);
 		a->ro.max_depth = (int)num;
+	}
+	if ((v = getenv("RLM_MAX_NODES")) && *v) {
+		if (text_parse_int(v, 1, 1024, &num))
+			return log_fail(2, "bad value '%s' for RLM_MAX_NODES: want 1..1024", v);
+		a->ro.max_nodes = (int)num;
 	}
 	optind = 1;
 	opterr = 0;
@@ -221,6 +234,9 @@ static int run_cells(struct rlm_repl *r, const struct corpus *corpus, const stru
 		fwrite(res.output, 1, res.len, stdout);
 		if (res.len && res.output[res.len - 1] != '\n')
 			putchar('\n');
+		/* As the model sees it: the variables the cell made, last. */
+		if (res.made)
+			printf("REPL variables: %s\n", res.made);
 		if (res.ready && !quiet)
 			fprintf(stderr, "[answer ready: %s]\n", res.answer);
 		fflush(stdout);

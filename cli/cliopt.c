@@ -32,7 +32,12 @@ const char cli_model_opts_help[] =
 	"  --temperature T      sampling temperature (not sent unless given)\n"
 	"  --extra-json JSON    object merged into every request body\n"
 	"  --prices FILE        JSON price overrides, USD per 1M tokens (env RLM_PRICES):\n"
-	"                       {\"my-model\": {\"input\": 0.5, \"output\": 1.5, \"cached\": 0.05}}\n"
+	"                       {\"my-model\": {\"input\": 0.5, \"output\": 1.5, \"cached\": 0.05,\n"
+	"                       \"context_window\": 200000}}\n"
+	"  --sub-context-window N  tokens of the sub-model's context window, for a model\n"
+	"                       the built-in table and --prices do not know (accepts k/M\n"
+	"                       suffixes); a sub-call over a known window is refused\n"
+	"                       before it is sent, with an Error: naming both sizes\n"
 	"  --sim SPEC           simulator timing and faults (env RLM_SIM), e.g.\n"
 	"                       ttft=100ms,tps=50,429=0.05,500=0.05,seed=7\n";
 
@@ -80,6 +85,13 @@ int cli_model_opts_take(struct rlm_models_cfg *o, int opt, const char *arg)
 	case OPT_EXTRA_JSON: o->extra_json = arg; return 1;
 	case OPT_PRICES: o->prices = arg; return 1;
 	case OPT_SIM: o->provider_spec = arg; return 1;
+	case OPT_SUB_CONTEXT_WINDOW: {
+		uint64_t n;
+		if (text_parse_count(arg, &n) || n < 1000 || n > 100000000)
+			return bad("sub-context-window", arg, "want 1000..100M tokens");
+		o->sub_context_window = (long)n;
+		return 1;
+	}
 	case OPT_CONCURRENCY:
 		if (text_parse_int(arg, 1, 4096, &l))
 			return bad("concurrency", arg, "want 1..4096");
@@ -208,9 +220,9 @@ const char cli_solve_opts_help[] =
 	"      --max-depth N       levels of RLMs, 1..16 (env RLM_MAX_DEPTH; 2): below the\n"
 	"                          last, rlm_query runs a child RLM with a REPL of its own;\n"
 	"                          at the last it is a plain sub-call; 1: recursion off\n"
-	"      --max-nodes N       child RLMs running on threads of their own at once, in\n"
-	"                          the whole solve, 1..1024 (env RLM_MAX_NODES; 8); past it\n"
-	"                          a parent runs its children itself, one at a time\n"
+	"      --max-nodes N       child RLMs running at once, in the whole solve, exactly,\n"
+	"                          1..1024 (env RLM_MAX_NODES; 8); 1: one at a time (a\n"
+	"                          child waiting on its own children lends them its turn)\n"
 	"      --python PATH       the interpreter of the REPL worker (/usr/bin/python3)\n"
 	"      --python-fences     also run ```python blocks, not only ```repl\n"
 	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
@@ -238,6 +250,16 @@ int cli_solve_opts_env(struct rlm_opts *ro)
 			return 2;
 		}
 		ro->max_nodes = (int)num;
+	}
+	if ((v = getenv("RLM_MAX_FRAME")) && *v) {
+		/* For tests and diagnosis: the 64 MiB shape at a small scale. */
+		uint64_t bytes;
+		if (text_parse_count(v, &bytes) || bytes < 4096 || bytes > ((uint64_t)1 << 30)) {
+			fprintf(stderr, "rlm: error: bad value '%s' for RLM_MAX_FRAME: %s\n", v,
+				"want 4096..1G bytes");
+			return 2;
+		}
+		ro->max_frame = (size_t)bytes;
 	}
 	if ((v = getenv("RLM_MAX_CALLS")) && *v) {
 		uint64_t count;

@@ -33,6 +33,7 @@ enum {
 	OPT_EXTRA_JSON,
 	OPT_PRICES,
 	OPT_SIM,
+	OPT_SUB_CONTEXT_WINDOW,
 	OPT_MODEL_LAST,
 };
 
@@ -53,7 +54,8 @@ enum {
 	{"temperature", required_argument, NULL, OPT_TEMPERATURE},                                 \
 	{"extra-json", required_argument, NULL, OPT_EXTRA_JSON},                                   \
 	{"prices", required_argument, NULL, OPT_PRICES},                                           \
-	{"sim", required_argument, NULL, OPT_SIM}
+	{"sim", required_argument, NULL, OPT_SIM},                                                 \
+	{"sub-context-window", required_argument, NULL, OPT_SUB_CONTEXT_WINDOW}
 
 /* Help text for the options above. */
 extern const char cli_model_opts_help[];

@@ -184,6 +184,11 @@ enum llm_kind llm_model_kind(const struct llm_model *m);
  * the in-process provider's ("sim"). Static storage. */
 const char *llm_model_provider(const struct llm_model *m);
 long llm_model_context_window(const struct llm_model *m);
+/* Whether that window is known (the configuration, the built-in table, a
+ * price file's "context_window", the in-process provider) rather than the
+ * 128,000 assumed of a model nobody described: a prompt over a known window
+ * is refused before it is sent (rlm's sub-calls). */
+bool llm_model_context_window_known(const struct llm_model *m);
 /* USD for input_tokens of uncached prompt at the model's price (0 when its
  * price is unknown): what a budget reserves before sending a call. */
 double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens);

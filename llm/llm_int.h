@@ -94,6 +94,7 @@ struct llm_model {
 	atomic_uint rr;            /* round-robin cursor */
 	char *cache_id;            /* llm_model_cache_id */
 	const char *provider;      /* llm_model_provider; static */
+	bool window_known;         /* llm_model_context_window_known */
 };
 
 /* ---- the curl transport (llm/http.c) ----

@@ -262,11 +262,14 @@ struct llm_model *llm_model_new(const struct llm_model_cfg *cfg, struct rlm_err 
 					eps ? "@[" : "", eps ? eps : "", eps ? "]" : "");
 		free(eps);
 	}
+	m->window_known = true;
 	if (!m->cfg.context_window) {
 		m->cfg.context_window = llm_context_window_lookup(m->name);
-		if (!m->cfg.context_window)
+		if (!m->cfg.context_window) {
+			m->window_known = prov && prov->context_window;
 			m->cfg.context_window =
 			    prov && prov->context_window ? prov->context_window : 128000;
+		}
 	}
 out:
 	if (rc) {
@@ -316,6 +319,11 @@ long llm_model_context_window(const struct llm_model *m)
 bool llm_model_price_known(const struct llm_model *m)
 {
 	return m->price.known;
+}
+
+bool llm_model_context_window_known(const struct llm_model *m)
+{
+	return m->window_known;
 }
 
 double llm_model_input_cost(const struct llm_model *m, int64_t input_tokens)

@@ -5,7 +5,9 @@
  * DESIGN
  * An exec is a small state machine around repl__pump: send the exec frame,
  * then take frames until the result. Call frames are answered on this
- * thread through cfg.on_call while the exec's clock is stopped. Past the
+ * thread through cfg.on_call while the exec's clock is stopped (with
+ * cfg.parallel_calls each on a thread of its own, at most MAX_JOBS at once,
+ * the replies written here as they end). Past the
  * time limit, the deadline or a cancel, the worker gets SIGINT (to its
  * main thread, where Python runs signal handlers) and a grace period; then
  * SIGKILL. A stop of the whole run (cfg.stop) does the same once the code
@@ -26,11 +28,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -52,6 +56,7 @@
 #define SCRATCH_POLL_NS	 (25 * 1000000LL)
 #define TRIM_AFTER	 ((size_t)1 << 20) /* bytes of a call frame's strings */
 #define TRIM_EVERY_NS	 (100 * 1000000LL) /* at most one malloc_trim per */
+#define MAX_JOBS	 64 /* call frames answered at once (parallel_calls) */
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL, C_STOP };
 
@@ -586,6 +591,8 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 	memset(&r->cfg.ctx, 0, sizeof(r->cfg.ctx));
 	fill_defaults(&r->cfg);
 	r->memfd = r->devnull = r->to_w = r->from_w = r->log_r = r->pidfd = -1;
+	r->wake_fd = -1;
+	pthread_mutex_init(&r->jobs_mu, NULL);
 	r->sb.landlock_fd = -1;
 	if (env && repl_sandbox_parse(env, &r->sb_env_disable, err) < 0) {
 		rlm_err_prefix(err, "RLM_SANDBOX_DISABLE");
@@ -652,6 +659,9 @@ void repl_free(struct repl *r)
 		free(r->own[i]);
 	free(r->in);
 	buf_release(&r->out);
+	if (r->wake_fd >= 0)
+		close(r->wake_fd);
+	pthread_mutex_destroy(&r->jobs_mu);
 	free(r->python);
 	free(r);
 }
@@ -683,6 +693,7 @@ void repl_result_release(struct repl_result *res)
 	for (size_t i = 0; i < res->n_vars; i++)
 		free(res->vars[i]);
 	free(res->vars);
+	free(res->made);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -892,7 +903,8 @@ static bool trim_due(void)
 /* The frame's strings change hands (repl_call.bufs): the handler may
  * keep some, and frees them when it is done, so that a large context is
  * not held twice while its child runs. */
-static void answer_call(struct repl *r, struct run *x, cJSON *f)
+static void answer_into(struct repl *r, cJSON *f, int64_t deadline, bool interrupted,
+			struct buf *reply)
 {
 	cJSON *ps = json_get(f, "prompts"), *cs = json_get(f, "contexts"), *p;
 	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start, total = 0;
@@ -937,11 +949,9 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 	c.lens = lens;
 	c.bufs = bufs;
 	c.n = n;
-	c.deadline_ns = x->deadline;
-	x->out->calls += n;
-	r->st.calls += (int64_t)n;
-	if (x->cause != C_NONE || !r->cfg.on_call) {
-		const char *why = x->cause != C_NONE
+	c.deadline_ns = deadline;
+	if (interrupted || !r->cfg.on_call) {
+		const char *why = interrupted
 				      ? "Error: the code was interrupted; this call was not made"
 				      : "Error: sub-calls are not available in this REPL";
 		for (i = 0; i < n; i++) {
@@ -949,14 +959,10 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 			errors[i] = true;
 		}
 	} else {
-		int64_t t = time_now_ns(), dt;
 		r->cfg.on_call(r->cfg.call_arg, &c, texts, errors);
-		dt = time_now_ns() - t;
-		x->call_ns += dt;
-		x->out->call_ns += dt;
 	}
-	start = repl__frame_begin(&r->out);
-	buf_printf(&r->out, "{\"type\":\"reply\",\"id\":%lld,\"texts\":[",
+	start = repl__frame_begin(reply);
+	buf_printf(reply, "{\"type\":\"reply\",\"id\":%lld,\"texts\":[",
 		   (long long)json_int(f, "id", 0));
 	for (i = 0; i < n; i++) {
 		if (!texts[i]) {
@@ -964,17 +970,16 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 			errors[i] = true;
 		}
 		if (i)
-			buf_putc(&r->out, ',');
-		repl__json_str(&r->out, texts[i], strlen(texts[i]));
+			buf_putc(reply, ',');
+		repl__json_str(reply, texts[i], strlen(texts[i]));
 		free(texts[i]);
 	}
-	buf_puts(&r->out, "],\"errors\":[");
+	buf_puts(reply, "],\"errors\":[");
 	for (i = 0; i < n; i++)
-		buf_puts(&r->out,
+		buf_puts(reply,
 			 i ? (errors[i] ? ",true" : ",false") : (errors[i] ? "true" : "false"));
-	buf_puts(&r->out, "]}");
-	repl__frame_end(&r->out, start);
-	repl__flush(r);
+	buf_puts(reply, "]}");
+	repl__frame_end(reply, start);
 	for (i = 0; i < 2 * n; i++)
 		free(bufs[i]);
 	free(bufs);
@@ -991,12 +996,148 @@ static void answer_call(struct repl *r, struct run *x, cJSON *f)
 	free(errors);
 }
 
+/* One call frame answered on a thread of its own (cfg.parallel_calls).
+ * The thread owns f and reply until it sets done under r->jobs_mu; the
+ * exec's thread then takes the reply and joins it. */
+struct repl__job {
+	struct repl *r;
+	cJSON *f;
+	int64_t deadline;
+	bool interrupted;
+	struct buf reply;
+	bool done;
+	bool threaded;
+	pthread_t th;
+	struct repl__job *next;
+};
+
+static void *job_main(void *arg)
+{
+	struct repl__job *j = arg;
+	uint64_t one = 1;
+	pthread_setname_np(pthread_self(), "rlm-call");
+	answer_into(j->r, j->f, j->deadline, j->interrupted, &j->reply);
+	pthread_mutex_lock(&j->r->jobs_mu);
+	j->done = true;
+	pthread_mutex_unlock(&j->r->jobs_mu);
+	if (write(j->r->wake_fd, &one, sizeof(one)) < 0)
+		(void)0; /* the counter is full: the pump is awake anyway */
+	return NULL;
+}
+
+/* The clock of the exec stops while any call is out. */
+static void jobs_settle(struct repl *r, struct run *x, size_t n)
+{
+	r->jobs_out -= n;
+	if (n && r->jobs_out == 0) {
+		int64_t dt = time_now_ns() - r->jobs_since;
+		x->call_ns += dt;
+		x->out->call_ns += dt;
+	}
+}
+
+/* Take the jobs that are done (all of them, waiting, when all): their
+ * replies go to the worker when send. */
+static void jobs_collect(struct repl *r, struct run *x, bool all, bool send)
+{
+	struct repl__job *done = NULL, **pp, *j;
+	size_t n = 0;
+	if (!r->jobs_out)
+		return;
+	pthread_mutex_lock(&r->jobs_mu);
+	for (pp = &r->jobs; (j = *pp);) {
+		if (j->done || all) {
+			*pp = j->next;
+			j->next = done;
+			done = j;
+		} else {
+			pp = &j->next;
+		}
+	}
+	pthread_mutex_unlock(&r->jobs_mu);
+	/* Oldest first: the list is newest first, and done reverses it. */
+	while ((j = done)) {
+		done = j->next;
+		if (j->threaded)
+			pthread_join(j->th, NULL);
+		if (send && j->reply.len)
+			buf_append(&r->out, j->reply.p, j->reply.len);
+		buf_release(&j->reply);
+		cJSON_Delete(j->f);
+		free(j);
+		n++;
+	}
+	jobs_settle(r, x, n);
+	if (send && n)
+		repl__flush(r);
+}
+
+/* Answer call frame f: on this thread, or with cfg.parallel_calls on a
+ * thread of its own (the frame is then the job's: *fp becomes NULL). */
+static void answer_call(struct repl *r, struct run *x, cJSON **fp)
+{
+	cJSON *f = *fp;
+	size_t n = (size_t)cJSON_GetArraySize(json_get(f, "prompts"));
+	struct repl__job *j;
+	x->out->calls += n;
+	r->st.calls += (int64_t)n;
+	if (r->cfg.parallel_calls && r->wake_fd < 0)
+		r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!r->cfg.parallel_calls || r->wake_fd < 0) {
+		int64_t t = time_now_ns(), dt;
+		answer_into(r, f, x->deadline, x->cause != C_NONE, &r->out);
+		repl__flush(r);
+		dt = time_now_ns() - t;
+		x->call_ns += dt;
+		x->out->call_ns += dt;
+		return;
+	}
+	j = xcalloc(1, sizeof(*j));
+	j->r = r;
+	j->f = f;
+	*fp = NULL;
+	j->deadline = x->deadline;
+	j->interrupted = x->cause != C_NONE;
+	buf_init(&j->reply, 0);
+	if (r->jobs_out++ == 0)
+		r->jobs_since = time_now_ns();
+	pthread_mutex_lock(&r->jobs_mu);
+	j->next = r->jobs;
+	r->jobs = j;
+	pthread_mutex_unlock(&r->jobs_mu);
+	if (pthread_create(&j->th, NULL, job_main, j) == 0) {
+		j->threaded = true;
+		return;
+	}
+	/* Out of threads: answered here, taken with the others. */
+	answer_into(r, f, j->deadline, j->interrupted, &j->reply);
+	j->done = true;
+	jobs_collect(r, x, false, true);
+}
+
 /* ---- results ---- */
 
 static char *dup_str_or_null(const cJSON *f, const char *key)
 {
 	const char *s = json_str(f, key);
 	return s ? xstrdup(s) : NULL;
+}
+
+/* The worker's "made": valid UTF-8 only, cut to REPL_MADE_MAX characters
+ * (the worker is hostile). */
+#define REPL_MADE_MAX 500
+static void take_made(struct repl_result *out, const cJSON *f)
+{
+	const char *s = json_str(f, "made");
+	size_t len;
+	if (!s || !*s)
+		return;
+	len = strlen(s);
+	if (!text_utf8_valid(s, len, NULL))
+		return;
+	if (text_utf8_count(s, len) > REPL_MADE_MAX)
+		len = text_utf8_offset(s, len, REPL_MADE_MAX);
+	out->made = xstrndup(s, len);
 }
 
 static void take_result(struct repl *r, struct run *x, const cJSON *f)
@@ -1022,6 +1163,7 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	if (out->ready && !out->answer)
 		out->answer = xstrdup("");
 	out->content = out->ready ? NULL : dup_str_or_null(f, "content");
+	take_made(out, f);
 	if (out->ready)
 		repl__sources(f, out, &x->after);
 	out->n_vars = (size_t)cJSON_GetArraySize(vars);
@@ -1045,8 +1187,9 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	}
 }
 
-static int on_frame(struct repl *r, struct run *x, cJSON *f, struct rlm_err *err)
+static int on_frame(struct repl *r, struct run *x, cJSON **fp, struct rlm_err *err)
 {
+	cJSON *f = *fp;
 	const char *type = json_str(f, "type");
 	char why[300];
 	if (strcmp(type, "result") == 0) {
@@ -1077,7 +1220,7 @@ static int on_frame(struct repl *r, struct run *x, cJSON *f, struct rlm_err *err
 				 r->cfg.max_calls_total);
 			return violation(r, x, why, err);
 		}
-		answer_call(r, x, f);
+		answer_call(r, x, fp);
 		return AGAIN;
 	}
 	if (strcmp(type, "fatal") == 0)
@@ -1139,17 +1282,33 @@ static int64_t next_event(const struct repl *r, const struct run *x, int64_t now
 	return t;
 }
 
-static int wait_result(struct repl *r, struct run *x, struct rlm_err *err)
+/* MAX_JOBS call frames out: wait for one to end (the worker is hostile:
+ * one thread a frame must not be unbounded), not for more frames. */
+static void wait_job(struct repl *r, struct run *x)
+{
+	struct pollfd p = {r->wake_fd, POLLIN, 0};
+	uint64_t v;
+	if (poll(&p, 1, 1000) > 0 && read(r->wake_fd, &v, sizeof(v)) < 0)
+		(void)0; /* EAGAIN: taken already */
+	jobs_collect(r, x, false, true);
+}
+
+static int wait_frames(struct repl *r, struct run *x, struct rlm_err *err)
 {
 	for (;;) {
 		struct rlm_err why = {0, ""};
 		cJSON *f = NULL;
 		int64_t now;
-		int k = repl__take_frame(r, &f, &why);
+		int k;
+		if (r->jobs_out >= MAX_JOBS) {
+			wait_job(r, x);
+			continue;
+		}
+		k = repl__take_frame(r, &f, &why);
 		if (k < 0)
 			return violation(r, x, why.msg, err);
 		if (k > 0) {
-			int rc = on_frame(r, x, f, err);
+			int rc = on_frame(r, x, &f, err);
 			cJSON_Delete(f);
 			if (rc != AGAIN)
 				return rc;
@@ -1157,6 +1316,14 @@ static int wait_result(struct repl *r, struct run *x, struct rlm_err *err)
 		}
 		if (r->eof || r->wdead)
 			return died(r, x, err);
+		jobs_collect(r, x, false, true);
+		if (r->jobs_out) {
+			/* The clock is stopped while a call is out, as when
+			 * on_call runs on this thread: a job's end or a frame
+			 * wakes the pump. */
+			repl__pump(r, 1000);
+			continue;
+		}
 		now = time_now_ns();
 		if (x->cause == C_NONE) {
 			x->cause = due(r, x, now);
@@ -1176,6 +1343,16 @@ static int wait_result(struct repl *r, struct run *x, struct rlm_err *err)
 		}
 		repl__pump(r, ms_until(next_event(r, x, now), now));
 	}
+}
+
+/* Frames until the result; every call answered on a thread of its own
+ * has ended when it returns (a reply that comes after the exec ended, or
+ * after the worker was restarted, is dropped). */
+static int wait_result(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	int rc = wait_frames(r, x, err);
+	jobs_collect(r, x, true, false);
+	return rc;
 }
 
 /* Set up x for one run; NULL-safe on the result. */

@@ -52,10 +52,13 @@
  * itself non-dumpable first, either way). Prompts past MAX_CALLS_EXEC in one
  * exec raise ValueError in the code before any frame is sent (the
  * controller's kill on that cap is a backstop for a hostile worker). The
- * worker keeps its frames under MAX_FRAME: prompts that would not fit
- * raise ValueError in the code, an
- * answer that would not fit is dropped with an error in the output, and
- * "vars" lists at most 1000 names.
+ * worker keeps its frames under MAX_FRAME: a batch whose prompts (and
+ * contexts) would not fit in one frame is sent as several call frames, in
+ * order, each answered on its own, and the code gets one list; a single
+ * prompt (with its context) that cannot fit in a frame of its own raises
+ * ValueError in the code naming it, its size and the cap, and nothing of
+ * that call is sent; an answer that would not fit is dropped with an error
+ * in the output, and "vars" lists at most 1000 names.
  *
  * WIRE FORMAT (fds 3 and 4)
  * A frame is a 4-byte big-endian length, then that many bytes of one UTF-8
@@ -79,15 +82,20 @@
  *                                              (D is 0 when it is a str)
  *   {"type":"call","id":N,"exec":E,"kind":"llm"|"rlm","batched":B,
  *    "model":null|"name","prompts":["..."]}   during exec (or final_var) E
- *                                              only; the worker blocks
- *                                              until reply N. An rlm call
+ *                                              only; the calling thread
+ *                                              blocks until reply N; other
+ *                                              threads may send calls
+ *                                              meanwhile, and replies may
+ *                                              come in any order; the
+ *                                              result comes after the last
+ *                                              reply. An rlm call
  *                                              given context= (contexts=)
  *                                              adds "contexts":[C, ...], one
  *                                              per prompt; it is absent when
  *                                              none was given
  *   {"type":"result","id":E,"output":"...","output_chars":T,"error":B,
  *    "interrupted":B,"ready":B,"answer":null|"...","content":null|"...",
- *    "vars":["name",...][,"error_at":A][,"sources":[S, ...]]}
+ *    "vars":["name",...][,"error_at":A][,"sources":[S, ...]][,"made":"..."]}
  *                                              the end of exec E
  *   {"type":"fatal","error":"..."}            the runtime cannot go on
  *                                              (also sent by the child when
@@ -119,6 +127,10 @@
  * takes the variable x (NameError when there is none); any other argument,
  * or a str that is not a name, is the answer itself. Strings the worker
  * sends have NULs replaced by U+FFFD and lone surrogates by '?'.
+ * made (exec only, absent when none) names the variables the exec made,
+ * new or rebound top-level names that are not modules, helpers or _names,
+ * each with its type: "x: int, chunks: list", at most 20 of them and 400
+ * characters, then " (and N more: SHOW_VARS() lists all)".
  * sources is answer["sources"] (FINAL(x, sources=...) sets it), sent only
  * with an answer (ready) and only when it has entries: at most 100 (the
  * rest dropped), each S a document id (a str; an int index goes as its
@@ -145,7 +157,7 @@
  * after a crash, the worker's last output on fds 1 and 2 follows.
  *
  * Time: each exec has a limit on the worker's own running time; the clock
- * stops while a call is out with the controller (sub-calls are bounded by
+ * stops while a call (any call) is out with the controller (sub-calls are bounded by
  * their own deadline). At the limit the worker gets SIGINT (a
  * KeyboardInterrupt in the code; variables kept); if no result comes
  * within the grace period it gets SIGKILL and is restarted: the model is
@@ -273,7 +285,9 @@ struct repl_call {
 /* Answer a call: set texts[i] (malloc'd, owned by the repl afterwards) for
  * every i < n, and errors[i] true when slot i failed (its text then says
  * why, e.g. "Error: the sub-call budget is spent"). Runs on the thread that
- * called repl_exec. */
+ * called repl_exec, or with repl_cfg.parallel_calls on a thread the repl
+ * starts for the frame, several at once when the code's threads call
+ * together; every one has returned before repl_exec does. */
 typedef void repl_call_fn(void *arg, const struct repl_call *call, char **texts, bool *errors);
 
 struct repl;
@@ -404,6 +418,11 @@ struct repl_cfg {
 				      * included; 0: 100000 */
 	repl_call_fn *on_call;       /* NULL: every call gets an error string */
 	void *call_arg;
+	bool parallel_calls;         /* answer each call frame on a thread of
+				      * its own, so that calls from several
+				      * threads of the code are out together:
+				      * on_call may then run on several
+				      * threads at once */
 	const atomic_bool *cancel;   /* optional: ends an exec like its deadline */
 	const atomic_bool *stop;     /* optional: a stop of the whole run (rlm:
 				      * any node of the solve met a limit): ends
@@ -465,6 +484,11 @@ struct repl_result {
 	char **vars;             /* the user's variable names (not the helpers,
 				  * modules or _names); owned, NULL-terminated */
 	size_t n_vars;
+	char *made;              /* the variables this exec made (new or
+				  * rebound names, as n_vars), with their
+				  * types: "x: int, chunks: list", at most 20
+				  * and 400 characters (then "(and N more:
+				  * ...)"); owned, NULL: none */
 };
 
 /* Run code in the worker. A crash, a violation or a timeout is not an

@@ -6,6 +6,8 @@
 
 #include "repl.h"
 
+#include <pthread.h>
+
 #define REPL_MAX_PROMPTS 100000 /* prompts in one call frame */
 #define REPL_MAX_VARS 100000    /* names in one result frame */
 #define REPL_MARK_SLACK 128     /* the omission line, over the output limit */
@@ -199,6 +201,16 @@ struct repl {
 	struct repl_sandbox_status sb_status;
 	unsigned sb_env_disable;  /* the layers RLM_SANDBOX_DISABLE turned off */
 	void *sb_bpf;             /* sb.bpf_scratch: owned */
+
+	/* Call frames being answered on threads of their own
+	 * (cfg.parallel_calls): the exec's thread starts them and takes
+	 * their replies; a handler thread only sets its job's reply and done,
+	 * under jobs_mu, and writes to wake_fd. */
+	pthread_mutex_t jobs_mu;
+	struct repl__job *jobs;   /* every job not yet taken */
+	int wake_fd;              /* an eventfd the pump polls; -1: none yet */
+	size_t jobs_out;          /* jobs not yet taken */
+	int64_t jobs_since;       /* when jobs_out last went from 0 to 1 */
 
 	bool broken;              /* a restart failed: unusable */
 	bool zref;                /* holds a reference on the zygote */

@@ -18,9 +18,12 @@
 # output limit needs, so a print flood costs time, never memory. SIGINT
 # raises KeyboardInterrupt only while model code runs and no frame is being
 # read or written: inside protocol I/O it is deferred until the I/O is done,
-# so a frame is never cut in half. One lock serialises every frame exchange
-# (a call and its reply are one exchange), so threads in model code can call
-# too. Anything the runtime did not expect ends it with a "fatal" frame.
+# so a frame is never cut in half. Threads of model code may call at once:
+# one lock serialises sending, each call frame has its id, and one waiting
+# thread at a time reads replies and hands each to the thread it answers
+# (_await), so several calls are out together. A batch over the frame cap
+# goes as several frames. Anything the runtime did not expect ends it with
+# a "fatal" frame.
 #
 # Start-up time matters (a worker is started per node and after every
 # restart), so only built-in modules are imported up front: _ast instead of
@@ -43,6 +46,7 @@ import builtins
 import io
 import mmap
 import posix
+import time as _time
 try:
     import _json
 except ImportError:  # a Python built without it
@@ -156,7 +160,10 @@ class _TooBig(Exception):
 
 def _send(obj):
     # Lone surrogates cannot be UTF-8: they become '?'.
-    body = _encode(obj).encode('utf-8', 'replace')
+    _send_body(_encode(obj).encode('utf-8', 'replace'))
+
+
+def _send_body(body):
     if len(body) > _max_frame:
         raise _TooBig(len(body))
     data = memoryview(len(body).to_bytes(4, 'big') + body)
@@ -367,9 +374,72 @@ def _check_model(model, fn):
         raise TypeError('%s(): model must be a str or None, not %s' % (fn, type(model).__name__))
 
 
+def _utf8_len(s):
+    return len(s) if s.isascii() else len(s.encode('utf-8', 'replace'))
+
+
+def _fmt_size(n):
+    for unit, k in (('GB', 10 ** 9), ('MB', 10 ** 6), ('kB', 10 ** 3)):
+        if n >= k:
+            return '%.1f %s' % (n / k, unit) if n < 10 * k else '%d %s' % (n // k, unit)
+    return '%d bytes' % n
+
+
+def _fmt_cap(n):
+    for unit, k in (('GiB', 1 << 30), ('MiB', 1 << 20), ('KiB', 1 << 10)):
+        if n >= k and n % k == 0:
+            return '%d %s' % (n // k, unit)
+    return '%s bytes' % format(n, ',')
+
+
+def _frames(kind, batched, prompts, model, contexts):
+    """The call's prompts (and contexts) packed in order into as few frame
+    bodies as fit under _max_frame: a list of (first, end, head) where head
+    is the frame's JSON text up to its id (the id is put in when sent).
+    A single prompt that cannot fit in a frame of its own raises
+    ValueError, naming it and its size."""
+    fn = '%s_query%s' % (kind, '_batched' if batched else '')
+    enc_p = [_encode(p) for p in prompts]
+    enc_c = None if contexts is None else [_encode(c) for c in contexts]
+    base = _utf8_len(_encode({'type': 'call', 'id': 1 << 62, 'exec': _st.exec_id, 'kind': kind,
+                              'batched': batched, 'model': model, 'prompts': [],
+                              'contexts': []}))
+    sizes = []
+    for i, e in enumerate(enc_p):
+        n = _utf8_len(e) + 1 + (0 if enc_c is None else _utf8_len(enc_c[i]) + 1)
+        if base + n > _max_frame:
+            what = 'prompt' + (' %d' % i if batched else '')
+            if enc_c is not None and contexts[i] is not None:
+                what += ' with its context'
+            raise ValueError('%s: %s is %s, over the %s one call can carry: cut it into '
+                             'smaller pieces (e.g. chunks of %s characters) and ask about '
+                             'each' % (fn, what, _fmt_size(n - 1), _fmt_cap(_max_frame),
+                                       format(max(_max_frame // 4, 1), ',')))
+        sizes.append(n)
+    out, first, used = [], 0, base
+    for i, n in enumerate(sizes):
+        if used + n > _max_frame:
+            out.append((first, i))
+            first, used = i, base
+        used += n
+    out.append((first, len(sizes)))
+    return out, enc_p, enc_c
+
+
 def _call(kind, batched, prompts, model, contexts=None):
+    """Send the prompts as one call, or as several frames when together
+    they are over the frame cap (answered as one batch, in order), and
+    wait for the replies. Other threads' calls are in flight meanwhile:
+    only sending holds _io_lock; replies are read by whichever waiting
+    thread holds the read turn and handed to the thread they answer
+    (_await)."""
     st = _st
     main = _get_ident() == _main_tid
+    if st.exec_id is None:
+        raise RuntimeError('%s_query: no code is running (a thread that outlives its '
+                           'exec cannot make calls)' % kind)
+    parts, enc_p, enc_c = _frames(kind, batched, prompts, model, contexts)
+    ids = []
     with _io_lock:
         if st.exec_id is None:
             raise RuntimeError('%s_query: no code is running (a thread that outlives its '
@@ -381,42 +451,125 @@ def _call(kind, batched, prompts, model, contexts=None):
                              % (kind, '_batched' if batched else '', format(len(prompts), ','),
                                 format(_max_calls, ','), format(st.calls, ',')))
         st.calls += len(prompts)
-        st.call_id += 1
-        cid = st.call_id
         if main:
             st.io += 1
         try:
-            frame = {'type': 'call', 'id': cid, 'exec': st.exec_id, 'kind': kind,
-                     'batched': batched, 'model': model, 'prompts': prompts}
-            if contexts is not None:
-                frame['contexts'] = contexts
-            try:
-                _send(frame)
-            except _TooBig as e:
-                raise ValueError('%s_query%s: the prompts%s take %s bytes, over the limit of %s '
-                                 'for one call; send fewer or shorter %s per call'
-                                 % (kind, '_batched' if batched else '',
-                                    '' if contexts is None else ' and contexts',
-                                    format(e.args[0], ','), format(_max_frame, ','),
-                                    'prompts' if contexts is None else 'prompts or contexts')
-                                 ) from None
-            try:
-                msg = _read_frame()
-            except (ValueError, OSError) as e:
-                _fatal('cannot read the reply to call %d: %s' % (cid, e))
+            for first, end in parts:
+                st.call_id += 1
+                cid = st.call_id
+                body = ['{"type":"call","id":%d,"exec":%s,"kind":%s,"batched":%s,"model":%s,'
+                        '"prompts":[' % (cid, _encode(st.exec_id), _encode(kind),
+                                         'true' if batched else 'false', _encode(model)),
+                        ','.join(enc_p[first:end]), ']']
+                if enc_c is not None:
+                    body += [',"contexts":[', ','.join(enc_c[first:end]), ']']
+                body.append('}')
+                with _mx:
+                    _waiting[cid] = None
+                _send_body(''.join(body).encode('utf-8', 'replace'))
+                ids.append((cid, end - first))
         finally:
             if main:
                 st.io -= 1
-    if msg.get('type') != 'reply' or msg.get('id') != cid:
-        _fatal('expected the reply to call %d, got %.200r' % (cid, msg))
-    texts = msg.get('texts')
-    if type(texts) is not list or len(texts) != len(prompts) or \
-            not all(type(t) is str for t in texts):
-        _fatal('a malformed reply to call %d' % cid)
+    del enc_p, enc_c
+    texts = []
+    if main:
+        st.io += 1
+    try:
+        for cid, n in ids:
+            msg = _await(cid)
+            got = msg.get('texts')
+            if type(got) is not list or len(got) != n or \
+                    not all(type(t) is str for t in got):
+                _fatal('a malformed reply to call %d' % cid)
+            texts.extend(got)
+    finally:
+        if main:
+            st.io -= 1
     if main and st.pending:
         st.pending = False
         raise KeyboardInterrupt
     return texts
+
+
+# Replies: the calls sent and not yet answered, each with the lock its
+# thread waits on (None until it waits), and the replies read for them.
+# One waiting thread at a time reads (_reader); it hands each reply to its
+# thread and, once its own has come, wakes another to read on.
+_mx = _thread.allocate_lock()
+_waiting = {}
+_replies = {}
+_reader = None
+
+
+def _wake_one(but=None):
+    # Under _mx: let some waiting thread (not but) take the read turn.
+    for lk in _waiting.values():
+        if lk is not None and lk is not but and lk.locked():
+            lk.release()
+            return
+
+
+def _await(cid):
+    global _reader
+    me = _thread.allocate_lock()
+    me.acquire()
+    with _mx:
+        _waiting[cid] = me
+    while True:
+        with _mx:
+            if cid in _replies:
+                del _waiting[cid]
+                return _replies.pop(cid)
+            read = _reader is None
+            if read:
+                _reader = cid
+        if not read:
+            me.acquire()
+            continue
+        _pump_reply(cid)
+
+
+def _pump_reply(own):
+    """Read one frame as the reader (the caller set _reader) and hand it to
+    the call it answers."""
+    global _reader
+    try:
+        msg = _read_frame()
+    except (ValueError, OSError) as e:
+        _fatal('cannot read the reply to a call: %s' % e)
+    rid = msg.get('id')
+    with _mx:
+        _reader = None
+        if msg.get('type') != 'reply' or type(rid) is not int or rid not in _waiting \
+                or rid in _replies:
+            _fatal('expected the reply to a call in flight, got %.200r' % (msg,))
+        _replies[rid] = msg
+        lk = _waiting[rid]
+        if rid == own:
+            # Our own: another waiting thread reads on.
+            _wake_one(lk)
+        elif lk is not None and lk.locked():
+            lk.release()
+        else:
+            _wake_one()
+
+
+def _drain_calls():
+    """At the end of an exec: wait until every call of the exec's threads
+    has its reply (a result must not overtake a call still out)."""
+    global _reader
+    while True:
+        with _mx:
+            if not any(k not in _replies for k in _waiting):
+                return
+            read = _reader is None
+            if read:
+                _reader = 0
+        if read:
+            _pump_reply(0)
+        else:
+            _time.sleep(0.001)
 
 
 def _prompt_list(prompts, fn):
@@ -847,7 +1000,7 @@ def _answer_out(_):
     return None, _clean(str(c))
 
 
-def _finish(eid, err):
+def _finish(eid, err, made=None):
     """Send the result of exec eid."""
     st = _st
     out = [None, None, None, None]
@@ -894,9 +1047,10 @@ def _finish(eid, err):
     text = _clean(text)
     with _io_lock:
         st.exec_id = None
+        _drain_calls()
         try:
             _send(_result(eid, text, total, err, err_at, out[0] is not None, out[0], out[1],
-                          names, out[2]))
+                          names, out[2], made))
         except _TooBig as e:
             # The answer is what can be that large.
             dict.__setitem__(_answer, 'content', '')
@@ -909,10 +1063,13 @@ def _finish(eid, err):
             _send(_result(eid, text, total, True, err_at, False, None, None, names[:100]))
 
 
-def _result(eid, text, total, err, err_at, ready, answer, content, names, sources=None):
+def _result(eid, text, total, err, err_at, ready, answer, content, names, sources=None,
+            made=None):
     r = {'type': 'result', 'id': eid, 'output': text, 'output_chars': total, 'error': err,
          'interrupted': _st.sigint, 'ready': ready, 'answer': answer, 'content': content,
          'vars': names}
+    if made:
+        r['made'] = made
     if ready and sources:
         r['sources'] = sources
     if err and err_at is not None:
@@ -933,9 +1090,35 @@ def _begin(eid):
     sys.stdout = sys.stderr = _cap
 
 
+_MADE_NAMES = 20    # names listed in a result's "made"
+_MADE_CHARS = 400   # characters of it
+
+
+def _made(before):
+    """The variables the exec made (new or rebound top-level names, not
+    modules, the helpers or _names), as "name: type, ...", short; or None."""
+    out = []
+    for k, v in list(_ns.items()):
+        if type(k) is str and k[:1] != '_' and k not in _SCAFFOLD_SET and \
+                not isinstance(v, _ModuleType) and before.get(k) is not v:
+            out.append('%s: %s' % (k, type(v).__name__))
+    if not out:
+        return None
+    more = len(out) - _MADE_NAMES
+    text = ', '.join(out[:_MADE_NAMES])
+    if len(text) > _MADE_CHARS:
+        cut = text.rfind(', ', 0, _MADE_CHARS)
+        more += text.count(', ', cut) if cut > 0 else 0
+        text = text[:cut] if cut > 0 else text[:_MADE_CHARS]
+    if more > 0:
+        text += ' (and %d more: SHOW_VARS() lists all)' % more
+    return _clean(text)
+
+
 def _do_exec(eid, code):
     _begin(eid)
     err = False
+    before = dict(_ns)
     try:
         try:
             compiled = _compile(code)
@@ -958,7 +1141,13 @@ def _do_exec(eid, code):
         err = _st.sigint = True
         _cap.error_starts()
         _cap.write('KeyboardInterrupt\n')
-    _finish(eid, err)
+    made = None
+    try:
+        made = _made(before)
+    except Exception:
+        pass
+    del before
+    _finish(eid, err, made)
 
 
 def _final_var_strict(name):

@@ -242,8 +242,8 @@ void repl__flush(struct repl *r)
 
 void repl__pump(struct repl *r, int ms)
 {
-	struct pollfd p[4];
-	int n = 0, in = -1, log = -1, out = -1, pid = -1;
+	struct pollfd p[5];
+	int n = 0, in = -1, log = -1, out = -1, pid = -1, wake = -1;
 	if (r->exited) {
 		/* Gone: what it wrote is in the pipes; no EOF may ever come if
 		 * a grandchild holds fd 4. */
@@ -270,8 +270,17 @@ void repl__pump(struct repl *r, int ms)
 		p[n] = (struct pollfd){r->pidfd, POLLIN, 0};
 		pid = n++;
 	}
+	if (r->jobs_out && r->wake_fd >= 0) {
+		p[n] = (struct pollfd){r->wake_fd, POLLIN, 0};
+		wake = n++;
+	}
 	if (poll(p, (nfds_t)n, ms) <= 0)
 		return;
+	if (wake >= 0 && p[wake].revents) {
+		uint64_t v;
+		if (read(r->wake_fd, &v, sizeof(v)) < 0)
+			(void)0; /* EAGAIN: another read took it */
+	}
 	if (log >= 0 && p[log].revents)
 		drain_log(r);
 	if (out >= 0 && p[out].revents)

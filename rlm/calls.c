@@ -14,7 +14,13 @@
  *
  * Sub-calls of one call frame are all submitted at once, at most `window`
  * in flight, each checked against the budget first; a refused one gets an
- * "Error: ..." string in its slot and the node stops after the exec.
+ * "Error: ..." string in its slot and the node stops after the exec. A
+ * prompt over the sub-model's known context window is never sent (it
+ * would be a 400, paid for in time and retries): its slot says so. The
+ * worker's call frames are answered on threads of their own
+ * (repl_cfg.parallel_calls), so that calls from threads of the code are
+ * out together: each frame waits on c->cv for its own slots; frames that
+ * start child RLMs take kids_mu, one at a time.
  *
  * The stop reason is the node's; a limit of the whole solve (a budget,
  * the deadline, the cancel) is also told to the nodes, where every other
@@ -47,6 +53,7 @@ void rlm__calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_resul
 	c->node = node;
 	c->parent = -1;
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->kids_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cv, &ca);
@@ -59,6 +66,7 @@ void rlm__calls_release(struct calls *c)
 	free(c->sub_first_error);
 	c->stop_detail = c->sub_first_error = NULL;
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->kids_mu);
 	pthread_cond_destroy(&c->cv);
 }
 
@@ -291,7 +299,7 @@ static void on_sub_done(struct llm_call *call, void *arg)
 	f->free_slots = s;
 	f->finished++;
 	rlm__calls_progress(c, "sub", f->finished, f->call->n);
-	pthread_cond_signal(&c->cv);
+	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -323,6 +331,34 @@ static void unknown_model(const struct calls *c, const struct repl_call *call, c
 	}
 }
 
+/* Is a prompt of len bytes (est tokens) over the known context window of
+ * model? Then why, with both sizes and what to do (the caller's to free);
+ * else NULL. A model whose window nobody stated
+ * (llm_model_context_window_known) is sent anything. */
+static char *over_window(const struct llm_model *model, const char *p, size_t len, int64_t est)
+{
+	long w = llm_model_context_window(model);
+	char t[32], ch[32], wt[32], fit[32];
+	if (!llm_model_context_window_known(model) || est <= w)
+		return NULL;
+	text_fmt_count(t, sizeof(t), est);
+	text_fmt_count(ch, sizeof(ch), (int64_t)text_utf8_count(p, len));
+	text_fmt_count(wt, sizeof(wt), w);
+	text_fmt_count(fit, sizeof(fit), (int64_t)w * 2);
+	return xasprintf("prompt not sent: it is about %s tokens (%s characters, estimated at ~4 "
+			 "characters a token), over the %s-token context window of '%s'; cut it "
+			 "into pieces of at most about %s characters and ask about each",
+			 t, ch, wt, llm_model_name(model), fit);
+}
+
+/* mu held: a frame is answered; sub_ns counts the time some frame was
+ * out (frames from several threads of the code overlap). */
+static void frame_done(struct calls *c)
+{
+	if (--c->frames_out == 0)
+		c->out->sub_ns += time_now_ns() - c->frames_since;
+}
+
 /* llm_query / llm_query_batched, and rlm_query / rlm_query_batched at the
  * last depth: one sub-model call per prompt. Above the last depth an
  * rlm_query frame goes to child RLMs (rlm/node.c), whose root model is the
@@ -343,9 +379,17 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 	}
 	if (n == 0)
 		return;
+	pthread_mutex_lock(&c->mu);
+	if (c->frames_out++ == 0)
+		c->frames_since = t0;
+	pthread_mutex_unlock(&c->mu);
 	if (children) {
+		pthread_mutex_lock(&c->kids_mu);
 		rlm__node_children(c, call, model, texts, errors);
-		c->out->sub_ns += time_now_ns() - t0;
+		pthread_mutex_unlock(&c->kids_mu);
+		pthread_mutex_lock(&c->mu);
+		frame_done(c);
+		pthread_mutex_unlock(&c->mu);
 		return;
 	}
 	if (call->deadline_ns && (!deadline || call->deadline_ns < deadline))
@@ -368,7 +412,7 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 	while (f.finished < n) {
 		struct sub_slot *s;
 		enum rlm_stop why;
-		char msg[256], *joined;
+		char msg[256], *joined, *why_not;
 		size_t joined_len = 0;
 		int64_t est;
 		if (next < n && rlm__calls_check(c, &f.cancel, deadline, "during a sub-call")) {
@@ -421,6 +465,19 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 			}
 		}
 		est = llm_estimate_tokens(joined ? joined_len : call->lens[next]);
+		if ((why_not = over_window(model, joined ? joined : call->prompts[next],
+					   joined ? joined_len : call->lens[next], est))) {
+			/* A 400 for sure: refused here, no tokens paid. */
+			texts[next] = xasprintf("Error: %s", why_not);
+			errors[next] = true;
+			c->out->sub_calls++; /* asked for, and failed */
+			rlm__calls_failed(c, why_not);
+			free(why_not);
+			free(joined);
+			next++;
+			f.finished++;
+			continue;
+		}
 		if (!rlm__budget_reserve(c->budget, est, llm_model_input_cost(model, est), BUDGET_SUB,
 				    &why, msg, sizeof(msg))) {
 			texts[next] = xasprintf("Error: %s", msg);
@@ -457,7 +514,7 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 		llm_pool_submit(c->o->pool, &s->call, on_sub_done, s);
 		pthread_mutex_lock(&c->mu);
 	}
+	frame_done(c);
 	pthread_mutex_unlock(&c->mu);
 	free(slots);
-	c->out->sub_ns += time_now_ns() - t0;
 }

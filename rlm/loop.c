@@ -417,8 +417,10 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.python = l->o->python;
 	cfg.output_limit = l->output_limit;
 	cfg.exec_timeout_ns = l->o->exec_timeout_ns;
+	cfg.max_frame = l->o->max_frame;
 	cfg.on_call = rlm__calls_on_call;
 	cfg.call_arg = &l->c;
+	cfg.parallel_calls = true;
 	cfg.cancel = l->o->cancel;
 	cfg.stop = &l->nodes->stopping;
 	cfg.sandbox = l->o->sandbox;

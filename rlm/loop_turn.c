@@ -134,20 +134,35 @@ static void add_section(struct buf *outs, const char *head, const struct repl_re
 	buf_putc(outs, '\n');
 	if (len)
 		buf_append(outs, res->output, len);
-	else
+	else if (!res->made)
 		buf_puts(outs, "(no output)");
+	/* As the reference does: the variables the block made, last. */
+	if (res->made)
+		buf_printf(outs, "%sREPL variables: %s", len ? "\n" : "", res->made);
 }
 
-/* The "output" event of an exec: what the model is shown, and where in it
- * the error begins when the code raised (the JSONL export's stderr). */
+/* The "output" event of an exec: what the model is shown (with the
+ * variables it made, as add_section shows them), and where in it the
+ * error begins when the code raised (the JSONL export's stderr). */
 static void emit_output(struct loop *l, const struct repl_result *res)
 {
 	char data[48];
 	bool at = res->error && res->error_at < res->len;
+	struct buf b = BUF_INIT;
+	size_t len = res->len;
 	if (at)
 		snprintf(data, sizeof(data), "{\"error_at\":%zu}", res->error_at);
-	rlm__loop_emit_data(l, "output", res->len ? res->output : "(no output)", res->len ? res->len : 11,
-		       at ? data : NULL);
+	if (!res->made) {
+		rlm__loop_emit_data(l, "output", res->len ? res->output : "(no output)",
+				    res->len ? res->len : 11, at ? data : NULL);
+		return;
+	}
+	while (len && res->output[len - 1] == '\n')
+		len--;
+	buf_append(&b, res->output, len);
+	buf_printf(&b, "%sREPL variables: %s\n", len ? "\n" : "", res->made);
+	rlm__loop_emit_data(l, "output", b.p, b.len, at ? data : NULL);
+	buf_release(&b);
 }
 
 /* Keep the sources of the answer res made ready, for check_sources. */

@@ -51,8 +51,8 @@ static enum llm_kind kind_of(const char *model, const struct llm_provider **p)
 }
 
 static int make_model(const struct rlm_models_cfg *c, struct rlm_models *ms, enum llm_kind kind,
-		      const struct llm_provider *prov, const char *name, struct llm_model **out,
-		      struct rlm_err *err)
+		      const struct llm_provider *prov, const char *name, long window,
+		      struct llm_model **out, struct rlm_err *err)
 {
 	struct llm_model_cfg cfg = {0};
 	cfg.kind = kind;
@@ -63,6 +63,7 @@ static int make_model(const struct rlm_models_cfg *c, struct rlm_models *ms, enu
 	cfg.rpm = c->rpm;
 	cfg.tpm = c->tpm;
 	cfg.extra_json = c->extra_json;
+	cfg.context_window = window;
 	if (kind == LLM_INPROC) {
 		/* One instance, opened for the root model, serves both. */
 		if (!ms->impl || prov != ms->inproc)
@@ -87,6 +88,7 @@ int rlm_models_init(struct rlm_models *ms, const struct rlm_models_cfg *c, struc
 	struct llm_pool_cfg pc = {0};
 	const struct llm_provider *prov = NULL;
 	const char *model = c->model;
+	bool same;
 	int rc;
 	memset(ms, 0, sizeof(*ms));
 	if (c->provider) {
@@ -126,14 +128,17 @@ int rlm_models_init(struct rlm_models *ms, const struct rlm_models_cfg *c, struc
 	ms->provider = prov ? prov->name : llm_kind_name(ms->kind);
 	if (c->prices && (rc = llm_prices_load(c->prices, err)))
 		goto fail;
-	if ((rc = make_model(c, ms, ms->kind, prov, model, &ms->model, err)))
+	same = !c->sub_model || strcmp(c->sub_model, model) == 0;
+	if ((rc = make_model(c, ms, ms->kind, prov, model, same ? c->sub_context_window : 0,
+			     &ms->model, err)))
 		goto fail;
-	if (c->sub_model && strcmp(c->sub_model, model) != 0) {
+	if (!same) {
 		/* Without a provider each model's name picks its provider, so
 		 * a claude root can use a gpt sub-model. */
 		const struct llm_provider *sp = prov;
 		enum llm_kind sk = c->provider ? ms->kind : kind_of(c->sub_model, &sp);
-		if ((rc = make_model(c, ms, sk, sp, c->sub_model, &ms->sub, err)))
+		if ((rc = make_model(c, ms, sk, sp, c->sub_model, c->sub_context_window, &ms->sub,
+				     err)))
 			goto fail;
 	} else {
 		ms->sub = ms->model;

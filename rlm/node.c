@@ -10,13 +10,15 @@
  * accepted one its slot in out->children, in prompt order, and puts them
  * in a queue. Runners drain it: threads of their own, each holding one of
  * the solve's max_nodes slots for as long as the queue has children for
- * it, and the node's own thread, which takes the next child itself
- * whenever it has none running, and tries for more slots before each (one
- * may have freed up anywhere among the nodes). A runner whose child ends takes
- * the next one, so a pending child never waits for a sibling the parent
- * runs inline, and none ever waits for a slot, whatever the depth and the
- * fan-out; no pool worker ever waits on a node (it only makes HTTP calls):
- * progress is always possible. The node's thread then joins its runners:
+ * it, and the node's own thread. A child node holds a slot (its runner's,
+ * or one lent it) and, while it waits on its children, lends it to the
+ * ones it runs itself, one after another; the root holds none, and runs
+ * a child itself only on a slot it takes, else waits for one to be given
+ * back. So the nodes running at once (a node waiting on its children is
+ * not running) are at most max_nodes, exactly (1: one at a time); every
+ * slot's holder makes progress (no pool worker ever waits on a node: it
+ * only makes HTTP calls), whatever the depth and the fan-out; and the
+ * nodes alive are at most max_nodes a level. The node's thread then joins its runners:
  * when the frame is answered, nothing it started runs any more, and every
  * worker of its subtree has been freed. A child's node id is taken when it
  * starts, once.
@@ -64,6 +66,8 @@ void rlm__nodes_init(struct rlm_nodes *t, const struct rlm_opts *o, int64_t t0)
 	atomic_init(&t->stopping, false);
 	pthread_mutex_init(&t->cb_mu, NULL);
 	pthread_mutex_init(&t->stop_mu, NULL);
+	pthread_mutex_init(&t->slot_mu, NULL);
+	pthread_cond_init(&t->slot_cv, NULL);
 }
 
 void rlm__nodes_release(struct rlm_nodes *t)
@@ -72,6 +76,8 @@ void rlm__nodes_release(struct rlm_nodes *t)
 	t->stop_detail = NULL;
 	pthread_mutex_destroy(&t->cb_mu);
 	pthread_mutex_destroy(&t->stop_mu);
+	pthread_mutex_destroy(&t->slot_mu);
+	pthread_cond_destroy(&t->slot_cv);
 }
 
 bool rlm__nodes_limit(enum rlm_stop why)
@@ -256,6 +262,41 @@ static void run_child(struct child *ch)
 	pthread_mutex_unlock(&b->c->mu);
 }
 
+/* ---- slots: child nodes running at once (rlm_opts.max_nodes) ---- */
+
+static bool take_slot(struct rlm_nodes *t)
+{
+	int n = atomic_load(&t->running);
+	while (n < t->max_nodes)
+		if (atomic_compare_exchange_weak(&t->running, &n, n + 1))
+			return true;
+	return false;
+}
+
+static void put_slot(struct rlm_nodes *t)
+{
+	atomic_fetch_sub(&t->running, 1);
+	pthread_mutex_lock(&t->slot_mu);
+	pthread_cond_broadcast(&t->slot_cv);
+	pthread_mutex_unlock(&t->slot_mu);
+}
+
+/* Wait until a slot may have been given back (at most 50 ms). */
+static void slot_wait(struct rlm_nodes *t)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 50000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&t->slot_mu);
+	if (atomic_load(&t->running) >= t->max_nodes)
+		pthread_cond_timedwait(&t->slot_cv, &t->slot_mu, &ts);
+	pthread_mutex_unlock(&t->slot_mu);
+}
+
 /* A runner: a thread that holds one of the solve's node slots and runs
  * children of the queue one after another until none is left. */
 static void *runner_main(void *arg)
@@ -271,16 +312,8 @@ static void *runner_main(void *arg)
 	}
 	/* The slot is free once its last node has ended, worker freed; the
 	 * thread itself is joined by the parent. */
-	atomic_fetch_sub(&b->c->nodes->running, 1);
+	put_slot(b->c->nodes);
 	return NULL;
-}
-
-static bool take_slot(struct rlm_nodes *t)
-{
-	if (atomic_fetch_add(&t->running, 1) < t->max_nodes)
-		return true;
-	atomic_fetch_sub(&t->running, 1);
-	return false;
 }
 
 /* Start runners while the solve has free slots and the queue has children
@@ -312,13 +345,28 @@ static void add_runners(struct batch *b)
 	}
 }
 
-/* Run the batch: runners where there are slots, and this thread takes the
- * next child of the queue itself whenever it has none, trying for more
- * slots before each (a slot may have freed up anywhere among the nodes). A
- * runner whose child ends takes the next one. So no child waits for a
- * slot, and none waits behind a sibling that runs inline. */
+static bool queued(struct batch *b)
+{
+	bool more;
+	pthread_mutex_lock(&b->c->mu);
+	more = b->next + b->starting < b->n;
+	pthread_mutex_unlock(&b->c->mu);
+	return more;
+}
+
+/* Run the batch: runners where there are slots, and this thread runs the
+ * next child of the queue itself when it may: a child node (depth > 0)
+ * holds a slot and lends it to the children it runs itself while it
+ * waits on them (one at a time: it is not running meanwhile); the root
+ * holds none and runs one only on a slot it takes, else waits for one to
+ * be given back anywhere among the nodes. A runner whose child ends takes
+ * the next one. So the nodes running at once (not waiting on children)
+ * are at most max_nodes, exactly, and every slot's holder makes progress:
+ * no deadlock. */
 static void run_batch(struct batch *b)
 {
+	struct rlm_nodes *t = b->c->nodes;
+	bool held = b->c->depth > 0;
 	struct child *ch;
 	b->runners = xcalloc(b->n, sizeof(*b->runners));
 	/* The progress line shows the batch from its start: 0 of n. */
@@ -327,9 +375,19 @@ static void run_batch(struct batch *b)
 	pthread_mutex_unlock(&b->c->mu);
 	for (;;) {
 		add_runners(b);
-		if (!(ch = take(b, false)))
+		if (!queued(b))
 			break;
-		run_child(ch);
+		if (!held && !take_slot(t)) {
+			slot_wait(t);
+			continue;
+		}
+		ch = take(b, false);
+		if (ch)
+			run_child(ch);
+		if (!held)
+			put_slot(t);
+		if (!ch)
+			break;
 	}
 	for (size_t i = 0; i < b->n_runners; i++)
 		pthread_join(b->runners[i], NULL);
@@ -460,6 +518,7 @@ void rlm__node_children(struct calls *c, const struct repl_call *call, struct ll
 {
 	struct batch b;
 	size_t base;
+	bool ok;
 
 	if (call->n > MAX_CHILDREN) {
 		for (size_t i = 0; i < call->n; i++) {
@@ -489,7 +548,10 @@ void rlm__node_children(struct calls *c, const struct repl_call *call, struct ll
 			pthread_mutex_unlock(&c->mu);
 			continue;
 		}
-		if (!may_start(c, &b, i, texts, errors))
+		pthread_mutex_lock(&c->mu);
+		ok = may_start(c, &b, i, texts, errors);
+		pthread_mutex_unlock(&c->mu);
+		if (!ok)
 			continue;
 		b.kids[b.n].b = &b;
 		b.kids[b.n].item = i;
@@ -497,8 +559,10 @@ void rlm__node_children(struct calls *c, const struct repl_call *call, struct ll
 	}
 	if (!b.n) {
 		free(b.kids);
+		pthread_mutex_lock(&c->mu);
 		if (b.refused)
 			rlm__calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
+		pthread_mutex_unlock(&c->mu);
 		return;
 	}
 	/* Their slots, in prompt order, before any runs: children of earlier
@@ -528,9 +592,11 @@ void rlm__node_children(struct calls *c, const struct repl_call *call, struct ll
 		free(ch->question);
 		free(ch->own);
 	}
+	pthread_mutex_lock(&c->mu);
 	if (b.refused)
 		rlm__calls_stop(c, b.why, "%s: a child RLM was refused", b.msg);
 	/* A limit of the whole solve met below stops this node too. */
 	rlm__calls_adopt(c);
+	pthread_mutex_unlock(&c->mu);
 	free(b.kids);
 }

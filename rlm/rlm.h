@@ -125,10 +125,14 @@ struct rlm_opts {
 				      * at depth d + 1 when d + 1 < max_depth,
 				      * else with one plain sub-model call (as
 				      * llm_query); 0: 2; 1: no child ever */
-	int max_nodes;               /* child nodes on threads of their own at
-				      * once, in the whole solve; past it the
-				      * parent runs the child on its own thread
-				      * (so nothing waits on a slot); 0: 8 */
+	int max_nodes;               /* child RLMs running at once, in the whole
+				      * solve, exactly (1: one at a time), on
+				      * threads of their own or their parent's;
+				      * past it a child waits for a slot. A
+				      * child waiting on children of its own is
+				      * not running: it lends its slot to them,
+				      * one at a time (so nothing ever waits on
+				      * a slot held by a waiting node); 0: 8 */
 	int max_errors;              /* consecutive error turns; 0: 5 */
 	int64_t timeout_ns;          /* wall clock of the whole solve; 0: none */
 	int64_t max_tokens;          /* input + output tokens of all calls; 0: none */
@@ -141,6 +145,10 @@ struct rlm_opts {
 				      * calls count); 0: none */
 	size_t output_limit;         /* chars of REPL output shown; 0: 20000 */
 	int64_t exec_timeout_ns;     /* per exec (worker time); 0: 60 s */
+	size_t max_frame;            /* bytes of a frame between a node and its
+				      * worker (repl_cfg.max_frame): a batch of
+				      * sub-calls over it goes as several frames;
+				      * 0: 64 MiB */
 	const char *python;          /* NULL: /usr/bin/python3 */
 	bool python_fences;          /* also run ```python blocks */
 	struct repl_sandbox_cfg sandbox; /* the worker's confinement; zero: every
@@ -494,6 +502,10 @@ struct rlm_models_cfg {
 	const char *anthropic_api_key;
 	const char *extra_json; /* JSON object merged into every request body */
 	const char *prices;     /* price overrides file (llm_prices_load), or NULL */
+	long sub_context_window; /* tokens of the sub-model's context window
+				 * (the root's too when they are one model),
+				 * for a model the built-in table and the price
+				 * file do not know; 0: theirs */
 	const char *provider_spec; /* what the in-process provider is opened
 				    * with (the simulator's "ttft=100ms,seed=7");
 				    * NULL: its defaults */

@@ -47,10 +47,12 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	cfg.python = r->o.python;
 	cfg.output_limit = r->o.output_limit;
 	cfg.exec_timeout_ns = r->o.exec_timeout_ns;
+	cfg.max_frame = r->o.max_frame;
 	cfg.cancel = r->o.cancel;
 	cfg.sandbox = r->o.sandbox;
 	cfg.on_call = rlm__calls_on_call;
 	cfg.call_arg = &r->calls;
+	cfg.parallel_calls = true;
 	rlm__worker_ctx_init(&wc, ctx);
 	cfg.ctx = wc.ctx;
 	rc = repl_start(&cfg, &r->repl, err);

@@ -180,7 +180,11 @@ struct rlm_nodes {
 	int max_depth;		  /* o->max_depth, or 2 */
 	int max_nodes;		  /* o->max_nodes, or 8 */
 	int64_t t0;		  /* the solve's start */
-	atomic_int running;	  /* child nodes on threads of their own */
+	atomic_int running;	  /* slots held (rlm_opts.max_nodes): by a
+				   * runner thread, or by the root's thread
+				   * while it runs a child itself */
+	pthread_mutex_t slot_mu;  /* with slot_cv: a slot was given back */
+	pthread_cond_t slot_cv;
 	atomic_int last_id;	  /* the last node id handed out */
 	pthread_mutex_t cb_mu;	  /* one event or progress callback at a time */
 	/* The first limit of the whole solve a node ran into (a budget, the
@@ -219,9 +223,16 @@ struct calls {
 	int64_t t0;		   /* the solve's start */
 	int level;		   /* progress level: the iteration */
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* on CLOCK_MONOTONIC */
-	/* why the node stops, once decided (the first reason wins); the
-	 * node's thread only */
+	pthread_cond_t cv; /* on CLOCK_MONOTONIC; broadcast: the worker's call
+			    * frames are answered on threads of their own,
+			    * several may wait at once */
+	pthread_mutex_t kids_mu; /* frames that start child RLMs run one at a
+				  * time (they append to out->children) */
+	int frames_out;		/* call frames being answered; guarded by mu */
+	int64_t frames_since;	/* when frames_out went from 0 to 1: out->sub_ns
+				 * is the time some frame was out, not a sum */
+	/* why the node stops, once decided (the first reason wins): the
+	 * node's thread, or a thread answering a call frame with mu held */
 	bool stopping;
 	enum rlm_stop stop;
 	char *stop_detail;     /* owned */
@@ -281,9 +292,11 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 /* Answer the prompts of an rlm_query frame of node c with child RLMs at
  * c->depth + 1 (the caller checked the depth allows it), whose root model
  * is root. Same contract as a repl_call_fn: texts[i] and errors[i] for
- * every prompt, in order. Each child runs on a thread of its own while the
- * solve has a slot (nodes->max_nodes), else on this thread; all have ended
- * when it returns. Their results go to c->out->children, in prompt order. */
+ * every prompt, in order. Each child runs on one of the solve's slots
+ * (nodes->max_nodes), on a thread of its own or on this one (a child node
+ * lends its own slot to the children it runs itself; the root takes one).
+ * All have ended when it returns. Their results go to c->out->children, in
+ * prompt order. */
 void rlm__node_children(struct calls *c, const struct repl_call *call, struct llm_model *root,
 		   char **texts, bool *errors);
 /* mu held: count a sub-call (or child) that failed, with why (its text

@@ -28,7 +28,8 @@ static struct proc_out rlm_env(const char *const *args, const char *input,
 	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
 					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
 					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_SANDBOX_DISABLE",
-					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS", NULL};
+					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS",
+					    "RLM_MAX_FRAME", NULL};
 	argv[n++] = harness_rlm_bin();
 	for (size_t i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
@@ -812,6 +813,65 @@ static void solve_repl(const char *size, bool http, const char *gen_flag)
 	free(ans);
 }
 
+/* The 1 GB case of issue 18 at 9 MB with the same shape: at the default
+ * depth the simulator's root hands the text to child RLMs, each of which
+ * asks all its chunks in one llm_query_batched larger than the frame cap
+ * (RLM_MAX_FRAME=256k standing in for 64 MiB). The batches go as several
+ * frames and the password is found, where every child used to fail on
+ * ValueError and the root answered NONE. Log lines, not the generator's. */
+TEST(solve_children_batches_over_the_frame_cap)
+{
+	static const char *const words[] = {"pump",	"valve", "station", "pressure",
+					    "reported", "nominal", "check",   "logged",
+					    "cycle",	"routine", "crew",    "shift"};
+	char *path = path_in_tmp("frame-cap.txt");
+	struct buf b = BUF_INIT;
+	struct proc_out o;
+	const cJSON *kids, *k;
+	cJSON *j;
+	uint64_t x = 7;
+	for (int i = 0; b.len < 9000000; i++) {
+		if (i == 61234) {
+			buf_puts(&b, "The launch password is tangerine-42.\n");
+			continue;
+		}
+		buf_printf(&b, "Log %d:", i);
+		for (int w = 0; w < 12; w++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			buf_printf(&b, " %s", words[(x >> 33) % ARRAY_SIZE(words)]);
+		}
+		buf_puts(&b, ".\n");
+	}
+	write_text(path, b.p, b.len);
+	{
+		const char *args[] = {"solve", "-c", path, "-q", "What is the launch password?",
+				      "--json", "--quiet", "--no-cache", NULL};
+		const char *env[] = {"RLM_MAX_FRAME=256k", NULL};
+		o = rlm_env(args, NULL, env);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "answer"), "tangerine-42");
+	CHECK_STR(json_str(j, "stop"), "answer");
+	kids = json_get(j, "children");
+	CHECK_MSG(cJSON_GetArraySize(kids) >= 8, "%d children", cJSON_GetArraySize(kids));
+	cJSON_ArrayForEach(k, kids)
+		CHECK_STR(json_str(k, "stop"), "answer");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", path, "-q", "q?", NULL};
+		const char *env[] = {"RLM_MAX_FRAME=12", NULL};
+		o = rlm_env(args, NULL, env);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '12' for RLM_MAX_FRAME: want 4096..1G bytes");
+	proc_out_release(&o);
+	buf_release(&b);
+	free(path);
+}
+
 TEST(solve_repl_1M_in_process) { solve_repl("1M", false, NULL); }
 TEST(solve_repl_1M_over_http) { solve_repl("1M", true, NULL); }
 TEST(solve_repl_10M_in_process) { solve_repl("10M", false, NULL); }
@@ -1257,7 +1317,7 @@ TEST(repl_command_runs_piped_cells)
 			      "context))\n# %%\n1/0\n");
 	}
 	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
-	CHECK_CONTAINS(o.out, "27\n28\n");
+	CHECK_CONTAINS(o.out, "27\nREPL variables: x: int\n28\n");
 	CHECK_CONTAINS(o.out, "green");
 	CHECK_CONTAINS(o.out, "ZeroDivisionError");
 	proc_out_release(&o);
@@ -1280,6 +1340,76 @@ TEST(repl_command_runs_child_rlms)
 		CHECK_STR(o.out, "The sky is blue.\n");
 		proc_out_release(&o);
 	}
+	free(ok);
+}
+
+/* `rlm repl --max-nodes N` (and RLM_MAX_NODES) reaches the children it
+ * runs: with 1 they run one at a time and all answer; a bad value is a
+ * usage error. (test_recursion checks the cap itself.) */
+TEST(repl_command_takes_max_nodes)
+{
+	static const char text[] = "The door is green.\nThe sky is blue.\nThe car is red.\n";
+	char *ok = path_in_tmp("repl-nodes.txt");
+	struct proc_out o;
+	write_text(ok, text, sizeof(text) - 1);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--max-nodes", "1", NULL};
+		o = rlm(args, "print(rlm_query_batched(['What is the %s?' % w for w in "
+			      "('door', 'sky', 'car')], contexts=[context] * 3))\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.out, "['The door is green.', 'The sky is blue.', 'The car is red.']\n");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--max-nodes", "0", NULL};
+		o = rlm(args, "1\n");
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "max-nodes");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", NULL};
+		const char *env[] = {"RLM_MAX_NODES=lots", NULL};
+		o = rlm_env(args, "1\n", env);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value 'lots' for RLM_MAX_NODES: want 1..1024");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "--help", NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_CONTAINS(o.out, "--max-nodes N");
+	proc_out_release(&o);
+	free(ok);
+}
+
+/* --sub-context-window N states the sub-model's window: a sub-call over
+ * it is refused before it is sent, with both sizes; a bad value is a
+ * usage error. */
+TEST(sub_context_window_flag)
+{
+	char *ok = path_in_tmp("repl-window.txt");
+	struct proc_out o;
+	write_text(ok, "The door is green.\n", 19);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--sub-context-window", "1k", NULL};
+		o = rlm(args, "print(llm_query('x' * 10000))\n# %%\nprint(llm_query('Question: "
+			      "What is the door?\\nText:\\n' + context))\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "Error: prompt not sent: it is about 2,500 tokens (10,000 characters, "
+			      "estimated at ~4 characters a token), over the 1,000-token context "
+			      "window of 'sim'");
+	CHECK_CONTAINS(o.out, "green");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", ok, "--sub-context-window", "12", NULL};
+		o = rlm(args, "1\n");
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '12' for --sub-context-window: want 1000..100M tokens");
+	proc_out_release(&o);
 	free(ok);
 }
 

@@ -93,7 +93,10 @@ TEST(answer_dict_over_two_turns_keeps_variables)
 	free(m);
 	m = message(v.root_srv, 1, 3, &role);
 	CHECK_STR(role, "user");
-	CHECK(strncmp(m, "REPL output:\nx is 42\n\nTurn 2/30", 31) == 0);
+	/* The variables the block made end its output, as the reference
+	 * shows them. */
+	CHECK_MSG(strncmp(m, "REPL output:\nx is 42\nREPL variables: x: int\n\nTurn 2/30", 54) == 0,
+		  "%s", m);
 	free(m);
 	CHECK_STR(v.events.p,
 		  "sandbox:1\nreply:1\ncode:1\noutput:1\nreply:2\ncode:2\noutput:2\n");
@@ -381,6 +384,42 @@ TEST(no_code_gets_a_nudge)
 	env_free(&v);
 }
 
+/* After each block the model sees the variables it made (new or rebound
+ * names with their types; not modules, helpers or _names; not what it only
+ * changed in place), short: at most 20 names, cut like other output. */
+TEST(block_output_ends_with_the_variables_it_made)
+{
+	struct env v;
+	char *m;
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\nimport re\nchunks = context.split()\nn = len(chunks)\n_tmp = 1\n"
+		 "def f(x):\n    return x\nprint(n)\n```");
+	says(&v, "```repl\nchunks.append('z')\nn = n + 1\nllm_query = 5\nraise ValueError('boom')\n```");
+	says(&v, "```repl\n" "for i in range(30):\n    globals()['v%02d' % i] = i\n```");
+	says(&v, "```repl\nx = 1\n```\n```repl\nprint(x)\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	m = message(v.root_srv, 1, -1, NULL);
+	CHECK_MSG(strncmp(m, "REPL output:\n3\nREPL variables: chunks: list, n: int, f: function\n\n",
+			  66) == 0, "%s", m);
+	free(m);
+	/* A block that raised: what it made before, then the traceback; the
+	 * helper it shadowed is restored, not listed. */
+	m = message(v.root_srv, 2, -1, NULL);
+	CHECK_CONTAINS(m, "ValueError: boom\nREPL variables: n: int\n\n");
+	CHECK(strstr(m, "chunks:") == NULL && strstr(m, "llm_query:") == NULL);
+	free(m);
+	m = message(v.root_srv, 3, -1, NULL);
+	CHECK_CONTAINS(m, "REPL output:\nREPL variables: i: int, v00: int, v01: int, ");
+	CHECK_CONTAINS(m, "v18: int (and 11 more: SHOW_VARS() lists all)\n\n");
+	free(m);
+	m = message(v.root_srv, 4, -1, NULL);
+	CHECK_CONTAINS(m, "REPL output (block 1 of 2):\nREPL variables: x: int\n\n"
+			  "REPL output (block 2 of 2):\n1\n\n");
+	free(m);
+	env_free(&v);
+}
+
 TEST(blocks_run_in_order_with_one_message)
 {
 	struct env v;
@@ -393,10 +432,10 @@ TEST(blocks_run_in_order_with_one_message)
 	CHECK_INT(v.r.execs, 3);
 	m = message(v.root_srv, 1, -1, NULL);
 	CHECK(strncmp(m,
-		      "REPL output (block 1 of 3):\n(no output)\n\n"
+		      "REPL output (block 1 of 3):\nREPL variables: a: list\n\n"
 		      "REPL output (block 2 of 3):\n[1, 2]\n\n"
 		      "REPL output (block 3 of 3):\n[1, 2, 3]\n\nTurn 2/30",
-		      strlen("REPL output (block 1 of 3):\n(no output)\n\n"
+		      strlen("REPL output (block 1 of 3):\nREPL variables: a: list\n\n"
 			     "REPL output (block 2 of 3):\n[1, 2]\n\n"
 			     "REPL output (block 3 of 3):\n[1, 2, 3]\n\nTurn 2/30")) == 0);
 	free(m);
@@ -776,6 +815,170 @@ TEST(batched_sub_calls_parallel_and_in_order)
 	CHECK(v.r.sub_ns >= 300000000LL);
 	CHECK(v.r.exec_ns >= v.r.sub_ns);
 	buf_release(&b);
+	env_free(&v);
+}
+
+/* Sub-calls from several threads of the code are out together (issue 18:
+ * the system prompt says threads run in parallel; the runtime held its
+ * lock until each reply came): 5 threads of llm_query against a model of
+ * 300 ms finish in about 300 ms, not 1.5 s. */
+TEST(sub_calls_from_threads_are_in_flight_together)
+{
+	struct env v;
+	char *m;
+	double el = 0;
+	env_init_full(&v, SUB_SIM, "ttft=300ms", NULL);
+	says(&v, "```repl\nimport threading, time\nout = [None] * 5\n"
+		 "def w(i):\n    out[i] = llm_query('Question: What is the code?\\nText:\\n"
+		 "The code is k%d.' % i)\n"
+		 "t0 = time.monotonic()\n"
+		 "ts = [threading.Thread(target=w, args=(i,)) for i in range(5)]\n"
+		 "[t.start() for t in ts]; [t.join() for t in ts]\n"
+		 "print('%.3f' % (time.monotonic() - t0), '|'.join(out))\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	m = message(v.root_srv, 1, -1, NULL);
+	CHECK_MSG(m && sscanf(m, "REPL output:\n%lf", &el) == 1, "%s", m);
+	CHECK_CONTAINS(m, " The code is k0.|The code is k1.|The code is k2.|The code is k3.|"
+			  "The code is k4.");
+	fprintf(stderr, "  5 threads x 300 ms: %.3f s\n", el);
+	CHECK_MSG(el >= 0.29 && el < 0.9 * slow_factor(), "took %.3f s", el);
+	CHECK_INT(v.r.sub_calls, 5);
+	/* sub_ns is the time calls were out, not their sum. */
+	CHECK_MSG(v.r.sub_ns < 900000000LL * slow_factor() && v.r.exec_ns >= v.r.sub_ns,
+		  "sub_ns %lld, exec_ns %lld", (long long)v.r.sub_ns, (long long)v.r.exec_ns);
+	free(m);
+	env_free(&v);
+}
+
+/* The 1 GB case of issue 18, scaled down with the same frame-cap shape:
+ * each child RLM's batch of sub-calls is over the frame cap (64 KiB here,
+ * 64 MiB by default), which used to raise ValueError in every child until
+ * max_errors, and the root answered NONE. Now the batch goes as several
+ * frames and is answered as one, and the password is found; one prompt
+ * over the cap alone is the only error, and says what to do. */
+TEST(child_batches_over_the_frame_cap_are_answered)
+{
+	struct env v;
+	struct fake_reply child = {200, NULL, NULL, FAKE_NORMAL, 0};
+	struct buf text;
+	char *body, *m;
+	int64_t requests = 0, faults = 0;
+	env_init(&v, SUB_SIM);
+	v.o.max_frame = 64 << 10;
+	buf_init(&text, 0);
+	for (int i = 0; text.len < 400000; i++) {
+		buf_printf(&text, "Log line %d: the pump at station %d reported pressure %d kPa.\n", i,
+			   i % 97, 100 + i % 50);
+		if (i == 4321)
+			buf_puts(&text, "The launch password is tangerine-42.\n");
+	}
+	corpus_free(v.ctx);
+	v.ctx = corpus_from_text(text.p, text.len);
+	/* Every child: 8,000-character chunks of its part (~100 KB), one
+	 * batch; the answers that are not NONE. */
+	body = fakesrv_chat_body(
+	    "```repl\nq = 'What is the launch password?'\n"
+	    "chunks = [context[i:i + 8000] for i in range(0, len(context), 8000)]\n"
+	    "rs = llm_query_batched(['Question: ' + q + '\\nText:\\n' + c for c in chunks])\n"
+	    "hits = [r for r in rs if r.strip() != 'NONE']\n"
+	    "FINAL(' '.join(hits) if hits else 'NONE')\n```",
+	    "stop", 10, 10);
+	child.body = body;
+	fakesrv_set_default(v.root_srv, &child);
+	free(body);
+	says(&v, "```repl\nn = 4\nsize = len(context) // n + 1\n"
+		 "parts = [context[i * size:(i + 1) * size] for i in range(n)]\n"
+		 "rs = rlm_query_batched(['What is the launch password?'] * n, contexts=parts)\n"
+		 "print(rs)\nFINAL(' '.join(r for r in rs if r != 'NONE'))\n```");
+	CHECK_MSG(solve(&v, "What is the launch password?") == 0, "%s", v.err.msg);
+	CHECK_MSG(v.r.answer && strstr(v.r.answer, "tangerine-42"), "answer %s", v.r.answer);
+	CHECK(strstr(v.r.answer, "Error") == NULL);
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	CHECK_INT(v.r.n_children, 4);
+	for (size_t i = 0; i < v.r.n_children; i++) {
+		CHECK_INT(v.r.children[i].stop, RLM_STOP_ANSWER);
+		CHECK_INT(v.r.children[i].iterations, 1);
+		CHECK(v.r.children[i].sub_calls >= 12);
+	}
+	sim_counts(v.sim, &requests, &faults);
+	CHECK(requests >= 48);
+	env_free(&v);
+
+	/* One prompt over the cap: the error names it and what to do. */
+	env_init(&v, SUB_SIM);
+	v.o.max_frame = 64 << 10;
+	says(&v, "```repl\nrs = llm_query_batched(['a', 'b' * 70000])\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	m = message(v.root_srv, 1, -1, NULL);
+	CHECK_CONTAINS(m, "ValueError: llm_query_batched: prompt 1 is 70 kB, over the 64 KiB one "
+			  "call can carry: cut it into smaller pieces");
+	free(m);
+	sim_counts(v.sim, &requests, &faults);
+	CHECK_INT(requests, 0);
+	env_free(&v);
+	buf_release(&text);
+}
+
+/* A sub-call over the sub-model's known context window is refused before
+ * it is sent (a 400 for sure: no tokens, no retries), with an Error: that
+ * names both sizes and says what to do; the others of its batch go. A
+ * window nobody stated is no reason to refuse. */
+TEST(sub_call_over_the_context_window_is_not_sent)
+{
+	struct env v;
+	struct llm_model_cfg cfg = {0};
+	struct rlm_err err = {0, ""};
+	char base[160], *m;
+	int64_t requests = 0, faults = 0;
+	/* The simulator's window, 32,000 tokens, is its provider's. */
+	env_init(&v, SUB_SIM);
+	says(&v, "```repl\nbig = 'The code is 7. ' * 10000\n"
+		 "rs = llm_query_batched(['Question: What is the code?\\nText:\\nThe code is 5.', "
+		 "'Question: What is the code?\\nText:\\n' + big])\nprint(rs[0])\nprint(rs[1])\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	m = message(v.root_srv, 1, -1, NULL);
+	CHECK_CONTAINS(m, "REPL output:\nThe code is 5.\nError: prompt not sent: it is about "
+			  "37,509 tokens (150,034 characters, estimated at ~4 characters a token), "
+			  "over the 32,000-token context window of 'sim'; cut it into pieces of at "
+			  "most about 64,000 characters and ask about each\n");
+	free(m);
+	sim_counts(v.sim, &requests, &faults);
+	CHECK_INT(requests, 1);
+	CHECK_INT(v.r.sub_calls, 2);
+	env_free(&v);
+
+	/* A window stated in the configuration (as --sub-context-window and a
+	 * price file's "context_window" do): refused, nothing sent. */
+	env_init(&v, SUB_FAKE);
+	says(&v, "```repl\nprint(llm_query('x' * 500000)[:60])\n```");
+	says(&v, "FINAL(done)");
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nError: prompt not sent: it is about 125,000 tokens");
+	CHECK_INT(fakesrv_count(v.sub_srv), 0);
+	env_free(&v);
+
+	/* A model nobody described (128,000 assumed): sent. */
+	env_init(&v, SUB_FAKE);
+	snprintf(base, sizeof(base), "%s/v1", fakesrv_url(v.sub_srv));
+	cfg.kind = LLM_OPENAI;
+	cfg.name = "my-local-model";
+	cfg.base_urls = base;
+	cfg.max_retries = 0;
+	llm_model_free(v.sub);
+	v.sub = llm_model_new(&cfg, &err);
+	CHECK_MSG(v.sub, "%s", err.msg);
+	CHECK(!llm_model_context_window_known(v.sub));
+	CHECK_INT(llm_model_context_window(v.sub), 128000);
+	v.o.sub_model = v.sub;
+	says(&v, "```repl\nprint(llm_query('x' * 600000)[:5])\n```");
+	says(&v, "FINAL(done)");
+	says_full(v.sub_srv, "fine.", "stop", 5, 5, 0);
+	CHECK_INT(solve(&v, "q?"), 0);
+	CHECK_MSG_HAS(&v, 1, -1, "REPL output:\nfine.");
+	CHECK_INT(fakesrv_count(v.sub_srv), 1);
 	env_free(&v);
 }
 
@@ -1169,7 +1372,8 @@ TEST(trajectory_keeps_each_turn)
 	t = &v.r.turns[1];
 	CHECK_INT(t->n_blocks, 2);
 	CHECK_STR(t->blocks[0].code, "x = 'v'\nprint('hi')\n");
-	CHECK_STR(t->blocks[0].output, "hi\n");
+	/* what the model saw: the output, then the variables the block made */
+	CHECK_STR(t->blocks[0].output, "hi\nREPL variables: x: str\n");
 	CHECK_STR(t->blocks[1].code, "print(1 / 0)\n");
 	CHECK_CONTAINS(t->blocks[1].output, "ZeroDivisionError");
 	CHECK_INT(t->n_notices, 0);

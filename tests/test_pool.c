@@ -890,6 +890,54 @@ static void models_cfg(struct rlm_models_cfg *c, const char *provider, const cha
 	c->quiet = true;
 }
 
+/* Which context windows are known (a sub-call over one is refused before
+ * it is sent): the built-in table's, a price file's "context_window", the
+ * configuration's (--sub-context-window), an in-process provider's; not
+ * the 128,000 assumed of a model nobody described. */
+TEST(context_window_known_or_assumed)
+{
+	char path[512];
+	FILE *f;
+	struct rlm_models_cfg mc;
+	struct rlm_models ms;
+	struct rlm_err err = {0, ""};
+	snprintf(path, sizeof(path), "%s/prices-window.json", harness_tmpdir());
+	f = fopen(path, "w");
+	fputs("{\"window-model\": {\"input\": 1, \"output\": 2, \"context_window\": 50000}}", f);
+	fclose(f);
+	models_cfg(&mc, "openai", "gpt-5-mini");
+	mc.base_url = "http://127.0.0.1:9/v1";
+	mc.api_key = "k";
+	mc.prices = path;
+	mc.sub_model = "window-model";
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_INT(llm_model_context_window(ms.model), 400000);
+	CHECK(llm_model_context_window_known(ms.model));
+	CHECK_INT(llm_model_context_window(ms.sub), 50000);
+	CHECK(llm_model_context_window_known(ms.sub));
+	rlm_models_release(&ms);
+	/* nobody said: assumed, not known; the flag makes it known */
+	mc.sub_model = "my-other-model";
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_INT(llm_model_context_window(ms.sub), 128000);
+	CHECK(!llm_model_context_window_known(ms.sub));
+	rlm_models_release(&ms);
+	mc.sub_context_window = 64000;
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK_INT(llm_model_context_window(ms.sub), 64000);
+	CHECK(llm_model_context_window_known(ms.sub));
+	CHECK_INT(llm_model_context_window(ms.model), 400000);
+	rlm_models_release(&ms);
+	/* one model for both: the flag is its window */
+	mc.sub_model = NULL;
+	mc.model = "my-other-model";
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	CHECK(ms.sub == ms.model);
+	CHECK_INT(llm_model_context_window(ms.model), 64000);
+	CHECK(llm_model_context_window_known(ms.model));
+	rlm_models_release(&ms);
+}
+
 TEST(inproc_provider_registered_is_called)
 {
 	static const struct llm_provider impostor = {.name = "fixed", .open = fixed_open,

@@ -223,9 +223,9 @@ static void on_child_times(const struct rlm_event *e, void *arg)
 	}
 }
 
-/* One slot, three children: whichever child the parent runs itself, the
- * one left does not wait for it: it starts as soon as the slot's runner
- * (or the parent) is free, while the slow one still runs. */
+/* Two slots, three children: whichever child the parent runs itself, the
+ * one left does not wait for the slow one: it starts as soon as a slot is
+ * free, while the slow one still runs. */
 TEST(recursion_pending_child_takes_a_free_slot)
 {
 	struct env v;
@@ -234,7 +234,7 @@ TEST(recursion_pending_child_takes_a_free_slot)
 	char *body;
 	memset(&t, 0, sizeof(t));
 	env_init(&v, SUB_FAKE);
-	v.o.max_nodes = 1;
+	v.o.max_nodes = 2;
 	v.o.event = on_child_times;
 	v.o.event_arg = &t;
 	v.o.detail_events = true;
@@ -267,6 +267,140 @@ TEST(recursion_pending_child_takes_a_free_slot)
 	      v.r.children[0].node != v.r.children[2].node);
 	CHECK_INT(worker_processes(), 0);
 	CHECK_INT(threads("rlm-node"), 0);
+	env_free(&v);
+}
+
+/* When each child started and ended, by its question "c<i>". */
+struct spans {
+	int64_t start[8], end[8];
+};
+
+static void on_spans(const struct rlm_event *e, void *arg)
+{
+	struct spans *t = arg;
+	bool start = strcmp(e->kind, "child") == 0;
+	int i;
+	if (!start && strcmp(e->kind, "child_end") != 0)
+		return;
+	if (start ? (e->len == 2 && e->text[0] == 'c')
+		  : (e->len == 5 && memcmp(e->text, "ok:c", 4) == 0)) {
+		i = e->text[e->len - 1] - '0';
+		if (i >= 0 && i < 8)
+			*(start ? &t->start[i] : &t->end[i]) = e->elapsed_ns;
+	}
+}
+
+/* The most children running at any one time, by their spans. */
+static int most_at_once(const struct spans *t, int n)
+{
+	int most = 0;
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+		for (int j = 0; j < n; j++)
+			k += t->start[j] <= t->start[i] && t->start[i] < t->end[j];
+		if (k > most)
+			most = k;
+	}
+	return most;
+}
+
+/* max_nodes caps the child RLMs running at once exactly (issue 18:
+ * --max-nodes 1 ran two, the parent's thread running one past the cap):
+ * with 1, four children run one after another; with 2, never three. */
+TEST(recursion_max_nodes_is_exact)
+{
+	for (int cap = 1; cap <= 2; cap++) {
+		struct env v;
+		struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+		struct spans t;
+		char *body;
+		int most;
+		memset(&t, 0, sizeof(t));
+		env_init(&v, SUB_FAKE);
+		v.o.max_nodes = cap;
+		v.o.event = on_spans;
+		v.o.event_arg = &t;
+		v.o.detail_events = true;
+		body = fakesrv_chat_body("```repl\nimport time\ntime.sleep(0.3)\n"
+					 "answer['content'] = 'ok:' + context\n"
+					 "answer['ready'] = True\n```",
+					 "stop", 10, 10);
+		r.body = body;
+		fakesrv_set_default(v.root_srv, &r);
+		free(body);
+		says(&v, "```repl\nrs = rlm_query_batched(['c0', 'c1', 'c2', 'c3'])\n"
+			 "answer['content'] = '|'.join(rs)\nanswer['ready'] = True\n```");
+		CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+		CHECK_STR(v.r.answer, "ok:c0|ok:c1|ok:c2|ok:c3");
+		for (int i = 0; i < 4; i++)
+			CHECK_MSG(t.start[i] && t.end[i] > t.start[i], "child %d: %lld to %lld", i,
+				  (long long)t.start[i], (long long)t.end[i]);
+		most = most_at_once(&t, 4);
+		fprintf(stderr, "  max_nodes %d: at most %d children at once\n", cap, most);
+		CHECK_INT(most, cap);
+		CHECK_INT(worker_processes(), 0);
+		CHECK_INT(threads("rlm-node"), 0);
+		env_free(&v);
+	}
+}
+
+/* rlm_query and llm_query from several threads of the code at once: the
+ * child frames run one after another (they share the node's children),
+ * the plain calls beside them; every answer reaches its thread. */
+TEST(recursion_calls_from_threads)
+{
+	struct env v;
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	char *body;
+	env_init(&v, SUB_FAKE);
+	body = fakesrv_chat_body("```repl\nanswer['content'] = 'ok:' + context\n"
+				 "answer['ready'] = True\n```",
+				 "stop", 10, 10);
+	r.body = body;
+	fakesrv_set_default(v.root_srv, &r);
+	free(body);
+	body = fakesrv_chat_body("x", "stop", 10, 1);
+	r.body = body;
+	fakesrv_set_default(v.sub_srv, &r);
+	free(body);
+	says(&v, "```repl\nimport threading\nout = [None] * 6\n"
+		 "def w(i):\n    out[i] = rlm_query('c%d' % i) if i % 2 == 0 else llm_query('p%d' % i)\n"
+		 "ts = [threading.Thread(target=w, args=(i,)) for i in range(6)]\n"
+		 "[t.start() for t in ts]; [t.join() for t in ts]\n"
+		 "answer['content'] = '|'.join(out)\nanswer['ready'] = True\n```");
+	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+	CHECK_STR(v.r.answer, "ok:c0|x|ok:c2|x|ok:c4|x");
+	CHECK_INT(v.r.n_children, 3);
+	CHECK_INT(v.r.sub_calls, 6);
+	CHECK_INT(fakesrv_count(v.sub_srv), 3);
+	CHECK_INT(worker_processes(), 0);
+	CHECK_INT(threads("rlm-node"), 0);
+	CHECK_INT(threads("rlm-call"), 0);
+	env_free(&v);
+}
+
+/* One slot and three levels: a child waiting on its own children gives
+ * its slot to them, so the tree finishes (no deadlock) one node at a time. */
+TEST(recursion_one_slot_deep_tree_finishes)
+{
+	enum { FAN = 2, DEPTH = 3, NODES = FAN + FAN * FAN };
+	struct env v;
+	struct buf want;
+	static bool seen[NODES + 1];
+	env_init(&v, SUB_FAKE);
+	small_pool(&v, 2);
+	v.o.max_depth = DEPTH;
+	v.o.max_nodes = 1;
+	tree_script(&v, FAN, 100);
+	tree_root(&v, FAN, true);
+	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+	buf_init(&want, 0);
+	tree_answer(&want, "", 0, DEPTH, FAN);
+	CHECK_STR(v.r.answer, want.p);
+	CHECK_INT(tree_check(&v.r, "", 0, DEPTH, FAN, seen, NODES + 1), NODES);
+	CHECK_INT(worker_processes(), 0);
+	CHECK_INT(threads("rlm-node"), 0);
+	buf_release(&want);
 	env_free(&v);
 }
 

@@ -1039,6 +1039,109 @@ TEST(calls_reach_the_handler_in_order)
 	repl_free(r);
 }
 
+/* A handler that takes 300 ms a prompt and counts how many frames it
+ * answers at once. */
+static atomic_int slow_now, slow_most, slow_calls;
+
+static void slow_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	int now = atomic_fetch_add(&slow_now, 1) + 1, most = atomic_load(&slow_most);
+	(void)arg;
+	(void)errors;
+	while (now > most && !atomic_compare_exchange_weak(&slow_most, &most, now))
+		;
+	atomic_fetch_add(&slow_calls, 1);
+	time_sleep_ns(300 * MS);
+	for (size_t i = 0; i < c->n; i++)
+		texts[i] = xasprintf("slow:%s", c->prompts[i]);
+	atomic_fetch_sub(&slow_now, 1);
+}
+
+/* Calls from several threads of the code are out together (issue 18:
+ * the reference's threads run in parallel): 5 threads of 300 ms calls
+ * take about 300 ms, not 1.5 s; without parallel_calls, one at a time. */
+TEST(calls_from_threads_are_in_flight_together)
+{
+	const char *code = "import threading, time\nout = [None] * 5\n"
+			   "def w(i):\n    out[i] = llm_query('p%d' % i)\n"
+			   "t0 = time.monotonic()\n"
+			   "ts = [threading.Thread(target=w, args=(i,)) for i in range(5)]\n"
+			   "[t.start() for t in ts]; [t.join() for t in ts]\n"
+			   "el = time.monotonic() - t0\n"
+			   "print(out == ['slow:p%d' % i for i in range(5)])";
+	for (int par = 1; par >= 0; par--) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		struct repl_result res;
+		int64_t t0;
+		cfg_init(&cfg);
+		cfg.on_call = slow_call;
+		cfg.parallel_calls = par;
+		cfg.exec_timeout_ns = 200 * MS; /* the clock stops while calls are out */
+		atomic_store(&slow_most, 0);
+		atomic_store(&slow_calls, 0);
+		r = start(&cfg);
+		t0 = time_now_ns();
+		run(r, code, &res);
+		CHECK_STR(res.output, "True\n");
+		CHECK(!res.interrupted);
+		CHECK_INT(res.calls, 5);
+		CHECK_INT(atomic_load(&slow_calls), 5);
+		if (par) {
+			CHECK(time_now_ns() - t0 < 900 * MS);
+			CHECK_INT(atomic_load(&slow_most), 5);
+		} else {
+			CHECK(time_now_ns() - t0 >= 1500 * MS);
+			CHECK_INT(atomic_load(&slow_most), 1);
+		}
+		repl_result_release(&res);
+		/* A thread whose call is still out when the main code ends: the
+		 * result waits for its reply. */
+		if (par) {
+			expect(r,
+			       "box = []\nth = threading.Thread(target=lambda: "
+			       "box.append(llm_query('late')))\nth.start()",
+			       "");
+			expect(r, "th.join(); box", "['slow:late']\n");
+			/* Batches from threads and a batch over several frames at once. */
+			expect(r,
+			       "res = [None] * 3\n"
+			       "def b(i):\n    res[i] = llm_query_batched(['b%d' % i, 'c%d' % i])\n"
+			       "ts = [threading.Thread(target=b, args=(i,)) for i in range(3)]\n"
+			       "[t.start() for t in ts]; [t.join() for t in ts]\n"
+			       "res == [['slow:b%d' % i, 'slow:c%d' % i] for i in range(3)]",
+			       "True\n");
+		}
+		repl_free(r);
+	}
+}
+
+/* The controller answers at most 64 call frames at once, however many
+ * threads the code starts (one thread a frame must stay bounded). */
+TEST(calls_from_many_threads_are_bounded)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.on_call = slow_call;
+	cfg.parallel_calls = true;
+	atomic_store(&slow_most, 0);
+	atomic_store(&slow_calls, 0);
+	r = start(&cfg);
+	expect(r,
+	       "import threading\nout = [None] * 80\n"
+	       "def w(i):\n    out[i] = llm_query('p%d' % i)\n"
+	       "ts = [threading.Thread(target=w, args=(i,)) for i in range(80)]\n"
+	       "[t.start() for t in ts]; [t.join() for t in ts]\n"
+	       "out == ['slow:p%d' % i for i in range(80)]",
+	       "True\n");
+	CHECK_INT(atomic_load(&slow_calls), 80);
+	fprintf(stderr, "  80 threads: %d frames answered at once\n", atomic_load(&slow_most));
+	CHECK_MSG(atomic_load(&slow_most) <= 64 && atomic_load(&slow_most) >= 16,
+		  "%d frames at once", atomic_load(&slow_most));
+	repl_free(r);
+}
+
 /* Takes the strings of every other prompt and of every context (as a
  * child RLM does with its context), answers from them after freeing what
  * it took of the frame, and leaves the rest to the repl. */
@@ -1404,7 +1507,11 @@ TEST(call_caps_are_violations)
 	repl_free(r);
 }
 
-TEST(frames_over_the_cap_are_refused_in_the_worker)
+/* A batch over the frame cap goes as several frames, answered as one batch
+ * in order; only a single prompt over the cap is an error, which says
+ * which one and what to do (issue 18: each child of a 1 GB solve built a
+ * batch over the 64 MiB cap and got a ValueError it could not act on). */
+TEST(frames_over_the_cap_are_split_in_the_worker)
 {
 	struct repl_cfg cfg;
 	struct seen s = {0};
@@ -1416,12 +1523,49 @@ TEST(frames_over_the_cap_are_refused_in_the_worker)
 	cfg.on_call = echo_call;
 	cfg.call_arg = &s;
 	r = start(&cfg);
-	run(r, "llm_query_batched(['x' * 3000, 'y' * 3000])", &res);
+	/* Two prompts that fit one frame each, not together. */
+	expect(r,
+	       "out = llm_query_batched(['x' * 3000, 'y' * 3000])\n"
+	       "[(len(o), o[:6]) for o in out]",
+	       "[(3005, 'echo:x'), (3005, 'echo:y')]\n");
+	CHECK_INT(s.calls, 2);
+	CHECK_INT(s.prompts, 2);
+	/* Many short ones, non-ASCII (3 bytes a character), in order, and
+	 * contexts travel with their prompts. */
+	s.calls = s.prompts = 0;
+	expect(r,
+	       "ps = ['日%d' % i * 40 for i in range(60)]\n"
+	       "out = llm_query_batched(ps)\n"
+	       "out == ['echo:' + p for p in ps]",
+	       "True\n");
+	CHECK_INT(s.prompts, 60);
+	CHECK(s.calls >= 3);
+	s.calls = s.prompts = 0;
+	expect(r,
+	       "cs = [('c%d ' % i) * 333 for i in range(4)]\n"
+	       "out = rlm_query_batched(['q%d' % i for i in range(4)], contexts=cs)\n"
+	       "out == ['echo:q%d@%s' % (i, c) for i, c in enumerate(cs)]",
+	       "True\n");
+	CHECK_INT(s.prompts, 4);
+	CHECK(s.calls >= 2);
+	/* One prompt over the cap: nothing is sent, and the error names it. */
+	s.calls = 0;
+	run(r, "llm_query_batched(['a', 'b', 'z' * 5000])", &res);
 	CHECK(res.error && !res.restarted);
-	CHECK_CONTAINS(res.output, "ValueError: llm_query_batched: the prompts take ");
-	CHECK_CONTAINS(res.output, "over the limit of 4,096 for one call");
+	CHECK_CONTAINS(res.output, "ValueError: llm_query_batched: prompt 2 is 5.0 kB, over the "
+				   "4 KiB one call can carry: cut it into smaller pieces");
 	CHECK_INT(s.calls, 0);
 	repl_result_release(&res);
+	run(r, "llm_query('z' * 5000)", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: llm_query: prompt is 5.0 kB, over the 4 KiB");
+	repl_result_release(&res);
+	run(r, "rlm_query_batched(['a', 'b'], contexts=[None, 'c' * 6000])", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: rlm_query_batched: prompt 1 with its context is "
+				   "6.0 kB, over the 4 KiB one call can carry");
+	repl_result_release(&res);
+	CHECK_INT(s.calls, 0);
 	run(r, "FINAL('z' * 5000)", &res);
 	CHECK(res.error && !res.ready && !res.restarted);
 	CHECK_CONTAINS(res.output, "error: the answer is too large to send");
