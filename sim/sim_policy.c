@@ -50,6 +50,7 @@
  * non-ASCII letter, 0 anything else. Built once, with the stopwords. */
 static unsigned char byte_class[256];
 static unsigned char byte_lower[256];
+static unsigned char sent_byte[256]; /* . ! ?: may end a sentence */
 
 /* Punctuation, symbols, spaces and emoji outside ASCII: not letters. */
 static bool punct_cp(uint32_t cp)
@@ -78,13 +79,22 @@ static inline size_t word_char(const unsigned char *s, size_t n)
 	return c < 2 ? c : wide_char(s, n);
 }
 
+/* What a term is made of (next_term_at's *shape). */
+#define SHAPE_JOIN  1u /* an inner '-', '_' or '.' */
+#define SHAPE_DOT   2u /* an inner '.' */
+#define SHAPE_DIGIT 4u
+#define SHAPE_WIDE  8u /* a non-ASCII letter */
+
 /* The next term of text[*pos..len), lower-cased into out (at most TERM_MAX
  * bytes, whole characters); returns its length, 0 at the end. *start (may
- * be NULL) gets the offset where it begins. */
-static size_t next_term_at(const char *text, size_t len, size_t *pos, char *out, size_t *start)
+ * be NULL) gets the offset where it begins, *shape (may be NULL) what it
+ * is made of (SHAPE_*). */
+static size_t next_term_shape(const char *text, size_t len, size_t *pos, char *out,
+			      size_t *start, unsigned *shape)
 {
 	const unsigned char *s = (const unsigned char *)text;
 	size_t i = *pos, n = 0, k = 0;
+	unsigned sh = 0;
 	bool full = false;
 	for (; i < len; i++) {
 		unsigned c = byte_class[s[i]];
@@ -108,6 +118,8 @@ static size_t next_term_at(const char *text, size_t len, size_t *pos, char *out,
 					out[n++] = (char)byte_lower[s[i]];
 				else
 					full = true;
+				if ((unsigned)(s[i] - '0') < 10)
+					sh |= SHAPE_DIGIT;
 				i++;
 			} while (i < len && byte_class[s[i]] == 1);
 		} else {
@@ -115,6 +127,7 @@ static size_t next_term_at(const char *text, size_t len, size_t *pos, char *out,
 				memcpy(out + n, s + i, k), n += k;
 			else
 				full = true;
+			sh |= SHAPE_WIDE;
 			i += k;
 		}
 		if (i >= len)
@@ -125,6 +138,7 @@ static size_t next_term_at(const char *text, size_t len, size_t *pos, char *out,
 				out[n++] = (char)s[i];
 			else
 				full = true;
+			sh |= s[i] == '.' ? SHAPE_JOIN | SHAPE_DOT : SHAPE_JOIN;
 			i++;
 			continue;
 		}
@@ -132,12 +146,19 @@ static size_t next_term_at(const char *text, size_t len, size_t *pos, char *out,
 			break;
 	}
 	*pos = i;
+	if (shape)
+		*shape = sh;
 	return n;
+}
+
+static size_t next_term_at(const char *text, size_t len, size_t *pos, char *out, size_t *start)
+{
+	return next_term_shape(text, len, pos, out, start, NULL);
 }
 
 static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
 {
-	return next_term_at(text, len, pos, out, NULL);
+	return next_term_shape(text, len, pos, out, NULL, NULL);
 }
 
 /* Strip a plural ending: numbers -> number, studies -> study,
@@ -164,11 +185,11 @@ static size_t strip_plural(char *t, size_t n)
  * release, releasing -> releas; dated, date -> dat), so inflections do
  * not sink a match; "v20.0.0" is "20.0.0". Terms with digits or inner
  * '-', '_', '.' are identifiers and kept whole. */
-static size_t norm_term(char *t, size_t n)
+static size_t norm_shaped(char *t, size_t n, unsigned shape)
 {
-	size_t i;
-	bool word = true;
-	if (n > 2 && t[0] == 'v' && t[1] >= '0' && t[1] <= '9') {
+	if ((shape & SHAPE_DIGIT) && (shape & SHAPE_DOT) && n > 2 && t[0] == 'v' && t[1] >= '0' &&
+	    t[1] <= '9') {
+		size_t i;
 		for (i = 2; i < n && t[i] != '.'; i++)
 			;
 		if (i < n) {
@@ -176,13 +197,10 @@ static size_t norm_term(char *t, size_t n)
 			return n - 1;
 		}
 	}
-	for (i = 0; i < n; i++)
-		if (t[i] == '.' || (t[i] >= '0' && t[i] <= '9'))
-			return n; /* node.js, 20.0.0, item-5521 */
+	if (shape & (SHAPE_DOT | SHAPE_DIGIT))
+		return n; /* node.js, 20.0.0, item-5521 */
 	n = strip_plural(t, n);
-	for (i = 0; i < n && word; i++)
-		word = t[i] >= 'a' && t[i] <= 'z';
-	if (!word || n < 4)
+	if ((shape & (SHAPE_JOIN | SHAPE_WIDE)) || n < 4)
 		return n;
 	if (n >= 6 && !memcmp(t + n - 3, "ing", 3))
 		n -= 3;
@@ -191,6 +209,23 @@ static size_t norm_term(char *t, size_t n)
 	if (n >= 4 && t[n - 1] == 'e')
 		n--;
 	return n;
+}
+
+static size_t norm_term(char *t, size_t n)
+{
+	unsigned shape = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)t[i];
+		if (c >= '0' && c <= '9')
+			shape |= SHAPE_DIGIT;
+		else if (c == '.' && i && i + 1 < n)
+			shape |= SHAPE_JOIN | SHAPE_DOT;
+		else if ((c == '-' || c == '_') && i && i + 1 < n)
+			shape |= SHAPE_JOIN;
+		else if (c >= 0x80 || c < 'a' || c > 'z')
+			shape |= SHAPE_WIDE;
+	}
+	return norm_shaped(t, n, shape);
 }
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -315,6 +350,7 @@ static void tables_build(void)
 	for (unsigned c = 0; c < 256; c++) {
 		byte_class[c] = text_is_alnum((int)c) ? 1 : c >= 0xc2 && c <= 0xf4 ? 2 : 0;
 		byte_lower[c] = (unsigned char)text_to_lower((int)c);
+		sent_byte[c] = c == '.' || c == '!' || c == '?';
 	}
 	termset_init(&stopset);
 	for (size_t i = 0; i < ARRAY_SIZE(stopwords); i++)
@@ -934,12 +970,12 @@ static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count
 {
 	char t[TERM_MAX];
 	size_t pos = 0, k;
+	unsigned shape;
 	struct visit v = {sc, count_df, 0, 0, 0};
 	sc->cur++;
-	while ((k = next_term(s, n, &pos, t))) {
+	while ((k = next_term_shape(s, n, &pos, t, NULL, &shape))) {
 		long id = -1;
-		bool compound;
-		k = norm_term(t, k);
+		k = norm_shaped(t, k, shape);
 		if (sc->q.lens[k / 64] & (1ULL << (k % 64)))
 			id = termset_find(&sc->q, t, k, hash_bytes(t, k));
 		if (id >= 0) {
@@ -949,8 +985,7 @@ static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count
 		if (sc->parts.n && (sc->parts.lens[k / 64] & (1ULL << (k % 64))) &&
 		    (id = termset_find(&sc->parts, t, k, hash_bytes(t, k))) >= 0)
 			hold(&v, sc->part_of[id], false);
-		compound = memchr(t, '-', k) || memchr(t, '_', k) || memchr(t, '.', k);
-		if (compound)
+		if (shape & SHAPE_JOIN)
 			each_part(t, k, hold_part, &v);
 	}
 	v.bits &= ~(v.bits << 32); /* held whole: not in part */
@@ -1100,11 +1135,6 @@ static void unit_it_init(struct unit_it *u, const char *s, size_t end, const str
 	u->s = s, u->end = end, u->p = p, u->pos = from;
 }
 
-static bool sentence_end(const char *s, size_t i, size_t end)
-{
-	return (s[i] == '.' || s[i] == '!' || s[i] == '?') && i + 1 < end &&
-	       (s[i + 1] == ' ' || s[i + 1] == '\t');
-}
 
 /* The next unit s[*at..*at+*n); false at the end. */
 static bool next_unit(struct unit_it *u, size_t *at, size_t *n)
@@ -1133,9 +1163,14 @@ static bool next_unit(struct unit_it *u, size_t *at, size_t *n)
 	}
 	i = u->cur;
 	lim = u->line_end - i > SENT_MAX ? i + SENT_MAX : u->line_end;
-	for (size_t j = i; j < lim && !e; j++)
-		if (sentence_end(s, j, u->line_end))
-			e = j + 1;
+	for (const unsigned char *c = (const unsigned char *)s + i,
+				 *ce = (const unsigned char *)s + (lim < u->line_end ? lim : lim - 1);
+	     c < ce; c++) {
+		if (sent_byte[*c] && (c[1] == ' ' || c[1] == '\t')) {
+			e = (size_t)((const char *)c - s) + 1;
+			break;
+		}
+	}
 	if (!e && lim == u->line_end)
 		e = lim;
 	if (!e) { /* a long sentence: a piece, cut at a space */
