@@ -1108,24 +1108,24 @@ static bool better(double w, size_t at, double best, size_t best_at)
 	return w >= best * (1 - 1e-12) && at < best_at;
 }
 
-/* ---- units: lines, or the sentences of a long line ---- */
+/* ---- units: the sentences of the lines ---- */
 
-#define LINE_UNIT_MAX 0   /* a line up to this long is one unit */
 #define SENT_MAX      600 /* a longer sentence is cut into pieces ... */
 #define PIECE	      400 /* ... of about this many bytes, at a space */
 #define WINDOW	      500 /* a piece answers with a window this wide around its match */
 
-/* Walks the material unit by unit: each line that is material, whole when
- * it is short, else cut into sentences (ending in . ! or ? before a space
- * or a tab), a sentence over SENT_MAX into pieces of about PIECE bytes. */
+/* Walks the material unit by unit: each line that is material cut into
+ * sentences (ending in . ! or ? before a space or a tab, or at the end of
+ * the line), a sentence over SENT_MAX into pieces of about PIECE bytes. */
 struct unit_it {
 	const char *s;
 	size_t end;
 	const struct prompt *p;
 	size_t pos;		/* the next line */
-	size_t cur, line_end;	/* the rest of a long line to cut */
+	size_t cur, line_end;	/* the rest of the line to cut */
 	const char *doc;	/* the ID of the last "[doc: ID]" line passed */
 	size_t docn;
+	size_t lines;		/* material lines met so far: the unit's line number + 1 */
 };
 
 static void unit_it_init(struct unit_it *u, const char *s, size_t end, const struct prompt *p,
@@ -1153,10 +1153,7 @@ static bool next_unit(struct unit_it *u, size_t *at, size_t *n)
 		}
 		if ((ls >= u->p->skip_off && ls < u->p->skip_end) || text_is_blank(s + ls, ln))
 			continue;
-		if (ln <= LINE_UNIT_MAX) {
-			*at = ls, *n = ln;
-			return true;
-		}
+		u->lines++;
 		u->cur = ls, u->line_end = ls + ln;
 		while (s[u->cur] == ' ' || s[u->cur] == '\t')
 			u->cur++;
@@ -1234,11 +1231,11 @@ static char *answer_unit(const char *s, size_t len, size_t at, size_t n, struct 
 	if (b - a < WINDOW && a > lb)
 		a = b - lb > WINDOW ? b - WINDOW : lb;
 	/* whole words and characters */
-	for (k = 0; a > lb && k < 40 && s[a - 1] != ' '; k++)
+	for (k = 0; a > lb && a < b && k < 40 && s[a - 1] != ' '; k++)
 		a++;
 	while (a < b && (s[a] & 0xc0) == 0x80)
 		a++;
-	for (k = 0; b < le && k < 40 && s[b] != ' '; k++)
+	for (k = 0; b < le && b > a && k < 40 && s[b] != ' '; k++)
 		b--;
 	while (b > a && b < le && (s[b] & 0xc0) == 0x80)
 		b--;
@@ -1300,7 +1297,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 	struct sets st = {0};
 	struct unit_it u;
 	struct pick best = {0}, items[ITEMS_MAX];
-	size_t at, n, unit = 0;
+	size_t at, n, unit = 0, counted = 0;
 	uint64_t matching = 0, set;
 	unsigned char *flag;
 	double total, wsum;
@@ -1316,8 +1313,8 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 		size_t d;
 		sc.units++;
 		d = scorer_unit(&sc, s + at, n, true, NULL, &set);
-		if (d == sc.q.n)
-			matching++;
+		if (d == sc.q.n && counted != u.lines) /* lines are counted, not sentences */
+			matching++, counted = u.lines;
 		if (d) {
 			flag[unit / 8] |= (unsigned char)(1u << (unit % 8));
 			sets_add(&st, set, at, n);

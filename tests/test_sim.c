@@ -826,6 +826,37 @@ TEST(policy_question_phrasing_does_not_sink_the_match)
 	}
 }
 
+TEST(policy_long_lines_count_and_list_by_sentence)
+{
+	/* "how many" counts lines (two matching sentences on one line count
+	 * once); "all" lists the matching sentences of a long line, not the
+	 * line's head */
+	static const char *const needles[] = {
+	    "The vault code for Orion is 4417.", "Meanwhile the vault code for Orion became 5520!",
+	    "A third vault code for Orion, 6631, was never used."};
+	struct buf b;
+	char *prompt, *got;
+	buf_init(&b, 0);
+	for (int i = 0; i < 3; i++) {
+		char *para = paragraph(20000, needles[i], 0.3 + 0.3 * i, i == 1, false);
+		buf_puts(&b, para);
+		buf_puts(&b, i == 0 ? " The vault code for Orion is 4417 again.\r\n" : "\r\n");
+		free(para);
+	}
+	prompt = leaf_prompt("How many vault codes for Orion are there?", b.p);
+	got = reply_to(prompt);
+	CHECK_STR(got, "3");
+	free(got);
+	free(prompt);
+	prompt = leaf_prompt("What are all the vault codes for Orion?", b.p);
+	got = reply_to(prompt);
+	CHECK(strstr(got, "4417") && strstr(got, "5520") && strstr(got, "6631"));
+	CHECK(strlen(got) < 600);
+	free(got);
+	free(prompt);
+	buf_release(&b);
+}
+
 TEST(policy_keys_keep_none_honest)
 {
 	/* a part that does not name the key answers NONE, however much of the
