@@ -1,26 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /* sim/sim_policy.c -- the simulator's answering policy: question and
- * material from a prompt, the best matching line, counts for "how many"
- * questions, every best line for "all" questions, and the combination of
- * partial answers.
+ * material from a prompt, the best matching sentence (or window), counts
+ * for "how many" questions, every best sentence for "all" questions, one
+ * per key for a list of keys, and the combination of partial answers.
  *
  * DESIGN
  * The policy works on terms: lower-cased runs of letters and digits (a
  * non-ASCII letter counts as one) with inner '-', '_' or '.' kept, so that
  * "harmonious-uniform" and "3.14" are single terms; a plural 's' is
- * stripped. A question term weighs log(1 + lines / (1 + df)) over the
- * material's non-empty lines, so rare terms weigh more and a term the
- * material lacks weighs most. A line scores the weights of the question
- * terms it holds over the weights of all of them.
+ * stripped and a word of small letters cut to a stem (norm_term), the
+ * same on both sides. A compound question term is also held in part (at
+ * half weight) by a unit holding one of its parts, and a question term by
+ * a compound of the text it is a part of. A question term weighs
+ * log(1 + units / (1 + df)) over the material's units, so rare terms
+ * weigh more and a term the material lacks weighs most. Units are
+ * sentences (next_unit), so a needle at the end of a 50 KB paragraph is
+ * found and answered alone, and pieces of a run-on sentence answer with
+ * a window centred on their match (answer_unit).
+ *
+ * Which unit may answer is the question's keys' call (question_keys):
+ * names (a capital not at a sentence's start), numbers, identifiers; a
+ * question with none falls back on half its weight. Words such as "date"
+ * or "released" only rank the units, so "On what date was Node.js 20.0.0
+ * released?" finds "Node.js 20.0.0 — 2023-04-18". A list of items ("A, B
+ * and C") makes each item a key of its own: each gets its best unit.
  *
  * One pass tokenizes the material: it counts document frequencies, counts
- * the lines holding every term (for "how many"), and keeps the first line
- * of each distinct set of question terms met. Lines with the same set score
- * the same, so the best line is found among those sets once the weights are
- * known. Memory is the question's terms, the sets (at most SETS_MAX) and one
- * bit per line; only a question of more than 64 terms, or material with
- * more than SETS_MAX distinct sets, needs a second pass over the flagged
- * lines.
+ * the lines with a unit holding every term (for "how many"), and keeps the
+ * first unit of each distinct set of question terms met (as 64 bits: the
+ * first 32 terms held whole, and held in part). Units with the same set
+ * score the same, so the best unit is found among those sets once the
+ * weights are known. Memory is the question's terms, the sets (at most
+ * SETS_MAX) and one bit per unit; only a question of more than 32 terms,
+ * or material with more than SETS_MAX distinct sets, needs a second pass
+ * over the flagged units.
  *
  * A question that asks for "all" of something (RULER's multi-value NIAH:
  * "What are all the special magic numbers for KEY ...?") wants every
