@@ -102,8 +102,8 @@ static inline size_t word_char(const unsigned char *s, size_t n)
  * bytes, whole characters); returns its length, 0 at the end. *start (may
  * be NULL) gets the offset where it begins, *shape (may be NULL) what it
  * is made of (SHAPE_*). */
-static size_t next_term_shape(const char *text, size_t len, size_t *pos, char *out,
-			      size_t *start, unsigned *shape)
+static size_t next_term_shape(const char *text, size_t len, size_t *pos, char *out, size_t *start,
+			      unsigned *shape)
 {
 	const unsigned char *s = (const unsigned char *)text;
 	size_t i = *pos, n = 0, k = 0;
@@ -798,6 +798,38 @@ static long question_id(const struct scorer *sc, char *t, size_t *n)
 	return termset_find(&sc->q, t, *n, hash_bytes(t, *n));
 }
 
+/* A list of items being read from a question: "Ada, Grace and Linus". */
+struct chain {
+	uint32_t item[ITEMS_MAX]; /* the items closed so far, each its terms as bits */
+	size_t n;
+	uint32_t cur; /* the item being read */
+	size_t curn;  /* its words */
+	bool linked;  /* a comma, "and" or "or" came after the last item closed */
+};
+
+/* The list ends: it becomes the question's list if it is the longest. */
+static void chain_finish(struct chain *c, struct scorer *sc)
+{
+	if (c->n >= 2 && c->n > sc->nitems) {
+		memcpy(sc->items, c->item, c->n * sizeof(*c->item));
+		sc->nitems = c->n;
+	}
+	c->n = 0;
+}
+
+/* The item being read ends: it joins the list when linked to it, else it
+ * starts a new one. */
+static void chain_close(struct chain *c, struct scorer *sc)
+{
+	if (c->curn && c->cur) {
+		if (c->n && !c->linked)
+			chain_finish(c, sc);
+		if (c->n < ITEMS_MAX)
+			c->item[c->n++] = c->cur;
+	}
+	c->cur = 0, c->curn = 0, c->linked = false;
+}
+
 /* The keys of the question (terms among the first 32): numbers and
  * identifiers (a digit or an inner '-', '_', '.'), names (a capital
  * letter not at the start of a sentence), the keys sim_next_key finds;
@@ -806,29 +838,10 @@ static long question_id(const struct scorer *sc, char *t, size_t *n)
 static void question_keys(struct scorer *sc, const char *q, size_t len)
 {
 	char t[TERM_MAX];
-	size_t pos = 0, start, k, prev_end = 0, kp = 0, kn, nterms = 0;
-	uint32_t chain[ITEMS_MAX], cur = 0;
-	size_t n = 0, curn = 0;
-	bool linked = false, quoted;
+	size_t pos = 0, start, k, prev_end = 0, kp = 0, kn;
+	struct chain ch = {0};
+	bool quoted;
 	const char *key;
-#define CLOSE()                                        \
-	do {                                           \
-		if (curn && cur) {                     \
-			if (n && !linked)              \
-				FINISH();              \
-			if (n < ITEMS_MAX)             \
-				chain[n++] = cur;      \
-		}                                      \
-		cur = 0, curn = 0, linked = false;     \
-	} while (0)
-#define FINISH()                                                    \
-	do {                                                        \
-		if (n >= 2 && n > sc->nitems) {                     \
-			memcpy(sc->items, chain, n * sizeof(*chain)); \
-			sc->nitems = n;                             \
-		}                                                   \
-		n = 0;                                              \
-	} while (0)
 	while ((k = next_term_at(q, len, &pos, t, &start))) {
 		bool comma = false, brk = false, stop = is_stopword(t, k);
 		bool capital = q[start] >= 'A' && q[start] <= 'Z';
@@ -850,14 +863,13 @@ static void question_keys(struct scorer *sc, const char *q, size_t len)
 				capital = false;
 		}
 		prev_end = pos;
-		nterms++;
 		if (stop) {
 			if ((k == 3 && !memcmp(t, "and", 3)) || (k == 2 && !memcmp(t, "or", 2))) {
-				CLOSE();
-				linked = n > 0;
+				chain_close(&ch, sc);
+				ch.linked = ch.n > 0;
 			} else {
-				CLOSE();
-				FINISH();
+				chain_close(&ch, sc);
+				chain_finish(&ch, sc);
 			}
 			continue;
 		}
@@ -867,25 +879,20 @@ static void question_keys(struct scorer *sc, const char *q, size_t len)
 		for (size_t i = 0; id >= 0 && id < 32 && i < k; i++)
 			if (t[i] >= '0' && t[i] <= '9')
 				sc->numbered |= 1u << id;
-		if (brk) {
-			CLOSE();
-			FINISH();
-		} else if (comma) {
-			CLOSE();
-			linked = n > 0;
-		} else if (curn >= 3) {
-			CLOSE();
-			FINISH();
+		if (comma && !brk) {
+			chain_close(&ch, sc);
+			ch.linked = ch.n > 0;
+		} else if (brk || ch.curn >= 3) {
+			chain_close(&ch, sc);
+			chain_finish(&ch, sc);
 		}
 		if (id >= 0 && id < 32)
-			cur |= 1u << id, curn++;
+			ch.cur |= 1u << id, ch.curn++;
 		else
-			cur = 0, curn = 4; /* an item we cannot hold as bits: no item */
+			ch.cur = 0, ch.curn = 4; /* an item we cannot hold as bits: no item */
 	}
-	CLOSE();
-	FINISH();
-#undef CLOSE
-#undef FINISH
+	chain_close(&ch, sc);
+	chain_finish(&ch, sc);
 	while (sim_next_key(q, len, &kp, &key, &kn, &quoted)) {
 		size_t tp = 0, tn;
 		while ((tn = next_term(key, kn, &tp, t))) {
@@ -894,7 +901,6 @@ static void question_keys(struct scorer *sc, const char *q, size_t len)
 				sc->keys |= 1u << id;
 		}
 	}
-	(void)nterms;
 }
 
 static void scorer_init(struct scorer *sc, const struct prompt *p)
@@ -1123,9 +1129,9 @@ static bool better(double w, size_t at, double best, size_t best_at)
 
 /* ---- units: the sentences of the lines ---- */
 
-#define SENT_MAX      600 /* a longer sentence is cut into pieces ... */
-#define PIECE	      400 /* ... of about this many bytes, at a space */
-#define WINDOW	      500 /* a piece answers with a window this wide around its match */
+#define SENT_MAX 600 /* a longer sentence is cut into pieces ... */
+#define PIECE	 400 /* ... of about this many bytes, at a space */
+#define WINDOW	 500 /* a piece answers with a window this wide around its match */
 
 /* Walks the material unit by unit: each line that is material cut into
  * sentences (ending in . ! or ? before a space or a tab, or at the end of
@@ -1134,11 +1140,11 @@ struct unit_it {
 	const char *s;
 	size_t end;
 	const struct prompt *p;
-	size_t pos;		/* the next line */
-	size_t cur, line_end;	/* the rest of the line to cut */
-	const char *doc;	/* the ID of the last "[doc: ID]" line passed */
+	size_t pos;	      /* the next line */
+	size_t cur, line_end; /* the rest of the line to cut */
+	const char *doc;      /* the ID of the last "[doc: ID]" line passed */
 	size_t docn;
-	size_t lines;		/* material lines met so far: the unit's line number + 1 */
+	size_t lines; /* material lines met so far: the unit's line number + 1 */
 };
 
 static void unit_it_init(struct unit_it *u, const char *s, size_t end, const struct prompt *p,
@@ -1147,7 +1153,6 @@ static void unit_it_init(struct unit_it *u, const char *s, size_t end, const str
 	memset(u, 0, sizeof(*u));
 	u->s = s, u->end = end, u->p = p, u->pos = from;
 }
-
 
 /* The next unit s[*at..*at+*n); false at the end. */
 static bool next_unit(struct unit_it *u, size_t *at, size_t *n)
@@ -1173,8 +1178,9 @@ static bool next_unit(struct unit_it *u, size_t *at, size_t *n)
 	}
 	i = u->cur;
 	lim = u->line_end - i > SENT_MAX ? i + SENT_MAX : u->line_end;
-	for (const unsigned char *c = (const unsigned char *)s + i,
-				 *ce = (const unsigned char *)s + (lim < u->line_end ? lim : lim - 1);
+	for (const unsigned char *
+		 c = (const unsigned char *)s + i,
+		*ce = (const unsigned char *)s + (lim < u->line_end ? lim : lim - 1);
 	     c < ce; c++) {
 		if (sent_byte[*c] && (c[1] == ' ' || c[1] == '\t')) {
 			e = (size_t)((const char *)c - s) + 1;
@@ -1222,7 +1228,8 @@ static char *answer_unit(const char *s, size_t len, size_t at, size_t n, struct 
 		long id;
 		k = norm_term(t, k);
 		id = termset_find(&sc->q, t, k, hash_bytes(t, k));
-		if (id < 0 && sc->parts.n && (id = termset_find(&sc->parts, t, k, hash_bytes(t, k))) >= 0)
+		if (id < 0 && sc->parts.n &&
+		    (id = termset_find(&sc->parts, t, k, hash_bytes(t, k))) >= 0)
 			id = sc->part_of[id];
 		if (id < 0)
 			continue;
@@ -1295,8 +1302,7 @@ static void offer(const struct scorer *sc, struct pick *best, struct pick *items
 	if (holds_keys(sc, set) && better(w, at, best->w, best->at))
 		*best = (struct pick){w, at, n};
 	for (size_t j = 0; j < sc->nitems; j++)
-		if (((uint32_t)set & sc->items[j]) &&
-		    better(w, at, items[j].w, items[j].at))
+		if (((uint32_t)set & sc->items[j]) && better(w, at, items[j].w, items[j].at))
 			items[j] = (struct pick){w, at, n};
 }
 
@@ -1425,7 +1431,8 @@ static char *answer_which_doc(const char *s, size_t len, const struct prompt *p,
 				;
 			ok = nkeys ? i == nkeys : w >= 0.5 * total * (1 - 1e-12);
 			if (ok && !pass && better(w, ls, best, best_at))
-				best = w, best_at = ls, best_n = n, best_id = u.doc, best_idn = u.docn;
+				best = w, best_at = ls, best_n = n, best_id = u.doc,
+				best_idn = u.docn;
 			if (ok && pass && u.doc && w >= best * (1 - 1e-12))
 				list_add(&list, u.doc, u.docn);
 		}
@@ -1631,8 +1638,10 @@ static char *combine_items(const char *s, size_t len, const struct prompt *p)
 				scorer_unit(&sc, a + ls, n, !pass, &w, &set);
 				for (size_t j = 0; pass && j < sc.nitems; j++)
 					if (((uint32_t)set & sc.items[j]) &&
-					    better(w, (size_t)(a + ls - s), items[j].w, items[j].at))
-						items[j] = (struct pick){w, (size_t)(a + ls - s), n};
+					    better(w, (size_t)(a + ls - s), items[j].w,
+						   items[j].at))
+						items[j] =
+						    (struct pick){w, (size_t)(a + ls - s), n};
 			}
 		}
 	}
