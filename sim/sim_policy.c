@@ -744,6 +744,7 @@ struct scorer {
 	uint32_t items[ITEMS_MAX]; /* "A, B and C": the terms of each item as bits */
 	size_t nitems;		   /* >= 2: the question names several keys */
 	size_t units;		   /* non-empty lines, or partial answers left */
+	size_t whole; /* terms the last unit visited held whole */
 	uint32_t cur;		   /* stamp of the current unit */
 };
 
@@ -938,6 +939,7 @@ struct visit {
 	struct scorer *sc;
 	bool count_df;
 	size_t distinct;
+	size_t whole;
 	double sum;
 	uint64_t bits;
 };
@@ -952,6 +954,8 @@ static void hold(struct visit *v, long id, bool whole)
 		sc->stamp[id] = sc->cur;
 	else
 		sc->pstamp[id] = sc->cur;
+	if (whole)
+		v->whole++;
 	if (whole && had_part) {
 		v->sum += 0.5 * sc->w[id]; /* a part, then the whole */
 	} else {
@@ -990,7 +994,7 @@ static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count
 	char t[TERM_MAX];
 	size_t pos = 0, k;
 	unsigned shape;
-	struct visit v = {sc, count_df, 0, 0, 0};
+	struct visit v = {sc, count_df, 0, 0, 0, 0};
 	sc->cur++;
 	while ((k = next_term_shape(s, n, &pos, t, NULL, &shape))) {
 		long id = -1;
@@ -1008,6 +1012,7 @@ static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count
 			each_part(t, k, hold_part, &v);
 	}
 	v.bits &= ~(v.bits << 32); /* held whole: not in part */
+	sc->whole = v.whole;
 	if (weight)
 		*weight = v.sum;
 	if (set)
@@ -1332,7 +1337,8 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 		size_t d;
 		sc.units++;
 		d = scorer_unit(&sc, s + at, n, true, NULL, &set);
-		if (d == sc.q.n && counted != u.lines) /* lines are counted, not sentences */
+		/* lines are counted, not sentences; a term held in part does not count */
+		if (sc.whole == sc.q.n && counted != u.lines)
 			matching++, counted = u.lines;
 		if (d) {
 			flag[unit / 8] |= (unsigned char)(1u << (unit % 8));

@@ -857,6 +857,21 @@ TEST(policy_long_lines_count_and_list_by_sentence)
 	buf_release(&b);
 }
 
+TEST(policy_how_many_needs_whole_terms)
+{
+	/* a part of a compound key (zebra of zebra-7731) ranks a unit but
+	 * never counts it */
+	static const char text[] = "The zebra-7731 vault opened at nine.\n"
+				   "The zebra-1234 vault stayed shut.\n"
+				   "A zebra vault is a joke among the guards.\n"
+				   "Guards checked the zebra-7731 vault twice. Nobody else did.\n";
+	char *prompt = leaf_prompt("How many times is the zebra-7731 vault mentioned?", text);
+	char *got = reply_to(prompt);
+	CHECK_STR(got, "2");
+	free(got);
+	free(prompt);
+}
+
 TEST(policy_keys_keep_none_honest)
 {
 	/* a part that does not name the key answers NONE, however much of the
