@@ -744,7 +744,7 @@ struct scorer {
 	uint32_t items[ITEMS_MAX]; /* "A, B and C": the terms of each item as bits */
 	size_t nitems;		   /* >= 2: the question names several keys */
 	size_t units;		   /* non-empty lines, or partial answers left */
-	size_t whole; /* terms the last unit visited held whole */
+	size_t whole;		   /* terms the last unit visited held whole */
 	uint32_t cur;		   /* stamp of the current unit */
 };
 
