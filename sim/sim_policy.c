@@ -735,6 +735,8 @@ struct scorer {
 	struct termset q;
 	struct termset parts; /* the parts of compound question terms: node, js of node.js */
 	uint32_t *part_of;    /* per part: the question term it is a part of */
+	uint32_t *part_idx;   /* per part: its place in that term, from 1 */
+	uint32_t *nparts;     /* per term: its parts */
 	uint32_t *stamp;      /* per term: the unit (line or partial) that last held it */
 	uint32_t *pstamp;     /* per term: the unit that last held a part of it */
 	uint32_t *df;	      /* per term: units holding it, whole or in part */
@@ -788,6 +790,9 @@ static void part_add(void *arg, const char *t, size_t n)
 	if (a->sc->parts.n > before) {
 		a->sc->part_of = xrealloc(a->sc->part_of, a->sc->parts.n * sizeof(*a->sc->part_of));
 		a->sc->part_of[before] = a->parent;
+		a->sc->part_idx =
+		    xrealloc(a->sc->part_idx, a->sc->parts.n * sizeof(*a->sc->part_idx));
+		a->sc->part_idx[before] = ++a->sc->nparts[a->parent];
 	}
 }
 
@@ -909,6 +914,7 @@ static void scorer_init(struct scorer *sc, const struct prompt *p)
 	memset(sc, 0, sizeof(*sc));
 	question_terms(p->q, p->qlen, p->which, &sc->q);
 	termset_init(&sc->parts);
+	sc->nparts = xcalloc(sc->q.n + 1, sizeof(*sc->nparts));
 	for (size_t i = 0; i < sc->q.n; i++) {
 		struct part_add a = {sc, (uint32_t)i};
 		char t[TERM_MAX];
@@ -928,6 +934,8 @@ static void scorer_release(struct scorer *sc)
 	termset_release(&sc->q);
 	termset_release(&sc->parts);
 	free(sc->part_of);
+	free(sc->nparts);
+	free(sc->part_idx);
 	free(sc->stamp);
 	free(sc->pstamp);
 	free(sc->df);
@@ -968,6 +976,22 @@ static void hold(struct visit *v, long id, bool whole)
 		v->bits |= whole ? 1ULL << id : 1ULL << (32 + id);
 }
 
+/* The text holds a part of the compound question term `id`, the run-th
+ * of its parts in a row, in order. A term with a digit (an ID, a version)
+ * is held whole by a run of all its parts, two or more ("OPS 1234" holds
+ * ops-1234), else not at all ("20" is no part of 20.0.0 worth a match);
+ * a term of words is held in part ("Node" of node.js; "harmonious
+ * uniform" is not harmonious-uniform). */
+static void hold_one_part(struct visit *v, uint32_t id, size_t run)
+{
+	struct scorer *sc = v->sc;
+	bool numbered = id < 32 && (sc->numbered & (1u << id));
+	if (numbered && sc->nparts[id] >= 2 && run >= sc->nparts[id])
+		hold(v, id, true);
+	else if (!numbered)
+		hold(v, id, false);
+}
+
 /* A part of a compound term of the text that is a question term. */
 static void hold_part(void *arg, const char *t, size_t n)
 {
@@ -992,8 +1016,9 @@ static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count
 			  uint64_t *set)
 {
 	char t[TERM_MAX];
-	size_t pos = 0, k;
+	size_t pos = 0, k, run = 0;
 	unsigned shape;
+	long prev = -1; /* the question term the last term was a part of */
 	struct visit v = {sc, count_df, 0, 0, 0, 0};
 	sc->cur++;
 	while ((k = next_term_shape(s, n, &pos, t, NULL, &shape))) {
@@ -1003,11 +1028,22 @@ static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count
 			id = termset_find(&sc->q, t, k, hash_bytes(t, k));
 		if (id >= 0) {
 			hold(&v, id, true);
+			prev = -1;
 			continue;
 		}
 		if (sc->parts.n && (sc->parts.lens[k / 64] & (1ULL << (k % 64))) &&
-		    (id = termset_find(&sc->parts, t, k, hash_bytes(t, k))) >= 0)
-			hold(&v, sc->part_of[id], false);
+		    (id = termset_find(&sc->parts, t, k, hash_bytes(t, k))) >= 0) {
+			uint32_t of = sc->part_of[id];
+			/* a run of its parts in order: "OPS 1234" */
+			if (prev == (long)of && sc->part_idx[id] == run + 1)
+				run++;
+			else
+				run = sc->part_idx[id] == 1;
+			prev = of;
+			hold_one_part(&v, of, run);
+		} else {
+			prev = -1;
+		}
 		if (shape & SHAPE_JOIN)
 			each_part(t, k, hold_part, &v);
 	}
@@ -1033,13 +1069,15 @@ static double set_weight(const struct scorer *sc, uint64_t set)
 
 /* Whether a unit holding set answers a question with keys: it holds every
  * key, whole or in part, and at least one whole; when some keys hold a
- * digit (a version, an ID, a year), those name the thing and the others
- * may be missing ("Node.js 20.0.0" is "v20.0.0" in a release note). */
+ * digit (a version, an ID, a year), those name the thing: the others may
+ * be missing ("Node.js 20.0.0" is "v20.0.0" in a release note) and a part
+ * is enough ("Node.js 20" is in "Node.js 20.0.0"). */
 static bool holds_keys(const struct scorer *sc, uint64_t set)
 {
 	uint32_t whole = (uint32_t)set, any = whole | (uint32_t)(set >> 32);
-	uint32_t need = sc->numbered ? sc->numbered : sc->keys;
-	return !need || ((whole & need) && (any & need) == need);
+	if (sc->numbered)
+		return (any & sc->numbered) == sc->numbered;
+	return !sc->keys || ((whole & sc->keys) && (any & sc->keys) == sc->keys);
 }
 
 /* Weights from the counts; returns their sum. */

@@ -810,6 +810,7 @@ TEST(policy_question_phrasing_does_not_sink_the_match)
 	    "What was the release date of Node.js v20.0.0?",
 	    "Which day saw the release of v20.0.0?",
 	    "When was 20.0.0 releasing?",
+	    "When was Node.js 20 released?",
 	};
 	for (size_t t = 0; t < ARRAY_SIZE(texts); t++) {
 		for (size_t k = 0; k < ARRAY_SIZE(questions); k++) {
@@ -870,6 +871,27 @@ TEST(policy_how_many_needs_whole_terms)
 	CHECK_STR(got, "2");
 	free(got);
 	free(prompt);
+}
+
+TEST(policy_identifiers_match_whole_and_in_parts)
+{
+	static const char text[] = "Ticket OPS-1235 is open and waits for the vendor.\n"
+				   "Ticket OPS 1234 was closed on Monday by the night shift.\n"
+				   "Nobody knows why ticket 1234 of the HR queue is still open.\n";
+	static const char *const questions[] = {
+	    "What is the status of ticket OPS-1234?",
+	    "Is OPS-1234 closed?",
+	    "What happened to ops_1234?",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(questions); i++) {
+		char *prompt = leaf_prompt(questions[i], text);
+		char *got = reply_to(prompt);
+		if (strcmp(got, "Ticket OPS 1234 was closed on Monday by the night shift."))
+			fprintf(stderr, "  question %zu: %s\n", i, got);
+		CHECK_STR(got, "Ticket OPS 1234 was closed on Monday by the night shift.");
+		free(got);
+		free(prompt);
+	}
 }
 
 TEST(policy_keys_keep_none_honest)
