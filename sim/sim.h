@@ -18,7 +18,8 @@
  *   bytes cut into pieces of ~400 at spaces): the unit that best matches
  *   the question's terms (rare terms weigh more; terms are stemmed, so
  *   "released" meets "release"; "v20.0.0" is "20.0.0"; a compound term
- *   such as node.js also matches its parts, at half weight), or, for
+ *   of words such as node.js also matches its parts, at half weight, one
+ *   with a digit all its parts in a row: "OPS 1234"), or, for
  *   "how many" questions, the count of lines with a unit holding every
  *   term, or NONE when nothing matches. A unit answers only if it holds
  *   the question's keys (names written with a capital, numbers and
