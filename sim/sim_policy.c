@@ -63,7 +63,6 @@
  * non-ASCII letter, 0 anything else. Built once, with the stopwords. */
 static unsigned char byte_class[256];
 static unsigned char byte_lower[256];
-static unsigned char sent_byte[256]; /* . ! ?: may end a sentence */
 
 /* Punctuation, symbols, spaces and emoji outside ASCII: not letters. */
 static bool punct_cp(uint32_t cp)
@@ -363,7 +362,6 @@ static void tables_build(void)
 	for (unsigned c = 0; c < 256; c++) {
 		byte_class[c] = text_is_alnum((int)c) ? 1 : c >= 0xc2 && c <= 0xf4 ? 2 : 0;
 		byte_lower[c] = (unsigned char)text_to_lower((int)c);
-		sent_byte[c] = c == '.' || c == '!' || c == '?';
 	}
 	termset_init(&stopset);
 	for (size_t i = 0; i < ARRAY_SIZE(stopwords); i++)
@@ -1187,8 +1185,16 @@ struct unit_it {
 	size_t cur, line_end; /* the rest of the line to cut */
 	const char *doc;      /* the ID of the last "[doc: ID]" line passed */
 	size_t docn;
-	size_t lines; /* material lines met so far: the unit's line number + 1 */
+	size_t lines;	 /* material lines met so far: the unit's line number + 1 */
+	size_t bang, qm; /* the next '!' and '?' of the line (line_end: none; SIZE_MAX: unknown) */
 };
+
+/* Offset of the first c in s[from..to), else to. */
+static size_t find_byte(const char *s, size_t from, size_t to, char c)
+{
+	const char *p = from < to ? memchr(s + from, c, to - from) : NULL;
+	return p ? (size_t)(p - s) : to;
+}
 
 static void unit_it_init(struct unit_it *u, const char *s, size_t end, const struct prompt *p,
 			 size_t from)
@@ -1216,17 +1222,26 @@ static bool next_unit(struct unit_it *u, size_t *at, size_t *n)
 			continue;
 		u->lines++;
 		u->cur = ls, u->line_end = ls + ln;
+		u->bang = u->qm = SIZE_MAX;
 		while (s[u->cur] == ' ' || s[u->cur] == '\t')
 			u->cur++;
 	}
 	i = u->cur;
 	lim = u->line_end - i > SENT_MAX ? i + SENT_MAX : u->line_end;
-	for (const unsigned char *
-		 c = (const unsigned char *)s + i,
-		*ce = (const unsigned char *)s + (lim < u->line_end ? lim : lim - 1);
-	     c < ce; c++) {
-		if (sent_byte[*c] && (c[1] == ' ' || c[1] == '\t')) {
-			e = (size_t)((const char *)c - s) + 1;
+	/* the first . ! or ? before a space or a tab, before lim; where the
+	 * next ! and ? are is kept for the line's next sentences */
+	for (size_t j = i, stop = lim < u->line_end ? lim : lim - 1, c; j < stop; j = c + 1) {
+		if (u->bang == SIZE_MAX || u->bang < j)
+			u->bang = find_byte(s, j, u->line_end, '!');
+		if (u->qm == SIZE_MAX || u->qm < j)
+			u->qm = find_byte(s, j, u->line_end, '?');
+		c = find_byte(s, j, stop, '.');
+		c = c < u->bang ? c : u->bang;
+		c = c < u->qm ? c : u->qm;
+		if (c >= stop)
+			break;
+		if (s[c + 1] == ' ' || s[c + 1] == '\t') {
+			e = c + 1;
 			break;
 		}
 	}
