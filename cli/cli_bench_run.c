@@ -241,12 +241,14 @@ static char *notes(const struct bench_run *r, size_t skipped, const char *result
 			   "`results.jsonl`); a rerun runs them again.\n",
 			   failed);
 	if (strcmp(r->ms.provider, "sim") == 0 || strcmp(llm_model_name(r->ms.model), "sim") == 0)
-		buf_puts(&b, "- The model is the simulator (docs/simulator.md): it answers "
-			     "extractively (the line that best matches the question, or a count of "
-			     "matching lines) and never sees the gold, so only a suite whose answer "
-			     "is one line of the context (S-NIAH) can score. OOLONG, OOLONG-Pairs "
-			     "and browse need a model that classifies, counts, pairs or follows two "
-			     "facts: near 0 here is expected, and says nothing of the controller.\n");
+		buf_puts(&b,
+			 "- The model is the simulator (docs/simulator.md): it answers "
+			 "extractively (the sentence that best matches the question, or a count "
+			 "of matching lines) and never sees the gold, so only a suite whose "
+			 "answer is one sentence of the context (S-NIAH, which-doc) can score. "
+			 "OOLONG, OOLONG-Pairs and browse need a model that classifies, counts, "
+			 "pairs or follows two facts: near 0 here is expected, and says nothing "
+			 "of the controller.\n");
 	if (cost == 0 && strcmp(r->ms.provider, "sim") == 0)
 		buf_puts(&b, "- Every cost is 0: the in-process simulator is free.\n");
 	else if (cost == 0)

@@ -13,19 +13,36 @@
  *   question is the text after a "Question:" line marker (else the last line
  *   ending in '?', else the first line); the material is what follows a line
  *   "Text:" or "Context:" (else everything but the question).
- * - Sub-model: it answers extractively from the material: the line that best
- *   matches the question's terms (rare terms weigh more), or, for "how many"
- *   questions, the count of matching lines, or NONE when nothing matches.
- *   A line "[doc: ID]" names the document whose text follows and is no
- *   material; a question that asks which document (sim_asks_which_doc)
- *   gets the ID above its best line (a line holding every key of the
- *   question, sim_next_key, else one matching as a best line must), or
- *   for a plural the IDs above every line as good, one per line.
- *   A question that asks for "all" of something (sim_asks_all) gets every
- *   distinct line that matches as well as the best one, one per line.
+ * - Sub-model: it answers extractively from the material, whose units are
+ *   sentences (a line cut at . ! ? before a space; a sentence over 600
+ *   bytes cut into pieces of ~400 at spaces): the unit that best matches
+ *   the question's terms (rare terms weigh more; terms are stemmed, so
+ *   "released" meets "release"; "v20.0.0" is "20.0.0"; a compound term
+ *   of words such as node.js also matches its parts, at half weight, one
+ *   with a digit all its parts in a row: "OPS 1234"), or, for
+ *   "how many" questions, the count of lines with a unit holding every
+ *   term, or NONE when nothing matches. A unit answers only if it holds
+ *   the question's keys (names written with a capital, numbers and
+ *   identifiers, sim_next_key's keys; when some keys hold a digit, those
+ *   alone, at least one whole), else, for a question with no key, half
+ *   its weight: question words never sink a match. A sentence is the
+ *   answer whole (1,000 bytes at most); a piece answers with a window of
+ *   500 bytes of its line centred on the terms it holds, never the head
+ *   of a long line. A question naming several keys in a list ("the codes
+ *   of Ada, Grace and Linus": items joined by commas, "and", "or") gets
+ *   the best unit of each key the material holds, one per line (NONE if
+ *   none). A line "[doc: ID]" names the document whose text follows and
+ *   is no material; a question that asks which document
+ *   (sim_asks_which_doc) gets the ID above its best unit (one holding
+ *   every key of the question, sim_next_key, else one matching as a best
+ *   unit must), or for a plural the IDs above every unit as good, one per
+ *   line. A question that asks for "all" of something (sim_asks_all) gets
+ *   every distinct unit that matches as well as the best one, one per line.
  * - Combiner: when the message holds "Partial answers:", it combines them:
- *   for "how many" questions the sum of the numbers, else the partial answer
- *   that best matches the question; NONE when all are NONE. For "all", the
+ *   for "how many" questions the sum of the numbers; for a question naming
+ *   several keys, for each key the line of the partials that holds it and
+ *   matches best, distinct, one per line; else the partial answer that
+ *   best matches the question; NONE when all are NONE. For "all", the
  *   distinct lines of the partial answers that match best, one per line
  *   (so values found by different readers are listed together, and lines
  *   about something else are dropped).

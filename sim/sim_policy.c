@@ -1,26 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /* sim/sim_policy.c -- the simulator's answering policy: question and
- * material from a prompt, the best matching line, counts for "how many"
- * questions, every best line for "all" questions, and the combination of
- * partial answers.
+ * material from a prompt, the best matching sentence (or window), counts
+ * for "how many" questions, every best sentence for "all" questions, one
+ * per key for a list of keys, and the combination of partial answers.
  *
  * DESIGN
  * The policy works on terms: lower-cased runs of letters and digits (a
  * non-ASCII letter counts as one) with inner '-', '_' or '.' kept, so that
  * "harmonious-uniform" and "3.14" are single terms; a plural 's' is
- * stripped. A question term weighs log(1 + lines / (1 + df)) over the
- * material's non-empty lines, so rare terms weigh more and a term the
- * material lacks weighs most. A line scores the weights of the question
- * terms it holds over the weights of all of them.
+ * stripped and a word of small letters cut to a stem (norm_term), the
+ * same on both sides. A compound question term is also held in part (at
+ * half weight) by a unit holding one of its parts, and a question term by
+ * a compound of the text it is a part of. A question term weighs
+ * log(1 + units / (1 + df)) over the material's units, so rare terms
+ * weigh more and a term the material lacks weighs most. Units are
+ * sentences (next_unit), so a needle at the end of a 50 KB paragraph is
+ * found and answered alone, and pieces of a run-on sentence answer with
+ * a window centred on their match (answer_unit).
+ *
+ * Which unit may answer is the question's keys' call (question_keys):
+ * names (a capital not at a sentence's start), numbers, identifiers; a
+ * question with none falls back on half its weight. Words such as "date"
+ * or "released" only rank the units, so "On what date was Node.js 20.0.0
+ * released?" finds "Node.js 20.0.0 — 2023-04-18". A list of items ("A, B
+ * and C") makes each item a key of its own: each gets its best unit.
  *
  * One pass tokenizes the material: it counts document frequencies, counts
- * the lines holding every term (for "how many"), and keeps the first line
- * of each distinct set of question terms met. Lines with the same set score
- * the same, so the best line is found among those sets once the weights are
- * known. Memory is the question's terms, the sets (at most SETS_MAX) and one
- * bit per line; only a question of more than 64 terms, or material with
- * more than SETS_MAX distinct sets, needs a second pass over the flagged
- * lines.
+ * the lines with a unit holding every term (for "how many"), and keeps the
+ * first unit of each distinct set of question terms met (as 64 bits: the
+ * first 32 terms held whole, and held in part). Units with the same set
+ * score the same, so the best unit is found among those sets once the
+ * weights are known. Memory is the question's terms, the sets (at most
+ * SETS_MAX) and one bit per unit; only a question of more than 32 terms,
+ * or material with more than SETS_MAX distinct sets, needs a second pass
+ * over the flagged units.
  *
  * A question that asks for "all" of something (RULER's multi-value NIAH:
  * "What are all the special magic numbers for KEY ...?") wants every
@@ -78,12 +91,22 @@ static inline size_t word_char(const unsigned char *s, size_t n)
 	return c < 2 ? c : wide_char(s, n);
 }
 
+/* What a term is made of (next_term_at's *shape). */
+#define SHAPE_JOIN  1u /* an inner '-', '_' or '.' */
+#define SHAPE_DOT   2u /* an inner '.' */
+#define SHAPE_DIGIT 4u
+#define SHAPE_WIDE  8u /* a non-ASCII letter */
+
 /* The next term of text[*pos..len), lower-cased into out (at most TERM_MAX
- * bytes, whole characters); returns its length, 0 at the end. */
-static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
+ * bytes, whole characters); returns its length, 0 at the end. *start (may
+ * be NULL) gets the offset where it begins, *shape (may be NULL) what it
+ * is made of (SHAPE_*). */
+static size_t next_term_shape(const char *text, size_t len, size_t *pos, char *out, size_t *start,
+			      unsigned *shape)
 {
 	const unsigned char *s = (const unsigned char *)text;
 	size_t i = *pos, n = 0, k = 0;
+	unsigned sh = 0;
 	bool full = false;
 	for (; i < len; i++) {
 		unsigned c = byte_class[s[i]];
@@ -98,6 +121,8 @@ static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
 		*pos = len;
 		return 0;
 	}
+	if (start)
+		*start = i;
 	for (;;) {
 		if (k == 1) {
 			do {
@@ -105,6 +130,8 @@ static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
 					out[n++] = (char)byte_lower[s[i]];
 				else
 					full = true;
+				if ((unsigned)(s[i] - '0') < 10)
+					sh |= SHAPE_DIGIT;
 				i++;
 			} while (i < len && byte_class[s[i]] == 1);
 		} else {
@@ -112,6 +139,7 @@ static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
 				memcpy(out + n, s + i, k), n += k;
 			else
 				full = true;
+			sh |= SHAPE_WIDE;
 			i += k;
 		}
 		if (i >= len)
@@ -122,6 +150,7 @@ static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
 				out[n++] = (char)s[i];
 			else
 				full = true;
+			sh |= s[i] == '.' ? SHAPE_JOIN | SHAPE_DOT : SHAPE_JOIN;
 			i++;
 			continue;
 		}
@@ -129,7 +158,19 @@ static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
 			break;
 	}
 	*pos = i;
+	if (shape)
+		*shape = sh;
 	return n;
+}
+
+static size_t next_term_at(const char *text, size_t len, size_t *pos, char *out, size_t *start)
+{
+	return next_term_shape(text, len, pos, out, start, NULL);
+}
+
+static size_t next_term(const char *text, size_t len, size_t *pos, char *out)
+{
+	return next_term_shape(text, len, pos, out, NULL, NULL);
 }
 
 /* Strip a plural ending: numbers -> number, studies -> study,
@@ -149,6 +190,54 @@ static size_t strip_plural(char *t, size_t n)
 	if (t[n - 2] == 's' || t[n - 2] == 'u' || t[n - 2] == 'i')
 		return n;
 	return n - 1;
+}
+
+/* A term as matching compares it: a plural stripped, and a word of small
+ * letters cut to a stem, the same on both sides (released, releases,
+ * release, releasing -> releas; dated, date -> dat), so inflections do
+ * not sink a match; "v20.0.0" is "20.0.0". Terms with digits or inner
+ * '-', '_', '.' are identifiers and kept whole. */
+static size_t norm_shaped(char *t, size_t n, unsigned shape)
+{
+	if ((shape & SHAPE_DIGIT) && (shape & SHAPE_DOT) && n > 2 && t[0] == 'v' && t[1] >= '0' &&
+	    t[1] <= '9') {
+		size_t i;
+		for (i = 2; i < n && t[i] != '.'; i++)
+			;
+		if (i < n) {
+			memmove(t, t + 1, n - 1);
+			return n - 1;
+		}
+	}
+	if (shape & (SHAPE_DOT | SHAPE_DIGIT))
+		return n; /* node.js, 20.0.0, item-5521 */
+	n = strip_plural(t, n);
+	if ((shape & (SHAPE_JOIN | SHAPE_WIDE)) || n < 4)
+		return n;
+	if (n >= 6 && !memcmp(t + n - 3, "ing", 3))
+		n -= 3;
+	else if (n >= 5 && !memcmp(t + n - 2, "ed", 2))
+		n -= 2;
+	if (n >= 4 && t[n - 1] == 'e')
+		n--;
+	return n;
+}
+
+static size_t norm_term(char *t, size_t n)
+{
+	unsigned shape = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)t[i];
+		if (c >= '0' && c <= '9')
+			shape |= SHAPE_DIGIT;
+		else if (c == '.' && i && i + 1 < n)
+			shape |= SHAPE_JOIN | SHAPE_DOT;
+		else if ((c == '-' || c == '_') && i && i + 1 < n)
+			shape |= SHAPE_JOIN;
+		else if (c >= 0x80 || c < 'a' || c > 'z')
+			shape |= SHAPE_WIDE;
+	}
+	return norm_shaped(t, n, shape);
 }
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -296,7 +385,7 @@ static void question_terms(const char *q, size_t len, bool which, struct termset
 	termset_init(out);
 	while (out->n < QTERMS_MAX && (n = next_term(q, len, &pos, t)))
 		if (!is_stopword(t, n) && !(which && doc_noun(t, n, NULL)))
-			termset_add(out, t, strip_plural(t, n));
+			termset_add(out, t, norm_term(t, n));
 }
 
 /* ---- text helpers ---- */
@@ -635,21 +724,205 @@ static void split_prompt(const char *s, size_t len, struct prompt *p)
 		p->skip_off = p->skip_end = 0;
 }
 
-/* Scoring state shared by the leaf and the combiner. */
+/* Scoring state shared by the leaf and the combiner. Terms with ids below
+ * 32 also travel as bits: a unit's set is the terms it holds whole (low 32
+ * bits) and those it holds only in part (high 32 bits). */
+#define ITEMS_MAX 16
+
 struct scorer {
 	struct termset q;
-	uint32_t *stamp; /* per term: the unit (line or partial) that last held it */
-	uint32_t *df;	 /* per term: units holding it */
+	struct termset parts; /* the parts of compound question terms: node, js of node.js */
+	uint32_t *part_of;    /* per part: the question term it is a part of */
+	uint32_t *part_idx;   /* per part: its place in that term, from 1 */
+	uint32_t *nparts;     /* per term: its parts */
+	uint32_t *stamp;      /* per term: the unit (line or partial) that last held it */
+	uint32_t *pstamp;     /* per term: the unit that last held a part of it */
+	uint32_t *df;	      /* per term: units holding it, whole or in part */
 	double *w;
-	size_t units; /* non-empty lines, or partial answers left */
-	uint32_t cur; /* stamp of the current unit */
+	uint32_t keys;		   /* the question's keys (names, numbers, identifiers) as bits */
+	uint32_t numbered;	   /* the keys that hold a digit */
+	uint32_t items[ITEMS_MAX]; /* "A, B and C": the terms of each item as bits */
+	size_t nitems;		   /* >= 2: the question names several keys */
+	size_t units;		   /* non-empty lines, or partial answers left */
+	size_t whole;		   /* terms the last unit visited held whole */
+	uint32_t cur;		   /* stamp of the current unit */
 };
+
+static bool has_digit_or_inner(const char *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((t[i] >= '0' && t[i] <= '9') || t[i] == '-' || t[i] == '_' || t[i] == '.')
+			return true;
+	return false;
+}
+
+/* The parts of the compound term t[0..n) (split on '-', '_', '.') of at
+ * least 2 bytes, each passed to fn. */
+static void each_part(const char *t, size_t n, void (*fn)(void *, const char *, size_t), void *arg)
+{
+	size_t i = 0, s = 0;
+	for (; i <= n; i++) {
+		if (i < n && t[i] != '-' && t[i] != '_' && t[i] != '.')
+			continue;
+		if (i - s >= 2 && (s || i < n))
+			fn(arg, t + s, i - s);
+		s = i + 1;
+	}
+}
+
+struct part_add {
+	struct scorer *sc;
+	uint32_t parent;
+};
+
+static void part_add(void *arg, const char *t, size_t n)
+{
+	struct part_add *a = arg;
+	size_t before = a->sc->parts.n;
+	char w[TERM_MAX];
+	if (is_stopword(t, n))
+		return;
+	memcpy(w, t, n);
+	n = norm_term(w, n);
+	termset_add(&a->sc->parts, w, n);
+	if (a->sc->parts.n > before) {
+		a->sc->part_of = xrealloc(a->sc->part_of, a->sc->parts.n * sizeof(*a->sc->part_of));
+		a->sc->part_of[before] = a->parent;
+		a->sc->part_idx =
+		    xrealloc(a->sc->part_idx, a->sc->parts.n * sizeof(*a->sc->part_idx));
+		a->sc->part_idx[before] = ++a->sc->nparts[a->parent];
+	}
+}
+
+/* Id of the question term of the raw term t[0..n) (normalised in place),
+ * or -1. */
+static long question_id(const struct scorer *sc, char *t, size_t *n)
+{
+	*n = norm_term(t, *n);
+	return termset_find(&sc->q, t, *n, hash_bytes(t, *n));
+}
+
+/* A list of items being read from a question: "Ada, Grace and Linus". */
+struct chain {
+	uint32_t item[ITEMS_MAX]; /* the items closed so far, each its terms as bits */
+	size_t n;
+	uint32_t cur; /* the item being read */
+	size_t curn;  /* its words */
+	bool linked;  /* a comma, "and" or "or" came after the last item closed */
+};
+
+/* The list ends: it becomes the question's list if it is the longest. */
+static void chain_finish(struct chain *c, struct scorer *sc)
+{
+	if (c->n >= 2 && c->n > sc->nitems) {
+		memcpy(sc->items, c->item, c->n * sizeof(*c->item));
+		sc->nitems = c->n;
+	}
+	c->n = 0;
+}
+
+/* The item being read ends: it joins the list when linked to it, else it
+ * starts a new one. */
+static void chain_close(struct chain *c, struct scorer *sc)
+{
+	if (c->curn && c->cur) {
+		if (c->n && !c->linked)
+			chain_finish(c, sc);
+		if (c->n < ITEMS_MAX)
+			c->item[c->n++] = c->cur;
+	}
+	c->cur = 0, c->curn = 0, c->linked = false;
+}
+
+/* The keys of the question (terms among the first 32): numbers and
+ * identifiers (a digit or an inner '-', '_', '.'), names (a capital
+ * letter not at the start of a sentence), the keys sim_next_key finds;
+ * and a list of items joined by commas, "and", "or" ("the codes of Ada,
+ * Bob and Cy Lee"), each item one to three content words. */
+static void question_keys(struct scorer *sc, const char *q, size_t len)
+{
+	char t[TERM_MAX];
+	size_t pos = 0, start, k, prev_end = 0, kp = 0, kn;
+	struct chain ch = {0};
+	bool quoted;
+	const char *key;
+	while ((k = next_term_at(q, len, &pos, t, &start))) {
+		bool comma = false, brk = false, stop = is_stopword(t, k);
+		bool capital = q[start] >= 'A' && q[start] <= 'Z';
+		long id;
+		for (size_t i = prev_end; i < start; i++) {
+			if (q[i] == ',' || q[i] == '&' || q[i] == '/' || q[i] == ';')
+				comma = true;
+			else if (q[i] != ' ' && q[i] != '\t')
+				brk = true;
+		}
+		/* a sentence starts at the question's start or after . ! ? : */
+		if (capital) {
+			size_t i = start;
+			while (i > 0 && (q[i - 1] == ' ' || q[i - 1] == '\t' || q[i - 1] == '"' ||
+					 q[i - 1] == '(' || q[i - 1] == '\''))
+				i--;
+			if (!i || q[i - 1] == '.' || q[i - 1] == '?' || q[i - 1] == '!' ||
+			    q[i - 1] == ':' || q[i - 1] == '\n')
+				capital = false;
+		}
+		prev_end = pos;
+		if (stop) {
+			if ((k == 3 && !memcmp(t, "and", 3)) || (k == 2 && !memcmp(t, "or", 2))) {
+				chain_close(&ch, sc);
+				ch.linked = ch.n > 0;
+			} else {
+				chain_close(&ch, sc);
+				chain_finish(&ch, sc);
+			}
+			continue;
+		}
+		id = question_id(sc, t, &k);
+		if (id >= 0 && id < 32 && (capital || has_digit_or_inner(t, k)))
+			sc->keys |= 1u << id;
+		for (size_t i = 0; id >= 0 && id < 32 && i < k; i++)
+			if (t[i] >= '0' && t[i] <= '9')
+				sc->numbered |= 1u << id;
+		if (comma && !brk) {
+			chain_close(&ch, sc);
+			ch.linked = ch.n > 0;
+		} else if (brk || ch.curn >= 3) {
+			chain_close(&ch, sc);
+			chain_finish(&ch, sc);
+		}
+		if (id >= 0 && id < 32)
+			ch.cur |= 1u << id, ch.curn++;
+		else
+			ch.cur = 0, ch.curn = 4; /* an item we cannot hold as bits: no item */
+	}
+	chain_close(&ch, sc);
+	chain_finish(&ch, sc);
+	while (sim_next_key(q, len, &kp, &key, &kn, &quoted)) {
+		size_t tp = 0, tn;
+		while ((tn = next_term(key, kn, &tp, t))) {
+			long id = question_id(sc, t, &tn);
+			if (id >= 0 && id < 32)
+				sc->keys |= 1u << id;
+		}
+	}
+}
 
 static void scorer_init(struct scorer *sc, const struct prompt *p)
 {
 	memset(sc, 0, sizeof(*sc));
 	question_terms(p->q, p->qlen, p->which, &sc->q);
+	termset_init(&sc->parts);
+	sc->nparts = xcalloc(sc->q.n + 1, sizeof(*sc->nparts));
+	for (size_t i = 0; i < sc->q.n; i++) {
+		struct part_add a = {sc, (uint32_t)i};
+		char t[TERM_MAX];
+		size_t n = sc->q.len[i];
+		memcpy(t, sc->q.chars + sc->q.off[i], n);
+		each_part(t, n, part_add, &a);
+	}
+	question_keys(sc, p->q, p->qlen);
 	sc->stamp = xcalloc(sc->q.n + 1, sizeof(*sc->stamp));
+	sc->pstamp = xcalloc(sc->q.n + 1, sizeof(*sc->pstamp));
 	sc->df = xcalloc(sc->q.n + 1, sizeof(*sc->df));
 	sc->w = xcalloc(sc->q.n + 1, sizeof(*sc->w));
 }
@@ -657,44 +930,152 @@ static void scorer_init(struct scorer *sc, const struct prompt *p)
 static void scorer_release(struct scorer *sc)
 {
 	termset_release(&sc->q);
+	termset_release(&sc->parts);
+	free(sc->part_of);
+	free(sc->nparts);
+	free(sc->part_idx);
 	free(sc->stamp);
+	free(sc->pstamp);
 	free(sc->df);
 	free(sc->w);
 }
 
+/* One unit's visit: what scorer_unit adds up. */
+struct visit {
+	struct scorer *sc;
+	bool count_df;
+	size_t distinct;
+	size_t whole;
+	double sum;
+	uint64_t bits;
+};
+
+static void hold(struct visit *v, long id, bool whole)
+{
+	struct scorer *sc = v->sc;
+	bool had_part = sc->pstamp[id] == sc->cur;
+	if (sc->stamp[id] == sc->cur || (!whole && had_part))
+		return;
+	if (whole)
+		sc->stamp[id] = sc->cur;
+	else
+		sc->pstamp[id] = sc->cur;
+	if (whole)
+		v->whole++;
+	if (whole && had_part) {
+		v->sum += 0.5 * sc->w[id]; /* a part, then the whole */
+	} else {
+		v->distinct++;
+		v->sum += whole ? sc->w[id] : 0.5 * sc->w[id];
+		if (v->count_df)
+			sc->df[id]++;
+	}
+	if (id < 32)
+		v->bits |= whole ? 1ULL << id : 1ULL << (32 + id);
+}
+
+/* The text holds a part of the compound question term `id`, the run-th
+ * of its parts in a row, in order. A term with a digit (an ID, a version)
+ * is held whole by a run of all its parts, two or more ("OPS 1234" holds
+ * ops-1234), else not at all ("20" is no part of 20.0.0 worth a match);
+ * a term of words is held in part ("Node" of node.js; "harmonious
+ * uniform" is not harmonious-uniform). */
+static void hold_one_part(struct visit *v, uint32_t id, size_t run)
+{
+	struct scorer *sc = v->sc;
+	bool numbered = id < 32 && (sc->numbered & (1u << id));
+	if (numbered && sc->nparts[id] >= 2 && run >= sc->nparts[id])
+		hold(v, id, true);
+	else if (!numbered)
+		hold(v, id, false);
+}
+
+/* A part of a compound term of the text that is a question term. */
+static void hold_part(void *arg, const char *t, size_t n)
+{
+	struct visit *v = arg;
+	char w[TERM_MAX];
+	long id;
+	memcpy(w, t, n);
+	n = norm_term(w, n);
+	if ((v->sc->q.lens[n / 64] & (1ULL << (n % 64))) &&
+	    (id = termset_find(&v->sc->q, w, n, hash_bytes(w, n))) >= 0)
+		hold(v, id, false);
+}
+
 /* Visit the distinct question terms of s[0..n) as a new unit: count them
- * (first pass, count_df) or sum their weights. Returns the number of
- * distinct terms; *weight gets the sum and *set (when not NULL) the
- * terms among the first 64 as bits. */
+ * (first pass, count_df) or sum their weights. A term is held whole, or
+ * in part at half its weight: the text holds a part of a compound
+ * question term (node of node.js) or the question term is a part of a
+ * compound term of the text. Returns the number of distinct terms held;
+ * *weight gets the sum and *set (when not NULL) the terms among the
+ * first 32 as bits (see struct scorer). */
 static size_t scorer_unit(struct scorer *sc, const char *s, size_t n, bool count_df, double *weight,
 			  uint64_t *set)
 {
 	char t[TERM_MAX];
-	size_t pos = 0, k, distinct = 0;
-	double sum = 0;
-	uint64_t bits = 0;
+	size_t pos = 0, k, run = 0;
+	unsigned shape;
+	long prev = -1; /* the question term the last term was a part of */
+	struct visit v = {sc, count_df, 0, 0, 0, 0};
 	sc->cur++;
-	while ((k = next_term(s, n, &pos, t))) {
-		long id;
-		k = strip_plural(t, k);
-		if (!(sc->q.lens[k / 64] & (1ULL << (k % 64))))
+	while ((k = next_term_shape(s, n, &pos, t, NULL, &shape))) {
+		long id = -1;
+		k = norm_shaped(t, k, shape);
+		if (sc->q.lens[k / 64] & (1ULL << (k % 64)))
+			id = termset_find(&sc->q, t, k, hash_bytes(t, k));
+		if (id >= 0) {
+			hold(&v, id, true);
+			prev = -1;
 			continue;
-		id = termset_find(&sc->q, t, k, hash_bytes(t, k));
-		if (id < 0 || sc->stamp[id] == sc->cur)
-			continue;
-		sc->stamp[id] = sc->cur;
-		distinct++;
-		if (count_df)
-			sc->df[id]++;
-		sum += sc->w[id];
-		if (id < 64)
-			bits |= 1ULL << id;
+		}
+		if (sc->parts.n && (sc->parts.lens[k / 64] & (1ULL << (k % 64))) &&
+		    (id = termset_find(&sc->parts, t, k, hash_bytes(t, k))) >= 0) {
+			uint32_t of = sc->part_of[id];
+			/* a run of its parts in order: "OPS 1234" */
+			if (prev == (long)of && sc->part_idx[id] == run + 1)
+				run++;
+			else
+				run = sc->part_idx[id] == 1;
+			prev = of;
+			hold_one_part(&v, of, run);
+		} else {
+			prev = -1;
+		}
+		if (shape & SHAPE_JOIN)
+			each_part(t, k, hold_part, &v);
 	}
+	v.bits &= ~(v.bits << 32); /* held whole: not in part */
+	sc->whole = v.whole;
 	if (weight)
-		*weight = sum;
+		*weight = v.sum;
 	if (set)
-		*set = bits;
-	return distinct;
+		*set = v.bits;
+	return v.distinct;
+}
+
+/* The weight of a set of terms (see struct scorer). */
+static double set_weight(const struct scorer *sc, uint64_t set)
+{
+	double w = 0;
+	for (uint64_t b = set & 0xffffffffu; b; b &= b - 1)
+		w += sc->w[__builtin_ctzll(b)];
+	for (uint64_t b = set >> 32; b; b &= b - 1)
+		w += 0.5 * sc->w[__builtin_ctzll(b)];
+	return w;
+}
+
+/* Whether a unit holding set answers a question with keys: it holds every
+ * key, whole or in part, and at least one whole; when some keys hold a
+ * digit (a version, an ID, a year), those name the thing: the others may
+ * be missing ("Node.js 20.0.0" is "v20.0.0" in a release note) and a part
+ * is enough ("Node.js 20" is in "Node.js 20.0.0"). */
+static bool holds_keys(const struct scorer *sc, uint64_t set)
+{
+	uint32_t whole = (uint32_t)set, any = whole | (uint32_t)(set >> 32);
+	if (sc->numbered)
+		return (any & sc->numbered) == sc->numbered;
+	return !sc->keys || ((whole & sc->keys) && (any & sc->keys) == sc->keys);
 }
 
 /* Weights from the counts; returns their sum. */
@@ -787,99 +1168,271 @@ static bool better(double w, size_t at, double best, size_t best_at)
 	return w >= best * (1 - 1e-12) && at < best_at;
 }
 
-/* Whether the line s[ls..ls+n) is no material: the question's, blank, or
- * a "[doc: ID]" header naming the document below it. */
-static bool skip_line(const struct prompt *p, const char *s, size_t ls, size_t n)
+/* ---- units: the sentences of the lines ---- */
+
+#define SENT_MAX 600 /* a longer sentence is cut into pieces ... */
+#define PIECE	 400 /* ... of about this many bytes, at a space */
+#define WINDOW	 500 /* a piece answers with a window this wide around its match */
+
+/* Walks the material unit by unit: each line that is material cut into
+ * sentences (ending in . ! or ? before a space or a tab, or at the end of
+ * the line), a sentence over SENT_MAX into pieces of about PIECE bytes. */
+struct unit_it {
+	const char *s;
+	size_t end;
+	const struct prompt *p;
+	size_t pos;	      /* the next line */
+	size_t cur, line_end; /* the rest of the line to cut */
+	const char *doc;      /* the ID of the last "[doc: ID]" line passed */
+	size_t docn;
+	size_t lines;	 /* material lines met so far: the unit's line number + 1 */
+	size_t bang, qm; /* the next '!' and '?' of the line (line_end: none; SIZE_MAX: unknown) */
+};
+
+/* Offset of the first c in s[from..to), else to. */
+static size_t find_byte(const char *s, size_t from, size_t to, char c)
 {
-	const char *id;
-	size_t idn;
-	return (ls >= p->skip_off && ls < p->skip_end) || text_is_blank(s + ls, n) ||
-	       doc_header(s + ls, n, &id, &idn);
+	const char *p = from < to ? memchr(s + from, c, to - from) : NULL;
+	return p ? (size_t)(p - s) : to;
 }
 
-/* For "all": every distinct flagged line of the material that scores at
- * least best, one per line. */
+static void unit_it_init(struct unit_it *u, const char *s, size_t end, const struct prompt *p,
+			 size_t from)
+{
+	memset(u, 0, sizeof(*u));
+	u->s = s, u->end = end, u->p = p, u->pos = from;
+}
+
+/* The next unit s[*at..*at+*n); false at the end. */
+static bool next_unit(struct unit_it *u, size_t *at, size_t *n)
+{
+	const char *s = u->s;
+	size_t i, e = 0, lim;
+	while (u->cur >= u->line_end) {
+		size_t ls, ln;
+		const char *id;
+		size_t idn;
+		if (!next_line(s, u->end, &u->pos, &ls, &ln))
+			return false;
+		if (doc_header(s + ls, ln, &id, &idn)) {
+			u->doc = id, u->docn = idn;
+			continue;
+		}
+		if ((ls >= u->p->skip_off && ls < u->p->skip_end) || text_is_blank(s + ls, ln))
+			continue;
+		u->lines++;
+		u->cur = ls, u->line_end = ls + ln;
+		u->bang = u->qm = SIZE_MAX;
+		while (s[u->cur] == ' ' || s[u->cur] == '\t')
+			u->cur++;
+	}
+	i = u->cur;
+	lim = u->line_end - i > SENT_MAX ? i + SENT_MAX : u->line_end;
+	/* the first . ! or ? before a space or a tab, before lim; where the
+	 * next ! and ? are is kept for the line's next sentences */
+	for (size_t j = i, stop = lim < u->line_end ? lim : lim - 1, c; j < stop; j = c + 1) {
+		if (u->bang == SIZE_MAX || u->bang < j)
+			u->bang = find_byte(s, j, u->line_end, '!');
+		if (u->qm == SIZE_MAX || u->qm < j)
+			u->qm = find_byte(s, j, u->line_end, '?');
+		c = find_byte(s, j, stop, '.');
+		c = c < u->bang ? c : u->bang;
+		c = c < u->qm ? c : u->qm;
+		if (c >= stop)
+			break;
+		if (s[c + 1] == ' ' || s[c + 1] == '\t') {
+			e = c + 1;
+			break;
+		}
+	}
+	if (!e && lim == u->line_end)
+		e = lim;
+	if (!e) { /* a long sentence: a piece, cut at a space */
+		e = i + PIECE;
+		while (e > i + PIECE / 2 && s[e] != ' ' && s[e] != '\t')
+			e--;
+		if (e <= i + PIECE / 2)
+			e = i + text_utf8_floor(s + i, PIECE);
+	}
+	*at = i, *n = e - i;
+	while (e < u->line_end && (s[e] == ' ' || s[e] == '\t'))
+		e++;
+	u->cur = e;
+	return true;
+}
+
+/* Whether the unit s[at..at+n) is a piece of a long sentence rather than
+ * a line or a sentence: it neither ends one nor ends its line. */
+static bool is_piece(const char *s, size_t len, size_t at, size_t n)
+{
+	size_t e = at + n;
+	if (n <= 1 || e >= len || s[e] == '\n' || s[e] == '\r')
+		return false;
+	return s[e - 1] != '.' && s[e - 1] != '!' && s[e - 1] != '?';
+}
+
+/* The answer the unit s[at..at+n) gives: itself (cut at ANSWER_MAX), or
+ * for a piece of a long sentence a window of WINDOW bytes of its line
+ * centred on the question terms it holds, cut at spaces: never the head
+ * of a line whose match is elsewhere. */
+static char *answer_unit(const char *s, size_t len, size_t at, size_t n, struct scorer *sc)
+{
+	char t[TERM_MAX];
+	size_t pos = 0, k, st, lo = SIZE_MAX, hi = 0, heavy = 0, c, a, b, lb, le;
+	double hw = -1;
+	if (!is_piece(s, len, at, n))
+		return answer_dup(s + at, n);
+	while ((k = next_term_at(s + at, n, &pos, t, &st))) {
+		long id;
+		k = norm_term(t, k);
+		id = termset_find(&sc->q, t, k, hash_bytes(t, k));
+		if (id < 0 && sc->parts.n &&
+		    (id = termset_find(&sc->parts, t, k, hash_bytes(t, k))) >= 0)
+			id = sc->part_of[id];
+		if (id < 0)
+			continue;
+		lo = lo < st ? lo : st;
+		hi = pos;
+		if (sc->w[id] > hw)
+			hw = sc->w[id], heavy = st;
+	}
+	if (lo == SIZE_MAX)
+		lo = 0, hi = n;
+	c = hi - lo <= WINDOW ? at + (lo + hi) / 2 : at + heavy;
+	/* the line around the unit */
+	for (lb = at; lb > 0 && s[lb - 1] != '\n' && at - lb < WINDOW; lb--)
+		;
+	for (le = at + n; le < len && s[le] != '\n' && s[le] != '\r' && le - at - n < WINDOW; le++)
+		;
+	a = c - lb > WINDOW / 2 ? c - WINDOW / 2 : lb;
+	b = a + WINDOW < le ? a + WINDOW : le;
+	if (b - a < WINDOW && a > lb)
+		a = b - lb > WINDOW ? b - WINDOW : lb;
+	/* whole words and characters */
+	for (k = 0; a > lb && a < b && k < 40 && s[a - 1] != ' '; k++)
+		a++;
+	while (a < b && (s[a] & 0xc0) == 0x80)
+		a++;
+	for (k = 0; b < le && b > a && k < 40 && s[b] != ' '; k++)
+		b--;
+	while (b > a && b < le && (s[b] & 0xc0) == 0x80)
+		b--;
+	return answer_dup(s + a, b - a);
+}
+
+/* For "all": every distinct flagged unit of the material that holds the
+ * keys and scores at least best, one per line. */
 static char *leaf_list(const char *s, size_t len, const struct prompt *p, struct scorer *sc,
 		       const unsigned char *flag, double best)
 {
 	struct buf b;
-	size_t pos = p->mat_off, ls, n, line = 0;
+	struct unit_it u;
+	size_t at, n, unit = 0;
 	double w;
+	uint64_t set;
 	buf_init(&b, 0);
-	while (next_line(s, len, &pos, &ls, &n)) {
-		if (skip_line(p, s, ls, n))
-			continue;
-		if (flag[line / 8] & (1u << (line % 8))) {
-			scorer_unit(sc, s + ls, n, false, &w, NULL);
-			if (w >= best * (1 - 1e-12))
-				list_add(&b, s + ls, n);
+	unit_it_init(&u, s, len, p, p->mat_off);
+	while (next_unit(&u, &at, &n)) {
+		if (flag[unit / 8] & (1u << (unit % 8))) {
+			scorer_unit(sc, s + at, n, false, &w, &set);
+			if (w >= best * (1 - 1e-12) && holds_keys(sc, set)) {
+				char *a = answer_unit(s, len, at, n, sc);
+				list_add(&b, a, strlen(a));
+				free(a);
+			}
 		}
-		line++;
+		unit++;
 	}
 	return buf_detach(&b, NULL);
 }
 
-/* Sub-model: the best line of the material (for "all", every line as good
- * as it), or a count of lines. One pass tokenizes the lines; a second one
- * runs only when the sets gave up, or to list the lines for "all". */
+/* The best unit so far. */
+struct pick {
+	double w;
+	size_t at, n;
+};
+
+/* Offer the unit s[at..at+n) holding set with weight w: to the best unit
+ * when it holds the keys, and to each item of a list it holds whole. */
+static void offer(const struct scorer *sc, struct pick *best, struct pick *items, uint64_t set,
+		  double w, size_t at, size_t n)
+{
+	if (holds_keys(sc, set) && better(w, at, best->w, best->at))
+		*best = (struct pick){w, at, n};
+	for (size_t j = 0; j < sc->nitems; j++)
+		if (((uint32_t)set & sc->items[j]) && better(w, at, items[j].w, items[j].at))
+			items[j] = (struct pick){w, at, n};
+}
+
+/* Sub-model: the best unit of the material (for "all", every unit as
+ * good as it; for a list of keys, the best unit of each key it holds),
+ * or a count of units. One pass tokenizes the units; a second one runs
+ * only when the sets gave up, or to list the units for "all". */
 static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool how_many, bool all)
 {
 	struct scorer sc;
 	struct sets st = {0};
-	size_t pos = p->mat_off, ls, n, line = 0, best_at = 0, best_n = 0;
+	struct unit_it u;
+	struct pick best = {0}, items[ITEMS_MAX];
+	size_t at, n, unit = 0, counted = 0;
 	uint64_t matching = 0, set;
 	unsigned char *flag;
-	double total, best = 0, wsum;
+	double total, wsum;
 	char *out;
+	memset(items, 0, sizeof(items));
 	scorer_init(&sc, p);
 	flag = xcalloc((len - p->mat_off) / 8 + 2, 1);
-	st.full = sc.q.n > 64;
+	st.full = sc.q.n > 32;
 	if (!st.full)
 		sets_grow(&st, 64);
-	while (next_line(s, len, &pos, &ls, &n)) {
+	unit_it_init(&u, s, len, p, p->mat_off);
+	while (next_unit(&u, &at, &n)) {
 		size_t d;
-		if (skip_line(p, s, ls, n))
-			continue;
 		sc.units++;
-		d = scorer_unit(&sc, s + ls, n, true, NULL, &set);
-		if (d == sc.q.n)
-			matching++;
+		d = scorer_unit(&sc, s + at, n, true, NULL, &set);
+		/* lines are counted, not sentences; a term held in part does not count */
+		if (sc.whole == sc.q.n && counted != u.lines)
+			matching++, counted = u.lines;
 		if (d) {
-			flag[line / 8] |= (unsigned char)(1u << (line % 8));
-			sets_add(&st, set, ls, n);
+			flag[unit / 8] |= (unsigned char)(1u << (unit % 8));
+			sets_add(&st, set, at, n);
 		}
-		line++;
+		unit++;
 	}
 	if (how_many) {
 		out = count_reply(matching);
 		goto done;
 	}
 	total = scorer_weigh(&sc);
-	if (!st.full) {
-		for (size_t i = 0; i <= st.mask; i++) {
-			if (!st.key[i])
+	for (size_t i = 0; !st.full && i <= st.mask; i++)
+		if (st.key[i])
+			offer(&sc, &best, items, st.key[i], set_weight(&sc, st.key[i]), st.at[i],
+			      st.len[i]);
+	unit_it_init(&u, s, len, p, p->mat_off);
+	unit = 0;
+	while (st.full && total > 0 && next_unit(&u, &at, &n)) {
+		if (flag[unit / 8] & (1u << (unit % 8))) {
+			scorer_unit(&sc, s + at, n, false, &wsum, &set);
+			offer(&sc, &best, items, set, wsum, at, n);
+		}
+		unit++;
+	}
+	if (sc.nitems >= 2 && !how_many) {
+		struct buf b;
+		buf_init(&b, 0);
+		for (size_t j = 0; j < sc.nitems; j++) {
+			if (items[j].w <= 0)
 				continue;
-			wsum = 0;
-			for (uint64_t b = st.key[i]; b; b &= b - 1)
-				wsum += sc.w[__builtin_ctzll(b)];
-			if (better(wsum, st.at[i], best, best_at))
-				best = wsum, best_at = st.at[i], best_n = st.len[i];
+			out = answer_unit(s, len, items[j].at, items[j].n, &sc);
+			list_add(&b, out, strlen(out));
+			free(out);
 		}
+		out = b.len ? buf_detach(&b, NULL) : (buf_release(&b), xstrdup("NONE"));
+		goto done;
 	}
-	pos = p->mat_off;
-	line = 0;
-	while (st.full && total > 0 && next_line(s, len, &pos, &ls, &n)) {
-		if (skip_line(p, s, ls, n))
-			continue;
-		if (flag[line / 8] & (1u << (line % 8))) {
-			scorer_unit(&sc, s + ls, n, false, &wsum, NULL);
-			if (better(wsum, ls, best, best_at))
-				best = wsum, best_at = ls, best_n = n;
-		}
-		line++;
-	}
-	if (total > 0 && best > 0 && best >= 0.5 * total * (1 - 1e-12))
-		out = all ? leaf_list(s, len, p, &sc, flag, best) : answer_dup(s + best_at, best_n);
+	if (total > 0 && best.w > 0 && (sc.keys || best.w >= 0.5 * total * (1 - 1e-12)))
+		out = all ? leaf_list(s, len, p, &sc, flag, best.w)
+			  : answer_unit(s, len, best.at, best.n, &sc);
 	else
 		out = xstrdup("NONE");
 done:
@@ -901,64 +1454,61 @@ static char *answer_which_doc(const char *s, size_t len, const struct prompt *p,
 {
 	struct scorer sc;
 	struct buf list;
+	struct unit_it u;
 	long keys[KEYS_MAX];
-	size_t pos, ls, n, nkeys = 0, kp = 0, kn, best_at = 0, best_n = 0, idn = 0, best_idn = 0;
-	const char *k, *id = NULL, *best_id = NULL;
+	size_t ls, n, nkeys = 0, kp = 0, kn, best_at = 0, best_n = 0, best_idn = 0;
+	const char *k, *best_id = NULL;
 	double total, best = 0, w;
 	bool quoted;
+	char *out;
 	scorer_init(&sc, p);
 	while (nkeys < KEYS_MAX && sim_next_key(p->q, p->qlen, &kp, &k, &kn, &quoted)) {
 		char t[TERM_MAX];
 		size_t tp = 0, tn;
 		while (nkeys < KEYS_MAX && (tn = next_term(k, kn, &tp, t))) {
 			long tid;
-			tn = strip_plural(t, tn);
+			tn = norm_term(t, tn);
 			tid = termset_find(&sc.q, t, tn, hash_bytes(t, tn));
 			if (tid >= 0)
 				keys[nkeys++] = tid;
 		}
 	}
-	pos = p->mat_off;
-	while (next_line(s, len, &pos, &ls, &n)) {
-		if (skip_line(p, s, ls, n))
-			continue;
+	unit_it_init(&u, s, len, p, p->mat_off);
+	while (next_unit(&u, &ls, &n)) {
 		sc.units++;
 		scorer_unit(&sc, s + ls, n, true, NULL, NULL);
 	}
 	total = scorer_weigh(&sc);
 	buf_init(&list, 0);
 	for (int pass = 0; pass < (plural ? 2 : 1) && total > 0; pass++) {
-		pos = p->mat_off;
-		id = NULL;
-		while (next_line(s, len, &pos, &ls, &n)) {
-			const char *hid;
-			size_t hn, i;
+		unit_it_init(&u, s, len, p, p->mat_off);
+		while (next_unit(&u, &ls, &n)) {
+			size_t i;
 			bool ok;
-			if (doc_header(s + ls, n, &hid, &hn)) {
-				id = hid, idn = hn;
-				continue;
-			}
-			if (skip_line(p, s, ls, n))
-				continue;
 			scorer_unit(&sc, s + ls, n, false, &w, NULL);
 			for (i = 0; i < nkeys && sc.stamp[keys[i]] == sc.cur; i++)
 				;
 			ok = nkeys ? i == nkeys : w >= 0.5 * total * (1 - 1e-12);
 			if (ok && !pass && better(w, ls, best, best_at))
-				best = w, best_at = ls, best_n = n, best_id = id, best_idn = idn;
-			if (ok && pass && id && w >= best * (1 - 1e-12))
-				list_add(&list, id, idn);
+				best = w, best_at = ls, best_n = n, best_id = u.doc,
+				best_idn = u.docn;
+			if (ok && pass && u.doc && w >= best * (1 - 1e-12))
+				list_add(&list, u.doc, u.docn);
 		}
 	}
-	scorer_release(&sc);
 	if (best <= 0) {
+		scorer_release(&sc);
 		buf_release(&list);
 		return xstrdup("NONE");
 	}
-	if (list.len)
+	if (list.len) {
+		scorer_release(&sc);
 		return buf_detach(&list, NULL);
+	}
 	buf_release(&list);
-	return best_id ? answer_dup(best_id, best_idn) : answer_dup(s + best_at, best_n);
+	out = best_id ? answer_dup(best_id, best_idn) : answer_unit(s, len, best_at, best_n, &sc);
+	scorer_release(&sc);
+	return out;
 }
 
 /* Offset past a "[n]" prefix (and one space) of the line s[0..n), else 0. */
@@ -1117,6 +1667,54 @@ static char *combine_list(const char *s, size_t len, const struct prompt *p)
 	return buf_detach(&b, NULL);
 }
 
+/* Combiner for a question that names several keys ("the codes of A, B
+ * and C"): for each key, the line of the partial answers that holds it
+ * and scores best, distinct, one per line in the question's order; NULL
+ * when the question names fewer than two keys or no line holds one. */
+static char *combine_items(const char *s, size_t len, const struct prompt *p)
+{
+	struct scorer sc;
+	struct pick items[ITEMS_MAX];
+	struct buf b;
+	const char *a;
+	size_t pos, an;
+	double w;
+	uint64_t set;
+	scorer_init(&sc, p);
+	memset(items, 0, sizeof(items));
+	buf_init(&b, 0);
+	for (int pass = 0; pass < 2 && sc.nitems >= 2; pass++) {
+		if (pass == 1)
+			scorer_weigh(&sc);
+		pos = p->mat_off;
+		while (next_partial(s, len, p, &pos, &a, &an)) {
+			size_t at = 0, ls, n;
+			while (next_line(a, an, &at, &ls, &n)) {
+				if (says_nothing(a + ls, n))
+					continue;
+				if (!pass)
+					sc.units++;
+				scorer_unit(&sc, a + ls, n, !pass, &w, &set);
+				for (size_t j = 0; pass && j < sc.nitems; j++)
+					if (((uint32_t)set & sc.items[j]) &&
+					    better(w, (size_t)(a + ls - s), items[j].w,
+						   items[j].at))
+						items[j] =
+						    (struct pick){w, (size_t)(a + ls - s), n};
+			}
+		}
+	}
+	for (size_t j = 0; j < sc.nitems; j++)
+		if (items[j].w > 0)
+			list_add(&b, s + items[j].at, items[j].n);
+	scorer_release(&sc);
+	if (!b.len) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}
+
 static char *policy(const char *s, size_t len)
 {
 	struct prompt p;
@@ -1126,8 +1724,12 @@ static char *policy(const char *s, size_t len)
 	how_many = contains_ci(p.q, p.qlen, "how many");
 	all = sim_asks_all(p.q, p.qlen);
 	p.which = sim_asks_which_doc(p.q, p.qlen, &plural);
-	if (p.combine)
+	if (p.combine) {
+		char *out = how_many ? NULL : combine_items(s, len, &p);
+		if (out)
+			return out;
 		return all ? combine_list(s, len, &p) : answer_combine(s, len, &p, how_many);
+	}
 	if (p.which)
 		return answer_which_doc(s, len, &p, plural);
 	return answer_leaf(s, len, &p, how_many, all);

@@ -2141,3 +2141,84 @@ TEST(solve_sources_survive_the_memo)
 	free(dir);
 	free(db);
 }
+
+/* Issue 18's examples of text `rlm bench gen` does not write, end to end
+ * through `rlm solve` on the simulator, both strategies: a needle sentence
+ * near the end of a 1 MB paragraph with no newline, a question listing
+ * three keys held in three places, and a question phrased unlike its
+ * answer ("On what date was Node.js 20.0.0 released?" over "v20.0.0 was
+ * released on April 18, 2023."). */
+TEST(solve_text_of_other_shapes)
+{
+	static const char *const filler[] = {
+	    "The launch of the new rover was delayed twice because of the weather in March.",
+	    "Nobody on the night shift remembered which password had been rotated last!",
+	    "Is the telemetry archive really kept for seven years, as the handbook claims?",
+	    "Η εκτόξευση αναβλήθηκε λόγω καιρού, είπε ο διευθυντής της αποστολής.",
+	    "Engineers argued for hours about fuel margins, then agreed on a compromise.",
+	};
+	static const struct {
+		const char *file, *q, *want[3];
+	} cases[] = {
+	    {"para.txt", "What is the launch password for the Aurora mission?",
+	     {"tangerine-4471", NULL, NULL}},
+	    {"keys.txt", "List the codes of Ada, Grace and Linus.", {"K-1815", "G-1906", "L-1991"}},
+	    {"rel.txt", "On what date was Node.js 20.0.0 released?", {"April 18, 2023", NULL, NULL}},
+	};
+	struct buf b;
+	char *path;
+	bool placed = false;
+	buf_init(&b, 0);
+	for (size_t i = 0; b.len < 1000000; i++) {
+		if (!placed && b.len > 970000) /* 97% of the way */
+			buf_puts(&b, "For the Aurora mission, the launch password is tangerine-4471, "
+				     "and it changes at dawn. "),
+			    placed = true;
+		buf_puts(&b, filler[i % ARRAY_SIZE(filler)]);
+		buf_putc(&b, ' ');
+	}
+	path = path_in_tmp("para.txt");
+	write_text(path, b.p, b.len);
+	free(path);
+	buf_reset(&b);
+	for (size_t i = 0; i < 20000; i++) {
+		if (i == 3000)
+			buf_puts(&b, "Ada's code is K-1815, issued in the spring.\n");
+		if (i == 12000)
+			buf_puts(&b, "Grace Hopper — code G-1906 — works on floor three.\n");
+		if (i == 19000)
+			buf_puts(&b, "Badge code for Linus: L-1991.\r\n");
+		buf_puts(&b, filler[(i * 7) % ARRAY_SIZE(filler)]);
+		buf_putc(&b, '\n');
+	}
+	path = path_in_tmp("keys.txt");
+	write_text(path, b.p, b.len);
+	free(path);
+	buf_reset(&b);
+	for (size_t i = 0; i < 5000; i++) {
+		if (i == 2500)
+			buf_puts(&b, "The project moves fast. v19.9.0 was released on April 10, 2023. "
+				     "v20.0.0 was released on April 18, 2023. Then came the LTS line.\n");
+		buf_puts(&b, filler[(i * 3) % ARRAY_SIZE(filler)]);
+		buf_putc(&b, '\n');
+	}
+	path = path_in_tmp("rel.txt");
+	write_text(path, b.p, b.len);
+	free(path);
+	buf_release(&b);
+	for (size_t i = 0; i < 2 * ARRAY_SIZE(cases); i++) {
+		size_t ci = i % ARRAY_SIZE(cases);
+		char *ctx = path_in_tmp(cases[ci].file);
+		const char *args[] = {"solve",	    "--context",	ctx,	    "--question",
+				      cases[ci].q, "--strategy", i < ARRAY_SIZE(cases) ? "repl" : "tree",
+				      "--no-cache", NULL};
+		struct proc_out o = rlm(args, NULL);
+		CHECK_MSG(o.status == 0, "case %zu: exit %d: %s", i, o.status, o.err);
+		for (size_t k = 0; k < 3 && cases[ci].want[k]; k++)
+			CHECK_MSG(strstr(o.out, cases[ci].want[k]), "case %zu: want '%s' in '%s'", i,
+				  cases[ci].want[k], o.out);
+		CHECK(!strstr(o.out, "April 10"));
+		proc_out_release(&o);
+		free(ctx);
+	}
+}

@@ -412,7 +412,7 @@ TEST(policy_multibyte_utf8)
 		buf_puts(&b, "é");
 	buf_puts(&b, "\nfiller line\n");
 	got = reply_to(b.p);
-	CHECK(strlen(got) <= 1000 && strlen(got) >= 997);
+	CHECK(strlen(got) <= 1000 && strlen(got) >= 300);
 	CHECK(text_utf8_valid(got, strlen(got), NULL));
 	CHECK(strncmp(got, "One of the special", 18) == 0);
 	free(got);
@@ -630,6 +630,281 @@ TEST(policy_which_doc_names_the_document)
 		CHECK_STR(got, "The turbine in omega overheats on Mondays.");
 		free(got);
 	}
+}
+
+/* ---- text that `rlm bench gen` does not write ----
+ * Paragraphs of tens of kilobytes with no newline, sentences of other
+ * shapes, non-ASCII prose, CRLF lines, questions in natural phrasing and
+ * questions naming several keys. */
+
+/* A paragraph of about `bytes` bytes with no newline: prose sentences of
+ * varied shapes (some about launches and passwords, none naming Aurora),
+ * with `needle` as one sentence at fraction `at` of it. `sep` goes between
+ * sentences (" " or, for CRLF text, "\r\n" now and then). */
+static char *paragraph(size_t bytes, const char *needle, double at, bool utf8, bool crlf)
+{
+	static const char *const shapes[] = {
+	    "The launch of the new rover was delayed twice because of the weather in March.",
+	    "Nobody on the night shift remembered which password had been rotated last!",
+	    "Is the telemetry archive really kept for seven years, as the handbook claims?",
+	    "Mission control logged %d anomalies, most of them harmless sensor glitches.",
+	    "Engineers argued for hours about fuel margins, then agreed on a compromise.",
+	    "A second launch window opens in %d days if the first one is missed.",
+	};
+	static const char *const wide[] = {
+	    "Η εκτόξευση αναβλήθηκε λόγω καιρού, είπε ο διευθυντής της αποστολής.",
+	    "Le mot de passe de la station météo a été changé à l’été — encore une fois.",
+	    "打ち上げは天候のため延期されました。",
+	};
+	struct buf b;
+	bool placed = false;
+	size_t i = 0;
+	buf_init(&b, bytes + 256);
+	while (b.len < bytes) {
+		if (!placed && b.len >= (size_t)(at * (double)bytes)) {
+			buf_puts(&b, needle);
+			placed = true;
+		} else if (utf8 && i % 3 == 1) {
+			buf_puts(&b, wide[i % ARRAY_SIZE(wide)]);
+		} else {
+			buf_printf(&b, shapes[i % ARRAY_SIZE(shapes)], (int)(i % 97));
+		}
+		buf_puts(&b, crlf && i % 40 == 39 ? "\r\n" : " ");
+		i++;
+	}
+	if (!placed)
+		buf_puts(&b, needle);
+	return buf_detach(&b, NULL);
+}
+
+static char *leaf_prompt(const char *q, const char *text)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_printf(&b, leaf_head, q);
+	buf_puts(&b, text);
+	buf_puts(&b, "\n");
+	return buf_detach(&b, NULL);
+}
+
+TEST(policy_long_paragraph_answers_the_sentence)
+{
+	static const char needle[] = "For the Aurora mission, the launch password is "
+				     "tangerine-4471, and it changes at dawn.";
+	static const char q[] = "What is the launch password for the Aurora mission?";
+	struct {
+		size_t bytes;
+		double at;
+		bool utf8, crlf;
+	} cases[] = {
+	    {50000, 0.97, false, false}, {50000, 0.5, false, false}, {50000, 0.99, true, false},
+	    {60000, 0.8, true, true},	 {3000, 0.9, false, false},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *text = paragraph(cases[i].bytes, needle, cases[i].at, cases[i].utf8,
+				       cases[i].crlf);
+		char *prompt = leaf_prompt(q, text);
+		char *got = reply_to(prompt);
+		if (!strstr(got, "tangerine-4471"))
+			fprintf(stderr, "  case %zu: %.120s\n", i, got);
+		CHECK(strstr(got, "tangerine-4471") != NULL);
+		CHECK(strlen(got) <= 1000);
+		CHECK(text_utf8_valid(got, strlen(got), NULL));
+		CHECK(strstr(got, "telemetry") == NULL); /* the sentence, not its neighbours */
+		free(got);
+		free(prompt);
+		free(text);
+	}
+}
+
+TEST(policy_long_sentence_answers_a_window_on_the_match)
+{
+	/* one run-on sentence of 30 KB, no sentence end: the answer is a
+	 * window around the terms, never the head */
+	struct buf b;
+	char *got, *prompt;
+	buf_init(&b, 0);
+	for (int i = 0; i < 400; i++) {
+		buf_printf(&b, "and then the crew checked valve %d, ", i);
+		if (i == 300)
+			buf_puts(&b, "while the reactor serial number was QX-88-omega, ");
+	}
+	prompt = leaf_prompt("Which serial number did the reactor have?", b.p);
+	got = reply_to(prompt);
+	CHECK(strstr(got, "QX-88-omega") != NULL);
+	CHECK(strlen(got) <= 600);
+	CHECK(strncmp(got, "and then the crew checked valve 0,", 34) != 0);
+	free(got);
+	free(prompt);
+	buf_release(&b);
+}
+
+TEST(policy_several_keys_each_part_and_combined)
+{
+	static const char q[] = "List the codes of Ada, Grace and Linus.";
+	static const char part1[] = "Ada went to the market on Tuesday.\n"
+				    "Staff codes are printed on every badge.\n"
+				    "Ada's code is K-1815, issued in the spring.\n"
+				    "The cafeteria closes at noon on Fridays.\n"
+				    "Badge code for Linus: L-1991.\n";
+	static const char part2[] = "Visitors sign in at the front desk.\n"
+				    "Grace Hopper — code G-1906 — works on floor three.\n"
+				    "Parking codes change monthly.\n";
+	static const char part3[] = "Nothing here names a person.\nCodes are secret.\n";
+	char *prompt, *got, *all, *owned[3];
+	const char *partials[4];
+
+	prompt = leaf_prompt(q, part1);
+	got = reply_to(prompt);
+	CHECK_STR(got, "Ada's code is K-1815, issued in the spring.\nBadge code for Linus: L-1991.");
+	free(prompt);
+	partials[0] = owned[0] = got;
+
+	prompt = leaf_prompt(q, part2);
+	got = reply_to(prompt);
+	CHECK_STR(got, "Grace Hopper — code G-1906 — works on floor three.");
+	free(prompt);
+	partials[1] = owned[1] = got;
+
+	prompt = leaf_prompt(q, part3);
+	got = reply_to(prompt);
+	CHECK_STR(got, "NONE");
+	free(prompt);
+	partials[2] = owned[2] = got;
+	partials[3] = "Ada's code is K-1815, issued in the spring."; /* a duplicate */
+
+	prompt = combine_prompt(q, partials, 4);
+	all = reply_to(prompt);
+	CHECK(strstr(all, "K-1815") && strstr(all, "G-1906") && strstr(all, "L-1991"));
+	CHECK_STR(all, "Ada's code is K-1815, issued in the spring.\n"
+		       "Grace Hopper — code G-1906 — works on floor three.\n"
+		       "Badge code for Linus: L-1991.");
+	free(all);
+	free(prompt);
+	for (int i = 0; i < 3; i++)
+		free(owned[i]);
+
+	/* other list shapes: "or", a two-word item, an Oxford comma */
+	prompt = leaf_prompt("What are the codes for Ada Lovelace, Linus, or Grace?", part1);
+	got = reply_to(prompt);
+	CHECK(strstr(got, "K-1815") && strstr(got, "L-1991"));
+	free(got);
+	free(prompt);
+}
+
+TEST(policy_question_phrasing_does_not_sink_the_match)
+{
+	static const char *const texts[] = {
+	    "Changelog\nNode.js 19.9.0 — 2023-04-10\nNode.js 20.0.0 — 2023-04-18\n"
+	    "Node.js 18.16.0 — 2023-04-12\n",
+	    "The project moves fast. v19.9.0 was released on April 10, 2023. v20.0.0 was released "
+	    "on April 18, 2023. Then came the LTS line.\n",
+	    "| version | released |\n| 20.0.0 | 2023-04-18 |\n| 19.9.0 | 2023-04-10 |\n",
+	    "Release notes: Node.js 20.0.0 shipped on 2023-04-18 with a new permission model. "
+	    "Before that, Node.js 19.9.0 had shipped on 2023-04-10.\n",
+	};
+	static const char *const questions[] = {
+	    "On what date was Node.js 20.0.0 released?",
+	    "Version 20.0.0 date?",
+	    "When did Node 20.0.0 come out?",
+	    "What was the release date of Node.js v20.0.0?",
+	    "Which day saw the release of v20.0.0?",
+	    "When was 20.0.0 releasing?",
+	    "When was Node.js 20 released?",
+	};
+	for (size_t t = 0; t < ARRAY_SIZE(texts); t++) {
+		for (size_t k = 0; k < ARRAY_SIZE(questions); k++) {
+			char *prompt = leaf_prompt(questions[k], texts[t]);
+			char *got = reply_to(prompt);
+			bool ok = (strstr(got, "2023-04-18") || strstr(got, "April 18, 2023")) &&
+				  !strstr(got, "19.9.0");
+			if (!ok)
+				fprintf(stderr, "  text %zu, question %zu: %s\n", t, k, got);
+			CHECK(ok);
+			free(got);
+			free(prompt);
+		}
+	}
+}
+
+TEST(policy_long_lines_count_and_list_by_sentence)
+{
+	/* "how many" counts lines (two matching sentences on one line count
+	 * once); "all" lists the matching sentences of a long line, not the
+	 * line's head */
+	static const char *const needles[] = {
+	    "The vault code for Orion is 4417.", "Meanwhile the vault code for Orion became 5520!",
+	    "A third vault code for Orion, 6631, was never used."};
+	struct buf b;
+	char *prompt, *got;
+	buf_init(&b, 0);
+	for (int i = 0; i < 3; i++) {
+		char *para = paragraph(20000, needles[i], 0.3 + 0.3 * i, i == 1, false);
+		buf_puts(&b, para);
+		buf_puts(&b, i == 0 ? " The vault code for Orion is 4417 again.\r\n" : "\r\n");
+		free(para);
+	}
+	prompt = leaf_prompt("How many vault codes for Orion are there?", b.p);
+	got = reply_to(prompt);
+	CHECK_STR(got, "3");
+	free(got);
+	free(prompt);
+	prompt = leaf_prompt("What are all the vault codes for Orion?", b.p);
+	got = reply_to(prompt);
+	CHECK(strstr(got, "4417") && strstr(got, "5520") && strstr(got, "6631"));
+	CHECK(strlen(got) < 600);
+	free(got);
+	free(prompt);
+	buf_release(&b);
+}
+
+TEST(policy_how_many_needs_whole_terms)
+{
+	/* a part of a compound key (zebra of zebra-7731) ranks a unit but
+	 * never counts it */
+	static const char text[] = "The zebra-7731 vault opened at nine.\n"
+				   "The zebra-1234 vault stayed shut.\n"
+				   "A zebra vault is a joke among the guards.\n"
+				   "Guards checked the zebra-7731 vault twice. Nobody else did.\n";
+	char *prompt = leaf_prompt("How many times is the zebra-7731 vault mentioned?", text);
+	char *got = reply_to(prompt);
+	CHECK_STR(got, "2");
+	free(got);
+	free(prompt);
+}
+
+TEST(policy_identifiers_match_whole_and_in_parts)
+{
+	static const char text[] = "Ticket OPS-1235 is open and waits for the vendor.\n"
+				   "Ticket OPS 1234 was closed on Monday by the night shift.\n"
+				   "Nobody knows why ticket 1234 of the HR queue is still open.\n";
+	static const char *const questions[] = {
+	    "What is the status of ticket OPS-1234?",
+	    "Is OPS-1234 closed?",
+	    "What happened to ops_1234?",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(questions); i++) {
+		char *prompt = leaf_prompt(questions[i], text);
+		char *got = reply_to(prompt);
+		if (strcmp(got, "Ticket OPS 1234 was closed on Monday by the night shift."))
+			fprintf(stderr, "  question %zu: %s\n", i, got);
+		CHECK_STR(got, "Ticket OPS 1234 was closed on Monday by the night shift.");
+		free(got);
+		free(prompt);
+	}
+}
+
+TEST(policy_keys_keep_none_honest)
+{
+	/* a part that does not name the key answers NONE, however much of the
+	 * question's wording it holds */
+	static const char text[] = "The launch password was changed on Monday.\n"
+				   "Every launch password has twelve characters.\n";
+	char *prompt = leaf_prompt("What is the launch password for the Aurora mission?", text);
+	char *got = reply_to(prompt);
+	CHECK_STR(got, "NONE");
+	free(got);
+	free(prompt);
 }
 
 /* ---- the root policy (sim/sim_root.c) ---- */

@@ -272,7 +272,11 @@ TEST(distractor_loses_in_combine)
 			    c, &r, &err),
 		  0);
 	CHECK_CONTAINS(r.answer, "2222222");
-	CHECK(r.levels >= 1);
+	CHECK(!strstr(r.answer, "1111111"));
+	/* No CHECK on r.levels: the part holding only quiet-falcon's needle
+	 * answers NONE (the sub-model needs the question's key), so the
+	 * distractor may never reach a combine; test_sim's
+	 * policy_combine_distractor_loses covers the combiner itself. */
 	rlm_result_release(&r);
 	corpus_free(c);
 	buf_release(&b);
