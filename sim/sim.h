@@ -21,7 +21,10 @@
  *   of words such as node.js also matches its parts, at half weight, one
  *   with a digit all its parts in a row: "OPS 1234"), or, for
  *   "how many" questions, the count of lines with a unit holding every
- *   term, or NONE when nothing matches. A unit answers only if it holds
+ *   term (what is counted and a closing verb, "parts" and "log" of "How
+ *   many parts ...?", "How many errors did X log?", only when some such
+ *   unit holds them: a table's rows need not say "part"), or NONE when
+ *   nothing matches. A unit answers only if it holds
  *   the question's keys (names written with a capital, numbers and
  *   identifiers, sim_next_key's keys; when some keys hold a digit, those
  *   alone, at least one whole), else, for a question with no key, half
@@ -42,7 +45,8 @@
  *   for "how many" questions the sum of the numbers; for a question naming
  *   several keys, for each key the line of the partials that holds it and
  *   matches best, distinct, one per line; else the partial answer that
- *   best matches the question; NONE when all are NONE. For "all", the
+ *   best matches the question (of equals, one stating a value: a term
+ *   with a digit the question lacks); NONE when all are NONE. For "all", the
  *   distinct lines of the partial answers that match best, one per line
  *   (so values found by different readers are listed together, and lines
  *   about something else are dropped).

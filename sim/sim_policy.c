@@ -741,6 +741,10 @@ struct scorer {
 	double *w;
 	uint32_t keys;		   /* the question's keys (names, numbers, identifiers) as bits */
 	uint32_t numbered;	   /* the keys that hold a digit */
+	uint32_t frame;		   /* "how many": what is counted and what it did
+				    * ("errors", "log" of "How many errors did X
+				    * log?"): needed in a line only when some
+				    * line of the material holds them */
 	uint32_t items[ITEMS_MAX]; /* "A, B and C": the terms of each item as bits */
 	size_t nitems;		   /* >= 2: the question names several keys */
 	size_t units;		   /* non-empty lines, or partial answers left */
@@ -907,6 +911,51 @@ static void question_keys(struct scorer *sc, const char *q, size_t len)
 	}
 }
 
+/* The frame of a "how many" question, as bits of sc->q: the words naming
+ * what is counted (after "how many", up to the first stopword) and a
+ * closing verb after did/do/does ("How many errors did svc_x log?"). A
+ * reader counts table rows of parts without the word "part" in them, and
+ * log lines of errors that do not say "log": these terms are asked of a
+ * line only when some line holding every other term holds them. Keys
+ * never are frame. */
+static void frame_terms(struct scorer *sc, const char *q, size_t len)
+{
+	char t[TERM_MAX];
+	size_t pos = 0, k;
+	int state = 0; /* 0 before "how", 1 after it, 2 the counted words, 3 after them */
+	bool aux = false;
+	long last = -1;
+	while ((k = next_term(q, len, &pos, t))) {
+		bool stop = is_stopword(t, k);
+		long id = -1;
+		if (!stop) {
+			size_t m = norm_term(t, k);
+			id = termset_find(&sc->q, t, m, hash_bytes(t, m));
+		}
+		if (state == 0) {
+			state = k == 3 && memcmp(t, "how", 3) == 0;
+			continue;
+		}
+		if (state == 1) {
+			state = k == 4 && memcmp(t, "many", 4) == 0 ? 2 : 0;
+			continue;
+		}
+		if (state == 2 && !stop) {
+			if (id >= 0 && id < 32)
+				sc->frame |= 1u << id;
+			continue;
+		}
+		state = 3;
+		if (stop && ((k == 3 && memcmp(t, "did", 3) == 0) || (k == 2 && memcmp(t, "do", 2) == 0) ||
+			     (k == 4 && memcmp(t, "does", 4) == 0)))
+			aux = true;
+		last = stop ? -1 : id;
+	}
+	if (aux && last >= 0 && last < 32)
+		sc->frame |= 1u << last;
+	sc->frame &= ~sc->keys;
+}
+
 static void scorer_init(struct scorer *sc, const struct prompt *p)
 {
 	memset(sc, 0, sizeof(*sc));
@@ -921,6 +970,8 @@ static void scorer_init(struct scorer *sc, const struct prompt *p)
 		each_part(t, n, part_add, &a);
 	}
 	question_keys(sc, p->q, p->qlen);
+	if (sc->q.n <= 32 && contains_ci(p->q, p->qlen, "how many"))
+		frame_terms(sc, p->q, p->qlen);
 	sc->stamp = xcalloc(sc->q.n + 1, sizeof(*sc->stamp));
 	sc->pstamp = xcalloc(sc->q.n + 1, sizeof(*sc->pstamp));
 	sc->df = xcalloc(sc->q.n + 1, sizeof(*sc->df));
@@ -1374,13 +1425,19 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 	struct sets st = {0};
 	struct unit_it u;
 	struct pick best = {0}, items[ITEMS_MAX];
-	size_t at, n, unit = 0, counted = 0;
+	size_t at, n, unit = 0, counted = 0, ncand = 0, cand_cap = 0;
 	uint64_t matching = 0, set;
+	uint32_t need, present = 0;
+	struct {
+		size_t line;
+		uint32_t frame;
+	} *cand = NULL; /* "how many" with a frame: units holding every other term */
 	unsigned char *flag;
 	double total, wsum;
 	char *out;
 	memset(items, 0, sizeof(items));
 	scorer_init(&sc, p);
+	need = (sc.q.n >= 32 ? ~0u : (1u << sc.q.n) - 1) & ~sc.frame;
 	flag = xcalloc((len - p->mat_off) / 8 + 2, 1);
 	st.full = sc.q.n > 32;
 	if (!st.full)
@@ -1391,8 +1448,20 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 		sc.units++;
 		d = scorer_unit(&sc, s + at, n, true, NULL, &set);
 		/* lines are counted, not sentences; a term held in part does not count */
-		if (sc.whole == sc.q.n && counted != u.lines)
+		if (!sc.frame && sc.whole == sc.q.n && counted != u.lines) {
 			matching++, counted = u.lines;
+		} else if (sc.frame) {
+			uint32_t whole = (uint32_t)set;
+			if ((whole & need) == need) {
+				present |= whole;
+				if (ncand == cand_cap) {
+					cand_cap = cand_cap ? 2 * cand_cap : 64;
+					cand = xrealloc(cand, cand_cap * sizeof(*cand));
+				}
+				cand[ncand].line = u.lines;
+				cand[ncand++].frame = whole & sc.frame;
+			}
+		}
 		if (d) {
 			flag[unit / 8] |= (unsigned char)(1u << (unit % 8));
 			sets_add(&st, set, at, n);
@@ -1400,6 +1469,12 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 		unit++;
 	}
 	if (how_many) {
+		/* the frame words some line of the rest holds are asked of
+		 * every line (a table's header saying "part" is not one) */
+		uint32_t want = sc.frame & present;
+		for (size_t i = 0; i < ncand; i++)
+			if ((cand[i].frame & want) == want && cand[i].line != counted)
+				matching++, counted = cand[i].line;
 		out = count_reply(matching);
 		goto done;
 	}
@@ -1438,6 +1513,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 done:
 	sets_release(&st);
 	free(flag);
+	free(cand);
 	scorer_release(&sc);
 	return out;
 }
@@ -1575,6 +1651,26 @@ static bool says_nothing(const char *s, size_t n)
 
 /* Combiner: the sum of the counts, or the partial answer that best matches
  * the question. */
+/* Whether the partial answer a[0..n) states a value the question does not
+ * hold: a term with a digit ("The code of the vault is 畑-4023-ÉTÉ."), what
+ * a reader looks for when two answers match the question as well. */
+static bool states_value(const struct scorer *sc, const char *a, size_t n)
+{
+	char t[TERM_MAX];
+	size_t pos = 0, k;
+	while ((k = next_term(a, n, &pos, t))) {
+		bool digit = false;
+		for (size_t i = 0; i < k && !digit; i++)
+			digit = t[i] >= '0' && t[i] <= '9';
+		if (digit) {
+			size_t m = norm_term(t, k);
+			if (termset_find(&sc->q, t, m, hash_bytes(t, m)) < 0)
+				return true;
+		}
+	}
+	return false;
+}
+
 static char *answer_combine(const char *s, size_t len, const struct prompt *p, bool how_many)
 {
 	struct scorer sc;
@@ -1614,6 +1710,9 @@ static char *answer_combine(const char *s, size_t len, const struct prompt *p, b
 		if (says_nothing(a, an))
 			continue;
 		scorer_unit(&sc, a, an, false, &wsum, NULL);
+		/* of answers that match as well, one that states a value */
+		if (states_value(&sc, a, an))
+			wsum *= 1 + 1e-6;
 		if (!best_a || better(wsum, (size_t)(a - s), best, (size_t)(best_a - s)))
 			best = wsum, best_a = a, best_n = an;
 	}

@@ -873,6 +873,53 @@ TEST(policy_how_many_needs_whole_terms)
 	free(prompt);
 }
 
+/* What a "how many" question counts and what it did ("parts", "log")
+ * need not be in the lines: a table's rows do not say "part", a log line
+ * of an error does not say "log". A header that says "part" does not make
+ * it needed; a word the counted lines hold ("error") still is. */
+TEST(policy_how_many_frame_words)
+{
+	static const char table[] = "| part | qty | status |\n|---|---|---|\n"
+				    "| QX-1 | 4 | backordered |\n| QX-2 | 9 | shipped |\n"
+				    "| QX-3 | 1 | backordered |\n| QX-4 | 2 | backordered |\n";
+	static const char log[] = "{\"svc\":\"svc_kestrel\",\"level\":\"error\",\"msg\":\"disk full\"}\n"
+				  "{\"svc\":\"svc_kestrel\",\"level\":\"info\",\"msg\":\"started\"}\n"
+				  "{\"svc\":\"svc_osprey\",\"level\":\"error\",\"msg\":\"timeout\"}\n"
+				  "{\"svc\":\"svc_kestrel\",\"level\":\"error\",\"msg\":\"timeout\"}\n";
+	static const char fires[] = "Report 1: a fire in the barn.\nReport 2: a flood.\n";
+	char *prompt = leaf_prompt("How many parts are backordered?", table);
+	char *got = reply_to(prompt);
+	CHECK_STR(got, "3");
+	free(got);
+	free(prompt);
+	prompt = leaf_prompt("How many errors did svc_kestrel log?", log);
+	got = reply_to(prompt);
+	CHECK_STR(got, "2");
+	free(got);
+	free(prompt);
+	/* the thing asked about is no frame word: no fire, no count */
+	prompt = leaf_prompt("How many reports mention a storm?", fires);
+	got = reply_to(prompt);
+	CHECK_STR(got, "0");
+	free(got);
+	free(prompt);
+}
+
+/* Of two partial answers that match the question as well, the one that
+ * states a value (a term with a digit the question lacks) is the answer. */
+TEST(policy_combine_prefers_a_stated_value)
+{
+	static const char *const parts[] = {
+	    "The Café Lumière vault keeps its launch code in a drawer.",
+	    "The launch code of the Café Zürich vault is 畑-4023-ÉTÉ.",
+	};
+	char *p = combine_prompt("What is the launch code of the vault?", parts, 2);
+	char *got = reply_to(p);
+	CHECK_STR(got, "The launch code of the Café Zürich vault is 畑-4023-ÉTÉ.");
+	free(got);
+	free(p);
+}
+
 TEST(policy_identifiers_match_whole_and_in_parts)
 {
 	static const char text[] = "Ticket OPS-1235 is open and waits for the vendor.\n"

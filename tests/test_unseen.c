@@ -4,10 +4,9 @@
  * rlm binary, real sandboxed workers, the answers checked against what the
  * generator says, which the solve never sees.
  *
- * A case that fails only because of a known weakness of the sub-model
- * (sim/sim_policy.c, being fixed apart) checks the root's part first, then
- * is skipped with the reason "needs sub-model fix: ..." (NEEDS_SUB_MODEL_FIX)
- * when the answer is wrong. */
+ * A case checks the root's part first (what it searched, what it read),
+ * then the answer, so a failure says which of the two went wrong
+ * (NEEDS_SUB_MODEL_FIX names the sub-model's). */
 #include "harness.h"
 #include "gen_other.h"
 #include "proc.h"
@@ -20,10 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A case whose root part passed and whose answer is wrong only because of
- * a known weakness of the sub-model. Once sim/sim_policy.c has its fix,
- * make this a failure (harness_fail) so that none of them hides again. */
-#define NEEDS_SUB_MODEL_FIX(why) SKIP("needs sub-model fix: %s", why)
+/* A case whose root part passed and whose answer is still wrong: the
+ * sub-model (sim/sim_policy.c) failed on this text, which it must not. */
+#define NEEDS_SUB_MODEL_FIX(why) harness_fail(__FILE__, __LINE__, "the sub-model failed: %s", why)
 
 /* Run `rlm solve -c ctx -q q --json --quiet --no-cache [extra...]` and
  * return its result, checked to be JSON with exit 0. */
