@@ -385,6 +385,12 @@ cJSON *serve__oai_rlm_ext(const cJSON *run)
 				    ? cJSON_Duplicate(json_get(run, "failures"), true)
 				    : cJSON_CreateArray());
 	json_add_num(o, "cost_usd", json_num(run, "cost_usd", 0));
+	/* answered from the memo: the run whose answer it is, and its date
+	 * (usage is what this request spent: nothing) */
+	if (cJSON_IsObject(json_get(run, "memo"))) {
+		json_add_str(o, "memo_run", json_str(json_get(run, "memo"), "run"));
+		json_add_str(o, "memo_date", json_str(json_get(run, "memo"), "date"));
+	}
 	json_add(o, "sources", json_get(run, "sources") ? cJSON_Duplicate(json_get(run, "sources"), true)
 							: cJSON_CreateArray());
 	return o;

@@ -734,6 +734,10 @@ cJSON *serve_run_json(struct svc_run *r)
 		json_add(o, "failures", dup_or(json_get(r->result, "failures"), cJSON_CreateArray()));
 		if (json_str(r->result, "stop_detail"))
 			json_add_str(o, "stop_detail", json_str(r->result, "stop_detail"));
+		/* answered from the memo: the run whose answer it is (usage
+		 * is then what this one spent: nothing) */
+		if (cJSON_IsObject(json_get(r->result, "memo")))
+			json_add(o, "memo", cJSON_Duplicate(json_get(r->result, "memo"), true));
 		if (r->error)
 			json_add_str(o, "error", r->error);
 		json_add(o, "result", cJSON_Duplicate(r->result, true));

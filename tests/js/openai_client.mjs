@@ -142,9 +142,14 @@ function checkCompletion(c, label) {
 	      `${label}: answer does not contain '${expect}'`, ch.message.content);
 	check(ch.finish_reason === 'stop', `${label}: finish_reason`, ch.finish_reason);
 	const u = c.usage;
-	check(u && u.prompt_tokens > 0 && u.completion_tokens >= 0 &&
+	// answered from the solve memo (the same question over the same
+	// context as an earlier check): it spent nothing, and says whose
+	// answer it is
+	const memo = typeof c.rlm?.memo_run === 'string';
+	check(u && (memo ? u.prompt_tokens === 0 : u.prompt_tokens > 0) &&
+	      u.completion_tokens >= 0 &&
 	      u.total_tokens === u.prompt_tokens + u.completion_tokens,
-	      `${label}: usage`, u);
+	      `${label}: usage${memo ? ' (answered from the memo)' : ''}`, u);
 }
 
 // A streamed request on a context of its own (tag: a line added at its
