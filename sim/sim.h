@@ -21,10 +21,11 @@
  *   of words such as node.js also matches its parts, at half weight, one
  *   with a digit all its parts in a row: "OPS 1234"), or, for
  *   "how many" questions, the count of lines with a unit holding every
- *   term (what is counted and a closing verb, "parts" and "log" of "How
- *   many parts ...?", "How many errors did X log?", only when some such
- *   unit holds them: a table's rows need not say "part"), or NONE when
- *   nothing matches. A unit answers only if it holds
+ *   term (a closing verb, "log" of "How many errors did X log?", only
+ *   when some unit holding the rest holds it; what is counted, "parts" of
+ *   "How many parts ...?", also when the material never says it, unless
+ *   its lines are table rows or JSON records: a table's rows need not say
+ *   "part"), or NONE when nothing matches. A unit answers only if it holds
  *   the question's keys (names written with a capital, numbers and
  *   identifiers, sim_next_key's keys; when some keys hold a digit, those
  *   alone, at least one whole), else, for a question with no key, half

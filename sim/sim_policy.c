@@ -743,8 +743,8 @@ struct scorer {
 	uint32_t numbered;	   /* the keys that hold a digit */
 	uint32_t frame;		   /* "how many": what is counted and what it did
 				    * ("errors", "log" of "How many errors did X
-				    * log?"): needed in a line only when some
-				    * line of the material holds them */
+				    * log?"): see frame_terms */
+	uint32_t frame_verb;	   /* of which the closing verb ("log") */
 	uint32_t items[ITEMS_MAX]; /* "A, B and C": the terms of each item as bits */
 	size_t nitems;		   /* >= 2: the question names several keys */
 	size_t units;		   /* non-empty lines, or partial answers left */
@@ -915,9 +915,12 @@ static void question_keys(struct scorer *sc, const char *q, size_t len)
  * what is counted (after "how many", up to the first stopword) and a
  * closing verb after did/do/does ("How many errors did svc_x log?"). A
  * reader counts table rows of parts without the word "part" in them, and
- * log lines of errors that do not say "log": these terms are asked of a
- * line only when some line holding every other term holds them. Keys
- * never are frame. */
+ * log lines of errors that do not say "log": the verb is asked of a line
+ * only when some line holding every other term holds it; what is counted
+ * too, and also when the material holds it nowhere, unless the material
+ * is rows (a table's or JSON records': their header may be in another
+ * part). "How many fires were reported?" over reports of floods is 0.
+ * Keys never are frame. */
 static void frame_terms(struct scorer *sc, const char *q, size_t len)
 {
 	char t[TERM_MAX];
@@ -951,9 +954,11 @@ static void frame_terms(struct scorer *sc, const char *q, size_t len)
 			aux = true;
 		last = stop ? -1 : id;
 	}
-	if (aux && last >= 0 && last < 32)
-		sc->frame |= 1u << last;
+	if (aux && last >= 0 && last < 32 && !(sc->frame & (1u << last)))
+		sc->frame_verb = 1u << last;
+	sc->frame |= sc->frame_verb;
 	sc->frame &= ~sc->keys;
+	sc->frame_verb &= ~sc->keys;
 }
 
 static void scorer_init(struct scorer *sc, const struct prompt *p)
@@ -1419,6 +1424,23 @@ static void offer(const struct scorer *sc, struct pick *best, struct pick *items
  * good as it; for a list of keys, the best unit of each key it holds),
  * or a count of units. One pass tokenizes the units; a second one runs
  * only when the sets gave up, or to list the units for "all". */
+/* Whether most non-blank lines of s[0..n) are rows of records: a table's
+ * ("| ... |") or JSON objects, whose header may be elsewhere. */
+static bool rows_of_records(const char *s, size_t n)
+{
+	size_t pos = 0, at, ln, rows = 0, lines = 0;
+	while (next_line(s, n, &pos, &at, &ln)) {
+		size_t i = 0;
+		while (i < ln && (s[at + i] == ' ' || s[at + i] == '\t'))
+			i++;
+		if (i == ln)
+			continue;
+		lines++;
+		rows += s[at + i] == '|' || s[at + i] == '{';
+	}
+	return lines && 2 * rows >= lines;
+}
+
 static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool how_many, bool all)
 {
 	struct scorer sc;
@@ -1427,7 +1449,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 	struct pick best = {0}, items[ITEMS_MAX];
 	size_t at, n, unit = 0, counted = 0, ncand = 0, cand_cap = 0;
 	uint64_t matching = 0, set;
-	uint32_t need, present = 0;
+	uint32_t need, present = 0, anywhere = 0;
 	struct {
 		size_t line;
 		uint32_t frame;
@@ -1452,6 +1474,7 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 			matching++, counted = u.lines;
 		} else if (sc.frame) {
 			uint32_t whole = (uint32_t)set;
+			anywhere |= whole;
 			if ((whole & need) == need) {
 				present |= whole;
 				if (ncand == cand_cap) {
@@ -1470,8 +1493,12 @@ static char *answer_leaf(const char *s, size_t len, const struct prompt *p, bool
 	}
 	if (how_many) {
 		/* the frame words some line of the rest holds are asked of
-		 * every line (a table's header saying "part" is not one) */
+		 * every line (a table's header saying "part" is not one);
+		 * what is counted, held nowhere, too, unless these are rows */
 		uint32_t want = sc.frame & present;
+		uint32_t absent = sc.frame & ~sc.frame_verb & ~anywhere;
+		if (absent && !rows_of_records(s + p->mat_off, len - p->mat_off))
+			want |= absent;
 		for (size_t i = 0; i < ncand; i++)
 			if ((cand[i].frame & want) == want && cand[i].line != counted)
 				matching++, counted = cand[i].line;

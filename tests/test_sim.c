@@ -897,10 +897,27 @@ TEST(policy_how_many_frame_words)
 	CHECK_STR(got, "2");
 	free(got);
 	free(prompt);
-	/* the thing asked about is no frame word: no fire, no count */
+	/* the thing asked about is no frame word: no storm, no count */
 	prompt = leaf_prompt("How many reports mention a storm?", fires);
 	got = reply_to(prompt);
 	CHECK_STR(got, "0");
+	free(got);
+	free(prompt);
+	/* what is counted, in prose that never says it, is no count either */
+	prompt = leaf_prompt("How many storms were reported?", fires);
+	got = reply_to(prompt);
+	CHECK_STR(got, "0");
+	free(got);
+	free(prompt);
+	prompt = leaf_prompt("How many fires were reported?", fires);
+	got = reply_to(prompt);
+	CHECK_STR(got, "1");
+	free(got);
+	free(prompt);
+	/* a table's rows whose header is in another part still count */
+	prompt = leaf_prompt("How many parts are backordered?", table + 38);
+	got = reply_to(prompt);
+	CHECK_STR(got, "3");
 	free(got);
 	free(prompt);
 }
