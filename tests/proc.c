@@ -306,3 +306,30 @@ size_t proc_children(pid_t parent, pid_t *pids, size_t cap)
 	closedir(d);
 	return n;
 }
+
+struct proc_out proc_rlm(const char *const *args, const char *const *extra, int timeout_s)
+{
+	static const char *const clean[] = {
+	    "RLM_PROVIDER",	 "RLM_MODEL",	"RLM_SUB_MODEL", "OPENAI_API_KEY",
+	    "OPENAI_BASE_URL",	 "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "RLM_SIM",
+	    "RLM_SANDBOX_DISABLE", "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS",
+	    "RLM_PRICES",	 "RLM_CACHE",	"RLM_NO_CACHE",	 NULL};
+	const char *argv[48], *env[48];
+	struct proc_out o;
+	size_t n = 0, k = 0;
+	argv[n++] = harness_rlm_bin();
+	for (size_t i = 0; args[i]; i++) {
+		CHECK_MSG(n < ARRAY_SIZE(argv) - 1, "proc_rlm: too many arguments");
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	for (size_t i = 0; clean[i]; i++)
+		env[k++] = clean[i];
+	for (size_t i = 0; extra && extra[i]; i++) {
+		CHECK_MSG(k < ARRAY_SIZE(env) - 1, "proc_rlm: too many environment entries");
+		env[k++] = extra[i];
+	}
+	env[k] = NULL;
+	CHECK_INT(proc_run(argv, NULL, env, timeout_s, &o), 0);
+	return o;
+}

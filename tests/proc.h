@@ -20,6 +20,13 @@ int proc_run(const char *const *argv, const char *input, const char *const *env,
 	     int timeout_s, struct proc_out *o);
 void proc_out_release(struct proc_out *o);
 
+/* Run the rlm binary (harness_rlm_bin) with args (NULL-terminated, the
+ * binary not among them), with no provider, model, simulator setting,
+ * limit, price file or store from the caller's environment (those
+ * variables unset), then the extra entries (NULL-terminated, or NULL),
+ * waiting at most timeout_s. A failure to run it fails the test. */
+struct proc_out proc_rlm(const char *const *args, const char *const *extra, int timeout_s);
+
 /* Start argv in the background with stdout and stderr to /dev/null. */
 pid_t proc_start(const char *const *argv, const char *const *env);
 /* SIGTERM then wait; returns the exit status (128 + signal when killed). */

@@ -24,25 +24,7 @@
 /* rlm with args, no provider from the environment, and extra entries. */
 static struct proc_out rlm_env(const char *const *args, const char *const *extra)
 {
-	const char *argv[40], *env[24];
-	struct proc_out o;
-	size_t n = 0, k = 0;
-	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
-					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
-					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_SANDBOX_DISABLE",
-					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS",
-					    "RLM_PRICES", "RLM_CACHE", "RLM_NO_CACHE", NULL};
-	argv[n++] = harness_rlm_bin();
-	for (size_t i = 0; args[i] && n < 39; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	for (size_t i = 0; clean[i]; i++)
-		env[k++] = clean[i];
-	for (size_t i = 0; extra && extra[i] && k < 23; i++)
-		env[k++] = extra[i];
-	env[k] = NULL;
-	CHECK_INT(proc_run(argv, NULL, env, 120, &o), 0);
-	return o;
+	return proc_rlm(args, extra, 120);
 }
 
 /* A context unlike `rlm bench gen`'s: paragraphs of ~6 KB on one line

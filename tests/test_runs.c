@@ -25,25 +25,7 @@
  * store is on (RLM_NO_CACHE unset), no real provider leaks in. */
 static struct proc_out rlm_env(const char *const *args, const char *const *extra)
 {
-	const char *argv[40], *env[24];
-	struct proc_out o;
-	size_t n = 0, k = 0;
-	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
-					    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RLM_SIM",
-					    "RLM_SANDBOX_DISABLE", "RLM_MAX_DEPTH", "RLM_MAX_NODES",
-					    "RLM_NO_CACHE", "RLM_CACHE", "OPENAI_BASE_URL",
-					    "ANTHROPIC_BASE_URL", NULL};
-	argv[n++] = harness_rlm_bin();
-	for (size_t i = 0; args[i] && n < 39; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	for (size_t i = 0; clean[i]; i++)
-		env[k++] = clean[i];
-	for (size_t i = 0; extra && extra[i] && k < 23; i++)
-		env[k++] = extra[i];
-	env[k] = NULL;
-	CHECK_INT(proc_run(argv, NULL, env, 120, &o), 0);
-	return o;
+	return proc_rlm(args, extra, 120);
 }
 
 static struct proc_out rlm(const char *const *args)

@@ -27,30 +27,14 @@
  * return its result, checked to be JSON with exit 0. */
 static cJSON *solve(const char *ctx, const char *q, const char *const *extra)
 {
-	const char *argv[32], *env[16];
-	static const char *const clean[] = {
-	    "RLM_PROVIDER",    "RLM_MODEL",	    "RLM_SUB_MODEL",	  "OPENAI_API_KEY",
-	    "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "RLM_SIM",
-	    "RLM_MAX_DEPTH",   "RLM_MAX_NODES",	    "RLM_MAX_CALLS",	  NULL};
+	const char *args[32] = {"solve", "-c", ctx, "-q", q, "--json", "--quiet", "--no-cache"};
 	struct proc_out o;
-	size_t n = 0, k = 0;
+	size_t n = 8;
 	cJSON *j;
-	argv[n++] = harness_rlm_bin();
-	argv[n++] = "solve";
-	argv[n++] = "-c";
-	argv[n++] = ctx;
-	argv[n++] = "-q";
-	argv[n++] = q;
-	argv[n++] = "--json";
-	argv[n++] = "--quiet";
-	argv[n++] = "--no-cache";
 	for (size_t i = 0; extra && extra[i] && n < 31; i++)
-		argv[n++] = extra[i];
-	argv[n] = NULL;
-	for (; clean[k]; k++)
-		env[k] = clean[k];
-	env[k] = NULL;
-	CHECK_INT(proc_run(argv, NULL, env, 300, &o), 0);
+		args[n++] = extra[i];
+	args[n] = NULL;
+	o = proc_rlm(args, NULL, 300);
 	CHECK_MSG(o.status == 0, "%s: exit %d: %s", q, o.status, o.err);
 	j = json_parse(o.out, strlen(o.out));
 	CHECK_MSG(j, "%s: not JSON: %.300s", q, o.out);
