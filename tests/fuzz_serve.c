@@ -82,7 +82,8 @@ static void one_corpora(const char *p, size_t len, bool is_object, bool utf8)
 	if (!cJSON_IsObject(c.body) || !!c.path + !!c.text + !!c.docs != 1)
 		abort();
 	if (c.kind != CORPUS_AUTO &&
-	    (!c.path || (c.kind != CORPUS_TEXT && c.kind != CORPUS_DIR && c.kind != CORPUS_JSONL)))
+	    (!c.path || (c.kind != CORPUS_TEXT && c.kind != CORPUS_DIR && c.kind != CORPUS_JSONL &&
+			 c.kind != CORPUS_JSON && c.kind != CORPUS_CSV)))
 		abort();
 	if (c.docs && !cJSON_IsArray(c.docs))
 		abort();
