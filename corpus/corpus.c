@@ -884,12 +884,57 @@ static bool jsonl_name(const char *path)
 	       (n > 7 && strcasecmp(path + n - 7, ".ndjson") == 0);
 }
 
+int corpus__check_type(const struct stat *st, const char *path, const struct corpus_opts *o,
+		       struct rlm_err *err)
+{
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
+				   path, file_type(st->st_mode));
+	if (S_ISDIR(st->st_mode) && o->kind != CORPUS_AUTO && o->kind != CORPUS_DIR)
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is a directory, not a %s file", path,
+				   o->kind == CORPUS_TEXT ? "text" : o->kind == CORPUS_JSONL ? "JSONL"
+							       : o->kind == CORPUS_JSON	 ? "JSON"
+											 : "CSV");
+	if (!S_ISDIR(st->st_mode) && o->kind == CORPUS_DIR)
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is not a directory", path);
+	return 0;
+}
+
+int corpus__load_fd(int fd, const char *path, const struct corpus_opts *o, size_t max,
+		    struct corpus **out, struct rlm_err *err)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return rlm_err_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return corpus_load_dir(fd, path, o, max, out, err);
+	if (!S_ISREG(st.st_mode)) /* replaced between the check and the open */
+		return rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
+				   path, file_type(st.st_mode));
+	if (corpus__gz_name(path))
+		return load_gz(fd, path, o, max, out, err);
+	if (o->kind == CORPUS_JSON || (o->kind == CORPUS_AUTO && has_ext(path, ".json")))
+		return corpus__load_json(fd, path, (size_t)st.st_size, max, out, err);
+	if (o->kind == CORPUS_CSV ||
+	    (o->kind == CORPUS_AUTO && (has_ext(path, ".csv") || has_ext(path, ".tsv"))))
+		return corpus__load_csv(fd, path, (size_t)st.st_size, max, corpus__csv_sep(path),
+					o->heap, out, err);
+	if (o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(path)))
+		return load_jsonl(fd, &st, path, o, max, out, err);
+	return load_text(fd, &st, path, o, max, out, err);
+}
+
+size_t corpus__max_bytes(const struct corpus_opts *o)
+{
+	return o->max_bytes ? o->max_bytes : DEFAULT_MAX;
+}
+
 int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
 		struct rlm_err *err)
 {
 	static const struct corpus_opts defaults = {.kind = CORPUS_AUTO};
 	const struct corpus_opts *o = opts ? opts : &defaults;
-	size_t max = o->max_bytes ? o->max_bytes : DEFAULT_MAX;
+	size_t max = corpus__max_bytes(o);
 	struct stat st;
 	int fd, rc;
 	*out = NULL;
@@ -903,40 +948,12 @@ int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus 
 	 * opening a fifo could block. */
 	if (stat(path, &st) < 0)
 		return rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-		return rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
-				   path, file_type(st.st_mode));
-	if (S_ISDIR(st.st_mode) && o->kind != CORPUS_AUTO && o->kind != CORPUS_DIR)
-		return rlm_err_set(err, RLM_EINVAL, "'%s' is a directory, not a %s file", path,
-				   o->kind == CORPUS_TEXT ? "text" : o->kind == CORPUS_JSONL ? "JSONL"
-							       : o->kind == CORPUS_JSON	 ? "JSON"
-											 : "CSV");
-	if (!S_ISDIR(st.st_mode) && o->kind == CORPUS_DIR)
-		return rlm_err_set(err, RLM_EINVAL, "'%s' is not a directory", path);
+	if ((rc = corpus__check_type(&st, path, o, err)))
+		return rc;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return rlm_err_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		rc = rlm_err_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
-	} else if (S_ISDIR(st.st_mode)) {
-		rc = corpus_load_dir(fd, path, o, max, out, err);
-	} else if (!S_ISREG(st.st_mode)) {
-		/* Replaced between stat and open. */
-		rc = rlm_err_set(err, RLM_EINVAL, "'%s' is a %s, not a regular file or directory",
-				 path, file_type(st.st_mode));
-	} else if (corpus__gz_name(path)) {
-		rc = load_gz(fd, path, o, max, out, err);
-	} else if (o->kind == CORPUS_JSON || (o->kind == CORPUS_AUTO && has_ext(path, ".json"))) {
-		rc = corpus__load_json(fd, path, (size_t)st.st_size, max, out, err);
-	} else if (o->kind == CORPUS_CSV ||
-		   (o->kind == CORPUS_AUTO && (has_ext(path, ".csv") || has_ext(path, ".tsv")))) {
-		rc = corpus__load_csv(fd, path, (size_t)st.st_size, max, corpus__csv_sep(path),
-				      o->heap, out, err);
-	} else if (o->kind == CORPUS_JSONL || (o->kind == CORPUS_AUTO && jsonl_name(path))) {
-		rc = load_jsonl(fd, &st, path, o, max, out, err);
-	} else {
-		rc = load_text(fd, &st, path, o, max, out, err);
-	}
+	rc = corpus__load_fd(fd, path, o, max, out, err);
 	close(fd);
 	return rc;
 }

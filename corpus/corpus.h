@@ -100,10 +100,14 @@ struct corpus_opts {
 	size_t max_bytes;        /* 0: 4 GiB */
 	bool quiet;              /* no warnings on stderr for skipped files */
 	bool heap;               /* build in the heap, not in a memfd */
-	bool no_symlinks;        /* a directory's symbolic links are skipped
-				  * (and a file swapped for one is not opened):
-				  * for a server that serves only what lies
-				  * under its roots */
+	bool no_symlinks;        /* a directory's symbolic links are skipped,
+				  * and each of its files is opened beneath
+				  * the directory's descriptor with no link
+				  * followed on the way (a file or folder
+				  * swapped for one after the walk is skipped,
+				  * not read): for a server that serves only
+				  * what lies under its roots (corpus_load_at
+				  * sets it) */
 	const char *encoding;    /* NULL, "auto" or "utf-8": UTF-8; else an
 				  * iconv name ("latin-1", "cp1252") that files
 				  * which are not valid UTF-8 are read in. A
@@ -134,6 +138,21 @@ struct corpus_opts {
  * caller's to corpus_free. */
 int corpus_load(const char *path, const struct corpus_opts *opts, struct corpus **out,
 		struct rlm_err *err);
+/* corpus_load of rel resolved beneath the directory dirfd (borrowed; an
+ * O_PATH descriptor will do), for a server that may read only under its
+ * roots: no component of rel, the last included, may be a symbolic link
+ * (-ELOOP: "the path crosses a symbolic link"), and neither an absolute
+ * rel nor ".." may leave dirfd (-EXDEV); "" or "." is dirfd itself. The
+ * path is resolved once (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+ * or a walk with O_NOFOLLOW where the kernel lacks it) and read only
+ * through the descriptors so opened, a directory's files too (its links
+ * are skipped: no_symlinks is implied), so a file swapped for a link at
+ * any moment is never read through the link. name (NULL: rel) names the
+ * path in messages and is the corpus's source; its extension decides the
+ * kind with CORPUS_AUTO. Standard input ("-") is not read. Otherwise as
+ * corpus_load. (corpus/corpus_at.c) */
+int corpus_load_at(int dirfd, const char *rel, const char *name, const struct corpus_opts *opts,
+		   struct corpus **out, struct rlm_err *err);
 /* Build a corpus from memory (copied, on the heap), one document. For
  * tests and the API. */
 struct corpus *corpus_from_text(const char *text, size_t len);

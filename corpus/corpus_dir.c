@@ -6,7 +6,11 @@
  * A directory is walked first (names only), the relative paths are sorted,
  * and then each file is read straight into the buffer; a file that turns
  * out to be binary is cut off again, so the buffer never holds anything
- * but accepted documents and their '\n' separators.
+ * but accepted documents and their '\n' separators. Folders are opened
+ * relative to their parent's descriptor with O_NOFOLLOW; with no_symlinks
+ * (a server's roots) each file is opened beneath the directory's
+ * descriptor with no link followed anywhere on its path
+ * (corpus__open_beneath), so a swap after the walk is skipped, not read.
  */
 #include "corpus_int.h"
 #include "../common/text.h"
@@ -182,6 +186,12 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, stru
 			}
 			sub = openat(dirfd(d), e->d_name,
 				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0 && errno == ELOOP) {
+				/* swapped for a link since readdir */
+				warn_skip(w, SKIP_LINK, rel, "symbolic link to a directory (not followed)");
+				free(rel);
+				continue;
+			}
 			if (sub < 0) {
 				rc = rlm_err_set(err, -errno, "cannot open '%s/%s': %s", w->root,
 						 rel, strerror(errno));
@@ -239,10 +249,21 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	enum skip kind = SKIP_BINARY;
 	const char *why, *from = NULL;
 	ssize_t n;
-	int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (w->no_symlinks ? O_NOFOLLOW : 0)), rc = 0;
+	int fd, rc = 0;
+	/* With no_symlinks, a folder on the way swapped for a link since the
+	 * walk must not lead out either: no link anywhere in rel. */
+	fd = w->no_symlinks
+		 ? corpus__open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)
+		 : openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 && !w->no_symlinks)
+		fd = -errno;
+	if (fd == -ELOOP || fd == -EXDEV) {
+		warn_skip(w, SKIP_LINK, rel, "symbolic link (not followed here)");
+		return 0;
+	}
 	if (fd < 0)
-		return rlm_err_set(err, -errno, "cannot open '%s/%s': %s", w->root, rel,
-				   strerror(errno));
+		return rlm_err_set(err, fd, "cannot open '%s/%s': %s", w->root, rel,
+				   strerror(-fd));
 	if (fstat(fd, &st) < 0) {
 		rc = rlm_err_set(err, -errno, "cannot stat '%s/%s': %s", w->root, rel,
 				 strerror(errno));

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "corpus.h"
@@ -160,6 +161,36 @@ void corpus__in_release(struct corpus__in *in);
  * (corpus/corpus_dir.c) */
 int corpus_load_dir(int fd, const char *path, const struct corpus_opts *o, size_t max,
 		    struct corpus **out, struct rlm_err *err);
+
+/* 0 when st (of path) is a kind of file corpus_load reads as o->kind asks
+ * (a regular file, or a directory for AUTO and DIR); else RLM_EINVAL
+ * with err: a fifo, socket or device, a directory for a file kind, a file
+ * for DIR. (corpus/corpus.c) */
+int corpus__check_type(const struct stat *st, const char *path, const struct corpus_opts *o,
+		       struct rlm_err *err);
+/* corpus_load of what fd (borrowed, open for reading) is: a directory, or
+ * a regular file whose kind path's name implies (unless o->kind says).
+ * path names it in messages and is the corpus's source. */
+int corpus__load_fd(int fd, const char *path, const struct corpus_opts *o, size_t max,
+		    struct corpus **out, struct rlm_err *err);
+/* o->max_bytes, or the default cap (4 GiB) when it is 0. */
+size_t corpus__max_bytes(const struct corpus_opts *o);
+
+/* ---- beneath a directory (corpus/corpus_at.c) ---- */
+
+#define CORPUS__BENEATH_WALK 1u /* the fallback walk even where openat2 works
+				 * (for the tests) */
+
+/* Open rel beneath the directory dirfd with flags (O_PATH, or O_RDONLY
+ * and the like; O_CLOEXEC is added), following no symbolic link on the
+ * way or at the end and never leaving dirfd: openat2 with RESOLVE_BENEATH
+ * | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, or where the kernel has
+ * no openat2 (ENOSYS), or with CORPUS__BENEATH_WALK in how, a walk that
+ * opens one component at a time with O_NOFOLLOW. "" and "." are dirfd
+ * itself; ".." may be used while it stays beneath dirfd. Returns the new
+ * descriptor, or -errno: -ELOOP when a component is a symbolic link,
+ * -EXDEV when rel is absolute or ".." leads out. */
+int corpus__open_beneath(int dirfd, const char *rel, int flags, unsigned how);
 
 /* ---- structured contexts (corpus/corpus_json.c, corpus/corpus_csv.c) ---- */
 

@@ -109,23 +109,14 @@ static bool cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *err)
 {
 	struct service *s;
-	size_t cap = 0;
 	int rc;
 	*out = NULL;
 	if (cfg->max_solves < 0 || cfg->max_solves > 100000)
 		return rlm_err_set(err, RLM_EINVAL, "max_solves %d is out of range 1..100000",
 				   cfg->max_solves);
 	s = xcalloc(1, sizeof(*s));
-	for (size_t i = 0; cfg->roots && cfg->roots[i]; i++) {
-		char real[PATH_MAX];
-		if (!realpath(cfg->roots[i], real)) {
-			rc = rlm_err_set(err, RLM_EINVAL, "cannot use root '%s': %s", cfg->roots[i],
-					 strerror(errno));
-			goto fail;
-		}
-		serve__grow(&s->roots, &cap, s->n_roots, sizeof(*s->roots));
-		s->roots[s->n_roots++] = xstrdup(real);
-	}
+	if ((rc = serve__roots_open(s, cfg->roots, err)))
+		goto fail;
 	if ((rc = rlm_models_init(&s->ms, &cfg->mo, err)) ||
 	    (rc = rlm_check_cost(s->ms.model, s->ms.sub, cfg->base.max_cost, "--max-cost", err)))
 		goto fail;
@@ -159,9 +150,7 @@ int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *e
 	return 0;
 fail:
 	rlm_models_release(&s->ms);
-	for (size_t i = 0; i < s->n_roots; i++)
-		free(s->roots[i]);
-	free(s->roots);
+	serve__roots_close(s);
 	free(s);
 	return rc;
 }
@@ -235,9 +224,7 @@ void serve_free(struct service *s)
 		serve_run_put(s->runs[i]);
 	free(s->runs);
 	serve__corpora_free(s);
-	for (size_t i = 0; i < s->n_roots; i++)
-		free(s->roots[i]);
-	free(s->roots);
+	serve__roots_close(s);
 	store_close(s->store);
 	rlm_models_release(&s->ms);
 	pthread_mutex_destroy(&s->mu);

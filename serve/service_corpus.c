@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* serve/service_corpus.c -- the service's corpora: loaded once from a path
- * under a root, or made from text or documents, and kept by the digest of
- * their content (a context sent twice is held once and keeps its id);
- * reference counted, registered ones kept until deleted, the others in a
- * cache of a fixed size once unused (the least recently used leave
- * first). */
+/* serve/service_corpus.c -- the service's roots and corpora: a corpus is
+ * loaded once from a path under a root (resolved beneath the root's
+ * descriptor, no link followed), or made from text or documents, and kept
+ * by the digest of its content (a context sent twice is held once and
+ * keeps its id); reference counted, registered ones kept until deleted,
+ * the others in a cache of a fixed size once unused (the least recently
+ * used leave first). */
 #include "service_int.h"
 #include "../common/json.h"
 #include "../store/store.h"
 #include "../common/text.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define CACHED_MAX 4096 /* unused unregistered corpora kept, at most */
 
@@ -27,21 +31,118 @@ void serve__grow(void *pp, size_t *cap, size_t n, size_t size)
 	*p = xrealloc(*p, *cap * size);
 }
 
-/* Is path (a realpath) root or under it, on whole components? */
-static bool under(const char *path, const char *root)
+/* ---- the roots ---- */
+
+/* path made absolute against the working directory, its "." components
+ * and repeated slashes dropped, ".." kept (the kernel resolves those,
+ * beneath a root). The caller's to free; NULL when the working directory
+ * is unknown. */
+static char *abs_clean(const char *path)
+{
+	struct buf b = BUF_INIT;
+	char *cwd = NULL, *joined, *save = NULL, *comp;
+	if (path[0] != '/') {
+		if (!(cwd = getcwd(NULL, 0)))
+			return NULL;
+		joined = xasprintf("%s/%s", cwd, path);
+		free(cwd);
+	} else {
+		joined = xstrdup(path);
+	}
+	for (comp = strtok_r(joined, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+		if (strcmp(comp, ".") == 0)
+			continue;
+		buf_putc(&b, '/');
+		buf_puts(&b, comp);
+	}
+	free(joined);
+	if (!b.len)
+		buf_putc(&b, '/');
+	return buf_detach(&b, NULL);
+}
+
+/* Is path root or under it, on whole components? Both are absolute and
+ * clean (abs_clean); no file is looked at. Returns the length of root's
+ * part of path, or 0 when path is not under it. */
+static size_t under(const char *path, const char *root)
 {
 	size_t n = strlen(root);
 	if (strcmp(root, "/") == 0)
-		return true;
-	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+		return 1;
+	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/') ? n : 0;
 }
 
-static bool in_roots(const struct service *s, const char *real)
+int serve__roots_open(struct service *s, const char *const *roots, struct rlm_err *err)
 {
-	for (size_t i = 0; i < s->n_roots; i++)
-		if (under(real, s->roots[i]))
-			return true;
-	return false;
+	size_t cap = 0;
+	for (size_t i = 0; roots && roots[i]; i++) {
+		struct svc_root r = {NULL, NULL, -1};
+		struct stat by_fd, by_name;
+		char real[PATH_MAX];
+		r.fd = open(roots[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (r.fd < 0)
+			return rlm_err_set(err, RLM_EINVAL, "cannot use root '%s': %s", roots[i],
+					   strerror(errno));
+		/* Its name, for matching request paths: the directory opened. */
+		if (!realpath(roots[i], real) || stat(real, &by_name) < 0 ||
+		    fstat(r.fd, &by_fd) < 0) {
+			int e = errno;
+			close(r.fd);
+			return rlm_err_set(err, RLM_EINVAL, "cannot use root '%s': %s", roots[i],
+					   strerror(e));
+		}
+		if (by_name.st_dev != by_fd.st_dev || by_name.st_ino != by_fd.st_ino) {
+			close(r.fd);
+			return rlm_err_set(err, RLM_EINVAL,
+					   "cannot use root '%s': it was replaced while it was opened",
+					   roots[i]);
+		}
+		r.real = xstrdup(real);
+		r.given = abs_clean(roots[i]);
+		if (!r.given)
+			r.given = xstrdup(real);
+		serve__grow(&s->roots, &cap, s->n_roots, sizeof(*s->roots));
+		s->roots[s->n_roots++] = r;
+	}
+	return 0;
+}
+
+void serve__roots_close(struct service *s)
+{
+	for (size_t i = 0; i < s->n_roots; i++) {
+		close(s->roots[i].fd);
+		free(s->roots[i].real);
+		free(s->roots[i].given);
+	}
+	free(s->roots);
+	s->roots = NULL;
+	s->n_roots = 0;
+}
+
+/* The root abs (abs_clean'd) lies under, by its name at start or as
+ * given, the longest match: its index, with *rel pointing into abs at
+ * what lies beneath it ("" for the root itself); or -1. */
+static long root_of(const struct service *s, const char *abs, const char **rel)
+{
+	long best = -1;
+	size_t best_n = 0;
+	for (size_t i = 0; i < s->n_roots; i++) {
+		const char *names[2] = {s->roots[i].real, s->roots[i].given};
+		for (int k = 0; k < 2; k++) {
+			size_t n = under(abs, names[k]);
+			if (n > best_n) {
+				best = (long)i;
+				best_n = n;
+			}
+		}
+	}
+	if (best >= 0) {
+		const char *r = abs + best_n;
+		while (*r == '/')
+			r++;
+		*rel = r;
+	}
+	return best;
 }
 
 /* The id of a corpus: a digest of its kind, text and document bounds. */
@@ -199,38 +300,39 @@ static void corpus_keep(struct service *s, struct corpus *c, unsigned flags,
 }
 
 int serve_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
-		    struct svc_corpus_info *info, struct rlm_err *err)
+		      struct svc_corpus_info *info, struct rlm_err *err)
 {
 	struct corpus_opts co = {0};
 	struct corpus *c = NULL;
-	char real[PATH_MAX];
+	const char *rel = NULL;
+	char *abs;
+	long r;
 	int rc;
 	if (!s->n_roots)
 		return rlm_err_set(err, SVC_EFORBIDDEN,
 				   "cannot read '%s': no directory is open to paths (start the "
 				   "server with --root DIR)",
 				   path);
-	if (!realpath(path, real)) {
-		int e = errno;
-		char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-		bool inside;
-		/* Say that it is missing only where the client may look. */
-		if (slash)
-			*(slash == dir ? slash + 1 : slash) = '\0';
-		inside = slash && realpath(dir, real) && in_roots(s, real);
-		free(dir);
-		if (!inside)
-			return rlm_err_set(err, SVC_EFORBIDDEN,
-					   "'%s' is outside the server's roots", path);
-		return rlm_err_set(err, -e, "cannot open '%s': %s", path, strerror(e));
-	}
-	if (!in_roots(s, real))
+	if (!(abs = abs_clean(path)))
+		return rlm_err_set(err, -errno, "cannot resolve '%s': %s", path, strerror(errno));
+	/* Which root, by name alone; what lies beneath it is resolved by the
+	 * kernel beneath the root's descriptor, and read through the
+	 * descriptors so opened (corpus_load_at): never by name again, so a
+	 * file swapped for a link meanwhile cannot lead out. */
+	if ((r = root_of(s, abs, &rel)) < 0) {
+		free(abs);
 		return rlm_err_set(err, SVC_EFORBIDDEN, "'%s' is outside the server's roots", path);
+	}
 	co.kind = kind;
 	co.quiet = true;
-	/* A link in a directory under a root could point anywhere. */
-	co.no_symlinks = true;
-	if ((rc = corpus_load(real, &co, &c, err)))
+	rc = corpus_load_at(s->roots[r].fd, rel, abs, &co, &c, err);
+	if (rc == -ELOOP)
+		rc = rlm_err_set(err, SVC_EFORBIDDEN,
+				 "path '%s' crosses a symlink; not followed under --root", path);
+	else if (rc == -EXDEV)
+		rc = rlm_err_set(err, SVC_EFORBIDDEN, "'%s' is outside the server's roots", path);
+	free(abs);
+	if (rc)
 		return rc;
 	corpus_keep(s, c, flags, info);
 	return 0;

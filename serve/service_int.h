@@ -29,12 +29,21 @@ struct svc_corp {
 	struct svc_corp *next_dead;  /* in service.dead, to be freed */
 };
 
+/* A directory paths may name, opened once at start: every path under it
+ * is resolved beneath fd, never by name (serve_corpus_load). */
+struct svc_root {
+	char *real;  /* its realpath at start, owned */
+	char *given; /* as given, made absolute, "." and "//" dropped; owned
+		      * (a path may spell a root either way) */
+	int fd;	     /* O_PATH | O_DIRECTORY, owned */
+};
+
 /* Made by serve_new; the fields above mu are read-only afterwards. */
 struct service {
 	struct rlm_models ms;  /* the pool and models */
 	struct store *store;   /* NULL with no_cache */
 	struct rlm_opts base;  /* the command line's, with pool, models, store */
-	char **roots;	       /* realpaths; n_roots of them */
+	struct svc_root *roots; /* n_roots of them (serve__roots_open) */
 	size_t n_roots;
 	int max_solves;
 	int keep_runs;	     /* finished runs kept in memory */
@@ -70,6 +79,12 @@ void serve__corp_reap(struct service *s);
 /* Is t[0..len) text the corpus module takes (UTF-8, no NUL)? 0, or
  * RLM_EINVAL with err naming what (e.g. "the question"). */
 int serve__check_text(const char *what, const char *t, size_t len, struct rlm_err *err);
+/* Open the roots (NULL-terminated, NULL for none) into s->roots: each a
+ * directory, opened once. Returns 0, or RLM_EINVAL with err naming the
+ * root and why. On error the roots opened stay for serve__roots_close. */
+int serve__roots_open(struct service *s, const char *const *roots, struct rlm_err *err);
+/* Close and free s->roots. */
+void serve__roots_close(struct service *s);
 /* Free the corpora. */
 void serve__corpora_free(struct service *s);
 /* Add "corpora" to o (s->mu held): serve_stats's. */

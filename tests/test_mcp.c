@@ -642,6 +642,27 @@ TEST(solve_with_path_inside_and_outside_the_root)
 	CHECK(strlen(tool_error_text(r)) > 0);
 	cJSON_Delete(r);
 	free(outside);
+	/* nor through a symbolic link under the root, to a file or a folder
+	 * outside it: solve and load_corpus alike say why */
+	{
+		char *l1 = xasprintf("%s/passwd-link", harness_tmpdir());
+		char *l2 = xasprintf("%s/etc-link", harness_tmpdir());
+		CHECK(symlink("/etc/passwd", l1) == 0 && symlink("/etc", l2) == 0);
+		outside = xasprintf("{\"question\":%s,\"path\":\"%s\"}", q, l1);
+		call_tool(&s, 5, "solve", outside, NULL);
+		r = server_wait(&s, 5, 30000, NULL);
+		CHECK_CONTAINS(tool_error_text(r), "crosses a symlink; not followed under --root");
+		cJSON_Delete(r);
+		free(outside);
+		outside = xasprintf("{\"path\":\"%s/hostname\"}", l2);
+		call_tool(&s, 6, "load_corpus", outside, NULL);
+		r = server_wait(&s, 6, 30000, NULL);
+		CHECK_CONTAINS(tool_error_text(r), "crosses a symlink");
+		cJSON_Delete(r);
+		free(outside);
+		free(l1);
+		free(l2);
+	}
 	CHECK_INT(server_close(&s, 30), 0);
 	free(args);
 	free(p);
