@@ -186,9 +186,15 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, stru
 			}
 			sub = openat(dirfd(d), e->d_name,
 				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0 && errno == ELOOP) {
-				/* swapped for a link since readdir */
-				warn_skip(w, SKIP_LINK, rel, "symbolic link to a directory (not followed)");
+			if (sub < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+				/* no folder any more: swapped since readdir (a link
+				 * is ELOOP or, with O_DIRECTORY, ENOTDIR) */
+				bool link = fstatat(dirfd(d), e->d_name, &st,
+						    AT_SYMLINK_NOFOLLOW) == 0 &&
+					    S_ISLNK(st.st_mode);
+				warn_skip(w, link ? SKIP_LINK : SKIP_SPECIAL, rel,
+					  link ? "symbolic link to a directory (not followed)"
+					       : "not a directory any more");
 				free(rel);
 				continue;
 			}
