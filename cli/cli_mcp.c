@@ -43,7 +43,7 @@ static const char usage[] =
     "\n"
     "      --root DIR          a directory that path may name (repeatable; default:\n"
     "                          the current directory); paths outside every root are\n"
-    "                          refused\n"
+    "                          refused, and no symbolic link under one is followed\n"
     "  -s, --strategy NAME     repl (default) or tree, as for rlm solve\n"
     "      --cache PATH        the store: cached calls and recorded runs (env\n"
     "                          RLM_CACHE; default as for rlm solve): rlm runs show ID\n"

@@ -28,8 +28,15 @@
  * serve_corpus_delete; any other, once no one holds it, stays in a cache of
  * corpus_cache bytes, the least recently used leaving first, so inline
  * contexts sent again are not loaded twice and memory stays bounded. A
- * path must lie under one of the service's roots (realpath, then a prefix
- * check on whole components), or it is refused (SVC_EFORBIDDEN).
+ * path must lie under one of the service's roots, or it is refused
+ * (SVC_EFORBIDDEN). Each root is opened once at start (O_PATH); a path is
+ * matched to a root by name only (made absolute, on whole components,
+ * against the root's real path or its name as given), and what lies
+ * beneath is resolved by the kernel beneath the root's descriptor with no
+ * symbolic link followed and no ".." out of it (corpus_load_at), then
+ * read only through the descriptors so opened: nothing is checked by name
+ * and opened by name again, so swapping a file or folder for a link at
+ * any moment cannot make the service read outside its roots.
  *
  * Threads: every function may be called from any thread.
  */
@@ -59,7 +66,9 @@ struct svc_cfg {
 	const char *cache_path;      /* the store; NULL: the default */
 	bool no_cache;               /* no store at all */
 	const char *const *roots;    /* directories context paths may name;
-				      * NULL-terminated; NULL or empty: none */
+				      * NULL-terminated; NULL or empty: none.
+				      * Each is opened at serve_new: what is
+				      * served is the directory it named then */
 	int max_solves;              /* running at once; 0: 4 */
 	int keep_runs;               /* finished runs kept in memory (the
 				      * store answers for older ones); 0: 1000 */
@@ -121,7 +130,10 @@ struct svc_corpus_info {
 			    * evicted nor freed) until serve_corpus_put */
 
 /* Load path (under a root; kind as corpus_opts.kind) once. Returns 0 with
- * info, SVC_EFORBIDDEN, or what corpus_load returns, with err. */
+ * info; SVC_EFORBIDDEN when path lies under no root, when ".." leads out
+ * of its root, or when it crosses a symbolic link ("path '...' crosses a
+ * symlink; not followed under --root"); or what corpus_load_at returns
+ * (-ENOENT for a path missing under a root), with err. */
 int serve_corpus_load(struct service *s, const char *path, enum corpus_kind kind, unsigned flags,
 		    struct svc_corpus_info *info, struct rlm_err *err);
 /* A corpus of one text, or of documents (docs != NULL: n of them). */
