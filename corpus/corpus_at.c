@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,7 +93,27 @@ static int open_walk(int dirfd, const char *rel, int flags)
 	/* The last component (or the directory reached, after "." or ".."):
 	 * O_NOFOLLOW makes a link ELOOP, except with O_PATH, which opens the
 	 * link itself. */
-	fd = openat(cur, comp ? comp : ".", flags | O_NOFOLLOW | O_CLOEXEC);
+	if (comp && (flags & O_DIRECTORY) && !(flags & O_PATH)) {
+		/* With O_DIRECTORY a link is ENOTDIR, not ELOOP: look at what
+		 * the name is first, then open that very folder through its
+		 * own descriptor ("."), not by name again. */
+		int pfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0 || fstat(pfd, &st) < 0) {
+			rc = -errno;
+			if (pfd >= 0)
+				close(pfd);
+			goto out;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			rc = S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+			close(pfd);
+			goto out;
+		}
+		fd = openat(pfd, ".", flags | O_CLOEXEC);
+		close(pfd);
+	} else {
+		fd = openat(cur, comp ? comp : ".", flags | O_NOFOLLOW | O_CLOEXEC);
+	}
 	if (fd < 0) {
 		rc = -errno;
 		goto out;
@@ -117,11 +138,18 @@ out:
 	return rc;
 }
 
+static atomic_bool force_walk;
+
+void corpus__beneath_force_walk(bool on)
+{
+	atomic_store(&force_walk, on);
+}
+
 int corpus__open_beneath(int dirfd, const char *rel, int flags, unsigned how)
 {
 	struct open_how oh;
 	long fd = -1;
-	if (!(how & CORPUS__BENEATH_WALK)) {
+	if (!(how & CORPUS__BENEATH_WALK) && !atomic_load(&force_walk)) {
 		memset(&oh, 0, sizeof(oh));
 		/* no O_NOFOLLOW: with O_PATH it would open a final link
 		 * instead of failing; RESOLVE_NO_SYMLINKS covers the last

@@ -191,6 +191,10 @@ size_t corpus__max_bytes(const struct corpus_opts *o);
  * descriptor, or -errno: -ELOOP when a component is a symbolic link,
  * -EXDEV when rel is absolute or ".." leads out. */
 int corpus__open_beneath(int dirfd, const char *rel, int flags, unsigned how);
+/* Make every corpus__open_beneath in this process take the fallback walk
+ * (on) or openat2 where the kernel has it (off, the default): for the
+ * tests, which run whole loads and races both ways. Any thread. */
+void corpus__beneath_force_walk(bool on);
 
 /* ---- structured contexts (corpus/corpus_json.c, corpus/corpus_csv.c) ---- */
 

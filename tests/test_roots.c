@@ -261,7 +261,7 @@ TEST(open_beneath_follows_no_link_and_never_climbs_out)
 	close(rootfd);
 }
 
-TEST(load_at_reads_files_and_folders_beneath_and_refuses_links)
+static void load_at_cases(void)
 {
 	struct corpus_opts o = {.kind = CORPUS_AUTO, .quiet = true};
 	struct rlm_err err = {0, ""};
@@ -314,6 +314,18 @@ TEST(load_at_reads_files_and_folders_beneath_and_refuses_links)
 	close(rootfd);
 }
 
+TEST(load_at_reads_files_and_folders_beneath_and_refuses_links)
+{
+	load_at_cases();
+}
+
+/* The same where the kernel has no openat2: the O_NOFOLLOW walk. */
+TEST(load_at_without_openat2)
+{
+	corpus__beneath_force_walk(true);
+	load_at_cases();
+}
+
 /* Real files of another shape than ours: a folder of system headers,
  * copied under the root (long lines, many files), read beneath it as
  * corpus_load reads the original. */
@@ -349,7 +361,7 @@ TEST(load_at_matches_corpus_load_on_real_headers)
 /* root/doc.txt (the benign file) and root/swap (a link to the secret)
  * exchanged SWAPS times while corpus_load_at loads doc.txt: each load is
  * the benign text or "crosses a symbolic link", never the secret. */
-TEST(race_file_swapped_for_a_link_never_loads_the_secret)
+static void race_file(void)
 {
 	struct corpus_opts o = {.kind = CORPUS_AUTO, .quiet = true};
 	struct swapper w;
@@ -405,7 +417,7 @@ TEST(race_file_swapped_for_a_link_never_loads_the_secret)
  * tree being walked: root/top/s and root/top/sswap -> outside/, while the
  * whole of root/top is loaded (the walk lists s/f.txt, then opens it:
  * s may be the link by then). */
-TEST(race_folder_swapped_for_a_link_never_loads_the_secret)
+static void race_folder(void)
 {
 	struct corpus_opts o = {.kind = CORPUS_AUTO, .quiet = true};
 	struct swapper w;
@@ -474,6 +486,30 @@ TEST(race_folder_swapped_for_a_link_never_loads_the_secret)
 	CHECK(swap_stop(&w) >= SWAPS);
 	CHECK_MSG(good > 0, "f.txt was never read (%ld loads without it)", refused);
 	close(rootfd);
+}
+
+TEST(race_file_swapped_for_a_link_never_loads_the_secret)
+{
+	race_file();
+}
+
+TEST(race_folder_swapped_for_a_link_never_loads_the_secret)
+{
+	race_folder();
+}
+
+/* The same two races where the kernel has no openat2: the walk. (Each
+ * test runs in a process of its own: the switch ends with it.) */
+TEST(race_file_without_openat2)
+{
+	corpus__beneath_force_walk(true);
+	race_file();
+}
+
+TEST(race_folder_without_openat2)
+{
+	corpus__beneath_force_walk(true);
+	race_folder();
 }
 
 /* ---- the server ---- */
