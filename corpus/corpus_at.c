@@ -206,10 +206,9 @@ int corpus_load_at(int dirfd, const char *rel, const char *name, const struct co
 	}
 	if ((rc = corpus__check_type(&st, name, &o, err)))
 		goto out;
-	fd = corpus__open_beneath(dirfd, rel,
-				  O_RDONLY | O_NONBLOCK | O_NOCTTY |
-				      (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0),
-				  0);
+	fd = corpus__open_beneath(
+	    dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0),
+	    0);
 	if (fd < 0) {
 		rc = open_err(fd, name, err);
 		goto out;
@@ -219,8 +218,9 @@ int corpus_load_at(int dirfd, const char *rel, const char *name, const struct co
 		goto out;
 	}
 	if (st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
-		rc = rlm_err_set(err, RLM_EINVAL, "cannot open '%s': it was replaced while it was "
-						  "opened",
+		rc = rlm_err_set(err, RLM_EINVAL,
+				 "cannot open '%s': it was replaced while it was "
+				 "opened",
 				 name);
 		goto out;
 	}

@@ -189,9 +189,9 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, stru
 			if (sub < 0 && (errno == ELOOP || errno == ENOTDIR)) {
 				/* no folder any more: swapped since readdir (a link
 				 * is ELOOP or, with O_DIRECTORY, ENOTDIR) */
-				bool link = fstatat(dirfd(d), e->d_name, &st,
-						    AT_SYMLINK_NOFOLLOW) == 0 &&
-					    S_ISLNK(st.st_mode);
+				bool link =
+				    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				    S_ISLNK(st.st_mode);
 				warn_skip(w, link ? SKIP_LINK : SKIP_SPECIAL, rel,
 					  link ? "symbolic link to a directory (not followed)"
 					       : "not a directory any more");
@@ -258,9 +258,8 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 	int fd, rc = 0;
 	/* With no_symlinks, a folder on the way swapped for a link since the
 	 * walk must not lead out either: no link anywhere in rel. */
-	fd = w->no_symlinks
-		 ? corpus__open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)
-		 : openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	fd = w->no_symlinks ? corpus__open_beneath(rootfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0)
+			    : openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 && !w->no_symlinks)
 		fd = -errno;
 	if (fd == -ELOOP || fd == -EXDEV) {
@@ -268,8 +267,7 @@ static int dir_file(struct corpus *c, size_t *cap, struct tbuf *b, struct walk *
 		return 0;
 	}
 	if (fd < 0)
-		return rlm_err_set(err, fd, "cannot open '%s/%s': %s", w->root, rel,
-				   strerror(-fd));
+		return rlm_err_set(err, fd, "cannot open '%s/%s': %s", w->root, rel, strerror(-fd));
 	if (fstat(fd, &st) < 0) {
 		rc = rlm_err_set(err, -errno, "cannot stat '%s/%s': %s", w->root, rel,
 				 strerror(errno));

@@ -93,9 +93,9 @@ int serve__roots_open(struct service *s, const char *const *roots, struct rlm_er
 		}
 		if (by_name.st_dev != by_fd.st_dev || by_name.st_ino != by_fd.st_ino) {
 			close(r.fd);
-			return rlm_err_set(err, RLM_EINVAL,
-					   "cannot use root '%s': it was replaced while it was opened",
-					   roots[i]);
+			return rlm_err_set(
+			    err, RLM_EINVAL,
+			    "cannot use root '%s': it was replaced while it was opened", roots[i]);
 		}
 		r.real = xstrdup(real);
 		r.given = abs_clean(roots[i]);
