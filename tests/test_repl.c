@@ -3158,3 +3158,56 @@ TEST(frame_parser_table)
 		CHECK_INT(err.code, RLM_ETOOBIG);
 	}
 }
+
+/* ---- the exec clock and threads (issue 19, findings 5 and 6) ---- */
+
+/* A fake model that answers each prompt after 20 ms. */
+static void quick_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	(void)arg;
+	(void)errors;
+	time_sleep_ns(20 * MS);
+	for (size_t i = 0; i < c->n; i++)
+		texts[i] = xasprintf("q:%s", c->prompts[i]);
+}
+
+/* The exec clock stops while a call is out only as long as the worker does
+ * not compute meanwhile: one thread looping llm_query does not let the
+ * main thread's CPU loop run past a 2 s limit (before, it ran its whole
+ * 12 s: the clock stood still while any call was out). Both ways of
+ * answering calls. */
+TEST(compute_does_not_hide_behind_calls)
+{
+	const char *code = "import threading, time\nn = [0]\ngo = [True]\n"
+			   "def ask():\n    while go[0]:\n        llm_query('x'); n[0] += 1\n"
+			   "th = threading.Thread(target=ask, daemon=True)\nth.start()\n"
+			   "t0 = time.monotonic()\ntry:\n"
+			   "    while time.monotonic() < t0 + 12:\n        pass\n"
+			   "finally:\n    go[0] = False\n";
+	for (int par = 1; par >= 0; par--) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		struct repl_result res;
+		int64_t t0, ms;
+		cfg_init(&cfg);
+		cfg.on_call = quick_call;
+		cfg.parallel_calls = par;
+		cfg.exec_timeout_ns = 2000 * MS;
+		r = start(&cfg);
+		t0 = time_now_ns();
+		run(r, code, &res);
+		ms = (time_now_ns() - t0) / MS;
+		fprintf(stderr, "  parallel_calls=%d: interrupted after %lld ms, %zu calls\n", par,
+			(long long)ms, res.calls);
+		CHECK_MSG(ms >= 1900 && ms < 5000, "parallel_calls=%d: took %lld ms", par,
+			  (long long)ms);
+		CHECK(res.interrupted && !res.restarted);
+		CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+		CHECK_CONTAINS(res.output, "time limit of 2 s");
+		CHECK(res.calls > 5);
+		repl_result_release(&res);
+		/* The worker is in step: its variables are kept. */
+		expect(r, "n[0] > 5", "True\n");
+		repl_free(r);
+	}
+}
