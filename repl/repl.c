@@ -57,8 +57,14 @@
 #define TRIM_AFTER	 ((size_t)1 << 20) /* bytes of a call frame's strings */
 #define TRIM_EVERY_NS	 (100 * 1000000LL) /* at most one malloc_trim per */
 #define MAX_JOBS	 64 /* call frames answered at once (parallel_calls) */
+#define THREADS_WAIT_NS	 (100 * 1000000LL) /* for the code's threads to leave */
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL, C_STOP };
+
+#define KEPT " Its variables are kept."
+
+struct run;
+static void unsay_kept(struct run *x);
 
 /* One exec or final_var in flight. */
 struct run {
@@ -82,6 +88,8 @@ struct run {
 	size_t body_len;
 	size_t body_err; /* where in body its error begins; SIZE_MAX: none */
 	struct buf after; /* after the output: the interrupt */
+	size_t kept_at;	  /* where in after " Its variables are kept." is;
+			   * SIZE_MAX: not said */
 };
 
 enum { AGAIN = 1 };
@@ -769,6 +777,7 @@ static int scratch_restart(struct repl *r, struct run *x, const char *what, stru
 {
 	repl__worker_stop(r);
 	empty_dir(r->scratch);
+	unsay_kept(x);
 	buf_printf(&x->after,
 		   "[the REPL was restarted: %s. All variables and scratch files are gone; "
 		   "`context` and the helper functions were reloaded.]\n",
@@ -783,6 +792,35 @@ static int scratch_check(struct repl *r, struct run *x, struct rlm_err *err)
 	if (r->pid <= 0 || r->broken || !repl__scratch_over(r, what, sizeof(what)))
 		return 0;
 	return scratch_restart(r, x, what, err);
+}
+
+/* After an exec's result: the code's threads must have ended with it (the
+ * runtime waits for them, or stops them when the time is up), or they
+ * would compute while the model thinks. The kernel's count is the check,
+ * not the runtime's word (model code can patch the runtime): a thread
+ * still there THREADS_WAIT_NS after the result (a thread that ended may
+ * take a moment to leave) costs the worker a restart, said after the
+ * output. rc is what the exec returns so far. */
+static int threads_check(struct repl *r, struct run *x, int rc, struct rlm_err *err)
+{
+	int64_t until = time_now_ns() + THREADS_WAIT_NS;
+	int n, k;
+	if (r->pid <= 0 || r->broken || x->out->restarted)
+		return rc;
+	while ((n = repl__worker_threads(r)) > 1 && time_now_ns() < until)
+		time_sleep_ns(1000000);
+	if (n <= 1)
+		return rc; /* -1: not to be known; the runtime's wait stands */
+	repl__worker_stop(r);
+	unsay_kept(x);
+	buf_printf(&x->after,
+		   "[the REPL was restarted: %d thread%s the code started %s still running after "
+		   "the exec ended and could not be stopped. All variables are gone; `context` and "
+		   "the helper functions were reloaded. Join the threads you start, and shut down "
+		   "pools (`with ThreadPoolExecutor() as ex:`), before the code ends.]\n",
+		   n - 1, n == 2 ? "" : "s", n == 2 ? "was" : "were");
+	k = respawn(r, x, &x->after, err);
+	return k < 0 ? k : rc;
 }
 
 /* During an exec, every SCRATCH_POLL_NS, or ten times as long as a look
@@ -1200,14 +1238,28 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 		fmt_secs(lim, sizeof(lim), x->limit);
 		if (x->cause == C_LIMIT)
 			buf_printf(&x->after,
-				   "[the code was interrupted: it ran past its time limit of "
-				   "%s. Its variables are kept.]\n",
+				   "[the code was interrupted: it ran past its time limit of %s.",
 				   lim);
 		else
-			buf_printf(&x->after,
-				   "[the code was interrupted: %s. Its variables are kept.]\n",
+			buf_printf(&x->after, "[the code was interrupted: %s.",
 				   cause_words(x->cause));
+		x->kept_at = x->after.len;
+		buf_puts(&x->after, KEPT "]\n");
 	}
+}
+
+/* The worker is restarted after its result: the interrupt's line no
+ * longer says the variables are kept. */
+static void unsay_kept(struct run *x)
+{
+	size_t n = sizeof(KEPT) - 1;
+	if (x->kept_at == SIZE_MAX || x->kept_at + n > x->after.len)
+		return;
+	memmove(x->after.p + x->kept_at, x->after.p + x->kept_at + n,
+		x->after.len - x->kept_at - n);
+	x->after.len -= n;
+	x->after.p[x->after.len] = '\0';
+	x->kept_at = SIZE_MAX;
 }
 
 static int on_frame(struct repl *r, struct run *x, cJSON **fp, struct rlm_err *err)
@@ -1424,6 +1476,7 @@ static void run_init(struct repl *r, struct run *x, struct repl_result *out, int
 	x->body_err = SIZE_MAX;
 	buf_init(&x->note, 0);
 	buf_init(&x->after, 0);
+	x->kept_at = SIZE_MAX;
 }
 
 static void run_finish(struct run *x)
@@ -1499,6 +1552,8 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 			x.t0 = time_now_ns();
 			rc = wait_result(r, &x, err);
 			r->st.execs++;
+			if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
+				rc = threads_check(r, &x, rc, err);
 			if (rc == 0)
 				rc = scratch_check(r, &x, err);
 		}
@@ -1525,6 +1580,8 @@ int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct
 		repl__flush(r);
 		x.t0 = time_now_ns();
 		rc = wait_result(r, &x, err);
+		if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
+			rc = threads_check(r, &x, rc, err);
 	}
 	run_finish(&x);
 	return rc;

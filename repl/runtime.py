@@ -66,6 +66,7 @@ class _State:
     io = 0             # the main thread is inside a frame exchange
     pending = False    # a SIGINT arrived during the exchange
     sigint = False     # a SIGINT arrived during this exec
+    joining = False    # waiting for the code's threads at the end of an exec
     err_at = None      # where in this exec's output its error text begins
     exec_id = None     # the exec in flight, None between execs
     call_id = 0
@@ -358,9 +359,12 @@ def _traceback_text(e):
 
 def _on_sigint(signum, frame):
     st = _st
-    if not st.user:
+    if st.exec_id is not None:
+        # Also when no model code runs: at the end of an exec it ends the
+        # wait for the code's threads (_settle_threads stops them).
+        st.sigint = True
+    if not st.user or st.joining:
         return
-    st.sigint = True
     if st.io:
         st.pending = True
         return
@@ -433,8 +437,19 @@ def _call(kind, batched, prompts, model, contexts=None):
     only sending holds _io_lock; replies are read by whichever waiting
     thread holds the read turn and handed to the thread they answer
     (_await)."""
+    me = _get_ident()
+    # While a thread is in here, _settle_threads raises nothing in it: an
+    # exception between the bytes of a frame would put the worker out of
+    # step with the controller.
+    _in_call[me] = True
+    try:
+        return _call_in(kind, batched, prompts, model, contexts, me == _main_tid)
+    finally:
+        del _in_call[me]
+
+
+def _call_in(kind, batched, prompts, model, contexts, main):
     st = _st
-    main = _get_ident() == _main_tid
     if st.exec_id is None:
         raise RuntimeError('%s_query: no code is running (a thread that outlives its '
                            'exec cannot make calls)' % kind)
@@ -497,6 +512,7 @@ def _call(kind, batched, prompts, model, contexts=None):
 # One waiting thread at a time reads (_reader); it hands each reply to its
 # thread and, once its own has come, wakes another to read on.
 _mx = _thread.allocate_lock()
+_in_call = {}   # the threads inside _call (keys: their idents)
 _waiting = {}
 _replies = {}
 _reader = None
@@ -927,6 +943,192 @@ def SHOW_VARS():
                                               for k in names))
 
 
+# ---- the code's threads at the end of an exec ----
+#
+# Threads the code started must not outlive its exec (they would compute
+# while the model thinks, bounded only by RLIMIT_CPU). At its end the
+# runtime waits for them, the exec's clock running on in the controller;
+# when its time runs out first (SIGINT), SystemExit is raised in each of
+# them (never inside a call: see _call) until they end, for at most
+# _STOP_WAIT seconds each, and the output says which were stopped. A thread
+# that does not stop (one blocked in C, or one that catches SystemExit) is
+# named as such: the controller, which counts the worker's threads in the
+# kernel, restarts the worker. A thread here is one with a Python frame
+# (sys._current_frames()): threading's and _thread's alike.
+
+_STOP_WAIT = 0.3
+_current_frames = sys._current_frames
+_set_async_exc = False  # PyThreadState_SetAsyncExc; None: not to be had
+_start_thread = _thread.start_new_thread
+_live_lock = _thread.allocate_lock()
+_live = [0]  # threads started through _thread (threading too) and not done
+
+
+def _start_new_thread(function, args, kwargs=None):
+    """_thread.start_new_thread, counting the thread from before it starts
+    until its function returns: a thread just started has no frame yet."""
+    def run(*a, **k):
+        try:
+            return function(*a, **k)
+        finally:
+            with _live_lock:
+                _live[0] -= 1
+
+    try:
+        run.__qualname__ = function.__qualname__  # for "thread started by ..."
+    except Exception:
+        pass
+    with _live_lock:
+        _live[0] += 1
+    try:
+        return _start_thread(run, args, {} if kwargs is None else kwargs)
+    except BaseException:
+        with _live_lock:
+            _live[0] -= 1
+        raise
+
+
+# Before threading is imported: it keeps the function it finds.
+_thread.start_new_thread = _thread.start_new = _start_new_thread
+
+
+def _code_threads():
+    """The threads of the code that have a frame, and how many there are
+    at least (started ones without a frame yet included)."""
+    tids = [t for t in _current_frames() if t != _main_tid]
+    return tids, max(len(tids), _live[0])
+
+
+def _async_exc():
+    global _set_async_exc
+    if _set_async_exc is False:
+        _set_async_exc = None
+        try:
+            import _ctypes
+
+            class _int(_ctypes._SimpleCData):
+                _type_ = 'i'
+
+            class _ulong(_ctypes._SimpleCData):
+                _type_ = 'L'
+
+            class _obj(_ctypes._SimpleCData):
+                _type_ = 'O'
+
+            class _fn(_ctypes.CFuncPtr):  # int (unsigned long, PyObject *), GIL held
+                _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_PYTHONAPI
+                _restype_ = _int
+                _argtypes_ = (_ulong, _obj)
+
+            _set_async_exc = _fn(_ctypes.dlsym(_ctypes.dlopen(None),
+                                               'PyThreadState_SetAsyncExc'))
+        except Exception:
+            pass
+    return _set_async_exc
+
+
+def _thread_names(tids):
+    """'name' (in f, line N of the code) for each thread, at most 5."""
+    th = sys.modules.get('threading')
+    active = getattr(th, '_active', None) if th is not None else None
+    frames = _current_frames()
+    out = []
+    for t in tids[:5]:
+        try:
+            obj = active.get(t) if type(active) is dict else None
+            name = repr(obj.name) if obj is not None else 'a _thread thread'
+            top = f = frames.get(t)
+            while f is not None and f.f_code.co_filename != '<repl>':
+                f = f.f_back
+            if f is not None:
+                where = f.f_code.co_name
+                name += ' (in %s, line %d)' % ('the code' if where == '<module>'
+                                               else where + '()', f.f_lineno)
+            elif top is not None:
+                name += ' (in %s(), %s)' % (top.f_code.co_name, '/'.join(
+                    top.f_code.co_filename.split('/')[-2:]))
+        except Exception:
+            name = 'a thread'
+        out.append(name)
+    if len(tids) > 5:
+        out.append('%d more' % (len(tids) - 5))
+    return ', '.join(out)
+
+
+def _plural(n, one, many):
+    return '%d %s' % (n, one if n == 1 else many)
+
+
+def _settle_threads():
+    """Wait for the code's threads, or stop them once the exec's time is
+    up; what the output must say of them, or None."""
+    st = _st
+    tids, n = _code_threads()
+    if not n:
+        return None
+    st.joining = True
+    try:
+        delay = 0.0005
+        while n and not st.sigint:
+            _time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+            tids, n = _code_threads()
+        if not n:
+            return None
+        names = _thread_names(tids)
+        left, n_left = _stop_threads()
+    finally:
+        st.joining = False
+    text = ('[%s the code started %s still running when its time ran out: %s. '
+            % (_plural(n, 'thread', 'threads'), 'was' if n == 1 else 'were', names))
+    text += 'SystemExit was raised in %s' % ('it' if n == 1 else 'each')
+    if not n_left:
+        return text + (' and %s; the variables are kept. Join the threads you start, and '
+                       'shut down pools (`with ThreadPoolExecutor() as ex:`), before the '
+                       'code ends.]\n' % ('it stopped' if n == 1 else 'they stopped'))
+    if n_left >= n:
+        return text + (', and %s not stop.]\n' % ('it did' if n == 1 else 'they did'))
+    return text + (', and %d of them did not stop: %s.]\n'
+                   % (n_left, _thread_names(left)))
+
+
+def _stop_threads():
+    """Raise SystemExit in each thread of the code (again while it runs
+    on; never in one inside a call) until they end: a thread gets
+    _STOP_WAIT seconds from its first. Returns the threads still running
+    and how many there are."""
+    raise_in = _async_exc()
+    first = {}
+    began = _time.monotonic()
+    while True:
+        now = _time.monotonic()
+        tids, n = _code_threads()
+        if not n or raise_in is None or now - began >= _STOP_WAIT and \
+                all(t in first and now - first[t] >= _STOP_WAIT for t in tids):
+            return tids, n
+        for t in tids:
+            if t not in _in_call:
+                first.setdefault(t, now)
+                try:
+                    raise_in(t, SystemExit)
+                except Exception:
+                    pass
+        _time.sleep(0.005)
+
+
+def _clear_hooks():
+    # Code of the exec's that would run after it, in the main thread while
+    # it reads frames: the handler of an alarm or interval timer, a trace
+    # or profile function.
+    for which in (_signal.ITIMER_REAL, _signal.ITIMER_VIRTUAL, _signal.ITIMER_PROF):
+        try:
+            _signal.setitimer(which, 0)
+        except Exception:
+            pass
+    sys.settrace(None)
+    sys.setprofile(None)
+
+
 # ---- the namespace ----
 
 _mod = _ModuleType('__main__')
@@ -1011,9 +1213,12 @@ def _finish(eid, err, made=None):
     def sources(_):
         out[2], out[3] = _sources_out()
 
-    _restore_scaffold()
+    # Our SIGINT handler first: the wait for the threads ends with it.
     if _signal.getsignal(_signal.SIGINT) is not _on_sigint:
         _signal.signal(_signal.SIGINT, _on_sigint)
+    threads = _settle_threads()
+    _clear_hooks()
+    _restore_scaffold()
     e = _run_user(answer, None)
     if e is not None:
         err = True
@@ -1034,6 +1239,8 @@ def _finish(eid, err, made=None):
             out[3] = 'note: answer["sources"] was ignored: %s' % why
     if out[3] is not None:
         _cap.write(out[3])
+    if threads is not None:
+        _cap.write(threads)
     if out[0] is not None:
         # Reported once: the next question in a session starts unanswered
         # (and without the last one's sources).

@@ -841,37 +841,39 @@ TEST(hostile_unknown_type_and_bad_fields)
 	free(code);
 }
 
-TEST(hostile_call_from_thread_after_exec)
+/* A call frame that comes after its exec ended is a violation. Threads
+ * of the code can no longer send one (the exec waits for them, or stops
+ * them: threads_* below); model code that patched the runtime can, from
+ * the main thread while it waits for the next frame. */
+TEST(hostile_call_after_its_exec)
 {
 	struct repl *r = start_default();
 	struct repl_result res;
 	char *raw = raw_frame_code("{\"type\":\"call\",\"id\":77,\"exec\":1,\"kind\":\"llm\","
 				   "\"batched\":false,\"model\":null,\"prompts\":[\"x\"]}");
 	struct buf code = BUF_INIT;
-	buf_printf(&code, "import threading, time\ndef late():\n    time.sleep(0.1)\n");
+	buf_printf(&code, "g = llm_query.__globals__\n_orig = g['_read_frame']\ndef _evil():\n"
+			  "    g['_read_frame'] = _orig\n");
 	for (char *line = strtok(raw, "\n"); line; line = strtok(NULL, "\n"))
 		buf_printf(&code, "    %s\n", line);
-	buf_puts(&code, "threading.Thread(target=late).start()\n");
+	buf_puts(&code, "    return _orig()\ng['_read_frame'] = _evil\n");
 	expect(r, code.p, "");
-	time_sleep_ns(400 * MS);
+	time_sleep_ns(300 * MS);
 	run(r, "2 + 2", &res);
 	CHECK(res.restarted && !res.error);
 	CHECK_CONTAINS(res.output, "REPL was restarted: the worker broke the protocol (a call "
 				   "arrived after its exec had ended");
 	CHECK_CONTAINS(res.output, "\n4\n");
 	repl_result_release(&res);
-	/* The runtime's own helpers refuse such calls instead. */
+	/* A thread's call made while the exec waits for the thread is
+	 * answered as any other. */
 	run(r,
-	    "import threading, time\nerrs = []\ndef late():\n    time.sleep(0.1)\n"
-	    "    try:\n        llm_query('x')\n    except RuntimeError as e:\n"
-	    "        errs.append(str(e))\nthreading.Thread(target=late).start()\n",
+	    "import threading, time\nbox = []\ndef late():\n    time.sleep(0.1)\n"
+	    "    box.append(llm_query('x'))\nthreading.Thread(target=late).start()\n",
 	    &res);
+	CHECK(!res.restarted && !res.error);
 	repl_result_release(&res);
-	time_sleep_ns(300 * MS);
-	run(r, "errs", &res);
-	CHECK(!res.restarted);
-	CHECK_CONTAINS(res.output, "no code is running");
-	repl_result_release(&res);
+	expect(r, "box", "['Error: sub-calls are not available in this REPL']\n");
 	buf_release(&code);
 	free(raw);
 	repl_free(r);
@@ -3210,4 +3212,162 @@ TEST(compute_does_not_hide_behind_calls)
 		expect(r, "n[0] > 5", "True\n");
 		repl_free(r);
 	}
+}
+
+/* Field 20 (num_threads) and utime + stime (fields 14, 15, in ns) of a
+ * process, from /proc/PID/stat; -1 when it is gone. */
+static long proc_threads(pid_t pid, int64_t *cpu_ns)
+{
+	char path[64], b[1024], *p;
+	unsigned long long v[21] = {0};
+	FILE *f;
+	size_t n;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(b, 1, sizeof(b) - 1, f);
+	fclose(f);
+	b[n] = '\0';
+	p = strrchr(b, ')');
+	if (!p)
+		return -1;
+	p += 2;
+	for (int i = 3; i <= 20 && *p; i++) {
+		v[i] = strtoull(p, &p, 10);
+		if (i == 3) { /* the state letter */
+			p = strchr(p, ' ');
+			if (!p)
+				return -1;
+		}
+		while (*p == ' ')
+			p++;
+	}
+	if (cpu_ns)
+		*cpu_ns = (int64_t)(v[14] + v[15]) * (1000000000LL / sysconf(_SC_CLK_TCK));
+	return (long)v[20];
+}
+
+/* A thread still computing when the code ends is waited for until the
+ * exec's time is up, then stopped with SystemExit: the output says so, the
+ * variables are kept, and the worker is back to one thread that uses no
+ * CPU. Before, the exec returned at once and the thread ran on. Threads of
+ * threading and of _thread alike. */
+TEST(threads_still_running_at_the_end_are_stopped)
+{
+	static const struct {
+		const char *code, *name;
+	} cases[] = {
+	    {"import threading\ndef spin():\n    while True:\n        pass\n"
+	     "threading.Thread(target=spin, daemon=True, name='spinner').start()\nx = 5\n",
+	     "'spinner' (in spin(), line 3)"},
+	    {"import _thread\ndef spin():\n    n = 0\n    while True:\n        n += 1\n"
+	     "_thread.start_new_thread(spin, ())\n_thread.start_new_thread(spin, ())\nx = 5\n",
+	     "2 threads the code started were still running when its time ran out: "
+	     "a _thread thread (in spin(), line"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		struct repl_result res;
+		int64_t t0, ms, cpu0 = 0, cpu1 = 0;
+		pid_t pid;
+		cfg_init(&cfg);
+		cfg.exec_timeout_ns = 1000 * MS;
+		r = start(&cfg);
+		pid = worker_pid(r);
+		t0 = time_now_ns();
+		run(r, cases[i].code, &res);
+		ms = (time_now_ns() - t0) / MS;
+		CHECK_MSG(ms >= 900 && ms < 2500, "case %zu took %lld ms: %s", i, (long long)ms, res.output);
+		CHECK(res.interrupted && !res.restarted);
+		CHECK_CONTAINS(res.output, cases[i].name);
+		CHECK_CONTAINS(res.output, "SystemExit was raised in");
+		CHECK_CONTAINS(res.output, "stopped; the variables are kept");
+		CHECK_CONTAINS(res.output, "time limit of 1 s");
+		CHECK_INT(worker_pid(r), pid);
+		CHECK_INT(proc_threads(pid, &cpu0), 1);
+		time_sleep_ns(300 * MS);
+		CHECK_INT(proc_threads(pid, &cpu1), 1);
+		CHECK_MSG(cpu1 - cpu0 <= 20 * MS, "the worker used %lld ms of CPU between execs",
+			  (long long)((cpu1 - cpu0) / MS));
+		repl_result_release(&res);
+		expect(r, "x", "5\n");
+		repl_free(r);
+	}
+}
+
+/* A thread that will not stop (it catches SystemExit), or one blocked for
+ * good (an idle pool that was not shut down), costs the worker a restart
+ * once the exec's time is up, said after the output. */
+TEST(threads_that_cannot_be_stopped_restart_the_worker)
+{
+	static const char *const codes[] = {
+	    "import threading\ndef stubborn():\n    while True:\n        try:\n"
+	    "            while True:\n                pass\n"
+	    "        except BaseException:\n            pass\n"
+	    "threading.Thread(target=stubborn, daemon=True).start()\nx = 5\n",
+	    "from concurrent.futures import ThreadPoolExecutor\nex = ThreadPoolExecutor(2)\n"
+	    "print(list(ex.map(abs, [1, -2, 3])))\nx = 5\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(codes); i++) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		struct repl_result res;
+		int64_t t0, ms;
+		pid_t pid;
+		cfg_init(&cfg);
+		cfg.exec_timeout_ns = 1000 * MS;
+		r = start(&cfg);
+		pid = worker_pid(r);
+		t0 = time_now_ns();
+		run(r, codes[i], &res);
+		ms = (time_now_ns() - t0) / MS;
+		CHECK_MSG(ms >= 900 && ms < 3000, "case %zu took %lld ms", i, (long long)ms);
+		CHECK(res.restarted);
+		CHECK_CONTAINS(res.output, "did not stop");
+		CHECK_CONTAINS(res.output, "[the REPL was restarted: ");
+		CHECK_CONTAINS(res.output, " still running after the exec ended and could not be "
+					   "stopped. All variables are gone");
+		if (i == 1)
+			CHECK_CONTAINS(res.output, "[1, 2, 3]\n");
+		CHECK(worker_pid(r) != pid);
+		repl_result_release(&res);
+		CHECK_INT(proc_threads(worker_pid(r), NULL), 1);
+		expect(r, "'x' in globals()", "False\n");
+		repl_free(r);
+	}
+}
+
+/* Threads that end within the exec's time are waited for, joined or not:
+ * their work is done when the exec returns, and nothing is said. */
+TEST(threads_that_end_in_time_are_waited_for)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	int64_t t0, ms;
+	cfg_init(&cfg);
+	cfg.exec_timeout_ns = 3000 * MS;
+	r = start(&cfg);
+	t0 = time_now_ns();
+	run(r,
+	    "import threading, _thread, time\nout = []\n"
+	    "def w(i):\n    time.sleep(0.2)\n    out.append(i)\n"
+	    "for i in range(3):\n    threading.Thread(target=w, args=(i,)).start()\n"
+	    "_thread.start_new_thread(w, (3,))\nprint('started')\n",
+	    &res);
+	ms = (time_now_ns() - t0) / MS;
+	CHECK_MSG(ms >= 190 && ms < 2000, "took %lld ms", (long long)ms);
+	CHECK_STR(res.output, "started\n");
+	CHECK(!res.interrupted && !res.restarted && !res.error);
+	repl_result_release(&res);
+	expect(r, "sorted(out)", "[0, 1, 2, 3]\n");
+	CHECK_INT(proc_threads(worker_pid(r), NULL), 1);
+	/* A pool shut down by its with: nothing to wait for. */
+	expect(r,
+	       "from concurrent.futures import ThreadPoolExecutor\n"
+	       "with ThreadPoolExecutor(4) as ex:\n    got = list(ex.map(abs, [-1, -2]))\ngot",
+	       "[1, 2]\n");
+	repl_free(r);
 }
