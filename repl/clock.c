@@ -42,6 +42,7 @@ void repl__probe_close(struct repl *r)
 	r->stat_fd = -1;
 	r->probe_pid = 0;
 	r->cpu_clock_ok = false;
+	r->idle_cpu = -1;
 }
 
 /* Fields 14 (utime), 15 (stime) and 20 (num_threads) of /proc/PID/stat;

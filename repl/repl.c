@@ -5,9 +5,11 @@
  * DESIGN
  * An exec is a small state machine around repl__pump: send the exec frame,
  * then take frames until the result. Call frames are answered on this
- * thread through cfg.on_call while the exec's clock is stopped (with
- * cfg.parallel_calls each on a thread of its own, at most MAX_JOBS at once,
- * the replies written here as they end). Past the
+ * thread through cfg.on_call (with cfg.parallel_calls each on a thread of
+ * its own, at most MAX_JOBS at once, the replies written here as they
+ * end) while the exec's clock counts only the CPU the worker uses (own_time:
+ * a call out must not hide another thread's computing). After the result
+ * the worker must be down to its one thread (threads_check). Past the
  * time limit, the deadline or a cancel, the worker gets SIGINT (to its
  * main thread, where Python runs signal handlers) and a grace period; then
  * SIGKILL. A stop of the whole run (cfg.stop) does the same once the code
@@ -58,6 +60,7 @@
 #define TRIM_EVERY_NS	 (100 * 1000000LL) /* at most one malloc_trim per */
 #define MAX_JOBS	 64 /* call frames answered at once (parallel_calls) */
 #define THREADS_WAIT_NS	 (100 * 1000000LL) /* for the code's threads to leave */
+#define IDLE_CPU_NS	 (100 * 1000000LL) /* CPU a worker may use between execs */
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL, C_STOP };
 
@@ -604,6 +607,7 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 	r->memfd = r->devnull = r->to_w = r->from_w = r->log_r = r->pidfd = -1;
 	r->wake_fd = -1;
 	r->stat_fd = -1;
+	r->idle_cpu = -1;
 	pthread_mutex_init(&r->jobs_mu, NULL);
 	r->sb.landlock_fd = -1;
 	if (env && repl_sandbox_parse(env, &r->sb_env_disable, err) < 0) {
@@ -893,6 +897,29 @@ static int fatal(struct repl *r, struct run *x, const char *msg, struct rlm_err 
 	return rc < 0 ? rc : cause_rc(x, err);
 }
 
+/* Between execs the worker only waits for a frame. CPU used meanwhile is
+ * code left running after its exec that the thread check cannot see (the
+ * main thread, in a runtime the code patched): the worker is restarted
+ * rather than trusted to stop. */
+static int idle_check(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	int64_t now = r->idle_cpu >= 0 ? repl__worker_cpu(r) : -1;
+	char reason[200], used[32];
+	if (now < 0 || now - r->idle_cpu <= IDLE_CPU_NS)
+		return 0;
+	fmt_secs(used, sizeof(used), now - r->idle_cpu);
+	snprintf(reason, sizeof(reason),
+		 "it used %s of CPU between execs, running code after its exec had ended", used);
+	return restart(r, x, reason, false, err);
+}
+
+/* After an exec or final_var: what the worker's CPU time is, for
+ * idle_check. */
+static void idle_mark(struct repl *r)
+{
+	r->idle_cpu = r->pid > 0 && !r->broken ? repl__worker_cpu(r) : -1;
+}
+
 /* Before an exec: anything the worker sent since the last one, or its
  * death, means it is not in a state to run code. */
 static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
@@ -929,7 +956,7 @@ static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
 		snprintf(reason, sizeof(reason), "the worker died between execs (%s)", how);
 		return restart(r, x, reason, true, err);
 	}
-	return 0;
+	return idle_check(r, x, err);
 }
 
 /* ---- calls ---- */
@@ -1556,6 +1583,7 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 				rc = threads_check(r, &x, rc, err);
 			if (rc == 0)
 				rc = scratch_check(r, &x, err);
+			idle_mark(r);
 		}
 	}
 	run_finish(&x);
@@ -1582,6 +1610,7 @@ int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct
 		rc = wait_result(r, &x, err);
 		if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
 			rc = threads_check(r, &x, rc, err);
+		idle_mark(r);
 	}
 	run_finish(&x);
 	return rc;

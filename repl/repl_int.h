@@ -219,6 +219,8 @@ struct repl {
 	bool cpu_clock_ok;        /* cpu_clock is its process CPU clock */
 	clockid_t cpu_clock;
 	int stat_fd;              /* its /proc/PID/stat; -1: none */
+	int64_t idle_cpu;         /* its CPU time when its last exec ended;
+				   * -1: none since it started */
 
 	bool broken;              /* a restart failed: unusable */
 	bool zref;                /* holds a reference on the zygote */

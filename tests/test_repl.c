@@ -3371,3 +3371,32 @@ TEST(threads_that_end_in_time_are_waited_for)
 	       "[1, 2]\n");
 	repl_free(r);
 }
+
+/* Code that runs on after its exec in the main thread (a runtime patched
+ * to compute while it waits for the next frame: no thread to count) is
+ * found by the CPU the worker used between execs, and the worker is
+ * restarted before the next code runs. */
+TEST(computing_between_execs_restarts_the_worker)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	expect(r,
+	       "import time\ng = llm_query.__globals__\n_orig = g['_read_frame']\n"
+	       "def _evil():\n    g['_read_frame'] = _orig\n    t = time.monotonic()\n"
+	       "    while time.monotonic() < t + 0.4:\n        pass\n    return _orig()\n"
+	       "g['_read_frame'] = _evil\nx = 1\n",
+	       "");
+	time_sleep_ns(600 * MS);
+	run(r, "'x' in globals()", &res);
+	CHECK(res.restarted && !res.error);
+	CHECK_CONTAINS(res.output, "[the REPL was restarted: it used ");
+	CHECK_CONTAINS(res.output, " of CPU between execs, running code after its exec had ended");
+	CHECK_CONTAINS(res.output, "False\n");
+	repl_result_release(&res);
+	/* A worker that only waits is left alone. */
+	time_sleep_ns(300 * MS);
+	expect(r, "x = 2", "");
+	time_sleep_ns(300 * MS);
+	expect(r, "x", "2\n");
+	repl_free(r);
+}
