@@ -959,44 +959,47 @@ def SHOW_VARS():
 _STOP_WAIT = 0.3
 _current_frames = sys._current_frames
 _set_async_exc = False  # PyThreadState_SetAsyncExc; None: not to be had
-_start_thread = _thread.start_new_thread
-_live_lock = _thread.allocate_lock()
-_live = [0]  # threads started through _thread (threading too) and not done
+_starting = set()  # a token per thread started whose code has not begun
 
 
-def _start_new_thread(function, args, kwargs=None):
-    """_thread.start_new_thread, counting the thread from before it starts
-    until its function returns: a thread just started has no frame yet."""
-    def run(*a, **k):
-        try:
+def _counted(start):
+    """A wrapper of _thread's start function `start` that counts the thread
+    from before it starts until its code begins (a thread just started has
+    no frame yet, and _current_frames cannot see it). Its own first step
+    takes the count back: no finally that an exception raised in it by
+    _stop_threads could skip (what is left after a stop is cleared
+    there)."""
+    def start_counted(function, *args, **kwargs):
+        token = object()
+
+        def run(*a, **k):
+            _starting.discard(token)
             return function(*a, **k)
-        finally:
-            with _live_lock:
-                _live[0] -= 1
 
-    try:
-        run.__qualname__ = function.__qualname__  # for "thread started by ..."
-    except Exception:
-        pass
-    with _live_lock:
-        _live[0] += 1
-    try:
-        return _start_thread(run, args, {} if kwargs is None else kwargs)
-    except BaseException:
-        with _live_lock:
-            _live[0] -= 1
-        raise
+        try:
+            run.__qualname__ = function.__qualname__  # "thread started by ..."
+        except Exception:
+            pass
+        _starting.add(token)
+        try:
+            return start(run, *args, **kwargs)
+        except BaseException:
+            _starting.discard(token)
+            raise
+    return start_counted
 
 
 # Before threading is imported: it keeps the function it finds.
-_thread.start_new_thread = _thread.start_new = _start_new_thread
+_thread.start_new_thread = _thread.start_new = _counted(_thread.start_new_thread)
+if hasattr(_thread, 'start_joinable_thread'):  # Python 3.13
+    _thread.start_joinable_thread = _counted(_thread.start_joinable_thread)
 
 
 def _code_threads():
-    """The threads of the code that have a frame, and how many there are
-    at least (started ones without a frame yet included)."""
+    """The threads of the code that have a frame, and how many threads of
+    the code there are (those started whose code has not begun too)."""
     tids = [t for t in _current_frames() if t != _main_tid]
-    return tids, max(len(tids), _live[0])
+    return tids, len(tids) + len(_starting)
 
 
 def _async_exc():
@@ -1105,7 +1108,7 @@ def _stop_threads():
         tids, n = _code_threads()
         if not n or raise_in is None or now - began >= _STOP_WAIT and \
                 all(t in first and now - first[t] >= _STOP_WAIT for t in tids):
-            return tids, n
+            break
         for t in tids:
             if t not in _in_call:
                 first.setdefault(t, now)
@@ -1114,6 +1117,10 @@ def _stop_threads():
                 except Exception:
                     pass
         _time.sleep(0.005)
+    # A thread that began long ago, but whose first step (taking its token
+    # back) the exception cut short.
+    _starting.clear()
+    return tids, len(tids)
 
 
 def _clear_hooks():
