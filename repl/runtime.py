@@ -22,8 +22,10 @@
 # one lock serialises sending, each call frame has its id, and one waiting
 # thread at a time reads replies and hands each to the thread it answers
 # (_await), so several calls are out together. A batch over the frame cap
-# goes as several frames. Anything the runtime did not expect ends it with
-# a "fatal" frame.
+# goes as several frames. The code's threads end with its exec: they are
+# waited for, and stopped with SystemExit once its time is up
+# (_settle_threads). Anything the runtime did not expect ends it with a
+# "fatal" frame.
 #
 # Start-up time matters (a worker is started per node and after every
 # restart), so only built-in modules are imported up front: _ast instead of
