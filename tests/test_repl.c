@@ -3279,7 +3279,8 @@ TEST(threads_still_running_at_the_end_are_stopped)
 		t0 = time_now_ns();
 		run(r, cases[i].code, &res);
 		ms = (time_now_ns() - t0) / MS;
-		CHECK_MSG(ms >= 900 && ms < 2500, "case %zu took %lld ms: %s", i, (long long)ms, res.output);
+		CHECK_MSG(ms >= 900 && ms < 2500, "case %zu took %lld ms: %s", i, (long long)ms,
+			  res.output);
 		CHECK(res.interrupted && !res.restarted);
 		CHECK_CONTAINS(res.output, cases[i].name);
 		CHECK_CONTAINS(res.output, "SystemExit was raised in");
