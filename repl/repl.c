@@ -5,9 +5,11 @@
  * DESIGN
  * An exec is a small state machine around repl__pump: send the exec frame,
  * then take frames until the result. Call frames are answered on this
- * thread through cfg.on_call while the exec's clock is stopped (with
- * cfg.parallel_calls each on a thread of its own, at most MAX_JOBS at once,
- * the replies written here as they end). Past the
+ * thread through cfg.on_call (with cfg.parallel_calls each on a thread of
+ * its own, at most MAX_JOBS at once, the replies written here as they
+ * end) while the exec's clock counts only the CPU the worker uses (own_time:
+ * a call out must not hide another thread's computing). After the result
+ * the worker must be down to its one thread (threads_check). Past the
  * time limit, the deadline or a cancel, the worker gets SIGINT (to its
  * main thread, where Python runs signal handlers) and a grace period; then
  * SIGKILL. A stop of the whole run (cfg.stop) does the same once the code
@@ -57,8 +59,15 @@
 #define TRIM_AFTER	 ((size_t)1 << 20) /* bytes of a call frame's strings */
 #define TRIM_EVERY_NS	 (100 * 1000000LL) /* at most one malloc_trim per */
 #define MAX_JOBS	 64 /* call frames answered at once (parallel_calls) */
+#define THREADS_WAIT_NS	 (100 * 1000000LL) /* for the code's threads to leave */
+#define IDLE_CPU_NS	 (100 * 1000000LL) /* CPU a worker may use between execs */
 
 enum cause { C_NONE, C_LIMIT, C_DEADLINE, C_CANCEL, C_STOP };
+
+#define KEPT " Its variables are kept."
+
+struct run;
+static void unsay_kept(struct run *x);
 
 /* One exec or final_var in flight. */
 struct run {
@@ -67,11 +76,14 @@ struct run {
 	int64_t t0;	    /* the exec frame was sent: the limit's clock */
 	int64_t deadline;   /* absolute, 0: none */
 	int64_t limit;	    /* worker time, 0: none */
-	int64_t call_ns;    /* time spent in on_call */
+	int64_t call_ns;    /* wall time while calls were out (finished
+			     * pauses of the clock) */
+	int64_t pause_own;  /* of call_ns, what counts as the worker's own
+			     * time: the CPU it used meanwhile (own_time) */
 	int64_t stop_seen;  /* worker time when cfg.stop was first seen set;
 			     * -1: not yet */
 	enum cause cause;   /* why SIGINT was sent, C_NONE: not sent */
-	int64_t kill_at;    /* SIGKILL then */
+	int64_t kill_own;   /* SIGKILL when the worker's own time is there */
 	int64_t scratch_at; /* next look at a plain scratch's size; 0: none */
 	struct repl_result *out;
 	struct buf note; /* before the output: restarts */
@@ -79,6 +91,8 @@ struct run {
 	size_t body_len;
 	size_t body_err; /* where in body its error begins; SIZE_MAX: none */
 	struct buf after; /* after the output: the interrupt */
+	size_t kept_at;	  /* where in after " Its variables are kept." is;
+			   * SIZE_MAX: not said */
 };
 
 enum { AGAIN = 1 };
@@ -592,6 +606,8 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 	fill_defaults(&r->cfg);
 	r->memfd = r->devnull = r->to_w = r->from_w = r->log_r = r->pidfd = -1;
 	r->wake_fd = -1;
+	r->stat_fd = -1;
+	r->idle_cpu = -1;
 	pthread_mutex_init(&r->jobs_mu, NULL);
 	r->sb.landlock_fd = -1;
 	if (env && repl_sandbox_parse(env, &r->sb_env_disable, err) < 0) {
@@ -643,6 +659,7 @@ void repl_free(struct repl *r)
 	if (!r)
 		return;
 	repl__worker_stop(r);
+	repl__probe_close(r);
 	repl__zygote_release(r);
 	if (r->memfd >= 0)
 		close(r->memfd);
@@ -764,6 +781,7 @@ static int scratch_restart(struct repl *r, struct run *x, const char *what, stru
 {
 	repl__worker_stop(r);
 	empty_dir(r->scratch);
+	unsay_kept(x);
 	buf_printf(&x->after,
 		   "[the REPL was restarted: %s. All variables and scratch files are gone; "
 		   "`context` and the helper functions were reloaded.]\n",
@@ -778,6 +796,35 @@ static int scratch_check(struct repl *r, struct run *x, struct rlm_err *err)
 	if (r->pid <= 0 || r->broken || !repl__scratch_over(r, what, sizeof(what)))
 		return 0;
 	return scratch_restart(r, x, what, err);
+}
+
+/* After an exec's result: the code's threads must have ended with it (the
+ * runtime waits for them, or stops them when the time is up), or they
+ * would compute while the model thinks. The kernel's count is the check,
+ * not the runtime's word (model code can patch the runtime): a thread
+ * still there THREADS_WAIT_NS after the result (a thread that ended may
+ * take a moment to leave) costs the worker a restart, said after the
+ * output. rc is what the exec returns so far. */
+static int threads_check(struct repl *r, struct run *x, int rc, struct rlm_err *err)
+{
+	int64_t until = time_now_ns() + THREADS_WAIT_NS;
+	int n, k;
+	if (r->pid <= 0 || r->broken || x->out->restarted)
+		return rc;
+	while ((n = repl__worker_threads(r)) > 1 && time_now_ns() < until)
+		time_sleep_ns(1000000);
+	if (n <= 1)
+		return rc; /* -1: not to be known; the runtime's wait stands */
+	repl__worker_stop(r);
+	unsay_kept(x);
+	buf_printf(&x->after,
+		   "[the REPL was restarted: %d thread%s the code started %s still running after "
+		   "the exec ended and could not be stopped. All variables are gone; `context` and "
+		   "the helper functions were reloaded. Join the threads you start, and shut down "
+		   "pools (`with ThreadPoolExecutor() as ex:`), before the code ends.]\n",
+		   n - 1, n == 2 ? "" : "s", n == 2 ? "was" : "were");
+	k = respawn(r, x, &x->after, err);
+	return k < 0 ? k : rc;
 }
 
 /* During an exec, every SCRATCH_POLL_NS, or ten times as long as a look
@@ -850,6 +897,29 @@ static int fatal(struct repl *r, struct run *x, const char *msg, struct rlm_err 
 	return rc < 0 ? rc : cause_rc(x, err);
 }
 
+/* Between execs the worker only waits for a frame. CPU used meanwhile is
+ * code left running after its exec that the thread check cannot see (the
+ * main thread, in a runtime the code patched): the worker is restarted
+ * rather than trusted to stop. */
+static int idle_check(struct repl *r, struct run *x, struct rlm_err *err)
+{
+	int64_t now = r->idle_cpu >= 0 ? repl__worker_cpu(r) : -1;
+	char reason[200], used[32];
+	if (now < 0 || now - r->idle_cpu <= IDLE_CPU_NS)
+		return 0;
+	fmt_secs(used, sizeof(used), now - r->idle_cpu);
+	snprintf(reason, sizeof(reason),
+		 "it used %s of CPU between execs, running code after its exec had ended", used);
+	return restart(r, x, reason, false, err);
+}
+
+/* After an exec or final_var: what the worker's CPU time is, for
+ * idle_check. */
+static void idle_mark(struct repl *r)
+{
+	r->idle_cpu = r->pid > 0 && !r->broken ? repl__worker_cpu(r) : -1;
+}
+
 /* Before an exec: anything the worker sent since the last one, or its
  * death, means it is not in a state to run code. */
 static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
@@ -886,7 +956,7 @@ static int check_idle(struct repl *r, struct run *x, struct rlm_err *err)
 		snprintf(reason, sizeof(reason), "the worker died between execs (%s)", how);
 		return restart(r, x, reason, true, err);
 	}
-	return 0;
+	return idle_check(r, x, err);
 }
 
 /* ---- calls ---- */
@@ -1025,13 +1095,28 @@ static void *job_main(void *arg)
 	return NULL;
 }
 
-/* The clock of the exec stops while any call is out. */
+/* What a pause of the exec clock (calls out) of wall time dt counts of
+ * the worker's own time, the worker's CPU time being cpu0 and cpu1 at its
+ * ends: the CPU its threads used meanwhile, at most dt (so that the clock
+ * never runs faster than a wall clock). All of dt when the CPU time is not
+ * known: a clock we cannot check does not stop. */
+static int64_t pause_counts(int64_t dt, int64_t cpu0, int64_t cpu1)
+{
+	int64_t d = cpu1 - cpu0;
+	if (cpu0 < 0 || cpu1 < 0)
+		return dt;
+	return d < 0 ? 0 : d > dt ? dt : d;
+}
+
+/* A pause of the clock ends: every call answered on a thread of its own
+ * is in (n of them were just taken). */
 static void jobs_settle(struct repl *r, struct run *x, size_t n)
 {
 	r->jobs_out -= n;
 	if (n && r->jobs_out == 0) {
 		int64_t dt = time_now_ns() - r->jobs_since;
 		x->call_ns += dt;
+		x->pause_own += pause_counts(dt, r->jobs_cpu, repl__worker_cpu(r));
 		x->out->call_ns += dt;
 	}
 }
@@ -1084,11 +1169,12 @@ static void answer_call(struct repl *r, struct run *x, cJSON **fp)
 	if (r->cfg.parallel_calls && r->wake_fd < 0)
 		r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!r->cfg.parallel_calls || r->wake_fd < 0) {
-		int64_t t = time_now_ns(), dt;
+		int64_t t = time_now_ns(), cpu = repl__worker_cpu(r), dt;
 		answer_into(r, f, x->deadline, x->cause != C_NONE, &r->out);
 		repl__flush(r);
 		dt = time_now_ns() - t;
 		x->call_ns += dt;
+		x->pause_own += pause_counts(dt, cpu, repl__worker_cpu(r));
 		x->out->call_ns += dt;
 		return;
 	}
@@ -1099,8 +1185,10 @@ static void answer_call(struct repl *r, struct run *x, cJSON **fp)
 	j->deadline = x->deadline;
 	j->interrupted = x->cause != C_NONE;
 	buf_init(&j->reply, 0);
-	if (r->jobs_out++ == 0)
+	if (r->jobs_out++ == 0) {
 		r->jobs_since = time_now_ns();
+		r->jobs_cpu = repl__worker_cpu(r);
+	}
 	pthread_mutex_lock(&r->jobs_mu);
 	j->next = r->jobs;
 	r->jobs = j;
@@ -1177,14 +1265,28 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 		fmt_secs(lim, sizeof(lim), x->limit);
 		if (x->cause == C_LIMIT)
 			buf_printf(&x->after,
-				   "[the code was interrupted: it ran past its time limit of "
-				   "%s. Its variables are kept.]\n",
+				   "[the code was interrupted: it ran past its time limit of %s.",
 				   lim);
 		else
-			buf_printf(&x->after,
-				   "[the code was interrupted: %s. Its variables are kept.]\n",
+			buf_printf(&x->after, "[the code was interrupted: %s.",
 				   cause_words(x->cause));
+		x->kept_at = x->after.len;
+		buf_puts(&x->after, KEPT "]\n");
 	}
+}
+
+/* The worker is restarted after its result: the interrupt's line no
+ * longer says the variables are kept. */
+static void unsay_kept(struct run *x)
+{
+	size_t n = sizeof(KEPT) - 1;
+	if (x->kept_at == SIZE_MAX || x->kept_at + n > x->after.len)
+		return;
+	memmove(x->after.p + x->kept_at, x->after.p + x->kept_at + n,
+		x->after.len - x->kept_at - n);
+	x->after.len -= n;
+	x->after.p[x->after.len] = '\0';
+	x->kept_at = SIZE_MAX;
 }
 
 static int on_frame(struct repl *r, struct run *x, cJSON **fp, struct rlm_err *err)
@@ -1235,14 +1337,28 @@ static bool stopped(const struct repl *r)
 	return r->cfg.stop && atomic_load(r->cfg.stop);
 }
 
-/* Why the code must be interrupted now, if it must. A stop counts from
- * when it is first seen here, in the worker's own time (not the time it
- * waits on calls): the code that gets a call's answer after the stop still
- * has its grace to keep it. */
-static enum cause due(const struct repl *r, struct run *x, int64_t now)
+/* The worker's own time in this exec at now: the wall time since the exec
+ * frame was sent, less the time calls were out, plus the CPU time its
+ * threads used while calls were out (at most that time). A call out stops
+ * the clock only as far as the worker does nothing meanwhile: one thread
+ * waiting on a reply does not hide another's computing (issue 19). */
+static int64_t own_time(struct repl *r, const struct run *x, int64_t now)
 {
-	int64_t own = now - x->call_ns;
-	if (x->limit > 0 && now >= x->t0 + x->call_ns + x->limit)
+	int64_t own = now - x->t0 - x->call_ns + x->pause_own;
+	if (r->jobs_out) {
+		int64_t dt = now - r->jobs_since;
+		own += pause_counts(dt, r->jobs_cpu, repl__worker_cpu(r)) - dt;
+	}
+	return own;
+}
+
+/* Why the code must be interrupted now, if it must (own: own_time). A
+ * stop counts from when it is first seen here, in the worker's own time:
+ * the code that gets a call's answer after the stop still has its grace
+ * to keep it. */
+static enum cause due(const struct repl *r, struct run *x, int64_t now, int64_t own)
+{
+	if (x->limit > 0 && own >= x->limit)
 		return C_LIMIT;
 	if (x->deadline > 0 && now >= x->deadline)
 		return C_DEADLINE;
@@ -1257,9 +1373,13 @@ static enum cause due(const struct repl *r, struct run *x, int64_t now)
 	return C_NONE;
 }
 
-static int64_t next_event(const struct repl *r, const struct run *x, int64_t now)
+/* When to look again. The worker's own time runs at most as fast as the
+ * wall clock, so a limit on it is not reached before now plus what is
+ * left of it; while calls are out it may run slower, so it is looked at
+ * again no more often than every CANCEL_POLL_NS. */
+static int64_t next_event(const struct repl *r, const struct run *x, int64_t now, int64_t own)
 {
-	int64_t t = 0;
+	int64_t t = 0, least = r->jobs_out ? CANCEL_POLL_NS : 0;
 #define EARLIER(v)                                                                                 \
 	do {                                                                                       \
 		int64_t v_ = (v);                                                                  \
@@ -1269,11 +1389,11 @@ static int64_t next_event(const struct repl *r, const struct run *x, int64_t now
 	if (x->scratch_at)
 		EARLIER(x->scratch_at);
 	if (x->cause != C_NONE) {
-		EARLIER(x->kill_at);
+		EARLIER(now + RLM_MAX(x->kill_own - own, least));
 		return t;
 	}
 	if (x->limit > 0)
-		EARLIER(x->t0 + x->call_ns + x->limit);
+		EARLIER(now + RLM_MAX(x->limit - own, least));
 	if (x->deadline > 0)
 		EARLIER(x->deadline);
 	if (r->cfg.cancel || r->cfg.stop)
@@ -1284,13 +1404,42 @@ static int64_t next_event(const struct repl *r, const struct run *x, int64_t now
 
 /* MAX_JOBS call frames out: wait for one to end (the worker is hostile:
  * one thread a frame must not be unbounded), not for more frames. */
-static void wait_job(struct repl *r, struct run *x)
+static void wait_job(struct repl *r, struct run *x, int ms)
 {
 	struct pollfd p = {r->wake_fd, POLLIN, 0};
 	uint64_t v;
-	if (poll(&p, 1, 1000) > 0 && read(r->wake_fd, &v, sizeof(v)) < 0)
+	if (poll(&p, 1, ms < 0 || ms > 1000 ? 1000 : ms) > 0 && read(r->wake_fd, &v, sizeof(v)) < 0)
 		(void)0; /* EAGAIN: taken already */
 	jobs_collect(r, x, false, true);
+}
+
+/* The clocks, between frames: SIGINT when the code is due to be
+ * interrupted, SIGKILL and a restart when it has not stopped within the
+ * grace, the scratch's size. Returns AGAIN with *wake (when to look
+ * again), or what ends the exec. */
+static int tick(struct repl *r, struct run *x, int64_t *wake, struct rlm_err *err)
+{
+	int64_t now = time_now_ns(), own = own_time(r, x, now);
+	if (x->cause == C_NONE) {
+		x->cause = due(r, x, now, own);
+		if (x->cause != C_NONE) {
+			/* To the main thread: Python runs handlers there, and a
+			 * sleep elsewhere would not wake. */
+			syscall(SYS_tgkill, r->pid, r->pid, SIGINT);
+			x->kill_own = own + r->cfg.grace_ns;
+		}
+	} else if (own >= x->kill_own) {
+		/* The grace is the worker's own time too: code that waits,
+		 * idle, on a call's answer is not killed for it. */
+		return killed(r, x, err);
+	}
+	if (x->scratch_at && now >= x->scratch_at) {
+		int rc = scratch_poll(r, x, now, err);
+		if (rc != AGAIN)
+			return rc;
+	}
+	*wake = next_event(r, x, now, own);
+	return AGAIN;
 }
 
 static int wait_frames(struct repl *r, struct run *x, struct rlm_err *err)
@@ -1298,17 +1447,21 @@ static int wait_frames(struct repl *r, struct run *x, struct rlm_err *err)
 	for (;;) {
 		struct rlm_err why = {0, ""};
 		cJSON *f = NULL;
-		int64_t now;
-		int k;
+		int64_t wake = 0;
+		int k, rc;
 		if (r->jobs_out >= MAX_JOBS) {
-			wait_job(r, x);
+			/* No frame is taken, but the clocks run on. */
+			rc = tick(r, x, &wake, err);
+			if (rc != AGAIN)
+				return rc;
+			wait_job(r, x, ms_until(wake, time_now_ns()));
 			continue;
 		}
 		k = repl__take_frame(r, &f, &why);
 		if (k < 0)
 			return violation(r, x, why.msg, err);
 		if (k > 0) {
-			int rc = on_frame(r, x, &f, err);
+			rc = on_frame(r, x, &f, err);
 			cJSON_Delete(f);
 			if (rc != AGAIN)
 				return rc;
@@ -1316,32 +1469,12 @@ static int wait_frames(struct repl *r, struct run *x, struct rlm_err *err)
 		}
 		if (r->eof || r->wdead)
 			return died(r, x, err);
+		/* A job's end or a frame wakes the pump. */
 		jobs_collect(r, x, false, true);
-		if (r->jobs_out) {
-			/* The clock is stopped while a call is out, as when
-			 * on_call runs on this thread: a job's end or a frame
-			 * wakes the pump. */
-			repl__pump(r, 1000);
-			continue;
-		}
-		now = time_now_ns();
-		if (x->cause == C_NONE) {
-			x->cause = due(r, x, now);
-			if (x->cause != C_NONE) {
-				/* To the main thread: Python runs handlers there, and a
-				 * sleep elsewhere would not wake. */
-				syscall(SYS_tgkill, r->pid, r->pid, SIGINT);
-				x->kill_at = now + r->cfg.grace_ns;
-			}
-		} else if (now >= x->kill_at) {
-			return killed(r, x, err);
-		}
-		if (x->scratch_at && now >= x->scratch_at) {
-			int rc = scratch_poll(r, x, now, err);
-			if (rc != AGAIN)
-				return rc;
-		}
-		repl__pump(r, ms_until(next_event(r, x, now), now));
+		rc = tick(r, x, &wake, err);
+		if (rc != AGAIN)
+			return rc;
+		repl__pump(r, ms_until(wake, time_now_ns()));
 	}
 }
 
@@ -1370,6 +1503,7 @@ static void run_init(struct repl *r, struct run *x, struct repl_result *out, int
 	x->body_err = SIZE_MAX;
 	buf_init(&x->note, 0);
 	buf_init(&x->after, 0);
+	x->kept_at = SIZE_MAX;
 }
 
 static void run_finish(struct run *x)
@@ -1445,8 +1579,11 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 			x.t0 = time_now_ns();
 			rc = wait_result(r, &x, err);
 			r->st.execs++;
+			if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
+				rc = threads_check(r, &x, rc, err);
 			if (rc == 0)
 				rc = scratch_check(r, &x, err);
+			idle_mark(r);
 		}
 	}
 	run_finish(&x);
@@ -1471,6 +1608,9 @@ int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct
 		repl__flush(r);
 		x.t0 = time_now_ns();
 		rc = wait_result(r, &x, err);
+		if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
+			rc = threads_check(r, &x, rc, err);
+		idle_mark(r);
 	}
 	run_finish(&x);
 	return rc;

@@ -141,8 +141,10 @@
  * and clears sources once reported, as it clears ready. A sources member
  * the controller finds ill-shaped is ignored whole, with a line in the
  * output saying so: not a violation.
- * A call from a thread of the model's code after its exec ended does not
- * reach the wire: it raises RuntimeError in that thread.
+ * The result of an exec comes once the threads the code started have ended
+ * (below, "Threads"); a call made after the exec ended all the same (from
+ * a runtime the code patched) is a violation, and the runtime's helpers
+ * refuse one with RuntimeError.
  *
  * The worker is hostile: a frame longer than the cap, not JSON, of an
  * unknown type, a call outside an exec, a result for another id, or more
@@ -156,14 +158,33 @@
  * variables are gone; `context` and the helper functions were reloaded.]";
  * after a crash, the worker's last output on fds 1 and 2 follows.
  *
- * Time: each exec has a limit on the worker's own running time; the clock
- * stops while a call (any call) is out with the controller (sub-calls are bounded by
- * their own deadline). At the limit the worker gets SIGINT (a
- * KeyboardInterrupt in the code; variables kept); if no result comes
- * within the grace period it gets SIGKILL and is restarted: the model is
- * told its variables are gone and `context` was reloaded. The absolute
- * deadline of repl_exec (the solve's) is enforced the same way, counting
- * everything.
+ * Time: each exec has a limit on the worker's own running time: the wall
+ * time since the exec frame, less the time calls were out with the
+ * controller, plus the CPU time the worker's threads used while calls were
+ * out (at most that time; the kernel's process CPU clock, which the worker
+ * cannot forge). So a wait on a call stops the clock only while the
+ * worker is idle: one thread waiting on replies does not hide another's
+ * computing (sub-calls are bounded by their own deadline). At the limit
+ * the worker gets SIGINT (a KeyboardInterrupt in the code; variables
+ * kept); if no result comes within the grace period (own time too) it
+ * gets SIGKILL and is restarted: the model is told its variables are gone
+ * and `context` was reloaded. The absolute deadline of repl_exec (the
+ * solve's) is enforced the same way, counting everything.
+ *
+ * Threads of the code do not outlive its exec. Once the code is done the
+ * runtime waits for the threads it started (threading's and _thread's),
+ * the clock running on; if the time runs out first, SystemExit is raised
+ * in each (never inside a call) for up to 0.3 s and the output names
+ * them ("[1 thread the code started was still running when its time ran
+ * out: 'spinner' (in spin(), line 3). SystemExit was raised in it and it
+ * stopped; the variables are kept. ...]"). After the result the
+ * controller counts the worker's threads in the kernel: any but the main
+ * one still there 100 ms on (blocked in C, catching SystemExit, an idle
+ * pool, a patched runtime) and the worker is restarted, said after the
+ * output ("[the REPL was restarted: 2 threads the code started were still
+ * running after the exec ended and could not be stopped. ...]"). The
+ * code's alarm and interval timers, trace and profile functions are
+ * cleared at the end of each exec.
  *
  * Threads: one struct repl is used by one thread at a time. Different
  * workers may be used from different threads at once.

@@ -7,6 +7,7 @@
 #include "repl.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #define REPL_MAX_PROMPTS 100000 /* prompts in one call frame */
 #define REPL_MAX_VARS 100000    /* names in one result frame */
@@ -211,6 +212,15 @@ struct repl {
 	int wake_fd;              /* an eventfd the pump polls; -1: none yet */
 	size_t jobs_out;          /* jobs not yet taken */
 	int64_t jobs_since;       /* when jobs_out last went from 0 to 1 */
+	int64_t jobs_cpu;         /* the worker's CPU time then (-1: unknown) */
+
+	/* The kernel's view of the current worker (clock.c). */
+	pid_t probe_pid;          /* the worker these are for; 0: none */
+	bool cpu_clock_ok;        /* cpu_clock is its process CPU clock */
+	clockid_t cpu_clock;
+	int stat_fd;              /* its /proc/PID/stat; -1: none */
+	int64_t idle_cpu;         /* its CPU time when its last exec ended;
+				   * -1: none since it started */
 
 	bool broken;              /* a restart failed: unusable */
 	bool zref;                /* holds a reference on the zygote */
@@ -248,6 +258,17 @@ int repl__take_frame(struct repl *r, struct cJSON **f, struct rlm_err *why);
 char *repl__log_tail(const struct repl *r, size_t max);
 /* "exit status 3", "killed by signal 11 (Segmentation fault)". */
 void repl__describe_status(int status, char *dst, size_t cap);
+
+/* ---- the kernel's view of the worker (clock.c) ---- */
+
+/* The CPU time (user and system, every thread) the current worker has
+ * used, in ns; -1 when it cannot be known. */
+int64_t repl__worker_cpu(struct repl *r);
+/* How many threads the current worker has (the runtime itself runs on
+ * one); -1 when it cannot be known. */
+int repl__worker_threads(struct repl *r);
+/* Forget the worker the readings were for (its fd closed). */
+void repl__probe_close(struct repl *r);
 
 /* ---- frames from the worker (frame.c) ---- */
 

@@ -22,8 +22,10 @@
 # one lock serialises sending, each call frame has its id, and one waiting
 # thread at a time reads replies and hands each to the thread it answers
 # (_await), so several calls are out together. A batch over the frame cap
-# goes as several frames. Anything the runtime did not expect ends it with
-# a "fatal" frame.
+# goes as several frames. The code's threads end with its exec: they are
+# waited for, and stopped with SystemExit once its time is up
+# (_settle_threads). Anything the runtime did not expect ends it with a
+# "fatal" frame.
 #
 # Start-up time matters (a worker is started per node and after every
 # restart), so only built-in modules are imported up front: _ast instead of
@@ -66,6 +68,7 @@ class _State:
     io = 0             # the main thread is inside a frame exchange
     pending = False    # a SIGINT arrived during the exchange
     sigint = False     # a SIGINT arrived during this exec
+    joining = False    # waiting for the code's threads at the end of an exec
     err_at = None      # where in this exec's output its error text begins
     exec_id = None     # the exec in flight, None between execs
     call_id = 0
@@ -358,9 +361,12 @@ def _traceback_text(e):
 
 def _on_sigint(signum, frame):
     st = _st
-    if not st.user:
+    if st.exec_id is not None:
+        # Also when no model code runs: at the end of an exec it ends the
+        # wait for the code's threads (_settle_threads stops them).
+        st.sigint = True
+    if not st.user or st.joining:
         return
-    st.sigint = True
     if st.io:
         st.pending = True
         return
@@ -433,8 +439,19 @@ def _call(kind, batched, prompts, model, contexts=None):
     only sending holds _io_lock; replies are read by whichever waiting
     thread holds the read turn and handed to the thread they answer
     (_await)."""
+    me = _get_ident()
+    # While a thread is in here, _settle_threads raises nothing in it: an
+    # exception between the bytes of a frame would put the worker out of
+    # step with the controller.
+    _in_call[me] = True
+    try:
+        return _call_in(kind, batched, prompts, model, contexts, me == _main_tid)
+    finally:
+        del _in_call[me]
+
+
+def _call_in(kind, batched, prompts, model, contexts, main):
     st = _st
-    main = _get_ident() == _main_tid
     if st.exec_id is None:
         raise RuntimeError('%s_query: no code is running (a thread that outlives its '
                            'exec cannot make calls)' % kind)
@@ -497,6 +514,7 @@ def _call(kind, batched, prompts, model, contexts=None):
 # One waiting thread at a time reads (_reader); it hands each reply to its
 # thread and, once its own has come, wakes another to read on.
 _mx = _thread.allocate_lock()
+_in_call = {}   # the threads inside _call (keys: their idents)
 _waiting = {}
 _replies = {}
 _reader = None
@@ -927,6 +945,199 @@ def SHOW_VARS():
                                               for k in names))
 
 
+# ---- the code's threads at the end of an exec ----
+#
+# Threads the code started must not outlive its exec (they would compute
+# while the model thinks, bounded only by RLIMIT_CPU). At its end the
+# runtime waits for them, the exec's clock running on in the controller;
+# when its time runs out first (SIGINT), SystemExit is raised in each of
+# them (never inside a call: see _call) until they end, for at most
+# _STOP_WAIT seconds each, and the output says which were stopped. A thread
+# that does not stop (one blocked in C, or one that catches SystemExit) is
+# named as such: the controller, which counts the worker's threads in the
+# kernel, restarts the worker. A thread here is one with a Python frame
+# (sys._current_frames()): threading's and _thread's alike.
+
+_STOP_WAIT = 0.3
+_current_frames = sys._current_frames
+_set_async_exc = False  # PyThreadState_SetAsyncExc; None: not to be had
+_starting = set()  # a token per thread started whose code has not begun
+
+
+def _counted(start):
+    """A wrapper of _thread's start function `start` that counts the thread
+    from before it starts until its code begins (a thread just started has
+    no frame yet, and _current_frames cannot see it). Its own first step
+    takes the count back: no finally that an exception raised in it by
+    _stop_threads could skip (what is left after a stop is cleared
+    there)."""
+    def start_counted(function, *args, **kwargs):
+        token = object()
+
+        def run(*a, **k):
+            _starting.discard(token)
+            return function(*a, **k)
+
+        try:
+            run.__qualname__ = function.__qualname__  # "thread started by ..."
+        except Exception:
+            pass
+        _starting.add(token)
+        try:
+            return start(run, *args, **kwargs)
+        except BaseException:
+            _starting.discard(token)
+            raise
+    return start_counted
+
+
+# Before threading is imported: it keeps the function it finds.
+_thread.start_new_thread = _thread.start_new = _counted(_thread.start_new_thread)
+if hasattr(_thread, 'start_joinable_thread'):  # Python 3.13
+    _thread.start_joinable_thread = _counted(_thread.start_joinable_thread)
+
+
+def _code_threads():
+    """The threads of the code that have a frame, and how many threads of
+    the code there are (those started whose code has not begun too)."""
+    tids = [t for t in _current_frames() if t != _main_tid]
+    return tids, len(tids) + len(_starting)
+
+
+def _async_exc():
+    global _set_async_exc
+    if _set_async_exc is False:
+        _set_async_exc = None
+        try:
+            import _ctypes
+
+            class _int(_ctypes._SimpleCData):
+                _type_ = 'i'
+
+            class _ulong(_ctypes._SimpleCData):
+                _type_ = 'L'
+
+            class _obj(_ctypes._SimpleCData):
+                _type_ = 'O'
+
+            class _fn(_ctypes.CFuncPtr):  # int (unsigned long, PyObject *), GIL held
+                _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_PYTHONAPI
+                _restype_ = _int
+                _argtypes_ = (_ulong, _obj)
+
+            _set_async_exc = _fn(_ctypes.dlsym(_ctypes.dlopen(None),
+                                               'PyThreadState_SetAsyncExc'))
+        except Exception:
+            pass
+    return _set_async_exc
+
+
+def _thread_names(tids):
+    """'name' (in f, line N of the code) for each thread, at most 5."""
+    th = sys.modules.get('threading')
+    active = getattr(th, '_active', None) if th is not None else None
+    frames = _current_frames()
+    out = []
+    for t in tids[:5]:
+        try:
+            obj = active.get(t) if type(active) is dict else None
+            name = repr(obj.name) if obj is not None else 'a _thread thread'
+            top = f = frames.get(t)
+            while f is not None and f.f_code.co_filename != '<repl>':
+                f = f.f_back
+            if f is not None:
+                where = f.f_code.co_name
+                name += ' (in %s, line %d)' % ('the code' if where == '<module>'
+                                               else where + '()', f.f_lineno)
+            elif top is not None:
+                name += ' (in %s(), %s)' % (top.f_code.co_name, '/'.join(
+                    top.f_code.co_filename.split('/')[-2:]))
+        except Exception:
+            name = 'a thread'
+        out.append(name)
+    if len(tids) > 5:
+        out.append('%d more' % (len(tids) - 5))
+    return ', '.join(out)
+
+
+def _plural(n, one, many):
+    return '%d %s' % (n, one if n == 1 else many)
+
+
+def _settle_threads():
+    """Wait for the code's threads, or stop them once the exec's time is
+    up; what the output must say of them, or None."""
+    st = _st
+    tids, n = _code_threads()
+    if not n:
+        return None
+    st.joining = True
+    try:
+        delay = 0.0005
+        while n and not st.sigint:
+            _time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+            tids, n = _code_threads()
+        if not n:
+            return None
+        names = _thread_names(tids)
+        left, n_left = _stop_threads()
+    finally:
+        st.joining = False
+    text = ('[%s the code started %s still running when its time ran out: %s. '
+            % (_plural(n, 'thread', 'threads'), 'was' if n == 1 else 'were', names))
+    text += 'SystemExit was raised in %s' % ('it' if n == 1 else 'each')
+    if not n_left:
+        return text + (' and %s; the variables are kept. Join the threads you start, and '
+                       'shut down pools (`with ThreadPoolExecutor() as ex:`), before the '
+                       'code ends.]\n' % ('it stopped' if n == 1 else 'they stopped'))
+    if n_left >= n:
+        return text + (', and %s not stop.]\n' % ('it did' if n == 1 else 'they did'))
+    return text + (', and %d of them did not stop: %s.]\n'
+                   % (n_left, _thread_names(left)))
+
+
+def _stop_threads():
+    """Raise SystemExit in each thread of the code (again while it runs
+    on; never in one inside a call) until they end: a thread gets
+    _STOP_WAIT seconds from its first. Returns the threads still running
+    and how many there are."""
+    raise_in = _async_exc()
+    first = {}
+    began = _time.monotonic()
+    while True:
+        now = _time.monotonic()
+        tids, n = _code_threads()
+        if not n or raise_in is None or now - began >= _STOP_WAIT and \
+                all(t in first and now - first[t] >= _STOP_WAIT for t in tids):
+            break
+        for t in tids:
+            if t not in _in_call:
+                first.setdefault(t, now)
+                try:
+                    raise_in(t, SystemExit)
+                except Exception:
+                    pass
+        _time.sleep(0.005)
+    # A thread that began long ago, but whose first step (taking its token
+    # back) the exception cut short.
+    _starting.clear()
+    return tids, len(tids)
+
+
+def _clear_hooks():
+    # Code of the exec's that would run after it, in the main thread while
+    # it reads frames: the handler of an alarm or interval timer, a trace
+    # or profile function.
+    for which in (_signal.ITIMER_REAL, _signal.ITIMER_VIRTUAL, _signal.ITIMER_PROF):
+        try:
+            _signal.setitimer(which, 0)
+        except Exception:
+            pass
+    sys.settrace(None)
+    sys.setprofile(None)
+
+
 # ---- the namespace ----
 
 _mod = _ModuleType('__main__')
@@ -1011,9 +1222,12 @@ def _finish(eid, err, made=None):
     def sources(_):
         out[2], out[3] = _sources_out()
 
-    _restore_scaffold()
+    # Our SIGINT handler first: the wait for the threads ends with it.
     if _signal.getsignal(_signal.SIGINT) is not _on_sigint:
         _signal.signal(_signal.SIGINT, _on_sigint)
+    threads = _settle_threads()
+    _clear_hooks()
+    _restore_scaffold()
     e = _run_user(answer, None)
     if e is not None:
         err = True
@@ -1034,6 +1248,8 @@ def _finish(eid, err, made=None):
             out[3] = 'note: answer["sources"] was ignored: %s' % why
     if out[3] is not None:
         _cap.write(out[3])
+    if threads is not None:
+        _cap.write(threads)
     if out[0] is not None:
         # Reported once: the next question in a session starts unanswered
         # (and without the last one's sources).

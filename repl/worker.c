@@ -322,6 +322,7 @@ int repl__worker_stop(struct repl *r)
 	close_fd(&r->from_w);
 	close_fd(&r->log_r);
 	close_fd(&r->pidfd);
+	repl__probe_close(r);
 	r->in_off = r->in_len = 0;
 	r->in_oom = false;
 	r->out_off = 0;

@@ -841,37 +841,39 @@ TEST(hostile_unknown_type_and_bad_fields)
 	free(code);
 }
 
-TEST(hostile_call_from_thread_after_exec)
+/* A call frame that comes after its exec ended is a violation. Threads
+ * of the code can no longer send one (the exec waits for them, or stops
+ * them: threads_* below); model code that patched the runtime can, from
+ * the main thread while it waits for the next frame. */
+TEST(hostile_call_after_its_exec)
 {
 	struct repl *r = start_default();
 	struct repl_result res;
 	char *raw = raw_frame_code("{\"type\":\"call\",\"id\":77,\"exec\":1,\"kind\":\"llm\","
 				   "\"batched\":false,\"model\":null,\"prompts\":[\"x\"]}");
 	struct buf code = BUF_INIT;
-	buf_printf(&code, "import threading, time\ndef late():\n    time.sleep(0.1)\n");
+	buf_printf(&code, "g = llm_query.__globals__\n_orig = g['_read_frame']\ndef _evil():\n"
+			  "    g['_read_frame'] = _orig\n");
 	for (char *line = strtok(raw, "\n"); line; line = strtok(NULL, "\n"))
 		buf_printf(&code, "    %s\n", line);
-	buf_puts(&code, "threading.Thread(target=late).start()\n");
+	buf_puts(&code, "    return _orig()\ng['_read_frame'] = _evil\n");
 	expect(r, code.p, "");
-	time_sleep_ns(400 * MS);
+	time_sleep_ns(300 * MS);
 	run(r, "2 + 2", &res);
 	CHECK(res.restarted && !res.error);
 	CHECK_CONTAINS(res.output, "REPL was restarted: the worker broke the protocol (a call "
 				   "arrived after its exec had ended");
 	CHECK_CONTAINS(res.output, "\n4\n");
 	repl_result_release(&res);
-	/* The runtime's own helpers refuse such calls instead. */
+	/* A thread's call made while the exec waits for the thread is
+	 * answered as any other. */
 	run(r,
-	    "import threading, time\nerrs = []\ndef late():\n    time.sleep(0.1)\n"
-	    "    try:\n        llm_query('x')\n    except RuntimeError as e:\n"
-	    "        errs.append(str(e))\nthreading.Thread(target=late).start()\n",
+	    "import threading, time\nbox = []\ndef late():\n    time.sleep(0.1)\n"
+	    "    box.append(llm_query('x'))\nthreading.Thread(target=late).start()\n",
 	    &res);
+	CHECK(!res.restarted && !res.error);
 	repl_result_release(&res);
-	time_sleep_ns(300 * MS);
-	run(r, "errs", &res);
-	CHECK(!res.restarted);
-	CHECK_CONTAINS(res.output, "no code is running");
-	repl_result_release(&res);
+	expect(r, "box", "['Error: sub-calls are not available in this REPL']\n");
 	buf_release(&code);
 	free(raw);
 	repl_free(r);
@@ -3157,4 +3159,253 @@ TEST(frame_parser_table)
 		      NULL);
 		CHECK_INT(err.code, RLM_ETOOBIG);
 	}
+}
+
+/* ---- the exec clock and threads (issue 19, findings 5 and 6) ---- */
+
+/* Field 20 (num_threads) and utime + stime (fields 14, 15, in ns) of a
+ * process, from /proc/PID/stat; -1 when it is gone. */
+static long proc_threads(pid_t pid, int64_t *cpu_ns)
+{
+	char path[64], b[1024], *p;
+	unsigned long long v[21] = {0};
+	FILE *f;
+	size_t n;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(b, 1, sizeof(b) - 1, f);
+	fclose(f);
+	b[n] = '\0';
+	p = strrchr(b, ')');
+	if (!p)
+		return -1;
+	p += 2;
+	for (int i = 3; i <= 20 && *p; i++) {
+		v[i] = strtoull(p, &p, 10);
+		if (i == 3) { /* the state letter */
+			p = strchr(p, ' ');
+			if (!p)
+				return -1;
+		}
+		while (*p == ' ')
+			p++;
+	}
+	if (cpu_ns)
+		*cpu_ns = (int64_t)(v[14] + v[15]) * (1000000000LL / sysconf(_SC_CLK_TCK));
+	return (long)v[20];
+}
+
+/* A fake model that answers each prompt after 20 ms. */
+static void quick_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	(void)arg;
+	(void)errors;
+	time_sleep_ns(20 * MS);
+	for (size_t i = 0; i < c->n; i++)
+		texts[i] = xasprintf("q:%s", c->prompts[i]);
+}
+
+/* The exec clock stops while a call is out only as long as the worker does
+ * not compute meanwhile: one thread looping llm_query does not let the
+ * main thread's CPU loop run past a 2 s limit (before, it ran its whole
+ * 12 s: the clock stood still while any call was out). Both ways of
+ * answering calls. */
+TEST(compute_does_not_hide_behind_calls)
+{
+	const char *code = "import threading, time\nn = [0]\ngo = [True]\n"
+			   "def ask():\n    while go[0]:\n        llm_query('x'); n[0] += 1\n"
+			   "th = threading.Thread(target=ask, daemon=True)\nth.start()\n"
+			   "t0 = time.monotonic()\ntry:\n"
+			   "    while time.monotonic() < t0 + 12:\n        pass\n"
+			   "finally:\n    go[0] = False\n";
+	for (int par = 1; par >= 0; par--) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		struct repl_result res;
+		int64_t t0, ms, cpu0 = 0, cpu1 = 0, cpu;
+		cfg_init(&cfg);
+		cfg.on_call = quick_call;
+		cfg.parallel_calls = par;
+		cfg.exec_timeout_ns = 2000 * MS;
+		r = start(&cfg);
+		CHECK_INT(proc_threads(worker_pid(r), &cpu0), 1);
+		t0 = time_now_ns();
+		run(r, code, &res);
+		ms = (time_now_ns() - t0) / MS;
+		CHECK(proc_threads(worker_pid(r), &cpu1) >= 1);
+		cpu = (cpu1 - cpu0) / MS;
+		fprintf(stderr, "  parallel_calls=%d: interrupted after %lld ms (%lld ms of CPU), %zu "
+				"calls\n",
+			par, (long long)ms, (long long)cpu, res.calls);
+		/* The worker had its 2 s (and a little for the calling thread
+		 * and the interrupt); on a loaded machine it gets it later. */
+		CHECK_MSG(ms >= 1900 && ms < 8000, "parallel_calls=%d: took %lld ms", par,
+			  (long long)ms);
+		CHECK_MSG(cpu < 3200, "parallel_calls=%d: the worker used %lld ms of CPU", par,
+			  (long long)cpu);
+		CHECK(res.interrupted && !res.restarted);
+		CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+		CHECK_CONTAINS(res.output, "time limit of 2 s");
+		CHECK(res.calls > 5);
+		repl_result_release(&res);
+		/* The worker is in step: its variables are kept. */
+		expect(r, "n[0] > 5", "True\n");
+		repl_free(r);
+	}
+}
+
+/* A thread still computing when the code ends is waited for until the
+ * exec's time is up, then stopped with SystemExit: the output says so, the
+ * variables are kept, and the worker is back to one thread that uses no
+ * CPU. Before, the exec returned at once and the thread ran on. Threads of
+ * threading and of _thread alike. */
+TEST(threads_still_running_at_the_end_are_stopped)
+{
+	static const struct {
+		const char *code, *name;
+	} cases[] = {
+	    {"import threading\ndef spin():\n    while True:\n        pass\n"
+	     "threading.Thread(target=spin, daemon=True, name='spinner').start()\nx = 5\n",
+	     "'spinner' (in spin(), line 3)"},
+	    {"import _thread\ndef spin():\n    n = 0\n    while True:\n        n += 1\n"
+	     "_thread.start_new_thread(spin, ())\n_thread.start_new_thread(spin, ())\nx = 5\n",
+	     "2 threads the code started were still running when its time ran out: "
+	     "a _thread thread (in spin(), line"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		struct repl_result res;
+		int64_t t0, ms, cpu0 = 0, cpu1 = 0;
+		pid_t pid;
+		cfg_init(&cfg);
+		cfg.exec_timeout_ns = 1000 * MS;
+		r = start(&cfg);
+		pid = worker_pid(r);
+		t0 = time_now_ns();
+		run(r, cases[i].code, &res);
+		ms = (time_now_ns() - t0) / MS;
+		CHECK_MSG(ms >= 900 && ms < 2500, "case %zu took %lld ms: %s", i, (long long)ms,
+			  res.output);
+		CHECK(res.interrupted && !res.restarted);
+		CHECK_CONTAINS(res.output, cases[i].name);
+		CHECK_CONTAINS(res.output, "SystemExit was raised in");
+		CHECK_CONTAINS(res.output, "stopped; the variables are kept");
+		CHECK_CONTAINS(res.output, "time limit of 1 s");
+		CHECK_INT(worker_pid(r), pid);
+		CHECK_INT(proc_threads(pid, &cpu0), 1);
+		time_sleep_ns(300 * MS);
+		CHECK_INT(proc_threads(pid, &cpu1), 1);
+		CHECK_MSG(cpu1 - cpu0 <= 20 * MS, "the worker used %lld ms of CPU between execs",
+			  (long long)((cpu1 - cpu0) / MS));
+		repl_result_release(&res);
+		expect(r, "x", "5\n");
+		repl_free(r);
+	}
+}
+
+/* A thread that will not stop (it catches SystemExit), or one blocked for
+ * good (an idle pool that was not shut down), costs the worker a restart
+ * once the exec's time is up, said after the output. */
+TEST(threads_that_cannot_be_stopped_restart_the_worker)
+{
+	static const char *const codes[] = {
+	    "import threading\ndef stubborn():\n    while True:\n        try:\n"
+	    "            while True:\n                pass\n"
+	    "        except BaseException:\n            pass\n"
+	    "threading.Thread(target=stubborn, daemon=True).start()\nx = 5\n",
+	    "from concurrent.futures import ThreadPoolExecutor\nex = ThreadPoolExecutor(2)\n"
+	    "print(list(ex.map(abs, [1, -2, 3])))\nx = 5\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(codes); i++) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		struct repl_result res;
+		int64_t t0, ms;
+		pid_t pid;
+		cfg_init(&cfg);
+		cfg.exec_timeout_ns = 1000 * MS;
+		r = start(&cfg);
+		pid = worker_pid(r);
+		t0 = time_now_ns();
+		run(r, codes[i], &res);
+		ms = (time_now_ns() - t0) / MS;
+		CHECK_MSG(ms >= 900 && ms < 3000, "case %zu took %lld ms", i, (long long)ms);
+		CHECK(res.restarted);
+		CHECK_CONTAINS(res.output, "did not stop");
+		CHECK_CONTAINS(res.output, "[the REPL was restarted: ");
+		CHECK_CONTAINS(res.output, " still running after the exec ended and could not be "
+					   "stopped. All variables are gone");
+		if (i == 1)
+			CHECK_CONTAINS(res.output, "[1, 2, 3]\n");
+		CHECK(worker_pid(r) != pid);
+		repl_result_release(&res);
+		CHECK_INT(proc_threads(worker_pid(r), NULL), 1);
+		expect(r, "'x' in globals()", "False\n");
+		repl_free(r);
+	}
+}
+
+/* Threads that end within the exec's time are waited for, joined or not:
+ * their work is done when the exec returns, and nothing is said. */
+TEST(threads_that_end_in_time_are_waited_for)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	int64_t t0, ms;
+	cfg_init(&cfg);
+	cfg.exec_timeout_ns = 3000 * MS;
+	r = start(&cfg);
+	t0 = time_now_ns();
+	run(r,
+	    "import threading, _thread, time\nout = []\n"
+	    "def w(i):\n    time.sleep(0.2)\n    out.append(i)\n"
+	    "for i in range(3):\n    threading.Thread(target=w, args=(i,)).start()\n"
+	    "_thread.start_new_thread(w, (3,))\nprint('started')\n",
+	    &res);
+	ms = (time_now_ns() - t0) / MS;
+	CHECK_MSG(ms >= 190 && ms < 2000, "took %lld ms", (long long)ms);
+	CHECK_STR(res.output, "started\n");
+	CHECK(!res.interrupted && !res.restarted && !res.error);
+	repl_result_release(&res);
+	expect(r, "sorted(out)", "[0, 1, 2, 3]\n");
+	CHECK_INT(proc_threads(worker_pid(r), NULL), 1);
+	/* A pool shut down by its with: nothing to wait for. */
+	expect(r,
+	       "from concurrent.futures import ThreadPoolExecutor\n"
+	       "with ThreadPoolExecutor(4) as ex:\n    got = list(ex.map(abs, [-1, -2]))\ngot",
+	       "[1, 2]\n");
+	repl_free(r);
+}
+
+/* Code that runs on after its exec in the main thread (a runtime patched
+ * to compute while it waits for the next frame: no thread to count) is
+ * found by the CPU the worker used between execs, and the worker is
+ * restarted before the next code runs. */
+TEST(computing_between_execs_restarts_the_worker)
+{
+	struct repl *r = start_default();
+	struct repl_result res;
+	expect(r,
+	       "import time\ng = llm_query.__globals__\n_orig = g['_read_frame']\n"
+	       "def _evil():\n    g['_read_frame'] = _orig\n    t = time.monotonic()\n"
+	       "    while time.monotonic() < t + 0.4:\n        pass\n    return _orig()\n"
+	       "g['_read_frame'] = _evil\nx = 1\n",
+	       "");
+	time_sleep_ns(600 * MS);
+	run(r, "'x' in globals()", &res);
+	CHECK(res.restarted && !res.error);
+	CHECK_CONTAINS(res.output, "[the REPL was restarted: it used ");
+	CHECK_CONTAINS(res.output, " of CPU between execs, running code after its exec had ended");
+	CHECK_CONTAINS(res.output, "False\n");
+	repl_result_release(&res);
+	/* A worker that only waits is left alone. */
+	time_sleep_ns(300 * MS);
+	expect(r, "x = 2", "");
+	time_sleep_ns(300 * MS);
+	expect(r, "x", "2\n");
+	repl_free(r);
 }
