@@ -93,6 +93,7 @@ struct run {
 	struct buf after; /* after the output: the interrupt */
 	size_t kept_at;	  /* where in after " Its variables are kept." is;
 			   * SIZE_MAX: not said */
+	int parked;	  /* idle pool threads the result says it left */
 };
 
 enum { AGAIN = 1 };
@@ -811,10 +812,11 @@ static int threads_check(struct repl *r, struct run *x, int rc, struct rlm_err *
 	int n, k;
 	if (r->pid <= 0 || r->broken || x->out->restarted)
 		return rc;
-	while ((n = repl__worker_threads(r)) > 1 && time_now_ns() < until)
+	while ((n = repl__worker_threads(r)) > 1 + x->parked && time_now_ns() < until)
 		time_sleep_ns(1000000);
-	if (n <= 1)
+	if (n <= 1 + x->parked)
 		return rc; /* -1: not to be known; the runtime's wait stands */
+	n -= x->parked;
 	repl__worker_stop(r);
 	unsay_kept(x);
 	buf_printf(&x->after,
@@ -1214,6 +1216,7 @@ static char *dup_str_or_null(const cJSON *f, const char *key)
 /* The worker's "made": valid UTF-8 only, cut to REPL_MADE_MAX characters
  * (the worker is hostile). */
 #define REPL_MADE_MAX 500
+#define REPL_PARKED_MAX 256
 static void take_made(struct repl_result *out, const cJSON *f)
 {
 	const char *s = json_str(f, "made");
@@ -1235,6 +1238,7 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	size_t len = strlen(o), i = 0;
 	const cJSON *vars = json_get(f, "vars"), *v;
 	const cJSON *at = json_get(f, "error_at");
+	int64_t parked;
 	if (text_utf8_count(o, len) > r->cfg.output_limit + REPL_MARK_SLACK) {
 		/* A worker that did not cut: where its error is, is lost. */
 		x->body = repl_truncate(o, len, r->cfg.output_limit, &x->body_len);
@@ -1252,6 +1256,11 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 		out->answer = xstrdup("");
 	out->content = out->ready ? NULL : dup_str_or_null(f, "content");
 	take_made(out, f);
+	/* Idle threads of a pool the code left open (runtime.py, _parked):
+	 * they may stay. The runtime's word, bounded; a lying one is caught
+	 * by the check of the CPU used between execs. */
+	parked = json_int(f, "parked", 0);
+	x->parked = parked > 0 && parked <= REPL_PARKED_MAX ? (int)parked : 0;
 	if (out->ready)
 		repl__sources(f, out, &x->after);
 	out->n_vars = (size_t)cJSON_GetArraySize(vars);

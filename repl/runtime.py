@@ -999,9 +999,46 @@ if hasattr(_thread, 'start_joinable_thread'):  # Python 3.13
 
 def _code_threads():
     """The threads of the code that have a frame, and how many threads of
-    the code there are (those started whose code has not begun too)."""
-    tids = [t for t in _current_frames() if t != _main_tid]
+    the code there are (those started whose code has not begun too). A
+    parked pool thread is not one of them (_parked)."""
+    tids = [t for t, f in _current_frames().items() if t != _main_tid and not _parked(f)]
     return tids, len(tids) + len(_starting)
+
+
+# A ThreadPoolExecutor the code left open (no `with`, no shutdown) keeps
+# its threads, each blocked in C on its empty work queue: they use no CPU
+# and can do nothing until the next exec gives them work, so they may
+# outlive the exec (stopping them would cost a restart, as they cannot be
+# interrupted there). _parked knows one by its only frame: the pool's
+# _worker at its get, with nothing queued. Their count goes in the result
+# ("parked") for the controller's count of the worker's threads; a runtime
+# the code patched could lie about it, which the controller's check of
+# the CPU used between execs still catches.
+_get_line = None  # (the code of futures' _worker, the lines of its get)
+
+
+def _parked(f):
+    global _get_line
+    try:
+        mod = sys.modules.get('concurrent.futures.thread')
+        if mod is None:
+            return False
+        code = mod._worker.__code__
+        if _get_line is None or _get_line[0] is not code:
+            import linecache
+            lines = set()
+            for _, _, n in code.co_lines():
+                if n and '.get(block=True)' in linecache.getline(code.co_filename, n):
+                    lines.add(n)
+            _get_line = (code, lines)
+        return (f.f_code is code and f.f_lineno in _get_line[1] and
+                f.f_locals.get('work_queue').empty())
+    except Exception:
+        return False
+
+
+def _parked_count():
+    return sum(1 for t, f in _current_frames().items() if t != _main_tid and _parked(f))
 
 
 def _async_exc():
@@ -1286,6 +1323,9 @@ def _result(eid, text, total, err, err_at, ready, answer, content, names, source
          'vars': names}
     if made:
         r['made'] = made
+    parked = _parked_count()
+    if parked:
+        r['parked'] = parked
     if ready and sources:
         r['sources'] = sources
     if err and err_at is not None:

@@ -3316,8 +3316,8 @@ TEST(threads_that_cannot_be_stopped_restart_the_worker)
 	    "            while True:\n                pass\n"
 	    "        except BaseException:\n            pass\n"
 	    "threading.Thread(target=stubborn, daemon=True).start()\nx = 5\n",
-	    "from concurrent.futures import ThreadPoolExecutor\nex = ThreadPoolExecutor(2)\n"
-	    "print(list(ex.map(abs, [1, -2, 3])))\nx = 5\n",
+	    "import threading, time\nprint([1, 2, 3])\n"
+	    "threading.Thread(target=time.sleep, args=(100,), daemon=True).start()\nx = 5\n",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(codes); i++) {
 		struct repl_cfg cfg;
@@ -3346,6 +3346,46 @@ TEST(threads_that_cannot_be_stopped_restart_the_worker)
 		expect(r, "'x' in globals()", "False\n");
 		repl_free(r);
 	}
+}
+
+/* A pool the code left open keeps its idle threads parked on their empty
+ * queues: no wait, no restart, the variables kept, and the pool works in
+ * the next exec. A pool with work still queued at the end is waited for. */
+TEST(an_open_pool_is_left_parked)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	struct repl_result res;
+	int64_t t0, ms;
+	pid_t pid;
+	cfg_init(&cfg);
+	cfg.exec_timeout_ns = 3000 * MS;
+	r = start(&cfg);
+	pid = worker_pid(r);
+	t0 = time_now_ns();
+	run(r,
+	    "from concurrent.futures import ThreadPoolExecutor\nex = ThreadPoolExecutor(3)\n"
+	    "print(list(ex.map(abs, [1, -2, 3, -4, 5])))\n",
+	    &res);
+	ms = (time_now_ns() - t0) / MS;
+	CHECK_MSG(ms < 1500, "took %lld ms", (long long)ms);
+	CHECK_STR(res.output, "[1, 2, 3, 4, 5]\n");
+	CHECK(!res.interrupted && !res.restarted && !res.error);
+	repl_result_release(&res);
+	CHECK(worker_pid(r) == pid);
+	CHECK(proc_threads(pid, NULL) > 1);
+	/* Work queued at the end: waited for, then parked again. */
+	expect(r,
+	       "import time\nfuts = [ex.submit(time.sleep, 0.2) for _ in range(3)]\n"
+	       "print(len(futs))",
+	       "3\n");
+	expect(r, "all(f.done() for f in futs), sorted(abs(i) for i in ex.map(int, [-7, 8]))",
+	       "(True, [7, 8])\n");
+	CHECK(worker_pid(r) == pid);
+	/* Shut down, the pool's threads leave. */
+	expect(r, "ex.shutdown()\nprint('down')", "down\n");
+	CHECK_INT(proc_threads(worker_pid(r), NULL), 1);
+	repl_free(r);
 }
 
 /* Threads that end within the exec's time are waited for, joined or not:
