@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/test_common.c -- buffers, errors, text helpers (UTF-8, character
- * classes, trimming, numbers for people, NONE), number parsing, URLs, random
+ * classes, trimming, numbers for people, NONE, text for a terminal),
+ * number parsing, URLs, random
  * numbers, JSON helpers, TCP plumbing (net_), the HTTP server pieces
  * (httpd_). */
 #include "harness.h"
@@ -465,6 +466,93 @@ TEST(url_without_userinfo_table)
 			  cases[i].want);
 		free(got);
 	}
+}
+
+/* What reaches a terminal: controls escaped, text and newlines kept. */
+TEST(text_term_escape_table)
+{
+	static const struct {
+		const char *in;
+		size_t len; /* 0: strlen */
+		int flags;
+		const char *want;
+	} cases[] = {
+	    {"plain text\n\tindented\n", 0, 0, "plain text\n\tindented\n"},
+	    {"", 0, 0, ""},
+	    /* OSC 52: write the clipboard; OSC 0: the title; BEL and ST ends */
+	    {"\x1b]52;c;cm0gLXJmIH4=\x07" "after", 0, 0, "\\x1b]52;c;cm0gLXJmIH4=\\x07after"},
+	    {"\x1b]0;pwned\x1b\\", 0, 0, "\\x1b]0;pwned\\x1b\\"},
+	    {"\x1b[2J\x1b[H", 0, 0, "\\x1b[2J\\x1b[H"},
+	    /* a lone CR overwrites the line; CRLF ends one */
+	    {"safe\rEVIL\r\n", 0, 0, "safe\\rEVIL\r\n"},
+	    {"a\r", 0, 0, "a\\r"},
+	    {"bs\b\x7f\x01", 0, 0, "bs\\x08\\x7f\\x01"},
+	    {"nul\0x", 5, 0, "nul\\x00x"},
+	    /* C1 in UTF-8: U+009B is CSI, U+0085 NEL; U+00A0 and up are text */
+	    {"\xc2\x9b" "2J \xc2\x85 \xc2\x80\xc2\x9f", 0, 0, "\\u009b2J \\u0085 \\u0080\\u009f"},
+	    {"\xc2\xa0 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0, 0,
+	     "\xc2\xa0 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+	    /* ill-formed UTF-8: each byte; a raw 0x9b is CSI to 8-bit terminals */
+	    {"\x9b" "2J", 0, 0, "\\x9b2J"},
+	    {"\xff\xfe ok", 0, 0, "\\xff\\xfe ok"},
+	    {"\xc0\xaf", 0, 0, "\\xc0\\xaf"},             /* overlong '/' */
+	    {"\xed\xa0\x80", 0, 0, "\\xed\\xa0\\x80"},     /* a surrogate */
+	    {"cut \xe2\x82", 0, 0, "cut \\xe2\\x82"},      /* a sequence cut short */
+	    {"\xc2", 0, 0, "\\xc2"},
+	    /* backslashes stay */
+	    {"C:\\x1b", 0, 0, "C:\\x1b"},
+	    /* JSON text: controls as JSON escapes */
+	    {"{\"a\":\"\x7f\xc2\x9b\"}\n", 0, TEXT_TERM_JSON, "{\"a\":\"\\u007f\\u009b\"}\n"},
+	    {"\x1b\r", 0, TEXT_TERM_JSON, "\\u001b\\u000d"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct buf b = BUF_INIT;
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
+		CHECK_INT(text_term_escape(&b, cases[i].in, len, cases[i].flags), 0);
+		CHECK_MSG(strcmp(b.p, cases[i].want) == 0, "case %zu: '%s', want '%s'", i, b.p,
+			  cases[i].want);
+		CHECK_MSG(text_term_safe(cases[i].in, len) == (strcmp(b.p, cases[i].in) == 0 &&
+								b.len == len),
+			  "case %zu: text_term_safe", i);
+		/* nothing a terminal acts on is left */
+		for (size_t k = 0; k < b.len; k++) {
+			unsigned char c = (unsigned char)b.p[k];
+			CHECK_MSG(c >= 0x20 || c == '\n' || c == '\t' || (c == '\r' && b.p[k + 1] == '\n'),
+				  "case %zu: byte 0x%02x at %zu", i, c, k);
+			CHECK_MSG(c != 0x7f, "case %zu: DEL at %zu", i, k);
+		}
+		CHECK(text_utf8_valid(b.p, b.len, NULL));
+		buf_release(&b);
+	}
+}
+
+/* Every byte value, alone and after a lead byte: the result is always
+ * valid UTF-8 without a control, and the cap is honoured. */
+TEST(text_term_escape_all_bytes)
+{
+	struct buf b;
+	char in[2];
+	for (int c = 0; c < 256; c++) {
+		for (int lead = 0; lead < 2; lead++) {
+			size_t n = 0;
+			if (lead)
+				in[n++] = '\xc2';
+			in[n++] = (char)c;
+			buf_init(&b, 0);
+			CHECK_INT(text_term_escape(&b, in, n, 0), 0);
+			CHECK_MSG(text_utf8_valid(b.p, b.len, NULL), "byte 0x%02x", c);
+			for (size_t k = 0; k < b.len; k++)
+				CHECK_MSG((unsigned char)b.p[k] >= 0x20 || b.p[k] == '\n' || b.p[k] == '\t',
+					  "byte 0x%02x (lead %d): 0x%02x left", c, lead,
+					  (unsigned char)b.p[k]);
+			CHECK_MSG(!memchr(b.p, 0x7f, b.len), "byte 0x%02x", c);
+			buf_release(&b);
+		}
+	}
+	buf_init(&b, 6);
+	CHECK_INT(text_term_escape(&b, "ab\x1b\x1b", 4, 0), RLM_ETOOBIG);
+	CHECK(b.len <= 6);
+	buf_release(&b);
 }
 
 TEST(rng_is_seeded)
