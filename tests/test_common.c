@@ -667,6 +667,134 @@ static int nodelay_of(int fd)
 	return v != 0;
 }
 
+/* Duplicate keys at any depth, the key and the object that holds it. */
+TEST(json_find_duplicate_table)
+{
+	static const struct {
+		const char *json;
+		const char *key; /* NULL: none */
+		const char *where;
+	} cases[] = {
+	    {"{\"question\":\"a\",\"question\":\"b\"}", "question", ""},
+	    {"{\"question\":\"a\",\"context\":\"x\"}", NULL, ""},
+	    {"{}", NULL, ""},
+	    {"[1,2,{\"a\":1}]", NULL, ""},
+	    {"\"s\"", NULL, ""},
+	    {"{\"Question\":1,\"question\":2}", NULL, ""}, /* bytes: case counts */
+	    {"{\"a\":1,\"b\":2,\"c\":3,\"b\":4,\"a\":5}", "b", ""},
+	    {"{\"\":1,\"\":2}", "", ""},
+	    {"{\"k\\u00e9\":1,\"k\xc3\xa9\":2}", "k\xc3\xa9", ""}, /* same key, two spellings */
+	    {"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+	     "{\"role\":\"user\",\"content\":\"a\",\"content\":\"b\"}]}",
+	     "content", "messages[1]"},
+	    {"{\"rlm_context\":{\"documents\":[{\"text\":\"x\",\"id\":1,\"id\":2}]}}", "id",
+	     "rlm_context.documents[0]"},
+	    {"[[{\"x\":{\"y\":1,\"y\":1}}]]", "y", "[0][0].x"},
+	    /* the same key in two objects is no duplicate */
+	    {"{\"a\":{\"k\":1},\"b\":{\"k\":1},\"k\":{\"k\":{\"k\":1}}}", NULL, ""},
+	    /* outer first */
+	    {"{\"o\":{\"i\":1,\"i\":2},\"t\":1,\"t\":2}", "t", ""},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		cJSON *j = json_parse(cases[i].json, strlen(cases[i].json));
+		char where[64] = "junk";
+		const cJSON *d;
+		CHECK_MSG(j, "case %zu does not parse", i);
+		d = json_find_duplicate(j, where, sizeof(where));
+		if (!cases[i].key) {
+			CHECK_MSG(!d, "case %zu: found '%s'", i, d->string);
+		} else {
+			CHECK_MSG(d && d->string && strcmp(d->string, cases[i].key) == 0,
+				  "case %zu: found '%s', want '%s'", i, d ? d->string : "(none)",
+				  cases[i].key);
+			CHECK_MSG(strcmp(where, cases[i].where) == 0, "case %zu: where '%s', want '%s'",
+				  i, where, cases[i].where);
+		}
+		if (strcmp(cases[i].json, "{\"a\":1,\"b\":2,\"c\":3,\"b\":4,\"a\":5}") == 0)
+			CHECK(d && d->valueint == 4); /* the second occurrence itself */
+		cJSON_Delete(j);
+	}
+	CHECK(!json_find_duplicate(NULL, NULL, 0));
+}
+
+/* Objects of every size around the pairwise limit, the repeat anywhere;
+ * 100k keys and a deep path stay fast and cut to the buffer. */
+TEST(json_find_duplicate_large)
+{
+	struct buf b = BUF_INIT;
+	char where[32];
+	for (int n = 2; n <= 40; n++) {
+		for (int dup = 0; dup < n; dup++) {
+			cJSON *j;
+			const cJSON *d;
+			buf_reset(&b);
+			buf_putc(&b, '{');
+			for (int k = 0; k < n; k++)
+				buf_printf(&b, "%s\"k%d\":%d", k ? "," : "", k == dup && dup ? 0 : k, k);
+			buf_putc(&b, '}');
+			j = json_parse(b.p, b.len);
+			CHECK(j);
+			d = json_find_duplicate(j, where, sizeof(where));
+			if (dup == 0)
+				CHECK_MSG(!d, "n %d: found '%s'", n, d->string);
+			else
+				CHECK_MSG(d && strcmp(d->string, "k0") == 0 && d->valueint == dup,
+					  "n %d dup %d: found '%s'", n, dup, d ? d->string : "(none)");
+			cJSON_Delete(j);
+		}
+	}
+	for (int where_dup = 0; where_dup < 3; where_dup++) {
+		/* 100,000 keys: none repeated, the last two equal, the first and last */
+		int64_t t0;
+		cJSON *j;
+		const cJSON *d;
+		const int n = 100000;
+		buf_reset(&b);
+		buf_puts(&b, "{\"body\":{");
+		for (int k = 0; k < n; k++) {
+			int key = k;
+			if (where_dup == 1 && k == n - 1)
+				key = n - 2;
+			if (where_dup == 2 && k == n - 1)
+				key = 0;
+			buf_printf(&b, "%s\"key-%08d\":%d", k ? "," : "", key, k);
+		}
+		buf_puts(&b, "}}");
+		j = json_parse(b.p, b.len);
+		CHECK(j);
+		t0 = time_now_ns();
+		d = json_find_duplicate(j, where, sizeof(where));
+		CHECK_MSG(time_now_ns() - t0 < 2000000000LL * slow_factor(),
+			  "100k keys took %lld ms", (long long)((time_now_ns() - t0) / 1000000));
+		if (where_dup == 0) {
+			CHECK(!d);
+		} else {
+			CHECK(d && d->valueint == n - 1);
+			CHECK_STR(d->string, where_dup == 1 ? "key-00099998" : "key-00000000");
+			CHECK_STR(where, "body");
+		}
+		cJSON_Delete(j);
+	}
+	/* 450 levels of [{"a-...": ... }] (cJSON takes 1000): the path is cut */
+	buf_reset(&b);
+	for (int k = 0; k < 450; k++)
+		buf_puts(&b, "[{\"a-rather-long-key-to-fill-the-path-buffer-quickly\":");
+	buf_puts(&b, "{\"z\":1,\"z\":2}");
+	for (int k = 0; k < 450; k++)
+		buf_puts(&b, "}]");
+	{
+		cJSON *j = json_parse(b.p, b.len);
+		const cJSON *d;
+		CHECK(j);
+		d = json_find_duplicate(j, where, sizeof(where));
+		CHECK(d && strcmp(d->string, "z") == 0);
+		CHECK(strlen(where) < sizeof(where));
+		CHECK(strncmp(where, "[0].a-rather-long", 17) == 0);
+		cJSON_Delete(j);
+	}
+	buf_release(&b);
+}
+
 TEST(net_listen_connect_nodelay)
 {
 	char msg[512] = "", got[8] = "";
