@@ -2407,6 +2407,37 @@ TEST(solve_escapes_controls_at_a_terminal)
 	CHECK_STR(o.out, "the \x1b[2J\xc2\x9b answer\n");
 	CHECK_CONTAINS(o.err, "out\x1b]52;c;aGk=\x07put");
 	proc_out_release(&o);
+	/* the run as `rlm runs show` and `runs list` tell it, its question
+	 * one a client could have sent */
+	{
+		char *db = path_in_tmp("runs.db"), *id;
+		cJSON *j;
+		const char *a[] = {"solve", "-c", ctx, "-q", "q\x1b]0;T\x07?", "--model", "m",
+				   "--base-url", url, "--cache", db, "--json", NULL};
+		o = rlm(a, NULL);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		j = json_parse(o.out, strlen(o.out));
+		CHECK(j && json_str(j, "run"));
+		id = xstrdup(json_str(j, "run"));
+		cJSON_Delete(j);
+		proc_out_release(&o);
+		for (int k = 0; k < 3; k++) {
+			const char *show[] = {"runs", k == 2 ? "list" : "show", k == 2 ? "--cache" : id,
+					      k == 2 ? db : "--cache", k == 2 ? NULL : db,
+					      k == 1 ? "--json" : NULL, NULL};
+			CHECK_MSG(rlm_pty(show, NULL, NULL, &out) == 0, "runs: %s", out.p);
+			check_inert(out.p, out.len, k == 0 ? "runs show" : k == 1 ? "runs show --json"
+											    : "runs list");
+			if (k == 0)
+				CHECK_CONTAINS(out.p, "out\\x1b]52;c;aGk=\\x07put");
+			if (k == 1)
+				CHECK_CONTAINS(out.p, "out\\\\x1b]52"); /* the code's own text */
+			CHECK_CONTAINS(out.p, k == 1 ? "q\\u001b]0;T\\u0007?" : "q\\x1b]0;T\\x07?");
+			buf_release(&out);
+		}
+		free(id);
+		free(db);
+	}
 	fakesrv_stop(srv);
 	free(ctx);
 }
