@@ -78,10 +78,10 @@ void cli_term_write(FILE *f, const char *s, size_t n, int flags);
 void cli_term_printf(FILE *f, const char *fmt, ...) RLM_PRINTF(2, 3);
 /* The help line of --raw-output, for the commands that take it. */
 #define CLI_RAW_OUTPUT_HELP                                                                        \
-	"      --raw-output        write model and REPL text to a terminal as it is; by\n"       \
-	"                          default a terminal gets its control characters (ESC,\n"      \
-	"                          CR, C1, ...) shown escaped, as \\x1b, so that output\n"       \
-	"                          cannot retitle the window, write the clipboard or\n"          \
+	"      --raw-output        write model and REPL text to a terminal as it is; by\n"         \
+	"                          default a terminal gets its control characters (ESC,\n"         \
+	"                          CR, C1, ...) shown escaped, as \\x1b, so that output\n"         \
+	"                          cannot retitle the window, write the clipboard or\n"            \
 	"                          clear the screen (a pipe or a file gets the bytes)\n"
 
 #endif

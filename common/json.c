@@ -222,6 +222,23 @@ const cJSON *json_find_duplicate(const cJSON *item, char *where, size_t cap)
 	return hit;
 }
 
+bool json_duplicate_msg(const cJSON *item, char *msg, size_t cap)
+{
+	char where[128];
+	const cJSON *dup = json_find_duplicate(item, where, sizeof(where));
+	size_t kl, cut;
+	if (!dup)
+		return false;
+	kl = strlen(dup->string);
+	cut = text_utf8_floor(dup->string, RLM_MIN(kl, 100));
+	if (cap) {
+		snprintf(msg, cap, "duplicate key \"%.*s%s\"%s%s", (int)cut, dup->string,
+			 cut < kl ? "..." : "", where[0] ? " in " : "", where);
+		msg[text_utf8_floor(msg, strlen(msg))] = '\0';
+	}
+	return true;
+}
+
 char *json_print(const cJSON *item)
 {
 	char *s = cJSON_PrintUnformatted(item);

@@ -43,6 +43,10 @@ cJSON *json_parse(const char *s, size_t len);
  * an object: objects of more than a few keys are sorted, not compared
  * pairwise. */
 const cJSON *json_find_duplicate(const cJSON *item, char *where, size_t cap);
+/* json_find_duplicate, said for people: true when a key repeats, with
+ * `duplicate key "question"` or `duplicate key "role" in messages[1]` in
+ * msg[0..cap) (the key cut to 100 bytes where a UTF-8 character ends). */
+bool json_duplicate_msg(const cJSON *item, char *msg, size_t cap);
 /* Compact text of item; the caller frees it with free(). */
 char *json_print(const cJSON *item);
 

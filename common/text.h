@@ -141,9 +141,9 @@ int text_parse_double(const char *s, double min, double max, double *out);
 
 struct buf;
 
-/* text_term_escape's flags. */
-#define TEXT_TERM_JSON 1 /* s is JSON text: controls as \u00XX, valid inside
-			  * its strings (cJSON escapes C0 but not DEL or C1) */
+/* text_term_escape's flag for JSON text: controls as \u00XX, valid inside
+ * its strings (cJSON escapes C0 but not DEL or C1). */
+#define TEXT_TERM_JSON 1
 
 /* Append s[0..n) to b as a terminal shows it without acting on it. Kept
  * as they are: newline, tab, CR right before a newline (a CRLF line end),

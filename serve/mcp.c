@@ -350,10 +350,9 @@ static void handle(struct mcp *m, const char *s, size_t len)
 {
 	static const char args_at[] = "params.arguments.";
 	cJSON *msg = json_parse(s, len), *id, *params;
-	const cJSON *dup;
 	const char *method, *nul_arg = NULL;
-	char nul[128], where[128];
-	bool ready, has_nul;
+	char nul[128], dupmsg[256];
+	bool ready, has_nul, dup;
 	if (m->verbose)
 		rlm_log(LOG_INFO, "mcp: <- %.300s", s);
 	if (!msg) {
@@ -371,10 +370,11 @@ static void handle(struct mcp *m, const char *s, size_t len)
 	 * a client or a proxy may have meant the last, so the message means
 	 * two things and is refused. When the id repeats, the answer has
 	 * none (JSON-RPC's null id: it could not be read). */
-	dup = json_find_duplicate(msg, where, sizeof(where));
+	dup = json_duplicate_msg(msg, dupmsg, sizeof(dupmsg));
 	if (dup && id_repeats(msg)) {
 		reply_error(m, NULL, MCP_INVALID_REQUEST,
-			    "invalid request: duplicate key \"id\": a key may occur once in an object");
+			    "invalid request: duplicate key \"id\": a key may occur once in an "
+			    "object");
 		goto out;
 	}
 	id = json_get(msg, "id");
@@ -397,16 +397,12 @@ static void handle(struct mcp *m, const char *s, size_t len)
 		goto out;
 	}
 	if (dup) {
-		size_t kl = strlen(dup->string), cut = text_utf8_floor(dup->string, RLM_MIN(kl, 100));
-		if (!id) { /* a notification: never answered */
-			log_info("mcp: notification dropped: duplicate key \"%.*s\"", (int)cut,
-				 dup->string);
-			goto out;
-		}
-		reply_error(m, id, MCP_INVALID_REQUEST,
-			    "invalid request: duplicate key \"%.*s%s\"%s%s: a key may occur once in "
-			    "an object",
-			    (int)cut, dup->string, cut < kl ? "..." : "", where[0] ? " in " : "", where);
+		if (id)
+			reply_error(m, id, MCP_INVALID_REQUEST,
+				    "invalid request: %s: a key may occur once in an object",
+				    dupmsg);
+		else /* a notification: never answered */
+			log_info("mcp: notification dropped: %s", dupmsg);
 		goto out;
 	}
 	if (params && !cJSON_IsObject(params)) {

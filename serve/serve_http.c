@@ -178,8 +178,7 @@ enum MHD_Result serve__svc_error(struct req *rq, int rc, const char *msg)
 int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *err)
 {
 	cJSON *j = len ? json_parse(p, len) : NULL;
-	const cJSON *dup;
-	char where[128];
+	char where[256];
 	*out = NULL;
 	if (!j)
 		return rlm_err_set(err, RLM_EPARSE, "%s",
@@ -201,12 +200,8 @@ int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *er
 	}
 	/* cJSON keeps both and reads the first; a proxy in front may have
 	 * checked the last: such a body means two things, so none. */
-	if ((dup = json_find_duplicate(j, where, sizeof(where)))) {
-		size_t kl = strlen(dup->string), cut = text_utf8_floor(dup->string, RLM_MIN(kl, 100));
-		rlm_err_set(err, RLM_EPARSE,
-			    "duplicate key \"%.*s%s\"%s%s: a key may occur once in an object",
-			    (int)cut, dup->string, cut < kl ? "..." : "", where[0] ? " in " : "",
-			    where);
+	if (json_duplicate_msg(j, where, sizeof(where))) {
+		rlm_err_set(err, RLM_EPARSE, "%s: a key may occur once in an object", where);
 		cJSON_Delete(j);
 		return RLM_EPARSE;
 	}

@@ -715,6 +715,41 @@ TEST(json_find_duplicate_table)
 		cJSON_Delete(j);
 	}
 	CHECK(!json_find_duplicate(NULL, NULL, 0));
+	/* said for people: the key and where; a long key cut whole */
+	{
+		static const struct {
+			const char *json, *want;
+		} msgs[] = {
+		    {"{\"question\":1,\"question\":2}", "duplicate key \"question\""},
+		    {"{\"messages\":[{\"role\":1,\"role\":2}]}",
+		     "duplicate key \"role\" in messages[0]"},
+		    {NULL, NULL}, /* {"x":{"(50 e-acute)x":1,"(the same)":2}} */
+		    {"{\"a\":1}", ""},
+		};
+		struct buf lk = BUF_INIT, body = BUF_INIT;
+		for (int k = 0; k < 50; k++)
+			buf_puts(&lk, "\xc3\xa9");
+		buf_printf(&body, "{\"x\":{\"%sx\":1,\"%sx\":2}}", lk.p, lk.p);
+		for (size_t i = 0; i < ARRAY_SIZE(msgs); i++) {
+			const char *text = msgs[i].json ? msgs[i].json : body.p;
+			cJSON *j = json_parse(text, strlen(text));
+			char msg[256];
+			bool dup;
+			CHECK(j);
+			dup = json_duplicate_msg(j, msg, sizeof(msg));
+			CHECK_INT(dup, msgs[i].want == NULL || msgs[i].want[0]);
+			if (msgs[i].want && msgs[i].want[0])
+				CHECK_STR(msg, msgs[i].want);
+			if (!msgs[i].want) { /* 50 e-acute: cut to 100 bytes, whole */
+				CHECK(text_utf8_valid(msg, strlen(msg), NULL));
+				CHECK_CONTAINS(msg, "...\" in x");
+				CHECK(strlen(msg) < 140);
+			}
+			cJSON_Delete(j);
+		}
+		buf_release(&lk);
+		buf_release(&body);
+	}
 }
 
 /* Objects of every size around the pairwise limit, the repeat anywhere;
