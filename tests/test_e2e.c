@@ -2349,6 +2349,25 @@ TEST(repl_escapes_controls_at_a_terminal)
 	CHECK_CONTAINS(o.out, "clip\x1b]52;c;cm0gLXJmIH4=\x07 title\x1b]0;pwned\x1b\\ end\n");
 	CHECK_CONTAINS(o.out, "safe\rEVIL \x7f del");
 	proc_out_release(&o);
+	/* a log line that quotes a file name of the context: escaped too */
+	{
+		char *dir = path_in_tmp("docs"), *bad;
+		CHECK(mkdir(dir, 0755) == 0);
+		bad = xasprintf("%s/t\x1b]0;pwned\x07.bin", dir);
+		write_text(bad, "\0\1\2binary", 9);
+		free(bad);
+		bad = xasprintf("%s/ok.txt", dir);
+		write_text(bad, "hello\n", 6);
+		free(bad);
+		{
+			const char *args[] = {"repl", "-c", dir, "-v", NULL};
+			CHECK_INT(rlm_pty(args, in, NULL, &out), 0);
+		}
+		check_inert(out.p, out.len, "rlm repl -v");
+		CHECK_CONTAINS(out.p, "skipping 't\\x1b]0;pwned\\x07.bin'");
+		buf_release(&out);
+		free(dir);
+	}
 	free(ctx);
 	free(in);
 }
