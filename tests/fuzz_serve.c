@@ -49,7 +49,11 @@ static void one_solve(const char *p, size_t len, bool is_object, bool utf8)
 	}
 	if (!cJSON_IsObject(s.body) || !s.question || !*s.question)
 		abort();
-	if (!!s.text + !!s.path + !!s.corpus_id != 1 || (s.format && !s.path))
+	/* a context given as any other JSON value (a list, an object) is
+	 * s.value: one of the four */
+	if (!!s.text + !!s.value + !!s.path + !!s.corpus_id != 1 || (s.format && !s.path))
+		abort();
+	if (s.value && (cJSON_IsString(s.value) || cJSON_IsNull(s.value)))
 		abort();
 	check_text(s.question);
 	check_text(s.text);
