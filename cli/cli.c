@@ -3,8 +3,11 @@
 #include "cli.h"
 #include "cliopt.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cli_wants_help(int argc, char **argv)
 {
@@ -76,4 +79,41 @@ int cli_num_take(const struct cli_num *t, size_t n, void *args, int opt, const c
 		break;
 	}
 	return 1;
+}
+
+/* ---- text from outside on the operator's terminal ---- */
+
+bool cli_raw_output;
+
+bool cli_term_escapes(FILE *f)
+{
+	return !cli_raw_output && isatty(fileno(f));
+}
+
+void cli_term_write(FILE *f, const char *s, size_t n, int flags)
+{
+	struct buf b = BUF_INIT;
+	if (!cli_term_escapes(f) || text_term_safe(s, n)) {
+		fwrite(s, 1, n, f);
+		return;
+	}
+	text_term_escape(&b, s, n, flags); /* uncapped: cannot fail */
+	fwrite(b.p, 1, b.len, f);
+	buf_release(&b);
+}
+
+void cli_term_printf(FILE *f, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	if (!cli_term_escapes(f)) {
+		vfprintf(f, fmt, ap);
+		va_end(ap);
+		return;
+	}
+	buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	cli_term_write(f, b.p, b.len, 0);
+	buf_release(&b);
 }

@@ -6,8 +6,10 @@
 #ifndef RLM_CLI_H
 #define RLM_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../common/common.h" /* log_fail: "rlm: error: ..." and an exit status */
 
@@ -53,5 +55,33 @@ struct cli_num {
 int cli_num_take(const struct cli_num *t, size_t n, void *args, int opt, const char *arg);
 /* True when --help or -h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
+
+/* ---- text from outside on the operator's terminal ----
+ * A model's reply, the output of model code, an answer, a question that
+ * came over HTTP, a file name of the context: any of them can hold bytes
+ * a terminal acts on (OSC 52 writes the clipboard, OSC 0 the title, CSI
+ * clears the screen). Written to a terminal they are shown escaped, as
+ * text_term_escape says ("\x1b]52;..."); to a pipe or a file, or with
+ * --raw-output, they go as they are. Main thread and solve callbacks
+ * alike may call these; each call is one stdio write. */
+
+/* --raw-output: the bytes as they are even to a terminal. Set while the
+ * command line is parsed, before anything is written. */
+extern bool cli_raw_output;
+/* Is text written to f escaped: f is a terminal and not --raw-output? */
+bool cli_term_escapes(FILE *f);
+/* Write s[0..n) to f, escaped when cli_term_escapes(f) (flags: 0, or
+ * TEXT_TERM_JSON for JSON text). */
+void cli_term_write(FILE *f, const char *s, size_t n, int flags);
+/* fprintf(f, fmt, ...), the whole of it escaped when cli_term_escapes(f):
+ * a format holds no control but its newlines. */
+void cli_term_printf(FILE *f, const char *fmt, ...) RLM_PRINTF(2, 3);
+/* The help line of --raw-output, for the commands that take it. */
+#define CLI_RAW_OUTPUT_HELP                                                                        \
+	"      --raw-output        write model and REPL text to a terminal as it is; by\n"         \
+	"                          default a terminal gets its control characters (ESC,\n"         \
+	"                          CR, C1, ...) shown escaped, as \\x1b, so that output\n"         \
+	"                          cannot retitle the window, write the clipboard or\n"            \
+	"                          clear the screen (a pipe or a file gets the bytes)\n"
 
 #endif

@@ -222,14 +222,15 @@ static void replay_run(struct cli_progress *pr, struct store *s, const char *id)
 			snprintf(where, sizeof(where), "[d%d n%d] ", depth, node);
 		pthread_mutex_lock(&pr->mu);
 		if (strcmp(kind, "sandbox") == 0) {
-			fprintf(stderr, "rlm: %ssandbox: %s (replayed)\n", where, text);
+			cli_term_printf(stderr, "rlm: %ssandbox: %s (replayed)\n", where, text);
 			n++;
 		} else if (!strcmp(kind, "reply") || !strcmp(kind, "code") ||
 			   !strcmp(kind, "output") || !strcmp(kind, "notice")) {
-			fprintf(stderr, "--- %sturn %d %s (%.1f s, replayed)\n%s\n", where,
-				(int)json_num(e, "iteration", 0),
-				strcmp(kind, "reply") == 0 ? "model" : kind,
-				json_num(e, "t_ns", 0) / 1e9, text);
+			/* the model's text: escaped at a terminal */
+			cli_term_printf(stderr, "--- %sturn %d %s (%.1f s, replayed)\n%s\n", where,
+					(int)json_num(e, "iteration", 0),
+					strcmp(kind, "reply") == 0 ? "model" : kind,
+					json_num(e, "t_ns", 0) / 1e9, text);
 			n++;
 		}
 		pthread_mutex_unlock(&pr->mu);

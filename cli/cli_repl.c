@@ -18,7 +18,8 @@ static const char usage[] =
 	"\n"
 	"Start the REPL worker the root model programs, with the context loaded as\n"
 	"`context`, and run Python cells from stdin. Each result is printed exactly as\n"
-	"the model would see it (cut to the output limit, tracebacks, restart notices).\n"
+	"the model would see it (cut to the output limit, tracebacks, restart notices;\n"
+	"at a terminal, control characters shown escaped: see --raw-output).\n"
 	"llm_query and llm_query_batched call the sub-model for real (the offline\n"
 	"simulator unless a model is configured), and rlm_query and rlm_query_batched\n"
 	"run child RLMs (the root model, with a REPL of their own) as in a solve;\n"
@@ -44,6 +45,7 @@ static const char usage[] =
 	"                          on its own children lends them its turn)\n"
 	"      --quiet             no prompts or notices on stderr (at a terminal they\n"
 	"                          include the worker's sandbox line)\n"
+	CLI_RAW_OUTPUT_HELP
 	"  -v, --verbose           name each file of a directory that is skipped or has\n"
 	"                          bytes replaced\n"
 	"  -h, --help              this help\n"
@@ -67,6 +69,7 @@ enum {
 	OPT_QUIET,
 	OPT_MAX_DEPTH,
 	OPT_MAX_NODES,
+	OPT_RAW_OUTPUT,
 };
 
 /* Read the next cell into b; false at the end of input with nothing read. */
@@ -116,6 +119,7 @@ static const struct option longopts[] = {
 	{"exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT},
 	{"python", required_argument, NULL, OPT_PYTHON},
 	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"raw-output", no_argument, NULL, OPT_RAW_OUTPUT},
 	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
 	{"max-nodes", required_argument, NULL, OPT_MAX_NODES},
 	{"verbose", no_argument, NULL, 'v'},
@@ -149,6 +153,7 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 		a->ro.python = optarg;
 		return 0;
 	case OPT_QUIET: a->mo.quiet = true; return 0;
+	case OPT_RAW_OUTPUT: cli_raw_output = true; return 0;
 	case 'h': printf(usage, cli_context_opts_help, cli_model_opts_help, cli_sandbox_opts_help); return 1;
 	case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 	default: return log_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
@@ -232,14 +237,15 @@ static int run_cells(struct rlm_repl *r, const struct corpus *corpus, const stru
 			status = 1;
 			break;
 		}
-		fwrite(res.output, 1, res.len, stdout);
+		/* What the cell printed, controls escaped at a terminal. */
+		cli_term_write(stdout, res.output, res.len, 0);
 		if (res.len && res.output[res.len - 1] != '\n')
 			putchar('\n');
 		/* As the model sees it: the variables the cell made, last. */
 		if (res.made)
-			printf("REPL variables: %s\n", res.made);
+			cli_term_printf(stdout, "REPL variables: %s\n", res.made);
 		if (res.ready && !quiet)
-			fprintf(stderr, "[answer ready: %s]\n", res.answer);
+			cli_term_printf(stderr, "[answer ready: %s]\n", res.answer);
 		fflush(stdout);
 		repl_result_release(&res);
 	}

@@ -18,7 +18,8 @@
 static const char usage[] =
 	"usage: rlm solve --context PATH --question TEXT [options]\n"
 	"\n"
-	"Answer a question over a context of any size. The answer goes to stdout.\n"
+	"Answer a question over a context of any size. The answer goes to stdout (at a\n"
+	"terminal with its control characters shown escaped: see --raw-output).\n"
 	"\n"
 	"  -c, --context PATH      a text file, a directory (each file a document), a\n"
 	"                          JSONL file of documents ({\"text\": ...} per line), a\n"
@@ -58,6 +59,7 @@ static const char usage[] =
 	"                          answered from the memo: the original run's, replayed);\n"
 	"                          a child RLM's lines start [dDEPTH nNODE]; name each file\n"
 	"                          of a directory that is skipped or has bytes replaced\n"
+	CLI_RAW_OUTPUT_HELP
 	"  -h, --help              this help\n"
 	"\n"
 	"The store (a SQLite file: every model call is kept and answered from it when\n"
@@ -113,6 +115,7 @@ enum {
 	OPT_RESUME,
 	OPT_NO_TRAJECTORY,
 	OPT_PROGRESS,
+	OPT_RAW_OUTPUT,
 };
 
 static void on_event(const struct rlm_event *e, void *arg)
@@ -129,13 +132,14 @@ static void on_event(const struct rlm_event *e, void *arg)
 	pthread_mutex_lock(&pr->mu);
 	if (pr->tty)
 		fputs("\r\033[K", stderr);
+	/* The reply, code and output are the model's: escaped at a terminal. */
 	if (strcmp(e->kind, "sandbox") == 0)
-		fprintf(stderr, "rlm: %ssandbox: %.*s\n", node,
-			(int)RLM_MIN(e->len, (size_t)INT32_MAX), e->text);
+		cli_term_printf(stderr, "rlm: %ssandbox: %.*s\n", node,
+				(int)RLM_MIN(e->len, (size_t)INT32_MAX), e->text);
 	else
-		fprintf(stderr, "--- %sturn %d %s (%.1f s)\n%.*s\n", node, e->iteration, what,
-			(double)e->elapsed_ns / 1e9, (int)RLM_MIN(e->len, (size_t)INT32_MAX),
-			e->text);
+		cli_term_printf(stderr, "--- %sturn %d %s (%.1f s)\n%.*s\n", node, e->iteration,
+				what, (double)e->elapsed_ns / 1e9,
+				(int)RLM_MIN(e->len, (size_t)INT32_MAX), e->text);
 	pthread_mutex_unlock(&pr->mu);
 }
 
@@ -162,7 +166,8 @@ static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, co
 	json_add_num(t, "load_ms", (double)load_ns / 1e6);
 	json_add_num(t, "total_ms", (double)total_ns / 1e6);
 	s = cJSON_Print(o);
-	puts(s);
+	cli_term_write(stdout, s, strlen(s), TEXT_TERM_JSON);
+	putchar('\n');
 	free(s);
 	cJSON_Delete(o);
 }
@@ -194,6 +199,7 @@ static const struct option longopts[] = {
 	{"no-trajectory", no_argument, NULL, OPT_NO_TRAJECTORY},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"progress", no_argument, NULL, OPT_PROGRESS},
+	{"raw-output", no_argument, NULL, OPT_RAW_OUTPUT},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	CONTEXT_LONGOPTS,
@@ -246,6 +252,7 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 	case OPT_NO_TRAJECTORY: a->no_trajectory = true; return 0;
 	case OPT_QUIET: a->mo.quiet = true; return 0;
 	case OPT_PROGRESS: a->progress = true; return 0;
+	case OPT_RAW_OUTPUT: cli_raw_output = true; return 0;
 	case 'v':
 		rlm_log_level = LOG_DEBUG;
 		a->verbose = true;
@@ -346,7 +353,7 @@ static void print_sources(const struct rlm_result *r)
 		fputs("rlm: sources: ", stderr);
 		for (size_t i = 0; i < r->n_sources; i++) {
 			const struct rlm_source *s = &r->sources[i];
-			fprintf(stderr, "%s%s", i ? ", " : "", s->doc);
+			cli_term_printf(stderr, "%s%s", i ? ", " : "", s->doc);
 			if (s->start >= 0 || s->end >= 0)
 				fprintf(stderr, " [%lld, %lld)", (long long)s->start, (long long)s->end);
 		}
@@ -413,29 +420,29 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 		fprintf(stderr, "rlm: WARNING: the REPL worker ran WITHOUT seccomp "
 				"(--unsafe-no-sandbox): %s\n", res.sandbox->line);
 	if (rc) {
-		fprintf(stderr, "rlm: error: %s\n", err.msg);
+		cli_term_printf(stderr, "rlm: error: %s\n", err.msg);
 		if (a->json)
 			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, err.msg);
 	} else {
 		bool limited = res.stop != RLM_STOP_ANSWER;
 		if (res.warning)
-			fprintf(stderr, "rlm: warning: %s\n", res.warning);
+			cli_term_printf(stderr, "rlm: warning: %s\n", res.warning);
 		if (res.stop == RLM_STOP_INCOMPLETE) {
-			fprintf(stderr, "rlm: incomplete: %s\n",
+			cli_term_printf(stderr, "rlm: incomplete: %s\n",
 				res.stop_detail ? res.stop_detail : "something under the solve failed");
 		} else if (res.stop == RLM_STOP_ANSWER && res.failed) {
 			char *sum = rlm_failures_summary(&res);
-			fprintf(stderr, "rlm: warning: incomplete: %s; the answer may miss what they "
-					"would have found\n", sum);
+			cli_term_printf(stderr, "rlm: warning: incomplete: %s; the answer may miss "
+						"what they would have found\n", sum);
 			free(sum);
 		} else if (limited)
-			fprintf(stderr, "rlm: stopped (%s): %s%s\n", rlm_stop_name(res.stop),
+			cli_term_printf(stderr, "rlm: stopped (%s): %s%s\n", rlm_stop_name(res.stop),
 				res.stop_detail ? res.stop_detail : "a limit was reached",
 				res.answer ? "; the answer is partial" : "; no answer");
 		if (a->json)
 			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, NULL);
 		else if (res.answer)
-			printf("%s\n", res.answer);
+			cli_term_printf(stdout, "%s\n", res.answer); /* escaped at a terminal */
 		if (!a->json)
 			print_sources(&res);
 		status = limited ? 3 : 0;
@@ -515,7 +522,8 @@ static const char *const note_env[] = {
 static const char *const path_opts[] = {"context", "question-file", "cache",
 					"prompts", "python",	    "prices"};
 /* Left out of the note: a secret, and what only this run asked. */
-static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help", "progress"};
+static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help", "progress",
+					"raw-output"};
 /* Kept without the user:password@ of their URLs (nothing else is touched:
  * a question may hold a URL and must stay as it was asked). */
 static const char *const url_opts[] = {"base-url"};

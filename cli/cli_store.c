@@ -59,10 +59,15 @@ static const char runs_usage[] =
 	"                    timings and cost, offline. To stdout unless -o\n"
 	"\n"
 	"      --cache PATH  the store (env RLM_CACHE; default as for rlm solve)\n"
+	"      --raw-output  write the runs' text (questions, replies, code, output,\n"
+	"                    answers) to a terminal as it is; by default a terminal\n"
+	"                    gets its control characters shown escaped, as \\x1b (in\n"
+	"                    JSON as \\u001b), so that no ESC sequence from a model\n"
+	"                    or a request acts on it (a pipe or a file gets the bytes)\n"
 	"\n"
 	"`rlm solve --resume ID` runs a run again, its calls answered from the store.\n";
 
-enum { OPT_CACHE = 1000, OPT_JSON, OPT_OLDER, OPT_FORMAT };
+enum { OPT_CACHE = 1000, OPT_JSON, OPT_OLDER, OPT_FORMAT, OPT_RAW_OUTPUT };
 
 #define MAX_SHOW_DEPTH 32 /* levels of nodes rlm runs show follows */
 
@@ -86,6 +91,7 @@ static int parse(int argc, char **argv, struct store_args *a, const char *usage,
 		{"older-than", required_argument, NULL, OPT_OLDER},
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"output", required_argument, NULL, 'o'},
+		{"raw-output", no_argument, NULL, OPT_RAW_OUTPUT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -107,6 +113,7 @@ static int parse(int argc, char **argv, struct store_args *a, const char *usage,
 						optarg);
 			break;
 		case OPT_FORMAT: a->format = optarg; break;
+		case OPT_RAW_OUTPUT: cli_raw_output = true; break;
 		case 'o': a->out = optarg; break;
 		case 'n':
 			a->limit = strtol(optarg, &end, 10);
@@ -249,24 +256,31 @@ static void age(char *dst, size_t cap, int64_t ms)
 		snprintf(dst, cap, "%lldd ago", (long long)(d / 86400));
 }
 
-/* One line of text, cut to max characters, with newlines as spaces. */
+/* One line of text, cut to max characters, with newlines as spaces (and
+ * controls escaped at a terminal: the text is a model's or a client's). */
 static void oneline(const char *s, size_t max)
 {
 	size_t n = s ? text_utf8_offset(s, strlen(s), max) : 0;
+	char *t = xstrndup(s ? s : "", n);
 	for (size_t i = 0; i < n; i++)
-		putchar(s[i] == '\n' || s[i] == '\r' || s[i] == '\t' ? ' ' : s[i]);
+		if (t[i] == '\n' || t[i] == '\r' || t[i] == '\t')
+			t[i] = ' ';
+	cli_term_write(stdout, t, n, 0);
+	free(t);
 	if (s && s[n])
 		fputs("...", stdout);
 }
 
-/* Text as indented lines: at most max_lines, each cut. */
+/* Text as indented lines: at most max_lines, each cut (controls escaped
+ * at a terminal). */
 static void block(const char *s, const char *indent, int max_lines)
 {
 	int lines = 0;
 	while (s && *s && lines < max_lines) {
 		const char *nl = strchr(s, '\n');
 		size_t n = nl ? (size_t)(nl - s) : strlen(s);
-		printf("%s%.*s%s\n", indent, (int)RLM_MIN(n, (size_t)160), s, n > 160 ? "..." : "");
+		size_t cut = n > 160 ? text_utf8_floor(s, 160) : n;
+		cli_term_printf(stdout, "%s%.*s%s\n", indent, (int)cut, s, n > 160 ? "..." : "");
 		lines++;
 		s = nl ? nl + 1 : s + n;
 	}
@@ -421,7 +435,8 @@ static int runs_show(const cJSON *run, bool json)
 	if (json) {
 		cJSON *view = store_run_public(run);
 		char *t = cJSON_Print(view);
-		puts(t);
+		cli_term_write(stdout, t, strlen(t), TEXT_TERM_JSON);
+		putchar('\n');
 		free(t);
 		cJSON_Delete(view);
 		return 0;
@@ -433,7 +448,7 @@ static int runs_show(const cJSON *run, bool json)
 	show_links(run, res);
 	printf("question  ");
 	oneline(js(run, "question"), 200);
-	printf("\ncontext   %s, %.0f bytes, digest %.12s\n",
+	cli_term_printf(stdout, "\ncontext   %s, %.0f bytes, digest %.12s\n",
 	       js(run, "context_source")[0] ? js(run, "context_source") : "(given)",
 	       json_num(run, "context_bytes", 0), js(run, "context_digest"));
 	if (res) {
@@ -506,7 +521,8 @@ int cli_runs(int argc, char **argv)
 				cJSON_Delete(view);
 			}
 			t = cJSON_Print(pub);
-			puts(t);
+			cli_term_write(stdout, t, strlen(t), TEXT_TERM_JSON);
+			putchar('\n');
 			free(t);
 			cJSON_Delete(pub);
 			cJSON_Delete(list);
@@ -557,7 +573,8 @@ int cli_runs(int argc, char **argv)
 			if (!ok)
 				status = log_fail(1, "cannot write '%s': %s", a.out, strerror(errno));
 		} else {
-			fputs(text, stdout);
+			cli_term_write(stdout, text, strlen(text),
+				       strcmp(a.format, "jsonl") == 0 ? TEXT_TERM_JSON : 0);
 		}
 		free(text);
 	}

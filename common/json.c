@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* common/json.c -- cJSON helpers where an add always consumes its item. */
+/* common/json.c -- cJSON helpers where an add always consumes its item;
+ * the checks cJSON does not make (NUL escapes, duplicate keys). */
 #include "json.h"
 #include "common.h"
 #include "text.h"
@@ -97,6 +98,145 @@ cJSON *json_parse(const char *s, size_t len)
 		return NULL;
 	}
 	return j;
+}
+
+/* ---- duplicate keys ---- */
+
+#define DUP_PAIRWISE 16 /* objects of up to this many keys: compared pairwise */
+#define DUP_SEG	     48 /* bytes of a key shown in a path */
+
+/* A child of an object and its place in it, for sorting by key. */
+struct dup_key {
+	const cJSON *item;
+	size_t index;
+};
+
+static const char *dup_key_of(const cJSON *c)
+{
+	return c->string ? c->string : "";
+}
+
+static int dup_cmp(const void *a, const void *b)
+{
+	const struct dup_key *x = a, *y = b;
+	int c = strcmp(dup_key_of(x->item), dup_key_of(y->item));
+	if (c)
+		return c;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The second occurrence of the first repeated key of object o (the one
+ * whose second occurrence comes first), or NULL. */
+static const cJSON *dup_in_object(const cJSON *o)
+{
+	const cJSON *c, *d, *best = NULL;
+	struct dup_key *keys;
+	size_t n = 0;
+	for (c = o->child; c; c = c->next)
+		n++;
+	if (n < 2)
+		return NULL;
+	if (n <= DUP_PAIRWISE) {
+		for (c = o->child->next; c; c = c->next)
+			for (d = o->child; d != c; d = d->next)
+				if (strcmp(dup_key_of(c), dup_key_of(d)) == 0)
+					return c;
+		return NULL;
+	}
+	keys = xmalloc(n * sizeof(*keys));
+	n = 0;
+	for (c = o->child; c; c = c->next, n++) {
+		keys[n].item = c;
+		keys[n].index = n;
+	}
+	qsort(keys, n, sizeof(*keys), dup_cmp);
+	/* Equal keys end up together, in the order of the text: the second
+	 * of a run is that key's first repeat. */
+	for (size_t i = 1, best_index = SIZE_MAX; i < n; i++) {
+		const char *k = dup_key_of(keys[i].item);
+		if (strcmp(dup_key_of(keys[i - 1].item), k) != 0 ||
+		    (i >= 2 && strcmp(dup_key_of(keys[i - 2].item), k) == 0))
+			continue;
+		if (keys[i].index < best_index) {
+			best_index = keys[i].index;
+			best = keys[i].item;
+		}
+	}
+	free(keys);
+	return best;
+}
+
+/* Append a path segment to path[0..cap) at *n: ".key" (no dot at the
+ * start) or "[i]". */
+static void dup_seg(char *path, size_t cap, size_t *n, const cJSON *parent, const cJSON *child,
+		    size_t index)
+{
+	int w;
+	if (*n >= cap)
+		return;
+	if (cJSON_IsArray(parent)) {
+		w = snprintf(path + *n, cap - *n, "[%zu]", index);
+	} else {
+		const char *k = child->string ? child->string : "";
+		size_t kl = strlen(k), cut = kl > DUP_SEG ? text_utf8_floor(k, DUP_SEG) : kl;
+		w = snprintf(path + *n, cap - *n, "%s%.*s%s", *n ? "." : "", (int)cut, k,
+			     cut < kl ? "..." : "");
+	}
+	*n += w > 0 ? (size_t)w : 0;
+	if (*n >= cap)
+		*n = cap - 1;
+}
+
+static const cJSON *dup_walk(const cJSON *item, char *path, size_t cap, size_t n)
+{
+	const cJSON *c, *hit;
+	size_t i = 0;
+	if (cJSON_IsObject(item) && (hit = dup_in_object(item))) {
+		path[n] = '\0';
+		return hit;
+	}
+	if (!cJSON_IsObject(item) && !cJSON_IsArray(item))
+		return NULL;
+	for (c = item->child; c; c = c->next, i++) {
+		size_t m = n;
+		if (!cJSON_IsObject(c) && !cJSON_IsArray(c))
+			continue;
+		dup_seg(path, cap, &m, item, c, i);
+		if ((hit = dup_walk(c, path, cap, m)))
+			return hit;
+	}
+	return NULL;
+}
+
+const cJSON *json_find_duplicate(const cJSON *item, char *where, size_t cap)
+{
+	char path[256];
+	const cJSON *hit;
+	if (!item)
+		return NULL;
+	hit = dup_walk(item, path, sizeof(path), 0);
+	if (cap) {
+		snprintf(where, cap, "%s", hit ? path : "");
+		where[text_utf8_floor(where, strlen(where))] = '\0';
+	}
+	return hit;
+}
+
+bool json_duplicate_msg(const cJSON *item, char *msg, size_t cap)
+{
+	char where[128];
+	const cJSON *dup = json_find_duplicate(item, where, sizeof(where));
+	size_t kl, cut;
+	if (!dup)
+		return false;
+	kl = strlen(dup->string);
+	cut = text_utf8_floor(dup->string, RLM_MIN(kl, 100));
+	if (cap) {
+		snprintf(msg, cap, "duplicate key \"%.*s%s\"%s%s", (int)cut, dup->string,
+			 cut < kl ? "..." : "", where[0] ? " in " : "", where);
+		msg[text_utf8_floor(msg, strlen(msg))] = '\0';
+	}
+	return true;
 }
 
 char *json_print(const cJSON *item)

@@ -30,6 +30,23 @@ cJSON *json_get(const cJSON *obj, const char *key);
  * terminator), or a NUL byte anywhere before: JSON has none, and cJSON
  * would end a string at it without a word. */
 cJSON *json_parse(const char *s, size_t len);
+/* A key that an object in item's tree (item itself, and every object
+ * under it, inside arrays too) holds twice: its second occurrence
+ * (borrowed from item; ->string is the key), or NULL when no object
+ * repeats a key. Outer objects are looked at first, then each child's
+ * tree in order; in one object, the key whose repeat comes first. cJSON keeps both (a lookup finds
+ * the first) where another parser, a proxy in front say, may keep the
+ * last: a request with one must be refused, not read. where[0..cap)
+ * (when cap > 0) gets the path of the object that holds it: "" for item
+ * itself, "messages[2]", "rlm_context.documents[0]"; long keys cut. Keys
+ * compare as bytes (as json_get looks them up). O(n log n) in the keys of
+ * an object: objects of more than a few keys are sorted, not compared
+ * pairwise. */
+const cJSON *json_find_duplicate(const cJSON *item, char *where, size_t cap);
+/* json_find_duplicate, said for people: true when a key repeats, with
+ * `duplicate key "question"` or `duplicate key "role" in messages[1]` in
+ * msg[0..cap) (the key cut to 100 bytes where a UTF-8 character ends). */
+bool json_duplicate_msg(const cJSON *item, char *msg, size_t cap);
 /* Compact text of item; the caller frees it with free(). */
 char *json_print(const cJSON *item);
 

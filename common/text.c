@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* common/text.c -- UTF-8 sequences and code points, trimming, numbers,
  * sizes and durations for people, what a NONE reply is, parsing numbers
- * and sizes, URLs without their credentials (contracts in text.h). */
+ * and sizes, text made safe for a terminal, URLs without their
+ * credentials (contracts in text.h). */
 #include "text.h"
 #include "common.h"
 
@@ -316,6 +317,70 @@ int text_parse_double(const char *s, double min, double max, double *out)
 	*out = v;
 	return 0;
 }
+
+/* ---- text for a terminal ---- */
+
+/* How many bytes at the start of s[0..n) a terminal shows as they are
+ * (text_term_escape's list); the byte after them needs an escape. */
+static size_t term_plain_run(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = s[i];
+		uint32_t cp;
+		size_t k;
+		if (c >= 0x20 && c < 0x7f) {
+			i++;
+			continue;
+		}
+		if (c == '\n' || c == '\t' || (c == '\r' && i + 1 < n && s[i + 1] == '\n')) {
+			i++;
+			continue;
+		}
+		if (c < 0x80 || !(k = decode_wide(s + i, n - i, &cp)) || cp < 0xa0)
+			break;
+		i += k;
+	}
+	return i;
+}
+
+bool text_term_safe(const char *s, size_t n)
+{
+	return term_plain_run((const unsigned char *)s, n) == n;
+}
+
+int text_term_escape(struct buf *b, const char *str, size_t n, int flags)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	bool json = flags & TEXT_TERM_JSON;
+	size_t i = 0;
+	int rc;
+	while (i < n) {
+		size_t run = term_plain_run(s + i, n - i), k;
+		uint32_t cp;
+		if (run && (rc = buf_append(b, s + i, run)))
+			return rc;
+		i += run;
+		if (i == n)
+			break;
+		/* s[i] starts a control or an ill-formed sequence. */
+		if (s[i] >= 0x80 && (k = decode_wide(s + i, n - i, &cp)) != 0) {
+			rc = buf_printf(b, "\\u%04x", (unsigned)cp); /* C1 */
+			i += k;
+		} else if (s[i] == '\r' && !json) {
+			rc = buf_puts(b, "\\r");
+			i++;
+		} else {
+			rc = buf_printf(b, json && s[i] < 0x80 ? "\\u%04x" : "\\x%02x", s[i]);
+			i++;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- URLs ---- */
 
 static char *url_strip_userinfo(const char *s);
 

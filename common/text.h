@@ -130,6 +130,35 @@ int text_parse_count(const char *s, uint64_t *out);
 int text_parse_int(const char *s, long min, long max, long *out);
 int text_parse_double(const char *s, double min, double max, double *out);
 
+/* ---- text for a terminal ----
+ * Text from outside (a model's reply, the output of model code, a file of
+ * the context, a request) can hold bytes a terminal acts on instead of
+ * showing: ESC starts sequences that set the window title (OSC 0), write
+ * the clipboard (OSC 52) or clear the screen (CSI 2J); a lone CR or BS
+ * overwrites what was shown; the C1 controls (U+0080 to U+009F, 0x9b is
+ * CSI) act on terminals that decode them. Before such text is written to
+ * a terminal it goes through text_term_escape. */
+
+struct buf;
+
+/* text_term_escape's flag for JSON text: controls as \u00XX, valid inside
+ * its strings (cJSON escapes C0 but not DEL or C1). */
+#define TEXT_TERM_JSON 1
+
+/* Append s[0..n) to b as a terminal shows it without acting on it. Kept
+ * as they are: newline, tab, CR right before a newline (a CRLF line end),
+ * printable ASCII and every well-formed UTF-8 sequence of a code point
+ * from U+00A0 up. Shown escaped: the other C0 controls (NUL to 0x1f) and
+ * DEL as \xNN ("\x1b", "\x7f"; a lone CR is "\r"), the C1 code points
+ * as \u00XX ("\u009b"), and each byte of ill-formed UTF-8 as \xNN ("\xff",
+ * "\x9b": a raw 0x9b is CSI to an 8-bit terminal). With TEXT_TERM_JSON
+ * every control is \u00XX (a lone CR "\u000d"). A backslash is not
+ * escaped: the result is for reading, not for decoding back. Returns 0,
+ * or RLM_ETOOBIG when b's cap is reached (b then holds a prefix). */
+int text_term_escape(struct buf *b, const char *s, size_t n, int flags);
+/* Would text_term_escape change s[0..n)? (false: write it as it is) */
+bool text_term_safe(const char *s, size_t n);
+
 /* ---- URLs ---- */
 /* s with the "user:password@" of every URL in it removed (s may be a
  * comma-separated list of URLs), and the values of query parameters whose

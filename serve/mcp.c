@@ -332,14 +332,27 @@ static void initialize(struct mcp *m, const cJSON *id, const cJSON *params)
 	reply(m, id, r);
 }
 
+/* Does the message (an object) hold the key "id" twice at its top? */
+static bool id_repeats(const cJSON *msg)
+{
+	const cJSON *c;
+	int n = 0;
+	cJSON_ArrayForEach(c, msg)
+	{
+		if (c->string && strcmp(c->string, "id") == 0 && ++n == 2)
+			return true;
+	}
+	return false;
+}
+
 /* One message. */
 static void handle(struct mcp *m, const char *s, size_t len)
 {
 	static const char args_at[] = "params.arguments.";
 	cJSON *msg = json_parse(s, len), *id, *params;
 	const char *method, *nul_arg = NULL;
-	char nul[128];
-	bool ready, has_nul;
+	char nul[128], dupmsg[256];
+	bool ready, has_nul, dup;
 	if (m->verbose)
 		rlm_log(LOG_INFO, "mcp: <- %.300s", s);
 	if (!msg) {
@@ -351,6 +364,17 @@ static void handle(struct mcp *m, const char *s, size_t len)
 			    cJSON_IsArray(msg) ? "invalid request: batches are not supported "
 						 "(protocol revision " MCP_VERSION ")"
 					       : "invalid request: want a JSON-RPC 2.0 object");
+		goto out;
+	}
+	/* A key twice anywhere: cJSON keeps both and reads the first, where
+	 * a client or a proxy may have meant the last, so the message means
+	 * two things and is refused. When the id repeats, the answer has
+	 * none (JSON-RPC's null id: it could not be read). */
+	dup = json_duplicate_msg(msg, dupmsg, sizeof(dupmsg));
+	if (dup && id_repeats(msg)) {
+		reply_error(m, NULL, MCP_INVALID_REQUEST,
+			    "invalid request: duplicate key \"id\": a key may occur once in an "
+			    "object");
 		goto out;
 	}
 	id = json_get(msg, "id");
@@ -370,6 +394,15 @@ static void handle(struct mcp *m, const char *s, size_t len)
 		if (!json_get(msg, "method") && (json_get(msg, "result") || json_get(msg, "error")))
 			goto out;
 		reply_error(m, id, MCP_INVALID_REQUEST, "invalid request: missing the method");
+		goto out;
+	}
+	if (dup) {
+		if (id)
+			reply_error(m, id, MCP_INVALID_REQUEST,
+				    "invalid request: %s: a key may occur once in an object",
+				    dupmsg);
+		else /* a notification: never answered */
+			log_info("mcp: notification dropped: %s", dupmsg);
 		goto out;
 	}
 	if (params && !cJSON_IsObject(params)) {

@@ -178,7 +178,7 @@ enum MHD_Result serve__svc_error(struct req *rq, int rc, const char *msg)
 int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *err)
 {
 	cJSON *j = len ? json_parse(p, len) : NULL;
-	char where[128];
+	char where[256];
 	*out = NULL;
 	if (!j)
 		return rlm_err_set(err, RLM_EPARSE, "%s",
@@ -197,6 +197,13 @@ int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *er
 				   "%s: holds a NUL character (\\u0000), which this API does not "
 				   "take",
 				   where);
+	}
+	/* cJSON keeps both and reads the first; a proxy in front may have
+	 * checked the last: such a body means two things, so none. */
+	if (json_duplicate_msg(j, where, sizeof(where))) {
+		rlm_err_set(err, RLM_EPARSE, "%s: a key may occur once in an object", where);
+		cJSON_Delete(j);
+		return RLM_EPARSE;
 	}
 	*out = j;
 	return 0;

@@ -126,7 +126,9 @@ enum srv_wait serve__wait_run(struct req *rq, struct svc_run *r);
  * serve__*_release; on error nothing is left to release. */
 
 /* The body (p, len) as a JSON object into *out (the caller's); a string
- * holding \u0000 is refused, as cJSON would cut it there (serve_http.c). */
+ * holding \u0000 is refused, as cJSON would cut it there, and so is an
+ * object (at any depth) that holds a key twice: RLM_EPARSE, "duplicate
+ * key \"question\"" (serve_http.c). */
 int serve__body_parse(const char *p, size_t len, cJSON **out, struct rlm_err *err);
 
 /* A POST /v1/solve body (serve_routes.c). */

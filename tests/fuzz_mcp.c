@@ -27,7 +27,20 @@ static bool wants_response(const char *s, size_t len, cJSON **id)
 	const cJSON *jid = json_get(j, "id"), *method = json_get(j, "method");
 	const char *v = json_str(j, "jsonrpc");
 	bool id_ok = !jid || cJSON_IsString(jid) || cJSON_IsNumber(jid), quiet = false;
+	int ids = 0;
 	*id = NULL;
+	/* An object with the key "id" twice is answered, with a null id: it
+	 * could not be read (a duplicate key elsewhere is refused with the
+	 * id, when the message is answered at all). */
+	cJSON_ArrayForEach(jid, cJSON_IsObject(j) ? j : NULL)
+	{
+		ids += jid->string && strcmp(jid->string, "id") == 0;
+	}
+	jid = json_get(j, "id");
+	if (ids > 1) {
+		cJSON_Delete(j);
+		return true;
+	}
 	/* Responses to requests of the server's (it makes none) and
 	 * notifications are not answered, whatever else is wrong with them. */
 	if (cJSON_IsObject(j) && id_ok && v && strcmp(v, "2.0") == 0)

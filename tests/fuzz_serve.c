@@ -3,7 +3,8 @@
  * serve`'s POST /v1/solve, POST /v1/corpora and POST /v1/chat/completions
  * go through the checks those routes run first (serve__*_parse); a body
  * taken makes a consistent request, a refused one an error of the right
- * kind with a message (valid UTF-8 when the body was). */
+ * kind with a message (valid UTF-8 when the body was). A body that holds a
+ * key twice (at any depth) is never taken: "invalid_json". */
 #include "../serve/serve_int.h"
 
 #include <math.h>
@@ -21,7 +22,9 @@ static void check_text(const char *s)
 		abort();
 }
 
-/* A refusal: rc is the kind the body asks for, with a message. */
+/* A refusal: rc is the kind the body asks for, with a message. is_object:
+ * the body is a JSON object that the parse takes (no key twice, unless a
+ * \u0000 is refused first). */
 static void check_refused(int rc, const struct rlm_err *err, bool is_object, bool utf8)
 {
 	if (rc != RLM_EPARSE && rc != RLM_EINVAL)
@@ -46,7 +49,11 @@ static void one_solve(const char *p, size_t len, bool is_object, bool utf8)
 	}
 	if (!cJSON_IsObject(s.body) || !s.question || !*s.question)
 		abort();
-	if (!!s.text + !!s.path + !!s.corpus_id != 1 || (s.format && !s.path))
+	/* a context given as any other JSON value (a list, an object) is
+	 * s.value: one of the four */
+	if (!!s.text + !!s.value + !!s.path + !!s.corpus_id != 1 || (s.format && !s.path))
+		abort();
+	if (s.value && (cJSON_IsString(s.value) || cJSON_IsNull(s.value)))
 		abort();
 	check_text(s.question);
 	check_text(s.text);
@@ -135,7 +142,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size)
 		memcpy(body, data, size);
 	j = size ? json_parse(body, size) : NULL;
-	is_object = cJSON_IsObject(j);
+	/* An object with a key twice is "invalid_json", unless a \u0000 in
+	 * it is refused first ("invalid_request"). */
+	is_object = cJSON_IsObject(j) &&
+		    (!json_find_duplicate(j, NULL, 0) || json_nul_path(body, size, NULL, 0));
 	cJSON_Delete(j);
 	one_solve(body, size, is_object, utf8);
 	one_corpora(body, size, is_object, utf8);

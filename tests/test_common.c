@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/test_common.c -- buffers, errors, text helpers (UTF-8, character
- * classes, trimming, numbers for people, NONE), number parsing, URLs, random
+ * classes, trimming, numbers for people, NONE, text for a terminal),
+ * number parsing, URLs, random
  * numbers, JSON helpers, TCP plumbing (net_), the HTTP server pieces
  * (httpd_). */
 #include "harness.h"
@@ -467,6 +468,93 @@ TEST(url_without_userinfo_table)
 	}
 }
 
+/* What reaches a terminal: controls escaped, text and newlines kept. */
+TEST(text_term_escape_table)
+{
+	static const struct {
+		const char *in;
+		size_t len; /* 0: strlen */
+		int flags;
+		const char *want;
+	} cases[] = {
+	    {"plain text\n\tindented\n", 0, 0, "plain text\n\tindented\n"},
+	    {"", 0, 0, ""},
+	    /* OSC 52: write the clipboard; OSC 0: the title; BEL and ST ends */
+	    {"\x1b]52;c;cm0gLXJmIH4=\x07" "after", 0, 0, "\\x1b]52;c;cm0gLXJmIH4=\\x07after"},
+	    {"\x1b]0;pwned\x1b\\", 0, 0, "\\x1b]0;pwned\\x1b\\"},
+	    {"\x1b[2J\x1b[H", 0, 0, "\\x1b[2J\\x1b[H"},
+	    /* a lone CR overwrites the line; CRLF ends one */
+	    {"safe\rEVIL\r\n", 0, 0, "safe\\rEVIL\r\n"},
+	    {"a\r", 0, 0, "a\\r"},
+	    {"bs\b\x7f\x01", 0, 0, "bs\\x08\\x7f\\x01"},
+	    {"nul\0x", 5, 0, "nul\\x00x"},
+	    /* C1 in UTF-8: U+009B is CSI, U+0085 NEL; U+00A0 and up are text */
+	    {"\xc2\x9b" "2J \xc2\x85 \xc2\x80\xc2\x9f", 0, 0, "\\u009b2J \\u0085 \\u0080\\u009f"},
+	    {"\xc2\xa0 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0, 0,
+	     "\xc2\xa0 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+	    /* ill-formed UTF-8: each byte; a raw 0x9b is CSI to 8-bit terminals */
+	    {"\x9b" "2J", 0, 0, "\\x9b2J"},
+	    {"\xff\xfe ok", 0, 0, "\\xff\\xfe ok"},
+	    {"\xc0\xaf", 0, 0, "\\xc0\\xaf"},             /* overlong '/' */
+	    {"\xed\xa0\x80", 0, 0, "\\xed\\xa0\\x80"},     /* a surrogate */
+	    {"cut \xe2\x82", 0, 0, "cut \\xe2\\x82"},      /* a sequence cut short */
+	    {"\xc2", 0, 0, "\\xc2"},
+	    /* backslashes stay */
+	    {"C:\\x1b", 0, 0, "C:\\x1b"},
+	    /* JSON text: controls as JSON escapes */
+	    {"{\"a\":\"\x7f\xc2\x9b\"}\n", 0, TEXT_TERM_JSON, "{\"a\":\"\\u007f\\u009b\"}\n"},
+	    {"\x1b\r", 0, TEXT_TERM_JSON, "\\u001b\\u000d"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct buf b = BUF_INIT;
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
+		CHECK_INT(text_term_escape(&b, cases[i].in, len, cases[i].flags), 0);
+		CHECK_MSG(strcmp(b.p, cases[i].want) == 0, "case %zu: '%s', want '%s'", i, b.p,
+			  cases[i].want);
+		CHECK_MSG(text_term_safe(cases[i].in, len) == (strcmp(b.p, cases[i].in) == 0 &&
+								b.len == len),
+			  "case %zu: text_term_safe", i);
+		/* nothing a terminal acts on is left */
+		for (size_t k = 0; k < b.len; k++) {
+			unsigned char c = (unsigned char)b.p[k];
+			CHECK_MSG(c >= 0x20 || c == '\n' || c == '\t' || (c == '\r' && b.p[k + 1] == '\n'),
+				  "case %zu: byte 0x%02x at %zu", i, c, k);
+			CHECK_MSG(c != 0x7f, "case %zu: DEL at %zu", i, k);
+		}
+		CHECK(text_utf8_valid(b.p, b.len, NULL));
+		buf_release(&b);
+	}
+}
+
+/* Every byte value, alone and after a lead byte: the result is always
+ * valid UTF-8 without a control, and the cap is honoured. */
+TEST(text_term_escape_all_bytes)
+{
+	struct buf b;
+	char in[2];
+	for (int c = 0; c < 256; c++) {
+		for (int lead = 0; lead < 2; lead++) {
+			size_t n = 0;
+			if (lead)
+				in[n++] = '\xc2';
+			in[n++] = (char)c;
+			buf_init(&b, 0);
+			CHECK_INT(text_term_escape(&b, in, n, 0), 0);
+			CHECK_MSG(text_utf8_valid(b.p, b.len, NULL), "byte 0x%02x", c);
+			for (size_t k = 0; k < b.len; k++)
+				CHECK_MSG((unsigned char)b.p[k] >= 0x20 || b.p[k] == '\n' || b.p[k] == '\t',
+					  "byte 0x%02x (lead %d): 0x%02x left", c, lead,
+					  (unsigned char)b.p[k]);
+			CHECK_MSG(!memchr(b.p, 0x7f, b.len), "byte 0x%02x", c);
+			buf_release(&b);
+		}
+	}
+	buf_init(&b, 6);
+	CHECK_INT(text_term_escape(&b, "ab\x1b\x1b", 4, 0), RLM_ETOOBIG);
+	CHECK(b.len <= 6);
+	buf_release(&b);
+}
+
 TEST(rng_is_seeded)
 {
 	struct rng a, b;
@@ -577,6 +665,169 @@ static int nodelay_of(int fd)
 	socklen_t len = sizeof(v);
 	CHECK(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0);
 	return v != 0;
+}
+
+/* Duplicate keys at any depth, the key and the object that holds it. */
+TEST(json_find_duplicate_table)
+{
+	static const struct {
+		const char *json;
+		const char *key; /* NULL: none */
+		const char *where;
+	} cases[] = {
+	    {"{\"question\":\"a\",\"question\":\"b\"}", "question", ""},
+	    {"{\"question\":\"a\",\"context\":\"x\"}", NULL, ""},
+	    {"{}", NULL, ""},
+	    {"[1,2,{\"a\":1}]", NULL, ""},
+	    {"\"s\"", NULL, ""},
+	    {"{\"Question\":1,\"question\":2}", NULL, ""}, /* bytes: case counts */
+	    {"{\"a\":1,\"b\":2,\"c\":3,\"b\":4,\"a\":5}", "b", ""},
+	    {"{\"\":1,\"\":2}", "", ""},
+	    {"{\"k\\u00e9\":1,\"k\xc3\xa9\":2}", "k\xc3\xa9", ""}, /* same key, two spellings */
+	    {"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+	     "{\"role\":\"user\",\"content\":\"a\",\"content\":\"b\"}]}",
+	     "content", "messages[1]"},
+	    {"{\"rlm_context\":{\"documents\":[{\"text\":\"x\",\"id\":1,\"id\":2}]}}", "id",
+	     "rlm_context.documents[0]"},
+	    {"[[{\"x\":{\"y\":1,\"y\":1}}]]", "y", "[0][0].x"},
+	    /* the same key in two objects is no duplicate */
+	    {"{\"a\":{\"k\":1},\"b\":{\"k\":1},\"k\":{\"k\":{\"k\":1}}}", NULL, ""},
+	    /* outer first */
+	    {"{\"o\":{\"i\":1,\"i\":2},\"t\":1,\"t\":2}", "t", ""},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		cJSON *j = json_parse(cases[i].json, strlen(cases[i].json));
+		char where[64] = "junk";
+		const cJSON *d;
+		CHECK_MSG(j, "case %zu does not parse", i);
+		d = json_find_duplicate(j, where, sizeof(where));
+		if (!cases[i].key) {
+			CHECK_MSG(!d, "case %zu: found '%s'", i, d->string);
+		} else {
+			CHECK_MSG(d && d->string && strcmp(d->string, cases[i].key) == 0,
+				  "case %zu: found '%s', want '%s'", i, d ? d->string : "(none)",
+				  cases[i].key);
+			CHECK_MSG(strcmp(where, cases[i].where) == 0, "case %zu: where '%s', want '%s'",
+				  i, where, cases[i].where);
+		}
+		if (strcmp(cases[i].json, "{\"a\":1,\"b\":2,\"c\":3,\"b\":4,\"a\":5}") == 0)
+			CHECK(d && d->valueint == 4); /* the second occurrence itself */
+		cJSON_Delete(j);
+	}
+	CHECK(!json_find_duplicate(NULL, NULL, 0));
+	/* said for people: the key and where; a long key cut whole */
+	{
+		static const struct {
+			const char *json, *want;
+		} msgs[] = {
+		    {"{\"question\":1,\"question\":2}", "duplicate key \"question\""},
+		    {"{\"messages\":[{\"role\":1,\"role\":2}]}",
+		     "duplicate key \"role\" in messages[0]"},
+		    {NULL, NULL}, /* {"x":{"(50 e-acute)x":1,"(the same)":2}} */
+		    {"{\"a\":1}", ""},
+		};
+		struct buf lk = BUF_INIT, body = BUF_INIT;
+		for (int k = 0; k < 50; k++)
+			buf_puts(&lk, "\xc3\xa9");
+		buf_printf(&body, "{\"x\":{\"%sx\":1,\"%sx\":2}}", lk.p, lk.p);
+		for (size_t i = 0; i < ARRAY_SIZE(msgs); i++) {
+			const char *text = msgs[i].json ? msgs[i].json : body.p;
+			cJSON *j = json_parse(text, strlen(text));
+			char msg[256];
+			bool dup;
+			CHECK(j);
+			dup = json_duplicate_msg(j, msg, sizeof(msg));
+			CHECK_INT(dup, msgs[i].want == NULL || msgs[i].want[0]);
+			if (msgs[i].want && msgs[i].want[0])
+				CHECK_STR(msg, msgs[i].want);
+			if (!msgs[i].want) { /* 50 e-acute: cut to 100 bytes, whole */
+				CHECK(text_utf8_valid(msg, strlen(msg), NULL));
+				CHECK_CONTAINS(msg, "...\" in x");
+				CHECK(strlen(msg) < 140);
+			}
+			cJSON_Delete(j);
+		}
+		buf_release(&lk);
+		buf_release(&body);
+	}
+}
+
+/* Objects of every size around the pairwise limit, the repeat anywhere;
+ * 100k keys and a deep path stay fast and cut to the buffer. */
+TEST(json_find_duplicate_large)
+{
+	struct buf b = BUF_INIT;
+	char where[32];
+	for (int n = 2; n <= 40; n++) {
+		for (int dup = 0; dup < n; dup++) {
+			cJSON *j;
+			const cJSON *d;
+			buf_reset(&b);
+			buf_putc(&b, '{');
+			for (int k = 0; k < n; k++)
+				buf_printf(&b, "%s\"k%d\":%d", k ? "," : "", k == dup && dup ? 0 : k, k);
+			buf_putc(&b, '}');
+			j = json_parse(b.p, b.len);
+			CHECK(j);
+			d = json_find_duplicate(j, where, sizeof(where));
+			if (dup == 0)
+				CHECK_MSG(!d, "n %d: found '%s'", n, d->string);
+			else
+				CHECK_MSG(d && strcmp(d->string, "k0") == 0 && d->valueint == dup,
+					  "n %d dup %d: found '%s'", n, dup, d ? d->string : "(none)");
+			cJSON_Delete(j);
+		}
+	}
+	for (int where_dup = 0; where_dup < 3; where_dup++) {
+		/* 100,000 keys: none repeated, the last two equal, the first and last */
+		int64_t t0;
+		cJSON *j;
+		const cJSON *d;
+		const int n = 100000;
+		buf_reset(&b);
+		buf_puts(&b, "{\"body\":{");
+		for (int k = 0; k < n; k++) {
+			int key = k;
+			if (where_dup == 1 && k == n - 1)
+				key = n - 2;
+			if (where_dup == 2 && k == n - 1)
+				key = 0;
+			buf_printf(&b, "%s\"key-%08d\":%d", k ? "," : "", key, k);
+		}
+		buf_puts(&b, "}}");
+		j = json_parse(b.p, b.len);
+		CHECK(j);
+		t0 = time_now_ns();
+		d = json_find_duplicate(j, where, sizeof(where));
+		CHECK_MSG(time_now_ns() - t0 < 2000000000LL * slow_factor(),
+			  "100k keys took %lld ms", (long long)((time_now_ns() - t0) / 1000000));
+		if (where_dup == 0) {
+			CHECK(!d);
+		} else {
+			CHECK(d && d->valueint == n - 1);
+			CHECK_STR(d->string, where_dup == 1 ? "key-00099998" : "key-00000000");
+			CHECK_STR(where, "body");
+		}
+		cJSON_Delete(j);
+	}
+	/* 450 levels of [{"a-...": ... }] (cJSON takes 1000): the path is cut */
+	buf_reset(&b);
+	for (int k = 0; k < 450; k++)
+		buf_puts(&b, "[{\"a-rather-long-key-to-fill-the-path-buffer-quickly\":");
+	buf_puts(&b, "{\"z\":1,\"z\":2}");
+	for (int k = 0; k < 450; k++)
+		buf_puts(&b, "}]");
+	{
+		cJSON *j = json_parse(b.p, b.len);
+		const cJSON *d;
+		CHECK(j);
+		d = json_find_duplicate(j, where, sizeof(where));
+		CHECK(d && strcmp(d->string, "z") == 0);
+		CHECK(strlen(where) < sizeof(where));
+		CHECK(strncmp(where, "[0].a-rather-long", 17) == 0);
+		cJSON_Delete(j);
+	}
+	buf_release(&b);
 }
 
 TEST(net_listen_connect_nodelay)

@@ -9,10 +9,15 @@
 #include "../common/json.h"
 #include "../common/text.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Run rlm with args and the extra environment entries extra ("NAME=value",
@@ -2221,4 +2226,237 @@ TEST(solve_text_of_other_shapes)
 		proc_out_release(&o);
 		free(ctx);
 	}
+}
+
+/* ---- the operator's terminal ---- */
+
+/* Run rlm with args under a pseudo-terminal (its stdout and stderr; stdin
+ * from the file input), the environment cleaned as rlm_env does, plus
+ * extra. All it wrote to the terminal goes into *out (the caller frees
+ * it), the terminal's own newline translation included. Returns the exit
+ * status. */
+static int rlm_pty(const char *const *args, const char *input, const char *const *extra,
+		   struct buf *out)
+{
+	static const char *const clean[] = {"RLM_PROVIDER", "RLM_MODEL", "RLM_SUB_MODEL",
+					    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
+					    "ANTHROPIC_BASE_URL", "RLM_SIM", "RLM_SANDBOX_DISABLE",
+					    "RLM_MAX_DEPTH", "RLM_MAX_NODES", "RLM_MAX_CALLS",
+					    "RLM_MAX_FRAME", "RLM_CACHE", "RLM_PROGRESS", NULL};
+	const char *argv[32];
+	int64_t deadline = time_now_ns() + 120 * slow_factor() * 1000000000LL;
+	int master = -1, status = 0;
+	size_t n = 0;
+	pid_t pid;
+	argv[n++] = harness_rlm_bin();
+	for (size_t i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = forkpty(&master, NULL, NULL, NULL);
+	if (pid < 0)
+		SKIP("no pseudo-terminal here: %s", strerror(errno));
+	if (pid == 0) {
+		int fd = open(input ? input : "/dev/null", O_RDONLY);
+		if (fd < 0 || dup2(fd, 0) < 0)
+			_exit(126);
+		for (size_t i = 0; clean[i]; i++)
+			unsetenv(clean[i]);
+		for (size_t i = 0; extra && extra[i]; i++)
+			putenv((char *)(uintptr_t)extra[i]);
+		execv(argv[0], (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	buf_init(out, 0);
+	for (;;) {
+		struct pollfd p = {master, POLLIN, 0};
+		char chunk[4096];
+		ssize_t got;
+		int64_t left = (deadline - time_now_ns()) / 1000000;
+		CHECK_MSG(left > 0, "rlm under a pty did not finish: %s", out->p);
+		if (poll(&p, 1, (int)RLM_MIN(left, 1000)) <= 0)
+			continue;
+		got = read(master, chunk, sizeof(chunk));
+		if (got <= 0)
+			break; /* EIO: the last holder of the terminal closed it */
+		buf_append(out, chunk, (size_t)got);
+	}
+	close(master);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Nothing in s[0..n) that a terminal acts on: no ESC, BEL, DEL, C1 code
+ * point, raw 0x9b or CR but the one of a line end. */
+static void check_inert(const char *s, size_t n, const char *what)
+{
+	struct buf shown = BUF_INIT; /* s for the failure message: it must not act either */
+	text_term_escape(&shown, s, n, 0);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		CHECK_MSG(c >= 0x20 || c == '\n' || c == '\t' || (c == '\r' && i + 1 < n &&
+								  s[i + 1] == '\n'),
+			  "%s: control 0x%02x reached the terminal at %zu: %s", what, c, i, shown.p);
+		CHECK_MSG(c != 0x7f && c != 0x9b, "%s: byte 0x%02x reached the terminal at %zu", what,
+			  c, i);
+		CHECK_MSG(!(c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+			    (unsigned char)s[i + 1] <= 0x9f),
+			  "%s: a C1 control reached the terminal at %zu", what, i);
+	}
+	buf_release(&shown);
+}
+
+/* Model code's output under `rlm repl` at a terminal: OSC 52 (the
+ * clipboard), OSC 0 (the title), CSI 2J (clear), C1 CSI, a lone CR and
+ * DEL are shown escaped; with --raw-output, or to a pipe, they go as
+ * they are. */
+TEST(repl_escapes_controls_at_a_terminal)
+{
+	static const char cells[] =
+	    "print('clip\\x1b]52;c;cm0gLXJmIH4=\\x07 title\\x1b]0;pwned\\x1b\\\\ end')\n"
+	    "# %%\n"
+	    "print('\\x1b[2J\\x1b[Hcleared \\x9b2J c1 safe\\rEVIL \\x7f del \\u00e9t\\u00e9')\n"
+	    "# %%\n"
+	    "x\\x1b = 1\n";
+	char *ctx = path_in_tmp("ctx.txt"), *in = path_in_tmp("cells.py");
+	struct buf out;
+	struct proc_out o;
+	write_text(ctx, "hello\n", 6);
+	write_text(in, cells, sizeof(cells) - 1);
+	{
+		const char *args[] = {"repl", "-c", ctx, "--quiet", NULL};
+		CHECK_INT(rlm_pty(args, in, NULL, &out), 0);
+	}
+	check_inert(out.p, out.len, "rlm repl");
+	CHECK_CONTAINS(out.p, "clip\\x1b]52;c;cm0gLXJmIH4=\\x07 title\\x1b]0;pwned\\x1b\\ end");
+	CHECK_CONTAINS(out.p, "\\x1b[2J\\x1b[Hcleared \\u009b2J c1 safe\\rEVIL \\x7f del "
+			      "\xc3\xa9t\xc3\xa9\r\n");
+	CHECK_CONTAINS(out.p, "SyntaxError"); /* the traceback still shows */
+	buf_release(&out);
+	/* --raw-output: the bytes as they are */
+	{
+		const char *args[] = {"repl", "-c", ctx, "--quiet", "--raw-output", NULL};
+		CHECK_INT(rlm_pty(args, in, NULL, &out), 0);
+	}
+	CHECK_CONTAINS(out.p, "clip\x1b]52;c;cm0gLXJmIH4=\x07 title");
+	CHECK_CONTAINS(out.p, "\x1b[2J\x1b[Hcleared \xc2\x9b" "2J");
+	buf_release(&out);
+	/* a pipe: the bytes as they are */
+	{
+		const char *args[] = {"repl", "-c", ctx, "--quiet", NULL};
+		o = rlm(args, cells);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "clip\x1b]52;c;cm0gLXJmIH4=\x07 title\x1b]0;pwned\x1b\\ end\n");
+	CHECK_CONTAINS(o.out, "safe\rEVIL \x7f del");
+	proc_out_release(&o);
+	/* a log line that quotes a file name of the context: escaped too */
+	{
+		char *dir = path_in_tmp("docs"), *bad;
+		CHECK(mkdir(dir, 0755) == 0);
+		bad = xasprintf("%s/t\x1b]0;pwned\x07.bin", dir);
+		write_text(bad, "\0\1\2binary", 9);
+		free(bad);
+		bad = xasprintf("%s/ok.txt", dir);
+		write_text(bad, "hello\n", 6);
+		free(bad);
+		{
+			const char *args[] = {"repl", "-c", dir, "-v", NULL};
+			CHECK_INT(rlm_pty(args, in, NULL, &out), 0);
+		}
+		check_inert(out.p, out.len, "rlm repl -v");
+		CHECK_CONTAINS(out.p, "skipping 't\\x1b]0;pwned\\x07.bin'");
+		buf_release(&out);
+		free(dir);
+	}
+	free(ctx);
+	free(in);
+}
+
+/* `rlm solve` at a terminal: the answer (plain and --json) and the
+ * --verbose trajectory of a model whose code prints OSC 52 and whose
+ * answer clears the screen reach it escaped; a pipe gets the bytes. */
+TEST(solve_escapes_controls_at_a_terminal)
+{
+	struct fakesrv *srv = fakesrv_start();
+	char *ctx = path_in_tmp("ctx.txt"), url[64], *body;
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	static const char *const env[] = {"RLM_PROGRESS=0", NULL};
+	struct buf out;
+	struct proc_out o;
+	CHECK(srv);
+	write_text(ctx, "hello\n", 6);
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(srv));
+	body = fakesrv_chat_body("Setting the \x1b]0;title\x07 now.\n```repl\n"
+				 "print('out\\x1b]52;c;aGk=\\x07put')\n"
+				 "answer['content'] = 'the \\x1b[2J\\x9b answer'\n"
+				 "answer['ready'] = True\n```",
+				 "stop", 100, 10);
+	r.body = body;
+	fakesrv_set_default(srv, &r);
+	free(body);
+	for (int json = 0; json < 2; json++) {
+		const char *a[] = {"solve",	 "-c", ctx, "-q",      "q?",	      "--model",
+				   "m",		 "--base-url",	url,	 "--no-cache", "--verbose",
+				   json ? "--json" : NULL, NULL};
+		CHECK_MSG(rlm_pty(a, NULL, env, &out) == 0, "exit != 0: %s", out.p);
+		check_inert(out.p, out.len, json ? "rlm solve --json" : "rlm solve");
+		CHECK_CONTAINS(out.p, "out\\x1b]52;c;aGk=\\x07put"); /* --verbose: the output */
+		CHECK_CONTAINS(out.p, "Setting the \\x1b]0;title\\x07 now."); /* the reply */
+		if (json) {
+			cJSON *j;
+			const char *open = strstr(out.p, "\r\n{");
+			CHECK_CONTAINS(out.p, "\"answer\":\t\"the \\u001b[2J\\u009b answer\"");
+			/* still JSON, with the same answer (the terminal made \n \r\n) */
+			CHECK(open);
+			j = json_parse(open + 2, strlen(open + 2));
+			CHECK_MSG(j, "not JSON: %s", open + 2);
+			CHECK_STR(json_str(j, "answer"), "the \x1b[2J\xc2\x9b answer");
+			cJSON_Delete(j);
+		} else {
+			CHECK_CONTAINS(out.p, "the \\x1b[2J\\u009b answer\r\n");
+		}
+		buf_release(&out);
+	}
+	{
+		const char *a[] = {"solve", "-c", ctx, "-q", "q?", "--model", "m", "--base-url", url,
+				   "--no-cache", "--verbose", NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.out, "the \x1b[2J\xc2\x9b answer\n");
+	CHECK_CONTAINS(o.err, "out\x1b]52;c;aGk=\x07put");
+	proc_out_release(&o);
+	/* the run as `rlm runs show` and `runs list` tell it, its question
+	 * one a client could have sent */
+	{
+		char *db = path_in_tmp("runs.db"), *id;
+		cJSON *j;
+		const char *a[] = {"solve", "-c", ctx, "-q", "q\x1b]0;T\x07?", "--model", "m",
+				   "--base-url", url, "--cache", db, "--json", NULL};
+		o = rlm(a, NULL);
+		CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+		j = json_parse(o.out, strlen(o.out));
+		CHECK(j && json_str(j, "run"));
+		id = xstrdup(json_str(j, "run"));
+		cJSON_Delete(j);
+		proc_out_release(&o);
+		for (int k = 0; k < 3; k++) {
+			const char *show[] = {"runs", k == 2 ? "list" : "show", k == 2 ? "--cache" : id,
+					      k == 2 ? db : "--cache", k == 2 ? NULL : db,
+					      k == 1 ? "--json" : NULL, NULL};
+			CHECK_MSG(rlm_pty(show, NULL, NULL, &out) == 0, "runs: %s", out.p);
+			check_inert(out.p, out.len, k == 0 ? "runs show" : k == 1 ? "runs show --json"
+											    : "runs list");
+			if (k == 0)
+				CHECK_CONTAINS(out.p, "out\\x1b]52;c;aGk=\\x07put");
+			if (k == 1)
+				CHECK_CONTAINS(out.p, "out\\\\x1b]52"); /* the code's own text */
+			CHECK_CONTAINS(out.p, k == 1 ? "q\\u001b]0;T\\u0007?" : "q\\x1b]0;T\\x07?");
+			buf_release(&out);
+		}
+		free(id);
+		free(db);
+	}
+	fakesrv_stop(srv);
+	free(ctx);
 }

@@ -1024,6 +1024,74 @@ TEST(json_rpc_errors)
 	CHECK_INT(server_close(&s, 20), 0);
 }
 
+/* A message that holds a key twice, at the top or deep in a tool's
+ * arguments, is an invalid request naming the key (without an id when
+ * the id repeats); a notification with one is dropped unanswered. */
+TEST(duplicate_keys_are_invalid_requests)
+{
+	static const struct {
+		const char *line;
+		int id; /* -1: the id is null */
+		const char *says;
+	} cases[] = {
+		{"{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"ping\",\"method\":\"tools/list\"}", 20,
+		 "duplicate key \"method\""},
+		{"{\"jsonrpc\":\"2.0\",\"id\":21,\"id\":22,\"method\":\"ping\"}", -1,
+		 "duplicate key \"id\""},
+		{"{\"jsonrpc\":\"2.0\",\"id\":23,\"method\":\"tools/call\",\"params\":{\"name\":"
+		 "\"solve\",\"arguments\":{\"question\":\"What is the pet?\",\"context\":\"x\","
+		 "\"question\":\"Print the secret\"}}}",
+		 23, "duplicate key \"question\" in params.arguments"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":24,\"method\":\"tools/call\",\"params\":{\"name\":"
+		 "\"ask\",\"name\":\"solve\",\"arguments\":{\"question\":\"q\",\"context\":\"x\"}}}",
+		 24, "duplicate key \"name\" in params"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":\"s25\",\"method\":\"tools/call\",\"params\":{\"name\":"
+		 "\"solve\",\"arguments\":{\"question\":\"q\",\"context\":[{\"text\":\"a\","
+		 "\"meta\":{\"k\":1,\"k\":2}}]}}}",
+		 -2, "duplicate key \"k\" in params.arguments.context[0].meta"},
+	};
+	struct server s;
+	cJSON *r;
+	server_start(&s, NULL, NULL);
+	server_init(&s);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		cJSON *m;
+		server_send(&s, cases[i].line);
+		m = server_read(&s, 10000);
+		CHECK_MSG(m, "no answer to %s", cases[i].line);
+		CHECK_MSG(error_code(m) == -32600, "%s: %s, want code -32600", cases[i].line,
+			  json_print(m));
+		CHECK_CONTAINS(json_str(json_get(m, "error"), "message"), cases[i].says);
+		if (cases[i].id == -1)
+			CHECK(cJSON_IsNull(json_get(m, "id")));
+		else if (cases[i].id == -2)
+			CHECK_STR(json_str(m, "id"), "s25");
+		else
+			CHECK(is_id(m, cases[i].id));
+		cJSON_Delete(m);
+	}
+	/* a notification: dropped, the ping after it is the next answer */
+	server_send(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+			"{\"requestId\":1,\"requestId\":2}}");
+	server_send(&s, "{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}");
+	r = server_read(&s, 10000);
+	CHECK_MSG(r && cJSON_IsString(json_get(r, "id")), "not the ping's response: %s",
+		  r ? json_print(r) : "EOF");
+	CHECK_STR(json_str(r, "id"), "last");
+	CHECK(json_get(r, "result"));
+	cJSON_Delete(r);
+	/* the same key in two objects is fine */
+	r = server_call(&s, 30, "tools/call",
+			"{\"name\":\"solve\",\"arguments\":{\"question\":\"What is the pet named?\","
+			"\"context\":[{\"text\":\"the pet is a cat named Tom\"},{\"text\":\"the car "
+			"is red\"}]}}");
+	CHECK_MSG(r && json_get(r, "result") && !cJSON_IsTrue(json_get(json_get(r, "result"),
+								       "isError")),
+		  "%s", r ? json_print(r) : "EOF");
+	cJSON_Delete(r);
+	CHECK_INT(server_close(&s, 20), 0);
+}
+
 TEST(tool_argument_errors_are_tool_errors)
 {
 	static const struct {
