@@ -70,6 +70,16 @@ static const char usage[] =
     "                          /v1/corpora stay until deleted\n"
     "      --keep-runs N       finished runs kept in memory (1000); older ones are\n"
     "                          answered from the store\n"
+    "      --head-timeout SECS  a request's head (its line and headers) must arrive\n"
+    "                          within SECS of the connection's accept, or of the end\n"
+    "                          of its previous request, however slowly it trickles\n"
+    "                          in; else the connection is closed (10)\n"
+    "      --max-connections N  connections open at once (1024); at the limit the\n"
+    "                          one waiting longest for its head is closed so the\n"
+    "                          newcomer is served (when none waits, the newcomer is\n"
+    "                          closed)\n"
+    "      --max-per-address N  connections open at once from one client address,\n"
+    "                          handled the same way (256)\n"
     "      --shutdown-grace SECS  on SIGTERM or SIGINT, how long running solves\n"
     "                          may go on before they are cancelled (30); a second\n"
     "                          signal cancels them at once (their runs stay\n"
@@ -116,6 +126,9 @@ enum {
 	OPT_GRACE,
 	OPT_CORPUS_CACHE,
 	OPT_KEEP_RUNS,
+	OPT_HEAD_TIMEOUT,
+	OPT_MAX_CONNECTIONS,
+	OPT_MAX_PER_ADDRESS,
 	OPT_CACHE,
 	OPT_NO_CACHE,
 	OPT_QUIET,
@@ -143,6 +156,9 @@ struct serve_args {
 	size_t max_body;	/* --max-body */
 	double request_timeout; /* --request-timeout, seconds */
 	double grace;		/* --shutdown-grace, seconds */
+	int head_timeout;	/* --head-timeout, seconds */
+	int max_connections;	/* --max-connections */
+	int max_per_address;	/* --max-per-address */
 	const char **roots;	/* --root, NULL-terminated; owned array,
 				 * borrowed strings (cfg.roots points here) */
 	size_t n_roots;
@@ -160,6 +176,9 @@ static const struct option longopts[] = {
     {"shutdown-grace", required_argument, NULL, OPT_GRACE},
     {"corpus-cache", required_argument, NULL, OPT_CORPUS_CACHE},
     {"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
+    {"head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -186,6 +205,12 @@ static const struct cli_num serve_nums[] = {
      offsetof(struct serve_args, cfg.corpus_cache)},
     {OPT_KEEP_RUNS, "keep-runs", CLI_INT, 1, 1000000, NULL,
      offsetof(struct serve_args, cfg.keep_runs)},
+    {OPT_HEAD_TIMEOUT, "head-timeout", CLI_INT, 1, 3600, "want whole seconds 1..3600",
+     offsetof(struct serve_args, head_timeout)},
+    {OPT_MAX_CONNECTIONS, "max-connections", CLI_INT, 2, 65536, NULL,
+     offsetof(struct serve_args, max_connections)},
+    {OPT_MAX_PER_ADDRESS, "max-per-address", CLI_INT, 1, 65536, NULL,
+     offsetof(struct serve_args, max_per_address)},
 };
 
 /* Take option opt of serve's own (not numeric, nor a model, sandbox or
@@ -391,6 +416,9 @@ int cli_serve(int argc, char **argv)
 	    .api_key = a.api_key,
 	    .max_body = a.max_body,
 	    .request_timeout_ns = (int64_t)(a.request_timeout * 1e9),
+	    .max_connections = (unsigned)a.max_connections,
+	    .max_per_address = (unsigned)a.max_per_address,
+	    .head_timeout_s = (unsigned)a.head_timeout,
 	    .verbose = a.verbose,
 	};
 	if ((rc = serve_server_new(&a.cfg, &hc, &sv, &err))) {

@@ -291,6 +291,23 @@ static enum MHD_Result route_metrics(struct req *rq)
 	}
 	metric(&b, "rlm_runs_kept", "gauge", "Finished runs held in memory (--keep-runs).");
 	buf_printf(&b, "rlm_runs_kept %.0f\n", json_num(st, "runs_kept", 0));
+	if (atomic_load(&sv->d)) {
+		struct httpd_stats hs;
+		httpd_stats(atomic_load(&sv->d), &hs);
+		metric(&b, "rlm_http_connections", "gauge",
+		       "Connections open, by state: in_head (no request head yet) or all.");
+		buf_printf(&b, "rlm_http_connections{state=\"open\"} %u\n", hs.open);
+		buf_printf(&b, "rlm_http_connections{state=\"in_head\"} %u\n", hs.in_head);
+		metric(&b, "rlm_http_connections_dropped_total", "counter",
+		       "Connections dropped: head_timeout (head too slow), evicted (in their "
+		       "head, for a newcomer at a limit), refused (a newcomer at a limit).");
+		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"head_timeout\"} %llu\n",
+			   (unsigned long long)hs.head_timeouts);
+		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"evicted\"} %llu\n",
+			   (unsigned long long)hs.evicted);
+		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"refused\"} %llu\n",
+			   (unsigned long long)hs.refused);
+	}
 	metric(&b, "rlm_http_requests_total", "counter", "HTTP responses sent, by status code.");
 	for (size_t i = 100; i < ARRAY_SIZE(sv->codes); i++) {
 		int64_t n = atomic_load(&sv->codes[i]);
@@ -488,18 +505,22 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	atomic_fetch_sub(&sv->active, 1);
 }
 
-static struct MHD_Daemon *http_start(struct server *sv, int listen_fd)
+static struct httpd *http_start(struct server *sv, int listen_fd)
 {
 	/* The library closes a connection idle this long: short, so that
 	 * slow clients cannot hold the connections; a solve or a stream
-	 * raises its own (dispatch) to outlast the request timeout. */
+	 * raises its own (dispatch) to outlast the request timeout. A
+	 * client that trickles its head byte by byte is not idle: the head
+	 * deadline and the eviction at the limits deal with it
+	 * (common/httpd.h). */
 	struct httpd_cfg hc = {
 	    .on_request = on_request,
 	    .on_completed = on_completed,
 	    .arg = sv,
-	    .connection_limit = 1024,
-	    .per_ip_limit = PER_IP_CONNECTIONS,
+	    .connection_limit = sv->max_connections,
+	    .per_ip_limit = sv->max_per_address,
 	    .timeout_s = IDLE_TIMEOUT_S,
+	    .head_timeout_s = sv->head_timeout_s,
 	    .quiesce = true,
 	};
 	return httpd_start(&hc, listen_fd);
@@ -509,7 +530,7 @@ static struct MHD_Daemon *http_start(struct server *sv, int listen_fd)
 
 struct serve_server {
 	struct server sv;
-	struct MHD_Daemon *d; /* NULL until serve_server_listen */
+	struct httpd *d; /* NULL until serve_server_listen */
 };
 
 int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg,
@@ -520,6 +541,9 @@ int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg
 	s->sv.api_key = cfg->api_key;
 	s->sv.max_body = cfg->max_body;
 	s->sv.request_timeout_ns = cfg->request_timeout_ns;
+	s->sv.max_connections = cfg->max_connections ? cfg->max_connections : SERVE_MAX_CONNECTIONS;
+	s->sv.max_per_address = cfg->max_per_address ? cfg->max_per_address : SERVE_MAX_PER_ADDRESS;
+	s->sv.head_timeout_s = cfg->head_timeout_s ? cfg->head_timeout_s : SERVE_HEAD_TIMEOUT;
 	s->sv.started_s = time_wall_ms() / 1000;
 	s->sv.verbose = cfg->verbose;
 	if ((rc = serve_new(svc, &s->sv.svc, err))) {
@@ -534,6 +558,7 @@ int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg
 int serve_server_listen(struct serve_server *s, int listen_fd)
 {
 	s->d = http_start(&s->sv, listen_fd);
+	atomic_store(&s->sv.d, s->d);
 	return s->d ? 0 : RLM_EIO;
 }
 

@@ -833,7 +833,7 @@ TEST(httpd_serves_on_a_listening_socket)
 	};
 	char msg[512];
 	int port = 0, fd = net_listen("127.0.0.1", 0, &port, msg, sizeof(msg));
-	struct MHD_Daemon *d;
+	struct httpd *d;
 	char *r;
 	CHECK_MSG(fd >= 0, "%s", msg);
 	d = httpd_start(&cfg, fd);

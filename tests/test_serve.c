@@ -2375,3 +2375,198 @@ TEST(serve_corpus_cache_and_delete)
 	for (int i = 0; i < 4; i++)
 		free(t[i]);
 }
+
+/* ---- slow clients (issue 19, finding 2) ---- */
+
+/* A client that trickles its request head: a connection, when it was
+ * made, and when the server closed it (0: still open). */
+struct slow {
+	int fd;
+	int64_t t_open, t_closed;
+};
+
+/* Has the server closed sl (EOF, or a reset)? Reads whatever came. */
+static bool slow_closed(struct slow *sl)
+{
+	struct pollfd p = {sl->fd, POLLIN, 0};
+	char c[256];
+	ssize_t n;
+	if (sl->t_closed)
+		return true;
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	n = recv(sl->fd, c, sizeof(c), MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+		sl->t_closed = time_now_ns();
+		return true;
+	}
+	return false;
+}
+
+/* Open n slow clients, each having sent a request line without its end. */
+static struct slow *slow_open(const struct srv *s, size_t n)
+{
+	struct slow *v = xcalloc(n, sizeof(*v));
+	static const char line[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+	for (size_t i = 0; i < n; i++) {
+		v[i].fd = tcp_connect(s);
+		v[i].t_open = time_now_ns();
+		CHECK(send(v[i].fd, line, sizeof(line) - 1, MSG_NOSIGNAL) ==
+		      (ssize_t)sizeof(line) - 1);
+	}
+	return v;
+}
+
+/* One more header line on every slow client still open; the closed
+ * ones are noted. Returns how many are open. */
+static size_t slow_trickle(struct slow *v, size_t n)
+{
+	size_t open = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (slow_closed(&v[i]))
+			continue;
+		if (send(v[i].fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+		    errno != EAGAIN) {
+			v[i].t_closed = time_now_ns();
+			continue;
+		}
+		open++;
+	}
+	return open;
+}
+
+static void slow_close(struct slow *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		close(v[i].fd);
+	free(v);
+}
+
+/* A value of the /metrics text ("name{labels}"), or -1. */
+static double metric_value(const char *text, const char *name)
+{
+	char *key = xasprintf("\n%s ", name);
+	const char *p = strstr(text, key);
+	double v = p ? strtod(p + strlen(key), NULL) : -1;
+	free(key);
+	return v;
+}
+
+/* 256 connections from one address that send a header line every few
+ * hundred ms fill the per-address limit: before issue 19 every other
+ * client there was refused for as long as they trickled, the idle
+ * timeout never firing. Now a newcomer is served at once (the slow one
+ * waiting longest is dropped for it), and each slow one is closed at its
+ * head deadline however much it sends. */
+TEST(serve_slow_heads_are_dropped)
+{
+	const char *args[] = {"--no-cache", "--head-timeout", "3", NULL};
+	struct srv s = srv_start(args);
+	const size_t n = 256;
+	struct slow *v = slow_open(&s, n);
+	int64_t t0 = time_now_ns(), served_ns, end;
+	size_t open, early = 0, late = 0;
+	struct resp r;
+	time_sleep_ns(200000000);
+	CHECK_INT(slow_trickle(v, n), n);
+	/* a client that sends its request at once is served at once */
+	r = http(&s, "GET", "/healthz", NULL);
+	served_ns = time_now_ns() - t0;
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "ok");
+	resp_release(&r);
+	CHECK_MSG(served_ns < 2000000000LL, "served after %.1f s", (double)served_ns / 1e9);
+	/* the slow ones still hang, but the one dropped for it */
+	time_sleep_ns(100000000);
+	open = slow_trickle(v, n);
+	CHECK_MSG(open >= n - 2 && open < n, "%zu of %zu slow clients open", open, n);
+	/* they trickle on, and are closed at their deadline all the same */
+	end = time_now_ns() + 8000000000LL;
+	while (slow_trickle(v, n) && time_now_ns() < end)
+		time_sleep_ns(300000000);
+	for (size_t i = 0; i < n; i++) {
+		int64_t held = v[i].t_closed - v[i].t_open;
+		CHECK_MSG(v[i].t_closed, "slow client %zu still open after 8 s", i);
+		early += held < 2500000000LL;
+		late += held > 5500000000LL;
+	}
+	CHECK_MSG(early <= n - open, "%zu closed before their deadline", early);
+	CHECK_MSG(late == 0, "%zu closed long after their deadline", late);
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_MSG(
+	    metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"head_timeout\"}") >=
+		(double)open,
+	    "%s", r.body);
+	CHECK(metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"evicted\"}") >= 1);
+	CHECK(metric_value(r.body, "rlm_http_connections{state=\"open\"}") >= 1);
+	resp_release(&r);
+	slow_close(v, n);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* The total limit the same way; and connections in a request are never
+ * dropped for a newcomer: with every one busy, the newcomer is closed. */
+TEST(serve_connection_limit_drops_heads_not_requests)
+{
+	const char *args[] = {"--no-cache", "--max-connections", "8", NULL};
+	const char *env[] = {"RLM_SIM=ttft=800ms", NULL};
+	struct srv s = srv_start_env(args, env);
+	struct slow *v = slow_open(&s, 8);
+	struct bg_solve b[8];
+	char *body = solve_body(NULL);
+	struct resp r;
+	time_sleep_ns(200000000);
+	CHECK_INT(slow_trickle(v, 8), 8);
+	r = http(&s, "GET", "/healthz", NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	resp_release(&r);
+	time_sleep_ns(100000000);
+	CHECK_INT(slow_trickle(v, 8), 7);
+	slow_close(v, 8);
+	/* eight solves hold every connection in a request */
+	time_sleep_ns(200000000);
+	memset(b, 0, sizeof(b));
+	for (int i = 0; i < 4; i++) {
+		b[i].s = &s;
+		b[i].body = body;
+		CHECK(pthread_create(&b[i].th, NULL, bg_main, &b[i]) == 0);
+	}
+	wait_running(&s, 4);
+	{
+		/* four more connections in a request: their heads sent whole,
+		 * their bodies not yet */
+		static const char head[] = "POST /v1/solve HTTP/1.1\r\nHost: x\r\n"
+					   "Content-Length: 100\r\n\r\n{";
+		static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+		int fds[4], f;
+		char *got;
+		for (int i = 0; i < 4; i++) {
+			fds[i] = tcp_connect(&s);
+			CHECK(send(fds[i], head, sizeof(head) - 1, MSG_NOSIGNAL) ==
+			      (ssize_t)sizeof(head) - 1);
+		}
+		time_sleep_ns(300000000);
+		/* 4 solves + 4 bodies: the ninth is closed unserved */
+		f = tcp_connect(&s);
+		(void)!send(f, hz, sizeof(hz) - 1, MSG_NOSIGNAL);
+		got = read_until(f, "\"ok\"", 3000);
+		CHECK_MSG(!strstr(got, "HTTP/1.1"), "the ninth was served: %.200s", got);
+		free(got);
+		close(f);
+		for (int i = 0; i < 4; i++) {
+			struct pollfd p = {fds[i], POLLIN, 0};
+			CHECK_MSG(poll(&p, 1, 0) == 0, "a connection in a request was dropped");
+			close(fds[i]);
+		}
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(b[i].th, NULL);
+		CHECK_MSG(b[i].r.status == 200, "solve %d: %ld %s", i, b[i].r.status, b[i].r.body);
+		resp_release(&b[i].r);
+	}
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK(metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"refused\"}") >= 1);
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+}
