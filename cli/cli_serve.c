@@ -70,6 +70,10 @@ static const char usage[] =
     "                          /v1/corpora stay until deleted\n"
     "      --keep-runs N       finished runs kept in memory (1000); older ones are\n"
     "                          answered from the store\n"
+    "      --keep-runs-bytes SIZE  memory the runs kept may hold, running ones\n"
+    "                          included: their events, answers and results (256M);\n"
+    "                          past it the oldest finished runs leave memory first\n"
+    "                          (answered from the store); see also --max-answer\n"
     "      --head-timeout SECS  a request's head (its line and headers) must arrive\n"
     "                          within SECS of the connection's accept, or of the end\n"
     "                          of its previous request, however slowly it trickles\n"
@@ -126,6 +130,7 @@ enum {
 	OPT_GRACE,
 	OPT_CORPUS_CACHE,
 	OPT_KEEP_RUNS,
+	OPT_KEEP_RUNS_BYTES,
 	OPT_HEAD_TIMEOUT,
 	OPT_MAX_CONNECTIONS,
 	OPT_MAX_PER_ADDRESS,
@@ -176,6 +181,7 @@ static const struct option longopts[] = {
     {"shutdown-grace", required_argument, NULL, OPT_GRACE},
     {"corpus-cache", required_argument, NULL, OPT_CORPUS_CACHE},
     {"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
+    {"keep-runs-bytes", required_argument, NULL, OPT_KEEP_RUNS_BYTES},
     {"head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
@@ -205,6 +211,8 @@ static const struct cli_num serve_nums[] = {
      offsetof(struct serve_args, cfg.corpus_cache)},
     {OPT_KEEP_RUNS, "keep-runs", CLI_INT, 1, 1000000, NULL,
      offsetof(struct serve_args, cfg.keep_runs)},
+    {OPT_KEEP_RUNS_BYTES, "keep-runs-bytes", CLI_SIZE, 65536, (double)((uint64_t)1 << 40),
+     "want a size of at least 64K, such as 256M", offsetof(struct serve_args, cfg.keep_runs_bytes)},
     {OPT_HEAD_TIMEOUT, "head-timeout", CLI_INT, 1, 3600, "want whole seconds 1..3600",
      offsetof(struct serve_args, head_timeout)},
     {OPT_MAX_CONNECTIONS, "max-connections", CLI_INT, 2, 65536, NULL,

@@ -291,6 +291,9 @@ static enum MHD_Result route_metrics(struct req *rq)
 	}
 	metric(&b, "rlm_runs_kept", "gauge", "Finished runs held in memory (--keep-runs).");
 	buf_printf(&b, "rlm_runs_kept %.0f\n", json_num(st, "runs_kept", 0));
+	metric(&b, "rlm_runs_kept_bytes", "gauge",
+	       "Memory held by the runs in memory, running ones too (--keep-runs-bytes).");
+	buf_printf(&b, "rlm_runs_kept_bytes %.0f\n", json_num(st, "runs_kept_bytes", 0));
 	if (atomic_load(&sv->d)) {
 		struct httpd_stats hs;
 		httpd_stats(atomic_load(&sv->d), &hs);

@@ -4,6 +4,7 @@
  * and its error type and status, auth, limits, cancel, the event stream,
  * the OpenAI-compatible endpoint, metrics and a graceful shutdown. */
 #include "harness.h"
+#include "fakesrv.h"
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
@@ -2569,4 +2570,100 @@ TEST(serve_connection_limit_drops_heads_not_requests)
 	resp_release(&r);
 	free(body);
 	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* ---- huge answers (issue 19, finding 4) ---- */
+
+/* Model code can set an answer of tens of MB; before issue 19 the server
+ * kept it about four times per run (the answer, the result, the end
+ * event's copies of both), up to --keep-runs runs. Now the answer is cut
+ * to --max-answer where a UTF-8 character ends, the run says so, and the
+ * runs in memory hold at most --keep-runs-bytes (the registry's own
+ * count, in /metrics), the oldest finished leaving first. */
+TEST(serve_huge_answer_is_cut_and_runs_fit_their_budget)
+{
+	struct fakesrv *fs = fakesrv_start();
+	struct fake_reply fr = {200, NULL, NULL, FAKE_NORMAL, 0};
+	char url[96], *reply;
+	const char *args[] = {
+	    "--no-cache", "--model",	       "m",  "--base-url", url, "--max-answer",
+	    "1M",	  "--keep-runs-bytes", "6M", NULL};
+	const char *env[] = {"OPENAI_API_KEY=x", NULL};
+	const size_t n_e = (size_t)3 << 20, full = 1 + 2 * n_e + 3;
+	struct srv s;
+	struct resp r;
+	char *ids[3];
+	double kept;
+	CHECK(fs);
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(fs));
+	/* 'a', then 3M two-byte characters: every boundary past the 'a' is odd */
+	reply = fakesrv_chat_body("```repl\nanswer['content'] = 'a' + chr(233) * 3145728 + 'END'\n"
+				  "answer['ready'] = True\n```",
+				  "stop", 100, 10);
+	fr.body = reply;
+	fakesrv_set_default(fs, &fr);
+	free(reply);
+	s = srv_start_env(args, env);
+	for (int i = 0; i < 3; i++) {
+		char *body =
+		    xasprintf("{\"question\": \"What is long %d?\", \"context\": \"Lines of "
+			      "text %d.\\nMore text.\\n\"}",
+			      i, i);
+		const char *a;
+		r = http(&s, "POST", "/v1/solve", body);
+		free(body);
+		CHECK_MSG(r.status == 200, "%ld %.300s", r.status, r.body);
+		CHECK_STR(json_str(r.json, "status"), "done");
+		a = json_str(r.json, "answer");
+		CHECK(a);
+		/* 1M floored to where a character ends: 1 + 2k bytes */
+		CHECK_INT(strlen(a), ((size_t)1 << 20) - 1);
+		CHECK(a[0] == 'a' && (unsigned char)a[strlen(a) - 2] == 0xc3 &&
+		      (unsigned char)a[strlen(a) - 1] == 0xa9);
+		CHECK(cJSON_IsTrue(json_get(r.json, "answer_truncated")));
+		CHECK_INT((size_t)json_num(r.json, "answer_bytes", 0), full);
+		CHECK_CONTAINS(json_str(r.json, "warning"), "the answer was cut from ");
+		CHECK(cJSON_IsTrue(json_get(json_get(r.json, "result"), "answer_truncated")));
+		ids[i] = xstrdup(json_str(r.json, "run_id"));
+		resp_release(&r);
+		/* what the registry holds, by its own count: within the budget */
+		r = http(&s, "GET", "/metrics", NULL);
+		kept = metric_value(r.body, "rlm_runs_kept_bytes");
+		CHECK_MSG(kept >= (double)(1 << 20) && kept <= 6.0 * (1 << 20), "kept %.0f bytes",
+			  kept);
+		resp_release(&r);
+	}
+	/* about 4 MB a run: the oldest left memory (no store: gone), the
+	 * newest is there; and its events say the answer was cut */
+	{
+		char *p = xasprintf("/v1/runs/%s", ids[0]);
+		CHECK_INT(get_status(&s, p), 404);
+		free(p);
+		p = xasprintf("/v1/runs/%s", ids[2]);
+		r = http(&s, "GET", p, NULL);
+		CHECK_MSG(r.status == 200, "%ld", r.status);
+		CHECK(cJSON_IsTrue(json_get(r.json, "answer_truncated")));
+		resp_release(&r);
+		free(p);
+		p = xasprintf("/v1/runs/%s/events", ids[2]);
+		r = http(&s, "GET", p, NULL);
+		CHECK_CONTAINS(r.body, "the answer was cut from ");
+		resp_release(&r);
+		free(p);
+	}
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_MSG(metric_value(r.body, "rlm_runs_kept") < 3, "%s", r.body);
+	resp_release(&r);
+	/* OpenAI's door says it too */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"rlm_context\": \"Some text.\", \"messages\": [{\"role\": \"user\", "
+		 "\"content\": \"What is long 9?\"}]}");
+	CHECK_MSG(r.status == 200, "%ld %.300s", r.status, r.body);
+	CHECK_MSG(cJSON_IsTrue(json_get(json_get(r.json, "rlm"), "answer_truncated")), "%.300s",
+		  r.body);
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+	for (int i = 0; i < 3; i++)
+		free(ids[i]);
+	fakesrv_stop(fs);
 }
