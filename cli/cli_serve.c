@@ -78,10 +78,13 @@ static const char usage[] =
     "                          within SECS of the connection's accept, or of the end\n"
     "                          of its previous request, however slowly it trickles\n"
     "                          in; else the connection is closed (10)\n"
+    "      --body-timeout SECS  a request's body must arrive within SECS of its head\n"
+    "                          (60): raise it for large bodies over slow links\n"
     "      --max-connections N  connections open at once (1024); at the limit the\n"
-    "                          one waiting longest for its head is closed so the\n"
-    "                          newcomer is served (when none waits, the newcomer is\n"
-    "                          closed)\n"
+    "                          one waiting longest for its head (else the one\n"
+    "                          sending its body the longest without the API key) is\n"
+    "                          closed so the newcomer is served (when there is none,\n"
+    "                          the newcomer is closed)\n"
     "      --max-per-address N  connections open at once from one client address,\n"
     "                          handled the same way (256)\n"
     "      --shutdown-grace SECS  on SIGTERM or SIGINT, how long running solves\n"
@@ -132,6 +135,7 @@ enum {
 	OPT_KEEP_RUNS,
 	OPT_KEEP_RUNS_BYTES,
 	OPT_HEAD_TIMEOUT,
+	OPT_BODY_TIMEOUT,
 	OPT_MAX_CONNECTIONS,
 	OPT_MAX_PER_ADDRESS,
 	OPT_CACHE,
@@ -162,6 +166,7 @@ struct serve_args {
 	double request_timeout; /* --request-timeout, seconds */
 	double grace;		/* --shutdown-grace, seconds */
 	int head_timeout;	/* --head-timeout, seconds */
+	int body_timeout;	/* --body-timeout, seconds */
 	int max_connections;	/* --max-connections */
 	int max_per_address;	/* --max-per-address */
 	const char **roots;	/* --root, NULL-terminated; owned array,
@@ -183,6 +188,7 @@ static const struct option longopts[] = {
     {"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
     {"keep-runs-bytes", required_argument, NULL, OPT_KEEP_RUNS_BYTES},
     {"head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
+    {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
     {"cache", required_argument, NULL, OPT_CACHE},
@@ -215,6 +221,8 @@ static const struct cli_num serve_nums[] = {
      "want a size of at least 64K, such as 256M", offsetof(struct serve_args, cfg.keep_runs_bytes)},
     {OPT_HEAD_TIMEOUT, "head-timeout", CLI_INT, 1, 3600, "want whole seconds 1..3600",
      offsetof(struct serve_args, head_timeout)},
+    {OPT_BODY_TIMEOUT, "body-timeout", CLI_INT, 1, 86400, "want whole seconds 1..86400",
+     offsetof(struct serve_args, body_timeout)},
     {OPT_MAX_CONNECTIONS, "max-connections", CLI_INT, 2, 65536, NULL,
      offsetof(struct serve_args, max_connections)},
     {OPT_MAX_PER_ADDRESS, "max-per-address", CLI_INT, 1, 65536, NULL,
@@ -427,6 +435,7 @@ int cli_serve(int argc, char **argv)
 	    .max_connections = (unsigned)a.max_connections,
 	    .max_per_address = (unsigned)a.max_per_address,
 	    .head_timeout_s = (unsigned)a.head_timeout,
+	    .body_timeout_s = (unsigned)a.body_timeout,
 	    .verbose = a.verbose,
 	};
 	if ((rc = serve_server_new(&a.cfg, &hc, &sv, &err))) {

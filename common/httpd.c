@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* common/httpd.c -- our HTTP servers' shared pieces on libmicrohttpd: the
- * daemon (with its connection limits and head deadline), one-write
+ * daemon (with its connection limits and deadlines), one-write
  * replies, capped request bodies, routes. */
 #include "httpd.h"
 #include "net.h"
@@ -20,34 +20,40 @@
  * (MHD_CONNECTION_NOTIFY_STARTED) and freed when it reports it closed,
  * which it does before it closes the socket: so a socket shut down here
  * under mu is always the connection's own, never a reused descriptor.
+ * A connection goes through phases: its head (from the accept, or from
+ * the end of its previous request), its body (from the access handler's
+ * first call, with the head, to its last, once the body is all in), then
+ * busy (the answer is being made and sent) until the request completes.
  * The library's own limits are set above ours (total) or off (per
  * address): it would refuse a newcomer before we could drop anyone for
  * it. Dropping is shutdown(SHUT_RDWR): the connection's thread sees the
  * end at once and closes it the usual way. */
 
-#define LIMIT_SLACK                                                                                \
-	64u /* the library's limit past ours: dropped connections                                  \
-	     * still closing */
+/* the library's limit past ours: dropped connections still closing */
+#define LIMIT_SLACK 64u
+
+enum phase { PH_HEAD, PH_BODY, PH_BUSY };
 
 struct conn {
 	struct conn *prev, *next;
 	int fd;
 	int family;		/* AF_INET, AF_INET6, or 0: unknown */
 	unsigned char addr[16]; /* the client's address (not its port) */
-	int64_t head_t0;	/* when its present head began (mu) */
-	atomic_bool in_head;	/* no request head yet (set under mu) */
+	int64_t t0;		/* when its present phase began (mu) */
+	atomic_int phase;	/* enum phase (set under mu) */
+	atomic_bool trusted;	/* httpd_conn_trust: its key was good */
 	bool dropped;		/* shut down here: no longer counted (mu) */
 };
 
 struct httpd {
 	struct MHD_Daemon *d;
 	struct httpd_cfg cfg;
-	int64_t head_ns;	   /* cfg.head_timeout_s; 0: none */
+	int64_t head_ns, body_ns;  /* cfg's deadlines; 0: none */
 	pthread_mutex_t mu;	   /* guards the list, the counts, stop */
 	pthread_cond_t cv;	   /* stop */
 	struct conn *first, *last; /* open connections, in accept order */
 	unsigned live;		   /* of them, not dropped */
-	uint64_t head_timeouts, evicted, refused;
+	uint64_t head_timeouts, body_timeouts, evicted, refused;
 	bool stop;
 	bool watching; /* the watchdog thread runs */
 	pthread_t watchdog;
@@ -67,15 +73,34 @@ static void drop_locked(struct httpd *h, struct conn *k, uint64_t *counter)
 	(*counter)++;
 }
 
-/* The connection in its head the longest, of like's address when like is
- * given, or NULL (h->mu held). */
-static struct conn *oldest_in_head_locked(struct httpd *h, const struct conn *like)
+/* May k be dropped for a newcomer? In its head, or sending a body without
+ * having shown a good key. Its rank: heads first, then bodies. */
+static int evictable(const struct conn *k)
+{
+	int ph = atomic_load(&k->phase);
+	if (k->dropped)
+		return 0;
+	if (ph == PH_HEAD)
+		return 2;
+	return ph == PH_BODY && !atomic_load(&k->trusted) ? 1 : 0;
+}
+
+/* The connection to drop for a newcomer, of like's address when like is
+ * given, or NULL: the one in its head the longest, else the one sending
+ * its body the longest without a good key (h->mu held). */
+static struct conn *victim_locked(struct httpd *h, const struct conn *like)
 {
 	struct conn *best = NULL;
-	for (struct conn *k = h->first; k; k = k->next)
-		if (!k->dropped && atomic_load(&k->in_head) && (!like || same_addr(k, like)) &&
-		    (!best || k->head_t0 < best->head_t0))
+	int best_rank = 0;
+	for (struct conn *k = h->first; k; k = k->next) {
+		int rank = evictable(k);
+		if (!rank || (like && !same_addr(k, like)))
+			continue;
+		if (rank > best_rank || (rank == best_rank && k->t0 < best->t0)) {
 			best = k;
+			best_rank = rank;
+		}
+	}
 	return best;
 }
 
@@ -88,14 +113,14 @@ static bool admit_locked(struct httpd *h, struct conn *k)
 		for (struct conn *o = h->first; o; o = o->next)
 			n += !o->dropped && same_addr(o, k);
 		if (n >= h->cfg.per_ip_limit) {
-			struct conn *v = oldest_in_head_locked(h, k);
+			struct conn *v = victim_locked(h, k);
 			if (!v)
 				return false;
 			drop_locked(h, v, &h->evicted);
 		}
 	}
 	if (h->live >= h->cfg.connection_limit) {
-		struct conn *v = oldest_in_head_locked(h, NULL);
+		struct conn *v = victim_locked(h, NULL);
 		if (!v)
 			return false;
 		drop_locked(h, v, &h->evicted);
@@ -132,9 +157,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		if (k->fd >= 0)
 			net_nodelay(k->fd);
 		conn_addr(k, c);
-		atomic_init(&k->in_head, true);
+		atomic_init(&k->phase, PH_HEAD);
+		atomic_init(&k->trusted, false);
 		pthread_mutex_lock(&h->mu);
-		k->head_t0 = time_now_ns();
+		k->t0 = time_now_ns();
 		if (admit_locked(h, k)) {
 			h->live++;
 		} else {
@@ -178,18 +204,28 @@ static struct conn *conn_of(struct MHD_Connection *c)
 	return ci ? ci->socket_context : NULL;
 }
 
-/* The access handler: a head has arrived; then the server's. */
+/* k enters phase ph, from now. */
+static void set_phase(struct httpd *h, struct conn *k, enum phase ph)
+{
+	pthread_mutex_lock(&h->mu);
+	k->t0 = time_now_ns();
+	atomic_store(&k->phase, (int)ph);
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* The access handler: the first call of a request has its head (the body
+ * comes next), a later one without data has it all; then the server's. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *data,
 				  size_t *data_size, void **con_cls)
 {
 	struct httpd *h = cls;
 	struct conn *k = conn_of(c);
-	if (k && atomic_load(&k->in_head)) {
-		pthread_mutex_lock(&h->mu);
-		atomic_store(&k->in_head, false);
-		pthread_mutex_unlock(&h->mu);
-	}
+	int ph = k ? atomic_load(&k->phase) : PH_BUSY;
+	if (ph == PH_HEAD)
+		set_phase(h, k, PH_BODY);
+	else if (ph == PH_BODY && !*data_size)
+		set_phase(h, k, PH_BUSY);
 	return h->cfg.on_request(h->cfg.arg, c, url, method, version, data, data_size, con_cls);
 }
 
@@ -203,15 +239,20 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (h->cfg.on_completed)
 		h->cfg.on_completed(h->cfg.arg, c, con_cls, code);
 	if (k) {
-		pthread_mutex_lock(&h->mu);
-		k->head_t0 = time_now_ns();
-		atomic_store(&k->in_head, true);
-		pthread_mutex_unlock(&h->mu);
+		set_phase(h, k, PH_HEAD);
+		atomic_store(&k->trusted, false);
 	}
 }
 
-/* The watchdog: drops the connections whose head is late, waking at the
- * next deadline (one second at most apart). */
+void httpd_conn_trust(struct MHD_Connection *c)
+{
+	struct conn *k = conn_of(c);
+	if (k)
+		atomic_store(&k->trusted, true);
+}
+
+/* The watchdog: drops the connections whose head or body is late, waking
+ * at the next deadline (one second at most apart). */
 static void *watchdog_main(void *arg)
 {
 	struct httpd *h = arg;
@@ -220,12 +261,15 @@ static void *watchdog_main(void *arg)
 		int64_t now = time_now_ns(), next = now + 1000000000LL;
 		struct timespec ts;
 		for (struct conn *k = h->first; k; k = k->next) {
-			if (k->dropped || !atomic_load(&k->in_head))
+			int ph = atomic_load(&k->phase);
+			int64_t limit = ph == PH_HEAD ? h->head_ns : ph == PH_BODY ? h->body_ns : 0;
+			if (k->dropped || limit <= 0)
 				continue;
-			if (now - k->head_t0 >= h->head_ns)
-				drop_locked(h, k, &h->head_timeouts);
-			else if (k->head_t0 + h->head_ns < next)
-				next = k->head_t0 + h->head_ns;
+			if (now - k->t0 >= limit)
+				drop_locked(h, k,
+					    ph == PH_HEAD ? &h->head_timeouts : &h->body_timeouts);
+			else if (k->t0 + limit < next)
+				next = k->t0 + limit;
 		}
 		ts.tv_sec = (time_t)(next / 1000000000);
 		ts.tv_nsec = (long)(next % 1000000000);
@@ -252,6 +296,7 @@ struct httpd *httpd_start(const struct httpd_cfg *cfg, int listen_fd)
 	if (!h->cfg.connection_limit)
 		h->cfg.connection_limit = 1024;
 	h->head_ns = (int64_t)cfg->head_timeout_s * 1000000000LL;
+	h->body_ns = (int64_t)cfg->body_timeout_s * 1000000000LL;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -267,12 +312,13 @@ struct httpd *httpd_start(const struct httpd_cfg *cfg, int listen_fd)
 		httpd_free(h);
 		return NULL;
 	}
-	if (h->head_ns > 0)
+	if (h->head_ns > 0 || h->body_ns > 0) {
 		h->watching = pthread_create(&h->watchdog, NULL, watchdog_main, h) == 0;
-	if (h->head_ns > 0 && !h->watching) {
-		MHD_stop_daemon(h->d);
-		httpd_free(h);
-		return NULL;
+		if (!h->watching) {
+			MHD_stop_daemon(h->d);
+			httpd_free(h);
+			return NULL;
+		}
 	}
 	return h;
 }
@@ -304,9 +350,13 @@ void httpd_stats(struct httpd *h, struct httpd_stats *st)
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&h->mu);
 	st->open = h->live;
-	for (struct conn *k = h->first; k; k = k->next)
-		st->in_head += !k->dropped && atomic_load(&k->in_head);
+	for (struct conn *k = h->first; k; k = k->next) {
+		int ph = atomic_load(&k->phase);
+		st->in_head += !k->dropped && ph == PH_HEAD;
+		st->in_body += !k->dropped && ph == PH_BODY;
+	}
 	st->head_timeouts = h->head_timeouts;
+	st->body_timeouts = h->body_timeouts;
 	st->evicted = h->evicted;
 	st->refused = h->refused;
 	pthread_mutex_unlock(&h->mu);

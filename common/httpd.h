@@ -34,15 +34,19 @@
  * connection_limit open at once and per_ip_limit from one address. A
  * connection is "in its head" from its accept (or, kept alive, from the
  * end of its previous request) until its request head has arrived (the
- * access handler's first call): it has shown no key yet, and a client
- * that trickles a header line every few seconds keeps the library's idle
- * timeout from ever firing. So:
- * - a head must arrive within head_timeout_s of its start, whatever bytes
- *   come meanwhile; a watchdog thread shuts down the connections past it;
+ * access handler's first call), then "in its body" until the whole
+ * request is in (the call that makes the answer). A client that trickles
+ * a header line, or a byte of its body, every few seconds keeps the
+ * library's idle timeout from ever firing. So:
+ * - a head must arrive within head_timeout_s of its start, and a body
+ *   within body_timeout_s of its head, whatever bytes come meanwhile; a
+ *   watchdog thread shuts down the connections past them;
  * - when a new connection finds a limit (total or its address's) reached,
- *   the connection in its head the longest (of its address, for the
- *   address's limit) is dropped so the newcomer is served; when none is
- *   in its head (every one is in a request), the newcomer is closed. */
+ *   one connection is dropped so the newcomer is served (of the
+ *   newcomer's address, for the address's limit): the one in its head
+ *   the longest, else the one sending its body the longest without
+ *   having shown a good key (httpd_conn_trust); when none is either, the
+ *   newcomer is closed. */
 
 struct httpd_cfg {
 	MHD_AccessHandlerCallback on_request;	   /* called with arg */
@@ -53,6 +57,8 @@ struct httpd_cfg {
 	unsigned timeout_s;			   /* an idle connection is closed after this */
 	unsigned head_timeout_s;		   /* a request head must arrive within
 						    * this; 0: no deadline */
+	unsigned body_timeout_s;		   /* a body, within this of its head;
+						    * 0: no deadline */
 	bool quiesce;				   /* httpd_quiesce may be called */
 };
 
@@ -60,8 +66,10 @@ struct httpd_cfg {
 struct httpd_stats {
 	unsigned open;		/* connections open and counted now */
 	unsigned in_head;	/* of them, waiting for a request head */
+	unsigned in_body;	/* of them, reading a request body */
 	uint64_t head_timeouts; /* dropped: their head came too slowly */
-	uint64_t evicted;	/* dropped in their head for a newcomer */
+	uint64_t body_timeouts; /* dropped: their body came too slowly */
+	uint64_t evicted;	/* dropped in their head or body for a newcomer */
 	uint64_t refused;	/* newcomers closed: a limit, nothing to drop */
 };
 
@@ -80,6 +88,9 @@ void httpd_quiesce(struct httpd *h);
 void httpd_stop(struct httpd *h);
 /* Its counters now; any thread. */
 void httpd_stats(struct httpd *h, struct httpd_stats *st);
+/* c showed a good key: its body is not dropped for a newcomer (until its
+ * request completes). In the access handler. */
+void httpd_conn_trust(struct MHD_Connection *c);
 
 /* The socket of connection c (the library's), or -1. */
 int httpd_conn_fd(struct MHD_Connection *c);

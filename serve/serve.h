@@ -33,6 +33,8 @@ struct serve_http_cfg {
 	unsigned head_timeout_s;    /* a request head must arrive within this
 				     * of the accept (or of the end of the
 				     * previous request); 0: SERVE_HEAD_TIMEOUT */
+	unsigned body_timeout_s;    /* a request body must arrive within this
+				     * of its head; 0: SERVE_BODY_TIMEOUT */
 	bool verbose;		    /* log every request on stderr */
 };
 
@@ -40,6 +42,7 @@ struct serve_http_cfg {
 #define SERVE_MAX_CONNECTIONS 1024u
 #define SERVE_MAX_PER_ADDRESS 256u
 #define SERVE_HEAD_TIMEOUT    10u
+#define SERVE_BODY_TIMEOUT    60u
 
 struct serve_server;
 

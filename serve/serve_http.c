@@ -298,14 +298,19 @@ static enum MHD_Result route_metrics(struct req *rq)
 		struct httpd_stats hs;
 		httpd_stats(atomic_load(&sv->d), &hs);
 		metric(&b, "rlm_http_connections", "gauge",
-		       "Connections open, by state: in_head (no request head yet) or all.");
+		       "Connections open: all, in_head (no request head yet), in_body (its body "
+		       "not all in yet).");
 		buf_printf(&b, "rlm_http_connections{state=\"open\"} %u\n", hs.open);
 		buf_printf(&b, "rlm_http_connections{state=\"in_head\"} %u\n", hs.in_head);
+		buf_printf(&b, "rlm_http_connections{state=\"in_body\"} %u\n", hs.in_body);
 		metric(&b, "rlm_http_connections_dropped_total", "counter",
-		       "Connections dropped: head_timeout (head too slow), evicted (in their "
-		       "head, for a newcomer at a limit), refused (a newcomer at a limit).");
+		       "Connections dropped: head_timeout, body_timeout (too slow), evicted (in "
+		       "their head, or body without a key, for a newcomer at a limit), refused "
+		       "(a newcomer at a limit).");
 		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"head_timeout\"} %llu\n",
 			   (unsigned long long)hs.head_timeouts);
+		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"body_timeout\"} %llu\n",
+			   (unsigned long long)hs.body_timeouts);
 		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"evicted\"} %llu\n",
 			   (unsigned long long)hs.evicted);
 		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"refused\"} %llu\n",
@@ -464,6 +469,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (!health && !authorized(sv, c))
 			return serve__error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 					 "a valid `Authorization: Bearer KEY` header is needed");
+		/* a client with the key is not dropped for a newcomer while
+		 * it sends its body (common/httpd.h) */
+		if (sv->api_key && !health)
+			httpd_conn_trust(c);
 		if (!rt)
 			return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
 					 rq->method, rq->url);
@@ -524,6 +533,7 @@ static struct httpd *http_start(struct server *sv, int listen_fd)
 	    .per_ip_limit = sv->max_per_address,
 	    .timeout_s = IDLE_TIMEOUT_S,
 	    .head_timeout_s = sv->head_timeout_s,
+	    .body_timeout_s = sv->body_timeout_s,
 	    .quiesce = true,
 	};
 	return httpd_start(&hc, listen_fd);
@@ -547,6 +557,7 @@ int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg
 	s->sv.max_connections = cfg->max_connections ? cfg->max_connections : SERVE_MAX_CONNECTIONS;
 	s->sv.max_per_address = cfg->max_per_address ? cfg->max_per_address : SERVE_MAX_PER_ADDRESS;
 	s->sv.head_timeout_s = cfg->head_timeout_s ? cfg->head_timeout_s : SERVE_HEAD_TIMEOUT;
+	s->sv.body_timeout_s = cfg->body_timeout_s ? cfg->body_timeout_s : SERVE_BODY_TIMEOUT;
 	s->sv.started_s = time_wall_ms() / 1000;
 	s->sv.verbose = cfg->verbose;
 	if ((rc = serve_new(svc, &s->sv.svc, err))) {

@@ -39,6 +39,7 @@ struct server {
 	unsigned max_connections;   /* the connection limits (serve_http_cfg) */
 	unsigned max_per_address;
 	unsigned head_timeout_s;
+	unsigned body_timeout_s;
 	struct httpd *_Atomic d;    /* the daemon, once listening (for /metrics) */
 	int64_t started_s;	    /* unix seconds, for "created" */
 	bool verbose;		    /* log every request */

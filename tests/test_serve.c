@@ -2505,17 +2505,66 @@ TEST(serve_slow_heads_are_dropped)
 	CHECK_INT(srv_stop(&s), 0);
 }
 
-/* The total limit the same way; and connections in a request are never
- * dropped for a newcomer: with every one busy, the newcomer is closed. */
+/* A solve with the key in the background. */
+static void *bg_key_main(void *arg)
+{
+	struct bg_solve *b = arg;
+	const char *h[] = {"Authorization: Bearer k3y", NULL};
+	b->r = http_h(b->s, "POST", "/v1/solve", b->body, h);
+	return NULL;
+}
+
+/* Open n clients that send a whole head (with key when given) and the
+ * first byte of a 100-byte body. */
+static struct slow *slow_bodies(const struct srv *s, size_t n, const char *key)
+{
+	struct slow *v = xcalloc(n, sizeof(*v));
+	char *head =
+	    xasprintf("POST /v1/solve HTTP/1.1\r\nHost: x\r\n%s%s%sContent-Length: 100\r\n"
+		      "\r\n{",
+		      key ? "Authorization: Bearer " : "", key ? key : "", key ? "\r\n" : "");
+	for (size_t i = 0; i < n; i++) {
+		v[i].fd = tcp_connect(s);
+		v[i].t_open = time_now_ns();
+		CHECK(send(v[i].fd, head, strlen(head), MSG_NOSIGNAL) == (ssize_t)strlen(head));
+	}
+	free(head);
+	return v;
+}
+
+/* One more byte of body on every one still open. */
+static size_t slow_body_trickle(struct slow *v, size_t n)
+{
+	size_t open = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (slow_closed(&v[i]))
+			continue;
+		if (send(v[i].fd, " ", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) {
+			v[i].t_closed = time_now_ns();
+			continue;
+		}
+		open++;
+	}
+	return open;
+}
+
+/* The total limit the same way; a client with the key sending its body
+ * is never dropped for a newcomer (with every connection in a request,
+ * the newcomer is closed), but it must send its body within
+ * --body-timeout all the same. */
 TEST(serve_connection_limit_drops_heads_not_requests)
 {
-	const char *args[] = {"--no-cache", "--max-connections", "8", NULL};
+	const char *args[] = {"--no-cache", "--max-connections", "8", "--api-key",
+			      "k3y",	    "--body-timeout",	 "3", NULL};
 	const char *env[] = {"RLM_SIM=ttft=800ms", NULL};
 	struct srv s = srv_start_env(args, env);
-	struct slow *v = slow_open(&s, 8);
-	struct bg_solve b[8];
-	char *body = solve_body(NULL);
+	struct slow *v = slow_open(&s, 8), *bodies;
+	struct bg_solve b[4];
+	char *body = solve_body(NULL), *got;
+	static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
 	struct resp r;
+	size_t late = 0;
+	int f;
 	time_sleep_ns(200000000);
 	CHECK_INT(slow_trickle(v, 8), 8);
 	r = http(&s, "GET", "/healthz", NULL);
@@ -2524,51 +2573,69 @@ TEST(serve_connection_limit_drops_heads_not_requests)
 	time_sleep_ns(100000000);
 	CHECK_INT(slow_trickle(v, 8), 7);
 	slow_close(v, 8);
-	/* eight solves hold every connection in a request */
+	/* four solves and four bodies with the key hold every connection */
 	time_sleep_ns(200000000);
 	memset(b, 0, sizeof(b));
 	for (int i = 0; i < 4; i++) {
 		b[i].s = &s;
 		b[i].body = body;
-		CHECK(pthread_create(&b[i].th, NULL, bg_main, &b[i]) == 0);
+		CHECK(pthread_create(&b[i].th, NULL, bg_key_main, &b[i]) == 0);
 	}
 	wait_running(&s, 4);
-	{
-		/* four more connections in a request: their heads sent whole,
-		 * their bodies not yet */
-		static const char head[] = "POST /v1/solve HTTP/1.1\r\nHost: x\r\n"
-					   "Content-Length: 100\r\n\r\n{";
-		static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-		int fds[4], f;
-		char *got;
-		for (int i = 0; i < 4; i++) {
-			fds[i] = tcp_connect(&s);
-			CHECK(send(fds[i], head, sizeof(head) - 1, MSG_NOSIGNAL) ==
-			      (ssize_t)sizeof(head) - 1);
-		}
+	bodies = slow_bodies(&s, 4, "k3y");
+	time_sleep_ns(300000000);
+	f = tcp_connect(&s);
+	(void)!send(f, hz, sizeof(hz) - 1, MSG_NOSIGNAL);
+	got = read_until(f, "\"ok\"", 3000);
+	CHECK_MSG(!strstr(got, "HTTP/1.1"), "the ninth was served: %.200s", got);
+	free(got);
+	close(f);
+	CHECK_INT(slow_body_trickle(bodies, 4), 4);
+	/* the bodies trickle on, and are closed at their deadline */
+	for (int64_t end = time_now_ns() + 8000000000LL;
+	     slow_body_trickle(bodies, 4) && time_now_ns() < end;)
 		time_sleep_ns(300000000);
-		/* 4 solves + 4 bodies: the ninth is closed unserved */
-		f = tcp_connect(&s);
-		(void)!send(f, hz, sizeof(hz) - 1, MSG_NOSIGNAL);
-		got = read_until(f, "\"ok\"", 3000);
-		CHECK_MSG(!strstr(got, "HTTP/1.1"), "the ninth was served: %.200s", got);
-		free(got);
-		close(f);
-		for (int i = 0; i < 4; i++) {
-			struct pollfd p = {fds[i], POLLIN, 0};
-			CHECK_MSG(poll(&p, 1, 0) == 0, "a connection in a request was dropped");
-			close(fds[i]);
-		}
+	for (int i = 0; i < 4; i++) {
+		int64_t held = bodies[i].t_closed - bodies[i].t_open;
+		CHECK_MSG(bodies[i].t_closed, "body %d still open after 8 s", i);
+		late += held < 2500000000LL || held > 5500000000LL;
 	}
+	CHECK_MSG(late == 0, "%zu bodies closed off their deadline", late);
+	slow_close(bodies, 4);
 	for (int i = 0; i < 4; i++) {
 		pthread_join(b[i].th, NULL);
 		CHECK_MSG(b[i].r.status == 200, "solve %d: %ld %s", i, b[i].r.status, b[i].r.body);
 		resp_release(&b[i].r);
 	}
-	r = http(&s, "GET", "/metrics", NULL);
+	{
+		const char *h[] = {"Authorization: Bearer k3y", NULL};
+		r = http_h(&s, "GET", "/metrics", NULL, h);
+	}
 	CHECK(metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"refused\"}") >= 1);
+	CHECK(metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"body_timeout\"}") ==
+	      4);
 	resp_release(&r);
 	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* Without a key, bodies are anyone's: one trickling its body is dropped
+ * for a newcomer at a limit (after any head), as a head would be. */
+TEST(serve_slow_bodies_without_key_make_room)
+{
+	const char *args[] = {"--no-cache", "--max-per-address", "6", NULL};
+	struct srv s = srv_start(args);
+	struct slow *bodies = slow_bodies(&s, 6, NULL);
+	struct resp r;
+	time_sleep_ns(300000000);
+	CHECK_INT(slow_body_trickle(bodies, 6), 6);
+	r = http(&s, "GET", "/healthz", NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	resp_release(&r);
+	time_sleep_ns(100000000);
+	CHECK_INT(slow_body_trickle(bodies, 6), 5);
+	CHECK(bodies[0].t_closed); /* the oldest */
+	slow_close(bodies, 6);
 	CHECK_INT(srv_stop(&s), 0);
 }
 
