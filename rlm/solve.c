@@ -40,8 +40,8 @@ bool rlm__answer_cap(struct rlm_result *r, size_t max, char *out, size_t cap)
 	r->answer_truncated = true;
 	r->answer_bytes = len;
 	snprintf(note, sizeof(note),
-		 "the answer was cut from %zu to %zu bytes (the limit of an answer kept: "
-		 "max_answer %zu)",
+		 "the answer was cut from %zu to %zu bytes, the limit of an answer kept "
+		 "(--max-answer %zu)",
 		 len, keep, max);
 	if (r->warning) {
 		char *w = xasprintf("%s; %s", r->warning, note);
