@@ -21,9 +21,9 @@
 #include "../common/text.h"
 #include "../llm/openai.h"
 
-#define SRV_KEEPALIVE_NS (15 * 1000000000LL) /* a comment on a quiet stream */
-#define SRV_SLICE_NS	 (250 * 1000000LL)   /* streams wait on a run this long at once */
-#define IDLE_TIMEOUT_S	 30u		     /* a connection's, but a solve's or a stream's */
+#define SRV_KEEPALIVE_NS   (15 * 1000000000LL) /* a comment on a quiet stream */
+#define SRV_SLICE_NS	   (250 * 1000000LL)   /* streams wait on a run this long at once */
+#define IDLE_TIMEOUT_S	   30u		       /* a connection's, but a solve's or a stream's */
 
 /* For "%.*s": at most max bytes of s, cut where a UTF-8 sequence ends (an
  * answer is JSON: it must stay valid UTF-8). */
@@ -69,13 +69,12 @@ enum MHD_Result serve__queue(struct req *rq, unsigned status, struct MHD_Respons
 enum MHD_Result serve__json(struct req *rq, unsigned status, cJSON *j);
 /* {"error": {"type", "message"}} with status; 429 adds Retry-After: 1,
  * 401 WWW-Authenticate. */
-enum MHD_Result serve__error(struct req *rq, unsigned status, const char *type, const char *fmt,
-			     ...) RLM_PRINTF(4, 5);
+enum MHD_Result serve__error(struct req *rq, unsigned status, const char *type, const char *fmt, ...)
+    RLM_PRINTF(4, 5);
 /* The same with "code" (OpenAI's machine-readable one, as
  * "model_not_found") and "param" (the field at fault); either may be NULL. */
-enum MHD_Result serve__error_code(struct req *rq, unsigned status, const char *type,
-				  const char *code, const char *param, const char *fmt, ...)
-    RLM_PRINTF(6, 7);
+enum MHD_Result serve__error_code(struct req *rq, unsigned status, const char *type, const char *code,
+			       const char *param, const char *fmt, ...) RLM_PRINTF(6, 7);
 /* A service error (svc_* rc and its message) with the status it maps to:
  * SVC_EBUSY 429, SVC_EFORBIDDEN 403, RLM_ENOTFOUND 404, a bad value or a
  * file problem 400, anything else 500. */
@@ -95,19 +94,17 @@ struct check {
 void serve__check_fail(struct check *k, const char *fmt, ...) RLM_PRINTF(2, 3);
 /* Every member of o must be named in known (NULL-terminated); where: the
  * object's name for messages ("" at the top, "options."). */
-void serve__check_fields(struct check *k, const cJSON *o, const char *const *known,
-			 const char *where);
+void serve__check_fields(struct check *k, const cJSON *o, const char *const *known, const char *where);
 /* o[key] as a string (NULL when absent or, with k->bad set, not a string). */
 const char *serve__check_str(struct check *k, const cJSON *o, const char *key, const char *where);
 /* o[key] as true or false into *out (left alone when absent or null). */
-void serve__check_bool(struct check *k, const cJSON *o, const char *key, const char *where,
-		       bool *out);
+void serve__check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out);
 /* The context of a request: exactly one of text, path (with format) and
  * corpus id, loaded into the service (an inline one unregistered); 0 with
  * *hold (the request's hold on it, for serve_solve, dropped with
  * serve_corpus_put), or an answer sent (*ret). */
 int serve__context(struct req *rq, const char *text, const char *path, const char *format,
-		   const char *corpus_id, struct svc_corp **hold, enum MHD_Result *ret);
+		const char *corpus_id, struct svc_corp **hold, enum MHD_Result *ret);
 /* Has the client at the other end of socket fd gone (closed, reset, or
  * shut its side)? Looks without reading what it may have sent next. */
 bool serve__client_gone(int fd);
@@ -182,7 +179,7 @@ void serve__chat_release(struct serve_chat *ch);
 /* Send st as an event stream (text/event-stream, chunked): read fills it,
  * done frees st, even when this fails (serve_routes.c). */
 enum MHD_Result serve__stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
-			      MHD_ContentReaderFreeCallback done);
+			   MHD_ContentReaderFreeCallback done);
 
 /* ---- OpenAI's shapes (serve_openai.c), for serve_stream.c ---- */
 
@@ -200,7 +197,7 @@ cJSON *serve__oai_rlm_ext(const cJSON *run);
 /* Answer rq with r streamed as chat.completion.chunk events (serve_stream.c);
  * takes over the reference r. */
 enum MHD_Result serve__chat_stream(struct req *rq, struct svc_run *r, const char *model,
-				   bool include_usage, bool progress);
+				bool include_usage, bool progress);
 
 /* ---- routes ---- */
 enum MHD_Result serve__route_solve(struct req *rq);
