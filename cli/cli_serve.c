@@ -71,6 +71,23 @@ static const char usage[] =
     "                          /v1/corpora stay until deleted\n"
     "      --keep-runs N       finished runs kept in memory (1000); older ones are\n"
     "                          answered from the store\n"
+    "      --keep-runs-bytes SIZE  memory the runs kept may hold, running ones\n"
+    "                          included: their events, answers and results (256M);\n"
+    "                          past it the oldest finished runs leave memory first\n"
+    "                          (answered from the store); see also --max-answer\n"
+    "      --head-timeout SECS  a request's head (its line and headers) must arrive\n"
+    "                          within SECS of the connection's accept, or of the end\n"
+    "                          of its previous request, however slowly it trickles\n"
+    "                          in; else the connection is closed (10)\n"
+    "      --body-timeout SECS  a request's body must arrive within SECS of its head\n"
+    "                          (60): raise it for large bodies over slow links\n"
+    "      --max-connections N  connections open at once (1024); at the limit the\n"
+    "                          one waiting longest for its head (else the one\n"
+    "                          sending its body the longest without the API key) is\n"
+    "                          closed so the newcomer is served (when there is none,\n"
+    "                          the newcomer is closed)\n"
+    "      --max-per-address N  connections open at once from one client address,\n"
+    "                          handled the same way (256)\n"
     "      --shutdown-grace SECS  on SIGTERM or SIGINT, how long running solves\n"
     "                          may go on before they are cancelled (30); a second\n"
     "                          signal cancels them at once (their runs stay\n"
@@ -117,6 +134,11 @@ enum {
 	OPT_GRACE,
 	OPT_CORPUS_CACHE,
 	OPT_KEEP_RUNS,
+	OPT_KEEP_RUNS_BYTES,
+	OPT_HEAD_TIMEOUT,
+	OPT_BODY_TIMEOUT,
+	OPT_MAX_CONNECTIONS,
+	OPT_MAX_PER_ADDRESS,
 	OPT_CACHE,
 	OPT_NO_CACHE,
 	OPT_QUIET,
@@ -144,6 +166,10 @@ struct serve_args {
 	size_t max_body;	/* --max-body */
 	double request_timeout; /* --request-timeout, seconds */
 	double grace;		/* --shutdown-grace, seconds */
+	int head_timeout;	/* --head-timeout, seconds */
+	int body_timeout;	/* --body-timeout, seconds */
+	int max_connections;	/* --max-connections */
+	int max_per_address;	/* --max-per-address */
 	const char **roots;	/* --root, NULL-terminated; owned array,
 				 * borrowed strings (cfg.roots points here) */
 	size_t n_roots;
@@ -161,6 +187,11 @@ static const struct option longopts[] = {
     {"shutdown-grace", required_argument, NULL, OPT_GRACE},
     {"corpus-cache", required_argument, NULL, OPT_CORPUS_CACHE},
     {"keep-runs", required_argument, NULL, OPT_KEEP_RUNS},
+    {"keep-runs-bytes", required_argument, NULL, OPT_KEEP_RUNS_BYTES},
+    {"head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
+    {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -187,6 +218,16 @@ static const struct cli_num serve_nums[] = {
      offsetof(struct serve_args, cfg.corpus_cache)},
     {OPT_KEEP_RUNS, "keep-runs", CLI_INT, 1, 1000000, NULL,
      offsetof(struct serve_args, cfg.keep_runs)},
+    {OPT_KEEP_RUNS_BYTES, "keep-runs-bytes", CLI_SIZE, 65536, (double)((uint64_t)1 << 40),
+     "want a size of at least 64K, such as 256M", offsetof(struct serve_args, cfg.keep_runs_bytes)},
+    {OPT_HEAD_TIMEOUT, "head-timeout", CLI_INT, 1, 3600, "want whole seconds 1..3600",
+     offsetof(struct serve_args, head_timeout)},
+    {OPT_BODY_TIMEOUT, "body-timeout", CLI_INT, 1, 86400, "want whole seconds 1..86400",
+     offsetof(struct serve_args, body_timeout)},
+    {OPT_MAX_CONNECTIONS, "max-connections", CLI_INT, 2, 65536, NULL,
+     offsetof(struct serve_args, max_connections)},
+    {OPT_MAX_PER_ADDRESS, "max-per-address", CLI_INT, 1, 65536, NULL,
+     offsetof(struct serve_args, max_per_address)},
 };
 
 /* Take option opt of serve's own (not numeric, nor a model, sandbox or
@@ -392,6 +433,10 @@ int cli_serve(int argc, char **argv)
 	    .api_key = a.api_key,
 	    .max_body = a.max_body,
 	    .request_timeout_ns = (int64_t)(a.request_timeout * 1e9),
+	    .max_connections = (unsigned)a.max_connections,
+	    .max_per_address = (unsigned)a.max_per_address,
+	    .head_timeout_s = (unsigned)a.head_timeout,
+	    .body_timeout_s = (unsigned)a.body_timeout,
 	    .verbose = a.verbose,
 	};
 	if ((rc = serve_server_new(&a.cfg, &hc, &sv, &err))) {

@@ -216,6 +216,10 @@ const char cli_solve_opts_help[] =
 	"                          time idly waiting on sub-calls not counted (60): SIGINT\n"
 	"                          first, then the REPL is restarted\n"
 	"      --output-limit N    characters of REPL output shown to the model (20000)\n"
+	"      --max-answer SIZE   bytes of an answer kept, the root's and each child\n"
+	"                          RLM's, e.g. 4M (4M): a longer one is cut where a\n"
+	"                          UTF-8 character ends, and the result says so\n"
+	"                          (answer_truncated, a warning)\n"
 	"\n"
 	"REPL strategy options:\n"
 	"      --max-depth N       levels of RLMs, 1..16 (env RLM_MAX_DEPTH; 2): below the\n"
@@ -350,6 +354,11 @@ int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 				    &count)) == 1)
 			ro->output_limit = (size_t)count;
 		return rc;
+	case OPT_S_MAX_ANSWER:
+		if (text_parse_size(arg, &count) || count < 1024 || count > ((uint64_t)1 << 30))
+			return bad("max-answer", arg, "want a size 1K..1G, such as 4M");
+		ro->max_answer = (size_t)count;
+		return 1;
 	case OPT_S_PYTHON:
 		if (access(arg, X_OK)) {
 			fprintf(stderr, "rlm: error: --python '%s' is not an executable file\n", arg);

@@ -135,6 +135,7 @@ enum {
 	OPT_S_MAX_NODES,
 	OPT_S_REFRESH,
 	OPT_S_MAX_CALLS,
+	OPT_S_MAX_ANSWER,
 };
 
 /* --strategy is 's', so that a command may also take -s. */
@@ -150,6 +151,7 @@ enum {
 	{"max-calls", required_argument, NULL, OPT_S_MAX_CALLS},                                     \
 	{"exec-timeout", required_argument, NULL, OPT_S_EXEC_TIMEOUT},                               \
 	{"output-limit", required_argument, NULL, OPT_S_OUTPUT_LIMIT},                               \
+	{"max-answer", required_argument, NULL, OPT_S_MAX_ANSWER},                                   \
 	{"python", required_argument, NULL, OPT_S_PYTHON},                                           \
 	{"python-fences", no_argument, NULL, OPT_S_PYTHON_FENCES},                                   \
 	{"prompts", required_argument, NULL, OPT_S_PROMPTS},                                         \

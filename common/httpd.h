@@ -16,7 +16,8 @@
  * pieces here build what it asks for, in its order.
  *
  * Threads: httpd_start, httpd_quiesce and httpd_stop on the thread that
- * owns the daemon; the rest on a connection's thread, inside a callback. */
+ * owns the daemon; httpd_stats on any; the rest on a connection's thread,
+ * inside a callback. */
 #ifndef RLM_HTTPD_H
 #define RLM_HTTPD_H
 
@@ -28,29 +29,68 @@
 #include "common.h"
 #include "json.h"
 
-/* ---- the daemon ---- */
+/* ---- the daemon ----
+ * Connections are counted here, not by the library: at most
+ * connection_limit open at once and per_ip_limit from one address. A
+ * connection is "in its head" from its accept (or, kept alive, from the
+ * end of its previous request) until its request head has arrived (the
+ * access handler's first call), then "in its body" until the whole
+ * request is in (the call that makes the answer). A client that trickles
+ * a header line, or a byte of its body, every few seconds keeps the
+ * library's idle timeout from ever firing. So:
+ * - a head must arrive within head_timeout_s of its start, and a body
+ *   within body_timeout_s of its head, whatever bytes come meanwhile; a
+ *   watchdog thread shuts down the connections past them;
+ * - when a new connection finds a limit (total or its address's) reached,
+ *   one connection is dropped so the newcomer is served (of the
+ *   newcomer's address, for the address's limit): the one in its head
+ *   the longest, else the one sending its body the longest without
+ *   having shown a good key (httpd_conn_trust); when none is either, the
+ *   newcomer is closed. */
 
 struct httpd_cfg {
 	MHD_AccessHandlerCallback on_request;	   /* called with arg */
 	MHD_RequestCompletedCallback on_completed; /* called with arg; NULL: none */
 	void *arg;				   /* of both callbacks */
-	unsigned connection_limit;		   /* connections open at once */
+	unsigned connection_limit;		   /* connections open at once; 0: 1024 */
 	unsigned per_ip_limit;			   /* from one address; 0: no limit */
 	unsigned timeout_s;			   /* an idle connection is closed after this */
+	unsigned head_timeout_s;		   /* a request head must arrive within
+						    * this; 0: no deadline */
+	unsigned body_timeout_s;		   /* a body, within this of its head;
+						    * 0: no deadline */
 	bool quiesce;				   /* httpd_quiesce may be called */
 };
+
+/* What the daemon did with connections (httpd_stats). */
+struct httpd_stats {
+	unsigned open;		/* connections open and counted now */
+	unsigned in_head;	/* of them, waiting for a request head */
+	unsigned in_body;	/* of them, reading a request body */
+	uint64_t head_timeouts; /* dropped: their head came too slowly */
+	uint64_t body_timeouts; /* dropped: their body came too slowly */
+	uint64_t evicted;	/* dropped in their head or body for a newcomer */
+	uint64_t refused;	/* newcomers closed: a limit, nothing to drop */
+};
+
+struct httpd;
 
 /* Serve HTTP on listen_fd, a listening socket (net_listen). listen_fd is
  * the daemon's from now on: closed by httpd_quiesce or httpd_stop, or here
  * when the daemon cannot start (NULL). The threads it makes inherit the
  * caller's signal mask. */
-struct MHD_Daemon *httpd_start(const struct httpd_cfg *cfg, int listen_fd);
+struct httpd *httpd_start(const struct httpd_cfg *cfg, int listen_fd);
 /* Stop accepting connections (cfg.quiesce needed): the listening socket is
  * closed; the connections open are served on. */
-void httpd_quiesce(struct MHD_Daemon *d);
-/* Close every connection, wait for their threads and free d (NULL: no-op).
+void httpd_quiesce(struct httpd *h);
+/* Close every connection, wait for their threads and free h (NULL: no-op).
  * A handler that blocks holds this up: tell it to stop first. */
-void httpd_stop(struct MHD_Daemon *d);
+void httpd_stop(struct httpd *h);
+/* Its counters now; any thread. */
+void httpd_stats(struct httpd *h, struct httpd_stats *st);
+/* c showed a good key: its body is not dropped for a newcomer (until its
+ * request completes). In the access handler. */
+void httpd_conn_trust(struct MHD_Connection *c);
 
 /* The socket of connection c (the library's), or -1. */
 int httpd_conn_fd(struct MHD_Connection *c);

@@ -694,6 +694,11 @@ out:
 		repl_free(l.repl);
 	}
 	set_warning(&l);
+	{
+		char note[160];
+		if (rlm__answer_cap(out, l.o->max_answer, note, sizeof(note)))
+			rlm__loop_emit(&l, "notice", note, strlen(note));
+	}
 	if (rc == 0 && out->stop == RLM_STOP_ERROR)
 		rc = rlm_err_set(err, RLM_EINVAL, "%s",
 				 out->stop_detail ? out->stop_detail : "failed");

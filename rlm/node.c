@@ -189,6 +189,7 @@ static void child_run(struct child *ch)
 	if (memo && rlm__record_memo_get(&ch->o, &p->nodes->budget, &k, ch->out)) {
 		/* Asked and answered before: no node runs. */
 		ch->rc = 0;
+		rlm__answer_cap(ch->out, ch->o.max_answer, NULL, 0); /* kept before a cap */
 		ch->out->depth = p->depth + 1;
 		ch->out->node = ch->id;
 	} else {

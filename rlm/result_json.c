@@ -119,6 +119,10 @@ static cJSON *children_json(const struct rlm_result *r, bool turns)
 		json_add(o, "sources", rlm_sources_json(ch->sources, ch->n_sources));
 		if (ch->sources_dropped)
 			json_add_num(o, "sources_dropped", (double)ch->sources_dropped);
+		if (ch->answer_truncated) {
+			json_add_bool(o, "answer_truncated", true);
+			json_add_num(o, "answer_bytes", (double)ch->answer_bytes);
+		}
 		json_add_str(o, "stop", rlm_stop_name(ch->stop));
 		if (ch->stop_detail)
 			json_add_str(o, "stop_detail", ch->stop_detail);
@@ -172,6 +176,10 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 	json_add(o, "sources", rlm_sources_json(r->sources, r->n_sources));
 	if (r->sources_dropped)
 		json_add_num(o, "sources_dropped", (double)r->sources_dropped);
+	if (r->answer_truncated) {
+		json_add_bool(o, "answer_truncated", true);
+		json_add_num(o, "answer_bytes", (double)r->answer_bytes);
+	}
 	json_add_str(o, "stop", rlm_stop_name(r->stop));
 	if (r->stop_detail)
 		json_add_str(o, "stop_detail", r->stop_detail);

@@ -100,6 +100,8 @@ const char *rlm_stop_name(enum rlm_stop s); /* "answer", "max_iterations", ... *
 /* Defaults of rlm_opts.max_depth and max_nodes (also for what states them). */
 #define RLM_DEF_MAX_DEPTH 2
 #define RLM_DEF_MAX_NODES 8
+/* Default of rlm_opts.max_answer: bytes of an answer a node keeps. */
+#define RLM_DEF_MAX_ANSWER ((size_t)4 << 20)
 
 struct cJSON;
 struct rlm_record; /* rlm/record.c */
@@ -144,6 +146,13 @@ struct rlm_opts {
 				      * sub-call (a child RLM is none itself; its
 				      * calls count); 0: none */
 	size_t output_limit;         /* chars of REPL output shown; 0: 20000 */
+	size_t max_answer;           /* bytes of an answer a node keeps (the
+				      * root's and each child RLM's, which its
+				      * parent's code gets): a longer one is
+				      * cut where a UTF-8 sequence ends, and the
+				      * result says so (answer_truncated, its
+				      * warning, a "notice" event); 0:
+				      * RLM_DEF_MAX_ANSWER; SIZE_MAX: no cap */
 	int64_t exec_timeout_ns;     /* per exec (worker time); 0: 60 s */
 	size_t max_frame;            /* bytes of a frame between a node and its
 				      * worker (repl_cfg.max_frame): a batch of
@@ -289,6 +298,8 @@ struct rlm_result {
 	size_t n_sources;
 	size_t sources_dropped; /* sources the answer gave that were not found
 				* (a notice in the trajectory names them) */
+	bool answer_truncated; /* answer was cut to rlm_opts.max_answer bytes */
+	size_t answer_bytes;   /* with answer_truncated: its length before */
 
 	/* ---- usage and cost (every strategy; the subtree's) ---- */
 	struct llm_usage usage; /* tokens of every call */

@@ -26,6 +26,35 @@ void rlm__result_finish(struct rlm_result *r, int rc)
 	r->complete = rc == 0 && r->stop == RLM_STOP_ANSWER && r->failed == 0;
 }
 
+bool rlm__answer_cap(struct rlm_result *r, size_t max, char *out, size_t cap)
+{
+	size_t len = r->answer ? strlen(r->answer) : 0, keep;
+	char note[160];
+	if (!max)
+		max = RLM_DEF_MAX_ANSWER;
+	if (len <= max)
+		return false;
+	keep = text_utf8_floor(r->answer, max);
+	r->answer[keep] = '\0';
+	r->answer = xrealloc(r->answer, keep + 1);
+	r->answer_truncated = true;
+	r->answer_bytes = len;
+	snprintf(note, sizeof(note),
+		 "the answer was cut from %zu to %zu bytes, the limit of an answer kept "
+		 "(--max-answer %zu)",
+		 len, keep, max);
+	if (r->warning) {
+		char *w = xasprintf("%s; %s", r->warning, note);
+		free(r->warning);
+		r->warning = w;
+	} else {
+		r->warning = xstrdup(note);
+	}
+	if (out)
+		snprintf(out, cap, "%s", note);
+	return true;
+}
+
 static const char *kind_plural(const char *kind, int64_t n)
 {
 	if (!strcmp(kind, "child"))
@@ -90,6 +119,7 @@ static int solve_strategy(const struct rlm_opts *opts, const char *question,
 		return rc;
 	case RLM_TREE:
 		rc = rlm__tree_solve(opts, question, ctx, out, err);
+		rlm__answer_cap(out, opts->max_answer, NULL, 0);
 		rlm__result_finish(out, rc);
 		return rc;
 	}
@@ -124,6 +154,7 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	memo = question && rlm__record_memo_key(&o, 0, question, rec.digest, strlen(rec.digest), &k);
 	if (memo && rlm__record_memo_get(&o, NULL, &k, out)) {
 		rc = 0;
+		rlm__answer_cap(out, o.max_answer, NULL, 0); /* kept before there was a cap */
 		rlm__record_memo_origin(&o, question, out);
 		out->solve_ns = time_now_ns() - t0;
 	} else {

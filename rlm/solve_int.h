@@ -313,6 +313,11 @@ void rlm__failure_add(struct rlm_result *r, const char *kind, int node, int dept
  * detail the summary below), and complete is set (rlm/rlm.h). Every
  * node's, the root's last. (rlm/solve.c) */
 void rlm__result_finish(struct rlm_result *r, int rc);
+/* Cut r->answer to max bytes (0: RLM_DEF_MAX_ANSWER) where a UTF-8
+ * sequence ends, setting answer_truncated and answer_bytes and adding
+ * what it did to r->warning (and to note[0..cap), when given). Returns
+ * true when it cut now. (rlm/solve.c) */
+bool rlm__answer_cap(struct rlm_result *r, size_t max, char *note, size_t cap);
 
 /* ---- the contexts of children (rlm/node_ctx.c) ----
  *

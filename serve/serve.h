@@ -27,8 +27,22 @@ struct serve_http_cfg {
 	const char *api_key;	    /* bearer token every request must carry; NULL: none */
 	size_t max_body;	    /* bytes of a request body */
 	int64_t request_timeout_ns; /* a synchronous solve's */
+	unsigned max_connections;   /* open at once; 0: SERVE_MAX_CONNECTIONS */
+	unsigned max_per_address;   /* open at once from one address; 0:
+				     * SERVE_MAX_PER_ADDRESS */
+	unsigned head_timeout_s;    /* a request head must arrive within this
+				     * of the accept (or of the end of the
+				     * previous request); 0: SERVE_HEAD_TIMEOUT */
+	unsigned body_timeout_s;    /* a request body must arrive within this
+				     * of its head; 0: SERVE_BODY_TIMEOUT */
 	bool verbose;		    /* log every request on stderr */
 };
+
+/* Defaults of the connection limits (common/httpd.h says what they do). */
+#define SERVE_MAX_CONNECTIONS 1024u
+#define SERVE_MAX_PER_ADDRESS 256u
+#define SERVE_HEAD_TIMEOUT    10u
+#define SERVE_BODY_TIMEOUT    60u
 
 struct serve_server;
 

@@ -298,6 +298,31 @@ static enum MHD_Result route_metrics(struct req *rq)
 	}
 	metric(&b, "rlm_runs_kept", "gauge", "Finished runs held in memory (--keep-runs).");
 	buf_printf(&b, "rlm_runs_kept %.0f\n", json_num(st, "runs_kept", 0));
+	metric(&b, "rlm_runs_kept_bytes", "gauge",
+	       "Memory held by the runs in memory, running ones too (--keep-runs-bytes).");
+	buf_printf(&b, "rlm_runs_kept_bytes %.0f\n", json_num(st, "runs_kept_bytes", 0));
+	if (atomic_load(&sv->d)) {
+		struct httpd_stats hs;
+		httpd_stats(atomic_load(&sv->d), &hs);
+		metric(&b, "rlm_http_connections", "gauge",
+		       "Connections open: all, in_head (no request head yet), in_body (its body "
+		       "not all in yet).");
+		buf_printf(&b, "rlm_http_connections{state=\"open\"} %u\n", hs.open);
+		buf_printf(&b, "rlm_http_connections{state=\"in_head\"} %u\n", hs.in_head);
+		buf_printf(&b, "rlm_http_connections{state=\"in_body\"} %u\n", hs.in_body);
+		metric(&b, "rlm_http_connections_dropped_total", "counter",
+		       "Connections dropped: head_timeout, body_timeout (too slow), evicted (in "
+		       "their head, or body without a key, for a newcomer at a limit), refused "
+		       "(a newcomer at a limit).");
+		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"head_timeout\"} %llu\n",
+			   (unsigned long long)hs.head_timeouts);
+		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"body_timeout\"} %llu\n",
+			   (unsigned long long)hs.body_timeouts);
+		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"evicted\"} %llu\n",
+			   (unsigned long long)hs.evicted);
+		buf_printf(&b, "rlm_http_connections_dropped_total{reason=\"refused\"} %llu\n",
+			   (unsigned long long)hs.refused);
+	}
 	metric(&b, "rlm_http_requests_total", "counter", "HTTP responses sent, by status code.");
 	for (size_t i = 100; i < ARRAY_SIZE(sv->codes); i++) {
 		int64_t n = atomic_load(&sv->codes[i]);
@@ -451,6 +476,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (!health && !authorized(sv, c))
 			return serve__error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 					 "a valid `Authorization: Bearer KEY` header is needed");
+		/* a client with the key is not dropped for a newcomer while
+		 * it sends its body (common/httpd.h) */
+		if (sv->api_key && !health)
+			httpd_conn_trust(c);
 		if (!rt)
 			return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no route %s %.200s",
 					 rq->method, rq->url);
@@ -495,18 +524,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	atomic_fetch_sub(&sv->active, 1);
 }
 
-static struct MHD_Daemon *http_start(struct server *sv, int listen_fd)
+static struct httpd *http_start(struct server *sv, int listen_fd)
 {
 	/* The library closes a connection idle this long: short, so that
 	 * slow clients cannot hold the connections; a solve or a stream
-	 * raises its own (dispatch) to outlast the request timeout. */
+	 * raises its own (dispatch) to outlast the request timeout. A
+	 * client that trickles its head byte by byte is not idle: the head
+	 * deadline and the eviction at the limits deal with it
+	 * (common/httpd.h). */
 	struct httpd_cfg hc = {
 	    .on_request = on_request,
 	    .on_completed = on_completed,
 	    .arg = sv,
-	    .connection_limit = 1024,
-	    .per_ip_limit = PER_IP_CONNECTIONS,
+	    .connection_limit = sv->max_connections,
+	    .per_ip_limit = sv->max_per_address,
 	    .timeout_s = IDLE_TIMEOUT_S,
+	    .head_timeout_s = sv->head_timeout_s,
+	    .body_timeout_s = sv->body_timeout_s,
 	    .quiesce = true,
 	};
 	return httpd_start(&hc, listen_fd);
@@ -516,7 +550,7 @@ static struct MHD_Daemon *http_start(struct server *sv, int listen_fd)
 
 struct serve_server {
 	struct server sv;
-	struct MHD_Daemon *d; /* NULL until serve_server_listen */
+	struct httpd *d; /* NULL until serve_server_listen */
 };
 
 int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg,
@@ -527,6 +561,10 @@ int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg
 	s->sv.api_key = cfg->api_key;
 	s->sv.max_body = cfg->max_body;
 	s->sv.request_timeout_ns = cfg->request_timeout_ns;
+	s->sv.max_connections = cfg->max_connections ? cfg->max_connections : SERVE_MAX_CONNECTIONS;
+	s->sv.max_per_address = cfg->max_per_address ? cfg->max_per_address : SERVE_MAX_PER_ADDRESS;
+	s->sv.head_timeout_s = cfg->head_timeout_s ? cfg->head_timeout_s : SERVE_HEAD_TIMEOUT;
+	s->sv.body_timeout_s = cfg->body_timeout_s ? cfg->body_timeout_s : SERVE_BODY_TIMEOUT;
 	s->sv.started_s = time_wall_ms() / 1000;
 	s->sv.verbose = cfg->verbose;
 	if ((rc = serve_new(svc, &s->sv.svc, err))) {
@@ -541,6 +579,7 @@ int serve_server_new(const struct svc_cfg *svc, const struct serve_http_cfg *cfg
 int serve_server_listen(struct serve_server *s, int listen_fd)
 {
 	s->d = http_start(&s->sv, listen_fd);
+	atomic_store(&s->sv.d, s->d);
 	return s->d ? 0 : RLM_EIO;
 }
 

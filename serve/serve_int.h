@@ -24,7 +24,6 @@
 #define SRV_KEEPALIVE_NS   (15 * 1000000000LL) /* a comment on a quiet stream */
 #define SRV_SLICE_NS	   (250 * 1000000LL)   /* streams wait on a run this long at once */
 #define IDLE_TIMEOUT_S	   30u		       /* a connection's, but a solve's or a stream's */
-#define PER_IP_CONNECTIONS 256u		       /* open at once from one address */
 
 /* For "%.*s": at most max bytes of s, cut where a UTF-8 sequence ends (an
  * answer is JSON: it must stay valid UTF-8). */
@@ -37,6 +36,11 @@ struct server {
 	const char *api_key;	    /* NULL: no auth */
 	size_t max_body;	    /* bytes of a request body */
 	int64_t request_timeout_ns; /* a synchronous solve's */
+	unsigned max_connections;   /* the connection limits (serve_http_cfg) */
+	unsigned max_per_address;
+	unsigned head_timeout_s;
+	unsigned body_timeout_s;
+	struct httpd *_Atomic d;    /* the daemon, once listening (for /metrics) */
 	int64_t started_s;	    /* unix seconds, for "created" */
 	bool verbose;		    /* log every request */
 	atomic_bool stopping;	    /* a signal came: /healthz says "stopping" */

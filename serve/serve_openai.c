@@ -381,6 +381,10 @@ cJSON *serve__oai_rlm_ext(const cJSON *run)
 	if (json_str(run, "stop_detail"))
 		json_add_str(o, "stop_detail", json_str(run, "stop_detail"));
 	json_add_bool(o, "complete", cJSON_IsTrue(json_get(run, "complete")));
+	/* the answer was cut to max_answer bytes (then its length before) */
+	json_add_bool(o, "answer_truncated", cJSON_IsTrue(json_get(run, "answer_truncated")));
+	if (cJSON_IsTrue(json_get(run, "answer_truncated")))
+		json_add_num(o, "answer_bytes", json_num(run, "answer_bytes", 0));
 	json_add(o, "failures", json_get(run, "failures")
 				    ? cJSON_Duplicate(json_get(run, "failures"), true)
 				    : cJSON_CreateArray());

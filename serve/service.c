@@ -12,8 +12,12 @@
  * Run threads are detached; the service counts them, and serve_shutdown and
  * serve_free wait on that count, so nothing of the service is touched once
  * they return. A finished run stays in the registry, with its log, until
- * SVC_KEEP_RUNS finished runs are newer: then the oldest is dropped (a
- * reference held elsewhere keeps it alive; the store still knows it).
+ * keep_runs finished runs are newer, or the runs in the registry hold
+ * more than keep_bytes: then the oldest finished is dropped (a reference
+ * held elsewhere keeps it alive; the store still knows it). What a run
+ * holds (its mem: question, log, answer, result) is counted into
+ * runs_bytes as it grows, so /metrics shows it and the budget holds
+ * while runs are still running.
  * Corpora are deduplicated by a digest of their content, so a context
  * sent twice, inline or by path, is held once and keeps its id.
  */
@@ -35,7 +39,6 @@
 #define SVC_EV_MAX	 200000	     /* events kept per run */
 #define SVC_EV_BYTES_MAX (64u << 20) /* text kept per run's log */
 #define SVC_DEF_SOLVES	 4
-#define EVENT_OVERHEAD   256         /* bytes an event weighs beyond its text */
 
 /* Upper bounds of the solve-time histogram, seconds (then +Inf). */
 static const double hist_le[SVC_N_LE] = {0.1, 0.25, 0.5, 1,   2.5, 5,	 10,
@@ -53,6 +56,8 @@ struct svc_run {
 	atomic_int refs;
 	char id[40];	/* "" until on_run (or the start, without a store) */
 	char *question; /* owned */
+	size_t mem;	/* bytes it holds, in s->runs_bytes (under mu; fixed
+			 * once over) */
 	char corpus_id[24];
 	struct svc_corp *corp;	  /* held until the run ends */
 	const struct corpus *ctx; /* corp's */
@@ -142,6 +147,7 @@ int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *e
 	s->base.record_ = NULL;
 	s->max_solves = cfg->max_solves ? cfg->max_solves : SVC_DEF_SOLVES;
 	s->keep_runs = cfg->keep_runs > 0 ? cfg->keep_runs : SVC_KEEP_RUNS;
+	s->keep_bytes = cfg->keep_runs_bytes ? cfg->keep_runs_bytes : SVC_KEEP_RUNS_BYTES;
 	s->corpus_cache = cfg->corpus_cache;
 	pthread_mutex_init(&s->mu, NULL);
 	cond_init_mono(&s->cv);
@@ -275,6 +281,7 @@ cJSON *serve_stats(struct service *s)
 	json_add_num(o, "solve_seconds_count", (double)s->secs_count);
 	serve__corpora_stats_locked(s, o);
 	json_add_num(o, "runs_kept", (double)finished_locked(s));
+	json_add_num(o, "runs_kept_bytes", (double)atomic_load(&s->runs_bytes));
 	pthread_mutex_unlock(&s->mu);
 	json_add_num(o, "model_calls", (double)st.calls);
 	json_add_num(o, "cache_hits", (double)st.cached);
@@ -287,21 +294,55 @@ cJSON *serve_stats(struct service *s)
 
 /* ---- the event log ---- */
 
-/* Append e (consumed) to r's log; len: the bytes of text it holds. */
+/* The memory j holds, about: its nodes and their strings. */
+static size_t json_weight(const cJSON *j)
+{
+	size_t n = 0;
+	for (; j; j = j->next) {
+		n += sizeof(*j) + (j->string ? strlen(j->string) + 1 : 0) +
+		     (j->valuestring ? strlen(j->valuestring) + 1 : 0);
+		if (j->child)
+			n += json_weight(j->child);
+	}
+	return n;
+}
+
+/* Count len more bytes held by r (r->mu held). */
+static void mem_add_locked(struct svc_run *r, size_t len)
+{
+	r->mem += len;
+	atomic_fetch_add(&r->s->runs_bytes, (int64_t)len);
+}
+
+static void evict_locked(struct service *s);
+
+/* Append e (consumed) to r's log; len: the bytes it holds. A log stops
+ * growing at SVC_EV_MAX events or SVC_EV_BYTES_MAX bytes (or the whole
+ * budget of the registry, when smaller), but for its end. */
 static void log_add(struct svc_run *r, cJSON *e, size_t len, bool last)
 {
+	struct service *s = r->s;
+	size_t cap = RLM_MIN((size_t)SVC_EV_BYTES_MAX, s->keep_bytes);
 	pthread_mutex_lock(&r->mu);
-	if (!last && (r->n_ev >= SVC_EV_MAX || r->ev_bytes + len > SVC_EV_BYTES_MAX)) {
+	if (!last && (r->n_ev >= SVC_EV_MAX || r->ev_bytes + len > cap)) {
 		r->dropped++;
 		cJSON_Delete(e);
 	} else {
 		serve__grow(&r->ev, &r->cap_ev, r->n_ev, sizeof(*r->ev));
 		r->ev[r->n_ev++] = e;
 		r->ev_bytes += len;
+		mem_add_locked(r, len);
 		r->log_ended = last;
 		pthread_cond_broadcast(&r->cv);
 	}
 	pthread_mutex_unlock(&r->mu);
+	/* Over the budget while it runs: finished runs make room. */
+	if (!last && atomic_load(&s->runs_bytes) > (int64_t)s->keep_bytes) {
+		pthread_mutex_lock(&s->mu);
+		if (s->n_runs > (size_t)s->running)
+			evict_locked(s);
+		pthread_mutex_unlock(&s->mu);
+	}
 }
 
 static void on_event(const struct rlm_event *e, void *arg)
@@ -321,7 +362,7 @@ static void on_event(const struct rlm_event *e, void *arg)
 			json_add(o, "data", d);
 	}
 	/* what the event holds, with its JSON's own weight */
-	log_add(r, o, e->len + (e->data_json ? strlen(e->data_json) : 0) + EVENT_OVERHEAD, false);
+	log_add(r, o, json_weight(o), false);
 }
 
 static void on_progress(const struct rlm_progress *p, void *arg)
@@ -336,7 +377,7 @@ static void on_progress(const struct rlm_progress *p, void *arg)
 	json_add_num(o, "done", (double)p->done);
 	json_add_num(o, "total", (double)p->total);
 	json_add_num(o, "t_ms", (double)p->elapsed_ns / 1e6);
-	log_add(r, o, EVENT_OVERHEAD, false);
+	log_add(r, o, json_weight(o), false);
 }
 
 /* The store recorded the run (or could not: ""). */
@@ -450,14 +491,20 @@ static void count_end_locked(struct service *s, enum run_status st, double secs)
 	s->secs_count++;
 }
 
-/* Drop the oldest finished runs past keep_runs (s->mu held). */
+/* Drop the oldest finished runs past keep_runs, and past keep_bytes
+ * held (s->mu held). */
 static void evict_locked(struct service *s)
 {
 	size_t finished = finished_locked(s), k = 0;
 	for (size_t i = 0; i < s->n_runs; i++) {
 		struct svc_run *r = s->runs[i];
-		if (finished > (size_t)s->keep_runs && atomic_load(&r->over)) {
+		if (atomic_load(&r->over) &&
+		    (finished > (size_t)s->keep_runs ||
+		     atomic_load(&s->runs_bytes) > (int64_t)s->keep_bytes)) {
 			finished--;
+			pthread_mutex_lock(&r->mu);
+			atomic_fetch_sub(&s->runs_bytes, (int64_t)r->mem);
+			pthread_mutex_unlock(&r->mu);
 			serve_run_put(r);
 			continue;
 		}
@@ -500,6 +547,8 @@ static void *run_main(void *arg)
 	res.answer = NULL;
 	r->error = rc < 0 ? xstrdup(err.msg) : NULL;
 	r->wall_ns = wall;
+	mem_add_locked(r, (r->answer ? strlen(r->answer) : 0) + json_weight(result) +
+			      (r->error ? strlen(r->error) : 0));
 	pthread_mutex_unlock(&r->mu);
 	rlm_result_release(&res);
 
@@ -511,7 +560,7 @@ static void *run_main(void *arg)
 	if (r->dropped)
 		json_add_num(end, "events_dropped", (double)r->dropped);
 	pthread_mutex_unlock(&r->mu);
-	log_add(r, end, 0, true);
+	log_add(r, end, json_weight(end), true);
 	atomic_store(&r->over, true);
 
 	pthread_mutex_lock(&s->mu);
@@ -617,6 +666,9 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 	k->refs++; /* the run's */
 	serve__grow(&s->runs, &s->cap_runs, s->n_runs, sizeof(*s->runs));
 	s->runs[s->n_runs++] = r;
+	pthread_mutex_lock(&r->mu);
+	mem_add_locked(r, sizeof(*r) + strlen(r->question));
+	pthread_mutex_unlock(&r->mu);
 	pthread_mutex_unlock(&s->mu);
 
 	/* The store's run id comes from the solve's thread, first thing. */
@@ -690,6 +742,7 @@ cJSON *serve_run_json(struct svc_run *r)
 	json_add_str(o, "corpus_id", r->corpus_id);
 	if (r->status == ST_RUNNING) {
 		json_add(o, "answer", cJSON_CreateNull());
+		json_add_bool(o, "answer_truncated", false);
 		json_add(o, "sources", cJSON_CreateArray());
 		json_add(o, "stop", cJSON_CreateNull());
 		json_add_bool(o, "complete", false);
@@ -704,6 +757,13 @@ cJSON *serve_run_json(struct svc_run *r)
 		const char *stop = json_str(r->result, "stop");
 		json_add(o, "answer",
 			 r->answer ? cJSON_CreateString(r->answer) : cJSON_CreateNull());
+		/* cut to max_answer: what it was before (rlm_result_json) */
+		json_add_bool(o, "answer_truncated",
+			      cJSON_IsTrue(json_get(r->result, "answer_truncated")));
+		if (cJSON_IsTrue(json_get(r->result, "answer_truncated")))
+			json_add_num(o, "answer_bytes", json_num(r->result, "answer_bytes", 0));
+		if (json_str(r->result, "warning"))
+			json_add_str(o, "warning", json_str(r->result, "warning"));
 		json_add(o, "sources", dup_or(json_get(r->result, "sources"), cJSON_CreateArray()));
 		json_add(o, "stop",
 			 stop	    ? cJSON_CreateString(stop)

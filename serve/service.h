@@ -13,9 +13,12 @@
  * watchers read from any position and wait on, so an SSE stream of a
  * finished run replays it and a live one follows it. Runs are reference
  * counted: the registry holds one until the service is freed (a finished
- * run stays answerable; past the newest 1,000 finished runs the oldest
+ * run stays answerable; past the newest 1,000 finished runs, or past
+ * keep_runs_bytes held by the runs in memory, the oldest finished ones
  * leave memory, and the store answers for them: serve_run_record), each
- * caller that looks one up holds one. At most
+ * caller that looks one up holds one. A run's answer is capped by
+ * rlm_opts.max_answer and its event log by SVC_EV_BYTES_MAX (service.c),
+ * so a run holds a bounded amount whatever its model code does. At most
  * max_solves run at once; serve_solve refuses more (SVC_EBUSY) rather than
  * queueing, so the door can answer 429; once the service is closing it
  * refuses every solve (SVC_ECLOSING: 503).
@@ -72,12 +75,18 @@ struct svc_cfg {
 	int max_solves;              /* running at once; 0: 4 */
 	int keep_runs;               /* finished runs kept in memory (the
 				      * store answers for older ones); 0: 1000 */
+	size_t keep_runs_bytes;      /* bytes the runs in memory may hold
+				      * (their event logs, answers, results),
+				      * running ones included: past it the
+				      * oldest finished runs leave first; 0:
+				      * SVC_KEEP_RUNS_BYTES */
 	size_t corpus_cache;         /* bytes of unused unregistered corpora
 				      * kept (SVC_CORPUS_CACHE is a sane
 				      * default); 0: none */
 };
 
-#define SVC_CORPUS_CACHE ((size_t)256 << 20)
+#define SVC_CORPUS_CACHE    ((size_t)256 << 20)
+#define SVC_KEEP_RUNS_BYTES ((size_t)256 << 20)
 
 struct service;
 struct svc_run;
@@ -107,7 +116,8 @@ const char *serve_sub_model_name(const struct service *s);
  *  ...] (cumulative over the service's life, the last le null for +Inf),
  *  "solve_seconds_sum", "solve_seconds_count", "corpora": {"registered",
  *  "in_use", "cached", and each with "_bytes"}, "runs_kept": finished runs
- *  held in memory} */
+ *  held in memory, "runs_kept_bytes": what every run in memory holds,
+ *  running ones too (keep_runs_bytes bounds it)} */
 struct cJSON *serve_stats(struct service *s);
 
 /* ---- corpora ---- */
@@ -201,9 +211,10 @@ bool serve_run_wait(struct svc_run *r, int64_t deadline_ns);
 /* Cancel it (its whole tree stops). false when it had ended already. */
 bool serve_run_cancel(struct svc_run *r);
 /* Its state as JSON: {"run_id", "status": "running|done|stopped|failed|
- * cancelled", "question", "answer", "stop", "usage", "cost" (USD; also as
- * "cost_usd"), "timings", "result"} (result: rlm_result_json, when
- * ended). */
+ * cancelled", "question", "answer", "answer_truncated" (the answer was
+ * cut to max_answer bytes; then "answer_bytes": its length before),
+ * "stop", "usage", "cost" (USD; also as "cost_usd"), "timings", "result"}
+ * (result: rlm_result_json, when ended). */
 struct cJSON *serve_run_json(struct svc_run *r);
 /* The event at position pos (0-based) of its log, as a new JSON object
  * {"kind", "node", "depth", "iteration", "text", "t_ms", ...} ("progress"

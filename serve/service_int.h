@@ -47,12 +47,15 @@ struct service {
 	size_t n_roots;
 	int max_solves;
 	int keep_runs;	     /* finished runs kept in memory */
+	size_t keep_bytes;   /* bytes the runs in memory may hold */
 	size_t corpus_cache; /* bytes of unused unregistered corpora kept */
 
 	pthread_mutex_t mu;    /* guards everything below */
 	pthread_cond_t cv;     /* a run thread ended; a run got its id */
 	struct svc_run **runs; /* the registry, oldest first; one reference each */
 	size_t n_runs, cap_runs;
+	_Atomic int64_t runs_bytes; /* what the runs in the registry hold (their
+				     * mem); added to without mu by their logs */
 	struct svc_corp **corp; /* the registry of corpora */
 	size_t n_corp, cap_corp;
 	struct svc_corp *dead;	/* let go of, not freed yet (serve__corp_reap) */

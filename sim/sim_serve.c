@@ -32,7 +32,7 @@ struct sim_server {
 	struct sim *sim;
 	struct sim_cfg cfg; /* read-only once serving */
 	atomic_bool stop;   /* set by sim_server_stop */
-	struct MHD_Daemon *daemon;
+	struct httpd *daemon;
 };
 
 enum route { ROUTE_CHAT, ROUTE_MODELS, ROUTE_HEALTH };

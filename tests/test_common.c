@@ -1084,7 +1084,7 @@ TEST(httpd_serves_on_a_listening_socket)
 	};
 	char msg[512];
 	int port = 0, fd = net_listen("127.0.0.1", 0, &port, msg, sizeof(msg));
-	struct MHD_Daemon *d;
+	struct httpd *d;
 	char *r;
 	CHECK_MSG(fd >= 0, "%s", msg);
 	d = httpd_start(&cfg, fd);
@@ -1151,4 +1151,62 @@ TEST(httpd_serves_on_a_listening_socket)
 	}
 	httpd_stop(d);
 	httpd_stop(NULL);
+}
+
+/* Is fd closed by the other end, within ms? */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+	char c[64];
+	if (poll(&p, 1, ms) <= 0)
+		return false;
+	return recv(fd, c, sizeof(c), MSG_DONTWAIT) <= 0;
+}
+
+/* The connection limit drops the connection waiting longest for its head
+ * to serve a newcomer, and the watchdog closes heads past their deadline
+ * however much they send. */
+TEST(httpd_limits_drop_slow_heads)
+{
+	struct httpd_cfg cfg = {
+	    .on_request = test_request,
+	    .on_completed = httpd_body_completed,
+	    .connection_limit = 4,
+	    .timeout_s = 30,
+	    .head_timeout_s = 1,
+	};
+	char msg[512], *r;
+	int port = 0, fd = net_listen("127.0.0.1", 0, &port, msg, sizeof(msg)), slow[4];
+	struct httpd_stats st;
+	struct httpd *d;
+	int64_t t0;
+	CHECK_MSG(fd >= 0, "%s", msg);
+	d = httpd_start(&cfg, fd);
+	CHECK(d);
+	for (int i = 0; i < 4; i++) {
+		slow[i] = net_connect("127.0.0.1", port, msg, sizeof(msg));
+		CHECK_MSG(slow[i] >= 0, "%s", msg);
+		CHECK_INT(file_write_all(slow[i], "GET /hello HTTP/1.1\r\n", 21), 0);
+		time_sleep_ns(20000000);
+	}
+	t0 = time_now_ns();
+	r = exchange(port, "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	CHECK_MSG(strncmp(r, "HTTP/1.1 200 ", 13) == 0, "%.200s", r);
+	free(r);
+	/* the oldest made room; the others wait on, trickling */
+	CHECK(closed_within(slow[0], 200));
+	for (int i = 1; i < 4; i++) {
+		CHECK_MSG(!closed_within(slow[i], 0), "slow %d closed early", i);
+		CHECK_INT(file_write_all(slow[i], "X-A: b\r\n", 8), 0);
+	}
+	for (int i = 1; i < 4; i++)
+		CHECK_MSG(closed_within(slow[i], 2500), "slow %d still open", i);
+	CHECK_MSG(time_now_ns() - t0 > 700000000LL, "closed before the deadline");
+	httpd_stats(d, &st);
+	CHECK_INT(st.evicted, 1);
+	CHECK_INT(st.head_timeouts, 3);
+	CHECK_INT(st.refused, 0);
+	for (int i = 0; i < 4; i++)
+		close(slow[i]);
+	httpd_stop(d);
 }

@@ -1307,3 +1307,45 @@ TEST(recursion_restarted_child_keeps_its_view)
 		free(text);
 	}
 }
+
+/* Issue 19: an answer is cut to max_answer where a UTF-8 character ends,
+ * at every node: the child's (its parent's code gets the cut one) and the
+ * root's, each result saying so (answer_truncated, answer_bytes, its
+ * warning) and a notice event; the result's JSON too. */
+TEST(recursion_answers_are_cut_to_max_answer)
+{
+	struct env v;
+	cJSON *j;
+	env_init(&v, SUB_SIM);
+	v.o.max_depth = 2;
+	v.o.max_answer = 1001;
+	/* the root asks a child, then answers with 3000 two-byte characters
+	 * and what it got */
+	says(&v, "```repl\nr = rlm_query('Say it long.')\n"
+		 "answer['content'] = chr(233) * 3000 + '|' + str(len(r)) + '|' + r[-3:]\n"
+		 "answer['ready'] = True\n```");
+	/* the child: 'a' then 5000 of them: boundaries at odd offsets */
+	says(&v, "```repl\nanswer['content'] = 'a' + chr(233) * 5000\nanswer['ready'] = True\n```");
+	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	CHECK_INT(v.r.n_children, 1);
+	/* the child's: 1 + 2 * 500 bytes, its last character whole */
+	CHECK(v.r.children[0].answer_truncated);
+	CHECK_INT(v.r.children[0].answer_bytes, 10001);
+	CHECK_INT(strlen(v.r.children[0].answer), 1001);
+	CHECK_CONTAINS(v.r.children[0].warning, "the answer was cut from 10001 to 1001 bytes");
+	/* the root's: 1000 bytes of its 6000 + ...; what its code got was the
+	 * cut child answer (501 characters) */
+	CHECK(v.r.answer_truncated);
+	CHECK_INT(strlen(v.r.answer), 1000);
+	CHECK_INT(v.r.answer_bytes, 6000 + strlen("|501|") + 2 * 3);
+	CHECK_CONTAINS(v.r.warning, "the answer was cut from ");
+	CHECK_CONTAINS(v.events.p, "notice:");
+	j = rlm_result_json(&v.r, &v.o);
+	CHECK(cJSON_IsTrue(json_get(j, "answer_truncated")));
+	CHECK_INT(json_num(j, "answer_bytes", 0), v.r.answer_bytes);
+	CHECK(cJSON_IsTrue(
+	    json_get(cJSON_GetArrayItem(json_get(j, "children"), 0), "answer_truncated")));
+	cJSON_Delete(j);
+	env_free(&v);
+}

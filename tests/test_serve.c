@@ -4,6 +4,7 @@
  * and its error type and status, auth, limits, cancel, the event stream,
  * the OpenAI-compatible endpoint, metrics and a graceful shutdown. */
 #include "harness.h"
+#include "fakesrv.h"
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
@@ -2435,4 +2436,362 @@ TEST(serve_corpus_cache_and_delete)
 	}
 	for (int i = 0; i < 4; i++)
 		free(t[i]);
+}
+
+/* ---- slow clients (issue 19, finding 2) ---- */
+
+/* A client that trickles its request head: a connection, when it was
+ * made, and when the server closed it (0: still open). */
+struct slow {
+	int fd;
+	int64_t t_open, t_closed;
+};
+
+/* Has the server closed sl (EOF, or a reset)? Reads whatever came. */
+static bool slow_closed(struct slow *sl)
+{
+	struct pollfd p = {sl->fd, POLLIN, 0};
+	char c[256];
+	ssize_t n;
+	if (sl->t_closed)
+		return true;
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	n = recv(sl->fd, c, sizeof(c), MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+		sl->t_closed = time_now_ns();
+		return true;
+	}
+	return false;
+}
+
+/* Open n slow clients, each having sent a request line without its end. */
+static struct slow *slow_open(const struct srv *s, size_t n)
+{
+	struct slow *v = xcalloc(n, sizeof(*v));
+	static const char line[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+	for (size_t i = 0; i < n; i++) {
+		v[i].fd = tcp_connect(s);
+		v[i].t_open = time_now_ns();
+		CHECK(send(v[i].fd, line, sizeof(line) - 1, MSG_NOSIGNAL) ==
+		      (ssize_t)sizeof(line) - 1);
+	}
+	return v;
+}
+
+/* One more header line on every slow client still open; the closed
+ * ones are noted. Returns how many are open. */
+static size_t slow_trickle(struct slow *v, size_t n)
+{
+	size_t open = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (slow_closed(&v[i]))
+			continue;
+		if (send(v[i].fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+		    errno != EAGAIN) {
+			v[i].t_closed = time_now_ns();
+			continue;
+		}
+		open++;
+	}
+	return open;
+}
+
+static void slow_close(struct slow *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		close(v[i].fd);
+	free(v);
+}
+
+/* A value of the /metrics text ("name{labels}"), or -1. */
+static double metric_value(const char *text, const char *name)
+{
+	char *key = xasprintf("\n%s ", name);
+	const char *p = strstr(text, key);
+	double v = p ? strtod(p + strlen(key), NULL) : -1;
+	free(key);
+	return v;
+}
+
+/* 256 connections from one address that send a header line every few
+ * hundred ms fill the per-address limit: before issue 19 every other
+ * client there was refused for as long as they trickled, the idle
+ * timeout never firing. Now a newcomer is served at once (the slow one
+ * waiting longest is dropped for it), and each slow one is closed at its
+ * head deadline however much it sends. */
+TEST(serve_slow_heads_are_dropped)
+{
+	const char *args[] = {"--no-cache", "--head-timeout", "3", NULL};
+	struct srv s = srv_start(args);
+	const size_t n = 256;
+	struct slow *v = slow_open(&s, n);
+	int64_t t0 = time_now_ns(), served_ns, end;
+	size_t open, early = 0, late = 0;
+	struct resp r;
+	time_sleep_ns(200000000);
+	CHECK_INT(slow_trickle(v, n), n);
+	/* a client that sends its request at once is served at once */
+	r = http(&s, "GET", "/healthz", NULL);
+	served_ns = time_now_ns() - t0;
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "ok");
+	resp_release(&r);
+	CHECK_MSG(served_ns < 2000000000LL, "served after %.1f s", (double)served_ns / 1e9);
+	/* the slow ones still hang, but the one dropped for it */
+	time_sleep_ns(100000000);
+	open = slow_trickle(v, n);
+	CHECK_MSG(open >= n - 2 && open < n, "%zu of %zu slow clients open", open, n);
+	/* they trickle on, and are closed at their deadline all the same */
+	end = time_now_ns() + 8000000000LL;
+	while (slow_trickle(v, n) && time_now_ns() < end)
+		time_sleep_ns(300000000);
+	for (size_t i = 0; i < n; i++) {
+		int64_t held = v[i].t_closed - v[i].t_open;
+		CHECK_MSG(v[i].t_closed, "slow client %zu still open after 8 s", i);
+		early += held < 2500000000LL;
+		late += held > 5500000000LL;
+	}
+	CHECK_MSG(early <= n - open, "%zu closed before their deadline", early);
+	CHECK_MSG(late == 0, "%zu closed long after their deadline", late);
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_MSG(
+	    metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"head_timeout\"}") >=
+		(double)open,
+	    "%s", r.body);
+	CHECK(metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"evicted\"}") >= 1);
+	CHECK(metric_value(r.body, "rlm_http_connections{state=\"open\"}") >= 1);
+	resp_release(&r);
+	slow_close(v, n);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* A solve with the key in the background. */
+static void *bg_key_main(void *arg)
+{
+	struct bg_solve *b = arg;
+	const char *h[] = {"Authorization: Bearer k3y", NULL};
+	b->r = http_h(b->s, "POST", "/v1/solve", b->body, h);
+	return NULL;
+}
+
+/* Open n clients that send a whole head (with key when given) and the
+ * first byte of a 100-byte body. */
+static struct slow *slow_bodies(const struct srv *s, size_t n, const char *key)
+{
+	struct slow *v = xcalloc(n, sizeof(*v));
+	char *head =
+	    xasprintf("POST /v1/solve HTTP/1.1\r\nHost: x\r\n%s%s%sContent-Length: 100\r\n"
+		      "\r\n{",
+		      key ? "Authorization: Bearer " : "", key ? key : "", key ? "\r\n" : "");
+	for (size_t i = 0; i < n; i++) {
+		v[i].fd = tcp_connect(s);
+		v[i].t_open = time_now_ns();
+		CHECK(send(v[i].fd, head, strlen(head), MSG_NOSIGNAL) == (ssize_t)strlen(head));
+	}
+	free(head);
+	return v;
+}
+
+/* One more byte of body on every one still open. */
+static size_t slow_body_trickle(struct slow *v, size_t n)
+{
+	size_t open = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (slow_closed(&v[i]))
+			continue;
+		if (send(v[i].fd, " ", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) {
+			v[i].t_closed = time_now_ns();
+			continue;
+		}
+		open++;
+	}
+	return open;
+}
+
+/* The total limit the same way; a client with the key sending its body
+ * is never dropped for a newcomer (with every connection in a request,
+ * the newcomer is closed), but it must send its body within
+ * --body-timeout all the same. */
+TEST(serve_connection_limit_drops_heads_not_requests)
+{
+	const char *args[] = {"--no-cache", "--max-connections", "8", "--api-key",
+			      "k3y",	    "--body-timeout",	 "3", NULL};
+	const char *env[] = {"RLM_SIM=ttft=800ms", NULL};
+	struct srv s = srv_start_env(args, env);
+	struct slow *v = slow_open(&s, 8), *bodies;
+	struct bg_solve b[4];
+	char *body = solve_body(NULL), *got;
+	static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct resp r;
+	size_t late = 0;
+	int f;
+	time_sleep_ns(200000000);
+	CHECK_INT(slow_trickle(v, 8), 8);
+	r = http(&s, "GET", "/healthz", NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	resp_release(&r);
+	time_sleep_ns(100000000);
+	CHECK_INT(slow_trickle(v, 8), 7);
+	slow_close(v, 8);
+	/* four solves and four bodies with the key hold every connection */
+	time_sleep_ns(200000000);
+	memset(b, 0, sizeof(b));
+	for (int i = 0; i < 4; i++) {
+		b[i].s = &s;
+		b[i].body = body;
+		CHECK(pthread_create(&b[i].th, NULL, bg_key_main, &b[i]) == 0);
+	}
+	wait_running(&s, 4);
+	bodies = slow_bodies(&s, 4, "k3y");
+	time_sleep_ns(300000000);
+	f = tcp_connect(&s);
+	(void)!send(f, hz, sizeof(hz) - 1, MSG_NOSIGNAL);
+	got = read_until(f, "\"ok\"", 3000);
+	CHECK_MSG(!strstr(got, "HTTP/1.1"), "the ninth was served: %.200s", got);
+	free(got);
+	close(f);
+	CHECK_INT(slow_body_trickle(bodies, 4), 4);
+	/* the bodies trickle on, and are closed at their deadline */
+	for (int64_t end = time_now_ns() + 8000000000LL;
+	     slow_body_trickle(bodies, 4) && time_now_ns() < end;)
+		time_sleep_ns(300000000);
+	for (int i = 0; i < 4; i++) {
+		int64_t held = bodies[i].t_closed - bodies[i].t_open;
+		CHECK_MSG(bodies[i].t_closed, "body %d still open after 8 s", i);
+		late += held < 2500000000LL || held > 5500000000LL;
+	}
+	CHECK_MSG(late == 0, "%zu bodies closed off their deadline", late);
+	slow_close(bodies, 4);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(b[i].th, NULL);
+		CHECK_MSG(b[i].r.status == 200, "solve %d: %ld %s", i, b[i].r.status, b[i].r.body);
+		resp_release(&b[i].r);
+	}
+	{
+		const char *h[] = {"Authorization: Bearer k3y", NULL};
+		r = http_h(&s, "GET", "/metrics", NULL, h);
+	}
+	CHECK(metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"refused\"}") >= 1);
+	CHECK(metric_value(r.body, "rlm_http_connections_dropped_total{reason=\"body_timeout\"}") ==
+	      4);
+	resp_release(&r);
+	free(body);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* Without a key, bodies are anyone's: one trickling its body is dropped
+ * for a newcomer at a limit (after any head), as a head would be. */
+TEST(serve_slow_bodies_without_key_make_room)
+{
+	const char *args[] = {"--no-cache", "--max-per-address", "6", NULL};
+	struct srv s = srv_start(args);
+	struct slow *bodies = slow_bodies(&s, 6, NULL);
+	struct resp r;
+	time_sleep_ns(300000000);
+	CHECK_INT(slow_body_trickle(bodies, 6), 6);
+	r = http(&s, "GET", "/healthz", NULL);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	resp_release(&r);
+	time_sleep_ns(100000000);
+	CHECK_INT(slow_body_trickle(bodies, 6), 5);
+	CHECK(bodies[0].t_closed); /* the oldest */
+	slow_close(bodies, 6);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* ---- huge answers (issue 19, finding 4) ---- */
+
+/* Model code can set an answer of tens of MB; before issue 19 the server
+ * kept it about four times per run (the answer, the result, the end
+ * event's copies of both), up to --keep-runs runs. Now the answer is cut
+ * to --max-answer where a UTF-8 character ends, the run says so, and the
+ * runs in memory hold at most --keep-runs-bytes (the registry's own
+ * count, in /metrics), the oldest finished leaving first. */
+TEST(serve_huge_answer_is_cut_and_runs_fit_their_budget)
+{
+	struct fakesrv *fs = fakesrv_start();
+	struct fake_reply fr = {200, NULL, NULL, FAKE_NORMAL, 0};
+	char url[96], *reply;
+	const char *args[] = {
+	    "--no-cache", "--model",	       "m",  "--base-url", url, "--max-answer",
+	    "1M",	  "--keep-runs-bytes", "6M", NULL};
+	const char *env[] = {"OPENAI_API_KEY=x", NULL};
+	const size_t n_e = (size_t)3 << 20, full = 1 + 2 * n_e + 3;
+	struct srv s;
+	struct resp r;
+	char *ids[3];
+	double kept;
+	CHECK(fs);
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(fs));
+	/* 'a', then 3M two-byte characters: every boundary past the 'a' is odd */
+	reply = fakesrv_chat_body("```repl\nanswer['content'] = 'a' + chr(233) * 3145728 + 'END'\n"
+				  "answer['ready'] = True\n```",
+				  "stop", 100, 10);
+	fr.body = reply;
+	fakesrv_set_default(fs, &fr);
+	free(reply);
+	s = srv_start_env(args, env);
+	for (int i = 0; i < 3; i++) {
+		char *body =
+		    xasprintf("{\"question\": \"What is long %d?\", \"context\": \"Lines of "
+			      "text %d.\\nMore text.\\n\"}",
+			      i, i);
+		const char *a;
+		r = http(&s, "POST", "/v1/solve", body);
+		free(body);
+		CHECK_MSG(r.status == 200, "%ld %.300s", r.status, r.body);
+		CHECK_STR(json_str(r.json, "status"), "done");
+		a = json_str(r.json, "answer");
+		CHECK(a);
+		/* 1M floored to where a character ends: 1 + 2k bytes */
+		CHECK_INT(strlen(a), ((size_t)1 << 20) - 1);
+		CHECK(a[0] == 'a' && (unsigned char)a[strlen(a) - 2] == 0xc3 &&
+		      (unsigned char)a[strlen(a) - 1] == 0xa9);
+		CHECK(cJSON_IsTrue(json_get(r.json, "answer_truncated")));
+		CHECK_INT((size_t)json_num(r.json, "answer_bytes", 0), full);
+		CHECK_CONTAINS(json_str(r.json, "warning"), "the answer was cut from ");
+		CHECK(cJSON_IsTrue(json_get(json_get(r.json, "result"), "answer_truncated")));
+		ids[i] = xstrdup(json_str(r.json, "run_id"));
+		resp_release(&r);
+		/* what the registry holds, by its own count: within the budget */
+		r = http(&s, "GET", "/metrics", NULL);
+		kept = metric_value(r.body, "rlm_runs_kept_bytes");
+		CHECK_MSG(kept >= (double)(1 << 20) && kept <= 6.0 * (1 << 20), "kept %.0f bytes",
+			  kept);
+		resp_release(&r);
+	}
+	/* about 4 MB a run: the oldest left memory (no store: gone), the
+	 * newest is there; and its events say the answer was cut */
+	{
+		char *p = xasprintf("/v1/runs/%s", ids[0]);
+		CHECK_INT(get_status(&s, p), 404);
+		free(p);
+		p = xasprintf("/v1/runs/%s", ids[2]);
+		r = http(&s, "GET", p, NULL);
+		CHECK_MSG(r.status == 200, "%ld", r.status);
+		CHECK(cJSON_IsTrue(json_get(r.json, "answer_truncated")));
+		resp_release(&r);
+		free(p);
+		p = xasprintf("/v1/runs/%s/events", ids[2]);
+		r = http(&s, "GET", p, NULL);
+		CHECK_CONTAINS(r.body, "the answer was cut from ");
+		resp_release(&r);
+		free(p);
+	}
+	r = http(&s, "GET", "/metrics", NULL);
+	CHECK_MSG(metric_value(r.body, "rlm_runs_kept") < 3, "%s", r.body);
+	resp_release(&r);
+	/* OpenAI's door says it too */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"rlm_context\": \"Some text.\", \"messages\": [{\"role\": \"user\", "
+		 "\"content\": \"What is long 9?\"}]}");
+	CHECK_MSG(r.status == 200, "%ld %.300s", r.status, r.body);
+	CHECK_MSG(cJSON_IsTrue(json_get(json_get(r.json, "rlm"), "answer_truncated")), "%.300s",
+		  r.body);
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+	for (int i = 0; i < 3; i++)
+		free(ids[i]);
+	fakesrv_stop(fs);
 }
