@@ -373,6 +373,12 @@ struct repl_sandbox_status {
 				       * filter is on */
 	unsigned uid, gid;            /* of the worker, as seen from outside */
 	bool scratch_tmpfs;           /* the scratch is a sized tmpfs */
+	unsigned long scratch_inodes; /* files and directories it may hold
+				       * (tmpfs nr_inodes=, or the plain
+				       * directory's count) */
+	int max_threads;              /* tasks of the worker, its main thread
+				       * included (RLIMIT_NPROC in its own user
+				       * namespace); 0: not capped */
 	bool unsafe;                  /* it runs without seccomp, or as root */
 	char fs[48];                  /* "landlock+ro-mount", "landlock",
 				       * "ro-mount", "uid-65534", "unconfined" */

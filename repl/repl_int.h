@@ -59,7 +59,8 @@ struct repl_sandbox {
 	void *bpf_scratch;        /* room for the patched copy */
 	int landlock_fd;          /* a ruleset built in the parent; -1: none */
 	const char *scratch;      /* the scratch directory (mntns: a tmpfs) */
-	char tmpfs_opts[96];      /* "size=268435456,mode=0700,uid=1000,gid=1000" */
+	char tmpfs_opts[128];     /* "size=268435456,nr_inodes=32768,mode=0700,
+				   * uid=1000,gid=1000" */
 	struct { int res; unsigned long cur, max; } rl[8];
 	int n_rl;
 	bool keep_admin;          /* the zygote's: CAP_SYS_ADMIN in its user
@@ -96,6 +97,10 @@ bool repl__sandbox_broken(struct repl *r, enum repl_layer l, const char *why);
  * RLM_EIO when seccomp should be on but the kernel shows fewer filters
  * than planned (the worker is then not used). */
 int repl__sandbox_verify(struct repl *r, struct rlm_err *err);
+/* The files and directories a scratch of limit bytes may hold (the
+ * tmpfs's nr_inodes=, the plain directory's count): limit / 8 KiB, at
+ * least 4096. */
+unsigned long repl__scratch_inodes(size_t limit);
 /* After an exec, for a scratch that is a plain directory: its size over
  * the limit? Fills what ("the scratch directory holds 300 MB, over its
  * limit of 256 MB"). */

@@ -104,7 +104,9 @@ struct m_attr {
 #define DEF_CPU_S   3600
 #define NS_UID	    1000 /* the worker's ids inside its user namespace */
 
-#define WALK_MAX   100000 /* entries repl__scratch_over looks at */
+#define WALK_MAX   100000 /* entries repl__scratch_over looks at, at most */
+#define INODE_BYTES (8 * 1024) /* scratch bytes per inode (file, directory) */
+#define INODES_MIN  4096
 #define WALK_DEPTH 64	  /* directory levels it descends */
 
 /* The first directory above `path` that others cannot search (mode
@@ -126,6 +128,18 @@ static bool closed_ancestor(const char *path, char *out, size_t cap)
 		}
 	}
 	return false;
+}
+
+/* The number of files and directories a scratch of `limit` bytes may
+ * hold: one per 8 KiB, at least 4096. An empty file costs no block but a
+ * kernel inode and dentry (about 1.2 KiB of slab), which no size= and no
+ * rlimit counts: without a cap a worker could pin gigabytes of host
+ * memory in empty files. The tmpfs gets it as nr_inodes=, the plain
+ * directory's quota check counts entries against it. */
+unsigned long repl__scratch_inodes(size_t limit)
+{
+	unsigned long n = (unsigned long)(limit / INODE_BYTES);
+	return n < INODES_MIN ? INODES_MIN : n;
 }
 
 /* ---- the probe: once per process ---- */
@@ -289,6 +303,8 @@ struct cJSON *repl_sandbox_status_json(const struct repl_sandbox_status *st)
 	json_add_num(o, "gid", st->gid);
 	json_add_str(o, "fs", st->fs);
 	json_add_bool(o, "scratch_tmpfs", st->scratch_tmpfs);
+	json_add_num(o, "scratch_inodes", (double)st->scratch_inodes);
+	json_add_num(o, "max_threads", st->max_threads);
 	json_add_bool(o, "unsafe", st->unsafe);
 	return o;
 }
@@ -445,6 +461,7 @@ static void build_line(struct repl *r)
 	} else {
 		buf_puts(&b, " rlimits=off");
 	}
+	buf_printf(&b, " inodes=%lu", st->scratch_inodes);
 	snprintf(st->line, sizeof(st->line), "%s", b.p);
 	buf_release(&b);
 }
@@ -629,8 +646,10 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 	/* The scratch: a sized tmpfs in the mount namespace, else the plain
 	 * directory, checked after each exec. */
 	st->scratch_tmpfs = st->on[REPL_L_MNTNS];
-	snprintf(sb->tmpfs_opts, sizeof(sb->tmpfs_opts), "size=%zu,mode=0700,uid=%u,gid=%u",
-		 c->scratch_limit, sb->ns_uid, sb->ns_gid);
+	snprintf(sb->tmpfs_opts, sizeof(sb->tmpfs_opts),
+		 "size=%zu,nr_inodes=%lu,mode=0700,uid=%u,gid=%u", c->scratch_limit,
+		 repl__scratch_inodes(c->scratch_limit), sb->ns_uid, sb->ns_gid);
+	st->scratch_inodes = repl__scratch_inodes(c->scratch_limit);
 
 	/* rlimits (this order: build_line reads them by index). */
 	if (st->on[REPL_L_RLIMITS]) {
@@ -949,6 +968,7 @@ int repl__sandbox_verify(struct repl *r, struct rlm_err *err)
 struct walk {
 	unsigned long long bytes;
 	size_t n;   /* entries seen */
+	size_t max; /* entries allowed (the inode cap) */
 	bool deep;  /* a directory below WALK_DEPTH: over the limit */
 	int denied; /* errno of an entry we may not look at: over too */
 };
@@ -982,7 +1002,7 @@ static void walk(int dfd, int depth, struct walk *w)
 		close(dfd);
 		return;
 	}
-	while ((e = readdir(d)) != NULL && w->n < WALK_MAX && !w->deep && !w->denied) {
+	while ((e = readdir(d)) != NULL && w->n < w->max && !w->deep && !w->denied) {
 		struct stat s;
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
@@ -1007,10 +1027,11 @@ static void walk(int dfd, int depth, struct walk *w)
 bool repl__scratch_over(const struct repl *r, char *what, size_t cap)
 {
 	unsigned long long lim = r->cfg.sandbox.scratch_limit;
-	struct walk w = {0, 0, false, 0};
+	struct walk w = {0, 0, 0, false, 0};
 	int fd;
 	if (r->sb_status.scratch_tmpfs || !r->scratch || !lim)
 		return false;
+	w.max = RLM_MIN(repl__scratch_inodes(lim), (unsigned long)WALK_MAX);
 	fd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	/* A worker of our own uid (we are not root) may have made the whole
 	 * scratch unreadable: it is a 0700 directory of ours, so open it up
@@ -1036,8 +1057,10 @@ bool repl__scratch_over(const struct repl *r, char *what, size_t cap)
 			 WALK_DEPTH);
 		return true;
 	}
-	if (w.n >= WALK_MAX) {
-		snprintf(what, cap, "the scratch directory passed its limit of %d files", WALK_MAX);
+	if (w.n >= w.max) {
+		snprintf(what, cap,
+			 "the scratch directory passed its limit of %zu files and directories",
+			 w.max);
 		return true;
 	}
 	if (w.bytes <= lim)

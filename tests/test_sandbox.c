@@ -2471,6 +2471,78 @@ TEST(worker_dies_with_its_controller)
 	CHECK_MSG(!state[0] || state[0] == 'Z', "the worker %d lives on: %s", (int)w.pid, state);
 }
 
+/* ---- issue 19: what the attack found ----
+ *
+ * Each of these failed on the code before the fix: no nr_inodes= on the
+ * scratch tmpfs, sysinfo(2) allowed, fd 0 the host's /dev/null, no thread
+ * cap, the whole host tree visible read-only. */
+
+/* Run code in a fresh REPL of cfg; the output (caller frees), with
+ * *restarted from the result. */
+static char *run_alone(const struct repl_cfg *cfg, const char *code, bool *restarted)
+{
+	struct repl *r = start(cfg);
+	struct repl_result res;
+	char *out;
+	exec_cell(NULL, r, code, &res);
+	out = xstrdup(res.output);
+	if (restarted)
+		*restarted = res.restarted;
+	repl_result_release(&res);
+	repl_free(r);
+	return out;
+}
+
+static const char files_cell[] =
+	"import os\n"
+	"n, err = 0, None\n"
+	"try:\n"
+	"    for i in range(6000):\n"
+	"        open('f%d' % i, 'w').close()\n"
+	"        n += 1\n"
+	"except OSError as e:\n"
+	"    err = e.errno\n"
+	"print('FILES', n, err)\n";
+
+/* Finding 3: empty files cost kernel memory that no size= counts. A 16 MiB
+ * scratch holds at most 4096 files and directories: the tmpfs says ENOSPC
+ * (from the zygote and cold), the plain directory's quota check restarts
+ * the worker. */
+TEST(i19_scratch_inode_cap)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r;
+	char *out;
+	bool restarted;
+	int n, e;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (int cold = 0; cold < 2; cold++) {
+		cfg_level(&cfg, 0);
+		cfg.sandbox.scratch_limit = 16 << 20;
+		cfg.no_zygote = cold;
+		r = start(&cfg);
+		repl_sandbox_status(r, &st);
+		repl_free(r);
+		if (!st.scratch_tmpfs)
+			SKIP("no tmpfs scratch here (no mount namespace)");
+		CHECK_INT(st.scratch_inodes, 4096);
+		CHECK_CONTAINS(st.line, "inodes=4096");
+		out = run_alone(&cfg, files_cell, NULL);
+		CHECK_MSG(sscanf(out, "FILES %d %d", &n, &e) == 2, "cold %d: %s", cold, out);
+		CHECK_MSG(e == ENOSPC && n > 4000 && n < 4096, "cold %d: %s", cold, out);
+		free(out);
+	}
+	/* No mount namespace: the quota check counts the files. */
+	cfg_level(&cfg, 0);
+	cfg.sandbox.scratch_limit = 16 << 20;
+	cfg.sandbox.disable = L(REPL_L_MNTNS);
+	out = run_alone(&cfg, files_cell, &restarted);
+	CHECK_MSG(restarted, "%s", out);
+	CHECK_CONTAINS(out, "limit of 4096 files");
+	free(out);
+}
+
 /* ---- the matrix ---- */
 
 /* Last: print attack x level from the file the level tests appended to. */
