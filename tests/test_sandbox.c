@@ -2543,6 +2543,30 @@ TEST(i19_scratch_inode_cap)
 	free(out);
 }
 
+/* Finding 9: sysinfo(2) told the worker the host's process count, load,
+ * RAM and uptime. Now ENOSYS, from the zygote, cold and without
+ * namespaces (the filter is the same everywhere). */
+TEST(i19_sysinfo_denied)
+{
+	static const int lv[] = {0, 8, 2};
+	static const char cell[] =
+		"import ctypes\n"
+		"libc = ctypes.CDLL(None, use_errno=True)\n"
+		"buf = ctypes.create_string_buffer(256)\n"
+		"r = libc.sysinfo(buf)\n"
+		"print('SYSINFO', r, ctypes.get_errno(), int.from_bytes(buf.raw[:8], 'little'))\n";
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (size_t i = 0; i < ARRAY_SIZE(lv); i++) {
+		struct repl_cfg cfg;
+		char *out;
+		cfg_level(&cfg, lv[i]);
+		out = run_alone(&cfg, cell, NULL);
+		CHECK_MSG(strstr(out, "SYSINFO -1 38 0") != NULL, "[%s] %s", levels[lv[i]].name,
+			  out);
+		free(out);
+	}
+}
+
 /* ---- the matrix ---- */
 
 /* Last: print attack x level from the file the level tests appended to. */
