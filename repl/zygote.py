@@ -231,8 +231,8 @@ def _z_worker(req, fds):
 
 
 def _z_prepare(req, fds):
-    """Session, parent death, fd layout: 0 stays /dev/null, 1 and 2 the
-    log pipe, 3 and 4 the frames, 5 the context, 6 the Landlock ruleset."""
+    """Session, parent death, fd layout: 0 stays /dev/null (until
+    _z_sandbox makes it a pipe), 1 and 2 the log pipe, 3 and 4 the frames, 5 the context, 6 the Landlock ruleset."""
     posix.setsid()
     _sc('prctl', 1, 9, what='prctl(PR_SET_PDEATHSIG)')  # SIGKILL
     if not req.get('pidns') and posix.getppid() != _Z.ppid:
@@ -281,6 +281,15 @@ def _z_sandbox(req, nfd):
             posix.close(d)
         _sc('landlock_restrict_self', 6, 0, what='landlock_restrict_self', layer='landlock')
         posix.close(6)
+    # fd 0: an empty pipe (EOF), not the host's /dev/null, whose inode
+    # futimens(0) or fchmod(0) would change (spawn.c, child_stdin).
+    try:
+        r, w = posix.pipe()
+        posix.dup2(r, 0)
+        posix.close(r)
+        posix.close(w)
+    except OSError as e:
+        raise _ZFail('stdin pipe', e.errno) from None
     try:
         posix.chdir(req['scratch'])
     except OSError as e:

@@ -2567,6 +2567,45 @@ TEST(i19_sysinfo_denied)
 	}
 }
 
+/* Finding 8: fd 0 was the host's /dev/null, opened before the worker's
+ * read-only mounts: futimens(0) changed the host inode's mtime. Now fds 0,
+ * 1 and 2 are pipes, and the host's /dev/null keeps its times. */
+TEST(i19_std_fds_private)
+{
+	static const int lv[] = {0, 8, 2, 5};
+	static const char cell[] =
+		"import os, stat\n"
+		"kinds = [stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, 1, 2)]\n"
+		"try:\n"
+		"    os.utime(0)\n"
+		"    u = 'ok'\n"
+		"except OSError as e:\n"
+		"    u = e.errno\n"
+		"try:\n"
+		"    os.fchmod(0, 0o600)\n"
+		"except OSError as e:\n"
+		"    pass\n"
+		"print('FDS', kinds, u, repr(os.read(0, 10)))\n";
+	struct stat before, after;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (size_t i = 0; i < ARRAY_SIZE(lv); i++) {
+		struct repl_cfg cfg;
+		char *out;
+		cfg_level(&cfg, lv[i]);
+		CHECK(stat("/dev/null", &before) == 0);
+		time_sleep_ns(20 * MS);
+		out = run_alone(&cfg, cell, NULL);
+		CHECK(stat("/dev/null", &after) == 0);
+		CHECK_MSG(strstr(out, "FDS [True, True, True]") && strstr(out, "b''"), "[%s] %s",
+			  levels[lv[i]].name, out);
+		CHECK_MSG(before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+			      before.st_mtim.tv_nsec == after.st_mtim.tv_nsec &&
+			      before.st_mode == after.st_mode,
+			  "[%s] the host's /dev/null changed: %s", levels[lv[i]].name, out);
+		free(out);
+	}
+}
+
 /* ---- the matrix ---- */
 
 /* Last: print attack x level from the file the level tests appended to. */
