@@ -322,7 +322,9 @@ struct repl;
  *             fresh /proc that shows only it (so signals it sends itself
  *             with a default action are ignored).
  *   rlimits   address space, open files, file size, core 0, CPU seconds,
- *             each at most the controller's own hard limit.
+ *             each at most the controller's own hard limit; with userns
+ *             also RLIMIT_NPROC, counted in the worker's own user
+ *             namespace: a cap on its threads (max_threads).
  * and always: only its own fds, a scrubbed environment, its own session,
  * the parent-death signal, no_new_privs, no ambient capabilities, the wall
  * clock per exec, a worker that makes itself non-dumpable once Python is
@@ -359,6 +361,9 @@ struct repl_sandbox_cfg {
 			       * RLIMIT_FSIZE); 0: 256 MiB */
 	int64_t cpu_limit_s;  /* RLIMIT_CPU for a worker's life; 0: 3600 */
 	int max_files;        /* RLIMIT_NOFILE; 0: 64 */
+	int max_threads;      /* threads of a worker, its main thread included
+			       * (RLIMIT_NPROC in its own user namespace, so
+			       * only with userns); 0: 256; < 0: no cap */
 };
 
 struct repl_sandbox_status {

@@ -102,6 +102,7 @@ struct m_attr {
 #define DEF_SCRATCH (256 * MiB)
 #define DEF_FILES   64
 #define DEF_CPU_S   3600
+#define DEF_THREADS 256
 #define NS_UID	    1000 /* the worker's ids inside its user namespace */
 
 #define WALK_MAX   100000 /* entries repl__scratch_over looks at, at most */
@@ -462,6 +463,10 @@ static void build_line(struct repl *r)
 		buf_puts(&b, " rlimits=off");
 	}
 	buf_printf(&b, " inodes=%lu", st->scratch_inodes);
+	if (st->max_threads > 0)
+		buf_printf(&b, " threads=%d", st->max_threads);
+	else
+		buf_puts(&b, " threads=uncapped");
 	snprintf(st->line, sizeof(st->line), "%s", b.p);
 	buf_release(&b);
 }
@@ -667,6 +672,21 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 		add_rl(sb, RLIMIT_CPU, cpu, cpu + 5);
 		add_rl(sb, RLIMIT_CORE, 0, 0);
 		add_rl(sb, RLIMIT_MSGQUEUE, 0, 0);
+		/* Threads: since 5.14 RLIMIT_NPROC counts the tasks of one uid
+		 * in one user namespace, and every worker has its own (the
+		 * zygote's workers a nested one each), so this caps the
+		 * worker's threads alone. The kernel waives it only for a
+		 * task with CAP_SYS_RESOURCE or CAP_SYS_ADMIN in the initial
+		 * namespace, or of the host's root: never a worker but an
+		 * unsafe one that stays root. Without a user namespace it
+		 * would count every process of nobody, or of the
+		 * controller's user: no cap there. */
+		if (st->on[REPL_L_USERNS] && c->max_threads >= 0) {
+			unsigned long n =
+			    c->max_threads > 0 ? (unsigned long)c->max_threads : DEF_THREADS;
+			add_rl(sb, RLIMIT_NPROC, n, n);
+			st->max_threads = (int)sb->rl[sb->n_rl - 1].cur;
+		}
 	}
 
 	for (int l = 0; l < REPL_L_COUNT; l++)

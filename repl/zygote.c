@@ -295,9 +295,13 @@ static void request_json(struct buf *b, const struct repl *r, const struct repl_
 	for (int i = 0; i < sb->n_rl; i++)
 		buf_printf(b, "%s[%d,%lu,%lu]", i ? "," : "", sb->rl[i].res, sb->rl[i].cur,
 			   sb->rl[i].max);
-	buf_printf(b, "],\"ll\":%llu,\"seccomp\":%s,\"keepcaps\":%s",
+	/* nest: a user namespace of its own inside the zygote's, so that
+	 * RLIMIT_NPROC (counted per uid and user namespace) caps this
+	 * worker's threads, not the sum of all workers of the zygote. */
+	buf_printf(b, "],\"ll\":%llu,\"seccomp\":%s,\"keepcaps\":%s,\"nest\":%s",
 		   sb->landlock_fd >= 0 ? (unsigned long long)repl__sandbox_scratch_rights() : 0ULL,
-		   sb->seccomp ? "true" : "false", keep ? "true" : "false");
+		   sb->seccomp ? "true" : "false", keep ? "true" : "false",
+		   ns ? "true" : "false");
 	if (sb->fault >= 0)
 		buf_printf(b, ",\"fault\":[\"%s\",%d]", repl_layer_name((enum repl_layer)sb->fault),
 			   sb->fault_errno);

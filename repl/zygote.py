@@ -39,6 +39,7 @@ import _ctypes
 import _socket
 
 _CLONE_PARENT = 0x8000
+_CLONE_NEWUSER = 0x10000000
 _SIGCHLD = 17
 _SELF = 0x7ff0be11  # REPL_BPF_SELF: the pid placeholder of the first filter
 
@@ -52,6 +53,7 @@ class _Z:
     first = None     # the first seccomp filter (bytes), None: none
     late = '-'       # the late filter, hex
     ppid = 0         # the controller
+    uid = gid = 0    # ours, in the zygote's user namespace
     errno = None
 
 
@@ -85,6 +87,8 @@ def _z_setup(plan):
     _Z.first = bytes.fromhex(plan['first']) if plan['first'] != '-' else None
     _Z.late = plan['late']
     _Z.ppid = plan['ppid']
+    _Z.uid = posix.geteuid()  # in the zygote's namespace: what each
+    _Z.gid = posix.getegid()  # worker's own namespace maps to itself
 
 
 class _ubyte(_ctypes._SimpleCData):
@@ -173,7 +177,7 @@ def _zygote(plan_json):
         try:
             if type(req) is not dict or len(fds) not in (4, 5):
                 raise ValueError('a request with %d fds' % len(fds))
-            pid = _z_fork(req.get('flags', 0))
+            pid = _z_fork(req.get('flags', 0) | (_CLONE_NEWUSER if req.get('nest') else 0))
         except _ZFail as e:
             err = {'error': '%s: errno %d' % (e.what, e.e), 'errno': e.e}
         except Exception as e:
@@ -256,6 +260,8 @@ def _z_sandbox(req, nfd):
     fault = req.get('fault')
     if fault and fault[0] != 'seccomp':
         raise _ZFail('injected fault', fault[1], fault[0])
+    if req.get('nest'):
+        _z_maps()
     if req['flags'] & 0x20000:  # CLONE_NEWNS
         _z_mounts(req)
     # No capabilities (the zygote's CAP_SYS_ADMIN was for the mounts).
@@ -298,6 +304,28 @@ def _z_sandbox(req, nfd):
         raise _ZFail('seccomp', fault[1], 'seccomp')
     if _Z.first is not None and req.get('seccomp'):
         _z_seccomp(posix.getpid())
+
+
+def _z_maps():
+    """Our own user namespace (nested in the zygote's): map our uid and
+    gid to themselves, as unshare -r does, so that RLIMIT_NPROC counts
+    this worker's threads alone. Writing our own maps needs us dumpable
+    (a non-dumpable process's /proc files are the host root's); we are a
+    copy of the zygote, which holds no secret, and not dumpable again
+    right after."""
+    _sc('prctl', 4, 1, 0, 0, 0, what='prctl(PR_SET_DUMPABLE)', layer='userns')
+    for name, text in (('setgroups', b'deny'),
+                       ('gid_map', b'%d %d 1\n' % (_Z.gid, _Z.gid)),
+                       ('uid_map', b'%d %d 1\n' % (_Z.uid, _Z.uid))):
+        try:
+            fd = posix.open('/proc/self/' + name, posix.O_WRONLY | posix.O_CLOEXEC)
+            try:
+                posix.write(fd, text)
+            finally:
+                posix.close(fd)
+        except OSError as e:
+            raise _ZFail('write ' + name, e.errno, 'userns') from None
+    _sc('prctl', 4, 0, 0, 0, 0, what='prctl(PR_SET_DUMPABLE)', layer='userns')
 
 
 def _z_mounts(req):

@@ -2606,6 +2606,122 @@ TEST(i19_std_fds_private)
 	}
 }
 
+/* Finding 6 (the cap): a bomb of 3,000 threads with 64 KiB stacks ran
+ * whole. Now the 256th start fails with RuntimeError, in workers from the
+ * zygote and cold, the worker lives on, and two workers of one zygote
+ * each get their own 256 (the count is per user namespace). Without a
+ * user namespace there is no cap, and the status says so. */
+static const char bomb_cell[] =
+	"import threading\n"
+	"threading.stack_size(65536)\n"
+	"ev = threading.Event()\n"
+	"ts, err = [], None\n"
+	"try:\n"
+	"    for i in range(3000):\n"
+	"        t = threading.Thread(target=ev.wait)\n"
+	"        t.start()\n"
+	"        ts.append(t)\n"
+	"except RuntimeError as e:\n"
+	"    err = str(e)\n"
+	"if HOLD:\n"
+	"    print('THREADS', len(ts), err, flush=True)\n"
+	"    import time; time.sleep(HOLD)\n"
+	"ev.set()\n"
+	"for t in ts:\n"
+	"    t.join()\n"
+	"print('THREADS', len(ts), err)\n";
+
+static void check_bomb(const char *out, const char *where)
+{
+	int n = -1;
+	const char *p = strstr(out, "THREADS ");
+	CHECK_MSG(p && sscanf(p, "THREADS %d", &n) == 1, "[%s] %s", where, out);
+	CHECK_MSG(n >= 200 && n < 256 && strstr(p, "can't start new thread"), "[%s] %s", where,
+		  out);
+}
+
+struct bomb_arg {
+	struct repl *r;
+	struct repl_result *res;
+	int rc;
+};
+
+static void *bomb_main(void *arg)
+{
+	struct bomb_arg *b = arg;
+	struct rlm_err err = {0, ""};
+	b->rc = repl_exec(b->r, bomb_cell, strlen(bomb_cell), time_now_ns() + 60000 * MS, b->res,
+			  &err);
+	return NULL;
+}
+
+TEST(i19_thread_cap)
+{
+	static const int lv[] = {0, 8};
+	struct repl_sandbox_status st;
+	struct repl_result res;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (size_t i = 0; i < ARRAY_SIZE(lv); i++) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		cfg_level(&cfg, lv[i]);
+		r = start(&cfg);
+		repl_sandbox_status(r, &st);
+		CHECK_INT(st.max_threads, 256);
+		CHECK_CONTAINS(st.line, "threads=256");
+		exec_cell(NULL, r, "HOLD = 0", &res);
+		repl_result_release(&res);
+		exec_cell(NULL, r, bomb_cell, &res);
+		check_bomb(res.output, levels[lv[i]].name);
+		CHECK(!res.restarted);
+		repl_result_release(&res);
+		exec_cell(NULL, r, "import threading; print('after', threading.active_count())", &res);
+		CHECK_MSG(strstr(res.output, "after 1") && !res.restarted, "%s", res.output);
+		repl_result_release(&res);
+		repl_free(r);
+	}
+	/* Two workers of one zygote at once: each its own cap. */
+	{
+		struct repl_cfg cfg;
+		struct repl *a, *b;
+		struct rlm_err err = {0, ""};
+		struct repl_result rb;
+		cfg_level(&cfg, 0);
+		a = start(&cfg);
+		b = start(&cfg);
+		exec_cell(NULL, a, "HOLD = 3", &res);
+		repl_result_release(&res);
+		exec_cell(NULL, b, "HOLD = 0", &res);
+		repl_result_release(&res);
+		/* a holds its threads (3 s) while b starts its own. */
+		struct bomb_arg ba = {a, &res, -1};
+		pthread_t th;
+		CHECK(pthread_create(&th, NULL, bomb_main, &ba) == 0);
+		time_sleep_ns(1500 * MS);
+		exec_cell(NULL, b, bomb_cell, &rb);
+		pthread_join(th, NULL);
+		CHECK_INT(ba.rc, 0);
+		(void)err;
+		check_bomb(res.output, "a");
+		check_bomb(rb.output, "b");
+		repl_result_release(&res);
+		repl_result_release(&rb);
+		repl_free(a);
+		repl_free(b);
+	}
+	/* No user namespace: no cap, said so. */
+	{
+		struct repl_cfg cfg;
+		struct repl *r;
+		cfg_level(&cfg, 2);
+		r = start(&cfg);
+		repl_sandbox_status(r, &st);
+		CHECK_INT(st.max_threads, 0);
+		CHECK_CONTAINS(st.line, "threads=uncapped");
+		repl_free(r);
+	}
+}
+
 /* ---- the matrix ---- */
 
 /* Last: print attack x level from the file the level tests appended to. */
