@@ -321,6 +321,11 @@ struct repl;
  *   netns, pidns, ipcns, utsns   no network at all; its own pid 1 with a
  *             fresh /proc that shows only it (so signals it sends itself
  *             with a default action are ignored).
+ *   pivot     a root of its own (pivot_root into a tmpfs, the host's tree
+ *             detached): /usr, /etc/ld.so.cache and /etc/localtime,
+ *             /dev/null, zero, random, urandom, /proc and the scratch
+ *             directory; every other host path does not exist for it.
+ *             Needs mntns.
  *   rlimits   address space, open files, file size, core 0, CPU seconds,
  *             each at most the controller's own hard limit; with userns
  *             also RLIMIT_NPROC, counted in the worker's own user
@@ -345,6 +350,7 @@ enum repl_layer {
 	REPL_L_IPCNS,
 	REPL_L_UTSNS,
 	REPL_L_RLIMITS,
+	REPL_L_PIVOT,
 	REPL_L_COUNT
 };
 #define REPL_L_ALL ((1u << REPL_L_COUNT) - 1)

@@ -48,6 +48,29 @@ const char *repl__seccomp_late_hex(void);
  * Async-signal-safe. Returns 0 or an errno value. */
 int repl__seccomp_apply(const struct repl_bpf *first, void *scratch, pid_t self);
 
+/* The worker's own root, planned in the parent: a tmpfs mounted over the
+ * scratch directory (R) is filled by these steps, then the child
+ * pivot_roots into it and detaches the host's tree. Paths are offsets
+ * into arena (so that a copy of the plan stays whole): dst is below R as
+ * the child sees it before the pivot ("<R>/usr"), src a host path (bind)
+ * or a symlink's text. */
+enum { REPL_ROOT_MKDIR, REPL_ROOT_SYMLINK, REPL_ROOT_RBIND, REPL_ROOT_FBIND };
+#define REPL_ROOT_OPS	48
+#define REPL_ROOT_ARENA 8192
+struct repl_root_op {
+	unsigned char op;         /* REPL_ROOT_... */
+	bool dev;                 /* a device node: nodev cleared on its bind */
+	unsigned short src, dst;  /* offsets into arena */
+};
+struct repl_root {
+	struct repl_root_op ops[REPL_ROOT_OPS];
+	int n;
+	unsigned short proc;      /* "<R>/proc", for a fresh /proc */
+	unsigned short used;      /* bytes of arena in use */
+	char opts[96];            /* the root tmpfs's mount options */
+	char arena[REPL_ROOT_ARENA];
+};
+
 /* One worker's sandbox, planned by repl__sandbox_plan in the parent. */
 struct repl_sandbox {
 	unsigned layers;          /* (1u << REPL_L_...) to apply */
@@ -63,6 +86,8 @@ struct repl_sandbox {
 				   * uid=1000,gid=1000" */
 	struct { int res; unsigned long cur, max; } rl[8];
 	int n_rl;
+	bool pivot;               /* its own root (root, below): mntns only */
+	struct repl_root root;
 	bool keep_admin;          /* the zygote's: CAP_SYS_ADMIN in its user
 				   * namespace kept through execve (ambient) */
 	int fault;                /* tests (RLM_SANDBOX_FAULT=<layer>[:ERRNO]):

@@ -193,6 +193,8 @@ static void plan_json(struct buf *b, const struct repl_sandbox *sb)
 	    {"mount_setattr", SYS_mount_setattr},
 	    {"landlock_add_rule", SYS_landlock_add_rule},
 	    {"landlock_restrict_self", SYS_landlock_restrict_self},
+	    {"pivot_root", SYS_pivot_root},
+	    {"umount2", SYS_umount2},
 	};
 	buf_puts(b, "{\"nr\":{");
 	for (size_t i = 0; i < ARRAY_SIZE(nr); i++)
@@ -302,6 +304,22 @@ static void request_json(struct buf *b, const struct repl *r, const struct repl_
 		   sb->landlock_fd >= 0 ? (unsigned long long)repl__sandbox_scratch_rights() : 0ULL,
 		   sb->seccomp ? "true" : "false", keep ? "true" : "false",
 		   ns ? "true" : "false");
+	if (sb->pivot) {
+		const struct repl_root *rt = &sb->root;
+		buf_printf(b, ",\"root\":{\"opts\":\"%s\",\"proc\":", rt->opts);
+		repl__json_str(b, rt->arena + rt->proc, strlen(rt->arena + rt->proc));
+		buf_puts(b, ",\"ops\":[");
+		for (int i = 0; i < rt->n; i++) {
+			const struct repl_root_op *o = &rt->ops[i];
+			const char *src = o->src ? rt->arena + o->src : "";
+			buf_printf(b, "%s[%d,", i ? "," : "", o->op);
+			repl__json_str(b, src, strlen(src));
+			buf_putc(b, ',');
+			repl__json_str(b, rt->arena + o->dst, strlen(rt->arena + o->dst));
+			buf_printf(b, ",%s]", o->dev ? "true" : "false");
+		}
+		buf_puts(b, "]}");
+	}
 	if (sb->fault >= 0)
 		buf_printf(b, ",\"fault\":[\"%s\",%d]", repl_layer_name((enum repl_layer)sb->fault),
 			   sb->fault_errno);

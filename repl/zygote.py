@@ -334,6 +334,8 @@ def _z_mounts(req):
     flags = 0x2 | 0x4 | 0x8  # MS_NOSUID|MS_NODEV|MS_NOEXEC
     _sc('mount', _cstr('none'), _cstr('/'), None, 0x4000 | 0x40000, None,
         what='mount / private', layer='mntns')  # MS_REC|MS_PRIVATE
+    if req.get('root'):
+        return _z_pivot(req, ro, nodev, flags)
     if req.get('pidns'):
         _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
             what='mount /proc', layer='pidns')
@@ -347,6 +349,57 @@ def _z_mounts(req):
     except _ZFail:
         pass
     _sc('mount', _cstr('rlm-scratch'), _cstr(req['scratch']), _cstr('tmpfs'), flags,
+        _cstr(req['tmpfs']), what='mount the scratch tmpfs', layer='mntns')
+
+
+def _z_pivot(req, ro, nodev, flags):
+    """Our own root, as repl/sandbox.c's child_pivot: a tmpfs over the
+    scratch directory filled by the plan's steps (0 mkdir, 1 symlink,
+    2 bind a directory, 3 bind a file), a fresh /proc, pivot_root, the
+    host's tree detached, all read-only but the device nodes' nodev, and
+    the scratch tmpfs."""
+    root = req['root']
+    R = req['scratch']
+    _sc('mount', _cstr('rlm-root'), _cstr(R), _cstr('tmpfs'), flags, _cstr(root['opts']),
+        what='mount the new root', layer='pivot')
+    for op, src, dst, _dev in root['ops']:
+        try:
+            if op == 0:
+                try:
+                    posix.mkdir(dst, 0o755)
+                except FileExistsError:
+                    pass
+            elif op == 1:
+                posix.symlink(src, dst)
+            elif op == 3:
+                posix.close(posix.open(dst, posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC,
+                                       0o444))
+        except OSError as e:
+            raise _ZFail('new root: ' + ('mkdir', 'symlink', '', 'a file to bind on')[op],
+                         e.errno, 'pivot') from None
+        if op in (2, 3):
+            _sc('mount', _cstr(src), _cstr(dst), None, 0x1000 | (0x4000 if op == 2 else 0),
+                None, what='new root: bind', layer='pivot')  # MS_BIND, MS_REC
+    if req.get('pidns'):
+        _sc('mount', _cstr('proc'), _cstr(root['proc']), _cstr('proc'), flags, None,
+            what='mount /proc', layer='pidns')
+    try:
+        posix.chdir(R)
+    except OSError as e:
+        raise _ZFail('chdir to the new root', e.errno, 'pivot') from None
+    dot = _cstr('.')
+    _sc('pivot_root', dot, dot, what='pivot_root', layer='pivot')
+    _sc('umount2', dot, 2, what='detach the host\'s root', layer='pivot')  # MNT_DETACH
+    posix.chdir('/')
+    _sc('mount_setattr', -100, _cstr('/'), 0x8000, ro, 32,
+        what='mount_setattr / read-only', layer='pivot')
+    for op, _src, dst, dev in root['ops']:
+        if dev:
+            try:
+                _sc('mount_setattr', -100, _cstr(dst[len(R):]), 0, nodev, 32)
+            except _ZFail:
+                pass
+    _sc('mount', _cstr('rlm-scratch'), _cstr(R), _cstr('tmpfs'), flags,
         _cstr(req['tmpfs']), what='mount the scratch tmpfs', layer='mntns')
 
 
