@@ -2817,6 +2817,62 @@ TEST(i19_host_paths_hidden)
 	}
 }
 
+/* A machine where pivot_root is refused (EINVAL: the root is the
+ * initramfs; EPERM: policy): the worker starts with the read-only host
+ * tree instead, every other layer on, the status says why, and `rlm
+ * doctor` shows the layer off and its os.stat check as a WARN. A shortage
+ * (ENOMEM) keeps the layer and fails that start. */
+TEST(i19_pivot_fallback)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r = NULL;
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	char cmd[600], out[16384];
+	size_t n;
+	FILE *p;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (int cold = 0; cold < 2; cold++) {
+		pid_t c = fork();
+		int status;
+		CHECK(c >= 0);
+		if (c == 0) { /* the broken layer is remembered per process */
+			setenv("RLM_SANDBOX_FAULT", "pivot:ENOMEM", 1);
+			cfg_level(&cfg, 0);
+			cfg.no_zygote = cold;
+			if (repl_start(&cfg, &r, &err) != RLM_ESANDBOX || !strstr(err.msg, "pivot"))
+				_exit(10);
+			setenv("RLM_SANDBOX_FAULT", "pivot:EINVAL", 1);
+			r = start(&cfg);
+			repl_sandbox_status(r, &st);
+			if (st.on[REPL_L_PIVOT] || !st.on[REPL_L_MNTNS] || !st.on[REPL_L_LANDLOCK] ||
+			    !strstr(st.line, "pivot=off"))
+				_exit(11);
+			exec_cell(NULL, r, "import os\nprint('SHADOW', os.stat('/etc/shadow').st_size > 0)",
+				  &res);
+			if (!strstr(res.output, "SHADOW True"))
+				_exit(12);
+			repl_result_release(&res);
+			repl_free(r);
+			_exit(0);
+		}
+		CHECK(waitpid(c, &status, 0) == c);
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "cold %d: status %d", cold,
+			  status);
+	}
+	snprintf(cmd, sizeof(cmd), "RLM_SANDBOX_FAULT=pivot:EPERM '%s' doctor 2>&1",
+		 harness_rlm_bin());
+	p = popen(cmd, "r");
+	CHECK(p != NULL);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	CHECK_MSG(strstr(out, "  pivot      off") && strstr(out, "WARN  os.stat host paths") &&
+		      strstr(out, "result: OK with warnings"),
+		  "%s", out);
+}
+
 /* ---- the matrix ---- */
 
 /* Last: print attack x level from the file the level tests appended to. */
