@@ -65,6 +65,8 @@ struct repl_root_op {
 struct repl_root {
 	struct repl_root_op ops[REPL_ROOT_OPS];
 	int n;
+	int n_fixed;              /* ops[0..n_fixed) do not depend on the
+				   * scratch path: the zygote's template */
 	unsigned short proc;      /* "<R>/proc", for a fresh /proc */
 	unsigned short used;      /* bytes of arena in use */
 	char opts[96];            /* the root tmpfs's mount options */

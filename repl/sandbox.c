@@ -530,8 +530,19 @@ static bool root_plan(const struct repl *r, struct repl_sandbox *sb, char *why, 
 	for (size_t i = 0; ok && i < ARRAY_SIZE(devs); i++)
 		if (stat(devs[i], &st) == 0 && S_ISCHR(st.st_mode))
 			ok = root_op(rt, R, REPL_ROOT_FBIND, devs[i], devs[i], true);
-	ok = ok && root_op(rt, R, REPL_ROOT_MKDIR, NULL, "/proc", false) &&
-	     root_mkdirs(rt, R, R);
+	ok = ok && root_op(rt, R, REPL_ROOT_MKDIR, NULL, "/proc", false);
+	rt->n_fixed = rt->n;
+	/* The scratch's first directory must be one of its own (a zygote's
+	 * worker mounts a tmpfs there), not one the root holds already. */
+	for (int i = 0; ok && i < rt->n; i++) {
+		const char *top = rt->arena + rt->ops[i].dst + strlen(R);
+		size_t k = strcspn(R + 1, "/") + 1;
+		if (strchr(top + 1, '/') == NULL && strlen(top) == k && strncmp(top, R, k) == 0) {
+			snprintf(why, cap, "the scratch directory '%.100s' is under %.40s", R, top);
+			return false;
+		}
+	}
+	ok = ok && root_mkdirs(rt, R, R);
 	if (ok)
 		ok = (rt->proc = root_str(rt, R, "/proc")) != 0;
 	if (!ok) {

@@ -154,6 +154,8 @@ def _zygote(plan_json):
     with its arguments."""
     plan = _decode(plan_json.encode('utf-8'))
     _z_setup(plan)
+    if plan.get('root'):
+        _z_template(plan['root'])
     sys.argv = ['']
     # Not dumpable: the zygote is a copy of nothing secret, but its
     # workers inherit the flag until the runtime sets it again.
@@ -177,6 +179,8 @@ def _zygote(plan_json):
         try:
             if type(req) is not dict or len(fds) not in (4, 5):
                 raise ValueError('a request with %d fds' % len(fds))
+            if req.get('zroot'):
+                _z_top(req)
             pid = _z_fork(req.get('flags', 0) | (_CLONE_NEWUSER if req.get('nest') else 0))
         except _ZFail as e:
             err = {'error': '%s: errno %d' % (e.what, e.e), 'errno': e.e}
@@ -334,8 +338,8 @@ def _z_mounts(req):
     flags = 0x2 | 0x4 | 0x8  # MS_NOSUID|MS_NODEV|MS_NOEXEC
     _sc('mount', _cstr('none'), _cstr('/'), None, 0x4000 | 0x40000, None,
         what='mount / private', layer='mntns')  # MS_REC|MS_PRIVATE
-    if req.get('root'):
-        return _z_pivot(req, ro, nodev, flags)
+    if req.get('zroot'):
+        return _z_inroot(req, ro, nodev, flags)
     if req.get('pidns'):
         _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
             what='mount /proc', layer='pidns')
@@ -352,17 +356,11 @@ def _z_mounts(req):
         _cstr(req['tmpfs']), what='mount the scratch tmpfs', layer='mntns')
 
 
-def _z_pivot(req, ro, nodev, flags):
-    """Our own root, as repl/sandbox.c's child_pivot: a tmpfs over the
-    scratch directory filled by the plan's steps (0 mkdir, 1 symlink,
-    2 bind a directory, 3 bind a file), a fresh /proc, pivot_root, the
-    host's tree detached, all read-only but the device nodes' nodev, and
-    the scratch tmpfs."""
-    root = req['root']
-    R = req['scratch']
-    _sc('mount', _cstr('rlm-root'), _cstr(R), _cstr('tmpfs'), flags, _cstr(root['opts']),
-        what='mount the new root', layer='pivot')
-    for op, src, dst, _dev in root['ops']:
+def _z_root_ops(R, ops):
+    """The plan's steps below R (0 mkdir, 1 symlink, 2 bind a directory,
+    3 bind a file), as repl/sandbox.c's child_root_ops."""
+    for op, src, dst, _dev in ops:
+        dst = R + dst
         try:
             if op == 0:
                 try:
@@ -380,26 +378,77 @@ def _z_pivot(req, ro, nodev, flags):
         if op in (2, 3):
             _sc('mount', _cstr(src), _cstr(dst), None, 0x1000 | (0x4000 if op == 2 else 0),
                 None, what='new root: bind', layer='pivot')  # MS_BIND, MS_REC
-    if req.get('pidns'):
-        _sc('mount', _cstr('proc'), _cstr(root['proc']), _cstr('proc'), flags, None,
-            what='mount /proc', layer='pidns')
-    try:
-        posix.chdir(R)
-    except OSError as e:
-        raise _ZFail('chdir to the new root', e.errno, 'pivot') from None
+
+
+def _z_template(root):
+    """The workers' root, once, in the zygote: a mount namespace of its
+    own, a tmpfs (over /tmp, a mount point every host has) filled by the
+    plan's steps, the host's /proc bound in (a fresh /proc may only be
+    mounted where a whole one is visible), pivot_root, and the host's
+    tree detached. Each worker's copy of this namespace is the small
+    tree alone: no umount per worker. It stays writable for the zygote,
+    which makes the first directory of each worker's scratch path."""
+    flags = 0x2 | 0x4 | 0x8  # MS_NOSUID|MS_NODEV|MS_NOEXEC
+    _sc('unshare', 0x20000, what='unshare(CLONE_NEWNS)')
+    _sc('mount', _cstr('none'), _cstr('/'), None, 0x4000 | 0x40000, None,
+        what='mount / private')
+    R = '/tmp'
+    _sc('mount', _cstr('rlm-root'), _cstr(R), _cstr('tmpfs'), flags, _cstr(root['opts']),
+        what='mount the new root')
+    _z_root_ops(R, root['ops'])
+    _sc('mount', _cstr('/proc'), _cstr(R + '/proc'), None, 0x1000 | 0x4000, None,
+        what='bind /proc')
+    posix.chdir(R)
     dot = _cstr('.')
-    _sc('pivot_root', dot, dot, what='pivot_root', layer='pivot')
-    _sc('umount2', dot, 2, what='detach the host\'s root', layer='pivot')  # MNT_DETACH
+    _sc('pivot_root', dot, dot, what='pivot_root')
+    _sc('umount2', dot, 2, what='detach the host\'s root')  # MNT_DETACH
     posix.chdir('/')
+
+
+def _z_top(req):
+    """In the zygote, before the fork: the first directory of the
+    worker's scratch path, on which the worker mounts its own tmpfs."""
+    top = '/' + req['scratch'].split('/')[1]
+    try:
+        posix.mkdir(top, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise _ZFail('mkdir ' + top, e.errno) from None
+
+
+def _z_inroot(req, ro, nodev, flags):
+    """A worker in the zygote's root (_z_template): a tmpfs of its own on
+    the scratch's first directory with the way down to the scratch, a
+    fresh /proc over the host's (or an empty tmpfs without a pid
+    namespace), everything read-only but the device nodes' nodev, and
+    the scratch tmpfs."""
+    S = req['scratch']
+    parts = S.split('/')[1:]
+    path = '/' + parts[0]
+    _sc('mount', _cstr('rlm-top'), _cstr(path), _cstr('tmpfs'), flags,
+        _cstr('size=64k,nr_inodes=64,mode=0755,uid=%d,gid=%d' % (_Z.uid, _Z.gid)),
+        what='mount the scratch\'s first directory', layer='pivot')
+    try:
+        for p in parts[1:]:
+            path += '/' + p
+            posix.mkdir(path, 0o755)
+    except OSError as e:
+        raise _ZFail('new root: mkdir', e.errno, 'pivot') from None
+    if req.get('pidns'):
+        _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
+            what='mount /proc', layer='pidns')
+    else:
+        _sc('mount', _cstr('none'), _cstr('/proc'), _cstr('tmpfs'), flags,
+            _cstr('size=4k,mode=0555'), what='cover /proc', layer='mntns')
     _sc('mount_setattr', -100, _cstr('/'), 0x8000, ro, 32,
         what='mount_setattr / read-only', layer='pivot')
-    for op, _src, dst, dev in root['ops']:
-        if dev:
-            try:
-                _sc('mount_setattr', -100, _cstr(dst[len(R):]), 0, nodev, 32)
-            except _ZFail:
-                pass
-    _sc('mount', _cstr('rlm-scratch'), _cstr(R), _cstr('tmpfs'), flags,
+    for dev in ('/dev/null', '/dev/zero', '/dev/random', '/dev/urandom'):
+        try:
+            _sc('mount_setattr', -100, _cstr(dev), 0, nodev, 32)
+        except _ZFail:
+            pass
+    _sc('mount', _cstr('rlm-scratch'), _cstr(S), _cstr('tmpfs'), flags,
         _cstr(req['tmpfs']), what='mount the scratch tmpfs', layer='mntns')
 
 
