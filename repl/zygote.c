@@ -18,10 +18,15 @@
  * is tied to the spawner thread through the zygote's parent. The worker
  * then applies its own sandbox before any of its code runs (the steps of
  * repl/spawn.c, done by repl/zygote.py), with the same fatal frames, so a
- * layer that fails is handled by worker.c as for a cold start.
+ * layer that fails is handled by worker.c as for a cold start. Each
+ * worker gets a user namespace of its own, nested in the zygote's, so that
+ * RLIMIT_NPROC counts its threads alone. With the pivot layer the zygote
+ * builds the workers' root once, in a mount namespace of its own, and
+ * pivots into it: a worker's mount namespace is a copy of that small tree
+ * and needs no umount of the host's (docs/sandbox.md).
  *
  * One zygote per process, for one plan at a time (the interpreter, the
- * identity, the user namespace, seccomp on or off: what a zygote's
+ * identity, the user namespace, seccomp on or off, pivot: what a zygote's
  * workers inherit). A REPL whose plan differs starts its workers cold,
  * unless no other REPL holds the zygote, which is then restarted with the
  * new plan. REPLs hold a reference from their first zygote start; the

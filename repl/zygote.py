@@ -27,10 +27,14 @@
 # The worker then does what repl/spawn.c and repl/sandbox.c do between
 # clone and execve, in the same order and with the same fatal frames on
 # its fd 4 (a step that fails names its layer; exit 126 for the sandbox,
-# 127 otherwise): its own session, the parent-death signal, the fd layout,
-# its mounts (the tree read-only, a fresh /proc, the scratch tmpfs), no
-# capabilities, its rlimits, no_new_privs, Landlock with its scratch
-# directory, chdir, and the first seccomp filter (its own pid patched in).
+# 127 otherwise): its own session, the parent-death signal, a user
+# namespace of its own (nested: RLIMIT_NPROC then counts its threads
+# alone), the fd layout, its mounts (with the pivot layer, a copy of the
+# root the zygote built once and pivoted into (_z_template) with a tmpfs
+# of its own down to its scratch; else the tree read-only; a fresh /proc,
+# the scratch tmpfs), fd 0 an empty pipe, no capabilities, its rlimits,
+# no_new_privs, Landlock with its scratch directory, chdir, and the first
+# seccomp filter (its own pid patched in).
 # The runtime's start then stacks the late filter as in any worker.
 # System calls go through libc's syscall(), with the numbers the
 # controller passes in the plan.
