@@ -533,12 +533,16 @@ static bool root_plan(const struct repl *r, struct repl_sandbox *sb, char *why, 
 	ok = ok && root_op(rt, R, REPL_ROOT_MKDIR, NULL, "/proc", false);
 	rt->n_fixed = rt->n;
 	/* The scratch's first directory must be one of its own (a zygote's
-	 * worker mounts a tmpfs there), not one the root holds already. */
+	 * worker mounts a tmpfs there), not one the root holds already: a
+	 * TMPDIR under /usr, /dev, /etc, or the first directory of an
+	 * interpreter outside /usr (--python /tmp/py/bin/python3 with the
+	 * scratch in /tmp). */
 	for (int i = 0; ok && i < rt->n; i++) {
 		const char *top = rt->arena + rt->ops[i].dst + strlen(R);
 		size_t k = strcspn(R + 1, "/") + 1;
 		if (strchr(top + 1, '/') == NULL && strlen(top) == k && strncmp(top, R, k) == 0) {
-			snprintf(why, cap, "the scratch directory '%.100s' is under %.40s", R, top);
+			snprintf(why, cap, "the scratch is under %.20s, which its root holds",
+				 top);
 			return false;
 		}
 	}
