@@ -52,7 +52,10 @@ static const char usage[] =
 	"              netns     no network interface at all\n"
 	"              pidns     its own process numbers: no other process visible\n"
 	"              ipcns, utsns  its own System V IPC and host name\n"
-	"              rlimits   address space, open files, file size, CPU, no core\n"
+	"              rlimits   address space, open files, file size, CPU, no core;\n"
+	"                        with userns also threads (RLIMIT_NPROC, 256)\n"
+	"              pivot     a root of its own: only /usr, two /etc files, four\n"
+	"                        device nodes, /proc and the scratch exist for it\n"
 	"  landlock  the Landlock ABI of the kernel (0: none)\n"
 	"  identity  the worker's uid and gid, as seen from outside\n"
 	"  fs        how its file access is confined: landlock, ro-mount, uid-65534\n"
@@ -62,12 +65,19 @@ static const char usage[] =
 	"            (RLM_ZYGOTE=0: every worker starts cold)\n"
 	"  scratch   the worker's working directory and TMPDIR: a tmpfs of a fixed size,\n"
 	"            or a directory whose size is checked after each exec\n"
+	"            and the most files and directories it may hold (inodes)\n"
+	"  threads   the cap on the worker's threads, or that there is none\n"
+	"  root      what of the host's tree the worker can see\n"
 	"  rlimits   the limits as the worker sees them\n"
 	"  checks    Python run in the worker: TCP and UDP to 127.0.0.1, os.fork,\n"
 	"            subprocess, reading /etc/shadow and /root, reading the\n"
 	"            controller's /proc/PID/environ, signalling the controller,\n"
 	"            writing in /tmp (removed again), writing in the scratch directory,\n"
-	"            a thread. Each shows what happened and a mark:\n"
+	"            a thread; and os.stat of host paths (/etc/shadow, /root, /home,\n"
+	"            /var, /etc/passwd: hidden by pivot), sysinfo(2) (denied by\n"
+	"            seccomp), the scratch's inode cap, 1000 threads (capped by\n"
+	"            rlimits), fds 0-2 (pipes, never a host file). Each shows what\n"
+	"            happened and a mark:\n"
 	"              OK    as promised: blocked by an active layer, or allowed when\n"
 	"                    it must work (scratch files, threads)\n"
 	"              WARN  allowed, and no active layer promises to stop it (for\n"
@@ -179,10 +189,61 @@ static const char probe_py[] =
 	"        if not box:\n"
 	"            raise RuntimeError('the thread did not run')\n"
 	"        return 'ran and joined'\n"
+	"    def hidden():\n"
+	"        seen = []\n"
+	"        for p in ('/etc/shadow', '/root', '/home', '/var', '/etc/passwd'):\n"
+	"            try:\n"
+	"                os.stat(p)\n"
+	"                seen.append(p)\n"
+	"            except FileNotFoundError:\n"
+	"                pass\n"
+	"            except OSError:\n"
+	"                seen.append(p)\n"
+	"        if seen:\n"
+	"            return 'os.stat sees ' + ' '.join(seen)\n"
+	"        raise FileNotFoundError(2, 'no such path: /etc/shadow, /root, /home, /var, '\n"
+	"                                   '/etc/passwd')\n"
+	"    def sysinfo():\n"
+	"        import ctypes\n"
+	"        libc = ctypes.CDLL(None, use_errno=True)\n"
+	"        if libc.sysinfo(ctypes.create_string_buffer(256)) != 0:\n"
+	"            e = ctypes.get_errno()\n"
+	"            raise OSError(e, os.strerror(e))\n"
+	"        return 'the host\\'s load, RAM, uptime and process count'\n"
+	"    def threads():\n"
+	"        ev, ts = threading.Event(), []\n"
+	"        old = threading.stack_size(65536)\n"
+	"        try:\n"
+	"            for i in range(1000):\n"
+	"                t = threading.Thread(target=ev.wait)\n"
+	"                t.start()\n"
+	"                ts.append(t)\n"
+	"        except RuntimeError:\n"
+	"            pass\n"
+	"        finally:\n"
+	"            threading.stack_size(old)\n"
+	"            ev.set()\n"
+	"            for t in ts:\n"
+	"                t.join()\n"
+	"        if len(ts) < 1000:\n"
+	"            raise OSError(11, f'capped: thread {len(ts) + 2} could not start')\n"
+	"        return '1000 threads started'\n"
+	"    def stdfds():\n"
+	"        import stat\n"
+	"        host = [fd for fd in (0, 1, 2) if not stat.S_ISFIFO(os.fstat(fd).st_mode)]\n"
+	"        if host:\n"
+	"            return f'fds {host} are files of the host (futimens would reach them)'\n"
+	"        raise OSError(0, 'fds 0, 1 and 2 are pipes: no inode of the host')\n"
+	"    def inodes():\n"
+	"        v = os.statvfs('.')\n"
+	"        if _INODES and v.f_files <= _INODES:\n"
+	"            raise OSError(28, f'at most {v.f_files} files and directories (tmpfs)')\n"
+	"        return f'{v.f_files} inodes on its file system'\n"
 	"    for name, fn in (('tcp', tcp), ('udp', udp), ('fork', fork), ('subprocess', sub),\n"
-	"                     ('shadow', shadow), ('root', root), ('environ', environ),\n"
-	"                     ('signal', sig), ('tmp', tmp), ('scratch', cwd),\n"
-	"                     ('thread', thread)):\n"
+	"                     ('shadow', shadow), ('root', root), ('hidden', hidden),\n"
+	"                     ('environ', environ), ('signal', sig), ('sysinfo', sysinfo),\n"
+	"                     ('tmp', tmp), ('scratch', cwd), ('inodes', inodes),\n"
+	"                     ('thread', thread), ('threads', threads), ('stdfds', stdfds)):\n"
 	"        run(name, fn)\n"
 	"    lim = {}\n"
 	"    for k, r in (('as', resource.RLIMIT_AS), ('nofile', resource.RLIMIT_NOFILE),\n"
@@ -216,11 +277,16 @@ static struct check checks[] = {
 	{"subprocess", "subprocess.run(['/bin/true'])", 0, "", "", "", NULL},
 	{"shadow", "read /etc/shadow", 0, "", "", "", NULL},
 	{"root", "list /root", 0, "", "", "", NULL},
+	{"hidden", "os.stat host paths (/etc/shadow, /root)", 0, "", "", "", NULL},
 	{"environ", "read the controller's /proc/PID/environ", 0, "", "", "", NULL},
 	{"signal", "signal the controller (kill PID, 0)", 0, "", "", "", NULL},
+	{"sysinfo", "sysinfo(2): the host's load, RAM, uptime", 0, "", "", "", NULL},
 	{"tmp", "write a file in /tmp (outside scratch)", 0, "", "", "", NULL},
 	{"scratch", "write a file in the scratch directory", 0, "", "", "", NULL},
+	{"inodes", "files in the scratch: a cap (inodes)", 0, "", "", "", NULL},
 	{"thread", "start a thread", 0, "", "", "", NULL},
+	{"threads", "start 1000 threads (a thread cap)", 0, "", "", "", NULL},
+	{"stdfds", "fds 0-2 private (no host inode)", 0, "", "", "", NULL},
 };
 
 static void add_by(struct check *c, bool on, const char *layer)
@@ -268,6 +334,7 @@ static void expectations(const struct repl_sandbox_status *st)
 			add_by(c, on[REPL_L_SECCOMP], "seccomp");
 		} else if (strcmp(n, "shadow") == 0 || strcmp(n, "root") == 0) {
 			add_by(c, ll, "landlock");
+			add_by(c, on[REPL_L_PIVOT], "pivot");
 			add_by(c, identity_denies(st, n[0] == 's' ? "/etc/shadow" : "/root"),
 			       "identity");
 		} else if (strcmp(n, "environ") == 0) {
@@ -282,6 +349,17 @@ static void expectations(const struct repl_sandbox_status *st)
 		} else if (strcmp(n, "tmp") == 0) {
 			add_by(c, ll, "landlock");
 			add_by(c, on[REPL_L_MNTNS], "mntns");
+		} else if (strcmp(n, "hidden") == 0) {
+			add_by(c, on[REPL_L_PIVOT], "pivot");
+		} else if (strcmp(n, "sysinfo") == 0) {
+			add_by(c, on[REPL_L_SECCOMP], "seccomp");
+		} else if (strcmp(n, "inodes") == 0) {
+			add_by(c, st->scratch_tmpfs, "mntns");
+			add_by(c, !st->scratch_tmpfs, "the quota check");
+		} else if (strcmp(n, "threads") == 0) {
+			add_by(c, st->max_threads > 0, "rlimits");
+		} else if (strcmp(n, "stdfds") == 0) {
+			add_by(c, true, "the spawn");
 		}
 		if (strcmp(n, "scratch") == 0 || strcmp(n, "thread") == 0)
 			c->expect = EXPECT_ALLOWED;
@@ -323,7 +401,7 @@ static cJSON *probe_parse(const struct repl_result *res)
 
 /* Judge each check from the probe's output j; tmp_host says whether the
  * /tmp file appeared on the host. Returns the number of FAILs. */
-static int judge(const cJSON *j, bool tmp_host)
+static int judge(const cJSON *j, bool tmp_host, unsigned long inode_cap)
 {
 	const cJSON *cs = json_get(j, "checks");
 	int fails = 0;
@@ -350,6 +428,15 @@ static int judge(const cJSON *j, bool tmp_host)
 			snprintf(c->result, sizeof(c->result), "blocked");
 			snprintf(c->detail, sizeof(c->detail),
 				 "written to the worker's own /tmp, not the host's");
+		}
+		/* A plain directory: the cap is the controller's count after
+		 * each exec, which the worker cannot see. */
+		if (r && strcmp(c->name, "inodes") == 0 && strcmp(c->by, "the quota check") == 0) {
+			snprintf(c->result, sizeof(c->result), "blocked");
+			snprintf(c->detail, sizeof(c->detail),
+				 "a directory: %lu files and directories or more restart the "
+				 "worker (counted during and after each exec)",
+				 inode_cap);
 		}
 		allowed = strcmp(c->result, "allowed") == 0;
 		if (c->expect == EXPECT_ALLOWED)
@@ -409,7 +496,8 @@ static int run_probe(struct doctor *d, struct rlm_err *err)
 		if (lstat(d->tmp, &sb) && errno == ENOENT)
 			break;
 	}
-	code = xasprintf("_CTRL = %d\n_TMP = '%s'\n%s", (int)getpid(), d->tmp, probe_py);
+	code = xasprintf("_CTRL = %d\n_TMP = '%s'\n_INODES = %lu\n%s", (int)getpid(), d->tmp,
+			 d->st.scratch_tmpfs ? d->st.scratch_inodes : 0UL, probe_py);
 	memset(&res, 0, sizeof(res));
 	rc = repl_exec(d->r, code, strlen(code), time_now_ns() + 60 * (int64_t)1000000000, &res, err);
 	free(code);
@@ -435,7 +523,7 @@ static int run_probe(struct doctor *d, struct rlm_err *err)
 		fprintf(stderr, "rlm: warning: cannot remove the probe's '%s': %s\n", d->tmp,
 			strerror(errno));
 	if (d->probe)
-		d->fails = judge(d->probe, tmp_host);
+		d->fails = judge(d->probe, tmp_host, d->st.scratch_inodes);
 	return rc;
 }
 
@@ -515,7 +603,17 @@ static void print_text(const struct doctor *d, int status)
 		       human(b, sizeof(b), (double)scratch_limit(d)));
 	if (d->probe && json_str(d->probe, "cwd"))
 		printf(", %s inside", json_str(d->probe, "cwd"));
-	putchar('\n');
+	printf("; at most %lu files and directories\n", d->st.scratch_inodes);
+	if (d->st.max_threads > 0)
+		printf("%-10sat most %d per worker (RLIMIT_NPROC in its user namespace)\n",
+		       "threads", d->st.max_threads);
+	else
+		printf("%-10snot capped (no user namespace to count them in)\n", "threads");
+	printf("%-10s%s\n", "root",
+	       d->st.on[REPL_L_PIVOT]
+		   ? "its own (pivot_root): /usr, /etc/ld.so.cache, /etc/localtime, /dev/{null,"
+		     "zero,random,urandom}, /proc, the scratch; no other host path exists"
+		   : "the host's tree (read-only where mntns is on): os.stat sees every path");
 	if (lim) {
 		printf("%-10s", "rlimits");
 		print_rlimit(lim, "as", "AS", true, &first);
@@ -614,6 +712,7 @@ static void print_json(const struct doctor *d, int status)
 	}
 	json_add_bool(sc, "tmpfs", d->st.scratch_tmpfs);
 	json_add_num(sc, "limit", (double)scratch_limit(d));
+	json_add_num(sc, "inodes", (double)d->st.scratch_inodes);
 	if (d->probe) {
 		json_add_num(sc, "bytes", json_num(d->probe, "scratch_bytes", 0));
 		if (json_str(d->probe, "cwd"))

@@ -342,8 +342,15 @@ struct repl;
  *   netns, pidns, ipcns, utsns   no network at all; its own pid 1 with a
  *             fresh /proc that shows only it (so signals it sends itself
  *             with a default action are ignored).
+ *   pivot     a root of its own (pivot_root into a tmpfs, the host's tree
+ *             detached): /usr, /etc/ld.so.cache and /etc/localtime,
+ *             /dev/null, zero, random, urandom, /proc and the scratch
+ *             directory; every other host path does not exist for it.
+ *             Needs mntns.
  *   rlimits   address space, open files, file size, core 0, CPU seconds,
- *             each at most the controller's own hard limit.
+ *             each at most the controller's own hard limit; with userns
+ *             also RLIMIT_NPROC, counted in the worker's own user
+ *             namespace: a cap on its threads (max_threads).
  * and always: only its own fds, a scrubbed environment, its own session,
  * the parent-death signal, no_new_privs, no ambient capabilities, the wall
  * clock per exec, a worker that makes itself non-dumpable once Python is
@@ -364,6 +371,7 @@ enum repl_layer {
 	REPL_L_IPCNS,
 	REPL_L_UTSNS,
 	REPL_L_RLIMITS,
+	REPL_L_PIVOT,
 	REPL_L_COUNT
 };
 #define REPL_L_ALL ((1u << REPL_L_COUNT) - 1)
@@ -380,6 +388,9 @@ struct repl_sandbox_cfg {
 			       * RLIMIT_FSIZE); 0: 256 MiB */
 	int64_t cpu_limit_s;  /* RLIMIT_CPU for a worker's life; 0: 3600 */
 	int max_files;        /* RLIMIT_NOFILE; 0: 64 */
+	int max_threads;      /* threads of a worker, its main thread included
+			       * (RLIMIT_NPROC in its own user namespace, so
+			       * only with userns); 0: 256; < 0: no cap */
 };
 
 struct repl_sandbox_status {
@@ -394,6 +405,12 @@ struct repl_sandbox_status {
 				       * filter is on */
 	unsigned uid, gid;            /* of the worker, as seen from outside */
 	bool scratch_tmpfs;           /* the scratch is a sized tmpfs */
+	unsigned long scratch_inodes; /* files and directories it may hold
+				       * (tmpfs nr_inodes=, or the plain
+				       * directory's count) */
+	int max_threads;              /* tasks of the worker, its main thread
+				       * included (RLIMIT_NPROC in its own user
+				       * namespace); 0: not capped */
 	bool unsafe;                  /* it runs without seccomp, or as root */
 	char fs[48];                  /* "landlock+ro-mount", "landlock",
 				       * "ro-mount", "uid-65534", "unconfined" */

@@ -49,6 +49,31 @@ const char *repl__seccomp_late_hex(void);
  * Async-signal-safe. Returns 0 or an errno value. */
 int repl__seccomp_apply(const struct repl_bpf *first, void *scratch, pid_t self);
 
+/* The worker's own root, planned in the parent: a tmpfs mounted over the
+ * scratch directory (R) is filled by these steps, then the child
+ * pivot_roots into it and detaches the host's tree. Paths are offsets
+ * into arena (so that a copy of the plan stays whole): dst is below R as
+ * the child sees it before the pivot ("<R>/usr"), src a host path (bind)
+ * or a symlink's text. */
+enum { REPL_ROOT_MKDIR, REPL_ROOT_SYMLINK, REPL_ROOT_RBIND, REPL_ROOT_FBIND };
+#define REPL_ROOT_OPS	48
+#define REPL_ROOT_ARENA 8192
+struct repl_root_op {
+	unsigned char op;         /* REPL_ROOT_... */
+	bool dev;                 /* a device node: nodev cleared on its bind */
+	unsigned short src, dst;  /* offsets into arena */
+};
+struct repl_root {
+	struct repl_root_op ops[REPL_ROOT_OPS];
+	int n;
+	int n_fixed;              /* ops[0..n_fixed) do not depend on the
+				   * scratch path: the zygote's template */
+	unsigned short proc;      /* "<R>/proc", for a fresh /proc */
+	unsigned short used;      /* bytes of arena in use */
+	char opts[96];            /* the root tmpfs's mount options */
+	char arena[REPL_ROOT_ARENA];
+};
+
 /* One worker's sandbox, planned by repl__sandbox_plan in the parent. */
 struct repl_sandbox {
 	unsigned layers;          /* (1u << REPL_L_...) to apply */
@@ -60,9 +85,12 @@ struct repl_sandbox {
 	void *bpf_scratch;        /* room for the patched copy */
 	int landlock_fd;          /* a ruleset built in the parent; -1: none */
 	const char *scratch;      /* the scratch directory (mntns: a tmpfs) */
-	char tmpfs_opts[96];      /* "size=268435456,mode=0700,uid=1000,gid=1000" */
+	char tmpfs_opts[128];     /* "size=268435456,nr_inodes=32768,mode=0700,
+				   * uid=1000,gid=1000" */
 	struct { int res; unsigned long cur, max; } rl[8];
 	int n_rl;
+	bool pivot;               /* its own root (root, below): mntns only */
+	struct repl_root root;
 	bool keep_admin;          /* the zygote's: CAP_SYS_ADMIN in its user
 				   * namespace kept through execve (ambient) */
 	int fault;                /* tests (RLM_SANDBOX_FAULT=<layer>[:ERRNO]):
@@ -97,6 +125,10 @@ bool repl__sandbox_broken(struct repl *r, enum repl_layer l, const char *why);
  * RLM_EIO when seccomp should be on but the kernel shows fewer filters
  * than planned (the worker is then not used). */
 int repl__sandbox_verify(struct repl *r, struct rlm_err *err);
+/* The files and directories a scratch of limit bytes may hold (the
+ * tmpfs's nr_inodes=, the plain directory's count): limit / 8 KiB, at
+ * least 4096. */
+unsigned long repl__scratch_inodes(size_t limit);
 /* After an exec, for a scratch that is a plain directory: its size over
  * the limit? Fills what ("the scratch directory holds 300 MB, over its
  * limit of 256 MB"). */

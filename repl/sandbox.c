@@ -102,9 +102,12 @@ struct m_attr {
 #define DEF_SCRATCH (256 * MiB)
 #define DEF_FILES   64
 #define DEF_CPU_S   3600
+#define DEF_THREADS 256
 #define NS_UID	    1000 /* the worker's ids inside its user namespace */
 
-#define WALK_MAX   100000 /* entries repl__scratch_over looks at */
+#define WALK_MAX   100000 /* entries repl__scratch_over looks at, at most */
+#define INODE_BYTES (8 * 1024) /* scratch bytes per inode (file, directory) */
+#define INODES_MIN  4096
 #define WALK_DEPTH 64	  /* directory levels it descends */
 
 /* The first directory above `path` that others cannot search (mode
@@ -126,6 +129,18 @@ static bool closed_ancestor(const char *path, char *out, size_t cap)
 		}
 	}
 	return false;
+}
+
+/* The number of files and directories a scratch of `limit` bytes may
+ * hold: one per 8 KiB, at least 4096. An empty file costs no block but a
+ * kernel inode and dentry (about 1.2 KiB of slab), which no size= and no
+ * rlimit counts: without a cap a worker could pin gigabytes of host
+ * memory in empty files. The tmpfs gets it as nr_inodes=, the plain
+ * directory's quota check counts entries against it. */
+unsigned long repl__scratch_inodes(size_t limit)
+{
+	unsigned long n = (unsigned long)(limit / INODE_BYTES);
+	return n < INODES_MIN ? INODES_MIN : n;
 }
 
 /* ---- the probe: once per process ---- */
@@ -177,7 +192,7 @@ static void probe_run(void)
 
 static const char *const layer_names[REPL_L_COUNT] = {
     "seccomp", "identity", "landlock", "userns", "mntns",
-    "netns",   "pidns",	   "ipcns",    "utsns",	 "rlimits",
+    "netns",   "pidns",	   "ipcns",    "utsns",	 "rlimits", "pivot",
 };
 
 #define NS_BITS                                                                                    \
@@ -213,7 +228,7 @@ int repl_sandbox_parse(const char *list, unsigned *bits, struct rlm_err *err)
 				return rlm_err_set(err, RLM_EINVAL,
 						   "unknown sandbox layer '%.*s' (known: all, ns, "
 						   "seccomp, identity, landlock, userns, mntns, "
-						   "netns, pidns, ipcns, utsns, rlimits)",
+						   "netns, pidns, ipcns, utsns, rlimits, pivot)",
 						   (int)RLM_MIN(n, 40), p);
 			*bits |= 1u << i;
 		}
@@ -289,6 +304,8 @@ struct cJSON *repl_sandbox_status_json(const struct repl_sandbox_status *st)
 	json_add_num(o, "gid", st->gid);
 	json_add_str(o, "fs", st->fs);
 	json_add_bool(o, "scratch_tmpfs", st->scratch_tmpfs);
+	json_add_num(o, "scratch_inodes", (double)st->scratch_inodes);
+	json_add_num(o, "max_threads", st->max_threads);
 	json_add_bool(o, "unsafe", st->unsafe);
 	return o;
 }
@@ -404,6 +421,144 @@ static int ll_build(const struct repl *r, char *why, size_t cap)
 	return rs;
 }
 
+/* ---- the worker's own root ---- */
+
+/* a + b into rt's arena: its offset, or 0 (the arena's first byte, never
+ * a path) when it is full. */
+static unsigned short root_str(struct repl_root *rt, const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	unsigned short at = rt->used ? rt->used : 1;
+	if (at + na + nb + 1 > sizeof(rt->arena))
+		return 0;
+	memcpy(rt->arena + at, a, na);
+	memcpy(rt->arena + at + na, b, nb + 1);
+	rt->used = (unsigned short)(at + na + nb + 1);
+	return at;
+}
+
+/* One step; false when the plan is full. dst is below R. */
+static bool root_op(struct repl_root *rt, const char *R, int op, const char *src, const char *dst,
+		    bool dev)
+{
+	struct repl_root_op *o;
+	if (rt->n == REPL_ROOT_OPS)
+		return false;
+	o = &rt->ops[rt->n];
+	o->op = (unsigned char)op;
+	o->dev = dev;
+	o->src = src ? root_str(rt, src, "") : 0;
+	o->dst = root_str(rt, R, dst);
+	if ((src && !o->src) || !o->dst)
+		return false;
+	rt->n++;
+	return true;
+}
+
+/* mkdir -p of the absolute path below R, each level its own step. */
+static bool root_mkdirs(struct repl_root *rt, const char *R, const char *path)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof(p))
+		return false;
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		memcpy(p, path, i);
+		p[i] = '\0';
+		if (!root_op(rt, R, REPL_ROOT_MKDIR, NULL, p, false))
+			return false;
+	}
+	return true;
+}
+
+/* What the worker's root holds: the top-level links of a merged /usr
+ * (or binds of /bin, /lib, ... where they are directories), /usr, the
+ * interpreter's prefix when it is elsewhere, the two /etc files Python
+ * reads (the loader's cache, the time zone; Landlock grants the same),
+ * four device nodes, an empty /proc, and the directories down to the
+ * scratch directory. Nothing else of the host exists for the worker.
+ * false with why when the plan does not fit. */
+static bool root_plan(const struct repl *r, struct repl_sandbox *sb, char *why, size_t cap)
+{
+	static const char *const tops[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+	static const char *const devs[] = {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"};
+	static const char *const etcs[] = {"/etc/ld.so.cache", "/etc/localtime"};
+	struct repl_root *rt = &sb->root;
+	const char *R = sb->scratch;
+	char real[PATH_MAX], link[PATH_MAX];
+	struct stat st;
+	bool ok = true;
+	ssize_t n;
+
+	memset(rt, 0, sizeof(*rt));
+	for (size_t i = 0; ok && i < ARRAY_SIZE(tops); i++) {
+		if (lstat(tops[i], &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode) && (n = readlink(tops[i], link, sizeof(link) - 1)) > 0) {
+			link[n] = '\0';
+			ok = root_op(rt, R, REPL_ROOT_SYMLINK, link, tops[i], false);
+		} else if (S_ISDIR(st.st_mode)) {
+			ok = root_op(rt, R, REPL_ROOT_MKDIR, NULL, tops[i], false) &&
+			     root_op(rt, R, REPL_ROOT_RBIND, tops[i], tops[i], false);
+		}
+	}
+	ok = ok && root_op(rt, R, REPL_ROOT_MKDIR, NULL, "/usr", false) &&
+	     root_op(rt, R, REPL_ROOT_RBIND, "/usr", "/usr", false);
+	/* An interpreter outside /usr (--python): its prefix, as Landlock. */
+	if (ok && realpath(r->python, real) && strncmp(real, "/usr/", 5) != 0) {
+		for (int up = 0; up < 2; up++) {
+			char *slash = strrchr(real, '/');
+			if (slash && slash != real)
+				*slash = '\0';
+		}
+		ok = root_mkdirs(rt, R, real) && root_op(rt, R, REPL_ROOT_RBIND, real, real, false);
+	}
+	ok = ok && root_op(rt, R, REPL_ROOT_MKDIR, NULL, "/etc", false);
+	for (size_t i = 0; ok && i < ARRAY_SIZE(etcs); i++) {
+		if (lstat(etcs[i], &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode) && (n = readlink(etcs[i], link, sizeof(link) - 1)) > 0) {
+			link[n] = '\0';
+			ok = root_op(rt, R, REPL_ROOT_SYMLINK, link, etcs[i], false);
+		} else if (S_ISREG(st.st_mode)) {
+			ok = root_op(rt, R, REPL_ROOT_FBIND, etcs[i], etcs[i], false);
+		}
+	}
+	ok = ok && root_op(rt, R, REPL_ROOT_MKDIR, NULL, "/dev", false);
+	for (size_t i = 0; ok && i < ARRAY_SIZE(devs); i++)
+		if (stat(devs[i], &st) == 0 && S_ISCHR(st.st_mode))
+			ok = root_op(rt, R, REPL_ROOT_FBIND, devs[i], devs[i], true);
+	ok = ok && root_op(rt, R, REPL_ROOT_MKDIR, NULL, "/proc", false);
+	rt->n_fixed = rt->n;
+	/* The scratch's first directory must be one of its own (a zygote's
+	 * worker mounts a tmpfs there), not one the root holds already: a
+	 * TMPDIR under /usr, /dev, /etc, or the first directory of an
+	 * interpreter outside /usr (--python /tmp/py/bin/python3 with the
+	 * scratch in /tmp). */
+	for (int i = 0; ok && i < rt->n; i++) {
+		const char *top = rt->arena + rt->ops[i].dst + strlen(R);
+		size_t k = strcspn(R + 1, "/") + 1;
+		if (strchr(top + 1, '/') == NULL && strlen(top) == k && strncmp(top, R, k) == 0) {
+			snprintf(why, cap, "the scratch is under %.20s, which its root holds",
+				 top);
+			return false;
+		}
+	}
+	ok = ok && root_mkdirs(rt, R, R);
+	if (ok)
+		ok = (rt->proc = root_str(rt, R, "/proc")) != 0;
+	if (!ok) {
+		snprintf(why, cap, "the new root's plan does not fit (scratch path of %zu bytes)",
+			 strlen(R));
+		return false;
+	}
+	snprintf(rt->opts, sizeof(rt->opts), "size=256k,nr_inodes=256,mode=0755,uid=%u,gid=%u",
+		 sb->ns_uid, sb->ns_gid);
+	return true;
+}
+
 /* The status line and fs, from r->sb_status and the plan. */
 static void build_line(struct repl *r)
 {
@@ -445,6 +600,12 @@ static void build_line(struct repl *r)
 	} else {
 		buf_puts(&b, " rlimits=off");
 	}
+	buf_printf(&b, " inodes=%lu", st->scratch_inodes);
+	if (st->max_threads > 0)
+		buf_printf(&b, " threads=%d", st->max_threads);
+	else
+		buf_puts(&b, " threads=uncapped");
+	buf_printf(&b, " pivot=%s", st->on[REPL_L_PIVOT] ? "on" : "off");
 	snprintf(st->line, sizeof(st->line), "%s", b.p);
 	buf_release(&b);
 }
@@ -585,6 +746,8 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 		off(st, REPL_L_PIDNS, "needs mntns (for its own /proc)");
 		sb->clone_flags &= ~CLONE_NEWPID;
 	}
+	if (st->on[REPL_L_PIVOT] && !st->on[REPL_L_MNTNS])
+		off(st, REPL_L_PIVOT, "needs mntns");
 
 	/* Identity: as root, nobody; else the controller's own uid, with no
 	 * capabilities either way. As root it cannot be missing, only
@@ -626,11 +789,21 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 					   sb->uid, why);
 	}
 
+	/* Its own root: needs the ids inside the namespace (the tmpfs's
+	 * owner), so after identity. */
+	if (st->on[REPL_L_PIVOT]) {
+		sb->pivot = root_plan(r, sb, why, sizeof(why));
+		if (!sb->pivot)
+			off(st, REPL_L_PIVOT, "%s", why);
+	}
+
 	/* The scratch: a sized tmpfs in the mount namespace, else the plain
 	 * directory, checked after each exec. */
 	st->scratch_tmpfs = st->on[REPL_L_MNTNS];
-	snprintf(sb->tmpfs_opts, sizeof(sb->tmpfs_opts), "size=%zu,mode=0700,uid=%u,gid=%u",
-		 c->scratch_limit, sb->ns_uid, sb->ns_gid);
+	snprintf(sb->tmpfs_opts, sizeof(sb->tmpfs_opts),
+		 "size=%zu,nr_inodes=%lu,mode=0700,uid=%u,gid=%u", c->scratch_limit,
+		 repl__scratch_inodes(c->scratch_limit), sb->ns_uid, sb->ns_gid);
+	st->scratch_inodes = repl__scratch_inodes(c->scratch_limit);
 
 	/* rlimits (this order: build_line reads them by index). */
 	if (st->on[REPL_L_RLIMITS]) {
@@ -648,6 +821,21 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 		add_rl(sb, RLIMIT_CPU, cpu, cpu + 5);
 		add_rl(sb, RLIMIT_CORE, 0, 0);
 		add_rl(sb, RLIMIT_MSGQUEUE, 0, 0);
+		/* Threads: since 5.14 RLIMIT_NPROC counts the tasks of one uid
+		 * in one user namespace, and every worker has its own (the
+		 * zygote's workers a nested one each), so this caps the
+		 * worker's threads alone. The kernel waives it only for a
+		 * task with CAP_SYS_RESOURCE or CAP_SYS_ADMIN in the initial
+		 * namespace, or of the host's root: never a worker but an
+		 * unsafe one that stays root. Without a user namespace it
+		 * would count every process of nobody, or of the
+		 * controller's user: no cap there. */
+		if (st->on[REPL_L_USERNS] && c->max_threads >= 0) {
+			unsigned long n =
+			    c->max_threads > 0 ? (unsigned long)c->max_threads : DEF_THREADS;
+			add_rl(sb, RLIMIT_NPROC, n, n);
+			st->max_threads = (int)sb->rl[sb->n_rl - 1].cur;
+		}
 	}
 
 	for (int l = 0; l < REPL_L_COUNT; l++)
@@ -733,6 +921,7 @@ void repl__sandbox_zygote(const struct repl_sandbox *w, struct repl_sandbox *z)
 	z->clone_flags = w->clone_flags & CLONE_NEWUSER;
 	z->keep_admin = (w->clone_flags & CLONE_NEWUSER) && (w->clone_flags & ~CLONE_NEWUSER);
 	z->layers &= (1u << REPL_L_IDENTITY) | (1u << REPL_L_USERNS);
+	z->pivot = false;
 	z->seccomp = NULL;
 	z->landlock_fd = -1;
 	z->n_rl = 0;
@@ -761,6 +950,94 @@ static int sc(long rc)
 			return e;                                                                  \
 	} while (0)
 
+#ifndef SYS_pivot_root
+#define SYS_pivot_root 155
+#endif
+
+/* The steps of sb->root, below the root tmpfs at sb->scratch. */
+static int child_root_ops(const struct repl_sandbox *sb, int *layer, const char **what)
+{
+	const struct repl_root *rt = &sb->root;
+	int e;
+	for (int i = 0; i < rt->n; i++) {
+		const struct repl_root_op *o = &rt->ops[i];
+		const char *src = rt->arena + o->src, *dst = rt->arena + o->dst;
+		int fd;
+		switch (o->op) {
+		case REPL_ROOT_MKDIR:
+			*layer = REPL_L_PIVOT;
+			*what = "new root: mkdir";
+			if (syscall(SYS_mkdirat, AT_FDCWD, dst, 0755) < 0 && errno != EEXIST)
+				return errno;
+			break;
+		case REPL_ROOT_SYMLINK:
+			STEP(REPL_L_PIVOT, "new root: symlink",
+			     syscall(SYS_symlinkat, src, AT_FDCWD, dst));
+			break;
+		case REPL_ROOT_RBIND:
+			STEP(REPL_L_PIVOT, "new root: bind a directory",
+			     syscall(SYS_mount, src, dst, NULL, MS_BIND | MS_REC, NULL));
+			break;
+		case REPL_ROOT_FBIND:
+			*layer = REPL_L_PIVOT;
+			*what = "new root: a file to bind on";
+			fd = (int)syscall(SYS_openat, AT_FDCWD, dst, O_WRONLY | O_CREAT | O_CLOEXEC,
+					  0444);
+			if (fd < 0)
+				return errno;
+			syscall(SYS_close, fd);
+			STEP(REPL_L_PIVOT, "new root: bind a file",
+			     syscall(SYS_mount, src, dst, NULL, MS_BIND, NULL));
+			break;
+		}
+	}
+	return 0;
+}
+
+/* The worker's own root: a tmpfs over the scratch directory, filled by
+ * the plan (binds of /usr, ...), a fresh /proc in it, then pivot_root
+ * and the host's tree detached (pivot_root(".", ".") stacks the old root
+ * on the new one; the umount takes it away whole), everything read-only
+ * but the device nodes' nodev, and the scratch tmpfs last. */
+static int child_pivot(const struct repl_sandbox *sb, int *layer, const char **what)
+{
+	struct m_attr ro = {M_RDONLY | M_NOSUID | M_NODEV, 0, 0, 0};
+	struct m_attr dev = {0, M_NODEV, 0, 0};
+	const struct repl_root *rt = &sb->root;
+	size_t rlen = 0;
+	int e;
+	while (sb->scratch[rlen])
+		rlen++;
+	STEP(REPL_L_PIVOT, "mount the new root",
+	     syscall(SYS_mount, "rlm-root", sb->scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		     rt->opts));
+	/* What we create there must belong to an id the namespace maps: a
+	 * root controller's child is still the host's root (unmapped, so
+	 * EOVERFLOW) until the identity step; setresuid resets these. */
+	syscall(SYS_setfsgid, sb->ns_gid);
+	syscall(SYS_setfsuid, sb->ns_uid);
+	if ((e = child_root_ops(sb, layer, what)) != 0)
+		return e;
+	if (sb->clone_flags & CLONE_NEWPID)
+		STEP(REPL_L_PIDNS, "mount /proc",
+		     syscall(SYS_mount, "proc", rt->arena + rt->proc, "proc",
+			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+	STEP(REPL_L_PIVOT, "chdir to the new root", syscall(SYS_chdir, sb->scratch));
+	STEP(REPL_L_PIVOT, "pivot_root", syscall(SYS_pivot_root, ".", "."));
+	STEP(REPL_L_PIVOT, "detach the host's root", syscall(SYS_umount2, ".", MNT_DETACH));
+	STEP(REPL_L_PIVOT, "chdir /", syscall(SYS_chdir, "/"));
+	STEP(REPL_L_PIVOT, "mount_setattr / read-only",
+	     syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)));
+	for (int i = 0; i < rt->n; i++)
+		if (rt->ops[i].dev)
+			(void)syscall(SYS_mount_setattr, AT_FDCWD, rt->arena + rt->ops[i].dst + rlen,
+				      0, &dev, sizeof(dev));
+	STEP(REPL_L_MNTNS, "mount the scratch tmpfs",
+	     syscall(SYS_mount, "rlm-scratch", sb->scratch, "tmpfs",
+		     MS_NOSUID | MS_NODEV | MS_NOEXEC, sb->tmpfs_opts));
+	return 0;
+}
+
 static int child_mounts(const struct repl_sandbox *sb, int *layer, const char **what)
 {
 	struct m_attr ro = {M_RDONLY | M_NOSUID | M_NODEV, 0, 0, 0};
@@ -768,6 +1045,8 @@ static int child_mounts(const struct repl_sandbox *sb, int *layer, const char **
 	int e;
 	STEP(REPL_L_MNTNS, "mount / private",
 	     syscall(SYS_mount, "none", "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	if (sb->pivot)
+		return child_pivot(sb, layer, what);
 	if (sb->clone_flags & CLONE_NEWPID)
 		STEP(REPL_L_PIDNS, "mount /proc",
 		     syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
@@ -949,6 +1228,7 @@ int repl__sandbox_verify(struct repl *r, struct rlm_err *err)
 struct walk {
 	unsigned long long bytes;
 	size_t n;   /* entries seen */
+	size_t max; /* entries allowed (the inode cap) */
 	bool deep;  /* a directory below WALK_DEPTH: over the limit */
 	int denied; /* errno of an entry we may not look at: over too */
 };
@@ -982,7 +1262,7 @@ static void walk(int dfd, int depth, struct walk *w)
 		close(dfd);
 		return;
 	}
-	while ((e = readdir(d)) != NULL && w->n < WALK_MAX && !w->deep && !w->denied) {
+	while ((e = readdir(d)) != NULL && w->n < w->max && !w->deep && !w->denied) {
 		struct stat s;
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
@@ -1007,10 +1287,11 @@ static void walk(int dfd, int depth, struct walk *w)
 bool repl__scratch_over(const struct repl *r, char *what, size_t cap)
 {
 	unsigned long long lim = r->cfg.sandbox.scratch_limit;
-	struct walk w = {0, 0, false, 0};
+	struct walk w = {0, 0, 0, false, 0};
 	int fd;
 	if (r->sb_status.scratch_tmpfs || !r->scratch || !lim)
 		return false;
+	w.max = RLM_MIN(repl__scratch_inodes(lim), (unsigned long)WALK_MAX);
 	fd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	/* A worker of our own uid (we are not root) may have made the whole
 	 * scratch unreadable: it is a 0700 directory of ours, so open it up
@@ -1036,8 +1317,10 @@ bool repl__scratch_over(const struct repl *r, char *what, size_t cap)
 			 WALK_DEPTH);
 		return true;
 	}
-	if (w.n >= WALK_MAX) {
-		snprintf(what, cap, "the scratch directory passed its limit of %d files", WALK_MAX);
+	if (w.n >= w.max) {
+		snprintf(what, cap,
+			 "the scratch directory passed its limit of %zu files and directories",
+			 w.max);
 		return true;
 	}
 	if (w.bytes <= lim)

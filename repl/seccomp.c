@@ -115,7 +115,10 @@ static const char *const allow_names[] = {
 	"getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid", "getgroups",
 	"getresuid", "getresgid", "getpgrp", "getpgid", "getsid", "clock_gettime",
 	"clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "times",
-	"getrusage", "getrandom", "uname", "sysinfo", "getrlimit", "getpriority",
+	"getrusage", "getrandom", "uname", "getrlimit", "getpriority",
+	/* not sysinfo(2): host-wide facts (process count, load, RAM,
+	 * uptime); Python does not need it to start, and glibc's qsort and
+	 * sysconf(_SC_PHYS_PAGES) get ENOSYS from the default */
 	/* the end */
 	"exit", "exit_group", "wait4", "waitid",
 	/* start-up: the child exec's python3 under this filter; the late one

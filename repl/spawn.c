@@ -135,6 +135,25 @@ static void child_handshake(const int c2p[2], const int p2c[2])
 		child_exit(126);
 }
 
+/* fd 0: the read end of a pipe whose write end is closed, so that reads
+ * see EOF at once as from /dev/null, but on an inode of nobody else's.
+ * The host's /dev/null, opened by the controller before the worker's
+ * mounts, stays on the host's writable mount: futimens(0) or fchmod(0)
+ * would change the host's inode. A pipe has no name and no mount; fds 1
+ * and 2 are a pipe (the log) already. After the mounts, as the issue
+ * asks, though a pipe needs none of them. */
+static int child_stdin(void)
+{
+	int p[2], e = 0;
+	if (syscall(SYS_pipe2, p, O_CLOEXEC) < 0)
+		return errno;
+	if (syscall(SYS_dup2, p[0], 0) < 0)
+		e = errno;
+	syscall(SYS_close, p[0]);
+	syscall(SYS_close, p[1]);
+	return e;
+}
+
 __attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid_t parent,
 						const int c2p[2], const int p2c[2])
 {
@@ -191,6 +210,8 @@ __attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid
 		if (e)
 			child_fail(report, what, e, layer, 126);
 	}
+	if ((e = child_stdin()) != 0)
+		child_fail(report, "stdin pipe", e, -1, 127);
 	if (syscall(SYS_chdir, sp->dir) < 0)
 		child_fail(report, "chdir", errno, -1, 127);
 	/* Last: from here on only what the filter allows. */

@@ -18,10 +18,15 @@
  * is tied to the spawner thread through the zygote's parent. The worker
  * then applies its own sandbox before any of its code runs (the steps of
  * repl/spawn.c, done by repl/zygote.py), with the same fatal frames, so a
- * layer that fails is handled by worker.c as for a cold start.
+ * layer that fails is handled by worker.c as for a cold start. Each
+ * worker gets a user namespace of its own, nested in the zygote's, so that
+ * RLIMIT_NPROC counts its threads alone. With the pivot layer the zygote
+ * builds the workers' root once, in a mount namespace of its own, and
+ * pivots into it: a worker's mount namespace is a copy of that small tree
+ * and needs no umount of the host's (docs/sandbox.md).
  *
  * One zygote per process, for one plan at a time (the interpreter, the
- * identity, the user namespace, seccomp on or off: what a zygote's
+ * identity, the user namespace, seccomp on or off, pivot: what a zygote's
  * workers inherit). A REPL whose plan differs starts its workers cold,
  * unless no other REPL holds the zygote, which is then restarted with the
  * new plan. REPLs hold a reference from their first zygote start; the
@@ -91,11 +96,11 @@ static bool wanted(const struct repl *r)
 static char *plan_key(const struct repl *r)
 {
 	const struct repl_sandbox *sb = &r->sb;
-	return xasprintf("%s|%d|%d|%u:%u|%u:%u|%d|%d|%d", r->python,
+	return xasprintf("%s|%d|%d|%u:%u|%u:%u|%d|%d|%d|%d", r->python,
 			 !!(sb->clone_flags & CLONE_NEWUSER),
 			 sb->clone_flags != 0 && sb->clone_flags != CLONE_NEWUSER, sb->uid, sb->gid,
 			 sb->ns_uid, sb->ns_gid, sb->setgroups_deny,
-			 !!(sb->layers & (1u << REPL_L_IDENTITY)), sb->seccomp != NULL);
+			 !!(sb->layers & (1u << REPL_L_IDENTITY)), sb->seccomp != NULL, sb->pivot);
 }
 
 static void zyg_stop(struct zyg *g)
@@ -193,13 +198,38 @@ static void plan_json(struct buf *b, const struct repl_sandbox *sb)
 	    {"mount_setattr", SYS_mount_setattr},
 	    {"landlock_add_rule", SYS_landlock_add_rule},
 	    {"landlock_restrict_self", SYS_landlock_restrict_self},
+	    {"pivot_root", SYS_pivot_root},
+	    {"umount2", SYS_umount2},
+	    {"unshare", SYS_unshare},
 	};
 	buf_puts(b, "{\"nr\":{");
 	for (size_t i = 0; i < ARRAY_SIZE(nr); i++)
 		buf_printf(b, "%s\"%s\":%ld", i ? "," : "", nr[i].name, nr[i].nr);
-	buf_printf(b, "},\"first\":\"%s\",\"late\":\"%s\",\"ppid\":%d}",
+	buf_printf(b, "},\"first\":\"%s\",\"late\":\"%s\",\"ppid\":%d",
 		   sb->seccomp ? repl__seccomp_first_hex() : "-",
 		   sb->seccomp ? repl__seccomp_late_hex() : "-", (int)getpid());
+	/* Workers with a root of their own: the zygote builds the part that
+	 * does not depend on the scratch path once, in a mount namespace of
+	 * its own, and pivots into it; each worker's copy of that namespace
+	 * is then small and needs no umount (which waits for an RCU grace
+	 * period, ~2 ms). Paths below the root, without R. */
+	if (sb->pivot) {
+		const struct repl_root *rt = &sb->root;
+		size_t rlen = strlen(sb->scratch);
+		buf_printf(b, ",\"root\":{\"opts\":\"%s\",\"ops\":[", rt->opts);
+		for (int i = 0; i < rt->n_fixed; i++) {
+			const struct repl_root_op *o = &rt->ops[i];
+			const char *src = o->src ? rt->arena + o->src : "";
+			const char *dst = rt->arena + o->dst + rlen;
+			buf_printf(b, "%s[%d,", i ? "," : "", o->op);
+			repl__json_str(b, src, strlen(src));
+			buf_putc(b, ',');
+			repl__json_str(b, dst, strlen(dst));
+			buf_printf(b, ",%s]", o->dev ? "true" : "false");
+		}
+		buf_puts(b, "]}");
+	}
+	buf_putc(b, '}');
 }
 
 /* Start a zygote for r's plan into g (key: owned by g from here). Runs
@@ -295,9 +325,17 @@ static void request_json(struct buf *b, const struct repl *r, const struct repl_
 	for (int i = 0; i < sb->n_rl; i++)
 		buf_printf(b, "%s[%d,%lu,%lu]", i ? "," : "", sb->rl[i].res, sb->rl[i].cur,
 			   sb->rl[i].max);
-	buf_printf(b, "],\"ll\":%llu,\"seccomp\":%s,\"keepcaps\":%s",
+	/* nest: a user namespace of its own inside the zygote's, so that
+	 * RLIMIT_NPROC (counted per uid and user namespace) caps this
+	 * worker's threads, not the sum of all workers of the zygote. */
+	buf_printf(b, "],\"ll\":%llu,\"seccomp\":%s,\"keepcaps\":%s,\"nest\":%s",
 		   sb->landlock_fd >= 0 ? (unsigned long long)repl__sandbox_scratch_rights() : 0ULL,
-		   sb->seccomp ? "true" : "false", keep ? "true" : "false");
+		   sb->seccomp ? "true" : "false", keep ? "true" : "false",
+		   ns ? "true" : "false");
+	/* In the zygote's root (plan_json): the worker's own part, a tmpfs
+	 * on the scratch's first directory with the way down to it. */
+	if (sb->pivot)
+		buf_puts(b, ",\"zroot\":true");
 	if (sb->fault >= 0)
 		buf_printf(b, ",\"fault\":[\"%s\",%d]", repl_layer_name((enum repl_layer)sb->fault),
 			   sb->fault_errno);

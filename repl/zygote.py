@@ -27,10 +27,14 @@
 # The worker then does what repl/spawn.c and repl/sandbox.c do between
 # clone and execve, in the same order and with the same fatal frames on
 # its fd 4 (a step that fails names its layer; exit 126 for the sandbox,
-# 127 otherwise): its own session, the parent-death signal, the fd layout,
-# its mounts (the tree read-only, a fresh /proc, the scratch tmpfs), no
-# capabilities, its rlimits, no_new_privs, Landlock with its scratch
-# directory, chdir, and the first seccomp filter (its own pid patched in).
+# 127 otherwise): its own session, the parent-death signal, a user
+# namespace of its own (nested: RLIMIT_NPROC then counts its threads
+# alone), the fd layout, its mounts (with the pivot layer, a copy of the
+# root the zygote built once and pivoted into (_z_template) with a tmpfs
+# of its own down to its scratch; else the tree read-only; a fresh /proc,
+# the scratch tmpfs), fd 0 an empty pipe, no capabilities, its rlimits,
+# no_new_privs, Landlock with its scratch directory, chdir, and the first
+# seccomp filter (its own pid patched in).
 # The runtime's start then stacks the late filter as in any worker.
 # System calls go through libc's syscall(), with the numbers the
 # controller passes in the plan.
@@ -39,6 +43,7 @@ import _ctypes
 import _socket
 
 _CLONE_PARENT = 0x8000
+_CLONE_NEWUSER = 0x10000000
 _SIGCHLD = 17
 _SELF = 0x7ff0be11  # REPL_BPF_SELF: the pid placeholder of the first filter
 
@@ -52,6 +57,7 @@ class _Z:
     first = None     # the first seccomp filter (bytes), None: none
     late = '-'       # the late filter, hex
     ppid = 0         # the controller
+    uid = gid = 0    # ours, in the zygote's user namespace
     errno = None
 
 
@@ -85,6 +91,8 @@ def _z_setup(plan):
     _Z.first = bytes.fromhex(plan['first']) if plan['first'] != '-' else None
     _Z.late = plan['late']
     _Z.ppid = plan['ppid']
+    _Z.uid = posix.geteuid()  # in the zygote's namespace: what each
+    _Z.gid = posix.getegid()  # worker's own namespace maps to itself
 
 
 class _ubyte(_ctypes._SimpleCData):
@@ -150,6 +158,8 @@ def _zygote(plan_json):
     with its arguments."""
     plan = _decode(plan_json.encode('utf-8'))
     _z_setup(plan)
+    if plan.get('root'):
+        _z_template(plan['root'])
     sys.argv = ['']
     # Not dumpable: the zygote is a copy of nothing secret, but its
     # workers inherit the flag until the runtime sets it again.
@@ -173,7 +183,9 @@ def _zygote(plan_json):
         try:
             if type(req) is not dict or len(fds) not in (4, 5):
                 raise ValueError('a request with %d fds' % len(fds))
-            pid = _z_fork(req.get('flags', 0))
+            if req.get('zroot'):
+                _z_top(req)
+            pid = _z_fork(req.get('flags', 0) | (_CLONE_NEWUSER if req.get('nest') else 0))
         except _ZFail as e:
             err = {'error': '%s: errno %d' % (e.what, e.e), 'errno': e.e}
         except Exception as e:
@@ -231,8 +243,8 @@ def _z_worker(req, fds):
 
 
 def _z_prepare(req, fds):
-    """Session, parent death, fd layout: 0 stays /dev/null, 1 and 2 the
-    log pipe, 3 and 4 the frames, 5 the context, 6 the Landlock ruleset."""
+    """Session, parent death, fd layout: 0 stays /dev/null (until
+    _z_sandbox makes it a pipe), 1 and 2 the log pipe, 3 and 4 the frames, 5 the context, 6 the Landlock ruleset."""
     posix.setsid()
     _sc('prctl', 1, 9, what='prctl(PR_SET_PDEATHSIG)')  # SIGKILL
     if not req.get('pidns') and posix.getppid() != _Z.ppid:
@@ -256,6 +268,8 @@ def _z_sandbox(req, nfd):
     fault = req.get('fault')
     if fault and fault[0] != 'seccomp':
         raise _ZFail('injected fault', fault[1], fault[0])
+    if req.get('nest'):
+        _z_maps()
     if req['flags'] & 0x20000:  # CLONE_NEWNS
         _z_mounts(req)
     # No capabilities (the zygote's CAP_SYS_ADMIN was for the mounts).
@@ -281,6 +295,15 @@ def _z_sandbox(req, nfd):
             posix.close(d)
         _sc('landlock_restrict_self', 6, 0, what='landlock_restrict_self', layer='landlock')
         posix.close(6)
+    # fd 0: an empty pipe (EOF), not the host's /dev/null, whose inode
+    # futimens(0) or fchmod(0) would change (spawn.c, child_stdin).
+    try:
+        r, w = posix.pipe()
+        posix.dup2(r, 0)
+        posix.close(r)
+        posix.close(w)
+    except OSError as e:
+        raise _ZFail('stdin pipe', e.errno) from None
     try:
         posix.chdir(req['scratch'])
     except OSError as e:
@@ -291,12 +314,36 @@ def _z_sandbox(req, nfd):
         _z_seccomp(posix.getpid())
 
 
+def _z_maps():
+    """Our own user namespace (nested in the zygote's): map our uid and
+    gid to themselves, as unshare -r does, so that RLIMIT_NPROC counts
+    this worker's threads alone. Writing our own maps needs us dumpable
+    (a non-dumpable process's /proc files are the host root's); we are a
+    copy of the zygote, which holds no secret, and not dumpable again
+    right after."""
+    _sc('prctl', 4, 1, 0, 0, 0, what='prctl(PR_SET_DUMPABLE)', layer='userns')
+    for name, text in (('setgroups', b'deny'),
+                       ('gid_map', b'%d %d 1\n' % (_Z.gid, _Z.gid)),
+                       ('uid_map', b'%d %d 1\n' % (_Z.uid, _Z.uid))):
+        try:
+            fd = posix.open('/proc/self/' + name, posix.O_WRONLY | posix.O_CLOEXEC)
+            try:
+                posix.write(fd, text)
+            finally:
+                posix.close(fd)
+        except OSError as e:
+            raise _ZFail('write ' + name, e.errno, 'userns') from None
+    _sc('prctl', 4, 0, 0, 0, 0, what='prctl(PR_SET_DUMPABLE)', layer='userns')
+
+
 def _z_mounts(req):
     ro = _Mem(_u64s(0x1 | 0x2 | 0x4, 0, 0, 0))  # MOUNT_ATTR_RDONLY|NOSUID|NODEV
     nodev = _Mem(_u64s(0, 0x4, 0, 0))
     flags = 0x2 | 0x4 | 0x8  # MS_NOSUID|MS_NODEV|MS_NOEXEC
     _sc('mount', _cstr('none'), _cstr('/'), None, 0x4000 | 0x40000, None,
         what='mount / private', layer='mntns')  # MS_REC|MS_PRIVATE
+    if req.get('zroot'):
+        return _z_inroot(req, ro, nodev, flags)
     if req.get('pidns'):
         _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
             what='mount /proc', layer='pidns')
@@ -310,6 +357,102 @@ def _z_mounts(req):
     except _ZFail:
         pass
     _sc('mount', _cstr('rlm-scratch'), _cstr(req['scratch']), _cstr('tmpfs'), flags,
+        _cstr(req['tmpfs']), what='mount the scratch tmpfs', layer='mntns')
+
+
+def _z_root_ops(R, ops):
+    """The plan's steps below R (0 mkdir, 1 symlink, 2 bind a directory,
+    3 bind a file), as repl/sandbox.c's child_root_ops."""
+    for op, src, dst, _dev in ops:
+        dst = R + dst
+        try:
+            if op == 0:
+                try:
+                    posix.mkdir(dst, 0o755)
+                except FileExistsError:
+                    pass
+            elif op == 1:
+                posix.symlink(src, dst)
+            elif op == 3:
+                posix.close(posix.open(dst, posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC,
+                                       0o444))
+        except OSError as e:
+            raise _ZFail('new root: ' + ('mkdir', 'symlink', '', 'a file to bind on')[op],
+                         e.errno, 'pivot') from None
+        if op in (2, 3):
+            _sc('mount', _cstr(src), _cstr(dst), None, 0x1000 | (0x4000 if op == 2 else 0),
+                None, what='new root: bind', layer='pivot')  # MS_BIND, MS_REC
+
+
+def _z_template(root):
+    """The workers' root, once, in the zygote: a mount namespace of its
+    own, a tmpfs (over /tmp, a mount point every host has) filled by the
+    plan's steps, the host's /proc bound in (a fresh /proc may only be
+    mounted where a whole one is visible), pivot_root, and the host's
+    tree detached. Each worker's copy of this namespace is the small
+    tree alone: no umount per worker. It stays writable for the zygote,
+    which makes the first directory of each worker's scratch path."""
+    flags = 0x2 | 0x4 | 0x8  # MS_NOSUID|MS_NODEV|MS_NOEXEC
+    _sc('unshare', 0x20000, what='unshare(CLONE_NEWNS)')
+    _sc('mount', _cstr('none'), _cstr('/'), None, 0x4000 | 0x40000, None,
+        what='mount / private')
+    R = '/tmp'
+    _sc('mount', _cstr('rlm-root'), _cstr(R), _cstr('tmpfs'), flags, _cstr(root['opts']),
+        what='mount the new root')
+    _z_root_ops(R, root['ops'])
+    _sc('mount', _cstr('/proc'), _cstr(R + '/proc'), None, 0x1000 | 0x4000, None,
+        what='bind /proc')
+    posix.chdir(R)
+    dot = _cstr('.')
+    _sc('pivot_root', dot, dot, what='pivot_root')
+    _sc('umount2', dot, 2, what='detach the host\'s root')  # MNT_DETACH
+    posix.chdir('/')
+
+
+def _z_top(req):
+    """In the zygote, before the fork: the first directory of the
+    worker's scratch path, on which the worker mounts its own tmpfs."""
+    top = '/' + req['scratch'].split('/')[1]
+    try:
+        posix.mkdir(top, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise _ZFail('mkdir ' + top, e.errno) from None
+
+
+def _z_inroot(req, ro, nodev, flags):
+    """A worker in the zygote's root (_z_template): a tmpfs of its own on
+    the scratch's first directory with the way down to the scratch, a
+    fresh /proc over the host's (or an empty tmpfs without a pid
+    namespace), everything read-only but the device nodes' nodev, and
+    the scratch tmpfs."""
+    S = req['scratch']
+    parts = S.split('/')[1:]
+    path = '/' + parts[0]
+    _sc('mount', _cstr('rlm-top'), _cstr(path), _cstr('tmpfs'), flags,
+        _cstr('size=64k,nr_inodes=64,mode=0755,uid=%d,gid=%d' % (_Z.uid, _Z.gid)),
+        what='mount the scratch\'s first directory', layer='pivot')
+    try:
+        for p in parts[1:]:
+            path += '/' + p
+            posix.mkdir(path, 0o755)
+    except OSError as e:
+        raise _ZFail('new root: mkdir', e.errno, 'pivot') from None
+    if req.get('pidns'):
+        _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
+            what='mount /proc', layer='pidns')
+    else:
+        _sc('mount', _cstr('none'), _cstr('/proc'), _cstr('tmpfs'), flags,
+            _cstr('size=4k,mode=0555'), what='cover /proc', layer='mntns')
+    _sc('mount_setattr', -100, _cstr('/'), 0x8000, ro, 32,
+        what='mount_setattr / read-only', layer='pivot')
+    for dev in ('/dev/null', '/dev/zero', '/dev/random', '/dev/urandom'):
+        try:
+            _sc('mount_setattr', -100, _cstr(dev), 0, nodev, 32)
+        except _ZFail:
+            pass
+    _sc('mount', _cstr('rlm-scratch'), _cstr(S), _cstr('tmpfs'), flags,
         _cstr(req['tmpfs']), what='mount the scratch tmpfs', layer='mntns')
 
 

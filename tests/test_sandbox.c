@@ -2471,6 +2471,408 @@ TEST(worker_dies_with_its_controller)
 	CHECK_MSG(!state[0] || state[0] == 'Z', "the worker %d lives on: %s", (int)w.pid, state);
 }
 
+/* ---- issue 19: what the attack found ----
+ *
+ * Each of these failed on the code before the fix: no nr_inodes= on the
+ * scratch tmpfs, sysinfo(2) allowed, fd 0 the host's /dev/null, no thread
+ * cap, the whole host tree visible read-only. */
+
+/* Run code in a fresh REPL of cfg; the output (caller frees), with
+ * *restarted from the result. */
+static char *run_alone(const struct repl_cfg *cfg, const char *code, bool *restarted)
+{
+	struct repl *r = start(cfg);
+	struct repl_result res;
+	char *out;
+	exec_cell(NULL, r, code, &res);
+	out = xstrdup(res.output);
+	if (restarted)
+		*restarted = res.restarted;
+	repl_result_release(&res);
+	repl_free(r);
+	return out;
+}
+
+static const char files_cell[] =
+	"import os\n"
+	"n, err = 0, None\n"
+	"try:\n"
+	"    for i in range(4200):\n"
+	"        open('f%d' % i, 'w').close()\n"
+	"        n += 1\n"
+	"except OSError as e:\n"
+	"    err = e.errno\n"
+	"print('FILES', n, err)\n";
+
+/* Finding 3: empty files cost kernel memory that no size= counts. A 16 MiB
+ * scratch holds at most 4096 files and directories: the tmpfs says ENOSPC
+ * (from the zygote and cold), the plain directory's quota check restarts
+ * the worker. */
+TEST(i19_scratch_inode_cap)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r;
+	char *out;
+	bool restarted;
+	int n, e;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (int cold = 0; cold < 2; cold++) {
+		cfg_level(&cfg, 0);
+		cfg.sandbox.scratch_limit = 16 << 20;
+		cfg.no_zygote = cold;
+		r = start(&cfg);
+		repl_sandbox_status(r, &st);
+		repl_free(r);
+		if (!st.scratch_tmpfs)
+			SKIP("no tmpfs scratch here (no mount namespace)");
+		CHECK_INT(st.scratch_inodes, 4096);
+		CHECK_CONTAINS(st.line, "inodes=4096");
+		out = run_alone(&cfg, files_cell, NULL);
+		CHECK_MSG(sscanf(out, "FILES %d %d", &n, &e) == 2, "cold %d: %s", cold, out);
+		CHECK_MSG(e == ENOSPC && n > 4000 && n < 4096, "cold %d: %s", cold, out);
+		free(out);
+	}
+	/* No mount namespace: the quota check counts the files. */
+	cfg_level(&cfg, 0);
+	cfg.sandbox.scratch_limit = 16 << 20;
+	cfg.sandbox.disable = L(REPL_L_MNTNS);
+	cfg.exec_timeout_ns = 60000 * MS; /* a disk, and the walks: slow under load */
+	out = run_alone(&cfg, files_cell, &restarted);
+	CHECK_MSG(restarted, "%s", out);
+	CHECK_CONTAINS(out, "limit of 4096 files");
+	free(out);
+}
+
+/* Finding 9: sysinfo(2) told the worker the host's process count, load,
+ * RAM and uptime. Now ENOSYS, from the zygote, cold and without
+ * namespaces (the filter is the same everywhere). */
+TEST(i19_sysinfo_denied)
+{
+	static const int lv[] = {0, 8, 2};
+	static const char cell[] =
+		"import ctypes\n"
+		"libc = ctypes.CDLL(None, use_errno=True)\n"
+		"buf = ctypes.create_string_buffer(256)\n"
+		"r = libc.sysinfo(buf)\n"
+		"print('SYSINFO', r, ctypes.get_errno(), int.from_bytes(buf.raw[:8], 'little'))\n";
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (size_t i = 0; i < ARRAY_SIZE(lv); i++) {
+		struct repl_cfg cfg;
+		char *out;
+		cfg_level(&cfg, lv[i]);
+		out = run_alone(&cfg, cell, NULL);
+		CHECK_MSG(strstr(out, "SYSINFO -1 38 0") != NULL, "[%s] %s", levels[lv[i]].name,
+			  out);
+		free(out);
+	}
+}
+
+/* Finding 8: fd 0 was the host's /dev/null, opened before the worker's
+ * read-only mounts: futimens(0) changed the host inode's mtime. Now fds 0,
+ * 1 and 2 are pipes, and the host's /dev/null keeps its times. */
+TEST(i19_std_fds_private)
+{
+	static const int lv[] = {0, 8, 2, 5};
+	static const char cell[] =
+		"import os, stat\n"
+		"kinds = [stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, 1, 2)]\n"
+		"try:\n"
+		"    os.utime(0)\n"
+		"    u = 'ok'\n"
+		"except OSError as e:\n"
+		"    u = e.errno\n"
+		"try:\n"
+		"    os.fchmod(0, 0o600)\n"
+		"except OSError as e:\n"
+		"    pass\n"
+		"print('FDS', kinds, u, repr(os.read(0, 10)))\n";
+	struct stat before, after;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (size_t i = 0; i < ARRAY_SIZE(lv); i++) {
+		struct repl_cfg cfg;
+		char *out;
+		cfg_level(&cfg, lv[i]);
+		CHECK(stat("/dev/null", &before) == 0);
+		time_sleep_ns(20 * MS);
+		out = run_alone(&cfg, cell, NULL);
+		CHECK(stat("/dev/null", &after) == 0);
+		CHECK_MSG(strstr(out, "FDS [True, True, True]") && strstr(out, "b''"), "[%s] %s",
+			  levels[lv[i]].name, out);
+		CHECK_MSG(before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+			      before.st_mtim.tv_nsec == after.st_mtim.tv_nsec &&
+			      before.st_mode == after.st_mode,
+			  "[%s] the host's /dev/null changed: %s", levels[lv[i]].name, out);
+		free(out);
+	}
+}
+
+/* Finding 6 (the cap): a bomb of 3,000 threads with 64 KiB stacks ran
+ * whole. Now the 256th start fails with RuntimeError, in workers from the
+ * zygote and cold, the worker lives on, and two workers of one zygote
+ * each get their own 256 (the count is per user namespace). Without a
+ * user namespace there is no cap, and the status says so. */
+static const char bomb_cell[] =
+	"import threading\n"
+	"threading.stack_size(65536)\n"
+	"ev = threading.Event()\n"
+	"ts, err = [], None\n"
+	"try:\n"
+	"    for i in range(3000):\n"
+	"        t = threading.Thread(target=ev.wait)\n"
+	"        t.start()\n"
+	"        ts.append(t)\n"
+	"except RuntimeError as e:\n"
+	"    err = str(e)\n"
+	"if HOLD:\n"
+	"    print('THREADS', len(ts), err, flush=True)\n"
+	"    import time; time.sleep(HOLD)\n"
+	"ev.set()\n"
+	"for t in ts:\n"
+	"    t.join()\n"
+	"print('THREADS', len(ts), err)\n";
+
+static void check_bomb(const char *out, const char *where)
+{
+	int n = -1;
+	const char *p = strstr(out, "THREADS ");
+	CHECK_MSG(p && sscanf(p, "THREADS %d", &n) == 1, "[%s] %s", where, out);
+	CHECK_MSG(n >= 200 && n < 256 && strstr(p, "can't start new thread"), "[%s] %s", where,
+		  out);
+}
+
+struct bomb_arg {
+	struct repl *r;
+	struct repl_result *res;
+	int rc;
+};
+
+static void *bomb_main(void *arg)
+{
+	struct bomb_arg *b = arg;
+	struct rlm_err err = {0, ""};
+	b->rc = repl_exec(b->r, bomb_cell, strlen(bomb_cell), time_now_ns() + 60000 * MS, b->res,
+			  &err);
+	return NULL;
+}
+
+TEST(i19_thread_cap)
+{
+	static const int lv[] = {0, 8};
+	struct repl_sandbox_status st;
+	struct repl_result res;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (size_t i = 0; i < ARRAY_SIZE(lv); i++) {
+		struct repl_cfg cfg;
+		struct repl *r;
+		cfg_level(&cfg, lv[i]);
+		r = start(&cfg);
+		repl_sandbox_status(r, &st);
+		CHECK_INT(st.max_threads, 256);
+		CHECK_CONTAINS(st.line, "threads=256");
+		exec_cell(NULL, r, "HOLD = 0", &res);
+		repl_result_release(&res);
+		exec_cell(NULL, r, bomb_cell, &res);
+		check_bomb(res.output, levels[lv[i]].name);
+		CHECK(!res.restarted);
+		repl_result_release(&res);
+		exec_cell(NULL, r, "import threading; print('after', threading.active_count())", &res);
+		CHECK_MSG(strstr(res.output, "after 1") && !res.restarted, "%s", res.output);
+		repl_result_release(&res);
+		repl_free(r);
+	}
+	/* Two workers of one zygote at once: each its own cap. */
+	{
+		struct repl_cfg cfg;
+		struct repl *a, *b;
+		struct rlm_err err = {0, ""};
+		struct repl_result rb;
+		cfg_level(&cfg, 0);
+		a = start(&cfg);
+		b = start(&cfg);
+		exec_cell(NULL, a, "HOLD = 3", &res);
+		repl_result_release(&res);
+		exec_cell(NULL, b, "HOLD = 0", &res);
+		repl_result_release(&res);
+		/* a holds its threads (3 s) while b starts its own. */
+		struct bomb_arg ba = {a, &res, -1};
+		pthread_t th;
+		CHECK(pthread_create(&th, NULL, bomb_main, &ba) == 0);
+		time_sleep_ns(1500 * MS);
+		exec_cell(NULL, b, bomb_cell, &rb);
+		pthread_join(th, NULL);
+		CHECK_INT(ba.rc, 0);
+		(void)err;
+		check_bomb(res.output, "a");
+		check_bomb(rb.output, "b");
+		repl_result_release(&res);
+		repl_result_release(&rb);
+		repl_free(a);
+		repl_free(b);
+	}
+	/* No user namespace: no cap, said so. */
+	{
+		struct repl_cfg cfg;
+		struct repl *r;
+		cfg_level(&cfg, 2);
+		r = start(&cfg);
+		repl_sandbox_status(r, &st);
+		CHECK_INT(st.max_threads, 0);
+		CHECK_CONTAINS(st.line, "threads=uncapped");
+		repl_free(r);
+	}
+}
+
+/* Finding 7: Landlock has no right for stat, so os.stat() told size,
+ * mtime and existence of any host path. With the pivot layer the worker's
+ * root holds only /usr (and the merged-/usr links), two /etc files, four
+ * device nodes, /proc and the way down to its scratch directory: the rest
+ * does not exist for it. Python and Debian's packages still work. Without
+ * a mount namespace the layer is off and says why. */
+static const char paths_cell[] =
+	"import os, json, re, time, decimal, hashlib\n"
+	"miss = []\n"
+	"for p in ('/etc/shadow', '/root', '/work', '/etc/passwd', '/home', '/var',\n"
+	"          '/old_root', '/sys', '/run', '/etc/hostname', '/bin/../../farm'):\n"
+	"    try:\n"
+	"        os.stat(p)\n"
+	"        print('VISIBLE', p)\n"
+	"    except FileNotFoundError:\n"
+	"        miss.append(p)\n"
+	"    except OSError as e:\n"
+	"        print('VISIBLE', p, e)\n"
+	"print('MISSING', len(miss))\n"
+	"for d in ('/', '/dev'):\n"
+	"    try:\n"
+	"        print('LS', d, ' '.join(sorted(os.listdir(d))))\n"
+	"    except PermissionError:\n"
+	"        print('LS', d, 'denied')\n"
+	"import sqlite3\n"
+	"c = sqlite3.connect(':memory:')\n"
+	"print('SQLITE', c.execute('select 6*7').fetchone()[0])\n"
+	"try:\n"
+	"    import jsonschema\n"
+	"    print('JSONSCHEMA', jsonschema.Draft7Validator({'type': 'string'}).is_valid('x'))\n"
+	"except ImportError:\n"
+	"    print('JSONSCHEMA absent')\n"
+	"print('TZ', time.strftime('%Z'), 'URANDOM', len(open('/dev/urandom', 'rb').read(8)))\n"
+	"with open('/dev/null', 'w') as f:\n"
+	"    f.write('x')\n"
+	"open('here.txt', 'w').write('ok')\n"
+	"print('CWD', os.getcwd() == os.environ['TMPDIR'], open('here.txt').read())\n";
+
+TEST(i19_host_paths_hidden)
+{
+	static const int lv[] = {0, 8, 1, 6, 9};
+	struct stat js;
+	bool jsonschema = stat("/usr/lib/python3/dist-packages/jsonschema", &js) == 0;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (size_t i = 0; i < ARRAY_SIZE(lv); i++) {
+		struct repl_cfg cfg;
+		struct repl_sandbox_status st;
+		struct repl *r;
+		struct repl_result res;
+		const char *name = levels[lv[i]].name;
+		if (levels[lv[i]].nonroot && geteuid() == 0)
+			continue; /* the nonroot levels run in run_nonroot */
+		cfg_level(&cfg, lv[i]);
+		r = start(&cfg);
+		repl_sandbox_status(r, &st);
+		CHECK_MSG(st.on[REPL_L_PIVOT], "[%s] pivot off: %s", name, st.why[REPL_L_PIVOT]);
+		CHECK_CONTAINS(st.line, "pivot=on");
+		exec_cell(NULL, r, paths_cell, &res);
+		CHECK_MSG(!strstr(res.output, "VISIBLE") && strstr(res.output, "MISSING 11"),
+			  "[%s] %s", name, res.output);
+		/* Landlock does not let it list / or /dev at all. */
+		if (st.on[REPL_L_LANDLOCK]) {
+			CHECK_MSG(strstr(res.output, "LS / denied") && strstr(res.output, "LS /dev denied"),
+				  "[%s] %s", name, res.output);
+		} else {
+			CHECK_MSG(strstr(res.output, "LS / bin dev etc lib lib32 lib64 proc sbin tmp usr") ||
+				      strstr(res.output, "LS / bin dev etc lib lib64 proc sbin tmp usr"),
+				  "[%s] %s", name, res.output);
+			CHECK_MSG(strstr(res.output, "LS /dev null random urandom zero"), "[%s] %s",
+				  name, res.output);
+		}
+		CHECK_MSG(strstr(res.output, "SQLITE 42") && strstr(res.output, "URANDOM 8") &&
+			      strstr(res.output, "CWD True ok"),
+			  "[%s] %s", name, res.output);
+		if (jsonschema)
+			CHECK_MSG(strstr(res.output, "JSONSCHEMA True"), "[%s] %s", name, res.output);
+		repl_result_release(&res);
+		repl_free(r);
+	}
+	/* No mount namespace: no pivot, and why. */
+	{
+		struct repl_cfg cfg;
+		struct repl_sandbox_status st;
+		struct repl *r;
+		cfg_level(&cfg, 2);
+		r = start(&cfg);
+		repl_sandbox_status(r, &st);
+		CHECK(!st.on[REPL_L_PIVOT]);
+		CHECK_CONTAINS(st.why[REPL_L_PIVOT], "needs mntns");
+		CHECK_CONTAINS(st.line, "pivot=off");
+		repl_free(r);
+	}
+}
+
+/* A machine where pivot_root is refused (EINVAL: the root is the
+ * initramfs; EPERM: policy): the worker starts with the read-only host
+ * tree instead, every other layer on, the status says why, and `rlm
+ * doctor` shows the layer off and its os.stat check as a WARN. A shortage
+ * (ENOMEM) keeps the layer and fails that start. */
+TEST(i19_pivot_fallback)
+{
+	struct repl_cfg cfg;
+	struct repl_sandbox_status st;
+	struct repl *r = NULL;
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	char cmd[600], out[16384];
+	size_t n;
+	FILE *p;
+	unsetenv("RLM_SANDBOX_DISABLE");
+	for (int cold = 0; cold < 2; cold++) {
+		pid_t c = fork();
+		int status;
+		CHECK(c >= 0);
+		if (c == 0) { /* the broken layer is remembered per process */
+			setenv("RLM_SANDBOX_FAULT", "pivot:ENOMEM", 1);
+			cfg_level(&cfg, 0);
+			cfg.no_zygote = cold;
+			if (repl_start(&cfg, &r, &err) != RLM_ESANDBOX || !strstr(err.msg, "pivot"))
+				_exit(10);
+			setenv("RLM_SANDBOX_FAULT", "pivot:EINVAL", 1);
+			r = start(&cfg);
+			repl_sandbox_status(r, &st);
+			if (st.on[REPL_L_PIVOT] || !st.on[REPL_L_MNTNS] || !st.on[REPL_L_LANDLOCK] ||
+			    !strstr(st.line, "pivot=off"))
+				_exit(11);
+			exec_cell(NULL, r, "import os\nprint('SHADOW', os.stat('/etc/shadow').st_size > 0)",
+				  &res);
+			if (!strstr(res.output, "SHADOW True"))
+				_exit(12);
+			repl_result_release(&res);
+			repl_free(r);
+			_exit(0);
+		}
+		CHECK(waitpid(c, &status, 0) == c);
+		CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "cold %d: status %d", cold,
+			  status);
+	}
+	snprintf(cmd, sizeof(cmd), "RLM_SANDBOX_FAULT=pivot:EPERM '%s' doctor 2>&1",
+		 harness_rlm_bin());
+	p = popen(cmd, "r");
+	CHECK(p != NULL);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	CHECK_MSG(strstr(out, "  pivot      off") && strstr(out, "WARN  os.stat host paths") &&
+		      strstr(out, "result: OK with warnings"),
+		  "%s", out);
+}
+
 /* ---- the matrix ---- */
 
 /* Last: print attack x level from the file the level tests appended to. */

@@ -366,6 +366,7 @@ static const char policy_py[] =
 	"T('clone3', lambda: sc(435, 0, 0))\n"
 	"T('clone_process', lambda: sc(56, 17, 0, 0, 0, 0))\n"
 	"T('pidfd_open', lambda: sc(434, os.getppid(), 0))\n"
+	"T('sysinfo', lambda: sc(99, ctypes.addressof(ctypes.create_string_buffer(256))))\n"
 	"T('unshare', lambda: sc(272, 0x10000000))\n"
 	"T('mount', lambda: sc(165, 0, 0, 0, 0, 0))\n"
 	"T('bpf', lambda: sc(321, 0, 0, 0))\n"
@@ -449,6 +450,7 @@ static const struct expect policy_want[] = {
 	/* denied by the default: glibc falls back, or it is simply absent */
 	{"clone3", "ENOSYS"},
 	{"pidfd_open", "ENOSYS"},
+	{"sysinfo", "ENOSYS"}, /* host-wide facts (issue 19) */
 	{"prctl_other", "ENOSYS"},
 	{"ioctl_tiocsti", "ENOSYS"},
 	{"fcntl_getown", "ENOSYS"},
