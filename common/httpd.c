@@ -74,34 +74,28 @@ static void drop_locked(struct httpd *h, struct conn *k, uint64_t *counter)
 }
 
 /* May k be dropped for a newcomer? In its head, or sending a body without
- * having shown a good key. Its rank: heads first, then bodies. */
-static int evictable(const struct conn *k)
+ * having shown a good key. */
+static bool evictable(const struct conn *k)
 {
 	int ph = atomic_load(&k->phase);
 	if (k->dropped)
-		return 0;
-	if (ph == PH_HEAD)
-		return 2;
-	return ph == PH_BODY && !atomic_load(&k->trusted) ? 1 : 0;
+		return false;
+	return ph == PH_HEAD || (ph == PH_BODY && !atomic_load(&k->trusted));
 }
 
 /* The connection to drop for a newcomer, of like's address when like is
- * given, or NULL: the one in its head the longest, else the one sending
- * its body the longest without a good key (h->mu held). */
+ * given, or NULL: of those evictable, the one accepted first (the list is
+ * in the order of accepting). Age alone decides, not the phase: ranking
+ * every head above every body would let a holder of old keyless bodies
+ * evict, with each new connection of its own, the fresh head of a normal
+ * client that had just made room for itself (h->mu held). */
 static struct conn *victim_locked(struct httpd *h, const struct conn *like)
 {
-	struct conn *best = NULL;
-	int best_rank = 0;
 	for (struct conn *k = h->first; k; k = k->next) {
-		int rank = evictable(k);
-		if (!rank || (like && !same_addr(k, like)))
-			continue;
-		if (rank > best_rank || (rank == best_rank && k->t0 < best->t0)) {
-			best = k;
-			best_rank = rank;
-		}
+		if (evictable(k) && (!like || same_addr(k, like)))
+			return k;
 	}
-	return best;
+	return NULL;
 }
 
 /* Make room for k, a newcomer not counted yet, or refuse it: false when a

@@ -43,9 +43,9 @@
  *   watchdog thread shuts down the connections past them;
  * - when a new connection finds a limit (total or its address's) reached,
  *   one connection is dropped so the newcomer is served (of the
- *   newcomer's address, for the address's limit): the one in its head
- *   the longest, else the one sending its body the longest without
- *   having shown a good key (httpd_conn_trust); when none is either, the
+ *   newcomer's address, for the address's limit): of those in their
+ *   head, or sending a body without having shown a good key
+ *   (httpd_conn_trust), the one accepted first; when none is either, the
  *   newcomer is closed. */
 
 struct httpd_cfg {

@@ -2700,6 +2700,42 @@ TEST(serve_slow_bodies_without_key_make_room)
 	CHECK_INT(srv_stop(&s), 0);
 }
 
+/* The oldest goes, whatever its phase: a client that has just made room
+ * for itself, its head not sent yet, is not dropped for the next
+ * trickler's newcomer (ranking heads above keyless bodies did that). */
+TEST(serve_eviction_spares_the_newest_head)
+{
+	const char *args[] = {"--no-cache", "--max-per-address", "6", NULL};
+	struct srv s = srv_start(args);
+	struct slow *bodies = slow_bodies(&s, 6, NULL);
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct slow *more;
+	char got[512];
+	ssize_t n;
+	int fd;
+	time_sleep_ns(300000000);
+	CHECK_INT(slow_body_trickle(bodies, 6), 6);
+	fd = tcp_connect(&s); /* a normal client, slow to start: its head is fresh */
+	time_sleep_ns(100000000);
+	more = slow_bodies(&s, 1, NULL); /* the trickler's newcomer */
+	time_sleep_ns(100000000);
+	CHECK(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(req) - 1);
+	{
+		struct pollfd p = {fd, POLLIN, 0};
+		CHECK(poll(&p, 1, 5000) == 1);
+	}
+	n = recv(fd, got, sizeof(got) - 1, 0);
+	CHECK_MSG(n > 12, "the normal client got %zd bytes", n);
+	got[n > 0 ? n : 0] = 0;
+	CHECK_CONTAINS(got, "HTTP/1.1 200");
+	close(fd);
+	CHECK_INT(slow_body_trickle(bodies, 6), 4); /* the two oldest made room */
+	CHECK(bodies[0].t_closed && bodies[1].t_closed);
+	slow_close(more, 1);
+	slow_close(bodies, 6);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
 /* ---- huge answers (issue 19, finding 4) ---- */
 
 /* Model code can set an answer of tens of MB; before issue 19 the server
