@@ -158,12 +158,14 @@ def _zygote(plan_json):
     with its arguments."""
     plan = _decode(plan_json.encode('utf-8'))
     _z_setup(plan)
+    # Not dumpable: the zygote is a copy of nothing secret, but its
+    # workers inherit the flag until the runtime sets it again; and
+    # before its first mount (the root template), as every process of ours
+    # is by then (test_repl child_is_not_dumpable_after_the_handshake).
+    _harden('-')
     if plan.get('root'):
         _z_template(plan['root'])
     sys.argv = ['']
-    # Not dumpable: the zygote is a copy of nothing secret, but its
-    # workers inherit the flag until the runtime sets it again.
-    _harden('-')
     for fd in (4, 5):
         try:
             posix.close(fd)
