@@ -608,7 +608,9 @@ static void print_text(const struct doctor *d, int status)
 		printf("%-10sat most %d per worker (RLIMIT_NPROC in its user namespace)\n",
 		       "threads", d->st.max_threads);
 	else
-		printf("%-10snot capped (no user namespace to count them in)\n", "threads");
+		printf("%-10snot capped (no user namespace to count them in, or a kernel before "
+		       "5.14, where RLIMIT_NPROC counts every process of the uid)\n",
+		       "threads");
 	printf("%-10s%s\n", "root",
 	       d->st.on[REPL_L_PIVOT]
 		   ? "its own (pivot_root): /usr, /etc/ld.so.cache, /etc/localtime, /dev/{null,"

@@ -105,6 +105,8 @@ struct repl_sandbox {
  * when seccomp is needed but cannot be had (err says why and names
  * --unsafe-no-sandbox). */
 int repl__sandbox_plan(struct repl *r, struct rlm_err *err);
+/* Is the kernel release rel ("6.1.0-18-amd64") at least major.minor? */
+bool repl__kernel_at_least(const char *rel, int major, int minor);
 /* In the spawner thread, right after clone with sb->clone_flags: write the
  * child's uid_map, setgroups and gid_map. Returns 0 or an errno value
  * (what names the step). */

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -154,6 +155,7 @@ static struct {
 	gid_t egid;
 	uint64_t ll_fs;	     /* handled rights by ABI */
 	uint64_t ll_scratch; /* what the scratch directory gets */
+	bool nproc_per_ns;   /* RLIMIT_NPROC counts per user namespace (5.14) */
 } probe;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
@@ -161,6 +163,23 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t broken_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned broken_bits;
 static char broken_why[REPL_L_COUNT][120];
+
+/* Is the kernel release rel (uname -r: "6.1.0-18-amd64") at least
+ * major.minor? An unreadable one is not. */
+bool repl__kernel_at_least(const char *rel, int major, int minor)
+{
+	char *end;
+	long ma, mi;
+	errno = 0;
+	ma = strtol(rel, &end, 10);
+	if (end == rel || *end != '.' || errno)
+		return false;
+	rel = end + 1;
+	mi = strtol(rel, &end, 10);
+	if (end == rel || errno)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}
 
 static void probe_run(void)
 {
@@ -172,6 +191,10 @@ static void probe_run(void)
 	k = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_VERSION);
 	probe.landlock_abi = k > 0 ? (int)k : 0;
 	probe.landlock_errno = k > 0 ? 0 : errno;
+	{
+		struct utsname u;
+		probe.nproc_per_ns = uname(&u) == 0 && repl__kernel_at_least(u.release, 5, 14);
+	}
 	probe.euid = geteuid();
 	probe.egid = getegid();
 
@@ -829,8 +852,9 @@ int repl__sandbox_plan(struct repl *r, struct rlm_err *err)
 		 * namespace, or of the host's root: never a worker but an
 		 * unsafe one that stays root. Without a user namespace it
 		 * would count every process of nobody, or of the
-		 * controller's user: no cap there. */
-		if (st->on[REPL_L_USERNS] && c->max_threads >= 0) {
+		 * controller's user, and so before 5.14 even with one (every
+		 * worker of a root controller would share 256): no cap there. */
+		if (st->on[REPL_L_USERNS] && probe.nproc_per_ns && c->max_threads >= 0) {
 			unsigned long n =
 			    c->max_threads > 0 ? (unsigned long)c->max_threads : DEF_THREADS;
 			add_rl(sb, RLIMIT_NPROC, n, n);

@@ -3454,3 +3454,22 @@ TEST(computing_between_execs_restarts_the_worker)
 	expect(r, "x", "2\n");
 	repl_free(r);
 }
+
+/* RLIMIT_NPROC caps a worker's threads only where it counts per user
+ * namespace (5.14): before, every worker of a root controller (all
+ * nobody) would share the one count. */
+TEST(thread_cap_needs_a_kernel_that_counts_per_namespace)
+{
+	static const struct {
+		const char *rel;
+		bool ok;
+	} t[] = {
+	    {"5.14.0", true},	      {"5.14", true},	     {"6.1.0-18-amd64", true},
+	    {"6.18.44-fc-v782", true}, {"5.13.19", false},   {"5.10.0-28-amd64", false},
+	    {"4.18.0-513.el8", false}, {"10.0", true},	     {"", false},
+	    {"6", false},	      {"x.y", false},	     {"5.", false},
+	    {"99999999999999999999.1", false},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		CHECK_MSG(repl__kernel_at_least(t[i].rel, 5, 14) == t[i].ok, "'%s'", t[i].rel);
+}
