@@ -920,6 +920,12 @@ static int idle_check(struct repl *r, struct run *x, struct rlm_err *err)
 static void idle_mark(struct repl *r)
 {
 	r->idle_cpu = r->pid > 0 && !r->broken ? repl__worker_cpu(r) : -1;
+	/* And stopped until the next frame: a thread the checks could not
+	 * see (a parked pool thread given work by code that ran after its
+	 * exec, in a gc callback, say) computes no more while the model
+	 * thinks. */
+	if (r->pid > 0 && !r->broken)
+		repl__freeze(r);
 }
 
 /* Before an exec: anything the worker sent since the last one, or its

@@ -255,6 +255,7 @@ struct repl {
 	int stat_fd;              /* its /proc/PID/stat; -1: none */
 	int64_t idle_cpu;         /* its CPU time when its last exec ended;
 				   * -1: none since it started */
+	bool frozen;              /* SIGSTOPped between execs (repl__thaw) */
 
 	bool broken;              /* a restart failed: unusable */
 	bool zref;                /* holds a reference on the zygote */
@@ -275,6 +276,11 @@ int repl__worker_start(struct repl *r, struct rlm_err *err);
 /* SIGKILL the worker and its process group, reap it, close our fds.
  * Returns its wait status, or -1 when there was none. */
 int repl__worker_stop(struct repl *r);
+/* Between execs the worker is stopped (SIGSTOP), so that nothing the code
+ * left behind computes while the model thinks; repl__freeze after an
+ * exec's result, repl__thaw (SIGCONT) before anything is written to it. */
+void repl__freeze(struct repl *r);
+void repl__thaw(struct repl *r);
 /* After fd 4's EOF: give the worker a moment to finish exiting, then stop
  * it; describe how it ended in dst ("exit status 3"). */
 void repl__worker_reap(struct repl *r, char *dst, size_t cap);

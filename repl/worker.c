@@ -219,8 +219,22 @@ int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 
 /* ---- fd 3 ---- */
 
+void repl__freeze(struct repl *r)
+{
+	if (r->pid > 0 && !r->frozen && kill(r->pid, SIGSTOP) == 0)
+		r->frozen = true;
+}
+
+void repl__thaw(struct repl *r)
+{
+	if (r->frozen && r->pid > 0)
+		kill(r->pid, SIGCONT);
+	r->frozen = false;
+}
+
 void repl__flush(struct repl *r)
 {
+	repl__thaw(r);
 	while (r->out_off < r->out.len && !r->wdead) {
 		ssize_t k = write(r->to_w, r->out.p + r->out_off, r->out.len - r->out_off);
 		if (k > 0) {
@@ -312,7 +326,7 @@ int repl__worker_stop(struct repl *r)
 	int status = -1;
 	if (r->pid > 0) {
 		kill(-r->pid, SIGKILL); /* its session: whatever it forked */
-		kill(r->pid, SIGKILL);
+		kill(r->pid, SIGKILL);  /* stopped (frozen) or not */
 		while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
 			;
 		r->pid = 0;
@@ -322,6 +336,7 @@ int repl__worker_stop(struct repl *r)
 	close_fd(&r->from_w);
 	close_fd(&r->log_r);
 	close_fd(&r->pidfd);
+	r->frozen = false;
 	repl__probe_close(r);
 	r->in_off = r->in_len = 0;
 	r->in_oom = false;
