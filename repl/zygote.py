@@ -338,6 +338,16 @@ def _z_maps():
     _sc('prctl', 4, 0, 0, 0, 0, what='prctl(PR_SET_DUMPABLE)', layer='userns')
 
 
+def _z_proc(req, flags):
+    """/proc: a fresh one with a pid namespace, else covered (empty)."""
+    if req.get('pidns'):
+        _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
+            what='mount /proc', layer='pidns')
+    else:
+        _sc('mount', _cstr('none'), _cstr('/proc'), _cstr('tmpfs'), flags,
+            _cstr('size=4k,mode=0555'), what='cover /proc', layer='mntns')
+
+
 def _z_mounts(req):
     ro = _Mem(_u64s(0x1 | 0x2 | 0x4, 0, 0, 0))  # MOUNT_ATTR_RDONLY|NOSUID|NODEV
     nodev = _Mem(_u64s(0, 0x4, 0, 0))
@@ -346,12 +356,7 @@ def _z_mounts(req):
         what='mount / private', layer='mntns')  # MS_REC|MS_PRIVATE
     if req.get('zroot'):
         return _z_inroot(req, ro, nodev, flags)
-    if req.get('pidns'):
-        _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
-            what='mount /proc', layer='pidns')
-    else:
-        _sc('mount', _cstr('none'), _cstr('/proc'), _cstr('tmpfs'), flags,
-            _cstr('size=4k,mode=0555'), what='cover /proc', layer='mntns')
+    _z_proc(req, flags)
     _sc('mount_setattr', -100, _cstr('/'), 0x8000, ro, 32,
         what='mount_setattr / read-only', layer='mntns')
     try:
@@ -441,12 +446,7 @@ def _z_inroot(req, ro, nodev, flags):
             posix.mkdir(path, 0o755)
     except OSError as e:
         raise _ZFail('new root: mkdir', e.errno, 'pivot') from None
-    if req.get('pidns'):
-        _sc('mount', _cstr('proc'), _cstr('/proc'), _cstr('proc'), flags, None,
-            what='mount /proc', layer='pidns')
-    else:
-        _sc('mount', _cstr('none'), _cstr('/proc'), _cstr('tmpfs'), flags,
-            _cstr('size=4k,mode=0555'), what='cover /proc', layer='mntns')
+    _z_proc(req, flags)
     _sc('mount_setattr', -100, _cstr('/'), 0x8000, ro, 32,
         what='mount_setattr / read-only', layer='pivot')
     for dev in ('/dev/null', '/dev/zero', '/dev/random', '/dev/urandom'):
