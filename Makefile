@@ -46,7 +46,7 @@ OPT     := -O1
 endif
 
 # ---- sources: a folder is a module ----
-MODULES := common llm sim repl store corpus rlm serve bench cli
+MODULES := common llm sim repl store corpus tool rlm serve bench cli
 LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 EMBED   := $(sort $(wildcard prompts/*.txt) $(wildcard repl/*.py) $(wildcard store/*.html))
 GEN_SRC := $(BUILD)/gen/embedded.c

@@ -19,13 +19,14 @@ import sys
 # What each module may include besides itself: the arrows of
 # docs/architecture.md, closed downwards.
 BASE = {"common"}
-LOW = BASE | {"corpus", "llm", "repl", "store"}
+LOW = BASE | {"corpus", "llm", "repl", "store", "tool"}
 ALLOWED = {
     "common": set(),
     "llm": BASE,
     "repl": BASE,
     "store": BASE,
     "corpus": BASE,
+    "tool": BASE,
     "sim": BASE | {"llm"},
     "rlm": LOW,
     "serve": LOW | {"rlm"},
@@ -44,6 +45,7 @@ PREFIXES = {
     "llm": ("llm_",),
     "sim": ("sim_",),
     "repl": ("repl_",),
+    "tool": ("tool_",),
     "store": ("store_",),
     "corpus": ("corpus_",),
     "rlm": ("rlm_",),
