@@ -162,7 +162,9 @@ struct cJSON *tool_schema_params(const struct cJSON *schema);
  * common English stop words dropped; a plural "s" folded) against the
  * words of the tool's name (weighted 3) and of its description (weighted
  * 1), a word that is a prefix of another (4+ letters) counting half, and a
- * bonus when every query word is matched. 0: no word matches. */
+ * bonus when every query word is matched, and one for the share of the
+ * tool's own name (after "SERVER.") the query covers. camelCase splits
+ * too ("readFile"). 0: no word matches. */
 double tool_rank(const char *query, const char *name, const char *description);
 
 /* ---- policy ---- */

@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_toolpure.c -- tool/'s pure pieces on real inputs: argument
+ * checks against the inputSchemas of the official MCP reference servers
+ * (server-everything and server-filesystem 2026.8.31, their tools/list
+ * kept verbatim in tests/tools/), against draft-07, 2020-12, pydantic
+ * (anyOf with null) and OpenAPI (nullable) shapes, nested arrays of
+ * objects, and schemas built to exhaust depth and work; the lexical
+ * ranking over those servers' real tool lists; the --allow-tools and
+ * --deny-tools policy. */
+#include "harness.h"
+#include "../tool/tool.h"
+#include "../common/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ---- */
+
+/* The tools/list of a reference server, from tests/tools/. */
+static cJSON *load_tools(const char *file)
+{
+	char *path = xasprintf("tests/tools/%s", file), *text = NULL;
+	size_t len = 0;
+	struct rlm_err err = {0};
+	cJSON *j;
+	CHECK_MSG(file_read(path, 1 << 20, &text, &len, &err) == 0, "%s", err.msg);
+	j = json_parse(text, len);
+	CHECK(cJSON_IsArray(j));
+	free(text);
+	free(path);
+	return j;
+}
+
+/* The tool named name in tools (borrowed). */
+static const cJSON *find_tool(const cJSON *tools, const char *name)
+{
+	const cJSON *t;
+	cJSON_ArrayForEach(t, tools)
+	{
+		const char *n = json_str(t, "name");
+		if (n && strcmp(n, name) == 0)
+			return t;
+	}
+	harness_fail(__FILE__, __LINE__, "no tool '%s'", name);
+}
+
+/* Check the JSON text args against schema: "" when it holds, else the
+ * message (static, overwritten by the next call). */
+static const char *check_text(const cJSON *schema, const char *args)
+{
+	static char msg[2048];
+	cJSON *a = args ? json_parse(args, strlen(args)) : NULL;
+	int rc;
+	if (args)
+		CHECK_MSG(a != NULL, "bad test JSON: %s", args);
+	memset(msg, 'x', sizeof(msg));
+	rc = tool_schema_check(schema, a, msg, sizeof(msg));
+	cJSON_Delete(a);
+	CHECK_MSG(memchr(msg, '\0', sizeof(msg)) != NULL, "message not terminated");
+	CHECK_MSG((rc == 0) == (msg[0] == '\0'), "rc %d with message '%s'", rc, msg);
+	return msg;
+}
+
+/* The same against the inputSchema of a tool of a reference server. */
+static const char *check_tool(const cJSON *tools, const char *tool, const char *args)
+{
+	return check_text(json_get(find_tool(tools, tool), "inputSchema"), args);
+}
+
+static cJSON *parse(const char *s)
+{
+	cJSON *j = json_parse(s, strlen(s));
+	CHECK_MSG(j != NULL, "bad test JSON: %s", s);
+	return j;
+}
+
+/* ---- schema checks on the reference servers' schemas ---- */
+
+TEST(schema_get_sum)
+{
+	cJSON *tools = load_tools("everything-tools.json");
+	CHECK_STR(check_tool(tools, "get-sum", "{\"a\": 2, \"b\": 3}"), "");
+	CHECK_STR(check_tool(tools, "get-sum", "{\"a\": -2.5, \"b\": 1e300}"), "");
+	/* The messages the header promises, word for word. */
+	CHECK_STR(check_tool(tools, "get-sum", "{\"x\": 2, \"b\": 3}"),
+		  "unknown parameter 'x' (the parameters are: a (number, required), b (number, "
+		  "required)); did you mean 'a'?");
+	CHECK_STR(check_tool(tools, "get-sum", "{\"a\": 2}"),
+		  "parameter 'b' is required (number: Second number)");
+	CHECK_STR(check_tool(tools, "get-sum", "{\"a\": \"2\", \"b\": 3}"),
+		  "parameter 'a' must be a number, not a string '2': First number");
+	/* booleans are not numbers, null is not one either */
+	CHECK_STR(check_tool(tools, "get-sum", "{\"a\": true, \"b\": 3}"),
+		  "parameter 'a' must be a number, not a boolean true: First number");
+	CHECK_CONTAINS(check_tool(tools, "get-sum", "{\"a\": 1, \"b\": null}"),
+		       "parameter 'b' must be a number, not null");
+	/* no arguments at all: the first required one is named */
+	CHECK_STR(check_tool(tools, "get-sum", NULL),
+		  "parameter 'a' is required (number: First number)");
+	CHECK_STR(check_tool(tools, "get-sum", "[1, 2]"),
+		  "the arguments must be an object, not an array");
+	/* a slip of case or a letter is caught and named */
+	CHECK_CONTAINS(check_tool(tools, "get-sum", "{\"A\": 1, \"b\": 2}"), "did you mean 'a'?");
+	cJSON_Delete(tools);
+}
+
+TEST(schema_everything_others)
+{
+	cJSON *tools = load_tools("everything-tools.json");
+	CHECK_STR(check_tool(tools, "echo", "{\"message\": \"hi\"}"), "");
+	CHECK_STR(check_tool(tools, "echo", "{\"mesage\": \"hi\"}"),
+		  "unknown parameter 'mesage' (the parameters are: message (string, required)); "
+		  "did you mean 'message'?");
+	CHECK_STR(check_tool(tools, "echo", "{\"text\": \"hi\"}"),
+		  "unknown parameter 'text' (the parameters are: message (string, required))");
+	/* enum */
+	CHECK_STR(check_tool(tools, "get-annotated-message", "{\"messageType\": \"debug\"}"), "");
+	CHECK_STR(check_tool(tools, "get-annotated-message", "{\"messageType\": \"warn\"}"),
+		  "parameter 'messageType' must be one of 'error', 'success', 'debug', not 'warn'");
+	CHECK_STR(check_tool(tools, "get-annotated-message",
+			     "{\"messageType\": \"error\", \"includeImage\": 1}"),
+		  "parameter 'includeImage' must be a boolean, not a number 1: Whether to "
+		  "include an example image");
+	/* minimum / maximum */
+	CHECK_STR(check_tool(tools, "get-resource-links", "{\"count\": 10}"), "");
+	CHECK_STR(check_tool(tools, "get-resource-links", "{\"count\": 11}"),
+		  "parameter 'count' must be <= 10, not 11");
+	CHECK_STR(check_tool(tools, "get-resource-links", "{\"count\": 0.5}"),
+		  "parameter 'count' must be >= 1, not 0.5");
+	/* a tool without parameters */
+	CHECK_STR(check_tool(tools, "get-env", "{}"), "");
+	CHECK_STR(check_tool(tools, "get-env", "{\"verbose\": true}"),
+		  "unknown parameter 'verbose' (the tool takes no parameters)");
+	/* only optional ones: {} holds */
+	CHECK_STR(check_tool(tools, "gzip-file-as-resource", "{}"), "");
+	CHECK_CONTAINS(check_tool(tools, "gzip-file-as-resource", "{\"outputtype\": \"resource\"}"),
+		       "did you mean 'outputType'?");
+	cJSON_Delete(tools);
+}
+
+TEST(schema_filesystem_nested)
+{
+	cJSON *tools = load_tools("filesystem-tools.json");
+	const char *ok = "{\"path\": \"/tmp/a\", \"edits\": [{\"oldText\": \"a\", \"newText\": "
+			 "\"b\"}, {\"oldText\": \"c\", \"newText\": \"d\"}], \"dryRun\": true}";
+	CHECK_STR(check_tool(tools, "edit_file", ok), "");
+	/* a path into arrays of objects */
+	CHECK_STR(check_tool(tools, "edit_file",
+			     "{\"path\": \"p\", \"edits\": [{\"oldText\": \"a\", \"newText\": "
+			     "\"b\"}, {\"oldText\": \"c\", \"newTxt\": \"d\"}]}"),
+		  "unknown parameter 'edits[1].newTxt' (the members of 'edits[1]' are: oldText "
+		  "(string, required), newText (string, required)); did you mean 'newText'?");
+	CHECK_STR(
+	    check_tool(tools, "edit_file", "{\"path\": \"p\", \"edits\": [{\"newText\": \"b\"}]}"),
+	    "parameter 'edits[0].oldText' is required (string: Text to search for - must "
+	    "match exactly)");
+	CHECK_STR(
+	    check_tool(tools, "edit_file",
+		       "{\"path\": \"p\", \"edits\": [{\"oldText\": 1, \"newText\": \"b\"}]}"),
+	    "parameter 'edits[0].oldText' must be a string, not a number 1: Text to "
+	    "search for - must match exactly");
+	CHECK_STR(check_tool(tools, "edit_file", "{\"path\": \"p\", \"edits\": [\"x\"]}"),
+		  "parameter 'edits[0]' must be an object, not a string 'x'");
+	CHECK_STR(check_tool(tools, "edit_file", "{\"path\": \"p\", \"edits\": {}}"),
+		  "parameter 'edits' must be an array of object, not an object");
+	/* additionalProperties: false */
+	CHECK_STR(check_tool(tools, "read_text_file", "{\"path\": \"p\", \"encoding\": \"utf8\"}"),
+		  "unknown parameter 'encoding' (the parameters are: path (string, required), "
+		  "tail (number), head (number))");
+	/* minItems */
+	CHECK_STR(check_tool(tools, "read_multiple_files", "{\"paths\": [\"a\"]}"), "");
+	CHECK_STR(check_tool(tools, "read_multiple_files", "{\"paths\": []}"),
+		  "parameter 'paths' must have at least 1 item, not 0");
+	CHECK_STR(check_tool(tools, "read_multiple_files", "{\"paths\": [\"a\", 7]}"),
+		  "parameter 'paths[1]' must be a string, not a number 7");
+	/* an outputSchema of anyOf alternatives, as a schema to check */
+	{
+		const cJSON *out = json_get(find_tool(tools, "read_media_file"), "outputSchema");
+		CHECK_STR(check_text(out, "{\"content\": [{\"type\": \"image\", \"data\": \"x\", "
+					  "\"mimeType\": \"image/png\"}, {\"type\": \"resource\", "
+					  "\"resource\": {\"uri\": \"u\", \"blob\": \"b\"}}]}"),
+			  "");
+		CHECK_CONTAINS(check_text(out, "{\"content\": [{\"type\": \"video\", \"data\": "
+					       "\"x\", \"mimeType\": \"v\"}]}"),
+			       "parameter 'content[0]");
+	}
+	cJSON_Delete(tools);
+}
+
+/* ---- other shapes: draft 2020-12, draft-04, pydantic, OpenAPI ---- */
+
+TEST(schema_integers)
+{
+	cJSON *s = parse("{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\", "
+			 "\"description\": \"How many\"}, \"x\": {\"type\": \"number\"}}}");
+	CHECK_STR(check_text(s, "{\"n\": 2}"), "");
+	CHECK_STR(check_text(s, "{\"n\": 2.0}"), ""); /* no fraction: a whole number */
+	CHECK_STR(check_text(s, "{\"n\": -0}"), "");
+	CHECK_STR(check_text(s, "{\"n\": 1e3}"), "");
+	CHECK_STR(check_text(s, "{\"n\": 2.5}"),
+		  "parameter 'n' must be an integer, not 2.5 (a whole number): How many");
+	CHECK_STR(check_text(s, "{\"n\": false}"),
+		  "parameter 'n' must be an integer, not a boolean false: How many");
+	CHECK_STR(check_text(s, "{\"n\": \"3\"}"),
+		  "parameter 'n' must be an integer, not a string '3': How many");
+	CHECK_STR(check_text(s, "{\"x\": 3}"), ""); /* an integer is a number */
+	/* no "required": an empty object holds */
+	CHECK_STR(check_text(s, "{}"), "");
+	cJSON_Delete(s);
+}
+
+TEST(schema_2020_12_and_draft_04)
+{
+	cJSON *s =
+	    parse("{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\", \"type\": "
+		  "\"object\", \"$defs\": {\"P\": {\"type\": \"number\"}}, \"properties\": "
+		  "{\"point\": {\"type\": \"array\", \"prefixItems\": [{\"type\": \"number\"}, "
+		  "{\"type\": \"string\"}], \"items\": false}, \"tag\": {\"type\": [\"string\", "
+		  "\"null\"], \"maxLength\": 3}, \"ref\": {\"$ref\": \"#/$defs/P\"}, \"lo\": "
+		  "{\"type\": \"number\", \"exclusiveMinimum\": 0}}, \"required\": [\"point\"], "
+		  "\"additionalProperties\": false}");
+	cJSON *d4 =
+	    parse("{\"$schema\": \"http://json-schema.org/draft-04/schema#\", \"type\": "
+		  "\"object\", \"properties\": {\"p\": {\"type\": \"number\", \"minimum\": "
+		  "0, \"exclusiveMinimum\": true}, \"t\": {\"type\": \"array\", \"items\": "
+		  "[{\"type\": \"string\"}], \"additionalItems\": {\"type\": \"integer\"}}}}");
+	CHECK_STR(check_text(s, "{\"point\": [1, \"a\"], \"tag\": null, \"ref\": \"not checked\"}"),
+		  "");
+	CHECK_STR(check_text(s, "{\"point\": [1, 2]}"),
+		  "parameter 'point[1]' must be a string, not a number 2");
+	CHECK_STR(check_text(s, "{\"point\": [1, \"a\", 3]}"),
+		  "parameter 'point[2]' is not allowed");
+	CHECK_STR(check_text(s, "{\"point\": [1], \"tag\": \"long\"}"),
+		  "parameter 'tag' must be at most 3 characters long, not 4");
+	/* characters, not bytes */
+	CHECK_STR(check_text(s, "{\"point\": [1], \"tag\": \"\xc3\xa9t\xc3\xa9\"}"), "");
+	CHECK_STR(check_text(s, "{\"point\": [1], \"tag\": 5}"),
+		  "parameter 'tag' must be string or null (at most 3 characters), not a number 5");
+	CHECK_STR(check_text(s, "{\"point\": [1], \"lo\": 0}"),
+		  "parameter 'lo' must be > 0, not 0");
+	CHECK_STR(check_text(d4, "{\"p\": 0}"), "parameter 'p' must be > 0, not 0");
+	CHECK_STR(check_text(d4, "{\"p\": 0.1, \"t\": [\"a\", 1, 2]}"), "");
+	CHECK_STR(check_text(d4, "{\"t\": [\"a\", 1, \"b\"]}"),
+		  "parameter 't[2]' must be an integer, not a string 'b'");
+	cJSON_Delete(s);
+	cJSON_Delete(d4);
+}
+
+TEST(schema_any_of_null)
+{
+	/* What pydantic writes for Optional[int] = None with a bound (as
+	 * Python MCP servers built on FastMCP publish it), and OpenAPI's
+	 * nullable. */
+	cJSON *s = parse("{\"properties\": {\"limit\": {\"anyOf\": [{\"type\": \"integer\", "
+			 "\"minimum\": 1}, {\"type\": \"null\"}], \"default\": null, \"title\": "
+			 "\"Limit\"}, \"q\": {\"title\": \"Q\", \"type\": \"string\"}, \"when\": "
+			 "{\"type\": \"string\", \"nullable\": true}}, \"required\": [\"q\"], "
+			 "\"title\": \"searchArguments\", \"type\": \"object\"}");
+	CHECK_STR(check_text(s, "{\"q\": \"x\"}"), "");
+	CHECK_STR(check_text(s, "{\"q\": \"x\", \"limit\": null}"), "");
+	CHECK_STR(check_text(s, "{\"q\": \"x\", \"limit\": 5}"), "");
+	CHECK_STR(check_text(s, "{\"q\": \"x\", \"when\": null}"), "");
+	/* the alternative whose type fits tells what is wrong */
+	CHECK_STR(check_text(s, "{\"q\": \"x\", \"limit\": 0}"),
+		  "parameter 'limit' must be >= 1, not 0");
+	CHECK_STR(check_text(s, "{\"q\": \"x\", \"limit\": \"5\"}"),
+		  "parameter 'limit' must be integer (>= 1) or null, not a string '5'");
+	CHECK_STR(check_text(s, "{\"q\": \"x\", \"when\": 1}"),
+		  "parameter 'when' must be string or null, not a number 1");
+	CHECK_STR(check_text(s, "{\"limit\": 2}"), "parameter 'q' is required (string)");
+	{
+		cJSON *p = tool_schema_params(s);
+		char *t = json_print(p);
+		CHECK_STR(t, "{\"required\":[{\"name\":\"q\",\"type\":\"string\",\"description\":"
+			     "\"\"}],\"optional\":[{\"name\":\"limit\",\"type\":\"integer (>= 1) "
+			     "or null\",\"description\":\"\",\"default\":null},{\"name\":"
+			     "\"when\",\"type\":\"string or null\",\"description\":\"\"}]}");
+		free(t);
+		cJSON_Delete(p);
+	}
+	cJSON_Delete(s);
+}
+
+TEST(schema_nested_arrays_of_objects)
+{
+	cJSON *s = parse(
+	    "{\"type\": \"object\", \"properties\": {\"orders\": {\"type\": \"array\", "
+	    "\"items\": {\"type\": \"object\", \"properties\": {\"id\": {\"type\": "
+	    "\"integer\"}, \"lines\": {\"type\": \"array\", \"maxItems\": 2, \"items\": "
+	    "{\"type\": \"object\", \"properties\": {\"sku\": {\"type\": \"string\", "
+	    "\"minLength\": 1}, \"qty\": {\"type\": \"integer\", \"minimum\": 1}}, "
+	    "\"required\": [\"sku\", \"qty\"]}}}, \"required\": [\"id\"]}}, \"meta\": {\"type\": "
+	    "\"object\", \"additionalProperties\": {\"type\": \"string\"}}}}");
+	CHECK_STR(check_text(s, "{\"orders\": [{\"id\": 1, \"lines\": [{\"sku\": \"a\", \"qty\": "
+				"2}]}, {\"id\": 2}], \"meta\": {\"k\": \"v\"}}"),
+		  "");
+	CHECK_STR(check_text(s, "{\"orders\": [{\"id\": 1}, {\"id\": 2, \"lines\": [{\"sku\": "
+				"\"a\", \"qty\": 1}, {\"sku\": \"\", \"qty\": 1}]}]}"),
+		  "parameter 'orders[1].lines[1].sku' must be at least 1 characters long, not 0");
+	CHECK_STR(check_text(s, "{\"orders\": [{\"id\": 1, \"lines\": [{\"sku\": \"a\", \"qty\": "
+				"0}]}]}"),
+		  "parameter 'orders[0].lines[0].qty' must be >= 1, not 0");
+	CHECK_STR(check_text(s, "{\"orders\": [{\"id\": 1, \"lines\": [{\"sku\": \"a\"}]}]}"),
+		  "parameter 'orders[0].lines[0].qty' is required (integer (>= 1))");
+	CHECK_STR(check_text(s, "{\"orders\": [{\"id\": 1, \"lines\": [{}, {}, {}]}]}"),
+		  "parameter 'orders[0].lines' must have at most 2 items, not 3");
+	CHECK_STR(check_text(s, "{\"meta\": {\"k\": 1}}"),
+		  "parameter 'meta.k' must be a string, not a number 1");
+	cJSON_Delete(s);
+}
+
+TEST(schema_odd_schemas)
+{
+	cJSON *t = parse("true"), *f = parse("false"), *e = parse("{}"),
+	      *c = parse("{\"properties\": {\"kind\": {\"const\": \"resource\"}}}"),
+	      *o = parse("{\"type\": \"object\", \"patternProperties\": {\"^x\": {}}, "
+			 "\"properties\": {\"a\": {}}}"),
+	      *all = parse("{\"allOf\": [{\"properties\": {\"a\": {\"type\": \"string\"}}}, "
+			   "{\"required\": [\"a\"]}]}");
+	/* NULL, true, {}: anything goes */
+	CHECK_STR(check_text(NULL, "{\"any\": 1}"), "");
+	CHECK_STR(check_text(t, "{\"any\": 1}"), "");
+	CHECK_STR(check_text(e, "{\"any\": 1}"), "");
+	CHECK_STR(check_text(f, "{}"), "the schema (false) allows no arguments at all");
+	CHECK_STR(check_text(c, "{\"kind\": \"resource\"}"), "");
+	CHECK_STR(check_text(c, "{\"kind\": \"link\"}"),
+		  "parameter 'kind' must be 'resource', not 'link'");
+	/* patternProperties are not checked: other keys pass */
+	CHECK_STR(check_text(o, "{\"xyz\": 1, \"a\": 2}"), "");
+	CHECK_STR(check_text(all, "{\"a\": \"s\"}"), "");
+	CHECK_STR(check_text(all, "{}"), "parameter 'a' is required (any)");
+	cJSON_Delete(t);
+	cJSON_Delete(f);
+	cJSON_Delete(e);
+	cJSON_Delete(c);
+	cJSON_Delete(o);
+	cJSON_Delete(all);
+}
+
+TEST(schema_message_cut)
+{
+	cJSON *tools = load_tools("everything-tools.json");
+	const cJSON *s = json_get(find_tool(tools, "get-sum"), "inputSchema");
+	cJSON *a = parse("{\"zz\": 1}");
+	char msg[12];
+	CHECK(tool_schema_check(s, a, msg, sizeof(msg)) == -1);
+	CHECK_STR(msg, "unknown par");
+	CHECK(tool_schema_check(s, a, NULL, 0) == -1);
+	cJSON_Delete(a);
+	/* a cut never splits a character */
+	a = parse("{\"\xc3\xa9\xc3\xa9\xc3\xa9\": 1}");
+	{
+		char m2[22];
+		CHECK(tool_schema_check(s, a, m2, sizeof(m2)) == -1);
+		CHECK(text_utf8_valid(m2, strlen(m2), NULL));
+		CHECK_STR(m2, "unknown parameter '\xc3\xa9");
+	}
+	cJSON_Delete(a);
+	cJSON_Delete(tools);
+}
+
+/* Schemas built to exhaust the check: nesting past 64 levels, and anyOf
+ * alternatives that would be walked 2^60 times without a bound on work. */
+TEST(schema_bounds)
+{
+	struct buf sb = BUF_INIT, ab = BUF_INIT;
+	cJSON *s, *a;
+	char msg[512];
+	int64_t t0;
+	/* 100 levels of objects */
+	for (int i = 0; i < 100; i++)
+		buf_puts(&sb, "{\"type\": \"object\", \"properties\": {\"a\": ");
+	buf_puts(&sb, "{\"type\": \"number\"}");
+	for (int i = 0; i < 100; i++) {
+		buf_puts(&sb, "}}");
+		buf_puts(&ab, "{\"a\": ");
+	}
+	buf_puts(&ab, "\"x\"");
+	for (int i = 0; i < 100; i++)
+		buf_puts(&ab, "}");
+	s = json_parse(sb.p, sb.len);
+	a = json_parse(ab.p, ab.len);
+	CHECK(s && a);
+	CHECK(tool_schema_check(s, a, msg, sizeof(msg)) == -1);
+	CHECK_STR(msg, "the schema or arguments nest deeper than 64 levels");
+	cJSON_Delete(s);
+	cJSON_Delete(a);
+	/* 60 levels of anyOf whose one fitting alternative is walked twice */
+	buf_reset(&sb);
+	buf_reset(&ab);
+	for (int i = 0; i < 60; i++) {
+		buf_puts(&sb, "{\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"object\", "
+			      "\"properties\": {\"a\": ");
+		buf_puts(&ab, "{\"a\": ");
+	}
+	buf_puts(&sb, "{\"type\": \"number\"}");
+	buf_puts(&ab, "\"x\"");
+	for (int i = 0; i < 60; i++) {
+		buf_puts(&sb, "}}]}");
+		buf_puts(&ab, "}");
+	}
+	s = json_parse(sb.p, sb.len);
+	a = json_parse(ab.p, ab.len);
+	CHECK(s && a);
+	t0 = time_now_ns();
+	CHECK(tool_schema_check(s, a, msg, sizeof(msg)) == -1);
+	CHECK_STR(msg, "the schema and arguments are too large to check");
+	CHECK_MSG(time_now_ns() - t0 < 5 * 1000000000LL * slow_factor(), "took %lld ms",
+		  (long long)((time_now_ns() - t0) / 1000000));
+	cJSON_Delete(s);
+	cJSON_Delete(a);
+	buf_release(&sb);
+	buf_release(&ab);
+}
+
+TEST(schema_params_reference)
+{
+	cJSON *tools = load_tools("everything-tools.json"),
+	      *fs = load_tools("filesystem-tools.json");
+	cJSON *p =
+	    tool_schema_params(json_get(find_tool(tools, "get-annotated-message"), "inputSchema"));
+	char *t = json_print(p);
+	CHECK_STR(t,
+		  "{\"required\":[{\"name\":\"messageType\",\"type\":\"string (one of "
+		  "'error', 'success', 'debug')\",\"description\":\"Type of message to "
+		  "demonstrate different annotation patterns\"}],\"optional\":[{\"name\":"
+		  "\"includeImage\",\"type\":\"boolean\",\"description\":\"Whether to include an "
+		  "example image\",\"default\":false}]}");
+	free(t);
+	cJSON_Delete(p);
+	p = tool_schema_params(json_get(find_tool(fs, "edit_file"), "inputSchema"));
+	t = json_print(p);
+	CHECK_STR(t, "{\"required\":[{\"name\":\"path\",\"type\":\"string\",\"description\":\"\"},"
+		     "{\"name\":\"edits\",\"type\":\"array of object\",\"description\":\"\"}],"
+		     "\"optional\":[{\"name\":\"dryRun\",\"type\":\"boolean\",\"description\":"
+		     "\"Preview changes using git-style diff format\",\"default\":false}]}");
+	free(t);
+	cJSON_Delete(p);
+	p = tool_schema_params(json_get(find_tool(tools, "get-resource-links"), "inputSchema"));
+	t = json_print(p);
+	CHECK_CONTAINS(t, "\"type\":\"number (>= 1; <= 10)\"");
+	CHECK_CONTAINS(t, "\"default\":3");
+	free(t);
+	cJSON_Delete(p);
+	p = tool_schema_params(NULL);
+	t = json_print(p);
+	CHECK_STR(t, "{\"required\":[],\"optional\":[]}");
+	free(t);
+	cJSON_Delete(p);
+	cJSON_Delete(tools);
+	cJSON_Delete(fs);
+}
+
+/* ---- ranking ---- */
+
+/* The name of the best match of query among tools ("SERVER.TOOL"), and its
+ * score; the second best's score in *second. */
+static char *best_tool(const cJSON *tools, const char *server, const char *query, double *score,
+		       double *second)
+{
+	const cJSON *t;
+	char *best = NULL;
+	*score = 0;
+	*second = 0;
+	cJSON_ArrayForEach(t, tools)
+	{
+		char *name = xasprintf("%s.%s", server, json_str(t, "name"));
+		double s = tool_rank(query, name, json_str(t, "description"));
+		if (s > *score) {
+			*second = *score;
+			*score = s;
+			free(best);
+			best = name;
+		} else {
+			if (s > *second)
+				*second = s;
+			free(name);
+		}
+	}
+	return best;
+}
+
+TEST(rank_reference_servers)
+{
+	cJSON *ev = load_tools("everything-tools.json"), *fs = load_tools("filesystem-tools.json");
+	static const struct {
+		const char *file, *server, *query, *want;
+	} cases[] = {
+	    {"everything", "everything", "add two numbers", "everything.get-sum"},
+	    {"everything", "everything", "sum", "everything.get-sum"},
+	    {"everything", "everything", "what is the sum of 2 and 3", "everything.get-sum"},
+	    {"everything", "everything", "echo message", "everything.echo"},
+	    {"everything", "everything", "Echo", "everything.echo"},
+	    {"everything", "everything", "environment variables", "everything.get-env"},
+	    {"everything", "everything", "gzip compress a file",
+	     "everything.gzip-file-as-resource"},
+	    {"filesystem", "fs", "list directory", "fs.list_directory"},
+	    {"filesystem", "fs", "move or rename a file", "fs.move_file"},
+	    {"filesystem", "fs", "write file", "fs.write_file"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		double s1, s2;
+		char *got = best_tool(strcmp(cases[i].file, "everything") == 0 ? ev : fs,
+				      cases[i].server, cases[i].query, &s1, &s2);
+		CHECK_MSG(got && strcmp(got, cases[i].want) == 0, "'%s': %s (%g, next %g), want %s",
+			  cases[i].query, got ? got : "nothing", s1, s2, cases[i].want);
+		CHECK_MSG(s1 > s2, "'%s': a tie at %g", cases[i].query, s1);
+		free(got);
+	}
+	/* "read a file": a read tool first (read_file and read_text_file say
+	 * the same words) */
+	{
+		double s1, s2;
+		char *got = best_tool(fs, "fs", "read a file", &s1, &s2);
+		CHECK_MSG(got && strncmp(got, "fs.read_", 8) == 0, "read a file: %s",
+			  got ? got : "nothing");
+		free(got);
+	}
+	cJSON_Delete(ev);
+	cJSON_Delete(fs);
+}
+
+TEST(rank_words)
+{
+	/* no word in common, stop words only, empty */
+	CHECK(tool_rank("weather", "s.get-sum", "Returns the sum of two numbers") == 0);
+	CHECK(tool_rank("the of a", "s.the-of", "the of a") == 0);
+	CHECK(tool_rank("", "s.x", "x") == 0);
+	CHECK(tool_rank("x", NULL, NULL) == 0);
+	/* name beats description; all words beat some */
+	CHECK(tool_rank("sum", "s.sum", "") > tool_rank("sum", "s.x", "sum"));
+	CHECK(tool_rank("file size", "s.stat", "size of a file") >
+	      tool_rank("file size", "s.stat", "the file, the file, the file"));
+	/* a name the query covers beats one that says more */
+	CHECK(tool_rank("list directory", "fs.list_directory", "") >
+	      tool_rank("list directory", "fs.list_allowed_directories", ""));
+	/* separators, camelCase, case and plurals are folded */
+	CHECK(tool_rank("read file", "s.readFile", "") ==
+	      tool_rank("read file", "s.read_file", ""));
+	CHECK(tool_rank("READ-FILES", "s.read_file", "") ==
+	      tool_rank("read file", "s.read_file", ""));
+	CHECK(tool_rank("directories", "s.list", "entries of a directory") > 0);
+	/* a prefix of 4+ letters counts half; a shorter one nothing */
+	CHECK(tool_rank("compress", "s.x", "compression") > 0);
+	CHECK(tool_rank("compress", "s.x", "compression") <
+	      tool_rank("compress", "s.x", "compress"));
+	CHECK(tool_rank("compress", "s.x", "compression") ==
+	      tool_rank("compression", "s.x", "compress"));
+	CHECK(tool_rank("sum", "s.x", "summary") == 0);
+	/* a long description does not win by repeating a word */
+	CHECK(tool_rank("sum", "s.x", "sum sum sum sum") == tool_rank("sum", "s.x", "sum"));
+	/* non-ASCII words */
+	CHECK(tool_rank("größe", "s.x", "Die Größe einer Datei") == 0 ||
+	      tool_rank("größe", "s.x", "Die größe einer Datei") > 0);
+	{
+		/* a huge description is read, not choked on */
+		struct buf b = BUF_INIT;
+		for (int i = 0; i < 100000; i++)
+			buf_puts(&b, "word ");
+		buf_puts(&b, "needle");
+		CHECK(tool_rank("word", "s.x", b.p) > 0);
+		buf_release(&b);
+	}
+}
+
+/* ---- policy ---- */
+
+TEST(policy_glob)
+{
+	CHECK(tool_glob_match("*", "fs.write_file"));
+	CHECK(tool_glob_match("*", ""));
+	CHECK(tool_glob_match("fs.*", "fs.write_file"));
+	CHECK(!tool_glob_match("fs.*", "fsx.write_file"));
+	CHECK(!tool_glob_match("fs.*", "everything.fs.x"));
+	CHECK(tool_glob_match("fs.write_file", "fs.write_file"));
+	CHECK(!tool_glob_match("fs.write_file", "fs.write_files"));
+	CHECK(!tool_glob_match("fs.write_file", "fs.write_fil"));
+	CHECK(tool_glob_match("*.read_*", "fs.read_text_file"));
+	CHECK(tool_glob_match("fs.*file*", "fs.read_file_x"));
+	CHECK(tool_glob_match("a*b*c", "aXbYbZc"));
+	CHECK(!tool_glob_match("a*b*c", "aXbYbZ"));
+	CHECK(!tool_glob_match("fs?write", "fs.write")); /* "?" is not special */
+	CHECK(tool_glob_match("fs.", "fs.") && !tool_glob_match("fs", "fs."));
+	CHECK(!tool_glob_match(NULL, "x") && !tool_glob_match("x", NULL));
+	{
+		/* a pathological pattern stays quick */
+		char name[4001];
+		memset(name, 'a', 4000);
+		name[4000] = '\0';
+		CHECK(!tool_glob_match("*a*a*a*a*a*a*a*a*b", name));
+	}
+}
+
+TEST(policy_parse_and_allow)
+{
+	struct tool_policy p;
+	struct rlm_err err = {0};
+	char why[256];
+	CHECK_INT(tool_policy_parse(&p, "fs.write_file, everything.*", "fs.move_*", &err), 0);
+	CHECK_INT(p.n_allow, 2);
+	CHECK_STR(p.allow[1], "everything.*");
+	CHECK_INT(p.n_deny, 1);
+	CHECK(tool_policy_allows(&p, "fs.write_file", false, why, sizeof(why)));
+	CHECK_STR(why, "");
+	CHECK(
+	    tool_policy_allows(&p, "everything.toggle-simulated-logging", false, why, sizeof(why)));
+	CHECK(tool_policy_allows(&p, "fs.read_file", true, why, sizeof(why)));
+	CHECK(!tool_policy_allows(&p, "fs.edit_file", false, why, sizeof(why)));
+	CHECK_STR(why, "not read-only (its annotations do not say readOnlyHint); allow it with "
+		       "--allow-tools fs.edit_file");
+	/* deny beats allow and read-only */
+	CHECK(!tool_policy_allows(&p, "fs.move_file", true, why, sizeof(why)));
+	CHECK_STR(why, "denied by --deny-tools 'fs.move_*'");
+	CHECK(!tool_policy_allows(&p, "fs.move_file", true, NULL, 0));
+	tool_policy_release(&p);
+	CHECK(p.allow == NULL && p.n_allow == 0);
+	tool_policy_release(&p); /* twice is fine */
+
+	/* none given: read-only tools only */
+	CHECK_INT(tool_policy_parse(&p, NULL, NULL, &err), 0);
+	CHECK(tool_policy_allows(&p, "fs.read_file", true, why, sizeof(why)));
+	CHECK(!tool_policy_allows(&p, "fs.write_file", false, why, sizeof(why)));
+	CHECK(!tool_policy_allows(NULL, "fs.write_file", false, why, sizeof(why)));
+	tool_policy_release(&p);
+	CHECK_INT(tool_policy_parse(&p, "*", "*", &err), 0);
+	CHECK(!tool_policy_allows(&p, "fs.read_file", true, why, sizeof(why)));
+	tool_policy_release(&p);
+
+	/* bad patterns, named */
+	CHECK_INT(tool_policy_parse(&p, "fs.*,,x", NULL, &err), RLM_EINVAL);
+	CHECK_STR(err.msg, "empty pattern in --allow-tools 'fs.*,,x'");
+	CHECK(p.allow == NULL && p.n_allow == 0);
+	CHECK_INT(tool_policy_parse(&p, "fs.*,", NULL, &err), RLM_EINVAL);
+	CHECK_INT(tool_policy_parse(&p, "", NULL, &err), RLM_EINVAL);
+	CHECK_INT(tool_policy_parse(&p, "fs.*", "fs.write file", &err), RLM_EINVAL);
+	CHECK_STR(err.msg, "blank inside pattern 'fs.write file' of --deny-tools");
+	CHECK(p.allow == NULL && p.n_allow == 0);
+	CHECK_INT(tool_policy_parse(&p, "fs/write", NULL, &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "bad character '/' in pattern 'fs/write' of --allow-tools");
+	CHECK_INT(tool_policy_parse(&p, "fs.?", NULL, &err), RLM_EINVAL);
+}
