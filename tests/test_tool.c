@@ -518,6 +518,7 @@ TEST(fake_three_starts_then_failed_for_good)
 	CHECK_CONTAINS(err.msg, "server 'fake' is not available: it failed 3 times (last: ");
 	v = tool_set_servers_json(ts);
 	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 0), "error"), "exited with status 3");
+	CHECK_INT(json_int(cJSON_GetArrayItem(v, 0), "tools", -1), 0);
 	cJSON_Delete(v);
 	tool_set_free(ts);
 	CHECK_INT(children(), 0);

@@ -24,16 +24,18 @@ struct tool_set *tool_set_new(void)
 	return ts;
 }
 
-/* Run fn on each server, in parallel (one thread each) when there are
- * several: starting or stopping servers one after the other would add
- * their times up. */
-static void each_parallel(struct tool__server **v, size_t n, void *(*fn)(void *))
+/* Run fn on each of the n elements of size bytes at base, in parallel
+ * (one thread each) when there are several: starting or stopping servers
+ * one after the other would add their times up. */
+static void each_parallel(void *base, size_t size, size_t n, void *(*fn)(void *))
 {
 	pthread_t *th = xcalloc(n ? n : 1, sizeof(*th));
 	bool *up = xcalloc(n ? n : 1, sizeof(*up));
-	for (size_t i = 0; i < n; i++)
-		if (n == 1 || !(up[i] = pthread_create(&th[i], NULL, fn, v[i]) == 0))
-			fn(v[i]);
+	for (size_t i = 0; i < n; i++) {
+		void *el = (char *)base + i * size;
+		if (n == 1 || !(up[i] = pthread_create(&th[i], NULL, fn, el) == 0))
+			fn(el);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (up[i])
 			pthread_join(th[i], NULL);
@@ -41,9 +43,10 @@ static void each_parallel(struct tool__server **v, size_t n, void *(*fn)(void *)
 	free(th);
 }
 
+/* One element of a struct tool__server * array stopped. */
 static void *stop_one(void *arg)
 {
-	tool__server_stop(arg);
+	tool__server_stop(*(struct tool__server **)arg);
 	return NULL;
 }
 
@@ -51,7 +54,7 @@ void tool_set_free(struct tool_set *ts)
 {
 	if (!ts)
 		return;
-	each_parallel(ts->servers, ts->n, stop_one);
+	each_parallel(ts->servers, sizeof(*ts->servers), ts->n, stop_one);
 	for (size_t i = 0; i < ts->n; i++)
 		tool__server_free(ts->servers[i]);
 	free(ts->servers);
@@ -254,18 +257,22 @@ static void *ensure_one(void *arg)
 static void ensure_all(struct tool_set *ts, struct tool__server **v, size_t n)
 {
 	struct ens *e = xcalloc(n ? n : 1, sizeof(*e));
-	void **p = xcalloc(n ? n : 1, sizeof(*p));
 	for (size_t i = 0; i < n; i++) {
 		e[i].ts = ts;
 		e[i].s = v[i];
-		p[i] = &e[i];
 	}
-	each_parallel((struct tool__server **)p, n, ensure_one);
-	free(p);
+	each_parallel(e, sizeof(*e), n, ensure_one);
 	free(e);
 }
 
 /* ---- discovery ---- */
+
+/* Is s up: its tools can be found and called (s->mu held)? A server that
+ * failed keeps its last catalogue, which is not offered meanwhile. */
+static bool up_locked(const struct tool__server *s)
+{
+	return s->kind == TOOL__HOST || s->conn;
+}
 
 /* s[0..) cut to TOOL__DESC_CAP bytes, at a character's end. */
 static int add_cut(cJSON *o, const char *key, const char *s)
@@ -280,7 +287,7 @@ static cJSON *server_json(struct tool__server *s)
 	pthread_mutex_lock(&s->mu);
 	json_add_str(o, "name", s->name);
 	add_cut(o, "description", s->description ? s->description : s->info ? s->info : "");
-	json_add_num(o, "tools", (double)s->n_tools);
+	json_add_num(o, "tools", up_locked(s) ? (double)s->n_tools : 0);
 	if (s->kind != TOOL__HOST && !s->conn && s->error)
 		json_add_str(o, "error", s->error);
 	else
@@ -322,7 +329,7 @@ static void rank_server(struct tool__server *s, const char *query, struct hit **
 {
 	pthread_mutex_lock(&s->mu);
 	*v = xrealloc(*v, (*n + s->n_tools + 1) * sizeof(**v));
-	for (size_t i = 0; i < s->n_tools; i++) {
+	for (size_t i = 0; up_locked(s) && i < s->n_tools; i++) {
 		struct tool__tool *t = &s->tools[i];
 		char *full = xasprintf("%s.%s", s->name, t->name);
 		double sc = tool_rank(query, full, t->description);
@@ -435,7 +442,7 @@ static int not_found(struct tool_set *ts, const char *name, struct rlm_err *err)
 	ensure_all(ts, v, n);
 	for (size_t i = 0; i < n; i++) {
 		pthread_mutex_lock(&v[i]->mu);
-		for (size_t j = 0; j < v[i]->n_tools; j++) {
+		for (size_t j = 0; up_locked(v[i]) && j < v[i]->n_tools; j++) {
 			char *full = xasprintf("%s.%s", v[i]->name, v[i]->tools[j].name);
 			double d = distance(name, full, v[i]->tools[j].name);
 			for (int b = 0; b < 3 && full; b++)
