@@ -5,7 +5,7 @@
 #
 #   fake_mcp.py MODE [ARG]
 #
-# Every mode serves the same tools, listed over 3 pages (cursors "p2",
+# Every mode serves the same 10 tools, listed over 3 pages (cursors "p2",
 # "p3"); MODE says what the tool "boom" does:
 #   normal      boom answers isError
 #   crash       boom writes to stderr and exits with status 3
@@ -73,6 +73,8 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "big", "description": "A text result of 2 MiB", "inputSchema": {"type": "object"}},
     {"name": "image", "description": "Text and an image item",
+     "inputSchema": {"type": "object"}},
+    {"name": "batch", "description": "Answer inside a batch, after a notification",
      "inputSchema": {"type": "object"}},
     {"name": "changed", "description": "Add the tool late and say the list changed",
      "inputSchema": {"type": "object"}},
@@ -159,7 +161,7 @@ def boom():
 
 def tools_list(params):
     tools = TOOLS + ([LATE] if late[0] else [])
-    pages = [tools[0:3], tools[3:6], tools[6:]]
+    pages = [tools[0:4], tools[4:8], tools[8:]]
     cur = (params or {}).get("cursor")
     i = {None: 0, "p2": 1, "p3": 2}[cur]
     r = {"tools": pages[i]}
@@ -169,6 +171,11 @@ def tools_list(params):
 
 
 def handle_call(mid, params):
+    if params.get("name") == "batch":
+        send([{"jsonrpc": "2.0", "method": "notifications/message",
+               "params": {"level": "info", "data": "x"}},
+              {"jsonrpc": "2.0", "id": mid, "result": text("batched")}])
+        return
     r = call(params.get("name"), params.get("arguments") or {})
     if r is None:
         send({"jsonrpc": "2.0", "id": mid,

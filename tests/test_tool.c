@@ -12,6 +12,7 @@
 #include "../common/json.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -198,6 +199,12 @@ static const struct bad_cfg bad_cfgs[] = {
 	{"{\"mcpServers\": {\"s\": {\"command\": \"x\"}, \"s\": {\"command\": \"y\"}}}", RLM_EPARSE,
 	 "duplicate key \"s\""},
 	{"{\"mcpServers\": {\"s\": {\"command\": \"x\\u0000y\"}}}", RLM_EPARSE, "\\u0000"},
+	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"T\": \"${RLM_TEST_UNSET_VAR}\"}}}}",
+	 RLM_EINVAL, "server 's': \"env.T\" needs ${RLM_TEST_UNSET_VAR}, which is not set"},
+	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": [\"a\", \"${RLM_TEST_UNSET_VAR}\"]}}}",
+	 RLM_EINVAL, "\"args[1]\" needs ${RLM_TEST_UNSET_VAR}"},
+	{"{\"mcpServers\": {\"s\": {\"command\": \"${RLM_TEST_UNSET_VAR:-}\"}}}", RLM_EINVAL,
+	 "\"command\" is empty once expanded"},
 };
 
 TEST(config_errors_name_origin_server_and_member)
@@ -266,7 +273,7 @@ TEST(fake_discovery_reads_every_page)
 	char *j;
 	CHECK_INT(cJSON_GetArraySize(v), 1);
 	CHECK_STR(json_str(s, "name"), "fake");
-	CHECK_INT(json_int(s, "tools", 0), 9); /* 3 pages of 3 */
+	CHECK_INT(json_int(s, "tools", 0), 10); /* 3 pages */
 	CHECK(cJSON_IsNull(json_get(s, "error")));
 	CHECK_STR(json_str(s, "description"), "Fake MCP 1.2.3: Tools for tests.");
 	cJSON_Delete(v);
@@ -397,6 +404,9 @@ TEST(fake_server_requests_in_a_call)
 	char *r = call_ok(ts, "fake.ping", NULL);
 	CHECK_STR(r, "\"pong ok\"");
 	free(r);
+	r = call_ok(ts, "fake.batch", NULL); /* a 2025-03-26 batch */
+	CHECK_STR(r, "\"batched\"");
+	free(r);
 	tool_set_free(ts);
 }
 
@@ -419,7 +429,11 @@ TEST(fake_list_changed_rereads_the_tools)
 
 TEST(fake_environment_drops_credentials)
 {
-	char *e = fake_entry("fake", "\"normal\"", "\"env\": {\"FAKE_EXTRA\": \"yes\", \"HOME\": \"/x\"}");
+	char *e = fake_entry("fake", "\"normal\"",
+			     "\"env\": {\"FAKE_EXTRA\": \"yes\", \"HOME\": \"/x\","
+			     " \"PASSED_KEY\": \"k=${OPENAI_API_KEY}\","
+			     " \"DEFAULTED\": \"${RLM_TEST_UNSET_VAR:-dflt}\","
+			     " \"LITERAL\": \"a${ b } ${1x} $HOME ${\"}");
 	struct tool_set *ts;
 	char *r;
 	setenv("OPENAI_API_KEY", "sk-secret", 1);
@@ -444,6 +458,16 @@ TEST(fake_environment_drops_credentials)
 	free(r);
 	r = call_ok(ts, "fake.env", "{\"name\": \"HOME\"}");
 	CHECK_STR(r, "\"/x\"");
+	free(r);
+	/* ${NAME} hands a server what it is not given by default */
+	r = call_ok(ts, "fake.env", "{\"name\": \"PASSED_KEY\"}");
+	CHECK_STR(r, "\"k=sk-secret\"");
+	free(r);
+	r = call_ok(ts, "fake.env", "{\"name\": \"DEFAULTED\"}");
+	CHECK_STR(r, "\"dflt\"");
+	free(r);
+	r = call_ok(ts, "fake.env", "{\"name\": \"LITERAL\"}");
+	CHECK_STR(r, "\"a${ b } ${1x} $HOME ${\"");
 	free(r);
 	free(e);
 	tool_set_free(ts);
@@ -489,7 +513,9 @@ TEST(fake_crash_says_its_stderr)
 
 TEST(fake_hang_times_out_naming_the_seconds)
 {
-	misbehave("\"hang\"", RLM_ETIMEOUT, "did not answer tools/call within 2 s");
+	char want[80];
+	snprintf(want, sizeof(want), "did not answer tools/call within %d s", 2 * (int)slow_factor());
+	misbehave("\"hang\"", RLM_ETIMEOUT, want);
 }
 
 TEST(fake_garbage_fails_the_server)
@@ -526,13 +552,19 @@ TEST(fake_three_starts_then_failed_for_good)
 
 TEST(fake_slow_start_and_bad_revision)
 {
-	char *a = fake_entry("slow", "\"slow\", \"5\"", NULL), *b = fake_entry("old", "\"badversion\"", NULL);
-	char *c = fake_entry("nocmd", "\"normal\"", "\"cwd\": \"/proc/no/such/dir\"");
-	char *all = xasprintf("%s, %s, %s, \"missing\": {\"command\": \"rlm-no-such-command-x\"}", a, b, c);
-	struct tool_set *ts = set_with(all);
+	char secs[40], *a, *b, *c, *all;
+	struct tool_set *ts;
 	cJSON *v, *s;
-	int64_t t0 = time_now_ns();
+	int64_t t0;
+	snprintf(secs, sizeof(secs), "\"slow\", \"%d\"", 5 * (int)slow_factor());
+	a = fake_entry("slow", secs, NULL);
+	b = fake_entry("old", "\"badversion\"", NULL);
+	c = fake_entry("nocmd", "\"normal\"", "\"cwd\": \"/proc/no/such/dir\"");
+	all = xasprintf("%s, %s, %s, \"missing\": {\"command\": \"rlm-no-such-command-x\"}", a,
+			b, c);
+	ts = set_with(all);
 	tool_set_timeouts(ts, (int64_t)1000000000 * slow_factor(), 0);
+	t0 = time_now_ns();
 	v = tool_set_servers_json(ts);
 	CHECK(time_now_ns() - t0 < 4 * (int64_t)1000000000 * slow_factor()); /* in parallel */
 	CHECK_INT(cJSON_GetArraySize(v), 4);
@@ -596,9 +628,19 @@ TEST(fake_eight_threads_at_once)
 	tool_set_free(ts);
 }
 
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
 TEST(free_leaves_no_process_and_no_thread)
 {
-	int th0 = threads();
+	pthread_t t;
+	int th0;
+	/* a first thread, for the threads a sanitizer starts with it */
+	pthread_create(&t, NULL, nothing, NULL);
+	pthread_join(t, NULL);
+	th0 = threads();
 	char *a = fake_entry("a", "\"normal\"", NULL), *b = fake_entry("b", "\"hang\"", NULL);
 	char *all = xasprintf("%s, %s", a, b);
 	struct tool_set *ts = set_with(all);
@@ -759,4 +801,27 @@ TEST(filesystem_server_write_is_not_read_only)
 	free(path);
 	free(cfg);
 	free(bin);
+}
+
+TEST(verbose_logs_each_message)
+{
+	struct tool_set *ts = fake_set("\"normal\"");
+	char *path = xasprintf("%s/log", harness_tmpdir()), *text = NULL, *r;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
+	struct rlm_err err = {0};
+	size_t len;
+	rlm_log_level = LOG_INFO;
+	tool_set_verbose(ts, true);
+	dup2(fd, 2);
+	r = call_ok(ts, "fake.echo", "{\"text\": \"loud\"}");
+	dup2(saved, 2);
+	close(fd);
+	close(saved);
+	free(r);
+	CHECK_INT(file_read(path, 1 << 20, &text, &len, &err), 0);
+	CHECK_CONTAINS(text, "tool: fake <- {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"");
+	CHECK_CONTAINS(text, "tool: fake -> {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"loud\"}]}}");
+	free(text);
+	free(path);
+	tool_set_free(ts);
 }

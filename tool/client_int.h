@@ -82,7 +82,9 @@ struct tool__conn {
 	int refs;                     /* the server's + one per request */
 	struct tool__stdio *stdio;    /* one of the two */
 	struct tool__http *http;
-	int64_t next_id;
+	int64_t next_id;              /* atomic */
+	const char *name;             /* the server's, for the log */
+	bool verbose;                 /* log HTTP messages */
 };
 
 struct tool__server {

@@ -5,7 +5,15 @@
  * checked against the members when given. Members rlm does not know are
  * ignored (other clients add their own), but a known member of the wrong
  * type is an error that names the origin, the server and the member.
- * "disabled": true (Cline's, Roo's) leaves a server out. */
+ * "disabled": true (Cline's, Roo's) leaves a server out.
+ *
+ * In "command", "args", "cwd", "url" and the values of "env" and
+ * "headers", ${NAME} is replaced by our environment's NAME, and
+ * ${NAME:-default} by the default when NAME is unset or empty (Claude
+ * Code's .mcp.json syntax): servers do not inherit variables that look
+ * like credentials (stdio.c), so this is how a config hands one a token
+ * without writing it down. An unset NAME without a default is an error;
+ * "${" not followed by a NAME and "}" is kept as it is. */
 #include "client_int.h"
 
 #include <stdio.h>
@@ -38,6 +46,56 @@ bool tool__server_name_ok(const char *name)
 	return true;
 }
 
+/* Does s[0..n) match [A-Za-z_][A-Za-z0-9_]*? */
+static bool var_name_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(text_is_alpha(s[i]) || s[i] == '_' || (i && text_is_digit(s[i]))))
+			return false;
+	return n > 0;
+}
+
+/* in with ${NAME} and ${NAME:-default} expanded (see the top), *out
+ * malloc'd; member names the place in errors. */
+static int expand(const struct ctx *x, const char *member, const char *in, char **out)
+{
+	struct buf b = BUF_INIT;
+	const char *p = in;
+	*out = NULL;
+	while (*p) {
+		const char *d = strstr(p, "${"), *end = d ? strchr(d + 2, '}') : NULL, *dash, *val;
+		size_t n;
+		if (!d || !end) {
+			buf_puts(&b, p);
+			break;
+		}
+		buf_append(&b, p, (size_t)(d - p));
+		dash = strstr(d + 2, ":-");
+		n = (size_t)((dash && dash < end ? dash : end) - (d + 2));
+		if (!var_name_ok(d + 2, n)) { /* not ours: kept */
+			buf_append(&b, d, (size_t)(end + 1 - d));
+			p = end + 1;
+			continue;
+		}
+		{
+			char name[256];
+			snprintf(name, sizeof(name), "%.*s", (int)RLM_MIN(n, 255), d + 2);
+			val = getenv(name);
+			if ((!val || !*val) && dash && dash < end)
+				buf_append(&b, dash + 2, (size_t)(end - (dash + 2)));
+			else if (val)
+				buf_puts(&b, val);
+			else {
+				buf_release(&b);
+				return bad(x, "\"%s\" needs ${%s}, which is not set", member, name);
+			}
+		}
+		p = end + 1;
+	}
+	*out = buf_detach(&b, NULL);
+	return 0;
+}
+
 static const char *type_name(const cJSON *j)
 {
 	return cJSON_IsString(j) ? "a string"
@@ -48,10 +106,12 @@ static const char *type_name(const cJSON *j)
 				   : "an object";
 }
 
-/* A string member or absent; "" is refused when nonempty. */
+/* A string member or absent; "" is refused when nonempty; ${NAME}
+ * expanded when it is not the description. */
 static int get_str(const struct ctx *x, const cJSON *o, const char *key, bool nonempty, char **out)
 {
 	const cJSON *j = json_get(o, key);
+	int rc;
 	*out = NULL;
 	if (!j)
 		return 0;
@@ -59,7 +119,17 @@ static int get_str(const struct ctx *x, const cJSON *o, const char *key, bool no
 		return bad(x, "\"%s\" must be a string, not %s", key, type_name(j));
 	if (nonempty && !*j->valuestring)
 		return bad(x, "\"%s\" is empty%s", key, "");
-	*out = xstrdup(j->valuestring);
+	if (strcmp(key, "description") == 0) {
+		*out = xstrdup(j->valuestring);
+		return 0;
+	}
+	if ((rc = expand(x, key, j->valuestring, out)))
+		return rc;
+	if (nonempty && !**out) {
+		free(*out);
+		*out = NULL;
+		return bad(x, "\"%s\" is empty once expanded%s", key, "");
+	}
 	return 0;
 }
 
@@ -82,7 +152,13 @@ static int get_argv(const struct ctx *x, const cJSON *o, const char *command, ch
 	*out = xcalloc(n + 2, sizeof(**out));
 	(*out)[k++] = xstrdup(command);
 	cJSON_ArrayForEach(it, args)
-	(*out)[k++] = xstrdup(it->valuestring);
+	{
+		int rc;
+		snprintf(idx, sizeof(idx), "args[%zu]", k - 1);
+		if ((rc = expand(x, idx, it->valuestring, &(*out)[k])))
+			return rc;
+		k++;
+	}
 	return 0;
 }
 
@@ -110,7 +186,18 @@ static int get_map(const struct ctx *x, const cJSON *o, const char *key, const c
 			return bad(x, "\"%s\" must be a string, not %s", what, type_name(it));
 		if (*sep == ':' && strpbrk(it->valuestring, "\r\n"))
 			return bad(x, "\"%s\" holds a line break%s", what, "");
-		(*out)[(*n)++] = xasprintf("%s%s%s", k, sep, it->valuestring);
+		{
+			char *v;
+			int rc = expand(x, what, it->valuestring, &v);
+			if (rc)
+				return rc;
+			if (*sep == ':' && strpbrk(v, "\r\n")) {
+				free(v);
+				return bad(x, "\"%s\" holds a line break%s", what, "");
+			}
+			(*out)[(*n)++] = xasprintf("%s%s%s", k, sep, v);
+			free(v);
+		}
 	}
 	return 0;
 }

@@ -139,12 +139,22 @@ static void secs(char *out, size_t cap, int64_t ns)
 	snprintf(out, cap, "%.3g", (double)ns / 1e9);
 }
 
+/* body sent, *reply its response (see tool__http_post). stdio.c logs
+ * what it sends and reads itself (the server's own messages too); the
+ * HTTP exchanges are logged here. */
 static int post(struct tool__conn *c, const char *body, int64_t id, int64_t deadline_ns,
 		char **reply, struct rlm_err *err)
 {
+	size_t n = strlen(body);
+	int rc;
 	if (c->stdio)
-		return tool__stdio_post(c->stdio, body, strlen(body), id, deadline_ns, reply, err);
-	return tool__http_post(c->http, body, strlen(body), id, deadline_ns, reply, err);
+		return tool__stdio_post(c->stdio, body, n, id, deadline_ns, reply, err);
+	if (c->verbose)
+		log_info("tool: %s <- %.*s%s", c->name, (int)RLM_MIN(n, 400), body, n > 400 ? "..." : "");
+	rc = tool__http_post(c->http, body, n, id, deadline_ns, reply, err);
+	if (c->verbose && !rc && *reply)
+		log_info("tool: %s -> %.400s%s", c->name, *reply, strlen(*reply) > 400 ? "..." : "");
+	return rc;
 }
 
 /* The "result" of a response text, or why it is not one. *broken: the
@@ -232,6 +242,8 @@ static int conn_open(struct tool_set *ts, struct tool__server *s, struct tool__c
 	}
 	c->refs = 1;
 	c->next_id = 1;
+	c->name = s->name;
+	c->verbose = sp.verbose;
 	*out = c;
 	return 0;
 }

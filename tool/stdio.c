@@ -403,27 +403,55 @@ static void on_response(struct tool__stdio *c, const cJSON *id, const char *s, s
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* One line of stdout. false (with why) when it is garbage. */
-static bool on_line(struct tool__stdio *c, const char *s, size_t n, char *why, size_t cap)
+/* One message m, whose text is s[0..n). false (with why) when it is not
+ * a JSON-RPC 2.0 request, notification or response. */
+static bool on_message(struct tool__stdio *c, const cJSON *m, const char *s, size_t n, char *why,
+		       size_t cap)
 {
-	cJSON *j = json_parse(s, n);
-	const char *method = json_str(j, "method"), *v = json_str(j, "jsonrpc");
-	const cJSON *id = json_get(j, "id");
-	bool ok = false;
-	if (c->verbose)
-		log_info("tool: %s -> %.*s%s", c->name, (int)RLM_MIN(n, 400), s, n > 400 ? "..." : "");
-	if (!j)
-		snprintf(why, cap, "server '%s' wrote a line that is not JSON: '%.60s'", c->name, s);
-	else if (!cJSON_IsObject(j) || !v || strcmp(v, "2.0") != 0)
+	const char *method = json_str(m, "method"), *v = json_str(m, "jsonrpc");
+	const cJSON *id = json_get(m, "id");
+	if (!cJSON_IsObject(m) || !v || strcmp(v, "2.0") != 0)
 		snprintf(why, cap, "server '%s' wrote a message that is not JSON-RPC 2.0: '%.60s'",
 			 c->name, s);
 	else if (method)
-		on_method(c, j, method), ok = true;
-	else if (id && (json_get(j, "result") || json_get(j, "error")))
-		on_response(c, id, s, n), ok = true;
+		return on_method(c, m, method), true;
+	else if (id && (json_get(m, "result") || json_get(m, "error")))
+		return on_response(c, id, s, n), true;
 	else
-		snprintf(why, cap, "server '%s' wrote a JSON-RPC message that is neither a request nor a response: '%.60s'",
+		snprintf(why, cap,
+			 "server '%s' wrote a JSON-RPC message that is neither a request nor a "
+			 "response: '%.60s'",
 			 c->name, s);
+	return false;
+}
+
+/* One line of stdout: a message, or a batch of them (revision 2025-03-26
+ * allowed batches; later ones do not, but an older server may send one).
+ * false (with why) when it is garbage. */
+static bool on_line(struct tool__stdio *c, const char *s, size_t n, char *why, size_t cap)
+{
+	cJSON *j = json_parse(s, n);
+	const cJSON *m;
+	bool ok = true;
+	if (c->verbose)
+		log_info("tool: %s -> %.*s%s", c->name, (int)RLM_MIN(n, 400), s, n > 400 ? "..." : "");
+	if (!j) {
+		snprintf(why, cap, "server '%s' wrote a line that is not JSON: '%.60s'", c->name, s);
+		return false;
+	}
+	if (!cJSON_IsArray(j) || !cJSON_GetArraySize(j)) {
+		ok = on_message(c, j, s, n, why, cap);
+		cJSON_Delete(j);
+		return ok;
+	}
+	cJSON_ArrayForEach(m, j)
+	{
+		char *t = json_print(m);
+		ok = on_message(c, m, t, strlen(t), why, cap);
+		free(t);
+		if (!ok)
+			break;
+	}
 	cJSON_Delete(j);
 	return ok;
 }
