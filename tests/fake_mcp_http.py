@@ -142,17 +142,20 @@ class Handler(BaseHTTPRequestHandler):
         self.event("data: " + json.dumps(
             {"jsonrpc": "2.0", "id": 77, "method": "sampling/createMessage",
              "params": {}}) + "\r\r")
+        self.event("data: " + json.dumps(
+            {"jsonrpc": "2.0", "id": "r1", "method": "roots/list"}) + "\n\n")
         self.event("event: endpoint\ndata: " + json.dumps(
             {"jsonrpc": "2.0", "id": mid, "result": {"tools": [], "wrong": True}}) + "\n\n")
         # a response to another id is not ours
         self.event("data: " + json.dumps(rpc_result(mid + 1000, {"tools": []})) + "\n\n")
         with ANSWERED:
-            ANSWERED.wait_for(lambda: "srv-ping" in ANSWERS and "77" in ANSWERS, 5)
+            ANSWERED.wait_for(lambda: all(k in ANSWERS for k in ("srv-ping", "77", "r1")), 5)
             pinged = ANSWERS.get("srv-ping")
             other = ANSWERS.get("77")
+            roots = ANSWERS.get("r1")
         resp = json.dumps(rpc_result(mid, {
             "tools": [{"name": "sum", "inputSchema": {"type": "object"}}],
-            "pinged": pinged, "other": other}), indent=1)
+            "pinged": pinged, "other": other, "roots": roots}), indent=1)
         # the response split over data lines (a newline inside JSON is a blank)
         self.event("".join("data: " + line + "\n" for line in resp.split("\n")) + "\n")
 

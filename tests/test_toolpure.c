@@ -817,6 +817,11 @@ TEST(http_fake_session_and_stream)
 	}
 	CHECK_INT(json_int(json_get(json_get(tl, "other"), "error"), "code", 0), -32601);
 	CHECK_INT(json_int(json_get(tl, "other"), "id", 0), 77);
+	{
+		char *p = json_print(json_get(tl, "roots"));
+		CHECK_STR(p, "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":{\"roots\":[]}}");
+		free(p);
+	}
 	cJSON_Delete(r);
 
 	r = rpc(h, 3, "tools/call", call_params("sum"), 10000, &err);

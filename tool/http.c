@@ -7,8 +7,8 @@
  * run at once from any thread with nothing shared but the session id and
  * the protocol version (under a mutex). An event stream is parsed as it
  * arrives: the server's notifications are skipped, its requests answered
- * at once (a ping with {}, anything else with -32601: rlm offers the server
- * nothing) by a POST of their own, since a server may wait for the answer
+ * at once (a ping with {}, roots/list with no roots, anything else with
+ * -32601: rlm offers the server nothing more) by a POST of their own, since a server may wait for the answer
  * before it sends ours, and the transfer is stopped as soon as the response
  * with our id is in, whether or not the server closes the stream. What a
  * server sends is capped (TOOL_MAX_REPLY for a JSON body, for one event and
@@ -207,7 +207,8 @@ static bool id_is(const cJSON *jid, int64_t id)
 	return strcmp(jid->valuestring, want) == 0;
 }
 
-/* Answer a request of the server's: {} to a ping, -32601 to the rest. */
+/* Answer a request of the server's: {} to a ping, no roots to roots/list
+ * (as the stdio transport does), -32601 to the rest. */
 static void answer(struct xfer *x, const cJSON *msg)
 {
 	const char *method = json_str(msg, "method");
@@ -219,6 +220,10 @@ static void answer(struct xfer *x, const cJSON *msg)
 	json_add(a, "id", cJSON_Duplicate(json_get(msg, "id"), true));
 	if (strcmp(method, "ping") == 0) {
 		json_add(a, "result", cJSON_CreateObject());
+	} else if (strcmp(method, "roots/list") == 0) {
+		cJSON *r = cJSON_CreateObject();
+		json_add(r, "roots", cJSON_CreateArray());
+		json_add(a, "result", r);
 	} else {
 		cJSON *e = cJSON_CreateObject();
 		char *m = xasprintf("method not found: rlm offers no '%.100s'", method);
