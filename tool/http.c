@@ -8,8 +8,9 @@
  * the protocol version (under a mutex). An event stream is parsed as it
  * arrives: the server's notifications are skipped, its requests answered
  * at once (a ping with {}, roots/list with no roots, anything else with
- * -32601: rlm offers the server nothing more) by a POST of their own, since a server may wait for the answer
- * before it sends ours, and the transfer is stopped as soon as the response
+ * -32601: rlm offers the server nothing more) by a POST of their own,
+ * since a server may wait for the answer before it sends ours, and the
+ * transfer is stopped as soon as the response
  * with our id is in, whether or not the server closes the stream. What a
  * server sends is capped (TOOL_MAX_REPLY for a JSON body, for one event and
  * for a line of the stream; a gzip body is capped decoded), and the
