@@ -8,6 +8,7 @@
  * Also host tools, 8 threads calling one server at once, and that
  * tool_set_free leaves no process and no thread behind. */
 #include "harness.h"
+#include "proc.h"
 #include "../tool/tool.h"
 #include "../common/json.h"
 
@@ -824,4 +825,67 @@ TEST(verbose_logs_each_message)
 	free(text);
 	free(path);
 	tool_set_free(ts);
+}
+
+/* ---- a server over streamable HTTP (tests/fake_mcp_http.py) ---- */
+
+/* What the HTTP fake was sent, as JSON text ([{"method", "path",
+ * "headers", "body"}]), fetched by Python's urllib. */
+static char *http_log(int port)
+{
+	char *url = xasprintf("http://127.0.0.1:%d/log", port), *out;
+	const char *argv[] = {"/usr/bin/python3", "-c",
+			      "import sys, urllib.request; "
+			      "sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())",
+			      url, NULL};
+	struct proc_out o;
+	CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+	CHECK_INT(o.status, 0);
+	out = xstrdup(o.out);
+	proc_out_release(&o);
+	free(url);
+	return out;
+}
+
+TEST(http_server_through_the_set)
+{
+	char *fake = repo_path("tests/fake_mcp_http.py"), line[64], *cfg, *r, *log;
+	const char *argv[] = {"/usr/bin/python3", fake, NULL};
+	struct tool_set *ts;
+	struct rlm_err err;
+	cJSON *v;
+	pid_t pid;
+	int port, rc;
+	if (!fake || access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3 or tests/fake_mcp_http.py");
+	pid = proc_start_line(argv, NULL, NULL, 20, line, sizeof(line));
+	CHECK_MSG(pid > 0, "tests/fake_mcp_http.py did not start");
+	port = atoi(line);
+	setenv("RLM_TEST_HTTP_SECRET", "s3", 1);
+	cfg = xasprintf("\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:%d/mcp\","
+			" \"headers\": {\"X-Key\": \"${RLM_TEST_HTTP_SECRET}\"}}", port);
+	ts = set_with(cfg);
+	tool_set_timeouts(ts, 0, (int64_t)1000000000 * slow_factor());
+	v = tool_set_servers_json(ts);
+	CHECK_MSG(cJSON_IsNull(json_get(cJSON_GetArrayItem(v, 0), "error")), "%s",
+		  json_str(cJSON_GetArrayItem(v, 0), "error"));
+	CHECK_STR(json_str(cJSON_GetArrayItem(v, 0), "description"), "fake-http 1.0");
+	CHECK_INT(json_int(cJSON_GetArrayItem(v, 0), "tools", 0), 1);
+	cJSON_Delete(v);
+	r = call_ok(ts, "web.sum", NULL);
+	CHECK_STR(r, "\"5\"");
+	free(r);
+	/* garbage drops the session; the next call starts a new one */
+	CHECK(!call(ts, "web.garbage", NULL, &rc, &err)); /* not listed: refused here */
+	CHECK_INT(rc, RLM_ENOTFOUND);
+	tool_set_free(ts);
+	log = http_log(port);
+	CHECK_CONTAINS(log, "\"x-key\": \"s3\"");
+	CHECK_CONTAINS(log, "\"mcp-protocol-version\": \"2025-06-18\"");
+	CHECK_CONTAINS(log, "\"method\": \"DELETE\""); /* the session ended */
+	CHECK_CONTAINS(log, "\"clientInfo\": {\"name\": \"rlm\"");
+	free(log);
+	proc_stop(pid);
+	free(cfg);
+	free(fake);
 }
