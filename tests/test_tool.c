@@ -889,3 +889,35 @@ TEST(http_server_through_the_set)
 	free(cfg);
 	free(fake);
 }
+
+TEST(stdio_cwd_and_commands)
+{
+	char *fake = fake_path(), *dir = xstrdup(fake), *plain, *cfg, *r;
+	struct tool_set *ts;
+	cJSON *v;
+	FILE *f;
+	plain = xasprintf("%s/plain.txt", harness_tmpdir());
+	f = fopen(plain, "w");
+	fputs("not a program\n", f);
+	fclose(f);
+	/* a relative script from the server's cwd; a file that is not
+	 * executable; a relative command that is not there */
+	cfg = xasprintf("\"rel\": {\"command\": \"/usr/bin/python3\", \"args\": [\"fake_mcp.py\", "
+			"\"normal\"], \"cwd\": \"%s\"}, \"noexec\": {\"command\": \"%s\"}, "
+			"\"norel\": {\"command\": \"./no-such-server\", \"cwd\": \"%s\"}",
+			dirname(dir), plain, harness_tmpdir());
+	ts = set_with(cfg);
+	r = call_ok(ts, "rel.echo", "{\"text\": \"from cwd\"}");
+	CHECK_STR(r, "\"from cwd\"");
+	free(r);
+	v = tool_set_servers_json(ts);
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 1), "error"), "plain.txt': permission denied");
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 2), "error"),
+		       "cannot start server 'norel': './no-such-server': command not found");
+	cJSON_Delete(v);
+	tool_set_free(ts);
+	free(cfg);
+	free(dir);
+	free(plain);
+	free(fake);
+}

@@ -130,9 +130,46 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* posix_spawnp with fds 0, 1, 2 from the pipes, its own process group,
- * signals at their defaults and unblocked. 0 or an errno. */
-static int spawn(const struct tool__spawn *sp, int in, int out, int errfd, pid_t *pid)
+/* Is path a file we may execute? */
+static bool executable(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* The program to run for sp->argv[0], as posix_spawnp would find it (a
+ * name without a slash in our PATH; a relative path from the server's
+ * cwd), looked up first so that a missing command is said as such even
+ * where the exec's failure cannot be reported (valgrind runs posix_spawn
+ * as fork and exec): *out malloc'd, or -ENOENT / -EACCES. */
+static int find_program(const struct tool__spawn *sp, char **out)
+{
+	const char *cmd = sp->argv[0], *path = getenv("PATH"), *p;
+	*out = NULL;
+	if (strchr(cmd, '/')) {
+		char *full = cmd[0] != '/' && sp->cwd ? xasprintf("%s/%s", sp->cwd, cmd) : xstrdup(cmd);
+		int rc = executable(full) ? 0 : access(full, F_OK) == 0 ? -EACCES : -ENOENT;
+		free(full);
+		*out = rc ? NULL : xstrdup(cmd); /* posix_spawn resolves it after the chdir */
+		return rc;
+	}
+	for (p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		char *full = xasprintf("%.*s/%s", (int)n, n ? p : ".", cmd);
+		if (executable(full)) {
+			*out = full;
+			return 0;
+		}
+		free(full);
+		p += n + (p[n] == ':');
+	}
+	return -ENOENT;
+}
+
+/* posix_spawn of prog with fds 0, 1, 2 from the pipes, its own process
+ * group, signals at their defaults and unblocked. 0 or an errno. */
+static int spawn(const struct tool__spawn *sp, const char *prog, int in, int out, int errfd,
+		 pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -153,7 +190,7 @@ static int spawn(const struct tool__spawn *sp, int in, int out, int errfd, pid_t
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
 					      POSIX_SPAWN_SETSIGDEF);
-	rc = posix_spawnp(pid, sp->argv[0], &fa, &at, (char *const *)(uintptr_t)sp->argv, envp);
+	rc = posix_spawn(pid, prog, &fa, &at, (char *const *)(uintptr_t)sp->argv, envp);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	free(envp);
@@ -179,6 +216,7 @@ int tool__stdio_open(const struct tool__spawn *sp, struct tool__stdio **out, str
 {
 	struct tool__stdio *c;
 	struct stat st;
+	char *prog = NULL;
 	int p[6], rc;
 	pthread_condattr_t ca;
 	*out = NULL;
@@ -186,20 +224,26 @@ int tool__stdio_open(const struct tool__spawn *sp, struct tool__stdio **out, str
 	if (sp->cwd && (stat(sp->cwd, &st) || !S_ISDIR(st.st_mode)))
 		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': its cwd '%s' is not a directory",
 				   sp->name, sp->cwd);
+	if ((rc = find_program(sp, &prog)))
+		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': '%s': %s", sp->name,
+				   sp->argv[0],
+				   rc == -ENOENT ? "command not found" : "permission denied");
 	c = xcalloc(1, sizeof(*c));
 	c->name = xstrdup(sp->name);
 	c->verbose = sp->verbose;
 	if ((rc = make_pipes(p, c->wake)) ||
-	    (rc = -spawn(sp, p[0], p[3], p[5], &c->pid))) {
+	    (rc = -spawn(sp, prog, p[0], p[3], p[5], &c->pid))) {
 		for (int i = 0; i < 6; i++)
 			close_fd(&p[i]);
 		close_fd(&c->wake[0]);
 		close_fd(&c->wake[1]);
 		free(c->name);
 		free(c);
+		free(prog);
 		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': '%s': %s", sp->name,
 				   sp->argv[0], rc == -ENOENT ? "command not found" : strerror(-rc));
 	}
+	free(prog);
 	close_fd(&p[0]);
 	close_fd(&p[3]);
 	close_fd(&p[5]);
