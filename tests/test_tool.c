@@ -159,53 +159,54 @@ struct bad_cfg {
 };
 
 static const struct bad_cfg bad_cfgs[] = {
-	{"not json", RLM_EPARSE, "cfg: not valid JSON"},
-	{"[]", RLM_EPARSE, "not a JSON object"},
-	{"{}", RLM_EINVAL, "no \"mcpServers\" object"},
-	{"{\"mcpServers\": []}", RLM_EINVAL, "\"mcpServers\" must be an object"},
-	{"{\"mcpServers\": {\"a b\": {\"command\": \"x\"}}}", RLM_EINVAL, "server name 'a b'"},
-	{"{\"mcpServers\": {\"s\": 3}}", RLM_EINVAL, "server 's': it must be an object"},
-	{"{\"mcpServers\": {\"s\": {}}}", RLM_EINVAL, "server 's': it has neither \"command\""},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"url\": \"http://h\"}}}", RLM_EINVAL,
-	 "both \"command\" and \"url\""},
-	{"{\"mcpServers\": {\"s\": {\"command\": 7}}}", RLM_EINVAL,
-	 "server 's': \"command\" must be a string, not a number"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"\"}}}", RLM_EINVAL, "\"command\" is empty"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": \"-v\"}}}", RLM_EINVAL,
-	 "\"args\" must be an array of strings, not a string"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": [\"a\", 2]}}}", RLM_EINVAL,
-	 "\"args\"[1] must be a string, not a number"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"PORT\": 8080}}}}", RLM_EINVAL,
-	 "\"env.PORT\" must be a string, not a number"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": [\"A=1\"]}}}", RLM_EINVAL,
-	 "\"env\" must be an object of strings, not an array"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"A=B\": \"1\"}}}}", RLM_EINVAL,
-	 "\"env.A=B\" is not a valid name"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"cwd\": false}}}", RLM_EINVAL,
-	 "\"cwd\" must be a string, not a boolean"},
-	{"{\"mcpServers\": {\"s\": {\"url\": \"ftp://h/\"}}}", RLM_EINVAL,
-	 "\"url\" 'ftp://h/' is not an http:// or https:// URL"},
-	{"{\"mcpServers\": {\"s\": {\"url\": \"http://h/\", \"headers\": {\"X\": \"a\\nb\"}}}}",
-	 RLM_EINVAL, "\"headers.X\" holds a line break"},
-	{"{\"mcpServers\": {\"s\": {\"type\": \"sse\", \"url\": \"http://h/\"}}}", RLM_EINVAL,
-	 "\"sse\" (the old HTTP+SSE transport) is not supported"},
-	{"{\"mcpServers\": {\"s\": {\"type\": \"stdio\", \"url\": \"http://h/\"}}}", RLM_EINVAL,
-	 "\"type\" is \"stdio\" but \"url\" is given"},
-	{"{\"mcpServers\": {\"s\": {\"type\": \"http\", \"command\": \"x\"}}}", RLM_EINVAL,
-	 "\"type\" is an HTTP type but \"command\" is given"},
-	{"{\"mcpServers\": {\"s\": {\"type\": \"grpc\", \"command\": \"x\"}}}", RLM_EINVAL,
-	 "\"type\" 'grpc' is not one of"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"disabled\": \"yes\"}}}", RLM_EINVAL,
-	 "\"disabled\" must be a boolean"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\"}, \"s\": {\"command\": \"y\"}}}", RLM_EPARSE,
-	 "duplicate key \"s\""},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\\u0000y\"}}}", RLM_EPARSE, "\\u0000"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"T\": \"${RLM_TEST_UNSET_VAR}\"}}}}",
-	 RLM_EINVAL, "server 's': \"env.T\" needs ${RLM_TEST_UNSET_VAR}, which is not set"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": [\"a\", \"${RLM_TEST_UNSET_VAR}\"]}}}",
-	 RLM_EINVAL, "\"args[1]\" needs ${RLM_TEST_UNSET_VAR}"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"${RLM_TEST_UNSET_VAR:-}\"}}}", RLM_EINVAL,
-	 "\"command\" is empty once expanded"},
+    {"not json", RLM_EPARSE, "cfg: not valid JSON"},
+    {"[]", RLM_EPARSE, "not a JSON object"},
+    {"{}", RLM_EINVAL, "no \"mcpServers\" object"},
+    {"{\"mcpServers\": []}", RLM_EINVAL, "\"mcpServers\" must be an object"},
+    {"{\"mcpServers\": {\"a b\": {\"command\": \"x\"}}}", RLM_EINVAL, "server name 'a b'"},
+    {"{\"mcpServers\": {\"s\": 3}}", RLM_EINVAL, "server 's': it must be an object"},
+    {"{\"mcpServers\": {\"s\": {}}}", RLM_EINVAL, "server 's': it has neither \"command\""},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"url\": \"http://h\"}}}", RLM_EINVAL,
+     "both \"command\" and \"url\""},
+    {"{\"mcpServers\": {\"s\": {\"command\": 7}}}", RLM_EINVAL,
+     "server 's': \"command\" must be a string, not a number"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"\"}}}", RLM_EINVAL, "\"command\" is empty"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": \"-v\"}}}", RLM_EINVAL,
+     "\"args\" must be an array of strings, not a string"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": [\"a\", 2]}}}", RLM_EINVAL,
+     "\"args\"[1] must be a string, not a number"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"PORT\": 8080}}}}", RLM_EINVAL,
+     "\"env.PORT\" must be a string, not a number"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": [\"A=1\"]}}}", RLM_EINVAL,
+     "\"env\" must be an object of strings, not an array"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"A=B\": \"1\"}}}}", RLM_EINVAL,
+     "\"env.A=B\" is not a valid name"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"cwd\": false}}}", RLM_EINVAL,
+     "\"cwd\" must be a string, not a boolean"},
+    {"{\"mcpServers\": {\"s\": {\"url\": \"ftp://h/\"}}}", RLM_EINVAL,
+     "\"url\" 'ftp://h/' is not an http:// or https:// URL"},
+    {"{\"mcpServers\": {\"s\": {\"url\": \"http://h/\", \"headers\": {\"X\": \"a\\nb\"}}}}",
+     RLM_EINVAL, "\"headers.X\" holds a line break"},
+    {"{\"mcpServers\": {\"s\": {\"type\": \"sse\", \"url\": \"http://h/\"}}}", RLM_EINVAL,
+     "\"sse\" (the old HTTP+SSE transport) is not supported"},
+    {"{\"mcpServers\": {\"s\": {\"type\": \"stdio\", \"url\": \"http://h/\"}}}", RLM_EINVAL,
+     "\"type\" is \"stdio\" but \"url\" is given"},
+    {"{\"mcpServers\": {\"s\": {\"type\": \"http\", \"command\": \"x\"}}}", RLM_EINVAL,
+     "\"type\" is an HTTP type but \"command\" is given"},
+    {"{\"mcpServers\": {\"s\": {\"type\": \"grpc\", \"command\": \"x\"}}}", RLM_EINVAL,
+     "\"type\" 'grpc' is not one of"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"disabled\": \"yes\"}}}", RLM_EINVAL,
+     "\"disabled\" must be a boolean"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\"}, \"s\": {\"command\": \"y\"}}}", RLM_EPARSE,
+     "duplicate key \"s\""},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\\u0000y\"}}}", RLM_EPARSE, "\\u0000"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"T\": \"${RLM_TEST_UNSET_VAR}\"}}}}",
+     RLM_EINVAL, "server 's': \"env.T\" needs ${RLM_TEST_UNSET_VAR}, which is not set"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": [\"a\", "
+     "\"${RLM_TEST_UNSET_VAR}\"]}}}",
+     RLM_EINVAL, "\"args[1]\" needs ${RLM_TEST_UNSET_VAR}"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"${RLM_TEST_UNSET_VAR:-}\"}}}", RLM_EINVAL,
+     "\"command\" is empty once expanded"},
 };
 
 TEST(config_errors_name_origin_server_and_member)
@@ -229,13 +230,13 @@ TEST(config_good_forms_and_files)
 	struct tool_set *ts = tool_set_new();
 	struct rlm_err err = {0};
 	const char *cfg =
-		"{\"mcpServers\": {"
-		"\"a\": {\"command\": \"x\", \"args\": [], \"env\": {}, \"alwaysAllow\": [1],"
-		" \"type\": \"stdio\", \"description\": \"A\"},"
-		"\"b-2\": {\"type\": \"streamable-http\", \"url\": \"https://h/mcp\","
-		" \"headers\": {\"Authorization\": \"Bearer x\"}},"
-		"\"off\": {\"command\": \"x\", \"disabled\": true}},"
-		" \"otherClientSetting\": {\"x\": 1}}";
+	    "{\"mcpServers\": {"
+	    "\"a\": {\"command\": \"x\", \"args\": [], \"env\": {}, \"alwaysAllow\": [1],"
+	    " \"type\": \"stdio\", \"description\": \"A\"},"
+	    "\"b-2\": {\"type\": \"streamable-http\", \"url\": \"https://h/mcp\","
+	    " \"headers\": {\"Authorization\": \"Bearer x\"}},"
+	    "\"off\": {\"command\": \"x\", \"disabled\": true}},"
+	    " \"otherClientSetting\": {\"x\": 1}}";
 	char *path = xasprintf("%s/cfg.json", harness_tmpdir());
 	FILE *f;
 	CHECK_INT(tool_set_add_config(ts, cfg, strlen(cfg), "c1", &err), 0);
@@ -333,7 +334,8 @@ TEST(fake_unknown_tool_names_the_closest)
 
 TEST(fake_exact_requests)
 {
-	char *log = xasprintf("%s/log", harness_tmpdir()), *env = xasprintf("\"env\": {\"FAKE_MCP_LOG\": \"%s\"}", log);
+	char *log = xasprintf("%s/log", harness_tmpdir()),
+	     *env = xasprintf("\"env\": {\"FAKE_MCP_LOG\": \"%s\"}", log);
 	char *e = fake_entry("fake", "\"normal\"", env), *text = NULL, *lines[8] = {0};
 	struct tool_set *ts = set_with(e);
 	struct rlm_err err = {0};
@@ -343,16 +345,20 @@ TEST(fake_exact_requests)
 	CHECK_STR(r, "\"hi\"");
 	free(r);
 	CHECK_INT(file_read(log, 1 << 20, &text, &len, &err), 0);
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 8; l = strtok_r(NULL, "\n", &save))
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 8;
+	     l = strtok_r(NULL, "\n", &save))
 		lines[n++] = l;
 	CHECK_INT(n, 6);
 	CHECK_STR(lines[0], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
 			    "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
 			    "\"clientInfo\":{\"name\":\"rlm\",\"version\":\"" RLM_VERSION "\"}}}");
 	CHECK_STR(lines[1], "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-	CHECK_STR(lines[2], "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}");
-	CHECK_STR(lines[3], "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"cursor\":\"p2\"}}");
-	CHECK_STR(lines[4], "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{\"cursor\":\"p3\"}}");
+	CHECK_STR(lines[2],
+		  "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}");
+	CHECK_STR(lines[3], "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/"
+			    "list\",\"params\":{\"cursor\":\"p2\"}}");
+	CHECK_STR(lines[4], "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/"
+			    "list\",\"params\":{\"cursor\":\"p3\"}}");
 	CHECK_STR(lines[5], "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":"
 			    "{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"}}}");
 	free(text);
@@ -509,19 +515,22 @@ static void misbehave(const char *mode, int want_rc, const char *want)
 
 TEST(fake_crash_says_its_stderr)
 {
-	misbehave("\"crash\"", RLM_EIO, "exited with status 3; its stderr ended: starting boom | fatal: boom happened");
+	misbehave("\"crash\"", RLM_EIO,
+		  "exited with status 3; its stderr ended: starting boom | fatal: boom happened");
 }
 
 TEST(fake_hang_times_out_naming_the_seconds)
 {
 	char want[80];
-	snprintf(want, sizeof(want), "did not answer tools/call within %d s", 2 * (int)slow_factor());
+	snprintf(want, sizeof(want), "did not answer tools/call within %d s",
+		 2 * (int)slow_factor());
 	misbehave("\"hang\"", RLM_ETIMEOUT, want);
 }
 
 TEST(fake_garbage_fails_the_server)
 {
-	misbehave("\"garbage\"", RLM_EIO, "wrote a line that is not JSON: 'this is not json at all'");
+	misbehave("\"garbage\"", RLM_EIO,
+		  "wrote a line that is not JSON: 'this is not json at all'");
 }
 
 TEST(fake_huge_reply_is_refused)
@@ -561,8 +570,8 @@ TEST(fake_slow_start_and_bad_revision)
 	a = fake_entry("slow", secs, NULL);
 	b = fake_entry("old", "\"badversion\"", NULL);
 	c = fake_entry("nocmd", "\"normal\"", "\"cwd\": \"/proc/no/such/dir\"");
-	all = xasprintf("%s, %s, %s, \"missing\": {\"command\": \"rlm-no-such-command-x\"}", a,
-			b, c);
+	all =
+	    xasprintf("%s, %s, %s, \"missing\": {\"command\": \"rlm-no-such-command-x\"}", a, b, c);
 	ts = set_with(all);
 	tool_set_timeouts(ts, (int64_t)1000000000 * slow_factor(), 0);
 	t0 = time_now_ns();
@@ -572,11 +581,13 @@ TEST(fake_slow_start_and_bad_revision)
 	s = cJSON_GetArrayItem(v, 0);
 	CHECK_CONTAINS(json_str(s, "error"), "server 'slow' did not answer initialize within");
 	s = cJSON_GetArrayItem(v, 1);
-	CHECK_CONTAINS(json_str(s, "error"), "server 'old' speaks MCP revision '1999-01-01', which rlm does not");
+	CHECK_CONTAINS(json_str(s, "error"),
+		       "server 'old' speaks MCP revision '1999-01-01', which rlm does not");
 	s = cJSON_GetArrayItem(v, 2);
 	CHECK_CONTAINS(json_str(s, "error"), "its cwd '/proc/no/such/dir' is not a directory");
 	s = cJSON_GetArrayItem(v, 3);
-	CHECK_CONTAINS(json_str(s, "error"), "cannot start server 'missing': 'rlm-no-such-command-x': command not found");
+	CHECK_CONTAINS(json_str(s, "error"),
+		       "cannot start server 'missing': 'rlm-no-such-command-x': command not found");
 	CHECK_INT(json_int(s, "tools", -1), 0);
 	cJSON_Delete(v);
 	free(a);
@@ -666,7 +677,8 @@ static int greet(void *arg, const char *args_json, char **out)
 	cJSON *a = cJSON_Parse(args_json);
 	const char *who = json_str(a, "who");
 	bool nobody = strcmp(who, "nobody") == 0;
-	*out = nobody ? xstrdup("nobody is there") : xasprintf("\"%s, %s\"", (const char *)arg, who);
+	*out =
+	    nobody ? xstrdup("nobody is there") : xasprintf("\"%s, %s\"", (const char *)arg, who);
 	cJSON_Delete(a);
 	return nobody ? -1 : 0;
 }
@@ -682,14 +694,18 @@ TEST(host_tools_are_found_and_called)
 	char *r;
 	int rc;
 	CHECK_INT(tool_set_register(ts, "greet", "Greet someone by name", schema, true, greet,
-				    hello, &err), 0);
-	CHECK_INT(tool_set_register(ts, "greet", "again", schema, true, greet, x, &err), RLM_EINVAL);
+				    hello, &err),
+		  0);
+	CHECK_INT(tool_set_register(ts, "greet", "again", schema, true, greet, x, &err),
+		  RLM_EINVAL);
 	CHECK_CONTAINS(err.msg, "'host.greet': the name is taken");
-	CHECK_INT(tool_set_register(ts, "fake.greet", "d", schema, true, greet, x, &err), RLM_EINVAL);
+	CHECK_INT(tool_set_register(ts, "fake.greet", "d", schema, true, greet, x, &err),
+		  RLM_EINVAL);
 	CHECK_CONTAINS(err.msg, "'fake' is an MCP server");
 	CHECK_INT(tool_set_register(ts, "bad name", "d", NULL, true, greet, x, &err), RLM_EINVAL);
 	CHECK_INT(tool_set_register(ts, "t", "d", "[1]", true, greet, x, &err), RLM_EINVAL);
-	CHECK_INT(tool_set_register(ts, "mine.greet2", "Greet too", schema, false, greet, hi, &err), 0);
+	CHECK_INT(tool_set_register(ts, "mine.greet2", "Greet too", schema, false, greet, hi, &err),
+		  0);
 	CHECK_INT(tool_set_n_servers(ts), 3);
 	v = tool_set_servers_json(ts);
 	CHECK_STR(json_str(cJSON_GetArrayItem(v, 0), "name"), "fake");
@@ -726,7 +742,8 @@ static char *npm_server(const char *name)
 	if (!getenv("PATH") || system("command -v node >/dev/null 2>&1") != 0)
 		SKIP("node is not on PATH (make deps installs Node.js)");
 	if (!p)
-		SKIP("tests/js/node_modules/.bin/%s is missing: run `make deps` (npm ci in tests/js)",
+		SKIP("tests/js/node_modules/.bin/%s is missing: run `make deps` (npm ci in "
+		     "tests/js)",
 		     name);
 	return p;
 }
@@ -820,8 +837,11 @@ TEST(verbose_logs_each_message)
 	close(saved);
 	free(r);
 	CHECK_INT(file_read(path, 1 << 20, &text, &len, &err), 0);
-	CHECK_CONTAINS(text, "tool: fake <- {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"");
-	CHECK_CONTAINS(text, "tool: fake -> {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"loud\"}]}}");
+	CHECK_CONTAINS(text,
+		       "tool: fake <- {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"");
+	CHECK_CONTAINS(text, "tool: fake -> "
+			     "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[{\"type\":"
+			     "\"text\",\"text\":\"loud\"}]}}");
 	free(text);
 	free(path);
 	tool_set_free(ts);
@@ -834,10 +854,11 @@ TEST(verbose_logs_each_message)
 static char *http_log(int port)
 {
 	char *url = xasprintf("http://127.0.0.1:%d/log", port), *out;
-	const char *argv[] = {"/usr/bin/python3", "-c",
-			      "import sys, urllib.request; "
-			      "sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())",
-			      url, NULL};
+	const char *argv[] = {
+	    "/usr/bin/python3", "-c",
+	    "import sys, urllib.request; "
+	    "sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())",
+	    url, NULL};
 	struct proc_out o;
 	CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
 	CHECK_INT(o.status, 0);
@@ -863,7 +884,8 @@ TEST(http_server_through_the_set)
 	port = atoi(line);
 	setenv("RLM_TEST_HTTP_SECRET", "s3", 1);
 	cfg = xasprintf("\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:%d/mcp\","
-			" \"headers\": {\"X-Key\": \"${RLM_TEST_HTTP_SECRET}\"}}", port);
+			" \"headers\": {\"X-Key\": \"${RLM_TEST_HTTP_SECRET}\"}}",
+			port);
 	ts = set_with(cfg);
 	tool_set_timeouts(ts, 0, (int64_t)1000000000 * slow_factor());
 	v = tool_set_servers_json(ts);
@@ -911,7 +933,8 @@ TEST(stdio_cwd_and_commands)
 	CHECK_STR(r, "\"from cwd\"");
 	free(r);
 	v = tool_set_servers_json(ts);
-	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 1), "error"), "plain.txt': permission denied");
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 1), "error"),
+		       "plain.txt': permission denied");
 	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 2), "error"),
 		       "cannot start server 'norel': './no-such-server': command not found");
 	cJSON_Delete(v);

@@ -98,7 +98,7 @@ static int expand(const struct ctx *x, const char *member, const char *in, char 
 
 static const char *type_name(const cJSON *j)
 {
-	return cJSON_IsString(j) ? "a string"
+	return cJSON_IsString(j)   ? "a string"
 	       : cJSON_IsNumber(j) ? "a number"
 	       : cJSON_IsBool(j)   ? "a boolean"
 	       : cJSON_IsNull(j)   ? "null"
@@ -140,7 +140,8 @@ static int get_argv(const struct ctx *x, const cJSON *o, const char *command, ch
 	size_t n = 0, k = 0;
 	char idx[32];
 	if (args && !cJSON_IsArray(args))
-		return bad(x, "\"%s\" must be an array of strings, not %s", "args", type_name(args));
+		return bad(x, "\"%s\" must be an array of strings, not %s", "args",
+			   type_name(args));
 	cJSON_ArrayForEach(it, args)
 	{
 		if (!cJSON_IsString(it)) {
@@ -213,13 +214,16 @@ static int check_type(const struct ctx *x, const cJSON *o, bool has_cmd, bool ha
 		return bad(x, "\"%s\" must be a string, not %s", "type", type_name(t));
 	v = t->valuestring;
 	if (strcmp(v, "sse") == 0)
-		return bad(x, "\"%s\": \"sse\" (the old HTTP+SSE transport) is not supported; %s", "type",
-			   "use a streamable HTTP endpoint (\"type\": \"http\")");
+		return bad(x, "\"%s\": \"sse\" (the old HTTP+SSE transport) is not supported; %s",
+			   "type", "use a streamable HTTP endpoint (\"type\": \"http\")");
 	if (strcmp(v, "stdio") == 0)
-		return has_url ? bad(x, "\"%s\" is \"stdio\" but %s", "type", "\"url\" is given") : 0;
+		return has_url ? bad(x, "\"%s\" is \"stdio\" but %s", "type", "\"url\" is given")
+			       : 0;
 	if (strcmp(v, "http") == 0 || strcmp(v, "streamable-http") == 0 ||
 	    strcmp(v, "streamableHttp") == 0)
-		return has_cmd ? bad(x, "\"%s\" is an HTTP type but %s", "type", "\"command\" is given") : 0;
+		return has_cmd
+			   ? bad(x, "\"%s\" is an HTTP type but %s", "type", "\"command\" is given")
+			   : 0;
 	return bad(x, "\"%s\" '%.40s' is not one of stdio, http, streamable-http", "type", v);
 }
 
@@ -295,7 +299,8 @@ static int parse_top(const char *json, size_t len, const char *origin, cJSON **o
 		return rlm_err_set(err, RLM_EPARSE, "%s: not valid JSON", origin);
 	if (!cJSON_IsObject(j))
 		snprintf(msg, sizeof(msg), "not a JSON object");
-	else if (!json_duplicate_msg(j, msg, sizeof(msg)) && json_nul_path(json, len, path, sizeof(path)))
+	else if (!json_duplicate_msg(j, msg, sizeof(msg)) &&
+		 json_nul_path(json, len, path, sizeof(path)))
 		snprintf(msg, sizeof(msg), "a \\u0000 escape in '%s'", path);
 	else if (!json_duplicate_msg(j, msg, sizeof(msg)))
 		msg[0] = '\0';
@@ -307,8 +312,8 @@ static int parse_top(const char *json, size_t len, const char *origin, cJSON **o
 	return 0;
 }
 
-int tool__config_parse(const char *json, size_t len, const char *origin,
-		       struct tool__server ***out, size_t *n, struct rlm_err *err)
+int tool__config_parse(const char *json, size_t len, const char *origin, struct tool__server ***out,
+		       size_t *n, struct rlm_err *err)
 {
 	cJSON *j, *it;
 	const cJSON *servers;

@@ -38,7 +38,7 @@ extern char **environ;
 
 struct waiter {
 	int64_t id;
-	char *reply;      /* the response's text, once done */
+	char *reply; /* the response's text, once done */
 	bool done;
 	struct waiter *next;
 };
@@ -46,20 +46,20 @@ struct waiter {
 struct tool__stdio {
 	char *name;
 	pid_t pid;
-	int in_fd, out_fd, err_fd;  /* our ends: its stdin, stdout, stderr */
-	int wake[2];                /* a byte in wake[1] ends the reader */
+	int in_fd, out_fd, err_fd; /* our ends: its stdin, stdout, stderr */
+	int wake[2];		   /* a byte in wake[1] ends the reader */
 	pthread_t reader;
-	bool reader_up;             /* reader was created */
+	bool reader_up; /* reader was created */
 	bool verbose;
 
-	pthread_mutex_t wmu;        /* one writer at a time on in_fd */
-	pthread_mutex_t mu;         /* guards everything below */
-	pthread_cond_t cv;          /* a response arrived, or it died */
+	pthread_mutex_t wmu; /* one writer at a time on in_fd */
+	pthread_mutex_t mu;  /* guards everything below */
+	pthread_cond_t cv;   /* a response arrived, or it died */
 	struct waiter *waiters;
 	bool dead;
-	char *why;                  /* why it is dead */
-	bool stale;                 /* tools/list_changed seen */
-	char ring[RING];            /* the last bytes of its stderr */
+	char *why;	 /* why it is dead */
+	bool stale;	 /* tools/list_changed seen */
+	char ring[RING]; /* the last bytes of its stderr */
 	size_t ring_pos, ring_len;
 };
 
@@ -147,7 +147,8 @@ static int find_program(const struct tool__spawn *sp, char **out)
 	const char *cmd = sp->argv[0], *path = getenv("PATH"), *p;
 	*out = NULL;
 	if (strchr(cmd, '/')) {
-		char *full = cmd[0] != '/' && sp->cwd ? xasprintf("%s/%s", sp->cwd, cmd) : xstrdup(cmd);
+		char *full =
+		    cmd[0] != '/' && sp->cwd ? xasprintf("%s/%s", sp->cwd, cmd) : xstrdup(cmd);
 		int rc = executable(full) ? 0 : access(full, F_OK) == 0 ? -EACCES : -ENOENT;
 		free(full);
 		*out = rc ? NULL : xstrdup(cmd); /* posix_spawn resolves it after the chdir */
@@ -189,7 +190,7 @@ static int spawn(const struct tool__spawn *sp, const char *prog, int in, int out
 	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-					      POSIX_SPAWN_SETSIGDEF);
+					  POSIX_SPAWN_SETSIGDEF);
 	rc = posix_spawn(pid, prog, &fa, &at, (char *const *)(uintptr_t)sp->argv, envp);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
@@ -222,7 +223,8 @@ int tool__stdio_open(const struct tool__spawn *sp, struct tool__stdio **out, str
 	*out = NULL;
 	pthread_once(&sigpipe_once, sigpipe_ignore);
 	if (sp->cwd && (stat(sp->cwd, &st) || !S_ISDIR(st.st_mode)))
-		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': its cwd '%s' is not a directory",
+		return rlm_err_set(err, RLM_EIO,
+				   "cannot start server '%s': its cwd '%s' is not a directory",
 				   sp->name, sp->cwd);
 	if ((rc = find_program(sp, &prog)))
 		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': '%s': %s", sp->name,
@@ -231,8 +233,7 @@ int tool__stdio_open(const struct tool__spawn *sp, struct tool__stdio **out, str
 	c = xcalloc(1, sizeof(*c));
 	c->name = xstrdup(sp->name);
 	c->verbose = sp->verbose;
-	if ((rc = make_pipes(p, c->wake)) ||
-	    (rc = -spawn(sp, prog, p[0], p[3], p[5], &c->pid))) {
+	if ((rc = make_pipes(p, c->wake)) || (rc = -spawn(sp, prog, p[0], p[3], p[5], &c->pid))) {
 		for (int i = 0; i < 6; i++)
 			close_fd(&p[i]);
 		close_fd(&c->wake[0]);
@@ -241,7 +242,8 @@ int tool__stdio_open(const struct tool__spawn *sp, struct tool__stdio **out, str
 		free(c);
 		free(prog);
 		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': '%s': %s", sp->name,
-				   sp->argv[0], rc == -ENOENT ? "command not found" : strerror(-rc));
+				   sp->argv[0],
+				   rc == -ENOENT ? "command not found" : strerror(-rc));
 	}
 	free(prog);
 	close_fd(&p[0]);
@@ -359,12 +361,14 @@ static void on_eof(struct tool__stdio *c)
 	siginfo_t st;
 	ssize_t n;
 	int64_t end = time_now_ns() + 300000000;
-	while (time_now_ns() < end && poll(&pf, 1, 50) > 0 && (n = read(c->err_fd, buf, sizeof(buf))) > 0)
+	while (time_now_ns() < end && poll(&pf, 1, 50) > 0 &&
+	       (n = read(c->err_fd, buf, sizeof(buf))) > 0)
 		ring_add(c, buf, (size_t)n);
 	if (!exited_within(c->pid, 500000000, &st))
 		snprintf(why, sizeof(why), "server '%s' closed its output", c->name);
 	else if (st.si_code == CLD_EXITED)
-		snprintf(why, sizeof(why), "server '%s' exited with status %d", c->name, st.si_status);
+		snprintf(why, sizeof(why), "server '%s' exited with status %d", c->name,
+			 st.si_status);
 	else
 		snprintf(why, sizeof(why), "server '%s' was killed by signal %d (%s)", c->name,
 			 st.si_status, strsignal(st.si_status));
@@ -478,9 +482,11 @@ static bool on_line(struct tool__stdio *c, const char *s, size_t n, char *why, s
 	const cJSON *m;
 	bool ok = true;
 	if (c->verbose)
-		log_info("tool: %s -> %.*s%s", c->name, (int)RLM_MIN(n, 400), s, n > 400 ? "..." : "");
+		log_info("tool: %s -> %.*s%s", c->name, (int)RLM_MIN(n, 400), s,
+			 n > 400 ? "..." : "");
 	if (!j) {
-		snprintf(why, cap, "server '%s' wrote a line that is not JSON: '%.60s'", c->name, s);
+		snprintf(why, cap, "server '%s' wrote a line that is not JSON: '%.60s'", c->name,
+			 s);
 		return false;
 	}
 	if (!cJSON_IsArray(j) || !cJSON_GetArraySize(j)) {
@@ -535,7 +541,8 @@ static void *reader_main(void *arg)
 	struct tool__stdio *c = arg;
 	struct buf line;
 	char chunk[65536], why[300];
-	struct pollfd pf[3] = {{c->out_fd, POLLIN, 0}, {c->err_fd, POLLIN, 0}, {c->wake[0], POLLIN, 0}};
+	struct pollfd pf[3] = {
+	    {c->out_fd, POLLIN, 0}, {c->err_fd, POLLIN, 0}, {c->wake[0], POLLIN, 0}};
 	buf_init(&line, TOOL_MAX_REPLY);
 	for (;;) {
 		ssize_t n;
@@ -601,8 +608,9 @@ int tool__stdio_post(struct tool__stdio *c, const char *body, size_t len, int64_
 		pthread_mutex_unlock(&c->mu);
 		return rc;
 	}
-	if (id >= 0) {
+	if (id >= 0) { /* on our stack: unlinked below, before we return */
 		w.next = c->waiters;
+		// cppcheck-suppress autoVariables
 		c->waiters = &w;
 	}
 	pthread_mutex_unlock(&c->mu);
