@@ -6,14 +6,23 @@
  * (anyOf with null) and OpenAPI (nullable) shapes, nested arrays of
  * objects, and schemas built to exhaust depth and work; the lexical
  * ranking over those servers' real tool lists; the --allow-tools and
- * --deny-tools policy. */
+ * --deny-tools policy; the streamable HTTP transport against the official
+ * server-everything (streamableHttp mode, under node) and against
+ * tests/fake_mcp_http.py (event streams with the server's own requests in
+ * them, sessions and their expiry, errors, garbage, huge bodies, hangs,
+ * redirects), checking the exact requests the client sent. */
 #include "harness.h"
-#include "../tool/tool.h"
+#include "proc.h"
+#include "../tool/tool_int.h"
 #include "../common/json.h"
 
+#include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- helpers ---- */
 
@@ -639,4 +648,525 @@ TEST(policy_parse_and_allow)
 	CHECK_INT(tool_policy_parse(&p, "fs/write", NULL, &err), RLM_EINVAL);
 	CHECK_CONTAINS(err.msg, "bad character '/' in pattern 'fs/write' of --allow-tools");
 	CHECK_INT(tool_policy_parse(&p, "fs.?", NULL, &err), RLM_EINVAL);
+}
+
+/* ---- the streamable HTTP transport ---- */
+
+struct fake {
+	pid_t pid;
+	int port;
+	char *url;
+};
+
+/* Start tests/fake_mcp_http.py. */
+static void fake_start(struct fake *f)
+{
+	const char *argv[] = {"/usr/bin/python3", "tests/fake_mcp_http.py", NULL};
+	char line[64];
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	f->pid = proc_start_line(argv, NULL, NULL, 20, line, sizeof(line));
+	CHECK_MSG(f->pid > 0, "tests/fake_mcp_http.py did not start");
+	f->port = atoi(line);
+	CHECK(f->port > 0);
+	f->url = xasprintf("http://127.0.0.1:%d/mcp", f->port);
+}
+
+static void fake_stop(struct fake *f)
+{
+	proc_stop(f->pid);
+	free(f->url);
+}
+
+static size_t collect(char *s, size_t size, size_t n, void *arg)
+{
+	buf_append(arg, s, size * n);
+	return size * n;
+}
+
+/* What the fake server was sent: [{"method", "path", "headers", "body"}]. */
+static cJSON *fake_log(const struct fake *f)
+{
+	CURL *e = curl_easy_init();
+	struct buf b = BUF_INIT;
+	char *url = xasprintf("http://127.0.0.1:%d/log", f->port);
+	cJSON *j;
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	CHECK_INT(curl_easy_perform(e), CURLE_OK);
+	curl_easy_cleanup(e);
+	j = json_parse(b.p, b.len);
+	CHECK(cJSON_IsArray(j));
+	buf_release(&b);
+	free(url);
+	return j;
+}
+
+/* The last logged request whose JSON-RPC method (or, for answers, id) is
+ * what, and of HTTP method verb (borrowed from log). */
+static const cJSON *logged(const cJSON *log, const char *verb, const char *what)
+{
+	const cJSON *r, *found = NULL;
+	cJSON_ArrayForEach(r, log)
+	{
+		const cJSON *body = json_get(r, "body");
+		const char *m = json_str(body, "method"), *id = json_str(body, "id");
+		if (strcmp(json_str(r, "method"), verb) != 0)
+			continue;
+		if (!what || (m && strcmp(m, what) == 0) || (!m && id && strcmp(id, what) == 0) ||
+		    (!m && cJSON_IsNumber(json_get(body, "id")) &&
+		     json_get(body, "id")->valueint == atoi(what) && atoi(what) != 0))
+			found = r;
+	}
+	return found;
+}
+
+static const char *header_of(const cJSON *req, const char *name)
+{
+	return json_str(json_get(req, "headers"), name);
+}
+
+static bool id_matches(const cJSON *j, int64_t id)
+{
+	const cJSON *jid = json_get(j, "id");
+	return cJSON_IsNumber(jid) && jid->valuedouble == (double)id;
+}
+
+/* POST one request by hand; its reply parsed, or NULL with err set. */
+static cJSON *rpc(struct tool__http *h, int64_t id, const char *method, const char *params,
+		  int64_t timeout_ms, struct rlm_err *err)
+{
+	char *body = id >= 0 ? xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\","
+					 "\"params\":%s}",
+					 (long long)id, method, params)
+			     : xasprintf("{\"jsonrpc\":\"2.0\",\"method\":\"%s\"}", method);
+	static char unset[] = "unset";
+	char *reply = unset;
+	cJSON *j = NULL;
+	int rc = tool__http_post(h, body, strlen(body), id,
+				 time_now_ns() + timeout_ms * 1000000 * slow_factor(), &reply, err);
+	free(body);
+	if (rc == 0 && id < 0)
+		CHECK(reply == NULL);
+	if (rc == 0 && id >= 0) {
+		j = json_parse(reply, strlen(reply));
+		CHECK_MSG(j != NULL, "reply is not JSON: %s", reply);
+		CHECK(id_matches(j, id));
+	}
+	if (rc)
+		CHECK_MSG(err->code == rc && err->msg[0], "rc %d, err %d '%s'", rc, err->code,
+			  err->msg);
+	if (rc == 0)
+		free(reply);
+	return j;
+}
+
+static const char *call_params(const char *tool)
+{
+	static char p[128];
+	snprintf(p, sizeof(p), "{\"name\":\"%s\",\"arguments\":{}}", tool);
+	return p;
+}
+
+/* The text of a tools/call result's first content item. */
+static const char *result_text(const cJSON *reply)
+{
+	const cJSON *c = json_get(json_get(reply, "result"), "content");
+	return json_str(cJSON_GetArrayItem(c, 0), "text");
+}
+
+TEST(http_fake_session_and_stream)
+{
+	struct fake f;
+	struct tool__http *h;
+	struct rlm_err err = {0};
+	const char *hdrs[] = {"X-Test: yes", "Authorization: Bearer tok"};
+	cJSON *r, *log;
+	const cJSON *req, *tl;
+	int64_t t0;
+	fake_start(&f);
+	CHECK_INT(tool__http_open(f.url, hdrs, 2, &h, &err), 0);
+
+	r = rpc(h, 1, "initialize",
+		"{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":"
+		"\"rlm\",\"version\":\"0\"}}",
+		10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	CHECK_STR(json_str(json_get(json_get(r, "result"), "serverInfo"), "name"), "fake-http");
+	tool__http_set_version(h, json_str(json_get(r, "result"), "protocolVersion"));
+	cJSON_Delete(r);
+	CHECK(rpc(h, -1, "notifications/initialized", NULL, 10000, &err) == NULL);
+	CHECK_MSG(err.code == 0, "%s", err.msg);
+
+	/* a stream with a comment, a notification, a ping and a sampling
+	 * request of the server's, an event of another type and a response to
+	 * another id before ours, split over data lines */
+	r = rpc(h, 2, "tools/list", "{}", 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	tl = json_get(r, "result");
+	CHECK_STR(json_str(cJSON_GetArrayItem(json_get(tl, "tools"), 0), "name"), "sum");
+	CHECK(json_get(tl, "wrong") == NULL);
+	/* the server saw our answers before it sent the response */
+	{
+		char *p = json_print(json_get(tl, "pinged"));
+		CHECK_STR(p, "{\"jsonrpc\":\"2.0\",\"id\":\"srv-ping\",\"result\":{}}");
+		free(p);
+	}
+	CHECK_INT(json_int(json_get(json_get(tl, "other"), "error"), "code", 0), -32601);
+	CHECK_INT(json_int(json_get(tl, "other"), "id", 0), 77);
+	{
+		char *p = json_print(json_get(tl, "roots"));
+		CHECK_STR(p, "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":{\"roots\":[]}}");
+		free(p);
+	}
+	cJSON_Delete(r);
+
+	r = rpc(h, 3, "tools/call", call_params("sum"), 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	CHECK_STR(result_text(r), "5");
+	cJSON_Delete(r);
+	/* a batch with a notification in it */
+	r = rpc(h, 4, "tools/call", call_params("batch"), 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	CHECK_STR(result_text(r), "b");
+	cJSON_Delete(r);
+	/* the last event of a stream without a blank line after it */
+	r = rpc(h, 5, "tools/call", call_params("lastevent"), 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	cJSON_Delete(r);
+	/* a stream kept open after the response: back at once */
+	t0 = time_now_ns();
+	r = rpc(h, 6, "tools/call", call_params("keepopen"), 15000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	CHECK_MSG(time_now_ns() - t0 < 5 * 1000000000LL * slow_factor(), "took %lld ms",
+		  (long long)(time_now_ns() - t0) / 1000000);
+	cJSON_Delete(r);
+	/* a redirect that keeps the origin is followed */
+	r = rpc(h, 7, "tools/call", call_params("redirect-same"), 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	CHECK_STR(result_text(r), "moved");
+	cJSON_Delete(r);
+
+	/* the exact requests */
+	log = fake_log(&f);
+	req = logged(log, "POST", "initialize");
+	CHECK(req);
+	CHECK(header_of(req, "mcp-session-id") == NULL);
+	CHECK(header_of(req, "mcp-protocol-version") == NULL);
+	CHECK_STR(header_of(req, "accept"), "application/json, text/event-stream");
+	CHECK_STR(header_of(req, "content-type"), "application/json");
+	CHECK_STR(header_of(req, "x-test"), "yes");
+	CHECK_STR(header_of(req, "authorization"), "Bearer tok");
+	req = logged(log, "POST", "tools/list");
+	CHECK(req);
+	CHECK_STR(header_of(req, "mcp-session-id"), "sess-4f2a");
+	CHECK_STR(header_of(req, "mcp-protocol-version"), "2025-06-18");
+	CHECK_STR(header_of(req, "x-test"), "yes");
+	req = logged(log, "POST", "notifications/initialized");
+	CHECK(req && json_get(json_get(req, "body"), "id") == NULL);
+	req = logged(log, "POST", "srv-ping"); /* our answer to the ping */
+	CHECK(req);
+	CHECK_STR(header_of(req, "mcp-session-id"), "sess-4f2a");
+	CHECK(cJSON_IsObject(json_get(json_get(req, "body"), "result")));
+	CHECK(logged(log, "POST", "77"));
+	CHECK(logged(log, "DELETE", NULL) == NULL);
+	cJSON_Delete(log);
+
+	/* close ends the session */
+	tool__http_close(h);
+	log = fake_log(&f);
+	req = logged(log, "DELETE", NULL);
+	CHECK_MSG(req, "no DELETE");
+	CHECK_STR(json_str(req, "path"), "/mcp");
+	CHECK_STR(header_of(req, "mcp-session-id"), "sess-4f2a");
+	CHECK_STR(header_of(req, "mcp-protocol-version"), "2025-06-18");
+	cJSON_Delete(log);
+	fake_stop(&f);
+}
+
+TEST(http_fake_failures)
+{
+	static const struct {
+		const char *tool;
+		int code;
+		const char *msg; /* %s: the URL */
+	} cases[] = {
+	    {"noresp", RLM_EIO, "the stream from '%s' ended without the response to request 10"},
+	    {"huge", RLM_EIO, "reply from '%s' larger than 16777216 bytes"},
+	    {"error500", RLM_EIO, "HTTP 500 from '%s': <html> [31mboom</html>"},
+	    {"garbage", RLM_EIO, "malformed reply from '%s': not JSON: <html>not json</html>"},
+	    {"accepted", RLM_EIO, "'%s' accepted request 10 without answering it"},
+	    {"redirect-other", RLM_EIO,
+	     "'%s' redirects to 'http://127.0.0.2:9/mcp': not "
+	     "followed (another host)"},
+	    {"redirect-loop", RLM_EIO, "'%s' redirects more than 3 times"},
+	    {"nosuch", 0, NULL},
+	    {"expire", RLM_EIO, "session expired: '%s' answered HTTP 404"},
+	};
+	struct fake f;
+	struct tool__http *h;
+	struct rlm_err err = {0};
+	cJSON *r;
+	int64_t t0;
+	fake_start(&f);
+	CHECK_INT(tool__http_open(f.url, NULL, 0, &h, &err), 0);
+	r = rpc(h, 1, "initialize", "{}", 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	cJSON_Delete(r);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		memset(&err, 0, sizeof(err));
+		r = rpc(h, 10, "tools/call", call_params(cases[i].tool), 20000, &err);
+		if (!cases[i].msg) {
+			/* a JSON-RPC error is a response like any other */
+			CHECK_MSG(r, "%s: %s", cases[i].tool, err.msg);
+			CHECK_INT(json_int(json_get(r, "error"), "code", 0), -32602);
+			cJSON_Delete(r);
+			continue;
+		}
+		CHECK_MSG(!r, "%s: a reply", cases[i].tool);
+		{
+			char *want = xasprintf(cases[i].msg, f.url);
+			CHECK_MSG(err.code == cases[i].code && strcmp(err.msg, want) == 0,
+				  "%s: %d '%s', want '%s'", cases[i].tool, err.code, err.msg, want);
+			free(want);
+		}
+	}
+	/* after the expiry a new initialize gets a new session, and calls
+	 * work again */
+	r = rpc(h, 11, "initialize", "{}", 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	cJSON_Delete(r);
+	r = rpc(h, 12, "tools/call", call_params("sum"), 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	cJSON_Delete(r);
+	/* a hang ends at the deadline */
+	t0 = time_now_ns();
+	memset(&err, 0, sizeof(err));
+	CHECK(rpc(h, 13, "tools/call", call_params("hang"), 1000, &err) == NULL);
+	CHECK_INT(err.code, RLM_ETIMEOUT);
+	CHECK_CONTAINS(err.msg, "no answer from '");
+	CHECK_MSG(time_now_ns() - t0 < 4 * 1000000000LL * slow_factor(), "took %lld ms",
+		  (long long)(time_now_ns() - t0) / 1000000);
+	/* a deadline already past sends nothing */
+	{
+		char *reply = NULL;
+		CHECK_INT(tool__http_post(h, "{}", 2, 14, time_now_ns() - 1, &reply, &err),
+			  RLM_ETIMEOUT);
+		CHECK(reply == NULL);
+	}
+	tool__http_close(h);
+	fake_stop(&f);
+}
+
+struct par {
+	struct tool__http *h;
+	int base, fails;
+	char msg[512];
+};
+
+static void *par_calls(void *arg)
+{
+	struct par *p = arg;
+	for (int i = 0; i < 20; i++) {
+		struct rlm_err err = {0};
+		char *body = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+				       "\"params\":{\"name\":\"sum\"}}",
+				       p->base + i),
+		     *reply = NULL;
+		if (tool__http_post(p->h, body, strlen(body), p->base + i,
+				    time_now_ns() + 20 * 1000000000LL * slow_factor(), &reply,
+				    &err) != 0 ||
+		    !strstr(reply, "\"5\"")) {
+			p->fails++;
+			snprintf(p->msg, sizeof(p->msg), "%s", reply ? reply : err.msg);
+		}
+		free(body);
+		free(reply);
+	}
+	return NULL;
+}
+
+TEST(http_fake_threads_and_refusals)
+{
+	struct fake f;
+	struct tool__http *h;
+	struct rlm_err err = {0};
+	struct par ps[8];
+	pthread_t th[8];
+	cJSON *r;
+	fake_start(&f);
+	CHECK_INT(tool__http_open(f.url, NULL, 0, &h, &err), 0);
+	r = rpc(h, 1, "initialize", "{}", 10000, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	cJSON_Delete(r);
+	for (int i = 0; i < 8; i++) {
+		ps[i] = (struct par){h, 1000 * (i + 1), 0, ""};
+		CHECK(pthread_create(&th[i], NULL, par_calls, &ps[i]) == 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_MSG(ps[i].fails == 0, "thread %d: %d failed: %s", i, ps[i].fails, ps[i].msg);
+	}
+	tool__http_close(h);
+	fake_stop(&f);
+
+	/* nothing listening */
+	{
+		char *url = xasprintf("http://127.0.0.1:%d/mcp", proc_closed_port());
+		CHECK_INT(tool__http_open(url, NULL, 0, &h, &err), 0);
+		CHECK(rpc(h, 1, "initialize", "{}", 5000, &err) == NULL);
+		CHECK_INT(err.code, RLM_EIO);
+		CHECK_CONTAINS(err.msg, "cannot reach 'http://127.0.0.1:");
+		tool__http_close(h); /* no session: no DELETE */
+		free(url);
+	}
+	/* what open refuses */
+	{
+		const char *bad_hdr[] = {"X-A: 1\r\nX-B: 2"}, *no_colon[] = {"Bearer"};
+		CHECK_INT(tool__http_open("ftp://127.0.0.1/mcp", NULL, 0, &h, &err), RLM_EINVAL);
+		CHECK_STR(err.msg, "bad url 'ftp://127.0.0.1/mcp': not an http:// or https:// URL");
+		CHECK(h == NULL);
+		CHECK_INT(tool__http_open("mcp.example", NULL, 0, &h, &err), RLM_EINVAL);
+		CHECK_INT(tool__http_open("http://127.0.0.1:1/", bad_hdr, 1, &h, &err), RLM_EINVAL);
+		CHECK_CONTAINS(err.msg, "bad header 'X-A: 1");
+		CHECK_INT(tool__http_open("http://127.0.0.1:1/", no_colon, 1, &h, &err),
+			  RLM_EINVAL);
+		tool__http_close(NULL);
+	}
+}
+
+/* tests/js, as test_clients.c finds it: RLM_JS_DIR, else under the
+ * current directory. */
+static char *js_dir(void)
+{
+	const char *env = getenv("RLM_JS_DIR");
+	return xstrdup(env && *env ? env : "tests/js");
+}
+
+/* node on PATH, or NULL. */
+static char *find_node(void)
+{
+	const char *path = getenv("PATH");
+	char *copy = xstrdup(path ? path : "/usr/bin:/bin"), *save = NULL, *found = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *p = xasprintf("%s/node", d);
+		if (access(p, X_OK) == 0)
+			found = p;
+		else
+			free(p);
+	}
+	free(copy);
+	return found;
+}
+
+/* The official server-everything in streamable HTTP mode: initialize,
+ * tools/list, tools/call get-sum, by hand, then close (DELETE). */
+TEST(http_server_everything)
+{
+	char *node = find_node(), *js = js_dir(), *index, *port_env, *url;
+	const char *argv[4], *env[2];
+	struct tool__http *h = NULL;
+	struct rlm_err err = {0};
+	struct stat st;
+	cJSON *r = NULL;
+	const cJSON *t;
+	int port;
+	pid_t pid;
+	bool found = false;
+	int64_t until;
+	if (!node)
+		SKIP("node is not on PATH (make deps installs it)");
+	index =
+	    xasprintf("%s/node_modules/@modelcontextprotocol/server-everything/dist/index.js", js);
+	CHECK_MSG(stat(index, &st) == 0, "%s is missing: run `make deps` (npm ci in tests/js)",
+		  index);
+	port = proc_closed_port();
+	port_env = xasprintf("PORT=%d", port);
+	argv[0] = node;
+	argv[1] = index;
+	argv[2] = "streamableHttp";
+	argv[3] = NULL;
+	env[0] = port_env;
+	env[1] = NULL;
+	/* Its output to /dev/null (it logs every request on stdout, and dies
+	 * of EPIPE when that is a pipe no one reads); initialize is tried
+	 * until it listens. */
+	pid = proc_start(argv, env);
+	CHECK_MSG(pid > 0, "server-everything did not start");
+	url = xasprintf("http://127.0.0.1:%d/mcp", port);
+	CHECK_INT(tool__http_open(url, NULL, 0, &h, &err), 0);
+	until = time_now_ns() + 30 * 1000000000LL * slow_factor();
+	do {
+		memset(&err, 0, sizeof(err));
+		r = rpc(h, 1, "initialize",
+			"{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{"
+			"\"name\":\"rlm-test\",\"version\":\"0\"}}",
+			10000, &err);
+		if (!r)
+			time_sleep_ns(100000000);
+	} while (!r && err.code == RLM_EIO && strstr(err.msg, "cannot reach") &&
+		 time_now_ns() < until);
+	CHECK_MSG(r, "initialize: %s", err.msg);
+	CHECK_STR(json_str(json_get(r, "result"), "protocolVersion"), "2025-06-18");
+	tool__http_set_version(h, "2025-06-18");
+	cJSON_Delete(r);
+	CHECK(rpc(h, -1, "notifications/initialized", NULL, 10000, &err) == NULL);
+	CHECK_MSG(err.code == 0, "initialized: %s", err.msg);
+
+	r = rpc(h, 2, "tools/list", "{}", 10000, &err);
+	CHECK_MSG(r, "tools/list: %s", err.msg);
+	cJSON_ArrayForEach(t, json_get(json_get(r, "result"), "tools"))
+	{
+		found |= strcmp(json_str(t, "name"), "get-sum") == 0;
+	}
+	CHECK_MSG(found, "no get-sum in tools/list");
+	cJSON_Delete(r);
+
+	r = rpc(h, 3, "tools/call", "{\"name\":\"get-sum\",\"arguments\":{\"a\":2,\"b\":3}}", 10000,
+		&err);
+	CHECK_MSG(r, "tools/call: %s", err.msg);
+	CHECK_CONTAINS(result_text(r), "5");
+	cJSON_Delete(r);
+	/* a JSON-RPC error comes back as a response */
+	r = rpc(h, 4, "tools/call", "{\"name\":\"no-such-tool\",\"arguments\":{}}", 10000, &err);
+	CHECK_MSG(r, "tools/call: %s", err.msg);
+	CHECK(json_get(r, "error") || cJSON_IsTrue(json_get(json_get(r, "result"), "isError")));
+	cJSON_Delete(r);
+
+	tool__http_close(h);
+	/* the session is gone: a request with it is refused (the server
+	 * answers 400 or 404 to a session it does not know) */
+	{
+		CURL *e = curl_easy_init();
+		struct curl_slist *hd = NULL;
+		long status = 0;
+		hd = curl_slist_append(hd, "Content-Type: application/json");
+		hd = curl_slist_append(hd, "Accept: application/json, text/event-stream");
+		curl_easy_setopt(e, CURLOPT_URL, url);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hd);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+				 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}");
+		curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
+		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+		{
+			struct buf b = BUF_INIT;
+			curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+			CHECK_INT(curl_easy_perform(e), CURLE_OK);
+			buf_release(&b);
+		}
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+		CHECK_MSG(status == 400 || status == 404, "status %ld", status);
+		curl_slist_free_all(hd);
+		curl_easy_cleanup(e);
+	}
+	proc_stop(pid);
+	free(url);
+	free(port_env);
+	free(index);
+	free(js);
+	free(node);
 }
