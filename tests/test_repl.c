@@ -3100,6 +3100,25 @@ TEST(frame_parser_table)
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"llm\",\"batched\":true,"
 	     "\"model\":null,\"prompts\":[\"a\",3]}",
 	     "field 'prompts'"},
+	    /* tool: requests as prompts, a batch of one, never contexts */
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"{\\\"op\\\":\\\"servers\\\"}\"]}",
+	     NULL},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\"]}",
+	     NULL},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\",\"b\"]}",
+	     "a single call with 2 prompts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[]}",
+	     "without prompts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[null]}",
+	     "a tool call with contexts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"Tool\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\"]}",
+	     "unknown kind"},
 	    /* contexts: rlm only, one str or null per prompt */
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":true,"
 	     "\"model\":null,\"prompts\":[\"a\",\"b\"],\"contexts\":[\"x\",null]}",
