@@ -837,6 +837,130 @@ class ToolError(RuntimeError):
         return ToolError, (str(self), self.kind)
 
 
+
+# The helpers' code is compiled on first use (_x): compiling it would cost
+# every cold worker's start ~10 ms, and most workers never call a tool.
+# The zygote compiles it once it has answered its first request, so the
+# workers it forks from then on find it compiled.
+_skill_lines = {}  # '<skill NAME@V>' -> its source lines, for tracebacks
+_xs = {}           # helper name -> its implementation, once compiled
+_x_lock = _thread.allocate_lock()
+_X_NAMES = ('list_tool_servers', 'search_tools', 'get_tool_info', 'call_tool', 'call_tools_batched', 'list_skills', 'search_skills', 'get_skill_info', 'load_skill', 'save_skill')
+
+
+def _x_load():
+    with _x_lock:
+        if _xs:
+            return
+        code = compile(_X_SRC, '<string>', 'exec')
+        _RT_CODES.update(_code_tree(code, set()))
+        g = globals()
+        exec(code, g)
+        for n in _X_NAMES:
+            _xs[n] = g['_x_' + n]
+
+
+def _x(name):
+    f = _xs.get(name)
+    if f is None:
+        _x_load()
+        f = _xs[name]
+    return f
+
+
+def list_tool_servers():
+    """list_tool_servers() -> list of {"name", "description", "tools",
+    "error"}: the tool servers connected, how many tools each has, and why
+    one is not available (error, else None). Step 1 of 3: then
+    search_tools, then get_tool_info before call_tool."""
+    return _x('list_tool_servers')()
+
+
+def search_tools(query, server=None, limit=10):
+    """search_tools(query, server=None, limit=10) -> list of {"name",
+    "description", "score"}: the tools whose names and descriptions best
+    match the words of query (of one server, or all), best first. name is
+    "server.tool", what get_tool_info and call_tool take."""
+    return _x('search_tools')(query, server, limit)
+
+
+def get_tool_info(name):
+    """get_tool_info(name) -> dict: one tool's exact description: its input
+    schema ("input_schema", and "parameters": the required and optional
+    ones with their types), its output schema if any, whether it is
+    read-only, and whether it may be called here ("allowed", and "why"
+    not). Read it before call_tool: never guess parameter names."""
+    return _x('get_tool_info')(name)
+
+
+def call_tool(name, /, *args, **arguments):
+    """call_tool(name, **arguments) -> the tool's result: its structured
+    content as a Python value, else its text. call_tool(name, {"a-b": 1})
+    for argument names that are not Python names. The controller checks
+    the arguments against the tool's schema first. Raises ToolError (its
+    .kind: "schema" for bad or missing arguments, with the parameter and
+    what the schema expects; "policy" when the tool may not be called;
+    "server", "timeout", "budget", "notfound")."""
+    return _x('call_tool')(name, *args, **arguments)
+
+
+def call_tools_batched(calls):
+    """call_tools_batched([(name, arguments), ...]) -> list: the tools
+    called in parallel, results in order; arguments a dict (or None). A
+    call that failed is a ToolError in its place (not raised): check with
+    isinstance(r, ToolError)."""
+    return _x('call_tools_batched')(calls)
+
+
+def list_skills():
+    """list_skills() -> list of {"name", "version", "versions",
+    "description", "signature"}: the skills in the store (the latest
+    version of each)."""
+    return _x('list_skills')()
+
+
+def search_skills(query, limit=10):
+    """search_skills(query, limit=10) -> list of {"name", "description",
+    "score", "version"}: the skills that best match the words of query,
+    best first."""
+    return _x('search_skills')(query, limit)
+
+
+def get_skill_info(name):
+    """get_skill_info(name) -> dict: a skill's description, signature,
+    declared inputs and outputs, entry function and versions; name is
+    "name" (the latest) or "name@V"."""
+    return _x('get_skill_info')(name)
+
+
+def load_skill(name, version=None):
+    """load_skill(name, version=None) -> a callable: the skill (its latest
+    version, or that one; "name@V" works too), run here in a namespace of
+    its own with these helpers (not `context`: pass it what it needs).
+    Calling it checks the declared inputs and raises TypeError naming a
+    missing, unknown or ill-typed one. Skills may load other skills."""
+    return _x('load_skill')(name, version)
+
+
+def save_skill(name, function_or_source, description, inputs=None, outputs=None):
+    """save_skill(name, function_or_source, description, inputs=None,
+    outputs=None) -> "name@V": keep a function as a skill, a new immutable
+    version of name (the same source again keeps its version).
+    function_or_source is a function defined with def in a block of this
+    REPL, or its source as a str (one top-level function, or the one
+    called name, plus what it needs: imports, helper functions). inputs is
+    {parameter: type}, a type being "int", "str", "float", "bool", "list",
+    "dict", "any" (or int, str, ..., or {"type": ..., "description": ...});
+    it must name exactly the function's parameters (those without a default
+    are required); None takes them from the annotations. A skill runs in a
+    namespace of its own: the builtins, llm_query, rlm_query, the tool and
+    skill helpers; not `context` or the REPL's variables. Raises ValueError
+    or TypeError saying what to fix, ToolError (kind "skill") when the
+    controller refuses (saving needs --allow-skill-writes)."""
+    return _x('save_skill')(name, function_or_source, description, inputs, outputs)
+
+
+_X_SRC = r'''
 def _json_text(t):
     """The JSON value in the str t; ValueError when t is not JSON."""
     t = t.strip()
@@ -899,19 +1023,11 @@ def _limit_arg(v, fn):
     return v
 
 
-def list_tool_servers():
-    """list_tool_servers() -> list of {"name", "description", "tools",
-    "error"}: the tool servers connected, how many tools each has, and why
-    one is not available (error, else None). Step 1 of 3: then
-    search_tools, then get_tool_info before call_tool."""
+def _x_list_tool_servers():
     return _tool('list_tool_servers', {'op': 'servers'})
 
 
-def search_tools(query, server=None, limit=10):
-    """search_tools(query, server=None, limit=10) -> list of {"name",
-    "description", "score"}: the tools whose names and descriptions best
-    match the words of query (of one server, or all), best first. name is
-    "server.tool", what get_tool_info and call_tool take."""
+def _x_search_tools(query, server=None, limit=10):
     fn = 'search_tools'
     query = _str_arg(query, fn, 'query')
     if server is not None:
@@ -920,12 +1036,7 @@ def search_tools(query, server=None, limit=10):
                       'limit': _limit_arg(limit, fn)})
 
 
-def get_tool_info(name):
-    """get_tool_info(name) -> dict: one tool's exact description: its input
-    schema ("input_schema", and "parameters": the required and optional
-    ones with their types), its output schema if any, whether it is
-    read-only, and whether it may be called here ("allowed", and "why"
-    not). Read it before call_tool: never guess parameter names."""
+def _x_get_tool_info(name):
     fn = 'get_tool_info'
     return _tool(fn, {'op': 'info', 'name': _str_arg(name, fn, 'name')})
 
@@ -951,25 +1062,14 @@ def _tool_args(fn, args, kwargs):
     return out
 
 
-def call_tool(name, /, *args, **arguments):
-    """call_tool(name, **arguments) -> the tool's result: its structured
-    content as a Python value, else its text. call_tool(name, {"a-b": 1})
-    for argument names that are not Python names. The controller checks
-    the arguments against the tool's schema first. Raises ToolError (its
-    .kind: "schema" for bad or missing arguments, with the parameter and
-    what the schema expects; "policy" when the tool may not be called;
-    "server", "timeout", "budget", "notfound")."""
+def _x_call_tool(name, /, *args, **arguments):
     fn = 'call_tool'
     name = _str_arg(name, fn, 'name')
     return _tool(fn, {'op': 'call', 'name': name,
                       'arguments': _tool_args(fn, args, arguments)})
 
 
-def call_tools_batched(calls):
-    """call_tools_batched([(name, arguments), ...]) -> list: the tools
-    called in parallel, results in order; arguments a dict (or None). A
-    call that failed is a ToolError in its place (not raised): check with
-    isinstance(r, ToolError)."""
+def _x_call_tools_batched(calls):
     fn = 'call_tools_batched'
     if isinstance(calls, (str, dict)) or not isinstance(calls, (list, tuple)):
         raise TypeError('%s() takes a list of (name, arguments) pairs, not %s'
@@ -992,26 +1092,17 @@ def call_tools_batched(calls):
     return [v for _, v in map(_tool_reply, _call('tool', True, reqs, None, fn=fn))]
 
 
-def list_skills():
-    """list_skills() -> list of {"name", "version", "versions",
-    "description", "signature"}: the skills in the store (the latest
-    version of each)."""
+def _x_list_skills():
     return _tool('list_skills', {'op': 'skills'})
 
 
-def search_skills(query, limit=10):
-    """search_skills(query, limit=10) -> list of {"name", "description",
-    "score", "version"}: the skills that best match the words of query,
-    best first."""
+def _x_search_skills(query, limit=10):
     fn = 'search_skills'
     return _tool(fn, {'op': 'skill_search', 'query': _str_arg(query, fn, 'query'),
                       'limit': _limit_arg(limit, fn)})
 
 
-def get_skill_info(name):
-    """get_skill_info(name) -> dict: a skill's description, signature,
-    declared inputs and outputs, entry function and versions; name is
-    "name" (the latest) or "name@V"."""
+def _x_get_skill_info(name):
     fn = 'get_skill_info'
     return _tool(fn, {'op': 'skill_info', 'name': _str_arg(name, fn, 'name')})
 
@@ -1118,7 +1209,6 @@ class _Skill:
 
 
 _skills = {}       # (name, version) -> its _Skill, loaded in this worker
-_skill_lines = {}  # '<skill NAME@V>' -> its source lines, for tracebacks
 _loading = {}      # thread ident -> the skills it is loading, outermost first
 _SKILL_HELPERS = ('llm_query', 'llm_query_batched', 'rlm_query', 'rlm_query_batched',
                   'list_tool_servers', 'search_tools', 'get_tool_info', 'call_tool',
@@ -1143,12 +1233,7 @@ def _name_version(name, version, fn):
     return name, version
 
 
-def load_skill(name, version=None):
-    """load_skill(name, version=None) -> a callable: the skill (its latest
-    version, or that one; "name@V" works too), run here in a namespace of
-    its own with these helpers (not `context`: pass it what it needs).
-    Calling it checks the declared inputs and raises TypeError naming a
-    missing, unknown or ill-typed one. Skills may load other skills."""
+def _x_load_skill(name, version=None):
     fn = 'load_skill'
     name, version = _name_version(name, version, fn)
     if version is not None:
@@ -1353,21 +1438,7 @@ def _annotation_type(a):
     return 'any'
 
 
-def save_skill(name, function_or_source, description, inputs=None, outputs=None):
-    """save_skill(name, function_or_source, description, inputs=None,
-    outputs=None) -> "name@V": keep a function as a skill, a new immutable
-    version of name (the same source again keeps its version).
-    function_or_source is a function defined with def in a block of this
-    REPL, or its source as a str (one top-level function, or the one
-    called name, plus what it needs: imports, helper functions). inputs is
-    {parameter: type}, a type being "int", "str", "float", "bool", "list",
-    "dict", "any" (or int, str, ..., or {"type": ..., "description": ...});
-    it must name exactly the function's parameters (those without a default
-    are required); None takes them from the annotations. A skill runs in a
-    namespace of its own: the builtins, llm_query, rlm_query, the tool and
-    skill helpers; not `context` or the REPL's variables. Raises ValueError
-    or TypeError saying what to fix, ToolError (kind "skill") when the
-    controller refuses (saving needs --allow-skill-writes)."""
+def _x_save_skill(name, function_or_source, description, inputs=None, outputs=None):
     fn = 'save_skill'
     name = _skill_name(name, fn)
     description = _str_arg(description, fn, 'description').strip()
@@ -1465,6 +1536,7 @@ def save_skill(name, function_or_source, description, inputs=None, outputs=None)
         raise ToolError('%s(%r): the controller did not say which version it saved' % (fn, name),
                         'request')
     return '%s@%d' % (v.get('name') if type(v.get('name')) is str else name, v['version'])
+'''
 
 
 # The source of what each exec defined, for save_skill: the code object of

@@ -2974,6 +2974,34 @@ TEST(zygote_forks_workers_that_are_our_children)
 
 /* A worker that crashes is forked again; cfg.no_zygote and RLM_ZYGOTE=0
  * start workers cold. */
+/* The tool and skill helpers are compiled on first use (a cold worker
+ * does not pay for them at start); the zygote compiles them once it has
+ * answered, so the workers it forks next have them. */
+TEST(zygote_workers_find_the_tool_helpers_compiled)
+{
+	struct repl *r1 = start_default(), *r2 = start_default();
+	if (!started_by_zygote(r2))
+		SKIP("no zygote here");
+	expect(r2, "len(call_tool.__globals__['_xs'])", "10\n");
+	repl_free(r1);
+	r1 = start_default();
+	expect(r1, "len(call_tool.__globals__['_xs'])", "10\n");
+	repl_free(r1);
+	repl_free(r2);
+	/* A cold worker compiles them when first called. */
+	{
+		struct repl_cfg cfg;
+		cfg_init(&cfg);
+		cfg.no_zygote = true;
+		r1 = start(&cfg);
+		expect(r1, "len(call_tool.__globals__['_xs'])", "0\n");
+		expect(r1, "try:\n    list_skills()\nexcept ToolError as e:\n    print(e.kind)\n"
+			   "len(call_tool.__globals__['_xs'])",
+		       "unavailable\n10\n");
+		repl_free(r1);
+	}
+}
+
 TEST(zygote_restarts_and_can_be_turned_off)
 {
 	struct repl_cfg cfg;
