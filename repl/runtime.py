@@ -467,13 +467,15 @@ def _call_in(kind, batched, prompts, model, contexts, main, fn):
     st = _st
     if st.exec_id is None:
         raise RuntimeError('%s: no code is running (a thread that outlives its '
-                           'exec cannot make calls)' % (fn if kind == 'tool' else kind + '_query'))
+                           'exec cannot make calls)'
+                           % (fn if kind == 'tool' else kind + '_query'))
     parts, enc_p, enc_c = _frames(kind, batched, prompts, model, contexts, fn)
     ids = []
     with _io_lock:
         if st.exec_id is None:
             raise RuntimeError('%s: no code is running (a thread that outlives its '
-                               'exec cannot make calls)' % (fn if kind == 'tool' else kind + '_query'))
+                               'exec cannot make calls)'
+                               % (fn if kind == 'tool' else kind + '_query'))
         if st.calls + len(prompts) > _max_calls:
             raise ValueError('%s: %s more %s would pass the limit of %s per '
                              'block (%s sent so far); %s, or go on in the next block'
@@ -837,7 +839,6 @@ class ToolError(RuntimeError):
         return ToolError, (str(self), self.kind)
 
 
-
 # The helpers' code is compiled on first use (_x): compiling it would cost
 # every cold worker's start ~10 ms, and most workers never call a tool.
 # The zygote compiles it once it has answered its first request, so the
@@ -845,7 +846,9 @@ class ToolError(RuntimeError):
 _skill_lines = {}  # '<skill NAME@V>' -> its source lines, for tracebacks
 _xs = {}           # helper name -> its implementation, once compiled
 _x_lock = _thread.allocate_lock()
-_X_NAMES = ('list_tool_servers', 'search_tools', 'get_tool_info', 'call_tool', 'call_tools_batched', 'list_skills', 'search_skills', 'get_skill_info', 'load_skill', 'save_skill')
+_X_NAMES = ('list_tool_servers', 'search_tools', 'get_tool_info', 'call_tool',
+            'call_tools_batched', 'list_skills', 'search_skills', 'get_skill_info',
+            'load_skill', 'save_skill')
 
 
 def _x_load():
@@ -1252,7 +1255,7 @@ def _x_load_skill(name, version=None):
         return hit
     label = '%s@%d' % key
     me = _get_ident()
-    stack = _loading.setdefault(me, [])
+    stack = _loading.get(me, ())
     if label in stack:
         raise ToolError('load_skill(%r): skill %s loads itself while it is being loaded '
                         '(%s): load it inside the function that needs it'
@@ -1269,6 +1272,7 @@ def _x_load_skill(name, version=None):
     ns = {'__builtins__': builtins, '__name__': 'skill ' + label}
     for k in _SKILL_HELPERS:
         ns[k] = g[k]
+    stack = _loading.setdefault(me, [])
     stack.append(label)
     try:
         exec(code, ns)
@@ -1521,7 +1525,11 @@ def _x_save_skill(name, function_or_source, description, inputs=None, outputs=No
         decl[k]['required'] = k not in defaults
         d = defaults.get(k)
         if type(d) is _ast.Constant and 'default' not in decl[k]:
-            decl[k]['default'] = d.value
+            try:
+                _encode(d.value)  # a JSON value (not bytes, ..., inf)
+                decl[k]['default'] = d.value
+            except (TypeError, ValueError):
+                pass
     if outputs is not None:
         outputs = _skill_spec(outputs, 'outputs', fn)
     elif node.returns is not None:

@@ -2313,6 +2313,41 @@ TEST(tool_requests_count_against_the_caps)
 	tool_ctl_release(&t);
 }
 
+/* Tool requests share the frame cap's rules: a batch over it goes as
+ * several frames, answered as one list in order; one request that cannot
+ * fit says so and sends nothing. */
+TEST(tool_batches_over_the_frame_cap_are_split)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	cfg_init(&cfg);
+	cfg.max_frame = 4096;
+	cfg.on_call = tool_call;
+	cfg.call_arg = &t;
+	r = start(&cfg);
+	expect(r,
+	       "out = call_tools_batched([('calc.echo', {'i': i, 'pad': 'é' * 700}) for i in "
+	       "range(5)])\n[o['i'] for o in out], all(len(o['pad']) == 700 for o in out)",
+	       "([0, 1, 2, 3, 4], True)\n");
+	CHECK_MSG(t.frames >= 3, "%d frames", t.frames);
+	CHECK_INT(t.batched_frames, t.frames);
+	CHECK_INT(t.requests, 5);
+	run(r, "call_tool('calc.echo', pad='x' * 5000)", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: call_tool: the request is 5.1 kB, over the 4 KiB "
+				   "one call can carry: pass less data in its arguments");
+	repl_result_release(&res);
+	run(r, "call_tools_batched([('calc.echo', {}), ('calc.echo', {'pad': 'x' * 5000})])", &res);
+	CHECK_CONTAINS(res.output, "ValueError: call_tools_batched: the request for item 1 is");
+	repl_result_release(&res);
+	CHECK_INT(t.requests, 5);
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
 TEST(skills_are_saved_listed_and_loaded_by_version)
 {
 	struct repl_cfg cfg;
