@@ -1211,6 +1211,9 @@ class _Skill:
             '%s: %s' % (p, self._what(p)) for p in self._names))
 
 
+_Skill.__name__ = _Skill.__qualname__ = 'skill'  # "f: skill" in SHOW_VARS
+
+
 _skills = {}       # (name, version) -> its _Skill, loaded in this worker
 _loading = {}      # thread ident -> the skills it is loading, outermost first
 _SKILL_HELPERS = ('llm_query', 'llm_query_batched', 'rlm_query', 'rlm_query_batched',
@@ -2164,7 +2167,10 @@ def _do_exec(eid, code):
             _cap.error_starts()
             _cap.write(''.join(_exc_only(e)))
         else:
-            _keep_source(code, compiled[0])
+            try:
+                _keep_source(code, compiled[0])
+            except Exception:  # a tree of code too deep to walk: not kept
+                pass
             e = _run_user(_exec_code, compiled)
             if e is not None:
                 err = True

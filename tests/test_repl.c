@@ -2407,6 +2407,9 @@ TEST(skills_are_saved_listed_and_loaded_by_version)
 	expect(r, "load_skill('math.add@1')(a=5, b=5)", "10\n");
 	expect(r, "f = load_skill('math.add', version=1)\nf", "<skill math.add@1: add(a: "
 							    "integer, required, b: integer)>\n");
+	run(r, "g = f", &res);
+	CHECK_STR(res.made, "g: skill");
+	repl_result_release(&res);
 	/* Cached per version: no request for a version already loaded. */
 	before = t.requests;
 	expect(r, "load_skill('math.add', 1) is f, f.skill, f.__doc__", "(True, 'math.add@1', "
