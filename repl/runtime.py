@@ -1354,6 +1354,8 @@ def _function_source(f, fn):
         raise ValueError('%s(): the source of %s() is not known (it was not defined with def '
                          'in a block of this REPL): pass the source as a str' % (fn, co.co_name))
     first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    if all(type(d) is _ast.Name and d.id == 'staticmethod' for d in node.decorator_list):
+        first = node.lineno  # a class's plain function: a plain one here
     lines = _dedent(whole.splitlines()[first - 1:node.end_lineno])
     return '\n'.join(lines) + '\n', co.co_name
 

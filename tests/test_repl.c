@@ -2529,6 +2529,38 @@ TEST(skill_declarations_are_checked_before_sending)
 	tool_ctl_release(&t);
 }
 
+/* Sources not shaped like ours: CRLF line ends, tabs, a non-ASCII entry,
+ * a 20,000-character line; and a function saved in the block that
+ * defines it, decorated, inside a class. */
+TEST(skill_sources_of_other_shapes)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	expect(r,
+	       "src = 'import math\\r\\n\\r\\ndef gr\\u00f6\\u00dfe(wert: float, "
+	       "*, genau: bool = False) -> float:\\r\\n\\tlang = \"' + 'x' * 20000 + '\"\\r\\n"
+	       "\\treturn round(math.sqrt(wert), 6 if genau else 2) + len(lang) * 0\\r\\n'\n"
+	       "save_skill('groesse', src, 'the square root, rounded')",
+	       "'groesse@1'\n");
+	CHECK_CONTAINS(t.skills[0].source, "\r\n\treturn round(");
+	CHECK_STR(t.skills[0].entry, "gr\u00f6\u00dfe");
+	CHECK_STR(t.skills[0].inputs, "{\"wert\":{\"type\":\"number\",\"required\":true},"
+				      "\"genau\":{\"type\":\"boolean\",\"required\":false,"
+				      "\"default\":false}}");
+	expect(r, "g = load_skill('groesse')\ng(2.0), g(wert=2, genau=True)",
+	       "(1.41, 1.414214)\n");
+	expect(r,
+	       "class Tools:\n    @staticmethod\n    def inc(n: int) -> int:\n        return n + 1\n"
+	       "save_skill('inc', Tools.inc, 'add one')",
+	       "'inc@1'\n");
+	CHECK_STR(t.skills[1].source, "def inc(n: int) -> int:\n    return n + 1\n");
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
 TEST(skills_call_skills)
 {
 	struct repl_cfg cfg;
