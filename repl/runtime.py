@@ -996,10 +996,17 @@ def _tool_reply(t):
 
 def _request(fn, req):
     try:
-        return _encode(req)
+        t = _encode(req)
     except (TypeError, ValueError, RecursionError) as e:
         raise TypeError('%s(): the arguments must be JSON values (str, int, float, bool, None, '
                         'and lists and dicts of them with str keys): %s' % (fn, e)) from None
+    if '\\u0000' in t:
+        import re
+        if re.search(r'(?<!\\)(?:\\\\)*\\u0000', t):
+            # The controller's JSON parser would cut the str there.
+            raise ValueError('%s(): a str in the arguments holds a NUL character ("\\0"), '
+                             'which cannot be sent' % fn)
+    return t
 
 
 def _tool(fn, req):

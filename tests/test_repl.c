@@ -2184,6 +2184,10 @@ TEST(tool_helpers_reach_the_controller)
 	CHECK_CONTAINS(res.output, "TypeError: call_tool() takes the arguments as keywords, or as "
 				   "one dict after the name, not 2 positional values");
 	repl_result_release(&res);
+	run(r, "call_tool('calc.echo', s='a\\0b')", &res);
+	CHECK_CONTAINS(res.output, "ValueError: call_tool(): a str in the arguments holds a NUL "
+				   "character");
+	repl_result_release(&res);
 	run(r, "search_tools(3)", &res);
 	CHECK_CONTAINS(res.output, "TypeError: search_tools(): query must be a str, not int");
 	repl_result_release(&res);
@@ -2191,6 +2195,7 @@ TEST(tool_helpers_reach_the_controller)
 	CHECK_CONTAINS(res.output, "ValueError: search_tools(): limit must be from 1 to 100");
 	repl_result_release(&res);
 	CHECK_INT(t.requests, 0);
+	expect(r, "call_tool('calc.echo', s='a\\\\u0000b')", "{'s': 'a\\\\u0000b'}\n");
 	/* The helpers are the runtime's: not variables, and restored. */
 	run(r, "call_tool = 1\nx = 2", &res);
 	CHECK_STR(res.made, "x: int");
