@@ -1481,11 +1481,16 @@ def _x_save_skill(name, function_or_source, description, inputs=None, outputs=No
     elif len(defs) == 1:
         node = defs[0]
     else:
-        node = next((n for n in defs if n.name == name), None)
+        # The one named like the skill, or like its last part ("text.count-words":
+        # count_words).
+        short = name.rpartition('.')[2].replace('-', '_')
+        node = next((n for n in defs if n.name == name), None) or \
+            next((n for n in defs if n.name == short), None)
     if node is None:
         raise ValueError('%s(): the source defines %s: it must define one top-level function, '
                          'or one called %r (the skill\'s entry)'
-                         % (fn, ', '.join(n.name + '()' for n in defs) or 'no function', name))
+                         % (fn, ', '.join(n.name + '()' for n in defs) or 'no function',
+                            name.rpartition('.')[2].replace('-', '_')))
     if type(node) is _ast.AsyncFunctionDef:
         raise ValueError('%s(): %s() is async: a skill is a plain def' % (fn, node.name))
     a = node.args

@@ -2561,6 +2561,12 @@ TEST(skill_sources_of_other_shapes)
 	       "class Tools:\n    @staticmethod\n    def inc(n: int) -> int:\n        return n + 1\n"
 	       "save_skill('inc', Tools.inc, 'add one')",
 	       "'inc@1'\n");
+	expect(r,
+	       "save_skill('text.count-words', 'def _h(t):\\n    return t.split()\\n\\n"
+	       "def count_words(t: str) -> int:\\n    return len(_h(t))\\n', 'count words')\n"
+	       "load_skill('text.count-words')('a b  c')",
+	       "3\n");
+	CHECK_STR(t.skills[2].entry, "count_words");
 	CHECK_STR(t.skills[1].source, "def inc(n: int) -> int:\n    return n + 1\n");
 	repl_free(r);
 	tool_ctl_release(&t);
