@@ -30,7 +30,8 @@
 # Start-up time matters (a worker is started per node and after every
 # restart), so only built-in modules are imported up front: _ast instead of
 # ast, _json instead of json, _thread instead of threading, posix instead of
-# os. traceback and linecache are imported on the first error.
+# os. traceback and linecache are imported on the first error. The tool and
+# skill helpers' code (_X_SRC) is compiled on first use, not at start.
 import sys
 # Started without -I (it would ignore PYTHONHASHSEED) and without -P (not
 # in every python3): drop the '' that -c puts first in sys.path, so the
@@ -951,7 +952,8 @@ def save_skill(name, function_or_source, description, inputs=None, outputs=None)
     version of name (the same source again keeps its version).
     function_or_source is a function defined with def in a block of this
     REPL, or its source as a str (one top-level function, or the one
-    called name, plus what it needs: imports, helper functions). inputs is
+    called name or its last part: "text.count-words" -> count_words; plus
+    what it needs: imports, helper functions). inputs is
     {parameter: type}, a type being "int", "str", "float", "bool", "list",
     "dict", "any" (or int, str, ..., or {"type": ..., "description": ...});
     it must name exactly the function's parameters (those without a default
