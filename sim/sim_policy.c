@@ -52,7 +52,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define TERM_MAX   SIM__TERM_MAX /* bytes of a term kept; longer terms are cut the same way everywhere */
+#define TERM_MAX   SIM__TERM_MAX /* bytes of a term kept; longer ones cut alike everywhere */
 #define QTERMS_MAX 1024 /* distinct question terms considered */
 #define ANSWER_MAX 1000 /* bytes of an extracted answer */
 #define LIST_MAX   4000 /* bytes of an answer that lists every match ("all") */

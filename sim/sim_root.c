@@ -998,9 +998,11 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 			first = &msgs[i], first_i = i;
 		if (msgs[i].role == LLM_USER)
 			last = &msgs[i];
-		if (msgs[i].role == LLM_ASSISTANT)
-			turn++, prev = step_of(msgs[i].text, msgs[i].len),
+		if (msgs[i].role == LLM_ASSISTANT) {
+			turn++;
+			prev = step_of(msgs[i].text, msgs[i].len);
 			tools = sim__tools_step(msgs[i].text, msgs[i].len);
+		}
 	}
 	question_of(first, &a.q, &a.qn);
 	a.how_many = has_ci(a.q, a.qn, "how many");
@@ -1042,8 +1044,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		why = "The session did not end, so I will set the answer again.";
 	} else {
 		step = prev + 1;
-		why = step == 1 && tools_why ? tools_why
-		      : step == 1	  ? "First I will look at the context: its type, its size and a "
+		why = step == 1	  ? "First I will look at the context: its type, its size and a "
 				    "short sample."
 		      : step == 3 ? (a.how_many ? "I will add up the counts and finish."
 				     : a.by_doc ? "I will name the document the chunks pointed to "
@@ -1061,6 +1062,8 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 				     "counted with llm_query_batched."
 				   : "Now I will cut the context into chunks and ask each one the "
 				     "question with llm_query_batched.";
+		if (step == 1 && tools_why)
+			why = tools_why; /* the tools did not answer: say why */
 	}
 
 	size = cfg->chunk_chars > 0 ? cfg->chunk_chars : stated_chunk(first);

@@ -48,13 +48,13 @@
 #include <string.h>
 #include <strings.h>
 
-#define HITS_LIMIT  5   /* search_tools(..., limit=HITS_LIMIT) */
-#define LITS_MAX    32  /* literals of a question kept */
-#define WORDS_MAX   64  /* words of a question kept */
-#define PARAMS_MAX  32  /* parameters of a schema considered */
-#define NAME_WORDS  16  /* words of a tool name considered */
-#define SYN_WORDS   10  /* words of a synonym group, at most */
-#define NUM_MAX     40  /* bytes of a number literal kept */
+#define HITS_LIMIT 5  /* search_tools(..., limit=HITS_LIMIT) */
+#define LITS_MAX   32 /* literals of a question kept */
+#define WORDS_MAX  64 /* words of a question kept */
+#define PARAMS_MAX 32 /* parameters of a schema considered */
+#define NAME_WORDS 16 /* words of a tool name considered */
+#define SYN_WORDS  10 /* words of a synonym group, at most */
+#define NUM_MAX	   40 /* bytes of a number literal kept */
 
 /* ---- synonyms ---- */
 
@@ -81,11 +81,13 @@ static const char *const synonyms[][SYN_WORDS] = {
 };
 
 /* Words of a tool name that say nothing of what it does. */
+/* clang-format off */
 static const char *const generic[] = {
-    "get",  "set",  "do",  "run",  "tool", "tools", "data", "with", "as",   "by",  "for",
-    "of",   "to",   "the", "a",    "an",   "and",   "or",   "new",  "demo", "mcp", "simulate",
-    "simulated", "trigger", "toggle", "multiple", "fetch", "make",
+	"get", "set", "do", "run", "tool", "tools", "data", "with", "as", "by", "for", "of",
+	"to", "the", "a", "an", "and", "or", "new", "demo", "mcp", "simulate", "simulated",
+	"trigger", "toggle", "multiple", "fetch", "make",
 };
+/* clang-format on */
 
 /* The synonym words stemmed, built once. */
 static char syn_norm[ARRAY_SIZE(synonyms)][SYN_WORDS][SIM__TERM_MAX];
@@ -138,12 +140,12 @@ struct lit {
 
 /* A word of the question outside its literals. */
 struct word {
-	size_t at, n;		   /* its span in the question */
+	size_t at, n;	       /* its span in the question */
 	char t[SIM__TERM_MAX]; /* lower-cased and stemmed */
 	size_t tn;
-	bool stop;	/* a stopword (kept when a synonym group has it) */
+	bool stop; /* a stopword (kept when a synonym group has it) */
 	uint32_t groups;
-	bool used;	/* taken as a value, or said by the tool's name */
+	bool used; /* taken as a value, or said by the tool's name */
 };
 
 struct question {
@@ -171,7 +173,11 @@ static bool word_byte(unsigned char c)
 static size_t quote_open(const char *s, size_t n, const char **close)
 {
 	static const char *const pairs[][2] = {
-	    {"\"", "\""}, {"`", "`"}, {"'", "'"}, {"\xe2\x80\x9c", "\xe2\x80\x9d"}, {"\xe2\x80\x98", "\xe2\x80\x99"},
+	    {"\"", "\""},
+	    {"`", "`"},
+	    {"'", "'"},
+	    {"\xe2\x80\x9c", "\xe2\x80\x9d"},
+	    {"\xe2\x80\x98", "\xe2\x80\x99"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(pairs); i++) {
 		size_t k = strlen(pairs[i][0]);
@@ -268,7 +274,11 @@ static void scan_literals(struct question *qs)
 					break;
 				}
 			if (e && e > q + i + k) {
-				l = (struct lit){LIT_QUOTED, i, j + cn, i + k, j - i - k, "", false, false};
+				l = (struct lit){.kind = LIT_QUOTED,
+						 .at = i,
+						 .end = j + cn,
+						 .vat = i + k,
+						 .vn = j - i - k};
 				add_lit(qs, &l);
 				i = j + cn;
 				continue;
@@ -277,7 +287,7 @@ static void scan_literals(struct question *qs)
 		if (start && ((n - i > 7 && !strncmp(q + i, "http://", 7)) ||
 			      (n - i > 8 && !strncmp(q + i, "https://", 8)))) {
 			size_t e = token_end(q, n, i);
-			l = (struct lit){LIT_URL, i, e, i, e - i, "", false, false};
+			l = (struct lit){.kind = LIT_URL, .at = i, .end = e, .vat = i, .vn = e - i};
 			add_lit(qs, &l);
 			i = e;
 			continue;
@@ -288,14 +298,14 @@ static void scan_literals(struct question *qs)
 			while (s < e && (q[s] == '/' || q[s] == '.' || q[s] == '~'))
 				s++;
 			if (s < e && word_byte((unsigned char)q[s])) {
-				l = (struct lit){LIT_PATH, i, e, i, e - i, "", false, false};
+				l = (struct lit){
+				    .kind = LIT_PATH, .at = i, .end = e, .vat = i, .vn = e - i};
 				add_lit(qs, &l);
 				i = e;
 				continue;
 			}
 		}
-		if (start && (i == 0 || !in_set("./-", q[i - 1])) &&
-		    (k = number_at(q, n, i, &l))) {
+		if (start && (i == 0 || !in_set("./-", q[i - 1])) && (k = number_at(q, n, i, &l))) {
 			l.at = i, l.end = k, l.vat = i, l.vn = k - i;
 			add_lit(qs, &l);
 			i = k;
@@ -491,6 +501,24 @@ int sim__tools_step(const char *s, size_t n)
 	return 0;
 }
 
+/* The name for prose: on one line, no backquote (a name is the server's
+ * to choose, and a reply's prose must not open a code fence), 100 bytes at
+ * most. */
+static void prose_name(struct buf *b, const char *name)
+{
+	size_t n = strlen(name), k;
+	if (n > 100)
+		n = text_utf8_floor(name, 100);
+	for (size_t i = 0; i < n; i += k) {
+		unsigned char c = (unsigned char)name[i];
+		k = c < 0x80 ? 1 : text_utf8_seq_len(name + i, n - i);
+		if (!k || c < 0x20 || c == 0x7f || c == '`')
+			buf_putc(b, '?'), k = k ? k : 1;
+		else
+			buf_append(b, name + i, k);
+	}
+}
+
 /* ---- turn 1: search ---- */
 
 static void step_search(struct buf *b, struct question *qs)
@@ -569,14 +597,15 @@ static char *step_info(struct question *qs, const struct llm_msg *last, const ch
 			best = name, best_fit = f, best_old = old;
 	}
 	if (!best) {
-		*why = "No host tool fits the question, so I will read the context: first its type, "
-		       "its size and a short sample.";
+		*why =
+		    "No host tool fits the question, so I will read the context: first its type, "
+		    "its size and a short sample.";
 		cJSON_Delete(hits);
 		return NULL;
 	}
 	buf_init(&b, 0);
 	buf_puts(&b, "The tool ");
-	buf_puts(&b, best);
+	prose_name(&b, best);
 	buf_puts(&b, " fits the question: I will read its exact schema before I call it.\n\n"
 		     "```repl\n# tools 2: read the schema of the tool that fits\n"
 		     "import json\n"
@@ -598,8 +627,8 @@ struct param {
 	enum ptype items; /* P_ARRAY: of what */
 	const cJSON *enums;
 	bool required;
-	bool pathy;	/* about a path or a file */
-	bool urly;	/* a URL */
+	bool pathy;	  /* about a path or a file */
+	bool urly;	  /* a URL */
 	struct buf value; /* Python literal; empty: not filled */
 };
 
@@ -661,7 +690,8 @@ static void param_init(struct param *p, const char *name, const cJSON *schema, b
  * "parameters" names. */
 static size_t params_of(const cJSON *info, struct param *ps)
 {
-	const cJSON *schema = json_get(info, "input_schema"), *props = json_get(schema, "properties");
+	const cJSON *schema = json_get(info, "input_schema"),
+		    *props = json_get(schema, "properties");
 	const cJSON *req = json_get(schema, "required"), *it, *r;
 	size_t n = 0;
 	if (cJSON_IsObject(props)) {
@@ -689,7 +719,8 @@ static size_t params_of(const cJSON *info, struct param *ps)
 		return n;
 	}
 	for (int opt = 0; opt < 2; opt++) {
-		const cJSON *list = json_get(json_get(info, "parameters"), opt ? "optional" : "required");
+		const cJSON *list =
+		    json_get(json_get(info, "parameters"), opt ? "optional" : "required");
 		cJSON_ArrayForEach(it, list)
 		{
 			const char *name = json_str(it, "name");
@@ -788,7 +819,8 @@ static bool fill_named(struct question *qs, struct param *p)
 		if (p->type != P_STRING || p->pathy || p->urly || in_literal(qs, e))
 			continue;
 		pos = e;
-		for (int skip = 0; skip < 3 && (tn = sim__next_term(qs->q, qs->qn, &pos, t, &at)); skip++) {
+		for (int skip = 0; skip < 3 && (tn = sim__next_term(qs->q, qs->qn, &pos, t, &at));
+		     skip++) {
 			const cJSON *v = NULL;
 			if (in_literal(qs, at))
 				break;
@@ -826,13 +858,15 @@ static bool fill_enum(struct question *qs, struct param *p)
 			continue;
 		for (size_t i = 0; i + n <= qs->qn && i < best_at; i++) {
 			bool taken = false;
-			if (strncasecmp(qs->q + i, s, n) || (i && word_byte((unsigned char)qs->q[i - 1])) ||
+			if (strncasecmp(qs->q + i, s, n) ||
+			    (i && word_byte((unsigned char)qs->q[i - 1])) ||
 			    (i + n < qs->qn && word_byte((unsigned char)qs->q[i + n])))
 				continue;
 			for (size_t k = 0; k < qs->nwords && !taken; k++)
 				taken = qs->words[k].at == i && qs->words[k].used;
 			for (size_t k = 0; k < qs->nlits && !taken; k++)
-				taken = qs->lits[k].at <= i && i < qs->lits[k].end && qs->lits[k].used;
+				taken =
+				    qs->lits[k].at <= i && i < qs->lits[k].end && qs->lits[k].used;
 			if (!taken) {
 				best = v, best_at = i;
 				break;
@@ -880,7 +914,8 @@ static bool fill_rest(struct question *qs, struct param *ps, size_t np, struct p
 		struct word *w = &qs->words[i];
 		bool pname = false;
 		for (size_t k = 0; k < np && !pname; k++)
-			pname = strlen(ps[k].name) == w->n && !strncasecmp(ps[k].name, qs->q + w->at, w->n);
+			pname = strlen(ps[k].name) == w->n &&
+				!strncasecmp(ps[k].name, qs->q + w->at, w->n);
 		if (w->used || w->stop || pname)
 			continue;
 		if (rest.len)
@@ -912,10 +947,14 @@ static bool fill(struct question *qs, struct param *ps, size_t np, struct param 
 		l->used = true;
 		return true;
 	case P_STRING:
-		if ((l = next_lit(qs, p->pathy ? LIT_PATH : p->urly ? LIT_URL : LIT_QUOTED, false)) ||
+		if ((l = next_lit(qs,
+				  p->pathy  ? LIT_PATH
+				  : p->urly ? LIT_URL
+					    : LIT_QUOTED,
+				  false)) ||
 		    (l = next_lit(qs, LIT_QUOTED, false)) ||
-		    (!p->pathy && !p->urly && ((l = next_lit(qs, LIT_PATH, false)) ||
-					       (l = next_lit(qs, LIT_URL, false))))) {
+		    (!p->pathy && !p->urly &&
+		     ((l = next_lit(qs, LIT_PATH, false)) || (l = next_lit(qs, LIT_URL, false))))) {
 			put_lit(&p->value, qs, l);
 			l->used = true;
 			return true;
@@ -929,7 +968,8 @@ static bool fill(struct question *qs, struct param *ps, size_t np, struct param 
 			struct param one = *p;
 			l = &qs->lits[i];
 			one.type = p->items;
-			if (l->used || !lit_suits(&one, l) || (p->items == P_STRING && l->kind == LIT_NUMBER))
+			if (l->used || !lit_suits(&one, l) ||
+			    (p->items == P_STRING && l->kind == LIT_NUMBER))
 				continue;
 			if (p->value.len > 1)
 				buf_puts(&p->value, ", ");
@@ -949,11 +989,10 @@ static bool fill(struct question *qs, struct param *ps, size_t np, struct param 
 static bool py_identifier(const char *s)
 {
 	static const char *const keywords[] = {
-	    "False", "None",   "True",  "and",	 "as",	     "assert", "async", "await",
-	    "break", "class",  "continue", "def", "del",    "elif",   "else",  "except",
-	    "finally", "for",  "from",  "global", "if",     "import", "in",    "is",
-	    "lambda", "nonlocal", "not", "or",	 "pass",    "raise",  "return", "try",
-	    "while", "with",   "yield", "name",
+	    "False", "None",	 "True",  "and",    "as",   "assert", "async",	"await",    "break",
+	    "class", "continue", "def",	  "del",    "elif", "else",   "except", "finally",  "for",
+	    "from",  "global",	 "if",	  "import", "in",   "is",     "lambda", "nonlocal", "not",
+	    "or",    "pass",	 "raise", "return", "try",  "while",  "with",	"yield",    "name",
 	};
 	if (!*s || text_is_digit(*s))
 		return false;
@@ -977,13 +1016,15 @@ static char *step_call(struct question *qs, const struct llm_msg *last, const ch
 	struct buf b;
 	char *out = NULL;
 	if (!cJSON_IsObject(info) || !name || !*name) {
-		*why = "The tool's schema gave nothing I can read, so I will read the context: first "
-		       "its type, its size and a short sample.";
+		*why =
+		    "The tool's schema gave nothing I can read, so I will read the context: first "
+		    "its type, its size and a short sample.";
 		goto out;
 	}
 	if (cJSON_IsFalse(allowed)) {
-		*why = "That tool may not be called here, so I will read the context: first its type, "
-		       "its size and a short sample.";
+		*why =
+		    "That tool may not be called here, so I will read the context: first its type, "
+		    "its size and a short sample.";
 		goto out;
 	}
 	mark_name_words(qs, name);
@@ -1003,11 +1044,11 @@ static char *step_call(struct question *qs, const struct llm_msg *last, const ch
 		if (ps[i].value.len && !py_identifier(ps[i].name))
 			kwargs = false;
 	buf_init(&b, 0);
-	buf_printf(&b,
-		   "The schema says what %s takes, and the question gives it: I will call it.\n\n"
-		   "```repl\n# tools 3: call the tool with the question's values\nimport json\n"
-		   "r = call_tool(",
-		   name);
+	buf_puts(&b, "The schema says what ");
+	prose_name(&b, name);
+	buf_puts(&b, " takes, and the question gives it: I will call it.\n\n"
+		     "```repl\n# tools 3: call the tool with the question's values\nimport json\n"
+		     "r = call_tool(");
 	sim__py_str(&b, name, strlen(name));
 	if (!kwargs)
 		buf_puts(&b, ", {");
@@ -1055,8 +1096,8 @@ static char *result_text(const cJSON *r)
 }
 
 /* Whether FINAL(text) reads back as text: its parentheses balance (the
- * reply parser takes FINAL's argument to the matching ')') and it opens no
- * code fence. */
+ * reply parser takes FINAL's argument to the matching ')'), it opens no
+ * code fence and holds no FINAL of its own. */
 static bool final_safe(const char *t)
 {
 	int depth = 0;
@@ -1066,7 +1107,8 @@ static bool final_safe(const char *t)
 		else if (*p == ')' && --depth < 0)
 			return false;
 	}
-	return depth == 0 && !strstr(t, "```") && *t;
+	return depth == 0 && *t && !strstr(t, "```") && !strstr(t, "FINAL(") &&
+	       !strstr(t, "FINAL_VAR(");
 }
 
 static char *step_answer(const struct llm_msg *last, const char **why)
@@ -1101,13 +1143,14 @@ static char *step_answer(const struct llm_msg *last, const char **why)
 	if (final_safe(t))
 		out = xasprintf("FINAL(%s)", t);
 	else
-		out = xstrdup("The tool answered; I answer with its result as it is.\n\n```repl\n"
-			      "# tools 4: answer with the tool's result\n"
-			      "import json\n"
-			      "answer[\"content\"] = r if isinstance(r, str) else json.dumps(r)\n"
-			      "answer[\"ready\"] = True\n"
-			      "print(\"final answer:\", \" \".join(answer[\"content\"].split())[:300])\n"
-			      "```\n");
+		out = xstrdup(
+		    "The tool answered; I answer with its result as it is.\n\n```repl\n"
+		    "# tools 4: answer with the tool's result\n"
+		    "import json\n"
+		    "answer[\"content\"] = r if isinstance(r, str) else json.dumps(r)\n"
+		    "answer[\"ready\"] = True\n"
+		    "print(\"final answer:\", \" \".join(answer[\"content\"].split())[:300])\n"
+		    "```\n");
 	free(t);
 	return out;
 }

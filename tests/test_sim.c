@@ -10,6 +10,7 @@
 #include "../sim/sim.h"
 #include "../rlm/rlm.h"
 #include "../rlm/prompt.h"
+#include "../repl/repl.h"
 #include "../common/text.h"
 
 #include <curl/curl.h>
@@ -2954,6 +2955,100 @@ TEST(tools_outputs_written_by_hand)
 		free(r);
 		convo_release(&c);
 	}
+}
+
+/* The tool turns' Python in the real sandboxed worker (repl/): stubs of
+ * the tool helpers head each cell (the runtime puts its own helpers back
+ * after a cell, so they are defined where they are used), the outputs the
+ * sim reads are the worker's own, with the variables line the loop adds. */
+static const char py_worker_tools[] =
+    "import builtins as _b\n"
+    "if not hasattr(_b, '_TOOL_CALLS'):\n"
+    "    _b._TOOL_CALLS = []\n"
+    "class ToolError(RuntimeError):\n"
+    "    pass\n"
+    "_LIST = {'everything.get-sum': {'description': 'Returns the sum of two numbers',\n"
+    "          'input_schema': {'type': 'object', 'properties': {\n"
+    "              'a': {'type': 'number', 'description': 'First number'},\n"
+    "              'b': {'type': 'number', 'description': 'Second number'}},\n"
+    "              'required': ['a', 'b']}},\n"
+    "          'everything.echo': {'description': 'Echoes back the input string',\n"
+    "          'input_schema': {'type': 'object', 'properties': {\n"
+    "              'message': {'type': 'string'}}, 'required': ['message']}}}\n"
+    "def search_tools(query, server=None, limit=10):\n"
+    "    return [{'name': n, 'description': t['description'], 'score': 1.0}\n"
+    "            for n, t in _LIST.items() if any(w in (n + ' ' + t['description']).lower()\n"
+    "                                            for w in query.lower().split())][:limit]\n"
+    "def get_tool_info(name):\n"
+    "    t = _LIST[name]\n"
+    "    return {'name': name, 'description': t['description'],\n"
+    "            'input_schema': t['input_schema'], 'allowed': True}\n"
+    "def call_tool(name, *args, **kw):\n"
+    "    kw = dict(args[0]) if args else kw\n"
+    "    _b._TOOL_CALLS.append([name, kw])\n"
+    "    if set(kw) != set(_LIST[name]['input_schema']['required']):\n"
+    "        raise ToolError('parameter mismatch: %r' % sorted(kw))\n"
+    "    return 'The sum of %s and %s is %s.' % (kw['a'], kw['b'], kw['a'] + kw['b'])\n";
+
+TEST(tools_code_runs_in_the_real_worker)
+{
+	static const char ctx[] = "Line 1: nothing about sums here.\n";
+	struct repl_cfg cfg;
+	struct repl *r = NULL;
+	struct rlm_err err = {0, ""};
+	struct convo c;
+	char *reply = NULL;
+	int turn;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ctx.text = ctx;
+	cfg.ctx.len = strlen(ctx);
+	cfg.exec_timeout_ns = 20000 * (int64_t)1000000;
+	if (repl_start(&cfg, &r, &err) != 0) {
+		SKIP("no sandboxed worker here: %s", err.msg);
+		return;
+	}
+	convo_init_tools(&c, "What is the sum of 12 and 30?", TOOLS_LINE);
+	for (turn = 0; turn < 5; turn++) {
+		struct repl_result res;
+		struct buf cell, out;
+		char *code;
+		reply = root_reply("", &c);
+		if (!strncmp(reply, "FINAL(", 6))
+			break;
+		code = code_of(reply);
+		CHECK_MSG(!strncmp(code, "# tools ", 8), "%s", code);
+		buf_init(&cell, 0);
+		buf_printf(&cell, "%s%s", py_worker_tools, code);
+		memset(&res, 0, sizeof(res));
+		CHECK_MSG(repl_exec(r, cell.p, cell.len, 0, &res, &err) == 0, "%s", err.msg);
+		CHECK_MSG(!res.error, "the code raised: %s\n%s", res.output, code);
+		buf_init(&out, 0);
+		buf_append(&out, res.output, res.len);
+		while (out.len && out.p[out.len - 1] == '\n')
+			out.p[--out.len] = '\0';
+		if (res.made)
+			buf_printf(&out, "\nREPL variables: %s", res.made);
+		convo_turn(&c, reply, out.p, false);
+		buf_release(&out);
+		buf_release(&cell);
+		repl_result_release(&res);
+		free(code);
+		free(reply);
+		reply = NULL;
+	}
+	CHECK_STR(reply, "FINAL(The sum of 12 and 30 is 42.)");
+	CHECK_INT(turn, 3);
+	{
+		struct repl_result res;
+		static const char q[] = "import builtins, json\nprint(json.dumps(builtins._TOOL_CALLS))\n";
+		memset(&res, 0, sizeof(res));
+		CHECK(repl_exec(r, q, strlen(q), 0, &res, &err) == 0);
+		CHECK_CONTAINS(res.output, "[[\"everything.get-sum\", {\"a\": 12, \"b\": 30}]]");
+		repl_result_release(&res);
+	}
+	free(reply);
+	convo_release(&c);
+	repl_free(r);
 }
 
 TEST(tools_only_with_the_host_tools_line)
