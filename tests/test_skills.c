@@ -466,3 +466,228 @@ TEST(json_round_trip)
 	store_close(s);
 	free(path);
 }
+
+/* ---- rlm skills ---- */
+
+static struct proc_out rlm(const char *const *args)
+{
+	return proc_rlm(args, NULL, 60);
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	CHECK_MSG(f, "fopen %s: %s", path, strerror(errno));
+	CHECK(fwrite(text, 1, len, f) == len);
+	CHECK(fclose(f) == 0);
+}
+
+/* `rlm skills add FILE` with more arguments after (NULL-terminated). */
+static struct proc_out add(const char *db, const char *file, const char *a1, const char *a2,
+			   const char *a3, const char *a4)
+{
+	const char *args[] = {"skills", "add", file, "--cache", db, a1, a2, a3, a4, NULL};
+	return rlm(args);
+}
+
+/* The file must be refused, with msg in the error, and nothing stored. */
+static void refused(const char *db, const char *name, const char *text, const char *msg)
+{
+	char *path = tpath(name);
+	struct proc_out o;
+	write_file(path, text, strlen(text));
+	o = add(db, path, NULL, NULL, NULL, NULL);
+	CHECK_MSG(o.status != 0, "%s was added: %s", name, o.out);
+	CHECK_CONTAINS(o.err, msg);
+	CHECK_STR(o.out, "");
+	proc_out_release(&o);
+	free(path);
+}
+
+TEST(add_refuses_what_is_not_one_function)
+{
+	char *db = tpath("rlm.db");
+	struct proc_out o;
+	struct stat sb;
+	refused(db, "syntax.py", "import os\n\n\ndef f(x:\n    return x\n",
+		"syntax.py' does not compile: line 4:");
+	refused(db, "outside.py", "def f():\n    \"\"\"d\"\"\"\n    return 1\nreturn 2\n",
+		"does not compile: line 4: 'return' outside function");
+	refused(db, "none.py", "X = 1\nprint(X)\n", "defines no top-level function");
+	refused(db, "two.py", "def a():\n    '''d'''\ndef b():\n    '''d'''\n",
+		"defines 2 top-level functions (a, b): pick the skill's with --entry");
+	refused(db, "async.py", "async def f(x):\n    '''d'''\n    return x\n",
+		"'f' is async (line 1): a skill is a plain function");
+	refused(db, "nodoc.py", "def f(x):\n    return x\n",
+		"function 'f' has no docstring: pass --description TEXT");
+	refused(db, "latin1.py", "def f(x):\n    '''caf\xe9'''\n    return x\n", "not UTF-8 text");
+	{
+		char *path = tpath("nul.py");
+		write_file(path, "def f(x):\n    '''d'''\n    return x\n\0\n", 37);
+		o = add(db, path, NULL, NULL, NULL, NULL);
+		CHECK(o.status != 0);
+		CHECK_CONTAINS(o.err, "nul.py");
+		proc_out_release(&o);
+		free(path);
+	}
+	/* none of that made a store */
+	CHECK(stat(db, &sb) < 0 && errno == ENOENT);
+	{
+		const char *args[] = {"skills", "list", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "no skills in the store");
+	proc_out_release(&o);
+	CHECK(stat(db, &sb) < 0 && errno == ENOENT);
+	free(db);
+}
+
+/* The file is parsed, never run: top-level code that would leave a mark
+ * leaves none. */
+TEST(add_never_runs_the_file)
+{
+	char *db = tpath("rlm.db"), *mark = tpath("ran"), *path = tpath("trap.py"), *src;
+	struct proc_out o;
+	struct stat sb;
+	src = xasprintf("open(%s%s%s, 'w').write('ran')\n"
+			"import os\nos.system('touch %s')\n\n"
+			"def trap(n: int) -> int:\n    \"\"\"Harmless.\"\"\"\n    return n\n",
+			"'", mark, "'", mark);
+	write_file(path, src, strlen(src));
+	o = add(db, path, NULL, NULL, NULL, NULL);
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "added trap@1");
+	proc_out_release(&o);
+	CHECK_MSG(stat(mark, &sb) < 0 && errno == ENOENT, "the file was run");
+	free(src);
+	free(path);
+	free(mark);
+	free(db);
+}
+
+/* Files of other shapes: the system's own Python library (a module of
+ * several functions, --entry picks one), CRLF line ends and tabs, a long
+ * line, string and typing annotations, keyword-only and positional-only
+ * parameters. */
+TEST(add_reads_real_and_odd_files)
+{
+	char *db = tpath("rlm.db"), *path;
+	const char *py[] = {"/usr/bin/python3", "-I", "-c",
+			    "import bisect, sys; sys.stdout.write(bisect.__file__)", NULL};
+	struct proc_out o, b;
+	cJSON *j, *props;
+	char *src, *long_line;
+
+	CHECK_INT(proc_run(py, NULL, NULL, 30, &b), 0);
+	CHECK_INT(b.status, 0);
+	o = add(db, b.out, "--entry", "bisect_left", "--name", "bisect.left");
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "added bisect.left@1");
+	CHECK_CONTAINS(o.out, "bisect_left(a, x, lo=0, hi=None, *, key=None)");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "show", "bisect.left", "--json", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK(j);
+	CHECK_STR(json_str(j, "entry"), "bisect_left");
+	CHECK_CONTAINS(json_str(j, "description"), "Return the index where to insert item x");
+	props = json_get(json_get(j, "inputs"), "properties");
+	CHECK_INT(cJSON_GetArraySize(props), 5);
+	CHECK_INT(json_num(json_get(props, "lo"), "default", -1), 0);
+	CHECK(cJSON_IsNull(json_get(json_get(props, "hi"), "default")));
+	CHECK_INT(cJSON_GetArraySize(json_get(json_get(j, "inputs"), "required")), 2);
+	CHECK_CONTAINS(json_str(j, "source"), "def insort_right"); /* the whole file */
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	proc_out_release(&b);
+
+	path = tpath("odd.py");
+	long_line = xmalloc(20001);
+	memset(long_line, 'x', 20000);
+	long_line[20000] = '\0';
+	src = xasprintf("# -*- coding: utf-8 -*-\r\nfrom typing import List\r\n"
+			"PAD = '%s'\r\n\r\n"
+			"def odd(a: 'int', b: List[str], /, c: dict = {'k': [1, 2]}, *rest,\r\n"
+			"\tflag: bool, scale: float = 1e3, **kw) -> list:\r\n"
+			"\t\"\"\"  Spread over\r\n\ttwo lines, naïve ☃.\r\n\r\n\tMore.\"\"\"\r\n"
+			"\treturn [a, b, c, flag, scale]\r\n",
+			long_line);
+	write_file(path, src, strlen(src));
+	o = add(db, path, "--json", NULL, NULL, NULL);
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "%s", o.out);
+	CHECK_STR(json_str(j, "signature"),
+		  "(a: 'int', b: List[str], /, c: dict = {'k': [1, 2]}, *rest, flag: bool, "
+		  "scale: float = 1000.0, **kw) -> list");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "show", "odd@1", "--json", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "%s %s", o.out, o.err);
+	CHECK_STR(json_str(j, "description"), "Spread over two lines, naïve ☃.");
+	props = json_get(json_get(j, "inputs"), "properties");
+	CHECK_STR(json_str(json_get(props, "a"), "type"), "integer");
+	CHECK_STR(json_str(json_get(props, "b"), "type"), "array");
+	CHECK_STR(json_str(json_get(props, "c"), "type"), "object");
+	CHECK_STR(json_str(json_get(props, "flag"), "type"), "boolean");
+	CHECK_STR(json_str(json_get(props, "scale"), "type"), "number");
+	CHECK(!json_get(props, "rest") && !json_get(props, "kw"));
+	CHECK_STR(json_str(json_get(j, "outputs"), "type"), "array");
+	CHECK_CONTAINS(json_str(j, "source"), long_line);
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(src);
+	free(long_line);
+	free(path);
+	free(db);
+}
+
+TEST(import_refuses_a_bad_file_whole)
+{
+	char *db = tpath("rlm.db"), *path = tpath("in.jsonl");
+	const char *good = "{\"name\":\"g\",\"entry\":\"g\",\"source\":\"def g():\\n    return 1\\n\","
+			   "\"description\":\"one\"}\n";
+	char *text;
+	struct proc_out o;
+	struct stat sb;
+	text = xasprintf("%s\n{\"name\":\"h\",\"source\":\"def h(): pass\"}\n", good);
+	write_file(path, text, strlen(text));
+	{
+		const char *args[] = {"skills", "import", path, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, "in.jsonl' line 3: \"entry\": missing");
+	proc_out_release(&o);
+	CHECK(stat(db, &sb) < 0 && errno == ENOENT); /* nothing written */
+	free(text);
+	text = xasprintf("%snot json\n", good);
+	write_file(path, text, strlen(text));
+	{
+		const char *args[] = {"skills", "import", path, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, "line 2: not a JSON object");
+	proc_out_release(&o);
+	free(text);
+	/* the good line alone goes in; again, it is there already */
+	write_file(path, good, strlen(good));
+	for (int i = 0; i < 2; i++) {
+		const char *args[] = {"skills", "import", path, "--cache", db, NULL};
+		o = rlm(args);
+		CHECK_MSG(o.status == 0, "%s", o.err);
+		CHECK_CONTAINS(o.out, i ? "0 added, 1 unchanged" : "1 added, 0 unchanged");
+		proc_out_release(&o);
+	}
+	free(path);
+	free(db);
+}
