@@ -2,9 +2,9 @@
 /* tests/test_runs.c -- the store from the command line, end to end: the
  * call cache and the memo (hit, miss, refresh, off), runs recorded and
  * shown and exported, a run killed with SIGKILL and resumed without a call
- * made twice, a corrupt or locked store, and the HTML viewer in headless
- * Chromium; rlm skills from add to rm. The real rlm binary, the simulator in process or served over
- * loopback, and real SQLite files. */
+ * made twice, a corrupt or locked store, the HTML viewer in headless
+ * Chromium, and rlm skills from add to rm. The real rlm binary, the
+ * simulator in process or served over loopback, and real SQLite files. */
 #include "harness.h"
 #include "proc.h"
 #include "../common/common.h"
