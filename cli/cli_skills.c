@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ANALYSE_TIMEOUT_MS 30000     /* python3 parsing one file */
-#define ANALYSE_OUT_MAX	   (4 << 20) /* what it may print */
+#define ANALYSE_TIMEOUT_MS 30000       /* python3 parsing one file */
+#define ANALYSE_OUT_MAX	   (4 << 20)   /* what it may print */
 #define IMPORT_MAX	   (256 << 20) /* bytes of an import file */
 
 static const char skills_usage[] =
@@ -102,7 +102,8 @@ static const char analyse_py[] =
 	"    tree = ast.parse(text, fn)\n"
 	"    compile(tree, fn, \"exec\", dont_inherit=True)\n"
 	"except SyntaxError as e:\n"
-	"    out({\"error\": \"does not compile: line %s: %s\" % (e.lineno, e.msg), \"line\": e.lineno})\n"
+	"    out({\"error\": \"does not compile: line %s: %s\" % (e.lineno, e.msg), \"line\": "
+	"e.lineno})\n"
 	"except (ValueError, RecursionError, MemoryError) as e:\n"
 	"    out({\"error\": \"does not compile: %s\" % e})\n"
 	"defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]\n"
@@ -110,18 +111,24 @@ static const char analyse_py[] =
 	"if want:\n"
 	"    found = [n for n in defs if n.name == want]\n"
 	"    if not found:\n"
-	"        out({\"error\": \"has no top-level function '%s'%s\" % (want, \" (it defines: %s)\" % \", \".join(names) if names else \"\")})\n"
+	"        out({\"error\": \"has no top-level function '%s'%s\" % (want, \" (it defines: %s)\" % "
+	"\", \".join(names) if names else \"\")})\n"
 	"    f = found[-1]\n"
 	"elif not defs:\n"
-	"    out({\"error\": \"defines no top-level function: a skill is one function (def NAME(...):)\"})\n"
+	"    out({\"error\": \"defines no top-level function: a skill is one function (def "
+	"NAME(...):)\"})\n"
 	"elif len(set(names)) > 1:\n"
-	"    out({\"error\": \"defines %d top-level functions (%s): pick the skill's with --entry\" % (len(set(names)), \", \".join(names))})\n"
+	"    out({\"error\": \"defines %d top-level functions (%s): pick the skill's with --entry\" % "
+	"(len(set(names)), \", \".join(names))})\n"
 	"else:\n"
 	"    f = defs[-1]\n"
 	"if isinstance(f, ast.AsyncFunctionDef):\n"
-	"    out({\"error\": \"'%s' is async (line %d): a skill is a plain function\" % (f.name, f.lineno)})\n"
-	"TYPES = {\"int\": \"integer\", \"float\": \"number\", \"str\": \"string\", \"bool\": \"boolean\",\n"
-	"         \"list\": \"array\", \"dict\": \"object\", \"List\": \"array\", \"Dict\": \"object\",\n"
+	"    out({\"error\": \"'%s' is async (line %d): a skill is a plain function\" % (f.name, "
+	"f.lineno)})\n"
+	"TYPES = {\"int\": \"integer\", \"float\": \"number\", \"str\": \"string\", \"bool\": "
+	"\"boolean\",\n"
+	"         \"list\": \"array\", \"dict\": \"object\", \"List\": \"array\", \"Dict\": "
+	"\"object\",\n"
 	"         \"tuple\": \"array\", \"Tuple\": \"array\"}\n"
 	"def typ(a):\n"
 	"    if a is None:\n"
@@ -193,26 +200,26 @@ static const char analyse_py[] =
 enum { OPT_CACHE = 1000, OPT_JSON, OPT_ALL, OPT_NAME, OPT_ENTRY, OPT_DESC, OPT_PYTHON, OPT_RAW };
 
 struct skills_args {
-	const char *cache;	 /* --cache, --store */
+	const char *cache; /* --cache, --store */
 	bool json, all;
 	const char *name, *entry, *description, *python;
-	int first;		 /* argv index of the first operand */
+	int first; /* argv index of the first operand */
 };
 
 static int parse(int argc, char **argv, struct skills_args *a)
 {
 	static const struct option longopts[] = {
-		{"cache", required_argument, NULL, OPT_CACHE},
-		{"store", required_argument, NULL, OPT_CACHE},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"all", no_argument, NULL, OPT_ALL},
-		{"name", required_argument, NULL, OPT_NAME},
-		{"entry", required_argument, NULL, OPT_ENTRY},
-		{"description", required_argument, NULL, OPT_DESC},
-		{"python", required_argument, NULL, OPT_PYTHON},
-		{"raw-output", no_argument, NULL, OPT_RAW},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"cache", required_argument, NULL, OPT_CACHE},
+	    {"store", required_argument, NULL, OPT_CACHE},
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {"all", no_argument, NULL, OPT_ALL},
+	    {"name", required_argument, NULL, OPT_NAME},
+	    {"entry", required_argument, NULL, OPT_ENTRY},
+	    {"description", required_argument, NULL, OPT_DESC},
+	    {"python", required_argument, NULL, OPT_PYTHON},
+	    {"raw-output", no_argument, NULL, OPT_RAW},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int opt;
 	memset(a, 0, sizeof(*a));
@@ -220,16 +227,35 @@ static int parse(int argc, char **argv, struct skills_args *a)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case OPT_CACHE: a->cache = optarg; break;
-		case OPT_JSON: a->json = true; break;
-		case OPT_ALL: a->all = true; break;
-		case OPT_NAME: a->name = optarg; break;
-		case OPT_ENTRY: a->entry = optarg; break;
-		case OPT_DESC: a->description = optarg; break;
-		case OPT_PYTHON: a->python = optarg; break;
-		case OPT_RAW: cli_raw_output = true; break;
-		case 'h': fputs(skills_usage, stdout); return -1;
-		case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
+		case OPT_CACHE:
+			a->cache = optarg;
+			break;
+		case OPT_JSON:
+			a->json = true;
+			break;
+		case OPT_ALL:
+			a->all = true;
+			break;
+		case OPT_NAME:
+			a->name = optarg;
+			break;
+		case OPT_ENTRY:
+			a->entry = optarg;
+			break;
+		case OPT_DESC:
+			a->description = optarg;
+			break;
+		case OPT_PYTHON:
+			a->python = optarg;
+			break;
+		case OPT_RAW:
+			cli_raw_output = true;
+			break;
+		case 'h':
+			fputs(skills_usage, stdout);
+			return -1;
+		case ':':
+			return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 		default:
 			return log_fail(2, "unknown option '%s' (see rlm skills --help)",
 					argv[optind - 1]);
@@ -325,8 +351,8 @@ static cJSON *analyse(const char *python, const char *file, const char *src, siz
 		return NULL;
 	}
 	if (pid == 0) {
-		const char *argv[] = {python, "-I", "-S", "-B", "-c", analyse_py, file,
-				      entry ? entry : "", NULL};
+		const char *argv[] = {
+		    python, "-I", "-S", "-B", "-c", analyse_py, file, entry ? entry : "", NULL};
 		char msg[512];
 		int n;
 		dup2(in[0], 0);
@@ -462,11 +488,12 @@ static int cmd_add(const struct skills_args *a, const char *file)
 		free(t);
 		cJSON_Delete(o);
 	} else if (unchanged) {
-		cli_term_printf(stdout, "%s@%d unchanged: '%s' holds the same content as its latest version\n",
-				k.name, version, file);
+		cli_term_printf(
+		    stdout, "%s@%d unchanged: '%s' holds the same content as its latest version\n",
+		    k.name, version, file);
 	} else {
-		cli_term_printf(stdout, "added %s@%d from '%s': %s%s (digest %.12s)\n", k.name, version,
-				file, k.entry, k.signature, digest);
+		cli_term_printf(stdout, "added %s@%d from '%s': %s%s (digest %.12s)\n", k.name,
+				version, file, k.entry, k.signature, digest);
 	}
 out:
 	store_close(s);
@@ -628,7 +655,8 @@ static int cmd_show(const struct skills_args *a, const char *ref)
 		cJSON_Delete(o);
 		return 0;
 	}
-	cli_term_printf(stdout, "skill     %s@%.0f%s\n", js_or(o, "name"), json_num(o, "version", 0),
+	cli_term_printf(stdout, "skill     %s@%.0f%s\n", js_or(o, "name"),
+			json_num(o, "version", 0),
 			cJSON_IsTrue(json_get(o, "retired")) ? " (the name is retired)" : "");
 	cli_term_printf(stdout, "entry     %s%s\n", js_or(o, "entry"), js_or(o, "signature"));
 	printf("about     ");
@@ -707,8 +735,8 @@ static int cmd_export(const struct skills_args *a, const char *file)
 		if ((fclose(f) != 0 || ferror(stdout)) && !rc)
 			rc = log_fail(1, "cannot write '%s': %s", file, strerror(errno));
 		if (!rc)
-			cli_term_printf(stderr, "exported %zu version%s of %zu skill%s to '%s'\n", lines,
-					lines == 1 ? "" : "s", n, n == 1 ? "" : "s", file);
+			cli_term_printf(stderr, "exported %zu version%s of %zu skill%s to '%s'\n",
+					lines, lines == 1 ? "" : "s", n, n == 1 ? "" : "s", file);
 	}
 out:
 	store_skills_free(names, n);
@@ -778,22 +806,45 @@ static int import_read(const char *file, struct import_item **out, size_t *n)
 	return 0;
 }
 
-/* Does the store hold content digest under name already? */
-static int held(struct store *s, const char *name, const char *digest, bool *yes)
-{
-	struct store_skill *v;
-	struct rlm_err err = {0, ""};
+/* The digests a name holds in the store, kept while an import goes
+ * through its lines (one read per run of lines of the same name). */
+struct held {
+	char name[STORE_SKILL_NAME_MAX + 1];
+	char (*digests)[65];
 	size_t n;
-	int rc = store_skill_versions(s, name, &v, &n, &err);
+};
+
+/* Does the store hold content digest under name already? */
+static int held(struct store *s, struct held *h, const char *name, const char *digest, bool *yes)
+{
 	*yes = false;
-	if (rc == RLM_ENOTFOUND)
-		return 0;
-	if (rc)
-		return log_fail(1, "%s", err.msg);
-	for (size_t i = 0; i < n && !*yes; i++)
-		*yes = strcmp(v[i].digest, digest) == 0;
-	store_skills_free(v, n);
+	if (strcmp(h->name, name) != 0) {
+		struct store_skill *v;
+		struct rlm_err err = {0, ""};
+		size_t n;
+		int rc = store_skill_versions(s, name, &v, &n, &err);
+		if (rc && rc != RLM_ENOTFOUND)
+			return log_fail(1, "%s", err.msg);
+		if (rc)
+			n = 0;
+		snprintf(h->name, sizeof(h->name), "%s", name);
+		h->digests = xrealloc(h->digests, (n + 1) * sizeof(*h->digests));
+		for (size_t i = 0; i < n; i++)
+			memcpy(h->digests[i], v[i].digest, sizeof(h->digests[i]));
+		h->n = n;
+		if (n)
+			store_skills_free(v, n);
+	}
+	for (size_t i = 0; i < h->n && !*yes; i++)
+		*yes = strcmp(h->digests[i], digest) == 0;
 	return 0;
+}
+
+/* Remember that name holds digest now. */
+static void held_add(struct held *h, const char *digest)
+{
+	h->digests = xrealloc(h->digests, (h->n + 1) * sizeof(*h->digests));
+	memcpy(h->digests[h->n++], digest, sizeof(h->digests[0]));
 }
 
 static int cmd_import(const struct skills_args *a, const char *file)
@@ -801,17 +852,20 @@ static int cmd_import(const struct skills_args *a, const char *file)
 	struct import_item *v = NULL;
 	struct store *s = NULL;
 	struct rlm_err err = {0, ""};
+	struct held h = {"", NULL, 0};
 	size_t n = 0, added = 0, same = 0;
+	bool *took = NULL;
 	cJSON *list = cJSON_CreateArray();
 	int rc;
 	if ((rc = import_read(file, &v, &n)))
 		goto out;
 	if ((rc = cli__store_open(a->cache, false, &s)))
 		goto out;
+	took = xcalloc(n + 1, sizeof(*took));
 	for (size_t i = 0; i < n; i++) {
 		bool yes, unchanged;
 		int version;
-		if ((rc = held(s, v[i].k.name, v[i].digest, &yes)))
+		if ((rc = held(s, &h, v[i].k.name, v[i].digest, &yes)))
 			goto out;
 		if (yes) {
 			same++;
@@ -822,6 +876,8 @@ static int cmd_import(const struct skills_args *a, const char *file)
 				      err.msg, added);
 			goto out;
 		}
+		held_add(&h, v[i].digest);
+		took[i] = true;
 		added++;
 		{
 			cJSON *o = cJSON_CreateObject();
@@ -834,12 +890,23 @@ static int cmd_import(const struct skills_args *a, const char *file)
 		if (!a->json)
 			cli_term_printf(stdout, "added %s@%d (line %zu)\n", v[i].k.name, version,
 					v[i].line);
-		/* The last line of a retired name retires it here too. */
-		if (v[i].k.retired && (i + 1 == n || strcmp(v[i + 1].k.name, v[i].k.name) != 0) &&
-		    store_skill_retire(s, v[i].k.name, &err)) {
+	}
+	/* A name the export has retired (its last line says so) is retired
+	 * here too, when this import added to it. */
+	for (size_t i = 0; i < n; i++) {
+		bool any = false;
+		size_t j;
+		if (i + 1 < n && strcmp(v[i + 1].k.name, v[i].k.name) == 0)
+			continue; /* not the name's last line */
+		for (j = 0; j <= i && !any; j++)
+			any = took[j] && strcmp(v[j].k.name, v[i].k.name) == 0;
+		if (any && v[i].k.retired && store_skill_retire(s, v[i].k.name, &err)) {
 			rc = log_fail(1, "%s", err.msg);
 			goto out;
 		}
+		if (any && v[i].k.retired && !a->json)
+			cli_term_printf(stdout, "retired %s (retired in '%s')\n", v[i].k.name,
+					file);
 	}
 	if (a->json) {
 		cJSON *o = cJSON_CreateObject();
@@ -857,6 +924,8 @@ out:
 	for (size_t i = 0; i < n; i++)
 		store_skill_release(&v[i].k);
 	free(v);
+	free(took);
+	free(h.digests);
 	store_close(s);
 	return rc;
 }
@@ -869,8 +938,9 @@ static int cmd_rm(const struct skills_args *a, const char *name)
 	size_t n = 0;
 	int rc;
 	if (strchr(name, '@'))
-		return log_fail(2, "rm retires a whole name, not a version ('%s'): versions are "
-				   "never removed",
+		return log_fail(2,
+				"rm retires a whole name, not a version ('%s'): versions are "
+				"never removed",
 				name);
 	if ((rc = open_read(a, &s)))
 		return rc;
@@ -889,6 +959,17 @@ static int cmd_rm(const struct skills_args *a, const char *name)
 		store_close(s);
 		return log_fail(rc == RLM_ENOTFOUND || rc == RLM_EINVAL ? 2 : 1, "%s", err.msg);
 	}
+	if (a->json) {
+		cJSON *o = cJSON_CreateObject();
+		json_add_str(o, "name", name);
+		json_add_bool(o, "retired", true);
+		json_add_num(o, "versions", (double)n);
+		print_json(o);
+		cJSON_Delete(o);
+		store_skills_free(v, n);
+		store_close(s);
+		return 0;
+	}
 	cli_term_printf(stdout,
 			"retired %s: list and the bare name no longer find it; its %zu version%s "
 			"stay (%s@1..%s@%d), and a new add revives it\n",
@@ -905,8 +986,8 @@ int cli_skills(int argc, char **argv)
 		int operands_min, operands_max;
 		const char *want; /* what the operands are */
 	} subs[] = {
-		{"list", 0, 0, ""},	       {"show", 1, 1, "NAME[@V]"}, {"add", 1, 1, "FILE.py"},
-		{"export", 0, 1, "[FILE]"},    {"import", 1, 1, "FILE"},   {"rm", 1, 1, "NAME"},
+	    {"list", 0, 0, ""},		{"show", 1, 1, "NAME[@V]"}, {"add", 1, 1, "FILE.py"},
+	    {"export", 0, 1, "[FILE]"}, {"import", 1, 1, "FILE"},   {"rm", 1, 1, "NAME"},
 	};
 	struct skills_args a;
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -920,10 +1001,11 @@ int cli_skills(int argc, char **argv)
 		if (strcmp(sub, subs[i].name) == 0)
 			break;
 	if (i == ARRAY_SIZE(subs))
-		return log_fail(2,
-				"unknown skills command '%s' (known: list, show, add, export, import, "
-				"rm)",
-				sub);
+		return log_fail(
+		    2,
+		    "unknown skills command '%s' (known: list, show, add, export, import, "
+		    "rm)",
+		    sub);
 	if ((rc = parse(argc - 1, argv + 1, &a)))
 		return rc < 0 ? 0 : rc;
 	argc--;
@@ -939,12 +1021,20 @@ int cli_skills(int argc, char **argv)
 				   "skills add");
 	if (a.all && strcmp(sub, "list") != 0)
 		return log_fail(2, "--all is an option of skills list");
+	if (a.json && strcmp(sub, "export") == 0)
+		return log_fail(2, "--json: export writes JSON already, one object a line");
 	switch (i) {
-	case 0: return cmd_list(&a);
-	case 1: return cmd_show(&a, argv[a.first]);
-	case 2: return cmd_add(&a, argv[a.first]);
-	case 3: return cmd_export(&a, ops ? argv[a.first] : NULL);
-	case 4: return cmd_import(&a, argv[a.first]);
-	default: return cmd_rm(&a, argv[a.first]);
+	case 0:
+		return cmd_list(&a);
+	case 1:
+		return cmd_show(&a, argv[a.first]);
+	case 2:
+		return cmd_add(&a, argv[a.first]);
+	case 3:
+		return cmd_export(&a, ops ? argv[a.first] : NULL);
+	case 4:
+		return cmd_import(&a, argv[a.first]);
+	default:
+		return cmd_rm(&a, argv[a.first]);
 	}
 }

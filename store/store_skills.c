@@ -163,7 +163,8 @@ int store_skill_ref(const char *ref, char *name, size_t cap, int *version, struc
 		long v = strtol(at + 1, &end, 10);
 		if (!isdigit((unsigned char)at[1]) || *end || v < 1 || v > 1000000000)
 			return rlm_err_set(err, RLM_EINVAL,
-					   "bad skill version in '%.80s': want NAME@N, N >= 1", ref);
+					   "bad skill version in '%.80s': want NAME@N, N >= 1",
+					   ref);
 		*version = (int)v;
 	}
 	if (n >= cap || n > STORE_SKILL_NAME_MAX) {
@@ -208,8 +209,8 @@ static int latest_locked(struct store *s, const char *name, int *version, char d
 }
 
 /* Run a statement with name bound as ?1 (and retired_at ?2), no rows. */
-static int name_stmt_locked(struct store *s, enum store_stmt id, const char *sql,
-			    const char *name, const char *doing, int *changes, struct rlm_err *err)
+static int name_stmt_locked(struct store *s, enum store_stmt id, const char *sql, const char *name,
+			    const char *doing, int *changes, struct rlm_err *err)
 {
 	sqlite3_stmt *st = store__stmt(s, s->w, id, sql, err);
 	int e, rc = 0;
@@ -230,11 +231,12 @@ static int insert_locked(struct store *s, const struct store_skill *in, int vers
 			 const char *digest, const char *inputs, const char *outputs,
 			 struct rlm_err *err)
 {
-	sqlite3_stmt *st = store__stmt(s, s->w, ST_SKILL_PUT,
-				       "INSERT INTO skills(name, version, digest, entry, description,"
-				       " signature, inputs_json, outputs_json, source, created)"
-				       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-				       err);
+	sqlite3_stmt *st =
+	    store__stmt(s, s->w, ST_SKILL_PUT,
+			"INSERT INTO skills(name, version, digest, entry, description,"
+			" signature, inputs_json, outputs_json, source, created)"
+			" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+			err);
 	int e, rc = 0;
 	if (!st)
 		return RLM_ESTORE;
@@ -270,10 +272,11 @@ int store_skill_put(struct store *s, const struct store_skill *in, int *version,
 	if (!rc && !same)
 		rc = insert_locked(s, in, latest + 1, digest, inputs, outputs, err);
 	if (!rc)
-		rc = name_stmt_locked(s, ST_SKILL_NAME,
-				      "INSERT INTO skill_names(name, retired) VALUES(?1, 0)"
-				      " ON CONFLICT(name) DO UPDATE SET retired = 0, retired_at = NULL",
-				      in->name, "storing a skill", NULL, err);
+		rc = name_stmt_locked(
+		    s, ST_SKILL_NAME,
+		    "INSERT INTO skill_names(name, retired) VALUES(?1, 0)"
+		    " ON CONFLICT(name) DO UPDATE SET retired = 0, retired_at = NULL",
+		    in->name, "storing a skill", NULL, err);
 	if ((rc = store__wend(s, rc, err)))
 		goto out;
 	if (version)
@@ -353,8 +356,10 @@ static int rows(struct store *s, struct store_conn *c, sqlite3_stmt *st, const c
 	return 0;
 }
 
-int store_skill_versions(struct store *s, const char *name, struct store_skill **out, size_t *n,
-			 struct rlm_err *err)
+/* Every version of name, oldest first; with_source false leaves each
+ * source NULL (what show lists: a name may have many large versions). */
+static int versions(struct store *s, const char *name, bool with_source, struct store_skill **out,
+		    size_t *n, struct rlm_err *err)
 {
 	struct store_conn *c;
 	sqlite3_stmt *st;
@@ -365,11 +370,21 @@ int store_skill_versions(struct store *s, const char *name, struct store_skill *
 		return rlm_err_set(err, RLM_EINVAL, "bad skill name '%.80s'", name ? name : "");
 	if (!(c = store__rget(s, err)))
 		return RLM_ESTORE;
-	st = store__stmt(s, c, ST_SKILL_VERSIONS,
-			 "SELECT " SKILL_COLS ", (SELECT count(*) FROM skills WHERE name = ?1)"
-			 " FROM skills s LEFT JOIN skill_names n ON n.name = s.name"
-			 " WHERE s.name = ?1 ORDER BY s.version",
-			 err);
+	st =
+	    with_source
+		? store__stmt(s, c, ST_SKILL_VERSIONS,
+			      "SELECT " SKILL_COLS ", (SELECT count(*) FROM skills WHERE name = ?1)"
+			      " FROM skills s LEFT JOIN skill_names n ON n.name = s.name"
+			      " WHERE s.name = ?1 ORDER BY s.version",
+			      err)
+		: store__stmt(s, c, ST_SKILL_VMETA,
+			      "SELECT s.name, s.version, s.digest, s.entry, s.description,"
+			      " s.signature, s.inputs_json, s.outputs_json, NULL, s.created,"
+			      " coalesce(n.retired, 0),"
+			      " (SELECT count(*) FROM skills WHERE name = ?1)"
+			      " FROM skills s LEFT JOIN skill_names n ON n.name = s.name"
+			      " WHERE s.name = ?1 ORDER BY s.version",
+			      err);
 	if (!st) {
 		store__rput(s, c);
 		return RLM_ESTORE;
@@ -382,6 +397,12 @@ int store_skill_versions(struct store *s, const char *name, struct store_skill *
 		rc = rlm_err_set(err, RLM_ENOTFOUND, "no skill '%s' in the store '%s'", name,
 				 s->path);
 	return rc;
+}
+
+int store_skill_versions(struct store *s, const char *name, struct store_skill **out, size_t *n,
+			 struct rlm_err *err)
+{
+	return versions(s, name, true, out, n, err);
 }
 
 int store_skill_list(struct store *s, bool retired_too, struct store_skill **out, size_t *n,
@@ -412,41 +433,77 @@ int store_skill_list(struct store *s, bool retired_too, struct store_skill **out
 	return rc;
 }
 
+/* Why name@version (0: the latest) was not found, on reader c. */
+static int not_found(struct store *s, struct store_conn *c, const char *name, int version,
+		     struct rlm_err *err)
+{
+	sqlite3_stmt *st = store__stmt(s, c, ST_SKILL_MAXV,
+				       "SELECT max(version) FROM skills WHERE name = ?1", err);
+	int e, latest = 0;
+	if (!st)
+		return RLM_ESTORE;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	e = sqlite3_step(st);
+	if (e == SQLITE_ROW)
+		latest = sqlite3_column_int(st, 0);
+	store__done(st);
+	if (e != SQLITE_ROW)
+		return store__fail(s, c->db, e, "reading a skill", err);
+	if (!latest || !version)
+		return rlm_err_set(err, RLM_ENOTFOUND, "no skill '%s' in the store '%s'", name,
+				   s->path);
+	return rlm_err_set(err, RLM_ENOTFOUND, "skill '%s' has no version %d (the latest is %d)",
+			   name, version, latest);
+}
+
 int store_skill_get(struct store *s, const char *name, int version, struct store_skill *out,
 		    struct rlm_err *err)
 {
-	struct store_skill *v = NULL;
-	size_t n = 0;
-	int rc;
+	struct store_conn *c;
+	sqlite3_stmt *st;
+	int rc, e;
 	memset(out, 0, sizeof(*out));
+	if (!name_ok(name))
+		return rlm_err_set(err, RLM_EINVAL, "bad skill name '%.80s'", name ? name : "");
 	if (version < 0)
 		return rlm_err_set(err, RLM_EINVAL, "bad skill version %d", version);
-	/* Versions of one name are few, and one read gives a consistent
-	 * count, latest and retired flag. */
-	if ((rc = store_skill_versions(s, name, &v, &n, err)))
-		return rc;
-	if (!version && v[n - 1].retired) {
+	if (!(c = store__rget(s, err)))
+		return RLM_ESTORE;
+	/* One statement: the row, the count of versions and the retired flag
+	 * from one snapshot. */
+	st = store__stmt(s, c, ST_SKILL_GET,
+			 "SELECT " SKILL_COLS ", m.cnt FROM skills s"
+			 " JOIN (SELECT name, count(*) AS cnt, max(version) AS v FROM skills"
+			 " WHERE name = ?1 GROUP BY name) m ON m.name = s.name"
+			 " LEFT JOIN skill_names n ON n.name = s.name"
+			 " WHERE s.name = ?1 AND s.version = CASE WHEN ?2 > 0 THEN ?2 ELSE m.v END",
+			 err);
+	if (!st) {
+		store__rput(s, c);
+		return RLM_ESTORE;
+	}
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, version);
+	e = sqlite3_step(st);
+	if (e == SQLITE_ROW) {
+		row_skill(st, out);
+		rc = 0;
+	} else if (e == SQLITE_DONE) {
+		rc = 1;
+	} else {
+		rc = store__fail(s, c->db, e, "reading a skill", err);
+	}
+	store__done(st);
+	if (rc == 1)
+		rc = not_found(s, c, name, version, err);
+	store__rput(s, c);
+	if (!rc && !version && out->retired) {
 		rc = rlm_err_set(err, RLM_ENOTFOUND,
 				 "skill '%s' was retired (its versions stay: ask for one as "
 				 "%s@1..%s@%d)",
-				 name, name, name, v[n - 1].version);
-	} else if (version > v[n - 1].version) {
-		rc = rlm_err_set(err, RLM_ENOTFOUND, "skill '%s' has no version %d (the latest is %d)",
-				 name, version, v[n - 1].version);
-	} else {
-		size_t i = n - 1;
-		while (version && i > 0 && v[i].version != version)
-			i--;
-		if (version && v[i].version != version) {
-			rc = rlm_err_set(err, RLM_ENOTFOUND, "skill '%s' has no version %d", name,
-					 version);
-		} else {
-			*out = v[i];
-			memset(&v[i], 0, sizeof(v[i]));
-			out->versions = (int)n;
-		}
+				 name, name, name, out->version);
+		store_skill_release(out);
 	}
-	store_skills_free(v, n);
 	return rc;
 }
 
@@ -510,7 +567,7 @@ cJSON *store_skill_show(struct store *s, const char *ref, struct rlm_err *err)
 	if (store_skill_ref(ref, name, sizeof(name), &version, err) ||
 	    store_skill_get(s, name, version, &k, err))
 		return NULL;
-	if (store_skill_versions(s, name, &v, &n, err)) {
+	if (versions(s, name, false, &v, &n, err)) {
 		store_skill_release(&k);
 		return NULL;
 	}

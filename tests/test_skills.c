@@ -40,12 +40,12 @@ static struct store_skill skill(const char *name, const char *source, const char
 	struct store_skill k = {0};
 	k.name = (char *)(uintptr_t)name;
 	k.source = (char *)(uintptr_t)source;
-	k.entry = (char *)(uintptr_t)"f";
+	k.entry = (char *)(uintptr_t) "f";
 	k.description = (char *)(uintptr_t)desc;
-	k.signature = (char *)(uintptr_t)"(x: int) -> int";
-	k.inputs_json = (char *)(uintptr_t)"{\"type\": \"object\", \"properties\": {\"x\": "
-					   "{\"type\": \"integer\"}}, \"required\": [\"x\"]}";
-	k.outputs_json = (char *)(uintptr_t)"{\"type\":\"integer\"}";
+	k.signature = (char *)(uintptr_t) "(x: int) -> int";
+	k.inputs_json = (char *)(uintptr_t) "{\"type\": \"object\", \"properties\": {\"x\": "
+					    "{\"type\": \"integer\"}}, \"required\": [\"x\"]}";
+	k.outputs_json = (char *)(uintptr_t) "{\"type\":\"integer\"}";
 	return k;
 }
 
@@ -103,8 +103,8 @@ TEST(versions_unchanged_and_two_handles)
 	CHECK_INT(put(a, &k, &u), 1);
 	CHECK(!u);
 	/* the same content, spaced otherwise, from the other handle */
-	k.inputs_json = (char *)(uintptr_t)"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":"
-					   "\"integer\"}},\"required\":[\"x\"]}";
+	k.inputs_json = (char *)(uintptr_t) "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":"
+					    "\"integer\"}},\"required\":[\"x\"]}";
 	CHECK_INT(put(b, &k, &u), 1);
 	CHECK(u);
 	CHECK_INT(store_skill_get(b, "add_one", 0, &got, &e), 0);
@@ -121,14 +121,14 @@ TEST(versions_unchanged_and_two_handles)
 	store_skill_release(&got);
 
 	/* each member of the content makes a new version */
-	k.description = (char *)(uintptr_t)"add one to an integer x";
+	k.description = (char *)(uintptr_t) "add one to an integer x";
 	CHECK_INT(put(b, &k, &u), 2);
 	CHECK(!u);
 	CHECK_INT(store_skill_digest(&k, d2, &e), 0);
 	CHECK(strcmp(d1, d2) != 0);
 	k.outputs_json = NULL;
 	CHECK_INT(put(a, &k, &u), 3);
-	k.source = (char *)(uintptr_t)"def f(x: int) -> int:\n    return 1 + x\n";
+	k.source = (char *)(uintptr_t) "def f(x: int) -> int:\n    return 1 + x\n";
 	CHECK_INT(put(a, &k, &u), 4);
 	CHECK_INT(put(a, &k, &u), 4);
 	CHECK(u);
@@ -178,7 +178,7 @@ TEST(list_retire_and_revive)
 	free(v);
 	put(s, &a, NULL);
 	put(s, &b, NULL);
-	b.description = (char *)(uintptr_t)"second, better";
+	b.description = (char *)(uintptr_t) "second, better";
 	put(s, &b, NULL);
 	CHECK_INT(store_skill_list(s, false, &v, &n, &e), 0);
 	CHECK_INT(n, 2);
@@ -257,19 +257,19 @@ TEST(bad_skills_are_refused)
 	big[STORE_SKILL_NAME_MAX] = '\0'; /* 64 is the most */
 	CHECK_INT(store_skill_put(s, &k, NULL, NULL, &e), 0);
 	free(big);
-	k.name = (char *)(uintptr_t)"ok";
-	k.entry = (char *)(uintptr_t)"not-an-ident";
+	k.name = (char *)(uintptr_t) "ok";
+	k.entry = (char *)(uintptr_t) "not-an-ident";
 	CHECK_INT(store_skill_put(s, &k, NULL, NULL, &e), RLM_EINVAL);
 	CHECK_CONTAINS(e.msg, "bad entry 'not-an-ident'");
-	k.entry = (char *)(uintptr_t)"f";
-	k.inputs_json = (char *)(uintptr_t)"[1, 2]";
+	k.entry = (char *)(uintptr_t) "f";
+	k.inputs_json = (char *)(uintptr_t) "[1, 2]";
 	CHECK_INT(store_skill_put(s, &k, NULL, NULL, &e), RLM_EINVAL);
 	CHECK_CONTAINS(e.msg, "skill 'ok': inputs: want a JSON object");
-	k.inputs_json = (char *)(uintptr_t)"{\"x\": ";
+	k.inputs_json = (char *)(uintptr_t) "{\"x\": ";
 	CHECK_INT(store_skill_put(s, &k, NULL, NULL, &e), RLM_EINVAL);
 	CHECK_CONTAINS(e.msg, "inputs: not valid JSON");
 	k.inputs_json = NULL; /* {} */
-	k.source = (char *)(uintptr_t)"";
+	k.source = (char *)(uintptr_t) "";
 	CHECK_INT(store_skill_put(s, &k, NULL, NULL, &e), RLM_EINVAL);
 	CHECK_CONTAINS(e.msg, "source: missing");
 	big = xmalloc(STORE_SKILL_SOURCE_MAX + 2);
@@ -325,31 +325,32 @@ TEST(schema_1_store_is_migrated)
 	struct store_skill k = skill("after", "def f(x):\n    return x\n", "d");
 	struct store_stats st;
 	struct rlm_err e = {0, ""};
-	CHECK_INT(raw_exec(db,
-			   "PRAGMA journal_mode = WAL;"
-			   "CREATE TABLE calls(key BLOB PRIMARY KEY, model TEXT, text TEXT,"
-			   " finish TEXT, input_tokens INTEGER, output_tokens INTEGER,"
-			   " cached_tokens INTEGER, cache_write_tokens INTEGER, cost REAL,"
-			   " created INTEGER, hits INTEGER NOT NULL DEFAULT 0,"
-			   " last_hit INTEGER NOT NULL DEFAULT 0);"
-			   "CREATE TABLE results(key BLOB PRIMARY KEY, answer TEXT, stop TEXT,"
-			   " usage_json TEXT, cost REAL, calls INTEGER, created INTEGER,"
-			   " hits INTEGER NOT NULL DEFAULT 0, last_hit INTEGER NOT NULL DEFAULT 0);"
-			   "CREATE TABLE runs(id TEXT PRIMARY KEY, created INTEGER, ended INTEGER,"
-			   " status TEXT, question TEXT, context_digest TEXT, context_bytes INTEGER,"
-			   " context_source TEXT, config_json TEXT, note_json TEXT, answer TEXT,"
-			   " result_json TEXT, resumed_from TEXT, pid INTEGER, pid_start INTEGER);"
-			   "CREATE INDEX runs_created ON runs(created);"
-			   "CREATE INDEX runs_digest ON runs(context_digest);"
-			   "CREATE TABLE events(run TEXT, seq INTEGER, t_ns INTEGER, node INTEGER,"
-			   " parent INTEGER, depth INTEGER, iteration INTEGER, kind TEXT, text TEXT,"
-			   " data_json TEXT, PRIMARY KEY(run, seq));"
-			   "INSERT INTO calls(key, model, text, created) VALUES(x'01', 'm', 'hi', 1);"
-			   "INSERT INTO runs(id, created, ended, status, question) VALUES"
-			   " ('20250101-000000-abcdef', 1, 2, 'done', 'q?');"
-			   "PRAGMA user_version = 1;",
-			   NULL),
-		  SQLITE_OK);
+	CHECK_INT(
+	    raw_exec(db,
+		     "PRAGMA journal_mode = WAL;"
+		     "CREATE TABLE calls(key BLOB PRIMARY KEY, model TEXT, text TEXT,"
+		     " finish TEXT, input_tokens INTEGER, output_tokens INTEGER,"
+		     " cached_tokens INTEGER, cache_write_tokens INTEGER, cost REAL,"
+		     " created INTEGER, hits INTEGER NOT NULL DEFAULT 0,"
+		     " last_hit INTEGER NOT NULL DEFAULT 0);"
+		     "CREATE TABLE results(key BLOB PRIMARY KEY, answer TEXT, stop TEXT,"
+		     " usage_json TEXT, cost REAL, calls INTEGER, created INTEGER,"
+		     " hits INTEGER NOT NULL DEFAULT 0, last_hit INTEGER NOT NULL DEFAULT 0);"
+		     "CREATE TABLE runs(id TEXT PRIMARY KEY, created INTEGER, ended INTEGER,"
+		     " status TEXT, question TEXT, context_digest TEXT, context_bytes INTEGER,"
+		     " context_source TEXT, config_json TEXT, note_json TEXT, answer TEXT,"
+		     " result_json TEXT, resumed_from TEXT, pid INTEGER, pid_start INTEGER);"
+		     "CREATE INDEX runs_created ON runs(created);"
+		     "CREATE INDEX runs_digest ON runs(context_digest);"
+		     "CREATE TABLE events(run TEXT, seq INTEGER, t_ns INTEGER, node INTEGER,"
+		     " parent INTEGER, depth INTEGER, iteration INTEGER, kind TEXT, text TEXT,"
+		     " data_json TEXT, PRIMARY KEY(run, seq));"
+		     "INSERT INTO calls(key, model, text, created) VALUES(x'01', 'm', 'hi', 1);"
+		     "INSERT INTO runs(id, created, ended, status, question) VALUES"
+		     " ('20250101-000000-abcdef', 1, 2, 'done', 'q?');"
+		     "PRAGMA user_version = 1;",
+		     NULL),
+	    SQLITE_OK);
 	sqlite3_close(db);
 	/* read-only cannot migrate, and says so */
 	CHECK_INT(store_open(&ro, &s, &e), RLM_ESTORE);
@@ -587,7 +588,8 @@ TEST(add_reads_real_and_odd_files)
 	CHECK_CONTAINS(o.out, "bisect_left(a, x, lo=0, hi=None, *, key=None)");
 	proc_out_release(&o);
 	{
-		const char *args[] = {"skills", "show", "bisect.left", "--json", "--cache", db, NULL};
+		const char *args[] = {"skills",	 "show", "bisect.left", "--json",
+				      "--cache", db,	 NULL};
 		o = rlm(args);
 	}
 	CHECK_INT(o.status, 0);
@@ -653,8 +655,9 @@ TEST(add_reads_real_and_odd_files)
 TEST(import_refuses_a_bad_file_whole)
 {
 	char *db = tpath("rlm.db"), *path = tpath("in.jsonl");
-	const char *good = "{\"name\":\"g\",\"entry\":\"g\",\"source\":\"def g():\\n    return 1\\n\","
-			   "\"description\":\"one\"}\n";
+	const char *good =
+	    "{\"name\":\"g\",\"entry\":\"g\",\"source\":\"def g():\\n    return 1\\n\","
+	    "\"description\":\"one\"}\n";
 	char *text;
 	struct proc_out o;
 	struct stat sb;
@@ -690,4 +693,93 @@ TEST(import_refuses_a_bad_file_whole)
 	}
 	free(path);
 	free(db);
+}
+
+/* A store of schema 1 made by an older rlm: `rlm skills list` opens it
+ * for writing (a read-only open cannot migrate) and lists nothing; then
+ * add works on it. */
+TEST(cli_migrates_an_older_store)
+{
+	char *db = tpath("old.db"), *py = tpath("one.py");
+	const char *src = "def one() -> int:\n    \"\"\"One.\"\"\"\n    return 1\n";
+	sqlite3 *h = raw_open(db);
+	struct proc_out o;
+	CHECK_INT(
+	    raw_exec(h,
+		     "PRAGMA journal_mode = WAL;"
+		     "CREATE TABLE calls(key BLOB PRIMARY KEY, model TEXT, text TEXT,"
+		     " finish TEXT, input_tokens INTEGER, output_tokens INTEGER,"
+		     " cached_tokens INTEGER, cache_write_tokens INTEGER, cost REAL,"
+		     " created INTEGER, hits INTEGER NOT NULL DEFAULT 0,"
+		     " last_hit INTEGER NOT NULL DEFAULT 0);"
+		     "CREATE TABLE results(key BLOB PRIMARY KEY, answer TEXT, stop TEXT,"
+		     " usage_json TEXT, cost REAL, calls INTEGER, created INTEGER,"
+		     " hits INTEGER NOT NULL DEFAULT 0, last_hit INTEGER NOT NULL DEFAULT 0);"
+		     "CREATE TABLE runs(id TEXT PRIMARY KEY, created INTEGER, ended INTEGER,"
+		     " status TEXT, question TEXT, context_digest TEXT, context_bytes INTEGER,"
+		     " context_source TEXT, config_json TEXT, note_json TEXT, answer TEXT,"
+		     " result_json TEXT, resumed_from TEXT, pid INTEGER, pid_start INTEGER);"
+		     "CREATE TABLE events(run TEXT, seq INTEGER, t_ns INTEGER, node INTEGER,"
+		     " parent INTEGER, depth INTEGER, iteration INTEGER, kind TEXT, text TEXT,"
+		     " data_json TEXT, PRIMARY KEY(run, seq));"
+		     "PRAGMA user_version = 1;",
+		     NULL),
+	    SQLITE_OK);
+	sqlite3_close(h);
+	{
+		const char *args[] = {"skills", "list", "--store", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "no skills in the store");
+	proc_out_release(&o);
+	h = raw_open(db);
+	CHECK_INT(raw_int(h, "PRAGMA user_version"), 2);
+	sqlite3_close(h);
+	write_file(py, src, strlen(src));
+	o = add(db, py, NULL, NULL, NULL, NULL);
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "added one@1");
+	proc_out_release(&o);
+	free(py);
+	free(db);
+}
+
+/* An export of a store where a name was retired brings the retirement
+ * along to the store it is imported into. */
+TEST(import_keeps_a_retirement)
+{
+	char *db = tpath("a.db"), *db2 = tpath("b.db"), *py = tpath("two.py");
+	char *ex = tpath("ex.jsonl");
+	const char *src = "def two() -> int:\n    \"\"\"Two.\"\"\"\n    return 2\n";
+	const char *rm[] = {"skills", "rm", "two", "--cache", db, NULL};
+	const char *exp[] = {"skills", "export", ex, "--cache", db, NULL};
+	const char *imp[] = {"skills", "import", ex, "--cache", db2, NULL};
+	const char *ls[] = {"skills", "list", "--all", "--json", "--cache", db2, NULL};
+	struct proc_out o;
+	cJSON *j;
+	write_file(py, src, strlen(src));
+	o = add(db, py, NULL, NULL, NULL, NULL);
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	proc_out_release(&o);
+	o = rlm(rm);
+	CHECK_INT(o.status, 0);
+	proc_out_release(&o);
+	o = rlm(exp);
+	CHECK_INT(o.status, 0);
+	proc_out_release(&o);
+	o = rlm(imp);
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "added two@1 (line 1)\nretired two");
+	proc_out_release(&o);
+	o = rlm(ls);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK(j && cJSON_GetArraySize(j) == 1);
+	CHECK(cJSON_IsTrue(json_get(cJSON_GetArrayItem(j, 0), "retired")));
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	free(ex);
+	free(py);
+	free(db);
+	free(db2);
 }
