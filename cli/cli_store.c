@@ -2,6 +2,7 @@
 /* cli/cli_store.c -- `rlm cache stats|prune|clear` and `rlm runs
  * list|show|export`: the store from the command line. */
 #include "cli.h"
+#include "cli_int.h"
 #include "../common/json.h"
 #include "../store/export.h"
 #include "../store/store.h"
@@ -131,14 +132,19 @@ static int parse(int argc, char **argv, struct store_args *a, const char *usage,
 	return 0;
 }
 
-static int open_store(const struct store_args *a, bool readonly, struct store **s)
+int cli__store_open(const char *path, bool readonly, struct store **s)
 {
-	struct store_cfg sc = {a->cache, readonly, 0};
+	struct store_cfg sc = {path, readonly, 0};
 	struct rlm_err err = {0, ""};
 	int rc = store_open(&sc, s, &err);
 	if (rc)
 		return log_fail(rc == RLM_ENOTFOUND ? 2 : 1, "%s", err.msg);
 	return 0;
+}
+
+static int open_store(const struct store_args *a, bool readonly, struct store **s)
+{
+	return cli__store_open(a->cache, readonly, s);
 }
 
 /* A string member, "" when there is none. */
