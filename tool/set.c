@@ -84,6 +84,16 @@ size_t tool_set_n_servers(const struct tool_set *ts)
 	return n;
 }
 
+cJSON *tool_set_server_names_json(const struct tool_set *ts)
+{
+	cJSON *a = cJSON_CreateArray();
+	pthread_mutex_lock((pthread_mutex_t *)(uintptr_t)&ts->mu);
+	for (size_t i = 0; i < ts->n; i++)
+		json_add_str(a, NULL, ts->servers[i]->name);
+	pthread_mutex_unlock((pthread_mutex_t *)(uintptr_t)&ts->mu);
+	return a;
+}
+
 /* ---- the list of servers ---- */
 
 /* The servers now (a copy of the list; the servers live until the set is
