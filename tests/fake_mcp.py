@@ -5,7 +5,7 @@
 #
 #   fake_mcp.py MODE [ARG]
 #
-# Every mode serves the same 10 tools, listed over 3 pages (cursors "p2",
+# Every mode serves the same 11 tools, listed over 3 pages (cursors "p2",
 # "p3"); MODE says what the tool "boom" does:
 #   normal      boom answers isError
 #   crash       boom writes to stderr and exits with status 3
@@ -14,6 +14,7 @@
 #   huge        boom answers with a line over 16 MiB
 #   slow SECS   initialize is answered after SECS seconds
 #   badversion  initialize answers protocolVersion "1999-01-01"
+# The tool "deafen" answers, then the server reads its stdin no more.
 # The tool "ping" sends the client a ping, a roots/list and an unknown
 # request in the middle of the call, and answers "pong ok" when the client
 # answered them as MCP says. FAKE_MCP_LOG=FILE appends each message
@@ -75,6 +76,8 @@ TOOLS = [
     {"name": "image", "description": "Text and an image item",
      "inputSchema": {"type": "object"}},
     {"name": "batch", "description": "Answer inside a batch, after a notification",
+     "inputSchema": {"type": "object"}},
+    {"name": "deafen", "description": "Answer, then read stdin no more",
      "inputSchema": {"type": "object"}},
     {"name": "changed", "description": "Add the tool late and say the list changed",
      "inputSchema": {"type": "object"}},
@@ -203,6 +206,9 @@ def handle(msg):
             "instructions": "Tools for tests.\nSecond line."}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": tools_list(msg.get("params"))})
+    elif method == "tools/call" and (msg.get("params") or {}).get("name") == "deafen":
+        send({"jsonrpc": "2.0", "id": mid, "result": text("not listening")})
+        time.sleep(3600)  # and stdin is read no more
     elif method == "tools/call":
         threading.Thread(target=handle_call, args=(mid, msg.get("params") or {}),
                          daemon=True).start()

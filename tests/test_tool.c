@@ -275,7 +275,7 @@ TEST(fake_discovery_reads_every_page)
 	char *j;
 	CHECK_INT(cJSON_GetArraySize(v), 1);
 	CHECK_STR(json_str(s, "name"), "fake");
-	CHECK_INT(json_int(s, "tools", 0), 10); /* 3 pages */
+	CHECK_INT(json_int(s, "tools", 0), 11); /* 3 pages */
 	CHECK(cJSON_IsNull(json_get(s, "error")));
 	CHECK_STR(json_str(s, "description"), "Fake MCP 1.2.3: Tools for tests.");
 	cJSON_Delete(v);
@@ -536,6 +536,35 @@ TEST(fake_garbage_fails_the_server)
 TEST(fake_huge_reply_is_refused)
 {
 	misbehave("\"huge\"", RLM_EIO, "wrote a message over 16 MiB");
+}
+
+TEST(fake_server_that_stops_reading)
+{
+	struct tool_set *ts = fake_set("\"normal\"");
+	struct rlm_err err;
+	size_t big = 1u << 20;
+	char *text = xmalloc(big + 32), *r;
+	int64_t t0;
+	int rc;
+	tool_set_timeouts(ts, 0, (int64_t)1000000000 * slow_factor());
+	r = call_ok(ts, "fake.deafen", NULL);
+	free(r);
+	/* 1 MiB of arguments to a server that reads no more: the write, not
+	 * only the wait, ends at the deadline */
+	strcpy(text, "{\"text\": \"");
+	memset(text + 10, 'q', big);
+	strcpy(text + 10 + big, "\"}");
+	t0 = time_now_ns();
+	r = call(ts, "fake.echo", text, &rc, &err);
+	CHECK(!r);
+	CHECK_MSG(rc == RLM_ETIMEOUT, "rc %d: %s", rc, err.msg);
+	CHECK(time_now_ns() - t0 < 5 * (int64_t)1000000000 * slow_factor());
+	r = call_ok(ts, "fake.echo", "{\"text\": \"again\"}"); /* started again */
+	CHECK_STR(r, "\"again\"");
+	free(r);
+	free(text);
+	tool_set_free(ts);
+	CHECK_INT(children(), 0);
 }
 
 TEST(fake_three_starts_then_failed_for_good)

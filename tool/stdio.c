@@ -34,7 +34,8 @@
 
 extern char **environ;
 
-#define RING 4096
+#define RING	  4096
+#define ANSWER_NS (5 * (int64_t)1000000000) /* to write an answer to the server */
 
 struct waiter {
 	int64_t id;
@@ -250,6 +251,7 @@ int tool__stdio_open(const struct tool__spawn *sp, struct tool__stdio **out, str
 	close_fd(&p[3]);
 	close_fd(&p[5]);
 	c->in_fd = p[1];
+	fcntl(c->in_fd, F_SETFL, fcntl(c->in_fd, F_GETFL) | O_NONBLOCK);
 	c->out_fd = p[2];
 	c->err_fd = p[4];
 	pthread_mutex_init(&c->wmu, NULL);
@@ -379,13 +381,38 @@ static void on_eof(struct tool__stdio *c)
 
 /* ---- writing ---- */
 
-/* Write one message and its newline, whole (lines never interleave). */
-static int write_line(struct tool__stdio *c, const char *body, size_t len)
+/* Write p[0..n) to the non-blocking fd by deadline_ns: 0, -errno, or
+ * -ETIMEDOUT (a server that does not read its stdin cannot hold a writer
+ * past its deadline). */
+static int write_until(int fd, const char *p, size_t n, int64_t deadline_ns)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k > 0) {
+			p += k;
+			n -= (size_t)k;
+		} else if (k < 0 && errno == EAGAIN) {
+			struct pollfd pf = {fd, POLLOUT, 0};
+			int64_t left = deadline_ns - time_now_ns();
+			if (left <= 0)
+				return -ETIMEDOUT;
+			poll(&pf, 1, (int)RLM_MIN(left / 1000000 + 1, 1000));
+		} else if (k < 0 && errno != EINTR) {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/* Write one message and its newline, whole (lines never interleave), by
+ * deadline_ns. A message cut by the deadline leaves the stream broken: the
+ * caller kills the server. */
+static int write_line(struct tool__stdio *c, const char *body, size_t len, int64_t deadline_ns)
 {
 	int rc = -EPIPE;
 	pthread_mutex_lock(&c->wmu);
-	if (c->in_fd >= 0 && (rc = file_write_all(c->in_fd, body, len)) == 0)
-		rc = file_write_all(c->in_fd, "\n", 1);
+	if (c->in_fd >= 0 && (rc = write_until(c->in_fd, body, len, deadline_ns)) == 0)
+		rc = write_until(c->in_fd, "\n", 1, deadline_ns);
 	pthread_mutex_unlock(&c->wmu);
 	return rc;
 }
@@ -408,7 +435,11 @@ static void answer(struct tool__stdio *c, const cJSON *id, cJSON *result, const 
 		json_add(m, "error", e);
 	}
 	s = json_print(m);
-	write_line(c, s, strlen(s));
+	if (write_line(c, s, strlen(s), time_now_ns() + ANSWER_NS) == -ETIMEDOUT) {
+		char why[200];
+		snprintf(why, sizeof(why), "server '%s' does not read its input", c->name);
+		tool__stdio_kill(c, why);
+	}
 	free(s);
 	cJSON_Delete(m);
 }
@@ -617,9 +648,12 @@ int tool__stdio_post(struct tool__stdio *c, const char *body, size_t len, int64_
 	if (c->verbose)
 		log_info("tool: %s <- %.*s%s", c->name, (int)RLM_MIN(len, 400), body,
 			 len > 400 ? "..." : "");
-	rc = write_line(c, body, len);
+	rc = write_line(c, body, len, deadline_ns ? deadline_ns : time_now_ns() + ANSWER_NS);
 	pthread_mutex_lock(&c->mu);
-	if (rc)
+	if (rc == -ETIMEDOUT)
+		rc = rlm_err_set(err, RLM_ETIMEOUT, "server '%s' did not read its input in time",
+				 c->name);
+	else if (rc)
 		rc = c->dead ? rlm_err_set(err, RLM_EIO, "%s", c->why)
 			     : rlm_err_set(err, RLM_EIO, "cannot write to server '%s': %s", c->name,
 					   strerror(-rc));
