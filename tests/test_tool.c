@@ -913,8 +913,9 @@ TEST(http_server_through_the_set)
 	port = atoi(line);
 	setenv("RLM_TEST_HTTP_SECRET", "s3", 1);
 	cfg = xasprintf("\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:%d/mcp\","
-			" \"headers\": {\"X-Key\": \"${RLM_TEST_HTTP_SECRET}\"}}",
-			port);
+			" \"headers\": {\"X-Key\": \"${RLM_TEST_HTTP_SECRET}\"}},"
+			" \"gone\": {\"url\": \"http://127.0.0.1:%d/mcp\"}",
+			port, proc_closed_port());
 	ts = set_with(cfg);
 	tool_set_timeouts(ts, 0, (int64_t)1000000000 * slow_factor());
 	v = tool_set_servers_json(ts);
@@ -922,6 +923,8 @@ TEST(http_server_through_the_set)
 		  json_str(cJSON_GetArrayItem(v, 0), "error"));
 	CHECK_STR(json_str(cJSON_GetArrayItem(v, 0), "description"), "fake-http 1.0");
 	CHECK_INT(json_int(cJSON_GetArrayItem(v, 0), "tools", 0), 1);
+	/* a transport error names the server, not only the URL */
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 1), "error"), "server 'gone'");
 	cJSON_Delete(v);
 	r = call_ok(ts, "web.sum", NULL);
 	CHECK_STR(r, "\"5\"");

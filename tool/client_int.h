@@ -103,10 +103,11 @@ struct tool__server {
 	pthread_cond_t cv;	 /* a start ended */
 	struct tool__conn *conn; /* NULL: not up */
 	bool starting;
-	int starts;  /* starts begun, at most TOOL__MAX_STARTS */
-	int gen;     /* starts ended */
-	char *error; /* why the last start or request broke it */
-	char *info;  /* serverInfo and instructions, for servers_json */
+	int starts;	/* starts begun, at most TOOL__MAX_STARTS */
+	int gen;	/* starts ended */
+	char *error;	/* why the last start or request broke it */
+	int error_code; /* and its code, from a start */
+	char *info;	/* serverInfo and instructions, for servers_json */
 	struct tool__tool *tools;
 	size_t n_tools;
 };

@@ -416,6 +416,16 @@ static int start(struct tool_set *ts, struct tool__server *s, struct tool__conn 
 	return 0;
 }
 
+/* err says which server it is about (the HTTP transport names the URL,
+ * not the server). */
+static void name_it(const struct tool__server *s, struct rlm_err *err)
+{
+	char q[80];
+	snprintf(q, sizeof(q), "'%s'", s->name);
+	if (err && !strstr(err->msg, q))
+		rlm_err_prefix(err, "server '%s'", s->name);
+}
+
 /* Start s (s->mu held on entry and exit; dropped meanwhile). */
 static int start_locked(struct tool_set *ts, struct tool__server *s, struct rlm_err *err)
 {
@@ -429,11 +439,14 @@ static int start_locked(struct tool_set *ts, struct tool__server *s, struct rlm_
 	s->starts++;
 	pthread_mutex_unlock(&s->mu);
 	rc = start(ts, s, &c, &info, &tools, &n, &e);
+	if (rc)
+		name_it(s, &e);
 	pthread_mutex_lock(&s->mu);
 	s->starting = false;
 	s->gen++;
 	free(s->error);
 	s->error = rc ? xstrdup(e.msg) : NULL;
+	s->error_code = rc;
 	if (!rc) {
 		s->conn = c;
 		free(s->info);
@@ -486,7 +499,8 @@ int tool__server_ensure(struct tool_set *ts, struct tool__server *s, struct rlm_
 	if (s->conn)
 		rc = 0;
 	else if (s->gen != gen) /* a start we waited for failed: its reason */
-		rc = rlm_err_set(err, RLM_EIO, "%s", s->error ? s->error : "start failed");
+		rc = rlm_err_set(err, s->error_code ? s->error_code : RLM_EIO, "%s",
+				 s->error ? s->error : "start failed");
 	else if (s->starts >= TOOL__MAX_STARTS)
 		rc = rlm_err_set(err, RLM_EIO,
 				 "server '%s' is not available: it failed %d times (last: %.300s)",
@@ -523,8 +537,10 @@ int tool__server_call(struct tool_set *ts, struct tool__server *s, const char *t
 	json_add_str(p, "name", tool);
 	json_add(p, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject());
 	rc = rpc(s, c, "tools/call", p, deadline_ns, &r, &broken, err);
-	if (rc && broken)
+	if (rc && broken) {
+		name_it(s, err);
 		conn_fail(s, c, err->msg);
+	}
 	conn_put(s, c);
 	if (rc)
 		return rc;
