@@ -203,7 +203,7 @@ def handle(msg):
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": ver, "capabilities": {"tools": {"listChanged": True}},
             "serverInfo": {"name": "fake", "title": "Fake MCP", "version": "1.2.3"},
-            "instructions": "Tools for tests.\nSecond line."}})
+            "instructions": "\n## Tools for tests.\r\nSecond line."}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": tools_list(msg.get("params"))})
     elif method == "tools/call" and (msg.get("params") or {}).get("name") == "deafen":

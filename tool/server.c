@@ -268,10 +268,14 @@ static char *describe(const cJSON *r)
 		buf_puts(&b, title);
 	if (title && ver)
 		buf_printf(&b, " %s", ver);
+	/* the first line with words, a Markdown heading's marks left out */
+	while (ins && (text_is_space(*ins) || *ins == '#'))
+		ins++;
 	if (ins && *ins) {
+		size_t n = strcspn(ins, "\r\n");
 		if (b.len)
 			buf_puts(&b, ": ");
-		buf_append(&b, ins, strcspn(ins, "\n"));
+		buf_append(&b, ins, n);
 	}
 	return buf_detach(&b, NULL);
 }
