@@ -14,6 +14,7 @@
 #   huge        boom answers with a line over 16 MiB
 #   slow SECS   initialize is answered after SECS seconds
 #   badversion  initialize answers protocolVersion "1999-01-01"
+#   badutf8     boom answers with a byte that is not UTF-8
 # The tool "deafen" answers, then the server reads its stdin no more.
 # The tool "ping" sends the client a ping, a roots/list and an unknown
 # request in the middle of the call, and answers "pong ok" when the client
@@ -174,6 +175,13 @@ def tools_list(params):
 
 
 def handle_call(mid, params):
+    if params.get("name") == "boom" and MODE == "badutf8":
+        with out_lock:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(b'{"jsonrpc":"2.0","id":%d,"result":{"content":'
+                                    b'[{"type":"text","text":"caf\xe9"}]}}\n' % mid)
+            sys.stdout.buffer.flush()
+        return
     if params.get("name") == "batch":
         send([{"jsonrpc": "2.0", "method": "notifications/message",
                "params": {"level": "info", "data": "x"}},

@@ -533,6 +533,27 @@ TEST(fake_garbage_fails_the_server)
 		  "wrote a line that is not JSON: 'this is not json at all'");
 }
 
+TEST(fake_bad_utf8_fails_the_server)
+{
+	misbehave("\"badutf8\"", RLM_EIO, "wrote a message that is not UTF-8 (byte ");
+}
+
+TEST(no_time_left_sends_nothing)
+{
+	struct tool_set *ts = fake_set("\"normal\"");
+	struct rlm_err err = {0};
+	cJSON *r = NULL, *a = cJSON_Parse("{\"text\": \"late\"}");
+	char *s = call_ok(ts, "fake.echo", "{\"text\": \"up\"}");
+	free(s);
+	CHECK_INT(tool_set_call(ts, "fake.echo", a, time_now_ns() - 1, &r, &err), RLM_ETIMEOUT);
+	cJSON_Delete(a);
+	CHECK_CONTAINS(err.msg, "no time was left to call 'fake.echo'");
+	s = call_ok(ts, "fake.echo", "{\"text\": \"still up\"}"); /* not killed */
+	CHECK_STR(s, "\"still up\"");
+	free(s);
+	tool_set_free(ts);
+}
+
 TEST(fake_huge_reply_is_refused)
 {
 	misbehave("\"huge\"", RLM_EIO, "wrote a message over 16 MiB");

@@ -534,6 +534,9 @@ int tool__server_call(struct tool_set *ts, struct tool__server *s, const char *t
 	*result = NULL;
 	if ((rc = tool__server_ensure(ts, s, err)))
 		return rc;
+	if (deadline_ns <= time_now_ns()) /* nothing sent: a healthy server is not killed for it */
+		return rlm_err_set(err, RLM_ETIMEOUT, "no time was left to call '%s.%s'", s->name,
+				   tool);
 	if (!(c = conn_get(s)))
 		return rlm_err_set(err, RLM_EIO, "server '%s' is not available: %s", s->name,
 				   s->error ? s->error : "it stopped");

@@ -511,6 +511,7 @@ static bool on_line(struct tool__stdio *c, const char *s, size_t n, char *why, s
 {
 	cJSON *j = json_parse(s, n);
 	const cJSON *m;
+	size_t bad;
 	bool ok = true;
 	if (c->verbose)
 		log_info("tool: %s -> %.*s%s", c->name, (int)RLM_MIN(n, 400), s,
@@ -518,6 +519,12 @@ static bool on_line(struct tool__stdio *c, const char *s, size_t n, char *why, s
 	if (!j) {
 		snprintf(why, cap, "server '%s' wrote a line that is not JSON: '%.60s'", c->name,
 			 s);
+		return false;
+	}
+	if (!text_utf8_valid(s, n, &bad)) { /* JSON is UTF-8 (RFC 8259): what model code gets is */
+		snprintf(why, cap, "server '%s' wrote a message that is not UTF-8 (byte %zu)",
+			 c->name, bad);
+		cJSON_Delete(j);
 		return false;
 	}
 	if (!cJSON_IsArray(j) || !cJSON_GetArraySize(j)) {
@@ -583,6 +590,9 @@ static void *reader_main(void *arg)
 			break;
 		if (pf[1].revents) {
 			n = read(c->err_fd, chunk, sizeof(chunk));
+			if (n > 0 && c->verbose)
+				log_info("tool: %s stderr: %.*s", c->name, (int)RLM_MIN(n, 400),
+					 chunk);
 			if (n > 0)
 				ring_add(c, chunk, (size_t)n);
 			else if (n == 0 || errno != EINTR)
