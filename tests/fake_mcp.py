@@ -5,7 +5,7 @@
 #
 #   fake_mcp.py MODE [ARG]
 #
-# Every mode serves the same 11 tools, listed over 3 pages (cursors "p2",
+# Every mode serves the same 12 tools, listed over 3 pages (cursors "p2",
 # "p3"); MODE says what the tool "boom" does:
 #   normal      boom answers isError
 #   crash       boom writes to stderr and exits with status 3
@@ -80,6 +80,8 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "deafen", "description": "Answer, then read stdin no more",
      "inputSchema": {"type": "object"}},
+    {"name": "child", "description": "Start a long sleep as a child; its pid",
+     "inputSchema": {"type": "object"}},
     {"name": "changed", "description": "Add the tool late and say the list changed",
      "inputSchema": {"type": "object"}},
 ]
@@ -131,6 +133,9 @@ def call(name, args):
     if name == "image":
         return {"content": [{"type": "text", "text": "a picture:"},
                             {"type": "image", "data": "AAAA", "mimeType": "image/png"}]}
+    if name == "child":
+        import subprocess
+        return text(str(subprocess.Popen(["sleep", "1000"]).pid))
     if name == "changed":
         late[0] = True
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

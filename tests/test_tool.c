@@ -275,7 +275,7 @@ TEST(fake_discovery_reads_every_page)
 	char *j;
 	CHECK_INT(cJSON_GetArraySize(v), 1);
 	CHECK_STR(json_str(s, "name"), "fake");
-	CHECK_INT(json_int(s, "tools", 0), 11); /* 3 pages */
+	CHECK_INT(json_int(s, "tools", 0), 12); /* 3 pages */
 	CHECK(cJSON_IsNull(json_get(s, "error")));
 	CHECK_STR(json_str(s, "description"), "Fake MCP 1.2.3: Tools for tests.");
 	cJSON_Delete(v);
@@ -718,6 +718,37 @@ TEST(free_leaves_no_process_and_no_thread)
 	free(a);
 	free(b);
 	free(all);
+}
+
+/* Is pid gone (or a zombie, dead but not yet reaped by its new parent)? */
+static bool gone(int pid)
+{
+	char p[64], *text = NULL, *rp;
+	size_t len;
+	bool dead;
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	if (file_read(p, 4096, &text, &len, NULL))
+		return true;
+	rp = strrchr(text, ')');
+	dead = rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+	free(text);
+	return dead;
+}
+
+TEST(free_takes_the_server_process_group_down)
+{
+	struct tool_set *ts = fake_set("\"normal\"");
+	char *r = call_ok(ts, "fake.child", NULL);
+	int pid = atoi(r + 1);
+	int64_t end;
+	free(r);
+	CHECK(pid > 0);
+	CHECK(!gone(pid));
+	tool_set_free(ts); /* the fake exits on EOF; its child would live on */
+	end = time_now_ns() + 5 * (int64_t)1000000000 * slow_factor();
+	while (!gone(pid) && time_now_ns() < end)
+		time_sleep_ns(10000000);
+	CHECK_MSG(gone(pid), "the server's child %d outlived tool_set_free", pid);
 }
 
 /* ---- host tools ---- */
