@@ -1049,14 +1049,14 @@ TEST(report_quantiles_and_sizes)
 TEST(report_escapes_what_users_name)
 {
 	struct bench_res res[] = {
-	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false, false},
-	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false, false},
-	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false, false},
-	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false, false},
-	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false, false},
+	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false, false, {0}},
+	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false, false, {0}},
+	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false, false, {0}},
+	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false, false, {0}},
+	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false, false, {0}},
 	    /* no tokens given: 91 and 120 tokens estimated, both ~128 */
-	    {S("4"), S("mine"), S("repl"), 91, 1, 100, 0.003, false, false, false, true},
-	    {S("5"), S("mine"), S("repl"), 120, 0, 300, 0.001, false, false, false, true},
+	    {S("4"), S("mine"), S("repl"), 91, 1, 100, 0.003, false, false, false, true, {0}},
+	    {S("5"), S("mine"), S("repl"), 120, 0, 300, 0.001, false, false, false, true, {0}},
 	};
 	const char *strategies[] = {"repl", "direct"}, *datasets[] = {"x.jsonl"};
 	struct bench_report r = {.res = res,

@@ -176,7 +176,7 @@ TEST(skills_live_across_processes_with_versions)
 		     "print('FOUND', search_skills('doubling four times')[0]['name'])\n"
 		     "# %%\n"
 		     "i = get_skill_info('double')\n"
-		     "print('INFO', i['version'], i['description'], sorted(i['inputs']))\n"
+		     "print('INFO', i['version'], i['description'], sorted(i['inputs']['properties']))\n"
 		     "# %%\n"
 		     "print('QUAD', load_skill('quad')(5))\n",
 		     ro);
@@ -207,6 +207,30 @@ TEST(skills_live_across_processes_with_versions)
 	CHECK_MSG(strstr(o.out, "OFF ToolError") && strstr(o.out, "--allow-skill-writes"),
 		  "save without the flag: %s", o.out);
 	proc_out_release(&o);
+	/* a skill added from a file by `rlm skills add`: loaded, its inputs
+	 * typed from the annotations and checked at the call */
+	{
+		char *py = xasprintf("%s/slug.py", harness_tmpdir());
+		const char *add[] = {"skills", "add", py, "--cache", db, NULL};
+		write_file(py, "def slug(title: str, sep: str = '-') -> str:\n"
+			       "    \"\"\"A URL slug of a title.\"\"\"\n"
+			       "    return sep.join(title.lower().split())\n");
+		o = proc_rlm(add, NULL, 60);
+		CHECK_MSG(o.status == 0, "skills add: %s %s", o.out, o.err);
+		proc_out_release(&o);
+		o = repl_run(ctx,
+			     "s = load_skill('slug')\n"
+			     "print('SLUG', s('Hello Big World'), s(title='A b', sep='_'))\n"
+			     "try:\n"
+			     "    s(title=3)\n"
+			     "except TypeError as e:\n"
+			     "    print('TYPE', e)\n",
+			     ro);
+		CHECK_MSG(strstr(o.out, "SLUG hello-big-world a_b"), "%s %s", o.out, o.err);
+		CHECK_MSG(strstr(o.out, "TYPE") && strstr(o.out, "'title'"), "%s", o.out);
+		proc_out_release(&o);
+		free(py);
+	}
 	free(ctx);
 	free(db);
 }
@@ -406,4 +430,51 @@ TEST(bad_mcp_config_is_refused_by_name)
 	}
 	free(ctx);
 	free(p);
+}
+
+/* ---- servers that misbehave: the model gets an error, the REPL goes on ---- */
+
+TEST(crashing_and_hanging_servers_give_the_model_errors)
+{
+	char *ctx = notes(), *py = NULL, *cfg = xasprintf("%s/bad_servers.json", harness_tmpdir());
+	char here[4096], *text;
+	const char *extra[] = {"--mcp-config", cfg, "--no-cache", "--allow-tools", "*",
+			       "--deny-tools", "crash.env", "--tool-timeout", "1", NULL};
+	struct proc_out o;
+	CHECK(realpath("tests/fake_mcp.py", here) != NULL);
+	py = xstrdup(here);
+	text = xasprintf("{\"mcpServers\": {\"crash\": {\"command\": \"/usr/bin/python3\", "
+			 "\"args\": [\"%s\", \"crash\"]}, \"hang\": {\"command\": "
+			 "\"/usr/bin/python3\", \"args\": [\"%s\", \"hang\"]}, \"garbage\": "
+			 "{\"command\": \"/usr/bin/python3\", \"args\": [\"%s\", \"garbage\"]}}}",
+			 py, py, py);
+	write_file(cfg, text);
+	o = repl_run(ctx,
+		     "for n in ('crash.boom', 'hang.boom', 'garbage.boom'):\n"
+		     "    try:\n"
+		     "        call_tool(n)\n"
+		     "    except ToolError as e:\n"
+		     "        print('ERR', n, e.kind)\n"
+		     "# %%\n"
+		     "print('AGAIN', call_tool('crash.echo', text='still here'))\n"
+		     "# %%\n"
+		     "try:\n"
+		     "    call_tool('crash.env', name='HOME')\n"
+		     "except ToolError as e:\n"
+		     "    print('DENIED', e.kind, 'deny-tools' in str(e))\n"
+		     "# %%\n"
+		     "print('ALIVE', 6 * 7)\n",
+		     extra);
+	CHECK_MSG(o.status == 0, "repl: %s %s", o.out, o.err);
+	CHECK_MSG(strstr(o.out, "ERR crash.boom server"), "crash: %s", o.out);
+	CHECK_MSG(strstr(o.out, "ERR hang.boom timeout"), "hang: %s", o.out);
+	CHECK_MSG(strstr(o.out, "ERR garbage.boom server"), "garbage: %s", o.out);
+	CHECK_MSG(strstr(o.out, "AGAIN still here"), "restart: %s", o.out);
+	CHECK_MSG(strstr(o.out, "DENIED policy True"), "deny wins over allow: %s", o.out);
+	CHECK_MSG(strstr(o.out, "ALIVE 42"), "%s", o.out);
+	proc_out_release(&o);
+	free(text);
+	free(py);
+	free(cfg);
+	free(ctx);
 }

@@ -895,7 +895,7 @@ TEST(run_note_keeps_no_secret)
 	    {"--api-key=sk-rlmtest-SECRET-2", "--ref", NULL},
 	    {"--api", "sk-rlmtest-SECRET-3", "--refr"},
 	    {"--api-k=sk-rlmtest-SECRET-4", "--refresh", NULL},
-	    {"--a", "sk-rlmtest-SECRET-5", "--re"},
+	    {"--ap", "sk-rlmtest-SECRET-5", "--re"},
 	};
 	struct item it;
 	char *db = xasprintf("%s/n.db", harness_tmpdir()), url[128], bare[64];
@@ -908,10 +908,10 @@ TEST(run_note_keeps_no_secret)
 		const char *more[6] = {"--provider", "sim"};
 		for (size_t k = 0; k < 3 && spellings[i][k]; k++)
 			more[2 + k] = spellings[i][k];
-		if (strcmp(spellings[i][0], "--a") == 0) {
+		if (strcmp(spellings[i][0], "--ap") == 0) {
 			/* --re is ambiguous (--refresh, --resume): refused */
 			const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--quiet", "--cache",
-					      db, "--a", "x", "--re", NULL};
+					      db, "--ap", "x", "--re", NULL};
 			o = rlm(args);
 			CHECK_INT(o.status, 2);
 			proc_out_release(&o);
