@@ -1139,6 +1139,51 @@ TEST(report_escapes_what_users_name)
 	CHECK_CONTAINS(err.msg, "cannot write '/nonexistent/dir/report.md'");
 }
 
+/* Host tools: the discovery health of the items that had them, summed per
+ * strategy, in report.md, the text summary and summary.json. */
+TEST(report_sums_tool_discovery)
+{
+	struct bench_res res[] = {
+	    {S("1"), S("tools"), S("repl"), 8000, 1, 1500, 0.01, false, false, false, false,
+	     {true, 3, 1, 0, 0, 0}},
+	    {S("2"), S("tools"), S("repl"), 8000, 0, 900, 0.01, false, false, false, false,
+	     {true, 7, 4, 2, 1, 3}},
+	    {S("3"), S("tools"), S("direct"), 8000, 1, 300, 0.001, false, false, false, false, {0}},
+	};
+	const char *strategies[] = {"repl", "direct"}, *datasets[] = {"x.jsonl"};
+	struct bench_report r = {.res = res, .n = 3, .strategies = strategies, .n_strategies = 2,
+				 .command = "rlm bench run x.jsonl", .date = "2026-01-02 03:04 UTC",
+				 .models = "`sim`", .model = "sim", .sub_model = "sim",
+				 .datasets = datasets, .n_datasets = 1};
+	struct rlm_err err = {0, ""};
+	char *dir = tmp("reptools"), *md, *p;
+	cJSON *sum;
+	const cJSON *t;
+	FILE *f;
+	CHECK_INT(mkdir(dir, 0755), 0);
+	CHECK_INT(bench_report_write(&r, dir, &err), 0);
+	md = slurp(xasprintf("%s/report.md", dir));
+	CHECK_CONTAINS(md, "## Tool discovery");
+	CHECK_CONTAINS(md, "| repl | 2 | 10 | 5 | 2 | 1 | 3 |");
+	CHECK(!strstr(md, "| direct | 1 | 0 |"));
+	p = slurp(xasprintf("%s/summary.json", dir));
+	sum = json_parse(p, strlen(p));
+	t = json_get(cJSON_GetArrayItem(json_get(sum, "strategies"), 0), "tools");
+	CHECK_INT(json_int(t, "calls_without_info", -1), 2);
+	CHECK(!json_get(cJSON_GetArrayItem(json_get(sum, "strategies"), 1), "tools"));
+	f = tmpfile();
+	bench_report_print(&r, f);
+	rewind(f);
+	{
+		char text[8192];
+		size_t n = fread(text, 1, sizeof(text) - 1, f);
+		text[n] = 0;
+		CHECK_CONTAINS(text, "without info");
+	}
+	fclose(f);
+	cJSON_Delete(sum);
+}
+
 /* The which-doc suite on the simulator: each item's answer is a document's
  * id, scored exactly; the repl strategy searches for the quoted phrase or
  * the code, or reads every document under its name for a plain question,
