@@ -5,7 +5,7 @@
 #
 #   fake_mcp.py MODE [ARG]
 #
-# Every mode serves the same tools, listed over 3 pages (cursors "p2",
+# Every mode serves the same 11 tools, listed over 3 pages (cursors "p2",
 # "p3"); MODE says what the tool "boom" does:
 #   normal      boom answers isError
 #   crash       boom writes to stderr and exits with status 3
@@ -14,6 +14,7 @@
 #   huge        boom answers with a line over 16 MiB
 #   slow SECS   initialize is answered after SECS seconds
 #   badversion  initialize answers protocolVersion "1999-01-01"
+# The tool "deafen" answers, then the server reads its stdin no more.
 # The tool "ping" sends the client a ping, a roots/list and an unknown
 # request in the middle of the call, and answers "pong ok" when the client
 # answered them as MCP says. FAKE_MCP_LOG=FILE appends each message
@@ -73,6 +74,10 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "big", "description": "A text result of 2 MiB", "inputSchema": {"type": "object"}},
     {"name": "image", "description": "Text and an image item",
+     "inputSchema": {"type": "object"}},
+    {"name": "batch", "description": "Answer inside a batch, after a notification",
+     "inputSchema": {"type": "object"}},
+    {"name": "deafen", "description": "Answer, then read stdin no more",
      "inputSchema": {"type": "object"}},
     {"name": "changed", "description": "Add the tool late and say the list changed",
      "inputSchema": {"type": "object"}},
@@ -159,7 +164,7 @@ def boom():
 
 def tools_list(params):
     tools = TOOLS + ([LATE] if late[0] else [])
-    pages = [tools[0:3], tools[3:6], tools[6:]]
+    pages = [tools[0:4], tools[4:8], tools[8:]]
     cur = (params or {}).get("cursor")
     i = {None: 0, "p2": 1, "p3": 2}[cur]
     r = {"tools": pages[i]}
@@ -169,6 +174,11 @@ def tools_list(params):
 
 
 def handle_call(mid, params):
+    if params.get("name") == "batch":
+        send([{"jsonrpc": "2.0", "method": "notifications/message",
+               "params": {"level": "info", "data": "x"}},
+              {"jsonrpc": "2.0", "id": mid, "result": text("batched")}])
+        return
     r = call(params.get("name"), params.get("arguments") or {})
     if r is None:
         send({"jsonrpc": "2.0", "id": mid,
@@ -196,6 +206,9 @@ def handle(msg):
             "instructions": "Tools for tests.\nSecond line."}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": tools_list(msg.get("params"))})
+    elif method == "tools/call" and (msg.get("params") or {}).get("name") == "deafen":
+        send({"jsonrpc": "2.0", "id": mid, "result": text("not listening")})
+        time.sleep(3600)  # and stdin is read no more
     elif method == "tools/call":
         threading.Thread(target=handle_call, args=(mid, msg.get("params") or {}),
                          daemon=True).start()

@@ -21,9 +21,9 @@ static void check_servers(struct tool__server **v, size_t n)
 			abort();
 		if (s->kind == TOOL__STDIO && (!s->argv || !s->argv[0] || !*s->argv[0] || s->url))
 			abort();
-		if (s->kind == TOOL__HTTP && (!s->url || s->argv ||
-					      (strncmp(s->url, "http://", 7) != 0 &&
-					       strncmp(s->url, "https://", 8) != 0)))
+		if (s->kind == TOOL__HTTP &&
+		    (!s->url || s->argv ||
+		     (strncmp(s->url, "http://", 7) != 0 && strncmp(s->url, "https://", 8) != 0)))
 			abort();
 		for (size_t k = 0; k < s->n_env; k++)
 			if (!strchr(s->env[k], '=') || s->env[k][0] == '=')

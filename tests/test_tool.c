@@ -8,10 +8,12 @@
  * Also host tools, 8 threads calling one server at once, and that
  * tool_set_free leaves no process and no thread behind. */
 #include "harness.h"
+#include "proc.h"
 #include "../tool/tool.h"
 #include "../common/json.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -157,47 +159,54 @@ struct bad_cfg {
 };
 
 static const struct bad_cfg bad_cfgs[] = {
-	{"not json", RLM_EPARSE, "cfg: not valid JSON"},
-	{"[]", RLM_EPARSE, "not a JSON object"},
-	{"{}", RLM_EINVAL, "no \"mcpServers\" object"},
-	{"{\"mcpServers\": []}", RLM_EINVAL, "\"mcpServers\" must be an object"},
-	{"{\"mcpServers\": {\"a b\": {\"command\": \"x\"}}}", RLM_EINVAL, "server name 'a b'"},
-	{"{\"mcpServers\": {\"s\": 3}}", RLM_EINVAL, "server 's': it must be an object"},
-	{"{\"mcpServers\": {\"s\": {}}}", RLM_EINVAL, "server 's': it has neither \"command\""},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"url\": \"http://h\"}}}", RLM_EINVAL,
-	 "both \"command\" and \"url\""},
-	{"{\"mcpServers\": {\"s\": {\"command\": 7}}}", RLM_EINVAL,
-	 "server 's': \"command\" must be a string, not a number"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"\"}}}", RLM_EINVAL, "\"command\" is empty"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": \"-v\"}}}", RLM_EINVAL,
-	 "\"args\" must be an array of strings, not a string"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": [\"a\", 2]}}}", RLM_EINVAL,
-	 "\"args\"[1] must be a string, not a number"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"PORT\": 8080}}}}", RLM_EINVAL,
-	 "\"env.PORT\" must be a string, not a number"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": [\"A=1\"]}}}", RLM_EINVAL,
-	 "\"env\" must be an object of strings, not an array"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"A=B\": \"1\"}}}}", RLM_EINVAL,
-	 "\"env.A=B\" is not a valid name"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"cwd\": false}}}", RLM_EINVAL,
-	 "\"cwd\" must be a string, not a boolean"},
-	{"{\"mcpServers\": {\"s\": {\"url\": \"ftp://h/\"}}}", RLM_EINVAL,
-	 "\"url\" 'ftp://h/' is not an http:// or https:// URL"},
-	{"{\"mcpServers\": {\"s\": {\"url\": \"http://h/\", \"headers\": {\"X\": \"a\\nb\"}}}}",
-	 RLM_EINVAL, "\"headers.X\" holds a line break"},
-	{"{\"mcpServers\": {\"s\": {\"type\": \"sse\", \"url\": \"http://h/\"}}}", RLM_EINVAL,
-	 "\"sse\" (the old HTTP+SSE transport) is not supported"},
-	{"{\"mcpServers\": {\"s\": {\"type\": \"stdio\", \"url\": \"http://h/\"}}}", RLM_EINVAL,
-	 "\"type\" is \"stdio\" but \"url\" is given"},
-	{"{\"mcpServers\": {\"s\": {\"type\": \"http\", \"command\": \"x\"}}}", RLM_EINVAL,
-	 "\"type\" is an HTTP type but \"command\" is given"},
-	{"{\"mcpServers\": {\"s\": {\"type\": \"grpc\", \"command\": \"x\"}}}", RLM_EINVAL,
-	 "\"type\" 'grpc' is not one of"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"disabled\": \"yes\"}}}", RLM_EINVAL,
-	 "\"disabled\" must be a boolean"},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\"}, \"s\": {\"command\": \"y\"}}}", RLM_EPARSE,
-	 "duplicate key \"s\""},
-	{"{\"mcpServers\": {\"s\": {\"command\": \"x\\u0000y\"}}}", RLM_EPARSE, "\\u0000"},
+    {"not json", RLM_EPARSE, "cfg: not valid JSON"},
+    {"[]", RLM_EPARSE, "not a JSON object"},
+    {"{}", RLM_EINVAL, "no \"mcpServers\" object"},
+    {"{\"mcpServers\": []}", RLM_EINVAL, "\"mcpServers\" must be an object"},
+    {"{\"mcpServers\": {\"a b\": {\"command\": \"x\"}}}", RLM_EINVAL, "server name 'a b'"},
+    {"{\"mcpServers\": {\"s\": 3}}", RLM_EINVAL, "server 's': it must be an object"},
+    {"{\"mcpServers\": {\"s\": {}}}", RLM_EINVAL, "server 's': it has neither \"command\""},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"url\": \"http://h\"}}}", RLM_EINVAL,
+     "both \"command\" and \"url\""},
+    {"{\"mcpServers\": {\"s\": {\"command\": 7}}}", RLM_EINVAL,
+     "server 's': \"command\" must be a string, not a number"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"\"}}}", RLM_EINVAL, "\"command\" is empty"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": \"-v\"}}}", RLM_EINVAL,
+     "\"args\" must be an array of strings, not a string"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": [\"a\", 2]}}}", RLM_EINVAL,
+     "\"args\"[1] must be a string, not a number"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"PORT\": 8080}}}}", RLM_EINVAL,
+     "\"env.PORT\" must be a string, not a number"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": [\"A=1\"]}}}", RLM_EINVAL,
+     "\"env\" must be an object of strings, not an array"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"A=B\": \"1\"}}}}", RLM_EINVAL,
+     "\"env.A=B\" is not a valid name"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"cwd\": false}}}", RLM_EINVAL,
+     "\"cwd\" must be a string, not a boolean"},
+    {"{\"mcpServers\": {\"s\": {\"url\": \"ftp://h/\"}}}", RLM_EINVAL,
+     "\"url\" 'ftp://h/' is not an http:// or https:// URL"},
+    {"{\"mcpServers\": {\"s\": {\"url\": \"http://h/\", \"headers\": {\"X\": \"a\\nb\"}}}}",
+     RLM_EINVAL, "\"headers.X\" holds a line break"},
+    {"{\"mcpServers\": {\"s\": {\"type\": \"sse\", \"url\": \"http://h/\"}}}", RLM_EINVAL,
+     "\"sse\" (the old HTTP+SSE transport) is not supported"},
+    {"{\"mcpServers\": {\"s\": {\"type\": \"stdio\", \"url\": \"http://h/\"}}}", RLM_EINVAL,
+     "\"type\" is \"stdio\" but \"url\" is given"},
+    {"{\"mcpServers\": {\"s\": {\"type\": \"http\", \"command\": \"x\"}}}", RLM_EINVAL,
+     "\"type\" is an HTTP type but \"command\" is given"},
+    {"{\"mcpServers\": {\"s\": {\"type\": \"grpc\", \"command\": \"x\"}}}", RLM_EINVAL,
+     "\"type\" 'grpc' is not one of"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"disabled\": \"yes\"}}}", RLM_EINVAL,
+     "\"disabled\" must be a boolean"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\"}, \"s\": {\"command\": \"y\"}}}", RLM_EPARSE,
+     "duplicate key \"s\""},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\\u0000y\"}}}", RLM_EPARSE, "\\u0000"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"env\": {\"T\": \"${RLM_TEST_UNSET_VAR}\"}}}}",
+     RLM_EINVAL, "server 's': \"env.T\" needs ${RLM_TEST_UNSET_VAR}, which is not set"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"x\", \"args\": [\"a\", "
+     "\"${RLM_TEST_UNSET_VAR}\"]}}}",
+     RLM_EINVAL, "\"args[1]\" needs ${RLM_TEST_UNSET_VAR}"},
+    {"{\"mcpServers\": {\"s\": {\"command\": \"${RLM_TEST_UNSET_VAR:-}\"}}}", RLM_EINVAL,
+     "\"command\" is empty once expanded"},
 };
 
 TEST(config_errors_name_origin_server_and_member)
@@ -221,13 +230,13 @@ TEST(config_good_forms_and_files)
 	struct tool_set *ts = tool_set_new();
 	struct rlm_err err = {0};
 	const char *cfg =
-		"{\"mcpServers\": {"
-		"\"a\": {\"command\": \"x\", \"args\": [], \"env\": {}, \"alwaysAllow\": [1],"
-		" \"type\": \"stdio\", \"description\": \"A\"},"
-		"\"b-2\": {\"type\": \"streamable-http\", \"url\": \"https://h/mcp\","
-		" \"headers\": {\"Authorization\": \"Bearer x\"}},"
-		"\"off\": {\"command\": \"x\", \"disabled\": true}},"
-		" \"otherClientSetting\": {\"x\": 1}}";
+	    "{\"mcpServers\": {"
+	    "\"a\": {\"command\": \"x\", \"args\": [], \"env\": {}, \"alwaysAllow\": [1],"
+	    " \"type\": \"stdio\", \"description\": \"A\"},"
+	    "\"b-2\": {\"type\": \"streamable-http\", \"url\": \"https://h/mcp\","
+	    " \"headers\": {\"Authorization\": \"Bearer x\"}},"
+	    "\"off\": {\"command\": \"x\", \"disabled\": true}},"
+	    " \"otherClientSetting\": {\"x\": 1}}";
 	char *path = xasprintf("%s/cfg.json", harness_tmpdir());
 	FILE *f;
 	CHECK_INT(tool_set_add_config(ts, cfg, strlen(cfg), "c1", &err), 0);
@@ -266,7 +275,7 @@ TEST(fake_discovery_reads_every_page)
 	char *j;
 	CHECK_INT(cJSON_GetArraySize(v), 1);
 	CHECK_STR(json_str(s, "name"), "fake");
-	CHECK_INT(json_int(s, "tools", 0), 9); /* 3 pages of 3 */
+	CHECK_INT(json_int(s, "tools", 0), 11); /* 3 pages */
 	CHECK(cJSON_IsNull(json_get(s, "error")));
 	CHECK_STR(json_str(s, "description"), "Fake MCP 1.2.3: Tools for tests.");
 	cJSON_Delete(v);
@@ -325,7 +334,8 @@ TEST(fake_unknown_tool_names_the_closest)
 
 TEST(fake_exact_requests)
 {
-	char *log = xasprintf("%s/log", harness_tmpdir()), *env = xasprintf("\"env\": {\"FAKE_MCP_LOG\": \"%s\"}", log);
+	char *log = xasprintf("%s/log", harness_tmpdir()),
+	     *env = xasprintf("\"env\": {\"FAKE_MCP_LOG\": \"%s\"}", log);
 	char *e = fake_entry("fake", "\"normal\"", env), *text = NULL, *lines[8] = {0};
 	struct tool_set *ts = set_with(e);
 	struct rlm_err err = {0};
@@ -335,16 +345,20 @@ TEST(fake_exact_requests)
 	CHECK_STR(r, "\"hi\"");
 	free(r);
 	CHECK_INT(file_read(log, 1 << 20, &text, &len, &err), 0);
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 8; l = strtok_r(NULL, "\n", &save))
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 8;
+	     l = strtok_r(NULL, "\n", &save))
 		lines[n++] = l;
 	CHECK_INT(n, 6);
 	CHECK_STR(lines[0], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
 			    "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
 			    "\"clientInfo\":{\"name\":\"rlm\",\"version\":\"" RLM_VERSION "\"}}}");
 	CHECK_STR(lines[1], "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-	CHECK_STR(lines[2], "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}");
-	CHECK_STR(lines[3], "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"cursor\":\"p2\"}}");
-	CHECK_STR(lines[4], "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{\"cursor\":\"p3\"}}");
+	CHECK_STR(lines[2],
+		  "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}");
+	CHECK_STR(lines[3], "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/"
+			    "list\",\"params\":{\"cursor\":\"p2\"}}");
+	CHECK_STR(lines[4], "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/"
+			    "list\",\"params\":{\"cursor\":\"p3\"}}");
 	CHECK_STR(lines[5], "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":"
 			    "{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"}}}");
 	free(text);
@@ -397,6 +411,9 @@ TEST(fake_server_requests_in_a_call)
 	char *r = call_ok(ts, "fake.ping", NULL);
 	CHECK_STR(r, "\"pong ok\"");
 	free(r);
+	r = call_ok(ts, "fake.batch", NULL); /* a 2025-03-26 batch */
+	CHECK_STR(r, "\"batched\"");
+	free(r);
 	tool_set_free(ts);
 }
 
@@ -419,7 +436,11 @@ TEST(fake_list_changed_rereads_the_tools)
 
 TEST(fake_environment_drops_credentials)
 {
-	char *e = fake_entry("fake", "\"normal\"", "\"env\": {\"FAKE_EXTRA\": \"yes\", \"HOME\": \"/x\"}");
+	char *e = fake_entry("fake", "\"normal\"",
+			     "\"env\": {\"FAKE_EXTRA\": \"yes\", \"HOME\": \"/x\","
+			     " \"PASSED_KEY\": \"k=${OPENAI_API_KEY}\","
+			     " \"DEFAULTED\": \"${RLM_TEST_UNSET_VAR:-dflt}\","
+			     " \"LITERAL\": \"a${ b } ${1x} $HOME ${\"}");
 	struct tool_set *ts;
 	char *r;
 	setenv("OPENAI_API_KEY", "sk-secret", 1);
@@ -444,6 +465,16 @@ TEST(fake_environment_drops_credentials)
 	free(r);
 	r = call_ok(ts, "fake.env", "{\"name\": \"HOME\"}");
 	CHECK_STR(r, "\"/x\"");
+	free(r);
+	/* ${NAME} hands a server what it is not given by default */
+	r = call_ok(ts, "fake.env", "{\"name\": \"PASSED_KEY\"}");
+	CHECK_STR(r, "\"k=sk-secret\"");
+	free(r);
+	r = call_ok(ts, "fake.env", "{\"name\": \"DEFAULTED\"}");
+	CHECK_STR(r, "\"dflt\"");
+	free(r);
+	r = call_ok(ts, "fake.env", "{\"name\": \"LITERAL\"}");
+	CHECK_STR(r, "\"a${ b } ${1x} $HOME ${\"");
 	free(r);
 	free(e);
 	tool_set_free(ts);
@@ -484,22 +515,56 @@ static void misbehave(const char *mode, int want_rc, const char *want)
 
 TEST(fake_crash_says_its_stderr)
 {
-	misbehave("\"crash\"", RLM_EIO, "exited with status 3; its stderr ended: starting boom | fatal: boom happened");
+	misbehave("\"crash\"", RLM_EIO,
+		  "exited with status 3; its stderr ended: starting boom | fatal: boom happened");
 }
 
 TEST(fake_hang_times_out_naming_the_seconds)
 {
-	misbehave("\"hang\"", RLM_ETIMEOUT, "did not answer tools/call within 2 s");
+	char want[80];
+	snprintf(want, sizeof(want), "did not answer tools/call within %d s",
+		 2 * (int)slow_factor());
+	misbehave("\"hang\"", RLM_ETIMEOUT, want);
 }
 
 TEST(fake_garbage_fails_the_server)
 {
-	misbehave("\"garbage\"", RLM_EIO, "wrote a line that is not JSON: 'this is not json at all'");
+	misbehave("\"garbage\"", RLM_EIO,
+		  "wrote a line that is not JSON: 'this is not json at all'");
 }
 
 TEST(fake_huge_reply_is_refused)
 {
 	misbehave("\"huge\"", RLM_EIO, "wrote a message over 16 MiB");
+}
+
+TEST(fake_server_that_stops_reading)
+{
+	struct tool_set *ts = fake_set("\"normal\"");
+	struct rlm_err err;
+	size_t big = 1u << 20;
+	char *text = xmalloc(big + 32), *r;
+	int64_t t0;
+	int rc;
+	tool_set_timeouts(ts, 0, (int64_t)1000000000 * slow_factor());
+	r = call_ok(ts, "fake.deafen", NULL);
+	free(r);
+	/* 1 MiB of arguments to a server that reads no more: the write, not
+	 * only the wait, ends at the deadline */
+	strcpy(text, "{\"text\": \"");
+	memset(text + 10, 'q', big);
+	strcpy(text + 10 + big, "\"}");
+	t0 = time_now_ns();
+	r = call(ts, "fake.echo", text, &rc, &err);
+	CHECK(!r);
+	CHECK_MSG(rc == RLM_ETIMEOUT, "rc %d: %s", rc, err.msg);
+	CHECK(time_now_ns() - t0 < 5 * (int64_t)1000000000 * slow_factor());
+	r = call_ok(ts, "fake.echo", "{\"text\": \"again\"}"); /* started again */
+	CHECK_STR(r, "\"again\"");
+	free(r);
+	free(text);
+	tool_set_free(ts);
+	CHECK_INT(children(), 0);
 }
 
 TEST(fake_three_starts_then_failed_for_good)
@@ -526,24 +591,32 @@ TEST(fake_three_starts_then_failed_for_good)
 
 TEST(fake_slow_start_and_bad_revision)
 {
-	char *a = fake_entry("slow", "\"slow\", \"5\"", NULL), *b = fake_entry("old", "\"badversion\"", NULL);
-	char *c = fake_entry("nocmd", "\"normal\"", "\"cwd\": \"/proc/no/such/dir\"");
-	char *all = xasprintf("%s, %s, %s, \"missing\": {\"command\": \"rlm-no-such-command-x\"}", a, b, c);
-	struct tool_set *ts = set_with(all);
+	char secs[40], *a, *b, *c, *all;
+	struct tool_set *ts;
 	cJSON *v, *s;
-	int64_t t0 = time_now_ns();
+	int64_t t0;
+	snprintf(secs, sizeof(secs), "\"slow\", \"%d\"", 5 * (int)slow_factor());
+	a = fake_entry("slow", secs, NULL);
+	b = fake_entry("old", "\"badversion\"", NULL);
+	c = fake_entry("nocmd", "\"normal\"", "\"cwd\": \"/proc/no/such/dir\"");
+	all =
+	    xasprintf("%s, %s, %s, \"missing\": {\"command\": \"rlm-no-such-command-x\"}", a, b, c);
+	ts = set_with(all);
 	tool_set_timeouts(ts, (int64_t)1000000000 * slow_factor(), 0);
+	t0 = time_now_ns();
 	v = tool_set_servers_json(ts);
 	CHECK(time_now_ns() - t0 < 4 * (int64_t)1000000000 * slow_factor()); /* in parallel */
 	CHECK_INT(cJSON_GetArraySize(v), 4);
 	s = cJSON_GetArrayItem(v, 0);
 	CHECK_CONTAINS(json_str(s, "error"), "server 'slow' did not answer initialize within");
 	s = cJSON_GetArrayItem(v, 1);
-	CHECK_CONTAINS(json_str(s, "error"), "server 'old' speaks MCP revision '1999-01-01', which rlm does not");
+	CHECK_CONTAINS(json_str(s, "error"),
+		       "server 'old' speaks MCP revision '1999-01-01', which rlm does not");
 	s = cJSON_GetArrayItem(v, 2);
 	CHECK_CONTAINS(json_str(s, "error"), "its cwd '/proc/no/such/dir' is not a directory");
 	s = cJSON_GetArrayItem(v, 3);
-	CHECK_CONTAINS(json_str(s, "error"), "cannot start server 'missing': 'rlm-no-such-command-x': command not found");
+	CHECK_CONTAINS(json_str(s, "error"),
+		       "cannot start server 'missing': 'rlm-no-such-command-x': command not found");
 	CHECK_INT(json_int(s, "tools", -1), 0);
 	cJSON_Delete(v);
 	free(a);
@@ -596,9 +669,19 @@ TEST(fake_eight_threads_at_once)
 	tool_set_free(ts);
 }
 
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
 TEST(free_leaves_no_process_and_no_thread)
 {
-	int th0 = threads();
+	pthread_t t;
+	int th0;
+	/* a first thread, for the threads a sanitizer starts with it */
+	pthread_create(&t, NULL, nothing, NULL);
+	pthread_join(t, NULL);
+	th0 = threads();
 	char *a = fake_entry("a", "\"normal\"", NULL), *b = fake_entry("b", "\"hang\"", NULL);
 	char *all = xasprintf("%s, %s", a, b);
 	struct tool_set *ts = set_with(all);
@@ -623,7 +706,8 @@ static int greet(void *arg, const char *args_json, char **out)
 	cJSON *a = cJSON_Parse(args_json);
 	const char *who = json_str(a, "who");
 	bool nobody = strcmp(who, "nobody") == 0;
-	*out = nobody ? xstrdup("nobody is there") : xasprintf("\"%s, %s\"", (const char *)arg, who);
+	*out =
+	    nobody ? xstrdup("nobody is there") : xasprintf("\"%s, %s\"", (const char *)arg, who);
 	cJSON_Delete(a);
 	return nobody ? -1 : 0;
 }
@@ -639,14 +723,18 @@ TEST(host_tools_are_found_and_called)
 	char *r;
 	int rc;
 	CHECK_INT(tool_set_register(ts, "greet", "Greet someone by name", schema, true, greet,
-				    hello, &err), 0);
-	CHECK_INT(tool_set_register(ts, "greet", "again", schema, true, greet, x, &err), RLM_EINVAL);
+				    hello, &err),
+		  0);
+	CHECK_INT(tool_set_register(ts, "greet", "again", schema, true, greet, x, &err),
+		  RLM_EINVAL);
 	CHECK_CONTAINS(err.msg, "'host.greet': the name is taken");
-	CHECK_INT(tool_set_register(ts, "fake.greet", "d", schema, true, greet, x, &err), RLM_EINVAL);
+	CHECK_INT(tool_set_register(ts, "fake.greet", "d", schema, true, greet, x, &err),
+		  RLM_EINVAL);
 	CHECK_CONTAINS(err.msg, "'fake' is an MCP server");
 	CHECK_INT(tool_set_register(ts, "bad name", "d", NULL, true, greet, x, &err), RLM_EINVAL);
 	CHECK_INT(tool_set_register(ts, "t", "d", "[1]", true, greet, x, &err), RLM_EINVAL);
-	CHECK_INT(tool_set_register(ts, "mine.greet2", "Greet too", schema, false, greet, hi, &err), 0);
+	CHECK_INT(tool_set_register(ts, "mine.greet2", "Greet too", schema, false, greet, hi, &err),
+		  0);
 	CHECK_INT(tool_set_n_servers(ts), 3);
 	v = tool_set_servers_json(ts);
 	CHECK_STR(json_str(cJSON_GetArrayItem(v, 0), "name"), "fake");
@@ -683,7 +771,8 @@ static char *npm_server(const char *name)
 	if (!getenv("PATH") || system("command -v node >/dev/null 2>&1") != 0)
 		SKIP("node is not on PATH (make deps installs Node.js)");
 	if (!p)
-		SKIP("tests/js/node_modules/.bin/%s is missing: run `make deps` (npm ci in tests/js)",
+		SKIP("tests/js/node_modules/.bin/%s is missing: run `make deps` (npm ci in "
+		     "tests/js)",
 		     name);
 	return p;
 }
@@ -759,4 +848,128 @@ TEST(filesystem_server_write_is_not_read_only)
 	free(path);
 	free(cfg);
 	free(bin);
+}
+
+TEST(verbose_logs_each_message)
+{
+	struct tool_set *ts = fake_set("\"normal\"");
+	char *path = xasprintf("%s/log", harness_tmpdir()), *text = NULL, *r;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
+	struct rlm_err err = {0};
+	size_t len;
+	rlm_log_level = LOG_INFO;
+	tool_set_verbose(ts, true);
+	dup2(fd, 2);
+	r = call_ok(ts, "fake.echo", "{\"text\": \"loud\"}");
+	dup2(saved, 2);
+	close(fd);
+	close(saved);
+	free(r);
+	CHECK_INT(file_read(path, 1 << 20, &text, &len, &err), 0);
+	CHECK_CONTAINS(text,
+		       "tool: fake <- {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"");
+	CHECK_CONTAINS(text, "tool: fake -> "
+			     "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[{\"type\":"
+			     "\"text\",\"text\":\"loud\"}]}}");
+	free(text);
+	free(path);
+	tool_set_free(ts);
+}
+
+/* ---- a server over streamable HTTP (tests/fake_mcp_http.py) ---- */
+
+/* What the HTTP fake was sent, as JSON text ([{"method", "path",
+ * "headers", "body"}]), fetched by Python's urllib. */
+static char *http_log(int port)
+{
+	char *url = xasprintf("http://127.0.0.1:%d/log", port), *out;
+	const char *argv[] = {
+	    "/usr/bin/python3", "-c",
+	    "import sys, urllib.request; "
+	    "sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())",
+	    url, NULL};
+	struct proc_out o;
+	CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+	CHECK_INT(o.status, 0);
+	out = xstrdup(o.out);
+	proc_out_release(&o);
+	free(url);
+	return out;
+}
+
+TEST(http_server_through_the_set)
+{
+	char *fake = repo_path("tests/fake_mcp_http.py"), line[64], *cfg, *r, *log;
+	const char *argv[] = {"/usr/bin/python3", fake, NULL};
+	struct tool_set *ts;
+	struct rlm_err err;
+	cJSON *v;
+	pid_t pid;
+	int port, rc;
+	if (!fake || access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3 or tests/fake_mcp_http.py");
+	pid = proc_start_line(argv, NULL, NULL, 20, line, sizeof(line));
+	CHECK_MSG(pid > 0, "tests/fake_mcp_http.py did not start");
+	port = atoi(line);
+	setenv("RLM_TEST_HTTP_SECRET", "s3", 1);
+	cfg = xasprintf("\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:%d/mcp\","
+			" \"headers\": {\"X-Key\": \"${RLM_TEST_HTTP_SECRET}\"}}",
+			port);
+	ts = set_with(cfg);
+	tool_set_timeouts(ts, 0, (int64_t)1000000000 * slow_factor());
+	v = tool_set_servers_json(ts);
+	CHECK_MSG(cJSON_IsNull(json_get(cJSON_GetArrayItem(v, 0), "error")), "%s",
+		  json_str(cJSON_GetArrayItem(v, 0), "error"));
+	CHECK_STR(json_str(cJSON_GetArrayItem(v, 0), "description"), "fake-http 1.0");
+	CHECK_INT(json_int(cJSON_GetArrayItem(v, 0), "tools", 0), 1);
+	cJSON_Delete(v);
+	r = call_ok(ts, "web.sum", NULL);
+	CHECK_STR(r, "\"5\"");
+	free(r);
+	/* garbage drops the session; the next call starts a new one */
+	CHECK(!call(ts, "web.garbage", NULL, &rc, &err)); /* not listed: refused here */
+	CHECK_INT(rc, RLM_ENOTFOUND);
+	tool_set_free(ts);
+	log = http_log(port);
+	CHECK_CONTAINS(log, "\"x-key\": \"s3\"");
+	CHECK_CONTAINS(log, "\"mcp-protocol-version\": \"2025-06-18\"");
+	CHECK_CONTAINS(log, "\"method\": \"DELETE\""); /* the session ended */
+	CHECK_CONTAINS(log, "\"clientInfo\": {\"name\": \"rlm\"");
+	free(log);
+	proc_stop(pid);
+	free(cfg);
+	free(fake);
+}
+
+TEST(stdio_cwd_and_commands)
+{
+	char *fake = fake_path(), *dir = xstrdup(fake), *plain, *cfg, *r;
+	struct tool_set *ts;
+	cJSON *v;
+	FILE *f;
+	plain = xasprintf("%s/plain.txt", harness_tmpdir());
+	f = fopen(plain, "w");
+	fputs("not a program\n", f);
+	fclose(f);
+	/* a relative script from the server's cwd; a file that is not
+	 * executable; a relative command that is not there */
+	cfg = xasprintf("\"rel\": {\"command\": \"/usr/bin/python3\", \"args\": [\"fake_mcp.py\", "
+			"\"normal\"], \"cwd\": \"%s\"}, \"noexec\": {\"command\": \"%s\"}, "
+			"\"norel\": {\"command\": \"./no-such-server\", \"cwd\": \"%s\"}",
+			dirname(dir), plain, harness_tmpdir());
+	ts = set_with(cfg);
+	r = call_ok(ts, "rel.echo", "{\"text\": \"from cwd\"}");
+	CHECK_STR(r, "\"from cwd\"");
+	free(r);
+	v = tool_set_servers_json(ts);
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 1), "error"),
+		       "plain.txt': permission denied");
+	CHECK_CONTAINS(json_str(cJSON_GetArrayItem(v, 2), "error"),
+		       "cannot start server 'norel': './no-such-server': command not found");
+	cJSON_Delete(v);
+	tool_set_free(ts);
+	free(cfg);
+	free(dir);
+	free(plain);
+	free(fake);
 }

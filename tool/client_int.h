@@ -22,10 +22,10 @@
 /* The MCP revision rlm speaks, as client and server: a copy of serve/'s
  * MCP_VERSION (serve/serve.h), which tool/ may not include (it is above). */
 #define TOOL__MCP_VERSION "2025-11-25"
-#define TOOL__MAX_STARTS  3     /* starts of one server in a set's life */
-#define TOOL__MAX_PAGES	  100   /* tools/list pages read */
+#define TOOL__MAX_STARTS  3	/* starts of one server in a set's life */
+#define TOOL__MAX_PAGES	  100	/* tools/list pages read */
 #define TOOL__MAX_TOOLS	  10000 /* tools kept of one server */
-#define TOOL__DESC_CAP	  300   /* bytes of a description in discovery results */
+#define TOOL__DESC_CAP	  300	/* bytes of a description in discovery results */
 
 /* ---- the stdio transport (stdio.c) ---- */
 
@@ -34,12 +34,12 @@
 struct tool__stdio;
 
 struct tool__spawn {
-	const char *name;              /* the server's name, for messages */
-	const char *const *argv;       /* argv[0] looked up in PATH; NULL-terminated */
-	const char *const *env;        /* "K=V" added to the filtered environment */
+	const char *name;	 /* the server's name, for messages */
+	const char *const *argv; /* argv[0] looked up in PATH; NULL-terminated */
+	const char *const *env;	 /* "K=V" added to the filtered environment */
 	size_t n_env;
-	const char *cwd;               /* NULL: ours */
-	bool verbose;                  /* log what the server sends unasked */
+	const char *cwd; /* NULL: ours */
+	bool verbose;	 /* log what the server sends unasked */
 };
 
 /* Start the process (its own process group). Returns 0, or RLM_EIO naming
@@ -66,51 +66,53 @@ void tool__stdio_close(struct tool__stdio *c, bool gentle);
 enum tool__kind { TOOL__STDIO, TOOL__HTTP, TOOL__HOST };
 
 struct tool__tool {
-	char *name;             /* the tool's own name */
-	char *title;            /* NULL when none */
-	char *description;      /* never NULL */
-	struct cJSON *input;    /* input schema, an object */
-	struct cJSON *output;   /* output schema or NULL */
+	char *name;		   /* the tool's own name */
+	char *title;		   /* NULL when none */
+	char *description;	   /* never NULL */
+	struct cJSON *input;	   /* input schema, an object */
+	struct cJSON *output;	   /* output schema or NULL */
 	struct cJSON *annotations; /* or NULL */
-	bool read_only;         /* annotations.readOnlyHint, or as registered */
-	tool_host_fn *fn;       /* host tools */
+	bool read_only;		   /* annotations.readOnlyHint, or as registered */
+	tool_host_fn *fn;	   /* host tools */
 	void *arg;
 };
 
 /* A connection to a started MCP server; under its server's mu. */
 struct tool__conn {
-	int refs;                     /* the server's + one per request */
-	struct tool__stdio *stdio;    /* one of the two */
+	int refs;		   /* the server's + one per request */
+	struct tool__stdio *stdio; /* one of the two */
 	struct tool__http *http;
-	int64_t next_id;
+	int64_t next_id;  /* atomic */
+	const char *name; /* the server's, for the log */
+	bool verbose;	  /* log HTTP messages */
 };
 
 struct tool__server {
 	char *name;
-	char *description;            /* the config's, or NULL */
+	char *description; /* the config's, or NULL */
 	enum tool__kind kind;
-	char **argv;                  /* stdio: command and args, NULL-terminated */
-	char **env;                   /* stdio: "K=V" from the config */
+	char **argv; /* stdio: command and args, NULL-terminated */
+	char **env;  /* stdio: "K=V" from the config */
 	size_t n_env;
 	char *cwd;
-	char *url;                    /* http */
-	char **headers;               /* http: "Name: value" */
+	char *url;	/* http */
+	char **headers; /* http: "Name: value" */
 	size_t n_headers;
 
-	pthread_mutex_t mu;           /* guards everything below */
-	pthread_cond_t cv;            /* a start ended */
-	struct tool__conn *conn;      /* NULL: not up */
+	pthread_mutex_t mu;	 /* guards everything below */
+	pthread_cond_t cv;	 /* a start ended */
+	struct tool__conn *conn; /* NULL: not up */
 	bool starting;
-	int starts;                   /* starts begun, at most TOOL__MAX_STARTS */
-	int gen;                      /* starts ended */
-	char *error;                  /* why the last start or request broke it */
-	char *info;                   /* serverInfo and instructions, for servers_json */
+	int starts;  /* starts begun, at most TOOL__MAX_STARTS */
+	int gen;     /* starts ended */
+	char *error; /* why the last start or request broke it */
+	char *info;  /* serverInfo and instructions, for servers_json */
 	struct tool__tool *tools;
 	size_t n_tools;
 };
 
 struct tool_set {
-	pthread_mutex_t mu;           /* guards the list */
+	pthread_mutex_t mu; /* guards the list */
 	struct tool__server **servers;
 	size_t n;
 	int64_t start_ns, call_ns;
@@ -146,8 +148,8 @@ struct cJSON *tool__result_cut(struct cJSON *v);
 
 /* The servers of a config text, not added anywhere: *out (n of them) is
  * the caller's (tool__server_free each, then free). */
-int tool__config_parse(const char *json, size_t len, const char *origin,
-		       struct tool__server ***out, size_t *n, struct rlm_err *err);
+int tool__config_parse(const char *json, size_t len, const char *origin, struct tool__server ***out,
+		       size_t *n, struct rlm_err *err);
 /* Does name match [A-Za-z0-9_-]{1,64}? */
 bool tool__server_name_ok(const char *name);
 

@@ -5,7 +5,15 @@
  * checked against the members when given. Members rlm does not know are
  * ignored (other clients add their own), but a known member of the wrong
  * type is an error that names the origin, the server and the member.
- * "disabled": true (Cline's, Roo's) leaves a server out. */
+ * "disabled": true (Cline's, Roo's) leaves a server out.
+ *
+ * In "command", "args", "cwd", "url" and the values of "env" and
+ * "headers", ${NAME} is replaced by our environment's NAME, and
+ * ${NAME:-default} by the default when NAME is unset or empty (Claude
+ * Code's .mcp.json syntax): servers do not inherit variables that look
+ * like credentials (stdio.c), so this is how a config hands one a token
+ * without writing it down. An unset NAME without a default is an error;
+ * "${" not followed by a NAME and "}" is kept as it is. */
 #include "client_int.h"
 
 #include <stdio.h>
@@ -38,9 +46,59 @@ bool tool__server_name_ok(const char *name)
 	return true;
 }
 
+/* Does s[0..n) match [A-Za-z_][A-Za-z0-9_]*? */
+static bool var_name_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(text_is_alpha(s[i]) || s[i] == '_' || (i && text_is_digit(s[i]))))
+			return false;
+	return n > 0;
+}
+
+/* in with ${NAME} and ${NAME:-default} expanded (see the top), *out
+ * malloc'd; member names the place in errors. */
+static int expand(const struct ctx *x, const char *member, const char *in, char **out)
+{
+	struct buf b = BUF_INIT;
+	const char *p = in;
+	*out = NULL;
+	while (*p) {
+		const char *d = strstr(p, "${"), *end = d ? strchr(d + 2, '}') : NULL, *dash, *val;
+		size_t n;
+		if (!d || !end) {
+			buf_puts(&b, p);
+			break;
+		}
+		buf_append(&b, p, (size_t)(d - p));
+		dash = strstr(d + 2, ":-");
+		n = (size_t)((dash && dash < end ? dash : end) - (d + 2));
+		if (!var_name_ok(d + 2, n)) { /* not ours: kept */
+			buf_append(&b, d, (size_t)(end + 1 - d));
+			p = end + 1;
+			continue;
+		}
+		{
+			char name[256];
+			snprintf(name, sizeof(name), "%.*s", (int)RLM_MIN(n, 255), d + 2);
+			val = getenv(name);
+			if ((!val || !*val) && dash && dash < end)
+				buf_append(&b, dash + 2, (size_t)(end - (dash + 2)));
+			else if (val)
+				buf_puts(&b, val);
+			else {
+				buf_release(&b);
+				return bad(x, "\"%s\" needs ${%s}, which is not set", member, name);
+			}
+		}
+		p = end + 1;
+	}
+	*out = buf_detach(&b, NULL);
+	return 0;
+}
+
 static const char *type_name(const cJSON *j)
 {
-	return cJSON_IsString(j) ? "a string"
+	return cJSON_IsString(j)   ? "a string"
 	       : cJSON_IsNumber(j) ? "a number"
 	       : cJSON_IsBool(j)   ? "a boolean"
 	       : cJSON_IsNull(j)   ? "null"
@@ -48,10 +106,12 @@ static const char *type_name(const cJSON *j)
 				   : "an object";
 }
 
-/* A string member or absent; "" is refused when nonempty. */
+/* A string member or absent; "" is refused when nonempty; ${NAME}
+ * expanded when it is not the description. */
 static int get_str(const struct ctx *x, const cJSON *o, const char *key, bool nonempty, char **out)
 {
 	const cJSON *j = json_get(o, key);
+	int rc;
 	*out = NULL;
 	if (!j)
 		return 0;
@@ -59,7 +119,17 @@ static int get_str(const struct ctx *x, const cJSON *o, const char *key, bool no
 		return bad(x, "\"%s\" must be a string, not %s", key, type_name(j));
 	if (nonempty && !*j->valuestring)
 		return bad(x, "\"%s\" is empty%s", key, "");
-	*out = xstrdup(j->valuestring);
+	if (strcmp(key, "description") == 0) {
+		*out = xstrdup(j->valuestring);
+		return 0;
+	}
+	if ((rc = expand(x, key, j->valuestring, out)))
+		return rc;
+	if (nonempty && !**out) {
+		free(*out);
+		*out = NULL;
+		return bad(x, "\"%s\" is empty once expanded%s", key, "");
+	}
 	return 0;
 }
 
@@ -70,7 +140,8 @@ static int get_argv(const struct ctx *x, const cJSON *o, const char *command, ch
 	size_t n = 0, k = 0;
 	char idx[32];
 	if (args && !cJSON_IsArray(args))
-		return bad(x, "\"%s\" must be an array of strings, not %s", "args", type_name(args));
+		return bad(x, "\"%s\" must be an array of strings, not %s", "args",
+			   type_name(args));
 	cJSON_ArrayForEach(it, args)
 	{
 		if (!cJSON_IsString(it)) {
@@ -82,7 +153,13 @@ static int get_argv(const struct ctx *x, const cJSON *o, const char *command, ch
 	*out = xcalloc(n + 2, sizeof(**out));
 	(*out)[k++] = xstrdup(command);
 	cJSON_ArrayForEach(it, args)
-	(*out)[k++] = xstrdup(it->valuestring);
+	{
+		int rc;
+		snprintf(idx, sizeof(idx), "args[%zu]", k - 1);
+		if ((rc = expand(x, idx, it->valuestring, &(*out)[k])))
+			return rc;
+		k++;
+	}
 	return 0;
 }
 
@@ -110,7 +187,18 @@ static int get_map(const struct ctx *x, const cJSON *o, const char *key, const c
 			return bad(x, "\"%s\" must be a string, not %s", what, type_name(it));
 		if (*sep == ':' && strpbrk(it->valuestring, "\r\n"))
 			return bad(x, "\"%s\" holds a line break%s", what, "");
-		(*out)[(*n)++] = xasprintf("%s%s%s", k, sep, it->valuestring);
+		{
+			char *v;
+			int rc = expand(x, what, it->valuestring, &v);
+			if (rc)
+				return rc;
+			if (*sep == ':' && strpbrk(v, "\r\n")) {
+				free(v);
+				return bad(x, "\"%s\" holds a line break%s", what, "");
+			}
+			(*out)[(*n)++] = xasprintf("%s%s%s", k, sep, v);
+			free(v);
+		}
 	}
 	return 0;
 }
@@ -126,13 +214,16 @@ static int check_type(const struct ctx *x, const cJSON *o, bool has_cmd, bool ha
 		return bad(x, "\"%s\" must be a string, not %s", "type", type_name(t));
 	v = t->valuestring;
 	if (strcmp(v, "sse") == 0)
-		return bad(x, "\"%s\": \"sse\" (the old HTTP+SSE transport) is not supported; %s", "type",
-			   "use a streamable HTTP endpoint (\"type\": \"http\")");
+		return bad(x, "\"%s\": \"sse\" (the old HTTP+SSE transport) is not supported; %s",
+			   "type", "use a streamable HTTP endpoint (\"type\": \"http\")");
 	if (strcmp(v, "stdio") == 0)
-		return has_url ? bad(x, "\"%s\" is \"stdio\" but %s", "type", "\"url\" is given") : 0;
+		return has_url ? bad(x, "\"%s\" is \"stdio\" but %s", "type", "\"url\" is given")
+			       : 0;
 	if (strcmp(v, "http") == 0 || strcmp(v, "streamable-http") == 0 ||
 	    strcmp(v, "streamableHttp") == 0)
-		return has_cmd ? bad(x, "\"%s\" is an HTTP type but %s", "type", "\"command\" is given") : 0;
+		return has_cmd
+			   ? bad(x, "\"%s\" is an HTTP type but %s", "type", "\"command\" is given")
+			   : 0;
 	return bad(x, "\"%s\" '%.40s' is not one of stdio, http, streamable-http", "type", v);
 }
 
@@ -208,7 +299,8 @@ static int parse_top(const char *json, size_t len, const char *origin, cJSON **o
 		return rlm_err_set(err, RLM_EPARSE, "%s: not valid JSON", origin);
 	if (!cJSON_IsObject(j))
 		snprintf(msg, sizeof(msg), "not a JSON object");
-	else if (!json_duplicate_msg(j, msg, sizeof(msg)) && json_nul_path(json, len, path, sizeof(path)))
+	else if (!json_duplicate_msg(j, msg, sizeof(msg)) &&
+		 json_nul_path(json, len, path, sizeof(path)))
 		snprintf(msg, sizeof(msg), "a \\u0000 escape in '%s'", path);
 	else if (!json_duplicate_msg(j, msg, sizeof(msg)))
 		msg[0] = '\0';
@@ -220,8 +312,8 @@ static int parse_top(const char *json, size_t len, const char *origin, cJSON **o
 	return 0;
 }
 
-int tool__config_parse(const char *json, size_t len, const char *origin,
-		       struct tool__server ***out, size_t *n, struct rlm_err *err)
+int tool__config_parse(const char *json, size_t len, const char *origin, struct tool__server ***out,
+		       size_t *n, struct rlm_err *err)
 {
 	cJSON *j, *it;
 	const cJSON *servers;

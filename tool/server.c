@@ -139,12 +139,24 @@ static void secs(char *out, size_t cap, int64_t ns)
 	snprintf(out, cap, "%.3g", (double)ns / 1e9);
 }
 
+/* body sent, *reply its response (see tool__http_post). stdio.c logs
+ * what it sends and reads itself (the server's own messages too); the
+ * HTTP exchanges are logged here. */
 static int post(struct tool__conn *c, const char *body, int64_t id, int64_t deadline_ns,
 		char **reply, struct rlm_err *err)
 {
+	size_t n = strlen(body);
+	int rc;
 	if (c->stdio)
-		return tool__stdio_post(c->stdio, body, strlen(body), id, deadline_ns, reply, err);
-	return tool__http_post(c->http, body, strlen(body), id, deadline_ns, reply, err);
+		return tool__stdio_post(c->stdio, body, n, id, deadline_ns, reply, err);
+	if (c->verbose)
+		log_info("tool: %s <- %.*s%s", c->name, (int)RLM_MIN(n, 400), body,
+			 n > 400 ? "..." : "");
+	rc = tool__http_post(c->http, body, n, id, deadline_ns, reply, err);
+	if (c->verbose && !rc && *reply)
+		log_info("tool: %s -> %.400s%s", c->name, *reply,
+			 strlen(*reply) > 400 ? "..." : "");
+	return rc;
 }
 
 /* The "result" of a response text, or why it is not one. *broken: the
@@ -157,9 +169,9 @@ static int parse_reply(struct tool__server *s, const char *method, const char *r
 	int rc = 0;
 	if (cJSON_IsObject(e)) {
 		const char *m = json_str(e, "message");
-		rc = rlm_err_set(err, RLM_EIO, "server '%s' refused %s: %.300s (JSON-RPC error %lld)",
-				 s->name, method, m ? m : "(no message)",
-				 (long long)json_int(e, "code", 0));
+		rc = rlm_err_set(err, RLM_EIO,
+				 "server '%s' refused %s: %.300s (JSON-RPC error %lld)", s->name,
+				 method, m ? m : "(no message)", (long long)json_int(e, "code", 0));
 	} else if (!cJSON_IsObject(r)) {
 		*broken = true;
 		rc = rlm_err_set(err, RLM_EIO, "server '%s' answered %s with garbage: '%.60s'",
@@ -193,7 +205,8 @@ static int rpc(struct tool__server *s, struct tool__conn *c, const char *method,
 	free(body);
 	if (rc == RLM_ETIMEOUT) {
 		secs(sec, sizeof(sec), deadline_ns - t0);
-		rlm_err_set(err, rc, "server '%s' did not answer %s within %s s", s->name, method, sec);
+		rlm_err_set(err, rc, "server '%s' did not answer %s within %s s", s->name, method,
+			    sec);
 	}
 	if (rc)
 		*broken = true;
@@ -219,19 +232,23 @@ static int conn_open(struct tool_set *ts, struct tool__server *s, struct tool__c
 		     struct rlm_err *err)
 {
 	struct tool__conn *c = xcalloc(1, sizeof(*c));
-	struct tool__spawn sp = {s->name, (const char *const *)s->argv,
-				 (const char *const *)s->env, s->n_env, s->cwd,
+	struct tool__spawn sp = {s->name,
+				 (const char *const *)s->argv,
+				 (const char *const *)s->env,
+				 s->n_env,
+				 s->cwd,
 				 __atomic_load_n(&ts->verbose, __ATOMIC_RELAXED)};
-	int rc = s->kind == TOOL__STDIO
-			 ? tool__stdio_open(&sp, &c->stdio, err)
-			 : tool__http_open(s->url, (const char *const *)s->headers, s->n_headers,
-					   &c->http, err);
+	int rc = s->kind == TOOL__STDIO ? tool__stdio_open(&sp, &c->stdio, err)
+					: tool__http_open(s->url, (const char *const *)s->headers,
+							  s->n_headers, &c->http, err);
 	if (rc) {
 		free(c);
 		return rc;
 	}
 	c->refs = 1;
 	c->next_id = 1;
+	c->name = s->name;
+	c->verbose = sp.verbose;
 	*out = c;
 	return 0;
 }
@@ -306,7 +323,8 @@ static bool tool_from_json(const cJSON *j, struct tool__tool *t)
 	t->name = xstrdup(name);
 	t->title = title ? xstrdup(title) : NULL;
 	t->description = xstrdup(desc ? desc : "");
-	t->input = cJSON_IsObject(in) ? cJSON_Duplicate(in, 1) : cJSON_Parse("{\"type\":\"object\"}");
+	t->input =
+	    cJSON_IsObject(in) ? cJSON_Duplicate(in, 1) : cJSON_Parse("{\"type\":\"object\"}");
 	t->output = cJSON_IsObject(out) ? cJSON_Duplicate(out, 1) : NULL;
 	t->annotations = cJSON_IsObject(an) ? cJSON_Duplicate(an, 1) : NULL;
 	t->read_only = cJSON_IsTrue(json_get(an, "readOnlyHint"));
@@ -375,8 +393,8 @@ static int list_tools(struct tool__server *s, struct tool__conn *c, int64_t dead
 }
 
 /* Start s: connect, initialize, list its tools, all by the start timeout. */
-static int start(struct tool_set *ts, struct tool__server *s, struct tool__conn **out,
-		 char **info, struct tool__tool **tools, size_t *n, struct rlm_err *err)
+static int start(struct tool_set *ts, struct tool__server *s, struct tool__conn **out, char **info,
+		 struct tool__tool **tools, size_t *n, struct rlm_err *err)
 {
 	int64_t deadline = time_now_ns() + __atomic_load_n(&ts->start_ns, __ATOMIC_RELAXED);
 	struct tool__conn *c;
@@ -440,7 +458,8 @@ static int refresh(struct tool_set *ts, struct tool__server *s, struct rlm_err *
 	int rc;
 	if (!c)
 		return 0;
-	rc = list_tools(s, c, time_now_ns() + __atomic_load_n(&ts->call_ns, __ATOMIC_RELAXED), &tools, &n, &broken, err);
+	rc = list_tools(s, c, time_now_ns() + __atomic_load_n(&ts->call_ns, __ATOMIC_RELAXED),
+			&tools, &n, &broken, err);
 	if (!rc) {
 		pthread_mutex_lock(&s->mu);
 		tools_free(s->tools, s->n_tools);
@@ -469,7 +488,8 @@ int tool__server_ensure(struct tool_set *ts, struct tool__server *s, struct rlm_
 	else if (s->gen != gen) /* a start we waited for failed: its reason */
 		rc = rlm_err_set(err, RLM_EIO, "%s", s->error ? s->error : "start failed");
 	else if (s->starts >= TOOL__MAX_STARTS)
-		rc = rlm_err_set(err, RLM_EIO, "server '%s' is not available: it failed %d times (last: %.300s)",
+		rc = rlm_err_set(err, RLM_EIO,
+				 "server '%s' is not available: it failed %d times (last: %.300s)",
 				 s->name, s->starts, s->error ? s->error : "?");
 	else
 		rc = start_locked(ts, s, err);

@@ -113,7 +113,8 @@ static struct tool__server **snapshot(struct tool_set *ts, size_t *n)
 static struct tool__server *find_locked(struct tool_set *ts, const char *name, size_t len)
 {
 	for (size_t i = 0; i < ts->n; i++)
-		if (strlen(ts->servers[i]->name) == len && memcmp(ts->servers[i]->name, name, len) == 0)
+		if (strlen(ts->servers[i]->name) == len &&
+		    memcmp(ts->servers[i]->name, name, len) == 0)
 			return ts->servers[i];
 	return NULL;
 }
@@ -200,8 +201,8 @@ static int host_add_locked(struct tool_set *ts, const char *srv, size_t len, str
 	}
 	pthread_mutex_lock(&s->mu);
 	if (tool__server_find(s, t->name)) {
-		rc = rlm_err_set(err, RLM_EINVAL, "cannot register '%s.%s': the name is taken", s->name,
-				 t->name);
+		rc = rlm_err_set(err, RLM_EINVAL, "cannot register '%s.%s': the name is taken",
+				 s->name, t->name);
 	} else {
 		s->tools = xrealloc(s->tools, (s->n_tools + 1) * sizeof(*s->tools));
 		s->tools[s->n_tools++] = *t;
@@ -221,17 +222,20 @@ int tool_set_register(struct tool_set *ts, const char *name, const char *descrip
 	char sname[80];
 	int rc;
 	if (!name || !fn)
-		return rlm_err_set(err, RLM_EINVAL, "cannot register a tool without a name or function");
+		return rlm_err_set(err, RLM_EINVAL,
+				   "cannot register a tool without a name or function");
 	snprintf(sname, sizeof(sname), "%.*s", (int)RLM_MIN(len, 70), srv);
 	if (len > 64 || !tool__server_name_ok(sname) || !tool_name_ok(tool))
-		return rlm_err_set(err, RLM_EINVAL,
-				   "cannot register '%.100s': not TOOL or SERVER.TOOL ([A-Za-z0-9_-] "
-				   "server, [A-Za-z0-9_.-] tool)", name);
+		return rlm_err_set(
+		    err, RLM_EINVAL,
+		    "cannot register '%.100s': not TOOL or SERVER.TOOL ([A-Za-z0-9_-] "
+		    "server, [A-Za-z0-9_.-] tool)",
+		    name);
 	t.input = cJSON_Parse(input_schema_json ? input_schema_json : "{\"type\":\"object\"}");
 	if (!cJSON_IsObject(t.input)) {
 		cJSON_Delete(t.input);
-		return rlm_err_set(err, RLM_EINVAL, "cannot register '%s': its schema is not a JSON object",
-				   name);
+		return rlm_err_set(err, RLM_EINVAL,
+				   "cannot register '%s': its schema is not a JSON object", name);
 	}
 	t.name = xstrdup(tool);
 	t.description = xstrdup(description ? description : "");
@@ -288,7 +292,8 @@ static bool up_locked(const struct tool__server *s)
 static int add_cut(cJSON *o, const char *key, const char *s)
 {
 	size_t n = strlen(s);
-	return json_add_strn(o, key, s, n > TOOL__DESC_CAP ? text_utf8_floor(s, TOOL__DESC_CAP) : n);
+	return json_add_strn(o, key, s,
+			     n > TOOL__DESC_CAP ? text_utf8_floor(s, TOOL__DESC_CAP) : n);
 }
 
 static cJSON *server_json(struct tool__server *s)
@@ -378,8 +383,8 @@ static void names_of(struct tool__server **v, size_t n, char *out, size_t cap)
 		k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? ", " : "", v[i]->name);
 }
 
-cJSON *tool_set_search_json(struct tool_set *ts, const char *query, const char *server,
-			    int limit, struct rlm_err *err)
+cJSON *tool_set_search_json(struct tool_set *ts, const char *query, const char *server, int limit,
+			    struct rlm_err *err)
 {
 	size_t n, nh = 0;
 	struct tool__server **v = snapshot(ts, &n), *one = NULL;
@@ -419,7 +424,8 @@ static size_t edit_distance(const char *a, const char *b)
 		size_t diag = row[0];
 		row[0] = i;
 		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j], cost = text_to_lower(a[i - 1]) != text_to_lower(b[j - 1]);
+			size_t up = row[j],
+			       cost = text_to_lower(a[i - 1]) != text_to_lower(b[j - 1]);
 			row[j] = RLM_MIN(RLM_MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
 			diag = up;
 		}
@@ -467,13 +473,15 @@ static int not_found(struct tool_set *ts, const char *name, struct rlm_err *err)
 		pthread_mutex_unlock(&v[i]->mu);
 	}
 	for (int b = 0; b < 3 && best[b].name; b++) {
-		k += (size_t)snprintf(list + k, sizeof(list) - k, "%s'%s'", b ? ", " : "", best[b].name);
+		k += (size_t)snprintf(list + k, sizeof(list) - k, "%s'%s'", b ? ", " : "",
+				      best[b].name);
 		free(best[b].name);
 		k = RLM_MIN(k, sizeof(list) - 1);
 	}
 	free(v);
 	if (!*list)
-		return rlm_err_set(err, RLM_ENOTFOUND, "no tool '%.100s' (no tools are available)", name);
+		return rlm_err_set(err, RLM_ENOTFOUND, "no tool '%.100s' (no tools are available)",
+				   name);
 	return rlm_err_set(err, RLM_ENOTFOUND, "no tool '%.100s'; the closest are %s", name, list);
 }
 
@@ -507,8 +515,8 @@ static int resolve(struct tool_set *ts, const char *name, struct tool__server **
 		free(v);
 		if (hits > 1)
 			return rlm_err_set(err, RLM_ENOTFOUND,
-					   "tool name '%.100s' is ambiguous: give it as SERVER.%s", name,
-					   name);
+					   "tool name '%.100s' is ambiguous: give it as SERVER.%s",
+					   name, name);
 	}
 	if (!s)
 		return not_found(ts, name, err);
@@ -621,15 +629,17 @@ int tool_set_call(struct tool_set *ts, const char *name, const cJSON *args, int6
 	if (!args)
 		args = empty = cJSON_CreateObject();
 	if (!cJSON_IsObject(args))
-		rc = rlm_err_set(err, RLM_EINVAL, "bad arguments for '%s': they must be an object, not %s",
-				 full, cJSON_IsArray(args) ? "an array" : "a scalar");
+		rc = rlm_err_set(err, RLM_EINVAL,
+				 "bad arguments for '%s': they must be an object, not %s", full,
+				 cJSON_IsArray(args) ? "an array" : "a scalar");
 	else if (tool_schema_check(t.input, args, msg, sizeof(msg)))
 		rc = rlm_err_set(err, RLM_EINVAL, "bad arguments for '%s': %s", full, msg);
 	else if (t.fn)
 		rc = call_host(&t, full, args, result, err);
 	else {
 		if (!deadline_ns)
-			deadline_ns = time_now_ns() + __atomic_load_n(&ts->call_ns, __ATOMIC_RELAXED);
+			deadline_ns =
+			    time_now_ns() + __atomic_load_n(&ts->call_ns, __ATOMIC_RELAXED);
 		rc = tool__server_call(ts, s, t.name, args, deadline_ns, result, err);
 	}
 	cJSON_Delete(empty);

@@ -34,11 +34,12 @@
 
 extern char **environ;
 
-#define RING 4096
+#define RING	  4096
+#define ANSWER_NS (5 * (int64_t)1000000000) /* to write an answer to the server */
 
 struct waiter {
 	int64_t id;
-	char *reply;      /* the response's text, once done */
+	char *reply; /* the response's text, once done */
 	bool done;
 	struct waiter *next;
 };
@@ -46,20 +47,20 @@ struct waiter {
 struct tool__stdio {
 	char *name;
 	pid_t pid;
-	int in_fd, out_fd, err_fd;  /* our ends: its stdin, stdout, stderr */
-	int wake[2];                /* a byte in wake[1] ends the reader */
+	int in_fd, out_fd, err_fd; /* our ends: its stdin, stdout, stderr */
+	int wake[2];		   /* a byte in wake[1] ends the reader */
 	pthread_t reader;
-	bool reader_up;             /* reader was created */
+	bool reader_up; /* reader was created */
 	bool verbose;
 
-	pthread_mutex_t wmu;        /* one writer at a time on in_fd */
-	pthread_mutex_t mu;         /* guards everything below */
-	pthread_cond_t cv;          /* a response arrived, or it died */
+	pthread_mutex_t wmu; /* one writer at a time on in_fd */
+	pthread_mutex_t mu;  /* guards everything below */
+	pthread_cond_t cv;   /* a response arrived, or it died */
 	struct waiter *waiters;
 	bool dead;
-	char *why;                  /* why it is dead */
-	bool stale;                 /* tools/list_changed seen */
-	char ring[RING];            /* the last bytes of its stderr */
+	char *why;	 /* why it is dead */
+	bool stale;	 /* tools/list_changed seen */
+	char ring[RING]; /* the last bytes of its stderr */
 	size_t ring_pos, ring_len;
 };
 
@@ -130,9 +131,47 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* posix_spawnp with fds 0, 1, 2 from the pipes, its own process group,
- * signals at their defaults and unblocked. 0 or an errno. */
-static int spawn(const struct tool__spawn *sp, int in, int out, int errfd, pid_t *pid)
+/* Is path a file we may execute? */
+static bool executable(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* The program to run for sp->argv[0], as posix_spawnp would find it (a
+ * name without a slash in our PATH; a relative path from the server's
+ * cwd), looked up first so that a missing command is said as such even
+ * where the exec's failure cannot be reported (valgrind runs posix_spawn
+ * as fork and exec): *out malloc'd, or -ENOENT / -EACCES. */
+static int find_program(const struct tool__spawn *sp, char **out)
+{
+	const char *cmd = sp->argv[0], *path = getenv("PATH"), *p;
+	*out = NULL;
+	if (strchr(cmd, '/')) {
+		char *full =
+		    cmd[0] != '/' && sp->cwd ? xasprintf("%s/%s", sp->cwd, cmd) : xstrdup(cmd);
+		int rc = executable(full) ? 0 : access(full, F_OK) == 0 ? -EACCES : -ENOENT;
+		free(full);
+		*out = rc ? NULL : xstrdup(cmd); /* posix_spawn resolves it after the chdir */
+		return rc;
+	}
+	for (p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		char *full = xasprintf("%.*s/%s", (int)n, n ? p : ".", cmd);
+		if (executable(full)) {
+			*out = full;
+			return 0;
+		}
+		free(full);
+		p += n + (p[n] == ':');
+	}
+	return -ENOENT;
+}
+
+/* posix_spawn of prog with fds 0, 1, 2 from the pipes, its own process
+ * group, signals at their defaults and unblocked. 0 or an errno. */
+static int spawn(const struct tool__spawn *sp, const char *prog, int in, int out, int errfd,
+		 pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -152,8 +191,8 @@ static int spawn(const struct tool__spawn *sp, int in, int out, int errfd, pid_t
 	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-					      POSIX_SPAWN_SETSIGDEF);
-	rc = posix_spawnp(pid, sp->argv[0], &fa, &at, (char *const *)(uintptr_t)sp->argv, envp);
+					  POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawn(pid, prog, &fa, &at, (char *const *)(uintptr_t)sp->argv, envp);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	free(envp);
@@ -179,31 +218,40 @@ int tool__stdio_open(const struct tool__spawn *sp, struct tool__stdio **out, str
 {
 	struct tool__stdio *c;
 	struct stat st;
+	char *prog = NULL;
 	int p[6], rc;
 	pthread_condattr_t ca;
 	*out = NULL;
 	pthread_once(&sigpipe_once, sigpipe_ignore);
 	if (sp->cwd && (stat(sp->cwd, &st) || !S_ISDIR(st.st_mode)))
-		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': its cwd '%s' is not a directory",
+		return rlm_err_set(err, RLM_EIO,
+				   "cannot start server '%s': its cwd '%s' is not a directory",
 				   sp->name, sp->cwd);
+	if ((rc = find_program(sp, &prog)))
+		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': '%s': %s", sp->name,
+				   sp->argv[0],
+				   rc == -ENOENT ? "command not found" : "permission denied");
 	c = xcalloc(1, sizeof(*c));
 	c->name = xstrdup(sp->name);
 	c->verbose = sp->verbose;
-	if ((rc = make_pipes(p, c->wake)) ||
-	    (rc = -spawn(sp, p[0], p[3], p[5], &c->pid))) {
+	if ((rc = make_pipes(p, c->wake)) || (rc = -spawn(sp, prog, p[0], p[3], p[5], &c->pid))) {
 		for (int i = 0; i < 6; i++)
 			close_fd(&p[i]);
 		close_fd(&c->wake[0]);
 		close_fd(&c->wake[1]);
 		free(c->name);
 		free(c);
+		free(prog);
 		return rlm_err_set(err, RLM_EIO, "cannot start server '%s': '%s': %s", sp->name,
-				   sp->argv[0], rc == -ENOENT ? "command not found" : strerror(-rc));
+				   sp->argv[0],
+				   rc == -ENOENT ? "command not found" : strerror(-rc));
 	}
+	free(prog);
 	close_fd(&p[0]);
 	close_fd(&p[3]);
 	close_fd(&p[5]);
 	c->in_fd = p[1];
+	fcntl(c->in_fd, F_SETFL, fcntl(c->in_fd, F_GETFL) | O_NONBLOCK);
 	c->out_fd = p[2];
 	c->err_fd = p[4];
 	pthread_mutex_init(&c->wmu, NULL);
@@ -315,12 +363,14 @@ static void on_eof(struct tool__stdio *c)
 	siginfo_t st;
 	ssize_t n;
 	int64_t end = time_now_ns() + 300000000;
-	while (time_now_ns() < end && poll(&pf, 1, 50) > 0 && (n = read(c->err_fd, buf, sizeof(buf))) > 0)
+	while (time_now_ns() < end && poll(&pf, 1, 50) > 0 &&
+	       (n = read(c->err_fd, buf, sizeof(buf))) > 0)
 		ring_add(c, buf, (size_t)n);
 	if (!exited_within(c->pid, 500000000, &st))
 		snprintf(why, sizeof(why), "server '%s' closed its output", c->name);
 	else if (st.si_code == CLD_EXITED)
-		snprintf(why, sizeof(why), "server '%s' exited with status %d", c->name, st.si_status);
+		snprintf(why, sizeof(why), "server '%s' exited with status %d", c->name,
+			 st.si_status);
 	else
 		snprintf(why, sizeof(why), "server '%s' was killed by signal %d (%s)", c->name,
 			 st.si_status, strsignal(st.si_status));
@@ -331,13 +381,38 @@ static void on_eof(struct tool__stdio *c)
 
 /* ---- writing ---- */
 
-/* Write one message and its newline, whole (lines never interleave). */
-static int write_line(struct tool__stdio *c, const char *body, size_t len)
+/* Write p[0..n) to the non-blocking fd by deadline_ns: 0, -errno, or
+ * -ETIMEDOUT (a server that does not read its stdin cannot hold a writer
+ * past its deadline). */
+static int write_until(int fd, const char *p, size_t n, int64_t deadline_ns)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k > 0) {
+			p += k;
+			n -= (size_t)k;
+		} else if (k < 0 && errno == EAGAIN) {
+			struct pollfd pf = {fd, POLLOUT, 0};
+			int64_t left = deadline_ns - time_now_ns();
+			if (left <= 0)
+				return -ETIMEDOUT;
+			poll(&pf, 1, (int)RLM_MIN(left / 1000000 + 1, 1000));
+		} else if (k < 0 && errno != EINTR) {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/* Write one message and its newline, whole (lines never interleave), by
+ * deadline_ns. A message cut by the deadline leaves the stream broken: the
+ * caller kills the server. */
+static int write_line(struct tool__stdio *c, const char *body, size_t len, int64_t deadline_ns)
 {
 	int rc = -EPIPE;
 	pthread_mutex_lock(&c->wmu);
-	if (c->in_fd >= 0 && (rc = file_write_all(c->in_fd, body, len)) == 0)
-		rc = file_write_all(c->in_fd, "\n", 1);
+	if (c->in_fd >= 0 && (rc = write_until(c->in_fd, body, len, deadline_ns)) == 0)
+		rc = write_until(c->in_fd, "\n", 1, deadline_ns);
 	pthread_mutex_unlock(&c->wmu);
 	return rc;
 }
@@ -360,7 +435,11 @@ static void answer(struct tool__stdio *c, const cJSON *id, cJSON *result, const 
 		json_add(m, "error", e);
 	}
 	s = json_print(m);
-	write_line(c, s, strlen(s));
+	if (write_line(c, s, strlen(s), time_now_ns() + ANSWER_NS) == -ETIMEDOUT) {
+		char why[200];
+		snprintf(why, sizeof(why), "server '%s' does not read its input", c->name);
+		tool__stdio_kill(c, why);
+	}
 	free(s);
 	cJSON_Delete(m);
 }
@@ -403,27 +482,57 @@ static void on_response(struct tool__stdio *c, const cJSON *id, const char *s, s
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* One line of stdout. false (with why) when it is garbage. */
-static bool on_line(struct tool__stdio *c, const char *s, size_t n, char *why, size_t cap)
+/* One message m, whose text is s[0..n). false (with why) when it is not
+ * a JSON-RPC 2.0 request, notification or response. */
+static bool on_message(struct tool__stdio *c, const cJSON *m, const char *s, size_t n, char *why,
+		       size_t cap)
 {
-	cJSON *j = json_parse(s, n);
-	const char *method = json_str(j, "method"), *v = json_str(j, "jsonrpc");
-	const cJSON *id = json_get(j, "id");
-	bool ok = false;
-	if (c->verbose)
-		log_info("tool: %s -> %.*s%s", c->name, (int)RLM_MIN(n, 400), s, n > 400 ? "..." : "");
-	if (!j)
-		snprintf(why, cap, "server '%s' wrote a line that is not JSON: '%.60s'", c->name, s);
-	else if (!cJSON_IsObject(j) || !v || strcmp(v, "2.0") != 0)
+	const char *method = json_str(m, "method"), *v = json_str(m, "jsonrpc");
+	const cJSON *id = json_get(m, "id");
+	if (!cJSON_IsObject(m) || !v || strcmp(v, "2.0") != 0)
 		snprintf(why, cap, "server '%s' wrote a message that is not JSON-RPC 2.0: '%.60s'",
 			 c->name, s);
 	else if (method)
-		on_method(c, j, method), ok = true;
-	else if (id && (json_get(j, "result") || json_get(j, "error")))
-		on_response(c, id, s, n), ok = true;
+		return on_method(c, m, method), true;
+	else if (id && (json_get(m, "result") || json_get(m, "error")))
+		return on_response(c, id, s, n), true;
 	else
-		snprintf(why, cap, "server '%s' wrote a JSON-RPC message that is neither a request nor a response: '%.60s'",
+		snprintf(why, cap,
+			 "server '%s' wrote a JSON-RPC message that is neither a request nor a "
+			 "response: '%.60s'",
 			 c->name, s);
+	return false;
+}
+
+/* One line of stdout: a message, or a batch of them (revision 2025-03-26
+ * allowed batches; later ones do not, but an older server may send one).
+ * false (with why) when it is garbage. */
+static bool on_line(struct tool__stdio *c, const char *s, size_t n, char *why, size_t cap)
+{
+	cJSON *j = json_parse(s, n);
+	const cJSON *m;
+	bool ok = true;
+	if (c->verbose)
+		log_info("tool: %s -> %.*s%s", c->name, (int)RLM_MIN(n, 400), s,
+			 n > 400 ? "..." : "");
+	if (!j) {
+		snprintf(why, cap, "server '%s' wrote a line that is not JSON: '%.60s'", c->name,
+			 s);
+		return false;
+	}
+	if (!cJSON_IsArray(j) || !cJSON_GetArraySize(j)) {
+		ok = on_message(c, j, s, n, why, cap);
+		cJSON_Delete(j);
+		return ok;
+	}
+	cJSON_ArrayForEach(m, j)
+	{
+		char *t = json_print(m);
+		ok = on_message(c, m, t, strlen(t), why, cap);
+		free(t);
+		if (!ok)
+			break;
+	}
 	cJSON_Delete(j);
 	return ok;
 }
@@ -463,7 +572,8 @@ static void *reader_main(void *arg)
 	struct tool__stdio *c = arg;
 	struct buf line;
 	char chunk[65536], why[300];
-	struct pollfd pf[3] = {{c->out_fd, POLLIN, 0}, {c->err_fd, POLLIN, 0}, {c->wake[0], POLLIN, 0}};
+	struct pollfd pf[3] = {
+	    {c->out_fd, POLLIN, 0}, {c->err_fd, POLLIN, 0}, {c->wake[0], POLLIN, 0}};
 	buf_init(&line, TOOL_MAX_REPLY);
 	for (;;) {
 		ssize_t n;
@@ -529,17 +639,21 @@ int tool__stdio_post(struct tool__stdio *c, const char *body, size_t len, int64_
 		pthread_mutex_unlock(&c->mu);
 		return rc;
 	}
-	if (id >= 0) {
+	if (id >= 0) { /* on our stack: unlinked below, before we return */
 		w.next = c->waiters;
+		// cppcheck-suppress autoVariables
 		c->waiters = &w;
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (c->verbose)
 		log_info("tool: %s <- %.*s%s", c->name, (int)RLM_MIN(len, 400), body,
 			 len > 400 ? "..." : "");
-	rc = write_line(c, body, len);
+	rc = write_line(c, body, len, deadline_ns ? deadline_ns : time_now_ns() + ANSWER_NS);
 	pthread_mutex_lock(&c->mu);
-	if (rc)
+	if (rc == -ETIMEDOUT)
+		rc = rlm_err_set(err, RLM_ETIMEOUT, "server '%s' did not read its input in time",
+				 c->name);
+	else if (rc)
 		rc = c->dead ? rlm_err_set(err, RLM_EIO, "%s", c->why)
 			     : rlm_err_set(err, RLM_EIO, "cannot write to server '%s': %s", c->name,
 					   strerror(-rc));
