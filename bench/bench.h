@@ -500,6 +500,16 @@ const char *bench_sniah_value_name(enum sniah_value v);
 
 /* One (item, strategy) solved: what the summary needs of a line of
  * DIR/results.jsonl. Strings owned (bench_res_release). */
+/* How an item's solve used host tools (rlm_tool_stats, docs/tools.md). */
+struct bench_tools {
+	bool used;               /* the solve had tools (the "tools" member) */
+	int64_t discovery;       /* listings, searches and infos */
+	int64_t calls;           /* tool calls asked for */
+	int64_t blind;           /* of which without reading the tool's info */
+	int64_t schema_refused;  /* refused by the schema check */
+	int64_t repeated;        /* repeated listings and searches */
+};
+
 struct bench_res {
 	char *id;
 	char *suite;
@@ -513,6 +523,7 @@ struct bench_res {
 	bool cached;       /* every answer came from the store: wall_ms is the cache's */
 	bool approx;       /* tokens is the context's bytes / 4 (the item gave
 			    * none): the summary groups it by bench_size_bucket */
+	struct bench_tools tools; /* host tools: the discovery health */
 };
 
 void bench_res_release(struct bench_res *r);

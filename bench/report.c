@@ -185,6 +185,15 @@ static void summary_build(struct rep_summary *s, const struct bench_report *r)
 		all->failed += x->failed;
 		all->cost_total += x->cost;
 		s->st[k].cut += x->cut;
+		if (x->tools.used) {
+			struct bench_tools *t = &s->st[k].tools;
+			s->st[k].tool_items++;
+			t->discovery += x->tools.discovery;
+			t->calls += x->tools.calls;
+			t->blind += x->tools.blind;
+			t->schema_refused += x->tools.schema_refused;
+			t->repeated += x->tools.repeated;
+		}
 		if (!s->min_tokens || size < s->min_tokens)
 			s->min_tokens = size;
 		s->max_tokens = RLM_MAX(s->max_tokens, size);
@@ -239,6 +248,44 @@ static void fmt_secs(double v, char *buf, size_t n)
 
 /* ---- text ---- */
 
+/* Were host tools configured for any item? */
+static bool any_tools(const struct rep_summary *s)
+{
+	for (size_t k = 0; k < s->r->n_strategies; k++)
+		if (s->st[k].tool_items)
+			return true;
+	return false;
+}
+
+/* The discovery health per strategy (docs/tools.md): one line each. */
+static void print_tools(const struct rep_summary *s, FILE *f, bool md)
+{
+	if (!any_tools(s))
+		return;
+	if (md)
+		fputs("\n## Tool discovery\n\nHost tools, summed over the items that had them: "
+		      "discovery steps (listings, searches, infos), tool calls, calls made "
+		      "without reading the tool's info first, calls refused by the schema "
+		      "check, repeated listings and searches.\n\n"
+		      "| strategy | items | discovery | calls | without info | schema refused | "
+		      "repeated |\n|---|---:|---:|---:|---:|---:|---:|\n",
+		      f);
+	else
+		fprintf(f, "\n%-9s %5s  %9s %7s %12s %14s %9s\n", "tools", "items", "discovery",
+			"calls", "without info", "schema refused", "repeated");
+	for (size_t k = 0; k < s->r->n_strategies; k++) {
+		const struct bench_tools *t = &s->st[k].tools;
+		if (!s->st[k].tool_items)
+			continue;
+		fprintf(f,
+			md ? "| %s | %zu | %lld | %lld | %lld | %lld | %lld |\n"
+			   : "%-9s %5zu  %9lld %7lld %12lld %14lld %9lld\n",
+			s->r->strategies[k], s->st[k].tool_items, (long long)t->discovery,
+			(long long)t->calls, (long long)t->blind, (long long)t->schema_refused,
+			(long long)t->repeated);
+	}
+}
+
 void bench_report_print(const struct bench_report *r, FILE *f)
 {
 	struct rep_summary s;
@@ -279,6 +326,7 @@ void bench_report_print(const struct bench_report *r, FILE *f)
 		fprintf(f, "%-9s %5zu  %7s %7s %7s %7s  %9s %9s %9s %9s  %9s\n", r->strategies[k],
 			t->n, l[0], l[1], l[2], l[3], c[0], c[1], c[2], c[3], c[4]);
 	}
+	print_tools(&s, f, false);
 	summary_release(&s);
 }
 
@@ -383,6 +431,7 @@ static void write_md(FILE *f, const struct bench_report *r, const struct rep_sum
 			md_quantiles(f, c);
 		}
 	}
+	print_tools(s, f, true);
 	if (r->notes && *r->notes)
 		fprintf(f, "\n## Notes\n\n%s\n", r->notes);
 }
@@ -429,6 +478,17 @@ static void write_json(FILE *f, const struct bench_report *r, const struct rep_s
 		json_add_str(x, "strategy", r->strategies[k]);
 		cell_json(x, &s->st[k].all);
 		json_add_num(x, "cut", (double)s->st[k].cut);
+		if (s->st[k].tool_items) {
+			const struct bench_tools *t = &s->st[k].tools;
+			cJSON *tj = cJSON_CreateObject();
+			json_add_num(tj, "items", (double)s->st[k].tool_items);
+			json_add_num(tj, "discovery", (double)t->discovery);
+			json_add_num(tj, "calls", (double)t->calls);
+			json_add_num(tj, "calls_without_info", (double)t->blind);
+			json_add_num(tj, "schema_refused", (double)t->schema_refused);
+			json_add_num(tj, "repeated_discovery", (double)t->repeated);
+			json_add(x, "tools", tj);
+		}
 		json_add(arr, NULL, x);
 	}
 	json_add(o, "strategies", arr);

@@ -33,6 +33,8 @@ struct rep_row {
 struct rep_strat {
 	struct rep_cell all;
 	size_t cut; /* direct: contexts cut to the window */
+	size_t tool_items;    /* items whose solve had host tools */
+	struct bench_tools tools; /* their counts, summed */
 };
 
 struct rep_summary {

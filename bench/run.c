@@ -254,6 +254,21 @@ static int cmp_task(const void *a, const void *b)
 	return c ? c : (int)x->strat - (int)y->strat;
 }
 
+/* The tools member of a result line. */
+static struct bench_tools tools_of(const cJSON *t)
+{
+	struct bench_tools b = {0};
+	if (!cJSON_IsObject(t))
+		return b;
+	b.used = true;
+	b.discovery = json_int(t, "discovery", 0);
+	b.calls = json_int(t, "calls", 0);
+	b.blind = json_int(t, "calls_without_info", 0);
+	b.schema_refused = json_int(t, "schema_refused", 0);
+	b.repeated = json_int(t, "repeated_discovery", 0);
+	return b;
+}
+
 /* t's result is v (its strings are t's item's and strategy's). */
 static void res_fill(struct bench_task *t, struct bench_res v)
 {
@@ -359,6 +374,7 @@ size_t bench_run_resume(struct bench_run *r, const char *path, size_t *other_mod
 		if (hit) {
 			found += !(*hit)->done;
 			res_fill(*hit, (struct bench_res){
+					   .tools = tools_of(json_get(j, "tools")),
 					   .tokens = json_int(j, "tokens", (*hit)->it->tokens),
 					   .score = json_num(j, "score", 0),
 					   .wall_ms = json_num(j, "wall_ms", 0),
@@ -500,6 +516,7 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 	int depth = 0;
 	double score = 0, wall_ms;
 	bool cached;
+	struct bench_tools tb;
 	cJSON *o = cJSON_CreateObject(), *u = cJSON_CreateObject();
 	char *line, *nl;
 	int rc = 0;
@@ -590,12 +607,24 @@ static void run_task(struct bench_run *r, struct bench_task *t)
 		json_add_str(o, "error", err.msg);
 	if (res.warning)
 		json_add_str(o, "warning", res.warning);
+	if (r->ro.tools) {
+		cJSON *tj = cJSON_CreateObject();
+		const struct rlm_tool_stats *ts = &res.tools;
+		json_add_num(tj, "discovery", (double)(ts->listings + ts->searches + ts->infos));
+		json_add_num(tj, "calls", (double)ts->calls);
+		json_add_num(tj, "calls_without_info", (double)ts->blind);
+		json_add_num(tj, "schema_refused", (double)ts->schema_refused);
+		json_add_num(tj, "repeated_discovery", (double)ts->repeated);
+		json_add(o, "tools", tj);
+	}
+	tb = tools_of(json_get(o, "tools"));
 	line = json_print(o);
 	cJSON_Delete(o);
 	nl = xasprintf("%s\n", line);
 
 	pthread_mutex_lock(&r->mu);
-	res_fill(t, (struct bench_res){.tokens = tokens,
+	res_fill(t, (struct bench_res){.tools = tb,
+				       .tokens = tokens,
 				       .score = score,
 				       .wall_ms = wall_ms,
 				       .cost = res.cost,

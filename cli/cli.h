@@ -25,6 +25,7 @@ int cli_bench_gen(int argc, char **argv);
 int cli_bench_perf(int argc, char **argv);
 int cli_bench_run(int argc, char **argv); /* cli/cli_bench_run.c */
 int cli_mcp(int argc, char **argv);	  /* cli/cli_mcp.c */
+int cli_skills(int argc, char **argv);	  /* cli/cli_skills.c */
 
 /* A numeric option of a command, as a row of the command's table: what
  * parses its value, the range it must lie in, and the field of the

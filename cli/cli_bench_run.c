@@ -605,6 +605,7 @@ out:
 		store_close(r.store);
 	}
 	bench_run_release(&r);
+	cli_tools_opts_release(&r.ro);
 	free(results);
 	return status;
 }

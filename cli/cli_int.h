@@ -64,4 +64,9 @@ void cli__say_memo(const struct rlm_result *r, struct cli_progress *pr, struct s
  * cache, child RLMs from its memo. Nothing when none was. */
 void cli__say_hits(const struct rlm_result *r);
 
+/* Open the store at path (NULL: the default) for `rlm cache`, `rlm runs`
+ * and `rlm skills`; on failure say why ("rlm: error: ...") and return the
+ * exit status: 2 when it does not exist (readonly), else 1. */
+int cli__store_open(const char *path, bool readonly, struct store **s);
+
 #endif

@@ -197,5 +197,6 @@ out:
 		close(sfd);
 	free(cwd);
 	free(roots);
+	cli_tools_opts_release(&cfg->base);
 	return status;
 }

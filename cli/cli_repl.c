@@ -6,6 +6,7 @@
 #include "../rlm/rlm.h"
 #include "../repl/repl.h"
 #include "../corpus/corpus.h"
+#include "../store/store.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -51,6 +52,12 @@ static const char usage[] =
 	"  -h, --help              this help\n"
 	"\n"
 	"%s"
+	"      --cache PATH        the store skills are kept in (env RLM_CACHE; default\n"
+	"                          ~/.cache/rlm/rlm.db); nothing else of the REPL is\n"
+	"                          recorded\n"
+	"      --no-cache          no store: no skills\n"
+	"\n"
+	"%s"
 	"\n"
 	"%s"
 	"\n"
@@ -60,7 +67,8 @@ static const char usage[] =
 	"\n"
 	"Examples:\n"
 	"  printf 'print(len(context))\\n# %%%%\\nllm_query(\"Say hi\")\\n' | rlm repl -c notes/\n"
-	"  echo 'search(\"EPOLLEXCLUSIVE\")[:2]' | rlm repl -c /usr/include\n";
+	"  echo 'search(\"EPOLLEXCLUSIVE\")[:2]' | rlm repl -c /usr/include\n"
+	"  echo 'search_tools(\"add two numbers\")' | rlm repl -c notes/ --mcp-config mcp.json\n";
 
 enum {
 	OPT_OUTPUT_LIMIT = OPT_MODEL_LAST + 1,
@@ -70,6 +78,8 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_MAX_NODES,
 	OPT_RAW_OUTPUT,
+	OPT_CACHE,
+	OPT_NO_CACHE,
 };
 
 /* Read the next cell into b; false at the end of input with nothing read. */
@@ -111,6 +121,8 @@ struct repl_args {
 				* --output-limit, --exec-timeout, --python,
 				* --max-depth, --max-nodes, the sandbox */
 	const char *context;   /* --context */
+	const char *cache_path; /* --cache: the skills' store */
+	bool no_cache;         /* --no-cache */
 };
 
 static const struct option longopts[] = {
@@ -127,6 +139,9 @@ static const struct option longopts[] = {
 	CONTEXT_LONGOPTS,
 	MODEL_LONGOPTS,
 	SANDBOX_LONGOPTS,
+	TOOLS_LONGOPTS,
+	{"cache", required_argument, NULL, OPT_CACHE},
+	{"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -154,7 +169,12 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 		return 0;
 	case OPT_QUIET: a->mo.quiet = true; return 0;
 	case OPT_RAW_OUTPUT: cli_raw_output = true; return 0;
-	case 'h': printf(usage, cli_context_opts_help, cli_model_opts_help, cli_sandbox_opts_help); return 1;
+	case OPT_CACHE: a->cache_path = optarg; return 0;
+	case OPT_NO_CACHE: a->no_cache = true; return 0;
+	case 'h':
+		printf(usage, cli_context_opts_help, cli_tools_opts_help, cli_model_opts_help,
+		       cli_sandbox_opts_help);
+		return 1;
 	case ':': return log_fail(2, "option '%s' needs a value", argv[optind - 1]);
 	default: return log_fail(2, "unknown option '%s' (see rlm repl --help)", argv[optind - 1]);
 	}
@@ -189,6 +209,8 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 			taken = cli_context_opts_take(&a->co, opt, optarg);
 		if (!taken)
 			taken = cli_sandbox_opts_take(&a->ro.sandbox, opt, optarg);
+		if (!taken)
+			taken = cli_tools_opts_take(&a->ro, opt, optarg);
 		if (!taken)
 			taken = cli_num_take(repl_nums, ARRAY_SIZE(repl_nums), a, opt, optarg);
 		if (taken == 2)
@@ -259,12 +281,16 @@ int cli_repl(int argc, char **argv)
 	struct rlm_models ms;
 	struct corpus *corpus = NULL;
 	struct rlm_repl *r = NULL;
+	struct store *store = NULL;
 	struct rlm_err err = {0, ""};
+	const char *no_cache_env = getenv("RLM_NO_CACHE");
 	bool set_up = false;
 	int rc, status;
 
-	if ((status = repl_args_parse(&a, argc, argv)))
+	if ((status = repl_args_parse(&a, argc, argv))) {
+		cli_tools_opts_release(&a.ro);
 		return status == 1 ? 0 : status;
+	}
 	status = 1;
 	a.co.quiet = a.mo.quiet;
 	if (corpus_load(a.context, &a.co, &corpus, &err)) {
@@ -287,6 +313,17 @@ int cli_repl(int argc, char **argv)
 	a.ro.model = ms.model;
 	a.ro.sub_model = ms.sub;
 	a.ro.params = ms.params;
+	/* The store holds skills only here: RLM_NO_CACHE=1 unless --cache names
+	 * one; --no-cache always. A store that cannot be opened costs the
+	 * skills, not the REPL. */
+	if (!a.no_cache && (a.cache_path || !no_cache_env || strcmp(no_cache_env, "1") != 0)) {
+		struct store_cfg sc = {a.cache_path, false, 0};
+		if (store_open(&sc, &store, &err)) {
+			fprintf(stderr, "rlm: warning: no skills: %s\n", err.msg);
+			store = NULL;
+		}
+		a.ro.skills = store;
+	}
 	if (rlm_repl_open(&a.ro, corpus, &r, &err)) {
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		goto out;
@@ -294,6 +331,8 @@ int cli_repl(int argc, char **argv)
 	status = run_cells(r, corpus, &a);
 out:
 	rlm_repl_close(r);
+	cli_tools_opts_release(&a.ro);
+	store_close(store);
 	if (set_up)
 		rlm_models_release(&ms);
 	corpus_free(corpus);

@@ -451,6 +451,7 @@ int cli_serve(int argc, char **argv)
 	status = serve(sv, &a, fd, port, &sigs);
 out:
 	serve_server_free(sv);
+	cli_tools_opts_release(&a.cfg.base);
 	free(a.roots);
 	if (blocked)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);

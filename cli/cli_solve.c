@@ -470,8 +470,10 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 	int rc, status;
 	int64_t t0 = time_now_ns(), load_ns;
 
-	if ((status = solve_args_parse(&a, argc, argv)))
+	if ((status = solve_args_parse(&a, argc, argv))) {
+		cli_tools_opts_release(&a.ro);
 		return status == 1 ? 0 : status;
+	}
 	if ((status = solve_args_check(&a, &qfile)))
 		goto out;
 	status = 1;
@@ -498,6 +500,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 out:
 	if (set_up)
 		rlm_models_release(&ms);
+	cli_tools_opts_release(&a.ro);
 	store_close(store);
 	free(note);
 	corpus_free(corpus);

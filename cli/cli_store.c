@@ -2,6 +2,7 @@
 /* cli/cli_store.c -- `rlm cache stats|prune|clear` and `rlm runs
  * list|show|export`: the store from the command line. */
 #include "cli.h"
+#include "cli_int.h"
 #include "../common/json.h"
 #include "../store/export.h"
 #include "../store/store.h"
@@ -131,14 +132,19 @@ static int parse(int argc, char **argv, struct store_args *a, const char *usage,
 	return 0;
 }
 
-static int open_store(const struct store_args *a, bool readonly, struct store **s)
+int cli__store_open(const char *path, bool readonly, struct store **s)
 {
-	struct store_cfg sc = {a->cache, readonly, 0};
+	struct store_cfg sc = {path, readonly, 0};
 	struct rlm_err err = {0, ""};
 	int rc = store_open(&sc, s, &err);
 	if (rc)
 		return log_fail(rc == RLM_ENOTFOUND ? 2 : 1, "%s", err.msg);
 	return 0;
+}
+
+static int open_store(const struct store_args *a, bool readonly, struct store **s)
+{
+	return cli__store_open(a->cache, readonly, s);
 }
 
 /* A string member, "" when there is none. */
@@ -382,6 +388,16 @@ static void show_node(const cJSON *events, int node, int depth)
 			snprintf(in2, sizeof(in2), "%s  > ", ind);
 			printf("%s  output:\n", ind);
 			block(text, in2, 8);
+		} else if (strcmp(kind, "tool") == 0) {
+			/* a host tool or skill request: what, and how it went */
+			printf("%s  %s %s: ", ind, js(d, "op"), cJSON_IsTrue(json_get(d, "ok")) ? "ok" : "failed");
+			oneline(text, 100);
+			if (!cJSON_IsTrue(json_get(d, "ok"))) {
+				printf(" (%s: ", js(d, "kind"));
+				oneline(js(d, "error"), 160);
+				putchar(')');
+			}
+			putchar('\n');
 		} else if (strcmp(kind, "notice") == 0) {
 			printf("%s  notice: ", ind);
 			oneline(text, 160);
@@ -426,6 +442,33 @@ static void show_failures(const cJSON *res)
 		oneline(js(it, "reason"), 200);
 		putchar('\n');
 	}
+}
+
+/* The discovery health of the run's host tools and skills, when it had
+ * any (docs/tools.md). */
+static void show_tools(const cJSON *res)
+{
+	const cJSON *t = json_get(res, "tools");
+	if (!cJSON_IsObject(t))
+		return;
+	printf("tools     %.0f server%s; %.0f call%s (%.0f answered), %.0f discovery step%s "
+	       "(%.0f listings, %.0f searches, %.0f infos)\n",
+	       json_num(t, "servers", 0), json_num(t, "servers", 0) == 1 ? "" : "s",
+	       json_num(t, "calls", 0), json_num(t, "calls", 0) == 1 ? "" : "s",
+	       json_num(t, "calls_ok", 0), json_num(t, "discovery", 0),
+	       json_num(t, "discovery", 0) == 1 ? "" : "s", json_num(t, "listings", 0),
+	       json_num(t, "searches", 0), json_num(t, "infos", 0));
+	printf("          %.0f without reading the tool's info first, %.0f refused by its "
+	       "schema, %.0f by the policy, %.0f by the budget; %.0f repeated discovery\n",
+	       json_num(t, "calls_without_info", 0), json_num(t, "schema_refused", 0),
+	       json_num(t, "policy_refused", 0), json_num(t, "budget_refused", 0),
+	       json_num(t, "repeated_discovery", 0));
+	if (json_num(t, "skill_discovery", 0) || json_num(t, "skills_loaded", 0) ||
+	    json_num(t, "skills_saved", 0))
+		printf("skills    %.0f discovery step%s, %.0f loaded, %.0f saved\n",
+		       json_num(t, "skill_discovery", 0),
+		       json_num(t, "skill_discovery", 0) == 1 ? "" : "s",
+		       json_num(t, "skills_loaded", 0), json_num(t, "skills_saved", 0));
 }
 
 static int runs_show(const cJSON *run, bool json)
@@ -476,6 +519,7 @@ static int runs_show(const cJSON *run, bool json)
 			putchar('\n');
 		}
 		show_failures(res);
+		show_tools(res);
 	}
 	printf("\nnode 0 (root)\n");
 	show_node(json_get(run, "events"), 0, 0);

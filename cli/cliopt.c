@@ -66,6 +66,20 @@ void cli_model_opts_init(struct rlm_models_cfg *o)
 		o->timeout_s = atof(v) > 0 ? atof(v) : 300;
 }
 
+#define TOOLS_HELP                                                                                 \
+	"Host tools and skills (docs/tools.md):\n"                                                  \
+	"      --mcp-config FILE   MCP servers model code may use, in the format other\n"            \
+	"                          MCP clients read: {\"mcpServers\": {\"NAME\": {\"command\",\n"    \
+	"                          \"args\", \"env\"} or {\"url\"}}}; again for more files.\n"         \
+	"                          Servers start on first use\n"                                    \
+	"      --allow-tools LIST  tools model code may call besides read-only ones:\n"            \
+	"                          SERVER.TOOL, SERVER.*, * (comma-separated; again adds)\n"       \
+	"      --deny-tools LIST   tools it may never call (wins over --allow-tools)\n"            \
+	"      --max-tool-calls N  tool calls of the whole solve, at any depth (none)\n"           \
+	"      --tool-timeout SECS one tool call (60)\n"                                            \
+	"      --allow-skill-writes  let model code save skills (save_skill); off, so that\n"      \
+	"                          text in a context cannot plant code for later runs\n"
+
 static int bad(const char *opt, const char *arg, const char *want)
 {
 	fprintf(stderr, "rlm: error: bad value '%s' for --%s: %s\n", arg, opt, want);
@@ -235,7 +249,8 @@ const char cli_solve_opts_help[] =
 	"\n"
 	"Tree strategy options:\n"
 	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
-	"                          window, at most 200k); accepts k/M suffixes\n";
+	"                          window, at most 200k); accepts k/M suffixes\n"
+	"\n" TOOLS_HELP;
 
 int cli_solve_opts_env(struct rlm_opts *ro)
 {
@@ -287,6 +302,78 @@ static int count_opt(const char *opt, const char *arg, uint64_t min, uint64_t ma
 	return 1;
 }
 
+/* ---- host tools and skills ---- */
+
+const char cli_tools_opts_help[] = TOOLS_HELP;
+
+/* The policy of the process's one command, and the lists it came from. */
+static struct tool_policy cli_policy;
+static char *cli_allow, *cli_deny;
+
+static int policy_add(struct rlm_opts *ro, char **list, const char *arg, const char *opt)
+{
+	struct rlm_err err = {0, ""};
+	struct tool_policy p;
+	char *joined = *list ? xasprintf("%s,%s", *list, arg) : xstrdup(arg);
+	if (tool_policy_parse(&p, list == &cli_allow ? joined : cli_allow,
+			      list == &cli_deny ? joined : cli_deny, &err)) {
+		fprintf(stderr, "rlm: error: bad value '%s' for --%s: %s\n", arg, opt, err.msg);
+		free(joined);
+		return 2;
+	}
+	free(*list);
+	*list = joined;
+	tool_policy_release(&cli_policy);
+	cli_policy = p;
+	ro->tool_policy = &cli_policy;
+	return 1;
+}
+
+int cli_tools_opts_take(struct rlm_opts *ro, int opt, const char *arg)
+{
+	struct rlm_err err = {0, ""};
+	uint64_t count;
+	double secs;
+	switch (opt) {
+	case OPT_T_MCP_CONFIG:
+		if (!ro->tools)
+			ro->tools = rlm_tools_new();
+		if (rlm_tools_load_config(ro->tools, arg, &err)) {
+			fprintf(stderr, "rlm: error: --mcp-config: %s\n", err.msg);
+			return 2;
+		}
+		return 1;
+	case OPT_T_ALLOW_TOOLS: return policy_add(ro, &cli_allow, arg, "allow-tools");
+	case OPT_T_DENY_TOOLS: return policy_add(ro, &cli_deny, arg, "deny-tools");
+	case OPT_T_MAX_TOOL_CALLS:
+		if (text_parse_count(arg, &count) || count < 1 || count > INT64_MAX)
+			return bad("max-tool-calls", arg, "want a count > 0");
+		ro->max_tool_calls = (int64_t)count;
+		return 1;
+	case OPT_T_TOOL_TIMEOUT:
+		if (text_parse_double(arg, 0.001, 1e6, &secs))
+			return bad("tool-timeout", arg, "want seconds > 0");
+		ro->tool_timeout_ns = (int64_t)(secs * 1e9);
+		return 1;
+	case OPT_T_ALLOW_SKILL_WRITES: ro->allow_skill_writes = true; return 1;
+	default: return 0;
+	}
+}
+
+void cli_tools_opts_release(struct rlm_opts *ro)
+{
+	rlm_tools_free(ro->tools);
+	ro->tools = NULL;
+	if (ro->tool_policy == &cli_policy) {
+		tool_policy_release(&cli_policy);
+		memset(&cli_policy, 0, sizeof(cli_policy));
+		ro->tool_policy = NULL;
+	}
+	free(cli_allow);
+	free(cli_deny);
+	cli_allow = cli_deny = NULL;
+}
+
 int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 {
 	struct rlm_err err = {0, ""};
@@ -294,6 +381,8 @@ int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 	double secs;
 	long num;
 	int rc;
+	if ((rc = cli_tools_opts_take(ro, opt, arg)))
+		return rc;
 	switch (opt) {
 	case 's':
 		if (strcmp(arg, "repl") == 0)

@@ -138,8 +138,43 @@ enum {
 	OPT_S_MAX_ANSWER,
 };
 
-/* --strategy is 's', so that a command may also take -s. */
+/* ---- host tools and skills (solve, serve, mcp, repl, bench run) ---- */
+
+enum {
+	OPT_T_MCP_CONFIG = 1400,
+	OPT_T_ALLOW_TOOLS,
+	OPT_T_DENY_TOOLS,
+	OPT_T_MAX_TOOL_CALLS,
+	OPT_T_TOOL_TIMEOUT,
+	OPT_T_ALLOW_SKILL_WRITES,
+};
+
+#define TOOLS_LONGOPTS                                                                             \
+	{"mcp-config", required_argument, NULL, OPT_T_MCP_CONFIG},                                 \
+	{"allow-tools", required_argument, NULL, OPT_T_ALLOW_TOOLS},                               \
+	{"deny-tools", required_argument, NULL, OPT_T_DENY_TOOLS},                                 \
+	{"max-tool-calls", required_argument, NULL, OPT_T_MAX_TOOL_CALLS},                         \
+	{"tool-timeout", required_argument, NULL, OPT_T_TOOL_TIMEOUT},                             \
+	{"allow-skill-writes", no_argument, NULL, OPT_T_ALLOW_SKILL_WRITES}
+
+/* Help lines for the options above. */
+extern const char cli_tools_opts_help[];
+
+/* Take option `opt` with argument `arg` into ro: --mcp-config FILE (may be
+ * given again: the servers of every file) reads the file now and makes
+ * ro->tools; --allow-tools and --deny-tools (may be given again: the lists
+ * add up) set ro->tool_policy. Returns 1 when taken, 0 when opt is not a
+ * tools option, or 2 after printing an error (a bad file, server or
+ * pattern). */
+int cli_tools_opts_take(struct rlm_opts *ro, int opt, const char *arg);
+/* Stop the servers and free what cli_tools_opts_take made (ro->tools,
+ * ro->tool_policy). */
+void cli_tools_opts_release(struct rlm_opts *ro);
+
+/* --strategy is 's', so that a command may also take -s. The tools
+ * options are among them (cli_solve_opts_take takes them). */
 #define SOLVE_LONGOPTS                                                                             \
+	TOOLS_LONGOPTS,                                                                            \
 	{"strategy", required_argument, NULL, 's'},                                                \
 	{"leaf-chars", required_argument, NULL, OPT_S_LEAF_CHARS},                                   \
 	{"max-iterations", required_argument, NULL, OPT_S_MAX_ITERATIONS},                           \

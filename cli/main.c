@@ -28,6 +28,8 @@ static const char usage[] =
 	"  bench perf  measure the controller: pool fan-out efficiency, CPU per call\n"
 	"  runs        list, show and export recorded solves (JSONL trajectory, HTML)\n"
 	"  cache       the store's statistics, pruning and clearing\n"
+	"  skills      the skills in the store: versioned Python functions model code\n"
+	"              loads (list, show, add FILE.py, export, import, rm)\n"
 	"  mcp         an MCP server (stdio) for agents: tools solve, load_corpus, ask\n"
 	"\n"
 	"  rlm COMMAND --help    options of a command\n"
@@ -79,6 +81,7 @@ int main(int argc, char **argv)
 		{"cache", cli_cache},
 		{"runs", cli_runs},
 		{"mcp", cli_mcp},
+		{"skills", cli_skills},
 	};
 	signal(SIGPIPE, SIG_IGN);
 	/* The offline simulator, as the provider "sim" models are set up

@@ -115,19 +115,22 @@ static int check_call(const cJSON *f, struct rlm_err *err)
 	const char *kind = json_str(f, "kind");
 	const cJSON *cs = json_get(f, "contexts");
 	int n = cJSON_GetArraySize(json_get(f, "prompts"));
-	if (strcmp(kind, "llm") != 0 && strcmp(kind, "rlm") != 0)
+	if (strcmp(kind, "llm") != 0 && strcmp(kind, "rlm") != 0 && strcmp(kind, "tool") != 0)
 		return rlm_err_set(err, RLM_EPARSE, "a call of unknown kind '%.40s'", kind);
 	if (n < 1)
 		return rlm_err_set(err, RLM_EPARSE, "a call without prompts");
 	if (!cJSON_IsTrue(json_get(f, "batched")) && n != 1)
 		return rlm_err_set(err, RLM_EPARSE, "a single call with %d prompts", n);
+	/* A tool call's prompts are requests (JSON texts the handler judges);
+	 * it carries no contexts, and its batch may hold one request. */
 	/* Optional, rlm only: one item per prompt. What an item says is
 	 * judged per prompt (repl__ctx_arg, then the handler): a bad one
 	 * fails its prompt, not the worker. */
 	if (!cs)
 		return 0;
 	if (strcmp(kind, "rlm") != 0)
-		return rlm_err_set(err, RLM_EPARSE, "an llm call with contexts");
+		return rlm_err_set(err, RLM_EPARSE, "%s call with contexts",
+				   kind[0] == 'l' ? "an llm" : "a tool");
 	if (!cJSON_IsArray(cs) || cJSON_GetArraySize(cs) != n)
 		return rlm_err_set(err, RLM_EPARSE,
 				   "a call whose 'contexts' is not an array of %d "

@@ -1021,6 +1021,7 @@ static void answer_into(struct repl *r, cJSON *f, int64_t deadline, bool interru
 		c.contexts = contexts;
 	}
 	c.rlm = strcmp(json_str(f, "kind"), "rlm") == 0;
+	c.tool = strcmp(json_str(f, "kind"), "tool") == 0;
 	c.batched = cJSON_IsTrue(json_get(f, "batched"));
 	c.model = json_str(f, "model");
 	c.prompts = prompts;

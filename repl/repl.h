@@ -80,7 +80,7 @@
  *   {"type":"ready","pid":P,"python":"3.11.2","context_chars":C,
  *    "documents":D}                            once, after `context` exists
  *                                              (D is 0 when it is a str)
- *   {"type":"call","id":N,"exec":E,"kind":"llm"|"rlm","batched":B,
+ *   {"type":"call","id":N,"exec":E,"kind":"llm"|"rlm"|"tool","batched":B,
  *    "model":null|"name","prompts":["..."]}   during exec (or final_var) E
  *                                              only; the calling thread
  *                                              blocks until reply N; other
@@ -100,6 +100,7 @@
  *   {"type":"fatal","error":"..."}            the runtime cannot go on
  *                                              (also sent by the child when
  *                                              execve fails)
+ * A "tool" call (TOOL CALLS below) has no contexts and model null.
  * A context C is null (none: the prompt is the child's context), a str, a
  * list of str (the child's `context` is then that list), or a part of the
  * worker's own context as loaded, which is then not copied:
@@ -145,6 +146,38 @@
  * (below, "Threads"); a call made after the exec ended all the same (from
  * a runtime the code patched) is a violation, and the runtime's helpers
  * refuse one with RuntimeError.
+ *
+ * TOOL CALLS
+ * The tool and skill helpers of model code (list_tool_servers,
+ * search_tools, get_tool_info, call_tool, call_tools_batched, list_skills,
+ * search_skills, get_skill_info, load_skill, save_skill; docs/repl.md)
+ * send call frames of kind "tool", with the same ids, threads, caps and
+ * frame-cap splitting as llm calls: each prompt is one request, a JSON
+ * object as text, {"op": OP, ...members}:
+ *   "servers"        -
+ *   "search"         "query": str, "server": str|null, "limit": int
+ *   "info"           "name": str
+ *   "call"           "name": str, "arguments": object
+ *   "skills"         -
+ *   "skill_search"   "query": str, "limit": int
+ *   "skill_info"     "name": str ("NAME" or "NAME@V")
+ *   "skill_load"     "name": str, "version": int|null (null: the latest)
+ *   "skill_save"     "name", "source", "entry", "description", "signature":
+ *                    str; "inputs": {PARAM: {"type": T, "required": B
+ *                    [, "description": str][, "default": V]}}, T a JSON
+ *                    Schema type name ("integer", "number", "string",
+ *                    "boolean", "array", "object", "null") or "any", or
+ *                    a list of them; "outputs": null or a JSON value
+ * batched is true only for call_tools_batched (one "call" request per
+ * item, n >= 1, answered in order). Each text of the reply is a JSON
+ * object as text: {"ok": true, "value": V}, or {"ok": false, "error":
+ * "message", "kind": K} with K one of "schema", "policy", "budget",
+ * "notfound", "server", "timeout", "skill", "request" (and errors[i]
+ * true). The worker raises a failed one as ToolError(message) with .kind
+ * K (call_tools_batched returns it in its place); a text that is not such
+ * an object ("Error: sub-calls are not available in this REPL", from a
+ * repl without a handler) is a ToolError with that text and kind
+ * "unavailable". What each op's value holds: docs/repl.md.
  *
  * The worker is hostile: a frame longer than the cap, not JSON, of an
  * unknown type, a call outside an exec, a result for another id, or more
@@ -280,10 +313,16 @@ struct repl_ctx_arg {
 };
 
 /* One call frame from the worker: llm_query (n == 1, !batched),
- * llm_query_batched, rlm_query, rlm_query_batched. Borrowed for the
- * duration of the handler. */
+ * llm_query_batched, rlm_query, rlm_query_batched, or (tool) the tool and
+ * skill helpers' requests. Borrowed for the duration of the handler. */
 struct repl_call {
 	bool rlm;                /* rlm_query*: a child RLM is asked */
+	bool tool;               /* kind "tool": each prompt is a request (a
+				  * JSON object as text, "TOOL CALLS" above)
+				  * and each text answered must be a reply
+				  * object as text; rlm is false, no contexts,
+				  * model NULL; batched only for
+				  * call_tools_batched */
 	bool batched;
 	const char *model;       /* the model= argument, or NULL */
 	const char *const *prompts;

@@ -30,7 +30,8 @@
 # Start-up time matters (a worker is started per node and after every
 # restart), so only built-in modules are imported up front: _ast instead of
 # ast, _json instead of json, _thread instead of threading, posix instead of
-# os. traceback and linecache are imported on the first error.
+# os. traceback and linecache are imported on the first error. The tool and
+# skill helpers' code (_X_SRC) is compiled on first use, not at start.
 import sys
 # Started without -I (it would ignore PYTHONHASHSEED) and without -P (not
 # in every python3): drop the '' that -c puts first in sys.path, so the
@@ -60,7 +61,10 @@ _max_frame = 1 << 26  # bytes of a frame to the controller (argv)
 _max_calls = 10000   # prompts per exec (argv)
 _SCAFFOLD_NAMES = ('context', 'llm_query', 'llm_query_batched', 'rlm_query',
                    'rlm_query_batched', 'SHOW_VARS', 'answer', 'FINAL', 'FINAL_VAR',
-                   'documents', 'search')
+                   'documents', 'search', 'list_tool_servers', 'search_tools',
+                   'get_tool_info', 'call_tool', 'call_tools_batched', 'ToolError',
+                   'list_skills', 'search_skills', 'get_skill_info', 'load_skill',
+                   'save_skill')
 
 
 class _State:
@@ -308,7 +312,12 @@ def _source_line(co, filename, lineno):
     if filename == '<repl>':
         if co in _st.codes and 0 < lineno <= len(_st.lines):
             return _st.lines[lineno - 1].strip()
-        return ''
+        src = _fn_src.get(co)  # a function of an earlier exec
+        lines = src.splitlines() if src is not None else ()
+        return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ''
+    if filename.startswith('<skill '):
+        lines = _skill_lines.get(filename, ())
+        return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ''
     import linecache
     return linecache.getline(filename, lineno).strip()
 
@@ -331,9 +340,9 @@ def _format_exc(e, seen):
     i = 0
     while i < len(frames) and frames[i][0].co_filename != '<repl>':
         i += 1
-    frames = frames[i:]
-    while frames and frames[-1][0] in _RT_CODES:
-        frames.pop()
+    # The runtime's own frames go, also those between the code's and a
+    # skill's (load_skill, the wrapper that checks a skill's inputs).
+    frames = [f for f in frames[i:] if f[0] not in _RT_CODES]
     if frames:
         out.append('Traceback (most recent call last):\n')
         for co, lineno in frames:
@@ -398,13 +407,12 @@ def _fmt_cap(n):
     return '%s bytes' % format(n, ',')
 
 
-def _frames(kind, batched, prompts, model, contexts):
+def _frames(kind, batched, prompts, model, contexts, fn):
     """The call's prompts (and contexts) packed in order into as few frame
     bodies as fit under _max_frame: a list of (first, end, head) where head
     is the frame's JSON text up to its id (the id is put in when sent).
     A single prompt that cannot fit in a frame of its own raises
     ValueError, naming it and its size."""
-    fn = '%s_query%s' % (kind, '_batched' if batched else '')
     enc_p = [_encode(p) for p in prompts]
     enc_c = None if contexts is None else [_encode(c) for c in contexts]
     base = _utf8_len(_encode({'type': 'call', 'id': 1 << 62, 'exec': _st.exec_id, 'kind': kind,
@@ -414,6 +422,11 @@ def _frames(kind, batched, prompts, model, contexts):
     for i, e in enumerate(enc_p):
         n = _utf8_len(e) + 1 + (0 if enc_c is None else _utf8_len(enc_c[i]) + 1)
         if base + n > _max_frame:
+            if kind == 'tool':
+                raise ValueError('%s: the request%s is %s, over the %s one call can carry: '
+                                 'pass less data in its arguments'
+                                 % (fn, ' for item %d' % i if batched else '',
+                                    _fmt_size(n - 1), _fmt_cap(_max_frame)))
             what = 'prompt' + (' %d' % i if batched else '')
             if enc_c is not None and contexts[i] is not None:
                 what += ' with its context'
@@ -432,41 +445,45 @@ def _frames(kind, batched, prompts, model, contexts):
     return out, enc_p, enc_c
 
 
-def _call(kind, batched, prompts, model, contexts=None):
+def _call(kind, batched, prompts, model, contexts=None, fn=None):
     """Send the prompts as one call, or as several frames when together
     they are over the frame cap (answered as one batch, in order), and
     wait for the replies. Other threads' calls are in flight meanwhile:
     only sending holds _io_lock; replies are read by whichever waiting
     thread holds the read turn and handed to the thread they answer
-    (_await)."""
+    (_await). fn names the helper in errors (default: KIND_query)."""
     me = _get_ident()
     # While a thread is in here, _settle_threads raises nothing in it: an
     # exception between the bytes of a frame would put the worker out of
     # step with the controller.
     _in_call[me] = True
     try:
-        return _call_in(kind, batched, prompts, model, contexts, me == _main_tid)
+        return _call_in(kind, batched, prompts, model, contexts, me == _main_tid,
+                        fn or '%s_query%s' % (kind, '_batched' if batched else ''))
     finally:
         del _in_call[me]
 
 
-def _call_in(kind, batched, prompts, model, contexts, main):
+def _call_in(kind, batched, prompts, model, contexts, main, fn):
     st = _st
     if st.exec_id is None:
-        raise RuntimeError('%s_query: no code is running (a thread that outlives its '
-                           'exec cannot make calls)' % kind)
-    parts, enc_p, enc_c = _frames(kind, batched, prompts, model, contexts)
+        raise RuntimeError('%s: no code is running (a thread that outlives its '
+                           'exec cannot make calls)'
+                           % (fn if kind == 'tool' else kind + '_query'))
+    parts, enc_p, enc_c = _frames(kind, batched, prompts, model, contexts, fn)
     ids = []
     with _io_lock:
         if st.exec_id is None:
-            raise RuntimeError('%s_query: no code is running (a thread that outlives its '
-                               'exec cannot make calls)' % kind)
+            raise RuntimeError('%s: no code is running (a thread that outlives its '
+                               'exec cannot make calls)'
+                               % (fn if kind == 'tool' else kind + '_query'))
         if st.calls + len(prompts) > _max_calls:
-            raise ValueError('%s_query%s: %s more sub-calls would pass the limit of %s per '
-                             'block (%s sent so far); do fewer, larger chunks, or go on '
-                             'in the next block'
-                             % (kind, '_batched' if batched else '', format(len(prompts), ','),
-                                format(_max_calls, ','), format(st.calls, ',')))
+            raise ValueError('%s: %s more %s would pass the limit of %s per '
+                             'block (%s sent so far); %s, or go on in the next block'
+                             % (fn, format(len(prompts), ','),
+                                'calls' if kind == 'tool' else 'sub-calls',
+                                format(_max_calls, ','), format(st.calls, ','),
+                                'do fewer' if kind == 'tool' else 'do fewer, larger chunks'))
         st.calls += len(prompts)
         if main:
             st.io += 1
@@ -790,6 +807,789 @@ def rlm_query_batched(prompts, model=None, contexts=None):
     if not ps:
         return []
     return _call('rlm', True, ps, model, cs)
+
+
+# ---- host tools and skills ----
+#
+# The tool and skill helpers are requests to the controller, sent as calls
+# of kind "tool" (repl/repl.h, TOOL CALLS): the same ids, threads, caps and
+# frame splitting as llm_query's prompts, each request a JSON object as
+# text, each answer {"ok": true, "value": V} or {"ok": false, "error": ...,
+# "kind": ...}. A skill is Python source the controller keeps in its
+# store: load_skill runs it in a namespace of its own that holds these
+# helpers (so skills load skills) but not `context`, and returns its entry
+# function wrapped to check the declared inputs. save_skill checks all it
+# can here, before anything is sent; the source of a function it is given
+# comes from the exec that defined it (_keep_source).
+
+class ToolError(RuntimeError):
+    """A tool or skill request failed. str(e) is the controller's message;
+    e.kind says why: "schema" (the arguments do not fit the tool's schema:
+    the message names the parameter and what is expected), "policy" (the
+    tool may not be called), "budget" (the tool-call budget is spent),
+    "notfound", "server" (the tool's server failed or the tool reported an
+    error), "timeout", "skill" (a skill save or load was refused),
+    "request" (a malformed request), "unavailable" (this REPL has no
+    tools)."""
+
+    def __init__(self, message, kind='server'):
+        RuntimeError.__init__(self, message)
+        self.kind = kind
+
+    def __reduce__(self):
+        return ToolError, (str(self), self.kind)
+
+
+# The helpers' code is compiled on first use (_x): compiling it would cost
+# every cold worker's start ~10 ms, and most workers never call a tool.
+# The zygote compiles it once it has answered its first request, so the
+# workers it forks from then on find it compiled.
+_skill_lines = {}  # '<skill NAME@V>' -> its source lines, for tracebacks
+_xs = {}           # helper name -> its implementation, once compiled
+_x_lock = _thread.allocate_lock()
+_X_NAMES = ('list_tool_servers', 'search_tools', 'get_tool_info', 'call_tool',
+            'call_tools_batched', 'list_skills', 'search_skills', 'get_skill_info',
+            'load_skill', 'save_skill')
+
+
+def _x_load():
+    with _x_lock:
+        if _xs:
+            return
+        code = compile(_X_SRC, '<string>', 'exec')
+        _RT_CODES.update(_code_tree(code, set()))
+        g = globals()
+        exec(code, g)
+        for n in _X_NAMES:
+            _xs[n] = g['_x_' + n]
+
+
+def _x(name):
+    f = _xs.get(name)
+    if f is None:
+        _x_load()
+        f = _xs[name]
+    return f
+
+
+def list_tool_servers():
+    """list_tool_servers() -> list of {"name", "description", "tools",
+    "error"}: the tool servers connected, how many tools each has, and why
+    one is not available (error, else None). Step 1 of 3: then
+    search_tools, then get_tool_info before call_tool."""
+    return _x('list_tool_servers')()
+
+
+def search_tools(query, server=None, limit=10):
+    """search_tools(query, server=None, limit=10) -> list of {"name",
+    "description", "score"}: the tools whose names and descriptions best
+    match the words of query (of one server, or all), best first. name is
+    "server.tool", what get_tool_info and call_tool take."""
+    return _x('search_tools')(query, server, limit)
+
+
+def get_tool_info(name):
+    """get_tool_info(name) -> dict: one tool's exact description: its input
+    schema ("input_schema", and "parameters": the required and optional
+    ones with their types), its output schema if any, whether it is
+    read-only, and whether it may be called here ("allowed", and "why"
+    not). Read it before call_tool: never guess parameter names."""
+    return _x('get_tool_info')(name)
+
+
+def call_tool(name, /, *args, **arguments):
+    """call_tool(name, **arguments) -> the tool's result: its structured
+    content as a Python value, else its text. call_tool(name, {"a-b": 1})
+    for argument names that are not Python names. The controller checks
+    the arguments against the tool's schema first. Raises ToolError (its
+    .kind: "schema" for bad or missing arguments, with the parameter and
+    what the schema expects; "policy" when the tool may not be called;
+    "server", "timeout", "budget", "notfound")."""
+    return _x('call_tool')(name, *args, **arguments)
+
+
+def call_tools_batched(calls):
+    """call_tools_batched([(name, arguments), ...]) -> list: the tools
+    called in parallel, results in order; arguments a dict (or None). A
+    call that failed is a ToolError in its place (not raised): check with
+    isinstance(r, ToolError)."""
+    return _x('call_tools_batched')(calls)
+
+
+def list_skills():
+    """list_skills() -> list of {"name", "version", "versions",
+    "description", "signature"}: the skills in the store (the latest
+    version of each)."""
+    return _x('list_skills')()
+
+
+def search_skills(query, limit=10):
+    """search_skills(query, limit=10) -> list of {"name", "description",
+    "score", "version"}: the skills that best match the words of query,
+    best first."""
+    return _x('search_skills')(query, limit)
+
+
+def get_skill_info(name):
+    """get_skill_info(name) -> dict: a skill's description, signature,
+    declared inputs and outputs, entry function and versions; name is
+    "name" (the latest) or "name@V"."""
+    return _x('get_skill_info')(name)
+
+
+def load_skill(name, version=None):
+    """load_skill(name, version=None) -> a callable: the skill (its latest
+    version, or that one; "name@V" works too), run here in a namespace of
+    its own with these helpers (not `context`: pass it what it needs).
+    Calling it checks the declared inputs and raises TypeError naming a
+    missing, unknown or ill-typed one. Skills may load other skills."""
+    return _x('load_skill')(name, version)
+
+
+def save_skill(name, function_or_source, description, inputs=None, outputs=None):
+    """save_skill(name, function_or_source, description, inputs=None,
+    outputs=None) -> "name@V": keep a function as a skill, a new immutable
+    version of name (the same source again keeps its version).
+    function_or_source is a function defined with def in a block of this
+    REPL, or its source as a str (one top-level function, or the one
+    called name or its last part: "text.count-words" -> count_words; plus
+    what it needs: imports, helper functions). inputs is
+    {parameter: type}, a type being "int", "str", "float", "bool", "list",
+    "dict", "any" (or int, str, ..., or {"type": ..., "description": ...});
+    it must name exactly the function's parameters (those without a default
+    are required); None takes them from the annotations. A skill runs in a
+    namespace of its own: the builtins, llm_query, rlm_query, the tool and
+    skill helpers; not `context` or the REPL's variables. Raises ValueError
+    or TypeError saying what to fix, ToolError (kind "skill") when the
+    controller refuses (saving needs --allow-skill-writes)."""
+    return _x('save_skill')(name, function_or_source, description, inputs, outputs)
+
+
+_X_SRC = r'''
+def _json_text(t):
+    """The JSON value in the str t; ValueError when t is not JSON."""
+    t = t.strip()
+    if _json is None:
+        return _jsonmod.loads(t)
+    try:
+        obj, end = _c_scan(t, 0)
+    except StopIteration:
+        raise ValueError('not JSON') from None
+    if end != len(t):
+        raise ValueError('trailing garbage')
+    return obj
+
+
+def _tool_reply(t):
+    """(True, value) for a reply text that says ok, else (False, a
+    ToolError)."""
+    try:
+        r = _json_text(t)
+    except (ValueError, RecursionError):
+        r = None
+    if type(r) is not dict or type(r.get('ok')) is not bool:
+        return False, ToolError(t, 'unavailable')
+    if r['ok']:
+        return True, r.get('value')
+    msg, kind = r.get('error'), r.get('kind')
+    return False, ToolError(msg if type(msg) is str else t,
+                            kind if type(kind) is str else 'server')
+
+
+def _request(fn, req):
+    try:
+        t = _encode(req)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise TypeError('%s(): the arguments must be JSON values (str, int, float, bool, None, '
+                        'and lists and dicts of them with str keys): %s' % (fn, e)) from None
+    if '\\u0000' in t:
+        import re
+        if re.search(r'(?<!\\)(?:\\\\)*\\u0000', t):
+            # The controller's JSON parser would cut the str there.
+            raise ValueError('%s(): a str in the arguments holds a NUL character ("\\0"), '
+                             'which cannot be sent' % fn)
+    return t
+
+
+def _tool(fn, req):
+    ok, v = _tool_reply(_call('tool', False, [_request(fn, req)], None, fn=fn)[0])
+    if not ok:
+        raise v
+    return v
+
+
+def _str_arg(v, fn, what):
+    if type(v) is not str:
+        if not isinstance(v, str):
+            raise TypeError('%s(): %s must be a str, not %s' % (fn, what, type(v).__name__))
+        v = str.__str__(v)
+    return v
+
+
+def _limit_arg(v, fn):
+    if type(v) is bool or not isinstance(v, int):
+        raise TypeError('%s(): limit must be an int, not %s' % (fn, type(v).__name__))
+    v = int(v)
+    if not 1 <= v <= 100:
+        raise ValueError('%s(): limit must be from 1 to 100, not %d' % (fn, v))
+    return v
+
+
+def _x_list_tool_servers():
+    return _tool('list_tool_servers', {'op': 'servers'})
+
+
+def _x_search_tools(query, server=None, limit=10):
+    fn = 'search_tools'
+    query = _str_arg(query, fn, 'query')
+    if server is not None:
+        server = _str_arg(server, fn, 'server')
+    return _tool(fn, {'op': 'search', 'query': query, 'server': server,
+                      'limit': _limit_arg(limit, fn)})
+
+
+def _x_get_tool_info(name):
+    fn = 'get_tool_info'
+    return _tool(fn, {'op': 'info', 'name': _str_arg(name, fn, 'name')})
+
+
+def _tool_args(fn, args, kwargs):
+    if len(args) > 1:
+        raise TypeError('%s() takes the arguments as keywords, or as one dict after the '
+                        'name, not %d positional values' % (fn, len(args)))
+    if not args:
+        return kwargs
+    a = args[0]
+    if a is None:
+        a = {}
+    if not isinstance(a, dict):
+        raise TypeError('%s() takes the arguments as keywords, or as one dict after the '
+                        'name, not a %s' % (fn, type(a).__name__))
+    both = [k for k in kwargs if k in a]
+    if both:
+        raise TypeError('%s(): %s given both in the dict and as a keyword'
+                        % (fn, ', '.join(repr(k) for k in both)))
+    out = dict(a)
+    out.update(kwargs)
+    return out
+
+
+def _x_call_tool(name, /, *args, **arguments):
+    fn = 'call_tool'
+    name = _str_arg(name, fn, 'name')
+    return _tool(fn, {'op': 'call', 'name': name,
+                      'arguments': _tool_args(fn, args, arguments)})
+
+
+def _x_call_tools_batched(calls):
+    fn = 'call_tools_batched'
+    if isinstance(calls, (str, dict)) or not isinstance(calls, (list, tuple)):
+        raise TypeError('%s() takes a list of (name, arguments) pairs, not %s'
+                        % (fn, type(calls).__name__))
+    reqs = []
+    for i, c in enumerate(calls):
+        if not isinstance(c, (list, tuple)) or len(c) != 2:
+            raise TypeError('%s(): calls[%d] must be a (name, arguments) pair, not %r'
+                            % (fn, i, c if len(repr(c)) < 80 else type(c).__name__))
+        name = _str_arg(c[0], fn, 'calls[%d][0] (the name)' % i)
+        a = c[1]
+        if a is None:
+            a = {}
+        if not isinstance(a, dict):
+            raise TypeError('%s(): calls[%d][1] (the arguments) must be a dict, not %s'
+                            % (fn, i, type(a).__name__))
+        reqs.append(_request(fn, {'op': 'call', 'name': name, 'arguments': a}))
+    if not reqs:
+        return []
+    return [v for _, v in map(_tool_reply, _call('tool', True, reqs, None, fn=fn))]
+
+
+def _x_list_skills():
+    return _tool('list_skills', {'op': 'skills'})
+
+
+def _x_search_skills(query, limit=10):
+    fn = 'search_skills'
+    return _tool(fn, {'op': 'skill_search', 'query': _str_arg(query, fn, 'query'),
+                      'limit': _limit_arg(limit, fn)})
+
+
+def _x_get_skill_info(name):
+    fn = 'get_skill_info'
+    return _tool(fn, {'op': 'skill_info', 'name': _str_arg(name, fn, 'name')})
+
+
+# The skill types: JSON Schema's names, with Python's as aliases.
+_TYPES = {'integer': 'integer', 'int': 'integer', 'number': 'number', 'float': 'number',
+          'string': 'string', 'str': 'string', 'boolean': 'boolean', 'bool': 'boolean',
+          'array': 'array', 'list': 'array', 'object': 'object', 'dict': 'object',
+          'null': 'null', 'none': 'null', 'any': 'any'}
+_PY_TYPES = {int: 'integer', float: 'number', str: 'string', bool: 'boolean', list: 'array',
+             tuple: 'array', dict: 'object', type(None): 'null', object: 'any'}
+_TYPE_WORDS = ('integer (int), number (float), string (str), boolean (bool), array (list), '
+               'object (dict), null (None), any')
+
+
+def _type_ok(v, t):
+    if t == 'any':
+        return True
+    if t == 'integer':
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == 'number':
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t == 'string':
+        return isinstance(v, str)
+    if t == 'boolean':
+        return isinstance(v, bool)
+    if t == 'array':
+        return isinstance(v, (list, tuple))
+    if t == 'object':
+        return isinstance(v, dict)
+    if t == 'null':
+        return v is None
+    return True  # a type this runtime does not know: not checked
+
+
+def _spec_types(spec):
+    """The type names of a declared input (a str, a list, or a dict with
+    "type"), as stored: unknown ones are kept (not checked)."""
+    t = spec.get('type', 'any') if isinstance(spec, dict) else spec
+    ts = t if isinstance(t, list) else [t]
+    return [_TYPES.get(x.lower(), x) if type(x) is str else 'any' for x in ts]
+
+
+class _Skill:
+    """A skill load_skill returned: calling it checks its declared inputs
+    (required ones given, no unknown ones, their types), then runs its
+    entry function. .skill is "name@V"; .inputs and .outputs what was
+    declared; .source its source."""
+
+    def __init__(self, label, fn, inputs, outputs, source, digest):
+        self.skill, self.fn, self.source, self.digest = label, fn, source, digest
+        self.inputs = inputs if isinstance(inputs, dict) else {}
+        self.outputs = outputs
+        self.__name__ = getattr(fn, '__name__', label)
+        self.__doc__ = getattr(fn, '__doc__', None)
+        self.__wrapped__ = fn
+        co = getattr(fn, '__code__', None)
+        if type(co) is _CodeType:
+            n = co.co_argcount
+            self._pos = co.co_varnames[:n]
+            names = co.co_varnames[:n + co.co_kwonlyargcount]
+            d = getattr(fn, '__defaults__', None) or ()
+            kd = getattr(fn, '__kwdefaults__', None) or {}
+            self._req = [p for i, p in enumerate(names)
+                         if (i < n and i < n - len(d)) or (i >= n and p not in kd)]
+            self._names = names
+        else:
+            self._names = self._pos = tuple(self.inputs)
+            self._req = [k for k, s in self.inputs.items()
+                         if isinstance(s, dict) and s.get('required')]
+
+    def _what(self, p):
+        return '%s%s' % ('/'.join(_spec_types(self.inputs.get(p, 'any'))),
+                         ', required' if p in self._req else '')
+
+    def __call__(self, *args, **kwargs):
+        label = self.skill
+        if len(args) > len(self._pos):
+            raise TypeError('skill %s takes %d positional inputs but %d were given'
+                            % (label, len(self._pos), len(args)))
+        got = dict(zip(self._pos, args))
+        for k, v in kwargs.items():
+            if k not in self._names:
+                raise TypeError('skill %s: unknown input %r (the inputs are: %s)'
+                                % (label, k, ', '.join('%s (%s)' % (p, self._what(p))
+                                                       for p in self._names) or 'none'))
+            if k in got:
+                raise TypeError('skill %s: input %r given twice' % (label, k))
+            got[k] = v
+        for p in self._req:
+            if p not in got:
+                raise TypeError('skill %s: missing required input %r (%s)'
+                                % (label, p, '/'.join(_spec_types(self.inputs.get(p, 'any')))))
+        for k, v in got.items():
+            ts = _spec_types(self.inputs.get(k, 'any'))
+            if not any(_type_ok(v, t) for t in ts):
+                raise TypeError('skill %s: input %r must be %s, not %s'
+                                % (label, k, ' or '.join(ts), type(v).__name__))
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self):
+        return '<skill %s: %s(%s)>' % (self.skill, self.__name__, ', '.join(
+            '%s: %s' % (p, self._what(p)) for p in self._names))
+
+
+_Skill.__name__ = _Skill.__qualname__ = 'skill'  # "f: skill" in SHOW_VARS
+
+
+_skills = {}       # (name, version) -> its _Skill, loaded in this worker
+_loading = {}      # thread ident -> the skills it is loading, outermost first
+_SKILL_HELPERS = ('llm_query', 'llm_query_batched', 'rlm_query', 'rlm_query_batched',
+                  'list_tool_servers', 'search_tools', 'get_tool_info', 'call_tool',
+                  'call_tools_batched', 'ToolError', 'list_skills', 'search_skills',
+                  'get_skill_info', 'load_skill', 'save_skill')
+
+
+def _name_version(name, version, fn):
+    name = _str_arg(name, fn, 'name')
+    if version is None and '@' in name:
+        name, _, v = name.rpartition('@')
+        if not v.isdigit() or not v.isascii():
+            raise ValueError('%s(): %r: the version after "@" must be a number' % (fn, v))
+        version = int(v)
+    if version is not None:
+        if type(version) is bool or not isinstance(version, int):
+            raise TypeError('%s(): version must be an int or None, not %s'
+                            % (fn, type(version).__name__))
+        if version < 1:
+            raise ValueError('%s(): versions start at 1, not %d' % (fn, version))
+        version = int(version)
+    return name, version
+
+
+def _x_load_skill(name, version=None):
+    fn = 'load_skill'
+    name, version = _name_version(name, version, fn)
+    if version is not None:
+        hit = _skills.get((name, version))
+        if hit is not None:
+            return hit
+    v = _tool(fn, {'op': 'skill_load', 'name': name, 'version': version})
+    if type(v) is not dict or type(v.get('name')) is not str or \
+            type(v.get('version')) is not int or type(v.get('source')) is not str or \
+            type(v.get('entry')) is not str:
+        raise ToolError('load_skill(%r): the controller sent a skill without its name, '
+                        'version, source or entry' % name, 'request')
+    key = (v['name'], v['version'])
+    hit = _skills.get(key)
+    if hit is not None and hit.digest == v.get('digest'):
+        return hit
+    label = '%s@%d' % key
+    me = _get_ident()
+    stack = _loading.get(me, ())
+    if label in stack:
+        raise ToolError('load_skill(%r): skill %s loads itself while it is being loaded '
+                        '(%s): load it inside the function that needs it'
+                        % (name, label, ' -> '.join(stack + [label])), 'skill')
+    filename = '<skill %s>' % label
+    src = v['source']
+    _skill_lines[filename] = src.splitlines()
+    try:
+        code = compile(src, filename, 'exec')
+    except (SyntaxError, ValueError) as e:
+        raise ToolError('load_skill(%r): skill %s does not compile here: %s'
+                        % (name, label, e), 'skill') from None
+    g = globals()
+    ns = {'__builtins__': builtins, '__name__': 'skill ' + label}
+    for k in _SKILL_HELPERS:
+        ns[k] = g[k]
+    stack = _loading.setdefault(me, [])
+    stack.append(label)
+    try:
+        exec(code, ns)
+    finally:
+        stack.pop()
+        if not stack:
+            _loading.pop(me, None)
+    entry = ns.get(v['entry'])
+    if not callable(entry):
+        raise ToolError('load_skill(%r): skill %s defines no function %r'
+                        % (name, label, v['entry']), 'skill')
+    s = _Skill(label, entry, v.get('inputs'), v.get('outputs'), src, v.get('digest'))
+    _skills[key] = s
+    return s
+
+
+_NAME_CHARS = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-')
+
+
+def _skill_name(name, fn):
+    name = _str_arg(name, fn, 'name')
+    if not 0 < len(name) <= 64 or not (name[0] == '_' or name[0].isalpha()) or \
+            not _NAME_CHARS.issuperset(name):
+        raise ValueError("%s(): %r is not a skill name: a letter or '_', then at most 63 "
+                         "letters, digits, '_', '.' or '-'" % (fn, name))
+    return name
+
+
+def _dedent(lines):
+    ind = None
+    for ln in lines:
+        if ln.strip():
+            k = len(ln) - len(ln.lstrip(' \t'))
+            ind = k if ind is None else min(ind, k)
+    return [ln[ind or 0:] for ln in lines]
+
+
+def _def_of(tree, name, line):
+    """The def of name whose first line (its first decorator's) is line, in
+    tree, at any depth; or None."""
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if type(n) in (_ast.FunctionDef, _ast.AsyncFunctionDef) and n.name == name and \
+                min([n.lineno] + [d.lineno for d in n.decorator_list]) == line:
+            return n
+        for f in n._fields:
+            x = getattr(n, f, None)
+            if type(x) is list:
+                stack.extend(y for y in x if isinstance(y, _ast.AST))
+            elif isinstance(x, _ast.AST):
+                stack.append(x)
+    return None
+
+
+def _function_source(f, fn):
+    """The source of the function f, from the exec that defined it."""
+    if isinstance(f, _Skill):
+        return f.source, f.fn.__name__
+    co = getattr(f, '__code__', None)
+    if type(co) is not _CodeType or hasattr(f, '__self__'):
+        raise TypeError('%s() takes a function (defined with def) or its source as a str, '
+                        'not %s' % (fn, type(f).__name__))
+    if co.co_name == '<lambda>':
+        raise TypeError('%s(): a lambda has no name to call it by: define the function with '
+                        'def' % fn)
+    if co.co_freevars:
+        raise ValueError('%s(): %s() uses %s of the function it was defined in: define it at '
+                         'the top level of a block' % (fn, co.co_name, ', '.join(co.co_freevars)))
+    whole = _fn_src.get(co)
+    node = None
+    if whole is not None:
+        node = _def_of(compile(whole, '<repl>', 'exec', _ast.PyCF_ONLY_AST), co.co_name,
+                       co.co_firstlineno)
+    if node is None:
+        raise ValueError('%s(): the source of %s() is not known (it was not defined with def '
+                         'in a block of this REPL): pass the source as a str' % (fn, co.co_name))
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    if all(type(d) is _ast.Name and d.id == 'staticmethod' for d in node.decorator_list):
+        first = node.lineno  # a class's plain function: a plain one here
+    lines = _dedent(whole.splitlines()[first - 1:node.end_lineno])
+    return '\n'.join(lines) + '\n', co.co_name
+
+
+def _free_names(tree):
+    """Names the code in tree reads but never binds (a rough scope-free
+    count: enough to find what a skill leans on from the REPL)."""
+    loads, bound = set(), set()
+    stack = [tree]
+    A = _ast
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is A.Name:
+            (loads if type(n.ctx) is A.Load else bound).add(n.id)
+        elif t in (A.FunctionDef, A.AsyncFunctionDef, A.ClassDef):
+            bound.add(n.name)
+        elif t is A.arg:
+            bound.add(n.arg)
+        elif t is A.alias:
+            bound.add((n.asname or n.name).split('.')[0])
+        elif t in (A.Global, A.Nonlocal):
+            bound.update(n.names)
+        elif getattr(n, 'name', None).__class__ is str and t is not A.alias:
+            bound.add(n.name)  # except ... as name, match ... as name
+        elif t is A.MatchMapping and n.rest:
+            bound.add(n.rest)
+        for f in n._fields:
+            x = getattr(n, f, None)
+            if type(x) is list:
+                stack.extend(y for y in x if isinstance(y, A.AST))
+            elif isinstance(x, A.AST):
+                stack.append(x)
+    return loads - bound
+
+
+def _skill_type(t, where, fn):
+    if type(t) is str and t.lower() in _TYPES:
+        return _TYPES[t.lower()]
+    if isinstance(t, type) and t in _PY_TYPES:
+        return _PY_TYPES[t]
+    if t is None:
+        return 'null'
+    if isinstance(t, (list, tuple)) and t:
+        return [_skill_type(x, where, fn) for x in t]
+    raise ValueError('%s(): %s: %r is not a type (the types are: %s, or a list of them)'
+                     % (fn, where, t, _TYPE_WORDS))
+
+
+def _skill_spec(spec, where, fn):
+    """A declared input or output as {"type": T, ...}: a type ("int",
+    int, "integer", a list of them), or a dict with "type" and maybe
+    "description" and other JSON Schema members."""
+    if isinstance(spec, dict):
+        out = {}
+        for k, v in spec.items():
+            if type(k) is not str:
+                raise TypeError('%s(): %s: the keys must be str, not %s'
+                                % (fn, where, type(k).__name__))
+            out[k] = v
+        out['type'] = _skill_type(spec.get('type', 'any'), where, fn)
+        d = out.get('description')
+        if d is not None and type(d) is not str:
+            raise TypeError('%s(): %s: "description" must be a str, not %s'
+                            % (fn, where, type(d).__name__))
+        return out
+    return {'type': _skill_type(spec, where, fn)}
+
+
+_ANNOTATION_TYPES = {'int': 'integer', 'float': 'number', 'str': 'string', 'bool': 'boolean',
+                     'list': 'array', 'tuple': 'array', 'dict': 'object', 'None': 'null',
+                     'List': 'array', 'Dict': 'object', 'Tuple': 'array'}
+
+
+def _annotation_type(a):
+    if a is None:
+        return 'any'
+    if type(a) is _ast.Subscript:
+        a = a.value
+    if type(a) is _ast.Attribute:
+        return _ANNOTATION_TYPES.get(a.attr, 'any')
+    if type(a) is _ast.Name:
+        return _ANNOTATION_TYPES.get(a.id, 'any')
+    if type(a) is _ast.Constant:
+        if a.value is None:
+            return 'null'
+        if type(a.value) is str:
+            return _TYPES.get(a.value.lower(), _ANNOTATION_TYPES.get(a.value, 'any'))
+    return 'any'
+
+
+def _x_save_skill(name, function_or_source, description, inputs=None, outputs=None):
+    fn = 'save_skill'
+    name = _skill_name(name, fn)
+    description = _str_arg(description, fn, 'description').strip()
+    if not description:
+        raise ValueError('%s(): the description is empty: say what the skill does, in the '
+                         'words search_skills will find it by' % fn)
+    want = None
+    if isinstance(function_or_source, str):
+        src = str.__str__(function_or_source)
+    else:
+        src, want = _function_source(function_or_source, fn)
+    try:
+        tree = compile(src, '<skill %s>' % name, 'exec', _ast.PyCF_ONLY_AST)
+        compile(src, '<skill %s>' % name, 'exec')
+    except SyntaxError as e:
+        raise ValueError('%s(): the source does not compile: %s (line %s)'
+                         % (fn, e.msg, e.lineno)) from None
+    except (ValueError, OverflowError, RecursionError, MemoryError) as e:
+        raise ValueError('%s(): the source does not compile: %s' % (fn, e)) from None
+    defs = [n for n in tree.body if type(n) in (_ast.FunctionDef, _ast.AsyncFunctionDef)]
+    node = None
+    if want is not None:
+        node = next((n for n in defs if n.name == want), None)
+    elif len(defs) == 1:
+        node = defs[0]
+    else:
+        # The one named like the skill, or like its last part ("text.count-words":
+        # count_words).
+        short = name.rpartition('.')[2].replace('-', '_')
+        node = next((n for n in defs if n.name == name), None) or \
+            next((n for n in defs if n.name == short), None)
+    if node is None:
+        raise ValueError('%s(): the source defines %s: it must define one top-level function, '
+                         'or one called %r (the skill\'s entry)'
+                         % (fn, ', '.join(n.name + '()' for n in defs) or 'no function',
+                            name.rpartition('.')[2].replace('-', '_')))
+    if type(node) is _ast.AsyncFunctionDef:
+        raise ValueError('%s(): %s() is async: a skill is a plain def' % (fn, node.name))
+    a = node.args
+    if a.vararg is not None or a.kwarg is not None:
+        raise ValueError('%s(): %s() takes *%s or **%s: a skill takes named inputs only'
+                         % (fn, node.name, a.vararg.arg if a.vararg else 'args',
+                            a.kwarg.arg if a.kwarg else 'kwargs'))
+    pos = list(a.posonlyargs) + list(a.args)
+    params = pos + list(a.kwonlyargs)
+    defaults = {}
+    for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults):
+        defaults[p.arg] = d
+    for p, d in zip(a.kwonlyargs, a.kw_defaults):
+        if d is not None:
+            defaults[p.arg] = d
+    names = [p.arg for p in params]
+    sig = '%s(%s)' % (node.name, ', '.join(names))
+    free = _free_names(tree) - set(dir(builtins)) - set(_SKILL_HELPERS) - {'__name__'}
+    if free:
+        where = []
+        for k in sorted(free):
+            v = _ns.get(k, _free_names)
+            where.append(k if v is _free_names else '%s (%s in the REPL)' % (
+                k, 'a module' if isinstance(v, _ModuleType) else 'a ' + type(v).__name__))
+        raise ValueError('%s(): %s uses %s, which the skill does not define: a skill runs in a '
+                         'namespace of its own (the builtins and the helpers); import modules '
+                         'inside it, and pass the source as a str with the functions and '
+                         'values it needs' % (fn, sig, ', '.join(where)))
+    decl = {}
+    if inputs is None:
+        for p in params:
+            decl[p.arg] = {'type': _annotation_type(p.annotation)}
+    else:
+        if not isinstance(inputs, dict):
+            raise TypeError('%s(): inputs must be a dict {parameter: type} or None, not %s'
+                            % (fn, type(inputs).__name__))
+        for k in inputs:
+            if k not in names:
+                raise ValueError('%s(): inputs names %r, which is not a parameter of %s'
+                                 % (fn, k, sig))
+        for k in names:
+            if k not in inputs:
+                raise ValueError('%s(): parameter %r of %s is not in inputs: declare each '
+                                 'parameter (or pass inputs=None to take them from the '
+                                 'annotations)' % (fn, k, sig))
+        for k in names:
+            decl[k] = _skill_spec(inputs[k], 'inputs[%r]' % k, fn)
+    for k in names:
+        decl[k]['required'] = k not in defaults
+        d = defaults.get(k)
+        if type(d) is _ast.Constant and 'default' not in decl[k]:
+            try:
+                _encode(d.value)  # a JSON value (not bytes, ..., inf)
+                decl[k]['default'] = d.value
+            except (TypeError, ValueError):
+                pass
+    if outputs is not None:
+        outputs = _skill_spec(outputs, 'outputs', fn)
+    elif node.returns is not None:
+        outputs = {'type': _annotation_type(node.returns)}
+    import ast
+    signature = '%s(%s)%s' % (node.name, ast.unparse(a),
+                              ' -> ' + ast.unparse(node.returns) if node.returns else '')
+    v = _tool(fn, {'op': 'skill_save', 'name': name, 'source': src, 'entry': node.name,
+                   'description': description, 'inputs': decl, 'outputs': outputs,
+                   'signature': signature})
+    if type(v) is not dict or type(v.get('version')) is not int:
+        raise ToolError('%s(%r): the controller did not say which version it saved' % (fn, name),
+                        'request')
+    return '%s@%d' % (v.get('name') if type(v.get('name')) is str else name, v['version'])
+'''
+
+
+# The source of what each exec defined, for save_skill: the code object of
+# each function (class, method) it compiled -> the exec's source. The
+# oldest execs' are let go past _SRC_KEEP characters in all.
+_fn_src = {}
+_src_kept = _collections.deque()
+_src_chars = 0
+_SRC_KEEP = 1 << 24
+
+
+def _keep_source(code, mod):
+    global _src_chars
+    fns = [c for c in _code_tree(mod, set()) if c is not mod and c.co_name[:1] != '<']
+    if not fns:
+        return
+    for c in fns:
+        _fn_src[c] = code
+    _src_kept.append((code, fns))
+    _src_chars += len(code)
+    while _src_chars > _SRC_KEEP and len(_src_kept) > 1:
+        old, cs = _src_kept.popleft()
+        _src_chars -= len(old)
+        for c in cs:
+            if _fn_src.get(c) is old:
+                del _fn_src[c]
 
 
 # ---- the answer ----
@@ -1383,6 +2183,10 @@ def _do_exec(eid, code):
             _cap.error_starts()
             _cap.write(''.join(_exc_only(e)))
         else:
+            try:
+                _keep_source(code, compiled[0])
+            except Exception:  # a tree of code too deep to walk: not kept
+                pass
             e = _run_user(_exec_code, compiled)
             if e is not None:
                 err = True
@@ -1900,7 +2704,11 @@ def _main(args):
     _ns.update(context=context, llm_query=llm_query, llm_query_batched=llm_query_batched,
                rlm_query=rlm_query, rlm_query_batched=rlm_query_batched,
                SHOW_VARS=SHOW_VARS, answer=_answer, FINAL=FINAL, FINAL_VAR=FINAL_VAR,
-               documents=documents, search=search)
+               documents=documents, search=search, list_tool_servers=list_tool_servers,
+               search_tools=search_tools, get_tool_info=get_tool_info, call_tool=call_tool,
+               call_tools_batched=call_tools_batched, ToolError=ToolError,
+               list_skills=list_skills, search_skills=search_skills,
+               get_skill_info=get_skill_info, load_skill=load_skill, save_skill=save_skill)
     _scaffold = tuple((k, _ns[k]) for k in _SCAFFOLD_NAMES if k != 'answer')
     _SCAFFOLD_SET = frozenset(_SCAFFOLD_NAMES)
     sys.modules['__main__'] = _mod

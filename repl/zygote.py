@@ -198,6 +198,14 @@ def _zygote(plan_json):
         for fd in fds:
             posix.close(fd)
         _send(err or {'pid': pid})
+        if not _xs:
+            # The tool and skill helpers (the runtime's _X_SRC), compiled
+            # once here rather than in each worker that calls one; after
+            # the first answer, so that no worker waits for it.
+            try:
+                _x_load()
+            except Exception:
+                pass
 
 
 def _z_fork(flags):

@@ -65,6 +65,7 @@ void rlm__calls_release(struct calls *c)
 	free(c->stop_detail);
 	free(c->sub_first_error);
 	c->stop_detail = c->sub_first_error = NULL;
+	rlm__tools_node_release(c);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->kids_mu);
 	pthread_cond_destroy(&c->cv);
@@ -373,6 +374,10 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
 	size_t n = call->n, next = 0, window;
 	int64_t t0 = time_now_ns(), deadline = c->budget->deadline_ns;
 
+	if (call->tool) {
+		rlm__tools_on_call(c, call, texts, errors);
+		return;
+	}
 	if (!model) {
 		unknown_model(c, call, texts, errors);
 		return;

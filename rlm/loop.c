@@ -460,6 +460,44 @@ static const char *sandbox_sentence(const struct repl_sandbox_cfg *sb)
 
 /* The system prompt's note on rlm_query where it is not a child RLM: at
  * the last depth, or everywhere when recursion is off. */
+/* The paragraphs on host tools and skills, when the solve has them (the
+ * simulator finds tools by "Host tools:" at the start of a line): "" when
+ * neither. Names only the functions and how many servers there are, never
+ * the catalogue. */
+static char *tools_sentence(const struct rlm_opts *o)
+{
+	struct buf b;
+	size_t n = o->tools ? tool_set_n_servers(o->tools) : 0;
+	int64_t skills = rlm__skills_count(o);
+	buf_init(&b, 0);
+	if (n)
+		buf_printf(&b,
+			   "\n\nHost tools: %zu tool server%s %s connected. Find a tool in three "
+			   "steps, never guessing its name or parameters: `list_tool_servers()` (each "
+			   "server's name, description and tool count), `search_tools(query, "
+			   "server=None, limit=10)` (the best matches, {\"name\", \"description\"}), "
+			   "then `get_tool_info(name)` (its exact parameters, which are required, "
+			   "their types; whether you may call it). Then `call_tool(name, "
+			   "**arguments)` returns its result; `call_tools_batched([(name, "
+			   "arguments), ...])` makes many calls in parallel. A refused or failed call "
+			   "raises `ToolError` saying why (in a batch, the failed entries are "
+			   "ToolError objects). Only tools the operator allowed may be called (by "
+			   "default, read-only ones).",
+			   n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+	if (skills > 0 || (skills == 0 && o->allow_skill_writes)) {
+		buf_printf(&b,
+			   "\n\nSkills: %lld saved Python function%s, kept across runs. Find one "
+			   "the same way: `list_skills()`, `search_skills(query)`, "
+			   "`get_skill_info(name)` (signature, inputs, versions); `load_skill(name, "
+			   "version=None)` returns the function to call.",
+			   (long long)skills, skills == 1 ? "" : "s");
+		if (o->allow_skill_writes)
+			buf_puts(&b, " `save_skill(name, function, description, inputs=None, "
+				     "outputs=None)` keeps a function you wrote as a new version.");
+	}
+	return buf_detach(&b, NULL);
+}
+
 static const char *rlm_query_note(const struct loop *l)
 {
 	if (l->depth + 1 < l->nodes->max_depth)
@@ -497,13 +535,16 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 		snprintf(blocks_s, sizeof(blocks_s), "A block may make up to %s sub-calls.",
 			 calls_s);
 	{
-		struct prompt_var v[6] = {{"sub_chars", sub_s, 0},
+		char *tools = tools_sentence(l->o);
+		struct prompt_var v[7] = {{"sub_chars", sub_s, 0},
 					  {"output_limit", limit_s, 0},
 					  {"max_iterations", max_s, 0},
 					  {"block_limits", blocks_s, 0},
 					  {"sandbox", sandbox_sentence(&l->o->sandbox), 0},
-					  {"rlm_query_note", rlm_query_note(l), 0}};
-		rc = rlm__loop_render("repl_system.txt", v, 6, &text, &len, err);
+					  {"rlm_query_note", rlm_query_note(l), 0},
+					  {"tools", tools, 0}};
+		rc = rlm__loop_render("repl_system.txt", v, 7, &text, &len, err);
+		free(tools);
 		if (!rc)
 			rlm__loop_add_msg(l, LLM_SYSTEM, text, len);
 	}
@@ -556,6 +597,7 @@ int rlm__loop_solve(const struct rlm_opts *o, const char *question, const struct
 	int rc;
 	rlm__nodes_init(&t, o, time_now_ns());
 	rc = rlm__loop_node(&t, o, 0, 0, -1, question, ctx, out, err);
+	rlm__tools_result(&t, out);
 	rlm__nodes_release(&t);
 	return rc;
 }

@@ -68,6 +68,8 @@ void rlm__nodes_init(struct rlm_nodes *t, const struct rlm_opts *o, int64_t t0)
 	pthread_mutex_init(&t->stop_mu, NULL);
 	pthread_mutex_init(&t->slot_mu, NULL);
 	pthread_cond_init(&t->slot_cv, NULL);
+	pthread_mutex_init(&t->tool_mu, NULL);
+	atomic_init(&t->tool_calls_sent, 0);
 }
 
 void rlm__nodes_release(struct rlm_nodes *t)
@@ -78,6 +80,9 @@ void rlm__nodes_release(struct rlm_nodes *t)
 	pthread_mutex_destroy(&t->stop_mu);
 	pthread_mutex_destroy(&t->slot_mu);
 	pthread_cond_destroy(&t->slot_cv);
+	pthread_mutex_destroy(&t->tool_mu);
+	cJSON_Delete(t->tool_calls);
+	t->tool_calls = NULL;
 }
 
 bool rlm__nodes_limit(enum rlm_stop why)

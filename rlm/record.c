@@ -370,6 +370,24 @@ char *rlm_config_json(const struct rlm_opts *o)
 	 * before this limit existed stay good. */
 	if (o->max_calls > 0)
 		json_add_num(j, "max_calls", (double)o->max_calls);
+	/* Tools answer from the world: a memo made with other tools, or
+	 * another policy, is not this run's answer. */
+	if (o->tools) {
+		cJSON *t = cJSON_CreateObject(), *names = tool_set_server_names_json(o->tools);
+		json_add(t, "servers", names);
+		if (o->tool_policy) {
+			cJSON *a = cJSON_CreateArray(), *d = cJSON_CreateArray();
+			for (size_t i = 0; i < o->tool_policy->n_allow; i++)
+				json_add_str(a, NULL, o->tool_policy->allow[i]);
+			for (size_t i = 0; i < o->tool_policy->n_deny; i++)
+				json_add_str(d, NULL, o->tool_policy->deny[i]);
+			json_add(t, "allow", a);
+			json_add(t, "deny", d);
+		}
+		json_add(j, "tools", t);
+	}
+	if (o->allow_skill_writes)
+		json_add_bool(j, "skill_writes", true);
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;

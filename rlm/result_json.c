@@ -166,6 +166,40 @@ static cJSON *failures_json(const struct rlm_result *r)
 	return a;
 }
 
+/* The discovery health of host tools and skills, and the calls made. */
+static cJSON *tools_json(const struct rlm_result *r, const struct rlm_opts *ro)
+{
+	const struct rlm_tool_stats *t = &r->tools;
+	cJSON *o = cJSON_CreateObject(), *calls;
+	json_add_num(o, "servers", ro && ro->tools ? (double)tool_set_n_servers(ro->tools) : 0);
+	json_add_num(o, "discovery", (double)(t->listings + t->searches + t->infos));
+	json_add_num(o, "listings", (double)t->listings);
+	json_add_num(o, "searches", (double)t->searches);
+	json_add_num(o, "infos", (double)t->infos);
+	json_add_num(o, "calls", (double)t->calls);
+	json_add_num(o, "calls_ok", (double)t->calls_ok);
+	json_add_num(o, "calls_without_info", (double)t->blind);
+	json_add_num(o, "schema_refused", (double)t->schema_refused);
+	json_add_num(o, "policy_refused", (double)t->policy_refused);
+	json_add_num(o, "budget_refused", (double)t->budget_refused);
+	json_add_num(o, "repeated_discovery", (double)t->repeated);
+	json_add_num(o, "skill_discovery", (double)t->skill_discovery);
+	json_add_num(o, "skills_loaded", (double)t->skills_loaded);
+	json_add_num(o, "skills_saved", (double)t->skills_saved);
+	json_add_num(o, "tool_ms", (double)t->tool_ns / 1e6);
+	calls = r->tool_calls_json ? json_parse(r->tool_calls_json, strlen(r->tool_calls_json))
+				   : NULL;
+	json_add(o, "list", calls ? calls : cJSON_CreateArray());
+	return o;
+}
+
+static bool tools_used(const struct rlm_result *r, const struct rlm_opts *ro)
+{
+	const struct rlm_tool_stats *t = &r->tools;
+	return (ro && ro->tools) || t->listings || t->searches || t->infos || t->calls ||
+	       t->skill_discovery || t->skills_loaded || t->skills_saved;
+}
+
 cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 {
 	cJSON *o = cJSON_CreateObject(), *calls, *t, *x, *per;
@@ -256,6 +290,8 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 	}
 	if (r->memo)
 		json_add(o, "memo", memo_json(r, orig));
+	if (tools_used(r, ro))
+		json_add(o, "tools", tools_json(r, ro));
 	json_add(o, "run", r->run_id[0] ? cJSON_CreateString(r->run_id) : cJSON_CreateNull());
 	cJSON_Delete(orig);
 	return o;

@@ -31,6 +31,7 @@
 #include "../llm/llm.h"
 #include "../repl/repl.h"
 #include "../corpus/corpus.h"
+#include "../tool/tool.h"
 
 enum rlm_strategy { RLM_REPL, RLM_TREE };
 
@@ -198,7 +199,42 @@ struct rlm_opts {
 				      * NULL: the newest unfinished run of the
 				      * same question, context and config, if
 				      * any */
+	/* host tools and skills (docs/tools.md): optional */
+	struct tool_set *tools;      /* borrowed: MCP servers and registered
+				      * tools model code may discover and call
+				      * (list_tool_servers, search_tools,
+				      * get_tool_info, call_tool); children get
+				      * the same; NULL: none */
+	const struct tool_policy *tool_policy; /* which tools may be called;
+				      * NULL: read-only ones only */
+	int64_t max_tool_calls;      /* tool calls of the solve, any depth; 0:
+				      * none */
+	int64_t tool_timeout_ns;     /* one tool call; 0: the tool set's (60 s) */
+	struct store *skills;        /* where skills are kept; NULL: store */
+	bool allow_skill_writes;     /* save_skill may add versions (off: a
+				      * prompt injected through the context
+				      * cannot plant code for later runs) */
 	const struct rlm_record *record_; /* private: set by rlm_solve */
+};
+
+/* How model code used host tools and skills in a solve (all nodes): the
+ * discovery health the three steps are measured by. */
+struct rlm_tool_stats {
+	int64_t listings;        /* list_tool_servers() */
+	int64_t searches;        /* search_tools() */
+	int64_t infos;           /* get_tool_info() */
+	int64_t calls;           /* tool calls asked for (each of a batch) */
+	int64_t calls_ok;        /* of which answered */
+	int64_t blind;           /* calls of a tool whose info the calling node
+				  * had not read first (get_tool_info) */
+	int64_t schema_refused;  /* calls refused by the schema check */
+	int64_t policy_refused;  /* calls of a tool the policy does not allow */
+	int64_t budget_refused;  /* calls past --max-tool-calls */
+	int64_t repeated;        /* listings of a node after its first, and
+				  * searches repeating one of its own */
+	int64_t skill_discovery; /* list_skills, search_skills, get_skill_info */
+	int64_t skills_loaded, skills_saved;
+	int64_t tool_ns;         /* time tool calls were out (summed) */
 };
 
 /* A code block of a turn and what the model was shown of its run. */
@@ -383,7 +419,16 @@ struct rlm_result {
 				* order their calls were made */
 	size_t n_children;
 	int64_t nodes;         /* child nodes under this one, any depth */
+
+	/* ---- host tools and skills (the root: the whole solve's) ---- */
+	struct rlm_tool_stats tools;
+	char *tool_calls_json; /* owned, or NULL: the solve's tool calls, a
+				* JSON array of {"node", "depth", "iteration",
+				* "name", "arguments", "ok", "error", "kind",
+				* "result", "ms"} (arguments and result cut),
+				* the first RLM_TOOL_CALLS_KEPT */
 };
+#define RLM_TOOL_CALLS_KEPT 200
 
 /* r's failures for a person, by kind, with the first one's reason: e.g.
  * "16 child RLMs failed (the first: max_errors: ValueError: ...)" or
@@ -570,5 +615,29 @@ int rlm_check_cost(const struct llm_model *model, const struct llm_model *sub, d
 /* Free the pool (after its calls), the models and the provider's instance;
  * ms is zeroed. A zeroed ms is a no-op. */
 void rlm_models_release(struct rlm_models *ms);
+
+/* ---- host tools (docs/tools.md) ----
+ *
+ * The tool set of rlm_opts.tools: MCP servers from a config file
+ * (tool/tool.h's format, the one other MCP clients read) and functions of
+ * the embedding program, which model code finds and calls through the
+ * same three steps (list_tool_servers, search_tools, get_tool_info,
+ * call_tool). Servers start on first use and stop at rlm_tools_free.
+ * Any thread. */
+struct tool_set *rlm_tools_new(void);
+/* Add the servers of an MCP client config file ({"mcpServers": {...}}).
+ * Returns 0 or a negative code with err naming the file, server and
+ * member. */
+int rlm_tools_load_config(struct tool_set *ts, const char *path, struct rlm_err *err);
+/* Offer fn as the tool name ("TOOL", in server "host", or "SERVER.TOOL")
+ * with input_schema_json (a JSON Schema object, NULL: no arguments) and
+ * description. Arguments are checked against the schema before fn sees
+ * them (tool_host_fn in tool/tool.h: JSON in, JSON out). read_only: it
+ * changes nothing, so the default policy lets model code call it.
+ * Returns 0 or RLM_EINVAL (a bad or taken name, a bad schema). */
+int rlm_tool_register(struct tool_set *ts, const char *name, const char *input_schema_json,
+		      const char *description, bool read_only, tool_host_fn *fn, void *arg,
+		      struct rlm_err *err);
+void rlm_tools_free(struct tool_set *ts);
 
 #endif

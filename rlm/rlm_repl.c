@@ -38,6 +38,7 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	r = xcalloc(1, sizeof(*r));
 	r->o = *o;
 	r->o.strategy = RLM_REPL;
+	r->o.skills = o->skills ? o->skills : o->store; /* skills outlive the REPL */
 	r->o.store = NULL;
 	r->o.record_ = NULL;
 	rlm__nodes_init(&r->nodes, &r->o, time_now_ns());

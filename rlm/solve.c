@@ -208,6 +208,8 @@ void rlm_result_release(struct rlm_result *r)
 	free(r->stop_detail);
 	free(r->memo_json);
 	r->memo_json = NULL;
+	free(r->tool_calls_json);
+	r->tool_calls_json = NULL;
 	free(r->sandbox);
 	r->sandbox = NULL;
 	r->answer = NULL;

@@ -193,6 +193,11 @@ struct rlm_nodes {
 	pthread_mutex_t stop_mu;
 	enum rlm_stop stop; /* guarded by stop_mu */
 	char *stop_detail;  /* owned, guarded by stop_mu */
+	/* host tools and skills (rlm/tools.c) */
+	_Atomic int64_t tool_calls_sent;   /* against o->max_tool_calls */
+	pthread_mutex_t tool_mu;
+	struct rlm_tool_stats tool_stats;  /* guarded by tool_mu */
+	struct cJSON *tool_calls;	   /* the first calls; guarded by tool_mu */
 };
 
 void rlm__nodes_init(struct rlm_nodes *t, const struct rlm_opts *o, int64_t t0);
@@ -244,6 +249,13 @@ struct calls {
 	 * Borrowed; the node's thread. */
 	const struct corpus *ctx;
 	struct repl *repl;
+	/* host tools: what this node's code discovered (rlm/tools.c), for the
+	 * discovery health; guarded by mu */
+	char **tool_infos;	 /* tools whose info it read */
+	size_t n_tool_infos;
+	char **tool_queries;	 /* its searches ("server\nquery") */
+	size_t n_tool_queries;
+	int tool_listings;	 /* list_tool_servers() calls */
 };
 
 /* o: the node's options (o->sub_model set); nodes: the solve's. */
@@ -348,5 +360,31 @@ char *rlm__node_ctx_prompt(const struct calls *c, const struct repl_ctx_arg *a, 
  * prompt, or when it is long its start and a note that the whole of it is
  * in `context`. Returns a fresh string. */
 char *rlm__node_question(const char *prompt, size_t len);
+
+/* ---- host tools and skills (rlm/tools.c, rlm/skills.c) ---- */
+
+/* A "tool" call frame of c's worker: each request answered (texts[i], a
+ * JSON text {"ok": true, "value": V} or {"ok": false, "error", "kind"};
+ * errors[i] when not ok); a batch in parallel. */
+void rlm__tools_on_call(struct calls *c, const struct repl_call *call, char **texts, bool *errors);
+void rlm__tools_node_release(struct calls *c);
+/* The solve's counts and calls into the root's result. */
+void rlm__tools_result(struct rlm_nodes *t, struct rlm_result *out);
+/* Replies (malloc'd JSON texts): ok consumes value (NULL: null). */
+char *rlm__tool_ok(struct cJSON *value);
+char *rlm__tool_err(const char *kind, const char *msg);
+/* Add by to a counter of c's solve (c->nodes->tool_stats). */
+void rlm__tool_count(struct calls *c, int64_t *field, int64_t by);
+#define STAT(c, field) ((c)->nodes->tool_stats.field)
+/* Record one request of c at iteration: a "tool" event (the store, detail
+ * events) and, for op "call", an entry of the solve's calls. */
+void rlm__tool_record(struct calls *c, int iteration, const char *op, const char *name,
+		      const struct cJSON *args, const struct cJSON *value, const char *kind,
+		      const char *error, int64_t ns);
+/* A skill request (op "skills", "skill_search", "skill_info",
+ * "skill_load", "skill_save"): its reply. */
+char *rlm__skills_op(struct calls *c, const char *op, const struct cJSON *r, int iteration);
+/* How many skills the store holds for the system prompt (-1: no store). */
+int64_t rlm__skills_count(const struct rlm_opts *o);
 
 #endif

@@ -349,9 +349,11 @@ enum route {
 	R_CORPUS,
 	R_RUN,
 	R_EVENTS,
+	R_SKILLS,
+	R_SKILL,
 };
 
-/* The routes; "*" is a run or corpus id, handed to the route. */
+/* The routes; "*" is a run or corpus id or a skill, handed to the route. */
 static const struct httpd_route routes[] = {
     {"/healthz", "GET, HEAD", R_HEALTH},
     {"/metrics", "GET, HEAD", R_METRICS},
@@ -362,6 +364,8 @@ static const struct httpd_route routes[] = {
     {"/v1/corpora/*", "GET, HEAD, DELETE", R_CORPUS},
     {"/v1/runs/*", "GET, HEAD, DELETE", R_RUN},
     {"/v1/runs/*/events", "GET, HEAD", R_EVENTS},
+    {"/v1/skills", "GET, HEAD", R_SKILLS},
+    {"/v1/skills/*", "GET, HEAD", R_SKILL},
 };
 
 /* The route of url, or NULL; *id points into url at a run or corpus id. */
@@ -442,6 +446,10 @@ static enum MHD_Result dispatch(struct req *rq)
 		return serve__route_run(rq, id);
 	case R_EVENTS:
 		return serve__route_events(rq, id);
+	case R_SKILLS:
+		return serve__route_skills(rq, NULL);
+	case R_SKILL:
+		return serve__route_skills(rq, id);
 	}
 	return MHD_NO;
 }

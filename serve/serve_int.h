@@ -209,5 +209,8 @@ enum MHD_Result serve__route_corpora_post(struct req *rq);
 enum MHD_Result serve__route_corpus(struct req *rq, const char *id); /* GET, DELETE */
 enum MHD_Result serve__route_chat(struct req *rq);
 enum MHD_Result serve__route_models(struct req *rq);
+/* GET /v1/skills (id NULL; ?name=NAME[@V] for one, ?all=true for retired
+ * names too) and /v1/skills/NAME[@V] (id). */
+enum MHD_Result serve__route_skills(struct req *rq, const char *id);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* serve/serve_routes.c -- the routes of `rlm serve` for solves, runs, their
- * events and corpora, and the checks every request body goes through.
+ * events, corpora and skills, and the checks every request body goes through.
  *
  * DESIGN
  * A body is checked whole before anything runs: each object's members
@@ -10,7 +10,8 @@
  * log in short slices (the connection has a thread of its own), sends a
  * comment when the run has been quiet for a while, and ends after the
  * "end" event; a run the store knows but this server does not hold is
- * replayed from the store's record. */
+ * replayed from the store's record. Skills are read from the store as
+ * they are at each request: another process may add one any time. */
 #include "serve_int.h"
 #include "../common/text.h"
 
@@ -763,4 +764,36 @@ enum MHD_Result serve__route_corpus(struct req *rq, const char *id)
 	if (serve_corpus_get(rq->sv->svc, id, 0, &info))
 		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no corpus '%.64s'", id);
 	return serve__json(rq, MHD_HTTP_OK, corpus_json(&info));
+}
+
+/* ---- skills ---- */
+
+enum MHD_Result serve__route_skills(struct req *rq, const char *id)
+{
+	struct rlm_err err = {0, ""};
+	const char *name = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "name");
+	const char *all = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "all");
+	bool with_all = false;
+	cJSON *j;
+	if (all && strcmp(all, "true") && strcmp(all, "1") && strcmp(all, "false") &&
+	    strcmp(all, "0"))
+		return serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
+				    "all: want true or false");
+	with_all = all && (strcmp(all, "true") == 0 || strcmp(all, "1") == 0);
+	if (id && name)
+		return serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
+				    "name: a skill is named in the path already");
+	if (!id && name)
+		id = name;
+	if (id && !*id)
+		return serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request",
+				    "name: want NAME or NAME@V");
+	j = serve_skills(rq->sv->svc, id, with_all, &err);
+	if (j)
+		return serve__json(rq, MHD_HTTP_OK, j);
+	if (err.code == RLM_ENOTFOUND)
+		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "%s", err.msg);
+	if (err.code == RLM_EINVAL)
+		return serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", err.msg);
+	return serve__error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "%s", err.msg);
 }

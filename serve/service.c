@@ -847,3 +847,28 @@ cJSON *serve_run_record(struct service *s, const char *id, struct rlm_err *err)
 	cJSON_Delete(run);
 	return pub;
 }
+
+cJSON *serve_skills(struct service *s, const char *ref, bool all, struct rlm_err *err)
+{
+	struct store_skill *v = NULL;
+	size_t n = 0;
+	cJSON *o, *arr;
+	if (ref) {
+		if (!s->store) {
+			rlm_err_set(err, RLM_ENOTFOUND, "no skill '%.80s' (the server keeps no store)",
+				    ref);
+			return NULL;
+		}
+		return store_skill_show(s->store, ref, err);
+	}
+	if (s->store && store_skill_list(s->store, all, &v, &n, err))
+		return NULL;
+	o = cJSON_CreateObject();
+	arr = cJSON_CreateArray();
+	json_add_str(o, "object", "list");
+	for (size_t i = 0; i < n; i++)
+		json_add(arr, NULL, store_skill_json(&v[i], false));
+	json_add(o, "skills", arr);
+	store_skills_free(v, n);
+	return o;
+}

@@ -228,4 +228,14 @@ struct cJSON *serve_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns
  * caller owns the result. */
 struct cJSON *serve_run_record(struct service *s, const char *id, struct rlm_err *err);
 
+/* The skills of the service's store (GET /v1/skills). ref NULL: the list
+ * {"object":"list","skills":[...]} of each name's latest version without
+ * its source (store_skill_json), retired names only with all; a service
+ * without a store lists none. ref "NAME" or "NAME@V": that version as
+ * store_skill_show gives it, source and versions included. NULL with err:
+ * RLM_ENOTFOUND (no such skill, a retired bare name, or no store),
+ * RLM_EINVAL (a bad name), RLM_ESTORE. The caller owns the result. Any
+ * thread. */
+struct cJSON *serve_skills(struct service *s, const char *ref, bool all, struct rlm_err *err);
+
 #endif

@@ -90,6 +90,16 @@
  *   the question and the turn, so runs repeat exactly. Asked for a final
  *   answer outright ("out of turns"), it replies FINAL(...) with the best
  *   answer the outputs so far show, else FINAL(NONE).
+ * - Host tools (sim/sim_tools.c): when the system message has a line
+ *   starting "Host tools:", the root first takes the three steps of
+ *   progressive discovery, in turns marked "# tools N:": search_tools()
+ *   with the question's words (its literals left out, synonyms of a small
+ *   table added), get_tool_info() of the hit whose name fits the question
+ *   best, call_tool() with arguments from the question's literals (numbers
+ *   in the order of the schema's required list, quoted strings, paths,
+ *   enum values it names, the value after a parameter it names), then
+ *   FINAL(the result). No hit that fits, a required argument the question
+ *   lacks, a tool the policy refuses, or a ToolError: the usual steps.
  * - Usage: ceil(bytes / 4) tokens in and out.
  *
  * Timing: each reply waits ttft + output_tokens / decode_tps (zero by

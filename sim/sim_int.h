@@ -30,4 +30,47 @@ struct sim__key {
  * how many; the keys point into q. */
 size_t sim__question_keys(const char *q, size_t n, struct sim__key *k, bool *every);
 
+/* ---- the policy's terms (sim/sim_policy.c), for the tool steps ---- */
+
+#define SIM__TERM_MAX 96 /* bytes of a term kept */
+
+/* The next term of s[*pos..n) (a run of letters and digits, inner '-',
+ * '_' and '.' kept), lower-cased into out[SIM__TERM_MAX]; its length, 0 at
+ * the end. *start (may be NULL) gets where it begins; *pos ends past it. */
+size_t sim__next_term(const char *s, size_t n, size_t *pos, char *out, size_t *start);
+/* The term t[0..n) as matching compares it (a plural stripped, a word cut
+ * to a stem: "released" and "release" meet); returns its new length. */
+size_t sim__norm_term(char *t, size_t n);
+/* Whether the lower-case term t[0..n) is a stopword of the policy (function
+ * words and question boilerplate: "what", "say", "total", ...). */
+bool sim__is_stopword(const char *t, size_t n);
+
+/* ---- the root policy's Python (sim/sim_root.c) ---- */
+
+/* Append s[0..n) to b as a Python str literal on one line. */
+void sim__py_str(struct buf *b, const char *s, size_t n);
+
+/* ---- host tools (sim/sim_tools.c) ----
+ * When the system message has a line starting "Host tools: ", the root
+ * first tries the tools in turns of their own, marked "# tools N: ...":
+ * 1 search_tools() with the question's words, 2 get_tool_info() of the
+ * hit that fits, 3 call_tool() with arguments taken from the question's
+ * literals, then FINAL(the result). */
+
+/* Whether the system message m offers host tools. */
+bool sim__tools_offered(const struct llm_msg *m);
+/* The N of the "# tools N:" marker of the reply s[0..n) (1 to 3), or 0. */
+int sim__tools_step(const char *s, size_t n);
+/* The reply of the tool turn after step (0: none yet) of the question
+ * q[0..qn), reading the output of the last step in last (the last user
+ * message; NULL at step 0). NULL when the tools do not answer (no tool
+ * fits, a schema the question cannot fill, an error): the usual strategy
+ * goes on, and *why (may be NULL) gets the sentence that says so.
+ * Fresh string. */
+char *sim__tools_reply(const char *q, size_t qn, int step, const struct llm_msg *last,
+		       const char **why);
+/* The text of the last tool result the outputs msgs[0..n) show, for an
+ * answer out of turns; NULL when none. Fresh string. */
+char *sim__tools_result_seen(const struct llm_msg *msgs, size_t n);
+
 #endif

@@ -42,7 +42,7 @@
  * that match less well (a needle with another key, which holds "special
  * magic numbers" but not KEY) stay out, in the leaf and in the combiner,
  * which scores the lines of the partial answers, not the answers whole. */
-#include "sim.h"
+#include "sim_int.h"
 #include "../common/text.h"
 
 #include <math.h>
@@ -52,7 +52,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define TERM_MAX   96	/* bytes of a term kept; longer terms are cut the same way everywhere */
+#define TERM_MAX   SIM__TERM_MAX /* bytes of a term kept; longer ones cut alike everywhere */
 #define QTERMS_MAX 1024 /* distinct question terms considered */
 #define ANSWER_MAX 1000 /* bytes of an extracted answer */
 #define LIST_MAX   4000 /* bytes of an answer that lists every match ("all") */
@@ -371,6 +371,23 @@ static void tables_build(void)
 static bool is_stopword(const char *t, size_t n)
 {
 	return termset_find(&stopset, t, n, hash_bytes(t, n)) >= 0;
+}
+
+size_t sim__next_term(const char *s, size_t n, size_t *pos, char *out, size_t *start)
+{
+	pthread_once(&tables_once, tables_build);
+	return next_term_at(s, n, pos, out, start);
+}
+
+size_t sim__norm_term(char *t, size_t n)
+{
+	return norm_term(t, n);
+}
+
+bool sim__is_stopword(const char *t, size_t n)
+{
+	pthread_once(&tables_once, tables_build);
+	return is_stopword(t, n);
 }
 
 /* The content terms of a question. */

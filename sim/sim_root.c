@@ -132,7 +132,9 @@ static bool own_line(const char *s, size_t n)
 {
 	return starts(s, n, "sample: ") || starts(s, n, "answer: ") ||
 	       starts(s, n, "final answer: ") || starts(s, n, "documents: ") ||
-	       starts(s, n, "named: ") || starts(s, n, "sources: ");
+	       starts(s, n, "named: ") || starts(s, n, "sources: ") ||
+	       starts(s, n, "tool hits: ") || starts(s, n, "tool info: ") ||
+	       starts(s, n, "tool result: ");
 }
 
 static bool ends(const char *s, size_t n, const char *suffix)
@@ -280,6 +282,11 @@ static void py_str(struct buf *b, const char *s, size_t n)
 			buf_printf(b, "\\x%02x", c), k = 1;
 	}
 	buf_putc(b, '"');
+}
+
+void sim__py_str(struct buf *b, const char *s, size_t n)
+{
+	py_str(b, s, n);
 }
 
 static void step1(struct buf *b, enum bug bug)
@@ -885,26 +892,31 @@ static char *best_seen(const struct llm_msg *msgs, size_t n, size_t first_user, 
 	return NULL;
 }
 
-static char *final_reply(const struct llm_msg *msgs, size_t n, size_t first_user, bool how_many,
-			 bool all)
+/* FINAL(best) on one line (runs of blanks become one space); FINAL(NONE)
+ * when best is NULL or empty. */
+static char *final_line(const char *best)
 {
-	char *best = best_seen(msgs, n, first_user, how_many, all), *out;
 	struct buf b;
 	buf_init(&b, 0);
 	buf_puts(&b, "FINAL(");
 	if (best && *best) {
-		/* one line: runs of blanks become one space */
-		for (char *p = best; *p; p++)
+		for (const char *p = best; *p; p++)
 			if (!text_is_space(*p) || (b.len && b.p[b.len - 1] != ' '))
 				buf_putc(&b, text_is_space(*p) ? ' ' : *p);
 		while (b.p[b.len - 1] == ' ')
 			b.p[--b.len] = '\0';
-	} else {
-		buf_puts(&b, "NONE");
 	}
+	if (b.len == 6)
+		buf_puts(&b, "NONE");
 	buf_putc(&b, ')');
+	return buf_detach(&b, NULL);
+}
+
+static char *final_reply(const struct llm_msg *msgs, size_t n, size_t first_user, bool how_many,
+			 bool all)
+{
+	char *best = best_seen(msgs, n, first_user, how_many, all), *out = final_line(best);
 	free(best);
-	out = buf_detach(&b, NULL);
 	return out;
 }
 
@@ -968,8 +980,8 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	struct sim_cfg defaults;
 	const struct llm_msg *first = NULL, *last = NULL, *system = NULL;
 	size_t first_i = 0, turn = 1;
-	int prev = 0, step;
-	const char *why;
+	int prev = 0, step, tools = 0;
+	const char *why, *tools_why = NULL;
 	struct ask a = {0};
 	long size;
 	struct buf b;
@@ -986,8 +998,11 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 			first = &msgs[i], first_i = i;
 		if (msgs[i].role == LLM_USER)
 			last = &msgs[i];
-		if (msgs[i].role == LLM_ASSISTANT)
-			turn++, prev = step_of(msgs[i].text, msgs[i].len);
+		if (msgs[i].role == LLM_ASSISTANT) {
+			turn++;
+			prev = step_of(msgs[i].text, msgs[i].len);
+			tools = sim__tools_step(msgs[i].text, msgs[i].len);
+		}
 	}
 	question_of(first, &a.q, &a.qn);
 	a.how_many = has_ci(a.q, a.qn, "how many");
@@ -996,8 +1011,22 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	a.nkeys = sim__question_keys(a.q, a.qn, a.keys, &a.every);
 	/* "the codes of A, B and C": every one of them */
 	a.all = a.all || (a.every && !a.how_many && !a.by_doc);
-	if (last && last != first && notice(last, "You are out of turns"))
+	if (last && last != first && notice(last, "You are out of turns")) {
+		char *seen = sim__tools_result_seen(msgs + first_i + 1, n - first_i - 1);
+		if (seen) {
+			/* the tools answered: that is the answer */
+			char *r = final_line(seen);
+			free(seen);
+			return r;
+		}
 		return final_reply(msgs, n, first_i, a.how_many, a.all);
+	}
+	/* host tools first: their turns come before the usual ones */
+	if (sim__tools_offered(system) && (turn == 1 || tools)) {
+		char *r = sim__tools_reply(a.q, a.qn, tools, turn == 1 ? NULL : last, &tools_why);
+		if (r)
+			return r;
+	}
 
 	if (last != first &&
 	    (notice(last, "REPL was restarted") || notice(last, "variables are gone"))) {
@@ -1033,6 +1062,8 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 				     "counted with llm_query_batched."
 				   : "Now I will cut the context into chunks and ask each one the "
 				     "question with llm_query_batched.";
+		if (step == 1 && tools_why)
+			why = tools_why; /* the tools did not answer: say why */
 	}
 
 	size = cfg->chunk_chars > 0 ? cfg->chunk_chars : stated_chunk(first);

@@ -613,6 +613,15 @@ static const char *const migrations[STORE_SCHEMA] = {
 	"CREATE TABLE IF NOT EXISTS events(run TEXT, seq INTEGER, t_ns INTEGER, node INTEGER,"
 	" parent INTEGER, depth INTEGER, iteration INTEGER, kind TEXT, text TEXT,"
 	" data_json TEXT, PRIMARY KEY(run, seq));",
+	/* 1 -> 2: skills (store_skills.c). A version's row is never changed. */
+	"CREATE TABLE IF NOT EXISTS skills(name TEXT NOT NULL, version INTEGER NOT NULL,"
+	" digest TEXT NOT NULL, entry TEXT NOT NULL, description TEXT NOT NULL,"
+	" signature TEXT NOT NULL, inputs_json TEXT NOT NULL, outputs_json TEXT,"
+	" source TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY(name, version));"
+	"CREATE TABLE IF NOT EXISTS skill_names(name TEXT PRIMARY KEY,"
+	" retired INTEGER NOT NULL DEFAULT 0, retired_at INTEGER);"
+	"CREATE TRIGGER IF NOT EXISTS skills_immutable BEFORE UPDATE ON skills"
+	" BEGIN SELECT RAISE(ABORT, 'skill versions are immutable'); END;",
 };
 
 static int user_version(struct store *s, struct store_conn *c, int64_t *v, struct rlm_err *err)

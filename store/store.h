@@ -31,7 +31,7 @@
  * (rlm_store_call_key, rlm_store_call_get, rlm_store_call_put in
  * rlm/rlm.h).
  *
- * Schema (version 1, in PRAGMA user_version):
+ * Schema (version 2, in PRAGMA user_version):
  *   calls(key BLOB PRIMARY KEY, model TEXT, text TEXT, finish TEXT,
  *         input_tokens, output_tokens, cached_tokens, cache_write_tokens,
  *         cost REAL, created INTEGER (unix ms), hits INTEGER, last_hit INTEGER)
@@ -51,6 +51,13 @@
  *   events(run TEXT, seq INTEGER, t_ns INTEGER, node INTEGER, parent
  *          INTEGER, depth INTEGER, iteration INTEGER, kind TEXT, text TEXT,
  *          data_json TEXT, PRIMARY KEY(run, seq))
+ *   skills(name TEXT, version INTEGER, digest TEXT, entry TEXT, description
+ *          TEXT, signature TEXT, inputs_json TEXT, outputs_json TEXT, source
+ *          TEXT, created INTEGER, PRIMARY KEY(name, version)) (version 2; a
+ *          trigger refuses any UPDATE of a row: versions are immutable)
+ *   skill_names(name TEXT PRIMARY KEY, retired INTEGER, retired_at INTEGER)
+ * Skills are the user's code, not a cache: store_prune and store_clear
+ * leave them alone.
  * A database with a newer user_version is refused (RLM_ESTORE, naming the
  * file); an older one is migrated in a transaction.
  *
@@ -296,6 +303,99 @@ int store_run_origin(struct store *s, const char *question, const char *context_
  * its events: NULL with err when there is no such run or it has no result
  * (RLM_ENOTFOUND) or the read failed. The caller frees it. */
 struct cJSON *store_run_result(struct store *s, const char *id, struct rlm_err *err);
+
+/* ---- skills ----
+ * Versioned, immutable Python functions (docs/tools.md): a name has
+ * versions 1, 2, ...; a version, once stored, is never changed. A put of
+ * content equal to the name's latest version stores nothing; other
+ * content becomes version latest + 1, the read of the latest and the
+ * insert in one BEGIN IMMEDIATE transaction, so that two processes putting
+ * at once get distinct versions. A name is retired (rlm skills rm) rather
+ * than deleted: a list leaves it out, a get of the bare name fails, but
+ * each of its versions can still be asked for by number (name@V), and a
+ * later put revives it.
+ *
+ * The digest is XXH3-128 (32 lowercase hex digits) under the domain
+ * "skill/1" over name, source, entry, description, inputs, outputs and
+ * signature, the JSON ones in their compact form (store_skill_digest):
+ * the same function saved twice has one digest, wherever it was saved. */
+
+#define STORE_SKILL_NAME_MAX   64	  /* bytes of a name */
+#define STORE_SKILL_SOURCE_MAX (1 << 20)  /* bytes of a source */
+#define STORE_SKILL_TEXT_MAX   (64 << 10) /* of a description, signature, inputs or outputs */
+
+struct store_skill {
+	char *name;          /* [A-Za-z_][A-Za-z0-9_.-]{0,63} */
+	int version;         /* 1, 2, ... per name (ignored by put) */
+	char digest[65];     /* XXH3-128 hex: 32 digits and a NUL (put fills
+			      * nothing here: see store_skill_digest) */
+	char *source;        /* the Python source, defining entry */
+	char *entry;         /* the function's name, a Python identifier */
+	char *description;   /* what it does, for list and search ("" allowed) */
+	char *signature;     /* "(a: int, b: int = 2) -> int" ("" allowed) */
+	char *inputs_json;   /* a JSON object: the inputs' JSON Schema
+			      * ({"type":"object","properties":{...},"required":[...]}
+			      * from rlm skills add); NULL on put: {} */
+	char *outputs_json;  /* a JSON value (the output's schema), or NULL */
+	int64_t created_ms;  /* unix ms; on put 0 means now (an import keeps the
+			      * original's) */
+	int versions;        /* in list results: how many versions the name has */
+	bool retired;        /* the name is retired */
+};
+
+/* Check in (the rules above and in the struct) and fill its digest; JSON
+ * members are read as JSON and hashed compact. RLM_EINVAL (err naming the
+ * field) or RLM_ETOOBIG. Called by put; exported so that an import can
+ * tell a version it holds already. */
+int store_skill_digest(const struct store_skill *in, char digest[65], struct rlm_err *err);
+/* Store in as a new version of in->name: *version gets the version that
+ * holds its content (the latest when *unchanged, else the new one). Same
+ * content as the latest version: *unchanged, nothing stored (a retired
+ * name is revived either way). RLM_EINVAL / RLM_ETOOBIG for a bad skill,
+ * RLM_ESTORE. version and unchanged may be NULL. */
+int store_skill_put(struct store *s, const struct store_skill *in, int *version, bool *unchanged,
+		    struct rlm_err *err);
+/* Version `version` of name (0: the latest) into *out (zeroed first; the
+ * caller releases it with store_skill_release); out->versions is the
+ * name's count. RLM_ENOTFOUND: no such name ("no skill 'x'"), no such
+ * version, or the bare name of a retired skill ("skill 'x' was retired");
+ * a numbered version of a retired name is found. */
+int store_skill_get(struct store *s, const char *name, int version, struct store_skill *out,
+		    struct rlm_err *err);
+/* The latest version of each name, by name; retired names only with
+ * retired_too. *out is the caller's (store_skills_free); *n may be 0. */
+int store_skill_list(struct store *s, bool retired_too, struct store_skill **out, size_t *n,
+		     struct rlm_err *err);
+/* Every version of name, oldest first, retired or not; RLM_ENOTFOUND when
+ * it has none. */
+int store_skill_versions(struct store *s, const char *name, struct store_skill **out, size_t *n,
+			 struct rlm_err *err);
+/* Retire name (again is no error); RLM_ENOTFOUND when it has no version. */
+int store_skill_retire(struct store *s, const char *name, struct rlm_err *err);
+/* Free k's strings and zero it; NULL is a no-op. */
+void store_skill_release(struct store_skill *k);
+/* Release each of v[0..n) and free v. */
+void store_skills_free(struct store_skill *v, size_t n);
+/* Parse "name" or "name@V" into name[0..cap) and *version (0 when not
+ * given). RLM_EINVAL, with err, for a bad name or version. */
+int store_skill_ref(const char *ref, char *name, size_t cap, int *version, struct rlm_err *err);
+/* k as a JSON object: {"name","version","digest","entry","description",
+ * "signature","inputs":{...},"outputs":...|null,"created_ms","retired"},
+ * plus "versions" when k->versions > 0, plus "source" with source: the
+ * shape of rlm skills show --json, export (one line each), and GET
+ * /v1/skills. The caller frees it. */
+struct cJSON *store_skill_json(const struct store_skill *k, bool source);
+/* One version as rlm skills show --json and GET /v1/skills/NAME[@V] give
+ * it: store_skill_json with "source", "versions" the list of the name's
+ * versions [{"version","digest","created_ms"}, ...] and "latest" the
+ * newest's number. ref is "name" (the latest; a retired name is not
+ * found) or "name@V". NULL with err (RLM_ENOTFOUND, RLM_EINVAL, ...). The
+ * caller frees it. */
+struct cJSON *store_skill_show(struct store *s, const char *ref, struct rlm_err *err);
+/* The reverse, for import: j's members into *out (zeroed first, the
+ * caller's to release); digest and version are not read. RLM_EINVAL with
+ * err naming a missing or mistyped member. */
+int store_skill_from_json(const struct cJSON *j, struct store_skill *out, struct rlm_err *err);
 
 /* ---- upkeep ---- */
 

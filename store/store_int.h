@@ -15,7 +15,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-#define STORE_SCHEMA	  1
+#define STORE_SCHEMA	  2
 #define STORE_MAX_READERS 16
 #define STORE_HIT_KEYS	  4096		/* pending keys that force a flush */
 #define STORE_HIT_MAX	  (1 << 18)	/* more while the writer is busy: then dropped */
@@ -47,6 +47,15 @@ enum store_stmt {
 	ST_RUN_ORIGIN,
 	ST_RUN_LINKS,
 	ST_RUN_RESULT,
+	ST_SKILL_LATEST,
+	ST_SKILL_PUT,
+	ST_SKILL_NAME,
+	ST_SKILL_LIST,
+	ST_SKILL_VERSIONS,
+	ST_SKILL_VMETA,
+	ST_SKILL_GET,
+	ST_SKILL_MAXV,
+	ST_SKILL_RETIRE,
 	ST_MAX
 };
 

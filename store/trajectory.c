@@ -334,6 +334,7 @@ static cJSON *iteration(const struct xrun *x, const struct node *n, size_t first
 	cJSON *o = cJSON_CreateObject(), *blocks = cJSON_CreateArray(), *res = NULL;
 	int64_t t_end = x->ev[n->evs[last]].t_ns, t_code = 0;
 	struct block_calls blk = {NO_EV, NULL, 0};
+	cJSON *tools = NULL; /* the open block's host tool requests */
 	for (size_t p = first; p <= last; p++) {
 		size_t i = n->evs[p];
 		const struct ev *e = &x->ev[i];
@@ -351,6 +352,8 @@ static cJSON *iteration(const struct xrun *x, const struct node *n, size_t first
 			add_kids(x, n, &blk, SIZE_MAX, owned, n_owned); /* the last block's */
 			blk = (struct block_calls){i, calls, blk.k};
 			json_add(res, "rlm_calls", calls);
+			tools = cJSON_CreateArray();
+			json_add(res, "tool_calls", tools);
 			json_add(res, "final_answer", cJSON_CreateNull());
 			json_add(b, "result", res);
 			json_add(blocks, NULL, b);
@@ -360,6 +363,11 @@ static cJSON *iteration(const struct xrun *x, const struct node *n, size_t first
 				add_kids(x, n, &blk, i, owned, n_owned);
 				json_add(blk.calls, NULL, sc);
 			}
+		} else if (strcmp(e->kind, "tool") == 0 && tools) {
+			/* rlm's own: a host tool or skill request of the block
+			 * (docs/tools.md), as the run recorded it */
+			cJSON *t = e->data ? cJSON_Duplicate(e->data, true) : cJSON_CreateObject();
+			json_add(tools, NULL, t);
 		} else if (strcmp(e->kind, "output") == 0 && res) {
 			set_output(res, e);
 			cJSON_ReplaceItemInObjectCaseSensitive(res, "execution_time",

@@ -42,17 +42,20 @@ static void check_reply(const struct sim_reply *r)
 	cJSON_Delete(j);
 }
 
-/* A root reply is FINAL(...) on one line or a sentence and one ```repl
- * block of a step, and valid UTF-8 when the conversation is. */
-static void check_root_reply(const char *r, bool valid)
+/* A root reply is FINAL(...) on one line (of several lines: a tool's
+ * result) or a sentence and one ```repl block of a step (or of a tool
+ * turn), and valid UTF-8 when the conversation is. */
+static void check_root_reply(const char *r, bool valid, bool tools)
 {
 	size_t n = r ? strlen(r) : 0;
 	if (!r)
 		abort();
 	if (strncmp(r, "FINAL(", 6) == 0) {
-		if (r[n - 1] != ')' || strchr(r, '\n'))
+		if (r[n - 1] != ')' || (!tools && strchr(r, '\n')))
 			abort();
-	} else if (!strstr(r, "\n\n```repl\n# step ") || n < 5 || strcmp(r + n - 5, "\n```\n")) {
+	} else if ((!strstr(r, "\n\n```repl\n# step ") &&
+		    !(tools && strstr(r, "\n\n```repl\n# tools "))) ||
+		   n < 5 || strcmp(r + n - 5, "\n```\n")) {
 		abort();
 	}
 	if (valid && !text_utf8_valid(r, n, NULL))
@@ -66,6 +69,14 @@ static void check_root(const char *text, size_t size)
 	static const char sys[] = "Write ```repl blocks; llm_query_batched(prompts) asks many.";
 	static const char first[] = "Question: How many cats?\n\nThe context is a str of 9 "
 				    "characters. Sub-calls can read about 1,000 characters each.";
+	static const char tools_sys[] = "Write ```repl blocks; llm_query_batched(prompts).\n"
+					"Host tools: 1 tool server is connected.";
+	static const char tools_first[] = "Question: What is the sum of 12 and \"a b\" in "
+					  "/tmp/x.txt?\n\nThe context is a str.";
+	static const char *const tool_steps[] = {"ok\n\n```repl\n# tools 1: x\n```\n",
+						 "ok\n\n```repl\n# tools 2: x\n```\n",
+						 "ok\n\n```repl\n# tools 3: x\n```\n",
+						 "ok\n\n```repl\n# tools 4: x\n```\n"};
 	static const char *const steps[] = {"ok\n\n```repl\n# step 1: x\n```\n",
 					    "ok\n\n```repl\n# step 2: x\n```\n",
 					    "ok\n\n```repl\n# step 3: x\n```\n", "no code"};
@@ -80,14 +91,28 @@ static void check_root(const char *text, size_t size)
 	cfg.code_errors = 0.5;
 	cfg.seed = size;
 	r = sim_reply_text(&cfg, c, 2);
-	check_root_reply(r, valid);
+	check_root_reply(r, valid, false);
 	free(r);
 	c[1] = (struct llm_msg){LLM_USER, first, sizeof(first) - 1};
 	c[3] = (struct llm_msg){LLM_USER, text, size};
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		c[2] = (struct llm_msg){LLM_ASSISTANT, steps[i], strlen(steps[i])};
 		r = sim_root_reply(&cfg, c, 4);
-		check_root_reply(r, valid);
+		check_root_reply(r, valid, false);
+		free(r);
+	}
+	/* with host tools: the bytes as the question, and as the output of
+	 * each tool turn (hits, a schema, a result) */
+	c[0] = (struct llm_msg){LLM_SYSTEM, tools_sys, sizeof(tools_sys) - 1};
+	c[1] = (struct llm_msg){LLM_USER, text, size};
+	r = sim_root_reply(&cfg, c, 2);
+	check_root_reply(r, valid, true);
+	free(r);
+	c[1] = (struct llm_msg){LLM_USER, tools_first, sizeof(tools_first) - 1};
+	for (size_t i = 0; i < sizeof(tool_steps) / sizeof(tool_steps[0]); i++) {
+		c[2] = (struct llm_msg){LLM_ASSISTANT, tool_steps[i], strlen(tool_steps[i])};
+		r = sim_root_reply(&cfg, c, 4);
+		check_root_reply(r, valid, true);
 		free(r);
 	}
 }

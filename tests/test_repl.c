@@ -1835,6 +1835,821 @@ TEST(scaffold_names_are_restored)
 	repl_free(r);
 }
 
+/* ---- tools and skills (kind "tool") ----
+ *
+ * The test plays the controller: tool_ctl answers each request from a
+ * small table (two servers, a tool that adds, one that echoes its
+ * arguments, one that is slow, one that is not allowed, one whose reply is
+ * not JSON) with an argument check done by hand, and keeps skills in
+ * memory with their versions, as the store would. */
+
+#define SKILLS_MAX 16
+
+struct kept_skill {
+	char *name, *source, *entry, *description, *signature, *inputs, *outputs;
+	int version;
+};
+
+struct tool_ctl {
+	pthread_mutex_t mu;
+	int frames, requests, batched_frames;
+	int now, most;             /* "calc.slow" calls in flight, at most */
+	bool allow_writes;
+	char last[4096];           /* the last request's text */
+	struct kept_skill skills[SKILLS_MAX];
+	size_t n_skills;
+};
+
+static void tool_ctl_init(struct tool_ctl *t)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->mu, NULL);
+	t->allow_writes = true;
+}
+
+static void tool_ctl_release(struct tool_ctl *t)
+{
+	for (size_t i = 0; i < t->n_skills; i++) {
+		struct kept_skill *k = &t->skills[i];
+		free(k->name), free(k->source), free(k->entry), free(k->description);
+		free(k->signature), free(k->inputs), free(k->outputs);
+	}
+	pthread_mutex_destroy(&t->mu);
+}
+
+static char *tool_ok(cJSON *value)
+{
+	char *v = json_print(value), *out = xasprintf("{\"ok\":true,\"value\":%s}", v);
+	cJSON_Delete(value);
+	free(v);
+	return out;
+}
+
+static char *tool_fail(const char *kind, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *out;
+	json_add_bool(o, "ok", false);
+	json_add_str(o, "error", msg);
+	json_add_str(o, "kind", kind);
+	out = json_print(o);
+	cJSON_Delete(o);
+	return out;
+}
+
+static cJSON *parse_text(const char *s)
+{
+	return s ? json_parse(s, strlen(s)) : cJSON_CreateNull();
+}
+
+/* The latest version of name (version 0), or that one; mu held. */
+static struct kept_skill *skill_find(struct tool_ctl *t, const char *name, int version)
+{
+	struct kept_skill *best = NULL;
+	for (size_t i = 0; i < t->n_skills; i++) {
+		struct kept_skill *k = &t->skills[i];
+		if (strcmp(k->name, name) == 0 && (version ? k->version == version
+							   : !best || k->version > best->version))
+			best = k;
+	}
+	return best;
+}
+
+static cJSON *skill_row(struct tool_ctl *t, const struct kept_skill *k)
+{
+	cJSON *o = cJSON_CreateObject();
+	int n = 0;
+	for (size_t i = 0; i < t->n_skills; i++)
+		n += strcmp(t->skills[i].name, k->name) == 0;
+	json_add_str(o, "name", k->name);
+	json_add_num(o, "version", k->version);
+	json_add_num(o, "versions", n);
+	json_add_str(o, "description", k->description);
+	json_add_str(o, "signature", k->signature);
+	return o;
+}
+
+/* "calc.get-sum": exactly a and b, numbers, checked by hand as the
+ * controller's schema check would. */
+static char *call_sum(const cJSON *args)
+{
+	const cJSON *it, *a = json_get(args, "a"), *b = json_get(args, "b");
+	char msg[300];
+	cJSON_ArrayForEach(it, args)
+	{
+		if (strcmp(it->string, "a") != 0 && strcmp(it->string, "b") != 0) {
+			snprintf(msg, sizeof(msg),
+				 "unknown parameter '%s' (the parameters are: a (number, required), "
+				 "b (number, required))",
+				 it->string);
+			return tool_fail("schema", msg);
+		}
+	}
+	if (!a || !b)
+		return tool_fail("schema", !a ? "parameter 'a' is required (number: First number)"
+					      : "parameter 'b' is required (number: Second number)");
+	if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b))
+		return tool_fail("schema", "parameter 'a' must be a number");
+	return tool_ok(cJSON_CreateNumber(a->valuedouble + b->valuedouble));
+}
+
+static char *tool_do_call(struct tool_ctl *t, const char *name, const cJSON *args, bool *err)
+{
+	if (!cJSON_IsObject(args))
+		return tool_fail("request", "arguments is not an object");
+	if (strcmp(name, "calc.get-sum") == 0)
+		return call_sum(args);
+	if (strcmp(name, "calc.echo") == 0)
+		return tool_ok(cJSON_Duplicate(args, true));
+	if (strcmp(name, "calc.slow") == 0) {
+		pthread_mutex_lock(&t->mu);
+		if (++t->now > t->most)
+			t->most = t->now;
+		pthread_mutex_unlock(&t->mu);
+		time_sleep_ns(300 * MS);
+		pthread_mutex_lock(&t->mu);
+		t->now--;
+		pthread_mutex_unlock(&t->mu);
+		return tool_ok(cJSON_CreateString("slow"));
+	}
+	if (strcmp(name, "fs.write") == 0)
+		return tool_fail("policy", "fs.write is not read-only (its annotations do not say "
+					   "readOnlyHint); allow it with --allow-tools fs.write");
+	if (strcmp(name, "calc.garbage") == 0) {
+		*err = true;
+		return xstrdup("Error: the tool server answered garbage <html>");
+	}
+	return tool_fail("notfound", "no tool 'calc.nope'; did you mean 'calc.get-sum'?");
+}
+
+static char *skill_save(struct tool_ctl *t, const cJSON *q)
+{
+	const char *name = json_str(q, "name"), *src = json_str(q, "source");
+	struct kept_skill *last, *k;
+	cJSON *v;
+	if (!t->allow_writes)
+		return tool_fail("skill", "saving skills is not allowed here: start rlm with "
+					  "--allow-skill-writes");
+	if (!name || !src || !json_str(q, "entry") || !json_str(q, "description") ||
+	    !json_str(q, "signature") || !cJSON_IsObject(json_get(q, "inputs")) ||
+	    !json_get(q, "outputs") || t->n_skills == SKILLS_MAX)
+		return tool_fail("request", "a skill_save without its members");
+	last = skill_find(t, name, 0);
+	v = cJSON_CreateObject();
+	json_add_str(v, "name", name);
+	if (last && strcmp(last->source, src) == 0) {
+		json_add_num(v, "version", last->version);
+		json_add_bool(v, "unchanged", true);
+		return tool_ok(v);
+	}
+	k = &t->skills[t->n_skills++];
+	k->name = xstrdup(name);
+	k->source = xstrdup(src);
+	k->entry = xstrdup(json_str(q, "entry"));
+	k->description = xstrdup(json_str(q, "description"));
+	k->signature = xstrdup(json_str(q, "signature"));
+	k->inputs = json_print(json_get(q, "inputs"));
+	k->outputs = json_print(json_get(q, "outputs"));
+	k->version = last ? last->version + 1 : 1;
+	json_add_num(v, "version", k->version);
+	json_add_str(v, "digest", "d");
+	json_add_bool(v, "unchanged", false);
+	return tool_ok(v);
+}
+
+/* One request; mu held (but for the slow tool). */
+static char *tool_answer(struct tool_ctl *t, const char *req, bool *err)
+{
+	cJSON *q = json_parse(req, strlen(req)), *v;
+	const char *op = json_str(q, "op");
+	char *out;
+	struct kept_skill *k;
+	char name[128];
+	int version = 0;
+	if (!op) {
+		out = tool_fail("request", "a request without \"op\"");
+	} else if (strcmp(op, "servers") == 0) {
+		out = tool_ok(parse_text("[{\"name\":\"calc\",\"description\":\"arithmetic\","
+					 "\"tools\":4,\"error\":null},{\"name\":\"fs\","
+					 "\"description\":\"files\",\"tools\":1,\"error\":null}]"));
+	} else if (strcmp(op, "search") == 0) {
+		out = tool_ok(parse_text(
+		    strstr(json_str(q, "query"), "add")
+			? "[{\"name\":\"calc.get-sum\",\"description\":\"Adds two numbers\","
+			  "\"score\":4.5}]"
+			: "[]"));
+	} else if (strcmp(op, "info") == 0) {
+		out = strcmp(json_str(q, "name"), "calc.get-sum") != 0
+			  ? tool_fail("notfound", "no tool named that")
+			  : tool_ok(parse_text(
+				"{\"name\":\"calc.get-sum\",\"server\":\"calc\",\"tool\":\"get-sum\","
+				"\"input_schema\":{\"type\":\"object\",\"properties\":{\"a\":{"
+				"\"type\":\"number\"},\"b\":{\"type\":\"number\"}},\"required\":["
+				"\"a\",\"b\"]},\"output_schema\":null,\"parameters\":{\"required\":[{"
+				"\"name\":\"a\",\"type\":\"number\"},{\"name\":\"b\",\"type\":"
+				"\"number\"}],\"optional\":[]},\"read_only\":true,\"allowed\":true}"));
+	} else if (strcmp(op, "call") == 0) {
+		const char *tn = json_str(q, "name");
+		bool slow = tn && strcmp(tn, "calc.slow") == 0;
+		if (slow)
+			pthread_mutex_unlock(&t->mu);
+		out = tool_do_call(t, tn ? tn : "", json_get(q, "arguments"), err);
+		if (slow)
+			pthread_mutex_lock(&t->mu);
+	} else if (strcmp(op, "skills") == 0) {
+		v = cJSON_CreateArray();
+		for (size_t i = 0; i < t->n_skills; i++)
+			if (skill_find(t, t->skills[i].name, 0) == &t->skills[i])
+				json_add(v, NULL, skill_row(t, &t->skills[i]));
+		out = tool_ok(v);
+	} else if (strcmp(op, "skill_search") == 0) {
+		v = cJSON_CreateArray();
+		for (size_t i = 0; i < t->n_skills; i++) {
+			k = &t->skills[i];
+			if (skill_find(t, k->name, 0) == k &&
+			    strstr(k->description, json_str(q, "query"))) {
+				cJSON *row = skill_row(t, k);
+				json_add_num(row, "score", 1);
+				json_add(v, NULL, row);
+			}
+		}
+		out = tool_ok(v);
+	} else if (strcmp(op, "skill_info") == 0 || strcmp(op, "skill_load") == 0) {
+		snprintf(name, sizeof(name), "%s", json_str(q, "name"));
+		if (strchr(name, '@'))
+			version = atoi(strchr(name, '@') + 1), *strchr(name, '@') = '\0';
+		if (cJSON_IsNumber(json_get(q, "version")))
+			version = (int)json_int(q, "version", 0);
+		if (!(k = skill_find(t, name, version))) {
+			out = tool_fail("notfound", "no skill of that name and version");
+		} else {
+			v = skill_row(t, k);
+			json_add(v, "inputs", parse_text(k->inputs));
+			json_add(v, "outputs", parse_text(k->outputs));
+			json_add_str(v, "entry", k->entry);
+			json_add_str(v, "digest", "d");
+			if (op[6] == 'l')
+				json_add_str(v, "source", k->source);
+			out = tool_ok(v);
+		}
+	} else if (strcmp(op, "skill_save") == 0) {
+		out = skill_save(t, q);
+	} else {
+		out = tool_fail("request", "an unknown op");
+	}
+	cJSON_Delete(q);
+	return out;
+}
+
+static void tool_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	struct tool_ctl *t = arg;
+	CHECK(c->tool && !c->rlm && !c->contexts && !c->model);
+	pthread_mutex_lock(&t->mu);
+	t->frames++;
+	t->batched_frames += c->batched;
+	for (size_t i = 0; i < c->n; i++) {
+		t->requests++;
+		snprintf(t->last, sizeof(t->last), "%s", c->prompts[i]);
+		texts[i] = tool_answer(t, c->prompts[i], &errors[i]);
+		errors[i] = errors[i] || strncmp(texts[i], "{\"ok\":false", 11) == 0;
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+static struct repl *start_tools(struct repl_cfg *cfg, struct tool_ctl *t)
+{
+	cfg_init(cfg);
+	cfg->on_call = tool_call;
+	cfg->call_arg = t;
+	cfg->parallel_calls = true;
+	return start(cfg);
+}
+
+TEST(tool_helpers_reach_the_controller)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	expect(r, "[s['name'] + ':' + str(s['tools']) for s in list_tool_servers()]",
+	       "['calc:4', 'fs:1']\n");
+	CHECK_STR(t.last, "{\"op\":\"servers\"}");
+	expect(r, "search_tools('add two numbers')[0]['name']", "'calc.get-sum'\n");
+	CHECK_STR(t.last, "{\"op\":\"search\",\"query\":\"add two numbers\",\"server\":null,"
+			  "\"limit\":10}");
+	expect(r, "search_tools('zzz', server='calc', limit=3)", "[]\n");
+	CHECK_STR(t.last, "{\"op\":\"search\",\"query\":\"zzz\",\"server\":\"calc\",\"limit\":3}");
+	expect(r, "info = get_tool_info('calc.get-sum')\n"
+		  "[p['name'] for p in info['parameters']['required']], info['allowed']",
+	       "(['a', 'b'], True)\n");
+	run(r, "call_tool('calc.get-sum', a=2, b=3.5)", &res);
+	CHECK_STR(res.output, "5.5\n");
+	CHECK_INT(res.calls, 1);
+	repl_result_release(&res);
+	CHECK_STR(t.last, "{\"op\":\"call\",\"name\":\"calc.get-sum\",\"arguments\":{\"a\":2,"
+			  "\"b\":3.5}}");
+	/* A dict for names that are not Python's; "name" is an argument too. */
+	expect(r, "call_tool('calc.echo', {'a-b': [1, None], 'ü': 'x'}, name='n')",
+	       "{'a-b': [1, None], 'ü': 'x', 'name': 'n'}\n");
+	expect(r, "call_tool('calc.echo')", "{}\n");
+	/* Failures: ToolError (a RuntimeError) with the controller's words and kind. */
+	expect(r,
+	       "try:\n    call_tool('calc.get-sum', a=1, c=2)\n"
+	       "except ToolError as e:\n    print(e.kind, isinstance(e, RuntimeError), e)\n",
+	       "schema True unknown parameter 'c' (the parameters are: a (number, required), b "
+	       "(number, required))\n");
+	expect(r,
+	       "try:\n    call_tool('calc.get-sum', a=1)\n"
+	       "except ToolError as e:\n    print(e.kind, e)\n",
+	       "schema parameter 'b' is required (number: Second number)\n");
+	run(r, "call_tool('fs.write', path='/x', content='y')", &res);
+	CHECK(res.error);
+	CHECK_CONTAINS(res.output, "ToolError: fs.write is not read-only");
+	CHECK(!strstr(res.output, "<string>"));
+	repl_result_release(&res);
+	expect(r, "try:\n    get_tool_info('calc.nope')\nexcept ToolError as e:\n    print(e.kind)\n",
+	       "notfound\n");
+	/* A reply that is not the reply object: its text, kind "unavailable". */
+	expect(r, "try:\n    call_tool('calc.garbage')\nexcept ToolError as e:\n    print(e.kind, e)\n",
+	       "unavailable Error: the tool server answered garbage <html>\n");
+	/* Checked in the worker, nothing sent. */
+	t.requests = 0;
+	run(r, "call_tool('calc.echo', x={1, 2})", &res);
+	CHECK_CONTAINS(res.output, "TypeError: call_tool(): the arguments must be JSON values");
+	repl_result_release(&res);
+	run(r, "call_tool('calc.echo', [1], {})", &res);
+	CHECK_CONTAINS(res.output, "TypeError: call_tool() takes the arguments as keywords, or as "
+				   "one dict after the name, not 2 positional values");
+	repl_result_release(&res);
+	run(r, "call_tool('calc.echo', s='a\\0b')", &res);
+	CHECK_CONTAINS(res.output, "ValueError: call_tool(): a str in the arguments holds a NUL "
+				   "character");
+	repl_result_release(&res);
+	run(r, "search_tools(3)", &res);
+	CHECK_CONTAINS(res.output, "TypeError: search_tools(): query must be a str, not int");
+	repl_result_release(&res);
+	run(r, "search_tools('a', limit=0)", &res);
+	CHECK_CONTAINS(res.output, "ValueError: search_tools(): limit must be from 1 to 100");
+	repl_result_release(&res);
+	CHECK_INT(t.requests, 0);
+	expect(r, "call_tool('calc.echo', s='a\\\\u0000b')", "{'s': 'a\\\\u0000b'}\n");
+	/* The helpers are the runtime's: not variables, and restored. */
+	run(r, "call_tool = 1\nx = 2", &res);
+	CHECK_STR(res.made, "x: int");
+	for (size_t i = 0; i < res.n_vars; i++)
+		CHECK(strcmp(res.vars[i], "call_tool") != 0 && strcmp(res.vars[i], "ToolError") != 0);
+	repl_result_release(&res);
+	expect(r, "call_tool('calc.get-sum', a=1, b=1)", "2\n");
+	expect(r, "'save_skill' in SHOW_VARS()", "False\n");
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+TEST(tool_calls_batched_in_order_with_errors_in_place)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	run(r,
+	    "out = call_tools_batched([('calc.get-sum', {'a': 1, 'b': 2}), ('calc.get-sum', "
+	    "{'a': 1}), ('calc.nope', None), ['calc.echo', {'k': 'v'}]])\n"
+	    "[(type(o).__name__, getattr(o, 'kind', o)) for o in out]",
+	    &res);
+	CHECK_STR(res.output, "[('int', 3), ('ToolError', 'schema'), ('ToolError', 'notfound'), "
+			      "('dict', {'k': 'v'})]\n");
+	CHECK_INT(res.calls, 4);
+	repl_result_release(&res);
+	CHECK_INT(t.frames, 1);
+	CHECK_INT(t.batched_frames, 1);
+	CHECK_INT(t.requests, 4);
+	expect(r, "call_tools_batched([])", "[]\n");
+	expect(r, "call_tools_batched([('calc.get-sum', {'a': 1, 'b': 1})])", "[2]\n");
+	CHECK_INT(t.frames, 2);
+	run(r, "call_tools_batched([('calc.echo',)])", &res);
+	CHECK_CONTAINS(res.output, "TypeError: call_tools_batched(): calls[0] must be a (name, "
+				   "arguments) pair");
+	repl_result_release(&res);
+	run(r, "call_tools_batched('calc.echo')", &res);
+	CHECK_CONTAINS(res.output, "TypeError: call_tools_batched() takes a list of (name, "
+				   "arguments) pairs, not str");
+	repl_result_release(&res);
+	CHECK_INT(t.frames, 2);
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+TEST(tool_calls_from_threads_are_out_together)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	int64_t t0;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	t0 = time_now_ns();
+	run(r,
+	    "import threading\nout = [None] * 4\n"
+	    "def w(i):\n    out[i] = call_tool('calc.slow', i=i)\n"
+	    "ts = [threading.Thread(target=w, args=(i,)) for i in range(4)]\n"
+	    "[t.start() for t in ts]; [t.join() for t in ts]\nout",
+	    &res);
+	CHECK_STR(res.output, "['slow', 'slow', 'slow', 'slow']\n");
+	CHECK_INT(res.calls, 4);
+	repl_result_release(&res);
+	CHECK_MSG(t.most >= 2, "at most %d tool calls were out at once", t.most);
+	CHECK(time_now_ns() - t0 < 1100 * MS * slow_factor());
+	/* A batch is answered in parallel by the controller, not here: one frame. */
+	expect(r, "call_tools_batched([('calc.slow', {})] * 3)", "['slow', 'slow', 'slow']\n");
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+TEST(tool_helpers_without_a_handler_raise_tool_error)
+{
+	struct repl *r = start_default();
+	expect(r, "try:\n    list_tool_servers()\nexcept ToolError as e:\n    print(e.kind, e)\n",
+	       "unavailable Error: sub-calls are not available in this REPL\n");
+	expect(r, "[type(x).__name__ for x in call_tools_batched([('a.b', {}), ('a.c', {})])]",
+	       "['ToolError', 'ToolError']\n");
+	repl_free(r);
+}
+
+TEST(tool_requests_count_against_the_caps)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	cfg_init(&cfg);
+	cfg.max_calls_exec = 3;
+	cfg.max_calls_total = 5;
+	cfg.on_call = tool_call;
+	cfg.call_arg = &t;
+	r = start(&cfg);
+	run(r, "call_tools_batched([('calc.echo', {})] * 4)", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: call_tools_batched: 4 more calls would pass the "
+				   "limit of 3 per block (0 sent so far)");
+	repl_result_release(&res);
+	run(r, "for i in range(4):\n    call_tool('calc.echo', i=i)\n", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: call_tool: 1 more calls would pass the limit of 3 "
+				   "per block (3 sent so far)");
+	repl_result_release(&res);
+	CHECK_INT(t.requests, 3);
+	expect(r, "list_tool_servers()[1]['name'], list_skills()", "('fs', [])\n");
+	/* A worker that bypasses the runtime's count is killed. */
+	run(r, "call_tool.__globals__['_st'].calls = -100\n"
+	       "call_tools_batched([('calc.echo', {})] * 2)",
+	    &res);
+	CHECK(res.restarted);
+	CHECK_CONTAINS(res.output, "more than 5 sub-calls (prompts) in this REPL");
+	repl_result_release(&res);
+	CHECK_INT(t.requests, 5);
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+/* Tool requests share the frame cap's rules: a batch over it goes as
+ * several frames, answered as one list in order; one request that cannot
+ * fit says so and sends nothing. */
+TEST(tool_batches_over_the_frame_cap_are_split)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	cfg_init(&cfg);
+	cfg.max_frame = 4096;
+	cfg.on_call = tool_call;
+	cfg.call_arg = &t;
+	r = start(&cfg);
+	expect(r,
+	       "out = call_tools_batched([('calc.echo', {'i': i, 'pad': 'é' * 700}) for i in "
+	       "range(5)])\n[o['i'] for o in out], all(len(o['pad']) == 700 for o in out)",
+	       "([0, 1, 2, 3, 4], True)\n");
+	CHECK_MSG(t.frames >= 3, "%d frames", t.frames);
+	CHECK_INT(t.batched_frames, t.frames);
+	CHECK_INT(t.requests, 5);
+	run(r, "call_tool('calc.echo', pad='x' * 5000)", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ValueError: call_tool: the request is 5.1 kB, over the 4 KiB "
+				   "one call can carry: pass less data in its arguments");
+	repl_result_release(&res);
+	run(r, "call_tools_batched([('calc.echo', {}), ('calc.echo', {'pad': 'x' * 5000})])", &res);
+	CHECK_CONTAINS(res.output, "ValueError: call_tools_batched: the request for item 1 is");
+	repl_result_release(&res);
+	CHECK_INT(t.requests, 5);
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+TEST(skills_are_saved_listed_and_loaded_by_version)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	int before;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	/* From a function an earlier exec defined: its def, decorators and all. */
+	expect(r, "x = 1\n\nclass K:\n    pass\n\ndef add(a: int, b: int = 1) -> int:\n"
+		  "    '''Adds.'''\n    return a + b  # sum\n\ny = 2\n",
+	       "");
+	expect(r, "save_skill('math.add', add, 'add two integers')", "'math.add@1'\n");
+	CHECK_INT(t.n_skills, 1);
+	CHECK_STR(t.skills[0].source, "def add(a: int, b: int = 1) -> int:\n    '''Adds.'''\n"
+				      "    return a + b  # sum\n");
+	CHECK_STR(t.skills[0].entry, "add");
+	CHECK_STR(t.skills[0].signature, "add(a: int, b: int=1) -> int");
+	CHECK_STR(t.skills[0].inputs, "{\"a\":{\"type\":\"integer\",\"required\":true},\"b\":{"
+				      "\"type\":\"integer\",\"required\":false,\"default\":1}}");
+	CHECK_STR(t.skills[0].outputs, "{\"type\":\"integer\"}");
+	CHECK_STR(t.skills[0].description, "add two integers");
+	/* The same source again: the same version. */
+	expect(r, "save_skill('math.add', add, 'add two integers')", "'math.add@1'\n");
+	CHECK_INT(t.n_skills, 1);
+	/* From a str: version 2, with declared inputs. */
+	expect(r,
+	       "save_skill('math.add', 'def add(a, b):\\n    return a + b + 100\\n', 'add, plus "
+	       "100', inputs={'a': 'int', 'b': {'type': float, 'description': 'the second'}})",
+	       "'math.add@2'\n");
+	CHECK_STR(t.skills[1].inputs, "{\"a\":{\"type\":\"integer\",\"required\":true},\"b\":{"
+				      "\"type\":\"number\",\"description\":\"the second\","
+				      "\"required\":true}}");
+	CHECK_STR(t.skills[1].outputs, "null");
+	/* A nested def, indented: dedented; a str with a helper function and an
+	 * import, the entry being the function named like the skill. */
+	expect(r, "if True:\n    def twice(s: str):\n        return s * 2\n", "");
+	expect(r, "save_skill('twice', twice, 'say it twice')", "'twice@1'\n");
+	CHECK_STR(t.skills[2].source, "def twice(s: str):\n    return s * 2\n");
+	expect(r,
+	       "save_skill('words', '''import re\n\ndef _split(t):\n    return re.findall(r\"\\\\w+\", "
+	       "t)\n\ndef words(text: str) -> list:\n    return _split(text)\n''', 'the words of a "
+	       "text')",
+	       "'words@1'\n");
+	expect(r, "load_skill('words')('héllo, wörld 42')", "['héllo', 'wörld', '42']\n");
+	/* Discovery. */
+	expect(r, "[(s['name'], s['version'], s['versions']) for s in list_skills()]",
+	       "[('math.add', 2, 2), ('twice', 1, 1), ('words', 1, 1)]\n");
+	expect(r, "[s['name'] for s in search_skills('add')]", "['math.add']\n");
+	expect(r, "i = get_skill_info('math.add@1')\ni['signature'], i['inputs']['b']",
+	       "('add(a: int, b: int=1) -> int', {'type': 'integer', 'required': False, "
+	       "'default': 1})\n");
+	/* Loading: the latest, an older version, by "name@V". */
+	expect(r, "load_skill('math.add')(1, 2)", "103\n");
+	expect(r, "load_skill('math.add', 1)(1)", "2\n");
+	expect(r, "load_skill('math.add@1')(a=5, b=5)", "10\n");
+	expect(r, "f = load_skill('math.add', version=1)\nf", "<skill math.add@1: add(a: "
+							    "integer, required, b: integer)>\n");
+	run(r, "g = f", &res);
+	CHECK_STR(res.made, "g: skill");
+	repl_result_release(&res);
+	/* Cached per version: no request for a version already loaded. */
+	before = t.requests;
+	expect(r, "load_skill('math.add', 1) is f, f.skill, f.__doc__", "(True, 'math.add@1', "
+									 "'Adds.')\n");
+	CHECK_INT(t.requests, before);
+	/* The inputs are checked at call time. */
+	run(r, "f()", &res);
+	CHECK_CONTAINS(res.output, "TypeError: skill math.add@1: missing required input 'a' "
+				   "(integer)");
+	repl_result_release(&res);
+	run(r, "f(1, c=2)", &res);
+	CHECK_CONTAINS(res.output, "TypeError: skill math.add@1: unknown input 'c' (the inputs "
+				   "are: a (integer, required), b (integer))");
+	repl_result_release(&res);
+	run(r, "f('1')", &res);
+	CHECK_CONTAINS(res.output, "TypeError: skill math.add@1: input 'a' must be integer, not str");
+	repl_result_release(&res);
+	run(r, "f(True)", &res);
+	CHECK_CONTAINS(res.output, "input 'a' must be integer, not bool");
+	repl_result_release(&res);
+	run(r, "f(1, 2, 3)", &res);
+	CHECK_CONTAINS(res.output, "TypeError: skill math.add@1 takes 2 positional inputs but 3 "
+				   "were given");
+	repl_result_release(&res);
+	expect(r, "load_skill('math.add', 2)(1, b=0.5)", "101.5\n");
+	/* The skill's namespace: the helpers, not the REPL's variables. */
+	expect(r,
+	       "save_skill('peek', 'def peek():\\n    g = globals()\\n    return [k in g for k in "
+	       "(\"context\", \"x\", \"llm_query\", \"call_tool\", \"load_skill\")]\\n', 'peek')\n"
+	       "load_skill('peek')()",
+	       "[False, False, True, True, True]\n");
+	/* Not found, and a refusal by the controller, are ToolErrors. */
+	expect(r, "try:\n    load_skill('nope')\nexcept ToolError as e:\n    print(e.kind)\n",
+	       "notfound\n");
+	t.allow_writes = false;
+	run(r, "save_skill('math.add', 'def add(a):\\n    return a\\n', 'one')", &res);
+	CHECK(res.error);
+	CHECK_CONTAINS(res.output, "ToolError: saving skills is not allowed here: start rlm with "
+				   "--allow-skill-writes");
+	repl_result_release(&res);
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+/* save_skill checks in the worker, before anything is sent. */
+TEST(skill_declarations_are_checked_before_sending)
+{
+	static const struct {
+		const char *code, *want;
+	} cases[] = {
+	    {"save_skill('add', add, 'x', inputs={'a': 'int'})",
+	     "ValueError: save_skill(): parameter 'b' of add(a, b) is not in inputs"},
+	    {"save_skill('add', add, 'x', inputs={'a': 'int', 'b': 'int', 'c': 'str'})",
+	     "ValueError: save_skill(): inputs names 'c', which is not a parameter of add(a, b)"},
+	    {"save_skill('add', add, 'x', inputs={'a': 'integr', 'b': 'int'})",
+	     "ValueError: save_skill(): inputs['a']: 'integr' is not a type (the types are: integer "
+	     "(int)"},
+	    {"save_skill('add', add, 'x', inputs=['a', 'b'])",
+	     "TypeError: save_skill(): inputs must be a dict {parameter: type} or None, not list"},
+	    {"save_skill('add', add, 'x', inputs={'a': 'int', 'b': {'type': 'int', 'description': "
+	     "3}})",
+	     "TypeError: save_skill(): inputs['b']: \"description\" must be a str, not int"},
+	    {"save_skill('add', add, 'x', inputs={'a': 'int', 'b': {'type': 'int', 'enum': {1}}})",
+	     "TypeError: save_skill(): the arguments must be JSON values"},
+	    {"save_skill('bad name', add, 'x')",
+	     "ValueError: save_skill(): 'bad name' is not a skill name"},
+	    {"save_skill('9lives', add, 'x')", "is not a skill name"},
+	    {"save_skill('a' * 65, add, 'x')", "is not a skill name"},
+	    {"save_skill('add', add, '  ')", "ValueError: save_skill(): the description is empty"},
+	    {"save_skill('add', add, None)",
+	     "TypeError: save_skill(): description must be a str, not NoneType"},
+	    {"save_skill('add', lambda a: a, 'x')", "TypeError: save_skill(): a lambda has no name"},
+	    {"save_skill('add', 42, 'x')",
+	     "TypeError: save_skill() takes a function (defined with def) or its source as a str, "
+	     "not int"},
+	    {"save_skill('add', len, 'x')", "takes a function (defined with def)"},
+	    {"save_skill('add', outer(), 'x')",
+	     "ValueError: save_skill(): inner() uses k of the function it was defined in"},
+	    {"save_skill('add', uses_re, 'x')",
+	     "ValueError: save_skill(): uses_re(t) uses re (a module in the REPL), which the skill "
+	     "does not define"},
+	    {"save_skill('add', 'def f(:\\n  pass', 'x')",
+	     "ValueError: save_skill(): the source does not compile: "},
+	    {"save_skill('add', 'def f():\\n    return 1\\ndef g():\\n    return 2\\n', 'x')",
+	     "ValueError: save_skill(): the source defines f(), g(): it must define one top-level "
+	     "function, or one called 'add'"},
+	    {"save_skill('add', 'x = 1\\n', 'x')", "the source defines no function"},
+	    {"save_skill('add', 'def f(*a):\\n    return a\\n', 'x')",
+	     "ValueError: save_skill(): f() takes *a or **kwargs: a skill takes named inputs only"},
+	    {"save_skill('add', 'async def f():\\n    pass\\n', 'x')", "f() is async"},
+	    {"save_skill('add', 'def f():\\n    return context\\n', 'x')",
+	     "f() uses context (a str in the REPL), which the skill does not define"},
+	};
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	expect(r, "import re\ndef add(a, b):\n    return a + b\n"
+		  "def outer():\n    k = 1\n    def inner(a):\n        return a + k\n    return inner\n"
+		  "def uses_re(t):\n    return re.findall('x', t)\n",
+	       "");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		run(r, cases[i].code, &res);
+		CHECK_MSG(res.error, "%s: no error: %s", cases[i].code, res.output);
+		CHECK_CONTAINS(res.output, cases[i].want);
+		repl_result_release(&res);
+	}
+	CHECK_INT(t.requests, 0);
+	/* A function that exec() made has no source kept. */
+	run(r, "exec('def made(a):\\n    return a\\n')\nsave_skill('made', made, 'x')", &res);
+	CHECK_CONTAINS(res.output, "ValueError: save_skill(): the source of made() is not known");
+	repl_result_release(&res);
+	CHECK_INT(t.requests, 0);
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+/* Sources not shaped like ours: CRLF line ends, tabs, a non-ASCII entry,
+ * a 20,000-character line; and a function saved in the block that
+ * defines it, decorated, inside a class. */
+TEST(skill_sources_of_other_shapes)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	expect(r,
+	       "src = 'import math\\r\\n\\r\\ndef gr\\u00f6\\u00dfe(wert: float, "
+	       "*, genau: bool = False) -> float:\\r\\n\\tlang = \"' + 'x' * 20000 + '\"\\r\\n"
+	       "\\treturn round(math.sqrt(wert), 6 if genau else 2) + len(lang) * 0\\r\\n'\n"
+	       "save_skill('groesse', src, 'the square root, rounded')",
+	       "'groesse@1'\n");
+	CHECK_CONTAINS(t.skills[0].source, "\r\n\treturn round(");
+	CHECK_STR(t.skills[0].entry, "gr\u00f6\u00dfe");
+	CHECK_STR(t.skills[0].inputs, "{\"wert\":{\"type\":\"number\",\"required\":true},"
+				      "\"genau\":{\"type\":\"boolean\",\"required\":false,"
+				      "\"default\":false}}");
+	expect(r, "g = load_skill('groesse')\ng(2.0), g(wert=2, genau=True)",
+	       "(1.41, 1.414214)\n");
+	expect(r,
+	       "class Tools:\n    @staticmethod\n    def inc(n: int) -> int:\n        return n + 1\n"
+	       "save_skill('inc', Tools.inc, 'add one')",
+	       "'inc@1'\n");
+	expect(r,
+	       "save_skill('text.count-words', 'def _h(t):\\n    return t.split()\\n\\n"
+	       "def count_words(t: str) -> int:\\n    return len(_h(t))\\n', 'count words')\n"
+	       "load_skill('text.count-words')('a b  c')",
+	       "3\n");
+	CHECK_STR(t.skills[2].entry, "count_words");
+	CHECK_STR(t.skills[1].source, "def inc(n: int) -> int:\n    return n + 1\n");
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+TEST(skills_call_skills)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	expect(r,
+	       "save_skill('text.words', 'def words(text: str) -> list:\\n    return "
+	       "text.split()\\n', 'split a text into words')",
+	       "'text.words@1'\n");
+	/* One loads the other at its top level, another inside its function. */
+	expect(r,
+	       "save_skill('text.count', '''words = load_skill(\"text.words\")\n\n"
+	       "def count(text: str) -> int:\n    return len(words(text))\n''', 'count the words')",
+	       "'text.count@1'\n");
+	expect(r,
+	       "def stats(text: str, top: int = 2) -> dict:\n"
+	       "    n = load_skill('text.count')(text)\n"
+	       "    w = load_skill('text.words', 1)(text=text)\n"
+	       "    return {'n': n, 'first': w[:top]}\n",
+	       "");
+	expect(r, "save_skill('text.stats', stats, 'word statistics')", "'text.stats@1'\n");
+	expect(r, "load_skill('text.stats')('a bb ccc dd', top=3)",
+	       "{'n': 4, 'first': ['a', 'bb', 'ccc']}\n");
+	/* A skill whose input check fails inside another: the inner's words. */
+	run(r, "load_skill('text.stats')('x', top='2')", &res);
+	CHECK_CONTAINS(res.output, "TypeError: skill text.stats@1: input 'top' must be integer, "
+				   "not str");
+	repl_result_release(&res);
+	/* A skill that loads itself while it loads: a ToolError, not a hang. */
+	expect(r, "save_skill('loop', 'me = load_skill(\"loop\")\\ndef loop():\\n    return 1\\n', "
+		  "'loops')",
+	       "'loop@1'\n");
+	run(r, "load_skill('loop')", &res);
+	CHECK(res.error && !res.restarted);
+	CHECK_CONTAINS(res.output, "ToolError: load_skill('loop'): skill loop@1 loads itself while "
+				   "it is being loaded (loop@1 -> loop@1)");
+	repl_result_release(&res);
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+TEST(skill_tracebacks_show_the_skills_lines)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	r = start_tools(&cfg, &t);
+	expect(r,
+	       "save_skill('boom', 'def boom(x: int):\\n    y = x + 1\\n    return y / 0\\n', "
+	       "'divide by zero')",
+	       "'boom@1'\n");
+	expect(r,
+	       "save_skill('outer', 'def outer(x: int):\\n    b = load_skill(\"boom\")\\n"
+	       "    return b(x)\\n', 'calls boom')",
+	       "'outer@1'\n");
+	run(r, "f = load_skill('outer')\nf(1)", &res);
+	CHECK(res.error);
+	CHECK_CONTAINS(res.output, "Traceback (most recent call last):\n"
+				   "  File \"<repl>\", line 2, in <module>\n    f(1)\n"
+				   "  File \"<skill outer@1>\", line 3, in outer\n    return b(x)\n"
+				   "  File \"<skill boom@1>\", line 3, in boom\n    return y / 0\n"
+				   "ZeroDivisionError: division by zero\n");
+	CHECK(!strstr(res.output, "<string>"));
+	repl_result_release(&res);
+	/* A function of an earlier exec shows its line too. */
+	expect(r, "def g():\n    return 1 / 0\n", "");
+	run(r, "g()", &res);
+	CHECK_CONTAINS(res.output, "  File \"<repl>\", line 2, in g\n    return 1 / 0\n");
+	repl_result_release(&res);
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
 /* ---- the worker's process ---- */
 
 TEST(environment_is_scrubbed)
@@ -2240,6 +3055,34 @@ TEST(zygote_forks_workers_that_are_our_children)
 
 /* A worker that crashes is forked again; cfg.no_zygote and RLM_ZYGOTE=0
  * start workers cold. */
+/* The tool and skill helpers are compiled on first use (a cold worker
+ * does not pay for them at start); the zygote compiles them once it has
+ * answered, so the workers it forks next have them. */
+TEST(zygote_workers_find_the_tool_helpers_compiled)
+{
+	struct repl *r1 = start_default(), *r2 = start_default();
+	if (!started_by_zygote(r2))
+		SKIP("no zygote here");
+	expect(r2, "len(call_tool.__globals__['_xs'])", "10\n");
+	repl_free(r1);
+	r1 = start_default();
+	expect(r1, "len(call_tool.__globals__['_xs'])", "10\n");
+	repl_free(r1);
+	repl_free(r2);
+	/* A cold worker compiles them when first called. */
+	{
+		struct repl_cfg cfg;
+		cfg_init(&cfg);
+		cfg.no_zygote = true;
+		r1 = start(&cfg);
+		expect(r1, "len(call_tool.__globals__['_xs'])", "0\n");
+		expect(r1, "try:\n    list_skills()\nexcept ToolError as e:\n    print(e.kind)\n"
+			   "len(call_tool.__globals__['_xs'])",
+		       "unavailable\n10\n");
+		repl_free(r1);
+	}
+}
+
 TEST(zygote_restarts_and_can_be_turned_off)
 {
 	struct repl_cfg cfg;
@@ -3100,6 +3943,25 @@ TEST(frame_parser_table)
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"llm\",\"batched\":true,"
 	     "\"model\":null,\"prompts\":[\"a\",3]}",
 	     "field 'prompts'"},
+	    /* tool: requests as prompts, a batch of one, never contexts */
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"{\\\"op\\\":\\\"servers\\\"}\"]}",
+	     NULL},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\"]}",
+	     NULL},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\",\"b\"]}",
+	     "a single call with 2 prompts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[]}",
+	     "without prompts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":true,"
+	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[null]}",
+	     "a tool call with contexts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"Tool\",\"batched\":false,"
+	     "\"model\":null,\"prompts\":[\"a\"]}",
+	     "unknown kind"},
 	    /* contexts: rlm only, one str or null per prompt */
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"rlm\",\"batched\":true,"
 	     "\"model\":null,\"prompts\":[\"a\",\"b\"],\"contexts\":[\"x\",null]}",

@@ -2,9 +2,9 @@
 /* tests/test_runs.c -- the store from the command line, end to end: the
  * call cache and the memo (hit, miss, refresh, off), runs recorded and
  * shown and exported, a run killed with SIGKILL and resumed without a call
- * made twice, a corrupt or locked store, and the HTML viewer in headless
- * Chromium. The real rlm binary, the simulator in process or served over
- * loopback, and real SQLite files. */
+ * made twice, a corrupt or locked store, the HTML viewer in headless
+ * Chromium, and rlm skills from add to rm. The real rlm binary, the
+ * simulator in process or served over loopback, and real SQLite files. */
 #include "harness.h"
 #include "proc.h"
 #include "../common/common.h"
@@ -1694,4 +1694,204 @@ TEST(run_record_keeps_the_sources)
 	free(html);
 	free(prof);
 	free(url);
+}
+
+/* ---- skills ---- */
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CHECK_MSG(f, "fopen %s: %s", path, strerror(errno));
+	CHECK(fputs(text, f) >= 0);
+	CHECK(fclose(f) == 0);
+}
+
+/* rlm skills from end to end on real store files: add a file, show it,
+ * add a changed one (version 2), show version 1, export, import into a
+ * fresh store (the same versions and digests), rm (retired: hidden, the
+ * bare name refused, a version still shown), add again (revived). */
+TEST(skills_add_show_version_export_import_rm)
+{
+	char *db = xasprintf("%s/sk.db", harness_tmpdir()), *db2 = xasprintf("%s/sk2.db", harness_tmpdir());
+	char *py = xasprintf("%s/celsius.py", harness_tmpdir());
+	char *ex = xasprintf("%s/skills.jsonl", harness_tmpdir());
+	char want[256];
+	struct proc_out o;
+	cJSON *j, *k;
+	write_text(py, "def to_celsius(f: float, digits: int = 1) -> float:\n"
+		       "    \"\"\"Convert a Fahrenheit temperature to Celsius.\n\n"
+		       "    Rounded to digits places.\n    \"\"\"\n"
+		       "    return round((f - 32) * 5 / 9, digits)\n");
+	{
+		const char *args[] = {"skills", "add", py, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	snprintf(want, sizeof(want),
+		 "added to_celsius@1 from '%s': to_celsius(f: float, digits: int = 1) -> float", py);
+	CHECK_CONTAINS(o.out, want);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "show", "to_celsius", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "skill     to_celsius@1\n");
+	CHECK_CONTAINS(o.out, "about     Convert a Fahrenheit temperature to Celsius.\n");
+	CHECK_CONTAINS(o.out, "inputs    f: number (required), digits: integer = 1\n");
+	CHECK_CONTAINS(o.out, "outputs   number\n");
+	CHECK_CONTAINS(o.out, "source:\ndef to_celsius(");
+	proc_out_release(&o);
+
+	/* the same file again: nothing new; a changed one: version 2 */
+	{
+		const char *args[] = {"skills", "add", py, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "to_celsius@1 unchanged");
+	proc_out_release(&o);
+	write_text(py, "def to_celsius(f: float, digits: int = 2) -> float:\n"
+		       "    \"\"\"Convert a Fahrenheit temperature to Celsius.\"\"\"\n"
+		       "    return round((f - 32) / 1.8, digits)\n");
+	{
+		const char *args[] = {"skills", "add", py, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "added to_celsius@2");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "show", "to_celsius@1", "--json", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	j = parse_out(&o);
+	CHECK_INT(json_num(j, "version", 0), 1);
+	CHECK_INT(json_num(j, "latest", 0), 2);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "versions")), 2);
+	CHECK_CONTAINS(json_str(j, "source"), "* 5 / 9, digits");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "list", "--json", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	j = parse_out(&o);
+	CHECK_INT(cJSON_GetArraySize(j), 1);
+	k = cJSON_GetArrayItem(j, 0);
+	CHECK_STR(json_str(k, "name"), "to_celsius");
+	CHECK_INT(json_num(k, "version", 0), 2);
+	CHECK_INT(json_num(k, "versions", 0), 2);
+	CHECK(!json_get(k, "source"));
+	cJSON_Delete(j);
+	proc_out_release(&o);
+
+	/* export, import into a fresh store: the same versions */
+	{
+		const char *args[] = {"skills", "export", ex, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.err, "exported 2 versions of 1 skill");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "import", ex, "--cache", db2, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "added to_celsius@1 (line 1)\nadded to_celsius@2 (line 2)\n");
+	CHECK_CONTAINS(o.out, "2 added, 0 unchanged");
+	proc_out_release(&o);
+	{
+		const char *a1[] = {"skills", "export", "--cache", db, NULL};
+		const char *a2[] = {"skills", "export", "--cache", db2, NULL};
+		struct proc_out o2;
+		cJSON *l1, *l2;
+		o = rlm(a1);
+		o2 = rlm(a2);
+		CHECK(o.status == 0 && o2.status == 0);
+		/* line by line the same, but for when each was made */
+		for (char *p1 = o.out, *p2 = o2.out; *p1 || *p2;) {
+			char *e1 = strchr(p1, '\n'), *e2 = strchr(p2, '\n');
+			CHECK(e1 && e2);
+			l1 = json_parse(p1, (size_t)(e1 - p1));
+			l2 = json_parse(p2, (size_t)(e2 - p2));
+			CHECK(l1 && l2);
+			CHECK_STR(json_str(l1, "digest"), json_str(l2, "digest"));
+			CHECK_INT(json_num(l1, "version", 0), json_num(l2, "version", -1));
+			CHECK_INT(json_num(l1, "created_ms", 0), json_num(l2, "created_ms", -1));
+			cJSON_Delete(l1);
+			cJSON_Delete(l2);
+			p1 = e1 + 1;
+			p2 = e2 + 1;
+		}
+		proc_out_release(&o2);
+		proc_out_release(&o);
+	}
+	{
+		const char *args[] = {"skills", "import", ex, "--cache", db2, NULL};
+		o = rlm(args);
+	}
+	CHECK_CONTAINS(o.out, "0 added, 2 unchanged");
+	proc_out_release(&o);
+
+	/* rm: retired */
+	{
+		const char *args[] = {"skills", "rm", "to_celsius", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "retired to_celsius");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "list", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_CONTAINS(o.out, "no skills in the store");
+	CHECK_CONTAINS(o.out, "1 retired one");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "list", "--all", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_CONTAINS(o.out, "(retired) Convert");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "show", "to_celsius", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "skill 'to_celsius' was retired");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "show", "to_celsius@2", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "to_celsius@2 (the name is retired)");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "add", py, "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_CONTAINS(o.out, "to_celsius@2 unchanged");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "show", "to_celsius", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 0); /* revived */
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "show", "nothing", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "no skill 'nothing'");
+	proc_out_release(&o);
+	free(db);
+	free(db2);
+	free(py);
+	free(ex);
 }

@@ -2831,3 +2831,130 @@ TEST(serve_huge_answer_is_cut_and_runs_fit_their_budget)
 		free(ids[i]);
 	fakesrv_stop(fs);
 }
+
+/* ---- skills ---- */
+
+/* `rlm skills add FILE --cache DB`; its exit status. */
+static int skills_add(const char *db, const char *file)
+{
+	const char *args[] = {"skills", "add", file, "--cache", db, NULL};
+	struct proc_out o = proc_rlm(args, NULL, 60);
+	int st = o.status;
+	CHECK_MSG(st == 0, "skills add: %s", o.err);
+	proc_out_release(&o);
+	return st;
+}
+
+/* GET /v1/skills reads the server's store as it is: skills another
+ * process adds while it serves, one version by path or ?name=, with its
+ * source; retired names only with ?all=true; the same key as the other
+ * routes; a server without a store lists none. */
+TEST(serve_skills)
+{
+	char *db = xasprintf("%s/s.db", harness_tmpdir());
+	char *py = xasprintf("%s/word_count.py", harness_tmpdir());
+	const char *keyed[] = {"--api-key", "sk-key", NULL};
+	const char *right[] = {"Authorization: Bearer sk-key", NULL};
+	const char *nocache[] = {"--no-cache", NULL};
+	struct srv s;
+	struct resp r;
+	const cJSON *k;
+	write_text(py, "def word_count(text: str) -> int:\n"
+		       "    \"\"\"How many words a text has.\"\"\"\n    return len(text.split())\n");
+	skills_add(db, py);
+	s = srv_start(keyed);
+	r = http(&s, "GET", "/v1/skills", NULL);
+	CHECK_ERR(r, 401, "unauthorized");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills/word_count", NULL, NULL);
+	CHECK_ERR(r, 401, "unauthorized");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills", NULL, right);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "object"), "list");
+	CHECK_INT(cJSON_GetArraySize(json_get(r.json, "skills")), 1);
+	k = cJSON_GetArrayItem(json_get(r.json, "skills"), 0);
+	CHECK_STR(json_str(k, "name"), "word_count");
+	CHECK_STR(json_str(k, "description"), "How many words a text has.");
+	CHECK_STR(json_str(k, "signature"), "(text: str) -> int");
+	CHECK_INT(json_num(k, "versions", 0), 1);
+	CHECK(!json_get(k, "source"));
+	resp_release(&r);
+
+	/* a second version, from another process while the server runs */
+	write_text(py, "def word_count(text: str) -> int:\n"
+		       "    \"\"\"How many words a text has (any whitespace).\"\"\"\n"
+		       "    return len(text.split(None))\n");
+	skills_add(db, py);
+	r = http_h(&s, "GET", "/v1/skills/word_count", NULL, right);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_INT(json_num(r.json, "version", 0), 2);
+	CHECK_INT(cJSON_GetArraySize(json_get(r.json, "versions")), 2);
+	CHECK_CONTAINS(json_str(r.json, "source"), "split(None)");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills/word_count@1", NULL, right);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_INT(json_num(r.json, "version", 0), 1);
+	CHECK_INT(json_num(r.json, "latest", 0), 2);
+	CHECK_CONTAINS(json_str(r.json, "source"), "return len(text.split())");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills?name=word_count%401", NULL, right);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_INT(json_num(r.json, "version", 0), 1);
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills/word_count@3", NULL, right);
+	CHECK_ERR(r, 404, "not_found");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "has no version 3");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills/nothing", NULL, right);
+	CHECK_ERR(r, 404, "not_found");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills/bad%20name", NULL, right);
+	CHECK_ERR(r, 400, "invalid_request");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "bad skill name 'bad name'");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills?all=maybe", NULL, right);
+	CHECK_ERR(r, 400, "invalid_request");
+	resp_release(&r);
+	r = http_h(&s, "POST", "/v1/skills", "{}", right);
+	CHECK_ERR(r, 405, "method_not_allowed");
+	resp_release(&r);
+
+	/* retired elsewhere: gone from the list and the bare name */
+	{
+		const char *args[] = {"skills", "rm", "word_count", "--cache", db, NULL};
+		struct proc_out o = proc_rlm(args, NULL, 60);
+		CHECK_MSG(o.status == 0, "%s", o.err);
+		proc_out_release(&o);
+	}
+	r = http_h(&s, "GET", "/v1/skills", NULL, right);
+	CHECK_INT(r.status, 200);
+	CHECK_INT(cJSON_GetArraySize(json_get(r.json, "skills")), 0);
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills?all=true", NULL, right);
+	CHECK_INT(r.status, 200);
+	k = cJSON_GetArrayItem(json_get(r.json, "skills"), 0);
+	CHECK(k && cJSON_IsTrue(json_get(k, "retired")));
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills/word_count", NULL, right);
+	CHECK_ERR(r, 404, "not_found");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "was retired");
+	resp_release(&r);
+	r = http_h(&s, "GET", "/v1/skills/word_count@2", NULL, right);
+	CHECK_INT(r.status, 200);
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+
+	s = srv_start(nocache);
+	r = http(&s, "GET", "/v1/skills", NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_INT(cJSON_GetArraySize(json_get(r.json, "skills")), 0);
+	resp_release(&r);
+	r = http(&s, "GET", "/v1/skills/word_count", NULL);
+	CHECK_ERR(r, 404, "not_found");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "keeps no store");
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+	free(db);
+	free(py);
+}

@@ -10,6 +10,7 @@
 #include "../sim/sim.h"
 #include "../rlm/rlm.h"
 #include "../rlm/prompt.h"
+#include "../repl/repl.h"
 #include "../common/text.h"
 
 #include <curl/curl.h>
@@ -2458,6 +2459,619 @@ TEST(root_only_for_root_conversations)
 	got = sim_reply_text(NULL, c.m, c.n);
 	CHECK_CONTAINS(got, "size = 50000\n");
 	free(got);
+	convo_release(&c);
+}
+
+/* ---- host tools (sim/sim_tools.c) ----
+ * The root's tool turns, driven with the REPL played by Python whose
+ * search_tools, get_tool_info and call_tool answer from real tool lists:
+ * server-everything's and server-filesystem's (tests/mcp_lists/, their
+ * tools/list results at the versions tests/js pins), and invented servers
+ * that word things otherwise. search_tools ranks lexically (names 3,
+ * descriptions 1, as tool_rank does), get_tool_info gives tool.h's info
+ * object, call_tool checks the arguments against the schema and the
+ * read-only policy, as the controller does, and raises ToolError. */
+
+#define TOOLS_LINE                                                                         \
+	"Host tools: 2 tool servers are connected. Find tools in three steps: "                  \
+	"search_tools(query), get_tool_info(name), then call_tool(name, **arguments)."
+
+static const char py_tools[] =
+    "import json, re\n"
+    "class ToolError(RuntimeError):\n"
+    "    def __init__(self, msg, kind='server'):\n"
+    "        super().__init__(msg)\n"
+    "        self.kind = kind\n"
+    "TOOLS = {}\n"
+    "for _srv, _path in LISTS.items():\n"
+    "    with open(_path) as _f:\n"
+    "        _l = json.load(_f) if _path.endswith('.json') else None\n"
+    "    TOOLS[_srv] = {t['name']: t for t in _l['tools']}\n"
+    "for _srv, _l in INVENTED.items():\n"
+    "    TOOLS[_srv] = {t['name']: t for t in _l}\n"
+    "_STOP = {'the', 'a', 'an', 'of', 'to', 'and', 'or', 'in', 'is', 'what', 'does', 'for', 'with'}\n"
+    "def _words(s):\n"
+    "    out = []\n"
+    "    for w in re.split(r'[^a-z0-9]+', s.lower()):\n"
+    "        if w and w not in _STOP:\n"
+    "            out.append(w[:-1] if len(w) > 3 and w.endswith('s') and not w.endswith('ss') else w)\n"
+    "    return out\n"
+    "def _rank(q, name, desc):\n"
+    "    nw, dw, s, hit = _words(name), _words(desc), 0.0, 0\n"
+    "    for w in set(_words(q)):\n"
+    "        if w in nw:\n"
+    "            s, hit = s + 3, hit + 1\n"
+    "        elif any(min(len(x), len(w)) >= 4 and (x.startswith(w) or w.startswith(x)) for x in nw):\n"
+    "            s, hit = s + 1.5, hit + 1\n"
+    "        if w in dw:\n"
+    "            s, hit = s + 1, hit + 1\n"
+    "    return s\n"
+    "TOOL_SEARCHES, INFOS_READ, TOOL_CALLS = [], [], []\n"
+    "def search_tools(query, server=None, limit=10):\n"
+    "    assert isinstance(query, str) and query.strip(), repr(query)\n"
+    "    TOOL_SEARCHES.append(query)\n"
+    "    hits = []\n"
+    "    for srv, tools in TOOLS.items():\n"
+    "        for name, t in tools.items():\n"
+    "            s = _rank(query, name, t.get('description', ''))\n"
+    "            if s > 0 and server in (None, srv):\n"
+    "                hits.append({'name': srv + '.' + name,\n"
+    "                             'description': t.get('description', '')[:300], 'score': s})\n"
+    "    hits.sort(key=lambda h: -h['score'])\n"
+    "    return hits[:limit]\n"
+    "def _tool(name):\n"
+    "    srv, _, tool = name.partition('.')\n"
+    "    if srv not in TOOLS or tool not in TOOLS[srv]:\n"
+    "        raise ToolError('no tool named %r' % name, 'notfound')\n"
+    "    return TOOLS[srv][tool]\n"
+    "def _params(sch):\n"
+    "    props, req = sch.get('properties', {}), sch.get('required', [])\n"
+    "    one = lambda n: {'name': n, 'type': props[n].get('type', 'any'),\n"
+    "                     'description': props[n].get('description', '')}\n"
+    "    return {'required': [one(n) for n in req],\n"
+    "            'optional': [one(n) for n in props if n not in req]}\n"
+    "def get_tool_info(name):\n"
+    "    t = _tool(name)\n"
+    "    INFOS_READ.append(name)\n"
+    "    sch = t.get('inputSchema', {'type': 'object'})\n"
+    "    ro = bool((t.get('annotations') or {}).get('readOnlyHint'))\n"
+    "    info = {'name': name, 'server': name.split('.')[0], 'tool': t['name'],\n"
+    "            'title': t.get('title'), 'description': t.get('description', ''),\n"
+    "            'input_schema': sch, 'output_schema': t.get('outputSchema'),\n"
+    "            'parameters': _params(sch), 'read_only': ro,\n"
+    "            'annotations': t.get('annotations'), 'allowed': ro}\n"
+    "    if not ro:\n"
+    "        info['why'] = 'not read-only; allow it with --allow-tools ' + name\n"
+    "    return info\n"
+    "_TYPES = {'number': (int, float), 'integer': (int,), 'string': (str,), 'array': (list,),\n"
+    "          'boolean': (bool,), 'object': (dict,)}\n"
+    "def call_tool(name, *args, **arguments):\n"
+    "    if args:\n"
+    "        assert len(args) == 1 and isinstance(args[0], dict) and not arguments, args\n"
+    "        arguments = dict(args[0])\n"
+    "    t = _tool(name)\n"
+    "    sch = t.get('inputSchema', {})\n"
+    "    props = sch.get('properties', {})\n"
+    "    if not (t.get('annotations') or {}).get('readOnlyHint'):\n"
+    "        raise ToolError(name + ' is not read-only', 'policy')\n"
+    "    for r in sch.get('required', []):\n"
+    "        if r not in arguments:\n"
+    "            raise ToolError('parameter %r is required' % r, 'schema')\n"
+    "    for k, v in arguments.items():\n"
+    "        if k not in props:\n"
+    "            raise ToolError('unknown parameter %r' % k, 'schema')\n"
+    "        ty = props[k].get('type')\n"
+    "        if ty in _TYPES and (not isinstance(v, _TYPES[ty]) or (isinstance(v, bool) and ty != 'boolean')):\n"
+    "            raise ToolError('parameter %r must be a %s' % (k, ty), 'schema')\n"
+    "        if 'enum' in props[k] and v not in props[k]['enum']:\n"
+    "            raise ToolError('parameter %r must be one of %r' % (k, props[k]['enum']), 'schema')\n"
+    "    TOOL_CALLS.append((name, arguments))\n"
+    "    return RESULTS[name](arguments)\n"
+    "FILES = {'/tmp/x/notes.txt': 'Budget review moved to Friday (room 4).\\nBring the Q3 figures.'}\n"
+    "def _read(a):\n"
+    "    if a['path'] not in FILES:\n"
+    "        raise ToolError('ENOENT: no such file or directory, open ' + repr(a['path']))\n"
+    "    return FILES[a['path']]\n"
+    "RESULTS = {\n"
+    "    'everything.get-sum': lambda a: 'The sum of %s and %s is %s.' % (a['a'], a['b'], a['a'] + a['b']),\n"
+    "    'everything.echo': lambda a: 'Echo: ' + a['message'],\n"
+    "    'fs.read_text_file': _read,\n"
+    "    'fs.read_file': _read,\n"
+    "    'fx.convert_currency': lambda a: {'amount': a['amount'], 'from': a['from'], 'to': a['to'],\n"
+    "                                      'converted': round(a['amount'] * 0.92, 2)},\n"
+    "    'money.convertAmount': lambda a: '%s %s is %s %s' % (a['value'], a['source_currency'],\n"
+    "                                  a['value'] * 190, a['target_currency']),\n"
+    "}\n";
+
+/* Invented servers: a currency converter (its "from" and "to" are Python
+ * keywords), and one with a camelCase name and enums. */
+static const char py_invented[] =
+    "INVENTED = {'fx': [{'name': 'convert_currency',\n"
+    "    'description': 'Convert an amount of money from one currency to another at the '\n"
+    "                   'latest rate.',\n"
+    "    'inputSchema': {'type': 'object', 'properties': {\n"
+    "        'amount': {'type': 'number', 'description': 'How much money'},\n"
+    "        'from': {'type': 'string', 'description': 'ISO 4217 code to convert from'},\n"
+    "        'to': {'type': 'string', 'description': 'ISO 4217 code to convert to'}},\n"
+    "        'required': ['amount', 'from', 'to']},\n"
+    "    'annotations': {'readOnlyHint': True}}],\n"
+    "  'money': [{'name': 'convertAmount',\n"
+    "    'description': 'Gives the value of a sum in another currency.',\n"
+    "    'inputSchema': {'type': 'object', 'properties': {\n"
+    "        'target_currency': {'type': 'string', 'enum': ['EUR', 'USD', 'GBP', 'JPY']},\n"
+    "        'source_currency': {'type': 'string', 'enum': ['EUR', 'USD', 'GBP', 'JPY']},\n"
+    "        'value': {'type': 'number'},\n"
+    "        'round': {'type': 'boolean', 'default': True}},\n"
+    "        'required': ['value', 'source_currency', 'target_currency']},\n"
+    "    'annotations': {'readOnlyHint': True}}]}\n";
+
+/* The REPL for a tool test: the usual prelude and a str context, the
+ * servers named in lists ("everything,fs,fx,money"). */
+static void tools_repl_init(struct fake_repl *r, const char *lists)
+{
+	char ev[4096], fs[4096];
+	struct buf extra;
+	CHECK(realpath("tests/mcp_lists/server-everything.json", ev) != NULL);
+	CHECK(realpath("tests/mcp_lists/server-filesystem.json", fs) != NULL);
+	buf_init(&extra, 0);
+	buf_puts(&extra, "LISTS = {}\n");
+	if (strstr(lists, "everything"))
+		buf_printf(&extra, "LISTS['everything'] = '%s'\n", ev);
+	if (strstr(lists, "fs"))
+		buf_printf(&extra, "LISTS['fs'] = '%s'\n", fs);
+	buf_puts(&extra, py_invented);
+	if (!strstr(lists, "fx"))
+		buf_puts(&extra, "del INVENTED['fx']\n");
+	if (!strstr(lists, "money"))
+		buf_puts(&extra, "del INVENTED['money']\n");
+	buf_puts(&extra, py_tools);
+	fake_repl_init(r, false, 1, extra.p);
+	buf_release(&extra);
+}
+
+/* A root conversation whose system prompt offers host tools. */
+static void convo_init_tools(struct convo *c, const char *question, const char *line)
+{
+	char *s;
+	convo_init(c, question, "a str of 12,000 characters", "about 50,000");
+	s = xasprintf("%s\n\n%s\n", c->m[0].text, line);
+	free(c->owned[0]);
+	c->owned[0] = s;
+	c->m[0] = (struct llm_msg){LLM_SYSTEM, s, strlen(s)};
+}
+
+/* Drive a solve: reply, run, show the output. *trace gets each turn's
+ * marker ("T1 T2 T3 F" for the tool turns and a FINAL, "S1" for steps);
+ * returns the answer (fresh): FINAL's argument or answer["content"]. */
+static char *tools_solve(struct fake_repl *r, struct convo *c, struct buf *trace)
+{
+	char *answer = NULL;
+	buf_reset(trace);
+	for (int turn = 0; !answer && turn < ROOT_TURNS - 1; turn++) {
+		char *reply = root_reply("", c), *code, *out;
+		const char *m;
+		bool raised;
+		if (trace->len)
+			buf_putc(trace, ' ');
+		if (!strncmp(reply, "FINAL(", 6)) {
+			CHECK_MSG(reply[strlen(reply) - 1] == ')', "%s", reply);
+			buf_putc(trace, 'F');
+			answer = xstrndup(reply + 6, strlen(reply) - 7);
+			free(reply);
+			break;
+		}
+		code = code_of(reply);
+		py_compiles(code);
+		if (!strncmp(code, "# tools ", 8))
+			buf_printf(trace, "T%c", code[8]);
+		else
+			buf_printf(trace, "S%d", step_in(code));
+		out = fake_repl_exec(r, code, "print('@@CALLS@@', json.dumps([TOOL_CALLS, TOOL_SEARCHES]))\n",
+				     &answer, &raised);
+		CHECK_MSG(!raised, "the code raised:\n%s\n%s", code, out);
+		m = strstr(out, "@@CALLS@@");
+		if (m)
+			out[m - out] = '\0';
+		if (getenv("TEST_VERBOSE"))
+			fprintf(stderr, "--- turn %d\n%s--- output\n%s", turn + 1, reply, out);
+		convo_turn(c, reply, out, false);
+		free(out);
+		free(code);
+		free(reply);
+	}
+	return answer;
+}
+
+/* The calls and searches the last run of the REPL made, as JSON. */
+static cJSON *tools_calls(struct fake_repl *r)
+{
+	struct buf prog;
+	cJSON *j;
+	buf_init(&prog, 0);
+	buf_printf(&prog, "%sprint('@@J@@' + json.dumps([TOOL_CALLS, TOOL_SEARCHES, INFOS_READ]))\n", r->hist.p);
+	j = py_json(prog.p);
+	buf_release(&prog);
+	return j;
+}
+
+TEST(tools_reach_the_tool_that_answers)
+{
+	static const struct {
+		const char *servers, *q;
+		const char *trace;   /* the turns */
+		const char *call;    /* json.dumps of CALLS[0], as [name, arguments] */
+		const char *answer;  /* exactly */
+	} cases[] = {
+	    {"everything,fs", "What is the sum of 12 and 30?", "T1 T2 T3 F",
+	     "[\"everything.get-sum\", {\"a\": 12, \"b\": 30}]", "The sum of 12 and 30 is 42."},
+	    /* a number with thousands, a signed float; "add" is a synonym of sum */
+	    {"everything", "Add 1,000 and -2.5, please.", "T1 T2 T3 F",
+	     "[\"everything.get-sum\", {\"a\": 1000, \"b\": -2.5}]", "The sum of 1000 and -2.5 is 997.5."},
+	    /* a path; the read tool that is not deprecated */
+	    {"everything,fs", "What does the file /tmp/x/notes.txt say?", "T1 T2 T3 F",
+	     "[\"fs.read_text_file\", {\"path\": \"/tmp/x/notes.txt\"}]",
+	     "Budget review moved to Friday (room 4).\nBring the Q3 figures."},
+	    {"everything,fs", "Show me the contents of '/tmp/x/notes.txt'.", "T1 T2 T3 F",
+	     "[\"fs.read_text_file\", {\"path\": \"/tmp/x/notes.txt\"}]",
+	     "Budget review moved to Friday (room 4).\nBring the Q3 figures."},
+	    /* a quoted string with parentheses and a comma */
+	    {"everything,fs", "Echo \"Hello, (wide) world\" back to me.", "T1 T2 T3 F",
+	     "[\"everything.echo\", {\"message\": \"Hello, (wide) world\"}]",
+	     "Echo: Hello, (wide) world"},
+	    /* parameters named by the question, and Python keywords */
+	    {"everything,fx", "Convert 100 from USD to EUR.", "T1 T2 T3 F",
+	     "[\"fx.convert_currency\", {\"amount\": 100, \"from\": \"USD\", \"to\": \"EUR\"}]",
+	     "{\"amount\":100,\"from\":\"USD\",\"to\":\"EUR\",\"converted\":92}"},
+	    /* enums, in the order the question names them; camelCase */
+	    {"everything,fs,money", "Convert 250 GBP into JPY.", "T1 T2 T3 F",
+	     "[\"money.convertAmount\", {\"value\": 250, \"source_currency\": \"GBP\", "
+	     "\"target_currency\": \"JPY\"}]",
+	     "250 GBP is 47500 JPY"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fake_repl r;
+		struct convo c;
+		struct buf trace;
+		cJSON *j;
+		char *got, *call;
+		buf_init(&trace, 0);
+		tools_repl_init(&r, cases[i].servers);
+		convo_init_tools(&c, cases[i].q, TOOLS_LINE);
+		got = tools_solve(&r, &c, &trace);
+		CHECK_MSG(!strcmp(trace.p, cases[i].trace), "%s: turns %s", cases[i].q, trace.p);
+		CHECK_MSG(got && !strcmp(got, cases[i].answer), "%s: answer %s", cases[i].q,
+			  got ? got : "(none)");
+		j = tools_calls(&r);
+		CHECK_INT(cJSON_GetArraySize(cJSON_GetArrayItem(j, 0)), 1);
+		call = json_print(cJSON_GetArrayItem(cJSON_GetArrayItem(j, 0), 0));
+		{
+			/* compare as Python dumped it: reparse the expected */
+			cJSON *want = json_parse(cases[i].call, strlen(cases[i].call));
+			char *w = json_print(want);
+			CHECK_MSG(!strcmp(call, w), "%s: call %s, want %s", cases[i].q, call, w);
+			free(w);
+			cJSON_Delete(want);
+		}
+		/* one search, with words and not the literals */
+		CHECK_INT(cJSON_GetArraySize(cJSON_GetArrayItem(j, 1)), 1);
+		{
+			const char *sq = cJSON_GetArrayItem(cJSON_GetArrayItem(j, 1), 0)->valuestring;
+			CHECK_MSG(!strstr(sq, "/tmp") && !strstr(sq, "100") && !strstr(sq, "12"),
+				  "search %s", sq);
+		}
+		free(call);
+		cJSON_Delete(j);
+		free(got);
+		convo_release(&c);
+		buf_release(&r.hist);
+		buf_release(&trace);
+	}
+}
+
+TEST(tools_dropped_when_none_fits)
+{
+	static const struct {
+		const char *servers, *q;
+	} cases[] = {
+	    /* nothing fits: the hits are about other things */
+	    {"everything,fs", "Who wrote the memo about the zebra-7731 budget?"},
+	    /* a write tool fits, but the policy does not allow it */
+	    {"everything,fs", "Write 'hello' to the file /tmp/x/out.txt"},
+	    /* a tool fits, the question lacks its arguments */
+	    {"everything,fs", "What is the sum of the budget lines in zebra-7731?"},
+	    {"fx", "Convert the zebra-7731 amount to euros."},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fake_repl r;
+		struct convo c;
+		struct buf trace;
+		cJSON *j;
+		char *got;
+		buf_init(&trace, 0);
+		tools_repl_init(&r, cases[i].servers);
+		convo_init_tools(&c, cases[i].q, TOOLS_LINE);
+		got = tools_solve(&r, &c, &trace);
+		/* the tools' turns, then the usual steps, which find the needle */
+		CHECK_MSG(!strncmp(trace.p, "T1 ", 3) && strstr(trace.p, "S1 S2 S3"), "%s: %s",
+			  cases[i].q, trace.p);
+		CHECK_MSG(got && strstr(got, "55-ALPHA"), "%s: %s", cases[i].q, got ? got : "-");
+		j = tools_calls(&r);
+		CHECK_INT(cJSON_GetArraySize(cJSON_GetArrayItem(j, 0)), 0); /* no call */
+		cJSON_Delete(j);
+		free(got);
+		convo_release(&c);
+		buf_release(&r.hist);
+		buf_release(&trace);
+	}
+}
+
+/* One reply to a conversation whose tool turns' outputs are written by
+ * hand; replies[k] the code of turn k ("T1"...). */
+static char *tools_reply_after(const char *q, const char *const *outputs, size_t n)
+{
+	struct convo c;
+	char *r = NULL;
+	convo_init_tools(&c, q, TOOLS_LINE);
+	for (size_t i = 0; i <= n; i++) {
+		free(r);
+		r = root_reply("", &c);
+		if (i < n)
+			convo_turn(&c, r, outputs[i], false);
+	}
+	convo_release(&c);
+	return r;
+}
+
+TEST(tools_outputs_written_by_hand)
+{
+	static const char q[] = "Add 12 and 30.";
+	static const char hits[] =
+	    "2 tools found\n"
+	    "tool hits: [{\"name\": \"everything.get-sum\", \"description\": \"Returns the sum "
+	    "of two numbers\", \"score\": 4.5}, {\"name\": \"math.add_numbers\", "
+	    "\"description\": \"Adds numbers (ints or floats).\\nReturns their total\", "
+	    "\"score\": 4.0}]\n"
+	    "REPL variables: hits";
+	static const char info[] =
+	    "tool info: {\"name\": \"math.add_numbers\", \"input_schema\": {\"type\": \"object\", "
+	    "\"properties\": {\"x\": {\"type\": [\"integer\", \"null\"]}, \"y\": {\"type\": "
+	    "\"integer\"}}, \"required\": [\"x\", \"y\"]}, \"allowed\": true}";
+	const char *outs[4] = {NULL};
+	char *r;
+
+	/* turn 1: the search, with the question's words */
+	r = tools_reply_after(q, outs, 0);
+	CHECK_CONTAINS(r, "\n\n```repl\n# tools 1: ");
+	CHECK_CONTAINS(r, "hits = search_tools(\"Add sum\", limit=5)\n");
+	CHECK_CONTAINS(r, "print(\"tool hits:\", json.dumps(hits))\n");
+	free(r);
+	/* turn 2: the best fit of the hits, not the first: "add" is a word of
+	 * the question, "sum" only a synonym of one */
+	outs[0] = hits;
+	r = tools_reply_after(q, outs, 1);
+	CHECK_CONTAINS(r, "info = get_tool_info(\"math.add_numbers\")\n");
+	free(r);
+	/* turn 3: integers in the order of "required" (a type list with null) */
+	outs[1] = info;
+	r = tools_reply_after(q, outs, 2);
+	CHECK_CONTAINS(r, "r = call_tool(\"math.add_numbers\", x=12, y=30)\n");
+	free(r);
+	/* turn 4: FINAL of the printed text; a structured value as JSON */
+	outs[2] = "tool result: \"42\"\nREPL variables: r";
+	r = tools_reply_after(q, outs, 3);
+	CHECK_STR(r, "FINAL(42)");
+	free(r);
+	outs[2] = "tool result: {\"sum\": 42, \"note\": \"ok\"}";
+	r = tools_reply_after(q, outs, 3);
+	CHECK_STR(r, "FINAL({\"sum\":42,\"note\":\"ok\"})");
+	free(r);
+	/* a result FINAL cannot carry (a lone parenthesis, a fence): from r */
+	outs[2] = "tool result: \"42 :)\"";
+	r = tools_reply_after(q, outs, 3);
+	CHECK_CONTAINS(r, "# tools 4: answer with the tool's result\n");
+	CHECK_CONTAINS(r, "answer[\"content\"] = r if isinstance(r, str) else json.dumps(r)\n");
+	free(r);
+	/* a result cut by the output limit: from r too */
+	outs[2] = "tool result: \"aaaa\n... [9,000 characters cut] ...\nbbbb\"";
+	r = tools_reply_after(q, outs, 3);
+	CHECK_CONTAINS(r, "# tools 4: ");
+	free(r);
+	/* a ToolError: the usual strategy, from step 1 */
+	outs[2] = "Traceback (most recent call last):\n  File \"<repl>\", line 3, in <module>\n"
+		  "ToolError: the server failed: connection reset";
+	r = tools_reply_after(q, outs, 3);
+	CHECK_CONTAINS(r, "\n\n```repl\n# step 1: ");
+	CHECK_CONTAINS(r, "The tool call failed");
+	free(r);
+	/* then step 2, as without tools */
+	{
+		struct convo c;
+		convo_init_tools(&c, q, TOOLS_LINE);
+		for (int i = 0; i < 5; i++) {
+			r = root_reply("", &c);
+			if (i == 4)
+				CHECK_CONTAINS(r, "# step 2: ");
+			convo_turn(&c, r, i < 3 ? (i == 0 ? hits : i == 1 ? info : outs[2]) : "type: str",
+				   false);
+			free(r);
+		}
+		convo_release(&c);
+	}
+	/* not allowed: no call */
+	outs[1] = "tool info: {\"name\": \"math.add_numbers\", \"input_schema\": {}, \"allowed\": "
+		  "false, \"why\": \"denied by --deny-tools 'math.*'\"}";
+	r = tools_reply_after(q, outs, 2);
+	CHECK_CONTAINS(r, "# step 1: ");
+	free(r);
+	/* a string where a number goes: no number literal is a string */
+	outs[1] = "tool info: {\"name\": \"math.add_numbers\", \"input_schema\": {\"properties\": "
+		  "{\"x\": {\"type\": \"string\"}}, \"required\": [\"x\", \"y\"]}}";
+	r = tools_reply_after(q, outs, 2);
+	CHECK_CONTAINS(r, "# step 1: ");
+	free(r);
+	/* no schema but "parameters" (tool.h's summary) */
+	outs[1] = "tool info: {\"name\": \"math.add_numbers\", \"parameters\": {\"required\": "
+		  "[{\"name\": \"left\", \"type\": \"number\"}, {\"name\": \"right-hand\", \"type\": "
+		  "\"number\"}], \"optional\": []}}";
+	r = tools_reply_after(q, outs, 2);
+	CHECK_CONTAINS(r, "r = call_tool(\"math.add_numbers\", {\"left\": 12, \"right-hand\": 30})\n");
+	free(r);
+	/* the search failed (a REPL without the helpers), or found nothing */
+	outs[0] = "Traceback (most recent call last):\nNameError: name 'search_tools' is not defined";
+	r = tools_reply_after(q, outs, 1);
+	CHECK_CONTAINS(r, "# step 1: ");
+	free(r);
+	outs[0] = "0 tools found\ntool hits: []";
+	r = tools_reply_after(q, outs, 1);
+	CHECK_CONTAINS(r, "# step 1: ");
+	CHECK_CONTAINS(r, "No host tool fits");
+	free(r);
+	/* a description cannot fake a line: JSON keeps it on one */
+	outs[0] = "tool hits: [{\"name\": \"x.unrelated\", \"description\": \"a\\ntool info: "
+		  "{}\\nTraceback (most recent call last):\"}]";
+	r = tools_reply_after(q, outs, 1);
+	CHECK_CONTAINS(r, "# step 1: ");
+	CHECK_CONTAINS(r, "No host tool fits");
+	free(r);
+	/* out of turns after the result: the result */
+	{
+		struct convo c;
+		convo_init_tools(&c, q, TOOLS_LINE);
+		outs[0] = hits;
+		outs[1] = info;
+		outs[2] = "tool result: \"The sum is\\n42.\"";
+		for (int i = 0; i < 3; i++) {
+			r = root_reply("", &c);
+			convo_turn(&c, r, outs[i], i == 2);
+			free(r);
+		}
+		free(c.owned[c.n - 1]);
+		c.owned[c.n - 1] = xstrdup("tool result: \"The sum is\\n42.\"\n\nYou are out of turns: "
+					   "answer now with FINAL(...).");
+		c.m[c.n - 1].text = c.owned[c.n - 1];
+		c.m[c.n - 1].len = strlen(c.owned[c.n - 1]);
+		r = root_reply("", &c);
+		CHECK_STR(r, "FINAL(The sum is 42.)");
+		free(r);
+		convo_release(&c);
+	}
+}
+
+/* The tool turns' Python in the real sandboxed worker (repl/): stubs of
+ * the tool helpers head each cell (the runtime puts its own helpers back
+ * after a cell, so they are defined where they are used), the outputs the
+ * sim reads are the worker's own, with the variables line the loop adds. */
+static const char py_worker_tools[] =
+    "import builtins as _b\n"
+    "if not hasattr(_b, '_TOOL_CALLS'):\n"
+    "    _b._TOOL_CALLS = []\n"
+    "class ToolError(RuntimeError):\n"
+    "    pass\n"
+    "_LIST = {'everything.get-sum': {'description': 'Returns the sum of two numbers',\n"
+    "          'input_schema': {'type': 'object', 'properties': {\n"
+    "              'a': {'type': 'number', 'description': 'First number'},\n"
+    "              'b': {'type': 'number', 'description': 'Second number'}},\n"
+    "              'required': ['a', 'b']}},\n"
+    "          'everything.echo': {'description': 'Echoes back the input string',\n"
+    "          'input_schema': {'type': 'object', 'properties': {\n"
+    "              'message': {'type': 'string'}}, 'required': ['message']}}}\n"
+    "def search_tools(query, server=None, limit=10):\n"
+    "    return [{'name': n, 'description': t['description'], 'score': 1.0}\n"
+    "            for n, t in _LIST.items() if any(w in (n + ' ' + t['description']).lower()\n"
+    "                                            for w in query.lower().split())][:limit]\n"
+    "def get_tool_info(name):\n"
+    "    t = _LIST[name]\n"
+    "    return {'name': name, 'description': t['description'],\n"
+    "            'input_schema': t['input_schema'], 'allowed': True}\n"
+    "def call_tool(name, *args, **kw):\n"
+    "    kw = dict(args[0]) if args else kw\n"
+    "    _b._TOOL_CALLS.append([name, kw])\n"
+    "    if set(kw) != set(_LIST[name]['input_schema']['required']):\n"
+    "        raise ToolError('parameter mismatch: %r' % sorted(kw))\n"
+    "    return 'The sum of %s and %s is %s.' % (kw['a'], kw['b'], kw['a'] + kw['b'])\n";
+
+TEST(tools_code_runs_in_the_real_worker)
+{
+	static const char ctx[] = "Line 1: nothing about sums here.\n";
+	struct repl_cfg cfg;
+	struct repl *r = NULL;
+	struct rlm_err err = {0, ""};
+	struct convo c;
+	char *reply = NULL;
+	int turn;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ctx.text = ctx;
+	cfg.ctx.len = strlen(ctx);
+	cfg.exec_timeout_ns = 20000 * (int64_t)1000000;
+	if (repl_start(&cfg, &r, &err) != 0) {
+		SKIP("no sandboxed worker here: %s", err.msg);
+		return;
+	}
+	convo_init_tools(&c, "What is the sum of 12 and 30?", TOOLS_LINE);
+	for (turn = 0; turn < 5; turn++) {
+		struct repl_result res;
+		struct buf cell, out;
+		char *code;
+		reply = root_reply("", &c);
+		if (!strncmp(reply, "FINAL(", 6))
+			break;
+		code = code_of(reply);
+		CHECK_MSG(!strncmp(code, "# tools ", 8), "%s", code);
+		buf_init(&cell, 0);
+		buf_printf(&cell, "%s%s", py_worker_tools, code);
+		memset(&res, 0, sizeof(res));
+		CHECK_MSG(repl_exec(r, cell.p, cell.len, 0, &res, &err) == 0, "%s", err.msg);
+		CHECK_MSG(!res.error, "the code raised: %s\n%s", res.output, code);
+		buf_init(&out, 0);
+		buf_append(&out, res.output, res.len);
+		while (out.len && out.p[out.len - 1] == '\n')
+			out.p[--out.len] = '\0';
+		if (res.made)
+			buf_printf(&out, "\nREPL variables: %s", res.made);
+		convo_turn(&c, reply, out.p, false);
+		buf_release(&out);
+		buf_release(&cell);
+		repl_result_release(&res);
+		free(code);
+		free(reply);
+		reply = NULL;
+	}
+	CHECK_STR(reply, "FINAL(The sum of 12 and 30 is 42.)");
+	CHECK_INT(turn, 3);
+	{
+		struct repl_result res;
+		static const char q[] = "import builtins, json\nprint(json.dumps(builtins._TOOL_CALLS))\n";
+		memset(&res, 0, sizeof(res));
+		CHECK(repl_exec(r, q, strlen(q), 0, &res, &err) == 0);
+		CHECK_CONTAINS(res.output, "[[\"everything.get-sum\", {\"a\": 12, \"b\": 30}]]");
+		repl_result_release(&res);
+	}
+	free(reply);
+	convo_release(&c);
+	repl_free(r);
+}
+
+TEST(tools_only_with_the_host_tools_line)
+{
+	struct convo c;
+	char *r;
+	/* no line: the first turn is step 1, as before */
+	convo_init(&c, "What is the sum of 12 and 30?", "a str of 12 characters", "about 50k");
+	r = root_reply("", &c);
+	CHECK_CONTAINS(r, "# step 1: ");
+	free(r);
+	convo_release(&c);
+	/* the words, not at the start of a line: no tools either */
+	convo_init_tools(&c, "What is the sum of 12 and 30?", "Tools: none. Host tools: 0.");
+	r = root_reply("", &c);
+	CHECK_CONTAINS(r, "# step 1: ");
+	free(r);
+	convo_release(&c);
+	/* the line alone, whatever follows the prefix */
+	convo_init_tools(&c, "What is the sum of 12 and 30?", "Host tools: 1 server (math).");
+	r = root_reply("", &c);
+	CHECK_CONTAINS(r, "# tools 1: ");
+	free(r);
 	convo_release(&c);
 }
 

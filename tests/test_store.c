@@ -1835,7 +1835,7 @@ TEST(newer_schema_is_refused)
 	CHECK_INT(open_rc(path, false, 0, &s, &e), RLM_ESTORE);
 	CHECK(s == NULL);
 	CHECK_CONTAINS(e.msg, path);
-	CHECK_CONTAINS(e.msg, "written by a newer rlm (schema 7, this one knows 1)");
+	CHECK_CONTAINS(e.msg, "written by a newer rlm (schema 7, this one knows 2)");
 	CHECK_INT(open_rc(path, true, 0, &s, &e), RLM_ESTORE);
 	CHECK_CONTAINS(e.msg, "schema 7");
 	free(path);

@@ -88,6 +88,9 @@ void tool_set_verbose(struct tool_set *ts, bool on);
 
 /* Servers configured or registered (none started). */
 size_t tool_set_n_servers(const struct tool_set *ts);
+/* Their names, in order, as a JSON array (none started); the caller owns
+ * it. */
+struct cJSON *tool_set_server_names_json(const struct tool_set *ts);
 
 /* ---- discovery: what model code's helpers return (JSON values) ---- */
 
