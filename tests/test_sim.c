@@ -2780,6 +2780,10 @@ TEST(tools_dropped_when_none_fits)
 	    /* a tool fits, the question lacks its arguments */
 	    {"everything,fs", "What is the sum of the budget lines in zebra-7731?"},
 	    {"fx", "Convert the zebra-7731 amount to euros."},
+	    /* words a question about a text uses: no echo of "memo budget" */
+	    {"everything,fs", "What does the memo say about the zebra-7731 budget?"},
+	    /* a tool that takes nothing, reached by a synonym only (get-env) */
+	    {"everything", "Which environment variables does zebra-7731 need?"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct fake_repl r;
