@@ -2577,6 +2577,8 @@ static const char py_tools[] =
     "    'everything.echo': lambda a: 'Echo: ' + a['message'],\n"
     "    'fs.read_text_file': _read,\n"
     "    'fs.read_file': _read,\n"
+    "    'fs.list_directory': lambda a: '[FILE] notes.txt\\n[DIR] old' if a['path'] == '/tmp/x' else '',\n"
+    "    'fs.search_files': lambda a: '/tmp/x/notes.txt' if a == {'path': '/tmp/x', 'pattern': '*.txt'} else '',\n"
     "    'fx.convert_currency': lambda a: {'amount': a['amount'], 'from': a['from'], 'to': a['to'],\n"
     "                                      'converted': round(a['amount'] * 0.92, 2)},\n"
     "    'money.convertAmount': lambda a: '%s %s is %s %s' % (a['value'], a['source_currency'],\n"
@@ -2714,6 +2716,12 @@ TEST(tools_reach_the_tool_that_answers)
 	    {"everything,fs", "Show me the contents of '/tmp/x/notes.txt'.", "T1 T2 T3 F",
 	     "[\"fs.read_text_file\", {\"path\": \"/tmp/x/notes.txt\"}]",
 	     "Budget review moved to Friday (room 4).\nBring the Q3 figures."},
+	    /* other tools of server-filesystem: a path and a quoted pattern */
+	    {"everything,fs", "List the directory /tmp/x", "T1 T2 T3 F",
+	     "[\"fs.list_directory\", {\"path\": \"/tmp/x\"}]", "[FILE] notes.txt\n[DIR] old"},
+	    {"everything,fs", "Search the files in /tmp/x for '*.txt'.", "T1 T2 T3 F",
+	     "[\"fs.search_files\", {\"path\": \"/tmp/x\", \"pattern\": \"*.txt\"}]",
+	     "/tmp/x/notes.txt"},
 	    /* a quoted string with parentheses and a comma */
 	    {"everything,fs", "Echo \"Hello, (wide) world\" back to me.", "T1 T2 T3 F",
 	     "[\"everything.echo\", {\"message\": \"Hello, (wide) world\"}]",
@@ -2782,6 +2790,8 @@ TEST(tools_dropped_when_none_fits)
 	    {"fx", "Convert the zebra-7731 amount to euros."},
 	    /* words a question about a text uses: no echo of "memo budget" */
 	    {"everything,fs", "What does the memo say about the zebra-7731 budget?"},
+	    /* a tool with side effects: not read-only, refused */
+	    {"everything,fs", "Move /tmp/x/notes.txt to /tmp/x/old/zebra-7731.txt"},
 	    /* a tool that takes nothing, reached by a synonym only (get-env) */
 	    {"everything", "Which environment variables does zebra-7731 need?"},
 	};
