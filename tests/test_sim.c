@@ -10,6 +10,7 @@
 #include "../sim/sim.h"
 #include "../rlm/rlm.h"
 #include "../rlm/prompt.h"
+#include "../rlm/reply.h"
 #include "../repl/repl.h"
 #include "../common/text.h"
 
@@ -2656,9 +2657,16 @@ static char *tools_solve(struct fake_repl *r, struct convo *c, struct buf *trace
 		if (trace->len)
 			buf_putc(trace, ' ');
 		if (!strncmp(reply, "FINAL(", 6)) {
+			struct reply rp;
 			CHECK_MSG(reply[strlen(reply) - 1] == ')', "%s", reply);
 			buf_putc(trace, 'F');
-			answer = xstrndup(reply + 6, strlen(reply) - 7);
+			/* as the controller reads it: the whole text, no block */
+			rlm_reply_parse(reply, strlen(reply), false, false, &rp);
+			CHECK(rp.final == REPLY_FINAL && rp.n_blocks == 0);
+			answer = xstrndup(reply + rp.final_off, rp.final_len);
+			CHECK_INT(rp.final_off, 6);
+			CHECK_INT(rp.final_len, strlen(reply) - 7);
+			rlm_reply_release(&rp);
 			free(reply);
 			break;
 		}
