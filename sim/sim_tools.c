@@ -22,10 +22,11 @@
  * synonym group one of them is in ("say" adds "read" and "echo"). A hit
  * fits when a word of its tool name (the part after the server's dot, cut
  * at '-', '_', '.' and camelCase humps; get, set, tool and the like say
- * nothing) is a word of the question (2 points) or in a synonym group of
- * one (1 point); the best of the hits by points, then by rank (a hit whose
- * description says it is deprecated last among equals), is the one read.
- * The synonyms are a small table (synonyms below), not a thesaurus.
+ * nothing) is a word of the question (2 points; a path in the question
+ * says "file", "path", "dir") or in a synonym group of one (1 point); the
+ * best of the hits by points, then by rank (a hit whose description says
+ * it is deprecated last among equals), is the one read. The synonyms are a
+ * small table (synonyms below), not a thesaurus.
  *
  * Arguments come from the question's literals, each used once: a
  * parameter whose name the question says ("from USD", "to EUR") takes the
@@ -33,11 +34,13 @@
  * numbers go to number and integer parameters in the order of the
  * schema's required list; quoted strings, then paths (for a parameter about
  * a path or a file: paths first, then file names such as notes.txt) or
- * URLs, then the rest of the question's content words, to string
+ * URLs, then the rest of the question's content words (for a tool the
+ * question names itself, not one a synonym reached), to string
  * parameters; an array of strings takes every path or quoted string. An
  * optional parameter is filled only when the question names it. When a
- * required parameter stays empty, or the schema says the tool is not
- * allowed, the tools are dropped. */
+ * required parameter stays empty, the schema says the tool is not
+ * allowed, or the call would take nothing from the question and a synonym
+ * alone reached the tool, the tools are dropped. */
 #include "sim_int.h"
 #include "../common/json.h"
 #include "../common/text.h"
@@ -344,6 +347,19 @@ static bool in_literal(const struct question *qs, size_t at)
 	return false;
 }
 
+/* Whether the term of n bytes at q[at] is the tail of a contraction:
+ * the "s" of "What's", the "t" of "don't", the "ll" of "we'll". */
+static bool contraction(const char *q, size_t at, size_t n)
+{
+	static const char *const tails[] = {"s", "t", "d", "m", "ll", "re", "ve"};
+	bool after =
+	    (at >= 1 && q[at - 1] == '\'') || (at >= 3 && !memcmp(q + at - 3, "\xe2\x80\x99", 3));
+	for (size_t i = 0; after && i < ARRAY_SIZE(tails); i++)
+		if (strlen(tails[i]) == n && !strncasecmp(q + at, tails[i], n))
+			return true;
+	return false;
+}
+
 static void question_init(struct question *qs, const char *q, size_t qn)
 {
 	char t[SIM__TERM_MAX];
@@ -362,7 +378,7 @@ static void question_init(struct question *qs, const char *q, size_t qn)
 	}
 	while (qs->nwords < WORDS_MAX && (n = sim__next_term(q, qn, &pos, t, &at))) {
 		struct word *w = &qs->words[qs->nwords];
-		if (in_literal(qs, at))
+		if (in_literal(qs, at) || contraction(q, at, n))
 			continue;
 		w->at = at;
 		w->n = pos - at;
@@ -431,8 +447,8 @@ static bool is_file_word(const char *t, size_t n)
 
 /* How well the tool name fits the question: 2 for a word of the question
  * (a path in the question says "file"), 1 for a word of a synonym group
- * of one. *direct (may be NULL): some word
- * is the question's own. */
+ * of one. *direct (may be NULL): some word is the question's own (a path
+ * saying "file" is not). */
 static int fit(struct question *qs, const char *name, bool *direct)
 {
 	struct name_words w;
@@ -446,13 +462,15 @@ static int fit(struct question *qs, const char *name, bool *direct)
 			dup = w.tn[j] == w.tn[i] && !memcmp(w.t[j], w.t[i], w.tn[i]);
 		if (dup)
 			continue;
-		if (has_word(qs, w.t[i], w.tn[i]) ||
-		    (qs->has_path && is_file_word(w.t[i], w.tn[i]))) {
+		if (has_word(qs, w.t[i], w.tn[i])) {
 			score += 2;
 			if (direct)
 				*direct = true;
-		} else if (groups_of(w.t[i], w.tn[i]) & qs->groups)
+		} else if (qs->has_path && is_file_word(w.t[i], w.tn[i])) {
+			score += 2;
+		} else if (groups_of(w.t[i], w.tn[i]) & qs->groups) {
 			score += 1;
+		}
 	}
 	return score;
 }
@@ -1051,7 +1069,7 @@ static char *step_call(struct question *qs, const struct llm_msg *last, const ch
 	const char *name = json_str(info, "name");
 	struct param ps[PARAMS_MAX];
 	size_t np = 0, i;
-	bool kwargs = true, ok = true;
+	bool kwargs = true, ok = true, aside = false;
 	struct buf b;
 	char *out = NULL;
 	if (!cJSON_IsObject(info) || !name || !*name) {
@@ -1081,11 +1099,15 @@ static char *step_call(struct question *qs, const struct llm_msg *last, const ch
 		goto out;
 	}
 	/* a call the question gives nothing to: only a tool it names itself
-	 * ("What time is it?" and get-time, not "What time did it start?"
-	 * and a clock reached by a synonym) */
+	 * ("Get the tiny image" and get-tiny-image, not "Which environment
+	 * variables ...?" and get-env, reached by a synonym) */
 	for (i = 0, ok = false; i < np; i++)
 		ok = ok || ps[i].value.len;
-	if (!ok && !qs->direct) {
+	/* ... and one that leaves every literal of the question aside ("How
+	 * many files are in /tmp/x?" is no call of a tool that takes no path) */
+	for (i = 0; i < qs->nlits; i++)
+		aside = aside || !qs->lits[i].used;
+	if (!ok && (!qs->direct || aside)) {
 		*why = "That tool would take nothing from the question, so I will read the "
 		       "context: first its type, its size and a short sample.";
 		goto out;
@@ -1210,7 +1232,6 @@ char *sim__tools_reply(const char *q, size_t qn, int step, const struct llm_msg 
 {
 	struct question qs;
 	const char *dummy;
-	char *out = NULL;
 	struct buf b;
 	if (!why)
 		why = &dummy;
@@ -1218,10 +1239,8 @@ char *sim__tools_reply(const char *q, size_t qn, int step, const struct llm_msg 
 	question_init(&qs, q, qn);
 	switch (step) {
 	case 0:
-		if (!qn) {
-			*why = NULL;
+		if (!qn)
 			return NULL;
-		}
 		buf_init(&b, 0);
 		step_search(&b, &qs);
 		return buf_detach(&b, NULL);
@@ -1231,8 +1250,8 @@ char *sim__tools_reply(const char *q, size_t qn, int step, const struct llm_msg 
 		return step_call(&qs, last, why);
 	case 3:
 		return step_answer(last, why);
-	default:
-		return out;
+	default: /* after the answer's code: the usual strategy */
+		return NULL;
 	}
 }
 

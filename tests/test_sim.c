@@ -3073,6 +3073,62 @@ TEST(tools_code_runs_in_the_real_worker)
 	repl_free(r);
 }
 
+TEST(tools_questions_of_other_shapes)
+{
+	/* server-everything's get-tiny-image and gzip-file-as-resource (no
+	 * required parameter), get-sum */
+	static const char tiny[] =
+	    "tool info: {\"name\": \"everything.get-tiny-image\", \"input_schema\": {\"type\": "
+	    "\"object\", \"properties\": {}}, \"allowed\": true}";
+	static const char gzip[] =
+	    "tool info: {\"name\": \"everything.gzip-file-as-resource\", \"input_schema\": "
+	    "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", "
+	    "\"default\": \"README.md.gz\"}, \"data\": {\"type\": \"string\"}, \"outputType\": "
+	    "{\"type\": \"string\", \"enum\": [\"resourceLink\", \"resource\"]}}}, "
+	    "\"allowed\": true}";
+	static const char sum[] =
+	    "tool info: {\"name\": \"everything.get-sum\", \"input_schema\": {\"type\": "
+	    "\"object\", \"properties\": {\"a\": {\"type\": \"number\"}, \"b\": {\"type\": "
+	    "\"number\"}}, \"required\": [\"a\", \"b\"]}, \"allowed\": true}";
+	static const struct {
+		const char *q, *info, *want; /* want: in the turn-3 reply */
+	} cases[] = {
+	    /* a tool the question names, taking nothing: called */
+	    {"Get the tiny image", tiny, "r = call_tool(\"everything.get-tiny-image\")\n"},
+	    /* taking nothing while the question gives a path: not called */
+	    {"How many files are in /tmp/x?", gzip, "# step 1: "},
+	    /* named optional parameters, an enum value after its name; "name"
+	     * is call_tool's own, so a dict */
+	    {"Gzip the file with name 'a.gz' and data 'abc' as outputType resource", gzip,
+	     "r = call_tool(\"everything.gzip-file-as-resource\", {\"name\": \"a.gz\", "
+	     "\"data\": \"abc\", \"outputType\": \"resource\"})\n"},
+	    /* contractions are no words; "plus" a synonym of sum */
+	    {"What's 3 plus 4?", sum, "r = call_tool(\"everything.get-sum\", a=3, b=4)\n"},
+	    {"Could you add 7 and 8 for me?", sum, "a=7, b=8)"},
+	    /* a date, a version, a time and an identifier are no numbers */
+	    {"Add 2023-04-18, v20.0.0, 10:42 and item-5 to 1.", sum, "# step 1: "},
+	    {"What is the sum of the first 3 numbers?", sum, "# step 1: "},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		/* the one hit: the tool of the info */
+		cJSON *info = json_parse(cases[i].info + 11, strlen(cases[i].info + 11));
+		char *hits = xasprintf("tool hits: [{\"name\": \"%s\", \"description\": \"\"}]",
+				       json_str(info, "name"));
+		const char *outs[2] = {hits, cases[i].info};
+		char *r = tools_reply_after(cases[i].q, outs, 2);
+		CHECK_MSG(strstr(r, cases[i].want), "%s: %s", cases[i].q, r);
+		free(r);
+		free(hits);
+		cJSON_Delete(info);
+	}
+	/* the search: words, not contractions or literals */
+	{
+		char *r = tools_reply_after("What's 3 plus 4?", NULL, 0);
+		CHECK_CONTAINS(r, "hits = search_tools(\"plus sum\", limit=5)\n");
+		free(r);
+	}
+}
+
 TEST(tools_only_with_the_host_tools_line)
 {
 	struct convo c;
