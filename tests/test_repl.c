@@ -3959,6 +3959,9 @@ TEST(frame_parser_table)
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":true,"
 	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[null]}",
 	     "a tool call with contexts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":false,"
+	     "\"model\":\"m\",\"prompts\":[\"a\"]}",
+	     "a tool call with a model"},
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"Tool\",\"batched\":false,"
 	     "\"model\":null,\"prompts\":[\"a\"]}",
 	     "unknown kind"},
