@@ -40,8 +40,8 @@ static const char skills_usage[] =
 	"with load_skill(name, version=None), in the sandboxed REPL (docs/tools.md).\n"
 	"A skill is given as NAME (its latest version) or NAME@V.\n"
 	"\n"
-	"  list              the latest version of each skill: name, version, number\n"
-	"                    of versions, description\n"
+	"  list              the latest version of each skill (NAME@V), how many\n"
+	"                    versions it has, its description\n"
 	"      --all         retired skills too\n"
 	"      --json        as a JSON array\n"
 	"  show NAME[@V]     one version: signature, description, inputs and outputs,\n"
@@ -568,11 +568,11 @@ static int cmd_list(const struct skills_args *a)
 					where ? where : "?");
 		free(where);
 	} else {
-		printf("%-32s %6s %8s  %s\n", "skill", "latest", "versions", "description");
+		printf("%-40s %8s  %s\n", "skill (latest version)", "versions", "description");
 		for (size_t i = 0; i < n; i++) {
-			char ver[16];
-			snprintf(ver, sizeof(ver), "@%d", v[i].version);
-			cli_term_printf(stdout, "%-32s %6s %8d  %s", v[i].name, ver, v[i].versions,
+			char ref[STORE_SKILL_NAME_MAX + 16];
+			snprintf(ref, sizeof(ref), "%s@%d", v[i].name, v[i].version);
+			cli_term_printf(stdout, "%-40s %8d  %s", ref, v[i].versions,
 					v[i].retired ? "(retired) " : "");
 			oneline(v[i].description, 80);
 			putchar('\n');
