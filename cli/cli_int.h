@@ -64,6 +64,16 @@ void cli__say_memo(const struct rlm_result *r, struct cli_progress *pr, struct s
  * cache, child RLMs from its memo. Nothing when none was. */
 void cli__say_hits(const struct rlm_result *r);
 
+/* The options of `rlm skills` (cli/cli_skills.c parses them). */
+struct cli_skills_args {
+	const char *cache; /* --cache, --store: the store; NULL the default */
+	bool json, all;	   /* --json; --all (list) */
+	const char *name, *entry, *description, *python; /* add's options, or NULL */
+	int first;	   /* argv index of the first operand */
+};
+/* `rlm skills add FILE` (cli/cli_skills_add.c); the exit status. */
+int cli__skills_add(const struct cli_skills_args *a, const char *file);
+
 /* Open the store at path (NULL: the default) for `rlm cache`, `rlm runs`
  * and `rlm skills`; on failure say why ("rlm: error: ...") and return the
  * exit status: 2 when it does not exist (readonly), else 1. */
