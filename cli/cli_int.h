@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cli/cli_int.h -- internals of the cli module shared between its files:
- * what `rlm solve` says on stderr around a solve (cli/cli_progress.c). */
+ * what `rlm solve` says on stderr around a solve (cli/cli_progress.c),
+ * opening the store for the store commands (cli/cli_store.c), and `rlm
+ * skills add` (cli/cli_skills_add.c). */
 #ifndef RLM_CLI_INT_H
 #define RLM_CLI_INT_H
 
