@@ -1786,6 +1786,14 @@ TEST(skills_add_show_version_export_import_rm)
 	CHECK(!json_get(k, "source"));
 	cJSON_Delete(j);
 	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "list", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "\nto_celsius@2 ");
+	CHECK_CONTAINS(o.out, " 2  Convert a Fahrenheit temperature to Celsius.\n");
+	proc_out_release(&o);
 
 	/* export, import into a fresh store: the same versions */
 	{
