@@ -1021,6 +1021,7 @@ static void convo_init_note(struct convo *c, const char *question, const char *d
 	    {"block_limits", "A block may make up to 10,000 sub-calls.", 40},
 	    {"sandbox", SANDBOX_LINE, sizeof(SANDBOX_LINE) - 1},
 	    {"rlm_query_note", note, strlen(note)},
+	    {"tools", "", 0},
 	};
 	memset(c, 0, sizeof(*c));
 	convo_add(c, LLM_SYSTEM, render("repl_system.txt", vars, ARRAY_SIZE(vars)));
