@@ -148,8 +148,9 @@ static char *split_name(const cJSON *r, int *version)
 	name = xstrdup(given);
 	at = strrchr(given, '@');
 	if (at && at[1] && strspn(at + 1, "0123456789") == strlen(at + 1)) {
+		long v = strlen(at + 1) > 9 ? -1 : strtol(at + 1, NULL, 10);
 		name[at - given] = 0;
-		*version = atoi(at + 1);
+		*version = v > 0 ? (int)v : -1; /* a version no skill has: not found */
 	}
 	return name;
 }

@@ -478,3 +478,47 @@ TEST(crashing_and_hanging_servers_give_the_model_errors)
 	free(cfg);
 	free(ctx);
 }
+
+/* The policy judges the tool, not its spelling: a bare name is refused
+ * by a deny pattern of its server, and the info read under one spelling
+ * counts for a call under the other. Calls refused by the schema spend
+ * nothing of --max-tool-calls. */
+TEST(policy_and_counts_hold_for_bare_names)
+{
+	struct env v;
+	struct tool_policy p;
+	struct rlm_err err = {0, ""};
+	int wiped = 0;
+	char *out;
+	env_init(&v, SUB_SIM);
+	v.o.tools = host_tools(&wiped);
+	CHECK_INT(tool_policy_parse(&p, "*", "host.wipe", &err), 0);
+	v.o.tool_policy = &p;
+	v.o.max_tool_calls = 2;
+	says(&v, "```repl\n"
+		 "i = get_tool_info('add')\n"
+		 "for args in ({'x': 1}, {'a': 'one'}, {'a': 1, 'b': 2}, {'a': 2, 'b': 2}):\n"
+		 "    try:\n"
+		 "        print('ADD', call_tool('host.add', args))\n"
+		 "    except ToolError as e:\n"
+		 "        print('ERR', e.kind)\n"
+		 "try:\n"
+		 "    call_tool('wipe')\n"
+		 "except ToolError as e:\n"
+		 "    print('WIPE', e.kind)\n"
+		 "```");
+	says(&v, "```repl\nFINAL('done')\n```");
+	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+	out = message(v.root_srv, 1, -1, NULL);
+	CHECK_MSG(strstr(out, "ADD 3") && strstr(out, "ADD 4"), "the budget after refusals: %s",
+		  out);
+	CHECK_MSG(strstr(out, "WIPE policy"), "a bare name past --deny-tools: %s", out);
+	CHECK_INT(wiped, 0);
+	CHECK_INT(v.r.tools.schema_refused, 2);
+	CHECK_INT(v.r.tools.blind, 1); /* wipe only: add's info was read as 'add' */
+	free(out);
+	tool_policy_release(&p);
+	rlm_tools_free(v.o.tools);
+	v.o.tools = NULL;
+	env_free(&v);
+}

@@ -580,6 +580,21 @@ cJSON *tool_set_info_json(struct tool_set *ts, const char *name, struct rlm_err 
 	return o;
 }
 
+int tool_set_resolve(struct tool_set *ts, const char *name, char **full, bool *read_only,
+		     struct rlm_err *err)
+{
+	struct tool__server *s;
+	struct tool__tool t;
+	int rc;
+	*full = NULL;
+	if ((rc = lookup(ts, name ? name : "", &s, &t, err)))
+		return rc;
+	*full = xasprintf("%s.%s", s->name, t.name);
+	*read_only = t.read_only;
+	tool__tool_release(&t);
+	return 0;
+}
+
 int tool_set_read_only(struct tool_set *ts, const char *name, struct rlm_err *err)
 {
 	struct tool__server *s;
