@@ -522,3 +522,40 @@ TEST(policy_and_counts_hold_for_bare_names)
 	v.o.tools = NULL;
 	env_free(&v);
 }
+
+/* The configuration a memo is keyed by tells tool sets apart by how their
+ * servers are reached, not by their names alone, and keeps no env value. */
+TEST(config_tells_tool_sets_apart_without_secrets)
+{
+	struct rlm_opts o;
+	struct rlm_err err = {0, ""};
+	struct tool_set *a = rlm_tools_new(), *b = rlm_tools_new(), *c = rlm_tools_new();
+	const char *ja = "{\"mcpServers\": {\"fs\": {\"command\": \"x\", \"args\": [\"/a\"], "
+			 "\"env\": {\"PASS\": \"hunter2-secret\"}}}}";
+	const char *jb = "{\"mcpServers\": {\"fs\": {\"command\": \"x\", \"args\": [\"/b\"], "
+			 "\"env\": {\"PASS\": \"hunter2-secret\"}}}}";
+	char *ca, *cb, *cc;
+	CHECK_INT(tool_set_add_config(a, ja, strlen(ja), "a", &err), 0);
+	CHECK_INT(tool_set_add_config(b, jb, strlen(jb), "b", &err), 0);
+	CHECK_INT(tool_set_add_config(c, ja, strlen(ja), "c", &err), 0);
+	memset(&o, 0, sizeof(o));
+	o.tools = a;
+	ca = rlm_config_json(&o);
+	o.tools = b;
+	cb = rlm_config_json(&o);
+	o.tools = c;
+	cc = rlm_config_json(&o);
+	CHECK_MSG(strcmp(ca, cb) != 0, "same key for /a and /b: %s", ca);
+	CHECK_STR(ca, cc);
+	CHECK_MSG(!strstr(ca, "hunter2"), "an env value in the config: %s", ca);
+	o.max_tool_calls = 3;
+	free(cc);
+	cc = rlm_config_json(&o);
+	CHECK_MSG(strcmp(ca, cc) != 0, "--max-tool-calls is not in the key");
+	free(ca);
+	free(cb);
+	free(cc);
+	rlm_tools_free(a);
+	rlm_tools_free(b);
+	rlm_tools_free(c);
+}

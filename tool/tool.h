@@ -91,6 +91,13 @@ size_t tool_set_n_servers(const struct tool_set *ts);
 /* Their names, in order, as a JSON array (none started); the caller owns
  * it. */
 struct cJSON *tool_set_server_names_json(const struct tool_set *ts);
+/* What makes the set these tools, as a JSON array, one object per server
+ * in order: its name and how it is reached (command, args, env, cwd; url,
+ * headers), and for the host server its tools (name, description, input
+ * schema, read-only). For a key (the memo's): it holds env and header
+ * values, so hash it, never keep or show it. None started. The caller owns
+ * it. */
+struct cJSON *tool_set_identity_json(struct tool_set *ts);
 
 /* ---- discovery: what model code's helpers return (JSON values) ---- */
 
