@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cli/cli_int.h -- internals of the cli module shared between its files:
- * what `rlm solve` says on stderr around a solve (cli/cli_progress.c). */
+ * what `rlm solve` says on stderr around a solve (cli/cli_progress.c),
+ * opening the store for the store commands (cli/cli_store.c), and `rlm
+ * skills add` (cli/cli_skills_add.c). */
 #ifndef RLM_CLI_INT_H
 #define RLM_CLI_INT_H
 
@@ -63,6 +65,16 @@ void cli__say_memo(const struct rlm_result *r, struct cli_progress *pr, struct s
 /* A solve answered in part from the store says how much: calls from its
  * cache, child RLMs from its memo. Nothing when none was. */
 void cli__say_hits(const struct rlm_result *r);
+
+/* The options of `rlm skills` (cli/cli_skills.c parses them). */
+struct cli_skills_args {
+	const char *cache; /* --cache, --store: the store; NULL the default */
+	bool json, all;	   /* --json; --all (list) */
+	const char *name, *entry, *description, *python; /* add's options, or NULL */
+	int first;	   /* argv index of the first operand */
+};
+/* `rlm skills add FILE` (cli/cli_skills_add.c); the exit status. */
+int cli__skills_add(const struct cli_skills_args *a, const char *file);
 
 /* Open the store at path (NULL: the default) for `rlm cache`, `rlm runs`
  * and `rlm skills`; on failure say why ("rlm: error: ...") and return the

@@ -26,7 +26,8 @@ static const char cache_usage[] =
 	"  prune --older-than DAYS\n"
 	"                    forget cached calls and answers not used for DAYS days,\n"
 	"                    and runs that ended that long ago; then shrink the file\n"
-	"  clear             forget everything\n"
+	"  clear             forget everything cached and recorded (skills stay:\n"
+	"                    they are code, not cache; rlm skills rm retires one)\n"
 	"\n"
 	"      --cache PATH  the store (env RLM_CACHE; default $XDG_CACHE_HOME/rlm/rlm.db\n"
 	"                    or ~/.cache/rlm/rlm.db)\n";

@@ -121,8 +121,10 @@ static int check_call(const cJSON *f, struct rlm_err *err)
 		return rlm_err_set(err, RLM_EPARSE, "a call without prompts");
 	if (!cJSON_IsTrue(json_get(f, "batched")) && n != 1)
 		return rlm_err_set(err, RLM_EPARSE, "a single call with %d prompts", n);
-	/* A tool call's prompts are requests (JSON texts the handler judges);
-	 * it carries no contexts, and its batch may hold one request. */
+	/* A tool call's prompts are requests (JSON texts the handler judges):
+	 * no model, no contexts; a batch of one request is fine. */
+	if (kind[0] == 't' && !cJSON_IsNull(json_get(f, "model")))
+		return rlm_err_set(err, RLM_EPARSE, "a tool call with a model");
 	/* Optional, rlm only: one item per prompt. What an item says is
 	 * judged per prompt (repl__ctx_arg, then the handler): a bad one
 	 * fails its prompt, not the worker. */

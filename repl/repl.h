@@ -168,12 +168,13 @@
  *                    Schema type name ("integer", "number", "string",
  *                    "boolean", "array", "object", "null") or "any", or
  *                    a list of them; "outputs": null or a JSON value
- * batched is true only for call_tools_batched (one "call" request per
- * item, n >= 1, answered in order). Each text of the reply is a JSON
- * object as text: {"ok": true, "value": V}, or {"ok": false, "error":
- * "message", "kind": K} with K one of "schema", "policy", "budget",
- * "notfound", "server", "timeout", "skill", "request" (and errors[i]
- * true). The worker raises a failed one as ToolError(message) with .kind
+ * The worker refuses arguments that hold a NUL (a request has no
+ * \u0000 escape). batched is true only for call_tools_batched (one
+ * "call" request per item, n >= 1, answered in order). Each text of the
+ * reply is a JSON object as text: {"ok": true, "value": V}, or
+ * {"ok": false, "error": "message", "kind": K} with K one of "schema",
+ * "policy", "budget", "notfound", "server", "timeout", "skill",
+ * "request" (and errors[i] true). The worker raises a failed one as ToolError(message) with .kind
  * K (call_tools_batched returns it in its place); a text that is not such
  * an object ("Error: sub-calls are not available in this REPL", from a
  * repl without a handler) is a ToolError with that text and kind

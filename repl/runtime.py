@@ -1166,6 +1166,12 @@ class _Skill:
 
     def __init__(self, label, fn, inputs, outputs, source, digest):
         self.skill, self.fn, self.source, self.digest = label, fn, source, digest
+        if isinstance(inputs, dict) and inputs.get('type') == 'object' and \
+                isinstance(inputs.get('properties'), dict):
+            # a JSON Schema (as the store keeps inputs): one spec per parameter
+            req = inputs.get('required') if isinstance(inputs.get('required'), list) else []
+            inputs = {k: dict(v, required=k in req) if isinstance(v, dict) else v
+                      for k, v in inputs['properties'].items()}
         self.inputs = inputs if isinstance(inputs, dict) else {}
         self.outputs = outputs
         self.__name__ = getattr(fn, '__name__', label)

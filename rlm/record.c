@@ -374,7 +374,21 @@ char *rlm_config_json(const struct rlm_opts *o)
 	 * another policy, is not this run's answer. */
 	if (o->tools) {
 		cJSON *t = cJSON_CreateObject(), *names = tool_set_server_names_json(o->tools);
+		cJSON *id = tool_set_identity_json(o->tools);
+		char *text = json_print(id), hex[33];
+		struct store_key k;
+		/* how each server is reached (its env and headers among it:
+		 * hashed, never kept) and the host tools */
+		store_digest(text, strlen(text), &k);
+		store_key_hex(&k, hex);
+		free(text);
+		cJSON_Delete(id);
 		json_add(t, "servers", names);
+		json_add_str(t, "digest", hex);
+		if (o->max_tool_calls > 0)
+			json_add_num(t, "max_calls", (double)o->max_tool_calls);
+		if (o->tool_timeout_ns > 0)
+			json_add_num(t, "timeout_ms", (double)(o->tool_timeout_ns / 1000000));
 		if (o->tool_policy) {
 			cJSON *a = cJSON_CreateArray(), *d = cJSON_CreateArray();
 			for (size_t i = 0; i < o->tool_policy->n_allow; i++)

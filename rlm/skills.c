@@ -148,8 +148,9 @@ static char *split_name(const cJSON *r, int *version)
 	name = xstrdup(given);
 	at = strrchr(given, '@');
 	if (at && at[1] && strspn(at + 1, "0123456789") == strlen(at + 1)) {
+		long v = strlen(at + 1) > 9 ? -1 : strtol(at + 1, NULL, 10);
 		name[at - given] = 0;
-		*version = atoi(at + 1);
+		*version = v > 0 ? (int)v : -1; /* a version no skill has: not found */
 	}
 	return name;
 }
@@ -218,6 +219,38 @@ static char *op_load(struct store *s, const cJSON *r)
 	return rlm__tool_ok(o);
 }
 
+/* The inputs model code declared, as the JSON Schema the store keeps (the
+ * shape `rlm skills add` writes too): {"p": {"type", "required", ...}}
+ * becomes {"type": "object", "properties": {"p": {"type", ...}},
+ * "required": [...]}; a schema already is one. The caller frees it. */
+static char *inputs_schema(const cJSON *in)
+{
+	cJSON *o, *props, *req;
+	const cJSON *p;
+	char *s;
+	if (!in || !cJSON_IsObject(in))
+		return xstrdup("{\"type\":\"object\",\"properties\":{}}");
+	if (cJSON_IsObject(json_get(in, "properties")))
+		return json_print(in);
+	o = cJSON_CreateObject();
+	props = cJSON_CreateObject();
+	req = cJSON_CreateArray();
+	json_add_str(o, "type", "object");
+	cJSON_ArrayForEach(p, in)
+	{
+		cJSON *spec = cJSON_IsObject(p) ? cJSON_Duplicate(p, true) : cJSON_CreateObject();
+		if (cJSON_IsTrue(json_get(spec, "required")))
+			json_add_str(req, NULL, p->string);
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "required");
+		json_add(props, p->string, spec);
+	}
+	json_add(o, "properties", props);
+	json_add(o, "required", req);
+	s = json_print(o);
+	cJSON_Delete(o);
+	return s;
+}
+
 static char *dup_or(const char *s, const char *fallback)
 {
 	return xstrdup(s ? s : fallback);
@@ -255,7 +288,7 @@ static char *op_save(const struct rlm_opts *opt, struct store *s, const cJSON *r
 	k.entry = xstrdup(entry);
 	k.description = dup_or(json_str(r, "description"), "");
 	k.signature = dup_or(json_str(r, "signature"), "");
-	k.inputs_json = in && cJSON_IsObject(in) ? json_print(in) : xstrdup("{}");
+	k.inputs_json = inputs_schema(in);
 	k.outputs_json = outs && !cJSON_IsNull(outs) ? json_print(outs) : NULL;
 	rc = store_skill_put(s, &k, &version, &unchanged, &err);
 	store_skill_release(&k);

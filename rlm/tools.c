@@ -236,7 +236,7 @@ static char *op_info(struct req *q, const cJSON *r)
 {
 	struct calls *c = q->c;
 	struct rlm_err err = {0, ""};
-	const char *name = json_str(r, "name");
+	const char *name = json_str(r, "name"), *full;
 	char why[300];
 	cJSON *v;
 	if (!name)
@@ -247,16 +247,18 @@ static char *op_info(struct req *q, const cJSON *r)
 	v = tool_set_info_json(c->o->tools, name, &err);
 	if (!v)
 		return rlm__tool_err(err_kind(err.code), err.msg);
+	/* the tool as its full name: a bare one is the same tool */
+	full = json_str(v, "name") ? json_str(v, "name") : name;
 	pthread_mutex_lock(&c->mu);
-	remember(&c->tool_infos, &c->n_tool_infos, name);
+	remember(&c->tool_infos, &c->n_tool_infos, full);
 	pthread_mutex_unlock(&c->mu);
 	why[0] = 0;
 	json_add_bool(v, "allowed",
-		      tool_policy_allows(c->o->tool_policy, name,
+		      tool_policy_allows(c->o->tool_policy, full,
 					 cJSON_IsTrue(json_get(v, "read_only")), why, sizeof(why)));
 	if (why[0])
 		json_add_str(v, "why", why);
-	rlm__tool_record(q->c, q->iteration, "info", name, NULL, NULL, NULL, NULL, 0);
+	rlm__tool_record(q->c, q->iteration, "info", full, NULL, NULL, NULL, NULL, 0);
 	return rlm__tool_ok(v);
 }
 
@@ -289,56 +291,68 @@ static char *op_call(struct req *q, const cJSON *r, int64_t frame_deadline)
 	struct rlm_err err = {0, ""};
 	const char *name = json_str(r, "name");
 	const cJSON *args = json_get(r, "arguments");
-	char why[300], msg[600];
+	char why[300], msg[600], *full = NULL, *reply;
 	cJSON *v = NULL;
 	int64_t t0;
-	int ro, rc;
-	bool blind;
+	int rc;
+	bool blind, ro = false;
 	if (!name)
 		return rlm__tool_err("request", "call_tool: the name must be a str");
 	if (args && !cJSON_IsObject(args))
 		return rlm__tool_err("request", "call_tool: the arguments must be a dict");
 	rlm__tool_count(c, &STAT(c, calls), 1);
+	if (!c->o->tools)
+		return no_tools();
+	/* Everything is judged on the tool's full name: a bare name must not
+	 * slip past a deny pattern "server.*", nor count as a call without
+	 * its info when the info was read under the other spelling. */
+	if ((rc = tool_set_resolve(c->o->tools, name, &full, &ro, &err))) {
+		rlm__tool_record(q->c, q->iteration, "call", name, args, NULL, err_kind(rc), err.msg, 0);
+		return rlm__tool_err(err_kind(rc), err.msg);
+	}
 	pthread_mutex_lock(&c->mu);
-	blind = !seen(c->tool_infos, c->n_tool_infos, name);
+	blind = !seen(c->tool_infos, c->n_tool_infos, full);
 	pthread_mutex_unlock(&c->mu);
 	if (blind)
 		rlm__tool_count(c, &STAT(c, blind), 1);
-	if (!c->o->tools)
-		return no_tools();
-	ro = tool_set_read_only(c->o->tools, name, &err);
-	if (ro < 0) {
-		rlm__tool_record(q->c, q->iteration, "call", name, args, NULL, err_kind(err.code), err.msg, 0);
-		return rlm__tool_err(err_kind(err.code), err.msg);
-	}
-	if (!tool_policy_allows(c->o->tool_policy, name, ro == 1, why, sizeof(why))) {
-		snprintf(msg, sizeof(msg), "call_tool('%.100s') refused: %s", name, why);
+	if (!tool_policy_allows(c->o->tool_policy, full, ro, why, sizeof(why))) {
+		snprintf(msg, sizeof(msg), "call_tool('%.100s') refused: %s", full, why);
 		rlm__tool_count(c, &STAT(c, policy_refused), 1);
-		rlm__tool_record(q->c, q->iteration, "call", name, args, NULL, "policy", msg, 0);
+		rlm__tool_record(q->c, q->iteration, "call", full, args, NULL, "policy", msg, 0);
+		free(full);
 		return rlm__tool_err("policy", msg);
 	}
 	if (!budget_take(c)) {
 		snprintf(msg, sizeof(msg),
 			 "call_tool('%.100s') refused: the tool-call budget is spent (%lld calls, "
 			 "--max-tool-calls)",
-			 name, (long long)c->o->max_tool_calls);
+			 full, (long long)c->o->max_tool_calls);
 		rlm__tool_count(c, &STAT(c, budget_refused), 1);
-		rlm__tool_record(q->c, q->iteration, "call", name, args, NULL, "budget", msg, 0);
+		rlm__tool_record(q->c, q->iteration, "call", full, args, NULL, "budget", msg, 0);
+		free(full);
 		return rlm__tool_err("budget", msg);
 	}
 	t0 = time_now_ns();
-	rc = tool_set_call(c->o->tools, name, args, call_deadline(c, frame_deadline), &v, &err);
+	rc = tool_set_call(c->o->tools, full, args, call_deadline(c, frame_deadline), &v, &err);
 	t0 = time_now_ns() - t0;
 	rlm__tool_count(c, &STAT(c, tool_ns), t0);
 	if (rc) {
-		if (rc == RLM_EINVAL)
+		if (rc == RLM_EINVAL) {
+			/* refused by the schema: the server saw nothing, so no
+			 * call of the budget is spent */
 			rlm__tool_count(c, &STAT(c, schema_refused), 1);
-		rlm__tool_record(q->c, q->iteration, "call", name, args, NULL, err_kind(rc), err.msg, t0);
+			if (c->o->max_tool_calls > 0)
+				atomic_fetch_sub(&c->nodes->tool_calls_sent, 1);
+		}
+		rlm__tool_record(q->c, q->iteration, "call", full, args, NULL, err_kind(rc), err.msg, t0);
+		free(full);
 		return rlm__tool_err(err_kind(rc), err.msg);
 	}
 	rlm__tool_count(c, &STAT(c, calls_ok), 1);
-	rlm__tool_record(q->c, q->iteration, "call", name, args, v, NULL, NULL, t0);
-	return rlm__tool_ok(v);
+	rlm__tool_record(q->c, q->iteration, "call", full, args, v, NULL, NULL, t0);
+	free(full);
+	reply = rlm__tool_ok(v);
+	return reply;
 }
 
 /* ---- one request ---- */

@@ -22,10 +22,11 @@
  * synonym group one of them is in ("say" adds "read" and "echo"). A hit
  * fits when a word of its tool name (the part after the server's dot, cut
  * at '-', '_', '.' and camelCase humps; get, set, tool and the like say
- * nothing) is a word of the question (2 points) or in a synonym group of
- * one (1 point); the best of the hits by points, then by rank (a hit whose
- * description says it is deprecated last among equals), is the one read.
- * The synonyms are a small table (synonyms below), not a thesaurus.
+ * nothing) is a word of the question (2 points; a path in the question
+ * says "file", "path", "dir") or in a synonym group of one (1 point); the
+ * best of the hits by points, then by rank (a hit whose description says
+ * it is deprecated last among equals), is the one read. The synonyms are a
+ * small table (synonyms below), not a thesaurus.
  *
  * Arguments come from the question's literals, each used once: a
  * parameter whose name the question says ("from USD", "to EUR") takes the
@@ -33,11 +34,13 @@
  * numbers go to number and integer parameters in the order of the
  * schema's required list; quoted strings, then paths (for a parameter about
  * a path or a file: paths first, then file names such as notes.txt) or
- * URLs, then the rest of the question's content words, to string
+ * URLs, then the rest of the question's content words (for a tool the
+ * question names itself, not one a synonym reached), to string
  * parameters; an array of strings takes every path or quoted string. An
  * optional parameter is filled only when the question names it. When a
- * required parameter stays empty, or the schema says the tool is not
- * allowed, the tools are dropped. */
+ * required parameter stays empty, the schema says the tool is not
+ * allowed, or the call would take nothing from the question and a synonym
+ * alone reached the tool, the tools are dropped. */
 #include "sim_int.h"
 #include "../common/json.h"
 #include "../common/text.h"
@@ -59,15 +62,17 @@
 /* ---- synonyms ---- */
 
 /* Groups of words a question and a tool name may use for one thing; the
- * first word is the one a search adds. A word may be in several groups
- * ("say": what a file says, and "say hello"). Compared stemmed. */
+ * first word is the one a search adds. A word may be in several groups.
+ * Compared stemmed. Words a question about a text uses for the text
+ * itself ("text", "message", "say" as in "say hello") are left out, so
+ * "What does the memo say?" fits no echo tool. */
 static const char *const synonyms[][SYN_WORDS] = {
     {"sum", "add", "plus", "total", "addition"},
     {"subtract", "minus", "difference"},
     {"multiply", "product"},
     {"divide", "quotient"},
-    {"echo", "repeat", "say", "back", "message"},
-    {"read", "open", "show", "contents", "content", "say", "cat", "view", "text"},
+    {"echo", "repeat"},
+    {"read", "open", "show", "contents", "content", "say", "cat", "view"},
     {"list", "directory", "ls", "folder", "dir", "entries"},
     {"write", "save", "store"},
     {"search", "find", "grep", "lookup"},
@@ -116,12 +121,23 @@ static uint32_t groups_of(const char *t, size_t n)
 	return m;
 }
 
+/* Whether the stemmed word t[0..n) is one of words, stemmed alike. */
+static bool among(const char *const *words, size_t nwords, const char *t, size_t n)
+{
+	for (size_t i = 0; i < nwords; i++) {
+		char w[SIM__TERM_MAX];
+		size_t k = strlen(words[i]);
+		memcpy(w, words[i], k);
+		k = sim__norm_term(w, k); /* "simulated" is "simulat", "file" "fil" */
+		if (k == n && !memcmp(w, t, n))
+			return true;
+	}
+	return false;
+}
+
 static bool is_generic(const char *t, size_t n)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(generic); i++)
-		if (strlen(generic[i]) == n && !memcmp(generic[i], t, n))
-			return true;
-	return false;
+	return among(generic, ARRAY_SIZE(generic), t, n);
 }
 
 /* ---- the question ---- */
@@ -156,6 +172,8 @@ struct question {
 	struct word words[WORDS_MAX];
 	size_t nwords;
 	uint32_t groups; /* of every word */
+	bool direct;	 /* a word of the tool's name is a word of the question */
+	bool has_path;	 /* a path, bare or quoted */
 };
 
 /* Whether c is one of the bytes of set (never NUL). */
@@ -293,7 +311,8 @@ static void scan_literals(struct question *qs)
 			continue;
 		}
 		if (start && (q[i] == '/' || (q[i] == '~' && i + 1 < n && q[i + 1] == '/') ||
-			      (q[i] == '.' && i + 1 < n && (q[i + 1] == '/' || q[i + 1] == '.')))) {
+			      (q[i] == '.' && i + 1 < n && q[i + 1] == '/') ||
+			      (q[i] == '.' && i + 2 < n && q[i + 1] == '.' && q[i + 2] == '/'))) {
 			size_t e = token_end(q, n, i), s = i;
 			while (s < e && (q[s] == '/' || q[s] == '.' || q[s] == '~'))
 				s++;
@@ -328,6 +347,19 @@ static bool in_literal(const struct question *qs, size_t at)
 	return false;
 }
 
+/* Whether the term of n bytes at q[at] is the tail of a contraction:
+ * the "s" of "What's", the "t" of "don't", the "ll" of "we'll". */
+static bool contraction(const char *q, size_t at, size_t n)
+{
+	static const char *const tails[] = {"s", "t", "d", "m", "ll", "re", "ve"};
+	bool after =
+	    (at >= 1 && q[at - 1] == '\'') || (at >= 3 && !memcmp(q + at - 3, "\xe2\x80\x99", 3));
+	for (size_t i = 0; after && i < ARRAY_SIZE(tails); i++)
+		if (strlen(tails[i]) == n && !strncasecmp(q + at, tails[i], n))
+			return true;
+	return false;
+}
+
 static void question_init(struct question *qs, const char *q, size_t qn)
 {
 	char t[SIM__TERM_MAX];
@@ -336,9 +368,17 @@ static void question_init(struct question *qs, const char *q, size_t qn)
 	qs->q = q;
 	qs->qn = qn;
 	scan_literals(qs);
+	for (size_t i = 0; i < qs->nlits; i++) {
+		const char *v = q + qs->lits[i].vat;
+		size_t vn = qs->lits[i].vn;
+		qs->has_path =
+		    qs->has_path || qs->lits[i].kind == LIT_PATH ||
+		    (qs->lits[i].kind == LIT_QUOTED && vn > 1 &&
+		     (v[0] == '/' || (v[0] == '~' && v[1] == '/') || (v[0] == '.' && v[1] == '/')));
+	}
 	while (qs->nwords < WORDS_MAX && (n = sim__next_term(q, qn, &pos, t, &at))) {
 		struct word *w = &qs->words[qs->nwords];
-		if (in_literal(qs, at))
+		if (in_literal(qs, at) || contraction(q, at, n))
 			continue;
 		w->at = at;
 		w->n = pos - at;
@@ -398,23 +438,39 @@ static void split_name(const char *name, struct name_words *w)
 	}
 }
 
-/* How well the tool name fits the question: 2 for a word of the question,
- * 1 for a word of a synonym group of one. */
-static int fit(struct question *qs, const char *name)
+/* Whether the stemmed word t[0..n) of a tool name is about files. */
+static bool is_file_word(const char *t, size_t n)
+{
+	static const char *const words[] = {"file", "path", "dir", "directory", "folder"};
+	return among(words, ARRAY_SIZE(words), t, n);
+}
+
+/* How well the tool name fits the question: 2 for a word of the question
+ * (a path in the question says "file"), 1 for a word of a synonym group
+ * of one. *direct (may be NULL): some word is the question's own (a path
+ * saying "file" is not). */
+static int fit(struct question *qs, const char *name, bool *direct)
 {
 	struct name_words w;
 	int score = 0;
 	split_name(name, &w);
+	if (direct)
+		*direct = false;
 	for (size_t i = 0; i < w.n; i++) {
 		bool dup = false;
 		for (size_t j = 0; j < i && !dup; j++)
 			dup = w.tn[j] == w.tn[i] && !memcmp(w.t[j], w.t[i], w.tn[i]);
 		if (dup)
 			continue;
-		if (has_word(qs, w.t[i], w.tn[i]))
+		if (has_word(qs, w.t[i], w.tn[i])) {
 			score += 2;
-		else if (groups_of(w.t[i], w.tn[i]) & qs->groups)
+			if (direct)
+				*direct = true;
+		} else if (qs->has_path && is_file_word(w.t[i], w.tn[i])) {
+			score += 2;
+		} else if (groups_of(w.t[i], w.tn[i]) & qs->groups) {
 			score += 1;
+		}
 	}
 	return score;
 }
@@ -592,7 +648,7 @@ static char *step_info(struct question *qs, const struct llm_msg *last, const ch
 		int f;
 		if (!name || !*name)
 			continue;
-		f = fit(qs, name);
+		f = fit(qs, name, NULL);
 		if (f > best_fit || (f == best_fit && f && best_old && !old))
 			best = name, best_fit = f, best_old = old;
 	}
@@ -961,7 +1017,8 @@ static bool fill(struct question *qs, struct param *ps, size_t np, struct param 
 		}
 		if (p->pathy)
 			return fill_file_word(qs, p);
-		return !p->urly && fill_rest(qs, ps, np, p);
+		/* the rest of the question only for a tool it names itself */
+		return !p->urly && qs->direct && fill_rest(qs, ps, np, p);
 	case P_ARRAY:
 		buf_putc(&p->value, '[');
 		for (size_t i = 0; i < qs->nlits; i++) {
@@ -1012,7 +1069,7 @@ static char *step_call(struct question *qs, const struct llm_msg *last, const ch
 	const char *name = json_str(info, "name");
 	struct param ps[PARAMS_MAX];
 	size_t np = 0, i;
-	bool kwargs = true, ok = true;
+	bool kwargs = true, ok = true, aside = false;
 	struct buf b;
 	char *out = NULL;
 	if (!cJSON_IsObject(info) || !name || !*name) {
@@ -1027,6 +1084,7 @@ static char *step_call(struct question *qs, const struct llm_msg *last, const ch
 		    "its size and a short sample.";
 		goto out;
 	}
+	fit(qs, name, &qs->direct);
 	mark_name_words(qs, name);
 	np = params_of(info, ps);
 	/* named first (they say which literal is whose), then in order */
@@ -1038,6 +1096,20 @@ static char *step_call(struct question *qs, const struct llm_msg *last, const ch
 	if (!ok) {
 		*why = "The question does not give every argument that tool needs, so I will read "
 		       "the context: first its type, its size and a short sample.";
+		goto out;
+	}
+	/* a call the question gives nothing to: only a tool it names itself
+	 * ("Get the tiny image" and get-tiny-image, not "Which environment
+	 * variables ...?" and get-env, reached by a synonym) */
+	for (i = 0, ok = false; i < np; i++)
+		ok = ok || ps[i].value.len;
+	/* ... and one that leaves every literal of the question aside ("How
+	 * many files are in /tmp/x?" is no call of a tool that takes no path) */
+	for (i = 0; i < qs->nlits; i++)
+		aside = aside || !qs->lits[i].used;
+	if (!ok && (!qs->direct || aside)) {
+		*why = "That tool would take nothing from the question, so I will read the "
+		       "context: first its type, its size and a short sample.";
 		goto out;
 	}
 	for (i = 0; i < np; i++)
@@ -1160,7 +1232,6 @@ char *sim__tools_reply(const char *q, size_t qn, int step, const struct llm_msg 
 {
 	struct question qs;
 	const char *dummy;
-	char *out = NULL;
 	struct buf b;
 	if (!why)
 		why = &dummy;
@@ -1168,10 +1239,8 @@ char *sim__tools_reply(const char *q, size_t qn, int step, const struct llm_msg 
 	question_init(&qs, q, qn);
 	switch (step) {
 	case 0:
-		if (!qn) {
-			*why = NULL;
+		if (!qn)
 			return NULL;
-		}
 		buf_init(&b, 0);
 		step_search(&b, &qs);
 		return buf_detach(&b, NULL);
@@ -1181,8 +1250,8 @@ char *sim__tools_reply(const char *q, size_t qn, int step, const struct llm_msg 
 		return step_call(&qs, last, why);
 	case 3:
 		return step_answer(last, why);
-	default:
-		return out;
+	default: /* after the answer's code: the usual strategy */
+		return NULL;
 	}
 }
 

@@ -412,7 +412,7 @@ int store_stats(struct store *s, struct store_stats *out, struct rlm_err *err);
  * transaction. *removed counts rows. The file keeps its size: see
  * store_shrink. */
 int store_prune(struct store *s, int64_t max_age_ms, int64_t *removed, struct rlm_err *err);
-/* Delete everything (calls, results, runs, events), in one transaction. */
+/* Delete calls, results, runs and events (not skills), in one transaction. */
 int store_clear(struct store *s, struct rlm_err *err);
 /* Give the space of deleted rows back (VACUUM, and the WAL truncated).
  * It rewrites the file, so it needs the write lock for a while: another

@@ -1049,14 +1049,14 @@ TEST(report_quantiles_and_sizes)
 TEST(report_escapes_what_users_name)
 {
 	struct bench_res res[] = {
-	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false, false},
-	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false, false},
-	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false, false},
-	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false, false},
-	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false, false},
+	    {S("1"), S("a<b&\"c'"), S("repl"), 8000, 1, 1500, 0.01, false, false, false, false, {0}},
+	    {S("2"), S("a<b&\"c'"), S("repl"), 1000000, 0.5, 9000, 0.2, false, false, false, false, {0}},
+	    {S("1"), S("a<b&\"c'"), S("direct"), 8000, 1, 300, 0.001, false, false, false, false, {0}},
+	    {S("2"), S("a<b&\"c'"), S("direct"), 1000000, 0, 400, 0.002, true, true, false, false, {0}},
+	    {S("3"), S("pipes|here"), S("direct"), 32000, 0.25, 350, 0, false, false, false, false, {0}},
 	    /* no tokens given: 91 and 120 tokens estimated, both ~128 */
-	    {S("4"), S("mine"), S("repl"), 91, 1, 100, 0.003, false, false, false, true},
-	    {S("5"), S("mine"), S("repl"), 120, 0, 300, 0.001, false, false, false, true},
+	    {S("4"), S("mine"), S("repl"), 91, 1, 100, 0.003, false, false, false, true, {0}},
+	    {S("5"), S("mine"), S("repl"), 120, 0, 300, 0.001, false, false, false, true, {0}},
 	};
 	const char *strategies[] = {"repl", "direct"}, *datasets[] = {"x.jsonl"};
 	struct bench_report r = {.res = res,
@@ -1137,6 +1137,51 @@ TEST(report_escapes_what_users_name)
 	/* A directory that is not there is an error naming the file. */
 	CHECK(bench_report_write(&r, "/nonexistent/dir", &err) < 0);
 	CHECK_CONTAINS(err.msg, "cannot write '/nonexistent/dir/report.md'");
+}
+
+/* Host tools: the discovery health of the items that had them, summed per
+ * strategy, in report.md, the text summary and summary.json. */
+TEST(report_sums_tool_discovery)
+{
+	struct bench_res res[] = {
+	    {S("1"), S("tools"), S("repl"), 8000, 1, 1500, 0.01, false, false, false, false,
+	     {true, 3, 1, 0, 0, 0}},
+	    {S("2"), S("tools"), S("repl"), 8000, 0, 900, 0.01, false, false, false, false,
+	     {true, 7, 4, 2, 1, 3}},
+	    {S("3"), S("tools"), S("direct"), 8000, 1, 300, 0.001, false, false, false, false, {0}},
+	};
+	const char *strategies[] = {"repl", "direct"}, *datasets[] = {"x.jsonl"};
+	struct bench_report r = {.res = res, .n = 3, .strategies = strategies, .n_strategies = 2,
+				 .command = "rlm bench run x.jsonl", .date = "2026-01-02 03:04 UTC",
+				 .models = "`sim`", .model = "sim", .sub_model = "sim",
+				 .datasets = datasets, .n_datasets = 1};
+	struct rlm_err err = {0, ""};
+	char *dir = tmp("reptools"), *md, *p;
+	cJSON *sum;
+	const cJSON *t;
+	FILE *f;
+	CHECK_INT(mkdir(dir, 0755), 0);
+	CHECK_INT(bench_report_write(&r, dir, &err), 0);
+	md = slurp(xasprintf("%s/report.md", dir));
+	CHECK_CONTAINS(md, "## Tool discovery");
+	CHECK_CONTAINS(md, "| repl | 2 | 10 | 5 | 2 | 1 | 3 |");
+	CHECK(!strstr(md, "| direct | 1 | 0 |"));
+	p = slurp(xasprintf("%s/summary.json", dir));
+	sum = json_parse(p, strlen(p));
+	t = json_get(cJSON_GetArrayItem(json_get(sum, "strategies"), 0), "tools");
+	CHECK_INT(json_int(t, "calls_without_info", -1), 2);
+	CHECK(!json_get(cJSON_GetArrayItem(json_get(sum, "strategies"), 1), "tools"));
+	f = tmpfile();
+	bench_report_print(&r, f);
+	rewind(f);
+	{
+		char text[8192];
+		size_t n = fread(text, 1, sizeof(text) - 1, f);
+		text[n] = 0;
+		CHECK_CONTAINS(text, "without info");
+	}
+	fclose(f);
+	cJSON_Delete(sum);
 }
 
 /* The which-doc suite on the simulator: each item's answer is a document's

@@ -544,6 +544,13 @@ TEST(jsonl_escapes_line_separators)
 
 /* A run killed in flight: a turn whose root call never answered, a child
  * that never ended, kinds this exporter does not know, no config. */
+#define TOOL_OK                                                                                    \
+	"{\"op\":\"call\",\"arguments\":{\"a\":2,\"b\":3},\"ok\":true,"                        \
+	"\"result\":\"<b>The sum is 5</b>\",\"ms\":12}"
+#define TOOL_BAD                                                                                   \
+	"{\"op\":\"call\",\"arguments\":{\"path\":\"/x\"},\"ok\":false,\"kind\":\"policy\","       \
+	"\"error\":\"refused: not read-only\",\"ms\":0}"
+
 static cJSON *make_partial_run(void)
 {
 	cJSON *r = cJSON_CreateObject(), *evs = cJSON_CreateArray();
@@ -557,6 +564,10 @@ static cJSON *make_partial_run(void)
 	add_ev(evs, 1, ROOT, 1, "reply", REPLY2, NULL);
 	add_ev(evs, 2, ROOT, 1, "code", CODE2A, NULL);
 	add_ev(evs, 3, N1, 0, "child", CHILD_Q, NULL);
+	/* host tool requests of the open block (docs/tools.md) */
+	add_ev(evs, 3, ROOT, 1, "tool", "everything.get-sum",
+	       json_parse(TOOL_OK, strlen(TOOL_OK)));
+	add_ev(evs, 3, ROOT, 1, "tool", "fs.write_file", json_parse(TOOL_BAD, strlen(TOOL_BAD)));
 	add_ev(evs, 4, N1, 1, "telemetry", "a kind from the future", NULL);
 	add_ev(evs, 5, N1, 1, "reply", "thinking <b>hard</b>", NULL);
 	add_ev(evs, 6, ROOT, 2, "call", NULL, call("root", false, 10, 0, 0, 0));
@@ -587,6 +598,11 @@ TEST(jsonl_partial_run)
 	CHECK_INT(
 	    cJSON_GetArraySize(json_get(json_get(c, "usage_summary"), "model_usage_summaries")), 0);
 	CHECK_INT(cJSON_GetArraySize(json_get(json_get(c, "metadata"), "iterations")), 1);
+	/* the block's host tool requests, as recorded */
+	c = json_get(json_get(b, "result"), "tool_calls");
+	CHECK_INT(cJSON_GetArraySize(c), 2);
+	CHECK_STR(json_str(item(c, 0), "result"), "<b>The sum is 5</b>");
+	CHECK_STR(json_str(item(c, 1), "kind"), "policy");
 	free_lines(lines, n);
 	free(text);
 	cJSON_Delete(run);
@@ -933,6 +949,12 @@ TEST(html_partial_run_in_chromium)
 	CHECK_CONTAINS(o.out, "<h3>turn 2<"); /* its root call, never answered */
 	CHECK_CONTAINS(o.out, "a kind from the future");
 	CHECK_CONTAINS(o.out, "thinking &lt;b&gt;hard&lt;/b&gt;");
+	/* the block's tool requests: a table, their text escaped */
+	CHECK_CONTAINS(o.out, "<div class=\"label\">tools</div>");
+	CHECK_CONTAINS(o.out, "<td>everything.get-sum</td>");
+	CHECK_CONTAINS(o.out, "&lt;b&gt;The sum is 5&lt;/b&gt;");
+	CHECK_CONTAINS(o.out, "policy: refused: not read-only");
+	CHECK(!strstr(o.out, "<b>The sum"));
 	proc_out_release(&o);
 	free(html);
 	cJSON_Delete(run);

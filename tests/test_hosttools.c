@@ -176,7 +176,7 @@ TEST(skills_live_across_processes_with_versions)
 		     "print('FOUND', search_skills('doubling four times')[0]['name'])\n"
 		     "# %%\n"
 		     "i = get_skill_info('double')\n"
-		     "print('INFO', i['version'], i['description'], sorted(i['inputs']))\n"
+		     "print('INFO', i['version'], i['description'], sorted(i['inputs']['properties']))\n"
 		     "# %%\n"
 		     "print('QUAD', load_skill('quad')(5))\n",
 		     ro);
@@ -207,6 +207,30 @@ TEST(skills_live_across_processes_with_versions)
 	CHECK_MSG(strstr(o.out, "OFF ToolError") && strstr(o.out, "--allow-skill-writes"),
 		  "save without the flag: %s", o.out);
 	proc_out_release(&o);
+	/* a skill added from a file by `rlm skills add`: loaded, its inputs
+	 * typed from the annotations and checked at the call */
+	{
+		char *py = xasprintf("%s/slug.py", harness_tmpdir());
+		const char *add[] = {"skills", "add", py, "--cache", db, NULL};
+		write_file(py, "def slug(title: str, sep: str = '-') -> str:\n"
+			       "    \"\"\"A URL slug of a title.\"\"\"\n"
+			       "    return sep.join(title.lower().split())\n");
+		o = proc_rlm(add, NULL, 60);
+		CHECK_MSG(o.status == 0, "skills add: %s %s", o.out, o.err);
+		proc_out_release(&o);
+		o = repl_run(ctx,
+			     "s = load_skill('slug')\n"
+			     "print('SLUG', s('Hello Big World'), s(title='A b', sep='_'))\n"
+			     "try:\n"
+			     "    s(title=3)\n"
+			     "except TypeError as e:\n"
+			     "    print('TYPE', e)\n",
+			     ro);
+		CHECK_MSG(strstr(o.out, "SLUG hello-big-world a_b"), "%s %s", o.out, o.err);
+		CHECK_MSG(strstr(o.out, "TYPE") && strstr(o.out, "'title'"), "%s", o.out);
+		proc_out_release(&o);
+		free(py);
+	}
 	free(ctx);
 	free(db);
 }
@@ -406,4 +430,132 @@ TEST(bad_mcp_config_is_refused_by_name)
 	}
 	free(ctx);
 	free(p);
+}
+
+/* ---- servers that misbehave: the model gets an error, the REPL goes on ---- */
+
+TEST(crashing_and_hanging_servers_give_the_model_errors)
+{
+	char *ctx = notes(), *py = NULL, *cfg = xasprintf("%s/bad_servers.json", harness_tmpdir());
+	char here[4096], *text;
+	const char *extra[] = {"--mcp-config", cfg, "--no-cache", "--allow-tools", "*",
+			       "--deny-tools", "crash.env", "--tool-timeout", "1", NULL};
+	struct proc_out o;
+	CHECK(realpath("tests/fake_mcp.py", here) != NULL);
+	py = xstrdup(here);
+	text = xasprintf("{\"mcpServers\": {\"crash\": {\"command\": \"/usr/bin/python3\", "
+			 "\"args\": [\"%s\", \"crash\"]}, \"hang\": {\"command\": "
+			 "\"/usr/bin/python3\", \"args\": [\"%s\", \"hang\"]}, \"garbage\": "
+			 "{\"command\": \"/usr/bin/python3\", \"args\": [\"%s\", \"garbage\"]}}}",
+			 py, py, py);
+	write_file(cfg, text);
+	o = repl_run(ctx,
+		     "for n in ('crash.boom', 'hang.boom', 'garbage.boom'):\n"
+		     "    try:\n"
+		     "        call_tool(n)\n"
+		     "    except ToolError as e:\n"
+		     "        print('ERR', n, e.kind)\n"
+		     "# %%\n"
+		     "print('AGAIN', call_tool('crash.echo', text='still here'))\n"
+		     "# %%\n"
+		     "try:\n"
+		     "    call_tool('crash.env', name='HOME')\n"
+		     "except ToolError as e:\n"
+		     "    print('DENIED', e.kind, 'deny-tools' in str(e))\n"
+		     "# %%\n"
+		     "print('ALIVE', 6 * 7)\n",
+		     extra);
+	CHECK_MSG(o.status == 0, "repl: %s %s", o.out, o.err);
+	CHECK_MSG(strstr(o.out, "ERR crash.boom server"), "crash: %s", o.out);
+	CHECK_MSG(strstr(o.out, "ERR hang.boom timeout"), "hang: %s", o.out);
+	CHECK_MSG(strstr(o.out, "ERR garbage.boom server"), "garbage: %s", o.out);
+	CHECK_MSG(strstr(o.out, "AGAIN still here"), "restart: %s", o.out);
+	CHECK_MSG(strstr(o.out, "DENIED policy True"), "deny wins over allow: %s", o.out);
+	CHECK_MSG(strstr(o.out, "ALIVE 42"), "%s", o.out);
+	proc_out_release(&o);
+	free(text);
+	free(py);
+	free(cfg);
+	free(ctx);
+}
+
+/* The policy judges the tool, not its spelling: a bare name is refused
+ * by a deny pattern of its server, and the info read under one spelling
+ * counts for a call under the other. Calls refused by the schema spend
+ * nothing of --max-tool-calls. */
+TEST(policy_and_counts_hold_for_bare_names)
+{
+	struct env v;
+	struct tool_policy p;
+	struct rlm_err err = {0, ""};
+	int wiped = 0;
+	char *out;
+	env_init(&v, SUB_SIM);
+	v.o.tools = host_tools(&wiped);
+	CHECK_INT(tool_policy_parse(&p, "*", "host.wipe", &err), 0);
+	v.o.tool_policy = &p;
+	v.o.max_tool_calls = 2;
+	says(&v, "```repl\n"
+		 "i = get_tool_info('add')\n"
+		 "for args in ({'x': 1}, {'a': 'one'}, {'a': 1, 'b': 2}, {'a': 2, 'b': 2}):\n"
+		 "    try:\n"
+		 "        print('ADD', call_tool('host.add', args))\n"
+		 "    except ToolError as e:\n"
+		 "        print('ERR', e.kind)\n"
+		 "try:\n"
+		 "    call_tool('wipe')\n"
+		 "except ToolError as e:\n"
+		 "    print('WIPE', e.kind)\n"
+		 "```");
+	says(&v, "```repl\nFINAL('done')\n```");
+	CHECK_MSG(solve(&v, "q?") == 0, "%s", v.err.msg);
+	out = message(v.root_srv, 1, -1, NULL);
+	CHECK_MSG(strstr(out, "ADD 3") && strstr(out, "ADD 4"), "the budget after refusals: %s",
+		  out);
+	CHECK_MSG(strstr(out, "WIPE policy"), "a bare name past --deny-tools: %s", out);
+	CHECK_INT(wiped, 0);
+	CHECK_INT(v.r.tools.schema_refused, 2);
+	CHECK_INT(v.r.tools.blind, 1); /* wipe only: add's info was read as 'add' */
+	free(out);
+	tool_policy_release(&p);
+	rlm_tools_free(v.o.tools);
+	v.o.tools = NULL;
+	env_free(&v);
+}
+
+/* The configuration a memo is keyed by tells tool sets apart by how their
+ * servers are reached, not by their names alone, and keeps no env value. */
+TEST(config_tells_tool_sets_apart_without_secrets)
+{
+	struct rlm_opts o;
+	struct rlm_err err = {0, ""};
+	struct tool_set *a = rlm_tools_new(), *b = rlm_tools_new(), *c = rlm_tools_new();
+	const char *ja = "{\"mcpServers\": {\"fs\": {\"command\": \"x\", \"args\": [\"/a\"], "
+			 "\"env\": {\"PASS\": \"hunter2-secret\"}}}}";
+	const char *jb = "{\"mcpServers\": {\"fs\": {\"command\": \"x\", \"args\": [\"/b\"], "
+			 "\"env\": {\"PASS\": \"hunter2-secret\"}}}}";
+	char *ca, *cb, *cc;
+	CHECK_INT(tool_set_add_config(a, ja, strlen(ja), "a", &err), 0);
+	CHECK_INT(tool_set_add_config(b, jb, strlen(jb), "b", &err), 0);
+	CHECK_INT(tool_set_add_config(c, ja, strlen(ja), "c", &err), 0);
+	memset(&o, 0, sizeof(o));
+	o.tools = a;
+	ca = rlm_config_json(&o);
+	o.tools = b;
+	cb = rlm_config_json(&o);
+	o.tools = c;
+	cc = rlm_config_json(&o);
+	CHECK_MSG(strcmp(ca, cb) != 0, "same key for /a and /b: %s", ca);
+	CHECK_STR(ca, cc);
+	CHECK_MSG(!strstr(ca, "hunter2"), "an env value in the config: %s", ca);
+	o.max_tool_calls = 3;
+	free(cc);
+	cc = rlm_config_json(&o);
+	CHECK_MSG(strcmp(ca, cc) != 0, "--max-tool-calls is not in the key");
+	free(ca);
+	free(cb);
+	free(cc);
+	rlm_tools_free(a);
+	rlm_tools_free(b);
+	rlm_tools_free(c);
 }

@@ -1854,6 +1854,7 @@ struct tool_ctl {
 	pthread_mutex_t mu;
 	int frames, requests, batched_frames;
 	int now, most;             /* "calc.slow" calls in flight, at most */
+	struct repl **r;           /* "calc.int" sends its worker SIGINT */
 	bool allow_writes;
 	char last[4096];           /* the last request's text */
 	struct kept_skill skills[SKILLS_MAX];
@@ -1971,6 +1972,11 @@ static char *tool_do_call(struct tool_ctl *t, const char *name, const cJSON *arg
 		t->now--;
 		pthread_mutex_unlock(&t->mu);
 		return tool_ok(cJSON_CreateString("slow"));
+	}
+	if (strcmp(name, "calc.int") == 0) {
+		kill(worker_pid(*t->r), SIGINT); /* while it waits for this reply */
+		time_sleep_ns(50 * MS);
+		return tool_ok(cJSON_CreateString("int"));
 	}
 	if (strcmp(name, "fs.write") == 0)
 		return tool_fail("policy", "fs.write is not read-only (its annotations do not say "
@@ -2267,6 +2273,26 @@ TEST(tool_calls_from_threads_are_out_together)
 	CHECK(time_now_ns() - t0 < 1100 * MS * slow_factor());
 	/* A batch is answered in parallel by the controller, not here: one frame. */
 	expect(r, "call_tools_batched([('calc.slow', {})] * 3)", "['slow', 'slow', 'slow']\n");
+	repl_free(r);
+	tool_ctl_release(&t);
+}
+
+/* A SIGINT while a tool request is out is raised once its reply is in:
+ * the frame is not torn, the worker lives on. */
+TEST(sigint_during_a_tool_call_is_deferred)
+{
+	struct repl_cfg cfg;
+	struct tool_ctl t;
+	struct repl *r;
+	struct repl_result res;
+	tool_ctl_init(&t);
+	t.r = &r;
+	r = start_tools(&cfg, &t);
+	run(r, "got = call_tool('calc.int')\nafter = 1", &res);
+	CHECK(res.error && res.interrupted && !res.restarted);
+	CHECK_CONTAINS(res.output, "KeyboardInterrupt");
+	repl_result_release(&res);
+	expect(r, "'got' in globals(), call_tool('calc.get-sum', a=1, b=2)", "(False, 3)\n");
 	repl_free(r);
 	tool_ctl_release(&t);
 }
@@ -3959,6 +3985,9 @@ TEST(frame_parser_table)
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":true,"
 	     "\"model\":null,\"prompts\":[\"a\"],\"contexts\":[null]}",
 	     "a tool call with contexts"},
+	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"tool\",\"batched\":false,"
+	     "\"model\":\"m\",\"prompts\":[\"a\"]}",
+	     "a tool call with a model"},
 	    {"{\"type\":\"call\",\"id\":1,\"exec\":1,\"kind\":\"Tool\",\"batched\":false,"
 	     "\"model\":null,\"prompts\":[\"a\"]}",
 	     "unknown kind"},

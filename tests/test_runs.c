@@ -895,7 +895,7 @@ TEST(run_note_keeps_no_secret)
 	    {"--api-key=sk-rlmtest-SECRET-2", "--ref", NULL},
 	    {"--api", "sk-rlmtest-SECRET-3", "--refr"},
 	    {"--api-k=sk-rlmtest-SECRET-4", "--refresh", NULL},
-	    {"--a", "sk-rlmtest-SECRET-5", "--re"},
+	    {"--ap", "sk-rlmtest-SECRET-5", "--re"},
 	};
 	struct item it;
 	char *db = xasprintf("%s/n.db", harness_tmpdir()), url[128], bare[64];
@@ -908,10 +908,10 @@ TEST(run_note_keeps_no_secret)
 		const char *more[6] = {"--provider", "sim"};
 		for (size_t k = 0; k < 3 && spellings[i][k]; k++)
 			more[2 + k] = spellings[i][k];
-		if (strcmp(spellings[i][0], "--a") == 0) {
+		if (strcmp(spellings[i][0], "--ap") == 0) {
 			/* --re is ambiguous (--refresh, --resume): refused */
 			const char *args[] = {"solve", "-c", it.ctx, "-q", it.q, "--quiet", "--cache",
-					      db, "--a", "x", "--re", NULL};
+					      db, "--ap", "x", "--re", NULL};
 			o = rlm(args);
 			CHECK_INT(o.status, 2);
 			proc_out_release(&o);
@@ -1785,6 +1785,14 @@ TEST(skills_add_show_version_export_import_rm)
 	CHECK_INT(json_num(k, "versions", 0), 2);
 	CHECK(!json_get(k, "source"));
 	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"skills", "list", "--cache", db, NULL};
+		o = rlm(args);
+	}
+	CHECK_MSG(o.status == 0, "%s", o.err);
+	CHECK_CONTAINS(o.out, "\nto_celsius@2 ");
+	CHECK_CONTAINS(o.out, " 2  Convert a Fahrenheit temperature to Celsius.\n");
 	proc_out_release(&o);
 
 	/* export, import into a fresh store: the same versions */

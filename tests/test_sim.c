@@ -10,6 +10,7 @@
 #include "../sim/sim.h"
 #include "../rlm/rlm.h"
 #include "../rlm/prompt.h"
+#include "../rlm/reply.h"
 #include "../repl/repl.h"
 #include "../common/text.h"
 
@@ -1020,6 +1021,7 @@ static void convo_init_note(struct convo *c, const char *question, const char *d
 	    {"block_limits", "A block may make up to 10,000 sub-calls.", 40},
 	    {"sandbox", SANDBOX_LINE, sizeof(SANDBOX_LINE) - 1},
 	    {"rlm_query_note", note, strlen(note)},
+	    {"tools", "", 0},
 	};
 	memset(c, 0, sizeof(*c));
 	convo_add(c, LLM_SYSTEM, render("repl_system.txt", vars, ARRAY_SIZE(vars)));
@@ -2577,6 +2579,8 @@ static const char py_tools[] =
     "    'everything.echo': lambda a: 'Echo: ' + a['message'],\n"
     "    'fs.read_text_file': _read,\n"
     "    'fs.read_file': _read,\n"
+    "    'fs.list_directory': lambda a: '[FILE] notes.txt\\n[DIR] old' if a['path'] == '/tmp/x' else '',\n"
+    "    'fs.search_files': lambda a: '/tmp/x/notes.txt' if a == {'path': '/tmp/x', 'pattern': '*.txt'} else '',\n"
     "    'fx.convert_currency': lambda a: {'amount': a['amount'], 'from': a['from'], 'to': a['to'],\n"
     "                                      'converted': round(a['amount'] * 0.92, 2)},\n"
     "    'money.convertAmount': lambda a: '%s %s is %s %s' % (a['value'], a['source_currency'],\n"
@@ -2654,9 +2658,16 @@ static char *tools_solve(struct fake_repl *r, struct convo *c, struct buf *trace
 		if (trace->len)
 			buf_putc(trace, ' ');
 		if (!strncmp(reply, "FINAL(", 6)) {
+			struct reply rp;
 			CHECK_MSG(reply[strlen(reply) - 1] == ')', "%s", reply);
 			buf_putc(trace, 'F');
-			answer = xstrndup(reply + 6, strlen(reply) - 7);
+			/* as the controller reads it: the whole text, no block */
+			rlm_reply_parse(reply, strlen(reply), false, false, &rp);
+			CHECK(rp.final == REPLY_FINAL && rp.n_blocks == 0);
+			answer = xstrndup(reply + rp.final_off, rp.final_len);
+			CHECK_INT(rp.final_off, 6);
+			CHECK_INT(rp.final_len, strlen(reply) - 7);
+			rlm_reply_release(&rp);
 			free(reply);
 			break;
 		}
@@ -2714,6 +2725,12 @@ TEST(tools_reach_the_tool_that_answers)
 	    {"everything,fs", "Show me the contents of '/tmp/x/notes.txt'.", "T1 T2 T3 F",
 	     "[\"fs.read_text_file\", {\"path\": \"/tmp/x/notes.txt\"}]",
 	     "Budget review moved to Friday (room 4).\nBring the Q3 figures."},
+	    /* other tools of server-filesystem: a path and a quoted pattern */
+	    {"everything,fs", "List the directory /tmp/x", "T1 T2 T3 F",
+	     "[\"fs.list_directory\", {\"path\": \"/tmp/x\"}]", "[FILE] notes.txt\n[DIR] old"},
+	    {"everything,fs", "Search the files in /tmp/x for '*.txt'.", "T1 T2 T3 F",
+	     "[\"fs.search_files\", {\"path\": \"/tmp/x\", \"pattern\": \"*.txt\"}]",
+	     "/tmp/x/notes.txt"},
 	    /* a quoted string with parentheses and a comma */
 	    {"everything,fs", "Echo \"Hello, (wide) world\" back to me.", "T1 T2 T3 F",
 	     "[\"everything.echo\", {\"message\": \"Hello, (wide) world\"}]",
@@ -2780,6 +2797,12 @@ TEST(tools_dropped_when_none_fits)
 	    /* a tool fits, the question lacks its arguments */
 	    {"everything,fs", "What is the sum of the budget lines in zebra-7731?"},
 	    {"fx", "Convert the zebra-7731 amount to euros."},
+	    /* words a question about a text uses: no echo of "memo budget" */
+	    {"everything,fs", "What does the memo say about the zebra-7731 budget?"},
+	    /* a tool with side effects: not read-only, refused */
+	    {"everything,fs", "Move /tmp/x/notes.txt to /tmp/x/old/zebra-7731.txt"},
+	    /* a tool that takes nothing, reached by a synonym only (get-env) */
+	    {"everything", "Which environment variables does zebra-7731 need?"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct fake_repl r;
@@ -3049,6 +3072,62 @@ TEST(tools_code_runs_in_the_real_worker)
 	free(reply);
 	convo_release(&c);
 	repl_free(r);
+}
+
+TEST(tools_questions_of_other_shapes)
+{
+	/* server-everything's get-tiny-image and gzip-file-as-resource (no
+	 * required parameter), get-sum */
+	static const char tiny[] =
+	    "tool info: {\"name\": \"everything.get-tiny-image\", \"input_schema\": {\"type\": "
+	    "\"object\", \"properties\": {}}, \"allowed\": true}";
+	static const char gzip[] =
+	    "tool info: {\"name\": \"everything.gzip-file-as-resource\", \"input_schema\": "
+	    "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", "
+	    "\"default\": \"README.md.gz\"}, \"data\": {\"type\": \"string\"}, \"outputType\": "
+	    "{\"type\": \"string\", \"enum\": [\"resourceLink\", \"resource\"]}}}, "
+	    "\"allowed\": true}";
+	static const char sum[] =
+	    "tool info: {\"name\": \"everything.get-sum\", \"input_schema\": {\"type\": "
+	    "\"object\", \"properties\": {\"a\": {\"type\": \"number\"}, \"b\": {\"type\": "
+	    "\"number\"}}, \"required\": [\"a\", \"b\"]}, \"allowed\": true}";
+	static const struct {
+		const char *q, *info, *want; /* want: in the turn-3 reply */
+	} cases[] = {
+	    /* a tool the question names, taking nothing: called */
+	    {"Get the tiny image", tiny, "r = call_tool(\"everything.get-tiny-image\")\n"},
+	    /* taking nothing while the question gives a path: not called */
+	    {"How many files are in /tmp/x?", gzip, "# step 1: "},
+	    /* named optional parameters, an enum value after its name; "name"
+	     * is call_tool's own, so a dict */
+	    {"Gzip the file with name 'a.gz' and data 'abc' as outputType resource", gzip,
+	     "r = call_tool(\"everything.gzip-file-as-resource\", {\"name\": \"a.gz\", "
+	     "\"data\": \"abc\", \"outputType\": \"resource\"})\n"},
+	    /* contractions are no words; "plus" a synonym of sum */
+	    {"What's 3 plus 4?", sum, "r = call_tool(\"everything.get-sum\", a=3, b=4)\n"},
+	    {"Could you add 7 and 8 for me?", sum, "a=7, b=8)"},
+	    /* a date, a version, a time and an identifier are no numbers */
+	    {"Add 2023-04-18, v20.0.0, 10:42 and item-5 to 1.", sum, "# step 1: "},
+	    {"What is the sum of the first 3 numbers?", sum, "# step 1: "},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		/* the one hit: the tool of the info */
+		cJSON *info = json_parse(cases[i].info + 11, strlen(cases[i].info + 11));
+		char *hits = xasprintf("tool hits: [{\"name\": \"%s\", \"description\": \"\"}]",
+				       json_str(info, "name"));
+		const char *outs[2] = {hits, cases[i].info};
+		char *r = tools_reply_after(cases[i].q, outs, 2);
+		CHECK_MSG(strstr(r, cases[i].want), "%s: %s", cases[i].q, r);
+		free(r);
+		free(hits);
+		cJSON_Delete(info);
+	}
+	/* the search: words, not contractions or literals */
+	{
+		char *r = tools_reply_after("What's 3 plus 4?", NULL, 0);
+		CHECK_CONTAINS(r, "hits = search_tools(\"plus sum\", limit=5)\n");
+		free(r);
+	}
 }
 
 TEST(tools_only_with_the_host_tools_line)

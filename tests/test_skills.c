@@ -783,3 +783,36 @@ TEST(import_keeps_a_retirement)
 	free(db);
 	free(db2);
 }
+
+/* The command is listed, explains itself, and says what is wrong with a
+ * command line. */
+TEST(help_and_usage_errors)
+{
+	static const struct {
+		const char *a[6];
+		int status;
+		const char *out, *err;
+	} cases[] = {
+	    {{"--help"}, 0, "  skills      the skills in the store", ""},
+	    {{"skills", "--help"}, 0, "usage: rlm skills COMMAND", ""},
+	    {{"skills", "add", "--help"}, 0, "never run", ""},
+	    {{"skills"}, 2, "", "usage: rlm skills COMMAND"},
+	    {{"skills", "nope"}, 2, "", "unknown skills command 'nope'"},
+	    {{"skills", "show"}, 2, "", "skills show needs NAME[@V]"},
+	    {{"skills", "list", "extra"}, 2, "", "unexpected argument 'extra'"},
+	    {{"skills", "list", "--entry", "f"}, 2, "", "are options of skills add"},
+	    {{"skills", "show", "x", "--all"}, 2, "", "--all is an option of skills list"},
+	    {{"skills", "export", "--json"}, 2, "", "export writes JSON already"},
+	    {{"skills", "rm", "x@2"}, 2, "", "versions are never removed"},
+	    {{"skills", "add"}, 2, "", "skills add needs FILE.py"},
+	    {{"skills", "add", "--name"}, 2, "", "option '--name' needs a value"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct proc_out o = rlm(cases[i].a);
+		CHECK_MSG(o.status == cases[i].status, "%s %s: exit %d: %s", cases[i].a[0],
+			  cases[i].a[1] ? cases[i].a[1] : "", o.status, o.err);
+		CHECK_CONTAINS(o.out, cases[i].out);
+		CHECK_CONTAINS(o.err, cases[i].err);
+		proc_out_release(&o);
+	}
+}

@@ -252,7 +252,9 @@ static void on_message(struct xfer *x, const cJSON *m, const char *text, size_t 
 	if (!cJSON_IsObject(m) || x->done)
 		return;
 	if (cJSON_IsString(json_get(m, "method"))) {
-		if (jid && !cJSON_IsNull(jid))
+		/* a request (an id as JSON-RPC allows: a string or a number);
+		 * the rest are notifications */
+		if (cJSON_IsString(jid) || cJSON_IsNumber(jid))
 			answer(x, m);
 		return;
 	}
@@ -400,9 +402,11 @@ static size_t on_body(char *s, size_t size, size_t nmemb, void *arg)
 		x->too_big = true;
 		return 0;
 	}
-	/* A stream is read as it comes, only once the status is known good:
-	 * an error page is kept whole for the message. */
-	if (x->sse && x->status == 200 && sse_feed(x, false))
+	/* A stream is read as it comes, only once the status is known good
+	 * (an error page is kept whole for the message), and only for a
+	 * request: what answers a notification or one of our answers is not
+	 * read, so a server cannot make us answer its answers without end. */
+	if (x->sse && x->status == 200 && x->id >= 0 && sse_feed(x, false))
 		return 0;
 	return x->done ? 0 : n;
 }
@@ -490,7 +494,7 @@ static int post_once(struct tool__http *h, const char *url, const char *body, si
 	 * under a 200. */
 	crc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x.status);
-	if (crc == CURLE_OK && x.sse && x.status == 200 && !x.done) {
+	if (crc == CURLE_OK && x.sse && x.status == 200 && id >= 0 && !x.done) {
 		/* the end of the stream ends a last event that had no blank
 		 * line after it */
 		if (!sse_feed(&x, true))

@@ -580,6 +580,21 @@ cJSON *tool_set_info_json(struct tool_set *ts, const char *name, struct rlm_err 
 	return o;
 }
 
+int tool_set_resolve(struct tool_set *ts, const char *name, char **full, bool *read_only,
+		     struct rlm_err *err)
+{
+	struct tool__server *s;
+	struct tool__tool t;
+	int rc;
+	*full = NULL;
+	if ((rc = lookup(ts, name ? name : "", &s, &t, err)))
+		return rc;
+	*full = xasprintf("%s.%s", s->name, t.name);
+	*read_only = t.read_only;
+	tool__tool_release(&t);
+	return 0;
+}
+
 int tool_set_read_only(struct tool_set *ts, const char *name, struct rlm_err *err)
 {
 	struct tool__server *s;
@@ -646,4 +661,54 @@ int tool_set_call(struct tool_set *ts, const char *name, const cJSON *args, int6
 	free(full);
 	tool__tool_release(&t);
 	return rc;
+}
+
+/* ---- identity (the memo key) ---- */
+
+static cJSON *strings_json(char *const *v, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; v && (n ? i < n : v[i] != NULL); i++)
+		json_add_str(a, NULL, v[i]);
+	return a;
+}
+
+cJSON *tool_set_identity_json(struct tool_set *ts)
+{
+	cJSON *a = cJSON_CreateArray();
+	size_t n;
+	struct tool__server **v = snapshot(ts, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct tool__server *s = v[i];
+		cJSON *o = cJSON_CreateObject();
+		json_add_str(o, "name", s->name);
+		json_add_num(o, "kind", (double)s->kind);
+		if (s->argv)
+			json_add(o, "argv", strings_json(s->argv, 0));
+		if (s->n_env)
+			json_add(o, "env", strings_json(s->env, s->n_env));
+		if (s->cwd)
+			json_add_str(o, "cwd", s->cwd);
+		if (s->url)
+			json_add_str(o, "url", s->url);
+		if (s->n_headers)
+			json_add(o, "headers", strings_json(s->headers, s->n_headers));
+		if (s->kind == TOOL__HOST) {
+			cJSON *tools = cJSON_CreateArray();
+			pthread_mutex_lock(&s->mu);
+			for (size_t k = 0; k < s->n_tools; k++) {
+				cJSON *t = cJSON_CreateObject();
+				json_add_str(t, "name", s->tools[k].name);
+				json_add_str(t, "description", s->tools[k].description);
+				json_add(t, "input", cJSON_Duplicate(s->tools[k].input, 1));
+				json_add_bool(t, "read_only", s->tools[k].read_only);
+				json_add(tools, NULL, t);
+			}
+			pthread_mutex_unlock(&s->mu);
+			json_add(o, "tools", tools);
+		}
+		json_add(a, NULL, o);
+	}
+	free(v);
+	return a;
 }

@@ -91,6 +91,13 @@ size_t tool_set_n_servers(const struct tool_set *ts);
 /* Their names, in order, as a JSON array (none started); the caller owns
  * it. */
 struct cJSON *tool_set_server_names_json(const struct tool_set *ts);
+/* What makes the set these tools, as a JSON array, one object per server
+ * in order: its name and how it is reached (command, args, env, cwd; url,
+ * headers), and for the host server its tools (name, description, input
+ * schema, read-only). For a key (the memo's): it holds env and header
+ * values, so hash it, never keep or show it. None started. The caller owns
+ * it. */
+struct cJSON *tool_set_identity_json(struct tool_set *ts);
 
 /* ---- discovery: what model code's helpers return (JSON values) ---- */
 
@@ -124,6 +131,13 @@ struct cJSON *tool_set_info_json(struct tool_set *ts, const char *name, struct r
 /* Whether the tool is read-only by its annotations (readOnlyHint true), for
  * the policy. -1: no such tool (err set). */
 int tool_set_read_only(struct tool_set *ts, const char *name, struct rlm_err *err);
+/* The tool name stands for (a bare "TOOL" is looked up among the host
+ * tools, then every server: tool_set_call's rules) as its full
+ * "SERVER.TOOL" into *full (malloc'd), and whether it is read-only: what
+ * the policy must judge, whatever spelling the caller used. Returns 0, or
+ * RLM_ENOTFOUND (err set). */
+int tool_set_resolve(struct tool_set *ts, const char *name, char **full, bool *read_only,
+		     struct rlm_err *err);
 
 /* Call a tool: args (an object, or NULL for {}) is checked against the
  * tool's input schema first (tool_schema_check): a bad or missing
