@@ -263,7 +263,7 @@ static char *op_save(const struct rlm_opts *opt, struct store *s, const cJSON *r
 	const cJSON *in = json_get(r, "inputs"), *outs = json_get(r, "outputs");
 	const char *src = json_str(r, "source"), *name = json_str(r, "name");
 	const char *entry = json_str(r, "entry");
-	char msg[300];
+	char msg[sizeof(err.msg) + 16];
 	int version = 0, rc;
 	bool unchanged = false;
 	cJSON *o;
