@@ -23,6 +23,7 @@
  * MCP_VERSION (serve/serve.h), which tool/ may not include (it is above). */
 #define TOOL__MCP_VERSION "2025-11-25"
 #define TOOL__MAX_STARTS  3	/* starts of one server in a set's life */
+#define TOOL__MAX_TIMEOUTS 3	/* calls in a row out of time: a hung server */
 #define TOOL__MAX_PAGES	  100	/* tools/list pages read */
 #define TOOL__MAX_TOOLS	  10000 /* tools kept of one server */
 #define TOOL__DESC_CAP	  300	/* bytes of a description in discovery results */
@@ -104,6 +105,9 @@ struct tool__server {
 	struct tool__conn *conn; /* NULL: not up */
 	bool starting;
 	int starts;	/* starts begun, at most TOOL__MAX_STARTS */
+	int timeouts;	/* calls in a row that ran out of the caller's time
+			 * (cancelled, the server kept); at TOOL__MAX_TIMEOUTS
+			 * it is taken for hung and killed */
 	int gen;	/* starts ended */
 	char *error;	/* why the last start or request broke it */
 	int error_code; /* and its code, from a start */

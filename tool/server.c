@@ -186,8 +186,21 @@ static int parse_reply(struct tool__server *s, const char *method, const char *r
 /* One request: method with params (consumed), answered by deadline_ns.
  * *broken is set when the failure means the connection is unusable (a
  * timeout, a dead process, garbage); then err says why. */
+static int rpc_id(struct tool__server *s, struct tool__conn *c, const char *method,
+		  cJSON *params, int64_t deadline_ns, cJSON **result, bool *broken, int64_t *id_out,
+		  struct rlm_err *err);
+
 static int rpc(struct tool__server *s, struct tool__conn *c, const char *method, cJSON *params,
 	       int64_t deadline_ns, cJSON **result, bool *broken, struct rlm_err *err)
+{
+	int64_t id;
+	return rpc_id(s, c, method, params, deadline_ns, result, broken, &id, err);
+}
+
+/* rpc, saying the request's id. */
+static int rpc_id(struct tool__server *s, struct tool__conn *c, const char *method,
+		  cJSON *params, int64_t deadline_ns, cJSON **result, bool *broken, int64_t *id_out,
+		  struct rlm_err *err)
 {
 	cJSON *m = cJSON_CreateObject();
 	int64_t id = __atomic_fetch_add(&c->next_id, 1, __ATOMIC_RELAXED), t0 = time_now_ns();
@@ -201,6 +214,7 @@ static int rpc(struct tool__server *s, struct tool__conn *c, const char *method,
 	json_add(m, "params", params ? params : cJSON_CreateObject());
 	body = json_print(m);
 	cJSON_Delete(m);
+	*id_out = id;
 	rc = post(c, body, id, deadline_ns, &reply, err);
 	free(body);
 	if (rc == RLM_ETIMEOUT) {
@@ -523,6 +537,44 @@ int tool__server_ensure(struct tool_set *ts, struct tool__server *s, struct rlm_
 
 /* ---- calls ---- */
 
+/* A call ran out of the caller's time: is it the TOOL__MAX_TIMEOUTS-th in
+ * a row (the server hangs: kill it), or may the server be kept? */
+static bool too_slow(struct tool__server *s)
+{
+	bool hung;
+	pthread_mutex_lock(&s->mu);
+	hung = ++s->timeouts >= TOOL__MAX_TIMEOUTS;
+	if (hung)
+		s->timeouts = 0;
+	pthread_mutex_unlock(&s->mu);
+	return hung;
+}
+
+static void too_slow_reset(struct tool__server *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->timeouts = 0;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Tell the server we gave up on request id (notifications/cancelled), so
+ * that a slow but sound server is not killed for the caller's deadline.
+ * false when even that cannot be sent within a second (then it is
+ * broken). */
+static bool cancel(struct tool__conn *c, int64_t id)
+{
+	struct rlm_err err = {0, ""};
+	char *body = xasprintf("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+			       "\"params\":{\"requestId\":%lld,\"reason\":\"the caller's time ran "
+			       "out\"}}",
+			       (long long)id),
+	     *reply = NULL;
+	int rc = post(c, body, -1, time_now_ns() + 1000000000, &reply, &err);
+	free(reply);
+	free(body);
+	return rc == 0;
+}
+
 int tool__server_call(struct tool_set *ts, struct tool__server *s, const char *tool,
 		      const cJSON *args, int64_t deadline_ns, cJSON **result, struct rlm_err *err)
 {
@@ -530,6 +582,7 @@ int tool__server_call(struct tool_set *ts, struct tool__server *s, const char *t
 	cJSON *p, *r = NULL;
 	bool broken = false;
 	char who[200];
+	int64_t id;
 	int rc;
 	*result = NULL;
 	if ((rc = tool__server_ensure(ts, s, err)))
@@ -543,7 +596,11 @@ int tool__server_call(struct tool_set *ts, struct tool__server *s, const char *t
 	p = cJSON_CreateObject();
 	json_add_str(p, "name", tool);
 	json_add(p, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject());
-	rc = rpc(s, c, "tools/call", p, deadline_ns, &r, &broken, err);
+	rc = rpc_id(s, c, "tools/call", p, deadline_ns, &r, &broken, &id, err);
+	if (rc == RLM_ETIMEOUT && !too_slow(s))
+		broken = !cancel(c, id); /* the caller's time ran out: the server is kept */
+	else if (!rc || !broken)
+		too_slow_reset(s);
 	if (rc && broken) {
 		name_it(s, err);
 		conn_fail(s, c, err->msg);

@@ -660,8 +660,8 @@ int tool__stdio_post(struct tool__stdio *c, const char *body, size_t len, int64_
 			 len > 400 ? "..." : "");
 	rc = write_line(c, body, len, deadline_ns ? deadline_ns : time_now_ns() + ANSWER_NS);
 	pthread_mutex_lock(&c->mu);
-	if (rc == -ETIMEDOUT)
-		rc = rlm_err_set(err, RLM_ETIMEOUT, "server '%s' did not read its input in time",
+	if (rc == -ETIMEDOUT) /* a line cut short: the stream is broken (not a timeout) */
+		rc = rlm_err_set(err, RLM_EIO, "server '%s' did not read its input in time",
 				 c->name);
 	else if (rc)
 		rc = c->dead ? rlm_err_set(err, RLM_EIO, "%s", c->why)

@@ -13,10 +13,12 @@
  * Servers start lazily: on the first discovery or call that needs them
  * (tool_set_servers_json starts every server; the others start the ones
  * they name, or all when they name none). A started server stays up until
- * tool_set_free. A server that fails to start, dies, hangs past its
- * timeout or answers garbage makes that request fail with an error that
- * says so (and is started again on the next request that needs it, at
- * most 3 times in all); it never takes the caller down.
+ * tool_set_free. A server that fails to start, dies, stops reading or
+ * answers garbage makes that request fail with an error that says so (and
+ * is started again on the next request that needs it, at most 3 times in
+ * all); it never takes the caller down. A call past its deadline fails
+ * with RLM_ETIMEOUT and is cancelled (notifications/cancelled), the server
+ * kept; 3 such in a row and the server is taken for hung and killed.
  *
  * Threads: every function may be called from any thread, several at once
  * (calls to one stdio server are multiplexed by JSON-RPC id over its pipe).
