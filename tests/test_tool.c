@@ -447,7 +447,19 @@ TEST(fake_environment_drops_credentials)
 	setenv("my_token", "t", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "s", 1);
 	setenv("FAKE_PLAIN", "plain", 1);
+	setenv("PGPASSWORD", "pw", 1);
+	setenv("OPENAI_BASE_URL", "https://user:pw@example.invalid/v1", 1);
+	setenv("AWS_ACCESS_KEY_ID", "AKIA", 1);
 	ts = set_with(e);
+	for (int i = 0; i < 3; i++) {
+		static const char *const more[] = {"PGPASSWORD", "OPENAI_BASE_URL",
+						   "AWS_ACCESS_KEY_ID"};
+		char *q = xasprintf("{\"name\": \"%s\"}", more[i]);
+		r = call_ok(ts, "fake.env", q);
+		CHECK_MSG(strcmp(r, "\"(unset)\"") == 0, "%s reached the server: %s", more[i], r);
+		free(r);
+		free(q);
+	}
 	r = call_ok(ts, "fake.env", "{\"name\": \"OPENAI_API_KEY\"}");
 	CHECK_STR(r, "\"(unset)\"");
 	free(r);

@@ -97,11 +97,26 @@ static bool overridden(const char *kv, const char *const *env, size_t n_env)
 	return false;
 }
 
-/* Ours minus the variables that look like credentials (a name holding
- * API_KEY, TOKEN or SECRET, in any case: the model providers' keys live in
- * our environment, and a tool server has no business with them; a server
- * that needs one gets it from its config's "env"), plus the config's env.
- * NULL-terminated; the strings are borrowed. */
+/* Names of variables that look like credentials, in any case. */
+static const char *const secret_words[] = {"API_KEY", "TOKEN",	    "SECRET",	 "PASSWORD",
+					   "PASSWD",  "CREDENTIAL", "ACCESS_KEY", "KEY_ID",
+					   "AUTH",    "COOKIE"};
+
+/* Does the variable kv (its name: name bytes) look like a credential, or
+ * is it a provider's base URL (which may carry user:password@)? */
+static bool secret_var(const char *kv, size_t name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(secret_words); i++)
+		if (contains_ci(kv, name, secret_words[i]))
+			return true;
+	return contains_ci(kv, name, "BASE_URL");
+}
+
+/* Ours minus the variables that look like credentials (secret_var: the
+ * model providers' keys and endpoints live in our environment, and a tool
+ * server has no business with them; a server that needs one gets it from
+ * its config's "env", where ${NAME} brings it in by name), plus the
+ * config's env. NULL-terminated; the strings are borrowed. */
 static char **child_env(const char *const *env, size_t n_env)
 {
 	size_t n = 0, k = 0;
@@ -112,8 +127,7 @@ static char **child_env(const char *const *env, size_t n_env)
 	for (size_t i = 0; i < n; i++) {
 		const char *kv = environ[i];
 		size_t name = strcspn(kv, "=");
-		if (contains_ci(kv, name, "API_KEY") || contains_ci(kv, name, "TOKEN") ||
-		    contains_ci(kv, name, "SECRET") || overridden(kv, env, n_env))
+		if (secret_var(kv, name) || overridden(kv, env, n_env))
 			continue;
 		v[k++] = (char *)(uintptr_t)kv;
 	}
