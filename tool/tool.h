@@ -57,7 +57,9 @@ struct tool_set *tool_set_new(void);
 void tool_set_free(struct tool_set *ts);
 
 /* Add the servers of an MCP client config, the format other MCP clients
- * read:
+ * read (${NAME} and ${NAME:-default} in command, args, cwd, url and the
+ * values of env and headers are replaced by the environment's NAME when
+ * read; "disabled": true leaves a server out):
  *   {"mcpServers": {"NAME": {"command": "...", "args": ["..."],
  *                            "env": {"K": "V"}, "cwd": "...",
  *                            "description": "..."},
