@@ -2644,7 +2644,10 @@ TEST(serve_connection_limit_drops_heads_not_requests)
 	}
 	wait_running(&s, 4);
 	bodies = slow_bodies(&s, 4, "k3y");
-	time_sleep_ns(300000000);
+	/* time for the server to read their heads (until then they are heads,
+	 * which a newcomer may take the place of); the solves run on for
+	 * seconds (each of their calls waits 800 ms for its first token) */
+	time_sleep_ns(700000000);
 	f = tcp_connect(&s);
 	(void)!send(f, hz, sizeof(hz) - 1, MSG_NOSIGNAL);
 	got = read_until(f, "\"ok\"", 3000);
