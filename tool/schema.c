@@ -15,7 +15,7 @@
  * misspelt optional parameter through unseen, and servers built on zod
  * drop such keys silently, so a typo would change what the call does
  * without a word. */
-#include "tool.h"
+#include "tool_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -317,11 +317,9 @@ static int fail(struct walk *w)
 
 /* ---- suggestions ---- */
 
-/* Edit distance (Levenshtein, ASCII case folded) of a and b, each cut to
- * 64 bytes. */
-static size_t edit_distance(const char *a, const char *b)
+size_t tool__edit_distance(const char *a, const char *b)
 {
-	size_t na = RLM_MIN(strlen(a), 64), nb = RLM_MIN(strlen(b), 64), row[65];
+	size_t na = RLM_MIN(strlen(a), 128), nb = RLM_MIN(strlen(b), 128), row[129];
 	for (size_t j = 0; j <= nb; j++)
 		row[j] = j;
 	for (size_t i = 1; i <= na; i++) {
@@ -347,7 +345,7 @@ static const char *closest(const cJSON *props, const char *key)
 	size_t best_d = SIZE_MAX, klen = strlen(key);
 	cJSON_ArrayForEach(p, props)
 	{
-		size_t d = edit_distance(key, p->string), plen = strlen(p->string),
+		size_t d = tool__edit_distance(key, p->string), plen = strlen(p->string),
 		       limit = RLM_MAX((size_t)1, RLM_MAX(klen, plen) / 2);
 		if (d > limit &&
 		    !(plen >= 3 && klen >= 3 && (strstr(key, p->string) || strstr(p->string, key))))

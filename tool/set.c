@@ -414,31 +414,12 @@ cJSON *tool_set_search_json(struct tool_set *ts, const char *query, const char *
 
 /* ---- one tool ---- */
 
-/* Levenshtein distance, lower-cased, of at most 128 bytes each. */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = RLM_MIN(strlen(a), 128), lb = RLM_MIN(strlen(b), 128), row[129];
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j],
-			       cost = text_to_lower(a[i - 1]) != text_to_lower(b[j - 1]);
-			row[j] = RLM_MIN(RLM_MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
-			diag = up;
-		}
-	}
-	return row[lb];
-}
-
 /* How far name is from the full name "srv.tool": the closer of the edit
  * distances to the full name and to the tool's own name, less a bonus for
  * the words they share. */
 static double distance(const char *name, const char *full, const char *tool)
 {
-	double d = (double)RLM_MIN(edit_distance(name, full), edit_distance(name, tool));
+	double d = (double)RLM_MIN(tool__edit_distance(name, full), tool__edit_distance(name, tool));
 	return d - 2 * tool_rank(name, tool, "");
 }
 

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* tool/tool_int.h -- what the files of tool/ share: the streamable HTTP
- * transport (tool/http.c) the server code (tool/set.c) drives. */
+/* tool/tool_int.h -- what the files of tool/ share: the edit distance of
+ * suggestions, and the streamable HTTP transport (tool/http.c) the server
+ * code (tool/server.c) drives. */
 #ifndef RLM_TOOL_INT_H
 #define RLM_TOOL_INT_H
 
 #include "tool.h"
+
+/* Levenshtein distance of a and b, ASCII case folded, each cut to 128
+ * bytes: the closest names a refusal suggests (tool/schema.c). */
+size_t tool__edit_distance(const char *a, const char *b);
 
 /* One MCP server over streamable HTTP (revision 2025-03-26 and later):
  * every client message is a POST of one JSON-RPC message to url, with
