@@ -576,18 +576,6 @@ int tool_set_resolve(struct tool_set *ts, const char *name, char **full, bool *r
 	return 0;
 }
 
-int tool_set_read_only(struct tool_set *ts, const char *name, struct rlm_err *err)
-{
-	struct tool__server *s;
-	struct tool__tool t;
-	int ro;
-	if (lookup(ts, name ? name : "", &s, &t, err))
-		return -1;
-	ro = t.read_only;
-	tool__tool_release(&t);
-	return ro;
-}
-
 /* A host tool's call: fn's text as the result. */
 static int call_host(const struct tool__tool *t, const char *full, const cJSON *args,
 		     cJSON **result, struct rlm_err *err)

@@ -132,12 +132,9 @@ struct cJSON *tool_set_search_json(struct tool_set *ts, const char *query, const
  * closest names; or why its server is not available). */
 struct cJSON *tool_set_info_json(struct tool_set *ts, const char *name, struct rlm_err *err);
 
-/* Whether the tool is read-only by its annotations (readOnlyHint true), for
- * the policy. -1: no such tool (err set). */
-int tool_set_read_only(struct tool_set *ts, const char *name, struct rlm_err *err);
 /* The tool name stands for (a bare "TOOL" is looked up among the host
  * tools, then every server: tool_set_call's rules) as its full
- * "SERVER.TOOL" into *full (malloc'd), and whether it is read-only: what
+ * "SERVER.TOOL" into *full (malloc'd), and whether it is read-only (readOnlyHint, or as registered): what
  * the policy must judge, whatever spelling the caller used. Returns 0, or
  * RLM_ENOTFOUND (err set). */
 int tool_set_resolve(struct tool_set *ts, const char *name, char **full, bool *read_only,
