@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../llm/llm.h"
 #include "../repl/repl.h"
@@ -214,7 +215,31 @@ struct rlm_opts {
 	bool allow_skill_writes;     /* save_skill may add versions (off: a
 				      * prompt injected through the context
 				      * cannot plant code for later runs) */
+	/* structured answers (docs/structured.md): optional */
+	const char *schema_json;     /* a JSON Schema (an object, as JSON text):
+				      * the answer must be a JSON value valid
+				      * under it. The worker checks the answer
+				      * (answer["content"]: a dict or list, or
+				      * JSON text; a FINAL's text) with Debian's
+				      * python3-jsonschema when it is made
+				      * ready; an invalid one is not taken: the
+				      * model is shown the validation errors and
+				      * goes on, bounded by the usual limits.
+				      * The result's answer is then compact JSON
+				      * text (rlm_result.answer_json). NULL: any
+				      * text. Part of rlm_config_json */
+	/* compaction (docs/loop.md): on by default */
+	double compaction_threshold; /* a node's conversation is compacted before
+				      * a root call whose estimated tokens pass
+				      * this fraction of the root model's window:
+				      * the older turns become one summary (one
+				      * root-model call), the system prompt, the
+				      * first question and the latest turns
+				      * stay; the REPL's variables keep
+				      * everything. 0: 0.85; else in (0, 1] */
+	bool no_compaction;          /* never compact */
 	const struct rlm_record *record_; /* private: set by rlm_solve */
+	struct rlm__sess *session_;  /* private: set by rlm_session_solve */
 };
 
 /* How model code used host tools and skills in a solve (all nodes): the
@@ -422,6 +447,8 @@ struct rlm_result {
 
 	/* ---- host tools and skills (the root: the whole solve's) ---- */
 	struct rlm_tool_stats tools;
+	bool answer_json;      /* see below the struct */
+	int compactions;       /* see below the struct */
 	char *tool_calls_json; /* owned, or NULL: the solve's tool calls, a
 				* JSON array of {"node", "depth", "iteration",
 				* "name", "arguments", "ok", "error", "kind",
@@ -429,6 +456,13 @@ struct rlm_result {
 				* the first RLM_TOOL_CALLS_KEPT */
 };
 #define RLM_TOOL_CALLS_KEPT 200
+/* (struct rlm_result, continued in the groups above' spirit)
+ *   answer_json: rlm_opts.schema_json was given and answer is compact JSON
+ *     text that validated under it (the surfaces return it typed). With a
+ *     schema and no valid answer, answer holds the last candidate (or
+ *     NULL), answer_json is false, found is false and stop_detail says
+ *     why (the validation errors of the last try).
+ *   compactions: repl: times this node's conversation was compacted. */
 
 /* r's failures for a person, by kind, with the first one's reason: e.g.
  * "16 child RLMs failed (the first: max_errors: ValueError: ...)" or
@@ -524,6 +558,69 @@ int rlm_repl_exec(struct rlm_repl *r, const char *code, size_t len, int64_t dead
 void rlm_repl_sandbox_status(const struct rlm_repl *r, struct repl_sandbox_status *out);
 /* Kill the worker, free r. NULL is a no-op. */
 void rlm_repl_close(struct rlm_repl *r);
+
+/* ---- sessions (docs/sessions.md) ----
+ *
+ * A session keeps a root node's REPL worker and its conversation across
+ * questions, so that what the model built for one question (an index, a
+ * parsed table) is there for the next. Each rlm_session_solve is a solve
+ * of its own (recorded as a run with the store, its budgets and time limit
+ * fresh), whose root node continues the session's conversation: the new
+ * question comes as a user message naming the variables the REPL holds,
+ * and `history` in the REPL is a list of {"question", "answer", "stop"}
+ * of the questions before. Child RLMs are per solve. The memo is neither
+ * read nor written by a session's solves (an answer depends on the
+ * session's state); the call cache is used as usual. Contexts: `context`
+ * is the session's first; rlm_session_add_context adds context_1,
+ * context_2, ... (with documents_1, ... naming their documents). A
+ * worker that died is restarted on the next question, with a notice to
+ * the model: its variables are gone, the contexts and history are put
+ * back. One thread at a time per session. */
+struct rlm_session;
+
+/* Open a session over ctx with the options of its solves (copied; what
+ * they point to, and ctx, are borrowed until rlm_session_free; strategy
+ * must be RLM_REPL). The worker starts with the first question. Returns
+ * 0 with *out, or RLM_EINVAL (no pool or model, the tree strategy) or the
+ * sandbox check's code with err filled. */
+int rlm_session_new(const struct rlm_opts *o, const struct corpus *ctx, struct rlm_session **out,
+		    struct rlm_err *err);
+/* Add ctx (borrowed until rlm_session_free) as the next context_N: *n (when
+ * not NULL) gets N. In the worker from now on (the next question when it
+ * has not started). Returns 0, or a negative code with err (the worker
+ * failed; a context over the frame limit: RLM_EINVAL). */
+int rlm_session_add_context(struct rlm_session *s, const struct corpus *ctx, int *n,
+			    struct rlm_err *err);
+/* Ask question in s: rlm_solve's contract for out, err and the return.
+ * o: NULL for the session's options, else this solve's (its pool, models,
+ * sandbox, python and store must be the session's; callbacks, limits,
+ * cancel, schema may differ). */
+int rlm_session_solve(struct rlm_session *s, const struct rlm_opts *o, const char *question,
+		      struct rlm_result *out, struct rlm_err *err);
+/* Forget the conversation and the history and kill the worker (the next
+ * question starts afresh; added contexts stay). */
+void rlm_session_reset(struct rlm_session *s);
+
+struct rlm_session_info {
+	int questions;         /* asked so far (since the last reset) */
+	int contexts;          /* 1 + the contexts added */
+	pid_t pid;             /* the worker's, 0 when none is running */
+	int restarts;          /* worker restarts (deaths) over the session */
+	int64_t rss_bytes;     /* the worker's resident memory (/proc), 0: none */
+	int64_t created_ms, last_ms; /* unix ms: opened, last question ended */
+	size_t conversation_bytes; /* the root conversation's text */
+	int compactions;       /* of the root conversation, over the session */
+};
+void rlm_session_info(const struct rlm_session *s, struct rlm_session_info *out);
+/* The history as a JSON array of {"question", "answer", "stop", "run"}
+ * (the caller cJSON_Deletes it). */
+struct cJSON *rlm_session_history_json(const struct rlm_session *s);
+/* The REPL's variables (names and types, as the worker reports them), a
+ * fresh string "x: int, idx: dict" or "" (none, or no worker yet); NULL
+ * with err when the worker failed. */
+char *rlm_session_vars(struct rlm_session *s, struct rlm_err *err);
+/* Kill the worker and free s. NULL is a no-op. */
+void rlm_session_free(struct rlm_session *s);
 
 /* Cut ctx into parts of at most max bytes at natural boundaries. Small
  * consecutive documents share a part; a large one is cut at a blank line,

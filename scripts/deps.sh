@@ -9,8 +9,9 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 js="$root/tests/js"
 # chromium: tests/test_export.c opens the exported HTML viewer headless and
-# fails without it.
-pkgs="gcc make pkg-config ca-certificates python3
+# fails without it. python3-jsonschema: the REPL worker validates structured
+# answers with it (rlm solve --schema; docs/structured.md).
+pkgs="gcc make pkg-config ca-certificates python3 python3-jsonschema
 libcurl4-openssl-dev libcjson-dev libsqlite3-dev libseccomp-dev libmicrohttpd-dev
 libxxhash-dev zlib1g-dev chromium"
 if [ "${1:-}" = "--fuzz" ]; then
