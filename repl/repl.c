@@ -1606,6 +1606,43 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 	return rc;
 }
 
+int repl_set(struct repl *r, const char *name, const char *value_json, bool reset_answer,
+	     int64_t deadline_ns, struct repl_result *out, struct rlm_err *err)
+{
+	struct run x;
+	size_t start;
+	int rc;
+	run_init(r, &x, out, deadline_ns);
+	rc = run(r, &x, err);
+	if (rc == 0) {
+		start = repl__frame_begin(&r->out);
+		buf_printf(&r->out, "{\"type\":\"set\",\"id\":%lld,\"reset_answer\":%s,\"name\":",
+			   (long long)x.id, reset_answer ? "true" : "false");
+		repl__json_str(&r->out, name, strlen(name));
+		buf_puts(&r->out, ",\"value\":");
+		buf_puts(&r->out, value_json ? value_json : "null");
+		buf_putc(&r->out, '}');
+		repl__frame_end(&r->out, start);
+		repl__flush(r);
+		x.t0 = time_now_ns();
+		rc = wait_result(r, &x, err);
+		if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
+			rc = threads_check(r, &x, rc, err);
+		idle_mark(r);
+	}
+	run_finish(&x);
+	return rc;
+}
+
+void repl_rebind(struct repl *r, repl_call_fn *on_call, void *call_arg, const atomic_bool *cancel,
+		 const atomic_bool *stop)
+{
+	r->cfg.on_call = on_call;
+	r->cfg.call_arg = call_arg;
+	r->cfg.cancel = cancel;
+	r->cfg.stop = stop;
+}
+
 int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct repl_result *out,
 		   struct rlm_err *err)
 {

@@ -76,6 +76,11 @@
  *                                              answers to call N, in order
  *   {"type":"final_var","id":N,"name":"x"}    resolve FINAL_VAR(x) as an
  *                                              exec would (answer a result)
+ *   {"type":"set","id":N,"name":"x","value":V,"reset_answer":B}
+ *                                              bind x to the JSON value V
+ *                                              (a session's history and
+ *                                              added contexts; answered
+ *                                              with a result)
  * Worker to controller:
  *   {"type":"ready","pid":P,"python":"3.11.2","context_chars":C,
  *    "documents":D}                            once, after `context` exists
@@ -585,6 +590,21 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns,
 		   struct repl_result *out, struct rlm_err *err);
 void repl_result_release(struct repl_result *res);
+/* Bind name in the worker's namespace to the JSON value value_json (text
+ * of one JSON value, which the caller vouches for: cJSON's output), as a
+ * session does for `history` and context_1, ...; with reset_answer, the
+ * answer dict is emptied too (content "", ready False, no sources), so
+ * that the next question starts without the last one's answer. name must
+ * be an identifier, not a helper's name nor _private: the worker answers
+ * otherwise with out->error. Frame size, time limits, restarts and the
+ * return as for repl_exec. */
+int repl_set(struct repl *r, const char *name, const char *value_json, bool reset_answer,
+	     int64_t deadline_ns, struct repl_result *out, struct rlm_err *err);
+/* Point r's calls, cancel and stop at another caller's (a session's worker
+ * serves one solve after another): repl_cfg's on_call, call_arg, cancel
+ * and stop. Only between execs. */
+void repl_rebind(struct repl *r, repl_call_fn *on_call, void *call_arg, const atomic_bool *cancel,
+		 const atomic_bool *stop);
 
 struct repl_stats {
 	pid_t pid;               /* current worker */

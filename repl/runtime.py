@@ -2244,6 +2244,23 @@ def _do_final_var(eid, name):
     _finish(eid, err)
 
 
+def _do_set(eid, name, value, reset):
+    """A session's binding: name = value (a JSON value), as a result."""
+    _begin(eid)
+    err = False
+    if not name.isidentifier() or name[:1] == '_' or name in _SCAFFOLD_SET:
+        err = True
+        _cap.error_starts()
+        _cap.write('ValueError: %.100r cannot be set\n' % (name,))
+    else:
+        _ns[name] = value
+    if reset:
+        dict.clear(_answer)
+        dict.__setitem__(_answer, 'content', '')
+        dict.__setitem__(_answer, 'ready', False)
+    _finish(eid, err)
+
+
 # ---- documents and search ----
 #
 # Who each document of the context is, and where a pattern occurs in it,
@@ -2729,6 +2746,8 @@ def _main(args):
             _do_exec(msg['id'], msg['code'])
         elif t == 'final_var' and type(msg.get('id')) is int and type(msg.get('name')) is str:
             _do_final_var(msg['id'], msg['name'])
+        elif t == 'set' and type(msg.get('id')) is int and type(msg.get('name')) is str:
+            _do_set(msg['id'], msg['name'], msg.get('value'), msg.get('reset_answer') is True)
         else:
             _fatal('an unexpected frame from the controller: %.200r' % (msg,))
 
