@@ -73,4 +73,35 @@ char *sim__tools_reply(const char *q, size_t qn, int step, const struct llm_msg 
  * answer out of turns; NULL when none. Fresh string. */
 char *sim__tools_result_seen(const struct llm_msg *msgs, size_t n);
 
+/* ---- sessions (sim/sim_session.c) ---- */
+
+/* How step 2 of the root policy finds the lines of the question's keys. */
+enum sim__index {
+	SIM__INDEX_NONE,  /* search(): no session */
+	SIM__INDEX_BUILD, /* build `index` from the context, then look them up in it */
+	SIM__INDEX_REUSE, /* look them up in the `index` the REPL kept */
+};
+
+/* The index i into msgs[0..n) of the last "New question (question N of
+ * this session): Q" user message into *seg, and Q into q[0..qn) (into that
+ * message); false (nothing set) when there is none: the first question. */
+bool sim__session_segment(const struct llm_msg *msgs, size_t n, size_t *seg, const char **q,
+			  size_t *qn);
+/* How step 2 finds the lines (first: the first user message; seg: the
+ * message of the current question, later: it is a new question message):
+ * the first question of a session builds the index; a later one reuses it
+ * when its message lists `index: dict` and no restart or NameError about
+ * it came since, else builds it again; no session: search(). */
+enum sim__index sim__session_index(const struct llm_msg *msgs, size_t n, size_t first,
+				   size_t seg, bool later);
+/* Append the Python that builds `index` from `texts` (guard: only when the
+ * REPL has none), and the one that defines lookup(term, whole, ic,
+ * max_results), search()'s hits from the index. */
+void sim__index_build(struct buf *b, bool guard);
+void sim__index_lookup(struct buf *b);
+/* When the question q[0..qn) asks for an earlier question or answer of the
+ * session ("What was the previous answer?"), append step 3's code that
+ * answers it from `history` and return true. */
+bool sim__history_step(struct buf *b, const char *q, size_t qn);
+
 #endif

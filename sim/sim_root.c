@@ -331,6 +331,8 @@ struct ask {
 	struct sim__key keys[SIM__KEYS_MAX]; /* what step 2 searches for first */
 	size_t nkeys;
 	bool every;	 /* the question lists its keys: read the lines of each */
+	enum sim__index index; /* search(), or the session's `index` (sim_session.c) */
+	bool later;	       /* a later question of a session */
 };
 
 /* text, each of its lines after ind. */
@@ -466,11 +468,12 @@ static void put_search(struct buf *b, const struct ask *a)
 		   "]\n"
 		   "results = []\n"
 		   "for term, pattern, rx, ic in terms:\n"
-		   "    hits = search(pattern, max_results=%d, regex=rx, ignore_case=ic)\n"
-		   "    print(\"search\", repr(term) + \":\", len(hits), \"hits in\", "
+		   "    hits = %s%d%s\n"
+		   "    print(\"%s\", repr(term) + \":\", len(hits), \"hits in\", "
 		   "len(set(h[\"index\"] for h in hits)), \"documents\")\n"
 		   "    results.append(hits)\n",
-		   HITS_MAX + 1);
+		   a->index ? "lookup(term, rx, ic, " : "search(pattern, max_results=", HITS_MAX + 1,
+		   a->index ? ")" : ", regex=rx, ignore_case=ic)", a->index ? "index" : "search");
 	if (a->every)
 		buf_puts(b, "# the question lists them: the lines of each\n"
 			    "hits = sorted((h for hs in results for h in hs),\n"
@@ -607,6 +610,14 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 		   "    import json\n"
 		   "    texts = json.dumps(context, ensure_ascii=False, indent=1)\n",
 		   size, a->by_doc ? "True" : "False");
+	if (a->index) {
+		/* a session: the lines of the keys from the index, built once */
+		buf_puts(b, "import re\n");
+		if (a->index == SIM__INDEX_BUILD)
+			sim__index_build(b, !a->later);
+		if (a->nkeys)
+			sim__index_lookup(b);
+	}
 	if (a->nkeys) {
 		put_search(b, a);
 		if (a->every) {
@@ -978,8 +989,8 @@ static bool is_root(const struct llm_msg *msgs, size_t n)
 char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n)
 {
 	struct sim_cfg defaults;
-	const struct llm_msg *first = NULL, *last = NULL, *system = NULL;
-	size_t first_i = 0, turn = 1;
+	const struct llm_msg *first = NULL, *last = NULL, *system = NULL, *seg;
+	size_t first_i = 0, seg_i = 0, turn = 1;
 	int prev = 0, step, tools = 0;
 	const char *why, *tools_why = NULL;
 	struct ask a = {0};
@@ -991,6 +1002,8 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		sim_cfg_default(&defaults);
 		cfg = &defaults;
 	}
+	/* in a session, the turns of the current question (its segment) */
+	a.later = sim__session_segment(msgs, n, &seg_i, &a.q, &a.qn);
 	for (size_t i = 0; i < n; i++) {
 		if (msgs[i].role == LLM_SYSTEM && !system)
 			system = &msgs[i];
@@ -998,28 +1011,44 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 			first = &msgs[i], first_i = i;
 		if (msgs[i].role == LLM_USER)
 			last = &msgs[i];
-		if (msgs[i].role == LLM_ASSISTANT) {
+		if (msgs[i].role == LLM_ASSISTANT && (!a.later || i > seg_i)) {
 			turn++;
 			prev = step_of(msgs[i].text, msgs[i].len);
 			tools = sim__tools_step(msgs[i].text, msgs[i].len);
 		}
 	}
-	question_of(first, &a.q, &a.qn);
+	if (!a.later) {
+		seg_i = first_i;
+		question_of(first, &a.q, &a.qn);
+	}
+	seg = first ? &msgs[seg_i] : NULL;
+	a.index = first ? sim__session_index(msgs, n, first_i, seg_i, a.later) : SIM__INDEX_NONE;
 	a.how_many = has_ci(a.q, a.qn, "how many");
 	a.all = sim_asks_all(a.q, a.qn);
 	a.by_doc = sim_asks_which_doc(a.q, a.qn, &a.plural);
 	a.nkeys = sim__question_keys(a.q, a.qn, a.keys, &a.every);
 	/* "the codes of A, B and C": every one of them */
 	a.all = a.all || (a.every && !a.how_many && !a.by_doc);
-	if (last && last != first && notice(last, "You are out of turns")) {
-		char *seen = sim__tools_result_seen(msgs + first_i + 1, n - first_i - 1);
+	if (last && last != seg && notice(last, "You are out of turns")) {
+		char *seen = sim__tools_result_seen(msgs + seg_i + 1, n - seg_i - 1);
 		if (seen) {
 			/* the tools answered: that is the answer */
 			char *r = final_line(seen);
 			free(seen);
 			return r;
 		}
-		return final_reply(msgs, n, first_i, a.how_many, a.all);
+		return final_reply(msgs, n, seg_i, a.how_many, a.all);
+	}
+	if (a.later && !a.nkeys) {
+		/* "What was the previous answer?": `history` has it */
+		buf_init(&b, 0);
+		buf_puts(&b, "The question is about an earlier question of this session, which "
+			     "`history` holds.\n\n```repl\n");
+		if (sim__history_step(&b, a.q, a.qn)) {
+			buf_puts(&b, "```\n");
+			return buf_detach(&b, NULL);
+		}
+		buf_release(&b);
 	}
 	/* host tools first: their turns come before the usual ones */
 	if (sim__tools_offered(system) && (turn == 1 || tools)) {
@@ -1028,12 +1057,12 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 			return r;
 	}
 
-	if (last != first &&
+	if (last != seg &&
 	    (notice(last, "REPL was restarted") || notice(last, "variables are gone"))) {
 		step = 2;
 		why = "The REPL was restarted and my variables are gone, so I will ask the chunks "
 		      "again.";
-	} else if (prev && last != first && notice(last, NULL)) {
+	} else if (prev && last != seg && notice(last, NULL)) {
 		step = prev;
 		if (prev == 3 && lost_step2(last))
 			step = 2;
@@ -1044,6 +1073,8 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 		why = "The session did not end, so I will set the answer again.";
 	} else {
 		step = prev + 1;
+		if (step == 1 && a.later && a.index == SIM__INDEX_REUSE)
+			step = 2; /* the context was looked at, and indexed */
 		why = step == 1	  ? "First I will look at the context: its type, its size and a "
 				    "short sample."
 		      : step == 3 ? (a.how_many ? "I will add up the counts and finish."
@@ -1062,6 +1093,18 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 				     "counted with llm_query_batched."
 				   : "Now I will cut the context into chunks and ask each one the "
 				     "question with llm_query_batched.";
+		if (step == 2 && a.index == SIM__INDEX_BUILD)
+			why = a.nkeys ? "Now I will index the words of the context, which the later "
+					"questions of this session can reuse, look the terms of the "
+					"question up in it and ask about the lines that hold them "
+					"with llm_query_batched."
+				      : "Now I will index the words of the context for the later "
+					"questions of this session, then cut the context into chunks "
+					"and ask each one the question with llm_query_batched.";
+		else if (step == 2 && a.index == SIM__INDEX_REUSE && a.nkeys)
+			why = "The REPL still has the index I built, so I will look the terms of "
+			      "the question up in it and ask about the lines that hold them with "
+			      "llm_query_batched.";
 		if (step == 1 && tools_why)
 			why = tools_why; /* the tools did not answer: say why */
 	}
