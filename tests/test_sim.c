@@ -2416,6 +2416,369 @@ TEST(root_deterministic)
 		free(first[t]);
 }
 
+/* ---- the root policy in a session (sim/sim_session.c) ---- */
+
+/* The paragraph the loop appends to a session's first user message. */
+#define SESSION_FIRST                                                                      \
+	"\n\nThis is the first question of a session: the REPL and its variables stay for "      \
+	"the questions that follow, so what you build now (an index, parsed records) can be "    \
+	"reused."
+
+static void convo_session_first(struct convo *c)
+{
+	char *t = xasprintf("%s%s", c->owned[1], SESSION_FIRST);
+	free(c->owned[1]);
+	c->owned[1] = t;
+	c->m[1] = (struct llm_msg){LLM_USER, t, strlen(t)};
+}
+
+/* The message of the session's question k, as the session writes it; vars
+ * the REPL's variables ("name: type, ..." or "none yet"), more "" or the
+ * sentence about more contexts. */
+static void convo_next_question(struct convo *c, int k, const char *q, const char *vars,
+				const char *more)
+{
+	convo_add(c, LLM_USER,
+		  xasprintf("New question (question %d of this session): %s\n\nThis is the same "
+			    "REPL as before: its variables are still there (%s), and `history` "
+			    "lists this session's earlier questions and answers (each a dict "
+			    "with \"question\", \"answer\" and \"stop\").%s Reuse what you built "
+			    "for the earlier questions rather than building it again.\n\nTurn "
+			    "1/30: write your code in ```repl blocks. When you are sure of the "
+			    "answer, set answer[\"content\"] and answer[\"ready\"] = True.",
+			    k, q, vars, more));
+}
+
+/* Real headers as a list of documents, one holding a note in another
+ * phrasing than the generator's, under a str KEY the stub's sub-model
+ * reads for. */
+#define SESSION_NOTE                                                                       \
+	"/* Ops note (2019): the vault labelled zebra-7731 now opens with 55-ALPHA; older "       \
+	"runbooks are stale. */"
+static const char py_ctx_headers[] =
+    "_files = ['/usr/include/stdio.h', '/usr/include/string.h', '/usr/include/unistd.h',\n"
+    "          '/usr/include/x86_64-linux-gnu/sys/epoll.h', '/usr/include/stdlib.h']\n"
+    "context = [open(f, encoding='utf-8', errors='replace').read() for f in _files]\n"
+    "_l = context[1].split('\\n')\n"
+    "_l.insert(len(_l) // 2, '" SESSION_NOTE "')\n"
+    "context[1] = '\\n'.join(_l)\n";
+
+/* The code of the assistant messages c->m[from..], joined. */
+static char *codes_from(const struct convo *c, size_t from)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	for (size_t i = from; i < c->n; i++)
+		if (c->m[i].role == LLM_ASSISTANT)
+			buf_puts(&b, c->m[i].text);
+	return buf_detach(&b, NULL);
+}
+
+/* Checks of a session's step 2: the index, never search(), and the lines
+ * of the key. */
+static const char py_check_index[] =
+    "assert SEARCHES == [], SEARCHES\n"
+    "assert isinstance(index, dict) and len(index) > 1000, len(index)\n"
+    "assert picked and all(KEY in h['text'] for h in picked), picked[:3]\n"
+    "assert all(h['text'] in context[h['index']].split('\\n')[h['line'] - 1] for h in picked)\n"
+    "assert len(chunks) == 1 and chunks[0].startswith('[doc: ')\n"
+    "assert 'INDEX_ID' not in globals() or INDEX_ID == id(index), 'rebuilt'\n";
+
+TEST(session_index_built_then_reused)
+{
+	static const char q1[] = "What is the access code of the zebra-7731 vault?",
+			  q2[] = "What is the value of EPOLLEXCLUSIVE?";
+	struct fake_repl r;
+	struct convo c;
+	int turns, errors;
+	size_t q2_at;
+	char *got, *code, *check;
+	fake_repl_init(&r, true, 0, py_ctx_headers);
+	convo_init(&c, q1, "a list of 5 documents (str), 150,000 characters in all", "2,000");
+	convo_session_first(&c);
+	got = root_solve("", &r, &c, py_check_index, &turns, &errors);
+	CHECK_STR(got, SESSION_NOTE);
+	CHECK_INT(turns, 3);
+	CHECK_INT(errors, 0);
+	free(got);
+	/* the first question built the index, guarded, and said how big */
+	CHECK_CONTAINS(c.m[4].text, "index = {}\n");
+	CHECK_CONTAINS(c.m[4].text, "if not isinstance(globals().get(\"index\"), dict):\n");
+	CHECK_CONTAINS(c.m[4].text, "lookup(term, rx, ic, ");
+	CHECK(!strstr(c.m[4].text, "search("));
+	CHECK_CONTAINS(c.m[5].text, "index: ");
+	CHECK_CONTAINS(c.m[5].text, " entries\n");
+	CHECK_CONTAINS(c.m[5].text, "index 'zebra-7731': 1 hits in 1 documents\n");
+	CHECK_CONTAINS(c.m[7].text, "sources: doc-01.txt\n");
+
+	/* the second: the question taken is its own, step 1 is skipped, the
+	 * index looked up as it is (the same dict: INDEX_ID) */
+	buf_puts(&r.hist, "INDEX_ID = id(index)\nKEY = 'EPOLLEXCLUSIVE'\n"
+			  "answer = {'content': None, 'ready': False}\n"); /* as the session resets it */
+	q2_at = c.n;
+	convo_next_question(&c, 2, q2, "index: dict, texts: list, found: list, answers: list", "");
+	check = xasprintf("%sassert q == '%s', q\n", py_check_index, q2);
+	got = root_solve("", &r, &c, check, &turns, &errors);
+	CHECK_MSG(got && strstr(got, "EPOLLEXCLUSIVE = 1u << 28"), "got %s", got ? got : "(none)");
+	CHECK_INT(turns, 2);
+	CHECK_INT(errors, 0);
+	free(got);
+	code = codes_from(&c, q2_at);
+	CHECK_CONTAINS(code, "# step 2: ");
+	CHECK(!strstr(code, "# step 1: "));
+	CHECK(!strstr(code, "index = "));
+	CHECK(!strstr(code, "index.setdefault"));
+	CHECK(!strstr(code, "globals()"));
+	CHECK(!strstr(code, "zebra-7731")); /* nothing of the first question */
+	CHECK_CONTAINS(code, "lookup(term, rx, ic, ");
+	CHECK_CONTAINS(c.m[q2_at + 2].text, "index 'EPOLLEXCLUSIVE': ");
+	CHECK(!strstr(c.m[q2_at + 2].text, "entries"));
+	free(code);
+	free(check);
+	convo_release(&c);
+	buf_release(&r.hist);
+}
+
+TEST(session_restarted_worker_builds_again)
+{
+	/* The worker of the session was restarted: its variables are "none
+	 * yet", so the next question looks at the context and builds the
+	 * index again (unguarded: it is known to be gone). The first question
+	 * ended on its turn limit: "(no reply: ...)" comes before the next. */
+	struct fake_repl r;
+	struct convo c;
+	int turns, errors;
+	size_t q2_at;
+	char *got, *code;
+	fake_repl_init(&r, true, 0, py_ctx_headers);
+	convo_init(&c, "What does the header say about getline?",
+		   "a list of 5 documents (str), 150,000 characters in all", "2,000");
+	convo_session_first(&c);
+	got = root_reply("", &c);
+	convo_turn(&c, got, "type: list length: 5\n", true);
+	free(got);
+	got = root_reply("", &c);
+	CHECK(!strncmp(got, "FINAL(", 6));
+	free(got);
+	convo_add(&c, LLM_ASSISTANT, xstrdup("(no reply: the question ended on its turn limit)"));
+	q2_at = c.n;
+	convo_next_question(&c, 2, "What is the access code of the zebra-7731 vault?", "none yet",
+			    " More contexts: `context_1` is a str of 10 characters.");
+	got = root_solve("", &r, &c, py_check_index, &turns, &errors);
+	CHECK_STR(got, SESSION_NOTE);
+	CHECK_INT(turns, 3);
+	CHECK_INT(errors, 0);
+	free(got);
+	code = codes_from(&c, q2_at);
+	CHECK_CONTAINS(code, "# step 1: ");
+	CHECK_CONTAINS(code, "index = {}\n");
+	CHECK(!strstr(code, "globals()"));
+	CHECK(!strstr(code, "getline"));
+	free(code);
+	convo_release(&c);
+	buf_release(&r.hist);
+}
+
+/* Replace the last message (a user message) of c with text. */
+static void convo_set_last(struct convo *c, const char *text)
+{
+	free(c->owned[c->n - 1]);
+	c->owned[c->n - 1] = xstrdup(text);
+	c->m[c->n - 1].text = c->owned[c->n - 1];
+	c->m[c->n - 1].len = strlen(text);
+}
+
+TEST(session_turns_restart_with_each_question)
+{
+	/* Only the turns of the current question count: the step after the
+	 * new question's message is its own first, a notice is read in its
+	 * turns, and out of turns its answer is the best its outputs show. */
+	static const char vars[] = "index: dict, found: list, answers: list";
+	struct convo c;
+	char *r, *r2, *code;
+	convo_init(&c, "What is the code of the zebra-7731 vault?", "a str of 5,000,000 characters",
+		   "200,000");
+	convo_session_first(&c);
+	r = root_reply("", &c);
+	CHECK_INT(step_in(code = code_of(r)), 1);
+	free(code);
+	convo_turn(&c, r, "type: str length: 5000000\n", false);
+	free(r);
+	r = root_reply("", &c);
+	convo_turn(&c, r, "index: 80000 entries\nindex 'zebra-7731': 1 hits in 1 documents\n"
+			  "answer: the code is 7\n", false);
+	free(r);
+	r = root_reply("", &c);
+	CHECK_INT(step_in(code = code_of(r)), 3);
+	free(code);
+	convo_turn(&c, r, "final answer: the code is 7\n", false);
+	free(r);
+	/* the next question: step 2 at once, on its question */
+	convo_next_question(&c, 2, "Which release added the --frobnicate flag, v2.4 or v2.5?", vars,
+			    "");
+	r2 = root_reply("", &c);
+	code = code_of(r2);
+	CHECK_INT(step_in(code), 2);
+	CHECK_CONTAINS(code, "q = \"Which release added the --frobnicate flag, v2.4 or v2.5?\"\n");
+	CHECK_CONTAINS(code, "size = 200000\n"); /* the size the first message stated */
+	CHECK(!strstr(code, "index = "));
+	CHECK_CONTAINS(r2, "still has the index");
+	free(code);
+	/* a restart in its turns: step 2 again, building the index */
+	convo_turn(&c, r2, "x\n", false);
+	convo_set_last(&c, "The REPL was restarted (the exec timed out): your variables are gone "
+			   "and `context` was reloaded.\n");
+	r = root_reply("", &c);
+	CHECK_INT(step_in(code = code_of(r)), 2);
+	CHECK_CONTAINS(code, "index = {}\n");
+	CHECK(!strstr(code, "globals()"));
+	free(code);
+	free(r);
+	/* the index was not there after all: built */
+	convo_set_last(&c, "Traceback (most recent call last):\n  File \"<repl>\", line 30, in "
+			   "<module>\nNameError: name 'index' is not defined\n");
+	r = root_reply("", &c);
+	CHECK_INT(step_in(code = code_of(r)), 2);
+	CHECK_CONTAINS(code, "index = {}\n");
+	free(code);
+	free(r);
+	/* its output: step 3 of the second question */
+	convo_set_last(&c, "index 'frobnicate': 2 hits in 1 documents\n"
+			   "answer: v2.5 added --frobnicate\n");
+	r = root_reply("", &c);
+	CHECK_INT(step_in(code = code_of(r)), 3);
+	CHECK_CONTAINS(code, "frobnicate");
+	free(code);
+	/* out of turns: the answer its own outputs show, not the first's */
+	convo_turn(&c, r, "x\n", true);
+	free(r);
+	r = root_reply("", &c);
+	CHECK_STR(r, "FINAL(v2.5 added --frobnicate)");
+	free(r);
+	free(r2);
+	convo_release(&c);
+}
+
+TEST(session_questions_without_keys_and_without_session)
+{
+	struct convo c;
+	char *r, *code;
+	/* a session's first question with no key: the index is built for the
+	 * questions to come, and the whole context read */
+	convo_init(&c, "What is the overall tone of these notes?", "a str of 50 characters", "1k");
+	convo_session_first(&c);
+	r = root_reply("", &c);
+	convo_turn(&c, r, "type: str\n", false);
+	free(r);
+	r = root_reply("", &c);
+	code = code_of(r);
+	CHECK_CONTAINS(code, "index = {}\n");
+	CHECK(!strstr(code, "lookup("));
+	CHECK(!strstr(code, "search("));
+	CHECK_CONTAINS(code, "chunks = [label(0) + texts[i:i + size]");
+	py_compiles(code);
+	free(code);
+	free(r);
+	convo_release(&c);
+	/* no session: search(), no index */
+	convo_init(&c, "What is the code of the zebra-7731 vault?", "a str of 50 characters", "1k");
+	r = root_reply("", &c);
+	convo_turn(&c, r, "type: str\n", false);
+	free(r);
+	r = root_reply("", &c);
+	code = code_of(r);
+	CHECK_CONTAINS(code, "search(pattern, ");
+	CHECK(!strstr(code, "index = "));
+	CHECK(!strstr(code, "lookup("));
+	free(code);
+	free(r);
+	convo_release(&c);
+}
+
+TEST(session_history_answers_earlier_questions)
+{
+	static const struct {
+		const char *q, *want;
+	} cases[] = {
+	    {"What was the previous answer?", "the code is 7"},
+	    {"What did I ask before?", "What is the code of the zebra vault?"},
+	    {"Remind me of your answer to my first question.", "Paris"},
+	    {"what was the last question i asked", "What is the code of the zebra vault?"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fake_repl r;
+		struct convo c;
+		char *reply, *code, *out, *answer;
+		bool raised;
+		fake_repl_init(&r, false, 0,
+			       "history = [{'question': 'Where is the capital?', 'answer': 'Paris', "
+			       "'stop': 'answer'},\n"
+			       "           {'question': 'What is the code of the zebra vault?', "
+			       "'answer': 'the code is 7', 'stop': 'answer'}]\n");
+		convo_init(&c, "Where is the capital?", "a str of 50 characters", "1k");
+		convo_session_first(&c);
+		convo_turn(&c, "x\n\n```repl\n# step 3: finish\n```\n", "final answer: Paris\n",
+			   false);
+		convo_next_question(&c, 2, "What is the code of the zebra vault?", "none yet", "");
+		convo_turn(&c, "x\n\n```repl\n# step 3: finish\n```\n", "final answer: the code is 7\n",
+			   false);
+		convo_next_question(&c, 3, cases[i].q, "found: list", "");
+		reply = root_reply("", &c);
+		code = code_of(reply);
+		CHECK_INT(step_in(code), 3);
+		CHECK_CONTAINS(code, "history[");
+		out = fake_repl_exec(&r, code, NULL, &answer, &raised);
+		CHECK_MSG(!raised && answer && !strcmp(answer, cases[i].want), "case %zu: %s -> %s",
+			  i, out, answer ? answer : "(none)");
+		free(answer);
+		free(out);
+		free(code);
+		free(reply);
+		convo_release(&c);
+		buf_release(&r.hist);
+	}
+}
+
+TEST(session_index_of_a_large_context)
+{
+	/* About 4 MB of real headers (a 1M-token context) as one str, a note
+	 * in the middle: the index is built in well under 3 s of the worker's
+	 * time, and the note is found through it. */
+	struct fake_repl r;
+	struct convo c;
+	int turns, errors;
+	char *got;
+	fake_repl_init(&r, false, 0,
+		       "import glob as _glob, time as _time\n"
+		       "_parts, _n = [], 0\n"
+		       "for _f in sorted(_glob.glob('/usr/include/**/*.h', recursive=True)):\n"
+		       "    if _n > 4000000:\n"
+		       "        break\n"
+		       "    with open(_f, encoding='utf-8', errors='replace') as _h:\n"
+		       "        _parts.append(_h.read())\n"
+		       "    _n += len(_parts[-1])\n"
+		       "_parts.insert(len(_parts) // 2, '" SESSION_NOTE "')\n"
+		       "context = '\\n'.join(_parts)\n"
+		       "_T0 = _time.process_time()\n");
+	convo_init(&c, "What is the access code of the zebra-7731 vault?",
+		   "a str of 4,000,000 characters", "64,000");
+	convo_session_first(&c);
+	got = root_solve("", &r, &c,
+			 "assert len(context) > 4000000\n"
+			 "_took = _time.process_time() - _T0\n"
+			 "import sys\n"
+			 "print('index of %d chars built and searched in %.2f s' % (len(context), _took),"
+			 " file=sys.stderr)\n"
+			 "assert _took < 3, _took\n"
+			 "assert SEARCHES == [] and len(index) > 10000 and len(picked) == 1\n",
+			 &turns, &errors);
+	CHECK_STR(got, SESSION_NOTE);
+	CHECK_INT(turns, 3);
+	free(got);
+	convo_release(&c);
+	buf_release(&r.hist);
+}
+
 TEST(root_only_for_root_conversations)
 {
 	/* No system message about the REPL: the sub-model policy, as before. */
