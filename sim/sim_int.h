@@ -92,8 +92,8 @@ bool sim__session_segment(const struct llm_msg *msgs, size_t n, size_t *seg, con
  * the first question of a session builds the index; a later one reuses it
  * when its message lists `index: dict` and no restart or NameError about
  * it came since, else builds it again; no session: search(). */
-enum sim__index sim__session_index(const struct llm_msg *msgs, size_t n, size_t first,
-				   size_t seg, bool later);
+enum sim__index sim__session_index(const struct llm_msg *msgs, size_t n, size_t first, size_t seg,
+				   bool later);
 /* Append the Python that builds `index` from `texts` (guard: only when the
  * REPL has none), and the one that defines lookup(term, whole, ic,
  * max_results), search()'s hits from the index. */

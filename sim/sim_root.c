@@ -63,6 +63,12 @@
  * (narrowed to those whose text holds a line of the answer, when some
  * does; for a which-document question, the ids it names), at most 100.
  *
+ * Sessions (sim/sim_session.c): one conversation holds several questions;
+ * the last "New question (question N of this session)" message starts the
+ * current one, whose turns alone count, and step 2 finds the lines of the
+ * keys in an `index` of the context's words, built by the first question
+ * and reused by the next ones (lookup(), search()'s hits), not search().
+ *
  * Bugs: with probability code_errors a step is written with a bug that
  * raises whatever the context (a NameError from a typo, a TypeError from
  * adding an int to a str, an IndexError from an off-by-one), drawn from

@@ -86,8 +86,8 @@ static bool lists_index(const struct llm_msg *m)
 	return false;
 }
 
-enum sim__index sim__session_index(const struct llm_msg *msgs, size_t n, size_t first,
-				   size_t seg, bool later)
+enum sim__index sim__session_index(const struct llm_msg *msgs, size_t n, size_t first, size_t seg,
+				   bool later)
 {
 	if (!later)
 		return has(msgs[first].text, msgs[first].len, first_mark) ? SIM__INDEX_BUILD
@@ -137,46 +137,49 @@ void sim__index_build(struct buf *b, bool guard)
  * max_results. */
 void sim__index_lookup(struct buf *b)
 {
-	buf_puts(b,
-		 "def lookup(term, whole, ic, max_results):\n"
-		 "    # the lines of the rarest word of term, then term itself on them\n"
-		 "    places = None\n"
-		 "    for w in re.findall(r\"\\w+\", term.lower()):\n"
-		 "        got = set(index.get(w, ()))\n"
-		 "        for k in index:\n"
-		 "            if w in k and k != w:\n"
-		 "                got.update(index[k])\n"
-		 "        if places is None or len(got) < len(places):\n"
-		 "            places = got\n"
-		 "    rx = re.compile(r\"(?<![\\w.])\" + re.escape(term) + r\"(?![\\w]|\\.\\w)\" if whole\n"
-		 "                    else re.escape(term), re.I if ic else 0)\n"
-		 "    out = []\n"
-		 "    for i, ln, at in sorted(places or ()):\n"
-		 "        t = texts if isinstance(texts, str) else texts[i]\n"
-		 "        end = t.find(\"\\n\", at)\n"
-		 "        line = t[at:end if end >= 0 else len(t)]\n"
-		 "        for m in rx.finditer(line):\n"
-		 "            a = max(0, min(m.start() - 166, len(line) - 500))\n"
-		 "            cut = line if len(line) <= 500 else (\n"
-		 "                (\"...\" if a else \"\") + line[a:a + 500] +\n"
-		 "                (\"...\" if a + 500 < len(line) else \"\"))\n"
-		 "            out.append({\"doc\": documents[i][\"id\"], \"index\": i, \"line\": ln,\n"
-		 "                        \"start\": at + m.start(), \"end\": at + m.end(), \"text\": cut})\n"
-		 "            if len(out) >= max_results:\n"
-		 "                return out\n"
-		 "    return out\n");
+	buf_puts(
+	    b,
+	    "def lookup(term, whole, ic, max_results):\n"
+	    "    # the lines of the rarest word of term, then term itself on them\n"
+	    "    places = None\n"
+	    "    for w in re.findall(r\"\\w+\", term.lower()):\n"
+	    "        got = set(index.get(w, ()))\n"
+	    "        for k in index:\n"
+	    "            if w in k and k != w:\n"
+	    "                got.update(index[k])\n"
+	    "        if places is None or len(got) < len(places):\n"
+	    "            places = got\n"
+	    "    rx = re.compile(r\"(?<![\\w.])\" + re.escape(term) + r\"(?![\\w]|\\.\\w)\" if "
+	    "whole\n"
+	    "                    else re.escape(term), re.I if ic else 0)\n"
+	    "    out = []\n"
+	    "    for i, ln, at in sorted(places or ()):\n"
+	    "        t = texts if isinstance(texts, str) else texts[i]\n"
+	    "        end = t.find(\"\\n\", at)\n"
+	    "        line = t[at:end if end >= 0 else len(t)]\n"
+	    "        for m in rx.finditer(line):\n"
+	    "            a = max(0, min(m.start() - 166, len(line) - 500))\n"
+	    "            cut = line if len(line) <= 500 else (\n"
+	    "                (\"...\" if a else \"\") + line[a:a + 500] +\n"
+	    "                (\"...\" if a + 500 < len(line) else \"\"))\n"
+	    "            out.append({\"doc\": documents[i][\"id\"], \"index\": i, \"line\": ln,\n"
+	    "                        \"start\": at + m.start(), \"end\": at + m.end(), \"text\": "
+	    "cut})\n"
+	    "            if len(out) >= max_results:\n"
+	    "                return out\n"
+	    "    return out\n");
 }
 
 /* Whether the question q[0..qn) asks about the session's earlier questions
  * or answers; *answer: about an answer (else a question). */
 static bool asks_history(const char *q, size_t qn, bool *answer)
 {
-	static const char *const questions[] = {"previous question", "last question",
-						"asked before", "did i ask", "i asked",
-						"earlier question", "first question"};
-	static const char *const answers[] = {"previous answer", "last answer",
-					      "you answered", "your answer", "earlier answer",
-					      "did you answer", "first answer"};
+	static const char *const questions[] = {
+	    "previous question", "last question",    "asked before",  "did i ask",
+	    "i asked",		 "earlier question", "first question"};
+	static const char *const answers[] = {"previous answer", "last answer",	   "you answered",
+					      "your answer",	 "earlier answer", "did you answer",
+					      "first answer"};
 	for (size_t i = 0; i < ARRAY_SIZE(answers); i++)
 		for (size_t k = 0; k + strlen(answers[i]) <= qn; k++)
 			if (strncasecmp(q + k, answers[i], strlen(answers[i])) == 0)
