@@ -265,3 +265,76 @@ TEST(the_tree_strategy_has_no_sessions)
 	CHECK_CONTAINS(v.err.msg, "repl strategy");
 	env_free(&v);
 }
+
+/* ---- rlm chat: the real binary, the simulator ---- */
+
+TEST(chat_answers_a_line_each_from_a_pipe)
+{
+	char path[] = "/tmp/rlm-test-chat-XXXXXX";
+	int fd = mkstemp(path);
+	const char text[] = "Notes of the week.\nThe vault code is 5521.\nLunch is at noon.\n";
+	struct proc_out o;
+	char *line2;
+	cJSON *j;
+	CHECK(fd >= 0);
+	CHECK_INT(write(fd, text, sizeof(text) - 1), (int)sizeof(text) - 1);
+	close(fd);
+	{
+		const char *args[] = {"chat", "-c", path, "--no-cache", "--json", "--quiet", NULL};
+		o = proc_rlm(args, NULL, 120);
+	}
+	/* no input: nothing asked, a clean end */
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.out, "");
+	proc_out_release(&o);
+	{
+		const char *argv[] = {harness_rlm_bin(), "chat", "-c", path, "--no-cache", "--json",
+				      "--quiet", NULL};
+		CHECK_INT(proc_run(argv,
+				   "What is the vault code?\n\n/vars\n/history\n"
+				   "When is lunch?\n/nonsense is a question from a pipe\n",
+				   NULL, 120, &o),
+			  0);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	/* three questions, three JSON lines */
+	line2 = strchr(o.out, '\n');
+	CHECK(line2 != NULL);
+	j = json_parse(o.out, (size_t)(line2 - o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "answer"), "5521");
+	cJSON_Delete(j);
+	CHECK_INT((int)(strchr(line2 + 1, '\n') != NULL), 1);
+	{
+		int lines = 0;
+		for (const char *p = o.out; *p; p++)
+			lines += *p == '\n';
+		CHECK_INT(lines, 3);
+	}
+	/* the commands answered on stderr */
+	CHECK_CONTAINS(o.err, "history: list");
+	CHECK_CONTAINS(o.err, "1. What is the vault code?");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"chat", "--no-cache", NULL};
+		o = proc_rlm(args, NULL, 30);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "no context");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"chat", "-c", path, "-s", "tree", "--no-cache", NULL};
+		o = proc_rlm(args, NULL, 30);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "repl strategy");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"chat", "--help", NULL};
+		o = proc_rlm(args, NULL, 30);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "/history");
+	proc_out_release(&o);
+	unlink(path);
+}
