@@ -14,6 +14,7 @@
 #include "../common/common.h" /* log_fail: "rlm: error: ..." and an exit status */
 
 int cli_solve(int argc, char **argv);
+int cli_chat(int argc, char **argv);	  /* cli/cli_chat.c */
 int cli_repl(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_sim_serve(int argc, char **argv); /* cli/cli_sim_serve.c */

@@ -66,6 +66,41 @@ void cli__say_memo(const struct rlm_result *r, struct cli_progress *pr, struct s
  * cache, child RLMs from its memo. Nothing when none was. */
 void cli__say_hits(const struct rlm_result *r);
 
+/* What the command line of a solve says (solve_args_parse). Strings are
+ * borrowed from argv and the environment. */
+struct solve_args {
+	struct rlm_models_cfg mo;   /* the models; --quiet */
+	struct corpus_opts co;  /* --format, --encoding, --strict-utf8 */
+	struct rlm_opts ro;     /* strategy, limits, sandbox: what rlm_solve gets */
+	const char *context;    /* --context */
+	const char *question;   /* --question or RLM_QUESTION */
+	const char *qpath;      /* --question-file, the last of -q and it */
+	const char *cache_path; /* --cache */
+	bool json;              /* --json */
+	bool no_trajectory;     /* --no-trajectory */
+	bool no_cache;          /* --no-cache */
+	bool verbose;           /* --verbose */
+	bool progress;          /* --progress: the line even off a tty */
+	bool chat;              /* rlm chat, or solve --session: questions
+				 * one after another on one session */
+	bool chat_json;         /* with chat and json: one line each */
+};
+
+/* Solve a->question over corpus with the models of ms -- in session sess
+ * when not NULL (rlm_session_solve) -- and say how it went: the answer
+ * (or --json), a warning, the limit that stopped it, the run. t0 is when
+ * the command (or the question) started, load_ns what loading the context
+ * took. Returns the exit status: 0 answered, 1 failed, 3 a limit stopped
+ * it or it is incomplete, 130 Ctrl-C. (cli/cli_solve.c) */
+int cli__solve_print(struct solve_args *a, const struct rlm_models *ms, const struct corpus *corpus,
+		     struct rlm_session *sess, int64_t t0, int64_t load_ns);
+/* The questions of `rlm chat` on one session over corpus: from the
+ * terminal with a prompt and /commands, or a line each from a pipe.
+ * Returns the exit status. (cli/cli_chat.c) */
+int cli__chat(struct solve_args *a, const struct rlm_models *ms, const struct corpus *corpus);
+/* rlm solve's main with argv as given; chat: as `rlm chat`. */
+int cli__solve_main(int argc, char **argv, bool chat);
+
 /* The options of `rlm skills` (cli/cli_skills.c parses them). */
 struct cli_skills_args {
 	const char *cache; /* --cache, --store: the store; NULL the default */

@@ -48,6 +48,9 @@ static const char usage[] =
 	"                          and its children; its own usage, cost and calls are\n"
 	"                          zero (cache.saved is what it did not spend again)\n"
 	"      --no-trajectory     leave the turns out of --json\n"
+	"      --session           ask more questions on the same REPL: after the first\n"
+	"                          (--question, if given), one per line of stdin, as\n"
+	"                          `rlm chat` does (see rlm chat --help)\n"
 	"      --quiet             no progress line or notices on stderr\n"
 	"      --progress          draw the progress line even when stderr is no terminal\n"
 	"                          (env RLM_PROGRESS=1; RLM_PROGRESS=0: never). It says\n"
@@ -116,6 +119,7 @@ enum {
 	OPT_NO_TRAJECTORY,
 	OPT_PROGRESS,
 	OPT_RAW_OUTPUT,
+	OPT_SESSION,
 };
 
 static void on_event(const struct rlm_event *e, void *arg)
@@ -145,7 +149,7 @@ static void on_event(const struct rlm_event *e, void *arg)
 
 static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, const struct corpus *c,
 		       const struct rlm_models *ms, int64_t load_ns, int64_t total_ns,
-		       const struct llm_stats *st, const char *error)
+		       const struct llm_stats *st, const char *error, bool one_line)
 {
 	cJSON *o = rlm_result_json(r, ro), *ctx, *t;
 	char *s;
@@ -165,7 +169,7 @@ static void print_json(const struct rlm_result *r, const struct rlm_opts *ro, co
 	t = json_get(o, "timings");
 	json_add_num(t, "load_ms", (double)load_ns / 1e6);
 	json_add_num(t, "total_ms", (double)total_ns / 1e6);
-	s = cJSON_Print(o);
+	s = one_line ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
 	cli_term_write(stdout, s, strlen(s), TEXT_TERM_JSON);
 	putchar('\n');
 	free(s);
@@ -200,6 +204,7 @@ static const struct option longopts[] = {
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"progress", no_argument, NULL, OPT_PROGRESS},
 	{"raw-output", no_argument, NULL, OPT_RAW_OUTPUT},
+	{"session", no_argument, NULL, OPT_SESSION},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	CONTEXT_LONGOPTS,
@@ -207,23 +212,6 @@ static const struct option longopts[] = {
 	SANDBOX_LONGOPTS,
 	SOLVE_LONGOPTS,
 	{NULL, 0, NULL, 0},
-};
-
-/* What the command line of a solve says (solve_args_parse). Strings are
- * borrowed from argv and the environment. */
-struct solve_args {
-	struct rlm_models_cfg mo;   /* the models; --quiet */
-	struct corpus_opts co;  /* --format, --encoding, --strict-utf8 */
-	struct rlm_opts ro;     /* strategy, limits, sandbox: what rlm_solve gets */
-	const char *context;    /* --context */
-	const char *question;   /* --question or RLM_QUESTION */
-	const char *qpath;      /* --question-file, the last of -q and it */
-	const char *cache_path; /* --cache */
-	bool json;              /* --json */
-	bool no_trajectory;     /* --no-trajectory */
-	bool no_cache;          /* --no-cache */
-	bool verbose;           /* --verbose */
-	bool progress;          /* --progress: the line even off a tty */
 };
 
 static char *run_note(int argc, char **argv);
@@ -253,6 +241,7 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 	case OPT_QUIET: a->mo.quiet = true; return 0;
 	case OPT_PROGRESS: a->progress = true; return 0;
 	case OPT_RAW_OUTPUT: cli_raw_output = true; return 0;
+	case OPT_SESSION: a->chat = true; return 0;
 	case 'v':
 		rlm_log_level = LOG_DEBUG;
 		a->verbose = true;
@@ -266,10 +255,11 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 /* Parse argv into a: the defaults, the environment, then the options in
  * order (the first bad one is the error). Returns 0, 1 (--help printed) or
  * 2 (said why). */
-static int solve_args_parse(struct solve_args *a, int argc, char **argv)
+static int solve_args_parse(struct solve_args *a, int argc, char **argv, bool chat)
 {
 	int opt, rc;
 	memset(a, 0, sizeof(*a));
+	a->chat = chat;
 	a->question = getenv("RLM_QUESTION");
 	cli_model_opts_init(&a->mo);
 	if ((rc = cli_solve_opts_env(&a->ro)))
@@ -290,7 +280,9 @@ static int solve_args_parse(struct solve_args *a, int argc, char **argv)
 			return rc;
 	}
 	if (optind < argc)
-		return log_fail(2, "unexpected argument '%s' (see rlm solve --help)", argv[optind]);
+		return log_fail(2, "unexpected argument '%s' (see rlm %s --help)", argv[optind],
+				chat ? "chat" : "solve");
+	a->chat_json = a->chat && a->json;
 	return 0;
 }
 
@@ -308,6 +300,11 @@ static int solve_args_check(struct solve_args *a, char **qfile)
 	if (!a->context)
 		return log_fail(2, "no context: pass --context PATH (a file, a directory, a "
 				   "JSONL file, or - for stdin)");
+	if (a->chat && a->ro.strategy != RLM_REPL)
+		return log_fail(2, "a session needs the repl strategy (--strategy tree keeps nothing "
+				   "between questions)");
+	if (a->chat && !a->question) /* the questions come from stdin */
+		return 0;
 	if (!a->question || !*a->question)
 		return log_fail(2, "the question is empty: pass --question TEXT");
 	if (!text_utf8_valid(a->question, strlen(a->question), NULL))
@@ -364,13 +361,8 @@ static void print_sources(const struct rlm_result *r)
 			r->sources_dropped, r->sources_dropped == 1 ? "was" : "were");
 }
 
-/* Solve over corpus with the models of ms, and say how it went: the
- * answer (or --json), a warning, the limit that stopped it, the run.
- * t0 is when the command started, load_ns what loading the context took.
- * Returns the exit status: 0 answered, 1 failed, 3 a limit stopped it or
- * it is incomplete (NONE with failures under it). */
-static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
-			   const struct corpus *corpus, int64_t t0, int64_t load_ns)
+int cli__solve_print(struct solve_args *a, const struct rlm_models *ms, const struct corpus *corpus,
+		     struct rlm_session *sess, int64_t t0, int64_t load_ns)
 {
 	struct cli_progress pr;
 	struct rlm_opts *ro = &a->ro;
@@ -398,17 +390,22 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 	if (!ro->cancel)
 		ro->cancel = cli__sigint_catch(true);
 	cli__progress_start(&pr);
-	rc = rlm_solve(ro, a->question, corpus, &res, &err);
+	rc = sess ? rlm_session_solve(sess, ro, a->question, &res, &err)
+		  : rlm_solve(ro, a->question, corpus, &res, &err);
 	cli__progress_end(&pr);
 	cli__sigint_catch(false);
 	llm_pool_stats(ms->pool, &st);
 	if (cli__interrupted()) {
 		/* Ctrl-C: exit 130 (128 + SIGINT, as the shell has it). What
-		 * was answered is kept; the run goes on with --resume. */
-		cli__say_interrupted(res.run_id, a->ro.store != NULL, a->cache_path);
+		 * was answered is kept; the run goes on with --resume (a
+		 * session's question is asked again instead). */
+		if (sess)
+			fputs("rlm: the question was stopped (Ctrl-C)\n", stderr);
+		else
+			cli__say_interrupted(res.run_id, a->ro.store != NULL, a->cache_path);
 		if (a->json)
 			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st,
-				   "interrupted");
+				   "interrupted", a->chat_json);
 		status = 130;
 		goto out;
 	}
@@ -422,7 +419,7 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 	if (rc) {
 		cli_term_printf(stderr, "rlm: error: %s\n", err.msg);
 		if (a->json)
-			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, err.msg);
+			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, err.msg, a->chat_json);
 	} else {
 		bool limited = res.stop != RLM_STOP_ANSWER;
 		if (res.warning)
@@ -440,14 +437,14 @@ static int solve_and_print(struct solve_args *a, const struct rlm_models *ms,
 				res.stop_detail ? res.stop_detail : "a limit was reached",
 				res.answer ? "; the answer is partial" : "; no answer");
 		if (a->json)
-			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, NULL);
+			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, NULL, a->chat_json);
 		else if (res.answer)
 			cli_term_printf(stdout, "%s\n", res.answer); /* escaped at a terminal */
 		if (!a->json)
 			print_sources(&res);
 		status = limited ? 3 : 0;
 	}
-	if (res.run_id[0] && !a->json && (a->verbose || (status != 0 && !a->mo.quiet)))
+	if (res.run_id[0] && !a->json && !sess && (a->verbose || (status != 0 && !a->mo.quiet)))
 		fprintf(stderr, "rlm: run %s (rlm runs show %s; rlm solve --resume %s)\n", res.run_id,
 			res.run_id, res.run_id);
 out:
@@ -458,7 +455,7 @@ out:
 
 /* rlm solve, argv as given (or as resume rebuilt it: resumed_from is then
  * the run it runs again). Returns the exit status. */
-static int solve_main(int argc, char **argv, const char *resumed_from)
+static int solve_main(int argc, char **argv, const char *resumed_from, bool chat)
 {
 	struct solve_args a;
 	struct rlm_models ms;
@@ -470,7 +467,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 	int rc, status;
 	int64_t t0 = time_now_ns(), load_ns;
 
-	if ((status = solve_args_parse(&a, argc, argv))) {
+	if ((status = solve_args_parse(&a, argc, argv, chat))) {
 		cli_tools_opts_release(&a.ro);
 		return status == 1 ? 0 : status;
 	}
@@ -496,7 +493,8 @@ static int solve_main(int argc, char **argv, const char *resumed_from)
 	}
 	if (open_store(&a, argc, argv, resumed_from, &store, &note))
 		goto out;
-	status = solve_and_print(&a, &ms, corpus, t0, load_ns);
+	status = a.chat ? cli__chat(&a, &ms, corpus)
+		      : cli__solve_print(&a, &ms, corpus, NULL, t0, load_ns);
 out:
 	if (set_up)
 		rlm_models_release(&ms);
@@ -682,7 +680,7 @@ static int resume(int argc, char **argv, const char *id, const char *cache)
 		free(pub);
 	}
 	full = xstrdup(json_str(run, "id"));
-	rc = solve_main(n, nargv, full);
+	rc = solve_main(n, nargv, full, false);
 	free(full);
 	free(path);
 	free(nargv);
@@ -707,5 +705,10 @@ int cli_solve(int argc, char **argv)
 		else if (strncmp(argv[i], "--cache=", 8) == 0)
 			cache = argv[i] + 8;
 	}
-	return id ? resume(argc, argv, id, cache) : solve_main(argc, argv, NULL);
+	return id ? resume(argc, argv, id, cache) : solve_main(argc, argv, NULL, false);
+}
+
+int cli__solve_main(int argc, char **argv, bool chat)
+{
+	return solve_main(argc, argv, NULL, chat);
 }

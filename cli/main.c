@@ -18,6 +18,8 @@ static const char usage[] =
 	"\n"
 	"Commands:\n"
 	"  solve       answer a question over a file, a directory, a JSONL, or stdin\n"
+	"  chat        ask a context question after question on one session (its REPL\n"
+	"              keeps what the model built)\n"
 	"  repl        run Python cells in the REPL worker a model programs\n"
 	"  doctor      show the REPL sandbox's layers on this machine and test them live\n"
 	"  serve       serve solves over HTTP: a solve API with live events, and an\n"
@@ -73,6 +75,7 @@ int main(int argc, char **argv)
 		int (*fn)(int, char **);
 	} cmds[] = {
 		{"solve", cli_solve},
+		{"chat", cli_chat},
 		{"repl", cli_repl},
 		{"doctor", cli_doctor},
 		{"sim-serve", cli_sim_serve},

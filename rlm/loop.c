@@ -224,7 +224,7 @@ static char *json_desc(const struct corpus *ctx)
 
 /* "a str of 1,234,567 characters (about 308,642 tokens)", or for documents
  * their count, total, range and first lengths: never any of the text. */
-static char *context_desc(const struct corpus *ctx, bool docs)
+char *rlm__loop_context_desc(const struct corpus *ctx, bool docs)
 {
 	char a[32], b[32], c[32];
 	struct buf d;
@@ -440,6 +440,8 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	l->out->sandbox = xmalloc(sizeof(*l->out->sandbox));
 	repl_sandbox_status(l->repl, l->out->sandbox);
 	rlm__loop_emit(l, "sandbox", l->out->sandbox->line, strlen(l->out->sandbox->line));
+	if (l->depth == 0 && l->o->session_)
+		return rlm__loop_session_worker(l, err);
 	return 0;
 }
 
@@ -516,7 +518,7 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 			  struct rlm_err *err)
 {
 	char sub_s[32], limit_s[32], max_s[16], time_s[32], calls_s[32], blocks_s[400];
-	char *desc = context_desc(ctx, docs), *text;
+	char *desc = rlm__loop_context_desc(ctx, docs), *text;
 	int64_t t = l->o->exec_timeout_ns ? l->o->exec_timeout_ns : REPL_DEF_EXEC_TIMEOUT_NS;
 	size_t len;
 	int rc;
@@ -648,7 +650,16 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 	atomic_init(&l.root_cancel, false);
 	docs = ctx->kind != CORPUS_TEXT;
 
-	if ((rc = first_messages(&l, question, ctx, docs, err)))
+	if (depth == 0 && o->session_) {
+		bool first;
+		if ((rc = rlm__loop_session_open(&l, question, &first, err)))
+			goto out;
+		if (first && !(rc = first_messages(&l, question, ctx, docs, err)))
+			rlm__loop_session_first(&l);
+	} else {
+		rc = first_messages(&l, question, ctx, docs, err);
+	}
+	if (rc)
 		goto out;
 	if (l.n_msgs >= 2) {
 		/* What the node's model is told first, for the record. */
@@ -732,9 +743,11 @@ out:
 	if (l.repl) {
 		struct repl_stats st;
 		repl_stats(l.repl, &st);
-		out->restarts = st.restarts;
-		repl_free(l.repl);
+		out->restarts = st.restarts - l.restarts0;
 	}
+	if (depth == 0 && o->session_)
+		rlm__loop_session_close(&l);
+	repl_free(l.repl);
 	set_warning(&l);
 	{
 		char note[160];
@@ -750,6 +763,7 @@ out:
 	free(l.msgs);
 	free(l.content);
 	free(l.last_error);
+	free(l.final_reply);
 	rlm__calls_release(&l.c);
 	out->solve_ns = time_now_ns() - start;
 	if (rc && caller_err)

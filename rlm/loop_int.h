@@ -47,6 +47,12 @@ struct loop {
 	size_t n_sources;
 	int consecutive_errors;
 	char *last_error; /* the last error line of the last error turn */
+
+	/* the root of a session's solve (rlm/loop_session.c) */
+	bool keep_final;   /* keep the reply that ended the node ... */
+	char *final_reply; /* ... here (owned), for the conversation */
+	size_t final_len;
+	int restarts0;     /* the worker's restarts when the node took it */
 };
 
 /* Tell the caller's event callback (if any) an event of kind with
@@ -67,6 +73,30 @@ void rlm__loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t le
  * (the caller's to free). Returns 0 or rlm_prompt_render's code with err. */
 int rlm__loop_render(const char *name, const struct prompt_var *vars, size_t n, char **text, size_t *len,
 		struct rlm_err *err);
+
+/* "a str of 1,234,567 characters (about 308,642 tokens)", or for documents
+ * (docs) their count, total, range and first lengths and a few ids: what
+ * the model is told of a context, never its text. Fresh. (rlm/loop.c) */
+char *rlm__loop_context_desc(const struct corpus *ctx, bool docs);
+
+/* Sessions (rlm/loop_session.c), for the root node of a session's solve
+ * (o->session_):
+ *   rlm__loop_session_open: before the first root call: *first when the
+ *     session has no conversation yet (then first_messages makes it, and
+ *     rlm__loop_session_first adds what a session's first question
+ *     says); else the conversation and the worker are taken from the
+ *     session, the history put in the worker, and the question appended
+ *     (repl_session_next.txt). A worker that cannot be taken back is
+ *     replaced (a notice). Returns 0 or a negative code with err.
+ *   rlm__loop_session_worker: a worker was started for the node: the
+ *     session's contexts and history go into it.
+ *   rlm__loop_session_close: at the node's end: the final reply joins the
+ *     conversation, and the conversation and the worker go back to the
+ *     session (l->msgs and l->repl NULL after). */
+int rlm__loop_session_open(struct loop *l, const char *question, bool *first, struct rlm_err *err);
+void rlm__loop_session_first(struct loop *l);
+int rlm__loop_session_worker(struct loop *l, struct rlm_err *err);
+void rlm__loop_session_close(struct loop *l);
 
 enum turn_end { TURN_GO_ON, TURN_DONE };
 

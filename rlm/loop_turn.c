@@ -469,6 +469,12 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 	msg = NULL;
 	rc = TURN_GO_ON;
 out:
+	if (rc == TURN_DONE && l->keep_final && text) {
+		/* the session's conversation goes on after this reply */
+		l->final_reply = text;
+		l->final_len = len;
+		text = NULL;
+	}
 	take_sources(l, &(struct repl_result){0});
 	free(answer);
 	free(msg);

@@ -151,7 +151,9 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	/* The whole solve asked before: its answer, and nothing runs. The
 	 * context stands in the key by its digest. */
 	t0 = time_now_ns();
-	memo = question && rlm__record_memo_key(&o, 0, question, rec.digest, strlen(rec.digest), &k);
+	/* Not in a session: its answer rests on the session's state too. */
+	memo = question && !o.session_ &&
+	       rlm__record_memo_key(&o, 0, question, rec.digest, strlen(rec.digest), &k);
 	if (memo && rlm__record_memo_get(&o, NULL, &k, out)) {
 		rc = 0;
 		rlm__answer_cap(out, o.max_answer, NULL, 0); /* kept before there was a cap */

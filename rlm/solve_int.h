@@ -291,6 +291,36 @@ void rlm__calls_add_child(struct calls *c, const struct rlm_result *child);
 /* The worker's call handler (repl_call_fn; arg: the struct calls). */
 void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors);
 
+/* ---- sessions (rlm/session.c, rlm/loop_session.c) ----
+ *
+ * What a session keeps between its solves: the root node's worker and
+ * conversation, which the root node of each of its solves takes at its
+ * start and gives back at its end (rlm_opts.session_), the history and
+ * the contexts added. */
+struct rlm__sess {
+	struct repl *repl;         /* NULL: none yet, or it failed */
+	struct repl_sandbox_status sandbox; /* of its first start */
+	bool have_sandbox;
+	struct llm_msg *msgs;      /* the root conversation; texts owned */
+	size_t n_msgs, cap_msgs;
+	int questions;             /* asked, the one running included */
+	int put_restarts;          /* the worker's restarts when history and
+				    * contexts were last put in it; -1: never */
+	struct cJSON *history;     /* [{"question", "answer", "stop", "run"}] */
+	const struct corpus **extra; /* context_1, ...: borrowed */
+	size_t n_extra;
+	size_t n_told;             /* of which the conversation was told */
+	int restarts;              /* deaths of the worker over the session */
+	int compactions;
+};
+/* Put into r what the session's worker must hold: the contexts added
+ * (when r never had them: a new or restarted worker) and the history,
+ * the answer emptied (a new question). Returns 0 or repl_set's code. */
+int rlm__sess_put(struct rlm__sess *s, struct repl *r, int64_t deadline_ns, struct rlm_err *err);
+/* The variables of r as "x: int, idx: dict" (SHOW_VARS), fresh; "" when
+ * none; NULL with err when the worker failed. */
+char *rlm__sess_vars(struct repl *r, int64_t deadline_ns, struct rlm_err *err);
+
 /* ---- child nodes (rlm/node.c) ---- */
 
 /* Run one node of the repl strategy on the calling thread (parent: the

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2593,6 +2595,48 @@ static struct slow *slow_bodies(const struct srv *s, size_t n, const char *key)
 	return v;
 }
 
+/* Wait (at most timeout_ms) until the server has read everything sent
+ * on v[0..n): the kernel says so, in /proc/net/tcp, by the server end's
+ * receive queue (loopback: the server's socket is on this machine), which
+ * is empty once the server has read the head. A fixed sleep was not
+ * enough on a loaded machine (or under TSan). Returns how many were not
+ * read in time. */
+static size_t slow_wait_read(const struct srv *s, struct slow *v, size_t n, int timeout_ms)
+{
+	int64_t end = time_now_ns() + (int64_t)timeout_ms * 1000000;
+	size_t left = n;
+	for (;;) {
+		FILE *f = fopen("/proc/net/tcp", "r");
+		char line[512];
+		left = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct sockaddr_in a;
+			socklen_t al = sizeof(a);
+			bool read_all = false;
+			if (!f || getsockname(v[i].fd, (struct sockaddr *)&a, &al))
+				break;
+			rewind(f);
+			while (fgets(line, sizeof(line), f)) {
+				unsigned lport, rport, st, txq, rxq;
+				/* "  sl  local_address rem_address   st tx_queue rx_queue" */
+				if (sscanf(line, " %*d: %*8x:%4x %*8x:%4x %2x %8x:%8x", &lport, &rport,
+					   &st, &txq, &rxq) != 5)
+					continue;
+				if ((int)lport == s->port && rport == ntohs(a.sin_port)) {
+					read_all = rxq == 0;
+					break;
+				}
+			}
+			left += !read_all;
+		}
+		if (f)
+			fclose(f);
+		if (!left || time_now_ns() >= end)
+			return left;
+		time_sleep_ns(20000000);
+	}
+}
+
 /* One more byte of body on every one still open. */
 static size_t slow_body_trickle(struct slow *v, size_t n)
 {
@@ -2644,10 +2688,11 @@ TEST(serve_connection_limit_drops_heads_not_requests)
 	}
 	wait_running(&s, 4);
 	bodies = slow_bodies(&s, 4, "k3y");
-	/* time for the server to read their heads (until then they are heads,
+	/* the server must have read their heads (until then they are heads,
 	 * which a newcomer may take the place of); the solves run on for
 	 * seconds (each of their calls waits 800 ms for its first token) */
-	time_sleep_ns(700000000);
+	CHECK_INT(slow_wait_read(&s, bodies, 4, 5000), 0);
+	time_sleep_ns(100000000);
 	f = tcp_connect(&s);
 	(void)!send(f, hz, sizeof(hz) - 1, MSG_NOSIGNAL);
 	got = read_until(f, "\"ok\"", 3000);

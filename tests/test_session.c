@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/test_session.c -- sessions (rlm_session_*): one REPL worker and
+ * one conversation across questions, with the root model scripted on a
+ * fake server (its recorded requests show what the model was told) and
+ * real sandboxed workers, looked at in /proc. */
+#include "loopenv.h"
+#include "proc.h"
+#include "../store/store.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool pid_alive(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return pid > 0 && stat(path, &st) == 0;
+}
+
+static struct rlm_session *open_session(struct env *v)
+{
+	struct rlm_session *s = NULL;
+	CHECK_MSG(rlm_session_new(&v->o, v->ctx, &s, &v->err) == 0, "%s", v->err.msg);
+	return s;
+}
+
+static int ask(struct env *v, struct rlm_session *s, const char *q)
+{
+	rlm_result_release(&v->r);
+	return rlm_session_solve(s, NULL, q, &v->r, &v->err);
+}
+
+TEST(second_question_reuses_the_variables_of_the_first)
+{
+	struct env v;
+	struct rlm_session *s;
+	struct rlm_session_info in;
+	char *m;
+	const char *role;
+	cJSON *h;
+	env_init(&v, SUB_SIM);
+	s = open_session(&v);
+	rlm_session_info(s, &in);
+	CHECK_INT(in.questions, 0);
+	CHECK_INT(in.pid, 0); /* the worker starts with the first question */
+	says(&v, "I will index it.\n```repl\nidx = {w: i for i, w in enumerate(context.split())}\n"
+		 "answer['content'] = str(len(idx))\nanswer['ready'] = True\n```");
+	CHECK_MSG(ask(&v, s, "How many words?") == 0, "%s", v.err.msg);
+	CHECK_STR(v.r.answer, "3");
+	CHECK_INT(v.r.stop, RLM_STOP_ANSWER);
+	m = message(v.root_srv, 0, 1, NULL);
+	CHECK_CONTAINS(m, "first question of a session");
+	free(m);
+	rlm_session_info(s, &in);
+	CHECK_INT(in.questions, 1);
+	CHECK(in.pid > 0 && pid_alive(in.pid));
+
+	/* The second question: the same worker, the conversation goes on. */
+	says(&v, "```repl\nanswer['content'] = '%d %d %s' % (idx['gamma'], len(history), "
+		 "history[0]['answer'])\nanswer['ready'] = True\n```");
+	CHECK_MSG(ask(&v, s, "Where is gamma?") == 0, "%s", v.err.msg);
+	CHECK_STR(v.r.answer, "2 1 3");
+	CHECK_INT(fakesrv_count(v.root_srv), 2);
+	/* system, first user, the first answer's reply, the new question */
+	CHECK_INT(n_messages(v.root_srv, 1), 4);
+	m = message(v.root_srv, 1, 2, &role);
+	CHECK_STR(role, "assistant");
+	CHECK_CONTAINS(m, "I will index it.");
+	free(m);
+	m = message(v.root_srv, 1, 3, &role);
+	CHECK_STR(role, "user");
+	CHECK_CONTAINS(m, "New question (question 2 of this session): Where is gamma?");
+	CHECK_CONTAINS(m, "idx: dict");
+	CHECK_CONTAINS(m, "history: list");
+	free(m);
+	{
+		struct rlm_session_info in2;
+		rlm_session_info(s, &in2);
+		CHECK_INT(in2.pid, in.pid);
+		CHECK_INT(in2.questions, 2);
+		CHECK(in2.rss_bytes > 1 << 20);
+		CHECK(in2.conversation_bytes > 0);
+	}
+	h = rlm_session_history_json(s);
+	CHECK_INT(cJSON_GetArraySize(h), 2);
+	CHECK_STR(json_str(cJSON_GetArrayItem(h, 1), "answer"), "2 1 3");
+	CHECK_STR(json_str(cJSON_GetArrayItem(h, 0), "stop"), "answer");
+	cJSON_Delete(h);
+	m = rlm_session_vars(s, &v.err);
+	CHECK_CONTAINS(m, "idx: dict");
+	free(m);
+
+	/* Ending the session ends its worker. */
+	rlm_session_free(s);
+	CHECK(!pid_alive(in.pid));
+	env_free(&v);
+}
+
+TEST(an_answer_does_not_leak_into_the_next_question)
+{
+	struct env v;
+	struct rlm_session *s;
+	env_init(&v, SUB_SIM);
+	s = open_session(&v);
+	says(&v, "```repl\nanswer['content'] = 'first'\nanswer['ready'] = True\n```");
+	CHECK_INT(ask(&v, s, "One?"), 0);
+	CHECK_STR(v.r.answer, "first");
+	/* The next question's first turn only prints: not an answer. */
+	says(&v, "```repl\nprint(answer['ready'], repr(answer['content']))\n```");
+	says(&v, "```repl\nanswer['content'] = 'second'\nanswer['ready'] = True\n```");
+	CHECK_INT(ask(&v, s, "Two?"), 0);
+	CHECK_STR(v.r.answer, "second");
+	CHECK_INT(v.r.iterations, 2);
+	CHECK_MSG_HAS(&v, 2, -1, "False ''");
+	rlm_session_free(s);
+	env_free(&v);
+}
+
+TEST(added_contexts_are_context_1_with_their_documents)
+{
+	struct env v;
+	struct rlm_session *s;
+	struct corpus *c1 = NULL;
+	const char jl[] = "{\"id\":\"rfc-1\",\"text\":\"one \\u00e9\"}\n{\"id\":\"rfc-2\",\"text\":\"two\"}\n";
+	int n = 0;
+	env_init(&v, SUB_SIM);
+	s = open_session(&v);
+	CHECK_INT(corpus_from_jsonl_buf("more.jsonl", jl, sizeof(jl) - 1, &c1, &v.err), 0);
+	CHECK_INT(rlm_session_add_context(s, c1, &n, &v.err), 0);
+	CHECK_INT(n, 1);
+	says(&v, "```repl\nanswer['content'] = '%s|%s|%s' % (context_1[0], documents_1[1]['id'], "
+		 "context.strip())\nanswer['ready'] = True\n```");
+	CHECK_MSG(ask(&v, s, "What is in context_1?") == 0, "%s", v.err.msg);
+	CHECK_STR(v.r.answer, "one \xc3\xa9|rfc-2|alpha beta gamma");
+	/* The first message names it. */
+	CHECK_MSG_HAS(&v, 0, 1, "`context_1` is a list of 2 documents");
+	rlm_session_free(s);
+	corpus_free(c1);
+	env_free(&v);
+}
+
+TEST(a_worker_that_died_between_questions_is_restarted_and_the_model_told)
+{
+	struct env v;
+	struct rlm_session *s;
+	struct rlm_session_info in;
+	env_init(&v, SUB_SIM);
+	s = open_session(&v);
+	says(&v, "```repl\nx = 41\nanswer['content'] = 'set'\nanswer['ready'] = True\n```");
+	CHECK_INT(ask(&v, s, "Set x?"), 0);
+	rlm_session_info(s, &in);
+	CHECK(in.pid > 0);
+	CHECK_INT(kill(in.pid, SIGKILL), 0);
+	says(&v, "```repl\nanswer['content'] = '%s %d' % ('x' in globals(), len(history))\n"
+		 "answer['ready'] = True\n```");
+	CHECK_MSG(ask(&v, s, "Is x there?") == 0, "%s", v.err.msg);
+	/* The variables are gone, the history is back. */
+	CHECK_STR(v.r.answer, "False 1");
+	CHECK_MSG_HAS(&v, 1, -1, "the variables of earlier questions are gone");
+	{
+		struct rlm_session_info in2;
+		rlm_session_info(s, &in2);
+		CHECK_INT(in2.restarts, 1);
+		CHECK(in2.pid > 0 && in2.pid != in.pid);
+	}
+	rlm_session_free(s);
+	env_free(&v);
+}
+
+TEST(a_question_that_hit_a_limit_keeps_the_roles_alternating)
+{
+	struct env v;
+	struct rlm_session *s;
+	const char *role;
+	char *m;
+	env_init(&v, SUB_SIM);
+	v.o.max_iterations = 1;
+	s = open_session(&v);
+	says(&v, "```repl\nprint('looking')\n```");
+	says(&v, "Nothing more.");
+	CHECK_INT(ask(&v, s, "First?"), 0);
+	CHECK_INT(v.r.stop, RLM_STOP_ITERATIONS);
+	says(&v, "```repl\nanswer['content'] = 'ok'\nanswer['ready'] = True\n```");
+	CHECK_INT(ask(&v, s, "Second?"), 0);
+	CHECK_STR(v.r.answer, "ok");
+	for (int k = 1; k < n_messages(v.root_srv, 2); k++) {
+		const char *want = k % 2 ? "user" : "assistant";
+		m = message(v.root_srv, 2, k, &role);
+		CHECK_MSG(strcmp(role, want) == 0, "message %d is %s", k, role);
+		free(m);
+	}
+	rlm_session_free(s);
+	env_free(&v);
+}
+
+TEST(reset_forgets_and_ends_the_worker)
+{
+	struct env v;
+	struct rlm_session *s;
+	struct rlm_session_info in;
+	env_init(&v, SUB_SIM);
+	s = open_session(&v);
+	says(&v, "```repl\ny = 1\nanswer['content'] = 'a'\nanswer['ready'] = True\n```");
+	CHECK_INT(ask(&v, s, "A?"), 0);
+	rlm_session_info(s, &in);
+	rlm_session_reset(s);
+	CHECK(!pid_alive(in.pid));
+	says(&v, "```repl\nanswer['content'] = '%s %d' % ('y' in globals(), len(history))\n"
+		 "answer['ready'] = True\n```");
+	CHECK_INT(ask(&v, s, "B?"), 0);
+	CHECK_STR(v.r.answer, "False 0");
+	CHECK_INT(n_messages(v.root_srv, 1), 2); /* a fresh conversation */
+	rlm_session_free(s);
+	env_free(&v);
+}
+
+TEST(a_session_question_is_not_answered_from_the_memo)
+{
+	struct env v;
+	struct rlm_session *s;
+	struct store *st = NULL;
+	char dir[] = "/tmp/rlm-test-session-XXXXXX", path[96];
+	CHECK(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	env_init(&v, SUB_SIM);
+	{
+		struct store_cfg sc = {.path = path};
+		CHECK_MSG(store_open(&sc, &st, &v.err) == 0, "%s", v.err.msg);
+	}
+	v.o.store = st;
+	says(&v, "```repl\nanswer['content'] = 'plain'\nanswer['ready'] = True\n```");
+	CHECK_INT(solve(&v, "Q?"), 0);
+	CHECK_STR(v.r.answer, "plain");
+	/* The same question without a session: the memo answers. */
+	CHECK_INT(solve(&v, "Q?"), 0);
+	CHECK(v.r.memo);
+	s = open_session(&v);
+	says(&v, "```repl\nz = 3\nanswer['content'] = 'in session'\nanswer['ready'] = True\n```");
+	CHECK_INT(ask(&v, s, "Q?"), 0);
+	CHECK(!v.r.memo);
+	CHECK_STR(v.r.answer, "in session");
+	CHECK(v.r.run_id[0]); /* recorded as a run of its own */
+	rlm_session_free(s);
+	rlm_result_release(&v.r);
+	v.o.store = NULL;
+	store_close(st);
+	env_free(&v);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	CHECK_INT(system(path), 0);
+}
+
+TEST(the_tree_strategy_has_no_sessions)
+{
+	struct env v;
+	struct rlm_session *s = NULL;
+	env_init(&v, SUB_SIM);
+	v.o.strategy = RLM_TREE;
+	CHECK_INT(rlm_session_new(&v.o, v.ctx, &s, &v.err), RLM_EINVAL);
+	CHECK(!s);
+	CHECK_CONTAINS(v.err.msg, "repl strategy");
+	env_free(&v);
+}
+
+/* ---- rlm chat: the real binary, the simulator ---- */
+
+TEST(chat_answers_a_line_each_from_a_pipe)
+{
+	char path[] = "/tmp/rlm-test-chat-XXXXXX";
+	int fd = mkstemp(path);
+	const char text[] = "Notes of the week.\nThe vault code is 5521.\nLunch is at noon.\n";
+	struct proc_out o;
+	char *line2;
+	cJSON *j;
+	CHECK(fd >= 0);
+	CHECK_INT(write(fd, text, sizeof(text) - 1), (int)sizeof(text) - 1);
+	close(fd);
+	{
+		const char *args[] = {"chat", "-c", path, "--no-cache", "--json", "--quiet", NULL};
+		o = proc_rlm(args, NULL, 120);
+	}
+	/* no input: nothing asked, a clean end */
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_STR(o.out, "");
+	proc_out_release(&o);
+	{
+		const char *argv[] = {harness_rlm_bin(), "chat", "-c", path, "--no-cache", "--json",
+				      "--quiet", NULL};
+		CHECK_INT(proc_run(argv,
+				   "What is the vault code?\n\n/vars\n/history\n"
+				   "When is lunch?\n/nonsense is a question from a pipe\n",
+				   NULL, 120, &o),
+			  0);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	/* three questions, three JSON lines */
+	line2 = strchr(o.out, '\n');
+	CHECK(line2 != NULL);
+	j = json_parse(o.out, (size_t)(line2 - o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_CONTAINS(json_str(j, "answer"), "5521");
+	cJSON_Delete(j);
+	CHECK_INT((int)(strchr(line2 + 1, '\n') != NULL), 1);
+	{
+		int lines = 0;
+		for (const char *p = o.out; *p; p++)
+			lines += *p == '\n';
+		CHECK_INT(lines, 3);
+	}
+	/* the commands answered on stderr */
+	CHECK_CONTAINS(o.err, "history: list");
+	CHECK_CONTAINS(o.err, "1. What is the vault code?");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"chat", "--no-cache", NULL};
+		o = proc_rlm(args, NULL, 30);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "no context");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"chat", "-c", path, "-s", "tree", "--no-cache", NULL};
+		o = proc_rlm(args, NULL, 30);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "repl strategy");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"chat", "--help", NULL};
+		o = proc_rlm(args, NULL, 30);
+	}
+	CHECK_INT(o.status, 0);
+	CHECK_CONTAINS(o.out, "/history");
+	proc_out_release(&o);
+	unlink(path);
+}
