@@ -338,3 +338,88 @@ TEST(chat_answers_a_line_each_from_a_pipe)
 	proc_out_release(&o);
 	unlink(path);
 }
+
+/* ---- the simulator as the root of a session ---- */
+
+TEST(chat_on_the_simulator_builds_an_index_once_and_reuses_it)
+{
+	/* About 4 MB of real headers (a 1M-token context) with two notes in
+	 * phrasings of their own: the first question's code builds `index`,
+	 * the second's looks its key up in it and builds nothing. */
+	static const char gen[] =
+	    "import glob, sys\n"
+	    "parts, n = [], 0\n"
+	    "for f in sorted(glob.glob('/usr/include/**/*.h', recursive=True)):\n"
+	    "    if n > 4000000:\n"
+	    "        break\n"
+	    "    with open(f, encoding='utf-8', errors='replace') as h:\n"
+	    "        parts.append(h.read())\n"
+	    "    n += len(parts[-1])\n"
+	    "parts.insert(len(parts) // 3, '/* Ops note (2019): the vault labelled zebra-7731 now "
+	    "opens with 55-ALPHA; older runbooks are stale. */')\n"
+	    "parts.insert(2 * len(parts) // 3, '# Backup tapes for project QX-4471 are kept in "
+	    "locker 19, second floor.')\n"
+	    "with open(sys.argv[1], 'w') as out:\n"
+	    "    out.write('\\n'.join(parts))\n";
+	char path[] = "/tmp/rlm-test-chat-index-XXXXXX";
+	int fd = mkstemp(path);
+	struct proc_out o;
+	cJSON *q[2] = {NULL, NULL};
+	const char *at;
+	CHECK(fd >= 0);
+	close(fd);
+	{
+		const char *argv[] = {"/usr/bin/python3", "-I", "-", path, NULL};
+		CHECK_INT(proc_run(argv, gen, NULL, 60, &o), 0);
+		CHECK_MSG(o.status == 0, "%s", o.err);
+		proc_out_release(&o);
+	}
+	{
+		const char *argv[] = {harness_rlm_bin(), "chat", "-c", path, "--no-cache", "--json",
+				      "--quiet", NULL};
+		CHECK_INT(proc_run(argv,
+				   "What is the access code of the zebra-7731 vault?\n"
+				   "Where are the backup tapes of project QX-4471 kept?\n",
+				   NULL, 120, &o),
+			  0);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	at = o.out;
+	for (int i = 0; i < 2; i++) {
+		const char *nl = strchr(at, '\n');
+		CHECK_MSG(nl, "not two lines: %s", o.out);
+		q[i] = json_parse(at, (size_t)(nl - at));
+		CHECK_MSG(q[i], "not JSON: %.300s", at);
+		at = nl + 1;
+	}
+	CHECK_CONTAINS(json_str(q[0], "answer"), "55-ALPHA");
+	CHECK_CONTAINS(json_str(q[1], "answer"), "locker 19");
+	for (int i = 0; i < 2; i++) {
+		cJSON *turns = json_get(q[i], "turns"), *t;
+		bool built = false, looked_up = false;
+		CHECK_INT(cJSON_GetArraySize(turns), i ? 2 : 3); /* the second skips step 1 */
+		cJSON_ArrayForEach(t, turns)
+		{
+			cJSON *b;
+			cJSON_ArrayForEach(b, json_get(t, "blocks"))
+			{
+				const char *code = json_str(b, "code"), *out = json_str(b, "output");
+				built = built || strstr(code, "index = {}") ||
+					strstr(code, "index.setdefault") || strstr(out, " entries\n");
+				looked_up = looked_up || (strstr(code, "lookup(term, ") &&
+							  strstr(out, i ? "index 'QX-4471': 1 hits"
+									: "index 'zebra-7731': 1 hits"));
+				CHECK(!strstr(code, "search("));
+			}
+		}
+		CHECK_MSG(built == (i == 0), "question %d: built %d", i + 1, built);
+		CHECK(looked_up);
+	}
+	/* the index costs the first question, not the second */
+	CHECK(json_num(json_get(q[1], "timings"), "exec_ms", 1e9) <
+	      json_num(json_get(q[0], "timings"), "exec_ms", 0));
+	cJSON_Delete(q[0]);
+	cJSON_Delete(q[1]);
+	proc_out_release(&o);
+	unlink(path);
+}
