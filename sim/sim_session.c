@@ -174,12 +174,15 @@ void sim__index_lookup(struct buf *b)
  * or answers; *answer: about an answer (else a question). */
 static bool asks_history(const char *q, size_t qn, bool *answer)
 {
-	static const char *const questions[] = {
-	    "previous question", "last question",    "asked before",  "did i ask",
-	    "i asked",		 "earlier question", "first question"};
-	static const char *const answers[] = {"previous answer", "last answer",	   "you answered",
-					      "your answer",	 "earlier answer", "did you answer",
-					      "first answer"};
+	/* words of the conversation, not of a document ("the first question
+	 * of the survey" is not one) */
+	static const char *const questions[] = {"previous question", "did i ask",
+						"question i asked", "questions i asked",
+						"my first question", "my last question",
+						"my earlier question"};
+	static const char *const answers[] = {"previous answer", "your answer",
+					      "your last answer", "your first answer",
+					      "you answered", "did you answer"};
 	for (size_t i = 0; i < ARRAY_SIZE(answers); i++)
 		for (size_t k = 0; k + strlen(answers[i]) <= qn; k++)
 			if (strncasecmp(q + k, answers[i], strlen(answers[i])) == 0)

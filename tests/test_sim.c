@@ -2737,6 +2737,24 @@ TEST(session_history_answers_earlier_questions)
 		convo_release(&c);
 		buf_release(&r.hist);
 	}
+	/* about a document's questions and answers, not the session's */
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const qs[] = {"What is the first question of the survey?",
+						 "What was the answer of the previous witness?",
+						 "What happens if I asked for a refund late?"};
+		struct convo c;
+		char *reply;
+		convo_init(&c, "Where is the capital?", "a str of 50 characters", "1k");
+		convo_session_first(&c);
+		convo_turn(&c, "x\n\n```repl\n# step 3: finish\n```\n", "final answer: Paris\n",
+			   false);
+		convo_next_question(&c, 2, qs[i], "none yet", "");
+		reply = root_reply("", &c);
+		CHECK_MSG(!strstr(reply, "history["), "%s: %s", qs[i], reply);
+		CHECK_CONTAINS(reply, "# step 1: ");
+		free(reply);
+		convo_release(&c);
+	}
 }
 
 TEST(session_index_of_a_large_context)
