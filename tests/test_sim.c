@@ -2757,6 +2757,53 @@ TEST(session_history_answers_earlier_questions)
 	}
 }
 
+TEST(session_odd_messages)
+{
+	/* Cut or odd new question messages: a well-formed reply, on the
+	 * question they hold (or the first's when they hold none). */
+	static const char *const msgs[] = {
+	    "New question (question ",
+	    "New question (question 2 of this session): ",
+	    "New question (question 2 of this session): What is the code of zebra-7731?",
+	    "New question (question 2 of this session): What is the code of zebra-7731?\n\n"
+	    "This is the same REPL as before: its variables are still there (index: dict",
+	    "New question (question 2 of this session): What is the code of zebra-7731?\n\n"
+	    "This is the same REPL as before: its variables are still there (found: list, "
+	    "index: dic, xindex: dict), and `history` lists",
+	    "New question (question 2 of this session): What is the code of zebra-7731?\n\n"
+	    "This is the same REPL as before: its variables are still there (none: the REPL "
+	    "worker had stopped and was started again, so the variables of earlier questions "
+	    "are gone), and `history` lists",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(msgs); i++) {
+		struct convo c;
+		char *reply, *code;
+		convo_init(&c, "Where is the capital?", "a str of 50 characters", "1k");
+		convo_session_first(&c);
+		convo_turn(&c, "x\n\n```repl\n# step 3: finish\n```\n", "final answer: Paris\n",
+			   false);
+		convo_add(&c, LLM_USER, xstrdup(msgs[i]));
+		reply = root_reply("code_errors=0", &c);
+		code = code_of(reply);
+		py_compiles(code);
+		/* the first is no new question: the first question goes on;
+		 * none lists `index: dict` whole: step 1 */
+		CHECK_MSG(step_in(code) == (i ? 1 : 3), "%zu: %s", i, reply);
+		if (i >= 2) {
+			convo_turn(&c, reply, "type: str\n", false);
+			free(reply);
+			free(code);
+			reply = root_reply("code_errors=0", &c);
+			code = code_of(reply);
+			CHECK_CONTAINS(code, "q = \"What is the code of zebra-7731?\"\n");
+			CHECK_CONTAINS(code, "index = {}\n");
+		}
+		free(code);
+		free(reply);
+		convo_release(&c);
+	}
+}
+
 TEST(session_index_of_a_large_context)
 {
 	/* About 4 MB of real headers (a 1M-token context) as one str, a note
