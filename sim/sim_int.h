@@ -79,19 +79,23 @@ char *sim__tools_result_seen(const struct llm_msg *msgs, size_t n);
 enum sim__index {
 	SIM__INDEX_NONE,  /* search(): no session */
 	SIM__INDEX_BUILD, /* build `index` from the context, then look them up in it */
+	SIM__INDEX_KEEP,  /* the same, unless the REPL has an `index` already */
 	SIM__INDEX_REUSE, /* look them up in the `index` the REPL kept */
 };
 
 /* The index i into msgs[0..n) of the last "New question (question N of
  * this session): Q" user message into *seg, and Q into q[0..qn) (into that
- * message); false (nothing set) when there is none: the first question. */
+ * message); or, in a session, of a later compaction summary that names the
+ * questions of the turns it replaced ("Questions: ...; Q"), and the last.
+ * False (nothing set) when there is neither: the first question. */
 bool sim__session_segment(const struct llm_msg *msgs, size_t n, size_t *seg, const char **q,
 			  size_t *qn);
 /* How step 2 finds the lines (first: the first user message; seg: the
- * message of the current question, later: it is a new question message):
- * the first question of a session builds the index; a later one reuses it
- * when its message lists `index: dict` and no restart or NameError about
- * it came since, else builds it again; no session: search(). */
+ * message of the current question, later: sim__session_segment found it):
+ * the first question of a session builds the index unless the REPL has
+ * one, and so does one that a summary names; a later one reuses it when
+ * its message lists `index: dict` and no restart or NameError about it
+ * came since, else builds it again; no session: search(). */
 enum sim__index sim__session_index(const struct llm_msg *msgs, size_t n, size_t first, size_t seg,
 				   bool later);
 /* Append the Python that builds `index` from `texts` (guard: only when the

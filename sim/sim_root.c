@@ -619,8 +619,8 @@ static void step2(struct buf *b, const struct ask *a, long size, long rlm_chunks
 	if (a->index) {
 		/* a session: the lines of the keys from the index, built once */
 		buf_puts(b, "import re\n");
-		if (a->index == SIM__INDEX_BUILD)
-			sim__index_build(b, !a->later);
+		if (a->index == SIM__INDEX_BUILD || a->index == SIM__INDEX_KEEP)
+			sim__index_build(b, a->index == SIM__INDEX_KEEP);
 		if (a->nkeys)
 			sim__index_lookup(b);
 	}
@@ -1099,7 +1099,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 				     "counted with llm_query_batched."
 				   : "Now I will cut the context into chunks and ask each one the "
 				     "question with llm_query_batched.";
-		if (step == 2 && a.index == SIM__INDEX_BUILD)
+		if (step == 2 && (a.index == SIM__INDEX_BUILD || a.index == SIM__INDEX_KEEP))
 			why = a.nkeys ? "Now I will index the words of the context, which the later "
 					"questions of this session can reuse, look the terms of the "
 					"question up in it and ask about the lines that hold them "

@@ -48,11 +48,40 @@ static bool newq_question(const struct llm_msg *m, const char **q, size_t *qn)
 	return true;
 }
 
+/* The latest question a compaction summary m names: the last item of its
+ * "Questions: " line ("; " between items), into q[0..qn); false when m is
+ * no summary or names none. */
+static bool summary_question(const struct llm_msg *m, const char **q, size_t *qn)
+{
+	static const char head[] = "[Summary of turn", mark[] = "\nQuestions: ";
+	const char *s = m->text, *end = s + m->len, *p, *nl, *semi;
+	if (m->role != LLM_ASSISTANT || !s || m->len < sizeof(head) ||
+	    memcmp(s, head, sizeof(head) - 1) != 0 ||
+	    !(p = memmem(s, m->len, mark, sizeof(mark) - 1)))
+		return false;
+	p += sizeof(mark) - 1;
+	nl = memchr(p, '\n', (size_t)(end - p));
+	end = nl ? nl : end;
+	while ((semi = memmem(p, (size_t)(end - p), "; ", 2)))
+		p = semi + 2;
+	*q = p;
+	*qn = (size_t)(end - p);
+	text_trim(q, qn);
+	return *qn && !(*qn >= 10 && memcmp(*q, "none asked", 10) == 0);
+}
+
 bool sim__session_segment(const struct llm_msg *msgs, size_t n, size_t *seg, const char **q,
 			  size_t *qn)
 {
+	const struct llm_msg *first = NULL;
+	bool session;
+	for (size_t i = 0; i < n && !first; i++)
+		if (msgs[i].role == LLM_USER)
+			first = &msgs[i];
+	session = first && has(first->text, first->len, first_mark);
 	for (size_t i = n; i-- > 0;)
-		if (newq_question(&msgs[i], q, qn)) {
+		if (newq_question(&msgs[i], q, qn) ||
+		    (session && summary_question(&msgs[i], q, qn))) {
 			*seg = i;
 			return true;
 		}
@@ -90,8 +119,10 @@ enum sim__index sim__session_index(const struct llm_msg *msgs, size_t n, size_t 
 				   bool later)
 {
 	if (!later)
-		return has(msgs[first].text, msgs[first].len, first_mark) ? SIM__INDEX_BUILD
+		return has(msgs[first].text, msgs[first].len, first_mark) ? SIM__INDEX_KEEP
 									  : SIM__INDEX_NONE;
+	if (msgs[seg].role == LLM_ASSISTANT)
+		return SIM__INDEX_KEEP; /* a summary: whether the REPL has it is unsaid */
 	if (!lists_index(&msgs[seg]))
 		return SIM__INDEX_BUILD;
 	/* gone since: a restart, or the code found no index */
@@ -107,7 +138,8 @@ enum sim__index sim__session_index(const struct llm_msg *msgs, size_t n, size_t 
 /* The index, built in one pass: each word (\w+, lower case) of each line
  * of `texts` to the lines that hold it, as (document, line number, offset
  * of the line's start), one tuple per line shared by its words. guard:
- * only when the REPL has none (a step run again keeps the one it built). */
+ * only when the REPL has none (a step run again keeps the one it built,
+ * and so does a question whose message a compaction summarised). */
 void sim__index_build(struct buf *b, bool guard)
 {
 	const char *ind = guard ? "    " : "";

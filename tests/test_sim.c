@@ -2804,6 +2804,54 @@ TEST(session_odd_messages)
 	}
 }
 
+TEST(session_question_named_by_a_compaction_summary)
+{
+	/* A compaction replaced the turns that held the new question's
+	 * message with a summary (rlm/compact.c's pair: the summary, then a
+	 * note): the summary's last question is the current one, its turns
+	 * are those after it, and step 2 builds the index only if the REPL
+	 * has none. Outside a session a summary changes nothing. */
+	static const char summary[] =
+	    "[Summary of turns 1 to 5, compacted to fit the context window]\n"
+	    "Questions: Where is the capital?; What is the value of EPOLLEXCLUSIVE?\n"
+	    "Variables: index: dict; found: list\n"
+	    "Findings: final answer: Paris\n"
+	    "Next: go on from the latest turns";
+	for (int session = 1; session >= 0; session--) {
+		struct convo c;
+		char *r, *code;
+		convo_init(&c, "Where is the capital?", "a str of 50 characters", "1k");
+		if (session)
+			convo_session_first(&c);
+		convo_add(&c, LLM_ASSISTANT, xstrdup(summary));
+		convo_add(&c, LLM_USER, xstrdup("(Turns 1 to 5 were summarised to keep the "
+						"conversation within the context window. The REPL's "
+						"variables still hold everything.)"));
+		convo_turn(&c, "I will look.\n\n```repl\n# step 1: look at the context\n```\n",
+			   "type: str\n", false);
+		r = root_reply("", &c);
+		code = code_of(r);
+		CHECK_INT(step_in(code), 2);
+		if (session) {
+			CHECK_CONTAINS(code, "q = \"What is the value of EPOLLEXCLUSIVE?\"\n");
+			CHECK_CONTAINS(code, "if not isinstance(globals().get(\"index\"), dict):\n");
+			CHECK_CONTAINS(code, "lookup(term, rx, ic, ");
+		} else {
+			CHECK_CONTAINS(code, "q = \"Where is the capital?\"\n");
+			CHECK(!strstr(code, "index"));
+		}
+		py_compiles(code);
+		free(code);
+		convo_turn(&c, r, "answer: EPOLLEXCLUSIVE = 1u << 28,\n", true);
+		free(r);
+		/* out of turns: the answer of the turns after the summary */
+		r = root_reply("", &c);
+		CHECK_STR(r, "FINAL(EPOLLEXCLUSIVE = 1u << 28,)");
+		free(r);
+		convo_release(&c);
+	}
+}
+
 TEST(session_index_of_a_large_context)
 {
 	/* About 4 MB of real headers (a 1M-token context) as one str, a note
