@@ -47,6 +47,8 @@ struct loop {
 	size_t n_sources;
 	int consecutive_errors;
 	char *last_error; /* the last error line of the last error turn */
+	char *vars; /* the REPL's variable names at the last exec, "x, idx"
+		     * (for a compaction's summary), or NULL */
 };
 
 /* Tell the caller's event callback (if any) an event of kind with
@@ -67,6 +69,14 @@ void rlm__loop_add_msg(struct loop *l, enum llm_role role, char *text, size_t le
  * (the caller's to free). Returns 0 or rlm_prompt_render's code with err. */
 int rlm__loop_render(const char *name, const struct prompt_var *vars, size_t n, char **text, size_t *len,
 		struct rlm_err *err);
+
+/* Before a root call: when the conversation's estimated tokens pass
+ * o->compaction_threshold of the root model's window (and compaction is
+ * on), fold its older turns into one summary by one root-model call
+ * (rlm/compact.c; docs/loop.md, "Compaction"). Works on l->msgs alone.
+ * Returns 0 (compacted or not: a failed summary drops the turns with a
+ * notice), or 1 when a limit stopped the node (the stop is set). */
+int rlm__loop_compact(struct loop *l, struct rlm_err *err);
 
 enum turn_end { TURN_GO_ON, TURN_DONE };
 
