@@ -36,17 +36,36 @@
 #define KEEP_TURNS	  4     /* latest turns kept at most */
 #define SUMMARY_MAX	  8000  /* characters a summary may take */
 #define SUMMARY_MIN	  600
-#define SUMMARY_HEAD	  "[Summary of turns "
+#define SUMMARY_HEAD	  "[Summary of turn"
 #define VARS_MAX	  1500  /* bytes of variable names named */
 
-/* A summary message of an earlier compaction: its turns *a..*b. */
+/* A summary message of an earlier compaction ("[Summary of turn 4, ..."
+ * or "[Summary of turns 1 to 9, ..."): its turns *a..*b. */
 static bool summary_range(const struct llm_msg *m, int *a, int *b)
 {
 	size_t n = strlen(SUMMARY_HEAD);
-	char tail[16];
-	if (m->role != LLM_ASSISTANT || m->len < n || memcmp(m->text, SUMMARY_HEAD, n) != 0)
+	const char *p;
+	char *end;
+	long x, y;
+	if (m->role != LLM_ASSISTANT || m->len < n + 8 || memcmp(m->text, SUMMARY_HEAD, n) != 0)
 		return false;
-	return sscanf(m->text + n, "%d to %d%15[ ,]", a, b, tail) >= 2 && *a >= 1 && *b >= *a;
+	p = m->text + n;
+	if (*p == 's')
+		p++;
+	if (*p++ != ' ' || *p < '1' || *p > '9')
+		return false;
+	x = strtol(p, &end, 10);
+	y = x;
+	if (strncmp(end, " to ", 4) == 0) {
+		if (end[4] < '1' || end[4] > '9')
+			return false;
+		y = strtol(end + 4, &end, 10);
+	}
+	if (*end != ',' || x > 100000000 || y < x || y > 100000000)
+		return false;
+	*a = (int)x;
+	*b = (int)y;
+	return true;
 }
 
 /* The conversation has the shape compaction needs: system, user, then
@@ -316,9 +335,9 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 		last = (int)((to - from) / 2);
 	}
 	if (first == last)
-		snprintf(turns, sizeof(turns), "%d", first);
+		snprintf(turns, sizeof(turns), " %d", first);
 	else
-		snprintf(turns, sizeof(turns), "%d to %d", first, last);
+		snprintf(turns, sizeof(turns), "s %d to %d", first, last);
 	vars = var_names(l, from, to);
 	if (*vars)
 		buf_printf(&vb, " (they are: %s)", vars);
@@ -327,7 +346,7 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 	 * most of the window (the summary and the template take the rest). */
 	text_fmt_count(max_s, sizeof(max_s), (int64_t)sum_max);
 	{
-		struct prompt_var v[3] = {{"turns", turns, 0},
+		struct prompt_var v[3] = {{"turns", turns + (first == last ? 1 : 2), 0},
 					  {"vars", vb.len ? vb.p : "", 0},
 					  {"max_chars", max_s, 0}};
 		size_t syslen, cap;
@@ -371,18 +390,19 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 		summary = xasprintf("%s%s, dropped to fit the context window: no summary could be "
 				    "made]",
 				    SUMMARY_HEAD, turns);
-		text = xasprintf("the summary call failed (%s): turns %s of the conversation were "
+		text = xasprintf("the summary call failed (%s): turn%s of the conversation %s "
 				 "dropped instead to keep it within the context window",
-				 why, turns);
+				 why, turns, first == last ? "was" : "were");
 		rlm__loop_emit(l, "notice", text, strlen(text));
 		free(text);
 		free(why);
 	}
-	note = xasprintf("(Turns %s were replaced by the summary above to keep the conversation "
+	note = xasprintf("(Turn%s %s replaced by the summary above to keep the conversation "
 			 "within the context window. The REPL was not reset: its variables%s%s%s "
-			 "still hold everything those turns computed; use them rather than "
-			 "computing again. The latest turns follow; go on from where they end.)",
-			 turns, *vars ? " (" : "", vars, *vars ? ")" : "");
+			 "still hold everything %s computed; use them rather than computing "
+			 "again. The latest turns follow; go on from where they end.)",
+			 turns, first == last ? "was" : "were", *vars ? " (" : "", vars,
+			 *vars ? ")" : "", first == last ? "that turn" : "those turns");
 	slen = strlen(summary);
 	nlen = strlen(note);
 	splice(l, from, to, summary, slen, note, nlen);
@@ -404,9 +424,11 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 		json_add(d, "compaction", c);
 		ds = json_print(d);
 		cJSON_Delete(d);
-		text = xasprintf("the conversation was compacted: turns %s %s (%s bytes, about %s "
+		text = xasprintf("the conversation was compacted: turn%s %s (%s bytes, about %s "
 				 "tokens, over %.0f%% of the %s-token window of '%s'; now %s bytes)",
-				 turns, failed ? "were dropped" : "became a summary",
+				 turns,
+				 failed ? (first == last ? "was dropped" : "were dropped")
+					: "became a summary",
 				 text_fmt_count(b0, sizeof(b0), (int64_t)before),
 				 text_fmt_count(e0, sizeof(e0), est), threshold * 100,
 				 text_fmt_count(w_s, sizeof(w_s), window), llm_model_name(o->model),
