@@ -304,8 +304,17 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 	bool failed = false;
 	struct buf vb = BUF_INIT;
 
-	if (o->no_compaction || est <= limit || !well_formed(l))
+	if (o->no_compaction || est <= limit)
 		return 0;
+	if (!well_formed(l)) {
+		static const char m[] = "the conversation nears the context window but cannot be "
+					"compacted: its messages are not system, user, then assistant "
+					"and user in turn";
+		if (!l->compact_refused)
+			rlm__loop_emit(l, "notice", m, sizeof(m) - 1);
+		l->compact_refused = true;
+		return 0;
+	}
 	/* The latest turns: the last always, more while they fit. */
 	pairs = (l->n_msgs - 2) / 2;
 	head = l->msgs[0].len + l->msgs[1].len;
@@ -397,12 +406,14 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 		free(text);
 		free(why);
 	}
-	note = xasprintf("(Turn%s %s replaced by the summary above to keep the conversation "
-			 "within the context window. The REPL was not reset: its variables%s%s%s "
-			 "still hold everything %s computed; use them rather than computing "
-			 "again. The latest turns follow; go on from where they end.)",
-			 turns, first == last ? "was" : "were", *vars ? " (" : "", vars,
-			 *vars ? ")" : "", first == last ? "that turn" : "those turns");
+	note = xasprintf("(Turn%s %s %s to keep the conversation within the context window. "
+			 "The REPL was not reset: its variables%s%s%s still hold everything %s "
+			 "computed; use them rather than computing again. The latest turns "
+			 "follow; go on from where they end.)",
+			 turns, first == last ? "was" : "were",
+			 failed ? "dropped (no summary could be made)" : "replaced by the summary above",
+			 *vars ? " (" : "", vars, *vars ? ")" : "",
+			 first == last ? "that turn" : "those turns");
 	slen = strlen(summary);
 	nlen = strlen(note);
 	splice(l, from, to, summary, slen, note, nlen);

@@ -49,6 +49,8 @@ struct loop {
 	char *last_error; /* the last error line of the last error turn */
 	char *vars; /* the REPL's variable names at the last exec, "x, idx"
 		     * (for a compaction's summary), or NULL */
+	bool compact_refused; /* a notice said the conversation's shape
+			       * allows no compaction (said once) */
 };
 
 /* Tell the caller's event callback (if any) an event of kind with

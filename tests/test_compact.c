@@ -252,9 +252,16 @@ TEST(compaction_summary_failure_drops_the_turns)
 	CHECK_STR(role, "assistant");
 	CHECK_CONTAINS(m, "[Summary of turn 1, dropped to fit the context window");
 	free(m);
+	m = message(v.root_srv, 3, 3, NULL);
+	CHECK_CONTAINS(m, "(Turn 1 was dropped (no summary could be made) to keep the "
+			  "conversation within the context window. The REPL was not reset");
+	free(m);
 	m = message(v.root_srv, 3, 4, NULL);
 	CHECK_CONTAINS(m, "Now the count.");
 	free(m);
+	pthread_mutex_lock(&v.mu);
+	CHECK_CONTAINS(v.events.p, "notice:3\nnotice:3\n"); /* the failure, then what was done */
+	pthread_mutex_unlock(&v.mu);
 	env_free(&v);
 }
 
