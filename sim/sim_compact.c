@@ -32,6 +32,19 @@ static bool starts(const char *s, size_t n, const char *prefix)
 	return n >= m && memcmp(s, prefix, m) == 0;
 }
 
+/* Append s[0..n) to b with each "# step" written "#step": the root
+ * policy's markers stay in the turns, never in a summary (dropping the
+ * space cannot make another). */
+static void put_unmarked(struct buf *b, const char *s, size_t n)
+{
+	const char *e = s + n, *m;
+	while ((m = memmem(s, (size_t)(e - s), "# step", 6))) {
+		buf_append(b, s, (size_t)(m - s) + 1);
+		s = m + 2;
+	}
+	buf_append(b, s, (size_t)(e - s));
+}
+
 /* Add item s[0..n) (trimmed, cut to LINE_MAX) to the "; "-separated list
  * b, unless it is there already or the list is full. */
 static void add_item(struct buf *b, const char *s, size_t n)
@@ -49,7 +62,7 @@ static void add_item(struct buf *b, const char *s, size_t n)
 	}
 	if (b->len)
 		buf_puts(b, "; ");
-	buf_append(b, s, n);
+	put_unmarked(b, s, n);
 }
 
 /* Add each sep-separated item of s[0..n) to b. */
@@ -107,7 +120,8 @@ char *sim__compact_reply(const struct llm_msg *msgs, size_t n)
 			if (!starts(s, ln, "```") && !starts(s, ln, "#")) {
 				buf_release(&next);
 				buf_init(&next, 0);
-				buf_append(&next, s, text_utf8_floor(s, RLM_MIN(ln, (size_t)LINE_MAX)));
+				put_unmarked(&next, s,
+					     text_utf8_floor(s, RLM_MIN(ln, (size_t)LINE_MAX)));
 			}
 			first_line = false;
 		} else if (starts(s, ln, "Question: ")) {

@@ -368,7 +368,7 @@ TEST(sim_summary_comes_from_the_turns_shown)
 	    "[Summary of turns 1 to 3, compacted to fit the context window]\n"
 	    "Questions: Who wrote the memo?\n"
 	    "Variables: idx: dict\n"
-	    "Findings: search 'memo': 3 hits in 2 documents\n"
+	    "Findings: search 'memo': 3 hits in 2 documents; # step 2: ran\n"
 	    "Next: read them\n\n"
 	    "## Turn 4: the model's reply\n"
 	    "Now I will ask about the lines that hold it.\n"
@@ -383,8 +383,8 @@ TEST(sim_summary_comes_from_the_turns_shown)
 	char *r = sim_reply_text(NULL, m, 2);
 	CHECK_CONTAINS(r, "Questions: Who wrote the memo?; What year was it?\n");
 	CHECK_CONTAINS(r, "Variables: idx; rows; idx: dict; found: list; answers: list\n");
-	CHECK_CONTAINS(r, "Findings: search 'memo': 3 hits in 2 documents; answer: Ada Lovelace "
-			  "wrote the memo.\n");
+	CHECK_CONTAINS(r, "Findings: search 'memo': 3 hits in 2 documents; #step 2: ran; answer: "
+			  "Ada Lovelace wrote the memo.\n");
 	CHECK_CONTAINS(r, "Next: Now I will ask about the lines that hold it.");
 	CHECK(!strstr(r, "# step")); /* the root policy's markers stay in the turns */
 	free(r);
