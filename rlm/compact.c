@@ -237,7 +237,7 @@ static void on_compact_done(struct llm_call *c, void *arg)
 /* One root-model call over msgs[0..n) into l->root. Returns 0 with the
  * call completed (its rc may be an error), or 1 when a limit stopped the
  * node (the stop is set; nothing is left in l->root). */
-static int summary_call(struct loop *l, const struct llm_msg *msgs, size_t n, int max_tokens)
+static int summary_call(struct loop *l, const struct llm_msg *msgs, size_t n)
 {
 	enum rlm_stop why;
 	char msg[256];
@@ -252,9 +252,10 @@ static int summary_call(struct loop *l, const struct llm_msg *msgs, size_t n, in
 	}
 	rlm__loop_progress(l, "compact", 0, 1);
 	llm_call_init(&l->root, l->o->model, msgs, n);
+	/* The node's parameters as they are: a cap on output tokens here
+	 * would be spent on a reasoning model's thinking, and the summary
+	 * is cut to its size anyway. */
 	l->root.params = l->o->params;
-	if (!l->root.params.max_tokens || l->root.params.max_tokens > max_tokens)
-		l->root.params.max_tokens = max_tokens;
 	atomic_store(&l->root_cancel, false);
 	l->root.cancel = &l->root_cancel;
 	l->root_done = false;
@@ -373,7 +374,7 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 			tx = transcript(l, from, to, first, cap, &tlen);
 			m[0] = (struct llm_msg){LLM_SYSTEM, sys, syslen};
 			m[1] = (struct llm_msg){LLM_USER, tx, tlen};
-			if (summary_call(l, m, 2, (int)(sum_max / 2 + 64))) {
+			if (summary_call(l, m, 2)) {
 				free(vars), free(tx), free(sys), buf_release(&vb);
 				return 1;
 			}
