@@ -33,11 +33,11 @@
 #include <string.h>
 
 #define DEFAULT_THRESHOLD 0.85
-#define KEEP_TURNS	  4     /* latest turns kept at most */
-#define SUMMARY_MAX	  8000  /* characters a summary may take */
+#define KEEP_TURNS	  4    /* latest turns kept at most */
+#define SUMMARY_MAX	  8000 /* characters a summary may take */
 #define SUMMARY_MIN	  600
 #define SUMMARY_HEAD	  "[Summary of turn"
-#define VARS_MAX	  1500  /* bytes of variable names named */
+#define VARS_MAX	  1500 /* bytes of variable names named */
 
 /* A summary message of an earlier compaction ("[Summary of turn 4, ..."
  * or "[Summary of turns 1 to 9, ..."): its turns *a..*b. */
@@ -143,8 +143,8 @@ static char *var_names(const struct loop *l, size_t from, size_t to)
 	struct buf b = BUF_INIT;
 	char *s;
 	if (l->vars && *l->vars)
-		return xstrndup(l->vars, text_utf8_floor(l->vars, RLM_MIN(strlen(l->vars),
-									   (size_t)VARS_MAX)));
+		return xstrndup(
+		    l->vars, text_utf8_floor(l->vars, RLM_MIN(strlen(l->vars), (size_t)VARS_MAX)));
 	for (size_t i = from; i < to; i++)
 		if (l->msgs[i].role == LLM_USER)
 			names_from(l->msgs[i].text, l->msgs[i].len, &b);
@@ -202,8 +202,8 @@ static char *transcript(const struct loop *l, size_t from, size_t to, int first,
 		const struct llm_msg *m = &l->msgs[i];
 		int a, z;
 		if (m->role == LLM_ASSISTANT && summary_range(m, &a, &z)) {
-			buf_printf(&b, "## Turns %d to %d (the summary of an earlier compaction)\n", a,
-				   z);
+			buf_printf(&b, "## Turns %d to %d (the summary of an earlier compaction)\n",
+				   a, z);
 			put_cut(&b, m->text, m->len, share);
 			buf_puts(&b, "\n\n");
 			turn = z + 1;
@@ -292,8 +292,8 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 {
 	const struct rlm_opts *o = l->o;
 	double threshold = o->compaction_threshold > 0 && o->compaction_threshold <= 1
-				   ? o->compaction_threshold
-				   : DEFAULT_THRESHOLD;
+			       ? o->compaction_threshold
+			       : DEFAULT_THRESHOLD;
 	long window = llm_model_context_window(o->model);
 	size_t before = msgs_bytes(l->msgs, l->n_msgs), pairs, keep, from = 2, to, head, kept;
 	int64_t est = llm_estimate_tokens(before), limit = (int64_t)(threshold * (double)window);
@@ -308,9 +308,10 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 	if (o->no_compaction || est <= limit)
 		return 0;
 	if (!well_formed(l)) {
-		static const char m[] = "the conversation nears the context window but cannot be "
-					"compacted: its messages are not system, user, then assistant "
-					"and user in turn";
+		static const char m[] =
+		    "the conversation nears the context window but cannot be "
+		    "compacted: its messages are not system, user, then assistant "
+		    "and user in turn";
 		if (!l->compact_refused)
 			rlm__loop_emit(l, "notice", m, sizeof(m) - 1);
 		l->compact_refused = true;
@@ -319,8 +320,8 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 	/* The latest turns: the last always, more while they fit. */
 	pairs = (l->n_msgs - 2) / 2;
 	head = l->msgs[0].len + l->msgs[1].len;
-	sum_max = RLM_MAX((size_t)SUMMARY_MIN,
-			  RLM_MIN((size_t)SUMMARY_MAX, (size_t)window * 4 / 10));
+	sum_max =
+	    RLM_MAX((size_t)SUMMARY_MIN, RLM_MIN((size_t)SUMMARY_MAX, (size_t)window * 4 / 10));
 	keep = 1;
 	kept = msgs_bytes(l->msgs + l->n_msgs - 2, 2);
 	while (keep < KEEP_TURNS && keep + 1 < pairs) {
@@ -364,8 +365,8 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 		if (rc) {
 			/* a broken override of the template: drop, as a failed call */
 			failed = true;
-			summary = xasprintf("the compaction prompt could not be rendered: %s",
-					    err->msg);
+			summary =
+			    xasprintf("the compaction prompt could not be rendered: %s", err->msg);
 			rlm_err_clear(err);
 		} else {
 			struct llm_msg m[2];
@@ -378,19 +379,21 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 				free(vars), free(tx), free(sys), buf_release(&vb);
 				return 1;
 			}
-			if (l->root.rc || !l->root.text || text_is_blank(l->root.text, l->root.len)) {
+			if (l->root.rc || !l->root.text ||
+			    text_is_blank(l->root.text, l->root.len)) {
 				failed = true;
-				summary = xstrdup(l->root.rc ? (l->root.error
-								    ? l->root.error
-								    : rlm_strerror(l->root.rc))
-							     : "the summary was empty");
+				summary =
+				    xstrdup(l->root.rc ? (l->root.error ? l->root.error
+									: rlm_strerror(l->root.rc))
+						       : "the summary was empty");
 			} else {
 				const char *s = l->root.text;
 				size_t n = l->root.len;
 				text_trim(&s, &n);
 				n = text_utf8_floor(s, RLM_MIN(n, sum_max));
-				summary = xasprintf("%s%s, compacted to fit the context window]\n%.*s",
-						    SUMMARY_HEAD, turns, (int)n, s);
+				summary =
+				    xasprintf("%s%s, compacted to fit the context window]\n%.*s",
+					      SUMMARY_HEAD, turns, (int)n, s);
 			}
 			llm_call_release(&l->root);
 		}
@@ -407,14 +410,14 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 		free(text);
 		free(why);
 	}
-	note = xasprintf("(Turn%s %s %s to keep the conversation within the context window. "
-			 "The REPL was not reset: its variables%s%s%s still hold everything %s "
-			 "computed; use them rather than computing again. The latest turns "
-			 "follow; go on from where they end.)",
-			 turns, first == last ? "was" : "were",
-			 failed ? "dropped (no summary could be made)" : "replaced by the summary above",
-			 *vars ? " (" : "", vars, *vars ? ")" : "",
-			 first == last ? "that turn" : "those turns");
+	note = xasprintf(
+	    "(Turn%s %s %s to keep the conversation within the context window. "
+	    "The REPL was not reset: its variables%s%s%s still hold everything %s "
+	    "computed; use them rather than computing again. The latest turns "
+	    "follow; go on from where they end.)",
+	    turns, first == last ? "was" : "were",
+	    failed ? "dropped (no summary could be made)" : "replaced by the summary above",
+	    *vars ? " (" : "", vars, *vars ? ")" : "", first == last ? "that turn" : "those turns");
 	slen = strlen(summary);
 	nlen = strlen(note);
 	splice(l, from, to, summary, slen, note, nlen);
@@ -436,15 +439,15 @@ int rlm__loop_compact(struct loop *l, struct rlm_err *err)
 		json_add(d, "compaction", c);
 		ds = json_print(d);
 		cJSON_Delete(d);
-		text = xasprintf("the conversation was compacted: turn%s %s (%s bytes, about %s "
-				 "tokens, over %.0f%% of the %s-token window of '%s'; now %s bytes)",
-				 turns,
-				 failed ? (first == last ? "was dropped" : "were dropped")
-					: "became a summary",
-				 text_fmt_count(b0, sizeof(b0), (int64_t)before),
-				 text_fmt_count(e0, sizeof(e0), est), threshold * 100,
-				 text_fmt_count(w_s, sizeof(w_s), window), llm_model_name(o->model),
-				 text_fmt_count(b1, sizeof(b1), (int64_t)after));
+		text = xasprintf(
+		    "the conversation was compacted: turn%s %s (%s bytes, about %s "
+		    "tokens, over %.0f%% of the %s-token window of '%s'; now %s bytes)",
+		    turns,
+		    failed ? (first == last ? "was dropped" : "were dropped") : "became a summary",
+		    text_fmt_count(b0, sizeof(b0), (int64_t)before),
+		    text_fmt_count(e0, sizeof(e0), est), threshold * 100,
+		    text_fmt_count(w_s, sizeof(w_s), window), llm_model_name(o->model),
+		    text_fmt_count(b1, sizeof(b1), (int64_t)after));
 		rlm__loop_emit_data(l, "notice", text, strlen(text), ds);
 		free(text);
 		free(ds);

@@ -22,9 +22,9 @@
 #include <string.h>
 
 #define COMPACT_HEAD  "Summarise the earlier turns of a REPL session"
-#define PART_MAX      600  /* bytes of one part's items */
-#define FINDINGS_KEPT 8    /* the latest finding lines */
-#define LINE_MAX      200  /* bytes of one item */
+#define PART_MAX      600 /* bytes of one part's items */
+#define FINDINGS_KEPT 8	  /* the latest finding lines */
+#define LINE_MAX      200 /* bytes of one item */
 
 static bool starts(const char *s, size_t n, const char *prefix)
 {
@@ -80,8 +80,8 @@ static void add_items(struct buf *b, const char *s, size_t n, const char *sep)
 static bool finding(const char *s, size_t n)
 {
 	return starts(s, n, "final answer: ") || starts(s, n, "answer: ") ||
-	       starts(s, n, "search '") || starts(s, n, "found ") ||
-	       starts(s, n, "documents: ") || starts(s, n, "named: ");
+	       starts(s, n, "search '") || starts(s, n, "found ") || starts(s, n, "documents: ") ||
+	       starts(s, n, "named: ");
 }
 
 char *sim__compact_reply(const struct llm_msg *msgs, size_t n)

@@ -54,9 +54,9 @@ static void on_seen(const struct rlm_event *e, void *arg)
  * benchmark generator's. */
 static struct corpus *needle_text(void)
 {
-	static const char *const words[] = {"the",    "of",	 "river", "stone",
-					    "lamp",   "quiet",	 "northern", "market",
-					    "harbor", "window", "garden", "letter"};
+	static const char *const words[] = {"the",    "of",	"river",    "stone",
+					    "lamp",   "quiet",	"northern", "market",
+					    "harbor", "window", "garden",   "letter"};
 	struct buf b = BUF_INIT;
 	struct corpus *c;
 	uint64_t st = 3;
@@ -75,8 +75,7 @@ static struct corpus *needle_text(void)
 
 /* Solve the needle question in 100 exploring turns on the simulator,
  * whose window is WINDOW tokens (it refuses more, as a provider does). */
-static int long_solve(bool no_compaction, struct seen *s, struct rlm_result *r,
-		      struct rlm_err *err)
+static int long_solve(bool no_compaction, struct seen *s, struct rlm_result *r, struct rlm_err *err)
 {
 	struct rlm_models_cfg mc;
 	struct rlm_models ms;
