@@ -38,6 +38,8 @@ void cli__on_progress(const struct rlm_progress *p, void *arg)
 	pthread_mutex_lock(&pr->mu);
 	if (strcmp(p->phase, "root") == 0)
 		snprintf(w, n, "turn %d: the root model is thinking", p->level);
+	else if (strcmp(p->phase, "compact") == 0)
+		snprintf(w, n, "turn %d: compacting the conversation", p->level);
 	else if (strcmp(p->phase, "exec") == 0)
 		snprintf(w, n, "turn %d: running code (block %zu of %zu)", p->level,
 			 RLM_MIN(p->done + 1, p->total), p->total);

@@ -246,6 +246,12 @@ const char cli_solve_opts_help[] =
 	"      --python-fences     also run ```python blocks, not only ```repl\n"
 	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
 	"                          built-in ones: repl_system.txt, repl_first.txt, ...)\n"
+	"      --compaction-threshold F  when a node's conversation passes this fraction\n"
+	"                          of the root model's context window, its older turns\n"
+	"                          become one summary (one root-model call; the REPL's\n"
+	"                          variables keep everything), in (0, 1] (0.85)\n"
+	"      --no-compaction     never compact: a conversation over the window fails\n"
+	"                          as the provider refuses it\n"
 	"\n"
 	"Tree strategy options:\n"
 	"      --leaf-chars N      bytes of context per part (default: half the sub-model's\n"
@@ -455,6 +461,13 @@ int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 		}
 		ro->python = arg;
 		return 1;
+	case OPT_S_COMPACTION_THRESHOLD:
+		if (text_parse_double(arg, 0, 1, &secs) || !(secs > 0))
+			return bad("compaction-threshold", arg,
+				   "want a fraction of the context window in (0, 1], such as 0.85");
+		ro->compaction_threshold = secs;
+		return 1;
+	case OPT_S_NO_COMPACTION: ro->no_compaction = true; return 1;
 	case OPT_S_PYTHON_FENCES: ro->python_fences = true; return 1;
 	case OPT_S_PROMPTS:
 		if (rlm_prompt_set_dir(arg, &err)) {

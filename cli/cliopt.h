@@ -136,6 +136,8 @@ enum {
 	OPT_S_REFRESH,
 	OPT_S_MAX_CALLS,
 	OPT_S_MAX_ANSWER,
+	OPT_S_COMPACTION_THRESHOLD,
+	OPT_S_NO_COMPACTION,
 };
 
 /* ---- host tools and skills (solve, serve, mcp, repl, bench run) ---- */
@@ -187,6 +189,8 @@ void cli_tools_opts_release(struct rlm_opts *ro);
 	{"exec-timeout", required_argument, NULL, OPT_S_EXEC_TIMEOUT},                               \
 	{"output-limit", required_argument, NULL, OPT_S_OUTPUT_LIMIT},                               \
 	{"max-answer", required_argument, NULL, OPT_S_MAX_ANSWER},                                   \
+	{"compaction-threshold", required_argument, NULL, OPT_S_COMPACTION_THRESHOLD},               \
+	{"no-compaction", no_argument, NULL, OPT_S_NO_COMPACTION},                                   \
 	{"python", required_argument, NULL, OPT_S_PYTHON},                                           \
 	{"python-fences", no_argument, NULL, OPT_S_PYTHON_FENCES},                                   \
 	{"prompts", required_argument, NULL, OPT_S_PROMPTS},                                         \

@@ -9,7 +9,9 @@
  * its own or on its parent's. The conversation
  * is append-only -- [system, first user, (assistant, user)*] -- so the
  * prefix sent with each root call never changes and provider prompt
- * caches hit. A turn: check the limits, send the root call, and handle
+ * caches hit, until the conversation nears the root model's window: then
+ * its older turns become one summary (rlm/compact.c). A turn: check the
+ * limits, compact if need be, send the root call, and handle
  * the reply (rlm/loop_turn.c). After max_iterations turns, one last call
  * asks for FINAL(...).
  *
@@ -689,7 +691,7 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 		l.iteration++;
 		if (!last)
 			out->iterations = l.iteration;
-		if (root_submit(&l))
+		if (rlm__loop_compact(&l, err) || root_submit(&l))
 			break;
 		if (!l.repl) {
 			/* The worker starts while the first root call is out. */
@@ -764,6 +766,7 @@ out:
 	free(l.content);
 	free(l.last_error);
 	free(l.final_reply);
+	free(l.vars);
 	rlm__calls_release(&l.c);
 	out->solve_ns = time_now_ns() - start;
 	if (rc && caller_err)

@@ -53,6 +53,10 @@ struct loop {
 	char *final_reply; /* ... here (owned), for the conversation */
 	size_t final_len;
 	int restarts0;     /* the worker's restarts when the node took it */
+	char *vars; /* the REPL's variable names at the last exec, "x, idx"
+		     * (for a compaction's summary), or NULL */
+	bool compact_refused; /* a notice said the conversation's shape
+			       * allows no compaction (said once) */
 };
 
 /* Tell the caller's event callback (if any) an event of kind with
@@ -97,6 +101,13 @@ int rlm__loop_session_open(struct loop *l, const char *question, bool *first, st
 void rlm__loop_session_first(struct loop *l);
 int rlm__loop_session_worker(struct loop *l, struct rlm_err *err);
 void rlm__loop_session_close(struct loop *l);
+/* Before a root call: when the conversation's estimated tokens pass
+ * o->compaction_threshold of the root model's window (and compaction is
+ * on), fold its older turns into one summary by one root-model call
+ * (rlm/compact.c; docs/loop.md, "Compaction"). Works on l->msgs alone.
+ * Returns 0 (compacted or not: a failed summary drops the turns with a
+ * notice), or 1 when a limit stopped the node (the stop is set). */
+int rlm__loop_compact(struct loop *l, struct rlm_err *err);
 
 enum turn_end { TURN_GO_ON, TURN_DONE };
 

@@ -93,6 +93,14 @@ static int exec_outcome(struct loop *l, int rc, const struct repl_result *res, s
 		free(l->content);
 		l->content = xstrdup(res->content);
 	}
+	if (res->vars) {
+		/* the names a compaction's summary tells the model are kept */
+		struct buf v = BUF_INIT;
+		for (size_t i = 0; res->vars[i]; i++)
+			buf_printf(&v, "%s%s", i ? ", " : "", res->vars[i]);
+		free(l->vars);
+		l->vars = buf_detach(&v, NULL);
+	}
 	if (res->restarted) {
 		static const char m[] = "the REPL worker was restarted: its variables are gone and "
 					"`context` was reloaded";

@@ -86,8 +86,8 @@ int rlm_prompt_set_dir(const char *dir, struct rlm_err *err)
 			rc = rlm_err_set(err, RLM_EINVAL,
 					 "'%s/%s' is not a known prompt template (known: "
 					 "repl_system.txt, repl_first.txt, repl_next.txt, "
-					 "repl_nocode.txt, repl_last.txt, tree_leaf.txt, "
-					 "tree_combine.txt)",
+					 "repl_nocode.txt, repl_last.txt, repl_compact.txt, "
+					 "tree_leaf.txt, tree_combine.txt)",
 					 dir, e->d_name);
 	}
 	closedir(d);

@@ -325,6 +325,20 @@ static void prompts_digest(char hex[33])
 		free(text);
 		free(path);
 	}
+	/* repl_compact.txt came later: only an override of it counts, so
+	 * that the digest of the built-in templates (in every memo and cache
+	 * key) stays what it was. */
+	if (dir) {
+		struct rlm_err err = {0, ""};
+		char *path = xasprintf("%s/repl_compact.txt", dir), *text = NULL;
+		size_t len = 0;
+		if (file_read(path, 1 << 20, &text, &len, &err) == 0) {
+			store_kb_str(&kb, "repl_compact.txt", 16);
+			store_kb_str(&kb, text, len);
+		}
+		free(text);
+		free(path);
+	}
 	store_kb_final(&kb, &k);
 	store_key_hex(&k, hex);
 }
@@ -370,6 +384,11 @@ char *rlm_config_json(const struct rlm_opts *o)
 	 * before this limit existed stay good. */
 	if (o->max_calls > 0)
 		json_add_num(j, "max_calls", (double)o->max_calls);
+	/* Compaction likewise, only when not the default (on, 0.85). */
+	if (o->no_compaction)
+		json_add_bool(j, "compaction", false);
+	else if (o->compaction_threshold > 0 && o->compaction_threshold != 0.85)
+		json_add_num(j, "compaction_threshold", o->compaction_threshold);
 	/* Tools answer from the world: a memo made with other tools, or
 	 * another policy, is not this run's answer. */
 	if (o->tools) {
@@ -564,7 +583,14 @@ static void add_cut(cJSON *o, const char *key, const char *s, size_t len, size_t
 void rlm__record_call(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,
 		 int depth, int iteration, const struct llm_call *call, bool sub)
 {
+	rlm__record_call_as(o, nodes, node, parent, depth, iteration, call, sub ? "sub" : "root");
+}
+
+void rlm__record_call_as(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,
+			 int depth, int iteration, const struct llm_call *call, const char *role)
+{
 	const struct rlm_record *rec = rec_of(o);
+	bool sub = strcmp(role, "sub") == 0, compact = strcmp(role, "compact") == 0;
 	struct store_key k;
 	char hex[33], *data;
 	size_t chars = 0;
@@ -579,7 +605,7 @@ void rlm__record_call(const struct rlm_opts *o, struct rlm_nodes *nodes, int nod
 	d = cJSON_CreateObject();
 	u = cJSON_CreateObject();
 	json_add_str(d, "key", hex);
-	json_add_str(d, "role", sub ? "sub" : "root");
+	json_add_str(d, "role", role);
 	json_add_bool(d, "cached", call->cached);
 	json_add_bool(d, "ok", call->rc == 0);
 	json_add_num(u, "input_tokens", (double)call->usage.input_tokens);
@@ -603,6 +629,13 @@ void rlm__record_call(const struct rlm_opts *o, struct rlm_nodes *nodes, int nod
 			json_add_str(d, "error",
 				     call->error ? call->error : rlm_strerror(call->rc));
 		}
+	} else if (compact) {
+		/* the summary: the turns it stands for are events already */
+		if (call->rc == 0)
+			add_cut(d, "response", call->text, call->len, SUB_REPLY_KEEP);
+		else
+			json_add_str(d, "error",
+				     call->error ? call->error : rlm_strerror(call->rc));
 	}
 	data = json_print(d);
 	cJSON_Delete(d);

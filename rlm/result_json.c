@@ -253,6 +253,7 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 		json_add_num(x, "error_turns", r->error_turns);
 		json_add_num(x, "execs", r->execs);
 		json_add_num(x, "restarts", r->restarts);
+		json_add_num(x, "compactions", r->compactions);
 		json_add(o, "repl", x);
 	} else {
 		json_add_num(x, "parts", (double)r->leaves);

@@ -41,7 +41,8 @@ struct rlm_progress {
 				* call is out), "exec" (code runs: done blocks of
 				* the turn's total), "sub" (plain sub-calls of one
 				* llm_query_batched: done/total), "child" (child
-				* RLMs of one rlm_query_batched: done/total) */
+				* RLMs of one rlm_query_batched: done/total),
+				* "compact" (the summary call of a compaction) */
 	size_t done, total;    /* calls of this phase */
 	int level;             /* tree: combine level, 1 = first; repl: iteration */
 	int64_t elapsed_ns;

@@ -114,6 +114,12 @@ static int solve_strategy(const struct rlm_opts *opts, const char *question,
 			out->stop = RLM_STOP_ERROR;
 			return rc;
 		}
+		if (!(opts->compaction_threshold >= 0 && opts->compaction_threshold <= 1)) {
+			out->stop = RLM_STOP_ERROR;
+			return rlm_err_set(err, RLM_EINVAL,
+					   "bad compaction threshold %g: want a fraction in (0, 1]",
+					   opts->compaction_threshold);
+		}
 		rc = rlm__loop_solve(opts, question, ctx, out, err);
 		rlm__result_finish(out, rc);
 		return rc;

@@ -93,6 +93,11 @@ void rlm__record_event(const struct rlm_opts *o, int node, int parent, int depth
  * the event callback; NULL: the store only). */
 void rlm__record_call(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,
 		 int depth, int iteration, const struct llm_call *call, bool sub);
+/* The same with the call's role named: "root", "sub", or "compact" (a
+ * root-model call that summarised a node's older turns, rlm/compact.c;
+ * its reply is kept, cut, as a sub-call's is). */
+void rlm__record_call_as(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,
+			 int depth, int iteration, const struct llm_call *call, const char *role);
 /* A "call", "child" or "child_end" event: to the store, and to the event
  * callback when o asks for detail_events (under nodes->cb_mu). */
 void rlm__record_detail(const struct rlm_opts *o, struct rlm_nodes *nodes, int node, int parent,

@@ -301,6 +301,9 @@ static void progress_event(struct mcp_call *c, struct progress *p, const cJSON *
 	if (strcmp(phase, "root") == 0) {
 		snprintf(msg, sizeof(msg), "turn %d: the root model is thinking", it);
 		progress_send(c, p, base, true, msg);
+	} else if (strcmp(phase, "compact") == 0) {
+		snprintf(msg, sizeof(msg), "turn %d: compacting the conversation", it);
+		progress_send(c, p, base, true, msg);
 	} else if (strcmp(phase, "exec") == 0) {
 		snprintf(msg, sizeof(msg), "turn %d: running code", it);
 		progress_send(c, p, base + 0.5, true, msg);

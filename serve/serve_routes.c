@@ -93,7 +93,12 @@ static void check_num(struct check *k, const cJSON *o, const char *key, const ch
 		return;
 	v = j->valuedouble;
 	if (!cJSON_IsNumber(j) || !isfinite(v) || v < min || (min_open && v <= min) || v > max) {
-		serve__check_fail(k, "%s%s: want a number %s %g", where, key, min_open ? ">" : ">=", min);
+		if (max < 1000) /* a fraction: say its top too */
+			serve__check_fail(k, "%s%s: want a number %s %g and <= %g", where, key,
+					  min_open ? ">" : ">=", min, max);
+		else
+			serve__check_fail(k, "%s%s: want a number %s %g", where, key,
+					  min_open ? ">" : ">=", min);
 		return;
 	}
 	*out = v;
@@ -212,7 +217,8 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	static const char *const known[] = {
 	    "model",	      "sub_model",  "strategy", "max_depth",
 	    "max_iterations", "max_tokens", "max_cost", "max_calls",
-	    "max_sub_calls",  "timeout",    "budgets",  NULL};
+	    "max_sub_calls",  "timeout",    "budgets",  "compaction",
+	    "compaction_threshold", NULL};
 	const char *w = "options.", *st;
 	int64_t v;
 	if (!o || cJSON_IsNull(o))
@@ -243,6 +249,12 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	check_int(k, o, "max_sub_calls", w, 0, (int64_t)1 << 50, &so->max_sub_calls);
 	check_num(k, o, "max_cost", w, 0, 1e9, false, &so->max_cost);
 	check_num(k, o, "timeout", w, 0, 1e7, true, &so->timeout_s);
+	check_num(k, o, "compaction_threshold", w, 0, 1, true, &so->compaction_threshold);
+	if (json_get(o, "compaction") && !cJSON_IsNull(json_get(o, "compaction"))) {
+		bool on = true;
+		serve__check_bool(k, o, "compaction", w, &on);
+		so->compaction = on;
+	}
 	check_budgets(k, o, so);
 }
 

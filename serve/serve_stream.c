@@ -128,6 +128,8 @@ static void progress_line(struct chat_stream *cs, const cJSON *e, struct buf *b)
 	if (strcmp(kind, "progress") == 0 && phase) {
 		if (strcmp(phase, "root") == 0) {
 			buf_printf(b, "Turn %d: the root model is thinking.", it);
+		} else if (strcmp(phase, "compact") == 0) {
+			buf_printf(b, "Turn %d: compacting the conversation.", it);
 		} else if (strcmp(phase, "sub") == 0) {
 			if (!wave_throttled(cs, done, total))
 				buf_printf(b, "Turn %d: sub-calls %.0f/%.0f.", it, done, total);

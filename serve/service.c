@@ -403,6 +403,7 @@ void serve_opts_init(struct svc_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->strategy = -1;
+	o->compaction = -1;
 }
 
 static int pick_model(struct service *s, const char *name, const char *what, struct llm_model **out,
@@ -450,6 +451,10 @@ static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_op
 		o->max_depth = q->max_depth;
 	if (q->max_iterations > 0)
 		o->max_iterations = q->max_iterations;
+	if (q->compaction_threshold > 0 && q->compaction_threshold <= 1)
+		o->compaction_threshold = q->compaction_threshold;
+	if (q->compaction == 0 || q->compaction == 1)
+		o->no_compaction = !q->compaction;
 	/* A budget of the request can lower the server's, never raise it: the
 	 * operator's limits are ceilings (none set: the request's holds). */
 	o->max_tokens = lower_limit(o->max_tokens, q->max_tokens);

@@ -182,6 +182,8 @@ struct svc_opts {
 	int64_t max_tokens, max_calls, max_sub_calls;
 	double max_cost;
 	double timeout_s;            /* the solve's wall clock */
+	double compaction_threshold; /* 0: the service's; else in (0, 1] */
+	int compaction;              /* -1: the service's; 0: off; 1: on */
 };
 void serve_opts_init(struct svc_opts *o); /* all "keep the service's" */
 

@@ -33,7 +33,7 @@ void sim_cfg_default(struct sim_cfg *cfg)
 
 static const char known_keys[] = "seed, ttft, tps, 429, 500, reset, malformed, slow, truncate, "
 				 "faults, retry_after, retry_after_ms, slow_ms, code_errors, chunk, "
-				 "rlm_chunks";
+				 "rlm_chunks, window, explore";
 
 /* A duration in ms: "250", "250ms", "1.5s"; unit_ms is the unit of a bare
  * number. */
@@ -103,6 +103,19 @@ static int set_option(struct sim_cfg *c, const char *k, const char *v)
 		if (text_parse_int(v, 1, 1000000000, &l))
 			return RLM_EINVAL;
 		c->rlm_chunks = l;
+		return 0;
+	}
+	if (strcmp(k, "window") == 0) {
+		uint64_t u;
+		if (text_parse_count(v, &u) || u > 1000000000ULL)
+			return RLM_EINVAL;
+		c->window = (long)u;
+		return 0;
+	}
+	if (strcmp(k, "explore") == 0) {
+		if (text_parse_int(v, 0, 100000, &l))
+			return RLM_EINVAL;
+		c->explore = l;
 		return 0;
 	}
 	if (strcmp(k, "faults") == 0) {
@@ -181,9 +194,14 @@ struct sim {
 
 void sim_cache_id(const struct sim *s, char *dst, size_t cap)
 {
-	snprintf(dst, cap, "seed=%llu,code_errors=%g,chunk=%ld,rlm_chunks=%ld",
-		 (unsigned long long)s->cfg.seed, s->cfg.code_errors, s->cfg.chunk_chars,
-		 s->cfg.rlm_chunks);
+	int n = snprintf(dst, cap, "seed=%llu,code_errors=%g,chunk=%ld,rlm_chunks=%ld",
+			 (unsigned long long)s->cfg.seed, s->cfg.code_errors, s->cfg.chunk_chars,
+			 s->cfg.rlm_chunks);
+	/* only when set, so that the ids of the runs before them stay */
+	if (n >= 0 && (size_t)n < cap && s->cfg.window)
+		n += snprintf(dst + n, cap - (size_t)n, ",window=%ld", s->cfg.window);
+	if (n >= 0 && (size_t)n < cap && s->cfg.explore)
+		snprintf(dst + n, cap - (size_t)n, ",explore=%ld", s->cfg.explore);
 }
 
 struct sim *sim_new(const struct sim_cfg *cfg)
@@ -553,6 +571,20 @@ static int handle(struct sim *s, const char *body, size_t len, bool allow_stream
 		draw(s, false, &out->fault);
 		out->status = 400;
 		out->body = error_body(why, "invalid_request_error", NULL);
+		out->len = strlen(out->body);
+		request_release(&rq);
+		return 0;
+	}
+	if (c->window > 0 && llm_estimate_tokens(rq.content_bytes) > c->window) {
+		/* as a real provider refuses a prompt over its window */
+		char msg[320];
+		draw(s, false, &out->fault);
+		snprintf(msg, sizeof(msg),
+			 "This model's maximum context length is %ld tokens. However, your messages "
+			 "resulted in %lld tokens. Please reduce the length of the messages.",
+			 c->window, (long long)llm_estimate_tokens(rq.content_bytes));
+		out->status = 400;
+		out->body = error_body(msg, "invalid_request_error", "context_length_exceeded");
 		out->len = strlen(out->body);
 		request_release(&rq);
 		return 0;

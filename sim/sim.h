@@ -137,6 +137,11 @@ struct sim_cfg {
 	double code_errors;     /* root: rate of steps written with a bug */
 	long chunk_chars;       /* root: chunk size; 0: what the prompt states */
 	long rlm_chunks;        /* root: more chunks than this go to child RLMs */
+	long window;            /* tokens of prompt accepted (ceil(bytes / 4) of
+				 * the messages' content); more: 400
+				 * context_length_exceeded; 0: any */
+	long explore;           /* root: turns spent reading pieces of the
+				 * context between step 1 and step 2 */
 };
 
 /* Defaults: no delay, no faults, seed 1, Retry-After 1 s, slow 2000 ms,
@@ -145,7 +150,8 @@ void sim_cfg_default(struct sim_cfg *cfg);
 
 /* Parse a spec like "ttft=100ms,tps=50,429=0.1,500=0.05,reset=0.05,
  * malformed=0.05,slow=0.02,truncate=0.05,faults=3,retry_after=1,
- * retry_after_ms=50,slow_ms=500,seed=7,code_errors=0.2,chunk=100000" over the values already in cfg.
+ * retry_after_ms=50,slow_ms=500,seed=7,code_errors=0.2,chunk=100000,window=8k,
+ * explore=100" over the values already in cfg.
  * Durations take ms or s suffixes (ms by default). Unknown keys and bad
  * values are errors naming the key. Returns 0 or RLM_EINVAL. */
 int sim_cfg_parse(const char *spec, struct sim_cfg *cfg, struct rlm_err *err);
@@ -154,7 +160,8 @@ struct sim;
 
 struct sim *sim_new(const struct sim_cfg *cfg);
 /* What of its configuration decides its replies (not timing or faults):
- * "seed=1,code_errors=0,chunk=0,rlm_chunks=128". */
+ * "seed=1,code_errors=0,chunk=0,rlm_chunks=128", then ",window=N" and
+ * ",explore=N" when they are set. */
 void sim_cache_id(const struct sim *s, char *dst, size_t cap);
 void sim_free(struct sim *s);
 /* Requests handled and faults injected so far (thread-safe). */

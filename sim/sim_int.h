@@ -45,6 +45,16 @@ size_t sim__norm_term(char *t, size_t n);
  * words and question boilerplate: "what", "say", "total", ...). */
 bool sim__is_stopword(const char *t, size_t n);
 
+/* ---- compaction (sim/sim_compact.c) ---- */
+
+/* When msgs ask for the summary of an RLM conversation's older turns (a
+ * system message that starts "Summarise the earlier turns of a REPL
+ * session", prompts/repl_compact.txt; the turns in the last user message),
+ * the summary, built from those turns alone: "Questions: ...",
+ * "Variables: ...", "Findings: ...", "Next: ..." lines. Else NULL. Fresh
+ * string. */
+char *sim__compact_reply(const struct llm_msg *msgs, size_t n);
+
 /* ---- the root policy's Python (sim/sim_root.c) ---- */
 
 /* Append s[0..n) to b as a Python str literal on one line. */

@@ -1881,7 +1881,10 @@ static char *policy(const char *s, size_t len)
 char *sim_reply_text(const struct sim_cfg *cfg, const struct llm_msg *msgs, size_t n)
 {
 	const struct llm_msg *m = NULL;
-	char *root = sim_root_reply(cfg, msgs, n);
+	char *root = sim__compact_reply(msgs, n);
+	if (root)
+		return root;
+	root = sim_root_reply(cfg, msgs, n);
 	if (root)
 		return root;
 	for (size_t i = n; i-- > 0;) {

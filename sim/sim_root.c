@@ -140,7 +140,7 @@ static bool own_line(const char *s, size_t n)
 	       starts(s, n, "final answer: ") || starts(s, n, "documents: ") ||
 	       starts(s, n, "named: ") || starts(s, n, "sources: ") ||
 	       starts(s, n, "tool hits: ") || starts(s, n, "tool info: ") ||
-	       starts(s, n, "tool result: ");
+	       starts(s, n, "tool result: ") || starts(s, n, "piece: ");
 }
 
 static bool ends(const char *s, size_t n, const char *suffix)
@@ -191,6 +191,36 @@ static int step_of(const char *s, size_t n)
 			return p[0] - '0';
 	}
 	return 0;
+}
+
+/* The K of an "# explore K of N:" marker in s (an exploring turn,
+ * sim_cfg.explore), or 0. */
+static long explore_of(const char *s, size_t n)
+{
+	static const char mark[] = "# explore ";
+	const char *p = s ? memmem(s, n, mark, sizeof(mark) - 1) : NULL;
+	long k = 0;
+	if (!p)
+		return 0;
+	for (p += sizeof(mark) - 1; p < s + n && *p >= '0' && *p <= '9' && k < 100000000; p++)
+		k = k * 10 + (*p - '0');
+	return k;
+}
+
+/* An exploring turn: print piece k of the context (300 characters of the
+ * str; of a list, the head of one document), as a careful model reads
+ * around before it searches. One printed line (repr), which own_line
+ * knows. */
+static void explore_step(struct buf *b, long k, long n)
+{
+	buf_printf(b,
+		   "# explore %ld of %ld: a piece of the context\n"
+		   "_p = context if isinstance(context, str) else "
+		   "(context[(%ld - 1) %% len(context)] if len(context) else '')\n"
+		   "_p = _p if isinstance(_p, str) else str(_p)\n"
+		   "_o = ((%ld - 1) * 300) %% max(len(_p), 1) if isinstance(context, str) else 0\n"
+		   "print('piece: ' + repr(_p[_o:_o + 300]))\n",
+		   k, n, k, k);
 }
 
 /* The question of the first user message: its "Question:" line, up to the
@@ -998,6 +1028,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	const struct llm_msg *first = NULL, *last = NULL, *system = NULL, *seg;
 	size_t first_i = 0, seg_i = 0, turn = 1;
 	int prev = 0, step, tools = 0;
+	long explored = 0;
 	const char *why, *tools_why = NULL;
 	struct ask a = {0};
 	long size;
@@ -1021,6 +1052,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 			turn++;
 			prev = step_of(msgs[i].text, msgs[i].len);
 			tools = sim__tools_step(msgs[i].text, msgs[i].len);
+			explored = explore_of(msgs[i].text, msgs[i].len);
 		}
 	}
 	if (!a.later) {
@@ -1063,6 +1095,20 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 			return r;
 	}
 
+	/* explore=N: N turns reading pieces between step 1 and step 2 */
+	if (cfg->explore > 0 && last != seg && !notice(last, "REPL was restarted") &&
+	    !notice(last, "variables are gone") &&
+	    ((prev == 1 && !notice(last, NULL)) || explored > 0)) {
+		if (explored < cfg->explore) {
+			buf_init(&b, 0);
+			buf_puts(&b, "I will read one more piece of the context before I search it."
+				     "\n\n```repl\n");
+			explore_step(&b, explored + 1, cfg->explore);
+			buf_puts(&b, "```\n");
+			return buf_detach(&b, NULL);
+		}
+		prev = 1; /* read enough: on to step 2 */
+	}
 	if (last != seg &&
 	    (notice(last, "REPL was restarted") || notice(last, "variables are gone"))) {
 		step = 2;

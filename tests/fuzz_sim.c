@@ -3,8 +3,10 @@
  * request body get a 200 with a well-formed reply or a 400 with a JSON
  * error; any bytes as a user message get a reply that is valid UTF-8 when
  * the message is; any bytes as the question or a REPL output of a root
- * conversation get a well-formed root reply; any bytes as a simulator spec
- * parse or fail cleanly. */
+ * conversation get a well-formed root reply (after an exploring turn too);
+ * any bytes as the turns of a compaction request, or as its instructions,
+ * get a bounded four-line summary; any bytes as a simulator spec parse or
+ * fail cleanly. */
 #include "../common/json.h"
 #include "../sim/sim.h"
 #include "../common/text.h"
@@ -117,6 +119,54 @@ static void check_root(const char *text, size_t size)
 	}
 }
 
+/* The compaction prompt: the bytes as the turns, then as the end of the
+ * instructions (the variables' names). */
+static void check_compact(const char *text, size_t size)
+{
+	static const char head[] = "Summarise the earlier turns of a REPL session. ";
+	bool valid = text_utf8_valid(text, size, NULL);
+	char *sys = xmalloc(sizeof(head) + size), *r;
+	struct llm_msg c[2] = {{LLM_SYSTEM, head, sizeof(head) - 1}, {LLM_USER, text, size}};
+	for (int pass = 0; pass < 2; pass++) {
+		size_t n;
+		r = sim_reply_text(NULL, c, 2);
+		n = r ? strlen(r) : 0;
+		if (!r || strncmp(r, "Questions: ", 11) != 0 || !strstr(r, "\nVariables: ") ||
+		    !strstr(r, "\nFindings: ") || !strstr(r, "\nNext: ") || n > 4000 ||
+		    strstr(r, "# step"))
+			abort();
+		if (valid && !text_utf8_valid(r, n, NULL))
+			abort();
+		free(r);
+		memcpy(sys, head, sizeof(head) - 1);
+		memcpy(sys + sizeof(head) - 1, text, size);
+		c[0] = (struct llm_msg){LLM_SYSTEM, sys, sizeof(head) - 1 + size};
+		c[1] = (struct llm_msg){LLM_USER, "## Turn 1: the model's reply\nok", 31};
+	}
+	free(sys);
+}
+
+/* explore=2: the bytes as the output of the first exploring turn. */
+static void check_explore(const char *text, size_t size)
+{
+	static const char sys[] = "Write ```repl blocks; llm_query_batched(prompts) asks many.";
+	static const char first[] = "Question: Where is the cat?\n\nThe context is a str.";
+	static const char turn[] = "ok\n\n```repl\n# explore 1 of 2: a piece\n```\n";
+	struct llm_msg c[4] = {{LLM_SYSTEM, sys, sizeof(sys) - 1},
+			       {LLM_USER, first, sizeof(first) - 1},
+			       {LLM_ASSISTANT, turn, sizeof(turn) - 1},
+			       {LLM_USER, text, size}};
+	struct sim_cfg cfg;
+	char *r;
+	sim_cfg_default(&cfg);
+	cfg.explore = 2;
+	r = sim_root_reply(&cfg, c, 4);
+	if (!r || (!strstr(r, "\n\n```repl\n# explore 2 of 2: ") &&
+		   !strstr(r, "\n\n```repl\n# step ") && strncmp(r, "FINAL(", 6) != 0))
+		abort();
+	free(r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct sim *s;
@@ -142,6 +192,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(reply);
 
 	check_root(text, size);
+	check_compact(text, size);
+	check_explore(text, size);
 
 	if (size < 4096) {
 		struct sim_cfg cfg;

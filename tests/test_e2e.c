@@ -1418,6 +1418,74 @@ TEST(sub_context_window_flag)
 	free(ok);
 }
 
+/* Compaction from the command line: a 100-turn solve over a log with a
+ * small window is compacted and answers (--json says how many times);
+ * with --no-compaction it overflows the window; a bad threshold is a
+ * usage error; every solving command has the flags. */
+TEST(compaction_flags)
+{
+	char *ctx = path_in_tmp("compact-log.txt");
+	struct buf b = BUF_INIT;
+	struct proc_out o;
+	cJSON *j;
+	for (int i = 0; i < 700; i++) {
+		if (i == 433)
+			buf_puts(&b, "2024-03-19 ops: The rotation key for cluster Tamsin is ZQ-5521.\n");
+		buf_printf(&b, "2024-03-%02d host-%d: request %d served in %d ms\n", 1 + i % 28,
+			   i % 17, i * 7, 3 + i % 91);
+	}
+	write_text(ctx, b.p, b.len);
+	buf_release(&b);
+	for (int off = 0; off < 2; off++) {
+		const char *args[] = {"solve", "-c", ctx, "-q",
+				      "What is the rotation key for cluster Tamsin?", "--json",
+				      "--quiet", "--no-cache", "--sim", "explore=100,window=8000",
+				      "--sub-context-window", "8000", "--max-iterations", "120",
+				      off ? "--no-compaction" : "--compaction-threshold",
+				      off ? NULL : "0.8", NULL};
+		o = rlm(args, NULL);
+		j = json_parse(o.out, strlen(o.out));
+		CHECK_MSG(j, "not JSON: %s %s", o.out, o.err);
+		if (!off) {
+			CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+			CHECK_CONTAINS(json_str(j, "answer"), "ZQ-5521");
+			CHECK(json_num(json_get(j, "repl"), "iterations", 0) > 100);
+			CHECK(json_num(json_get(j, "repl"), "compactions", 0) >= 2);
+		} else {
+			CHECK(o.status != 0);
+			CHECK_STR(json_str(j, "stop"), "error");
+			CHECK_CONTAINS(json_str(j, "stop_detail"),
+				       "maximum context length is 8000 tokens");
+			CHECK_INT(json_num(json_get(j, "repl"), "compactions", -1), 0);
+		}
+		cJSON_Delete(j);
+		proc_out_release(&o);
+	}
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", "q?", "--compaction-threshold", "0",
+				      NULL};
+		o = rlm(args, NULL);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad value '0' for --compaction-threshold: want a fraction of the "
+			      "context window in (0, 1]");
+	proc_out_release(&o);
+	{
+		static const char *const cmds[][3] = {{"solve", "--help", NULL},
+						      {"serve", "--help", NULL},
+						      {"mcp", "--help", NULL},
+						      {"bench", "run", "--help"}};
+		for (size_t i = 0; i < ARRAY_SIZE(cmds); i++) {
+			const char *args[] = {cmds[i][0], cmds[i][1], cmds[i][2], NULL};
+			o = rlm(args, NULL);
+			CHECK_CONTAINS(o.out, "--compaction-threshold F");
+			CHECK_CONTAINS(o.out, "--no-compaction");
+			proc_out_release(&o);
+		}
+	}
+	free(ctx);
+}
+
 /* ---- the sandbox ---- */
 
 static const char *const layers[] = {"seccomp", "identity", "landlock", "userns", "mntns",

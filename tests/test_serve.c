@@ -464,6 +464,14 @@ TEST(serve_solve_sync)
 	CHECK(cJSON_IsNumber(json_get(r.json, "cost")));
 	CHECK(json_num(r.json, "cost", -1) == json_num(r.json, "cost_usd", -2));
 	resp_release(&r);
+	/* compaction, on or off, in the options */
+	free(body);
+	body = solve_body("\"options\": {\"compaction\": false, \"compaction_threshold\": 0.5}");
+	r = http(&s, "POST", "/v1/solve", body);
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(r.json, "status"), "done");
+	CHECK(cJSON_IsNumber(json_get(json_get(json_get(r.json, "result"), "repl"), "compactions")));
+	resp_release(&r);
 
 	/* The tree strategy answers too. */
 	free(body);
@@ -1667,6 +1675,12 @@ TEST(serve_errors)
 	     "invalid_request", "options.budgets.tokens: says another than options.max_tokens"},
 	    {"POST", "/v1/solve", OPT("\"budgets\": {\"time\": 10}, \"timeout\": 20"), 400,
 	     "invalid_request", "options.budgets.time: says another than options.timeout"},
+	    {"POST", "/v1/solve", OPT("\"compaction_threshold\": 1.5"), 400, "invalid_request",
+	     "options.compaction_threshold: want a number > 0 and <= 1"},
+	    {"POST", "/v1/solve", OPT("\"compaction_threshold\": 0"), 400, "invalid_request",
+	     "options.compaction_threshold: want a number > 0 and <= 1"},
+	    {"POST", "/v1/solve", OPT("\"compaction\": 1"), 400, "invalid_request",
+	     "options.compaction: want true or false"},
 #undef OPT
 	    /* \u0000 would cut a string short: refused, naming the field */
 	    {"POST", "/v1/solve", "{\"question\": \"q?\\u0000 and more\", \"context\": \"x\"}", 400,
