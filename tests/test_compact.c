@@ -437,3 +437,83 @@ TEST(sim_window_refuses_a_prompt_over_it)
 	buf_release(&body);
 	sim_free(s);
 }
+
+/* ---- a long session: 100 questions on one conversation ---- */
+
+/* Ask the vault question n times on one session over the needle text, on
+ * the simulator with a WINDOW-token window; stops at the first failure.
+ * Returns how many were answered right, compactions in *compactions. */
+static int long_session(bool no_compaction, int n, struct seen *s, int *compactions,
+			char *why, size_t cap)
+{
+	struct rlm_models_cfg mc;
+	struct rlm_models ms;
+	struct rlm_opts o;
+	struct rlm_session *sess = NULL;
+	struct rlm_session_info in;
+	struct rlm_err err = {0, ""};
+	struct corpus *ctx = needle_text();
+	int right = 0;
+	sim_provider_register();
+	rlm_models_cfg_init(&mc);
+	mc.provider = "sim";
+	mc.provider_spec = "window=8000";
+	mc.sub_context_window = WINDOW;
+	mc.concurrency = 4;
+	mc.quiet = true;
+	CHECK_MSG(rlm_models_init(&ms, &mc, &err) == 0, "%s", err.msg);
+	memset(&o, 0, sizeof(o));
+	o.strategy = RLM_REPL;
+	o.pool = ms.pool;
+	o.model = ms.model;
+	o.sub_model = ms.sub;
+	o.params = ms.params;
+	o.no_compaction = no_compaction;
+	o.event = on_seen;
+	o.event_arg = s;
+	o.detail_events = true;
+	CHECK_MSG(rlm_session_new(&o, ctx, &sess, &err) == 0, "%s", err.msg);
+	for (int i = 0; i < n; i++) {
+		struct rlm_result r;
+		int rc = rlm_session_solve(sess, NULL, "What is the access code for the Vesper vault?",
+					   &r, &err);
+		if (rc || !r.answer || !strstr(r.answer, "4471-QX")) {
+			snprintf(why, cap, "question %d: %s", i + 1,
+				 rc ? err.msg : r.answer ? r.answer : "(no answer)");
+			rlm_result_release(&r);
+			break;
+		}
+		right++;
+		rlm_result_release(&r);
+	}
+	rlm_session_info(sess, &in);
+	*compactions = in.compactions;
+	rlm_session_free(sess);
+	rlm_models_release(&ms);
+	corpus_free(ctx);
+	return right;
+}
+
+TEST(compaction_keeps_a_100_question_session_under_the_window)
+{
+	struct seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	char why[400] = "";
+	int compactions = 0, right;
+	buf_init(&s.notes, 0);
+	right = long_session(false, 100, &s, &compactions, why, sizeof(why));
+	CHECK_MSG(right == 100, "%d right; %s", right, why);
+	CHECK_MSG(compactions >= 2, "%d compactions", compactions);
+	CHECK_INT(s.compact_calls, compactions);
+	CHECK_INT(s.over, 0); /* no root call went over the window */
+	buf_release(&s.notes);
+	/* without compaction the same session outgrows the window */
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.mu, NULL);
+	buf_init(&s.notes, 0);
+	right = long_session(true, 100, &s, &compactions, why, sizeof(why));
+	CHECK_MSG(right < 100, "%d right", right);
+	CHECK_CONTAINS(why, "maximum context length is 8000 tokens");
+	CHECK_INT(compactions, 0);
+	buf_release(&s.notes);
+	pthread_mutex_destroy(&s.mu);
+}
