@@ -47,6 +47,10 @@ struct loop {
 	size_t n_sources;
 	int consecutive_errors;
 	char *last_error; /* the last error line of the last error turn */
+	/* structured answers (o->schema_json at the root): */
+	bool answer_valid; /* out->answer is one the worker found valid */
+	char *invalid;     /* the validation errors of the last answer made
+			    * ready and refused, or NULL */
 };
 
 /* Tell the caller's event callback (if any) an event of kind with
