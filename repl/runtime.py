@@ -2140,13 +2140,20 @@ def _validated(c):
         _invalid = str(e)
         return None
     try:
-        errs = sorted(_schema_check.iter_errors(v), key=lambda e: (len(e.path), list(map(str, e.path))))
+        errs = list(_schema_check.iter_errors(v))
+        if errs:
+            # Under an anyOf or oneOf: the alternative's own error that
+            # says most (jsonschema's best_match), not "is not valid
+            # under any of the given schemas".
+            from jsonschema.exceptions import best_match
+            errs = [best_match([e]) if e.context else e for e in errs]
+            errs.sort(key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     except Exception as e:  # a $ref that cannot be resolved, ...
         _invalid = 'the schema could not be checked: %s' % _cut(str(e), 300)
         return None
     if not errs:
         return t
-    lines = ['at %s: %s' % (_where(e.path), _cut(e.message, 300))
+    lines = ['at %s: %s' % (_where(e.absolute_path), _cut(e.message, 300))
              for e in errs[:_MAX_SCHEMA_ERRORS]]
     if len(errs) > _MAX_SCHEMA_ERRORS:
         lines.append('(and %d more)' % (len(errs) - _MAX_SCHEMA_ERRORS))

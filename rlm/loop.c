@@ -784,9 +784,15 @@ out:
 		out->answer_json = l.answer_valid && out->answer;
 		out->found = out->found && out->answer_json;
 		if (!out->answer_json && l.invalid) {
-			char *d = xasprintf("%s; the answer never validated under the schema; the "
-					    "last errors: %s",
-					    out->stop_detail ? out->stop_detail : "no answer", l.invalid);
+			/* the errors once: a max_errors stop names the first */
+			size_t first = strcspn(l.invalid, "\n");
+			bool named = out->stop_detail &&
+				     memmem(out->stop_detail, strlen(out->stop_detail), l.invalid,
+					    first);
+			char *d = xasprintf("%s; the answer never validated under the schema%s%s",
+					    out->stop_detail ? out->stop_detail : "no answer",
+					    named && !l.invalid[first] ? "" : "; the last errors: ",
+					    named && !l.invalid[first] ? "" : l.invalid);
 			free(out->stop_detail);
 			out->stop_detail = d;
 		}

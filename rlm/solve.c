@@ -157,6 +157,29 @@ static int schema_check(const struct rlm_opts *o, struct rlm_result *out, struct
 	return rlm_err_set(err, RLM_EINVAL, "%s", why);
 }
 
+int rlm_schema_check(const struct rlm_opts *o, struct rlm_err *err)
+{
+	struct rlm_result r;
+	struct repl_cfg c;
+	struct repl *w = NULL;
+	int rc;
+	memset(&r, 0, sizeof(r));
+	rc = schema_check(o, &r, err);
+	free(r.stop_detail);
+	if (rc || !o->schema_json)
+		return rc;
+	if ((rc = repl_sandbox_check(&o->sandbox, err)))
+		return rc;
+	memset(&c, 0, sizeof(c));
+	c.python = o->python;
+	c.sandbox = o->sandbox;
+	c.schema = o->schema_json;
+	c.ctx.text = "";
+	rc = repl_start(&c, &w, err);
+	repl_free(w);
+	return rc;
+}
+
 int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
 	      struct rlm_result *out, struct rlm_err *err)
 {

@@ -182,6 +182,10 @@ struct svc_opts {
 	int64_t max_tokens, max_calls, max_sub_calls;
 	double max_cost;
 	double timeout_s;            /* the solve's wall clock */
+	const char *schema_json;     /* a JSON Schema the answer must be valid
+				      * under (rlm_opts.schema_json; copied by
+				      * serve_solve, which checks it first), or
+				      * NULL: a text answer */
 };
 void serve_opts_init(struct svc_opts *o); /* all "keep the service's" */
 
@@ -194,7 +198,9 @@ int serve_can_start(struct service *s, struct rlm_err *err);
  * takes a hold of its own, the caller still drops its one) on a thread of
  * its own. Returns 0 with *run (a reference the caller drops with
  * serve_run_put), SVC_EBUSY, SVC_ECLOSING, RLM_EINVAL (a model that is not
- * the service's), with err. */
+ * the service's; a schema that is not valid JSON Schema: serve_solve has a
+ * worker check it first, once per schema the service has seen), with
+ * err. */
 int serve_solve(struct service *s, const char *question, struct svc_corp *corpus,
 	      const struct svc_opts *o, struct svc_run **run, struct rlm_err *err);
 /* A run by id (this service's), with a reference; NULL when unknown. */
@@ -214,7 +220,9 @@ bool serve_run_cancel(struct svc_run *r);
  * cancelled", "question", "answer", "answer_truncated" (the answer was
  * cut to max_answer bytes; then "answer_bytes": its length before),
  * "stop", "usage", "cost" (USD; also as "cost_usd"), "timings", "result"}
- * (result: rlm_result_json, when ended). */
+ * (result: rlm_result_json, when ended). A solve with a schema also has
+ * "structured": true and "answer_json": whether its answer validated (then
+ * "answer" is that JSON value, not a string). */
 struct cJSON *serve_run_json(struct svc_run *r);
 /* The event at position pos (0-based) of its log, as a new JSON object
  * {"kind", "node", "depth", "iteration", "text", "t_ms", ...} ("progress"

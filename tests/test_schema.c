@@ -312,3 +312,115 @@ TEST(sim_without_schema_is_unchanged)
 	CHECK_CONTAINS(v.r.answer, "ZEBRA-7731");
 	env_free(&v);
 }
+
+/* ---- the worker alone (repl/repl.h, STRUCTURED ANSWERS) ---- */
+
+static struct repl *start(const char *schema, struct rlm_err *err)
+{
+	struct repl_cfg c;
+	struct repl *r = NULL;
+	memset(&c, 0, sizeof(c));
+	c.ctx.text = "some context\n";
+	c.ctx.len = strlen(c.ctx.text);
+	c.schema = schema;
+	if (repl_start(&c, &r, err))
+		return NULL;
+	return r;
+}
+
+/* Run code in r; the answer (compact JSON) or NULL, *invalid why not. */
+static char *run_code(struct repl *r, const char *code, char **invalid)
+{
+	struct repl_result res;
+	struct rlm_err err = {0, ""};
+	char *a;
+	memset(&res, 0, sizeof(res));
+	CHECK_MSG(repl_exec(r, code, strlen(code), 0, &res, &err) == 0, "%s", err.msg);
+	a = res.ready ? xstrdup(res.answer) : NULL;
+	*invalid = res.invalid ? xstrdup(res.invalid) : NULL;
+	if (res.invalid)
+		CHECK_CONTAINS(res.output, "the answer was not taken");
+	repl_result_release(&res);
+	return a;
+}
+
+TEST(worker_takes_json_values_and_refuses_what_json_cannot_hold)
+{
+	static const struct {
+		const char *code, *answer, *invalid;
+	} cases[] = {
+	    {"answer['content'] = (1, 2)\nanswer['ready'] = True", "[1,2]", NULL},
+	    {"FINAL({'k': [True, None, 1.5]})", "{\"k\":[true,null,1.5]}", NULL},
+	    {"FINAL('  {\"k\": []}  ')", "{\"k\":[]}", NULL},
+	    {"FINAL({'k': float('nan')})", NULL, "not a JSON value"},
+	    {"FINAL({'k': object()})", NULL, "not a JSON value"},
+	    {"FINAL({'k': 'x'})", NULL, "at $.k: 'x' is not of type 'array'"},
+	    {"FINAL('not json at all')", NULL, "is not valid under any of the given schemas"},
+	    {"FINAL({})", NULL, "'k' is a required property"},
+	};
+	struct rlm_err err = {0, ""};
+	struct repl *r;
+	need_jsonschema();
+	r = start("{\"anyOf\":[{\"type\":\"array\"},{\"type\":\"object\",\"required\":[\"k\"],"
+		  "\"properties\":{\"k\":{\"type\":\"array\"}}}]}",
+		  &err);
+	CHECK_MSG(r, "%s", err.msg);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *why, *a = run_code(r, cases[i].code, &why);
+		if (cases[i].answer) {
+			CHECK_MSG(a && strcmp(a, cases[i].answer) == 0, "case %zu: %s (%s)", i,
+				  a ? a : "(none)", why ? why : "");
+		} else {
+			CHECK_MSG(!a, "case %zu taken: %s", i, a);
+			CHECK_MSG(why && strstr(why, cases[i].invalid), "case %zu: %s", i,
+				  why ? why : "(no reason)");
+		}
+		free(a);
+		free(why);
+	}
+	repl_free(r);
+}
+
+TEST(worker_checks_final_frames_and_keeps_the_schema_over_a_restart)
+{
+	struct rlm_err err = {0, ""};
+	struct repl_result res;
+	struct repl *r;
+	char *why, *a;
+	need_jsonschema();
+	r = start("{\"type\":\"integer\",\"minimum\":10}", &err);
+	CHECK_MSG(r, "%s", err.msg);
+	memset(&res, 0, sizeof(res));
+	CHECK_INT(repl_final(r, "12", 2, 0, &res, &err), 0);
+	CHECK(res.ready);
+	CHECK_STR(res.answer, "12");
+	repl_result_release(&res);
+	CHECK_INT(repl_final(r, " 3 ", 3, 0, &res, &err), 0);
+	CHECK(!res.ready);
+	CHECK_CONTAINS(res.invalid, "3 is less than the minimum of 10");
+	repl_result_release(&res);
+	/* the worker dies; the one started after it checks as well */
+	a = run_code(r, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", &why);
+	free(a);
+	free(why);
+	a = run_code(r, "FINAL(4)", &why);
+	CHECK(!a);
+	CHECK_CONTAINS(why, "4 is less than the minimum of 10");
+	free(a);
+	free(why);
+	a = run_code(r, "FINAL(40)", &why);
+	CHECK_STR(a, "40");
+	free(a);
+	free(why);
+	repl_free(r);
+}
+
+TEST(worker_refuses_a_bad_schema_at_start)
+{
+	struct rlm_err err = {0, ""};
+	need_jsonschema();
+	CHECK(!start("{\"type\":\"object\",\"required\":\"name\"}", &err));
+	CHECK_INT(err.code, RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "not valid JSON Schema");
+	CHECK_CONTAINS(err.msg, "$.required");
+}
