@@ -8,6 +8,7 @@
  * checked again here by a separate python3 with jsonschema, not by the
  * code under test. */
 #include "loopenv.h"
+#include "proc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,4 +424,84 @@ TEST(worker_refuses_a_bad_schema_at_start)
 	CHECK_INT(err.code, RLM_EINVAL);
 	CHECK_CONTAINS(err.msg, "not valid JSON Schema");
 	CHECK_CONTAINS(err.msg, "$.required");
+}
+
+/* ---- rlm solve --schema (the real binary, the simulator) ---- */
+
+/* path in the test's directory holding text; a fresh string. */
+static char *tmp_file(const char *name, const char *text)
+{
+	char *path = xasprintf("%s/%s", harness_tmpdir(), name);
+	FILE *f = fopen(path, "w");
+	CHECK(f && fputs(text, f) >= 0);
+	fclose(f);
+	return path;
+}
+
+TEST(cli_solve_schema)
+{
+	static const char schema[] =
+	    "{\n  \"type\": \"object\",\n  \"required\": [\"code\", \"lines\"],\n"
+	    "  \"properties\": {\"code\": {\"type\": \"string\"},\n"
+	    "    \"lines\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}}\n}\n";
+	char *ctx, *sp, *bad, *imp, *miss;
+	struct proc_out o;
+	cJSON *j;
+	need_jsonschema();
+	ctx = tmp_file("log.txt", log_ctx);
+	sp = tmp_file("schema.json", schema);
+	bad = tmp_file("bad.json", "{\"type\": \"object\",\n \"properties\": [1,\n");
+	imp = tmp_file("imp.json", "{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 3}");
+	miss = xasprintf("%s/no-such-schema.json", harness_tmpdir());
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", "What is the vault code?",
+				      "--schema", sp, "--quiet", NULL};
+		o = proc_rlm(args, NULL, 120);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_INT(validates(schema, o.out), 1);
+	j = cJSON_Parse(o.out);
+	CHECK_CONTAINS(json_str(j, "code"), "ZEBRA-7731");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", "What is the vault code?",
+				      "--schema", sp, "--quiet", "--json", NULL};
+		o = proc_rlm(args, NULL, 120);
+	}
+	j = cJSON_Parse(o.out);
+	CHECK(cJSON_IsObject(json_get(j, "answer")));
+	CHECK(cJSON_IsTrue(json_get(j, "answer_json")));
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	/* not JSON: the file named, the line said, no model called (exit 2) */
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", "x?", "--schema", bad, NULL};
+		o = proc_rlm(args, NULL, 60);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "bad.json' is not JSON (line");
+	proc_out_release(&o);
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", "x?", "--schema", miss, NULL};
+		o = proc_rlm(args, NULL, 60);
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "no-such-schema.json");
+	proc_out_release(&o);
+	/* never satisfied: exit 3, nothing on stdout, why on stderr */
+	{
+		const char *args[] = {"solve", "-c", ctx, "-q", "How many lines are errors?",
+				      "--schema", imp, NULL};
+		o = proc_rlm(args, NULL, 120);
+	}
+	CHECK_INT(o.status, 3);
+	CHECK_STR(o.out, "");
+	CHECK_CONTAINS(o.err, "never validated under the schema");
+	proc_out_release(&o);
+	free(ctx);
+	free(sp);
+	free(bad);
+	free(imp);
+	free(miss);
 }
