@@ -1655,3 +1655,47 @@ int repl_final(struct repl *r, const char *text, size_t len, int64_t deadline_ns
 {
 	return final_frame(r, "final", "text", text, len, deadline_ns, out, err);
 }
+
+int repl_set_schema(struct repl *r, const char *schema, struct rlm_err *err)
+{
+	struct repl_result res;
+	struct run x;
+	size_t start;
+	int rc;
+	if ((!schema && !r->schema) || (schema && r->schema && strcmp(schema, r->schema) == 0))
+		return 0;
+	memset(&res, 0, sizeof(res));
+	run_init(r, &x, &res, 0);
+	rc = run(r, &x, err);
+	if (rc == 0) {
+		start = repl__frame_begin(&r->out);
+		buf_printf(&r->out, "{\"type\":\"schema\",\"id\":%lld,\"schema\":", (long long)x.id);
+		if (schema)
+			repl__json_str(&r->out, schema, strlen(schema));
+		else
+			buf_puts(&r->out, "null");
+		buf_putc(&r->out, '}');
+		if (repl__frame_end(&r->out, start) < 0) {
+			r->out.len = start;
+			rc = rlm_err_set(err, RLM_EINVAL, "the answer schema is too large for a frame");
+		} else {
+			repl__flush(r);
+			x.t0 = time_now_ns();
+			rc = wait_result(r, &x, err);
+			idle_mark(r);
+		}
+	}
+	run_finish(&x);
+	if (rc == 0 && res.restarted) {
+		/* the worker died on it: the new one started with the old schema */
+		rc = rlm_err_set(err, RLM_EIO, "the worker was restarted while it took the schema");
+	} else if (rc == 0 && res.error) {
+		rc = rlm_err_set(err, RLM_EINVAL, "%.*s", (int)strcspn(res.output, "\n"), res.output);
+	} else if (rc == 0) {
+		free(r->schema);
+		r->schema = schema ? xstrdup(schema) : NULL;
+		r->cfg.schema = r->schema;
+	}
+	repl_result_release(&res);
+	return rc;
+}

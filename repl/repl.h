@@ -79,6 +79,13 @@
  *                                              answers to call N, in order
  *   {"type":"final_var","id":N,"name":"x"}    resolve FINAL_VAR(x) as an
  *                                              exec would (answer a result)
+ *   {"type":"schema","id":N,"schema":"..."|null}
+ *                                              set (null: clear) the answer
+ *                                              schema of a running worker
+ *                                              (answer a result: error true
+ *                                              and output the reason when
+ *                                              it refuses it; the old one
+ *                                              stays then)
  *   {"type":"final","id":N,"text":"..."}      take FINAL(text) as code's
  *                                              FINAL would (answer a
  *                                              result): a FINAL the
@@ -624,6 +631,15 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
  * and return codes as for repl_exec. */
 int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns,
 		   struct repl_result *out, struct rlm_err *err);
+/* Set the answer schema of r's worker (and of those it restarts) to
+ * schema (JSON text; NULL: none, any answer), as repl_cfg.schema does at
+ * start: for a worker kept across solves whose schemas differ (sessions).
+ * The same schema again is a no-op. Returns 0; RLM_EINVAL with err saying
+ * why when the worker refuses it (not JSON, not valid JSON Schema, no
+ * validator: the old one stays); RLM_EIO when the worker died on it (the
+ * one restarted keeps the old schema); or repl_exec's codes. Variables are
+ * kept. */
+int repl_set_schema(struct repl *r, const char *schema, struct rlm_err *err);
 /* Take FINAL(text) in the worker, as code's FINAL would: with a schema,
  * checked under it (out->ready with the compact JSON, or out->invalid);
  * without, ready with text. Time limits, restarts and return codes as for

@@ -2369,6 +2369,22 @@ def _final_var_strict(name):
     FINAL_VAR(key)
 
 
+def _do_schema(eid, text):
+    # From the controller: the answer schema from now on (None: none).
+    global _schema, _schema_check, _invalid
+    _begin(eid)
+    _invalid = why = None
+    if text is None:
+        _schema = _schema_check = None
+    else:
+        why = _load_schema(text)
+    out = '' if why is None else _clean(why) + '\n'
+    with _io_lock:
+        _st.exec_id = None
+        _send(_result(eid, out, len(out), why is not None, 0 if why is not None else None,
+                      False, None, None, _user_vars()[:_MAX_VARS]))
+
+
 def _do_final(eid, text):
     # From the controller, which found FINAL(text) in the model's reply:
     # taken as code's FINAL(text) would be (checked under a schema).
@@ -2886,6 +2902,9 @@ def _main(args):
             _do_final_var(msg['id'], msg['name'])
         elif t == 'final' and type(msg.get('id')) is int and type(msg.get('text')) is str:
             _do_final(msg['id'], msg['text'])
+        elif t == 'schema' and type(msg.get('id')) is int and \
+                (msg.get('schema') is None or type(msg.get('schema')) is str):
+            _do_schema(msg['id'], msg.get('schema'))
         else:
             _fatal('an unexpected frame from the controller: %.200r' % (msg,))
 

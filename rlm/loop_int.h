@@ -49,6 +49,7 @@ struct loop {
 	char *last_error; /* the last error line of the last error turn */
 	/* structured answers (o->schema_json at the root): */
 	bool answer_valid; /* out->answer is one the worker found valid */
+	bool turn_invalid; /* this turn made an answer ready that was refused */
 	char *invalid;     /* the validation errors of the last answer made
 			    * ready and refused, or NULL */
 };

@@ -176,6 +176,7 @@ static void note_invalid(struct loop *l, const struct repl_result *res)
 	const char *nl;
 	if (!res->invalid)
 		return;
+	l->turn_invalid = true;
 	free(l->invalid);
 	l->invalid = xstrdup(res->invalid);
 	nl = strchr(res->invalid, '\n');
@@ -394,6 +395,7 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 	int rc = 0;
 
 	l->root.text = NULL;
+	l->turn_invalid = false;
 	llm_call_release(&l->root);
 	rlm__loop_emit(l, "reply", text, len);
 	rlm_reply_parse(text, len, l->o->python_fences, cut, &rp);
@@ -410,6 +412,9 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		rc = final_var(l, text, &rp, &outs, &ready, &answer, err);
 	if (rc)
 		goto out;
+	/* a refused answer (FINAL_VAR's too) is an error turn: max_errors
+	 * bounds a model that keeps giving invalid ones */
+	error_turn = error_turn || l->turn_invalid;
 
 	if (last) {
 		/* A limit hit by its code keeps its reason (the content, if any,
@@ -422,7 +427,7 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		if (ready && out->answer)
 			check_sources(l);
 		if (!out->answer && !l->c.stopping && rp.final != REPLY_FINAL_VAR &&
-		    !(rp.n_blocks && l->content))
+		    !((rp.n_blocks || l->o->schema_json) && l->content))
 			out->answer = prose_of(text, len, &rp);
 		if (!l->c.stopping)
 			rlm__calls_stop(

@@ -505,3 +505,40 @@ TEST(cli_solve_schema)
 	free(imp);
 	free(miss);
 }
+
+TEST(worker_schema_can_change_between_solves)
+{
+	struct rlm_err err = {0, ""};
+	struct repl *r;
+	char *why, *a;
+	need_jsonschema();
+	r = start(NULL, &err);
+	CHECK_MSG(r, "%s", err.msg);
+	a = run_code(r, "x = 7\nFINAL('seven')", &why);
+	CHECK_STR(a, "seven");
+	free(a);
+	free(why);
+	/* now an integer is asked for; the variables stay */
+	CHECK_INT(repl_set_schema(r, "{\"type\":\"integer\"}", &err), 0);
+	a = run_code(r, "FINAL('seven')", &why);
+	CHECK(!a);
+	CHECK_CONTAINS(why, "is not of type 'integer'");
+	free(why);
+	a = run_code(r, "FINAL(x)", &why);
+	CHECK_STR(a, "7");
+	free(a);
+	free(why);
+	/* a bad one is refused and the old one stays */
+	CHECK_INT(repl_set_schema(r, "{\"type\":\"integr\"}", &err), RLM_EINVAL);
+	CHECK_CONTAINS(err.msg, "not valid JSON Schema");
+	a = run_code(r, "FINAL('x')", &why);
+	CHECK(!a);
+	free(why);
+	/* cleared: any text again */
+	CHECK_INT(repl_set_schema(r, NULL, &err), 0);
+	a = run_code(r, "FINAL('seven')", &why);
+	CHECK_STR(a, "seven");
+	CHECK(!why);
+	free(a);
+	repl_free(r);
+}
