@@ -2093,7 +2093,10 @@ def _load_schema(text):
             _cut(e.message, 300), _where(e.path) if e.path else 'its root')
     except Exception as e:
         return 'the schema cannot be used: %s' % _cut(str(e), 300)
-    _schema, _schema_check = schema, cls(schema)
+    # "format" asserted where jsonschema has a checker for it (date, email,
+    # ipv4, uuid, ...), as a caller who wrote it expects
+    _schema, _schema_check = schema, cls(schema,
+                                         format_checker=getattr(cls, 'FORMAT_CHECKER', None))
     return None
 
 

@@ -358,12 +358,16 @@ TEST(worker_takes_json_values_and_refuses_what_json_cannot_hold)
 	    {"FINAL({'k': 'x'})", NULL, "at $.k: 'x' is not of type 'array'"},
 	    {"FINAL('not json at all')", NULL, "is not valid under any of the given schemas"},
 	    {"FINAL({})", NULL, "'k' is a required property"},
+	    /* "format" is asserted where jsonschema checks it */
+	    {"FINAL({'k': [], 'when': '2024-02-30'})", NULL, "is not a 'date'"},
+	    {"FINAL({'k': [], 'when': '2024-02-29'})", "{\"k\":[],\"when\":\"2024-02-29\"}", NULL},
 	};
 	struct rlm_err err = {0, ""};
 	struct repl *r;
 	need_jsonschema();
 	r = start("{\"anyOf\":[{\"type\":\"array\"},{\"type\":\"object\",\"required\":[\"k\"],"
-		  "\"properties\":{\"k\":{\"type\":\"array\"}}}]}",
+		  "\"properties\":{\"k\":{\"type\":\"array\"},\"when\":{\"type\":\"string\","
+		  "\"format\":\"date\"}}}]}",
 		  &err);
 	CHECK_MSG(r, "%s", err.msg);
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
