@@ -403,7 +403,8 @@ static cJSON *solve_result(struct svc_run *r)
 	json_add_str(sc, "run_id", serve_run_id(r));
 	if (cJSON_IsTrue(json_get(j, "answer_json"))) {
 		/* the typed answer, and its compact JSON text for the text */
-		char *t = cJSON_PrintUnformatted(json_get(j, "answer"));
+		char *t = json_str(j, "answer_text") ? xstrdup(json_str(j, "answer_text"))
+						     : cJSON_PrintUnformatted(json_get(j, "answer"));
 		json_add(sc, "answer", cJSON_Duplicate(json_get(j, "answer"), 1));
 		json_add_bool(sc, "answer_json", true);
 		cJSON_ReplaceItemInObjectCaseSensitive(j, "answer", cJSON_CreateString(t));

@@ -484,8 +484,9 @@ const char *serve__oai_content(cJSON *run, char *why, size_t cap)
 						      : "the solve ended without an answer");
 		return NULL;
 	}
-	/* the typed value back to the compact JSON text that validated */
-	text = cJSON_PrintUnformatted(a);
+	/* the compact JSON text that validated, as it was */
+	text = json_str(run, "answer_text") ? xstrdup(json_str(run, "answer_text"))
+					    : cJSON_PrintUnformatted(a);
 	cJSON_ReplaceItemInObjectCaseSensitive(run, "answer", cJSON_CreateString(text));
 	free(text);
 	return json_str(run, "answer");

@@ -801,6 +801,10 @@ cJSON *serve_run_json(struct svc_run *r)
 		if (r->schema) {
 			json_add_bool(o, "structured", true);
 			json_add_bool(o, "answer_json", typed != NULL);
+			/* the exact text that validated (a parsed value loses
+			 * the digits of an integer past 2^53) */
+			if (typed)
+				json_add_str(o, "answer_text", r->answer);
 		}
 		/* cut to max_answer: what it was before (rlm_result_json) */
 		json_add_bool(o, "answer_truncated",

@@ -222,7 +222,8 @@ bool serve_run_cancel(struct svc_run *r);
  * "stop", "usage", "cost" (USD; also as "cost_usd"), "timings", "result"}
  * (result: rlm_result_json, when ended). A solve with a schema also has
  * "structured": true and "answer_json": whether its answer validated (then
- * "answer" is that JSON value, not a string). */
+ * "answer" is that JSON value, not a string, and "answer_text" the compact
+ * JSON text that validated, digit for digit). */
 struct cJSON *serve_run_json(struct svc_run *r);
 /* The event at position pos (0-based) of its log, as a new JSON object
  * {"kind", "node", "depth", "iteration", "text", "t_ms", ...} ("progress"
