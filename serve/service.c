@@ -701,7 +701,7 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 	serve__grow(&s->runs, &s->cap_runs, s->n_runs, sizeof(*s->runs));
 	s->runs[s->n_runs++] = r;
 	pthread_mutex_lock(&r->mu);
-	mem_add_locked(r, sizeof(*r) + strlen(r->question));
+	mem_add_locked(r, sizeof(*r) + strlen(r->question) + (r->schema ? strlen(r->schema) : 0));
 	pthread_mutex_unlock(&r->mu);
 	pthread_mutex_unlock(&s->mu);
 

@@ -63,6 +63,11 @@
  * (narrowed to those whose text holds a line of the answer, when some
  * does; for a which-document question, the ids it names), at most 100.
  *
+ * With an answer schema in the system prompt (rlm's "Structured answer:"
+ * paragraph and its ```json fence), step 3 sets answer["content"] to a
+ * value built from the schema and its findings (put_structured), never
+ * from what the answer should be.
+ *
  * Bugs: with probability code_errors a step is written with a bug that
  * raises whatever the context (a NameError from a typo, a TypeError from
  * adding an int to a str, an IndexError from an off-by-one), drawn from
