@@ -75,6 +75,7 @@ struct solve_args {
 	const char *context;    /* --context */
 	const char *question;   /* --question or RLM_QUESTION */
 	const char *qpath;      /* --question-file, the last of -q and it */
+	const char *schema_path; /* --schema */
 	const char *cache_path; /* --cache */
 	bool json;              /* --json */
 	bool no_trajectory;     /* --no-trajectory */

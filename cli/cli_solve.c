@@ -27,6 +27,13 @@ static const char usage[] =
 	"                          row (a list of dicts), or - for standard input\n"
 	"  -q, --question TEXT     the question (env RLM_QUESTION)\n"
 	"      --question-file F   read the question from a file\n"
+	"      --schema FILE       a JSON Schema the answer must be valid under: the model\n"
+	"                          is shown it, the REPL checks each answer (with Debian's\n"
+	"                          python3-jsonschema) and shows the model why one is not\n"
+	"                          valid, and the answer printed is compact JSON (with\n"
+	"                          --json, \"answer\" is the JSON value and \"answer_json\"\n"
+	"                          true). A solve whose answer never validated prints no\n"
+	"                          answer on stdout and exits 3 (docs/structured.md)\n"
 	"%s"
 	"  -s, --strategy NAME     repl (default): the root model sees only the context's\n"
 	"                          size and writes Python that a persistent REPL runs with\n"
@@ -112,6 +119,7 @@ static const char usage[] =
 enum {
 	OPT_JSON = OPT_MODEL_LAST + 1,
 	OPT_QFILE,
+	OPT_SCHEMA,
 	OPT_QUIET,
 	OPT_CACHE,
 	OPT_NO_CACHE,
@@ -196,6 +204,7 @@ static const struct option longopts[] = {
 	{"context", required_argument, NULL, 'c'},
 	{"question", required_argument, NULL, 'q'},
 	{"question-file", required_argument, NULL, OPT_QFILE},
+	{"schema", required_argument, NULL, OPT_SCHEMA},
 	{"cache", required_argument, NULL, OPT_CACHE},
 	{"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	{"resume", required_argument, NULL, OPT_RESUME},
@@ -230,6 +239,7 @@ static int take_opt(struct solve_args *a, int opt, char **argv)
 		a->qpath = optarg;
 		a->question = NULL;
 		return 0;
+	case OPT_SCHEMA: a->schema_path = optarg; return 0;
 	case OPT_CACHE: a->cache_path = optarg; return 0;
 	case OPT_NO_CACHE: a->no_cache = true; return 0;
 	case OPT_RESUME:
@@ -286,16 +296,57 @@ static int solve_args_parse(struct solve_args *a, int argc, char **argv, bool ch
 	return 0;
 }
 
+/* Read the --schema file into a fresh string: a JSON object, else NULL
+ * with why on stderr, naming the file. */
+static char *read_schema_file(const char *path)
+{
+	struct rlm_err err = {0, ""};
+	char *s = NULL;
+	size_t len = 0;
+	cJSON *j;
+	if (file_read(path, 4 << 20, &s, &len, &err)) {
+		fprintf(stderr, "rlm: error: cannot read the schema: %s\n", err.msg);
+		return NULL;
+	}
+	j = cJSON_ParseWithLength(s, len);
+	if (!j) {
+		const char *at = cJSON_GetErrorPtr();
+		size_t off = at && at >= s && at <= s + len ? (size_t)(at - s) : 0, line = 1;
+		for (size_t i = 0; i < off; i++)
+			line += s[i] == '\n';
+		fprintf(stderr, "rlm: error: the schema '%s' is not JSON (line %zu)\n", path, line);
+		free(s);
+		return NULL;
+	}
+	if (!cJSON_IsObject(j) && !cJSON_IsBool(j)) {
+		fprintf(stderr, "rlm: error: the schema '%s' is not a JSON object\n", path);
+		cJSON_Delete(j);
+		free(s);
+		return NULL;
+	}
+	cJSON_Delete(j);
+	return s;
+}
+
 /* Check what needs no model and no context: the question (read from
- * --question-file into *qfile, the caller's to free, then a->question)
- * and the sandbox. Returns 0 or 2 (said why). */
-static int solve_args_check(struct solve_args *a, char **qfile)
+ * --question-file into *qfile, the caller's to free, then a->question),
+ * the schema (--schema into *schema, the caller's) and the sandbox.
+ * Returns 0 or 2 (said why). */
+static int solve_args_check(struct solve_args *a, char **qfile, char **schema)
 {
 	struct rlm_err err = {0, ""};
 	if (a->qpath) {
 		if (!(*qfile = read_question_file(a->qpath)))
 			return 2;
 		a->question = *qfile;
+	}
+	if (a->schema_path) {
+		if (!(*schema = read_schema_file(a->schema_path)))
+			return 2;
+		a->ro.schema_json = *schema;
+		if (a->ro.strategy != RLM_REPL)
+			return log_fail(2, "--schema needs the repl strategy (the tree strategy has "
+					   "no REPL to check answers)");
 	}
 	if (!a->context)
 		return log_fail(2, "no context: pass --context PATH (a file, a directory, a "
@@ -417,9 +468,26 @@ int cli__solve_print(struct solve_args *a, const struct rlm_models *ms, const st
 		fprintf(stderr, "rlm: WARNING: the REPL worker ran WITHOUT seccomp "
 				"(--unsafe-no-sandbox): %s\n", res.sandbox->line);
 	if (rc) {
-		cli_term_printf(stderr, "rlm: error: %s\n", err.msg);
+		if (ro->schema_json && rc == RLM_EINVAL && a->schema_path)
+			cli_term_printf(stderr, "rlm: error: the schema '%s': %s\n", a->schema_path,
+					err.msg);
+		else
+			cli_term_printf(stderr, "rlm: error: %s\n", err.msg);
 		if (a->json)
 			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, err.msg, a->chat_json);
+		if (ro->schema_json && rc == RLM_EINVAL && res.calls == 0)
+			status = 2; /* a schema refused before any call: a usage error */
+	} else if (ro->schema_json && !res.answer_json) {
+		/* Never an answer that did not validate on stdout as if it had. */
+		cli_term_printf(stderr, "rlm: stopped (%s): %s\n", rlm_stop_name(res.stop),
+				res.stop_detail ? res.stop_detail
+						: "the answer never validated under the schema");
+		if (res.answer && !a->json)
+			cli_term_printf(stderr, "rlm: the last answer, not valid under the schema: "
+						"%s\n", res.answer);
+		if (a->json)
+			print_json(&res, ro, corpus, ms, load_ns, time_now_ns() - t0, &st, NULL, a->chat_json);
+		status = 3;
 	} else {
 		bool limited = res.stop != RLM_STOP_ANSWER;
 		if (res.warning)
@@ -462,7 +530,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from, bool chat
 	struct corpus *corpus = NULL;
 	struct store *store = NULL;
 	struct rlm_err err = {0, ""};
-	char *qfile = NULL, *note = NULL;
+	char *qfile = NULL, *note = NULL, *schema = NULL;
 	bool set_up = false;
 	int rc, status;
 	int64_t t0 = time_now_ns(), load_ns;
@@ -471,7 +539,7 @@ static int solve_main(int argc, char **argv, const char *resumed_from, bool chat
 		cli_tools_opts_release(&a.ro);
 		return status == 1 ? 0 : status;
 	}
-	if ((status = solve_args_check(&a, &qfile)))
+	if ((status = solve_args_check(&a, &qfile, &schema)))
 		goto out;
 	status = 1;
 	a.co.quiet = a.mo.quiet;
@@ -503,6 +571,7 @@ out:
 	free(note);
 	corpus_free(corpus);
 	free(qfile);
+	free(schema);
 	return status;
 }
 
@@ -520,8 +589,8 @@ static const char *const note_env[] = {
 /* Options (long names, as getopt_long matched them, abbreviated or not)
  * whose value is a path: kept absolute in the note, so that a run resumed
  * from another directory finds its files. */
-static const char *const path_opts[] = {"context", "question-file", "cache",
-					"prompts", "python",	    "prices"};
+static const char *const path_opts[] = {"context", "question-file", "cache", "prompts",
+					"python",  "prices",	    "schema"};
 /* Left out of the note: a secret, and what only this run asked. */
 static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help", "progress",
 					"raw-output"};

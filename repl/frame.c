@@ -15,6 +15,7 @@ enum field_kind {
 	F_INT,	 /* an integer that a double holds exactly */
 	F_COUNT, /* an integer >= 0 */
 	F_COUNT_OPT, /* absent, or an integer >= 0 */
+	F_STR_OPT,   /* absent, or a string */
 	F_BOOL,
 	F_STR,
 	F_STR_NULL, /* a string or null */
@@ -31,6 +32,7 @@ static const struct field ready_fields[] = {
     {"python", F_STR},
     {"context_chars", F_COUNT},
     {"documents", F_COUNT},
+    {"schema_error", F_STR_OPT},
 };
 static const struct field call_fields[] = {
     {"id", F_INT},	 {"exec", F_INT},	{"kind", F_STR},
@@ -40,7 +42,7 @@ static const struct field result_fields[] = {
     {"id", F_INT},	    {"output", F_STR},	     {"output_chars", F_COUNT},
     {"error", F_BOOL},	    {"interrupted", F_BOOL}, {"ready", F_BOOL},
     {"answer", F_STR_NULL}, {"content", F_STR_NULL}, {"vars", F_STRS},
-    {"error_at", F_COUNT_OPT},
+    {"error_at", F_COUNT_OPT}, {"invalid", F_STR_OPT},
 };
 static const struct field fatal_fields[] = {
     {"error", F_STR},
@@ -83,6 +85,12 @@ static int check_field(const cJSON *f, const struct field *fd, size_t max_items,
 		return 0;
 	case F_BOOL:
 		if (!cJSON_IsBool(it))
+			goto bad;
+		return 0;
+	case F_STR_OPT:
+		if (!it)
+			return 0;
+		if (!str_ok(it))
 			goto bad;
 		return 0;
 	case F_STR_NULL:

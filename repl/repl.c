@@ -619,6 +619,8 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 	r->cfg.sandbox.disable |= r->sb_env_disable;
 	r->python = xstrdup(cfg->python ? cfg->python : "/usr/bin/python3");
 	r->cfg.python = r->python;
+	r->schema = cfg->schema ? xstrdup(cfg->schema) : NULL;
+	r->cfg.schema = r->schema;
 	if (access(r->python, X_OK) < 0) {
 		rc = rlm_err_set(err, errno == ENOENT ? RLM_ENOTFOUND : -errno,
 				 "cannot run python '%s': %s", r->python, strerror(errno));
@@ -681,6 +683,7 @@ void repl_free(struct repl *r)
 		close(r->wake_fd);
 	pthread_mutex_destroy(&r->jobs_mu);
 	free(r->python);
+	free(r->schema);
 	free(r);
 }
 
@@ -712,6 +715,7 @@ void repl_result_release(struct repl_result *res)
 		free(res->vars[i]);
 	free(res->vars);
 	free(res->made);
+	free(res->invalid);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -1262,6 +1266,7 @@ static void take_result(struct repl *r, struct run *x, const cJSON *f)
 	if (out->ready && !out->answer)
 		out->answer = xstrdup("");
 	out->content = out->ready ? NULL : dup_str_or_null(f, "content");
+	out->invalid = out->ready ? NULL : dup_str_or_null(f, "invalid");
 	take_made(out, f);
 	/* Idle threads of a pool the code left open (runtime.py, _parked):
 	 * they may stay. The runtime's word, bounded; a lying one is caught
@@ -1643,8 +1648,11 @@ void repl_rebind(struct repl *r, repl_call_fn *on_call, void *call_arg, const at
 	r->cfg.stop = stop;
 }
 
-int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct repl_result *out,
-		   struct rlm_err *err)
+/* repl_final_var and repl_final: send {"type":TYPE,"id":N,KEY:s} and wait
+ * for its result. */
+static int final_frame(struct repl *r, const char *type, const char *key, const char *s,
+		       size_t len, int64_t deadline_ns, struct repl_result *out,
+		       struct rlm_err *err)
 {
 	struct run x;
 	size_t start;
@@ -1653,11 +1661,15 @@ int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct
 	rc = run(r, &x, err);
 	if (rc == 0) {
 		start = repl__frame_begin(&r->out);
-		buf_printf(&r->out,
-			   "{\"type\":\"final_var\",\"id\":%lld,\"name\":", (long long)x.id);
-		repl__json_str(&r->out, name, strlen(name));
+		buf_printf(&r->out, "{\"type\":\"%s\",\"id\":%lld,\"%s\":", type,
+			   (long long)x.id, key);
+		repl__json_str(&r->out, s, len);
 		buf_putc(&r->out, '}');
-		repl__frame_end(&r->out, start);
+		if (repl__frame_end(&r->out, start) < 0) {
+			r->out.len = start;
+			run_finish(&x);
+			return rlm_err_set(err, RLM_ETOOBIG, "the answer is too large for a frame");
+		}
 		repl__flush(r);
 		x.t0 = time_now_ns();
 		rc = wait_result(r, &x, err);
@@ -1666,5 +1678,61 @@ int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct
 		idle_mark(r);
 	}
 	run_finish(&x);
+	return rc;
+}
+
+int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns, struct repl_result *out,
+		   struct rlm_err *err)
+{
+	return final_frame(r, "final_var", "name", name, strlen(name), deadline_ns, out, err);
+}
+
+int repl_final(struct repl *r, const char *text, size_t len, int64_t deadline_ns,
+	       struct repl_result *out, struct rlm_err *err)
+{
+	return final_frame(r, "final", "text", text, len, deadline_ns, out, err);
+}
+
+int repl_set_schema(struct repl *r, const char *schema, struct rlm_err *err)
+{
+	struct repl_result res;
+	struct run x;
+	size_t start;
+	int rc;
+	if ((!schema && !r->schema) || (schema && r->schema && strcmp(schema, r->schema) == 0))
+		return 0;
+	memset(&res, 0, sizeof(res));
+	run_init(r, &x, &res, 0);
+	rc = run(r, &x, err);
+	if (rc == 0) {
+		start = repl__frame_begin(&r->out);
+		buf_printf(&r->out, "{\"type\":\"schema\",\"id\":%lld,\"schema\":", (long long)x.id);
+		if (schema)
+			repl__json_str(&r->out, schema, strlen(schema));
+		else
+			buf_puts(&r->out, "null");
+		buf_putc(&r->out, '}');
+		if (repl__frame_end(&r->out, start) < 0) {
+			r->out.len = start;
+			rc = rlm_err_set(err, RLM_EINVAL, "the answer schema is too large for a frame");
+		} else {
+			repl__flush(r);
+			x.t0 = time_now_ns();
+			rc = wait_result(r, &x, err);
+			idle_mark(r);
+		}
+	}
+	run_finish(&x);
+	if (rc == 0 && res.restarted) {
+		/* the worker died on it: the new one started with the old schema */
+		rc = rlm_err_set(err, RLM_EIO, "the worker was restarted while it took the schema");
+	} else if (rc == 0 && res.error) {
+		rc = rlm_err_set(err, RLM_EINVAL, "%.*s", (int)strcspn(res.output, "\n"), res.output);
+	} else if (rc == 0) {
+		free(r->schema);
+		r->schema = schema ? xstrdup(schema) : NULL;
+		r->cfg.schema = r->schema;
+	}
+	repl_result_release(&res);
 	return rc;
 }

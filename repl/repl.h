@@ -71,6 +71,9 @@
  *                                              lie in it (M 0 and K 0:
  *                                              no metadata; documents
  *                                              are named by index)
+ *                                              [,"form":"json"]
+ *                                              [,"schema":"<JSON Schema>"]
+ *                                              (below, STRUCTURED ANSWERS)
  *   {"type":"exec","id":N,"code":"..."}       run code in the namespace
  *   {"type":"reply","id":N,"texts":["..."],"errors":[false,...]}
  *                                              answers to call N, in order
@@ -81,9 +84,22 @@
  *                                              (a session's history and
  *                                              added contexts; answered
  *                                              with a result)
+ *   {"type":"schema","id":N,"schema":"..."|null}
+ *                                              set (null: clear) the answer
+ *                                              schema of a running worker
+ *                                              (answer a result: error true
+ *                                              and output the reason when
+ *                                              it refuses it; the old one
+ *                                              stays then)
+ *   {"type":"final","id":N,"text":"..."}      take FINAL(text) as code's
+ *                                              FINAL would (answer a
+ *                                              result): a FINAL the
+ *                                              controller found in the
+ *                                              model's text, to be checked
+ *                                              under the schema
  * Worker to controller:
  *   {"type":"ready","pid":P,"python":"3.11.2","context_chars":C,
- *    "documents":D}                            once, after `context` exists
+ *    "documents":D[,"schema_error":"..."]}     once, after `context` exists
  *                                              (D is 0 when it is a str)
  *   {"type":"call","id":N,"exec":E,"kind":"llm"|"rlm"|"tool","batched":B,
  *    "model":null|"name","prompts":["..."]}   during exec (or final_var) E
@@ -100,7 +116,8 @@
  *                                              none was given
  *   {"type":"result","id":E,"output":"...","output_chars":T,"error":B,
  *    "interrupted":B,"ready":B,"answer":null|"...","content":null|"...",
- *    "vars":["name",...][,"error_at":A][,"sources":[S, ...]][,"made":"..."]}
+ *    "vars":["name",...][,"error_at":A][,"sources":[S, ...]][,"made":"..."]
+ *    [,"invalid":"..."]}
  *                                              the end of exec E
  *   {"type":"fatal","error":"..."}            the runtime cannot go on
  *                                              (also sent by the child when
@@ -151,6 +168,29 @@
  * (below, "Threads"); a call made after the exec ended all the same (from
  * a runtime the code patched) is a violation, and the runtime's helpers
  * refuse one with RuntimeError.
+ *
+ * STRUCTURED ANSWERS
+ * With "schema" in the context frame (a JSON Schema as JSON text,
+ * repl_cfg.schema), the worker imports Debian's python3-jsonschema from
+ * /usr/lib/python3/dist-packages (-S leaves it off sys.path; the sandbox
+ * lets the worker read /usr) and checks the schema (check_schema of the
+ * validator its "$schema" names, draft 2020-12 by default): a schema that
+ * is not JSON, not an object, not valid JSON Schema, or a validator that
+ * cannot be imported, is said in the ready frame's "schema_error", and
+ * repl_start fails with RLM_EINVAL and those words. Then an answer made
+ * ready (answer["ready"], FINAL, FINAL_VAR, or a "final" frame) is taken
+ * only when answer["content"] is a JSON value valid under the schema: a
+ * str is JSON text (or, when it is not JSON, the str itself), any other
+ * value must be one JSON holds (dict, list, str, int, float, bool, None;
+ * FINAL(x) keeps x as it is, not str(x)). A valid one's answer is its
+ * compact JSON text. An invalid one is not taken: ready is false and
+ * cleared in the worker, error is true, the output ends with "[the
+ * answer was not taken: it is not valid under the answer schema:" and
+ * the errors, and "invalid" holds them: at most 5 lines "at $.path:
+ * message" (each message cut to 300 characters), then "(and N more)".
+ * content, with a schema, is the candidate's JSON text when it has one.
+ * The check is the worker's: model code that patched the runtime can
+ * only fool itself.
  *
  * TOOL CALLS
  * The tool and skill helpers of model code (list_tool_servers,
@@ -517,6 +557,9 @@ struct repl_cfg {
 	struct repl_sandbox_cfg sandbox; /* zero: every layer the machine has */
 	bool no_zygote;              /* start every worker cold, not from the
 				      * zygote (so does RLM_ZYGOTE=0) */
+	const char *schema;          /* a JSON Schema (JSON text) every answer
+				      * must be valid under (STRUCTURED ANSWERS
+				      * above), copied; NULL: none */
 };
 
 /* Start a worker and wait until it has `context` (its "ready" frame).
@@ -572,6 +615,10 @@ struct repl_result {
 				  * types: "x: int, chunks: list", at most 20
 				  * and 400 characters (then "(and N more:
 				  * ...)"); owned, NULL: none */
+	char *invalid;           /* with a schema: the answer made ready was
+				  * not valid under it (ready is false): the
+				  * errors, "at $.a: message" lines; owned,
+				  * NULL: none */
 };
 
 /* Run code in the worker. A crash, a violation or a timeout is not an
@@ -589,6 +636,21 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
  * and return codes as for repl_exec. */
 int repl_final_var(struct repl *r, const char *name, int64_t deadline_ns,
 		   struct repl_result *out, struct rlm_err *err);
+/* Set the answer schema of r's worker (and of those it restarts) to
+ * schema (JSON text; NULL: none, any answer), as repl_cfg.schema does at
+ * start: for a worker kept across solves whose schemas differ (sessions).
+ * The same schema again is a no-op. Returns 0; RLM_EINVAL with err saying
+ * why when the worker refuses it (not JSON, not valid JSON Schema, no
+ * validator: the old one stays); RLM_EIO when the worker died on it (the
+ * one restarted keeps the old schema); or repl_exec's codes. Variables are
+ * kept. */
+int repl_set_schema(struct repl *r, const char *schema, struct rlm_err *err);
+/* Take FINAL(text) in the worker, as code's FINAL would: with a schema,
+ * checked under it (out->ready with the compact JSON, or out->invalid);
+ * without, ready with text. Time limits, restarts and return codes as for
+ * repl_exec (RLM_ETOOBIG: text does not fit in a frame). */
+int repl_final(struct repl *r, const char *text, size_t len, int64_t deadline_ns,
+	       struct repl_result *out, struct rlm_err *err);
 void repl_result_release(struct repl_result *res);
 /* Bind name in the worker's namespace to the JSON value value_json (text
  * of one JSON value, which the caller vouches for: cJSON's output), as a

@@ -193,6 +193,7 @@ void repl__zygote_release(struct repl *r);
 struct repl {
 	struct repl_cfg cfg;      /* defaults filled in; cfg.ctx cleared */
 	char *python;
+	char *schema;             /* cfg.schema's copy (each start sends it), or NULL */
 	int memfd;                /* the sealed context, for every (re)start */
 	const struct repl_context *ctx_pending; /* during repl_start: to be
 				   * written into memfd once the first worker

@@ -1615,8 +1615,9 @@ _answer = _Answer(content='', ready=False)
 
 def FINAL(x, sources=None):
     """FINAL(x, sources=None): x (as a str) is the final answer; sources,
-    when given, become answer["sources"] (the documents it rests on)."""
-    _answer['content'] = str(x)
+    when given, become answer["sources"] (the documents it rests on). With
+    an answer schema, x is kept as it is (a dict, a list, JSON text)."""
+    _answer['content'] = x if _schema is not None else str(x)
     if sources is not None:
         _answer['sources'] = sources
     _answer['ready'] = True
@@ -2044,18 +2045,152 @@ def _exec_code(compiled):
             _cap.write('\n')
 
 
+# ---- structured answers (docs/structured.md) ----
+#
+# With a schema (the context frame's "schema"), an answer is taken only
+# when it is a JSON value valid under it: the worker checks it with
+# Debian's python3-jsonschema, imported from dist-packages for that alone
+# (-S leaves it off sys.path). The answer then goes as compact JSON text;
+# one that does not validate is not taken: ready is cleared, the output
+# tells the model why, and the result frame's "invalid" says it again for
+# the controller. Model code runs in this process and could patch the
+# check: it would only fool itself (the schema is the caller's wish, not a
+# sandbox boundary).
+
+_schema = None        # the schema (parsed), or None: any answer
+_schema_check = None  # a jsonschema validator of it
+_DIST = '/usr/lib/python3/dist-packages'
+_MAX_SCHEMA_ERRORS = 5
+_invalid = None       # why this exec's answer was not taken, or None
+
+
+def _load_schema(text):
+    """Parse and check the schema; returns None, or why it cannot be used."""
+    global _schema, _schema_check
+    import json
+    try:
+        schema = json.loads(text)
+    except ValueError as e:
+        return 'the schema is not JSON: %s' % e
+    if type(schema) not in (dict, bool):
+        return 'the schema is not a JSON object'
+    added = _DIST not in sys.path
+    if added:
+        sys.path.append(_DIST)
+    try:
+        from jsonschema import validators, exceptions
+    except ImportError as e:
+        return ('cannot load the JSON Schema validator (the Debian package python3-jsonschema, '
+                'in %s): %s' % (_DIST, e))
+    finally:
+        if added and _DIST in sys.path:
+            sys.path.remove(_DIST)
+    try:
+        cls = validators.validator_for(schema)
+        cls.check_schema(schema)
+    except exceptions.SchemaError as e:
+        return 'the schema is not valid JSON Schema: %s (at %s)' % (
+            _cut(e.message, 300), _where(e.path) if e.path else 'its root')
+    except Exception as e:
+        return 'the schema cannot be used: %s' % _cut(str(e), 300)
+    # "format" asserted where jsonschema has a checker for it (date, email,
+    # ipv4, uuid, ...), as a caller who wrote it expects
+    _schema, _schema_check = schema, cls(schema,
+                                         format_checker=getattr(cls, 'FORMAT_CHECKER', None))
+    return None
+
+
+def _cut(s, n):
+    return s if len(s) <= n else s[:n] + '...'
+
+
+def _where(path):
+    # A path in the answer, as $.a.b[0]
+    out = '$'
+    for p in path:
+        out += '[%d]' % p if type(p) is int else ('.%s' % p if str(p).isidentifier()
+                                                   else '[%r]' % p)
+    return out
+
+
+def _as_json(c):
+    """The answer's JSON value and its compact text: a str is JSON text,
+    else (not JSON) the str itself; any other value must be one JSON can
+    hold. Raises ValueError saying why not."""
+    import json
+    if type(c) is str:
+        try:
+            v = json.loads(c)
+        except ValueError:
+            v = c
+    else:
+        v = c
+    try:
+        t = json.dumps(v, ensure_ascii=False, allow_nan=False, separators=(',', ':'))
+    except (TypeError, ValueError, RecursionError) as e:
+        raise ValueError('answer["content"] is not a JSON value (%s): set it to a dict, a '
+                         'list, a str, a number, True/False/None, or JSON text' % e) from None
+    return json.loads(t), t
+
+
+def _validated(c):
+    """c's compact JSON text when it is valid under the schema, else None
+    with the module's _invalid saying why (a few errors, path and message)."""
+    global _invalid
+    try:
+        v, t = _as_json(c)
+    except ValueError as e:
+        _invalid = str(e)
+        return None
+    try:
+        errs = list(_schema_check.iter_errors(v))
+        if errs:
+            # Under an anyOf or oneOf: the alternative's own error that
+            # says most (jsonschema's best_match), not "is not valid
+            # under any of the given schemas".
+            from jsonschema.exceptions import best_match
+            errs = [best_match([e]) if e.context else e for e in errs]
+            errs.sort(key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    except Exception as e:  # a $ref that cannot be resolved, ...
+        _invalid = 'the schema could not be checked: %s' % _cut(str(e), 300)
+        return None
+    if not errs:
+        return t
+    lines = ['at %s: %s' % (_where(e.absolute_path), _cut(e.message, 300))
+             for e in errs[:_MAX_SCHEMA_ERRORS]]
+    if len(errs) > _MAX_SCHEMA_ERRORS:
+        lines.append('(and %d more)' % (len(errs) - _MAX_SCHEMA_ERRORS))
+    _invalid = '\n'.join(lines)
+    return None
+
+
+def _candidate(c):
+    # A partial answer under a schema: its JSON text when it has one.
+    try:
+        return _as_json(c)[1]
+    except ValueError:
+        return str(c)
+
+
 def _answer_out(_):
     ready = bool(_answer.get('ready')) or _st.ready_set
     c = _answer.get('content')
+    if ready and _schema is not None:
+        t = _validated(c)
+        if t is not None:
+            return _clean(t), None
+        dict.__setitem__(_answer, 'ready', False)
+        return None, _clean(_candidate(c))
     if ready:
         return _clean(str(c)), None
     if c is None or (type(c) is str and c == ''):
         return None, None
-    return None, _clean(str(c))
+    return None, _clean(_candidate(c) if _schema is not None else str(c))
 
 
 def _finish(eid, err, made=None):
     """Send the result of exec eid."""
+    global _invalid
     st = _st
     out = [None, None, None, None]
 
@@ -2071,6 +2206,7 @@ def _finish(eid, err, made=None):
     threads = _settle_threads()
     _clear_hooks()
     _restore_scaffold()
+    _invalid = None
     e = _run_user(answer, None)
     if e is not None:
         err = True
@@ -2089,6 +2225,12 @@ def _finish(eid, err, made=None):
             except Exception:
                 why = 'it raised\n'
             out[3] = 'note: answer["sources"] was ignored: %s' % why
+    if _invalid is not None:
+        err = True
+        _cap.error_starts()
+        _cap.write('[the answer was not taken: it is not valid under the answer schema:\n%s\n'
+                   'Fix answer["content"] (a dict or list, or JSON text) and set '
+                   'answer["ready"] = True again.]\n' % _invalid)
     if out[3] is not None:
         _cap.write(out[3])
     if threads is not None:
@@ -2129,6 +2271,8 @@ def _result(eid, text, total, err, err_at, ready, answer, content, names, source
          'vars': names}
     if made:
         r['made'] = made
+    if _invalid is not None and not ready:
+        r['invalid'] = _clean(_invalid)
     parked = _parked_count()
     if parked:
         r['parked'] = parked
@@ -2226,6 +2370,30 @@ def _final_var_strict(name):
         raise NameError('FINAL_VAR: there is no variable named %r; assign it first '
                         '(or call FINAL(value))' % key)
     FINAL_VAR(key)
+
+
+def _do_schema(eid, text):
+    # From the controller: the answer schema from now on (None: none).
+    global _schema, _schema_check, _invalid
+    _begin(eid)
+    _invalid = why = None
+    if text is None:
+        _schema = _schema_check = None
+    else:
+        why = _load_schema(text)
+    out = '' if why is None else _clean(why) + '\n'
+    with _io_lock:
+        _st.exec_id = None
+        _send(_result(eid, out, len(out), why is not None, 0 if why is not None else None,
+                      False, None, None, _user_vars()[:_MAX_VARS]))
+
+
+def _do_final(eid, text):
+    # From the controller, which found FINAL(text) in the model's reply:
+    # taken as code's FINAL(text) would be (checked under a schema).
+    _begin(eid)
+    FINAL(text)
+    _finish(eid, False)
 
 
 def _do_final_var(eid, name):
@@ -2719,6 +2887,9 @@ def _main(args):
     context, chars = _load_context(text_len, n_docs, int(msg.get('text_at', 0)),
                                    int(msg.get('table_at', text_len)), msg.get('form'))
     _docs.load_meta(int(msg.get('meta_table_at', 0)), int(msg.get('n_meta', 0)))
+    schema_error = None
+    if type(msg.get('schema')) is str:
+        schema_error = _load_schema(msg['schema'])
     if _refs_ok:
         if type(context) is str:
             _ctx_text = context
@@ -2737,8 +2908,11 @@ def _main(args):
     sys.modules['__main__'] = _mod
     _signal.signal(_signal.SIGINT, _on_sigint)
     sys.stdout = sys.stderr = _cap
-    _send({'type': 'ready', 'pid': posix.getpid(), 'python': sys.version.split()[0],
-           'context_chars': chars, 'documents': max(n_docs, 0)})
+    ready = {'type': 'ready', 'pid': posix.getpid(), 'python': sys.version.split()[0],
+             'context_chars': chars, 'documents': max(n_docs, 0)}
+    if schema_error is not None:
+        ready['schema_error'] = _clean(schema_error)
+    _send(ready)
     while True:
         msg = _read_frame()
         t = msg.get('type')
@@ -2748,6 +2922,11 @@ def _main(args):
             _do_final_var(msg['id'], msg['name'])
         elif t == 'set' and type(msg.get('id')) is int and type(msg.get('name')) is str:
             _do_set(msg['id'], msg['name'], msg.get('value'), msg.get('reset_answer') is True)
+        elif t == 'final' and type(msg.get('id')) is int and type(msg.get('text')) is str:
+            _do_final(msg['id'], msg['text'])
+        elif t == 'schema' and type(msg.get('id')) is int and \
+                (msg.get('schema') is None or type(msg.get('schema')) is str):
+            _do_schema(msg['id'], msg.get('schema'))
         else:
             _fatal('an unexpected frame from the controller: %.200r' % (msg,))
 

@@ -486,6 +486,11 @@ static int wait_ready(struct repl *r, int64_t t0, int *layer, char *lwhy, size_t
 			if (strcmp(type, "ready") == 0) {
 				snprintf(r->st.python, sizeof(r->st.python), "%s",
 					 json_str(f, "python"));
+				/* The worker checked the answer schema: a bad
+				 * one is the caller's mistake (no retry). */
+				if (json_get(f, "schema_error"))
+					rc = rlm_err_set(err, RLM_EINVAL, "%s",
+							 json_str(f, "schema_error"));
 			} else if (strcmp(type, "fatal") == 0) {
 				explain_fatal(r, json_str(f, "error"), err);
 				*layer = layer_failed(fatal_layer(f), json_str(f, "error"), err);
@@ -632,11 +637,20 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 	start = repl__frame_begin(&r->out);
 	buf_printf(&r->out,
 		   "{\"type\":\"context\",\"text_at\":%llu,\"table_at\":%llu,"
-		   "\"meta_table_at\":%llu,\"n_meta\":%zu%s}",
+		   "\"meta_table_at\":%llu,\"n_meta\":%zu%s",
 		   (unsigned long long)r->text_at, (unsigned long long)r->table_at,
 		   (unsigned long long)r->meta_table_at, r->n_meta,
 		   r->json ? ",\"form\":\"json\"" : "");
-	repl__frame_end(&r->out, start);
+	if (r->schema) {
+		buf_puts(&r->out, ",\"schema\":");
+		repl__json_str(&r->out, r->schema, strlen(r->schema));
+	}
+	buf_putc(&r->out, '}');
+	if (repl__frame_end(&r->out, start) < 0) {
+		r->out.len = start;
+		repl__worker_stop(r);
+		return rlm_err_set(err, RLM_EINVAL, "the answer schema is too large for a frame");
+	}
 	repl__flush(r);
 	rc = wait_ready(r, t0, layer, why, cap, err);
 	if (rc == 0)

@@ -426,6 +426,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.cancel = l->o->cancel;
 	cfg.stop = &l->nodes->stopping;
 	cfg.sandbox = l->o->sandbox;
+	cfg.schema = l->o->schema_json; /* the worker checks answers under it */
 	rlm__worker_ctx_init(&wc, ctx);
 	cfg.ctx = wc.ctx;
 	rc = repl_start(&cfg, &l->repl, err);
@@ -514,6 +515,29 @@ static const char *rlm_query_note(const struct loop *l)
 	       "llm_query_batched.";
 }
 
+/* The system prompt's paragraph on the answer schema (prompts/
+ * repl_schema.txt), the schema shown whole up to SCHEMA_SHOWN bytes. */
+#define SCHEMA_SHOWN 16000
+int rlm__loop_schema_paragraph(struct loop *l, char **text, size_t *len, struct rlm_err *err)
+{
+	const char *s = l->o->schema_json;
+	size_t n = strlen(s), cut = n;
+	char *shown;
+	int rc;
+	if (n > SCHEMA_SHOWN)
+		cut = text_utf8_floor(s, SCHEMA_SHOWN);
+	shown = cut < n ? xasprintf("%.*s\n[... the schema is cut here: %zu of its %zu bytes "
+				    "shown ...]",
+				    (int)cut, s, cut, n)
+			: xstrdup(s);
+	{
+		struct prompt_var v[1] = {{"schema", shown, 0}};
+		rc = rlm__loop_render("repl_schema.txt", v, 1, text, len, err);
+	}
+	free(shown);
+	return rc;
+}
+
 /* The first two messages: the system prompt and the question with the
  * context's metadata. */
 static int first_messages(struct loop *l, const char *question, const struct corpus *ctx, bool docs,
@@ -549,6 +573,22 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 					  {"tools", tools, 0}};
 		rc = rlm__loop_render("repl_system.txt", v, 7, &text, &len, err);
 		free(tools);
+		if (!rc && l->o->schema_json) {
+			/* a paragraph of its own, so that the system prompt
+			 * without a schema (and the prompts' digest) stays */
+			char *para;
+			size_t plen;
+			rc = rlm__loop_schema_paragraph(l, &para, &plen, err);
+			if (!rc) {
+				char *both = xasprintf("%s\n\n%s", text, para);
+				free(text);
+				free(para);
+				text = both;
+				len = strlen(both);
+			} else {
+				free(text);
+			}
+		}
 		if (!rc)
 			rlm__loop_add_msg(l, LLM_SYSTEM, text, len);
 	}
@@ -674,6 +714,17 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 		free(ds);
 	}
 
+	if (o->schema_json && !l.repl) {
+		/* The worker checks the schema: a bad one (or no validator)
+		 * fails here, before a root call is paid for (a session's
+		 * worker was given it as the node took it). */
+		rc = start_worker(&l, ctx, err);
+		if (rc) {
+			rlm__calls_stop(&l.c, RLM_STOP_ERROR, "%s",
+					err->msg[0] ? err->msg : rlm_strerror(rc));
+			goto out;
+		}
+	}
 	for (;;) {
 		bool last = l.iteration >= l.max_iterations;
 		if (rlm__calls_cancelled(&l.c)) {
@@ -742,6 +793,24 @@ out:
 	out->found = out->stop == RLM_STOP_ANSWER && out->answer &&
 		     !text_is_none(out->answer, strlen(out->answer)) &&
 		     !text_is_blank(out->answer, strlen(out->answer));
+	if (o->schema_json) {
+		/* Never an unchecked answer presented as the typed one. */
+		out->answer_json = l.answer_valid && out->answer;
+		out->found = out->found && out->answer_json;
+		if (!out->answer_json && l.invalid) {
+			/* the errors once: a max_errors stop names the first */
+			size_t first = strcspn(l.invalid, "\n");
+			bool named = out->stop_detail &&
+				     memmem(out->stop_detail, strlen(out->stop_detail), l.invalid,
+					    first);
+			char *d = xasprintf("%s; the answer never validated under the schema%s%s",
+					    out->stop_detail ? out->stop_detail : "no answer",
+					    named && !l.invalid[first] ? "" : "; the last errors: ",
+					    named && !l.invalid[first] ? "" : l.invalid);
+			free(out->stop_detail);
+			out->stop_detail = d;
+		}
+	}
 	if (l.repl) {
 		struct repl_stats st;
 		repl_stats(l.repl, &st);
@@ -767,6 +836,7 @@ out:
 	free(l.last_error);
 	free(l.final_reply);
 	free(l.vars);
+	free(l.invalid);
 	rlm__calls_release(&l.c);
 	out->solve_ns = time_now_ns() - start;
 	if (rc && caller_err)

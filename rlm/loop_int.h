@@ -57,6 +57,11 @@ struct loop {
 		     * (for a compaction's summary), or NULL */
 	bool compact_refused; /* a notice said the conversation's shape
 			       * allows no compaction (said once) */
+	/* structured answers (o->schema_json at the root): */
+	bool answer_valid; /* out->answer is one the worker found valid */
+	bool turn_invalid; /* this turn made an answer ready that was refused */
+	char *invalid;     /* the validation errors of the last answer made
+			    * ready and refused, or NULL */
 };
 
 /* Tell the caller's event callback (if any) an event of kind with
@@ -82,6 +87,10 @@ int rlm__loop_render(const char *name, const struct prompt_var *vars, size_t n, 
  * (docs) their count, total, range and first lengths and a few ids: what
  * the model is told of a context, never its text. Fresh. (rlm/loop.c) */
 char *rlm__loop_context_desc(const struct corpus *ctx, bool docs);
+/* The paragraph on the answer schema o->schema_json (prompts/
+ * repl_schema.txt, the schema cut when huge) into a fresh *text. Returns 0
+ * or the render's code. (rlm/loop.c) */
+int rlm__loop_schema_paragraph(struct loop *l, char **text, size_t *len, struct rlm_err *err);
 
 /* Sessions (rlm/loop_session.c), for the root node of a session's solve
  * (o->session_):

@@ -56,6 +56,9 @@ static int take_worker(struct loop *l, struct rlm__sess *s, struct rlm_err *err)
 	l->c.repl = l->repl;
 	repl_stats(l->repl, &st);
 	l->restarts0 = st.restarts;
+	/* This question's answer schema, or none (the last one's goes). */
+	if (repl_set_schema(l->repl, l->o->schema_json, err))
+		return err->code ? err->code : RLM_EINVAL;
 	if (s->have_sandbox) {
 		l->out->sandbox = xmalloc(sizeof(*l->out->sandbox));
 		*l->out->sandbox = s->sandbox;
@@ -123,6 +126,25 @@ int rlm__loop_session_open(struct loop *l, const char *question, bool *first, st
 					  {"max_iterations", max_s, 0}};
 		rc = rlm__loop_render("repl_session_next.txt", v, 5, &text, &len, err);
 	}
+	if (!rc && (l->o->schema_json || s->schema_told)) {
+		/* The schema, or that the first question's does not hold. */
+		char *para = NULL, *both;
+		size_t plen;
+		if (l->o->schema_json)
+			rc = rlm__loop_schema_paragraph(l, &para, &plen, err);
+		if (!rc) {
+			both = xasprintf("%s\n\n%s", text,
+					 para ? para
+					      : "This question's answer is plain text: the answer "
+						"schema shown at the start does not apply to it.");
+			free(text);
+			text = both;
+			len = strlen(both);
+		} else {
+			free(text);
+		}
+		free(para);
+	}
 	if (!rc)
 		rlm__loop_add_msg(l, LLM_USER, text, len);
 	free(more);
@@ -135,6 +157,7 @@ void rlm__loop_session_first(struct loop *l)
 	struct rlm__sess *s = l->o->session_;
 	struct llm_msg *m = &l->msgs[1];
 	char *more = more_contexts(s);
+	s->schema_told = l->o->schema_json != NULL;
 	char *t = xasprintf("%.*s%s%s", (int)m->len, m->text, *more ? "\n\n" : "",
 			    *more ? more + 1 : "");
 	char *u = xasprintf("%s%s", t, first_note);

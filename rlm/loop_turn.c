@@ -8,6 +8,10 @@
  * in the text, and answers with the blocks' outputs (or a nudge when there
  * was no code). The last call, after max_iterations turns, takes a FINAL
  * in its text first and runs its code only after.
+ *
+ * With an answer schema (docs/structured.md) every answer made ready goes
+ * through the worker, which checks it: a FINAL(text) too (repl_final). A
+ * refused one is an error of its turn: the model is shown why and goes on.
  */
 #include "loop_int.h"
 #include "reply.h"
@@ -173,6 +177,23 @@ static void emit_output(struct loop *l, const struct repl_result *res)
 	buf_release(&b);
 }
 
+/* res refused an answer under the schema: keep why, for the stop's
+ * detail, and make it the turn's error line. */
+static void note_invalid(struct loop *l, const struct repl_result *res)
+{
+	const char *nl;
+	if (!res->invalid)
+		return;
+	l->turn_invalid = true;
+	free(l->invalid);
+	l->invalid = xstrdup(res->invalid);
+	nl = strchr(res->invalid, '\n');
+	free(l->last_error);
+	l->last_error = xasprintf("the answer is not valid under the schema: %.*s",
+				  (int)(nl ? (size_t)(nl - res->invalid) : strlen(res->invalid)),
+				  res->invalid);
+}
+
 /* Keep the sources of the answer res made ready, for check_sources. */
 static void take_sources(struct loop *l, struct repl_result *res)
 {
@@ -248,6 +269,7 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 			free(l->last_error);
 			l->last_error = res.len ? last_line(res.output, res.len) : NULL;
 		}
+		note_invalid(l, &res);
 		if (rp->n_blocks == 1)
 			snprintf(head, sizeof(head), "REPL output:");
 		else
@@ -287,8 +309,49 @@ static int final_var(struct loop *l, const char *t, const struct reply *rp, stru
 		emit_output(l, &res);
 		free(head);
 	}
+	note_invalid(l, &res);
 	repl_result_release(&res);
 	free(name);
+	return 0;
+}
+
+/* FINAL(text) of the reply: without a schema, the answer as it is; with
+ * one, checked by the worker (repl_final): *ready and *answer (compact
+ * JSON) when valid, else why goes into outs (and *error_turn). */
+static int final_text(struct loop *l, const char *t, const struct reply *rp, struct buf *outs,
+		      bool *error_turn, bool *ready, char **answer, struct rlm_err *err)
+{
+	struct repl_result res;
+	int rc;
+	if (!l->o->schema_json) {
+		*answer = xstrndup(t + rp->final_off, rp->final_len);
+		*ready = true;
+		return 0;
+	}
+	memset(&res, 0, sizeof(res));
+	rc = repl_final(l->repl, t + rp->final_off, rp->final_len, l->budget->deadline_ns, &res,
+			err);
+	if (rc == RLM_ETOOBIG) {
+		res.error = true;
+		res.invalid = xstrdup("the FINAL(...) answer is too large to check");
+		res.output = xstrdup(res.invalid);
+		res.len = strlen(res.output);
+		rc = 0;
+	}
+	if (exec_outcome(l, rc, &res, err)) {
+		repl_result_release(&res);
+		return rc;
+	}
+	if (res.ready) {
+		*ready = true;
+		*answer = xstrdup(res.answer ? res.answer : "");
+	} else if (!l->c.stopping) {
+		add_section(outs, "FINAL(...):", &res);
+		emit_output(l, &res);
+		*error_turn = true;
+	}
+	note_invalid(l, &res);
+	repl_result_release(&res);
 	return 0;
 }
 
@@ -340,26 +403,26 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 	int rc = 0;
 
 	l->root.text = NULL;
+	l->turn_invalid = false;
 	llm_call_release(&l->root);
 	rlm__loop_emit(l, "reply", text, len);
 	rlm_reply_parse(text, len, l->o->python_fences, cut, &rp);
 	buf_init(&outs, 0);
 
 	/* The last call: a FINAL in the text first, its code only after. */
-	if (last && rp.final == REPLY_FINAL) {
-		answer = xstrndup(text + rp.final_off, rp.final_len);
-		ready = true;
-	}
-	if (!ready)
+	if (last && rp.final == REPLY_FINAL)
+		rc = final_text(l, text, &rp, &outs, &error_turn, &ready, &answer, err);
+	if (!rc && !ready)
 		rc = run_blocks(l, text, &rp, &outs, &error_turn, &ready, &answer, err);
-	if (!rc && !ready && !l->c.stopping && rp.final == REPLY_FINAL) {
-		answer = xstrndup(text + rp.final_off, rp.final_len);
-		ready = true;
-	}
+	if (!rc && !ready && !l->c.stopping && rp.final == REPLY_FINAL && !last)
+		rc = final_text(l, text, &rp, &outs, &error_turn, &ready, &answer, err);
 	if (!rc && !ready && !l->c.stopping && rp.final == REPLY_FINAL_VAR)
 		rc = final_var(l, text, &rp, &outs, &ready, &answer, err);
 	if (rc)
 		goto out;
+	/* a refused answer (FINAL_VAR's too) is an error turn: max_errors
+	 * bounds a model that keeps giving invalid ones */
+	error_turn = error_turn || l->turn_invalid;
 
 	if (last) {
 		/* A limit hit by its code keeps its reason (the content, if any,
@@ -368,10 +431,11 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 		 * once more:") does not beat an answer["content"] set before. */
 		out->answer = answer;
 		answer = NULL;
+		l->answer_valid = ready && out->answer && l->o->schema_json;
 		if (ready && out->answer)
 			check_sources(l);
 		if (!out->answer && !l->c.stopping && rp.final != REPLY_FINAL_VAR &&
-		    !(rp.n_blocks && l->content))
+		    !((rp.n_blocks || l->o->schema_json) && l->content))
 			out->answer = prose_of(text, len, &rp);
 		if (!l->c.stopping)
 			rlm__calls_stop(
@@ -385,6 +449,7 @@ int rlm__loop_turn(struct loop *l, bool last, struct rlm_err *err)
 	if (ready) {
 		out->answer = answer;
 		answer = NULL;
+		l->answer_valid = l->o->schema_json != NULL;
 		check_sources(l);
 		/* A real answer wins over a limit its own exec ran into. */
 		l->c.stopping = false;

@@ -496,6 +496,7 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 	ch->o = *c->nodes->o;
 	ch->o.model = root;
 	ch->o.sub_model = c->sub;
+	ch->o.schema_json = NULL; /* the root's answer is structured, not a child's */
 	/* One progress line: the root's. */
 	ch->o.progress = NULL;
 	ch->o.progress_arg = NULL;

@@ -421,6 +421,18 @@ char *rlm_config_json(const struct rlm_opts *o)
 	}
 	if (o->allow_skill_writes)
 		json_add_bool(j, "skill_writes", true);
+	/* Only when set, as max_calls: the schema as its JSON value (the
+	 * answer's shape), and the paragraph that shows it to the model. */
+	if (o->schema_json) {
+		const struct embedded_file *f = embed_find("repl_schema.txt");
+		cJSON *sc = cJSON_Parse(o->schema_json);
+		struct store_key sk;
+		char hex[33];
+		json_add(j, "schema", sc ? sc : cJSON_CreateString(o->schema_json));
+		store_digest(f ? f->data : "", f ? f->len : 0, &sk);
+		store_key_hex(&sk, hex);
+		json_add_str(j, "schema_prompt", hex);
+	}
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;
@@ -755,6 +767,9 @@ bool rlm__record_memo_get(const struct rlm_opts *o, struct rlm_budget *b, const 
 	sr.answer = NULL;
 	out->found = sr.found;
 	out->stop = RLM_STOP_ANSWER;
+	/* Kept only when whole: under a schema (the root's alone), one that
+	 * validated. */
+	out->answer_json = o->schema_json != NULL;
 	out->complete = true; /* only whole answers are kept */
 	out->memo = true;
 	out->memo_hits = 1;

@@ -205,7 +205,13 @@ cJSON *rlm_result_json(const struct rlm_result *r, const struct rlm_opts *ro)
 	cJSON *o = cJSON_CreateObject(), *calls, *t, *x, *per;
 	cJSON *orig = r->memo && r->memo_json ? cJSON_Parse(r->memo_json) : NULL;
 	bool repl = ro->strategy == RLM_REPL;
-	json_add(o, "answer", str_or_null(r->answer));
+	{
+		/* A structured answer as its JSON value (it validated). */
+		cJSON *v = r->answer_json && r->answer ? cJSON_Parse(r->answer) : NULL;
+		json_add(o, "answer", v ? v : str_or_null(r->answer));
+		if (v)
+			json_add_bool(o, "answer_json", true);
+	}
 	json_add_bool(o, "found", r->found);
 	json_add(o, "sources", rlm_sources_json(r->sources, r->n_sources));
 	if (r->sources_dropped)

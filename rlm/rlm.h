@@ -623,6 +623,15 @@ char *rlm_session_vars(struct rlm_session *s, struct rlm_err *err);
 /* Kill the worker and free s. NULL is a no-op. */
 void rlm_session_free(struct rlm_session *s);
 
+/* Check o->schema_json (rlm_opts) as a solve would before its first model
+ * call: JSON, an object, the repl strategy, and valid JSON Schema as the
+ * worker's python3-jsonschema judges it (a worker started with o's python
+ * and sandbox on an empty context, then stopped: a few hundred ms). For a
+ * caller that must refuse a bad schema before it answers (rlm serve).
+ * Returns 0 (no schema: at once), RLM_EINVAL with err saying why, or the
+ * code of a worker that could not start. Any thread. */
+int rlm_schema_check(const struct rlm_opts *o, struct rlm_err *err);
+
 /* Cut ctx into parts of at most max bytes at natural boundaries. Small
  * consecutive documents share a part; a large one is cut at a blank line,
  * else a line end, else a UTF-8 character boundary. Fills *parts (owned

@@ -269,6 +269,18 @@ int rlm_session_solve(struct rlm_session *s, const struct rlm_opts *o, const cha
 	x.model = s->o.model;
 	x.python = s->o.python;
 	x.sandbox = s->o.sandbox;
+	if (x.schema_json) {
+		struct rlm_err e = {0, ""};
+		if ((rc = rlm_schema_check(&x, &e))) {
+			/* refused before it reaches the session's worker */
+			memset(out, 0, sizeof(*out));
+			out->stop = RLM_STOP_ERROR;
+			out->stop_detail = xstrdup(e.msg);
+			if (err)
+				*err = e;
+			return rc;
+		}
+	}
 	s->s.questions++;
 	rc = rlm_solve(&x, question, s->ctx, out, err);
 	s->s.compactions += out->compactions;

@@ -2,6 +2,7 @@
 /* rlm/solve.c -- rlm_solve: pick the strategy; the result's release; the
  * budget a solve shares between all its calls. */
 #include "solve_int.h"
+#include "../common/json.h"
 #include "../common/text.h"
 
 #include <math.h>
@@ -29,7 +30,7 @@ void rlm__result_finish(struct rlm_result *r, int rc)
 bool rlm__answer_cap(struct rlm_result *r, size_t max, char *out, size_t cap)
 {
 	size_t len = r->answer ? strlen(r->answer) : 0, keep;
-	char note[160];
+	char note[240];
 	if (!max)
 		max = RLM_DEF_MAX_ANSWER;
 	if (len <= max)
@@ -41,8 +42,13 @@ bool rlm__answer_cap(struct rlm_result *r, size_t max, char *out, size_t cap)
 	r->answer_bytes = len;
 	snprintf(note, sizeof(note),
 		 "the answer was cut from %zu to %zu bytes, the limit of an answer kept "
-		 "(--max-answer %zu)",
-		 len, keep, max);
+		 "(--max-answer %zu)%s",
+		 len, keep, max, r->answer_json ? "; cut, it is no longer the JSON that validated" : "");
+	if (r->answer_json) {
+		/* never cut JSON presented as the typed answer */
+		r->answer_json = false;
+		r->found = false;
+	}
 	if (r->warning) {
 		char *w = xasprintf("%s; %s", r->warning, note);
 		free(r->warning);
@@ -133,6 +139,53 @@ static int solve_strategy(const struct rlm_opts *opts, const char *question,
 	return rlm_err_set(err, RLM_EINVAL, "unknown strategy %d", (int)opts->strategy);
 }
 
+/* The answer schema as far as C can judge it (JSON, an object, the repl
+ * strategy); the worker checks it is valid JSON Schema. */
+static int schema_check(const struct rlm_opts *o, struct rlm_result *out, struct rlm_err *err)
+{
+	cJSON *j;
+	const char *why = NULL;
+	if (!o->schema_json)
+		return 0;
+	j = cJSON_Parse(o->schema_json);
+	if (!j)
+		why = "the answer schema is not JSON";
+	else if (!cJSON_IsObject(j) && !cJSON_IsBool(j))
+		why = "the answer schema is not a JSON object";
+	else if (o->strategy != RLM_REPL)
+		why = "an answer schema needs the repl strategy (the tree strategy has no REPL to "
+		      "check answers)";
+	cJSON_Delete(j);
+	if (!why)
+		return 0;
+	out->stop = RLM_STOP_ERROR;
+	out->stop_detail = xstrdup(why);
+	return rlm_err_set(err, RLM_EINVAL, "%s", why);
+}
+
+int rlm_schema_check(const struct rlm_opts *o, struct rlm_err *err)
+{
+	struct rlm_result r;
+	struct repl_cfg c;
+	struct repl *w = NULL;
+	int rc;
+	memset(&r, 0, sizeof(r));
+	rc = schema_check(o, &r, err);
+	free(r.stop_detail);
+	if (rc || !o->schema_json)
+		return rc;
+	if ((rc = repl_sandbox_check(&o->sandbox, err)))
+		return rc;
+	memset(&c, 0, sizeof(c));
+	c.python = o->python;
+	c.sandbox = o->sandbox;
+	c.schema = o->schema_json;
+	c.ctx.text = "";
+	rc = repl_start(&c, &w, err);
+	repl_free(w);
+	return rc;
+}
+
 int rlm_solve(const struct rlm_opts *opts, const char *question, const struct corpus *ctx,
 	      struct rlm_result *out, struct rlm_err *err)
 {
@@ -144,6 +197,8 @@ int rlm_solve(const struct rlm_opts *opts, const char *question, const struct co
 	bool memo;
 	int rc;
 	memset(out, 0, sizeof(*out));
+	if ((rc = schema_check(opts, out, err)))
+		return rc;
 	if (!opts->store)
 		return solve_strategy(opts, question, ctx, out, err);
 	/* With a store: the run is recorded, and every node finds the cache

@@ -316,6 +316,8 @@ struct rlm__sess {
 	size_t n_extra;
 	size_t n_told;             /* of which the conversation was told */
 	int restarts;              /* deaths of the worker over the session */
+	bool schema_told;          /* the first question's system prompt shows
+				    * an answer schema */
 	int compactions;
 };
 /* Put into r what the session's worker must hold: the contexts added

@@ -111,6 +111,8 @@ struct mcp_args {
 				     * corpus_id; load_corpus: path */
 	enum corpus_kind kind;      /* load_corpus's format */
 	struct svc_opts o;          /* solve's max_depth and max_iterations */
+	const cJSON *schema;        /* solve's and ask's answer schema (a JSON
+				     * Schema object), borrowed; NULL: none */
 };
 /* Check the arguments (an object, or NULL: none) of tool (a known one)
  * into *a; nul_arg: the argument whose string holds \u0000, or NULL.

@@ -47,7 +47,8 @@ static const char tools_json[] =
 	"  \"max_depth\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 16,"
 	" \"description\": \"levels of RLMs (the server's default: 2); 1: no child RLMs\"},"
 	"  \"max_iterations\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 10000,"
-	" \"description\": \"root model turns (the server's default: 30)\"}},"
+	" \"description\": \"root model turns (the server's default: 30)\"},"
+	"  \"schema\": {\"$ref\": \"schema\"}},"
 	" \"required\": [\"question\"], \"additionalProperties\": false},"
 	" \"outputSchema\": {\"$ref\": \"answer\"},"
 	" \"annotations\": {\"readOnlyHint\": true}},"
@@ -74,18 +75,30 @@ static const char tools_json[] =
 	" does.\","
 	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
 	"  \"corpus_id\": {\"type\": \"string\", \"description\": \"from load_corpus\"},"
-	"  \"question\": {\"type\": \"string\", \"description\": \"the question\"}},"
+	"  \"question\": {\"type\": \"string\", \"description\": \"the question\"},"
+	"  \"schema\": {\"$ref\": \"schema\"}},"
 	" \"required\": [\"corpus_id\", \"question\"], \"additionalProperties\": false},"
 	" \"outputSchema\": {\"$ref\": \"answer\"},"
 	" \"annotations\": {\"readOnlyHint\": true}}]}";
+
+/* The schema argument of solve and ask (put in place of {"$ref":
+ * "schema"} above). */
+static const char schema_arg[] =
+	"{\"type\": [\"object\", \"boolean\"], \"description\": \"a JSON Schema the answer"
+	" must be valid under: the model is shown it and each answer it gives is checked; the"
+	" answer is then that JSON value (structuredContent.answer, answer_json true), and a"
+	" solve whose answer never validated is a tool error\"}";
 
 /* What solve and ask return as structuredContent (put in place of
  * {"$ref": "answer"} above). */
 static const char answer_schema[] =
 	"{\"type\": \"object\", \"properties\": {"
 	" \"run_id\": {\"type\": \"string\", \"description\": \"the run (rlm runs show ID)\"},"
-	" \"answer\": {\"type\": [\"string\", \"null\"], \"description\": \"null when a limit"
-	" stopped the solve before any answer\"},"
+	" \"answer\": {\"type\": [\"string\", \"null\", \"object\", \"array\", \"number\","
+	" \"boolean\"], \"description\": \"a string; null when a limit stopped the solve before"
+	" any answer; with the schema argument, the JSON value that validated under it\"},"
+	" \"answer_json\": {\"type\": \"boolean\", \"description\": \"with the schema"
+	" argument: true, the answer is the JSON value that validated\"},"
 	" \"stop\": {\"type\": \"string\", \"description\": \"why it stopped: answer, or the"
 	" limit (max_iterations, max_errors, timeout, ...): then the answer is partial; or"
 	" incomplete: NONE or empty while parts of the work failed (a tool error)\"},"
@@ -127,6 +140,10 @@ cJSON *mcp_tools_list(const char *version)
 			cJSON *schema = json_parse(answer_schema, sizeof(answer_schema) - 1);
 			cJSON_ReplaceItemInObjectCaseSensitive(t, "outputSchema", schema);
 		}
+		if (json_get(json_get(json_get(t, "inputSchema"), "properties"), "schema"))
+			cJSON_ReplaceItemInObjectCaseSensitive(
+			    json_get(json_get(t, "inputSchema"), "properties"), "schema",
+			    json_parse(schema_arg, sizeof(schema_arg) - 1));
 	}
 	return list;
 }
@@ -377,9 +394,28 @@ static cJSON *solve_result(struct svc_run *r)
 		cJSON_Delete(j);
 		return res;
 	}
+	if (cJSON_IsTrue(json_get(j, "structured")) && !cJSON_IsTrue(json_get(j, "answer_json"))) {
+		/* never an answer that did not validate, given as the typed one */
+		res = tool_error("the answer never validated under the schema (run %s): %s",
+				 serve_run_id(r),
+				 detail ? detail : "the solve ended without an answer");
+		cJSON_Delete(j);
+		return res;
+	}
 	sc = cJSON_CreateObject();
 	json_add_str(sc, "run_id", serve_run_id(r));
-	json_add(sc, "answer", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
+	if (cJSON_IsTrue(json_get(j, "answer_json"))) {
+		/* the typed answer, and its compact JSON text for the text */
+		char *t = json_str(j, "answer_text") ? xstrdup(json_str(j, "answer_text"))
+						     : cJSON_PrintUnformatted(json_get(j, "answer"));
+		json_add(sc, "answer", cJSON_Duplicate(json_get(j, "answer"), 1));
+		json_add_bool(sc, "answer_json", true);
+		cJSON_ReplaceItemInObjectCaseSensitive(j, "answer", cJSON_CreateString(t));
+		answer = json_str(j, "answer");
+		free(t);
+	} else {
+		json_add(sc, "answer", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
+	}
 	src = json_get(j, "sources");
 	json_add(sc, "sources", cJSON_IsArray(src) ? cJSON_Duplicate(src, 1) : cJSON_CreateArray());
 	json_add_str(sc, "stop", stop ? stop : "answer");
@@ -440,16 +476,21 @@ static cJSON *solve_args(const cJSON *args, bool ask, struct mcp_args *a)
 {
 	static const char *const solve_known[] = {"question",  "context",   "path",
 						  "corpus_id", "max_depth", "max_iterations",
-						  NULL};
-	static const char *const ask_known[] = {"corpus_id", "question", NULL};
+						  "schema",    NULL};
+	static const char *const ask_known[] = {"corpus_id", "question", "schema", NULL};
 	const char *bad;
 	char msg[256];
 	int given;
 	if ((bad = unknown_arg(args, ask ? ask_known : solve_known)))
 		return tool_error("unknown argument '%s' (known: %s)", bad,
-				  ask ? "corpus_id, question"
+				  ask ? "corpus_id, question, schema"
 				      : "question, context, path, corpus_id, max_depth, "
-					"max_iterations");
+					"max_iterations, schema");
+	a->schema = json_get(args, "schema");
+	if (cJSON_IsNull(a->schema))
+		a->schema = NULL;
+	if (a->schema && !cJSON_IsObject(a->schema) && !cJSON_IsBool(a->schema))
+		return tool_error("argument 'schema' must be a JSON Schema (an object)");
 	if (arg_str(args, "question", true, &a->question, msg, sizeof(msg)) ||
 	    (!(a->value = ask ? NULL : json_get(args, "context")) &&
 	     arg_str(args, "context", false, &a->context, msg, sizeof(msg))) ||
@@ -511,6 +552,7 @@ static cJSON *tool_solve(struct mcp_call *c, const struct mcp_args *a)
 	struct svc_opts o = a->o;
 	struct svc_run *r = NULL;
 	struct rlm_err err = {0, ""};
+	char *schema = a->schema ? cJSON_PrintUnformatted(a->schema) : NULL;
 	cJSON *res;
 	int rc;
 
@@ -524,13 +566,17 @@ static cJSON *tool_solve(struct mcp_call *c, const struct mcp_args *a)
 		rc = serve_corpus_load(c->m->svc, path, CORPUS_AUTO, SVC_CORPUS_HOLD, &info, &err);
 	else if ((rc = serve_corpus_get(c->m->svc, corpus_id, SVC_CORPUS_HOLD, &info)))
 		rlm_err_set(&err, rc, "no corpus '%s' (load_corpus gives ids)", corpus_id);
-	if (rc)
+	if (rc) {
+		free(schema);
 		return tool_error("%s", err.msg);
+	}
+	o.schema_json = schema;
 	if (mcp_call_cancelled(c))
 		rc = rlm_err_set(&err, RLM_ECANCEL, "cancelled");
 	else
 		rc = serve_solve(c->m->svc, question, info.hold, &o, &r, &err);
 	serve_corpus_put(c->m->svc, info.hold);
+	free(schema); /* the run has its copy */
 	if (rc)
 		return tool_error("%s", err.msg);
 	if (mcp_call_set_run(c, r))

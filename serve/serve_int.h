@@ -146,7 +146,10 @@ struct serve_solve {
 					      * else a JSON corpus */
 	const char *format;		     /* NULL, or given with path */
 	bool async;
-	struct svc_opts so; /* options and options.budgets */
+	struct svc_opts so; /* options and options.budgets; so.schema_json
+			     * is schema */
+	char *schema;	    /* "schema" (a JSON Schema object) as compact
+			     * JSON text; owned, or NULL */
 };
 int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct rlm_err *err);
 void serve__solve_release(struct serve_solve *s);
@@ -174,6 +177,9 @@ struct serve_chat {
 	const char *model; /* as asked ("rlm" when absent) */
 	bool stream, include_usage;
 	bool progress; /* rlm_progress: progress lines in a stream (true) */
+	char *schema;  /* response_format json_schema's schema (json_object:
+			* {"type":"object"}) as compact JSON text; owned, or
+			* NULL: a text answer */
 };
 int serve__chat_parse(const char *p, size_t len, struct serve_chat *ch, struct rlm_err *err);
 void serve__chat_release(struct serve_chat *ch);
@@ -196,6 +202,11 @@ const char *serve__oai_finish_reason(const cJSON *run);
 /* The "rlm" member: run_id, status, stop, cost_usd, sources (the answer's,
  * [] when none). */
 cJSON *serve__oai_rlm_ext(const cJSON *run);
+/* The content of a chat completion for run (serve_run_json, changed in
+ * place): the answer's text; for a structured one ("structured"), its
+ * compact JSON text when it validated, else NULL with why (cap bytes)
+ * saying so and the stop's detail: never content that did not validate. */
+const char *serve__oai_content(cJSON *run, char *why, size_t cap);
 /* Answer rq with r streamed as chat.completion.chunk events (serve_stream.c);
  * takes over the reference r. */
 enum MHD_Result serve__chat_stream(struct req *rq, struct svc_run *r, const char *model,

@@ -9,7 +9,10 @@
  * fields that mean nothing to a solve (temperature, user, ...) are taken
  * and ignored, those that would change the answer only with the value a
  * solve gives; any other field is an error, as everywhere in this API. A
- * stream is serve/serve_stream.c's. */
+ * stream is serve/serve_stream.c's. response_format json_schema (or
+ * json_object) makes it a structured solve (docs/structured.md): the
+ * content is the JSON text that validated, or the request fails with 422
+ * (invalid_answer) when no answer did. */
 #include "serve_int.h"
 
 #include <math.h>
@@ -238,8 +241,8 @@ static void check_known(struct check *k, const cJSON *body)
 	}
 }
 
-/* What a solve cannot give: several choices, tool calls, a promised JSON
- * shape, log-probabilities, audio, web search, moderation. */
+/* What a solve cannot give: several choices, tool calls,
+ * log-probabilities, audio, web search, moderation. */
 static void check_unsupported(struct check *k, const cJSON *body)
 {
 	const cJSON *j, *it;
@@ -253,11 +256,6 @@ static void check_unsupported(struct check *k, const cJSON *body)
 		serve__check_fail(k, "tool_choice: only \"none\" or \"auto\" (there are no tools)");
 	if ((j = given(body, "function_call")) && !is_str(j, "none", "auto"))
 		serve__check_fail(k, "function_call: only \"none\" or \"auto\" (there are no functions)");
-	if ((j = given(body, "response_format")) &&
-	    (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1 ||
-	     !is_str(json_get(j, "type"), "text", NULL)))
-		serve__check_fail(k, "response_format: only {\"type\": \"text\"} is served (the answer's "
-			      "shape cannot be promised)");
 	if ((j = given(body, "logprobs")) && !cJSON_IsFalse(j))
 		serve__check_fail(k,
 			   "logprobs: not served (an RLM's answer has no token log-probabilities)");
@@ -282,6 +280,75 @@ static void check_unsupported(struct check *k, const cJSON *body)
 		serve__check_fail(k, "moderation: not served");
 }
 
+/* response_format: text (the default), json_object (an answer that is a
+ * JSON object) or json_schema ({"name", "schema", "strict",
+ * "description"}: an answer valid under schema), into ch->schema. The
+ * solve's worker checks the answer (docs/structured.md): the content is
+ * JSON that validated, or the request fails. */
+static void check_response_format(struct check *k, const cJSON *body, struct serve_chat *ch)
+{
+	static const char *const known[] = {"type", "json_schema", NULL};
+	static const char *const known_js[] = {"name", "schema", "strict", "description", NULL};
+	const char *w = "response_format.json_schema.";
+	const cJSON *j = given(body, "response_format"), *js, *sc, *name;
+	const char *type;
+	if (!j)
+		return;
+	if (!cJSON_IsObject(j)) {
+		serve__check_fail(k, "response_format: want an object with a type");
+		return;
+	}
+	serve__check_fields(k, j, known, "response_format.");
+	type = json_str(j, "type");
+	if (k->bad)
+		return;
+	if (is_str(json_get(j, "type"), "text", NULL)) {
+		if (json_get(j, "json_schema"))
+			serve__check_fail(k, "response_format.json_schema: only with type "
+					     "\"json_schema\"");
+		return;
+	}
+	if (is_str(json_get(j, "type"), "json_object", NULL)) {
+		if (json_get(j, "json_schema"))
+			serve__check_fail(k, "response_format.json_schema: only with type "
+					     "\"json_schema\"");
+		else
+			ch->schema = xstrdup("{\"type\":\"object\"}");
+		return;
+	}
+	if (!type || strcmp(type, "json_schema") != 0) {
+		serve__check_fail(k, "response_format.type: want \"text\", \"json_object\" or "
+				     "\"json_schema\"");
+		return;
+	}
+	js = json_get(j, "json_schema");
+	if (!cJSON_IsObject(js)) {
+		serve__check_fail(k, "response_format.json_schema: want an object with name and "
+				     "schema");
+		return;
+	}
+	serve__check_fields(k, js, known_js, w);
+	name = json_get(js, "name");
+	if (!k->bad && (!cJSON_IsString(name) || !*name->valuestring ||
+			strlen(name->valuestring) > 64 ||
+			strspn(name->valuestring, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+						  "0123456789_-") != strlen(name->valuestring)))
+		serve__check_fail(k, "%sname: want 1 to 64 letters, digits, '_' or '-'", w);
+	if (!k->bad && json_get(js, "strict") && !cJSON_IsBool(json_get(js, "strict")) &&
+	    !cJSON_IsNull(json_get(js, "strict")))
+		serve__check_fail(k, "%sstrict: want true or false", w);
+	if (!k->bad && json_get(js, "description") && !cJSON_IsString(json_get(js, "description")))
+		serve__check_fail(k, "%sdescription: want a string", w);
+	sc = json_get(js, "schema");
+	if (!k->bad && sc && !cJSON_IsObject(sc) && !cJSON_IsBool(sc))
+		serve__check_fail(k, "%sschema: want a JSON Schema (an object)", w);
+	if (k->bad)
+		return;
+	/* no schema: any JSON value (strict or not, the schema is checked
+	 * exactly as given) */
+	ch->schema = sc ? cJSON_PrintUnformatted(sc) : xstrdup("{}");
+}
+
 static void check_stream_options(struct check *k, const cJSON *so, struct serve_chat *ch)
 {
 	static const char *const known[] = {"include_usage", "include_obfuscation", NULL};
@@ -303,6 +370,7 @@ static void check_chat(struct check *k, const cJSON *body, struct serve_chat *ch
 	const cJSON *ctx = json_get(body, "rlm_context");
 	check_known(k, body);
 	check_unsupported(k, body);
+	check_response_format(k, body, ch);
 	ch->model = serve__check_str(k, body, "model", "");
 	if (!ch->model)
 		ch->model = "rlm";
@@ -349,6 +417,8 @@ void serve__chat_release(struct serve_chat *ch)
 	ch->body = NULL;
 	free(ch->qown);
 	ch->qown = NULL;
+	free(ch->schema);
+	ch->schema = NULL;
 	buf_release(&ch->context);
 }
 
@@ -400,15 +470,45 @@ cJSON *serve__oai_rlm_ext(const cJSON *run)
 	return o;
 }
 
+const char *serve__oai_content(cJSON *run, char *why, size_t cap)
+{
+	const cJSON *a = json_get(run, "answer");
+	char *text;
+	if (!cJSON_IsTrue(json_get(run, "structured")))
+		return json_str(run, "answer");
+	if (!cJSON_IsTrue(json_get(run, "answer_json"))) {
+		snprintf(why, cap,
+			 "the answer never validated under the response_format schema (run %s): %s",
+			 json_str(run, "run_id"),
+			 json_str(run, "stop_detail") ? json_str(run, "stop_detail")
+						      : "the solve ended without an answer");
+		return NULL;
+	}
+	/* the compact JSON text that validated, as it was */
+	text = json_str(run, "answer_text") ? xstrdup(json_str(run, "answer_text"))
+					    : cJSON_PrintUnformatted(a);
+	cJSON_ReplaceItemInObjectCaseSensitive(run, "answer", cJSON_CreateString(text));
+	free(text);
+	return json_str(run, "answer");
+}
+
 static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char *model)
 {
 	cJSON *run = serve_run_json(r), *o;
-	const char *answer = json_str(run, "answer");
-	char id[SERVE__OAI_ID];
+	const char *answer;
+	char id[SERVE__OAI_ID], why[1200];
 	if (strcmp(json_str(run, "status"), "failed") == 0) {
 		enum MHD_Result ret = serve__error(
 		    rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "the solve failed (run %s): %s",
 		    serve_run_id(r), json_str(run, "error") ? json_str(run, "error") : "");
+		cJSON_Delete(run);
+		return ret;
+	}
+	if (!(answer = serve__oai_content(run, why, sizeof(why)))) {
+		/* never content that did not validate, presented as if it had */
+		enum MHD_Result ret = serve__error_code(rq, 422 /* Unprocessable Content */,
+							"invalid_answer", "answer_not_valid",
+							"response_format", "%s", why);
 		cJSON_Delete(run);
 		return ret;
 	}
@@ -436,6 +536,7 @@ enum MHD_Result serve__route_chat(struct req *rq)
 	if ((rc = serve__chat_parse(rq->body.buf.p, rq->body.buf.len, &ch, &err)))
 		return serve__body_error(rq, rc, &err);
 	serve_opts_init(&so);
+	so.schema_json = ch.schema;
 	if (strcmp(ch.model, "rlm") != 0) {
 		if (strcmp(ch.model, serve_model_name(rq->sv->svc)) != 0 &&
 		    strcmp(ch.model, serve_sub_model_name(rq->sv->svc)) != 0) {

@@ -261,7 +261,8 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct rlm_err *err)
 {
 	static const char *const known[] = {"question", "context", "context_path", "corpus_id",
-					    "format",	"async",   "options",	   NULL};
+					    "format",	"async",   "options",	   "schema",
+					    NULL};
 	struct check k = {false, ""};
 	const cJSON *body;
 	int rc;
@@ -282,6 +283,15 @@ int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct 
 	s->format = serve__check_str(&k, body, "format", "");
 	serve__check_bool(&k, body, "async", "", &s->async);
 	check_options(&k, json_get(body, "options"), &s->so);
+	{
+		/* the answer's JSON Schema: an object (true/false as JSON
+		 * Schema has them), given as JSON, not as a string of it */
+		const cJSON *sc = json_get(body, "schema");
+		if (sc && !cJSON_IsNull(sc) && !cJSON_IsObject(sc) && !cJSON_IsBool(sc))
+			serve__check_fail(&k, "schema: want a JSON Schema (an object)");
+		else if (sc && !cJSON_IsNull(sc))
+			s->so.schema_json = s->schema = cJSON_PrintUnformatted(sc);
+	}
 	if (!k.bad && (!s->question || !*s->question))
 		serve__check_fail(&k, "question: want a non-empty string");
 	if (!k.bad && (!!s->text + !!s->value + !!s->path + !!s->corpus_id) != 1)
@@ -299,6 +309,9 @@ void serve__solve_release(struct serve_solve *s)
 {
 	cJSON_Delete(s->body);
 	s->body = NULL;
+	free(s->schema);
+	s->schema = NULL;
+	s->so.schema_json = NULL;
 }
 
 /* A run's JSON as the answer of a synchronous solve. */

@@ -175,6 +175,15 @@ static void cs_ended(struct chat_stream *cs)
 		cs_error(cs, "internal", msg);
 		cs->state = CS_DONE;
 	} else {
+		char why[1200];
+		/* a structured answer: its JSON text, or an error when it
+		 * never validated */
+		if (!serve__oai_content(cs->run, why, sizeof(why)) &&
+		    cJSON_IsTrue(json_get(cs->run, "structured"))) {
+			cs_error(cs, "invalid_answer", why);
+			cs->state = CS_DONE;
+			return;
+		}
 		cs->state = CS_CONTENT;
 	}
 }

@@ -75,6 +75,8 @@ struct svc_run {
 	bool log_ended;		  /* the "end" event is in the log */
 	cJSON *result;		  /* when ended: rlm_result_json (+ "error") */
 	char *answer;		  /* when ended; owned, or NULL */
+	char *schema;		  /* o.schema_json's copy, or NULL */
+	bool answer_json;	  /* when ended: answer validated under it */
 	char *error;		  /* when failed; owned */
 	int64_t wall_ns;	  /* when ended */
 	atomic_bool over;	  /* log_ended, for the registry (s->mu) */
@@ -170,6 +172,7 @@ static void run_free(struct svc_run *r)
 	free(r->answer);
 	free(r->error);
 	free(r->question);
+	free(r->schema);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
 	free(r);
@@ -464,6 +467,7 @@ static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_op
 		o->max_cost = q->max_cost;
 	if (q->timeout_s > 0)
 		o->timeout_ns = lower_limit(o->timeout_ns, (int64_t)(q->timeout_s * 1e9));
+	o->schema_json = q->schema_json;
 	/* a cost budget over a model without a price would never hold */
 	return rlm_check_cost(o->model, o->sub_model, o->max_cost,
 			      "the cost budget (options.max_cost)", err);
@@ -549,6 +553,7 @@ static void *run_main(void *arg)
 	r->status = st;
 	r->result = result;
 	r->answer = res.answer;
+	r->answer_json = res.answer_json;
 	res.answer = NULL;
 	r->error = rc < 0 ? xstrdup(err.msg) : NULL;
 	r->wall_ns = wall;
@@ -607,6 +612,31 @@ int serve_can_start(struct service *s, struct rlm_err *err)
 	return rc;
 }
 
+/* The answer schema of o, checked by a worker unless the service found
+ * it valid before (s->schema_ok). Returns 0 or RLM_EINVAL (or the worker's
+ * code) with err. */
+static int schema_check(struct service *s, const struct rlm_opts *o, struct rlm_err *err)
+{
+	struct store_key k;
+	bool known = false;
+	int rc;
+	if (!o->schema_json)
+		return 0;
+	store_digest(o->schema_json, strlen(o->schema_json), &k);
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < RLM_MIN(s->n_schema_ok, (size_t)SVC_SCHEMAS_OK) && !known; i++)
+		known = memcmp(&s->schema_ok[i], &k, sizeof(k)) == 0;
+	pthread_mutex_unlock(&s->mu);
+	if (known)
+		return 0;
+	if ((rc = rlm_schema_check(o, err)))
+		return rc;
+	pthread_mutex_lock(&s->mu);
+	s->schema_ok[s->n_schema_ok++ % SVC_SCHEMAS_OK] = k;
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
 int serve_solve(struct service *s, const char *question, struct svc_corp *k, const struct svc_opts *q,
 	      struct svc_run **run, struct rlm_err *err)
 {
@@ -622,9 +652,13 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 		return rlm_err_set(err, RLM_EINVAL, "the question is empty");
 	if ((rc = serve__check_text("the question", question, strlen(question), err)))
 		return rc;
-	if ((rc = opts_apply(s, q, &o, err)))
+	if ((rc = opts_apply(s, q, &o, err)) || (rc = schema_check(s, &o, err)))
 		return rc;
 	r = xcalloc(1, sizeof(*r));
+	if (o.schema_json) {
+		r->schema = xstrdup(o.schema_json);
+		o.schema_json = r->schema;
+	}
 	r->s = s;
 	atomic_init(&r->refs, 3); /* the caller's, the thread's, the registry's */
 	atomic_init(&r->cancel, false);
@@ -672,7 +706,7 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 	serve__grow(&s->runs, &s->cap_runs, s->n_runs, sizeof(*s->runs));
 	s->runs[s->n_runs++] = r;
 	pthread_mutex_lock(&r->mu);
-	mem_add_locked(r, sizeof(*r) + strlen(r->question));
+	mem_add_locked(r, sizeof(*r) + strlen(r->question) + (r->schema ? strlen(r->schema) : 0));
 	pthread_mutex_unlock(&r->mu);
 	pthread_mutex_unlock(&s->mu);
 
@@ -747,6 +781,10 @@ cJSON *serve_run_json(struct svc_run *r)
 	json_add_str(o, "corpus_id", r->corpus_id);
 	if (r->status == ST_RUNNING) {
 		json_add(o, "answer", cJSON_CreateNull());
+		if (r->schema) {
+			json_add_bool(o, "structured", true);
+			json_add_bool(o, "answer_json", false);
+		}
 		json_add_bool(o, "answer_truncated", false);
 		json_add(o, "sources", cJSON_CreateArray());
 		json_add(o, "stop", cJSON_CreateNull());
@@ -760,8 +798,19 @@ cJSON *serve_run_json(struct svc_run *r)
 		json_add(o, "timings", t);
 	} else {
 		const char *stop = json_str(r->result, "stop");
+		cJSON *typed = r->answer_json && r->answer ? cJSON_Parse(r->answer) : NULL;
 		json_add(o, "answer",
-			 r->answer ? cJSON_CreateString(r->answer) : cJSON_CreateNull());
+			 typed	     ? typed
+			 : r->answer ? cJSON_CreateString(r->answer)
+				     : cJSON_CreateNull());
+		if (r->schema) {
+			json_add_bool(o, "structured", true);
+			json_add_bool(o, "answer_json", typed != NULL);
+			/* the exact text that validated (a parsed value loses
+			 * the digits of an integer past 2^53) */
+			if (typed)
+				json_add_str(o, "answer_text", r->answer);
+		}
 		/* cut to max_answer: what it was before (rlm_result_json) */
 		json_add_bool(o, "answer_truncated",
 			      cJSON_IsTrue(json_get(r->result, "answer_truncated")));

@@ -184,6 +184,10 @@ struct svc_opts {
 	double timeout_s;            /* the solve's wall clock */
 	double compaction_threshold; /* 0: the service's; else in (0, 1] */
 	int compaction;              /* -1: the service's; 0: off; 1: on */
+	const char *schema_json;     /* a JSON Schema the answer must be valid
+				      * under (rlm_opts.schema_json; copied by
+				      * serve_solve, which checks it first), or
+				      * NULL: a text answer */
 };
 void serve_opts_init(struct svc_opts *o); /* all "keep the service's" */
 
@@ -196,7 +200,9 @@ int serve_can_start(struct service *s, struct rlm_err *err);
  * takes a hold of its own, the caller still drops its one) on a thread of
  * its own. Returns 0 with *run (a reference the caller drops with
  * serve_run_put), SVC_EBUSY, SVC_ECLOSING, RLM_EINVAL (a model that is not
- * the service's), with err. */
+ * the service's; a schema that is not valid JSON Schema: serve_solve has a
+ * worker check it first, once per schema the service has seen), with
+ * err. */
 int serve_solve(struct service *s, const char *question, struct svc_corp *corpus,
 	      const struct svc_opts *o, struct svc_run **run, struct rlm_err *err);
 /* A run by id (this service's), with a reference; NULL when unknown. */
@@ -216,7 +222,10 @@ bool serve_run_cancel(struct svc_run *r);
  * cancelled", "question", "answer", "answer_truncated" (the answer was
  * cut to max_answer bytes; then "answer_bytes": its length before),
  * "stop", "usage", "cost" (USD; also as "cost_usd"), "timings", "result"}
- * (result: rlm_result_json, when ended). */
+ * (result: rlm_result_json, when ended). A solve with a schema also has
+ * "structured": true and "answer_json": whether its answer validated (then
+ * "answer" is that JSON value, not a string, and "answer_text" the compact
+ * JSON text that validated, digit for digit). */
 struct cJSON *serve_run_json(struct svc_run *r);
 /* The event at position pos (0-based) of its log, as a new JSON object
  * {"kind", "node", "depth", "iteration", "text", "t_ms", ...} ("progress"

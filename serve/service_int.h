@@ -9,6 +9,7 @@
 
 #include "service.h"
 #include "../common/json.h"
+#include "../store/store.h"
 
 #define SVC_N_LE 14 /* bounds of the solve-time histogram (then +Inf) */
 
@@ -39,6 +40,8 @@ struct svc_root {
 };
 
 /* Made by serve_new; the fields above mu are read-only afterwards. */
+#define SVC_SCHEMAS_OK 32 /* answer schemas remembered as valid */
+
 struct service {
 	struct rlm_models ms;  /* the pool and models */
 	struct store *store;   /* NULL with no_cache */
@@ -68,6 +71,10 @@ struct service {
 	int64_t hist[SVC_N_LE + 1]; /* lifetime, not cumulative; last: +Inf */
 	double secs_sum;
 	int64_t secs_count;
+	/* answer schemas a worker found valid (rlm_schema_check), by digest:
+	 * a ring, so a client that sends the same schema pays the check once */
+	struct store_key schema_ok[SVC_SCHEMAS_OK];
+	size_t n_schema_ok;
 };
 
 /* Grow *pp, an array of *cap elements of size bytes, to hold n + 1. */

@@ -68,6 +68,10 @@
  * current one, whose turns alone count, and step 2 finds the lines of the
  * keys in an `index` of the context's words, built by the first question
  * and reused by the next ones (lookup(), search()'s hits), not search().
+ * With an answer schema in the system prompt (rlm's "Structured answer:"
+ * paragraph and its ```json fence), step 3 sets answer["content"] to a
+ * value built from the schema and its findings (put_structured), never
+ * from what the answer should be.
  *
  * Bugs: with probability code_errors a step is written with a bug that
  * raises whatever the context (a NameError from a typo, a TypeError from
@@ -369,6 +373,8 @@ struct ask {
 	bool every;	 /* the question lists its keys: read the lines of each */
 	enum sim__index index; /* search(), or the session's `index` (sim_session.c) */
 	bool later;	       /* a later question of a session */
+	const char *schema; /* the answer schema the system prompt shows, or NULL */
+	size_t schema_n;
 };
 
 /* text, each of its lines after ind. */
@@ -753,6 +759,8 @@ static void put_sources(struct buf *b, const struct ask *a)
 		   a->how_many ? "True" : "False");
 }
 
+static void put_structured(struct buf *b, const struct ask *a);
+
 static void step3(struct buf *b, const struct ask *a, enum bug bug)
 {
 	buf_printf(b, "# step 3: %s and finish\n",
@@ -846,9 +854,127 @@ static void step3(struct buf *b, const struct ask *a, enum bug bug)
 		    combine_intro);
 	}
 	put_sources(b, a);
+	if (a->schema) {
+		put_structured(b, a);
+		return;
+	}
 	buf_puts(b, "answer[\"content\"] = final\n"
 		    "answer[\"ready\"] = True\n"
 		    "print(\"final answer:\", \" \".join(final.split()))\n");
+}
+
+/* The answer schema the system prompt shows (rlm's prompts/
+ * repl_schema.txt: "Structured answer:", then a ```json fence): *s, *n. */
+static void schema_of(const struct llm_msg *system, const char **s, size_t *n)
+{
+	static const char head[] = "\nStructured answer:", fence[] = "```json\n";
+	const char *t = system ? system->text : NULL, *end, *p, *q;
+	*s = NULL;
+	*n = 0;
+	if (!t)
+		return;
+	end = t + system->len;
+	p = memmem(t, system->len, head, sizeof(head) - 1);
+	if (!p)
+		return;
+	p = memmem(p, (size_t)(end - p), fence, sizeof(fence) - 1);
+	if (!p)
+		return;
+	p += sizeof(fence) - 1;
+	q = memmem(p, (size_t)(end - p), "\n```", 4);
+	if (!q)
+		return;
+	*s = p;
+	*n = (size_t)(q - p);
+}
+
+/* A structured answer (the system prompt showed a JSON Schema): the value
+ * a sensible model builds from the schema and what it found, in Python:
+ * a string is the answer (or, under an array, a finding; a member named
+ * like a document, its id), an array the findings, an integer or number
+ * the count (the answer's for "how many", else the findings'), kept in
+ * the bounds the schema states, a boolean whether there is an answer; an
+ * enum the member the answer names, else its first. It never sees what
+ * the answer should be: only the schema and its own findings. */
+static void put_structured(struct buf *b, const struct ask *a)
+{
+	buf_puts(b, "import json, re\nschema_text = ");
+	py_str(b, a->schema, a->schema_n);
+	buf_printf(
+	    b,
+	    "\ntry:\n"
+	    "    schema = json.loads(schema_text)\n"
+	    "except ValueError:\n"
+	    "    schema = {}\n"
+	    "findings = []\n"
+	    "for a, k in zip(found, found_at):\n"
+	    "    ids = [documents[i][\"id\"] for i in asked[k]]\n"
+	    "    for v in a.split(\"\\n\"):\n"
+	    "        v = v.strip()\n"
+	    "        if v and v.rstrip(\".\").upper() != \"NONE\" and v not in [f[0] for f in "
+	    "findings]:\n"
+	    "            findings.append((v, ids[0] if ids else \"\"))\n"
+	    "m = re.search(r\"-?\\d+\", final)\n"
+	    "count = int(m.group()) if %s and m else len(findings)\n"
+	    "DOC_NAMES = (\"doc\", \"document\", \"source\", \"id\", \"file\", \"path\")\n"
+	    "def kind(s):\n"
+	    "    t = s.get(\"type\")\n"
+	    "    if isinstance(t, list):\n"
+	    "        t = next((x for x in t if x != \"null\"), \"null\")\n"
+	    "    if t is None:\n"
+	    "        t = \"object\" if \"properties\" in s else \"array\" if \"items\" in s else "
+	    "\"string\"\n"
+	    "    return t\n"
+	    "def bounded(s, v):\n"
+	    "    if \"maximum\" in s:\n"
+	    "        v = min(v, s[\"maximum\"])\n"
+	    "    if \"minimum\" in s:\n"
+	    "        v = max(v, s[\"minimum\"])\n"
+	    "    return v\n"
+	    "def build(s, text, doc, name=\"\", top=True):\n"
+	    "    if not isinstance(s, dict):\n"
+	    "        return text\n"
+	    "    if \"const\" in s:\n"
+	    "        return s[\"const\"]\n"
+	    "    if s.get(\"enum\"):\n"
+	    "        for e in s[\"enum\"]:\n"
+	    "            if isinstance(e, str) and e.lower() in text.lower():\n"
+	    "                return e\n"
+	    "        return s[\"enum\"][0]\n"
+	    "    for k in (\"anyOf\", \"oneOf\"):\n"
+	    "        if s.get(k):\n"
+	    "            return build(s[k][0], text, doc, name, top)\n"
+	    "    if s.get(\"allOf\"):\n"
+	    "        merged = {}\n"
+	    "        for x in s[\"allOf\"]:\n"
+	    "            merged.update(x)\n"
+	    "        return build(merged, text, doc, name, top)\n"
+	    "    t = kind(s)\n"
+	    "    if t == \"object\":\n"
+	    "        props = s.get(\"properties\", {})\n"
+	    "        req = list(s.get(\"required\", []))\n"
+	    "        return {k: build(props.get(k, {}), text, doc, k, top) for k in req + [k for k in "
+	    "props if k not in req]}\n"
+	    "    if t == \"array\":\n"
+	    "        vals = findings if top else [(text, doc)]\n"
+	    "        if top and not vals and final != \"NONE\":\n"
+	    "            vals = [(final, \"\")]\n"
+	    "        out = [build(s.get(\"items\", {}), v, d, name, False) for v, d in vals]\n"
+	    "        return out[:s[\"maxItems\"]] if \"maxItems\" in s else out\n"
+	    "    if t == \"integer\":\n"
+	    "        return int(bounded(s, count if top else len(text)))\n"
+	    "    if t == \"number\":\n"
+	    "        return float(bounded(s, count if top else len(text)))\n"
+	    "    if t == \"boolean\":\n"
+	    "        return final != \"NONE\"\n"
+	    "    if t == \"null\":\n"
+	    "        return None\n"
+	    "    v = doc if name.lower() in DOC_NAMES and doc else text\n"
+	    "    return v[:s[\"maxLength\"]] if \"maxLength\" in s else v\n"
+	    "answer[\"content\"] = build(schema, final, \"\")\n"
+	    "answer[\"ready\"] = True\n"
+	    "print(\"final answer:\", \" \".join(final.split()))\n",
+	    a->how_many ? "True" : "False");
 }
 
 /* ---- the answer when out of turns ---- */
@@ -1065,6 +1191,12 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	a.all = sim_asks_all(a.q, a.qn);
 	a.by_doc = sim_asks_which_doc(a.q, a.qn, &a.plural);
 	a.nkeys = sim__question_keys(a.q, a.qn, a.keys, &a.every);
+	/* a later question of a session shows its own schema, or says the
+	 * first question's (in the system prompt) does not hold */
+	if (a.later)
+		schema_of(seg, &a.schema, &a.schema_n);
+	if (!a.schema && !(a.later && has(seg->text, seg->len, "answer is plain text")))
+		schema_of(system, &a.schema, &a.schema_n);
 	/* "the codes of A, B and C": every one of them */
 	a.all = a.all || (a.every && !a.how_many && !a.by_doc);
 	if (last && last != seg && notice(last, "You are out of turns")) {

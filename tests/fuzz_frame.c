@@ -81,6 +81,12 @@ static void check_frame(const cJSON *f)
 					abort();
 			}
 	}
+	/* The optional words of structured answers: strings when there. */
+	if ((it = json_get(f, "schema_error")) && strcmp(type, "ready") == 0 &&
+	    !cJSON_IsString(it))
+		abort();
+	if ((it = json_get(f, "invalid")) && strcmp(type, "result") == 0 && !cJSON_IsString(it))
+		abort();
 	if (strcmp(type, "call") == 0) {
 		int n = cJSON_GetArraySize(json_get(f, "prompts"));
 		const cJSON *cs = json_get(f, "contexts");

@@ -260,9 +260,10 @@ static char *server_state(const struct server *sv)
 
 /* Run `node tests/js/SCRIPT args...`; fails the test, with the client's
  * stderr and stdout (and the server's state, sv non-NULL), unless it exits
- * 0 and its summary line says "ok": true. */
-static void run_client(const struct setup *s, const char *script, const char *const *args,
-		       const struct server *sv)
+ * 0 and its summary line says "ok": true. *summary (when not NULL) gets the
+ * summary line, parsed (the caller's). */
+static void run_client_summary(const struct setup *s, const char *script,
+			       const char *const *args, const struct server *sv, cJSON **summary)
 {
 	const char *argv[32];
 	char *path = xasprintf("%s/%s", s->js, script);
@@ -280,8 +281,16 @@ static void run_client(const struct setup *s, const char *script, const char *co
 	CHECK_CONTAINS(o.out, "\"ok\":true");
 	/* The summary, for the test log. */
 	printf("  %s (%.1f s): %s", script, (double)(time_now_ns() - t0) / 1e9, o.out);
+	if (summary)
+		*summary = cJSON_Parse(o.out);
 	proc_out_release(&o);
 	free(path);
+}
+
+static void run_client(const struct setup *s, const char *script, const char *const *args,
+		       const struct server *sv)
+{
+	run_client_summary(s, script, args, sv, NULL);
 }
 
 TEST(openai_sdk_against_serve)
@@ -326,5 +335,72 @@ TEST(mcp_sdk_against_mcp)
 		run_client(&s, "mcp_client.mjs", args, NULL);
 	}
 	free(db);
+	setup_release(&s);
+}
+
+/* Structured answers (docs/structured.md) through the openai SDK: its zod
+ * helper and parse(), a nested json_schema, streamed, json_object, a
+ * schema no answer can meet (422, never content), a bad one (400), and
+ * /v1/solve "schema". The content it got is checked here again by another
+ * validator (Debian's python3-jsonschema, run apart from the server). */
+TEST(openai_sdk_structured_answers)
+{
+	static const char schema[] =
+	    "{\"type\": \"object\", \"required\": [\"answer\", \"evidence\", \"count\"],"
+	    " \"additionalProperties\": false, \"properties\": {"
+	    " \"answer\": {\"type\": \"string\", \"minLength\": 1},"
+	    " \"evidence\": {\"type\": \"array\", \"minItems\": 1, \"items\": {\"type\":"
+	    " \"object\", \"required\": [\"text\", \"doc\"], \"additionalProperties\": false,"
+	    " \"properties\": {\"text\": {\"type\": \"string\"}, \"doc\": {\"type\": "
+	    "\"string\"}}}},"
+	    " \"count\": {\"type\": \"integer\", \"minimum\": 0}}}";
+	struct setup s = {0};
+	struct server sv;
+	cJSON *sum = NULL;
+	char *schema_path, *content_path;
+	clean_env();
+	need_clients(&s);
+	if (access("/usr/lib/python3/dist-packages/jsonschema/__init__.py", R_OK) != 0)
+		CHECK_MSG(false, "python3-jsonschema is not installed: run `make deps`");
+	gen(&s);
+	schema_path = xasprintf("%s/schema.json", harness_tmpdir());
+	content_path = xasprintf("%s/content.json", harness_tmpdir());
+	{
+		int fd = open(schema_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		CHECK(fd >= 0 && file_write_all(fd, schema, strlen(schema)) == 0);
+		close(fd);
+	}
+	{
+		const char *args[] = {"--port", "0", "--no-cache", "--api-key", API_KEY, NULL};
+		serve_start(&sv, args);
+	}
+	{
+		const char *args[] = {"--base-url",    sv.url,	    "--api-key",   API_KEY,
+				      "--context-file", s.ctx,	    "--question",  s.question,
+				      "--expect",	s.answer,   "--schema-file", schema_path,
+				      NULL};
+		run_client_summary(&s, "openai_schema_client.mjs", args, &sv, &sum);
+	}
+	CHECK_INT(serve_stop(&sv), 0);
+	CHECK(sum && json_str(sum, "content") && json_str(sum, "stream_content"));
+	for (int i = 0; i < 2; i++) {
+		const char *t = json_str(sum, i ? "stream_content" : "content");
+		const char *argv[] = {"/usr/bin/python3", "-c",
+				      "import json,sys,jsonschema\n"
+				      "jsonschema.validate(json.load(open(sys.argv[2])), "
+				      "json.load(open(sys.argv[1])))",
+				      schema_path, content_path, NULL};
+		struct proc_out o;
+		int fd = open(content_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		CHECK(fd >= 0 && file_write_all(fd, t, strlen(t)) == 0);
+		close(fd);
+		CHECK_INT(proc_run(argv, NULL, NULL, 30, &o), 0);
+		CHECK_MSG(o.status == 0, "the content does not validate: %s\n%s", t, o.err);
+		proc_out_release(&o);
+		CHECK_CONTAINS(t, s.answer);
+	}
+	cJSON_Delete(sum);
+	free(schema_path);
+	free(content_path);
 	setup_release(&s);
 }

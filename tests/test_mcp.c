@@ -1322,3 +1322,128 @@ TEST(bad_options_exit_2)
 		proc_out_release(&o);
 	}
 }
+
+/* ---- structured answers (docs/structured.md) ---- */
+
+/* Write s into a new file at path; true when it all went. */
+static bool put_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	bool ok = fd >= 0 && file_write_all(fd, s, strlen(s)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Whether instance (JSON text) is valid under schema (JSON text), by a
+ * python3 with Debian's jsonschema of its own: 1, 0, or -1 (no check). */
+static int py_validates(const char *schema, const char *instance)
+{
+	char *sp = xasprintf("%s/schema.json", harness_tmpdir());
+	char *ip = xasprintf("%s/instance.json", harness_tmpdir());
+	const char *argv[] = {"/usr/bin/python3", "-c",
+			      "import json,sys,jsonschema\n"
+			      "jsonschema.validate(json.load(open(sys.argv[2])), "
+			      "json.load(open(sys.argv[1])))",
+			      sp, ip, NULL};
+	struct proc_out o;
+	int rc = -1;
+	if (put_file(sp, schema) && put_file(ip, instance) &&
+	    proc_run(argv, NULL, NULL, 30, &o) == 0) {
+		rc = o.status == 0 ? 1 : 0;
+		if (rc == 0)
+			printf("  jsonschema: %s", o.err);
+		proc_out_release(&o);
+	}
+	free(sp);
+	free(ip);
+	return rc;
+}
+
+TEST(solve_with_a_schema_gives_structured_content)
+{
+	static const char schema[] =
+	    "{\"type\":\"object\",\"required\":[\"code\",\"evidence\"],\"properties\":"
+	    "{\"code\":{\"type\":\"string\"},\"evidence\":{\"type\":\"array\",\"items\":"
+	    "{\"type\":\"object\",\"required\":[\"text\"],\"properties\":{\"text\":{\"type\":"
+	    "\"string\"}}}}},\"additionalProperties\":false}";
+	struct server s;
+	cJSON *r, *res, *sc, *tools, *t, *out_schema = NULL, *first;
+	char *args, *sct, *outt;
+	if (access("/usr/lib/python3/dist-packages/jsonschema/__init__.py", R_OK) != 0)
+		SKIP("python3-jsonschema is not installed (scripts/deps.sh installs it)");
+	server_start(&s, NULL, NULL);
+	server_init(&s);
+	/* tools/list: solve and ask take a schema; solve's output schema
+	 * lets the answer be any JSON value */
+	r = server_call(&s, 1, "tools/list", "{}");
+	tools = json_get(json_get(r, "result"), "tools");
+	cJSON_ArrayForEach(t, tools)
+	{
+		if (strcmp(json_str(t, "name"), "load_corpus") == 0)
+			continue;
+		CHECK(cJSON_IsArray(json_get(json_get(json_get(t, "inputSchema"), "properties"),
+					     "schema")
+				    ? json_get(json_get(json_get(json_get(t, "inputSchema"),
+								      "properties"),
+							     "schema"),
+					       "type")
+				    : NULL));
+		if (strcmp(json_str(t, "name"), "solve") == 0)
+			out_schema = cJSON_Duplicate(json_get(t, "outputSchema"), 1);
+	}
+	CHECK(out_schema);
+	cJSON_Delete(r);
+
+	args = xasprintf("{\"question\":\"What is the vault code?\",\"context\":"
+			 "\"09:00 INFO boot\\n09:01 INFO the vault code is QX-4411\\n09:02 WARN "
+			 "fan\\n\",\"schema\":%s}",
+			 schema);
+	call_tool(&s, 2, "solve", args, NULL);
+	r = server_wait(&s, 2, 90000, NULL);
+	res = tool_result(r);
+	CHECK_MSG(!cJSON_IsTrue(json_get(res, "isError")), "tool error: %s", json_print(r));
+	sc = json_get(res, "structuredContent");
+	CHECK(cJSON_IsTrue(json_get(sc, "answer_json")));
+	CHECK(cJSON_IsObject(json_get(sc, "answer")));
+	CHECK_CONTAINS(json_str(json_get(sc, "answer"), "code"), "QX-4411");
+	/* the answer validates under the schema asked, and structuredContent
+	 * under the tool's output schema (MCP: servers MUST conform) */
+	sct = json_print(json_get(sc, "answer"));
+	CHECK_INT(py_validates(schema, sct), 1);
+	free(sct);
+	sct = json_print(sc);
+	outt = json_print(out_schema);
+	CHECK_INT(py_validates(outt, sct), 1);
+	free(sct);
+	free(outt);
+	/* the text: the compact JSON of the answer first */
+	first = cJSON_Parse(json_str(cJSON_GetArrayItem(json_get(res, "content"), 0), "text"));
+	CHECK_MSG(first && cJSON_Compare(first, json_get(sc, "answer"), 1), "text: %s",
+		  json_str(cJSON_GetArrayItem(json_get(res, "content"), 0), "text"));
+	cJSON_Delete(first);
+	cJSON_Delete(r);
+	free(args);
+
+	/* a schema no answer can meet: a tool error, no structuredContent */
+	call_tool(&s, 3, "solve",
+		  "{\"question\":\"How many lines are warnings?\",\"context\":\"WARN a\\nINFO b\\n\","
+		  "\"max_iterations\":3,\"schema\":{\"type\":\"integer\",\"minimum\":5,\"maximum\":3}}",
+		  NULL);
+	r = server_wait(&s, 3, 90000, NULL);
+	CHECK_CONTAINS(tool_error_text(r), "never validated under the schema");
+	cJSON_Delete(r);
+
+	/* a schema that is no JSON Schema, and one that is no object */
+	call_tool(&s, 4, "solve",
+		  "{\"question\":\"q?\",\"context\":\"x\",\"schema\":{\"type\":\"integr\"}}", NULL);
+	r = server_wait(&s, 4, 60000, NULL);
+	CHECK_CONTAINS(tool_error_text(r), "not valid JSON Schema");
+	cJSON_Delete(r);
+	call_tool(&s, 5, "solve", "{\"question\":\"q?\",\"context\":\"x\",\"schema\":\"{}\"}", NULL);
+	r = server_wait(&s, 5, 60000, NULL);
+	CHECK_CONTAINS(tool_error_text(r), "argument 'schema' must be a JSON Schema");
+	cJSON_Delete(r);
+	cJSON_Delete(out_schema);
+	CHECK_INT(server_close(&s, 30), 0);
+}

@@ -4034,6 +4034,21 @@ TEST(frame_parser_table)
 	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[],"
 	     "\"error_at\":\"3\"}",
 	     "field 'error_at'"},
+	    /* structured answers: optional strings */
+	    {"{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":0,\"error\":true,"
+	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[],"
+	     "\"invalid\":\"at $: 4 is less than the minimum of 5\"}",
+	     NULL},
+	    {"{\"type\":\"result\",\"id\":1,\"output\":\"\",\"output_chars\":0,\"error\":true,"
+	     "\"interrupted\":false,\"ready\":false,\"answer\":null,\"content\":null,\"vars\":[],"
+	     "\"invalid\":false}",
+	     "field 'invalid'"},
+	    {"{\"type\":\"ready\",\"pid\":2,\"python\":\"3.11\",\"context_chars\":0,"
+	     "\"documents\":0,\"schema_error\":\"the schema is not JSON\"}",
+	     NULL},
+	    {"{\"type\":\"ready\",\"pid\":2,\"python\":\"3.11\",\"context_chars\":0,"
+	     "\"documents\":0,\"schema_error\":null}",
+	     "field 'schema_error'"},
 	    {"{\"type\":\"fatal\",\"error\":\"\\udc80\"}", "not a JSON object"},
 	    {"{\"type\":\"fatal\",\"error\":\"\xff\"}", "not UTF-8"},
 	    {"{\"type\":\"nope\"}", "unknown type 'nope'"},

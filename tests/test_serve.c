@@ -1238,11 +1238,28 @@ TEST(serve_chat)
 		     "tool_choice"},
 		    {"{" Q_CTX ", \"function_call\": {\"name\": \"f\"}}", 400, "invalid_request",
 		     "function_call"},
+		    /* structured answers: ill-formed requests (docs/structured.md) */
+		    {"{" Q_CTX ", \"response_format\": \"json\"}", 400, "invalid_request",
+		     "response_format: want an object"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"xml\"}}", 400,
+		     "invalid_request", "response_format.type: want"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_schema\"}}", 400,
+		     "invalid_request", "response_format.json_schema: want an object"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_object\", \"json_schema\": "
+		     "{\"name\": \"x\"}}}",
+		     400, "invalid_request", "only with type"},
 		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
-		     "{\"name\": \"x\", \"schema\": {}}}}",
-		     400, "invalid_request", "response_format"},
-		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_object\"}}", 400,
-		     "invalid_request", "response_format"},
+		     "{\"name\": \"a b\", \"schema\": {}}}}",
+		     400, "invalid_request", "json_schema.name"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+		     "{\"name\": \"x\", \"schema\": [1]}}}",
+		     400, "invalid_request", "json_schema.schema: want a JSON Schema"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+		     "{\"name\": \"x\", \"strict\": 1, \"schema\": {}}}}",
+		     400, "invalid_request", "json_schema.strict"},
+		    {"{" Q_CTX ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+		     "{\"name\": \"x\", \"schema\": {\"type\": \"integr\"}}}}",
+		     400, "invalid_request", "not valid JSON Schema"},
 		    {"{" Q_CTX ", \"logprobs\": true}", 400, "invalid_request", "logprobs"},
 		    {"{" Q_CTX ", \"top_logprobs\": 3}", 400, "invalid_request", "top_logprobs"},
 		    {"{" Q_CTX ", \"modalities\": [\"text\", \"audio\"]}", 400, "invalid_request",
@@ -1330,6 +1347,71 @@ TEST(serve_chat)
 		 "\"stream_options\": {\"include_usage\": false, \"include_obfuscation\": false}}");
 	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
 	CHECK_CONTAINS(r.body, "Tom");
+	resp_release(&r);
+	CHECK_INT(srv_stop(&s), 0);
+}
+
+/* Structured answers over HTTP (docs/structured.md): /v1/solve "schema"
+ * gives the typed answer; response_format json_schema and json_object give
+ * content that is JSON which validated; a schema the model cannot satisfy
+ * ends in an error, never in content; a bad schema is a 400 before any
+ * model call. */
+TEST(serve_structured_answers)
+{
+	struct srv s = srv_start(NULL);
+	struct resp r;
+	const cJSON *a, *msg;
+	cJSON *c;
+	r = http(&s, "POST", "/v1/solve",
+		 "{\"question\": \"" NEEDLE_Q "\", \"context\": \"The weather was mild.\\nThe "
+		 "secret launch code is 7340-alpha.\\nLunch was late.\", \"schema\": {\"type\": "
+		 "\"object\", \"required\": [\"code\", \"lines\"], \"properties\": {\"code\": "
+		 "{\"type\": \"string\"}, \"lines\": {\"type\": \"array\", \"items\": {\"type\": "
+		 "\"string\"}, \"minItems\": 1}}}}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	a = json_get(r.json, "answer");
+	CHECK_MSG(cJSON_IsObject(a), "%s", r.body);
+	CHECK_CONTAINS(json_str(a, "code"), "7340-alpha");
+	CHECK(cJSON_GetArraySize(json_get(a, "lines")) >= 1);
+	CHECK(cJSON_IsTrue(json_get(r.json, "structured")));
+	CHECK(cJSON_IsTrue(json_get(r.json, "answer_json")));
+	resp_release(&r);
+
+	/* json_object: the content is a JSON object */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"rlm_context\": \"The secret launch code is 7340-alpha.\", \"messages\": "
+		 "[{\"role\": \"user\", \"content\": \"" NEEDLE_Q "\"}], \"response_format\": "
+		 "{\"type\": \"json_object\"}}");
+	CHECK_MSG(r.status == 200, "%ld %s", r.status, r.body);
+	msg = json_get(cJSON_GetArrayItem(json_get(r.json, "choices"), 0), "message");
+	c = cJSON_Parse(json_str(msg, "content"));
+	CHECK_MSG(cJSON_IsObject(c), "content %s", json_str(msg, "content"));
+	cJSON_Delete(c);
+	resp_release(&r);
+
+	/* a schema no answer can meet: 422, the reason, no content */
+	r = http(&s, "POST", "/v1/chat/completions",
+		 "{\"rlm_context\": \"ERROR a\\nERROR b\\nINFO c\", \"messages\": [{\"role\": "
+		 "\"user\", \"content\": \"How many lines are errors?\"}], \"response_format\": "
+		 "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"n\", \"schema\": "
+		 "{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 3}}}}");
+	CHECK_MSG(r.status == 422, "%ld %s", r.status, r.body);
+	CHECK_STR(json_str(json_get(r.json, "error"), "code"), "answer_not_valid");
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "never validated");
+	CHECK(!json_get(r.json, "choices"));
+	resp_release(&r);
+
+	/* /v1/solve: a bad schema, and one that is no object */
+	r = http(&s, "POST", "/v1/solve",
+		 "{\"question\": \"q?\", \"context\": \"x\", \"schema\": {\"type\": "
+		 "\"object\", \"required\": \"code\"}}");
+	CHECK_MSG(r.status == 400, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "not valid JSON Schema");
+	resp_release(&r);
+	r = http(&s, "POST", "/v1/solve",
+		 "{\"question\": \"q?\", \"context\": \"x\", \"schema\": \"{}\"}");
+	CHECK_MSG(r.status == 400, "%ld %s", r.status, r.body);
+	CHECK_CONTAINS(json_str(json_get(r.json, "error"), "message"), "schema: want");
 	resp_release(&r);
 	CHECK_INT(srv_stop(&s), 0);
 }

@@ -338,7 +338,7 @@ try {
 		// fields whose meaning a solve cannot honour are refused, by name
 		for (const [field, value] of [['tools', [{ type: 'function', function: { name: 'f' } }]],
 					      ['n', 2],
-					      ['response_format', { type: 'json_object' }]]) {
+					      ['response_format', 'json']]) {
 			let err = null;
 			try {
 				await client.chat.completions.create({
