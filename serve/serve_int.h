@@ -99,6 +99,8 @@ void serve__check_fields(struct check *k, const cJSON *o, const char *const *kno
 const char *serve__check_str(struct check *k, const cJSON *o, const char *key, const char *where);
 /* o[key] as true or false into *out (left alone when absent or null). */
 void serve__check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out);
+/* A request's "options" (o may be NULL: none) into so (serve_routes.c). */
+void serve__check_options(struct check *k, const cJSON *o, struct svc_opts *so);
 /* The context of a request: exactly one of text, path (with format) and
  * corpus id, loaded into the service (an inline one unregistered); 0 with
  * *hold (the request's hold on it, for serve_solve, dropped with
@@ -208,6 +210,10 @@ enum MHD_Result serve__route_events(struct req *rq, const char *id);
 enum MHD_Result serve__route_corpora_post(struct req *rq);
 enum MHD_Result serve__route_corpus(struct req *rq, const char *id); /* GET, DELETE */
 enum MHD_Result serve__route_chat(struct req *rq);
+/* /v1/sessions (serve_sessions.c): POST opens one, GET lists them; and
+ * /v1/sessions/ID[/contexts|/solve] (id: the rest of the path). */
+enum MHD_Result serve__route_sessions(struct req *rq);
+enum MHD_Result serve__route_session(struct req *rq, const char *id);
 enum MHD_Result serve__route_models(struct req *rq);
 /* GET /v1/skills (id NULL; ?name=NAME[@V] for one, ?all=true for retired
  * names too) and /v1/skills/NAME[@V] (id). */

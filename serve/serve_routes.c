@@ -246,6 +246,11 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	check_budgets(k, o, so);
 }
 
+void serve__check_options(struct check *k, const cJSON *o, struct svc_opts *so)
+{
+	check_options(k, o, so);
+}
+
 int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct rlm_err *err)
 {
 	static const char *const known[] = {"question", "context", "context_path", "corpus_id",

@@ -61,6 +61,9 @@ struct svc_run {
 	char corpus_id[24];
 	struct svc_corp *corp;	  /* held until the run ends */
 	const struct corpus *ctx; /* corp's */
+	struct svc_sess *sess;	  /* the session it asks in (a reference,
+				   * given back at its end), or NULL */
+	char sess_id[SVC_SESSION_ID]; /* its id, or "" */
 	struct rlm_opts o;	  /* the service's with the request's over them */
 	atomic_bool cancel;
 	int64_t t0; /* time_now_ns at start */
@@ -152,6 +155,12 @@ int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *e
 	pthread_mutex_init(&s->mu, NULL);
 	cond_init_mono(&s->cv);
 	rng_seed(&s->rng, (uint64_t)time_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time_wall_ms());
+	if ((rc = serve__sessions_init(s, cfg, err))) {
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
+		store_close(s->store);
+		goto fail;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -226,6 +235,7 @@ void serve_free(struct service *s)
 	if (!s)
 		return;
 	serve_shutdown(s, 0);
+	serve__sessions_free(s);
 	for (size_t i = 0; i < s->n_runs; i++)
 		serve_run_put(s->runs[i]);
 	free(s->runs);
@@ -282,6 +292,7 @@ cJSON *serve_stats(struct service *s)
 	serve__corpora_stats_locked(s, o);
 	json_add_num(o, "runs_kept", (double)finished_locked(s));
 	json_add_num(o, "runs_kept_bytes", (double)atomic_load(&s->runs_bytes));
+	serve__sessions_stats_locked(s, o);
 	pthread_mutex_unlock(&s->mu);
 	json_add_num(o, "model_calls", (double)st.calls);
 	json_add_num(o, "cache_hits", (double)st.cached);
@@ -433,7 +444,7 @@ static int64_t lower_limit(int64_t server, int64_t request)
 	return server > 0 && server < request ? server : request;
 }
 
-static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_opts *o,
+int serve__opts_apply(struct service *s, const struct svc_opts *q, struct rlm_opts *o,
 		      struct rlm_err *err)
 {
 	int rc;
@@ -522,7 +533,8 @@ static void *run_main(void *arg)
 	enum run_status st;
 	int64_t wall;
 	cJSON *result, *end;
-	int rc = rlm_solve(&r->o, r->question, r->ctx, &res, &err);
+	int rc = r->sess ? rlm_session_solve(serve__sess_rs(r->sess), &r->o, r->question, &res, &err)
+			 : rlm_solve(&r->o, r->question, r->ctx, &res, &err);
 	wall = RLM_MAX(time_now_ns() - r->t0, (int64_t)1);
 	if (!r->id_ready)
 		on_run("", r); /* no store, or it failed before the run began */
@@ -562,6 +574,10 @@ static void *run_main(void *arg)
 	pthread_mutex_unlock(&r->mu);
 	log_add(r, end, json_weight(end), true);
 	atomic_store(&r->over, true);
+	if (r->sess) {
+		serve__sess_done(s, r->sess); /* idle again before a waiter goes on */
+		r->sess = NULL;
+	}
 
 	pthread_mutex_lock(&s->mu);
 	evict_locked(s);
@@ -605,8 +621,20 @@ int serve_can_start(struct service *s, struct rlm_err *err)
 int serve_solve(struct service *s, const char *question, struct svc_corp *k, const struct svc_opts *q,
 	      struct svc_run **run, struct rlm_err *err)
 {
-	struct svc_run *r;
 	struct rlm_opts o = s->base;
+	int rc;
+	*run = NULL;
+	if ((rc = serve__opts_apply(s, q, &o, err)))
+		return rc;
+	return serve__run_start(s, question, k, &o, NULL, run, err);
+}
+
+int serve__run_start(struct service *s, const char *question, struct svc_corp *k,
+		     const struct rlm_opts *opts, struct svc_sess *sess, struct svc_run **run,
+		     struct rlm_err *err)
+{
+	struct svc_run *r;
+	struct rlm_opts o = *opts;
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;
@@ -616,8 +644,6 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 	if (!question || !*question)
 		return rlm_err_set(err, RLM_EINVAL, "the question is empty");
 	if ((rc = serve__check_text("the question", question, strlen(question), err)))
-		return rc;
-	if ((rc = opts_apply(s, q, &o, err)))
 		return rc;
 	r = xcalloc(1, sizeof(*r));
 	r->s = s;
@@ -650,6 +676,11 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 	}
 	r->corp = k;
 	r->ctx = k->c;
+	r->sess = sess;
+	if (sess) {
+		snprintf(r->sess_id, sizeof(r->sess_id), "%s", serve__sess_id(sess));
+		serve__sess_bind_locked(sess, r);
+	}
 	memcpy(r->corpus_id, k->info.id, sizeof(r->corpus_id));
 	r->t0 = time_now_ns();
 	pthread_attr_init(&attr);
@@ -702,6 +733,11 @@ const char *serve_run_id(const struct svc_run *r)
 	return r->id;
 }
 
+const char *serve_run_session(const struct svc_run *r)
+{
+	return r->sess_id;
+}
+
 bool serve_run_wait(struct svc_run *r, int64_t deadline_ns)
 {
 	bool ended;
@@ -740,6 +776,8 @@ cJSON *serve_run_json(struct svc_run *r)
 	json_add_str(o, "status", status_names[r->status]);
 	json_add_str(o, "question", r->question);
 	json_add_str(o, "corpus_id", r->corpus_id);
+	if (*r->sess_id)
+		json_add_str(o, "session_id", r->sess_id);
 	if (r->status == ST_RUNNING) {
 		json_add(o, "answer", cJSON_CreateNull());
 		json_add_bool(o, "answer_truncated", false);
