@@ -176,6 +176,14 @@ struct serve_chat {
 	const char *model; /* as asked ("rlm" when absent) */
 	bool stream, include_usage;
 	bool progress; /* rlm_progress: progress lines in a stream (true) */
+	/* conversations (serve_openai.c: chat_turns) */
+	const char *session; /* rlm_session: the session to ask in, or NULL */
+	bool whole;	     /* one user message and no other context: it is
+			      * the context, its question at its end */
+	char conv[33];	     /* digest of the conversation up to the question */
+	char prev[33];	     /* the key of the conversation before the
+			      * question (its messages end with an
+			      * assistant's), else "" */
 };
 int serve__chat_parse(const char *p, size_t len, struct serve_chat *ch, struct rlm_err *err);
 void serve__chat_release(struct serve_chat *ch);

@@ -144,7 +144,7 @@ static enum MHD_Result session_solve(struct req *rq, const char *id)
 		cJSON_Delete(body);
 		return serve__error(rq, MHD_HTTP_BAD_REQUEST, "invalid_request", "%s", k.msg);
 	}
-	rc = serve_session_solve(rq->sv->svc, id, question, &so, &r, &err);
+	rc = serve_session_solve(rq->sv->svc, id, question, &so, NULL, &r, &err);
 	cJSON_Delete(body);
 	if (rc)
 		return serve__svc_error(rq, rc, err.msg);

@@ -575,7 +575,8 @@ static void *run_main(void *arg)
 	log_add(r, end, json_weight(end), true);
 	atomic_store(&r->over, true);
 	if (r->sess) {
-		serve__sess_done(s, r->sess); /* idle again before a waiter goes on */
+		/* idle again before a waiter goes on */
+		serve__sess_done(s, r->sess, st == ST_DONE ? r->answer : NULL);
 		r->sess = NULL;
 	}
 

@@ -268,9 +268,12 @@ int serve_session_add_context(struct service *s, const char *id, struct svc_corp
 /* Ask question in session id: serve_solve's contract (*run a reference),
  * plus RLM_ENOTFOUND and SVC_ESESSBUSY. q's model and strategy must be
  * the session's (NULL fields: they are); its limits apply to this
- * question. */
+ * question. conv (NULL: none): the digest of the conversation up to the
+ * question (the chat door's); when the question is answered, the
+ * session's key becomes serve_session_turn_key(conv, answer). */
 int serve_session_solve(struct service *s, const char *id, const char *question,
-			const struct svc_opts *q, struct svc_run **run, struct rlm_err *err);
+			const struct svc_opts *q, const char *conv, struct svc_run **run,
+			struct rlm_err *err);
 /* End session id now (a question running in it is cancelled; its worker
  * goes when that run ends). 0 or RLM_ENOTFOUND with err. */
 int serve_session_close(struct service *s, const char *id, struct rlm_err *err);
@@ -290,6 +293,11 @@ const char *serve_run_session(const struct svc_run *r);
  * RLM_ENOTFOUND), or make key session id's. */
 int serve_session_find(struct service *s, const char *key, char id[SVC_SESSION_ID]);
 void serve_session_set_key(struct service *s, const char *id, const char *key);
+/* The key of a conversation conv (a digest) followed by answer: 32 hex
+ * digits. */
+void serve_session_turn_key(const char *conv, const char *answer, char out[33]);
+/* Can the service open sessions (its strategy is repl)? */
+bool serve_sessions_available(const struct service *s);
 
 /* The skills of the service's store (GET /v1/skills). ref NULL: the list
  * {"object":"list","skills":[...]} of each name's latest version without

@@ -125,8 +125,9 @@ const char *serve__sess_id(const struct svc_sess *x);
 /* r is the question x is answering (s->mu held; serve__run_start). */
 void serve__sess_bind_locked(struct svc_sess *x, struct svc_run *r);
 /* The run of x ended (its thread, before the run settles): x is idle
- * again, its state noted, the run's reference dropped. */
-void serve__sess_done(struct service *s, struct svc_sess *x);
+ * again, its state noted, its key moved on when answer (the run's, when
+ * it answered; else NULL), the run's reference dropped. */
+void serve__sess_done(struct service *s, struct svc_sess *x, const char *answer);
 /* Start the janitor (serve_new) / end every session and stop it
  * (serve_free, once no run thread is left). */
 int serve__sessions_init(struct service *s, const struct svc_cfg *cfg, struct rlm_err *err);

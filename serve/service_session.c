@@ -21,6 +21,7 @@
  * least recently used idle ones. */
 #include "service_int.h"
 #include "../common/json.h"
+#include "../store/store.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -42,6 +43,8 @@ struct svc_sess {
 	struct svc_run *run;	 /* the running question (borrowed while busy:
 				  * its thread holds it until serve__sess_done) */
 	char *key;		 /* owned: the conversation's digest, or NULL */
+	char *conv;		 /* owned: the running question's conversation
+				  * (serve_session_solve), or NULL */
 	int64_t created_ms;	 /* unix ms */
 	int64_t used_ns;	 /* time_now_ns of its last use: idle time, LRU */
 	struct rlm_session_info info; /* as of the end of its last question */
@@ -75,6 +78,7 @@ static void sess_destroy(struct service *s, struct svc_sess *x)
 	serve__corp_reap(s);
 	free(x->corp);
 	free(x->key);
+	free(x->conv);
 	free(x->vars);
 	cJSON_Delete(x->history);
 	free(x);
@@ -410,7 +414,8 @@ int serve_session_add_context(struct service *s, const char *id, struct svc_corp
 }
 
 int serve_session_solve(struct service *s, const char *id, const char *question,
-			const struct svc_opts *q, struct svc_run **run, struct rlm_err *err)
+			const struct svc_opts *q, const char *conv, struct svc_run **run,
+			struct rlm_err *err)
 {
 	struct svc_sess *x;
 	struct rlm_opts o;
@@ -448,6 +453,8 @@ int serve_session_solve(struct service *s, const char *id, const char *question,
 		(void)lim;
 	}
 	x->busy = true;
+	free(x->conv);
+	x->conv = conv ? xstrdup(conv) : NULL;
 	x->refs += 2; /* the run's (given back by serve__sess_done), and ours */
 	x->run = NULL;
 	pthread_mutex_unlock(&s->mu);
@@ -468,7 +475,7 @@ int serve_session_solve(struct service *s, const char *id, const char *question,
 	return rc;
 }
 
-void serve__sess_done(struct service *s, struct svc_sess *x)
+void serve__sess_done(struct service *s, struct svc_sess *x, const char *answer)
 {
 	struct rlm_session_info in;
 	struct rlm_err err = {0, ""};
@@ -486,6 +493,14 @@ void serve__sess_done(struct service *s, struct svc_sess *x)
 	x->busy = false;
 	x->run = NULL;
 	x->used_ns = time_now_ns();
+	if (x->conv && answer) {
+		char key[33];
+		serve_session_turn_key(x->conv, answer, key);
+		free(x->key);
+		x->key = xstrdup(key);
+	}
+	free(x->conv);
+	x->conv = NULL;
 	if (x->live)
 		trim_memory_locked(s, x, &d);
 	if (sess_unref_locked(x))
@@ -594,4 +609,20 @@ void serve_session_set_key(struct service *s, const char *id, const char *key)
 			s->sess[i]->key = key ? xstrdup(key) : NULL;
 		}
 	pthread_mutex_unlock(&s->mu);
+}
+
+void serve_session_turn_key(const char *conv, const char *answer, char out[33])
+{
+	struct store_kb kb;
+	struct store_key k;
+	store_kb_init(&kb, "rlm-chat-turn");
+	store_kb_str(&kb, conv, strlen(conv));
+	store_kb_str(&kb, answer, strlen(answer));
+	store_kb_final(&kb, &k);
+	store_key_hex(&k, out);
+}
+
+bool serve_sessions_available(const struct service *s)
+{
+	return s->base.strategy == RLM_REPL;
 }
