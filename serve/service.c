@@ -563,6 +563,12 @@ static void *run_main(void *arg)
 			      (r->error ? strlen(r->error) : 0));
 	pthread_mutex_unlock(&r->mu);
 	rlm_result_release(&res);
+	if (r->sess) {
+		/* idle again before its end is told: a client that saw the
+		 * end may ask the next question at once */
+		serve__sess_done(s, r->sess, st == ST_DONE ? r->answer : NULL);
+		r->sess = NULL;
+	}
 
 	end = serve_run_json(r);
 	cJSON_DeleteItemFromObjectCaseSensitive(end, "question");
@@ -574,11 +580,6 @@ static void *run_main(void *arg)
 	pthread_mutex_unlock(&r->mu);
 	log_add(r, end, json_weight(end), true);
 	atomic_store(&r->over, true);
-	if (r->sess) {
-		/* idle again before a waiter goes on */
-		serve__sess_done(s, r->sess, st == ST_DONE ? r->answer : NULL);
-		r->sess = NULL;
-	}
 
 	pthread_mutex_lock(&s->mu);
 	evict_locked(s);

@@ -495,9 +495,19 @@ TEST(tools_list_has_three_tools_with_schemas)
 			CHECK(json_get(json_get(out, "properties"), "corpus_id"));
 		} else if (strcmp(name, "ask") == 0) {
 			seen |= 4;
-			CHECK_STR(req, "[\"corpus_id\",\"question\"]");
+			CHECK_STR(req, "[\"question\"]");
+			CHECK(json_get(json_get(in, "properties"), "session_id"));
+			CHECK(json_get(json_get(in, "properties"), "corpus_id"));
+		} else if (strcmp(name, "open_session") == 0) {
+			seen |= 8;
+			CHECK_STR(req, "null");
+			CHECK(json_get(json_get(out, "properties"), "session_id"));
+		} else if (strcmp(name, "close_session") == 0) {
+			seen |= 16;
+			CHECK_STR(req, "[\"session_id\"]");
 		}
-		if (strcmp(name, "load_corpus") != 0) {
+		if (strcmp(name, "load_corpus") != 0 && strcmp(name, "open_session") != 0 &&
+		    strcmp(name, "close_session") != 0) {
 			char *oreq = json_print(json_get(out, "required"));
 			CHECK_STR(oreq, "[\"run_id\",\"answer\",\"sources\",\"stop\",\"complete\","
 					"\"failures\",\"usage\",\"cost_usd\"]");
@@ -505,7 +515,7 @@ TEST(tools_list_has_three_tools_with_schemas)
 		}
 		free(req);
 	}
-	CHECK_INT(seen, 7);
+	CHECK_INT(seen, 31);
 	CHECK(!json_get(json_get(r, "result"), "nextCursor"));
 	cJSON_Delete(r);
 	CHECK_INT(server_close(&s, 20), 0);
@@ -1111,6 +1121,16 @@ TEST(tool_argument_errors_are_tool_errors)
 		{"ask", "{\"question\":\"q\"}", "missing argument 'corpus_id'"},
 		{"ask", "{\"corpus_id\":\"c-1\",\"question\":\"q\",\"path\":\"x\"}",
 		 "unknown argument 'path'"},
+		{"ask", "{\"corpus_id\":\"c-1\",\"session_id\":\"s-1\",\"question\":\"q\"}",
+		 "give one of 'session_id' and 'corpus_id'"},
+		{"ask", "{\"session_id\":\"s-0000000000000000\",\"question\":\"q\"}",
+		 "no session 's-0000000000000000'"},
+		{"open_session", "{}", "missing argument: give exactly one of"},
+		{"open_session", "{\"context\":\"x\",\"question\":\"q\"}",
+		 "unknown argument 'question'"},
+		{"close_session", "{}", "missing argument 'session_id'"},
+		{"close_session", "{\"session_id\":\"s-0000000000000000\"}",
+		 "no session 's-0000000000000000'"},
 		{"load_corpus", "{}", "missing argument 'path'"},
 		{"load_corpus", "{\"path\":\"x\",\"format\":\"xml\"}", "unknown format 'xml'"},
 		/* wrong types too (SEP-1303: input validation is the tool's) */
