@@ -374,6 +374,10 @@ int serve_session_open(struct service *s, struct svc_corp *k, const struct svc_o
 static int busy_err(const struct svc_sess *x, struct rlm_err *err)
 {
 	const char *run = x->run ? serve_run_id(x->run) : "";
+	if (!x->run)
+		return rlm_err_set(err, SVC_ESESSBUSY,
+				   "session '%s' is taking a new context: try again in a moment",
+				   x->id);
 	return rlm_err_set(err, SVC_ESESSBUSY,
 			   "session '%s' is answering a question (run %s): one question at a "
 			   "time; wait for its end (GET /v1/runs/%s) or cancel it",
@@ -389,6 +393,7 @@ int serve_session_add_context(struct service *s, const char *id, struct svc_corp
 			      struct rlm_err *err)
 {
 	struct svc_sess *x;
+	struct doomed d = {NULL, 0, 0};
 	int rc;
 	pthread_mutex_lock(&s->mu);
 	if (!(x = find_locked(s, id, err))) {
@@ -400,16 +405,30 @@ int serve_session_add_context(struct service *s, const char *id, struct svc_corp
 		pthread_mutex_unlock(&s->mu);
 		return rc;
 	}
-	/* An idle session's rlm_session is touched under the mutex only: the
-	 * context goes to a running worker in one frame. */
-	if (!(rc = rlm_session_add_context(x->rs, k->c, n, err))) {
-		k->refs++;
+	/* Busy while the context goes to its worker (a large one takes a
+	 * while): no question, janitor or request touches it meanwhile, and
+	 * the lock is not held. */
+	x->busy = true;
+	x->run = NULL;
+	x->refs++;
+	k->refs++; /* the session's, from now on */
+	pthread_mutex_unlock(&s->mu);
+	rc = rlm_session_add_context(x->rs, k->c, n, err);
+	pthread_mutex_lock(&s->mu);
+	if (!rc) {
 		serve__grow(&x->corp, &x->cap_corp, x->n_corp, sizeof(*x->corp));
 		x->corp[x->n_corp++] = k;
-		x->used_ns = time_now_ns();
 		rlm_session_info(x->rs, &x->info);
+	} else {
+		serve__corp_put_locked(s, k);
 	}
+	x->busy = false;
+	x->used_ns = time_now_ns();
+	if (sess_unref_locked(x))
+		doomed_add(&d, x);
 	pthread_mutex_unlock(&s->mu);
+	serve__corp_reap(s);
+	doomed_destroy(s, &d);
 	return rc;
 }
 
