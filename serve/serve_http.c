@@ -40,8 +40,12 @@ enum MHD_Result serve__queue(struct req *rq, unsigned status, struct MHD_Respons
  * Allow header of a 405. */
 static enum MHD_Result respond(struct req *rq, unsigned status, cJSON *j, const char *allow)
 {
-	const char *hdrs[5];
+	const char *hdrs[7];
 	size_t n = 0;
+	if (*rq->session) {
+		hdrs[n++] = "X-RLM-Session";
+		hdrs[n++] = rq->session;
+	}
 	if (status == MHD_HTTP_TOO_MANY_REQUESTS) {
 		hdrs[n++] = MHD_HTTP_HEADER_RETRY_AFTER;
 		hdrs[n++] = "1";

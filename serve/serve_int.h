@@ -59,6 +59,8 @@ struct req {
 	int64_t t0;		/* time_now_ns at its start */
 	unsigned status;	/* the status queued, for the log */
 	int fd;			/* the connection's socket (the library's), or -1 */
+	char session[SVC_SESSION_ID]; /* a session the answer is in: sent as
+				       * the X-RLM-Session header; "": none */
 };
 
 /* ---- responses (serve_http.c); each returns what the access handler returns ---- */

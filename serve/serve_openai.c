@@ -495,7 +495,6 @@ cJSON *serve__oai_rlm_ext(const cJSON *run)
 static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char *model)
 {
 	const char *sid = serve_run_session(r);
-	const char *hdrs[] = {"X-RLM-Session", sid, NULL};
 	cJSON *run = serve_run_json(r), *o;
 	const char *answer = json_str(run, "answer");
 	char id[SERVE__OAI_ID];
@@ -513,12 +512,11 @@ static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char
 	json_add(o, "usage", serve__oai_usage_json(run));
 	json_add(o, "rlm", serve__oai_rlm_ext(run));
 	cJSON_Delete(run);
-	if (!*sid)
-		return serve__json(rq, MHD_HTTP_OK, o);
 	/* the session the conversation goes on in: send it back as
 	 * rlm_session to be sure of it (the earlier turns find it too) */
-	json_add_str(o, "rlm_session", sid);
-	return serve__queue(rq, MHD_HTTP_OK, httpd_json_response(o, hdrs));
+	if (*sid)
+		json_add_str(o, "rlm_session", sid);
+	return serve__json(rq, MHD_HTTP_OK, o);
 }
 
 /* Start the run of a chat request: in the session rlm_session names, else
@@ -592,6 +590,7 @@ enum MHD_Result serve__route_chat(struct req *rq)
 	}
 	if (chat_run(rq, &ch, &so, &r, &ret))
 		goto out;
+	snprintf(rq->session, sizeof(rq->session), "%s", serve_run_session(r)); /* X-RLM-Session */
 	if (ch.stream) {
 		ret = serve__chat_stream(rq, r, ch.model, ch.include_usage, ch.progress);
 		r = NULL;

@@ -607,8 +607,8 @@ static void sse_free(void *cls)
 enum MHD_Result serve__stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
 			   MHD_ContentReaderFreeCallback done)
 {
-	static const char *const hdrs[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache",
-					   "X-Accel-Buffering", "no", NULL};
+	const char *hdrs[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache", "X-Accel-Buffering", "no",
+			      *rq->session ? "X-RLM-Session" : NULL, rq->session, NULL};
 	return serve__queue(rq, MHD_HTTP_OK,
 			 httpd_callback_response(MHD_SIZE_UNKNOWN, 32 * 1024, read, st, done,
 						 "text/event-stream", hdrs));

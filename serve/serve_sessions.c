@@ -148,6 +148,7 @@ static enum MHD_Result session_solve(struct req *rq, const char *id)
 	cJSON_Delete(body);
 	if (rc)
 		return serve__svc_error(rq, rc, err.msg);
+	snprintf(rq->session, sizeof(rq->session), "%s", serve_run_session(r)); /* X-RLM-Session */
 	if (async) {
 		j = cJSON_CreateObject();
 		json_add_str(j, "run_id", serve_run_id(r));

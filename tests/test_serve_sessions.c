@@ -565,6 +565,25 @@ TEST(chat_one_message_and_a_conversation_continue_one_session)
 	CHECK_STR(json_str(r.json, "rlm_session"), id);
 	resp_release(&r);
 
+	/* Streamed, in the session: the header, and the session in the
+	 * chunk with the finish_reason. */
+	says(&s, "```repl\nanswer['content'] = 'streamed ' + str(len(history))\n"
+		 "answer['ready'] = True\n```",
+	     0);
+	body = xasprintf("{\"stream\": true, \"rlm_session\": \"%s\", \"messages\": "
+			 "[{\"role\": \"user\", \"content\": \"Once more?\"}]}",
+			 id);
+	r = http(&s, "POST", "/v1/chat/completions", body);
+	free(body);
+	CHECK_STATUS(r, 200);
+	CHECK_CONTAINS(r.headers, "text/event-stream");
+	CHECK_CONTAINS(r.headers, "X-RLM-Session: ");
+	CHECK_CONTAINS(r.headers, id);
+	CHECK_CONTAINS(r.body, "streamed 3");
+	CHECK_CONTAINS(r.body, "\"session_id\":\"");
+	CHECK_CONTAINS(r.body, "data: [DONE]");
+	resp_release(&r);
+
 	/* A history whose answer this server did not give: a new session,
 	 * whose context holds the earlier turns, the answer too. */
 	says(&s, "```repl\nanswer['content'] = 'new ' + str('Assistant (an earlier answer): 4' in "
@@ -588,6 +607,54 @@ TEST(chat_one_message_and_a_conversation_continue_one_session)
 	CHECK_STATUS(r, 404);
 	resp_release(&r);
 	free(q1);
+	free(id);
+	srv_stop(&s);
+}
+
+/* A session over a real corpus of about 1.6M tokens (the kernel's
+ * headers, 6 MB in hundreds of files): the first question builds an index
+ * of it, the second uses it: no rebuild (the scripted model does not
+ * rebuild; the index is there, its keys the documents' ids). */
+TEST(a_session_over_a_large_real_corpus_reuses_its_index)
+{
+	const char *args[] = {"--root", "/usr/include", NULL};
+	struct srv s;
+	struct resp r;
+	cJSON *j;
+	long st;
+	char *id, *a1, *a2;
+	struct stat sb;
+	if (stat("/usr/include/linux/input.h", &sb))
+		SKIP("no /usr/include/linux");
+	srv_start(&s, args);
+	r = http(&s, "POST", "/v1/sessions",
+		 "{\"context_path\": \"/usr/include/linux\", \"format\": \"dir\"}");
+	CHECK_STATUS(r, 201);
+	id = xstrdup(json_str(r.json, "id"));
+	resp_release(&r);
+	says(&s, "```repl\nidx = {}\nfor d, t in zip(documents, context):\n"
+		 "    for w in set(t.split()):\n        idx.setdefault(w, []).append(d['id'])\n"
+		 "answer['content'] = '%d %d' % (len(context), len(idx))\nanswer['ready'] = True\n```",
+	     0);
+	a1 = ask(&s, id, "\"Index the headers: how many documents and distinct words?\"");
+	CHECK_MSG(atoi(a1) > 500, "%s", a1);
+	CHECK(strchr(a1, ' ') && atoi(strchr(a1, ' ') + 1) > 10000);
+	says(&s, "```repl\nhits = idx.get('EVIOCGVERSION', [])\n"
+		 "answer['content'] = '%d %s' % (len(idx), ','.join(sorted(h for h in hits)))\n"
+		 "answer['ready'] = True\n```",
+	     0);
+	a2 = ask(&s, id, "\"Which headers define EVIOCGVERSION?\"");
+	/* the same index (its size), and the header that defines it */
+	CHECK_MSG(strncmp(a2, strchr(a1, ' ') + 1, strlen(strchr(a1, ' ') + 1)) == 0, "%s vs %s",
+		  a2, a1);
+	CHECK_CONTAINS(a2, "input.h");
+	j = get_session(&s, id, &st);
+	CHECK_INT(st, 200);
+	CHECK_CONTAINS(json_str(j, "variables"), "idx: dict");
+	CHECK(json_num(j, "rss_bytes", 0) > 20 << 20); /* the corpus and the index */
+	cJSON_Delete(j);
+	free(a1);
+	free(a2);
 	free(id);
 	srv_stop(&s);
 }
