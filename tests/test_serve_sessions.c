@@ -158,6 +158,27 @@ static bool gone_within(pid_t pid, int ms)
 	return !pid_alive(pid);
 }
 
+/* Wait up to ms for pid to be dead: gone, or a zombie not reaped yet
+ * (one killed from outside is reaped when its session next uses it). */
+static bool dead_within(pid_t pid, int ms)
+{
+	for (int i = 0; i < ms / 20; i++) {
+		char path[64], *st = NULL, *p;
+		size_t len;
+		bool zombie;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		if (file_read(path, 4096, &st, &len, NULL))
+			return true;
+		p = strrchr(st, ')');
+		zombie = p && p[1] == ' ' && p[2] == 'Z';
+		free(st);
+		if (zombie)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
 /* Open a session over the JSON body; its id (owned). */
 static char *open_session(struct srv *s, const char *body)
 {
@@ -474,6 +495,65 @@ TEST(sessions_past_the_memory_cap_are_ended)
 	CHECK_CONTAINS(json_str(json_get(j, "error"), "message"), "--max-session-memory");
 	cJSON_Delete(j);
 	free(a);
+	srv_stop(&s);
+}
+
+/* A worker that died between questions is restarted on the next (its
+ * variables gone, the model told, GET counts it); a session closed while
+ * it answers has its question cancelled, and its worker goes at its end. */
+TEST(a_dead_worker_is_restarted_and_a_busy_session_can_be_closed)
+{
+	struct srv s;
+	struct resp r;
+	cJSON *j;
+	long st;
+	pid_t pid, pid2;
+	char *id, *ans, *path, *dp, *rp;
+	srv_start(&s, NULL);
+	id = open_session(&s, "{\"context\": \"alpha beta gamma\"}");
+	says(&s, INDEX_IT, 0);
+	ans = ask(&s, id, "\"How many?\"");
+	free(ans);
+	j = get_session(&s, id, &st);
+	pid = (pid_t)json_num(j, "pid", 0);
+	cJSON_Delete(j);
+	CHECK(pid_alive(pid));
+	CHECK_INT(kill(pid, SIGKILL), 0);
+	CHECK(dead_within(pid, 5000));
+	says(&s, "```repl\nanswer['content'] = str('idx' in globals()) + ' ' + str(len(history))\n"
+		 "answer['ready'] = True\n```",
+	     0);
+	ans = ask(&s, id, "\"Still indexed?\"");
+	CHECK_STR(ans, "False 1"); /* the variables are gone, the history is kept */
+	free(ans);
+	CHECK_CONTAINS(request_body(&s, 1), "restarted");
+	j = get_session(&s, id, &st);
+	pid2 = (pid_t)json_num(j, "pid", 0);
+	CHECK_INT((int)json_num(j, "restarts", 0), 1);
+	CHECK(pid2 != pid && pid_alive(pid2));
+	cJSON_Delete(j);
+
+	/* Closed while it answers (the model is slow): cancelled, freed. */
+	says(&s, "```repl\nanswer['content'] = 'late'\nanswer['ready'] = True\n```", 4000);
+	path = xasprintf("/v1/sessions/%s/solve", id);
+	r = http(&s, "POST", path, "{\"question\": \"Slow?\", \"async\": true}");
+	CHECK_STATUS(r, 202);
+	rp = xasprintf("/v1/runs/%s", json_str(r.json, "run_id"));
+	resp_release(&r);
+	usleep(300000);
+	dp = xasprintf("/v1/sessions/%s", id);
+	r = http(&s, "DELETE", dp, NULL);
+	CHECK_STATUS(r, 200);
+	resp_release(&r);
+	CHECK_MSG(gone_within(pid2, 8000), "worker %d alive after its session closed", (int)pid2);
+	r = http(&s, "GET", rp, NULL);
+	CHECK_STATUS(r, 200);
+	CHECK_STR(json_str(r.json, "status"), "cancelled");
+	resp_release(&r);
+	free(rp);
+	free(dp);
+	free(path);
+	free(id);
 	srv_stop(&s);
 }
 
