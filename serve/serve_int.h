@@ -180,6 +180,8 @@ struct serve_chat {
 	bool progress; /* rlm_progress: progress lines in a stream (true) */
 	/* conversations (serve_openai.c: chat_turns) */
 	const char *session; /* rlm_session: the session to ask in, or NULL */
+	bool no_session;     /* rlm_session false: a plain solve (the memo
+			      * may answer), no session opened */
 	bool whole;	     /* one user message and no other context: it is
 			      * the context, its question at its end */
 	char conv[33];	     /* digest of the conversation up to the question */

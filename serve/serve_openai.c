@@ -353,9 +353,13 @@ static void chat_turns(struct check *k, const cJSON *body, const cJSON *ctx, str
 {
 	const cJSON *msgs = json_get(body, "messages"), *m, *before = NULL;
 	size_t last = 0, i = 0;
-	ch->session = serve__check_str(k, body, "rlm_session", "");
+	if (cJSON_IsFalse(json_get(body, "rlm_session")))
+		ch->no_session = true;
+	else
+		ch->session = serve__check_str(k, body, "rlm_session", "");
 	if (ch->session && (!*ch->session || strlen(ch->session) >= SVC_SESSION_ID))
-		serve__check_fail(k, "rlm_session: want a session id (\"s-\" and 16 hex digits)");
+		serve__check_fail(k, "rlm_session: want a session id (\"s-\" and 16 hex digits), "
+				  "or false");
 	cJSON_ArrayForEach(m, msgs)
 	{
 		const char *role = json_str(m, "role");
@@ -530,7 +534,7 @@ static int chat_run(struct req *rq, const struct serve_chat *ch, const struct sv
 	struct rlm_err err = {0, ""};
 	struct svc_corp *hold = NULL;
 	char sid[SVC_SESSION_ID] = "";
-	bool sessions = serve_sessions_available(svc);
+	bool sessions = serve_sessions_available(svc) && !ch->no_session;
 	int rc;
 	*r = NULL;
 	if (ch->session)

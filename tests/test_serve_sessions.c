@@ -680,6 +680,25 @@ TEST(chat_one_message_and_a_conversation_continue_one_session)
 	CHECK(json_str(r.json, "rlm_session") && strcmp(json_str(r.json, "rlm_session"), id) != 0);
 	resp_release(&r);
 
+	/* rlm_session false: a plain solve, no session opened. */
+	says(&s, "```repl\nanswer['content'] = 'plain'\nanswer['ready'] = True\n```", 0);
+	r = http(&s, "GET", "/v1/sessions", NULL);
+	{
+		int before = cJSON_GetArraySize(json_get(r.json, "sessions"));
+		resp_release(&r);
+		r = http(&s, "POST", "/v1/chat/completions",
+			 "{\"rlm_session\": false, \"messages\": [{\"role\": \"user\", "
+			 "\"content\": \"alpha beta\\n\\nHow many?\"}]}");
+		CHECK_STATUS(r, 200);
+		CHECK_STR(content_of(&r), "plain");
+		CHECK(!json_get(r.json, "rlm_session"));
+		CHECK(!strstr(r.headers, "X-RLM-Session"));
+		resp_release(&r);
+		r = http(&s, "GET", "/v1/sessions", NULL);
+		CHECK_INT(cJSON_GetArraySize(json_get(r.json, "sessions")), before);
+		resp_release(&r);
+	}
+
 	/* An unknown or ended session is a 404. */
 	r = http(&s, "POST", "/v1/chat/completions",
 		 "{\"rlm_session\": \"s-0000000000000000\", \"messages\": [{\"role\": \"user\", "
