@@ -38,7 +38,9 @@ struct svc_sess {
 	struct svc_corp **corp;	 /* held: [0] context, then context_1, ... */
 	size_t n_corp, cap_corp;
 	int refs;		 /* under s->mu */
-	bool busy;		 /* a question runs: its thread owns rs */
+	bool busy;		 /* a question runs (its thread owns rs), or
+				  * a context is being added (adding) */
+	bool adding;		 /* serve_session_add_context owns rs */
 	bool live;		 /* in the registry */
 	struct svc_run *run;	 /* the running question (borrowed while busy:
 				  * its thread holds it until serve__sess_done) */
@@ -374,7 +376,7 @@ int serve_session_open(struct service *s, struct svc_corp *k, const struct svc_o
 static int busy_err(const struct svc_sess *x, struct rlm_err *err)
 {
 	const char *run = x->run ? serve_run_id(x->run) : "";
-	if (!x->run)
+	if (x->adding)
 		return rlm_err_set(err, SVC_ESESSBUSY,
 				   "session '%s' is taking a new context: try again in a moment",
 				   x->id);
@@ -408,7 +410,7 @@ int serve_session_add_context(struct service *s, const char *id, struct svc_corp
 	/* Busy while the context goes to its worker (a large one takes a
 	 * while): no question, janitor or request touches it meanwhile, and
 	 * the lock is not held. */
-	x->busy = true;
+	x->busy = x->adding = true;
 	x->run = NULL;
 	x->refs++;
 	k->refs++; /* the session's, from now on */
@@ -422,7 +424,7 @@ int serve_session_add_context(struct service *s, const char *id, struct svc_corp
 	} else {
 		serve__corp_put_locked(s, k);
 	}
-	x->busy = false;
+	x->busy = x->adding = false;
 	x->used_ns = time_now_ns();
 	if (sess_unref_locked(x))
 		doomed_add(&d, x);
