@@ -3,8 +3,8 @@
  * responses every route sends, and the routes (`rlm serve` in the CLI: the
  * command and shutdown; serve_http.c: the daemon, answers, dispatch, auth,
  * health and metrics; serve_routes.c: solves, runs, events and corpora;
- * serve_openai.c: chat completions and models; serve_stream.c: streamed
- * chat completions).
+ * serve_sessions.c: sessions; serve_openai.c: chat completions and
+ * models; serve_stream.c: streamed chat completions).
  * See docs/serve.md for the protocol. */
 #ifndef RLM_SERVE_INT_H
 #define RLM_SERVE_INT_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* serve/service_int.h -- inside the service (serve/service.h): the service
- * itself, shared by service.c (solves and runs) and service_corpus.c (the
- * corpora and the roots). */
+ * itself, shared by service.c (solves and runs), service_corpus.c (the
+ * corpora and the roots) and service_session.c (sessions). */
 #ifndef RLM_SERVICE_INT_H
 #define RLM_SERVICE_INT_H
 
