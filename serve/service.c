@@ -444,7 +444,7 @@ static int64_t lower_limit(int64_t server, int64_t request)
 	return server > 0 && server < request ? server : request;
 }
 
-int serve__opts_apply(struct service *s, const struct svc_opts *q, struct rlm_opts *o,
+static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_opts *o,
 		      struct rlm_err *err)
 {
 	int rc;
@@ -473,6 +473,12 @@ int serve__opts_apply(struct service *s, const struct svc_opts *q, struct rlm_op
 	/* a cost budget over a model without a price would never hold */
 	return rlm_check_cost(o->model, o->sub_model, o->max_cost,
 			      "the cost budget (options.max_cost)", err);
+}
+
+int serve__opts_apply(struct service *s, const struct svc_opts *q, struct rlm_opts *o,
+		      struct rlm_err *err)
+{
+	return opts_apply(s, q, o, err);
 }
 
 static enum run_status status_of(int rc, const struct rlm_result *res, bool cancelled)
@@ -626,7 +632,7 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 	struct rlm_opts o = s->base;
 	int rc;
 	*run = NULL;
-	if ((rc = serve__opts_apply(s, q, &o, err)))
+	if ((rc = opts_apply(s, q, &o, err)))
 		return rc;
 	return serve__run_start(s, question, k, &o, NULL, run, err);
 }
