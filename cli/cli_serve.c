@@ -52,6 +52,7 @@ static const char usage[] =
     "  POST   /v1/sessions/ID/solve {\"question\", \"async\", \"options\"}: a run, as\n"
     "                               /v1/solve's (one at a time: 409 while busy)\n"
     "  POST   /v1/sessions/ID/contexts  add context_1, context_2, ...\n"
+    "  POST   /v1/sessions/ID/reset  forget its conversation and variables\n"
     "  GET    /v1/sessions/ID       its state and history; DELETE ends it\n"
     "  POST   /v1/chat/completions  OpenAI-compatible (\"stream\" too); the context is\n"
     "                               \"rlm_context\", the earlier messages, or the one\n"

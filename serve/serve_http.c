@@ -397,6 +397,7 @@ static const struct httpd_route routes[] = {
     {"/v1/sessions/*", "GET, HEAD, DELETE", R_SESSION},
     {"/v1/sessions/*/contexts", "POST", R_SESSION},
     {"/v1/sessions/*/solve", "POST", R_SESSION},
+    {"/v1/sessions/*/reset", "POST", R_SESSION},
 };
 
 /* The route of url, or NULL; *id points into url at a run or corpus id. */

@@ -200,6 +200,12 @@ enum MHD_Result serve__route_session(struct req *rq, const char *full)
 		return session_solve(rq, id);
 	if (strcmp(rest, "/contexts") == 0)
 		return session_context(rq, id);
+	if (strcmp(rest, "/reset") == 0) {
+		if (serve_session_reset(rq->sv->svc, id, &err) ||
+		    !(j = serve_session_json(rq->sv->svc, id, true, &err)))
+			return serve__svc_error(rq, err.code, err.msg);
+		return serve__json(rq, MHD_HTTP_OK, j);
+	}
 	if (strcmp(rq->method, "DELETE") == 0) {
 		if (serve_session_close(rq->sv->svc, id, &err))
 			return serve__svc_error(rq, err.code, err.msg);

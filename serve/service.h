@@ -274,13 +274,18 @@ int serve_session_add_context(struct service *s, const char *id, struct svc_corp
 int serve_session_solve(struct service *s, const char *id, const char *question,
 			const struct svc_opts *q, const char *conv, struct svc_run **run,
 			struct rlm_err *err);
+/* Forget session id's conversation and history and kill its worker (the
+ * next question starts afresh; its contexts stay): rlm_session_reset. 0,
+ * RLM_ENOTFOUND or SVC_ESESSBUSY with err. */
+int serve_session_reset(struct service *s, const char *id, struct rlm_err *err);
 /* End session id now (a question running in it is cancelled; its worker
  * goes when that run ends). 0 or RLM_ENOTFOUND with err. */
 int serve_session_close(struct service *s, const char *id, struct rlm_err *err);
 /* {"id", "origin", "status": "idle|busy", "run_id" (busy), "questions",
  * "contexts", "pid", "rss_bytes", "restarts", "conversation_bytes",
  * "compactions", "created" (unix s), "idle_ms", "expires_in_ms",
- * "variables", "history" (with_history)} of session id; NULL with err
+ * "corpus_ids" (context, context_1, ...), "variables", "history"
+ * (with_history)} of session id; NULL with err
  * (RLM_ENOTFOUND: why) when it is not live. The caller owns it. */
 struct cJSON *serve_session_json(struct service *s, const char *id, bool with_history,
 				 struct rlm_err *err);

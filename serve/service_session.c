@@ -530,6 +530,31 @@ void serve__sess_done(struct service *s, struct svc_sess *x, const char *answer)
 	doomed_destroy(s, &d);
 }
 
+int serve_session_reset(struct service *s, const char *id, struct rlm_err *err)
+{
+	struct svc_sess *x;
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (!(x = find_locked(s, id, err))) {
+		rc = RLM_ENOTFOUND;
+	} else if (x->busy) {
+		rc = busy_err(x, err);
+	} else {
+		/* kills an idle worker: quick, under the lock as its info */
+		rlm_session_reset(x->rs);
+		rlm_session_info(x->rs, &x->info);
+		cJSON_Delete(x->history);
+		x->history = cJSON_CreateArray();
+		free(x->vars);
+		x->vars = NULL;
+		free(x->key); /* the conversation is gone: no chat finds it */
+		x->key = NULL;
+		x->used_ns = time_now_ns();
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
 int serve_session_close(struct service *s, const char *id, struct rlm_err *err)
 {
 	struct svc_sess *x;
@@ -570,6 +595,12 @@ static cJSON *sess_json_locked(struct service *s, struct svc_sess *x, bool with_
 	json_add_num(o, "expires_in_ms",
 		     x->busy ? (double)s->sess_idle_ns / 1e6
 			     : (double)RLM_MAX(s->sess_idle_ns - idle, (int64_t)0) / 1e6);
+	{
+		cJSON *ids = cJSON_CreateArray();
+		for (size_t i = 0; i < x->n_corp; i++)
+			json_add(ids, NULL, cJSON_CreateString(x->corp[i]->info.id));
+		json_add(o, "corpus_ids", ids);
+	}
 	if (x->vars)
 		json_add_str(o, "variables", x->vars);
 	else

@@ -533,6 +533,32 @@ TEST(a_dead_worker_is_restarted_and_a_busy_session_can_be_closed)
 	CHECK(pid2 != pid && pid_alive(pid2));
 	cJSON_Delete(j);
 
+	/* Reset: the worker goes, the conversation and history are forgotten,
+	 * the contexts stay. */
+	{
+		char *rsp = xasprintf("/v1/sessions/%s/reset", id);
+		r = http(&s, "POST", rsp, "");
+		CHECK_STATUS(r, 200);
+		CHECK_INT((int)json_num(r.json, "questions", -1), 0);
+		CHECK_INT((int)json_num(r.json, "pid", -1), 0);
+		CHECK_INT(cJSON_GetArraySize(json_get(r.json, "history")), 0);
+		CHECK_INT(cJSON_GetArraySize(json_get(r.json, "corpus_ids")), 1);
+		resp_release(&r);
+		free(rsp);
+		CHECK_MSG(gone_within(pid2, 5000), "worker %d alive after a reset", (int)pid2);
+	}
+	says(&s, "```repl\nanswer['content'] = context + ' ' + str(len(history))\n"
+		 "answer['ready'] = True\n```",
+	     0);
+	ans = ask(&s, id, "\"Afresh?\"");
+	CHECK_STR(ans, "alpha beta gamma 0");
+	free(ans);
+	CHECK_CONTAINS(request_body(&s, 2), "first question of a session");
+	j = get_session(&s, id, &st);
+	pid2 = (pid_t)json_num(j, "pid", 0);
+	CHECK(pid_alive(pid2));
+	cJSON_Delete(j);
+
 	/* Closed while it answers (the model is slow): cancelled, freed. */
 	says(&s, "```repl\nanswer['content'] = 'late'\nanswer['ready'] = True\n```", 4000);
 	path = xasprintf("/v1/sessions/%s/solve", id);
