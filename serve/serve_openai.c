@@ -5,7 +5,12 @@
  * DESIGN
  * A chat request is a solve: the last user message is the question; the
  * context is the rlm_context extension (a text, a corpus id or a path) or
- * else the earlier system and user messages, in order. Known OpenAI
+ * else the earlier messages, in order, or else, for a single user message,
+ * that message (the question at its end). It is asked in a session
+ * (serve/service.h) so that a conversation goes on in one REPL: the one
+ * rlm_session names, else the one whose conversation the request's
+ * earlier turns are (a digest of the messages up to each question and the
+ * answer given, kept per session), else a new one. Known OpenAI
  * fields that mean nothing to a solve (temperature, user, ...) are taken
  * and ignored, those that would change the answer only with the value a
  * solve gives; any other field is an error, as everywhere in this API. A
