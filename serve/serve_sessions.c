@@ -57,8 +57,8 @@ static int body_context(struct req *rq, const cJSON *body, struct check *k, stru
 /* POST /v1/sessions: {context | context_path | corpus_id, format, options} */
 static enum MHD_Result session_open(struct req *rq)
 {
-	static const char *const known[] = {"context", "context_path", "corpus_id", "format",
-					    "options", NULL};
+	static const char *const known[] = {"context", "context_path", "corpus_id",
+					    "format",  "options",      NULL};
 	struct check k = {false, ""};
 	struct rlm_err err = {0, ""};
 	struct svc_opts so;
@@ -192,7 +192,8 @@ enum MHD_Result serve__route_session(struct req *rq, const char *full)
 	size_t n = strcspn(full, "/");
 	cJSON *j;
 	if (n >= sizeof(id))
-		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no session '%.64s'", full);
+		return serve__error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no session '%.64s'",
+				    full);
 	memcpy(id, full, n);
 	id[n] = '\0';
 	rest = full + n;

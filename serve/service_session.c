@@ -32,26 +32,26 @@
 
 struct svc_sess {
 	char id[SVC_SESSION_ID];
-	const char *origin;	 /* static: "api", "chat", "mcp" */
-	struct rlm_session *rs;	 /* owned; the run thread's while busy */
-	struct rlm_opts o;	 /* its questions' options */
-	struct svc_corp **corp;	 /* held: [0] context, then context_1, ... */
+	const char *origin;	/* static: "api", "chat", "mcp" */
+	struct rlm_session *rs; /* owned; the run thread's while busy */
+	struct rlm_opts o;	/* its questions' options */
+	struct svc_corp **corp; /* held: [0] context, then context_1, ... */
 	size_t n_corp, cap_corp;
-	int refs;		 /* under s->mu */
-	bool busy;		 /* a question runs (its thread owns rs), or
-				  * a context is being added (adding) */
-	bool adding;		 /* serve_session_add_context owns rs */
-	bool live;		 /* in the registry */
-	struct svc_run *run;	 /* the running question (borrowed while busy:
-				  * its thread holds it until serve__sess_done) */
-	char *key;		 /* owned: the conversation's digest, or NULL */
-	char *conv;		 /* owned: the running question's conversation
-				  * (serve_session_solve), or NULL */
-	int64_t created_ms;	 /* unix ms */
-	int64_t used_ns;	 /* time_now_ns of its last use: idle time, LRU */
+	int refs;		      /* under s->mu */
+	bool busy;		      /* a question runs (its thread owns rs), or
+				       * a context is being added (adding) */
+	bool adding;		      /* serve_session_add_context owns rs */
+	bool live;		      /* in the registry */
+	struct svc_run *run;	      /* the running question (borrowed while busy:
+				       * its thread holds it until serve__sess_done) */
+	char *key;		      /* owned: the conversation's digest, or NULL */
+	char *conv;		      /* owned: the running question's conversation
+				       * (serve_session_solve), or NULL */
+	int64_t created_ms;	      /* unix ms */
+	int64_t used_ns;	      /* time_now_ns of its last use: idle time, LRU */
 	struct rlm_session_info info; /* as of the end of its last question */
-	cJSON *history;		 /* owned: rlm_session_history_json then */
-	char *vars;		 /* owned: rlm_session_vars then, or NULL */
+	cJSON *history;		      /* owned: rlm_session_history_json then */
+	char *vars;		      /* owned: rlm_session_vars then, or NULL */
 };
 
 enum { N_OPENED, N_CLOSED, N_EXPIRED, N_EVICTED, N_QUESTIONS };
@@ -244,9 +244,8 @@ int serve__sessions_init(struct service *s, const struct svc_cfg *cfg, struct rl
 {
 	pthread_condattr_t a;
 	int rc;
-	s->sess_idle_ns = (int64_t)((cfg->session_idle_s > 0 ? cfg->session_idle_s
-							     : SVC_SESSION_IDLE_S) *
-				    1e9);
+	s->sess_idle_ns =
+	    (int64_t)((cfg->session_idle_s > 0 ? cfg->session_idle_s : SVC_SESSION_IDLE_S) * 1e9);
 	s->max_sessions = cfg->max_sessions > 0 ? cfg->max_sessions : SVC_MAX_SESSIONS;
 	s->max_sess_mem = cfg->max_session_memory ? cfg->max_session_memory : SVC_SESSION_MEMORY;
 	s->gone = xcalloc(SVC_GONE, sizeof(*s->gone));
@@ -606,8 +605,8 @@ static cJSON *sess_json_locked(struct service *s, struct svc_sess *x, bool with_
 	else
 		json_add(o, "variables", cJSON_CreateNull());
 	if (with_history)
-		json_add(o, "history", x->history ? cJSON_Duplicate(x->history, true)
-						  : cJSON_CreateArray());
+		json_add(o, "history",
+			 x->history ? cJSON_Duplicate(x->history, true) : cJSON_CreateArray());
 	return o;
 }
 
