@@ -38,8 +38,13 @@ static const char usage[] =
     "               answer, stop, usage, cost_usd}\n"
     "  load_corpus  load path (optional format: auto, text, dir, jsonl) once and\n"
     "               return {corpus_id, kind, documents, bytes, tokens_estimate}\n"
-    "  ask          corpus_id, question (optional schema): as solve, over a loaded\n"
-    "               corpus\n"
+    "  ask          question, and session_id or corpus_id (optional schema): as\n"
+    "               solve, in a session\n"
+    "               (the REPL's variables and the earlier questions stay) or over a\n"
+    "               loaded corpus\n"
+    "  open_session a context as solve takes it (optional max_depth,\n"
+    "               max_iterations): {session_id, corpus_id} for ask\n"
+    "  close_session  session_id: ends it, its worker freed\n"
     "A tools/call with _meta.progressToken gets notifications/progress (root turns\n"
     "and sub-call waves); notifications/cancelled stops the request's solve. Bad\n"
     "arguments are tool errors (isError); EOF on stdin cancels what runs and exits.\n"
@@ -47,6 +52,12 @@ static const char usage[] =
     "      --root DIR          a directory that path may name (repeatable; default:\n"
     "                          the current directory); paths outside every root are\n"
     "                          refused, and no symbolic link under one is followed\n"
+    "      --session-idle-timeout SECS  a session unused this long is ended (900)\n"
+    "      --max-sessions N    sessions live at once (32); one more ends the least\n"
+    "                          recently used idle one\n"
+    "      --max-session-memory SIZE  the sessions' workers' resident memory,\n"
+    "                          summed (4G); past it the least recently used idle\n"
+    "                          sessions are ended\n"
     "  -s, --strategy NAME     repl (default) or tree, as for rlm solve\n"
     "      --cache PATH        the store: cached calls and recorded runs (env\n"
     "                          RLM_CACHE; default as for rlm solve): rlm runs show ID\n"
@@ -70,6 +81,9 @@ enum {
 	OPT_ROOT = OPT_MODEL_LAST + 1,
 	OPT_CACHE,
 	OPT_NO_CACHE,
+	OPT_SESSION_IDLE,
+	OPT_MAX_SESSIONS,
+	OPT_MAX_SESSION_MEMORY,
 };
 
 int cli_mcp(int argc, char **argv)
@@ -78,6 +92,9 @@ int cli_mcp(int argc, char **argv)
 	    {"root", required_argument, NULL, OPT_ROOT},
 	    {"cache", required_argument, NULL, OPT_CACHE},
 	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+	    {"session-idle-timeout", required_argument, NULL, OPT_SESSION_IDLE},
+	    {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+	    {"max-session-memory", required_argument, NULL, OPT_MAX_SESSION_MEMORY},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    SOLVE_LONGOPTS,
@@ -123,6 +140,33 @@ int cli_mcp(int argc, char **argv)
 		case OPT_NO_CACHE:
 			cfg->no_cache = true;
 			break;
+		case OPT_SESSION_IDLE:
+			if (text_parse_double(optarg, 0.1, 1e7, &cfg->session_idle_s)) {
+				status = log_fail(2, "bad value '%s' for --session-idle-timeout: "
+						  "want seconds >= 0.1", optarg);
+				goto out;
+			}
+			break;
+		case OPT_MAX_SESSIONS: {
+			long v;
+			if (text_parse_int(optarg, 1, 100000, &v)) {
+				status = log_fail(2, "bad value '%s' for --max-sessions: want an "
+						  "integer 1..100000", optarg);
+				goto out;
+			}
+			cfg->max_sessions = (int)v;
+			break;
+		}
+		case OPT_MAX_SESSION_MEMORY: {
+			uint64_t v;
+			if (text_parse_size(optarg, &v) || v < (1u << 20)) {
+				status = log_fail(2, "bad value '%s' for --max-session-memory: want a "
+						  "size of at least 1M, such as 4G", optarg);
+				goto out;
+			}
+			cfg->max_session_memory = (size_t)v;
+			break;
+		}
 		case 'v':
 			rlm_log_level = LOG_DEBUG;
 			mc.verbose = true;

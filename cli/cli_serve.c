@@ -47,8 +47,18 @@ static const char usage[] =
     "  DELETE /v1/runs/ID           cancel it\n"
     "  POST   /v1/corpora           load a context once: {\"path\"} | {\"text\"} |\n"
     "                               {\"documents\": [...]}; GET, DELETE /v1/corpora/ID\n"
+    "  POST   /v1/sessions          open a session (one REPL across questions):\n"
+    "                               {\"context\" | \"context_path\" | \"corpus_id\",\n"
+    "                               \"format\", \"options\"}; GET lists them\n"
+    "  POST   /v1/sessions/ID/solve {\"question\", \"async\", \"options\"}: a run, as\n"
+    "                               /v1/solve's (one at a time: 409 while busy)\n"
+    "  POST   /v1/sessions/ID/contexts  add context_1, context_2, ...\n"
+    "  POST   /v1/sessions/ID/reset  forget its conversation and variables\n"
+    "  GET    /v1/sessions/ID       its state and history; DELETE ends it\n"
     "  POST   /v1/chat/completions  OpenAI-compatible (\"stream\" too); the context is\n"
-    "                               \"rlm_context\" or the earlier messages;\n"
+    "                               \"rlm_context\", the earlier messages, or the one\n"
+    "                               user message (the question at its end); a\n"
+    "                               conversation continues its session (rlm_session)\n"
     "                               response_format json_schema / json_object:\n"
     "                               content that validated, else 422\n"
     "  GET    /v1/models, /healthz (no auth), /metrics (Prometheus)\n"
@@ -91,6 +101,15 @@ static const char usage[] =
     "                          newcomer is closed)\n"
     "      --max-per-address N  connections open at once from one client address,\n"
     "                          handled the same way (256)\n"
+    "      --session-idle-timeout SECS  a session unused this long is ended and\n"
+    "                          its worker freed; a later request for it gets 404\n"
+    "                          saying it expired (900)\n"
+    "      --max-sessions N    sessions live at once (32); opening one more ends\n"
+    "                          the least recently used idle one (429 when all are\n"
+    "                          answering a question)\n"
+    "      --max-session-memory SIZE  the sessions' workers' resident memory, summed\n"
+    "                          (4G); past it the least recently used idle sessions\n"
+    "                          are ended\n"
     "      --shutdown-grace SECS  on SIGTERM or SIGINT, how long running solves\n"
     "                          may go on before they are cancelled (30); a second\n"
     "                          signal cancels them at once (their runs stay\n"
@@ -142,6 +161,9 @@ enum {
 	OPT_BODY_TIMEOUT,
 	OPT_MAX_CONNECTIONS,
 	OPT_MAX_PER_ADDRESS,
+	OPT_SESSION_IDLE,
+	OPT_MAX_SESSIONS,
+	OPT_MAX_SESSION_MEMORY,
 	OPT_CACHE,
 	OPT_NO_CACHE,
 	OPT_QUIET,
@@ -195,6 +217,9 @@ static const struct option longopts[] = {
     {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
+    {"session-idle-timeout", required_argument, NULL, OPT_SESSION_IDLE},
+    {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+    {"max-session-memory", required_argument, NULL, OPT_MAX_SESSION_MEMORY},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -231,6 +256,13 @@ static const struct cli_num serve_nums[] = {
      offsetof(struct serve_args, max_connections)},
     {OPT_MAX_PER_ADDRESS, "max-per-address", CLI_INT, 1, 65536, NULL,
      offsetof(struct serve_args, max_per_address)},
+    {OPT_SESSION_IDLE, "session-idle-timeout", CLI_DOUBLE, 0.1, 1e7, "want seconds >= 0.1",
+     offsetof(struct serve_args, cfg.session_idle_s)},
+    {OPT_MAX_SESSIONS, "max-sessions", CLI_INT, 1, 100000, NULL,
+     offsetof(struct serve_args, cfg.max_sessions)},
+    {OPT_MAX_SESSION_MEMORY, "max-session-memory", CLI_SIZE, 1 << 20,
+     (double)((uint64_t)1 << 44), "want a size of at least 1M, such as 4G",
+     offsetof(struct serve_args, cfg.max_session_memory)},
 };
 
 /* Take option opt of serve's own (not numeric, nor a model, sandbox or

@@ -212,7 +212,8 @@ static void tools_call(struct mcp *m, cJSON *msg, const cJSON *id, const char *n
 			reply_error(m, id, MCP_INVALID_PARAMS, "%s", bad);
 		else
 			reply_error(m, id, MCP_INVALID_PARAMS,
-				    "unknown tool '%.*s' (known: solve, load_corpus, ask)",
+				    "unknown tool '%.*s' (known: solve, load_corpus, ask, open_session, "
+				    "close_session)",
 				    CUT(name->valuestring, 100), name->valuestring);
 		return;
 	}
@@ -328,6 +329,9 @@ static void initialize(struct mcp *m, const cJSON *id, const cJSON *params)
 		     "Use solve to answer a question over a context too large for your window: "
 		     "a long text, a big file, a directory or a JSONL corpus on this machine. "
 		     "Use load_corpus then ask for several questions over one corpus. "
+		     "For a conversation, open_session over a context, ask with its "
+		     "session_id question after question (the REPL keeps what was built "
+		     "for the earlier ones), then close_session. "
 		     "Solves can take minutes.");
 	reply(m, id, r);
 }

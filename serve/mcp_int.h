@@ -107,8 +107,10 @@ struct mcp_args {
 	const char *question;       /* solve, ask; borrowed from the call */
 	const cJSON *value;         /* solve's context as another JSON value (a
 				     * list of strings, a dict, ...): borrowed */
-	const char *context, *path, *corpus_id; /* solve: exactly one; ask:
-				     * corpus_id; load_corpus: path */
+	const char *context, *path, *corpus_id; /* solve, open_session:
+				     * exactly one; ask: corpus_id or
+				     * session_id; load_corpus: path */
+	const char *session_id;     /* ask, close_session */
 	enum corpus_kind kind;      /* load_corpus's format */
 	struct svc_opts o;          /* solve's max_depth and max_iterations */
 	const cJSON *schema;        /* solve's and ask's answer schema (a JSON

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* serve/mcp_tools.c -- the tools of `rlm mcp`: solve, load_corpus and ask,
- * their JSON Schemas, their arguments, and progress while they run.
+/* serve/mcp_tools.c -- the tools of `rlm mcp`: solve, load_corpus, ask,
+ * open_session and close_session, their JSON Schemas, their arguments,
+ * and progress while they run.
  *
  * DESIGN
  * A tool runs on its call's thread from start to end: it checks its
@@ -70,16 +71,53 @@ static const char tools_json[] =
 	"  \"tokens_estimate\": {\"type\": \"integer\"}},"
 	" \"required\": [\"corpus_id\", \"kind\", \"documents\", \"bytes\", \"tokens_estimate\"]},"
 	" \"annotations\": {\"readOnlyHint\": true, \"idempotentHint\": true}},"
-	"{\"name\": \"ask\", \"title\": \"Ask a question of a loaded corpus\","
-	" \"description\": \"Answer a question over a corpus loaded with load_corpus, as solve"
-	" does.\","
+	"{\"name\": \"ask\", \"title\": \"Ask a question in a session, or of a loaded corpus\","
+	" \"description\": \"Answer a question as solve does, in a session from open_session"
+	" (session_id: the REPL's variables and the earlier questions and answers stay, so a"
+	" follow-up reuses what the model built for the questions before) or over a corpus"
+	" from load_corpus (corpus_id: a fresh solve). Give exactly one of session_id and"
+	" corpus_id. One question at a time per session.\","
 	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"session_id\": {\"type\": \"string\", \"description\": \"from open_session\"},"
 	"  \"corpus_id\": {\"type\": \"string\", \"description\": \"from load_corpus\"},"
 	"  \"question\": {\"type\": \"string\", \"description\": \"the question\"},"
 	"  \"schema\": {\"$ref\": \"schema\"}},"
-	" \"required\": [\"corpus_id\", \"question\"], \"additionalProperties\": false},"
+	" \"required\": [\"question\"], \"additionalProperties\": false},"
 	" \"outputSchema\": {\"$ref\": \"answer\"},"
-	" \"annotations\": {\"readOnlyHint\": true}}]}";
+	" \"annotations\": {\"readOnlyHint\": true}},"
+	"{\"name\": \"open_session\", \"title\": \"Open a session over a context\","
+	" \"description\": \"Open a session over a context, for several questions in a row"
+	" with ask: one sandboxed Python REPL holds the context for all of them, and what the"
+	" model builds for one question (an index, a parsed table, candidates) is there for"
+	" the next, with the earlier questions and answers. Give exactly one of context, path"
+	" and corpus_id, as for solve. Close it with close_session when done; an idle one is"
+	" ended by the server after a while.\","
+	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"context\": {\"type\": [\"string\", \"array\", \"object\", \"number\", \"boolean\"],"
+	" \"description\": \"the context itself, as solve takes it\"},"
+	"  \"path\": {\"type\": \"string\", \"description\": \"a file, directory or JSONL"
+	" file on the server, under one of its roots\"},"
+	"  \"corpus_id\": {\"type\": \"string\", \"description\": \"a corpus from load_corpus\"},"
+	"  \"max_depth\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 16,"
+	" \"description\": \"levels of RLMs for its questions\"},"
+	"  \"max_iterations\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 10000,"
+	" \"description\": \"root model turns per question\"}},"
+	" \"additionalProperties\": false},"
+	" \"outputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"session_id\": {\"type\": \"string\"}, \"corpus_id\": {\"type\": \"string\"},"
+	"  \"idle_timeout_s\": {\"type\": \"number\"}},"
+	" \"required\": [\"session_id\", \"corpus_id\"]},"
+	" \"annotations\": {\"readOnlyHint\": true}},"
+	"{\"name\": \"close_session\", \"title\": \"Close a session\","
+	" \"description\": \"End a session from open_session: its REPL worker and variables are"
+	" freed (a question running in it is cancelled).\","
+	" \"inputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"session_id\": {\"type\": \"string\", \"description\": \"from open_session\"}},"
+	" \"required\": [\"session_id\"], \"additionalProperties\": false},"
+	" \"outputSchema\": {\"type\": \"object\", \"properties\": {"
+	"  \"session_id\": {\"type\": \"string\"}, \"questions\": {\"type\": \"integer\"}},"
+	" \"required\": [\"session_id\"]},"
+	" \"annotations\": {\"readOnlyHint\": true, \"idempotentHint\": false}}]}";
 
 /* The schema argument of solve and ask (put in place of {"$ref":
  * "schema"} above). */
@@ -119,7 +157,8 @@ static const char answer_schema[] =
 	" \"required\": [\"run_id\", \"answer\", \"sources\", \"stop\", \"complete\","
 	" \"failures\", \"usage\", \"cost_usd\"]}";
 
-static const char *const tool_names[] = {"solve", "load_corpus", "ask"};
+static const char *const tool_names[] = {"solve", "load_corpus", "ask", "open_session",
+					 "close_session"};
 
 cJSON *mcp_tools_list(const char *version)
 {
@@ -477,15 +516,22 @@ static cJSON *solve_args(const cJSON *args, bool ask, struct mcp_args *a)
 	static const char *const solve_known[] = {"question",  "context",   "path",
 						  "corpus_id", "max_depth", "max_iterations",
 						  "schema",    NULL};
-	static const char *const ask_known[] = {"corpus_id", "question", "schema", NULL};
+	static const char *const ask_known[] = {"corpus_id", "session_id", "question", "schema", NULL};
 	const char *bad;
 	char msg[256];
 	int given;
 	if ((bad = unknown_arg(args, ask ? ask_known : solve_known)))
 		return tool_error("unknown argument '%s' (known: %s)", bad,
-				  ask ? "corpus_id, question, schema"
+				  ask ? "session_id, corpus_id, question, schema"
 				      : "question, context, path, corpus_id, max_depth, "
 					"max_iterations, schema");
+	if (ask && (arg_str(args, "session_id", false, &a->session_id, msg, sizeof(msg)) ||
+		    arg_str(args, "corpus_id", false, &a->corpus_id, msg, sizeof(msg))))
+		return tool_error("%s", msg);
+	if (ask && !!a->session_id + !!a->corpus_id != 1)
+		return tool_error("%s", a->session_id ? "give one of 'session_id' and 'corpus_id'"
+						      : "missing argument 'corpus_id' or 'session_id' "
+							"(from load_corpus or open_session)");
 	a->schema = json_get(args, "schema");
 	if (cJSON_IsNull(a->schema))
 		a->schema = NULL;
@@ -495,7 +541,7 @@ static cJSON *solve_args(const cJSON *args, bool ask, struct mcp_args *a)
 	    (!(a->value = ask ? NULL : json_get(args, "context")) &&
 	     arg_str(args, "context", false, &a->context, msg, sizeof(msg))) ||
 	    arg_str(args, "path", false, &a->path, msg, sizeof(msg)) ||
-	    arg_str(args, "corpus_id", ask, &a->corpus_id, msg, sizeof(msg)) ||
+	    (!ask && arg_str(args, "corpus_id", false, &a->corpus_id, msg, sizeof(msg))) ||
 	    arg_int(args, "max_depth", 1, 16, &a->o.max_depth, msg, sizeof(msg)) ||
 	    arg_int(args, "max_iterations", 1, 10000, &a->o.max_iterations, msg, sizeof(msg)))
 		return tool_error("%s", msg);
@@ -503,7 +549,7 @@ static cJSON *solve_args(const cJSON *args, bool ask, struct mcp_args *a)
 		a->context = cJSON_IsString(a->value) ? a->value->valuestring : NULL;
 		a->value = NULL;
 	}
-	given = !!a->context + !!a->value + !!a->path + !!a->corpus_id;
+	given = !!a->context + !!a->value + !!a->path + !!a->corpus_id + !!a->session_id;
 	if (given != 1)
 		return tool_error("%s: give exactly one of 'context', 'path' and 'corpus_id'",
 				  given ? "too many contexts" : "missing argument");
@@ -526,6 +572,42 @@ static cJSON *load_corpus_args(const cJSON *args, struct mcp_args *a)
 	return NULL;
 }
 
+/* open_session's (a context, max_depth, max_iterations) and
+ * close_session's (session_id). */
+static cJSON *session_args(const cJSON *args, bool close, struct mcp_args *a)
+{
+	static const char *const open_known[] = {"context",   "path",	       "corpus_id",
+						 "max_depth", "max_iterations", NULL};
+	static const char *const close_known[] = {"session_id", NULL};
+	const char *bad;
+	char msg[256];
+	int given;
+	if ((bad = unknown_arg(args, close ? close_known : open_known)))
+		return tool_error("unknown argument '%s' (known: %s)", bad,
+				  close ? "session_id"
+					: "context, path, corpus_id, max_depth, max_iterations");
+	if (close)
+		return arg_str(args, "session_id", true, &a->session_id, msg, sizeof(msg))
+			   ? tool_error("%s", msg)
+			   : NULL;
+	if ((!(a->value = json_get(args, "context")) &&
+	     arg_str(args, "context", false, &a->context, msg, sizeof(msg))) ||
+	    arg_str(args, "path", false, &a->path, msg, sizeof(msg)) ||
+	    arg_str(args, "corpus_id", false, &a->corpus_id, msg, sizeof(msg)) ||
+	    arg_int(args, "max_depth", 1, 16, &a->o.max_depth, msg, sizeof(msg)) ||
+	    arg_int(args, "max_iterations", 1, 10000, &a->o.max_iterations, msg, sizeof(msg)))
+		return tool_error("%s", msg);
+	if (cJSON_IsString(a->value) || cJSON_IsNull(a->value)) {
+		a->context = cJSON_IsString(a->value) ? a->value->valuestring : NULL;
+		a->value = NULL;
+	}
+	given = !!a->context + !!a->value + !!a->path + !!a->corpus_id;
+	if (given != 1)
+		return tool_error("%s: give exactly one of 'context', 'path' and 'corpus_id'",
+				  given ? "too many contexts" : "missing argument");
+	return NULL;
+}
+
 cJSON *serve__mcp_args(const char *tool, const cJSON *args, const char *nul_arg,
 		       struct mcp_args *a)
 {
@@ -538,6 +620,8 @@ cJSON *serve__mcp_args(const char *tool, const cJSON *args, const char *nul_arg,
 				  nul_arg);
 	if (strcmp(tool, "load_corpus") == 0)
 		return load_corpus_args(args, a);
+	if (strcmp(tool, "open_session") == 0 || strcmp(tool, "close_session") == 0)
+		return session_args(args, strcmp(tool, "close_session") == 0, a);
 	return solve_args(args, strcmp(tool, "ask") == 0, a);
 }
 
@@ -613,6 +697,85 @@ static cJSON *tool_load_corpus(struct mcp_call *c, const struct mcp_args *a)
 	return tool_result(msg, sc);
 }
 
+/* ---- sessions ---- */
+
+static cJSON *tool_open_session(struct mcp_call *c, const struct mcp_args *a)
+{
+	struct svc_corpus_info info;
+	struct rlm_err err = {0, ""};
+	char id[SVC_SESSION_ID], msg[256];
+	cJSON *sc, *st;
+	int rc;
+	if (a->value)
+		rc = serve_corpus_value(c->m->svc, a->value, SVC_CORPUS_HOLD, &info, &err);
+	else if (a->context)
+		rc = serve_corpus_text(c->m->svc, a->context, strlen(a->context), NULL, NULL, 0,
+				       SVC_CORPUS_HOLD, &info, &err);
+	else if (a->path)
+		rc = serve_corpus_load(c->m->svc, a->path, CORPUS_AUTO, SVC_CORPUS_HOLD, &info,
+				       &err);
+	else if ((rc = serve_corpus_get(c->m->svc, a->corpus_id, SVC_CORPUS_HOLD, &info)))
+		rlm_err_set(&err, rc, "no corpus '%s' (load_corpus gives ids)", a->corpus_id);
+	if (rc)
+		return tool_error("%s", err.msg);
+	rc = serve_session_open(c->m->svc, info.hold, &a->o, "mcp", id, &err);
+	serve_corpus_put(c->m->svc, info.hold);
+	if (rc)
+		return tool_error("%s", err.msg);
+	st = serve_sessions_json(c->m->svc);
+	sc = cJSON_CreateObject();
+	json_add_str(sc, "session_id", id);
+	json_add_str(sc, "corpus_id", info.id);
+	json_add_num(sc, "idle_timeout_s", json_num(st, "idle_timeout_s", 0));
+	cJSON_Delete(st);
+	snprintf(msg, sizeof(msg),
+		 "opened session %s over corpus %s (%zu documents, %zu bytes): ask with "
+		 "session_id \"%s\"; close_session when done",
+		 id, info.id, info.documents, info.bytes, id);
+	return tool_result(msg, sc);
+}
+
+/* ask with session_id: the question in the session, as tool_solve waits. */
+static cJSON *tool_ask_session(struct mcp_call *c, const struct mcp_args *a)
+{
+	struct svc_opts o = a->o;
+	struct svc_run *r = NULL;
+	struct rlm_err err = {0, ""};
+	cJSON *res;
+	if (mcp_call_cancelled(c))
+		return tool_error("cancelled");
+	if (serve_session_solve(c->m->svc, a->session_id, a->question, &o, NULL, &r, &err))
+		return tool_error("%s", err.msg);
+	if (mcp_call_set_run(c, r))
+		serve_run_cancel(r);
+	log_debug("mcp: request %s: run %s in session %s", c->key, serve_run_id(r), a->session_id);
+	if (c->token)
+		follow(c, r, c->m->max_iterations ? c->m->max_iterations : 30);
+	else
+		serve_run_wait(r, 0);
+	mcp_call_set_run(c, NULL);
+	res = solve_result(r);
+	serve_run_put(r);
+	return res;
+}
+
+static cJSON *tool_close_session(struct mcp_call *c, const struct mcp_args *a)
+{
+	struct rlm_err err = {0, ""};
+	char msg[160];
+	cJSON *sc, *info = serve_session_json(c->m->svc, a->session_id, false, &err);
+	if (!info || serve_session_close(c->m->svc, a->session_id, &err)) {
+		cJSON_Delete(info);
+		return tool_error("%s", err.msg);
+	}
+	sc = cJSON_CreateObject();
+	json_add_str(sc, "session_id", a->session_id);
+	json_add_num(sc, "questions", json_num(info, "questions", 0));
+	cJSON_Delete(info);
+	snprintf(msg, sizeof(msg), "closed session %s: its worker is freed", a->session_id);
+	return tool_result(msg, sc);
+}
+
 cJSON *mcp_tool_call(struct mcp_call *c)
 {
 	struct mcp_args a;
@@ -621,5 +784,11 @@ cJSON *mcp_tool_call(struct mcp_call *c)
 		return res;
 	if (strcmp(c->tool, "load_corpus") == 0)
 		return tool_load_corpus(c, &a);
+	if (strcmp(c->tool, "open_session") == 0)
+		return tool_open_session(c, &a);
+	if (strcmp(c->tool, "close_session") == 0)
+		return tool_close_session(c, &a);
+	if (a.session_id)
+		return tool_ask_session(c, &a);
 	return tool_solve(c, &a);
 }

@@ -40,8 +40,12 @@ enum MHD_Result serve__queue(struct req *rq, unsigned status, struct MHD_Respons
  * Allow header of a 405. */
 static enum MHD_Result respond(struct req *rq, unsigned status, cJSON *j, const char *allow)
 {
-	const char *hdrs[5];
+	const char *hdrs[7];
 	size_t n = 0;
+	if (*rq->session) {
+		hdrs[n++] = "X-RLM-Session";
+		hdrs[n++] = rq->session;
+	}
 	if (status == MHD_HTTP_TOO_MANY_REQUESTS) {
 		hdrs[n++] = MHD_HTTP_HEADER_RETRY_AFTER;
 		hdrs[n++] = "1";
@@ -155,6 +159,8 @@ enum MHD_Result serve__svc_error(struct req *rq, int rc, const char *msg)
 		return serve__error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "busy", "%s", msg);
 	case SVC_ECLOSING:
 		return serve__error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "%s", msg);
+	case SVC_ESESSBUSY:
+		return serve__error(rq, MHD_HTTP_CONFLICT, "conflict", "%s", msg);
 	case SVC_EFORBIDDEN:
 		return serve__error(rq, MHD_HTTP_FORBIDDEN, "forbidden", "%s", msg);
 	case RLM_ENOTFOUND:
@@ -296,6 +302,25 @@ static enum MHD_Result route_metrics(struct req *rq)
 		buf_printf(&b, "rlm_corpora_bytes{state=\"%s\"} %.0f\n", states[i],
 			   json_num(json_get(st, "corpora"), key, 0));
 	}
+	{
+		const cJSON *ss = json_get(st, "sessions");
+		static const char *const ends[] = {"closed", "expired", "evicted"};
+		metric(&b, "rlm_sessions", "gauge", "Sessions live now (--max-sessions).");
+		buf_printf(&b, "rlm_sessions %.0f\n", json_num(ss, "live", 0));
+		metric(&b, "rlm_sessions_opened_total", "counter", "Sessions opened.");
+		buf_printf(&b, "rlm_sessions_opened_total %.0f\n", json_num(ss, "opened", 0));
+		metric(&b, "rlm_sessions_ended_total", "counter",
+		       "Sessions ended, by reason: closed (by a client, or at shutdown), expired "
+		       "(--session-idle-timeout), evicted (--max-sessions, --max-session-memory).");
+		for (size_t i = 0; i < ARRAY_SIZE(ends); i++)
+			buf_printf(&b, "rlm_sessions_ended_total{reason=\"%s\"} %.0f\n", ends[i],
+				   json_num(ss, ends[i], 0));
+		metric(&b, "rlm_session_questions_total", "counter", "Questions asked in sessions.");
+		buf_printf(&b, "rlm_session_questions_total %.0f\n", json_num(ss, "questions", 0));
+		metric(&b, "rlm_session_memory_bytes", "gauge",
+		       "Resident memory of the sessions' workers (--max-session-memory).");
+		buf_printf(&b, "rlm_session_memory_bytes %.0f\n", json_num(ss, "memory_bytes", 0));
+	}
 	metric(&b, "rlm_runs_kept", "gauge", "Finished runs held in memory (--keep-runs).");
 	buf_printf(&b, "rlm_runs_kept %.0f\n", json_num(st, "runs_kept", 0));
 	metric(&b, "rlm_runs_kept_bytes", "gauge",
@@ -351,6 +376,8 @@ enum route {
 	R_EVENTS,
 	R_SKILLS,
 	R_SKILL,
+	R_SESSIONS,
+	R_SESSION,
 };
 
 /* The routes; "*" is a run or corpus id or a skill, handed to the route. */
@@ -366,6 +393,11 @@ static const struct httpd_route routes[] = {
     {"/v1/runs/*/events", "GET, HEAD", R_EVENTS},
     {"/v1/skills", "GET, HEAD", R_SKILLS},
     {"/v1/skills/*", "GET, HEAD", R_SKILL},
+    {"/v1/sessions", "GET, HEAD, POST", R_SESSIONS},
+    {"/v1/sessions/*", "GET, HEAD, DELETE", R_SESSION},
+    {"/v1/sessions/*/contexts", "POST", R_SESSION},
+    {"/v1/sessions/*/solve", "POST", R_SESSION},
+    {"/v1/sessions/*/reset", "POST", R_SESSION},
 };
 
 /* The route of url, or NULL; *id points into url at a run or corpus id. */
@@ -419,7 +451,7 @@ static enum MHD_Result dispatch(struct req *rq)
 	if (!httpd_route_allows(rt, rq->method))
 		return not_allowed(rq, rt);
 	/* A solve or a stream may be quiet longer than the idle timeout. */
-	if (rt->id == R_SOLVE || rt->id == R_CHAT || rt->id == R_EVENTS)
+	if (rt->id == R_SOLVE || rt->id == R_CHAT || rt->id == R_EVENTS || rt->id == R_SESSION)
 		MHD_set_connection_option(
 		    rq->c, MHD_CONNECTION_OPTION_TIMEOUT,
 		    (unsigned)RLM_MIN(rq->sv->request_timeout_ns / 1000000000LL + 60, 86400));
@@ -450,6 +482,10 @@ static enum MHD_Result dispatch(struct req *rq)
 		return serve__route_skills(rq, NULL);
 	case R_SKILL:
 		return serve__route_skills(rq, id);
+	case R_SESSIONS:
+		return serve__route_sessions(rq);
+	case R_SESSION:
+		return serve__route_session(rq, id);
 	}
 	return MHD_NO;
 }

@@ -3,8 +3,8 @@
  * responses every route sends, and the routes (`rlm serve` in the CLI: the
  * command and shutdown; serve_http.c: the daemon, answers, dispatch, auth,
  * health and metrics; serve_routes.c: solves, runs, events and corpora;
- * serve_openai.c: chat completions and models; serve_stream.c: streamed
- * chat completions).
+ * serve_sessions.c: sessions; serve_openai.c: chat completions and
+ * models; serve_stream.c: streamed chat completions).
  * See docs/serve.md for the protocol. */
 #ifndef RLM_SERVE_INT_H
 #define RLM_SERVE_INT_H
@@ -59,6 +59,8 @@ struct req {
 	int64_t t0;		/* time_now_ns at its start */
 	unsigned status;	/* the status queued, for the log */
 	int fd;			/* the connection's socket (the library's), or -1 */
+	char session[SVC_SESSION_ID]; /* a session the answer is in: sent as
+				       * the X-RLM-Session header; "": none */
 };
 
 /* ---- responses (serve_http.c); each returns what the access handler returns ---- */
@@ -99,6 +101,8 @@ void serve__check_fields(struct check *k, const cJSON *o, const char *const *kno
 const char *serve__check_str(struct check *k, const cJSON *o, const char *key, const char *where);
 /* o[key] as true or false into *out (left alone when absent or null). */
 void serve__check_bool(struct check *k, const cJSON *o, const char *key, const char *where, bool *out);
+/* A request's "options" (o may be NULL: none) into so (serve_routes.c). */
+void serve__check_options(struct check *k, const cJSON *o, struct svc_opts *so);
 /* The context of a request: exactly one of text, path (with format) and
  * corpus id, loaded into the service (an inline one unregistered); 0 with
  * *hold (the request's hold on it, for serve_solve, dropped with
@@ -180,6 +184,16 @@ struct serve_chat {
 	char *schema;  /* response_format json_schema's schema (json_object:
 			* {"type":"object"}) as compact JSON text; owned, or
 			* NULL: a text answer */
+	/* conversations (serve_openai.c: chat_turns) */
+	const char *session; /* rlm_session: the session to ask in, or NULL */
+	bool no_session;     /* rlm_session false: a plain solve (the memo
+			      * may answer), no session opened */
+	bool whole;	     /* one user message and no other context: it is
+			      * the context, its question at its end */
+	char conv[33];	     /* digest of the conversation up to the question */
+	char prev[33];	     /* the key of the conversation before the
+			      * question (its messages end with an
+			      * assistant's), else "" */
 };
 int serve__chat_parse(const char *p, size_t len, struct serve_chat *ch, struct rlm_err *err);
 void serve__chat_release(struct serve_chat *ch);
@@ -219,6 +233,10 @@ enum MHD_Result serve__route_events(struct req *rq, const char *id);
 enum MHD_Result serve__route_corpora_post(struct req *rq);
 enum MHD_Result serve__route_corpus(struct req *rq, const char *id); /* GET, DELETE */
 enum MHD_Result serve__route_chat(struct req *rq);
+/* /v1/sessions (serve_sessions.c): POST opens one, GET lists them; and
+ * /v1/sessions/ID[/contexts|/solve] (id: the rest of the path). */
+enum MHD_Result serve__route_sessions(struct req *rq);
+enum MHD_Result serve__route_session(struct req *rq, const char *id);
 enum MHD_Result serve__route_models(struct req *rq);
 /* GET /v1/skills (id NULL; ?name=NAME[@V] for one, ?all=true for retired
  * names too) and /v1/skills/NAME[@V] (id). */

@@ -5,7 +5,12 @@
  * DESIGN
  * A chat request is a solve: the last user message is the question; the
  * context is the rlm_context extension (a text, a corpus id or a path) or
- * else the earlier system and user messages, in order. Known OpenAI
+ * else the earlier messages, in order, or else, for a single user message,
+ * that message (the question at its end). It is asked in a session
+ * (serve/service.h) so that a conversation goes on in one REPL: the one
+ * rlm_session names, else the one whose conversation the request's
+ * earlier turns are (a digest of the messages up to each question and the
+ * answer given, kept per session), else a new one. Known OpenAI
  * fields that mean nothing to a solve (temperature, user, ...) are taken
  * and ignored, those that would change the answer only with the value a
  * solve gives; any other field is an error, as everywhere in this API. A
@@ -14,6 +19,7 @@
  * content is the JSON text that validated, or the request fails with 422
  * (invalid_answer) when no answer did. */
 #include "serve_int.h"
+#include "../store/store.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,7 +89,7 @@ static void check_messages(struct check *k, const cJSON *msgs, struct serve_chat
 		const char *role = json_str(m, "role"), *t;
 		char *own = NULL;
 		bool text_role = strcmp(role, "user") == 0 || strcmp(role, "system") == 0 ||
-				 strcmp(role, "developer") == 0;
+				 strcmp(role, "developer") == 0 || strcmp(role, "assistant") == 0;
 		if (i > last)
 			break;
 		if (i < last && (!ctx || !text_role)) {
@@ -100,6 +106,9 @@ static void check_messages(struct check *k, const cJSON *msgs, struct serve_chat
 		if (*t) {
 			if (ch->context.len)
 				buf_puts(&ch->context, "\n\n");
+			/* an earlier answer, for a conversation no session holds */
+			if (strcmp(role, "assistant") == 0)
+				buf_puts(&ch->context, "Assistant (an earlier answer): ");
 			buf_puts(&ch->context, t);
 		}
 		free(own);
@@ -179,8 +188,8 @@ static const char *const guarded[] = {
 };
 
 /* Ours: OpenAI's request, and the rlm_ extensions. */
-static const char *const own[] = {"model",	    "messages",	   "stream",
-				  "stream_options", "rlm_context", "rlm_progress"};
+static const char *const own[] = {"model",	  "messages",	 "stream",     "stream_options",
+				  "rlm_context", "rlm_progress", "rlm_session"};
 
 static bool in_list(const char *name, const char *const *list, size_t n)
 {
@@ -365,6 +374,99 @@ static void check_stream_options(struct check *k, const cJSON *so, struct serve_
 	serve__check_bool(k, so, "include_obfuscation", "stream_options.", &ignored_flag);
 }
 
+/* ---- conversations ---- */
+
+/* The question of a request whose one user message is the context too:
+ * as the reference library's root prompt when none is given. */
+#define QUESTION_AT_END                                                                            \
+	"The question is in the context, at its end: the context is the user's message, whose "  \
+	"last part says what to answer. Read the end of `context` first to find the question, "  \
+	"then answer it from the rest of the context."
+
+/* The digest of the conversation: the context given apart (ctx), then
+ * the messages 0..upto, each its role and text. */
+static void conv_digest(const cJSON *ctx, const cJSON *msgs, size_t upto, char out[33])
+{
+	struct store_kb kb;
+	struct store_key key;
+	struct check k = {false, ""};
+	const cJSON *m;
+	size_t i = 0;
+	store_kb_init(&kb, "rlm-chat");
+	if (cJSON_IsString(ctx)) {
+		store_kb_str(&kb, "text", 4);
+		store_kb_str(&kb, ctx->valuestring, strlen(ctx->valuestring));
+	} else if (cJSON_IsObject(ctx)) {
+		char *s = json_print(ctx);
+		store_kb_str(&kb, "ref", 3);
+		store_kb_str(&kb, s, strlen(s));
+		free(s);
+	} else {
+		store_kb_str(&kb, NULL, 0);
+	}
+	cJSON_ArrayForEach(m, msgs)
+	{
+		const char *role = json_str(m, "role"), *t;
+		char *own_t = NULL;
+		if (i++ > upto)
+			break;
+		t = content_text(&k, m, i - 1, &own_t);
+		store_kb_str(&kb, role, strlen(role));
+		store_kb_str(&kb, t ? t : "", t ? strlen(t) : 0);
+		free(own_t);
+	}
+	store_kb_final(&kb, &key);
+	store_key_hex(&key, out);
+}
+
+/* rlm_session, the digests that find a conversation's session, and the
+ * one-message case (ch->question and the context checked already). */
+static void chat_turns(struct check *k, const cJSON *body, const cJSON *ctx, struct serve_chat *ch)
+{
+	const cJSON *msgs = json_get(body, "messages"), *m, *before = NULL;
+	size_t last = 0, i = 0;
+	if (cJSON_IsFalse(json_get(body, "rlm_session")))
+		ch->no_session = true;
+	else
+		ch->session = serve__check_str(k, body, "rlm_session", "");
+	if (ch->session && (!*ch->session || strlen(ch->session) >= SVC_SESSION_ID))
+		serve__check_fail(k, "rlm_session: want a session id (\"s-\" and 16 hex digits), "
+				  "or false");
+	cJSON_ArrayForEach(m, msgs)
+	{
+		const char *role = json_str(m, "role");
+		if (role && strcmp(role, "user") == 0)
+			last = i;
+		i++;
+	}
+	i = 0;
+	cJSON_ArrayForEach(m, msgs)
+	{
+		if (i + 1 == last)
+			before = m;
+		i++;
+	}
+	conv_digest(ctx, msgs, last, ch->conv);
+	*ch->prev = '\0';
+	/* The turn before the question is an answer: the conversation had
+	 * that key when it was given (serve_session_turn_key). */
+	if (last >= 2 && before && strcmp(json_str(before, "role"), "assistant") == 0) {
+		char conv[33], *own_t = NULL;
+		const char *t = content_text(k, before, last - 1, &own_t);
+		conv_digest(ctx, msgs, last - 2, conv);
+		if (t)
+			serve_session_turn_key(conv, t, ch->prev);
+		free(own_t);
+	}
+	/* One user message, nothing else: it holds the context and the
+	 * question, at its end. */
+	if (!ctx && !ch->context.len && !ch->session && ch->question && *ch->question) {
+		buf_puts(&ch->context, ch->question);
+		ch->question = QUESTION_AT_END;
+		ch->whole = true;
+	}
+}
+
 static void check_chat(struct check *k, const cJSON *body, struct serve_chat *ch)
 {
 	const cJSON *ctx = json_get(body, "rlm_context");
@@ -386,13 +488,10 @@ static void check_chat(struct check *k, const cJSON *body, struct serve_chat *ch
 		check_messages(k, json_get(body, "messages"), ch, ctx == NULL);
 	if (!k->bad && (!ch->question || !*ch->question))
 		serve__check_fail(k, "messages: the last user message is empty");
-	if (!k->bad && !ctx) {
-		if (!ch->context.len)
-			serve__check_fail(k, "no context: give rlm_context, or messages before the "
-				      "question (system or user)");
-		else
-			ch->text = ch->context.p;
-	}
+	if (!k->bad)
+		chat_turns(k, body, ctx, ch);
+	if (!k->bad && !ctx && ch->context.len)
+		ch->text = ch->context.p;
 }
 
 int serve__chat_parse(const char *p, size_t len, struct serve_chat *ch, struct rlm_err *err)
@@ -459,6 +558,8 @@ cJSON *serve__oai_rlm_ext(const cJSON *run)
 				    ? cJSON_Duplicate(json_get(run, "failures"), true)
 				    : cJSON_CreateArray());
 	json_add_num(o, "cost_usd", json_num(run, "cost_usd", 0));
+	if (json_str(run, "session_id"))
+		json_add_str(o, "session_id", json_str(run, "session_id"));
 	/* answered from the memo: the run whose answer it is, and its date
 	 * (usage is what this request spent: nothing) */
 	if (cJSON_IsObject(json_get(run, "memo"))) {
@@ -494,6 +595,7 @@ const char *serve__oai_content(cJSON *run, char *why, size_t cap)
 
 static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char *model)
 {
+	const char *sid = serve_run_session(r);
 	cJSON *run = serve_run_json(r), *o;
 	const char *answer;
 	char id[SERVE__OAI_ID], why[1200];
@@ -519,7 +621,55 @@ static enum MHD_Result chat_answer(struct req *rq, struct svc_run *r, const char
 	json_add(o, "usage", serve__oai_usage_json(run));
 	json_add(o, "rlm", serve__oai_rlm_ext(run));
 	cJSON_Delete(run);
+	/* the session the conversation goes on in: send it back as
+	 * rlm_session to be sure of it (the earlier turns find it too) */
+	if (*sid)
+		json_add_str(o, "rlm_session", sid);
 	return serve__json(rq, MHD_HTTP_OK, o);
+}
+
+/* Start the run of a chat request: in the session rlm_session names, else
+ * in the one the conversation's earlier turns are, else in a new session
+ * over the request's context (a plain solve when the service opens no
+ * sessions). 0 with *r, or an answer sent (*ret). */
+static int chat_run(struct req *rq, const struct serve_chat *ch, const struct svc_opts *so,
+		    struct svc_run **r, enum MHD_Result *ret)
+{
+	struct service *svc = rq->sv->svc;
+	struct rlm_err err = {0, ""};
+	struct svc_corp *hold = NULL;
+	char sid[SVC_SESSION_ID] = "";
+	bool sessions = serve_sessions_available(svc) && !ch->no_session;
+	int rc;
+	*r = NULL;
+	if (ch->session)
+		snprintf(sid, sizeof(sid), "%s", ch->session);
+	else if (sessions && *ch->prev)
+		serve_session_find(svc, ch->prev, sid); /* "" when none holds it */
+	if (!*sid) {
+		if ((rc = serve_can_start(svc, &err))) {
+			*ret = serve__svc_error(rq, rc, err.msg);
+			return -1;
+		}
+		if (serve__context(rq, ch->text, ch->path, ch->format, ch->corpus_id, &hold, ret))
+			return -1;
+		if (!sessions) {
+			rc = serve_solve(svc, ch->question, hold, so, r, &err);
+			serve_corpus_put(svc, hold);
+			goto out;
+		}
+		rc = serve_session_open(svc, hold, so, "chat", sid, &err);
+		serve_corpus_put(svc, hold);
+		if (rc)
+			goto out;
+	}
+	rc = serve_session_solve(svc, sid, ch->question, so, ch->conv, r, &err);
+out:
+	if (rc) {
+		*ret = serve__svc_error(rq, rc, err.msg);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- routes ---- */
@@ -531,7 +681,6 @@ enum MHD_Result serve__route_chat(struct req *rq)
 	struct svc_run *r = NULL;
 	struct rlm_err err = {0, ""};
 	enum MHD_Result ret;
-	struct svc_corp *hold = NULL;
 	int rc;
 	if ((rc = serve__chat_parse(rq->body.buf.p, rq->body.buf.len, &ch, &err)))
 		return serve__body_error(rq, rc, &err);
@@ -549,18 +698,9 @@ enum MHD_Result serve__route_chat(struct req *rq)
 		}
 		so.model = ch.model;
 	}
-	if ((rc = serve_can_start(rq->sv->svc, &err))) {
-		ret = serve__svc_error(rq, rc, err.msg);
+	if (chat_run(rq, &ch, &so, &r, &ret))
 		goto out;
-	}
-	if (serve__context(rq, ch.text, ch.path, ch.format, ch.corpus_id, &hold, &ret))
-		goto out;
-	rc = serve_solve(rq->sv->svc, ch.question, hold, &so, &r, &err);
-	serve_corpus_put(rq->sv->svc, hold);
-	if (rc) {
-		ret = serve__svc_error(rq, rc, err.msg);
-		goto out;
-	}
+	snprintf(rq->session, sizeof(rq->session), "%s", serve_run_session(r)); /* X-RLM-Session */
 	if (ch.stream) {
 		ret = serve__chat_stream(rq, r, ch.model, ch.include_usage, ch.progress);
 		r = NULL;

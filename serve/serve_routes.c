@@ -258,6 +258,11 @@ static void check_options(struct check *k, const cJSON *o, struct svc_opts *so)
 	check_budgets(k, o, so);
 }
 
+void serve__check_options(struct check *k, const cJSON *o, struct svc_opts *so)
+{
+	check_options(k, o, so);
+}
+
 int serve__solve_parse(const char *p, size_t len, struct serve_solve *s, struct rlm_err *err)
 {
 	static const char *const known[] = {"question", "context", "context_path", "corpus_id",
@@ -627,8 +632,8 @@ static void sse_free(void *cls)
 enum MHD_Result serve__stream(struct req *rq, void *st, MHD_ContentReaderCallback read,
 			   MHD_ContentReaderFreeCallback done)
 {
-	static const char *const hdrs[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache",
-					   "X-Accel-Buffering", "no", NULL};
+	const char *hdrs[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache", "X-Accel-Buffering", "no",
+			      *rq->session ? "X-RLM-Session" : NULL, rq->session, NULL};
 	return serve__queue(rq, MHD_HTTP_OK,
 			 httpd_callback_response(MHD_SIZE_UNKNOWN, 32 * 1024, read, st, done,
 						 "text/event-stream", hdrs));

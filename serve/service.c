@@ -61,6 +61,9 @@ struct svc_run {
 	char corpus_id[24];
 	struct svc_corp *corp;	  /* held until the run ends */
 	const struct corpus *ctx; /* corp's */
+	struct svc_sess *sess;	  /* the session it asks in (a reference,
+				   * given back at its end), or NULL */
+	char sess_id[SVC_SESSION_ID]; /* its id, or "" */
 	struct rlm_opts o;	  /* the service's with the request's over them */
 	atomic_bool cancel;
 	int64_t t0; /* time_now_ns at start */
@@ -154,6 +157,12 @@ int serve_new(const struct svc_cfg *cfg, struct service **out, struct rlm_err *e
 	pthread_mutex_init(&s->mu, NULL);
 	cond_init_mono(&s->cv);
 	rng_seed(&s->rng, (uint64_t)time_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time_wall_ms());
+	if ((rc = serve__sessions_init(s, cfg, err))) {
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
+		store_close(s->store);
+		goto fail;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -229,6 +238,7 @@ void serve_free(struct service *s)
 	if (!s)
 		return;
 	serve_shutdown(s, 0);
+	serve__sessions_free(s);
 	for (size_t i = 0; i < s->n_runs; i++)
 		serve_run_put(s->runs[i]);
 	free(s->runs);
@@ -285,6 +295,7 @@ cJSON *serve_stats(struct service *s)
 	serve__corpora_stats_locked(s, o);
 	json_add_num(o, "runs_kept", (double)finished_locked(s));
 	json_add_num(o, "runs_kept_bytes", (double)atomic_load(&s->runs_bytes));
+	serve__sessions_stats_locked(s, o);
 	pthread_mutex_unlock(&s->mu);
 	json_add_num(o, "model_calls", (double)st.calls);
 	json_add_num(o, "cache_hits", (double)st.cached);
@@ -473,6 +484,12 @@ static int opts_apply(struct service *s, const struct svc_opts *q, struct rlm_op
 			      "the cost budget (options.max_cost)", err);
 }
 
+int serve__opts_apply(struct service *s, const struct svc_opts *q, struct rlm_opts *o,
+		      struct rlm_err *err)
+{
+	return opts_apply(s, q, o, err);
+}
+
 static enum run_status status_of(int rc, const struct rlm_result *res, bool cancelled)
 {
 	if (rc == RLM_ECANCEL || (cancelled && (rc < 0 || res->stop == RLM_STOP_CANCEL)))
@@ -531,7 +548,8 @@ static void *run_main(void *arg)
 	enum run_status st;
 	int64_t wall;
 	cJSON *result, *end;
-	int rc = rlm_solve(&r->o, r->question, r->ctx, &res, &err);
+	int rc = r->sess ? rlm_session_solve(serve__sess_rs(r->sess), &r->o, r->question, &res, &err)
+			 : rlm_solve(&r->o, r->question, r->ctx, &res, &err);
 	wall = RLM_MAX(time_now_ns() - r->t0, (int64_t)1);
 	if (!r->id_ready)
 		on_run("", r); /* no store, or it failed before the run began */
@@ -561,6 +579,12 @@ static void *run_main(void *arg)
 			      (r->error ? strlen(r->error) : 0));
 	pthread_mutex_unlock(&r->mu);
 	rlm_result_release(&res);
+	if (r->sess) {
+		/* idle again before its end is told: a client that saw the
+		 * end may ask the next question at once */
+		serve__sess_done(s, r->sess, st == ST_DONE ? r->answer : NULL);
+		r->sess = NULL;
+	}
 
 	end = serve_run_json(r);
 	cJSON_DeleteItemFromObjectCaseSensitive(end, "question");
@@ -640,8 +664,20 @@ static int schema_check(struct service *s, const struct rlm_opts *o, struct rlm_
 int serve_solve(struct service *s, const char *question, struct svc_corp *k, const struct svc_opts *q,
 	      struct svc_run **run, struct rlm_err *err)
 {
-	struct svc_run *r;
 	struct rlm_opts o = s->base;
+	int rc;
+	*run = NULL;
+	if ((rc = opts_apply(s, q, &o, err)))
+		return rc;
+	return serve__run_start(s, question, k, &o, NULL, run, err);
+}
+
+int serve__run_start(struct service *s, const char *question, struct svc_corp *k,
+		     const struct rlm_opts *opts, struct svc_sess *sess, struct svc_run **run,
+		     struct rlm_err *err)
+{
+	struct svc_run *r;
+	struct rlm_opts o = *opts;
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;
@@ -652,7 +688,7 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 		return rlm_err_set(err, RLM_EINVAL, "the question is empty");
 	if ((rc = serve__check_text("the question", question, strlen(question), err)))
 		return rc;
-	if ((rc = opts_apply(s, q, &o, err)) || (rc = schema_check(s, &o, err)))
+	if ((rc = schema_check(s, &o, err)))
 		return rc;
 	r = xcalloc(1, sizeof(*r));
 	if (o.schema_json) {
@@ -689,6 +725,11 @@ int serve_solve(struct service *s, const char *question, struct svc_corp *k, con
 	}
 	r->corp = k;
 	r->ctx = k->c;
+	r->sess = sess;
+	if (sess) {
+		snprintf(r->sess_id, sizeof(r->sess_id), "%s", serve__sess_id(sess));
+		serve__sess_bind_locked(sess, r);
+	}
 	memcpy(r->corpus_id, k->info.id, sizeof(r->corpus_id));
 	r->t0 = time_now_ns();
 	pthread_attr_init(&attr);
@@ -741,6 +782,11 @@ const char *serve_run_id(const struct svc_run *r)
 	return r->id;
 }
 
+const char *serve_run_session(const struct svc_run *r)
+{
+	return r->sess_id;
+}
+
 bool serve_run_wait(struct svc_run *r, int64_t deadline_ns)
 {
 	bool ended;
@@ -779,6 +825,8 @@ cJSON *serve_run_json(struct svc_run *r)
 	json_add_str(o, "status", status_names[r->status]);
 	json_add_str(o, "question", r->question);
 	json_add_str(o, "corpus_id", r->corpus_id);
+	if (*r->sess_id)
+		json_add_str(o, "session_id", r->sess_id);
 	if (r->status == ST_RUNNING) {
 		json_add(o, "answer", cJSON_CreateNull());
 		if (r->schema) {

@@ -59,6 +59,7 @@ struct store;
 #define SVC_EBUSY      (-2001) /* max_solves are running */
 #define SVC_EFORBIDDEN (-2002) /* a path outside the roots */
 #define SVC_ECLOSING   (-2003) /* the service is shutting down */
+#define SVC_ESESSBUSY  (-2004) /* the session is answering a question */
 
 struct svc_cfg {
 	struct rlm_models_cfg mo;    /* the pool and models (rlm_models_init) */
@@ -83,10 +84,18 @@ struct svc_cfg {
 	size_t corpus_cache;         /* bytes of unused unregistered corpora
 				      * kept (SVC_CORPUS_CACHE is a sane
 				      * default); 0: none */
+	double session_idle_s;       /* a session unused this long is ended;
+				      * 0: SVC_SESSION_IDLE_S */
+	int max_sessions;            /* live at once; 0: SVC_MAX_SESSIONS */
+	size_t max_session_memory;   /* the sessions' workers' resident memory,
+				      * summed; 0: SVC_SESSION_MEMORY */
 };
 
 #define SVC_CORPUS_CACHE    ((size_t)256 << 20)
 #define SVC_KEEP_RUNS_BYTES ((size_t)256 << 20)
+#define SVC_SESSION_IDLE_S  900.0
+#define SVC_MAX_SESSIONS    32
+#define SVC_SESSION_MEMORY  ((size_t)4 << 30)
 
 struct service;
 struct svc_run;
@@ -117,7 +126,8 @@ const char *serve_sub_model_name(const struct service *s);
  *  "solve_seconds_sum", "solve_seconds_count", "corpora": {"registered",
  *  "in_use", "cached", and each with "_bytes"}, "runs_kept": finished runs
  *  held in memory, "runs_kept_bytes": what every run in memory holds,
- *  running ones too (keep_runs_bytes bounds it)} */
+ *  running ones too (keep_runs_bytes bounds it), "sessions": {"live",
+ *  "opened", "closed", "expired", "evicted", "questions", "memory_bytes"}} */
 struct cJSON *serve_stats(struct service *s);
 
 /* ---- corpora ---- */
@@ -238,6 +248,72 @@ struct cJSON *serve_run_event(struct svc_run *r, size_t pos, int64_t deadline_ns
  * holds. NULL with err (RLM_ENOTFOUND, or RLM_ESTORE) otherwise. The
  * caller owns the result. */
 struct cJSON *serve_run_record(struct service *s, const char *id, struct rlm_err *err);
+
+/* ---- sessions ----
+ * A session (rlm/rlm.h: rlm_session_*) keeps one REPL worker and its
+ * conversation across questions. Each question is a run like any other
+ * (serve_run_*: its events, wait, cancel), of the session's options with
+ * the question's limits over them. One question at a time: another while
+ * one runs is refused (SVC_ESESSBUSY), never queued. A session unused for
+ * session_idle_s is ended (its worker killed); past max_sessions, opening
+ * one ends the least recently used idle one (SVC_EBUSY when every one is
+ * busy); past max_session_memory (the workers' resident memory, summed),
+ * the least recently used idle ones are ended. A session that ended is
+ * remembered for a while, so that asking for it says why (expired,
+ * closed, evicted) rather than that it never was. */
+
+#define SVC_SESSION_ID 24 /* "s-" and 16 hex digits, and a NUL */
+
+/* Open a session over corpus k (a hold: the session takes one of its own)
+ * with the request's options q (NULL: the service's); origin names who
+ * opened it ("api", "chat", "mcp"). Returns 0 with id, SVC_EBUSY (every
+ * live session busy at max_sessions), SVC_ECLOSING, RLM_EINVAL (a model
+ * not the service's; the tree strategy) with err. */
+int serve_session_open(struct service *s, struct svc_corp *k, const struct svc_opts *q,
+		       const char *origin, char id[SVC_SESSION_ID], struct rlm_err *err);
+/* Add corpus k (a hold, as above) to session id as context_N (*n). 0,
+ * RLM_ENOTFOUND (err says when it ended and why), SVC_ESESSBUSY, or the
+ * worker's error. */
+int serve_session_add_context(struct service *s, const char *id, struct svc_corp *k, int *n,
+			      struct rlm_err *err);
+/* Ask question in session id: serve_solve's contract (*run a reference),
+ * plus RLM_ENOTFOUND and SVC_ESESSBUSY. q's model and strategy must be
+ * the session's (NULL fields: they are); its limits apply to this
+ * question. conv (NULL: none): the digest of the conversation up to the
+ * question (the chat door's); when the question is answered, the
+ * session's key becomes serve_session_turn_key(conv, answer). */
+int serve_session_solve(struct service *s, const char *id, const char *question,
+			const struct svc_opts *q, const char *conv, struct svc_run **run,
+			struct rlm_err *err);
+/* Forget session id's conversation and history and kill its worker (the
+ * next question starts afresh; its contexts stay): rlm_session_reset. 0,
+ * RLM_ENOTFOUND or SVC_ESESSBUSY with err. */
+int serve_session_reset(struct service *s, const char *id, struct rlm_err *err);
+/* End session id now (a question running in it is cancelled; its worker
+ * goes when that run ends). 0 or RLM_ENOTFOUND with err. */
+int serve_session_close(struct service *s, const char *id, struct rlm_err *err);
+/* {"id", "origin", "status": "idle|busy", "run_id" (busy), "questions",
+ * "contexts", "pid", "rss_bytes", "restarts", "conversation_bytes",
+ * "compactions", "created" (unix s), "idle_ms", "expires_in_ms",
+ * "corpus_ids" (context, context_1, ...), "variables", "history"
+ * (with_history)} of session id; NULL with err
+ * (RLM_ENOTFOUND: why) when it is not live. The caller owns it. */
+struct cJSON *serve_session_json(struct service *s, const char *id, bool with_history,
+				 struct rlm_err *err);
+/* {"object": "list", "sessions": [serve_session_json without history]} */
+struct cJSON *serve_sessions_json(struct service *s);
+/* The session of run r ("" when none). Valid while the reference is held. */
+const char *serve_run_session(const struct svc_run *r);
+/* Conversations (the chat door): key is a digest of a conversation so far;
+ * find the live session whose conversation it is (0 with id, or
+ * RLM_ENOTFOUND), or make key session id's. */
+int serve_session_find(struct service *s, const char *key, char id[SVC_SESSION_ID]);
+void serve_session_set_key(struct service *s, const char *id, const char *key);
+/* The key of a conversation conv (a digest) followed by answer: 32 hex
+ * digits. */
+void serve_session_turn_key(const char *conv, const char *answer, char out[33]);
+/* Can the service open sessions (its strategy is repl)? */
+bool serve_sessions_available(const struct service *s);
 
 /* The skills of the service's store (GET /v1/skills). ref NULL: the list
  * {"object":"list","skills":[...]} of each name's latest version without

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* serve/service_int.h -- inside the service (serve/service.h): the service
- * itself, shared by service.c (solves and runs) and service_corpus.c (the
- * corpora and the roots). */
+ * itself, shared by service.c (solves and runs), service_corpus.c (the
+ * corpora and the roots) and service_session.c (sessions). */
 #ifndef RLM_SERVICE_INT_H
 #define RLM_SERVICE_INT_H
 
@@ -12,6 +12,8 @@
 #include "../store/store.h"
 
 #define SVC_N_LE 14 /* bounds of the solve-time histogram (then +Inf) */
+
+struct svc_sess; /* a session (service_session.c) */
 
 /* A corpus the service holds. Reference counted under the service's
  * mutex: each run that reads it and each request between loading it and
@@ -52,6 +54,11 @@ struct service {
 	int keep_runs;	     /* finished runs kept in memory */
 	size_t keep_bytes;   /* bytes the runs in memory may hold */
 	size_t corpus_cache; /* bytes of unused unregistered corpora kept */
+	int64_t sess_idle_ns;	 /* sessions: idle timeout */
+	int max_sessions;	 /* live at once */
+	size_t max_sess_mem;	 /* workers' RSS summed */
+	pthread_t janitor;	 /* ends idle sessions (service_session.c) */
+	bool janitor_on;	 /* started */
 
 	pthread_mutex_t mu;    /* guards everything below */
 	pthread_cond_t cv;     /* a run thread ended; a run got its id */
@@ -75,6 +82,21 @@ struct service {
 	 * a ring, so a client that sends the same schema pays the check once */
 	struct store_key schema_ok[SVC_SCHEMAS_OK];
 	size_t n_schema_ok;
+	struct svc_sess **sess;	 /* live sessions; one reference each */
+	size_t n_sess, cap_sess;
+	struct svc_gone *gone;	 /* sessions that ended lately, a ring */
+	size_t n_gone;		 /* ever ended: gone[n_gone % SVC_GONE] next */
+	int64_t sess_n[5];	 /* opened, closed, expired, evicted, questions */
+	bool janitor_stop;	 /* serve_free: the janitor returns */
+	pthread_cond_t jcv;	 /* wakes the janitor */
+};
+
+#define SVC_GONE 256 /* ended sessions remembered, to say why */
+
+/* A session that ended: its id and why, for the 404 of a later request. */
+struct svc_gone {
+	char id[SVC_SESSION_ID];
+	char why[160];
 };
 
 /* Grow *pp, an array of *cap elements of size bytes, to hold n + 1. */
@@ -95,6 +117,31 @@ int serve__check_text(const char *what, const char *t, size_t len, struct rlm_er
 int serve__roots_open(struct service *s, const char *const *roots, struct rlm_err *err);
 /* Close and free s->roots. */
 void serve__roots_close(struct service *s);
+/* A solve of question over k with options o (complete: callbacks are
+ * set here), in session sess when not NULL (the run takes a reference on
+ * it and gives it back through serve__sess_done): serve_solve's contract. */
+int serve__run_start(struct service *s, const char *question, struct svc_corp *k,
+		     const struct rlm_opts *o, struct svc_sess *sess, struct svc_run **run,
+		     struct rlm_err *err);
+/* q over o (s's models by name, limits lowered): 0 or RLM_EINVAL. */
+int serve__opts_apply(struct service *s, const struct svc_opts *q, struct rlm_opts *o,
+		      struct rlm_err *err);
+/* The session of a run's thread (service_session.c): */
+struct rlm_session *serve__sess_rs(struct svc_sess *x);
+const char *serve__sess_id(const struct svc_sess *x);
+/* r is the question x is answering (s->mu held; serve__run_start). */
+void serve__sess_bind_locked(struct svc_sess *x, struct svc_run *r);
+/* The run of x ended (its thread, before the run settles): x is idle
+ * again, its state noted, its key moved on when answer (the run's, when
+ * it answered; else NULL), the run's reference dropped. */
+void serve__sess_done(struct service *s, struct svc_sess *x, const char *answer);
+/* Start the janitor (serve_new) / end every session and stop it
+ * (serve_free, once no run thread is left). */
+int serve__sessions_init(struct service *s, const struct svc_cfg *cfg, struct rlm_err *err);
+void serve__sessions_free(struct service *s);
+/* Add "sessions" to o (s->mu held): serve_stats's. */
+void serve__sessions_stats_locked(struct service *s, cJSON *o);
+
 /* Free the corpora. */
 void serve__corpora_free(struct service *s);
 /* Add "corpora" to o (s->mu held): serve_stats's. */

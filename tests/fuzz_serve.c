@@ -115,9 +115,17 @@ static void one_chat(const char *p, size_t len, bool is_object, bool utf8)
 			abort();
 		return;
 	}
-	if (!cJSON_IsObject(ch.body) || !ch.question || !*ch.question || ch.question != ch.qown)
+	/* one user message alone: it is the context, the question a fixed text */
+	if (!cJSON_IsObject(ch.body) || !ch.question || !*ch.question ||
+	    (ch.question != ch.qown && !ch.whole) ||
+	    (ch.whole && (ch.session || strcmp(ch.text ? ch.text : "", ch.qown) != 0)))
 		abort();
-	if (!!ch.text + !!ch.path + !!ch.corpus_id != 1 || (ch.format && !ch.path) || !ch.model)
+	/* a context, but for a request in a session (rlm_session) */
+	if (!!ch.text + !!ch.path + !!ch.corpus_id > 1 ||
+	    (!ch.session && !!ch.text + !!ch.path + !!ch.corpus_id != 1) ||
+	    (ch.format && !ch.path) || !ch.model)
+		abort();
+	if (strlen(ch.conv) != 32 || (*ch.prev && strlen(ch.prev) != 32))
 		abort();
 	/* The earlier messages are the context only when rlm_context is not. */
 	if (ch.context.len && ch.text != ch.context.p)

@@ -424,7 +424,7 @@ TEST(initialize_negotiates_the_version)
 		 * 2025-11-25 on */
 		r = server_call(&s, 5, "tools/list", NULL);
 		tools = json_get(json_get(r, "result"), "tools");
-		CHECK_INT(cJSON_GetArraySize(tools), 3);
+		CHECK_INT(cJSON_GetArraySize(tools), 5);
 		cJSON_ArrayForEach(t, tools)
 		{
 			CHECK_INT(!!json_get(t, "outputSchema"), structured);
@@ -452,7 +452,7 @@ TEST(initialize_negotiates_the_version)
 	free(file);
 }
 
-TEST(tools_list_has_three_tools_with_schemas)
+TEST(tools_list_has_five_tools_with_schemas)
 {
 	struct server s;
 	cJSON *r, *tools, *t;
@@ -462,7 +462,7 @@ TEST(tools_list_has_three_tools_with_schemas)
 	r = server_call(&s, 1, "tools/list", "{}");
 	tools = json_get(json_get(r, "result"), "tools");
 	CHECK(cJSON_IsArray(tools));
-	CHECK_INT(cJSON_GetArraySize(tools), 3);
+	CHECK_INT(cJSON_GetArraySize(tools), 5);
 	cJSON_ArrayForEach(t, tools)
 	{
 		const char *name = json_str(t, "name");
@@ -480,7 +480,7 @@ TEST(tools_list_has_three_tools_with_schemas)
 		CHECK(cJSON_IsObject(json_get(in, "properties")));
 		CHECK(cJSON_IsFalse(json_get(in, "additionalProperties")));
 		CHECK_STR(json_str(out, "type"), "object");
-		req = json_print(json_get(in, "required"));
+		req = json_get(in, "required") ? json_print(json_get(in, "required")) : xstrdup("null");
 		if (strcmp(name, "solve") == 0) {
 			seen |= 1;
 			CHECK_STR(req, "[\"question\"]");
@@ -495,9 +495,19 @@ TEST(tools_list_has_three_tools_with_schemas)
 			CHECK(json_get(json_get(out, "properties"), "corpus_id"));
 		} else if (strcmp(name, "ask") == 0) {
 			seen |= 4;
-			CHECK_STR(req, "[\"corpus_id\",\"question\"]");
+			CHECK_STR(req, "[\"question\"]");
+			CHECK(json_get(json_get(in, "properties"), "session_id"));
+			CHECK(json_get(json_get(in, "properties"), "corpus_id"));
+		} else if (strcmp(name, "open_session") == 0) {
+			seen |= 8;
+			CHECK_STR(req, "null");
+			CHECK(json_get(json_get(out, "properties"), "session_id"));
+		} else if (strcmp(name, "close_session") == 0) {
+			seen |= 16;
+			CHECK_STR(req, "[\"session_id\"]");
 		}
-		if (strcmp(name, "load_corpus") != 0) {
+		if (strcmp(name, "load_corpus") != 0 && strcmp(name, "open_session") != 0 &&
+		    strcmp(name, "close_session") != 0) {
 			char *oreq = json_print(json_get(out, "required"));
 			CHECK_STR(oreq, "[\"run_id\",\"answer\",\"sources\",\"stop\",\"complete\","
 					"\"failures\",\"usage\",\"cost_usd\"]");
@@ -505,7 +515,7 @@ TEST(tools_list_has_three_tools_with_schemas)
 		}
 		free(req);
 	}
-	CHECK_INT(seen, 7);
+	CHECK_INT(seen, 31);
 	CHECK(!json_get(json_get(r, "result"), "nextCursor"));
 	cJSON_Delete(r);
 	CHECK_INT(server_close(&s, 20), 0);
@@ -727,6 +737,75 @@ TEST(load_corpus_then_ask)
 	free(args);
 	CHECK_INT(server_close(&s, 30), 0);
 	free(id);
+	free(p);
+	free(q);
+	item_release(&it);
+}
+
+/* A session: open_session over a context, two questions in one REPL
+ * worker (a child of the server, the same one for both), close_session
+ * frees it, and an ask after is a tool error that says why. */
+TEST(open_session_ask_twice_then_close_frees_the_worker)
+{
+	struct server s;
+	struct item it;
+	char *q, *p, *args, *sid;
+	pid_t kids[64], kids2[64];
+	size_t n, n2;
+	cJSON *r, *sc;
+	gen(&it);
+	q = jstr(it.question);
+	p = jstr(it.path);
+	server_start(&s, NULL, NULL);
+	server_init(&s);
+	args = xasprintf("{\"path\":%s,\"max_iterations\":8}", p);
+	call_tool(&s, 1, "open_session", args, NULL);
+	r = server_wait(&s, 1, 30000, NULL);
+	sc = json_get(tool_result(r), "structuredContent");
+	CHECK(!cJSON_IsTrue(json_get(json_get(r, "result"), "isError")));
+	CHECK(strncmp(json_str(sc, "session_id"), "s-", 2) == 0);
+	CHECK(strncmp(json_str(sc, "corpus_id"), "c-", 2) == 0);
+	sid = jstr(json_str(sc, "session_id"));
+	cJSON_Delete(r);
+	free(args);
+	CHECK_INT((int)descendants(s.pid, kids, ARRAY_SIZE(kids)), 0); /* no worker yet */
+
+	args = xasprintf("{\"session_id\":%s,\"question\":%s}", sid, q);
+	call_tool(&s, 2, "ask", args, NULL);
+	r = server_wait(&s, 2, 90000, NULL);
+	CHECK_CONTAINS(answer_of(r), it.answer);
+	CHECK(json_str(json_get(tool_result(r), "structuredContent"), "run_id"));
+	cJSON_Delete(r);
+	n = descendants(s.pid, kids, ARRAY_SIZE(kids));
+	CHECK_MSG(n >= 1, "no REPL worker kept for the session");
+	call_tool(&s, 3, "ask", args, NULL);
+	r = server_wait(&s, 3, 90000, NULL);
+	CHECK_CONTAINS(answer_of(r), it.answer);
+	cJSON_Delete(r);
+	n2 = descendants(s.pid, kids2, ARRAY_SIZE(kids2));
+	CHECK_INT((int)n2, (int)n);
+	CHECK_INT(kids2[0], kids[0]); /* the same worker */
+	free(args);
+
+	args = xasprintf("{\"session_id\":%s}", sid);
+	call_tool(&s, 4, "close_session", args, NULL);
+	r = server_wait(&s, 4, 30000, NULL);
+	sc = json_get(tool_result(r), "structuredContent");
+	CHECK_INT((int)json_num(sc, "questions", 0), 2);
+	cJSON_Delete(r);
+	for (size_t i = 0; i < n; i++) {
+		int64_t t1 = time_now_ns();
+		while (alive(kids[i]) && time_now_ns() - t1 < 5000000000LL)
+			time_sleep_ns(20000000);
+		CHECK_MSG(!alive(kids[i]), "worker %d outlived its session", (int)kids[i]);
+	}
+	call_tool(&s, 5, "close_session", args, NULL);
+	r = server_wait(&s, 5, 30000, NULL);
+	CHECK_CONTAINS(tool_error_text(r), "was closed");
+	cJSON_Delete(r);
+	free(args);
+	CHECK_INT(server_close(&s, 30), 0);
+	free(sid);
 	free(p);
 	free(q);
 	item_release(&it);
@@ -1111,6 +1190,16 @@ TEST(tool_argument_errors_are_tool_errors)
 		{"ask", "{\"question\":\"q\"}", "missing argument 'corpus_id'"},
 		{"ask", "{\"corpus_id\":\"c-1\",\"question\":\"q\",\"path\":\"x\"}",
 		 "unknown argument 'path'"},
+		{"ask", "{\"corpus_id\":\"c-1\",\"session_id\":\"s-1\",\"question\":\"q\"}",
+		 "give one of 'session_id' and 'corpus_id'"},
+		{"ask", "{\"session_id\":\"s-0000000000000000\",\"question\":\"q\"}",
+		 "no session 's-0000000000000000'"},
+		{"open_session", "{}", "missing argument: give exactly one of"},
+		{"open_session", "{\"context\":\"x\",\"question\":\"q\"}",
+		 "unknown argument 'question'"},
+		{"close_session", "{}", "missing argument 'session_id'"},
+		{"close_session", "{\"session_id\":\"s-0000000000000000\"}",
+		 "no session 's-0000000000000000'"},
 		{"load_corpus", "{}", "missing argument 'path'"},
 		{"load_corpus", "{\"path\":\"x\",\"format\":\"xml\"}", "unknown format 'xml'"},
 		/* wrong types too (SEP-1303: input validation is the tool's) */
@@ -1380,7 +1469,9 @@ TEST(solve_with_a_schema_gives_structured_content)
 	tools = json_get(json_get(r, "result"), "tools");
 	cJSON_ArrayForEach(t, tools)
 	{
-		if (strcmp(json_str(t, "name"), "load_corpus") == 0)
+		/* the tools that answer a question (a session's schema is its
+		 * questions', given to ask) */
+		if (strcmp(json_str(t, "name"), "solve") != 0 && strcmp(json_str(t, "name"), "ask"))
 			continue;
 		CHECK(cJSON_IsArray(json_get(json_get(json_get(t, "inputSchema"), "properties"),
 					     "schema")

@@ -1282,8 +1282,6 @@ TEST(serve_chat)
 		     "invalid_request", "stream_options.include_usag: unknown field"},
 		    {"{" Q_CTX ", \"rlm_progress\": \"no\"}", 400, "invalid_request", "rlm_progress"},
 #undef Q_CTX
-		    {"{\"messages\": [{\"role\": \"user\", \"content\": \"q?\"}]}", 400,
-		     "invalid_request", "no context"},
 		    {"{\"messages\": [{\"role\": \"system\", \"content\": \"x\"}]}", 400,
 		     "invalid_request", "user message"},
 		    {"{\"messages\": []}", 400, "invalid_request", "messages"},

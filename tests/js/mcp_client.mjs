@@ -2,9 +2,10 @@
 // tests/js/mcp_client.mjs -- the official MCP TypeScript SDK's Client over
 // StdioClientTransport against `rlm mcp` (docs/serve.md): it spawns
 // `rlm mcp --cache DB --root DIR`, initializes (the SDK's latest protocol
-// revision must be the one agreed on), lists the three tools,
+// revision must be the one agreed on), lists the five tools,
 // calls `solve` on a context (with a progress token), `load_corpus` on a
-// file under the root and `ask` on that corpus, then the errors: missing
+// file under the root and `ask` on that corpus, a session (`open_session`,
+// `ask` twice with its session_id, `close_session`), then the errors: missing
 // arguments, arguments of the wrong type (SEP-1303: input validation
 // errors are tool errors) and a path outside the root as tool errors
 // (isError), an unknown tool as a JSON-RPC error; last, that it exits 0
@@ -201,7 +202,7 @@ try {
 	await run('list_tools', async () => {
 		const { tools } = await client.listTools(undefined, opts);
 		const names = tools.map((t) => t.name).sort();
-		check(JSON.stringify(names) === '["ask","load_corpus","solve"]', 'tools', names);
+		check(JSON.stringify(names) === '["ask","close_session","load_corpus","open_session","solve"]', 'tools', names);
 		for (const t of tools)
 			check(t.inputSchema?.type === 'object' && typeof t.description === 'string',
 			      `tool ${t.name}: inputSchema or description`, t);
@@ -244,6 +245,33 @@ try {
 						  arguments: { corpus_id: corpusId, question } },
 						undefined, opts);
 		checkAnswer(r, 'ask');
+	});
+
+	// A session: open_session over the context, two questions with ask in
+	// it (the second answered in the same REPL), close_session; an ask
+	// after it is a tool error.
+	await run('session', async () => {
+		const o = await client.callTool({ name: 'open_session', arguments: { context } },
+						undefined, opts);
+		check(!o.isError && typeof o.structuredContent?.session_id === 'string' &&
+		      o.structuredContent.session_id.startsWith('s-'), 'open_session', o);
+		const sid = o.structuredContent.session_id;
+		const a1 = await client.callTool({ name: 'ask',
+						   arguments: { session_id: sid, question } },
+						 undefined, opts);
+		checkAnswer(a1, 'ask in the session (1)');
+		const a2 = await client.callTool({ name: 'ask',
+						   arguments: { session_id: sid, question } },
+						 undefined, opts);
+		checkAnswer(a2, 'ask in the session (2)');
+		check(a2.structuredContent.run_id !== a1.structuredContent.run_id,
+		      'the second question is a run of its own', a2.structuredContent);
+		const c = await client.callTool({ name: 'close_session',
+						  arguments: { session_id: sid } }, undefined, opts);
+		check(!c.isError && c.structuredContent?.questions === 2, 'close_session', c);
+		checkToolError(await client.callTool({ name: 'ask',
+						       arguments: { session_id: sid, question } },
+						     undefined, opts), 'ask in a closed session');
 	});
 
 	await run('error_missing_arguments', async () => {

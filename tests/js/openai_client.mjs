@@ -4,7 +4,9 @@
 // completion with the `rlm_context` extension field (a string, and a
 // {"path"} when given one), one whose context is the earlier messages, the
 // same streamed (SDK chunks, then the raw SSE body to see it end with
-// `data: [DONE]`), the runs behind their ids (GET /v1/runs/{id}),
+// `data: [DONE]`), the runs behind their ids (GET /v1/runs/{id}), a request
+// of one user message (context and question), a three-turn conversation in
+// one session (rlm_session, then found by its earlier turns),
 // models.list, and the error shapes (an unknown model: 404 model_not_found;
 // fields a solve cannot honour, as tools or n > 1: 400; a wrong key, a path
 // outside the roots) as the SDK's typed errors.
@@ -372,6 +374,49 @@ try {
 			      'error type', err.error);
 		});
 	}
+
+	// One user message: the context, with the question at its end; the
+	// answer comes in a session the response names.
+	await run('chat_one_message', async () => {
+		const c = await client.chat.completions.create({
+			model: 'rlm',
+			messages: [{ role: 'user', content: `${context}\n(one message)\n\n${question}` }],
+		});
+		check(c?.object === 'chat.completion' && c.choices?.length === 1,
+		      'one message: a chat.completion', c);
+		check(typeof c.choices[0].message?.content === 'string' &&
+		      c.choices[0].message.content.length > 0, 'one message: no answer', c.choices[0]);
+		check(typeof c.rlm_session === 'string' && c.rlm_session.startsWith('s-'),
+		      'one message: rlm_session', c.rlm_session);
+	});
+
+	// Three turns of one conversation: the second names its session with
+	// rlm_session, the third is found by its earlier turns; all three in
+	// one session, which GET /v1/sessions/ID shows.
+	await run('chat_session_three_turns', async () => {
+		const messages = [{ role: 'system', content: `${context}\n(conversation)\n` },
+				  { role: 'user', content: question }];
+		const c1 = await client.chat.completions.create({ model: 'rlm', messages });
+		checkCompletion(c1, 'turn 1');
+		const sid = c1.rlm_session;
+		check(typeof sid === 'string' && sid.startsWith('s-'), 'turn 1: rlm_session', sid);
+		messages.push(c1.choices[0].message, { role: 'user', content: `${question} (again)` });
+		const c2 = await client.chat.completions.create({ model: 'rlm', messages,
+								  rlm_session: sid });
+		checkCompletion(c2, 'turn 2');
+		check(c2.rlm_session === sid, 'turn 2: another session', c2.rlm_session);
+		messages.push(c2.choices[0].message,
+			      { role: 'user', content: `${question} (a third time)` });
+		const c3 = await client.chat.completions.create({ model: 'rlm', messages });
+		checkCompletion(c3, 'turn 3');
+		check(c3.rlm_session === sid, 'turn 3: not found by its earlier turns',
+		      c3.rlm_session);
+		const r = await fetch(`${baseURL}/sessions/${sid}`,
+				      { headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {} });
+		const j = await r.json();
+		check(r.ok && j.questions === 3 && j.history?.length === 3 && j.pid > 0,
+		      'GET /v1/sessions/ID after three turns', j);
+	});
 
 	if (args['context-path']) {
 		await run('chat_rlm_context_path', async () => {
