@@ -88,6 +88,7 @@
 
 #define CHUNK_DEFAULT 100000 /* when the prompt states no size */
 #define SHOWN_ANSWERS 10     /* answers step 2 prints */
+#define QUESTION_LINE_MAX 500 /* characters of a question read from the context */
 #define SHOWN_CHARS   300    /* characters of each */
 #define SAMPLE_CHARS  300    /* characters of the sample step 1 prints */
 #define HITS_MAX      2000   /* more hits of the key than this: read everything */
@@ -329,7 +330,7 @@ void sim__py_str(struct buf *b, const char *s, size_t n)
 	py_str(b, s, n);
 }
 
-static void step1(struct buf *b, enum bug bug)
+static void step1(struct buf *b, enum bug bug, bool at_end)
 {
 	buf_puts(b, "# step 1: look at the context\n");
 	if (bug == BUG_NAME)
@@ -358,6 +359,40 @@ static void step1(struct buf *b, enum bug bug)
 	if (bug == BUG_INDEX)
 		buf_printf(b, "print(\"sample: last:\", repr(context[len(context)][:%d]))\n",
 			   SAMPLE_CHARS / 2);
+	if (at_end)
+		/* the question is the context's last line: read it */
+		buf_printf(b,
+			   "_t = context if isinstance(context, str) else str(context[-1]) if "
+			   "isinstance(context, list) and context else str(context)\n"
+			   "print(\"question line:\", \" \".join(_t.strip().split(\"\\n\")[-1]."
+			   "split())[:%d])\n",
+			   QUESTION_LINE_MAX);
+}
+
+/* A question that is at the end of the context (as the reference asks
+ * when the user's message is the context and the question alike): the
+ * line step 1 printed, "question line: ...", in a user message of msgs
+ * after from; *q and *qn point into it. False when none was printed. */
+static bool question_line(const struct llm_msg *msgs, size_t n, size_t from, const char **q,
+			  size_t *qn)
+{
+	static const char mark[] = "\nquestion line: ";
+	for (size_t i = from + 1; i < n; i++) {
+		const char *t = msgs[i].text, *p, *e;
+		if (msgs[i].role != LLM_USER || !t)
+			continue;
+		/* the output starts the message, after "REPL output:" */
+		p = memmem(t, msgs[i].len, mark, sizeof(mark) - 1);
+		if (!p)
+			continue;
+		p += sizeof(mark) - 1;
+		e = memchr(p, '\n', (size_t)(t + msgs[i].len - p));
+		*q = p;
+		*qn = (size_t)((e ? e : t + msgs[i].len) - p);
+		text_trim(q, qn);
+		return *qn > 0;
+	}
+	return false;
 }
 
 /* What the question asks, as the steps need it. */
@@ -1154,6 +1189,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	const struct llm_msg *first = NULL, *last = NULL, *system = NULL, *seg;
 	size_t first_i = 0, seg_i = 0, turn = 1;
 	int prev = 0, step, tools = 0;
+	bool at_end;
 	long explored = 0;
 	const char *why, *tools_why = NULL;
 	struct ask a = {0};
@@ -1187,6 +1223,9 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	}
 	seg = first ? &msgs[seg_i] : NULL;
 	a.index = first ? sim__session_index(msgs, n, first_i, seg_i, a.later) : SIM__INDEX_NONE;
+	at_end = has(a.q, a.qn, "The question is in the context, at its end");
+	if (at_end)
+		question_line(msgs, n, seg_i, &a.q, &a.qn);
 	a.how_many = has_ci(a.q, a.qn, "how many");
 	a.all = sim_asks_all(a.q, a.qn);
 	a.by_doc = sim_asks_which_doc(a.q, a.qn, &a.plural);
@@ -1302,7 +1341,7 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 	buf_printf(&b, "%s\n\n```repl\n", why);
 	switch (step) {
 	case 1:
-		step1(&b, draw_bug(cfg, a.q, a.qn, turn));
+		step1(&b, draw_bug(cfg, a.q, a.qn, turn), at_end);
 		break;
 	case 2:
 		step2(&b, &a, size, can_recurse(system) ? cfg->rlm_chunks : 0,
