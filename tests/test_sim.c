@@ -4746,3 +4746,35 @@ TEST(serve_command_line)
 		proc_out_release(&o);
 	}
 }
+
+/* A one-message chat: the question is the context's last line (the root
+ * prompt says so). Step 1 prints that line; step 2 asks it, not the
+ * words of the prompt. */
+TEST(root_reads_a_question_at_the_end_of_the_context)
+{
+	static const char prompt[] =
+	    "The question is in the context, at its end: the context is the user's message, "
+	    "whose last part says what to answer. Read the end of `context` first to find the "
+	    "question, then answer it from the rest of the context.";
+	struct convo c;
+	char *r, *code;
+	convo_init(&c, prompt, "a str of 120 characters (about 30 tokens)", "200,000");
+	r = root_reply("seed=1", &c);
+	code = code_of(r);
+	CHECK_CONTAINS(code, "# step 1");
+	CHECK_CONTAINS(code, "question line:");
+	convo_turn(&c, r,
+		   "type: str length: 120\nlines: 4\nsample: 'Lab notes. The rig 9 key is KX-2231.'\n"
+		   "documents: 1 such as notes\nquestion line: Which key opens rig 9?\n",
+		   false);
+	free(code);
+	free(r);
+	r = root_reply("seed=1", &c);
+	code = code_of(r);
+	CHECK_CONTAINS(code, "# step 2");
+	CHECK_CONTAINS(code, "q = \"Which key opens rig 9?\"");
+	CHECK(!strstr(code, "Read the end of"));
+	free(code);
+	free(r);
+	convo_release(&c);
+}
