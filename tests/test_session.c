@@ -423,3 +423,54 @@ TEST(chat_on_the_simulator_builds_an_index_once_and_reuses_it)
 	proc_out_release(&o);
 	unlink(path);
 }
+
+/* Each question has its own answer schema: the worker's is set per
+ * question, and a later question's message shows its own, or says the
+ * first one's (in the system prompt) does not hold. */
+TEST(each_question_has_its_own_schema)
+{
+	struct env v;
+	struct rlm_session *s;
+	struct rlm_opts o;
+	static const char schema[] = "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+				     "\"integer\"}},\"required\":[\"n\"]}";
+	if (access("/usr/lib/python3/dist-packages/jsonschema/__init__.py", R_OK) != 0)
+		SKIP("python3-jsonschema is not installed (scripts/deps.sh installs it)");
+	env_init(&v, SUB_SIM);
+	o = v.o;
+	o.schema_json = schema;
+	s = open_session(&v);
+	says(&v, "```repl\nanswer['content'] = {'n': 3}\nanswer['ready'] = True\n```");
+	rlm_result_release(&v.r);
+	CHECK_MSG(rlm_session_solve(s, &o, "How many?", &v.r, &v.err) == 0, "%s", v.err.msg);
+	CHECK(v.r.answer_json);
+	CHECK_STR(v.r.answer, "{\"n\":3}");
+	CHECK_MSG_HAS(&v, 0, 0, "Structured answer:");
+	/* no schema now: text is fine, and the model is told */
+	says(&v, "```repl\nanswer['content'] = 'three, as before'\nanswer['ready'] = True\n```");
+	CHECK_INT(ask(&v, s, "Say it in words?"), 0);
+	CHECK(!v.r.answer_json);
+	CHECK_STR(v.r.answer, "three, as before");
+	CHECK_MSG_HAS(&v, 1, -1, "answer is plain text");
+	/* the schema again: a text answer is refused, the model told why */
+	says(&v, "```repl\nanswer['content'] = 'four'\nanswer['ready'] = True\n```");
+	says(&v, "```repl\nanswer['content'] = {'n': 4}\nanswer['ready'] = True\n```");
+	rlm_result_release(&v.r);
+	CHECK_MSG(rlm_session_solve(s, &o, "And now?", &v.r, &v.err) == 0, "%s", v.err.msg);
+	CHECK(v.r.answer_json);
+	CHECK_STR(v.r.answer, "{\"n\":4}");
+	CHECK_MSG_HAS(&v, 2, -1, "Structured answer:");
+	CHECK_MSG_HAS(&v, 3, -1, "not valid under the answer schema");
+	/* a bad schema is refused before the session is touched */
+	o.schema_json = "{\"type\": 12}";
+	rlm_result_release(&v.r);
+	CHECK_INT(rlm_session_solve(s, &o, "Bad?", &v.r, &v.err), RLM_EINVAL);
+	CHECK_INT(fakesrv_count(v.root_srv), 4);
+	{
+		struct rlm_session_info in;
+		rlm_session_info(s, &in);
+		CHECK_INT(in.questions, 3);
+	}
+	rlm_session_free(s);
+	env_free(&v);
+}
