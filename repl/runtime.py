@@ -38,6 +38,12 @@ import sys
 # scratch directory, the cwd, never shadows a module.
 if sys.path[:1] == ['']:
     del sys.path[0]
+# Debian's python3-* packages (python3-jsonschema, python3-numpy, ...)
+# import as they would for the system's python3, after the standard
+# library; -S still keeps site out (no .pth file runs, no user or
+# /usr/local packages). Every sandbox layer lets the worker read /usr.
+if '/usr/lib/python3/dist-packages' not in sys.path:
+    sys.path.append('/usr/lib/python3/dist-packages')
 import _ast
 import _bisect
 import _collections
@@ -2049,8 +2055,8 @@ def _exec_code(compiled):
 #
 # With a schema (the context frame's "schema"), an answer is taken only
 # when it is a JSON value valid under it: the worker checks it with
-# Debian's python3-jsonschema, imported from dist-packages for that alone
-# (-S leaves it off sys.path). The answer then goes as compact JSON text;
+# Debian's python3-jsonschema, from dist-packages (on sys.path: see the
+# top of this file). The answer then goes as compact JSON text;
 # one that does not validate is not taken: ready is cleared, the output
 # tells the model why, and the result frame's "invalid" says it again for
 # the controller. Model code runs in this process and could patch the
