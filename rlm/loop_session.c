@@ -105,6 +105,7 @@ int rlm__loop_session_open(struct loop *l, const char *question, bool *first, st
 			repl_free(l->repl);
 			l->repl = NULL;
 			l->c.repl = NULL;
+			l->restarts0 = 0; /* the next worker counts from 0 */
 			free(l->out->sandbox);
 			l->out->sandbox = NULL;
 			s->restarts++;

@@ -249,8 +249,16 @@ int rlm_session_add_context(struct rlm_session *s, const struct corpus *ctx, int
 		*n = (int)s->s.n_extra;
 	if (s->s.repl) {
 		/* Into the running worker now: put all of them again. */
+		int rc;
 		s->s.put_restarts = -1;
-		return rlm__sess_put(&s->s, s->s.repl, 0, err);
+		if ((rc = rlm__sess_put(&s->s, s->s.repl, 0, err))) {
+			/* not added: the caller may free ctx (the others go
+			 * in again with the next question) */
+			s->s.n_extra--;
+			if (n)
+				*n = 0;
+			return rc;
+		}
 	}
 	return 0;
 }

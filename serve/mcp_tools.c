@@ -741,10 +741,17 @@ static cJSON *tool_ask_session(struct mcp_call *c, const struct mcp_args *a)
 	struct svc_opts o = a->o;
 	struct svc_run *r = NULL;
 	struct rlm_err err = {0, ""};
+	char *schema = a->schema ? cJSON_PrintUnformatted(a->schema) : NULL;
 	cJSON *res;
-	if (mcp_call_cancelled(c))
+	int rc;
+	if (mcp_call_cancelled(c)) {
+		free(schema);
 		return tool_error("cancelled");
-	if (serve_session_solve(c->m->svc, a->session_id, a->question, &o, NULL, &r, &err))
+	}
+	o.schema_json = schema;
+	rc = serve_session_solve(c->m->svc, a->session_id, a->question, &o, NULL, &r, &err);
+	free(schema); /* the run has its copy */
+	if (rc)
 		return tool_error("%s", err.msg);
 	if (mcp_call_set_run(c, r))
 		serve_run_cancel(r);

@@ -639,7 +639,7 @@ static int chat_run(struct req *rq, const struct serve_chat *ch, const struct sv
 	struct rlm_err err = {0, ""};
 	struct svc_corp *hold = NULL;
 	char sid[SVC_SESSION_ID] = "";
-	bool sessions = serve_sessions_available(svc) && !ch->no_session;
+	bool sessions = serve_sessions_available(svc) && !ch->no_session, opened = false;
 	int rc;
 	*r = NULL;
 	if (ch->session)
@@ -662,8 +662,15 @@ static int chat_run(struct req *rq, const struct serve_chat *ch, const struct sv
 		serve_corpus_put(svc, hold);
 		if (rc)
 			goto out;
+		opened = true;
 	}
 	rc = serve_session_solve(svc, sid, ch->question, so, ch->conv, r, &err);
+	if (rc && opened) {
+		/* a session no later request could find: not left to idle
+		 * (nor to push out other clients' at --max-sessions) */
+		struct rlm_err e = {0, ""};
+		serve_session_close(svc, sid, &e);
+	}
 out:
 	if (rc) {
 		*ret = serve__svc_error(rq, rc, err.msg);

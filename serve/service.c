@@ -726,10 +726,8 @@ int serve__run_start(struct service *s, const char *question, struct svc_corp *k
 	r->corp = k;
 	r->ctx = k->c;
 	r->sess = sess;
-	if (sess) {
+	if (sess)
 		snprintf(r->sess_id, sizeof(r->sess_id), "%s", serve__sess_id(sess));
-		serve__sess_bind_locked(sess, r);
-	}
 	memcpy(r->corpus_id, k->info.id, sizeof(r->corpus_id));
 	r->t0 = time_now_ns();
 	pthread_attr_init(&attr);
@@ -741,6 +739,10 @@ int serve__run_start(struct service *s, const char *question, struct svc_corp *k
 		run_free(r);
 		return rlm_err_set(err, -rc, "cannot start a solve thread: %s", strerror(rc));
 	}
+	/* Bound once its thread runs (which takes s->mu before it ends): a
+	 * session never points at a run that did not start. */
+	if (sess)
+		serve__sess_bind_locked(sess, r);
 	s->running++;
 	s->threads++;
 	k->refs++; /* the run's */

@@ -42,6 +42,8 @@ struct svc_sess {
 				       * a context is being added (adding) */
 	bool adding;		      /* serve_session_add_context owns rs */
 	bool live;		      /* in the registry */
+	bool cancel_pending;	      /* ended while busy before its run was
+				       * bound: the run is cancelled as it is */
 	struct svc_run *run;	      /* the running question (borrowed while busy:
 				       * its thread holds it until serve__sess_done) */
 	char *key;		      /* owned: the conversation's digest, or NULL */
@@ -132,6 +134,8 @@ static void end_locked(struct service *s, struct svc_sess *x, int counter, const
 	snprintf(g->why, sizeof(g->why), "%s", why);
 	if (x->busy && x->run)
 		serve_run_cancel(x->run);
+	else if (x->busy)
+		x->cancel_pending = true; /* its run is about to start */
 	if (sess_unref_locked(x))
 		doomed_add(d, x);
 }
@@ -323,6 +327,7 @@ int serve_session_open(struct service *s, struct svc_corp *k, const struct svc_o
 	x = xcalloc(1, sizeof(*x));
 	x->origin = origin ? origin : "api";
 	x->o = o;
+	x->o.schema_json = NULL; /* the request's: each question gives its own */
 	if ((rc = rlm_session_new(&x->o, k->c, &x->rs, err))) {
 		free(x);
 		return rc;
@@ -388,6 +393,8 @@ static int busy_err(const struct svc_sess *x, struct rlm_err *err)
 void serve__sess_bind_locked(struct svc_sess *x, struct svc_run *r)
 {
 	x->run = r;
+	if (x->cancel_pending) /* ended while its run was starting */
+		serve_run_cancel(r);
 }
 
 int serve_session_add_context(struct service *s, const char *id, struct svc_corp *k, int *n,

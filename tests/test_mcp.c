@@ -786,12 +786,29 @@ TEST(open_session_ask_twice_then_close_frees_the_worker)
 	CHECK_INT((int)n2, (int)n);
 	CHECK_INT(kids2[0], kids[0]); /* the same worker */
 	free(args);
+	/* a question of the session with an answer schema: typed */
+	if (access("/usr/lib/python3/dist-packages/jsonschema/__init__.py", R_OK) == 0) {
+		cJSON *ans;
+		args = xasprintf("{\"session_id\":%s,\"question\":%s,\"schema\":{\"type\":"
+				 "\"object\",\"properties\":{\"answer\":{\"type\":\"string\"}},"
+				 "\"required\":[\"answer\"]}}",
+				 sid, q);
+		call_tool(&s, 6, "ask", args, NULL);
+		r = server_wait(&s, 6, 90000, NULL);
+		CHECK(!cJSON_IsTrue(json_get(json_get(r, "result"), "isError")));
+		ans = json_get(json_get(tool_result(r), "structuredContent"), "answer");
+		CHECK_MSG(cJSON_IsObject(ans), "not typed: %s",
+			  ans && cJSON_IsString(ans) ? ans->valuestring : "(none)");
+		CHECK_CONTAINS(json_str(ans, "answer"), it.answer);
+		cJSON_Delete(r);
+		free(args);
+	}
 
 	args = xasprintf("{\"session_id\":%s}", sid);
 	call_tool(&s, 4, "close_session", args, NULL);
 	r = server_wait(&s, 4, 30000, NULL);
 	sc = json_get(tool_result(r), "structuredContent");
-	CHECK_INT((int)json_num(sc, "questions", 0), 2);
+	CHECK((int)json_num(sc, "questions", 0) >= 2);
 	cJSON_Delete(r);
 	for (size_t i = 0; i < n; i++) {
 		int64_t t1 = time_now_ns();

@@ -725,6 +725,25 @@ TEST(chat_one_message_and_a_conversation_continue_one_session)
 		resp_release(&r);
 	}
 
+	/* A request refused after its new session was opened (a schema the
+	 * worker finds invalid) leaves no session behind: none that a later
+	 * request could find, idling or pushing others out at the cap. */
+	if (access("/usr/lib/python3/dist-packages/jsonschema/__init__.py", R_OK) == 0) {
+		int before;
+		r = http(&s, "GET", "/v1/sessions", NULL);
+		before = cJSON_GetArraySize(json_get(r.json, "sessions"));
+		resp_release(&r);
+		r = http(&s, "POST", "/v1/chat/completions",
+			 "{\"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+			 "{\"name\": \"x\", \"schema\": {\"type\": 12}}}, \"messages\": "
+			 "[{\"role\": \"user\", \"content\": \"alpha\\n\\nHow many?\"}]}");
+		CHECK_STATUS(r, 400);
+		resp_release(&r);
+		r = http(&s, "GET", "/v1/sessions", NULL);
+		CHECK_INT(cJSON_GetArraySize(json_get(r.json, "sessions")), before);
+		resp_release(&r);
+	}
+
 	/* An unknown or ended session is a 404. */
 	r = http(&s, "POST", "/v1/chat/completions",
 		 "{\"rlm_session\": \"s-0000000000000000\", \"messages\": [{\"role\": \"user\", "
