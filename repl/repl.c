@@ -1611,6 +1611,26 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 	return rc;
 }
 
+/* The frame begun at start, written: send it and wait for its result (a
+ * set, final or final_var frame), as an exec's end is waited for. A frame
+ * over the cap is not sent: RLM_ETOOBIG naming what (e.g. "the answer"). */
+static int send_wait(struct repl *r, struct run *x, size_t start, const char *what,
+		     struct rlm_err *err)
+{
+	int rc;
+	if (repl__frame_end(&r->out, start) < 0) {
+		r->out.len = start;
+		return rlm_err_set(err, RLM_ETOOBIG, "%s is too large for a frame", what);
+	}
+	repl__flush(r);
+	x->t0 = time_now_ns();
+	rc = wait_result(r, x, err);
+	if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
+		rc = threads_check(r, x, rc, err);
+	idle_mark(r);
+	return rc;
+}
+
 int repl_set(struct repl *r, const char *name, const char *value_json, bool reset_answer,
 	     int64_t deadline_ns, struct repl_result *out, struct rlm_err *err)
 {
@@ -1627,13 +1647,7 @@ int repl_set(struct repl *r, const char *name, const char *value_json, bool rese
 		buf_puts(&r->out, ",\"value\":");
 		buf_puts(&r->out, value_json ? value_json : "null");
 		buf_putc(&r->out, '}');
-		repl__frame_end(&r->out, start);
-		repl__flush(r);
-		x.t0 = time_now_ns();
-		rc = wait_result(r, &x, err);
-		if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
-			rc = threads_check(r, &x, rc, err);
-		idle_mark(r);
+		rc = send_wait(r, &x, start, "the value", err);
 	}
 	run_finish(&x);
 	return rc;
@@ -1665,17 +1679,7 @@ static int final_frame(struct repl *r, const char *type, const char *key, const 
 			   (long long)x.id, key);
 		repl__json_str(&r->out, s, len);
 		buf_putc(&r->out, '}');
-		if (repl__frame_end(&r->out, start) < 0) {
-			r->out.len = start;
-			run_finish(&x);
-			return rlm_err_set(err, RLM_ETOOBIG, "the answer is too large for a frame");
-		}
-		repl__flush(r);
-		x.t0 = time_now_ns();
-		rc = wait_result(r, &x, err);
-		if (rc == 0 || rc == RLM_ETIMEOUT || rc == RLM_ECANCEL)
-			rc = threads_check(r, &x, rc, err);
-		idle_mark(r);
+		rc = send_wait(r, &x, start, "the answer", err);
 	}
 	run_finish(&x);
 	return rc;

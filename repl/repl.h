@@ -658,8 +658,8 @@ void repl_result_release(struct repl_result *res);
  * answer dict is emptied too (content "", ready False, no sources), so
  * that the next question starts without the last one's answer. name must
  * be an identifier, not a helper's name nor _private: the worker answers
- * otherwise with out->error. Frame size, time limits, restarts and the
- * return as for repl_exec. */
+ * otherwise with out->error. A frame over the cap is not sent (RLM_ETOOBIG);
+ * time limits, restarts and the return as for repl_exec. */
 int repl_set(struct repl *r, const char *name, const char *value_json, bool reset_answer,
 	     int64_t deadline_ns, struct repl_result *out, struct rlm_err *err);
 /* Point r's calls, cancel and stop at another caller's (a session's worker
