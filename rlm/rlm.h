@@ -68,13 +68,20 @@ struct rlm_event {
 	int depth;             /* of the node: 0 the root */
 	int node;              /* 0 the root; children numbered from 1 in the
 				* order they start, across the whole solve */
-	const char *data_json; /* with rlm_opts.detail_events, for "call" (a
+	const char *data_json; /* with rlm_opts.detail_events, for "turn" (a
+				* root turn begins, before its call: {"iteration"}),
+				* "turn_end" (it ended, its blocks run:
+				* {"iteration", "ms"}; the two go to the callback
+				* only, neither recorded nor kept in the
+				* trajectory), "call" (a
 				* model call completed: key, role, cached, ok,
 				* usage, cost, ms, prompt_chars; a sub-call's
 				* model, prompt and response or error, cut as
 				* docs/store.md says), "child" (node starts:
-				* text its question) and "child_end" (text its
-				* answer; stop, memo, calls, cost, usage); for
+				* text its question; model) and "child_end"
+				* (text its answer; stop, memo, calls, cost,
+				* usage, model, ms, and error: null when it
+				* answered, else why it did not); for
 				* "output" of code that raised, always:
 				* error_at, the byte of text where its error
 				* begins. A JSON object; NULL otherwise */
@@ -239,6 +246,34 @@ struct rlm_opts {
 				      * stay; the REPL's variables keep
 				      * everything. 0: 0.85; else in (0, 1] */
 	bool no_compaction;          /* never compact */
+	/* the caller's own additions to repl nodes (what the Python package's
+	 * custom_system_prompt, custom_tools and custom_sub_tools become;
+	 * docs/python.md). Each is part of rlm_config_json (as a digest) only
+	 * when set, so existing cache and memo keys are unchanged */
+	const char *system_prompt;   /* every repl node's system prompt text in
+				      * place of the built-in one (the rendered
+				      * prompts/repl_system.txt), used verbatim;
+				      * what the controller adds after it for its
+				      * own features (a schema, host tools, a
+				      * session, the sandbox sentence) still
+				      * follows. NULL: the built-in */
+	const char *system_extra;    /* appended to the root node's system prompt
+				      * after a blank line (the reference's
+				      * tool_prompts: what setup_code defines,
+				      * say); NULL: nothing */
+	const char *setup_code;      /* Python the root node's worker runs once it
+				      * is up, before the first root call (and
+				      * again in a worker started after one died;
+				      * in a session, once per worker): its
+				      * definitions are there for model code. Its
+				      * output is not shown; an exception fails
+				      * the solve before any model call
+				      * (RLM_EINVAL, err: "setup code raised:
+				      * ..." with the exception's last line) */
+	const char *sub_system_extra; /* the same for every child RLM */
+	const char *sub_setup_code;
+	struct tool_set *sub_tools;  /* borrowed: the host tools of child RLMs
+				      * (an empty set: none); NULL: tools */
 	const struct rlm_record *record_; /* private: set by rlm_solve */
 	struct rlm__sess *session_;  /* private: set by rlm_session_solve */
 };
@@ -496,6 +531,15 @@ int rlm_store_call_get(struct store *s, const struct store_key *k, struct llm_ca
 int rlm_store_call_put(struct store *s, const struct store_key *k, const struct llm_call *c,
 		       struct rlm_err *err);
 
+/* The question of a solve whose context holds the question too, at its
+ * end (the reference library's completion(prompt) without a root prompt,
+ * a chat request of one user message): the model is told to read it
+ * there. */
+#define RLM_QUESTION_AT_END                                                                        \
+	"The question is in the context, at its end: the context is the user's message, whose "  \
+	"last part says what to answer. Read the end of `context` first to find the question, "  \
+	"then answer it from the rest of the context."
+
 /* Answer question over ctx. Returns 0 with out->answer set, or a negative
  * code with err filled (out still holds usage and counts of what was
  * spent). Release out with rlm_result_release either way.
@@ -663,7 +707,17 @@ struct rlm_models_cfg {
 	const char *openai_api_key;     /* openai models' without api_key */
 	const char *anthropic_base_url; /* the same for anthropic models */
 	const char *anthropic_api_key;
-	const char *extra_json; /* JSON object merged into every request body */
+	const char *extra_json; /* JSON object merged into every request body
+				 * (the sub-model's too, unless sub_extra_json) */
+	/* the sub-model's own provider, endpoints, key and extra body when it
+	 * differs from the root's (the reference's other_backends); each NULL:
+	 * as the root's (sub_provider NULL: inferred from sub_model as for
+	 * the root; an in-process sub-model still needs an in-process root of
+	 * the same provider) */
+	const char *sub_provider;
+	const char *sub_base_url;
+	const char *sub_api_key;
+	const char *sub_extra_json;
 	const char *prices;     /* price overrides file (llm_prices_load), or NULL */
 	long sub_context_window; /* tokens of the sub-model's context window
 				 * (the root's too when they are one model),
