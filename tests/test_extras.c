@@ -8,6 +8,7 @@
 #include "loopenv.h"
 #include "../store/store.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,39 @@ TEST(setup_code_runs_again_after_a_worker_restart)
 	CHECK_INT(v.r.restarts, 1);
 	CHECK_MSG_HAS(&v, 2, -1, "REPL output:\nafter from-setup mine");
 	check_absent(v.events.p, "notice:2"); /* no error of the setup's */
+	env_free(&v);
+}
+
+static int ask(struct env *v, struct rlm_session *s, const char *q)
+{
+	rlm_result_release(&v->r);
+	return rlm_session_solve(s, NULL, q, &v->r, &v->err);
+}
+
+TEST(setup_code_runs_once_per_worker_in_a_session)
+{
+	struct env v;
+	struct rlm_session *s = NULL;
+	struct rlm_session_info in;
+	static const char count[] = "```repl\nanswer['content'] = 'runs=%d' % n_setup\n"
+				    "answer['ready'] = True\n```";
+	env_init(&v, SUB_SIM);
+	/* raises NameError in model code unless it ran in this worker */
+	v.o.setup_code = "try:\n    n_setup += 1\nexcept NameError:\n    n_setup = 1\n";
+	CHECK_MSG(rlm_session_new(&v.o, v.ctx, &s, &v.err) == 0, "%s", v.err.msg);
+	for (int i = 0; i < 3; i++) {
+		says(&v, count);
+		CHECK_MSG(ask(&v, s, "How often did the setup run?") == 0, "%s", v.err.msg);
+		CHECK_STR(v.r.answer, "runs=1");
+	}
+	/* a worker that died between questions: the new one runs it */
+	rlm_session_info(s, &in);
+	CHECK(in.pid > 0);
+	CHECK_INT(kill(in.pid, SIGKILL), 0);
+	says(&v, count);
+	CHECK_MSG(ask(&v, s, "And now?") == 0, "%s", v.err.msg);
+	CHECK_STR(v.r.answer, "runs=1");
+	rlm_session_free(s);
 	env_free(&v);
 }
 
