@@ -868,3 +868,77 @@ TEST(make_install_then_pkg_config_builds_a_program)
 	proc_out_release(&o);
 	free(build);
 }
+
+/* ---- the environment, the store, many threads ---- */
+
+TEST(env_true_reads_the_environment_as_rlm_solve_does)
+{
+	struct fake f;
+	struct rlm_api *a;
+	char *url, *cache;
+	cJSON *j;
+	fake_init(&f, false, NULL);
+	url = xasprintf("%s/v1", fakesrv_url(f.root));
+	cache = xasprintf("%s/env.db", harness_tmpdir());
+	setenv("RLM_MODEL", "root-m", 1);
+	setenv("OPENAI_BASE_URL", url, 1);
+	setenv("OPENAI_API_KEY", "from-env", 1);
+	setenv("RLM_CACHE", cache, 1);
+	a = client("{\"cache\": true}");
+	fake_says(f.root, "```repl\nFINAL('from the fake')\n```", 100, 20);
+	j = solve_json(a, "q?", "ctx", 3, "text", NULL);
+	CHECK_STR(answer_of(j), "from the fake");
+	CHECK(json_get(json_get(j, "usage_by_model"), "root-m"));
+	CHECK(fakesrv_count(f.root) == 1);
+	CHECK_STR(fake_header(fakesrv_request(f.root, 0), "Authorization"), "Bearer from-env");
+	CHECK_MSG(access(cache, F_OK) == 0, "no store at RLM_CACHE %s", cache);
+	cJSON_Delete(j);
+	rlm_api_close(a);
+	/* env false: none of it */
+	a = client("{\"env\": false}");
+	j = solve_json(a, "What is the code?", "The code is 11.", 15, "text", NULL);
+	CHECK(json_get(json_get(j, "usage_by_model"), "sim"));
+	CHECK(fakesrv_count(f.root) == 1);
+	cJSON_Delete(j);
+	rlm_api_close(a);
+	free(url);
+	free(cache);
+	fake_free(&f);
+}
+
+struct racer {
+	struct rlm_api *a;
+	int ok;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	static const char ctx[] = "Alpha.\nThe tide table says high water at 06:40.\nOmega.\n";
+	for (int i = 0; i < 3; i++) {
+		char *err = NULL;
+		char *out = rlm_api_solve(r->a, "When is high water?", ctx, strlen(ctx), "text",
+					  NULL, NULL, NULL, NULL, &err);
+		if (out && strstr(out, "\"ok\":true") && strstr(out, "06:40"))
+			r->ok++;
+		rlm_api_free(out);
+		rlm_api_free(err);
+	}
+	return NULL;
+}
+
+TEST(one_client_solves_on_many_threads_at_once)
+{
+	struct rlm_api *a = client(SIM);
+	struct racer r[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct racer){a, 0};
+		pthread_create(&th[i], NULL, race, &r[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_INT(r[i].ok, 3);
+	}
+	rlm_api_close(a);
+}
