@@ -362,6 +362,12 @@ TEST(context_errors_say_what_is_wrong)
 	e = solve_err(a, "q", "bad \xff byte", "text", NULL);
 	CHECK_STR(e, "context: not valid UTF-8 at byte 4");
 	rlm_api_free(e);
+	{
+		char *out = rlm_api_solve(a, "q", "ab\0cd", 5, "text", NULL, NULL, NULL, NULL, &e);
+		CHECK(!out);
+		CHECK_STR(e, "context: a NUL byte at byte 2");
+		rlm_api_free(e);
+	}
 	e = solve_err(a, "", "x", "text", NULL);
 	CHECK_CONTAINS(e, "question: empty");
 	rlm_api_free(e);
