@@ -815,6 +815,7 @@ static int count_dir(const char *path)
 TEST(a_hundred_solves_leave_no_fds_threads_or_processes)
 {
 	static const char ctx[] = "Line one.\nThe code word is 'larch'.\nLine three.\n";
+	static const char docs[] = "[\"Line one.\", \"The code word is 'larch'.\", \"Line three.\"]";
 	int fds, tasks, kids;
 	struct rlm_api *a = client(SIM);
 	cJSON *j = solve_json(a, "What is the code word?", ctx, strlen(ctx), "text", NULL);
@@ -825,21 +826,28 @@ TEST(a_hundred_solves_leave_no_fds_threads_or_processes)
 	fds = count_dir("/proc/self/fd");
 	tasks = count_dir("/proc/self/task");
 	kids = (int)proc_children(getpid(), NULL, 0);
+	/* 100 solves: four clients of 25, each context kind in turn but
+	 * "file", and a session's question now and then */
 	for (int c = 0; c < 4; c++) {
 		a = client(SIM);
 		for (int i = 0; i < 25; i++) {
-			char *err = NULL;
-			char *out = rlm_api_solve(a, i % 2 ? "What is the code word?" : NULL, ctx,
-						  strlen(ctx), i % 3 ? "text" : "docs",
-						  i % 3 ? NULL : "{\"max_iterations\": 4}", NULL,
-						  NULL, NULL, &err);
-			if (i % 3 == 0) {
-				/* "docs" of a text that is not JSON: refused, cleanly */
-				CHECK(!out && err);
-				rlm_api_free(err);
-				continue;
+			static const char *const kinds[] = {"text", "docs", "json"};
+			const char *kind = kinds[i % 3];
+			const char *text = i % 3 ? docs : ctx;
+			char *err = NULL, *out;
+			if (i % 10 == 9) {
+				struct rlm_api_session *s =
+					rlm_api_session_new(a, ctx, strlen(ctx), "text", NULL, &err);
+				CHECK_MSG(s, "%s", err);
+				out = rlm_api_session_solve(s, "What is the code word?", NULL, NULL,
+							    NULL, NULL, &err);
+				rlm_api_session_free(s);
+			} else {
+				out = rlm_api_solve(a, i % 2 ? "What is the code word?" : NULL, text,
+						    strlen(text), kind, "{\"max_iterations\": 6}",
+						    NULL, NULL, NULL, &err);
 			}
-			CHECK_MSG(out, "%s", err);
+			CHECK_MSG(out, "solve %d: %s", c * 25 + i, err);
 			CHECK_CONTAINS(out, "\"ok\":true");
 			rlm_api_free(out);
 		}
