@@ -264,7 +264,8 @@ TEST(config_errors_name_the_member)
 	static const struct {
 		const char *config, *want;
 	} cases[] = {
-		{"{\"model\": ", "config: not valid JSON at byte"},
+		{"{\"model\": ", "config: not valid JSON at byte 8"},
+		{"{\"model\": \"x\"} 7", "config: not valid JSON at byte 15"},
 		{"[1, 2]", "config: must be a JSON object"},
 		{"{\"modle\": \"x\"}", "config: unknown member 'modle'"},
 		{"{\"sub_modle\": \"x\"}", "config: unknown member 'sub_modle' (did you mean 'sub_model'?)"},
