@@ -957,3 +957,21 @@ TEST(one_client_solves_on_many_threads_at_once)
 	}
 	rlm_api_close(a);
 }
+
+TEST(the_shared_library_exports_the_public_api_only)
+{
+	struct proc_out o;
+	const char *argv[] = {"/usr/bin/python3", "scripts/check_layout.py", "exports", NULL,
+			      NULL};
+	char *build = xstrdup(harness_rlm_bin()), *so;
+	*strrchr(build, '/') = '\0';
+	so = xasprintf("%s/librlm.so.0", build);
+	if (access(so, R_OK) || access("scripts/check_layout.py", R_OK))
+		SKIP("no %s, or not run from the top of the tree", so);
+	argv[3] = so;
+	CHECK_INT(proc_run(argv, NULL, NULL, 60, &o), 0);
+	CHECK_MSG(o.status == 0, "status %d: %s%s", o.status, o.out, o.err);
+	proc_out_release(&o);
+	free(so);
+	free(build);
+}
