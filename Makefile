@@ -225,6 +225,7 @@ install: $(BIN) $(SOLIB)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
+	rm -f $(PYPKG)/$(SONAME)
 
 help:
 	@echo "make [all]      build $(BIN) and $(SOLIB)"

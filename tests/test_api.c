@@ -979,3 +979,43 @@ TEST(the_shared_library_exports_the_public_api_only)
 	free(so);
 	free(build);
 }
+
+TEST(a_session_takes_contexts_of_every_kind_and_copies_them)
+{
+	struct fake f;
+	struct rlm_api *a;
+	struct rlm_api_session *s;
+	char *err = NULL, *out, *json = xstrdup("{\"k\": \"v1\", \"n\": [1, 2, 3]}");
+	char *docs = xstrdup("[\"d-zero\", \"d-one\"]");
+	cJSON *j;
+	fake_init(&f, false, NULL);
+	a = client(f.config);
+	s = rlm_api_session_new(a, json, strlen(json), "json", NULL, &err);
+	CHECK_MSG(s, "%s", err);
+	CHECK_INT(rlm_api_session_add_context(s, docs, strlen(docs), "docs", &err), 1);
+	CHECK_INT(rlm_api_session_add_context(s, "/usr/include/errno.h", 20, "file", &err), 2);
+	CHECK(rlm_api_session_add_context(s, "[1", 2, "json", &err) < 0);
+	CHECK_CONTAINS(err, "context: ");
+	rlm_api_free(err);
+	/* copied: the caller's buffers may go at once */
+	memset(json, 'x', strlen(json));
+	memset(docs, 'x', strlen(docs));
+	free(json);
+	free(docs);
+	fake_says(f.root, "```repl\nFINAL('%s %d %s %s' % (context['k'], sum(context['n']), "
+			  "context_1[1], 'errno' in context_2))\n```",
+		  100, 20);
+	out = rlm_api_session_solve(s, "q?", NULL, NULL, NULL, NULL, &err);
+	CHECK_MSG(out, "%s", err);
+	j = json_parse(out, strlen(out));
+	CHECK_STR(answer_of(j), "v1 6 d-one True");
+	cJSON_Delete(j);
+	rlm_api_free(out);
+	rlm_api_session_free(s);
+	/* a session needs the repl strategy */
+	CHECK(!rlm_api_session_new(a, "x", 1, "text", "{\"strategy\": \"tree\"}", &err));
+	CHECK_STR(err, "options: a session needs the \"repl\" strategy");
+	rlm_api_free(err);
+	rlm_api_close(a);
+	fake_free(&f);
+}
