@@ -126,8 +126,9 @@ int rlm_api_tool_add(struct rlm_api *a, unsigned where, const char *name,
 	pthread_mutex_lock(&a->mu);
 	if (a->solved) {
 		pthread_mutex_unlock(&a->mu);
-		rc = rlm_err_set(&e, RLM_EINVAL,
-				 "tool '%s': tools are added before the client's first solve", name);
+		rc =
+		    rlm_err_set(&e, RLM_EINVAL,
+				"tool '%s': tools are added before the client's first solve", name);
 		goto out;
 	}
 	h = xcalloc(1, sizeof(*h));
@@ -138,11 +139,11 @@ int rlm_api_tool_add(struct rlm_api *a, unsigned where, const char *name,
 	if (!a->tools)
 		a->tools = rlm_tools_new();
 	if ((rc = sub_set(a, &e)) == 0 && (where & RLM_API_ROOT))
-		rc = rlm_tool_register(a->tools, name, schema, description ? description : "",
-				       true, host_call, h, &e);
+		rc = rlm_tool_register(a->tools, name, schema, description ? description : "", true,
+				       host_call, h, &e);
 	if (rc == 0 && (where & RLM_API_CHILDREN))
-		rc = rlm_tool_register(a->sub_tools, name, schema,
-				       description ? description : "", true, host_call, h, &e);
+		rc = rlm_tool_register(a->sub_tools, name, schema, description ? description : "",
+				       true, host_call, h, &e);
 	pthread_mutex_unlock(&a->mu);
 out:
 	if (rc)
