@@ -1032,3 +1032,28 @@ TEST(a_session_takes_contexts_of_every_kind_and_copies_them)
 	rlm_api_close(a);
 	fake_free(&f);
 }
+
+TEST(usage_by_model_counts_child_rlms_calls_too)
+{
+	struct fake f;
+	struct rlm_api *a;
+	const cJSON *r;
+	cJSON *j;
+	fake_init(&f, false, NULL);
+	a = client(f.config);
+	/* the root, its child (a node of its own, the same model), the root */
+	fake_says(f.root, "```repl\nc = rlm_query('the child question')\nprint(c)\n```", 100, 20);
+	fake_says(f.root, "```repl\nFINAL('from the child')\n```", 40, 4);
+	fake_says(f.root, "```repl\nFINAL(c)\n```", 200, 30);
+	j = solve_json(a, "q?", "ctx", 3, "text", "{\"max_depth\": 2}");
+	CHECK_STR(answer_of(j), "from the child");
+	r = json_get(json_get(j, "usage_by_model"), "root-m");
+	CHECK_MSG(r, "%s", json_print(json_get(j, "usage_by_model")));
+	CHECK_INT(json_int(r, "calls", -1), 3);
+	CHECK_INT(json_int(r, "input_tokens", -1), 340);
+	CHECK_INT(json_int(r, "output_tokens", -1), 54);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "usage_by_model")), 1);
+	cJSON_Delete(j);
+	rlm_api_close(a);
+	fake_free(&f);
+}
