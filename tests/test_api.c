@@ -609,7 +609,15 @@ TEST(host_tools_are_called_by_model_code)
 			       &err) == 0);
 	/* a taken name, a bad schema, where */
 	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "add", NULL, "again", tool_add, &calls, &err) < 0);
-	CHECK_CONTAINS(err, "add");
+	CHECK_STR(err, "tool 'add': the name is taken");
+	rlm_api_free(err);
+	CHECK(rlm_api_tool_add(a, RLM_API_CHILDREN, "host.add", NULL, "again", tool_add, &calls,
+			       &err) < 0);
+	CHECK_STR(err, "tool 'host.add': the name is taken");
+	rlm_api_free(err);
+	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "bad name!", NULL, "x", tool_add, &calls, &err) <
+	      0);
+	CHECK_CONTAINS(err, "bad name!");
 	rlm_api_free(err);
 	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "b", "[1]", "x", tool_add, &calls, &err) < 0);
 	CHECK_STR(err, "tool 'b': the input schema is not a JSON object");
