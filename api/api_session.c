@@ -125,6 +125,13 @@ char *rlm_api_session_solve(struct rlm_api_session *s, const char *question, con
 		    "contexts.",
 		    s->n_ctxs - 1, s->n_ctxs - 1);
 	rlm_api__opts_apply(s->a, o, &ro);
+	if (ro.max_cost > 0 &&
+	    rlm_check_cost(ro.model, ro.sub_model, ro.max_cost, "'max_cost'", &e)) {
+		rlm_api__opts_release(&own);
+		free(at_end);
+		rlm_api__err(err, &e);
+		return NULL;
+	}
 	rlm_api__events_init(&evs, s->a, ev, ev_arg, o->detail_events);
 	ro.event = rlm_api__event;
 	ro.event_arg = &evs;

@@ -1065,3 +1065,26 @@ TEST(usage_by_model_counts_child_rlms_calls_too)
 	rlm_api_close(a);
 	fake_free(&f);
 }
+
+TEST(a_cost_budget_needs_prices_for_the_models)
+{
+	struct fake f;
+	struct rlm_api *a;
+	struct rlm_api_session *s;
+	char *err = NULL;
+	fake_init(&f, false, NULL);
+	a = client(f.config);
+	CHECK(!rlm_api_solve(a, "q", "x", 1, "text", "{\"max_cost\": 1}", NULL, NULL, NULL, &err));
+	CHECK_CONTAINS(err, "root-m");
+	CHECK_CONTAINS(err, "'max_cost'");
+	rlm_api_free(err);
+	s = rlm_api_session_new(a, "x", 1, "text", NULL, &err);
+	CHECK_MSG(s, "%s", err);
+	CHECK(!rlm_api_session_solve(s, "q", "{\"max_cost\": 1}", NULL, NULL, NULL, &err));
+	CHECK_CONTAINS(err, "root-m");
+	rlm_api_free(err);
+	CHECK_INT(fakesrv_count(f.root), 0);
+	rlm_api_session_free(s);
+	rlm_api_close(a);
+	fake_free(&f);
+}
