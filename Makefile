@@ -85,7 +85,16 @@ all: $(BIN) $(SOLINK)
 
 lib: $(SOLINK)
 
-$(BUILD)/obj/%.o: %.c
+# The compiler and flags the objects were built with: when they change
+# (another CC, DEVELOPER=1, -fPIC added), every object is rebuilt rather
+# than mixed with objects of other flags (git's GIT-CFLAGS).
+FLAGS_STAMP := $(BUILD)/gen/cflags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(CC) $(CPPFLAGS) $(CFLAGS)' > $@.new
+	@if cmp -s $@.new $@; then rm -f $@.new; else mv -f $@.new $@; fi
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -93,7 +102,7 @@ $(GEN_SRC): scripts/embed.sh $(EMBED)
 	@mkdir -p $(@D)
 	sh scripts/embed.sh $@ $(EMBED)
 
-$(BUILD)/obj/gen/embedded.o: $(GEN_SRC)
+$(BUILD)/obj/gen/embedded.o: $(GEN_SRC) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Icommon $(CFLAGS) -c -o $@ $<
 
@@ -104,7 +113,7 @@ $(VER_SRC): FORCE
 	@mkdir -p $(@D)
 	@sh scripts/version.sh $@
 
-$(BUILD)/obj/gen/version.o: $(VER_SRC)
+$(BUILD)/obj/gen/version.o: $(VER_SRC) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -118,8 +127,11 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(BUILD)/obj/cli/main.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(SOLIB): $(LIB_OBJ)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) $(SO_DEFS) -o $@ $(LIB_OBJ) $(LDLIBS)
+# The library holds the modules up to api/: the commands (cli/) and the
+# programs they run (serve/, bench/) stay in the binary.
+SO_OBJ := $(filter-out $(BUILD)/obj/cli/% $(BUILD)/obj/serve/% $(BUILD)/obj/bench/%,$(LIB_OBJ))
+$(SOLIB): $(SO_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) $(SO_DEFS) -o $@ $(SO_OBJ) $(LDLIBS)
 
 $(SOLINK): $(SOLIB)
 	ln -sf $(SONAME) $@
