@@ -20,7 +20,11 @@ endif
 OPT      ?= -O2
 CPPFLAGS += -D_GNU_SOURCE -MMD -MP -I.
 CFLAGS   ?=
-CFLAGS   += -std=c11 -g $(OPT) -pthread $(WARN)
+# Position-independent, symbols hidden unless a public header marks them
+# (#pragma GCC visibility push(default)): the same objects make librlm.a,
+# the rlm binary, the tests and librlm.so.0, whose dynamic symbols are then
+# exactly the public API (check-layout checks it).
+CFLAGS   += -std=c11 -g $(OPT) -pthread $(WARN) -fPIC -fvisibility=hidden
 LDFLAGS  ?=
 
 # Deferred (=), so that `make deps all` sees the packages deps installed.
@@ -46,7 +50,7 @@ OPT     := -O1
 endif
 
 # ---- sources: a folder is a module ----
-MODULES := common llm sim repl store corpus tool rlm serve bench cli
+MODULES := common llm sim repl store corpus tool rlm api serve bench cli
 LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 EMBED   := $(sort $(wildcard prompts/*.txt) $(wildcard repl/*.py) $(wildcard store/*.html))
 GEN_SRC := $(BUILD)/gen/embedded.c
@@ -55,6 +59,16 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embedded.o \
            $(BUILD)/obj/gen/version.o
 LIB     := $(BUILD)/librlm.a
 BIN     := $(BUILD)/rlm
+# The shared library: soname librlm.so.0 (the ABI of rlm/rlm.h and
+# api/api.h), librlm.so a symlink to it for -lrlm.
+SONAME  := librlm.so.0
+SOLIB   := $(BUILD)/$(SONAME)
+SOLINK  := $(BUILD)/librlm.so
+# A library missing from the link fails it (not the program that loads the
+# .so). Not under the sanitizers, whose runtimes the program brings.
+ifeq ($(SAN),)
+SO_DEFS := -Wl,-z,defs
+endif
 
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -65,9 +79,11 @@ FUZZ_SRC  := $(wildcard tests/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRC:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all test check asan tsan valgrind fuzz fuzz-bins lint check-layout format format-check \
-        bench demo deps clean help install
+        bench demo deps clean help install python lib
 
-all: $(BIN)
+all: $(BIN) $(SOLINK)
+
+lib: $(SOLINK)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -102,6 +118,12 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(BUILD)/obj/cli/main.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(SOLIB): $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) $(SO_DEFS) -o $@ $(LIB_OBJ) $(LDLIBS)
+
+$(SOLINK): $(SOLIB)
+	ln -sf $(SONAME) $@
+
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(TLIB_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -113,7 +135,7 @@ $(BUILD)/tests/fuzz_%: $(BUILD)/obj/tests/fuzz_%.o $(LIB)
 # ---- tests ----
 # `make test` builds everything and runs every test binary; the last line
 # it prints is "total: N passed, N failed, N skipped".
-test: $(BIN) $(TEST_BINS)
+test: $(BIN) $(SOLINK) $(TEST_BINS)
 	@sh tests/run.sh $(BUILD)
 
 check: test
@@ -138,9 +160,10 @@ fuzz:
 # ---- quality ----
 # The layout of docs/architecture.md: includes go down the arrows only, and
 # every symbol librlm.a exports carries its module's prefix.
-check-layout: $(LIB)
+check-layout: $(LIB) $(SOLIB)
 	$(PYTHON) scripts/check_layout.py includes
 	$(PYTHON) scripts/check_layout.py symbols $(LIB_OBJ)
+	$(PYTHON) scripts/check_layout.py exports $(SOLIB)
 
 lint: check-layout
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
@@ -165,15 +188,48 @@ demo: $(BIN)
 deps:
 	@sh scripts/deps.sh
 
+# The Python package (python/crlm, docs/python.md) with the library inside
+# it, where the package looks first.
+PYPKG := python/crlm
+python: $(SOLIB)
+	@test -d $(PYPKG) || { echo "make python: no $(PYPKG) in this tree" >&2; exit 1; }
+	cp -f $(SOLIB) $(PYPKG)/$(SONAME)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the library, the
+# headers rlm/rlm.h and api/api.h reach (under include/rlm/, keeping their
+# layout: rlm.h includes "../llm/llm.h"), rlm.pc, and the Python package
+# in Debian's site directory for /usr/local (dist-packages).
 PREFIX ?= /usr/local
-install: $(BIN)
+LIBDIR ?= $(PREFIX)/lib
+INCDIR ?= $(PREFIX)/include
+PYDIR  ?= $(PREFIX)/lib/python3/dist-packages
+HEADERS := rlm/rlm.h api/api.h corpus/corpus.h llm/llm.h repl/repl.h tool/tool.h \
+           common/common.h common/text.h store/store.h sim/sim.h
+install: $(BIN) $(SOLIB)
 	install -D -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/rlm
+	install -D -m 644 $(SOLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/librlm.so
+	for h in $(HEADERS); do install -D -m 644 $$h $(DESTDIR)$(INCDIR)/rlm/$$h || exit 1; done
+	@mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	    -e 's|@VERSION@|$(shell sed -n 's/^#define RLM_VERSION "\(.*\)"/\1/p' common/common.h)|' \
+	    -e 's|@REQUIRES@|$(PKGS)|' scripts/rlm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/rlm.pc
+	@if [ -d $(PYPKG) ]; then \
+	    echo "install $(PYPKG) -> $(DESTDIR)$(PYDIR)/crlm"; \
+	    mkdir -p $(DESTDIR)$(PYDIR)/crlm && \
+	    cp -f $(PYPKG)/*.py $(DESTDIR)$(PYDIR)/crlm/ && \
+	    install -m 644 $(SOLIB) $(DESTDIR)$(PYDIR)/crlm/$(SONAME); \
+	fi
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
 help:
 	@echo "make [all]      build $(BIN)"
+	@echo "make lib        build $(SOLIB) (also part of all): the C API, docs/api.md"
+	@echo "make python     copy $(SONAME) into $(PYPKG) (import crlm from python/; docs/python.md)"
+	@echo "make install    bin/rlm, lib/$(SONAME), include/rlm/, lib/pkgconfig/rlm.pc, the"
+	@echo "                Python package crlm (PREFIX=$(PREFIX), DESTDIR for staging)"
 	@echo "make deps       install the Debian packages rlm needs (as root)"
 	@echo "make demo       solve a generated 1M-token haystack on the simulator"
 	@echo "make test       build and run every test (last line: total: N passed, N failed, N skipped)"
@@ -182,7 +238,8 @@ help:
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS"
 	@echo "make bench      the performance suite (rlm bench perf)"
 	@echo "make lint       check-layout and cppcheck;  make format-check  clang-format"
-	@echo "make check-layout  includes go down the module arrows, exports carry their prefix"
+	@echo "make check-layout  includes go down the module arrows, exports carry their prefix,"
+	@echo "                $(SONAME) exports the public API and nothing else"
 	@echo "DEVELOPER=1     warnings are errors (CI sets it)"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -24,6 +24,9 @@
 
 #include <stddef.h>
 
+/* The public API: exported by librlm.so (docs/api.md). */
+#pragma GCC visibility push(default)
+
 /* The library's version and commit: "0.22.0 (abc1234)". Static. */
 const char *rlm_api_version(void);
 /* Free a string (or anything) this API returned. NULL is a no-op. */
@@ -177,5 +180,7 @@ void rlm_api_session_free(struct rlm_api_session *s);
 /* The run id (rlm_result.run_id) as the reference's JSONL trajectory
  * (store_export_jsonl): NULL with *err without a store or such a run. */
 char *rlm_api_run_jsonl(struct rlm_api *a, const char *run_id, char **err);
+
+#pragma GCC visibility pop
 
 #endif

@@ -41,29 +41,10 @@ const char cli_model_opts_help[] =
 	"  --sim SPEC           simulator timing and faults (env RLM_SIM), e.g.\n"
 	"                       ttft=100ms,tps=50,429=0.05,500=0.05,seed=7\n";
 
-static const char *env(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
-}
-
 void cli_model_opts_init(struct rlm_models_cfg *o)
 {
-	const char *v;
 	rlm_models_cfg_init(o);
-	o->provider = env("RLM_PROVIDER");
-	o->model = env("RLM_MODEL");
-	o->sub_model = env("RLM_SUB_MODEL");
-	o->prices = env("RLM_PRICES");
-	o->provider_spec = env("RLM_SIM");
-	o->openai_base_url = env("OPENAI_BASE_URL");
-	o->openai_api_key = env("OPENAI_API_KEY");
-	o->anthropic_base_url = env("ANTHROPIC_BASE_URL");
-	o->anthropic_api_key = env("ANTHROPIC_API_KEY");
-	if ((v = env("RLM_CONCURRENCY")))
-		o->concurrency = atol(v) > 0 && atol(v) <= 4096 ? atol(v) : 64;
-	if ((v = env("RLM_TIMEOUT")))
-		o->timeout_s = atof(v) > 0 ? atof(v) : 300;
+	rlm_models_cfg_env(o);
 }
 
 #define TOOLS_HELP                                                                                 \

@@ -58,6 +58,8 @@ struct rlm_err {
 	char msg[512];  /* git-style message: lower case, cause first */
 };
 
+/* The error helpers are part of the public API (exported by librlm.so). */
+#pragma GCC visibility push(default)
 /* Fill err (when not NULL) and return code, so callers can
  * `return rlm_err_set(err, RLM_EINVAL, "...")`. */
 int rlm_err_set(struct rlm_err *err, int code, const char *fmt, ...) RLM_PRINTF(3, 4);
@@ -66,6 +68,7 @@ void rlm_err_prefix(struct rlm_err *err, const char *fmt, ...) RLM_PRINTF(2, 3);
 void rlm_err_clear(struct rlm_err *err);
 /* A static description of a code (also handles -errno). */
 const char *rlm_strerror(int code);
+#pragma GCC visibility pop
 
 /* ---- growable buffer with a hard cap ----
  * git's strbuf promise: after buf_init (or BUF_INIT) p is never NULL and

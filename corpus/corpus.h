@@ -34,6 +34,9 @@
 
 #include "../common/common.h"
 
+/* The public API: exported by librlm.so (docs/api.md). */
+#pragma GCC visibility push(default)
+
 /* JSON: a .json file, its value; CSV: a .csv or .tsv table with a header
  * row, a list of dicts (corpus/corpus_json.c, corpus/corpus_csv.c). */
 enum corpus_kind { CORPUS_AUTO, CORPUS_TEXT, CORPUS_DIR, CORPUS_JSONL, CORPUS_JSON, CORPUS_CSV };
@@ -250,5 +253,7 @@ const char *corpus_kind_name(enum corpus_kind k);
 /* Release c and everything it owns (unmaps the mapping, closes fd); NULL
  * is a no-op. */
 void corpus_free(struct corpus *c);
+
+#pragma GCC visibility pop
 
 #endif

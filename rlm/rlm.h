@@ -34,6 +34,9 @@
 #include "../corpus/corpus.h"
 #include "../tool/tool.h"
 
+/* The public API: exported by librlm.so (docs/api.md). */
+#pragma GCC visibility push(default)
+
 enum rlm_strategy { RLM_REPL, RLM_TREE };
 
 struct rlm_progress {
@@ -751,6 +754,15 @@ struct rlm_models {
 /* The defaults: 64 workers, 300 s per attempt, 6 retries, no temperature;
  * the rest zero or NULL. */
 void rlm_models_cfg_init(struct rlm_models_cfg *c);
+/* The environment into c, as `rlm solve` reads it (rlm/models_env.c):
+ * RLM_PROVIDER, RLM_MODEL, RLM_SUB_MODEL, RLM_PRICES, RLM_SIM (the
+ * provider spec), RLM_CONCURRENCY, RLM_TIMEOUT, and each provider's key and
+ * endpoints (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
+ * ANTHROPIC_BASE_URL). Empty variables are unset; a variable that is unset
+ * leaves its field as it was. The strings are the environment's (valid
+ * until it changes). After rlm_models_cfg_init, before what the caller's
+ * own configuration sets. */
+void rlm_models_cfg_env(struct rlm_models_cfg *c);
 /* Build the pool and models of c into ms. The provider is c->provider;
  * without it, each model's name decides (claude-* is anthropic, the name
  * of a registered in-process provider is that provider, any other is
@@ -800,5 +812,7 @@ int rlm_tool_register(struct tool_set *ts, const char *name, const char *input_s
 		      const char *description, bool read_only, tool_host_fn *fn, void *arg,
 		      struct rlm_err *err);
 void rlm_tools_free(struct tool_set *ts);
+
+#pragma GCC visibility pop
 
 #endif

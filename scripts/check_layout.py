@@ -7,9 +7,13 @@
 #             module's internal header (MODULE/*_int.h);
 #   symbols   every symbol an object of librlm.a exports carries its
 #             module's prefix (`nm` over the archive's objects, whose folder
-#             names the module; the table PREFIXES).
+#             names the module; the table PREFIXES);
+#   exports   librlm.so's dynamic symbols are exactly the public API: only
+#             the names of EXPORTED, and every function the public headers
+#             of PUBLIC_HEADERS declare (docs/api.md).
 # Usage: check_layout.py includes
 #        check_layout.py symbols OBJECT.o...   (the members of librlm.a)
+#        check_layout.py exports build/librlm.so.0
 # Prints one line per violation and exits 1 when there is any.
 import os
 import re
@@ -31,6 +35,7 @@ ALLOWED = {
     "rlm": LOW,
     "serve": LOW | {"rlm"},
     "bench": LOW | {"rlm"},
+    "api": LOW | {"rlm", "sim"},
     "cli": LOW | {"rlm", "serve", "bench", "sim"},
 }
 MODULES = list(ALLOWED)
@@ -49,6 +54,7 @@ PREFIXES = {
     "store": ("store_",),
     "corpus": ("corpus_",),
     "rlm": ("rlm_",),
+    "api": ("rlm_api_",),
     "serve": ("serve_", "mcp_"),
     "bench": ("bench_",),
     "cli": ("cli_",),
@@ -123,6 +129,58 @@ def check_symbols(objects):
     return bad
 
 
+# What librlm.so may export (dynamic symbols): the C API of rlm/rlm.h (and
+# the corpus/ and error helpers it needs), api/api.h, and the few functions
+# below that a C user of rlm.h calls.
+EXPORTED_PREFIXES = ("rlm_", "corpus_")
+EXPORTED_NAMES = {"store_open", "store_close", "sim_provider_register"}
+# Every function these declare (at the start of a line, "type name(") must
+# be exported.
+PUBLIC_HEADERS = ("rlm/rlm.h", "api/api.h", "corpus/corpus.h")
+DECL = re.compile(r"^(?:const\s+)?(?:struct\s+|enum\s+|unsigned\s+)?\w+[\s*]+"
+                  r"\**(\w+)\(")
+
+
+def declared_functions(path):
+    names = set()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith(("typedef", "#", " ", "\t", "/*", " *")):
+                continue
+            m = DECL.match(line)
+            if m:
+                names.add(m.group(1))
+    return names
+
+
+def check_exports(solib):
+    out = subprocess.run(["nm", "-D", "--defined-only", solib],
+                         capture_output=True, text=True, check=True).stdout
+    syms = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            syms.add(parts[2])
+    bad = 0
+    for sym in sorted(syms):
+        if sym in EXPORTED_NAMES or sym.startswith(EXPORTED_PREFIXES):
+            continue
+        print(f"{solib}: {sym}: exported but not part of the public API "
+              f"(hide it: it is not in a public header's visibility block)")
+        bad += 1
+    for h in PUBLIC_HEADERS:
+        for name in sorted(declared_functions(h)):
+            if name not in syms:
+                print(f"{solib}: {name}: declared in {h} but not exported "
+                      f"(#pragma GCC visibility push(default) around it)")
+                bad += 1
+    for name in sorted(EXPORTED_NAMES):
+        if name not in syms:
+            print(f"{solib}: {name}: not exported")
+            bad += 1
+    return bad
+
+
 def main(argv):
     if len(argv) == 2 and argv[1] == "includes":
         bad = check_includes()
@@ -130,8 +188,12 @@ def main(argv):
     elif len(argv) >= 3 and argv[1] == "symbols":
         bad = check_symbols(argv[2:])
         what = "exported symbol(s) without their module's prefix"
+    elif len(argv) == 3 and argv[1] == "exports":
+        bad = check_exports(argv[2])
+        what = "symbol(s) of the shared library outside the public API or missing"
     else:
-        sys.stderr.write("usage: check_layout.py includes | symbols OBJECT.o...\n")
+        sys.stderr.write("usage: check_layout.py includes | symbols OBJECT.o... | "
+                         "exports LIB.so\n")
         return 2
     if bad:
         print(f"check_layout: {bad} {what}")

@@ -376,13 +376,6 @@ static void check_stream_options(struct check *k, const cJSON *so, struct serve_
 
 /* ---- conversations ---- */
 
-/* The question of a request whose one user message is the context too:
- * as the reference library's root prompt when none is given. */
-#define QUESTION_AT_END                                                                            \
-	"The question is in the context, at its end: the context is the user's message, whose "  \
-	"last part says what to answer. Read the end of `context` first to find the question, "  \
-	"then answer it from the rest of the context."
-
 /* The digest of the conversation: the context given apart (ctx), then
  * the messages 0..upto, each its role and text. */
 static void conv_digest(const cJSON *ctx, const cJSON *msgs, size_t upto, char out[33])
@@ -462,7 +455,7 @@ static void chat_turns(struct check *k, const cJSON *body, const cJSON *ctx, str
 	 * question, at its end. */
 	if (!ctx && !ch->context.len && !ch->session && ch->question && *ch->question) {
 		buf_puts(&ch->context, ch->question);
-		ch->question = QUESTION_AT_END;
+		ch->question = RLM_QUESTION_AT_END;
 		ch->whole = true;
 	}
 }

@@ -253,6 +253,8 @@ extern const struct llm_provider sim_provider;
 /* Register sim_provider (llm_provider_register) so that the provider
  * "sim" can be found by name: before models are set up. Idempotent; any
  * thread. */
+#pragma GCC visibility push(default) /* exported by librlm.so (docs/api.md) */
 void sim_provider_register(void);
+#pragma GCC visibility pop
 
 #endif

@@ -174,8 +174,10 @@ char *store_default_path(struct rlm_err *err);
  * and check or create the schema. Returns 0 or a negative code: RLM_ESTORE
  * for a file that is not a database, is corrupt, is newer, or stays
  * locked; -errno for the directory. */
+#pragma GCC visibility push(default) /* exported by librlm.so (docs/api.md) */
 int store_open(const struct store_cfg *cfg, struct store **out, struct rlm_err *err);
 void store_close(struct store *s);
+#pragma GCC visibility pop
 const char *store_path(const struct store *s);
 
 /* ---- the call cache ---- */
