@@ -52,7 +52,7 @@ _RESERVED = frozenset((
 _RESERVED_RE = re.compile(r'^(context|history)_[0-9]+$')
 
 # max_errors=None: no limit, as the reference has none by default.
-_NO_LIMIT = 1000000000
+_NO_LIMIT = 10000  # the C side's largest max_errors: consecutive turns, >= any max_iterations in use
 
 # Set on a controller thread while it runs a callback of ours.
 _in_callback = threading.local()
@@ -455,21 +455,43 @@ class RLM:
 
     @staticmethod
     def _print_event(e, kind, depth, data):
+        """One event as plain lines on stderr (verbose=True)."""
         pad = '  ' * depth
-        text = (e.get('text') or '').strip().replace('\n', ' ')
-        if len(text) > 120:
-            text = text[:117] + '...'
+        text = (e.get('text') or '').rstrip()
+
+        def block(t, n=8):
+            lines = t.splitlines() or ['']
+            more = len(lines) - n
+            lines = [x if len(x) <= 160 else x[:157] + '...' for x in lines[:n]]
+            if more > 0:
+                lines.append('... (%d more lines)' % more)
+            return ''.join('\n%s    | %s' % (pad, x) for x in lines)
         if kind == 'turn':
-            line = 'iteration %s' % e.get('iteration')
+            line = '--- iteration %s%s ---' % (e.get('iteration'),
+                                               ' (depth %d)' % depth if depth else '')
         elif kind == 'turn_end':
-            line = 'iteration %s done' % e.get('iteration')
+            return
+        elif kind == 'call':
+            u = data.get('usage') or {}
+            line = '%s call%s: %s in, %s out tokens, %.2fs%s' % (
+                data.get('role') or 'model', ' to ' + data['model'] if data.get('model') else '',
+                u.get('input_tokens', '?'), u.get('output_tokens', '?'),
+                (data.get('ms') or 0) / 1000.0, ' (cached)' if data.get('cached') else
+                ('' if data.get('ok', True) else ' (failed)'))
+        elif kind == 'reply':
+            # its code comes as "code" events: the prose only
+            line = 'response:' + block(text.split('```')[0].strip(), 4)
+        elif kind in ('code', 'output'):
+            line = kind + ':' + block(text)
         elif kind == 'child':
-            line = 'sub-RLM started%s' % (': ' + text if text else '')
+            line = 'sub-RLM started%s' % (': ' + text.splitlines()[0][:120] if text else '')
         elif kind == 'child_end':
             line = 'sub-RLM done%s' % (' (%s)' % data['error'] if data.get('error') else '')
         else:
-            line = '%s%s' % (kind, ': ' + text if text else '')
-        sys.stderr.write('[crlm %7.1fs] %s%s\n' % ((e.get('elapsed_ms') or 0) / 1000.0, pad,
+            first = text.splitlines()[0] if text else ''
+            line = '%s%s' % (kind, ': ' + (first if len(first) <= 160 else first[:157] + '...')
+                             if first else '')
+        sys.stderr.write('[crlm %6.1fs] %s%s\n' % ((e.get('elapsed_ms') or 0) / 1000.0, pad,
                                                    line))
         sys.stderr.flush()
 
@@ -572,6 +594,11 @@ class RLM:
         if self.logger is not None:
             meta = self.logger._record(r.get('trajectory_jsonl'))
         model = res.get('model') or self._config.get('model')
+        if self.verbose:
+            sys.stderr.write('[crlm] final answer (%s, %.1fs): %s\n' % (
+                stop, elapsed, answer if answer is None or len(answer) <= 500 else
+                answer[:497] + '...'))
+            sys.stderr.flush()
         return RLMChatCompletion(model, prompt, answer if answer is not None else '',
                                  UsageSummary._from_api(r.get('usage_by_model')), elapsed,
                                  meta, answer_json, stop, res)
