@@ -139,6 +139,42 @@ void rlm__loop_emit_data(struct loop *l, const char *kind, const char *text, siz
 	pthread_mutex_unlock(&l->nodes->cb_mu);
 }
 
+/* "turn" (begin) and "turn_end" (rlm/rlm.h): with detail_events, to the
+ * callback only; neither the store nor the trajectory keeps them. A
+ * "turn_end" closes the open turn, once, however the turn ended. */
+static void emit_turn(struct loop *l, bool begin)
+{
+	struct rlm_event e;
+	char data[96];
+	int64_t now = time_now_ns();
+	if (begin) {
+		l->turn_open = true;
+		l->turn_t0 = now;
+	} else if (l->turn_open) {
+		l->turn_open = false;
+	} else {
+		return;
+	}
+	if (!l->o->event || !l->o->detail_events)
+		return;
+	if (begin)
+		snprintf(data, sizeof(data), "{\"iteration\":%d}", l->iteration);
+	else
+		snprintf(data, sizeof(data), "{\"iteration\":%d,\"ms\":%lld}", l->iteration,
+			 (long long)((now - l->turn_t0) / 1000000));
+	e = (struct rlm_event){.kind = begin ? "turn" : "turn_end",
+			       .iteration = l->iteration,
+			       .text = "",
+			       .len = 0,
+			       .elapsed_ns = now - l->t0,
+			       .depth = l->depth,
+			       .node = l->node,
+			       .data_json = data};
+	pthread_mutex_lock(&l->nodes->cb_mu);
+	l->o->event(&e, l->o->event_arg);
+	pthread_mutex_unlock(&l->nodes->cb_mu);
+}
+
 void rlm__loop_progress(struct loop *l, const char *phase, size_t done, size_t total)
 {
 	pthread_mutex_lock(&l->c.mu);
@@ -443,9 +479,75 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	l->out->sandbox = xmalloc(sizeof(*l->out->sandbox));
 	repl_sandbox_status(l->repl, l->out->sandbox);
 	rlm__loop_emit(l, "sandbox", l->out->sandbox->line, strlen(l->out->sandbox->line));
-	if (l->depth == 0 && l->o->session_)
-		return rlm__loop_session_worker(l, err);
-	return 0;
+	if (l->depth == 0 && l->o->session_ && (rc = rlm__loop_session_worker(l, err)))
+		return rc;
+	l->setup_at = -1; /* a new worker: nothing of the setup code in it */
+	return rlm__loop_setup(l, err);
+}
+
+/* The last non-blank line of s[0..len) (an exception's "Name: message"),
+ * at most 300 bytes, fresh. */
+static char *setup_last_line(const char *s, size_t len)
+{
+	size_t end = len, start;
+	while (end && (s[end - 1] == '\n' || s[end - 1] == ' ' || s[end - 1] == '\r' ||
+		       s[end - 1] == '\t'))
+		end--;
+	start = end;
+	while (start && s[start - 1] != '\n')
+		start--;
+	if (end - start > 300)
+		end = start + text_utf8_floor(s + start, 300);
+	return xstrndup(s + start, end - start);
+}
+
+int rlm__loop_setup(struct loop *l, struct rlm_err *err)
+{
+	const char *code = l->o->setup_code;
+	struct repl_stats st;
+	int rc = 0;
+	if (!code || !l->repl)
+		return 0;
+	repl_stats(l->repl, &st);
+	if (st.restarts == l->setup_at)
+		return 0;
+	/* A worker found dead at the start of the exec is restarted and runs
+	 * the code (restarted set, no error): that is a success. One killed
+	 * by the code itself is restarted without it: a second try, then
+	 * the failure. */
+	for (int tries = 0; tries < 2; tries++) {
+		struct repl_result res;
+		memset(&res, 0, sizeof(res));
+		rc = repl_exec(l->repl, code, strlen(code), l->budget->deadline_ns, &res, err);
+		if (rc < 0) {
+			repl_result_release(&res);
+			if (err && err->msg[0])
+				rlm_err_prefix(err, "setup code");
+			return rc;
+		}
+		if (res.error) {
+			size_t at = res.error_at < res.len ? res.error_at : 0;
+			char *last = setup_last_line(res.output + at, res.len - at);
+			rc = rlm_err_set(err, RLM_EINVAL, "setup code raised: %s",
+					 *last ? last : "an exception");
+			free(last);
+			repl_result_release(&res);
+			return rc;
+		}
+		if (!res.restarted || tries) {
+			bool restarted = res.restarted;
+			repl_result_release(&res);
+			if (restarted)
+				return rlm_err_set(err, RLM_EINVAL,
+						   "setup code failed: the REPL worker was "
+						   "restarted while it ran");
+			repl_stats(l->repl, &st);
+			l->setup_at = st.restarts;
+			return 0;
+		}
+		repl_result_release(&res);
+	}
+	return rc;
 }
 
 /* The system prompt's sentence about the sandbox. It is rendered before
@@ -571,7 +673,16 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 					  {"sandbox", sandbox_sentence(&l->o->sandbox), 0},
 					  {"rlm_query_note", rlm_query_note(l), 0},
 					  {"tools", tools, 0}};
-		rc = rlm__loop_render("repl_system.txt", v, 7, &text, &len, err);
+		if (l->o->system_prompt) {
+			/* the caller's, verbatim, and what the controller's
+			 * own features need after it */
+			text = xasprintf("%s\n\n%s%s", l->o->system_prompt,
+					 sandbox_sentence(&l->o->sandbox), tools);
+			len = strlen(text);
+			rc = 0;
+		} else {
+			rc = rlm__loop_render("repl_system.txt", v, 7, &text, &len, err);
+		}
 		free(tools);
 		if (!rc && l->o->schema_json) {
 			/* a paragraph of its own, so that the system prompt
@@ -588,6 +699,14 @@ static int first_messages(struct loop *l, const char *question, const struct cor
 			} else {
 				free(text);
 			}
+		}
+		if (!rc && l->o->system_extra && *l->o->system_extra) {
+			/* the caller's additions (at a child: sub_system_extra,
+			 * rlm/node.c), last */
+			char *both = xasprintf("%s\n\n%s", text, l->o->system_extra);
+			free(text);
+			text = both;
+			len = strlen(both);
 		}
 		if (!rc)
 			rlm__loop_add_msg(l, LLM_SYSTEM, text, len);
@@ -678,6 +797,7 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 	l.node = node;
 	l.parent = parent;
 	l.t0 = t->t0;
+	l.setup_at = -1;
 	rlm__calls_init(&l.c, o, out, t, depth, node);
 	l.c.parent = parent;
 	l.c.ctx = ctx;
@@ -714,10 +834,11 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 		free(ds);
 	}
 
-	if (o->schema_json && !l.repl) {
-		/* The worker checks the schema: a bad one (or no validator)
-		 * fails here, before a root call is paid for (a session's
-		 * worker was given it as the node took it). */
+	if ((o->schema_json || o->setup_code) && !l.repl) {
+		/* The worker checks the schema, and runs the setup code: a bad
+		 * one (or no validator), or setup code that raises, fails here,
+		 * before a root call is paid for (a session's worker was given
+		 * the schema as the node took it). */
 		rc = start_worker(&l, ctx, err);
 		if (rc) {
 			rlm__calls_stop(&l.c, RLM_STOP_ERROR, "%s",
@@ -742,6 +863,7 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 		l.iteration++;
 		if (!last)
 			out->iterations = l.iteration;
+		emit_turn(&l, true);
 		if (rlm__loop_compact(&l, err) || root_submit(&l))
 			break;
 		if (!l.repl) {
@@ -772,6 +894,7 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 			goto out;
 		}
 		rc = rlm__loop_turn(&l, last, err);
+		emit_turn(&l, false);
 		if (rc < 0)
 			goto out;
 		if (rc == TURN_DONE) {
@@ -781,6 +904,7 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 	}
 
 out:
+	emit_turn(&l, false); /* a turn a limit or a failure ended */
 	if (!l.c.stopping)
 		rlm__calls_stop(&l.c, RLM_STOP_ERROR, "%s", err->msg[0] ? err->msg : rlm_strerror(rc));
 	out->stop = l.c.stop;

@@ -62,6 +62,12 @@ struct loop {
 	bool turn_invalid; /* this turn made an answer ready that was refused */
 	char *invalid;     /* the validation errors of the last answer made
 			    * ready and refused, or NULL */
+	/* the caller's setup code (o->setup_code) */
+	int setup_at;      /* the worker's restarts when it last ran; -1:
+			    * not in this worker yet */
+	/* detail events "turn" / "turn_end" */
+	bool turn_open;    /* a "turn" was told and its "turn_end" not yet */
+	int64_t turn_t0;   /* when it began */
 };
 
 /* Tell the caller's event callback (if any) an event of kind with
@@ -117,6 +123,14 @@ void rlm__loop_session_close(struct loop *l);
  * Returns 0 (compacted or not: a failed summary drops the turns with a
  * notice), or 1 when a limit stopped the node (the stop is set). */
 int rlm__loop_compact(struct loop *l, struct rlm_err *err);
+
+/* Run o->setup_code in l->repl unless it ran there since the worker's
+ * last (re)start: before the first root call, and before each block (a
+ * worker restarted since has lost what it defined). Its output is not
+ * shown. Returns 0 (no setup code, or it ran), RLM_EINVAL with err
+ * "setup code raised: <the exception's last line>", or repl_exec's code.
+ * (rlm/loop.c) */
+int rlm__loop_setup(struct loop *l, struct rlm_err *err);
 
 enum turn_end { TURN_GO_ON, TURN_DONE };
 

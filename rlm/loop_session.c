@@ -56,6 +56,7 @@ static int take_worker(struct loop *l, struct rlm__sess *s, struct rlm_err *err)
 	l->c.repl = l->repl;
 	repl_stats(l->repl, &st);
 	l->restarts0 = st.restarts;
+	l->setup_at = s->setup_at; /* it ran in this worker: not again */
 	/* This question's answer schema, or none (the last one's goes). */
 	if (repl_set_schema(l->repl, l->o->schema_json, err))
 		return err->code ? err->code : RLM_EINVAL;
@@ -196,6 +197,7 @@ void rlm__loop_session_close(struct loop *l)
 		struct repl_stats st;
 		repl_stats(l->repl, &st);
 		s->restarts += st.restarts - l->restarts0;
+		s->setup_at = l->setup_at;
 		/* Nothing of this solve may be called once it has returned. */
 		repl_rebind(l->repl, NULL, NULL, NULL, NULL);
 		s->repl = l->repl;

@@ -108,7 +108,12 @@ static int exec_outcome(struct loop *l, int rc, const struct repl_result *res, s
 	if (res->restarted) {
 		static const char m[] = "the REPL worker was restarted: its variables are gone and "
 					"`context` was reloaded";
-		rlm__loop_emit(l, "notice", m, sizeof(m) - 1);
+		static const char ms[] = "the REPL worker was restarted: its variables are gone, "
+					 "`context` was reloaded and the setup code runs again";
+		if (l->o->setup_code)
+			rlm__loop_emit(l, "notice", ms, sizeof(ms) - 1);
+		else
+			rlm__loop_emit(l, "notice", m, sizeof(m) - 1);
 		/* what it held is lost: a failure under the solve */
 		pthread_mutex_lock(&l->c.mu);
 		rlm__failure_add(l->out, "worker", l->node, l->depth,
@@ -245,6 +250,14 @@ static int run_blocks(struct loop *l, const char *t, const struct reply *rp, str
 		char *code = block_code(t + rp->blocks[i].off, rp->blocks[i].len, &clen);
 		char head[64];
 		int rc;
+		/* A worker restarted since the setup code last ran has lost
+		 * what it defined: run it again before the model's code. */
+		if ((rc = rlm__loop_setup(l, err)) < 0) {
+			free(code);
+			rlm__calls_stop(&l->c, RLM_STOP_ERROR, "%s",
+					err->msg[0] ? err->msg : rlm_strerror(rc));
+			return rc;
+		}
 		rlm__loop_emit(l, "code", code, clen);
 		rlm__loop_progress(l, "exec", i, rp->n_blocks);
 		memset(&res, 0, sizeof(res));

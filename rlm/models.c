@@ -50,11 +50,18 @@ static enum llm_kind kind_of(const char *model, const struct llm_provider **p)
 	return strncmp(model, "claude", 6) == 0 ? LLM_ANTHROPIC : LLM_OPENAI;
 }
 
+/* Build the model name of provider kind/prov. sub: the sub-model, which
+ * takes c->sub_base_url, sub_api_key and sub_extra_json before the
+ * root's, and of another provider than the root's, not the root's
+ * base_url and api_key (they are the root provider's). */
 static int make_model(const struct rlm_models_cfg *c, struct rlm_models *ms, enum llm_kind kind,
-		      const struct llm_provider *prov, const char *name, long window,
+		      const struct llm_provider *prov, const char *name, long window, bool sub,
 		      struct llm_model **out, struct rlm_err *err)
 {
 	struct llm_model_cfg cfg = {0};
+	bool own = !sub || kind == ms->kind; /* c->base_url and api_key apply */
+	const char *url = sub && c->sub_base_url ? c->sub_base_url : own ? c->base_url : NULL;
+	const char *key = sub && c->sub_api_key ? c->sub_api_key : own ? c->api_key : NULL;
 	cfg.kind = kind;
 	cfg.name = name;
 	cfg.timeout_ms = (long)(c->timeout_s * 1000);
@@ -62,7 +69,7 @@ static int make_model(const struct rlm_models_cfg *c, struct rlm_models *ms, enu
 	cfg.max_inflight = (int)c->max_inflight;
 	cfg.rpm = c->rpm;
 	cfg.tpm = c->tpm;
-	cfg.extra_json = c->extra_json;
+	cfg.extra_json = sub && c->sub_extra_json ? c->sub_extra_json : c->extra_json;
 	cfg.context_window = window;
 	if (kind == LLM_INPROC) {
 		/* One instance, opened for the root model, serves both. */
@@ -73,11 +80,11 @@ static int make_model(const struct rlm_models_cfg *c, struct rlm_models *ms, enu
 		cfg.provider = prov;
 		cfg.impl = ms->impl;
 	} else if (kind == LLM_OPENAI) {
-		cfg.base_urls = c->base_url ? c->base_url : c->openai_base_url;
-		cfg.api_key = c->api_key ? c->api_key : c->openai_api_key;
+		cfg.base_urls = url ? url : c->openai_base_url;
+		cfg.api_key = key ? key : c->openai_api_key;
 	} else if (kind == LLM_ANTHROPIC) {
-		cfg.base_urls = c->base_url ? c->base_url : c->anthropic_base_url;
-		cfg.api_key = c->api_key ? c->api_key : c->anthropic_api_key;
+		cfg.base_urls = url ? url : c->anthropic_base_url;
+		cfg.api_key = key ? key : c->anthropic_api_key;
 	}
 	*out = llm_model_new(&cfg, err);
 	return *out ? 0 : (err && err->code ? err->code : RLM_EINVAL);
@@ -128,16 +135,33 @@ int rlm_models_init(struct rlm_models *ms, const struct rlm_models_cfg *c, struc
 	ms->provider = prov ? prov->name : llm_kind_name(ms->kind);
 	if (c->prices && (rc = llm_prices_load(c->prices, err)))
 		goto fail;
-	same = !c->sub_model || strcmp(c->sub_model, model) == 0;
-	if ((rc = make_model(c, ms, ms->kind, prov, model, same ? c->sub_context_window : 0,
+	/* One model serves both unless the sub-model differs by name or by
+	 * its own provider, endpoints, key or extra body. */
+	same = (!c->sub_model || strcmp(c->sub_model, model) == 0) && !c->sub_provider &&
+	       !c->sub_base_url && !c->sub_api_key && !c->sub_extra_json;
+	if ((rc = make_model(c, ms, ms->kind, prov, model, same ? c->sub_context_window : 0, false,
 			     &ms->model, err)))
 		goto fail;
 	if (!same) {
-		/* Without a provider each model's name picks its provider, so
-		 * a claude root can use a gpt sub-model. */
+		const char *sname = c->sub_model ? c->sub_model : model;
 		const struct llm_provider *sp = prov;
-		enum llm_kind sk = c->provider ? ms->kind : kind_of(c->sub_model, &sp);
-		if ((rc = make_model(c, ms, sk, sp, c->sub_model, c->sub_context_window, &ms->sub,
+		enum llm_kind sk;
+		if (c->sub_provider) {
+			if ((rc = find_provider(c->sub_provider, &sk, &sp, err)))
+				goto fail;
+		} else if (c->sub_base_url && (!c->provider || ms->kind == LLM_INPROC)) {
+			/* an endpoint of its own: a server, as for the root
+			 * ("sim" with a base URL is a server of the simulator) */
+			sp = NULL;
+			sk = strncmp(sname, "claude", 6) == 0 ? LLM_ANTHROPIC : LLM_OPENAI;
+		} else if (c->provider) {
+			sk = ms->kind;
+		} else {
+			/* Without a provider each model's name picks its
+			 * provider, so a claude root can use a gpt sub-model. */
+			sk = kind_of(sname, &sp);
+		}
+		if ((rc = make_model(c, ms, sk, sp, sname, c->sub_context_window, true, &ms->sub,
 				     err)))
 			goto fail;
 	} else {

@@ -168,6 +168,7 @@ static void child_run(struct child *ch)
 	bool memo;
 	char *data;
 	int rc;
+	int64_t t0 = time_now_ns();
 	/* Its context: a copy of a str or list of the frame's in a memfd of
 	 * its own, which its worker borrows (the one copy a worker needs
 	 * anyway), or a view of a part of this node's (no copy at all). The
@@ -186,8 +187,17 @@ static void child_run(struct child *ch)
 		ch->question = NULL;
 		return;
 	}
-	rlm__record_detail(&ch->o, p->nodes, ch->id, p->node, p->depth + 1, 0, "child", ch->question,
-		      strlen(ch->question), NULL);
+	{
+		/* which model the child's root calls use */
+		cJSON *d = cJSON_CreateObject();
+		char *ds;
+		json_add_str(d, "model", llm_model_name(ch->o.model));
+		ds = json_print(d);
+		cJSON_Delete(d);
+		rlm__record_detail(&ch->o, p->nodes, ch->id, p->node, p->depth + 1, 0, "child",
+				   ch->question, strlen(ch->question), ds);
+		free(ds);
+	}
 	/* The key reads the whole context: its pages go again after. */
 	memo = rlm__record_memo_key_ctx(&ch->o, p->depth + 1, ch->question, ctx, &k);
 	corpus_release_pages(ctx);
@@ -229,6 +239,30 @@ static void child_run(struct child *ch)
 		data = d2;
 		free(ds);
 		cJSON_Delete(dj);
+	}
+	{
+		/* its model, its wall time, and why it gave no answer (null:
+		 * it answered, as child_text counts an answer) */
+		cJSON *mj = cJSON_CreateString(llm_model_name(ch->o.model)), *ej;
+		char *ms = json_print(mj), *es, *d2, *why = NULL;
+		const struct rlm_result *r = ch->out;
+		if (ch->rc < 0)
+			why = xstrdup(ch->err.msg[0] ? ch->err.msg : rlm_strerror(ch->rc));
+		else if (!(r->answer && (r->stop == RLM_STOP_ANSWER || r->stop == RLM_STOP_ITERATIONS ||
+					 r->stop == RLM_STOP_INCOMPLETE)))
+			why = xasprintf("%s: %s", rlm_stop_name(r->stop),
+					r->stop_detail ? r->stop_detail : "no detail");
+		ej = why ? cJSON_CreateString(why) : cJSON_CreateNull();
+		es = json_print(ej);
+		d2 = xasprintf("%.*s,\"model\":%s,\"ms\":%lld,\"error\":%s}", (int)strlen(data) - 1,
+			       data, ms, (long long)((time_now_ns() - t0) / 1000000), es);
+		free(data);
+		data = d2;
+		free(ms);
+		free(es);
+		free(why);
+		cJSON_Delete(mj);
+		cJSON_Delete(ej);
 	}
 	rlm__record_detail(&ch->o, p->nodes, ch->id, p->node, p->depth + 1, 0, "child_end",
 		      ch->out->answer, ch->out->answer ? strlen(ch->out->answer) : 0, data);
@@ -497,6 +531,12 @@ static void child_prepare(struct child *ch, struct calls *c, const struct repl_c
 	ch->o.model = root;
 	ch->o.sub_model = c->sub;
 	ch->o.schema_json = NULL; /* the root's answer is structured, not a child's */
+	/* The caller's additions for child RLMs (rlm_opts.sub_*): a child's
+	 * node reads them where the root reads its own. */
+	ch->o.system_extra = c->nodes->o->sub_system_extra;
+	ch->o.setup_code = c->nodes->o->sub_setup_code;
+	if (c->nodes->o->sub_tools)
+		ch->o.tools = c->nodes->o->sub_tools;
 	/* One progress line: the root's. */
 	ch->o.progress = NULL;
 	ch->o.progress_arg = NULL;

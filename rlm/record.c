@@ -345,6 +345,18 @@ static void prompts_digest(char hex[33])
 
 /* What of o shapes the answer, as JSON: the run's config (and the memo's
  * key). */
+/* key: the digest of text, when text is set. */
+static void add_digest(cJSON *j, const char *key, const char *text)
+{
+	struct store_key k;
+	char hex[33];
+	if (!text)
+		return;
+	store_digest(text, strlen(text), &k);
+	store_key_hex(&k, hex);
+	json_add_str(j, key, hex);
+}
+
 char *rlm_config_json(const struct rlm_opts *o)
 {
 	cJSON *j = cJSON_CreateObject(), *p = cJSON_CreateObject(), *stop = cJSON_CreateArray();
@@ -432,6 +444,21 @@ char *rlm_config_json(const struct rlm_opts *o)
 		store_digest(f ? f->data : "", f ? f->len : 0, &sk);
 		store_key_hex(&sk, hex);
 		json_add_str(j, "schema_prompt", hex);
+	}
+	/* The caller's additions to repl nodes: each only when set (keys made
+	 * without them stay good), as a digest (they may be long). */
+	add_digest(j, "system_prompt", o->system_prompt);
+	add_digest(j, "system_extra", o->system_extra);
+	add_digest(j, "setup_code", o->setup_code);
+	add_digest(j, "sub_system_extra", o->sub_system_extra);
+	add_digest(j, "sub_setup_code", o->sub_setup_code);
+	if (o->sub_tools) {
+		/* the children's tools, as "tools" says the root's */
+		cJSON *id = tool_set_identity_json(o->sub_tools);
+		char *text = json_print(id);
+		add_digest(j, "sub_tools", text);
+		free(text);
+		cJSON_Delete(id);
 	}
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);

@@ -180,8 +180,9 @@ struct rlm_opts {
 	rlm_event_fn *event;         /* optional: each turn's reply, code, output,
 				      * of every node, one at a time */
 	void *event_arg;
-	bool detail_events;          /* event also gets "call", "child" and
-				      * "child_end" (rlm_event.data_json) */
+	bool detail_events;          /* event also gets "call", "child",
+				      * "child_end", "turn" and "turn_end"
+				      * (rlm_event.data_json) */
 	bool trajectory;             /* keep every node's turns in its
 				      * rlm_result.turns (rlm_result_json prints
 				      * them): costs memory, about the size of
@@ -257,9 +258,11 @@ struct rlm_opts {
 				      * place of the built-in one (the rendered
 				      * prompts/repl_system.txt), used verbatim;
 				      * what the controller adds after it for its
-				      * own features (a schema, host tools, a
-				      * session, the sandbox sentence) still
-				      * follows. NULL: the built-in */
+				      * own features (the sandbox sentence, host
+				      * tools and skills, a schema) still
+				      * follows, each after a blank line (a
+				      * session's note is in its first user
+				      * message either way). NULL: the built-in */
 	const char *system_extra;    /* appended to the root node's system prompt
 				      * after a blank line (the reference's
 				      * tool_prompts: what setup_code defines,
@@ -272,7 +275,10 @@ struct rlm_opts {
 				      * output is not shown; an exception fails
 				      * the solve before any model call
 				      * (RLM_EINVAL, err: "setup code raised:
-				      * ..." with the exception's last line) */
+				      * ..." with the exception's last line). In
+				      * a worker restarted mid-solve it runs
+				      * before the next block (raising then
+				      * fails the node the same way) */
 	const char *sub_system_extra; /* the same for every child RLM */
 	const char *sub_setup_code;
 	struct tool_set *sub_tools;  /* borrowed: the host tools of child RLMs
@@ -714,9 +720,15 @@ struct rlm_models_cfg {
 				 * (the sub-model's too, unless sub_extra_json) */
 	/* the sub-model's own provider, endpoints, key and extra body when it
 	 * differs from the root's (the reference's other_backends); each NULL:
-	 * as the root's (sub_provider NULL: inferred from sub_model as for
-	 * the root; an in-process sub-model still needs an in-process root of
-	 * the same provider) */
+	 * as the root's (sub_provider NULL: with sub_base_url and no provider,
+	 * or an in-process root, inferred from the sub-model's name as a
+	 * server: claude-* anthropic, else openai; else the root's provider
+	 * when given, else inferred from the name as for the root. base_url
+	 * and api_key apply to a sub-model of the root's provider only; one of
+	 * another provider without sub_base_url, sub_api_key takes that
+	 * provider's own, openai_* or anthropic_*). Any set makes the sub-model
+	 * a model of its own even under the root's name. An in-process
+	 * sub-model still needs an in-process root of the same provider */
 	const char *sub_provider;
 	const char *sub_base_url;
 	const char *sub_api_key;

@@ -226,6 +226,7 @@ int rlm_session_new(const struct rlm_opts *o, const struct corpus *ctx, struct r
 	s->o.record_ = NULL;
 	s->ctx = ctx;
 	s->s.put_restarts = -1;
+	s->s.setup_at = -1;
 	s->s.history = cJSON_CreateArray();
 	s->created_ms = s->last_ms = unix_ms();
 	*out = s;
@@ -319,6 +320,7 @@ void rlm_session_reset(struct rlm_session *s)
 	repl_free(s->s.repl);
 	s->s.repl = NULL;
 	s->s.put_restarts = -1;
+	s->s.setup_at = -1;
 	s->s.n_told = 0;
 	s->s.questions = 0;
 	drop_conversation(&s->s);

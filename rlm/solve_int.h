@@ -311,6 +311,8 @@ struct rlm__sess {
 	int questions;             /* asked, the one running included */
 	int put_restarts;          /* the worker's restarts when history and
 				    * contexts were last put in it; -1: never */
+	int setup_at;              /* the worker's restarts when the setup
+				    * code last ran in it; -1: never */
 	struct cJSON *history;     /* [{"question", "answer", "stop", "run"}] */
 	const struct corpus **extra; /* context_1, ...: borrowed */
 	size_t n_extra;
