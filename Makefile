@@ -211,7 +211,8 @@ install: $(BIN) $(SOLIB)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/librlm.so
 	for h in $(HEADERS); do install -D -m 644 $$h $(DESTDIR)$(INCDIR)/rlm/$$h || exit 1; done
 	@mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+	    -e 's|@INCDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCDIR))|' \
 	    -e 's|@VERSION@|$(shell sed -n 's/^#define RLM_VERSION "\(.*\)"/\1/p' common/common.h)|' \
 	    -e 's|@REQUIRES@|$(PKGS)|' scripts/rlm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/rlm.pc
 	@if [ -d $(PYPKG) ]; then \

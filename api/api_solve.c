@@ -218,8 +218,9 @@ static const char *code_name(int code)
 		"RLM_EIO",	"RLM_ENOTFOUND", "RLM_ESTORE",
 	};
 	const char *s;
-	if (code <= RLM_EINVAL && code > RLM_EINVAL - (int)ARRAY_SIZE(names))
-		return names[RLM_EINVAL - code];
+	/* RLM_EINVAL is -1000, the next ones count up from it */
+	if (code >= RLM_EINVAL && code < RLM_EINVAL + (int)ARRAY_SIZE(names))
+		return names[code - RLM_EINVAL];
 	if (code < 0 && code > -4096 && (s = strerrorname_np(-code)))
 		return s;
 	return "RLM_EUNKNOWN";
