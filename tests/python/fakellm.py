@@ -9,9 +9,12 @@
 # repl_session_next.txt): its newest such message picks the script (the
 # first tag of `scripts` it contains, else the default), and the number of
 # assistant messages after it picks the reply of that script (its last one
-# once they run out). Any other request is a sub-call: `sub(prompt)`.
+# once they run out), or the "Turn N/M" line of the last message when it
+# has one (a compacted conversation has fewer assistant messages). Any other request is a sub-call: `sub(prompt)`.
+# Requests to .../messages get Anthropic-shaped replies, others OpenAI's.
 import http.server
 import json
+import re
 import threading
 import time
 
@@ -31,6 +34,10 @@ class FakeLLM:
         self.delay = delay
         self.requests = []   # (path, headers dict, body dict)
         self.lock = threading.Lock()
+        self.inflight = 0        # requests being answered now
+        self.max_inflight = 0    # the most at once
+        self.sub_delay = 0.0     # extra wait of a child RLM's first request
+        self.child_tag = None    # its tag in the child's question
         srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Handler)
         srv.daemon_threads = True
         srv.fake = self
@@ -65,6 +72,10 @@ class FakeLLM:
             return self.sub(last)
         qtext = _text(msgs[q].get('content'))
         n = sum(1 for m in msgs[q + 1:] if m.get('role') == 'assistant')
+        # after a compaction the turn is in the prompt only ("Turn 3/6: go on")
+        t = re.search(r'^Turn ([0-9]+)/', _text(msgs[-1].get('content')), re.M)
+        if t and msgs[-1].get('role') == 'user':
+            n = int(t.group(1)) - 1
         replies = self.default
         for tag, rs in self.scripts.items():
             if tag in qtext:
@@ -105,14 +116,34 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         with fake.lock:
             fake.requests.append((self.path, dict(self.headers.items()), body))
-        if fake.delay:
-            time.sleep(fake.delay)
+        child = fake.child_tag is not None and any(
+            fake.child_tag in _text(m.get('content')) for m in body.get('messages') or []
+            if m.get('role') == 'user' and _text(m.get('content')).startswith('Question:'))
+        with fake.lock:
+            if child:
+                fake.inflight += 1
+                fake.max_inflight = max(fake.max_inflight, fake.inflight)
         try:
+            if fake.delay:
+                time.sleep(fake.delay)
+            if child:
+                time.sleep(fake.sub_delay)
             content = fake.reply(body)
         except Exception as e:  # a broken script is a 500 the test sees
             self._send(500, {'error': {'message': 'script: %r' % e}})
             return
+        finally:
+            with fake.lock:
+                if child:
+                    fake.inflight -= 1
         pin, pout = fake.usage
+        if self.path.endswith('/messages'):  # the Anthropic wire
+            self._send(200, {
+                'id': 'msg_fake', 'type': 'message', 'role': 'assistant',
+                'model': body.get('model') or 'fake',
+                'content': [{'type': 'text', 'text': content}], 'stop_reason': 'end_turn',
+                'usage': {'input_tokens': pin, 'output_tokens': pout}})
+            return
         self._send(200, {
             'id': 'chatcmpl-fake', 'object': 'chat.completion', 'created': int(time.time()),
             'model': body.get('model') or 'fake',

@@ -241,6 +241,23 @@ class TestSolve(unittest.TestCase):
                     if var:
                         os.environ.pop(var, None)
 
+    def test_anthropic(self):
+        fake = FakeLLM(default=then_final("r = 'from claude'"))
+        with fake, RLM(backend='anthropic', backend_kwargs={
+                'model_name': 'claude-sonnet-4-5', 'api_key': 'ak', 'base_url': fake.url}) as r:
+            c = r.completion('x', root_prompt='q')
+        self.assertEqual(c.response, 'from claude')
+        path, headers, body = fake.requests[0]
+        self.assertTrue(path.endswith('/messages'), path)
+        self.assertEqual(headers.get('x-api-key') or headers.get('X-Api-Key'), 'ak')
+        self.assertEqual(body['model'], 'claude-sonnet-4-5')
+
+    def test_sim_spec(self):
+        with RLM(backend='sim', sim='ttft=150ms') as r:
+            c = r.completion('The code is 12.', root_prompt='code?')
+        calls = sum(m.total_calls for m in c.usage_summary.model_usage_summaries.values())
+        self.assertGreaterEqual(c.execution_time, 0.15 * calls)
+
     def test_sim_backend(self):
         with RLM(backend='sim', backend_kwargs={'model_name': 'sim-1'}) as r:
             c = r.completion('The secret code is 4471.', root_prompt='What is the secret code?')
@@ -288,6 +305,35 @@ class TestSolve(unittest.TestCase):
                        sub=lambda p: 'PLAIN-SUB')
         with fake, mk(fake, max_depth=1) as r:
             self.assertEqual(r.completion('x', root_prompt='ROOT q').response, 'PLAIN-SUB')
+
+    def check_concurrency(self, n):
+        fake = FakeLLM(scripts={'CHILD-TASK': then_final("r = 'c'"),
+                                'ROOT': then_final("r = '+'.join(rlm_query_batched("
+                                                   "['CHILD-TASK a', 'CHILD-TASK b', "
+                                                   "'CHILD-TASK c']))")})
+        fake.child_tag, fake.sub_delay = 'CHILD-TASK', 0.3
+        with fake, mk(fake, max_depth=2, max_concurrent_subcalls=n) as r:
+            self.assertEqual(r.completion('x', root_prompt='ROOT q').response, 'c+c+c')
+        return fake.max_inflight
+
+    def test_max_concurrent_subcalls(self):
+        self.assertEqual(self.check_concurrency(1), 1)
+        self.assertGreaterEqual(self.check_concurrency(3), 2)
+
+    def test_compaction(self):
+        for on in (False, True):
+            with self.subTest(compaction=on):
+                # gpt-4o-mini's window is 128,000 tokens: 2% of it is
+                # passed by the third turn of ~3,000 bytes each
+                pad = '# ' + 'padding ' * 400 + '\n'
+                fake = FakeLLM(default=[repl(pad + 'x = 1'), repl(pad + 'x += 1'),
+                                        repl(pad + 'x += 1'), repl(pad + 'x += 0'),
+                                        repl('FINAL_VAR("x")')])
+                with fake, mk(fake, compaction=on, compaction_threshold_pct=0.02) as r:
+                    c = r.completion('x', root_prompt='q')
+                self.assertEqual(c.response, '3')
+                n = c.result['repl']['compactions']
+                self.assertTrue(n >= 1 if on else n == 0, n)
 
     def test_other_backends(self):
         fake = FakeLLM(default=then_final("r = llm_query('hello sub')"),
