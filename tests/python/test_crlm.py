@@ -520,6 +520,23 @@ class TestLimits(unittest.TestCase):
         self.assertGreaterEqual(cm.exception.spent, 0.2)
         self.assertLess(len(fake.requests), 20)
 
+    def test_budget_price_file(self):
+        d = tempfile.mkdtemp()
+        prices = os.path.join(d, 'prices.json')
+        with open(prices, 'w') as f:
+            json.dump({'house-model': {'input': 100, 'output': 0}}, f)
+        # 1,000 input tokens at $100 per million: $0.10 a call
+        fake = FakeLLM(default=[repl("answer['content'] = 'partial'")], usage=(1000, 10))
+        with fake, mk(fake, model='house-model', prices=prices, max_iterations=20,
+                      max_budget=0.25) as r:
+            with self.assertRaises(crlm.BudgetExceededError) as cm:
+                r.completion('x', root_prompt='q')
+        # the price file's price, for every call made; it stops before a
+        # call that could pass the budget
+        self.assertAlmostEqual(cm.exception.spent, 0.1 * len(fake.requests), places=6)
+        self.assertIn(len(fake.requests), (2, 3))
+        self.assertIn('0.25', str(cm.exception))
+
     def test_timeout(self):
         fake = FakeLLM(default=[repl("import time\ntime.sleep(0.3)\nanswer['content'] = 'part'")])
         with fake, mk(fake, max_iterations=100, max_timeout=1.5) as r:

@@ -180,7 +180,7 @@ def _tools_prompt(tools):
 def _context(prompt):
     """(bytes, kind) of a context: the text itself, or JSON made once."""
     if isinstance(prompt, str):
-        return prompt.encode('utf-8', 'surrogatepass'), b'text'
+        return prompt.encode('utf-8'), b'text'
     if isinstance(prompt, (bytes, bytearray, memoryview)):
         return bytes(prompt), b'text'
     if isinstance(prompt, os.PathLike):
@@ -194,7 +194,7 @@ def _context(prompt):
         raise TypeError('prompt: a %s cannot be a context: %s (give a str, a list of str, '
                         'or a JSON value: dict, list, number, ...)' % (type(prompt).__name__, e)) \
             from None
-    return text.encode('utf-8', 'surrogatepass'), kind
+    return text.encode('utf-8'), kind
 
 
 def _text_list(v, what):
@@ -243,7 +243,8 @@ class RLM:
     RLM, with its arguments (docs/python.md has the table). Extensions:
     cache (a store path, True for the default store, False), max_calls
     (model calls at any depth), sim (the simulator's spec), schema (a JSON
-    Schema: the answer is then a JSON value, in .answer_json)."""
+    Schema: the answer is then a JSON value, in .answer_json), prices (a
+    price file, for max_budget with models the built-in table lacks)."""
 
     def __init__(self, backend='openai', backend_kwargs=None, environment='local',
                  environment_kwargs=None, depth=0, max_depth=1, max_iterations=30,
@@ -254,7 +255,7 @@ class RLM:
                  compaction_threshold_pct=0.85, max_concurrent_subcalls=4,
                  on_subcall_start=None, on_subcall_complete=None, on_iteration_start=None,
                  on_iteration_complete=None, sampling_args=None, sub_sampling_args=None,
-                 *, cache=False, max_calls=None, sim=None, schema=None):
+                 *, cache=False, max_calls=None, sim=None, schema=None, prices=None):
         self._client = None
         self._session = None
         self._tmpdir = None
@@ -301,6 +302,8 @@ class RLM:
             config['sub_extra'] = dict(sub_sampling_args)
         if sim is not None:
             config['sim'] = sim
+        if prices is not None:
+            config['prices'] = os.fspath(prices)
         if logger is not None and not cache:
             # The trajectory comes from a store: a private one, never read
             # from ("refresh"), removed by close().
@@ -501,8 +504,10 @@ class RLM:
         if self._closed:
             raise RLMError('this RLM is closed')
         ctx, kind = _context(prompt)
-        question = root_prompt.encode('utf-8', 'surrogatepass') if root_prompt is not None \
-            else None
+        if root_prompt is not None and not isinstance(root_prompt, str):
+            raise TypeError('root_prompt must be a str or None, not %s'
+                            % type(root_prompt).__name__)
+        question = root_prompt.encode('utf-8') if root_prompt is not None else None
         call = _Call(self)
         with self._calls_lock:
             self._calls.add(call)
