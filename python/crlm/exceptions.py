@@ -17,11 +17,13 @@ class RLMError(Exception):
 
 
 class BudgetExceededError(RLMError):
-    """max_budget (USD) was spent."""
+    """max_budget (USD) was spent, or the next call could pass it. Ours:
+    partial_answer (the reference's has none)."""
 
     def __init__(self, spent, budget, message=None):
         self.spent = spent
         self.budget = budget
+        self.partial_answer = None
         super().__init__(message or 'budget exceeded: spent $%.6f of $%.6f' % (spent, budget))
 
 

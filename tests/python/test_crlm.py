@@ -197,6 +197,25 @@ class TestSolve(unittest.TestCase):
             self.assertEqual(headers.get('Authorization'), 'Bearer sk-test')
             self.assertTrue(path.endswith('/chat/completions'))
 
+    def test_path_context(self):
+        import pathlib
+        d = tempfile.mkdtemp()
+        for name, text in (('a.txt', 'alpha'), ('b.txt', 'beta')):
+            with open(os.path.join(d, name), 'w') as f:
+                f.write(text)
+        fake = FakeLLM(default=then_final("r = '+'.join(sorted(context))"))
+        with fake, mk(fake) as r:
+            self.assertEqual(r.completion(pathlib.Path(d), root_prompt='q').response,
+                             'alpha+beta')
+
+    def test_setup_code_raises(self):
+        fake = FakeLLM(default=then_final("r = 'x'"))
+        with fake, mk(fake, environment_kwargs={'setup_code': 'raise ValueError("no index")'}) \
+                as r:
+            with self.assertRaisesRegex(crlm.RLMError, r'setup code raised: ValueError: no index'):
+                r.completion('x', root_prompt='q')
+        self.assertEqual(fake.requests, [])
+
     def test_large_text_context(self):
         text = open('/usr/include/stdio.h', encoding='latin-1').read() * 20
         fake = FakeLLM(default=then_final('r = str(len(context))'))
@@ -565,6 +584,7 @@ class TestLimits(unittest.TestCase):
                 r.completion('x', root_prompt='q')
         self.assertEqual(cm.exception.threshold, 2)
         self.assertEqual(cm.exception.error_count, 2)
+        self.assertEqual(cm.exception.last_error, 'ValueError: boom')
         self.assertEqual(len(fake.root_requests()), 2)
 
     def test_no_error_limit_by_default(self):

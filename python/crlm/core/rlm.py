@@ -574,8 +574,10 @@ class RLM:
         if stop == 'cancelled':
             raise CancellationError(answer, detail and 'cancelled: ' + detail)
         if stop == 'max_cost':
-            raise BudgetExceededError(float(res.get('cost_usd') or 0), self.max_budget or 0.0,
-                                      detail and 'budget exceeded: ' + detail)
+            e = BudgetExceededError(float(res.get('cost_usd') or 0), self.max_budget or 0.0,
+                                    detail and 'budget exceeded: ' + detail)
+            e.partial_answer = answer  # ours: the reference's has none
+            raise e
         if stop == 'timeout':
             raise TimeoutExceededError(elapsed, self.max_timeout or 0.0, answer,
                                        detail and 'timeout exceeded: ' + detail)
@@ -585,8 +587,9 @@ class RLM:
                                           detail and 'token limit exceeded: ' + detail)
         if stop == 'max_errors':
             repl = res.get('repl') or {}
+            last = detail.split('; the last: ', 1)[-1] if detail else None
             raise ErrorThresholdExceededError(int(repl.get('error_turns', 0)),
-                                              self.max_errors or 0, detail, answer,
+                                              self.max_errors or 0, last, answer,
                                               detail and 'error threshold exceeded: ' + detail)
         if stop in ('max_calls', 'max_sub_calls'):
             calls = (res.get('calls') or {}).get('total', 0)
