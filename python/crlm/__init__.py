@@ -10,7 +10,8 @@ from .exceptions import (BudgetExceededError, CallLimitExceededError, Cancellati
 from .logger import RLMLogger
 from .types import ModelUsageSummary, RLMChatCompletion, UsageSummary
 
-__version__ = '0.22.0'
+# The version of rlm this package is part of (common/common.h's RLM_VERSION).
+__version__ = '0.1.0'
 
 __all__ = ['RLM', 'RLMChatCompletion', 'UsageSummary', 'ModelUsageSummary', 'RLMLogger',
            'RLMError', 'BudgetExceededError', 'TimeoutExceededError',

@@ -87,7 +87,8 @@ class TestImports(unittest.TestCase):
         self.assertEqual(c.to_dict()['usage_summary']['model_usage_summaries']['m']
                          ['total_input_tokens'], 10)
         self.assertRegex(crlm.__version__, r'^\d+\.\d+\.\d+$')
-        self.assertRegex(crlm.lib_version(), r'^\d+\.\d+')
+        # the package and the library are one release
+        self.assertEqual(crlm.lib_version().split()[0], crlm.__version__)
 
     def test_exception_arguments(self):
         e = crlm.BudgetExceededError(1.5, 1.0)
@@ -276,6 +277,25 @@ class TestSolve(unittest.TestCase):
             c = r.completion('The code is 12.', root_prompt='code?')
         calls = sum(m.total_calls for m in c.usage_summary.model_usage_summaries.values())
         self.assertGreaterEqual(c.execution_time, 0.15 * calls)
+
+    def test_gil_released(self):
+        n, stop = [0], threading.Event()
+
+        def count():
+            while not stop.is_set():
+                n[0] += 1
+        t = threading.Thread(target=count)
+        with RLM(backend='sim', sim='ttft=100ms') as r:
+            t.start()
+            try:
+                before = n[0]
+                r.completion('The code is 3.', root_prompt='code?')
+                during = n[0] - before
+            finally:
+                stop.set()
+                t.join()
+        # ~0.3 s of C work: a thread that held the GIL would leave it at 0
+        self.assertGreater(during, 10000)
 
     def test_sim_backend(self):
         with RLM(backend='sim', backend_kwargs={'model_name': 'sim-1'}) as r:
@@ -728,12 +748,13 @@ class TestLeaks(unittest.TestCase):
         threads0, kids0 = threading.active_count(), len(children())
         with RLM(backend='sim', max_iterations=5) as r:
             r.completion('The number is 5.', root_prompt='What is the number?')
-            tasks1 = tasks()
+            tasks1, kids1 = tasks(), len(children())
             for i in range(100):
                 c = r.completion('The number is %d.' % i, root_prompt='What is the number?')
                 self.assertIn(str(i), c.response)
             self.assertEqual(threading.active_count(), threads0)
             self.assertLessEqual(tasks(), tasks1 + 2)
+            self.assertLessEqual(len(children()), kids1)
         deadline = time.monotonic() + 5
         while len(children()) > kids0 and time.monotonic() < deadline:
             time.sleep(0.05)
