@@ -10,7 +10,6 @@ import asyncio
 import glob
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -42,6 +41,11 @@ def mk(fake, model='gpt-4o-mini', **kw):
     return RLM(backend='openai',
                backend_kwargs={'model_name': model, 'base_url': fake.url, 'api_key': 'sk-test'},
                **kw)
+
+
+def read(path, encoding='utf-8'):
+    with open(path, encoding=encoding) as f:
+        return f.read()
 
 
 def children():
@@ -218,7 +222,7 @@ class TestSolve(unittest.TestCase):
         self.assertEqual(fake.requests, [])
 
     def test_large_text_context(self):
-        text = open('/usr/include/stdio.h', encoding='latin-1').read() * 20
+        text = read('/usr/include/stdio.h', 'latin-1') * 20
         fake = FakeLLM(default=then_final('r = str(len(context))'))
         with fake, mk(fake) as r:
             self.assertEqual(r.completion(text, root_prompt='len?').response, str(len(text)))
@@ -518,9 +522,6 @@ class TestCallbacks(unittest.TestCase):
         self.assertTrue(any(e[0] == 'it_start' and e[1] == 1 for e in log[i0:i1]))
 
     def test_callback_exception_is_printed(self):
-        def boom(*a):
-            raise RuntimeError('callback broke')
-        fake = FakeLLM(default=then_final("r = 'fine'"))
         code = ('import sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n'
                 'from crlm import RLM; from fakellm import FakeLLM\n'
                 'f = FakeLLM(default=["```repl\\nr = 1\\n```", "```repl\\nFINAL_VAR(\'r\')\\n```"])\n'
@@ -531,7 +532,6 @@ class TestCallbacks(unittest.TestCase):
                 'r.close(); f.close()\n') % (os.path.join(HERE, '..', '..', 'python'), HERE)
         p = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                            timeout=60)
-        fake.close()
         self.assertIn('RESULT 1', p.stdout, p.stderr)
         self.assertIn('RuntimeError: callback broke', p.stderr)
 
@@ -716,7 +716,7 @@ class TestLogger(unittest.TestCase):
         files = os.listdir(d)
         self.assertEqual(len(files), 1)
         self.assertRegex(files[0], r'^trial_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_[0-9a-f]{8}\.jsonl$')
-        lines = [json.loads(x) for x in open(os.path.join(d, files[0]))]
+        lines = [json.loads(x) for x in read(os.path.join(d, files[0])).splitlines()]
         self.assertEqual(lines[0]['type'], 'metadata')
         self.assertIn('root_model', lines[0])
         its = [x for x in lines[1:] if x['type'] == 'iteration']
@@ -773,10 +773,10 @@ class TestQuickstart(unittest.TestCase):
                                 '--quiet'])
         try:
             deadline = time.monotonic() + 10
-            while not (os.path.exists(ready) and open(ready).read().strip()):
+            while not (os.path.exists(ready) and read(ready).strip()):
                 self.assertLess(time.monotonic(), deadline, 'sim-serve did not start')
                 time.sleep(0.05)
-            port = int(open(ready).read().strip())
+            port = int(read(ready).strip())
             env = dict(os.environ, OPENAI_BASE_URL='http://127.0.0.1:%d/v1' % port,
                        OPENAI_API_KEY='sk-sim',
                        PYTHONPATH=os.path.join(HERE, '..', '..', 'python'))
