@@ -444,6 +444,33 @@ class TestTools(unittest.TestCase):
         self.assertIn('broken()`: always fails', sysmsg)
         self.assertIn('`RATES` (dict): exchange rates', sysmsg)
 
+    def test_async_tool_and_kwargs_only(self):
+        async def slow_double(x):
+            """Twice x, later."""
+            await asyncio.sleep(0.01)
+            return 2 * x
+        fake = FakeLLM(default=then_final("r = str(slow_double(x=21))"))
+        with fake, mk(fake, custom_tools={'slow_double': slow_double}) as r:
+            self.assertEqual(r.completion('x', root_prompt='q').response, '42')
+
+    def test_discovery(self):
+        def lookup(key):
+            """Look a key up in the host's table."""
+            return key.upper()
+        code = ("hits = search_tools('look a key up')\n"
+                "r = '%s|%s' % (hits[0]['name'] if hits else 'none', "
+                "call_tool('host.lookup', {'args': ['k'], 'kwargs': {}}))")
+        fake = FakeLLM(default=then_final(code))
+        with fake, mk(fake, custom_tools={'lookup': lookup}) as r:
+            self.assertEqual(r.completion('x', root_prompt='q').response, 'host.lookup|K')
+
+    def test_root_and_sub_functions_differ(self):
+        with self.assertRaisesRegex(ValueError, r"'f' two different functions"):
+            RLM(backend='sim', custom_tools={'f': len}, custom_sub_tools={'f': str})
+        # a value for the root, a function for the children
+        with RLM(backend='sim', custom_tools={'f': 1}, custom_sub_tools={'f': str}):
+            pass
+
     def check_sub(self, sub_tools, want):
         child = then_final("try:\n    r = str(lookup(2))\nexcept NameError:\n    r = 'none'")
         fake = FakeLLM(scripts={'CHILD-TASK': child,

@@ -138,6 +138,10 @@ def _tool_spec(name, spec, what):
     return None, text, desc
 
 
+async def _awaited(aw):
+    return await aw
+
+
 def _signature(fn):
     try:
         return str(inspect.signature(fn))
@@ -385,17 +389,18 @@ class RLM:
             raise ValueError(_lib.err_text(err, 'cannot make the client'))
         try:
             for name in sorted(set(tools) | set(sub_tools)):
-                fn = (tools.get(name) or sub_tools.get(name))[0]
-                if fn is None:
+                root, sub = tools.get(name), sub_tools.get(name)
+                fns = [t for t in (root, sub) if t and t[0] is not None]
+                if not fns:
                     continue
-                where = 0
-                if name in tools and tools[name][0] is not None:
-                    where |= _lib.ROOT
-                if name in sub_tools and sub_tools[name][0] is not None:
-                    where |= _lib.CHILDREN
-                desc = (tools.get(name) or sub_tools.get(name))[2]
-                desc = desc or '%s%s' % (name, _signature(fn))
-                self._add_tool(name, fn, where, desc)
+                if len(fns) == 2 and fns[0][0] is not fns[1][0]:
+                    raise ValueError('custom_tools and custom_sub_tools give %r two different '
+                                     'functions: one host tool has one function; give them '
+                                     'different names' % name)
+                where = (_lib.ROOT if root and root[0] is not None else 0) | \
+                    (_lib.CHILDREN if sub and sub[0] is not None else 0)
+                fn, _, desc = fns[0]
+                self._add_tool(name, fn, where, desc or '%s%s' % (name, _signature(fn)))
         except BaseException:
             self.close()
             raise
@@ -408,6 +413,9 @@ class RLM:
             try:
                 a = json.loads(args_json.decode('utf-8', 'replace')) if args_json else {}
                 res = fn(*(a.get('args') or []), **(a.get('kwargs') or {}))
+                if inspect.isawaitable(res):
+                    # an async def: run it here, on this controller thread
+                    res = asyncio.run(_awaited(res))
                 _lib.rlm_api_reply(reply, json.dumps(res, default=str).encode('utf-8',
                                                                               'surrogatepass'))
             except BaseException as e:
@@ -446,8 +454,9 @@ class RLM:
             model = data.get('model')
             call.child_t[data.get('child', e.get('node'))] = now
             if self.on_subcall_start:
-                prompt = data.get('prompt_preview', data.get('prompt', e.get('text') or ''))
-                self.on_subcall_start(depth, model, prompt)
+                prompt = e.get('text') or ''
+                self.on_subcall_start(depth, model, prompt if len(prompt) <= 200 else
+                                      prompt[:197] + '...')
         elif kind == 'child_end':
             t0 = call.child_t.pop(data.get('child', e.get('node')), None)
             dur = data['ms'] / 1000.0 if isinstance(data.get('ms'), (int, float)) else \
