@@ -151,6 +151,12 @@ class TestRefused(unittest.TestCase):
                    other_backends=['sim', 'sim'], other_backend_kwargs=[{}, {}])
         self.check(ValueError, r'go together', backend='sim', other_backends=['sim'])
 
+    def test_bad_code(self):
+        self.check(ValueError, r'tool_code contains invalid Python syntax', backend='sim',
+                   tool_code='def f(:')
+        self.check(ValueError, r'setup_code contains invalid Python syntax', backend='sim',
+                   environment_kwargs={'setup_code': 'x = = 1'})
+
     def test_tool_names(self):
         for name in ('llm_query', 'FINAL', 'context', 'answer', 'call_tool', 'SHOW_VARS',
                      'history', 'context_2', 'search'):

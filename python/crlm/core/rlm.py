@@ -13,6 +13,7 @@
 # takes the GIL for each callback. An exception in a callback is printed to
 # stderr and never crosses into C. The ctypes function objects handed to C
 # live as long as the RLM (the client holds their pointers).
+import ast
 import asyncio
 import ctypes
 import inspect
@@ -357,6 +358,12 @@ class RLM:
             raise TypeError('environment_kwargs setup_code must be a str')
         if tool_code is not None and not isinstance(tool_code, str):
             raise TypeError('tool_code must be a str')
+        for what, code in (('environment_kwargs setup_code', setup), ('tool_code', tool_code)):
+            try:
+                if code:
+                    ast.parse(code)
+            except SyntaxError as e:
+                raise ValueError('%s contains invalid Python syntax: %s' % (what, e)) from None
         base = ''.join(c + '\n' for c in (setup, tool_code) if c)
         root_code = base + _tools_code(tools)
         sub_code = base + _tools_code(sub_tools)
