@@ -780,7 +780,8 @@ class TestLeaks(unittest.TestCase):
     def test_hundred_completions(self):
         threads0, kids0 = threading.active_count(), len(children())
         with RLM(backend='sim', max_iterations=5) as r:
-            r.completion('The number is 5.', root_prompt='What is the number?')
+            for i in range(10):  # the pool and the zygote are up after these
+                r.completion('The number is 5.', root_prompt='What is the number?')
             tasks1, kids1 = tasks(), len(children())
             for i in range(100):
                 c = r.completion('The number is %d.' % i, root_prompt='What is the number?')
