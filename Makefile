@@ -217,16 +217,18 @@ install: $(BIN) $(SOLIB)
 	    -e 's|@REQUIRES@|$(PKGS)|' scripts/rlm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/rlm.pc
 	@if [ -d $(PYPKG) ]; then \
 	    echo "install $(PYPKG) -> $(DESTDIR)$(PYDIR)/crlm"; \
-	    mkdir -p $(DESTDIR)$(PYDIR)/crlm && \
-	    cp -f $(PYPKG)/*.py $(DESTDIR)$(PYDIR)/crlm/ && \
-	    install -m 644 $(SOLIB) $(DESTDIR)$(PYDIR)/crlm/$(SONAME); \
+	    for f in $$(cd $(dir $(PYPKG)) && find $(notdir $(PYPKG)) -name '*.py' -o -name '*.pyi' -o -name py.typed); do \
+	        install -D -m 644 $(dir $(PYPKG))$$f $(DESTDIR)$(PYDIR)/$$f || exit 1; \
+	    done; \
+	    install -D -m 644 $(SOLIB) $(DESTDIR)$(PYDIR)/crlm/$(SONAME); \
 	fi
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
+	rm -f $(PYPKG)/$(SONAME)
 
 help:
-	@echo "make [all]      build $(BIN)"
+	@echo "make [all]      build $(BIN) and $(SOLIB)"
 	@echo "make lib        build $(SOLIB) (also part of all): the C API, docs/api.md"
 	@echo "make python     copy $(SONAME) into $(PYPKG) (import crlm from python/; docs/python.md)"
 	@echo "make install    bin/rlm, lib/$(SONAME), include/rlm/, lib/pkgconfig/rlm.pc, the"

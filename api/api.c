@@ -129,7 +129,7 @@ char *rlm_api_run_jsonl(struct rlm_api *a, const char *run_id, char **err)
 	char *out;
 	if (err)
 		*err = NULL;
-	if (!a->store) {
+	if (!a || !a->store) {
 		rlm_err_set(&e, RLM_EINVAL, "no store: the client has no \"cache\"");
 		rlm_api__err(err, &e);
 		return NULL;

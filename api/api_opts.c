@@ -35,10 +35,17 @@ static int parse_object(const char *text, const char *where, cJSON **out, struct
 		*out = cJSON_CreateObject();
 		return 0;
 	}
-	j = json_parse(text, strlen(text));
+	j = json_parse(text, n);
 	if (!j) {
-		const char *at = cJSON_GetErrorPtr();
-		if (at && at >= text && at <= text + strlen(text))
+		/* where: cJSON's end of what it read (not its global error
+		 * pointer, which other threads' parses overwrite) */
+		const char *at = NULL;
+		cJSON *t = cJSON_ParseWithLengthOpts(text, n, &at, 0);
+		bool value = t != NULL;
+		cJSON_Delete(t);
+		while (value && at && at < text + n && text_is_space(*at))
+			at++; /* a value, then trailing garbage: the garbage */
+		if (at && at >= text && at <= text + n)
 			return rlm_err_set(err, RLM_EINVAL, "%s: not valid JSON at byte %zu", where,
 					   (size_t)(at - text));
 		return rlm_err_set(err, RLM_EINVAL, "%s: not valid JSON", where);

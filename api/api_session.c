@@ -71,6 +71,11 @@ int rlm_api_session_add_context(struct rlm_api_session *s, const char *ctx, size
 	int n = 0, rc;
 	if (err)
 		*err = NULL;
+	if (!s) {
+		rc = rlm_err_set(&e, RLM_EINVAL, "no session");
+		rlm_api__err(err, &e);
+		return rc;
+	}
 	if ((rc = rlm_api__context(ctx, ctx_len, ctx_kind, false, &c, &e)) ||
 	    (rc = rlm_session_add_context(s->s, c, &n, &e))) {
 		corpus_free(c);
@@ -94,6 +99,11 @@ char *rlm_api_session_solve(struct rlm_api_session *s, const char *question,
 	int rc;
 	if (err)
 		*err = NULL;
+	if (!s) {
+		rlm_err_set(&e, RLM_EINVAL, "no session");
+		rlm_api__err(err, &e);
+		return NULL;
+	}
 	memset(&own, 0, sizeof(own));
 	if (opts_json) {
 		if (rlm_api__opts_parse(opts_json, &own, &e)) {
@@ -134,8 +144,11 @@ char *rlm_api_session_solve(struct rlm_api_session *s, const char *question,
 char *rlm_api_session_info(struct rlm_api_session *s)
 {
 	struct rlm_session_info in;
-	cJSON *j = cJSON_CreateObject();
+	cJSON *j;
 	char *out;
+	if (!s)
+		return NULL;
+	j = cJSON_CreateObject();
 	rlm_session_info(s->s, &in);
 	json_add_num(j, "questions", in.questions);
 	json_add_num(j, "contexts", in.contexts);

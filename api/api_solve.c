@@ -64,6 +64,10 @@ int rlm_api__context(const char *ctx, size_t len, const char *kind, bool borrow,
 	if (!ctx)
 		return rlm_err_set(err, RLM_EINVAL, "context: none given");
 	if (!kind || !strcmp(kind, "text")) {
+		const char *nul = memchr(ctx, '\0', len);
+		if (nul)
+			return rlm_err_set(err, RLM_EINVAL, "context: a NUL byte at byte %zu",
+					   (size_t)(nul - ctx));
 		if (!text_utf8_valid(ctx, len, &bad))
 			return rlm_err_set(err, RLM_EINVAL, "context: not valid UTF-8 at byte %zu",
 					   bad);

@@ -133,7 +133,8 @@ def check_symbols(objects):
 # the corpus/ and error helpers it needs), api/api.h, and the few functions
 # below that a C user of rlm.h calls.
 EXPORTED_PREFIXES = ("rlm_", "corpus_")
-EXPORTED_NAMES = {"store_open", "store_close", "sim_provider_register"}
+EXPORTED_NAMES = {"store_open", "store_close", "sim_provider_register",
+                  "rlm_err_set", "rlm_err_prefix", "rlm_err_clear", "rlm_strerror"}
 # Every function these declare (at the start of a line, "type name(") must
 # be exported.
 PUBLIC_HEADERS = ("rlm/rlm.h", "api/api.h", "corpus/corpus.h")

@@ -92,6 +92,16 @@ cc -std=c11 -Wall -Werror -o "$tmp/prog" "$tmp/prog.c" $flags
 readelf -d "$tmp/prog" | grep -q 'NEEDED.*\[librlm.so.0\]' ||
     { echo "prog does not need librlm.so.0"; exit 1; }
 LD_LIBRARY_PATH="$dest$prefix/lib" "$tmp/prog"
+# the Python package, when the tree has it: in the site directory, with
+# the library inside, and importable from there
+if [ -d python/crlm ]; then
+    site=$dest$prefix/lib/python3/dist-packages
+    [ -f "$site/crlm/__init__.py" ] && [ -f "$site/crlm/librlm.so.0" ] ||
+        { echo "crlm not installed in $site"; exit 1; }
+    (cd "$tmp" && env -u RLM_LIB PYTHONPATH="$site" /usr/bin/python3 -c 'import crlm') ||
+        { echo "the installed crlm does not import"; exit 1; }
+    echo "python: crlm installed"
+fi
 # the static link too, through Libs.private / Requires.private
 pkg-config --static --libs rlm >/dev/null
 echo "install test: ok"

@@ -264,7 +264,8 @@ TEST(config_errors_name_the_member)
 	static const struct {
 		const char *config, *want;
 	} cases[] = {
-		{"{\"model\": ", "config: not valid JSON at byte"},
+		{"{\"model\": ", "config: not valid JSON at byte 8"},
+		{"{\"model\": \"x\"} 7", "config: not valid JSON at byte 15"},
 		{"[1, 2]", "config: must be a JSON object"},
 		{"{\"modle\": \"x\"}", "config: unknown member 'modle'"},
 		{"{\"sub_modle\": \"x\"}", "config: unknown member 'sub_modle' (did you mean 'sub_model'?)"},
@@ -362,6 +363,12 @@ TEST(context_errors_say_what_is_wrong)
 	e = solve_err(a, "q", "bad \xff byte", "text", NULL);
 	CHECK_STR(e, "context: not valid UTF-8 at byte 4");
 	rlm_api_free(e);
+	{
+		char *out = rlm_api_solve(a, "q", "ab\0cd", 5, "text", NULL, NULL, NULL, NULL, &e);
+		CHECK(!out);
+		CHECK_STR(e, "context: a NUL byte at byte 2");
+		rlm_api_free(e);
+	}
 	e = solve_err(a, "", "x", "text", NULL);
 	CHECK_CONTAINS(e, "question: empty");
 	rlm_api_free(e);
@@ -809,6 +816,7 @@ static int count_dir(const char *path)
 TEST(a_hundred_solves_leave_no_fds_threads_or_processes)
 {
 	static const char ctx[] = "Line one.\nThe code word is 'larch'.\nLine three.\n";
+	static const char docs[] = "[\"Line one.\", \"The code word is 'larch'.\", \"Line three.\"]";
 	int fds, tasks, kids;
 	struct rlm_api *a = client(SIM);
 	cJSON *j = solve_json(a, "What is the code word?", ctx, strlen(ctx), "text", NULL);
@@ -819,21 +827,28 @@ TEST(a_hundred_solves_leave_no_fds_threads_or_processes)
 	fds = count_dir("/proc/self/fd");
 	tasks = count_dir("/proc/self/task");
 	kids = (int)proc_children(getpid(), NULL, 0);
+	/* 100 solves: four clients of 25, each context kind in turn but
+	 * "file", and a session's question now and then */
 	for (int c = 0; c < 4; c++) {
 		a = client(SIM);
 		for (int i = 0; i < 25; i++) {
-			char *err = NULL;
-			char *out = rlm_api_solve(a, i % 2 ? "What is the code word?" : NULL, ctx,
-						  strlen(ctx), i % 3 ? "text" : "docs",
-						  i % 3 ? NULL : "{\"max_iterations\": 4}", NULL,
-						  NULL, NULL, &err);
-			if (i % 3 == 0) {
-				/* "docs" of a text that is not JSON: refused, cleanly */
-				CHECK(!out && err);
-				rlm_api_free(err);
-				continue;
+			static const char *const kinds[] = {"text", "docs", "json"};
+			const char *kind = kinds[i % 3];
+			const char *text = i % 3 ? docs : ctx;
+			char *err = NULL, *out;
+			if (i % 10 == 9) {
+				struct rlm_api_session *s =
+					rlm_api_session_new(a, ctx, strlen(ctx), "text", NULL, &err);
+				CHECK_MSG(s, "%s", err);
+				out = rlm_api_session_solve(s, "What is the code word?", NULL, NULL,
+							    NULL, NULL, &err);
+				rlm_api_session_free(s);
+			} else {
+				out = rlm_api_solve(a, i % 2 ? "What is the code word?" : NULL, text,
+						    strlen(text), kind, "{\"max_iterations\": 6}",
+						    NULL, NULL, NULL, &err);
 			}
-			CHECK_MSG(out, "%s", err);
+			CHECK_MSG(out, "solve %d: %s", c * 25 + i, err);
 			CHECK_CONTAINS(out, "\"ok\":true");
 			rlm_api_free(out);
 		}
@@ -867,4 +882,140 @@ TEST(make_install_then_pkg_config_builds_a_program)
 	CHECK_CONTAINS(o.out, "rlm.h: ");
 	proc_out_release(&o);
 	free(build);
+}
+
+/* ---- the environment, the store, many threads ---- */
+
+TEST(env_true_reads_the_environment_as_rlm_solve_does)
+{
+	struct fake f;
+	struct rlm_api *a;
+	char *url, *cache;
+	cJSON *j;
+	fake_init(&f, false, NULL);
+	url = xasprintf("%s/v1", fakesrv_url(f.root));
+	cache = xasprintf("%s/env.db", harness_tmpdir());
+	setenv("RLM_MODEL", "root-m", 1);
+	setenv("OPENAI_BASE_URL", url, 1);
+	setenv("OPENAI_API_KEY", "from-env", 1);
+	setenv("RLM_CACHE", cache, 1);
+	a = client("{\"cache\": true}");
+	fake_says(f.root, "```repl\nFINAL('from the fake')\n```", 100, 20);
+	j = solve_json(a, "q?", "ctx", 3, "text", NULL);
+	CHECK_STR(answer_of(j), "from the fake");
+	CHECK(json_get(json_get(j, "usage_by_model"), "root-m"));
+	CHECK(fakesrv_count(f.root) == 1);
+	CHECK_STR(fake_header(fakesrv_request(f.root, 0), "Authorization"), "Bearer from-env");
+	CHECK_MSG(access(cache, F_OK) == 0, "no store at RLM_CACHE %s", cache);
+	cJSON_Delete(j);
+	rlm_api_close(a);
+	/* env false: none of it */
+	a = client("{\"env\": false}");
+	j = solve_json(a, "What is the code?", "The code is 11.", 15, "text", NULL);
+	CHECK(json_get(json_get(j, "usage_by_model"), "sim"));
+	CHECK(fakesrv_count(f.root) == 1);
+	cJSON_Delete(j);
+	rlm_api_close(a);
+	free(url);
+	free(cache);
+	fake_free(&f);
+}
+
+struct racer {
+	struct rlm_api *a;
+	int ok;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	static const char ctx[] = "Alpha.\nThe tide table says high water at 06:40.\nOmega.\n";
+	for (int i = 0; i < 3; i++) {
+		char *err = NULL;
+		char *out = rlm_api_solve(r->a, "When is high water?", ctx, strlen(ctx), "text",
+					  NULL, NULL, NULL, NULL, &err);
+		if (out && strstr(out, "\"ok\":true") && strstr(out, "06:40"))
+			r->ok++;
+		rlm_api_free(out);
+		rlm_api_free(err);
+	}
+	return NULL;
+}
+
+TEST(one_client_solves_on_many_threads_at_once)
+{
+	struct rlm_api *a = client(SIM);
+	struct racer r[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct racer){a, 0};
+		pthread_create(&th[i], NULL, race, &r[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_INT(r[i].ok, 3);
+	}
+	rlm_api_close(a);
+}
+
+TEST(the_shared_library_exports_the_public_api_only)
+{
+	struct proc_out o;
+	const char *argv[] = {"/usr/bin/python3", "scripts/check_layout.py", "exports", NULL,
+			      NULL};
+	char *build, *so;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	SKIP("a sanitizer's build exports its runtime's symbols: the plain build is checked");
+#endif
+	build = xstrdup(harness_rlm_bin());
+	*strrchr(build, '/') = '\0';
+	so = xasprintf("%s/librlm.so.0", build);
+	if (access(so, R_OK) || access("scripts/check_layout.py", R_OK))
+		SKIP("no %s, or not run from the top of the tree", so);
+	argv[3] = so;
+	CHECK_INT(proc_run(argv, NULL, NULL, 60, &o), 0);
+	CHECK_MSG(o.status == 0, "status %d: %s%s", o.status, o.out, o.err);
+	proc_out_release(&o);
+	free(so);
+	free(build);
+}
+
+TEST(a_session_takes_contexts_of_every_kind_and_copies_them)
+{
+	struct fake f;
+	struct rlm_api *a;
+	struct rlm_api_session *s;
+	char *err = NULL, *out, *json = xstrdup("{\"k\": \"v1\", \"n\": [1, 2, 3]}");
+	char *docs = xstrdup("[\"d-zero\", \"d-one\"]");
+	cJSON *j;
+	fake_init(&f, false, NULL);
+	a = client(f.config);
+	s = rlm_api_session_new(a, json, strlen(json), "json", NULL, &err);
+	CHECK_MSG(s, "%s", err);
+	CHECK_INT(rlm_api_session_add_context(s, docs, strlen(docs), "docs", &err), 1);
+	CHECK_INT(rlm_api_session_add_context(s, "/usr/include/errno.h", 20, "file", &err), 2);
+	CHECK(rlm_api_session_add_context(s, "[1", 2, "json", &err) < 0);
+	CHECK_CONTAINS(err, "context: ");
+	rlm_api_free(err);
+	/* copied: the caller's buffers may go at once */
+	memset(json, 'x', strlen(json));
+	memset(docs, 'x', strlen(docs));
+	free(json);
+	free(docs);
+	fake_says(f.root, "```repl\nFINAL('%s %d %s %s' % (context['k'], sum(context['n']), "
+			  "context_1[1], 'errno' in context_2))\n```",
+		  100, 20);
+	out = rlm_api_session_solve(s, "q?", NULL, NULL, NULL, NULL, &err);
+	CHECK_MSG(out, "%s", err);
+	j = json_parse(out, strlen(out));
+	CHECK_STR(answer_of(j), "v1 6 d-one True");
+	cJSON_Delete(j);
+	rlm_api_free(out);
+	rlm_api_session_free(s);
+	/* a session needs the repl strategy */
+	CHECK(!rlm_api_session_new(a, "x", 1, "text", "{\"strategy\": \"tree\"}", &err));
+	CHECK_STR(err, "options: a session needs the \"repl\" strategy");
+	rlm_api_free(err);
+	rlm_api_close(a);
+	fake_free(&f);
 }
