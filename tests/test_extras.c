@@ -55,18 +55,18 @@ static struct tool_set *echo_tools(void)
 /* Setup code of another shape than a one-liner: imports, a class, a long
  * line, output that must not reach the model. */
 static const char setup_defs[] =
-	"import re, json\n"
-	"class Lookup:\n"
-	"    '''what the caller's setup made'''\n"
-	"    def __init__(self):\n"
-	"        self.table = {'alpha': 1, 'beta': 2, 'gamma': 3}\n"
-	"def lookup(word):\n"
-	"    return Lookup().table.get(word, -1)\n"
-	"LONG = '" /* a long line */
-	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	"'\n"
-	"print('SETUP-NOISE: this output is never shown')\n";
+    "import re, json\n"
+    "class Lookup:\n"
+    "    '''what the caller's setup made'''\n"
+    "    def __init__(self):\n"
+    "        self.table = {'alpha': 1, 'beta': 2, 'gamma': 3}\n"
+    "def lookup(word):\n"
+    "    return Lookup().table.get(word, -1)\n"
+    "LONG = '" /* a long line */
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+    "'\n"
+    "print('SETUP-NOISE: this output is never shown')\n";
 
 TEST(setup_code_defines_what_model_code_calls)
 {
@@ -112,8 +112,9 @@ TEST(setup_code_runs_again_after_a_worker_restart)
 	v.o.setup_code = "def helper():\n    return 'from-setup'\nmine = 'mine'\n";
 	/* In its pid namespace the worker is pid 1, which ignores its own
 	 * SIGKILL: then it exits instead (as test_loop does). */
-	says(&v, "```repl\nprint(helper())\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
-		 "os._exit(1)\n```");
+	says(&v,
+	     "```repl\nprint(helper())\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
+	     "os._exit(1)\n```");
 	says(&v, "```repl\nprint('after', helper(), mine)\n```");
 	says(&v, "FINAL(ok)");
 	CHECK_INT(solve(&v, "q?"), 0);
@@ -306,7 +307,7 @@ TEST(config_json_has_the_extras_only_when_set)
 	v.o.setup_code = "x = 2";
 	other = rlm_config_json(&v.o);
 	for (size_t i = 0; i < 6; i++) {
-		static const char *keys[] = {"system_prompt", "system_extra", "setup_code",
+		static const char *keys[] = {"system_prompt",	 "system_extra",   "setup_code",
 					     "sub_system_extra", "sub_setup_code", "sub_tools"};
 		char k[40];
 		snprintf(k, sizeof(k), "\"%s\"", keys[i]);
@@ -438,7 +439,8 @@ TEST(child_events_carry_model_time_and_error)
 	v.o.detail_events = true;
 	/* the children's setup raises: each child fails before its first call */
 	v.o.sub_setup_code = "raise RuntimeError('no database for children')\n";
-	says(&v, "```repl\nrs = rlm_query_batched(['one?', 'two?'])\nprint('GOT', rs[0][:40])\n```");
+	says(&v,
+	     "```repl\nrs = rlm_query_batched(['one?', 'two?'])\nprint('GOT', rs[0][:40])\n```");
 	says(&v, "FINAL(done)");
 	CHECK_INT(solve(&v, "q?"), 0);
 	CHECK_INT(fakesrv_count(v.root_srv), 2); /* no child called the model */
@@ -484,9 +486,9 @@ TEST(child_events_carry_model_time_and_error)
 /* ---- the sub-model's own endpoint, key, extra body, provider ---- */
 
 static const char anthropic_ok[] =
-	"{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":"
-	"\"text\",\"text\":\"from claude\"}],\"stop_reason\":\"end_turn\",\"usage\":"
-	"{\"input_tokens\":10,\"output_tokens\":5}}";
+    "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":"
+    "\"text\",\"text\":\"from claude\"}],\"stop_reason\":\"end_turn\",\"usage\":"
+    "{\"input_tokens\":10,\"output_tokens\":5}}";
 
 /* A solve whose root code makes one sub-call, on models built by
  * rlm_models_init from c; the root server plays two replies. */
