@@ -5,8 +5,8 @@
 from ._lib import version as lib_version
 from .core.rlm import RLM
 from .exceptions import (BudgetExceededError, CallLimitExceededError, CancellationError,
-                         ErrorThresholdExceededError, RLMError, TimeoutExceededError,
-                         TokenLimitExceededError)
+                         ErrorThresholdExceededError, RLMArgumentError, RLMError,
+                         TimeoutExceededError, TokenLimitExceededError)
 from .logger import RLMLogger
 from .types import ModelUsageSummary, RLMChatCompletion, UsageSummary
 
@@ -16,4 +16,4 @@ __version__ = '0.1.0'
 __all__ = ['RLM', 'RLMChatCompletion', 'UsageSummary', 'ModelUsageSummary', 'RLMLogger',
            'RLMError', 'BudgetExceededError', 'TimeoutExceededError',
            'TokenLimitExceededError', 'ErrorThresholdExceededError', 'CancellationError',
-           'CallLimitExceededError', 'lib_version', '__version__']
+           'CallLimitExceededError', 'RLMArgumentError', 'lib_version', '__version__']

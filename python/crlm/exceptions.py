@@ -16,6 +16,12 @@ class RLMError(Exception):
         self.result = result      # the C result object (a dict) or None
 
 
+class RLMArgumentError(RLMError, ValueError):
+    """Ours: the C side refused what a completion was given (a context
+    that does not load, such as a missing file; an option it cannot use).
+    Also a ValueError."""
+
+
 class BudgetExceededError(RLMError):
     """max_budget (USD) was spent, or the next call could pass it. Ours:
     partial_answer (the reference's has none)."""

@@ -10,8 +10,9 @@
 # first tag of `scripts` it contains, else the default), and the number of
 # assistant messages after it picks the reply of that script (its last one
 # once they run out), or the "Turn N/M" line of the last message when it
-# has one (a compacted conversation has fewer assistant messages). Any other request is a sub-call: `sub(prompt)`.
-# Requests to .../messages get Anthropic-shaped replies, others OpenAI's.
+# has one (a compacted conversation has fewer assistant messages). Any
+# other request is a sub-call: `sub(prompt)`. Requests to .../messages get
+# Anthropic-shaped replies, others OpenAI's.
 import http.server
 import json
 import re

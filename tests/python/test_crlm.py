@@ -146,7 +146,19 @@ class TestRefused(unittest.TestCase):
 
     def test_depth_and_others(self):
         self.check(ValueError, r'depth must be 0', backend='sim', depth=1)
-        self.check(ValueError, r'max_depth must be', backend='sim', max_depth=0)
+        self.check(ValueError, r'max_depth must be >= 1 and at most 16, not 0', backend='sim',
+                   max_depth=0)
+        self.check(ValueError, r'max_budget must be > 0', backend='sim', max_budget=0)
+        self.check(ValueError, r'max_timeout must be > 0', backend='sim', max_timeout=-1)
+        self.check(ValueError, r'max_errors must be >= 1', backend='sim', max_errors=0)
+        self.check(ValueError, r'compaction_threshold_pct must be > 0 and at most 1',
+                   backend='sim', compaction_threshold_pct=1.5)
+        self.check(TypeError, r'max_iterations must be an int or None, not str', backend='sim',
+                   max_iterations='30')
+        self.check(TypeError, r'backend_kwargs must be a dict, not str', backend='openai',
+                   backend_kwargs='gpt-5')
+        self.check(TypeError, r'other_backends and other_backend_kwargs must be lists',
+                   backend='sim', other_backends='openai', other_backend_kwargs={})
         self.check(ValueError, r'exactly one other backend', backend='sim',
                    other_backends=['sim', 'sim'], other_backend_kwargs=[{}, {}])
         self.check(ValueError, r'go together', backend='sim', other_backends=['sim'])
@@ -175,6 +187,13 @@ class TestRefused(unittest.TestCase):
                 r.completion({1, 2})
             with self.assertRaisesRegex(TypeError, r'a dict cannot be a context'):
                 r.completion({'a': object()})
+            with self.assertRaisesRegex(TypeError, r'root_prompt must be a str or None'):
+                r.completion('x', root_prompt=['q'])
+            # refused by the C side: also a ValueError
+            with self.assertRaisesRegex(crlm.RLMArgumentError, r'/no/such/file') as cm:
+                import pathlib
+                r.completion(pathlib.Path('/no/such/file'), root_prompt='q')
+            self.assertIsInstance(cm.exception, ValueError)
 
 
 class TestSolve(unittest.TestCase):
@@ -538,7 +557,8 @@ class TestCallbacks(unittest.TestCase):
                                 'ROOT': then_final("r = rlm_query('CHILD-TASK now')")})
         with fake, mk(fake, max_depth=2, on_iteration_start=cb('it_start'),
                       on_iteration_complete=cb('it_done'), on_subcall_start=cb('sub_start'),
-                      on_subcall_complete=cb('sub_done')) as r:
+                      on_subcall_complete=cb('sub_done')) \
+                as r:
             self.assertEqual(r.completion('x', root_prompt='ROOT q').response, 'c')
         self.assertEqual(bad, [])
         root = [e for e in log if e[0].startswith('it') and e[1] == 0]
@@ -557,7 +577,8 @@ class TestCallbacks(unittest.TestCase):
     def test_callback_exception_is_printed(self):
         code = ('import sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n'
                 'from crlm import RLM; from fakellm import FakeLLM\n'
-                'f = FakeLLM(default=["```repl\\nr = 1\\n```", "```repl\\nFINAL_VAR(\'r\')\\n```"])\n'
+                'f = FakeLLM(default=["```repl\\nr = 1\\n```",'
+                ' "```repl\\nFINAL_VAR(\'r\')\\n```"])\n'
                 'def boom(*a): raise RuntimeError("callback broke")\n'
                 'r = RLM(backend_kwargs={"model_name": "m", "base_url": f.url, "api_key": "k"},'
                 ' on_iteration_start=boom)\n'

@@ -30,8 +30,8 @@ import traceback
 
 from .. import _lib
 from ..exceptions import (BudgetExceededError, CallLimitExceededError, CancellationError,
-                          ErrorThresholdExceededError, RLMError, TimeoutExceededError,
-                          TokenLimitExceededError)
+                          ErrorThresholdExceededError, RLMArgumentError, RLMError,
+                          TimeoutExceededError, TokenLimitExceededError)
 from ..types import RLMChatCompletion, UsageSummary
 
 # Backends on the OpenAI wire with a fixed endpoint: (base_url, key variable).
@@ -53,7 +53,9 @@ _RESERVED = frozenset((
 _RESERVED_RE = re.compile(r'^(context|history)_[0-9]+$')
 
 # max_errors=None: no limit, as the reference has none by default.
-_NO_LIMIT = 10000  # the C side's largest max_errors: consecutive turns, >= any max_iterations in use
+# The C side's largest max_errors (consecutive error turns): no fewer than
+# any max_iterations it takes.
+_NO_LIMIT = 10000
 
 # Set on a controller thread while it runs a callback of ours.
 _in_callback = threading.local()
@@ -74,6 +76,9 @@ def _backend_config(backend, kw, sub):
             "OpenAI-compatible endpoint: %s='openai' with backend_kwargs "
             "{'base_url': ..., 'api_key': ..., 'model_name': ...}; the supported backends "
             "are %s" % (what, backend, what, ', '.join(_BACKENDS)))
+    if kw is not None and not isinstance(kw, dict):
+        raise TypeError('%s_kwargs must be a dict, not %s' % (
+            'other_backend' if sub else 'backend', type(kw).__name__))
     kw = dict(kw or {})
     bad = sorted(k for k in kw if k not in _BACKEND_KWARGS)
     if bad:
@@ -108,15 +113,25 @@ def _backend_config(backend, kw, sub):
     return out
 
 
+def _check_num(name, v, lo, hi, integer, open_lo=False):
+    """A limit in [lo, hi] ((lo, hi] with open_lo), or None."""
+    if v is None:
+        return
+    ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if isinstance(v, bool) or not ok_type:
+        raise TypeError('%s must be %s or None, not %s' % (
+            name, 'an int' if integer else 'a number', type(v).__name__))
+    if not ((v > lo if open_lo else v >= lo) and v <= hi):
+        raise ValueError('%s must be %s %s and at most %s, not %r' % (
+            name, '>' if open_lo else '>=', lo, hi, v))
+
+
 def _check_name(name, what):
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError('%s: %r is not a Python identifier' % (what, name))
     if name in _RESERVED or _RESERVED_RE.match(name):
-        raise ValueError('%s: %r is reserved: model code already has a %s of that name' % (
-            what, name, 'function' if name[0].isalpha() and name not in ('context', 'answer',
-                                                                         'documents',
-                                                                         'history') else
-            'variable'))
+        raise ValueError('%s: %r is reserved: model code already has that name (the REPL\'s '
+                         'own helpers and variables)' % (what, name))
 
 
 def _tool_spec(name, spec, what):
@@ -289,13 +304,23 @@ class RLM:
         if depth != 0:
             raise ValueError('depth must be 0: an RLM made in Python is a root (the C side '
                              'makes the child RLMs itself)')
-        if not isinstance(max_depth, int) or max_depth < 1:
-            raise ValueError('max_depth must be an int >= 1, not %r' % (max_depth,))
-        if not isinstance(max_iterations, int) or max_iterations < 1:
-            raise ValueError('max_iterations must be an int >= 1, not %r' % (max_iterations,))
+        _check_num('max_iterations', max_iterations, 1, 10000, True)
+        _check_num('max_depth', max_depth, 1, 16, True)
+        _check_num('max_budget', max_budget, 0, 1e9, False, open_lo=True)
+        _check_num('max_timeout', max_timeout, 0, 1e7, False, open_lo=True)
+        _check_num('max_tokens', max_tokens, 1, 2 ** 62, True)
+        _check_num('max_errors', max_errors, 1, 10000, True)
+        _check_num('max_calls', max_calls, 1, 2 ** 62, True)
+        _check_num('max_concurrent_subcalls', max_concurrent_subcalls, 1, 1024, True)
+        _check_num('compaction_threshold_pct', compaction_threshold_pct, 0, 1, False,
+                   open_lo=True)
         if (other_backends is None) != (other_backend_kwargs is None):
             raise ValueError('other_backends and other_backend_kwargs go together')
         if other_backends is not None:
+            if not isinstance(other_backends, (list, tuple)) or \
+                    not isinstance(other_backend_kwargs, (list, tuple)):
+                raise TypeError('other_backends and other_backend_kwargs must be lists '
+                                '(["openai"], [{"model_name": ...}])')
             if len(other_backends) != 1 or len(other_backend_kwargs) != 1:
                 raise ValueError('other_backends: exactly one other backend is supported '
                                  '(the sub-model of depth-1 calls), got %d'
@@ -571,7 +596,9 @@ class RLM:
         if call.exc is not None:
             raise call.exc
         if call.out is None:
-            raise RLMError(call.err)
+            # the C side refused the arguments (a context that does not
+            # load, an option it cannot use)
+            raise RLMArgumentError(call.err)
         return self._result(json.loads(call.out), prompt, time.perf_counter() - t0)
 
     def _result(self, r, prompt, elapsed):

@@ -2,9 +2,9 @@
 # python/crlm/utils/exceptions.py -- the reference's rlm.utils.exceptions
 # (an alias of crlm.exceptions).
 from ..exceptions import (BudgetExceededError, CallLimitExceededError, CancellationError,
-                          ErrorThresholdExceededError, RLMError, TimeoutExceededError,
-                          TokenLimitExceededError)
+                          ErrorThresholdExceededError, RLMArgumentError, RLMError,
+                          TimeoutExceededError, TokenLimitExceededError)
 
 __all__ = ['RLMError', 'BudgetExceededError', 'TimeoutExceededError',
            'TokenLimitExceededError', 'ErrorThresholdExceededError', 'CancellationError',
-           'CallLimitExceededError']
+           'CallLimitExceededError', 'RLMArgumentError']
