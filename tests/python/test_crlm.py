@@ -258,12 +258,20 @@ class TestSolve(unittest.TestCase):
         os.environ['OPENAI_BASE_URL'] = fake.url
         os.environ['OPENAI_API_KEY'] = 'sk-from-env'
         try:
-            with fake, RLM(backend='openai', backend_kwargs={'model_name': 'm1'},
+            with fake, RLM(backend='openai', backend_kwargs={'model_name': 'm1',
+                                                             'reasoning_effort': 'low'},
                            sampling_args={'top_p': 0.5, 'seed': 3}) as r:
                 self.assertEqual(r.completion('x', root_prompt='q').response, 'ok')
                 _, headers, body = fake.requests[0]
                 self.assertEqual(headers.get('Authorization'), 'Bearer sk-from-env')
-                self.assertEqual((body.get('top_p'), body.get('seed')), (0.5, 3))
+                self.assertEqual((body.get('top_p'), body.get('seed'),
+                                  body.get('reasoning_effort')), (0.5, 3, 'low'))
+            # vllm: never the OpenAI key to one's own server
+            fake2 = FakeLLM(default=then_final("r = 'ok'"))
+            with fake2, RLM(backend='vllm', backend_kwargs={'model_name': 'm',
+                                                           'base_url': fake2.url}) as r:
+                r.completion('x', root_prompt='q')
+                self.assertEqual(fake2.requests[0][1].get('Authorization'), 'Bearer EMPTY')
         finally:
             for k, v in old.items():
                 if v is None:
@@ -273,19 +281,17 @@ class TestSolve(unittest.TestCase):
 
     def test_gateways(self):
         for backend, var in (('openrouter', 'OPENROUTER_API_KEY'),
-                             ('vercel', 'AI_GATEWAY_API_KEY'), ('vllm', None)):
+                             ('vercel', 'AI_GATEWAY_API_KEY'), ('vllm', 'VLLM_API_KEY')):
             with self.subTest(backend=backend):
                 fake = FakeLLM(default=then_final("r = 'ok'"))
                 if var:
                     os.environ[var] = 'key-' + backend
                 try:
                     with fake, RLM(backend=backend, backend_kwargs={
-                            'model_name': 'm', 'base_url': fake.url,
-                            **({} if var else {'api_key': 'vk'})}) as r:
+                            'model_name': 'm', 'base_url': fake.url}) as r:
                         self.assertEqual(r.completion('x', root_prompt='q').response, 'ok')
                         _, headers, _ = fake.requests[0]
-                        self.assertEqual(headers.get('Authorization'),
-                                         'Bearer ' + ('key-' + backend if var else 'vk'))
+                        self.assertEqual(headers.get('Authorization'), 'Bearer key-' + backend)
                 finally:
                     if var:
                         os.environ.pop(var, None)

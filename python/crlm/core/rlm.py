@@ -40,7 +40,7 @@ _GATEWAYS = {
     'vercel': ('https://ai-gateway.vercel.sh/v1', 'AI_GATEWAY_API_KEY'),
 }
 _BACKENDS = ('openai', 'vllm', 'openrouter', 'vercel', 'anthropic', 'sim')
-_BACKEND_KWARGS = ('model_name', 'api_key', 'base_url')
+_BACKEND_KWARGS = ('model_name', 'api_key', 'base_url', 'reasoning_effort')
 
 # Names model code already has (repl/runtime.py's scaffold) or that the
 # session gives it: a tool or value of that name would shadow them.
@@ -93,6 +93,9 @@ def _backend_config(backend, kw, sub):
             raise ValueError("vllm: base_url is required in %s_kwargs (the server's "
                              "OpenAI-compatible endpoint, e.g. 'http://localhost:8000/v1')"
                              % ('other_backend' if sub else 'backend'))
+        if backend == 'vllm':
+            # never the OpenAI key to a server of one's own
+            key = key or os.environ.get('VLLM_API_KEY') or 'EMPTY'
     elif backend in _GATEWAYS:
         out['provider'] = 'openai'
         url = url or _GATEWAYS[backend][0]
@@ -108,6 +111,8 @@ def _backend_config(backend, kw, sub):
         out['base_url'] = url
     if key is not None:
         out['api_key'] = key
+    if kw.get('reasoning_effort') is not None:
+        out['extra'] = {'reasoning_effort': kw['reasoning_effort']}
     if sub:
         out = {'sub_' + k: v for k, v in out.items()}
     return out
@@ -327,9 +332,9 @@ class RLM:
                                  % len(other_backends))
             config.update(_backend_config(other_backends[0], other_backend_kwargs[0], True))
         if sampling_args:
-            config['extra'] = dict(sampling_args)
+            config['extra'] = dict(config.get('extra') or {}, **sampling_args)
         if sub_sampling_args:
-            config['sub_extra'] = dict(sub_sampling_args)
+            config['sub_extra'] = dict(config.get('sub_extra') or {}, **sub_sampling_args)
         if sim is not None:
             config['sim'] = sim
         if prices is not None:
