@@ -784,9 +784,17 @@ class TestLogger(unittest.TestCase):
         self.assertEqual(len(its), 4)  # two turns of each completion
         self.assertEqual([x['iteration'] for x in its[:2]], [1, 2])
         for it in its:
-            for k in ('prompt', 'response', 'code_blocks', 'timestamp'):
+            for k in ('prompt', 'response', 'code_blocks', 'timestamp', 'final_answer',
+                      'iteration_time'):
                 self.assertIn(k, it)
         self.assertIn('x = 6 * 7', its[0]['code_blocks'][0]['code'])
+        res = its[0]['code_blocks'][0]['result']
+        self.assertTrue(res['stdout'].startswith('42\n'))
+        for k in ('stderr', 'locals', 'execution_time', 'rlm_calls'):
+            self.assertIn(k, res)
+        self.assertEqual(its[1]['final_answer'], '42')
+        self.assertEqual(lines[0]['root_model'], 'gpt-4o-mini')
+        self.assertEqual(lines[0]['backend'], 'openai')
         self.assertEqual(c.metadata['run_metadata']['type'], 'metadata')
         self.assertEqual(len(c.metadata['iterations']), 2)
         self.assertEqual(c.to_dict()['metadata'], c.metadata)
