@@ -5,7 +5,10 @@
 # "N passed, N failed, N skipped". Under a sanitizer build (the library
 # NEEDs libasan or libtsan) the tests are skipped, with a line that says
 # so: a sanitizer runtime cannot be loaded into a python3 that was not
-# started with it. Exits 1 when a test failed.
+# started with it. A test that runs past TEST_TIMEOUT seconds (120) ends
+# the run with every thread's traceback, and no closing line: tests/run.sh
+# counts that as a failure. Exits 1 when a test failed.
+import faulthandler
 import os
 import re
 import subprocess
@@ -23,6 +26,19 @@ def needed(lib):
     except OSError:
         return []
     return re.findall(r'\(NEEDED\)\s+Shared library: \[([^\]]+)\]', out)
+
+
+class _Result(unittest.TextTestResult):
+    """Each test under a watchdog: a hang must not stall `make test`."""
+    timeout = 120
+
+    def startTest(self, test):
+        faulthandler.dump_traceback_later(self.timeout, exit=True)
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        faulthandler.cancel_dump_traceback_later()
 
 
 def main():
@@ -53,7 +69,9 @@ def main():
         suite = loader.loadTestsFromNames(names)
     else:
         suite = loader.discover(HERE, pattern='test_*.py')
-    res = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    _Result.timeout = int(os.environ.get('TEST_TIMEOUT') or 120)
+    res = unittest.TextTestRunner(verbosity=2, stream=sys.stdout,
+                                  resultclass=_Result).run(suite)
     failed = len(res.failures) + len(res.errors) + len(res.unexpectedSuccesses)
     skipped = len(res.skipped)
     print('%d passed, %d failed, %d skipped' % (res.testsRun - failed - skipped, failed,
