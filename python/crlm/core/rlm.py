@@ -339,11 +339,10 @@ class RLM:
             config['sim'] = sim
         if prices is not None:
             config['prices'] = os.fspath(prices)
-        if logger is not None and not cache:
-            # The trajectory comes from a store: a private one, never read
-            # from ("refresh"), removed by close().
-            self._tmpdir = tempfile.mkdtemp(prefix='crlm-')
-            cache = os.path.join(self._tmpdir, 'runs.db')
+        # The logger's trajectory comes from a store: without one of the
+        # caller's, a private one (made last, below), never read from
+        # ("refresh"), removed by close().
+        private_store = logger is not None and not cache
         if cache:
             config['cache'] = os.fspath(cache) if cache is not True else True
 
@@ -370,7 +369,7 @@ class RLM:
             opts['schema'] = schema
         if logger is not None:
             opts['export'] = True
-            if self._tmpdir:
+            if private_store:
                 opts['refresh'] = True
         self._wants_events = bool(verbose or on_subcall_start or on_subcall_complete or
                                   on_iteration_start or on_iteration_complete)
@@ -419,6 +418,9 @@ class RLM:
         self._config, self._opts = config, opts
         self._opts_json = json.dumps(opts).encode()
 
+        if private_store:
+            self._tmpdir = tempfile.mkdtemp(prefix='crlm-')
+            config['cache'] = os.path.join(self._tmpdir, 'runs.db')
         err = _lib.new_err()
         self._client = _lib.rlm_api_new(json.dumps(config).encode(), ctypes.byref(err))
         if not self._client:
