@@ -10,6 +10,7 @@ import asyncio
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +42,13 @@ def mk(fake, model='gpt-4o-mini', **kw):
     return RLM(backend='openai',
                backend_kwargs={'model_name': model, 'base_url': fake.url, 'api_key': 'sk-test'},
                **kw)
+
+
+def tmpdir(test):
+    """A fresh directory, removed when test ends."""
+    d = tempfile.mkdtemp(prefix='crlm-test-')
+    test.addCleanup(shutil.rmtree, d, True)
+    return d
 
 
 def read(path, encoding='utf-8'):
@@ -229,7 +237,7 @@ class TestSolve(unittest.TestCase):
 
     def test_path_context(self):
         import pathlib
-        d = tempfile.mkdtemp()
+        d = tmpdir(self)
         for name, text in (('a.txt', 'alpha'), ('b.txt', 'beta')):
             with open(os.path.join(d, name), 'w') as f:
                 f.write(text)
@@ -435,7 +443,7 @@ class TestSolve(unittest.TestCase):
             self.assertEqual(c.answer_json, {'n': 3})
 
     def test_cache(self):
-        d = tempfile.mkdtemp()
+        d = tmpdir(self)
         fake = FakeLLM(default=then_final("r = 'cached'"))
         with fake:
             for i in range(2):
@@ -620,7 +628,7 @@ class TestLimits(unittest.TestCase):
         self.assertLess(len(fake.requests), 20)
 
     def test_budget_price_file(self):
-        d = tempfile.mkdtemp()
+        d = tmpdir(self)
         prices = os.path.join(d, 'prices.json')
         with open(prices, 'w') as f:
             json.dump({'house-model': {'input': 100, 'output': 0}}, f)
@@ -765,7 +773,7 @@ class TestCancel(unittest.TestCase):
 
 class TestLogger(unittest.TestCase):
     def test_jsonl_file(self):
-        d = tempfile.mkdtemp()
+        d = tmpdir(self)
         logger = crlm.RLMLogger(log_dir=d, file_name='trial')
         fake = FakeLLM(default=[repl('x = 6 * 7\nprint(x)'), repl("FINAL(str(x))")])
         with fake, mk(fake, logger=logger) as r:
@@ -836,7 +844,7 @@ class TestQuickstart(unittest.TestCase):
         rlm_bin = os.environ.get('RLM_BIN')
         if not rlm_bin or not os.access(rlm_bin, os.X_OK):
             self.skipTest('RLM_BIN is not set to the rlm binary')
-        d = tempfile.mkdtemp()
+        d = tmpdir(self)
         ready = os.path.join(d, 'port')
         srv = subprocess.Popen([rlm_bin, 'sim-serve', '--port', '0', '--ready-file', ready,
                                 '--quiet'])
