@@ -222,6 +222,8 @@ install: $(BIN) $(SOLIB)
 	    done; \
 	    install -D -m 644 $(SOLIB) $(DESTDIR)$(PYDIR)/crlm/$(SONAME); \
 	fi
+	@# the loader's cache, for a real install (not a staged one)
+	@if [ -z "$(DESTDIR)" ]; then ldconfig 2>/dev/null || true; fi
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

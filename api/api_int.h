@@ -19,30 +19,29 @@ struct cJSON;
  * into json (owned) or the environment. */
 struct rlm_api__config {
 	struct rlm_models_cfg mc;
-	struct cJSON *json;      /* owned: the parsed config */
+	struct cJSON *json;	 /* owned: the parsed config */
 	char *extra, *sub_extra; /* owned: "extra", "sub_extra" as JSON text */
-	bool env;                /* read the environment (default true) */
-	bool cache;              /* a store */
-	const char *cache_path;  /* its path; NULL: store_default_path */
-	const char *mcp_config;  /* NULL: none */
+	bool env;		 /* read the environment (default true) */
+	bool cache;		 /* a store */
+	const char *cache_path;	 /* its path; NULL: store_default_path */
+	const char *mcp_config;	 /* NULL: none */
 };
 
 /* Parse config_json (NULL or "": {}) into c (its release: _config_release).
  * Returns 0, or RLM_EINVAL with err "config: ..." naming the member. The
  * environment is read here when c->env (the config's members win). */
-int rlm_api__config_parse(const char *config_json, struct rlm_api__config *c,
-			  struct rlm_err *err);
+int rlm_api__config_parse(const char *config_json, struct rlm_api__config *c, struct rlm_err *err);
 void rlm_api__config_release(struct rlm_api__config *c);
 
 /* The options of a solve (rlm_api_solve's opts_json): the rlm_opts fields
  * they set and what the API itself does with them. Strings point into
  * json (owned). */
 struct rlm_api__opts {
-	struct rlm_opts ro;      /* only the option fields are set */
-	struct cJSON *json;      /* owned */
-	char *schema;            /* owned: "schema" as JSON text, or NULL */
-	bool detail_events;      /* the caller asked for them */
-	bool export_jsonl;       /* "export" */
+	struct rlm_opts ro; /* only the option fields are set */
+	struct cJSON *json; /* owned */
+	char *schema;	    /* owned: "schema" as JSON text, or NULL */
+	bool detail_events; /* the caller asked for them */
+	bool export_jsonl;  /* "export" */
 };
 
 /* Parse opts_json (NULL or "": {}) into o. Returns 0, or RLM_EINVAL with
@@ -54,12 +53,12 @@ void rlm_api__opts_release(struct rlm_api__opts *o);
 struct rlm_api {
 	struct rlm_api__config cfg;
 	struct rlm_models ms;
-	struct store *store;       /* owned, or NULL */
-	struct tool_set *tools;    /* owned: the root's (MCP servers, host tools); NULL: none */
-	struct tool_set *sub_tools; /* owned: the children's, once a host tool is added */
+	struct store *store;	     /* owned, or NULL */
+	struct tool_set *tools;	     /* owned: the root's (MCP servers, host tools); NULL: none */
+	struct tool_set *sub_tools;  /* owned: the children's, once a host tool is added */
 	struct rlm_api__host *hosts; /* owned: the host tools' adapters (api_tools.c) */
-	pthread_mutex_t mu;        /* hosts, solved */
-	bool solved;               /* a solve has begun: no more tools */
+	pthread_mutex_t mu;	     /* hosts, solved */
+	bool solved;		     /* a solve has begun: no more tools */
 };
 
 struct rlm_api_job {
@@ -80,11 +79,11 @@ void rlm_api__opts_apply(struct rlm_api *a, const struct rlm_api__opts *o, struc
  * it asked for) and the count of usage by model. */
 struct rlm_api__events {
 	struct rlm_api *a;
-	rlm_api_event_fn *fn;      /* the caller's, or NULL */
+	rlm_api_event_fn *fn; /* the caller's, or NULL */
 	void *arg;
-	bool detail;               /* forward the detail kinds */
-	struct cJSON *by_model;    /* owned: usage_by_model */
-	struct cJSON *node_model;  /* owned: {"NODE": model} from "child" events */
+	bool detail;		  /* forward the detail kinds */
+	struct cJSON *by_model;	  /* owned: usage_by_model */
+	struct cJSON *node_model; /* owned: {"NODE": model} from "child" events */
 	bool saw_call;
 };
 void rlm_api__events_init(struct rlm_api__events *e, struct rlm_api *a, rlm_api_event_fn *fn,

@@ -148,10 +148,11 @@ static int unknown(struct rlm_err *err, const char *where, const char *key,
 /* ---- the client's config ---- */
 
 static const char *const config_keys[] = {
-	"provider", "model", "base_url", "api_key", "extra", "sub_provider", "sub_model",
-	"sub_base_url", "sub_api_key", "sub_extra", "sim", "env", "concurrency", "timeout",
-	"max_retries", "max_inflight", "rpm", "tpm", "max_tokens", "temperature",
-	"context_window", "prices", "cache", "mcp_config", NULL};
+    "provider",	   "model",	   "base_url",	     "api_key",	     "extra", "sub_provider",
+    "sub_model",   "sub_base_url", "sub_api_key",    "sub_extra",    "sim",   "env",
+    "concurrency", "timeout",	   "max_retries",    "max_inflight", "rpm",   "tpm",
+    "max_tokens",  "temperature",  "context_window", "prices",	     "cache", "mcp_config",
+    NULL};
 
 static int config_member(struct rlm_api__config *c, const cJSON *it, struct rlm_err *err)
 {
@@ -238,8 +239,7 @@ static int config_member(struct rlm_api__config *c, const cJSON *it, struct rlm_
 	return unknown(err, W, k, config_keys);
 }
 
-int rlm_api__config_parse(const char *config_json, struct rlm_api__config *c,
-			  struct rlm_err *err)
+int rlm_api__config_parse(const char *config_json, struct rlm_api__config *c, struct rlm_err *err)
 {
 	const cJSON *it, *env;
 	int rc;
@@ -281,13 +281,35 @@ void rlm_api__config_release(struct rlm_api__config *c)
 
 /* ---- a solve's options ---- */
 
-static const char *const opts_keys[] = {
-	"max_depth", "max_iterations", "max_errors", "max_nodes", "timeout", "max_tokens",
-	"max_cost", "max_calls", "max_sub_calls", "exec_timeout", "output_limit", "max_answer",
-	"compaction", "compaction_threshold", "system_prompt", "system_extra",
-	"sub_system_extra", "setup_code", "sub_setup_code", "schema", "strategy", "python",
-	"refresh", "trajectory", "detail_events", "export", "max_tool_calls", "tool_timeout",
-	NULL};
+static const char *const opts_keys[] = {"max_depth",
+					"max_iterations",
+					"max_errors",
+					"max_nodes",
+					"timeout",
+					"max_tokens",
+					"max_cost",
+					"max_calls",
+					"max_sub_calls",
+					"exec_timeout",
+					"output_limit",
+					"max_answer",
+					"compaction",
+					"compaction_threshold",
+					"system_prompt",
+					"system_extra",
+					"sub_system_extra",
+					"setup_code",
+					"sub_setup_code",
+					"schema",
+					"strategy",
+					"python",
+					"refresh",
+					"trajectory",
+					"detail_events",
+					"export",
+					"max_tool_calls",
+					"tool_timeout",
+					NULL};
 
 static int opt_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out, struct rlm_err *err)
 {

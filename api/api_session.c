@@ -10,11 +10,11 @@
 #include <string.h>
 
 struct rlm_api_session {
-	struct rlm_api *a;          /* borrowed: outlives the session */
-	struct rlm_api__opts o;     /* the session's options (ro points into it) */
+	struct rlm_api *a;	/* borrowed: outlives the session */
+	struct rlm_api__opts o; /* the session's options (ro points into it) */
 	struct rlm_opts ro;
 	struct rlm_session *s;
-	struct corpus **ctxs;       /* owned: [0] the first, then context_1, ... */
+	struct corpus **ctxs; /* owned: [0] the first, then context_1, ... */
 	size_t n_ctxs;
 };
 
@@ -25,8 +25,7 @@ static void push_ctx(struct rlm_api_session *s, struct corpus *c)
 }
 
 struct rlm_api_session *rlm_api_session_new(struct rlm_api *a, const char *ctx, size_t ctx_len,
-					    const char *ctx_kind, const char *opts_json,
-					    char **err)
+					    const char *ctx_kind, const char *opts_json, char **err)
 {
 	struct rlm_err e = {0, ""};
 	struct rlm_api_session *s;
@@ -86,9 +85,8 @@ int rlm_api_session_add_context(struct rlm_api_session *s, const char *ctx, size
 	return n;
 }
 
-char *rlm_api_session_solve(struct rlm_api_session *s, const char *question,
-			    const char *opts_json, struct rlm_api_job *job, rlm_api_event_fn *ev,
-			    void *ev_arg, char **err)
+char *rlm_api_session_solve(struct rlm_api_session *s, const char *question, const char *opts_json,
+			    struct rlm_api_job *job, rlm_api_event_fn *ev, void *ev_arg, char **err)
 {
 	struct rlm_err e = {0, ""};
 	struct rlm_api__opts own, *o = &s->o;
@@ -121,12 +119,19 @@ char *rlm_api_session_solve(struct rlm_api_session *s, const char *question,
 	if (!question && s->n_ctxs > 1)
 		/* at the end of the newest context: context_N */
 		question = at_end = xasprintf(
-			"The question is in `context_%zu`, at its end: that context is the user's "
-			"message, whose last part says what to answer. Read the end of "
-			"`context_%zu` first to find the question, then answer it from the "
-			"contexts.",
-			s->n_ctxs - 1, s->n_ctxs - 1);
+		    "The question is in `context_%zu`, at its end: that context is the user's "
+		    "message, whose last part says what to answer. Read the end of "
+		    "`context_%zu` first to find the question, then answer it from the "
+		    "contexts.",
+		    s->n_ctxs - 1, s->n_ctxs - 1);
 	rlm_api__opts_apply(s->a, o, &ro);
+	if (ro.max_cost > 0 &&
+	    rlm_check_cost(ro.model, ro.sub_model, ro.max_cost, "'max_cost'", &e)) {
+		rlm_api__opts_release(&own);
+		free(at_end);
+		rlm_api__err(err, &e);
+		return NULL;
+	}
 	rlm_api__events_init(&evs, s->a, ev, ev_arg, o->detail_events);
 	ro.event = rlm_api__event;
 	ro.event_arg = &evs;

@@ -22,7 +22,8 @@ static int docs_context(const char *ctx, size_t len, struct corpus **out, struct
 		return rlm_err_set(err, RLM_EINVAL, "context: \"docs\" is not valid JSON");
 	if (!cJSON_IsArray(j)) {
 		cJSON_Delete(j);
-		return rlm_err_set(err, RLM_EINVAL, "context: \"docs\" must be a JSON array of strings");
+		return rlm_err_set(err, RLM_EINVAL,
+				   "context: \"docs\" must be a JSON array of strings");
 	}
 	if (json_has_nul_escape(ctx, len)) {
 		cJSON_Delete(j);
@@ -217,9 +218,9 @@ void rlm_api__event(const struct rlm_event *ev, void *arg)
 static const char *code_name(int code)
 {
 	static const char *const names[] = {
-		"RLM_EINVAL",	"RLM_ETOOBIG", "RLM_EPARSE",   "RLM_EHTTP",   "RLM_EPROVIDER",
-		"RLM_EAUTH",	"RLM_ETIMEOUT", "RLM_ECANCEL", "RLM_EBUDGET", "RLM_ESANDBOX",
-		"RLM_EIO",	"RLM_ENOTFOUND", "RLM_ESTORE",
+	    "RLM_EINVAL", "RLM_ETOOBIG",   "RLM_EPARSE",  "RLM_EHTTP",	 "RLM_EPROVIDER",
+	    "RLM_EAUTH",  "RLM_ETIMEOUT",  "RLM_ECANCEL", "RLM_EBUDGET", "RLM_ESANDBOX",
+	    "RLM_EIO",	  "RLM_ENOTFOUND", "RLM_ESTORE",
 	};
 	const char *s;
 	/* RLM_EINVAL is -1000, the next ones count up from it */
@@ -305,7 +306,8 @@ char *rlm_api_solve(struct rlm_api *a, const char *question, const char *ctx, si
 		rlm_err_prefix(&e, "options: 'schema'");
 		goto fail;
 	}
-	if (ro.max_cost > 0 && rlm_check_cost(ro.model, ro.sub_model, ro.max_cost, "'max_cost'", &e))
+	if (ro.max_cost > 0 &&
+	    rlm_check_cost(ro.model, ro.sub_model, ro.max_cost, "'max_cost'", &e))
 		goto fail;
 	rlm_api__events_init(&evs, a, ev, ev_arg, o.detail_events);
 	ro.event = rlm_api__event;

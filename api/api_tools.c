@@ -12,9 +12,21 @@
 /* One tool the client offers: the caller's function, for both sets. */
 struct rlm_api__host {
 	struct rlm_api__host *next;
+	char *name;	/* owned: "SERVER.TOOL" ("host.NAME" for a bare name) */
+	unsigned where; /* RLM_API_ROOT, RLM_API_CHILDREN */
 	rlm_api_tool_fn *fn;
 	void *arg;
 };
+
+/* Is name (full) already a tool of a set that where names? Checked before
+ * either set takes it, so that a refused tool is in neither. */
+static bool taken(const struct rlm_api *a, const char *full, unsigned where)
+{
+	for (const struct rlm_api__host *h = a->hosts; h; h = h->next)
+		if ((h->where & where) && !strcmp(h->name, full))
+			return true;
+	return false;
+}
 
 /* What a host tool's function answered; on the stack of the call. */
 struct rlm_api_reply {
@@ -106,6 +118,8 @@ int rlm_api_tool_add(struct rlm_api *a, unsigned where, const char *name,
 	const char *schema = input_schema_json ? input_schema_json : "{\"type\": \"object\"}";
 	struct rlm_err e = {0, ""};
 	struct rlm_api__host *h;
+	char *full;
+	bool in_root = false;
 	int rc = 0;
 	if (err)
 		*err = NULL;
@@ -126,23 +140,43 @@ int rlm_api_tool_add(struct rlm_api *a, unsigned where, const char *name,
 	pthread_mutex_lock(&a->mu);
 	if (a->solved) {
 		pthread_mutex_unlock(&a->mu);
-		rc = rlm_err_set(&e, RLM_EINVAL,
-				 "tool '%s': tools are added before the client's first solve", name);
+		rc =
+		    rlm_err_set(&e, RLM_EINVAL,
+				"tool '%s': tools are added before the client's first solve", name);
+		goto out;
+	}
+	full = strchr(name, '.') ? xstrdup(name) : xasprintf("host.%s", name);
+	if (taken(a, full, where)) {
+		pthread_mutex_unlock(&a->mu);
+		rc = rlm_err_set(&e, RLM_EINVAL, "tool '%s': the name is taken", name);
+		free(full);
 		goto out;
 	}
 	h = xcalloc(1, sizeof(*h));
+	h->name = full;
+	h->where = where;
 	h->fn = fn;
 	h->arg = arg;
 	h->next = a->hosts;
 	a->hosts = h;
 	if (!a->tools)
 		a->tools = rlm_tools_new();
-	if ((rc = sub_set(a, &e)) == 0 && (where & RLM_API_ROOT))
-		rc = rlm_tool_register(a->tools, name, schema, description ? description : "",
-				       true, host_call, h, &e);
+	if ((rc = sub_set(a, &e)) == 0 && (where & RLM_API_ROOT)) {
+		rc = rlm_tool_register(a->tools, name, schema, description ? description : "", true,
+				       host_call, h, &e);
+		in_root = rc == 0;
+	}
+	/* the name was free in both sets and the schema is one: what the
+	 * root's set refuses the children's would too, so a refused tool is
+	 * in neither */
 	if (rc == 0 && (where & RLM_API_CHILDREN))
-		rc = rlm_tool_register(a->sub_tools, name, schema,
-				       description ? description : "", true, host_call, h, &e);
+		rc = rlm_tool_register(a->sub_tools, name, schema, description ? description : "",
+				       true, host_call, h, &e);
+	if (rc && !in_root) { /* no set holds h: it goes */
+		a->hosts = h->next;
+		free(h->name);
+		free(h);
+	}
 	pthread_mutex_unlock(&a->mu);
 out:
 	if (rc)
@@ -155,6 +189,7 @@ void rlm_api__hosts_free(struct rlm_api *a)
 	while (a->hosts) {
 		struct rlm_api__host *h = a->hosts;
 		a->hosts = h->next;
+		free(h->name);
 		free(h);
 	}
 }

@@ -698,8 +698,9 @@ size_t rlm_split(const struct corpus *ctx, size_t max, struct rlm_span **parts);
 /* ---- the pool and models of a solve ----
  * What a program that solves sets up first: a call pool, the root model
  * and the sub-model, from a plain configuration (what `rlm solve`'s model
- * options give; no environment is read here: the command line reads
- * RLM_*, OPENAI_* and ANTHROPIC_* into the configuration). An in-process
+ * options give; rlm_models_init reads no environment: the command line
+ * and librlm's clients (api/api.h) read RLM_*, OPENAI_* and ANTHROPIC_*
+ * into the configuration with rlm_models_cfg_env). An in-process
  * provider, such as the offline simulator "sim", is found by name among
  * those registered with llm_provider_register (sim_provider_register). */
 

@@ -47,8 +47,8 @@ static char *solve_err(struct rlm_api *a, const char *q, const char *ctx, const 
 		       const char *opts)
 {
 	char *err = NULL;
-	char *out = rlm_api_solve(a, q, ctx, ctx ? strlen(ctx) : 0, kind, opts, NULL, NULL, NULL,
-				  &err);
+	char *out =
+	    rlm_api_solve(a, q, ctx, ctx ? strlen(ctx) : 0, kind, opts, NULL, NULL, NULL, &err);
 	CHECK_MSG(!out, "solve should have failed: %s", out ? out : "");
 	CHECK(err);
 	return err;
@@ -128,18 +128,19 @@ static void fake_init(struct fake *f, bool with_sub, const char *more)
 		def = (struct fake_reply){200, NULL, body, FAKE_NORMAL, 0};
 		fakesrv_set_default(f->sub, &def);
 		free(body);
-		f->config = xasprintf("{\"provider\": \"openai\", \"model\": \"root-m\", "
-				      "\"base_url\": \"%s/v1\", \"api_key\": \"k\", \"env\": false, "
-				      "\"max_retries\": 0, \"sub_provider\": \"openai\", "
-				      "\"sub_model\": \"sub-m\", \"sub_base_url\": \"%s/v1\", "
-				      "\"sub_api_key\": \"k2\"%s%s}",
-				      fakesrv_url(f->root), fakesrv_url(f->sub), more ? ", " : "",
-				      more ? more : "");
+		f->config = xasprintf(
+		    "{\"provider\": \"openai\", \"model\": \"root-m\", "
+		    "\"base_url\": \"%s/v1\", \"api_key\": \"k\", \"env\": false, "
+		    "\"max_retries\": 0, \"sub_provider\": \"openai\", "
+		    "\"sub_model\": \"sub-m\", \"sub_base_url\": \"%s/v1\", "
+		    "\"sub_api_key\": \"k2\"%s%s}",
+		    fakesrv_url(f->root), fakesrv_url(f->sub), more ? ", " : "", more ? more : "");
 	} else {
-		f->config = xasprintf("{\"provider\": \"openai\", \"model\": \"root-m\", "
-				      "\"base_url\": \"%s/v1\", \"api_key\": \"k\", \"env\": false, "
-				      "\"max_retries\": 0%s%s}",
-				      fakesrv_url(f->root), more ? ", " : "", more ? more : "");
+		f->config =
+		    xasprintf("{\"provider\": \"openai\", \"model\": \"root-m\", "
+			      "\"base_url\": \"%s/v1\", \"api_key\": \"k\", \"env\": false, "
+			      "\"max_retries\": 0%s%s}",
+			      fakesrv_url(f->root), more ? ", " : "", more ? more : "");
 	}
 }
 
@@ -166,8 +167,9 @@ TEST(docs_context_is_one_document_each)
 	cJSON *j;
 	fake_init(&f, false, NULL);
 	a = client(f.config);
-	fake_says(f.root, "```repl\nanswer['content'] = type(context).__name__ + ':' + "
-			  "str(len(context)) + ':' + context[1]\nanswer['ready'] = True\n```",
+	fake_says(f.root,
+		  "```repl\nanswer['content'] = type(context).__name__ + ':' + "
+		  "str(len(context)) + ':' + context[1]\nanswer['ready'] = True\n```",
 		  100, 20);
 	j = solve_json(a, "What is the code?", ctx, strlen(ctx), "docs", NULL);
 	CHECK_STR(answer_of(j), "list:3:second: the code is 77");
@@ -184,9 +186,10 @@ TEST(json_dict_context_is_a_python_dict)
 	cJSON *j;
 	fake_init(&f, false, NULL);
 	a = client(f.config);
-	fake_says(f.root, "```repl\nanswer['content'] = '%s:%s:%d:%d' % (type(context).__name__, "
-			  "context['name'], len(context['langs']), context['born'] + 1)\n"
-			  "answer['ready'] = True\n```",
+	fake_says(f.root,
+		  "```repl\nanswer['content'] = '%s:%s:%d:%d' % (type(context).__name__, "
+		  "context['name'], len(context['langs']), context['born'] + 1)\n"
+		  "answer['ready'] = True\n```",
 		  100, 20);
 	j = solve_json(a, "Who?", ctx, strlen(ctx), "json", NULL);
 	CHECK_STR(answer_of(j), "dict:Ada:2:1816");
@@ -198,16 +201,17 @@ TEST(json_dict_context_is_a_python_dict)
 TEST(json_list_of_objects_context_is_a_list_of_dicts)
 {
 	static const char ctx[] =
-		"[{\"id\": \"r1\", \"text\": \"red\", \"n\": 1}, {\"id\": \"r2\", \"text\": \"blue\", "
-		"\"n\": 2}, {\"id\": \"r3\", \"text\": \"green\", \"n\": 3}]";
+	    "[{\"id\": \"r1\", \"text\": \"red\", \"n\": 1}, {\"id\": \"r2\", \"text\": \"blue\", "
+	    "\"n\": 2}, {\"id\": \"r3\", \"text\": \"green\", \"n\": 3}]";
 	struct fake f;
 	struct rlm_api *a;
 	cJSON *j;
 	fake_init(&f, false, NULL);
 	a = client(f.config);
-	fake_says(f.root, "```repl\nanswer['content'] = '%s %s %d %s' % (type(context).__name__, "
-			  "type(context[0]).__name__, sum(d['n'] for d in context), context[2]['id'])\n"
-			  "answer['ready'] = True\n```",
+	fake_says(f.root,
+		  "```repl\nanswer['content'] = '%s %s %d %s' % (type(context).__name__, "
+		  "type(context[0]).__name__, sum(d['n'] for d in context), context[2]['id'])\n"
+		  "answer['ready'] = True\n```",
 		  100, 20);
 	j = solve_json(a, "Sum?", ctx, strlen(ctx), "json", NULL);
 	CHECK_STR(answer_of(j), "list dict 6 r3");
@@ -227,8 +231,9 @@ TEST(file_context_is_loaded_as_rlm_solve_loads_it)
 		SKIP("no %s", path);
 	fake_init(&f, false, NULL);
 	a = client(f.config);
-	fake_says(f.root, "```repl\nanswer['content'] = str('errno' in context) + ' ' + "
-			  "type(context).__name__\nanswer['ready'] = True\n```",
+	fake_says(f.root,
+		  "```repl\nanswer['content'] = str('errno' in context) + ' ' + "
+		  "type(context).__name__\nanswer['ready'] = True\n```",
 		  100, 20);
 	j = solve_json(a, "Does it mention errno?", path, strlen(path), "file", NULL);
 	CHECK_STR(answer_of(j), "True str");
@@ -264,18 +269,19 @@ TEST(config_errors_name_the_member)
 	static const struct {
 		const char *config, *want;
 	} cases[] = {
-		{"{\"model\": ", "config: not valid JSON at byte 8"},
-		{"{\"model\": \"x\"} 7", "config: not valid JSON at byte 15"},
-		{"[1, 2]", "config: must be a JSON object"},
-		{"{\"modle\": \"x\"}", "config: unknown member 'modle'"},
-		{"{\"sub_modle\": \"x\"}", "config: unknown member 'sub_modle' (did you mean 'sub_model'?)"},
-		{"{\"timeout\": \"fast\"}", "config: 'timeout' must be seconds > 0"},
-		{"{\"concurrency\": 1.5}", "config: 'concurrency' must be an integer in 1..4096"},
-		{"{\"env\": 1}", "config: 'env' must be true or false"},
-		{"{\"extra\": [1]}", "config: 'extra' must be a JSON object"},
-		{"{\"cache\": 3}", "config: 'cache' must be a path or true or false"},
-		{"{\"model\": \"a\", \"model\": \"b\"}", "config: duplicate key \"model\""},
-		{"{\"provider\": \"nosuch\", \"env\": false}", "config"},
+	    {"{\"model\": ", "config: not valid JSON at byte 8"},
+	    {"{\"model\": \"x\"} 7", "config: not valid JSON at byte 15"},
+	    {"[1, 2]", "config: must be a JSON object"},
+	    {"{\"modle\": \"x\"}", "config: unknown member 'modle'"},
+	    {"{\"sub_modle\": \"x\"}",
+	     "config: unknown member 'sub_modle' (did you mean 'sub_model'?)"},
+	    {"{\"timeout\": \"fast\"}", "config: 'timeout' must be seconds > 0"},
+	    {"{\"concurrency\": 1.5}", "config: 'concurrency' must be an integer in 1..4096"},
+	    {"{\"env\": 1}", "config: 'env' must be true or false"},
+	    {"{\"extra\": [1]}", "config: 'extra' must be a JSON object"},
+	    {"{\"cache\": 3}", "config: 'cache' must be a path or true or false"},
+	    {"{\"model\": \"a\", \"model\": \"b\"}", "config: duplicate key \"model\""},
+	    {"{\"provider\": \"nosuch\", \"env\": false}", "config"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *err = NULL;
@@ -292,22 +298,24 @@ TEST(option_errors_name_the_member_and_what_it_wants)
 	static const struct {
 		const char *opts, *want;
 	} cases[] = {
-		{"{\"max_depth\": 0}", "options: 'max_depth' must be an integer in 1..16"},
-		{"{\"timeout\": -1}", "options: 'timeout' must be seconds > 0"},
-		{"{\"compaction\": \"yes\"}", "options: 'compaction' must be true or false"},
-		{"{\"compaction_threshold\": 1.5}", "options: 'compaction_threshold' must be a fraction"},
-		{"{\"strategy\": \"dfs\"}", "options: 'strategy' must be \"repl\" or \"tree\""},
-		{"{\"system_prompt\": 7}", "options: 'system_prompt' must be a string"},
-		{"{\"schema\": \"object\"}", "options: 'schema' must be a JSON object"},
-		{"{\"python\": \"/usr/bin/no-such-python\"}", "options: 'python' '/usr/bin/no-such-python' is not an executable file"},
-		{"{\"exprot\": true}", "options: unknown member 'exprot'"},
-		{"not json", "options: not valid JSON at byte 0"},
+	    {"{\"max_depth\": 0}", "options: 'max_depth' must be an integer in 1..16"},
+	    {"{\"timeout\": -1}", "options: 'timeout' must be seconds > 0"},
+	    {"{\"compaction\": \"yes\"}", "options: 'compaction' must be true or false"},
+	    {"{\"compaction_threshold\": 1.5}",
+	     "options: 'compaction_threshold' must be a fraction"},
+	    {"{\"strategy\": \"dfs\"}", "options: 'strategy' must be \"repl\" or \"tree\""},
+	    {"{\"system_prompt\": 7}", "options: 'system_prompt' must be a string"},
+	    {"{\"schema\": \"object\"}", "options: 'schema' must be a JSON object"},
+	    {"{\"python\": \"/usr/bin/no-such-python\"}",
+	     "options: 'python' '/usr/bin/no-such-python' is not an executable file"},
+	    {"{\"exprot\": true}", "options: unknown member 'exprot'"},
+	    {"not json", "options: not valid JSON at byte 0"},
 	};
 	struct rlm_api *a = client(SIM);
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *e = solve_err(a, "q", "text", "text", cases[i].opts);
-		CHECK_MSG(strstr(e, cases[i].want), "options %s: got '%s', want '%s'", cases[i].opts,
-			  e, cases[i].want);
+		CHECK_MSG(strstr(e, cases[i].want), "options %s: got '%s', want '%s'",
+			  cases[i].opts, e, cases[i].want);
 		rlm_api_free(e);
 	}
 	rlm_api_close(a);
@@ -318,15 +326,16 @@ TEST(every_option_of_the_contract_is_accepted)
 	/* Their effect is rlm_solve's (tested there): here, that each is a
 	 * member the parser takes. */
 	static const char opts[] =
-		"{\"max_depth\": 2, \"max_iterations\": 5, \"max_errors\": 3, \"max_nodes\": 2, "
-		"\"timeout\": 60, \"max_tokens\": 1000000, \"max_cost\": 5, \"max_calls\": 100, "
-		"\"max_sub_calls\": 50, \"exec_timeout\": 30, \"output_limit\": 5000, "
-		"\"max_answer\": 65536, \"compaction\": true, \"compaction_threshold\": 0.8, "
-		"\"system_prompt\": null, \"system_extra\": \"Be brief.\", \"sub_system_extra\": \"x\", "
-		"\"setup_code\": \"y = 1\", \"sub_setup_code\": \"z = 2\", \"schema\": null, "
-		"\"strategy\": \"repl\", \"python\": \"/usr/bin/python3\", \"refresh\": false, "
-		"\"trajectory\": true, \"detail_events\": false, \"export\": false, "
-		"\"max_tool_calls\": 10, \"tool_timeout\": 5}";
+	    "{\"max_depth\": 2, \"max_iterations\": 5, \"max_errors\": 3, \"max_nodes\": 2, "
+	    "\"timeout\": 60, \"max_tokens\": 1000000, \"max_cost\": 5, \"max_calls\": 100, "
+	    "\"max_sub_calls\": 50, \"exec_timeout\": 30, \"output_limit\": 5000, "
+	    "\"max_answer\": 65536, \"compaction\": true, \"compaction_threshold\": 0.8, "
+	    "\"system_prompt\": null, \"system_extra\": \"Be brief.\", \"sub_system_extra\": "
+	    "\"x\", "
+	    "\"setup_code\": \"y = 1\", \"sub_setup_code\": \"z = 2\", \"schema\": null, "
+	    "\"strategy\": \"repl\", \"python\": \"/usr/bin/python3\", \"refresh\": false, "
+	    "\"trajectory\": true, \"detail_events\": false, \"export\": false, "
+	    "\"max_tool_calls\": 10, \"tool_timeout\": 5}";
 	struct rlm_api__opts o;
 	struct rlm_err e = {0, ""};
 	CHECK_MSG(rlm_api__opts_parse(opts, &o, &e) == 0, "%s", e.msg);
@@ -442,12 +451,14 @@ TEST(events_are_json_and_come_in_order)
 	CHECK(cJSON_GetArraySize(l.list) >= 3);
 	cJSON_ArrayForEach(e, l.list)
 	{
-		const char *keys[] = {"kind", "node", "depth", "iteration", "elapsed_ms", "text",
-				      "data"};
+		const char *keys[] = {"kind",	    "node", "depth", "iteration",
+				      "elapsed_ms", "text", "data"};
 		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 			CHECK_MSG(json_get(e, keys[i]), "event %d has no '%s'", n, keys[i]);
-		CHECK_MSG(json_num(e, "elapsed_ms", -1) >= last_ms, "event %d goes back in time", n);
-		CHECK_MSG(json_int(e, "iteration", -1) >= last_it, "event %d: iteration goes back", n);
+		CHECK_MSG(json_num(e, "elapsed_ms", -1) >= last_ms, "event %d goes back in time",
+			  n);
+		CHECK_MSG(json_int(e, "iteration", -1) >= last_it, "event %d: iteration goes back",
+			  n);
 		last_ms = json_num(e, "elapsed_ms", -1);
 		last_it = (int)json_int(e, "iteration", -1);
 		n++;
@@ -493,8 +504,9 @@ TEST(usage_by_model_counts_root_and_sub_models_apart)
 			 "\"max_retries\": 0}",
 			 fakesrv_url(f.root));
 	a = client(more);
-	fake_says(f.root, "```repl\nx = llm_query_batched(['one', 'two'])\nprint(x)\n"
-			  "FINAL(llm_query('three'))\n```",
+	fake_says(f.root,
+		  "```repl\nx = llm_query_batched(['one', 'two'])\nprint(x)\n"
+		  "FINAL(llm_query('three'))\n```",
 		  100, 20);
 	j = solve_json(a, "q?", "ctx", 3, "text", NULL);
 	CHECK_MSG(answer_of(j) && !strcmp(answer_of(j), "hi"), "%s", json_print(j));
@@ -591,13 +603,21 @@ TEST(host_tools_are_called_by_model_code)
 		  "%s", err);
 	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "words", NULL, "Some words", tool_text, NULL,
 			       &err) == 0);
-	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "ledger", NULL, "Read the ledger", tool_fail,
-			       NULL, &err) == 0);
+	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "ledger", NULL, "Read the ledger", tool_fail, NULL,
+			       &err) == 0);
 	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "mute", NULL, "Says nothing", tool_silent, NULL,
 			       &err) == 0);
 	/* a taken name, a bad schema, where */
 	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "add", NULL, "again", tool_add, &calls, &err) < 0);
-	CHECK_CONTAINS(err, "add");
+	CHECK_STR(err, "tool 'add': the name is taken");
+	rlm_api_free(err);
+	CHECK(rlm_api_tool_add(a, RLM_API_CHILDREN, "host.add", NULL, "again", tool_add, &calls,
+			       &err) < 0);
+	CHECK_STR(err, "tool 'host.add': the name is taken");
+	rlm_api_free(err);
+	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "bad name!", NULL, "x", tool_add, &calls, &err) <
+	      0);
+	CHECK_CONTAINS(err, "bad name!");
 	rlm_api_free(err);
 	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "b", "[1]", "x", tool_add, &calls, &err) < 0);
 	CHECK_STR(err, "tool 'b': the input schema is not a JSON object");
@@ -649,8 +669,8 @@ TEST(the_root_gets_only_the_tools_added_for_it)
 	cJSON *j;
 	fake_init(&f, false, NULL);
 	a = client(f.config);
-	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "add", add_schema, "Add", tool_add, &calls,
-			       &err) == 0);
+	CHECK(rlm_api_tool_add(a, RLM_API_ROOT, "add", add_schema, "Add", tool_add, &calls, &err) ==
+	      0);
 	CHECK(rlm_api_tool_add(a, RLM_API_CHILDREN, "words", NULL, "Words", tool_text, NULL,
 			       &err) == 0);
 	CHECK(a->sub_tools && a->tools && a->sub_tools != a->tools);
@@ -816,7 +836,8 @@ static int count_dir(const char *path)
 TEST(a_hundred_solves_leave_no_fds_threads_or_processes)
 {
 	static const char ctx[] = "Line one.\nThe code word is 'larch'.\nLine three.\n";
-	static const char docs[] = "[\"Line one.\", \"The code word is 'larch'.\", \"Line three.\"]";
+	static const char docs[] =
+	    "[\"Line one.\", \"The code word is 'larch'.\", \"Line three.\"]";
 	int fds, tasks, kids;
 	struct rlm_api *a = client(SIM);
 	cJSON *j = solve_json(a, "What is the code word?", ctx, strlen(ctx), "text", NULL);
@@ -838,15 +859,15 @@ TEST(a_hundred_solves_leave_no_fds_threads_or_processes)
 			char *err = NULL, *out;
 			if (i % 10 == 9) {
 				struct rlm_api_session *s =
-					rlm_api_session_new(a, ctx, strlen(ctx), "text", NULL, &err);
+				    rlm_api_session_new(a, ctx, strlen(ctx), "text", NULL, &err);
 				CHECK_MSG(s, "%s", err);
 				out = rlm_api_session_solve(s, "What is the code word?", NULL, NULL,
 							    NULL, NULL, &err);
 				rlm_api_session_free(s);
 			} else {
-				out = rlm_api_solve(a, i % 2 ? "What is the code word?" : NULL, text,
-						    strlen(text), kind, "{\"max_iterations\": 6}",
-						    NULL, NULL, NULL, &err);
+				out = rlm_api_solve(
+				    a, i % 2 ? "What is the code word?" : NULL, text, strlen(text),
+				    kind, "{\"max_iterations\": 6}", NULL, NULL, NULL, &err);
 			}
 			CHECK_MSG(out, "solve %d: %s", c * 25 + i, err);
 			CHECK_CONTAINS(out, "\"ok\":true");
@@ -961,8 +982,7 @@ TEST(one_client_solves_on_many_threads_at_once)
 TEST(the_shared_library_exports_the_public_api_only)
 {
 	struct proc_out o;
-	const char *argv[] = {"/usr/bin/python3", "scripts/check_layout.py", "exports", NULL,
-			      NULL};
+	const char *argv[] = {"/usr/bin/python3", "scripts/check_layout.py", "exports", NULL, NULL};
 	char *build, *so;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	SKIP("a sanitizer's build exports its runtime's symbols: the plain build is checked");
@@ -1002,8 +1022,9 @@ TEST(a_session_takes_contexts_of_every_kind_and_copies_them)
 	memset(docs, 'x', strlen(docs));
 	free(json);
 	free(docs);
-	fake_says(f.root, "```repl\nFINAL('%s %d %s %s' % (context['k'], sum(context['n']), "
-			  "context_1[1], 'errno' in context_2))\n```",
+	fake_says(f.root,
+		  "```repl\nFINAL('%s %d %s %s' % (context['k'], sum(context['n']), "
+		  "context_1[1], 'errno' in context_2))\n```",
 		  100, 20);
 	out = rlm_api_session_solve(s, "q?", NULL, NULL, NULL, NULL, &err);
 	CHECK_MSG(out, "%s", err);
@@ -1016,6 +1037,54 @@ TEST(a_session_takes_contexts_of_every_kind_and_copies_them)
 	CHECK(!rlm_api_session_new(a, "x", 1, "text", "{\"strategy\": \"tree\"}", &err));
 	CHECK_STR(err, "options: a session needs the \"repl\" strategy");
 	rlm_api_free(err);
+	rlm_api_close(a);
+	fake_free(&f);
+}
+
+TEST(usage_by_model_counts_child_rlms_calls_too)
+{
+	struct fake f;
+	struct rlm_api *a;
+	const cJSON *r;
+	cJSON *j;
+	fake_init(&f, false, NULL);
+	a = client(f.config);
+	/* the root, its child (a node of its own, the same model), the root */
+	fake_says(f.root, "```repl\nc = rlm_query('the child question')\nprint(c)\n```", 100, 20);
+	fake_says(f.root, "```repl\nFINAL('from the child')\n```", 40, 4);
+	fake_says(f.root, "```repl\nFINAL(c)\n```", 200, 30);
+	j = solve_json(a, "q?", "ctx", 3, "text", "{\"max_depth\": 2}");
+	CHECK_STR(answer_of(j), "from the child");
+	r = json_get(json_get(j, "usage_by_model"), "root-m");
+	CHECK_MSG(r, "%s", json_print(json_get(j, "usage_by_model")));
+	CHECK_INT(json_int(r, "calls", -1), 3);
+	CHECK_INT(json_int(r, "input_tokens", -1), 340);
+	CHECK_INT(json_int(r, "output_tokens", -1), 54);
+	CHECK_INT(cJSON_GetArraySize(json_get(j, "usage_by_model")), 1);
+	cJSON_Delete(j);
+	rlm_api_close(a);
+	fake_free(&f);
+}
+
+TEST(a_cost_budget_needs_prices_for_the_models)
+{
+	struct fake f;
+	struct rlm_api *a;
+	struct rlm_api_session *s;
+	char *err = NULL;
+	fake_init(&f, false, NULL);
+	a = client(f.config);
+	CHECK(!rlm_api_solve(a, "q", "x", 1, "text", "{\"max_cost\": 1}", NULL, NULL, NULL, &err));
+	CHECK_CONTAINS(err, "root-m");
+	CHECK_CONTAINS(err, "'max_cost'");
+	rlm_api_free(err);
+	s = rlm_api_session_new(a, "x", 1, "text", NULL, &err);
+	CHECK_MSG(s, "%s", err);
+	CHECK(!rlm_api_session_solve(s, "q", "{\"max_cost\": 1}", NULL, NULL, NULL, &err));
+	CHECK_CONTAINS(err, "root-m");
+	rlm_api_free(err);
+	CHECK_INT(fakesrv_count(f.root), 0);
+	rlm_api_session_free(s);
 	rlm_api_close(a);
 	fake_free(&f);
 }
