@@ -2,8 +2,9 @@
 # tests/run.sh BUILD -- run every test binary in BUILD/tests and close with
 # one line "total: N passed, N failed, N skipped" over all of them (a binary
 # closes with "N passed, N failed, N skipped", or without the skipped count
-# in the older form). Exits 1 when anything failed. VALGRIND=1 runs each
-# under valgrind memcheck.
+# in the older form), then the Python package's tests (tests/python/run.py,
+# skipped on a sanitizer build). Exits 1 when anything failed. VALGRIND=1
+# runs each binary under valgrind memcheck.
 set -u
 build=${1:-build}
 RLM_BIN=$(cd "$build" && pwd)/rlm
@@ -44,6 +45,30 @@ for t in "$build"/tests/test_*; do
         fi
     fi
 done
+# The Python package crlm on this build's librlm.so.0 (python/, tests/python).
+if [ -f tests/python/run.py ]; then
+    echo "== python crlm"
+    out=$(mktemp)
+    /usr/bin/python3 tests/python/run.py "$build" > "$out" 2>&1
+    rc=$?
+    cat "$out"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n 1)
+    rm -f "$out"
+    f=0
+    if [ -n "$line" ]; then
+        set -- $line
+        passed=$((passed + $1))
+        f=$3
+        failed=$((failed + f))
+        skipped=$((skipped + $5))
+    fi
+    if [ "$rc" != 0 ]; then
+        bad="$bad python-crlm"
+        if [ -z "$line" ] || [ "$f" = 0 ]; then
+            failed=$((failed + 1))
+        fi
+    fi
+fi
 if [ -n "$bad" ]; then
     echo "failing binaries:$bad"
 fi

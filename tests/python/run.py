@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# tests/python/run.py BUILD -- run crlm's tests (test_crlm.py) on
+# BUILD/librlm.so.0 and close with the line tests/run.sh sums:
+# "N passed, N failed, N skipped". Under a sanitizer build (the library
+# NEEDs libasan or libtsan) the tests are skipped, with a line that says
+# so: a sanitizer runtime cannot be loaded into a python3 that was not
+# started with it. A test that runs past TEST_TIMEOUT seconds (120) ends
+# the run with every thread's traceback, and no closing line: tests/run.sh
+# counts that as a failure. Exits 1 when a test failed.
+import faulthandler
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def needed(lib):
+    """The NEEDED entries of lib's dynamic section (objdump-free: readelf
+    is in binutils, which the build needs anyway)."""
+    try:
+        out = subprocess.run(['readelf', '-d', lib], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return re.findall(r'\(NEEDED\)\s+Shared library: \[([^\]]+)\]', out)
+
+
+class _Result(unittest.TextTestResult):
+    """Each test under a watchdog: a hang must not stall `make test`."""
+    timeout = 120
+
+    def startTest(self, test):
+        faulthandler.dump_traceback_later(self.timeout, exit=True)
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        faulthandler.cancel_dump_traceback_later()
+
+
+def main():
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else 'build')
+    lib = os.path.join(build, 'librlm.so.0')
+    if not os.path.exists(lib):
+        print('crlm: %s is not built: skipping the Python tests' % lib)
+        print('0 passed, 0 failed, 1 skipped')
+        return 0
+    san = [n for n in needed(lib) if re.match(r'lib(asan|tsan|ubsan|lsan)', n)]
+    if san:
+        print('crlm: %s is a sanitizer build (%s): skipping the Python tests' %
+              (lib, ', '.join(san)))
+        print('0 passed, 0 failed, 1 skipped')
+        return 0
+    os.environ['RLM_LIB'] = lib
+    if not os.environ.get('RLM_BIN'):
+        os.environ['RLM_BIN'] = os.path.join(build, 'rlm')
+    # Nothing of the caller's: no key, endpoint or store of theirs.
+    for k in list(os.environ):
+        if k.startswith(('OPENAI_', 'ANTHROPIC_', 'OPENROUTER_', 'AI_GATEWAY_')) or \
+                (k.startswith('RLM_') and k not in ('RLM_LIB', 'RLM_BIN')):
+            del os.environ[k]
+    sys.path.insert(0, HERE)
+    names = sys.argv[2:]
+    loader = unittest.defaultTestLoader
+    if names:
+        suite = loader.loadTestsFromNames(names)
+    else:
+        suite = loader.discover(HERE, pattern='test_*.py')
+    _Result.timeout = int(os.environ.get('TEST_TIMEOUT') or 120)
+    res = unittest.TextTestRunner(verbosity=2, stream=sys.stdout,
+                                  resultclass=_Result).run(suite)
+    failed = len(res.failures) + len(res.errors) + len(res.unexpectedSuccesses)
+    skipped = len(res.skipped)
+    print('%d passed, %d failed, %d skipped' % (res.testsRun - failed - skipped, failed,
+                                                 skipped))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
