@@ -362,7 +362,12 @@ static void log_add(struct svc_run *r, cJSON *e, size_t len, bool last)
 static void on_event(const struct rlm_event *e, void *arg)
 {
 	struct svc_run *r = arg;
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o;
+	/* A run's stream is what its record replays (the same events under
+	 * the same ids): "turn" and "turn_end" go to callbacks only. */
+	if (strcmp(e->kind, "turn") == 0 || strcmp(e->kind, "turn_end") == 0)
+		return;
+	o = cJSON_CreateObject();
 	/* The model's reply starts a turn. */
 	json_add_str(o, "kind", strcmp(e->kind, "reply") == 0 ? "turn" : e->kind);
 	json_add_num(o, "node", e->node);
