@@ -103,7 +103,8 @@ static struct tool__server **snapshot(struct tool_set *ts, size_t *n)
 	struct tool__server **v;
 	pthread_mutex_lock(&ts->mu);
 	v = xcalloc(ts->n + 1, sizeof(*v));
-	memcpy(v, ts->servers, ts->n * sizeof(*v));
+	if (ts->n)
+		memcpy(v, ts->servers, ts->n * sizeof(*v));
 	*n = ts->n;
 	pthread_mutex_unlock(&ts->mu);
 	return v;
