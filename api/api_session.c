@@ -89,7 +89,7 @@ char *rlm_api_session_solve(struct rlm_api_session *s, const char *question, con
 			    struct rlm_api_job *job, rlm_api_event_fn *ev, void *ev_arg, char **err)
 {
 	struct rlm_err e = {0, ""};
-	struct rlm_api__opts own, *o = &s->o;
+	struct rlm_api__opts own, *o;
 	struct rlm_api__events evs;
 	struct rlm_result res = {0};
 	struct rlm_opts ro;
@@ -102,6 +102,7 @@ char *rlm_api_session_solve(struct rlm_api_session *s, const char *question, con
 		rlm_api__err(err, &e);
 		return NULL;
 	}
+	o = &s->o;
 	memset(&own, 0, sizeof(own));
 	if (opts_json) {
 		if (rlm_api__opts_parse(opts_json, &own, &e)) {

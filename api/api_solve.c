@@ -107,10 +107,12 @@ void rlm_api__opts_apply(struct rlm_api *a, const struct rlm_api__opts *o, struc
 	ro->sub_model = a->ms.sub;
 	ro->params = a->ms.params;
 	ro->store = a->store;
-	ro->tools = a->tools;
-	ro->sub_tools = a->sub_tools;
+	/* under the lock: a tool added on another thread lands before this
+	 * solve reads the sets, or is refused */
 	pthread_mutex_lock(&a->mu);
 	a->solved = true;
+	ro->tools = a->tools;
+	ro->sub_tools = a->sub_tools;
 	pthread_mutex_unlock(&a->mu);
 }
 

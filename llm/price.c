@@ -10,6 +10,7 @@
 #include "llm_int.h"
 #include "../common/json.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,10 @@ static const struct model_info table[] = {
 	{"sim", 0, 0, 0, 0, 32000},
 };
 
-/* Overrides from llm_prices_load; written once at start-up. */
+/* Overrides from llm_prices_load: process-wide (a later load replaces
+ * them for every model made after it), under prices_mu, as librlm's clients
+ * may load a file while another client's calls look prices up. */
+static pthread_rwlock_t prices_mu = PTHREAD_RWLOCK_INITIALIZER;
 static struct model_info *overrides;
 static size_t n_overrides;
 
@@ -114,22 +118,40 @@ static struct llm_price price_of(const struct model_info *mi)
 
 struct llm_price llm_price_lookup(const char *model)
 {
-	return price_of(lookup(model));
+	struct llm_price p;
+	pthread_rwlock_rdlock(&prices_mu);
+	p = price_of(lookup(model));
+	pthread_rwlock_unlock(&prices_mu);
+	return p;
 }
 
 struct llm_price llm_price_override(const char *model)
 {
-	const struct model_info *mi;
+	struct llm_price p;
 	if (!model)
 		return price_of(NULL);
-	mi = exact(overrides, n_overrides, model);
-	return price_of(prefix(overrides, n_overrides, model, mi));
+	pthread_rwlock_rdlock(&prices_mu);
+	p = price_of(prefix(overrides, n_overrides, model, exact(overrides, n_overrides, model)));
+	pthread_rwlock_unlock(&prices_mu);
+	return p;
 }
 
 long llm_context_window_lookup(const char *model)
 {
-	const struct model_info *mi = lookup(model);
-	return mi ? mi->window : 0;
+	const struct model_info *mi;
+	long w;
+	pthread_rwlock_rdlock(&prices_mu);
+	mi = lookup(model);
+	w = mi ? mi->window : 0;
+	pthread_rwlock_unlock(&prices_mu);
+	return w;
+}
+
+static void table_free(struct model_info *t, size_t n)
+{
+	for (size_t i = 0; i < n && t; i++)
+		free((void *)(uintptr_t)t[i].name);
+	free(t);
 }
 
 double llm_cost(const struct llm_price *p, const struct llm_usage *u)
@@ -165,6 +187,7 @@ int llm_prices_load(const char *path, struct rlm_err *err)
 	char *text = NULL;
 	size_t len;
 	cJSON *root = NULL, *it;
+	struct model_info *fresh = NULL;
 	int rc;
 	size_t n = 0;
 	if ((rc = file_read(path, 1 << 20, &text, &len, err)))
@@ -177,14 +200,10 @@ int llm_prices_load(const char *path, struct rlm_err *err)
 				 path);
 		goto out;
 	}
-	for (size_t i = 0; i < n_overrides; i++)
-		free((void *)(uintptr_t)overrides[i].name);
-	free(overrides);
-	n_overrides = 0;
-	overrides = xcalloc((size_t)cJSON_GetArraySize(root) + 1, sizeof(*overrides));
+	fresh = xcalloc((size_t)cJSON_GetArraySize(root) + 1, sizeof(*fresh));
 	cJSON_ArrayForEach(it, root)
 	{
-		struct model_info *mi = &overrides[n];
+		struct model_info *mi = &fresh[n];
 		if (!cJSON_IsObject(it)) {
 			rc = rlm_err_set(err, RLM_EINVAL, "'%s': entry '%s' is not an object", path,
 					 it->string);
@@ -212,15 +231,19 @@ int llm_prices_load(const char *path, struct rlm_err *err)
 		}
 		n++;
 	}
-	n_overrides = n;
-out:
-	if (rc) {
-		for (size_t i = 0; i <= n && overrides; i++)
-			free((void *)(uintptr_t)overrides[i].name);
-		free(overrides);
-		overrides = NULL;
-		n_overrides = 0;
+	/* the new table replaces the old whole; a bad file leaves the old */
+	pthread_rwlock_wrlock(&prices_mu);
+	{
+		struct model_info *old = overrides;
+		size_t n_old = n_overrides;
+		overrides = fresh;
+		n_overrides = n;
+		fresh = old;
+		n = n_old;
 	}
+	pthread_rwlock_unlock(&prices_mu);
+out:
+	table_free(fresh, rc ? n + 1 : n);
 	cJSON_Delete(root);
 	free(text);
 	return rc;

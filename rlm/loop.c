@@ -511,10 +511,12 @@ int rlm__loop_setup(struct loop *l, struct rlm_err *err)
 	repl_stats(l->repl, &st);
 	if (st.restarts == l->setup_at)
 		return 0;
-	/* A worker found dead at the start of the exec is restarted and runs
-	 * the code (restarted set, no error): that is a success. One killed
-	 * by the code itself is restarted without it: a second try, then
-	 * the failure. */
+	/* A restart in the exec (restarted set) may come before the code ran
+	 * (a worker found dead at the start: the code ran on the new one) or
+	 * after it (threads the code left, a full scratch directory: the new
+	 * worker lacks what it defined); the result does not say which, so
+	 * the code runs once more -- setup code defines, it may run twice --
+	 * and a second restart is the failure. */
 	for (int tries = 0; tries < 2; tries++) {
 		struct repl_result res;
 		memset(&res, 0, sizeof(res));

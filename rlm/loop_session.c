@@ -46,6 +46,12 @@ static char *more_contexts(struct rlm__sess *s)
 	return buf_detach(&b, NULL);
 }
 
+/* Both NULL, or the same text. */
+static bool streq_null(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
 /* Take the session's worker into l: its calls are now this solve's. */
 static int take_worker(struct loop *l, struct rlm__sess *s, struct rlm_err *err)
 {
@@ -56,7 +62,9 @@ static int take_worker(struct loop *l, struct rlm__sess *s, struct rlm_err *err)
 	l->c.repl = l->repl;
 	repl_stats(l->repl, &st);
 	l->restarts0 = st.restarts;
-	l->setup_at = s->setup_at; /* it ran in this worker: not again */
+	/* The setup code ran in this worker: not again, unless this
+	 * question brings other code. */
+	l->setup_at = streq_null(s->setup_code, l->o->setup_code) ? s->setup_at : -1;
 	/* This question's answer schema, or none (the last one's goes). */
 	if (repl_set_schema(l->repl, l->o->schema_json, err))
 		return err->code ? err->code : RLM_EINVAL;
@@ -198,6 +206,10 @@ void rlm__loop_session_close(struct loop *l)
 		repl_stats(l->repl, &st);
 		s->restarts += st.restarts - l->restarts0;
 		s->setup_at = l->setup_at;
+		if (!streq_null(s->setup_code, l->o->setup_code)) {
+			free(s->setup_code);
+			s->setup_code = l->o->setup_code ? xstrdup(l->o->setup_code) : NULL;
+		}
 		/* Nothing of this solve may be called once it has returned. */
 		repl_rebind(l->repl, NULL, NULL, NULL, NULL);
 		s->repl = l->repl;

@@ -2,6 +2,7 @@
 /* rlm/models_env.c -- the environment variables of the model configuration
  * (rlm_models_cfg_env), one reading for `rlm` and librlm's clients. */
 #include "rlm.h"
+#include "../common/text.h"
 
 #include <stdlib.h>
 
@@ -32,8 +33,12 @@ void rlm_models_cfg_env(struct rlm_models_cfg *c)
 	take(&c->anthropic_base_url, "ANTHROPIC_BASE_URL");
 	take(&c->anthropic_api_key, "ANTHROPIC_API_KEY");
 	/* Out of range: the default, as the command line always did. */
-	if ((v = env("RLM_CONCURRENCY")))
-		c->concurrency = atol(v) > 0 && atol(v) <= 4096 ? atol(v) : 64;
-	if ((v = env("RLM_TIMEOUT")))
-		c->timeout_s = atof(v) > 0 ? atof(v) : 300;
+	if ((v = env("RLM_CONCURRENCY"))) {
+		long l;
+		c->concurrency = text_parse_int(v, 1, 4096, &l) ? 64 : l;
+	}
+	if ((v = env("RLM_TIMEOUT"))) {
+		double d; /* "inf", "nan", 1e999: out of range too */
+		c->timeout_s = text_parse_double(v, 0.001, 86400, &d) ? 300 : d;
+	}
 }

@@ -648,7 +648,8 @@ int rlm_session_add_context(struct rlm_session *s, const struct corpus *ctx, int
 /* Ask question in s: rlm_solve's contract for out, err and the return.
  * o: NULL for the session's options, else this solve's (its pool, models,
  * sandbox, python and store must be the session's; callbacks, limits,
- * cancel, schema may differ). */
+ * cancel, schema may differ; setup code runs once per worker, and again
+ * when a question brings other code). */
 int rlm_session_solve(struct rlm_session *s, const struct rlm_opts *o, const char *question,
 		      struct rlm_result *out, struct rlm_err *err);
 /* Forget the conversation and the history and kill the worker (the next

@@ -321,6 +321,8 @@ void rlm_session_reset(struct rlm_session *s)
 	s->s.repl = NULL;
 	s->s.put_restarts = -1;
 	s->s.setup_at = -1;
+	free(s->s.setup_code);
+	s->s.setup_code = NULL;
 	s->s.n_told = 0;
 	s->s.questions = 0;
 	drop_conversation(&s->s);
@@ -383,5 +385,6 @@ void rlm_session_free(struct rlm_session *s)
 	drop_conversation(&s->s);
 	cJSON_Delete(s->s.history);
 	free(s->s.extra);
+	free(s->s.setup_code);
 	free(s);
 }

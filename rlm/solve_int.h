@@ -313,6 +313,8 @@ struct rlm__sess {
 				    * contexts were last put in it; -1: never */
 	int setup_at;              /* the worker's restarts when the setup
 				    * code last ran in it; -1: never */
+	char *setup_code;          /* the code that ran then (a question
+				    * with other code runs its own) */
 	struct cJSON *history;     /* [{"question", "answer", "stop", "run"}] */
 	const struct corpus **extra; /* context_1, ...: borrowed */
 	size_t n_extra;

@@ -942,6 +942,29 @@ TEST(env_true_reads_the_environment_as_rlm_solve_does)
 	fake_free(&f);
 }
 
+TEST(env_numbers_out_of_range_are_the_defaults)
+{
+	static const char *const bad_timeouts[] = {"inf", "nan", "1e999", "-3", "0", "86401",
+						   "5x"};
+	struct rlm_models_cfg c;
+	for (size_t i = 0; i < ARRAY_SIZE(bad_timeouts); i++) {
+		setenv("RLM_TIMEOUT", bad_timeouts[i], 1);
+		setenv("RLM_CONCURRENCY", i % 2 ? "1e9" : "0", 1);
+		rlm_models_cfg_init(&c);
+		rlm_models_cfg_env(&c);
+		CHECK_MSG(c.timeout_s == 300, "RLM_TIMEOUT=%s: %g", bad_timeouts[i], c.timeout_s);
+		CHECK_INT(c.concurrency, 64);
+	}
+	setenv("RLM_TIMEOUT", "2.5", 1);
+	setenv("RLM_CONCURRENCY", "7", 1);
+	rlm_models_cfg_init(&c);
+	rlm_models_cfg_env(&c);
+	CHECK(c.timeout_s == 2.5);
+	CHECK_INT(c.concurrency, 7);
+	unsetenv("RLM_TIMEOUT");
+	unsetenv("RLM_CONCURRENCY");
+}
+
 struct racer {
 	struct rlm_api *a;
 	int ok;

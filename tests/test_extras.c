@@ -154,6 +154,20 @@ TEST(setup_code_runs_once_per_worker_in_a_session)
 	says(&v, count);
 	CHECK_MSG(ask(&v, s, "And now?") == 0, "%s", v.err.msg);
 	CHECK_STR(v.r.answer, "runs=1");
+	{
+		/* a question with other setup code runs it in the same worker;
+		 * the same code again does not run a second time */
+		struct rlm_opts o2 = v.o;
+		o2.setup_code = "n_setup += 10\n";
+		for (int i = 0; i < 2; i++) {
+			says(&v, count);
+			rlm_result_release(&v.r);
+			CHECK_MSG(rlm_session_solve(s, &o2, "And with other setup?", &v.r,
+						    &v.err) == 0,
+				  "%s", v.err.msg);
+			CHECK_STR(v.r.answer, "runs=11");
+		}
+	}
 	rlm_session_free(s);
 	env_free(&v);
 }

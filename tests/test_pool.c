@@ -733,11 +733,16 @@ TEST(price_overrides_file)
 	CHECK_INT(llm_prices_load(path, &err), 0);
 	p = llm_price_lookup("free-writes");
 	CHECK(p.cache_write == 0 && p.input == 2);
+	/* a load replaces the whole set */
+	CHECK(!llm_price_lookup("my-local-model").known);
 	f = fopen(path, "w");
 	fputs("{\"x\": {\"input\": -1, \"output\": 1}}", f);
 	fclose(f);
 	CHECK(llm_prices_load(path, &err) != 0);
 	CHECK_CONTAINS(err.msg, "non-negative");
+	/* a bad file leaves the set it would have replaced */
+	CHECK(llm_price_lookup("free-writes").known);
+	CHECK(!llm_price_lookup("x").known);
 }
 
 TEST(malformed_url_is_not_retried)
