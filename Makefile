@@ -210,11 +210,14 @@ python: $(SOLIB)
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the library, the
 # headers rlm/rlm.h and api/api.h reach (under include/rlm/, keeping their
 # layout: rlm.h includes "../llm/llm.h"), rlm.pc, and the Python package
-# in Debian's site directory for /usr/local (dist-packages).
+# where Debian's python3 looks: lib/python3.X/dist-packages under
+# /usr/local (or another prefix), /usr/lib/python3/dist-packages for
+# PREFIX=/usr (PYDIR= to choose).
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include
-PYDIR  ?= $(PREFIX)/lib/python3/dist-packages
+PYVER  := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYVER)/dist-packages)
 HEADERS := rlm/rlm.h api/api.h corpus/corpus.h llm/llm.h repl/repl.h tool/tool.h \
            common/common.h common/text.h store/store.h sim/sim.h
 install: $(BIN) $(SOLIB)

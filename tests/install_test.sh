@@ -95,9 +95,15 @@ LD_LIBRARY_PATH="$dest$prefix/lib" "$tmp/prog"
 # the Python package, when the tree has it: in the site directory, with
 # the library inside, and importable from there
 if [ -d python/crlm ]; then
-    site=$dest$prefix/lib/python3/dist-packages
+    ver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    site=$dest$prefix/lib/python$ver/dist-packages
     [ -f "$site/crlm/__init__.py" ] && [ -f "$site/crlm/librlm.so.0" ] ||
         { echo "crlm not installed in $site"; exit 1; }
+    # where the unstaged install would be is on python3's own path: a
+    # plain `make install` needs no PYTHONPATH
+    /usr/bin/python3 -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' \
+        "$prefix/lib/python$ver/dist-packages" ||
+        { echo "$prefix/lib/python$ver/dist-packages is not on python3's sys.path"; exit 1; }
     (cd "$tmp" && env -u RLM_LIB PYTHONPATH="$site" /usr/bin/python3 -c 'import crlm') ||
         { echo "the installed crlm does not import"; exit 1; }
     echo "python: crlm installed"
