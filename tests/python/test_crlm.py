@@ -868,5 +868,29 @@ class TestQuickstart(unittest.TestCase):
         self.assertIn('--- iteration 1 ---', p.stderr)
 
 
+class TestRunner(unittest.TestCase):
+    """tests/python/run.py's sanitizer check: a clang -fsanitize shared
+    library NEEDs no runtime, it leaves the runtime's symbols undefined."""
+
+    def test_sanitizer_symbols(self):
+        cc = shutil.which('cc') or shutil.which('gcc')
+        if not cc or not shutil.which('readelf'):
+            self.skipTest('no cc or readelf')
+        import run
+        d = tmpdir(self)
+        libs = {}
+        for name, body in (('san', 'extern void __asan_report_load8(unsigned long);\n'
+                                    'void f(unsigned long p) { __asan_report_load8(p); }\n'),
+                           ('plain', 'int f(int x) { return x + 1; }\n')):
+            src = os.path.join(d, name + '.c')
+            with open(src, 'w') as f:
+                f.write(body)
+            libs[name] = os.path.join(d, 'lib%s.so' % name)
+            subprocess.run([cc, '-shared', '-fPIC', '-o', libs[name], src], check=True)
+        self.assertRegex(run.sanitizer(libs['san']) or '', r'__asan_report_load8')
+        self.assertIsNone(run.sanitizer(libs['plain']))
+        self.assertIsNone(run.sanitizer(os.environ['RLM_LIB']))
+
+
 if __name__ == '__main__':
     unittest.main()
