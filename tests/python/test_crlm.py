@@ -818,6 +818,47 @@ class TestLogger(unittest.TestCase):
         self.assertEqual(len(c.metadata['iterations']), 2)
         self.assertIs(logger.get_trajectory(), c.metadata)
 
+    def test_limit_is_recorded(self):
+        d = tmpdir(self)
+        logger = crlm.RLMLogger(log_dir=d)
+        fake = FakeLLM(default=[repl("raise ValueError('boom')")])
+        with fake, mk(fake, max_iterations=20, max_errors=2, logger=logger) as r:
+            with self.assertRaises(crlm.ErrorThresholdExceededError):
+                r.completion('x', root_prompt='q')
+        traj = logger.get_trajectory()
+        self.assertIsNotNone(traj)
+        self.assertEqual(traj['run_metadata']['type'], 'metadata')
+        self.assertEqual(len(traj['iterations']), 2)
+        lines = [json.loads(x) for x in read(logger.log_file_path).splitlines()]
+        self.assertEqual([x['type'] for x in lines], ['metadata', 'iteration', 'iteration'])
+
+    def test_metadata_once_across_threads(self):
+        d = tmpdir(self)
+        logger = crlm.RLMLogger(log_dir=d)
+        jsonl = '\n'.join([json.dumps({'type': 'metadata', 'root_model': 'm'})] +
+                          [json.dumps({'type': 'iteration', 'iteration': i, 'pad': 'x' * 500})
+                           for i in range(300)])
+        n = 8
+        barrier = threading.Barrier(n)
+
+        def go():
+            barrier.wait()
+            logger._record(jsonl)
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            ts = [threading.Thread(target=go) for _ in range(n)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        finally:
+            sys.setswitchinterval(old)
+        types = [json.loads(x)['type'] for x in read(logger.log_file_path).splitlines()]
+        self.assertEqual(types.count('metadata'), 1)
+        self.assertEqual(types[0], 'metadata')
+        self.assertEqual(types.count('iteration'), 300 * n)
+
 
 class TestLeaks(unittest.TestCase):
     def test_hundred_completions(self):

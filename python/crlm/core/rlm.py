@@ -621,6 +621,11 @@ class RLM:
             answer = json.dumps(answer, ensure_ascii=False)
         usage = res.get('usage') or {}
         detail = res.get('stop_detail')
+        # the trajectory of every solve, a limit's too (it has one when
+        # the C side recorded a run)
+        meta = None
+        if self.logger is not None:
+            meta = self.logger._record(r.get('trajectory_jsonl'))
         if stop == 'cancelled':
             raise CancellationError(answer, detail and 'cancelled: ' + detail)
         if stop == 'max_cost':
@@ -648,9 +653,6 @@ class RLM:
         if not r.get('ok') or stop == 'error':
             raise RLMError(err.get('message') or detail or 'the solve failed',
                            err.get('code'), res)
-        meta = None
-        if self.logger is not None:
-            meta = self.logger._record(r.get('trajectory_jsonl'))
         model = res.get('model') or self._config.get('model')
         if self.verbose:
             sys.stderr.write('[crlm] final answer (%s, %.1fs): %s\n' % (
