@@ -452,6 +452,21 @@ class TestSolve(unittest.TestCase):
             # the second solve came from the store
             self.assertEqual(len(fake.requests), 2)
 
+    def test_anthropic_no_reasoning_effort(self):
+        # the Messages API has no reasoning_effort: never sent there
+        fake = FakeLLM(default=then_final("r = 'ok'"))
+        with fake, RLM(backend='anthropic', backend_kwargs={
+                'model_name': 'claude-sonnet-4-5', 'api_key': 'ak', 'base_url': fake.url,
+                'reasoning_effort': 'high'},
+                sampling_args={'reasoning_effort': 'low', 'temperature': 0.5},
+                other_backends=['anthropic'], other_backend_kwargs=[{
+                    'model_name': 'claude-haiku-4-5', 'api_key': 'ak', 'base_url': fake.url}],
+                sub_sampling_args={'reasoning_effort': 'low', 'top_k': 5}) as r:
+            self.assertEqual(r.completion('x', root_prompt='q').response, 'ok')
+        _, _, body = fake.requests[0]
+        self.assertNotIn('reasoning_effort', body)
+        self.assertEqual(body.get('temperature'), 0.5)
+
 
 class TestTools(unittest.TestCase):
     def test_callable_and_value(self):

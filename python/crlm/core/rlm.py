@@ -111,11 +111,23 @@ def _backend_config(backend, kw, sub):
         out['base_url'] = url
     if key is not None:
         out['api_key'] = key
-    if kw.get('reasoning_effort') is not None:
+    if kw.get('reasoning_effort') is not None and backend != 'anthropic':
+        # the Messages API has no such member (it would refuse the
+        # request): dropped, as in _sampling_extra
         out['extra'] = {'reasoning_effort': kw['reasoning_effort']}
     if sub:
         out = {'sub_' + k: v for k, v in out.items()}
     return out
+
+
+def _sampling_extra(backend, args):
+    """sampling_args as request members of backend: reasoning_effort is
+    an OpenAI member that the Anthropic Messages API does not have, so it
+    is dropped for "anthropic" (docs/python.md)."""
+    args = dict(args)
+    if backend == 'anthropic':
+        args.pop('reasoning_effort', None)
+    return args
 
 
 def _check_num(name, v, lo, hi, integer, open_lo=False):
@@ -331,10 +343,13 @@ class RLM:
                                  '(the sub-model of depth-1 calls), got %d'
                                  % len(other_backends))
             config.update(_backend_config(other_backends[0], other_backend_kwargs[0], True))
+        sub_backend = other_backends[0] if other_backends else backend
         if sampling_args:
-            config['extra'] = dict(config.get('extra') or {}, **sampling_args)
+            config['extra'] = dict(config.get('extra') or {},
+                                   **_sampling_extra(backend, sampling_args))
         if sub_sampling_args:
-            config['sub_extra'] = dict(config.get('sub_extra') or {}, **sub_sampling_args)
+            config['sub_extra'] = dict(config.get('sub_extra') or {},
+                                       **_sampling_extra(sub_backend, sub_sampling_args))
         if sim is not None:
             config['sim'] = sim
         if prices is not None:
