@@ -630,6 +630,19 @@ class TestCallbacks(unittest.TestCase):
         self.assertRegex(p.stderr, r'\[crlm +[0-9.]+s\] root call: \d+ in, \d+ out tokens')
         self.assertRegex(p.stderr, r'\[crlm\] final answer \(answer, [0-9.]+s\): .*99')
 
+    def test_iterations_never_past_max(self):
+        # the last call after max_iterations turns is no iteration
+        log = []
+        fake = FakeLLM(default=[repl("answer['content'] = 'so far'")])
+        with fake, mk(fake, max_iterations=2,
+                      on_iteration_start=lambda d, i: log.append(('start', d, i)),
+                      on_iteration_complete=lambda d, i, t: log.append(('done', d, i))) as r:
+            c = r.completion('x', root_prompt='q')
+        self.assertEqual(c.stop, 'max_iterations')
+        self.assertEqual(len(fake.root_requests()), 3)
+        self.assertEqual(log, [('start', 0, 1), ('done', 0, 1), ('start', 0, 2),
+                               ('done', 0, 2)])
+
 
 class TestLimits(unittest.TestCase):
     def test_budget(self):

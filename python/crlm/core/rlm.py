@@ -493,7 +493,12 @@ class RLM:
         it = e.get('iteration') or 0
         now = time.monotonic()
         if self.verbose:
-            self._print_event(e, kind, depth, data)
+            self._print_event(e, kind, depth, data, self.max_iterations)
+        if kind in ('turn', 'turn_end') and it > self.max_iterations:
+            # the one last call after max_iterations turns (iteration
+            # max_iterations + 1 on the C side) is no iteration: the
+            # reference numbers its iterations 1 to max_iterations
+            return
         if kind == 'turn':
             call.turn_t[(e.get('node'), it)] = now
             if self.on_iteration_start:
@@ -520,7 +525,7 @@ class RLM:
                 self.on_subcall_complete(depth, data.get('model'), dur, error or None)
 
     @staticmethod
-    def _print_event(e, kind, depth, data):
+    def _print_event(e, kind, depth, data, max_iterations):
         """One event as plain lines on stderr (verbose=True)."""
         pad = '  ' * depth
         text = (e.get('text') or '').rstrip()
@@ -533,8 +538,10 @@ class RLM:
                 lines.append('... (%d more lines)' % more)
             return ''.join('\n%s    | %s' % (pad, x) for x in lines)
         if kind == 'turn':
-            line = '--- iteration %s%s ---' % (e.get('iteration'),
-                                               ' (depth %d)' % depth if depth else '')
+            it = e.get('iteration') or 0
+            line = '--- %s%s ---' % ('iteration %s' % it if it <= max_iterations else
+                                     'last call (max_iterations)',
+                                     ' (depth %d)' % depth if depth else '')
         elif kind == 'turn_end':
             return
         elif kind == 'call':
