@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 
 import crlm  # noqa: E402
 from crlm import RLM  # noqa: E402
-from fakellm import FakeLLM  # noqa: E402
+from fakellm import Fail, FakeLLM  # noqa: E402
 
 
 def repl(code):
@@ -466,6 +466,25 @@ class TestSolve(unittest.TestCase):
         _, _, body = fake.requests[0]
         self.assertNotIn('reasoning_effort', body)
         self.assertEqual(body.get('temperature'), 0.5)
+
+    def test_incomplete(self):
+        def sub(prompt):
+            raise Fail(400, 'bad sub request')
+        ask = repl("r = llm_query('hello')\nprint(r)")
+        fake = FakeLLM(scripts={'BLANK': [ask, repl("FINAL('')")],
+                                'NONE': [ask, repl("FINAL('NONE')")]}, sub=sub)
+        with fake, mk(fake) as r:
+            # a blank answer over failures is no answer: an error
+            with self.assertRaises(crlm.RLMError) as cm:
+                r.completion('x', root_prompt='BLANK q')
+            self.assertNotIsInstance(cm.exception, crlm.CancellationError)
+            self.assertEqual(cm.exception.code, 'incomplete')
+            self.assertRegex(str(cm.exception),
+                             r'^the solve is incomplete: 1 sub-call failed .*bad sub request')
+            self.assertEqual(cm.exception.result['stop'], 'incomplete')
+            # NONE is an answer: it returns, and .stop tells
+            c = r.completion('x', root_prompt='NONE q')
+            self.assertEqual((c.response, c.stop), ('NONE', 'incomplete'))
 
 
 class TestTools(unittest.TestCase):

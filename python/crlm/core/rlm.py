@@ -675,6 +675,13 @@ class RLM:
         if not r.get('ok') or stop == 'error':
             raise RLMError(err.get('message') or detail or 'the solve failed',
                            err.get('code'), res)
+        if stop == 'incomplete' and (answer is None or not answer.strip()):
+            # no answer, and failures under the root (sub-calls, child
+            # RLMs): "nothing found" cannot be told from "nothing read".
+            # A NONE answer returns, with .stop "incomplete".
+            raise RLMError('the solve is incomplete: ' + (detail or 'no answer, and calls '
+                                                           'under it failed'),
+                           'incomplete', res)
         model = res.get('model') or self._config.get('model')
         if self.verbose:
             sys.stderr.write('[crlm] final answer (%s, %.1fs): %s\n' % (
