@@ -559,6 +559,20 @@ class TestTools(unittest.TestCase):
     def test_sub_tools_none(self):
         self.check_sub({}, 'v1/none')
 
+    def test_result_not_json(self):
+        def nan():
+            return {'x': float('nan')}
+
+        def inf():
+            return [1, float('-inf')]
+        code = ("out = []\nfor f in (nan, inf):\n    try:\n        out.append(repr(f()))\n"
+                "    except Exception as e:\n        out.append(str(e))\nr = ' | '.join(out)")
+        fake = FakeLLM(default=then_final(code))
+        with fake, mk(fake, custom_tools={'nan': nan, 'inf': inf}) as r:
+            c = r.completion('x', root_prompt='q')
+        self.assertRegex(c.response, r'^[^|]*tool result is not JSON: NaN[^|]*\| '
+                         r'[^|]*tool result is not JSON: -Infinity')
+
 
 class TestSession(unittest.TestCase):
     def test_persistent_three_calls(self):

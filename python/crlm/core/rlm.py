@@ -171,6 +171,23 @@ def _tool_spec(name, spec, what):
     return None, text, desc
 
 
+def _non_finite(v, depth=0):
+    """How JSON would spell the first non-finite float in v ("NaN",
+    "Infinity", "-Infinity"), or None."""
+    if isinstance(v, float) and v != v:
+        return 'NaN'
+    if isinstance(v, float) and v in (float('inf'), float('-inf')):
+        return 'Infinity' if v > 0 else '-Infinity'
+    if depth < 100:
+        items = v.values() if isinstance(v, dict) else \
+            v if isinstance(v, (list, tuple)) else ()
+        for x in items:
+            w = _non_finite(x, depth + 1)
+            if w:
+                return w
+    return None
+
+
 async def _awaited(aw):
     return await aw
 
@@ -470,8 +487,16 @@ class RLM:
                 if inspect.isawaitable(res):
                     # an async def: run it here, on this controller thread
                     res = asyncio.run(_awaited(res))
-                _lib.rlm_api_reply(reply, json.dumps(res, default=str).encode('utf-8',
-                                                                              'surrogatepass'))
+                try:
+                    text = json.dumps(res, default=str, allow_nan=False)
+                except ValueError as e:
+                    # NaN and the infinities have no JSON (nor has a
+                    # circular value): say so, never send a text that no
+                    # JSON parser takes
+                    msg = 'tool result is not JSON: %s' % (_non_finite(res) or e)
+                    _lib.rlm_api_reply_error(reply, msg.encode('utf-8', 'replace'))
+                    return
+                _lib.rlm_api_reply(reply, text.encode('utf-8', 'surrogatepass'))
             except BaseException as e:
                 msg = '%s: %s' % (type(e).__name__, e)
                 _lib.rlm_api_reply_error(reply, msg.encode('utf-8', 'replace'))
