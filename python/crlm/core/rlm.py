@@ -13,8 +13,19 @@
 # takes the GIL for each callback. An exception in a callback is printed to
 # stderr and never crosses into C. The ctypes function objects handed to C
 # live as long as the RLM (the client holds their pointers).
+#
+# Closing: the client must outlive every solve on it. close() on an
+# ordinary thread cancels and waits for the solves, then frees; close()
+# from a callback (a thread that a solve of ours is waiting on) cannot
+# wait, so it only cancels and marks the RLM closed, and the last solve
+# to return frees it (_release, on its crlm-solve thread). _active counts
+# the solves in C, under _calls_lock with _closed: whoever sees it reach 0
+# with _closed set frees. At interpreter exit an atexit hook closes every
+# live RLM the same way and waits a while for the solves, so no daemon
+# solve thread is left in C while the interpreter finalizes.
 import ast
 import asyncio
+import atexit
 import ctypes
 import inspect
 import json
@@ -27,6 +38,7 @@ import tempfile
 import threading
 import time
 import traceback
+import weakref
 
 from .. import _lib
 from ..exceptions import (BudgetExceededError, CallLimitExceededError, CancellationError,
@@ -57,8 +69,13 @@ _RESERVED_RE = re.compile(r'^(context|history)_[0-9]+$')
 # any max_iterations it takes.
 _NO_LIMIT = 10000
 
-# Set on a controller thread while it runs a callback of ours.
+# Set on a controller thread while it runs a callback of ours: .on, and
+# .rlm the RLM whose solve runs it.
 _in_callback = threading.local()
+
+# Every RLM not yet closed (_exit cancels their solves).
+_live = weakref.WeakSet()
+_EXIT_WAIT = 10.0   # seconds _exit waits for the solves it cancelled
 
 _TOOL_SCHEMA = json.dumps({'type': 'object',
                            'properties': {'args': {'type': 'array'},
@@ -282,14 +299,39 @@ class _Call:
             self.job = None
 
     def _event(self, _arg, text):
-        _in_callback.on = True
+        _in_callback.on, _in_callback.rlm = True, self.rlm
         try:
             self.rlm._on_event(self, json.loads(text.decode('utf-8', 'replace')))
         except BaseException:
             # Never into C: a callback's failure is the caller's to read.
             traceback.print_exc(file=sys.stderr)
         finally:
-            _in_callback.on = False
+            _in_callback.on, _in_callback.rlm = False, None
+
+
+def _in_callback_of(rlm):
+    """Whether this thread runs a callback of one of rlm's solves."""
+    return getattr(_in_callback, 'on', False) and getattr(_in_callback, 'rlm', None) is rlm
+
+
+def _exit():
+    """At interpreter exit: cancel the solves of every live RLM and wait
+    for them (a while), freeing each RLM once its solves are gone."""
+    rlms = list(_live)
+    for r in rlms:
+        try:
+            r._close(wait=False)
+        except Exception:
+            pass
+    deadline = time.monotonic() + _EXIT_WAIT
+    for r in rlms:
+        with r._calls_lock:
+            running = list(r._calls)
+        for c in running:
+            c.done.wait(max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(_exit)
 
 
 class RLM:
@@ -315,7 +357,9 @@ class RLM:
         self._tmpdir = None
         self._lock = threading.Lock()      # the session: one question at a time
         self._calls = set()                # running _Calls (cancel())
-        self._calls_lock = threading.Lock()
+        self._calls_lock = threading.Lock()  # _calls, _active, _closed
+        self._active = 0                   # solves in C now
+        self._release_lock = threading.Lock()
         self._fns = []                     # ctypes callbacks C holds
         self._closed = False
 
@@ -458,6 +502,7 @@ class RLM:
         if not self._client:
             self._cleanup_tmp()
             raise ValueError(_lib.err_text(err, 'cannot make the client'))
+        _live.add(self)
         try:
             for name in sorted(set(tools) | set(sub_tools)):
                 root, sub = tools.get(name), sub_tools.get(name)
@@ -479,8 +524,10 @@ class RLM:
     # ---- host tools ----
 
     def _add_tool(self, name, fn, where, desc):
+        me = weakref.ref(self)  # the client holds cb; cb must not hold the RLM
+
         def call(_arg, args_json, reply):
-            _in_callback.on = True
+            _in_callback.on, _in_callback.rlm = True, me()
             try:
                 a = json.loads(args_json.decode('utf-8', 'replace')) if args_json else {}
                 res = fn(*(a.get('args') or []), **(a.get('kwargs') or {}))
@@ -501,7 +548,7 @@ class RLM:
                 msg = '%s: %s' % (type(e).__name__, e)
                 _lib.rlm_api_reply_error(reply, msg.encode('utf-8', 'replace'))
             finally:
-                _in_callback.on = False
+                _in_callback.on, _in_callback.rlm = False, None
         cb = _lib.TOOL_FN(call)
         self._fns.append(cb)
         err = _lib.new_err()
@@ -596,16 +643,20 @@ class RLM:
     # ---- a solve ----
 
     def _start(self, prompt, root_prompt):
-        if self._closed:
-            raise RLMError('this RLM is closed')
         ctx, kind = _context(prompt)
         if root_prompt is not None and not isinstance(root_prompt, str):
             raise TypeError('root_prompt must be a str or None, not %s'
                             % type(root_prompt).__name__)
         question = root_prompt.encode('utf-8') if root_prompt is not None else None
         call = _Call(self)
+        # one step with close(): a call is either refused here or in the
+        # set close() cancels, and the client stays while _active > 0
         with self._calls_lock:
+            if self._closed:
+                call.free()
+                raise RLMError('this RLM is closed')
             self._calls.add(call)
+            self._active += 1
 
         def run():
             try:
@@ -622,12 +673,29 @@ class RLM:
             except BaseException as ex:
                 call.exc = ex
             finally:
+                self._solve_ended()
                 call.done.set()
         # ctx (bytes) stays referenced by run's closure for the call: the
         # C side borrows it.
         t = threading.Thread(target=run, name='crlm-solve', daemon=True)
-        t.start()
+        try:
+            t.start()
+        except BaseException:
+            with self._calls_lock:
+                self._calls.discard(call)
+            call.free()
+            self._solve_ended()
+            raise
         return call, t
+
+    def _solve_ended(self):
+        """One solve is out of C: the last one of a closed RLM frees it
+        (close() from a callback left that to it)."""
+        with self._calls_lock:
+            self._active -= 1
+            last = self._closed and self._active == 0
+        if last:
+            self._release()
 
     def _session_solve(self, ctx, kind, question, call, err):
         if self._session is None:
@@ -759,14 +827,31 @@ class RLM:
 
         def waiter():
             call.done.wait()
-            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+            try:
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+            except RuntimeError:
+                pass  # the loop is closed: nobody awaits
         w = threading.Thread(target=waiter, name='crlm-await', daemon=True)
-        w.start()
+        try:
+            w.start()
+        except BaseException:
+            _lib.rlm_api_job_cancel(call.job)
+            t.join()
+            with self._calls_lock:
+                self._calls.discard(call)
+            call.free()
+            raise
         try:
             await asyncio.shield(fut)
         except asyncio.CancelledError:
             _lib.rlm_api_job_cancel(call.job)
-            await fut
+            # the solve must be over before the job is freed: a second
+            # cancel of the task while it winds down waits on too
+            while not fut.done():
+                try:
+                    await asyncio.shield(fut)
+                except asyncio.CancelledError:
+                    pass
             t.join()
             w.join()
             with self._calls_lock:
@@ -787,9 +872,19 @@ class RLM:
 
     # ---- sessions ----
 
+    def _not_in_callback(self, what):
+        if _in_callback_of(self):
+            # the session's lock is held by the solve this callback is
+            # part of: waiting for it would never end
+            raise RuntimeError('%s() cannot be called from a callback or custom tool of this '
+                               'RLM (the solve that runs it holds the session); call it '
+                               'after completion() returns, or close() to stop the solve'
+                               % what)
+
     def session_info(self):
         """Ours: the persistent session's state (questions, contexts, the
         worker's pid and memory), or None before the first completion."""
+        self._not_in_callback('session_info')
         with self._lock:
             if not self._session:
                 return None
@@ -798,6 +893,7 @@ class RLM:
     def reset(self):
         """Ours: forget the persistent session (its REPL and contexts); the
         next completion starts a new one."""
+        self._not_in_callback('reset')
         with self._lock:
             if self._session:
                 _lib.rlm_api_session_free(self._session)
@@ -812,26 +908,42 @@ class RLM:
 
     def close(self):
         """Cancel what runs, end the session's worker and free the client.
-        Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self.cancel()
-        # The client must outlive its solves: wait for them (not for the
-        # one a callback of which called close(): that would never end).
+        Idempotent. From a callback or a custom tool (a thread a solve
+        waits on) it cancels and returns: the last solve to end frees."""
+        self._close(wait=not getattr(_in_callback, 'on', False))
+
+    def _close(self, wait):
         with self._calls_lock:
+            # under the lock: _start adds no call after this, and _finish
+            # frees no job while it is cancelled here
+            self._closed = True
             running = list(self._calls)
-        if not getattr(_in_callback, 'on', False):
+            idle = self._active == 0
+            for c in running:
+                if c.job:
+                    _lib.rlm_api_job_cancel(c.job)
+        if wait:
+            # The client must outlive its solves: wait for them.
             for c in running:
                 c.done.wait()
-        with self._lock:
-            if self._session:
-                _lib.rlm_api_session_free(self._session)
-                self._session = None
-        if self._client:
-            _lib.rlm_api_close(self._client)
-            self._client = None
-        self._cleanup_tmp()
+            self._release()
+        elif idle:
+            self._release()
+        # else: _solve_ended of the last solve frees
+
+    def _release(self):
+        """Free the session, the client and the private store: once, when
+        no solve is in C."""
+        with self._release_lock:
+            with self._lock:
+                if self._session:
+                    _lib.rlm_api_session_free(self._session)
+                    self._session = None
+            if self._client:
+                _lib.rlm_api_close(self._client)
+                self._client = None
+            self._cleanup_tmp()
+            _live.discard(self)
 
     def __enter__(self):
         return self
