@@ -967,13 +967,13 @@ class TestCancel(unittest.TestCase):
         fake = FakeLLM(default=SLOW)
         code = ('import atexit, sys, threading, time; sys.path.insert(0, %r)\n'
                 # registered first, so run after crlm's hook
-                'atexit.register(lambda: print("AT EXIT solves over:",'
+                'atexit.register(lambda: print("AT EXIT solves over: %%s" %%'
                 ' all(c.done.is_set() for c in list(r._calls)), flush=True))\n'
                 'from crlm import RLM\n'
                 'r = RLM(backend_kwargs={"model_name": "m", "base_url": %r, "api_key": "k"},'
                 ' max_iterations=500)\n'
                 'def go():\n    try:\n        r.completion("x", root_prompt="q")\n'
-                '    except Exception as e:\n        print("ENDED", type(e).__name__, flush=True)\n'
+                '    except Exception as e:\n        print("ENDED " + type(e).__name__, flush=True)\n'
                 'threading.Thread(target=go, daemon=True).start()\n'
                 'time.sleep(1.0)\nprint("EXITING", flush=True)\n') % (
                     os.path.join(HERE, '..', '..', 'python'), fake.url)
