@@ -11,7 +11,8 @@
 # assistant messages after it picks the reply of that script (its last one
 # once they run out), or the "Turn N/M" line of the last message when it
 # has one (a compacted conversation has fewer assistant messages). Any
-# other request is a sub-call: `sub(prompt)`. Requests to .../messages get
+# other request is a sub-call: `sub(prompt)`. A script or sub that raises
+# Fail(status, message) gets that error reply. Requests to .../messages get
 # Anthropic-shaped replies, others OpenAI's.
 import http.server
 import json
@@ -24,6 +25,15 @@ def _text(content):
     if isinstance(content, list):
         return ''.join(p.get('text', '') for p in content if isinstance(p, dict))
     return content or ''
+
+
+class Fail(Exception):
+    """Raised by a script or sub: the request gets this HTTP status and an
+    OpenAI-style error with this message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
 
 
 class FakeLLM:
@@ -130,6 +140,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if child:
                 time.sleep(fake.sub_delay)
             content = fake.reply(body)
+        except Fail as e:
+            self._send(e.status, {'error': {'message': str(e), 'type': 'invalid_request_error'}})
+            return
         except Exception as e:  # a broken script is a 500 the test sees
             self._send(500, {'error': {'message': 'script: %r' % e}})
             return

@@ -3,9 +3,10 @@
 # tests/python/run.py BUILD -- run crlm's tests (test_crlm.py) on
 # BUILD/librlm.so.0 and close with the line tests/run.sh sums:
 # "N passed, N failed, N skipped". Under a sanitizer build (the library
-# NEEDs libasan or libtsan) the tests are skipped, with a line that says
-# so: a sanitizer runtime cannot be loaded into a python3 that was not
-# started with it. A test that runs past TEST_TIMEOUT seconds (120) ends
+# NEEDs libasan or libtsan, as gcc links it, or leaves __asan_* and the
+# like undefined for the executable to give, as clang does) the tests are
+# skipped, with a line that says so: a sanitizer runtime cannot be loaded
+# into a python3 that was not started with it. A test that runs past TEST_TIMEOUT seconds (120) ends
 # the run with every thread's traceback, and no closing line: tests/run.sh
 # counts that as a failure. Exits 1 when a test failed.
 import faulthandler
@@ -28,6 +29,36 @@ def needed(lib):
     return re.findall(r'\(NEEDED\)\s+Shared library: \[([^\]]+)\]', out)
 
 
+def undefined_sanitizer_symbols(lib):
+    """The sanitizer runtime's symbols lib uses but does not define: a
+    clang -fsanitize build of a shared library does not link the runtime
+    (no NEEDED libasan), it expects the executable to have it."""
+    try:
+        out = subprocess.run(['readelf', '--dyn-syms', '-W', lib], capture_output=True,
+                             text=True).stdout
+    except OSError:
+        return []
+    found = []
+    for line in out.splitlines():
+        # Num: Value Size Type Bind Vis Ndx Name
+        f = line.split()
+        if len(f) >= 8 and f[6] == 'UND' and \
+                re.match(r'__(asan|tsan|ubsan|msan)_', f[7]):
+            found.append(f[7].split('@')[0])
+    return found
+
+
+def sanitizer(lib):
+    """What makes lib a sanitizer build, as words for a line, or None."""
+    san = [n for n in needed(lib) if re.match(r'lib(asan|tsan|ubsan|lsan|msan)', n)]
+    if san:
+        return ', '.join(san)
+    syms = undefined_sanitizer_symbols(lib)
+    if syms:
+        return 'undefined %s%s' % (', '.join(syms[:3]), ', ...' if len(syms) > 3 else '')
+    return None
+
+
 class _Result(unittest.TextTestResult):
     """Each test under a watchdog: a hang must not stall `make test`."""
     timeout = 120
@@ -48,10 +79,9 @@ def main():
         print('crlm: %s is not built: skipping the Python tests' % lib)
         print('0 passed, 0 failed, 1 skipped')
         return 0
-    san = [n for n in needed(lib) if re.match(r'lib(asan|tsan|ubsan|lsan)', n)]
+    san = sanitizer(lib)
     if san:
-        print('crlm: %s is a sanitizer build (%s): skipping the Python tests' %
-              (lib, ', '.join(san)))
+        print('crlm: %s is a sanitizer build (%s): skipping the Python tests' % (lib, san))
         print('0 passed, 0 failed, 1 skipped')
         return 0
     os.environ['RLM_LIB'] = lib

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'python'))
@@ -25,7 +26,7 @@ sys.path.insert(0, HERE)
 
 import crlm  # noqa: E402
 from crlm import RLM  # noqa: E402
-from fakellm import FakeLLM  # noqa: E402
+from fakellm import Fail, FakeLLM  # noqa: E402
 
 
 def repl(code):
@@ -79,6 +80,23 @@ def ours():
 
 def tasks():
     return len(os.listdir('/proc/self/task'))
+
+
+def bounded(test, fn, timeout=30):
+    """fn() on a thread of its own: {'v': its value} or {'e': its
+    exception}; a test failure when it has not returned in timeout s."""
+    box = {}
+
+    def go():
+        try:
+            box['v'] = fn()
+        except BaseException as e:
+            box['e'] = e
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(timeout)
+    test.assertFalse(t.is_alive(), 'still running after %ss: deadlocked' % timeout)
+    return box
 
 
 class TestImports(unittest.TestCase):
@@ -453,6 +471,41 @@ class TestSolve(unittest.TestCase):
             self.assertEqual(len(fake.requests), 2)
 
 
+    def test_anthropic_no_reasoning_effort(self):
+        # the Messages API has no reasoning_effort: never sent there
+        fake = FakeLLM(default=then_final("r = 'ok'"))
+        with fake, RLM(backend='anthropic', backend_kwargs={
+                'model_name': 'claude-sonnet-4-5', 'api_key': 'ak', 'base_url': fake.url,
+                'reasoning_effort': 'high'},
+                sampling_args={'reasoning_effort': 'low', 'temperature': 0.5},
+                other_backends=['anthropic'], other_backend_kwargs=[{
+                    'model_name': 'claude-haiku-4-5', 'api_key': 'ak', 'base_url': fake.url}],
+                sub_sampling_args={'reasoning_effort': 'low', 'top_k': 5}) as r:
+            self.assertEqual(r.completion('x', root_prompt='q').response, 'ok')
+        _, _, body = fake.requests[0]
+        self.assertNotIn('reasoning_effort', body)
+        self.assertEqual(body.get('temperature'), 0.5)
+
+    def test_incomplete(self):
+        def sub(prompt):
+            raise Fail(400, 'bad sub request')
+        ask = repl("r = llm_query('hello')\nprint(r)")
+        fake = FakeLLM(scripts={'BLANK': [ask, repl("FINAL('')")],
+                                'NONE': [ask, repl("FINAL('NONE')")]}, sub=sub)
+        with fake, mk(fake) as r:
+            # a blank answer over failures is no answer: an error
+            with self.assertRaises(crlm.RLMError) as cm:
+                r.completion('x', root_prompt='BLANK q')
+            self.assertNotIsInstance(cm.exception, crlm.CancellationError)
+            self.assertEqual(cm.exception.code, 'incomplete')
+            self.assertRegex(str(cm.exception),
+                             r'^the solve is incomplete: 1 sub-call failed .*bad sub request')
+            self.assertEqual(cm.exception.result['stop'], 'incomplete')
+            # NONE is an answer: it returns, and .stop tells
+            c = r.completion('x', root_prompt='NONE q')
+            self.assertEqual((c.response, c.stop), ('NONE', 'incomplete'))
+
+
 class TestTools(unittest.TestCase):
     def test_callable_and_value(self):
         seen = []
@@ -524,6 +577,21 @@ class TestTools(unittest.TestCase):
 
     def test_sub_tools_none(self):
         self.check_sub({}, 'v1/none')
+
+
+    def test_result_not_json(self):
+        def nan():
+            return {'x': float('nan')}
+
+        def inf():
+            return [1, float('-inf')]
+        code = ("out = []\nfor f in (nan, inf):\n    try:\n        out.append(repr(f()))\n"
+                "    except Exception as e:\n        out.append(str(e))\nr = ' | '.join(out)")
+        fake = FakeLLM(default=then_final(code))
+        with fake, mk(fake, custom_tools={'nan': nan, 'inf': inf}) as r:
+            c = r.completion('x', root_prompt='q')
+        self.assertRegex(c.response, r'^[^|]*tool result is not JSON: NaN[^|]*\| '
+                         r'[^|]*tool result is not JSON: -Infinity')
 
 
 class TestSession(unittest.TestCase):
@@ -614,6 +682,88 @@ class TestCallbacks(unittest.TestCase):
         self.assertRegex(p.stderr, r'\[crlm +[0-9.]+s\] --- iteration 1 ---')
         self.assertRegex(p.stderr, r'\[crlm +[0-9.]+s\] root call: \d+ in, \d+ out tokens')
         self.assertRegex(p.stderr, r'\[crlm\] final answer \(answer, [0-9.]+s\): .*99')
+
+
+    def test_iterations_never_past_max(self):
+        # the last call after max_iterations turns is no iteration
+        log = []
+        fake = FakeLLM(default=[repl("answer['content'] = 'so far'")])
+        with fake, mk(fake, max_iterations=2,
+                      on_iteration_start=lambda d, i: log.append(('start', d, i)),
+                      on_iteration_complete=lambda d, i, t: log.append(('done', d, i))) as r:
+            c = r.completion('x', root_prompt='q')
+        self.assertEqual(c.stop, 'max_iterations')
+        self.assertEqual(len(fake.root_requests()), 3)
+        self.assertEqual(log, [('start', 0, 1), ('done', 0, 1), ('start', 0, 2),
+                               ('done', 0, 2)])
+
+
+class TestClose(unittest.TestCase):
+    """close() from a thread a solve waits on: cancel, and the last solve
+    to end frees."""
+
+    def test_close_from_callback(self):
+        fake = FakeLLM(default=SLOW)
+        seen = []
+        holder = []
+
+        def on_start(depth, it):
+            seen.append(it)
+            if it == 2:
+                holder[0].close()
+                seen.append('closed')
+        with fake, mk(fake, max_iterations=200, on_iteration_start=on_start) as r:
+            holder.append(r)
+            box = bounded(self, lambda: r.completion('x', root_prompt='q'))
+            if 'e' in box:
+                self.assertIsInstance(box['e'], crlm.CancellationError)
+            self.assertIn('closed', seen)
+            self.assertLessEqual(max(x for x in seen if isinstance(x, int)), 3)
+            # freed by the solve's own thread once it ended
+            self.assertIsNone(r._client)
+            with self.assertRaisesRegex(crlm.RLMError, r'closed'):
+                r.completion('x', root_prompt='q')
+
+    def test_close_from_tool_persistent(self):
+        holder = []
+
+        def stop():
+            holder[0].close()
+            return 'stopped'
+        fake = FakeLLM(scripts={'Q1': then_final("r = 'first'"),
+                                'Q2': [repl("s = stop()\nprint(s)")] + SLOW})
+        with fake, mk(fake, max_iterations=200, persistent=True,
+                      custom_tools={'stop': stop}) as r:
+            holder.append(r)
+            self.assertEqual(r.completion('c0', root_prompt='Q1').response, 'first')
+            box = bounded(self, lambda: r.completion('c1', root_prompt='Q2'))
+            if 'e' in box:
+                self.assertIsInstance(box['e'], crlm.CancellationError)
+            self.assertIsNone(r._client)
+            self.assertIsNone(r._session)
+            with self.assertRaisesRegex(crlm.RLMError, r'closed'):
+                r.completion('c2', root_prompt='Q1')
+
+    def test_session_calls_from_callback_refused(self):
+        holder, out = [], []
+
+        def peek():
+            for f in (holder[0].session_info, holder[0].reset):
+                try:
+                    f()
+                    out.append('ran')
+                except RuntimeError as e:
+                    out.append(str(e))
+            return 'peeked'
+        fake = FakeLLM(default=then_final("r = peek()"))
+        with fake, mk(fake, persistent=True, custom_tools={'peek': peek}) as r:
+            holder.append(r)
+            box = bounded(self, lambda: r.completion('x', root_prompt='q'))
+            self.assertEqual(box['v'].response, 'peeked')
+            self.assertEqual(len(out), 2)
+            self.assertRegex(out[0], r'^session_info\(\) cannot be called from a callback')
+            self.assertRegex(out[1], r'^reset\(\) cannot be called from a callback')
+            self.assertEqual(r.session_info()['questions'], 1)
 
 
 class TestLimits(unittest.TestCase):
@@ -771,6 +921,74 @@ class TestCancel(unittest.TestCase):
             self.assertLessEqual(ours(), before)
 
 
+    def test_acompletion_cancelled_twice(self):
+        fake = FakeLLM(scripts={'FAST': then_final("r = 'async ok'")}, default=SLOW)
+        with fake, mk(fake, max_iterations=200) as r:
+            async def twice():
+                task = asyncio.ensure_future(r.acompletion('x', root_prompt='slow'))
+                await asyncio.sleep(0.8)
+                task.cancel()
+                await asyncio.sleep(0.01)
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    return 'cancelled'
+            self.assertEqual(asyncio.run(twice()), 'cancelled')
+            # the solve was over, and its call gone, when the task ended
+            self.assertEqual(len(r._calls), 0)
+            self.assertEqual(r.completion('x', root_prompt='FAST q').response, 'async ok')
+
+    def test_thread_start_fails(self):
+        real = threading.Thread.start
+
+        def start(th, name):
+            if th.name == name:
+                raise RuntimeError("can't start new thread")
+            return real(th)
+        fake = FakeLLM(default=then_final("r = 'ok'"))
+        with fake, mk(fake) as r:
+            for name in ('crlm-solve', 'crlm-await'):
+                with self.subTest(thread=name):
+                    with unittest.mock.patch.object(
+                            threading.Thread, 'start', lambda th: start(th, name)):
+                        with self.assertRaisesRegex(RuntimeError, "can't start new thread"):
+                            if name == 'crlm-solve':
+                                r.completion('x', root_prompt='q')
+                            else:
+                                asyncio.run(r.acompletion('x', root_prompt='q'))
+                    self.assertEqual(len(r._calls), 0)
+                    self.assertEqual(r._active, 0)
+            self.assertEqual(r.completion('x', root_prompt='q').response, 'ok')
+
+    def test_exit_with_solve_running(self):
+        # a daemon thread's solve at interpreter exit: cancelled and waited
+        # for by the atexit hook, no hang and no crash
+        fake = FakeLLM(default=SLOW)
+        code = ('import atexit, sys, threading, time; sys.path.insert(0, %r)\n'
+                # registered first, so run after crlm's hook
+                'atexit.register(lambda: print("AT EXIT solves over: %%s" %%'
+                ' all(c.done.is_set() for c in list(r._calls)), flush=True))\n'
+                'from crlm import RLM\n'
+                'r = RLM(backend_kwargs={"model_name": "m", "base_url": %r, "api_key": "k"},'
+                ' max_iterations=500)\n'
+                'def go():\n    try:\n        r.completion("x", root_prompt="q")\n'
+                '    except Exception as e:\n        print("ENDED " + type(e).__name__, flush=True)\n'
+                'threading.Thread(target=go, daemon=True).start()\n'
+                'time.sleep(1.0)\nprint("EXITING", flush=True)\n') % (
+                    os.path.join(HERE, '..', '..', 'python'), fake.url)
+        with fake:
+            t0 = time.monotonic()
+            p = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                               timeout=60)
+            took = time.monotonic() - t0
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('EXITING', p.stdout)
+        self.assertIn('AT EXIT solves over: True', p.stdout)
+        self.assertNotIn('Fatal Python error', p.stderr)
+        self.assertLess(took, 20)
+
+
 class TestLogger(unittest.TestCase):
     def test_jsonl_file(self):
         d = tmpdir(self)
@@ -817,6 +1035,48 @@ class TestLogger(unittest.TestCase):
         self.assertIsNone(logger.log_file_path)
         self.assertEqual(len(c.metadata['iterations']), 2)
         self.assertIs(logger.get_trajectory(), c.metadata)
+
+
+    def test_limit_is_recorded(self):
+        d = tmpdir(self)
+        logger = crlm.RLMLogger(log_dir=d)
+        fake = FakeLLM(default=[repl("raise ValueError('boom')")])
+        with fake, mk(fake, max_iterations=20, max_errors=2, logger=logger) as r:
+            with self.assertRaises(crlm.ErrorThresholdExceededError):
+                r.completion('x', root_prompt='q')
+        traj = logger.get_trajectory()
+        self.assertIsNotNone(traj)
+        self.assertEqual(traj['run_metadata']['type'], 'metadata')
+        self.assertEqual(len(traj['iterations']), 2)
+        lines = [json.loads(x) for x in read(logger.log_file_path).splitlines()]
+        self.assertEqual([x['type'] for x in lines], ['metadata', 'iteration', 'iteration'])
+
+    def test_metadata_once_across_threads(self):
+        d = tmpdir(self)
+        logger = crlm.RLMLogger(log_dir=d)
+        jsonl = '\n'.join([json.dumps({'type': 'metadata', 'root_model': 'm'})] +
+                          [json.dumps({'type': 'iteration', 'iteration': i, 'pad': 'x' * 500})
+                           for i in range(300)])
+        n = 8
+        barrier = threading.Barrier(n)
+
+        def go():
+            barrier.wait()
+            logger._record(jsonl)
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            ts = [threading.Thread(target=go) for _ in range(n)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        finally:
+            sys.setswitchinterval(old)
+        types = [json.loads(x)['type'] for x in read(logger.log_file_path).splitlines()]
+        self.assertEqual(types.count('metadata'), 1)
+        self.assertEqual(types[0], 'metadata')
+        self.assertEqual(types.count('iteration'), 300 * n)
 
 
 class TestLeaks(unittest.TestCase):
@@ -866,6 +1126,30 @@ class TestQuickstart(unittest.TestCase):
         self.assertTrue(p.stdout.strip(), p.stderr)
         self.assertIn('[crlm] final answer', p.stderr)  # verbose=True
         self.assertIn('--- iteration 1 ---', p.stderr)
+
+
+class TestRunner(unittest.TestCase):
+    """tests/python/run.py's sanitizer check: a clang -fsanitize shared
+    library NEEDs no runtime, it leaves the runtime's symbols undefined."""
+
+    def test_sanitizer_symbols(self):
+        cc = shutil.which('cc') or shutil.which('gcc')
+        if not cc or not shutil.which('readelf'):
+            self.skipTest('no cc or readelf')
+        import run
+        d = tmpdir(self)
+        libs = {}
+        for name, body in (('san', 'extern void __asan_report_load8(unsigned long);\n'
+                                    'void f(unsigned long p) { __asan_report_load8(p); }\n'),
+                           ('plain', 'int f(int x) { return x + 1; }\n')):
+            src = os.path.join(d, name + '.c')
+            with open(src, 'w') as f:
+                f.write(body)
+            libs[name] = os.path.join(d, 'lib%s.so' % name)
+            subprocess.run([cc, '-shared', '-fPIC', '-o', libs[name], src], check=True)
+        self.assertRegex(run.sanitizer(libs['san']) or '', r'__asan_report_load8')
+        self.assertIsNone(run.sanitizer(libs['plain']))
+        self.assertIsNone(run.sanitizer(os.environ['RLM_LIB']))
 
 
 if __name__ == '__main__':

@@ -13,8 +13,19 @@
 # takes the GIL for each callback. An exception in a callback is printed to
 # stderr and never crosses into C. The ctypes function objects handed to C
 # live as long as the RLM (the client holds their pointers).
+#
+# Closing: the client must outlive every solve on it. close() on an
+# ordinary thread cancels and waits for the solves, then frees; close()
+# from a callback (a thread that a solve of ours is waiting on) cannot
+# wait, so it only cancels and marks the RLM closed, and the last solve
+# to return frees it (_release, on its crlm-solve thread). _active counts
+# the solves in C, under _calls_lock with _closed: whoever sees it reach 0
+# with _closed set frees. At interpreter exit an atexit hook closes every
+# live RLM the same way and waits a while for the solves, so no daemon
+# solve thread is left in C while the interpreter finalizes.
 import ast
 import asyncio
+import atexit
 import ctypes
 import inspect
 import json
@@ -27,6 +38,7 @@ import tempfile
 import threading
 import time
 import traceback
+import weakref
 
 from .. import _lib
 from ..exceptions import (BudgetExceededError, CallLimitExceededError, CancellationError,
@@ -57,8 +69,13 @@ _RESERVED_RE = re.compile(r'^(context|history)_[0-9]+$')
 # any max_iterations it takes.
 _NO_LIMIT = 10000
 
-# Set on a controller thread while it runs a callback of ours.
+# Set on a controller thread while it runs a callback of ours: .on, and
+# .rlm the RLM whose solve runs it.
 _in_callback = threading.local()
+
+# Every RLM not yet closed (_exit cancels their solves).
+_live = weakref.WeakSet()
+_EXIT_WAIT = 10.0   # seconds _exit waits for the solves it cancelled
 
 _TOOL_SCHEMA = json.dumps({'type': 'object',
                            'properties': {'args': {'type': 'array'},
@@ -111,11 +128,23 @@ def _backend_config(backend, kw, sub):
         out['base_url'] = url
     if key is not None:
         out['api_key'] = key
-    if kw.get('reasoning_effort') is not None:
+    if kw.get('reasoning_effort') is not None and backend != 'anthropic':
+        # the Messages API has no such member (it would refuse the
+        # request): dropped, as in _sampling_extra
         out['extra'] = {'reasoning_effort': kw['reasoning_effort']}
     if sub:
         out = {'sub_' + k: v for k, v in out.items()}
     return out
+
+
+def _sampling_extra(backend, args):
+    """sampling_args as request members of backend: reasoning_effort is
+    an OpenAI member that the Anthropic Messages API does not have, so it
+    is dropped for "anthropic" (docs/python.md)."""
+    args = dict(args)
+    if backend == 'anthropic':
+        args.pop('reasoning_effort', None)
+    return args
 
 
 def _check_num(name, v, lo, hi, integer, open_lo=False):
@@ -157,6 +186,23 @@ def _tool_spec(name, spec, what):
         raise TypeError('%s: the value of %r is a %s that JSON cannot encode (%s): give a '
                         'callable or a JSON value' % (what, name, type(spec).__name__, e)) from None
     return None, text, desc
+
+
+def _non_finite(v, depth=0):
+    """How JSON would spell the first non-finite float in v ("NaN",
+    "Infinity", "-Infinity"), or None."""
+    if isinstance(v, float) and v != v:
+        return 'NaN'
+    if isinstance(v, float) and v in (float('inf'), float('-inf')):
+        return 'Infinity' if v > 0 else '-Infinity'
+    if depth < 100:
+        items = v.values() if isinstance(v, dict) else \
+            v if isinstance(v, (list, tuple)) else ()
+        for x in items:
+            w = _non_finite(x, depth + 1)
+            if w:
+                return w
+    return None
 
 
 async def _awaited(aw):
@@ -253,14 +299,39 @@ class _Call:
             self.job = None
 
     def _event(self, _arg, text):
-        _in_callback.on = True
+        _in_callback.on, _in_callback.rlm = True, self.rlm
         try:
             self.rlm._on_event(self, json.loads(text.decode('utf-8', 'replace')))
         except BaseException:
             # Never into C: a callback's failure is the caller's to read.
             traceback.print_exc(file=sys.stderr)
         finally:
-            _in_callback.on = False
+            _in_callback.on, _in_callback.rlm = False, None
+
+
+def _in_callback_of(rlm):
+    """Whether this thread runs a callback of one of rlm's solves."""
+    return getattr(_in_callback, 'on', False) and getattr(_in_callback, 'rlm', None) is rlm
+
+
+def _exit():
+    """At interpreter exit: cancel the solves of every live RLM and wait
+    for them (a while), freeing each RLM once its solves are gone."""
+    rlms = list(_live)
+    for r in rlms:
+        try:
+            r._close(wait=False)
+        except Exception:
+            pass
+    deadline = time.monotonic() + _EXIT_WAIT
+    for r in rlms:
+        with r._calls_lock:
+            running = list(r._calls)
+        for c in running:
+            c.done.wait(max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(_exit)
 
 
 class RLM:
@@ -286,7 +357,9 @@ class RLM:
         self._tmpdir = None
         self._lock = threading.Lock()      # the session: one question at a time
         self._calls = set()                # running _Calls (cancel())
-        self._calls_lock = threading.Lock()
+        self._calls_lock = threading.Lock()  # _calls, _active, _closed
+        self._active = 0                   # solves in C now
+        self._release_lock = threading.Lock()
         self._fns = []                     # ctypes callbacks C holds
         self._closed = False
 
@@ -331,10 +404,13 @@ class RLM:
                                  '(the sub-model of depth-1 calls), got %d'
                                  % len(other_backends))
             config.update(_backend_config(other_backends[0], other_backend_kwargs[0], True))
+        sub_backend = other_backends[0] if other_backends else backend
         if sampling_args:
-            config['extra'] = dict(config.get('extra') or {}, **sampling_args)
+            config['extra'] = dict(config.get('extra') or {},
+                                   **_sampling_extra(backend, sampling_args))
         if sub_sampling_args:
-            config['sub_extra'] = dict(config.get('sub_extra') or {}, **sub_sampling_args)
+            config['sub_extra'] = dict(config.get('sub_extra') or {},
+                                       **_sampling_extra(sub_backend, sub_sampling_args))
         if sim is not None:
             config['sim'] = sim
         if prices is not None:
@@ -426,6 +502,7 @@ class RLM:
         if not self._client:
             self._cleanup_tmp()
             raise ValueError(_lib.err_text(err, 'cannot make the client'))
+        _live.add(self)
         try:
             for name in sorted(set(tools) | set(sub_tools)):
                 root, sub = tools.get(name), sub_tools.get(name)
@@ -447,21 +524,31 @@ class RLM:
     # ---- host tools ----
 
     def _add_tool(self, name, fn, where, desc):
+        me = weakref.ref(self)  # the client holds cb; cb must not hold the RLM
+
         def call(_arg, args_json, reply):
-            _in_callback.on = True
+            _in_callback.on, _in_callback.rlm = True, me()
             try:
                 a = json.loads(args_json.decode('utf-8', 'replace')) if args_json else {}
                 res = fn(*(a.get('args') or []), **(a.get('kwargs') or {}))
                 if inspect.isawaitable(res):
                     # an async def: run it here, on this controller thread
                     res = asyncio.run(_awaited(res))
-                _lib.rlm_api_reply(reply, json.dumps(res, default=str).encode('utf-8',
-                                                                              'surrogatepass'))
+                try:
+                    text = json.dumps(res, default=str, allow_nan=False)
+                except ValueError as e:
+                    # NaN and the infinities have no JSON (nor has a
+                    # circular value): say so, never send a text that no
+                    # JSON parser takes
+                    msg = 'tool result is not JSON: %s' % (_non_finite(res) or e)
+                    _lib.rlm_api_reply_error(reply, msg.encode('utf-8', 'replace'))
+                    return
+                _lib.rlm_api_reply(reply, text.encode('utf-8', 'surrogatepass'))
             except BaseException as e:
                 msg = '%s: %s' % (type(e).__name__, e)
                 _lib.rlm_api_reply_error(reply, msg.encode('utf-8', 'replace'))
             finally:
-                _in_callback.on = False
+                _in_callback.on, _in_callback.rlm = False, None
         cb = _lib.TOOL_FN(call)
         self._fns.append(cb)
         err = _lib.new_err()
@@ -478,7 +565,12 @@ class RLM:
         it = e.get('iteration') or 0
         now = time.monotonic()
         if self.verbose:
-            self._print_event(e, kind, depth, data)
+            self._print_event(e, kind, depth, data, self.max_iterations)
+        if kind in ('turn', 'turn_end') and it > self.max_iterations:
+            # the one last call after max_iterations turns (iteration
+            # max_iterations + 1 on the C side) is no iteration: the
+            # reference numbers its iterations 1 to max_iterations
+            return
         if kind == 'turn':
             call.turn_t[(e.get('node'), it)] = now
             if self.on_iteration_start:
@@ -505,7 +597,7 @@ class RLM:
                 self.on_subcall_complete(depth, data.get('model'), dur, error or None)
 
     @staticmethod
-    def _print_event(e, kind, depth, data):
+    def _print_event(e, kind, depth, data, max_iterations):
         """One event as plain lines on stderr (verbose=True)."""
         pad = '  ' * depth
         text = (e.get('text') or '').rstrip()
@@ -518,8 +610,10 @@ class RLM:
                 lines.append('... (%d more lines)' % more)
             return ''.join('\n%s    | %s' % (pad, x) for x in lines)
         if kind == 'turn':
-            line = '--- iteration %s%s ---' % (e.get('iteration'),
-                                               ' (depth %d)' % depth if depth else '')
+            it = e.get('iteration') or 0
+            line = '--- %s%s ---' % ('iteration %s' % it if it <= max_iterations else
+                                     'last call (max_iterations)',
+                                     ' (depth %d)' % depth if depth else '')
         elif kind == 'turn_end':
             return
         elif kind == 'call':
@@ -549,16 +643,20 @@ class RLM:
     # ---- a solve ----
 
     def _start(self, prompt, root_prompt):
-        if self._closed:
-            raise RLMError('this RLM is closed')
         ctx, kind = _context(prompt)
         if root_prompt is not None and not isinstance(root_prompt, str):
             raise TypeError('root_prompt must be a str or None, not %s'
                             % type(root_prompt).__name__)
         question = root_prompt.encode('utf-8') if root_prompt is not None else None
         call = _Call(self)
+        # one step with close(): a call is either refused here or in the
+        # set close() cancels, and the client stays while _active > 0
         with self._calls_lock:
+            if self._closed:
+                call.free()
+                raise RLMError('this RLM is closed')
             self._calls.add(call)
+            self._active += 1
 
         def run():
             try:
@@ -575,12 +673,29 @@ class RLM:
             except BaseException as ex:
                 call.exc = ex
             finally:
+                self._solve_ended()
                 call.done.set()
         # ctx (bytes) stays referenced by run's closure for the call: the
         # C side borrows it.
         t = threading.Thread(target=run, name='crlm-solve', daemon=True)
-        t.start()
+        try:
+            t.start()
+        except BaseException:
+            with self._calls_lock:
+                self._calls.discard(call)
+            call.free()
+            self._solve_ended()
+            raise
         return call, t
+
+    def _solve_ended(self):
+        """One solve is out of C: the last one of a closed RLM frees it
+        (close() from a callback left that to it)."""
+        with self._calls_lock:
+            self._active -= 1
+            last = self._closed and self._active == 0
+        if last:
+            self._release()
 
     def _session_solve(self, ctx, kind, question, call, err):
         if self._session is None:
@@ -621,6 +736,11 @@ class RLM:
             answer = json.dumps(answer, ensure_ascii=False)
         usage = res.get('usage') or {}
         detail = res.get('stop_detail')
+        # the trajectory of every solve, a limit's too (it has one when
+        # the C side recorded a run)
+        meta = None
+        if self.logger is not None:
+            meta = self.logger._record(r.get('trajectory_jsonl'))
         if stop == 'cancelled':
             raise CancellationError(answer, detail and 'cancelled: ' + detail)
         if stop == 'max_cost':
@@ -648,9 +768,13 @@ class RLM:
         if not r.get('ok') or stop == 'error':
             raise RLMError(err.get('message') or detail or 'the solve failed',
                            err.get('code'), res)
-        meta = None
-        if self.logger is not None:
-            meta = self.logger._record(r.get('trajectory_jsonl'))
+        if stop == 'incomplete' and (answer is None or not answer.strip()):
+            # no answer, and failures under the root (sub-calls, child
+            # RLMs): "nothing found" cannot be told from "nothing read".
+            # A NONE answer returns, with .stop "incomplete".
+            raise RLMError('the solve is incomplete: ' + (detail or 'no answer, and calls '
+                                                           'under it failed'),
+                           'incomplete', res)
         model = res.get('model') or self._config.get('model')
         if self.verbose:
             sys.stderr.write('[crlm] final answer (%s, %.1fs): %s\n' % (
@@ -703,14 +827,31 @@ class RLM:
 
         def waiter():
             call.done.wait()
-            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+            try:
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+            except RuntimeError:
+                pass  # the loop is closed: nobody awaits
         w = threading.Thread(target=waiter, name='crlm-await', daemon=True)
-        w.start()
+        try:
+            w.start()
+        except BaseException:
+            _lib.rlm_api_job_cancel(call.job)
+            t.join()
+            with self._calls_lock:
+                self._calls.discard(call)
+            call.free()
+            raise
         try:
             await asyncio.shield(fut)
         except asyncio.CancelledError:
             _lib.rlm_api_job_cancel(call.job)
-            await fut
+            # the solve must be over before the job is freed: a second
+            # cancel of the task while it winds down waits on too
+            while not fut.done():
+                try:
+                    await asyncio.shield(fut)
+                except asyncio.CancelledError:
+                    pass
             t.join()
             w.join()
             with self._calls_lock:
@@ -731,9 +872,19 @@ class RLM:
 
     # ---- sessions ----
 
+    def _not_in_callback(self, what):
+        if _in_callback_of(self):
+            # the session's lock is held by the solve this callback is
+            # part of: waiting for it would never end
+            raise RuntimeError('%s() cannot be called from a callback or custom tool of this '
+                               'RLM (the solve that runs it holds the session); call it '
+                               'after completion() returns, or close() to stop the solve'
+                               % what)
+
     def session_info(self):
         """Ours: the persistent session's state (questions, contexts, the
         worker's pid and memory), or None before the first completion."""
+        self._not_in_callback('session_info')
         with self._lock:
             if not self._session:
                 return None
@@ -742,6 +893,7 @@ class RLM:
     def reset(self):
         """Ours: forget the persistent session (its REPL and contexts); the
         next completion starts a new one."""
+        self._not_in_callback('reset')
         with self._lock:
             if self._session:
                 _lib.rlm_api_session_free(self._session)
@@ -756,26 +908,42 @@ class RLM:
 
     def close(self):
         """Cancel what runs, end the session's worker and free the client.
-        Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self.cancel()
-        # The client must outlive its solves: wait for them (not for the
-        # one a callback of which called close(): that would never end).
+        Idempotent. From a callback or a custom tool (a thread a solve
+        waits on) it cancels and returns: the last solve to end frees."""
+        self._close(wait=not getattr(_in_callback, 'on', False))
+
+    def _close(self, wait):
         with self._calls_lock:
+            # under the lock: _start adds no call after this, and _finish
+            # frees no job while it is cancelled here
+            self._closed = True
             running = list(self._calls)
-        if not getattr(_in_callback, 'on', False):
+            idle = self._active == 0
+            for c in running:
+                if c.job:
+                    _lib.rlm_api_job_cancel(c.job)
+        if wait:
+            # The client must outlive its solves: wait for them.
             for c in running:
                 c.done.wait()
-        with self._lock:
-            if self._session:
-                _lib.rlm_api_session_free(self._session)
-                self._session = None
-        if self._client:
-            _lib.rlm_api_close(self._client)
-            self._client = None
-        self._cleanup_tmp()
+            self._release()
+        elif idle:
+            self._release()
+        # else: _solve_ended of the last solve frees
+
+    def _release(self):
+        """Free the session, the client and the private store: once, when
+        no solve is in C."""
+        with self._release_lock:
+            with self._lock:
+                if self._session:
+                    _lib.rlm_api_session_free(self._session)
+                    self._session = None
+            if self._client:
+                _lib.rlm_api_close(self._client)
+                self._client = None
+            self._cleanup_tmp()
+            _live.discard(self)
 
     def __enter__(self):
         return self

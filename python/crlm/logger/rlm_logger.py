@@ -34,7 +34,9 @@ class RLMLogger:
         return self._last
 
     def _record(self, jsonl):
-        """Keep one completion's JSONL; returns its metadata dict."""
+        """Keep one completion's JSONL; returns its metadata dict. Called
+        from the completions' threads: the file gets one metadata line
+        however many completions end at once."""
         meta, iterations, lines = None, [], []
         for line in (jsonl or '').splitlines():
             if not line.strip():
@@ -42,18 +44,18 @@ class RLMLogger:
             obj = json.loads(line)
             if obj.get('type') == 'metadata':
                 meta = obj
-                if self._metadata_written:
-                    continue
             elif obj.get('type') == 'iteration':
                 iterations.append(obj)
-            lines.append(line)
+            lines.append((obj.get('type') == 'metadata', line))
         traj = {'run_metadata': meta, 'iterations': iterations}
         with self._lock:
+            # the check and the write in one step
             self._last = traj
             if self.log_file_path is not None:
                 with open(self.log_file_path, 'a', encoding='utf-8') as f:
-                    for line in lines:
-                        f.write(line + '\n')
+                    for is_meta, line in lines:
+                        if not (is_meta and self._metadata_written):
+                            f.write(line + '\n')
                 if meta is not None:
                     self._metadata_written = True
         return traj
