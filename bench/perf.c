@@ -117,6 +117,17 @@ const char bench_perf_usage[] =
 	"                       list (one json.loads of the mapped text); the note\n"
 	"                       gives the worker's RSS then and at its peak, and the\n"
 	"                       controller's; target <= 3,000 ms\n"
+	"  batch: controller    a scripted repl solve over a 10M-token (40 MB) S-NIAH\n"
+	"    share              text: its code cuts `context` into 256 pieces and asks\n"
+	"                       each in one llm_query_batched (concurrency 16) of\n"
+	"                       `rlm sim-serve` at 0 ms a call; the solve's wall time\n"
+	"                       less the code's own Python time (it times itself)\n"
+	"                       less the server's CPU time: the controller's and the\n"
+	"                       runtime's work (worker start, context, the batch's\n"
+	"                       trip to the wire and back); target <= 100 ms\n"
+	"  batch at latency     the same at MS a call (root calls too): wall time /\n"
+	"                       ideal (2 root calls + 16 waves = 18 x MS); target\n"
+	"                       <= 1.10\n"
 	"\n"
 	"A row that counts copies holds \"one copy at most\" when what it holds is at\n"
 	"most 1.25 x the text (the text and its working buffers; a second copy would\n"
@@ -134,7 +145,8 @@ const char bench_perf_usage[] =
 	"                   efficiency, CPU per call), repl (round trips, starts,\n"
 	"                   context ready), subcall, scale (memory, loads), store\n"
 	"                   (warm cache, lookups), recursive, serve, corpus\n"
-	"                   (search), json (40 MB JSON ready)\n"
+	"                   (search), json (40 MB JSON ready), batch (the batch\n"
+	"                   rows)\n"
 	"\n"
 	"A section that fails (a server that does not start, a wrong answer) marks its\n"
 	"rows FAILED with its error; the others still run and print.\n"
@@ -142,7 +154,7 @@ const char bench_perf_usage[] =
 	"Exit status: 0 when every target is met, 1 when one is missed or a section\n"
 	"failed, 2 bad usage.\n";
 
-static double cpu_s(void)
+double bench_perf_cpu_s(void)
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
@@ -150,8 +162,7 @@ static double cpu_s(void)
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-/* Start `rlm sim-serve` on an ephemeral port; returns its pid and port. */
-static pid_t start_server(const char *spec, int *port)
+pid_t bench_perf_server_start(const char *spec, int *port)
 {
 	char ready[PATH_MAX], self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -188,7 +199,7 @@ static pid_t start_server(const char *spec, int *port)
 	return -1;
 }
 
-static void stop_server(pid_t pid)
+void bench_perf_server_stop(pid_t pid)
 {
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
@@ -214,7 +225,7 @@ static int fanout(long calls, long conc, long latency_ms, struct perf_row *eff,
 	pid_t pid;
 
 	snprintf(spec, sizeof(spec), "ttft=%ldms", latency_ms);
-	pid = start_server(spec, &port);
+	pid = bench_perf_server_start(spec, &port);
 	if (pid < 0) {
 		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
 		return 1;
@@ -242,11 +253,11 @@ static int fanout(long calls, long conc, long latency_ms, struct perf_row *eff,
 		llm_call_init(&cs[i], m, &msg, 1);
 		ptrs[i] = &cs[i];
 	}
-	c0 = cpu_s();
+	c0 = bench_perf_cpu_s();
 	t0 = time_now_ns();
 	failed = llm_pool_run(pool, ptrs, (size_t)calls);
 	t1 = time_now_ns();
-	c1 = cpu_s();
+	c1 = bench_perf_cpu_s();
 	if (failed) {
 		fprintf(stderr, "rlm: error: %zu of %ld benchmark calls failed: %s\n", failed, calls,
 			cs[0].error ? cs[0].error : "?");
@@ -275,7 +286,7 @@ out:
 	free(ptrs);
 	llm_pool_free(pool);
 	llm_model_free(m);
-	stop_server(pid);
+	bench_perf_server_stop(pid);
 	return rc;
 }
 
@@ -308,7 +319,7 @@ static int sim_solve(const char *spec, int port, uint64_t seed, int conc, int ma
 	double c0;
 	int64_t t0;
 	int rc = 1;
-	pid_t pid = port ? 0 : start_server(spec, &port);
+	pid_t pid = port ? 0 : bench_perf_server_start(spec, &port);
 	memset(out, 0, sizeof(*out));
 	if (pid < 0) {
 		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
@@ -338,14 +349,14 @@ static int sim_solve(const char *spec, int port, uint64_t seed, int conc, int ma
 	ro.max_depth = max_depth;
 	ro.max_nodes = max_nodes;
 	ro.store = store;
-	c0 = cpu_s();
+	c0 = bench_perf_cpu_s();
 	t0 = time_now_ns();
 	if (rlm_solve(&ro, out->item.question, ctx, &out->res, &err)) {
 		fprintf(stderr, "rlm: error: the benchmark solve failed: %s\n", err.msg);
 		goto out;
 	}
 	out->wall_ns = time_now_ns() - t0;
-	out->cpu_s = cpu_s() - c0;
+	out->cpu_s = bench_perf_cpu_s() - c0;
 	if (!out->res.answer || !strstr(out->res.answer, out->item.value)) {
 		fprintf(stderr, "rlm: error: the benchmark solve went wrong: answer '%s', "
 				"expected '%s'\n",
@@ -359,7 +370,7 @@ out:
 	llm_pool_free(pool);
 	llm_model_free(m);
 	if (pid > 0)
-		stop_server(pid);
+		bench_perf_server_stop(pid);
 	return rc;
 }
 
@@ -422,7 +433,7 @@ static int store_rows(long latency_ms, struct perf_row *warm, struct perf_row *l
 		fprintf(stderr, "rlm: error: %s\n", err.msg);
 		goto out;
 	}
-	if ((pid = start_server(spec, &port)) < 0) {
+	if ((pid = bench_perf_server_start(spec, &port)) < 0) {
 		fprintf(stderr, "rlm: error: cannot start rlm sim-serve for the benchmark\n");
 		goto out;
 	}
@@ -458,7 +469,7 @@ out:
 	rlm_result_release(&cold.res);
 	rlm_result_release(&hot.res);
 	if (pid > 0)
-		stop_server(pid);
+		bench_perf_server_stop(pid);
 	store_close(st);
 	bench_store_remove(path);
 	rmdir(dir);
@@ -833,6 +844,11 @@ static int sec_json(const struct perf_opts *o, struct perf_row *r)
 	return 0;
 }
 
+static int sec_batch(const struct perf_opts *o, struct perf_row *r)
+{
+	return bench_perf_batch_rows(o, &r[0], &r[1]);
+}
+
 /* Each row's name and target, for the table when its section fails. */
 static const struct perf_label fanout_labels[] = {{"fan-out efficiency", "<= 1.05"},
 						{"controller CPU per call", "<= 100 us"}};
@@ -846,6 +862,8 @@ static const struct perf_label repl_labels[] = {
     {"sandbox cost per start", "<= 10 ms"},
     {"zygote worker ready", "p50 <= 10 ms"},
     {"40 MB context ready", "<= 100 ms, 1 copy"}};
+static const struct perf_label batch_labels[] = {{"batch: controller share", "<= 100 ms"},
+					       {"batch at latency", "<= 1.10"}};
 static const struct perf_label subcall_labels[] = {{"controller CPU per sub-call", "<= 100 us"}};
 static const struct perf_label scale_labels[] = {{"controller memory, 10M", "<= 2 ctx + 64"},
 						{"10M-token dir load", "<= 500 ms, 1 copy"},
@@ -872,6 +890,7 @@ const struct perf_section bench_perf_sections[] = {
     {"serve", 17, 4, serve_labels, sec_serve},
     {"corpus", 21, 1, corpus_labels, sec_corpus},
     {"json", 22, 1, json_labels, sec_json},
+    {"batch", 23, 2, batch_labels, sec_batch},
 };
 
 const size_t bench_perf_n_sections = ARRAY_SIZE(bench_perf_sections);

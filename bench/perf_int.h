@@ -9,6 +9,7 @@
 #include "bench.h"
 
 #include <stdio.h>
+#include <sys/types.h>
 
 /* One measurement next to its target. */
 struct perf_row {
@@ -44,9 +45,24 @@ struct perf_section {
 
 /* The sections in the order they run, and their rows: rows
  * [0, PERF_ROWS) in the order they print; the usage text (bench/perf.c). */
-#define PERF_ROWS 23
+#define PERF_ROWS 25
 extern const struct perf_section bench_perf_sections[];
 extern const size_t bench_perf_n_sections;
+
+/* This process's user + system CPU seconds so far. */
+double bench_perf_cpu_s(void);
+/* Start `rlm sim-serve --sim spec` (this binary) on an ephemeral port:
+ * its pid and *port, or -1. */
+pid_t bench_perf_server_start(const char *spec, int *port);
+/* SIGTERM it and reap it. */
+void bench_perf_server_stop(pid_t pid);
+
+/* The batch rows (bench/perf_batch.c): a scripted solve's one batch of
+ * 256 sub-calls over a 10M-token context at zero latency (the
+ * controller's share of its wall time) and at o->latency_ms (against its
+ * ideal). 0 or 1, as a section. */
+int bench_perf_batch_rows(const struct perf_opts *o, struct perf_row *share,
+			  struct perf_row *eff);
 
 struct rlm_result;
 /* The ideal wall time of the solve whose result is root, in call

@@ -17,6 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* rows in the table: bench/perf_int.h's PERF_ROWS */
+#define PERF_ROWS_WANT 25
+
 /* No real provider or sandbox setting from the environment; extra adds
  * "NAME=value" entries. */
 static struct proc_out rlm(const char *const *args, const char *extra)
@@ -95,6 +98,8 @@ TEST(perf_quick_json_has_every_row)
 	    "serve throughput",		   /* the issue's server row */
 	    "search, 10M tokens",	   /* issue 17's search() */
 	    "40 MB JSON ready",		   /* a structured context (issue 17) */
+	    "batch: controller share",	   /* one batch of 256 over 10M tokens */
+	    "batch at latency",
 	};
 	const char *args[] = {"bench", "perf", "--quick", "--json", NULL};
 	struct proc_out o = rlm(args, NULL);
@@ -113,7 +118,7 @@ TEST(perf_quick_json_has_every_row)
 		check_measured(r);
 		n++;
 	}
-	CHECK_INT(n, 23);
+	CHECK_INT(n, PERF_ROWS_WANT);
 	for (size_t i = 0; i < ARRAY_SIZE(design); i++)
 		check_measured(row(results, design[i]));
 	/* the rows that count copies say so, against one copy */
