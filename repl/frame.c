@@ -307,6 +307,101 @@ bad:
 		   why);
 }
 
+/* A string node holding p[0..n) (checked: UTF-8, no NUL). */
+static cJSON *string_of(const char *p, size_t n)
+{
+	cJSON *s = cJSON_CreateString("");
+	char *v = xmalloc(n + 1);
+	memcpy(v, p, n);
+	v[n] = '\0';
+	free(s->valuestring); /* cJSON allocates with malloc: no hooks are set */
+	s->valuestring = v;
+	return s;
+}
+
+/* A binary call frame (repl.h, "Frames"): 0x00, the header's length in 4
+ * bytes big-endian, the header -- a call frame's JSON object with
+ * "prompt_lens": [n, ...] where "prompts" would be -- and the prompts'
+ * UTF-8 bytes back to back. Read into the JSON frame it stands for: the
+ * prompts become the header's "prompts", each checked once (UTF-8, no
+ * NUL, within the frame). */
+static cJSON *binary_call(const char *body, size_t len, struct rlm_err *err)
+{
+	cJSON *f = NULL, *ps = NULL, *it;
+	const cJSON *lens;
+	size_t at, bad, i = 0;
+	uint32_t h;
+	if (len < 5) {
+		rlm_err_set(err, RLM_EPARSE, "a binary frame of %zu bytes (its header needs 5)", len);
+		return NULL;
+	}
+	h = repl__be32(body + 1);
+	if (h > len - 5) {
+		rlm_err_set(err, RLM_EPARSE,
+			    "a binary frame whose header (%u bytes) is past its end (%zu bytes)", h,
+			    len);
+		return NULL;
+	}
+	if (!text_utf8_valid(body + 5, h, &bad)) {
+		rlm_err_set(err, RLM_EPARSE, "a binary frame whose header is not UTF-8 (byte %zu)",
+			    bad);
+		return NULL;
+	}
+	f = json_parse(body + 5, h);
+	if (!cJSON_IsObject(f) || !json_str(f, "type") || strcmp(json_str(f, "type"), "call")) {
+		rlm_err_set(err, RLM_EPARSE, "a binary frame whose header is not a call's object");
+		goto bad;
+	}
+	lens = json_get(f, "prompt_lens");
+	if (json_get(f, "prompts") || !cJSON_IsArray(lens) ||
+	    cJSON_GetArraySize(lens) > REPL_MAX_PROMPTS) {
+		rlm_err_set(err, RLM_EPARSE,
+			    "a binary call frame whose header has no 'prompt_lens' array of at most "
+			    "%d lengths in place of 'prompts'",
+			    REPL_MAX_PROMPTS);
+		goto bad;
+	}
+	at = 5 + (size_t)h;
+	ps = cJSON_CreateArray();
+	cJSON_ArrayForEach(it, lens)
+	{
+		uint64_t n;
+		if (!count_ok(it, &n) || n > len - at) {
+			rlm_err_set(err, RLM_EPARSE,
+				    "a binary call frame whose prompt %zu is not a length within "
+				    "the frame",
+				    i);
+			goto bad;
+		}
+		if (memchr(body + at, '\0', (size_t)n)) {
+			rlm_err_set(err, RLM_EPARSE, "a binary call frame whose prompt %zu has a NUL",
+				    i);
+			goto bad;
+		}
+		if (!text_utf8_valid(body + at, (size_t)n, &bad)) {
+			rlm_err_set(err, RLM_EPARSE,
+				    "a binary call frame whose prompt %zu is not UTF-8 (byte %zu)", i,
+				    bad);
+			goto bad;
+		}
+		cJSON_AddItemToArray(ps, string_of(body + at, (size_t)n));
+		at += (size_t)n;
+		i++;
+	}
+	if (at != len) {
+		rlm_err_set(err, RLM_EPARSE, "a binary call frame with %zu bytes after its prompts",
+			    len - at);
+		goto bad;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(f, "prompt_lens");
+	cJSON_AddItemToObject(f, "prompts", ps);
+	return f;
+bad:
+	cJSON_Delete(ps);
+	cJSON_Delete(f);
+	return NULL;
+}
+
 cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err *err)
 {
 	cJSON *f;
@@ -316,15 +411,20 @@ cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err
 		rlm_err_set(err, RLM_ETOOBIG, "a frame of %zu bytes (the cap is %zu)", len, max);
 		return NULL;
 	}
-	if (!text_utf8_valid(body, len, &bad)) {
-		rlm_err_set(err, RLM_EPARSE, "a frame that is not UTF-8 (byte %zu)", bad);
-		return NULL;
-	}
-	f = json_parse(body, len);
-	if (!f || !cJSON_IsObject(f)) {
-		cJSON_Delete(f);
-		rlm_err_set(err, RLM_EPARSE, "a frame that is not a JSON object");
-		return NULL;
+	if (len && body[0] == '\0') {
+		if (!(f = binary_call(body, len, err)))
+			return NULL;
+	} else {
+		if (!text_utf8_valid(body, len, &bad)) {
+			rlm_err_set(err, RLM_EPARSE, "a frame that is not UTF-8 (byte %zu)", bad);
+			return NULL;
+		}
+		f = json_parse(body, len);
+		if (!f || !cJSON_IsObject(f)) {
+			cJSON_Delete(f);
+			rlm_err_set(err, RLM_EPARSE, "a frame that is not a JSON object");
+			return NULL;
+		}
 	}
 	type = json_str(f, "type");
 	for (size_t i = 0; type && i < ARRAY_SIZE(frame_types); i++) {

@@ -123,6 +123,13 @@
  *                                              (also sent by the child when
  *                                              execve fails)
  * A "tool" call (TOOL CALLS below) has no contexts and model null.
+ * BINARY CALL FRAMES: an llm or rlm call's prompts may come as bytes, not
+ * JSON (the runtime sends them so: no escaping on either side). Such a
+ * frame's body starts with a 0x00 byte (a JSON frame's with "{"), then the
+ * header's length H (4 bytes, big-endian), H bytes of header -- the call
+ * frame above with "prompt_lens":[L, ...] in place of "prompts" -- and
+ * the prompts' UTF-8 bytes back to back, L each, to the end of the frame.
+ * Each prompt is checked as a JSON one would be (UTF-8, no NUL), once.
  * A context C is null (none: the prompt is the child's context), a str, a
  * list of str (the child's `context` is then that list), or a part of the
  * worker's own context as loaded, which is then not copied:
@@ -681,9 +688,9 @@ void repl_stats(const struct repl *r, struct repl_stats *out);
 
 /* ---- frames (exposed for tests and the fuzz target) ---- */
 
-/* Parse one frame body (the JSON after the length prefix) from the worker
- * and check it against the protocol: known type, fields of the right types,
- * strings valid UTF-8. Returns a cJSON object the caller frees (cJSON_Delete),
+/* Parse one frame body (what follows the length prefix: JSON, or a
+ * binary call frame) from the worker and check it against the protocol:
+ * known type, fields of the right types, strings valid UTF-8. Returns a cJSON object the caller frees (cJSON_Delete),
  * or NULL with err saying what is wrong. */
 struct cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err *err);
 

@@ -320,6 +320,13 @@ void repl__probe_close(struct repl *r);
  * ignored whole, with a line in note saying why: not a violation. */
 void repl__sources(const struct cJSON *f, struct repl_result *out, struct buf *note);
 
+/* The big-endian 32-bit number at p (frame lengths). */
+static inline uint32_t repl__be32(const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
 /* ---- frames to the worker (frame.c) ---- */
 
 /* Start a frame in b: a 4-byte length to be filled by repl__frame_end. */

@@ -176,10 +176,12 @@ def _send(obj):
     _send_body(_encode(obj).encode('utf-8', 'replace'))
 
 
-def _send_body(body):
-    if len(body) > _max_frame:
-        raise _TooBig(len(body))
-    data = memoryview(len(body).to_bytes(4, 'big') + body)
+def _send_body(body, *more):
+    # body and more (bytes, back to back) as one frame: one copy, the join
+    n = len(body) + sum(len(b) for b in more)
+    if n > _max_frame:
+        raise _TooBig(n)
+    data = memoryview(b''.join((n.to_bytes(4, 'big'), body) + more))
     try:
         while data:
             data = data[posix.write(_FD_OUT, data):]
@@ -415,18 +417,26 @@ def _fmt_cap(n):
 
 def _frames(kind, batched, prompts, model, contexts, fn):
     """The call's prompts (and contexts) packed in order into as few frame
-    bodies as fit under _max_frame: a list of (first, end, head) where head
-    is the frame's JSON text up to its id (the id is put in when sent).
-    A single prompt that cannot fit in a frame of its own raises
-    ValueError, naming it and its size."""
-    enc_p = [_encode(p) for p in prompts]
+    bodies as fit under _max_frame: a list of (first, end), and the
+    prompts and contexts encoded. The prompts of llm and rlm calls go as
+    UTF-8 bytes (a binary call frame, repl.h: no JSON escaping on either
+    side), a tool call's requests as JSON text. A single prompt that
+    cannot fit in a frame of its own raises ValueError, naming it and its
+    size."""
+    raw = kind != 'tool'
+    if raw:
+        # lone surrogates cannot be UTF-8: '?', as _send does
+        enc_p = [p.encode('utf-8', 'replace') for p in prompts]
+    else:
+        enc_p = [_encode(p) for p in prompts]
     enc_c = None if contexts is None else [_encode(c) for c in contexts]
-    base = _utf8_len(_encode({'type': 'call', 'id': 1 << 62, 'exec': _st.exec_id, 'kind': kind,
-                              'batched': batched, 'model': model, 'prompts': [],
-                              'contexts': []}))
+    base = 5 + _utf8_len(_encode({'type': 'call', 'id': 1 << 62, 'exec': _st.exec_id,
+                                  'kind': kind, 'batched': batched, 'model': model,
+                                  'prompt_lens': [], 'contexts': []}))
     sizes = []
     for i, e in enumerate(enc_p):
-        n = _utf8_len(e) + 1 + (0 if enc_c is None else _utf8_len(enc_c[i]) + 1)
+        n = (len(e) + len(str(len(e))) if raw else _utf8_len(e)) + 1 + \
+            (0 if enc_c is None else _utf8_len(enc_c[i]) + 1)
         if base + n > _max_frame:
             if kind == 'tool':
                 raise ValueError('%s: the request%s is %s, over the %s one call can carry: '
@@ -494,19 +504,29 @@ def _call_in(kind, batched, prompts, model, contexts, main, fn):
         if main:
             st.io += 1
         try:
+            raw = kind != 'tool'
             for first, end in parts:
                 st.call_id += 1
                 cid = st.call_id
                 body = ['{"type":"call","id":%d,"exec":%s,"kind":%s,"batched":%s,"model":%s,'
-                        '"prompts":[' % (cid, _encode(st.exec_id), _encode(kind),
-                                         'true' if batched else 'false', _encode(model)),
-                        ','.join(enc_p[first:end]), ']']
+                        % (cid, _encode(st.exec_id), _encode(kind),
+                           'true' if batched else 'false', _encode(model))]
+                if raw:
+                    body += ['"prompt_lens":[', ','.join([str(len(b)) for b in
+                                                          enc_p[first:end]]), ']']
+                else:
+                    body += ['"prompts":[', ','.join(enc_p[first:end]), ']']
                 if enc_c is not None:
                     body += [',"contexts":[', ','.join(enc_c[first:end]), ']']
                 body.append('}')
+                head = ''.join(body).encode('utf-8', 'replace')
                 with _mx:
                     _waiting[cid] = None
-                _send_body(''.join(body).encode('utf-8', 'replace'))
+                if raw:
+                    _send_body(b'\0' + len(head).to_bytes(4, 'big') + head,
+                               *enc_p[first:end])
+                else:
+                    _send_body(head)
                 ids.append((cid, end - first))
         finally:
             if main:

@@ -60,12 +60,6 @@ static void big_leave(void)
 	pthread_mutex_unlock(&big_mu);
 }
 
-static uint32_t be32(const char *p)
-{
-	const unsigned char *u = (const unsigned char *)p;
-	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
-}
-
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -146,7 +140,7 @@ static void read_in(struct repl *r)
 		}
 		have = r->in_len - r->in_off;
 		if (have >= 4) {
-			uint32_t n = be32(r->in + r->in_off);
+			uint32_t n = repl__be32(r->in + r->in_off);
 			if (n > max)
 				return; /* a violation: repl__take_frame says so */
 			if ((size_t)n + 4 > have)
@@ -190,7 +184,7 @@ int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 		return rlm_err_set(why, RLM_ETOOBIG, "no memory for the frame it sent");
 	if (have < 4)
 		return 0;
-	n = be32(r->in + r->in_off);
+	n = repl__be32(r->in + r->in_off);
 	if (n > r->cfg.max_frame)
 		return rlm_err_set(why, RLM_ETOOBIG, "a frame of %u bytes (the cap is %zu)", n,
 				   r->cfg.max_frame);

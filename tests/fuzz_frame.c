@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/fuzz_frame.c -- libFuzzer target: any bytes as a frame body from
- * the worker fail cleanly or give a frame whose fields all check out (a
+ * the worker (JSON, or a binary call frame when the first byte is 0x00:
+ * its header, lengths and prompt bytes) fail cleanly or give a frame whose
+ * fields all check out (a
  * call's contexts each read as one known shape: a str, a list of str, a
  * reference, null, or bad with a reason); the same bytes cut for the model
  * and escaped as a JSON string stay valid. */

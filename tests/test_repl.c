@@ -4077,6 +4077,89 @@ TEST(frame_parser_table)
 	}
 }
 
+/* A binary call frame: 0x00, the header's length, the header, the
+ * prompts' bytes (repl.h, BINARY CALL FRAMES). */
+static size_t binary_frame(char *out, const char *header, const char *payload, size_t plen)
+{
+	size_t h = strlen(header);
+	out[0] = '\0';
+	out[1] = (char)(h >> 24);
+	out[2] = (char)(h >> 16);
+	out[3] = (char)(h >> 8);
+	out[4] = (char)h;
+	memcpy(out + 5, header, h);
+	memcpy(out + 5 + h, payload, plen);
+	return 5 + h + plen;
+}
+
+TEST(binary_call_frames_are_read_as_the_json_they_stand_for)
+{
+#define CALL_HEAD "{\"type\":\"call\",\"id\":7,\"exec\":1,\"kind\":\"llm\",\"batched\":true,"
+	static const struct {
+		const char *header;
+		const char *payload;
+		size_t plen;
+		const char *want; /* NULL: accepted */
+	} cases[] = {
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,0,6]}", "abc\xc3\xa9t\xc3\xa9!", 9, NULL},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,3]}", "abc\xc3\xa9t\xc3\xa9!", 9,
+	     "3 bytes after its prompts"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,8]}", "abc\xc3\xa9t\xc3\xa9!", 9,
+	     "prompt 1 is not a length within the frame"},
+	    /* a character cut between two prompts */
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[4,5]}", "abc\xc3\xa9t\xc3\xa9!", 9,
+	     "prompt 0 is not UTF-8"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3]}", "a\0b", 3, "prompt 0 has a NUL"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[-1]}", "", 0, "not a length"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[1.5]}", "ab", 2, "not a length"},
+	    {CALL_HEAD "\"model\":null,\"prompts\":[\"x\"],\"prompt_lens\":[1]}", "y", 1,
+	     "in place of 'prompts'"},
+	    {CALL_HEAD "\"model\":null}", "", 0, "no 'prompt_lens'"},
+	    {"{\"type\":\"fatal\",\"error\":\"x\",\"prompt_lens\":[1]}", "y", 1,
+	     "not a call's object"},
+	    {"[1]", "", 0, "not a call's object"},
+	    {"{\"type\":\"call\",\xff}", "", 0, "header is not UTF-8"},
+	    /* the call frame's own checks still hold */
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[]}", "", 0, "without prompts"},
+	    {"{\"type\":\"call\",\"id\":7,\"exec\":1,\"kind\":\"llm\",\"batched\":false,"
+	     "\"model\":null,\"prompt_lens\":[1,1]}",
+	     "ab", 2, "a single call with 2 prompts"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[1],\"contexts\":[null]}", "a", 1,
+	     "an llm call with contexts"},
+	};
+#undef CALL_HEAD
+	char frame[512];
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct rlm_err err = {0, ""};
+		size_t n = binary_frame(frame, cases[i].header, cases[i].payload, cases[i].plen);
+		cJSON *f = repl_frame_parse(frame, n, 1 << 20, &err);
+		if (!cases[i].want) {
+			const cJSON *ps = json_get(f, "prompts");
+			CHECK_MSG(f != NULL, "case %zu: %s", i, err.msg);
+			CHECK_INT(cJSON_GetArraySize(ps), 3);
+			CHECK_STR(cJSON_GetArrayItem(ps, 0)->valuestring, "abc");
+			CHECK_STR(cJSON_GetArrayItem(ps, 1)->valuestring, "");
+			CHECK_STR(cJSON_GetArrayItem(ps, 2)->valuestring, "\xc3\xa9t\xc3\xa9!");
+			CHECK(!json_get(f, "prompt_lens"));
+		} else {
+			CHECK_MSG(f == NULL, "case %zu accepted", i);
+			CHECK_MSG(strstr(err.msg, cases[i].want), "case %zu: \"%s\", want \"%s\"",
+				  i, err.msg, cases[i].want);
+		}
+		cJSON_Delete(f);
+	}
+	{
+		/* short, a header past the end, over the cap */
+		struct rlm_err err = {0, ""};
+		CHECK(repl_frame_parse("\0\0\0", 3, 1 << 20, &err) == NULL);
+		CHECK_CONTAINS(err.msg, "its header needs 5");
+		CHECK(repl_frame_parse("\0\0\0\0\x09{}", 7, 1 << 20, &err) == NULL);
+		CHECK_CONTAINS(err.msg, "past its end");
+		CHECK(repl_frame_parse("\0\0\0\0\x02{}", 7, 6, &err) == NULL);
+		CHECK_INT(err.code, RLM_ETOOBIG);
+	}
+}
+
 /* ---- the exec clock and threads (issue 19, findings 5 and 6) ---- */
 
 /* Field 20 (num_threads) and utime + stime (fields 14, 15, in ns) of a
