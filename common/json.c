@@ -359,3 +359,55 @@ bool json_nul_path(const char *s, size_t len, char *path, size_t cap)
 	}
 	return false;
 }
+
+void json_put_str(struct buf *b, const char *str, size_t len, unsigned flags)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, run = 0;
+	if (len == 0) {
+		buf_puts(b, "\"\"");
+		return;
+	}
+	/* the text, its quotes and a few escapes: one allocation for most */
+	buf_reserve(b, len + len / 32 + 2);
+	buf_putc(b, '"');
+	while (i < len) {
+		unsigned char c = s[i];
+		char esc[8];
+		size_t k;
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			i++;
+			run++;
+			continue;
+		}
+		if (c >= 0x80 && (k = text_utf8_seq_len(str + i, len - i)) > 0) {
+			i += k;
+			run += k;
+			continue;
+		}
+		buf_append(b, s + i - run, run);
+		run = 0;
+		if (c >= 0x80 || (c == 0 && (flags & JSON_STR_NUL_FFFD))) {
+			buf_append(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+		} else if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			buf_append(b, esc, 2);
+		} else if (c == '\n') {
+			buf_puts(b, "\\n");
+		} else if (c == '\t') {
+			buf_puts(b, "\\t");
+		} else if (c == '\r') {
+			buf_puts(b, "\\r");
+		} else {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			buf_append(b, esc, 6);
+		}
+		i++;
+	}
+	buf_append(b, s + i - run, run);
+	buf_putc(b, '"');
+}

@@ -65,4 +65,14 @@ bool json_has_nul_escape(const char *s, size_t n);
  * read and path is always terminated. */
 bool json_nul_path(const char *s, size_t len, char *path, size_t cap);
 
+/* json_put_str's flags: a NUL byte goes as U+FFFD, not \u0000 (what a
+ * parser that cuts strings at NUL, cJSON's, needs). */
+#define JSON_STR_NUL_FFFD 1u
+struct buf;
+/* Append s[0..len) to b as a JSON string, quoted and escaped in one pass:
+ * bytes that are not valid UTF-8 become U+FFFD, NULs \u0000 (U+FFFD with
+ * JSON_STR_NUL_FFFD). The one copy of a long text on its way into a
+ * frame or a request body. */
+void json_put_str(struct buf *b, const char *s, size_t len, unsigned flags);
+
 #endif

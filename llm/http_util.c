@@ -242,15 +242,39 @@ int llm__wire_check_key(const char *key, struct rlm_err *err)
 	return 0;
 }
 
-void llm__wire_set_body(struct http_req *out, const cJSON *obj)
+int llm__wire_add_texts(cJSON *obj, const char *key, int which)
 {
+	char raw[2] = {(char)which, '\0'};
+	return json_add(obj, key, cJSON_CreateRaw(raw));
+}
+
+/* body printed with the values of texts where their placeholders are,
+ * into out->body and out->len. */
+static void set_body(struct http_req *out, const cJSON *body, const struct llm__wire_texts *texts)
+{
+	char *head = json_print(body);
+	size_t n = strlen(head), room = n + 64, at = 0;
+	struct buf b = BUF_INIT;
+	/* the texts and their wrapping: one allocation for most bodies */
+	for (size_t i = 0; i < texts->call->n_msgs; i++)
+		room += texts->call->msgs[i].len + texts->call->msgs[i].len / 32 + 96;
+	buf_reserve(&b, room);
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)head[i] < 1 || (unsigned char)head[i] > 8)
+			continue;
+		buf_append(&b, head + at, i - at);
+		texts->put(&b, texts->call, head[i]);
+		at = i + 1;
+	}
+	buf_append(&b, head + at, n - at);
+	free(head);
 	free(out->body);
-	out->body = json_print(obj);
-	out->len = strlen(out->body);
+	out->body = buf_detach(&b, &out->len);
 }
 
 int llm__wire_finish(struct http_req *out, cJSON *body, int built_rc, const char *model_extra,
-		     const char *call_extra, char *url, struct rlm_err *err)
+		     const char *call_extra, const struct llm__wire_texts *texts, char *url,
+		     struct rlm_err *err)
 {
 	int rc = built_rc;
 	if (rc)
@@ -268,7 +292,7 @@ int llm__wire_finish(struct http_req *out, cJSON *body, int built_rc, const char
 	out->url = url;
 	llm__http_req_header(out, "Content-Type: application/json");
 	llm__http_req_header(out, "Accept: application/json");
-	llm__wire_set_body(out, body);
+	set_body(out, body, texts);
 	cJSON_Delete(body);
 	return 0;
 }

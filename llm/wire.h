@@ -27,17 +27,34 @@ int llm__wire_merge_extra(cJSON *obj, const char *extra, struct rlm_err *err);
  * 0, or RLM_EINVAL "cannot use API key: it holds a control character ...". NULL is fine. */
 int llm__wire_check_key(const char *key, struct rlm_err *err);
 
-/* Print obj compactly into out->body and out->len. */
-void llm__wire_set_body(struct http_req *out, const cJSON *obj);
+/* The values of a request body that hold a call's texts (the messages,
+ * a system prompt) are written straight into the body, not through the
+ * tree: each text escaped in one pass from the call's message into the
+ * body (json_put_str with JSON_STR_NUL_FFFD: llm__wire_add_text's rule),
+ * its one copy on the way to the wire (docs/llm.md). The tree holds a
+ * placeholder where such a value goes (llm__wire_add_texts: a raw byte
+ * 1..8, which printed JSON cannot hold anywhere else), so the members
+ * keep their order and an extra of the same key replaces it as it
+ * replaces any member; put writes value `which` of c there. */
+struct llm__wire_texts {
+	void (*put)(struct buf *b, const struct llm_call *c, int which);
+	const struct llm_call *call;
+};
+
+/* Add under key the placeholder of texts value which (1..8). Returns 0 or
+ * RLM_EINVAL. */
+int llm__wire_add_texts(cJSON *obj, const char *key, int which);
 
 /* The end of every wire's build: body (consumed, whatever happens) gets
  * the model's extra JSON, then the call's (llm__wire_merge_extra); out is
  * emptied and gets url (consumed), the headers Content-Type and Accept of
- * JSON, and the body. The caller adds its own headers after. Returns 0;
+ * JSON, and the body: body printed, with the members of texts after its
+ * own. The caller adds its own headers after. Returns 0;
  * built_rc (not 0: the body could not be built) with err "cannot build
  * request body"; or RLM_EINVAL with err when an extra is not an object. */
 int llm__wire_finish(struct http_req *out, cJSON *body, int built_rc, const char *model_extra,
-		     const char *call_extra, char *url, struct rlm_err *err);
+		     const char *call_extra, const struct llm__wire_texts *texts, char *url,
+		     struct rlm_err *err);
 
 /* Parse a 2xx reply body of len bytes into *out (the caller deletes it).
  * Returns 0, or RLM_EPARSE "malformed JSON in reply (N bytes)" when it is

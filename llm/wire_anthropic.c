@@ -17,80 +17,52 @@
 /* The API requires max_tokens; used when the call leaves it to us. */
 #define DEFAULT_MAX_TOKENS 8192
 
-static cJSON *ephemeral(void)
+/* [{"type":"text","text":s,"cache_control":{"type":"ephemeral"} when cache}],
+ * s escaped straight into the body. */
+static void put_blocks(struct buf *b, const char *s, size_t len, bool cache)
 {
-	cJSON *o = cJSON_CreateObject();
-	json_add_str(o, "type", "ephemeral");
-	return o;
+	buf_puts(b, "[{\"type\":\"text\",\"text\":");
+	json_put_str(b, s ? s : "", s ? len : 0, JSON_STR_NUL_FFFD);
+	buf_puts(b, cache ? ",\"cache_control\":{\"type\":\"ephemeral\"}}]" : "}]");
 }
 
-/* [{"type":"text","text":s,"cache_control":{"type":"ephemeral"} when cache}] */
-static cJSON *text_blocks(const char *s, size_t len, bool cache)
-{
-	cJSON *arr = cJSON_CreateArray(), *block = cJSON_CreateObject();
-	int rc = json_add_str(block, "type", "text");
-	if (!rc)
-		rc = llm__wire_add_text(block, "text", s, len);
-	if (!rc && cache)
-		rc = json_add(block, "cache_control", ephemeral());
-	if (rc) {
-		cJSON_Delete(block);
-		cJSON_Delete(arr);
-		return NULL;
-	}
-	if (json_add(arr, NULL, block)) {
-		cJSON_Delete(arr);
-		return NULL;
-	}
-	return arr;
-}
+enum { TEXTS_SYSTEM = 1, TEXTS_MESSAGES = 2 };
 
-/* The system messages joined by blank lines, in one cached block. */
-static int add_system(cJSON *body, const struct llm_call *c)
+/* TEXTS_SYSTEM: the system messages joined by blank lines, in one cached
+ * block; TEXTS_MESSAGES: the others, the last one's block cached
+ * (llm__wire_texts). */
+static void put_texts(struct buf *b, const struct llm_call *c, int which)
 {
-	struct buf sys = BUF_INIT;
-	bool any = false;
-	cJSON *blocks;
-	for (size_t i = 0; i < c->n_msgs; i++) {
+	size_t last = 0;
+	if (which == TEXTS_SYSTEM) {
+		struct buf sys = BUF_INIT;
+		for (size_t i = 0, n = 0; i < c->n_msgs; i++) {
+			const struct llm_msg *msg = &c->msgs[i];
+			if (msg->role != LLM_SYSTEM)
+				continue;
+			if (n++)
+				buf_append(&sys, "\n\n", 2);
+			if (msg->len)
+				buf_append(&sys, msg->text, msg->len);
+		}
+		put_blocks(b, sys.p, sys.len, true);
+		buf_release(&sys);
+		return;
+	}
+	for (size_t i = 0; i < c->n_msgs; i++)
+		if (c->msgs[i].role != LLM_SYSTEM)
+			last = i;
+	buf_putc(b, '[');
+	for (size_t i = 0, n = 0; i < c->n_msgs; i++) {
 		const struct llm_msg *msg = &c->msgs[i];
-		if (msg->role != LLM_SYSTEM)
-			continue;
-		if (any)
-			buf_append(&sys, "\n\n", 2);
-		if (msg->len)
-			buf_append(&sys, msg->text, msg->len);
-		any = true;
-	}
-	if (!any)
-		return 0;
-	blocks = text_blocks(sys.p, sys.len, true);
-	buf_release(&sys);
-	return json_add(body, "system", blocks);
-}
-
-static int add_messages(cJSON *body, const struct llm_call *c, size_t last)
-{
-	cJSON *arr = cJSON_CreateArray();
-	int rc = 0;
-	for (size_t i = 0; i < c->n_msgs && !rc; i++) {
-		const struct llm_msg *msg = &c->msgs[i];
-		cJSON *o;
 		if (msg->role == LLM_SYSTEM)
 			continue;
-		o = cJSON_CreateObject();
-		rc = json_add_str(o, "role", msg->role == LLM_ASSISTANT ? "assistant" : "user");
-		if (!rc)
-			rc = json_add(o, "content", text_blocks(msg->text, msg->len, i == last));
-		if (!rc)
-			rc = json_add(arr, NULL, o);
-		else
-			cJSON_Delete(o);
+		buf_printf(b, "%s{\"role\":\"%s\",\"content\":", n++ ? "," : "",
+			   msg->role == LLM_ASSISTANT ? "assistant" : "user");
+		put_blocks(b, msg->text, msg->len, i == last);
+		buf_putc(b, '}');
 	}
-	if (rc) {
-		cJSON_Delete(arr);
-		return rc;
-	}
-	return json_add(body, "messages", arr);
+	buf_putc(b, ']');
 }
 
 static int add_stop(cJSON *body, const struct llm_params *p)
@@ -133,10 +105,14 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 	if (!rc)
 		rc = json_add_num(body, "max_tokens",
 				  p->max_tokens > 0 ? p->max_tokens : DEFAULT_MAX_TOKENS);
+	for (size_t i = 0; !rc && i < c->n_msgs; i++) {
+		if (c->msgs[i].role == LLM_SYSTEM) {
+			rc = llm__wire_add_texts(body, "system", TEXTS_SYSTEM);
+			break;
+		}
+	}
 	if (!rc)
-		rc = add_system(body, c);
-	if (!rc)
-		rc = add_messages(body, c, last);
+		rc = llm__wire_add_texts(body, "messages", TEXTS_MESSAGES);
 	if (!rc && p->temperature >= 0)
 		rc = json_add_num(body, "temperature", p->temperature);
 	if (!rc && p->top_p >= 0)
@@ -144,6 +120,7 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 	if (!rc)
 		rc = add_stop(body, p);
 	rc = llm__wire_finish(out, body, rc, m->extra_json, p->extra_json,
+			      &(struct llm__wire_texts){put_texts, c},
 			      xasprintf("%s/v1/messages", base_url), err);
 	if (rc)
 		return rc;

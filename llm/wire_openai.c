@@ -26,30 +26,22 @@ static bool is_openai_host(const char *url)
 	return end - h == 14 && strncasecmp(h, "api.openai.com", 14) == 0;
 }
 
-static int add_messages(cJSON *body, const struct llm_call *c)
+/* "messages":[{"role":"user","content":"..."}, ...], each text escaped
+ * straight into the body (llm__wire_texts). */
+static void put_messages(struct buf *b, const struct llm_call *c, int which)
 {
-	cJSON *arr = cJSON_CreateArray();
-	int rc = 0;
-	if (!arr)
-		return RLM_EINVAL;
-	for (size_t i = 0; i < c->n_msgs && !rc; i++) {
+	(void)which;
+	buf_putc(b, '[');
+	for (size_t i = 0; i < c->n_msgs; i++) {
 		const struct llm_msg *msg = &c->msgs[i];
-		cJSON *o = cJSON_CreateObject();
 		unsigned role = (unsigned)msg->role;
-		rc = json_add_str(o, "role",
-				  role < ARRAY_SIZE(role_names) ? role_names[role] : "user");
-		if (!rc)
-			rc = llm__wire_add_text(o, "content", msg->text, msg->len);
-		if (!rc)
-			rc = json_add(arr, NULL, o);
-		else
-			cJSON_Delete(o);
+		buf_printf(b, "%s{\"role\":\"%s\",\"content\":", i ? "," : "",
+			   role < ARRAY_SIZE(role_names) ? role_names[role] : "user");
+		json_put_str(b, msg->text ? msg->text : "", msg->text ? msg->len : 0,
+			     JSON_STR_NUL_FFFD);
+		buf_putc(b, '}');
 	}
-	if (rc) {
-		cJSON_Delete(arr);
-		return rc;
-	}
-	return json_add(body, "messages", arr);
+	buf_putc(b, ']');
 }
 
 static int add_stop(cJSON *body, const char *key, const struct llm_params *p)
@@ -85,7 +77,7 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 	body = cJSON_CreateObject();
 	rc = json_add_str(body, "model", m->name);
 	if (!rc)
-		rc = add_messages(body, c);
+		rc = llm__wire_add_texts(body, "messages", 1);
 	if (!rc && p->max_tokens > 0)
 		rc = json_add_num(body,
 				  is_openai_host(base_url) ? "max_completion_tokens" : "max_tokens",
@@ -97,6 +89,7 @@ static int build(const struct llm_call *c, const struct llm_model *m, const char
 	if (!rc)
 		rc = add_stop(body, "stop", p);
 	rc = llm__wire_finish(out, body, rc, m->extra_json, p->extra_json,
+			      &(struct llm__wire_texts){put_messages, c},
 			      xasprintf("%s/chat/completions", base_url), err);
 	if (!rc && m->api_key && *m->api_key)
 		llm__http_req_header(out, "Authorization: Bearer %s", m->api_key);

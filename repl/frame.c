@@ -474,57 +474,6 @@ int repl__frame_end(struct buf *b, size_t start)
 	return 0;
 }
 
-void repl__json_str(struct buf *b, const char *str, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0, run = 0;
-	if (len == 0) {
-		buf_puts(b, "\"\"");
-		return;
-	}
-	buf_reserve(b, len + 2);
-	buf_putc(b, '"');
-	while (i < len) {
-		unsigned char c = s[i];
-		char esc[8];
-		size_t k;
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			i++;
-			run++;
-			continue;
-		}
-		if (c >= 0x80 && (k = text_utf8_seq_len(str + i, len - i)) > 0) {
-			i += k;
-			run += k;
-			continue;
-		}
-		buf_append(b, s + i - run, run);
-		run = 0;
-		if (c >= 0x80) {
-			buf_puts(b, "\\ufffd");
-		} else if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			buf_append(b, esc, 2);
-		} else if (c == '\n') {
-			buf_puts(b, "\\n");
-		} else if (c == '\t') {
-			buf_puts(b, "\\t");
-		} else if (c == '\r') {
-			buf_puts(b, "\\r");
-		} else {
-			memcpy(esc, "\\u00", 4);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			buf_append(b, esc, 6);
-		}
-		i++;
-	}
-	buf_append(b, s + i - run, run);
-	buf_putc(b, '"');
-}
-
 /* ---- text ---- */
 
 char *repl__clean(const char *str, size_t len, size_t *out_len)

@@ -1054,7 +1054,7 @@ static void answer_into(struct repl *r, cJSON *f, int64_t deadline, bool interru
 		}
 		if (i)
 			buf_putc(reply, ',');
-		repl__json_str(reply, texts[i], strlen(texts[i]));
+		json_put_str(reply, texts[i], strlen(texts[i]), 0);
 		free(texts[i]);
 	}
 	buf_puts(reply, "],\"errors\":[");
@@ -1590,7 +1590,7 @@ int repl_exec(struct repl *r, const char *code, size_t len, int64_t deadline_ns,
 	if (rc == 0) {
 		start = repl__frame_begin(&r->out);
 		buf_printf(&r->out, "{\"type\":\"exec\",\"id\":%lld,\"code\":", (long long)x.id);
-		repl__json_str(&r->out, code, len);
+		json_put_str(&r->out, code, len, 0);
 		buf_putc(&r->out, '}');
 		if (repl__frame_end(&r->out, start) < 0) {
 			r->out.len = start;
@@ -1643,7 +1643,7 @@ int repl_set(struct repl *r, const char *name, const char *value_json, bool rese
 		start = repl__frame_begin(&r->out);
 		buf_printf(&r->out, "{\"type\":\"set\",\"id\":%lld,\"reset_answer\":%s,\"name\":",
 			   (long long)x.id, reset_answer ? "true" : "false");
-		repl__json_str(&r->out, name, strlen(name));
+		json_put_str(&r->out, name, strlen(name), 0);
 		buf_puts(&r->out, ",\"value\":");
 		buf_puts(&r->out, value_json ? value_json : "null");
 		buf_putc(&r->out, '}');
@@ -1677,7 +1677,7 @@ static int final_frame(struct repl *r, const char *type, const char *key, const 
 		start = repl__frame_begin(&r->out);
 		buf_printf(&r->out, "{\"type\":\"%s\",\"id\":%lld,\"%s\":", type,
 			   (long long)x.id, key);
-		repl__json_str(&r->out, s, len);
+		json_put_str(&r->out, s, len, 0);
 		buf_putc(&r->out, '}');
 		rc = send_wait(r, &x, start, "the answer", err);
 	}
@@ -1712,7 +1712,7 @@ int repl_set_schema(struct repl *r, const char *schema, struct rlm_err *err)
 		start = repl__frame_begin(&r->out);
 		buf_printf(&r->out, "{\"type\":\"schema\",\"id\":%lld,\"schema\":", (long long)x.id);
 		if (schema)
-			repl__json_str(&r->out, schema, strlen(schema));
+			json_put_str(&r->out, schema, strlen(schema), 0);
 		else
 			buf_puts(&r->out, "null");
 		buf_putc(&r->out, '}');

@@ -333,9 +333,6 @@ static inline uint32_t repl__be32(const char *p)
 size_t repl__frame_begin(struct buf *b);
 /* Fill in the length of the frame begun at `start`; RLM_ETOOBIG past 4 GiB. */
 int repl__frame_end(struct buf *b, size_t start);
-/* Append s[0..len) as a JSON string: quoted and escaped; invalid UTF-8
- * bytes become U+FFFD, NULs are kept (\u0000). */
-void repl__json_str(struct buf *b, const char *s, size_t len);
 /* Copy s[0..len) with invalid UTF-8 bytes replaced by '?' and NULs by
  * spaces; for text the worker wrote outside the protocol. */
 char *repl__clean(const char *s, size_t len, size_t *out_len);

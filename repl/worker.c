@@ -637,7 +637,7 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 		   r->json ? ",\"form\":\"json\"" : "");
 	if (r->schema) {
 		buf_puts(&r->out, ",\"schema\":");
-		repl__json_str(&r->out, r->schema, strlen(r->schema));
+		json_put_str(&r->out, r->schema, strlen(r->schema), 0);
 	}
 	buf_putc(&r->out, '}');
 	if (repl__frame_end(&r->out, start) < 0) {

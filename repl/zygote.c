@@ -222,9 +222,9 @@ static void plan_json(struct buf *b, const struct repl_sandbox *sb)
 			const char *src = o->src ? rt->arena + o->src : "";
 			const char *dst = rt->arena + o->dst + rlen;
 			buf_printf(b, "%s[%d,", i ? "," : "", o->op);
-			repl__json_str(b, src, strlen(src));
+			json_put_str(b, src, strlen(src), 0);
 			buf_putc(b, ',');
-			repl__json_str(b, dst, strlen(dst));
+			json_put_str(b, dst, strlen(dst), 0);
 			buf_printf(b, ",%s]", o->dev ? "true" : "false");
 		}
 		buf_puts(b, "]}");
@@ -318,9 +318,9 @@ static void request_json(struct buf *b, const struct repl *r, const struct repl_
 	for (int i = 6; i <= 10; i++)
 		buf_printf(b, "%s\"%s\"", i > 6 ? "," : "", r->argv[i]);
 	buf_puts(b, "],\"scratch\":");
-	repl__json_str(b, sb->scratch, strlen(sb->scratch));
+	json_put_str(b, sb->scratch, strlen(sb->scratch), 0);
 	buf_puts(b, ",\"tmpdir\":");
-	repl__json_str(b, r->scratch, strlen(r->scratch));
+	json_put_str(b, r->scratch, strlen(r->scratch), 0);
 	buf_printf(b, ",\"tmpfs\":\"%s\",\"rl\":[", sb->tmpfs_opts);
 	for (int i = 0; i < sb->n_rl; i++)
 		buf_printf(b, "%s[%d,%lu,%lu]", i ? "," : "", sb->rl[i].res, sb->rl[i].cur,

@@ -126,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(cut);
 
 	/* Escaping: always one valid JSON string of valid UTF-8. */
-	repl__json_str(&b, body, size);
+	json_put_str(&b, body, size, 0);
 	s = json_parse(b.p, b.len);
 	if (!s || !cJSON_IsString(s) ||
 	    !text_utf8_valid(s->valuestring, strlen(s->valuestring), NULL))
