@@ -64,6 +64,7 @@ except ImportError:  # a Python built without it
 _FD_IN, _FD_OUT, _FD_CTX = 3, 4, 5
 _MAX_VARS = 1000     # names in a result frame
 _max_frame = 1 << 26  # bytes of a frame to the controller (argv)
+_PIECE = 1 << 20      # bytes of a piece of a large batch (_frames)
 _max_calls = 10000   # prompts per exec (argv)
 _SCAFFOLD_NAMES = ('context', 'llm_query', 'llm_query_batched', 'rlm_query',
                    'rlm_query_batched', 'SHOW_VARS', 'answer', 'FINAL', 'FINAL_VAR',
@@ -460,9 +461,13 @@ def _frames(kind, batched, prompts, model, contexts, fn):
                              'each' % (fn, what, _fmt_size(n - 1), _fmt_cap(_max_frame),
                                        format(max(_max_frame // 4, 1), ',')))
         sizes.append(n)
+    # A large batch goes in pieces of about _PIECE bytes, each a call frame
+    # of its own (one prompt over it: alone), so that the controller starts
+    # the first calls while the rest is still on its way.
+    cap = min(_max_frame, _PIECE) if raw else _max_frame
     out, first, used = [], 0, base
     for i, n in enumerate(sizes):
-        if used + n > _max_frame:
+        if used + n > cap and i > first:
             out.append((first, i))
             first, used = i, base
         used += n

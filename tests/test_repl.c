@@ -1514,6 +1514,37 @@ TEST(call_caps_are_violations)
 	repl_free(r);
 }
 
+/* A large batch goes in pieces of about 1 MiB, each a call frame of its
+ * own (issue 23: the controller starts the first calls while the rest is
+ * on its way), answered in order; a prompt over a piece goes alone. */
+TEST(large_batches_go_in_pieces)
+{
+	struct repl_cfg cfg;
+	struct seen s = {0};
+	struct repl *r;
+	cfg_init(&cfg);
+	cfg.output_limit = 1000;
+	cfg.on_call = echo_call;
+	cfg.call_arg = &s;
+	r = start(&cfg);
+	expect(r,
+	       "ps = [chr(0x61 + i % 26) * 300000 + str(i) for i in range(12)]\n"
+	       "out = llm_query_batched(ps)\n"
+	       "out == ['echo:' + p for p in ps]",
+	       "True\n");
+	CHECK_INT(s.prompts, 12);
+	CHECK_MSG(s.calls >= 4, "%d frames for 3.6 MB", s.calls);
+	s.calls = s.prompts = 0;
+	expect(r, "len(llm_query_batched(['w' * 3000000, 'v']))", "2\n");
+	CHECK_INT(s.prompts, 2);
+	CHECK_INT(s.calls, 2);
+	/* small ones still go together */
+	s.calls = s.prompts = 0;
+	expect(r, "len(llm_query_batched(['p%d' % i for i in range(500)]))", "500\n");
+	CHECK_INT(s.calls, 1);
+	repl_free(r);
+}
+
 /* A batch over the frame cap goes as several frames, answered as one batch
  * in order; only a single prompt over the cap is an error, which says
  * which one and what to do (issue 18: each child of a 1 GB solve built a
