@@ -360,6 +360,19 @@ bool json_nul_path(const char *s, size_t len, char *path, size_t cap)
 	return false;
 }
 
+/* Eight bytes that all go into a JSON string as they are: printable
+ * ASCII but '"' and '\\' (word tricks: a byte below n is found by
+ * (w - n per byte) & ~w & the high bits, for n <= 128). */
+static bool plain8(const unsigned char *p)
+{
+	const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+	uint64_t w, q, bs;
+	memcpy(&w, p, 8);
+	q = w ^ (ones * '"');
+	bs = w ^ (ones * '\\');
+	return !((w | ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & high);
+}
+
 void json_put_str(struct buf *b, const char *str, size_t len, unsigned flags)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -373,9 +386,16 @@ void json_put_str(struct buf *b, const char *str, size_t len, unsigned flags)
 	buf_reserve(b, len + len / 32 + 2);
 	buf_putc(b, '"');
 	while (i < len) {
-		unsigned char c = s[i];
+		unsigned char c;
 		char esc[8];
 		size_t k;
+		while (i + 8 <= len && plain8(s + i)) {
+			i += 8;
+			run += 8;
+		}
+		if (i == len)
+			break;
+		c = s[i];
 		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
 			i++;
 			run++;

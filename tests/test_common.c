@@ -253,6 +253,51 @@ TEST(text_utf8_count_and_offset)
 	      !text_utf8_is_cont((char)0xe2) && !text_utf8_is_cont(0));
 }
 
+/* The word-at-a-time paths (text_utf8_count, json_put_str's runs of
+ * plain ASCII) against a byte at a time, on bytes of every kind at every
+ * alignment and length. */
+TEST(word_at_a_time_matches_byte_at_a_time)
+{
+	static const unsigned char pick[] = {'a', 'Z', ' ', '~', '"', '\\', '\n', 0x01, 0x1f, 0x7f,
+					     0x00, 0x80, 0xbf, 0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0,
+					     0xff, '!', '#', '[', ']'};
+	struct rng g;
+	char s[80];
+	rng_seed(&g, 23);
+	for (int round = 0; round < 4000; round++) {
+		size_t n = (size_t)rng_below(&g, sizeof(s)), plain = rng_below(&g, 2), naive = 0;
+		struct buf b = BUF_INIT;
+		cJSON *j;
+		for (size_t i = 0; i < n; i++)
+			s[i] = (char)(plain && rng_below(&g, 8) ? 'a' + rng_below(&g, 26)
+								 : pick[rng_below(&g, sizeof(pick))]);
+		for (size_t i = 0; i < n; i++)
+			naive += !text_utf8_is_cont(s[i]);
+		CHECK_INT(text_utf8_count(s, n), naive);
+		/* escaped and parsed back: the text, bad UTF-8 and NUL as U+FFFD */
+		json_put_str(&b, s, n, JSON_STR_NUL_FFFD);
+		j = json_parse(b.p, b.len);
+		CHECK_MSG(cJSON_IsString(j), "round %d: not a JSON string: %s", round, b.p);
+		if (cJSON_IsString(j)) {
+			struct buf want = BUF_INIT;
+			for (size_t i = 0; i < n;) {
+				size_t k = s[i] ? text_utf8_seq_len(s + i, n - i) : 0;
+				if (k) {
+					buf_append(&want, s + i, k);
+					i += k;
+				} else {
+					buf_append(&want, "\xef\xbf\xbd", 3);
+					i++;
+				}
+			}
+			CHECK_MSG(strcmp(j->valuestring, want.p) == 0, "round %d", round);
+			buf_release(&want);
+		}
+		cJSON_Delete(j);
+		buf_release(&b);
+	}
+}
+
 TEST(text_classes_match_the_c_locale)
 {
 	/* every byte, as an unsigned char and as a (signed) char, and EOF:
