@@ -307,24 +307,13 @@ bad:
 		   why);
 }
 
-/* A string node holding p[0..n) (checked: UTF-8, no NUL). */
-static cJSON *string_of(const char *p, size_t n)
-{
-	cJSON *s = cJSON_CreateString("");
-	char *v = xmalloc(n + 1);
-	memcpy(v, p, n);
-	v[n] = '\0';
-	free(s->valuestring); /* cJSON allocates with malloc: no hooks are set */
-	s->valuestring = v;
-	return s;
-}
-
-/* A binary call frame (repl.h, "Frames"): 0x00, the header's length in 4
- * bytes big-endian, the header -- a call frame's JSON object with
- * "prompt_lens": [n, ...] where "prompts" would be -- and the prompts'
- * UTF-8 bytes back to back. Read into the JSON frame it stands for: the
- * prompts become the header's "prompts", each checked once (UTF-8, no
- * NUL, within the frame). */
+/* A binary call frame (repl.h, BINARY CALL FRAMES): 0x00, the header's
+ * length in 4 bytes big-endian, the header -- a call frame's JSON object
+ * with "prompt_lens": [n, ...] where "prompts" would be -- and each
+ * prompt's UTF-8 bytes followed by a NUL. Read into the JSON frame it
+ * stands for: the prompts become the header's "prompts", each checked
+ * once (UTF-8, no NUL inside, its NUL after it, within the frame) and
+ * left where it lies, a string node referencing body (no copy). */
 static cJSON *binary_call(const char *body, size_t len, struct rlm_err *err)
 {
 	cJSON *f = NULL, *ps = NULL, *it;
@@ -366,15 +355,17 @@ static cJSON *binary_call(const char *body, size_t len, struct rlm_err *err)
 	cJSON_ArrayForEach(it, lens)
 	{
 		uint64_t n;
-		if (!count_ok(it, &n) || n > len - at) {
+		if (!count_ok(it, &n) || n >= len - at) {
 			rlm_err_set(err, RLM_EPARSE,
 				    "a binary call frame whose prompt %zu is not a length within "
 				    "the frame",
 				    i);
 			goto bad;
 		}
-		if (memchr(body + at, '\0', (size_t)n)) {
-			rlm_err_set(err, RLM_EPARSE, "a binary call frame whose prompt %zu has a NUL",
+		if (memchr(body + at, '\0', (size_t)n) || body[at + n] != '\0') {
+			rlm_err_set(err, RLM_EPARSE,
+				    "a binary call frame whose prompt %zu has a NUL inside or none "
+				    "after it",
 				    i);
 			goto bad;
 		}
@@ -384,8 +375,8 @@ static cJSON *binary_call(const char *body, size_t len, struct rlm_err *err)
 				    bad);
 			goto bad;
 		}
-		cJSON_AddItemToArray(ps, string_of(body + at, (size_t)n));
-		at += (size_t)n;
+		cJSON_AddItemToArray(ps, cJSON_CreateStringReference(body + at));
+		at += (size_t)n + 1;
 		i++;
 	}
 	if (at != len) {

@@ -999,10 +999,15 @@ static void answer_into(struct repl *r, cJSON *f, int64_t deadline, bool interru
 	struct repl_call c;
 	cJSON_ArrayForEach(p, ps)
 	{
-		prompts[i] = bufs[i] = p->valuestring;
+		prompts[i] = p->valuestring;
 		lens[i] = strlen(p->valuestring);
 		total += lens[i];
-		p->valuestring = NULL;
+		/* a binary frame's prompt lies in the frame's bytes, which the
+		 * tree frees: nothing for the handler to take */
+		if (!(p->type & cJSON_IsReference)) {
+			bufs[i] = p->valuestring;
+			p->valuestring = NULL;
+		}
 		i++;
 	}
 	memset(&c, 0, sizeof(c));

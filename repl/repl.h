@@ -128,8 +128,9 @@
  * frame's body starts with a 0x00 byte (a JSON frame's with "{"), then the
  * header's length H (4 bytes, big-endian), H bytes of header -- the call
  * frame above with "prompt_lens":[L, ...] in place of "prompts" -- and
- * the prompts' UTF-8 bytes back to back, L each, to the end of the frame.
- * Each prompt is checked as a JSON one would be (UTF-8, no NUL), once.
+ * each prompt's UTF-8 bytes, L of them, followed by a NUL, to the end of
+ * the frame. Each prompt is checked as a JSON one would be (UTF-8, no NUL
+ * inside), once, and read where it lies (its NUL makes it a C string).
  * A context C is null (none: the prompt is the child's context), a str, a
  * list of str (the child's `context` is then that list), or a part of the
  * worker's own context as loaded, which is then not copied:
@@ -385,8 +386,11 @@ struct repl_call {
 	 * prompt, or NULL when none was given */
 	const struct repl_ctx_arg *contexts;
 	int64_t deadline_ns;     /* time_now_ns() clock: answer by then (0: none) */
-	/* The strings behind prompts and contexts: bufs[i] is prompts[i],
-	 * bufs[n + i] contexts[i].text (NULL: not a TEXT). The handler may
+	/* The strings behind prompts and contexts: bufs[i] is prompts[i]
+	 * (NULL when it lies in the frame's bytes, as a binary call frame's
+	 * prompts do: then nothing is to be taken, and it is valid until the
+	 * handler returns), bufs[n + i] contexts[i].text (NULL: not a TEXT).
+	 * The handler may
 	 * take any: it sets the entry to NULL and frees the string itself
 	 * once done with it (then prompts[i] or contexts[i].text must not be
 	 * read again), so that
@@ -690,7 +694,9 @@ void repl_stats(const struct repl *r, struct repl_stats *out);
 
 /* Parse one frame body (what follows the length prefix: JSON, or a
  * binary call frame) from the worker and check it against the protocol:
- * known type, fields of the right types, strings valid UTF-8. Returns a cJSON object the caller frees (cJSON_Delete),
+ * known type, fields of the right types, strings valid UTF-8. A binary
+ * frame's prompts are string nodes that reference body (cJSON_IsReference):
+ * body must outlive the tree. Returns a cJSON object the caller frees (cJSON_Delete),
  * or NULL with err saying what is wrong. */
 struct cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err *err);
 

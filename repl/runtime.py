@@ -445,7 +445,8 @@ def _frames(kind, batched, prompts, model, contexts, fn):
                                   'prompt_lens': [], 'contexts': []}))
     sizes = []
     for i, e in enumerate(enc_p):
-        n = (len(e) + len(str(len(e))) if raw else _utf8_len(e)) + 1 + \
+        # raw: its bytes, the NUL after them and its length in the header
+        n = (len(e) + 1 + len(str(len(e))) if raw else _utf8_len(e)) + 1 + \
             (0 if enc_c is None else _utf8_len(enc_c[i]) + 1)
         if base + n > _max_frame:
             if kind == 'tool':
@@ -537,8 +538,10 @@ def _call_in(kind, batched, prompts, model, contexts, main, fn):
                 with _mx:
                     _waiting[cid] = None
                 if raw:
+                    # each prompt ends in a NUL: the controller's C string
+                    # in place (repl.h, BINARY CALL FRAMES)
                     _send_body(b'\0' + len(head).to_bytes(4, 'big') + head,
-                               *enc_p[first:end])
+                               *[x for b in enc_p[first:end] for x in (b, b'\0')])
                 else:
                     _send_body(head)
                 ids.append((cid, end - first))

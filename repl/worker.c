@@ -175,6 +175,39 @@ static void read_in(struct repl *r)
 	}
 }
 
+/* A binary call frame of n bytes at r->in_off: its prompts are read where
+ * they lie, so the tree takes its bytes -- the input buffer itself when it
+ * holds this frame alone (as it does a large one: read_in sizes it to the
+ * frame), else a copy -- and frees them with itself: a string member
+ * "frame_bytes" owns them (its text is no text: nothing reads it). */
+static int take_binary(struct repl *r, uint32_t n, cJSON **f, struct rlm_err *why)
+{
+	size_t whole = 4 + (size_t)n;
+	char *block;
+	cJSON *own;
+	if (r->in_off == 0 && r->in_len == whole) {
+		block = r->in;
+		r->in = NULL;
+		r->in_cap = r->in_len = 0;
+	} else {
+		block = xmalloc(whole);
+		memcpy(block, r->in + r->in_off, whole);
+		r->in_off += whole;
+		if (r->in_off == r->in_len)
+			r->in_off = r->in_len = 0;
+	}
+	*f = repl_frame_parse(block + 4, n, r->cfg.max_frame, why);
+	if (!*f) {
+		free(block);
+		return why->code;
+	}
+	own = cJSON_CreateString("");
+	free(own->valuestring); /* cJSON allocates with malloc: no hooks are set */
+	own->valuestring = block;
+	cJSON_AddItemToObject(*f, "frame_bytes", own);
+	return 1;
+}
+
 int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 {
 	size_t have = r->in_len - r->in_off;
@@ -194,6 +227,8 @@ int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 	 * strings made of them): a few at a time in the process, so that the
 	 * children of a 10M-token solve, which send their batches together,
 	 * do not all hold theirs twice at once. The parse is all CPU. */
+	if (n && r->in[r->in_off + 4] == '\0')
+		return take_binary(r, n, f, why);
 	if (n >= BIG_FRAME)
 		big_enter();
 	*f = repl_frame_parse(r->in + r->in_off + 4, n, r->cfg.max_frame, why);

@@ -1149,9 +1149,10 @@ TEST(calls_from_many_threads_are_bounded)
 	repl_free(r);
 }
 
-/* Takes the strings of every other prompt and of every context (as a
- * child RLM does with its context), answers from them after freeing what
- * it took of the frame, and leaves the rest to the repl. */
+/* Takes the strings of every other prompt it may take and of every
+ * context (as a child RLM does with its context), answers from them after
+ * freeing what it took of the frame, and leaves the rest to the repl. The
+ * prompts of llm and rlm calls lie in their binary frame: none to take. */
 static void taking_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
 {
 	(void)arg;
@@ -1159,8 +1160,8 @@ static void taking_call(void *arg, const struct repl_call *c, char **texts, bool
 	CHECK(c->bufs != NULL);
 	for (size_t i = 0; i < c->n; i++) {
 		char *p = NULL, *x = NULL;
-		CHECK(c->bufs[i] == c->prompts[i]);
-		if (i % 2 == 0) {
+		CHECK(c->bufs[i] == NULL);
+		if (i % 2 == 0 && c->bufs[i]) {
 			p = c->bufs[i];
 			c->bufs[i] = NULL;
 		}
@@ -1189,8 +1190,8 @@ TEST(handler_may_take_the_frame_strings)
 	cfg.on_call = taking_call;
 	r = start(&cfg);
 	expect(r, "rlm_query_batched(['a', 'b', 'c'], contexts=['x' * 3, None, 'z'])",
-	       "['took:a|xxx', 'left:b|-', 'took:c|z']\n");
-	expect(r, "llm_query_batched(['p', 'q'])", "['took:p|-', 'left:q|-']\n");
+	       "['left:a|xxx', 'left:b|-', 'left:c|z']\n");
+	expect(r, "llm_query_batched(['p', 'q'])", "['left:p|-', 'left:q|-']\n");
 	repl_free(r);
 }
 
@@ -4132,21 +4133,28 @@ TEST(binary_call_frames_are_read_as_the_json_they_stand_for)
 		size_t plen;
 		const char *want; /* NULL: accepted */
 	} cases[] = {
-	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,0,6]}", "abc\xc3\xa9t\xc3\xa9!", 9, NULL},
-	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,3]}", "abc\xc3\xa9t\xc3\xa9!", 9,
-	     "3 bytes after its prompts"},
-	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,8]}", "abc\xc3\xa9t\xc3\xa9!", 9,
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,0,6]}", "abc\0\0\xc3\xa9t\xc3\xa9!", 12,
+	     NULL},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,3]}", "abc\0\xc3\xa9t\0x!", 10,
+	     "2 bytes after its prompts"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,8]}", "abc\0\xc3\xa9t\xc3\xa9!", 10,
+	     "prompt 1 is not a length within the frame"},
+	    /* its NUL must be inside the frame too */
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3,2]}", "abc\0de", 6,
 	     "prompt 1 is not a length within the frame"},
 	    /* a character cut between two prompts */
-	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[4,5]}", "abc\xc3\xa9t\xc3\xa9!", 9,
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[4,5]}", "abc\xc3\0\xa9t\xc3\xa9!\0", 11,
 	     "prompt 0 is not UTF-8"},
-	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3]}", "a\0b", 3, "prompt 0 has a NUL"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3]}", "a\0b\0", 4,
+	     "prompt 0 has a NUL inside or none after it"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[3]}", "abcd", 4,
+	     "prompt 0 has a NUL inside or none after it"},
 	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[-1]}", "", 0, "not a length"},
-	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[1.5]}", "ab", 2, "not a length"},
-	    {CALL_HEAD "\"model\":null,\"prompts\":[\"x\"],\"prompt_lens\":[1]}", "y", 1,
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[1.5]}", "ab\0", 3, "not a length"},
+	    {CALL_HEAD "\"model\":null,\"prompts\":[\"x\"],\"prompt_lens\":[1]}", "y\0", 2,
 	     "in place of 'prompts'"},
 	    {CALL_HEAD "\"model\":null}", "", 0, "no 'prompt_lens'"},
-	    {"{\"type\":\"fatal\",\"error\":\"x\",\"prompt_lens\":[1]}", "y", 1,
+	    {"{\"type\":\"fatal\",\"error\":\"x\",\"prompt_lens\":[1]}", "y\0", 2,
 	     "not a call's object"},
 	    {"[1]", "", 0, "not a call's object"},
 	    {"{\"type\":\"call\",\xff}", "", 0, "header is not UTF-8"},
@@ -4154,8 +4162,8 @@ TEST(binary_call_frames_are_read_as_the_json_they_stand_for)
 	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[]}", "", 0, "without prompts"},
 	    {"{\"type\":\"call\",\"id\":7,\"exec\":1,\"kind\":\"llm\",\"batched\":false,"
 	     "\"model\":null,\"prompt_lens\":[1,1]}",
-	     "ab", 2, "a single call with 2 prompts"},
-	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[1],\"contexts\":[null]}", "a", 1,
+	     "a\0b\0", 4, "a single call with 2 prompts"},
+	    {CALL_HEAD "\"model\":null,\"prompt_lens\":[1],\"contexts\":[null]}", "a\0", 2,
 	     "an llm call with contexts"},
 	};
 #undef CALL_HEAD
@@ -4171,6 +4179,10 @@ TEST(binary_call_frames_are_read_as_the_json_they_stand_for)
 			CHECK_STR(cJSON_GetArrayItem(ps, 0)->valuestring, "abc");
 			CHECK_STR(cJSON_GetArrayItem(ps, 1)->valuestring, "");
 			CHECK_STR(cJSON_GetArrayItem(ps, 2)->valuestring, "\xc3\xa9t\xc3\xa9!");
+			/* read where they lie, not copied */
+			CHECK(cJSON_GetArrayItem(ps, 0)->valuestring ==
+			      frame + 5 + strlen(cases[i].header));
+			CHECK(cJSON_GetArrayItem(ps, 0)->type & cJSON_IsReference);
 			CHECK(!json_get(f, "prompt_lens"));
 		} else {
 			CHECK_MSG(f == NULL, "case %zu accepted", i);
