@@ -196,8 +196,11 @@ struct repl {
 	char *schema;             /* cfg.schema's copy (each start sends it), or NULL */
 	int memfd;                /* the sealed context, for every (re)start */
 	const struct repl_context *ctx_pending; /* during repl_start: to be
-				   * written into memfd once the first worker
-				   * is forked */
+				   * written into memfd (by fill_th for a large
+				   * one, while the first worker starts) */
+	pthread_t fill_th;        /* writing a large context into memfd... */
+	bool filling;             /* ...until joined */
+	int fill_rc;              /* its outcome: 0 or -errno */
 	int devnull;              /* the worker's fd 0 */
 	size_t text_len;
 	long long n_docs;         /* -1: `context` is a str */
@@ -226,6 +229,7 @@ struct repl {
 	bool exited;              /* the pidfd said it exited */
 	bool wdead;               /* writing to fd 3 failed */
 	bool in_oom;              /* no memory for an incoming frame */
+	bool pipe_big;            /* fd 4 made PIPE_BIG for a large frame */
 	char *in;                 /* bytes read from fd 4 ... */
 	size_t in_off, in_len, in_cap; /* ... [in_off, in_len) not taken yet */
 	struct buf out;           /* frames for fd 3 ... */
@@ -264,7 +268,8 @@ struct repl {
 	struct repl_stats st;
 };
 
-/* Write r->ctx_pending into the memfd and seal it (repl.c). */
+/* r->ctx_pending written into the memfd and sealed: done here, or by the
+ * thread repl_start began for a large context, which this joins (repl.c). */
 int repl__fill_context(struct repl *r, struct rlm_err *err);
 
 /* ---- the worker process (worker.c) ---- */

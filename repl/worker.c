@@ -33,6 +33,8 @@
 #define READ_CHUNK	 65536
 #define WDEAD_NS	 (500 * 1000000LL)
 #define BIG_FRAME	 ((uint32_t)1 << 20) /* parsed one at a time */
+#define PIPE_BIG	 (1 << 20)           /* fd 4 while a large frame comes */
+#define PIPE_USUAL	 65536
 
 /* Large frames being parsed at once in the process: a gate of BIG_AT_ONCE
  * (the cores of a small machine), so that neither do all of a solve's
@@ -126,7 +128,22 @@ char *repl__log_tail(const struct repl *r, size_t max)
 
 /* ---- fd 4 ---- */
 
-static void read_in(struct repl *r)
+/* fd 4 holds PIPE_BIG bytes while a large frame comes (a batch's prompts,
+ * in pieces of ~1 MiB), PIPE_USUAL otherwise: the worker writes a piece
+ * in one go instead of sixteen turns of 64 KiB, each waiting for us to
+ * read. It goes back when the frames are taken, since an unprivileged
+ * user's pipes share a soft limit (fs.pipe-user-pages-soft) beyond which
+ * every new pipe of theirs gets two pages; where the kernel refuses the
+ * size, the pipe stays as it is. */
+static void pipe_size(struct repl *r, bool big)
+{
+	if (r->pipe_big != big && fcntl(r->from_w, F_SETPIPE_SZ, big ? PIPE_BIG : PIPE_USUAL) >= 0)
+		r->pipe_big = big;
+}
+
+/* Read what fd 4 holds into r->in. Returns true when it stopped with
+ * bytes left in the pipe because whole frames wait to be taken first. */
+static bool read_in(struct repl *r)
 {
 	size_t max = r->cfg.max_frame;
 	for (;;) {
@@ -142,18 +159,22 @@ static void read_in(struct repl *r)
 		if (have >= 4) {
 			uint32_t n = repl__be32(r->in + r->in_off);
 			if (n > max)
-				return; /* a violation: repl__take_frame says so */
+				return false; /* a violation: repl__take_frame says so */
 			if ((size_t)n + 4 > have)
 				want = RLM_MAX(want, (size_t)n + 4 - have);
-			else if (have > max + 4)
-				return; /* whole frames waiting: take them first */
+			else if (have > max + 4 || (size_t)n + 4 > READ_CHUNK)
+				return true; /* whole frames waiting: take them first
+					      * (a large one alone, so that
+					      * take_binary keeps it where it is) */
 		}
+		if (want > READ_CHUNK)
+			pipe_size(r, true);
 		if (r->in_cap - r->in_len < want) {
 			size_t cap = r->in_len + want;
 			char *p = realloc(r->in, cap);
 			if (!p) {
 				r->in_oom = true;
-				return;
+				return false;
 			}
 			r->in = p;
 			r->in_cap = cap;
@@ -163,15 +184,15 @@ static void read_in(struct repl *r)
 		if (k > 0) {
 			r->in_len += (size_t)k;
 			if ((size_t)k < room)
-				return; /* the pipe is empty */
+				return false; /* the pipe is empty */
 			continue;
 		}
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0 && errno == EAGAIN)
-			return;
+			return false;
 		r->eof = true;
-		return;
+		return false;
 	}
 }
 
@@ -215,8 +236,11 @@ int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 	*f = NULL;
 	if (r->in_oom)
 		return rlm_err_set(why, RLM_ETOOBIG, "no memory for the frame it sent");
-	if (have < 4)
+	if (have < 4) {
+		if (have == 0)
+			pipe_size(r, false); /* every frame taken */
 		return 0;
+	}
 	n = repl__be32(r->in + r->in_off);
 	if (n > r->cfg.max_frame)
 		return rlm_err_set(why, RLM_ETOOBIG, "a frame of %u bytes (the cap is %zu)", n,
@@ -291,9 +315,9 @@ void repl__pump(struct repl *r, int ms)
 		/* Gone: what it wrote is in the pipes; no EOF may ever come if
 		 * a grandchild holds fd 4. */
 		size_t before = r->in_len - r->in_off;
-		read_in(r);
+		bool more = read_in(r);
 		drain_log(r);
-		if (r->in_len - r->in_off == before)
+		if (!more && r->in_len - r->in_off == before)
 			r->eof = true;
 		return;
 	}
@@ -555,8 +579,7 @@ static int wait_ready(struct repl *r, int64_t t0, int *layer, char *lwhy, size_t
 	}
 }
 
-/* One attempt: spawn, fill the context, wait for "ready". On failure at a
- * sandbox layer, *layer names it and why says what happened. */
+/* Both ends of a pipe closed. */
 static void close_pair(int p[2])
 {
 	close_fd(&p[0]);
@@ -647,6 +670,7 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 	r->log_r = log[0];
 	set_nonblock(r->to_w);
 	set_nonblock(r->from_w);
+	r->pipe_big = false;
 	set_nonblock(r->log_r);
 #ifdef SYS_pidfd_open
 	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);

@@ -1535,6 +1535,19 @@ TEST(large_batches_go_in_pieces)
 	       "True\n");
 	CHECK_INT(s.prompts, 12);
 	CHECK_MSG(s.calls >= 4, "%d frames for 3.6 MB", s.calls);
+	/* ASCII prompts are encoded as their piece goes, the others before:
+	 * mixed, in order, a lone surrogate as '?' */
+	s.calls = s.prompts = 0;
+	expect(r,
+	       "ps = [('\u00e9' if i % 2 else 'a') * 300000 + str(i) for i in range(8)]\n"
+	       "out = llm_query_batched(ps + ['\\ud800x'])\n"
+	       "out[:8] == ['echo:' + p for p in ps], out[8]",
+	       "(True, 'echo:?x')\n");
+	CHECK_INT(s.prompts, 9);
+	CHECK_MSG(s.calls >= 4, "%d frames for 3.6 MB", s.calls);
+	/* fd 4 grew for the large frames (F_SETPIPE_SZ) and is back to 64 KiB
+	 * once they were taken (F_GETPIPE_SZ is 1032) */
+	expect(r, "import fcntl\nfcntl.fcntl(4, 1032)", "65536\n");
 	s.calls = s.prompts = 0;
 	expect(r, "len(llm_query_batched(['w' * 3000000, 'v']))", "2\n");
 	CHECK_INT(s.prompts, 2);
@@ -2722,7 +2735,8 @@ TEST(environment_is_scrubbed)
 	cfg.sandbox.disable = 1u << REPL_L_LANDLOCK;
 	r = start(&cfg);
 	run(r, "import os\nprint(sorted(os.environ))", &res);
-	CHECK_STR(res.output, "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PYTHONHASHSEED', 'TMPDIR']\n");
+	CHECK_STR(res.output, "['GLIBC_TUNABLES', 'HOME', 'LANG', 'MALLOC_ARENA_MAX', 'PYTHONHASHSEED', "
+			      "'TMPDIR']\n");
 	repl_result_release(&res);
 	expect(r, "os.getcwd() == os.environ['TMPDIR'], os.environ['HOME']",
 	       "(True, '/nonexistent')\n");
