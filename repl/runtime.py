@@ -427,18 +427,23 @@ def _fmt_cap(n):
 
 def _frames(kind, batched, prompts, model, contexts, fn):
     """The call's prompts (and contexts) packed in order into as few frame
-    bodies as fit under _max_frame: a list of (first, end), and the
-    prompts and contexts encoded. The prompts of llm and rlm calls go as
-    UTF-8 bytes (a binary call frame, repl.h: no JSON escaping on either
-    side), a tool call's requests as JSON text. A single prompt that
-    cannot fit in a frame of its own raises ValueError, naming it and its
-    size."""
+    bodies as fit under _max_frame: a list of (first, end), the prompts'
+    sizes in bytes, and the prompts and contexts encoded. The prompts of
+    llm and rlm calls go as UTF-8 bytes (a binary call frame, repl.h: no
+    JSON escaping on either side), a tool call's requests as JSON text. An
+    ASCII prompt is its own UTF-8, so its size is its length and it is
+    encoded (None here) only as its piece is sent (_piece): a batch of 40
+    MB is never held twice, and the memory of one piece serves the next.
+    A single prompt that cannot fit in a frame of its own raises
+    ValueError, naming it and its size."""
     raw = kind != 'tool'
     if raw:
         # lone surrogates cannot be UTF-8: '?', as _send does
-        enc_p = [p.encode('utf-8', 'replace') for p in prompts]
+        enc_p = [None if p.isascii() else p.encode('utf-8', 'replace') for p in prompts]
+        lens = [len(p) if e is None else len(e) for p, e in zip(prompts, enc_p)]
     else:
         enc_p = [_encode(p) for p in prompts]
+        lens = None
     enc_c = None if contexts is None else [_encode(c) for c in contexts]
     base = 5 + _utf8_len(_encode({'type': 'call', 'id': 1 << 62, 'exec': _st.exec_id,
                                   'kind': kind, 'batched': batched, 'model': model,
@@ -446,7 +451,7 @@ def _frames(kind, batched, prompts, model, contexts, fn):
     sizes = []
     for i, e in enumerate(enc_p):
         # raw: its bytes, the NUL after them and its length in the header
-        n = (len(e) + 1 + len(str(len(e))) if raw else _utf8_len(e)) + 1 + \
+        n = (lens[i] + 1 + len(str(lens[i])) if raw else _utf8_len(e)) + 1 + \
             (0 if enc_c is None else _utf8_len(enc_c[i]) + 1)
         if base + n > _max_frame:
             if kind == 'tool':
@@ -473,7 +478,18 @@ def _frames(kind, batched, prompts, model, contexts, fn):
             first, used = i, base
         used += n
     out.append((first, len(sizes)))
-    return out, enc_p, enc_c
+    return out, lens, enc_p, enc_c
+
+
+def _piece(prompts, enc_p, first, end):
+    """The byte strings of a binary call frame's prompts [first, end), each
+    followed by the NUL that ends it (repl.h, BINARY CALL FRAMES)."""
+    out = []
+    for i in range(first, end):
+        e = enc_p[i]
+        out.append(prompts[i].encode('ascii') if e is None else e)
+        out.append(b'\0')
+    return out
 
 
 def _call(kind, batched, prompts, model, contexts=None, fn=None):
@@ -501,7 +517,7 @@ def _call_in(kind, batched, prompts, model, contexts, main, fn):
         raise RuntimeError('%s: no code is running (a thread that outlives its '
                            'exec cannot make calls)'
                            % (fn if kind == 'tool' else kind + '_query'))
-    parts, enc_p, enc_c = _frames(kind, batched, prompts, model, contexts, fn)
+    parts, lens, enc_p, enc_c = _frames(kind, batched, prompts, model, contexts, fn)
     ids = []
     with _io_lock:
         if st.exec_id is None:
@@ -527,8 +543,8 @@ def _call_in(kind, batched, prompts, model, contexts, main, fn):
                         % (cid, _encode(st.exec_id), _encode(kind),
                            'true' if batched else 'false', _encode(model))]
                 if raw:
-                    body += ['"prompt_lens":[', ','.join([str(len(b)) for b in
-                                                          enc_p[first:end]]), ']']
+                    body += ['"prompt_lens":[', ','.join([str(n) for n in lens[first:end]]),
+                             ']']
                 else:
                     body += ['"prompts":[', ','.join(enc_p[first:end]), ']']
                 if enc_c is not None:
@@ -538,10 +554,8 @@ def _call_in(kind, batched, prompts, model, contexts, main, fn):
                 with _mx:
                     _waiting[cid] = None
                 if raw:
-                    # each prompt ends in a NUL: the controller's C string
-                    # in place (repl.h, BINARY CALL FRAMES)
                     _send_body(b'\0' + len(head).to_bytes(4, 'big') + head,
-                               *[x for b in enc_p[first:end] for x in (b, b'\0')])
+                               *_piece(prompts, enc_p, first, end))
                 else:
                     _send_body(head)
                 ids.append((cid, end - first))
