@@ -18,8 +18,12 @@ struct http_req {
 	char *url;                         /* full URL; owned */
 	char *headers[LLM_MAX_HEADERS];    /* "Name: value"; owned */
 	int n_headers;
-	char *body;                        /* owned */
+	char *body;                        /* owned, unless keep holds it */
 	size_t len;
+	struct buf *keep;                  /* a buffer the body is built in and
+					    * left in: a pool thread's own,
+					    * reused call after call; NULL:
+					    * a fresh allocation */
 };
 
 void llm__http_req_header(struct http_req *r, const char *fmt, ...) RLM_PRINTF(2, 3);

@@ -49,7 +49,12 @@ struct worker {
 	pthread_t th;
 	struct http_client *http;
 	struct rng rng;
+	struct buf body; /* request bodies are built here, call after call */
 };
+
+/* A worker's body buffer over this is let go after its call (a long root
+ * history's), not kept for the next. */
+#define BODY_KEEP_MAX ((size_t)4 << 20)
 
 struct llm_pool {
 	pthread_mutex_t mu;
@@ -311,7 +316,7 @@ static void set_error(struct llm_call *c, int rc, const char *fmt, ...)
 }
 
 static void perform(struct llm_pool *p, struct http_client *http, struct rng *rng,
-		    struct llm_call *c)
+		    struct buf *keep, struct llm_call *c)
 {
 	struct llm_model *m = c->model;
 	const struct llm_model_cfg *cfg = &m->cfg;
@@ -320,7 +325,7 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 	char last[600] = "";
 
 	for (int attempt = 0;; attempt++) {
-		struct http_req req = {0};
+		struct http_req req = {.keep = keep};
 		struct http_resp resp;
 		struct rlm_err err = {0, ""};
 		struct llm_endpoint *ep;
@@ -460,7 +465,7 @@ static void perform(struct llm_pool *p, struct http_client *http, struct rng *rn
 /* Perform c, unless its front answers it; a call that succeeded goes to
  * the front before anyone sees it. */
 static void perform_front(struct llm_pool *p, struct http_client *http, struct rng *rng,
-			  struct llm_call *c)
+			  struct buf *keep, struct llm_call *c)
 {
 	const struct llm_front *f = c->front;
 	bool asked = f && f->lookup && !cancelled(c);
@@ -468,7 +473,7 @@ static void perform_front(struct llm_pool *p, struct http_client *http, struct r
 		c->cached = c->rc == 0; /* else failed as a copy it waited for */
 		return;
 	}
-	perform(p, http, rng, c);
+	perform(p, http, rng, keep, c);
 	if (f && f->save && c->rc == 0)
 		f->save(f->arg, c);
 	if (asked && f->release)
@@ -527,7 +532,9 @@ static void *worker_main(void *arg)
 			p->tail = NULL;
 		pthread_mutex_unlock(&p->mu);
 		c->next_ = NULL;
-		perform_front(p, w->http, &w->rng, c);
+		perform_front(p, w->http, &w->rng, &w->body, c);
+		if (w->body.cap > BODY_KEEP_MAX)
+			buf_release(&w->body);
 		finish(p, c);
 	}
 	return NULL;
@@ -557,6 +564,7 @@ struct llm_pool *llm_pool_new(const struct llm_pool_cfg *cfg, struct rlm_err *er
 		pthread_attr_t attr;
 		int rc;
 		w->pool = p;
+		w->body = (struct buf)BUF_INIT;
 		w->http = llm__http_client_new(p->shared);
 		rng_seed(&w->rng, seed + (uint64_t)i);
 		if (!w->http) {
@@ -592,6 +600,7 @@ void llm_pool_free(struct llm_pool *p)
 	for (int i = 0; i < p->n_workers; i++) {
 		pthread_join(p->workers[i].th, NULL);
 		llm__http_client_free(p->workers[i].http);
+		buf_release(&p->workers[i].body);
 	}
 	free(p->workers);
 	llm__http_client_free(p->inline_http);
@@ -621,7 +630,7 @@ static void enqueue(struct llm_pool *p, struct llm_call *c, struct llm_latch *l,
 		rng_seed(&rng, (uint64_t)time_now_ns());
 		pthread_mutex_lock(&p->inline_mu);
 		if (p->inline_http)
-			perform_front(p, p->inline_http, &rng, c);
+			perform_front(p, p->inline_http, &rng, NULL, c);
 		else
 			set_error(c, RLM_EHTTP, "cannot create a curl handle");
 		pthread_mutex_unlock(&p->inline_mu);
