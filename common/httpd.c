@@ -442,6 +442,15 @@ void httpd_body_init(struct httpd_body *b, size_t max)
 	b->dropped = 0;
 }
 
+void httpd_body_expect(struct httpd_body *b, struct MHD_Connection *c)
+{
+	const char *cl =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+	if (n && n <= HTTPD_EXPECT_MAX && (!b->buf.max || n <= b->buf.max))
+		buf_reserve(&b->buf, (size_t)n);
+}
+
 void httpd_body_take(struct httpd_body *b, const char *data, size_t n)
 {
 	if (!b->too_big && buf_append(&b->buf, data, n)) {

@@ -135,6 +135,11 @@ struct httpd_body {
 };
 
 void httpd_body_init(struct httpd_body *b, size_t max);
+/* Room for the body c declares (Content-Length, up to HTTPD_EXPECT_MAX
+ * and b's cap) at once, instead of growing by doubling as it comes: a
+ * body of 160 KB is then copied once, not five times into fresh memory. */
+#define HTTPD_EXPECT_MAX ((size_t)8 << 20)
+void httpd_body_expect(struct httpd_body *b, struct MHD_Connection *c);
 /* Take data[0..n), the next piece of the body: kept while the whole stays
  * within the cap; past it, buf is dropped and the rest only counted. */
 void httpd_body_take(struct httpd_body *b, const char *data, size_t n);

@@ -235,6 +235,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 					  cl, BODY_MAX);
 		body = xmalloc(sizeof(*body));
 		httpd_body_init(body, BODY_MAX);
+		if (rt && rt->id == ROUTE_CHAT)
+			httpd_body_expect(body, c);
 		*con_cls = body;
 		return MHD_YES;
 	}
