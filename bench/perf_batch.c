@@ -231,7 +231,7 @@ static int batch_solve(const char *text, size_t len, const char *q, const char *
 	srv0 = proc_cpu_s(pid);
 	c0 = bench_perf_cpu_s();
 	t0 = time_now_ns();
-	ctx = corpus_from_text(text, len);
+	ctx = corpus_borrow_text(text, len); /* as the API and a mapped file: no copy */
 	if (rlm_solve(&ro, q, ctx, &res, &err)) {
 		fprintf(stderr, "rlm: error: the batch solve failed: %s\n", err.msg);
 		goto out;
