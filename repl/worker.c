@@ -247,12 +247,14 @@ int repl__take_frame(struct repl *r, cJSON **f, struct rlm_err *why)
 				   r->cfg.max_frame);
 	if (have - 4 < n)
 		return 0;
-	/* A large frame is held twice while it is parsed (its bytes and the
-	 * strings made of them): a few at a time in the process, so that the
-	 * children of a 10M-token solve, which send their batches together,
-	 * do not all hold theirs twice at once. The parse is all CPU. */
+	/* A binary call frame's prompts stay where they lie: not held twice. */
 	if (n && r->in[r->in_off + 4] == '\0')
 		return take_binary(r, n, f, why);
+	/* A large JSON frame is held twice while it is parsed (its bytes and
+	 * the strings made of them): a few at a time in the process, so that
+	 * the children of a 10M-token solve, which send their batches
+	 * together, do not all hold theirs twice at once. The parse is all
+	 * CPU. */
 	if (n >= BIG_FRAME)
 		big_enter();
 	*f = repl_frame_parse(r->in + r->in_off + 4, n, r->cfg.max_frame, why);
