@@ -1029,6 +1029,55 @@ static bool trim_due(void)
 	return now - was >= TRIM_EVERY_NS && atomic_compare_exchange_strong(&last, &was, now);
 }
 
+/* Replies whose texts come to this many bytes go as a binary frame. */
+#define REPLY_BINARY_MIN ((size_t)64 << 10)
+
+/* The reply frame to call id: texts[0..n) and whether each is an error.
+ * JSON for a short reply; past REPLY_BINARY_MIN of text, a binary reply
+ * (repl.h, BINARY REPLY FRAMES): the texts' bytes as they are, after a
+ * small JSON header with their lengths, so that neither side escapes them. */
+static void reply_frame(struct buf *reply, int64_t id, char *const *texts, const bool *errors,
+			size_t n)
+{
+	size_t start = repl__frame_begin(reply), head = 0, total = 0, *lens;
+	bool binary;
+	lens = xcalloc(n ? n : 1, sizeof(*lens));
+	for (size_t i = 0; i < n; i++)
+		total += lens[i] = strlen(texts[i]);
+	binary = total >= REPLY_BINARY_MIN;
+	if (binary) {
+		buf_append(reply, "\0\0\0\0\0", 5); /* 0x00, then the header's length */
+		head = reply->len;
+	}
+	buf_printf(reply, "{\"type\":\"reply\",\"id\":%lld,\"%s\":[", (long long)id,
+		   binary ? "text_lens" : "texts");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			buf_putc(reply, ',');
+		if (binary)
+			buf_printf(reply, "%zu", lens[i]);
+		else
+			json_put_str(reply, texts[i], lens[i], 0);
+	}
+	buf_puts(reply, "],\"errors\":[");
+	for (size_t i = 0; i < n; i++)
+		buf_puts(reply,
+			 i ? (errors[i] ? ",true" : ",false") : (errors[i] ? "true" : "false"));
+	buf_puts(reply, "]}");
+	if (binary) {
+		size_t h = reply->len - head;
+		unsigned char *p = (unsigned char *)reply->p + head - 4;
+		p[0] = (unsigned char)(h >> 24);
+		p[1] = (unsigned char)(h >> 16);
+		p[2] = (unsigned char)(h >> 8);
+		p[3] = (unsigned char)h;
+		for (size_t i = 0; i < n; i++)
+			buf_append(reply, texts[i], lens[i]);
+	}
+	repl__frame_end(reply, start);
+	free(lens);
+}
+
 /* The frame's strings change hands (repl_call.bufs): the handler may
  * keep some, and frees them when it is done, so that a large context is
  * not held twice while its child runs. */
@@ -1036,7 +1085,7 @@ static void answer_into(struct repl *r, cJSON *f, int64_t deadline, bool interru
 			struct buf *reply)
 {
 	cJSON *ps = json_get(f, "prompts"), *cs = json_get(f, "contexts"), *p;
-	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, start, total = 0;
+	size_t n = (size_t)cJSON_GetArraySize(ps), i = 0, total = 0;
 	const char **prompts = xcalloc(n, sizeof(*prompts));
 	size_t *lens = xcalloc(n, sizeof(*lens));
 	struct repl_ctx_arg *contexts = NULL;
@@ -1096,25 +1145,14 @@ static void answer_into(struct repl *r, cJSON *f, int64_t deadline, bool interru
 	} else {
 		r->cfg.on_call(r->cfg.call_arg, &c, texts, errors);
 	}
-	start = repl__frame_begin(reply);
-	buf_printf(reply, "{\"type\":\"reply\",\"id\":%lld,\"texts\":[",
-		   (long long)json_int(f, "id", 0));
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (!texts[i]) {
 			texts[i] = xstrdup("Error: no answer");
 			errors[i] = true;
 		}
-		if (i)
-			buf_putc(reply, ',');
-		json_put_str(reply, texts[i], strlen(texts[i]), 0);
-		free(texts[i]);
-	}
-	buf_puts(reply, "],\"errors\":[");
+	reply_frame(reply, json_int(f, "id", 0), texts, errors, n);
 	for (i = 0; i < n; i++)
-		buf_puts(reply,
-			 i ? (errors[i] ? ",true" : ",false") : (errors[i] ? "true" : "false"));
-	buf_puts(reply, "]}");
-	repl__frame_end(reply, start);
+		free(texts[i]);
 	for (i = 0; i < 2 * n; i++)
 		free(bufs[i]);
 	free(bufs);

@@ -131,6 +131,11 @@
  * each prompt's UTF-8 bytes, L of them, followed by a NUL, to the end of
  * the frame. Each prompt is checked as a JSON one would be (UTF-8, no NUL
  * inside), once, and read where it lies (its NUL makes it a C string).
+ * BINARY REPLY FRAMES: a reply whose texts come to 64 KiB or more goes the
+ * same way back: 0x00, the header's length (4 bytes, big-endian), the
+ * reply above with "text_lens":[L, ...] in place of "texts", then the
+ * texts' bytes back to back (no NUL after them), which the runtime decodes
+ * where they lie (bad UTF-8 as U+FFFD, as in the JSON form).
  * A context C is null (none: the prompt is the child's context), a str, a
  * list of str (the child's `context` is then that list), or a part of the
  * worker's own context as loaded, which is then not copied:

@@ -162,9 +162,33 @@ def _readn(n):
 
 def _read_frame():
     n = int.from_bytes(_readn(4), 'big')
-    msg = _decode(_readn(n))
+    body = _readn(n)
+    msg = _binary_reply(body) if body[:1] == b'\0' else _decode(body)
     if type(msg) is not dict:
         raise ValueError('a frame that is not a JSON object')
+    return msg
+
+
+def _binary_reply(body):
+    """A binary reply frame (repl.h, BINARY REPLY FRAMES) as the JSON reply
+    it stands for: 0x00, the header's length (4 bytes, big-endian), the
+    header with "text_lens" where "texts" would be, then the texts' UTF-8
+    back to back, each decoded from where it lies (bad bytes as U+FFFD, as
+    the controller's JSON would have them)."""
+    h = int.from_bytes(body[1:5], 'big')
+    msg = _decode(body[5:5 + h])
+    lens = msg.pop('text_lens', None) if type(msg) is dict else None
+    if type(lens) is not list or not all(type(k) is int and k >= 0 for k in lens):
+        raise ValueError('a binary frame without its text lengths')
+    at = 5 + h
+    if len(body) < at or sum(lens) != len(body) - at:
+        raise ValueError('a binary frame whose lengths do not add up')
+    texts = []
+    with memoryview(body) as mv:
+        for k in lens:
+            texts.append(str(mv[at:at + k], 'utf-8', 'replace'))
+            at += k
+    msg['texts'] = texts
     return msg
 
 

@@ -993,6 +993,12 @@ static void echo_call(void *arg, const struct repl_call *c, char **texts, bool *
 		if (strcmp(c->prompts[i], "fail") == 0) {
 			texts[i] = xstrdup("Error: boom");
 			errors[i] = true;
+		} else if (strcmp(c->prompts[i], "bad bytes") == 0) {
+			/* a reply that is not UTF-8, large enough to go binary */
+			texts[i] = xmalloc(70001);
+			memset(texts[i], 0xff, 70000);
+			memcpy(texts[i], "ok \xc3\xa9 ", 6);
+			texts[i][70000] = '\0';
 		} else if (c->contexts && c->contexts[i].kind != REPL_CTX_NONE) {
 			texts[i] = echo_context(c->prompts[i], &c->contexts[i]);
 		} else {
@@ -1545,6 +1551,14 @@ TEST(large_batches_go_in_pieces)
 	       "(True, 'echo:?x')\n");
 	CHECK_INT(s.prompts, 9);
 	CHECK_MSG(s.calls >= 4, "%d frames for 3.6 MB", s.calls);
+	/* Replies of 64 KiB and more come back as a binary frame (the echoes
+	 * above did); text that is not UTF-8 reads as U+FFFD either way, and
+	 * errors keep their place. */
+	expect(r,
+	       "out = llm_query_batched(['bad bytes', 'fail', 'x' * 70000])\n"
+	       "out[0][:5], set(out[0][5:]), len(out[0]), out[1], len(out[2])",
+	       "('ok \u00e9 ', {'\ufffd'}, 69999, 'Error: boom', 70005)\n");
+	expect(r, "llm_query_batched(['bad bytes'])[0][:3]", "'ok '\n");
 	/* fd 4 grew for the large frames (F_SETPIPE_SZ) and is back to 64 KiB
 	 * once they were taken (F_GETPIPE_SZ is 1032) */
 	expect(r, "import fcntl\nfcntl.fcntl(4, 1032)", "65536\n");
