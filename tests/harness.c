@@ -248,6 +248,9 @@ int main(int argc, char **argv)
 	setenv("RLM_NO_CACHE", "1", 0);
 	if ((e = getenv("TEST_NOFORK")) && *e == '1')
 		forking = false;
+	/* A sanitizer's build is slower: so is its limit (the whole quick
+	 * `rlm bench perf` takes about two minutes under TSan here). */
+	timeout *= (unsigned)(slow_factor() < 4 ? slow_factor() : 4);
 	if ((e = getenv("TEST_TIMEOUT")))
 		timeout = (unsigned)atoi(e);
 	setvbuf(stdout, NULL, _IOLBF, 0);

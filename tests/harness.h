@@ -11,7 +11,8 @@
  *
  * Run `test_foo [substring...]` to run only matching tests; set
  * TEST_NOFORK=1 to run in-process (for gdb), TEST_TIMEOUT=secs to change
- * the per-test limit (default 120). */
+ * the per-test limit (default 120, times slow_factor() up to 4 under a
+ * sanitizer or valgrind). */
 #ifndef RLM_HARNESS_H
 #define RLM_HARNESS_H
 
