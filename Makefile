@@ -98,9 +98,20 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(GEN_SRC): scripts/embed.sh $(EMBED)
+# The runtime and the zygote compiled by the python3 that runs them
+# (scripts/pycode.py): a worker started cold unmarshals its code instead of
+# compiling it. Without a python3 here the file is empty and workers
+# compile, as any other interpreter's do.
+PYCODE := $(BUILD)/gen/pycode.bin
+$(PYCODE): scripts/pycode.py repl/runtime.py repl/zygote.py
 	@mkdir -p $(@D)
-	sh scripts/embed.sh $@ $(EMBED)
+	@$(PYTHON) scripts/pycode.py $@ repl/runtime.py repl/zygote.py || \
+	 { echo "note: $(PYTHON) cannot compile the REPL runtime: workers compile it as they start"; \
+	   : > $@; }
+
+$(GEN_SRC): scripts/embed.sh $(EMBED) $(PYCODE)
+	@mkdir -p $(@D)
+	sh scripts/embed.sh $@ $(EMBED) $(PYCODE)
 
 $(BUILD)/obj/gen/embedded.o: $(GEN_SRC) $(FLAGS_STAMP)
 	@mkdir -p $(@D)

@@ -21,7 +21,6 @@
  * SIGPIPE is ignored process-wide (once, and only when
  * it is at its default), so writing to a dead worker gives EPIPE. */
 #include "repl_int.h"
-#include "../common/embed.h"
 #include "../common/json.h"
 #include "../common/text.h"
 
@@ -590,7 +589,7 @@ static void fill_defaults(struct repl_cfg *c)
 		c->sandbox.scratch_limit = DEF_SCRATCH;
 }
 
-static void build_args(struct repl *r, const char *runtime)
+static void build_args(struct repl *r)
 {
 	struct rlimit rl;
 	int n = 0;
@@ -612,7 +611,7 @@ static void build_args(struct repl *r, const char *runtime)
 	r->argv[2] = (char *)(uintptr_t) "-S";
 	r->argv[3] = (char *)(uintptr_t) "-B";
 	r->argv[4] = (char *)(uintptr_t) "-c";
-	r->argv[5] = (char *)(uintptr_t)runtime;
+	r->argv[5] = (char *)(uintptr_t)repl__code_boot(); /* the runtime from fd 6 */
 	r->argv[6] = r->own[0];
 	r->argv[7] = r->own[1];
 	r->argv[8] = r->own[2];
@@ -639,7 +638,6 @@ static void build_args(struct repl *r, const char *runtime)
 
 int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *err)
 {
-	const struct embedded_file *rt = embed_find("runtime.py");
 	const char *env = getenv("RLM_SANDBOX_DISABLE");
 	struct repl *r;
 	int rc;
@@ -670,11 +668,9 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 				 "cannot run python '%s': %s", r->python, strerror(errno));
 		goto fail;
 	}
-	if (!rt) {
-		rc = rlm_err_set(err, RLM_ENOTFOUND,
-				 "the REPL runtime is not embedded in this binary");
+	rc = repl__code_fd(err);
+	if (rc < 0)
 		goto fail;
-	}
 	rc = open_memfd(r, &cfg->ctx, err);
 	if (rc < 0)
 		goto fail;
@@ -686,7 +682,7 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 		rc = rlm_err_set(err, RLM_EIO, "cannot open /dev/null: %s", strerror(errno));
 		goto fail;
 	}
-	build_args(r, rt->data);
+	build_args(r);
 	fill_begin(r);
 	rc = repl__sandbox_plan(r, err);
 	if (rc < 0)

@@ -142,7 +142,8 @@ struct repl_spawn {
 	const char *path;         /* the interpreter */
 	char *const *argv;
 	char *const *envp;        /* the whole environment of the worker */
-	int fds[6];               /* parent fds that become the child's 0..5 */
+	int fds[7];               /* parent fds that become the child's 0..6 (6: the
+				   * runtime's code, repl__code_fd) */
 	const char *dir;          /* the child's working directory */
 	int max_fd;               /* close() bound when close_range is missing */
 	const struct repl_sandbox *sandbox; /* NULL: none (only with unsafe) */
@@ -159,6 +160,17 @@ struct repl_spawn {
  * {"error":"sandbox: mount /proc: errno 1","layer":"mntns"}, then exits
  * 127 (execve) or 126 (sandbox). */
 int repl__spawn(const struct repl_spawn *sp, pid_t *pid, int *layer, const char **what);
+
+/* ---- the runtime's code (code.c) ---- */
+
+/* The `-c` of a python3 started cold: it reads the runtime's code from its
+ * fd 6 (repl__code_fd), closes it and runs it; static. */
+const char *repl__code_boot(void);
+/* The sealed memfd with the runtime's and the zygote's code (compiled at
+ * build time where they match the interpreter, else their source), made
+ * once per process; shared, never closed. Returns it, or a negative code
+ * with err saying why. Thread-safe. */
+int repl__code_fd(struct rlm_err *err);
 
 /* The zygote's sandbox, from a worker's w: its user namespace and
  * identity only (keep_admin when the workers have namespaces to make), no

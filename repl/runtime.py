@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 # repl/runtime.py -- the Python side of the REPL worker, run as
-#   python3 -s -S -B -c <this file> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
+#   python3 -s -S -B -c <bootstrap> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
 #           MAX_CALLS_EXEC LATE_FILTER
-# by repl/repl.c (or forked by the zygote, repl/zygote.py, which runs this
-# file with the arguments "zygote <zygote.py> <plan>" and returns in each
-# worker with the worker's arguments). Standard library only. repl/repl.h has the contract: the
+# by repl/repl.c, the bootstrap reading this file's code from fd 6
+# (repl/code.c), or forked by the zygote, repl/zygote.py, which runs this
+# file with the arguments "zygote <plan>" and returns in each worker with
+# the worker's arguments). Standard library only. repl/repl.h has the contract: the
 # fd layout, the context memfd and the frames. It imports what it needs,
 # makes itself non-dumpable (no /proc/PID/fd or mem for its peers), stacks
 # the late seccomp filter (no execve from here on), waits for the
@@ -3012,12 +3013,17 @@ def _main(args):
             _fatal('an unexpected frame from the controller: %.200r' % (msg,))
 
 
+# _rlm_code: the bootstrap's (repl/code.c), which read our code and the
+# zygote's from fd 6; absent when this file is run as source.
+_zcode = globals().pop('_rlm_code', None)
 try:
     if sys.argv[1:2] == ['zygote']:
-        # The zygote (repl/zygote.py, in argv 2): it returns in each worker
-        # it forks, with that worker's arguments.
-        _main(exec(compile(sys.argv[2], '<zygote>', 'exec')) or _zygote(sys.argv[3]))
+        # The zygote (repl/zygote.py, from the bootstrap): it returns in
+        # each worker it forks, with that worker's arguments.
+        _zcode = _zcode(1, '<zygote>')
+        _main(exec(_zcode) or _zygote(sys.argv[2]))
     else:
+        _zcode = None
         _main(sys.argv[1:])
 except SystemExit:
     raise

@@ -161,7 +161,7 @@ __attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid
 	struct repl_sandbox sbc;
 	struct k_sigaction sa = {SIG_DFL, 0, NULL, 0};
 	unsigned long none = 0;
-	int src[7], tmp[7], nfd = 6, report = sp->fds[4], e, layer;
+	int src[8], tmp[8], nfd = 7, report = sp->fds[4], e, layer;
 	const char *what;
 
 	/* Signal dispositions back to the default (SIG_IGN survives exec);
@@ -180,11 +180,11 @@ __attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid
 	if (c2p[0] >= 0)
 		child_handshake(c2p, p2c);
 
-	/* fds 0..5 (and 6, the Landlock ruleset, until it is used). Moving
+	/* fds 0..6 (and 7, the Landlock ruleset, until it is used). Moving
 	 * everything above them first means no source is overwritten by
 	 * another's dup2, and dup2 onto a different number always clears
 	 * FD_CLOEXEC (dup2(fd, fd) would keep it). */
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		src[i] = sp->fds[i];
 	if (sb && sb->landlock_fd >= 0)
 		src[nfd++] = sb->landlock_fd;
@@ -205,7 +205,7 @@ __attribute__((noreturn)) static void child_run(const struct repl_spawn *sp, pid
 	if (sb) {
 		memcpy(&sbc, sb, sizeof(sbc));
 		if (sbc.landlock_fd >= 0)
-			sbc.landlock_fd = 6;
+			sbc.landlock_fd = 7;
 		e = repl__sandbox_child(&sbc, &layer, &what);
 		if (e)
 			child_fail(report, what, e, layer, 126);

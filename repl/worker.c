@@ -627,6 +627,7 @@ static int start_once(struct repl *r, int *layer, char *why, size_t cap, struct 
 		sp.fds[3] = in[0];
 		sp.fds[4] = out[1];
 		sp.fds[5] = r->memfd;
+		sp.fds[6] = repl__code_fd(NULL); /* made by repl_start */
 		sp.dir = r->scratch;
 		sp.max_fd = r->max_fd;
 		sp.sandbox = &r->sb;

@@ -37,7 +37,6 @@
  * clone takes about a millisecond. RLM_ZYGOTE=0 (or repl_cfg.no_zygote)
  * starts every worker cold. */
 #include "repl_int.h"
-#include "../common/embed.h"
 #include "../common/json.h"
 
 #include <errno.h>
@@ -241,16 +240,10 @@ static int zyg_start(struct zyg *g, struct repl *r, char *key, char *why, size_t
 	struct buf plan = BUF_INIT;
 	int sv[2] = {-1, -1}, lg[2] = {-1, -1}, layer, rc;
 	const char *what = "";
-	char *argv[10], tail[700];
+	char *argv[9], tail[700];
 	cJSON *hello;
 	pid_t pid = 0;
-	const struct embedded_file *zy = embed_find("zygote.py");
 
-	if (!zy) {
-		snprintf(why, cap, "zygote.py is not embedded in this binary");
-		free(key);
-		return -1;
-	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    pipe2(lg, O_CLOEXEC) < 0) {
 		snprintf(why, cap, "socketpair/pipe: %s", strerror(errno));
@@ -266,11 +259,10 @@ static int zyg_start(struct zyg *g, struct repl *r, char *key, char *why, size_t
 	repl__sandbox_zygote(&r->sb, &zsb);
 	plan_json(&plan, &r->sb);
 	for (int i = 0; i < 6; i++)
-		argv[i] = r->argv[i]; /* python3 -s -S -B -c <runtime.py> */
+		argv[i] = r->argv[i]; /* python3 -s -S -B -c <the bootstrap> */
 	argv[6] = (char *)(uintptr_t) "zygote";
-	argv[7] = (char *)(uintptr_t)zy->data;
-	argv[8] = plan.p;
-	argv[9] = NULL;
+	argv[7] = plan.p;
+	argv[8] = NULL;
 	memset(&sp, 0, sizeof(sp));
 	sp.path = r->python;
 	sp.argv = argv;
@@ -279,6 +271,7 @@ static int zyg_start(struct zyg *g, struct repl *r, char *key, char *why, size_t
 	sp.fds[1] = sp.fds[2] = lg[1];
 	sp.fds[3] = sp.fds[4] = sv[1];
 	sp.fds[5] = r->devnull;
+	sp.fds[6] = repl__code_fd(NULL); /* its code and zygote.py's */
 	sp.dir = "/";
 	sp.max_fd = r->max_fd;
 	sp.sandbox = &zsb;

@@ -2,7 +2,8 @@
 # repl/zygote.py -- the zygote: a python3 that has loaded the REPL runtime
 # once and forks every worker from there, so that a worker is ready in a
 # few milliseconds instead of a Python start-up. Run inside the runtime's
-# namespace (repl/runtime.py, started as "... zygote <this file> <plan>");
+# namespace (repl/runtime.py, started as "... zygote <plan>", which reads
+# this file's code from fd 6 as its own: repl/code.c);
 # _zygote returns only in a worker, with the worker's arguments.
 #
 # DESIGN

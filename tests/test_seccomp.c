@@ -3,7 +3,8 @@
  * /usr/bin/python3 started under the first filter stacks the late one and
  * runs function cells (they must work) and attack cells (they must get
  * the errno the policy names); foreign-arch syscalls kill it; the runtime
- * applies LATE_FILTER from its argv and makes itself non-dumpable. Then,
+ * applies LATE_FILTER from its argv and makes itself non-dumpable; it
+ * starts from its code on fd 6 (repl/code.c), unmarshalled or compiled. Then,
  * through repl_start, the parts of sandbox.c around them: limits clamped
  * to the controller's, ambient capabilities, peers' /proc, the fault
  * switch, the mandatory-layer messages, a context over RLIMIT_AS, and the
@@ -64,9 +65,9 @@ static char *slurp(int fd)
 	return buf_detach(&b, NULL);
 }
 
-/* fd number of the child's fds 3, 4, 5 (or -1), placed by the child. */
+/* fd number of the child's fds 3, 4, 5, 6 (or -1), placed by the child. */
 struct kid {
-	int fds[3];
+	int fds[4];
 	bool first; /* apply the first filter before execve */
 };
 
@@ -88,7 +89,7 @@ static pid_t spawn(const struct kid *k, const char *const argv[], int *out_fd)
 
 		dup2(pp[1], 1);
 		dup2(pp[1], 2);
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			if (k->fds[i] >= 0)
 				dup2(k->fds[i], 3 + i);
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
@@ -111,7 +112,7 @@ static pid_t spawn(const struct kid *k, const char *const argv[], int *out_fd)
 static char *run_py_as(bool first, const char *script, const char *a1, const char *a2, int *status)
 {
 	const char *argv[] = {PYTHON, "-I", "-S", "-B", "-c", script, a1, a2, NULL};
-	struct kid k = {{-1, -1, -1}, first};
+	struct kid k = {{-1, -1, -1, -1}, first};
 	int fd;
 	pid_t pid = spawn(&k, argv, &fd);
 	char *out = slurp(fd);
@@ -575,7 +576,7 @@ static bool tty_async_kills(bool filtered, char **out)
 	{
 		const char *argv[] = {PYTHON, "-I", "-S", "-B", "-c", tty_py, slave, NULL};
 		/* out of the way of 3 before the child dup2s it there */
-		struct kid k = {{fcntl(m, F_DUPFD_CLOEXEC, 20), -1, -1}, filtered};
+		struct kid k = {{fcntl(m, F_DUPFD_CLOEXEC, 20), -1, -1, -1}, filtered};
 		int fd;
 		pid_t py = spawn(&k, argv, &fd);
 
@@ -612,7 +613,10 @@ TEST(tty_async_cannot_signal_its_foreground)
 }
 
 /* i386 system calls (int 0x80) and x32 numbers are a foreign architecture:
- * the process dies of SIGSYS, whatever the call. */
+ * the process dies of SIGSYS, whatever the call. A kernel built without
+ * IA32 emulation (some VMs': int 0x80 is a SIGSEGV with no filter at all)
+ * has no such calls to make: that script is checked only where it runs
+ * unfiltered. */
 static const char int80_py[] =
 	"import ctypes, mmap\n"
 	"m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
@@ -632,7 +636,16 @@ TEST(foreign_arch_kills)
 
 	build();
 	for (size_t i = 0; i < ARRAY_SIZE(scripts); i++) {
-		char *out = run_py(scripts[i], "-", "-", &status);
+		char *out = run_py_as(false, scripts[i], "-", "-", &status);
+		bool native = WIFEXITED(status) && strstr(out, "pid") != NULL;
+		free(out);
+		if (i == 0 && !native && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) {
+			printf("  note: int 0x80 faults here with no filter (no IA32 "
+			       "emulation in this kernel): not checked\n");
+			continue;
+		}
+		CHECK_MSG(native, "script %zu does not run unfiltered: status %d", i, status);
+		out = run_py(scripts[i], "-", "-", &status);
 		CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS,
 			  "script %zu: status %d, output: %s", i, status, out);
 		CHECK(strstr(out, "pid") == NULL);
@@ -686,17 +699,20 @@ struct worker {
 };
 
 /* Start the embedded runtime on a 5-byte context with the given argv[6]
- * (NULL: leave it out, as an older controller would). */
-static void start_runtime(struct worker *w, const char *late)
+ * (NULL: leave it out, as an older controller would): its source as -c,
+ * or (code >= 0) the bootstrap of repl/code.c with code on fd 6. */
+static void start_runtime_code(struct worker *w, const char *late, int code)
 {
 	const struct embedded_file *rt = embed_find("runtime.py");
 	const char *argv[] = {PYTHON, "-I", "-S", "-B", "-c", NULL, "5", "-1", "1000", "1048576",
 			      "100", late, NULL};
-	struct kid k = {{-1, -1, -1}, true};
+	struct kid k = {{-1, -1, -1, -1}, true};
 	int in[2], out[2], mfd;
 
 	CHECK(rt != NULL);
-	argv[5] = rt->data;
+	argv[5] = code >= 0 ? repl__code_boot() : rt->data;
+	if (code >= 0)
+		k.fds[3] = fcntl(code, F_DUPFD_CLOEXEC, 20);
 	CHECK(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0);
 	mfd = memfd_create("ctx", MFD_CLOEXEC);
 	CHECK(mfd >= 0 && write(mfd, "hello", 5) == 5);
@@ -705,13 +721,19 @@ static void start_runtime(struct worker *w, const char *late)
 	k.fds[1] = fcntl(out[1], F_DUPFD_CLOEXEC, 20);
 	k.fds[2] = fcntl(mfd, F_DUPFD_CLOEXEC, 20);
 	w->pid = spawn(&k, argv, &w->log);
-	for (int i = 0; i < 3; i++)
-		close(k.fds[i]);
+	for (int i = 0; i < 4; i++)
+		if (k.fds[i] >= 0)
+			close(k.fds[i]);
 	close(in[0]);
 	close(out[1]);
 	close(mfd);
 	w->to = in[1];
 	w->from = out[0];
+}
+
+static void start_runtime(struct worker *w, const char *late)
+{
+	start_runtime_code(w, late, -1);
 }
 
 static int stop_runtime(struct worker *w)
@@ -747,6 +769,67 @@ TEST(runtime_stacks_late_filter)
 	CHECK_CONTAINS(f, "\"output\":\"filters 2\\nexecv 1\\n5\\n\"");
 	free(f);
 	stop_runtime(&w);
+}
+
+/* A python3 started cold reads the runtime from fd 6 (repl/code.c): the
+ * build compiled it for this interpreter, so it is unmarshalled; a code
+ * for another interpreter (its magic changed) falls back to the source.
+ * Either way fd 6 is closed before any model code runs, and the memfd is
+ * sealed against a worker that kept it. */
+TEST(runtime_code_from_fd6)
+{
+	struct rlm_err err = {0, ""};
+	int fd = repl__code_fd(&err), other;
+	unsigned char head[20];
+	char *magic = NULL, want[9], *buf;
+	struct stat st;
+
+	CHECK_MSG(fd >= 0, "repl__code_fd: %s", err.msg);
+	CHECK(repl__code_fd(NULL) == fd); /* once per process */
+	CHECK(fstat(fd, &st) == 0 && st.st_size > 20);
+	CHECK(pread(fd, head, sizeof(head), 0) == (ssize_t)sizeof(head));
+	CHECK(write(fd, "x", 1) < 0 && errno == EPERM);
+	CHECK(fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE);
+	/* the build's python3 is this one: its code is there, for its magic */
+	{
+		FILE *p = popen(PYTHON " -c 'import importlib.util as u; print(u.MAGIC_NUMBER.hex())'",
+				"r");
+		char line[64] = "";
+		CHECK(p != NULL && fgets(line, sizeof(line), p) != NULL);
+		pclose(p);
+		magic = xstrndup(line, 8);
+	}
+	snprintf(want, sizeof(want), "%02x%02x%02x%02x", head[0], head[1], head[2], head[3]);
+	CHECK_STR(want, magic);
+	CHECK((head[4] << 24 | head[5] << 16 | head[6] << 8 | head[7]) > 1000); /* the code */
+	free(magic);
+	/* the same memfd with another interpreter's magic: the source */
+	buf = xmalloc((size_t)st.st_size);
+	CHECK(pread(fd, buf, (size_t)st.st_size, 0) == st.st_size);
+	buf[0] ^= 0x5a;
+	other = memfd_create("other-magic", MFD_CLOEXEC);
+	CHECK(other >= 0 && write(other, buf, (size_t)st.st_size) == st.st_size);
+	free(buf);
+	build();
+	for (int i = 0; i < 2; i++) {
+		struct worker w;
+		char *f;
+
+		start_runtime_code(&w, repl__seccomp_late_hex(), i == 0 ? fd : other);
+		send_frame(w.to, "{\"type\":\"context\"}");
+		f = recv_frame(w.from);
+		CHECK_CONTAINS(f, "\"type\":\"ready\"");
+		free(f);
+		send_frame(w.to, "{\"type\":\"exec\",\"id\":1,\"code\":\"import os\\n"
+				 "try:\\n    os.fstat(6)\\nexcept OSError as e:\\n"
+				 "    print('fd 6 closed', e.errno)\\n"
+				 "print(len(context))\"}");
+		f = recv_frame(w.from);
+		CHECK_CONTAINS(f, "\"output\":\"fd 6 closed 9\\n5\\n\"");
+		free(f);
+		stop_runtime(&w);
+	}
+	close(other);
 }
 
 TEST(runtime_without_late_filter)
