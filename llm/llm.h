@@ -303,6 +303,8 @@ struct llm_stats {
 struct llm_pool *llm_pool_new(const struct llm_pool_cfg *cfg, struct rlm_err *err);
 /* Stop the workers after the queued calls have been performed. */
 void llm_pool_free(struct llm_pool *p);
+/* Its worker threads: how many calls it makes at once. */
+int llm_pool_workers(const struct llm_pool *p);
 
 /* Submit one call; done(c, arg) runs on a pool thread when it completes
  * (it must not block for long). Never fails: a call that cannot be made

@@ -589,6 +589,11 @@ struct llm_pool *llm_pool_new(const struct llm_pool_cfg *cfg, struct rlm_err *er
 	return p;
 }
 
+int llm_pool_workers(const struct llm_pool *p)
+{
+	return p->n_workers;
+}
+
 void llm_pool_free(struct llm_pool *p)
 {
 	if (!p)

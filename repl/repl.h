@@ -562,6 +562,13 @@ struct repl_cfg {
 				      * threads of the code are out together:
 				      * on_call may then run on several
 				      * threads at once */
+	size_t calls_ahead;          /* with parallel_calls: once the call
+				      * frames being answered hold this many
+				      * prompts, the next frame waits (the
+				      * worker waits to send it) until some
+				      * are answered: a batch far larger than
+				      * the pool's slots is not all held
+				      * here at once; 0: no such cap */
 	const atomic_bool *cancel;   /* optional: ends an exec like its deadline */
 	const atomic_bool *stop;     /* optional: a stop of the whole run (rlm:
 				      * any node of the solve met a limit): ends

@@ -13,6 +13,7 @@
 #define REPL_MAX_VARS 100000    /* names in one result frame */
 #define REPL_MARK_SLACK 128     /* the omission line, over the output limit */
 #define REPL_NOBODY 65534       /* the uid and gid a root controller's worker gets */
+#define REPL_SPARES 8           /* blocks of large frames kept for reuse (worker.c) */
 
 /* ---- the sandbox plan (sandbox.c, seccomp.c) ----
  *
@@ -244,6 +245,8 @@ struct repl {
 	bool pipe_big;            /* fd 4 made PIPE_BIG for a large frame */
 	char *in;                 /* bytes read from fd 4 ... */
 	size_t in_off, in_len, in_cap; /* ... [in_off, in_len) not taken yet */
+	char *spare[REPL_SPARES]; /* blocks of large frames, for the next ones */
+	int n_spare;
 	struct buf out;           /* frames for fd 3 ... */
 	size_t out_off;           /* ... of which written */
 	char log[4096];           /* the last bytes of fds 1 and 2 */
@@ -262,6 +265,7 @@ struct repl {
 	struct repl__job *jobs;   /* every job not yet taken */
 	int wake_fd;              /* an eventfd the pump polls; -1: none yet */
 	size_t jobs_out;          /* jobs not yet taken */
+	size_t jobs_prompts;      /* their prompts (repl_cfg.calls_ahead) */
 	int64_t jobs_since;       /* when jobs_out last went from 0 to 1 */
 	int64_t jobs_cpu;         /* the worker's CPU time then (-1: unknown) */
 
@@ -311,6 +315,11 @@ void repl__flush(struct repl *r);
  * caller frees it), 0 when none is complete yet, or a negative code with
  * why saying how the worker broke the protocol. */
 int repl__take_frame(struct repl *r, struct cJSON **f, struct rlm_err *why);
+/* cJSON_Delete of a frame repl__take_frame gave, whose block (a binary
+ * frame's) is kept for the next large frame. */
+void repl__frame_free(struct repl *r, struct cJSON *f);
+/* Free the blocks kept (the end of an exec's frames, repl_free). */
+void repl__spares_drop(struct repl *r);
 /* The last output of the worker on fds 1 and 2, cleaned to UTF-8; a fresh
  * string ("" when none). */
 char *repl__log_tail(const struct repl *r, size_t max);

@@ -37,6 +37,14 @@
 #define DEFAULT_WINDOW 256
 #define POLL_NS	       50000000LL
 
+/* Twice the pool's slots (at least 32): a slot that frees finds a prompt
+ * waiting, and the pieces of a 10M-token batch are not all held in this
+ * process at once (repl/worker.c reuses the blocks of those answered). */
+size_t rlm__calls_ahead(const struct rlm_opts *o)
+{
+	return 2 * (size_t)RLM_MAX(llm_pool_workers(o->pool), 16);
+}
+
 void rlm__calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,
 		struct rlm_nodes *nodes, int depth, int node)
 {

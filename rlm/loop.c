@@ -459,6 +459,7 @@ static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err
 	cfg.on_call = rlm__calls_on_call;
 	cfg.call_arg = &l->c;
 	cfg.parallel_calls = true;
+	cfg.calls_ahead = rlm__calls_ahead(l->o);
 	cfg.cancel = l->o->cancel;
 	cfg.stop = &l->nodes->stopping;
 	cfg.sandbox = l->o->sandbox;

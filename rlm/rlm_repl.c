@@ -54,6 +54,7 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	cfg.on_call = rlm__calls_on_call;
 	cfg.call_arg = &r->calls;
 	cfg.parallel_calls = true;
+	cfg.calls_ahead = rlm__calls_ahead(&r->o);
 	rlm__worker_ctx_init(&wc, ctx);
 	cfg.ctx = wc.ctx;
 	rc = repl_start(&cfg, &r->repl, err);

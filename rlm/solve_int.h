@@ -295,6 +295,9 @@ void rlm__calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const
 void rlm__calls_add_child(struct calls *c, const struct rlm_result *child);
 /* The worker's call handler (repl_call_fn; arg: the struct calls). */
 void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors);
+/* repl_cfg.calls_ahead for a node's worker: the prompts of call frames
+ * answered at once before the next frame waits. */
+size_t rlm__calls_ahead(const struct rlm_opts *o);
 
 /* ---- sessions (rlm/session.c, rlm/loop_session.c) ----
  *

@@ -1573,6 +1573,66 @@ TEST(large_batches_go_in_pieces)
 	repl_free(r);
 }
 
+/* The prompts being answered at once, and the most seen (calls_ahead). */
+struct ahead {
+	atomic_int out, most, frames;
+};
+
+static void ahead_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
+{
+	struct ahead *a = arg;
+	int now = atomic_fetch_add(&a->out, (int)c->n) + (int)c->n, m = atomic_load(&a->most);
+	while (now > m && !atomic_compare_exchange_weak(&a->most, &m, now))
+		;
+	atomic_fetch_add(&a->frames, 1);
+	time_sleep_ns(40 * MS); /* a model's latency: the next pieces come meanwhile */
+	for (size_t i = 0; i < c->n; i++) {
+		texts[i] = xasprintf("echo:%zu", c->lens[i]);
+		errors[i] = false;
+	}
+	atomic_fetch_sub(&a->out, (int)c->n);
+}
+
+/* A batch far larger than the slots: with calls_ahead the controller takes
+ * the worker's next piece only once fewer prompts than that are being
+ * answered (the worker waits to send it), so a few pieces are held at once
+ * and their blocks go round; without it every piece is taken as it comes.
+ * The answers are the same, in order. */
+TEST(calls_ahead_bounds_the_pieces_held)
+{
+	static const char code[] =
+	    "ps = ['%c' * 300000 + str(i) for i in range(40)]\n"
+	    "out = llm_query_batched(ps)\n"
+	    "out == ['echo:%%d' %% len(p) for p in ps]";
+	for (int capped = 1; capped >= 0; capped--) {
+		struct repl_cfg cfg;
+		struct ahead a;
+		struct repl *r;
+		char c[sizeof(code) + 8];
+		cfg_init(&cfg);
+		cfg.on_call = ahead_call;
+		cfg.call_arg = &a;
+		cfg.parallel_calls = true;
+		cfg.calls_ahead = capped ? 4 : 0;
+		atomic_init(&a.out, 0);
+		atomic_init(&a.most, 0);
+		atomic_init(&a.frames, 0);
+		snprintf(c, sizeof(c), code, capped ? 'q' : 'u');
+		r = start(&cfg);
+		expect(r, c, "True\n");
+		CHECK_MSG(atomic_load(&a.frames) >= 8, "%d frames for 12 MB", atomic_load(&a.frames));
+		/* a frame is taken while fewer than 4 are out: at most 3 and
+		 * one piece's (1 MiB: 4 prompts) */
+		if (capped)
+			CHECK_MSG(atomic_load(&a.most) <= 7, "%d prompts out at once (cap 4)",
+				  atomic_load(&a.most));
+		else
+			CHECK_MSG(atomic_load(&a.most) > 7, "only %d prompts out at once uncapped",
+				  atomic_load(&a.most));
+		repl_free(r);
+	}
+}
+
 /* A batch over the frame cap goes as several frames, answered as one batch
  * in order; only a single prompt over the cap is an error, which says
  * which one and what to do (issue 18: each child of a 1 GB solve built a
