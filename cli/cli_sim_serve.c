@@ -39,7 +39,7 @@ static const char usage[] =
     "  -h, --help         show this help\n"
     "\n"
     "SPEC keys (durations take an ms or s suffix, ms by default):\n"
-    "  ttft=D             time to first token (0)\n"
+    "  ttft=D             time to first token, from the request's arrival (0)\n"
     "  tps=N              output tokens per second after the first; 0: instant (0)\n"
     "  429=P, 500=P       rate of 429 (with Retry-After) and 500 replies, in [0,1]\n"
     "  reset=P            rate of connections reset without a reply\n"

@@ -433,22 +433,63 @@ cJSON *httpd_error_json(const char *const *members)
 	return root;
 }
 
-/* ---- request bodies ---- */
+/* ---- request bodies ----
+ *
+ * A body's buffer comes from, and goes back to, one kept by its thread
+ * (the connection's): the next body of a keep-alive connection is read
+ * into pages already faulted in, not fresh ones (a 160 KB prompt is 40
+ * page faults, ~0.5 ms on a VM whose faults cost 11 us). Only buffers of
+ * at most SPARE_MAX are kept, one a thread, freed when the thread ends. */
+
+#define SPARE_MAX ((size_t)2 << 20)
+
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_ok;
+
+static void spare_free(void *p)
+{
+	struct buf *b = p;
+	buf_release(b);
+	free(b);
+}
+
+static void spare_init(void)
+{
+	spare_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+/* The Content-Length c declares (0 when none), and its text. */
+static unsigned long long declared(struct MHD_Connection *c, const char **text)
+{
+	*text = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return *text ? strtoull(*text, NULL, 10) : 0;
+}
 
 void httpd_body_init(struct httpd_body *b, size_t max)
 {
 	buf_init(&b->buf, max);
 	b->too_big = false;
 	b->dropped = 0;
+	b->arrived = time_now_ns();
 }
 
 void httpd_body_expect(struct httpd_body *b, struct MHD_Connection *c)
 {
-	const char *cl =
-	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
-	if (n && n <= HTTPD_EXPECT_MAX && (!b->buf.max || n <= b->buf.max))
-		buf_reserve(&b->buf, (size_t)n);
+	const char *cl;
+	unsigned long long n = declared(c, &cl);
+	struct buf *spare;
+	if (!n || n > HTTPD_EXPECT_MAX || (b->buf.max && n > b->buf.max))
+		return;
+	pthread_once(&spare_once, spare_init);
+	spare = spare_ok && !b->buf.cap ? pthread_getspecific(spare_key) : NULL;
+	if (spare && spare->cap > n) {
+		b->buf.p = spare->p;
+		b->buf.cap = spare->cap;
+		b->buf.p[0] = '\0';
+		*spare = (struct buf)BUF_INIT;
+	}
+	buf_reserve(&b->buf, (size_t)n);
 }
 
 void httpd_body_take(struct httpd_body *b, const char *data, size_t n)
@@ -463,6 +504,23 @@ void httpd_body_take(struct httpd_body *b, const char *data, size_t n)
 
 void httpd_body_release(struct httpd_body *b)
 {
+	struct buf *spare = NULL;
+	pthread_once(&spare_once, spare_init);
+	if (spare_ok && b->buf.cap && b->buf.cap <= SPARE_MAX &&
+	    !(spare = pthread_getspecific(spare_key))) {
+		spare = xcalloc(1, sizeof(*spare));
+		*spare = (struct buf)BUF_INIT;
+		if (pthread_setspecific(spare_key, spare)) {
+			free(spare);
+			spare = NULL;
+		}
+	}
+	if (spare && !spare->cap && b->buf.cap <= SPARE_MAX) {
+		spare->p = b->buf.p; /* kept for the thread's next body */
+		spare->cap = b->buf.cap;
+		b->buf = (struct buf)BUF_INIT;
+		return;
+	}
 	buf_release(&b->buf);
 }
 
@@ -482,9 +540,8 @@ void httpd_body_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 const char *httpd_declared_over(struct MHD_Connection *c, size_t max)
 {
-	const char *cl =
-	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	return cl && strtoull(cl, NULL, 10) > max ? cl : NULL;
+	const char *cl;
+	return declared(c, &cl) > max ? cl : NULL;
 }
 
 /* ---- routes ---- */

@@ -132,17 +132,21 @@ struct httpd_body {
 	struct buf buf;	  /* what was read ("" before any byte) */
 	bool too_big;	  /* it passed the cap: buf was dropped */
 	uint64_t dropped; /* bytes read and dropped since */
+	int64_t arrived;  /* when its headers came (time_now_ns) */
 };
 
 void httpd_body_init(struct httpd_body *b, size_t max);
 /* Room for the body c declares (Content-Length, up to HTTPD_EXPECT_MAX
  * and b's cap) at once, instead of growing by doubling as it comes: a
- * body of 160 KB is then copied once, not five times into fresh memory. */
+ * body of 160 KB is then copied once, not five times into fresh memory;
+ * the thread's kept buffer when it is large enough. */
 #define HTTPD_EXPECT_MAX ((size_t)8 << 20)
 void httpd_body_expect(struct httpd_body *b, struct MHD_Connection *c);
 /* Take data[0..n), the next piece of the body: kept while the whole stays
  * within the cap; past it, buf is dropped and the rest only counted. */
 void httpd_body_take(struct httpd_body *b, const char *data, size_t n);
+/* Release b's buffer: kept by the calling thread for the next body
+ * httpd_body_expect sizes (at most one of up to 2 MiB a thread). */
 void httpd_body_release(struct httpd_body *b);
 /* An MHD_RequestCompletedCallback for servers whose per-request state
  * (*con_cls) is a heap httpd_body, or NULL: releases and frees it. */

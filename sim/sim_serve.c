@@ -182,7 +182,9 @@ static enum MHD_Result answer_chat(struct sim_server *sv, struct MHD_Connection 
 {
 	struct sim_reply r;
 	enum MHD_Result ret;
-	int64_t t0 = time_now_ns();
+	/* The modelled latency runs from the request's arrival, as a
+	 * provider's does: reading and answering it are inside it. */
+	int64_t t0 = body->arrived;
 	const char *hdrs[5];
 	char after_s[32], after_ms[32];
 	size_t n = 0;
