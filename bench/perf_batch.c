@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* ---- the scripted root model ---- */
@@ -170,7 +171,7 @@ static double proc_cpu_s(pid_t pid)
 
 struct batch_run {
 	double wall_ms, own_ms, call_ms, server_ms, cpu_ms;
-	long calls, errors;
+	long calls, errors, faults;
 	int64_t ideal_waves;
 	int iterations;
 };
@@ -194,6 +195,8 @@ static int batch_solve(const char *text, size_t len, const char *q, const char *
 	char *q_lit = cJSON_PrintUnformatted(lit); /* a JSON string is a Python literal */
 	const char *a;
 	double srv0, c0;
+	struct rusage ru;
+	long f0;
 	int64_t t0;
 	int port = 0, rc = 1;
 	pid_t pid;
@@ -229,6 +232,8 @@ static int batch_solve(const char *text, size_t len, const char *q, const char *
 	ro.sub_model = sub;
 	ro.max_depth = 1;
 	srv0 = proc_cpu_s(pid);
+	getrusage(RUSAGE_SELF, &ru);
+	f0 = ru.ru_minflt + ru.ru_majflt;
 	c0 = bench_perf_cpu_s();
 	t0 = time_now_ns();
 	ctx = corpus_borrow_text(text, len); /* as the API and a mapped file: no copy */
@@ -239,6 +244,8 @@ static int batch_solve(const char *text, size_t len, const char *q, const char *
 	out->wall_ms = (double)(time_now_ns() - t0) / 1e6;
 	out->cpu_ms = (bench_perf_cpu_s() - c0) * 1e3;
 	out->server_ms = (proc_cpu_s(pid) - srv0) * 1e3;
+	getrusage(RUSAGE_SELF, &ru);
+	out->faults = ru.ru_minflt + ru.ru_majflt - f0;
 	a = res.answer ? res.answer : "";
 	if (sscanf(a, "own_ms=%lf call_ms=%lf calls=%ld errors=%ld", &out->own_ms, &out->call_ms,
 		   &out->calls, &out->errors) != 4 || !strstr(a, want) || out->errors ||
@@ -298,9 +305,9 @@ int bench_perf_batch_rows(const struct perf_opts *o, struct perf_row *share,
 	share->limit = 100;
 	snprintf(share->note, sizeof(share->note),
 		 "%.0f MB in %ld sub-calls at conc %ld, 0 ms: wall %.0f ms - code %.0f - "
-		 "server %.0f; in the batch %.0f ms; our CPU %.0f ms",
+		 "server %.0f; in the batch %.0f ms; our CPU %.0f ms, page faults %ld",
 		 (double)len / 1e6, n, conc, zero.wall_ms, zero.own_ms, zero.server_ms,
-		 zero.call_ms, zero.cpu_ms);
+		 zero.call_ms, zero.cpu_ms, zero.faults);
 	ideal_ms = (double)lat.ideal_waves * (double)o->latency_ms;
 	eff->name = "batch at latency";
 	eff->target = "<= 1.10";
