@@ -2786,7 +2786,11 @@ TEST(serve_connection_limit_drops_heads_not_requests)
 	 * which a newcomer may take the place of); the solves run on for
 	 * seconds (each of their calls waits 800 ms for its first token) */
 	CHECK_INT(slow_wait_read(&s, bodies, 4, 5000), 0);
-	time_sleep_ns(100000000);
+	/* Read from the socket is not yet parsed: the key is checked on the
+	 * connection's own thread, which four workers starting on two cores
+	 * can keep off a CPU for over 100 ms. The solves' calls take 800 ms
+	 * each, so they are still out after this. */
+	time_sleep_ns(500000000);
 	f = tcp_connect(&s);
 	(void)!send(f, hz, sizeof(hz) - 1, MSG_NOSIGNAL);
 	got = read_until(f, "\"ok\"", 3000);
