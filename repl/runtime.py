@@ -2752,11 +2752,15 @@ def _no_room(size):
                    '--mem-limit' % mib(limit))
 
 
-def _region(at, n):
+def _region(at, n, whole=False):
     """Bytes [at, at + n) of the context memfd (n > 0): the mapping of the
-    pages that hold them, and where in it they start."""
+    pages that hold them, and where in it they start. whole: all of them
+    are about to be read (the text decoded at start): mapped at once
+    (MAP_POPULATE) rather than a fault every 64 KiB, ~640 of them for
+    40 MB."""
     base = at - at % mmap.ALLOCATIONGRANULARITY
-    return mmap.mmap(_FD_CTX, at + n - base, mmap.MAP_SHARED, mmap.PROT_READ,
+    flags = mmap.MAP_SHARED | (getattr(mmap, 'MAP_POPULATE', 0) if whole else 0)
+    return mmap.mmap(_FD_CTX, at + n - base, flags, mmap.PROT_READ,
                      offset=base), at - base
 
 
@@ -2813,7 +2817,7 @@ def _map_json(text_len, n_docs, text_at, table_at):
         _docs.spans = t
     else:
         _docs.spans.extend((0, text_len))
-    mm, at = _region(text_at, text_len)
+    mm, at = _region(text_at, text_len, True)
     try:
         with memoryview(mm) as mv:
             text = _text_of(mv[at:at + text_len])
@@ -2840,7 +2844,7 @@ def _map_context(text_len, n_docs, text_at, table_at):
         if text_len == 0:
             _docs.chars.append(0)
             return '', 0
-        mm, at = _region(text_at, text_len)
+        mm, at = _region(text_at, text_len, True)
         try:
             with memoryview(mm) as mv:
                 ctx = _text_of(mv[at:at + text_len])
@@ -2853,7 +2857,7 @@ def _map_context(text_len, n_docs, text_at, table_at):
     table = _table(table_at, n_docs) if n_docs > 0 else ()
     ctx = []
     chars = 0
-    mm, at = _region(text_at, text_len) if text_len else (None, 0)
+    mm, at = _region(text_at, text_len, True) if text_len else (None, 0)
     try:
         with memoryview(mm if mm is not None else b'') as mv:
             for i in range(0, 2 * n_docs, 2):
