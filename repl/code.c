@@ -76,21 +76,6 @@ static uint32_t fnv1a(const char *s, size_t n)
 	return h;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* The memfd's contents, written to fd: the codes of pycode.bin that were
  * compiled from these sources (src[0] the runtime, src[1] the zygote). */
 static int fill(int fd, const struct embedded_file *const src[2])
@@ -122,11 +107,11 @@ static int fill(int fd, const struct embedded_file *const src[2])
 		put32(head + 4 + 8 * i, code_len[i]);
 		put32(head + 8 + 8 * i, (uint32_t)src[i]->len);
 	}
-	if ((e = write_all(fd, head, sizeof(head))))
+	if ((e = file_write_all(fd, head, sizeof(head))))
 		return e;
 	for (int i = 0; i < 2; i++)
-		if ((e = write_all(fd, code[i] ? (const void *)code[i] : "", code_len[i])) ||
-		    (e = write_all(fd, src[i]->data, src[i]->len)))
+		if ((e = file_write_all(fd, code[i] ? (const void *)code[i] : "", code_len[i])) ||
+		    (e = file_write_all(fd, src[i]->data, src[i]->len)))
 			return e;
 	return 0;
 }

@@ -151,12 +151,14 @@ static void pipe_size(struct repl *r, bool big)
  * already faulted in, where a fresh block costs a page fault per 4 KiB
  * (a 40 MB batch read into fresh blocks took ~10,000 of them, ~110 ms on
  * a VM whose faults cost 11 us). With repl_cfg.calls_ahead only a few
- * pieces are out at once, so a few blocks go round. They are freed when
- * the exec's frames end (repl__spares_drop). */
+ * pieces are out at once, so a few blocks go round (at most REPL_SPARES,
+ * of up to 8 MiB each). They are freed when the exec's frames end
+ * (repl__spares_drop). */
 
 static void spare_put(struct repl *r, char *block)
 {
-	if (r->n_spare < REPL_SPARES)
+	/* a piece of a batch is ~1 MiB; a frame far larger is not kept */
+	if (r->n_spare < REPL_SPARES && malloc_usable_size(block) <= ((size_t)8 << 20))
 		r->spare[r->n_spare++] = block;
 	else
 		free(block);
