@@ -17,7 +17,10 @@
  *   3  frames from the controller (the worker reads)
  *   4  frames to the controller (the worker writes)
  *   5  the context: a sealed memfd, read-only, mapped by the worker
+ *   6  (a worker started cold, until its bootstrap closes it) the
+ *      runtime's code: a sealed memfd (repl/code.c)
  * Environment: LANG=C.UTF-8, PYTHONHASHSEED=0, MALLOC_ARENA_MAX=2,
+ * GLIBC_TUNABLES (malloc: huge pages, a heap for blocks under 4 MiB),
  * HOME=/nonexistent, TMPDIR (the worker's scratch directory, created by
  * the controller and removed by repl_free). No API keys, nothing else of
  * the controller's environment. The fixed hash seed (the reason for -s
@@ -44,8 +47,10 @@
  * and keeps a mapping of the text for search(). The memfd is filled once and
  * reused when the worker is restarted, with the same view. The worker's
  * command line is
- *   python3 -s -S -B -c <repl/runtime.py> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
+ *   python3 -s -S -B -c <bootstrap> TEXT_LEN N_DOCS OUTPUT_LIMIT MAX_FRAME
  *           MAX_CALLS_EXEC LATE_FILTER
+ * (the bootstrap runs repl/runtime.py from fd 6; a worker forked by the
+ * zygote has it loaded already)
  * with N_DOCS -1 when `context` is a str, and LATE_FILTER the hex of a
  * seccomp program (struct sock_filter bytes) the runtime stacks with
  * prctl before it reads the context frame, or "-" for none (it makes
