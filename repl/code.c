@@ -55,19 +55,6 @@ static const char boot[] =
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int code_fd = -1, code_errno;
 
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
 static uint32_t fnv1a(const char *s, size_t n)
 {
 	uint32_t h = 0x811c9dc5u;
@@ -81,8 +68,8 @@ static uint32_t fnv1a(const char *s, size_t n)
 static int fill(int fd, const struct embedded_file *const src[2])
 {
 	const struct embedded_file *pc = embed_find("pycode.bin");
-	const unsigned char *p = pc ? (const unsigned char *)pc->data : NULL;
-	const unsigned char *code[2] = {NULL, NULL};
+	const char *p = pc ? pc->data : NULL;
+	const char *code[2] = {NULL, NULL};
 	uint32_t code_len[2] = {0, 0};
 	unsigned char head[20] = {0};
 	int e;
@@ -92,11 +79,11 @@ static int fill(int fd, const struct embedded_file *const src[2])
 		size_t at = 28;
 		memcpy(head, p, 4);
 		for (int i = 0; i < 2; i++) {
-			const unsigned char *f = p + 4 + 12 * i;
-			uint32_t n = get32(f + 8);
+			const char *f = p + 4 + 12 * i;
+			uint32_t n = repl__be32(f + 8);
 			if (n > pc->len - at)
 				break;
-			if (get32(f) == src[i]->len && get32(f + 4) == fnv1a(src[i]->data, src[i]->len)) {
+			if (repl__be32(f) == src[i]->len && repl__be32(f + 4) == fnv1a(src[i]->data, src[i]->len)) {
 				code[i] = p + at;
 				code_len[i] = n;
 			}
@@ -104,8 +91,8 @@ static int fill(int fd, const struct embedded_file *const src[2])
 		}
 	}
 	for (int i = 0; i < 2; i++) {
-		put32(head + 4 + 8 * i, code_len[i]);
-		put32(head + 8 + 8 * i, (uint32_t)src[i]->len);
+		repl__put_be32(head + 4 + 8 * i, code_len[i]);
+		repl__put_be32(head + 8 + 8 * i, (uint32_t)src[i]->len);
 	}
 	if ((e = file_write_all(fd, head, sizeof(head))))
 		return e;

@@ -458,10 +458,7 @@ int repl__frame_end(struct buf *b, size_t start)
 	unsigned char *h = (unsigned char *)b->p + start;
 	if (n > UINT32_MAX)
 		return RLM_ETOOBIG;
-	h[0] = (unsigned char)(n >> 24);
-	h[1] = (unsigned char)(n >> 16);
-	h[2] = (unsigned char)(n >> 8);
-	h[3] = (unsigned char)n;
+	repl__put_be32(h, (uint32_t)n);
 	return 0;
 }
 

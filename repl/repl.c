@@ -1069,11 +1069,7 @@ static void reply_frame(struct buf *reply, int64_t id, char *const *texts, const
 	buf_puts(reply, "]}");
 	if (binary) {
 		size_t h = reply->len - head;
-		unsigned char *p = (unsigned char *)reply->p + head - 4;
-		p[0] = (unsigned char)(h >> 24);
-		p[1] = (unsigned char)(h >> 16);
-		p[2] = (unsigned char)(h >> 8);
-		p[3] = (unsigned char)h;
+		repl__put_be32(reply->p + head - 4, (uint32_t)h);
 		for (size_t i = 0; i < n; i++)
 			buf_append(reply, texts[i], lens[i]);
 	}

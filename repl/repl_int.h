@@ -353,6 +353,16 @@ static inline uint32_t repl__be32(const char *p)
 	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
 }
 
+/* Write v at p as a big-endian 32-bit number. */
+static inline void repl__put_be32(void *p, uint32_t v)
+{
+	unsigned char *u = p;
+	u[0] = (unsigned char)(v >> 24);
+	u[1] = (unsigned char)(v >> 16);
+	u[2] = (unsigned char)(v >> 8);
+	u[3] = (unsigned char)v;
+}
+
 /* ---- frames to the worker (frame.c) ---- */
 
 /* Start a frame in b: a 4-byte length to be filled by repl__frame_end. */
