@@ -459,6 +459,24 @@ static void spare_init(void)
 	spare_ok = pthread_key_create(&spare_key, spare_free) == 0;
 }
 
+/* The calling thread's kept buffer (made when make), or NULL. */
+static struct buf *thread_spare(bool make)
+{
+	struct buf *b;
+	pthread_once(&spare_once, spare_init);
+	if (!spare_ok)
+		return NULL;
+	if ((b = pthread_getspecific(spare_key)) || !make)
+		return b;
+	b = xmalloc(sizeof(*b));
+	*b = (struct buf)BUF_INIT;
+	if (pthread_setspecific(spare_key, b)) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
 /* The Content-Length c declares (0 when none), and its text. */
 static unsigned long long declared(struct MHD_Connection *c, const char **text)
 {
@@ -481,8 +499,7 @@ void httpd_body_expect(struct httpd_body *b, struct MHD_Connection *c)
 	struct buf *spare;
 	if (!n || n > HTTPD_EXPECT_MAX || (b->buf.max && n > b->buf.max))
 		return;
-	pthread_once(&spare_once, spare_init);
-	spare = spare_ok && !b->buf.cap ? pthread_getspecific(spare_key) : NULL;
+	spare = b->buf.cap ? NULL : thread_spare(false);
 	if (spare && spare->cap > n) {
 		b->buf.p = spare->p;
 		b->buf.cap = spare->cap;
@@ -504,18 +521,8 @@ void httpd_body_take(struct httpd_body *b, const char *data, size_t n)
 
 void httpd_body_release(struct httpd_body *b)
 {
-	struct buf *spare = NULL;
-	pthread_once(&spare_once, spare_init);
-	if (spare_ok && b->buf.cap && b->buf.cap <= SPARE_MAX &&
-	    !(spare = pthread_getspecific(spare_key))) {
-		spare = xcalloc(1, sizeof(*spare));
-		*spare = (struct buf)BUF_INIT;
-		if (pthread_setspecific(spare_key, spare)) {
-			free(spare);
-			spare = NULL;
-		}
-	}
-	if (spare && !spare->cap && b->buf.cap <= SPARE_MAX) {
+	struct buf *spare = b->buf.cap && b->buf.cap <= SPARE_MAX ? thread_spare(true) : NULL;
+	if (spare && !spare->cap) {
 		spare->p = b->buf.p; /* kept for the thread's next body */
 		spare->cap = b->buf.cap;
 		b->buf = (struct buf)BUF_INIT;
