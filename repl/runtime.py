@@ -3019,15 +3019,16 @@ def _main(args):
 
 # _rlm_code: the bootstrap's (repl/code.c), which read our code and the
 # zygote's from fd 6; absent when this file is run as source.
-_zcode = globals().pop('_rlm_code', None)
+# Dropped once used: it holds both files' code and source.
+_code_of = globals().pop('_rlm_code', None)
 try:
     if sys.argv[1:2] == ['zygote']:
         # The zygote (repl/zygote.py, from the bootstrap): it returns in
         # each worker it forks, with that worker's arguments.
-        _zcode = _zcode(1, '<zygote>')
-        _main(exec(_zcode) or _zygote(sys.argv[2]))
+        _zygote_code, _code_of = _code_of(1, '<zygote>'), None
+        _main(exec(_zygote_code) or _zygote(sys.argv[2]))
     else:
-        _zcode = None
+        _code_of = None
         _main(sys.argv[1:])
 except SystemExit:
     raise
