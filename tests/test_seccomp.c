@@ -747,6 +747,19 @@ static int stop_runtime(struct worker *w)
 	return status;
 }
 
+/* The context frame, "ready", then the exec frame exec: its result frame
+ * (fresh). */
+static char *exec_after_ready(struct worker *w, const char *exec)
+{
+	char *f;
+	send_frame(w->to, "{\"type\":\"context\"}");
+	f = recv_frame(w->from);
+	CHECK_CONTAINS(f, "\"type\":\"ready\"");
+	free(f);
+	send_frame(w->to, exec);
+	return recv_frame(w->from);
+}
+
 TEST(runtime_stacks_late_filter)
 {
 	struct worker w;
@@ -754,17 +767,12 @@ TEST(runtime_stacks_late_filter)
 
 	build();
 	start_runtime(&w, repl__seccomp_late_hex());
-	send_frame(w.to, "{\"type\":\"context\"}");
-	f = recv_frame(w.from);
-	CHECK_CONTAINS(f, "\"type\":\"ready\"");
-	free(f);
-	send_frame(w.to, "{\"type\":\"exec\",\"id\":1,\"code\":\"import os\\n"
-			 "print('filters', open('/proc/self/status').read()"
-			 ".split('Seccomp_filters:')[1].split()[0])\\n"
-			 "try:\\n    os.execv('/bin/true', ['true'])\\n"
-			 "except OSError as e:\\n    print('execv', e.errno)\\n"
-			 "print(len(context))\"}");
-	f = recv_frame(w.from);
+	f = exec_after_ready(&w, "{\"type\":\"exec\",\"id\":1,\"code\":\"import os\\n"
+				 "print('filters', open('/proc/self/status').read()"
+				 ".split('Seccomp_filters:')[1].split()[0])\\n"
+				 "try:\\n    os.execv('/bin/true', ['true'])\\n"
+				 "except OSError as e:\\n    print('execv', e.errno)\\n"
+				 "print(len(context))\"}");
 	CHECK_CONTAINS(f, "\"type\":\"result\"");
 	CHECK_CONTAINS(f, "\"output\":\"filters 2\\nexecv 1\\n5\\n\"");
 	free(f);
@@ -816,15 +824,10 @@ TEST(runtime_code_from_fd6)
 		char *f;
 
 		start_runtime_code(&w, repl__seccomp_late_hex(), i == 0 ? fd : other);
-		send_frame(w.to, "{\"type\":\"context\"}");
-		f = recv_frame(w.from);
-		CHECK_CONTAINS(f, "\"type\":\"ready\"");
-		free(f);
-		send_frame(w.to, "{\"type\":\"exec\",\"id\":1,\"code\":\"import os\\n"
-				 "try:\\n    os.fstat(6)\\nexcept OSError as e:\\n"
-				 "    print('fd 6 closed', e.errno)\\n"
-				 "print(len(context))\"}");
-		f = recv_frame(w.from);
+		f = exec_after_ready(&w, "{\"type\":\"exec\",\"id\":1,\"code\":\"import os\\n"
+					 "try:\\n    os.fstat(6)\\nexcept OSError as e:\\n"
+					 "    print('fd 6 closed', e.errno)\\n"
+					 "print(len(context))\"}");
 		CHECK_CONTAINS(f, "\"output\":\"fd 6 closed 9\\n5\\n\"");
 		free(f);
 		stop_runtime(&w);
@@ -842,13 +845,9 @@ TEST(runtime_without_late_filter)
 		char *f;
 
 		start_runtime(&w, lates[i]);
-		send_frame(w.to, "{\"type\":\"context\"}");
-		f = recv_frame(w.from);
-		CHECK_CONTAINS(f, "\"type\":\"ready\"");
-		free(f);
-		send_frame(w.to, "{\"type\":\"exec\",\"id\":1,\"code\":\"print(open('/proc/self/"
-				 "status').read().split('Seccomp_filters:')[1].split()[0])\"}");
-		f = recv_frame(w.from);
+		f = exec_after_ready(&w, "{\"type\":\"exec\",\"id\":1,\"code\":\"print(open("
+					 "'/proc/self/status').read().split('Seccomp_filters:')"
+					 "[1].split()[0])\"}");
 		CHECK_CONTAINS(f, "\"output\":\"1\\n\"");
 		free(f);
 		stop_runtime(&w);
