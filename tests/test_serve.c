@@ -2781,6 +2781,19 @@ TEST(serve_connection_limit_drops_heads_not_requests)
 		CHECK(pthread_create(&b[i].th, NULL, bg_key_main, &b[i]) == 0);
 	}
 	wait_running(&s, 4);
+	/* The closed heads above are gone for the server too (their threads
+	 * may be kept off a CPU by four workers starting): else a newcomer
+	 * below could take the place of one of them, which is right. */
+	for (int64_t end = time_now_ns() + 5000000000LL;;) {
+		const char *key[] = {"Authorization: Bearer k3y", NULL};
+		struct resp m = http_h(&s, "GET", "/metrics", NULL, key);
+		bool settled = m.body && strstr(m.body, "rlm_http_connections{state=\"open\"} 5\n");
+		resp_release(&m);
+		if (settled)
+			break;
+		CHECK_MSG(time_now_ns() < end, "the server still counts the closed heads");
+		time_sleep_ns(50000000);
+	}
 	bodies = slow_bodies(&s, 4, "k3y");
 	/* the server must have read their heads (until then they are heads,
 	 * which a newcomer may take the place of); the solves run on for
