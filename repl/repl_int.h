@@ -56,7 +56,9 @@ int repl__seccomp_apply(const struct repl_bpf *first, void *scratch, pid_t self)
  * into arena (so that a copy of the plan stays whole): dst is below R as
  * the child sees it before the pivot ("<R>/usr"), src a host path (bind)
  * or a symlink's text. */
-enum { REPL_ROOT_MKDIR, REPL_ROOT_SYMLINK, REPL_ROOT_RBIND, REPL_ROOT_FBIND };
+enum { REPL_ROOT_MKDIR, REPL_ROOT_SYMLINK, REPL_ROOT_RBIND, REPL_ROOT_FBIND, REPL_ROOT_FBIND_OPT };
+/* REPL_ROOT_FBIND_OPT: a file bound where the kernel lets it be (sysfs);
+ * a bind refused leaves the empty file. */
 #define REPL_ROOT_OPS	48
 #define REPL_ROOT_ARENA 8192
 struct repl_root_op {

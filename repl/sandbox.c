@@ -377,6 +377,13 @@ static void add_rl(struct repl_sandbox *sb, int res, unsigned long cur, unsigned
 	}
 }
 
+/* The two files of /sys a worker reads: glibc's malloc, asked for huge
+ * pages (GLIBC_TUNABLES hugetlb=1), reads the kernel's THP mode and the
+ * huge page's size when it starts, and without them a worker started cold
+ * gets 4 KiB pages (a forked one inherits what the zygote read). */
+#define THP_DIR "/sys/kernel/mm/transparent_hugepage"
+static const char *const thp_files[] = {THP_DIR "/enabled", THP_DIR "/hpage_pmd_size"};
+
 /* Allow `rights` beneath path; a missing optional path is skipped. */
 static int ll_rule(int rs, const char *path, uint64_t rights, bool optional)
 {
@@ -425,6 +432,8 @@ static int ll_build(const struct repl *r, char *why, size_t cap)
 	RULE("/etc/localtime", LL_FS_READ_FILE, true);
 	RULE("/dev/null", LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE, true);
 	RULE("/dev/urandom", LL_FS_READ_FILE, true);
+	for (size_t i = 0; i < ARRAY_SIZE(thp_files); i++)
+		RULE(thp_files[i], LL_FS_READ_FILE, true);
 	/* An interpreter outside /usr (--python): its prefix, the directory
 	 * above its bin/. */
 	if (!e && realpath(r->python, real) && strncmp(real, "/usr/", 5) != 0) {
@@ -500,8 +509,9 @@ static bool root_mkdirs(struct repl_root *rt, const char *R, const char *path)
  * (or binds of /bin, /lib, ... where they are directories), /usr, the
  * interpreter's prefix when it is elsewhere, the two /etc files Python
  * reads (the loader's cache, the time zone; Landlock grants the same),
- * four device nodes, an empty /proc, and the directories down to the
- * scratch directory. Nothing else of the host exists for the worker.
+ * the two THP files of /sys malloc reads (thp_files), four device nodes,
+ * an empty /proc, and the directories down to the scratch directory.
+ * Nothing else of the host exists for the worker.
  * false with why when the plan does not fit. */
 static bool root_plan(const struct repl *r, struct repl_sandbox *sb, char *why, size_t cap)
 {
@@ -549,6 +559,11 @@ static bool root_plan(const struct repl *r, struct repl_sandbox *sb, char *why, 
 			ok = root_op(rt, R, REPL_ROOT_FBIND, etcs[i], etcs[i], false);
 		}
 	}
+	for (size_t i = 0, dir = 0; ok && i < ARRAY_SIZE(thp_files); i++)
+		if (stat(thp_files[i], &st) == 0 && S_ISREG(st.st_mode))
+			ok = (dir++ || root_mkdirs(rt, R, THP_DIR)) &&
+			     root_op(rt, R, REPL_ROOT_FBIND_OPT, thp_files[i], thp_files[i],
+				     false);
 	ok = ok && root_op(rt, R, REPL_ROOT_MKDIR, NULL, "/dev", false);
 	for (size_t i = 0; ok && i < ARRAY_SIZE(devs); i++)
 		if (stat(devs[i], &st) == 0 && S_ISCHR(st.st_mode))
@@ -1003,6 +1018,7 @@ static int child_root_ops(const struct repl_sandbox *sb, int *layer, const char 
 			     syscall(SYS_mount, src, dst, NULL, MS_BIND | MS_REC, NULL));
 			break;
 		case REPL_ROOT_FBIND:
+		case REPL_ROOT_FBIND_OPT:
 			*layer = REPL_L_PIVOT;
 			*what = "new root: a file to bind on";
 			fd = (int)syscall(SYS_openat, AT_FDCWD, dst, O_WRONLY | O_CREAT | O_CLOEXEC,
@@ -1010,8 +1026,11 @@ static int child_root_ops(const struct repl_sandbox *sb, int *layer, const char 
 			if (fd < 0)
 				return errno;
 			syscall(SYS_close, fd);
-			STEP(REPL_L_PIVOT, "new root: bind a file",
-			     syscall(SYS_mount, src, dst, NULL, MS_BIND, NULL));
+			if (o->op == REPL_ROOT_FBIND_OPT)
+				(void)syscall(SYS_mount, src, dst, NULL, MS_BIND, NULL);
+			else
+				STEP(REPL_L_PIVOT, "new root: bind a file",
+				     syscall(SYS_mount, src, dst, NULL, MS_BIND, NULL));
 			break;
 		}
 	}

@@ -378,7 +378,8 @@ def _z_mounts(req):
 
 def _z_root_ops(R, ops):
     """The plan's steps below R (0 mkdir, 1 symlink, 2 bind a directory,
-    3 bind a file), as repl/sandbox.c's child_root_ops."""
+    3 bind a file, 4 bind a file where the kernel lets it be), as
+    repl/sandbox.c's child_root_ops."""
     for op, src, dst, _dev in ops:
         dst = R + dst
         try:
@@ -389,13 +390,18 @@ def _z_root_ops(R, ops):
                     pass
             elif op == 1:
                 posix.symlink(src, dst)
-            elif op == 3:
+            elif op in (3, 4):
                 posix.close(posix.open(dst, posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC,
                                        0o444))
         except OSError as e:
-            raise _ZFail('new root: ' + ('mkdir', 'symlink', '', 'a file to bind on')[op],
+            raise _ZFail('new root: ' + ('mkdir', 'symlink', '', 'a file to bind on')[min(op, 3)],
                          e.errno, 'pivot') from None
-        if op in (2, 3):
+        if op == 4:
+            try:
+                _sc('mount', _cstr(src), _cstr(dst), None, 0x1000, None)  # MS_BIND
+            except _ZFail:
+                pass  # refused: the empty file stays
+        elif op in (2, 3):
             _sc('mount', _cstr(src), _cstr(dst), None, 0x1000 | (0x4000 if op == 2 else 0),
                 None, what='new root: bind', layer='pivot')  # MS_BIND, MS_REC
 
