@@ -650,6 +650,7 @@ int repl_start(const struct repl_cfg *cfg, struct repl **out, struct rlm_err *er
 	*out = NULL;
 	pthread_once(&process_once, process_setup);
 	r = xcalloc(1, sizeof(*r));
+	atomic_fetch_add(&repl__open, 1);
 	r->cfg = *cfg;
 	memset(&r->cfg.ctx, 0, sizeof(r->cfg.ctx));
 	fill_defaults(&r->cfg);
@@ -706,10 +707,13 @@ fail:
 	return rc;
 }
 
+atomic_int repl__open;
+
 void repl_free(struct repl *r)
 {
 	if (!r)
 		return;
+	atomic_fetch_sub(&repl__open, 1);
 	repl__worker_stop(r);
 	repl__probe_close(r);
 	repl__zygote_release(r);

@@ -585,6 +585,12 @@ struct repl_cfg {
 	struct repl_sandbox_cfg sandbox; /* zero: every layer the machine has */
 	bool no_zygote;              /* start every worker cold, not from the
 				      * zygote (so does RLM_ZYGOTE=0) */
+	bool lone;                   /* the one worker its process wants for
+				      * now (a solve that makes no child RLMs):
+				      * started cold unless a zygote is up or
+				      * another REPL is open, as a zygote's
+				      * start and fork cost more than the one
+				      * cold start they would save */
 	const char *schema;          /* a JSON Schema (JSON text) every answer
 				      * must be valid under (STRUCTURED ANSWERS
 				      * above), copied; NULL: none */

@@ -202,6 +202,9 @@ int repl__zygote_spawn(struct repl *r, const struct repl_spawn *sp, pid_t *pid, 
 		       const char **what);
 /* r no longer needs the zygote (repl_free): the last one stops it. */
 void repl__zygote_release(struct repl *r);
+/* REPLs of the process between repl_start and repl_free (repl.c): a
+ * lone one (repl_cfg.lone) starts a zygote only when others are open. */
+extern atomic_int repl__open;
 
 /* ---- one REPL: the context, the scratch directory, the current worker ---- */
 

@@ -35,7 +35,9 @@
  * worker started cold; after ZMAX_FAILURES failures the process gives up
  * on zygotes (with a warning). Requests are serialised under one mutex: a
  * clone takes about a millisecond. RLM_ZYGOTE=0 (or repl_cfg.no_zygote)
- * starts every worker cold. */
+ * starts every worker cold; so does a lone REPL (repl_cfg.lone) while no
+ * zygote is up and no other REPL is open: a zygote's start and a fork
+ * cost more than the one cold start they would save. */
 #include "repl_int.h"
 #include "../common/json.h"
 
@@ -85,10 +87,15 @@ static struct {
 	int failures;    /* failures in a row, for the process */
 } z = {{0, -1, -1, NULL}, false, 0, 0};
 
+/* With zmu held. */
 static bool wanted(const struct repl *r)
 {
 	const char *v = getenv("RLM_ZYGOTE");
-	return !r->cfg.no_zygote && !(v && strcmp(v, "0") == 0);
+	if (r->cfg.no_zygote || (v && strcmp(v, "0") == 0))
+		return false;
+	/* A lone worker forks from a zygote that is up, or when other REPLs
+	 * are open (their children, a server's solves) may want one too. */
+	return !r->cfg.lone || z.cur.pid || z.starting || atomic_load(&repl__open) > 1;
 }
 
 /* What a zygote's workers inherit from it. */
@@ -387,10 +394,14 @@ int repl__zygote_spawn(struct repl *r, const struct repl_spawn *sp, pid_t *pid, 
 
 	*layer = -1;
 	*what = "zygote";
-	if (!sb || !wanted(r))
+	if (!sb)
 		return REPL_NO_ZYGOTE;
 	key = plan_key(r);
 	pthread_mutex_lock(&zmu);
+	if (!wanted(r)) {
+		free(key);
+		goto out;
+	}
 	if (z.cur.pid && strcmp(z.cur.key, key) != 0) {
 		if (z.refs - (r->zref ? 1 : 0) > 0) {
 			free(key); /* in use by another plan: this REPL starts cold */

@@ -55,6 +55,7 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	cfg.call_arg = &r->calls;
 	cfg.parallel_calls = true;
 	cfg.calls_ahead = rlm__calls_ahead(&r->o);
+	cfg.lone = r->nodes.max_depth <= 1; /* no child RLMs below */
 	rlm__worker_ctx_init(&wc, ctx);
 	cfg.ctx = wc.ctx;
 	rc = repl_start(&cfg, &r->repl, err);

@@ -180,6 +180,7 @@ int rlm_schema_check(const struct rlm_opts *o, struct rlm_err *err)
 	c.python = o->python;
 	c.sandbox = o->sandbox;
 	c.schema = o->schema_json;
+	c.lone = true; /* it only checks the schema */
 	c.ctx.text = "";
 	rc = repl_start(&c, &w, err);
 	repl_free(w);

@@ -3256,6 +3256,87 @@ TEST(zygote_restarts_and_can_be_turned_off)
 	repl_free(c);
 }
 
+/* A lone REPL (cfg.lone: no child RLMs will follow) starts its worker
+ * cold while no zygote is up and no other REPL is open: a zygote's start
+ * and a fork cost more than the one start they would save. A restart
+ * stays cold; with another REPL open, or a zygote up, it forks. */
+TEST(zygote_not_started_for_a_lone_worker)
+{
+	struct repl_cfg cfg;
+	struct repl_result res;
+	struct repl *a, *b, *c;
+	pid_t kids[16], zyg;
+	cfg_init(&cfg);
+	cfg.lone = true;
+	a = start(&cfg);
+	CHECK(!started_by_zygote(a));
+	CHECK_INT(children(kids, 16, &zyg, worker_pid(a), 0), 1);
+	CHECK_INT(zyg, 0);
+	run(a, "import os\nos._exit(3)", &res);
+	CHECK(res.restarted);
+	repl_result_release(&res);
+	CHECK(!started_by_zygote(a));
+	expect(a, "print(len(context))", "23\n");
+	b = start(&cfg); /* a is open: a zygote pays now */
+	CHECK(started_by_zygote(b));
+	repl_free(a);
+	c = start(&cfg); /* one is up */
+	CHECK(started_by_zygote(c));
+	CHECK_INT(children(kids, 16, &zyg, worker_pid(b), worker_pid(c)), 3);
+	repl_free(b);
+	repl_free(c);
+	CHECK_INT(children(kids, 16, &zyg, 0, 0), 0);
+}
+
+/* AnonHugePages of process pid in kB, or -1. */
+static long anon_huge_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* A worker started cold under the whole sandbox gets transparent huge
+ * pages as a forked one does: glibc's malloc (GLIBC_TUNABLES hugetlb=1)
+ * reads the kernel's THP mode from /sys when it starts, and the worker's
+ * root and Landlock show it those two files. A 48 MB str is then in
+ * 2 MiB pages, not 12,000 of 4 KiB. */
+TEST(cold_worker_gets_huge_pages)
+{
+	struct repl_cfg cfg;
+	struct repl *r;
+	char mode[128] = "";
+	long kb;
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (f) {
+		if (!fgets(mode, sizeof(mode), f))
+			mode[0] = '\0';
+		fclose(f);
+	}
+	if (!strstr(mode, "[madvise]") && !strstr(mode, "[always]"))
+		SKIP("the kernel gives no transparent huge pages on request here");
+	cfg_init(&cfg);
+	cfg.no_zygote = true;
+	r = start(&cfg);
+	CHECK(!started_by_zygote(r));
+	expect(r, "s = 'x' * (48 << 20)\nprint(len(s) >> 20)", "48\n");
+	kb = anon_huge_kb(worker_pid(r));
+	if (kb < 0) {
+		repl_free(r);
+		SKIP("cannot read the worker's smaps_rollup (not root?)");
+	}
+	CHECK_MSG(kb >= 32 * 1024, "AnonHugePages %ld kB", kb);
+	repl_free(r);
+}
+
 /* A zygote that dies is not fatal: the next worker starts cold, the one
  * after from a new zygote. */
 TEST(zygote_killed_falls_back_to_cold)
