@@ -445,29 +445,104 @@ void rlm__worker_ctx_release(struct rlm__worker_ctx *w)
 	buf_release(&w->meta);
 }
 
+/* The node's worker, started on a thread of its own from the node's
+ * start, so that what comes before the first root call (the prompts, the
+ * context's description: a count over all its text) overlaps the start
+ * up: at a model that answers at once the worker is what the first turn
+ * waits for. */
+struct worker_boot {
+	pthread_t th;
+	struct repl_cfg cfg;
+	const struct corpus *ctx;
+	struct repl *repl;
+	struct rlm_err err;
+	int rc;
+};
+
+static void worker_cfg(struct loop *l, struct repl_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->python = l->o->python;
+	cfg->output_limit = l->output_limit;
+	cfg->exec_timeout_ns = l->o->exec_timeout_ns;
+	cfg->max_frame = l->o->max_frame;
+	cfg->on_call = rlm__calls_on_call;
+	cfg->call_arg = &l->c;
+	cfg->parallel_calls = true;
+	cfg->calls_ahead = rlm__calls_ahead(l->o);
+	cfg->cancel = l->o->cancel;
+	cfg->stop = &l->nodes->stopping;
+	cfg->sandbox = l->o->sandbox;
+	cfg->schema = l->o->schema_json; /* the worker checks answers under it */
+	/* no child RLMs below: no zygote for this worker alone */
+	cfg->lone = l->depth + 1 >= l->nodes->max_depth;
+}
+
+/* repl_start with cfg's context made from ctx; *out NULL on failure. */
+static int worker_open(struct repl_cfg *cfg, const struct corpus *ctx, struct repl **out,
+		       struct rlm_err *err)
+{
+	struct rlm__worker_ctx wc;
+	int rc;
+	rlm__worker_ctx_init(&wc, ctx);
+	cfg->ctx = wc.ctx;
+	rc = repl_start(cfg, out, err);
+	rlm__worker_ctx_release(&wc);
+	return rc;
+}
+
+static void *boot_main(void *arg)
+{
+	struct worker_boot *b = arg;
+	pthread_setname_np(pthread_self(), "rlm-boot");
+	b->rc = worker_open(&b->cfg, b->ctx, &b->repl, &b->err);
+	return NULL;
+}
+
+/* Start the worker on its thread (nothing when there is one, or when no
+ * thread can be made: start_worker starts it then). */
+static void worker_begin(struct loop *l, const struct corpus *ctx)
+{
+	struct worker_boot *b;
+	if (l->repl || l->boot)
+		return;
+	b = xcalloc(1, sizeof(*b));
+	worker_cfg(l, &b->cfg);
+	b->ctx = ctx;
+	if (pthread_create(&b->th, NULL, boot_main, b) != 0) {
+		free(b);
+		return;
+	}
+	l->boot = b;
+}
+
+/* Wait for the thread of worker_begin: its worker in *out (NULL when it
+ * failed, with err). Returns repl_start's code. */
+static int worker_join(struct loop *l, struct repl **out, struct rlm_err *err)
+{
+	struct worker_boot *b = l->boot;
+	int rc;
+	pthread_join(b->th, NULL);
+	*out = b->repl;
+	rc = b->rc;
+	if (rc && err)
+		*err = b->err;
+	free(b);
+	l->boot = NULL;
+	return rc;
+}
+
 static int start_worker(struct loop *l, const struct corpus *ctx, struct rlm_err *err)
 {
 	struct repl_cfg cfg;
 	struct repl_stats st;
-	struct rlm__worker_ctx wc;
 	int rc;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.python = l->o->python;
-	cfg.output_limit = l->output_limit;
-	cfg.exec_timeout_ns = l->o->exec_timeout_ns;
-	cfg.max_frame = l->o->max_frame;
-	cfg.on_call = rlm__calls_on_call;
-	cfg.call_arg = &l->c;
-	cfg.parallel_calls = true;
-	cfg.calls_ahead = rlm__calls_ahead(l->o);
-	cfg.cancel = l->o->cancel;
-	cfg.stop = &l->nodes->stopping;
-	cfg.sandbox = l->o->sandbox;
-	cfg.schema = l->o->schema_json; /* the worker checks answers under it */
-	rlm__worker_ctx_init(&wc, ctx);
-	cfg.ctx = wc.ctx;
-	rc = repl_start(&cfg, &l->repl, err);
-	rlm__worker_ctx_release(&wc);
+	if (l->boot) {
+		rc = worker_join(l, &l->repl, err);
+	} else {
+		worker_cfg(l, &cfg);
+		rc = worker_open(&cfg, ctx, &l->repl, err);
+	}
 	if (rc)
 		return rc;
 	l->c.repl = l->repl;
@@ -819,9 +894,11 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 		bool first;
 		if ((rc = rlm__loop_session_open(&l, question, &first, err)))
 			goto out;
+		worker_begin(&l, ctx);
 		if (first && !(rc = first_messages(&l, question, ctx, docs, err)))
 			rlm__loop_session_first(&l);
 	} else {
+		worker_begin(&l, ctx);
 		rc = first_messages(&l, question, ctx, docs, err);
 	}
 	if (rc)
@@ -870,7 +947,8 @@ int rlm__loop_node(struct rlm_nodes *t, const struct rlm_opts *o, int depth, int
 		if (rlm__loop_compact(&l, err) || root_submit(&l))
 			break;
 		if (!l.repl) {
-			/* The worker starts while the first root call is out. */
+			/* The worker (begun at the node's start) is taken
+			 * while the first root call is out. */
 			rc = start_worker(&l, ctx, err);
 			if (rc) {
 				atomic_store(&l.root_cancel, true);
@@ -942,6 +1020,12 @@ out:
 		struct repl_stats st;
 		repl_stats(l.repl, &st);
 		out->restarts = st.restarts - l.restarts0;
+	}
+	if (l.boot) {
+		/* the node ended before its first turn */
+		struct repl *w = NULL;
+		worker_join(&l, &w, NULL);
+		repl_free(w);
 	}
 	if (depth == 0 && o->session_)
 		rlm__loop_session_close(&l);

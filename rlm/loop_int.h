@@ -68,6 +68,9 @@ struct loop {
 	/* detail events "turn" / "turn_end" */
 	bool turn_open;    /* a "turn" was told and its "turn_end" not yet */
 	int64_t turn_t0;   /* when it began */
+	/* the worker started on a thread of its own from the node's start
+	 * (rlm/loop.c, worker_begin), until start_worker takes it */
+	struct worker_boot *boot;
 };
 
 /* Tell the caller's event callback (if any) an event of kind with
