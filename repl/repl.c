@@ -524,6 +524,7 @@ static int fill_now(struct repl *r, const struct repl_context *c)
 static void *fill_main(void *arg)
 {
 	struct repl *r = arg;
+	pthread_setname_np(pthread_self(), "rlm-fill");
 	r->fill_rc = fill_now(r, r->ctx_pending);
 	return NULL;
 }

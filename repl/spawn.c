@@ -370,6 +370,8 @@ static pid_t spawn_one(const struct repl_spawn *sp, int *layer, const char **wha
 static void *spawner_main(void *arg)
 {
 	(void)arg;
+	/* not the name of the thread that happened to start it first */
+	pthread_setname_np(pthread_self(), "rlm-spawner");
 	pthread_mutex_lock(&mu);
 	for (;;) {
 		const struct repl_spawn *sp;

@@ -1081,6 +1081,25 @@ TEST(token_budget_refuses_a_root_call)
 	env_free(&v);
 }
 
+/* The worker starts on a thread of its own from the node's start: a node
+ * that ends before its first root call (no room for it in the token
+ * budget) waits for that start and frees the worker, leaving no process
+ * or thread behind. */
+TEST(no_first_root_call_leaves_no_worker)
+{
+	struct env v;
+	env_init(&v, SUB_SIM);
+	v.o.max_tokens = 50;
+	says_full(v.root_srv, "```repl\nprint(1)\n```", "stop", 5000, 100, 0);
+	CHECK(solve(&v, "q?") != 0 || v.r.stop == RLM_STOP_TOKENS);
+	CHECK_INT(v.r.stop, RLM_STOP_TOKENS);
+	CHECK_INT(fakesrv_count(v.root_srv), 0);
+	CHECK_INT(v.r.execs, 0);
+	CHECK_INT(worker_processes(), 0);
+	CHECK_INT(threads("rlm-boot"), 0);
+	env_free(&v);
+}
+
 TEST(cost_budget_stops_the_solve)
 {
 	struct env v;
