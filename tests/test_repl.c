@@ -1576,6 +1576,9 @@ TEST(large_batches_go_in_pieces)
 /* The prompts being answered at once, and the most seen (calls_ahead). */
 struct ahead {
 	atomic_int out, most, frames;
+	int hold_for; /* > 0: a call is held until this many are out (3 s at
+		       * most), not 40 ms: under TSan the controller is slow
+		       * enough that 40 ms calls end before the next piece */
 };
 
 static void ahead_call(void *arg, const struct repl_call *c, char **texts, bool *errors)
@@ -1586,6 +1589,9 @@ static void ahead_call(void *arg, const struct repl_call *c, char **texts, bool 
 		;
 	atomic_fetch_add(&a->frames, 1);
 	time_sleep_ns(40 * MS); /* a model's latency: the next pieces come meanwhile */
+	for (int64_t end = time_now_ns() + 3000 * MS;
+	     a->hold_for && atomic_load(&a->most) < a->hold_for && time_now_ns() < end;)
+		time_sleep_ns(5 * MS);
 	for (size_t i = 0; i < c->n; i++) {
 		texts[i] = xasprintf("echo:%zu", c->lens[i]);
 		errors[i] = false;
@@ -1617,6 +1623,7 @@ TEST(calls_ahead_bounds_the_pieces_held)
 		atomic_init(&a.out, 0);
 		atomic_init(&a.most, 0);
 		atomic_init(&a.frames, 0);
+		a.hold_for = capped ? 0 : 8;
 		snprintf(c, sizeof(c), code, capped ? 'q' : 'u');
 		r = start(&cfg);
 		expect(r, c, "True\n");
