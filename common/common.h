@@ -5,6 +5,7 @@
 #ifndef RLM_COMMON_H
 #define RLM_COMMON_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -101,6 +102,14 @@ void buf_release(struct buf *b);
 /* Hand the string out (never NULL: an empty buffer gives ""); the caller
  * frees it and the buffer is left empty. */
 char *buf_detach(struct buf *b, size_t *len);
+
+/* ---- threads ---- */
+/* pthread_create of fn(arg) (attr may be NULL), the thread born with name
+ * (at most 15 bytes): the caller takes it for the moment of the create, so
+ * that no one who reads thread names (/proc/PID/task/TID/comm) sees the new
+ * thread under its creator's. 0 or pthread_create's error. */
+int thread_start(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+		 const char *name);
 
 /* ---- time ---- */
 int64_t time_now_ns(void);          /* CLOCK_MONOTONIC */

@@ -1,13 +1,28 @@
 /* SPDX-License-Identifier: MIT */
-/* common/util.c -- time (time_) and random numbers (rng_). */
+/* common/util.c -- threads (thread_), time (time_) and random numbers
+ * (rng_). */
 #include "common.h"
 
 #include <errno.h>
+#include <sys/prctl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+
+int thread_start(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+		 const char *name)
+{
+	char mine[16] = "";
+	int rc;
+	bool named = prctl(PR_GET_NAME, mine, 0, 0, 0) == 0 &&
+		     prctl(PR_SET_NAME, name, 0, 0, 0) == 0;
+	rc = pthread_create(th, attr, fn, arg);
+	if (named)
+		prctl(PR_SET_NAME, mine, 0, 0, 0);
+	return rc;
+}
 
 int64_t time_now_ns(void)
 {

@@ -524,7 +524,6 @@ static int fill_now(struct repl *r, const struct repl_context *c)
 static void *fill_main(void *arg)
 {
 	struct repl *r = arg;
-	pthread_setname_np(pthread_self(), "rlm-fill");
 	r->fill_rc = fill_now(r, r->ctx_pending);
 	return NULL;
 }
@@ -538,7 +537,7 @@ static void *fill_main(void *arg)
 static void fill_begin(struct repl *r)
 {
 	if (r->ctx_pending && r->ctx_pending->len >= FILL_THREAD_MIN &&
-	    pthread_create(&r->fill_th, NULL, fill_main, r) == 0)
+	    thread_start(&r->fill_th, NULL, fill_main, r, "rlm-fill") == 0)
 		r->filling = true;
 }
 
@@ -1193,7 +1192,6 @@ static void *job_main(void *arg)
 {
 	struct repl__job *j = arg;
 	uint64_t one = 1;
-	pthread_setname_np(pthread_self(), "rlm-call");
 	answer_into(j->r, j->f, j->deadline, j->interrupted, &j->reply);
 	pthread_mutex_lock(&j->r->jobs_mu);
 	j->done = true;
@@ -1304,7 +1302,7 @@ static void answer_call(struct repl *r, struct run *x, cJSON **fp)
 	j->next = r->jobs;
 	r->jobs = j;
 	pthread_mutex_unlock(&r->jobs_mu);
-	if (pthread_create(&j->th, NULL, job_main, j) == 0) {
+	if (thread_start(&j->th, NULL, job_main, j, "rlm-call") == 0) {
 		j->threaded = true;
 		return;
 	}

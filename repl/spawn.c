@@ -370,8 +370,6 @@ static pid_t spawn_one(const struct repl_spawn *sp, int *layer, const char **wha
 static void *spawner_main(void *arg)
 {
 	(void)arg;
-	/* not the name of the thread that happened to start it first */
-	pthread_setname_np(pthread_self(), "rlm-spawner");
 	pthread_mutex_lock(&mu);
 	for (;;) {
 		const struct repl_spawn *sp;
@@ -408,7 +406,8 @@ static void spawner_start(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	spawner_err = pthread_create(&t, &attr, spawner_main, NULL);
+	/* not the name of the thread that happens to start it first */
+	spawner_err = thread_start(&t, &attr, spawner_main, NULL, "rlm-spawner");
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

@@ -494,7 +494,6 @@ static int worker_open(struct repl_cfg *cfg, const struct corpus *ctx, struct re
 static void *boot_main(void *arg)
 {
 	struct worker_boot *b = arg;
-	pthread_setname_np(pthread_self(), "rlm-boot");
 	b->rc = worker_open(&b->cfg, b->ctx, &b->repl, &b->err);
 	return NULL;
 }
@@ -509,7 +508,7 @@ static void worker_begin(struct loop *l, const struct corpus *ctx)
 	b = xcalloc(1, sizeof(*b));
 	worker_cfg(l, &b->cfg);
 	b->ctx = ctx;
-	if (pthread_create(&b->th, NULL, boot_main, b) != 0) {
+	if (thread_start(&b->th, NULL, boot_main, b, "rlm-boot") != 0) {
 		free(b);
 		return;
 	}

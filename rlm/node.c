@@ -344,8 +344,6 @@ static void *runner_main(void *arg)
 	struct batch *b = arg;
 	struct child *ch;
 	bool first = true;
-	/* For top -H and the tests that check nothing is left running. */
-	pthread_setname_np(pthread_self(), "rlm-node");
 	while ((ch = take(b, first))) {
 		first = false;
 		run_child(ch);
@@ -371,7 +369,10 @@ static void add_runners(struct batch *b)
 		if (!more)
 			return;
 		if (take_slot(t)) {
-			if (pthread_create(&b->runners[b->n_runners], NULL, runner_main, b) == 0) {
+			/* named for top -H and the tests that check nothing is
+			 * left running */
+			if (thread_start(&b->runners[b->n_runners], NULL, runner_main, b,
+					 "rlm-node") == 0) {
 				b->n_runners++;
 				continue;
 			}
