@@ -44,7 +44,7 @@ MODULES = list(ALLOWED)
 # helpers, one prefix a file; the error type is the library's own (rlm_err).
 PREFIXES = {
     "common": ("buf_", "json_", "text_", "net_", "httpd_", "file_", "time_",
-               "rng_", "embed_", "log_", "rlm_err", "rlm_strerror", "rlm_log",
+               "thread_", "rng_", "embed_", "log_", "rlm_err", "rlm_strerror", "rlm_log",
                "xmalloc", "xcalloc", "xrealloc", "xstrdup", "xstrndup",
                "xasprintf"),
     "llm": ("llm_",),
