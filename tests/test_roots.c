@@ -469,7 +469,11 @@ static void race_folder(void)
 
 	good = refused = 0;
 	swap_start(&w, "root/top/s", "root/top/sswap", 1000000);
-	while (swapping(&w)) {
+	/* and on, still racing, until f.txt was read once (10 s at most):
+	 * under ASan a load is slow enough that the first 2,000 swaps can
+	 * pass in a few dozen loads that each met the folder mid-swap */
+	for (int64_t end = time_now_ns() + 10000000000LL;
+	     swapping(&w) || (!good && time_now_ns() < end);) {
 		struct rlm_err err = {0, ""};
 		struct corpus *c = NULL;
 		int rc = corpus_load_at(rootfd, "top", NULL, &o, &c, &err);
