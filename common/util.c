@@ -4,11 +4,11 @@
 #include "common.h"
 
 #include <errno.h>
-#include <sys/prctl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 int thread_start(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
