@@ -348,6 +348,12 @@ static int solve_args_check(struct solve_args *a, char **qfile, char **schema)
 			return log_fail(2, "--schema needs the repl strategy (the tree strategy has "
 					   "no REPL to check answers)");
 	}
+	if (a->ro.strategy != RLM_REPL && (a->ro.system_prompt || a->ro.system_extra ||
+					   a->ro.setup_code || a->ro.sub_system_extra ||
+					   a->ro.sub_setup_code))
+		return log_fail(2, "--system-prompt, --system-extra and --setup-code (and their "
+				   "--sub- forms) need the repl strategy (the tree strategy has "
+				   "no REPL and prompts of its own)");
 	if (!a->context)
 		return log_fail(2, "no context: pass --context PATH (a file, a directory, a "
 				   "JSONL file, or - for stdin)");
@@ -589,8 +595,11 @@ static const char *const note_env[] = {
 /* Options (long names, as getopt_long matched them, abbreviated or not)
  * whose value is a path: kept absolute in the note, so that a run resumed
  * from another directory finds its files. */
-static const char *const path_opts[] = {"context", "question-file", "cache", "prompts",
-					"python",  "prices",	    "schema"};
+static const char *const path_opts[] = {"context",	  "question-file",    "cache",
+					"prompts",	  "python",	      "prices",
+					"schema",	  "mcp-config",	      "system-prompt",
+					"system-extra",	  "setup-code",	      "sub-system-extra",
+					"sub-setup-code"};
 /* Left out of the note: a secret, and what only this run asked. */
 static const char *const drop_opts[] = {"api-key", "resume", "refresh", "help", "progress",
 					"raw-output"};

@@ -227,6 +227,17 @@ const char cli_solve_opts_help[] =
 	"      --python-fences     also run ```python blocks, not only ```repl\n"
 	"      --prompts DIR       take prompt templates from DIR (files named like the\n"
 	"                          built-in ones: repl_system.txt, repl_first.txt, ...)\n"
+	"      --system-prompt FILE  the system prompt of every REPL node, in place of\n"
+	"                          the built-in one, used verbatim (what rlm adds for its\n"
+	"                          own features, such as host tools or --schema, still\n"
+	"                          follows it)\n"
+	"      --system-extra FILE text appended to the root node's system prompt (say,\n"
+	"                          what --setup-code defines for the model)\n"
+	"      --setup-code FILE   Python the root node's worker runs before the first\n"
+	"                          root call (and in a worker restarted after a crash):\n"
+	"                          its functions and variables are there for model code;\n"
+	"                          an exception fails the solve before any model call\n"
+	"      --sub-system-extra FILE, --sub-setup-code FILE  the same for every child RLM\n"
 	"      --compaction-threshold F  when a node's conversation passes this fraction\n"
 	"                          of the root model's context window, its older turns\n"
 	"                          become one summary (one root-model call; the REPL's\n"
@@ -347,8 +358,16 @@ int cli_tools_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 	}
 }
 
+/* The texts of --system-prompt and the like, read by cli_solve_opts_take,
+ * in the order of their options (OPT_S_SYSTEM_PROMPT on). */
+static char *cli_texts[OPT_S_SUB_SETUP_CODE - OPT_S_SYSTEM_PROMPT + 1];
+
 void cli_tools_opts_release(struct rlm_opts *ro)
 {
+	for (size_t i = 0; i < ARRAY_SIZE(cli_texts); i++) {
+		free(cli_texts[i]);
+		cli_texts[i] = NULL;
+	}
 	rlm_tools_free(ro->tools);
 	ro->tools = NULL;
 	if (ro->tool_policy == &cli_policy) {
@@ -359,6 +378,38 @@ void cli_tools_opts_release(struct rlm_opts *ro)
 	free(cli_allow);
 	free(cli_deny);
 	cli_allow = cli_deny = NULL;
+}
+
+/* Read the text file of option opt (--system-prompt, ...) into the
+ * field of ro it sets. Returns 1, or 2 after saying what is wrong. */
+static int text_opt(struct rlm_opts *ro, int opt, const char *arg)
+{
+	static const char *const names[] = {"system-prompt", "system-extra", "setup-code",
+					    "sub-system-extra", "sub-setup-code"};
+	const char **fields[] = {&ro->system_prompt, &ro->system_extra, &ro->setup_code,
+				 &ro->sub_system_extra, &ro->sub_setup_code};
+	size_t i = (size_t)(opt - OPT_S_SYSTEM_PROMPT), len = 0, bad_at;
+	struct rlm_err err = {0, ""};
+	char *s = NULL;
+	if (file_read(arg, 16u << 20, &s, &len, &err))
+		return log_fail(2, "--%s: %s", names[i], err.msg);
+	if (!len || strspn(s, " \t\r\n") == len) {
+		free(s);
+		return log_fail(2, "--%s: '%s' is empty", names[i], arg);
+	}
+	if (memchr(s, 0, len)) {
+		free(s);
+		return log_fail(2, "--%s: '%s' holds a NUL byte: want text", names[i], arg);
+	}
+	if (!text_utf8_valid(s, len, &bad_at)) {
+		free(s);
+		return log_fail(2, "--%s: '%s' is not valid UTF-8 (byte %zu)", names[i], arg,
+				bad_at);
+	}
+	free(cli_texts[i]);
+	cli_texts[i] = s;
+	*fields[i] = s;
+	return 1;
 }
 
 int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
@@ -467,6 +518,11 @@ int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 		ro->max_nodes = (int)num;
 		return 1;
 	case OPT_S_REFRESH: ro->refresh = true; return 1;
+	case OPT_S_SYSTEM_PROMPT:
+	case OPT_S_SYSTEM_EXTRA:
+	case OPT_S_SETUP_CODE:
+	case OPT_S_SUB_SYSTEM_EXTRA:
+	case OPT_S_SUB_SETUP_CODE: return text_opt(ro, opt, arg);
 	default: return 0;
 	}
 }

@@ -138,6 +138,11 @@ enum {
 	OPT_S_MAX_ANSWER,
 	OPT_S_COMPACTION_THRESHOLD,
 	OPT_S_NO_COMPACTION,
+	OPT_S_SYSTEM_PROMPT,
+	OPT_S_SYSTEM_EXTRA,
+	OPT_S_SETUP_CODE,
+	OPT_S_SUB_SYSTEM_EXTRA,
+	OPT_S_SUB_SETUP_CODE,
 };
 
 /* ---- host tools and skills (solve, serve, mcp, repl, bench run) ---- */
@@ -170,7 +175,8 @@ extern const char cli_tools_opts_help[];
  * pattern). */
 int cli_tools_opts_take(struct rlm_opts *ro, int opt, const char *arg);
 /* Stop the servers and free what cli_tools_opts_take made (ro->tools,
- * ro->tool_policy). */
+ * ro->tool_policy), and the texts cli_solve_opts_take read (--system-prompt
+ * and the like). */
 void cli_tools_opts_release(struct rlm_opts *ro);
 
 /* --strategy is 's', so that a command may also take -s. The tools
@@ -194,6 +200,11 @@ void cli_tools_opts_release(struct rlm_opts *ro);
 	{"python", required_argument, NULL, OPT_S_PYTHON},                                           \
 	{"python-fences", no_argument, NULL, OPT_S_PYTHON_FENCES},                                   \
 	{"prompts", required_argument, NULL, OPT_S_PROMPTS},                                         \
+	{"system-prompt", required_argument, NULL, OPT_S_SYSTEM_PROMPT},                             \
+	{"system-extra", required_argument, NULL, OPT_S_SYSTEM_EXTRA},                               \
+	{"setup-code", required_argument, NULL, OPT_S_SETUP_CODE},                                   \
+	{"sub-system-extra", required_argument, NULL, OPT_S_SUB_SYSTEM_EXTRA},                       \
+	{"sub-setup-code", required_argument, NULL, OPT_S_SUB_SETUP_CODE},                           \
 	{"max-depth", required_argument, NULL, OPT_S_MAX_DEPTH},                                     \
 	{"max-nodes", required_argument, NULL, OPT_S_MAX_NODES},                                     \
 	{"refresh", no_argument, NULL, OPT_S_REFRESH}
@@ -207,7 +218,9 @@ extern const char cli_solve_opts_help[];
 int cli_solve_opts_env(struct rlm_opts *ro);
 /* Take option `opt` with argument `arg` into ro. Returns 1 when taken, 0
  * when opt is not a solve option, or 2 after printing an error for a bad
- * value. */
+ * value. The files of --system-prompt, --system-extra, --setup-code,
+ * --sub-system-extra and --sub-setup-code are read here (non-empty UTF-8
+ * text without NUL, at most 16M), kept until cli_tools_opts_release. */
 int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg);
 
 #endif

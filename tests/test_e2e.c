@@ -707,6 +707,114 @@ TEST(question_file)
 	free(q);
 }
 
+/* The system content of a recorded chat request (its first message). */
+static char *system_of(const struct fake_request *r)
+{
+	cJSON *j = json_parse(r->body, r->body_len), *m;
+	char *s;
+	CHECK_MSG(j, "not JSON: %s", r->body);
+	m = cJSON_GetArrayItem(json_get(j, "messages"), 0);
+	CHECK_STR(json_str(m, "role"), "system");
+	s = xstrdup(json_str(m, "content"));
+	cJSON_Delete(j);
+	return s;
+}
+
+/* --system-prompt, --system-extra, --setup-code and their --sub- forms
+ * read files and reach the nodes they name: the root's code calls what
+ * its setup defined, a child's what the sub setup did, and each node's
+ * system prompt is the file's text (the root's with its extra). Bad
+ * files are refused before any model call, naming the flag. */
+TEST(solve_prompt_and_setup_files)
+{
+	struct fakesrv *srv = fakesrv_start();
+	char *ok = path_in_tmp("ps-ctx.txt"), *sp = path_in_tmp("ps-system.txt"),
+	     *ex = path_in_tmp("ps-extra.txt"), *su = path_in_tmp("ps-setup.py"),
+	     *sx = path_in_tmp("ps-subextra.txt"), *ss = path_in_tmp("ps-subsetup.py"),
+	     *empty = path_in_tmp("ps-empty.txt"), *latin = path_in_tmp("ps-latin.txt"), url[64],
+	     *body, *sys;
+	static const char custom[] = "Tu es un modèle de test. Écris du code ```repl.";
+	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	struct proc_out o;
+	cJSON *j;
+	CHECK(srv);
+	write_text(ok, "hello\n", 6);
+	write_text(sp, custom, strlen(custom));
+	write_text(ex, "shout(s) is defined for you.\n", 29);
+	write_text(su, "def shout(s):\n    return s.upper() + '!'\nMAGIC = 42\n", 52);
+	write_text(sx, "whisper(s) is defined for you.\n", 31);
+	write_text(ss, "def whisper(s):\n    return '(' + s.lower() + ')'\n", 48);
+	write_text(empty, "\n  \n", 4);
+	write_text(latin, "caf\xe9\n", 5);
+	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(srv));
+	/* the child's turn: what its own setup defined, not the root's */
+	body = fakesrv_chat_body("```repl\nanswer['content'] = whisper(context) + "
+				 "str('shout' in globals())\nanswer['ready'] = True\n```",
+				 "stop", 100, 10);
+	r.body = body;
+	fakesrv_set_default(srv, &r);
+	free(body);
+	body = fakesrv_chat_body("```repl\nanswer['content'] = shout(context.strip()) + "
+				 "str(MAGIC) + rlm_query('KID')\nanswer['ready'] = True\n```",
+				 "stop", 100, 10);
+	r.body = body;
+	fakesrv_push(srv, &r);
+	free(body);
+	{
+		const char *a[] = {"solve",	     "-c",	   ok,	 "-q", "q?", "--model", "m",
+				   "--base-url",     url,	   "--no-cache",	"--json",
+				   "--system-prompt", sp,	   "--system-extra",	ex,
+				   "--setup-code",   su,	   "--sub-system-extra", sx,
+				   "--sub-setup-code", ss,	   NULL};
+		o = rlm(a, NULL);
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	j = json_parse(o.out, strlen(o.out));
+	CHECK_MSG(j, "not JSON: %s", o.out);
+	CHECK_STR(json_str(j, "answer"), "HELLO!42(kid)False");
+	cJSON_Delete(j);
+	proc_out_release(&o);
+	CHECK_INT(fakesrv_count(srv), 2);
+	sys = system_of(fakesrv_request(srv, 0));
+	CHECK_MSG(strncmp(sys, custom, strlen(custom)) == 0, "root system: %s", sys);
+	CHECK_CONTAINS(sys, "shout(s) is defined for you.");
+	CHECK(!strstr(sys, "whisper"));
+	free(sys);
+	sys = system_of(fakesrv_request(srv, 1));
+	CHECK_MSG(strncmp(sys, custom, strlen(custom)) == 0, "child system: %s", sys);
+	CHECK_CONTAINS(sys, "whisper(s) is defined for you.");
+	CHECK(!strstr(sys, "shout"));
+	free(sys);
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--system-prompt", empty, NULL};
+		bad(a, NULL, 2, "-empty.txt' is empty");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--sub-system-extra", latin, NULL};
+		bad(a, NULL, 2, "is not valid UTF-8 (byte 3)");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "--setup-code", "/nonexistent/s.py",
+				   NULL};
+		bad(a, NULL, 2, "--setup-code: cannot open '/nonexistent/s.py'");
+	}
+	{
+		const char *a[] = {"solve", "-c", ok, "-q", "q?", "-s", "tree", "--setup-code", su,
+				   NULL};
+		bad(a, NULL, 2, "need the repl strategy");
+	}
+	CHECK_INT(fakesrv_count(srv), 2);
+	fakesrv_stop(srv);
+	free(ok);
+	free(sp);
+	free(ex);
+	free(su);
+	free(sx);
+	free(ss);
+	free(empty);
+	free(latin);
+}
+
 TEST(help_and_version)
 {
 	static const char *const cmds[][4] = {
