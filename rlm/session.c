@@ -129,9 +129,13 @@ static int set_one(struct repl *r, const char *name, const char *json, bool rese
 	int rc;
 	memset(&res, 0, sizeof(res));
 	rc = repl_set(r, name, json, reset, deadline_ns, &res, err);
-	if (rc == 0 && res.error)
-		rc = rlm_err_set(err, RLM_EINVAL, "the session could not set %s in the REPL: %.*s",
-				 name, (int)RLM_MIN(res.len, (size_t)300), res.output);
+	/* A worker found dead before the set (between questions) is
+	 * restarted and takes the value without an error: its variables are
+	 * gone all the same, and the caller must know. */
+	if (rc == 0 && (res.error || res.restarted))
+		rc = rlm_err_set(err, res.restarted ? RLM_EIO : RLM_EINVAL,
+				 "the session could not set %s in the REPL: %.*s", name,
+				 (int)RLM_MIN(res.len, (size_t)300), res.output);
 	repl_result_release(&res);
 	return rc;
 }
@@ -177,7 +181,10 @@ char *rlm__sess_vars(struct repl *r, int64_t deadline_ns, struct rlm_err *err)
 	int rc, shown = 0;
 	memset(&res, 0, sizeof(res));
 	rc = repl_exec(r, code, sizeof(code) - 1, deadline_ns, &res, err);
-	if (rc) {
+	if (!rc && res.restarted)
+		rlm_err_set(err, RLM_EIO, "the REPL worker was restarted: %.*s",
+			    (int)RLM_MIN(res.len, (size_t)300), res.output);
+	if (rc || res.restarted) {
 		repl_result_release(&res);
 		return NULL;
 	}
