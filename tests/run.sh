@@ -3,7 +3,8 @@
 # one line "total: N passed, N failed, N skipped" over all of them (a binary
 # closes with "N passed, N failed, N skipped", or without the skipped count
 # in the older form), then the Python package's tests (tests/python/run.py,
-# skipped on a sanitizer build). Exits 1 when anything failed. VALGRIND=1
+# under ASan with its runtime preloaded, skipped on another sanitizer's
+# build). Exits 1 when anything failed. VALGRIND=1
 # runs each binary under valgrind memcheck.
 set -u
 build=${1:-build}

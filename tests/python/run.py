@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: MIT
 # tests/python/run.py BUILD -- run crlm's tests (test_crlm.py) on
 # BUILD/librlm.so.0 and close with the line tests/run.sh sums:
-# "N passed, N failed, N skipped". Under a sanitizer build (the library
-# NEEDs libasan or libtsan, as gcc links it, or leaves __asan_* and the
-# like undefined for the executable to give, as clang does) the tests are
-# skipped, with a line that says so: a sanitizer runtime cannot be loaded
-# into a python3 that was not started with it. A test that runs past TEST_TIMEOUT seconds (120) ends
+# "N passed, N failed, N skipped". On an ASan build (gcc's: the library
+# NEEDs libasan) python3 runs again with that runtime preloaded (ASan must
+# come first in the process; its leak check is off: python3 itself keeps
+# memory to its exit), so that librlm's memory errors under crlm are
+# found. Under another sanitizer (libtsan, or clang's, which leaves
+# __asan_* and the like undefined for the executable to give) the tests
+# are skipped, with a line that says so. A test that runs past TEST_TIMEOUT seconds (120) ends
 # the run with every thread's traceback, and no closing line: tests/run.sh
 # counts that as a failure. Exits 1 when a test failed.
 import faulthandler
@@ -48,6 +50,37 @@ def undefined_sanitizer_symbols(lib):
     return found
 
 
+def asan_runtime(lib):
+    """The path of the libasan lib NEEDs, as the loader finds it, or None."""
+    if not any(re.match(r'libasan\.so', n) for n in needed(lib)):
+        return None
+    try:
+        # without a preload of ours: ldd would list it by path alone
+        env = {k: v for k, v in os.environ.items() if k != 'LD_PRELOAD'}
+        out = subprocess.run(['ldd', lib], capture_output=True, text=True, env=env).stdout
+    except OSError:
+        return None
+    m = re.search(r'^\s*libasan\.so\S*\s+=>\s+(/\S+)', out, re.M)
+    return m.group(1) if m else None
+
+
+def under_asan(rt):
+    """Run this script again with the ASan runtime rt preloaded; returns
+    only when exec fails."""
+    env = dict(os.environ)
+    env['CRLM_TEST_ASAN'] = rt
+    env['LD_PRELOAD'] = ' '.join([rt] + ([env['LD_PRELOAD']] if env.get('LD_PRELOAD') else []))
+    # python3 keeps memory to its exit: no leak report. UBSan stops at
+    # the first error, as the C tests' build does.
+    env['ASAN_OPTIONS'] = 'detect_leaks=0:' + env.get('ASAN_OPTIONS', '')
+    env['UBSAN_OPTIONS'] = 'print_stacktrace=1:halt_on_error=1:' + env.get('UBSAN_OPTIONS', '')
+    sys.stdout.flush()
+    try:
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    except OSError as e:
+        print('crlm: cannot run %s again under ASan: %s' % (sys.executable, e))
+
+
 def sanitizer(lib):
     """What makes lib a sanitizer build, as words for a line, or None."""
     san = [n for n in needed(lib) if re.match(r'lib(asan|tsan|ubsan|lsan|msan)', n)]
@@ -80,7 +113,10 @@ def main():
         print('0 passed, 0 failed, 1 skipped')
         return 0
     san = sanitizer(lib)
-    if san:
+    rt = asan_runtime(lib) if san else None
+    if rt and os.environ.get('CRLM_TEST_ASAN') != rt:
+        under_asan(rt)
+    if san and (not rt or os.environ.get('CRLM_TEST_ASAN') != rt):
         print('crlm: %s is a sanitizer build (%s): skipping the Python tests' % (lib, san))
         print('0 passed, 0 failed, 1 skipped')
         return 0

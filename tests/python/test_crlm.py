@@ -1130,7 +1130,8 @@ class TestQuickstart(unittest.TestCase):
 
 class TestRunner(unittest.TestCase):
     """tests/python/run.py's sanitizer check: a clang -fsanitize shared
-    library NEEDs no runtime, it leaves the runtime's symbols undefined."""
+    library NEEDs no runtime, it leaves the runtime's symbols undefined;
+    gcc's ASan build NEEDs libasan, which run.py preloads."""
 
     def test_sanitizer_symbols(self):
         cc = shutil.which('cc') or shutil.which('gcc')
@@ -1149,7 +1150,17 @@ class TestRunner(unittest.TestCase):
             subprocess.run([cc, '-shared', '-fPIC', '-o', libs[name], src], check=True)
         self.assertRegex(run.sanitizer(libs['san']) or '', r'__asan_report_load8')
         self.assertIsNone(run.sanitizer(libs['plain']))
-        self.assertIsNone(run.sanitizer(os.environ['RLM_LIB']))
+        # neither NEEDs gcc's libasan: no run under ASan, the first skips
+        self.assertIsNone(run.asan_runtime(libs['san']))
+        self.assertIsNone(run.asan_runtime(libs['plain']))
+        if os.environ.get('CRLM_TEST_ASAN'):
+            # an ASan build: these tests run in a python3 with its runtime
+            self.assertRegex(run.sanitizer(os.environ['RLM_LIB']), r'libasan')
+            self.assertEqual(run.asan_runtime(os.environ['RLM_LIB']),
+                             os.environ['CRLM_TEST_ASAN'])
+            self.assertIn(os.environ['CRLM_TEST_ASAN'], os.environ.get('LD_PRELOAD', ''))
+        else:
+            self.assertIsNone(run.sanitizer(os.environ['RLM_LIB']))
 
 
 if __name__ == '__main__':
