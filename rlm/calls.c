@@ -40,9 +40,26 @@
 /* Twice the pool's slots (at least 32): a slot that frees finds a prompt
  * waiting, and the pieces of a 10M-token batch are not all held in this
  * process at once (repl/worker.c reuses the blocks of those answered). */
-size_t rlm__calls_ahead(const struct rlm_opts *o)
+static size_t calls_ahead(const struct rlm_opts *o)
 {
 	return 2 * (size_t)RLM_MAX(llm_pool_workers(o->pool), 16);
+}
+
+void rlm__calls_worker_cfg(struct calls *c, bool lone, struct repl_cfg *cfg)
+{
+	const struct rlm_opts *o = c->o;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->python = o->python;
+	cfg->output_limit = o->output_limit;
+	cfg->exec_timeout_ns = o->exec_timeout_ns;
+	cfg->max_frame = o->max_frame;
+	cfg->on_call = rlm__calls_on_call;
+	cfg->call_arg = c;
+	cfg->parallel_calls = true;
+	cfg->calls_ahead = calls_ahead(o);
+	cfg->cancel = o->cancel;
+	cfg->sandbox = o->sandbox;
+	cfg->lone = lone;
 }
 
 void rlm__calls_init(struct calls *c, const struct rlm_opts *o, struct rlm_result *out,

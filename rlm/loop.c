@@ -461,21 +461,11 @@ struct worker_boot {
 
 static void worker_cfg(struct loop *l, struct repl_cfg *cfg)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->python = l->o->python;
-	cfg->output_limit = l->output_limit;
-	cfg->exec_timeout_ns = l->o->exec_timeout_ns;
-	cfg->max_frame = l->o->max_frame;
-	cfg->on_call = rlm__calls_on_call;
-	cfg->call_arg = &l->c;
-	cfg->parallel_calls = true;
-	cfg->calls_ahead = rlm__calls_ahead(l->o);
-	cfg->cancel = l->o->cancel;
-	cfg->stop = &l->nodes->stopping;
-	cfg->sandbox = l->o->sandbox;
-	cfg->schema = l->o->schema_json; /* the worker checks answers under it */
 	/* no child RLMs below: no zygote for this worker alone */
-	cfg->lone = l->depth + 1 >= l->nodes->max_depth;
+	rlm__calls_worker_cfg(&l->c, l->depth + 1 >= l->nodes->max_depth, cfg);
+	cfg->output_limit = l->output_limit;
+	cfg->stop = &l->nodes->stopping;
+	cfg->schema = l->o->schema_json; /* the worker checks answers under it */
 }
 
 /* repl_start with cfg's context made from ctx; *out NULL on failure. */

@@ -44,18 +44,7 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 	rlm__nodes_init(&r->nodes, &r->o, time_now_ns());
 	rlm__calls_init(&r->calls, &r->o, &r->counts, &r->nodes, 0, 0);
 	r->calls.ctx = ctx;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.python = r->o.python;
-	cfg.output_limit = r->o.output_limit;
-	cfg.exec_timeout_ns = r->o.exec_timeout_ns;
-	cfg.max_frame = r->o.max_frame;
-	cfg.cancel = r->o.cancel;
-	cfg.sandbox = r->o.sandbox;
-	cfg.on_call = rlm__calls_on_call;
-	cfg.call_arg = &r->calls;
-	cfg.parallel_calls = true;
-	cfg.calls_ahead = rlm__calls_ahead(&r->o);
-	cfg.lone = r->nodes.max_depth <= 1; /* no child RLMs below */
+	rlm__calls_worker_cfg(&r->calls, r->nodes.max_depth <= 1 /* no child RLMs below */, &cfg);
 	rlm__worker_ctx_init(&wc, ctx);
 	cfg.ctx = wc.ctx;
 	rc = repl_start(&cfg, &r->repl, err);

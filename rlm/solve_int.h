@@ -295,9 +295,12 @@ void rlm__calls_wait(struct calls *c, atomic_bool *flag, int64_t deadline, const
 void rlm__calls_add_child(struct calls *c, const struct rlm_result *child);
 /* The worker's call handler (repl_call_fn; arg: the struct calls). */
 void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, bool *errors);
-/* repl_cfg.calls_ahead for a node's worker: the prompts of call frames
- * answered at once before the next frame waits. */
-size_t rlm__calls_ahead(const struct rlm_opts *o);
+/* The repl_cfg of a worker whose calls c answers, under c->o: its
+ * interpreter, limits, sandbox and cancel flag; calls_ahead (the prompts
+ * of call frames answered at once before the next frame waits) twice the
+ * pool's slots. lone: no child RLMs below it, so no zygote for it alone
+ * (repl_cfg.lone). The caller adds what is its own (stop, schema). */
+void rlm__calls_worker_cfg(struct calls *c, bool lone, struct repl_cfg *cfg);
 
 /* ---- sessions (rlm/session.c, rlm/loop_session.c) ----
  *
