@@ -119,6 +119,14 @@ void says_full(struct fakesrv *s, const char *content, const char *finish, long 
 	free(body);
 }
 
+void says_always(struct fakesrv *s, const char *content)
+{
+	char *body = fakesrv_chat_body(content, "stop", 10, 10);
+	struct fake_reply r = {200, NULL, body, FAKE_NORMAL, 0};
+	fakesrv_set_default(s, &r);
+	free(body);
+}
+
 /* Script the root model's next reply. */
 void says(struct env *v, const char *content)
 {

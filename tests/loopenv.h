@@ -49,6 +49,8 @@ void env_free(struct env *v);
 /* Script the next reply of the fake server s (delay_ms before it). */
 void says_full(struct fakesrv *s, const char *content, const char *finish, long in, long out,
 	       int delay_ms);
+/* The reply of the fake server s once its queue is empty. */
+void says_always(struct fakesrv *s, const char *content);
 /* Script the root model's next reply. */
 void says(struct env *v, const char *content);
 /* rlm_solve of question over v->ctx into v->r. */

@@ -4,6 +4,7 @@
  * kind of bad input a user can give. */
 #include "harness.h"
 #include "fakesrv.h"
+#include "loopenv.h"
 #include "proc.h"
 #include "../common/common.h"
 #include "../common/json.h"
@@ -707,19 +708,6 @@ TEST(question_file)
 	free(q);
 }
 
-/* The system content of a recorded chat request (its first message). */
-static char *system_of(const struct fake_request *r)
-{
-	cJSON *j = json_parse(r->body, r->body_len), *m;
-	char *s;
-	CHECK_MSG(j, "not JSON: %s", r->body);
-	m = cJSON_GetArrayItem(json_get(j, "messages"), 0);
-	CHECK_STR(json_str(m, "role"), "system");
-	s = xstrdup(json_str(m, "content"));
-	cJSON_Delete(j);
-	return s;
-}
-
 /* --system-prompt, --system-extra, --setup-code and their --sub- forms
  * read files and reach the nodes they name: the root's code calls what
  * its setup defined, a child's what the sub setup did, and each node's
@@ -732,9 +720,9 @@ TEST(solve_prompt_and_setup_files)
 	     *ex = path_in_tmp("ps-extra.txt"), *su = path_in_tmp("ps-setup.py"),
 	     *sx = path_in_tmp("ps-subextra.txt"), *ss = path_in_tmp("ps-subsetup.py"),
 	     *empty = path_in_tmp("ps-empty.txt"), *latin = path_in_tmp("ps-latin.txt"), url[64],
-	     *body, *sys;
+	     *sys;
 	static const char custom[] = "Tu es un modèle de test. Écris du code ```repl.";
-	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
+	const char *role;
 	struct proc_out o;
 	cJSON *j;
 	CHECK(srv);
@@ -748,18 +736,12 @@ TEST(solve_prompt_and_setup_files)
 	write_text(latin, "caf\xe9\n", 5);
 	snprintf(url, sizeof(url), "%s/v1", fakesrv_url(srv));
 	/* the child's turn: what its own setup defined, not the root's */
-	body = fakesrv_chat_body("```repl\nanswer['content'] = whisper(context) + "
-				 "str('shout' in globals())\nanswer['ready'] = True\n```",
-				 "stop", 100, 10);
-	r.body = body;
-	fakesrv_set_default(srv, &r);
-	free(body);
-	body = fakesrv_chat_body("```repl\nanswer['content'] = shout(context.strip()) + "
-				 "str(MAGIC) + rlm_query('KID')\nanswer['ready'] = True\n```",
-				 "stop", 100, 10);
-	r.body = body;
-	fakesrv_push(srv, &r);
-	free(body);
+	says_always(srv, "```repl\nanswer['content'] = whisper(context) + "
+			 "str('shout' in globals())\nanswer['ready'] = True\n```");
+	says_full(srv,
+		  "```repl\nanswer['content'] = shout(context.strip()) + str(MAGIC) + "
+		  "rlm_query('KID')\nanswer['ready'] = True\n```",
+		  "stop", 100, 10, 0);
 	{
 		const char *a[] = {"solve",	     "-c",	   ok,	 "-q", "q?", "--model", "m",
 				   "--base-url",     url,	   "--no-cache",	"--json",
@@ -775,12 +757,14 @@ TEST(solve_prompt_and_setup_files)
 	cJSON_Delete(j);
 	proc_out_release(&o);
 	CHECK_INT(fakesrv_count(srv), 2);
-	sys = system_of(fakesrv_request(srv, 0));
+	sys = message(srv, 0, 0, &role);
+	CHECK_STR(role, "system");
 	CHECK_MSG(strncmp(sys, custom, strlen(custom)) == 0, "root system: %s", sys);
 	CHECK_CONTAINS(sys, "shout(s) is defined for you.");
 	CHECK(!strstr(sys, "whisper"));
 	free(sys);
-	sys = system_of(fakesrv_request(srv, 1));
+	sys = message(srv, 1, 0, &role);
+	CHECK_STR(role, "system");
 	CHECK_MSG(strncmp(sys, custom, strlen(custom)) == 0, "child system: %s", sys);
 	CHECK_CONTAINS(sys, "whisper(s) is defined for you.");
 	CHECK(!strstr(sys, "shout"));

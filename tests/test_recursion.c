@@ -1057,11 +1057,7 @@ static size_t char_at(const char *s, size_t len, size_t n)
 /* The root model's default reply, which every child gets. */
 static void children_say(struct env *v, const char *content)
 {
-	struct fake_reply r = {200, NULL, NULL, FAKE_NORMAL, 0};
-	char *body = fakesrv_chat_body(content, "stop", 10, 10);
-	r.body = body;
-	fakesrv_set_default(v->root_srv, &r);
-	free(body);
+	says_always(v->root_srv, content);
 }
 
 /* Python that every node runs: f(x) names a context by its length and its
