@@ -44,6 +44,13 @@ static const char usage[] =
 	"      --max-nodes N       child RLMs running at once, 1..1024 (env RLM_MAX_NODES;\n"
 	"                          8); exact: 1 runs them one at a time (a child waiting\n"
 	"                          on its own children lends them its turn)\n"
+	"      --setup-code FILE   Python the worker runs before the first cell (and\n"
+	"                          again after a restart), as at a solve's root node;\n"
+	"                          its output is not shown, an exception exits 1\n"
+	"      --sub-setup-code FILE, --sub-system-extra FILE  the worker and system\n"
+	"                          prompt of every child RLM, as in a solve\n"
+	"      --system-prompt FILE  the child RLMs' system prompt, in place of the\n"
+	"                          built-in one, as in a solve\n"
 	"      --quiet             no prompts or notices on stderr (at a terminal they\n"
 	"                          include the worker's sandbox line)\n"
 	CLI_RAW_OUTPUT_HELP
@@ -68,7 +75,8 @@ static const char usage[] =
 	"Examples:\n"
 	"  printf 'print(len(context))\\n# %%%%\\nllm_query(\"Say hi\")\\n' | rlm repl -c notes/\n"
 	"  echo 'search(\"EPOLLEXCLUSIVE\")[:2]' | rlm repl -c /usr/include\n"
-	"  echo 'search_tools(\"add two numbers\")' | rlm repl -c notes/ --mcp-config mcp.json\n";
+	"  echo 'search_tools(\"add two numbers\")' | rlm repl -c notes/ --mcp-config mcp.json\n"
+	"  echo 'print(top_words(context, 5))' | rlm repl -c notes/ --setup-code helpers.py\n";
 
 enum {
 	OPT_OUTPUT_LIMIT = OPT_MODEL_LAST + 1,
@@ -134,6 +142,11 @@ static const struct option longopts[] = {
 	{"raw-output", no_argument, NULL, OPT_RAW_OUTPUT},
 	{"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
 	{"max-nodes", required_argument, NULL, OPT_MAX_NODES},
+	{"system-prompt", required_argument, NULL, OPT_S_SYSTEM_PROMPT},
+	{"system-extra", required_argument, NULL, OPT_S_SYSTEM_EXTRA},
+	{"setup-code", required_argument, NULL, OPT_S_SETUP_CODE},
+	{"sub-system-extra", required_argument, NULL, OPT_S_SUB_SYSTEM_EXTRA},
+	{"sub-setup-code", required_argument, NULL, OPT_S_SUB_SETUP_CODE},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	CONTEXT_LONGOPTS,
@@ -171,6 +184,9 @@ static int take_opt(struct repl_args *a, int opt, char **argv)
 	case OPT_RAW_OUTPUT: cli_raw_output = true; return 0;
 	case OPT_CACHE: a->cache_path = optarg; return 0;
 	case OPT_NO_CACHE: a->no_cache = true; return 0;
+	case OPT_S_SYSTEM_EXTRA:
+		return log_fail(2, "--system-extra: the REPL has no root model to tell; the "
+				   "children's is --sub-system-extra");
 	case 'h':
 		printf(usage, cli_context_opts_help, cli_tools_opts_help, cli_model_opts_help,
 		       cli_sandbox_opts_help);
@@ -211,6 +227,8 @@ static int repl_args_parse(struct repl_args *a, int argc, char **argv)
 			taken = cli_sandbox_opts_take(&a->ro.sandbox, opt, optarg);
 		if (!taken)
 			taken = cli_tools_opts_take(&a->ro, opt, optarg);
+		if (!taken && opt != OPT_S_SYSTEM_EXTRA)
+			taken = cli_text_opts_take(&a->ro, opt, optarg);
 		if (!taken)
 			taken = cli_num_take(repl_nums, ARRAY_SIZE(repl_nums), a, opt, optarg);
 		if (taken == 2)

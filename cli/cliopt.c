@@ -518,13 +518,15 @@ int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg)
 		ro->max_nodes = (int)num;
 		return 1;
 	case OPT_S_REFRESH: ro->refresh = true; return 1;
-	case OPT_S_SYSTEM_PROMPT:
-	case OPT_S_SYSTEM_EXTRA:
-	case OPT_S_SETUP_CODE:
-	case OPT_S_SUB_SYSTEM_EXTRA:
-	case OPT_S_SUB_SETUP_CODE: return text_opt(ro, opt, arg);
-	default: return 0;
+	default: return cli_text_opts_take(ro, opt, arg);
 	}
+}
+
+int cli_text_opts_take(struct rlm_opts *ro, int opt, const char *arg)
+{
+	if (opt < OPT_S_SYSTEM_PROMPT || opt > OPT_S_SUB_SETUP_CODE)
+		return 0;
+	return text_opt(ro, opt, arg);
 }
 
 /* ---- how a context is read ---- */

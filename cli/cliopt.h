@@ -222,5 +222,8 @@ int cli_solve_opts_env(struct rlm_opts *ro);
  * --sub-system-extra and --sub-setup-code are read here (non-empty UTF-8
  * text without NUL, at most 16M), kept until cli_tools_opts_release. */
 int cli_solve_opts_take(struct rlm_opts *ro, int opt, const char *arg);
+/* The part of cli_solve_opts_take that reads those five files (`rlm
+ * repl` takes them without the rest). Returns as it does. */
+int cli_text_opts_take(struct rlm_opts *ro, int opt, const char *arg);
 
 #endif

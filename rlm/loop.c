@@ -566,15 +566,15 @@ static char *setup_last_line(const char *s, size_t len)
 	return xstrndup(s + start, end - start);
 }
 
-int rlm__loop_setup(struct loop *l, struct rlm_err *err)
+int rlm__setup_run(struct repl *repl, const char *code, int64_t deadline_ns, int *setup_at,
+		   struct rlm_err *err)
 {
-	const char *code = l->o->setup_code;
 	struct repl_stats st;
 	int rc = 0;
-	if (!code || !l->repl)
+	if (!code || !repl)
 		return 0;
-	repl_stats(l->repl, &st);
-	if (st.restarts == l->setup_at)
+	repl_stats(repl, &st);
+	if (st.restarts == *setup_at)
 		return 0;
 	/* A restart in the exec (restarted set) may come before the code ran
 	 * (a worker found dead at the start: the code ran on the new one) or
@@ -585,7 +585,7 @@ int rlm__loop_setup(struct loop *l, struct rlm_err *err)
 	for (int tries = 0; tries < 2; tries++) {
 		struct repl_result res;
 		memset(&res, 0, sizeof(res));
-		rc = repl_exec(l->repl, code, strlen(code), l->budget->deadline_ns, &res, err);
+		rc = repl_exec(repl, code, strlen(code), deadline_ns, &res, err);
 		if (rc < 0) {
 			repl_result_release(&res);
 			if (err && err->msg[0])
@@ -608,13 +608,19 @@ int rlm__loop_setup(struct loop *l, struct rlm_err *err)
 				return rlm_err_set(err, RLM_EINVAL,
 						   "setup code failed: the REPL worker was "
 						   "restarted while it ran");
-			repl_stats(l->repl, &st);
-			l->setup_at = st.restarts;
+			repl_stats(repl, &st);
+			*setup_at = st.restarts;
 			return 0;
 		}
 		repl_result_release(&res);
 	}
 	return rc;
+}
+
+int rlm__loop_setup(struct loop *l, struct rlm_err *err)
+{
+	return rlm__setup_run(l->repl, l->o->setup_code, l->budget->deadline_ns, &l->setup_at,
+			      err);
 }
 
 /* The system prompt's sentence about the sandbox. It is rendered before

@@ -593,7 +593,10 @@ struct rlm_repl;
 
 /* Start the worker with ctx as `context`. o is copied: pool, model,
  * sub_model and params serve the sub-calls; python, output_limit,
- * exec_timeout_ns, sandbox and cancel configure the worker; max_depth,
+ * exec_timeout_ns, sandbox and cancel configure the worker; setup_code
+ * runs in it now (its output unseen; an exception fails the open,
+ * RLM_EINVAL "setup code raised: ...") and again at the next
+ * rlm_repl_exec after a restart; max_depth,
  * max_nodes and the rest configure the child RLMs as in a solve, and its
  * budgets and time limit hold for every call made over the REPL's life
  * (from now on); strategy and the store fields are ignored. What o points
@@ -605,7 +608,9 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 		  struct rlm_err *err);
 /* Run code[0..len) in the worker, answering its sub-calls as they come:
  * repl_exec's contract (repl/repl.h) for deadline_ns, out (release it
- * with repl_result_release) and the return. */
+ * with repl_result_release) and the return; the setup code, when it runs
+ * again first and fails, returns its error with out empty and code not
+ * run. */
 int rlm_repl_exec(struct rlm_repl *r, const char *code, size_t len, int64_t deadline_ns,
 		  struct repl_result *out, struct rlm_err *err);
 /* The sandbox of the current worker. */

@@ -9,7 +9,9 @@
  * the calls of node 0 (the worker's call handler: llm_query* on the pool,
  * rlm_query* as child RLMs below max_depth), and the worker, started as
  * loop.c starts a node's. The counts the calls keep go nowhere: no run is
- * recorded and nothing is asked of a store. */
+ * recorded and nothing is asked of a store. The caller's setup code runs
+ * as at a root node: once the worker is up, and again before the next
+ * cell after a restart. */
 #include "solve_int.h"
 
 #include <stdlib.h>
@@ -23,6 +25,8 @@ struct rlm_repl {
 	struct rlm_nodes nodes;	  /* the one-node solve of the calls */
 	struct calls calls;	  /* node 0's: the worker's call handler */
 	struct repl *repl;	  /* NULL until started */
+	int setup_at;		  /* the worker's restarts when the setup code
+				   * last ran (rlm__setup_run) */
 };
 
 int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm_repl **out,
@@ -54,6 +58,11 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 		return rc;
 	}
 	r->calls.repl = r->repl;
+	r->setup_at = -1;
+	if ((rc = rlm__setup_run(r->repl, r->o.setup_code, 0, &r->setup_at, err))) {
+		rlm_repl_close(r);
+		return rc;
+	}
 	*out = r;
 	return 0;
 }
@@ -61,6 +70,11 @@ int rlm_repl_open(const struct rlm_opts *o, const struct corpus *ctx, struct rlm
 int rlm_repl_exec(struct rlm_repl *r, const char *code, size_t len, int64_t deadline_ns,
 		  struct repl_result *out, struct rlm_err *err)
 {
+	int rc = rlm__setup_run(r->repl, r->o.setup_code, deadline_ns, &r->setup_at, err);
+	if (rc) {
+		memset(out, 0, sizeof(*out));
+		return rc;
+	}
 	return repl_exec(r->repl, code, len, deadline_ns, out, err);
 }
 

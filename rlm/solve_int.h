@@ -302,6 +302,15 @@ void rlm__calls_on_call(void *arg, const struct repl_call *call, char **texts, b
  * (repl_cfg.lone). The caller adds what is its own (stop, schema). */
 void rlm__calls_worker_cfg(struct calls *c, bool lone, struct repl_cfg *cfg);
 
+/* Run code (the caller's setup code; NULL: nothing) in repl unless it ran
+ * there since the worker's last (re)start: *setup_at holds the worker's
+ * restarts when it last ran (-1: never) and is updated. Its output is not
+ * shown. Returns 0, RLM_EINVAL with err "setup code raised: <the
+ * exception's last line>" (or the worker restarted twice while it ran),
+ * or repl_exec's code. (rlm/loop.c) */
+int rlm__setup_run(struct repl *repl, const char *code, int64_t deadline_ns, int *setup_at,
+		   struct rlm_err *err);
+
 /* ---- sessions (rlm/session.c, rlm/loop_session.c) ----
  *
  * What a session keeps between its solves: the root node's worker and

@@ -1440,6 +1440,53 @@ TEST(repl_command_runs_child_rlms)
 	free(ok);
 }
 
+/* `rlm repl --setup-code FILE` runs the file before the first cell, its
+ * output unseen, and again before the next cell after the worker died;
+ * an exception in it exits 1 saying so; --system-extra (a root's) is
+ * refused, naming what the children take. */
+TEST(repl_command_runs_setup_code)
+{
+	static const char setup[] = "print('setting up')\nimport collections\n"
+				    "def top(c, n):\n    return collections.Counter(c.split())"
+				    ".most_common(n)\nRUNS = globals().get('RUNS', 0) + 1\n";
+	char *ok = path_in_tmp("repl-setup.txt"), *code = path_in_tmp("setup.py");
+	char *bad_code = path_in_tmp("setup-bad.py");
+	struct proc_out o;
+	write_text(ok, "b a b c b a\n", 12);
+	write_text(code, setup, sizeof(setup) - 1);
+	write_text(bad_code, "x = 1\nraise KeyError('no such thing')\n", 38);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--setup-code", code, NULL};
+		o = rlm(args, "print(top(context, 2), RUNS)\n# %%\nimport os\nos._exit(3)\n"
+			      "# %%\nprint(top(context, 1), RUNS)\n");
+	}
+	CHECK_MSG(o.status == 0, "exit %d: %s", o.status, o.err);
+	CHECK_CONTAINS(o.out, "[('b', 3), ('a', 2)] 1\n");
+	CHECK_CONTAINS(o.out, "the worker died (exit status 3)");
+	/* the new worker ran it once: RUNS starts again at 1 */
+	CHECK_CONTAINS(o.out, "[('b', 3)] 1\n");
+	CHECK_MSG(!strstr(o.out, "setting up"), "setup output shown: %s", o.out);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--setup-code", bad_code, NULL};
+		o = rlm(args, "print('ran')\n");
+	}
+	CHECK_INT(o.status, 1);
+	CHECK_CONTAINS(o.err, "setup code raised: KeyError: 'no such thing'");
+	CHECK_MSG(!strstr(o.out, "ran"), "a cell ran: %s", o.out);
+	proc_out_release(&o);
+	{
+		const char *args[] = {"repl", "-c", ok, "--quiet", "--system-extra", code, NULL};
+		o = rlm(args, "1\n");
+	}
+	CHECK_INT(o.status, 2);
+	CHECK_CONTAINS(o.err, "--sub-system-extra");
+	proc_out_release(&o);
+	free(ok);
+	free(code);
+	free(bad_code);
+}
+
 /* `rlm repl --max-nodes N` (and RLM_MAX_NODES) reaches the children it
  * runs: with 1 they run one at a time and all answer; a bad value is a
  * usage error. (test_recursion checks the cap itself.) */
