@@ -60,8 +60,13 @@ static const struct {
     {"fatal", fatal_fields, ARRAY_SIZE(fatal_fields), 0},
 };
 
+/* A string node that is text. A reference is a binary call frame's
+ * prompt, which binary_call checked where it lies (the JSON parser makes
+ * no references): it is not read again. */
 static bool str_ok(const cJSON *it)
 {
+	if (cJSON_IsString(it) && it->valuestring && (it->type & cJSON_IsReference))
+		return true;
 	return cJSON_IsString(it) && it->valuestring &&
 	       text_utf8_valid(it->valuestring, strlen(it->valuestring), NULL);
 }
@@ -313,7 +318,9 @@ bad:
  * prompt's UTF-8 bytes followed by a NUL. Read into the JSON frame it
  * stands for: the prompts become the header's "prompts", each checked
  * once (UTF-8, no NUL inside, its NUL after it, within the frame) and
- * left where it lies, a string node referencing body (no copy). */
+ * left where it lies, a string node referencing body (no copy) with its
+ * length in valuedouble (unused in a string node), so that nothing reads
+ * its bytes again before they go into a request body. */
 static cJSON *binary_call(const char *body, size_t len, struct rlm_err *err)
 {
 	cJSON *f = NULL, *ps = NULL, *it;
@@ -375,7 +382,9 @@ static cJSON *binary_call(const char *body, size_t len, struct rlm_err *err)
 				    bad);
 			goto bad;
 		}
-		cJSON_AddItemToArray(ps, cJSON_CreateStringReference(body + at));
+		cJSON *ref = cJSON_CreateStringReference(body + at);
+		ref->valuedouble = (double)n;
+		cJSON_AddItemToArray(ps, ref);
 		at += (size_t)n + 1;
 		i++;
 	}

@@ -1099,10 +1099,14 @@ static void answer_into(struct repl *r, cJSON *f, int64_t deadline, bool interru
 	cJSON_ArrayForEach(p, ps)
 	{
 		prompts[i] = p->valuestring;
-		lens[i] = strlen(p->valuestring);
-		total += lens[i];
 		/* a binary frame's prompt lies in the frame's bytes, which the
-		 * tree frees: nothing for the handler to take */
+		 * tree frees: nothing for the handler to take; its length was
+		 * read from the frame (repl_frame_parse) */
+		if (p->type & cJSON_IsReference)
+			lens[i] = (size_t)p->valuedouble;
+		else
+			lens[i] = strlen(p->valuestring);
+		total += lens[i];
 		if (!(p->type & cJSON_IsReference)) {
 			bufs[i] = p->valuestring;
 			p->valuestring = NULL;

@@ -707,6 +707,10 @@ struct repl_stats {
 	int restarts;
 	int64_t execs;
 	int64_t calls;           /* prompts over the life of the repl */
+	int64_t frames_copied;   /* frames over 64 KiB copied out of the
+				  * buffer they were read into instead of kept
+				  * there (docs/llm.md counts a prompt's
+				  * copies with this at 0) */
 	int64_t start_ns;        /* last start: request to ready */
 	bool zygote;             /* the last start was a fork of the zygote */
 	char python[32];         /* the worker's Python version */
@@ -718,8 +722,9 @@ void repl_stats(const struct repl *r, struct repl_stats *out);
 /* Parse one frame body (what follows the length prefix: JSON, or a
  * binary call frame) from the worker and check it against the protocol:
  * known type, fields of the right types, strings valid UTF-8. A binary
- * frame's prompts are string nodes that reference body (cJSON_IsReference):
- * body must outlive the tree. Returns a cJSON object the caller frees (cJSON_Delete),
+ * frame's prompts are string nodes that reference body (cJSON_IsReference),
+ * their lengths in valuedouble, checked here alone: body must outlive the
+ * tree. Returns a cJSON object the caller frees (cJSON_Delete),
  * or NULL with err saying what is wrong. */
 struct cJSON *repl_frame_parse(const char *body, size_t len, size_t max, struct rlm_err *err);
 

@@ -202,7 +202,7 @@ static bool read_in(struct repl *r)
 {
 	size_t max = r->cfg.max_frame;
 	for (;;) {
-		size_t have, room, want = READ_CHUNK;
+		size_t have, room, want = READ_CHUNK, left = SIZE_MAX;
 		ssize_t k;
 		if (r->in_off > 0 &&
 		    (r->in_off == r->in_len || r->in_cap - r->in_len < READ_CHUNK)) {
@@ -215,15 +215,25 @@ static bool read_in(struct repl *r)
 			uint32_t n = repl__be32(r->in + r->in_off);
 			if (n > max)
 				return false; /* a violation: repl__take_frame says so */
-			if ((size_t)n + 4 > have)
+			if ((size_t)n + 4 > have) {
 				want = RLM_MAX(want, (size_t)n + 4 - have);
-			else if (have > max + 4 || (size_t)n + 4 > READ_CHUNK)
+				if ((size_t)n + 4 > READ_CHUNK)
+					left = (size_t)n + 4 - have;
+			} else if (have > max + 4 || (size_t)n + 4 > READ_CHUNK)
 				return true; /* whole frames waiting: take them first
 					      * (a large one alone, so that
 					      * take_binary keeps it where it is) */
 		}
 		if (want > READ_CHUNK)
 			pipe_size(r, true);
+		if (left != SIZE_MAX && r->in_off) {
+			/* a large frame starts the buffer, which it then fills
+			 * alone: the bytes read of it so far (one read's at
+			 * most) move down once */
+			memmove(r->in, r->in + r->in_off, have);
+			r->in_len = have;
+			r->in_off = 0;
+		}
 		if (r->in_cap - r->in_len < want) {
 			size_t cap = r->in_len + want, got = 0;
 			char *p = want > READ_CHUNK ? spare_take(r, cap - r->in_off, &got) : NULL;
@@ -241,7 +251,10 @@ static bool read_in(struct repl *r)
 			r->in = p;
 			r->in_cap = cap;
 		}
-		room = r->in_cap - r->in_len;
+		/* a large frame is read alone, not with the next one's first
+		 * bytes (a spare block may be larger than it): take_binary then
+		 * keeps the buffer as it is instead of copying the frame out */
+		room = RLM_MIN(r->in_cap - r->in_len, left);
 		k = read(r->from_w, r->in + r->in_len, room);
 		if (k > 0) {
 			r->in_len += (size_t)k;
@@ -277,6 +290,8 @@ static int take_binary(struct repl *r, uint32_t n, cJSON **f, struct rlm_err *wh
 		if (!(block = spare_take(r, whole, &got)))
 			block = xmalloc(whole);
 		memcpy(block, r->in + r->in_off, whole);
+		if (whole > READ_CHUNK)
+			r->st.frames_copied++;
 		r->in_off += whole;
 		if (r->in_off == r->in_len)
 			r->in_off = r->in_len = 0;

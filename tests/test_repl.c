@@ -1526,6 +1526,7 @@ TEST(call_caps_are_violations)
  * on its way), answered in order; a prompt over a piece goes alone. */
 TEST(large_batches_go_in_pieces)
 {
+	struct repl_stats st;
 	struct repl_cfg cfg;
 	struct seen s = {0};
 	struct repl *r;
@@ -1570,6 +1571,9 @@ TEST(large_batches_go_in_pieces)
 	s.calls = s.prompts = 0;
 	expect(r, "len(llm_query_batched(['p%d' % i for i in range(500)]))", "500\n");
 	CHECK_INT(s.calls, 1);
+	/* every large frame was kept where it was read (docs/llm.md's count) */
+	repl_stats(r, &st);
+	CHECK_INT(st.frames_copied, 0);
 	repl_free(r);
 }
 
@@ -1611,6 +1615,7 @@ TEST(calls_ahead_bounds_the_pieces_held)
 	    "out = llm_query_batched(ps)\n"
 	    "out == ['echo:%%d' %% len(p) for p in ps]";
 	for (int capped = 1; capped >= 0; capped--) {
+		struct repl_stats st;
 		struct repl_cfg cfg;
 		struct ahead a;
 		struct repl *r;
@@ -1636,6 +1641,9 @@ TEST(calls_ahead_bounds_the_pieces_held)
 		else
 			CHECK_MSG(atomic_load(&a.most) > 7, "only %d prompts out at once uncapped",
 				  atomic_load(&a.most));
+		/* spare blocks larger than a piece still hold it alone */
+		repl_stats(r, &st);
+		CHECK_INT(st.frames_copied, 0);
 		repl_free(r);
 	}
 }
