@@ -60,6 +60,13 @@ char *sim__compact_reply(const struct llm_msg *msgs, size_t n);
 /* Append s[0..n) to b as a Python str literal on one line. */
 void sim__py_str(struct buf *b, const char *s, size_t n);
 
+/* A question asking for the first N terms of a sequence the sim can name
+ * ("the first 100 powers of two", "the first 12 primes"): append to b the
+ * REPL code that computes them and sets the answer (one per line when
+ * the question says so, else comma-separated), and return true; false
+ * (b untouched) for any other question. (sim/sim_compute.c) */
+bool sim__compute_code(struct buf *b, const char *q, size_t qn);
+
 /* ---- host tools (sim/sim_tools.c) ----
  * When the system message has a line starting "Host tools: ", the root
  * first tries the tools in turns of their own, marked "# tools N: ...":

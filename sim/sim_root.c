@@ -1266,6 +1266,21 @@ char *sim_root_reply(const struct sim_cfg *cfg, const struct llm_msg *msgs, size
 			return r;
 	}
 
+	/* "the first 100 powers of two": computed in the REPL, in one turn,
+	 * once the question is known (a question at the context's end is
+	 * after step 1), before any chunk is asked; again after an error or
+	 * a restart (a compute turn has no step: prev is 0 after it) */
+	if (!a.later && !a.schema && prev <= 1) {
+		buf_init(&b, 0);
+		buf_puts(&b, "The question asks for terms of a sequence, which I can compute in the "
+			     "REPL: there is nothing to look up in the context.\n\n```repl\n");
+		if (sim__compute_code(&b, a.q, a.qn)) {
+			buf_puts(&b, "```\n");
+			return buf_detach(&b, NULL);
+		}
+		buf_release(&b);
+	}
+
 	/* explore=N: N turns reading pieces between step 1 and step 2 */
 	if (cfg->explore > 0 && last != seg && !notice(last, "REPL was restarted") &&
 	    !notice(last, "variables are gone") &&

@@ -1347,6 +1347,44 @@ TEST(solve_repl_self_corrects_and_verbose)
 	free(ans);
 }
 
+/* A question for the first N terms of a sequence is computed by the
+ * simulator's code in the REPL (sim/sim_compute.c), whatever the context;
+ * one that only looks like it ("the first two prime suspects") is read
+ * from the text as any other. */
+TEST(solve_computes_a_sequence_the_question_asks_for)
+{
+	static const char text[] = "The report names the first two prime suspects: Ada Byron "
+				   "and Grace Hopper.\nThe weather was fine.\n";
+	static const struct {
+		const char *q, *want;
+	} cases[] = {
+	    {"Print me the first 100 powers of two, each on a newline.",
+	     "1\n2\n4\n8\n16\n"},
+	    {"List the first twelve prime numbers.", "2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37\n"},
+	    {"What are the first one hundred squares?", ", 9801, 10000\n"},
+	    {"the first 5 multiples of 7, one per line", "7\n14\n21\n28\n35\n"},
+	    {"Who are the first two prime suspects?", "Ada Byron and Grace Hopper"},
+	};
+	char *ctx = path_in_tmp("seq.txt");
+	write_text(ctx, text, sizeof(text) - 1);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *args[] = {"solve", "-c", ctx, "-q", cases[i].q, "--quiet", NULL};
+		struct proc_out o = rlm(args, NULL);
+		CHECK_MSG(o.status == 0, "%s: exit %d: %s", cases[i].q, o.status, o.err);
+		CHECK_CONTAINS(o.out, cases[i].want);
+		if (i == 0) {
+			/* 2**0 .. 2**99, one a line */
+			CHECK_CONTAINS(o.out, "\n633825300114114700748351602688\n");
+			CHECK_MSG(!strstr(o.out, "1267650600228229401496703205376"), "2**100: %s",
+				  o.out);
+			CHECK_MSG(strspn(o.out, "0123456789\n") == strlen(o.out), "not numbers: %s",
+				  o.out);
+		}
+		proc_out_release(&o);
+	}
+	free(ctx);
+}
+
 /* Structured contexts through the real binary: a .json file is its value
  * in the REPL, a CSV table a list of dicts; the tree strategy and the
  * simulator read their JSON text and answer from it. */
