@@ -81,7 +81,7 @@ class UsageSummary:
         return isinstance(other, UsageSummary) and self.to_dict() == other.to_dict()
 
     def __repr__(self):
-        return 'UsageSummary(%r)' % (self.model_usage_summaries,)
+        return 'UsageSummary(model_usage_summaries=%r)' % (self.model_usage_summaries,)
 
 
 class RLMChatCompletion:
@@ -120,9 +120,15 @@ class RLMChatCompletion:
                    usage_summary=UsageSummary.from_dict(d.get('usage_summary') or {}),
                    execution_time=d.get('execution_time'), metadata=d.get('metadata'))
 
-    def __str__(self):
-        return self.response or ''
-
+    # As the reference's dataclass: repr (and so str and print) names every
+    # field of to_dict() in its order, and == compares them.
     def __repr__(self):
-        return 'RLMChatCompletion(root_model=%r, response=%r, execution_time=%.3f)' % (
-            self.root_model, self.response, self.execution_time or 0.0)
+        return ('RLMChatCompletion(root_model=%r, prompt=%r, response=%r, usage_summary=%r, '
+                'execution_time=%r, metadata=%r)'
+                % (self.root_model, self.prompt, self.response, self.usage_summary,
+                   self.execution_time, self.metadata))
+
+    def __eq__(self, other):
+        return isinstance(other, RLMChatCompletion) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # a dataclass with eq and not frozen is unhashable
