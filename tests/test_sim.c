@@ -8,6 +8,7 @@
 #include "../common/common.h"
 #include "../common/json.h"
 #include "../sim/sim.h"
+#include "../sim/sim_int.h"
 #include "../rlm/rlm.h"
 #include "../rlm/prompt.h"
 #include "../rlm/reply.h"
@@ -1267,6 +1268,68 @@ static char *fake_repl_exec(struct fake_repl *r, const char *code, const char *c
 	proc_out_release(&o);
 	buf_release(&prog);
 	return out;
+}
+
+/* The root's arithmetic (sim/sim_compute.c): the count in digits or
+ * words, the sequence by its name, one per line when asked; the code
+ * runs in a real python3 and prints the answer it sets. Questions that
+ * only look like one are not its business (b untouched). */
+TEST(compute_reads_the_sequence_and_its_count)
+{
+	static const struct {
+		const char *q, *want; /* want NULL: not a sequence question */
+	} cases[] = {
+	    {"Print me the first 5 powers of two, each on a newline.", "1\n2\n4\n8\n16"},
+	    {"What are the first forty-two natural numbers?", NULL},
+	    {"List the first twelve prime numbers.", "2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37"},
+	    {"the FIRST 3 Powers Of 10", "1, 10, 100"},
+	    {"Give the first twenty-one triangular numbers, one per line", NULL},
+	    {"first 4 cubes", "1, 8, 27, 64"},
+	    {"Show the first seven Fibonacci numbers", "0, 1, 1, 2, 3, 5, 8"},
+	    {"the first 6 odd numbers", "1, 3, 5, 7, 9, 11"},
+	    {"the first 3 even integers", "2, 4, 6"},
+	    {"the first 4 multiples of 25, each on its own line", "25\n50\n75\n100"},
+	    {"Who are the first two prime suspects?", NULL},
+	    {"What were the first 3 errors in the log?", NULL},
+	    {"the first 10 powers", NULL},
+	    {"the first 0 squares", NULL},
+	    {"the first 1000000 primes", NULL}, /* over 100,000 terms */
+	    {"first", NULL},
+	    {"", NULL},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct buf b = BUF_INIT, prog = BUF_INIT;
+		bool ok = sim__compute_code(&b, cases[i].q, strlen(cases[i].q));
+		struct proc_out o;
+		if (!cases[i].want && i != 1 && i != 4) {
+			CHECK_MSG(!ok && b.len == 0, "%s: read as a sequence:\n%s", cases[i].q,
+				  b.p ? b.p : "");
+			buf_release(&b);
+			continue;
+		}
+		CHECK_MSG(ok, "%s: not read as a sequence", cases[i].q);
+		buf_printf(&prog, "answer = {}\n%sprint(answer['content'])\n", b.p);
+		CHECK_MSG(py(prog.p, &o) == 0, "%s: %s", cases[i].q, o.err);
+		/* the code's own line for the model, then the answer */
+		CHECK_MSG(strstr(o.out, " terms, from ") && strchr(o.out, '\n'), "%s: %s",
+			  cases[i].q, o.out);
+		memmove(o.out, strchr(o.out, '\n') + 1, strlen(strchr(o.out, '\n') + 1) + 1);
+		if (i == 1) {
+			/* 1..42, comma-separated */
+			CHECK_CONTAINS(o.out, "1, 2, 3, ");
+			CHECK_CONTAINS(o.out, ", 41, 42\n");
+		} else if (i == 4) {
+			CHECK_CONTAINS(o.out, "1\n3\n6\n10\n");
+			CHECK_CONTAINS(o.out, "\n210\n231\n");
+		} else {
+			char *want = xasprintf("%s\n", cases[i].want);
+			CHECK_STR(o.out, want);
+			free(want);
+		}
+		proc_out_release(&o);
+		buf_release(&prog);
+		buf_release(&b);
+	}
 }
 
 /* Drive the loop: reply, run, show the output, until the code sets the
