@@ -26,9 +26,14 @@
 static const char *const small[] = {
     "zero",    "one",	  "two",     "three",	  "four",      "five",	  "six",
     "seven",   "eight",	  "nine",    "ten",	  "eleven",    "twelve",  "thirteen",
-    "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"};
-static const char *const tens[] = {"thirty", "forty", "fifty", "sixty", "seventy", "eighty",
-				   "ninety"};
+    "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"};
+/* twenty on, by tens; "forty-two" is one of them and one of small */
+static const char *const tens[] = {"twenty", "thirty", "forty",	 "fifty",
+				   "sixty",  "seventy", "eighty", "ninety"};
+static const struct {
+	const char *word;
+	long v;
+} scales[] = {{"hundred", 100}, {"thousand", 1000}, {"million", 1000000}};
 
 /* The next word of s[*i..n) (letters, digits, inner '-' and ','),
  * lower-cased into w; its length, 0 at the end. */
@@ -66,22 +71,15 @@ static long word_num(const char *w)
 		if (strncmp(w, tens[i], len) != 0)
 			continue;
 		if (!w[len])
-			return 30 + 10 * (long)i;
+			return 20 + 10 * (long)i;
 		if (w[len] == '-')
 			for (size_t k = 1; k < 10; k++)
 				if (strcmp(w + len + 1, small[k]) == 0)
-					return 30 + 10 * (long)i + (long)k;
+					return 20 + 10 * (long)i + (long)k;
 	}
-	if (strncmp(w, "twenty-", 7) == 0)
-		for (size_t k = 1; k < 10; k++)
-			if (strcmp(w + 7, small[k]) == 0)
-				return 20 + (long)k;
-	if (strcmp(w, "hundred") == 0)
-		return 100;
-	if (strcmp(w, "thousand") == 0)
-		return 1000;
-	if (strcmp(w, "million") == 0)
-		return 1000000;
+	for (size_t i = 0; i < ARRAY_SIZE(scales); i++)
+		if (strcmp(w, scales[i].word) == 0)
+			return scales[i].v;
 	return -1;
 }
 
